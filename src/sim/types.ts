@@ -1,0 +1,101 @@
+/**
+ * Contract between the simulator's object store (src/sim/store) and everything that acts on it in-process:
+ * the HTTP API server (src/sim/api), the simulated kubelet and workload controllers (src/sim/behaviour), the fleet
+ * generator (src/sim/fleet) and the fault injector. Objects are plain Kubernetes JSON objects.
+ */
+
+/** A Kubernetes object as JSON. `metadata` is always present on stored objects. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec?: any;
+  status?: any;
+  [field: string]: unknown;
+}
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+  managedFields?: unknown[];
+  generateName?: string;
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** Identifies a resource type, e.g. {group: 'apps', version: 'v1', plural: 'deployments'}; core group is ''. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+  /** Which subresources exist (e.g. ['status']). */
+  subresources: string[];
+  shortNames?: string[];
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface StoreEvent {
+  type: WatchEventType;
+  resource: ResourceType;
+  object: KubeObject;
+  /** The object before the change (undefined for ADDED). */
+  previous?: KubeObject;
+}
+
+export interface DeleteOptions {
+  /** Seconds; 0 deletes at once (force). Undefined = the object's default (pods: 30 s unless the node is Ready, see kubelet). */
+  gracePeriodSeconds?: number;
+  propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  /** Optimistic concurrency precondition. */
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+/**
+ * In-memory object store with a single, monotonically increasing resourceVersion counter (as etcd's revision).
+ * Every write bumps the counter, sets metadata.resourceVersion, and emits exactly one StoreEvent synchronously to
+ * subscribers, in commit order. Errors are thrown as SimApiError (Status-shaped).
+ */
+export interface ObjectStore {
+  resourceTypes(): ResourceType[];
+  resourceType(group: string, plural: string): ResourceType | undefined;
+  resourceTypeForKind(apiVersion: string, kind: string): ResourceType | undefined;
+
+  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined;
+  list(type: ResourceType, namespace?: string): KubeObject[];
+  /** Assigns uid, resourceVersion, generation 1, creationTimestamp; 409 AlreadyExists when the name is taken. */
+  create(type: ResourceType, object: KubeObject): KubeObject;
+  /**
+   * Replaces the object. If object.metadata.resourceVersion is set and stale → 409 Conflict. `subresource` 'status'
+   * changes only .status; otherwise .status is kept from the stored object for types that have a status subresource.
+   * generation is bumped when .spec changes.
+   */
+  update(type: ResourceType, object: KubeObject, subresource?: string): KubeObject;
+  /**
+   * Graceful delete: sets deletionTimestamp (and keeps the object) when it has finalizers or a grace period > 0 is
+   * in effect; removes it at once otherwise. Returns the object as last stored.
+   */
+  delete(type: ResourceType, namespace: string | undefined, name: string, options?: DeleteOptions): KubeObject;
+  /** Current resourceVersion counter. */
+  currentRevision(): number;
+  subscribe(listener: (event: StoreEvent) => void): () => void;
+}
