@@ -1,0 +1,76 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { AppError, ErrorCode } from '../errors.js';
+
+/**
+ * Applies the committed Prisma migrations (`prisma/migrations/<name>/migration.sql`) at start-up, recording them in
+ * `_prisma_migrations` exactly as `prisma migrate deploy` does (same table, checksum = sha256 of the file), so the
+ * Prisma CLI and rollplane agree on what is applied. Doing it in-process avoids shipping and spawning the Prisma CLI
+ * at run time (see docs/adr/0002-migrations-at-start-up.md).
+ */
+export interface MigrationReport {
+  applied: string[];
+  total: number;
+}
+
+
+function migrationsDirFor(candidate?: string): string {
+  if (candidate) return candidate;
+  // From src/store (tsx) the project root is two levels up; from dist/src/store (built) it is three.
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  for (const up of ['../..', '../../..']) {
+    const dir = path.resolve(here, up, 'prisma/migrations');
+    if (existsSync(dir)) return dir;
+  }
+  throw new AppError(ErrorCode.Internal, `prisma/migrations not found near ${here}`);
+}
+
+export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: string): MigrationReport {
+  const dir = migrationsDirFor(migrationsDir);
+  db.exec(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+    "id" TEXT PRIMARY KEY NOT NULL,
+    "checksum" TEXT NOT NULL,
+    "finished_at" DATETIME,
+    "migration_name" TEXT NOT NULL,
+    "logs" TEXT,
+    "rolled_back_at" DATETIME,
+    "started_at" DATETIME NOT NULL DEFAULT current_timestamp,
+    "applied_steps_count" INTEGER UNSIGNED NOT NULL DEFAULT 0
+  )`);
+  const names = readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+  const done = new Map<string, string>();
+  for (const row of db
+    .prepare('SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')
+    .all() as { migration_name: string; checksum: string }[]) {
+    done.set(row.migration_name, row.checksum);
+  }
+  const applied: string[] = [];
+  for (const name of names) {
+    const sql = readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
+    const checksum = createHash('sha256').update(sql).digest('hex');
+    const recorded = done.get(name);
+    if (recorded !== undefined) {
+      if (recorded !== checksum) {
+        throw new AppError(
+          ErrorCode.Internal,
+          `migration ${name} was changed after it was applied (checksum differs); committed migrations must never be edited`,
+        );
+      }
+      continue;
+    }
+    const startedAt = new Date().toISOString();
+    db.transaction(() => {
+      db.exec(sql);
+      db.prepare(
+        'INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)',
+      ).run(randomUUID(), checksum, new Date().toISOString(), name, startedAt);
+    })();
+    applied.push(name);
+  }
+  return { applied, total: names.length };
+}
