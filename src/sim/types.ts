@@ -73,7 +73,9 @@ export interface DeleteOptions {
 /**
  * In-memory object store with a single, monotonically increasing resourceVersion counter (as etcd's revision).
  * Every write bumps the counter, sets metadata.resourceVersion, and emits exactly one StoreEvent synchronously to
- * subscribers, in commit order. Errors are thrown as SimApiError (Status-shaped).
+ * subscribers, in commit order. Errors are thrown as SimApiError (Status-shaped, src/sim/store/errors.ts).
+ * Objects handed out are deeply frozen and shared: clone (structuredClone) before modifying. Inputs are copied.
+ * Implementation: src/sim/store/MemoryStore.ts; resource type handles: `Resources` in src/sim/store/resources.ts.
  */
 export interface ObjectStore {
   resourceTypes(): ResourceType[];
@@ -98,4 +100,10 @@ export interface ObjectStore {
   /** Current resourceVersion counter. */
   currentRevision(): number;
   subscribe(listener: (event: StoreEvent) => void): () => void;
+}
+
+/** What the HTTP API server needs beyond ObjectStore: watch resume from the bounded event history. */
+export interface WatchableStore extends ObjectStore {
+  /** Events committed after `revision`, oldest first; throws SimApiError 410 Expired when the window no longer has them. */
+  eventsSince(revision: number, type?: ResourceType): StoreEvent[];
 }

@@ -1,0 +1,463 @@
+import { randomUUID } from 'node:crypto';
+import type { DeleteOptions, KubeObject, ResourceType, StoreEvent, WatchableStore, WatchEventType } from '../types.js';
+import { alreadyExists, badRequest, conflict, expired, invalid, notFound, SimApiError } from './errors.js';
+import { deepClone, deepEqual, deepFreeze } from './objects.js';
+import { ALL_RESOURCE_TYPES, apiVersionOf, hasStatus, ResourceRegistry, Resources, typeKey } from './resources.js';
+
+export interface MemoryStoreOptions {
+  /** How many past events are kept for watch resume; a resourceVersion older than the window gets 410 Expired. */
+  historySize?: number;
+  /** Clock for creation/deletion timestamps. */
+  now?: () => Date;
+  /** Reject namespaced objects whose namespace does not exist (404), as a real API server does. Default true. */
+  requireNamespace?: boolean;
+  /** Namespaces that exist from the start. */
+  initialNamespaces?: string[];
+  types?: readonly ResourceType[];
+  /** Called when a subscriber throws; the write itself has already committed. */
+  onListenerError?: (error: unknown) => void;
+}
+
+interface TypeState {
+  readonly type: ResourceType;
+  readonly key: string;
+  /** namespace ('' for cluster-scoped) → name → frozen object */
+  readonly byNamespace: Map<string, Map<string, KubeObject>>;
+  size: number;
+}
+
+const POD_DEFAULT_GRACE_SECONDS = 30;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+const NOT_SPEC = new Set(['metadata', 'status', 'apiVersion', 'kind']);
+
+/**
+ * The simulator's etcd: one revision counter, maps keyed type → namespace → name, and a bounded event history.
+ *
+ * Contract beyond ObjectStore: every object handed out (get/list/events/return values) is deeply frozen and shared —
+ * clone before modifying (`structuredClone` works). Inputs are copied, never retained. Events reach subscribers
+ * synchronously and in commit order, also when a subscriber writes to the store from inside its listener (such writes
+ * are queued behind the event being delivered).
+ */
+export class MemoryStore implements WatchableStore {
+  private readonly registry: ResourceRegistry;
+  private readonly states = new Map<string, TypeState>();
+  private revision = 0;
+  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private readonly pending: StoreEvent[] = [];
+  private delivering = false;
+  private readonly history: (StoreEvent | undefined)[];
+  private historyCount = 0;
+  /** owner uid → keys of objects whose ownerReferences name it (for garbage collection). */
+  private readonly dependents = new Map<string, Set<string>>();
+  private readonly now: () => Date;
+  private readonly requireNamespace: boolean;
+  private readonly onListenerError: (error: unknown) => void;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.registry = new ResourceRegistry(options.types ?? ALL_RESOURCE_TYPES);
+    for (const type of this.registry.types) {
+      this.states.set(typeKey(type), { type, key: typeKey(type), byNamespace: new Map(), size: 0 });
+    }
+    this.history = new Array(Math.max(1, options.historySize ?? 10_000));
+    this.now = options.now ?? (() => new Date());
+    this.requireNamespace = options.requireNamespace ?? true;
+    this.onListenerError = options.onListenerError ?? (() => {});
+    for (const name of options.initialNamespaces ?? ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+      this.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    }
+  }
+
+  resourceTypes(): ResourceType[] {
+    return [...this.registry.types];
+  }
+
+  resourceType(group: string, plural: string): ResourceType | undefined {
+    return this.registry.byGroupPlural(group, plural);
+  }
+
+  resourceTypeForKind(apiVersion: string, kind: string): ResourceType | undefined {
+    return this.registry.byApiVersionKind(apiVersion, kind);
+  }
+
+  currentRevision(): number {
+    return this.revision;
+  }
+
+  /** Oldest revision R such that watching "from R" (events after R) is still possible. */
+  oldestResumableRevision(): number {
+    return this.revision - this.historyCount;
+  }
+
+  /**
+   * Events committed after `revision`, oldest first, optionally for one type. Throws 410 Expired when the window no
+   * longer holds all of them.
+   */
+  eventsSince(revision: number, type?: ResourceType): StoreEvent[] {
+    if (revision < this.oldestResumableRevision()) {
+      throw expired(`too old resource version: ${revision} (${this.oldestResumableRevision() + 1})`);
+    }
+    const out: StoreEvent[] = [];
+    const size = this.history.length;
+    for (let rv = Math.max(revision, this.oldestResumableRevision()) + 1; rv <= this.revision; rv++) {
+      const event = this.history[rv % size]!;
+      if (!type || event.resource === type) out.push(event);
+    }
+    return out;
+  }
+
+  count(type: ResourceType): number {
+    return this.state(type).size;
+  }
+
+  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.state(type).byNamespace.get(type.namespaced ? (namespace ?? '') : '')?.get(name);
+  }
+
+  list(type: ResourceType, namespace?: string): KubeObject[] {
+    const state = this.state(type);
+    if (type.namespaced && namespace !== undefined && namespace !== '') {
+      const names = state.byNamespace.get(namespace);
+      return names ? Array.from(names.values()) : [];
+    }
+    const out: KubeObject[] = [];
+    for (const names of state.byNamespace.values()) for (const object of names.values()) out.push(object);
+    return out;
+  }
+
+  create(type: ResourceType, input: KubeObject): KubeObject {
+    const state = this.state(type);
+    const object = deepClone(input);
+    this.checkTypeMeta(type, object);
+    const meta = (object.metadata ??= { name: '' });
+    const namespace = this.namespaceFor(type, meta.namespace);
+    if (type.namespaced) meta.namespace = namespace;
+    else delete meta.namespace;
+    if (this.requireNamespace && type.namespaced && !this.get(Resources.namespaces, undefined, namespace)) {
+      throw notFound('namespaces', namespace);
+    }
+    const names = state.byNamespace.get(namespace);
+    if (!meta.name && meta.generateName) {
+      do meta.name = meta.generateName + randomSuffix();
+      while (names?.has(meta.name));
+    }
+    this.validateName(type, meta.name);
+    if (names?.has(meta.name)) throw alreadyExists(type.plural, meta.name, type.group);
+
+    meta.uid = randomUUID();
+    meta.generation = 1;
+    meta.creationTimestamp = timestamp(this.now());
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    if (type === Resources.namespaces) object.status = { phase: 'Active', ...(object.status ?? {}) };
+    return this.commit(state, 'ADDED', object, undefined);
+  }
+
+  update(type: ResourceType, input: KubeObject, subresource?: string): KubeObject {
+    const state = this.state(type);
+    const meta = input.metadata;
+    if (!meta?.name) throw invalid(type.kind, '', [{ field: 'metadata.name', message: 'Required value: name is required' }]);
+    const namespace = this.namespaceFor(type, meta.namespace);
+    const existing = state.byNamespace.get(namespace)?.get(meta.name);
+    if (!existing) throw notFound(type.plural, meta.name, type.group);
+    if (meta.uid && meta.uid !== existing.metadata.uid) {
+      throw conflict(type.plural, meta.name, `Precondition failed: UID in precondition: ${meta.uid}, UID in object meta: ${existing.metadata.uid}`, type.group);
+    }
+    if (meta.resourceVersion && meta.resourceVersion !== existing.metadata.resourceVersion) {
+      throw conflict(type.plural, meta.name, 'the object has been modified; please apply your changes to the latest version and try again', type.group);
+    }
+
+    let next: KubeObject;
+    if (subresource === 'status') {
+      if (!hasStatus(type)) throw new SimApiError(404, 'NotFound', `${type.plural} has no status subresource`);
+      next = { ...existing, metadata: { ...existing.metadata } };
+      if (input.status === undefined) delete next.status;
+      else next.status = deepClone(input.status);
+      if (meta.managedFields !== undefined) next.metadata.managedFields = deepClone(meta.managedFields);
+    } else if (subresource !== undefined) {
+      throw new SimApiError(404, 'NotFound', `${type.plural} has no ${subresource} subresource`);
+    } else {
+      next = deepClone(input);
+      this.checkTypeMeta(type, next);
+      const m = next.metadata;
+      const old = existing.metadata;
+      m.namespace = old.namespace;
+      if (!type.namespaced) delete m.namespace;
+      m.uid = old.uid;
+      m.creationTimestamp = old.creationTimestamp;
+      m.generation = old.generation;
+      copyOrDelete(m, old, 'deletionTimestamp');
+      copyOrDelete(m, old, 'deletionGracePeriodSeconds');
+      delete m.generateName;
+      if (old.generateName) m.generateName = old.generateName;
+      if (hasStatus(type)) {
+        if (existing.status === undefined) delete next.status;
+        else next.status = existing.status;
+      }
+      if (old.deletionTimestamp) {
+        const added = (m.finalizers ?? []).filter((f) => !(old.finalizers ?? []).includes(f));
+        if (added.length > 0) {
+          throw new SimApiError(422, 'Invalid', `${type.kind} "${meta.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`);
+        }
+      }
+      if (!specEqual(existing, next)) m.generation = (old.generation ?? 1) + 1;
+    }
+    next.metadata.resourceVersion = existing.metadata.resourceVersion;
+    if (deepEqual(next, existing)) return existing;
+
+    if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
+      const podStillTerminating = type === Resources.pods && (next.metadata.deletionGracePeriodSeconds ?? 0) > 0;
+      if (!podStillTerminating) return this.remove(state, next, 'Background');
+    }
+    return this.commit(state, 'MODIFIED', next, existing);
+  }
+
+  delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): KubeObject {
+    const state = this.state(type);
+    const ns = this.namespaceFor(type, namespace);
+    const existing = state.byNamespace.get(ns)?.get(name);
+    if (!existing) throw notFound(type.plural, name, type.group);
+    const pre = options.preconditions;
+    if (pre?.uid && pre.uid !== existing.metadata.uid) {
+      throw conflict(type.plural, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.metadata.uid}`, type.group);
+    }
+    if (pre?.resourceVersion && pre.resourceVersion !== existing.metadata.resourceVersion) {
+      throw conflict(type.plural, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`, type.group);
+    }
+    const policy = options.propagationPolicy ?? 'Background';
+    if (type === Resources.namespaces) this.emptyNamespace(name);
+    if (policy === 'Orphan') this.orphanDependents(existing.metadata.uid!);
+    if (policy === 'Foreground') this.deleteDependents(existing.metadata.uid!);
+
+    const current = state.byNamespace.get(ns)?.get(name) ?? existing;
+    const hasFinalizers = (current.metadata.finalizers ?? []).length > 0;
+    const grace = this.graceSeconds(type, current, options.gracePeriodSeconds);
+
+    if (current.metadata.deletionTimestamp) {
+      // Already terminating: only a shorter grace period (a force delete) changes anything.
+      const previousGrace = current.metadata.deletionGracePeriodSeconds ?? 0;
+      if (grace >= previousGrace) return current;
+      if (!hasFinalizers && grace === 0) return this.remove(state, current, policy);
+      const next = { ...current, metadata: { ...current.metadata, deletionGracePeriodSeconds: grace } };
+      return this.commit(state, 'MODIFIED', next, current);
+    }
+    if (!hasFinalizers && grace === 0) return this.remove(state, current, policy);
+    const next = {
+      ...current,
+      metadata: {
+        ...current.metadata,
+        deletionTimestamp: timestamp(new Date(this.now().getTime() + grace * 1000)),
+        deletionGracePeriodSeconds: grace,
+      },
+    };
+    return this.commit(state, 'MODIFIED', next, current);
+  }
+
+  subscribe(listener: (event: StoreEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  private graceSeconds(type: ResourceType, object: KubeObject, requested: number | undefined): number {
+    if (type !== Resources.pods) return 0;
+    // As the real API server: a pod never bound to a node, or already finished, has no kubelet to wait for.
+    if (!object.spec?.nodeName) return 0;
+    const phase = object.status?.phase;
+    if (phase === 'Succeeded' || phase === 'Failed') return 0;
+    const grace = requested ?? object.spec?.terminationGracePeriodSeconds ?? POD_DEFAULT_GRACE_SECONDS;
+    return Math.max(0, grace);
+  }
+
+  private remove(state: TypeState, object: KubeObject, policy: DeleteOptions['propagationPolicy']): KubeObject {
+    const ns = object.metadata.namespace ?? '';
+    const names = state.byNamespace.get(ns);
+    const existing = names?.get(object.metadata.name);
+    if (!names || !existing) return object;
+    names.delete(object.metadata.name);
+    if (names.size === 0) state.byNamespace.delete(ns);
+    state.size--;
+    this.revision++;
+    const gone = deepFreeze({ ...object, metadata: { ...object.metadata, resourceVersion: String(this.revision) } });
+    this.indexOwners(state.key, existing, undefined);
+    this.emit({ type: 'DELETED', resource: state.type, object: gone, previous: existing });
+    const uid = existing.metadata.uid!;
+    if (policy === 'Orphan') this.orphanDependents(uid);
+    else this.deleteDependents(uid);
+    return gone;
+  }
+
+  private commit(state: TypeState, type: WatchEventType, object: KubeObject, previous: KubeObject | undefined): KubeObject {
+    this.revision++;
+    object.metadata.resourceVersion = String(this.revision);
+    deepFreeze(object);
+    const ns = object.metadata.namespace ?? '';
+    let names = state.byNamespace.get(ns);
+    if (!names) state.byNamespace.set(ns, (names = new Map()));
+    names.set(object.metadata.name, object);
+    if (!previous) state.size++;
+    this.indexOwners(state.key, previous, object);
+    const event: StoreEvent = { type, resource: state.type, object };
+    if (previous) event.previous = previous;
+    this.emit(event);
+    return object;
+  }
+
+  private emit(event: StoreEvent): void {
+    this.history[this.revision % this.history.length] = event;
+    if (this.historyCount < this.history.length) this.historyCount++;
+    this.pending.push(event);
+    if (this.delivering) return;
+    this.delivering = true;
+    try {
+      for (let i = 0; i < this.pending.length; i++) {
+        const next = this.pending[i]!;
+        for (const listener of this.listeners) {
+          try {
+            listener(next);
+          } catch (error) {
+            this.onListenerError(error);
+          }
+        }
+      }
+    } finally {
+      this.pending.length = 0;
+      this.delivering = false;
+    }
+  }
+
+  private indexOwners(key: string, before: KubeObject | undefined, after: KubeObject | undefined): void {
+    const beforeOwners = before?.metadata.ownerReferences ?? [];
+    const afterOwners = after?.metadata.ownerReferences ?? [];
+    if (beforeOwners.length === 0 && afterOwners.length === 0) return;
+    const meta = (after ?? before)!.metadata;
+    const ref = `${key}\u0000${meta.namespace ?? ''}\u0000${meta.name}`;
+    for (const owner of beforeOwners) {
+      if (afterOwners.some((o) => o.uid === owner.uid)) continue;
+      const set = this.dependents.get(owner.uid);
+      set?.delete(ref);
+      if (set?.size === 0) this.dependents.delete(owner.uid);
+    }
+    for (const owner of afterOwners) {
+      let set = this.dependents.get(owner.uid);
+      if (!set) this.dependents.set(owner.uid, (set = new Set()));
+      set.add(ref);
+    }
+  }
+
+  private dependentsOf(uid: string): { state: TypeState; object: KubeObject }[] {
+    const out: { state: TypeState; object: KubeObject }[] = [];
+    for (const ref of this.dependents.get(uid) ?? []) {
+      const [key, ns, name] = ref.split('\u0000') as [string, string, string];
+      const state = this.states.get(key);
+      const object = state?.byNamespace.get(ns)?.get(name);
+      if (state && object) out.push({ state, object });
+    }
+    return out;
+  }
+
+  private deleteDependents(uid: string): void {
+    for (const { state, object } of this.dependentsOf(uid)) {
+      if (object.metadata.deletionTimestamp) continue;
+      try {
+        this.delete(state.type, object.metadata.namespace, object.metadata.name, { propagationPolicy: 'Background' });
+      } catch (error) {
+        if (!(error instanceof SimApiError && error.code === 404)) throw error;
+      }
+    }
+  }
+
+  private orphanDependents(uid: string): void {
+    for (const { state, object } of this.dependentsOf(uid)) {
+      const owners = (object.metadata.ownerReferences ?? []).filter((o) => o.uid !== uid);
+      const next: KubeObject = { ...object, metadata: { ...object.metadata } };
+      if (owners.length > 0) next.metadata.ownerReferences = owners.map((o) => ({ ...o }));
+      else delete next.metadata.ownerReferences;
+      this.commit(state, 'MODIFIED', next, object);
+    }
+  }
+
+  /** A deleted namespace takes everything in it along at once (the real namespace controller is slower). */
+  private emptyNamespace(namespace: string): void {
+    for (const state of this.states.values()) {
+      if (!state.type.namespaced) continue;
+      const names = state.byNamespace.get(namespace);
+      if (!names) continue;
+      for (const object of Array.from(names.values())) {
+        const stripped: KubeObject = { ...object, metadata: { ...object.metadata } };
+        delete stripped.metadata.finalizers;
+        this.remove(state, stripped, 'Background');
+      }
+    }
+  }
+
+  private state(type: ResourceType): TypeState {
+    const state = this.states.get(typeKey(type));
+    if (!state) throw new SimApiError(404, 'NotFound', `the server could not find the requested resource (${typeKey(type)})`);
+    return state;
+  }
+
+  private namespaceFor(type: ResourceType, namespace: string | undefined): string {
+    if (!type.namespaced) return '';
+    if (!namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    return namespace;
+  }
+
+  private checkTypeMeta(type: ResourceType, object: KubeObject): void {
+    const apiVersion = apiVersionOf(type);
+    if (object.apiVersion && object.apiVersion !== apiVersion) {
+      throw badRequest(`the API version in the data (${object.apiVersion}) does not match the expected API version (${apiVersion})`);
+    }
+    if (object.kind && object.kind !== type.kind) {
+      throw badRequest(`the kind in the data (${object.kind}) does not match the expected kind (${type.kind})`);
+    }
+    object.apiVersion = apiVersion;
+    object.kind = type.kind;
+  }
+
+  private validateName(type: ResourceType, name: string): void {
+    if (!name) {
+      throw invalid(type.kind, '', [{ type: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }], type.group);
+    }
+    const ok = type.group === 'rbac.authorization.k8s.io'
+      ? !/[/%]/.test(name) && name !== '.' && name !== '..'
+      : name.length <= 253 && DNS_SUBDOMAIN.test(name);
+    if (!ok) {
+      throw invalid(type.kind, name, [{
+        type: 'FieldValueInvalid',
+        field: 'metadata.name',
+        message: `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+      }], type.group);
+    }
+  }
+}
+
+/** RFC 3339 with second precision, as Kubernetes serializes metav1.Time. */
+export function timestamp(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function randomSuffix(): string {
+  let out = '';
+  for (let i = 0; i < 5; i++) out += GENERATE_ALPHABET[Math.floor(Math.random() * GENERATE_ALPHABET.length)];
+  return out;
+}
+
+function specEqual(a: KubeObject, b: KubeObject): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const key of keys) {
+    if (NOT_SPEC.has(key)) continue;
+    if (!deepEqual(a[key], b[key])) return false;
+  }
+  return true;
+}
+
+function copyOrDelete<K extends 'deletionTimestamp' | 'deletionGracePeriodSeconds'>(
+  target: KubeObject['metadata'],
+  source: KubeObject['metadata'],
+  key: K,
+): void {
+  if (source[key] === undefined) delete target[key];
+  else target[key] = source[key];
+}

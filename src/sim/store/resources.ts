@@ -1,0 +1,108 @@
+import type { ResourceType } from '../types.js';
+
+/**
+ * The resource types the simulator serves. The registry is the single source for discovery, OpenAPI, routing and the
+ * store's type lookups; objects returned here are frozen and shared.
+ */
+function rt(
+  group: string,
+  version: string,
+  plural: string,
+  kind: string,
+  namespaced: boolean,
+  subresources: string[] = [],
+  shortNames?: string[],
+): ResourceType {
+  const type: ResourceType = { group, version, plural, kind, namespaced, subresources };
+  if (shortNames) type.shortNames = shortNames;
+  return Object.freeze(type);
+}
+
+const STATUS = ['status'];
+
+/** Named handles for the built-in types, so in-process code never spells group/plural strings. */
+export const Resources = Object.freeze({
+  namespaces: rt('', 'v1', 'namespaces', 'Namespace', false, STATUS, ['ns']),
+  nodes: rt('', 'v1', 'nodes', 'Node', false, STATUS, ['no']),
+  pods: rt('', 'v1', 'pods', 'Pod', true, STATUS, ['po']),
+  services: rt('', 'v1', 'services', 'Service', true, STATUS, ['svc']),
+  secrets: rt('', 'v1', 'secrets', 'Secret', true),
+  configmaps: rt('', 'v1', 'configmaps', 'ConfigMap', true, [], ['cm']),
+  events: rt('', 'v1', 'events', 'Event', true, [], ['ev']),
+  serviceaccounts: rt('', 'v1', 'serviceaccounts', 'ServiceAccount', true, [], ['sa']),
+  leases: rt('coordination.k8s.io', 'v1', 'leases', 'Lease', true),
+  deployments: rt('apps', 'v1', 'deployments', 'Deployment', true, STATUS, ['deploy']),
+  replicasets: rt('apps', 'v1', 'replicasets', 'ReplicaSet', true, STATUS, ['rs']),
+  daemonsets: rt('apps', 'v1', 'daemonsets', 'DaemonSet', true, STATUS, ['ds']),
+  statefulsets: rt('apps', 'v1', 'statefulsets', 'StatefulSet', true, STATUS, ['sts']),
+  controllerrevisions: rt('apps', 'v1', 'controllerrevisions', 'ControllerRevision', true),
+  networkAttachmentDefinitions: rt(
+    'k8s.cni.cncf.io',
+    'v1',
+    'network-attachment-definitions',
+    'NetworkAttachmentDefinition',
+    true,
+    [],
+    ['net-attach-def'],
+  ),
+  ippools: rt('network.harvesterhci.io', 'v1alpha1', 'ippools', 'IPPool', true, STATUS, ['ippl', 'ippls']),
+  virtualclusters: rt('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster', true, [], ['vc']),
+  clusterversions: rt('tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false, [], ['cv']),
+  roles: rt('rbac.authorization.k8s.io', 'v1', 'roles', 'Role', true),
+  rolebindings: rt('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding', true),
+  clusterroles: rt('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
+  clusterrolebindings: rt('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
+  servicemonitors: rt('monitoring.coreos.com', 'v1', 'servicemonitors', 'ServiceMonitor', true),
+});
+
+export const ALL_RESOURCE_TYPES: readonly ResourceType[] = Object.freeze(Object.values(Resources));
+
+/** "apps/v1" for a grouped type, "v1" for the core group. */
+export function apiVersionOf(type: ResourceType): string {
+  return type.group === '' ? type.version : `${type.group}/${type.version}`;
+}
+
+/** Key used for maps of types: group and plural identify a type (one served version per group here). */
+export function typeKey(type: ResourceType): string {
+  return `${type.group}/${type.plural}`;
+}
+
+export function hasStatus(type: ResourceType): boolean {
+  return type.subresources.includes('status');
+}
+
+/** Lookup tables over a fixed list of types. */
+export class ResourceRegistry {
+  private readonly byKey = new Map<string, ResourceType>();
+  private readonly byKind = new Map<string, ResourceType>();
+
+  constructor(readonly types: readonly ResourceType[] = ALL_RESOURCE_TYPES) {
+    for (const type of types) {
+      this.byKey.set(typeKey(type), type);
+      this.byKind.set(`${apiVersionOf(type)}/${type.kind}`, type);
+    }
+  }
+
+  byGroupPlural(group: string, plural: string): ResourceType | undefined {
+    return this.byKey.get(`${group}/${plural}`);
+  }
+
+  byApiVersionKind(apiVersion: string, kind: string): ResourceType | undefined {
+    return this.byKind.get(`${apiVersion}/${kind}`);
+  }
+
+  /** Group → versions served, in registration order; the core group is ''. */
+  groups(): Map<string, string[]> {
+    const groups = new Map<string, string[]>();
+    for (const type of this.types) {
+      const versions = groups.get(type.group) ?? [];
+      if (!versions.includes(type.version)) versions.push(type.version);
+      groups.set(type.group, versions);
+    }
+    return groups;
+  }
+
+  inGroupVersion(group: string, version: string): ResourceType[] {
+    return this.types.filter((t) => t.group === group && t.version === version);
+  }
+}
