@@ -1,0 +1,263 @@
+import type { Registry } from 'prom-client';
+import { type Clock, systemClock } from './clock.js';
+import { describeError, isTerminalError } from './errors.js';
+import { type ControllerMetrics, controllerMetrics } from './metrics.js';
+import { defaultControllerRateLimiter, type RateLimiter } from './rateLimiters.js';
+import { keyOf, type Request, requestOf } from './request.js';
+import { WorkQueue } from './WorkQueue.js';
+
+export { TerminalError, isTerminalError } from './errors.js';
+export { keyOf, requestOf, type Request } from './request.js';
+
+export interface Result {
+  /** Reconcile again after this many ms (the key's backoff is reset). */
+  requeueAfterMs?: number;
+  /** Reconcile again after the rate limiter's delay, without counting as an error. */
+  requeue?: boolean;
+}
+
+/**
+ * Makes the world match the desired state of one object. Level-based: it gets only a key and must re-read what it
+ * needs (from informer caches). Throwing (anything) means "retry with backoff"; throwing a TerminalError means
+ * "do not retry". The signal aborts when the controller stops (lost leadership or shutdown).
+ */
+export interface Reconciler {
+  reconcile(request: Request, signal: AbortSignal): Promise<Result | void>;
+}
+
+/** Something that can enqueue the current state of the world when a controller starts (e.g. an informer cache). */
+export interface Source {
+  resync(enqueue: (key: string) => void): void;
+}
+
+export interface ControllerLogger {
+  error(obj: object, msg: string): void;
+  debug?(obj: object, msg: string): void;
+}
+
+export interface ControllerOptions {
+  name: string;
+  reconciler: Reconciler;
+  /** Concurrent reconciles; default 1. One key is never reconciled by two workers at once. */
+  workers?: number;
+  /** A fresh limiter for every start; default `defaultControllerRateLimiter()` on the controller's clock. */
+  newRateLimiter?: () => RateLimiter;
+  clock?: Clock;
+  registry?: Registry;
+  logger?: ControllerLogger;
+  /** Remembered last errors (for snapshots); the oldest key is dropped beyond this; default 1000. */
+  maxLastErrors?: number;
+}
+
+export interface LastError {
+  message: string;
+  terminal: boolean;
+  /** Wall-clock ISO time. */
+  at: string;
+}
+
+export interface ControllerSnapshot {
+  name: string;
+  running: boolean;
+  workers: number;
+  depth: number;
+  delayed: number;
+  inFlight: string[];
+  retries: Record<string, number>;
+  lastErrors: Record<string, LastError>;
+}
+
+/** What one reconcile came to; `handleOutcome` turns it into queue operations. */
+export type Outcome =
+  | { kind: 'success' }
+  | { kind: 'requeue' }
+  | { kind: 'requeueAfter'; ms: number }
+  | { kind: 'error'; error: unknown }
+  | { kind: 'terminal'; error: unknown };
+
+/** Yield to the event loop after this many back-to-back reconciles so I/O and timers are not starved. */
+const YIELD_EVERY = 512;
+
+/**
+ * Runs a Reconciler over a WorkQueue with N workers, with controller-runtime's result semantics. Can be started
+ * and stopped repeatedly (leader election): each start gets a fresh queue and rate limiter and resyncs its sources.
+ */
+export class Controller {
+  readonly name: string;
+  readonly workers: number;
+  private readonly reconciler: Reconciler;
+  private readonly clock: Clock;
+  private readonly registry: Registry | undefined;
+  private readonly newRateLimiter: () => RateLimiter;
+  private readonly logger: ControllerLogger | undefined;
+  private readonly metrics: ControllerMetrics | undefined;
+  private readonly maxLastErrors: number;
+  private readonly sources: Source[] = [];
+  private readonly lastErrors = new Map<string, LastError>();
+  private run: { queue: WorkQueue; abort: AbortController; workers: Promise<void>[] } | undefined;
+  private lastQueue: WorkQueue | undefined;
+
+  constructor(options: ControllerOptions) {
+    this.name = options.name;
+    this.reconciler = options.reconciler;
+    this.workers = Math.max(1, options.workers ?? 1);
+    this.clock = options.clock ?? systemClock;
+    this.registry = options.registry;
+    this.newRateLimiter = options.newRateLimiter ?? (() => defaultControllerRateLimiter({ clock: this.clock }));
+    this.logger = options.logger;
+    this.maxLastErrors = options.maxLastErrors ?? 1000;
+    this.metrics = options.registry ? controllerMetrics(options.registry) : undefined;
+    this.metrics?.maxConcurrent.set({ controller: this.name }, this.workers);
+    this.metrics?.activeWorkers.set({ controller: this.name }, 0);
+    for (const result of ['success', 'error', 'requeue', 'requeue_after']) this.metrics?.reconcileTotal.inc({ controller: this.name, result }, 0);
+    this.metrics?.reconcileErrors.inc({ controller: this.name }, 0);
+    this.metrics?.terminalErrors.inc({ controller: this.name }, 0);
+  }
+
+  get running(): boolean {
+    return this.run !== undefined;
+  }
+
+  /** The queue of the current (or last) run; undefined before the first start. */
+  get queue(): WorkQueue | undefined {
+    return this.run?.queue ?? this.lastQueue;
+  }
+
+  /** Registers a source to resync on every start (and at once if running). */
+  watch(source: Source): void {
+    this.sources.push(source);
+    if (this.run) source.resync((key) => this.run?.queue.add(key));
+  }
+
+  /** Enqueues a key (or request); ignored while stopped — sources resync on the next start. */
+  enqueue(request: Request | string): void {
+    this.run?.queue.add(typeof request === 'string' ? request : keyOf(request));
+  }
+
+  enqueueAfter(request: Request | string, ms: number): void {
+    this.run?.queue.addAfter(typeof request === 'string' ? request : keyOf(request), ms);
+  }
+
+  start(): void {
+    if (this.run) return;
+    const queue = new WorkQueue({ name: this.name, rateLimiter: this.newRateLimiter(), clock: this.clock, registry: this.registry });
+    const abort = new AbortController();
+    this.run = { queue, abort, workers: [] };
+    this.lastQueue = queue;
+    for (const s of this.sources) s.resync((key) => queue.add(key));
+    for (let i = 0; i < this.workers; i++) this.run.workers.push(this.worker(queue, abort.signal));
+  }
+
+  /** Aborts in-flight reconciles, stops handing out keys, and resolves once every worker has returned. */
+  async stop(): Promise<void> {
+    const run = this.run;
+    if (!run) return;
+    this.run = undefined;
+    run.abort.abort(new Error(`controller ${this.name} stopping`));
+    await run.queue.shutDownWithDrain();
+    await Promise.all(run.workers);
+  }
+
+  snapshot(): ControllerSnapshot {
+    const q = this.queue;
+    return {
+      name: this.name,
+      running: this.running,
+      workers: this.workers,
+      depth: this.run ? q?.len() ?? 0 : 0,
+      delayed: this.run ? q?.delayed() ?? 0 : 0,
+      inFlight: q?.inFlight() ?? [],
+      retries: this.run ? q?.retries() ?? {} : {},
+      lastErrors: Object.fromEntries(this.lastErrors),
+    };
+  }
+
+  private async worker(queue: WorkQueue, signal: AbortSignal): Promise<void> {
+    let streak = 0;
+    for (;;) {
+      let key = queue.tryGet();
+      if (key === undefined) {
+        streak = 0;
+        key = await queue.get();
+        if (key === undefined) return;
+      } else if (++streak >= YIELD_EVERY) {
+        streak = 0;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      await this.reconcileKey(queue, key, signal);
+    }
+  }
+
+  private async reconcileKey(queue: WorkQueue, key: string, signal: AbortSignal): Promise<void> {
+    const m = this.metrics;
+    const started = m ? this.clock.now() : 0;
+    m?.activeWorkers.inc({ controller: this.name });
+    let outcome: Outcome;
+    try {
+      // `await` of a non-promise or a sync throw inside reconcile both land in catch.
+      const result = await this.reconciler.reconcile(requestOf(key), signal);
+      if (result && result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) outcome = { kind: 'requeueAfter', ms: result.requeueAfterMs };
+      else if (result && result.requeue) outcome = { kind: 'requeue' };
+      else outcome = { kind: 'success' };
+    } catch (error) {
+      outcome = isTerminalError(error) ? { kind: 'terminal', error } : { kind: 'error', error };
+    }
+    if (m) {
+      m.activeWorkers.dec({ controller: this.name });
+      m.reconcileTime.observe({ controller: this.name }, (this.clock.now() - started) / 1000);
+    }
+    this.handleOutcome(queue, key, outcome);
+    queue.done(key);
+  }
+
+  /** The one place that decides queue policy for a reconcile's outcome (controller-runtime reconcileHandler). */
+  handleOutcome(queue: WorkQueue, key: string, outcome: Outcome): void {
+    const m = this.metrics;
+    const controller = this.name;
+    switch (outcome.kind) {
+      case 'success':
+        queue.forget(key);
+        this.lastErrors.delete(key);
+        m?.reconcileTotal.inc({ controller, result: 'success' });
+        return;
+      case 'requeue':
+        queue.addRateLimited(key);
+        m?.reconcileTotal.inc({ controller, result: 'requeue' });
+        return;
+      case 'requeueAfter':
+        queue.forget(key);
+        queue.addAfter(key, outcome.ms);
+        this.lastErrors.delete(key);
+        m?.reconcileTotal.inc({ controller, result: 'requeue_after' });
+        return;
+      case 'error':
+        queue.addRateLimited(key);
+        this.recordError(key, outcome.error, false);
+        m?.reconcileErrors.inc({ controller });
+        m?.reconcileTotal.inc({ controller, result: 'error' });
+        return;
+      case 'terminal':
+        queue.forget(key);
+        this.recordError(key, outcome.error, true);
+        m?.terminalErrors.inc({ controller });
+        m?.reconcileErrors.inc({ controller });
+        m?.reconcileTotal.inc({ controller, result: 'error' });
+        return;
+      default: {
+        const never: never = outcome;
+        throw new TypeError(`unknown outcome ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private recordError(key: string, error: unknown, terminal: boolean): void {
+    const message = describeError(error);
+    this.lastErrors.delete(key);
+    this.lastErrors.set(key, { message, terminal, at: new Date(this.clock.wallNow()).toISOString() });
+    if (this.lastErrors.size > this.maxLastErrors) {
+      const oldest = this.lastErrors.keys().next().value;
+      if (oldest !== undefined) this.lastErrors.delete(oldest);
+    }
+    this.logger?.error({ controller: this.name, key, terminal, err: error }, 'reconcile failed');
+  }
+}
