@@ -1,0 +1,121 @@
+/**
+ * Work queue throughput: keys/s through a Controller with a no-op reconciler (1, 4 and 16 workers), the bare
+ * WorkQueue add/get/done cycle, and a plain array FIFO as the baseline, all in the same run. Prints a table and
+ * writes bench/results/queue.json. Run: `npx tsx bench/queue.ts` or `npm run bench -- queue`.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Registry } from 'prom-client';
+import { Controller } from '../src/controller/Controller.js';
+import { WorkQueue } from '../src/controller/WorkQueue.js';
+
+interface Row {
+  case: string;
+  keys: number;
+  seconds: number;
+  keysPerSecond: number;
+  nsPerKey: number;
+  /** This case's time per key divided by the baseline's. */
+  ratioToBaseline: number;
+}
+
+const KEYS = 200_000;
+
+async function timeIt(fn: () => Promise<void> | void): Promise<number> {
+  const start = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+/** Baseline: an array FIFO with an async no-op per item — the least any async queue loop can cost. */
+async function baseline(keys: string[]): Promise<void> {
+  const fifo: string[] = [];
+  for (const k of keys) fifo.push(k);
+  let head = 0;
+  const noop = async (_k: string): Promise<void> => {};
+  while (head < fifo.length) await noop(fifo[head++]!);
+}
+
+async function bareQueue(keys: string[], registry?: Registry): Promise<void> {
+  const q = new WorkQueue({ name: 'bench-bare', registry });
+  for (const k of keys) q.add(k);
+  const noop = async (_k: string): Promise<void> => {};
+  for (let k = q.tryGet(); k !== undefined; k = q.tryGet()) {
+    await noop(k);
+    q.done(k);
+  }
+  q.shutDown();
+}
+
+async function throughController(keys: string[], workers: number, registry?: Registry): Promise<void> {
+  let remaining = keys.length;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const c = new Controller({
+    name: `bench-${workers}${registry ? '-m' : ''}`,
+    workers,
+    registry,
+    reconciler: {
+      async reconcile() {
+        if (--remaining === 0) finish();
+      },
+    },
+  });
+  c.start();
+  for (const k of keys) c.enqueue(k);
+  await finished;
+  await c.stop();
+}
+
+export async function run(): Promise<Row[]> {
+  const keys = Array.from({ length: KEYS }, (_, i) => `ns-${i % 100}/obj-${i}`);
+  // Warm up the JIT on every path before measuring.
+  await baseline(keys.slice(0, 20_000));
+  await bareQueue(keys.slice(0, 20_000));
+  await throughController(keys.slice(0, 20_000), 4);
+
+  const cases: Array<[string, () => Promise<void>]> = [
+    ['baseline: array FIFO + async no-op', () => baseline(keys)],
+    ['WorkQueue add/get/done (no metrics)', () => bareQueue(keys)],
+    ['WorkQueue add/get/done (metrics)', () => bareQueue(keys, new Registry())],
+    ['Controller, 1 worker (no metrics)', () => throughController(keys, 1)],
+    ['Controller, 4 workers (no metrics)', () => throughController(keys, 4)],
+    ['Controller, 16 workers (no metrics)', () => throughController(keys, 16)],
+    ['Controller, 4 workers (metrics)', () => throughController(keys, 4, new Registry())],
+  ];
+  const rows: Row[] = [];
+  let baseNs = 0;
+  for (const [name, fn] of cases) {
+    // best of three: the machine is shared
+    let best = Infinity;
+    for (let i = 0; i < 3; i++) best = Math.min(best, await timeIt(fn));
+    const nsPerKey = (best * 1e9) / KEYS;
+    if (rows.length === 0) baseNs = nsPerKey;
+    rows.push({
+      case: name,
+      keys: KEYS,
+      seconds: Number(best.toFixed(4)),
+      keysPerSecond: Math.round(KEYS / best),
+      nsPerKey: Math.round(nsPerKey),
+      ratioToBaseline: Number((nsPerKey / baseNs).toFixed(2)),
+    });
+  }
+  console.table(rows);
+  const ctrl = rows.find((r) => r.case.startsWith('Controller, 4 workers (metrics)'))!;
+  const base = rows[0]!;
+  console.log(
+    `per-reconcile overhead of the controller (4 workers, metrics) over the baseline loop: ${ctrl.nsPerKey - base.nsPerKey} ns`,
+  );
+  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    path.join(dir, 'queue.json'),
+    JSON.stringify({ node: process.version, date: new Date().toISOString(), keys: KEYS, rows }, null, 2) + '\n',
+  );
+  return rows;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  await run();
+}
