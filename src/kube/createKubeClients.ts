@@ -1,0 +1,104 @@
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  Watch,
+} from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { Clock } from '../controller/clock.js';
+import { AppError, ErrorCode } from '../errors.js';
+import { ApiBudget } from './ApiBudget.js';
+
+export type KubeMode = 'sim' | 'kubeconfig' | 'in-cluster';
+
+export interface KubeClientConfig {
+  /**
+   * `sim`: the kubeconfig file the embedded simulator wrote (`kubeconfigPath` required);
+   * `kubeconfig`: `kubeconfigPath`, else $KUBECONFIG, else ~/.kube/config (client-node's loadFromDefault);
+   * `in-cluster`: the pod's service account.
+   */
+  mode: KubeMode;
+  kubeconfigPath?: string;
+  /** Context to use instead of the kubeconfig's current-context. */
+  context?: string;
+  /** Client-side rate limit shared by every request; default 50 QPS, burst 100. */
+  qps?: number;
+  burst?: number;
+  registry?: Registry;
+  clock?: Clock;
+}
+
+/**
+ * A KubeConfig whose every request first takes a token from the API budget. The typed APIs authenticate each request
+ * through `applySecurityAuthentication`; Watch (and log, exec, metrics) build theirs through `applyToHTTPSOptions`
+ * (via `applyToFetchOptions`). Those are the two doors every client-node request goes through, so the budget sits
+ * there rather than in per-client middleware that a new call site could forget.
+ */
+export class BudgetedKubeConfig extends KubeConfig {
+  budget: ApiBudget = new ApiBudget();
+
+  override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
+    await this.budget.take();
+    return super.applySecurityAuthentication(context);
+  }
+
+  override async applyToHTTPSOptions(opts: Parameters<KubeConfig['applyToHTTPSOptions']>[0]): Promise<void> {
+    await this.budget.take();
+    return super.applyToHTTPSOptions(opts);
+  }
+}
+
+export interface KubeClients {
+  kubeConfig: BudgetedKubeConfig;
+  budget: ApiBudget;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  coordination: CoordinationV1Api;
+  custom: CustomObjectsApi;
+  objects: KubernetesObjectApi;
+  watch: Watch;
+}
+
+export function loadKubeConfig(config: KubeClientConfig): BudgetedKubeConfig {
+  const kc = new BudgetedKubeConfig();
+  switch (config.mode) {
+    case 'sim':
+      if (!config.kubeconfigPath) throw new AppError(ErrorCode.Internal, 'kube mode "sim" needs the kubeconfig path the simulator wrote');
+      kc.loadFromFile(config.kubeconfigPath);
+      break;
+    case 'kubeconfig':
+      if (config.kubeconfigPath) kc.loadFromFile(config.kubeconfigPath);
+      else kc.loadFromDefault();
+      break;
+    case 'in-cluster':
+      kc.loadFromCluster();
+      break;
+    default: {
+      const never: never = config.mode;
+      throw new AppError(ErrorCode.Internal, `unknown kube mode ${String(never)}`);
+    }
+  }
+  if (config.context) kc.setCurrentContext(config.context);
+  if (!kc.getCurrentCluster()) throw new AppError(ErrorCode.Unavailable, `no Kubernetes cluster configured (mode ${config.mode})`);
+  return kc;
+}
+
+/** Builds every client rollplane uses from one KubeConfig, all behind one API budget. */
+export function createKubeClients(config: KubeClientConfig): KubeClients {
+  const kubeConfig = loadKubeConfig(config);
+  const budget = new ApiBudget({ qps: config.qps, burst: config.burst, clock: config.clock, registry: config.registry });
+  kubeConfig.budget = budget;
+  return {
+    kubeConfig,
+    budget,
+    core: kubeConfig.makeApiClient(CoreV1Api),
+    apps: kubeConfig.makeApiClient(AppsV1Api),
+    coordination: kubeConfig.makeApiClient(CoordinationV1Api),
+    custom: kubeConfig.makeApiClient(CustomObjectsApi),
+    objects: KubernetesObjectApi.makeApiClient(kubeConfig),
+    watch: new Watch(kubeConfig),
+  };
+}

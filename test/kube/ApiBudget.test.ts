@@ -1,0 +1,92 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Registry } from 'prom-client';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/controller/FakeClock.js';
+import { createKubeClients } from '../../src/kube/createKubeClients.js';
+
+// A bare HTTP endpoint that counts what reaches it: the budget is a client-side property, so what matters is how
+// many requests arrive, not what the server says.
+let server: Server;
+let received: string[];
+let dir: string;
+let kubeconfigPath: string;
+
+beforeEach(async () => {
+  received = [];
+  server = createServer((req, res) => {
+    received.push(`${req.method} ${req.url}`);
+    res.setHeader('Content-Type', 'application/json');
+    if (req.url?.includes('watch=true')) {
+      res.write(JSON.stringify({ type: 'ADDED', object: { kind: 'Namespace', metadata: { name: 'a', resourceVersion: '1' } } }) + '\n');
+      res.end();
+      return;
+    }
+    res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: [] }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  dir = mkdtempSync(path.join(tmpdir(), 'rollplane-budget-'));
+  kubeconfigPath = path.join(dir, 'kubeconfig');
+  writeFileSync(
+    kubeconfigPath,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: { server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true }
+users:
+- name: u
+  user: { token: t }
+contexts:
+- name: ctx
+  context: { cluster: c, user: u }
+current-context: ctx
+`,
+  );
+});
+
+afterEach(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Waits (real time) until `received` reaches n, then a little longer to show it stays there. */
+async function settle(n: number): Promise<number> {
+  for (let i = 0; i < 200 && received.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50));
+  return received.length;
+}
+
+describe('API budget', () => {
+  it('lets a burst through, then one request per 1/qps of (fake) time, for typed calls and watches alike', async () => {
+    const clock = new FakeClock();
+    const registry = new Registry();
+    const kube = createKubeClients({ mode: 'kubeconfig', kubeconfigPath, qps: 10, burst: 3, clock, registry });
+    const calls = Array.from({ length: 5 }, () => kube.core.listNamespace());
+    const watchDone = new Promise<void>((resolve) => void kube.watch.watch('/api/v1/namespaces', {}, () => {}, () => resolve()));
+    expect(await settle(3)).toBe(3);
+    await clock.advance(100);
+    expect(await settle(4)).toBe(4);
+    await clock.advance(99);
+    expect(await settle(5)).toBe(4);
+    await clock.advance(1);
+    expect(await settle(5)).toBe(5);
+    await clock.advance(100);
+    expect(await settle(6)).toBe(6);
+    await Promise.all(calls);
+    await watchDone;
+    expect(received.filter((r) => r.includes('watch=true'))).toHaveLength(1);
+    expect(kube.budget.admitted).toBe(6);
+    // 3 requests waited 100, 200 and 300 ms.
+    expect(kube.budget.waitedMs).toBe(600);
+    const text = await registry.metrics();
+    expect(text).toContain('rollplane_kube_client_rate_limiter_wait_seconds_count 6');
+    expect(text).toContain('rollplane_kube_client_rate_limiter_wait_seconds_sum 0.6');
+    expect(text).toContain('rollplane_kube_client_requests_total 6');
+  });
+});
