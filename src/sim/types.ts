@@ -106,4 +106,36 @@ export interface ObjectStore {
 export interface WatchableStore extends ObjectStore {
   /** Events committed after `revision`, oldest first; throws SimApiError 410 Expired when the window no longer has them. */
   eventsSince(revision: number, type?: ResourceType): StoreEvent[];
+  /** The oldest revision a watch can still resume from (events after it are all retained). */
+  oldestResumableRevision(): number;
+}
+
+/** A request the HTTP API server is about to serve, as seen by fault injection. */
+export type ApiVerb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
+
+export interface ApiRequestInfo {
+  verb: ApiVerb;
+  resource: ResourceType;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+}
+
+/**
+ * Extension points of the HTTP API server (src/sim/api/ApiServer.ts), used by the fault injector and its admin
+ * endpoint. Both are optional and may be set or replaced while the server runs (`ApiServer.hooks`).
+ */
+export interface ApiHooks {
+  /** Runs before a resource request is served: may wait (latency) or throw a SimApiError (injected failure). */
+  beforeRequest?(info: ApiRequestInfo): Promise<void> | void;
+  /** Serves paths outside the Kubernetes API (e.g. `/sim/faults`); returns true when it answered the request. */
+  extraRoute?(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): boolean | Promise<boolean>;
+}
+
+/** What the fault injector may do to a running API server. */
+export interface ApiControl {
+  /** Ends every open watch connection cleanly; returns how many were open. */
+  dropWatches(): number;
+  /** Open watch connections. */
+  watchCount(): number;
 }

@@ -1,0 +1,113 @@
+/**
+ * The embedded Kubernetes simulator: an in-memory object store, the Kubernetes HTTP API over it on loopback, the
+ * simulated cluster behaviour (scheduler, kubelets, workload controllers) and an optional fleet, plus a kubeconfig
+ * file so that kubectl and @kubernetes/client-node reach it like any cluster.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { ApiServer } from './api/ApiServer.js';
+import { startBehaviour, type Behaviour, type BehaviourOptions } from './behaviour/index.js';
+import { applyFleet } from './fleet.js';
+import { writeKubeconfig } from './kubeconfig.js';
+import { MemoryStore } from './store/MemoryStore.js';
+import type { ApiHooks } from './types.js';
+
+export { ApiServer } from './api/ApiServer.js';
+export { MemoryStore } from './store/MemoryStore.js';
+export { Resources } from './store/resources.js';
+export { SimApiError } from './store/errors.js';
+export { SIM_CONTEXT } from './kubeconfig.js';
+
+/** The subset of a pino logger the simulator uses. */
+export interface SimLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export type FleetOption = Parameters<typeof applyFleet>[1];
+
+export interface SimulatorOptions extends BehaviourOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (any free port). */
+  port?: number;
+  /** Where the kubeconfig goes; default a fresh temp dir. */
+  kubeconfigPath?: string;
+  /** Objects to create at start (see src/sim/fleet.ts); none by default. */
+  fleet?: FleetOption;
+  /** One image glob that fails to pull; shorthand for `badImagePatterns: [pattern]`. */
+  badImagePattern?: string;
+  /** Run the simulated kubelets and controllers (default true); false serves a bare API over the store. */
+  behaviour?: boolean;
+  /** Past events kept for watch resume (default 10,000). */
+  historySize?: number;
+  /** How often watches that allow bookmarks get one (default 30 s). */
+  bookmarkIntervalMs?: number;
+  /** Fault-injection hooks of the API server (also settable later through `simulator.api.hooks`). */
+  hooks?: ApiHooks;
+  logger?: SimLogger;
+}
+
+export interface Simulator {
+  /** http://127.0.0.1:<port> */
+  readonly url: string;
+  readonly kubeconfigPath: string;
+  /** A client-node KubeConfig loaded from `kubeconfigPath`. */
+  readonly kubeConfig: KubeConfig;
+  readonly store: MemoryStore;
+  /** The HTTP server: `hooks` for fault injection, `dropWatches()`. */
+  readonly api: ApiServer;
+  /** Undefined when started with `behaviour: false`. */
+  readonly behaviour: Behaviour | undefined;
+  /** Node crash/recovery; undefined when started with `behaviour: false`. */
+  readonly nodes: Behaviour['nodes'] | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const logger = options.logger;
+  const store = new MemoryStore({
+    ...(options.historySize !== undefined ? { historySize: options.historySize } : {}),
+    onListenerError: (error) => logger?.error({ err: error }, 'simulator: a store subscriber failed'),
+  });
+  const api = new ApiServer({
+    store,
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(options.bookmarkIntervalMs !== undefined ? { bookmarkIntervalMs: options.bookmarkIntervalMs } : {}),
+    ...(options.hooks !== undefined ? { hooks: options.hooks } : {}),
+  });
+  const url = await api.start();
+  let behaviour: Behaviour | undefined;
+  try {
+    if (options.behaviour !== false) {
+      const behaviourOptions: BehaviourOptions = { ...options };
+      if (options.badImagePattern !== undefined) {
+        behaviourOptions.badImagePatterns = [options.badImagePattern, ...(options.badImagePatterns ?? [])];
+      }
+      behaviour = startBehaviour(store, behaviourOptions);
+    }
+    if (options.fleet !== undefined) await applyFleet(store, options.fleet);
+    const kubeconfigPath = await writeKubeconfig({ server: url, ...(options.kubeconfigPath ? { path: options.kubeconfigPath } : {}) });
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(kubeconfigPath);
+    logger?.info({ url, kubeconfigPath }, 'simulator: Kubernetes API listening');
+    return {
+      url,
+      kubeconfigPath,
+      kubeConfig,
+      store,
+      api,
+      behaviour,
+      nodes: behaviour?.nodes,
+      async stop() {
+        behaviour?.stop();
+        await api.stop();
+      },
+    };
+  } catch (error) {
+    behaviour?.stop();
+    await api.stop();
+    throw error;
+  }
+}
