@@ -1,0 +1,315 @@
+import type { KubernetesListObject, KubernetesObject, Watch } from '@kubernetes/client-node';
+import { ResourceExpiredError, translateKubeError } from '../kube/errors.js';
+import { type Clock, sleep, systemClock } from './clock.js';
+import { keyOf } from './request.js';
+
+export interface InformerEventHandler<T> {
+  onAdd?(obj: T): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  /** `obj` is the last state seen; after a relist it may be older than the object's final state. */
+  onDelete?(obj: T): void;
+}
+
+/** Extra cache indexes: index name → function giving the index values of an object. */
+export type Indexers<T> = Record<string, (obj: T) => string[]>;
+
+export interface InformerOptions<T extends KubernetesObject> {
+  /** For errors and logs, e.g. 'pods'. */
+  name: string;
+  /** Watch path, e.g. `/api/v1/pods` or `/apis/network.harvesterhci.io/v1alpha1/namespaces/ns/ippools`. */
+  path: string;
+  /** The list call for the same collection (a typed client-node call); must return the list's resourceVersion. */
+  list: () => Promise<KubernetesListObject<T>>;
+  watch: Watch;
+  labelSelector?: string;
+  fieldSelector?: string;
+  indexers?: Indexers<T>;
+  clock?: Clock;
+  /** First retry delay after a failure; doubles up to maxBackoffMs; default 200 ms. */
+  initialBackoffMs?: number;
+  /** Default 30 s. */
+  maxBackoffMs?: number;
+  /** Server-side watch timeout; the client re-watches after it. Default 300 s. */
+  watchTimeoutSeconds?: number;
+  onError?(error: unknown): void;
+}
+
+type WatchEnd = { kind: 'closed' } | { kind: 'expired'; error: unknown } | { kind: 'error'; error: unknown };
+
+/**
+ * List + watch of one collection into a local cache (client-go's reflector + indexer), built on client-node's Watch
+ * but restarting on its own: client-node's informer stops for good after a non-410 error, this one never does.
+ * - Any failure (list or watch, any status, network) → wait with exponential backoff, then relist.
+ * - 410 Gone / an ERROR event with code 410 (resourceVersion too old) → relist at once.
+ * - A watch the server simply ends → re-watch from the last resourceVersion (bookmarks keep it fresh).
+ * A relist is diffed against the cache, so handlers see exactly the changes missed while disconnected: onAdd for new
+ * objects, onUpdate for changed resourceVersions, onDelete for objects gone. Handlers run synchronously, in order.
+ */
+export class Informer<T extends KubernetesObject> {
+  readonly name: string;
+  private readonly options: InformerOptions<T>;
+  private readonly clock: Clock;
+  private readonly cache = new Map<string, T>();
+  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  private readonly handlers: InformerEventHandler<T>[] = [];
+  private resourceVersion: string | undefined;
+  private synced = false;
+  private syncWaiters: Array<() => void> = [];
+  private stopController: AbortController | undefined;
+  private loop: Promise<void> | undefined;
+  private currentWatch: AbortController | undefined;
+  /** Counters for tests and diagnostics. */
+  readonly stats = { lists: 0, watches: 0, errors: 0, expired: 0 };
+
+  constructor(options: InformerOptions<T>) {
+    this.options = options;
+    this.name = options.name;
+    this.clock = options.clock ?? systemClock;
+    for (const index of ['namespace', ...Object.keys(options.indexers ?? {})]) this.indexes.set(index, new Map());
+  }
+
+  addEventHandler(handler: InformerEventHandler<T>): void {
+    this.handlers.push(handler);
+  }
+
+  start(): void {
+    if (this.loop) return;
+    const stop = new AbortController();
+    this.stopController = stop;
+    this.loop = this.run(stop.signal);
+  }
+
+  async stop(): Promise<void> {
+    this.stopController?.abort(new Error(`informer ${this.name} stopping`));
+    this.currentWatch?.abort();
+    await this.loop;
+    this.loop = undefined;
+    this.stopController = undefined;
+  }
+
+  /** True once the first list has filled the cache. */
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  waitForSync(): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.cache.get(keyOf({ namespace, name }));
+  }
+
+  /** All cached objects, or those of one namespace. */
+  list(namespace?: string): T[] {
+    if (namespace === undefined) return [...this.cache.values()];
+    return this.byIndex('namespace', namespace);
+  }
+
+  /** Cached objects whose indexer (or the built-in `namespace` index) yields `value`. */
+  byIndex(index: string, value: string): T[] {
+    const keys = this.indexes.get(index)?.get(value);
+    if (!keys) return [];
+    const out: T[] = [];
+    for (const k of keys) {
+      const o = this.cache.get(k);
+      if (o) out.push(o);
+    }
+    return out;
+  }
+
+  /** The resourceVersion the informer is current with. */
+  lastSyncResourceVersion(): string | undefined {
+    return this.resourceVersion;
+  }
+
+  private async run(stop: AbortSignal): Promise<void> {
+    const initial = this.options.initialBackoffMs ?? 200;
+    const max = this.options.maxBackoffMs ?? 30_000;
+    let backoff = initial;
+    while (!stop.aborted) {
+      let end: WatchEnd;
+      try {
+        if (this.resourceVersion === undefined) await this.relist();
+        end = await this.watchOnce(stop);
+      } catch (error) {
+        end = { kind: 'error', error };
+      }
+      if (stop.aborted) return;
+      switch (end.kind) {
+        case 'closed':
+          backoff = initial;
+          continue;
+        case 'expired':
+          this.stats.expired++;
+          this.resourceVersion = undefined;
+          continue;
+        case 'error': {
+          this.stats.errors++;
+          this.options.onError?.(translateKubeError(end.error, `informer ${this.name}`));
+          this.resourceVersion = undefined;
+          // Full jitter keeps many informers from retrying in lockstep after an API server restart.
+          await sleep(this.clock, backoff / 2 + Math.random() * (backoff / 2), stop).catch(() => {});
+          backoff = Math.min(max, backoff * 2);
+          continue;
+        }
+        default: {
+          const never: never = end;
+          throw new TypeError(`unexpected watch end ${JSON.stringify(never)}`);
+        }
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    this.stats.lists++;
+    const list = await this.options.list();
+    const seen = new Set<string>();
+    for (const obj of list.items) {
+      // Typed list items carry no apiVersion/kind; keep the objects as the server sent them otherwise.
+      const key = objectKey(obj);
+      seen.add(key);
+      this.upsert(key, obj);
+    }
+    for (const [key, old] of [...this.cache]) {
+      if (!seen.has(key)) this.remove(key, old);
+    }
+    this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    if (!this.synced) {
+      this.synced = true;
+      const ws = this.syncWaiters;
+      this.syncWaiters = [];
+      for (const w of ws) w();
+    }
+  }
+
+  private watchOnce(stop: AbortSignal): Promise<WatchEnd> {
+    this.stats.watches++;
+    return new Promise<WatchEnd>((resolve) => {
+      let settled = false;
+      const finish = (end: WatchEnd): void => {
+        if (settled) return;
+        settled = true;
+        stop.removeEventListener('abort', onStop);
+        this.currentWatch?.abort();
+        this.currentWatch = undefined;
+        resolve(end);
+      };
+      const onStop = (): void => finish({ kind: 'closed' });
+      stop.addEventListener('abort', onStop, { once: true });
+      const timeoutSeconds = this.options.watchTimeoutSeconds ?? 300;
+      const query: Record<string, string | number | boolean | undefined> = {
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+        labelSelector: this.options.labelSelector,
+        fieldSelector: this.options.fieldSelector,
+      };
+      this.options.watch
+        .watch(
+          this.options.path,
+          query,
+          (type: string, obj: unknown) => {
+            if (settled) return;
+            try {
+              this.onWatchEvent(type, obj);
+            } catch (error) {
+              finish(error instanceof ResourceExpiredError ? { kind: 'expired', error } : { kind: 'error', error });
+            }
+          },
+          (err: unknown) => {
+            if (err === null || err === undefined) finish({ kind: 'closed' });
+            else if ((err as { statusCode?: number }).statusCode === 410) finish({ kind: 'expired', error: err });
+            else finish({ kind: 'error', error: err });
+          },
+        )
+        .then(
+          (controller) => {
+            if (settled) controller.abort();
+            else this.currentWatch = controller;
+          },
+          (error: unknown) => finish({ kind: 'error', error }),
+        );
+    });
+  }
+
+  private onWatchEvent(type: string, raw: unknown): void {
+    const obj = raw as T;
+    switch (type) {
+      case 'ADDED':
+      case 'MODIFIED':
+        this.upsert(objectKey(obj), obj);
+        break;
+      case 'DELETED': {
+        const key = objectKey(obj);
+        const old = this.cache.get(key);
+        if (old) this.remove(key, obj);
+        break;
+      }
+      case 'BOOKMARK':
+        break;
+      case 'ERROR': {
+        const status = raw as { code?: number; message?: string };
+        const e = translateKubeError({ kind: 'Status', ...status }, `watch ${this.name}`);
+        throw e;
+      }
+      default:
+        return;
+    }
+    const rv = obj?.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+  }
+
+  private upsert(key: string, obj: T): void {
+    const old = this.cache.get(key);
+    if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    if (old) this.unindex(key, old);
+    this.cache.set(key, obj);
+    this.index(key, obj);
+    for (const h of this.handlers) {
+      if (old) h.onUpdate?.(old, obj);
+      else h.onAdd?.(obj);
+    }
+  }
+
+  private remove(key: string, last: T): void {
+    const old = this.cache.get(key);
+    if (!old) return;
+    this.unindex(key, old);
+    this.cache.delete(key);
+    for (const h of this.handlers) h.onDelete?.(last);
+  }
+
+  private index(key: string, obj: T): void {
+    for (const [name, values] of this.indexValues(obj)) {
+      const idx = this.indexes.get(name)!;
+      for (const v of values) {
+        let set = idx.get(v);
+        if (!set) idx.set(v, (set = new Set()));
+        set.add(key);
+      }
+    }
+  }
+
+  private unindex(key: string, obj: T): void {
+    for (const [name, values] of this.indexValues(obj)) {
+      const idx = this.indexes.get(name)!;
+      for (const v of values) {
+        const set = idx.get(v);
+        set?.delete(key);
+        if (set?.size === 0) idx.delete(v);
+      }
+    }
+  }
+
+  private indexValues(obj: T): Array<[string, string[]]> {
+    const out: Array<[string, string[]]> = [['namespace', [obj.metadata?.namespace ?? '']]];
+    for (const [name, fn] of Object.entries(this.options.indexers ?? {})) out.push([name, fn(obj)]);
+    return out;
+  }
+}
+
+export function objectKey(obj: KubernetesObject): string {
+  return keyOf({ namespace: obj.metadata?.namespace, name: obj.metadata?.name ?? '' });
+}
