@@ -10,7 +10,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/sim/index.js';
-import { expectStatus } from './helpers.js';
+import { expectStatus } from './api-helpers.js';
 
 let sim: Simulator;
 let core: CoreV1Api;
