@@ -1,0 +1,178 @@
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isAppError } from '../../src/errors.js';
+import { Controller } from '../../src/controller/Controller.js';
+import { Informer } from '../../src/controller/Informer.js';
+import { enqueueByLabels, enqueueOwner, feed, generationChanged } from '../../src/controller/sources.js';
+import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
+import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';
+import type { KubeObject } from '../../src/sim/types.js';
+
+let sim: Simulator;
+let kube: KubeClients;
+const informers: Informer<V1ConfigMap>[] = [];
+
+beforeEach(async () => {
+  // A small event history so that a watch resuming from an old resourceVersion gets 410 Expired.
+  sim = await startSimulator({ behaviour: false, historySize: 5 });
+  kube = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 1000, burst: 1000 });
+});
+
+afterEach(async () => {
+  for (const i of informers.splice(0)) await i.stop();
+  await sim.stop();
+});
+
+function configMap(name: string, data: Record<string, string>, extra: Partial<KubeObject['metadata']> = {}): KubeObject {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', ...extra }, data };
+}
+
+function put(name: string, data: Record<string, string>): void {
+  const existing = sim.store.get(Resources.configmaps, 'default', name);
+  if (existing) sim.store.update(Resources.configmaps, { ...existing, data });
+  else sim.store.create(Resources.configmaps, configMap(name, data));
+}
+
+function newInformer(onError?: (e: unknown) => void): { informer: Informer<V1ConfigMap>; events: string[] } {
+  const informer = new Informer<V1ConfigMap>({
+    name: 'configmaps',
+    path: '/api/v1/namespaces/default/configmaps',
+    list: () => kube.core.listNamespacedConfigMap({ namespace: 'default' }),
+    watch: kube.watch,
+    initialBackoffMs: 5,
+    maxBackoffMs: 50,
+    indexers: { byApp: (o) => (o.metadata?.labels?.app ? [o.metadata.labels.app] : []) },
+    onError,
+  });
+  const events: string[] = [];
+  informer.addEventHandler({
+    onAdd: (o) => events.push(`add ${o.metadata?.name} ${JSON.stringify(o.data)}`),
+    onUpdate: (_old, o) => events.push(`update ${o.metadata?.name} ${JSON.stringify(o.data)}`),
+    onDelete: (o) => events.push(`delete ${o.metadata?.name}`),
+  });
+  informers.push(informer);
+  return { informer, events };
+}
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('Informer', () => {
+  it('lists into its cache, then follows the watch', async () => {
+    put('a', { v: '1' });
+    const { informer, events } = newInformer();
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.hasSynced()).toBe(true);
+    expect(informer.get('default', 'a')?.data).toEqual({ v: '1' });
+    put('a', { v: '2' });
+    sim.store.create(Resources.configmaps, configMap('b', {}, { labels: { app: 'web' } }));
+    sim.store.delete(Resources.configmaps, 'default', 'a');
+    await until(() => events.length === 4, 'four events');
+    expect(events).toEqual(['add a {"v":"1"}', 'update a {"v":"2"}', 'add b {}', 'delete a']);
+    expect(informer.list('default').map((o) => o.metadata?.name)).toEqual(['b']);
+    expect(informer.byIndex('byApp', 'web').map((o) => o.metadata?.name)).toEqual(['b']);
+    expect(informer.get('default', 'a')).toBeUndefined();
+  });
+
+  it('re-watches after the server drops its watches and misses no update', async () => {
+    put('a', { v: '1' });
+    const { informer, events } = newInformer();
+    informer.start();
+    await informer.waitForSync();
+    await until(() => sim.api.watchCount() === 1, 'the watch');
+    for (let round = 2; round <= 4; round++) {
+      expect(sim.api.dropWatches()).toBe(1);
+      put('a', { v: String(round) }); // written while the informer is reconnecting
+      await until(() => informer.get('default', 'a')?.data?.v === String(round), `v=${round}`);
+      await until(() => sim.api.watchCount() === 1, 'a new watch');
+    }
+    expect(events).toEqual(['add a {"v":"1"}', 'update a {"v":"2"}', 'update a {"v":"3"}', 'update a {"v":"4"}']);
+    expect(informer.stats.watches).toBeGreaterThanOrEqual(4);
+    expect(informer.stats.lists).toBe(1);
+  });
+
+  it('relists after 410 Expired and delivers every change made meanwhile', async () => {
+    put('keep', { v: '1' });
+    put('gone', { v: '1' });
+    const { informer, events } = newInformer();
+    informer.start();
+    await informer.waitForSync();
+    await until(() => sim.api.watchCount() === 1, 'the watch');
+    // Hold the informer's next watch request until more than historySize writes have happened.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = 0;
+    sim.api.hooks.beforeRequest = async (info) => {
+      if (info.verb === 'watch' && held++ === 0) await gate;
+    };
+    sim.api.dropWatches();
+    await until(() => held === 1, 'the held watch');
+    for (let i = 2; i <= 8; i++) put('keep', { v: String(i) });
+    sim.store.delete(Resources.configmaps, 'default', 'gone');
+    put('new', { v: '1' });
+    release();
+    await until(() => informer.get('default', 'new') !== undefined && informer.get('default', 'gone') === undefined, 'relist');
+    expect(informer.stats.expired).toBe(1);
+    expect(informer.stats.lists).toBe(2);
+    expect(informer.get('default', 'keep')?.data).toEqual({ v: '8' });
+    expect(events.slice(2).sort()).toEqual(['add new {"v":"1"}', 'delete gone', 'update keep {"v":"8"}']);
+  });
+
+  it('keeps retrying with backoff through list and watch errors (not just 410) and recovers', async () => {
+    put('a', { v: '1' });
+    let failures = 0;
+    sim.api.hooks.beforeRequest = (info) => {
+      if ((info.verb === 'list' || info.verb === 'watch') && failures < 6) {
+        failures++;
+        throw new SimApiError(failures % 2 ? 500 : 403, failures % 2 ? 'InternalError' : 'Forbidden', 'injected');
+      }
+    };
+    const errors: unknown[] = [];
+    const { informer } = newInformer((e) => errors.push(e));
+    informer.start();
+    await informer.waitForSync();
+    put('a', { v: '2' });
+    await until(() => informer.get('default', 'a')?.data?.v === '2', 'recovery');
+    expect(failures).toBe(6);
+    expect(informer.stats.errors).toBe(6);
+    expect(errors).toHaveLength(6);
+    expect(errors.every((e) => isAppError(e))).toBe(true);
+  });
+
+  it('feeds a controller through mapping functions and predicates', async () => {
+    const { informer } = newInformer();
+    const reconciled: string[] = [];
+    const controller = new Controller({
+      name: 'owners',
+      reconciler: {
+        async reconcile(req) {
+          reconciled.push(`${req.namespace}/${req.name}`);
+        },
+      },
+    });
+    feed(informer, controller, { map: enqueueOwner('Widget', { apiVersion: 'example.com/v1' }) });
+    feed(informer, controller, { map: enqueueByLabels('pool-namespace', 'pool-name'), predicates: [generationChanged()] });
+    sim.store.create(
+      Resources.configmaps,
+      configMap('owned', {}, { ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Widget', name: 'w1', uid: 'u1', controller: true }] }),
+    );
+    sim.store.create(Resources.configmaps, configMap('labelled', {}, { labels: { 'pool-namespace': 'pools', 'pool-name': 'p1' } }));
+    informer.start();
+    await informer.waitForSync();
+    controller.start(); // resync from the cache
+    await until(() => reconciled.length >= 2, 'resync');
+    expect(reconciled.sort()).toEqual(['default/w1', 'pools/p1']);
+    reconciled.length = 0;
+    // The owner mapping has no predicate: any change of the owned object reaches its owner.
+    const owned = sim.store.get(Resources.configmaps, 'default', 'owned')!;
+    sim.store.update(Resources.configmaps, { ...owned, data: { x: '1' } });
+    await until(() => reconciled.includes('default/w1'), 'owner event');
+    await controller.stop();
+  });
+});
