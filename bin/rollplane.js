@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// The installed `rollplane` command: runs the built CLI (npm install builds it).
+import { main } from '../dist/src/cli/main.js';
+
+await main(process.argv.slice(2));

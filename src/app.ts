@@ -1,0 +1,162 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.js';
+import type { Domain } from './domain/Domain.js';
+import { InProcessEventBus, type EventBus } from './domain/EventBus.js';
+import { EventLog } from './domain/EventLog.js';
+import { RolloutService } from './domain/RolloutService.js';
+import { createApolloHandler, sendError } from './graphql/apollo.js';
+import type { GraphQLContext } from './graphql/context.js';
+import { buildSchema } from './graphql/schema.js';
+import { startSubscriptionServer } from './graphql/subscriptions.js';
+import { writeReadiness, type ReadinessCheck } from './http/health.js';
+import { connectKubernetes, type KubeConnection } from './kubeConnection.js';
+import { createLogger, type Logger } from './log.js';
+import { createMetrics, type AppMetrics } from './metrics.js';
+import { openDatabase, type Database } from './store/db.js';
+import { VERSION } from './version.js';
+
+const GRAPHQL_PATH = '/graphql';
+/** Largest GraphQL request body accepted. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface App {
+  /** `http://host:port/graphql` with the real port. */
+  url: string;
+  port: number;
+  config: Config;
+  logger: Logger;
+  metrics: AppMetrics;
+  db: Database;
+  bus: EventBus;
+  domain: Domain;
+  kube: KubeConnection;
+  /** Graceful shutdown; idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: the only place that wires store, domain, Kubernetes, GraphQL and HTTP together. Starting
+ * order is store → Kubernetes → domain → API; stopping is the reverse.
+ */
+export async function startApp(config: Config, options: { logger?: Logger } = {}): Promise<App> {
+  const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
+  const metrics = createMetrics();
+  const db = await openDatabase(config.databaseUrl);
+  if (db.migrations.applied.length > 0) logger.info({ applied: db.migrations.applied, file: db.file }, 'database migrated');
+
+  const cleanups: (() => Promise<void>)[] = [() => db.close()];
+  const cleanupAll = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error) => logger.error({ err: error }, 'error during shutdown'));
+  };
+
+  let kube: KubeConnection;
+  try {
+    kube = await connectKubernetes(config, logger);
+  } catch (error) {
+    await cleanupAll();
+    throw error;
+  }
+  cleanups.push(() => kube.stop());
+
+  const bus = new InProcessEventBus();
+  bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
+  const events = new EventLog(db.prisma, bus);
+  const domain: Domain = {
+    facts: { version: VERSION, kubeMode: config.kube.mode, startedAt: new Date() },
+    events,
+    rollouts: new RolloutService(db.prisma, events),
+    workQueues: () => [],
+  };
+
+  const readiness: ReadinessCheck[] = [
+    {
+      name: 'database',
+      async check() {
+        if (!db.isOpen()) throw new Error('database closed');
+        await db.prisma.$queryRawUnsafe('SELECT 1');
+      },
+    },
+    { name: 'kubernetes', check: () => kube.check() },
+  ];
+
+  const schema = buildSchema();
+  const httpServer = createServer();
+  const contextFor = async (): Promise<GraphQLContext> => ({ domain, logger });
+  const subscriptions = startSubscriptionServer({ schema, httpServer, path: GRAPHQL_PATH, logger, metrics, context: contextFor });
+  const { apollo, handle } = await createApolloHandler({
+    schema,
+    httpServer,
+    logger,
+    metrics,
+    maxBodyBytes: MAX_BODY_BYTES,
+    context: contextFor,
+  });
+
+  let shuttingDown = false;
+  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    route(req, res).catch((error) => {
+      logger.error({ err: error, url: req.url }, 'request failed');
+      if (!res.headersSent) sendError(res, 500, 'internal error; see the server log', 'INTERNAL_SERVER_ERROR');
+      else res.destroy();
+    });
+  });
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    switch (url.pathname) {
+      case GRAPHQL_PATH:
+        return handle(req, res, url.search);
+      case '/healthz':
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.end(JSON.stringify({ status: 'ok' }));
+        return;
+      case '/readyz':
+        return writeReadiness(res, readiness, shuttingDown);
+      case '/metrics':
+        res.setHeader('content-type', metrics.registry.contentType);
+        res.end(await metrics.registry.metrics());
+        return;
+      case '/':
+        res.setHeader('content-type', 'text/html; charset=utf-8');
+        res.end(
+          `<!doctype html><title>rollplane</title><h1>rollplane ${VERSION}</h1><ul>` +
+            `<li><a href="${GRAPHQL_PATH}">${GRAPHQL_PATH}</a> (GraphQL over HTTP and WebSocket)</li>` +
+            `<li><a href="/metrics">/metrics</a></li><li><a href="/healthz">/healthz</a></li><li><a href="/readyz">/readyz</a></li></ul>`,
+        );
+        return;
+      default:
+        sendError(res, 404, `no route for ${url.pathname}`, 'NOT_FOUND');
+    }
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.port, config.host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  }).catch(async (error) => {
+    await apollo.stop().catch(() => undefined);
+    await cleanupAll();
+    throw error;
+  });
+  const port = (httpServer.address() as AddressInfo).port;
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${hostForUrl}:${port}${GRAPHQL_PATH}`;
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      shuttingDown = true;
+      logger.info('shutting down');
+      // Subscriptions first (clients get 1001 Going Away), then Apollo drains in-flight HTTP requests and closes the
+      // listener, then workers and the simulator, and the database last.
+      await subscriptions.dispose();
+      await apollo.stop();
+      await cleanupAll();
+      logger.info('stopped');
+    })());
+
+  return { url, port, config, logger, metrics, db, bus, domain, kube, stop };
+}

@@ -1,0 +1,163 @@
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { AppError, ErrorCode } from './errors.js';
+
+/**
+ * All of rollplane's configuration, read in exactly one place (`loadConfig`) from the environment and command-line
+ * flags (flags win). Every setting, its flag and its default are listed in SETTINGS, which is also the README table.
+ */
+export type KubeMode = 'sim' | 'kubeconfig' | 'in-cluster';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type LogFormat = 'json' | 'pretty';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly databaseUrl: string;
+  readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
+  readonly kube: {
+    readonly mode: KubeMode;
+    /** Path of the kubeconfig file in `kubeconfig` mode. */
+    readonly kubeconfigPath?: string;
+    /** Client-side budget for all Kubernetes API calls. */
+    readonly qps: number;
+    readonly burst: number;
+  };
+  readonly sim: {
+    /** Fleet the embedded simulator starts with (`demo`, `empty`, or a size spec such as `pools=1000,nodes=50`). */
+    readonly fleet: string;
+  };
+  /** Upper bound for a graceful shutdown before the process exits anyway. */
+  readonly shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends AppError {
+  constructor(setting: string, reason: string) {
+    super(ErrorCode.BadUserInput, `invalid configuration: ${setting}: ${reason}`, { details: { setting } });
+  }
+}
+
+interface Setting {
+  env: string;
+  flag: string;
+  default: string;
+  description: string;
+}
+
+/** The single table of settings; README.md's configuration table mirrors it (a test checks that). */
+export const SETTINGS: readonly Setting[] = [
+  { env: 'PORT', flag: '--port', default: '4000', description: 'HTTP port for GraphQL, WebSocket, /metrics and health (0 picks a free port)' },
+  { env: 'HOST', flag: '--host', default: '127.0.0.1', description: 'Address to bind' },
+  { env: 'DATABASE_URL', flag: '--database-url', default: 'file:./data/rollplane.db', description: 'SQLite history store (`file:` URL; relative to the working directory)' },
+  { env: 'LOG_LEVEL', flag: '--log-level', default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },
+  { env: 'LOG_FORMAT', flag: '--log-format', default: 'pretty on a terminal, else json', description: '`json` (one JSON object per line) or `pretty`' },
+  { env: 'ROLLPLANE_KUBE', flag: '--kube', default: 'kubeconfig if KUBECONFIG or ~/.kube/config exists, in-cluster if a service-account token is mounted, else sim', description: 'Kubernetes to drive: `sim` (embedded simulator), `kubeconfig` or `in-cluster`' },
+  { env: 'KUBECONFIG', flag: '--kubeconfig', default: '~/.kube/config', description: 'kubeconfig file for `kubeconfig` mode' },
+  { env: 'ROLLPLANE_KUBE_QPS', flag: '--kube-qps', default: '50', description: 'Client-side rate limit for all Kubernetes API calls (requests/s)' },
+  { env: 'ROLLPLANE_KUBE_BURST', flag: '--kube-burst', default: '100', description: 'Burst allowed above the QPS limit' },
+  { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`' },
+  { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
+];
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export interface LoadConfigContext {
+  /** Lets tests pretend a file exists (kubeconfig, service-account token). */
+  fileExists?: (file: string) => boolean;
+  homeDir?: string;
+  /** Whether stdout is a terminal (decides the default log format). */
+  isTty?: boolean;
+}
+
+function integer(setting: string, raw: string, min: number, max: number): number {
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(setting, `must be an integer between ${min} and ${max} (got "${raw}")`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(setting, `must be between ${min} and ${max} (got ${value})`);
+  return value;
+}
+
+function oneOf<T extends string>(setting: string, raw: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(setting, `must be one of ${allowed.join(', ')} (got "${raw}")`);
+  }
+  return raw as T;
+}
+
+/**
+ * Reads, validates and freezes the configuration. Throws ConfigError naming the setting (env name) on the first bad
+ * value; unknown flags are refused too.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], context: LoadConfigContext = {}): Config {
+  const fileExists = context.fileExists ?? existsSync;
+  const homeDir = context.homeDir ?? os.homedir();
+  let flags: Record<string, string | undefined>;
+  try {
+    const options = Object.fromEntries(SETTINGS.map((s) => [s.flag.slice(2), { type: 'string' as const }]));
+    flags = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values as Record<string, string | undefined>;
+  } catch (error) {
+    throw new ConfigError('command line', (error as Error).message);
+  }
+  const read = (name: string): string | undefined => {
+    const setting = SETTINGS.find((s) => s.env === name)!;
+    const value = flags[setting.flag.slice(2)] ?? env[name];
+    return value === undefined || value === '' ? undefined : value;
+  };
+
+  const port = integer('PORT', read('PORT') ?? '4000', 0, 65535);
+  const host = read('HOST') ?? '127.0.0.1';
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host)) throw new ConfigError('HOST', `not a host name or IP address (got "${host}")`);
+  const databaseUrl = read('DATABASE_URL') ?? 'file:./data/rollplane.db';
+  if (!databaseUrl.startsWith('file:') || databaseUrl.length <= 'file:'.length) {
+    throw new ConfigError('DATABASE_URL', `must be a SQLite file URL such as file:./data/rollplane.db (got "${databaseUrl}")`);
+  }
+  const logLevel = oneOf<LogLevel>('LOG_LEVEL', read('LOG_LEVEL') ?? 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+  const logFormat = oneOf<LogFormat>('LOG_FORMAT', read('LOG_FORMAT') ?? (context.isTty ? 'pretty' : 'json'), ['json', 'pretty']);
+
+  const explicitKubeconfig = read('KUBECONFIG');
+  const defaultKubeconfig = path.join(homeDir, '.kube', 'config');
+  const kubeconfigPath = explicitKubeconfig ?? (fileExists(defaultKubeconfig) ? defaultKubeconfig : undefined);
+  const rawMode = read('ROLLPLANE_KUBE');
+  const mode: KubeMode = rawMode
+    ? oneOf<KubeMode>('ROLLPLANE_KUBE', rawMode, ['sim', 'kubeconfig', 'in-cluster'])
+    : kubeconfigPath
+      ? 'kubeconfig'
+      : fileExists(SERVICE_ACCOUNT_TOKEN)
+        ? 'in-cluster'
+        : 'sim';
+  if (mode === 'kubeconfig') {
+    if (!kubeconfigPath) throw new ConfigError('KUBECONFIG', 'ROLLPLANE_KUBE=kubeconfig needs KUBECONFIG or ~/.kube/config');
+    // KUBECONFIG may be a list of files (path-separated), as kubectl allows; each must exist.
+    for (const file of kubeconfigPath.split(path.delimiter)) {
+      if (!fileExists(file)) throw new ConfigError('KUBECONFIG', `file not found: ${file}`);
+    }
+  }
+  const qps = integer('ROLLPLANE_KUBE_QPS', read('ROLLPLANE_KUBE_QPS') ?? '50', 1, 100_000);
+  const burst = integer('ROLLPLANE_KUBE_BURST', read('ROLLPLANE_KUBE_BURST') ?? '100', 1, 100_000);
+  const fleet = read('ROLLPLANE_SIM_FLEET') ?? 'demo';
+  if (!/^(demo|empty|[a-z]+=\d+(,[a-z]+=\d+)*)$/.test(fleet)) {
+    throw new ConfigError('ROLLPLANE_SIM_FLEET', `must be demo, empty or sizes like pools=1000,nodes=50 (got "${fleet}")`);
+  }
+  const shutdownTimeoutMs = integer('ROLLPLANE_SHUTDOWN_TIMEOUT_MS', read('ROLLPLANE_SHUTDOWN_TIMEOUT_MS') ?? '10000', 100, 600_000);
+
+  return deepFreeze({
+    port,
+    host,
+    databaseUrl,
+    logLevel,
+    logFormat,
+    kube: { mode, ...(mode === 'kubeconfig' ? { kubeconfigPath } : {}), qps, burst },
+    sim: { fleet },
+    shutdownTimeoutMs,
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

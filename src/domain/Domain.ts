@@ -1,0 +1,30 @@
+import type { EventLog } from './EventLog.js';
+import type { RolloutService } from './RolloutService.js';
+
+/** Runtime facts shown by `serverInfo`. */
+export interface ServerFacts {
+  version: string;
+  kubeMode: string;
+  startedAt: Date;
+}
+
+/** A snapshot of one work queue, for the `workQueues` query. */
+export interface QueueSnapshot {
+  name: string;
+  depth: number;
+  inFlight: string[];
+  retries: { key: string; retries: number; lastError: string | null }[];
+  leader: boolean;
+}
+
+/**
+ * The domain layer as the API sees it. Fields for parts not built yet are absent; resolvers answer NOT_IMPLEMENTED
+ * for them. The composition root (src/app.ts) fills it in.
+ */
+export interface Domain {
+  facts: ServerFacts;
+  events: EventLog;
+  rollouts: RolloutService;
+  /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
+  workQueues(): QueueSnapshot[];
+}

@@ -1,0 +1,407 @@
+import { randomBytes } from 'node:crypto';
+import { ConflictError, NotFoundError } from '../errors.js';
+import type { PrismaClient } from '../store/db.js';
+import type { Tx } from '../store/events.js';
+import type { EventLog } from './EventLog.js';
+import { EventType, type NewEvent, type RolloutKind } from './events.js';
+import { checkPageSize, decodeCursor, encodeCursor, type Page } from './pagination.js';
+import {
+  canTransition,
+  FINISHED_TARGET_STATES,
+  isTerminal,
+  type RolloutState,
+  type TargetState,
+} from './rolloutStates.js';
+
+export interface Cause {
+  actor?: string | null;
+  runUrl?: string | null;
+  commit?: string | null;
+  message?: string | null;
+}
+
+export interface Rollout {
+  id: string;
+  kind: RolloutKind;
+  state: RolloutState;
+  fromVersion: string | null;
+  toVersion: string;
+  selector: Record<string, unknown>;
+  strategy: Record<string, unknown>;
+  cause: Cause;
+  idempotencyKey: string | null;
+  rollbackOfId: string | null;
+  message: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface RolloutTarget {
+  id: string;
+  rolloutId: string;
+  kind: RolloutKind;
+  namespace: string;
+  name: string;
+  ordinal: number;
+  state: TargetState;
+  fromVersion: string | null;
+  toVersion: string;
+  attempts: number;
+  skipReason: string | null;
+  error: string | null;
+  admittedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface Progress {
+  total: number;
+  pending: number;
+  progressing: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  cancelled: number;
+  percent: number;
+}
+
+export interface NewTarget {
+  namespace: string;
+  name: string;
+  fromVersion: string | null;
+  toVersion: string;
+  /** Set for targets that will not be changed (held, paused, already current): they start SKIPPED. */
+  skipReason?: string;
+}
+
+export interface NewRollout {
+  kind: RolloutKind;
+  fromVersion: string | null;
+  toVersion: string;
+  selector: Record<string, unknown>;
+  strategy: Record<string, unknown>;
+  cause: Cause;
+  idempotencyKey?: string | null;
+  rollbackOfId?: string | null;
+  targets: readonly NewTarget[];
+}
+
+export interface RolloutFilter {
+  kind?: RolloutKind;
+  states?: readonly RolloutState[];
+  targetName?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  search?: string;
+}
+
+type RolloutRow = Awaited<ReturnType<PrismaClient['rollout']['findFirstOrThrow']>>;
+type TargetRow = Awaited<ReturnType<PrismaClient['rolloutTarget']['findFirstOrThrow']>>;
+
+export function newRolloutId(): string {
+  // Time-ordered prefix so ids sort roughly by creation; random suffix so concurrent creations never collide.
+  return `ro_${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
+}
+
+function toRollout(row: RolloutRow): Rollout {
+  return {
+    id: row.id,
+    kind: row.kind as RolloutKind,
+    state: row.state as RolloutState,
+    fromVersion: row.fromVersion,
+    toVersion: row.toVersion,
+    selector: JSON.parse(row.selector) as Record<string, unknown>,
+    strategy: JSON.parse(row.strategy) as Record<string, unknown>,
+    cause: { actor: row.causeActor, runUrl: row.causeRunUrl, commit: row.causeCommit, message: row.causeMessage },
+    idempotencyKey: row.idempotencyKey,
+    rollbackOfId: row.rollbackOfId,
+    message: row.message,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+function toTarget(row: TargetRow): RolloutTarget {
+  return { ...row, kind: row.kind as RolloutKind, state: row.state as TargetState };
+}
+
+interface RolloutCursor {
+  t: number;
+  id: string;
+}
+const isRolloutCursor = (v: unknown): v is RolloutCursor =>
+  typeof v === 'object' && v !== null && typeof (v as RolloutCursor).t === 'number' && typeof (v as RolloutCursor).id === 'string';
+const isOrdinalCursor = (v: unknown): v is { o: number } =>
+  typeof v === 'object' && v !== null && typeof (v as { o: number }).o === 'number';
+
+/**
+ * Rollouts and their targets: creation (idempotent by key), queries, and every state change, each committed together
+ * with its history event through the EventLog.
+ */
+export class RolloutService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly log: EventLog,
+  ) {}
+
+  /**
+   * Creates a rollout with its targets (PENDING, or SKIPPED with a reason). With an idempotency key that already
+   * produced a rollout, returns that one and `created: false`.
+   */
+  async create(spec: NewRollout): Promise<{ rollout: Rollout; created: boolean }> {
+    return this.log.commit<{ rollout: Rollout; created: boolean }>(async (tx) => {
+      if (spec.idempotencyKey) {
+        const existing = await tx.rollout.findUnique({ where: { idempotencyKey: spec.idempotencyKey } });
+        if (existing) return { result: { rollout: toRollout(existing), created: false }, events: [] };
+      }
+      const id = newRolloutId();
+      const row = await tx.rollout.create({
+        data: {
+          id,
+          kind: spec.kind,
+          state: 'PENDING',
+          fromVersion: spec.fromVersion,
+          toVersion: spec.toVersion,
+          selector: JSON.stringify(spec.selector),
+          strategy: JSON.stringify(spec.strategy),
+          causeActor: spec.cause.actor ?? null,
+          causeRunUrl: spec.cause.runUrl ?? null,
+          causeCommit: spec.cause.commit ?? null,
+          causeMessage: spec.cause.message ?? null,
+          idempotencyKey: spec.idempotencyKey ?? null,
+          rollbackOfId: spec.rollbackOfId ?? null,
+        },
+      });
+      const now = new Date();
+      await tx.rolloutTarget.createMany({
+        data: spec.targets.map((target, ordinal) => ({
+          id: `${id}.${ordinal}`,
+          rolloutId: id,
+          kind: spec.kind,
+          namespace: target.namespace,
+          name: target.name,
+          ordinal,
+          state: target.skipReason ? 'SKIPPED' : 'PENDING',
+          fromVersion: target.fromVersion,
+          toVersion: target.toVersion,
+          skipReason: target.skipReason ?? null,
+          finishedAt: target.skipReason ? now : null,
+        })),
+      });
+      const event: NewEvent = {
+        type: EventType.RolloutStateChanged,
+        rolloutId: id,
+        kind: spec.kind,
+        payload: { from: null, to: 'PENDING', toVersion: spec.toVersion, targets: spec.targets.length },
+      };
+      return { result: { rollout: toRollout(row), created: true }, events: [event] };
+    });
+  }
+
+  async get(id: string): Promise<Rollout | undefined> {
+    const row = await this.prisma.rollout.findUnique({ where: { id } });
+    return row ? toRollout(row) : undefined;
+  }
+
+  async require(id: string): Promise<Rollout> {
+    const rollout = await this.get(id);
+    if (!rollout) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
+    return rollout;
+  }
+
+  async findByIdempotencyKey(key: string): Promise<Rollout | undefined> {
+    const row = await this.prisma.rollout.findUnique({ where: { idempotencyKey: key } });
+    return row ? toRollout(row) : undefined;
+  }
+
+  /** Newest first. */
+  async list(filter: RolloutFilter, first: number | undefined, after: string | undefined): Promise<Page<Rollout> & { endCursor: string | null }> {
+    const size = checkPageSize(first, 50);
+    const cursor = decodeCursor(after, isRolloutCursor);
+    const where = this.whereFor(filter);
+    const rows = await this.prisma.rollout.findMany({
+      where: cursor
+        ? {
+            AND: [
+              where,
+              { OR: [{ createdAt: { lt: new Date(cursor.t) } }, { createdAt: new Date(cursor.t), id: { lt: cursor.id } }] },
+            ],
+          }
+        : where,
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: size + 1,
+    });
+    const items = rows.slice(0, size).map(toRollout);
+    const last = items[items.length - 1];
+    return { items, hasNextPage: rows.length > size, endCursor: last ? this.cursorOf(last) : null };
+  }
+
+  cursorOf(rollout: Rollout): string {
+    return encodeCursor({ t: rollout.createdAt.getTime(), id: rollout.id });
+  }
+
+  count(filter: RolloutFilter): Promise<number> {
+    return this.prisma.rollout.count({ where: this.whereFor(filter) });
+  }
+
+  private whereFor(filter: RolloutFilter) {
+    const search = filter.search?.trim();
+    return {
+      ...(filter.kind ? { kind: filter.kind } : {}),
+      ...(filter.states && filter.states.length > 0 ? { state: { in: [...filter.states] } } : {}),
+      ...(filter.targetName ? { targets: { some: { name: filter.targetName } } } : {}),
+      ...(filter.createdAfter || filter.createdBefore
+        ? { createdAt: { ...(filter.createdAfter ? { gte: filter.createdAfter } : {}), ...(filter.createdBefore ? { lt: filter.createdBefore } : {}) } }
+        : {}),
+      // SQLite's LIKE (which Prisma's `contains` uses) is case-insensitive for ASCII.
+      ...(search
+        ? {
+            OR: [
+              { toVersion: { contains: search } },
+              { fromVersion: { contains: search } },
+              { causeActor: { contains: search } },
+              { causeCommit: { contains: search } },
+              { causeMessage: { contains: search } },
+              { id: { contains: search } },
+            ],
+          }
+        : {}),
+    };
+  }
+
+  /** Targets in admission order. */
+  async targets(rolloutId: string, state: TargetState | undefined, first: number | undefined, after: string | undefined): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
+    const size = checkPageSize(first, 100);
+    const cursor = decodeCursor(after, isOrdinalCursor);
+    const where = { rolloutId, ...(state ? { state } : {}) };
+    const [rows, totalCount] = await Promise.all([
+      this.prisma.rolloutTarget.findMany({
+        where: { ...where, ...(cursor ? { ordinal: { gt: cursor.o } } : {}) },
+        orderBy: { ordinal: 'asc' },
+        take: size + 1,
+      }),
+      this.prisma.rolloutTarget.count({ where }),
+    ]);
+    const items = rows.slice(0, size).map(toTarget);
+    const last = items[items.length - 1];
+    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount };
+  }
+
+  targetCursor(target: RolloutTarget): string {
+    return encodeCursor({ o: target.ordinal });
+  }
+
+  async allTargets(rolloutId: string): Promise<RolloutTarget[]> {
+    const rows = await this.prisma.rolloutTarget.findMany({ where: { rolloutId }, orderBy: { ordinal: 'asc' } });
+    return rows.map(toTarget);
+  }
+
+  async progress(rolloutId: string): Promise<Progress> {
+    const groups = await this.prisma.rolloutTarget.groupBy({ by: ['state'], where: { rolloutId }, _count: { _all: true } });
+    const counts: Record<string, number> = {};
+    for (const group of groups) counts[group.state] = group._count._all;
+    const get = (state: TargetState) => counts[state] ?? 0;
+    const total = Object.values(counts).reduce((sum, n) => sum + n, 0);
+    const finished = FINISHED_TARGET_STATES.reduce((sum, state) => sum + get(state), 0);
+    return {
+      total,
+      pending: get('PENDING'),
+      progressing: get('PROGRESSING'),
+      succeeded: get('SUCCEEDED'),
+      failed: get('FAILED'),
+      skipped: get('SKIPPED'),
+      cancelled: get('CANCELLED'),
+      percent: total === 0 ? 100 : Math.round((finished / total) * 10_000) / 100,
+    };
+  }
+
+  pause(id: string, reason?: string | null): Promise<Rollout> {
+    return this.transition(id, 'PAUSED', reason ?? 'paused by user', ['PENDING', 'PROGRESSING']);
+  }
+
+  resume(id: string): Promise<Rollout> {
+    return this.transition(id, 'PROGRESSING', 'resumed by user', ['PAUSED']);
+  }
+
+  /** Ends the rollout; targets not yet admitted become CANCELLED, admitted ones are left to finish. */
+  abort(id: string, reason?: string | null): Promise<Rollout> {
+    return this.transition(id, 'ABORTED', reason ?? 'aborted by user', ['PENDING', 'PROGRESSING', 'PAUSED']);
+  }
+
+  /**
+   * Moves a rollout to `to` when it is in one of `allowed` (user actions) or, without `allowed`, whenever the state
+   * machine permits it (engine). Refusals are CONFLICT and change nothing.
+   */
+  transition(id: string, to: RolloutState, message: string | null, allowed?: readonly RolloutState[]): Promise<Rollout> {
+    return this.log.commit(async (tx) => {
+      const row = await tx.rollout.findUnique({ where: { id } });
+      if (!row) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
+      const from = row.state as RolloutState;
+      if ((allowed && !allowed.includes(from)) || !canTransition(from, to)) {
+        throw new ConflictError(`rollout ${id} is ${from}; it cannot become ${to}`, { details: { id, state: from } });
+      }
+      const now = new Date();
+      const updated = await tx.rollout.update({
+        where: { id },
+        data: {
+          state: to,
+          message,
+          ...(to === 'PROGRESSING' && !row.startedAt ? { startedAt: now } : {}),
+          ...(isTerminal(to) ? { finishedAt: now } : {}),
+        },
+      });
+      const events: NewEvent[] = [
+        { type: EventType.RolloutStateChanged, rolloutId: id, kind: row.kind as RolloutKind, payload: { from, to, message } },
+      ];
+      if (to === 'ABORTED' || to === 'FAILED') events.push(...(await cancelPending(tx, id, row.kind as RolloutKind)));
+      return { result: toRollout(updated), events };
+    });
+  }
+
+  /** Engine: records a target's new state (and error) with a TargetStateChanged event. */
+  setTargetState(
+    rolloutId: string,
+    target: { namespace: string; name: string },
+    to: TargetState,
+    detail: { error?: string | null; countAttempt?: boolean } = {},
+  ): Promise<RolloutTarget> {
+    return this.log.commit(async (tx) => {
+      const row = await tx.rolloutTarget.findUnique({
+        where: { rolloutId_namespace_name: { rolloutId, namespace: target.namespace, name: target.name } },
+      });
+      if (!row) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
+      const now = new Date();
+      const updated = await tx.rolloutTarget.update({
+        where: { id: row.id },
+        data: {
+          state: to,
+          ...(detail.error !== undefined ? { error: detail.error } : {}),
+          ...(detail.countAttempt ? { attempts: { increment: 1 } } : {}),
+          ...(to === 'PROGRESSING' ? { admittedAt: now } : {}),
+          ...(FINISHED_TARGET_STATES.includes(to) ? { finishedAt: now } : {}),
+        },
+      });
+      const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
+      const events: NewEvent[] = [{ type: EventType.TargetStateChanged, ...base, payload: { from: row.state, to, error: detail.error ?? null } }];
+      if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: detail.error ?? null } });
+      return { result: toTarget(updated), events };
+    });
+  }
+}
+
+async function cancelPending(tx: Tx, rolloutId: string, kind: RolloutKind): Promise<NewEvent[]> {
+  const pending = await tx.rolloutTarget.findMany({ where: { rolloutId, state: 'PENDING' } });
+  if (pending.length === 0) return [];
+  await tx.rolloutTarget.updateMany({ where: { rolloutId, state: 'PENDING' }, data: { state: 'CANCELLED', finishedAt: new Date() } });
+  return pending.map((t) => ({
+    type: EventType.TargetStateChanged,
+    rolloutId,
+    kind,
+    namespace: t.namespace,
+    name: t.name,
+    payload: { from: 'PENDING', to: 'CANCELLED', error: null },
+  }));
+}

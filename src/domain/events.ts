@@ -1,0 +1,56 @@
+/** History event types and shapes. The domain's vocabulary; no GraphQL or Kubernetes types here. */
+export const EventType = {
+  RolloutStateChanged: 'RolloutStateChanged',
+  TargetStateChanged: 'TargetStateChanged',
+  TargetFailed: 'TargetFailed',
+  AgentRecreated: 'AgentRecreated',
+  AgentForceDeleted: 'AgentForceDeleted',
+  ClusterUpgradeObserved: 'ClusterUpgradeObserved',
+  NodeAgentReplaced: 'NodeAgentReplaced',
+} as const;
+export type EventType = (typeof EventType)[keyof typeof EventType];
+
+export type RolloutKind = 'AGENT_POOL' | 'NODE_AGENT' | 'VIRTUAL_CLUSTER';
+export const ROLLOUT_KINDS: readonly RolloutKind[] = ['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER'];
+
+/** An event about to be appended. */
+export interface NewEvent {
+  type: EventType;
+  rolloutId?: string | null;
+  kind?: RolloutKind | null;
+  namespace?: string | null;
+  name?: string | null;
+  payload?: Record<string, unknown>;
+}
+
+/** An event as stored: `id` increases monotonically and is the resume cursor. */
+export interface StoredEvent {
+  id: number;
+  type: EventType;
+  rolloutId: string | null;
+  kind: RolloutKind | null;
+  namespace: string | null;
+  name: string | null;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/** Selects events; every given condition must hold. */
+export interface EventFilter {
+  types?: readonly EventType[];
+  rolloutId?: string;
+  kind?: RolloutKind;
+  namespace?: string;
+  name?: string;
+  since?: Date;
+}
+
+export function matchesFilter(event: StoredEvent, filter: EventFilter): boolean {
+  if (filter.types && filter.types.length > 0 && !filter.types.includes(event.type)) return false;
+  if (filter.rolloutId !== undefined && event.rolloutId !== filter.rolloutId) return false;
+  if (filter.kind !== undefined && event.kind !== filter.kind) return false;
+  if (filter.namespace !== undefined && event.namespace !== filter.namespace) return false;
+  if (filter.name !== undefined && event.name !== filter.name) return false;
+  if (filter.since !== undefined && event.createdAt < filter.since) return false;
+  return true;
+}

@@ -1,0 +1,109 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import type { GraphQLSchema } from 'graphql';
+import { ErrorCode, isAppError } from '../errors.js';
+import { readBody } from '../http/body.js';
+import type { Logger } from '../log.js';
+import type { AppMetrics } from '../metrics.js';
+import type { GraphQLContext } from './context.js';
+import { formatError } from './errors.js';
+
+export interface ApolloHandlerOptions {
+  schema: GraphQLSchema;
+  httpServer: Server;
+  logger: Logger;
+  metrics: AppMetrics;
+  maxBodyBytes: number;
+  /** Builds the per-request context. */
+  context: (req: IncomingMessage) => Promise<GraphQLContext>;
+  /** Extra plugins (e.g. the subscription server's drain). */
+  plugins?: ApolloServerPlugin<GraphQLContext>[];
+}
+
+function metricsPlugin(metrics: AppMetrics): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      const started = process.hrtime.bigint();
+      return {
+        async willSendResponse(ctx) {
+          const type = ctx.operation?.operation ?? 'unknown';
+          const first = ctx.errors?.[0];
+          const code = first ? String((first.extensions?.code as string | undefined) ?? (isAppError(first.originalError) ? first.originalError.code : ErrorCode.Internal)) : 'ok';
+          metrics.graphqlOperations.inc({ operation: ctx.operationName ?? 'anonymous', type, result: code });
+          metrics.graphqlDuration.observe({ type }, Number(process.hrtime.bigint() - started) / 1e9);
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Apollo Server 5 on a plain node `http` server (no framework): translates the request into Apollo's
+ * HTTPGraphQLRequest and streams the response back.
+ */
+export async function createApolloHandler(options: ApolloHandlerOptions) {
+  const { logger } = options;
+  const apollo = new ApolloServer<GraphQLContext>({
+    schema: options.schema,
+    csrfPrevention: true,
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    formatError: (formatted, error) => formatError(formatted, error, logger),
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }),
+      // Apollo's default landing page loads from a CDN; rollplane must work air-gapped.
+      ApolloServerPluginLandingPageDisabled(),
+      metricsPlugin(options.metrics),
+      ...(options.plugins ?? []),
+    ],
+  });
+  await apollo.start();
+
+  async function handle(req: IncomingMessage, res: ServerResponse, search: string): Promise<void> {
+    const headers = new HeaderMap();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+    let body: unknown = undefined;
+    if (req.method === 'POST') {
+      let raw: string;
+      try {
+        raw = await readBody(req, options.maxBodyBytes);
+      } catch (error) {
+        return sendError(res, 413, isAppError(error) ? error.message : 'request body too large', ErrorCode.BadUserInput);
+      }
+      const contentType = headers.get('content-type') ?? '';
+      if (contentType.includes('json')) {
+        try {
+          body = raw.length === 0 ? undefined : JSON.parse(raw);
+        } catch (error) {
+          return sendError(res, 400, `request body is not valid JSON: ${(error as Error).message}`, 'BAD_REQUEST');
+        }
+      } else {
+        body = raw;
+      }
+    }
+    const result = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },
+      context: () => options.context(req),
+    });
+    res.statusCode = result.status ?? 200;
+    for (const [name, value] of result.headers) res.setHeader(name, value);
+    if (result.body.kind === 'complete') {
+      res.end(result.body.string);
+      return;
+    }
+    for await (const chunk of result.body.asyncIterator) res.write(chunk);
+    res.end();
+  }
+
+  return { apollo, handle };
+}
+
+export function sendError(res: ServerResponse, status: number, message: string, code: string): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
+}

@@ -1,0 +1,49 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { unwrapResolverError } from '@apollo/server/errors';
+import { AppError, ErrorCode, isAppError } from '../errors.js';
+import type { Logger } from '../log.js';
+
+/**
+ * The one place where errors become GraphQL errors. AppErrors keep their message and code (plus details such as the
+ * offending `field`); GraphQL's own errors (parse, validation, bad variables) keep theirs; anything else is logged
+ * and answered as INTERNAL_SERVER_ERROR without internals leaking to the client.
+ */
+export function formatError(formatted: GraphQLFormattedError, error: unknown, logger: Logger): GraphQLFormattedError {
+  const original = unwrapResolverError(error);
+  if (isAppError(original)) {
+    return {
+      message: original.message,
+      ...(formatted.locations ? { locations: formatted.locations } : {}),
+      ...(formatted.path ? { path: formatted.path } : {}),
+      extensions: { ...original.details, code: original.code },
+    };
+  }
+  const code = formatted.extensions?.code;
+  if (typeof code === 'string' && code !== ErrorCode.Internal) {
+    return { ...formatted, extensions: { ...formatted.extensions, stacktrace: undefined } };
+  }
+  if (original instanceof GraphQLError && original.originalError === undefined && !code) {
+    // A GraphQL-level error without a code (e.g. raised by graphql-js for a subscription's arguments).
+    return { ...formatted, extensions: { code: ErrorCode.BadUserInput } };
+  }
+  logger.error({ err: original, path: formatted.path }, 'unexpected error while executing GraphQL');
+  return {
+    message: 'internal error; see the server log',
+    ...(formatted.path ? { path: formatted.path } : {}),
+    extensions: { code: ErrorCode.Internal },
+  };
+}
+
+/** Same mapping for graphql-ws, which hands us GraphQLError objects rather than formatted ones. */
+export function formatGraphQLErrors(errors: readonly GraphQLError[], logger: Logger): GraphQLError[] {
+  return errors.map((error) => {
+    const formatted = formatError(error.toJSON(), error, logger);
+    return new GraphQLError(formatted.message, {
+      ...(error.nodes ? { nodes: error.nodes } : {}),
+      ...(formatted.path ? { path: formatted.path } : {}),
+      extensions: formatted.extensions ?? {},
+    });
+  });
+}
+
+export { AppError };

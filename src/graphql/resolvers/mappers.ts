@@ -1,0 +1,75 @@
+import type { StoredEvent } from '../../domain/events.js';
+import type { Rollout, RolloutTarget } from '../../domain/RolloutService.js';
+
+/** Domain objects → the GraphQL shapes that are not one-to-one. */
+export function eventToGraphQL(event: StoredEvent) {
+  return {
+    id: String(event.id),
+    type: event.type,
+    rolloutId: event.rolloutId,
+    object: event.name ? { kind: event.kind, namespace: event.namespace ?? '', name: event.name } : null,
+    payload: event.payload,
+    createdAt: event.createdAt,
+  };
+}
+
+export function eventEdge(event: StoredEvent) {
+  return { cursor: String(event.id), node: eventToGraphQL(event) };
+}
+
+export function strategyToGraphQL(rollout: Rollout) {
+  const s = rollout.strategy as Record<string, unknown>;
+  const num = (key: string) => (typeof s[key] === 'number' ? (s[key] as number) : null);
+  return {
+    maxUnavailable: typeof s.maxUnavailable === 'string' ? s.maxUnavailable : s.maxUnavailable != null ? String(s.maxUnavailable) : null,
+    maxConcurrent: num('maxConcurrent'),
+    canary: num('canary'),
+    progressDeadlineSeconds: num('progressDeadlineSeconds') ?? 600,
+    failureThreshold: num('failureThreshold') ?? 1,
+    autoRollback: s.autoRollback === true,
+    mode: typeof s.mode === 'string' ? s.mode : null,
+    minReadySeconds: num('minReadySeconds'),
+  };
+}
+
+export function targetDurationSeconds(target: RolloutTarget): number | null {
+  if (!target.admittedAt || !target.finishedAt) return null;
+  return (target.finishedAt.getTime() - target.admittedAt.getTime()) / 1000;
+}
+
+/** AgentRecreated event → the typed subscription payload. */
+export function agentRecreatedToGraphQL(event: StoredEvent) {
+  const p = event.payload;
+  return {
+    eventId: String(event.id),
+    rolloutId: event.rolloutId,
+    poolNamespace: event.namespace ?? '',
+    poolName: event.name ?? '',
+    oldImage: p.oldImage ?? null,
+    newImage: p.newImage,
+    oldPodUid: p.oldPodUid ?? null,
+    newPodUid: p.newPodUid ?? null,
+    reason: p.reason ?? 'drift',
+    deletedAt: p.deletedAt ?? null,
+    readyAt: p.readyAt ?? null,
+    seconds: p.seconds ?? null,
+  };
+}
+
+/** ClusterUpgradeObserved event → the typed subscription payload. */
+export function clusterUpgradeToGraphQL(event: StoredEvent) {
+  const p = event.payload;
+  return {
+    eventId: String(event.id),
+    rolloutId: event.rolloutId,
+    clusterNamespace: event.namespace ?? '',
+    clusterName: event.name ?? '',
+    clusterVersion: p.clusterVersion,
+    resourceVersion: p.resourceVersion,
+    seconds: p.seconds,
+    outcome: p.outcome,
+    components: p.components ?? [],
+    error: p.error ?? null,
+    observedAt: event.createdAt,
+  };
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
+import { projectRoot, runService } from './helpers/child.js';
+
+const noFiles = { fileExists: () => false, homeDir: '/home/nobody' };
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({}, [], noFiles);
+    expect(config).toMatchObject({
+      port: 4000,
+      host: '127.0.0.1',
+      databaseUrl: 'file:./data/rollplane.db',
+      logLevel: 'info',
+      logFormat: 'json',
+      kube: { mode: 'sim', qps: 50, burst: 100 },
+      sim: { fleet: 'demo' },
+      shutdownTimeoutMs: 10_000,
+    });
+    expect(Object.isFrozen(config) && Object.isFrozen(config.kube)).toBe(true);
+  });
+
+  it('prefers flags over the environment', () => {
+    expect(loadConfig({ PORT: '5000' }, ['--port', '6000'], noFiles).port).toBe(6000);
+  });
+
+  it('chooses the Kubernetes mode from what the machine has', () => {
+    const home = '/home/u';
+    expect(loadConfig({}, [], { homeDir: home, fileExists: (f) => f === '/home/u/.kube/config' }).kube).toMatchObject({ mode: 'kubeconfig', kubeconfigPath: '/home/u/.kube/config' });
+    expect(loadConfig({ KUBECONFIG: '/k' }, [], { homeDir: home, fileExists: (f) => f === '/k' }).kube.mode).toBe('kubeconfig');
+    expect(loadConfig({}, [], { homeDir: home, fileExists: (f) => f.endsWith('serviceaccount/token') }).kube.mode).toBe('in-cluster');
+    expect(loadConfig({}, [], { homeDir: home, fileExists: () => false }).kube.mode).toBe('sim');
+    expect(loadConfig({ ROLLPLANE_KUBE: 'sim', KUBECONFIG: '/k' }, [], { homeDir: home, fileExists: () => true }).kube.mode).toBe('sim');
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ PORT: '-1' }, 'PORT'],
+    [{ HOST: 'bad host!' }, 'HOST'],
+    [{ DATABASE_URL: 'postgres://x' }, 'DATABASE_URL'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
+    [{ ROLLPLANE_KUBE: 'minikube' }, 'ROLLPLANE_KUBE'],
+    [{ ROLLPLANE_KUBE: 'kubeconfig' }, 'KUBECONFIG'],
+    [{ ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: '/missing' }, 'KUBECONFIG'],
+    [{ ROLLPLANE_KUBE_QPS: '0' }, 'ROLLPLANE_KUBE_QPS'],
+    [{ ROLLPLANE_KUBE_BURST: '1.5' }, 'ROLLPLANE_KUBE_BURST'],
+    [{ ROLLPLANE_SIM_FLEET: 'huge' }, 'ROLLPLANE_SIM_FLEET'],
+    [{ ROLLPLANE_SHUTDOWN_TIMEOUT_MS: '5' }, 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS'],
+  ])('refuses %o naming %s', (env, setting) => {
+    expect(() => loadConfig(env, [], noFiles)).toThrowError(ConfigError);
+    expect(() => loadConfig(env, [], noFiles)).toThrowError(new RegExp(`^invalid configuration: ${setting}: `));
+  });
+
+  it('refuses unknown flags', () => {
+    expect(() => loadConfig({}, ['--prot', '1'], noFiles)).toThrowError(/invalid configuration: command line: .*--prot/);
+  });
+
+  it('documents every setting and its default in the README', () => {
+    const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
+    for (const setting of SETTINGS) {
+      const row = readme.split('\n').find((line) => line.startsWith(`| \`${setting.env}\``));
+      expect(row, `README row for ${setting.env}`).toBeDefined();
+      expect(row).toContain(`\`${setting.flag}\``);
+      expect(row).toContain(setting.default);
+    }
+  });
+});
+
+describe('the service with a bad setting', () => {
+  it('exits non-zero with a message naming the setting, before touching anything', async () => {
+    const result = await runService({ PORT: 'eighty' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('invalid configuration: PORT: must be an integer');
+  });
+});

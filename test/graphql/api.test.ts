@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql } from '../helpers/graphql.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+
+const ROLLOUT_FIELDS = `id kind state toVersion fromVersion message progress { total pending skipped percent }
+  cause { actor commit } strategy { maxUnavailable failureThreshold progressDeadlineSeconds autoRollback }
+  targets { totalCount edges { node { name namespace state skipReason ordinal } } }`;
+
+describe('GraphQL over HTTP', () => {
+  let app: TestApp;
+
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  async function seedRollout(toVersion = 'rancher/harvester-vm-dhcp-agent:v0.3.1') {
+    const { rollout } = await app.domain.rollouts.create({
+      kind: 'AGENT_POOL',
+      fromVersion: 'rancher/harvester-vm-dhcp-agent:v0.3.0',
+      toVersion,
+      selector: {},
+      strategy: { maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
+      cause: { actor: 'ci-bot', commit: 'abc123' },
+      targets: [
+        { namespace: 'default', name: 'net-1', fromVersion: 'v0.3.0', toVersion },
+        { namespace: 'default', name: 'net-2', fromVersion: 'v0.3.0', toVersion, skipReason: 'held' },
+      ],
+    });
+    return rollout;
+  }
+
+  it('answers a query with the stored rollout, its targets and progress', async () => {
+    const seeded = await seedRollout();
+    const res = await gql(app.url, `query($id: ID!) { rollout(id: $id) { ${ROLLOUT_FIELDS} } }`, { id: seeded.id });
+    expect(res.status).toBe(200);
+    expect(res.errors).toBeUndefined();
+    expect(res.data.rollout).toMatchObject({
+      id: seeded.id,
+      kind: 'AGENT_POOL',
+      state: 'PENDING',
+      cause: { actor: 'ci-bot', commit: 'abc123' },
+      strategy: { maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
+      progress: { total: 2, pending: 1, skipped: 1, percent: 50 },
+    });
+    expect(res.data.rollout.targets.edges.map((e: any) => [e.node.name, e.node.state, e.node.skipReason])).toEqual([
+      ['net-1', 'PENDING', null],
+      ['net-2', 'SKIPPED', 'held'],
+    ]);
+  });
+
+  it('pauses and resumes a rollout through mutations and records each change as an event', async () => {
+    const seeded = await seedRollout();
+    const paused = await gql(app.url, `mutation($id: ID!) { pauseRollout(id: $id, reason: "maintenance window") { id state message } }`, { id: seeded.id });
+    expect(paused.errors).toBeUndefined();
+    expect(paused.data.pauseRollout).toEqual({ id: seeded.id, state: 'PAUSED', message: 'maintenance window' });
+    const resumed = await gql(app.url, `mutation($id: ID!) { resumeRollout(id: $id) { state } }`, { id: seeded.id });
+    expect(resumed.data.resumeRollout.state).toBe('PROGRESSING');
+    const events = await gql(app.url, `query($id: ID!) { events(filter: { rolloutId: $id }) { edges { cursor node { id type payload } } } }`, { id: seeded.id });
+    expect(events.data.events.edges.map((e: any) => [e.node.type, e.node.payload.to])).toEqual([
+      ['RolloutStateChanged', 'PENDING'],
+      ['RolloutStateChanged', 'PAUSED'],
+      ['RolloutStateChanged', 'PROGRESSING'],
+    ]);
+    expect(events.data.events.edges.every((e: any) => e.cursor === e.node.id)).toBe(true);
+  });
+
+  it('aborting cancels targets that were never admitted', async () => {
+    const seeded = await seedRollout();
+    const res = await gql(app.url, `mutation($id: ID!) { abortRollout(id: $id, reason: "bad image") { state message finishedAt progress { cancelled skipped percent } } }`, { id: seeded.id });
+    expect(res.data.abortRollout).toMatchObject({ state: 'ABORTED', message: 'bad image', progress: { cancelled: 1, skipped: 1, percent: 100 } });
+    expect(res.data.abortRollout.finishedAt).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+  });
+
+  it('answers NOT_FOUND for an unknown rollout and changes nothing', async () => {
+    const before = await app.db.prisma.event.count();
+    const res = await gql(app.url, `mutation { pauseRollout(id: "ro_missing") { id } }`);
+    expect(res.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(res.errors?.[0]?.message).toContain('ro_missing');
+    expect(await app.db.prisma.event.count()).toBe(before);
+  });
+
+  it('answers CONFLICT for a transition the state machine forbids and changes nothing', async () => {
+    const seeded = await seedRollout();
+    const before = await app.db.prisma.event.count();
+    const res = await gql(app.url, `mutation($id: ID!) { resumeRollout(id: $id) { id } }`, { id: seeded.id });
+    expect(res.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(res.errors?.[0]?.message).toMatch(/is PENDING; it cannot become PROGRESSING/);
+    expect(await app.db.prisma.event.count()).toBe(before);
+    expect((await app.domain.rollouts.require(seeded.id)).state).toBe('PENDING');
+  });
+
+  it('answers BAD_USER_INPUT naming the field for a bad page size, cursor or date', async () => {
+    const tooMany = await gql(app.url, `{ rollouts(first: 100000) { totalCount } }`);
+    expect(tooMany.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'first' });
+    const badCursor = await gql(app.url, `{ rollouts(after: "not-a-cursor") { totalCount } }`);
+    expect(badCursor.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'after' });
+    const badEventCursor = await gql(app.url, `{ events(after: "-1") { edges { cursor } } }`);
+    expect(badEventCursor.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'after' });
+    const badDate = await gql(app.url, `query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }`, { f: { createdAfter: 'yesterday' } });
+    expect(badDate.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(badDate.errors?.[0]?.message).toContain('ISO 8601');
+    // The same mistake written as a literal is caught by GraphQL validation.
+    const literal = await gql(app.url, `{ rollouts(filter: { createdAfter: "yesterday" }) { totalCount } }`);
+    expect(literal.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  });
+
+  it('answers NOT_IMPLEMENTED for parts of the contract not backed yet', async () => {
+    const res = await gql(app.url, `mutation { bumpNodeAgentImage(input: { namespace: "x", name: "y", image: "a:b" }) { created } }`);
+    expect(res.errors?.[0]?.extensions?.code).toBe('NOT_IMPLEMENTED');
+  });
+
+  it('answers GraphQL validation errors with their code and a 400', async () => {
+    const res = await gql(app.url, `{ rollouts { noSuchField } }`);
+    expect(res.status).toBe(400);
+    expect(res.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  });
+
+  it('refuses malformed JSON with a 400 and a code', async () => {
+    const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query": ' });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as any;
+    expect(body.errors[0].extensions.code).toBe('BAD_REQUEST');
+  });
+
+  it('pages rollouts newest first with cursors, without duplicates or gaps', async () => {
+    for (let i = 0; i < 5; i++) await seedRollout(`registry.example:5000/agent:v1.0.${i}`);
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const res: any = await gql(app.url, `query($after: String) { rollouts(first: 2, after: $after, filter: { search: "registry.example" }) { totalCount pageInfo { hasNextPage endCursor } edges { node { id toVersion } } } }`, { after });
+      expect(res.data.rollouts.totalCount).toBe(5);
+      seen.push(...res.data.rollouts.edges.map((e: any) => e.node.toVersion));
+      if (!res.data.rollouts.pageInfo.hasNextPage) break;
+      after = res.data.rollouts.pageInfo.endCursor;
+    }
+    expect(seen).toEqual([4, 3, 2, 1, 0].map((i) => `registry.example:5000/agent:v1.0.${i}`));
+  });
+
+  it('serves GET queries (Apollo, with CSRF prevention) as well as POST', async () => {
+    const res = await fetch(`${app.url}?query=${encodeURIComponent('{ serverInfo { version kubeMode } }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as any;
+    expect(body.data.serverInfo.kubeMode).toBe('sim');
+    const blocked = await fetch(`${app.url}?query=${encodeURIComponent('{ serverInfo { version } }')}`);
+    expect(blocked.status).toBe(400);
+  });
+});

@@ -1,0 +1,39 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { startApp, type App } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+
+export interface TestApp extends App {
+  /** The SQLite file; reuse it with `startTestApp({ databaseFile })` to test a restart. */
+  databaseFile: string;
+  baseUrl: string;
+  /** Stops the app and deletes its temporary directory (unless the caller passed its own database file). */
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  databaseFile?: string;
+  env?: Record<string, string>;
+}
+
+/** Starts the real server on port 0 with a fresh SQLite file and the simulator (empty fleet unless told). */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const dir = options.databaseFile ? undefined : mkdtempSync(path.join(os.tmpdir(), 'rollplane-test-'));
+  const databaseFile = options.databaseFile ?? path.join(dir!, 'rollplane.db');
+  const config = loadConfig(
+    { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `file:${databaseFile}`, LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ...options.env },
+    [],
+  );
+  const app = await startApp(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  return {
+    ...app,
+    databaseFile,
+    baseUrl: app.url.replace(/\/graphql$/, ''),
+    async close() {
+      await app.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
