@@ -1,0 +1,119 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { zeroDelays } from '../../src/sim/behaviour/index.js';
+import { startSimulator, type Simulator } from '../../src/sim/index.js';
+import { Resources } from '../../src/sim/store/resources.js';
+
+const run = promisify(execFile);
+const KUBECTL = process.env.KUBECTL ?? 'kubectl';
+
+let sim: Simulator;
+let dir: string;
+
+async function kubectl(...args: string[]): Promise<string> {
+  const { stdout } = await run(KUBECTL, ['--kubeconfig', sim.kubeconfigPath, '--cache-dir', join(dir, 'cache'), ...args], {
+    timeout: 60_000,
+  });
+  return stdout;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sim-kubectl-'));
+  sim = await startSimulator({ delays: zeroDelays, kubeconfigPath: join(dir, 'kubeconfig') });
+  sim.store.create(Resources.nodes, {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: 'node-1' },
+    status: { conditions: [{ type: 'Ready', status: 'True' }] },
+  });
+});
+
+afterAll(async () => {
+  await sim?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const manifest = (image: string, range: string) => `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: main
+        image: ${image}
+        env: [{name: A, value: "1"}]
+---
+apiVersion: network.harvesterhci.io/v1alpha1
+kind: IPPool
+metadata:
+  name: pool-a
+  namespace: default
+spec:
+  ipv4Config:
+    range: ${range}
+`;
+
+describe('kubectl against the simulator', () => {
+  it('creates with apply -f, then updates with a second apply', async () => {
+    const file = join(dir, 'manifest.yaml');
+    await writeFile(file, manifest('nginx:1', '10.0.0.0/24'));
+    const first = await kubectl('apply', '-f', file);
+    expect(first).toContain('deployment.apps/web created');
+    expect(first).toContain('ippool.network.harvesterhci.io/pool-a created');
+
+    await writeFile(file, manifest('nginx:2', '10.0.1.0/24'));
+    const second = await kubectl('apply', '-f', file);
+    expect(second).toContain('deployment.apps/web configured');
+    expect(second).toContain('ippool.network.harvesterhci.io/pool-a configured');
+    const dep = sim.store.get(Resources.deployments, 'default', 'web')!;
+    expect(dep.spec.template.spec.containers[0].image).toBe('nginx:2');
+    expect(dep.spec.template.spec.containers[0].env).toEqual([{ name: 'A', value: '1' }]);
+    expect(sim.store.get(Resources.ippools, 'default', 'pool-a')!.spec.ipv4Config.range).toBe('10.0.1.0/24');
+
+    const unchanged = await kubectl('apply', '-f', file);
+    expect(unchanged).toContain('deployment.apps/web unchanged');
+  });
+
+  it('waits for a rollout with rollout status', async () => {
+    const out = await kubectl('rollout', 'status', 'deployment/web', '--timeout=30s');
+    expect(out).toContain('successfully rolled out');
+  });
+
+  it('lists pods across namespaces and shows one as YAML', async () => {
+    const pods = await kubectl('get', 'pods', '-A');
+    const podNames = sim.store.list(Resources.pods).map((p) => p.metadata.name);
+    expect(podNames.length).toBeGreaterThanOrEqual(2);
+    for (const name of podNames) expect(pods).toContain(name);
+
+    const yaml = parseYaml(await kubectl('get', 'pod', podNames[0]!, '-n', 'default', '-o', 'yaml'));
+    expect(yaml).toMatchObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: podNames[0], namespace: 'default' } });
+    expect(yaml.spec.containers[0].image).toBe('nginx:2');
+  });
+
+  it('lists IPPools by plural and by short name', async () => {
+    expect(await kubectl('get', 'ippools', '-A')).toMatch(/default\s+pool-a/);
+    expect(await kubectl('get', 'ippl', '-A')).toMatch(/default\s+pool-a/);
+  });
+
+  it('deletes with delete', async () => {
+    const out = await kubectl('delete', 'ippool', 'pool-a', '-n', 'default');
+    expect(out).toContain('deleted');
+    expect(sim.store.get(Resources.ippools, 'default', 'pool-a')).toBeUndefined();
+    await kubectl('delete', 'deployment', 'web', '-n', 'default');
+    expect(sim.store.get(Resources.deployments, 'default', 'web')).toBeUndefined();
+  });
+});
