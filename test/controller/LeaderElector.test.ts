@@ -1,0 +1,188 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { Registry } from 'prom-client';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LeaderElector, type LeaderElectorOptions } from '../../src/controller/LeaderElector.js';
+import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
+import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';
+
+const LEASE_MS = 3000;
+const RENEW_MS = 2000;
+const RETRY_MS = 100;
+
+let sim: Simulator;
+let kube: KubeClients;
+const electors: LeaderElector[] = [];
+
+beforeEach(async () => {
+  sim = await startSimulator({ behaviour: false });
+  kube = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 1000, burst: 1000 });
+});
+
+afterEach(async () => {
+  for (const e of electors.splice(0)) await e.stop();
+  await sim.stop();
+});
+
+/** Counts replicas whose workers are running, as the callbacks see it, and remembers the maximum ever seen. */
+class LeadershipLog {
+  running = new Set<string>();
+  max = 0;
+  starts: Array<{ id: string; at: number }> = [];
+  stops: Array<{ id: string; at: number }> = [];
+  started(id: string): void {
+    this.running.add(id);
+    this.max = Math.max(this.max, this.running.size);
+    this.starts.push({ id, at: performance.now() });
+  }
+  stopped(id: string): void {
+    this.running.delete(id);
+    this.stops.push({ id, at: performance.now() });
+  }
+}
+
+function newElector(identity: string, log: LeadershipLog, extra: Partial<LeaderElectorOptions> = {}): LeaderElector {
+  const e = new LeaderElector({
+    coordination: kube.coordination,
+    namespace: 'default',
+    name: 'rollplane-workers',
+    identity,
+    leaseDurationMs: LEASE_MS,
+    renewDeadlineMs: RENEW_MS,
+    retryPeriodMs: RETRY_MS,
+    onStartedLeading: () => log.started(identity),
+    onStoppedLeading: () => log.stopped(identity),
+    ...extra,
+  });
+  electors.push(e);
+  return e;
+}
+
+/** Samples isLeader() of every elector every 2 ms; `max` is the most leaders ever seen at once. */
+function watchLeaders(list: LeaderElector[]): { max: () => number; stop: () => void } {
+  let max = 0;
+  const timer = setInterval(() => {
+    max = Math.max(max, list.filter((e) => e.isLeader()).length);
+  }, 2);
+  return { max: () => max, stop: () => clearInterval(timer) };
+}
+
+async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  while (!cond()) {
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+function lease() {
+  return sim.store.get(Resources.leases, 'default', 'rollplane-workers');
+}
+
+describe('LeaderElector', () => {
+  it('elects exactly one of two replicas and hands over on release well within the lease duration', async () => {
+    const log = new LeadershipLog();
+    const registry = new Registry();
+    const a = newElector('a', log, { registry });
+    const b = newElector('b', log);
+    const sampler = watchLeaders([a, b]);
+    a.start();
+    b.start();
+    await until(() => a.isLeader() || b.isLeader(), 'a leader');
+    // Both keep campaigning for a while: the follower must not take over a lease that is being renewed.
+    await new Promise((r) => setTimeout(r, 5 * RETRY_MS));
+    const [leader, follower] = a.isLeader() ? [a, b] : [b, a];
+    expect(follower.isLeader()).toBe(false);
+    expect(lease()?.spec.holderIdentity).toBe(leader.identity);
+    expect(follower.observedLeader()).toBe(leader.identity);
+    if (leader === a) expect(await registry.metrics()).toContain('rollplane_leader{name="rollplane-workers"} 1');
+
+    const released = performance.now();
+    await leader.stop();
+    expect(log.running.has(leader.identity)).toBe(false);
+    await until(() => follower.isLeader(), 'handover');
+    const handoverMs = performance.now() - released;
+    expect(handoverMs).toBeLessThan(LEASE_MS);
+    expect(lease()?.spec).toMatchObject({ holderIdentity: follower.identity, leaseTransitions: 1 });
+    if (leader === a) expect(await registry.metrics()).toContain('rollplane_leader{name="rollplane-workers"} 0');
+    sampler.stop();
+    expect(sampler.max()).toBe(1);
+    expect(log.max).toBe(1);
+  });
+
+  it('steps down at once when it finds another holder in the lease', async () => {
+    const log = new LeadershipLog();
+    let signal: AbortSignal | undefined;
+    const a = newElector('a', log, {
+      onStartedLeading: (s) => {
+        signal = s;
+        log.started('a');
+      },
+    });
+    a.start();
+    await until(() => a.isLeader(), 'leadership');
+    const current = lease()!;
+    sim.store.update(Resources.leases, { ...current, spec: { ...current.spec, holderIdentity: 'intruder' } });
+    await until(() => !a.isLeader(), 'step down', RENEW_MS);
+    expect(signal?.aborted).toBe(true);
+    expect(log.stops.map((s) => s.id)).toEqual(['a']);
+  });
+
+  it('steps down when it cannot renew within the renew deadline', async () => {
+    const log = new LeadershipLog();
+    const a = newElector('a', log);
+    a.start();
+    await until(() => a.isLeader(), 'leadership');
+    let failing = 0;
+    sim.api.hooks.beforeRequest = (info) => {
+      if (info.resource.plural === 'leases') {
+        failing++;
+        throw new SimApiError(503, 'ServiceUnavailable', 'injected');
+      }
+    };
+    const cutOff = performance.now();
+    await until(() => !a.isLeader(), 'step down');
+    expect(performance.now() - cutOff).toBeLessThan(LEASE_MS);
+    expect(failing).toBeGreaterThan(0);
+    expect(lease()?.spec.holderIdentity).toBe('a'); // it could not even release: the lease simply expires
+  });
+
+  it('takes over from a SIGKILLed leader process only after the lease expires, never leading alongside it', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/leaseHolder.ts'), sim.kubeconfigPath, 'child', String(LEASE_MS), String(RENEW_MS), String(RETRY_MS)],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d) => String(d).includes('LEADING') && resolve());
+        child.on('exit', (code) => reject(new Error(`child exited (${code}): ${stderr}`)));
+      });
+      const log = new LeadershipLog();
+      const b = newElector('b', log);
+      b.start();
+      // While the child lives and renews, b must never lead.
+      let bLedWhileChildAlive = false;
+      const check = setInterval(() => (bLedWhileChildAlive ||= b.isLeader()), 2);
+      await new Promise((r) => setTimeout(r, LEASE_MS + 500));
+      clearInterval(check);
+      expect(bLedWhileChildAlive).toBe(false);
+      expect(lease()?.spec.holderIdentity).toBe('child');
+
+      const exited = new Promise((resolve) => child.on('exit', (_c, sig) => resolve(sig)));
+      child.kill('SIGKILL');
+      expect(await exited).toBe('SIGKILL');
+      const killed = performance.now();
+      await until(() => b.isLeader(), 'takeover', 3 * LEASE_MS);
+      const takeoverMs = performance.now() - killed;
+      // b counts the lease duration from the last renewal it observed, which is at most a few retry periods
+      // before the kill.
+      expect(takeoverMs).toBeGreaterThan(LEASE_MS - 3 * RETRY_MS * 2.2);
+      expect(lease()?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+});
