@@ -6,6 +6,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { ApiServer } from './api/ApiServer.js';
 import { startBehaviour, type Behaviour, type BehaviourOptions } from './behaviour/index.js';
+import { FaultInjector, type FaultConfigInput } from './faults.js';
 import { applyFleet } from './fleet.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { MemoryStore } from './store/MemoryStore.js';
@@ -45,6 +46,9 @@ export interface SimulatorOptions extends BehaviourOptions {
   bookmarkIntervalMs?: number;
   /** Fault-injection hooks of the API server (also settable later through `simulator.api.hooks`). */
   hooks?: ApiHooks;
+  /** Faults from the start (latency, error and conflict rates, watch drops); changeable later via `simulator.faults`
+   * or `PUT /sim/admin/faults`. Ignored for the hooks that `hooks` sets itself. */
+  faults?: FaultConfigInput;
   logger?: SimLogger;
 }
 
@@ -61,6 +65,8 @@ export interface Simulator {
   readonly behaviour: Behaviour | undefined;
   /** Node crash/recovery; undefined when started with `behaviour: false`. */
   readonly nodes: Behaviour['nodes'] | undefined;
+  /** Fault injection and the /sim/admin endpoint (see src/sim/faults.ts). */
+  readonly faults: FaultInjector;
   stop(): Promise<void>;
 }
 
@@ -79,6 +85,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   });
   const url = await api.start();
   let behaviour: Behaviour | undefined;
+  let faults: FaultInjector | undefined;
   try {
     if (options.behaviour !== false) {
       const behaviourOptions: BehaviourOptions = { ...options };
@@ -87,6 +94,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       }
       behaviour = startBehaviour(store, behaviourOptions);
     }
+    faults = new FaultInjector(options.faults ?? {}, { api, nodes: behaviour?.nodes });
+    api.hooks = { ...faults.hooks(), ...options.hooks };
     if (options.fleet !== undefined) await applyFleet(store, options.fleet);
     const kubeconfigPath = await writeKubeconfig({ server: url, ...(options.kubeconfigPath ? { path: options.kubeconfigPath } : {}) });
     const kubeConfig = new KubeConfig();
@@ -100,12 +109,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       api,
       behaviour,
       nodes: behaviour?.nodes,
+      faults,
       async stop() {
+        faults?.stop();
         behaviour?.stop();
         await api.stop();
       },
     };
   } catch (error) {
+    faults?.stop();
     behaviour?.stop();
     await api.stop();
     throw error;
