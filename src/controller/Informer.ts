@@ -1,6 +1,6 @@
 import type { KubernetesListObject, KubernetesObject, Watch } from '@kubernetes/client-node';
 import { ResourceExpiredError, translateKubeError } from '../kube/errors.js';
-import { type Clock, sleep, systemClock } from './clock.js';
+import { type Clock, sleep, systemClock, type TimerHandle } from './clock.js';
 import { keyOf } from './request.js';
 
 export interface InformerEventHandler<T> {
@@ -191,6 +191,7 @@ export class Informer<T extends KubernetesObject> {
       const finish = (end: WatchEnd): void => {
         if (settled) return;
         settled = true;
+        if (watchdog) this.clock.clearTimeout(watchdog);
         stop.removeEventListener('abort', onStop);
         this.currentWatch?.abort();
         this.currentWatch = undefined;
@@ -199,6 +200,14 @@ export class Informer<T extends KubernetesObject> {
       const onStop = (): void => finish({ kind: 'closed' });
       stop.addEventListener('abort', onStop, { once: true });
       const timeoutSeconds = this.options.watchTimeoutSeconds ?? 300;
+      // client-node's Watch sets no timeout of its own: a connection that dies without a FIN would hang forever.
+      // The server ends the watch after timeoutSeconds; if nothing at all arrived by then plus a margin, re-watch.
+      let watchdog: TimerHandle | undefined;
+      const feedWatchdog = (): void => {
+        if (watchdog) this.clock.clearTimeout(watchdog);
+        watchdog = this.clock.setTimeout(() => finish({ kind: 'closed' }), (timeoutSeconds + 30) * 1000);
+      };
+      feedWatchdog();
       const query: Record<string, string | number | boolean | undefined> = {
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
@@ -212,6 +221,7 @@ export class Informer<T extends KubernetesObject> {
           query,
           (type: string, obj: unknown) => {
             if (settled) return;
+            feedWatchdog();
             try {
               this.onWatchEvent(type, obj);
             } catch (error) {

@@ -294,3 +294,24 @@ function timeString(t: unknown): string {
   if (t instanceof Date) return t.toISOString();
   return typeof t === 'string' ? t : '';
 }
+
+/** Something with start/stop, as a Controller or JobWorker. */
+export interface Runnable {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * The callbacks that make `runnables` (controllers, job workers) run only while leading: started on election,
+ * stopped — in-flight work aborted and drained — the moment leadership ends.
+ */
+export function runWhileLeading(runnables: Runnable[]): Pick<LeaderElectorOptions, 'onStartedLeading' | 'onStoppedLeading'> {
+  return {
+    onStartedLeading: () => {
+      for (const r of runnables) r.start();
+    },
+    onStoppedLeading: async () => {
+      await Promise.all(runnables.map((r) => r.stop()));
+    },
+  };
+}

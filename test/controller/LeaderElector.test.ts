@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LeaderElector, type LeaderElectorOptions } from '../../src/controller/LeaderElector.js';
+import { Controller } from '../../src/controller/Controller.js';
+import { LeaderElector, type LeaderElectorOptions, runWhileLeading } from '../../src/controller/LeaderElector.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';
 
@@ -108,6 +109,42 @@ describe('LeaderElector', () => {
     sampler.stop();
     expect(sampler.max()).toBe(1);
     expect(log.max).toBe(1);
+  });
+
+  it('runs controllers only on the leader and moves them on handover', async () => {
+    const reconciledBy: string[] = [];
+    const aborted: string[] = [];
+    const replica = (id: string) => {
+      const controller = new Controller({
+        name: `widgets-${id}`,
+        reconciler: {
+          async reconcile(req, signal) {
+            reconciledBy.push(`${id}:${req.name}`);
+            // Holds the key until leadership ends, to show in-flight work is aborted.
+            if (req.name === 'slow') {
+              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+              aborted.push(id);
+            }
+          },
+        },
+      });
+      controller.watch({ resync: (add) => ['w1', 'slow'].forEach(add) });
+      const elector = newElector(id, new LeadershipLog(), runWhileLeading([controller]));
+      return { controller, elector };
+    };
+    const a = replica('a');
+    const b = replica('b');
+    a.elector.start();
+    await until(() => a.controller.running && reconciledBy.length === 2, 'a reconciling');
+    b.elector.start();
+    await new Promise((r) => setTimeout(r, 3 * RETRY_MS));
+    expect(b.controller.running).toBe(false);
+    await a.elector.stop();
+    expect(a.controller.running).toBe(false);
+    expect(aborted).toEqual(['a']);
+    await until(() => reconciledBy.length === 4, 'b reconciling');
+    expect(reconciledBy.sort()).toEqual(['a:slow', 'a:w1', 'b:slow', 'b:w1']);
+    expect(a.controller.snapshot().inFlight).toEqual([]);
   });
 
   it('steps down at once when it finds another holder in the lease', async () => {
