@@ -130,7 +130,8 @@ export class ControllerRuntime {
     try {
       const again = item.controller.reconcile(item.key);
       this.failures.delete(id);
-      if (again !== undefined) this.addAfter(item.controller, item.key, Math.max(0, again));
+      if (again !== undefined && again <= 0) this.add(item.controller, item.key);
+      else if (again !== undefined) this.addAfter(item.controller, item.key, again);
     } catch (error) {
       // A write raced with another controller or a client (409/404): level-based, so simply look again, backing off.
       const attempt = (this.failures.get(id) ?? 0) + 1;
