@@ -1,0 +1,243 @@
+/**
+ * Simulator benchmark: simple requests per second over loopback (GET one pod, several keep-alive clients), watch
+ * events delivered per second to 10 watchers, and RSS of a process holding 10,000 pods. Clients run on a worker
+ * thread so they do not share the server's event loop; the RSS figure comes from a fresh child process.
+ * Prints a table and writes bench/results/sim.json. Run: `npx tsx bench/sim.ts` or `npm run bench -- sim`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { zeroDelays } from '../src/sim/behaviour/index.js';
+import { startSimulator } from '../src/sim/index.js';
+import { Resources } from '../src/sim/store/resources.js';
+import type { KubeObject } from '../src/sim/types.js';
+
+export interface BenchRow {
+  metric: string;
+  value: number;
+  unit: string;
+  aim: string;
+  ok: boolean;
+  note: string;
+}
+
+export interface BenchResult {
+  name: 'sim';
+  date: string;
+  node: string;
+  rows: BenchRow[];
+}
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+/** Client side, in a worker thread: plain JS on node:http. */
+const CLIENT = `
+const { parentPort, workerData } = require('node:worker_threads');
+const http = require('node:http');
+const { mode, url, path, connections, seconds, expected } = workerData;
+if (mode === 'get') {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  let done = 0, errors = 0, running = true;
+  const started = process.hrtime.bigint();
+  setTimeout(() => { running = false; }, seconds * 1000);
+  let open = connections;
+  const loop = () => {
+    if (!running) { if (--open === 0) finish(); return; }
+    http.get(url + path, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => { if (res.statusCode === 200) done++; else errors++; loop(); });
+    }).on('error', () => { errors++; loop(); });
+  };
+  const finish = () => {
+    const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+    agent.destroy();
+    parentPort.postMessage({ done, errors, elapsed });
+  };
+  for (let i = 0; i < connections; i++) loop();
+} else {
+  let ready = 0, total = 0, firstAt = 0n;
+  const counts = new Array(connections).fill(0);
+  const reqs = [];
+  for (let i = 0; i < connections; i++) {
+    const req = http.get(url + path, (res) => {
+      ready++;
+      if (ready === connections) parentPort.postMessage({ ready: true });
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        let n = 0;
+        for (let j = chunk.indexOf('\\n'); j !== -1; j = chunk.indexOf('\\n', j + 1)) n++;
+        if (n && !firstAt) firstAt = process.hrtime.bigint();
+        counts[i] += n; total += n;
+        if (total >= expected * connections) {
+          parentPort.postMessage({ total, at: Date.now(), counts });
+          for (const r of reqs) r.destroy();
+        }
+      });
+    });
+    req.on('error', () => {});
+    reqs.push(req);
+  }
+}
+`;
+
+function worker<T>(data: Record<string, unknown>, onMessage?: (msg: any) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(CLIENT, { eval: true, workerData: data });
+    w.on('message', (msg) => {
+      if (msg.ready) return onMessage?.(msg);
+      resolve(msg as T);
+      void w.terminate();
+    });
+    w.on('error', reject);
+  });
+}
+
+function pod(name: string, namespace: string, node?: string): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace,
+      labels: { app: 'bench', 'pod-template-hash': '5d8f7c9b4' },
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'bench-5d8f7c9b4', uid: '00000000-0000-0000-0000-000000000001', controller: true }],
+    },
+    spec: {
+      ...(node ? { nodeName: node } : {}),
+      containers: [
+        {
+          name: 'agent',
+          image: 'rancher/harvester-vm-dhcp-agent:v0.3.0',
+          args: ['--ippool', `${namespace}/${name}`, '--nic', 'eth1'],
+          env: [{ name: 'POD_NAME', value: name }],
+          resources: { requests: { cpu: '10m', memory: '32Mi' } },
+        },
+      ],
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 30,
+    },
+  };
+}
+
+async function requestsPerSecond(): Promise<BenchRow> {
+  const sim = await startSimulator({ behaviour: false });
+  try {
+    sim.store.create(Resources.pods, pod('target', 'default', 'node-1'));
+    const connections = 8;
+    const seconds = 3;
+    const r = await worker<{ done: number; errors: number; elapsed: number }>({
+      mode: 'get', url: sim.url, path: '/api/v1/namespaces/default/pods/target', connections, seconds,
+    });
+    const value = Math.round(r.done / r.elapsed);
+    return { metric: 'GET one pod', value, unit: 'req/s', aim: '≥ 3000', ok: value >= 3000, note: `${connections} keep-alive clients, ${seconds}s, ${r.errors} errors` };
+  } finally {
+    await sim.stop();
+  }
+}
+
+async function watchEventsPerSecond(): Promise<BenchRow> {
+  const sim = await startSimulator({ behaviour: false });
+  try {
+    const watchers = 10;
+    const events = 20_000;
+    let ready!: () => void;
+    const readyP = new Promise<void>((r) => (ready = r));
+    const resultP = worker<{ total: number; at: number }>(
+      { mode: 'watch', url: sim.url, path: '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=' + sim.store.currentRevision(), connections: watchers, expected: events },
+      () => ready(),
+    );
+    await readyP;
+    const start = Date.now();
+    for (let i = 0; i < events; i++) {
+      sim.store.create(Resources.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default', labels: { i: String(i) } }, data: { value: String(i) } });
+      if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+    }
+    const r = await resultP;
+    const elapsed = (r.at - start) / 1000;
+    const value = Math.round(r.total / elapsed);
+    return { metric: 'watch events delivered', value, unit: 'events/s', aim: '≥ 20000', ok: value >= 20_000, note: `${events} writes × ${watchers} watchers in ${elapsed.toFixed(2)}s` };
+  } finally {
+    await sim.stop();
+  }
+}
+
+/** In a fresh process: 50 nodes, 10,000 pods through the simulated scheduler and kubelets, then RSS after GC. */
+async function rssChild(): Promise<void> {
+  const sim = await startSimulator({ delays: zeroDelays });
+  for (let n = 0; n < 50; n++) {
+    sim.store.create(Resources.nodes, {
+      apiVersion: 'v1', kind: 'Node', metadata: { name: `node-${n}`, labels: { 'kubernetes.io/hostname': `node-${n}` } },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+  }
+  for (let ns = 0; ns < 10; ns++) sim.store.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `ns-${ns}` } });
+  for (let i = 0; i < 10_000; i++) {
+    sim.store.create(Resources.pods, pod(`pod-${i}`, `ns-${i % 10}`));
+    if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+  }
+  await sim.behaviour?.idle();
+  await new Promise((r) => setTimeout(r, 200));
+  const running = sim.store.list(Resources.pods).filter((p) => p.status?.phase === 'Running').length;
+  (globalThis as { gc?: () => void }).gc?.();
+  const mem = process.memoryUsage();
+  process.stdout.write(JSON.stringify({ rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, pods: sim.store.count(Resources.pods), running }) + '\n');
+  await sim.stop();
+}
+
+/**
+ * Runs rssChild in a fresh process, twice: as compiled JavaScript (bundled with esbuild, packages external — what
+ * `npm start` runs) and under tsx (the dev loader adds ~90 MB of its own).
+ */
+async function childRss(compiled: boolean): Promise<{ rss: number; heapUsed: number; heapTotal: number; pods: number; running: number }> {
+  let args: string[];
+  if (compiled) {
+    const { build } = await import('esbuild');
+    const outfile = path.join(HERE, '..', 'node_modules', '.cache', 'rollplane-bench', 'sim-rss.mjs');
+    await build({ entryPoints: [fileURLToPath(import.meta.url)], outfile, bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'error' });
+    args = ['--expose-gc', outfile, '--rss-child'];
+  } else {
+    args = ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--rss-child'];
+  }
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`rss child exited with ${code}`))));
+  });
+  return JSON.parse(out.trim().split('\n').pop()!);
+}
+
+async function rssWith10kPods(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const compiled of [true, false]) {
+    const r = await childRss(compiled);
+    const mb = Math.round(r.rss / 1024 / 1024);
+    rows.push({
+      metric: `RSS with 10,000 pods (${compiled ? 'compiled JS' : 'under tsx'})`,
+      value: mb,
+      unit: 'MB',
+      aim: compiled ? '≤ 300' : '(info)',
+      ok: compiled ? mb <= 300 : true,
+      note: `${r.pods} pods (${r.running} Running) on 50 nodes, heap ${Math.round(r.heapUsed / 1048576)}/${Math.round(r.heapTotal / 1048576)} MB used/total, whole process incl. client-node, after GC`,
+    });
+  }
+  return rows;
+}
+
+export async function run(): Promise<BenchResult> {
+  const rows = [await requestsPerSecond(), await watchEventsPerSecond(), ...(await rssWith10kPods())];
+  const result: BenchResult = { name: 'sim', date: new Date().toISOString(), node: process.version, rows };
+  console.table(rows.map((r) => ({ metric: r.metric, value: r.value, unit: r.unit, aim: r.aim, ok: r.ok ? 'yes' : 'NO', note: r.note })));
+  const dir = path.join(HERE, 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'sim.json'), JSON.stringify(result, null, 2) + '\n');
+  return result;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  if (process.argv.includes('--rss-child')) await rssChild();
+  else await run();
+}
