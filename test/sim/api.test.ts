@@ -593,7 +593,7 @@ describe('deletion', () => {
 describe('selectors', () => {
   it('filters lists by label and field selectors', async () => {
     await core.createNamespace({ body: { metadata: { name: 'sel' } } });
-    const pods = [
+    const pods: { name: string; labels: Record<string, string>; node: string }[] = [
       { name: 'a', labels: { tier: 'web', env: 'prod' }, node: 'n1' },
       { name: 'b', labels: { tier: 'web', env: 'dev' }, node: 'n2' },
       { name: 'c', labels: { tier: 'db' }, node: 'n1' },
