@@ -145,6 +145,34 @@ describe('Informer', () => {
     expect(errors.every((e) => isAppError(e))).toBe(true);
   });
 
+  it('converges to the final state of every object under random errors and periodic watch drops', async () => {
+    const { informer, events } = newInformer();
+    informer.start();
+    await informer.waitForSync();
+    const names = ['a', 'b', 'c', 'd'];
+    for (const n of names) put(n, { v: '0' });
+    await until(() => informer.list().length === 4, 'initial objects');
+    sim.faults.set({ errorRate: { list: 0.3, watch: 0.3 }, dropWatchesEveryMs: 20 });
+    for (let i = 1; i <= 40; i++) {
+      put(names[i % names.length]!, { v: String(i) });
+      if (i % 5 === 0) await new Promise((r) => setTimeout(r, 10));
+    }
+    sim.store.delete(Resources.configmaps, 'default', 'd');
+    await until(
+      () => names.slice(0, 3).every((n) => informer.get('default', n)?.metadata?.resourceVersion === sim.store.get(Resources.configmaps, 'default', n)?.metadata.resourceVersion) && !informer.get('default', 'd'),
+      'convergence',
+    );
+    const stats = sim.faults.stats();
+    sim.faults.set({});
+    expect(stats.watchDrops + stats.errors).toBeGreaterThan(0);
+    // Every object's last state reached the handlers, and the deletion too.
+    for (const n of names.slice(0, 3)) {
+      const last = events.filter((e) => e.includes(` ${n} `)).at(-1);
+      expect(last).toBe(`update ${n} ${JSON.stringify(sim.store.get(Resources.configmaps, 'default', n)?.data)}`);
+    }
+    expect(events.filter((e) => e.endsWith(' d') || e.includes(' d ')).at(-1)).toBe('delete d');
+  });
+
   it('feeds a controller through mapping functions and predicates', async () => {
     const { informer } = newInformer();
     const reconciled: string[] = [];

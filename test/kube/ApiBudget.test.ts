@@ -73,7 +73,8 @@ describe('API budget', () => {
     await clock.advance(100);
     expect(await settle(4)).toBe(4);
     await clock.advance(99);
-    expect(await settle(5)).toBe(4);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(received.length).toBe(4);
     await clock.advance(1);
     expect(await settle(5)).toBe(5);
     await clock.advance(100);
@@ -88,5 +89,51 @@ describe('API budget', () => {
     expect(text).toContain('rollplane_kube_client_rate_limiter_wait_seconds_count 6');
     expect(text).toContain('rollplane_kube_client_rate_limiter_wait_seconds_sum 0.6');
     expect(text).toContain('rollplane_kube_client_requests_total 6');
+  });
+});
+
+describe('API budget against the simulator', () => {
+  it('limits every client (typed calls, custom objects, watches) of one createKubeClients to one rate', async () => {
+    const { startSimulator } = await import('../../src/sim/index.js');
+    const sim = await startSimulator({ behaviour: false });
+    try {
+      const seen: string[] = [];
+      const inner = sim.api.hooks.beforeRequest?.bind(sim.api.hooks);
+      sim.api.hooks.beforeRequest = async (info) => {
+        seen.push(`${info.verb} ${info.resource.plural}`);
+        await inner?.(info);
+      };
+      const clock = new FakeClock();
+      const registry = new Registry();
+      const kube = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 5, burst: 2, clock, registry });
+      const calls: Promise<unknown>[] = [
+        kube.core.listNamespacedConfigMap({ namespace: 'default' }),
+        kube.apps.listNamespacedDeployment({ namespace: 'default' }),
+        kube.coordination.listNamespacedLease({ namespace: 'default' }),
+        kube.custom.listNamespacedCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', namespace: 'default', plural: 'ippools' }),
+      ];
+      let watchAbort: AbortController | undefined;
+      calls.push(kube.watch.watch('/api/v1/namespaces/default/configmaps', {}, () => {}, () => {}).then((c) => (watchAbort = c)));
+      const settleAt = async (n: number): Promise<number> => {
+        for (let i = 0; i < 200 && seen.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setTimeout(r, 50));
+        return seen.length;
+      };
+      expect(await settleAt(2)).toBe(2); // the burst
+      for (let n = 3; n <= 5; n++) {
+        await clock.advance(199);
+        await new Promise((r) => setTimeout(r, 50));
+        expect(seen.length).toBe(n - 1);
+        await clock.advance(1); // one token per 200 ms at 5 QPS
+        expect(await settleAt(n)).toBe(n);
+      }
+      await Promise.all(calls);
+      watchAbort?.abort();
+      expect(seen.some((s) => s.startsWith('watch '))).toBe(true);
+      expect(kube.budget.admitted).toBe(5);
+      expect(await registry.metrics()).toContain('rollplane_kube_client_rate_limiter_wait_seconds_sum 1.2');
+    } finally {
+      await sim.stop();
+    }
   });
 });
