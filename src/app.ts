@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { Domain } from './domain/Domain.js';
 import { InProcessEventBus, type EventBus } from './domain/EventBus.js';
 import { EventLog } from './domain/EventLog.js';
+import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
 import { createApolloHandler, sendError } from './graphql/apollo.js';
 import type { GraphQLContext } from './graphql/context.js';
@@ -62,10 +63,12 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const bus = new InProcessEventBus();
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
   const events = new EventLog(db.prisma, bus);
+  const rollouts = new RolloutService(db.prisma, events);
   const domain: Domain = {
     facts: { version: VERSION, kubeMode: config.kube.mode, startedAt: new Date() },
     events,
-    rollouts: new RolloutService(db.prisma, events),
+    rollouts,
+    launcher: new RolloutLauncher(db.prisma, rollouts, () => {}),
     workQueues: () => [],
   };
 

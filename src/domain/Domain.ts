@@ -1,4 +1,5 @@
 import type { EventLog } from './EventLog.js';
+import type { RolloutLauncher } from './RolloutLauncher.js';
 import type { RolloutService } from './RolloutService.js';
 
 /** Runtime facts shown by `serverInfo`. */
@@ -25,6 +26,8 @@ export interface Domain {
   facts: ServerFacts;
   events: EventLog;
   rollouts: RolloutService;
+  /** Turns a kind's plan into a rollout (dry run, idempotency, overlap rules) and hands it to the engine. */
+  launcher: RolloutLauncher;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -1,0 +1,28 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { Controller, ControllerOptions } from '../controller/Controller.js';
+import type { Informer, InformerOptions } from '../controller/Informer.js';
+import type { EventLog } from '../domain/EventLog.js';
+import type { RolloutKind } from '../domain/events.js';
+import type { KubeClients } from '../kube/index.js';
+import type { Logger } from '../log.js';
+
+/**
+ * What a rollout kind's controllers get from the composition root. Informers registered here start (and sync) before
+ * any controller; controllers run only while this replica holds the leader lease and stop at once when it loses it.
+ */
+export interface ControllerHost {
+  config: Config;
+  clients: KubeClients;
+  registry: Registry;
+  logger: Logger;
+  /** The history: append AgentRecreated, ClusterUpgradeObserved, NodeAgentReplaced, … events here. */
+  events: EventLog;
+  /** Creates and registers an informer (client-node list + watch with restart, and a cache). */
+  informer<T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T>;
+  /** Creates and registers a controller (workers on a work queue). */
+  controller(options: Omit<ControllerOptions, 'registry' | 'logger'>): Controller;
+  /** Tells the rollout engine that a target changed, so the rollout that owns it is re-evaluated promptly. */
+  notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void;
+}

@@ -1,0 +1,185 @@
+import { createHash } from 'node:crypto';
+import { ConflictError, ValidationError } from '../errors.js';
+import type { PrismaClient } from '../store/db.js';
+import type { RolloutKind } from './events.js';
+import type { Cause, NewTarget, Rollout, RolloutService } from './RolloutService.js';
+import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
+
+/** What a kind's planner computed for a bump: the targets in admission order and how to admit them. */
+export interface RolloutPlan {
+  kind: RolloutKind;
+  fromVersion: string | null;
+  toVersion: string;
+  /** The selection as the user gave it (shown back on the rollout). */
+  selector: Record<string, unknown>;
+  /** Strategy with defaults filled in (maxUnavailable, canary, deadlines, thresholds, …). */
+  strategy: Record<string, unknown>;
+  targets: NewTarget[];
+}
+
+export interface LaunchRequest {
+  plan: RolloutPlan;
+  cause: Cause;
+  idempotencyKey?: string | null;
+  dryRun?: boolean;
+  /** Abort active rollouts that cover any of the same targets instead of refusing with CONFLICT. */
+  supersede?: boolean;
+  /**
+   * The user's request (mutation input without cause/dryRun), used to tell a retry (same key, same request: returns
+   * the first rollout) from a mistake (same key, different request: CONFLICT).
+   */
+  request: unknown;
+  /** Rollback rollouts name the rollout they revert. */
+  rollbackOfId?: string;
+}
+
+export interface PlanItem {
+  namespace: string;
+  name: string;
+  fromVersion: string | null;
+  toVersion: string;
+  action: 'change' | 'skip';
+  reason: string | null;
+}
+
+export interface LaunchResult {
+  rollout: Rollout;
+  plan: PlanItem[];
+  created: boolean;
+  dryRun: boolean;
+}
+
+const MAX_KEY_LENGTH = 255;
+
+function fingerprint(value: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+        : v;
+  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex');
+}
+
+/**
+ * Turns a plan into a rollout: dry runs, idempotency keys, and the rule that two active rollouts never cover the same
+ * target. The engine is told about the new rollout through `onCreated`.
+ */
+export class RolloutLauncher {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly rollouts: RolloutService,
+    private readonly onCreated: (rolloutId: string) => void,
+  ) {}
+
+  async launch(request: LaunchRequest): Promise<LaunchResult> {
+    const { plan } = request;
+    const key = request.idempotencyKey ?? undefined;
+    if (key !== undefined && (key.length === 0 || key.length > MAX_KEY_LENGTH)) {
+      throw new ValidationError('idempotencyKey', `must be 1 to ${MAX_KEY_LENGTH} characters`);
+    }
+    const items: PlanItem[] = plan.targets.map((t) => ({
+      namespace: t.namespace,
+      name: t.name,
+      fromVersion: t.fromVersion,
+      toVersion: t.toVersion,
+      action: t.skipReason ? 'skip' : 'change',
+      reason: t.skipReason ?? null,
+    }));
+    const requestHash = fingerprint({ kind: plan.kind, request: request.request });
+
+    if (key !== undefined) {
+      const existing = await this.replay(key, requestHash);
+      if (existing) return { rollout: existing, plan: items, created: false, dryRun: request.dryRun === true };
+    }
+    if (request.dryRun) {
+      return { rollout: this.preview(request), plan: items, created: false, dryRun: true };
+    }
+
+    const changing = plan.targets.filter((t) => !t.skipReason);
+    const overlapping = await this.activeOverlaps(plan.kind, changing);
+    if (overlapping.length > 0 && !request.supersede) {
+      throw new ConflictError(
+        `active rollout ${overlapping[0]!.rolloutId} already covers ${overlapping[0]!.namespace ? `${overlapping[0]!.namespace}/` : ''}${overlapping[0]!.name}` +
+          (overlapping.length > 1 ? ` (and ${overlapping.length - 1} more targets)` : '') +
+          '; wait for it, abort it, or pass supersede: true',
+        { details: { rolloutIds: [...new Set(overlapping.map((o) => o.rolloutId))] } },
+      );
+    }
+    for (const rolloutId of new Set(overlapping.map((o) => o.rolloutId))) {
+      await this.rollouts.abort(rolloutId, 'superseded by a newer rollout').catch((error: unknown) => {
+        // It may have finished in the meantime; that is fine.
+        if (!(error instanceof ConflictError)) throw error;
+      });
+    }
+
+    const { rollout, created } = await this.rollouts.create({
+      kind: plan.kind,
+      fromVersion: plan.fromVersion,
+      toVersion: plan.toVersion,
+      selector: plan.selector,
+      strategy: plan.strategy,
+      cause: request.cause,
+      idempotencyKey: key ?? null,
+      rollbackOfId: request.rollbackOfId ?? null,
+      targets: plan.targets,
+    });
+    if (key !== undefined && created) {
+      await this.prisma.idempotencyKey.upsert({
+        where: { key },
+        create: { key, operation: plan.kind, requestHash, rolloutId: rollout.id },
+        update: {},
+      });
+    } else if (key !== undefined) {
+      // Lost a race with an identical request in another process: the key's first rollout wins.
+      const existing = await this.replay(key, requestHash);
+      if (existing) return { rollout: existing, plan: items, created: false, dryRun: false };
+    }
+    if (created) this.onCreated(rollout.id);
+    return { rollout, plan: items, created, dryRun: false };
+  }
+
+  private async replay(key: string, requestHash: string): Promise<Rollout | undefined> {
+    const record = await this.prisma.idempotencyKey.findUnique({ where: { key } });
+    const rollout = record ? await this.rollouts.get(record.rolloutId) : await this.rollouts.findByIdempotencyKey(key);
+    if (!rollout) return undefined;
+    if (record && record.requestHash !== requestHash) {
+      throw new ConflictError(`idempotency key "${key}" was already used for a different request (rollout ${rollout.id})`, {
+        details: { rolloutId: rollout.id },
+      });
+    }
+    return rollout;
+  }
+
+  private async activeOverlaps(kind: RolloutKind, targets: readonly { namespace: string; name: string }[]) {
+    if (targets.length === 0) return [];
+    const wanted = new Set(targets.map((t) => `${t.namespace}/${t.name}`));
+    const rows = await this.prisma.rolloutTarget.findMany({
+      where: { kind, state: { in: ['PENDING', 'PROGRESSING'] }, rollout: { state: { in: [...ACTIVE_ROLLOUT_STATES] } } },
+      select: { rolloutId: true, namespace: true, name: true },
+    });
+    return rows.filter((row) => wanted.has(`${row.namespace}/${row.name}`));
+  }
+
+  private preview(request: LaunchRequest): Rollout {
+    const now = new Date();
+    const { plan, cause } = request;
+    return {
+      id: 'dry-run',
+      kind: plan.kind,
+      state: 'PENDING',
+      fromVersion: plan.fromVersion,
+      toVersion: plan.toVersion,
+      selector: plan.selector,
+      strategy: plan.strategy,
+      cause,
+      idempotencyKey: request.idempotencyKey ?? null,
+      rollbackOfId: request.rollbackOfId ?? null,
+      message: 'dry run: nothing was changed',
+      createdAt: now,
+      updatedAt: now,
+      startedAt: null,
+      finishedAt: null,
+    };
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * What the domain needs from the world, as interfaces. `src/controllers/<kind>` implements them on Kubernetes (informer
+ * caches and API writes); the composition root hands the implementations to the domain. No Kubernetes types here.
+ */
+import type { RolloutKind } from './events.js';
+import type { Rollout } from './RolloutService.js';
+
+export interface TargetRef {
+  namespace: string;
+  name: string;
+}
+
+/** A target the engine has admitted (its change was, or is being, written). */
+export interface AdmittedTarget extends TargetRef {
+  rolloutId: string;
+  kind: RolloutKind;
+  ordinal: number;
+  fromVersion: string | null;
+  toVersion: string;
+  /** When the engine admitted it (deadlines count from here). */
+  admittedAt: Date;
+}
+
+/** Where an admitted target is, as the driver sees it in the cluster. */
+export type TargetObservation =
+  | { phase: 'progressing'; message?: string }
+  | { phase: 'succeeded' }
+  | { phase: 'failed'; reason: string };
+
+/**
+ * What a rollout kind gives the engine. The engine decides *which* targets may change now; the driver writes the
+ * change for one target and reports whether it converged, level-based, from the cluster's current state.
+ * Every method must be idempotent: after a crash the engine calls `prepare`/`admit` again for the same target.
+ */
+export interface RolloutDriver {
+  readonly kind: RolloutKind;
+  /** Before the first admission (e.g. write the new ClusterVersion spec, set the DaemonSet's update strategy). */
+  prepare?(rollout: Rollout, signal: AbortSignal): Promise<void>;
+  /** Writes the change for one target (e.g. set `status.agentPodRef.image`, add the opt-in label). */
+  admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void>;
+  /** Reports the target's state; reads informer caches, so it is cheap to call often. */
+  observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation>;
+  /**
+   * Targets of this rollout's selection that are unavailable right now although the rollout is not changing them
+   * (they count against maxUnavailable). Optional; 0 when absent.
+   */
+  unavailableOutsideRollout?(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number>;
+  /** After the rollout reached a terminal state and no target is progressing: undo what `prepare` changed. */
+  finish?(rollout: Rollout, signal: AbortSignal): Promise<void>;
+}
+
+/** `namespace/name`, or `name` for cluster-scoped objects and nodes. */
+export function targetKey(ref: TargetRef): string {
+  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
+}

@@ -1,0 +1,5 @@
+import type { IResolvers } from '@graphql-tools/utils';
+import type { GraphQLContext } from '../context.js';
+
+/** Resolvers for the nodeAgents part of the schema; they replace the NOT_IMPLEMENTED placeholders in core.ts. */
+export const nodeAgentsResolvers: IResolvers<unknown, GraphQLContext> = {};
