@@ -17,10 +17,10 @@ export interface Harness {
   stop(): void;
 }
 
-export function startHarness(options: { nodes?: number; delays?: Partial<SimDelays>; scheduler?: Scheduler; nodeLabels?: (i: number) => Record<string, string> } = {}): Harness {
+export function startHarness(options: { nodes?: number; delays?: Partial<SimDelays>; scheduler?: Scheduler; nodeLabels?: (i: number) => Record<string, string | undefined> } = {}): Harness {
   const scheduler = options.scheduler;
   const store = new MemoryStore(scheduler ? { now: () => new Date(scheduler.now()) } : {});
-  for (let i = 0; i < (options.nodes ?? 3); i++) store.create(Resources.nodes, nodeObject(`node-${i + 1}`, i, options.nodeLabels?.(i) ?? {}));
+  for (let i = 0; i < (options.nodes ?? 3); i++) store.create(Resources.nodes, nodeObject(`node-${i + 1}`, i, definedOnly(options.nodeLabels?.(i) ?? {})));
   const errors: unknown[] = [];
   const behaviour = startBehaviour(store, {
     delays: { ...zeroDelays, ...options.delays },
@@ -90,4 +90,8 @@ export function patchSpec(store: MemoryStore, type: typeof Resources.deployments
   const current = structuredClone(store.get(type, namespace, name)!);
   change(current.spec);
   return store.update(type, current);
+}
+
+function definedOnly(labels: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(labels).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
