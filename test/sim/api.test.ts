@@ -518,6 +518,24 @@ describe('status subresource', () => {
   });
 });
 
+describe('scale subresource', () => {
+  it('reads and patches replicas through /scale', async () => {
+    await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('scaled') });
+    const scale = await apps.readNamespacedDeploymentScale({ name: 'scaled', namespace: 'default' });
+    expect(scale).toMatchObject({ kind: 'Scale', spec: { replicas: 2 }, status: { selector: 'app=scaled' } });
+    const patched = await apps.patchNamespacedDeploymentScale({ name: 'scaled', namespace: 'default', body: { spec: { replicas: 5 } } }, merge);
+    expect(patched.spec?.replicas).toBe(5);
+    const dep = await apps.readNamespacedDeployment({ name: 'scaled', namespace: 'default' });
+    expect(dep.spec?.replicas).toBe(5);
+    expect(dep.metadata?.generation).toBe(2);
+    await expectStatus(
+      apps.replaceNamespacedDeploymentScale({ name: 'scaled', namespace: 'default', body: { ...scale, spec: { replicas: 1 } } }),
+      409,
+      'Conflict',
+    );
+  });
+});
+
 describe('deletion', () => {
   it('keeps an object with finalizers, marked with deletionTimestamp, until the last finalizer goes', async () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'fin', finalizers: ['example.com/a', 'example.com/b'] } } });

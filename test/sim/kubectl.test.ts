@@ -93,10 +93,19 @@ describe('kubectl against the simulator', () => {
     expect(out).toContain('successfully rolled out');
   });
 
-  it('lists pods across namespaces and shows one as YAML', async () => {
+  it('scales with scale, through the scale subresource', async () => {
+    expect(await kubectl('scale', 'deployment', 'web', '--replicas=3')).toContain('scaled');
+    expect(sim.store.get(Resources.deployments, 'default', 'web')!.spec.replicas).toBe(3);
+    expect(await kubectl('rollout', 'status', 'deployment/web', '--timeout=30s')).toContain('successfully rolled out');
+  });
+
+  it('lists pods across namespaces with the usual columns and shows one as YAML', async () => {
     const pods = await kubectl('get', 'pods', '-A');
+    expect(pods.split('\n')[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE/);
+    expect(pods).toMatch(/web-\S+\s+1\/1\s+Running\s+0/);
+    expect(await kubectl('get', 'deployment', 'web')).toMatch(/web\s+3\/3\s+3\s+3/);
     const podNames = sim.store.list(Resources.pods).map((p) => p.metadata.name);
-    expect(podNames.length).toBeGreaterThanOrEqual(2);
+    expect(podNames.length).toBeGreaterThanOrEqual(3);
     for (const name of podNames) expect(pods).toContain(name);
 
     const yaml = parseYaml(await kubectl('get', 'pod', podNames[0]!, '-n', 'default', '-o', 'yaml'));

@@ -7,13 +7,15 @@ import { isPlainObject } from '../store/objects.js';
 import { apiVersionOf, hasStatus, ResourceRegistry } from '../store/resources.js';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
 import { objectJson } from './json.js';
-import { listObjects } from './listing.js';
+import { listJson, listPage } from './listing.js';
 import { openApiForPath, openApiIndex } from './openapi.js';
 import { applyJsonPatch } from './patch/jsonPatch.js';
 import { trackUpdate, serverSideApply, type WriteContext } from './patch/managedFields.js';
 import { applyMergePatch } from './patch/mergePatch.js';
 import { applyStrategicMergePatch } from './patch/strategicMerge.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
+import { fromScale, toScale } from './scale.js';
+import { TABLE_CONTENT_TYPE, toTable, wantsTable } from './table.js';
 import { WatchHub } from './WatchHub.js';
 
 export interface ApiServerOptions {
@@ -186,13 +188,14 @@ export class ApiServer implements ApiControl {
       if (r.subresource !== undefined) info.subresource = r.subresource;
       await this.hooks.beforeRequest(info);
     }
+    if (r.subresource === 'scale') return this.scale(req, res, r, verb);
     switch (verb) {
       case 'get':
-        return this.get(res, r);
+        return this.get(res, r, wantsTable(req.headers.accept));
       case 'list':
-        return this.list(res, r);
+        return this.list(res, r, wantsTable(req.headers.accept));
       case 'watch':
-        return this.watch(res, r);
+        return this.watch(res, r, wantsTable(req.headers.accept));
       case 'create':
         return this.create(res, r, await this.readBody(req), req);
       case 'update':
@@ -228,25 +231,33 @@ export class ApiServer implements ApiControl {
     throw methodNotAllowed();
   }
 
-  private get(res: ServerResponse, r: ResourceRequest): void {
+  private get(res: ServerResponse, r: ResourceRequest, table: boolean): void {
     const object = this.store.get(r.type, r.namespace, r.name!);
     if (!object) throw notFound(r.type.plural, r.name!, r.type.group);
+    if (table) {
+      const body = toTable(r.type, [object], { resourceVersion: object.metadata.resourceVersion }, this.now().getTime());
+      return this.sendJson(res, 200, JSON.stringify(body), TABLE_CONTENT_TYPE);
+    }
     this.sendJson(res, 200, objectJson(object));
   }
 
-  private list(res: ServerResponse, r: ResourceRequest): void {
+  private list(res: ServerResponse, r: ResourceRequest, table: boolean): void {
     const limit = r.query.get('limit');
-    const body = listObjects(this.store, r.type, {
+    const page = listPage(this.store, r.type, {
       namespace: r.namespace,
       label: parseLabelSelector(r.query.get('labelSelector')),
       field: parseFieldSelector(r.query.get('fieldSelector')),
       limit: limit ? Number(limit) : undefined,
       continueToken: r.query.get('continue') ?? undefined,
     });
-    this.sendJson(res, 200, body);
+    if (table) {
+      const body = toTable(r.type, page.items, page.metadata, this.now().getTime());
+      return this.sendJson(res, 200, JSON.stringify(body), TABLE_CONTENT_TYPE);
+    }
+    this.sendJson(res, 200, listJson(r.type, page));
   }
 
-  private watch(res: ServerResponse, r: ResourceRequest): void {
+  private watch(res: ServerResponse, r: ResourceRequest, table: boolean): void {
     const rv = r.query.get('resourceVersion');
     const field = r.name !== undefined
       ? parseFieldSelector(`metadata.name=${r.name}${r.query.get('fieldSelector') ? `,${r.query.get('fieldSelector')}` : ''}`)
@@ -268,9 +279,34 @@ export class ApiServer implements ApiControl {
         field,
         bookmarks: bookmarks === 'true' || bookmarks === '1',
         timeoutSeconds: timeout ? Number(timeout) : undefined,
+        table,
       },
       from,
     );
+  }
+
+  /** The scale subresource: a Scale view over spec.replicas. */
+  private async scale(req: IncomingMessage, res: ServerResponse, r: ResourceRequest, verb: ApiVerb): Promise<void> {
+    const existing = this.store.get(r.type, r.namespace, r.name!);
+    if (!existing) throw notFound(r.type.plural, r.name!, r.type.group);
+    if (verb === 'get') return this.sendJson(res, 200, JSON.stringify(toScale(existing)));
+    if (verb !== 'update' && verb !== 'patch') throw methodNotAllowed();
+    const body = this.parseJson(await this.readBody(req));
+    let scale: unknown = body;
+    if (verb === 'patch') {
+      const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
+      const current = toScale(existing);
+      if (contentType === 'application/merge-patch+json') scale = applyMergePatch(current, body);
+      else if (contentType === 'application/strategic-merge-patch+json') scale = applyStrategicMergePatch(current, body);
+      else if (contentType === 'application/json-patch+json') scale = applyJsonPatch(current, body);
+      else throw new SimApiError(415, 'UnsupportedMediaType', `the scale subresource does not accept ${contentType}`);
+    }
+    const next = fromScale(existing, scale);
+    const ctx = { ...this.writeContext(r, req, false), scope: 'main' as const };
+    const managed = trackUpdate(existing, next, ctx);
+    if (managed) next.metadata.managedFields = managed;
+    const updated = this.store.update(r.type, next);
+    this.sendJson(res, 200, JSON.stringify(toScale(updated)));
   }
 
   private create(res: ServerResponse, r: ResourceRequest, body: unknown, req: IncomingMessage): void {
@@ -464,8 +500,8 @@ export class ApiServer implements ApiControl {
     });
   }
 
-  private sendJson(res: ServerResponse, code: number, json: string): void {
-    res.writeHead(code, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(json) });
+  private sendJson(res: ServerResponse, code: number, json: string, contentType = JSON_TYPE): void {
+    res.writeHead(code, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(json) });
     res.end(json);
   }
 

@@ -3,6 +3,7 @@ import type { KubeObject, ResourceType, StoreEvent, WatchableStore } from '../ty
 import { apiVersionOf, typeKey } from '../store/resources.js';
 import { objectJson } from './json.js';
 import type { Selector } from './selectors.js';
+import { TABLE_CONTENT_TYPE, toTable } from './table.js';
 
 export interface WatchRequest {
   type: ResourceType;
@@ -12,6 +13,8 @@ export interface WatchRequest {
   field: Selector;
   bookmarks: boolean;
   timeoutSeconds: number | undefined;
+  /** Deliver each object as a one-row meta.k8s.io Table (kubectl get -w); column definitions ride on the first event. */
+  table: boolean;
 }
 
 interface Watcher extends WatchRequest {
@@ -20,6 +23,7 @@ interface Watcher extends WatchRequest {
   buffer: string;
   timer: NodeJS.Timeout | undefined;
   closed: boolean;
+  sentColumns: boolean;
 }
 
 export interface WatchHubOptions {
@@ -62,11 +66,11 @@ export class WatchHub {
    * Must run synchronously from replay to registration so no event falls between them.
    */
   start(res: ServerResponse, request: WatchRequest, fromRevision: number | undefined): void {
-    const watcher: Watcher = { ...request, res, buffer: '', timer: undefined, closed: false };
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
+    const watcher: Watcher = { ...request, res, buffer: '', timer: undefined, closed: false, sentColumns: false };
+    res.writeHead(200, { 'Content-Type': request.table ? TABLE_CONTENT_TYPE : 'application/json', 'Cache-Control': 'no-cache, private' });
     if (fromRevision === undefined) {
       for (const object of this.store.list(request.type, request.namespace)) {
-        if (this.matches(watcher, object)) watcher.buffer += line('ADDED', object);
+        if (this.matches(watcher, object)) watcher.buffer += this.line(watcher, 'ADDED', object);
       }
     } else {
       let events: StoreEvent[];
@@ -79,7 +83,7 @@ export class WatchHub {
       }
       for (const event of events) {
         const type = this.deliveryType(watcher, event);
-        if (type) watcher.buffer += line(type, event.object);
+        if (type) watcher.buffer += this.line(watcher, type, event.object);
       }
     }
     let set = this.byType.get(typeKey(request.type));
@@ -121,11 +125,20 @@ export class WatchHub {
     for (const watcher of set) {
       const type = this.deliveryType(watcher, event);
       if (!type) continue;
-      if (type === 'ADDED') watcher.buffer += added ??= line('ADDED', event.object);
+      if (watcher.table) watcher.buffer += this.line(watcher, type, event.object);
+      else if (type === 'ADDED') watcher.buffer += added ??= line('ADDED', event.object);
       else if (type === 'MODIFIED') watcher.buffer += modified ??= line('MODIFIED', event.object);
       else watcher.buffer += deleted ??= line('DELETED', event.object);
       this.markDirty(watcher);
     }
+  }
+
+  private line(watcher: Watcher, type: string, object: KubeObject): string {
+    if (!watcher.table) return line(type, object);
+    const table = toTable(watcher.type, [object], { resourceVersion: object.metadata.resourceVersion }, Date.now());
+    if (watcher.sentColumns) table.columnDefinitions = [];
+    watcher.sentColumns = true;
+    return `{"type":"${type}","object":${JSON.stringify(table)}}\n`;
   }
 
   private deliveryType(watcher: Watcher, event: StoreEvent): 'ADDED' | 'MODIFIED' | 'DELETED' | undefined {

@@ -25,7 +25,12 @@ interface ContinueState {
  * or deleted between pages may or may not show up (the real API server would serve a snapshot instead).
  * A token whose revision left the watch window answers 410 Expired, as Kubernetes does.
  */
-export function listObjects(store: WatchableStore, type: ResourceType, query: ListQuery): string {
+export interface ListPage {
+  items: KubeObject[];
+  metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
+}
+
+export function listPage(store: WatchableStore, type: ResourceType, query: ListQuery): ListPage {
   let rv = store.currentRevision();
   let after: string | undefined;
   if (query.continueToken) {
@@ -57,14 +62,18 @@ export function listObjects(store: WatchableStore, type: ResourceType, query: Li
   }
   const limit = query.limit && query.limit > 0 ? query.limit : Infinity;
   const end = Math.min(items.length, start + limit);
-  const page = items.slice(start, end);
-  let metadata = `{"resourceVersion":"${rv}"`;
+  const page: ListPage = { items: items.slice(start, end).map((i) => i.object), metadata: { resourceVersion: String(rv) } };
   if (end < items.length) {
-    metadata += `,"continue":"${encodeContinue({ rv, after: page[page.length - 1]!.key })}","remainingItemCount":${items.length - end}`;
+    page.metadata.continue = encodeContinue({ rv, after: items[end - 1]!.key });
+    page.metadata.remainingItemCount = items.length - end;
   }
-  metadata += '}';
-  const body = page.map((i) => objectJson(i.object)).join(',');
-  return `{"kind":"${type.kind}List","apiVersion":"${apiVersionOf(type)}","metadata":${metadata},"items":[${body}]}`;
+  return page;
+}
+
+/** The List JSON for a page, reusing each object's cached serialization. */
+export function listJson(type: ResourceType, page: ListPage): string {
+  const body = page.items.map(objectJson).join(',');
+  return `{"kind":"${type.kind}List","apiVersion":"${apiVersionOf(type)}","metadata":${JSON.stringify(page.metadata)},"items":[${body}]}`;
 }
 
 function sortKey(object: KubeObject): string {

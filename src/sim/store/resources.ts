@@ -19,6 +19,7 @@ function rt(
 }
 
 const STATUS = ['status'];
+const STATUS_SCALE = ['status', 'scale'];
 
 /** Named handles for the built-in types, so in-process code never spells group/plural strings. */
 export const Resources = Object.freeze({
@@ -31,10 +32,10 @@ export const Resources = Object.freeze({
   events: rt('', 'v1', 'events', 'Event', true, [], ['ev']),
   serviceaccounts: rt('', 'v1', 'serviceaccounts', 'ServiceAccount', true, [], ['sa']),
   leases: rt('coordination.k8s.io', 'v1', 'leases', 'Lease', true),
-  deployments: rt('apps', 'v1', 'deployments', 'Deployment', true, STATUS, ['deploy']),
-  replicasets: rt('apps', 'v1', 'replicasets', 'ReplicaSet', true, STATUS, ['rs']),
+  deployments: rt('apps', 'v1', 'deployments', 'Deployment', true, STATUS_SCALE, ['deploy']),
+  replicasets: rt('apps', 'v1', 'replicasets', 'ReplicaSet', true, STATUS_SCALE, ['rs']),
   daemonsets: rt('apps', 'v1', 'daemonsets', 'DaemonSet', true, STATUS, ['ds']),
-  statefulsets: rt('apps', 'v1', 'statefulsets', 'StatefulSet', true, STATUS, ['sts']),
+  statefulsets: rt('apps', 'v1', 'statefulsets', 'StatefulSet', true, STATUS_SCALE, ['sts']),
   controllerrevisions: rt('apps', 'v1', 'controllerrevisions', 'ControllerRevision', true),
   networkAttachmentDefinitions: rt(
     'k8s.cni.cncf.io',
