@@ -1,6 +1,7 @@
 import type { Registry } from 'prom-client';
 import { type Clock, systemClock } from './clock.js';
 import { describeError, isTerminalError } from './errors.js';
+import type { HotHistogram, HotValue } from './hotMetrics.js';
 import { type ControllerMetrics, controllerMetrics } from './metrics.js';
 import { defaultControllerRateLimiter, type RateLimiter } from './rateLimiters.js';
 import { keyOf, type Request, requestOf } from './request.js';
@@ -91,6 +92,16 @@ export class Controller {
   private readonly newRateLimiter: () => RateLimiter;
   private readonly logger: ControllerLogger | undefined;
   private readonly metrics: ControllerMetrics | undefined;
+  /** Metric children bound to this controller's labels (label lookup per reconcile is the hot path's main cost). */
+  private readonly mc:
+    | {
+        total: Record<'success' | 'error' | 'requeue' | 'requeue_after', HotValue>;
+        errors: HotValue;
+        terminal: HotValue;
+        time: HotHistogram;
+        active: HotValue;
+      }
+    | undefined;
   private readonly maxLastErrors: number;
   private readonly sources: Source[] = [];
   private readonly lastErrors = new Map<string, LastError>();
@@ -107,11 +118,23 @@ export class Controller {
     this.logger = options.logger;
     this.maxLastErrors = options.maxLastErrors ?? 1000;
     this.metrics = options.registry ? controllerMetrics(options.registry) : undefined;
-    this.metrics?.maxConcurrent.set({ controller: this.name }, this.workers);
-    this.metrics?.activeWorkers.set({ controller: this.name }, 0);
-    for (const result of ['success', 'error', 'requeue', 'requeue_after']) this.metrics?.reconcileTotal.inc({ controller: this.name, result }, 0);
-    this.metrics?.reconcileErrors.inc({ controller: this.name }, 0);
-    this.metrics?.terminalErrors.inc({ controller: this.name }, 0);
+    const m = this.metrics;
+    if (m) {
+      const name = this.name;
+      m.maxConcurrent.child(name).value = this.workers;
+      this.mc = {
+        total: {
+          success: m.reconcileTotal.child(name, 'success'),
+          error: m.reconcileTotal.child(name, 'error'),
+          requeue: m.reconcileTotal.child(name, 'requeue'),
+          requeue_after: m.reconcileTotal.child(name, 'requeue_after'),
+        },
+        errors: m.reconcileErrors.child(name),
+        terminal: m.terminalErrors.child(name),
+        time: m.reconcileTime.child(name),
+        active: m.activeWorkers.child(name),
+      };
+    }
   }
 
   get running(): boolean {
@@ -189,9 +212,9 @@ export class Controller {
   }
 
   private async reconcileKey(queue: WorkQueue, key: string, signal: AbortSignal): Promise<void> {
-    const m = this.metrics;
+    const m = this.mc;
     const started = m ? this.clock.now() : 0;
-    m?.activeWorkers.inc({ controller: this.name });
+    if (m) m.active.value++;
     let outcome: Outcome;
     try {
       // `await` of a non-promise or a sync throw inside reconcile both land in catch.
@@ -203,8 +226,8 @@ export class Controller {
       outcome = isTerminalError(error) ? { kind: 'terminal', error } : { kind: 'error', error };
     }
     if (m) {
-      m.activeWorkers.dec({ controller: this.name });
-      m.reconcileTime.observe({ controller: this.name }, (this.clock.now() - started) / 1000);
+      m.active.value--;
+      m.time.observe((this.clock.now() - started) / 1000);
     }
     this.handleOutcome(queue, key, outcome);
     queue.done(key);
@@ -212,36 +235,35 @@ export class Controller {
 
   /** The one place that decides queue policy for a reconcile's outcome (controller-runtime reconcileHandler). */
   handleOutcome(queue: WorkQueue, key: string, outcome: Outcome): void {
-    const m = this.metrics;
-    const controller = this.name;
+    const m = this.mc;
     switch (outcome.kind) {
       case 'success':
         queue.forget(key);
         this.lastErrors.delete(key);
-        m?.reconcileTotal.inc({ controller, result: 'success' });
+        if (m) m.total.success.value++;
         return;
       case 'requeue':
         queue.addRateLimited(key);
-        m?.reconcileTotal.inc({ controller, result: 'requeue' });
+        if (m) m.total.requeue.value++;
         return;
       case 'requeueAfter':
         queue.forget(key);
         queue.addAfter(key, outcome.ms);
         this.lastErrors.delete(key);
-        m?.reconcileTotal.inc({ controller, result: 'requeue_after' });
+        if (m) m.total.requeue_after.value++;
         return;
       case 'error':
         queue.addRateLimited(key);
         this.recordError(key, outcome.error, false);
-        m?.reconcileErrors.inc({ controller });
-        m?.reconcileTotal.inc({ controller, result: 'error' });
+        if (m) m.errors.value++;
+        if (m) m.total.error.value++;
         return;
       case 'terminal':
         queue.forget(key);
         this.recordError(key, outcome.error, true);
-        m?.terminalErrors.inc({ controller });
-        m?.reconcileErrors.inc({ controller });
-        m?.reconcileTotal.inc({ controller, result: 'error' });
+        if (m) m.terminal.value++;
+        if (m) m.errors.value++;
+        if (m) m.total.error.value++;
         return;
       default: {
         const never: never = outcome;

@@ -162,7 +162,10 @@ export class LeaderElector {
     this.armDeadline();
     this.gauge?.set({ name: this.name }, 1);
     void Promise.resolve()
-      .then(() => this.options.onStartedLeading(abort.signal))
+      .then(() => {
+        // Leadership may already be over (stop() or a lost renew in between): never start workers late.
+        if (!abort.signal.aborted) return this.options.onStartedLeading(abort.signal);
+      })
       .catch((error) => this.options.onError?.(error));
   }
 

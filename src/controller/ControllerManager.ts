@@ -1,0 +1,179 @@
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { ControllerHost } from '../controllers/host.js';
+import type { QueueSnapshot } from '../domain/Domain.js';
+import type { EventLog } from '../domain/EventLog.js';
+import type { RolloutKind } from '../domain/events.js';
+import { translateKubeError, type KubeClients } from '../kube/index.js';
+import { ConflictError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { Controller, type ControllerOptions } from './Controller.js';
+import { Informer, type InformerOptions } from './Informer.js';
+import { LeaderElector } from './LeaderElector.js';
+
+export interface LeaderElectionSettings {
+  enabled: boolean;
+  namespace: string;
+  name: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+export interface ControllerManagerOptions {
+  config: Config;
+  clients: KubeClients;
+  registry: Registry;
+  logger: Logger;
+  events: EventLog;
+  leaderElection: LeaderElectionSettings;
+}
+
+/**
+ * controller-runtime's Manager: owns the informers and controllers of every rollout kind (it is the ControllerHost
+ * they are built with), starts the informers and waits for their caches, then runs the controllers only while this
+ * replica holds the leader Lease. Informers keep running on every replica so that the API can read caches.
+ */
+export class ControllerManager implements ControllerHost {
+  readonly config: Config;
+  readonly clients: KubeClients;
+  readonly registry: Registry;
+  readonly logger: Logger;
+  readonly events: EventLog;
+  readonly identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
+  private readonly informers: Informer<KubernetesObject>[] = [];
+  private readonly controllers: Controller[] = [];
+  private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
+  private readonly settings: LeaderElectionSettings;
+  private elector: LeaderElector | undefined;
+  private leading = false;
+  private started = false;
+
+  constructor(options: ControllerManagerOptions) {
+    this.config = options.config;
+    this.clients = options.clients;
+    this.registry = options.registry;
+    this.logger = options.logger.child({ component: 'manager' });
+    this.events = options.events;
+    this.settings = options.leaderElection;
+  }
+
+  informer<T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T> {
+    const informer = new Informer<T>({
+      ...options,
+      watch: this.clients.watch,
+      onError: (error) => {
+        this.logger.warn({ err: error, informer: options.name }, 'informer error; retrying with backoff');
+        options.onError?.(error);
+      },
+    });
+    this.informers.push(informer as unknown as Informer<KubernetesObject>);
+    if (this.started) informer.start();
+    return informer;
+  }
+
+  controller(options: Omit<ControllerOptions, 'registry' | 'logger'>): Controller {
+    const controller = new Controller({ ...options, registry: this.registry, logger: this.logger.child({ controller: options.name }) });
+    this.controllers.push(controller);
+    if (this.leading) controller.start();
+    return controller;
+  }
+
+  notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void {
+    for (const listener of this.targetListeners) listener(kind, namespace, name);
+  }
+
+  onTargetChanged(listener: (kind: RolloutKind, namespace: string, name: string) => void): void {
+    this.targetListeners.push(listener);
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Readiness: caches synced and (when leading) controllers running. */
+  checkReady(): void {
+    const unsynced = this.informers.filter((i) => !i.hasSynced()).map((i) => i.name);
+    if (unsynced.length > 0) throw new Error(`informer caches not synced: ${unsynced.join(', ')}`);
+    if (this.leading) {
+      const stopped = this.controllers.filter((c) => !c.running).map((c) => c.name);
+      if (stopped.length > 0) throw new Error(`controllers not running: ${stopped.join(', ')}`);
+    }
+  }
+
+  snapshots(): QueueSnapshot[] {
+    return this.controllers.map((c) => {
+      const s = c.snapshot();
+      return {
+        name: s.name,
+        depth: s.depth + s.delayed,
+        inFlight: s.inFlight,
+        retries: Object.entries(s.retries).map(([key, retries]) => ({ key, retries, lastError: s.lastErrors[key]?.message ?? null })),
+        leader: this.leading,
+      };
+    });
+  }
+
+  async start(): Promise<void> {
+    this.started = true;
+    for (const informer of this.informers) informer.start();
+    await Promise.all(this.informers.map((i) => i.waitForSync()));
+    this.logger.info({ informers: this.informers.length }, 'informer caches synced');
+    const startControllers = () => {
+      this.leading = true;
+      for (const controller of this.controllers) controller.start();
+      this.logger.info({ identity: this.identity, controllers: this.controllers.map((c) => c.name) }, 'leading: controllers started');
+    };
+    const stopControllers = async () => {
+      this.leading = false;
+      await Promise.all(this.controllers.map((c) => c.stop()));
+      this.logger.info({ identity: this.identity }, 'not leading: controllers stopped');
+    };
+    if (!this.settings.enabled) {
+      startControllers();
+      return;
+    }
+    await this.ensureNamespace(this.settings.namespace);
+    this.elector = new LeaderElector({
+      coordination: this.clients.coordination,
+      namespace: this.settings.namespace,
+      name: this.settings.name,
+      identity: this.identity,
+      leaseDurationMs: this.settings.leaseDurationMs,
+      renewDeadlineMs: this.settings.renewDeadlineMs,
+      retryPeriodMs: this.settings.retryPeriodMs,
+      registry: this.registry,
+      onStartedLeading: () => startControllers(),
+      onStoppedLeading: () => stopControllers(),
+      onNewLeader: (identity) => this.logger.info({ leader: identity }, 'leader observed'),
+      onError: (error) => this.logger.warn({ err: error }, 'leader election error'),
+    });
+    this.elector.start();
+  }
+
+  /** Stops controllers (draining in-flight reconciles), releases the lease, stops informers. */
+  async stop(): Promise<void> {
+    if (this.elector) await this.elector.stop();
+    else if (this.leading) {
+      this.leading = false;
+      await Promise.all(this.controllers.map((c) => c.stop()));
+    }
+    await Promise.all(this.informers.map((i) => i.stop()));
+    this.started = false;
+  }
+
+  private async ensureNamespace(name: string): Promise<void> {
+    try {
+      await this.clients.core.createNamespace({ body: { metadata: { name } } });
+    } catch (error) {
+      const translated = translateKubeError(error);
+      if (!(translated instanceof ConflictError)) {
+        // Without RBAC to create namespaces the namespace must already exist; the Lease calls will say so if not.
+        this.logger.debug({ err: translated, namespace: name }, 'could not create the leader election namespace');
+      }
+    }
+  }
+}
