@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { Domain } from './domain/Domain.js';
 import { InProcessEventBus, type EventBus } from './domain/EventBus.js';
 import { EventLog } from './domain/EventLog.js';
+import { RolloutEngine } from './domain/RolloutEngine.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
 import { createApolloHandler, sendError } from './graphql/apollo.js';
@@ -11,6 +12,9 @@ import type { GraphQLContext } from './graphql/context.js';
 import { buildSchema } from './graphql/schema.js';
 import { startSubscriptionServer } from './graphql/subscriptions.js';
 import { writeReadiness, type ReadinessCheck } from './http/health.js';
+import { ControllerManager } from './controller/ControllerManager.js';
+import { setupRolloutKinds } from './controllers/index.js';
+import { createKubeClients } from './kube/index.js';
 import { connectKubernetes, type KubeConnection } from './kubeConnection.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics, type AppMetrics } from './metrics.js';
@@ -64,12 +68,49 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
   const events = new EventLog(db.prisma, bus);
   const rollouts = new RolloutService(db.prisma, events);
+  const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
+  const launcher = new RolloutLauncher(db.prisma, rollouts, (id) => engine.enqueue(id));
+
+  const clients = createKubeClients({
+    mode: kube.mode,
+    ...(kube.kubeconfigPath ?? config.kube.kubeconfigPath ? { kubeconfigPath: kube.kubeconfigPath ?? config.kube.kubeconfigPath } : {}),
+    qps: config.kube.qps,
+    burst: config.kube.burst,
+    registry: metrics.registry,
+  });
+  const manager = new ControllerManager({ config, clients, registry: metrics.registry, logger, events, leaderElection: config.leaderElection });
+  const kinds = setupRolloutKinds(manager);
+  for (const driver of kinds.drivers) engine.registerDriver(driver);
+
+  // The engine runs on the controller runtime: one key per rollout id, re-evaluated on every change.
+  const rolloutController = manager.controller({
+    name: 'rollouts',
+    workers: 4,
+    reconciler: { reconcile: (request, signal) => engine.reconcile(request.name, signal) },
+  });
+  rolloutController.watch({
+    resync: (enqueue) => {
+      engine.pendingWork().then(
+        (ids) => ids.forEach(enqueue),
+        (error: unknown) => logger.error({ err: error }, 'cannot list rollouts to resume'),
+      );
+    },
+  });
+  engine.connect((id, afterMs) => (afterMs ? rolloutController.enqueueAfter(id, afterMs) : rolloutController.enqueue(id)), launcher);
+  manager.onTargetChanged((kind, namespace, name) => engine.targetChanged(kind, namespace, name));
+  // User actions (pause, resume, abort) are state changes in the store; the engine reacts to them at once.
+  bus.subscribe((event) => {
+    if (event.type === 'RolloutStateChanged' && event.rolloutId) engine.enqueue(event.rolloutId);
+  });
+
   const domain: Domain = {
     facts: { version: VERSION, kubeMode: config.kube.mode, startedAt: new Date() },
     events,
     rollouts,
-    launcher: new RolloutLauncher(db.prisma, rollouts, () => {}),
-    workQueues: () => [],
+    launcher,
+    engine,
+    ...kinds.queries,
+    workQueues: () => manager.snapshots(),
   };
 
   const readiness: ReadinessCheck[] = [
@@ -81,6 +122,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       },
     },
     { name: 'kubernetes', check: () => kube.check() },
+    { name: 'controllers', check: async () => manager.checkReady() },
   ];
 
   const schema = buildSchema();
@@ -144,6 +186,16 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     await cleanupAll();
     throw error;
   });
+  try {
+    await manager.start();
+  } catch (error) {
+    await manager.stop().catch(() => undefined);
+    await subscriptions.dispose();
+    await apollo.stop().catch(() => undefined);
+    await cleanupAll();
+    throw error;
+  }
+  cleanups.push(() => manager.stop());
   const port = (httpServer.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}${GRAPHQL_PATH}`;

@@ -26,6 +26,14 @@ export interface Config {
     readonly qps: number;
     readonly burst: number;
   };
+  readonly leaderElection: {
+    readonly enabled: boolean;
+    readonly namespace: string;
+    readonly name: string;
+    readonly leaseDurationMs: number;
+    readonly renewDeadlineMs: number;
+    readonly retryPeriodMs: number;
+  };
   readonly sim: {
     /** Fleet the embedded simulator starts with (`demo`, `empty`, or a size spec such as `pools=1000,nodes=50`). */
     readonly fleet: string;
@@ -58,6 +66,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'KUBECONFIG', flag: '--kubeconfig', default: '~/.kube/config', description: 'kubeconfig file for `kubeconfig` mode' },
   { env: 'ROLLPLANE_KUBE_QPS', flag: '--kube-qps', default: '50', description: 'Client-side rate limit for all Kubernetes API calls (requests/s)' },
   { env: 'ROLLPLANE_KUBE_BURST', flag: '--kube-burst', default: '100', description: 'Burst allowed above the QPS limit' },
+  { env: 'ROLLPLANE_LEADER_ELECT', flag: '--leader-elect', default: 'true', description: 'Run reconcilers only on the replica holding the leader Lease (`false` for a single replica without Lease RBAC)' },
+  { env: 'ROLLPLANE_LEASE_NAMESPACE', flag: '--lease-namespace', default: 'rollplane-system', description: 'Namespace of the leader election Lease' },
+  { env: 'ROLLPLANE_LEASE_NAME', flag: '--lease-name', default: 'rollplane-controller', description: 'Name of the leader election Lease' },
+  { env: 'ROLLPLANE_LEASE_DURATION_MS', flag: '--lease-duration-ms', default: '15000', description: 'How long a leader Lease is valid without renewal' },
+  { env: 'ROLLPLANE_LEASE_RENEW_DEADLINE_MS', flag: '--lease-renew-deadline-ms', default: '10000', description: 'The leader steps down when it could not renew for this long' },
+  { env: 'ROLLPLANE_LEASE_RETRY_PERIOD_MS', flag: '--lease-retry-period-ms', default: '2000', description: 'Time between acquire and renew attempts' },
   { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`' },
   { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
 ];
@@ -136,6 +150,18 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   }
   const qps = integer('ROLLPLANE_KUBE_QPS', read('ROLLPLANE_KUBE_QPS') ?? '50', 1, 100_000);
   const burst = integer('ROLLPLANE_KUBE_BURST', read('ROLLPLANE_KUBE_BURST') ?? '100', 1, 100_000);
+  const leaderElect = oneOf('ROLLPLANE_LEADER_ELECT', read('ROLLPLANE_LEADER_ELECT') ?? 'true', ['true', 'false']) === 'true';
+  const leaseNamespace = read('ROLLPLANE_LEASE_NAMESPACE') ?? 'rollplane-system';
+  const leaseName = read('ROLLPLANE_LEASE_NAME') ?? 'rollplane-controller';
+  for (const [setting, value] of [['ROLLPLANE_LEASE_NAMESPACE', leaseNamespace], ['ROLLPLANE_LEASE_NAME', leaseName]] as const) {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) throw new ConfigError(setting, `must be a DNS-1123 label (got "${value}")`);
+  }
+  const leaseDurationMs = integer('ROLLPLANE_LEASE_DURATION_MS', read('ROLLPLANE_LEASE_DURATION_MS') ?? '15000', 1000, 3_600_000);
+  const renewDeadlineMs = integer('ROLLPLANE_LEASE_RENEW_DEADLINE_MS', read('ROLLPLANE_LEASE_RENEW_DEADLINE_MS') ?? '10000', 500, 3_600_000);
+  const retryPeriodMs = integer('ROLLPLANE_LEASE_RETRY_PERIOD_MS', read('ROLLPLANE_LEASE_RETRY_PERIOD_MS') ?? '2000', 100, 3_600_000);
+  if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs)) {
+    throw new ConfigError('ROLLPLANE_LEASE_RENEW_DEADLINE_MS', `lease duration (${leaseDurationMs}) > renew deadline (${renewDeadlineMs}) > retry period (${retryPeriodMs}) must hold`);
+  }
   const fleet = read('ROLLPLANE_SIM_FLEET') ?? 'demo';
   if (!/^(demo|empty|[a-z]+=\d+(,[a-z]+=\d+)*)$/.test(fleet)) {
     throw new ConfigError('ROLLPLANE_SIM_FLEET', `must be demo, empty or sizes like pools=1000,nodes=50 (got "${fleet}")`);
@@ -149,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     logLevel,
     logFormat,
     kube: { mode, ...(mode === 'kubeconfig' ? { kubeconfigPath } : {}), qps, burst },
+    leaderElection: { enabled: leaderElect, namespace: leaseNamespace, name: leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs },
     sim: { fleet },
     shutdownTimeoutMs,
   });

@@ -1,4 +1,5 @@
 import type { EventLog } from './EventLog.js';
+import type { RolloutEngine } from './RolloutEngine.js';
 import type { RolloutLauncher } from './RolloutLauncher.js';
 import type { RolloutService } from './RolloutService.js';
 
@@ -28,6 +29,8 @@ export interface Domain {
   rollouts: RolloutService;
   /** Turns a kind's plan into a rollout (dry run, idempotency, overlap rules) and hands it to the engine. */
   launcher: RolloutLauncher;
+  /** Admission and outcomes of every rollout; `rollback` starts a rollback rollout. */
+  engine: RolloutEngine;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -176,6 +176,7 @@ export class RolloutLauncher {
       idempotencyKey: request.idempotencyKey ?? null,
       rollbackOfId: request.rollbackOfId ?? null,
       message: 'dry run: nothing was changed',
+      engineState: {},
       createdAt: now,
       updatedAt: now,
       startedAt: null,

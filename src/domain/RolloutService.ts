@@ -32,10 +32,21 @@ export interface Rollout {
   idempotencyKey: string | null;
   rollbackOfId: string | null;
   message: string | null;
+  /** The engine's own bookkeeping (canary released, finish hook done); not part of the API. */
+  engineState: EngineState;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+}
+
+export interface EngineState {
+  /** The rollout was paused at the end of its canary phase. */
+  canaryPaused?: boolean;
+  /** The canary phase is over (resumed after the canary pause): the whole strategy applies. */
+  canaryPassed?: boolean;
+  /** The driver's finish hook ran after the rollout ended. */
+  finished?: boolean;
 }
 
 export interface RolloutTarget {
@@ -117,6 +128,7 @@ function toRollout(row: RolloutRow): Rollout {
     idempotencyKey: row.idempotencyKey,
     rollbackOfId: row.rollbackOfId,
     message: row.message,
+    engineState: JSON.parse(row.engineState) as EngineState,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     startedAt: row.startedAt,
@@ -134,6 +146,8 @@ interface RolloutCursor {
 }
 const isRolloutCursor = (v: unknown): v is RolloutCursor =>
   typeof v === 'object' && v !== null && typeof (v as RolloutCursor).t === 'number' && typeof (v as RolloutCursor).id === 'string';
+const isRevisionCursor = (v: unknown): v is { n: number } =>
+  typeof v === 'object' && v !== null && typeof (v as { n: number }).n === 'number';
 const isOrdinalCursor = (v: unknown): v is { o: number } =>
   typeof v === 'object' && v !== null && typeof (v as { o: number }).o === 'number';
 
@@ -294,6 +308,19 @@ export class RolloutService {
     return encodeCursor({ o: target.ordinal });
   }
 
+  /**
+   * Rollouts the engine still has work for: active ones, and ended ones whose finish step has not run yet (admitted
+   * targets still converging, or the driver's finish hook pending).
+   */
+  async idsNeedingEngine(): Promise<string[]> {
+    const rows = await this.prisma.rollout.findMany({
+      where: { OR: [{ state: { in: ['PENDING', 'PROGRESSING', 'PAUSED'] } }, { engineState: { not: { contains: '"finished":true' } } }] },
+      select: { id: true },
+      orderBy: { createdAt: 'asc' },
+    });
+    return rows.map((r) => r.id);
+  }
+
   async allTargets(rolloutId: string): Promise<RolloutTarget[]> {
     const rows = await this.prisma.rolloutTarget.findMany({ where: { rolloutId }, orderBy: { ordinal: 'asc' } });
     return rows.map(toTarget);
@@ -361,7 +388,35 @@ export class RolloutService {
     });
   }
 
-  /** Engine: records a target's new state (and error) with a TargetStateChanged event. */
+  /** Engine: merges `patch` into the rollout's engine bookkeeping. */
+  async updateEngineState(id: string, patch: Partial<EngineState>): Promise<void> {
+    const row = await this.prisma.rollout.findUniqueOrThrow({ where: { id }, select: { engineState: true } });
+    const next = { ...(JSON.parse(row.engineState) as EngineState), ...patch };
+    await this.prisma.rollout.update({ where: { id }, data: { engineState: JSON.stringify(next) } });
+  }
+
+  /** Revisions of one target, newest first. */
+  async revisions(kind: RolloutKind, namespace: string, name: string, first: number | undefined, after: string | undefined) {
+    const size = checkPageSize(first, 20);
+    const cursor = decodeCursor(after, isRevisionCursor);
+    const rows = await this.prisma.revision.findMany({
+      where: { kind, namespace, name, ...(cursor ? { n: { lt: cursor.n } } : {}) },
+      orderBy: { n: 'desc' },
+      take: size + 1,
+    });
+    const items = rows.slice(0, size);
+    const last = items[items.length - 1];
+    return {
+      items: items.map((r) => ({ n: r.n, version: r.version, rolloutId: r.rolloutId, appliedAt: r.appliedAt, cursor: encodeCursor({ n: r.n }) })),
+      hasNextPage: rows.length > size,
+      endCursor: last ? encodeCursor({ n: last.n }) : null,
+    };
+  }
+
+  /**
+   * Engine: records a target's new state (and error) with a TargetStateChanged event. A target that SUCCEEDED gets a
+   * new Revision (its first recorded revision being the version it ran before, when known).
+   */
   setTargetState(
     rolloutId: string,
     target: { namespace: string; name: string },
@@ -384,12 +439,25 @@ export class RolloutService {
           ...(FINISHED_TARGET_STATES.includes(to) ? { finishedAt: now } : {}),
         },
       });
+      if (to === 'SUCCEEDED') await recordRevision(tx, row, rolloutId);
       const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
       const events: NewEvent[] = [{ type: EventType.TargetStateChanged, ...base, payload: { from: row.state, to, error: detail.error ?? null } }];
       if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: detail.error ?? null } });
       return { result: toTarget(updated), events };
     });
   }
+}
+
+async function recordRevision(tx: Tx, target: TargetRow, rolloutId: string): Promise<void> {
+  const where = { kind: target.kind, namespace: target.namespace, name: target.name };
+  const latest = await tx.revision.findFirst({ where, orderBy: { n: 'desc' } });
+  let n = latest?.n ?? 0;
+  if (!latest && target.fromVersion) {
+    n = 1;
+    await tx.revision.create({ data: { ...where, n, version: target.fromVersion, rolloutId: null } });
+  }
+  if (latest?.version === target.toVersion) return;
+  await tx.revision.create({ data: { ...where, n: n + 1, version: target.toVersion, rolloutId } });
 }
 
 async function cancelPending(tx: Tx, rolloutId: string, kind: RolloutKind): Promise<NewEvent[]> {

@@ -35,6 +35,16 @@ function optionalText(value: string | null | undefined, field: string, max = 500
   return value;
 }
 
+/** CauseInput → domain Cause, with length limits (these strings end up in the history forever). */
+export function causeFrom(cause: Args | null | undefined) {
+  return {
+    actor: optionalText(cause?.actor, 'cause.actor', 200) ?? null,
+    runUrl: optionalText(cause?.runUrl, 'cause.runUrl', 2000) ?? null,
+    commit: optionalText(cause?.commit, 'cause.commit', 200) ?? null,
+    message: optionalText(cause?.message, 'cause.message', 2000) ?? null,
+  };
+}
+
 function eventFilterFrom(filter: Args | null | undefined): EventFilter {
   if (!filter) return {};
   return {
@@ -135,7 +145,14 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
     resumeRollout: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.rollouts.resume(requireId(args.id)),
     abortRollout: (_: unknown, args: Args, ctx: GraphQLContext) =>
       ctx.domain.rollouts.abort(requireId(args.id), optionalText(args.reason, 'reason')),
-    rollbackRollout: notBacked('rollbackRollout (needs the rollout engine)'),
+    rollbackRollout: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+      const cause = args.input?.cause ?? undefined;
+      const result = await ctx.domain.engine.rollback(requireId(args.id), {
+        ...(cause ? { cause: causeFrom(cause) } : {}),
+        idempotencyKey: optionalText(args.input?.idempotencyKey, 'input.idempotencyKey', 255) ?? null,
+      });
+      return result.rollout;
+    },
     createApiToken: notBacked('createApiToken (access control)'),
     revokeApiToken: notBacked('revokeApiToken (access control)'),
   },

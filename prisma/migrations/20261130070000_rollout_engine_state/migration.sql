@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "Rollout" ADD COLUMN "engineState" TEXT NOT NULL DEFAULT '{}';

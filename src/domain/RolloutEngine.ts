@@ -1,0 +1,282 @@
+import { AppError, ConflictError, ErrorCode, ValidationError } from '../errors.js';
+import type { RolloutKind } from './events.js';
+import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
+import { targetKey } from './ports.js';
+import type { LaunchResult, RolloutLauncher } from './RolloutLauncher.js';
+import type { Cause, Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
+import { isTerminal } from './rolloutStates.js';
+
+export interface EngineOptions {
+  /** How often an active rollout is re-evaluated even without a target change (default 1 s). */
+  pollMs?: number;
+  /** Admissions written in parallel within one reconcile (default 16). */
+  admissionConcurrency?: number;
+  now?: () => number;
+}
+
+export interface EngineLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** Parses `maxUnavailable` ("3" or "25%") against the number of targets; Kubernetes rounds percentages down, min 1. */
+export function resolveMaxUnavailable(value: unknown, total: number, field = 'strategy.maxUnavailable'): number {
+  const raw = value === undefined || value === null ? '1' : String(value).trim();
+  const percent = /^(\d{1,3})%$/.exec(raw);
+  if (percent) {
+    const p = Number(percent[1]);
+    if (p < 1 || p > 100) throw new ValidationError(field, `a percentage must be between 1% and 100% (got ${raw})`);
+    return Math.max(1, Math.floor((total * p) / 100));
+  }
+  if (/^\d{1,9}$/.test(raw) && Number(raw) >= 1) return Number(raw);
+  throw new ValidationError(field, `must be a positive count such as "2" or a percentage such as "25%" (got "${raw.slice(0, 40)}")`);
+}
+
+function num(strategy: Record<string, unknown>, key: string): number | undefined {
+  const value = strategy[key];
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * The rollout engine: decides which targets may change now and records what happens, for every kind alike. It is
+ * level-based — `reconcile(rolloutId)` re-reads the rollout, observes its admitted targets through the kind's driver,
+ * records outcomes, then admits as many pending targets as the strategy allows — so a restart simply continues.
+ * Admission writes the change first and records the target as PROGRESSING after, so a crash in between repeats an
+ * idempotent write instead of leaving a target that nobody changed.
+ */
+export class RolloutEngine {
+  private readonly drivers = new Map<RolloutKind, RolloutDriver>();
+  /** kind|namespace/name of a PROGRESSING target → its rollout: routes target changes to the right rollout. */
+  private readonly progressingTargets = new Map<string, string>();
+  private readonly pollMs: number;
+  private readonly admissionConcurrency: number;
+  private readonly now: () => number;
+  private enqueueFn: (rolloutId: string, afterMs?: number) => void = () => {};
+  private launcher: RolloutLauncher | undefined;
+
+  constructor(
+    private readonly rollouts: RolloutService,
+    private readonly logger: EngineLogger,
+    options: EngineOptions = {},
+  ) {
+    this.pollMs = options.pollMs ?? 1000;
+    this.admissionConcurrency = options.admissionConcurrency ?? 16;
+    this.now = options.now ?? Date.now;
+  }
+
+  registerDriver(driver: RolloutDriver): void {
+    this.drivers.set(driver.kind, driver);
+  }
+
+  hasDriver(kind: RolloutKind): boolean {
+    return this.drivers.has(kind);
+  }
+
+  /** Wires the engine to the work queue that runs `reconcile` (the composition root does this). */
+  connect(enqueue: (rolloutId: string, afterMs?: number) => void, launcher: RolloutLauncher): void {
+    this.enqueueFn = enqueue;
+    this.launcher = launcher;
+  }
+
+  enqueue(rolloutId: string): void {
+    this.enqueueFn(rolloutId);
+  }
+
+  /** A target changed in the cluster: re-evaluate the rollout that is changing it, if any. */
+  targetChanged(kind: RolloutKind, namespace: string, name: string): void {
+    const rolloutId = this.progressingTargets.get(`${kind}|${targetKey({ namespace, name })}`);
+    if (rolloutId) this.enqueueFn(rolloutId);
+  }
+
+  /** Ids of rollouts the engine still has work for (to enqueue at start-up). */
+  async pendingWork(): Promise<string[]> {
+    return this.rollouts.idsNeedingEngine();
+  }
+
+  async reconcile(rolloutId: string, signal: AbortSignal): Promise<{ requeueAfterMs?: number }> {
+    let rollout = await this.rollouts.get(rolloutId);
+    if (!rollout) return {};
+    const driver = this.drivers.get(rollout.kind);
+    if (!driver) {
+      throw new AppError(ErrorCode.Unavailable, `no ${rollout.kind} controller runs in this rollplane; rollout ${rolloutId} waits`);
+    }
+    if (rollout.engineState.finished) return {};
+
+    if (rollout.state === 'PENDING') {
+      await driver.prepare?.(rollout, signal);
+      rollout = await this.transition(rollout, 'PROGRESSING', null);
+    }
+
+    let targets = await this.rollouts.allTargets(rolloutId);
+    const deadlineMs = (num(rollout.strategy, 'progressDeadlineSeconds') ?? 600) * 1000;
+    let nextDeadline = Infinity;
+
+    // 1. Admitted targets: record what became of them (also after pause/abort: admitted targets finish).
+    for (const target of targets) {
+      if (target.state !== 'PROGRESSING') continue;
+      const admitted = this.admitted(rollout, target);
+      let observation: TargetObservation;
+      try {
+        observation = await driver.observe(admitted, rollout);
+      } catch (error) {
+        observation = { phase: 'progressing', message: `cannot observe: ${(error as Error).message}` };
+      }
+      const elapsed = this.now() - admitted.admittedAt.getTime();
+      if (observation.phase === 'progressing' && elapsed >= deadlineMs) {
+        const seconds = Math.round(deadlineMs / 1000);
+        observation = { phase: 'failed', reason: `not converged within the progress deadline of ${seconds}s${observation.message ? `: ${observation.message}` : ''}` };
+      }
+      if (observation.phase === 'succeeded') {
+        await this.rollouts.setTargetState(rolloutId, target, 'SUCCEEDED', { error: null });
+        this.progressingTargets.delete(this.indexKey(rollout.kind, target));
+      } else if (observation.phase === 'failed') {
+        await this.rollouts.setTargetState(rolloutId, target, 'FAILED', { error: observation.reason });
+        this.progressingTargets.delete(this.indexKey(rollout.kind, target));
+      } else {
+        this.progressingTargets.set(this.indexKey(rollout.kind, target), rolloutId);
+        nextDeadline = Math.min(nextDeadline, admitted.admittedAt.getTime() + deadlineMs);
+      }
+    }
+    targets = await this.rollouts.allTargets(rolloutId);
+    rollout = (await this.rollouts.get(rolloutId))!;
+
+    const count = (state: RolloutTarget['state']) => targets.filter((t) => t.state === state).length;
+    const failed = count('FAILED');
+    const progressing = count('PROGRESSING');
+    const pending = targets.filter((t) => t.state === 'PENDING');
+    const threshold = num(rollout.strategy, 'failureThreshold') ?? 1;
+
+    // 2. Outcome of the rollout as a whole.
+    if (!isTerminal(rollout.state) && threshold > 0 && failed >= threshold) {
+      const firstError = targets.find((t) => t.state === 'FAILED')?.error ?? 'unknown error';
+      rollout = await this.transition(rollout, 'FAILED', `${failed} target(s) failed (failure threshold ${threshold}); first: ${firstError}`);
+      if (rollout.state === 'FAILED' && rollout.strategy.autoRollback === true) {
+        await this.rollback(rollout.id, { cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` } }).catch((error: unknown) =>
+          this.logger.warn({ err: error, rolloutId }, 'automatic rollback could not start'),
+        );
+      }
+    } else if (rollout.state === 'PROGRESSING') {
+      const canary = num(rollout.strategy, 'canary');
+      let admissionCap = Infinity;
+      if (canary !== undefined && canary > 0 && !rollout.engineState.canaryPassed) {
+        if (rollout.engineState.canaryPaused) {
+          // Paused at the end of the canary phase, and PROGRESSING again: a user resumed it.
+          await this.rollouts.updateEngineState(rolloutId, { canaryPassed: true });
+        } else {
+          const admittedSoFar = targets.filter((t) => t.state !== 'PENDING' && t.state !== 'SKIPPED' && t.state !== 'CANCELLED').length;
+          if (admittedSoFar >= canary && progressing === 0 && pending.length > 0) {
+            await this.rollouts.updateEngineState(rolloutId, { canaryPaused: true });
+            await this.transition(rollout, 'PAUSED', `canary: ${count('SUCCEEDED')} of the first ${canary} target(s) upgraded; resume to continue`);
+            return {};
+          }
+          admissionCap = Math.max(0, canary - admittedSoFar);
+        }
+      }
+      const changing = targets.filter((t) => t.state !== 'SKIPPED').length;
+      const limit =
+        num(rollout.strategy, 'maxConcurrent') ?? resolveMaxUnavailable(rollout.strategy.maxUnavailable, Math.max(1, changing));
+      const inRollout = new Set(targets.map((t) => targetKey(t)));
+      const unavailable = (await driver.unavailableOutsideRollout?.(rollout, inRollout)) ?? 0;
+      const budget = Math.min(admissionCap, limit - progressing - unavailable);
+      const admitting = budget > 0 ? pending.slice(0, budget) : [];
+      await this.admit(driver, rollout, admitting, signal);
+      if (admitting.length > 0) nextDeadline = Math.min(nextDeadline, this.now() + deadlineMs);
+      if (pending.length === 0 && progressing === 0) {
+        rollout = await this.transition(
+          rollout,
+          'SUCCEEDED',
+          failed > 0 ? `${failed} target(s) failed, below the failure threshold of ${threshold}` : null,
+        );
+      }
+    }
+
+    // 3. After the end: once no admitted target is left, undo what `prepare` changed, and close a rollback.
+    if (isTerminal(rollout.state) && count('PROGRESSING') === 0 && !rollout.engineState.finished) {
+      await driver.finish?.(rollout, signal);
+      await this.rollouts.updateEngineState(rolloutId, { finished: true });
+      if (rollout.rollbackOfId && rollout.state === 'SUCCEEDED') {
+        await this.rollouts.transition(rollout.rollbackOfId, 'ROLLED_BACK', `rolled back by ${rollout.id}`).catch((error: unknown) => {
+          if (!(error instanceof ConflictError)) throw error;
+        });
+      }
+      return {};
+    }
+    if (rollout.state === 'PAUSED' && count('PROGRESSING') === 0) return {};
+    const untilDeadline = Number.isFinite(nextDeadline) ? Math.max(10, nextDeadline - this.now()) : this.pollMs;
+    return { requeueAfterMs: Math.min(this.pollMs, untilDeadline) };
+  }
+
+  /**
+   * Starts a rollout that returns every target the given rollout changed (or was changing) to the version it ran
+   * before. An active rollout is aborted first. The original becomes ROLLED_BACK when the rollback succeeds.
+   */
+  async rollback(rolloutId: string, options: { cause?: Cause; idempotencyKey?: string | null } = {}): Promise<LaunchResult> {
+    if (!this.launcher) throw new AppError(ErrorCode.Unavailable, 'the rollout engine is not running');
+    let original = await this.rollouts.require(rolloutId);
+    if (original.state === 'ROLLED_BACK') throw new ConflictError(`rollout ${rolloutId} is already rolled back`);
+    if (!isTerminal(original.state)) original = await this.rollouts.abort(rolloutId, 'aborted for a rollback');
+    const targets = (await this.rollouts.allTargets(rolloutId)).filter(
+      (t) => ['SUCCEEDED', 'FAILED', 'PROGRESSING'].includes(t.state) && t.fromVersion !== null,
+    );
+    if (targets.length === 0) throw new ConflictError(`rollout ${rolloutId} changed no target; there is nothing to roll back`);
+    const { canary: _canary, ...strategy } = original.strategy;
+    return this.launcher.launch({
+      plan: {
+        kind: original.kind,
+        fromVersion: original.toVersion,
+        toVersion: original.fromVersion ?? 'previous revision of each target',
+        selector: { rollbackOf: rolloutId },
+        strategy: { ...strategy, autoRollback: false, rollback: true },
+        targets: targets.map((t) => ({ namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! })),
+      },
+      cause: options.cause ?? { message: `rollback of ${rolloutId}` },
+      idempotencyKey: options.idempotencyKey ?? null,
+      request: { rollbackOf: rolloutId },
+      rollbackOfId: rolloutId,
+      supersede: true,
+    });
+  }
+
+  private async admit(driver: RolloutDriver, rollout: Rollout, targets: RolloutTarget[], signal: AbortSignal): Promise<void> {
+    let next = 0;
+    const worker = async () => {
+      while (next < targets.length && !signal.aborted) {
+        const target = targets[next++]!;
+        const admitted = this.admitted(rollout, { ...target, admittedAt: new Date(this.now()) });
+        await driver.admit(admitted, rollout, signal);
+        await this.rollouts.setTargetState(rollout.id, target, 'PROGRESSING', { countAttempt: true });
+        this.progressingTargets.set(this.indexKey(rollout.kind, target), rollout.id);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.admissionConcurrency, targets.length) }, worker));
+  }
+
+  private admitted(rollout: Rollout, target: RolloutTarget): AdmittedTarget {
+    return {
+      rolloutId: rollout.id,
+      kind: rollout.kind,
+      namespace: target.namespace,
+      name: target.name,
+      ordinal: target.ordinal,
+      fromVersion: target.fromVersion,
+      toVersion: target.toVersion,
+      admittedAt: target.admittedAt ?? new Date(this.now()),
+    };
+  }
+
+  private indexKey(kind: RolloutKind, target: { namespace: string; name: string }): string {
+    return `${kind}|${targetKey(target)}`;
+  }
+
+  /** Engine-initiated transitions lose gracefully to a concurrent user action (pause, abort). */
+  private async transition(rollout: Rollout, to: Rollout['state'], message: string | null): Promise<Rollout> {
+    try {
+      const next = await this.rollouts.transition(rollout.id, to, message);
+      this.logger.info({ rolloutId: rollout.id, from: rollout.state, to }, 'rollout state changed');
+      return next;
+    } catch (error) {
+      if (error instanceof ConflictError) return (await this.rollouts.get(rollout.id)) ?? rollout;
+      throw error;
+    }
+  }
+}
