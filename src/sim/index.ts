@@ -82,6 +82,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(options.bookmarkIntervalMs !== undefined ? { bookmarkIntervalMs: options.bookmarkIntervalMs } : {}),
     ...(options.hooks !== undefined ? { hooks: options.hooks } : {}),
+    onInternalError: (error, request) => logger?.error({ err: error, request }, 'simulator: API request failed'),
   });
   const url = await api.start();
   let behaviour: Behaviour | undefined;

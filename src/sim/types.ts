@@ -108,6 +108,8 @@ export interface WatchableStore extends ObjectStore {
   eventsSince(revision: number, type?: ResourceType): StoreEvent[];
   /** The oldest revision a watch can still resume from (events after it are all retained). */
   oldestResumableRevision(): number;
+  /** Runs `fn`'s store calls as a dry run: validated and computed, never stored or announced. */
+  dryRun<T>(fn: () => T): T;
 }
 
 /** A request the HTTP API server is about to serve, as seen by fault injection. */

@@ -518,6 +518,22 @@ describe('status subresource', () => {
   });
 });
 
+describe('dry run', () => {
+  it('validates and answers dryRun=All writes without storing them or using a revision', async () => {
+    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'dry' }, data: { v: '1' } } });
+    const revision = sim.store.currentRevision();
+    const created = await core.createNamespacedConfigMap({ namespace: 'default', dryRun: 'All', body: { metadata: { name: 'dry-new' } } });
+    expect(created.metadata?.name).toBe('dry-new');
+    const patched = await core.patchNamespacedConfigMap({ name: 'dry', namespace: 'default', dryRun: 'All', body: { data: { v: '2' } } }, merge);
+    expect(patched.data).toEqual({ v: '2' });
+    await core.deleteNamespacedConfigMap({ name: 'dry', namespace: 'default', dryRun: 'All' });
+    await expectStatus(core.createNamespacedConfigMap({ namespace: 'default', dryRun: 'All', body: { metadata: { name: 'dry' } } }), 409, 'AlreadyExists');
+    expect(sim.store.currentRevision()).toBe(revision);
+    await expectStatus(core.readNamespacedConfigMap({ name: 'dry-new', namespace: 'default' }), 404, 'NotFound');
+    expect((await core.readNamespacedConfigMap({ name: 'dry', namespace: 'default' })).data).toEqual({ v: '1' });
+  });
+});
+
 describe('scale subresource', () => {
   it('reads and patches replicas through /scale', async () => {
     await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('scaled') });

@@ -86,6 +86,10 @@ describe('kubectl against the simulator', () => {
 
     const unchanged = await kubectl('apply', '-f', file);
     expect(unchanged).toContain('deployment.apps/web unchanged');
+
+    await writeFile(file, manifest('nginx:3', '10.0.2.0/24'));
+    expect(await kubectl('apply', '--dry-run=server', '-f', file)).toContain('deployment.apps/web configured (server dry run)');
+    expect(sim.store.get(Resources.deployments, 'default', 'web')!.spec.template.spec.containers[0].image).toBe('nginx:2');
   });
 
   it('waits for a rollout with rollout status', async () => {

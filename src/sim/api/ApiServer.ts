@@ -28,6 +28,8 @@ export interface ApiServerOptions {
   now?: () => Date;
   /** Largest accepted request body. */
   maxBodyBytes?: number;
+  /** Told about requests that failed with a 5xx that the server did not mean (bugs), with the request line. */
+  onInternalError?: (error: unknown, request: string) => void;
 }
 
 interface ResourceRequest {
@@ -58,6 +60,7 @@ export class ApiServer implements ApiControl {
   private readonly maxBodyBytes: number;
   private readonly host: string;
   private readonly port: number;
+  private readonly onInternalError: (error: unknown, request: string) => void;
   private openApiIndexJson: string | undefined;
   private address: AddressInfo | undefined;
 
@@ -69,9 +72,13 @@ export class ApiServer implements ApiControl {
     this.maxBodyBytes = options.maxBodyBytes ?? 3 * 1024 * 1024;
     this.host = options.host ?? '127.0.0.1';
     this.port = options.port ?? 0;
+    this.onInternalError = options.onInternalError ?? (() => undefined);
     this.watches = new WatchHub(this.store, { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 30_000 });
     this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-      this.handle(req, res).catch((error: unknown) => this.fail(res, error));
+      this.handle(req, res).catch((error: unknown) => {
+        if (!isSimApiError(error)) this.onInternalError(error, `${req.method} ${req.url}`);
+        this.fail(res, error);
+      });
     });
   }
 
@@ -189,6 +196,15 @@ export class ApiServer implements ApiControl {
       await this.hooks.beforeRequest(info);
     }
     if (r.subresource === 'scale') return this.scale(req, res, r, verb);
+    const dryRun = r.query.get('dryRun');
+    if (dryRun !== null && dryRun !== '') {
+      if (dryRun !== 'All') throw badRequest(`unsupported dryRun value "${dryRun}" (only "All")`);
+      if (verb === 'create' || verb === 'update' || verb === 'patch' || verb === 'delete') {
+        // Read the body first: the store's dry-run scope must stay synchronous.
+        const body = await this.readBody(req);
+        return this.store.dryRun(() => this.write(verb, req, res, r, body));
+      }
+    }
     switch (verb) {
       case 'get':
         return this.get(res, r, wantsTable(req.headers.accept));
@@ -197,13 +213,23 @@ export class ApiServer implements ApiControl {
       case 'watch':
         return this.watch(res, r, wantsTable(req.headers.accept));
       case 'create':
-        return this.create(res, r, await this.readBody(req), req);
       case 'update':
-        return this.update(res, r, await this.readBody(req), req);
       case 'patch':
-        return this.patch(res, r, await this.readBody(req), req);
       case 'delete':
-        return this.delete(res, r, await this.readBody(req));
+        return this.write(verb, req, res, r, await this.readBody(req));
+    }
+  }
+
+  private write(verb: 'create' | 'update' | 'patch' | 'delete', req: IncomingMessage, res: ServerResponse, r: ResourceRequest, body: string): void {
+    switch (verb) {
+      case 'create':
+        return this.create(res, r, body, req);
+      case 'update':
+        return this.update(res, r, body, req);
+      case 'patch':
+        return this.patch(res, r, body, req);
+      case 'delete':
+        return this.delete(res, r, body);
     }
   }
 

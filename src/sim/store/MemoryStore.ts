@@ -53,6 +53,8 @@ export class MemoryStore implements WatchableStore {
   private readonly now: () => Date;
   private readonly requireNamespace: boolean;
   private readonly onListenerError: (error: unknown) => void;
+  /** Set while `dryRun` runs: writes are computed and validated but neither stored nor announced. */
+  private dry = false;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.registry = new ResourceRegistry(options.types ?? ALL_RESOURCE_TYPES);
@@ -253,6 +255,20 @@ export class MemoryStore implements WatchableStore {
     return this.commit(state, 'MODIFIED', next, current);
   }
 
+  /**
+   * Runs store calls as a server-side dry run (`?dryRun=All`): everything is validated and the would-be result is
+   * returned, but nothing is stored, no revision is used and no event is sent.
+   */
+  dryRun<T>(fn: () => T): T {
+    const previous = this.dry;
+    this.dry = true;
+    try {
+      return fn();
+    } finally {
+      this.dry = previous;
+    }
+  }
+
   subscribe(listener: (event: StoreEvent) => void): () => void {
     this.listeners.add(listener);
     return () => {
@@ -275,6 +291,7 @@ export class MemoryStore implements WatchableStore {
     const names = state.byNamespace.get(ns);
     const existing = names?.get(object.metadata.name);
     if (!names || !existing) return object;
+    if (this.dry) return deepFreeze({ ...object });
     names.delete(object.metadata.name);
     if (names.size === 0) state.byNamespace.delete(ns);
     state.size--;
@@ -289,6 +306,11 @@ export class MemoryStore implements WatchableStore {
   }
 
   private commit(state: TypeState, type: WatchEventType, object: KubeObject, previous: KubeObject | undefined): KubeObject {
+    if (this.dry) {
+      if (previous) object.metadata.resourceVersion = previous.metadata.resourceVersion;
+      else delete object.metadata.resourceVersion;
+      return deepFreeze(object);
+    }
     this.revision++;
     object.metadata.resourceVersion = String(this.revision);
     deepFreeze(object);
