@@ -207,7 +207,12 @@ export class Controller {
         streak = 0;
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      await this.reconcileKey(queue, key, signal);
+      try {
+        await this.reconcileKey(queue, key, signal);
+      } catch (error) {
+        // Only a bug in the policy code (or a throwing logger) gets here; the worker must survive it.
+        this.logger?.error({ controller: this.name, key, err: error }, 'controller worker failed');
+      }
     }
   }
 
@@ -229,8 +234,11 @@ export class Controller {
       m.active.value--;
       m.time.observe((this.clock.now() - started) / 1000);
     }
-    this.handleOutcome(queue, key, outcome);
-    queue.done(key);
+    try {
+      this.handleOutcome(queue, key, outcome);
+    } finally {
+      queue.done(key);
+    }
   }
 
   /** The one place that decides queue policy for a reconcile's outcome (controller-runtime reconcileHandler). */
@@ -280,6 +288,10 @@ export class Controller {
       const oldest = this.lastErrors.keys().next().value;
       if (oldest !== undefined) this.lastErrors.delete(oldest);
     }
-    this.logger?.error({ controller: this.name, key, terminal, err: error }, 'reconcile failed');
+    try {
+      this.logger?.error({ controller: this.name, key, terminal, err: error }, 'reconcile failed');
+    } catch {
+      // A logger failure must not change queue policy.
+    }
   }
 }
