@@ -127,10 +127,10 @@ export class RolloutEngine {
         observation = { phase: 'failed', reason: `not converged within the progress deadline of ${seconds}s${observation.message ? `: ${observation.message}` : ''}` };
       }
       if (observation.phase === 'succeeded') {
-        await this.rollouts.setTargetState(rolloutId, target, 'SUCCEEDED', { error: null });
+        await this.rollouts.setTargetState(rolloutId, target, 'SUCCEEDED', { error: null, at: new Date(this.now()) });
         this.progressingTargets.delete(this.indexKey(rollout.kind, target));
       } else if (observation.phase === 'failed') {
-        await this.rollouts.setTargetState(rolloutId, target, 'FAILED', { error: observation.reason });
+        await this.rollouts.setTargetState(rolloutId, target, 'FAILED', { error: observation.reason, at: new Date(this.now()) });
         this.progressingTargets.delete(this.indexKey(rollout.kind, target));
       } else {
         this.progressingTargets.set(this.indexKey(rollout.kind, target), rolloutId);
@@ -242,9 +242,10 @@ export class RolloutEngine {
     const worker = async () => {
       while (next < targets.length && !signal.aborted) {
         const target = targets[next++]!;
-        const admitted = this.admitted(rollout, { ...target, admittedAt: new Date(this.now()) });
+        const admittedAt = new Date(this.now());
+        const admitted = this.admitted(rollout, { ...target, admittedAt });
         await driver.admit(admitted, rollout, signal);
-        await this.rollouts.setTargetState(rollout.id, target, 'PROGRESSING', { countAttempt: true });
+        await this.rollouts.setTargetState(rollout.id, target, 'PROGRESSING', { countAttempt: true, at: admittedAt });
         this.progressingTargets.set(this.indexKey(rollout.kind, target), rollout.id);
       }
     };

@@ -421,14 +421,14 @@ export class RolloutService {
     rolloutId: string,
     target: { namespace: string; name: string },
     to: TargetState,
-    detail: { error?: string | null; countAttempt?: boolean } = {},
+    detail: { error?: string | null; countAttempt?: boolean; /** When it happened (the engine's clock). */ at?: Date } = {},
   ): Promise<RolloutTarget> {
     return this.log.commit(async (tx) => {
       const row = await tx.rolloutTarget.findUnique({
         where: { rolloutId_namespace_name: { rolloutId, namespace: target.namespace, name: target.name } },
       });
       if (!row) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
-      const now = new Date();
+      const now = detail.at ?? new Date();
       const updated = await tx.rolloutTarget.update({
         where: { id: row.id },
         data: {

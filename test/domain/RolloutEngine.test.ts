@@ -1,0 +1,191 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InProcessEventBus } from '../../src/domain/EventBus.js';
+import { EventLog } from '../../src/domain/EventLog.js';
+import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
+import { resolveMaxUnavailable, RolloutEngine } from '../../src/domain/RolloutEngine.js';
+import { RolloutLauncher, type RolloutPlan } from '../../src/domain/RolloutLauncher.js';
+import { RolloutService } from '../../src/domain/RolloutService.js';
+import { openDatabase, type Database } from '../../src/store/db.js';
+
+/** A fleet in memory: a target converges `steps` observations after admission, or fails when its version is bad. */
+class FakeDriver implements RolloutDriver {
+  readonly kind = 'AGENT_POOL' as const;
+  readonly running = new Map<string, string>();
+  readonly admissions: string[] = [];
+  readonly observations = new Map<string, number>();
+  maxInFlightSeen = 0;
+  finished: string[] = [];
+  constructor(private readonly steps = 1) {}
+
+  async admit(target: AdmittedTarget): Promise<void> {
+    this.admissions.push(`${target.name}->${target.toVersion}`);
+    this.observations.set(target.name, 0);
+  }
+
+  async observe(target: AdmittedTarget): Promise<TargetObservation> {
+    const seen = (this.observations.get(target.name) ?? 0) + 1;
+    this.observations.set(target.name, seen);
+    if (target.toVersion.includes(':bad')) return { phase: 'failed', reason: 'ImagePullBackOff' };
+    if (seen < this.steps) return { phase: 'progressing', message: 'starting' };
+    this.running.set(target.name, target.toVersion);
+    return { phase: 'succeeded' };
+  }
+
+  async finish(rollout: { id: string }): Promise<void> {
+    this.finished.push(rollout.id);
+  }
+}
+
+describe('RolloutEngine', () => {
+  let dir: string;
+  let db: Database;
+  let rollouts: RolloutService;
+  let launcher: RolloutLauncher;
+  let engine: RolloutEngine;
+  let driver: FakeDriver;
+  let now: number;
+  const signal = new AbortController().signal;
+  const logger = { info: () => {}, warn: () => {} };
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-engine-'));
+    db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
+    const log = new EventLog(db.prisma, new InProcessEventBus());
+    rollouts = new RolloutService(db.prisma, log);
+    now = Date.parse('2026-11-30T00:00:00Z');
+    engine = new RolloutEngine(rollouts, logger, { now: () => now });
+    launcher = new RolloutLauncher(db.prisma, rollouts, () => {});
+    engine.connect(() => {}, launcher);
+    driver = new FakeDriver(2);
+    engine.registerDriver(driver);
+  });
+  afterEach(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function plan(n: number, strategy: Record<string, unknown>, version = 'agent:v2', skip: number[] = []): RolloutPlan {
+    return {
+      kind: 'AGENT_POOL',
+      fromVersion: 'agent:v1',
+      toVersion: version,
+      selector: {},
+      strategy: { progressDeadlineSeconds: 600, failureThreshold: 1, ...strategy },
+      targets: Array.from({ length: n }, (_, i) => ({
+        namespace: 'default',
+        name: `pool-${i}`,
+        fromVersion: 'agent:v1',
+        toVersion: version,
+        ...(skip.includes(i) ? { skipReason: 'held' } : {}),
+      })),
+    };
+  }
+
+  async function launch(p: RolloutPlan) {
+    return (await launcher.launch({ plan: p, cause: {}, request: p })).rollout;
+  }
+
+  /** Reconciles until the rollout stops asking to be requeued; returns the in-flight maximum seen between steps. */
+  async function drive(id: string, maxSteps = 200) {
+    let maxInFlight = 0;
+    for (let i = 0; i < maxSteps; i++) {
+      const result = await engine.reconcile(id, signal);
+      const targets = await rollouts.allTargets(id);
+      maxInFlight = Math.max(maxInFlight, targets.filter((t) => t.state === 'PROGRESSING').length);
+      if (result.requeueAfterMs === undefined) break;
+      now += result.requeueAfterMs;
+    }
+    return { maxInFlight, rollout: (await rollouts.get(id))!, targets: await rollouts.allTargets(id) };
+  }
+
+  it('never has more targets in flight than maxUnavailable, and finishes every target', async () => {
+    const rollout = await launch(plan(10, { maxUnavailable: '3' }));
+    const { maxInFlight, rollout: done, targets } = await drive(rollout.id);
+    expect(maxInFlight).toBe(3);
+    expect(done.state).toBe('SUCCEEDED');
+    expect(targets.every((t) => t.state === 'SUCCEEDED')).toBe(true);
+    expect(driver.admissions).toHaveLength(10);
+    expect(driver.finished).toEqual([rollout.id]);
+    const revisions = await db.prisma.revision.findMany({ where: { name: 'pool-0' }, orderBy: { n: 'asc' } });
+    expect(revisions.map((r) => [r.n, r.version])).toEqual([[1, 'agent:v1'], [2, 'agent:v2']]);
+  });
+
+  it('admits targets in plan order and never admits skipped ones', async () => {
+    const rollout = await launch(plan(5, { maxUnavailable: '1' }, 'agent:v2', [1, 3]));
+    await drive(rollout.id);
+    expect(driver.admissions).toEqual(['pool-0->agent:v2', 'pool-2->agent:v2', 'pool-4->agent:v2']);
+  });
+
+  it('fails the rollout at the failure threshold and admits nothing more', async () => {
+    const rollout = await launch(plan(6, { maxUnavailable: '1', failureThreshold: 1 }, 'agent:bad'));
+    const { rollout: done, targets } = await drive(rollout.id);
+    expect(done.state).toBe('FAILED');
+    expect(done.message).toContain('ImagePullBackOff');
+    expect(driver.admissions).toEqual(['pool-0->agent:bad']);
+    expect(targets.slice(1).every((t) => t.state === 'CANCELLED')).toBe(true);
+  });
+
+  it('rolls the changed targets back automatically when asked', async () => {
+    const rollout = await launch(plan(4, { maxUnavailable: '2', failureThreshold: 2, autoRollback: true }, 'agent:bad'));
+    await drive(rollout.id);
+    const rollback = (await db.prisma.rollout.findFirst({ where: { rollbackOfId: rollout.id } }))!;
+    expect(rollback).toBeTruthy();
+    const { rollout: done } = await drive(rollback.id);
+    expect(done.state).toBe('SUCCEEDED');
+    expect(driver.admissions.filter((a) => a.endsWith('agent:v1')).sort()).toEqual(['pool-0->agent:v1', 'pool-1->agent:v1']);
+    expect((await rollouts.get(rollout.id))!.state).toBe('ROLLED_BACK');
+  });
+
+  it('pauses after the canary targets and continues only when resumed', async () => {
+    const rollout = await launch(plan(5, { maxUnavailable: '5', canary: 2 }));
+    let state = await drive(rollout.id);
+    expect(state.rollout.state).toBe('PAUSED');
+    expect(state.rollout.message).toMatch(/canary/);
+    expect(driver.admissions).toHaveLength(2);
+    await rollouts.resume(rollout.id);
+    state = await drive(rollout.id);
+    expect(state.rollout.state).toBe('SUCCEEDED');
+    expect(driver.admissions).toHaveLength(5);
+  });
+
+  it('fails a target that does not converge within its progress deadline', async () => {
+    driver = new FakeDriver(1_000_000);
+    engine.registerDriver(driver);
+    const rollout = await launch(plan(1, { maxUnavailable: '1', progressDeadlineSeconds: 30 }));
+    const { rollout: done, targets } = await drive(rollout.id);
+    expect(done.state).toBe('FAILED');
+    expect(targets[0]!.error).toMatch(/progress deadline of 30s: starting/);
+  });
+
+  it('after an abort admits nothing new but lets admitted targets finish', async () => {
+    const rollout = await launch(plan(5, { maxUnavailable: '2' }));
+    await engine.reconcile(rollout.id, signal);
+    await rollouts.abort(rollout.id, 'stop');
+    const { rollout: done, targets } = await drive(rollout.id);
+    expect(done.state).toBe('ABORTED');
+    expect(targets.map((t) => t.state)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'CANCELLED', 'CANCELLED', 'CANCELLED']);
+    expect(driver.finished).toEqual([rollout.id]);
+  });
+
+  it('re-admits (idempotently) a target whose admission was written but not recorded before a crash', async () => {
+    const rollout = await launch(plan(1, { maxUnavailable: '1' }));
+    await engine.reconcile(rollout.id, signal); // PENDING → PROGRESSING, admits pool-0
+    // Simulate the crash window: the write happened, the PROGRESSING record did not.
+    await db.prisma.rolloutTarget.updateMany({ where: { rolloutId: rollout.id }, data: { state: 'PENDING' } });
+    const { rollout: done } = await drive(rollout.id);
+    expect(done.state).toBe('SUCCEEDED');
+    expect(driver.admissions).toEqual(['pool-0->agent:v2', 'pool-0->agent:v2']);
+  });
+
+  it('resolves maxUnavailable counts and percentages like Kubernetes', () => {
+    expect(resolveMaxUnavailable('25%', 10)).toBe(2);
+    expect(resolveMaxUnavailable('1%', 10)).toBe(1);
+    expect(resolveMaxUnavailable('100%', 1000)).toBe(1000);
+    expect(resolveMaxUnavailable('3', 10)).toBe(3);
+    expect(() => resolveMaxUnavailable('0', 10)).toThrow(/positive count/);
+    expect(() => resolveMaxUnavailable('150%', 10)).toThrow(/between 1% and 100%/);
+  });
+});
