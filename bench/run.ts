@@ -1,0 +1,36 @@
+/**
+ * `npm run bench -- <name> [<name> …]`: runs benchmarks by name (each `bench/<file>.ts` exports `run()`, prints its own
+ * table and writes `bench/results/<name>.json`). With no name, lists them.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const BENCHMARKS: Record<string, string> = {
+  sim: 'sim.ts',
+  queue: 'queue.ts',
+  'agent-rollout': 'agentRollout.ts',
+  'cluster-upgrade': 'clusterUpgrade.ts',
+  'node-agent': 'nodeAgent.ts',
+};
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+if (names.length === 0) {
+  process.stdout.write(`usage: npm run bench -- <name> [<name> …]\nbenchmarks: ${Object.keys(BENCHMARKS).join(', ')}\n`);
+  process.exit(2);
+}
+for (const name of names) {
+  const file = BENCHMARKS[name];
+  if (!file || !existsSync(path.join(here, file))) {
+    process.stderr.write(`unknown benchmark "${name}"; known: ${Object.keys(BENCHMARKS).filter((n) => existsSync(path.join(here, BENCHMARKS[n]!))).join(', ')}\n`);
+    process.exit(2);
+  }
+  process.stdout.write(`\n== ${name} ==\n`);
+  const module = (await import(pathToFileURL(path.join(here, file)).href)) as { run?: () => Promise<unknown> };
+  if (typeof module.run !== 'function') {
+    process.stderr.write(`bench/${file} does not export run()\n`);
+    process.exit(1);
+  }
+  await module.run();
+}
