@@ -1,5 +1,6 @@
 /**
- * Simulator benchmark: simple requests per second over loopback (GET one pod, several keep-alive clients), watch
+ * Simulator benchmark: simple requests per second over loopback (GET one pod, several keep-alive clients), writes
+ * per second (merge patch of status, server-side apply), watch
  * events delivered per second to 10 watchers, and RSS of a process holding 10,000 pods. Clients run on a worker
  * thread so they do not share the server's event loop; the RSS figure comes from a fresh child process.
  * Prints a table and writes bench/results/sim.json. Run: `npx tsx bench/sim.ts` or `npm run bench -- sim`.
@@ -36,19 +37,26 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CLIENT = `
 const { parentPort, workerData } = require('node:worker_threads');
 const http = require('node:http');
-const { mode, url, path, connections, seconds, expected } = workerData;
-if (mode === 'get') {
+const { mode, url, path, connections, seconds, expected, method, contentType, body, targets } = workerData;
+if (mode === 'requests') {
+  // Round-robin over {i} in 0..targets-1; {n} in path/body becomes a running counter so every write changes something.
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  let done = 0, errors = 0, running = true;
+  let done = 0, errors = 0, running = true, n = 0;
   const started = process.hrtime.bigint();
   setTimeout(() => { running = false; }, seconds * 1000);
   let open = connections;
   const loop = () => {
     if (!running) { if (--open === 0) finish(); return; }
-    http.get(url + path, { agent }, (res) => {
+    n++;
+    const fill = (t) => t.replaceAll('{i}', String(n % (targets || 1))).replaceAll('{n}', String(n));
+    const payload = body ? fill(body) : undefined;
+    const headers = payload ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : {};
+    const req = http.request(url + fill(path), { agent, method: method || 'GET', headers }, (res) => {
       res.resume();
-      res.on('end', () => { if (res.statusCode === 200) done++; else errors++; loop(); });
-    }).on('error', () => { errors++; loop(); });
+      res.on('end', () => { if (res.statusCode < 300) done++; else errors++; loop(); });
+    });
+    req.on('error', () => { errors++; loop(); });
+    req.end(payload);
   };
   const finish = () => {
     const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
@@ -128,13 +136,53 @@ async function requestsPerSecond(): Promise<BenchRow> {
     const connections = 8;
     const seconds = 3;
     const r = await worker<{ done: number; errors: number; elapsed: number }>({
-      mode: 'get', url: sim.url, path: '/api/v1/namespaces/default/pods/target', connections, seconds,
+      mode: 'requests', url: sim.url, path: '/api/v1/namespaces/default/pods/target', connections, seconds,
     });
     const value = Math.round(r.done / r.elapsed);
     return { metric: 'GET one pod', value, unit: 'req/s', aim: '≥ 3000', ok: value >= 3000, note: `${connections} keep-alive clients, ${seconds}s, ${r.errors} errors` };
   } finally {
     await sim.stop();
   }
+}
+
+/** Writes over HTTP against 1,000 IPPools: merge-patch of status, and server-side apply of a label. */
+async function writesPerSecond(): Promise<BenchRow[]> {
+  const sim = await startSimulator({ behaviour: false });
+  const rows: BenchRow[] = [];
+  try {
+    const targets = 1000;
+    for (let i = 0; i < targets; i++) {
+      sim.store.create(Resources.ippools, {
+        apiVersion: 'network.harvesterhci.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name: `pool-${i}`, namespace: 'default', labels: { app: 'bench' } },
+        spec: { networkName: 'default/net', ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } } },
+        status: { ipv4: { used: 0, available: 240 }, conditions: [{ type: 'Registered', status: 'True' }] },
+      });
+    }
+    const base = '/apis/network.harvesterhci.io/v1alpha1/namespaces/default/ippools/pool-{i}';
+    const cases = [
+      { metric: 'PATCH merge IPPool status', path: `${base}/status`, contentType: 'application/merge-patch+json', body: '{"status":{"ipv4":{"used":{n}}}}' },
+      {
+        metric: 'PATCH server-side apply IPPool',
+        path: `${base}?fieldManager=bench&force=true`,
+        contentType: 'application/apply-patch+yaml',
+        body: '{"apiVersion":"network.harvesterhci.io/v1alpha1","kind":"IPPool","metadata":{"name":"pool-{i}","namespace":"default","annotations":{"bench/n":"{n}"}},"spec":{"paused":false}}',
+      },
+    ];
+    for (const c of cases) {
+      const connections = 8;
+      const seconds = 3;
+      const r = await worker<{ done: number; errors: number; elapsed: number }>({
+        mode: 'requests', url: sim.url, path: c.path, method: 'PATCH', contentType: c.contentType, body: c.body, targets, connections, seconds,
+      });
+      const value = Math.round(r.done / r.elapsed);
+      rows.push({ metric: c.metric, value, unit: 'req/s', aim: '(info)', ok: r.errors === 0, note: `${connections} keep-alive clients over ${targets} objects, ${seconds}s, ${r.errors} errors` });
+    }
+  } finally {
+    await sim.stop();
+  }
+  return rows;
 }
 
 async function watchEventsPerSecond(): Promise<BenchRow> {
@@ -228,7 +276,7 @@ async function rssWith10kPods(): Promise<BenchRow[]> {
 }
 
 export async function run(): Promise<BenchResult> {
-  const rows = [await requestsPerSecond(), await watchEventsPerSecond(), ...(await rssWith10kPods())];
+  const rows = [await requestsPerSecond(), ...(await writesPerSecond()), await watchEventsPerSecond(), ...(await rssWith10kPods())];
   const result: BenchResult = { name: 'sim', date: new Date().toISOString(), node: process.version, rows };
   console.table(rows.map((r) => ({ metric: r.metric, value: r.value, unit: r.unit, aim: r.aim, ok: r.ok ? 'yes' : 'NO', note: r.note })));
   const dir = path.join(HERE, 'results');
