@@ -122,6 +122,68 @@ describe('kubectl against the simulator', () => {
     expect(await kubectl('get', 'ippl', '-A')).toMatch(/default\s+pool-a/);
   });
 
+  it('applies a typical service deployment manifest of many kinds', async () => {
+    const file = join(dir, 'service.yaml');
+    await writeFile(file, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: rollplane}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: rollplane, namespace: rollplane}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: rollplane}
+rules: [{apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "list", "watch", "patch"]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: rollplane}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: rollplane}
+subjects: [{kind: ServiceAccount, name: rollplane, namespace: rollplane}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: rollplane, namespace: rollplane, labels: {app: rollplane}}
+spec:
+  selector: {app: rollplane}
+  ports: [{name: http, port: 4000, targetPort: 4000}]
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: rollplane, namespace: rollplane}
+spec:
+  selector: {matchLabels: {app: rollplane}}
+  endpoints: [{port: http, path: /metrics}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: rollplane, namespace: rollplane}
+spec: {maxUnavailable: 1, selector: {matchLabels: {app: rollplane}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: rollplane, namespace: rollplane}
+spec: {podSelector: {matchLabels: {app: rollplane}}, policyTypes: [Ingress]}
+`);
+    const out = await kubectl('apply', '-f', file);
+    for (const name of [
+      'namespace/rollplane',
+      'serviceaccount/rollplane',
+      'clusterrole.rbac.authorization.k8s.io/rollplane',
+      'clusterrolebinding.rbac.authorization.k8s.io/rollplane',
+      'service/rollplane',
+      'servicemonitor.monitoring.coreos.com/rollplane',
+      'poddisruptionbudget.policy/rollplane',
+      'networkpolicy.networking.k8s.io/rollplane',
+    ]) {
+      expect(out).toContain(`${name} created`);
+    }
+    expect(await kubectl('apply', '-f', file)).not.toContain('created');
+  });
+
   it('deletes with delete', async () => {
     const out = await kubectl('delete', 'ippool', 'pool-a', '-n', 'default');
     expect(out).toContain('deleted');

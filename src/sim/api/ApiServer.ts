@@ -41,7 +41,7 @@ interface ResourceRequest {
 }
 
 /** API groups whose kinds are built in (strategic merge patch works); the rest are served like CRDs. */
-const BUILT_IN_GROUPS = new Set(['', 'apps', 'coordination.k8s.io', 'rbac.authorization.k8s.io']);
+const BUILT_IN_GROUPS = new Set(['', 'apps', 'batch', 'policy', 'networking.k8s.io', 'coordination.k8s.io', 'rbac.authorization.k8s.io', 'apiextensions.k8s.io']);
 
 const JSON_TYPE = 'application/json';
 

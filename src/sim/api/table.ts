@@ -95,6 +95,24 @@ const COLUMNS: Record<string, Column[]> = {
     age,
     { name: 'Version', type: 'string', cell: (o) => o.status?.nodeInfo?.kubeletVersion ?? '' },
   ],
+  '/events': [
+    {
+      name: 'Last Seen',
+      type: 'string',
+      cell: (o, now) => humanAge((o.lastTimestamp as string | undefined) ?? (o.eventTime as string | undefined) ?? o.metadata.creationTimestamp, now),
+    },
+    { name: 'Type', type: 'string', cell: (o) => String(o.type ?? '') },
+    { name: 'Reason', type: 'string', cell: (o) => String(o.reason ?? '') },
+    {
+      name: 'Object',
+      type: 'string',
+      cell: (o) => {
+        const ref = (o.involvedObject ?? {}) as { kind?: string; name?: string };
+        return `${(ref.kind ?? '').toLowerCase()}/${ref.name ?? ''}`;
+      },
+    },
+    { name: 'Message', type: 'string', cell: (o) => String(o.message ?? '') },
+  ],
   '/namespaces': [name, { name: 'Status', type: 'string', cell: (o) => o.status?.phase ?? '' }, age],
   'network.harvesterhci.io/ippools': [
     name,

@@ -54,6 +54,14 @@ export const Resources = Object.freeze({
   clusterroles: rt('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
   clusterrolebindings: rt('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
   servicemonitors: rt('monitoring.coreos.com', 'v1', 'servicemonitors', 'ServiceMonitor', true),
+  // Stored but not acted on: so that deployment manifests (deploy/) apply cleanly.
+  persistentvolumeclaims: rt('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true, STATUS, ['pvc']),
+  jobs: rt('batch', 'v1', 'jobs', 'Job', true, STATUS),
+  poddisruptionbudgets: rt('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget', true, STATUS, ['pdb']),
+  networkpolicies: rt('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy', true, [], ['netpol']),
+  ingresses: rt('networking.k8s.io', 'v1', 'ingresses', 'Ingress', true, STATUS, ['ing']),
+  prometheusrules: rt('monitoring.coreos.com', 'v1', 'prometheusrules', 'PrometheusRule', true),
+  customresourcedefinitions: rt('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false, STATUS, ['crd', 'crds']),
 });
 
 export const ALL_RESOURCE_TYPES: readonly ResourceType[] = Object.freeze(Object.values(Resources));
