@@ -28,6 +28,7 @@ export {
   type RateLimiter,
 } from './rateLimiters.js';
 export { keyOf, type Request, requestOf } from './request.js';
+export { resourceInformer, type ResourceInformerOptions } from './resourceInformer.js';
 export {
   enqueueByLabels,
   enqueueOwner,

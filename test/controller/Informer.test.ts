@@ -1,8 +1,9 @@
-import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isAppError } from '../../src/errors.js';
 import { Controller } from '../../src/controller/Controller.js';
 import { Informer } from '../../src/controller/Informer.js';
+import { resourceInformer } from '../../src/controller/resourceInformer.js';
 import { enqueueByLabels, enqueueOwner, feed, generationChanged } from '../../src/controller/sources.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';
@@ -11,6 +12,7 @@ import type { KubeObject } from '../../src/sim/types.js';
 let sim: Simulator;
 let kube: KubeClients;
 const informers: Informer<V1ConfigMap>[] = [];
+const informersAny: Array<{ stop(): Promise<void> }> = [];
 
 beforeEach(async () => {
   // A small event history so that a watch resuming from an old resourceVersion gets 410 Expired.
@@ -19,7 +21,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const i of informers.splice(0)) await i.stop();
+  for (const i of [...informers.splice(0), ...informersAny.splice(0)]) await i.stop();
   await sim.stop();
 });
 
@@ -171,6 +173,31 @@ describe('Informer', () => {
       expect(last).toBe(`update ${n} ${JSON.stringify(sim.store.get(Resources.configmaps, 'default', n)?.data)}`);
     }
     expect(events.filter((e) => e.endsWith(' d') || e.includes(' d ')).at(-1)).toBe('delete d');
+  });
+
+  it('informs on a custom resource across namespaces with resourceInformer, honouring a label selector', async () => {
+    for (const name of ['ns1', 'ns2']) sim.store.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    const pools = resourceInformer<KubernetesObject>(kube, {
+      apiVersion: 'network.harvesterhci.io/v1alpha1',
+      kind: 'IPPool',
+      plural: 'ippools',
+      labelSelector: 'tier=prod',
+    });
+    informersAny.push(pools);
+    const pool = (namespace: string, name: string, tier: string): KubeObject => ({
+      apiVersion: 'network.harvesterhci.io/v1alpha1',
+      kind: 'IPPool',
+      metadata: { name, namespace, labels: { tier } },
+      spec: { ipv4Config: { cidr: '10.0.0.0/24' }, networkName: `${namespace}/net` },
+    });
+    sim.store.create(Resources.ippools, pool('ns1', 'a', 'prod'));
+    sim.store.create(Resources.ippools, pool('ns1', 'b', 'dev'));
+    pools.start();
+    await pools.waitForSync();
+    sim.store.create(Resources.ippools, pool('ns2', 'c', 'prod'));
+    await until(() => pools.list().length === 2, 'c');
+    expect(pools.list().map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).sort()).toEqual(['ns1/a', 'ns2/c']);
+    expect(pools.list('ns2').map((p) => p.metadata?.name)).toEqual(['c']);
   });
 
   it('feeds a controller through mapping functions and predicates', async () => {
