@@ -1,4 +1,6 @@
+import type { AgentPoolQueries } from './agentPools.js';
 import type { EventLog } from './EventLog.js';
+import type { NodeAgentQueries } from './nodeAgents.js';
 import type { RolloutEngine } from './RolloutEngine.js';
 import type { RolloutLauncher } from './RolloutLauncher.js';
 import type { RolloutService } from './RolloutService.js';
@@ -31,6 +33,10 @@ export interface Domain {
   launcher: RolloutLauncher;
   /** Admission and outcomes of every rollout; `rollback` starts a rollback rollout. */
   engine: RolloutEngine;
+  /** IPPools and their DHCP agents (cluster state from the agent-pool controllers' caches); absent when not set up. */
+  agentPools?: AgentPoolQueries;
+  /** Node-agent DaemonSets (src/controllers/nodeagent); absent until wired. */
+  nodeAgents?: NodeAgentQueries;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -1,0 +1,496 @@
+import type { V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { Informer } from '../../controller/Informer.js';
+import type { Reconciler, Result } from '../../controller/Controller.js';
+import type { Request } from '../../controller/request.js';
+import type { EventLog } from '../../domain/EventLog.js';
+import { EventType } from '../../domain/events.js';
+import { NotFoundError } from '../../errors.js';
+import { kubeCall, mergePatchOptions, type KubeClients } from '../../kube/index.js';
+import type { Logger } from '../../log.js';
+import { agentDeploymentManifest, agentPodManifest, type AgentSettings } from './manifests.js';
+import type { AgentPoolMetrics } from './metrics.js';
+import {
+  agentName,
+  ANNOTATION_RECREATION,
+  IPPOOL_GROUP,
+  IPPOOL_PLURAL,
+  IPPOOL_VERSION,
+  LABEL_AGENT_MODE,
+  LABEL_CLUSTER_NETWORK,
+  LABEL_POOL_NAME,
+  LABEL_POOL_NAMESPACE,
+  poolKey,
+  splitNetworkName,
+} from './names.js';
+import { deploymentImage, isDeploymentReady, isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
+import type { AgentMode, AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
+
+export interface AgentPoolReconcilerOptions {
+  clients: KubeClients;
+  events: EventLog;
+  metrics: AgentPoolMetrics;
+  logger: Logger;
+  pools: Informer<IPPool>;
+  pods: Informer<V1Pod>;
+  deployments: Informer<V1Deployment>;
+  nads: Informer<NetworkAttachmentDefinition>;
+  nodes: Informer<V1Node>;
+  settings: AgentSettings;
+  /** Image of agents of pools that have none recorded yet (upstream: the controller's agent image). */
+  defaultImage: string;
+  mode: AgentMode;
+  /** Seconds an agent may stay Terminating on a NotReady node before it is force-deleted; null disables. */
+  stuckGraceSeconds: number | null;
+  /** The rollout that admitted the pool's current image, if one is in progress (for AgentRecreated events). */
+  rolloutFor: (namespace: string, name: string) => string | undefined;
+  now?: () => number;
+}
+
+/** A loop's failure: its text becomes the condition message (spec: reason `Error`, the error text as message). */
+class LoopError extends Error {}
+
+interface Work {
+  pool: IPPool;
+  status: NonNullable<IPPool['status']>;
+  conditions: PoolCondition[];
+  now: Date;
+  result: Result;
+  /** An API failure to rethrow after the status is written, so the key is retried with backoff. */
+  apiError?: unknown;
+}
+
+/**
+ * The upstream IPPool loops (register → cache → monitor), level-based on one pool, plus rollplane's fixes: the
+ * configured image never overwrites a pool's recorded image (admission does that), agents stuck Terminating on a
+ * NotReady node are force-deleted after a grace period, and every recreation is recorded once as AgentRecreated.
+ * One reconcile ends in at most one status write (optimistic concurrency on the pool's resourceVersion), so it never
+ * clobbers an image the rollout engine admitted meanwhile.
+ */
+export class AgentPoolReconciler implements Reconciler {
+  private readonly now: () => number;
+  /**
+   * Pools this controller wrote, until the cache shows the write: `stale` holds the resourceVersions the writes
+   * replaced. A cache still showing one of them is behind our own write, and acting on it would, for example, take the
+   * agent just created for a stranger (uid mismatch) and delete it.
+   */
+  private readonly written = new Map<string, { stale: Set<string>; pool: IPPool }>();
+
+  constructor(private readonly o: AgentPoolReconcilerOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  async reconcile(request: Request): Promise<Result | void> {
+    const namespace = request.namespace ?? '';
+    const name = request.name;
+    const pool = this.freshest(namespace, name);
+    if (!pool || pool.metadata?.deletionTimestamp) {
+      await this.removeAgents(namespace, name);
+      return;
+    }
+    const work: Work = {
+      pool,
+      status: structuredClone(pool.status ?? {}),
+      conditions: structuredClone(pool.status?.conditions ?? []),
+      now: new Date(this.now()),
+      result: {},
+    };
+    if (pool.spec?.paused) {
+      await this.removeAgents(namespace, name);
+      delete work.status.agentPodRef;
+      delete work.status.agentDeploymentRef;
+      this.condition(work, 'Registered', new LoopError(`ippool ${namespace}/${name} was administratively disabled`));
+      work.conditions = setCondition(work.conditions, 'Stopped', 'True', work.now);
+      await this.writeStatus(work);
+      return;
+    }
+    work.conditions = setCondition(work.conditions, 'Stopped', 'False', work.now);
+    if (this.o.mode === 'pod') await this.podMode(work);
+    else await this.deploymentMode(work);
+    await this.writeStatus(work);
+    if (work.apiError) throw work.apiError;
+    return work.result;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Pod mode
+
+  private async podMode(work: Work): Promise<void> {
+    const { namespace, name } = this.ids(work.pool);
+    const agentNs = this.o.settings.namespace;
+    // Switching from Deployment mode: the Deployment and its pods must be gone before a bare agent starts.
+    if (!(await this.deploymentGone(work))) return;
+    delete work.status.agentDeploymentRef;
+
+    let pod: V1Pod | undefined;
+    const registered = await this.loop(work, 'Registered', async () => {
+      const clusterNetwork = this.clusterNetworkOf(work.pool);
+      const ref: AgentRef = work.status.agentPodRef ?? {};
+      const refNs = ref.namespace ?? agentNs;
+      const refName = ref.name ?? agentName(namespace, name);
+      pod = this.o.pods.get(refNs, refName);
+      if (!ref.uid) {
+        if (pod && this.ownedBy(pod, namespace, name)) {
+          // A previous reconcile created it but could not record it: adopt instead of recreating.
+          work.status.agentPodRef = { namespace: refNs, name: refName, image: ref.image ?? podImage(pod), uid: pod.metadata!.uid! };
+        } else {
+          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
+        }
+      } else if (!pod || pod.metadata?.uid !== ref.uid) {
+        // Missing or a stranger in the cache: the cache may lag behind a pod this controller just created; ask the API.
+        pod = await this.readPod(refNs, refName);
+        if (!pod) {
+          this.o.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
+          if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
+          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
+        }
+      }
+      if (pod!.metadata?.deletionTimestamp) {
+        await this.handleTerminating(work, pod!);
+        throw new LoopError(`agent pod ${pod!.metadata.name} marked for deletion`);
+      }
+      if (pod!.metadata?.uid !== work.status.agentPodRef?.uid) throw new LoopError('uid mismatch');
+    });
+    void registered;
+    work.conditions = setCondition(work.conditions, 'CacheReady', 'True', work.now);
+
+    await this.loop(work, 'AgentReady', async () => {
+      const ref = work.status.agentPodRef;
+      if (!ref?.uid) throw new LoopError(`agent for ippool ${namespace}/${name} is not deployed`);
+      let current = pod ?? this.o.pods.get(ref.namespace ?? agentNs, ref.name ?? '');
+      // The pod cache may still show an agent that is already gone: confirm before calling the current one a stranger.
+      if (current && current.metadata?.uid !== ref.uid) current = await this.readPod(ref.namespace ?? agentNs, ref.name ?? '');
+      if (!current) throw new LoopError(`agent pod ${ref.name} not ready`);
+      if (current.metadata?.deletionTimestamp) throw new LoopError(`agent pod ${ref.name} not ready`);
+      const uidMismatch = current.metadata?.uid !== ref.uid;
+      if (uidMismatch || podImage(current) !== ref.image) {
+        if (!this.recordOf(work.pool)) {
+          await this.writeRecord(work, { reason: uidMismatch ? 'uid-mismatch' : 'drift', oldUid: current.metadata?.uid ?? null, oldImage: podImage(current) ?? null });
+        }
+        await this.deletePod(current, undefined);
+        throw new LoopError(`agent pod ${current.metadata?.name} obsolete and purged`);
+      }
+      if (!isPodReady(current)) throw new LoopError(`agent pod ${current.metadata?.name} not ready`);
+      const record = this.recordOf(work.pool);
+      if (record) await this.completeRecreation(work, record, { image: ref.image ?? '', uid: ref.uid, readyAt: podReadySince(current) ?? work.now });
+    });
+  }
+
+  /** Stuck agents (upstream priority/1): Terminating on a NotReady node for longer than the grace period. */
+  private async handleTerminating(work: Work, pod: V1Pod): Promise<void> {
+    const grace = this.o.stuckGraceSeconds;
+    const nodeName = pod.spec?.nodeName;
+    if (grace === null || !nodeName || isNodeReady(this.o.nodes.get(undefined, nodeName))) return;
+    const deletionTimestamp = Date.parse(pod.metadata!.deletionTimestamp as unknown as string);
+    const requestedAt = deletionTimestamp - (pod.metadata?.deletionGracePeriodSeconds ?? 0) * 1000;
+    const waited = work.now.getTime() - requestedAt;
+    if (waited < grace * 1000) {
+      this.requeueAfter(work, grace * 1000 - waited + 10);
+      return;
+    }
+    const { namespace, name } = this.ids(work.pool);
+    if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
+    await this.deletePod(pod, 0);
+    this.o.metrics.forceDeletions.inc();
+    await this.o.events.append({
+      type: EventType.AgentForceDeleted,
+      rolloutId: this.o.rolloutFor(namespace, name) ?? null,
+      kind: 'AGENT_POOL',
+      namespace,
+      name,
+      payload: {
+        pool: poolKey(namespace, name),
+        pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
+        podUid: pod.metadata?.uid ?? null,
+        node: nodeName,
+        terminatingSeconds: Math.round(waited / 100) / 10,
+        graceSeconds: grace,
+      },
+    });
+    this.o.logger.warn({ pool: poolKey(namespace, name), pod: pod.metadata?.name, node: nodeName }, 'force-deleted an agent pod stuck Terminating on a NotReady node');
+    this.requeueAfter(work, 0);
+  }
+
+  private async createPod(work: Work, clusterNetwork: string, image: string): Promise<V1Pod> {
+    const body = agentPodManifest(work.pool, image, clusterNetwork, this.o.settings);
+    const ns = body.metadata!.namespace!;
+    try {
+      const created = await kubeCall(`create agent pod ${body.metadata!.name}`, () => this.o.clients.core.createNamespacedPod({ namespace: ns, body }));
+      work.status.agentPodRef = { namespace: ns, name: created.metadata!.name!, image, uid: created.metadata!.uid! };
+      return created;
+    } catch (error) {
+      // AlreadyExists: a pod of this name appeared (cache lag, or a terminating one); register sorts it out next time.
+      const existing = await this.readPod(ns, body.metadata!.name!);
+      if (!existing) throw error;
+      return existing;
+    }
+  }
+
+  private async readPod(namespace: string, name: string): Promise<V1Pod | undefined> {
+    try {
+      return await kubeCall(`read agent pod ${name}`, () => this.o.clients.core.readNamespacedPod({ namespace, name }));
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  private async deletePod(pod: V1Pod, gracePeriodSeconds: number | undefined): Promise<void> {
+    try {
+      await kubeCall(`delete agent pod ${pod.metadata?.name}`, () =>
+        this.o.clients.core.deleteNamespacedPod({
+          namespace: pod.metadata!.namespace!,
+          name: pod.metadata!.name!,
+          ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
+          body: { preconditions: { uid: pod.metadata!.uid! }, ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}) },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Deployment mode
+
+  private async deploymentMode(work: Work): Promise<void> {
+    const { namespace, name } = this.ids(work.pool);
+    const agentNs = this.o.settings.namespace;
+    const deploymentName = agentName(namespace, name);
+    // Switching from Pod mode: the bare agent must be gone before the Deployment starts (never two DHCP servers).
+    const bare = this.podsOf(namespace, name).filter((p) => p.metadata?.labels?.[LABEL_AGENT_MODE] !== 'deployment');
+    if (bare.length > 0) {
+      await this.loop(work, 'Registered', async () => {
+        for (const pod of bare) {
+          if (!pod.metadata?.deletionTimestamp) {
+            if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'mode-switch', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
+            await this.deletePod(pod, undefined);
+          } else await this.handleTerminating(work, pod);
+        }
+        throw new LoopError(`agent pod ${bare[0]!.metadata?.name} is being removed (switching to deployment mode)`);
+      });
+      return;
+    }
+    const previousImage = work.status.agentPodRef?.image;
+    delete work.status.agentPodRef;
+
+    let deployment: V1Deployment | undefined = this.o.deployments.get(agentNs, deploymentName);
+    await this.loop(work, 'Registered', async () => {
+      const clusterNetwork = this.clusterNetworkOf(work.pool);
+      if (!deployment) {
+        const image = work.status.agentDeploymentRef?.image ?? previousImage ?? this.o.defaultImage;
+        const body = agentDeploymentManifest(work.pool, image, clusterNetwork, this.o.settings);
+        try {
+          deployment = await kubeCall(`create agent deployment ${deploymentName}`, () => this.o.clients.apps.createNamespacedDeployment({ namespace: agentNs, body }));
+        } catch (error) {
+          deployment = await kubeCall(`read agent deployment ${deploymentName}`, () => this.o.clients.apps.readNamespacedDeployment({ namespace: agentNs, name: deploymentName })).catch(() => undefined);
+          if (!deployment) throw error;
+        }
+      }
+      if (deployment.metadata?.deletionTimestamp) throw new LoopError(`agent deployment ${deploymentName} marked for deletion`);
+      work.status.agentDeploymentRef = { namespace: agentNs, name: deploymentName, image: deploymentImage(deployment), uid: deployment.metadata!.uid! };
+    });
+    work.conditions = setCondition(work.conditions, 'CacheReady', 'True', work.now);
+    await this.loop(work, 'AgentReady', async () => {
+      if (!deployment) throw new LoopError(`agent for ippool ${namespace}/${name} is not deployed`);
+      if (!isDeploymentReady(deployment)) throw new LoopError(`agent deployment ${deploymentName} not ready`);
+      const record = this.recordOf(work.pool);
+      if (record) {
+        const ready = this.podsOf(namespace, name).find((p) => isPodReady(p) && p.metadata?.labels?.[LABEL_AGENT_MODE] === 'deployment');
+        await this.completeRecreation(work, record, { image: deploymentImage(deployment) ?? '', uid: deployment.metadata?.uid ?? null, readyAt: (ready && podReadySince(ready)) || work.now });
+      }
+    });
+  }
+
+  /** Pod mode: true when no Deployment-mode agent of this pool is left (deleting it when there is one). */
+  private async deploymentGone(work: Work): Promise<boolean> {
+    const { namespace, name } = this.ids(work.pool);
+    const deployment = this.o.deployments.get(this.o.settings.namespace, agentName(namespace, name));
+    const leftovers = this.podsOf(namespace, name).filter((p) => p.metadata?.labels?.[LABEL_AGENT_MODE] === 'deployment');
+    if (!deployment && leftovers.length === 0) return true;
+    await this.loop(work, 'Registered', async () => {
+      if (deployment && !deployment.metadata?.deletionTimestamp) {
+        if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'mode-switch', oldUid: deployment.metadata?.uid ?? null, oldImage: deploymentImage(deployment) ?? null });
+        // Carry the Deployment's image over to the bare agent.
+        work.status.agentPodRef = { image: deploymentImage(deployment) ?? work.status.agentDeploymentRef?.image ?? this.o.defaultImage };
+        await this.deleteDeployment(deployment);
+      }
+      for (const pod of leftovers) if (pod.metadata?.deletionTimestamp) await this.handleTerminating(work, pod);
+      throw new LoopError(`agent deployment ${agentName(namespace, name)} is being removed (switching to pod mode)`);
+    });
+    return false;
+  }
+
+  private async deleteDeployment(deployment: V1Deployment): Promise<void> {
+    try {
+      await kubeCall(`delete agent deployment ${deployment.metadata?.name}`, () =>
+        this.o.clients.apps.deleteNamespacedDeployment({
+          namespace: deployment.metadata!.namespace!,
+          name: deployment.metadata!.name!,
+          propagationPolicy: 'Background',
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Recreation records and events
+
+  recordOf(pool: IPPool): RecreationRecord | undefined {
+    const raw = pool.metadata?.annotations?.[ANNOTATION_RECREATION];
+    if (!raw) return undefined;
+    try {
+      return JSON.parse(raw) as RecreationRecord;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Durable before the act: written before the old agent is deleted, so a restart still knows what it replaced. */
+  private async writeRecord(work: Work, record: Omit<RecreationRecord, 'deletedAt' | 'afterEventId'>): Promise<void> {
+    const full: RecreationRecord = { ...record, deletedAt: work.now.toISOString(), afterEventId: await this.o.events.lastEventId() };
+    await this.patchAnnotation(work, JSON.stringify(full));
+  }
+
+  private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }): Promise<void> {
+    const { namespace, name } = this.ids(work.pool);
+    // At most once per recreation, also across a crash between the append and the annotation's removal.
+    const already = await this.o.events.listAfter({ types: [EventType.AgentRecreated], kind: 'AGENT_POOL', namespace, name }, record.afterEventId, 1);
+    if (already.length === 0) {
+      const deletedAt = new Date(record.deletedAt);
+      const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
+      const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
+      await this.o.events.append({
+        type: EventType.AgentRecreated,
+        rolloutId: this.o.rolloutFor(namespace, name) ?? null,
+        kind: 'AGENT_POOL',
+        namespace,
+        name,
+        payload: {
+          pool: poolKey(namespace, name),
+          oldImage: record.oldImage,
+          newImage: next.image,
+          oldPodUid: record.oldUid,
+          newPodUid: next.uid,
+          reason: record.reason,
+          deletedAt: record.deletedAt,
+          readyAt: readyAt.toISOString(),
+          seconds,
+        },
+      });
+      this.o.metrics.recreations.inc({ reason: record.reason });
+      this.o.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
+    }
+    await this.patchAnnotation(work, null);
+  }
+
+  private async patchAnnotation(work: Work, value: string | null): Promise<void> {
+    const { namespace, name } = this.ids(work.pool);
+    const updated = (await kubeCall(`annotate ippool ${namespace}/${name}`, () =>
+      this.o.clients.custom.patchNamespacedCustomObject(
+        {
+          group: IPPOOL_GROUP,
+          version: IPPOOL_VERSION,
+          plural: IPPOOL_PLURAL,
+          namespace,
+          name,
+          body: { metadata: { annotations: { [ANNOTATION_RECREATION]: value } } },
+        },
+        mergePatchOptions(),
+      ),
+    )) as IPPool;
+    // Later writes of this reconcile build on the new resourceVersion; the status computed so far stays ours.
+    this.remember(work.pool, updated);
+    work.pool = updated;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Shared
+
+  private freshest(namespace: string, name: string): IPPool | undefined {
+    const key = poolKey(namespace, name);
+    const cached = this.o.pools.get(namespace, name);
+    const mine = this.written.get(key);
+    if (mine && cached && mine.stale.has(cached.metadata?.resourceVersion ?? '')) return mine.pool;
+    this.written.delete(key);
+    return cached;
+  }
+
+  private remember(before: IPPool, after: IPPool): void {
+    const key = poolKey(after.metadata!.namespace!, after.metadata!.name!);
+    const entry = this.written.get(key) ?? { stale: new Set<string>(), pool: after };
+    entry.stale.add(before.metadata?.resourceVersion ?? '');
+    entry.pool = after;
+    this.written.set(key, entry);
+  }
+
+  private async loop(work: Work, condition: string, body: () => Promise<void>): Promise<boolean> {
+    try {
+      await body();
+      work.conditions = setCondition(work.conditions, condition, 'True', work.now);
+      return true;
+    } catch (error) {
+      this.condition(work, condition, error);
+      if (!(error instanceof LoopError)) work.apiError ??= error;
+      return false;
+    }
+  }
+
+  private condition(work: Work, type: string, error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    work.conditions = setCondition(work.conditions, type, 'False', work.now, 'Error', message);
+  }
+
+  private requeueAfter(work: Work, ms: number): void {
+    const current = work.result.requeueAfterMs;
+    work.result.requeueAfterMs = current === undefined ? ms : Math.min(current, ms);
+  }
+
+  private async writeStatus(work: Work): Promise<void> {
+    const next = { ...work.status, conditions: work.conditions };
+    if (next.agentPodRef === undefined) delete next.agentPodRef;
+    if (JSON.stringify(next) === JSON.stringify(work.pool.status ?? {})) return;
+    const { namespace, name } = this.ids(work.pool);
+    next.lastUpdate = work.now.toISOString();
+    const body: IPPool = { ...work.pool, status: next };
+    const updated = (await kubeCall(`update ippool ${namespace}/${name} status`, () =>
+      this.o.clients.custom.replaceNamespacedCustomObjectStatus({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body }),
+    )) as IPPool;
+    this.remember(work.pool, updated);
+    work.pool = updated;
+  }
+
+  private clusterNetworkOf(pool: IPPool): string {
+    const { namespace } = this.ids(pool);
+    const networkName = pool.spec?.networkName ?? '';
+    const nadRef = splitNetworkName(networkName, namespace);
+    const nad = this.o.nads.get(nadRef.namespace, nadRef.name);
+    if (!nad) throw new LoopError(`network-attachment-definitions.k8s.cni.cncf.io "${nadRef.namespace}/${nadRef.name}" not found`);
+    const clusterNetwork = nad.metadata?.labels?.[LABEL_CLUSTER_NETWORK];
+    if (!clusterNetwork) throw new LoopError(`network-attachment-definition ${nadRef.namespace}/${nadRef.name} has no label ${LABEL_CLUSTER_NETWORK}`);
+    return clusterNetwork;
+  }
+
+  private podsOf(namespace: string, name: string): V1Pod[] {
+    return this.o.pods.byIndex('pool', poolKey(namespace, name));
+  }
+
+  private ownedBy(pod: V1Pod, namespace: string, name: string): boolean {
+    const labels = pod.metadata?.labels ?? {};
+    return labels[LABEL_POOL_NAMESPACE] === namespace && labels[LABEL_POOL_NAME] === name;
+  }
+
+  private ids(pool: IPPool): { namespace: string; name: string } {
+    return { namespace: pool.metadata!.namespace!, name: pool.metadata!.name! };
+  }
+
+  /** Pool deleted or paused: its agent (Pod or Deployment) goes. */
+  private async removeAgents(namespace: string, name: string): Promise<void> {
+    const deployment = this.o.deployments.get(this.o.settings.namespace, agentName(namespace, name));
+    if (deployment && !deployment.metadata?.deletionTimestamp) await this.deleteDeployment(deployment);
+    for (const pod of this.podsOf(namespace, name)) {
+      if (pod.metadata?.labels?.[LABEL_AGENT_MODE] !== 'deployment' && !pod.metadata?.deletionTimestamp) await this.deletePod(pod, undefined);
+    }
+  }
+}

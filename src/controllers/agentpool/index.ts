@@ -1,0 +1,154 @@
+import type { KubernetesListObject, KubernetesObject, V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
+import { feed, enqueueByLabels } from '../../controller/sources.js';
+import type { Controller } from '../../controller/Controller.js';
+import type { Informer } from '../../controller/Informer.js';
+import type { AgentPoolQueries } from '../../domain/agentPools.js';
+import type { ControllerHost } from '../host.js';
+import { AgentPoolDriver } from './AgentPoolDriver.js';
+import { AgentPoolReconciler } from './AgentPoolReconciler.js';
+import { CachedAgentPoolQueries } from './CachedAgentPoolQueries.js';
+import { agentPoolMetrics } from './metrics.js';
+import {
+  IPPOOL_GROUP,
+  IPPOOL_PLURAL,
+  IPPOOL_VERSION,
+  LABEL_AGENT,
+  LABEL_AGENT_VALUE,
+  LABEL_POOL_NAME,
+  LABEL_POOL_NAMESPACE,
+  NAD_GROUP,
+  NAD_PLURAL,
+  NAD_VERSION,
+  splitNetworkName,
+} from './names.js';
+import type { AgentMode, IPPool, NetworkAttachmentDefinition } from './types.js';
+
+export { agentName } from './names.js';
+export type { AgentMode } from './types.js';
+
+export interface AgentPoolOptions {
+  /** `pod` (upstream, default) or `deployment` (one agent Deployment with leader election per pool). */
+  mode?: AgentMode;
+  /** Where agents run; default `harvester-system`. */
+  agentNamespace?: string;
+  /** Image of agents for pools that have none recorded yet; default the upstream v0.3.0 agent. */
+  agentImage?: string;
+  /** Seconds a Terminating agent on a NotReady node waits before it is force-deleted; default 120; null disables. */
+  stuckGraceSeconds?: number | null;
+  /** Concurrent pool reconciles; default 8. */
+  workers?: number;
+  serviceAccountName?: string;
+  now?: () => number;
+}
+
+export const DEFAULT_AGENT_NAMESPACE = 'harvester-system';
+export const DEFAULT_AGENT_IMAGE = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+
+export interface AgentPoolRuntime {
+  driver: AgentPoolDriver;
+  queries: AgentPoolQueries;
+  controller: Controller;
+  informers: { pools: Informer<IPPool>; pods: Informer<V1Pod>; deployments: Informer<V1Deployment>; nads: Informer<NetworkAttachmentDefinition>; nodes: Informer<V1Node> };
+}
+
+const asList = <T extends KubernetesObject>(value: unknown) => value as KubernetesListObject<T>;
+
+/**
+ * Agent pools on a ControllerHost: informers for IPPools, agent Pods and Deployments (agent namespace only, by label),
+ * NADs and Nodes; the pool reconciler fed by all of them (pod and Deployment events requeue their pool through its
+ * labels, NAD events the pools on that network, node events the pools whose agent runs there); the rollout driver; and
+ * the cache-backed queries.
+ */
+export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions = {}): AgentPoolRuntime {
+  const mode = options.mode ?? 'pod';
+  const agentNamespace = options.agentNamespace ?? DEFAULT_AGENT_NAMESPACE;
+  const { clients } = host;
+  const agentSelector = `${LABEL_AGENT}=${LABEL_AGENT_VALUE}`;
+
+  const pools = host.informer<IPPool>({
+    name: 'ippools',
+    path: `/apis/${IPPOOL_GROUP}/${IPPOOL_VERSION}/${IPPOOL_PLURAL}`,
+    list: async () => asList<IPPool>(await clients.custom.listClusterCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL })),
+    indexers: {
+      network: (pool) => {
+        const ns = pool.metadata?.namespace ?? '';
+        const nad = splitNetworkName(pool.spec?.networkName ?? '', ns);
+        return [`${nad.namespace}/${nad.name}`];
+      },
+    },
+  });
+  const poolIndex = { pool: (obj: V1Pod | V1Deployment) => {
+    const labels = obj.metadata?.labels ?? {};
+    return labels[LABEL_POOL_NAME] ? [`${labels[LABEL_POOL_NAMESPACE] ?? ''}/${labels[LABEL_POOL_NAME]}`] : [];
+  } };
+  const pods = host.informer<V1Pod>({
+    name: 'agent-pods',
+    path: `/api/v1/namespaces/${agentNamespace}/pods`,
+    labelSelector: agentSelector,
+    list: () => clients.core.listNamespacedPod({ namespace: agentNamespace, labelSelector: agentSelector }),
+    indexers: { ...poolIndex, node: (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []) },
+  });
+  const deployments = host.informer<V1Deployment>({
+    name: 'agent-deployments',
+    path: `/apis/apps/v1/namespaces/${agentNamespace}/deployments`,
+    labelSelector: agentSelector,
+    list: () => clients.apps.listNamespacedDeployment({ namespace: agentNamespace, labelSelector: agentSelector }),
+    indexers: poolIndex,
+  });
+  const nads = host.informer<NetworkAttachmentDefinition>({
+    name: 'network-attachment-definitions',
+    path: `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`,
+    list: async () => asList(await clients.custom.listClusterCustomObject({ group: NAD_GROUP, version: NAD_VERSION, plural: NAD_PLURAL })),
+  });
+  const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: () => clients.core.listNode() });
+
+  const driver = new AgentPoolDriver({ clients, pools, pods, deployments, agentNamespace, mode });
+  const metrics = agentPoolMetrics(host.registry);
+  const reconciler = new AgentPoolReconciler({
+    clients,
+    events: host.events,
+    metrics,
+    logger: host.logger.child({ controller: 'agentpool' }),
+    pools,
+    pods,
+    deployments,
+    nads,
+    nodes,
+    settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? 'vm-dhcp-controller-agent' },
+    defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
+    mode,
+    stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,
+    rolloutFor: (ns, name) => driver.rolloutFor(ns, name),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 8 });
+
+  const byLabels = enqueueByLabels<V1Pod | V1Deployment>(LABEL_POOL_NAMESPACE, LABEL_POOL_NAME);
+  feed(pools, controller);
+  feed(pods, controller, { map: byLabels });
+  feed(deployments, controller, { map: byLabels });
+  feed(nads, controller, {
+    map: (nad) => pools.byIndex('network', `${nad.metadata?.namespace}/${nad.metadata?.name}`).map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! })),
+  });
+  feed(nodes, controller, {
+    map: (node) => pods.byIndex('node', node.metadata?.name ?? '').flatMap((pod) => byLabels(pod)),
+    predicates: [{ create: () => false, update: (o, n) => readyOf(o) !== readyOf(n) }],
+  });
+
+  // The rollout engine re-evaluates a rollout when one of its pools (or that pool's agent) changes.
+  const notify = (obj: IPPool | V1Pod | V1Deployment, fromLabels: boolean) => {
+    const refs = fromLabels ? byLabels(obj as V1Pod) : [{ namespace: obj.metadata?.namespace, name: obj.metadata?.name ?? '' }];
+    for (const r of refs) host.notifyTargetChanged('AGENT_POOL', r.namespace ?? '', r.name);
+  };
+  pools.addEventHandler({ onAdd: (p) => notify(p, false), onUpdate: (_, p) => notify(p, false), onDelete: (p) => notify(p, false) });
+  for (const informer of [pods, deployments] as Informer<V1Pod | V1Deployment>[]) {
+    informer.addEventHandler({ onAdd: (o) => notify(o, true), onUpdate: (_, o) => notify(o, true), onDelete: (o) => notify(o, true) });
+  }
+
+  const queries = new CachedAgentPoolQueries(pools, pods, deployments, agentNamespace, mode);
+  return { driver, queries, controller, informers: { pools, pods, deployments, nads, nodes } };
+}
+
+function readyOf(node: V1Node): string | undefined {
+  return node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+}

@@ -1,0 +1,50 @@
+import { createHash } from 'node:crypto';
+
+/** Labels, annotations and names shared by the agent-pool reconcilers (spec/agent-pools.md). */
+export const IPPOOL_GROUP = 'network.harvesterhci.io';
+export const IPPOOL_VERSION = 'v1alpha1';
+export const IPPOOL_PLURAL = 'ippools';
+export const NAD_GROUP = 'k8s.cni.cncf.io';
+export const NAD_VERSION = 'v1';
+export const NAD_PLURAL = 'network-attachment-definitions';
+
+export const LABEL_AGENT = 'network.harvesterhci.io/vm-dhcp-controller';
+export const LABEL_AGENT_VALUE = 'agent';
+export const LABEL_POOL_NAMESPACE = 'network.harvesterhci.io/ippool-namespace';
+export const LABEL_POOL_NAME = 'network.harvesterhci.io/ippool-name';
+export const LABEL_CLUSTER_NETWORK = 'network.harvesterhci.io/clusternetwork';
+export const ANNOTATION_HOLD = 'network.harvesterhci.io/hold-ippool-agent-upgrade';
+export const ANNOTATION_MULTUS = 'k8s.v1.cni.cncf.io/networks';
+/** rollplane's durable record of a recreation in flight (JSON `RecreationRecord`), on the IPPool. */
+export const ANNOTATION_RECREATION = 'rollplane.io/agent-recreation';
+/** Which mode an agent object belongs to (`pod` or `deployment`). */
+export const LABEL_AGENT_MODE = 'rollplane.io/agent-mode';
+
+export const AGENT_CONTAINER = 'agent';
+export const AGENT_PORT = 8080;
+
+/**
+ * `<ns>-<name>-agent` when `<ns>-<name>` is shorter than 58 characters; otherwise its first 51 characters, `-`, the
+ * first 5 hex digits of its sha256, `-agent` — so a name always fits 63 characters and stays unique.
+ */
+export function agentName(poolNamespace: string, poolName: string): string {
+  const base = `${poolNamespace}-${poolName}`;
+  if (base.length < 58) return `${base}-agent`;
+  const digest = createHash('sha256').update(base).digest('hex').slice(0, 5);
+  return `${base.slice(0, 51)}-${digest}-agent`;
+}
+
+/** The agent Lease of Deployment mode: one per pool, named like the Deployment. */
+export function agentLeaseName(poolNamespace: string, poolName: string): string {
+  return agentName(poolNamespace, poolName);
+}
+
+export function poolKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/** `<nadNamespace>/<nadName>` → its parts; a bare name is in the pool's namespace. */
+export function splitNetworkName(networkName: string, poolNamespace: string): { namespace: string; name: string } {
+  const slash = networkName.indexOf('/');
+  return slash < 0 ? { namespace: poolNamespace, name: networkName } : { namespace: networkName.slice(0, slash), name: networkName.slice(slash + 1) };
+}

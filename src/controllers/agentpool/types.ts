@@ -1,0 +1,56 @@
+import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
+
+/** An IPPool condition as the upstream controller writes it. */
+export interface PoolCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastUpdateTime?: string;
+}
+
+export interface AgentRef {
+  namespace?: string;
+  name?: string;
+  image?: string;
+  uid?: string;
+}
+
+/** `network.harvesterhci.io/v1alpha1` IPPool, the fields rollplane reads and writes. */
+export interface IPPool extends KubernetesObject {
+  spec?: {
+    ipv4Config?: {
+      cidr?: string;
+      serverIP?: string;
+      pool?: { start?: string; end?: string; exclude?: string[] };
+      router?: string;
+    };
+    networkName?: string;
+    paused?: boolean;
+  };
+  status?: {
+    lastUpdate?: string;
+    ipv4?: { allocated?: Record<string, string>; used?: number; available?: number };
+    agentPodRef?: AgentRef;
+    agentDeploymentRef?: AgentRef;
+    conditions?: PoolCondition[];
+    [field: string]: unknown;
+  };
+}
+
+export type NetworkAttachmentDefinition = KubernetesObject;
+export type AgentPod = V1Pod;
+export type AgentDeployment = V1Deployment;
+
+/** A recreation in flight, kept on the pool (annotation) so that a restart neither loses nor repeats it. */
+export interface RecreationRecord {
+  reason: string;
+  oldUid: string | null;
+  oldImage: string | null;
+  /** ISO time the old agent was deleted. */
+  deletedAt: string;
+  /** The newest event id when the old agent was deleted: an AgentRecreated event after it means "already emitted". */
+  afterEventId: number;
+}
+
+export type AgentMode = 'pod' | 'deployment';

@@ -1,0 +1,346 @@
+/**
+ * Agent pools in the domain's terms: what the API can ask about IPPools and their DHCP agents, and how a bump of the
+ * agent image becomes a rollout plan. No GraphQL or Kubernetes types here; `src/controllers/agentpool` implements
+ * `AgentPoolQueries` from its informer caches.
+ */
+import { ValidationError } from '../errors.js';
+import type { Domain } from './Domain.js';
+import { isDowngrade, parseImageReference } from './imageReference.js';
+import { checkPageSize, decodeCursor, encodeCursor } from './pagination.js';
+import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
+import type { Cause, NewTarget } from './RolloutService.js';
+
+export interface PoolCondition {
+  type: string;
+  status: string;
+  reason: string | null;
+  message: string | null;
+  lastUpdateTime: Date | null;
+}
+
+/** One IPPool and its agent, as the API shows it. */
+export interface AgentPoolView {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  networkName: string;
+  cidr: string | null;
+  paused: boolean;
+  held: boolean;
+  mode: 'POD' | 'DEPLOYMENT';
+  desiredImage: string | null;
+  runningImage: string | null;
+  agentRef: string | null;
+  agentUid: string | null;
+  agentReady: boolean;
+  conditions: PoolCondition[];
+  /** When the current drift was first seen (the pool's lastUpdate at best); null when unknown. */
+  driftSince: Date | null;
+}
+
+/** The cluster side of agent pools (informer caches), implemented by the agent-pool controllers. */
+export interface AgentPoolQueries {
+  /** Every pool, in any order. */
+  all(): Promise<AgentPoolView[]>;
+  get(namespace: string, name: string): Promise<AgentPoolView | undefined>;
+}
+
+export interface AgentPoolFilter {
+  namespace?: string | null;
+  labelSelector?: string | null;
+  drifted?: boolean | null;
+}
+
+export interface Connection<T> {
+  items: { cursor: string; node: T }[];
+  hasNextPage: boolean;
+  endCursor: string | null;
+  totalCount: number;
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// Label selectors (the Kubernetes query syntax)
+
+type Requirement =
+  | { op: 'eq' | 'neq'; key: string; value: string }
+  | { op: 'in' | 'notin'; key: string; values: string[] }
+  | { op: 'exists' | 'notexists'; key: string };
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** Parses `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`, comma-joined; refuses anything else. */
+export function parseLabelSelector(text: string, field: string): Requirement[] {
+  const fail = (reason: string): never => {
+    throw new ValidationError(field, `"${text.slice(0, 80)}" is not a valid label selector: ${reason}`);
+  };
+  const parts: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const ch of text) {
+    if (ch === '(') depth++;
+    if (ch === ')') depth--;
+    if (depth < 0) fail('unbalanced parentheses');
+    if (ch === ',' && depth === 0) {
+      parts.push(current);
+      current = '';
+    } else current += ch;
+  }
+  if (depth !== 0) fail('unbalanced parentheses');
+  parts.push(current);
+  if (text.trim() === '') return [];
+  const checkKey = (key: string) => (LABEL_KEY.test(key) ? key : fail(`"${key}" is not a valid label key`));
+  const checkValue = (value: string) => (LABEL_VALUE.test(value) ? value : fail(`"${value}" is not a valid label value`));
+  return parts.map((raw): Requirement => {
+    const part = raw.trim();
+    if (part === '') fail('empty requirement');
+    const set = /^(\S+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(part);
+    if (set) {
+      const values = set[3]!.split(',').map((v) => checkValue(v.trim()));
+      return { op: set[2] as 'in' | 'notin', key: checkKey(set[1]!), values };
+    }
+    const cmp = /^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(part);
+    if (cmp) return { op: cmp[2] === '!=' ? 'neq' : 'eq', key: checkKey(cmp[1]!), value: checkValue(cmp[3]!) };
+    if (part.startsWith('!')) return { op: 'notexists', key: checkKey(part.slice(1).trim()) };
+    return { op: 'exists', key: checkKey(part) };
+  });
+}
+
+export function matchesLabels(requirements: readonly Requirement[], labels: Record<string, string>): boolean {
+  return requirements.every((r) => {
+    const has = Object.prototype.hasOwnProperty.call(labels, r.key);
+    const value = labels[r.key];
+    switch (r.op) {
+      case 'eq':
+        return has && value === r.value;
+      case 'neq':
+        return !has || value !== r.value;
+      case 'in':
+        return has && r.values.includes(value!);
+      case 'notin':
+        return !has || !r.values.includes(value!);
+      case 'exists':
+        return has;
+      case 'notexists':
+        return !has;
+    }
+  });
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// Pool selection (bumpAgentImage `pools`, stored as the rollout's selector)
+
+export interface PoolSelection {
+  namespaces?: string[] | null;
+  /** `namespace/name` or `name` (any namespace). */
+  names?: string[] | null;
+  labelSelector?: string | null;
+}
+
+export function matchesPoolSelection(selection: PoolSelection | null | undefined, pool: { namespace: string; name: string; labels: Record<string, string> }): boolean {
+  if (!selection) return true;
+  if (selection.namespaces?.length && !selection.namespaces.includes(pool.namespace)) return false;
+  if (selection.names?.length && !selection.names.some((n) => (n.includes('/') ? n === `${pool.namespace}/${pool.name}` : n === pool.name))) return false;
+  if (selection.labelSelector) {
+    let requirements: Requirement[];
+    try {
+      requirements = parseLabelSelector(selection.labelSelector, 'selector.labelSelector');
+    } catch {
+      return false;
+    }
+    if (!matchesLabels(requirements, pool.labels)) return false;
+  }
+  return true;
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// Queries
+
+const isPoolCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
+const sortKey = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
+
+export function isDrifted(pool: AgentPoolView): boolean {
+  return pool.desiredImage !== null && pool.runningImage !== pool.desiredImage;
+}
+
+function page<T extends { namespace: string; name: string }>(all: T[], first: number | null | undefined, after: string | null | undefined, fallback: number): Connection<T> {
+  const size = checkPageSize(first, fallback);
+  const cursor = decodeCursor(after, isPoolCursor);
+  const sorted = all.sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0));
+  const start = cursor ? sorted.findIndex((p) => sortKey(p) > cursor.k) : 0;
+  const rest = start < 0 ? [] : sorted.slice(start);
+  const items = rest.slice(0, size).map((node) => ({ cursor: encodeCursor({ k: sortKey(node) }), node }));
+  return { items, hasNextPage: rest.length > size, endCursor: items.length ? items[items.length - 1]!.cursor : null, totalCount: all.length };
+}
+
+/** Pools ordered by namespace and name, filtered, one page. */
+export async function listAgentPools(queries: AgentPoolQueries, filter: AgentPoolFilter | null | undefined, first?: number | null, after?: string | null): Promise<Connection<AgentPoolView>> {
+  const requirements = filter?.labelSelector ? parseLabelSelector(filter.labelSelector, 'filter.labelSelector') : [];
+  const pools = (await queries.all()).filter(
+    (p) =>
+      (!filter?.namespace || p.namespace === filter.namespace) &&
+      matchesLabels(requirements, p.labels) &&
+      (filter?.drifted === null || filter?.drifted === undefined || isDrifted(p) === filter.drifted),
+  );
+  return page(pools, first, after, 100);
+}
+
+export interface DriftItem {
+  kind: 'AGENT_POOL';
+  namespace: string;
+  name: string;
+  desiredVersion: string | null;
+  runningVersion: string | null;
+  since: Date | null;
+}
+
+/** Pools whose agent runs something else than their desired image. */
+export async function agentPoolDrift(queries: AgentPoolQueries): Promise<DriftItem[]> {
+  return (await queries.all())
+    .filter(isDrifted)
+    .map((p) => ({ kind: 'AGENT_POOL' as const, namespace: p.namespace, name: p.name, desiredVersion: p.desiredImage, runningVersion: p.runningImage, since: p.driftSince }));
+}
+
+/** Any per-kind drift items → one page ordered by kind, namespace, name. */
+export function pageDrift<T extends { kind: string; namespace: string; name: string }>(items: T[], first?: number | null, after?: string | null): Connection<T> {
+  const size = checkPageSize(first, 100);
+  const cursor = decodeCursor(after, isPoolCursor);
+  const key = (item: T) => `${item.kind}|${item.namespace}/${item.name}`;
+  const sorted = [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  const rest = cursor ? sorted.filter((item) => key(item) > cursor.k) : sorted;
+  const slice = rest.slice(0, size).map((node) => ({ cursor: encodeCursor({ k: key(node) }), node }));
+  return { items: slice, hasNextPage: rest.length > size, endCursor: slice.length ? slice[slice.length - 1]!.cursor : null, totalCount: items.length };
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// bumpAgentImage
+
+export interface BumpAgentImageInput {
+  image: string;
+  pools?: PoolSelection | null;
+  strategy?: {
+    maxUnavailable?: string | null;
+    canary?: number | null;
+    progressDeadlineSeconds?: number | null;
+    failureThreshold?: number | null;
+    autoRollback?: boolean | null;
+  } | null;
+  cause?: Cause | null;
+  idempotencyKey?: string | null;
+  dryRun?: boolean | null;
+  allowDowngrade?: boolean | null;
+  supersede?: boolean | null;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+function validateSelection(selection: PoolSelection | null | undefined): PoolSelection {
+  if (!selection) return {};
+  const out: PoolSelection = {};
+  if (selection.namespaces?.length) {
+    selection.namespaces.forEach((ns, i) => {
+      if (!DNS_LABEL.test(ns)) throw new ValidationError(`input.pools.namespaces[${i}]`, `"${ns.slice(0, 80)}" is not a valid namespace name`);
+    });
+    out.namespaces = [...selection.namespaces];
+  }
+  if (selection.names?.length) {
+    selection.names.forEach((n, i) => {
+      const parts = n.split('/');
+      const ok = parts.length === 1 ? DNS_SUBDOMAIN.test(parts[0]!) : parts.length === 2 && DNS_LABEL.test(parts[0]!) && DNS_SUBDOMAIN.test(parts[1]!);
+      if (!ok) throw new ValidationError(`input.pools.names[${i}]`, `"${n.slice(0, 80)}" must be "namespace/name" or "name"`);
+    });
+    out.names = [...selection.names];
+  }
+  if (selection.labelSelector) {
+    parseLabelSelector(selection.labelSelector, 'input.pools.labelSelector');
+    out.labelSelector = selection.labelSelector;
+  }
+  return out;
+}
+
+function validateStrategy(input: BumpAgentImageInput['strategy']): Record<string, unknown> {
+  const s = input ?? {};
+  const maxUnavailable = (s.maxUnavailable ?? '1').trim();
+  const percent = /^(\d{1,3})%$/.exec(maxUnavailable);
+  if (percent) {
+    const p = Number(percent[1]);
+    if (p < 1 || p > 100) throw new ValidationError('input.strategy.maxUnavailable', `a percentage must be between 1% and 100% (got ${maxUnavailable})`);
+  } else if (!/^\d{1,6}$/.test(maxUnavailable) || Number(maxUnavailable) < 1) {
+    throw new ValidationError('input.strategy.maxUnavailable', `must be a positive count such as "1" or a percentage such as "25%" (got "${maxUnavailable.slice(0, 40)}")`);
+  }
+  const int = (value: number | null | undefined, field: string, fallback: number | null, min: number, max: number): number | null => {
+    if (value === null || value === undefined) return fallback;
+    if (!Number.isInteger(value) || value < min || value > max) throw new ValidationError(`input.strategy.${field}`, `must be an integer between ${min} and ${max} (got ${value})`);
+    return value;
+  };
+  const canary = int(s.canary, 'canary', null, 1, 1_000_000);
+  return {
+    maxUnavailable,
+    ...(canary !== null ? { canary } : {}),
+    progressDeadlineSeconds: int(s.progressDeadlineSeconds, 'progressDeadlineSeconds', 600, 1, 86_400),
+    failureThreshold: int(s.failureThreshold, 'failureThreshold', 1, 1, 1_000_000),
+    autoRollback: s.autoRollback === true,
+  };
+}
+
+/**
+ * Plans a new agent image for the selected pools and launches it. Held (hold annotation) and paused pools are skipped
+ * with their reason, as are pools already on the image; a semver downgrade of any changing pool is refused unless
+ * `allowDowngrade`. Dry runs, idempotency keys and overlap rules are the launcher's.
+ */
+export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: AgentPoolQueries, input: BumpAgentImageInput): Promise<LaunchResult> {
+  const image = input.image.trim();
+  parseImageReference(image, 'input.image');
+  const selection = validateSelection(input.pools);
+  const strategy = validateStrategy(input.strategy);
+
+  const pools = (await queries.all())
+    .filter((p) => matchesPoolSelection(selection, p))
+    .sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0));
+  if (pools.length === 0) throw new ValidationError('input.pools', 'selects no IPPool');
+
+  const targets: NewTarget[] = pools.map((p) => {
+    const from = p.desiredImage;
+    const skipReason = p.held
+      ? 'held: network.harvesterhci.io/hold-ippool-agent-upgrade'
+      : p.paused
+        ? 'paused: spec.paused is true'
+        : from === image && p.runningImage === image
+          ? 'already current'
+          : undefined;
+    return { namespace: p.namespace, name: p.name, fromVersion: from, toVersion: image, ...(skipReason ? { skipReason } : {}) };
+  });
+  if (!input.allowDowngrade) {
+    const downgrade = targets.find((t) => !t.skipReason && t.fromVersion && safeIsDowngrade(t.fromVersion, image));
+    if (downgrade) {
+      throw new ValidationError('input.image', `${image} is a downgrade of ${downgrade.fromVersion} (pool ${downgrade.namespace}/${downgrade.name}); pass allowDowngrade: true to do it anyway`);
+    }
+  }
+  const fromVersions = new Set(targets.filter((t) => !t.skipReason).map((t) => t.fromVersion));
+  const plan: RolloutPlan = {
+    kind: 'AGENT_POOL',
+    fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null,
+    toVersion: image,
+    selector: selection as Record<string, unknown>,
+    strategy,
+    targets,
+  };
+  const { cause: _cause, dryRun: _dryRun, ...request } = input;
+  return domain.launcher.launch({
+    plan,
+    cause: input.cause ?? {},
+    idempotencyKey: input.idempotencyKey ?? null,
+    dryRun: input.dryRun === true,
+    supersede: input.supersede === true,
+    request: { ...request, image },
+  });
+}
+
+function safeIsDowngrade(from: string, to: string): boolean {
+  try {
+    return isDowngrade(from, to);
+  } catch {
+    return false; // an unparsable recorded image cannot be compared
+  }
+}

@@ -1,0 +1,100 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { loadConfig } from '../../../src/config.js';
+import { ControllerManager } from '../../../src/controller/ControllerManager.js';
+import { setupAgentPools, type AgentPoolOptions, type AgentPoolRuntime } from '../../../src/controllers/agentpool/index.js';
+import { InProcessEventBus } from '../../../src/domain/EventBus.js';
+import { EventLog } from '../../../src/domain/EventLog.js';
+import { createKubeClients } from '../../../src/kube/index.js';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/sim/index.js';
+import { zeroDelays } from '../../../src/sim/behaviour/index.js';
+import { openDatabase, type Database } from '../../../src/store/db.js';
+import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
+
+export interface Harness {
+  sim: Simulator;
+  db: Database;
+  events: EventLog;
+  manager: ControllerManager;
+  runtime: AgentPoolRuntime;
+  registry: Registry;
+  /** Kubernetes API writes the simulator served, by verb. */
+  writes: { create: number; update: number; patch: number; delete: number };
+  pool(name: string, namespace?: string): KubeObject | undefined;
+  pod(name: string): KubeObject | undefined;
+  waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs?: number): Promise<T>;
+  close(): Promise<void>;
+}
+
+export const AGENT_NS = 'harvester-system';
+
+/** The simulator (zero delays) + a real ControllerManager with the agent-pool controllers, over HTTP via client-node. */
+export async function startHarness(options: { fleet?: SimulatorOptions['fleet']; sim?: SimulatorOptions; agent?: AgentPoolOptions } = {}): Promise<Harness> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-agentpool-'));
+  const writes = { create: 0, update: 0, patch: 0, delete: 0 };
+  const sim = await startSimulator({
+    delays: zeroDelays,
+    fleet: options.fleet ?? 'pools=3,nodes=3',
+    hooks: {
+      beforeRequest: (info) => {
+        if (info.verb in writes) writes[info.verb as keyof typeof writes]++;
+      },
+    },
+    ...options.sim,
+  } as SimulatorOptions);
+  const db = await openDatabase(`file:${path.join(dir, 'test.db')}`);
+  const events = new EventLog(db.prisma, new InProcessEventBus());
+  const registry = new Registry();
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
+  const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
+  const manager = new ControllerManager({
+    config,
+    clients,
+    registry,
+    logger,
+    events,
+    leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
+  });
+  const runtime = setupAgentPools(manager, { stuckGraceSeconds: 0, ...options.agent });
+  await manager.start();
+  const types = {
+    pools: sim.store.resourceType('network.harvesterhci.io', 'ippools')!,
+    pods: sim.store.resourceType('', 'pods')!,
+  };
+  return {
+    sim,
+    db,
+    events,
+    manager,
+    runtime,
+    registry,
+    writes,
+    pool: (name, namespace = 'default') => sim.store.get(types.pools, namespace, name),
+    pod: (name) => sim.store.get(types.pods, AGENT_NS, name),
+    async waitFor(what, check, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const value = check();
+        if (value !== undefined && value !== false) return value as never;
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    async close() {
+      await manager.stop();
+      await db.close();
+      await sim.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function condition(pool: KubeObject | undefined, type: string): { status: string; reason?: string; message?: string } | undefined {
+  return pool?.status?.conditions?.find((c: { type: string }) => c.type === type);
+}
+
+export type { StoreEvent };
