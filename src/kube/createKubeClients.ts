@@ -75,6 +75,10 @@ export function loadKubeConfig(config: KubeClientConfig): BudgetedKubeConfig {
       break;
     case 'in-cluster':
       kc.loadFromCluster();
+      // client-node builds "https://undefined:undefined" outside a pod instead of failing.
+      if (kc.getCurrentCluster()?.server.includes('undefined')) {
+        throw new AppError(ErrorCode.Unavailable, 'kube mode "in-cluster" needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (not running in a pod?)');
+      }
       break;
     default: {
       const never: never = config.mode;
