@@ -1,0 +1,56 @@
+import type { V1DaemonSet } from '@kubernetes/client-node';
+import type { Reconciler, Request, Result } from '../../controller/Controller.js';
+import type { RolloutKind } from '../../domain/events.js';
+import type { KubeClients } from '../../kube/index.js';
+import type { NodeAgentMetrics } from './metrics.js';
+import type { NodeAgentCache } from './NodeAgentCache.js';
+import { RETIRING_LABEL } from './constants.js';
+import { gateSatisfied, hasGate, isActive, isReady, peerGate } from './podFacts.js';
+import { deletePod, openGate } from './writes.js';
+
+export interface GateReconcilerOptions {
+  clients: KubeClients;
+  cache: NodeAgentCache;
+  metrics: NodeAgentMetrics;
+  notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void;
+}
+
+/**
+ * One node (the request's name). Level-based, so a restarted rollplane picks up where it was:
+ * - an agent pod carrying the `rollplane.io/peer-pods-ready` gate gets the condition once the gate is open (agent
+ *   containers ready, every peer pod on the node Ready again since the agent started); once set it stays set;
+ * - a retiring (SURGE hand-over) agent is deleted once its DaemonSet has a Ready agent on the node.
+ * Runs for every gated pod, not only during rollouts: a gate left in a template is always satisfied.
+ */
+export class GateReconciler implements Reconciler {
+  constructor(private readonly o: GateReconcilerOptions) {}
+
+  async reconcile(request: Request): Promise<Result | void> {
+    const node = request.name;
+    const { cache } = this.o;
+    const podsOnNode = cache.podsOn(node);
+    for (const pod of podsOnNode) {
+      if (!isActive(pod) || !hasGate(pod) || gateSatisfied(pod)) continue;
+      const ds = ownerSet(cache, pod.metadata?.namespace ?? '', pod.metadata?.ownerReferences ?? []);
+      const runtimeClass = ds ? cache.peerRuntimeClass(ds) : cache.defaultPeerRuntimeClass;
+      const gate = peerGate(pod, podsOnNode, runtimeClass);
+      if (!gate.open) continue;
+      await openGate(this.o.clients, pod, `${gate.back} peer pod(s) of runtime class ${runtimeClass} Ready since the agent started`);
+      this.o.metrics.gateOpened(ds ? `${ds.metadata?.namespace}/${ds.metadata?.name}` : '');
+    }
+    for (const pod of podsOnNode) {
+      const setName = pod.metadata?.labels?.[RETIRING_LABEL];
+      if (!setName || pod.metadata?.deletionTimestamp) continue;
+      const ds = cache.daemonSet(pod.metadata?.namespace ?? '', setName);
+      // Without its DaemonSet nothing replaces it: keep it (it is the node's agent).
+      if (!ds) continue;
+      if (cache.agentPodsOn(ds, node).some((p) => isReady(p) && (!hasGate(p) || gateSatisfied(p)))) await deletePod(this.o.clients, pod);
+    }
+    this.o.notifyTargetChanged('NODE_AGENT', '', node);
+  }
+}
+
+function ownerSet(cache: NodeAgentCache, namespace: string, refs: readonly { kind: string; name: string; controller?: boolean }[]): V1DaemonSet | undefined {
+  const ref = refs.find((r) => r.controller === true && r.kind === 'DaemonSet');
+  return ref ? cache.daemonSet(namespace, ref.name) : undefined;
+}

@@ -1,0 +1,101 @@
+import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { Informer } from '../../controller/Informer.js';
+import type { ControllerHost } from '../host.js';
+import { GATE_RUNTIME_CLASS_ANNOTATION, NODE_AGENT_LABEL, PEER_RUNTIME_CLASS_ANNOTATION, RETIRING_LABEL } from './constants.js';
+import { isActive, isOwnedBy } from './podFacts.js';
+
+const BY_NODE = 'node';
+const BY_OWNER = 'owner';
+
+/**
+ * The informer caches node-agent rollouts read: DaemonSets, pods (indexed by node and by controller uid) and nodes.
+ * Every read the driver's `observe` and the queries make comes from here.
+ */
+export class NodeAgentCache {
+  readonly daemonSets: Informer<V1DaemonSet>;
+  readonly pods: Informer<V1Pod>;
+  readonly nodes: Informer<V1Node>;
+
+  constructor(
+    host: Pick<ControllerHost, 'informer' | 'clients'>,
+    /** DaemonSets managed although not labelled (`namespace/name`). */
+    private readonly configured: ReadonlySet<string>,
+    readonly defaultPeerRuntimeClass: string,
+  ) {
+    const { apps, core } = host.clients;
+    this.daemonSets = host.informer<V1DaemonSet>({
+      name: 'nodeagent-daemonsets',
+      path: '/apis/apps/v1/daemonsets',
+      list: () => apps.listDaemonSetForAllNamespaces(),
+    });
+    this.pods = host.informer<V1Pod>({
+      name: 'nodeagent-pods',
+      path: '/api/v1/pods',
+      list: () => core.listPodForAllNamespaces(),
+      indexers: {
+        [BY_NODE]: (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []),
+        [BY_OWNER]: (pod) => (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => r.uid),
+      },
+    });
+    this.nodes = host.informer<V1Node>({ name: 'nodeagent-nodes', path: '/api/v1/nodes', list: () => core.listNode() });
+  }
+
+  daemonSet(namespace: string, name: string): V1DaemonSet | undefined {
+    return this.daemonSets.get(namespace, name);
+  }
+
+  isManaged(ds: V1DaemonSet): boolean {
+    return ds.metadata?.labels?.[NODE_AGENT_LABEL] === 'true' || this.configured.has(`${ds.metadata?.namespace}/${ds.metadata?.name}`);
+  }
+
+  /** Managed sets ordered by namespace and name. */
+  managedSets(): V1DaemonSet[] {
+    return this.daemonSets
+      .list()
+      .filter((ds) => this.isManaged(ds))
+      .sort((a, b) => `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`));
+  }
+
+  /** Sets that have pods on `node` (managed or driven by a rollout). */
+  setsWithPodsOn(node: string): V1DaemonSet[] {
+    const uids = new Set<string>();
+    for (const pod of this.pods.byIndex(BY_NODE, node)) for (const r of pod.metadata?.ownerReferences ?? []) if (r.kind === 'DaemonSet') uids.add(r.uid);
+    return this.daemonSets.list().filter((ds) => uids.has(ds.metadata?.uid ?? ''));
+  }
+
+  /** Pods the DaemonSet's controller created (any state). */
+  agentPods(ds: V1DaemonSet): V1Pod[] {
+    return this.pods.byIndex(BY_OWNER, ds.metadata?.uid ?? '').filter((p) => isOwnedBy(p, ds));
+  }
+
+  /** The DaemonSet's pods on `node` that are not being deleted, newest first. */
+  agentPodsOn(ds: V1DaemonSet, node: string): V1Pod[] {
+    return this.podsOn(node)
+      .filter((p) => isOwnedBy(p, ds) && isActive(p))
+      .sort((a, b) => creation(b) - creation(a));
+  }
+
+  /** Old agents handed over in SURGE mode that still run on `node`. */
+  retiringOn(ds: V1DaemonSet, node: string): V1Pod[] {
+    return this.podsOn(node).filter((p) => p.metadata?.namespace === ds.metadata?.namespace && p.metadata?.labels?.[RETIRING_LABEL] === ds.metadata?.name);
+  }
+
+  podsOn(node: string): V1Pod[] {
+    return this.pods.byIndex(BY_NODE, node);
+  }
+
+  node(name: string): V1Node | undefined {
+    return this.nodes.get(undefined, name);
+  }
+
+  /** The class the gate waits on: the running rollout's, else the DaemonSet's annotation, else the default. */
+  peerRuntimeClass(ds: V1DaemonSet): string {
+    const a = ds.metadata?.annotations ?? {};
+    return a[GATE_RUNTIME_CLASS_ANNOTATION] ?? a[PEER_RUNTIME_CLASS_ANNOTATION] ?? this.defaultPeerRuntimeClass;
+  }
+}
+
+function creation(pod: V1Pod): number {
+  const t = pod.metadata?.creationTimestamp;
+  return t ? new Date(t).getTime() : 0;
+}

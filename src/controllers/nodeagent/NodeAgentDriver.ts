@@ -1,0 +1,291 @@
+import type { V1DaemonSet, V1DaemonSetUpdateStrategy, V1Pod } from '@kubernetes/client-node';
+import { EventType, type RolloutKind } from '../../domain/events.js';
+import { parseImageReference } from '../../domain/imageReference.js';
+import { nodeAgentSelectorOf, nodeAgentStrategyOf } from '../../domain/nodeAgents.js';
+import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
+import type { Rollout } from '../../domain/RolloutService.js';
+import { NotFoundError } from '../../errors.js';
+import type { KubeClients } from '../../kube/index.js';
+import type { ControllerHost } from '../host.js';
+import {
+  GATE_ADDED_ANNOTATION,
+  GATE_RUNTIME_CLASS_ANNOTATION,
+  ORIGINAL_STRATEGY_ANNOTATION,
+  PEER_PODS_READY,
+  ROLLOUT_ANNOTATION,
+} from './constants.js';
+import type { NodeAgentMetrics } from './metrics.js';
+import type { NodeAgentCache } from './NodeAgentCache.js';
+import {
+  agentContainerName,
+  availableInMs,
+  gateSatisfied,
+  hasGate,
+  isReady,
+  peerGate,
+  podImage,
+  startFailure,
+  templateImage,
+} from './podFacts.js';
+import { deletePod, patchDaemonSet, readDaemonSet, retirePod } from './writes.js';
+
+export interface NodeAgentDriverOptions {
+  clients: KubeClients;
+  cache: NodeAgentCache;
+  events: Pick<ControllerHost['events'], 'append' | 'listAfter'>;
+  metrics: NodeAgentMetrics;
+  notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void;
+  logger?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  now?: () => number;
+}
+
+interface Replacement {
+  oldPod: string | null;
+  oldImage: string | null;
+}
+
+/**
+ * What admission means for a node agent (docs/adr/0005-node-agent-gate.md). While a rollout drives a DaemonSet its
+ * update strategy is OnDelete, so the DaemonSet controller replaces nothing on its own and the node order is
+ * rollplane's; the template carries the new image and the `rollplane.io/peer-pods-ready` readiness gate.
+ * - NODE_BY_NODE: admitting a node deletes its old agent; the DaemonSet recreates it from the new template.
+ * - SURGE: admitting a node takes its old agent out of the DaemonSet (it keeps running); the DaemonSet starts the new
+ *   agent beside it; the old one is deleted once the new one is Ready (see GateReconciler).
+ * The new agent turns Ready only when rollplane opens its gate: agent containers ready and every peer pod on the node
+ * Ready again after the agent started. `observe` reports success from the caches, then records NodeAgentReplaced.
+ */
+export class NodeAgentDriver implements RolloutDriver {
+  readonly kind = 'NODE_AGENT' as const;
+  /** `rolloutId/node` → what admission replaced (lost on restart: the event then names no old pod). */
+  private readonly replaced = new Map<string, Replacement>();
+  /** `rolloutId/node` whose NodeAgentReplaced event is written (or being written). */
+  private readonly reported = new Set<string>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly now: () => number;
+
+  constructor(private readonly o: NodeAgentDriverOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const { namespace, name } = nodeAgentSelectorOf(rollout);
+    const ds = await readDaemonSet(this.o.clients, namespace, name);
+    // A rollback of mixed versions has no single image: each admission then sets its target's.
+    await this.takeOver(ds, rollout, isImage(rollout.toVersion) ? rollout.toVersion : undefined);
+  }
+
+  /**
+   * Puts the DaemonSet under the rollout: OnDelete, template image, readiness gate, and (once) the strategy and gate
+   * state to restore at the end. Idempotent: a second call (after a crash, or by the next rollout) keeps the saved
+   * original.
+   */
+  private async takeOver(ds: V1DaemonSet, rollout: Rollout, image: string | undefined): Promise<V1DaemonSet> {
+    const annotations = ds.metadata?.annotations ?? {};
+    const gates = ds.spec?.template?.spec?.readinessGates ?? [];
+    const gated = gates.some((g) => g.conditionType === PEER_PODS_READY);
+    const container = agentContainerName(ds);
+    if (!container) throw new NotFoundError(`DaemonSet ${ds.metadata?.namespace}/${ds.metadata?.name} has no container`);
+    const strategy = nodeAgentStrategyOf(rollout.strategy);
+    const body = {
+      metadata: {
+        annotations: {
+          ...(annotations[ORIGINAL_STRATEGY_ANNOTATION] === undefined ? { [ORIGINAL_STRATEGY_ANNOTATION]: JSON.stringify(ds.spec?.updateStrategy ?? { type: 'RollingUpdate' }) } : {}),
+          ...(annotations[GATE_ADDED_ANNOTATION] === undefined ? { [GATE_ADDED_ANNOTATION]: String(!gated) } : {}),
+          [ROLLOUT_ANNOTATION]: rollout.id,
+          [GATE_RUNTIME_CLASS_ANNOTATION]: strategy.peerRuntimeClass,
+        },
+      },
+      spec: {
+        updateStrategy: { type: 'OnDelete', rollingUpdate: null },
+        template: {
+          spec: {
+            ...(image ? { containers: [{ name: container, image }] } : {}),
+            ...(gated ? {} : { readinessGates: [...gates, { conditionType: PEER_PODS_READY }] }),
+          },
+        },
+      },
+    };
+    return patchDaemonSet(this.o.clients, ds, body);
+  }
+
+  async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const { namespace, name } = nodeAgentSelectorOf(rollout);
+    const { mode } = nodeAgentStrategyOf(rollout.strategy);
+    let ds = await readDaemonSet(this.o.clients, namespace, name);
+    // A rollback (or a resumed rollout after someone edited the template) may need the template set again.
+    if (templateImage(ds) !== target.toVersion || ds.spec?.updateStrategy?.type !== 'OnDelete' || ds.metadata?.annotations?.[ROLLOUT_ANNOTATION] !== rollout.id) {
+      ds = await this.takeOver(ds, rollout, target.toVersion);
+    }
+    const container = agentContainerName(ds);
+    const pods = this.o.cache.agentPodsOn(ds, target.name);
+    if (pods.some((p) => podImage(p, container) === target.toVersion)) return; // replaced already (or in progress)
+    const old = pods[0];
+    if (!old) return; // nothing runs there: the DaemonSet starts the new agent by itself
+    const key = `${rollout.id}/${target.name}`;
+    if (!this.replaced.has(key)) this.replaced.set(key, { oldPod: old.metadata?.name ?? null, oldImage: podImage(old, container) ?? null });
+    signal.throwIfAborted();
+    if (mode === 'SURGE' && isReady(old)) await retirePod(this.o.clients, old, ds);
+    else await deletePod(this.o.clients, old);
+  }
+
+  async observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation> {
+    const { namespace, name } = nodeAgentSelectorOf(rollout);
+    const { minReadySeconds } = nodeAgentStrategyOf(rollout.strategy);
+    const ds = this.o.cache.daemonSet(namespace, name);
+    if (!ds) return { phase: 'failed', reason: `DaemonSet ${namespace}/${name} not found` };
+    const node = target.name;
+    const container = agentContainerName(ds);
+    const pods = this.o.cache.agentPodsOn(ds, node);
+    const fresh = pods.find((p) => podImage(p, container) === target.toVersion);
+    if (!fresh) {
+      return { phase: 'progressing', message: pods.length > 0 ? 'old agent still running' : 'waiting for the DaemonSet to start the new agent' };
+    }
+    const failure = startFailure(fresh);
+    if (failure) return { phase: 'failed', reason: `new agent ${fresh.metadata?.name} on ${node}: ${failure}` };
+    const gate = peerGate(fresh, this.o.cache.podsOn(node), this.o.cache.peerRuntimeClass(ds));
+    const gateOpen = hasGate(fresh) ? gateSatisfied(fresh) : gate.open;
+    if (!gateOpen) {
+      return {
+        phase: 'progressing',
+        message: gate.waiting.length > 0 ? `waiting for peer pods (${gate.back}/${gate.peers} back): ${gate.waiting.slice(0, 5).join(', ')}` : 'waiting for the new agent',
+      };
+    }
+    const wait = availableInMs(fresh, minReadySeconds, this.now());
+    if (wait === undefined) return { phase: 'progressing', message: 'new agent not Ready yet' };
+    if (wait > 0) {
+      this.nudgeLater(node, wait);
+      return { phase: 'progressing', message: `new agent Ready; minReadySeconds ${minReadySeconds}` };
+    }
+    const leftovers = pods.filter((p) => p !== fresh).length + this.o.cache.retiringOn(ds, node).length;
+    if (leftovers > 0) return { phase: 'progressing', message: 'old agent being removed' };
+    await this.report(target, rollout, ds, fresh, gate.back);
+    return { phase: 'succeeded' };
+  }
+
+  async finish(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const { namespace, name } = nodeAgentSelectorOf(rollout);
+    let ds: V1DaemonSet;
+    try {
+      ds = await readDaemonSet(this.o.clients, namespace, name);
+    } catch (error) {
+      if (error instanceof NotFoundError) return;
+      throw error;
+    }
+    const annotations = ds.metadata?.annotations ?? {};
+    // A newer rollout took the set over (supersede): restoring is its job now.
+    if (annotations[ROLLOUT_ANNOTATION] !== undefined && annotations[ROLLOUT_ANNOTATION] !== rollout.id) return;
+    const saved = annotations[ORIGINAL_STRATEGY_ANNOTATION];
+    const original = parseStrategy(saved);
+    const removeGate = annotations[GATE_ADDED_ANNOTATION] === 'true';
+    const clear = { [ROLLOUT_ANNOTATION]: null, [GATE_RUNTIME_CLASS_ANNOTATION]: null };
+
+    if (!original || original.type === 'OnDelete') {
+      // Under OnDelete a template change replaces nothing: the gate can go (running pods keep their condition).
+      const gates = (ds.spec?.template?.spec?.readinessGates ?? []).filter((g) => g.conditionType !== PEER_PODS_READY);
+      await patchDaemonSet(this.o.clients, ds, {
+        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, [GATE_ADDED_ANNOTATION]: null } },
+        spec: {
+          ...(original ? { updateStrategy: { type: 'OnDelete', rollingUpdate: null } } : {}),
+          ...(removeGate ? { template: { spec: { readinessGates: gates.length > 0 ? gates : null } } } : {}),
+        },
+      });
+      return;
+    }
+    if (this.allUpdated(ds)) {
+      // RollingUpdate again. The gate stays in the template: removing it would change the template hash and make the
+      // DaemonSet replace every agent once more. rollplane's gate controller keeps satisfying it.
+      await patchDaemonSet(this.o.clients, ds, {
+        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null } },
+        spec: { updateStrategy: { ...original, rollingUpdate: original.rollingUpdate ?? null } },
+      });
+      return;
+    }
+    // Mixed versions (aborted, failed): RollingUpdate would let the DaemonSet replace the rest on its own, in its own
+    // order. Stay OnDelete; the saved strategy is restored by the next rollout of this set that ends uniform.
+    this.o.logger?.warn({ daemonSet: `${namespace}/${name}`, rolloutId: rollout.id }, 'node agents run mixed versions; DaemonSet stays OnDelete');
+    await patchDaemonSet(this.o.clients, ds, { metadata: { annotations: clear } });
+  }
+
+  /** Every eligible node runs a pod of the current template, so RollingUpdate would replace nothing. */
+  private allUpdated(ds: V1DaemonSet): boolean {
+    const s = ds.status;
+    if (!s || (s.observedGeneration ?? 0) < (ds.metadata?.generation ?? 0)) return false;
+    const image = templateImage(ds);
+    const container = agentContainerName(ds);
+    const pods = this.o.cache.agentPods(ds).filter((p) => !p.metadata?.deletionTimestamp);
+    return (s.updatedNumberScheduled ?? 0) === s.desiredNumberScheduled && pods.every((p) => podImage(p, container) === image);
+  }
+
+  private async report(target: AdmittedTarget, rollout: Rollout, ds: V1DaemonSet, fresh: V1Pod, peersBack: number): Promise<void> {
+    const key = `${rollout.id}/${target.name}`;
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    try {
+      const existing = await this.o.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced], name: target.name }, undefined, 1);
+      if (existing.length > 0) return;
+      const replaced = this.replaced.get(key);
+      const seconds = Math.max(0, (this.now() - target.admittedAt.getTime()) / 1000);
+      const daemonSet = `${ds.metadata?.namespace}/${ds.metadata?.name}`;
+      await this.o.events.append({
+        type: EventType.NodeAgentReplaced,
+        rolloutId: rollout.id,
+        kind: 'NODE_AGENT',
+        namespace: '',
+        name: target.name,
+        payload: {
+          node: target.name,
+          daemonSet,
+          oldPod: replaced?.oldPod ?? null,
+          newPod: fresh.metadata?.name ?? null,
+          oldImage: replaced?.oldImage ?? target.fromVersion,
+          newImage: target.toVersion,
+          peerPodsRestarted: peersBack,
+          seconds,
+        },
+      });
+      this.o.metrics.replaced(daemonSet, seconds);
+      this.replaced.delete(key);
+    } catch (error) {
+      this.reported.delete(key);
+      throw error;
+    }
+  }
+
+  /** Re-evaluate the node once minReadySeconds have passed (nothing in the cluster changes at that moment). */
+  private nudgeLater(node: string, ms: number): void {
+    if (this.timers.has(node)) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(node);
+      this.o.notifyTargetChanged('NODE_AGENT', '', node);
+    }, ms + 5);
+    timer.unref();
+    this.timers.set(node, timer);
+  }
+
+  stop(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+}
+
+function isImage(text: string): boolean {
+  try {
+    parseImageReference(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parseStrategy(text: string | undefined): V1DaemonSetUpdateStrategy | undefined {
+  if (!text) return undefined;
+  try {
+    const value = JSON.parse(text) as V1DaemonSetUpdateStrategy;
+    return typeof value === 'object' && value !== null ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,63 @@
+import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
+import type { Controller } from '../../controller/Controller.js';
+import { feed } from '../../controller/sources.js';
+import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../../domain/nodeAgents.js';
+import type { RolloutDriver } from '../../domain/ports.js';
+import type { ControllerHost } from '../host.js';
+import { GateReconciler } from './GateReconciler.js';
+import { nodeAgentMetrics } from './metrics.js';
+import { NodeAgentCache } from './NodeAgentCache.js';
+import { NodeAgentDriver } from './NodeAgentDriver.js';
+import { nodeAgentQueries } from './queries.js';
+
+export { NodeAgentCache } from './NodeAgentCache.js';
+export { NodeAgentDriver } from './NodeAgentDriver.js';
+export * from './constants.js';
+
+export interface NodeAgentOptions {
+  /** DaemonSets managed without the `rollplane.io/node-agent: "true"` label (`namespace/name`). */
+  daemonSets?: readonly string[];
+  /** Peer runtime class when neither the rollout nor the DaemonSet names one. Default kata-remote. */
+  peerRuntimeClass?: string;
+  /** Gate controller workers (one node per worker). Default 4. */
+  workers?: number;
+  now?: () => number;
+}
+
+export interface NodeAgentRuntime {
+  driver: RolloutDriver;
+  queries: NodeAgentQueries;
+  controller: Controller;
+  cache: NodeAgentCache;
+}
+
+/**
+ * Node-agent rollouts on the host: informers (DaemonSets, pods, nodes), the gate controller (one key per node) and the
+ * driver the engine calls. See docs/adr/0005-node-agent-gate.md.
+ */
+export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions = {}): NodeAgentRuntime {
+  const cache = new NodeAgentCache(host, new Set(options.daemonSets ?? []), options.peerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS);
+  const metrics = nodeAgentMetrics(host.registry);
+  const notifyTargetChanged = host.notifyTargetChanged.bind(host);
+  const driver = new NodeAgentDriver({
+    clients: host.clients,
+    cache,
+    events: host.events,
+    metrics,
+    notifyTargetChanged,
+    logger: host.logger.child({ controller: 'nodeagent' }),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const controller = host.controller({
+    name: 'nodeagent-gate',
+    reconciler: new GateReconciler({ clients: host.clients, cache, metrics, notifyTargetChanged }),
+    workers: options.workers ?? 4,
+  });
+  // Pods: their node. DaemonSets: every node they run on (a template or strategy change may open or close gates).
+  feed<V1Pod>(cache.pods, controller, { map: (pod) => (pod.spec?.nodeName ? [{ name: pod.spec.nodeName }] : []) });
+  feed<V1DaemonSet>(cache.daemonSets, controller, {
+    map: (ds) => [...new Set(cache.agentPods(ds).map((p) => p.spec?.nodeName ?? ''))].filter(Boolean).map((name) => ({ name })),
+    predicates: [{ update: (o, n) => o.metadata?.generation !== n.metadata?.generation }],
+  });
+  return { driver, queries: nodeAgentQueries(cache), controller, cache };
+}

@@ -1,0 +1,81 @@
+import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
+import type { NodeAgentCandidates, NodeAgentDriftItem, NodeAgentQueries, NodeAgentSet, NodeAgentState } from '../../domain/nodeAgents.js';
+import { PEER_RUNTIME_CLASS_ANNOTATION } from './constants.js';
+import type { NodeAgentCache } from './NodeAgentCache.js';
+import { agentContainerName, isActive, isReady, podImage, readyPeers, templateImage, timeOf } from './podFacts.js';
+
+/** The node-agent query port, answered from the informer caches. */
+export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
+  /** The node's agent: the DaemonSet's newest active pod, else a retiring one still running there. */
+  const agentOn = (ds: V1DaemonSet, node: string): V1Pod | undefined => cache.agentPodsOn(ds, node)[0] ?? cache.retiringOn(ds, node).find(isActive);
+
+  const nodesOf = (ds: V1DaemonSet): string[] => {
+    const nodes = new Set<string>();
+    for (const pod of cache.agentPods(ds)) if (pod.spec?.nodeName && isActive(pod)) nodes.add(pod.spec.nodeName);
+    return [...nodes].sort();
+  };
+
+  const toSet = (ds: V1DaemonSet): NodeAgentSet => {
+    const desiredImage = templateImage(ds) ?? '';
+    const container = agentContainerName(ds);
+    const runtimeClass = cache.peerRuntimeClass(ds);
+    return {
+      namespace: ds.metadata?.namespace ?? '',
+      name: ds.metadata?.name ?? '',
+      peerRuntimeClass: runtimeClass,
+      desiredImage,
+      updateStrategy: { ...(ds.spec?.updateStrategy ?? {}) } as Record<string, unknown>,
+      nodes: nodesOf(ds).map((node): NodeAgentState => {
+        const pod = agentOn(ds, node);
+        const image = pod ? (podImage(pod, container) ?? null) : null;
+        const peers = readyPeers(cache.podsOn(node), runtimeClass);
+        return {
+          node,
+          podName: pod?.metadata?.name ?? null,
+          image,
+          ready: [...cache.agentPodsOn(ds, node), ...cache.retiringOn(ds, node)].some(isReady),
+          peerPods: peers.peers,
+          peerPodsReady: peers.ready,
+          upToDate: image === desiredImage,
+        };
+      }),
+    };
+  };
+
+  return {
+    listSets: () => cache.managedSets().map(toSet),
+    getSet(namespace, name) {
+      const ds = cache.daemonSet(namespace, name);
+      return ds ? toSet(ds) : undefined;
+    },
+    candidates(namespace, name): NodeAgentCandidates | undefined {
+      const ds = cache.daemonSet(namespace, name);
+      if (!ds) return undefined;
+      const container = agentContainerName(ds);
+      return {
+        set: toSet(ds),
+        nodes: nodesOf(ds).map((node) => {
+          const pod = agentOn(ds, node);
+          return { node, labels: { ...(cache.node(node)?.metadata?.labels ?? {}) }, image: pod ? (podImage(pod, container) ?? null) : null };
+        }),
+        selectorHasMatchLabels: Object.keys(ds.spec?.selector?.matchLabels ?? {}).length > 0,
+        annotatedPeerRuntimeClass: ds.metadata?.annotations?.[PEER_RUNTIME_CLASS_ANNOTATION] ?? null,
+      };
+    },
+    drift(): NodeAgentDriftItem[] {
+      const items: NodeAgentDriftItem[] = [];
+      for (const ds of cache.managedSets()) {
+        const desired = templateImage(ds) ?? null;
+        const container = agentContainerName(ds);
+        for (const node of nodesOf(ds)) {
+          const pod = agentOn(ds, node);
+          const running = pod ? (podImage(pod, container) ?? null) : null;
+          if (running === desired) continue;
+          const created = timeOf(pod?.metadata?.creationTimestamp);
+          items.push({ namespace: '', name: node, desiredVersion: desired, runningVersion: running, since: created !== undefined ? new Date(created) : null });
+        }
+      }
+      return items;
+    },
+  };
+}

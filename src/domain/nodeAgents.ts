@@ -1,0 +1,325 @@
+/**
+ * Node-agent rollouts (spec/node-agents.md): a DaemonSet agent updated node by node, each node gated on the peer pods
+ * it serves. The domain side: the query port the Kubernetes side implements, input validation and planning of a bump.
+ * No GraphQL or Kubernetes types here.
+ */
+import { NotFoundError, NotImplementedError, ValidationError } from '../errors.js';
+import type { Domain } from './Domain.js';
+import { parseImageReference } from './imageReference.js';
+import { checkPageSize, decodeCursor, encodeCursor } from './pagination.js';
+import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
+import type { Cause, NewTarget } from './RolloutService.js';
+
+export const DEFAULT_PEER_RUNTIME_CLASS = 'kata-remote';
+export type NodeAgentMode = 'NODE_BY_NODE' | 'SURGE';
+
+/** The agent on one node, as the `NodeAgentState` GraphQL type shows it. */
+export interface NodeAgentState {
+  node: string;
+  podName: string | null;
+  image: string | null;
+  ready: boolean;
+  peerPods: number;
+  peerPodsReady: number;
+  upToDate: boolean;
+}
+
+/** A DaemonSet rollplane manages as a node agent. */
+export interface NodeAgentSet {
+  namespace: string;
+  name: string;
+  peerRuntimeClass: string;
+  desiredImage: string;
+  /** The DaemonSet's `spec.updateStrategy` as it is now (OnDelete while a rollout drives it). */
+  updateStrategy: Record<string, unknown>;
+  /** Ordered by node name. */
+  nodes: NodeAgentState[];
+}
+
+/** What planning a bump needs about one node running the agent. */
+export interface NodeAgentCandidate {
+  node: string;
+  labels: Record<string, string>;
+  /** The image the node's agent runs; null when the node has no agent pod right now. */
+  image: string | null;
+}
+
+export interface NodeAgentCandidates {
+  set: NodeAgentSet;
+  nodes: NodeAgentCandidate[];
+  /** SURGE hands the old agent over by taking it out of the DaemonSet's selector: needs `matchLabels`. */
+  selectorHasMatchLabels: boolean;
+  /** The peer runtime class annotated on the DaemonSet (`rollplane.io/peer-runtime-class`), if any. */
+  annotatedPeerRuntimeClass: string | null;
+}
+
+export interface NodeAgentDriftItem {
+  namespace: string;
+  name: string;
+  desiredVersion: string | null;
+  runningVersion: string | null;
+  since: Date | null;
+}
+
+/** Implemented by src/controllers/nodeagent from informer caches. */
+export interface NodeAgentQueries {
+  /** Managed sets (labelled `rollplane.io/node-agent: "true"` or configured), ordered by namespace and name. */
+  listSets(): NodeAgentSet[];
+  /** Any DaemonSet by name, managed or not; undefined when it does not exist. */
+  getSet(namespace: string, name: string): NodeAgentSet | undefined;
+  candidates(namespace: string, name: string): NodeAgentCandidates | undefined;
+  /** One item per node whose agent does not run its set's template image (namespace "" and name = node). */
+  drift(): NodeAgentDriftItem[];
+}
+
+export interface BumpNodeAgentImageInput {
+  namespace: string;
+  name: string;
+  image: string;
+  mode?: NodeAgentMode | null;
+  canaryNodeSelector?: string | null;
+  nodeDeadlineSeconds?: number | null;
+  minReadySeconds?: number | null;
+  failureThreshold?: number | null;
+  peerRuntimeClass?: string | null;
+  cause?: Cause | null;
+  idempotencyKey?: string | null;
+  dryRun?: boolean | null;
+}
+
+/** What the driver reads back from `rollout.selector` / `rollout.strategy`. */
+export interface NodeAgentSelector {
+  namespace: string;
+  name: string;
+  canaryNodeSelector: string | null;
+}
+
+export interface NodeAgentStrategy {
+  maxUnavailable: '1';
+  maxConcurrent: 1;
+  mode: NodeAgentMode;
+  progressDeadlineSeconds: number;
+  minReadySeconds: number;
+  failureThreshold: number;
+  autoRollback: false;
+  peerRuntimeClass: string;
+  /** How many nodes matched the canary selector (they go first). */
+  canaryNodes: number;
+  /** The DaemonSet again: a rollback copies the strategy but not the selector. */
+  daemonSetNamespace: string;
+  daemonSetName: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Label selectors (the `kubectl -l` string form) for canary nodes.
+// ---------------------------------------------------------------------------------------------------------------------
+
+type Requirement =
+  | { op: 'eq' | 'neq'; key: string; value: string }
+  | { op: 'in' | 'notin'; key: string; values: string[] }
+  | { op: 'exists' | 'notexists'; key: string };
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(|[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$/;
+
+/** Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h`; ValidationError naming `field` when malformed. */
+export function parseLabelSelector(text: string, field: string): Requirement[] {
+  const fail = (reason: string): never => {
+    throw new ValidationError(field, `"${text.slice(0, 80)}" is not a label selector: ${reason}`);
+  };
+  if (text.length > 1000) fail('longer than 1000 characters');
+  // Split on commas outside parentheses.
+  const parts: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const ch of text) {
+    if (ch === '(') depth++;
+    if (ch === ')') depth--;
+    if (depth < 0) fail('unbalanced parentheses');
+    if (ch === ',' && depth === 0) {
+      parts.push(current);
+      current = '';
+    } else current += ch;
+  }
+  if (depth !== 0) fail('unbalanced parentheses');
+  parts.push(current);
+  const key = (k: string): string => (LABEL_KEY.test(k) ? k : fail(`"${k}" is not a valid label key`));
+  const value = (v: string): string => (LABEL_VALUE.test(v) ? v : fail(`"${v}" is not a valid label value`));
+  return parts.map((raw): Requirement => {
+    const part = raw.trim();
+    if (part === '') fail('empty requirement');
+    let m = /^(\S+?)\s+(in|notin)\s*\(([^)]*)\)$/.exec(part);
+    if (m) return { op: m[2] as 'in' | 'notin', key: key(m[1]!), values: m[3]!.split(',').map((v) => value(v.trim())) };
+    m = /^(.+?)\s*(!=|==|=)\s*(.*)$/.exec(part);
+    if (m) return { op: m[2] === '!=' ? 'neq' : 'eq', key: key(m[1]!.trim()), value: value(m[3]!.trim()) };
+    if (part.startsWith('!')) return { op: 'notexists', key: key(part.slice(1).trim()) };
+    return { op: 'exists', key: key(part) };
+  });
+}
+
+export function matchesLabelSelector(requirements: readonly Requirement[], labels: Record<string, string>): boolean {
+  return requirements.every((r) => {
+    const has = Object.hasOwn(labels, r.key);
+    switch (r.op) {
+      case 'eq':
+        return has && labels[r.key] === r.value;
+      case 'neq':
+        return !has || labels[r.key] !== r.value;
+      case 'in':
+        return has && r.values.includes(labels[r.key]!);
+      case 'notin':
+        return !has || !r.values.includes(labels[r.key]!);
+      case 'exists':
+        return has;
+      case 'notexists':
+        return !has;
+      default: {
+        const never: never = r;
+        throw new TypeError(`unknown requirement ${JSON.stringify(never)}`);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Planning
+// ---------------------------------------------------------------------------------------------------------------------
+
+function integerIn(value: number | null | undefined, fallback: number, field: string, min: number, max: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min || v > max) throw new ValidationError(field, `must be an integer from ${min} to ${max} (got ${v})`);
+  return v;
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+/**
+ * The plan of a bump: one target per node that runs the agent (namespace "" and name = node), canary nodes first,
+ * then by node name; nodes already on the image are skipped. Strategy: one node at a time.
+ */
+export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeAgentQueries): RolloutPlan {
+  if (!NAME.test(input.namespace)) throw new ValidationError('input.namespace', 'must be a Kubernetes namespace name');
+  if (!NAME.test(input.name)) throw new ValidationError('input.name', 'must be a Kubernetes object name');
+  parseImageReference(input.image, 'input.image');
+  const mode: NodeAgentMode = input.mode ?? 'NODE_BY_NODE';
+  if (mode !== 'NODE_BY_NODE' && mode !== 'SURGE') throw new ValidationError('input.mode', `must be NODE_BY_NODE or SURGE (got ${String(mode)})`);
+  const progressDeadlineSeconds = integerIn(input.nodeDeadlineSeconds, 600, 'input.nodeDeadlineSeconds', 1, 86_400);
+  const minReadySeconds = integerIn(input.minReadySeconds, 0, 'input.minReadySeconds', 0, 3_600);
+  const failureThreshold = integerIn(input.failureThreshold, 1, 'input.failureThreshold', 1, 10_000);
+  const canary = input.canaryNodeSelector ? parseLabelSelector(input.canaryNodeSelector, 'input.canaryNodeSelector') : undefined;
+  if (input.peerRuntimeClass != null && !NAME.test(input.peerRuntimeClass)) {
+    throw new ValidationError('input.peerRuntimeClass', 'must be a RuntimeClass name');
+  }
+
+  const found = queries.candidates(input.namespace, input.name);
+  if (!found) throw new NotFoundError(`DaemonSet ${input.namespace}/${input.name} not found`, { details: { namespace: input.namespace, name: input.name } });
+  if (mode === 'SURGE' && !found.selectorHasMatchLabels) {
+    throw new ValidationError('input.mode', 'SURGE needs a DaemonSet whose selector has matchLabels (the old agent leaves the set by losing them)');
+  }
+  // An explicit class other than the schema default wins; otherwise the DaemonSet's annotation; otherwise the default.
+  const peerRuntimeClass =
+    input.peerRuntimeClass && input.peerRuntimeClass !== DEFAULT_PEER_RUNTIME_CLASS
+      ? input.peerRuntimeClass
+      : (found.annotatedPeerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS);
+
+  const isCanary = (n: NodeAgentCandidate) => (canary ? matchesLabelSelector(canary, n.labels) : false);
+  const ordered = [...found.nodes].sort((a, b) => Number(isCanary(b)) - Number(isCanary(a)) || a.node.localeCompare(b.node));
+  const targets: NewTarget[] = ordered.map((n) => ({
+    namespace: '',
+    name: n.node,
+    fromVersion: n.image,
+    toVersion: input.image,
+    ...(n.image === input.image ? { skipReason: `already runs ${input.image}` } : {}),
+  }));
+  const changing = targets.filter((t) => !t.skipReason);
+  const froms = new Set(changing.map((t) => t.fromVersion));
+  const strategy: NodeAgentStrategy = {
+    maxUnavailable: '1',
+    maxConcurrent: 1,
+    mode,
+    progressDeadlineSeconds,
+    minReadySeconds,
+    failureThreshold,
+    autoRollback: false,
+    peerRuntimeClass,
+    canaryNodes: ordered.filter(isCanary).length,
+    daemonSetNamespace: input.namespace,
+    daemonSetName: input.name,
+  };
+  const selector: NodeAgentSelector = { namespace: input.namespace, name: input.name, canaryNodeSelector: input.canaryNodeSelector ?? null };
+  return {
+    kind: 'NODE_AGENT',
+    fromVersion: froms.size === 1 ? [...froms][0]! : froms.size === 0 ? found.set.desiredImage : null,
+    toVersion: input.image,
+    selector: { ...selector },
+    strategy: { ...strategy },
+    targets,
+  };
+}
+
+/** The `bumpNodeAgentImage` mutation: validate, plan, launch (dry run, idempotency, overlap rules). */
+export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentImageInput): Promise<LaunchResult> {
+  const queries = domain.nodeAgents;
+  if (!queries) throw new NotImplementedError('bumpNodeAgentImage (node agent rollouts)');
+  const plan = planNodeAgentBump(input, queries);
+  const { cause, dryRun, ...request } = input;
+  return domain.launcher.launch({
+    plan,
+    cause: cause ?? {},
+    idempotencyKey: input.idempotencyKey ?? null,
+    dryRun: dryRun === true,
+    request,
+  });
+}
+
+/**
+ * Reads a node-agent rollout's DaemonSet back: from the selector planNodeAgentBump wrote, or, for a rollback (whose
+ * selector only names the rollout it reverts), from the strategy it copied.
+ */
+export function nodeAgentSelectorOf(rollout: { selector: Record<string, unknown>; strategy: Record<string, unknown> }): NodeAgentSelector {
+  const { selector, strategy } = rollout;
+  const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  return {
+    namespace: text(selector.namespace) || text(strategy.daemonSetNamespace),
+    name: text(selector.name) || text(strategy.daemonSetName),
+    canaryNodeSelector: typeof selector.canaryNodeSelector === 'string' ? selector.canaryNodeSelector : null,
+  };
+}
+
+/** Reads a node-agent rollout's strategy back, defaults filled in (a rollback may carry a partial copy). */
+export function nodeAgentStrategyOf(strategy: Record<string, unknown>): NodeAgentStrategy {
+  const num = (key: string, fallback: number) => (typeof strategy[key] === 'number' ? (strategy[key] as number) : fallback);
+  return {
+    maxUnavailable: '1',
+    maxConcurrent: 1,
+    mode: strategy.mode === 'SURGE' ? 'SURGE' : 'NODE_BY_NODE',
+    progressDeadlineSeconds: num('progressDeadlineSeconds', 600),
+    minReadySeconds: num('minReadySeconds', 0),
+    failureThreshold: num('failureThreshold', 1),
+    autoRollback: false,
+    peerRuntimeClass: typeof strategy.peerRuntimeClass === 'string' ? strategy.peerRuntimeClass : DEFAULT_PEER_RUNTIME_CLASS,
+    canaryNodes: num('canaryNodes', 0),
+    daemonSetNamespace: typeof strategy.daemonSetNamespace === 'string' ? strategy.daemonSetNamespace : '',
+    daemonSetName: typeof strategy.daemonSetName === 'string' ? strategy.daemonSetName : '',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Queries with cursor pagination
+// ---------------------------------------------------------------------------------------------------------------------
+
+const isSetCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
+
+export function nodeAgentSetCursor(set: Pick<NodeAgentSet, 'namespace' | 'name'>): string {
+  return encodeCursor({ k: `${set.namespace}/${set.name}` });
+}
+
+/** A page of managed sets after `after` (ordered by namespace and name). */
+export function pageNodeAgentSets(queries: NodeAgentQueries, first: number | null | undefined, after: string | null | undefined) {
+  const size = checkPageSize(first, 100);
+  const cursor = decodeCursor(after, isSetCursor);
+  const all = queries.listSets();
+  const rest = cursor ? all.filter((s) => `${s.namespace}/${s.name}` > cursor.k) : all;
+  const items = rest.slice(0, size);
+  return { items, hasNextPage: rest.length > size, totalCount: all.length };
+}
