@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Controller } from '../../src/controller/Controller.js';
+import { FakeClock } from '../../src/controller/FakeClock.js';
 import { LeaderElector, type LeaderElectorOptions, runWhileLeading } from '../../src/controller/LeaderElector.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';
@@ -221,5 +222,63 @@ describe('LeaderElector', () => {
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
+  });
+});
+
+describe('LeaderElector on a fake clock (exact deadlines, real API)', () => {
+  const retry = 2000;
+  const renew = 10_000;
+  const leaseMs = 15_000;
+
+  function elector(identity: string, clock: FakeClock, log: LeadershipLog): LeaderElector {
+    return newElector(identity, log, { clock, jitter: 0, leaseDurationMs: leaseMs, renewDeadlineMs: renew, retryPeriodMs: retry });
+  }
+
+  /** Advances to the next attempt and waits (real time) until the attempt has finished and the loop sleeps again. */
+  async function nextAttempt(clock: FakeClock, timersWhenIdle: number): Promise<void> {
+    await clock.advance(retry);
+    await until(() => clock.pendingTimers() === timersWhenIdle, 'the attempt to finish');
+  }
+
+  it('steps down exactly at the renew deadline counted from the last successful renewal', async () => {
+    const clock = new FakeClock(0, Date.now());
+    const a = elector('a', clock, new LeadershipLog());
+    a.start();
+    await until(() => a.isLeader() && clock.pendingTimers() === 2, 'leadership'); // retry sleep + renew deadline
+    await nextAttempt(clock, 2); // t = 2 s: renewed
+    sim.api.hooks.beforeRequest = (info) => {
+      if (info.resource.plural === 'leases') throw new SimApiError(503, 'ServiceUnavailable', 'injected');
+    };
+    for (let t = 4; t <= 10; t += 2) await nextAttempt(clock, 2); // t = 4 … 10 s: every renewal fails
+    expect(clock.now()).toBe(10_000);
+    expect(a.isLeader()).toBe(true); // deadline is 2 s + 10 s
+    await clock.advance(retry - 1); // 11.999 s
+    expect(a.isLeader()).toBe(true);
+    await clock.advance(1); // 12 s
+    expect(a.isLeader()).toBe(false);
+  });
+
+  it('takes over a crashed holder only once the lease has not changed for a full lease duration on its own clock', async () => {
+    const log = new LeadershipLog();
+    const crashedClock = new FakeClock(0, Date.now());
+    const crashed = elector('crashed', crashedClock, log);
+    crashed.start();
+    await until(() => crashed.isLeader(), 'the first leader');
+    // crashedClock never advances again: 'crashed' never renews, as if the process died.
+    const clock = new FakeClock(0, Date.now());
+    const b = elector('b', clock, log);
+    b.start();
+    await until(() => clock.pendingTimers() === 1 && b.observedLeader() === 'crashed', 'b observing');
+    for (let t = retry; t < leaseMs; t += retry) {
+      await nextAttempt(clock, 1);
+      expect(b.isLeader()).toBe(false);
+    }
+    expect(clock.now()).toBe(14_000);
+    await nextAttempt(clock, 2); // 16 s ≥ 0 + 15 s: expired
+    expect(b.isLeader()).toBe(true);
+    expect(lease()?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    // The old leader's renew deadline (on its own clock) passes; it must step down, not fight for the lease.
+    await crashedClock.advance(renew);
+    expect(crashed.isLeader()).toBe(false);
   });
 });
