@@ -459,7 +459,32 @@ describe('server-side apply', () => {
     // alice owned a (lost to bob), b (shared with bob) and label team (hers alone); she now applies only a new field.
     const result = await applyAs('alice', cm({ c: '3' }));
     expect(result.data).toEqual({ a: 'bob', b: '2', c: '3' });
-    expect(result.metadata?.labels ?? {}).toEqual({});
+    expect(result.metadata?.labels).toBeUndefined();
+  });
+
+  it('removes a list item a manager stops applying and keeps the others merged by key', async () => {
+    const applyDeployment = (manager: string, containers: { name: string; image: string }[]) =>
+      apps.patchNamespacedDeployment(
+        {
+          name: 'ssa-list',
+          namespace: 'default',
+          fieldManager: manager,
+          body: {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            metadata: { name: 'ssa-list' },
+            spec: { selector: { matchLabels: { app: 'l' } }, template: { metadata: { labels: { app: 'l' } }, spec: { containers } } },
+          },
+        },
+        apply,
+      );
+    await applyDeployment('alice', [{ name: 'main', image: 'a:1' }, { name: 'sidecar', image: 's:1' }]);
+    const both = await applyDeployment('bob', [{ name: 'extra', image: 'e:1' }]);
+    expect(both.spec!.template.spec!.containers.map((c) => c.name)).toEqual(['main', 'sidecar', 'extra']);
+    const status = await expectStatus(applyDeployment('bob', [{ name: 'main', image: 'b:2' }, { name: 'extra', image: 'e:1' }]), 409, 'Conflict');
+    expect(status.details.causes[0].field).toBe('.spec.template.spec.containers[name="main"].image');
+    const dropped = await applyDeployment('alice', [{ name: 'main', image: 'a:2' }]);
+    expect(dropped.spec!.template.spec!.containers).toEqual([{ name: 'main', image: 'a:2' }, { name: 'extra', image: 'e:1' }]);
   });
 
   it('tracks fields changed by plain updates, and apply conflicts with them', async () => {

@@ -157,7 +157,11 @@ export function removeAt(object: Record<string, unknown>, key: string, keep: (ke
     if (node === undefined) return;
     nodes.push(node);
   }
-  detach(nodes[nodes.length - 1], path[path.length - 1]!);
+  const last = path[path.length - 1]!;
+  const parent = path[path.length - 2];
+  // A list item's key field goes with the item (below), never alone: the item could no longer be found by its key.
+  const isItemKey = parent?.startsWith('k:') && last.startsWith('f:') && last.slice(2) in (JSON.parse(parent.slice(2)) as object);
+  if (!isItemKey) detach(nodes[nodes.length - 1], last);
   for (let depth = path.length - 1; depth >= 1; depth--) {
     const child = nodes[depth];
     const prefix = pathKey(path.slice(0, depth));

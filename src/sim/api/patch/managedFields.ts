@@ -145,9 +145,11 @@ export function serverSideApply(
 
   const dropped = [...me.fields].filter((key) => !appliedPaths.has(key));
   const ownedByOthers = (key: string): boolean => owners.some((o) => o !== me && o.fields.has(key));
+  // A map or list item left empty stays only if someone still owns something at or below it.
+  const under = (f: string, prefix: string): boolean => f === prefix || f.startsWith(prefix + '\u0001');
   const ownsPrefix = (prefix: string): boolean =>
-    owners.some((o) => [...o.fields].some((f) => f === prefix || f.startsWith(prefix + '\u0001'))) ||
-    [...appliedPaths.keys()].some((f) => f === prefix || f.startsWith(prefix + '\u0001'));
+    owners.some((o) => o !== me && [...o.fields].some((f) => under(f, prefix))) ||
+    [...appliedPaths.keys()].some((f) => under(f, prefix));
   for (const key of dropped) {
     if (!ownedByOthers(key)) removeAt(base as unknown as Record<string, unknown>, key, ownsPrefix);
   }
