@@ -1,5 +1,6 @@
 import type { Domain } from '../domain/Domain.js';
 import type { RolloutDriver } from '../domain/ports.js';
+import { setupAgentPools, type AgentPoolOptions } from './agentpool/index.js';
 import type { ControllerHost } from './host.js';
 
 /** Domain query ports the rollout kinds provide (the optional fields of Domain that are not core). */
@@ -9,8 +10,12 @@ export type KindQueries = Partial<Omit<Domain, 'facts' | 'events' | 'rollouts' |
  * Sets up every rollout kind's informers and controllers on the host, and returns their drivers (for the engine) and
  * query ports (for the API). The one place that lists the kinds.
  */
-export function setupRolloutKinds(_host: ControllerHost): { drivers: RolloutDriver[]; queries: KindQueries } {
+export function setupRolloutKinds(host: ControllerHost): { drivers: RolloutDriver[]; queries: KindQueries } {
   const drivers: RolloutDriver[] = [];
   const queries: KindQueries = {};
+  // Agent pools: settings from `config.agentPools` when the config has them (see the agent-pool report), else defaults.
+  const agentPools = setupAgentPools(host, (host.config as { agentPools?: AgentPoolOptions }).agentPools ?? {});
+  drivers.push(agentPools.driver);
+  queries.agentPools = agentPools.queries;
   return { drivers, queries };
 }

@@ -1,5 +1,102 @@
 import type { IResolvers } from '@graphql-tools/utils';
+import {
+  agentPoolDrift,
+  bumpAgentImage,
+  listAgentPools,
+  pageDrift,
+  type AgentPoolQueries,
+  type AgentPoolView,
+  type BumpAgentImageInput,
+} from '../../domain/agentPools.js';
+import type { Domain } from '../../domain/Domain.js';
+import type { StoredEvent } from '../../domain/events.js';
+import { checkPageSize, parseEventId } from '../../domain/pagination.js';
+import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
+import { eventEdge } from './mappers.js';
+
+type Args = Record<string, any>;
+
+function pools(ctx: GraphQLContext): AgentPoolQueries {
+  if (!ctx.domain.agentPools) throw new NotImplementedError('agent pools (no agent-pool controller runs in this rollplane)');
+  return ctx.domain.agentPools;
+}
+
+function checkName(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 253) throw new ValidationError(field, 'must be 1 to 253 characters');
+  return value;
+}
+
+/** A kind's drift port, duck-typed so that other kinds can add theirs to the Domain without touching this file. */
+interface DriftProvider {
+  driftItems(): Promise<{ kind: string; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]>;
+}
+const isDriftProvider = (value: unknown): value is DriftProvider =>
+  typeof value === 'object' && value !== null && typeof (value as DriftProvider).driftItems === 'function';
+
+async function driftOf(domain: Domain, kind: string | undefined) {
+  const items: Awaited<ReturnType<DriftProvider['driftItems']>> = [];
+  if ((!kind || kind === 'AGENT_POOL') && domain.agentPools) items.push(...(await agentPoolDrift(domain.agentPools)));
+  for (const [field, port] of Object.entries(domain)) {
+    if (field === 'agentPools' || !isDriftProvider(port)) continue;
+    for (const item of await port.driftItems()) if (!kind || item.kind === kind) items.push(item);
+  }
+  return items;
+}
+
+/** The pool's events, newest first; the cursor is the event id (`after` = older than it). */
+async function poolHistory(ctx: GraphQLContext, pool: AgentPoolView, first: number | undefined, after: string | undefined) {
+  const size = checkPageSize(first, 50);
+  const before = parseEventId(after);
+  const all: StoredEvent[] = [];
+  const filter = { kind: 'AGENT_POOL' as const, namespace: pool.namespace, name: pool.name };
+  for (let last: number | undefined = 0; ; ) {
+    const page: StoredEvent[] = await ctx.domain.events.listAfter(filter, last, 1000);
+    all.push(...page);
+    if (page.length < 1000) break;
+    last = page[page.length - 1]!.id;
+  }
+  const newestFirst = all.filter((e) => before === undefined || e.id < before).reverse();
+  const items = newestFirst.slice(0, size);
+  return {
+    edges: items.map(eventEdge),
+    pageInfo: { hasNextPage: newestFirst.length > size, endCursor: items.length ? String(items[items.length - 1]!.id) : null },
+  };
+}
 
 /** Resolvers for the agentPools part of the schema; they replace the NOT_IMPLEMENTED placeholders in core.ts. */
-export const agentPoolsResolvers: IResolvers<unknown, GraphQLContext> = {};
+export const agentPoolsResolvers: IResolvers<unknown, GraphQLContext> = {
+  Query: {
+    agentPools: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+      const page = await listAgentPools(pools(ctx), args.filter, args.first, args.after);
+      return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
+    },
+    agentPool: async (_: unknown, args: Args, ctx: GraphQLContext) =>
+      (await pools(ctx).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
+    drift: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+      const page = pageDrift(await driftOf(ctx.domain, args.kind ?? undefined), args.first, args.after);
+      return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
+    },
+  },
+
+  Mutation: {
+    bumpAgentImage: (_: unknown, args: Args, ctx: GraphQLContext) => bumpAgentImage(ctx.domain, pools(ctx), args.input as BumpAgentImageInput),
+  },
+
+  AgentPool: {
+    revisions: async (pool: AgentPoolView, args: Args, ctx: GraphQLContext) => {
+      const page = await ctx.domain.rollouts.revisions('AGENT_POOL', pool.namespace, pool.name, args.first, args.after ?? undefined);
+      return {
+        edges: page.items.map((r) => ({ cursor: r.cursor, node: { n: r.n, version: r.version, rolloutId: r.rolloutId, appliedAt: r.appliedAt } })),
+        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
+      };
+    },
+    history: (pool: AgentPoolView, args: Args, ctx: GraphQLContext) => poolHistory(ctx, pool, args.first, args.after ?? undefined),
+  },
+
+  Revision: {
+    rollout: (revision: { rolloutId: string | null }, _: Args, ctx: GraphQLContext) =>
+      revision.rolloutId ? ctx.domain.rollouts.get(revision.rolloutId).then((r) => r ?? null) : null,
+  },
+};
+

@@ -61,7 +61,7 @@ describe('agent pool reconciler, Pod mode', () => {
     expect(pod.spec.initContainers[0].image).toBe(NEW);
     expect(pod.spec.containers[0].args).toEqual(['--ippool-ref', 'default/net-2']);
     expect(pod.metadata.labels).toMatchObject({ 'network.harvesterhci.io/vm-dhcp-controller': 'agent', 'network.harvesterhci.io/ippool-namespace': 'default', 'network.harvesterhci.io/ippool-name': 'net-2' });
-    expect(JSON.parse(pod.metadata.annotations['k8s.v1.cni.cncf.io/networks'])).toEqual([{ namespace: 'default', name: 'net-2', interface: 'eth1' }]);
+    expect(JSON.parse(pod.metadata.annotations!['k8s.v1.cni.cncf.io/networks']!)).toEqual([{ namespace: 'default', name: 'net-2', interface: 'eth1' }]);
     expect(pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]).toEqual({ key: 'network.harvesterhci.io/mgmt', operator: 'In', values: ['true'] });
     // Other pools untouched.
     expect(h.pool('net-1')!.status.agentPodRef.image).toBe('rancher/harvester-vm-dhcp-agent:v0.3.0');
