@@ -122,6 +122,23 @@ describe('kubectl against the simulator', () => {
     expect(await kubectl('get', 'ippl', '-A')).toMatch(/default\s+pool-a/);
   });
 
+  it('applies server-side, reports a conflict with another manager, and takes over with --force-conflicts', async () => {
+    const file = join(dir, 'ssa.yaml');
+    const cm = (value: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default}\ndata: {key: "${value}"}\n`;
+    await writeFile(file, cm('one'));
+    expect(await kubectl('apply', '--server-side', '-f', file)).toContain('configmap/ssa serverside-applied');
+    await kubectl('patch', 'configmap', 'ssa', '--type=merge', '-p', '{"data":{"key":"edited"}}');
+    await writeFile(file, cm('two'));
+    const failure = await kubectl('apply', '--server-side', '-f', file).then(
+      () => 'no error',
+      (error: { stderr?: string }) => error.stderr ?? '',
+    );
+    expect(failure).toMatch(/conflict/i);
+    expect(failure).toContain('.data.key');
+    expect(await kubectl('apply', '--server-side', '--force-conflicts', '-f', file)).toContain('serverside-applied');
+    expect(sim.store.get(Resources.configmaps, 'default', 'ssa')!.data).toEqual({ key: 'two' });
+  });
+
   it('applies a typical service deployment manifest of many kinds', async () => {
     const file = join(dir, 'service.yaml');
     await writeFile(file, `
