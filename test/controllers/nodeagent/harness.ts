@@ -108,6 +108,12 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     service = undefined;
   };
 
+  // The fleet's agents and peer pods start like any pod: let them settle before a test looks at the cluster.
+  await waitFor('the fleet Ready', () => {
+    const pods = sim.store.list(types.pods).filter((p) => p.metadata.namespace === DS_NS || p.metadata.namespace === 'peer-workloads');
+    return pods.length > 0 && pods.every(isReadyPod);
+  });
+
   return {
     sim,
     db,

@@ -22,6 +22,8 @@ afterEach(async () => {
 });
 
 const NODES = ['sim-node-1', 'sim-node-2', 'sim-node-3'];
+/** Small but non-zero: a restarted peer pod is NotReady for a while, so the gate has something to wait for. */
+const DELAYS = { podScheduleMs: 0, podStartMs: 10, podReadyMs: 40, podTerminateMs: 10, controllerMs: 0 };
 
 /** Nodes that have no Ready agent right now, from the simulator's store. */
 function nodesWithoutReadyAgent(harness: Harness, nodes: readonly string[]): string[] {
@@ -31,7 +33,7 @@ function nodesWithoutReadyAgent(harness: Harness, nodes: readonly string[]): str
 
 describe('node-agent rollout, NODE_BY_NODE on three nodes', () => {
   it('never has two nodes without a Ready agent and starts a node only after the previous one is back', async () => {
-    h = await startHarness();
+    h = await startHarness({ sim: { delays: DELAYS } });
     const harness = h;
     const violations: string[] = [];
     const started: string[] = [];
@@ -102,5 +104,185 @@ describe('node-agent rollout, NODE_BY_NODE on three nodes', () => {
     } finally {
       unsubscribe();
     }
+  });
+});
+
+describe('node-agent gate', () => {
+  it('holds a node whose peer pod does not come back: the next node never starts and the node fails at its deadline', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    // A peer pod on sim-node-1 that never turns Ready (its image cannot be pulled).
+    const pods = harness.sim.store.resourceType('', 'pods')!;
+    harness.sim.store.create(pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'stuck-peer', namespace: 'peer-workloads' },
+      spec: { nodeName: 'sim-node-1', runtimeClassName: 'kata-remote', containers: [{ name: 'c', image: 'nginx:bad-peer' }] },
+    });
+    const rollout = await harness.bump({ nodeDeadlineSeconds: 1 });
+    const done = await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED']);
+    expect(done.state).toBe('FAILED');
+    const targets = await harness.rollouts.allTargets(rollout.id);
+    expect(targets.map((t) => [t.name, t.state])).toEqual([
+      ['sim-node-1', 'FAILED'],
+      ['sim-node-2', 'CANCELLED'],
+      ['sim-node-3', 'CANCELLED'],
+    ]);
+    expect(targets[0]!.error).toMatch(/waiting for peer pods \(2\/3 back\): stuck-peer/);
+    const byNode = agentsByNode(harness.pods());
+    // sim-node-1's new agent runs but is held NotReady by the gate; the other nodes were never touched.
+    expect(agentImage(byNode.get('sim-node-1')![0]!)).toBe(NEW_IMAGE);
+    expect(isReadyPod(byNode.get('sim-node-1')![0]!)).toBe(false);
+    for (const node of ['sim-node-2', 'sim-node-3']) {
+      expect(byNode.get(node)!.map(agentImage)).toEqual([OLD_IMAGE]);
+      expect(isReadyPod(byNode.get(node)![0]!)).toBe(true);
+    }
+    // The gate was removed from the template at the end; the held pod still carries it (pod specs are immutable).
+    expect(harness.daemonSet().spec.template.spec.readinessGates ?? []).toEqual([]);
+    expect(harness.daemonSet().spec.updateStrategy).toEqual({ type: 'OnDelete' });
+  });
+});
+
+describe('node-agent rollout, SURGE on one node', () => {
+  it('keeps a Ready agent on the node at every moment and hands over to the new agent', async () => {
+    h = await startHarness({ fleet: 'nodes=1', sim: { delays: DELAYS } });
+    const harness = h;
+    const violations: string[] = [];
+    let maxAgents = 0;
+    const unsubscribe = harness.sim.store.subscribe((event: StoreEvent) => {
+      const agents = agentsByNode(harness.pods()).get('sim-node-1') ?? [];
+      maxAgents = Math.max(maxAgents, agents.filter((a) => !a.metadata.deletionTimestamp).length);
+      if (!agents.some(isReadyPod)) {
+        violations.push(`rv ${event.object.metadata.resourceVersion}: no Ready agent on sim-node-1`);
+        if (process.env.DEBUG_SURGE) console.log(event.type, event.object.metadata.name, JSON.stringify(harness.pods().filter((p) => p.metadata.namespace === DS_NS).map((p) => [p.metadata.name, p.metadata.labels, p.metadata.deletionTimestamp, p.status?.conditions?.map((c: any) => `${c.type}=${c.status}`)])));
+      }
+    });
+    try {
+      const rollout = await harness.bump({ mode: 'SURGE' });
+      const done = await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED']);
+      expect(done.state).toBe('SUCCEEDED');
+      expect(violations).toEqual([]);
+      expect(maxAgents).toBe(2); // old and new side by side
+      const agents = agentsByNode(harness.pods()).get('sim-node-1')!;
+      expect(agents.map(agentImage)).toEqual([NEW_IMAGE]);
+      expect(agents[0]!.metadata.ownerReferences?.[0]?.name).toBe(DS_NAME);
+      const [event] = await harness.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced] }, undefined, 10);
+      expect(event!.payload).toMatchObject({ node: 'sim-node-1', oldImage: OLD_IMAGE, newImage: NEW_IMAGE, peerPodsRestarted: 2 });
+      expect(harness.daemonSet().spec.updateStrategy).toEqual({ type: 'OnDelete' });
+    } finally {
+      unsubscribe();
+    }
+  });
+});
+
+describe('node-agent rollout failures, abort and rollback', () => {
+  it('stops on the first node with a bad image; rollback leaves every node with a Ready agent on the old image', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const rollout = await harness.bump({ image: BAD_IMAGE });
+    const failed = await harness.waitForState(rollout.id, ['FAILED', 'SUCCEEDED']);
+    expect(failed.state).toBe('FAILED');
+    const targets = await harness.rollouts.allTargets(rollout.id);
+    expect(targets.map((t) => t.state)).toEqual(['FAILED', 'CANCELLED', 'CANCELLED']);
+    expect(targets[0]!.error).toMatch(/ImagePullBackOff/);
+    let byNode = agentsByNode(harness.pods());
+    expect(agentImage(byNode.get('sim-node-1')![0]!)).toBe(BAD_IMAGE);
+    expect(byNode.get('sim-node-2')!.map(agentImage)).toEqual([OLD_IMAGE]);
+    expect(byNode.get('sim-node-3')!.map(agentImage)).toEqual([OLD_IMAGE]);
+
+    const rollback = await harness.engine.rollback(rollout.id);
+    const back = await harness.waitForState(rollback.rollout.id, ['SUCCEEDED', 'FAILED']);
+    expect(back.state).toBe('SUCCEEDED');
+    expect((await harness.rollouts.get(rollout.id))!.state).toBe('ROLLED_BACK');
+    byNode = agentsByNode(harness.pods());
+    for (const node of NODES) {
+      expect(byNode.get(node)!.map(agentImage)).toEqual([OLD_IMAGE]);
+      expect(isReadyPod(byNode.get(node)![0]!)).toBe(true);
+    }
+    expect(harness.daemonSet().spec.template.spec.containers[0].image).toBe(OLD_IMAGE);
+    expect(harness.daemonSet().spec.updateStrategy).toEqual({ type: 'OnDelete' });
+  });
+
+  it('abort lets the admitted node finish, cancels the rest; every node keeps a Ready agent; rollback reverts', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const rollout = await harness.bump({});
+    await harness.waitFor('the first node replaced', async () =>
+      (await harness.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced] }, undefined, 10)).length >= 1,
+    );
+    await harness.rollouts.abort(rollout.id, 'test');
+    const aborted = await harness.waitForState(rollout.id, ['ABORTED']);
+    expect(aborted.state).toBe('ABORTED');
+    const targets = await harness.rollouts.allTargets(rollout.id);
+    expect(targets[0]!.state).toBe('SUCCEEDED');
+    expect(targets.filter((t) => t.state === 'CANCELLED').length).toBeGreaterThanOrEqual(1);
+    await harness.waitFor('every node with a Ready agent', () => nodesWithoutReadyAgent(harness, NODES).length === 0);
+    const changed = targets.filter((t) => t.state === 'SUCCEEDED').map((t) => t.name);
+    const byNode = agentsByNode(harness.pods());
+    for (const node of NODES) expect(byNode.get(node)!.map(agentImage)).toEqual([changed.includes(node) ? NEW_IMAGE : OLD_IMAGE]);
+
+    const rollback = await harness.engine.rollback(rollout.id);
+    expect((await harness.waitForState(rollback.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    const after = agentsByNode(harness.pods());
+    for (const node of NODES) {
+      expect(after.get(node)!.map(agentImage)).toEqual([OLD_IMAGE]);
+      expect(isReadyPod(after.get(node)![0]!)).toBe(true);
+    }
+  });
+});
+
+describe('node-agent rollout across a restart of rollplane', () => {
+  it('resumes at the node it was on: the gate opens when rollplane is back, and no node is replaced twice', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const created: string[] = [];
+    let stopping: Promise<void> | undefined;
+    const unsubscribe = harness.sim.store.subscribe((event: StoreEvent) => {
+      const pod = event.object;
+      if (event.type !== 'ADDED' || event.resource.plural !== 'pods' || pod.metadata.namespace !== DS_NS) return;
+      created.push(pod.spec.nodeName);
+      // rollplane "dies" the moment the DaemonSet starts the second node's new agent.
+      if (created.length === 2 && !stopping) stopping = harness.stopService();
+    });
+    try {
+      const rollout = await harness.bump({});
+      await harness.waitFor('rollplane stopped', () => stopping !== undefined);
+      await stopping;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // While rollplane is away nothing opens the gate: the second node's new agent runs but is not Ready.
+      const second = agentsByNode(harness.pods()).get('sim-node-2')!;
+      expect(second.map(agentImage)).toEqual([NEW_IMAGE]);
+      expect(isReadyPod(second[0]!)).toBe(false);
+      expect(agentsByNode(harness.pods()).get('sim-node-3')!.map(agentImage)).toEqual([OLD_IMAGE]);
+
+      await harness.startService();
+      const done = await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED']);
+      expect(done.state).toBe('SUCCEEDED');
+      expect(created).toEqual(['sim-node-1', 'sim-node-2', 'sim-node-3']);
+      expect(nodesWithoutReadyAgent(harness, NODES)).toEqual([]);
+      const replaced = await harness.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced] }, undefined, 100);
+      expect(replaced.map((e) => e.payload.node)).toEqual(NODES);
+    } finally {
+      unsubscribe();
+    }
+  });
+});
+
+describe('node-agent DaemonSet strategy', () => {
+  it('restores an original RollingUpdate strategy without the DaemonSet replacing any agent again', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const type = harness.sim.store.resourceType('apps', 'daemonsets')!;
+    const ds = harness.daemonSet();
+    harness.sim.store.update(type, { ...ds, spec: { ...ds.spec, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } } } });
+    const rollout = await harness.bump({ minReadySeconds: 0 });
+    expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    expect(harness.daemonSet().spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } });
+    const names = () => [...agentsByNode(harness.pods()).values()].flat().map((p) => p.metadata.name).sort();
+    const before = names();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(names()).toEqual(before);
+    // Removing the gate would change the template and re-roll every node: it stays, and stays satisfied.
+    expect(harness.daemonSet().spec.template.spec.readinessGates).toEqual([{ conditionType: 'rollplane.io/peer-pods-ready' }]);
   });
 });
