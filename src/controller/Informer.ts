@@ -34,7 +34,7 @@ export interface InformerOptions<T extends KubernetesObject> {
   onError?(error: unknown): void;
 }
 
-type WatchEnd = { kind: 'closed' } | { kind: 'expired'; error: unknown } | { kind: 'error'; error: unknown };
+type WatchEnd = { kind: 'closed'; events: number } | { kind: 'expired'; error: unknown } | { kind: 'error'; error: unknown };
 
 /**
  * List + watch of one collection into a local cache (client-go's reflector + indexer), built on client-node's Watch
@@ -139,7 +139,13 @@ export class Informer<T extends KubernetesObject> {
       if (stop.aborted) return;
       switch (end.kind) {
         case 'closed':
-          backoff = initial;
+          if (end.events > 0) {
+            backoff = initial;
+            continue;
+          }
+          // Closed with nothing delivered: re-watch, but not in a tight loop if the server keeps doing it.
+          await sleep(this.clock, backoff / 2 + Math.random() * (backoff / 2), stop).catch(() => {});
+          backoff = Math.min(max, backoff * 2);
           continue;
         case 'expired':
           this.stats.expired++;
@@ -185,6 +191,8 @@ export class Informer<T extends KubernetesObject> {
   }
 
   private watchOnce(stop: AbortSignal): Promise<WatchEnd> {
+    // An abort listener added to an already-aborted signal never fires: stop() during the relist lands here.
+    if (stop.aborted) return Promise.resolve({ kind: 'closed', events: 0 });
     this.stats.watches++;
     return new Promise<WatchEnd>((resolve) => {
       let settled = false;
@@ -197,7 +205,8 @@ export class Informer<T extends KubernetesObject> {
         this.currentWatch = undefined;
         resolve(end);
       };
-      const onStop = (): void => finish({ kind: 'closed' });
+      let events = 0;
+      const onStop = (): void => finish({ kind: 'closed', events });
       stop.addEventListener('abort', onStop, { once: true });
       const timeoutSeconds = this.options.watchTimeoutSeconds ?? 300;
       // client-node's Watch sets no timeout of its own: a connection that dies without a FIN would hang forever.
@@ -205,7 +214,7 @@ export class Informer<T extends KubernetesObject> {
       let watchdog: TimerHandle | undefined;
       const feedWatchdog = (): void => {
         if (watchdog) this.clock.clearTimeout(watchdog);
-        watchdog = this.clock.setTimeout(() => finish({ kind: 'closed' }), (timeoutSeconds + 30) * 1000);
+        watchdog = this.clock.setTimeout(() => finish({ kind: 'closed', events }), (timeoutSeconds + 30) * 1000);
       };
       feedWatchdog();
       const query: Record<string, string | number | boolean | undefined> = {
@@ -221,6 +230,7 @@ export class Informer<T extends KubernetesObject> {
           query,
           (type: string, obj: unknown) => {
             if (settled) return;
+            events++;
             feedWatchdog();
             try {
               this.onWatchEvent(type, obj);
@@ -229,7 +239,7 @@ export class Informer<T extends KubernetesObject> {
             }
           },
           (err: unknown) => {
-            if (err === null || err === undefined) finish({ kind: 'closed' });
+            if (err === null || err === undefined) finish({ kind: 'closed', events });
             else if ((err as { statusCode?: number }).statusCode === 410) finish({ kind: 'expired', error: err });
             else finish({ kind: 'error', error: err });
           },
