@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { ManualScheduler } from '../../src/sim/behaviour/index.js';
 import { Resources } from '../../src/sim/store/resources.js';
 import type { KubeObject } from '../../src/sim/types.js';
 import { activePods, type Harness, isReady, patchSpec, podsWith, setImage, startHarness, template } from './behaviourHarness.js';
@@ -129,6 +130,25 @@ describe('Deployment controller', () => {
     await h.until(() => podsWith(h!.store, 'default', { app: 'scale' }).length === 1, 'scaled down to 1');
     h.store.delete(Resources.deployments, 'default', 'scale');
     await h.until(() => podsWith(h!.store, 'default', { app: 'scale' }).length === 0 && h!.store.list(Resources.replicasets, 'default').length === 0, 'everything gone');
+  });
+
+  it('reports ProgressDeadlineExceeded when a rollout stops progressing (bad image), and recovers on rollback', async () => {
+    const scheduler = new ManualScheduler();
+    h = startHarness({ nodes: 2, scheduler });
+    h.store.create(Resources.deployments, deployment('stuck', 2, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } }, { progressDeadlineSeconds: 30 }));
+    const progressing = () => h!.store.get(Resources.deployments, 'default', 'stuck')!.status?.conditions?.find((c: { type: string }) => c.type === 'Progressing');
+    await h.until(() => progressing()?.reason === 'NewReplicaSetAvailable', 'v1 complete');
+    setImage(h.store, Resources.deployments, 'default', 'stuck', 'app:bad-1');
+    await h.until(() => progressing()?.reason === 'ReplicaSetUpdated', 'the rollout to start');
+    scheduler.advance(29_000);
+    await h.behaviour.idle();
+    expect(progressing()?.reason).toBe('ReplicaSetUpdated');
+    scheduler.advance(1_000);
+    await h.behaviour.idle();
+    expect(progressing()).toMatchObject({ status: 'False', reason: 'ProgressDeadlineExceeded' });
+    expect(h.store.get(Resources.deployments, 'default', 'stuck')!.status.availableReplicas).toBe(2);
+    setImage(h.store, Resources.deployments, 'default', 'stuck', 'app:v1');
+    await h.until(() => progressing()?.reason === 'NewReplicaSetAvailable' && podsWith(h!.store, 'default', { app: 'stuck' }).length === 2, 'the rollback to complete');
   });
 
   it('waits minReadySeconds before counting a pod available', async () => {

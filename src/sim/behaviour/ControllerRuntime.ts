@@ -33,7 +33,10 @@ interface Item {
  * processed is processed again afterwards. Work runs in slices on later event-loop turns, never inside a store write.
  */
 export class ControllerRuntime {
-  private readonly pending = new Map<string, Item>();
+  /** FIFO of distinct pending keys (an array with a moving head: a Map's deleted slots would make the head O(n)). */
+  private queue: (Item & { id: string })[] = [];
+  private head = 0;
+  private readonly queued = new Set<string>();
   private readonly timers = new Map<string, { due: number; cancel: () => void }>();
   private readonly failures = new Map<string, number>();
   private flushing = false;
@@ -66,7 +69,10 @@ export class ControllerRuntime {
   add(controller: Controller, key: string): void {
     if (this.stopped) return;
     const id = `${controller.name}\u0000${key}`;
-    if (!this.pending.has(id)) this.pending.set(id, { controller, key });
+    if (!this.queued.has(id)) {
+      this.queued.add(id);
+      this.queue.push({ id, controller, key });
+    }
     this.scheduleFlush();
   }
 
@@ -87,7 +93,7 @@ export class ControllerRuntime {
 
   /** Resolves once nothing is queued or running (timers for later transitions may remain). */
   idle(): Promise<void> {
-    if (this.pending.size === 0 && !this.flushing) return Promise.resolve();
+    if (this.queued.size === 0 && !this.flushing) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -95,7 +101,9 @@ export class ControllerRuntime {
     this.stopped = true;
     for (const timer of this.timers.values()) timer.cancel();
     this.timers.clear();
-    this.pending.clear();
+    this.queue = [];
+    this.head = 0;
+    this.queued.clear();
     this.releaseIdle();
   }
 
@@ -113,16 +121,20 @@ export class ControllerRuntime {
     this.flushing = true;
     const started = performance.now();
     try {
-      while (this.pending.size > 0) {
-        const [id, item] = this.pending.entries().next().value as [string, Item];
-        this.pending.delete(id);
-        this.run(id, item);
+      while (this.head < this.queue.length) {
+        const item = this.queue[this.head++]!;
+        this.queued.delete(item.id);
+        this.run(item.id, item);
         if (performance.now() - started > this.sliceMs) break;
       }
     } finally {
       this.flushing = false;
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
+      }
     }
-    if (this.pending.size > 0) this.scheduleFlush();
+    if (this.queued.size > 0) this.scheduleFlush();
     else this.releaseIdle();
   }
 

@@ -247,24 +247,47 @@ export class DeploymentController implements Controller {
     );
     const rsName = fresh?.rs.metadata.name ?? `${current.metadata.name}-${hash}`;
     const complete = fresh !== undefined && updated === desired && replicas === desired && available === desired;
-    conditions.push(
-      current.spec?.paused
-        ? condition(previous, 'Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused', now)
-        : complete
-          ? condition(previous, 'Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`, now)
-          : condition(previous, 'Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, now),
-    );
+    const ready = sum((v) => v.ready);
+    let recheck: number | undefined;
+    if (current.spec?.paused) {
+      conditions.push(condition(previous, 'Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused', now));
+    } else if (complete) {
+      conditions.push(condition(previous, 'Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`, now));
+    } else {
+      // As upstream: any step forward refreshes lastUpdateTime; none for progressDeadlineSeconds → ProgressDeadlineExceeded.
+      const prev = current.status ?? {};
+      const stepped =
+        current.status?.observedGeneration !== current.metadata.generation ||
+        updated > (prev.updatedReplicas ?? 0) ||
+        ready > (prev.readyReplicas ?? 0) ||
+        available > (prev.availableReplicas ?? 0) ||
+        replicas - updated < (prev.replicas ?? 0) - (prev.updatedReplicas ?? 0);
+      const old = previous.find((c) => c.type === 'Progressing');
+      const since = stepped || !old?.lastUpdateTime || old.reason === 'NewReplicaSetAvailable' ? now : Date.parse(old.lastUpdateTime);
+      const deadlineMs = Number(current.spec?.progressDeadlineSeconds ?? 600) * 1000;
+      if (old?.reason === 'ProgressDeadlineExceeded' && !stepped) {
+        conditions.push(old);
+      } else if (now - since >= deadlineMs) {
+        conditions.push(condition(previous, 'Progressing', 'False', 'ProgressDeadlineExceeded', `ReplicaSet "${rsName}" has timed out progressing.`, now));
+      } else {
+        const progressing = condition(previous, 'Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, now);
+        progressing.lastUpdateTime = isoTime(since);
+        conditions.push(progressing);
+        recheck = since + deadlineMs - now;
+      }
+    }
     const status: Record<string, unknown> = {
       observedGeneration: current.metadata.generation ?? 1,
       replicas,
       updatedReplicas: updated,
-      readyReplicas: sum((v) => v.ready),
+      readyReplicas: ready,
       availableReplicas: available,
       unavailableReplicas: Math.max(0, sum((v) => v.spec) - available),
       conditions,
     };
     writeStatus(this.ctx, this.ctx.types.deployments, current, status);
     const rechecks = views.map((v) => v.recheckInMs).filter((ms): ms is number => ms !== undefined);
+    if (recheck !== undefined) rechecks.push(recheck);
     return rechecks.length > 0 ? Math.min(...rechecks) : undefined;
   }
 }
