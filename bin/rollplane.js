@@ -2,4 +2,4 @@
 // The installed `rollplane` command: runs the built CLI (npm install builds it).
 import { main } from '../dist/src/cli/main.js';
 
-await main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2));

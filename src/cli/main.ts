@@ -1,17 +1,30 @@
-import { Command } from 'commander';
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { Command, CommanderError } from 'commander';
 import { SETTINGS } from '../config.js';
-import { serve } from '../serve.js';
 import { VERSION } from '../version.js';
+import { registerBump } from './commands/bump.js';
+import { registerHistory } from './commands/history.js';
+import { registerRollout } from './commands/rollout.js';
+import { registerToken } from './commands/token.js';
+import { ExitCode } from './exitCodes.js';
+import type { CliIo } from './runtime.js';
 
 /**
- * The `rollplane` command. `serve` (the default) runs the service; `sim` runs the embedded Kubernetes simulator alone.
- * Exit codes: 0 success, 1 failure, 2 usage or configuration error.
+ * The `rollplane` command. `serve` (the default) runs the service; `sim` runs the embedded Kubernetes simulator alone;
+ * `bump`, `rollout`, `history` and `token` are the API client for people and CI pipelines (docs/ci.md).
+ * Resolves with the exit code: 0 success, 1 failure (rollout failed, aborted or rolled back; request refused),
+ * 2 usage error or `--wait` timeout, 3 server unreachable or token refused.
  */
-export async function main(argv: readonly string[]): Promise<void> {
+export async function main(argv: readonly string[], io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let exitCode: number = ExitCode.Ok;
+  const setExitCode = (code: number) => (exitCode = code);
   const program = new Command('rollplane')
     .description('Rollout control plane for Kubernetes fleets')
     .version(VERSION)
-    .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
+    .showHelpAfterError('(add --help for usage)');
 
   program
     .command('serve', { isDefault: true })
@@ -20,7 +33,11 @@ export async function main(argv: readonly string[]): Promise<void> {
     .helpOption('-h, --help', 'Show the settings')
     .addHelpText('after', `\nSettings (flag or environment variable):\n${SETTINGS.map((s) => `  ${s.flag.padEnd(24)} ${s.env.padEnd(30)} ${s.description} (default: ${s.default})`).join('\n')}`)
     .argument('[flags...]')
-    .action(async (flags: string[]) => serve(flags));
+    .action(async (flags: string[]) => {
+      // Loaded on demand: the client commands should not pay for the server's start-up imports.
+      const { serve } = await import('../serve.js');
+      await serve(flags);
+    });
 
   program
     .command('sim')
@@ -48,5 +65,29 @@ export async function main(argv: readonly string[]): Promise<void> {
       process.once('SIGINT', stop);
     });
 
-  await program.parseAsync([...argv], { from: 'user' });
+  registerBump(program, io, setExitCode);
+  registerRollout(program, io, setExitCode);
+  registerHistory(program, io, setExitCode);
+  registerToken(program, io, setExitCode);
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+  } catch (error) {
+    // Commander has already printed the message (or the help / version).
+    if (error instanceof CommanderError) return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
+    throw error;
+  }
+  return exitCode;
 }
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) process.exitCode = await main(process.argv.slice(2));

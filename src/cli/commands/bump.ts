@@ -1,0 +1,114 @@
+import type { Command } from 'commander';
+import {
+  agentImageInput,
+  clusterVersionInput,
+  nodeAgentImageInput,
+  type AgentImageOptions,
+  type BuiltInput,
+  type ClusterVersionOptions,
+  type NodeAgentImageOptions,
+} from '../bumpInputs.js';
+import { ExitCode } from '../exitCodes.js';
+import * as flags from '../flags.js';
+import { formatBump, formatRollout } from '../format.js';
+import { BUMP_MUTATIONS, type BumpMutation, type BumpPayload } from '../operations.js';
+import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo } from '../runtime.js';
+import { addCauseOptions } from './causeOptions.js';
+
+interface WaitOptions {
+  wait?: boolean;
+  timeout: number;
+}
+
+/** Sends a bump; with --wait follows the rollout it started (or found under the idempotency key) to its end. */
+async function runBump(ctx: CliContext, mutation: BumpMutation, built: BuiltInput, options: WaitOptions): Promise<number> {
+  const data = await ctx.client.request<Record<BumpMutation, BumpPayload>>(BUMP_MUTATIONS[mutation], { input: built.input });
+  const payload = data[mutation];
+  if (!options.wait || payload.dryRun) {
+    ctx.result(payload, formatBump(payload));
+    return ExitCode.Ok;
+  }
+  if (!ctx.json) ctx.result(null, formatBump(payload));
+  const final = await ctx.follow(payload.rollout.id, options.timeout);
+  ctx.result({ ...payload, rollout: final }, `\n${formatRollout(final)}`);
+  return exitCodeForState(final);
+}
+
+/** The flags every bump shares, listed after the command's own. */
+const withSharedFlags = (command: Command) => addCommonOptions(addWaitOptions(addCauseOptions(command)));
+
+export function registerBump(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
+  const bump = program.command('bump').description('Start a rollout of a new version (agent image, node agent image, cluster version)');
+
+  withSharedFlags(
+    bump
+      .command('agent-image')
+      .description('Roll a new DHCP agent image out to IPPools')
+      .argument('<image>', 'OCI image reference, e.g. registry.example.com/dhcp-agent:v1.2.3', flags.image)
+      .option('--namespace <ns>', 'only pools in this namespace (repeatable)', flags.repeatable(flags.dnsLabel))
+      .option('--pool <ns/name>', 'only this pool, namespace/name or name (repeatable)', flags.repeatable(flags.optionallyNamespacedName))
+      .option('--selector <labels>', 'only pools matching this label selector, e.g. env=prod,tier!=edge', flags.labelSelector)
+      .option('--max-unavailable <n|%>', 'pools unavailable or in progress at once, count or percent (server default 1)', flags.countOrPercent)
+      .option('--canary <n>', 'pause after the first N pools until resumed', flags.integer(1, 1_000_000))
+      .option('--progress-deadline <duration>', 'time a pool may take to become Ready (seconds or 10m; server default 600)', flags.duration(1, 86_400))
+      .option('--failure-threshold <n>', 'failed pools that fail the rollout (server default 1)', flags.integer(1, 1_000_000))
+      .option('--auto-rollback', 'roll changed pools back when the rollout fails')
+      .option('--allow-downgrade', 'allow a semver downgrade of the image tag')
+      .option('--supersede', 'replace active rollouts of the same pools instead of failing with CONFLICT')
+      .option('--dry-run', 'show the plan; change nothing'))
+    .action(
+      clientAction(io, setExitCode, (ctx, image: string) => {
+        const options = commandOptions<AgentImageOptions & WaitOptions>(ctx);
+        return runBump(ctx, 'bumpAgentImage', agentImageInput(image, options, ctx.ci), options);
+      }),
+    );
+
+  withSharedFlags(
+    bump
+      .command('node-agent-image')
+      .description('Roll a new image out to a node-agent DaemonSet, node by node')
+      .argument('<namespace/name>', 'the DaemonSet', flags.namespacedName)
+      .argument('<image>', 'OCI image reference', flags.image)
+      .option('--mode <mode>', 'node-by-node or surge (server default node-by-node)', flags.oneOf(['node-by-node', 'surge'], (v) => v.replace(/-/g, '_').toUpperCase()))
+      .option('--canary-node-selector <labels>', 'nodes matching this label selector go first', flags.labelSelector)
+      .option('--node-deadline <duration>', 'time a node may take (seconds or 10m; server default 600)', flags.duration(1, 86_400))
+      .option('--min-ready <duration>', 'time the new agent must stay Ready before the node counts as done (server default 0)', flags.duration(0, 86_400))
+      .option('--failure-threshold <n>', 'failed nodes that fail the rollout (server default 1)', flags.integer(1, 1_000_000))
+      .option('--peer-runtime-class <name>', 'runtime class of the peer pods gating each node (server default kata-remote)', flags.dnsSubdomain)
+      .option('--dry-run', 'show the plan; change nothing'))
+    .action(
+      clientAction(io, setExitCode, (ctx, target: string, image: string) => {
+        const options = commandOptions<NodeAgentImageOptions & WaitOptions>(ctx);
+        return runBump(ctx, 'bumpNodeAgentImage', nodeAgentImageInput(target, image, options, ctx.ci), options);
+      }),
+    );
+
+  withSharedFlags(
+    bump
+      .command('cluster-version')
+      .description('Change a ClusterVersion and upgrade the VirtualClusters that use it')
+      .argument('<name>', 'the ClusterVersion', flags.dnsSubdomain)
+      .option('--apiserver-image <image>', 'new apiserver image', flags.image)
+      .option('--apiserver-arg <arg>', 'apiserver argument (repeatable; the list replaces the container args)', flags.repeatable(flags.text(4096)))
+      .option('--apiserver-env <NAME=VALUE|NAME->', 'set (or with NAME- remove) an apiserver env variable (repeatable)', flags.repeatable(flags.envVar))
+      .option('--controller-manager-image <image>', 'new controller-manager image', flags.image)
+      .option('--controller-manager-arg <arg>', 'controller-manager argument (repeatable; replaces the container args)', flags.repeatable(flags.text(4096)))
+      .option('--controller-manager-env <NAME=VALUE|NAME->', 'set or remove a controller-manager env variable (repeatable)', flags.repeatable(flags.envVar))
+      .option('--spec-patch <json>', 'a JSON merge patch of the ClusterVersion spec, for anything else', flags.json)
+      .option('--cluster <ns/name>', 'only this VirtualCluster (repeatable; default every cluster using the version)', flags.repeatable(flags.namespacedName))
+      .option('--max-concurrent <n>', 'clusters upgrading at once (server default 1)', flags.integer(1, 10_000))
+      .option('--failure-threshold <n>', 'failed clusters that fail the rollout (server default 1)', flags.integer(1, 1_000_000))
+      .option('--progress-deadline <duration>', 'time one cluster may take (seconds or 10m; server default 600)', flags.duration(1, 86_400))
+      .option('--dry-run', 'show the plan; change nothing'))
+    .action(
+      clientAction(io, setExitCode, (ctx, name: string) => {
+        const options = commandOptions<ClusterVersionOptions & WaitOptions>(ctx);
+        return runBump(ctx, 'bumpClusterVersion', clusterVersionInput(name, options, ctx.ci), options);
+      }),
+    );
+}
+
+/** The parsed flags of the running command (commander keeps them on the CliContext's options object). */
+export function commandOptions<T>(ctx: CliContext): T {
+  return ctx.options as unknown as T;
+}

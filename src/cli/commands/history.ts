@@ -1,0 +1,55 @@
+import type { Command } from 'commander';
+import { ExitCode } from '../exitCodes.js';
+import * as flags from '../flags.js';
+import { formatHistory } from '../format.js';
+import { HISTORY_QUERY, type RolloutView } from '../operations.js';
+import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
+import { commandOptions } from './bump.js';
+
+const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
+const STATES = ['pending', 'progressing', 'paused', 'succeeded', 'failed', 'aborted', 'rolled-back'] as const;
+const toEnum = (value: string) => value.replace(/-/g, '_').toUpperCase();
+
+interface HistoryOptions {
+  kind?: string;
+  state?: string[];
+  limit: number;
+  search?: string;
+  target?: string;
+  since?: number;
+}
+
+/** `--state failed,aborted` or repeated `--state`. */
+const stateList = (raw: string, previous: string[] | undefined): string[] => [
+  ...(previous ?? []),
+  ...raw.split(',').filter(Boolean).map((s) => flags.oneOf(STATES, toEnum)(s.replace(/_/g, '-'))),
+];
+
+export function registerHistory(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
+  addCommonOptions(program.command('history'))
+    .description('List rollouts, newest first')
+    .option('--kind <kind>', `only this kind: ${KINDS.join(', ')}`, (raw: string) => flags.oneOf(KINDS, toEnum)(raw.replace(/_/g, '-')))
+    .option('--state <states>', `only these states (comma-separated or repeated): ${STATES.join(', ')}`, stateList)
+    .option('--limit <n>', 'how many rollouts', flags.integer(1, 500), 20)
+    .option('--search <text>', 'case-insensitive substring of the version, actor, commit or message', flags.text(256))
+    .option('--target <name>', 'only rollouts with a target of this name', flags.text(253))
+    .option('--since <duration>', 'only rollouts created in the last duration (e.g. 24h, 7d)', flags.duration(1, 10 * 365 * 86_400))
+    .action(
+      clientAction(io, setExitCode, async (ctx) => {
+        const options = commandOptions<HistoryOptions>(ctx);
+        const filter: Record<string, unknown> = {};
+        if (options.kind) filter.kind = options.kind;
+        if (options.state?.length) filter.states = [...new Set(options.state)];
+        if (options.search !== undefined) filter.search = options.search;
+        if (options.target !== undefined) filter.targetName = options.target;
+        if (options.since !== undefined) filter.createdAfter = new Date(Date.now() - options.since * 1000).toISOString();
+        const data = await ctx.client.request<{ rollouts: { totalCount: number; edges: { node: RolloutView }[] } }>(HISTORY_QUERY, {
+          filter,
+          first: options.limit,
+        });
+        const rollouts = data.rollouts.edges.map((e) => e.node);
+        ctx.result({ totalCount: data.rollouts.totalCount, rollouts }, formatHistory(rollouts, data.rollouts.totalCount));
+        return ExitCode.Ok;
+      }),
+    );
+}

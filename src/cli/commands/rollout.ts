@@ -1,0 +1,124 @@
+import type { Command } from 'commander';
+import { ErrorCode } from '../../errors.js';
+import { causeFrom, idempotencyKeyFor, type CauseOptions } from '../bumpInputs.js';
+import { ExitCode, RemoteError } from '../exitCodes.js';
+import * as flags from '../flags.js';
+import { formatRollout } from '../format.js';
+import {
+  ABORT_MUTATION,
+  isTerminalState,
+  PAUSE_MUTATION,
+  RESUME_MUTATION,
+  ROLLBACK_MUTATION,
+  ROLLOUT_QUERY,
+  type RolloutView,
+} from '../operations.js';
+import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo } from '../runtime.js';
+import { commandOptions } from './bump.js';
+import { addCauseOptions } from './causeOptions.js';
+
+interface WaitOptions {
+  wait?: boolean;
+  timeout: number;
+}
+
+const rolloutId = (raw: string): string => {
+  if (raw.length === 0 || raw.length > 128 || /\s/.test(raw)) throw new flags.InvalidArgument('Expected a rollout id such as ro_…');
+  return raw;
+};
+
+/** A rollout's state as an exit code when not waiting: 1 when it ended badly, else 0 (still running counts as fine). */
+const statusExitCode = (rollout: RolloutView): number => (isTerminalState(rollout.state) ? exitCodeForState(rollout) : ExitCode.Ok);
+
+async function finishWith(ctx: CliContext, rollout: RolloutView, options: WaitOptions): Promise<number> {
+  if (!options.wait) {
+    ctx.result({ rollout }, formatRollout(rollout));
+    return statusExitCode(rollout);
+  }
+  const final = await ctx.follow(rollout.id, options.timeout);
+  ctx.result({ rollout: final }, formatRollout(final));
+  return exitCodeForState(final);
+}
+
+export function registerRollout(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
+  const rollout = program.command('rollout').description('Inspect and control one rollout');
+
+  addCommonOptions(
+    addWaitOptions(
+      rollout
+        .command('status')
+        .description('Show a rollout; with --wait follow it to its end (exit 0 succeeded, 1 failed/aborted/rolled back, 2 timeout)')
+        .argument('<id>', 'rollout id', rolloutId),
+    ),
+  )
+    .action(
+      clientAction(io, setExitCode, async (ctx, id: string) => {
+        const data = await ctx.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id });
+        if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`, { id });
+        return finishWith(ctx, data.rollout, commandOptions<WaitOptions>(ctx));
+      }),
+    );
+
+  addCommonOptions(
+    rollout
+      .command('pause')
+      .description('Stop admitting targets; admitted ones finish')
+      .argument('<id>', 'rollout id', rolloutId)
+      .option('--reason <text>', 'shown as the rollout message', flags.text(1024)),
+  )
+    .action(
+      clientAction(io, setExitCode, async (ctx, id: string) => {
+        const { reason } = commandOptions<{ reason?: string }>(ctx);
+        const data = await ctx.client.request<{ pauseRollout: RolloutView }>(PAUSE_MUTATION, { id, reason: reason ?? null });
+        ctx.result({ rollout: data.pauseRollout }, formatRollout(data.pauseRollout));
+        return ExitCode.Ok;
+      }),
+    );
+
+  addCommonOptions(addWaitOptions(rollout.command('resume').description('Continue a paused rollout').argument('<id>', 'rollout id', rolloutId)))
+    .action(
+      clientAction(io, setExitCode, async (ctx, id: string) => {
+        const data = await ctx.client.request<{ resumeRollout: RolloutView }>(RESUME_MUTATION, { id });
+        return finishWith(ctx, data.resumeRollout, commandOptions<WaitOptions>(ctx));
+      }),
+    );
+
+  addCommonOptions(
+    rollout
+      .command('abort')
+      .description('End a rollout: nothing new is admitted, the rest is cancelled')
+      .argument('<id>', 'rollout id', rolloutId)
+      .option('--reason <text>', 'shown as the rollout message', flags.text(1024)),
+  )
+    .action(
+      clientAction(io, setExitCode, async (ctx, id: string) => {
+        const { reason } = commandOptions<{ reason?: string }>(ctx);
+        const data = await ctx.client.request<{ abortRollout: RolloutView }>(ABORT_MUTATION, { id, reason: reason ?? null });
+        ctx.result({ rollout: data.abortRollout }, formatRollout(data.abortRollout));
+        return ExitCode.Ok;
+      }),
+    );
+
+  addCommonOptions(
+    addWaitOptions(
+      addCauseOptions(
+        rollout
+          .command('rollback')
+          .description('Start a rollout that returns every changed target to its previous version')
+          .argument('<id>', 'the rollout to roll back', rolloutId)
+          .option('--reason <text>', 'why (recorded as the cause message)', flags.text(1024)),
+      ),
+    ),
+  )
+    .action(
+      clientAction(io, setExitCode, async (ctx, id: string) => {
+        const options = commandOptions<CauseOptions & WaitOptions & { reason?: string }>(ctx);
+        const cause = causeFrom(ctx.ci, { ...options, ...(options.reason !== undefined && options.message === undefined ? { message: options.reason } : {}) });
+        const key = idempotencyKeyFor(ctx.ci, options, 'rollback', id, false);
+        const input = { ...(cause ? { cause } : {}), ...(key ? { idempotencyKey: key } : {}) };
+        const data = await ctx.client.request<{ rollbackRollout: RolloutView }>(ROLLBACK_MUTATION, { id, input });
+        if (options.wait && !ctx.json) ctx.info(`rollback rollout ${data.rollbackRollout.id} started`);
+        return finishWith(ctx, data.rollbackRollout, options);
+      }),
+    );
+}

@@ -1,0 +1,64 @@
+import type { Command } from 'commander';
+import { ExitCode } from '../exitCodes.js';
+import * as flags from '../flags.js';
+import { formatTokens } from '../format.js';
+import { CREATE_TOKEN_MUTATION, REVOKE_TOKEN_MUTATION, TOKENS_QUERY, type ApiTokenView } from '../operations.js';
+import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
+import { commandOptions } from './bump.js';
+
+const tokenId = (raw: string): string => {
+  if (raw.length === 0 || raw.length > 128 || /\s/.test(raw)) throw new flags.InvalidArgument('Expected a token id.');
+  return raw;
+};
+
+export function registerToken(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
+  const token = program.command('token').description('Manage API tokens (admin token required)');
+
+  addCommonOptions(token.command('create'))
+    .description('Create a token; its secret is printed once, on stdout (details on stderr)')
+    .argument('<name>', 'unique name (DNS-1123 label)', flags.dnsLabel)
+    .requiredOption('--role <role>', 'viewer, deployer or admin', flags.oneOf(['viewer', 'deployer', 'admin']))
+    .option('--expires-in <duration>', 'lifetime, e.g. 30d or 12h (default: never expires)', flags.duration(60, 10 * 365 * 86_400))
+    .action(
+      clientAction(io, setExitCode, async (ctx, name: string) => {
+        const { role, expiresIn } = commandOptions<{ role: string; expiresIn?: number }>(ctx);
+        const data = await ctx.client.request<{ createApiToken: { secret: string; token: ApiTokenView } }>(CREATE_TOKEN_MUTATION, {
+          input: { name, role, ...(expiresIn !== undefined ? { expiresInSeconds: expiresIn } : {}) },
+        });
+        const created = data.createApiToken;
+        if (!ctx.json) {
+          ctx.info(`created token ${created.token.id} (${created.token.name}, ${created.token.role}${created.token.expiresAt ? `, expires ${created.token.expiresAt}` : ''}); store the secret now, it cannot be shown again`);
+        }
+        ctx.result(created, created.secret);
+        return ExitCode.Ok;
+      }),
+    );
+
+  addCommonOptions(token.command('list'))
+    .description('List tokens (never their secrets)')
+    .action(
+      clientAction(io, setExitCode, async (ctx) => {
+        const tokens: ApiTokenView[] = [];
+        let after: string | null = null;
+        do {
+          const data: { apiTokens: { edges: { node: ApiTokenView }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } } =
+            await ctx.client.request(TOKENS_QUERY, { first: 100, after });
+          tokens.push(...data.apiTokens.edges.map((e) => e.node));
+          after = data.apiTokens.pageInfo.hasNextPage ? data.apiTokens.pageInfo.endCursor : null;
+        } while (after);
+        ctx.result({ tokens }, formatTokens(tokens));
+        return ExitCode.Ok;
+      }),
+    );
+
+  addCommonOptions(token.command('revoke'))
+    .description('Revoke a token at once (its open subscriptions close)')
+    .argument('<id>', 'token id', tokenId)
+    .action(
+      clientAction(io, setExitCode, async (ctx, id: string) => {
+        const data = await ctx.client.request<{ revokeApiToken: ApiTokenView }>(REVOKE_TOKEN_MUTATION, { id });
+        ctx.result({ token: data.revokeApiToken }, `revoked token ${data.revokeApiToken.id} (${data.revokeApiToken.name})`);
+        return ExitCode.Ok;
+      }),
+    );
+}

@@ -1,0 +1,138 @@
+import { InvalidArgumentError } from 'commander';
+import { parseImageReference } from '../domain/imageReference.js';
+import { isAppError } from '../errors.js';
+
+export { InvalidArgumentError as InvalidArgument };
+
+/**
+ * Parsers for command-line values. Each throws commander's InvalidArgumentError, which commander reports as
+ * "option '--x <v>' argument 'y' is invalid. <reason>" and the CLI turns into exit code 2.
+ */
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (raw: string): number => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new InvalidArgumentError(`Expected a whole number between ${min} and ${max}.`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new InvalidArgumentError(`Expected a whole number between ${min} and ${max}.`);
+    return n;
+  };
+}
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `600` (seconds), `90s`, `10m`, `1h30m`, `30d` → seconds. */
+export function parseDurationSeconds(raw: string): number | undefined {
+  const text = raw.trim();
+  if (/^\d{1,9}$/.test(text)) return Number(text);
+  if (!/^(\d{1,9}[smhd])+$/.test(text)) return undefined;
+  let total = 0;
+  for (const [, n, unit] of text.matchAll(/(\d+)([smhd])/g)) total += Number(n) * UNIT_SECONDS[unit!]!;
+  return total;
+}
+
+export function duration(min: number, max: number) {
+  return (raw: string): number => {
+    const seconds = parseDurationSeconds(raw);
+    if (seconds === undefined) throw new InvalidArgumentError('Expected seconds (600) or a duration such as 90s, 10m, 1h30m, 30d.');
+    if (seconds < min || seconds > max) throw new InvalidArgumentError(`Expected between ${min} and ${max} seconds.`);
+    return seconds;
+  };
+}
+
+/** A count (`2`) or a percentage (`25%`) as the API's maxUnavailable takes it. */
+export function countOrPercent(raw: string): string {
+  const text = raw.trim();
+  const percent = /^(\d{1,3})%$/.exec(text);
+  if (percent && Number(percent[1]) >= 1 && Number(percent[1]) <= 100) return text;
+  if (/^\d{1,9}$/.test(text) && Number(text) >= 1) return String(Number(text));
+  throw new InvalidArgumentError('Expected a positive count such as 2 or a percentage between 1% and 100% such as 25%.');
+}
+
+export function oneOf<T extends string>(allowed: readonly T[], map: (value: T) => string = (v) => v) {
+  return (raw: string): string => {
+    const text = raw.trim().toLowerCase() as T;
+    if (!allowed.includes(text)) throw new InvalidArgumentError(`Expected one of ${allowed.join(', ')}.`);
+    return map(text);
+  };
+}
+
+export function image(raw: string): string {
+  try {
+    parseImageReference(raw);
+    return raw;
+  } catch (error) {
+    // The message repeats the reference and says what is wrong with it.
+    if (isAppError(error)) throw new InvalidArgumentError(error.message.replace(/^image: /, ''));
+    throw error;
+  }
+}
+
+export function isDns1123Label(text: string): boolean {
+  return text.length <= 63 && DNS1123_LABEL.test(text);
+}
+
+export function dnsLabel(raw: string): string {
+  if (!isDns1123Label(raw)) throw new InvalidArgumentError('Expected a DNS-1123 label: lowercase letters, digits and "-", at most 63 characters.');
+  return raw;
+}
+
+export function dnsSubdomain(raw: string): string {
+  if (raw.length > 253 || !DNS1123_SUBDOMAIN.test(raw)) throw new InvalidArgumentError('Expected a DNS-1123 name: lowercase letters, digits, "-" and ".", at most 253 characters.');
+  return raw;
+}
+
+/** `namespace/name`. */
+export function namespacedName(raw: string): string {
+  const parts = raw.split('/');
+  if (parts.length !== 2 || !isDns1123Label(parts[0]!) || parts[1]!.length > 253 || !DNS1123_SUBDOMAIN.test(parts[1]!)) {
+    throw new InvalidArgumentError('Expected namespace/name (DNS-1123 names).');
+  }
+  return raw;
+}
+
+/** `namespace/name` or `name` (any namespace). */
+export function optionallyNamespacedName(raw: string): string {
+  if (raw.includes('/')) return namespacedName(raw);
+  return dnsSubdomain(raw);
+}
+
+/** A Kubernetes label selector, checked for its shape only (the server parses it fully). */
+export function labelSelector(raw: string): string {
+  const text = raw.trim();
+  if (text.length === 0 || text.length > 1024 || /[\n\r]/.test(text)) throw new InvalidArgumentError('Expected a label selector such as env=prod,tier!=edge.');
+  return text;
+}
+
+/** Free text sent to the server (reasons, messages, cause fields). */
+export function text(max: number) {
+  return (raw: string): string => {
+    if (raw.length > max) throw new InvalidArgumentError(`At most ${max} characters.`);
+    return raw;
+  };
+}
+
+/** Collects a repeatable option: `--pool a/x --pool b/y` → `['a/x', 'b/y']`, each checked by `parse`. */
+export function repeatable<T>(parse: (raw: string) => T) {
+  return (raw: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(raw)];
+}
+
+/** `NAME=VALUE` sets an environment variable, `NAME-` removes it (as `kubectl set env`). */
+export function envVar(raw: string): { name: string; value: string | null } {
+  const removal = /^([A-Za-z_][A-Za-z0-9_.-]*)-$/.exec(raw);
+  if (removal) return { name: removal[1]!, value: null };
+  const eq = raw.indexOf('=');
+  const name = eq > 0 ? raw.slice(0, eq) : '';
+  if (!/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(name)) throw new InvalidArgumentError('Expected NAME=VALUE to set or NAME- to remove a variable.');
+  return { name, value: raw.slice(eq + 1) };
+}
+
+export function json(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw new InvalidArgumentError('Expected a JSON document.');
+  }
+}
