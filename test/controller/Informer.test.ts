@@ -200,6 +200,26 @@ describe('Informer', () => {
     expect(pools.list('ns2').map((p) => p.metadata?.name)).toEqual(['c']);
   });
 
+  it('stops cleanly while a list is in flight', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let listing = false;
+    sim.api.hooks.beforeRequest = async (info) => {
+      if (info.verb === 'list') {
+        listing = true;
+        await gate;
+      }
+    };
+    const { informer } = newInformer();
+    informer.start();
+    await until(() => listing, 'the list request');
+    const stopped = informer.stop();
+    release();
+    await stopped;
+    expect(informer.stats.watches).toBe(0);
+    expect(sim.api.watchCount()).toBe(0);
+  });
+
   it('feeds a controller through mapping functions and predicates', async () => {
     const { informer } = newInformer();
     const reconciled: string[] = [];
