@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import type { Domain } from './domain/Domain.js';
@@ -12,6 +14,7 @@ import type { GraphQLContext } from './graphql/context.js';
 import { buildSchema } from './graphql/schema.js';
 import { startSubscriptionServer } from './graphql/subscriptions.js';
 import { writeReadiness, type ReadinessCheck } from './http/health.js';
+import { createUiHandler } from './ui/serveUi.js';
 import { ControllerManager } from './controller/ControllerManager.js';
 import { setupRolloutKinds } from './controllers/index.js';
 import { createKubeClients } from './kube/index.js';
@@ -20,10 +23,15 @@ import { createLogger, type Logger } from './log.js';
 import { createMetrics, type AppMetrics } from './metrics.js';
 import { openDatabase, type Database } from './store/db.js';
 import { VERSION } from './version.js';
+import { MutationRateLimiter } from './auth/MutationRateLimiter.js';
+import { ANONYMOUS, type Principal } from './auth/roles.js';
+import { TokenService } from './auth/TokenService.js';
+import { AuditLog } from './domain/AuditLog.js';
+import { guardPlugin } from './graphql/guard.js';
+import { applyCors } from './http/cors.js';
+import { auditRefusedMutation, bootstrapAdminToken } from './auth/bootstrap.js';
 
 const GRAPHQL_PATH = '/graphql';
-/** Largest GraphQL request body accepted. */
-const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface App {
   /** `http://host:port/graphql` with the real port. */
@@ -68,6 +76,9 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
   const events = new EventLog(db.prisma, bus);
   const rollouts = new RolloutService(db.prisma, events);
+  const tokens = new TokenService(db.prisma);
+  const audit = new AuditLog(db.prisma);
+  await bootstrapAdminToken(config, tokens, logger);
   const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
   const launcher = new RolloutLauncher(db.prisma, rollouts, (id) => engine.enqueue(id));
 
@@ -111,6 +122,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     engine,
     ...kinds.queries,
     workQueues: () => manager.snapshots(),
+    tokens,
+    audit,
   };
 
   const readiness: ReadinessCheck[] = [
@@ -126,17 +139,44 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   ];
 
   const schema = buildSchema();
-  const httpServer = createServer();
-  const contextFor = async (): Promise<GraphQLContext> => ({ domain, logger });
-  const subscriptions = startSubscriptionServer({ schema, httpServer, path: GRAPHQL_PATH, logger, metrics, context: contextFor });
+  const httpServer = config.tls
+    ? createHttpsServer({ cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) })
+    : createServer();
+  const sourceAddressOf = (req: IncomingMessage) => req.socket.remoteAddress ?? null;
+  const authenticate = (authorization: string | undefined): Promise<Principal> =>
+    config.auth.enabled ? tokens.authenticate(authorization) : Promise.resolve(ANONYMOUS);
+  const contextFor = async (principal: Principal, req: IncomingMessage): Promise<GraphQLContext> => ({
+    domain,
+    logger,
+    principal,
+    sourceAddress: sourceAddressOf(req),
+  });
+  const rateLimiter = new MutationRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst);
+  const guard = { schema, limits: config.limits, rateLimiter };
+  const subscriptions = startSubscriptionServer({
+    schema,
+    httpServer,
+    path: GRAPHQL_PATH,
+    logger,
+    metrics,
+    guard,
+    authenticate: (authorization) => authenticate(authorization),
+    context: contextFor,
+  });
+  tokens.onRevoked((tokenId) => subscriptions.closeToken(tokenId));
   const { apollo, handle } = await createApolloHandler({
     schema,
     httpServer,
     logger,
     metrics,
-    maxBodyBytes: MAX_BODY_BYTES,
-    context: contextFor,
+    maxBodyBytes: config.limits.maxBodyBytes,
+    authenticate: (req) => authenticate(req.headers.authorization),
+    auditRefused: (req, body, code, message) => auditRefusedMutation(audit, req, body, code, message, logger),
+    context: (req, principal) => contextFor(principal, req),
+    plugins: [guardPlugin({ ...guard, audit, logger })],
   });
+
+  const ui = createUiHandler({ graphqlPath: GRAPHQL_PATH });
 
   let shuttingDown = false;
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -149,6 +189,9 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    // The web UI (`/`, `/ui/*`) and, for a browser navigating to /graphql, the GraphQL playground.
+    if (ui.handles(req, url)) return ui.handle(req, res, url);
+    if (applyCors(req, res, config.corsOrigins)) return;
     switch (url.pathname) {
       case GRAPHQL_PATH:
         return handle(req, res, url.search);
@@ -161,14 +204,6 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       case '/metrics':
         res.setHeader('content-type', metrics.registry.contentType);
         res.end(await metrics.registry.metrics());
-        return;
-      case '/':
-        res.setHeader('content-type', 'text/html; charset=utf-8');
-        res.end(
-          `<!doctype html><title>rollplane</title><h1>rollplane ${VERSION}</h1><ul>` +
-            `<li><a href="${GRAPHQL_PATH}">${GRAPHQL_PATH}</a> (GraphQL over HTTP and WebSocket)</li>` +
-            `<li><a href="/metrics">/metrics</a></li><li><a href="/healthz">/healthz</a></li><li><a href="/readyz">/readyz</a></li></ul>`,
-        );
         return;
       default:
         sendError(res, 404, `no route for ${url.pathname}`, 'NOT_FOUND');

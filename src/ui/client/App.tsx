@@ -1,0 +1,83 @@
+import { useEffect, useRef } from 'react';
+import { Charts } from './Charts.js';
+import { Dashboard } from './Dashboard.js';
+import { Fleet } from './Fleet.js';
+import { History } from './History.js';
+import { useHashRoute, useLive } from './hooks.js';
+import { RolloutDetail } from './RolloutDetail.js';
+
+const NAV = [
+  { href: '#/', label: 'Rollouts & feed', view: '' },
+  { href: '#/fleet', label: 'Fleet', view: 'fleet' },
+  { href: '#/charts', label: 'Charts', view: 'charts' },
+  { href: '#/history', label: 'History', view: 'history' },
+] as const;
+
+const CONNECTION_TEXT = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' } as const;
+
+export function App() {
+  const route = useHashRoute();
+  const live = useLive();
+  const view = route[0] ?? '';
+  const main = useRef<HTMLElement>(null);
+
+  // Moving between views moves focus to the new content, as a page load would for keyboard and screen-reader users.
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    main.current?.focus();
+  }, [view, route[1]]);
+
+  return (
+    <>
+      <a className="skip-link" href="#main" onClick={(e) => (e.preventDefault(), main.current?.focus())}>
+        Skip to content
+      </a>
+      <header className="topbar">
+        <span className="brand">rollplane</span>
+        <nav aria-label="Main">
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.view}>
+                <a href={item.href} aria-current={view === item.view || (item.view === 'history' && view === 'rollouts') ? 'page' : undefined}>
+                  {item.label}
+                </a>
+              </li>
+            ))}
+            <li>
+              <a href="/graphql">GraphQL playground</a>
+            </li>
+          </ul>
+        </nav>
+        <span className={`connection connection-${live.connection}`} role="status" aria-live="polite" data-connection={live.connection}>
+          {CONNECTION_TEXT[live.connection]}
+        </span>
+        {live.server && (
+          <span className="server muted small" title={`started ${live.server.startedAt}`}>
+            v{live.server.version} · {live.server.kubeMode}
+          </span>
+        )}
+      </header>
+      {live.errors.length > 0 && (
+        <div className="banner error" role="alert">
+          {live.errors[live.errors.length - 1]}
+        </div>
+      )}
+      <main id="main" ref={main} tabIndex={-1}>
+        {view === '' && <Dashboard />}
+        {view === 'fleet' && <Fleet />}
+        {view === 'charts' && <Charts />}
+        {view === 'history' && <History />}
+        {view === 'rollouts' && route[1] && <RolloutDetail key={route[1]} id={route[1]} />}
+        {!['', 'fleet', 'charts', 'history', 'rollouts'].includes(view) && (
+          <p>
+            No such view. <a href="#/">Back to the dashboard</a>
+          </p>
+        )}
+      </main>
+    </>
+  );
+}

@@ -1,0 +1,136 @@
+import { useEffect } from 'react';
+import { ProgressBar, QueryStatus, Section, StateBadge, Version, Pager } from './components.js';
+import { formatTime, kindLabel } from './format.js';
+import { useCursorPages, useLive, useQuery, useThrottled } from './hooks.js';
+import { EventTable } from './History.js';
+import { ROLLOUT_DETAIL, ROLLOUT_EVENTS } from './queries.js';
+import { RolloutActions } from './RolloutActions.js';
+import { TargetsTable } from './TargetsTable.js';
+import type { HistoryEvent, PageInfo, RolloutSummary } from './types.js';
+
+interface Detail extends RolloutSummary {
+  startedAt: string | null;
+  selector: unknown;
+  idempotencyKey: string | null;
+  rollbackOf: { id: string } | null;
+  strategy: Record<string, unknown>;
+}
+
+export function RolloutDetail({ id }: { id: string }) {
+  const live = useLive();
+  const version = live.rolloutVersions.get(id) ?? 0;
+  const query = useQuery<{ rollout: Detail | null }>(ROLLOUT_DETAIL, { id });
+  useReloadOn(version, query.reload);
+  const detail = query.data?.rollout;
+  // The live copy is newer than the fetched one while updates stream in.
+  const liveCopy = live.rollouts.find((r) => r.id === id);
+  const rollout: Detail | undefined = detail && liveCopy && liveCopy.updatedAt > detail.updatedAt ? { ...detail, ...liveCopy } : detail ?? undefined;
+
+  return (
+    <div className="detail">
+      <p>
+        <a href="#/history">← All rollouts</a>
+      </p>
+      <QueryStatus error={query.error} loading={query.loading} hasData={query.data !== undefined} what={`rollout ${id}`}>
+        {!rollout ? (
+          <p className="error">No rollout {id}.</p>
+        ) : (
+          <>
+            <Section id="rollout-detail" title={`Rollout ${rollout.id}`} actions={<StateBadge state={rollout.state} />}>
+              <ProgressBar progress={rollout.progress} label={`Progress of rollout ${rollout.id}`} />
+              <RolloutActions rollout={rollout} />
+              <dl className="facts">
+                <dt>Kind</dt>
+                <dd>{kindLabel[rollout.kind] ?? rollout.kind}</dd>
+                <dt>Version</dt>
+                <dd>
+                  <Version value={rollout.fromVersion} /> → <Version value={rollout.toVersion} />
+                </dd>
+                <dt>Message</dt>
+                <dd>{rollout.message ?? '—'}</dd>
+                <dt>Cause</dt>
+                <dd>
+                  {rollout.cause.actor ?? 'unknown'}
+                  {rollout.cause.commit && (
+                    <>
+                      {' '}
+                      · commit <code>{rollout.cause.commit}</code>
+                    </>
+                  )}
+                  {rollout.cause.runUrl && (
+                    <>
+                      {' '}
+                      · <a href={rollout.cause.runUrl}>CI run</a>
+                    </>
+                  )}
+                  {rollout.cause.message && <> · {rollout.cause.message}</>}
+                </dd>
+                <dt>Created</dt>
+                <dd>{formatTime(rollout.createdAt)}</dd>
+                <dt>Started</dt>
+                <dd>{formatTime(rollout.startedAt)}</dd>
+                <dt>Finished</dt>
+                <dd>{formatTime(rollout.finishedAt)}</dd>
+                {rollout.rollbackOf && (
+                  <>
+                    <dt>Rolls back</dt>
+                    <dd>
+                      <a href={`#/rollouts/${encodeURIComponent(rollout.rollbackOf.id)}`}>{rollout.rollbackOf.id}</a>
+                    </dd>
+                  </>
+                )}
+                <dt>Selector</dt>
+                <dd>
+                  <code>{JSON.stringify(rollout.selector)}</code>
+                </dd>
+                <dt>Strategy</dt>
+                <dd>
+                  <code>{JSON.stringify(Object.fromEntries(Object.entries(rollout.strategy).filter(([, v]) => v !== null)))}</code>
+                </dd>
+                {rollout.idempotencyKey && (
+                  <>
+                    <dt>Idempotency key</dt>
+                    <dd>
+                      <code>{rollout.idempotencyKey}</code>
+                    </dd>
+                  </>
+                )}
+              </dl>
+            </Section>
+            <Section id="rollout-targets" title={`Targets · ${rollout.progress.total}`}>
+              <TargetsTable rolloutId={rollout.id} version={version} />
+            </Section>
+            <RolloutEvents id={rollout.id} version={version} />
+          </>
+        )}
+      </QueryStatus>
+    </div>
+  );
+}
+
+function RolloutEvents({ id, version }: { id: string; version: number }) {
+  const pages = useCursorPages(id);
+  const query = useQuery<{ rollout: { events: { pageInfo: PageInfo; edges: { node: HistoryEvent }[] } } | null }>(ROLLOUT_EVENTS, {
+    id,
+    first: 50,
+    after: pages.after,
+  });
+  useReloadOn(version, query.reload);
+  const events = query.data?.rollout?.events;
+  return (
+    <Section id="rollout-events" title="Events">
+      <QueryStatus error={query.error} loading={query.loading} hasData={!!events} what="events">
+        <EventTable events={events?.edges.map((e) => e.node) ?? []} label={`Events of rollout ${id}`} />
+        <Pager label="Rollout events" page={pages.page} pageInfo={events?.pageInfo} onPrevious={pages.previous} onNext={() => events && pages.next(events.pageInfo)} />
+      </QueryStatus>
+    </Section>
+  );
+}
+
+/** Refetches when the rollout was updated live (at most twice a second): keeps the detail and its last page current. */
+function useReloadOn(version: number, reload: () => void): void {
+  const throttled = useThrottled(version, 500);
+  useEffect(() => {
+    if (throttled > 0) reload();
+  }, [throttled, reload]);
+}

@@ -1,0 +1,132 @@
+import { createContext, useCallback, useContext, useEffect, useState, useSyncExternalStore } from 'react';
+import { gql } from './api.js';
+import type { LiveConnection } from './live.js';
+import type { LiveSnapshot, LiveStore } from './LiveStore.js';
+import type { PageInfo } from './types.js';
+
+export interface LiveContextValue {
+  store: LiveStore;
+  connection: LiveConnection;
+}
+
+export const LiveContext = createContext<LiveContextValue | null>(null);
+
+function useLiveContext(): LiveContextValue {
+  const value = useContext(LiveContext);
+  if (!value) throw new Error('LiveContext is not provided');
+  return value;
+}
+
+export function useLive(): LiveSnapshot {
+  const { store } = useLiveContext();
+  return useSyncExternalStore(store.subscribe, store.snapshot);
+}
+
+export function useLiveStore(): LiveStore {
+  return useLiveContext().store;
+}
+
+export interface QueryState<T> {
+  data: T | undefined;
+  error: unknown;
+  loading: boolean;
+  reload: () => void;
+}
+
+/**
+ * Runs a query when its variables change (compared as JSON), and every `pollMs` while mounted. The last good data
+ * stays visible during a reload and after a failed poll.
+ */
+export function useQuery<T>(query: string, variables: Record<string, unknown>, options: { pollMs?: number; skip?: boolean } = {}): QueryState<T> {
+  const key = JSON.stringify(variables);
+  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean; key: string }>({
+    data: undefined,
+    error: undefined,
+    loading: !options.skip,
+    key,
+  });
+  const [tick, setTick] = useState(0);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+
+  useEffect(() => {
+    if (options.skip) return undefined;
+    const controller = new AbortController();
+    setState((s) => ({ ...s, loading: true, ...(s.key !== key ? { data: undefined, key } : {}) }));
+    gql<T>(query, JSON.parse(key) as Record<string, unknown>, controller.signal).then(
+      (data) => !controller.signal.aborted && setState({ data, error: undefined, loading: false, key }),
+      (error: unknown) => !controller.signal.aborted && setState((s) => ({ ...s, error, loading: false, key })),
+    );
+    return () => controller.abort();
+  }, [query, key, tick, options.skip]);
+
+  useEffect(() => {
+    if (!options.pollMs || options.skip) return undefined;
+    const timer = setInterval(reload, options.pollMs);
+    return () => clearInterval(timer);
+  }, [options.pollMs, options.skip, reload]);
+
+  return { data: state.key === key ? state.data : undefined, error: state.error, loading: state.loading, reload };
+}
+
+/** Cursor pagination for a connection field: a stack of `after` cursors so that "Previous" works too. */
+export function useCursorPages(resetKey: string): {
+  after: string | null;
+  page: number;
+  next: (pageInfo: PageInfo) => void;
+  previous: () => void;
+} {
+  // Pages restart at the first one whenever the filter (resetKey) changes.
+  const [state, setState] = useState<{ key: string; stack: (string | null)[] }>({ key: resetKey, stack: [null] });
+  const stack = state.key === resetKey ? state.stack : [null];
+  return {
+    after: stack[stack.length - 1] ?? null,
+    page: stack.length,
+    next: (pageInfo) => {
+      if (pageInfo.hasNextPage && pageInfo.endCursor) setState({ key: resetKey, stack: [...stack, pageInfo.endCursor] });
+    },
+    previous: () => setState({ key: resetKey, stack: stack.length > 1 ? stack.slice(0, -1) : stack }),
+  };
+}
+
+/** The hash route, e.g. `#/rollouts/ro_1` → `['rollouts', 'ro_1']`. */
+export function useHashRoute(): string[] {
+  const read = () =>
+    location.hash
+      .replace(/^#\/?/, '')
+      .split('?')[0]!
+      .split('/')
+      .filter(Boolean)
+      .map(decodeURIComponent);
+  const [route, setRoute] = useState(read);
+  useEffect(() => {
+    const onChange = () => setRoute(read());
+    window.addEventListener('hashchange', onChange);
+    return () => window.removeEventListener('hashchange', onChange);
+  }, []);
+  return route;
+}
+
+/** Debounces a fast-changing value (search boxes). */
+export function useDebounced<T>(value: T, ms: number): T {
+  const [debounced, setDebounced] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setDebounced(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return debounced;
+}
+
+/** The latest value, passed on at most once per `ms` (trailing edge included). */
+export function useThrottled<T>(value: T, ms: number): T {
+  const [throttled, setThrottled] = useState(value);
+  const [lastAt, setLastAt] = useState(0);
+  useEffect(() => {
+    const wait = Math.max(0, lastAt + ms - Date.now());
+    const timer = setTimeout(() => {
+      setThrottled(value);
+      setLastAt(Date.now());
+    }, wait);
+    return () => clearTimeout(timer);
+  }, [value, ms, lastAt]);
+  return throttled;
+}

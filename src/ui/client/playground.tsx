@@ -1,0 +1,48 @@
+import { createGraphiQLFetcher } from '@graphiql/toolkit';
+import { GraphiQL } from 'graphiql';
+import 'graphiql/setup-workers/vite';
+import 'graphiql/style.css';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { GRAPHQL_PATH } from './api.js';
+import { LiveConnection } from './live.js';
+import './playground.css';
+
+/**
+ * GraphiQL, bundled with Monaco and its workers (nothing from a CDN). Queries and mutations go over HTTP POST with a
+ * JSON body (which Apollo's CSRF prevention accepts); subscriptions over graphql-ws on the same path.
+ * `#query=…&variables=…` in the URL opens with that operation (shareable links).
+ */
+const live = new LiveConnection();
+const fetcher = createGraphiQLFetcher({ url: GRAPHQL_PATH, wsClient: live.client });
+
+const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+const initialQuery = params.get('query') ?? undefined;
+const initialVariables = params.get('variables') ?? undefined;
+
+const DEFAULT_QUERY = `# rollplane GraphQL playground. Ctrl-Enter runs the operation; the Docs button browses the schema.
+query Overview {
+  serverInfo { version kubeMode lastEventId }
+  rollouts(first: 5) {
+    totalCount
+    edges { node { id kind state toVersion progress { percent } } }
+  }
+}
+
+# Subscriptions run over WebSocket; pass the last event id you saw as "after" to resume.
+subscription Feed {
+  events(after: "0") { id type rolloutId object { namespace name } payload createdAt }
+}
+`;
+
+createRoot(document.getElementById('playground')!).render(
+  <StrictMode>
+    <GraphiQL fetcher={fetcher} defaultQuery={DEFAULT_QUERY} {...(initialQuery ? { initialQuery } : {})} {...(initialVariables ? { initialVariables } : {})}>
+      <GraphiQL.Logo>
+        <a href="/" className="playground-home">
+          rollplane
+        </a>
+      </GraphiQL.Logo>
+    </GraphiQL>
+  </StrictMode>,
+);
