@@ -1,10 +1,10 @@
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import type { Informer } from '../../controller/Informer.js';
 import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { kubeCall, mergePatchOptions, type KubeClients } from '../../kube/index.js';
+import { kubeCall, type KubeClients } from '../../kube/index.js';
 import { agentName, AGENT_CONTAINER, ANNOTATION_HOLD, ANNOTATION_RECREATION, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, LABEL_AGENT_MODE, poolKey } from './names.js';
 import { deploymentImage, isDeploymentReady, isPodReady, podImage, pullFailure } from './podState.js';
 import type { AgentMode, IPPool } from './types.js';
@@ -80,7 +80,8 @@ export class AgentPoolDriver implements RolloutDriver {
           name,
           body: { spec: { template: { spec: { containers: [{ name: AGENT_CONTAINER, image: target.toVersion }] } } } },
         },
-        mergePatchOptions(),
+        // Strategic merge: the containers list merges by name (a JSON merge patch would replace the whole list).
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
       ),
     );
   }
@@ -120,12 +121,18 @@ export class AgentPoolDriver implements RolloutDriver {
   private observeDeployment(pool: IPPool, target: AdmittedTarget): TargetObservation {
     const deployment = this.o.deployments.get(this.o.agentNamespace, agentName(target.namespace, target.name));
     if (!deployment || deploymentImage(deployment) !== target.toVersion) return { phase: 'progressing', message: 'waiting for the template change' };
+    let oldAgents = 0;
     for (const pod of this.o.pods.byIndex('pool', poolKey(target.namespace, target.name))) {
-      if (pod.metadata?.labels?.[LABEL_AGENT_MODE] !== 'deployment' || podImage(pod) !== target.toVersion) continue;
+      if (pod.metadata?.labels?.[LABEL_AGENT_MODE] !== 'deployment') continue;
+      if (podImage(pod) !== target.toVersion) {
+        oldAgents++;
+        continue;
+      }
       const failure = pullFailure(pod);
       if (failure) return { phase: 'failed', reason: failure };
     }
-    if (!isDeploymentReady(deployment)) return { phase: 'progressing', message: 'deployment rolling' };
+    // The Deployment's status can lag its template for a moment; no agent pod on another image settles it.
+    if (!isDeploymentReady(deployment) || oldAgents > 0) return { phase: 'progressing', message: 'deployment rolling' };
     void pool;
     return { phase: 'succeeded' };
   }

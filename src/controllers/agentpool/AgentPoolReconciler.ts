@@ -268,6 +268,7 @@ export class AgentPoolReconciler implements Reconciler {
         }
         throw new LoopError(`agent pod ${bare[0]!.metadata?.name} is being removed (switching to deployment mode)`);
       });
+      this.condition(work, 'AgentReady', new LoopError(`agent for ippool ${namespace}/${name} is switching to deployment mode`));
       return;
     }
     const previousImage = work.status.agentPodRef?.image;
@@ -317,6 +318,7 @@ export class AgentPoolReconciler implements Reconciler {
       for (const pod of leftovers) if (pod.metadata?.deletionTimestamp) await this.handleTerminating(work, pod);
       throw new LoopError(`agent deployment ${agentName(namespace, name)} is being removed (switching to pod mode)`);
     });
+    this.condition(work, 'AgentReady', new LoopError(`agent for ippool ${namespace}/${name} is switching to pod mode`));
     return false;
   }
 

@@ -25,7 +25,7 @@ export interface Harness {
   writes: { create: number; update: number; patch: number; delete: number };
   pool(name: string, namespace?: string): KubeObject | undefined;
   pod(name: string): KubeObject | undefined;
-  waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs?: number): Promise<T>;
+  waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -78,7 +78,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     async waitFor(what, check, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const value = check();
+        const value = await check();
         if (value !== undefined && value !== false) return value as never;
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
         await new Promise((resolve) => setTimeout(resolve, 10));
