@@ -3,6 +3,9 @@
  * simulated cluster behaviour (scheduler, kubelets, workload controllers) and an optional fleet, plus a kubeconfig
  * file so that kubectl and @kubernetes/client-node reach it like any cluster.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ApiServer } from './api/ApiServer.js';
 import { startBehaviour, type Behaviour, type BehaviourOptions } from './behaviour/index.js';
@@ -87,6 +90,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const url = await api.start();
   let behaviour: Behaviour | undefined;
   let faults: FaultInjector | undefined;
+  let tempDir: string | undefined;
   try {
     if (options.behaviour !== false) {
       const behaviourOptions: BehaviourOptions = { ...options };
@@ -98,7 +102,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     faults = new FaultInjector(options.faults ?? {}, { api, nodes: behaviour?.nodes });
     api.hooks = { ...faults.hooks(), ...options.hooks };
     if (options.fleet !== undefined) await applyFleet(store, options.fleet);
-    const kubeconfigPath = await writeKubeconfig({ server: url, ...(options.kubeconfigPath ? { path: options.kubeconfigPath } : {}) });
+    // A kubeconfig in a temp dir of our own is removed on stop; one at a caller's path is left for the caller.
+    tempDir = options.kubeconfigPath ? undefined : await mkdtemp(join(tmpdir(), 'rollplane-sim-'));
+    const kubeconfigPath = await writeKubeconfig({ server: url, path: options.kubeconfigPath ?? join(tempDir!, 'kubeconfig') });
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(kubeconfigPath);
     logger?.info({ url, kubeconfigPath }, 'simulator: Kubernetes API listening');
@@ -115,12 +121,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         faults?.stop();
         behaviour?.stop();
         await api.stop();
+        if (tempDir) await rm(tempDir, { recursive: true, force: true });
       },
     };
   } catch (error) {
     faults?.stop();
     behaviour?.stop();
     await api.stop();
+    if (tempDir) await rm(tempDir, { recursive: true, force: true });
     throw error;
   }
 }

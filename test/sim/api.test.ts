@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   AppsV1Api,
   CoordinationV1Api,
@@ -674,5 +676,18 @@ describe('selectors', () => {
     expect(await names(undefined, 'status.phase=Pending')).toEqual(['a', 'b', 'c']);
     expect((await core.listPodForAllNamespaces({ fieldSelector: 'metadata.namespace=sel' })).items).toHaveLength(3);
     await expectStatus(core.listNamespacedPod({ namespace: 'sel', fieldSelector: 'spec.unknown=x' }), 400, 'BadRequest');
+  });
+});
+
+describe('startSimulator', () => {
+  it('writes a kubeconfig for the rollplane-sim context and removes its temp dir on stop', async () => {
+    const own = await startSimulator({ behaviour: false });
+    const text = readFileSync(own.kubeconfigPath, 'utf8');
+    expect(text).toContain(`server: ${own.url}`);
+    expect(text).toContain('insecure-skip-tls-verify: true');
+    expect(own.kubeConfig.getCurrentContext()).toBe('rollplane-sim');
+    expect((await own.kubeConfig.makeApiClient(CoreV1Api).listNamespace()).items.length).toBeGreaterThan(0);
+    await own.stop();
+    expect(existsSync(dirname(own.kubeconfigPath))).toBe(false);
   });
 });
