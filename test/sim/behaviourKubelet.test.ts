@@ -188,8 +188,13 @@ describe('simulated kubelet (manual clock)', () => {
     const before = new Map(peers().map((p) => [p.metadata.name, condition(p, 'Ready')!.lastTransitionTime!]));
 
     const unready = new Set<string>();
+    // One sequence of "became Ready" events, so the order of agent and peer readiness is checked exactly.
+    const readyOrder: string[] = [];
     h.onEvent((e) => {
       if (e.object.metadata.labels?.app === 'peer' && e.type === 'MODIFIED' && !isReady(e.object)) unready.add(e.object.metadata.name);
+      if (e.type === 'MODIFIED' && isReady(e.object) && !isReady(e.previous)) {
+        readyOrder.push(e.object.metadata.labels?.app === 'caa' ? e.object.metadata.uid! : e.object.metadata.name);
+      }
     });
     const oldAgent = agents().find((p) => p.spec.nodeName === 'node-1')!;
     h.store.delete(Resources.pods, 'default', oldAgent.metadata.name);
@@ -209,6 +214,12 @@ describe('simulated kubelet (manual clock)', () => {
       }
     }
     expect(get('ordinary')!.status.containerStatuses[0].restartCount).toBe(0);
+    // As upstream's startup probe: the new agent is Ready only after its peer pods are Ready again.
+    const agentReadyAt = Date.parse(condition(newAgent, 'Ready')!.lastTransitionTime!);
+    for (const p of peers().filter((p) => p.spec.nodeName === 'node-1')) {
+      expect(agentReadyAt).toBeGreaterThanOrEqual(Date.parse(condition(p, 'Ready')!.lastTransitionTime!));
+    }
+    expect(readyOrder.indexOf(newAgent.metadata.uid!)).toBeGreaterThan(Math.max(...['peer-node-1-1', 'peer-node-1-2'].map((n) => readyOrder.lastIndexOf(n))));
   });
 });
 

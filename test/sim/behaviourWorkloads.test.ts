@@ -237,6 +237,33 @@ describe('DaemonSet controller', () => {
     expect(seen.minAvailableNodes).toBe(1);
   });
 
+  it('rolls a node agent with maxSurge=1 non-disruptively: each new agent waits for its restarted peer pods', async () => {
+    h = startHarness({ nodes: 2 });
+    const labels = { app: 'caa', 'rollplane.io/node-agent': 'true' };
+    h.store.create(Resources.daemonsets, {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'caa', namespace: 'default', labels },
+      spec: { selector: { matchLabels: { app: 'caa' } }, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } }, template: template(labels, 'caa:v1') },
+    });
+    for (const node of ['node-1', 'node-2']) {
+      h.store.create(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `peer-${node}`, namespace: 'default', labels: { app: 'peer' } }, spec: { nodeName: node, runtimeClassName: 'kata-remote', containers: [{ name: 'app', image: 'nginx:1.27' }] } });
+    }
+    await h.until(() => status('caa')?.numberAvailable === 2 && podsWith(h!.store, 'default', { app: 'peer' }).every(isReady), 'agents and peers ready');
+    let nodesWithoutReadyAgent = 0;
+    h.onEvent(() => {
+      const agents = activePods(podsWith(h!.store, 'default', { app: 'caa' }));
+      for (const node of ['node-1', 'node-2']) if (!agents.some((a) => a.spec.nodeName === node && isReady(a))) nodesWithoutReadyAgent++;
+    });
+    setImage(h.store, Resources.daemonsets as typeof Resources.deployments, 'default', 'caa', 'caa:v2');
+    await h.until(() => {
+      const agents = podsWith(h!.store, 'default', { app: 'caa' });
+      return status('caa').updatedNumberScheduled === 2 && agents.length === 2 && agents.every((a) => image(a) === 'caa:v2' && isReady(a)) && podsWith(h!.store, 'default', { app: 'peer' }).every(isReady);
+    }, 'the agents to roll');
+    expect(nodesWithoutReadyAgent).toBe(0);
+    for (const peer of podsWith(h.store, 'default', { app: 'peer' })) expect(peer.status.containerStatuses[0].restartCount).toBe(1);
+  });
+
   it('OnDelete: a template change replaces nothing until a pod is deleted, then only that one', async () => {
     h = startHarness({ nodes: 3 });
     h.store.create(Resources.daemonsets, daemonSet('od', { type: 'OnDelete' }));

@@ -19,7 +19,8 @@ type Stage = 'pending' | 'backoff' | 'starting' | 'ready' | 'terminating';
  * podReadyMs, and only when every readiness gate is True); a bad image ends in ImagePullBackOff. A pod being deleted
  * on a Ready node is removed after podTerminateMs (once its finalizers are gone); on a NotReady node nothing answers,
  * so it stays Terminating until someone force-deletes it. Peer pods on a node restart when the node's agent is
- * replaced (spec/node-agents.md).
+ * replaced, and the replacement agent becomes Ready only once they are Ready again, as upstream's startup probe
+ * makes it (spec/node-agents.md).
  */
 export class Kubelet implements Controller {
   readonly name = 'kubelet';
@@ -28,6 +29,11 @@ export class Kubelet implements Controller {
   private readonly stages = new Map<string, { stage: Stage; since: number }>();
   /** node → uid of the node-agent pod last started there. */
   private readonly agentOnNode = new Map<string, string>();
+  /**
+   * Replacement agents whose startup waits for the node's peer pods to be Ready again after `since` (upstream's
+   * `/startup` probe), keyed by agent uid.
+   */
+  private readonly awaitingPeers = new Map<string, { key: string; node: string; since: number }>();
   private nextIp = 0;
 
   constructor(private readonly ctx: BehaviourContext) {}
@@ -38,9 +44,16 @@ export class Kubelet implements Controller {
     if (plural === 'pods') {
       if (event.type === 'DELETED') {
         this.stages.delete(event.object.metadata.uid ?? '');
+        this.awaitingPeers.delete(event.object.metadata.uid ?? '');
         return [];
       }
-      return event.object.spec?.nodeName ? [keyOf(event.object)] : [];
+      const nodeName: string | undefined = event.object.spec?.nodeName;
+      if (!nodeName) return [];
+      const keys = [keyOf(event.object)];
+      if (this.awaitingPeers.size > 0 && event.object.spec?.runtimeClassName === this.ctx.peerRuntimeClass) {
+        for (const agent of this.awaitingPeers.values()) if (agent.node === nodeName) keys.push(agent.key);
+      }
+      return keys;
     }
     if (plural === 'nodes') {
       const before = event.previous ? isNodeReady(event.previous) : undefined;
@@ -106,6 +119,11 @@ export class Kubelet implements Controller {
     if (!containersReady) {
       const wait = this.due(pod, 'starting', this.ctx.delays.podReadyMs, now);
       if (wait > 0) return wait;
+      const awaiting = this.awaitingPeers.get(pod.metadata.uid ?? '');
+      if (awaiting) {
+        if (!this.peersReadySince(nodeName, awaiting.since)) return undefined; // a peer pod's event brings us back
+        this.awaitingPeers.delete(pod.metadata.uid ?? '');
+      }
       let conditions = withCondition(pod.status?.conditions, 'ContainersReady', 'True', now);
       const gated = { ...pod, status: { ...pod.status, conditions } };
       conditions = readinessGatesPass(gated)
@@ -190,6 +208,7 @@ export class Kubelet implements Controller {
     const previous = this.agentOnNode.get(nodeName);
     this.agentOnNode.set(nodeName, agent.metadata.uid ?? '');
     if (previous === undefined || previous === agent.metadata.uid) return;
+    this.awaitingPeers.set(agent.metadata.uid ?? '', { key: keyOf(agent), node: nodeName, since: now });
     for (const pod of this.ctx.index.podsOn(nodeName)) {
       if (pod.spec?.runtimeClassName !== this.ctx.peerRuntimeClass || isTerminating(pod) || pod.status?.phase !== 'Running') continue;
       const statuses: ContainerStatus[] = pod.status?.containerStatuses ?? [];
@@ -203,6 +222,15 @@ export class Kubelet implements Controller {
       this.stages.set(pod.metadata.uid ?? '', { stage: 'starting', since: now });
       this.writeStatus(pod, { ...pod.status, conditions, containerStatuses: restarted });
     }
+  }
+
+  /** Every running peer pod on the node is Ready with a transition at or after `since`. */
+  private peersReadySince(nodeName: string, since: number): boolean {
+    return this.ctx.index.podsOn(nodeName).every((pod) => {
+      if (pod.spec?.runtimeClassName !== this.ctx.peerRuntimeClass || isTerminating(pod) || pod.status?.phase !== 'Running') return true;
+      const ready = conditionOf(pod, 'Ready');
+      return ready?.status === 'True' && Date.parse(ready.lastTransitionTime ?? '') >= since;
+    });
   }
 
   private terminate(pod: KubeObject, node: KubeObject, now: number): number | undefined {
