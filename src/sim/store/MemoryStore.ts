@@ -101,9 +101,10 @@ export class MemoryStore implements WatchableStore {
     }
     const out: StoreEvent[] = [];
     const size = this.history.length;
+    const wanted = type ? typeKey(type) : undefined;
     for (let rv = Math.max(revision, this.oldestResumableRevision()) + 1; rv <= this.revision; rv++) {
       const event = this.history[rv % size]!;
-      if (!type || event.resource === type) out.push(event);
+      if (!wanted || event.resource === type || typeKey(event.resource) === wanted) out.push(event);
     }
     return out;
   }
