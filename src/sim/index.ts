@@ -2,6 +2,14 @@
  * The embedded Kubernetes simulator: an in-memory object store, the Kubernetes HTTP API over it on loopback, the
  * simulated cluster behaviour (scheduler, kubelets, workload controllers) and an optional fleet, plus a kubeconfig
  * file so that kubectl and @kubernetes/client-node reach it like any cluster.
+ *
+ * Where the API deliberately differs from a real API server (so tests do not lean on these):
+ * - no authentication or authorization (any token), no admission, no schema validation beyond names and type meta;
+ * - list pages after the first are served from the current state (not a snapshot at the first page's revision);
+ * - garbage collection is synchronous inside the delete call; Foreground deletion removes the owner right after
+ *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once;
+ * - server-side apply treats lists without a known merge key (listKeys.ts) as atomic and has no CSA→SSA migration;
+ * - strategic merge patch knows the merge keys in listKeys.ts only; custom resources refuse it (415) as upstream.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
