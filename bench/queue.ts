@@ -1,6 +1,7 @@
 /**
  * Work queue throughput: keys/s through a Controller with a no-op reconciler (1, 4 and 16 workers), the bare
- * WorkQueue add/get/done cycle, and a plain array FIFO as the baseline, all in the same run. Prints a table and
+ * WorkQueue add/get/done cycle, a dedupe-heavy load (adds/s), the delay heap, and a plain array FIFO as the baseline,
+ * all in the same run. "keys" is adds for every case. Prints a table and
  * writes bench/results/queue.json. Run: `npx tsx bench/queue.ts` or `npm run bench -- queue`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -68,6 +69,44 @@ async function throughController(keys: string[], workers: number, registry?: Reg
   await c.stop();
 }
 
+/** 10 adds per key while keys are queued or in flight: what dedupe costs and saves (reconciles ≪ adds). */
+async function dedupeHeavy(keys: string[]): Promise<void> {
+  const distinct = keys.slice(0, keys.length / 10);
+  let reconciles = 0;
+  const c = new Controller({
+    name: 'bench-dedupe',
+    workers: 4,
+    reconciler: {
+      async reconcile() {
+        reconciles++;
+      },
+    },
+  });
+  c.start();
+  for (let round = 0; round < 10; round++) {
+    for (const k of distinct) c.enqueue(k);
+    if (round % 2 === 1) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  while ((c.queue?.len() ?? 0) > 0 || (c.queue?.inFlight().length ?? 0) > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+  await c.stop();
+  if (reconciles < distinct.length) throw new Error(`lost keys: ${reconciles} < ${distinct.length}`);
+}
+
+/** addAfter with delays spread over 1-20 ms (real clock), consumed as they fire: the delay heap's cost per key. */
+async function delayed(keys: string[]): Promise<void> {
+  const q = new WorkQueue({ name: 'bench-delayed' });
+  // The queue's timers are unref'd (they never keep a process alive on their own); this one does, meanwhile.
+  const keepAlive = setInterval(() => {}, 1000);
+  keys.forEach((k, i) => q.addAfter(k, 1 + ((i * 7919) % 20)));
+  for (let n = 0; n < keys.length; n++) {
+    const k = q.tryGet() ?? (await q.get());
+    if (k === undefined) throw new Error('queue shut down');
+    q.done(k);
+  }
+  clearInterval(keepAlive);
+  q.shutDown();
+}
+
 export async function run(): Promise<Row[]> {
   const keys = Array.from({ length: KEYS }, (_, i) => `ns-${i % 100}/obj-${i}`);
   // Warm up the JIT on every path before measuring.
@@ -83,6 +122,8 @@ export async function run(): Promise<Row[]> {
     ['Controller, 4 workers (no metrics)', () => throughController(keys, 4)],
     ['Controller, 16 workers (no metrics)', () => throughController(keys, 16)],
     ['Controller, 4 workers (metrics)', () => throughController(keys, 4, new Registry())],
+    ['Controller, 4 workers, 10 adds per key (dedupe)', () => dedupeHeavy(keys)],
+    ['WorkQueue addAfter 1-20 ms (heap) + get/done', () => delayed(keys)],
   ];
   const rows: Row[] = [];
   let baseNs = 0;
