@@ -1,9 +1,12 @@
+import type { TokenService } from '../auth/TokenService.js';
+import type { AuditLog } from './AuditLog.js';
 import type { AgentPoolQueries } from './agentPools.js';
 import type { EventLog } from './EventLog.js';
 import type { NodeAgentQueries } from './nodeAgents.js';
 import type { RolloutEngine } from './RolloutEngine.js';
 import type { RolloutLauncher } from './RolloutLauncher.js';
 import type { RolloutService } from './RolloutService.js';
+import type { VirtualClusterQueries } from './virtualClusters.js';
 
 /** Runtime facts shown by `serverInfo`. */
 export interface ServerFacts {
@@ -37,6 +40,12 @@ export interface Domain {
   agentPools?: AgentPoolQueries;
   /** Node-agent DaemonSets (src/controllers/nodeagent); absent until wired. */
   nodeAgents?: NodeAgentQueries;
+  /** VirtualClusters and ClusterVersions (src/controllers/vcluster caches); absent until wired. */
+  virtualClusters?: VirtualClusterQueries;
+  /** API tokens (admin). */
+  tokens: TokenService;
+  /** Audit log of mutations (admin). */
+  audit: AuditLog;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -1,5 +1,5 @@
 import type { PrismaClient } from '../store/db.js';
-import { insertEvents, lastEventId, listEventsAfter, type Tx } from '../store/events.js';
+import { insertEvents, lastEventId, listEventsAfter, listEventsBefore, type Tx } from '../store/events.js';
 import type { EventBus } from './EventBus.js';
 import { matchesFilter, type EventFilter, type NewEvent, type StoredEvent } from './events.js';
 
@@ -62,6 +62,11 @@ export class EventLog {
   /** A page of history after `afterId` (exclusive), oldest first. */
   listAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]> {
     return listEventsAfter(this.prisma, filter, afterId, limit);
+  }
+
+  /** A page of history before `beforeId` (exclusive; the newest when undefined), newest first. */
+  listBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
+    return listEventsBefore(this.prisma, filter, beforeId, limit);
   }
 
   lastEventId(): Promise<number> {

@@ -1,0 +1,378 @@
+import type { KubernetesObject, V1StatefulSet } from '@kubernetes/client-node';
+import type { Informer } from '../../controller/Informer.js';
+import type { Reconciler, Request, Result } from '../../controller/Controller.js';
+import type { EventLog } from '../../domain/EventLog.js';
+import { EventType } from '../../domain/events.js';
+import { ConflictError, isAppError } from '../../errors.js';
+import { isRetriable } from '../../kube/index.js';
+import type { Logger } from '../../log.js';
+import {
+  ANNOTATION_LAST_UPGRADE,
+  ANNOTATION_PROGRESS,
+  ANNOTATION_ROLLOUT,
+  HASHED_SECRETS,
+  LABEL_READY_FOR_UPGRADE,
+  LABEL_VERSION_APPLIED,
+  MESSAGE_UPGRADE_COMPLETED,
+  REASON_UPGRADE_COMPLETED,
+  REASON_UPGRADE_FAILED,
+  REGENERATED_SECRETS,
+  ROOT_CA_SECRET,
+  type UpgradeComponent,
+} from './constants.js';
+import type { ControlPlaneApi } from './ControlPlaneApi.js';
+import {
+  applyBody,
+  checkRolled,
+  isClusterIP,
+  progressOf,
+  secretHash,
+  specVersion,
+  type ComponentTime,
+  type LastUpgrade,
+  type UpgradeOutcome,
+  type UpgradeProgress,
+} from './objects.js';
+import { generateClusterPki, type KeyAlgorithm } from './pki.js';
+import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
+import type { UpgradeMetrics } from './upgradeMetrics.js';
+
+export interface UpgradeReconcilerOptions {
+  /** Feature gate ClusterVersionPartialUpgrade; when off, the opt-in label is ignored (as upstream). Default true. */
+  partialUpgrade?: boolean;
+  /** How long one component's StatefulSet may take to roll. Default 10 min (upstream). */
+  readyTimeoutMs?: number;
+  /** Re-check interval while waiting (informer events usually come first). Default 2 s (upstream's poll). */
+  pollIntervalMs?: number;
+  keyAlgorithm?: KeyAlgorithm;
+  /** Wall clock (ms since epoch); injectable for tests. */
+  now?: () => number;
+}
+
+export interface UpgradeReconcilerDeps {
+  api: ControlPlaneApi;
+  virtualClusters: Informer<VirtualClusterObject & KubernetesObject>;
+  clusterVersions: Informer<ClusterVersionObject & KubernetesObject>;
+  statefulSets: Informer<V1StatefulSet>;
+  metrics: UpgradeMetrics;
+  events: EventLog;
+  logger: Logger;
+  /** Tells the rollout engine the cluster's state changed. */
+  notify(namespace: string, name: string): void;
+}
+
+type Finish =
+  | { outcome: 'SUCCEEDED' | 'ALREADY_APPLIED'; resourceVersion: string; specVersion: string; startedAt: number; components: ComponentTime[]; rootCaGenerated?: boolean }
+  | { outcome: 'FAILED'; resourceVersion: string; specVersion: string; startedAt: number; components: ComponentTime[]; error: string; rootCaGenerated?: boolean };
+
+const MAX_CONFLICT_RETRIES = 8;
+
+/**
+ * Upstream's ClusterVersionPartialUpgrade for one VirtualCluster, level-based and without blocking a worker: a Running
+ * cluster labelled ready-for-upgrade gets its ClusterVersion's current spec, in upstream's order (ClusterIP apiserver
+ * Service, PKI, apiserver, controller-manager; etcd untouched). The waits for each StatefulSet to roll are requeues;
+ * the step in progress lives in an annotation on the VirtualCluster, so a restart or a new leader resumes it. The
+ * applied marker is written only after success, together with the status and the removal of the opt-in label.
+ */
+export class UpgradeReconciler implements Reconciler {
+  private readonly partialUpgrade: boolean;
+  private readonly readyTimeoutMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly keyAlgorithm: KeyAlgorithm;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly deps: UpgradeReconcilerDeps,
+    options: UpgradeReconcilerOptions = {},
+  ) {
+    this.partialUpgrade = options.partialUpgrade ?? true;
+    this.readyTimeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 2000;
+    this.keyAlgorithm = options.keyAlgorithm ?? 'ecdsa-p256';
+    this.now = options.now ?? Date.now;
+  }
+
+  async reconcile(request: Request): Promise<Result | void> {
+    if (!this.partialUpgrade) return;
+    const vc = this.deps.virtualClusters.get(request.namespace, request.name);
+    if (!vc) return;
+    const progress = progressOf(vc.metadata.annotations);
+    if (vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] !== 'true') {
+      // Opt-in withdrawn mid-upgrade: stop tracking (what was applied stays applied, nothing is marked).
+      if (progress) await this.deps.api.patchVirtualClusterAnnotations(request.namespace!, request.name, { [ANNOTATION_PROGRESS]: null });
+      return;
+    }
+    if (vc.status?.phase !== 'Running') return;
+    return progress ? this.resume(vc, progress) : this.start(vc);
+  }
+
+  /** First reconcile of an upgrade: every write up to the apiserver StatefulSet, then wait for it to roll. */
+  private async start(cached: VirtualClusterObject): Promise<Result | void> {
+    const startedAt = this.now();
+    // The cache may lag behind our own last write (e.g. the end of the previous upgrade): decide on a live read.
+    const vc = await this.deps.api.getVirtualCluster(cached.metadata.namespace!, cached.metadata.name!);
+    if (vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] !== 'true' || vc.status?.phase !== 'Running') return;
+    const inProgress = progressOf(vc.metadata.annotations);
+    if (inProgress) return this.resume(vc, inProgress);
+    const cvName = vc.spec?.clusterVersionName ?? '';
+    // A live read: the rollout driver may have changed the ClusterVersion an instant ago.
+    const cv = await this.deps.api.findClusterVersion(cvName);
+    const base = { resourceVersion: cv?.metadata.resourceVersion ?? '', specVersion: specVersion(cv?.spec), startedAt, components: [] as ComponentTime[] };
+    if (!cv) return this.fail(vc, base, `clusterversion ${cvName} not found`);
+    if (vc.metadata.labels?.[LABEL_VERSION_APPLIED] === base.resourceVersion) {
+      return this.finish(vc, { ...base, outcome: 'ALREADY_APPLIED' }, undefined);
+    }
+    const spec = cv.spec ?? {};
+    const clusterNs = vc.status?.clusterNamespace;
+    if (!clusterNs) return this.fail(vc, base, 'the VirtualCluster has no status.clusterNamespace');
+    const problem = specProblem(spec);
+    if (problem) return this.fail(vc, base, problem);
+    const apiServer = spec.apiServer!;
+
+    try {
+      const components: ComponentTime[] = [];
+      let mark = this.now();
+      const done = (component: UpgradeComponent) => {
+        const t = this.now();
+        components.push({ component, seconds: (t - mark) / 1000 });
+        mark = t;
+      };
+      // 1. The ClusterIP apiserver Service first: its IP goes into the serving certificate.
+      let clusterIP: string | undefined;
+      if (isClusterIP(apiServer.service)) {
+        const service = await this.deps.api.applyService(clusterNs, applyBody(apiServer.service!, clusterNs, { apiVersion: 'v1', kind: 'Service' }));
+        clusterIP = service.spec?.clusterIP;
+        done('apiserver-service');
+      }
+      // 2. PKI: keep root-ca, regenerate the rest.
+      const pki = await this.regeneratePki(vc, spec, clusterNs, clusterIP);
+      done('pki');
+      // 3. etcd is not touched. 4. apiserver StatefulSet + Service.
+      const sts = await this.deps.api.applyStatefulSet(clusterNs, this.statefulSetBody(apiServer, clusterNs, pki.hashes, HASHED_SECRETS.apiserver, base.resourceVersion));
+      if (apiServer.service && !isClusterIP(apiServer.service)) {
+        await this.deps.api.applyService(clusterNs, applyBody(apiServer.service, clusterNs, { apiVersion: 'v1', kind: 'Service' }));
+      }
+      const progress: UpgradeProgress = {
+        resourceVersion: base.resourceVersion,
+        specVersion: base.specVersion,
+        startedAt,
+        step: 'apiserver',
+        stepStartedAt: mark,
+        generation: sts.metadata?.generation ?? 0,
+        components,
+        controllerManagerHashes: Object.fromEntries(HASHED_SECRETS['controller-manager'].map((s) => [s, pki.hashes[s]!])),
+        rootCaGenerated: pki.rootCaGenerated,
+      };
+      await this.writeProgress(vc, progress);
+      return { requeueAfterMs: this.pollIntervalMs };
+    } catch (error) {
+      if (isRetriable(error)) throw error; // transient or a concurrent change: the queue retries the whole start
+      return this.fail(vc, base, describe(error));
+    }
+  }
+
+  /** A later reconcile: is the StatefulSet of the current step rolled? Then the next step, or the end. */
+  private async resume(vc: VirtualClusterObject, progress: UpgradeProgress): Promise<Result | void> {
+    const clusterNs = vc.status?.clusterNamespace ?? '';
+    const base = { resourceVersion: progress.resourceVersion, specVersion: progress.specVersion, startedAt: progress.startedAt, components: progress.components, rootCaGenerated: progress.rootCaGenerated };
+    const now = this.now();
+    const check = checkRolled(this.deps.statefulSets.get(clusterNs, progress.step), progress.generation);
+    if (check.state === 'error') return this.fail(vc, base, check.reason);
+    if (check.state === 'waiting') {
+      const sts = this.deps.statefulSets.get(clusterNs, progress.step);
+      if (sts && check.stuckPods) await this.deps.api.deleteStuckPods(sts);
+      const remaining = progress.stepStartedAt + this.readyTimeoutMs - now;
+      if (remaining <= 0) {
+        return this.fail(vc, base, `timed out after ${formatDuration(this.readyTimeoutMs)} waiting for StatefulSet ${clusterNs}/${progress.step} to roll: ${check.reason}`);
+      }
+      return { requeueAfterMs: Math.min(this.pollIntervalMs, remaining + 1) };
+    }
+    const components = [...progress.components, { component: progress.step, seconds: (now - progress.stepStartedAt) / 1000 }];
+    if (progress.step === 'controller-manager') return this.finish(vc, { ...base, components, outcome: 'SUCCEEDED' }, progress);
+
+    const cv = await this.clusterVersionAt(vc.spec?.clusterVersionName ?? '', progress.resourceVersion);
+    if (!cv) {
+      // The ClusterVersion changed mid-upgrade: start over with its new spec.
+      this.deps.logger.info({ cluster: `${vc.metadata.namespace}/${vc.metadata.name}` }, 'ClusterVersion changed during the upgrade; restarting it');
+      await this.deps.api.patchVirtualClusterAnnotations(vc.metadata.namespace!, vc.metadata.name!, { [ANNOTATION_PROGRESS]: null });
+      return;
+    }
+    const controllerManager = cv.spec?.controllerManager;
+    if (!controllerManager?.statefulset) return this.finish(vc, { ...base, components, outcome: 'SUCCEEDED' }, progress);
+    try {
+      const stepStartedAt = this.now();
+      const sts = await this.deps.api.applyStatefulSet(
+        clusterNs,
+        this.statefulSetBody(controllerManager, clusterNs, progress.controllerManagerHashes, HASHED_SECRETS['controller-manager'], progress.resourceVersion),
+      );
+      const next: UpgradeProgress = { ...progress, step: 'controller-manager', stepStartedAt, generation: sts.metadata?.generation ?? 0, components };
+      await this.writeProgress(vc, next);
+      return { requeueAfterMs: this.pollIntervalMs };
+    } catch (error) {
+      if (isRetriable(error)) throw error;
+      return this.fail(vc, { ...base, components }, describe(error));
+    }
+  }
+
+  /** The ClusterVersion at `resourceVersion` (cache first, then a live read); undefined when it has moved on. */
+  private async clusterVersionAt(name: string, resourceVersion: string): Promise<ClusterVersionObject | undefined> {
+    const cached = this.deps.clusterVersions.get(undefined, name);
+    if (cached?.metadata.resourceVersion === resourceVersion) return cached;
+    const live = await this.deps.api.findClusterVersion(name);
+    return live?.metadata.resourceVersion === resourceVersion ? live : undefined;
+  }
+
+  private async regeneratePki(vc: VirtualClusterObject, spec: NonNullable<ClusterVersionObject['spec']>, clusterNs: string, clusterIP: string | undefined) {
+    const root = await this.deps.api.readSecret(clusterNs, ROOT_CA_SECRET);
+    const apiService = spec.apiServer?.service;
+    const etcd = spec.etcd?.statefulset;
+    const pki = await generateClusterPki(
+      {
+        clusterName: vc.metadata.name ?? '',
+        clusterNamespace: clusterNs,
+        clusterDomain: vc.spec?.clusterDomain,
+        expireDays: vc.spec?.pkiExpireDays,
+        apiserverServiceName: apiService?.metadata?.name ?? 'apiserver-svc',
+        apiserverPort: Number(apiService?.spec?.ports?.[0]?.port ?? 6443),
+        ...(clusterIP ? { apiserverClusterIP: clusterIP } : {}),
+        etcdServiceName: spec.etcd?.service?.metadata?.name ?? 'etcd',
+        etcdStatefulSetName: etcd?.metadata?.name ?? 'etcd',
+        etcdReplicas: Number(etcd?.spec?.replicas ?? 1),
+        ...(root ? { rootCaData: root.data } : {}),
+      },
+      { keyAlgorithm: this.keyAlgorithm },
+    );
+    const hashes: Record<string, string> = { [ROOT_CA_SECRET]: secretHash(pki.rootCa) };
+    const writes: Promise<unknown>[] = [];
+    if (pki.rootCaGenerated) {
+      this.deps.logger.warn({ cluster: `${vc.metadata.namespace}/${vc.metadata.name}`, problem: pki.rootCaProblem }, 'root-ca was not a usable CA; generated a new root CA');
+      writes.push(this.deps.api.applySecret(clusterNs, ROOT_CA_SECRET, root?.type ?? 'Opaque', pki.rootCa));
+    }
+    for (const name of REGENERATED_SECRETS) {
+      const data = pki.secrets[name]!;
+      hashes[name] = secretHash(data);
+      // The type is immutable: keep the existing secret's; each write is independent, so they go out together.
+      writes.push(this.deps.api.readSecret(clusterNs, name).then((existing) => this.deps.api.applySecret(clusterNs, name, existing?.type ?? 'Opaque', data)));
+    }
+    await Promise.all(writes);
+    return { hashes, rootCaGenerated: pki.rootCaGenerated };
+  }
+
+  private statefulSetBody(bundle: ComponentBundle, namespace: string, hashes: Record<string, string>, hashed: readonly string[], resourceVersion: string) {
+    const body = applyBody(bundle.statefulset!, namespace, { apiVersion: 'apps/v1', kind: 'StatefulSet' });
+    const template = body.spec?.template ?? {};
+    const annotations = { ...template.metadata?.annotations };
+    for (const secret of hashed) annotations[`${secret}-hash`] = hashes[secret]!;
+    return {
+      ...body,
+      metadata: { ...body.metadata, labels: { ...body.metadata?.labels, [LABEL_VERSION_APPLIED]: resourceVersion } },
+      spec: { ...body.spec, template: { ...template, metadata: { ...template.metadata, annotations } } },
+    };
+  }
+
+  private fail(vc: VirtualClusterObject, base: Omit<Finish, 'outcome' | 'error'>, error: string): Promise<void> {
+    return this.finish(vc, { ...base, outcome: 'FAILED', error }, progressOf(vc.metadata.annotations));
+  }
+
+  /** Records the step in progress; optimistic (the object's resourceVersion), so a stale cache never overwrites a newer step. */
+  private async writeProgress(vc: VirtualClusterObject, progress: UpgradeProgress): Promise<void> {
+    await this.deps.api.replaceVirtualCluster({
+      ...vc,
+      metadata: { ...vc.metadata, annotations: { ...vc.metadata.annotations, [ANNOTATION_PROGRESS]: JSON.stringify(progress) } },
+    });
+  }
+
+  /**
+   * Ends the upgrade in one write (retried on conflict): status reason and message, the applied marker on success,
+   * the opt-in label and the progress removed, the outcome recorded for the rollout driver. Then the metrics and the
+   * ClusterUpgradeObserved event.
+   */
+  private async finish(vc: VirtualClusterObject, result: Finish, expected: UpgradeProgress | undefined): Promise<void> {
+    const namespace = vc.metadata.namespace!;
+    const name = vc.metadata.name!;
+    const seconds = Math.max(0, (this.now() - result.startedAt) / 1000);
+    const error = result.outcome === 'FAILED' ? result.error : null;
+    let rolloutId: string | null = null;
+    for (let attempt = 0; ; attempt++) {
+      const current = attempt === 0 ? vc : await this.deps.api.getVirtualCluster(namespace, name);
+      // Someone (another reconcile on a stale cache, a user) already ended or changed this upgrade: nothing to record.
+      if (current.metadata.labels?.[LABEL_READY_FOR_UPGRADE] !== 'true' || progressOf(current.metadata.annotations)?.startedAt !== expected?.startedAt) return;
+      rolloutId = current.metadata.annotations?.[ANNOTATION_ROLLOUT] ?? rolloutId;
+      const last: LastUpgrade = {
+        resourceVersion: result.resourceVersion,
+        specVersion: result.specVersion,
+        outcome: result.outcome,
+        error,
+        finishedAt: new Date(this.now()).toISOString(),
+        rolloutId,
+      };
+      const labels = { ...current.metadata.labels };
+      delete labels[LABEL_READY_FOR_UPGRADE];
+      if (result.outcome !== 'FAILED') labels[LABEL_VERSION_APPLIED] = result.resourceVersion;
+      const annotations: Record<string, string> = { ...current.metadata.annotations, [ANNOTATION_LAST_UPGRADE]: JSON.stringify(last) };
+      delete annotations[ANNOTATION_PROGRESS];
+      delete annotations[ANNOTATION_ROLLOUT];
+      const failed = result.outcome === 'FAILED';
+      const updated: VirtualClusterObject = {
+        ...current,
+        metadata: { ...current.metadata, labels, annotations },
+        status: {
+          ...current.status,
+          reason: failed ? REASON_UPGRADE_FAILED : REASON_UPGRADE_COMPLETED,
+          message: failed ? `fail to upgrade: ${error}` : MESSAGE_UPGRADE_COMPLETED,
+        },
+      };
+      try {
+        await this.deps.api.replaceVirtualCluster(updated);
+        break;
+      } catch (e) {
+        if (!(e instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw e;
+      }
+    }
+
+    const labels = { cluster_version: vc.spec?.clusterVersionName ?? '', resource_version: result.resourceVersion };
+    this.deps.metrics.seconds.observe(labels, seconds);
+    if (result.outcome === 'FAILED') this.deps.metrics.failed.inc(labels);
+    else this.deps.metrics.upgraded.inc(labels);
+    await this.deps.events.append({
+      type: EventType.ClusterUpgradeObserved,
+      rolloutId,
+      kind: 'VIRTUAL_CLUSTER',
+      namespace,
+      name,
+      payload: {
+        cluster: `${namespace}/${name}`,
+        clusterVersion: labels.cluster_version,
+        resourceVersion: result.resourceVersion,
+        specVersion: result.specVersion,
+        seconds,
+        outcome: result.outcome satisfies UpgradeOutcome,
+        components: result.components,
+        error,
+        ...(result.rootCaGenerated ? { rootCaGenerated: true } : {}),
+      },
+    });
+    this.deps.notify(namespace, name);
+  }
+}
+
+/** Why a ClusterVersion spec cannot be applied by a partial upgrade, if it cannot. */
+function specProblem(spec: NonNullable<ClusterVersionObject['spec']>): string | undefined {
+  if (!spec.apiServer?.statefulset) return 'the ClusterVersion has no apiServer statefulset';
+  for (const [component, bundle] of [['apiServer', spec.apiServer], ['controllerManager', spec.controllerManager]] as const) {
+    if (bundle?.statefulset?.spec?.updateStrategy?.type === 'OnDelete') {
+      return `${component} StatefulSet uses the OnDelete update strategy; it would never roll (use RollingUpdate)`;
+    }
+  }
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  return isAppError(error) || error instanceof Error ? error.message : String(error);
+}
+
+function formatDuration(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}

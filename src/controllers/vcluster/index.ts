@@ -1,0 +1,90 @@
+/**
+ * The VIRTUAL_CLUSTER rollout kind: upstream's ClusterVersionPartialUpgrade reconciler (UpgradeReconciler), the
+ * rollout driver (VirtualClusterDriver) and the cache-backed queries the API reads.
+ */
+import type { KubernetesObject, V1StatefulSet } from '@kubernetes/client-node';
+import type { Controller } from '../../controller/Controller.js';
+import { feed } from '../../controller/sources.js';
+import type { VirtualClusterQueries } from '../../domain/virtualClusters.js';
+import type { ControllerHost } from '../host.js';
+import { CV_PLURAL, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './constants.js';
+import { ControlPlaneApi } from './ControlPlaneApi.js';
+import { CachedVirtualClusterQueries } from './queries.js';
+import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
+import { UpgradeReconciler, type UpgradeReconcilerOptions } from './UpgradeReconciler.js';
+import { upgradeMetrics } from './upgradeMetrics.js';
+import { VirtualClusterDriver } from './VirtualClusterDriver.js';
+
+export { UPGRADE_SECONDS_BUCKETS } from './upgradeMetrics.js';
+export * from './constants.js';
+
+export interface VirtualClusterOptions extends UpgradeReconcilerOptions {
+  /** Concurrent upgrade reconciles (each is short: waits are requeues). Default 10. */
+  workers?: number;
+}
+
+export interface VirtualClusterRuntime {
+  driver: VirtualClusterDriver;
+  queries: VirtualClusterQueries;
+  controller: Controller;
+}
+
+type VC = VirtualClusterObject & KubernetesObject;
+type CV = ClusterVersionObject & KubernetesObject;
+
+const CLUSTER_NAMESPACE_INDEX = 'clusterNamespace';
+
+export function setupVirtualClusters(host: ControllerHost, options: VirtualClusterOptions = {}): VirtualClusterRuntime {
+  const { clients } = host;
+  const tenancy = { group: TENANCY_GROUP, version: TENANCY_VERSION };
+  const virtualClusters = host.informer<VC>({
+    name: VC_PLURAL,
+    path: `/apis/${TENANCY_GROUP}/${TENANCY_VERSION}/${VC_PLURAL}`,
+    list: () => clients.custom.listClusterCustomObject({ ...tenancy, plural: VC_PLURAL }),
+    indexers: { [CLUSTER_NAMESPACE_INDEX]: (vc) => (vc.status?.clusterNamespace ? [vc.status.clusterNamespace] : []) },
+  });
+  const clusterVersions = host.informer<CV>({
+    name: CV_PLURAL,
+    path: `/apis/${TENANCY_GROUP}/${TENANCY_VERSION}/${CV_PLURAL}`,
+    list: () => clients.custom.listClusterCustomObject({ ...tenancy, plural: CV_PLURAL }),
+  });
+  const statefulSets = host.informer<V1StatefulSet>({
+    name: 'statefulsets',
+    path: '/apis/apps/v1/statefulsets',
+    list: () => clients.apps.listStatefulSetForAllNamespaces(),
+  });
+
+  const api = new ControlPlaneApi(clients);
+  const notify = (namespace: string, name: string) => host.notifyTargetChanged('VIRTUAL_CLUSTER', namespace, name);
+  const reconciler = new UpgradeReconciler(
+    {
+      api,
+      virtualClusters,
+      clusterVersions,
+      statefulSets,
+      metrics: upgradeMetrics(host.registry),
+      events: host.events,
+      logger: host.logger.child({ controller: 'virtualcluster-upgrade' }),
+      notify,
+    },
+    options,
+  );
+  const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: options.workers ?? 10 });
+  feed(virtualClusters, controller);
+  // A control-plane StatefulSet's rollout progress wakes the cluster whose namespace it lives in.
+  feed(statefulSets, controller, {
+    map: (sts) =>
+      virtualClusters.byIndex(CLUSTER_NAMESPACE_INDEX, sts.metadata?.namespace ?? '').map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
+  });
+  virtualClusters.addEventHandler({
+    onAdd: (vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
+    onUpdate: (_old, vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
+    onDelete: (vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
+  });
+
+  return {
+    driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions }),
+    queries: new CachedVirtualClusterQueries(virtualClusters, clusterVersions, options.partialUpgrade ?? true),
+    controller,
+  };
+}

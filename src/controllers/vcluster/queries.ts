@@ -1,0 +1,91 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Informer } from '../../controller/Informer.js';
+import type { ClusterVersionView, VirtualClusterQueries, VirtualClusterView } from '../../domain/virtualClusters.js';
+import { ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED } from './constants.js';
+import { lastUpgradeOf, specVersion } from './objects.js';
+import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
+
+type Cached<T> = T & KubernetesObject;
+
+function firstImage(bundle: { statefulset?: { spec?: Record<string, any> } } | undefined): string | null {
+  const image = bundle?.statefulset?.spec?.template?.spec?.containers?.[0]?.image;
+  return typeof image === 'string' ? image : null;
+}
+
+export function clusterVersionView(cv: ClusterVersionObject): ClusterVersionView {
+  return {
+    name: cv.metadata.name ?? '',
+    resourceVersion: cv.metadata.resourceVersion ?? '',
+    specVersion: specVersion(cv.spec),
+    apiServerImage: firstImage(cv.spec?.apiServer),
+    controllerManagerImage: firstImage(cv.spec?.controllerManager),
+    etcdImage: firstImage(cv.spec?.etcd),
+    spec: (cv.spec ?? {}) as Record<string, unknown>,
+  };
+}
+
+/**
+ * The spec version a cluster runs, when it can be known: the one its last successful upgrade recorded for the
+ * resourceVersion it has applied, else the ClusterVersion's current spec when it has applied the current version.
+ */
+export function appliedSpecVersion(vc: VirtualClusterObject, cv: ClusterVersionObject | undefined): string | null {
+  const applied = vc.metadata.labels?.[LABEL_VERSION_APPLIED];
+  if (!applied) return null;
+  const last = lastUpgradeOf(vc.metadata.annotations);
+  if (last && last.outcome !== 'FAILED' && last.resourceVersion === applied) return last.specVersion;
+  if (cv && cv.metadata.resourceVersion === applied) return specVersion(cv.spec);
+  return null;
+}
+
+export function virtualClusterView(vc: VirtualClusterObject, cv: ClusterVersionObject | undefined): VirtualClusterView {
+  const applied = vc.metadata.labels?.[LABEL_VERSION_APPLIED] ?? null;
+  return {
+    namespace: vc.metadata.namespace ?? '',
+    name: vc.metadata.name ?? '',
+    clusterVersionName: vc.spec?.clusterVersionName ?? '',
+    phase: vc.status?.phase || null,
+    clusterNamespace: vc.status?.clusterNamespace ?? null,
+    reason: vc.status?.reason ?? null,
+    message: vc.status?.message ?? null,
+    appliedResourceVersion: applied,
+    appliedSpecVersion: appliedSpecVersion(vc, cv),
+    upToDate: applied !== null && cv !== undefined && applied === cv.metadata.resourceVersion,
+    readyForUpgrade: vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true',
+    upgrading: Boolean(vc.metadata.annotations?.[ANNOTATION_PROGRESS]),
+  };
+}
+
+/** VirtualClusterQueries from the informer caches (cheap: no API call). */
+export class CachedVirtualClusterQueries implements VirtualClusterQueries {
+  constructor(
+    private readonly virtualClustersCache: Informer<Cached<VirtualClusterObject>>,
+    private readonly clusterVersionsCache: Informer<Cached<ClusterVersionObject>>,
+    private readonly gate: boolean,
+  ) {}
+
+  partialUpgradeEnabled(): boolean {
+    return this.gate;
+  }
+
+  async virtualClusters(): Promise<VirtualClusterView[]> {
+    return this.virtualClustersCache.list().map((vc) => this.view(vc));
+  }
+
+  async virtualCluster(namespace: string, name: string): Promise<VirtualClusterView | undefined> {
+    const vc = this.virtualClustersCache.get(namespace, name);
+    return vc ? this.view(vc) : undefined;
+  }
+
+  async clusterVersions(): Promise<ClusterVersionView[]> {
+    return this.clusterVersionsCache.list().map(clusterVersionView);
+  }
+
+  async clusterVersion(name: string): Promise<ClusterVersionView | undefined> {
+    const cv = this.clusterVersionsCache.get(undefined, name);
+    return cv ? clusterVersionView(cv) : undefined;
+  }
+
+  private view(vc: VirtualClusterObject): VirtualClusterView {
+    return virtualClusterView(vc, this.clusterVersionsCache.get(undefined, vc.spec?.clusterVersionName ?? ''));
+  }
+}

@@ -1,0 +1,471 @@
+/**
+ * Virtual clusters in the domain's terms: what the API can ask about VirtualClusters and ClusterVersions, upgrade
+ * statistics from the ClusterUpgradeObserved history, and how `bumpClusterVersion` becomes a rollout plan. No GraphQL
+ * or Kubernetes types here; `src/controllers/vcluster` implements `VirtualClusterQueries` from its informer caches.
+ *
+ * Versions: a rollout of this kind goes from one ClusterVersion *spec* to another, named by `clusterSpecVersion`
+ * (`spec-` + 12 hex of the spec's sha256). The ClusterVersion's resourceVersion, which clusters record once applied,
+ * only exists after the spec is written, so it cannot name a plan; the spec hash can, it survives restarts, and a
+ * rollback's target version is the spec it restores.
+ */
+import { createHash } from 'node:crypto';
+import { ConflictError, NotImplementedError, ValidationError } from '../errors.js';
+import type { Domain } from './Domain.js';
+import { EventType, type StoredEvent } from './events.js';
+import { parseImageReference } from './imageReference.js';
+import { checkPageSize, decodeCursor, encodeCursor } from './pagination.js';
+import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
+import type { Cause, NewTarget } from './RolloutService.js';
+
+/** One VirtualCluster as the API shows it. */
+export interface VirtualClusterView {
+  namespace: string;
+  name: string;
+  clusterVersionName: string;
+  phase: string | null;
+  clusterNamespace: string | null;
+  reason: string | null;
+  message: string | null;
+  /** Label tenancy.x-k8s.io/cluster-version-applied. */
+  appliedResourceVersion: string | null;
+  /** The spec version the control plane runs, when known (see `clusterSpecVersion`). */
+  appliedSpecVersion: string | null;
+  /** Applied resourceVersion equals the ClusterVersion's current one. */
+  upToDate: boolean;
+  readyForUpgrade: boolean;
+  /** An upgrade is in progress (between its first write and its end). */
+  upgrading: boolean;
+}
+
+/** One ClusterVersion as the API shows it. */
+export interface ClusterVersionView {
+  name: string;
+  resourceVersion: string;
+  specVersion: string;
+  apiServerImage: string | null;
+  controllerManagerImage: string | null;
+  etcdImage: string | null;
+  spec: Record<string, unknown>;
+}
+
+/** The cluster side of virtual clusters (informer caches), implemented by the vcluster controllers. */
+export interface VirtualClusterQueries {
+  /** Feature gate ClusterVersionPartialUpgrade: without it no cluster is ever upgraded. */
+  partialUpgradeEnabled(): boolean;
+  /** Every VirtualCluster, in any order. */
+  virtualClusters(): Promise<VirtualClusterView[]>;
+  virtualCluster(namespace: string, name: string): Promise<VirtualClusterView | undefined>;
+  /** Every ClusterVersion, in any order. */
+  clusterVersions(): Promise<ClusterVersionView[]>;
+  clusterVersion(name: string): Promise<ClusterVersionView | undefined>;
+}
+
+export interface Connection<T> {
+  items: { cursor: string; node: T }[];
+  hasNextPage: boolean;
+  endCursor: string | null;
+  totalCount: number;
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// Versions
+
+/** JSON with object keys sorted, so equal values hash equally whatever order they came in. */
+export function canonicalJson(value: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return JSON.stringify(canonical(value));
+}
+
+/** The version name of a ClusterVersion spec: `spec-` + the first 12 hex digits of its canonical sha256. */
+export function clusterSpecVersion(spec: unknown): string {
+  return `spec-${createHash('sha256').update(canonicalJson(spec ?? {})).digest('hex').slice(0, 12)}`;
+}
+
+/**
+ * What a VIRTUAL_CLUSTER rollout carries in its strategy (`strategy.clusterVersionChange`), written at planning time:
+ * the driver applies `desiredSpec` before the first admission, and a rollback (strategy copied, `rollbackOfId` set)
+ * re-applies `previousSpec`.
+ */
+export interface ClusterVersionChange {
+  name: string;
+  previousSpec: Record<string, unknown>;
+  previousVersion: string;
+  previousResourceVersion: string;
+  desiredSpec: Record<string, unknown>;
+  desiredVersion: string;
+}
+
+export function clusterVersionChangeOf(strategy: Record<string, unknown>): ClusterVersionChange | undefined {
+  const change = strategy.clusterVersionChange as ClusterVersionChange | undefined;
+  if (!change || typeof change !== 'object' || typeof change.name !== 'string' || typeof change.desiredSpec !== 'object') return undefined;
+  return change;
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// Queries
+
+export interface VirtualClusterFilter {
+  namespace?: string | null;
+  clusterVersionName?: string | null;
+  /** true: only clusters behind their ClusterVersion; false: only current ones. */
+  behind?: boolean | null;
+}
+
+function ports(domain: Domain): VirtualClusterQueries {
+  if (!domain.virtualClusters) throw new NotImplementedError('virtual clusters (no vcluster controller is set up)');
+  return domain.virtualClusters;
+}
+
+const isKeyCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
+
+function paginate<T>(sorted: T[], keyOf: (item: T) => string, first: number | null | undefined, after: string | null | undefined, fallback: number): Connection<T> {
+  const size = checkPageSize(first, fallback);
+  const cursor = decodeCursor(after, isKeyCursor);
+  const start = cursor ? sorted.findIndex((item) => keyOf(item) > cursor.k) : 0;
+  const rest = start < 0 ? [] : sorted.slice(start);
+  const page = rest.slice(0, size);
+  const items = page.map((node) => ({ cursor: encodeCursor({ k: keyOf(node) }), node }));
+  return { items, hasNextPage: rest.length > size, endCursor: items.length ? items[items.length - 1]!.cursor : (after ?? null), totalCount: sorted.length };
+}
+
+const clusterKey = (vc: { namespace: string; name: string }) => `${vc.namespace}/${vc.name}`;
+const byKey = <T>(keyOf: (t: T) => string) => (a: T, b: T) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0);
+
+/** VirtualClusters ordered by namespace and name. */
+export async function listVirtualClusters(domain: Domain, filter: VirtualClusterFilter | null | undefined, first?: number | null, after?: string | null): Promise<Connection<VirtualClusterView>> {
+  const all = await ports(domain).virtualClusters();
+  const matching = all.filter(
+    (vc) =>
+      (filter?.namespace == null || vc.namespace === filter.namespace) &&
+      (filter?.clusterVersionName == null || vc.clusterVersionName === filter.clusterVersionName) &&
+      (filter?.behind == null || vc.upToDate === !filter.behind),
+  );
+  return paginate(matching.sort(byKey(clusterKey)), clusterKey, first, after, 100);
+}
+
+export async function getVirtualCluster(domain: Domain, namespace: string, name: string): Promise<VirtualClusterView | undefined> {
+  return ports(domain).virtualCluster(namespace, name);
+}
+
+export interface ClusterVersionSummary extends ClusterVersionView {
+  clusterCount: number;
+  behindCount: number;
+}
+
+async function summarize(domain: Domain, versions: ClusterVersionView[]): Promise<ClusterVersionSummary[]> {
+  const clusters = await ports(domain).virtualClusters();
+  return versions.map((cv) => {
+    const using = clusters.filter((vc) => vc.clusterVersionName === cv.name);
+    return { ...cv, clusterCount: using.length, behindCount: using.filter((vc) => !vc.upToDate).length };
+  });
+}
+
+/** ClusterVersions ordered by name, with how many clusters use each and how many of those are behind. */
+export async function listClusterVersions(domain: Domain, first?: number | null, after?: string | null): Promise<Connection<ClusterVersionSummary>> {
+  const versions = (await ports(domain).clusterVersions()).sort(byKey((cv) => cv.name));
+  return paginate(await summarize(domain, versions), (cv) => cv.name, first, after, 100);
+}
+
+export async function getClusterVersion(domain: Domain, name: string): Promise<ClusterVersionSummary | undefined> {
+  const cv = await ports(domain).clusterVersion(name);
+  return cv ? (await summarize(domain, [cv]))[0] : undefined;
+}
+
+/** The cluster's newest ClusterUpgradeObserved event, if any. */
+export async function lastUpgradeOf(domain: Domain, namespace: string, name: string): Promise<StoredEvent | undefined> {
+  const [event] = await domain.events.listBefore({ types: [EventType.ClusterUpgradeObserved], kind: 'VIRTUAL_CLUSTER', namespace, name }, undefined, 1);
+  return event;
+}
+
+/** The cluster's events (upgrade observations, rollout target changes), newest first; `after` is an event id. */
+export async function clusterHistory(domain: Domain, namespace: string, name: string, first: number | null | undefined, afterId: number | undefined) {
+  const size = checkPageSize(first, 50);
+  const rows = await domain.events.listBefore({ kind: 'VIRTUAL_CLUSTER', namespace, name }, afterId, size + 1);
+  return { items: rows.slice(0, size), hasNextPage: rows.length > size };
+}
+
+export interface UpgradeDurationStats {
+  clusterVersion: string;
+  count: number;
+  failed: number;
+  p50Seconds: number | null;
+  p95Seconds: number | null;
+  maxSeconds: number | null;
+}
+
+/** Nearest-rank percentile of ascending values. */
+function percentile(sorted: number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+const HISTORY_PAGE = 1000;
+
+/**
+ * Percentiles of `clusters_upgrade_seconds` observations per cluster version, from the whole history. Every
+ * observation counts, as in the histogram (including ALREADY_APPLIED no-ops and failures).
+ */
+export async function clusterUpgradeDurations(domain: Domain, clusterVersion?: string | null): Promise<UpgradeDurationStats[]> {
+  const byVersion = new Map<string, { seconds: number[]; failed: number }>();
+  let after: number | undefined;
+  for (;;) {
+    const page = await domain.events.listAfter({ types: [EventType.ClusterUpgradeObserved] }, after, HISTORY_PAGE);
+    for (const event of page) {
+      const version = String(event.payload.clusterVersion ?? '');
+      if (clusterVersion != null && version !== clusterVersion) continue;
+      const entry = byVersion.get(version) ?? { seconds: [], failed: 0 };
+      byVersion.set(version, entry);
+      if (typeof event.payload.seconds === 'number') entry.seconds.push(event.payload.seconds);
+      if (event.payload.outcome === 'FAILED') entry.failed++;
+    }
+    if (page.length < HISTORY_PAGE) break;
+    after = page[page.length - 1]!.id;
+  }
+  return [...byVersion.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([version, { seconds, failed }]) => {
+      const sorted = [...seconds].sort((a, b) => a - b);
+      return {
+        clusterVersion: version,
+        count: seconds.length,
+        failed,
+        p50Seconds: percentile(sorted, 50),
+        p95Seconds: percentile(sorted, 95),
+        maxSeconds: sorted.length ? sorted[sorted.length - 1]! : null,
+      };
+    });
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// bumpClusterVersion
+
+export interface ComponentChange {
+  image?: string | null;
+  args?: string[] | null;
+  env?: { name: string; value?: string | null }[] | null;
+}
+
+export interface BumpClusterVersionInput {
+  clusterVersion: string;
+  apiServer?: ComponentChange | null;
+  controllerManager?: ComponentChange | null;
+  specPatch?: unknown;
+  clusters?: string[] | null;
+  maxConcurrent?: number | null;
+  failureThreshold?: number | null;
+  progressDeadlineSeconds?: number | null;
+  cause?: Cause | null;
+  idempotencyKey?: string | null;
+  dryRun?: boolean | null;
+}
+
+const COMPONENTS = ['apiServer', 'controllerManager', 'etcd'] as const;
+type ComponentKey = (typeof COMPONENTS)[number];
+const ETCD_REFUSED =
+  'etcd changes are refused: a partial upgrade never touches etcd (etcd reloads its certificates itself, and etcd upgrades are out of scope)';
+const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+const MAX_CLUSTERS = 10_000;
+
+type Json = Record<string, any>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** RFC 7386 JSON merge patch. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return structuredClone(patch);
+  const result: Json = isObject(target) ? structuredClone(target) : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
+function positiveInt(value: number | null | undefined, field: string, fallback: number, max: number): number {
+  if (value === null || value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1 || value > max) throw new ValidationError(field, `must be an integer between 1 and ${max} (got ${value})`);
+  return value;
+}
+
+function firstContainer(spec: Json, component: 'apiServer' | 'controllerManager', field: string): Json {
+  const containers = spec[component]?.statefulset?.spec?.template?.spec?.containers;
+  if (!Array.isArray(containers) || !isObject(containers[0])) {
+    throw new ValidationError(field, `the ClusterVersion has no ${component} StatefulSet container to change`);
+  }
+  return containers[0];
+}
+
+function applyComponentChange(spec: Json, component: 'apiServer' | 'controllerManager', change: ComponentChange): void {
+  const field = `input.${component}`;
+  if (change.image == null && change.args == null && change.env == null) throw new ValidationError(field, 'give at least one of image, args or env');
+  const container = firstContainer(spec, component, field);
+  if (change.image != null) {
+    parseImageReference(change.image, `${field}.image`);
+    container.image = change.image;
+  }
+  if (change.args != null) container.args = [...change.args];
+  if (change.env != null) {
+    const env: Json[] = Array.isArray(container.env) ? [...container.env] : [];
+    for (const [i, variable] of change.env.entries()) {
+      if (!ENV_NAME.test(variable.name)) throw new ValidationError(`${field}.env[${i}].name`, `"${variable.name.slice(0, 80)}" is not a valid environment variable name`);
+      const at = env.findIndex((e) => e.name === variable.name);
+      if (variable.value == null) {
+        if (at >= 0) env.splice(at, 1);
+      } else if (at >= 0) env[at] = { name: variable.name, value: variable.value };
+      else env.push({ name: variable.name, value: variable.value });
+    }
+    container.env = env;
+  }
+}
+
+/** Checks the spec a bump would write; `touched` tells which components the input changed (for field names). */
+function validateDesiredSpec(spec: Json, fieldOf: (component: ComponentKey) => string): void {
+  for (const component of ['apiServer', 'controllerManager'] as const) {
+    const bundle = spec[component];
+    if (bundle === undefined) continue;
+    const field = fieldOf(component);
+    if (!isObject(bundle)) throw new ValidationError(field, 'must be an object with statefulset and service');
+    for (const key of Object.keys(bundle)) {
+      if (!['metadata', 'statefulset', 'service'].includes(key)) throw new ValidationError(`${field}.${key}`, 'unknown field; a component has metadata, statefulset and service');
+    }
+    for (const [key, kind] of [['statefulset', 'StatefulSet'], ['service', 'Service']] as const) {
+      const object = bundle[key];
+      if (object === undefined) continue;
+      if (!isObject(object)) throw new ValidationError(`${field}.${key}`, `must be a ${kind} object`);
+      if (typeof object.apiVersion !== 'string' || typeof object.kind !== 'string') {
+        throw new ValidationError(`${field}.${key}`, `an embedded ${kind} needs apiVersion and kind (server-side apply requires them)`);
+      }
+      if (object.kind !== kind) throw new ValidationError(`${field}.${key}.kind`, `must be ${kind}, not ${object.kind}`);
+      if (typeof object.metadata?.name !== 'string' || object.metadata.name === '') throw new ValidationError(`${field}.${key}.metadata.name`, 'is required');
+    }
+    const sts = bundle.statefulset;
+    if (component === 'apiServer' && !sts) throw new ValidationError(`${field}.statefulset`, 'the apiserver StatefulSet is required');
+    if (sts) {
+      if (sts.spec?.updateStrategy?.type === 'OnDelete') {
+        throw new ValidationError(`${field}.statefulset.spec.updateStrategy.type`, 'OnDelete never rolls the control plane; use RollingUpdate');
+      }
+      const containers = sts.spec?.template?.spec?.containers;
+      if (!Array.isArray(containers) || containers.length === 0) throw new ValidationError(`${field}.statefulset.spec.template.spec.containers`, 'needs at least one container');
+      for (const [i, container] of containers.entries()) {
+        const path = `${field}.statefulset.spec.template.spec.containers[${i}].image`;
+        if (typeof container?.image !== 'string') throw new ValidationError(path, 'is required');
+        parseImageReference(container.image, path);
+      }
+    }
+  }
+}
+
+function parseClusterRef(text: string, field: string): { namespace: string; name: string } {
+  const match = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(text);
+  if (!match) throw new ValidationError(field, `"${text.slice(0, 80)}" is not namespace/name`);
+  return { namespace: match[1]!, name: match[3]! };
+}
+
+/**
+ * Plans and launches a ClusterVersion change: validates the change, computes the spec to write and the clusters to
+ * upgrade (in namespace/name order; clusters already on the new spec or not Running are skipped), and hands the plan
+ * to the launcher (dry run, idempotency, overlap rules).
+ */
+export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersionInput): Promise<LaunchResult> {
+  const queries = ports(domain);
+  if (!queries.partialUpgradeEnabled()) {
+    throw new ConflictError('the ClusterVersionPartialUpgrade feature gate is off: no virtual cluster would be upgraded');
+  }
+  if (!input.clusterVersion) throw new ValidationError('input.clusterVersion', 'is required');
+  const cv = await queries.clusterVersion(input.clusterVersion);
+  if (!cv) throw new ValidationError('input.clusterVersion', `no ClusterVersion named "${input.clusterVersion.slice(0, 253)}"`);
+
+  const strategy = {
+    maxConcurrent: positiveInt(input.maxConcurrent, 'input.maxConcurrent', 1, 1000),
+    failureThreshold: positiveInt(input.failureThreshold, 'input.failureThreshold', 1, MAX_CLUSTERS),
+    progressDeadlineSeconds: positiveInt(input.progressDeadlineSeconds, 'input.progressDeadlineSeconds', 600, 7 * 86_400),
+  };
+
+  // The change.
+  if (input.apiServer == null && input.controllerManager == null && input.specPatch == null) {
+    throw new ValidationError('input', 'nothing to change: give apiServer, controllerManager or specPatch');
+  }
+  const previousSpec = cv.spec as Json;
+  let desired: Json = structuredClone(previousSpec);
+  const patched = new Set<ComponentKey>();
+  if (input.specPatch != null) {
+    if (!isObject(input.specPatch)) throw new ValidationError('input.specPatch', 'must be a JSON object (a merge patch of the ClusterVersion spec)');
+    for (const key of Object.keys(input.specPatch)) {
+      if (key === 'etcd') throw new ValidationError('input.specPatch.etcd', ETCD_REFUSED);
+      if (!(COMPONENTS as readonly string[]).includes(key)) {
+        throw new ValidationError(`input.specPatch.${key}`, 'unknown component; a ClusterVersion spec has apiServer, controllerManager and etcd');
+      }
+      patched.add(key as ComponentKey);
+    }
+    desired = mergePatch(desired, input.specPatch) as Json;
+  }
+  if (input.apiServer != null) applyComponentChange(desired, 'apiServer', input.apiServer);
+  if (input.controllerManager != null) applyComponentChange(desired, 'controllerManager', input.controllerManager);
+  validateDesiredSpec(desired, (component) => (patched.has(component) ? `input.specPatch.${component}` : `clusterVersion.spec.${component}`));
+  if (canonicalJson(desired.etcd) !== canonicalJson(previousSpec.etcd)) throw new ValidationError('input', ETCD_REFUSED);
+
+  const desiredVersion = clusterSpecVersion(desired);
+  const change: ClusterVersionChange = {
+    name: cv.name,
+    previousSpec,
+    previousVersion: cv.specVersion,
+    previousResourceVersion: cv.resourceVersion,
+    desiredSpec: desired,
+    desiredVersion,
+  };
+
+  // The clusters.
+  const all = await queries.virtualClusters();
+  let chosen: VirtualClusterView[];
+  if (input.clusters != null) {
+    if (input.clusters.length === 0) throw new ValidationError('input.clusters', 'give at least one cluster, or omit it for every cluster using the version');
+    if (input.clusters.length > MAX_CLUSTERS) throw new ValidationError('input.clusters', `at most ${MAX_CLUSTERS} clusters`);
+    const index = new Map(all.map((vc) => [clusterKey(vc), vc]));
+    const seen = new Set<string>();
+    chosen = [];
+    for (const [i, text] of input.clusters.entries()) {
+      const ref = parseClusterRef(text, `input.clusters[${i}]`);
+      const vc = index.get(clusterKey(ref));
+      if (!vc) throw new ValidationError(`input.clusters[${i}]`, `no VirtualCluster ${text}`);
+      if (vc.clusterVersionName !== cv.name) throw new ValidationError(`input.clusters[${i}]`, `${text} uses ClusterVersion ${vc.clusterVersionName}, not ${cv.name}`);
+      if (!seen.has(text)) chosen.push(vc);
+      seen.add(text);
+    }
+  } else {
+    chosen = all.filter((vc) => vc.clusterVersionName === cv.name);
+  }
+  chosen.sort(byKey(clusterKey));
+  const targets: NewTarget[] = chosen.map((vc) => {
+    const current = vc.appliedSpecVersion;
+    const target: NewTarget = { namespace: vc.namespace, name: vc.name, fromVersion: current, toVersion: desiredVersion };
+    if (vc.phase !== 'Running') target.skipReason = `not Running (phase ${vc.phase ?? 'unknown'}); upgrades need a running control plane`;
+    else if (current === desiredVersion && vc.upToDate) target.skipReason = 'already on this version';
+    return target;
+  });
+
+  const plan: RolloutPlan = {
+    kind: 'VIRTUAL_CLUSTER',
+    fromVersion: cv.specVersion,
+    toVersion: desiredVersion,
+    selector: { clusterVersion: cv.name, clusters: input.clusters ?? null },
+    strategy: { ...strategy, clusterVersionChange: change },
+    targets,
+  };
+  const { cause, dryRun, idempotencyKey, ...request } = input;
+  return domain.launcher.launch({
+    plan,
+    cause: cause ?? {},
+    idempotencyKey: idempotencyKey ?? null,
+    dryRun: dryRun === true,
+    request,
+  });
+}
