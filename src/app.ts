@@ -89,7 +89,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     burst: config.kube.burst,
     registry: metrics.registry,
   });
-  const manager = new ControllerManager({ config, clients, registry: metrics.registry, logger, events, leaderElection: config.leaderElection });
+  const manager = new ControllerManager({ config, clients, registry: metrics.registry, logger, events, leaderElection: config.leaderElection, runControllers: config.controllers });
   const kinds = setupRolloutKinds(manager);
   for (const driver of kinds.drivers) engine.registerDriver(driver);
 

@@ -26,6 +26,8 @@ export interface Config {
     readonly qps: number;
     readonly burst: number;
   };
+  /** Run the reconcilers and the rollout engine in this process (off: an API-only replica). */
+  readonly controllers: boolean;
   readonly leaderElection: {
     readonly enabled: boolean;
     readonly namespace: string;
@@ -40,6 +42,29 @@ export interface Config {
   };
   /** Upper bound for a graceful shutdown before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
+  readonly auth: {
+    /** Bearer tokens required for the API. Off is allowed only on a loopback address. */
+    readonly enabled: boolean;
+    /** Creates or rotates the `admin` token at start (e.g. from a Kubernetes Secret). */
+    readonly adminToken?: string;
+    /** Mutations allowed per token per minute, and the burst above that. */
+    readonly mutationsPerMinute: number;
+    readonly mutationBurst: number;
+  };
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Origins allowed by CORS; empty = CORS off. */
+  readonly corsOrigins: readonly string[];
+  readonly limits: {
+    readonly maxBodyBytes: number;
+    readonly maxQueryDepth: number;
+    readonly maxAliases: number;
+    readonly maxQueryCost: number;
+  };
+}
+
+/** 127.0.0.0/8, ::1 and localhost: the addresses on which authentication may be off. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 export class ConfigError extends AppError {
@@ -66,6 +91,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'KUBECONFIG', flag: '--kubeconfig', default: '~/.kube/config', description: 'kubeconfig file for `kubeconfig` mode' },
   { env: 'ROLLPLANE_KUBE_QPS', flag: '--kube-qps', default: '50', description: 'Client-side rate limit for all Kubernetes API calls (requests/s)' },
   { env: 'ROLLPLANE_KUBE_BURST', flag: '--kube-burst', default: '100', description: 'Burst allowed above the QPS limit' },
+  { env: 'ROLLPLANE_CONTROLLERS', flag: '--controllers', default: 'on', description: '`off` runs an API-only replica: no reconcilers and no rollout engine (rollouts wait for a replica that runs them)' },
   { env: 'ROLLPLANE_LEADER_ELECT', flag: '--leader-elect', default: 'true', description: 'Run reconcilers only on the replica holding the leader Lease (`false` for a single replica without Lease RBAC)' },
   { env: 'ROLLPLANE_LEASE_NAMESPACE', flag: '--lease-namespace', default: 'rollplane-system', description: 'Namespace of the leader election Lease' },
   { env: 'ROLLPLANE_LEASE_NAME', flag: '--lease-name', default: 'rollplane-controller', description: 'Name of the leader election Lease' },
@@ -74,6 +100,17 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_LEASE_RETRY_PERIOD_MS', flag: '--lease-retry-period-ms', default: '2000', description: 'Time between acquire and renew attempts' },
   { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`' },
   { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
+  { env: 'ROLLPLANE_AUTH', flag: '--auth', default: 'auto', description: '`on`: bearer tokens required; `off`: no authentication (refused unless HOST is a loopback address); `auto`: off on loopback (with a warning), on otherwise' },
+  { env: 'ROLLPLANE_ADMIN_TOKEN', flag: '--admin-token', default: 'none (the first start prints a one-time admin token)', description: 'Creates or rotates the `admin` token at start (mount it from a Kubernetes Secret); at least 32 characters' },
+  { env: 'ROLLPLANE_MUTATIONS_PER_MINUTE', flag: '--mutations-per-minute', default: '60', description: 'Mutations allowed per token (or per client address without authentication) per minute' },
+  { env: 'ROLLPLANE_MUTATION_BURST', flag: '--mutation-burst', default: '20', description: 'Mutations allowed in a burst above that rate' },
+  { env: 'ROLLPLANE_TLS_CERT', flag: '--tls-cert', default: 'none (plain HTTP)', description: 'PEM certificate file; with ROLLPLANE_TLS_KEY serves HTTPS and WSS' },
+  { env: 'ROLLPLANE_TLS_KEY', flag: '--tls-key', default: 'none', description: 'PEM private key file for ROLLPLANE_TLS_CERT' },
+  { env: 'ROLLPLANE_CORS_ORIGINS', flag: '--cors-origins', default: 'none (CORS off)', description: 'Comma-separated origins allowed to call the API from a browser' },
+  { env: 'ROLLPLANE_MAX_BODY_BYTES', flag: '--max-body-bytes', default: '1048576', description: 'Largest GraphQL request body' },
+  { env: 'ROLLPLANE_MAX_QUERY_DEPTH', flag: '--max-query-depth', default: '12', description: 'Deepest selection nesting a query may have' },
+  { env: 'ROLLPLANE_MAX_ALIASES', flag: '--max-aliases', default: '30', description: 'Most aliases one operation may use' },
+  { env: 'ROLLPLANE_MAX_QUERY_COST', flag: '--max-query-cost', default: '20000', description: 'Highest estimated cost (fields × requested page sizes) of one operation' },
 ];
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -150,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   }
   const qps = integer('ROLLPLANE_KUBE_QPS', read('ROLLPLANE_KUBE_QPS') ?? '50', 1, 100_000);
   const burst = integer('ROLLPLANE_KUBE_BURST', read('ROLLPLANE_KUBE_BURST') ?? '100', 1, 100_000);
+  const controllers = oneOf('ROLLPLANE_CONTROLLERS', read('ROLLPLANE_CONTROLLERS') ?? 'on', ['on', 'off']) === 'on';
   const leaderElect = oneOf('ROLLPLANE_LEADER_ELECT', read('ROLLPLANE_LEADER_ELECT') ?? 'true', ['true', 'false']) === 'true';
   const leaseNamespace = read('ROLLPLANE_LEASE_NAMESPACE') ?? 'rollplane-system';
   const leaseName = read('ROLLPLANE_LEASE_NAME') ?? 'rollplane-controller';
@@ -168,6 +206,38 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   }
   const shutdownTimeoutMs = integer('ROLLPLANE_SHUTDOWN_TIMEOUT_MS', read('ROLLPLANE_SHUTDOWN_TIMEOUT_MS') ?? '10000', 100, 600_000);
 
+  const authMode = oneOf('ROLLPLANE_AUTH', read('ROLLPLANE_AUTH') ?? 'auto', ['auto', 'on', 'off']);
+  const authEnabled = authMode === 'on' || (authMode === 'auto' && !isLoopback(host));
+  if (!authEnabled && !isLoopback(host)) {
+    throw new ConfigError('ROLLPLANE_AUTH', `authentication may be off only when HOST is a loopback address (HOST is "${host}")`);
+  }
+  const adminToken = read('ROLLPLANE_ADMIN_TOKEN');
+  if (adminToken !== undefined && (adminToken.length < 32 || adminToken.length > 256 || !/^[\x21-\x7e]+$/.test(adminToken))) {
+    throw new ConfigError('ROLLPLANE_ADMIN_TOKEN', 'must be 32 to 256 printable ASCII characters without spaces');
+  }
+  const mutationsPerMinute = integer('ROLLPLANE_MUTATIONS_PER_MINUTE', read('ROLLPLANE_MUTATIONS_PER_MINUTE') ?? '60', 1, 1_000_000);
+  const mutationBurst = integer('ROLLPLANE_MUTATION_BURST', read('ROLLPLANE_MUTATION_BURST') ?? '20', 1, 1_000_000);
+  const certFile = read('ROLLPLANE_TLS_CERT');
+  const keyFile = read('ROLLPLANE_TLS_KEY');
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new ConfigError(certFile ? 'ROLLPLANE_TLS_KEY' : 'ROLLPLANE_TLS_CERT', 'TLS needs both ROLLPLANE_TLS_CERT and ROLLPLANE_TLS_KEY');
+  }
+  for (const [setting, file] of [['ROLLPLANE_TLS_CERT', certFile], ['ROLLPLANE_TLS_KEY', keyFile]] as const) {
+    if (file !== undefined && !fileExists(file)) throw new ConfigError(setting, `file not found: ${file}`);
+  }
+  const corsOrigins = (read('ROLLPLANE_CORS_ORIGINS') ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of corsOrigins) {
+    if (!/^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$/.test(origin)) {
+      throw new ConfigError('ROLLPLANE_CORS_ORIGINS', `"${origin}" is not an origin such as https://ui.example.com`);
+    }
+  }
+  const limits = {
+    maxBodyBytes: integer('ROLLPLANE_MAX_BODY_BYTES', read('ROLLPLANE_MAX_BODY_BYTES') ?? '1048576', 1024, 100 * 1024 * 1024),
+    maxQueryDepth: integer('ROLLPLANE_MAX_QUERY_DEPTH', read('ROLLPLANE_MAX_QUERY_DEPTH') ?? '12', 2, 100),
+    maxAliases: integer('ROLLPLANE_MAX_ALIASES', read('ROLLPLANE_MAX_ALIASES') ?? '30', 0, 10_000),
+    maxQueryCost: integer('ROLLPLANE_MAX_QUERY_COST', read('ROLLPLANE_MAX_QUERY_COST') ?? '20000', 10, 100_000_000),
+  };
+
   return deepFreeze({
     port,
     host,
@@ -175,9 +245,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     logLevel,
     logFormat,
     kube: { mode, ...(mode === 'kubeconfig' ? { kubeconfigPath } : {}), qps, burst },
+    controllers,
     leaderElection: { enabled: leaderElect, namespace: leaseNamespace, name: leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs },
     sim: { fleet },
     shutdownTimeoutMs,
+    auth: { enabled: authEnabled, ...(adminToken ? { adminToken } : {}), mutationsPerMinute, mutationBurst },
+    ...(certFile && keyFile ? { tls: { certFile, keyFile } } : {}),
+    corsOrigins,
+    limits,
   });
 }
 

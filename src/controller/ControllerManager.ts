@@ -30,6 +30,8 @@ export interface ControllerManagerOptions {
   logger: Logger;
   events: EventLog;
   leaderElection: LeaderElectionSettings;
+  /** False for an API-only replica: informers run (the API reads their caches), controllers never do. */
+  runControllers?: boolean;
 }
 
 /**
@@ -48,6 +50,7 @@ export class ControllerManager implements ControllerHost {
   private readonly controllers: Controller[] = [];
   private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
   private readonly settings: LeaderElectionSettings;
+  private readonly runControllers: boolean;
   private elector: LeaderElector | undefined;
   private leading = false;
   private started = false;
@@ -59,6 +62,7 @@ export class ControllerManager implements ControllerHost {
     this.logger = options.logger.child({ component: 'manager' });
     this.events = options.events;
     this.settings = options.leaderElection;
+    this.runControllers = options.runControllers ?? true;
   }
 
   informer<T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T> {
@@ -132,6 +136,10 @@ export class ControllerManager implements ControllerHost {
       await Promise.all(this.controllers.map((c) => c.stop()));
       this.logger.info({ identity: this.identity }, 'not leading: controllers stopped');
     };
+    if (!this.runControllers) {
+      this.logger.info('controllers off (ROLLPLANE_CONTROLLERS=off): serving the API only');
+      return;
+    }
     if (!this.settings.enabled) {
       startControllers();
       return;

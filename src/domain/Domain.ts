@@ -1,3 +1,5 @@
+import type { TokenService } from '../auth/TokenService.js';
+import type { AuditLog } from './AuditLog.js';
 import type { AgentPoolQueries } from './agentPools.js';
 import type { EventLog } from './EventLog.js';
 import type { NodeAgentQueries } from './nodeAgents.js';
@@ -40,6 +42,10 @@ export interface Domain {
   nodeAgents?: NodeAgentQueries;
   /** VirtualClusters and ClusterVersions (src/controllers/vcluster caches); absent until wired. */
   virtualClusters?: VirtualClusterQueries;
+  /** API tokens (admin). */
+  tokens: TokenService;
+  /** Audit log of mutations (admin). */
+  audit: AuditLog;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -1,4 +1,4 @@
-import { AppError, ConflictError, ErrorCode, ValidationError } from '../errors.js';
+import { AppError, ConflictError, ErrorCode, isAppError, ValidationError } from '../errors.js';
 import type { RolloutKind } from './events.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
 import { targetKey } from './ports.js';
@@ -244,7 +244,16 @@ export class RolloutEngine {
         const target = targets[next++]!;
         const admittedAt = new Date(this.now());
         const admitted = this.admitted(rollout, { ...target, admittedAt });
-        await driver.admit(admitted, rollout, signal);
+        try {
+          await driver.admit(admitted, rollout, signal);
+        } catch (error) {
+          // A target that vanished or cannot take the change fails; anything else (API down, conflict) is retried.
+          if (isAppError(error) && (error.code === ErrorCode.NotFound || error.code === ErrorCode.BadUserInput)) {
+            await this.rollouts.setTargetState(rollout.id, target, 'FAILED', { countAttempt: true, error: error.message, at: admittedAt });
+            continue;
+          }
+          throw error;
+        }
         await this.rollouts.setTargetState(rollout.id, target, 'PROGRESSING', { countAttempt: true, at: admittedAt });
         this.progressingTargets.set(this.indexKey(rollout.kind, target), rollout.id);
       }

@@ -3,6 +3,7 @@ import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import type { GraphQLSchema } from 'graphql';
+import type { Principal } from '../auth/roles.js';
 import { ErrorCode, isAppError } from '../errors.js';
 import { readBody } from '../http/body.js';
 import type { Logger } from '../log.js';
@@ -16,8 +17,12 @@ export interface ApolloHandlerOptions {
   logger: Logger;
   metrics: AppMetrics;
   maxBodyBytes: number;
+  /** Who is calling; throws UnauthenticatedError (→ HTTP 401) when authentication is on and the token is bad. */
+  authenticate: (req: IncomingMessage) => Promise<Principal>;
+  /** Records a refused mutation (for requests refused before GraphQL runs, e.g. without a token). */
+  auditRefused: (req: IncomingMessage, body: unknown, code: string, message: string) => Promise<void>;
   /** Builds the per-request context. */
-  context: (req: IncomingMessage) => Promise<GraphQLContext>;
+  context: (req: IncomingMessage, principal: Principal) => Promise<GraphQLContext>;
   /** Extra plugins (e.g. the subscription server's drain). */
   plugins?: ApolloServerPlugin<GraphQLContext>[];
 }
@@ -48,6 +53,8 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
   const apollo = new ApolloServer<GraphQLContext>({
     schema: options.schema,
     csrfPrevention: true,
+    // One operation per request: batching would multiply every limit below by the batch size.
+    allowBatchedHttpRequests: false,
     introspection: true,
     includeStacktraceInErrorResponses: false,
     formatError: (formatted, error) => formatError(formatted, error, logger),
@@ -85,9 +92,18 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
         body = raw;
       }
     }
+    let principal: Principal;
+    try {
+      principal = await options.authenticate(req);
+    } catch (error) {
+      if (!isAppError(error) || error.code !== ErrorCode.Unauthenticated) throw error;
+      await options.auditRefused(req, body, error.code, error.message);
+      res.setHeader('www-authenticate', 'Bearer realm="rollplane"');
+      return sendError(res, 401, error.message, ErrorCode.Unauthenticated);
+    }
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },
-      context: () => options.context(req),
+      context: () => options.context(req, principal),
     });
     res.statusCode = result.status ?? 200;
     for (const [name, value] of result.headers) res.setHeader(name, value);

@@ -93,7 +93,7 @@ describe('GraphQL over HTTP', () => {
   });
 
   it('answers BAD_USER_INPUT naming the field for a bad page size, cursor or date', async () => {
-    const tooMany = await gql(app.url, `{ rollouts(first: 100000) { totalCount } }`);
+    const tooMany = await gql(app.url, `{ rollouts(first: 5000) { totalCount } }`);
     expect(tooMany.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'first' });
     const badCursor = await gql(app.url, `{ rollouts(after: "not-a-cursor") { totalCount } }`);
     expect(badCursor.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'after' });
@@ -105,11 +105,6 @@ describe('GraphQL over HTTP', () => {
     // The same mistake written as a literal is caught by GraphQL validation.
     const literal = await gql(app.url, `{ rollouts(filter: { createdAfter: "yesterday" }) { totalCount } }`);
     expect(literal.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
-  });
-
-  it('answers NOT_IMPLEMENTED for parts of the contract not backed yet', async () => {
-    const res = await gql(app.url, `mutation { bumpNodeAgentImage(input: { namespace: "x", name: "y", image: "a:b" }) { created } }`);
-    expect(res.errors?.[0]?.extensions?.code).toBe('NOT_IMPLEMENTED');
   });
 
   it('answers GraphQL validation errors with their code and a 400', async () => {

@@ -18,12 +18,15 @@ export interface TestAppOptions {
   env?: Record<string, string>;
 }
 
-/** Starts the real server on port 0 with a fresh SQLite file and the simulator (empty fleet unless told). */
+/**
+ * Starts the real server on port 0 with a fresh SQLite file and the simulator (empty fleet unless told). Controllers
+ * are off unless `env.ROLLPLANE_CONTROLLERS` is `on`, so API tests can seed rollouts the engine would otherwise act on.
+ */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dir = options.databaseFile ? undefined : mkdtempSync(path.join(os.tmpdir(), 'rollplane-test-'));
   const databaseFile = options.databaseFile ?? path.join(dir!, 'rollplane.db');
   const config = loadConfig(
-    { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `file:${databaseFile}`, LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ...options.env },
+    { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `file:${databaseFile}`, LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ROLLPLANE_CONTROLLERS: 'off', ...options.env },
     [],
   );
   const app = await startApp(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });

@@ -35,6 +35,11 @@ function optionalText(value: string | null | undefined, field: string, max = 500
   return value;
 }
 
+function connection<T>(items: T[], hasNextPage: boolean, cursorOf: (item: T) => string) {
+  const edges = items.map((node) => ({ cursor: cursorOf(node), node }));
+  return { edges, pageInfo: { hasNextPage, endCursor: edges.length ? edges[edges.length - 1]!.cursor : null } };
+}
+
 /** CauseInput → domain Cause, with length limits (these strings end up in the history forever). */
 export function causeFrom(cause: Args | null | undefined) {
   return {
@@ -132,8 +137,14 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
     drift: notBacked('drift (needs the reconcilers)'),
     clusterUpgradeDurations: notBacked('clusterUpgradeDurations (virtual cluster upgrades)'),
     workQueues: (_: unknown, __: Args, ctx: GraphQLContext) => ctx.domain.workQueues(),
-    apiTokens: notBacked('apiTokens (access control)'),
-    auditEntries: notBacked('auditEntries (audit)'),
+    apiTokens: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+      const page = await ctx.domain.tokens.list(args.first, args.after ?? undefined);
+      return connection(page.items, page.hasNextPage, page.cursorOf);
+    },
+    auditEntries: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+      const page = await ctx.domain.audit.list(args.first, args.after ?? undefined);
+      return connection(page.items, page.hasNextPage, page.cursorOf);
+    },
   },
 
   Mutation: {
@@ -153,8 +164,9 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
       });
       return result.rollout;
     },
-    createApiToken: notBacked('createApiToken (access control)'),
-    revokeApiToken: notBacked('revokeApiToken (access control)'),
+    createApiToken: (_: unknown, args: Args, ctx: GraphQLContext) =>
+      ctx.domain.tokens.create({ name: String(args.input.name), role: args.input.role, expiresInSeconds: args.input.expiresInSeconds ?? null }),
+    revokeApiToken: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.tokens.revoke(requireId(args.id)),
   },
 
   Subscription: {

@@ -1,0 +1,138 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { AppError, ConflictError, ErrorCode, NotFoundError, ValidationError } from '../errors.js';
+import type { PrismaClient } from '../store/db.js';
+import { checkPageSize, decodeCursor, encodeCursor } from '../domain/pagination.js';
+import { ROLES, type Principal, type Role } from './roles.js';
+
+export class UnauthenticatedError extends AppError {
+  constructor(message: string) {
+    super(ErrorCode.Unauthenticated, message);
+  }
+}
+
+export interface ApiTokenView {
+  id: string;
+  name: string;
+  role: Role;
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+}
+
+const TOKEN_PREFIX = 'rp_';
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** lastUsedAt is written at most this often per token (it is a hint, not an audit). */
+const LAST_USED_RESOLUTION_MS = 60_000;
+const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
+
+function hash(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+function view(row: { id: string; name: string; role: string; createdAt: Date; expiresAt: Date | null; revokedAt: Date | null; lastUsedAt: Date | null }): ApiTokenView {
+  return { id: row.id, name: row.name, role: row.role as Role, createdAt: row.createdAt, expiresAt: row.expiresAt, revokedAt: row.revokedAt, lastUsedAt: row.lastUsedAt };
+}
+
+/**
+ * Bearer tokens: random 256-bit secrets shown once, stored only as SHA-256 hashes (a fast hash is right for
+ * high-entropy random secrets; nothing to brute-force). Revocation takes effect on the next request, and the
+ * `onRevoked` listeners close the token's open subscriptions at once.
+ */
+export class TokenService {
+  private readonly revokedListeners: ((tokenId: string) => void)[] = [];
+  private readonly lastUsedWritten = new Map<string, number>();
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  onRevoked(listener: (tokenId: string) => void): void {
+    this.revokedListeners.push(listener);
+  }
+
+  async create(input: { name: string; role: Role; expiresInSeconds?: number | null }): Promise<{ token: ApiTokenView; secret: string }> {
+    if (!DNS1123_LABEL.test(input.name)) throw new ValidationError('input.name', 'must be a DNS-1123 label: lowercase letters, digits and "-", at most 63 characters');
+    if (!ROLES.includes(input.role)) throw new ValidationError('input.role', `must be one of ${ROLES.join(', ')}`);
+    const expires = input.expiresInSeconds;
+    if (expires !== undefined && expires !== null && (!Number.isInteger(expires) || expires < 60 || expires > MAX_EXPIRY_SECONDS)) {
+      throw new ValidationError('input.expiresInSeconds', `must be between 60 and ${MAX_EXPIRY_SECONDS} seconds`);
+    }
+    const secret = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    try {
+      const row = await this.prisma.apiToken.create({
+        data: {
+          id: `tok_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
+          name: input.name,
+          role: input.role,
+          hash: hash(secret),
+          expiresAt: expires ? new Date(this.now() + expires * 1000) : null,
+        },
+      });
+      return { token: view(row), secret };
+    } catch (error) {
+      if ((error as { code?: string }).code === 'P2002') throw new ConflictError(`a token named "${input.name}" already exists`);
+      throw error;
+    }
+  }
+
+  /** Creates the `admin` token with this secret, or rotates the existing one to it (e.g. from a Kubernetes Secret). */
+  async ensureAdmin(secret: string): Promise<void> {
+    const existing = await this.prisma.apiToken.findUnique({ where: { name: 'admin' } });
+    if (existing) {
+      await this.prisma.apiToken.update({ where: { id: existing.id }, data: { hash: hash(secret), role: 'admin', revokedAt: null, expiresAt: null } });
+    } else {
+      await this.prisma.apiToken.create({ data: { id: `tok_${randomUUID().replace(/-/g, '').slice(0, 20)}`, name: 'admin', role: 'admin', hash: hash(secret) } });
+    }
+  }
+
+  /** On the very first start (no token at all), creates an admin token and returns its secret to print once. */
+  async bootstrapAdmin(): Promise<string | undefined> {
+    if ((await this.prisma.apiToken.count()) > 0) return undefined;
+    const { secret } = await this.create({ name: 'admin', role: 'admin' });
+    return secret;
+  }
+
+  /** Resolves `Authorization: Bearer <secret>`; throws UNAUTHENTICATED with the reason. */
+  async authenticate(header: string | undefined): Promise<Principal> {
+    if (!header) throw new UnauthenticatedError('missing bearer token: send Authorization: Bearer <token>');
+    const match = /^Bearer\s+(\S{1,512})$/i.exec(header.trim());
+    if (!match) throw new UnauthenticatedError('malformed Authorization header: expected "Bearer <token>"');
+    const secret = match[1]!;
+    const digest = hash(secret);
+    const row = await this.prisma.apiToken.findUnique({ where: { hash: digest } });
+    // The lookup is by hash; compare again in constant time to keep the check honest if the index changes.
+    if (!row || !timingSafeEqual(Buffer.from(row.hash, 'hex'), Buffer.from(digest, 'hex'))) throw new UnauthenticatedError('invalid token');
+    if (row.revokedAt) throw new UnauthenticatedError('token revoked');
+    if (row.expiresAt && row.expiresAt.getTime() <= this.now()) throw new UnauthenticatedError('token expired');
+    const last = this.lastUsedWritten.get(row.id) ?? 0;
+    if (this.now() - last > LAST_USED_RESOLUTION_MS) {
+      this.lastUsedWritten.set(row.id, this.now());
+      await this.prisma.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date(this.now()) } });
+    }
+    return { kind: 'token', tokenId: row.id, name: row.name, role: row.role as Role };
+  }
+
+  /** Whether a token is still usable (checked again for long-lived subscriptions). */
+  async isActive(tokenId: string): Promise<boolean> {
+    const row = await this.prisma.apiToken.findUnique({ where: { id: tokenId } });
+    return !!row && !row.revokedAt && !(row.expiresAt && row.expiresAt.getTime() <= this.now());
+  }
+
+  async revoke(id: string): Promise<ApiTokenView> {
+    const row = await this.prisma.apiToken.findUnique({ where: { id } });
+    if (!row) throw new NotFoundError(`token ${id} not found`);
+    const updated = row.revokedAt ? row : await this.prisma.apiToken.update({ where: { id }, data: { revokedAt: new Date(this.now()) } });
+    for (const listener of this.revokedListeners) listener(id);
+    return view(updated);
+  }
+
+  async list(first: number | undefined, after: string | undefined) {
+    const size = checkPageSize(first, 100);
+    const cursor = decodeCursor(after, (v): v is { id: string } => typeof v === 'object' && v !== null && typeof (v as { id: unknown }).id === 'string');
+    const rows = await this.prisma.apiToken.findMany({ where: cursor ? { id: { gt: cursor.id } } : {}, orderBy: { id: 'asc' }, take: size + 1 });
+    const items = rows.slice(0, size).map(view);
+    return { items, hasNextPage: rows.length > size, cursorOf: (t: ApiTokenView) => encodeCursor({ id: t.id }) };
+  }
+}
