@@ -5,7 +5,6 @@
  *
  * Where the API deliberately differs from a real API server (so tests do not lean on these):
  * - no authentication or authorization (any token), no admission, no schema validation beyond names and type meta;
- * - list pages after the first are served from the current state (not a snapshot at the first page's revision);
  * - garbage collection is synchronous inside the delete call; Foreground deletion removes the owner right after
  *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once;
  * - server-side apply treats lists without a known merge key (listKeys.ts) as atomic and has no CSA→SSA migration;

@@ -202,6 +202,24 @@ describe('paging', () => {
     expect(versions.size).toBe(1);
   });
 
+  it('serves later pages as of the first page’s revision while objects change in between', async () => {
+    sim.store.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'snap' } });
+    for (let i = 0; i < 10; i++) {
+      sim.store.create(Resources.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c0${i}`, namespace: 'snap' }, data: { v: 'old' } });
+    }
+    const first = await core.listNamespacedConfigMap({ namespace: 'snap', limit: 4 });
+    expect(first.items.map((i) => i.metadata!.name)).toEqual(['c00', 'c01', 'c02', 'c03']);
+    await core.deleteNamespacedConfigMap({ name: 'c05', namespace: 'snap' });
+    await core.createNamespacedConfigMap({ namespace: 'snap', body: { metadata: { name: 'c045' } } });
+    await core.replaceNamespacedConfigMap({ name: 'c06', namespace: 'snap', body: { metadata: { name: 'c06' }, data: { v: 'new' } } });
+    const second = await core.listNamespacedConfigMap({ namespace: 'snap', limit: 4, _continue: first.metadata!._continue! });
+    expect(second.items.map((i) => `${i.metadata!.name}=${i.data?.v}`)).toEqual(['c04=old', 'c05=old', 'c06=old', 'c07=old']);
+    expect(second.metadata?.resourceVersion).toBe(first.metadata?.resourceVersion);
+    const third = await core.listNamespacedConfigMap({ namespace: 'snap', limit: 4, _continue: second.metadata!._continue! });
+    expect(third.items.map((i) => i.metadata!.name)).toEqual(['c08', 'c09']);
+    expect(third.metadata?._continue).toBeFalsy();
+  });
+
   it('pages a filtered list', async () => {
     const names: string[] = [];
     let token: string | undefined;

@@ -19,17 +19,17 @@ interface ContinueState {
   after: string;
 }
 
-/**
- * A List response as JSON text. Items are ordered by namespace, then name; a continue token carries the first page's
- * revision and the last key served, so pages never repeat or skip an object that exists throughout. Objects created
- * or deleted between pages may or may not show up (the real API server would serve a snapshot instead).
- * A token whose revision left the watch window answers 410 Expired, as Kubernetes does.
- */
 export interface ListPage {
   items: KubeObject[];
   metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
 }
 
+/**
+ * One page of a List. Items are ordered by namespace, then name. A continue token carries the first page's revision
+ * and the last key served; later pages show the objects as they were at that revision (rebuilt from the event
+ * history), so paging is consistent under concurrent writes, as with etcd. A token whose revision left the history
+ * window answers 410 Expired, as Kubernetes does.
+ */
 export function listPage(store: WatchableStore, type: ResourceType, query: ListQuery): ListPage {
   let rv = store.currentRevision();
   let after: string | undefined;
@@ -43,11 +43,16 @@ export function listPage(store: WatchableStore, type: ResourceType, query: ListQ
   }
   if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 0)) throw badRequest('limit must be a non-negative integer');
 
+  const namespace = type.namespaced ? query.namespace : undefined;
   const items: { key: string; object: KubeObject }[] = [];
-  for (const object of store.list(type, type.namespaced ? query.namespace : undefined)) {
-    if (!query.label.matches(object) || !query.field.matches(object)) continue;
-    items.push({ key: sortKey(object), object });
+  const keep = (object: KubeObject): void => {
+    if (query.label.matches(object) && query.field.matches(object)) items.push({ key: sortKey(object), object });
+  };
+  const asOf = rv < store.currentRevision() ? stateAt(store, type, namespace, rv) : undefined;
+  for (const object of store.list(type, namespace)) {
+    if (!asOf?.has(sortKey(object))) keep(object);
   }
+  for (const object of asOf?.values() ?? []) if (object) keep(object);
   items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   let start = 0;
   if (after !== undefined) {
@@ -74,6 +79,20 @@ export function listPage(store: WatchableStore, type: ResourceType, query: ListQ
 export function listJson(type: ResourceType, page: ListPage): string {
   const body = page.items.map(objectJson).join(',');
   return `{"kind":"${type.kind}List","apiVersion":"${apiVersionOf(type)}","metadata":${JSON.stringify(page.metadata)},"items":[${body}]}`;
+}
+
+/**
+ * The objects that changed after `revision`, as they were at `revision` (undefined: did not exist then), keyed like
+ * sortKey. Objects absent from the map are unchanged since.
+ */
+function stateAt(store: WatchableStore, type: ResourceType, namespace: string | undefined, revision: number): Map<string, KubeObject | undefined> {
+  const before = new Map<string, KubeObject | undefined>();
+  for (const event of store.eventsSince(revision, type)) {
+    if (namespace !== undefined && event.object.metadata.namespace !== namespace) continue;
+    const key = sortKey(event.object);
+    if (!before.has(key)) before.set(key, event.type === 'ADDED' ? undefined : event.previous);
+  }
+  return before;
 }
 
 function sortKey(object: KubeObject): string {
