@@ -91,7 +91,6 @@ export class Controller {
   private readonly registry: Registry | undefined;
   private readonly newRateLimiter: () => RateLimiter;
   private readonly logger: ControllerLogger | undefined;
-  private readonly metrics: ControllerMetrics | undefined;
   /** Metric children bound to this controller's labels (label lookup per reconcile is the hot path's main cost). */
   private readonly mc:
     | {
@@ -105,8 +104,11 @@ export class Controller {
   private readonly maxLastErrors: number;
   private readonly sources: Source[] = [];
   private readonly lastErrors = new Map<string, LastError>();
-  private run: { queue: WorkQueue; abort: AbortController; workers: Promise<void>[] } | undefined;
+  /** The current run; `workers` settles when every worker has returned. */
+  private run: { queue: WorkQueue; abort: AbortController; workers: Promise<unknown> } | undefined;
   private lastQueue: WorkQueue | undefined;
+  /** The stop() in progress, if any. */
+  private stopping: Promise<void> | undefined;
 
   constructor(options: ControllerOptions) {
     this.name = options.name;
@@ -117,8 +119,7 @@ export class Controller {
     this.newRateLimiter = options.newRateLimiter ?? (() => defaultControllerRateLimiter({ clock: this.clock }));
     this.logger = options.logger;
     this.maxLastErrors = options.maxLastErrors ?? 1000;
-    this.metrics = options.registry ? controllerMetrics(options.registry) : undefined;
-    const m = this.metrics;
+    const m: ControllerMetrics | undefined = options.registry ? controllerMetrics(options.registry) : undefined;
     if (m) {
       const name = this.name;
       m.maxConcurrent.child(name).value = this.workers;
@@ -161,24 +162,40 @@ export class Controller {
     this.run?.queue.addAfter(typeof request === 'string' ? request : keyOf(request), ms);
   }
 
+  /**
+   * Starts the workers on a fresh queue. If the previous run is still draining (stop() not finished: a reconcile
+   * ignoring its abort signal), keys are queued at once but handed out only after it has finished, so a key is never
+   * reconciled by an old and a new worker at the same time.
+   */
   start(): void {
     if (this.run) return;
     const queue = new WorkQueue({ name: this.name, rateLimiter: this.newRateLimiter(), clock: this.clock, registry: this.registry });
     const abort = new AbortController();
-    this.run = { queue, abort, workers: [] };
+    const launch = (): Promise<unknown> => Promise.all(Array.from({ length: this.workers }, () => this.worker(queue, abort.signal)));
+    const workers = this.stopping ? this.stopping.then(() => (abort.signal.aborted ? undefined : launch())) : launch();
+    this.run = { queue, abort, workers };
     this.lastQueue = queue;
     for (const s of this.sources) s.resync((key) => queue.add(key));
-    for (let i = 0; i < this.workers; i++) this.run.workers.push(this.worker(queue, abort.signal));
   }
 
   /** Aborts in-flight reconciles, stops handing out keys, and resolves once every worker has returned. */
   async stop(): Promise<void> {
     const run = this.run;
-    if (!run) return;
+    if (!run) return this.stopping;
     this.run = undefined;
     run.abort.abort(new Error(`controller ${this.name} stopping`));
-    await run.queue.shutDownWithDrain();
-    await Promise.all(run.workers);
+    const previous = this.stopping;
+    const stopped = (async () => {
+      await previous;
+      await run.queue.shutDownWithDrain();
+      await run.workers;
+    })();
+    this.stopping = stopped;
+    try {
+      await stopped;
+    } finally {
+      if (this.stopping === stopped) this.stopping = undefined;
+    }
   }
 
   snapshot(): ControllerSnapshot {

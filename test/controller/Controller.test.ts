@@ -214,6 +214,38 @@ describe('Controller', () => {
     expect(r.calls).toEqual(['k']);
   });
 
+  it('restarted while the last run still drains, waits for it before handing out keys', async () => {
+    const clock = new FakeClock();
+    let running = 0;
+    let overlap = false;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const r = scripted(async (_req, call) => {
+      running++;
+      if (running > 1) overlap = true;
+      if (call === 1) await gate; // ignores its abort signal
+      running--;
+    });
+    const c = newController(r, clock);
+    c.start();
+    c.enqueue('k');
+    await flushMicrotasks();
+    let stopped = false;
+    const stopping = c.stop().then(() => (stopped = true));
+    c.start(); // leadership regained at once
+    c.enqueue('k');
+    await flushMicrotasks();
+    expect(stopped).toBe(false);
+    expect(r.calls).toHaveLength(1);
+    expect(c.snapshot().depth).toBe(1);
+    release();
+    await stopping;
+    await flushMicrotasks();
+    expect(r.calls).toHaveLength(2);
+    expect(overlap).toBe(false);
+    await c.stop();
+  });
+
   it('resyncs its sources on every start', async () => {
     const clock = new FakeClock();
     const r = scripted(() => undefined);
