@@ -233,7 +233,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   cleanups.push(() => manager.stop());
   const port = (httpServer.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${hostForUrl}:${port}${GRAPHQL_PATH}`;
+  const url = `${config.tls ? 'https' : 'http'}://${hostForUrl}:${port}${GRAPHQL_PATH}`;
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

@@ -50,7 +50,9 @@ export function collect<T = any>(client: Client, query: string, variables: Recor
         notify();
       },
       error: (error) => {
-        errors.push(error);
+        // A socket closed by the server arrives as a CloseEvent, which JSON.stringify renders as {}.
+        const close = error as { code?: unknown; reason?: unknown };
+        errors.push(typeof close.code === 'number' ? { code: close.code, reason: close.reason } : error);
         notify();
       },
       complete: () => {
