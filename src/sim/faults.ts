@@ -36,6 +36,11 @@ export const faultConfigSchema = z.strictObject({
   conflictRate: rate.default(0),
   /** Drop every open watch connection this often, in ms; 0 = never. */
   dropWatchesEveryMs: z.number().int().min(0).default(0),
+  /**
+   * Limits latency, errors and conflicts to these resources (`pods`, `ippools.network.harvesterhci.io`, ...); all
+   * resources when absent.
+   */
+  resources: z.array(z.string().min(1)).optional(),
 });
 
 export type FaultConfig = z.output<typeof faultConfigSchema>;
@@ -109,7 +114,8 @@ export class FaultInjector {
 
   /** Waits the configured latency, then maybe fails the request: resolves normally or rejects with a SimApiError. */
   async beforeRequest(info: ApiRequestInfo): Promise<void> {
-    const { latencyMs, errorRate, errorCode, conflictRate } = this.current;
+    const { latencyMs, errorRate, errorCode, conflictRate, resources } = this.current;
+    if (resources && !resources.some((r) => r === info.resource.plural || r === `${info.resource.plural}.${info.resource.group}`)) return;
     const delay = latencyMs[info.verb] ?? latencyMs['*'] ?? 0;
     if (delay > 0) {
       this.counters.delayed++;

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { zeroDelays } from '../../src/sim/behaviour/index.js';
 import { FaultInjector } from '../../src/sim/faults.js';
@@ -15,6 +15,7 @@ import { eventually, expectStatus } from './api-helpers.js';
 let sim: Simulator;
 let core: CoreV1Api;
 let apps: AppsV1Api;
+let custom: CustomObjectsApi;
 let dir: string;
 
 beforeAll(async () => {
@@ -22,6 +23,7 @@ beforeAll(async () => {
   sim = await startSimulator({ delays: zeroDelays, fleet: 'demo', kubeconfigPath: join(dir, 'kubeconfig'), faults: { latencyMs: { '*': 0 } } });
   core = sim.kubeConfig.makeApiClient(CoreV1Api);
   apps = sim.kubeConfig.makeApiClient(AppsV1Api);
+  custom = sim.kubeConfig.makeApiClient(CustomObjectsApi);
 });
 
 afterAll(async () => {
@@ -64,6 +66,13 @@ describe('fault injection through the HTTP API', () => {
       'InternalError',
     );
     expect(sim.store.get(Resources.configmaps, 'default', 'doomed')).toBeUndefined();
+  });
+
+  it('can limit faults to some resources', async () => {
+    sim.faults.set({ errorRate: { '*': 1 }, resources: ['ippools.network.harvesterhci.io', 'configmaps'] });
+    await core.listNamespacedPod({ namespace: AGENT_NAMESPACE });
+    await expectStatus(core.listNamespacedConfigMap({ namespace: 'default' }), 500, 'InternalError');
+    await expectStatus(custom.listNamespacedCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', namespace: 'default', plural: 'ippools' }), 500, 'InternalError');
   });
 
   it('conflict rate 1 answers updates and patches with 409 Conflict, reads still work', async () => {
