@@ -115,6 +115,8 @@ describe('kubectl against the simulator', () => {
     const yaml = parseYaml(await kubectl('get', 'pod', podNames[0]!, '-n', 'default', '-o', 'yaml'));
     expect(yaml).toMatchObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: podNames[0], namespace: 'default' } });
     expect(yaml.spec.containers[0].image).toBe('nginx:2');
+
+    expect(await kubectl('logs', podNames[0]!, '-n', 'default')).toContain('container main (image nginx:2) is running');
   });
 
   it('lists IPPools by plural and by short name', async () => {

@@ -154,6 +154,7 @@ export class ApiServer implements ApiControl {
     const table = wantsTable(req.headers.accept);
     switch (verb) {
       case 'get':
+        if (r.subresource === 'log') return this.log(res, r);
         if (r.subresource === 'scale') return this.sendResult(res, this.writer.scale('get', await this.writeInput(req, r)));
         return this.get(res, r, table);
       case 'list':
@@ -204,6 +205,22 @@ export class ApiServer implements ApiControl {
       return this.send(res, 200, JSON.stringify(body), TABLE_CONTENT_TYPE);
     }
     this.send(res, 200, objectJson(object));
+  }
+
+  /** Pods have no processes here: their "log" says what the simulated kubelet did with each container. */
+  private log(res: ServerResponse, r: ResourceRequest): void {
+    const pod = this.store.get(r.type, r.namespace, r.name!);
+    if (!pod) throw notFound(r.type.plural, r.name!, r.type.group);
+    const containers = ((pod.spec?.containers ?? []) as { name: string; image?: string }[]);
+    const wanted = r.query.get('container') ?? (containers.length === 1 ? containers[0]!.name : undefined);
+    if (!wanted) throw badRequest(`a container name must be specified for pod ${r.name}, choose one of: [${containers.map((c) => c.name).join(' ')}]`);
+    const container = containers.find((c) => c.name === wanted);
+    if (!container) throw badRequest(`container ${wanted} is not valid for pod ${r.name}`);
+    const status = ((pod.status?.containerStatuses ?? []) as { name: string; state?: Record<string, { startedAt?: string; reason?: string }> }[]).find((s) => s.name === wanted);
+    const [state, detail] = Object.entries(status?.state ?? {})[0] ?? ['waiting', {}];
+    const when = detail.startedAt ? ` since ${detail.startedAt}` : '';
+    const text = `rollplane simulator: container ${wanted} (image ${container.image ?? '?'}) is ${state}${detail.reason ? ` (${detail.reason})` : ''}${when}; simulated containers write no output\n`;
+    res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(text) }).end(text);
   }
 
   private list(res: ServerResponse, r: ResourceRequest, table: boolean): void {

@@ -63,7 +63,8 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
     if (type.shortNames?.length) entry.shortNames = type.shortNames;
     resources.push(entry);
     for (const sub of type.subresources) {
-      const entry: Record<string, unknown> = { name: `${type.plural}/${sub}`, singularName: '', namespaced: type.namespaced, kind: type.kind, verbs: ['get', 'patch', 'update'] };
+      const verbs = sub === 'log' ? ['get'] : ['get', 'patch', 'update'];
+      const entry: Record<string, unknown> = { name: `${type.plural}/${sub}`, singularName: '', namespaced: type.namespaced, kind: type.kind, verbs };
       if (sub === 'scale') Object.assign(entry, { kind: 'Scale', group: 'autoscaling', version: 'v1' });
       resources.push(entry);
     }

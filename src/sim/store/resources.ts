@@ -25,7 +25,7 @@ const STATUS_SCALE = ['status', 'scale'];
 export const Resources = Object.freeze({
   namespaces: rt('', 'v1', 'namespaces', 'Namespace', false, STATUS, ['ns']),
   nodes: rt('', 'v1', 'nodes', 'Node', false, STATUS, ['no']),
-  pods: rt('', 'v1', 'pods', 'Pod', true, STATUS, ['po']),
+  pods: rt('', 'v1', 'pods', 'Pod', true, ['status', 'log'], ['po']),
   services: rt('', 'v1', 'services', 'Service', true, STATUS, ['svc']),
   secrets: rt('', 'v1', 'secrets', 'Secret', true),
   configmaps: rt('', 'v1', 'configmaps', 'ConfigMap', true, [], ['cm']),
