@@ -54,6 +54,7 @@ export interface NodeAgentCandidates {
 }
 
 export interface NodeAgentDriftItem {
+  kind: 'NODE_AGENT';
   namespace: string;
   name: string;
   desiredVersion: string | null;
@@ -68,8 +69,11 @@ export interface NodeAgentQueries {
   /** Any DaemonSet by name, managed or not; undefined when it does not exist. */
   getSet(namespace: string, name: string): NodeAgentSet | undefined;
   candidates(namespace: string, name: string): NodeAgentCandidates | undefined;
-  /** One item per node whose agent does not run its set's template image (namespace "" and name = node). */
-  drift(): NodeAgentDriftItem[];
+  /**
+   * One item per node whose agent does not run its set's template image (namespace "" and name = node). Named for the
+   * drift resolver, which collects `driftItems()` from every kind's port on the Domain.
+   */
+  driftItems(): Promise<NodeAgentDriftItem[]>;
 }
 
 export interface BumpNodeAgentImageInput {

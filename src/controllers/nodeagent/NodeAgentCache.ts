@@ -53,7 +53,10 @@ export class NodeAgentCache {
     return this.daemonSets
       .list()
       .filter((ds) => this.isManaged(ds))
-      .sort((a, b) => `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`));
+      .map((ds) => ({ ds, key: `${ds.metadata?.namespace}/${ds.metadata?.name}` }))
+      // Code-unit order, the same the cursors compare with.
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .map(({ ds }) => ds);
   }
 
   /** Sets that have pods on `node` (managed or driven by a rollout). */

@@ -62,7 +62,7 @@ export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
         annotatedPeerRuntimeClass: ds.metadata?.annotations?.[PEER_RUNTIME_CLASS_ANNOTATION] ?? null,
       };
     },
-    drift(): NodeAgentDriftItem[] {
+    async driftItems(): Promise<NodeAgentDriftItem[]> {
       const items: NodeAgentDriftItem[] = [];
       for (const ds of cache.managedSets()) {
         const desired = templateImage(ds) ?? null;
@@ -72,7 +72,7 @@ export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
           const running = pod ? (podImage(pod, container) ?? null) : null;
           if (running === desired) continue;
           const created = timeOf(pod?.metadata?.creationTimestamp);
-          items.push({ namespace: '', name: node, desiredVersion: desired, runningVersion: running, since: created !== undefined ? new Date(created) : null });
+          items.push({ kind: 'NODE_AGENT', namespace: '', name: node, desiredVersion: desired, runningVersion: running, since: created !== undefined ? new Date(created) : null });
         }
       }
       return items;

@@ -100,7 +100,7 @@ describe('node-agent rollout, NODE_BY_NODE on three nodes', () => {
       const set = harness.runtime.queries.getSet(DS_NS, DS_NAME)!;
       expect(set.desiredImage).toBe(NEW_IMAGE);
       expect(set.nodes.map((n) => [n.node, n.upToDate, n.ready, n.peerPods, n.peerPodsReady])).toEqual(NODES.map((n) => [n, true, true, 2, 2]));
-      expect(harness.runtime.queries.drift()).toEqual([]);
+      expect(await harness.runtime.queries.driftItems()).toEqual([]);
     } finally {
       unsubscribe();
     }
