@@ -74,6 +74,14 @@ export class AgentPoolReconciler implements Reconciler {
    * agent just created for a stranger (uid mismatch) and delete it.
    */
   private readonly written = new Map<string, { stale: Set<string>; pool: IPPool }>();
+  /**
+   * Recreation records (pool key + deletedAt) this process wrote and has not completed: their AgentRecreated event
+   * certainly does not exist yet, so completing them needs no look-up in the history. Records found after a restart
+   * are checked against the history before their event is appended.
+   */
+  private readonly ownRecords = new Set<string>();
+  /** Records whose event this process appended but whose annotation is not removed yet (a failed removal is retried). */
+  private readonly emitted = new Set<string>();
 
   constructor(private readonly o: AgentPoolReconcilerOptions) {
     this.now = o.now ?? Date.now;
@@ -136,8 +144,10 @@ export class AgentPoolReconciler implements Reconciler {
           pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
         }
       } else if (!pod || pod.metadata?.uid !== ref.uid) {
-        // Missing or a stranger in the cache: the cache may lag behind a pod this controller just created; ask the API.
-        pod = await this.readPod(refNs, refName);
+        // Missing or a stranger in the cache: the cache may lag behind a pod this controller just created, so ask the
+        // API — unless this is the recreation in flight (the recorded agent was deleted on purpose).
+        const record = this.recordOf(work.pool);
+        pod = record && record.oldUid === ref.uid ? undefined : await this.readPod(refNs, refName);
         if (!pod) {
           this.o.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
           if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
@@ -350,16 +360,27 @@ export class AgentPoolReconciler implements Reconciler {
   }
 
   /** Durable before the act: written before the old agent is deleted, so a restart still knows what it replaced. */
-  private async writeRecord(work: Work, record: Omit<RecreationRecord, 'deletedAt' | 'afterEventId'>): Promise<void> {
-    const full: RecreationRecord = { ...record, deletedAt: work.now.toISOString(), afterEventId: await this.o.events.lastEventId() };
+  private async writeRecord(work: Work, record: Omit<RecreationRecord, 'deletedAt'>): Promise<void> {
+    const full: RecreationRecord = { ...record, deletedAt: work.now.toISOString() };
     await this.patchAnnotation(work, JSON.stringify(full));
+    this.ownRecords.add(this.recordKey(work.pool, full));
+  }
+
+  private recordKey(pool: IPPool, record: RecreationRecord): string {
+    return `${pool.metadata?.namespace}/${pool.metadata?.name}@${record.deletedAt}`;
   }
 
   private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
-    // At most once per recreation, also across a crash between the append and the annotation's removal.
-    const already = await this.o.events.listAfter({ types: [EventType.AgentRecreated], kind: 'AGENT_POOL', namespace, name }, record.afterEventId, 1);
-    if (already.length === 0) {
+    // At most once per recreation, also across a crash between the append and the annotation's removal: a record this
+    // process did not write may already have its event (any AgentRecreated of the pool since the deletion).
+    const key = this.recordKey(work.pool, record);
+    let done = this.emitted.has(key);
+    if (!done && !this.ownRecords.has(key)) {
+      const found = await this.o.events.listAfter({ types: [EventType.AgentRecreated], kind: 'AGENT_POOL', namespace, name, since: new Date(record.deletedAt) }, undefined, 1);
+      done = found.length > 0;
+    }
+    if (!done) {
       const deletedAt = new Date(record.deletedAt);
       const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
       const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
@@ -383,8 +404,11 @@ export class AgentPoolReconciler implements Reconciler {
       });
       this.o.metrics.recreations.inc({ reason: record.reason });
       this.o.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
+      this.emitted.add(key);
     }
+    this.ownRecords.delete(key);
     await this.patchAnnotation(work, null);
+    this.emitted.delete(key);
   }
 
   private async patchAnnotation(work: Work, value: string | null): Promise<void> {

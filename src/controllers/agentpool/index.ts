@@ -35,7 +35,7 @@ export interface AgentPoolOptions {
   agentImage?: string;
   /** Seconds a Terminating agent on a NotReady node waits before it is force-deleted; default 120; null disables. */
   stuckGraceSeconds?: number | null;
-  /** Concurrent pool reconciles; default 8. */
+  /** Concurrent pool reconciles; default 16. */
   workers?: number;
   serviceAccountName?: string;
   now?: () => number;
@@ -121,7 +121,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     rolloutFor: (ns, name) => driver.rolloutFor(ns, name),
     ...(options.now ? { now: options.now } : {}),
   });
-  const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 8 });
+  const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 16 });
 
   const byLabels = enqueueByLabels<V1Pod | V1Deployment>(LABEL_POOL_NAMESPACE, LABEL_POOL_NAME);
   feed(pools, controller);

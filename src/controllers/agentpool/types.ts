@@ -49,8 +49,6 @@ export interface RecreationRecord {
   oldImage: string | null;
   /** ISO time the old agent was deleted. */
   deletedAt: string;
-  /** The newest event id when the old agent was deleted: an AgentRecreated event after it means "already emitted". */
-  afterEventId: number;
 }
 
 export type AgentMode = 'pod' | 'deployment';
