@@ -74,7 +74,7 @@ export class Kubelet implements Controller {
   }
 
   reconcile(key: string): number | undefined {
-    const pod = this.ctx.index.get('pods', key);
+    let pod = this.ctx.index.get('pods', key);
     const nodeName: string | undefined = pod?.spec?.nodeName;
     if (!pod || !nodeName) return undefined;
     const node = this.ctx.index.get('nodes', nodeName);
@@ -90,15 +90,20 @@ export class Kubelet implements Controller {
     if (phase === 'Succeeded' || phase === 'Failed') return undefined;
 
     if (conditionOf(pod, 'PodScheduled')?.status !== 'True' || !pod.status?.hostIP) {
-      this.writeStatus(pod, {
+      const status = {
         ...pod.status,
         phase: pod.status?.phase ?? 'Pending',
         hostIP: hostIpOf(node),
         hostIPs: [{ ip: hostIpOf(node) }],
         qosClass: pod.status?.qosClass ?? 'BestEffort',
         conditions: withCondition(pod.status?.conditions, 'PodScheduled', 'True', now),
-      });
-      return undefined; // our own write comes back as an event and continues from here
+      };
+      if (this.ctx.delays.podStartMs > 0) {
+        this.writeStatus(pod, status);
+        return undefined; // our own write comes back as an event and continues from here
+      }
+      // No start delay: report scheduling and the container start in one write (one event less per pod at scale).
+      pod = { ...pod, status };
     }
 
     const statuses: ContainerStatus[] = pod.status?.containerStatuses ?? [];
