@@ -91,7 +91,8 @@ describe('bumpAgentImage through the GraphQL API', () => {
   it('dry run returns the plan and changes nothing', async () => {
     rig = await startRig();
     const r = rig;
-    await r.waitFor('pools listed', async () => (await r.gql(`{ agentPools { totalCount } }`)).agentPools.totalCount === 4);
+    await r.waitFor('pools reconciled', () => [1, 2, 3, 4].every((i) => r.pool(`net-${i}`)!.status.conditions.some((c: { type: string }) => c.type === 'Stopped')));
+    await new Promise((resolve) => setTimeout(resolve, 200));
     const before = { ...r.writes };
     const data = await r.gql(BUMP, { input: { image: NEW, dryRun: true, pools: { names: ['net-1', 'default/net-2'] } } });
     expect(data.bumpAgentImage).toMatchObject({ dryRun: true, created: false, rollout: { id: 'dry-run' } });
