@@ -41,7 +41,8 @@ export function guardOperation(
     const needed = requiredRole(operation.operation, field);
     if (!roleAllows(principal.role, needed)) {
       return new GraphQLError(`${field} needs the ${needed} role; token "${principalName(principal)}" has ${principal.role}`, {
-        extensions: { code: ErrorCode.Forbidden, needed, role: principal.role },
+        // 200, as for any GraphQL error about what the caller may do (Apollo would answer 500 for a plugin error).
+        extensions: { code: ErrorCode.Forbidden, needed, role: principal.role, http: { status: 200 } },
       });
     }
   }
@@ -65,6 +66,11 @@ export function guardPlugin(options: GuardOptions): ApolloServerPlugin<GraphQLCo
       return {
         async didResolveOperation(rc) {
           if (!rc.operation) return;
+          if (rc.operation.operation === 'subscription') {
+            throw new GraphQLError('subscriptions are served over WebSocket (graphql-ws, protocol graphql-transport-ws) on this same path', {
+              extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+            });
+          }
           const error = guardOperation(options, rc.document, rc.operation, rc.request.variables, rc.contextValue.principal, rc.contextValue.sourceAddress);
           if (error) throw error;
         },

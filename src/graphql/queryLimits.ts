@@ -32,7 +32,8 @@ interface Tally {
 }
 
 function limitError(message: string, limit: string, value: number, max: number): GraphQLError {
-  return new GraphQLError(message, { extensions: { code: ErrorCode.BadUserInput, limit, value, max } });
+  // Refused before execution: a 400, like any other invalid request (Apollo answers 500 for plugin errors otherwise).
+  return new GraphQLError(message, { extensions: { code: ErrorCode.BadUserInput, limit, value, max, http: { status: 400 } } });
 }
 
 function unwrapList(type: GraphQLOutputType): boolean {
@@ -77,7 +78,7 @@ export function checkQueryLimits(
         if (firstArg) {
           const node = selection.arguments?.find((a) => a.name.value === 'first');
           const value = node ? valueFromAST(node.value, firstArg.type, variables) : firstArg.defaultValue;
-          multiplier = typeof value === 'number' && value > 0 ? value : 1;
+          multiplier = typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 1;
         } else if (field && unwrapList(field.type)) {
           multiplier = UNKNOWN_LIST_SIZE;
         }

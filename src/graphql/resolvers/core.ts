@@ -26,6 +26,8 @@ const MAX_ID_LENGTH = 200;
 
 function requireId(id: string, field = 'id'): string {
   if (id.length === 0 || id.length > MAX_ID_LENGTH) throw new ValidationError(field, `must be 1 to ${MAX_ID_LENGTH} characters`);
+  // Ids rollplane hands out are printable ASCII; anything else is a mistake worth saying so.
+  if (!/^[\x21-\x7e]+$/.test(id)) throw new ValidationError(field, 'must be printable ASCII without spaces or control characters');
   return id;
 }
 

@@ -7,7 +7,10 @@ function parseDate(value: unknown): Date {
     });
   }
   const date = new Date(value);
-  if (Number.isNaN(date.getTime())) {
+  // JavaScript rolls impossible dates over (Feb 31 → Mar 3); refuse them instead.
+  const [, y, m, d] = /^(\d{4})-(\d{2})-(\d{2})/.exec(value)!;
+  const calendar = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)));
+  if (Number.isNaN(date.getTime()) || calendar.getUTCMonth() !== Number(m) - 1 || calendar.getUTCDate() !== Number(d)) {
     throw new GraphQLError(`DateTime is not a real instant: ${value}`, { extensions: { code: 'BAD_USER_INPUT' } });
   }
   return date;
