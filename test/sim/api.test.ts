@@ -5,6 +5,7 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  KubernetesObjectApi,
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
@@ -676,6 +677,26 @@ describe('selectors', () => {
     expect(await names(undefined, 'status.phase=Pending')).toEqual(['a', 'b', 'c']);
     expect((await core.listPodForAllNamespaces({ fieldSelector: 'metadata.namespace=sel' })).items).toHaveLength(3);
     await expectStatus(core.listNamespacedPod({ namespace: 'sel', fieldSelector: 'spec.unknown=x' }), 400, 'BadRequest');
+  });
+});
+
+describe('generic client', () => {
+  it('lets KubernetesObjectApi find kinds through discovery and apply server-side', async () => {
+    const client = KubernetesObjectApi.makeApiClient(sim.kubeConfig);
+    const pool = {
+      apiVersion: 'network.harvesterhci.io/v1alpha1',
+      kind: 'IPPool',
+      metadata: { name: 'generic-pool', namespace: 'default' },
+      spec: { networkName: 'default/net' },
+    };
+    const applied: { metadata?: { uid?: string } } = await client.patch(pool, undefined, undefined, 'generic', true, PatchStrategy.ServerSideApply);
+    expect(applied.metadata?.uid).toBeTruthy();
+    const read = await client.read<typeof pool>({ apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: 'generic-pool', namespace: 'default' } });
+    expect(read.spec).toEqual({ networkName: 'default/net' });
+    const list = await client.list('network.harvesterhci.io/v1alpha1', 'IPPool', 'default');
+    expect(list.items.map((i) => i.metadata?.name)).toContain('generic-pool');
+    await client.delete({ apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: 'generic-pool', namespace: 'default' } });
+    await expectStatus(client.read({ apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: 'generic-pool', namespace: 'default' } }), 404, 'NotFound');
   });
 });
 
