@@ -5,6 +5,7 @@ import { Fleet } from './Fleet.js';
 import { History } from './History.js';
 import { useHashRoute, useLive } from './hooks.js';
 import { RolloutDetail } from './RolloutDetail.js';
+import { TokenButton } from './TokenButton.js';
 
 const NAV = [
   { href: '#/', label: 'Rollouts & feed', view: '' },
@@ -21,15 +22,15 @@ export function App() {
   const view = route[0] ?? '';
   const main = useRef<HTMLElement>(null);
 
-  // Moving between views moves focus to the new content, as a page load would for keyboard and screen-reader users.
-  const first = useRef(true);
+  // Moving between views moves focus to the new content, as a page load would for keyboard and screen-reader users
+  // (but not on the first render: the page starts at the top, with the skip link first).
+  const routeKey = `${view}/${route[1] ?? ''}`;
+  const shownRoute = useRef(routeKey);
   useEffect(() => {
-    if (first.current) {
-      first.current = false;
-      return;
-    }
+    if (shownRoute.current === routeKey) return;
+    shownRoute.current = routeKey;
     main.current?.focus();
-  }, [view, route[1]]);
+  }, [routeKey]);
 
   return (
     <>
@@ -60,6 +61,7 @@ export function App() {
             v{live.server.version} · {live.server.kubeMode}
           </span>
         )}
+        <TokenButton />
       </header>
       {live.errors.length > 0 && (
         <div className="banner error" role="alert">

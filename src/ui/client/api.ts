@@ -1,4 +1,5 @@
 /** GraphQL over HTTP for the UI: POST with a JSON body (passes Apollo's CSRF prevention), same origin only. */
+import { authorizationHeader } from './token.js';
 
 export const GRAPHQL_PATH = '/graphql';
 
@@ -24,10 +25,13 @@ export class GraphQLRequestError extends Error {
 /** The part of the API a section needs is in the schema but not backed by this server yet. */
 export const isNotImplemented = (error: unknown): boolean => error instanceof GraphQLRequestError && error.code === 'NOT_IMPLEMENTED';
 
+/** The server wants a (valid) API token. */
+export const isUnauthenticated = (error: unknown): boolean => error instanceof GraphQLRequestError && error.code === 'UNAUTHENTICATED';
+
 export async function gql<T>(query: string, variables: Record<string, unknown> = {}, signal?: AbortSignal): Promise<T> {
   const response = await fetch(GRAPHQL_PATH, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' },
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...authorizationHeader() },
     body: JSON.stringify({ query, variables }),
     ...(signal ? { signal } : {}),
   });

@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import { describeError, isNotImplemented } from './api.js';
+import { describeError, isNotImplemented, isUnauthenticated } from './api.js';
 import { shortVersion } from './format.js';
 import type { PageInfo, Progress } from './types.js';
 
@@ -70,6 +70,13 @@ export function QueryStatus({ error, loading, hasData, what, children }: { error
     return (
       <p className="not-available" role="status">
         Not available yet: this server does not back {what} yet.
+      </p>
+    );
+  }
+  if (isUnauthenticated(error)) {
+    return (
+      <p className="error" role="alert">
+        This server requires an API token to show {what}: set one with “API token” at the top of the page.
       </p>
     );
   }

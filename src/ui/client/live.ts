@@ -1,5 +1,6 @@
 import { createClient, type Client } from 'graphql-ws';
 import { GRAPHQL_PATH } from './api.js';
+import { authorizationHeader } from './token.js';
 
 export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
 
@@ -37,6 +38,8 @@ export class LiveConnection {
       lazy: true,
       retryAttempts: 0,
       keepAlive: 15_000,
+      // Read at every (re)connect, so a token entered after a refusal is used by the next attempt.
+      connectionParams: () => authorizationHeader(),
       on: {
         connected: () => this.setState('live'),
         closed: () => this.setState('reconnecting'),

@@ -6,6 +6,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { GRAPHQL_PATH } from './api.js';
 import { LiveConnection } from './live.js';
+import { authorizationHeader } from './token.js';
 import './playground.css';
 
 /**
@@ -14,7 +15,8 @@ import './playground.css';
  * `#query=…&variables=…` in the URL opens with that operation (shareable links).
  */
 const live = new LiveConnection();
-const fetcher = createGraphiQLFetcher({ url: GRAPHQL_PATH, wsClient: live.client });
+// The UI's API token (if set) authenticates HTTP and WebSocket alike; the Headers tab can still override it.
+const fetcher = createGraphiQLFetcher({ url: GRAPHQL_PATH, wsClient: live.client, headers: authorizationHeader() });
 
 const params = new URLSearchParams(location.hash.replace(/^#/, ''));
 const initialQuery = params.get('query') ?? undefined;
