@@ -44,6 +44,8 @@ type WatchEnd = { kind: 'closed'; events: number } | { kind: 'expired'; error: u
  * - A watch the server simply ends → re-watch from the last resourceVersion (bookmarks keep it fresh).
  * A relist is diffed against the cache, so handlers see exactly the changes missed while disconnected: onAdd for new
  * objects, onUpdate for changed resourceVersions, onDelete for objects gone. Handlers run synchronously, in order.
+ * Cached objects are in wire form (plain JSON as the API server sends it, timestamps as strings, apiVersion/kind
+ * set), whether they came from the list or the watch. Treat them as read-only: they are shared with every reader.
  */
 export class Informer<T extends KubernetesObject> {
   readonly name: string;
@@ -172,8 +174,9 @@ export class Informer<T extends KubernetesObject> {
     this.stats.lists++;
     const list = await this.options.list();
     const seen = new Set<string>();
-    for (const obj of list.items) {
-      // Typed list items carry no apiVersion/kind; keep the objects as the server sent them otherwise.
+    const kind = list.kind?.endsWith('List') ? list.kind.slice(0, -'List'.length) : undefined;
+    for (const item of list.items) {
+      const obj = toWireForm(item, list.apiVersion, kind);
       const key = objectKey(obj);
       seen.add(key);
       this.upsert(key, obj);
@@ -328,6 +331,22 @@ export class Informer<T extends KubernetesObject> {
     for (const [name, fn] of Object.entries(this.options.indexers ?? {})) out.push([name, fn(obj)]);
     return out;
   }
+}
+
+/**
+ * Typed client-node lists deserialize items into model instances (timestamps as Date, no apiVersion/kind) while watch
+ * events are plain JSON (timestamps as strings). The cache holds one form only, the wire form, whichever path an
+ * object came by; a no-op for objects that already are plain JSON.
+ */
+function toWireForm<T extends KubernetesObject>(item: T, apiVersion: string | undefined, kind: string | undefined): T {
+  const plain = Object.getPrototypeOf(item) === Object.prototype && !hasDate(item.metadata) ? item : (JSON.parse(JSON.stringify(item)) as T);
+  if (!plain.apiVersion && apiVersion) plain.apiVersion = apiVersion;
+  if (!plain.kind && kind) plain.kind = kind;
+  return plain;
+}
+
+function hasDate(metadata: KubernetesObject['metadata']): boolean {
+  return metadata?.creationTimestamp instanceof Date || metadata?.deletionTimestamp instanceof Date;
 }
 
 export function objectKey(obj: KubernetesObject): string {

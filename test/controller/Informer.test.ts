@@ -82,6 +82,21 @@ describe('Informer', () => {
     expect(informer.get('default', 'a')).toBeUndefined();
   });
 
+  it('caches listed and watched objects in the same wire form', async () => {
+    put('listed', { v: '1' });
+    const { informer } = newInformer();
+    informer.start();
+    await informer.waitForSync();
+    put('watched', { v: '1' });
+    await until(() => informer.get('default', 'watched') !== undefined, 'watched');
+    for (const name of ['listed', 'watched']) {
+      const o = informer.get('default', name)!;
+      expect(o.apiVersion).toBe('v1');
+      expect(o.kind).toBe('ConfigMap');
+      expect(typeof o.metadata?.creationTimestamp).toBe('string');
+    }
+  });
+
   it('re-watches after the server drops its watches and misses no update', async () => {
     put('a', { v: '1' });
     const { informer, events } = newInformer();
