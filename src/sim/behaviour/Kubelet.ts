@@ -112,7 +112,7 @@ export class Kubelet implements Controller {
     const drifted = started && containersOf(pod).some((c) => statuses.find((s) => s.name === c.name)?.image !== c.image);
 
     if (!started || drifted) {
-      const stage: Stage = statuses.some((s) => (s.state as any)?.waiting?.reason === 'ImagePullBackOff') && wantsBadImage ? 'backoff' : 'pending';
+      const stage: Stage = statuses.some((s) => s.state?.waiting?.reason === 'ImagePullBackOff') && wantsBadImage ? 'backoff' : 'pending';
       if (stage === 'backoff') return undefined; // never pulls; a fixed image (spec change) re-enters 'pending'
       const wait = this.due(pod, 'pending', this.ctx.delays.podStartMs, now);
       if (wait > 0) return wait;

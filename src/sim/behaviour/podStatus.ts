@@ -55,12 +55,18 @@ export interface ContainerStatus {
   ready: boolean;
   started: boolean;
   restartCount: number;
-  state: Record<string, unknown>;
-  lastState: Record<string, unknown>;
+  state: ContainerState;
+  lastState: ContainerState;
   containerID?: string;
 }
 
-export function runningContainer(name: string, image: string, now: number, restartCount: number, ready: boolean, lastState: Record<string, unknown> = {}): ContainerStatus {
+export interface ContainerState {
+  running?: { startedAt: string };
+  waiting?: { reason: string; message?: string };
+  terminated?: { exitCode: number; reason: string; startedAt?: string; finishedAt?: string };
+}
+
+export function runningContainer(name: string, image: string, now: number, restartCount: number, ready: boolean, lastState: ContainerState = {}): ContainerStatus {
   return {
     name,
     image,

@@ -1,5 +1,5 @@
 /** Helpers shared by the workload controllers (ReplicaSet, Deployment, DaemonSet, StatefulSet). */
-import type { KubeObject, StoreEvent } from '../types.js';
+import type { KubeObject, ResourceType, StoreEvent } from '../types.js';
 import type { BehaviourContext } from './context.js';
 import { controllerRef, isActivePod, isTerminating, jsonEqual, keyOf, ownerRefTo, podAvailability, randomSuffix, splitKey } from './kube.js';
 
@@ -78,7 +78,7 @@ export function deletePod(ctx: BehaviourContext, pod: KubeObject): void {
 }
 
 /** Writes `status` through the status subresource unless it is unchanged. */
-export function writeStatus(ctx: BehaviourContext, type: BehaviourContext['types'][keyof BehaviourContext['types']], obj: KubeObject, status: Record<string, unknown>): void {
+export function writeStatus(ctx: BehaviourContext, type: ResourceType | undefined, obj: KubeObject, status: Record<string, unknown>): void {
   if (!type || jsonEqual(obj.status ?? {}, status)) return;
   const subresource = type.subresources.includes('status') ? 'status' : undefined;
   ctx.store.update(type, { ...obj, status }, subresource);
