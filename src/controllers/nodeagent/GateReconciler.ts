@@ -23,6 +23,12 @@ export interface GateReconcilerOptions {
  * Runs for every gated pod, not only during rollouts: a gate left in a template is always satisfied.
  */
 export class GateReconciler implements Reconciler {
+  /**
+   * Pod uids whose gate this process opened: the cache may not show the condition yet when the node is reconciled
+   * again, and a second identical status write is only waste. Bounded; forgetting one costs one repeated write.
+   */
+  private readonly opened = new Set<string>();
+
   constructor(private readonly o: GateReconcilerOptions) {}
 
   async reconcile(request: Request): Promise<Result | void> {
@@ -30,12 +36,14 @@ export class GateReconciler implements Reconciler {
     const { cache } = this.o;
     const podsOnNode = cache.podsOn(node);
     for (const pod of podsOnNode) {
-      if (!isActive(pod) || !hasGate(pod) || gateSatisfied(pod)) continue;
+      if (!isActive(pod) || !hasGate(pod) || gateSatisfied(pod) || this.opened.has(pod.metadata?.uid ?? '')) continue;
       const ds = ownerSet(cache, pod.metadata?.namespace ?? '', pod.metadata?.ownerReferences ?? []);
       const runtimeClass = ds ? cache.peerRuntimeClass(ds) : cache.defaultPeerRuntimeClass;
       const gate = peerGate(pod, podsOnNode, runtimeClass);
       if (!gate.open) continue;
       await openGate(this.o.clients, pod, `${gate.back} peer pod(s) of runtime class ${runtimeClass} Ready since the agent started`);
+      if (this.opened.size >= 10_000) this.opened.clear();
+      this.opened.add(pod.metadata?.uid ?? '');
       this.o.metrics.gateOpened(ds ? `${ds.metadata?.namespace}/${ds.metadata?.name}` : '');
     }
     for (const pod of podsOnNode) {

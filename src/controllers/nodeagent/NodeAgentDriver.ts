@@ -113,11 +113,17 @@ export class NodeAgentDriver implements RolloutDriver {
     signal.throwIfAborted();
     const { namespace, name } = nodeAgentSelectorOf(rollout);
     const { mode } = nodeAgentStrategyOf(rollout.strategy);
-    let ds = await readDaemonSet(this.o.clients, namespace, name);
-    // A rollback (or a resumed rollout after someone edited the template) may need the template set again.
-    if (templateImage(ds) !== target.toVersion || ds.spec?.updateStrategy?.type !== 'OnDelete' || ds.metadata?.annotations?.[ROLLOUT_ANNOTATION] !== rollout.id) {
-      ds = await this.takeOver(ds, rollout, target.toVersion);
+    // The cache is enough to see that the DaemonSet is already under this rollout (the common case); a stale or
+    // missing view only costs a read and an idempotent patch.
+    const underRollout = (d: V1DaemonSet | undefined) =>
+      d !== undefined && templateImage(d) === target.toVersion && d.spec?.updateStrategy?.type === 'OnDelete' && d.metadata?.annotations?.[ROLLOUT_ANNOTATION] === rollout.id;
+    let ds = this.o.cache.daemonSet(namespace, name);
+    if (!underRollout(ds)) {
+      ds = await readDaemonSet(this.o.clients, namespace, name);
+      // A rollback (or a resumed rollout after someone edited the template) may need the template set again.
+      if (!underRollout(ds)) ds = await this.takeOver(ds, rollout, target.toVersion);
     }
+    if (!ds) throw new NotFoundError(`DaemonSet ${namespace}/${name} not found`);
     const container = agentContainerName(ds);
     const pods = this.o.cache.agentPodsOn(ds, target.name);
     if (pods.some((p) => podImage(p, container) === target.toVersion)) return; // replaced already (or in progress)
@@ -140,6 +146,8 @@ export class NodeAgentDriver implements RolloutDriver {
     const pods = this.o.cache.agentPodsOn(ds, node);
     const fresh = pods.find((p) => podImage(p, container) === target.toVersion);
     if (!fresh) {
+      // The node left the cluster (scaled down, replaced): no agent is needed there any more.
+      if (pods.length === 0 && !this.o.cache.node(node)) return { phase: 'succeeded' };
       return { phase: 'progressing', message: pods.length > 0 ? 'old agent still running' : 'waiting for the DaemonSet to start the new agent' };
     }
     const failure = startFailure(fresh);
