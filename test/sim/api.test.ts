@@ -9,6 +9,7 @@ import {
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
+  type KubernetesObject,
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -689,7 +690,7 @@ describe('generic client', () => {
       metadata: { name: 'generic-pool', namespace: 'default' },
       spec: { networkName: 'default/net' },
     };
-    const applied: { metadata?: { uid?: string } } = await client.patch(pool, undefined, undefined, 'generic', true, PatchStrategy.ServerSideApply);
+    const applied = (await client.patch(pool, undefined, undefined, 'generic', true, PatchStrategy.ServerSideApply)) as KubernetesObject;
     expect(applied.metadata?.uid).toBeTruthy();
     const read = await client.read<typeof pool>({ apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: 'generic-pool', namespace: 'default' } });
     expect(read.spec).toEqual({ networkName: 'default/net' });
