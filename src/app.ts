@@ -6,7 +6,9 @@ import type { Config } from './config.js';
 import type { Domain } from './domain/Domain.js';
 import { InProcessEventBus, type EventBus } from './domain/EventBus.js';
 import { EventLog } from './domain/EventLog.js';
+import { ROLLOUT_KINDS } from './domain/events.js';
 import { RolloutEngine } from './domain/RolloutEngine.js';
+import { isTerminal, type RolloutState } from './domain/rolloutStates.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
 import { createApolloHandler, sendError } from './graphql/apollo.js';
@@ -111,8 +113,16 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   manager.onTargetChanged((kind, namespace, name) => engine.targetChanged(kind, namespace, name));
   // User actions (pause, resume, abort) are state changes in the store; the engine reacts to them at once.
   bus.subscribe((event) => {
-    if (event.type === 'RolloutStateChanged' && event.rolloutId) engine.enqueue(event.rolloutId);
+    if (event.type !== 'RolloutStateChanged' || !event.rolloutId) return;
+    engine.enqueue(event.rolloutId);
+    const to = String(event.payload.to);
+    if (event.kind && isTerminal(to as RolloutState)) metrics.rolloutsFinished.inc({ kind: event.kind, state: to });
   });
+  // Counted from the store at scrape time, so the gauge is right after a restart too.
+  const activeCollector = async () => {
+    const groups = await db.prisma.rollout.groupBy({ by: ['kind'], where: { state: { in: ['PENDING', 'PROGRESSING', 'PAUSED'] } }, _count: { _all: true } });
+    for (const kind of ROLLOUT_KINDS) metrics.rolloutsActive.set({ kind }, groups.find((g) => g.kind === kind)?._count._all ?? 0);
+  };
 
   const domain: Domain = {
     facts: { version: VERSION, kubeMode: config.kube.mode, startedAt: new Date() },
@@ -202,6 +212,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       case '/readyz':
         return writeReadiness(res, readiness, shuttingDown);
       case '/metrics':
+        if (db.isOpen()) await activeCollector().catch((error: unknown) => logger.warn({ err: error }, 'cannot count active rollouts'));
         res.setHeader('content-type', metrics.registry.contentType);
         res.end(await metrics.registry.metrics());
         return;

@@ -10,6 +10,8 @@ export interface AppMetrics {
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
   eventsAppended: Counter<'type'>;
+  rolloutsFinished: Counter<'kind' | 'state'>;
+  rolloutsActive: Gauge<'kind'>;
 }
 
 export function createMetrics(): AppMetrics {
@@ -17,6 +19,18 @@ export function createMetrics(): AppMetrics {
   collectDefaultMetrics({ register: registry });
   return {
     registry,
+    rolloutsFinished: new Counter({
+      name: 'rollplane_rollouts_finished_total',
+      help: 'Rollouts that reached a final state, by kind and state (SUCCEEDED, FAILED, ABORTED, ROLLED_BACK).',
+      labelNames: ['kind', 'state'],
+      registers: [registry],
+    }),
+    rolloutsActive: new Gauge({
+      name: 'rollplane_rollouts_active',
+      help: 'Rollouts that are PENDING, PROGRESSING or PAUSED, by kind.',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
     graphqlOperations: new Counter({
       name: 'rollplane_graphql_operations_total',
       help: 'GraphQL operations executed, by operation name, type and result (ok or error code).',

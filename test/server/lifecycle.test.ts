@@ -38,6 +38,20 @@ describe('health, readiness and metrics', () => {
     expect(text).toContain('# TYPE rollplane_subscriptions_active gauge');
   });
 
+  it('/metrics counts active rollouts per kind from the store and finished ones per final state', async () => {
+    const create = () =>
+      app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: {}, cause: {}, targets: [] });
+    const { rollout } = await create();
+    await create();
+    let text = await (await fetch(`${app.baseUrl}/metrics`)).text();
+    expect(text).toContain('rollplane_rollouts_active{kind="VIRTUAL_CLUSTER"} 2');
+    expect(text).toContain('rollplane_rollouts_active{kind="NODE_AGENT"} 0');
+    await app.domain.rollouts.abort(rollout.id, 'test');
+    text = await (await fetch(`${app.baseUrl}/metrics`)).text();
+    expect(text).toContain('rollplane_rollouts_active{kind="VIRTUAL_CLUSTER"} 1');
+    expect(text).toContain('rollplane_rollouts_finished_total{kind="VIRTUAL_CLUSTER",state="ABORTED"} 1');
+  });
+
   it('answers 404 with a code for unknown paths', async () => {
     const res = await fetch(`${app.baseUrl}/nope`);
     expect(res.status).toBe(404);
