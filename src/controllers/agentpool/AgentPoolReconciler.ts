@@ -147,7 +147,11 @@ export class AgentPoolReconciler implements Reconciler {
         // Missing or a stranger in the cache: the cache may lag behind a pod this controller just created, so ask the
         // API — unless this is the recreation in flight (the recorded agent was deleted on purpose).
         const record = this.recordOf(work.pool);
-        pod = record && record.oldUid === ref.uid ? undefined : await this.readPod(refNs, refName);
+        pod = record && record.oldUid === ref.uid && !pod ? undefined : await this.readPod(refNs, refName);
+        // A restart between creating the new agent and recording it: the pod is the recreation's own new agent.
+        if (pod && record && record.oldUid === ref.uid && pod.metadata?.uid !== record.oldUid && this.ownedBy(pod, namespace, name) && !pod.metadata?.deletionTimestamp) {
+          work.status.agentPodRef = { ...ref, namespace: refNs, name: refName, uid: pod.metadata!.uid! };
+        }
         if (!pod) {
           this.o.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
           if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
@@ -361,7 +365,8 @@ export class AgentPoolReconciler implements Reconciler {
 
   /** Durable before the act: written before the old agent is deleted, so a restart still knows what it replaced. */
   private async writeRecord(work: Work, record: Omit<RecreationRecord, 'deletedAt'>): Promise<void> {
-    const full: RecreationRecord = { ...record, deletedAt: work.now.toISOString() };
+    const { namespace, name } = this.ids(work.pool);
+    const full: RecreationRecord = { ...record, rolloutId: this.o.rolloutFor(namespace, name) ?? null, deletedAt: work.now.toISOString() };
     await this.patchAnnotation(work, JSON.stringify(full));
     this.ownRecords.add(this.recordKey(work.pool, full));
   }
@@ -386,7 +391,7 @@ export class AgentPoolReconciler implements Reconciler {
       const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
       await this.o.events.append({
         type: EventType.AgentRecreated,
-        rolloutId: this.o.rolloutFor(namespace, name) ?? null,
+        rolloutId: record.rolloutId ?? this.o.rolloutFor(namespace, name) ?? null,
         kind: 'AGENT_POOL',
         namespace,
         name,

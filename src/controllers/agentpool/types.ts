@@ -47,6 +47,8 @@ export interface RecreationRecord {
   reason: string;
   oldUid: string | null;
   oldImage: string | null;
+  /** The rollout that admitted the change, when one did (survives a restart of rollplane). */
+  rolloutId?: string | null;
   /** ISO time the old agent was deleted. */
   deletedAt: string;
 }
