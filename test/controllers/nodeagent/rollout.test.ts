@@ -286,3 +286,61 @@ describe('node-agent DaemonSet strategy', () => {
     expect(harness.daemonSet().spec.template.spec.readinessGates).toEqual([{ conditionType: 'rollplane.io/peer-pods-ready' }]);
   });
 });
+
+describe('node-agent rollout, SURGE on three nodes', () => {
+  it('follows the canary-first order and never leaves any node without a Ready agent', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const violations: string[] = [];
+    const surged = new Set<string>();
+    const order: string[] = [];
+    const unsubscribe = harness.sim.store.subscribe((event: StoreEvent) => {
+      const down = nodesWithoutReadyAgent(harness, NODES);
+      if (down.length > 0) violations.push(`rv ${event.object.metadata.resourceVersion}: ${down.join(', ')} without a Ready agent`);
+      for (const [node, agents] of agentsByNode(harness.pods())) if (agents.filter((a) => !a.metadata.deletionTimestamp).length === 2) surged.add(node);
+      const pod = event.object;
+      if (event.type === 'ADDED' && event.resource.plural === 'pods' && pod.metadata.namespace === DS_NS && agentImage(pod) === NEW_IMAGE) order.push(pod.spec.nodeName);
+    });
+    try {
+      const rollout = await harness.bump({ mode: 'SURGE', canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3' });
+      expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      expect(violations).toEqual([]);
+      expect(order).toEqual(['sim-node-3', 'sim-node-1', 'sim-node-2']);
+      expect([...surged].sort()).toEqual(NODES);
+      const byNode = agentsByNode(harness.pods());
+      for (const node of NODES) expect(byNode.get(node)!.map(agentImage)).toEqual([NEW_IMAGE]);
+      // No retiring agent is left behind.
+      expect(harness.pods().filter((p) => p.metadata.labels?.['rollplane.io/retiring-agent'])).toEqual([]);
+    } finally {
+      unsubscribe();
+    }
+  });
+});
+
+describe('node-agent rollout pause and resume', () => {
+  it('starts no node while paused and finishes after resume', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const started: string[] = [];
+    const unsubscribe = harness.sim.store.subscribe((event: StoreEvent) => {
+      const pod = event.object;
+      if (event.type === 'ADDED' && event.resource.plural === 'pods' && pod.metadata.namespace === DS_NS && agentImage(pod) === NEW_IMAGE) started.push(pod.spec.nodeName);
+    });
+    try {
+      const rollout = await harness.bump({});
+      await harness.waitFor('the first node started', () => started.length >= 1);
+      await harness.rollouts.pause(rollout.id, 'looking at the canary');
+      // The admitted node finishes; nothing else starts.
+      await harness.waitFor('the admitted node done', async () => (await harness.rollouts.allTargets(rollout.id)).filter((t) => t.state === 'SUCCEEDED').length >= 1);
+      const whilePaused = started.length;
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(started.length).toBe(whilePaused);
+      expect((await harness.rollouts.get(rollout.id))!.state).toBe('PAUSED');
+      await harness.rollouts.resume(rollout.id);
+      expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      expect(started).toEqual(NODES);
+    } finally {
+      unsubscribe();
+    }
+  });
+});
