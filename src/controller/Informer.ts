@@ -291,8 +291,7 @@ export class Informer<T extends KubernetesObject> {
     this.cache.set(key, obj);
     this.index(key, obj);
     for (const h of this.handlers) {
-      if (old) h.onUpdate?.(old, obj);
-      else h.onAdd?.(obj);
+      this.safely(() => (old ? h.onUpdate?.(old, obj) : h.onAdd?.(obj)));
     }
   }
 
@@ -301,7 +300,16 @@ export class Informer<T extends KubernetesObject> {
     if (!old) return;
     this.unindex(key, old);
     this.cache.delete(key);
-    for (const h of this.handlers) h.onDelete?.(last);
+    for (const h of this.handlers) this.safely(() => h.onDelete?.(last));
+  }
+
+  /** A failing handler must not break the watch (which would relist) nor keep other handlers from the event. */
+  private safely(call: () => void): void {
+    try {
+      call();
+    } catch (error) {
+      this.options.onError?.(error);
+    }
   }
 
   private index(key: string, obj: T): void {

@@ -82,6 +82,23 @@ describe('Informer', () => {
     expect(informer.get('default', 'a')).toBeUndefined();
   });
 
+  it('isolates a throwing event handler from the watch and from other handlers', async () => {
+    const errors: unknown[] = [];
+    const { informer, events } = newInformer((e) => errors.push(e));
+    informer.addEventHandler({
+      onAdd: () => {
+        throw new Error('handler bug');
+      },
+    });
+    informer.start();
+    await informer.waitForSync();
+    put('a', { v: '1' });
+    put('b', { v: '1' });
+    await until(() => events.length === 2, 'both events');
+    expect(errors.map((e) => (e as Error).message)).toEqual(['handler bug', 'handler bug']);
+    expect(informer.stats).toMatchObject({ lists: 1, watches: 1, errors: 0 });
+  });
+
   it('caches listed and watched objects in the same wire form', async () => {
     put('listed', { v: '1' });
     const { informer } = newInformer();
