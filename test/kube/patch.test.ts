@@ -19,13 +19,16 @@ afterEach(async () => {
 });
 
 describe('patch helpers and error translation against the simulator', () => {
-  it('sends a merge patch with the merge-patch Content-Type', async () => {
+  it('sends a merge patch with the merge-patch Content-Type, through the API budget', async () => {
+    const before = kube.budget.admitted;
     const patched = await kube.core.patchNamespacedConfigMap(
       { name: 'cm', namespace: 'default', body: { metadata: { labels: { b: '2' } }, data: { y: '2' } } },
       mergePatchOptions(),
     );
     expect(patched.metadata?.labels).toEqual({ a: '1', b: '2' });
     expect(patched.data).toEqual({ x: '1', y: '2' });
+    // Per-call options (the Content-Type middleware) must not bypass the budget.
+    expect(kube.budget.admitted).toBe(before + 1);
   });
 
   it('sends a JSON patch', async () => {
