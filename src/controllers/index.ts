@@ -3,6 +3,7 @@ import type { RolloutDriver } from '../domain/ports.js';
 import { setupAgentPools, type AgentPoolOptions } from './agentpool/index.js';
 import type { ControllerHost } from './host.js';
 import { setupNodeAgents, type NodeAgentOptions } from './nodeagent/index.js';
+import { setupVirtualClusters, type VirtualClusterOptions } from './vcluster/index.js';
 
 /** Domain query ports the rollout kinds provide (the optional fields of Domain that are not core). */
 export type KindQueries = Partial<Omit<Domain, 'facts' | 'events' | 'rollouts' | 'launcher' | 'engine' | 'workQueues' | 'tokens' | 'audit'>>;
@@ -22,5 +23,9 @@ export function setupRolloutKinds(host: ControllerHost): { drivers: RolloutDrive
   const nodeAgents = setupNodeAgents(host, (host.config as { nodeAgents?: NodeAgentOptions }).nodeAgents ?? {});
   drivers.push(nodeAgents.driver);
   queries.nodeAgents = nodeAgents.queries;
+  // Virtual clusters: settings from `config.virtualClusters` when the config has them (see the vcluster report), else defaults.
+  const virtualClusters = setupVirtualClusters(host, (host.config as { virtualClusters?: VirtualClusterOptions }).virtualClusters ?? {});
+  drivers.push(virtualClusters.driver);
+  queries.virtualClusters = virtualClusters.queries;
   return { drivers, queries };
 }
