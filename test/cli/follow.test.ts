@@ -1,0 +1,206 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GraphQLClient } from '../../src/cli/GraphQLClient.js';
+import { LAST_EVENT_QUERY, ROLLOUT_QUERY, type RolloutView } from '../../src/cli/operations.js';
+import { RolloutFollower } from '../../src/cli/RolloutFollower.js';
+import { SubscriptionError } from '../../src/cli/subscriptionTransport.js';
+import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { runCli, startCli, until } from './cliHarness.js';
+import { startTcpProxy } from './tcpProxy.js';
+
+/** A node-agent driver the test scripts: admission is recorded, each target converges when the test says. */
+class ScriptedDriver implements RolloutDriver {
+  readonly kind = 'NODE_AGENT' as const;
+  readonly outcomes = new Map<string, TargetObservation>();
+  async admit(): Promise<void> {}
+  async observe(target: AdmittedTarget): Promise<TargetObservation> {
+    return this.outcomes.get(target.name) ?? { phase: 'progressing' };
+  }
+}
+
+let app: TestApp;
+const driver = new ScriptedDriver();
+let serial = 0;
+
+beforeAll(async () => {
+  app = await startTestApp({ env: { ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_CONTROLLERS: 'on', ROLLPLANE_LEADER_ELECT: 'false' } });
+  app.domain.engine.registerDriver(driver);
+});
+
+afterAll(async () => {
+  await app?.close();
+});
+
+/** Starts a rollout of `count` fresh nodes through the domain's launcher, as a bump would. */
+async function launch(count: number, strategy: Record<string, unknown> = {}): Promise<{ id: string; nodes: string[] }> {
+  const nodes = Array.from({ length: count }, (_, i) => `node-${++serial}-${i}`);
+  const result = await app.domain.launcher.launch({
+    plan: {
+      kind: 'NODE_AGENT',
+      fromVersion: 'agent:1',
+      toVersion: 'agent:2',
+      selector: { nodes },
+      strategy: { maxUnavailable: String(count), progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false, ...strategy },
+      targets: nodes.map((name) => ({ namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
+    },
+    cause: { actor: 'test' },
+    request: { nodes },
+  });
+  return { id: result.rollout.id, nodes };
+}
+
+function settle(node: string, outcome: TargetObservation): void {
+  driver.outcomes.set(node, outcome);
+  app.domain.engine.targetChanged('NODE_AGENT', '', node);
+}
+
+const env = () => ({ ROLLPLANE_URL: app.url });
+
+describe('rollplane rollout status --wait', () => {
+  it('follows a rollout to SUCCEEDED with a line per change, and exits 0', async () => {
+    const { id, nodes } = await launch(3);
+    const cli = startCli(['rollout', 'status', id, '--wait'], env());
+    await until(() => cli.stderr().includes('in progress'), 20_000, 'the CLI to show the rollout progressing');
+    for (const [i, node] of nodes.entries()) {
+      settle(node, { phase: 'succeeded' });
+      await until(() => cli.stderr().includes(`${i + 1}/3 succeeded`), 20_000, `${i + 1}/3 succeeded`);
+    }
+    const run = await cli.done;
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(new RegExp(`rollout ${id} SUCCEEDED 100% \\(3/3 succeeded, 0 failed\\)`));
+    expect(run.stdout).toContain(`rollout ${id}  NODE_AGENT  SUCCEEDED`);
+  });
+
+  it('prints one JSON document with --output json', async () => {
+    const { id, nodes } = await launch(2);
+    const cli = startCli(['rollout', 'status', id, '--wait', '--output', 'json'], env());
+    await until(() => cli.stderr().includes('in progress'), 20_000, 'progress');
+    nodes.forEach((node) => settle(node, { phase: 'succeeded' }));
+    const run = await cli.done;
+    expect(run.code).toBe(0);
+    const document = JSON.parse(run.stdout) as { rollout: RolloutView };
+    expect(document.rollout).toMatchObject({ id, state: 'SUCCEEDED', progress: { total: 2, succeeded: 2, failed: 0, percent: 100 } });
+  });
+
+  it('exits 1 when the rollout fails', async () => {
+    const { id, nodes } = await launch(2);
+    const cli = startCli(['rollout', 'status', id, '--wait'], env());
+    await until(() => cli.stderr().includes('in progress'), 20_000, 'progress');
+    settle(nodes[0]!, { phase: 'failed', reason: 'ImagePullBackOff' });
+    const run = await cli.done;
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('FAILED');
+  });
+
+  it('exits 2 when --timeout passes, leaving the rollout running', async () => {
+    const { id } = await launch(1);
+    const run = await runCli(['rollout', 'status', id, '--wait', '--timeout', '1s', '-o', 'json'], env());
+    expect(run.code).toBe(2);
+    const document = JSON.parse(run.stdout) as { error: { message: string }; exitCode: number; rollout: RolloutView };
+    expect(document.exitCode).toBe(2);
+    expect(document.error.message).toMatch(/timed out after 1s/);
+    expect(['PENDING', 'PROGRESSING']).toContain(document.rollout.state);
+    expect((await app.domain.rollouts.require(id)).state).toBe('PROGRESSING');
+  });
+
+  it('reconnects after the connection drops and still sees the end', async () => {
+    const proxy = await startTcpProxy(Number(new URL(app.url).port));
+    try {
+      const { id, nodes } = await launch(2);
+      const cli = startCli(['rollout', 'status', id, '--wait'], { ROLLPLANE_URL: `${proxy.url}/graphql` });
+      await until(() => cli.stderr().includes('in progress') && proxy.received().includes('"type":"connection_ack"'), 20_000, 'the socket');
+      const before = proxy.connections();
+      proxy.dropAll();
+      // While the CLI is cut off, one node finishes; the resumed subscription must replay it.
+      settle(nodes[0]!, { phase: 'succeeded' });
+      await until(() => cli.stderr().includes('reconnecting'), 20_000, 'the CLI to notice the drop').catch((error: Error) => {
+        throw new Error(`${error.message}\n${cli.stderr()}`);
+      });
+      await until(() => cli.stderr().includes('1/2 succeeded'), 20_000, 'the missed update');
+      settle(nodes[1]!, { phase: 'succeeded' });
+      const run = await cli.done;
+      expect(run.code).toBe(0);
+      expect(proxy.connections()).toBeGreaterThan(before);
+      expect(run.stderr).toContain(`rollout ${id} SUCCEEDED`);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('exits 1 for a rollout that does not exist', async () => {
+    const run = await runCli(['rollout', 'status', 'ro_missing', '-o', 'json'], env());
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' }, exitCode: 1 });
+  });
+});
+
+describe('rollplane rollout pause | resume | abort', () => {
+  it('pauses, resumes and aborts; status then exits 1', async () => {
+    const { id } = await launch(2, { maxUnavailable: '1' });
+    const paused = await runCli(['rollout', 'pause', id, '--reason', 'look at canary', '-o', 'json'], env());
+    expect(paused.code).toBe(0);
+    expect(JSON.parse(paused.stdout).rollout).toMatchObject({ id, state: 'PAUSED', message: 'look at canary' });
+    const resumed = await runCli(['rollout', 'resume', id], env());
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain('PROGRESSING');
+    const aborted = await runCli(['rollout', 'abort', id, '--reason', 'bad build'], env());
+    expect(aborted.code).toBe(0);
+    expect((await app.domain.rollouts.require(id)).state).toBe('ABORTED');
+    const status = await runCli(['rollout', 'status', id], env());
+    expect(status.code).toBe(1);
+    expect(status.stdout).toContain('bad build');
+  });
+
+  it('refuses to resume a rollout that is not paused (CONFLICT, exit 1)', async () => {
+    const { id } = await launch(1);
+    const run = await runCli(['rollout', 'resume', id], env());
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('[CONFLICT]');
+  });
+});
+
+describe('RolloutFollower', () => {
+  it('falls back to polling when the socket keeps failing', async () => {
+    const { id, nodes } = await launch(1);
+    const client = new GraphQLClient({ url: app.url });
+    const notices: string[] = [];
+    const states: string[] = [];
+    let attempts = 0;
+    const follower = new RolloutFollower({
+      fetchRollout: (rolloutId) => client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
+      lastEventId: () => client.request<{ serverInfo: { lastEventId: string } }>(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),
+      subscribe: (_variables, sink) => {
+        attempts++;
+        setImmediate(() => sink.error(new SubscriptionError('transport', 'connect ECONNREFUSED')));
+        return () => {};
+      },
+      onUpdate: (rollout) => states.push(rollout.state),
+      onNotice: (message) => notices.push(message),
+      pollIntervalMs: 50,
+      reconnectDelayMs: 1,
+    });
+    const following = follower.follow(id, 20_000);
+    following.catch(() => {}); // awaited below; keeps a failure before then from being unhandled
+    await until(() => notices.some((n) => n.includes('polling')), 10_000, 'the fallback');
+    settle(nodes[0]!, { phase: 'succeeded' });
+    const final = await following;
+    expect(final.state).toBe('SUCCEEDED');
+    expect(attempts).toBe(2);
+    expect(states.at(-1)).toBe('SUCCEEDED');
+  });
+
+  it('stops at once when the server refuses the token on the socket', async () => {
+    const { id } = await launch(1);
+    const client = new GraphQLClient({ url: app.url });
+    const follower = new RolloutFollower({
+      fetchRollout: (rolloutId) => client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
+      lastEventId: async () => '0',
+      subscribe: (_variables, sink) => {
+        setImmediate(() => sink.error(new SubscriptionError('auth', 'subscription refused: 4401', 'UNAUTHENTICATED')));
+        return () => {};
+      },
+      onUpdate: () => {},
+    });
+    await expect(follower.follow(id, 20_000)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+});

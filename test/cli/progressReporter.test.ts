@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { RolloutView } from '../../src/cli/operations.js';
+import { createProgressReporter } from '../../src/cli/progressReporter.js';
+
+const rollout = (state: RolloutView['state'], succeeded: number, progressing = 0): RolloutView => ({
+  id: 'ro_1',
+  kind: 'AGENT_POOL',
+  state,
+  fromVersion: 'a:1',
+  toVersion: 'a:2',
+  selector: {},
+  message: null,
+  idempotencyKey: null,
+  createdAt: '2026-11-30T00:00:00.000Z',
+  updatedAt: '2026-11-30T00:00:00.000Z',
+  startedAt: null,
+  finishedAt: null,
+  cause: { actor: null, runUrl: null, commit: null, message: null },
+  strategy: {},
+  progress: { total: 4, pending: 4 - succeeded - progressing, progressing, succeeded, failed: 0, skipped: 0, cancelled: 0, percent: (succeeded / 4) * 100 },
+});
+
+function sink() {
+  let out = '';
+  return { stream: { write: (s: string) => void (out += s) }, out: () => out };
+}
+
+describe('progress reporter', () => {
+  it('writes one plain line per visible change when not on a terminal', () => {
+    const s = sink();
+    const reporter = createProgressReporter(s.stream, false, () => new Date('2026-11-30T00:00:00Z'));
+    reporter.update(rollout('PROGRESSING', 0, 1));
+    reporter.update(rollout('PROGRESSING', 0, 1));
+    reporter.update(rollout('PROGRESSING', 2, 1));
+    reporter.update(rollout('SUCCEEDED', 4));
+    reporter.done();
+    expect(s.out().split('\n').filter(Boolean)).toEqual([
+      '2026-11-30T00:00:00.000Z rollout ro_1 PROGRESSING 0% (0/4 succeeded, 0 failed, 1 in progress)',
+      '2026-11-30T00:00:00.000Z rollout ro_1 PROGRESSING 50% (2/4 succeeded, 0 failed, 1 in progress)',
+      '2026-11-30T00:00:00.000Z rollout ro_1 SUCCEEDED 100% (4/4 succeeded, 0 failed)',
+    ]);
+    expect(s.out()).not.toContain('\r');
+  });
+
+  it('redraws a bar in place on a terminal and ends its line when done', () => {
+    const s = sink();
+    const reporter = createProgressReporter(s.stream, true);
+    reporter.update(rollout('PROGRESSING', 1));
+    reporter.notice('live updates interrupted; reconnecting');
+    reporter.update(rollout('SUCCEEDED', 4));
+    reporter.done();
+    const out = s.out();
+    expect(out).toContain(`[${'█'.repeat(6)}${'░'.repeat(18)}]  25%`);
+    expect(out).toContain(`[${'█'.repeat(24)}] 100%`);
+    expect(out).toContain('\r\x1b[2Klive updates interrupted; reconnecting\n');
+    expect(out.match(/\r\x1b\[2K/g)!.length).toBeGreaterThanOrEqual(3);
+    expect(out.endsWith('\n')).toBe(true);
+  });
+});
