@@ -172,6 +172,36 @@ describe('JobWorker', () => {
     expect(await sideEffects('flaky')).toBe(1);
   });
 
+  it('runs jobs concurrently in one process, each completing once with its effect', async () => {
+    const jobs = new JobQueue({ prisma: db.prisma, queue: 'q' });
+    const keys = Array.from({ length: 20 }, (_, i) => `k${i}`);
+    for (const k of keys) await jobs.enqueue(k);
+    let running = 0;
+    let maxRunning = 0;
+    const worker = new JobWorker({
+      jobs,
+      concurrency: 4,
+      pollIntervalMs: 10,
+      handler: async (job, ctx) => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        await new Promise((r) => setTimeout(r, 5));
+        running--;
+        await ctx.complete({ ok: true }, effectFor(job.key));
+      },
+    });
+    worker.start();
+    try {
+      for (let i = 0; i < 1000 && (await jobs.list({ state: 'DONE' })).length < keys.length; i++) await new Promise((r) => setTimeout(r, 10));
+    } finally {
+      await worker.stop();
+    }
+    expect((await jobs.list({ state: 'DONE' })).map((j) => j.key).sort()).toEqual([...keys].sort());
+    for (const k of keys) expect(await sideEffects(k)).toBe(1);
+    expect(maxRunning).toBeGreaterThan(1);
+    expect(maxRunning).toBeLessThanOrEqual(4);
+  });
+
   it('resumes a job whose process was SIGKILLed mid-handler and completes it exactly once', async () => {
     const jobs = new JobQueue({ prisma: db.prisma, queue: 'steps', workerId: 'parent' });
     await jobs.enqueue('rollout-7/step-3');
