@@ -220,6 +220,11 @@ describe('node-agent rollout failures, abort and rollback', () => {
     const changed = targets.filter((t) => t.state === 'SUCCEEDED').map((t) => t.name);
     const byNode = agentsByNode(harness.pods());
     for (const node of NODES) expect(byNode.get(node)!.map(agentImage)).toEqual([changed.includes(node) ? NEW_IMAGE : OLD_IMAGE]);
+    // The template keeps the new image: the nodes left on the old one are drift.
+    const drift = await harness.runtime.queries.driftItems();
+    expect(drift.map((d) => [d.kind, d.namespace, d.name, d.desiredVersion, d.runningVersion])).toEqual(
+      NODES.filter((n) => !changed.includes(n)).map((n) => ['NODE_AGENT', '', n, NEW_IMAGE, OLD_IMAGE]),
+    );
 
     const rollback = await harness.engine.rollback(rollout.id);
     expect((await harness.waitForState(rollback.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
