@@ -104,6 +104,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       if (options.badImagePattern !== undefined) {
         behaviourOptions.badImagePatterns = [options.badImagePattern, ...(options.badImagePatterns ?? [])];
       }
+      if (!behaviourOptions.onError && logger) {
+        behaviourOptions.onError = (controller, key, error) => logger.warn({ controller, key, err: error }, 'simulator: a simulated controller keeps failing');
+      }
       behaviour = startBehaviour(store, behaviourOptions);
     }
     faults = new FaultInjector(options.faults ?? {}, { api, nodes: behaviour?.nodes });
