@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ExitCode, exitCodeOf } from '../../src/cli/exitCodes.js';
+import { ExitCode, exitCodeOf, type RemoteError } from '../../src/cli/exitCodes.js';
 import { GraphQLClient } from '../../src/cli/GraphQLClient.js';
 import { backoffDelayMs, retryAfterMs } from '../../src/cli/retryPolicy.js';
 
@@ -86,7 +86,7 @@ describe('GraphQLClient', () => {
       json(200, { errors: [{ message: 'input.image: bad', extensions: { code: 'BAD_USER_INPUT', field: 'input.image' } }] }),
       json(200, { errors: [{ message: 'busy', extensions: { code: 'CONFLICT' } }] }),
     ]);
-    const bad = await client(url, []).request('{ x }').catch((e: { details: Record<string, unknown> }) => e);
+    const bad = (await client(url, []).request('{ x }').catch((e: unknown) => e)) as RemoteError;
     expect(exitCodeOf(bad)).toBe(ExitCode.Usage);
     expect(bad.details.field).toBe('input.image');
     const conflict = await client(url, []).request('{ x }').catch((e: unknown) => e);
