@@ -59,7 +59,9 @@ export function podFromTemplate(owner: KubeObject, template: any, name: string, 
 export function createGeneratedPod(ctx: BehaviourContext, owner: KubeObject, template: any, prefix: string, extraLabels: Record<string, string>, nodeName?: string): KubeObject {
   for (let attempt = 0; ; attempt++) {
     try {
-      return ctx.store.create(ctx.types.pods, podFromTemplate(owner, template, `${prefix}-${randomSuffix()}`, extraLabels, nodeName));
+      const pod = podFromTemplate(owner, template, `${prefix}-${randomSuffix()}`, extraLabels, nodeName);
+      pod.metadata.generateName = `${prefix}-`;
+      return ctx.store.create(ctx.types.pods, pod);
     } catch (error) {
       if ((error as { code?: number }).code !== 409 || attempt >= 5) throw error;
     }
