@@ -55,6 +55,11 @@ async function engineLeads(): Promise<boolean> {
   }
 }
 
+/** The page reports failed API calls in a banner; none may show. */
+async function expectNoErrorBanner(): Promise<void> {
+  expect(await ui.page.locator('.banner.error').allTextContents()).toEqual([]);
+}
+
 const progressOf = (id: string) => ui.page.locator(`article[data-rollout-id="${id}"] [role="progressbar"]`);
 
 beforeAll(async () => {
@@ -84,6 +89,7 @@ describe('web UI', () => {
     for (const pool of pools) await ui.page.locator(`tr[data-pool="${pool.namespace}/${pool.name}"]`).waitFor();
     await ui.page.locator('#virtual-clusters-title').waitFor();
     await screenshot(ui.page, 'fleet');
+    await expectNoErrorBanner();
     expect(ui.errors).toEqual([]);
   });
 
@@ -126,6 +132,7 @@ describe('web UI', () => {
     await ui.page.locator(`article[data-rollout-id="${id}"]`).getByRole('button', { name: /Show \d+ targets/ }).click();
     await ui.page.locator(`article[data-rollout-id="${id}"] tr[data-target]`).first().waitFor();
     await screenshot(ui.page, 'dashboard');
+    await expectNoErrorBanner();
     expect(ui.errors).toEqual([]);
   });
 
@@ -183,6 +190,7 @@ describe('web UI', () => {
     expect(drawn).toBeGreaterThan(20);
     await expect.poll(() => ui.page.locator('#upgrade-time-title >> xpath=ancestor::section').locator('.u-legend').textContent()).toContain('ui-cv-b');
     await screenshot(ui.page, 'charts');
+    await expectNoErrorBanner();
     expect(ui.errors).toEqual([]);
   });
 
@@ -225,6 +233,7 @@ describe('web UI', () => {
     await ui.page.locator('#rollout-targets-title >> xpath=ancestor::section//tr[@data-target]').first().waitFor();
     await ui.page.locator('table[aria-label^="Events of rollout"] tr[data-event-id]').first().waitFor();
     await screenshot(ui.page, 'rollout-detail');
+    await expectNoErrorBanner();
 
     await ui.page.getByRole('link', { name: 'History' }).click();
     await ui.page.getByRole('link', { name: 'Events' }).click();

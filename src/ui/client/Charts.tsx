@@ -220,6 +220,8 @@ export function buildHistogram(values: readonly number[]): uPlot.AlignedData {
   const count = Math.max(1, Math.ceil((max + Number.EPSILON) / width));
   const counts = new Array<number>(count).fill(0);
   for (const v of values) counts[Math.min(count - 1, Math.floor(v / width))]!++;
+  // A trailing empty bin so the last bar is drawn whole inside the x range.
+  counts.push(0);
   return [counts.map((_, i) => i * width), counts];
 }
 

@@ -117,8 +117,8 @@ function FeedRowView({ row }: { row: FeedRow }) {
         <td>
           {r.poolNamespace}/{r.poolName}
         </td>
-        <td>
-          <Version value={r.oldImage} /> → <Version value={r.newImage} /> <span className="muted">({r.reason})</span>
+        <td title={`${r.oldImage ?? '?'} → ${r.newImage}`}>
+          → <Version value={r.newImage} /> <span className="muted">({r.reason})</span>
         </td>
         <td>{formatSeconds(r.seconds)}</td>
       </tr>

@@ -154,7 +154,8 @@ export class LiveStore {
     type Page = { rollouts: { edges: { node: RolloutSummary }[] } };
     try {
       const [active, recent] = await Promise.all([
-        gql<Page>(ROLLOUTS, { filter: { states: ACTIVE_STATES }, first: 100 }),
+        // Pages of 50: the server's query cost limit refuses much larger ones.
+        gql<Page>(ROLLOUTS, { filter: { states: ACTIVE_STATES }, first: 50 }),
         gql<Page>(ROLLOUTS, { first: RECENT_FINISHED }),
       ]);
       for (const { node } of [...active.rollouts.edges, ...recent.rollouts.edges]) this.applyRollout(node);

@@ -42,6 +42,7 @@ export function TargetsTable({ rolloutId, version }: { rolloutId: string; versio
         </label>
       </div>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!targets} what="targets">
+        <div className="table-scroll">
         <table className="data">
           <caption className="sr-only">Targets of rollout {rolloutId}</caption>
           <thead>
@@ -86,6 +87,7 @@ export function TargetsTable({ rolloutId, version }: { rolloutId: string; versio
             )}
           </tbody>
         </table>
+        </div>
         <Pager label="Targets" page={pages.page} pageInfo={targets?.pageInfo} total={targets?.totalCount} onPrevious={pages.previous} onNext={() => targets && pages.next(targets.pageInfo)} />
       </QueryStatus>
     </div>

@@ -5,7 +5,13 @@ import type { PageInfo, Progress } from './types.js';
 
 export function ProgressBar({ progress, label }: { progress: Progress; label: string }) {
   const percent = Math.round(progress.percent * 10) / 10;
-  const failedShare = progress.total ? (progress.failed / progress.total) * 100 : 0;
+  const share = (n: number) => (progress.total ? (n / progress.total) * 100 : 0);
+  // Finished targets by outcome: converged, failed, and left alone (skipped or cancelled).
+  const segments = [
+    { className: 'succeeded', width: share(progress.succeeded) },
+    { className: 'failed', width: share(progress.failed) },
+    { className: 'unchanged', width: share(progress.skipped + progress.cancelled) },
+  ];
   return (
     <div className="progress">
       <div
@@ -15,13 +21,12 @@ export function ProgressBar({ progress, label }: { progress: Progress; label: st
         aria-valuemin={0}
         aria-valuemax={100}
         aria-valuenow={percent}
-        aria-valuetext={`${percent}% (${progress.succeeded} succeeded, ${progress.failed} failed of ${progress.total})`}
+        aria-valuetext={`${percent}% finished: ${progress.succeeded} succeeded, ${progress.failed} failed, ${progress.skipped + progress.cancelled} unchanged of ${progress.total}`}
       >
-        <div className="progress-fill" style={{ width: `${Math.max(0, percent - failedShare)}%` }} />
-        {failedShare > 0 && <div className="progress-fill failed" style={{ width: `${failedShare}%` }} />}
+        {segments.map((s) => s.width > 0 && <div key={s.className} className={`progress-fill ${s.className}`} style={{ width: `${s.width}%` }} />)}
       </div>
       <span className="progress-text">
-        {percent}% · {progress.succeeded}/{progress.total} done
+        {percent}% · {progress.succeeded}/{progress.total} succeeded
         {progress.progressing > 0 && ` · ${progress.progressing} in progress`}
         {progress.failed > 0 && ` · ${progress.failed} failed`}
         {progress.skipped > 0 && ` · ${progress.skipped} skipped`}

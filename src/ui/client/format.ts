@@ -1,10 +1,13 @@
 /** Display helpers: times in the browser's locale, durations in s/min, versions shortened for tables. */
 
+/** Today: the time only; otherwise a short date and time (the full ISO instant is in titles where it matters). */
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
-  return date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  const time = date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  if (date.toDateString() === new Date().toDateString()) return time;
+  return `${date.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' })} ${time}`;
 }
 
 export function formatClock(iso: string | null | undefined): string {
