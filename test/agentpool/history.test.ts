@@ -90,5 +90,9 @@ describe('agent recreation history', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(r.agent('net-1')!.metadata.uid).toBe(stuck.metadata.uid);
+    const drift = await r.gql(`{ drift { totalCount edges { node { kind namespace name desiredVersion runningVersion } } } }`);
+    expect(drift.drift.edges.map((e: any) => e.node)).toEqual([{ kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', desiredVersion: NEW, runningVersion: OLD }]);
+    const drifted = await r.gql(`{ agentPools(filter: { drifted: true }) { totalCount } }`);
+    expect(drifted.agentPools.totalCount).toBe(1);
   });
 });

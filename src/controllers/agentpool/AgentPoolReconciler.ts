@@ -4,7 +4,7 @@ import type { Reconciler, Result } from '../../controller/Controller.js';
 import type { Request } from '../../controller/request.js';
 import type { EventLog } from '../../domain/EventLog.js';
 import { EventType } from '../../domain/events.js';
-import { NotFoundError } from '../../errors.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, mergePatchOptions, type KubeClients } from '../../kube/index.js';
 import type { Logger } from '../../log.js';
 import { agentDeploymentManifest, agentPodManifest, type AgentSettings } from './manifests.js';
@@ -82,6 +82,8 @@ export class AgentPoolReconciler implements Reconciler {
   private readonly ownRecords = new Set<string>();
   /** Records whose event this process appended but whose annotation is not removed yet (a failed removal is retried). */
   private readonly emitted = new Set<string>();
+  /** Uids of pods this process force-deleted (bounded; insertion-ordered). */
+  private readonly forceDeleted = new Set<string>();
 
   constructor(private readonly o: AgentPoolReconcilerOptions) {
     this.now = o.now ?? Date.now;
@@ -202,8 +204,13 @@ export class AgentPoolReconciler implements Reconciler {
       return;
     }
     const { namespace, name } = this.ids(work.pool);
+    // The cache shows the pod until its deletion arrives: never force-delete (and report) one pod twice.
+    if (this.forceDeleted.has(pod.metadata?.uid ?? '')) return;
     if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
-    await this.deletePod(pod, 0);
+    const deleted = await this.deletePod(pod, 0);
+    this.forceDeleted.add(pod.metadata?.uid ?? '');
+    if (this.forceDeleted.size > 10_000) this.forceDeleted.delete(this.forceDeleted.values().next().value!);
+    if (!deleted) return;
     this.o.metrics.forceDeletions.inc();
     await this.o.events.append({
       type: EventType.AgentForceDeleted,
@@ -248,7 +255,8 @@ export class AgentPoolReconciler implements Reconciler {
     }
   }
 
-  private async deletePod(pod: V1Pod, gracePeriodSeconds: number | undefined): Promise<void> {
+  /** False when the pod was already gone (or replaced: the uid precondition failed). */
+  private async deletePod(pod: V1Pod, gracePeriodSeconds: number | undefined): Promise<boolean> {
     try {
       await kubeCall(`delete agent pod ${pod.metadata?.name}`, () =>
         this.o.clients.core.deleteNamespacedPod({
@@ -258,8 +266,10 @@ export class AgentPoolReconciler implements Reconciler {
           body: { preconditions: { uid: pod.metadata!.uid! }, ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}) },
         }),
       );
+      return true;
     } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error;
+      if (error instanceof NotFoundError || (error instanceof ConflictError && gracePeriodSeconds === 0)) return false;
+      throw error;
     }
   }
 

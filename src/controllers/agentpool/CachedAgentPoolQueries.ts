@@ -52,7 +52,8 @@ export class CachedAgentPoolQueries implements AgentPoolQueries {
       const ref = status.agentPodRef;
       desiredImage = ref?.image ?? null;
       const pod = ref?.name ? this.pods.get(ref.namespace ?? this.agentNamespace, ref.name) : undefined;
-      runningImage = (pod && !pod.metadata?.deletionTimestamp && podImage(pod)) || null;
+      // A Terminating agent still runs (and serves) until it is gone.
+      runningImage = (pod && podImage(pod)) || null;
       if (ref?.name) agentRef = `${ref.namespace ?? this.agentNamespace}/${ref.name}`;
       agentUid = ref?.uid ?? null;
     }

@@ -77,3 +77,38 @@ describe('agent pool reconciler, Deployment mode', () => {
     expect(hh.sim.store.get(depType, AGENT_NS, agentName('default', 'net-2'))!.spec.template.spec.containers[0].image).toBe(OLD);
   });
 });
+
+describe('switching an installation from Deployment mode back to Pod mode', () => {
+  it('removes the Deployment (and its agents) before the bare agent starts, keeping the image', async () => {
+    const first = await startHarness({ fleet: 'pools=1,nodes=2', agent: { mode: 'deployment' } });
+    let second: Harness | undefined;
+    try {
+      const depType = first.sim.store.resourceType('apps', 'deployments')!;
+      await first.waitFor('deployment mode', () => first.pool('net-1')!.status.agentDeploymentRef && condition(first.pool('net-1'), 'AgentReady')?.status === 'True');
+      await first.runtime.driver.admit(target('net-1'), { id: 'ro_dep' } as Rollout, new AbortController().signal);
+      await first.waitFor('rolled', async () => (await first.runtime.driver.observe(target('net-1'))).phase === 'succeeded');
+      await first.manager.stop();
+
+      const violations: string[] = [];
+      const unsubscribe = first.sim.store.subscribe(() => {
+        const serving = servingAgents(first, 'net-1');
+        if (serving.length > 1) violations.push(serving.join(', '));
+      });
+      second = await startHarness({ existingSim: first.sim, agent: { mode: 'pod' } });
+      const s = second;
+      const pool = await s.waitFor('pod mode', () => {
+        const p = s.pool('net-1')!;
+        return p.status.agentPodRef?.uid && s.pod(agentName('default', 'net-1'))?.metadata.uid === p.status.agentPodRef.uid && condition(p, 'AgentReady')?.status === 'True' && p;
+      });
+      unsubscribe();
+      expect(violations).toEqual([]);
+      expect(first.sim.store.get(depType, AGENT_NS, agentName('default', 'net-1'))).toBeUndefined();
+      expect(pool.status.agentPodRef.image).toBe(NEW);
+      expect(pool.status.agentDeploymentRef).toBeUndefined();
+      expect(s.pod(agentName('default', 'net-1'))!.spec.containers[0].image).toBe(NEW);
+    } finally {
+      await second?.close();
+      await first.close();
+    }
+  });
+});

@@ -32,10 +32,10 @@ export interface Harness {
 export const AGENT_NS = 'harvester-system';
 
 /** The simulator (zero delays) + a real ControllerManager with the agent-pool controllers, over HTTP via client-node. */
-export async function startHarness(options: { fleet?: SimulatorOptions['fleet']; sim?: SimulatorOptions; agent?: AgentPoolOptions } = {}): Promise<Harness> {
+export async function startHarness(options: { fleet?: SimulatorOptions['fleet']; sim?: SimulatorOptions; agent?: AgentPoolOptions; existingSim?: Simulator } = {}): Promise<Harness> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-agentpool-'));
   const writes = { create: 0, update: 0, patch: 0, delete: 0 };
-  const sim = await startSimulator({
+  const sim = options.existingSim ?? await startSimulator({
     delays: zeroDelays,
     fleet: options.fleet ?? 'pools=3,nodes=3',
     hooks: {
@@ -87,7 +87,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     async close() {
       await manager.stop();
       await db.close();
-      await sim.stop();
+      if (!options.existingSim) await sim.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
