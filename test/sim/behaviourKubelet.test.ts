@@ -147,6 +147,10 @@ describe('simulated kubelet (manual clock)', () => {
 
     const crashed = h.behaviour.nodes.crash('node-1');
     expect(condition(crashed, 'Ready')?.status).toBe('Unknown');
+    expect(crashed.spec.taints.map((t: { key: string; effect: string }) => `${t.key}:${t.effect}`)).toEqual([
+      'node.kubernetes.io/unreachable:NoSchedule',
+      'node.kubernetes.io/unreachable:NoExecute',
+    ]);
     await h.behaviour.idle();
     expect(isReady(get('default-net-48-agent'))).toBe(false);
     expect(condition(get('default-net-48-agent'), 'Ready')?.reason).toBe('NodeNotReady');
@@ -162,7 +166,7 @@ describe('simulated kubelet (manual clock)', () => {
     expect(get('default-net-48-agent')).toBeUndefined();
 
     h.store.create(Resources.pods, pod('late', { nodeName: 'node-1' }));
-    h.behaviour.nodes.recover('node-1');
+    expect(h.behaviour.nodes.recover('node-1').spec.taints).toBeUndefined();
     await h.behaviour.idle();
     expect(isReady(get('late'))).toBe(false);
     await advance(scheduler, 300);
