@@ -5,7 +5,7 @@
  * total time to SUCCEEDED, per node the time from deleting its old agent to its new agent Ready (gate included), the
  * hand-off gap from one node's new agent Ready to the next node's old agent deletion, and Kubernetes API writes per node.
  * Prints a table and writes bench/results/node-agent.json. Run: `npm run bench -- node-agent`
- * (`NODE_AGENT_BENCH_NODES=50`, `NODE_AGENT_BENCH_MODE=SURGE` to change).
+ * (`NODE_AGENT_BENCH_NODES=50`, `NODE_AGENT_BENCH_MODE=NODE_BY_NODE,SURGE` to change). Both modes by default.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -54,9 +54,17 @@ function stats(values: number[]) {
 const isAgent = (pod: KubeObject) => pod.metadata.namespace === DS_NS;
 const isReady = (pod: KubeObject) => !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 
-export async function run(): Promise<NodeAgentBenchResult> {
+export async function run(): Promise<NodeAgentBenchResult[]> {
   const nodes = Number(process.env.NODE_AGENT_BENCH_NODES ?? '50');
-  const mode = process.env.NODE_AGENT_BENCH_MODE ?? 'NODE_BY_NODE';
+  const modes = (process.env.NODE_AGENT_BENCH_MODE ?? 'NODE_BY_NODE,SURGE').split(',');
+  const results: NodeAgentBenchResult[] = [];
+  for (const mode of modes) results.push(await runOnce(nodes, mode));
+  mkdirSync(path.join(HERE, 'results'), { recursive: true });
+  writeFileSync(path.join(HERE, 'results', 'node-agent.json'), `${JSON.stringify(results, null, 2)}\n`);
+  return results;
+}
+
+async function runOnce(nodes: number, mode: string): Promise<NodeAgentBenchResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-nodeagent-'));
   let counting = false;
   const writes: Record<string, number> = {};
@@ -155,8 +163,6 @@ export async function run(): Promise<NodeAgentBenchResult> {
       { metric: 'API requests per node (no watches)', value: String(result.requestsPerNode) },
     ]);
     console.table(Object.entries(writes).map(([write, count]) => ({ write, count })));
-    mkdirSync(path.join(HERE, 'results'), { recursive: true });
-    writeFileSync(path.join(HERE, 'results', 'node-agent.json'), `${JSON.stringify(result, null, 2)}\n`);
     return result;
   } finally {
     await app.stop();

@@ -45,7 +45,7 @@ interface Replacement {
 }
 
 /**
- * What admission means for a node agent (docs/adr/0005-node-agent-gate.md). While a rollout drives a DaemonSet its
+ * What admission means for a node agent (docs/adr/0006-node-agent-gate.md). While a rollout drives a DaemonSet its
  * update strategy is OnDelete, so the DaemonSet controller replaces nothing on its own and the node order is
  * rollplane's; the template carries the new image and the `rollplane.io/peer-pods-ready` readiness gate.
  * - NODE_BY_NODE: admitting a node deletes its old agent; the DaemonSet recreates it from the new template.
@@ -232,9 +232,12 @@ export class NodeAgentDriver implements RolloutDriver {
     if (this.reported.has(key)) return;
     this.reported.add(key);
     try {
-      const existing = await this.o.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced], name: target.name }, undefined, 1);
-      if (existing.length > 0) return;
       const replaced = this.replaced.get(key);
+      // Admitted by this process: no earlier event can exist. Otherwise (a restart) the history says.
+      if (!replaced) {
+        const existing = await this.o.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced], name: target.name }, undefined, 1);
+        if (existing.length > 0) return;
+      }
       const seconds = Math.max(0, (this.now() - target.admittedAt.getTime()) / 1000);
       const daemonSet = `${ds.metadata?.namespace}/${ds.metadata?.name}`;
       await this.o.events.append({

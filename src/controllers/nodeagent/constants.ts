@@ -1,4 +1,4 @@
-/** Names rollplane writes on node-agent DaemonSets and their pods (see docs/adr/0005-node-agent-gate.md). */
+/** Names rollplane writes on node-agent DaemonSets and their pods (see docs/adr/0006-node-agent-gate.md). */
 
 /** Marks a DaemonSet (and, through its template, its pods) as a node agent rollplane manages. */
 export const NODE_AGENT_LABEL = 'rollplane.io/node-agent';

@@ -33,7 +33,7 @@ export interface NodeAgentRuntime {
 
 /**
  * Node-agent rollouts on the host: informers (DaemonSets, pods, nodes), the gate controller (one key per node) and the
- * driver the engine calls. See docs/adr/0005-node-agent-gate.md.
+ * driver the engine calls. See docs/adr/0006-node-agent-gate.md.
  */
 export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions = {}): NodeAgentRuntime {
   const cache = new NodeAgentCache(host, new Set(options.daemonSets ?? []), options.peerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS);
