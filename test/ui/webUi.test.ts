@@ -136,7 +136,7 @@ describe('web UI', () => {
     expect(ui.errors).toEqual([]);
   });
 
-  it('pauses a rollout from the UI, then aborts it after a confirmation', async () => {
+  it('pauses a rollout from the UI, resumes and pauses it again, then aborts it after a confirmation', async () => {
     await ui.page.goto(`${app.baseUrl}/#/`);
     await ui.page.locator('[data-connection="live"]').waitFor({ timeout: 15_000 });
     // An image the simulator cannot pull keeps the first pool (and so the rollout) in progress until we act.
@@ -145,7 +145,10 @@ describe('web UI', () => {
     await card.getByRole('button', { name: `Pause rollout ${id}` }).click({ timeout: 15_000 });
     await expect.poll(() => rolloutState(id), { timeout: 10_000 }).toBe('PAUSED');
     await card.locator('.badge', { hasText: 'PAUSED' }).first().waitFor();
-    await card.getByRole('button', { name: `Resume rollout ${id}` }).waitFor();
+    await card.getByRole('button', { name: `Resume rollout ${id}` }).click();
+    await expect.poll(() => rolloutState(id), { timeout: 10_000 }).toBe('PROGRESSING');
+    await card.getByRole('button', { name: `Pause rollout ${id}` }).click();
+    await expect.poll(() => rolloutState(id), { timeout: 10_000 }).toBe('PAUSED');
 
     await card.getByRole('button', { name: `Abort rollout ${id}` }).click();
     expect(await rolloutState(id)).toBe('PAUSED');
