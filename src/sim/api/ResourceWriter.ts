@@ -130,12 +130,7 @@ export class ResourceWriter {
 
   private apply({ r, body, manager }: WriteInput): WriteResult {
     if (!r.query.get('fieldManager')) throw badRequest('PATCH, application/apply-patch+yaml requires fieldManager to be specified');
-    let parsed: unknown;
-    try {
-      parsed = parseYaml(body);
-    } catch (error) {
-      throw new SimApiError(400, 'BadRequest', `error decoding YAML: ${(error as Error).message}`, undefined, { cause: error });
-    }
+    const parsed = parseApplyBody(body);
     const applied = objectBody(parsed, r);
     if (applied.metadata.name !== r.name) throw badRequest('the name of the applied object does not match the name on the URL');
     const force = r.query.get('force') === 'true';
@@ -182,6 +177,22 @@ export class ResourceWriter {
   }
 }
 
+
+/** An apply body is YAML, and clients mostly send its JSON subset: JSON.parse is far cheaper, so it goes first. */
+function parseApplyBody(body: string): unknown {
+  if (body.trimStart().startsWith('{')) {
+    try {
+      return JSON.parse(body);
+    } catch {
+      // not JSON after all: YAML flow style
+    }
+  }
+  try {
+    return parseYaml(body);
+  } catch (error) {
+    throw new SimApiError(400, 'BadRequest', `error decoding YAML: ${(error as Error).message}`, undefined, { cause: error });
+  }
+}
 
 function parseJson(body: string): unknown {
   try {
