@@ -497,6 +497,17 @@ describe('server-side apply', () => {
     expect(status.details.causes[0].message).toContain('"editor"');
   });
 
+  it('accepts a YAML apply body', async () => {
+    const yaml = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa-yaml\n  namespace: default\ndata:\n  greeting: hello\n';
+    const response = await fetch(`${sim.url}/api/v1/namespaces/default/configmaps/ssa-yaml?fieldManager=yaml-writer`, {
+      method: 'PATCH',
+      headers: { 'Content-Type': 'application/apply-patch+yaml' },
+      body: yaml,
+    });
+    expect(response.status).toBe(201);
+    expect((await core.readNamespacedConfigMap({ name: 'ssa-yaml', namespace: 'default' })).data).toEqual({ greeting: 'hello' });
+  });
+
   it('applies to the status subresource without touching spec', async () => {
     await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('ssa-status') });
     const applied = await apps.patchNamespacedDeploymentStatus(
