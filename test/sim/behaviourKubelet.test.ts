@@ -74,6 +74,21 @@ describe('simulated kubelet (manual clock)', () => {
     expect(get('nowhere')!.spec.nodeName).toBe('node-1');
   });
 
+  it('schedules only onto nodes whose NoSchedule taints the pod tolerates', async () => {
+    h = startHarness({ nodes: 2 });
+    for (const name of ['node-1', 'node-2']) {
+      const node = structuredClone(h.store.get(Resources.nodes, undefined, name)!);
+      node.spec.taints = [{ key: 'dedicated', value: name === 'node-1' ? 'db' : 'gpu', effect: 'NoSchedule' }];
+      h.store.update(Resources.nodes, node);
+    }
+    h.store.create(Resources.pods, pod('plain', {}));
+    h.store.create(Resources.pods, pod('gpu-job', { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }] }));
+    h.store.create(Resources.pods, pod('anything', { tolerations: [{ operator: 'Exists' }] }));
+    await h.until(() => isReady(get('gpu-job')) && isReady(get('anything')) && condition(get('plain'), 'PodScheduled')?.status === 'False', 'scheduling decided');
+    expect(get('gpu-job')!.spec.nodeName).toBe('node-2');
+    expect(get('plain')!.spec.nodeName).toBeUndefined();
+  });
+
   it('is Ready only when every readiness gate condition is True', async () => {
     h = startHarness();
     h.store.create(Resources.pods, pod('gated', { readinessGates: [{ conditionType: 'rollplane.io/peer-pods-ready' }] }));

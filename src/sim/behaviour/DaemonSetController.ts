@@ -2,7 +2,7 @@ import type { KubeObject, StoreEvent } from '../types.js';
 import type { Controller } from './ControllerRuntime.js';
 import type { BehaviourContext } from './context.js';
 import { isActivePod, isTerminating, keyOf, podAvailability, scaledValue, templateHash } from './kube.js';
-import { podFitsNode } from './nodeMatch.js';
+import { podFitsNode, toleratesNode } from './nodeMatch.js';
 import type { RevisionStore } from './RevisionStore.js';
 import { createGeneratedPod, deletePod, minReadySecondsOf, ownerKey, writeStatus } from './workload.js';
 
@@ -15,7 +15,7 @@ interface NodeState {
 }
 
 /**
- * One pod per eligible node (nodeSelector / required node affinity). RollingUpdate without surge deletes old pods
+ * One pod per eligible node (nodeSelector, required node affinity, tolerated taints). RollingUpdate without surge deletes old pods
  * while at most maxUnavailable nodes lack an available pod; with maxSurge it starts the new pod beside the old one
  * on up to maxSurge nodes at a time and deletes the old pod once the new one is available. OnDelete only replaces
  * pods that someone deleted.
@@ -40,8 +40,11 @@ export class DaemonSetController implements Controller {
       return key ? [key] : [];
     }
     if (group === '' && plural === 'nodes') {
-      const labelsChanged = event.type !== 'MODIFIED' || JSON.stringify(event.previous?.metadata.labels) !== JSON.stringify(event.object.metadata.labels);
-      return labelsChanged ? [...this.ctx.index.all('daemonsets')].map(keyOf) : [];
+      const eligibilityMayChange =
+        event.type !== 'MODIFIED' ||
+        JSON.stringify(event.previous?.metadata.labels) !== JSON.stringify(event.object.metadata.labels) ||
+        JSON.stringify(event.previous?.spec?.taints) !== JSON.stringify(event.object.spec?.taints);
+      return eligibilityMayChange ? [...this.ctx.index.all('daemonsets')].map(keyOf) : [];
     }
     return [];
   }
@@ -57,7 +60,7 @@ export class DaemonSetController implements Controller {
     this.revisions.ensure(ds, hash, { [HASH_LABEL]: hash });
     const template = ds.spec?.template;
     const eligible = new Set<string>();
-    for (const node of this.ctx.index.all('nodes')) if (podFitsNode(template?.spec, node)) eligible.add(node.metadata.name);
+    for (const node of this.ctx.index.all('nodes')) if (podFitsNode(template?.spec, node) && toleratesNode(template?.spec, node, true)) eligible.add(node.metadata.name);
 
     const minReady = minReadySecondsOf(ds);
     const now = this.ctx.scheduler.now();

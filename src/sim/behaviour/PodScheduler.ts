@@ -2,12 +2,12 @@ import type { KubeObject, StoreEvent } from '../types.js';
 import type { Controller } from './ControllerRuntime.js';
 import type { BehaviourContext } from './context.js';
 import { conditionOf, isTerminating, keyOf } from './kube.js';
-import { isNodeSchedulable, podFitsNode } from './nodeMatch.js';
+import { isNodeSchedulable, podFitsNode, toleratesNode } from './nodeMatch.js';
 import { withCondition } from './podStatus.js';
 
 /**
  * A trivial scheduler: binds an unscheduled pod, after podScheduleMs, to the least-loaded Ready node that satisfies
- * its nodeSelector and required node affinity; reports PodScheduled=False/Unschedulable when none does and tries
+ * its nodeSelector and required node affinity and whose taints it tolerates; reports PodScheduled=False/Unschedulable when none does and tries
  * again when nodes change.
  */
 export class PodScheduler implements Controller {
@@ -55,7 +55,7 @@ export class PodScheduler implements Controller {
           'False',
           now,
           'Unschedulable',
-          `0/${total} nodes are available: ${total} node(s) didn't match Pod's node affinity/selector or were not ready.`,
+          `0/${total} nodes are available: ${total} node(s) didn't match Pod's node affinity/selector, had untolerated taints or were not ready.`,
         );
         this.ctx.store.update(this.ctx.types.pods, { ...pod, status: { phase: 'Pending', ...pod.status, conditions } }, 'status');
       }
@@ -70,7 +70,7 @@ export class PodScheduler implements Controller {
     let best: KubeObject | undefined;
     let bestLoad = Infinity;
     for (const node of this.ctx.index.all('nodes')) {
-      if (!isNodeSchedulable(node) || !podFitsNode(pod.spec, node)) continue;
+      if (!isNodeSchedulable(node) || !podFitsNode(pod.spec, node) || !toleratesNode(pod.spec, node)) continue;
       const load = this.ctx.index.podCountOn(node.metadata.name);
       if (load < bestLoad) {
         best = node;

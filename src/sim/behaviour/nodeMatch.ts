@@ -47,6 +47,40 @@ function requirementHolds(r: Requirement, value: string | undefined): boolean {
   }
 }
 
+interface Toleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: string;
+}
+
+interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+}
+
+/**
+ * Whether the pod tolerates every NoSchedule/NoExecute taint of the node. DaemonSet pods get upstream's automatic
+ * tolerations for the `node.kubernetes.io/*` condition taints (they run on unreachable or not-ready nodes too).
+ */
+export function toleratesNode(podSpec: any, node: KubeObject, daemon = false): boolean {
+  const taints: Taint[] = node.spec?.taints ?? [];
+  const tolerations: Toleration[] = podSpec?.tolerations ?? [];
+  return taints.every(
+    (taint) =>
+      taint.effect === 'PreferNoSchedule' ||
+      (daemon && taint.key.startsWith('node.kubernetes.io/')) ||
+      tolerations.some((t) => tolerates(t, taint)),
+  );
+}
+
+function tolerates(t: Toleration, taint: Taint): boolean {
+  if (t.effect && t.effect !== taint.effect) return false;
+  if (t.operator === 'Exists') return !t.key || t.key === taint.key;
+  return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
+}
+
 export function isNodeReady(node: KubeObject | undefined): boolean {
   const conditions: { type: string; status: string }[] | undefined = node?.status?.conditions;
   return conditions?.find((c) => c.type === 'Ready')?.status === 'True';
