@@ -152,10 +152,7 @@ describe('node-agent rollout, SURGE on one node', () => {
     const unsubscribe = harness.sim.store.subscribe((event: StoreEvent) => {
       const agents = agentsByNode(harness.pods()).get('sim-node-1') ?? [];
       maxAgents = Math.max(maxAgents, agents.filter((a) => !a.metadata.deletionTimestamp).length);
-      if (!agents.some(isReadyPod)) {
-        violations.push(`rv ${event.object.metadata.resourceVersion}: no Ready agent on sim-node-1`);
-        if (process.env.DEBUG_SURGE) console.log(event.type, event.object.metadata.name, JSON.stringify(harness.pods().filter((p) => p.metadata.namespace === DS_NS).map((p) => [p.metadata.name, p.metadata.labels, p.metadata.deletionTimestamp, p.status?.conditions?.map((c: any) => `${c.type}=${c.status}`)])));
-      }
+      if (!agents.some(isReadyPod)) violations.push(`rv ${event.object.metadata.resourceVersion}: no Ready agent on sim-node-1`);
     });
     try {
       const rollout = await harness.bump({ mode: 'SURGE' });
@@ -201,6 +198,27 @@ describe('node-agent rollout failures, abort and rollback', () => {
     }
     expect(harness.daemonSet().spec.template.spec.containers[0].image).toBe(OLD_IMAGE);
     expect(harness.daemonSet().spec.updateStrategy).toEqual({ type: 'OnDelete' });
+  });
+
+  it('SURGE with a bad image keeps the old agent serving the node; rollback hands over back to the old image', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const rollout = await harness.bump({ image: BAD_IMAGE, mode: 'SURGE' });
+    expect((await harness.waitForState(rollout.id, ['FAILED', 'SUCCEEDED'])).state).toBe('FAILED');
+    // The first node runs both: the new agent in ImagePullBackOff and the retiring old one, still Ready.
+    expect(nodesWithoutReadyAgent(harness, NODES)).toEqual([]);
+    const first = agentsByNode(harness.pods()).get('sim-node-1')!;
+    expect(first.map(agentImage).sort()).toEqual([BAD_IMAGE, OLD_IMAGE].sort());
+
+    const rollback = await harness.engine.rollback(rollout.id);
+    expect((await harness.waitForState(rollback.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    await harness.waitFor('the retiring agent gone', () => harness.pods().every((p) => !p.metadata.labels?.['rollplane.io/retiring-agent']));
+    const byNode = agentsByNode(harness.pods());
+    for (const node of NODES) {
+      expect(byNode.get(node)!.map(agentImage)).toEqual([OLD_IMAGE]);
+      expect(isReadyPod(byNode.get(node)![0]!)).toBe(true);
+      expect(byNode.get(node)![0]!.metadata.ownerReferences?.[0]?.name).toBe(DS_NAME);
+    }
   });
 
   it('abort lets the admitted node finish, cancels the rest; every node keeps a Ready agent; rollback reverts', async () => {
