@@ -85,6 +85,23 @@ describe('watch', () => {
     expect(Number(bookmark.rv)).toBeGreaterThan(0);
   });
 
+  it('fans every event out to many watchers, each in commit order', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'fanout' } } });
+    const from = String(sim.store.currentRevision());
+    const watchers = await Promise.all(Array.from({ length: 20 }, () => watchCollect(sim, '/api/v1/namespaces/fanout/configmaps', { resourceVersion: from })));
+    await eventually(() => sim.api.watchCount() >= 20, 5_000, 'watchers');
+    const writes = 200;
+    await Promise.all(Array.from({ length: writes }, (_, i) => core.createNamespacedConfigMap({ namespace: 'fanout', body: { metadata: { name: `f${i}` } } })));
+    await eventually(() => watchers.every((w) => w.events.length >= writes), 10_000, 'all events everywhere');
+    const expected = watchers[0]!.events.map((e) => e.rv);
+    expect(new Set(expected).size).toBe(writes);
+    expect(expected.map(Number)).toEqual([...expected.map(Number)].sort((a, b) => a - b));
+    for (const w of watchers) {
+      w.abort();
+      expect(w.events.map((e) => e.rv)).toEqual(expected);
+    }
+  });
+
   it('ends the stream after timeoutSeconds', async () => {
     const w = await watchCollect(sim, '/api/v1/nodes', { timeoutSeconds: 1, resourceVersion: String(sim.store.currentRevision()) });
     expect(await w.done).toBeNull();
