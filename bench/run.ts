@@ -8,6 +8,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const BENCHMARKS: Record<string, string> = {
   sim: 'sim.ts',
+  'sim-behaviour': 'simBehaviour.ts',
   queue: 'queue.ts',
   'agent-rollout': 'agentRollout.ts',
   'cluster-upgrade': 'clusterUpgrade.ts',
