@@ -18,33 +18,37 @@ export class KeyHeap {
 
   push(entry: HeapEntry): void {
     const a = this.items;
+    // Sift up with a hole: move parents down until the entry's place is found, then write it once.
+    let i = a.length;
     a.push(entry);
-    let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (!less(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
+      const parent = a[p]!;
+      if (!less(entry, parent)) break;
+      a[i] = parent;
       i = p;
     }
+    a[i] = entry;
   }
 
   pop(): HeapEntry | undefined {
     const a = this.items;
     const top = a[0];
     const last = a.pop();
-    if (a.length > 0 && last) {
-      a[0] = last;
+    const n = a.length;
+    if (n > 0 && last) {
+      // Sift down with a hole from the root.
       let i = 0;
       for (;;) {
         const l = 2 * i + 1;
+        if (l >= n) break;
         const r = l + 1;
-        let m = i;
-        if (l < a.length && less(a[l]!, a[m]!)) m = l;
-        if (r < a.length && less(a[r]!, a[m]!)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m]!, a[i]!];
-        i = m;
+        const c = r < n && less(a[r]!, a[l]!) ? r : l;
+        if (!less(a[c]!, last)) break;
+        a[i] = a[c]!;
+        i = c;
       }
+      a[i] = last;
     }
     return top;
   }
