@@ -5,6 +5,7 @@
  * writes bench/results/queue.json. Run: `npx tsx bench/queue.ts` or `npm run bench -- queue`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
@@ -143,6 +144,9 @@ export async function run(): Promise<Row[]> {
     });
   }
   console.table(rows);
+  // Shared machines skew absolute numbers; the ratios to the in-run baseline are the comparable part.
+  const load = loadavg().map((l) => Number(l.toFixed(2)));
+  console.log(`load average ${load.join(' ')} on ${cpus().length} CPUs`);
   const ctrl = rows.find((r) => r.case.startsWith('Controller, 4 workers (metrics)'))!;
   const base = rows[0]!;
   console.log(
@@ -152,7 +156,7 @@ export async function run(): Promise<Row[]> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     path.join(dir, 'queue.json'),
-    JSON.stringify({ node: process.version, date: new Date().toISOString(), keys: KEYS, rows }, null, 2) + '\n',
+    JSON.stringify({ node: process.version, date: new Date().toISOString(), cpus: cpus().length, loadAverage: load, keys: KEYS, rows }, null, 2) + '\n',
   );
   return rows;
 }
