@@ -117,7 +117,7 @@ describe('rollplane bump (end to end)', () => {
   it('reports the server refusing a bad input with its field (exit 2)', async () => {
     const run = await runCli(['bump', 'agent-image', `${IMAGE}:v0.3.4`, '--selector', 'a in (b', '-o', 'json'], { ROLLPLANE_URL: server.url });
     expect(run.code).toBe(2);
-    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'BAD_USER_INPUT' }, exitCode: 2 });
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'BAD_USER_INPUT', field: expect.stringMatching(/labelSelector/) }, exitCode: 2 });
   });
 
   it('lists history with filters', async () => {
