@@ -49,6 +49,8 @@ export interface NodeAgentCandidates {
   nodes: NodeAgentCandidate[];
   /** SURGE hands the old agent over by taking it out of the DaemonSet's selector: needs `matchLabels`. */
   selectorHasMatchLabels: boolean;
+  /** A container of the template declares a hostPort: two agents cannot share a node, so SURGE is impossible. */
+  usesHostPorts: boolean;
   /** The peer runtime class annotated on the DaemonSet (`rollplane.io/peer-runtime-class`), if any. */
   annotatedPeerRuntimeClass: string | null;
 }
@@ -219,6 +221,9 @@ export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeA
   if (!found) throw new NotFoundError(`DaemonSet ${input.namespace}/${input.name} not found`, { details: { namespace: input.namespace, name: input.name } });
   if (mode === 'SURGE' && !found.selectorHasMatchLabels) {
     throw new ValidationError('input.mode', 'SURGE needs a DaemonSet whose selector has matchLabels (the old agent leaves the set by losing them)');
+  }
+  if (mode === 'SURGE' && found.usesHostPorts) {
+    throw new ValidationError('input.mode', 'SURGE cannot run two agents on one node when the agent declares a hostPort; use NODE_BY_NODE');
   }
   // An explicit class other than the schema default wins; otherwise the DaemonSet's annotation; otherwise the default.
   const peerRuntimeClass =

@@ -59,6 +59,7 @@ export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
           return { node, labels: { ...(cache.node(node)?.metadata?.labels ?? {}) }, image: pod ? (podImage(pod, container) ?? null) : null };
         }),
         selectorHasMatchLabels: Object.keys(ds.spec?.selector?.matchLabels ?? {}).length > 0,
+        usesHostPorts: (ds.spec?.template?.spec?.containers ?? []).some((c) => (c.ports ?? []).some((p) => p.hostPort !== undefined && p.hostPort !== 0)),
         annotatedPeerRuntimeClass: ds.metadata?.annotations?.[PEER_RUNTIME_CLASS_ANNOTATION] ?? null,
       };
     },
