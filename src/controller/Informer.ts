@@ -60,6 +60,8 @@ export class Informer<T extends KubernetesObject> {
   private stopController: AbortController | undefined;
   private loop: Promise<void> | undefined;
   private currentWatch: AbortController | undefined;
+  /** Events delivered by the current (or last) watch. */
+  private watchEvents = 0;
   /** Counters for tests and diagnostics. */
   readonly stats = { lists: 0, watches: 0, errors: 0, expired: 0 };
 
@@ -139,12 +141,12 @@ export class Informer<T extends KubernetesObject> {
         end = { kind: 'error', error };
       }
       if (stop.aborted) return;
+      // A watch that delivered events was healthy, however it ended: failures after it start a fresh backoff.
+      if (this.watchEvents > 0) backoff = initial;
+      this.watchEvents = 0;
       switch (end.kind) {
         case 'closed':
-          if (end.events > 0) {
-            backoff = initial;
-            continue;
-          }
+          if (end.events > 0) continue;
           // Closed with nothing delivered: re-watch, but not in a tight loop if the server keeps doing it.
           await sleep(this.clock, backoff / 2 + Math.random() * (backoff / 2), stop).catch(() => {});
           backoff = Math.min(max, backoff * 2);
@@ -195,6 +197,7 @@ export class Informer<T extends KubernetesObject> {
 
   private watchOnce(stop: AbortSignal): Promise<WatchEnd> {
     // An abort listener added to an already-aborted signal never fires: stop() during the relist lands here.
+    this.watchEvents = 0;
     if (stop.aborted) return Promise.resolve({ kind: 'closed', events: 0 });
     this.stats.watches++;
     return new Promise<WatchEnd>((resolve) => {
@@ -234,6 +237,7 @@ export class Informer<T extends KubernetesObject> {
           (type: string, obj: unknown) => {
             if (settled) return;
             events++;
+            this.watchEvents = events;
             feedWatchdog();
             try {
               this.onWatchEvent(type, obj);
