@@ -146,9 +146,12 @@ export function remoteError(error: GraphQLErrorBody): RemoteError {
 function describeNetworkError(error: unknown): string {
   if (error instanceof Error) {
     if (error.name === 'TimeoutError') return 'request timed out';
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
-    return error.message;
+    type Cause = { code?: string; message?: string; errors?: Cause[] };
+    const cause = (error as { cause?: Cause }).cause;
+    // Happy eyeballs reports an AggregateError with one error per address tried.
+    const first = cause?.code ? cause : cause?.errors?.find((e) => e.code);
+    if (first?.code) return `${first.code}${first.message ? ` (${first.message})` : ''}`;
+    return cause?.message ? `${error.message}: ${cause.message}` : error.message;
   }
   return String(error);
 }
