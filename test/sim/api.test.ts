@@ -320,6 +320,23 @@ describe('errors', () => {
     expect(await response.json()).toMatchObject({ reason: 'MethodNotAllowed', code: 405 });
   });
 
+  it('refuses pod spec changes other than images (422), as a real API server does', async () => {
+    await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'immutable' }, spec: { containers: [{ name: 'c', image: 'a:1' }] } } });
+    await expectStatus(
+      core.patchNamespacedPod({ name: 'immutable', namespace: 'default', body: { spec: { containers: [{ name: 'c', image: 'a:1', env: [{ name: 'X', value: '1' }] }] } } }, merge),
+      422,
+      'Invalid',
+    );
+    const patched = await core.patchNamespacedPod({ name: 'immutable', namespace: 'default', body: [{ op: 'replace', path: '/spec/containers/0/image', value: 'a:2' }] }, jsonPatch);
+    expect(patched.spec?.containers[0]?.image).toBe('a:2');
+    const labelled = await core.patchNamespacedPod({ name: 'immutable', namespace: 'default', body: { metadata: { labels: { x: 'y' } } } }, merge);
+    expect(labelled.metadata?.labels).toEqual({ x: 'y' });
+  });
+
+  it('refuses to create an object that carries a resourceVersion (400)', async () => {
+    await expectStatus(core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'with-rv', resourceVersion: '5' } } }), 400, 'BadRequest');
+  });
+
   it('names generated objects from generateName', async () => {
     const a = await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { generateName: 'gen-' } } });
     const b = await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { generateName: 'gen-' } } });
