@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceProcess } from '../helpers/child.js';
-import { runCli } from './cliHarness.js';
+import { runCli, startCli, until } from './cliHarness.js';
 
 /** The CLI against a server that requires tokens (ROLLPLANE_AUTH=on, admin token from the environment). */
 
@@ -11,7 +11,7 @@ beforeAll(async () => {
   server = await startService({
     ROLLPLANE_AUTH: 'on',
     ROLLPLANE_ADMIN_TOKEN: ADMIN,
-    ROLLPLANE_SIM_FLEET: 'pools=1,nodes=1',
+    ROLLPLANE_SIM_FLEET: 'pools=2,nodes=1',
     ROLLPLANE_LEADER_ELECT: 'false',
     DATABASE_URL: `file:${process.env.TMPDIR ?? '/tmp'}/rollplane-cli-auth-${process.pid}-${Date.now()}.db`,
   });
@@ -59,7 +59,7 @@ describe('rollplane with authentication on', () => {
     ]);
     // The deployer's bump, followed over an authenticated WebSocket to the end.
     expect(bump.code, bump.stderr).toBe(0);
-    expect(JSON.parse(bump.stdout).rollout).toMatchObject({ state: 'SUCCEEDED', progress: { total: 1, succeeded: 1 } });
+    expect(JSON.parse(bump.stdout).rollout).toMatchObject({ state: 'SUCCEEDED', progress: { total: 2, succeeded: 2 } });
     expect(viewerPause.code).toBe(3);
     expect(JSON.parse(viewerPause.stdout).error.code).toBe('FORBIDDEN');
     expect(deployerTokens.code).toBe(3);
@@ -74,5 +74,17 @@ describe('rollplane with authentication on', () => {
     const after = await runCli(['history'], as(deployerSecret));
     expect(after.code).toBe(3);
     expect(after.stderr).toContain('[UNAUTHENTICATED]');
+  });
+
+  it('ends a --wait at once with exit 3 when its token is revoked', async () => {
+    const created = JSON.parse((await runCli(['token', 'create', 'canary-bot', '--role', 'deployer', '-o', 'json'], as(ADMIN))).stdout);
+    // A canary of one pool pauses the rollout after it, so the wait cannot end by itself.
+    const cli = startCli(['bump', 'agent-image', 'rancher/harvester-vm-dhcp-agent:v0.4.0', '--canary', '1', '--wait'], as(created.secret));
+    await until(() => cli.stderr().includes(' PAUSED '), 30_000, 'the canary pause');
+    const revoke = await runCli(['token', 'revoke', created.token.id], as(ADMIN));
+    expect(revoke.code).toBe(0);
+    const run = await cli.done;
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(/revoked|UNAUTHENTICATED|FORBIDDEN/);
   });
 });
