@@ -32,6 +32,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   /** Server-side watch timeout; the client re-watches after it. Default 300 s. */
   watchTimeoutSeconds?: number;
   onError?(error: unknown): void;
+  /** Uniform [0, 1) for backoff jitter; injectable so tests get exact delays. */
+  random?: () => number;
 }
 
 type WatchEnd = { kind: 'closed'; events: number } | { kind: 'expired'; error: unknown } | { kind: 'error'; error: unknown };
@@ -131,6 +133,7 @@ export class Informer<T extends KubernetesObject> {
   private async run(stop: AbortSignal): Promise<void> {
     const initial = this.options.initialBackoffMs ?? 200;
     const max = this.options.maxBackoffMs ?? 30_000;
+    const random = this.options.random ?? Math.random;
     let backoff = initial;
     while (!stop.aborted) {
       let end: WatchEnd;
@@ -148,7 +151,7 @@ export class Informer<T extends KubernetesObject> {
         case 'closed':
           if (end.events > 0) continue;
           // Closed with nothing delivered: re-watch, but not in a tight loop if the server keeps doing it.
-          await sleep(this.clock, backoff / 2 + Math.random() * (backoff / 2), stop).catch(() => {});
+          await sleep(this.clock, backoff / 2 + random() * (backoff / 2), stop).catch(() => {});
           backoff = Math.min(max, backoff * 2);
           continue;
         case 'expired':
@@ -160,7 +163,7 @@ export class Informer<T extends KubernetesObject> {
           this.options.onError?.(translateKubeError(end.error, `informer ${this.name}`));
           this.resourceVersion = undefined;
           // Full jitter keeps many informers from retrying in lockstep after an API server restart.
-          await sleep(this.clock, backoff / 2 + Math.random() * (backoff / 2), stop).catch(() => {});
+          await sleep(this.clock, backoff / 2 + random() * (backoff / 2), stop).catch(() => {});
           backoff = Math.min(max, backoff * 2);
           continue;
         }

@@ -2,6 +2,7 @@ import type { KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isAppError } from '../../src/errors.js';
 import { Controller } from '../../src/controller/Controller.js';
+import { FakeClock } from '../../src/controller/FakeClock.js';
 import { Informer } from '../../src/controller/Informer.js';
 import { resourceInformer } from '../../src/controller/resourceInformer.js';
 import { enqueueByLabels, enqueueOwner, feed, generationChanged } from '../../src/controller/sources.js';
@@ -80,6 +81,41 @@ describe('Informer', () => {
     expect(informer.list('default').map((o) => o.metadata?.name)).toEqual(['b']);
     expect(informer.byIndex('byApp', 'web').map((o) => o.metadata?.name)).toEqual(['b']);
     expect(informer.get('default', 'a')).toBeUndefined();
+  });
+
+  it('backs off exponentially (on its clock) while the API keeps failing, up to the cap', async () => {
+    const clock = new FakeClock();
+    let lists = 0;
+    sim.api.hooks.beforeRequest = (info) => {
+      if (info.verb === 'list') {
+        lists++;
+        throw new SimApiError(503, 'ServiceUnavailable', 'injected');
+      }
+    };
+    const informer = new Informer<V1ConfigMap>({
+      name: 'configmaps',
+      path: '/api/v1/namespaces/default/configmaps',
+      list: () => kube.core.listNamespacedConfigMap({ namespace: 'default' }),
+      watch: kube.watch,
+      clock,
+      random: () => 1, // no jitter: delays are exactly initial · 2^n
+      initialBackoffMs: 100,
+      maxBackoffMs: 400,
+    });
+    informers.push(informer);
+    informer.start();
+    const listsAt: number[] = [];
+    await until(() => lists === 1 && clock.pendingTimers() === 1, 'first failure');
+    listsAt.push(clock.now());
+    for (let t = 0; t < 1500; t += 50) {
+      await clock.advance(50);
+      const before = lists;
+      await until(() => clock.pendingTimers() === 1, 'the retry to fail');
+      if (lists > before) listsAt.push(clock.now());
+    }
+    // 100, 200, 400, then capped at 400.
+    expect(listsAt.slice(0, 6)).toEqual([0, 100, 300, 700, 1100, 1500]);
+    expect(informer.hasSynced()).toBe(false);
   });
 
   it('isolates a throwing event handler from the watch and from other handlers', async () => {
