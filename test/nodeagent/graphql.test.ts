@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vit
 import { startSimulator, type Simulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startService, type ServiceProcess } from '../helpers/child.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 
 const DS_NS = 'confidential-containers-system';
@@ -165,5 +166,54 @@ describe('node agents over GraphQL', () => {
     expect(frozen.length).toBeGreaterThanOrEqual(3);
     expect(agents().every(ready)).toBe(true);
     expect(agents().map((p) => p.spec.containers[0].image)).toEqual([NEW, NEW, NEW]);
+  });
+
+  it('a SIGKILLed rollplane resumes at the node it was on; no node is replaced twice and each gets one event', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-nodeagent-kill-'));
+    const children: ServiceProcess[] = [];
+    onTestFinished(async () => {
+      for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+      await Promise.all(children.map((c) => c.exited));
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const env = {
+      DATABASE_URL: `file:${path.join(dir, 'rollplane.db')}`,
+      ROLLPLANE_KUBE: 'kubeconfig',
+      KUBECONFIG: sim.kubeconfigPath,
+      ROLLPLANE_LEADER_ELECT: 'false',
+      ROLLPLANE_AUTH: 'off',
+      HOST: '127.0.0.1',
+    };
+    const first = await startService(env);
+    children.push(first);
+    const url = `${first.url.replace(/\/graphql$/, '')}/graphql`;
+    const started: string[] = [];
+    const unsubscribe = sim.store.subscribe((event) => {
+      const pod = event.object;
+      if (event.type !== 'ADDED' || event.resource.plural !== 'pods' || pod.metadata.namespace !== DS_NS || pod.spec.containers[0].image !== NEW) return;
+      started.push(pod.spec.nodeName);
+      // The moment the second node's new agent exists, rollplane dies mid-flight.
+      if (started.length === 2) first.child.kill('SIGKILL');
+    });
+    try {
+      const run = await gql(url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
+      expect(run.errors).toBeUndefined();
+      const id = run.data.bumpNodeAgentImage.rollout.id as string;
+      expect((await first.exited).signal).toBe('SIGKILL');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(agents().filter((p) => p.spec.nodeName === 'sim-node-3').map((p) => p.spec.containers[0].image)).toEqual([OLD]);
+
+      const second = await startService(env);
+      children.push(second);
+      const url2 = `${second.url.replace(/\/graphql$/, '')}/graphql`;
+      await until('SUCCEEDED', async () => (await gql(url2, ROLLOUT, { id })).data?.rollout?.state === 'SUCCEEDED', 30_000);
+      expect(started).toEqual(['sim-node-1', 'sim-node-2', 'sim-node-3']);
+      const events = await gql(url2, '{ events(filter: { types: [NodeAgentReplaced] }) { edges { node { payload } } } }');
+      expect(events.data.events.edges.map((e: { node: { payload: { node: string } } }) => e.node.payload.node)).toEqual(['sim-node-1', 'sim-node-2', 'sim-node-3']);
+      expect(agents().every(ready)).toBe(true);
+      expect(agents().map((p) => p.spec.containers[0].image)).toEqual([NEW, NEW, NEW]);
+    } finally {
+      unsubscribe();
+    }
   });
 });
