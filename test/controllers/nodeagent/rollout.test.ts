@@ -367,3 +367,16 @@ describe('node-agent rollout pause and resume', () => {
     }
   });
 });
+
+describe('node-agent minReadySeconds', () => {
+  it('counts a node done only once its new agent has stayed Ready that long', async () => {
+    h = await startHarness({ fleet: 'nodes=1', sim: { delays: DELAYS } });
+    const harness = h;
+    const rollout = await harness.bump({ minReadySeconds: 1 });
+    expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    const [event] = await harness.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced] }, undefined, 10);
+    const agent = agentsByNode(harness.pods()).get('sim-node-1')![0]!;
+    const readySince = Date.parse(agent.status.conditions.find((c: { type: string }) => c.type === 'Ready').lastTransitionTime);
+    expect(event!.createdAt.getTime() - readySince).toBeGreaterThanOrEqual(1000);
+  });
+});
