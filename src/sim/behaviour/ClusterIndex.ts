@@ -11,8 +11,8 @@ const INDEXED = new Set(['pods', 'nodes', 'replicasets', 'deployments', 'daemons
  */
 export class ClusterIndex {
   private readonly objects = new Map<string, Map<string, KubeObject>>();
-  /** owner uid → "plural|key" of objects whose controller is that owner. */
-  private readonly owned = new Map<string, Set<string>>();
+  /** owner uid → plural → key → object, for objects whose controller is that owner. */
+  private readonly owned = new Map<string, Map<string, Map<string, KubeObject>>>();
   private readonly podsOnNode = new Map<string, Set<string>>();
   private readonly unscheduledPods = new Set<string>();
 
@@ -28,6 +28,7 @@ export class ClusterIndex {
     const { plural, group } = event.resource;
     if (!ClusterIndex.indexes(plural, group)) return;
     if (event.previous) this.remove(plural, event.previous);
+    else if (event.type === 'DELETED') this.remove(plural, event.object);
     if (event.type !== 'DELETED') this.add(plural, event.object);
   }
 
@@ -35,7 +36,13 @@ export class ClusterIndex {
     const key = keyOf(obj);
     this.objects.get(plural)!.set(key, obj);
     const owner = controllerRef(obj)?.uid;
-    if (owner) addTo(this.owned, owner, `${plural}|${key}`);
+    if (owner) {
+      let byPlural = this.owned.get(owner);
+      if (!byPlural) this.owned.set(owner, (byPlural = new Map()));
+      let objects = byPlural.get(plural);
+      if (!objects) byPlural.set(plural, (objects = new Map()));
+      objects.set(key, obj);
+    }
     if (plural === 'pods') {
       const node: string | undefined = obj.spec?.nodeName;
       if (node) addTo(this.podsOnNode, node, key);
@@ -48,7 +55,13 @@ export class ClusterIndex {
     const current = this.objects.get(plural)!;
     if (current.get(key)?.metadata.uid === obj.metadata.uid) current.delete(key);
     const owner = controllerRef(obj)?.uid;
-    if (owner) removeFrom(this.owned, owner, `${plural}|${key}`);
+    const byPlural = owner ? this.owned.get(owner) : undefined;
+    const objects = byPlural?.get(plural);
+    if (objects?.get(key)?.metadata.uid === obj.metadata.uid) {
+      objects!.delete(key);
+      if (objects!.size === 0) byPlural!.delete(plural);
+      if (byPlural!.size === 0) this.owned.delete(owner!);
+    }
     if (plural === 'pods') {
       const node: string | undefined = obj.spec?.nodeName;
       if (node) removeFrom(this.podsOnNode, node, key);
@@ -66,28 +79,8 @@ export class ClusterIndex {
 
   /** Objects of `plural` whose controlling owner has this uid. */
   ownedBy(uid: string | undefined, plural: string): KubeObject[] {
-    const refs = uid ? this.owned.get(uid) : undefined;
-    if (!refs) return [];
-    const out: KubeObject[] = [];
-    const prefix = `${plural}|`;
-    for (const ref of refs) {
-      if (!ref.startsWith(prefix)) continue;
-      const obj = this.get(plural, ref.slice(prefix.length));
-      if (obj) out.push(obj);
-    }
-    return out;
-  }
-
-  /** Every indexed dependent of an owner uid, as [plural, object]. */
-  dependentsOf(uid: string): [string, KubeObject][] {
-    const out: [string, KubeObject][] = [];
-    for (const ref of this.owned.get(uid) ?? []) {
-      const bar = ref.indexOf('|');
-      const plural = ref.slice(0, bar);
-      const obj = this.get(plural, ref.slice(bar + 1));
-      if (obj) out.push([plural, obj]);
-    }
-    return out;
+    const objects = uid ? this.owned.get(uid)?.get(plural) : undefined;
+    return objects ? [...objects.values()] : [];
   }
 
   podsOn(node: string): KubeObject[] {

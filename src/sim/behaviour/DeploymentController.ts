@@ -26,6 +26,7 @@ interface RsView {
  */
 export class DeploymentController implements Controller {
   readonly name = 'deployment';
+  private cached: { uid: string; views: RsView[] } | undefined;
 
   constructor(private readonly ctx: BehaviourContext) {}
 
@@ -55,6 +56,7 @@ export class DeploymentController implements Controller {
   }
 
   reconcile(key: string): number | undefined {
+    this.cached = undefined;
     const deployment = this.ctx.index.get('deployments', key);
     if (!deployment || isTerminating(deployment)) return undefined;
     const hash = templateHash(deployment.spec?.template);
@@ -67,7 +69,19 @@ export class DeploymentController implements Controller {
     return this.updateStatus(deployment, hash);
   }
 
+  /**
+   * The deployment's ReplicaSets with their pod counts, computed once per reconcile and again only after this
+   * controller wrote a ReplicaSet (pods change only through other controllers, later).
+   */
   private views(deployment: KubeObject): RsView[] {
+    const cached = this.cached;
+    if (cached && cached.uid === deployment.metadata.uid) return cached.views;
+    const views = this.computeViews(deployment);
+    this.cached = { uid: deployment.metadata.uid ?? '', views };
+    return views;
+  }
+
+  private computeViews(deployment: KubeObject): RsView[] {
     const now = this.ctx.scheduler.now();
     const minReady = minReadySecondsOf(deployment);
     return this.ctx.index
@@ -88,6 +102,7 @@ export class DeploymentController implements Controller {
   }
 
   private ensureNewReplicaSet(deployment: KubeObject, hash: string): KubeObject {
+    this.cached = undefined;
     const owned = this.ctx.index.ownedBy(deployment.metadata.uid, 'replicasets').filter((rs) => !isTerminating(rs));
     const maxRevision = owned.reduce((max, rs) => Math.max(max, revisionOf(rs)), 0);
     const existing = owned.find((rs) => rs.metadata.labels?.[HASH_LABEL] === hash);
@@ -206,6 +221,7 @@ export class DeploymentController implements Controller {
   private scale(rs: KubeObject, replicas: number): void {
     const current = this.ctx.index.get('replicasets', keyOf(rs)) ?? rs;
     if (Number(current.spec?.replicas ?? 0) === replicas) return;
+    this.cached = undefined;
     this.ctx.store.update(this.ctx.types.replicasets, { ...current, spec: { ...current.spec, replicas } });
   }
 
@@ -216,6 +232,7 @@ export class DeploymentController implements Controller {
       .sort((a, b) => revisionOf(a.rs) - revisionOf(b.rs));
     for (const v of idle.slice(0, Math.max(0, idle.length - limit))) {
       const { namespace, name } = splitKey(keyOf(v.rs));
+      this.cached = undefined;
       try {
         this.ctx.store.delete(this.ctx.types.replicasets, namespace, name);
       } catch (error) {
