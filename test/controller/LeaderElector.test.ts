@@ -84,9 +84,10 @@ function lease() {
 describe('LeaderElector', () => {
   it('elects exactly one of two replicas and hands over on release well within the lease duration', async () => {
     const log = new LeadershipLog();
-    const registry = new Registry();
-    const a = newElector('a', log, { registry });
-    const b = newElector('b', log);
+    const registries = { a: new Registry(), b: new Registry() };
+    const a = newElector('a', log, { registry: registries.a });
+    const b = newElector('b', log, { registry: registries.b });
+    const gauge = async (id: 'a' | 'b') => (await registries[id].metrics()).match(/rollplane_leader\{name="rollplane-workers"\} (\d)/)?.[1];
     const sampler = watchLeaders([a, b]);
     a.start();
     b.start();
@@ -97,7 +98,8 @@ describe('LeaderElector', () => {
     expect(follower.isLeader()).toBe(false);
     expect(lease()?.spec.holderIdentity).toBe(leader.identity);
     expect(follower.observedLeader()).toBe(leader.identity);
-    if (leader === a) expect(await registry.metrics()).toContain('rollplane_leader{name="rollplane-workers"} 1');
+    expect(await gauge(leader.identity as 'a' | 'b')).toBe('1');
+    expect(await gauge(follower.identity as 'a' | 'b')).toBe('0');
 
     const released = performance.now();
     await leader.stop();
@@ -106,7 +108,8 @@ describe('LeaderElector', () => {
     const handoverMs = performance.now() - released;
     expect(handoverMs).toBeLessThan(LEASE_MS);
     expect(lease()?.spec).toMatchObject({ holderIdentity: follower.identity, leaseTransitions: 1 });
-    if (leader === a) expect(await registry.metrics()).toContain('rollplane_leader{name="rollplane-workers"} 0');
+    expect(await gauge(leader.identity as 'a' | 'b')).toBe('0');
+    expect(await gauge(follower.identity as 'a' | 'b')).toBe('1');
     sampler.stop();
     expect(sampler.max()).toBe(1);
     expect(log.max).toBe(1);
