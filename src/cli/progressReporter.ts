@@ -33,13 +33,21 @@ function signature(rollout: RolloutView): string {
  * A progress bar redrawn in place on a terminal; otherwise one plain, timestamped line per visible change (CI logs).
  * Both go to stderr so that stdout keeps only the command's result.
  */
-export function createProgressReporter(stream: ReporterStream, isTTY: boolean, now: () => Date = () => new Date()): ProgressReporter {
+export function createProgressReporter(
+  stream: ReporterStream,
+  isTTY: boolean,
+  now: () => Date = () => new Date(),
+  /** Terminal width: a redrawn line must not wrap, or `\r` no longer returns to its start. */
+  columns: () => number | undefined = () => undefined,
+): ProgressReporter {
   let last = '';
   if (isTTY) {
     let drawn = '';
     const draw = (line: string) => {
-      stream.write(`\r\x1b[2K${line}`);
-      drawn = line;
+      const width = columns();
+      const fitted = width && width > 10 && line.length >= width ? `${line.slice(0, width - 2)}…` : line;
+      stream.write(`\r\x1b[2K${fitted}`);
+      drawn = fitted;
     };
     return {
       update(rollout) {

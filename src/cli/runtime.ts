@@ -15,7 +15,7 @@ export const DEFAULT_URL = 'http://127.0.0.1:4000/graphql';
 export interface CliIo {
   env: Readonly<Record<string, string | undefined>>;
   stdout: { write(chunk: string): unknown };
-  stderr: { write(chunk: string): unknown; isTTY?: boolean };
+  stderr: { write(chunk: string): unknown; isTTY?: boolean; columns?: number };
 }
 
 /** What the client commands read from the environment, in one place. */
@@ -96,7 +96,7 @@ export class CliContext {
 
   /** Follows a rollout to its end with progress on stderr. */
   async follow(id: string, timeoutSeconds: number): Promise<RolloutView> {
-    const reporter = createProgressReporter(this.io.stderr, this.io.stderr.isTTY === true);
+    const reporter = createProgressReporter(this.io.stderr, this.io.stderr.isTTY === true, undefined, () => this.io.stderr.columns);
     const follower = new RolloutFollower({
       fetchRollout: (rolloutId) => this.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
       lastEventId: () => this.client.request<{ serverInfo: { lastEventId: string } }>(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),

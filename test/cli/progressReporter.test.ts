@@ -56,4 +56,13 @@ describe('progress reporter', () => {
     expect(out.match(/\r\x1b\[2K/g)!.length).toBeGreaterThanOrEqual(3);
     expect(out.endsWith('\n')).toBe(true);
   });
+
+  it('cuts the redrawn line to the terminal width so that it never wraps', () => {
+    const s = sink();
+    const reporter = createProgressReporter(s.stream, true, undefined, () => 40);
+    reporter.update(rollout('PROGRESSING', 1));
+    const line = s.out().replace('\r\x1b[2K', '');
+    expect(line.length).toBe(39);
+    expect(line.endsWith('…')).toBe(true);
+  });
 });
