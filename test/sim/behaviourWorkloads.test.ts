@@ -221,6 +221,17 @@ describe('DaemonSet controller', () => {
     await h.until(() => status('sel').numberAvailable === 4, 'the newly eligible node to get a pod');
   });
 
+  it('removes the pod from a node that stops matching', async () => {
+    h = startHarness({ nodes: 2, nodeLabels: () => ({ role: 'worker' }) });
+    h.store.create(Resources.daemonsets, daemonSet('mis', { type: 'RollingUpdate' }, { nodeSelector: { role: 'worker' } }));
+    await h.until(() => status('mis')?.numberAvailable === 2, 'two pods');
+    const node = structuredClone(h.store.get(Resources.nodes, undefined, 'node-2')!);
+    delete node.metadata.labels!.role;
+    h.store.update(Resources.nodes, node);
+    await h.until(() => podsWith(h!.store, 'default', { app: 'mis' }).length === 1 && status('mis').desiredNumberScheduled === 1, 'node-2 emptied');
+    expect(podsWith(h.store, 'default', { app: 'mis' })[0]!.spec.nodeName).toBe('node-1');
+  });
+
   it('RollingUpdate maxUnavailable=1: at most one node without an available agent', async () => {
     const seen = await rollDaemonSet(4, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } });
     expect(seen.minAvailableNodes).toBe(3);
@@ -381,6 +392,17 @@ describe('StatefulSet controller', () => {
     h.store.delete(Resources.pods, 'default', 'od-1');
     await h.until(() => status('od').updatedReplicas === 1 && status('od').readyReplicas === 3, 'od-1 replaced');
     expect([0, 1, 2].map((i) => image(podAt('od', i)!))).toEqual(['db:v1', 'db:v2', 'db:v1']);
+  });
+
+  it('Parallel pod management creates every ordinal at once', async () => {
+    h = startHarness({ nodes: 2 });
+    let createdBeforeAnyReady = 0;
+    h.onEvent((e) => {
+      if (e.type === 'ADDED' && e.resource === Resources.pods && ![0, 1, 2].some((i) => isReady(podAt('par', i)))) createdBeforeAnyReady++;
+    });
+    h.store.create(Resources.statefulsets, { ...statefulSet('par', 3, { type: 'RollingUpdate' }), spec: { ...statefulSet('par', 3, { type: 'RollingUpdate' }).spec, podManagementPolicy: 'Parallel' } });
+    await h.until(() => status('par')?.readyReplicas === 3, 'ready');
+    expect(createdBeforeAnyReady).toBe(3);
   });
 
   it('scales down from the highest ordinal', async () => {
