@@ -108,6 +108,10 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
     );
     const id = bump.bumpAgentImage.rollout.id as string;
     let succeededAt = 0;
+    const progress = setInterval(() => {
+      const total = Object.values(writes).reduce((a, b) => a + b, 0);
+      process.stderr.write(`  ${pools} pools: ${Math.round((performance.now() - started) / 1000)} s, ${onNew.size} on the new image, ${total} writes (${JSON.stringify(writes)}), ${requests} requests\n`);
+    }, 5000);
     for (;;) {
       const data = await post(app.url, 'query R($id: ID!) { rollout(id: $id) { state } }', { id });
       if (['SUCCEEDED', 'FAILED', 'ABORTED'].includes(data.rollout.state)) {
@@ -117,6 +121,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    clearInterval(progress);
     counting = false;
     unsubscribe();
     const totalWrites = Object.values(writes).reduce((a, b) => a + b, 0);

@@ -22,6 +22,7 @@ import {
   poolKey,
   splitNetworkName,
 } from './names.js';
+import { EventBatcher } from './EventBatcher.js';
 import { deploymentImage, isDeploymentReady, isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
 import type { AgentMode, AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
 
@@ -85,8 +86,11 @@ export class AgentPoolReconciler implements Reconciler {
   /** Uids of pods this process force-deleted (bounded; insertion-ordered). */
   private readonly forceDeleted = new Set<string>();
 
+  private readonly batcher: EventBatcher;
+
   constructor(private readonly o: AgentPoolReconcilerOptions) {
     this.now = o.now ?? Date.now;
+    this.batcher = new EventBatcher(o.events);
   }
 
   async reconcile(request: Request): Promise<Result | void> {
@@ -116,7 +120,14 @@ export class AgentPoolReconciler implements Reconciler {
     work.conditions = setCondition(work.conditions, 'Stopped', 'False', work.now);
     if (this.o.mode === 'pod') await this.podMode(work);
     else await this.deploymentMode(work);
-    await this.writeStatus(work);
+    try {
+      await this.writeStatus(work);
+    } catch (error) {
+      // Someone (the rollout engine's admission, usually) wrote the pool since the cache was read. Its watch event
+      // requeues the pool, and the next reconcile adopts whatever this one created; the rate limiter stays out of it.
+      if (error instanceof ConflictError && !work.apiError) return { requeueAfterMs: 1000 };
+      throw error;
+    }
     if (work.apiError) throw work.apiError;
     return work.result;
   }
@@ -399,7 +410,7 @@ export class AgentPoolReconciler implements Reconciler {
       const deletedAt = new Date(record.deletedAt);
       const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
       const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
-      await this.o.events.append({
+      await this.batcher.append({
         type: EventType.AgentRecreated,
         rolloutId: record.rolloutId ?? this.o.rolloutFor(namespace, name) ?? null,
         kind: 'AGENT_POOL',

@@ -8,7 +8,10 @@ import { AgentPoolDriver } from './AgentPoolDriver.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
 import { CachedAgentPoolQueries } from './CachedAgentPoolQueries.js';
 import { agentPoolMetrics } from './metrics.js';
+import { deploymentImage, isDeploymentReady, isPodReady, podImage, pullFailure } from './podState.js';
 import {
+  ANNOTATION_HOLD,
+  ANNOTATION_RECREATION,
   IPPOOL_GROUP,
   IPPOOL_PLURAL,
   IPPOOL_VERSION,
@@ -38,6 +41,8 @@ export interface AgentPoolOptions {
   /** Concurrent pool reconciles; default 16. */
   workers?: number;
   serviceAccountName?: string;
+  /** Coalescing window of the engine notifications, default 100 ms. */
+  notifyIntervalMs?: number;
   now?: () => number;
 }
 
@@ -135,18 +140,56 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     predicates: [{ create: () => false, update: (o, n) => readyOf(o) !== readyOf(n) }],
   });
 
-  // The rollout engine re-evaluates a rollout when one of its pools (or that pool's agent) changes.
-  const notify = (obj: IPPool | V1Pod | V1Deployment, fromLabels: boolean) => {
-    const refs = fromLabels ? byLabels(obj as V1Pod) : [{ namespace: obj.metadata?.namespace, name: obj.metadata?.name ?? '' }];
-    for (const r of refs) host.notifyTargetChanged('AGENT_POOL', r.namespace ?? '', r.name);
+  // The rollout engine re-evaluates a rollout when one of its pools (or that pool's agent) changes in a way its
+  // observation can see. Notifications are coalesced (one per pool per `notifyIntervalMs`): each one costs the engine
+  // a pass over the whole rollout, and one recreation produces a dozen watch events.
+  const pending = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    const keys = [...pending];
+    pending.clear();
+    for (const key of keys) {
+      const slash = key.indexOf('/');
+      host.notifyTargetChanged('AGENT_POOL', key.slice(0, slash), key.slice(slash + 1));
+    }
   };
-  pools.addEventHandler({ onAdd: (p) => notify(p, false), onUpdate: (_, p) => notify(p, false), onDelete: (p) => notify(p, false) });
-  for (const informer of [pods, deployments] as Informer<V1Pod | V1Deployment>[]) {
-    informer.addEventHandler({ onAdd: (o) => notify(o, true), onUpdate: (_, o) => notify(o, true), onDelete: (o) => notify(o, true) });
-  }
+  const notify = (refs: { namespace?: string; name: string }[]) => {
+    for (const r of refs) pending.add(`${r.namespace ?? ''}/${r.name}`);
+    if (!timer && pending.size > 0) {
+      timer = setTimeout(flush, options.notifyIntervalMs ?? 100);
+      timer.unref();
+    }
+  };
+  const self = (obj: IPPool) => [{ namespace: obj.metadata?.namespace, name: obj.metadata?.name ?? '' }];
+  const changed = <T>(signature: (obj: T) => string, refs: (obj: T) => { namespace?: string; name: string }[]) => ({
+    onAdd: (obj: T) => notify(refs(obj)),
+    onUpdate: (oldObj: T, newObj: T) => {
+      if (signature(oldObj) !== signature(newObj)) notify(refs(newObj));
+    },
+    onDelete: (obj: T) => notify(refs(obj)),
+  });
+  pools.addEventHandler(changed(poolSignature, self));
+  pods.addEventHandler(changed(podSignature, (pod) => byLabels(pod)));
+  deployments.addEventHandler(changed(deploymentSignature, (d) => byLabels(d)));
 
   const queries = new CachedAgentPoolQueries(pools, pods, deployments, agentNamespace, mode);
   return { driver, queries, controller, informers: { pools, pods, deployments, nads, nodes } };
+}
+
+/** What the driver's observe() reads of each object: a change elsewhere cannot change an observation. */
+function poolSignature(pool: IPPool): string {
+  const s = pool.status ?? {};
+  const a = pool.metadata?.annotations ?? {};
+  return JSON.stringify([s.agentPodRef, s.agentDeploymentRef?.image, a[ANNOTATION_RECREATION] !== undefined, a[ANNOTATION_HOLD] !== undefined, pool.spec?.paused === true]);
+}
+
+function podSignature(pod: V1Pod): string {
+  return JSON.stringify([pod.metadata?.uid, podImage(pod), isPodReady(pod), pullFailure(pod) ?? null]);
+}
+
+function deploymentSignature(deployment: V1Deployment): string {
+  return JSON.stringify([deploymentImage(deployment), isDeploymentReady(deployment)]);
 }
 
 function readyOf(node: V1Node): string | undefined {
