@@ -59,13 +59,6 @@ export class NodeAgentCache {
       .map(({ ds }) => ds);
   }
 
-  /** Sets that have pods on `node` (managed or driven by a rollout). */
-  setsWithPodsOn(node: string): V1DaemonSet[] {
-    const uids = new Set<string>();
-    for (const pod of this.pods.byIndex(BY_NODE, node)) for (const r of pod.metadata?.ownerReferences ?? []) if (r.kind === 'DaemonSet') uids.add(r.uid);
-    return this.daemonSets.list().filter((ds) => uids.has(ds.metadata?.uid ?? ''));
-  }
-
   /** Pods the DaemonSet's controller created (any state). */
   agentPods(ds: V1DaemonSet): V1Pod[] {
     return this.pods.byIndex(BY_OWNER, ds.metadata?.uid ?? '').filter((p) => isOwnedBy(p, ds));
