@@ -120,15 +120,10 @@ export class ControlPlaneApi {
     return stuck.map((pod) => pod.metadata!.name!);
   }
 
-  /** The secret's type and data, or undefined when it does not exist. */
-  async readSecret(namespace: string, name: string): Promise<{ type: string; data: Record<string, string> } | undefined> {
-    try {
-      const secret = await kubeCall(`get Secret ${namespace}/${name}`, () => this.clients.core.readNamespacedSecret({ name, namespace }));
-      return { type: secret.type ?? 'Opaque', data: secret.data ?? {} };
-    } catch (error) {
-      if (error instanceof NotFoundError) return undefined;
-      throw error;
-    }
+  /** Every secret of the namespace by name (type and data): one list instead of a read per secret. */
+  async readSecrets(namespace: string): Promise<Map<string, { type: string; data: Record<string, string> }>> {
+    const list = await kubeCall(`list Secrets in ${namespace}`, () => this.clients.core.listNamespacedSecret({ namespace }));
+    return new Map(list.items.map((secret) => [secret.metadata?.name ?? '', { type: secret.type ?? 'Opaque', data: secret.data ?? {} }]));
   }
 
   /** Applies the secret's whole data (keys it no longer has are dropped, as the field manager owned them). */

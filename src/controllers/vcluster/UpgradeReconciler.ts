@@ -223,7 +223,8 @@ export class UpgradeReconciler implements Reconciler {
   }
 
   private async regeneratePki(vc: VirtualClusterObject, spec: NonNullable<ClusterVersionObject['spec']>, clusterNs: string, clusterIP: string | undefined) {
-    const root = await this.deps.api.readSecret(clusterNs, ROOT_CA_SECRET);
+    const existing = await this.deps.api.readSecrets(clusterNs);
+    const root = existing.get(ROOT_CA_SECRET);
     const apiService = spec.apiServer?.service;
     const etcd = spec.etcd?.statefulset;
     const pki = await generateClusterPki(
@@ -251,8 +252,8 @@ export class UpgradeReconciler implements Reconciler {
     for (const name of REGENERATED_SECRETS) {
       const data = pki.secrets[name]!;
       hashes[name] = secretHash(data);
-      // The type is immutable: keep the existing secret's; each write is independent, so they go out together.
-      writes.push(this.deps.api.readSecret(clusterNs, name).then((existing) => this.deps.api.applySecret(clusterNs, name, existing?.type ?? 'Opaque', data)));
+      // The type is immutable: keep the existing secret's. Each write is independent, so they go out together.
+      writes.push(this.deps.api.applySecret(clusterNs, name, existing.get(name)?.type ?? 'Opaque', data));
     }
     await Promise.all(writes);
     return { hashes, rootCaGenerated: pki.rootCaGenerated };

@@ -11,9 +11,9 @@
  * gives upstream's RSA keys. The secret keeps upstream's name `serviceaccount-rsa` whatever the algorithm.
  */
 import 'reflect-metadata'; // @peculiar/x509's dependency injection (tsyringe) needs the Reflect polyfill loaded first
-import { createPrivateKey, randomBytes, webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
+import { createPrivateKey, generateKeyPair, randomBytes, webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
+import { promisify } from 'node:util';
 import * as x509 from '@peculiar/x509';
-import { stringify as toYaml } from 'yaml';
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -86,14 +86,31 @@ async function keyPair(algorithm: KeyAlgorithm): Promise<CryptoKeyPair> {
   return (await subtle.generateKey(ALGORITHMS[algorithm], true, ['sign', 'verify'])) as CryptoKeyPair;
 }
 
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+interface KeyMaterial {
+  spkiDer: Buffer;
+  privatePem: string;
+  publicPem: string;
+}
+
+/**
+ * A key pair from node:crypto (native, on the thread pool): several times cheaper than WebCrypto's generateKey +
+ * exportKey, which matters at six keys per cluster. Only the issuer's key goes through WebCrypto (to sign).
+ */
+async function keyMaterial(algorithm: KeyAlgorithm): Promise<KeyMaterial> {
+  const { publicKey, privateKey } =
+    algorithm === 'ecdsa-p256' ? await generateKeyPairAsync('ec', { namedCurve: 'prime256v1' }) : await generateKeyPairAsync('rsa', { modulusLength: 2048 });
+  return {
+    spkiDer: publicKey.export({ type: 'spki', format: 'der' }),
+    privatePem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+    publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
+  };
+}
+
 async function privateKeyPem(key: CryptoKey): Promise<string> {
   const der = Buffer.from(await subtle.exportKey('pkcs8', key));
   return x509.PemConverter.encode(der, 'PRIVATE KEY');
-}
-
-async function publicKeyPem(key: CryptoKey): Promise<string> {
-  const der = Buffer.from(await subtle.exportKey('spki', key));
-  return x509.PemConverter.encode(der, 'PUBLIC KEY');
 }
 
 /** Parses and checks the existing root CA; returns the reason it cannot be used, or the issuer. */
@@ -156,8 +173,8 @@ interface LeafRequest {
   ips?: string[];
 }
 
-async function issue(issuer: Issuer, algorithm: KeyAlgorithm, request: LeafRequest, now: number): Promise<{ certPem: string; keyPem: string }> {
-  const keys = await keyPair(algorithm);
+async function issue(issuer: Issuer, authorityKeyId: x509.Extension, algorithm: KeyAlgorithm, request: LeafRequest, now: number): Promise<{ certPem: string; keyPem: string }> {
+  const keys = await keyMaterial(algorithm);
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(request.ca === true, undefined, true),
     new x509.KeyUsagesExtension(
@@ -166,7 +183,7 @@ async function issue(issuer: Issuer, algorithm: KeyAlgorithm, request: LeafReque
         : x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
       true,
     ),
-    await x509.AuthorityKeyIdentifierExtension.create(issuer.certificate, false),
+    authorityKeyId,
   ];
   if (!request.ca) {
     const usages = request.usages.map((u) => (u === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth));
@@ -181,15 +198,16 @@ async function issue(issuer: Issuer, algorithm: KeyAlgorithm, request: LeafReque
     notBefore: new Date(now - BACKDATE_MS),
     notAfter: new Date(now + request.days * DAY_MS),
     signingKey: issuer.privateKey,
-    publicKey: keys.publicKey,
+    publicKey: keys.spkiDer,
     signingAlgorithm: SIGNING[issuer.algorithm],
     extensions,
   });
-  return { certPem: certificate.toString('pem'), keyPem: await privateKeyPem(keys.privateKey) };
+  return { certPem: certificate.toString('pem'), keyPem: keys.privatePem };
 }
 
+/** A kubeconfig; JSON (a subset of YAML, so kubectl and client libraries read it) because it is ~10× cheaper to write. */
 function kubeconfig(cluster: string, server: string, caPem: string, user: string, certPem: string, keyPem: string): string {
-  return toYaml({
+  return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: cluster, cluster: { server, 'certificate-authority-data': b64(caPem) } }],
@@ -228,25 +246,26 @@ export async function generateClusterPki(input: ClusterPkiInput, options: { keyA
   const etcdPeers = Array.from({ length: Math.max(1, input.etcdReplicas) }, (_, i) => `${input.etcdStatefulSetName}-${i}.${input.etcdServiceName}.${ns}`);
   const server = `https://${svc}.${ns}:${input.apiserverPort}`;
 
+  const aki = await x509.AuthorityKeyIdentifierExtension.create(issuer.certificate, false);
   const [apiserver, etcd, frontProxy, controllerManager, admin, serviceAccount] = await Promise.all([
-    issue(issuer, algorithm, {
+    issue(issuer, aki, algorithm, {
       subject: 'CN=kube-apiserver',
       days,
       usages: ['server', 'client'],
       dns: [...serviceNames(svc), 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', `kubernetes.default.svc.${domain}`, 'localhost'],
       ips: [...(input.apiserverClusterIP && input.apiserverClusterIP !== 'None' ? [input.apiserverClusterIP] : []), '127.0.0.1'],
     }, now),
-    issue(issuer, algorithm, {
+    issue(issuer, aki, algorithm, {
       subject: 'CN=etcd',
       days,
       usages: ['server', 'client'],
       dns: [...serviceNames(input.etcdServiceName), ...etcdPeers, 'localhost'],
       ips: ['127.0.0.1'],
     }, now),
-    issue(issuer, algorithm, { subject: 'CN=front-proxy-ca', days, ca: true, usages: [] }, now),
-    issue(issuer, algorithm, { subject: 'CN=system:kube-controller-manager', days, usages: ['client'] }, now),
-    issue(issuer, algorithm, { subject: 'CN=admin,O=system:masters', days, usages: ['client'] }, now),
-    keyPair(algorithm),
+    issue(issuer, aki, algorithm, { subject: 'CN=front-proxy-ca', days, ca: true, usages: [] }, now),
+    issue(issuer, aki, algorithm, { subject: 'CN=system:kube-controller-manager', days, usages: ['client'] }, now),
+    issue(issuer, aki, algorithm, { subject: 'CN=admin,O=system:masters', days, usages: ['client'] }, now),
+    keyMaterial(algorithm),
   ]);
   const tls = (pair: { certPem: string; keyPem: string }) => ({ 'tls.crt': b64(pair.certPem), 'tls.key': b64(pair.keyPem) });
   return {
@@ -262,8 +281,8 @@ export async function generateClusterPki(input: ClusterPkiInput, options: { keyA
       },
       'admin-kubeconfig': { 'admin-kubeconfig': b64(kubeconfig(input.clusterName, server, caPem, 'admin', admin.certPem, admin.keyPem)) },
       'serviceaccount-rsa': {
-        'service-account.key': b64(await privateKeyPem(serviceAccount.privateKey)),
-        'service-account.pub': b64(await publicKeyPem(serviceAccount.publicKey)),
+        'service-account.key': b64(serviceAccount.privatePem),
+        'service-account.pub': b64(serviceAccount.publicPem),
       },
     },
   };

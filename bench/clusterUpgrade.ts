@@ -1,0 +1,315 @@
+/**
+ * Virtual-cluster upgrade benchmark: 100 VirtualClusters (simulator with zero delays), one `bumpClusterVersion` with
+ * maxConcurrent 10 through the real service (GraphQL, engine, SQLite, controllers, client-node over HTTP, real X.509
+ * PKI). Compared with the simulator's own work for the same rollouts: the apiserver then the controller-manager
+ * StatefulSet of every cluster changed and rolled, 10 clusters at a time, written straight into the simulator's
+ * store (no HTTP, no rollplane). rollplane's overhead per cluster = (rollplane time − simulator time) × 10 ÷ 100,
+ * i.e. the extra wall time each of the 10 upgrade slots spends per cluster. Also: API requests per cluster and
+ * CPU per cluster (this process runs service and simulator).
+ * Prints a table and writes bench/results/cluster-upgrade.json. Run: `npm run bench -- cluster-upgrade`
+ * (`VC_BENCH_CLUSTERS=100`, `VC_BENCH_CONCURRENCY=10` to change the sizes).
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pino } from 'pino';
+import { startApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { zeroDelays } from '../src/sim/behaviour/index.js';
+import { startSimulator, type Simulator } from '../src/sim/index.js';
+import { Resources } from '../src/sim/store/resources.js';
+import { generateClusterPki } from '../src/controllers/vcluster/pki.js';
+import type { KubeObject } from '../src/sim/types.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const CV = 'cv-sample-np';
+
+async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  const body = (await res.json()) as { data?: any; errors?: { message: string }[] };
+  if (body.errors) throw new Error(body.errors.map((e) => e.message).join('; '));
+  return body.data;
+}
+
+function fleet(clusters: number): string {
+  return `clusters=${clusters},nodes=${Math.max(3, Math.ceil(clusters / 20))},peers=0`;
+}
+
+function rolled(sts: KubeObject | undefined, generation: number): boolean {
+  const s = sts?.status;
+  const replicas = sts?.spec?.replicas ?? 1;
+  return (
+    !!sts &&
+    (sts.metadata.generation ?? 0) >= generation &&
+    (s?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0) &&
+    s?.updatedReplicas === replicas &&
+    s?.readyReplicas === replicas &&
+    s?.currentRevision === s?.updateRevision
+  );
+}
+
+/** Resolves when `check` holds, re-checked on every store event (no polling delay added to the measurement). */
+function whenStore(sim: Simulator, check: () => boolean): Promise<void> {
+  if (check()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const unsubscribe = sim.store.subscribe(() => {
+      if (!check()) return;
+      unsubscribe();
+      resolve();
+    });
+  });
+}
+
+async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  }));
+}
+
+/** The simulator's own work: each cluster's apiserver then controller-manager StatefulSet changed and rolled. */
+async function simulatorOnly(clusters: number, concurrency: number): Promise<{ seconds: number; cpuMs: number }> {
+  const sim = await startSimulator({ fleet: fleet(clusters), delays: zeroDelays });
+  try {
+    const vcs = sim.store.list(Resources.virtualclusters, 'default');
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    await pool(vcs, concurrency, async (vc) => {
+      const ns = vc.status.clusterNamespace as string;
+      for (const name of ['apiserver', 'controller-manager']) {
+        const sts = structuredClone(sim.store.get(Resources.statefulsets, ns, name)!);
+        sts.spec.template.spec.containers[0].args = ['-v=7'];
+        sts.spec.template.metadata.annotations = { ...sts.spec.template.metadata.annotations, 'bench/restart': String(Date.now()) };
+        const generation = sim.store.update(Resources.statefulsets, sts).metadata.generation ?? 0;
+        await whenStore(sim, () => rolled(sim.store.get(Resources.statefulsets, ns, name), generation));
+      }
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const used = process.cpuUsage(cpu);
+    return { seconds, cpuMs: (used.user + used.system) / 1000 };
+  } finally {
+    await sim.stop();
+  }
+}
+
+interface RollplaneRun {
+  seconds: number;
+  cpuMs: number;
+  requests: number;
+  writes: Record<string, number>;
+  p50: number;
+  p95: number;
+  max: number;
+}
+
+/** The simulator in a child process, so this process's CPU is rollplane's alone. Counts the requests it serves. */
+const SIM_CHILD = `
+const { startSimulator } = await import(process.env.VC_BENCH_SIM);
+const { zeroDelays } = await import(process.env.VC_BENCH_DELAYS);
+let counting = false, requests = 0;
+const writes = {};
+const sim = await startSimulator({
+  fleet: process.env.VC_BENCH_FLEET, delays: zeroDelays, kubeconfigPath: process.env.VC_BENCH_KUBECONFIG,
+  hooks: { beforeRequest: (info) => {
+    if (!counting || info.verb === 'watch') return;
+    requests++;
+    if (info.verb === 'get' || info.verb === 'list') return;
+    const key = info.verb + ' ' + info.resource.plural;
+    writes[key] = (writes[key] ?? 0) + 1;
+  } },
+});
+let cpu;
+process.on('message', (m) => {
+  if (m === 'start') { counting = true; cpu = process.cpuUsage(); process.send({ started: true }); }
+  if (m === 'stats') { counting = false; const used = process.cpuUsage(cpu); process.send({ stats: { requests, writes, cpuMs: (used.user + used.system) / 1000 } }); }
+  if (m === 'stop') sim.stop().then(() => process.exit(0));
+});
+process.send({ ready: sim.kubeconfigPath });
+`;
+
+interface SimChild {
+  kubeconfigPath: string;
+  request<T>(message: string, key: string): Promise<T>;
+  stop(): Promise<void>;
+}
+
+async function startSimChild(clusters: number, kubeconfigPath: string): Promise<SimChild> {
+  const src = (file: string) => pathToFileURL(path.join(HERE, '..', 'src', file)).href;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', SIM_CHILD], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, VC_BENCH_SIM: src('sim/index.ts'), VC_BENCH_DELAYS: src('sim/behaviour/index.ts'), VC_BENCH_FLEET: fleet(clusters), VC_BENCH_KUBECONFIG: kubeconfigPath },
+  });
+  const next = <T>(key: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: Record<string, unknown>) => {
+        if (!(key in m)) return;
+        child.off('message', onMessage);
+        resolve(m[key] as T);
+      };
+      child.on('message', onMessage);
+      child.once('exit', (code) => reject(new Error(`simulator child exited with ${code}`)));
+    });
+  const ready = await next<string>('ready');
+  return {
+    kubeconfigPath: ready,
+    request: <T>(message: string, key: string) => {
+      const answer = next<T>(key);
+      child.send(message);
+      return answer;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.send('stop');
+      }),
+  };
+}
+
+interface RollplaneRun {
+  seconds: number;
+  /** CPU of the service process (rollplane alone). */
+  cpuMs: number;
+  /** CPU of the simulator child (API serving and simulated controllers). */
+  simCpuMs: number;
+  requests: number;
+  writes: Record<string, number>;
+  p50: number;
+  p95: number;
+  max: number;
+  pkiSeconds: number;
+}
+
+async function withRollplane(clusters: number, concurrency: number): Promise<RollplaneRun> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-vc-'));
+  const sim = await startSimChild(clusters, path.join(dir, 'kubeconfig'));
+  const config = loadConfig(
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: `file:${path.join(dir, 'rollplane.db')}`,
+      LOG_LEVEL: 'silent',
+      ROLLPLANE_KUBE: 'kubeconfig',
+      KUBECONFIG: sim.kubeconfigPath,
+      ROLLPLANE_LEADER_ELECT: 'false',
+      ROLLPLANE_AUTH: 'off',
+      ROLLPLANE_KUBE_QPS: '100000',
+      ROLLPLANE_KUBE_BURST: '100000',
+    },
+    [],
+  );
+  const app = await startApp(config, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }) });
+  try {
+    for (;;) {
+      const data = await post(app.url, '{ virtualClusters(first: 1) { totalCount } }');
+      if (data.virtualClusters.totalCount === clusters) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await sim.request('start', 'started');
+    // The end of the rollout, from the service's event bus (no polling load on the process being measured).
+    const ended = new Promise<void>((resolve) => {
+      const unsubscribe = app.bus.subscribe((event) => {
+        if (event.type === 'RolloutStateChanged' && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(String(event.payload.to))) {
+          unsubscribe();
+          resolve();
+        }
+      });
+    });
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const bump = await post(app.url, 'mutation B($input: BumpClusterVersionInput!) { bumpClusterVersion(input: $input) { rollout { id } } }', {
+      input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, controllerManager: { args: ['-v=7'] }, maxConcurrent: concurrency, progressDeadlineSeconds: 600 },
+    });
+    const id = bump.bumpClusterVersion.rollout.id as string;
+    await ended;
+    const seconds = (performance.now() - started) / 1000;
+    const used = process.cpuUsage(cpu);
+    const simStats = await sim.request<{ requests: number; writes: Record<string, number>; cpuMs: number }>('stats', 'stats');
+    const final = (await post(app.url, 'query R($id: ID!) { rollout(id: $id) { state message } }', { id })).rollout;
+    if (final.state !== 'SUCCEEDED') throw new Error(`rollout ended ${final.state}: ${final.message}`);
+    const stats = (await post(app.url, `{ clusterUpgradeDurations(clusterVersion: "${CV}") { count p50Seconds p95Seconds maxSeconds } }`)).clusterUpgradeDurations[0];
+    if (stats.count !== clusters) throw new Error(`expected ${clusters} observations, got ${stats.count}`);
+    let pkiSeconds = 0;
+    for (let after: string | null = null; ; ) {
+      const page: any = (await post(app.url, 'query E($after: String) { events(first: 100, after: $after, filter: { types: [ClusterUpgradeObserved] }) { edges { node { payload } } pageInfo { hasNextPage endCursor } } }', { after })).events;
+      for (const edge of page.edges) pkiSeconds += edge.node.payload.components.find((c: { component: string }) => c.component === 'pki')?.seconds ?? 0;
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
+    }
+    return {
+      seconds,
+      cpuMs: (used.user + used.system) / 1000,
+      simCpuMs: simStats.cpuMs,
+      requests: simStats.requests,
+      writes: simStats.writes,
+      p50: stats.p50Seconds,
+      p95: stats.p95Seconds,
+      max: stats.maxSeconds,
+      pkiSeconds,
+    };
+  } finally {
+    await app.stop();
+    await sim.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** CPU of one cluster's PKI (root CA kept, six secrets issued), measured alone. */
+async function pkiCpuMs(): Promise<number> {
+  const input = { clusterName: 'vc', clusterNamespace: 'ns', apiserverServiceName: 'apiserver-svc', apiserverPort: 6443, etcdServiceName: 'etcd', etcdStatefulSetName: 'etcd', etcdReplicas: 1 };
+  const root = (await generateClusterPki(input)).rootCa;
+  for (let i = 0; i < 5; i++) await generateClusterPki({ ...input, rootCaData: root }); // warm-up
+  const cpu = process.cpuUsage();
+  const n = 20;
+  for (let i = 0; i < n; i++) await generateClusterPki({ ...input, rootCaData: root });
+  const used = process.cpuUsage(cpu);
+  return (used.user + used.system) / 1000 / n;
+}
+
+const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export async function run() {
+  const clusters = Number(process.env.VC_BENCH_CLUSTERS ?? '100');
+  const concurrency = Number(process.env.VC_BENCH_CONCURRENCY ?? '10');
+  const loadBefore = os.loadavg()[0]!;
+  const baseline = await simulatorOnly(clusters, concurrency);
+  const rollplane = await withRollplane(clusters, concurrency);
+  const pki = await pkiCpuMs();
+  const overheadMs = ((rollplane.seconds - baseline.seconds) * 1000 * concurrency) / clusters;
+  const cpuPerCluster = rollplane.cpuMs / clusters;
+  const rows = [
+    { metric: 'simulator only: all clusters rolled', value: round(baseline.seconds), unit: 's', note: `${clusters} clusters, ${concurrency} at a time, 2 StatefulSets each, in-process` },
+    { metric: 'rollplane: bump → rollout SUCCEEDED', value: round(rollplane.seconds), unit: 's', note: 'GraphQL, engine, SQLite, controllers, PKI, client-node over HTTP to a simulator child process' },
+    { metric: 'rollplane wall overhead per cluster', value: round(overheadMs, 1), unit: 'ms', note: `(rollplane − simulator) × ${concurrency} ÷ ${clusters}; aim ≤ 50 ms` },
+    { metric: 'rollplane CPU per cluster', value: round(cpuPerCluster, 1), unit: 'ms', note: `service process only; of which PKI ≈ ${round(pki, 1)} ms (measured alone)` },
+    { metric: 'rollplane CPU per cluster without PKI', value: round(cpuPerCluster - pki, 1), unit: 'ms', note: 'engine, SQLite history, GraphQL, client-node, reconcile' },
+    { metric: 'simulator CPU per cluster (child)', value: round(rollplane.simCpuMs / clusters, 1), unit: 'ms', note: `API serving + simulated controllers; simulator-only run: ${round(baseline.cpuMs / clusters, 1)} ms` },
+    { metric: 'clusters_upgrade_seconds p50', value: round(rollplane.p50, 3), unit: 's', note: `p95 ${round(rollplane.p95, 3)} s, max ${round(rollplane.max, 3)} s; pki step mean ${round(rollplane.pkiSeconds / clusters, 3)} s` },
+    { metric: 'Kubernetes API requests per cluster', value: round(rollplane.requests / clusters, 1), unit: 'req', note: Object.entries(rollplane.writes).map(([k, v]) => `${k} ${round(v / clusters, 1)}`).join(', ') },
+  ];
+  console.table(rows);
+  const result = {
+    name: 'cluster-upgrade',
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.availableParallelism(),
+    /** 1-minute load average: wall-clock figures taken on a busy machine read high; CPU figures do not. */
+    loadAverage: { before: loadBefore, after: os.loadavg()[0] },
+    clusters,
+    concurrency,
+    baseline,
+    rollplane,
+    pkiCpuMsPerCluster: round(pki, 1),
+    overheadMsPerCluster: round(overheadMs, 1),
+    aimMet: overheadMs <= 50,
+    rows,
+  };
+  mkdirSync(path.join(HERE, 'results'), { recursive: true });
+  writeFileSync(path.join(HERE, 'results', 'cluster-upgrade.json'), `${JSON.stringify(result, null, 2)}\n`);
+  return result;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  await run();
+}
