@@ -37,7 +37,7 @@ export function ensureUiBuilt(): void {
   const sources = path.join(ROOT, 'src', 'ui', 'client');
   const newest = Math.max(...readdirSync(sources).map((f) => statSync(path.join(sources, f)).mtimeMs));
   if (existsSync(built) && statSync(built).mtimeMs >= newest) return;
-  execFileSync(path.join(ROOT, 'node_modules', '.bin', 'vite'), ['build', '--config', 'src/ui/client/vite.config.ts'], { cwd: ROOT, stdio: 'pipe' });
+  execFileSync(process.execPath, [path.join(sources, 'build.mjs')], { cwd: ROOT, stdio: 'pipe' });
 }
 
 export interface RestrictedPage {

@@ -7,8 +7,6 @@ let app: TestApp;
 let browser: Browser;
 let ui: RestrictedPage;
 
-/** How each rollout was driven: the real bumpAgentImage mutation, or the domain layer while it is not backed. */
-const driven: Record<string, string> = {};
 let abortedId: string | undefined;
 
 interface Pool {
@@ -41,20 +39,6 @@ async function rolloutState(id: string): Promise<string> {
   return result.data!.rollout.state;
 }
 
-/**
- * Whether the rollout engine runs on this replica (it runs only while holding the leader Lease). When it does not,
- * the test plays the engine's part through the domain layer, as an engine would: target states and AgentRecreated.
- */
-async function engineLeads(): Promise<boolean> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const result = await graphql<{ workQueues: { name: string; leader: boolean }[] }>(app.baseUrl, '{ workQueues { name leader } }');
-    if (result.data?.workQueues.find((q) => q.name === 'rollouts')?.leader) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 /** The page reports failed API calls in a banner; none may show. */
 async function expectNoErrorBanner(): Promise<void> {
   expect(await ui.page.locator('.banner.error').allTextContents()).toEqual([]);
@@ -64,7 +48,8 @@ const progressOf = (id: string) => ui.page.locator(`article[data-rollout-id="${i
 
 beforeAll(async () => {
   ensureUiBuilt();
-  app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'demo' } });
+  // The real rollout engine and agent-pool controllers, on one replica (no Lease to wait for).
+  app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'demo', ROLLPLANE_CONTROLLERS: 'on', ROLLPLANE_LEADER_ELECT: 'false' } });
   browser = await launchChromium();
   ui = await openRestrictedPage(browser, app.baseUrl);
 });
@@ -100,26 +85,11 @@ describe('web UI', () => {
 
     const pools = await demoPools();
     expect(pools.length).toBeGreaterThan(0);
-    const leads = await engineLeads();
     const image = 'registry.rollplane.test/dhcp-agent:v9.9.9';
     const id = await bumpAgentImage({ image, strategy: { maxUnavailable: '1' }, cause: { actor: 'ui-test', message: 'bump from the browser test' }, allowDowngrade: true });
-    driven.bump = leads ? 'bumpAgentImage + engine' : 'bumpAgentImage + domain';
     await progressOf(id).waitFor({ timeout: 15_000 });
+    // The agents are recreated one pool at a time by the real controllers on the simulator.
     expect(Number(await progressOf(id).getAttribute('aria-valuenow'))).toBeLessThan(100);
-    if (!leads) {
-      for (const pool of pools) {
-        await app.domain.rollouts.setTargetState(id, pool, 'PROGRESSING', { countAttempt: true });
-        await app.domain.events.append({
-          type: 'AgentRecreated',
-          rolloutId: id,
-          kind: 'AGENT_POOL',
-          namespace: pool.namespace,
-          name: pool.name,
-          payload: { oldImage: pool.runningImage, newImage: image, reason: 'drift', seconds: 1.5, readyAt: new Date().toISOString() },
-        });
-        await app.domain.rollouts.setTargetState(id, pool, 'SUCCEEDED');
-      }
-    }
     const expectedRows = pools.map((p) => ({ target: `${p.namespace}/${p.name}`, image: 'dhcp-agent:v9.9.9' }));
 
     await progressOf(id).waitFor({ timeout: 15_000 });
@@ -136,19 +106,46 @@ describe('web UI', () => {
     expect(ui.errors).toEqual([]);
   });
 
-  it('pauses a rollout from the UI, resumes and pauses it again, then aborts it after a confirmation', async () => {
+  it('rolls a finished rollout back from the UI', async () => {
+    const finished = ui.page.locator('article.rollout-card.state-succeeded').first();
+    const id = await finished.getAttribute('data-rollout-id');
+    await finished.getByRole('button', { name: `Rollback rollout ${id}` }).click();
+    await finished.getByRole('button', { name: `Confirm rollback of rollout ${id}` }).click();
+    const link = finished.getByRole('link', { name: /^rollback ro_/ });
+    await link.waitFor({ timeout: 10_000 });
+    const rollbackId = (await link.textContent())!.replace('rollback ', '');
+    const result = await graphql<{ rollout: { rollbackOf: { id: string } | null } }>(app.baseUrl, 'query ($id: ID!) { rollout(id: $id) { rollbackOf { id } } }', { id: rollbackId });
+    expect(result.data?.rollout.rollbackOf?.id).toBe(id);
+    // The rollback runs like any rollout: its own card, driven to the end by the engine.
+    await expect.poll(() => progressOf(rollbackId).getAttribute('aria-valuenow'), { timeout: 45_000, interval: 200 }).toBe('100');
+    await expect.poll(() => rolloutState(rollbackId), { timeout: 15_000 }).toBe('SUCCEEDED');
+    await expectNoErrorBanner();
+  });
+
+  it('pauses a rollout from the UI, then aborts it after a confirmation', async () => {
     await ui.page.goto(`${app.baseUrl}/#/`);
     await ui.page.locator('[data-connection="live"]').waitFor({ timeout: 15_000 });
-    // An image the simulator cannot pull keeps the first pool (and so the rollout) in progress until we act.
-    const id = await bumpAgentImage({ image: 'registry.rollplane.test/dhcp-agent:bad-ui', strategy: { maxUnavailable: '1' }, cause: { actor: 'ui-test' }, allowDowngrade: true, supersede: true });
+    // A canary of one: the engine pauses the rollout after the first pool, which leaves two pools (a few seconds of
+    // work) for the UI to pause once resumed.
+    const id = await bumpAgentImage({ image: 'registry.rollplane.test/dhcp-agent:v9.9.10', strategy: { maxUnavailable: '1', canary: 1 }, cause: { actor: 'ui-test' }, allowDowngrade: true });
+    await expect.poll(() => rolloutState(id), { timeout: 30_000, interval: 200 }).toBe('PAUSED');
     const card = ui.page.locator(`article[data-rollout-id="${id}"]`);
+    await card.getByRole('button', { name: `Resume rollout ${id}` }).click({ timeout: 15_000 });
     await card.getByRole('button', { name: `Pause rollout ${id}` }).click({ timeout: 15_000 });
-    await expect.poll(() => rolloutState(id), { timeout: 10_000 }).toBe('PAUSED');
+
+    const pausedRollout = async () =>
+      (
+        await graphql<{ rollout: { state: string; message: string | null; progress: { pending: number } } }>(
+          app.baseUrl,
+          'query ($id: ID!) { rollout(id: $id) { state message progress { pending } } }',
+          { id },
+        )
+      ).data?.rollout;
+    await expect.poll(async () => (await pausedRollout())?.message, { timeout: 10_000 }).toBe('from the rollplane web UI');
+    const paused = await pausedRollout();
+    expect(paused?.state).toBe('PAUSED');
+    expect(paused!.progress.pending).toBeGreaterThan(0);
     await card.locator('.badge', { hasText: 'PAUSED' }).first().waitFor();
-    await card.getByRole('button', { name: `Resume rollout ${id}` }).click();
-    await expect.poll(() => rolloutState(id), { timeout: 10_000 }).toBe('PROGRESSING');
-    await card.getByRole('button', { name: `Pause rollout ${id}` }).click();
-    await expect.poll(() => rolloutState(id), { timeout: 10_000 }).toBe('PAUSED');
 
     await card.getByRole('button', { name: `Abort rollout ${id}` }).click();
     expect(await rolloutState(id)).toBe('PAUSED');
@@ -262,7 +259,6 @@ describe('web UI', () => {
   });
 
   it('served the UI with no request to any other origin', () => {
-    console.info(`rollouts driven through: ${JSON.stringify(driven)}`);
     expect(ui.foreign).toEqual([]);
   });
 });

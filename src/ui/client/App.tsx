@@ -3,7 +3,7 @@ import { Charts } from './Charts.js';
 import { Dashboard } from './Dashboard.js';
 import { Fleet } from './Fleet.js';
 import { History } from './History.js';
-import { useHashRoute, useLive } from './hooks.js';
+import { useHashRoute, useLive, useLiveStore } from './hooks.js';
 import { RolloutDetail } from './RolloutDetail.js';
 import { TokenButton } from './TokenButton.js';
 
@@ -19,6 +19,7 @@ const CONNECTION_TEXT = { connecting: 'Connecting…', live: 'Live', reconnectin
 export function App() {
   const route = useHashRoute();
   const live = useLive();
+  const store = useLiveStore();
   const view = route[0] ?? '';
   const main = useRef<HTMLElement>(null);
 
@@ -65,7 +66,10 @@ export function App() {
       </header>
       {live.errors.length > 0 && (
         <div className="banner error" role="alert">
-          {live.errors[live.errors.length - 1]}
+          {live.errors[live.errors.length - 1]}{' '}
+          <button type="button" onClick={() => store.dismissErrors()}>
+            Dismiss
+          </button>
         </div>
       )}
       <main id="main" ref={main} tabIndex={-1}>

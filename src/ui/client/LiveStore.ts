@@ -146,6 +146,11 @@ export class LiveStore {
     this.update({});
   }
 
+  /** Hides the errors reported so far (the banner's Dismiss button). */
+  dismissErrors(): void {
+    this.update({ errors: [] });
+  }
+
   stop(): void {
     for (const stop of this.stops.splice(0)) stop();
   }
