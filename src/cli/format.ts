@@ -34,9 +34,17 @@ export function formatPlan(plan: readonly PlanItem[]): string {
 }
 
 export function formatBump(payload: BumpPayload): string {
-  const head = payload.dryRun
-    ? 'dry run: nothing was changed'
-    : payload.created
+  if (payload.dryRun) {
+    const r = payload.rollout;
+    const changing = payload.plan.filter((p) => p.action === 'change').length;
+    return [
+      `dry run: nothing was changed; a ${r.kind} rollout would change ${changing} of ${payload.plan.length} targets`,
+      `  version:  ${r.fromVersion ?? '(mixed or unknown)'} → ${r.toVersion}`,
+      '',
+      formatPlan(payload.plan),
+    ].join('\n');
+  }
+  const head = payload.created
       ? `started rollout ${payload.rollout.id}`
       : `rollout ${payload.rollout.id} already exists for this idempotency key; not starting another`;
   return [head, formatRollout(payload.rollout), '', formatPlan(payload.plan)].join('\n');

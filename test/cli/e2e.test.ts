@@ -28,7 +28,7 @@ const githubStep = (attempt: string) => ({
 
 beforeAll(async () => {
   server = await startService({
-    ROLLPLANE_SIM_FLEET: 'pools=3,nodes=2',
+    ROLLPLANE_SIM_FLEET: 'pools=3,nodes=2,clusters=1',
     ROLLPLANE_LEADER_ELECT: 'false',
     ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
     DATABASE_URL: `file:${process.env.TMPDIR ?? '/tmp'}/rollplane-cli-e2e-${process.pid}-${Date.now()}.db`,
@@ -54,6 +54,29 @@ describe('rollplane bump (end to end)', () => {
     expect(payload.plan.map((p: { name: string; action: string }) => `${p.name}:${p.action}`).sort()).toEqual(['net-1:change', 'net-2:change', 'net-3:change']);
     const res = await gql(server.url, '{ rollouts { totalCount } }');
     expect(res.data.rollouts.totalCount).toBe(0);
+  });
+
+  it('maps node-agent-image and cluster-version flags onto inputs the server accepts (dry runs)', async () => {
+    const [nodeAgent, clusterVersion] = await Promise.all([
+      runCli(
+        ['bump', 'node-agent-image', 'confidential-containers-system/cloud-api-adaptor-daemonset', 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.1',
+          '--mode', 'surge', '--node-deadline', '5m', '--min-ready', '5s', '--failure-threshold', '2', '--peer-runtime-class', 'kata-remote', '--dry-run', '-o', 'json'],
+        { ROLLPLANE_URL: server.url },
+      ),
+      runCli(
+        ['bump', 'cluster-version', 'cv-sample-np', '--apiserver-image', 'registry.k8s.io/kube-apiserver:v1.30.1', '--apiserver-arg', '--v=2',
+          '--apiserver-env', 'GOGC=50', '--controller-manager-image', 'registry.k8s.io/kube-controller-manager:v1.30.1', '--max-concurrent', '2', '--progress-deadline', '10m', '--dry-run', '-o', 'json'],
+        { ROLLPLANE_URL: server.url },
+      ),
+    ]);
+    expect(nodeAgent.code, nodeAgent.stderr).toBe(0);
+    const agentPlan = JSON.parse(nodeAgent.stdout);
+    expect(agentPlan.rollout).toMatchObject({ kind: 'NODE_AGENT', toVersion: 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.1', strategy: { mode: 'SURGE', failureThreshold: 2 } });
+    expect(agentPlan.plan.length).toBe(2);
+    expect(clusterVersion.code, clusterVersion.stderr).toBe(0);
+    const cvPlan = JSON.parse(clusterVersion.stdout);
+    expect(cvPlan.rollout).toMatchObject({ kind: 'VIRTUAL_CLUSTER', strategy: { maxConcurrent: 2, progressDeadlineSeconds: 600 } });
+    expect(cvPlan.plan).toHaveLength(1);
   });
 
   it('--wait follows the bump to SUCCEEDED (exit 0); a retried CI step returns the same rollout', async () => {
@@ -121,12 +144,14 @@ describe('rollplane bump (end to end)', () => {
   });
 
   it('lists history with filters', async () => {
-    const run = await runCli(['history', '--kind', 'agent-pool', '--state', 'succeeded,failed', '--search', 'octocat', '-o', 'json'], { ROLLPLANE_URL: server.url });
+    const [run, text] = await Promise.all([
+      runCli(['history', '--kind', 'agent-pool', '--state', 'succeeded,failed', '--search', 'octocat', '-o', 'json'], { ROLLPLANE_URL: server.url }),
+      runCli(['history', '--limit', '5'], { ROLLPLANE_URL: server.url }),
+    ]);
     expect(run.code).toBe(0);
     const doc = JSON.parse(run.stdout);
     expect(doc.totalCount).toBe(1);
     expect(doc.rollouts[0]).toMatchObject({ kind: 'AGENT_POOL', state: 'SUCCEEDED', toVersion: `${IMAGE}:v0.3.2` });
-    const text = await runCli(['history', '--limit', '5'], { ROLLPLANE_URL: server.url });
     expect(text.stdout).toMatch(/^ID\s+KIND\s+STATE/);
   });
 
