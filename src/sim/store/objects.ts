@@ -1,6 +1,5 @@
 /** Small helpers over plain JSON values, shared by the store and the patch engines. */
 
-
 export function isPlainObject(value: unknown): value is Record<string, any> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
