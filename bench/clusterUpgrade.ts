@@ -179,6 +179,8 @@ interface RollplaneRun {
   p95: number;
   max: number;
   pkiSeconds: number;
+  /** Share of the wall time the service's event loop was busy: near 1 with low CPU means the OS starved the process. */
+  eventLoopUtilization: number;
 }
 
 async function withRollplane(clusters: number, concurrency: number): Promise<RollplaneRun> {
@@ -217,6 +219,7 @@ async function withRollplane(clusters: number, concurrency: number): Promise<Rol
       });
     });
     const cpu = process.cpuUsage();
+    const elu = performance.eventLoopUtilization();
     const started = performance.now();
     const bump = await post(app.url, 'mutation B($input: BumpClusterVersionInput!) { bumpClusterVersion(input: $input) { rollout { id } } }', {
       input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, controllerManager: { args: ['-v=7'] }, maxConcurrent: concurrency, progressDeadlineSeconds: 600 },
@@ -225,6 +228,7 @@ async function withRollplane(clusters: number, concurrency: number): Promise<Rol
     await ended;
     const seconds = (performance.now() - started) / 1000;
     const used = process.cpuUsage(cpu);
+    const eventLoopUtilization = performance.eventLoopUtilization(elu).utilization;
     const simStats = await sim.request<{ requests: number; writes: Record<string, number>; cpuMs: number }>('stats', 'stats');
     const final = (await post(app.url, 'query R($id: ID!) { rollout(id: $id) { state message } }', { id })).rollout;
     if (final.state !== 'SUCCEEDED') throw new Error(`rollout ended ${final.state}: ${final.message}`);
@@ -247,6 +251,7 @@ async function withRollplane(clusters: number, concurrency: number): Promise<Rol
       p95: stats.p95Seconds,
       max: stats.maxSeconds,
       pkiSeconds,
+      eventLoopUtilization,
     };
   } finally {
     await app.stop();
@@ -282,6 +287,7 @@ export async function run() {
     { metric: 'simulator only: all clusters rolled', value: round(baseline.seconds), unit: 's', note: `${clusters} clusters, ${concurrency} at a time, 2 StatefulSets each, in-process` },
     { metric: 'rollplane: bump → rollout SUCCEEDED', value: round(rollplane.seconds), unit: 's', note: 'GraphQL, engine, SQLite, controllers, PKI, client-node over HTTP to a simulator child process' },
     { metric: 'rollplane wall overhead per cluster', value: round(overheadMs, 1), unit: 'ms', note: `(rollplane − simulator) × ${concurrency} ÷ ${clusters}; aim ≤ 50 ms` },
+    { metric: 'service event loop utilization', value: round(rollplane.eventLoopUtilization), unit: '', note: `CPU ${round(rollplane.cpuMs / 1000, 1)} s over ${round(rollplane.seconds, 1)} s wall; load average ${round(loadBefore, 1)} on ${os.availableParallelism()} CPUs` },
     { metric: 'rollplane CPU per cluster', value: round(cpuPerCluster, 1), unit: 'ms', note: `service process only; of which PKI ≈ ${round(pki, 1)} ms (measured alone)` },
     { metric: 'rollplane CPU per cluster without PKI', value: round(cpuPerCluster - pki, 1), unit: 'ms', note: 'engine, SQLite history, GraphQL, client-node, reconcile' },
     { metric: 'simulator CPU per cluster (child)', value: round(rollplane.simCpuMs / clusters, 1), unit: 'ms', note: `API serving + simulated controllers; simulator-only run: ${round(baseline.cpuMs / clusters, 1)} ms` },

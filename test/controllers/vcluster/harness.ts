@@ -27,6 +27,8 @@ export interface Harness {
   manager: ControllerManager;
   runtime: VirtualClusterRuntime;
   registry: Registry;
+  /** Stops the controllers and starts a fresh manager (new caches, queues and metrics) on the same simulator and history: a restart or failover. */
+  restart(): Promise<void>;
   vc(name: string): KubeObject;
   cv(): KubeObject;
   /** The cluster's control-plane object of `type` in its cluster namespace. */
@@ -55,14 +57,16 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
   const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
-  const manager = new ControllerManager({
-    config,
-    clients,
-    registry,
-    logger,
-    events,
-    leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
-  });
+  const newManager = (reg: Registry) =>
+    new ControllerManager({
+      config,
+      clients,
+      registry: reg,
+      logger,
+      events,
+      leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
+    });
+  const manager = newManager(registry);
   const runtime = setupVirtualClusters(manager, { pollIntervalMs: 50, ...options.vcluster });
   await manager.start();
 
@@ -77,7 +81,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   };
-  return {
+  const harness: Harness = {
     sim,
     db,
     events,
@@ -85,6 +89,13 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
     manager,
     runtime,
     registry,
+    async restart() {
+      await harness.manager.stop();
+      harness.registry = new Registry();
+      harness.manager = newManager(harness.registry);
+      harness.runtime = setupVirtualClusters(harness.manager, { pollIntervalMs: 50, ...options.vcluster });
+      await harness.manager.start();
+    },
     vc,
     cv: () => store.get(Resources.clusterversions, undefined, CV_NAME)!,
     controlPlane: (vcName, type, name) => store.get(Resources[type], vc(vcName).status.clusterNamespace, name),
@@ -114,7 +125,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
       }
     },
     async metric(name, labels = {}) {
-      const metric = registry.getSingleMetric(name.replace(/_(count|sum|bucket)$/, ''));
+      const metric = harness.registry.getSingleMetric(name.replace(/_(count|sum|bucket)$/, ''));
       if (!metric) return undefined;
       const values = (await metric.get()).values;
       const match = (values as { metricName?: string; labels: Record<string, unknown>; value: number }[]).find((v) => (v.metricName ?? name) === name && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l));
@@ -122,10 +133,11 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
     },
     waitFor,
     async close() {
-      await manager.stop();
+      await harness.manager.stop();
       await db.close();
       await sim.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return harness;
 }

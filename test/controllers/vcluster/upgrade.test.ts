@@ -170,6 +170,27 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
     expect(serving.subjectAltName).toContain('IP Address:10.96.7.7');
   });
 
+  it('resumes an upgrade after a restart from the step recorded on the VirtualCluster, and observes it once', async () => {
+    h = await startHarness({ sim: { delays: { podScheduleMs: 0, podStartMs: 0, podReadyMs: 600, podTerminateMs: 0, controllerMs: 0 } } });
+    const rv = h.editClusterVersion((spec) => (containerOf(spec.apiServer.statefulset).args = ['-v=6']));
+    h.optIn('vc-1');
+    const progress = await h.waitFor('the apiserver step to be recorded', () => h!.vc('vc-1').metadata.annotations?.['rollplane.io/upgrade-progress']);
+    const apiserverGeneration = h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.metadata.generation;
+    await h.restart();
+    const vc = await h.upgradeEnded('vc-1');
+    expect(vc.status.reason).toBe('TenantControlPlaneUpgradeCompleted');
+    expect(vc.metadata.labels?.[APPLIED]).toBe(rv);
+    expect(vc.metadata.annotations?.['rollplane.io/upgrade-progress']).toBeUndefined();
+    // Not started over: the apiserver was applied once (no second PKI, no second roll).
+    expect(h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.metadata.generation).toBe(apiserverGeneration);
+    const observations = await h.observed(1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await h.observations()).toHaveLength(1);
+    expect(observations[0]!.payload.startedAt ?? JSON.parse(progress).startedAt).toBe(JSON.parse(progress).startedAt);
+    expect(observations[0]!.payload.seconds as number).toBeGreaterThanOrEqual(0.6);
+    expect(await h.metric('clusters_upgraded', { cluster_version: CV_NAME, resource_version: rv })).toBe(1);
+  });
+
   it('ignores the opt-in label when the feature gate is off', async () => {
     h = await startHarness({ vcluster: { partialUpgrade: false } });
     h.editClusterVersion((spec) => (containerOf(spec.apiServer.statefulset).args = ['-v=7']));
