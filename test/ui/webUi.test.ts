@@ -81,7 +81,7 @@ describe('web UI', () => {
   it('shows a bump in the feed and moves its progress bar to 100% without a reload', async () => {
     await ui.page.goto(`${app.baseUrl}/#/`);
     await ui.page.locator('[data-connection="live"]').waitFor({ timeout: 15_000 });
-    await ui.page.evaluate(() => ((window as unknown as { loadedOnce: boolean }).loadedOnce = true));
+    await ui.page.evaluate(() => ((globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true));
 
     const pools = await demoPools();
     expect(pools.length).toBeGreaterThan(0);
@@ -97,7 +97,7 @@ describe('web UI', () => {
     for (const row of expectedRows) {
       await ui.page.locator('tr[data-feed-kind="agent"]', { hasText: row.target }).filter({ hasText: row.image }).first().waitFor({ timeout: 15_000 });
     }
-    expect(await ui.page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
+    expect(await ui.page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
 
     await ui.page.locator(`article[data-rollout-id="${id}"]`).getByRole('button', { name: /Show \d+ targets/ }).click();
     await ui.page.locator(`article[data-rollout-id="${id}"] tr[data-target]`).first().waitFor();
@@ -181,8 +181,10 @@ describe('web UI', () => {
     const canvases = ui.page.locator('#upgrade-time-title >> xpath=ancestor::section//canvas');
     await canvases.first().waitFor();
     // The points are drawn: the canvas holds the series' colours, not only axes on white.
-    const drawn = await canvases.first().evaluate((canvas: HTMLCanvasElement) => {
-      const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height);
+    const drawn = await canvases.first().evaluate((element) => {
+      // This runs in the page; the test's own types have no DOM, hence the structural type.
+      const canvas = element as unknown as { width: number; height: number; getContext(type: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } };
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
       let coloured = 0;
       for (let i = 0; i < data.length; i += 4) if (data[i + 3]! > 0 && Math.abs(data[i]! - data[i + 2]!) > 60) coloured++;
       return coloured;
@@ -197,7 +199,7 @@ describe('web UI', () => {
   it('resumes the live feed after the connection drops, with no row lost or repeated', async () => {
     await ui.page.getByRole('link', { name: 'Rollouts & feed' }).click();
     await ui.page.locator('[data-connection="live"]').waitFor();
-    await ui.page.evaluate(() => (window as unknown as { rollplane: { dropConnection(): void } }).rollplane.dropConnection());
+    await ui.page.evaluate(() => (globalThis as unknown as { rollplane: { dropConnection(): void } }).rollplane.dropConnection());
     // Appended while the page is disconnected (it re-subscribes after a back-off).
     const stored = await app.domain.events.append(
       ...['gap-1', 'gap-2', 'gap-3'].map((name) => ({
@@ -245,16 +247,17 @@ describe('web UI', () => {
     const page = await ui.context.newPage();
     await page.goto(`${app.baseUrl}/`);
     await page.locator('[data-connection="live"]').waitFor();
-    const focused = () => page.evaluate(() => document.activeElement?.textContent);
+    // Page-side expressions as strings: the test's own types have no DOM.
+    const focused = () => page.evaluate('document.activeElement?.textContent');
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('Skip to content');
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('Rollouts & feed');
     // The focus ring is visible (not suppressed by the styles).
-    expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).not.toBe('none');
+    expect(await page.evaluate('getComputedStyle(document.activeElement).outlineStyle')).not.toBe('none');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/fleet');
+    await expect.poll(() => page.evaluate('location.hash')).toBe('#/fleet');
     await page.close();
   });
 
