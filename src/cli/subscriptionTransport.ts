@@ -35,12 +35,14 @@ const AUTH_CLOSE_CODES = new Set([4401, 4403]);
  * `Authorization` header and in `connection_init` (`{ authorization: "Bearer …" }`), where the server checks it.
  * One socket per subscription and no retries here: the follower decides about reconnecting.
  */
-export function websocketSubscriber(url: string, token: string | undefined): SubscribeToRollout {
+export function websocketSubscriber(url: string, token: string | undefined, options: { connectTimeoutMs?: number } = {}): SubscribeToRollout {
+  // A proxy that swallows the upgrade, or a server that never acknowledges, must not stall the wait forever.
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   const wsUrl = url.replace(/^http/i, 'ws');
   const headers = token ? { authorization: `Bearer ${token}` } : {};
   class AuthWebSocket extends WebSocket {
     constructor(address: string | URL, protocols?: string | string[]) {
-      super(address, protocols, { headers });
+      super(address, protocols, { headers, handshakeTimeout: connectTimeoutMs });
     }
   }
   return (variables, sink) => {
@@ -55,6 +57,7 @@ export function websocketSubscriber(url: string, token: string | undefined): Sub
       webSocketImpl: AuthWebSocket,
       lazy: true,
       retryAttempts: 0,
+      connectionAckWaitTimeout: connectTimeoutMs,
       ...(token ? { connectionParams: { authorization: `Bearer ${token}` } } : {}),
       on: { connected: () => sink.connected() },
     });

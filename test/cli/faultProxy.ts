@@ -15,7 +15,7 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-/** An HTTP proxy in front of the GraphQL endpoint that injects the faults a CI runner meets on the way. */
+/** An HTTP proxy in front of the GraphQL endpoint that injects the faults a CI runner meets on the way (and refuses WebSockets). */
 export async function startFaultProxy(target: string, faultFor: (n: number) => Fault): Promise<FaultProxy> {
   const requests: FaultProxy['requests'] = [];
   const server = http.createServer((req, res) => {
@@ -44,6 +44,8 @@ export async function startFaultProxy(target: string, faultFor: (n: number) => F
       upstream.end(body);
     });
   });
+  // Like many HTTP-only proxies: WebSocket upgrades are refused.
+  server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`,

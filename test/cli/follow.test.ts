@@ -6,6 +6,7 @@ import { SubscriptionError } from '../../src/cli/subscriptionTransport.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { runCli, startCli, until } from './cliHarness.js';
+import { startFaultProxy } from './faultProxy.js';
 import { startTcpProxy } from './tcpProxy.js';
 
 /** A node-agent driver the test scripts: admission is recorded, each target converges when the test says. */
@@ -122,6 +123,22 @@ describe('rollplane rollout status --wait', () => {
       expect(run.code).toBe(0);
       expect(proxy.connections()).toBeGreaterThan(before);
       expect(run.stderr).toContain(`rollout ${id} SUCCEEDED`);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('polls when WebSockets do not get through (an HTTP-only proxy)', async () => {
+    const proxy = await startFaultProxy(app.url, () => ({ kind: 'forward' }));
+    try {
+      const { id, nodes } = await launch(1);
+      const cli = startCli(['rollout', 'status', id, '--wait'], { ROLLPLANE_URL: proxy.url });
+      await until(() => cli.stderr().includes('polling every'), 20_000, 'the fallback to polling');
+      settle(nodes[0]!, { phase: 'succeeded' });
+      const run = await cli.done;
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toContain(`rollout ${id} SUCCEEDED`);
+      expect(proxy.requests.filter((r) => r.query?.includes('rollout(id:')).length).toBeGreaterThanOrEqual(2);
     } finally {
       await proxy.close();
     }
