@@ -163,6 +163,13 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     expect(bump.errors, JSON.stringify(bump.errors)).toBeUndefined();
     const id = bump.data.bumpClusterVersion.rollout.id;
     expect((await waitForRollout(id)).state).toBe('SUCCEEDED');
+    // Only vc-1 was chosen: the others are now behind the changed ClusterVersion.
+    const behind = await gql(app.url, `{ virtualClusters(first: 10, filter: { behind: true }) { edges { node { name upToDate } } }
+      clusterVersion(name: "${CV}") { behindCount } drift(kind: VIRTUAL_CLUSTER, first: 10) { totalCount edges { node { name desiredVersion runningVersion } } } }`);
+    expect(behind.errors, JSON.stringify(behind.errors)).toBeUndefined();
+    expect(behind.data.virtualClusters.edges.map((e: any) => e.node.name)).toEqual(['vc-2', 'vc-3']);
+    expect(behind.data.clusterVersion.behindCount).toBe(2);
+    expect(behind.data.drift.edges.map((e: any) => e.node.name).sort()).toEqual(['vc-2', 'vc-3']);
     const back = await gql(app.url, `mutation($id: ID!) { rollbackRollout(id: $id) { id toVersion } }`, { id });
     expect(back.errors, JSON.stringify(back.errors)).toBeUndefined();
     expect(back.data.rollbackRollout.toVersion).toBe(before);

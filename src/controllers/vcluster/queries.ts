@@ -85,6 +85,25 @@ export class CachedVirtualClusterQueries implements VirtualClusterQueries {
     return cv ? clusterVersionView(cv) : undefined;
   }
 
+  /**
+   * Clusters behind their ClusterVersion, for the `drift` query (found by the agent-pool resolver's duck-typed drift
+   * port): versions are ClusterVersion resourceVersions, as upstream records them.
+   */
+  async driftItems(): Promise<{ kind: 'VIRTUAL_CLUSTER'; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]> {
+    return this.virtualClustersCache
+      .list()
+      .map((vc) => ({ vc, cv: this.clusterVersionsCache.get(undefined, vc.spec?.clusterVersionName ?? '') }))
+      .filter(({ vc, cv }) => cv && vc.metadata.labels?.[LABEL_VERSION_APPLIED] !== cv.metadata.resourceVersion)
+      .map(({ vc, cv }) => ({
+        kind: 'VIRTUAL_CLUSTER' as const,
+        namespace: vc.metadata.namespace ?? '',
+        name: vc.metadata.name ?? '',
+        desiredVersion: cv!.metadata.resourceVersion ?? null,
+        runningVersion: vc.metadata.labels?.[LABEL_VERSION_APPLIED] ?? null,
+        since: null,
+      }));
+  }
+
   private view(vc: VirtualClusterObject): VirtualClusterView {
     return virtualClusterView(vc, this.clusterVersionsCache.get(undefined, vc.spec?.clusterVersionName ?? ''));
   }
