@@ -66,7 +66,8 @@ export function App() {
       </header>
       {live.errors.length > 0 && (
         <div className="banner error" role="alert">
-          {live.errors[live.errors.length - 1]}{' '}
+          {live.errors[live.errors.length - 1]}
+          {live.errors.some((e) => e.includes('UNAUTHENTICATED')) && ' — this server requires an API token: set one with “API token” above.'}{' '}
           <button type="button" onClick={() => store.dismissErrors()}>
             Dismiss
           </button>

@@ -42,7 +42,7 @@ export function RolloutCard({ rollout, version }: { rollout: RolloutSummary; ver
       </div>
       {open && (
         <div id={targetsId}>
-          <TargetsTable rolloutId={rollout.id} version={version} />
+          <TargetsTable rolloutId={rollout.id} version={version} compact />
         </div>
       )}
     </article>

@@ -13,9 +13,10 @@ const PAGE_SIZE = 25;
 
 /**
  * A rollout's targets, a page at a time (a rollout may cover 1,000 pools). `version` changes whenever the rollout was
- * updated live; the page is then refetched, at most twice a second.
+ * updated live; the page is then refetched, at most twice a second. `compact` (inside a dashboard card) leaves out the
+ * previous version and the attempts.
  */
-export function TargetsTable({ rolloutId, version }: { rolloutId: string; version: number }) {
+export function TargetsTable({ rolloutId, version, compact = false }: { rolloutId: string; version: number; compact?: boolean }) {
   const [state, setState] = useState<TargetState | ''>('');
   const pages = useCursorPages(`${rolloutId}:${state}`);
   const query = useQuery<TargetsData>(ROLLOUT_TARGETS, { id: rolloutId, state: state || null, first: PAGE_SIZE, after: pages.after });
@@ -50,9 +51,9 @@ export function TargetsTable({ rolloutId, version }: { rolloutId: string; versio
               <th scope="col">#</th>
               <th scope="col">Target</th>
               <th scope="col">State</th>
-              <th scope="col">From</th>
+              {!compact && <th scope="col">From</th>}
               <th scope="col">To</th>
-              <th scope="col">Attempts</th>
+              {!compact && <th scope="col">Attempts</th>}
               <th scope="col">Admitted</th>
               <th scope="col">Duration</th>
               <th scope="col">Note</th>
@@ -66,13 +67,15 @@ export function TargetsTable({ rolloutId, version }: { rolloutId: string; versio
                 <td>
                   <StateBadge state={t.state} />
                 </td>
-                <td>
-                  <Version value={t.fromVersion} />
-                </td>
+                {!compact && (
+                  <td>
+                    <Version value={t.fromVersion} />
+                  </td>
+                )}
                 <td>
                   <Version value={t.toVersion} />
                 </td>
-                <td>{t.attempts}</td>
+                {!compact && <td>{t.attempts}</td>}
                 <td>{formatTime(t.admittedAt)}</td>
                 <td>{formatSeconds(t.durationSeconds)}</td>
                 <td className="note">{t.error ?? t.skipReason ?? ''}</td>
@@ -80,7 +83,7 @@ export function TargetsTable({ rolloutId, version }: { rolloutId: string; versio
             ))}
             {targets && targets.edges.length === 0 && (
               <tr>
-                <td colSpan={9} className="muted">
+                <td colSpan={compact ? 7 : 9} className="muted">
                   No targets{state ? ` in state ${state}` : ''}.
                 </td>
               </tr>
