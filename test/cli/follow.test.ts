@@ -3,57 +3,26 @@ import { GraphQLClient } from '../../src/cli/GraphQLClient.js';
 import { LAST_EVENT_QUERY, ROLLOUT_QUERY, type RolloutView } from '../../src/cli/operations.js';
 import { RolloutFollower } from '../../src/cli/RolloutFollower.js';
 import { SubscriptionError } from '../../src/cli/subscriptionTransport.js';
-import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { TargetObservation } from '../../src/domain/ports.js';
+import type { TestApp } from '../helpers/app.js';
 import { runCli, startCli, until } from './cliHarness.js';
 import { startFaultProxy } from './faultProxy.js';
+import { startScriptedApp, type ScriptedApp } from './scriptedApp.js';
 import { startTcpProxy } from './tcpProxy.js';
 
-/** A node-agent driver the test scripts: admission is recorded, each target converges when the test says. */
-class ScriptedDriver implements RolloutDriver {
-  readonly kind = 'NODE_AGENT' as const;
-  readonly outcomes = new Map<string, TargetObservation>();
-  async admit(): Promise<void> {}
-  async observe(target: AdmittedTarget): Promise<TargetObservation> {
-    return this.outcomes.get(target.name) ?? { phase: 'progressing' };
-  }
-}
-
+let scripted: ScriptedApp;
 let app: TestApp;
-const driver = new ScriptedDriver();
-let serial = 0;
+const launch = (count: number, strategy?: Record<string, unknown>) => scripted.launch(count, strategy);
+const settle = (node: string, outcome: TargetObservation) => scripted.settle(node, outcome);
 
 beforeAll(async () => {
-  app = await startTestApp({ env: { ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_CONTROLLERS: 'on', ROLLPLANE_LEADER_ELECT: 'false' } });
-  app.domain.engine.registerDriver(driver);
+  scripted = await startScriptedApp();
+  app = scripted.app;
 });
 
 afterAll(async () => {
   await app?.close();
 });
-
-/** Starts a rollout of `count` fresh nodes through the domain's launcher, as a bump would. */
-async function launch(count: number, strategy: Record<string, unknown> = {}): Promise<{ id: string; nodes: string[] }> {
-  const nodes = Array.from({ length: count }, (_, i) => `node-${++serial}-${i}`);
-  const result = await app.domain.launcher.launch({
-    plan: {
-      kind: 'NODE_AGENT',
-      fromVersion: 'agent:1',
-      toVersion: 'agent:2',
-      selector: { nodes },
-      strategy: { maxUnavailable: String(count), progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false, ...strategy },
-      targets: nodes.map((name) => ({ namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
-    },
-    cause: { actor: 'test' },
-    request: { nodes },
-  });
-  return { id: result.rollout.id, nodes };
-}
-
-function settle(node: string, outcome: TargetObservation): void {
-  driver.outcomes.set(node, outcome);
-  app.domain.engine.targetChanged('NODE_AGENT', '', node);
-}
 
 const env = () => ({ ROLLPLANE_URL: app.url });
 
@@ -142,37 +111,6 @@ describe('rollplane rollout status --wait', () => {
     } finally {
       await proxy.close();
     }
-  });
-
-  it('exits 1 for a rollout that does not exist', async () => {
-    const run = await runCli(['rollout', 'status', 'ro_missing', '-o', 'json'], env());
-    expect(run.code).toBe(1);
-    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' }, exitCode: 1 });
-  });
-});
-
-describe('rollplane rollout pause | resume | abort', () => {
-  it('pauses, resumes and aborts; status then exits 1', async () => {
-    const { id } = await launch(2, { maxUnavailable: '1' });
-    const paused = await runCli(['rollout', 'pause', id, '--reason', 'look at canary', '-o', 'json'], env());
-    expect(paused.code).toBe(0);
-    expect(JSON.parse(paused.stdout).rollout).toMatchObject({ id, state: 'PAUSED', message: 'look at canary' });
-    const resumed = await runCli(['rollout', 'resume', id], env());
-    expect(resumed.code).toBe(0);
-    expect(resumed.stdout).toContain('PROGRESSING');
-    const aborted = await runCli(['rollout', 'abort', id, '--reason', 'bad build'], env());
-    expect(aborted.code).toBe(0);
-    expect((await app.domain.rollouts.require(id)).state).toBe('ABORTED');
-    const status = await runCli(['rollout', 'status', id], env());
-    expect(status.code).toBe(1);
-    expect(status.stdout).toContain('bad build');
-  });
-
-  it('refuses to resume a rollout that is not paused (CONFLICT, exit 1)', async () => {
-    const { id } = await launch(1);
-    const run = await runCli(['rollout', 'resume', id], env());
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain('[CONFLICT]');
   });
 });
 

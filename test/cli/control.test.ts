@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
+import { runCli } from './cliHarness.js';
+import { startScriptedApp, type ScriptedApp } from './scriptedApp.js';
+
+/** `rollplane rollout status | pause | resume | abort` against the real server, on rollouts the engine drives. */
+
+let scripted: ScriptedApp;
+let app: TestApp;
+const launch = (count: number, strategy?: Record<string, unknown>) => scripted.launch(count, strategy);
+
+beforeAll(async () => {
+  scripted = await startScriptedApp();
+  app = scripted.app;
+});
+
+afterAll(async () => {
+  await app?.close();
+});
+
+const env = () => ({ ROLLPLANE_URL: app.url });
+
+describe('rollplane rollout status', () => {
+  it('exits 1 for a rollout that does not exist', async () => {
+    const run = await runCli(['rollout', 'status', 'ro_missing', '-o', 'json'], env());
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' }, exitCode: 1 });
+  });
+});
+
+describe('rollplane rollout pause | resume | abort', () => {
+  it('pauses, resumes and aborts; status then exits 1', async () => {
+    const { id } = await launch(2, { maxUnavailable: '1' });
+    const paused = await runCli(['rollout', 'pause', id, '--reason', 'look at canary', '-o', 'json'], env());
+    expect(paused.code).toBe(0);
+    expect(JSON.parse(paused.stdout).rollout).toMatchObject({ id, state: 'PAUSED', message: 'look at canary' });
+    const resumed = await runCli(['rollout', 'resume', id], env());
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain('PROGRESSING');
+    const aborted = await runCli(['rollout', 'abort', id, '--reason', 'bad build'], env());
+    expect(aborted.code).toBe(0);
+    expect((await app.domain.rollouts.require(id)).state).toBe('ABORTED');
+    const status = await runCli(['rollout', 'status', id], env());
+    expect(status.code).toBe(1);
+    expect(status.stdout).toContain('bad build');
+  });
+
+  it('refuses to resume a rollout that is not paused (CONFLICT, exit 1)', async () => {
+    const { id } = await launch(1);
+    const run = await runCli(['rollout', 'resume', id], env());
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('[CONFLICT]');
+  });
+});
+
