@@ -114,7 +114,10 @@ export class AgentPoolDriver implements RolloutDriver {
     if (pod.metadata?.uid !== ref.uid) return { phase: 'progressing', message: 'new agent not recorded yet' };
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
     // The recreation is complete only once its AgentRecreated event is recorded (the annotation is then removed).
-    if (pool.metadata?.annotations?.[ANNOTATION_RECREATION]) return { phase: 'progressing', message: 'recording the recreation' };
+    // The reconciler has seen the new image (and recorded the recreation) and finished recording it.
+    if (pool.status?.agentDeploymentRef?.image !== target.toVersion || pool.metadata?.annotations?.[ANNOTATION_RECREATION]) {
+      return { phase: 'progressing', message: 'recording the recreation' };
+    }
     return { phase: 'succeeded' };
   }
 
@@ -133,7 +136,10 @@ export class AgentPoolDriver implements RolloutDriver {
     }
     // The Deployment's status can lag its template for a moment; no agent pod on another image settles it.
     if (!isDeploymentReady(deployment) || oldAgents > 0) return { phase: 'progressing', message: 'deployment rolling' };
-    void pool;
+    // The reconciler has seen the new image (and recorded the recreation) and finished recording it.
+    if (pool.status?.agentDeploymentRef?.image !== target.toVersion || pool.metadata?.annotations?.[ANNOTATION_RECREATION]) {
+      return { phase: 'progressing', message: 'recording the recreation' };
+    }
     return { phase: 'succeeded' };
   }
 

@@ -323,7 +323,14 @@ export class AgentPoolReconciler implements Reconciler {
         }
       }
       if (deployment.metadata?.deletionTimestamp) throw new LoopError(`agent deployment ${deploymentName} marked for deletion`);
-      work.status.agentDeploymentRef = { namespace: agentNs, name: deploymentName, image: deploymentImage(deployment), uid: deployment.metadata!.uid! };
+      const recorded = work.status.agentDeploymentRef;
+      const image = deploymentImage(deployment);
+      // A new template image (admission) replaces every agent of the pool: one recreation, recorded like Pod mode's.
+      if (recorded?.image && image && recorded.image !== image && recorded.uid === deployment.metadata?.uid && !this.recordOf(work.pool)) {
+        const leader = this.podsOf(namespace, name).find((p) => isPodReady(p) && podImage(p) === recorded.image);
+        await this.writeRecord(work, { reason: 'rolling-update', oldUid: leader?.metadata?.uid ?? null, oldImage: recorded.image });
+      }
+      work.status.agentDeploymentRef = { namespace: agentNs, name: deploymentName, image, uid: deployment.metadata!.uid! };
     });
     work.conditions = setCondition(work.conditions, 'CacheReady', 'True', work.now);
     await this.loop(work, 'AgentReady', async () => {
@@ -331,8 +338,12 @@ export class AgentPoolReconciler implements Reconciler {
       if (!isDeploymentReady(deployment)) throw new LoopError(`agent deployment ${deploymentName} not ready`);
       const record = this.recordOf(work.pool);
       if (record) {
-        const ready = this.podsOf(namespace, name).find((p) => isPodReady(p) && p.metadata?.labels?.[LABEL_AGENT_MODE] === 'deployment');
-        await this.completeRecreation(work, record, { image: deploymentImage(deployment) ?? '', uid: deployment.metadata?.uid ?? null, readyAt: (ready && podReadySince(ready)) || work.now });
+        const image = deploymentImage(deployment) ?? '';
+        const agents = this.podsOf(namespace, name).filter((p) => p.metadata?.labels?.[LABEL_AGENT_MODE] === 'deployment' && !p.metadata?.deletionTimestamp);
+        // Complete once every agent runs the new image (the Deployment's counters can lag its template for a moment).
+        if (agents.some((p) => podImage(p) !== image)) throw new LoopError(`agent deployment ${deploymentName} not ready`);
+        const ready = agents.filter(isPodReady).sort((a, b) => (podReadySince(b)?.getTime() ?? 0) - (podReadySince(a)?.getTime() ?? 0))[0];
+        await this.completeRecreation(work, record, { image, uid: ready?.metadata?.uid ?? deployment.metadata?.uid ?? null, readyAt: (ready && podReadySince(ready)) || work.now });
       }
     });
   }

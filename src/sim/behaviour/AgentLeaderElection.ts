@@ -35,6 +35,8 @@ export class AgentLeaderElection implements Controller {
   private readonly members = new Map<string, Set<string>>();
   /** lease key → when its holder was first seen gone. */
   private readonly vanishedAt = new Map<string, number>();
+  /** `namespace/pod` of agents seen terminating: they release their Lease on SIGTERM, before they are gone. */
+  private readonly terminating = new Set<string>();
 
   constructor(private readonly ctx: BehaviourContext) {
     this.leases = ctx.store.resourceType('coordination.k8s.io', 'leases');
@@ -48,6 +50,7 @@ export class AgentLeaderElection implements Controller {
     const members = this.members.get(key) ?? new Set<string>();
     if (event.type === 'DELETED') members.delete(event.object.metadata.name);
     else members.add(event.object.metadata.name);
+    if (isTerminating(event.object)) this.terminating.add(`${event.object.metadata.namespace}/${event.object.metadata.name}`);
     this.members.set(key, members);
     return [key];
   }
@@ -77,7 +80,10 @@ export class AgentLeaderElection implements Controller {
 
     if (holder) {
       const holderPod = pod(holder);
-      if (!holderPod) {
+      if (!holderPod && this.terminating.has(`${namespace}/${holder}`)) {
+        // It terminated gracefully: it released the Lease on its way out.
+        holder = '';
+      } else if (!holderPod) {
         const since = this.vanishedAt.get(key) ?? now;
         this.vanishedAt.set(key, since);
         const remaining = since + LEASE_DURATION_SECONDS * 1000 - now;
@@ -90,6 +96,7 @@ export class AgentLeaderElection implements Controller {
       if (!holder) lease = this.writeLease(lease, namespace, name, '', now);
     }
     this.vanishedAt.delete(key);
+    for (const name of this.terminating) if (name.startsWith(`${namespace}/`) && !pod(name.slice(namespace.length + 1))) this.terminating.delete(name);
     if (holder) {
       this.serving(pod(holder)!, true);
       return undefined;
