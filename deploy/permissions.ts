@@ -35,7 +35,7 @@ export const PERMISSIONS: readonly Permission[] = [
   { group: 'tenancy.x-k8s.io', resource: 'clusterversions', verbs: ['get', 'list', 'watch', 'patch'], scope: 'cluster', why: 'server-side apply of the bumped spec' },
   { group: 'apps', resource: 'statefulsets', verbs: ['list', 'watch', 'patch'], scope: 'cluster', why: 'apiserver and controller-manager StatefulSets (server-side apply)' },
   { group: '', resource: 'services', verbs: ['patch'], scope: 'cluster', why: 'apiserver Service (server-side apply)' },
-  { group: '', resource: 'secrets', verbs: ['get', 'patch'], scope: 'cluster', why: 'tenant PKI and kubeconfig Secrets (server-side apply)' },
+  { group: '', resource: 'secrets', verbs: ['list', 'patch'], scope: 'cluster', why: 'tenant PKI and kubeconfig Secrets: one list per control-plane namespace, server-side apply' },
   // Leader election, only in rollplane's own namespace.
   { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'create', 'update'], scope: 'lease-namespace', why: 'the leader Lease' },
 ];
