@@ -21,6 +21,8 @@ import {
   availableInMs,
   gateSatisfied,
   hasGate,
+  isActive,
+  isNodeReady,
   isReady,
   peerGate,
   podImage,
@@ -170,6 +172,31 @@ export class NodeAgentDriver implements RolloutDriver {
     if (leftovers > 0) return { phase: 'progressing', message: 'old agent being removed' };
     await this.report(target, rollout, ds, fresh, gate.back);
     return { phase: 'succeeded' };
+  }
+
+  /**
+   * Nodes whose agent is down although this rollout is not changing it (a crashed node, an agent still starting after
+   * its node came back, a node that joined after planning) count against the one-node budget, so the rollout never
+   * takes a second node's agent away. Not counted: nodes whose agent runs the rollout's image (its own node, in
+   * progress or failed), and target nodes whose agent cannot start (bad image, crash loop) on a Ready node — replacing
+   * it is what the rollout (typically a rollback) is for.
+   */
+  async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {
+    const { namespace, name } = nodeAgentSelectorOf(rollout);
+    const ds = this.o.cache.daemonSet(namespace, name);
+    if (!ds) return 0;
+    const container = agentContainerName(ds);
+    const nodes = new Set<string>();
+    for (const pod of this.o.cache.agentPods(ds)) if (pod.spec?.nodeName && isActive(pod)) nodes.add(pod.spec.nodeName);
+    let down = 0;
+    for (const node of nodes) {
+      const pods = this.o.cache.agentPodsOn(ds, node);
+      if ([...pods, ...this.o.cache.retiringOn(ds, node)].some(isReady)) continue;
+      if (pods.some((p) => podImage(p, container) === rollout.toVersion)) continue;
+      const fixable = inRollout.has(node) && isNodeReady(this.o.cache.node(node)) && pods.some((p) => startFailure(p) !== undefined);
+      if (!fixable) down++;
+    }
+    return down;
   }
 
   async finish(rollout: Rollout, signal: AbortSignal): Promise<void> {

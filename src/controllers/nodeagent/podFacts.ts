@@ -1,5 +1,5 @@
 /** What rollplane reads from agent and peer pods. Pure functions over client-node objects. */
-import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
+import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import { AGENT_CONTAINER_ANNOTATION, PEER_PODS_READY } from './constants.js';
 
 export function isTerminating(pod: V1Pod): boolean {
@@ -14,6 +14,10 @@ export function isActive(pod: V1Pod): boolean {
 
 export function condition(pod: V1Pod, type: string) {
   return (pod.status?.conditions ?? []).find((c) => c.type === type);
+}
+
+export function isNodeReady(node: V1Node | undefined): boolean {
+  return (node?.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
 export function isReady(pod: V1Pod): boolean {

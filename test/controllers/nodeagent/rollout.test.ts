@@ -380,3 +380,28 @@ describe('node-agent minReadySeconds', () => {
     expect(event!.createdAt.getTime() - readySince).toBeGreaterThanOrEqual(1000);
   });
 });
+
+describe('node-agent rollout with a node down', () => {
+  it('takes no agent away while another node has none, and continues once that node is back', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    harness.sim.nodes!.crash('sim-node-3');
+    await harness.waitFor('sim-node-3 agent NotReady', () => nodesWithoutReadyAgent(harness, NODES).includes('sim-node-3'));
+    const violations: string[] = [];
+    const unsubscribe = harness.sim.store.subscribe(() => {
+      const down = nodesWithoutReadyAgent(harness, NODES);
+      if (down.length > 1) violations.push(down.join(', '));
+    });
+    try {
+      const rollout = await harness.bump({});
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await harness.rollouts.allTargets(rollout.id)).map((t) => t.state)).toEqual(['PENDING', 'PENDING', 'PENDING']);
+      harness.sim.nodes!.recover('sim-node-3');
+      expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      expect(violations).toEqual([]);
+      for (const node of NODES) expect(agentsByNode(harness.pods()).get(node)!.map(agentImage)).toEqual([NEW_IMAGE]);
+    } finally {
+      unsubscribe();
+    }
+  });
+});
