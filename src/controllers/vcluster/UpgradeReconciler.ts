@@ -163,7 +163,7 @@ export class UpgradeReconciler implements Reconciler {
         controllerManagerHashes: Object.fromEntries(HASHED_SECRETS['controller-manager'].map((s) => [s, pki.hashes[s]!])),
         rootCaGenerated: pki.rootCaGenerated,
       };
-      await this.writeProgress(vc, progress);
+      await this.writeProgress(vc, undefined, progress);
       return { requeueAfterMs: this.pollIntervalMs };
     } catch (error) {
       if (isRetriable(error)) throw error; // transient or a concurrent change: the queue retries the whole start
@@ -206,7 +206,7 @@ export class UpgradeReconciler implements Reconciler {
         this.statefulSetBody(controllerManager, clusterNs, progress.controllerManagerHashes, HASHED_SECRETS['controller-manager'], progress.resourceVersion),
       );
       const next: UpgradeProgress = { ...progress, step: 'controller-manager', stepStartedAt, generation: sts.metadata?.generation ?? 0, components };
-      await this.writeProgress(vc, next);
+      await this.writeProgress(vc, progress, next);
       return { requeueAfterMs: this.pollIntervalMs };
     } catch (error) {
       if (isRetriable(error)) throw error;
@@ -275,12 +275,28 @@ export class UpgradeReconciler implements Reconciler {
     return this.finish(vc, { ...base, outcome: 'FAILED', error }, progressOf(vc.metadata.annotations));
   }
 
-  /** Records the step in progress; optimistic (the object's resourceVersion), so a stale cache never overwrites a newer step. */
-  private async writeProgress(vc: VirtualClusterObject, progress: UpgradeProgress): Promise<void> {
-    await this.deps.api.replaceVirtualCluster({
-      ...vc,
-      metadata: { ...vc.metadata, annotations: { ...vc.metadata.annotations, [ANNOTATION_PROGRESS]: JSON.stringify(progress) } },
-    });
+  /**
+   * Records the next step. Optimistic (the object's resourceVersion), so that a reconcile working from a stale cache
+   * never overwrites a newer step: on a conflict the live object is re-read, and the write is retried only while it
+   * still shows the step this one moves on from (`from`; none when starting).
+   */
+  private async writeProgress(vc: VirtualClusterObject, from: UpgradeProgress | undefined, next: UpgradeProgress): Promise<void> {
+    let current = vc;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.deps.api.replaceVirtualCluster({
+          ...current,
+          metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [ANNOTATION_PROGRESS]: JSON.stringify(next) } },
+        });
+        return;
+      } catch (error) {
+        if (!(error instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw error;
+      }
+      current = await this.deps.api.getVirtualCluster(vc.metadata.namespace!, vc.metadata.name!);
+      const live = progressOf(current.metadata.annotations);
+      const unchanged = current.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true' && live?.startedAt === from?.startedAt && live?.step === from?.step;
+      if (!unchanged) throw new ConflictError(`VirtualCluster ${vc.metadata.namespace}/${vc.metadata.name} changed during the upgrade step; re-evaluating`);
+    }
   }
 
   /**
