@@ -36,6 +36,13 @@ export interface CommonOptions {
   retries: number;
 }
 
+/** The flags of `addWaitOptions`. */
+export interface WaitOptions {
+  wait?: boolean;
+  /** Seconds. */
+  timeout: number;
+}
+
 /** Options every client command takes. */
 export function addCommonOptions(command: Command): Command {
   return command
@@ -82,6 +89,11 @@ export class CliContext {
       onRetry: ({ attempt, reason, delayMs }) =>
         io.stderr.write(`rollplane: ${reason}; retrying in ${(delayMs / 1000).toFixed(1)}s (${attempt}/${options.retries})\n`),
     });
+  }
+
+  /** The parsed flags of the running command (its own and the common ones). */
+  flags<T>(): T {
+    return this.options as unknown as T;
   }
 
   /** The command's result: the JSON document in json mode, else the text. */

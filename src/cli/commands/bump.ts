@@ -12,13 +12,8 @@ import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatBump, formatRollout } from '../format.js';
 import { BUMP_MUTATIONS, type BumpMutation, type BumpPayload } from '../operations.js';
-import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo } from '../runtime.js';
+import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
-
-interface WaitOptions {
-  wait?: boolean;
-  timeout: number;
-}
 
 /** Sends a bump; with --wait follows the rollout it started (or found under the idempotency key) to its end. */
 async function runBump(ctx: CliContext, mutation: BumpMutation, built: BuiltInput, options: WaitOptions): Promise<number> {
@@ -58,7 +53,7 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--dry-run', 'show the plan; change nothing'))
     .action(
       clientAction(io, setExitCode, (ctx, image: string) => {
-        const options = commandOptions<AgentImageOptions & WaitOptions>(ctx);
+        const options = ctx.flags<AgentImageOptions & WaitOptions>();
         return runBump(ctx, 'bumpAgentImage', agentImageInput(image, options, ctx.ci), options);
       }),
     );
@@ -78,7 +73,7 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--dry-run', 'show the plan; change nothing'))
     .action(
       clientAction(io, setExitCode, (ctx, target: string, image: string) => {
-        const options = commandOptions<NodeAgentImageOptions & WaitOptions>(ctx);
+        const options = ctx.flags<NodeAgentImageOptions & WaitOptions>();
         return runBump(ctx, 'bumpNodeAgentImage', nodeAgentImageInput(target, image, options, ctx.ci), options);
       }),
     );
@@ -102,13 +97,8 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--dry-run', 'show the plan; change nothing'))
     .action(
       clientAction(io, setExitCode, (ctx, name: string) => {
-        const options = commandOptions<ClusterVersionOptions & WaitOptions>(ctx);
+        const options = ctx.flags<ClusterVersionOptions & WaitOptions>();
         return runBump(ctx, 'bumpClusterVersion', clusterVersionInput(name, options, ctx.ci), options);
       }),
     );
-}
-
-/** The parsed flags of the running command (commander keeps them on the CliContext's options object). */
-export function commandOptions<T>(ctx: CliContext): T {
-  return ctx.options as unknown as T;
 }

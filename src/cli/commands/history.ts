@@ -4,7 +4,6 @@ import * as flags from '../flags.js';
 import { formatHistory } from '../format.js';
 import { HISTORY_QUERY, type RolloutView } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
-import { commandOptions } from './bump.js';
 
 const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
 const STATES = ['pending', 'progressing', 'paused', 'succeeded', 'failed', 'aborted', 'rolled-back'] as const;
@@ -36,7 +35,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
     .option('--since <duration>', 'only rollouts created in the last duration (e.g. 24h, 7d)', flags.duration(1, 10 * 365 * 86_400))
     .action(
       clientAction(io, setExitCode, async (ctx) => {
-        const options = commandOptions<HistoryOptions>(ctx);
+        const options = ctx.flags<HistoryOptions>();
         const filter: Record<string, unknown> = {};
         if (options.kind) filter.kind = options.kind;
         if (options.state?.length) filter.states = [...new Set(options.state)];

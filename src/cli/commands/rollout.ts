@@ -13,14 +13,8 @@ import {
   ROLLOUT_QUERY,
   type RolloutView,
 } from '../operations.js';
-import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo } from '../runtime.js';
-import { commandOptions } from './bump.js';
+import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
-
-interface WaitOptions {
-  wait?: boolean;
-  timeout: number;
-}
 
 const rolloutId = (raw: string): string => {
   if (raw.length === 0 || raw.length > 128 || /\s/.test(raw)) throw new flags.InvalidArgument('Expected a rollout id such as ro_…');
@@ -55,7 +49,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const data = await ctx.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id });
         if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`, { id });
-        return finishWith(ctx, data.rollout, commandOptions<WaitOptions>(ctx));
+        return finishWith(ctx, data.rollout, ctx.flags<WaitOptions>());
       }),
     );
 
@@ -68,7 +62,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   )
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
-        const { reason } = commandOptions<{ reason?: string }>(ctx);
+        const { reason } = ctx.flags<{ reason?: string }>();
         const data = await ctx.client.request<{ pauseRollout: RolloutView }>(PAUSE_MUTATION, { id, reason: reason ?? null });
         ctx.result({ rollout: data.pauseRollout }, formatRollout(data.pauseRollout));
         return ExitCode.Ok;
@@ -79,7 +73,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const data = await ctx.client.request<{ resumeRollout: RolloutView }>(RESUME_MUTATION, { id });
-        return finishWith(ctx, data.resumeRollout, commandOptions<WaitOptions>(ctx));
+        return finishWith(ctx, data.resumeRollout, ctx.flags<WaitOptions>());
       }),
     );
 
@@ -92,7 +86,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   )
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
-        const { reason } = commandOptions<{ reason?: string }>(ctx);
+        const { reason } = ctx.flags<{ reason?: string }>();
         const data = await ctx.client.request<{ abortRollout: RolloutView }>(ABORT_MUTATION, { id, reason: reason ?? null });
         ctx.result({ rollout: data.abortRollout }, formatRollout(data.abortRollout));
         return ExitCode.Ok;
@@ -112,7 +106,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   )
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
-        const options = commandOptions<CauseOptions & WaitOptions & { reason?: string }>(ctx);
+        const options = ctx.flags<CauseOptions & WaitOptions & { reason?: string }>();
         const cause = causeFrom(ctx.ci, { ...options, ...(options.reason !== undefined && options.message === undefined ? { message: options.reason } : {}) });
         const key = idempotencyKeyFor(ctx.ci, options, 'rollback', id, false);
         const input = { ...(cause ? { cause } : {}), ...(key ? { idempotencyKey: key } : {}) };

@@ -4,7 +4,6 @@ import * as flags from '../flags.js';
 import { formatTokens } from '../format.js';
 import { CREATE_TOKEN_MUTATION, REVOKE_TOKEN_MUTATION, TOKENS_QUERY, type ApiTokenView } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
-import { commandOptions } from './bump.js';
 
 const tokenId = (raw: string): string => {
   if (raw.length === 0 || raw.length > 128 || /\s/.test(raw)) throw new flags.InvalidArgument('Expected a token id.');
@@ -21,7 +20,7 @@ export function registerToken(program: Command, io: CliIo, setExitCode: (code: n
     .option('--expires-in <duration>', 'lifetime, e.g. 30d or 12h (default: never expires)', flags.duration(60, 10 * 365 * 86_400))
     .action(
       clientAction(io, setExitCode, async (ctx, name: string) => {
-        const { role, expiresIn } = commandOptions<{ role: string; expiresIn?: number }>(ctx);
+        const { role, expiresIn } = ctx.flags<{ role: string; expiresIn?: number }>();
         const data = await ctx.client.request<{ createApiToken: { secret: string; token: ApiTokenView } }>(CREATE_TOKEN_MUTATION, {
           input: { name, role, ...(expiresIn !== undefined ? { expiresInSeconds: expiresIn } : {}) },
         });
