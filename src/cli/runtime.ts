@@ -27,7 +27,18 @@ export interface CliEnvironment {
 
 export function readCliEnvironment(env: CliIo['env']): CliEnvironment {
   const token = env.ROLLPLANE_TOKEN?.trim();
-  return { url: env.ROLLPLANE_URL?.trim() || DEFAULT_URL, token: token || undefined, ci: detectCi(env) };
+  return { url: endpoint(env.ROLLPLANE_URL?.trim() || DEFAULT_URL), token: token || undefined, ci: detectCi(env) };
+}
+
+/** A bare server address (`https://rollplane.example.com`) means its /graphql endpoint. */
+export function endpoint(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.pathname === '/' || parsed.pathname === '') parsed.pathname = '/graphql';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
 }
 
 export interface CommonOptions {
@@ -66,7 +77,7 @@ function urlFlag(raw: string): string {
     throw new flags.InvalidArgument('Expected an http(s) URL such as http://127.0.0.1:4000/graphql.');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new flags.InvalidArgument('Expected an http or https URL.');
-  return raw;
+  return endpoint(raw);
 }
 
 /** One client command's world: output mode, the server, the CI context. */

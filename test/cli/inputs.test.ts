@@ -137,3 +137,12 @@ describe('bump inputs', () => {
     expect(() => clusterVersionInput('cv-1', { specPatch: [1] }, detectCi({}))).toThrow(/JSON object/);
   });
 });
+
+describe('endpoint', () => {
+  it('completes a bare server address with /graphql and leaves a full one alone', async () => {
+    const { endpoint } = await import('../../src/cli/runtime.js');
+    expect(endpoint('https://rollplane.example.com')).toBe('https://rollplane.example.com/graphql');
+    expect(endpoint('http://127.0.0.1:4000/')).toBe('http://127.0.0.1:4000/graphql');
+    expect(endpoint('http://10.0.0.1:4000/api/graphql')).toBe('http://10.0.0.1:4000/api/graphql');
+  });
+});
