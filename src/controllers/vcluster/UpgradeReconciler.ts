@@ -199,6 +199,16 @@ export class UpgradeReconciler implements Reconciler {
     }
     const controllerManager = cv.spec?.controllerManager;
     if (!controllerManager?.statefulset) return this.finish(vc, { ...base, components, outcome: 'SUCCEEDED' }, progress);
+    // Our cache of the VirtualCluster may not show the controller-manager step we already recorded: its StatefulSet
+    // carries this upgrade's marks already, so wait for the cache instead of applying it again.
+    const applied = this.deps.statefulSets.get(clusterNs, controllerManager.statefulset.metadata?.name ?? 'controller-manager');
+    const marks = applied?.spec?.template?.metadata?.annotations ?? {};
+    if (
+      applied?.metadata?.labels?.[LABEL_VERSION_APPLIED] === progress.resourceVersion &&
+      Object.entries(progress.controllerManagerHashes).every(([secret, hash]) => marks[`${secret}-hash`] === hash)
+    ) {
+      return { requeueAfterMs: this.pollIntervalMs };
+    }
     try {
       const stepStartedAt = this.now();
       const sts = await this.deps.api.applyStatefulSet(
