@@ -209,8 +209,16 @@ describe('web UI', () => {
         name,
         payload: { oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 2, readyAt: new Date().toISOString() },
       })),
+      {
+        type: 'NodeAgentReplaced' as const,
+        kind: 'NODE_AGENT' as const,
+        namespace: '',
+        name: 'gap-node',
+        payload: { node: 'gap-node', daemonSet: 'ns/agent', oldImage: 'x/node-agent:v1', newImage: 'x/node-agent:v2', peerPodsRestarted: 2, seconds: 4 },
+      },
     );
     for (const event of stored) await ui.page.locator(`tr[data-event-id="${event.id}"]`).waitFor({ timeout: 15_000 });
+    expect(await ui.page.locator(`tr[data-event-id="${stored[3]!.id}"]`).getAttribute('data-feed-kind')).toBe('node');
     await ui.page.locator('[data-connection="live"]').waitFor();
     const ids = await ui.page.locator('table.feed tr[data-event-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')));
     expect(new Set(ids).size).toBe(ids.length);

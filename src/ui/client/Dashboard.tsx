@@ -51,7 +51,7 @@ function FeedPanel() {
       title="Live feed"
       actions={
         <span className="muted small">
-          agent recreations and cluster upgrades{live.replayedFrom !== null && ` since event ${live.replayedFrom}`}
+          agent recreations, node-agent replacements and cluster upgrades{live.replayedFrom !== null && ` since event ${live.replayedFrom}`}
         </span>
       }
     >
@@ -61,6 +61,7 @@ function FeedPanel() {
           <select value={kind} onChange={(e) => setKind(e.target.value as '' | FeedRow['kind'])}>
             <option value="">everything</option>
             <option value="agent">agent recreations</option>
+            <option value="node">node-agent replacements</option>
             <option value="cluster">cluster upgrades</option>
           </select>
         </label>
@@ -121,6 +122,22 @@ function FeedRowView({ row }: { row: FeedRow }) {
           → <Version value={r.newImage} /> <span className="muted">({r.reason})</span>
         </td>
         <td>{formatSeconds(r.seconds)}</td>
+      </tr>
+    );
+  }
+  if (row.kind === 'node') {
+    const n = row.item;
+    return (
+      <tr data-event-id={row.id} data-feed-kind="node">
+        <td>{row.id}</td>
+        <td>{formatClock(row.at)}</td>
+        <td>Node agent replaced</td>
+        <td>node {n.node}</td>
+        <td title={`${n.daemonSet ?? ''} ${n.oldImage ?? '?'} → ${n.newImage ?? '?'}`}>
+          → <Version value={n.newImage} />
+          {n.peerPodsRestarted !== null && <span className="muted"> ({n.peerPodsRestarted} peer pods back)</span>}
+        </td>
+        <td>{formatSeconds(n.seconds)}</td>
       </tr>
     );
   }

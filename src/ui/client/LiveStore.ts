@@ -1,10 +1,12 @@
 import { gql, describeError } from './api.js';
 import type { ConnectionState, LiveConnection } from './live.js';
-import { ROLLOUTS, SERVER_INFO, SUB_AGENT_RECREATED, SUB_CLUSTER_UPGRADE_OBSERVED, SUB_ROLLOUT_UPDATED } from './queries.js';
+import { ROLLOUTS, SERVER_INFO, SUB_AGENT_RECREATED, SUB_CLUSTER_UPGRADE_OBSERVED, SUB_NODE_AGENT_REPLACED, SUB_ROLLOUT_UPDATED } from './queries.js';
 import {
   ACTIVE_STATES,
   type AgentRecreation,
   type FeedRow,
+  type HistoryEvent,
+  type NodeAgentReplacement,
   type RolloutSummary,
   type UpgradeObservation,
 } from './types.js';
@@ -132,6 +134,18 @@ export class LiveStore {
         },
         onError: (message) => this.reportError(`cluster upgrades: ${message}`),
       }),
+      this.live.subscribe<HistoryEvent>({
+        query: SUB_NODE_AGENT_REPLACED,
+        after: replayFrom,
+        select: (data) => data.events as HistoryEvent,
+        idOf: (event) => Number(event.id),
+        onItem: (event) => {
+          const item = toNodeAgentReplacement(event);
+          this.addFeedRow({ kind: 'node', id: Number(event.id), at: event.createdAt, item });
+          this.update({});
+        },
+        onError: (message) => this.reportError(`node agents: ${message}`),
+      }),
     );
   }
 
@@ -211,4 +225,21 @@ export class LiveStore {
       for (const listener of this.listeners) listener();
     }, 50);
   }
+}
+
+function toNodeAgentReplacement(event: HistoryEvent): NodeAgentReplacement {
+  const p = event.payload;
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  const num = (v: unknown) => (typeof v === 'number' ? v : null);
+  return {
+    eventId: event.id,
+    rolloutId: event.rolloutId,
+    node: text(p.node) ?? event.object?.name ?? '',
+    daemonSet: text(p.daemonSet),
+    oldImage: text(p.oldImage),
+    newImage: text(p.newImage),
+    peerPodsRestarted: num(p.peerPodsRestarted),
+    seconds: num(p.seconds),
+    at: event.createdAt,
+  };
 }

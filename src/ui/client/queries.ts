@@ -94,3 +94,7 @@ export const SUB_CLUSTER_UPGRADE_OBSERVED = `subscription ClusterUpgradeObserved
     eventId rolloutId clusterNamespace clusterName clusterVersion resourceVersion seconds outcome error observedAt
   }
 }`;
+
+export const SUB_NODE_AGENT_REPLACED = `subscription NodeAgentReplaced($after: ID) {
+  events(filter: { types: [NodeAgentReplaced] }, after: $after) { id type rolloutId object { namespace name } payload createdAt }
+}`;

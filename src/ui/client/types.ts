@@ -98,7 +98,21 @@ export interface UpgradeObservation {
   observedAt: string;
 }
 
-/** One row of the live feed: either kind, ordered by event id. */
+/** A node's agent replaced by a node-agent rollout (the NodeAgentReplaced event's payload). */
+export interface NodeAgentReplacement {
+  eventId: string;
+  rolloutId: string | null;
+  node: string;
+  daemonSet: string | null;
+  oldImage: string | null;
+  newImage: string | null;
+  peerPodsRestarted: number | null;
+  seconds: number | null;
+  at: string;
+}
+
+/** One row of the live feed, ordered by event id. */
 export type FeedRow =
   | { kind: 'agent'; id: number; at: string; item: AgentRecreation }
+  | { kind: 'node'; id: number; at: string; item: NodeAgentReplacement }
   | { kind: 'cluster'; id: number; at: string; item: UpgradeObservation };
