@@ -22,6 +22,8 @@ export interface NodeAgentState {
   peerPods: number;
   peerPodsReady: number;
   upToDate: boolean;
+  /** SURGE: the old agent handed over and still running beside the new one. */
+  retiringPod: string | null;
 }
 
 /** A DaemonSet rollplane manages as a node agent. */
@@ -34,6 +36,10 @@ export interface NodeAgentSet {
   updateStrategy: Record<string, unknown>;
   /** Ordered by node name. */
   nodes: NodeAgentState[];
+  /** The rollout driving the set right now; null when none. */
+  drivenBy: string | null;
+  /** The strategy restored when the driving rollout ends; null when none is saved. */
+  savedUpdateStrategy: Record<string, unknown> | null;
 }
 
 /** What planning a bump needs about one node running the agent. */

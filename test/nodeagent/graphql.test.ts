@@ -58,7 +58,7 @@ const BUMP = `mutation ($input: BumpNodeAgentImageInput!) {
   }
 }`;
 const SET = `query ($ns: String!, $name: String!) {
-  nodeAgentSet(namespace: $ns, name: $name) { namespace name peerRuntimeClass desiredImage updateStrategy nodes { node podName image ready peerPods peerPodsReady upToDate } }
+  nodeAgentSet(namespace: $ns, name: $name) { namespace name peerRuntimeClass desiredImage updateStrategy drivenBy savedUpdateStrategy nodes { node podName image ready peerPods peerPodsReady upToDate retiringPod } }
 }`;
 const ROLLOUT = `query ($id: ID!) { rollout(id: $id) { state progress { succeeded total } targets { edges { node { name state } } } } }`;
 
@@ -74,7 +74,8 @@ describe('node agents over GraphQL', () => {
     const set = await gql(app.url, SET, { ns: DS_NS, name: DS_NAME });
     expect(set.data.nodeAgentSet.peerRuntimeClass).toBe('kata-remote');
     expect(set.data.nodeAgentSet.updateStrategy).toEqual({ type: 'OnDelete' });
-    for (const node of set.data.nodeAgentSet.nodes) expect(node).toMatchObject({ image: OLD, ready: true, peerPods: 2, peerPodsReady: 2, upToDate: true });
+    expect(set.data.nodeAgentSet).toMatchObject({ drivenBy: null, savedUpdateStrategy: null });
+    for (const node of set.data.nodeAgentSet.nodes) expect(node).toMatchObject({ image: OLD, ready: true, peerPods: 2, peerPodsReady: 2, upToDate: true, retiringPod: null });
     expect((await gql(app.url, SET, { ns: DS_NS, name: 'nope' })).data.nodeAgentSet).toBeNull();
 
     // Validation names the field; an unknown DaemonSet is NOT_FOUND; nothing is created.

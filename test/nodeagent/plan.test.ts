@@ -15,7 +15,7 @@ const NEW = 'example.com/agent:v2';
 /** The planner's view of a cluster, as the Kubernetes side's query port would answer it. */
 function clusterWith(candidates: Partial<NodeAgentCandidates> & { nodes: NodeAgentCandidates['nodes'] }): NodeAgentQueries {
   const full: NodeAgentCandidates = {
-    set: { namespace: 'ns', name: 'agent', peerRuntimeClass: 'kata-remote', desiredImage: OLD, updateStrategy: { type: 'OnDelete' }, nodes: [] },
+    set: { namespace: 'ns', name: 'agent', peerRuntimeClass: 'kata-remote', desiredImage: OLD, updateStrategy: { type: 'OnDelete' }, nodes: [], drivenBy: null, savedUpdateStrategy: null },
     selectorHasMatchLabels: true,
     usesHostPorts: false,
     annotatedPeerRuntimeClass: null,

@@ -1,6 +1,6 @@
 import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
 import type { NodeAgentCandidates, NodeAgentDriftItem, NodeAgentQueries, NodeAgentSet, NodeAgentState } from '../../domain/nodeAgents.js';
-import { PEER_RUNTIME_CLASS_ANNOTATION } from './constants.js';
+import { ORIGINAL_STRATEGY_ANNOTATION, PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './constants.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { agentContainerName, isActive, isReady, podImage, readyPeers, templateImage, timeOf } from './podFacts.js';
 
@@ -25,6 +25,8 @@ export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
       peerRuntimeClass: runtimeClass,
       desiredImage,
       updateStrategy: { ...(ds.spec?.updateStrategy ?? {}) } as Record<string, unknown>,
+      drivenBy: ds.metadata?.annotations?.[ROLLOUT_ANNOTATION] ?? null,
+      savedUpdateStrategy: parseJsonObject(ds.metadata?.annotations?.[ORIGINAL_STRATEGY_ANNOTATION]),
       nodes: nodesOf(ds).map((node): NodeAgentState => {
         const pod = agentOn(ds, node);
         const image = pod ? (podImage(pod, container) ?? null) : null;
@@ -37,6 +39,7 @@ export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
           peerPods: peers.peers,
           peerPodsReady: peers.ready,
           upToDate: image === desiredImage,
+          retiringPod: cache.retiringOn(ds, node).find(isActive)?.metadata?.name ?? null,
         };
       }),
     };
@@ -79,4 +82,14 @@ export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
       return items;
     },
   };
+}
+
+function parseJsonObject(text: string | undefined): Record<string, unknown> | null {
+  if (!text) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }

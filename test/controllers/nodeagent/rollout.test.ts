@@ -149,9 +149,12 @@ describe('node-agent rollout, SURGE on one node', () => {
     const harness = h;
     const violations: string[] = [];
     let maxAgents = 0;
+    const retiringSeen = new Set<string>();
     const unsubscribe = harness.sim.store.subscribe((event: StoreEvent) => {
       const agents = agentsByNode(harness.pods()).get('sim-node-1') ?? [];
       maxAgents = Math.max(maxAgents, agents.filter((a) => !a.metadata.deletionTimestamp).length);
+      const retiring = agents.find((a) => a.metadata.labels?.['rollplane.io/retiring-agent'] && !a.metadata.deletionTimestamp);
+      if (retiring) retiringSeen.add(retiring.metadata.name);
       if (!agents.some(isReadyPod)) violations.push(`rv ${event.object.metadata.resourceVersion}: no Ready agent on sim-node-1`);
     });
     try {
@@ -160,6 +163,8 @@ describe('node-agent rollout, SURGE on one node', () => {
       expect(done.state).toBe('SUCCEEDED');
       expect(violations).toEqual([]);
       expect(maxAgents).toBe(2); // old and new side by side
+      expect(retiringSeen.size).toBe(1);
+      expect(harness.runtime.queries.getSet(DS_NS, DS_NAME)!.nodes[0]!.retiringPod).toBeNull();
       const agents = agentsByNode(harness.pods()).get('sim-node-1')!;
       expect(agents.map(agentImage)).toEqual([NEW_IMAGE]);
       expect(agents[0]!.metadata.ownerReferences?.[0]?.name).toBe(DS_NAME);
@@ -356,12 +361,18 @@ describe('node-agent rollout pause and resume', () => {
       // The admitted node finishes; nothing else starts.
       await harness.waitFor('the admitted node done', async () => (await harness.rollouts.allTargets(rollout.id)).filter((t) => t.state === 'SUCCEEDED').length >= 1);
       const whilePaused = started.length;
+      // The set shows who drives it and what it will get back.
+      const set = harness.runtime.queries.getSet(DS_NS, DS_NAME)!;
+      expect(set.drivenBy).toBe(rollout.id);
+      expect(set.updateStrategy).toEqual({ type: 'OnDelete' });
+      expect(set.savedUpdateStrategy).toEqual({ type: 'OnDelete' });
       await new Promise((resolve) => setTimeout(resolve, 400));
       expect(started.length).toBe(whilePaused);
       expect((await harness.rollouts.get(rollout.id))!.state).toBe('PAUSED');
       await harness.rollouts.resume(rollout.id);
       expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
       expect(started).toEqual(NODES);
+      expect(harness.runtime.queries.getSet(DS_NS, DS_NAME)).toMatchObject({ drivenBy: null, savedUpdateStrategy: null });
     } finally {
       unsubscribe();
     }
