@@ -114,10 +114,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (pod.metadata?.uid !== ref.uid) return { phase: 'progressing', message: 'new agent not recorded yet' };
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
     // The recreation is complete only once its AgentRecreated event is recorded (the annotation is then removed).
-    // The reconciler has seen the new image (and recorded the recreation) and finished recording it.
-    if (pool.status?.agentDeploymentRef?.image !== target.toVersion || pool.metadata?.annotations?.[ANNOTATION_RECREATION]) {
-      return { phase: 'progressing', message: 'recording the recreation' };
-    }
+    if (pool.metadata?.annotations?.[ANNOTATION_RECREATION]) return { phase: 'progressing', message: 'recording the recreation' };
     return { phase: 'succeeded' };
   }
 
