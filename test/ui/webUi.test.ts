@@ -251,6 +251,23 @@ describe('web UI', () => {
     expect(ui.errors.filter((e) => !e.includes('WebSocket'))).toEqual([]);
   });
 
+  it('shows "not available yet" for a section whose field answers NOT_IMPLEMENTED, and the rest as usual', async () => {
+    // Every field is backed on this server now; the page answers agentPools as a server without that part would.
+    const page = await ui.context.newPage();
+    await page.route(`${app.baseUrl}/graphql`, async (route) => {
+      if (!route.request().postData()?.includes('query AgentPools')) return route.fallback();
+      await route.fulfill({
+        contentType: 'application/json',
+        body: JSON.stringify({ data: null, errors: [{ message: 'agentPools is not implemented yet', extensions: { code: 'NOT_IMPLEMENTED' } }] }),
+      });
+    });
+    await page.goto(`${app.baseUrl}/#/fleet`);
+    await page.getByText('Not available yet: this server does not back agent pools yet.').waitFor({ timeout: 15_000 });
+    await expect.poll(() => page.locator('#virtual-clusters-title').textContent(), { timeout: 10_000 }).toMatch(/Virtual clusters · \d+/);
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
+    await page.close();
+  });
+
   it('is keyboard reachable: skip link, then the main navigation', async () => {
     const page = await ui.context.newPage();
     await page.goto(`${app.baseUrl}/`);
