@@ -312,6 +312,14 @@ describe('node-agent DaemonSet strategy', () => {
     expect(names()).toEqual(before);
     // Removing the gate would change the template and re-roll every node: it stays, and stays satisfied.
     expect(harness.daemonSet().spec.template.spec.readinessGates).toEqual([{ conditionType: 'rollplane.io/peer-pods-ready' }]);
+    // An agent that dies after the rollout comes back gated, and rollplane opens its gate once the peers are back.
+    const pods = harness.sim.store.resourceType('', 'pods')!;
+    const victim = agentsByNode(harness.pods()).get('sim-node-2')![0]!;
+    harness.sim.store.delete(pods, DS_NS, victim.metadata.name, { gracePeriodSeconds: 0 });
+    const replacement = await harness.waitFor('a new Ready agent on sim-node-2', () =>
+      agentsByNode(harness.pods()).get('sim-node-2')?.find((p) => p.metadata.name !== victim.metadata.name && isReadyPod(p)),
+    );
+    expect(replacement.status.conditions.find((c: { type: string }) => c.type === 'rollplane.io/peer-pods-ready').status).toBe('True');
   });
 });
 
