@@ -16,6 +16,7 @@ import { parseImageReference } from './imageReference.js';
 import { checkPageSize, decodeCursor, encodeCursor } from './pagination.js';
 import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
 import type { Cause, NewTarget } from './RolloutService.js';
+import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
 
 /** One VirtualCluster as the API shows it. */
 export interface VirtualClusterView {
@@ -364,6 +365,25 @@ function validateDesiredSpec(spec: Json, fieldOf: (component: ComponentKey) => s
   }
 }
 
+/**
+ * One ClusterVersion has one spec at a time: a second active rollout changing it (even for other clusters) would
+ * rewrite the spec under the first one's clusters. Refused as CONFLICT, like overlapping targets.
+ */
+async function refuseConcurrentChange(domain: Domain, clusterVersion: string): Promise<void> {
+  let after: string | undefined;
+  for (;;) {
+    const page = await domain.rollouts.list({ kind: 'VIRTUAL_CLUSTER', states: ACTIVE_ROLLOUT_STATES }, 100, after);
+    const busy = page.items.find((rollout) => clusterVersionChangeOf(rollout.strategy)?.name === clusterVersion);
+    if (busy) {
+      throw new ConflictError(`active rollout ${busy.id} is changing ClusterVersion ${clusterVersion}; wait for it, or abort it first`, {
+        details: { rolloutIds: [busy.id] },
+      });
+    }
+    if (!page.hasNextPage || !page.endCursor) return;
+    after = page.endCursor;
+  }
+}
+
 function parseClusterRef(text: string, field: string): { namespace: string; name: string } {
   const match = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(text);
   if (!match) throw new ValidationError(field, `"${text.slice(0, 80)}" is not namespace/name`);
@@ -461,6 +481,9 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
     targets,
   };
   const { cause, dryRun, idempotencyKey, ...request } = input;
+  if (!dryRun && !(idempotencyKey && (await domain.rollouts.findByIdempotencyKey(idempotencyKey)))) {
+    await refuseConcurrentChange(domain, cv.name);
+  }
   return domain.launcher.launch({
     plan,
     cause: cause ?? {},

@@ -182,4 +182,18 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     expect(vc1.history.edges.length).toBeGreaterThan(0);
     expect((await gql(app.url, `{ rollout(id: "${id}") { state } }`)).data.rollout.state).toBe('ROLLED_BACK');
   });
+
+  it('refuses a second active change of the same ClusterVersion, even for other clusters (CONFLICT)', async () => {
+    const first = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=2'] }, clusters: ['default/vc-2'], idempotencyKey: 'conflict-1' } });
+    expect(first.errors, JSON.stringify(first.errors)).toBeUndefined();
+    const id = first.data.bumpClusterVersion.rollout.id;
+    await gql(app.url, `mutation($id: ID!) { pauseRollout(id: $id) { state } }`, { id });
+    const second = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=3'] }, clusters: ['default/vc-3'] } });
+    expect(second.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(second.errors?.[0]?.message).toContain(id);
+    // A retry of the first request with its idempotency key still returns it.
+    const retry = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=2'] }, clusters: ['default/vc-2'], idempotencyKey: 'conflict-1' } });
+    expect(retry.data?.bumpClusterVersion).toMatchObject({ created: false, rollout: { id } });
+    await gql(app.url, `mutation($id: ID!) { abortRollout(id: $id) { state } }`, { id });
+  });
 });
