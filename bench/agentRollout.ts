@@ -111,7 +111,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
     const progress = setInterval(() => {
       const total = Object.values(writes).reduce((a, b) => a + b, 0);
       const queues = app.domain.workQueues().filter((q) => q.depth + q.inFlight.length > 0).map((q) => `${q.name} ${q.depth}+${q.inFlight.length}`);
-      process.stderr.write(`  ${pools} pools: ${Math.round((performance.now() - started) / 1000)} s, ${onNew.size} on the new image, ${total} writes (${JSON.stringify(writes)}), ${requests} requests; queues ${queues.join(', ')}\n`);
+      process.stderr.write(`  ${pools} pools: ${Math.round((performance.now() - started) / 1000)} s, ${onNew.size} on the new image, ${total} writes (${JSON.stringify(writes)}), ${requests} requests; RSS ${Math.round(process.memoryUsage().rss / 1048576)} MB; queues ${queues.join(', ')}\n`);
     }, 5000);
     for (;;) {
       const data = await post(app.url, 'query R($id: ID!) { rollout(id: $id) { state } }', { id });

@@ -91,7 +91,7 @@ describe('bumpAgentImage through the GraphQL API', () => {
   it('dry run returns the plan and changes nothing', async () => {
     rig = await startRig();
     const r = rig;
-    await r.waitFor('pools reconciled', () => [1, 2, 3, 4].every((i) => r.pool(`net-${i}`)!.status.conditions.some((c: { type: string }) => c.type === 'Stopped')));
+    await r.waitFor('controllers idle', () => r.app.domain.workQueues().every((q) => q.depth === 0 && q.inFlight.length === 0));
     await new Promise((resolve) => setTimeout(resolve, 200));
     const before = { ...r.writes };
     const data = await r.gql(BUMP, { input: { image: NEW, dryRun: true, pools: { names: ['net-1', 'default/net-2'] } } });

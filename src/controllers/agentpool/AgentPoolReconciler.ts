@@ -117,7 +117,8 @@ export class AgentPoolReconciler implements Reconciler {
       await this.writeStatus(work);
       return;
     }
-    work.conditions = setCondition(work.conditions, 'Stopped', 'False', work.now);
+    // Stopped appears when a pool is paused; a pool that never was needs no status write to say it is not.
+    if (work.conditions.some((c) => c.type === 'Stopped')) work.conditions = setCondition(work.conditions, 'Stopped', 'False', work.now);
     if (this.o.mode === 'pod') await this.podMode(work);
     else await this.deploymentMode(work);
     try {
@@ -143,7 +144,7 @@ export class AgentPoolReconciler implements Reconciler {
     delete work.status.agentDeploymentRef;
 
     let pod: V1Pod | undefined;
-    const registered = await this.loop(work, 'Registered', async () => {
+    await this.loop(work, 'Registered', async () => {
       const clusterNetwork = this.clusterNetworkOf(work.pool);
       const ref: AgentRef = work.status.agentPodRef ?? {};
       const refNs = ref.namespace ?? agentNs;
@@ -177,7 +178,6 @@ export class AgentPoolReconciler implements Reconciler {
       }
       if (pod!.metadata?.uid !== work.status.agentPodRef?.uid) throw new LoopError('uid mismatch');
     });
-    void registered;
     work.conditions = setCondition(work.conditions, 'CacheReady', 'True', work.now);
 
     await this.loop(work, 'AgentReady', async () => {
