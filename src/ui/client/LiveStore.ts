@@ -1,5 +1,5 @@
-import { gql, describeError } from './api.js';
-import type { ConnectionState, LiveConnection } from './live.js';
+import { describeError, gql, isUnauthenticated } from './api.js';
+import { backoffMs, type ConnectionState, type LiveConnection } from './live.js';
 import { ROLLOUTS, SERVER_INFO, SUB_AGENT_RECREATED, SUB_CLUSTER_UPGRADE_OBSERVED, SUB_NODE_AGENT_REPLACED, SUB_ROLLOUT_UPDATED } from './queries.js';
 import {
   ACTIVE_STATES,
@@ -84,13 +84,19 @@ export class LiveStore {
 
   async start(): Promise<void> {
     this.stops.push(this.live.onState((connection) => this.update({ connection })));
-    let server: ServerInfo;
-    try {
-      server = (await gql<{ serverInfo: ServerInfo }>(SERVER_INFO)).serverInfo;
-    } catch (error) {
-      this.reportError(`server info: ${describeError(error)}`);
-      return;
+    // The server may be restarting or unreachable when the page loads: keep asking, with back-off, until it answers.
+    let server: ServerInfo | undefined;
+    let failures = 0;
+    while (!server) {
+      try {
+        server = (await gql<{ serverInfo: ServerInfo }>(SERVER_INFO)).serverInfo;
+      } catch (error) {
+        this.reportError(`server info: ${describeError(error)}`);
+        if (isUnauthenticated(error)) return;
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(failures++)));
+      }
     }
+    if (failures > 0) this.dismissErrors();
     const last = Number(server.lastEventId);
     const replayFrom = String(Math.max(0, last - HISTORY_WINDOW));
     this.update({ server, replayedFrom: replayFrom });
