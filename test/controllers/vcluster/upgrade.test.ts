@@ -51,9 +51,14 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
       expect(sts.status.readyReplicas).toBe(1);
       expect(sts.status.currentRevision).toBe(sts.status.updateRevision);
     }
-    // The pods run the new spec.
+    // The pods run the new spec and carry the new certificate hashes.
     const pod = h.sim.store.get(Resources.pods, vc.status.clusterNamespace, 'apiserver-0')!;
     expect(pod.spec.containers[0].args).toEqual(['-v=7']);
+    expect(pod.metadata.annotations?.['apiserver-ca-hash']).toBe(annotationsOf(apiserver)['apiserver-ca-hash']);
+    expect(pod.metadata.annotations?.['apiserver-ca-hash']).not.toBe(annotationsOf(before.apiserver)['apiserver-ca-hash']);
+    const cmPod = h.sim.store.get(Resources.pods, vc.status.clusterNamespace, 'controller-manager-0')!;
+    expect(cmPod.metadata.annotations?.['controller-manager-kubeconfig-hash']).toBe(annotationsOf(cm)['controller-manager-kubeconfig-hash']);
+    expect(cmPod.metadata.annotations?.['controller-manager-kubeconfig-hash']).not.toBe(annotationsOf(before.cm)['controller-manager-kubeconfig-hash']);
     // Written by upstream's field manager.
     expect((apiserver.metadata.managedFields as { manager: string }[]).map((f) => f.manager)).toContain('virtualcluster/provisioner/native');
     // etcd untouched; the other cluster untouched.
