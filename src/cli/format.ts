@@ -18,6 +18,12 @@ export function formatRollout(rollout: RolloutView): string {
     `  progress: ${rollout.progress.percent.toFixed(0)}% (${describeProgress(rollout)})`,
   ];
   if (rollout.message) lines.push(`  message:  ${rollout.message}`);
+  const failed = rollout.failedTargets;
+  if (failed && failed.totalCount > 0) {
+    lines.push(`  failed targets (${failed.totalCount}):`);
+    for (const { node } of failed.edges) lines.push(`    ${node.namespace ? `${node.namespace}/` : ''}${node.name}: ${node.error ?? 'failed'}`);
+    if (failed.totalCount > failed.edges.length) lines.push(`    … and ${failed.totalCount - failed.edges.length} more`);
+  }
   const cause = [rollout.cause.actor, rollout.cause.commit?.slice(0, 12), rollout.cause.runUrl].filter(Boolean).join('  ');
   if (cause) lines.push(`  cause:    ${cause}`);
   if (rollout.idempotencyKey) lines.push(`  key:      ${rollout.idempotencyKey}`);

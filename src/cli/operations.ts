@@ -5,6 +5,7 @@ export const ROLLOUT_FIELDS = `
   cause { actor runUrl commit message }
   strategy { maxUnavailable maxConcurrent canary progressDeadlineSeconds failureThreshold autoRollback mode minReadySeconds }
   progress { total pending progressing succeeded failed skipped cancelled percent }
+  failedTargets: targets(state: FAILED, first: 10) { totalCount edges { node { namespace name error } } }
 `;
 
 export type RolloutState = 'PENDING' | 'PROGRESSING' | 'PAUSED' | 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'ROLLED_BACK';
@@ -36,6 +37,8 @@ export interface RolloutView {
   cause: { actor: string | null; runUrl: string | null; commit: string | null; message: string | null };
   strategy: Record<string, unknown>;
   progress: RolloutProgress;
+  /** The first failed targets with their errors (what a CI log needs to explain a failure). */
+  failedTargets?: { totalCount: number; edges: { node: { namespace: string; name: string; error: string | null } }[] };
 }
 
 export interface PlanItem {

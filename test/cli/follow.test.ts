@@ -60,6 +60,7 @@ describe('rollplane rollout status --wait', () => {
     const run = await cli.done;
     expect(run.code).toBe(1);
     expect(run.stdout).toContain('FAILED');
+    expect(run.stdout).toContain(`failed targets (1):\n    ${nodes[0]}: ImagePullBackOff`);
   });
 
   it('exits 2 when --timeout passes, leaving the rollout running', async () => {
