@@ -22,6 +22,18 @@ export function Charts() {
   );
 }
 
+/**
+ * A time scale padded on both sides: points at the first and last instant stay off the frame, and uPlot, which draws
+ * only indexes inside the scale, keeps every point of several observations sharing the last timestamp.
+ */
+const paddedTime: uPlot.Scale = {
+  time: true,
+  range: (_u, min, max) => {
+    const pad = Math.max(1, (max - min) * 0.03);
+    return [min - pad, max + pad];
+  },
+};
+
 const secondsAxis: uPlot.Axis = { label: 'seconds', values: (_u, ticks) => ticks.map((t) => `${t}s`), size: 60 };
 
 function pointSeries(label: string, color: string): uPlot.Series {
@@ -35,7 +47,7 @@ function UpgradeDurationsOverTime({ observations }: { observations: UpgradeObser
   const options = useMemo<Omit<uPlot.Options, 'width'>>(
     () => ({
       height: HEIGHT,
-      scales: { x: { time: true } },
+      scales: { x: paddedTime },
       series: [{ label: 'time' }, ...versionsKey.split('\n').filter(Boolean).map((v, i) => pointSeries(v, PALETTE[i % PALETTE.length]!))],
       axes: [{}, secondsAxis],
       legend: { live: true },
@@ -116,7 +128,7 @@ function UpgradeDistribution({ observations }: { observations: UpgradeObservatio
 function RecreationDurations({ recreations }: { recreations: AgentRecreation[] }) {
   const timed = useMemo(() => recreations.filter((r) => r.seconds !== null && r.readyAt), [recreations]);
   const options = useMemo<Omit<uPlot.Options, 'width'>>(
-    () => ({ height: HEIGHT, scales: { x: { time: true } }, series: [{ label: 'time' }, pointSeries('recreation', PALETTE[2]!)], axes: [{}, secondsAxis] }),
+    () => ({ height: HEIGHT, scales: { x: paddedTime }, series: [{ label: 'time' }, pointSeries('recreation', PALETTE[2]!)], axes: [{}, secondsAxis] }),
     [],
   );
   const data = useMemo<uPlot.AlignedData>(() => {
