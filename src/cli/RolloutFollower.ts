@@ -1,5 +1,5 @@
 import { ErrorCode } from '../errors.js';
-import { RemoteError, WaitTimeoutError } from './exitCodes.js';
+import { RemoteError, UnreachableError, WaitTimeoutError } from './exitCodes.js';
 import { isTerminalState, type RolloutUpdate, type RolloutView } from './operations.js';
 import type { SubscribeToRollout, SubscriptionError } from './subscriptionTransport.js';
 
@@ -39,6 +39,7 @@ export class RolloutFollower {
   private readonly safetyPollMs: number;
   private readonly maxSocketFailures: number;
   private readonly reconnectDelayMs: number;
+  private unreachableSince: number | undefined;
 
   constructor(private readonly options: FollowerOptions) {
     this.pollIntervalMs = options.pollIntervalMs ?? 2000;
@@ -59,7 +60,7 @@ export class RolloutFollower {
       if (Date.now() >= deadline) throw this.timeout(rollout, timeoutMs);
       if (!subscribe) {
         await sleep(Math.min(this.pollIntervalMs, deadline - Date.now()));
-        rollout = await this.observe(id);
+        rollout = (await this.observeThroughOutages(id)) ?? rollout;
         continue;
       }
       const outcome = await this.subscribeUntil(subscribe, id, lastSeen, deadline, (update) => {
@@ -79,7 +80,7 @@ export class RolloutFollower {
       this.options.onNotice?.(`live updates interrupted (${error?.message ?? 'subscription ended'}); reconnecting`);
       await sleep(Math.min(5000, this.reconnectDelayMs * 2 ** (failures - 1), Math.max(0, deadline - Date.now())));
       // Catch up on what the query says, in case the rollout ended while the socket was down.
-      rollout = await this.observe(id);
+      rollout = (await this.observeThroughOutages(id)) ?? rollout;
     }
     return rollout;
   }
@@ -139,6 +140,24 @@ export class RolloutFollower {
     const rollout = await this.read(id);
     this.options.onUpdate(rollout);
     return rollout;
+  }
+
+  /**
+   * Once following, a server that is briefly away (a restart, a rolling update) is not the end of the wait: the
+   * rollout goes on without it. Undefined while unreachable; the deadline still applies.
+   */
+  private async observeThroughOutages(id: string): Promise<RolloutView | undefined> {
+    try {
+      const rollout = await this.observe(id);
+      if (this.unreachableSince !== undefined) this.options.onNotice?.('server reachable again');
+      this.unreachableSince = undefined;
+      return rollout;
+    } catch (error) {
+      if (!(error instanceof UnreachableError)) throw error;
+      if (this.unreachableSince === undefined) this.options.onNotice?.(`${error.message}; still waiting`);
+      this.unreachableSince ??= Date.now();
+      return undefined;
+    }
   }
 
   private timeout(rollout: RolloutView, timeoutMs: number): WaitTimeoutError {

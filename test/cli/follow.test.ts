@@ -98,6 +98,26 @@ describe('rollplane rollout status --wait', () => {
     }
   });
 
+  it('keeps waiting through a server outage and sees the end once it is back', async () => {
+    const proxy = await startTcpProxy(Number(new URL(app.url).port));
+    try {
+      const { id, nodes } = await launch(1);
+      const cli = startCli(['rollout', 'status', id, '--wait', '--retries', '0'], { ROLLPLANE_URL: `${proxy.url}/graphql` });
+      await until(() => cli.stderr().includes('in progress') && proxy.received().includes('"type":"connection_ack"'), 20_000, 'the socket');
+      proxy.setDown(true);
+      proxy.dropAll();
+      await until(() => cli.stderr().includes('still waiting'), 20_000, 'the CLI to notice the outage');
+      settle(nodes[0]!, { phase: 'succeeded' });
+      proxy.setDown(false);
+      const run = await cli.done;
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toContain('server reachable again');
+      expect(run.stderr).toContain(`rollout ${id} SUCCEEDED`);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('polls when WebSockets do not get through (an HTTP-only proxy)', async () => {
     const proxy = await startFaultProxy(app.url, () => ({ kind: 'forward' }));
     try {

@@ -9,6 +9,8 @@ export interface TcpProxy {
   received(): string;
   /** Cuts every open connection (both sides), as a network drop would. */
   dropAll(): void;
+  /** While down, every new connection is reset at once, as for a server that is restarting. */
+  setDown(down: boolean): void;
   close(): Promise<void>;
 }
 
@@ -17,7 +19,12 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
   let accepted = 0;
   let received = '';
+  let down = false;
   const server = net.createServer((client) => {
+    if (down) {
+      client.resetAndDestroy();
+      return;
+    }
     accepted++;
     const upstream = net.connect(targetPort, '127.0.0.1');
     open.add(client);
@@ -43,6 +50,9 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     dropAll: () => {
       for (const socket of [...open]) socket.destroy();
       open.clear();
+    },
+    setDown: (value) => {
+      down = value;
     },
     close: () =>
       new Promise<void>((resolve) => {
