@@ -36,23 +36,28 @@ const paddedTime: uPlot.Scale = {
 
 const secondsAxis: uPlot.Axis = { label: 'seconds', values: (_u, ticks) => ticks.map((t) => `${t}s`), size: 60 };
 
-function pointSeries(label: string, color: string): uPlot.Series {
-  return { label, stroke: color, fill: color, width: 0, paths: () => null, points: { show: true, size: 7, stroke: color, fill: color }, value: (_u, v) => formatSeconds(v) };
+/** Points only (no lines between observations); smaller once there are many. */
+function pointSeries(label: string, color: string, dense: boolean): uPlot.Series {
+  const size = dense ? 4 : 7;
+  return { label, stroke: color, fill: color, width: 0, paths: () => null, points: { show: true, size, stroke: color, fill: color }, value: (_u, v) => formatSeconds(v) };
 }
+
+const DENSE = 300;
 
 /** clusters_upgrade_seconds per cluster version over time: one point series per version on a shared time axis. */
 function UpgradeDurationsOverTime({ observations }: { observations: UpgradeObservation[] }) {
   const versions = useMemo(() => [...new Set(observations.map((o) => o.clusterVersion))].sort(), [observations]);
   const versionsKey = versions.join('\n');
+  const dense = observations.length > DENSE;
   const options = useMemo<Omit<uPlot.Options, 'width'>>(
     () => ({
       height: HEIGHT,
       scales: { x: paddedTime },
-      series: [{ label: 'time' }, ...versionsKey.split('\n').filter(Boolean).map((v, i) => pointSeries(v, PALETTE[i % PALETTE.length]!))],
+      series: [{ label: 'time' }, ...versionsKey.split('\n').filter(Boolean).map((v, i) => pointSeries(v, PALETTE[i % PALETTE.length]!, dense))],
       axes: [{}, secondsAxis],
       legend: { live: true },
     }),
-    [versionsKey],
+    [versionsKey, dense],
   );
   const data = useMemo<uPlot.AlignedData>(() => {
     const sorted = [...observations].sort((a, b) => Date.parse(a.observedAt) - Date.parse(b.observedAt));
@@ -127,9 +132,10 @@ function UpgradeDistribution({ observations }: { observations: UpgradeObservatio
 
 function RecreationDurations({ recreations }: { recreations: AgentRecreation[] }) {
   const timed = useMemo(() => recreations.filter((r) => r.seconds !== null && r.readyAt), [recreations]);
+  const dense = timed.length > DENSE;
   const options = useMemo<Omit<uPlot.Options, 'width'>>(
-    () => ({ height: HEIGHT, scales: { x: paddedTime }, series: [{ label: 'time' }, pointSeries('recreation', PALETTE[2]!)], axes: [{}, secondsAxis] }),
-    [],
+    () => ({ height: HEIGHT, scales: { x: paddedTime }, series: [{ label: 'time' }, pointSeries('recreation', PALETTE[2]!, dense)], axes: [{}, secondsAxis] }),
+    [dense],
   );
   const data = useMemo<uPlot.AlignedData>(() => {
     const sorted = [...timed].sort((a, b) => Date.parse(a.readyAt!) - Date.parse(b.readyAt!));
