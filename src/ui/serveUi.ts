@@ -23,8 +23,8 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /**
- * Nothing the UI loads may come from another origin (air-gapped clusters), and the pages never embed anything. The
- * playground needs `blob:` workers and `unsafe-eval`-free Monaco; inline styles are set by Monaco and uPlot.
+ * Nothing the pages load may come from another origin (air-gapped clusters), and no other site may frame them. Monaco
+ * (in the playground) injects style elements and may start workers from `blob:` URLs; no script is inline or eval'd.
  */
 const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
