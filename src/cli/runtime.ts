@@ -119,12 +119,19 @@ export class CliContext {
 
   /** Follows a rollout to its end with progress on stderr. */
   async follow(id: string, timeoutSeconds: number): Promise<RolloutView> {
+    let lastState: string | undefined;
     const reporter = createProgressReporter(this.io.stderr, this.io.stderr.isTTY === true, undefined, () => this.io.stderr.columns);
     const follower = new RolloutFollower({
       fetchRollout: (rolloutId) => this.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
       lastEventId: () => this.client.request<{ serverInfo: { lastEventId: string } }>(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),
       subscribe: websocketSubscriber(this.client.url, this.client.token),
-      onUpdate: (rollout) => reporter.update(rollout),
+      onUpdate: (rollout) => {
+        reporter.update(rollout);
+        if (rollout.state === 'PAUSED' && lastState !== 'PAUSED') {
+          reporter.notice(`rollout ${rollout.id} is paused${rollout.message ? ` (${rollout.message})` : ''}; still waiting — continue it with: rollplane rollout resume ${rollout.id}`);
+        }
+        lastState = rollout.state;
+      },
       onNotice: (message) => reporter.notice(message),
     });
     try {

@@ -80,7 +80,7 @@ describe('rollplane with authentication on', () => {
     const created = JSON.parse((await runCli(['token', 'create', 'canary-bot', '--role', 'deployer', '-o', 'json'], as(ADMIN))).stdout);
     // A canary of one pool pauses the rollout after it, so the wait cannot end by itself.
     const cli = startCli(['bump', 'agent-image', 'rancher/harvester-vm-dhcp-agent:v0.4.0', '--canary', '1', '--wait'], as(created.secret));
-    await until(() => cli.stderr().includes(' PAUSED '), 30_000, 'the canary pause');
+    await until(() => cli.stderr().includes('continue it with: rollplane rollout resume'), 30_000, 'the canary pause');
     const revoke = await runCli(['token', 'revoke', created.token.id], as(ADMIN));
     expect(revoke.code).toBe(0);
     const run = await cli.done;
