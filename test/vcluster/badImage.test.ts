@@ -54,6 +54,17 @@ async function finished(id: string): Promise<any> {
   }
 }
 
+/** vc-1 once its last observation has the outcome (the event follows the status write the rollout reads). */
+async function observedAs(outcome: string): Promise<any> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const vc = (await gql(app.url, CLUSTER)).data.virtualCluster;
+    if (vc.lastUpgrade?.outcome === outcome) return vc;
+    if (Date.now() > deadline) throw new Error(`vc-1 has no ${outcome} observation: ${JSON.stringify(vc)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 function metric(text: string, name: string, resourceVersion: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(`${name}{cluster_version="${CV}",resource_version="${resourceVersion}"}`));
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
@@ -69,7 +80,7 @@ describe('a bad control-plane image', () => {
     expect(failed.targets.edges[0].node).toMatchObject({ name: 'vc-1', state: 'FAILED' });
     expect(failed.targets.edges[0].node.error).toMatch(/^fail to upgrade: timed out after 4s waiting for StatefulSet .*\/apiserver to roll/);
 
-    const vc = (await gql(app.url, CLUSTER)).data.virtualCluster;
+    const vc = await observedAs('FAILED');
     expect(vc).toMatchObject({ reason: 'TenantControlPlaneUpgradeFailed', appliedResourceVersion: before, upToDate: false, readyForUpgrade: false });
     expect(vc.lastUpgrade.outcome).toBe('FAILED');
     const badRv = vc.lastUpgrade.resourceVersion;
@@ -82,7 +93,7 @@ describe('a bad control-plane image', () => {
     const fixed = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { image: 'virtualcluster/apiserver-v1.16.3' }, clusters: ['default/vc-1'] } });
     expect(fixed.errors, JSON.stringify(fixed.errors)).toBeUndefined();
     expect((await finished(fixed.data.bumpClusterVersion.rollout.id)).state).toBe('SUCCEEDED');
-    const after = (await gql(app.url, CLUSTER)).data.virtualCluster;
+    const after = await observedAs('SUCCEEDED');
     expect(after).toMatchObject({ reason: 'TenantControlPlaneUpgradeCompleted', upToDate: true, lastUpgrade: { outcome: 'SUCCEEDED' } });
     text = await (await fetch(app.url.replace(/\/graphql$/, '/metrics'))).text();
     expect(metric(text, 'clusters_upgraded', after.appliedResourceVersion)).toBe(1);

@@ -103,6 +103,8 @@ describe('bumpClusterVersion through the GraphQL API', () => {
 
     const rollout = await waitForRollout(bump.rollout.id);
     expect(rollout.state).toBe('SUCCEEDED');
+    // Each observation (metrics, then the event) follows the cluster's status write that the rollout reads.
+    await feed.waitFor(3);
     // maxConcurrent: at no instant were more than 2 targets between admission and finish.
     const spans = rollout.targets.edges.map((e: any) => [Date.parse(e.node.admittedAt), Date.parse(e.node.finishedAt)]);
     for (const [start] of spans) expect(spans.filter(([s, f]: number[]) => s! <= start! && start! < f!).length).toBeLessThanOrEqual(2);
@@ -130,7 +132,6 @@ describe('bumpClusterVersion through the GraphQL API', () => {
       expect(vc.lastUpgrade).toMatchObject({ outcome: 'SUCCEEDED', resourceVersion: cv.resourceVersion, clusterVersion: CV, error: null });
     }
 
-    await feed.waitFor(3);
     expect(feed.results).toHaveLength(3);
     const observed = feed.results.map((r: any) => r.clusterUpgradeObserved);
     expect(observed.map((o: any) => o.clusterName).sort()).toEqual(['vc-1', 'vc-2', 'vc-3']);

@@ -131,6 +131,7 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
     expect(vc.status.message).toMatch(/^fail to upgrade: timed out after 400ms waiting for StatefulSet .*\/apiserver to roll/);
     expect(vc.status.phase).toBe('Running');
     expect(vc.metadata.labels?.[APPLIED]).toBe(oldRv);
+    await h.observed(1); // metrics and the event follow the status write
     expect(await h.metric('clusters_upgrade_failed', { cluster_version: CV_NAME, resource_version: badRv })).toBe(1);
     expect(await h.metric('clusters_upgrade_seconds_count', { cluster_version: CV_NAME, resource_version: badRv })).toBe(1);
     expect(await h.metric('clusters_upgraded', { cluster_version: CV_NAME, resource_version: badRv })).toBeUndefined();
@@ -146,6 +147,7 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
     expect(vc.status.reason).toBe('TenantControlPlaneUpgradeCompleted');
     expect(vc.metadata.labels?.[APPLIED]).toBe(goodRv);
     expect(containerOf(h.controlPlane('vc-1', 'statefulsets', 'apiserver')).image).toBe('virtualcluster/apiserver-v1.16.3');
+    await h.observed(2);
     expect(await h.metric('clusters_upgraded', { cluster_version: CV_NAME, resource_version: goodRv })).toBe(1);
   });
 
