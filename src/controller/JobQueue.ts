@@ -76,6 +76,19 @@ export class JobQueue {
   /** Creates the job, or returns the one already enqueued under (queue, key) unchanged. */
   async enqueue(key: string, options: EnqueueOptions = {}): Promise<JobRecord> {
     const now = this.now();
+    try {
+      return await this.upsert(key, options, now);
+    } catch (error) {
+      // Two enqueuers raced past the upsert's read: the unique (queue, key) index made one fail; the job exists.
+      if ((error as { code?: string }).code === 'P2002') {
+        const existing = await this.get(key);
+        if (existing) return existing;
+      }
+      throw error;
+    }
+  }
+
+  private upsert(key: string, options: EnqueueOptions, now: Date): Promise<JobRecord> {
     return this.prisma.job.upsert({
       where: { queue_key: { queue: this.queue, key } },
       create: {
@@ -92,7 +105,10 @@ export class JobQueue {
     });
   }
 
-  /** Claims the next due job (pending, or running with an expired claim), oldest first; undefined when none. */
+  /**
+   * Claims the next due job (pending, or running with an expired claim), oldest first. Undefined when none is due,
+   * or (rarely) when other claimers won every race for the due ones; callers poll again either way.
+   */
   async claim(): Promise<ClaimedJob | undefined> {
     for (let attempt = 0; attempt < 8; attempt++) {
       const now = this.now();

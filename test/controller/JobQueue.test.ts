@@ -46,6 +46,8 @@ describe('JobQueue', () => {
     const other = new JobQueue({ prisma: db.prisma, queue: 'other' });
     expect((await other.enqueue('rollout-1/step-1')).id).not.toBe(a.id);
     expect(await jobs.list()).toHaveLength(1);
+    const racing = await Promise.all(Array.from({ length: 10 }, () => jobs.enqueue('rollout-1/step-2')));
+    expect(new Set(racing.map((j) => j.id)).size).toBe(1);
   });
 
   it('never gives one job to two claimers in one process', async () => {
