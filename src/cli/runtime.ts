@@ -66,7 +66,9 @@ export function addCommonOptions(command: Command): Command {
 export function addWaitOptions(command: Command): Command {
   return command
     .option('--wait', 'follow the rollout until it ends; the exit code tells how it ended')
-    .option('--timeout <duration>', 'give up waiting after this long (exit 2; the rollout goes on)', flags.duration(1, 30 * 86_400), 1800);
+    .addOption(
+      new Option('--timeout <duration>', 'give up waiting after this long (exit 2; the rollout goes on)').argParser(flags.duration(1, 30 * 86_400)).default(1800, '30m'),
+    );
 }
 
 function urlFlag(raw: string): string {

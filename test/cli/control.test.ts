@@ -34,6 +34,10 @@ describe('rollplane rollout pause | resume | abort', () => {
     const paused = await runCli(['rollout', 'pause', id, '--reason', 'look at canary', '-o', 'json'], env());
     expect(paused.code).toBe(0);
     expect(JSON.parse(paused.stdout).rollout).toMatchObject({ id, state: 'PAUSED', message: 'look at canary' });
+    // The retry of a pause whose answer was lost meets a paused rollout: still success.
+    const again = await runCli(['rollout', 'pause', id], env());
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain(`rollout ${id} is already PAUSED`);
     const resumed = await runCli(['rollout', 'resume', id], env());
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain('PROGRESSING');
@@ -45,8 +49,9 @@ describe('rollplane rollout pause | resume | abort', () => {
     expect(status.stdout).toContain('bad build');
   });
 
-  it('refuses to resume a rollout that is not paused (CONFLICT, exit 1)', async () => {
+  it('refuses to resume a rollout that has ended (CONFLICT, exit 1)', async () => {
     const { id } = await launch(1);
+    await app.domain.rollouts.abort(id, 'stopped by the test');
     const run = await runCli(['rollout', 'resume', id], env());
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('[CONFLICT]');

@@ -24,6 +24,22 @@ const rolloutId = (raw: string): string => {
 /** A rollout's state as an exit code when not waiting: 1 when it ended badly, else 0 (still running counts as fine). */
 const statusExitCode = (rollout: RolloutView): number => (isTerminalState(rollout.state) ? exitCodeForState(rollout) : ExitCode.Ok);
 
+/**
+ * pause, resume and abort are retried like any request, so the retry of one whose answer was lost meets the rollout
+ * already in the wanted state (CONFLICT): that is success, shown with the rollout as it is.
+ */
+async function idempotentTransition(ctx: CliContext, id: string, wanted: RolloutView['state'], send: () => Promise<RolloutView>): Promise<RolloutView> {
+  try {
+    return await send();
+  } catch (error) {
+    if (!(error instanceof RemoteError) || error.code !== ErrorCode.Conflict || error.details.state !== wanted) throw error;
+    const data = await ctx.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id });
+    if (!data.rollout) throw error;
+    if (!ctx.json) ctx.info(`rollout ${id} is already ${wanted}`);
+    return data.rollout;
+  }
+}
+
 async function finishWith(ctx: CliContext, rollout: RolloutView, options: WaitOptions): Promise<number> {
   if (!options.wait) {
     ctx.result({ rollout }, formatRollout(rollout));
@@ -63,8 +79,10 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const { reason } = ctx.flags<{ reason?: string }>();
-        const data = await ctx.client.request<{ pauseRollout: RolloutView }>(PAUSE_MUTATION, { id, reason: reason ?? null });
-        ctx.result({ rollout: data.pauseRollout }, formatRollout(data.pauseRollout));
+        const paused = await idempotentTransition(ctx, id, 'PAUSED', async () =>
+          (await ctx.client.request<{ pauseRollout: RolloutView }>(PAUSE_MUTATION, { id, reason: reason ?? null })).pauseRollout,
+        );
+        ctx.result({ rollout: paused }, formatRollout(paused));
         return ExitCode.Ok;
       }),
     );
@@ -72,8 +90,10 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   addCommonOptions(addWaitOptions(rollout.command('resume').description('Continue a paused rollout').argument('<id>', 'rollout id', rolloutId)))
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
-        const data = await ctx.client.request<{ resumeRollout: RolloutView }>(RESUME_MUTATION, { id });
-        return finishWith(ctx, data.resumeRollout, ctx.flags<WaitOptions>());
+        const resumed = await idempotentTransition(ctx, id, 'PROGRESSING', async () =>
+          (await ctx.client.request<{ resumeRollout: RolloutView }>(RESUME_MUTATION, { id })).resumeRollout,
+        );
+        return finishWith(ctx, resumed, ctx.flags<WaitOptions>());
       }),
     );
 
@@ -87,8 +107,10 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const { reason } = ctx.flags<{ reason?: string }>();
-        const data = await ctx.client.request<{ abortRollout: RolloutView }>(ABORT_MUTATION, { id, reason: reason ?? null });
-        ctx.result({ rollout: data.abortRollout }, formatRollout(data.abortRollout));
+        const aborted = await idempotentTransition(ctx, id, 'ABORTED', async () =>
+          (await ctx.client.request<{ abortRollout: RolloutView }>(ABORT_MUTATION, { id, reason: reason ?? null })).abortRollout,
+        );
+        ctx.result({ rollout: aborted }, formatRollout(aborted));
         return ExitCode.Ok;
       }),
     );
