@@ -157,6 +157,7 @@ export class UpgradeReconciler implements Reconciler {
         specVersion: base.specVersion,
         startedAt,
         step: 'apiserver',
+        statefulSet: sts.metadata?.name ?? 'apiserver',
         stepStartedAt: mark,
         generation: sts.metadata?.generation ?? 0,
         components,
@@ -176,14 +177,15 @@ export class UpgradeReconciler implements Reconciler {
     const clusterNs = vc.status?.clusterNamespace ?? '';
     const base = { resourceVersion: progress.resourceVersion, specVersion: progress.specVersion, startedAt: progress.startedAt, components: progress.components, rootCaGenerated: progress.rootCaGenerated };
     const now = this.now();
-    const check = checkRolled(this.deps.statefulSets.get(clusterNs, progress.step), progress.generation);
+    const stsName = progress.statefulSet ?? progress.step;
+    const check = checkRolled(this.deps.statefulSets.get(clusterNs, stsName), progress.generation);
     if (check.state === 'error') return this.fail(vc, base, check.reason);
     if (check.state === 'waiting') {
-      const sts = this.deps.statefulSets.get(clusterNs, progress.step);
+      const sts = this.deps.statefulSets.get(clusterNs, stsName);
       if (sts && check.stuckPods) await this.deps.api.deleteStuckPods(sts);
       const remaining = progress.stepStartedAt + this.readyTimeoutMs - now;
       if (remaining <= 0) {
-        return this.fail(vc, base, `timed out after ${formatDuration(this.readyTimeoutMs)} waiting for StatefulSet ${clusterNs}/${progress.step} to roll: ${check.reason}`);
+        return this.fail(vc, base, `timed out after ${formatDuration(this.readyTimeoutMs)} waiting for StatefulSet ${clusterNs}/${stsName} to roll: ${check.reason}`);
       }
       return { requeueAfterMs: Math.min(this.pollIntervalMs, remaining + 1) };
     }
@@ -215,7 +217,14 @@ export class UpgradeReconciler implements Reconciler {
         clusterNs,
         this.statefulSetBody(controllerManager, clusterNs, progress.controllerManagerHashes, HASHED_SECRETS['controller-manager'], progress.resourceVersion),
       );
-      const next: UpgradeProgress = { ...progress, step: 'controller-manager', stepStartedAt, generation: sts.metadata?.generation ?? 0, components };
+      const next: UpgradeProgress = {
+        ...progress,
+        step: 'controller-manager',
+        statefulSet: sts.metadata?.name ?? 'controller-manager',
+        stepStartedAt,
+        generation: sts.metadata?.generation ?? 0,
+        components,
+      };
       await this.writeProgress(vc, progress, next);
       return { requeueAfterMs: this.pollIntervalMs };
     } catch (error) {

@@ -72,8 +72,10 @@ export interface UpgradeProgress {
   specVersion: string;
   /** Wall-clock ms when the upgrade started (the clusters_upgrade_seconds timer). */
   startedAt: number;
-  /** The StatefulSet being waited for. */
+  /** The component being waited for. */
   step: 'apiserver' | 'controller-manager';
+  /** Its StatefulSet's name (from the ClusterVersion; upstream's are `apiserver` and `controller-manager`). */
+  statefulSet?: string;
   stepStartedAt: number;
   /** metadata.generation our apply of the step's StatefulSet produced. */
   generation: number;
