@@ -200,6 +200,25 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
     expect(await h.metric('clusters_upgraded', { cluster_version: CV_NAME, resource_version: rv })).toBe(1);
   });
 
+  it('waits for a StatefulSet under the name the ClusterVersion gives it', async () => {
+    // Pods take a while to be Ready, so ending early (on another StatefulSet) would show.
+    h = await startHarness({ sim: { delays: { podScheduleMs: 0, podStartMs: 0, podReadyMs: 300, podTerminateMs: 0, controllerMs: 0 } } });
+    const rv = h.editClusterVersion((spec) => {
+      const sts = spec.controllerManager.statefulset;
+      sts.metadata.name = 'kube-controller-manager';
+      sts.spec.selector.matchLabels = { 'component-name': 'kube-controller-manager' };
+      sts.spec.template.metadata.labels = { 'component-name': 'kube-controller-manager' };
+    });
+    h.optIn('vc-1');
+    const vc = await h.upgradeEnded('vc-1');
+    expect(vc.status.reason).toBe('TenantControlPlaneUpgradeCompleted');
+    expect(vc.metadata.labels?.[APPLIED]).toBe(rv);
+    const sts = h.controlPlane('vc-1', 'statefulsets', 'kube-controller-manager')!;
+    expect(sts.status.readyReplicas).toBe(1);
+    expect(sts.status.currentRevision).toBe(sts.status.updateRevision);
+    expect(annotationsOf(sts)['controller-manager-kubeconfig-hash']).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it('ignores the opt-in label when the feature gate is off', async () => {
     h = await startHarness({ vcluster: { partialUpgrade: false } });
     h.editClusterVersion((spec) => (containerOf(spec.apiServer.statefulset).args = ['-v=7']));
