@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The installed `rollplane` command: runs the built CLI (npm install builds it).
-import { main } from '../dist/src/cli/main.js';
+import { ignoreClosedStdout, main } from '../dist/src/cli/main.js';
 
+ignoreClosedStdout();
 process.exitCode = await main(process.argv.slice(2));

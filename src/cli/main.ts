@@ -90,4 +90,15 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) process.exitCode = await main(process.argv.slice(2));
+/** `rollplane history | head -1`: a reader that goes away is not an error. */
+export function ignoreClosedStdout(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+}
+
+if (isEntryPoint()) {
+  ignoreClosedStdout();
+  process.exitCode = await main(process.argv.slice(2));
+}
