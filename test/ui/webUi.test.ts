@@ -247,7 +247,11 @@ describe('web UI', () => {
 
     await ui.page.getByRole('link', { name: 'History' }).click();
     await ui.page.getByRole('link', { name: 'Events' }).click();
-    await ui.page.locator('table[aria-label="Event history"] tr[data-event-id]').first().waitFor();
+    const eventRows = ui.page.locator('table[aria-label="Event history"] tbody tr[data-event-id]');
+    await eventRows.first().waitFor();
+    await ui.page.getByRole('group', { name: 'Types' }).getByLabel('AgentRecreated').check();
+    await expect.poll(async () => [...new Set(await eventRows.locator('td:nth-child(3)').allTextContents())], { timeout: 10_000 }).toEqual(['AgentRecreated']);
+    await screenshot(ui.page, 'events');
     expect(ui.errors.filter((e) => !e.includes('WebSocket'))).toEqual([]);
   });
 

@@ -148,9 +148,18 @@ function EventHistory() {
   const [rolloutId, setRolloutId] = useState('');
   const [namespace, setNamespace] = useState('');
   const [name, setName] = useState('');
+  const [kind, setKind] = useState<RolloutKind | ''>('');
+  const [since, setSince] = useState('');
   const [start, setStart] = useState<string | null>(null);
   const filterKey = useDebounced(
-    JSON.stringify({ types: types.length ? types : null, rolloutId: rolloutId.trim() || null, namespace: namespace.trim() || null, name: name.trim() || null }),
+    JSON.stringify({
+      types: types.length ? types : null,
+      kind: kind || null,
+      rolloutId: rolloutId.trim() || null,
+      namespace: namespace.trim() || null,
+      name: name.trim() || null,
+      since: since ? new Date(since).toISOString() : null,
+    }),
     300,
   );
   const pages = useCursorPages(`${filterKey}:${start}`);
@@ -164,12 +173,26 @@ function EventHistory() {
   return (
     <Section id="event-history" title="Events">
       <form className="filters" role="search" aria-label="Filter events" onSubmit={(e) => e.preventDefault()}>
+        <fieldset className="checkboxes">
+          <legend>Types</legend>
+          {EVENT_TYPES.map((t) => (
+            <label key={t}>
+              <input
+                type="checkbox"
+                checked={types.includes(t)}
+                onChange={(e) => setTypes((current) => (e.target.checked ? [...current, t] : current.filter((x) => x !== t)))}
+              />{' '}
+              {t}
+            </label>
+          ))}
+        </fieldset>
         <label>
-          Types{' '}
-          <select multiple size={3} value={types} onChange={(e) => setTypes([...e.target.selectedOptions].map((o) => o.value))}>
-            {EVENT_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {t}
+          Kind{' '}
+          <select value={kind} onChange={(e) => setKind(e.target.value as RolloutKind | '')}>
+            <option value="">all</option>
+            {Object.entries(kindLabel).map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
               </option>
             ))}
           </select>
@@ -182,6 +205,9 @@ function EventHistory() {
         </label>
         <label>
           Name <input value={name} onChange={(e) => setName(e.target.value)} />
+        </label>
+        <label>
+          Since <input type="datetime-local" value={since} onChange={(e) => setSince(e.target.value)} />
         </label>
         <div className="button-row">
           <button type="button" onClick={() => setStart(null)} aria-pressed={start === null}>
