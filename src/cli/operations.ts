@@ -1,10 +1,15 @@
 /** The GraphQL documents the CLI sends (schema.graphql is the contract) and the shapes it reads back. */
 
-export const ROLLOUT_FIELDS = `
+/** A rollout as lists show it (kept small: the server bounds a query's cost by page size times fields). */
+export const ROLLOUT_SUMMARY_FIELDS = `
   id kind state fromVersion toVersion selector message idempotencyKey createdAt updatedAt startedAt finishedAt
   cause { actor runUrl commit message }
   strategy { maxUnavailable maxConcurrent canary progressDeadlineSeconds failureThreshold autoRollback mode minReadySeconds }
   progress { total pending progressing succeeded failed skipped cancelled percent }
+`;
+
+/** One rollout in full: the summary plus its first failed targets and their errors. */
+export const ROLLOUT_FIELDS = `${ROLLOUT_SUMMARY_FIELDS}
   failedTargets: targets(state: FAILED, first: 10) { totalCount edges { node { namespace name error } } }
 `;
 
@@ -74,9 +79,12 @@ export const RESUME_MUTATION = `mutation Resume($id: ID!) { resumeRollout(id: $i
 export const ABORT_MUTATION = `mutation Abort($id: ID!, $reason: String) { abortRollout(id: $id, reason: $reason) { ${ROLLOUT_FIELDS} } }`;
 export const ROLLBACK_MUTATION = `mutation Rollback($id: ID!, $input: RollbackInput) { rollbackRollout(id: $id, input: $input) { ${ROLLOUT_FIELDS} } }`;
 
-export const HISTORY_QUERY = `query History($filter: RolloutFilter, $first: Int) {
-  rollouts(filter: $filter, first: $first) { totalCount edges { node { ${ROLLOUT_FIELDS} } } }
+export const HISTORY_QUERY = `query History($filter: RolloutFilter, $first: Int, $after: String) {
+  rollouts(filter: $filter, first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { ${ROLLOUT_SUMMARY_FIELDS} } } }
 }`;
+
+/** Rollouts per history request; `--limit` beyond it is fetched page by page. */
+export const HISTORY_PAGE_SIZE = 20;
 
 export const ROLLOUT_UPDATED_SUBSCRIPTION = `subscription Follow($id: ID!, $after: ID) {
   rolloutUpdated(filter: { rolloutId: $id }, after: $after) { event { id type } rollout { ${ROLLOUT_FIELDS} } }

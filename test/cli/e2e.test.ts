@@ -146,7 +146,7 @@ describe('rollplane bump (end to end)', () => {
   it('lists history with filters', async () => {
     const [run, text] = await Promise.all([
       runCli(['history', '--kind', 'agent-pool', '--state', 'succeeded,failed', '--search', 'octocat', '-o', 'json'], { ROLLPLANE_URL: server.url }),
-      runCli(['history', '--limit', '5'], { ROLLPLANE_URL: server.url }),
+      runCli(['history', '--limit', '500'], { ROLLPLANE_URL: server.url }),
     ]);
     expect(run.code).toBe(0);
     const doc = JSON.parse(run.stdout);

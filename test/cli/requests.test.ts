@@ -28,7 +28,11 @@ beforeAll(async () => {
       const request = JSON.parse(body) as { query: string; variables: Record<string, any> };
       seen.push({ ...request, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
       const field = /\{\s*(\w+)\s*\(/.exec(request.query.slice(request.query.indexOf('{')))?.[1] ?? 'rollout';
-      const data = field.startsWith('bump') ? { [field]: payload } : field === 'rollouts' ? { rollouts: { totalCount: 0, edges: [] } } : { [field]: rollout };
+      // History pages: as many rollouts as asked for; a full first page of 20 has a next page.
+      const first = Number(request.variables.first ?? 0);
+      const more = field === 'rollouts' && first === 20 && request.variables.after === null;
+      const page = { totalCount: 1000, pageInfo: { hasNextPage: more, endCursor: more ? 'c1' : null }, edges: Array.from({ length: first }, () => ({ node: rollout })) };
+      const data = field.startsWith('bump') ? { [field]: payload } : field === 'rollouts' ? { rollouts: page } : { [field]: rollout };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ data }));
     });
@@ -115,6 +119,16 @@ describe('what the CLI sends', () => {
 
   it('history filters', async () => {
     const { request } = await send(['history', '--kind', 'virtual-cluster', '--state', 'failed,rolled-back', '--state', 'aborted', '--limit', '5', '--search', 'v1.30', '--target', 'vc-1']);
-    expect(request.variables).toEqual({ filter: { kind: 'VIRTUAL_CLUSTER', states: ['FAILED', 'ROLLED_BACK', 'ABORTED'], search: 'v1.30', targetName: 'vc-1' }, first: 5 });
+    expect(request.variables).toEqual({ filter: { kind: 'VIRTUAL_CLUSTER', states: ['FAILED', 'ROLLED_BACK', 'ABORTED'], search: 'v1.30', targetName: 'vc-1' }, first: 5, after: null });
+  });
+
+  it('history fetches a --limit larger than one page page by page', async () => {
+    const before = seen.length;
+    let stdout = '';
+    const code = await main(['history', '--limit', '30', '-o', 'json'], { env: { ROLLPLANE_URL: url }, stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true } });
+    expect(code).toBe(0);
+    expect(seen.slice(before).map((r) => [r.variables.first, r.variables.after])).toEqual([[20, null], [10, 'c1']]);
+    expect(JSON.parse(stdout)).toMatchObject({ totalCount: 1000 });
+    expect(JSON.parse(stdout).rollouts).toHaveLength(30);
   });
 });

@@ -2,12 +2,16 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatHistory } from '../format.js';
-import { HISTORY_QUERY, type RolloutView } from '../operations.js';
+import { HISTORY_PAGE_SIZE, HISTORY_QUERY, type RolloutView } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
 const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
 const STATES = ['pending', 'progressing', 'paused', 'succeeded', 'failed', 'aborted', 'rolled-back'] as const;
 const toEnum = (value: string) => value.replace(/-/g, '_').toUpperCase();
+
+interface HistoryPage {
+  rollouts: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: RolloutView }[] };
+}
 
 interface HistoryOptions {
   kind?: string;
@@ -42,12 +46,20 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
         if (options.search !== undefined) filter.search = options.search;
         if (options.target !== undefined) filter.targetName = options.target;
         if (options.since !== undefined) filter.createdAfter = new Date(Date.now() - options.since * 1000).toISOString();
-        const data = await ctx.client.request<{ rollouts: { totalCount: number; edges: { node: RolloutView }[] } }>(HISTORY_QUERY, {
-          filter,
-          first: options.limit,
-        });
-        const rollouts = data.rollouts.edges.map((e) => e.node);
-        ctx.result({ totalCount: data.rollouts.totalCount, rollouts }, formatHistory(rollouts, data.rollouts.totalCount));
+        const rollouts: RolloutView[] = [];
+        let totalCount = 0;
+        let after: string | null = null;
+        do {
+          const page: HistoryPage = await ctx.client.request<HistoryPage>(HISTORY_QUERY, {
+            filter,
+            first: Math.min(HISTORY_PAGE_SIZE, options.limit - rollouts.length),
+            after,
+          });
+          totalCount = page.rollouts.totalCount;
+          rollouts.push(...page.rollouts.edges.map((e) => e.node));
+          after = page.rollouts.pageInfo.hasNextPage ? page.rollouts.pageInfo.endCursor : null;
+        } while (after && rollouts.length < options.limit);
+        ctx.result({ totalCount, rollouts }, formatHistory(rollouts, totalCount));
         return ExitCode.Ok;
       }),
     );
