@@ -79,7 +79,8 @@ export function checkQueryLimits(
           const node = selection.arguments?.find((a) => a.name.value === 'first');
           const value = node ? valueFromAST(node.value, firstArg.type, variables) : firstArg.defaultValue;
           multiplier = typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 1;
-        } else if (field && unwrapList(field.type)) {
+        } else if (field && unwrapList(field.type) && selection.name.value !== 'edges') {
+          // A connection's `edges` hold the page its parent asked for with `first`, already counted there.
           multiplier = UNKNOWN_LIST_SIZE;
         }
         cost += 1 + multiplier * childCost;

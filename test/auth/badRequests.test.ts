@@ -99,7 +99,8 @@ const cases: Case[] = [
   { name: '1,000 aliases', body: q(`{ ${Array.from({ length: 1000 }, (_, i) => `a${i}: serverInfo { version }`).join(' ')} }`) },
   { name: '31 aliases', body: q(`{ ${Array.from({ length: 31 }, (_, i) => `a${i}: serverInfo { version }`).join(' ')} }`) },
   { name: 'a costly nested page', body: q('{ rollouts(first: 1000) { edges { node { targets(first: 1000) { edges { node { id name } } } } } } }') },
-  { name: 'a costly page through a variable', body: q('query($n: Int) { events(first: $n) { edges { node { id payload object { name } } } } }', { n: 1000 }) },
+  { name: 'a costly list of lists', body: q('{ rollouts(first: 1000) { edges { node { targets(first: 30) { edges { node { id name kind state ordinal } } } } } } }') },
+  { name: 'a costly page through a variable', body: q('query($n: Int) { rollouts(first: $n) { edges { node { events(first: $n) { edges { node { id payload } } } } } } }', { n: 1000 }) },
   { name: 'a page larger than allowed', body: q('{ events(first: 5000) { edges { cursor } } }') },
   { name: 'aliased mutations', body: q(`mutation { ${Array.from({ length: 40 }, (_, i) => `m${i}: pauseRollout(id: "x") { id }`).join(' ')} }`) },
   // Injection-looking and unicode strings

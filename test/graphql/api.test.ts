@@ -143,3 +143,18 @@ describe('GraphQL over HTTP', () => {
     expect(blocked.status).toBe(400);
   });
 });
+
+describe('query cost', () => {
+  it('counts a connection page once, not once more for its edges', async () => {
+    const app = await startTestApp();
+    try {
+      // 100 rollouts × ~20 fields: well inside the default limit of 20,000.
+      const ok = await gql(app.url, `{ rollouts(first: 100) { edges { cursor node { id kind state toVersion progress { total percent } cause { actor commit } strategy { maxUnavailable } } } } }`);
+      expect(ok.errors).toBeUndefined();
+      const tooMuch = await gql(app.url, `{ rollouts(first: 1000) { edges { node { targets(first: 1000) { edges { node { id } } } } } } }`);
+      expect(tooMuch.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'cost' });
+    } finally {
+      await app.close();
+    }
+  });
+});
