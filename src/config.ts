@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { parseImageReference } from './domain/imageReference.js';
 import { AppError, ErrorCode } from './errors.js';
 
 /**
@@ -35,6 +36,29 @@ export interface Config {
     readonly leaseDurationMs: number;
     readonly renewDeadlineMs: number;
     readonly retryPeriodMs: number;
+  };
+  /** Agent pools (harvester/vm-dhcp-controller). */
+  readonly agentPools: {
+    readonly mode: 'pod' | 'deployment';
+    readonly agentNamespace: string;
+    readonly agentImage: string;
+    /** Seconds before a Terminating agent on a NotReady node is force-deleted; null = never. */
+    readonly stuckGraceSeconds: number | null;
+    readonly workers: number;
+  };
+  /** Node agents (cloud-api-adaptor). */
+  readonly nodeAgents: {
+    readonly daemonSets: readonly string[];
+    readonly peerRuntimeClass: string;
+    readonly workers: number;
+  };
+  /** Virtual clusters (cluster-api-provider-nested). */
+  readonly virtualClusters: {
+    readonly partialUpgrade: boolean;
+    readonly readyTimeoutMs: number;
+    readonly pollIntervalMs: number;
+    readonly keyAlgorithm: 'ecdsa-p256' | 'rsa-2048';
+    readonly workers: number;
   };
   readonly sim: {
     /** Fleet the embedded simulator starts with (`demo`, `empty`, or a size spec such as `pools=1000,nodes=50`). */
@@ -98,6 +122,19 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_LEASE_DURATION_MS', flag: '--lease-duration-ms', default: '15000', description: 'How long a leader Lease is valid without renewal' },
   { env: 'ROLLPLANE_LEASE_RENEW_DEADLINE_MS', flag: '--lease-renew-deadline-ms', default: '10000', description: 'The leader steps down when it could not renew for this long' },
   { env: 'ROLLPLANE_LEASE_RETRY_PERIOD_MS', flag: '--lease-retry-period-ms', default: '2000', description: 'Time between acquire and renew attempts' },
+  { env: 'ROLLPLANE_AGENT_MODE', flag: '--agent-mode', default: 'pod', description: 'How IPPool DHCP agents run: `pod` (one bare Pod per pool, upstream) or `deployment` (one Deployment with leader election per pool)' },
+  { env: 'ROLLPLANE_AGENT_NAMESPACE', flag: '--agent-namespace', default: 'harvester-system', description: 'Namespace of the DHCP agents' },
+  { env: 'ROLLPLANE_AGENT_IMAGE', flag: '--agent-image', default: 'rancher/harvester-vm-dhcp-agent:v0.3.0', description: 'Agent image for pools that have none recorded yet (rollouts change it per pool)' },
+  { env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', flag: '--agent-stuck-grace-seconds', default: '120', description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)' },
+  { env: 'ROLLPLANE_AGENT_WORKERS', flag: '--agent-workers', default: '16', description: 'Concurrent IPPool reconciles' },
+  { env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS', flag: '--node-agent-daemonsets', default: 'none', description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`' },
+  { env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS', flag: '--node-agent-peer-runtime-class', default: 'kata-remote', description: 'Runtime class of the peer pods gating each node when neither the bump nor the DaemonSet names one' },
+  { env: 'ROLLPLANE_NODE_AGENT_WORKERS', flag: '--node-agent-workers', default: '4', description: 'Concurrent node gate reconciles' },
+  { env: 'ROLLPLANE_VC_PARTIAL_UPGRADE', flag: '--vc-partial-upgrade', default: 'true', description: 'Feature gate ClusterVersionPartialUpgrade: `false` ignores the ready-for-upgrade label and refuses bumpClusterVersion' },
+  { env: 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS', flag: '--vc-ready-timeout-seconds', default: '600', description: 'How long one control-plane StatefulSet may take to roll' },
+  { env: 'ROLLPLANE_VC_POLL_SECONDS', flag: '--vc-poll-seconds', default: '2', description: 'Re-check interval while waiting for a StatefulSet' },
+  { env: 'ROLLPLANE_VC_KEY_ALGORITHM', flag: '--vc-key-algorithm', default: 'ecdsa-p256', description: 'Key type of regenerated control-plane certificates: `ecdsa-p256` or `rsa-2048`' },
+  { env: 'ROLLPLANE_VC_WORKERS', flag: '--vc-workers', default: '10', description: 'Concurrent VirtualCluster upgrade reconciles' },
   { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`' },
   { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
   { env: 'ROLLPLANE_AUTH', flag: '--auth', default: 'auto', description: '`on`: bearer tokens required; `off`: no authentication (refused unless HOST is a loopback address); `auto`: off on loopback (with a warning), on otherwise' },
@@ -200,6 +237,42 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs)) {
     throw new ConfigError('ROLLPLANE_LEASE_RENEW_DEADLINE_MS', `lease duration (${leaseDurationMs}) > renew deadline (${renewDeadlineMs}) > retry period (${retryPeriodMs}) must hold`);
   }
+  const dns1123 = (setting: string, value: string) => {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) throw new ConfigError(setting, `must be a DNS-1123 label (got "${value}")`);
+    return value;
+  };
+  const agentImage = read('ROLLPLANE_AGENT_IMAGE') ?? 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+  try {
+    parseImageReference(agentImage, 'ROLLPLANE_AGENT_IMAGE');
+  } catch (error) {
+    throw new ConfigError('ROLLPLANE_AGENT_IMAGE', (error as Error).message.replace(/^ROLLPLANE_AGENT_IMAGE: /, ''));
+  }
+  const stuckRaw = read('ROLLPLANE_AGENT_STUCK_GRACE_SECONDS') ?? '120';
+  const agentPools = {
+    mode: oneOf('ROLLPLANE_AGENT_MODE', read('ROLLPLANE_AGENT_MODE') ?? 'pod', ['pod', 'deployment'] as const),
+    agentNamespace: dns1123('ROLLPLANE_AGENT_NAMESPACE', read('ROLLPLANE_AGENT_NAMESPACE') ?? 'harvester-system'),
+    agentImage,
+    stuckGraceSeconds: stuckRaw === 'off' ? null : integer('ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', stuckRaw, 0, 86_400),
+    workers: integer('ROLLPLANE_AGENT_WORKERS', read('ROLLPLANE_AGENT_WORKERS') ?? '16', 1, 256),
+  };
+  const daemonSets = (read('ROLLPLANE_NODE_AGENT_DAEMONSETS') ?? '').split(',').map((d) => d.trim()).filter(Boolean);
+  for (const ds of daemonSets) {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/.test(ds)) {
+      throw new ConfigError('ROLLPLANE_NODE_AGENT_DAEMONSETS', `"${ds}" is not namespace/name`);
+    }
+  }
+  const nodeAgents = {
+    daemonSets,
+    peerRuntimeClass: dns1123('ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS', read('ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS') ?? 'kata-remote'),
+    workers: integer('ROLLPLANE_NODE_AGENT_WORKERS', read('ROLLPLANE_NODE_AGENT_WORKERS') ?? '4', 1, 256),
+  };
+  const virtualClusters = {
+    partialUpgrade: oneOf('ROLLPLANE_VC_PARTIAL_UPGRADE', read('ROLLPLANE_VC_PARTIAL_UPGRADE') ?? 'true', ['true', 'false']) === 'true',
+    readyTimeoutMs: integer('ROLLPLANE_VC_READY_TIMEOUT_SECONDS', read('ROLLPLANE_VC_READY_TIMEOUT_SECONDS') ?? '600', 1, 86_400) * 1000,
+    pollIntervalMs: integer('ROLLPLANE_VC_POLL_SECONDS', read('ROLLPLANE_VC_POLL_SECONDS') ?? '2', 1, 3600) * 1000,
+    keyAlgorithm: oneOf('ROLLPLANE_VC_KEY_ALGORITHM', read('ROLLPLANE_VC_KEY_ALGORITHM') ?? 'ecdsa-p256', ['ecdsa-p256', 'rsa-2048'] as const),
+    workers: integer('ROLLPLANE_VC_WORKERS', read('ROLLPLANE_VC_WORKERS') ?? '10', 1, 256),
+  };
   const fleet = read('ROLLPLANE_SIM_FLEET') ?? 'demo';
   if (!/^(demo|empty|[a-z]+=\d+(,[a-z]+=\d+)*)$/.test(fleet)) {
     throw new ConfigError('ROLLPLANE_SIM_FLEET', `must be demo, empty or sizes like pools=1000,nodes=50 (got "${fleet}")`);
@@ -247,6 +320,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     kube: { mode, ...(mode === 'kubeconfig' ? { kubeconfigPath } : {}), qps, burst },
     controllers,
     leaderElection: { enabled: leaderElect, namespace: leaseNamespace, name: leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs },
+    agentPools,
+    nodeAgents,
+    virtualClusters,
     sim: { fleet },
     shutdownTimeoutMs,
     auth: { enabled: authEnabled, ...(adminToken ? { adminToken } : {}), mutationsPerMinute, mutationBurst },

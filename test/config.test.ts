@@ -22,6 +22,13 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config) && Object.isFrozen(config.kube)).toBe(true);
   });
 
+  it('reads the rollout kinds\' settings', () => {
+    const config = loadConfig({ ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'off', ROLLPLANE_NODE_AGENT_DAEMONSETS: 'a/b, c/d', ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '30' }, ['--agent-mode', 'deployment'], noFiles);
+    expect(config.agentPools).toMatchObject({ mode: 'deployment', stuckGraceSeconds: null, agentNamespace: 'harvester-system' });
+    expect(config.nodeAgents.daemonSets).toEqual(['a/b', 'c/d']);
+    expect(config.virtualClusters).toMatchObject({ readyTimeoutMs: 30_000, partialUpgrade: true, keyAlgorithm: 'ecdsa-p256' });
+  });
+
   it('prefers flags over the environment', () => {
     expect(loadConfig({ PORT: '5000' }, ['--port', '6000'], noFiles).port).toBe(6000);
   });
@@ -50,6 +57,18 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_KUBE_BURST: '1.5' }, 'ROLLPLANE_KUBE_BURST'],
     [{ ROLLPLANE_SIM_FLEET: 'huge' }, 'ROLLPLANE_SIM_FLEET'],
     [{ ROLLPLANE_SHUTDOWN_TIMEOUT_MS: '5' }, 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS'],
+    [{ ROLLPLANE_AGENT_MODE: 'daemonset' }, 'ROLLPLANE_AGENT_MODE'],
+    [{ ROLLPLANE_AGENT_IMAGE: 'Not An Image' }, 'ROLLPLANE_AGENT_IMAGE'],
+    [{ ROLLPLANE_AGENT_NAMESPACE: 'Harvester_System' }, 'ROLLPLANE_AGENT_NAMESPACE'],
+    [{ ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'never' }, 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS'],
+    [{ ROLLPLANE_NODE_AGENT_DAEMONSETS: 'just-a-name' }, 'ROLLPLANE_NODE_AGENT_DAEMONSETS'],
+    [{ ROLLPLANE_VC_KEY_ALGORITHM: 'dsa' }, 'ROLLPLANE_VC_KEY_ALGORITHM'],
+    [{ ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '0' }, 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS'],
+    [{ ROLLPLANE_LEASE_DURATION_MS: '5000', ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '6000' }, 'ROLLPLANE_LEASE_RENEW_DEADLINE_MS'],
+    [{ ROLLPLANE_AUTH: 'maybe' }, 'ROLLPLANE_AUTH'],
+    [{ ROLLPLANE_CORS_ORIGINS: 'not a url' }, 'ROLLPLANE_CORS_ORIGINS'],
+    [{ ROLLPLANE_TLS_CERT: '/x.crt' }, 'ROLLPLANE_TLS_KEY'],
+    [{ ROLLPLANE_CONTROLLERS: 'sometimes' }, 'ROLLPLANE_CONTROLLERS'],
   ])('refuses %o naming %s', (env, setting) => {
     expect(() => loadConfig(env, [], noFiles)).toThrowError(ConfigError);
     expect(() => loadConfig(env, [], noFiles)).toThrowError(new RegExp(`^invalid configuration: ${setting}: `));
