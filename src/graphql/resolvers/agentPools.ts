@@ -64,7 +64,7 @@ async function poolHistory(ctx: GraphQLContext, pool: AgentPoolView, first: numb
   };
 }
 
-/** Resolvers for the agentPools part of the schema; they replace the NOT_IMPLEMENTED placeholders in core.ts. */
+/** Resolvers for the agentPools part of the schema (merged with the others in index.ts). */
 export const agentPoolsResolvers: IResolvers<unknown, GraphQLContext> = {
   Query: {
     agentPools: async (_: unknown, args: Args, ctx: GraphQLContext) => {

@@ -1,5 +1,5 @@
 import type { IResolvers } from '@graphql-tools/utils';
-import { NotImplementedError, ValidationError } from '../../errors.js';
+import { ValidationError } from '../../errors.js';
 import { EventType, type EventFilter, type RolloutKind, type StoredEvent } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../domain/pagination.js';
 import type { Rollout, RolloutFilter } from '../../domain/RolloutService.js';
@@ -17,10 +17,6 @@ import { DateTime, JSONScalar } from './scalars.js';
 
 type Args = Record<string, any>;
 
-/** A field of the contract whose backing lands with a later issue (see README "Not yet backed"). */
-const notBacked = (feature: string) => () => {
-  throw new NotImplementedError(feature);
-};
 
 const MAX_ID_LENGTH = 200;
 
@@ -128,16 +124,6 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
     },
     rollout: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.rollouts.get(requireId(args.id)).then((r) => r ?? null),
     events: (_: unknown, args: Args, ctx: GraphQLContext) => eventPage(ctx, eventFilterFrom(args.filter), args.first, args.after ?? undefined),
-    agentPools: notBacked('agentPools (agent pool rollouts)'),
-    agentPool: notBacked('agentPool (agent pool rollouts)'),
-    virtualClusters: notBacked('virtualClusters (virtual cluster upgrades)'),
-    virtualCluster: notBacked('virtualCluster (virtual cluster upgrades)'),
-    clusterVersions: notBacked('clusterVersions (virtual cluster upgrades)'),
-    clusterVersion: notBacked('clusterVersion (virtual cluster upgrades)'),
-    nodeAgentSets: notBacked('nodeAgentSets (node agent rollouts)'),
-    nodeAgentSet: notBacked('nodeAgentSet (node agent rollouts)'),
-    drift: notBacked('drift (needs the reconcilers)'),
-    clusterUpgradeDurations: notBacked('clusterUpgradeDurations (virtual cluster upgrades)'),
     workQueues: (_: unknown, __: Args, ctx: GraphQLContext) => ctx.domain.workQueues(),
     apiTokens: async (_: unknown, args: Args, ctx: GraphQLContext) => {
       const page = await ctx.domain.tokens.list(args.first, args.after ?? undefined);
@@ -150,9 +136,6 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
   },
 
   Mutation: {
-    bumpAgentImage: notBacked('bumpAgentImage (agent pool rollouts)'),
-    bumpNodeAgentImage: notBacked('bumpNodeAgentImage (node agent rollouts)'),
-    bumpClusterVersion: notBacked('bumpClusterVersion (virtual cluster upgrades)'),
     pauseRollout: (_: unknown, args: Args, ctx: GraphQLContext) =>
       ctx.domain.rollouts.pause(requireId(args.id), optionalText(args.reason, 'reason')),
     resumeRollout: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.rollouts.resume(requireId(args.id)),

@@ -7,7 +7,7 @@ import { virtualClustersResolvers } from './virtualClusters.js';
 
 type ResolverMap = Record<string, unknown>;
 
-/** Per-type merge: a later module's field resolver replaces an earlier one's (the core's NOT_IMPLEMENTED placeholders). */
+/** Per-type merge of the resolver modules (each kind adds its root fields and types). */
 function merge(...maps: IResolvers<unknown, GraphQLContext>[]): IResolvers<unknown, GraphQLContext> {
   const merged: Record<string, unknown> = {};
   for (const map of maps) {

@@ -21,7 +21,7 @@ function checkName(value: unknown, field: string): string {
   return value;
 }
 
-/** Resolvers for the nodeAgents part of the schema; they replace the NOT_IMPLEMENTED placeholders in core.ts. */
+/** Resolvers for the nodeAgents part of the schema (merged with the others in index.ts). */
 export const nodeAgentsResolvers: IResolvers<unknown, GraphQLContext> = {
   Query: {
     nodeAgentSets: (_: unknown, args: Args, ctx: GraphQLContext) => {

@@ -28,7 +28,7 @@ function connection<T>(page: Connection<T>) {
   return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
 }
 
-/** Resolvers for the virtualClusters part of the schema; they replace the NOT_IMPLEMENTED placeholders in core.ts. */
+/** Resolvers for the virtualClusters part of the schema (merged with the others in index.ts). */
 export const virtualClustersResolvers: IResolvers<unknown, GraphQLContext> = {
   Query: {
     virtualClusters: async (_: unknown, args: Args, ctx: GraphQLContext) => connection(await listVirtualClusters(ctx.domain, args.filter, args.first, args.after)),
