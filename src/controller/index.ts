@@ -17,7 +17,6 @@ export { Informer, type InformerEventHandler, type InformerOptions, type Indexer
 export { type ClaimedJob, type EnqueueOptions, JobQueue, type JobQueueOptions, type JobRecord, type JobState, type JobTransaction } from './JobQueue.js';
 export { type JobContext, type JobHandler, JobWorker, type JobWorkerOptions } from './JobWorker.js';
 export { LeaderElector, type LeaderElectorOptions, type Runnable, runWhileLeading } from './LeaderElector.js';
-export { type CacheSource, type LeaderElectionConfig, Manager, type ManagerOptions, type ManagerPhase } from './Manager.js';
 export { controllerMetrics, WORKQUEUE_LATENCY_BUCKETS, workQueueMetrics } from './metrics.js';
 export {
   BucketRateLimiter,

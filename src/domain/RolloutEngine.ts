@@ -150,11 +150,6 @@ export class RolloutEngine {
     if (!isTerminal(rollout.state) && threshold > 0 && failed >= threshold) {
       const firstError = targets.find((t) => t.state === 'FAILED')?.error ?? 'unknown error';
       rollout = await this.transition(rollout, 'FAILED', `${failed} target(s) failed (failure threshold ${threshold}); first: ${firstError}`);
-      if (rollout.state === 'FAILED' && rollout.strategy.autoRollback === true) {
-        await this.rollback(rollout.id, { cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` } }).catch((error: unknown) =>
-          this.logger.warn({ err: error, rolloutId }, 'automatic rollback could not start'),
-        );
-      }
     } else if (rollout.state === 'PROGRESSING') {
       const canary = num(rollout.strategy, 'canary');
       let admissionCap = Infinity;
@@ -188,6 +183,18 @@ export class RolloutEngine {
           failed > 0 ? `${failed} target(s) failed, below the failure threshold of ${threshold}` : null,
         );
       }
+    }
+
+    // Level-based, so a crash between FAILED and the rollback's creation still rolls back: the idempotency key makes
+    // the rollback start exactly once however often this runs.
+    if (rollout.state === 'FAILED' && rollout.strategy.autoRollback === true && !rollout.engineState.finished) {
+      await this.rollback(rollout.id, {
+        cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` },
+        idempotencyKey: `auto-rollback:${rollout.id}`,
+      }).catch((error: unknown) => {
+        if (error instanceof ConflictError) return; // nothing changed, or already rolled back
+        throw error;
+      });
     }
 
     // 3. After the end: once no admitted target is left, undo what `prepare` changed, and close a rollback.

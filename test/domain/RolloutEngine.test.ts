@@ -139,6 +139,19 @@ describe('RolloutEngine', () => {
     expect((await rollouts.get(rollout.id))!.state).toBe('ROLLED_BACK');
   });
 
+  it('still starts the automatic rollback, once, when the process died right after failing the rollout', async () => {
+    const rollout = await launch(plan(2, { maxUnavailable: '2', failureThreshold: 1, autoRollback: true }, 'agent:bad'));
+    await engine.reconcile(rollout.id, signal); // admits both
+    // The crash window: the rollout is FAILED in the store, the rollback was never created.
+    await drive(rollout.id);
+    await db.prisma.rollout.deleteMany({ where: { rollbackOfId: rollout.id } });
+    await db.prisma.idempotencyKey.deleteMany({});
+    await db.prisma.rollout.update({ where: { id: rollout.id }, data: { engineState: '{}' } });
+    await engine.reconcile(rollout.id, signal);
+    await engine.reconcile(rollout.id, signal);
+    expect(await db.prisma.rollout.count({ where: { rollbackOfId: rollout.id } })).toBe(1);
+  });
+
   it('pauses after the canary targets and continues only when resumed', async () => {
     const rollout = await launch(plan(5, { maxUnavailable: '5', canary: 2 }));
     let state = await drive(rollout.id);
