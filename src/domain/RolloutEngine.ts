@@ -107,7 +107,7 @@ export class RolloutEngine {
       rollout = await this.transition(rollout, 'PROGRESSING', null);
     }
 
-    let targets = await this.rollouts.allTargets(rolloutId);
+    const targets = await this.rollouts.allTargets(rolloutId);
     const deadlineMs = (num(rollout.strategy, 'progressDeadlineSeconds') ?? 600) * 1000;
     let nextDeadline = Infinity;
 
@@ -127,17 +127,17 @@ export class RolloutEngine {
         observation = { phase: 'failed', reason: `not converged within the progress deadline of ${seconds}s${observation.message ? `: ${observation.message}` : ''}` };
       }
       if (observation.phase === 'succeeded') {
-        await this.rollouts.setTargetState(rolloutId, target, 'SUCCEEDED', { error: null, at: new Date(this.now()) });
+        targets[targets.indexOf(target)] = await this.rollouts.setTargetState(rolloutId, target, 'SUCCEEDED', { error: null, at: new Date(this.now()) });
         this.progressingTargets.delete(this.indexKey(rollout.kind, target));
       } else if (observation.phase === 'failed') {
-        await this.rollouts.setTargetState(rolloutId, target, 'FAILED', { error: observation.reason, at: new Date(this.now()) });
+        targets[targets.indexOf(target)] = await this.rollouts.setTargetState(rolloutId, target, 'FAILED', { error: observation.reason, at: new Date(this.now()) });
         this.progressingTargets.delete(this.indexKey(rollout.kind, target));
       } else {
         this.progressingTargets.set(this.indexKey(rollout.kind, target), rolloutId);
         nextDeadline = Math.min(nextDeadline, admitted.admittedAt.getTime() + deadlineMs);
       }
     }
-    targets = await this.rollouts.allTargets(rolloutId);
+    // Targets were updated in place above; only the rollout may have changed under us (a user paused or aborted it).
     rollout = (await this.rollouts.get(rolloutId))!;
 
     const count = (state: RolloutTarget['state']) => targets.filter((t) => t.state === state).length;
