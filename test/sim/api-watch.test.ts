@@ -102,6 +102,16 @@ describe('watch', () => {
     }
   });
 
+  it('holds back events up to a resourceVersion from the future', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'future' } } });
+    const ahead = sim.store.currentRevision() + 2;
+    const w = await watchCollect(sim, '/api/v1/namespaces/future/configmaps', { resourceVersion: String(ahead) });
+    for (const name of ['a', 'b', 'c']) await core.createNamespacedConfigMap({ namespace: 'future', body: { metadata: { name } } });
+    await eventually(() => w.events.length >= 1, 5_000, 'the event after the future revision');
+    w.abort();
+    expect(w.events.map((e) => e.name)).toEqual(['c']);
+  });
+
   it('ends the stream after timeoutSeconds', async () => {
     const w = await watchCollect(sim, '/api/v1/nodes', { timeoutSeconds: 1, resourceVersion: String(sim.store.currentRevision()) });
     expect(await w.done).toBeNull();

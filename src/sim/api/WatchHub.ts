@@ -24,6 +24,8 @@ interface Watcher extends WatchRequest {
   timer: NodeJS.Timeout | undefined;
   closed: boolean;
   sentColumns: boolean;
+  /** A watch asked to start after a revision not reached yet: events up to it are not sent (0: none held back). */
+  holdThrough: number;
 }
 
 export interface WatchHubOptions {
@@ -66,7 +68,8 @@ export class WatchHub {
    * Must run synchronously from replay to registration so no event falls between them.
    */
   start(res: ServerResponse, request: WatchRequest, fromRevision: number | undefined): void {
-    const watcher: Watcher = { ...request, res, buffer: '', timer: undefined, closed: false, sentColumns: false };
+    const watcher: Watcher = { ...request, res, buffer: '', timer: undefined, closed: false, sentColumns: false, holdThrough: 0 };
+    if (fromRevision !== undefined && fromRevision > this.store.currentRevision()) watcher.holdThrough = fromRevision;
     res.writeHead(200, { 'Content-Type': request.table ? TABLE_CONTENT_TYPE : 'application/json', 'Cache-Control': 'no-cache, private' });
     if (fromRevision === undefined) {
       for (const object of this.store.list(request.type, request.namespace)) {
@@ -123,6 +126,10 @@ export class WatchHub {
     let modified: string | undefined;
     let deleted: string | undefined;
     for (const watcher of set) {
+      if (watcher.holdThrough) {
+        if (Number(event.object.metadata.resourceVersion) <= watcher.holdThrough) continue;
+        watcher.holdThrough = 0;
+      }
       const type = this.deliveryType(watcher, event);
       if (!type) continue;
       if (watcher.table) watcher.buffer += this.line(watcher, type, event.object);
