@@ -41,7 +41,7 @@ export interface AgentPoolOptions {
   /** Concurrent pool reconciles; default 16. */
   workers?: number;
   serviceAccountName?: string;
-  /** Coalescing window of the engine notifications, default 100 ms. */
+  /** Coalescing window of the engine notifications; default 100 ms, growing with the number of pools (1 s at 10,000). */
   notifyIntervalMs?: number;
   now?: () => number;
 }
@@ -157,7 +157,8 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const notify = (refs: { namespace?: string; name: string }[]) => {
     for (const r of refs) pending.add(`${r.namespace ?? ''}/${r.name}`);
     if (!timer && pending.size > 0) {
-      timer = setTimeout(flush, options.notifyIntervalMs ?? 100);
+      // Each notification costs the engine a pass over the rollout's targets: the more pools, the longer the window.
+      timer = setTimeout(flush, options.notifyIntervalMs ?? Math.min(2000, Math.max(100, pools.list().length / 10)));
       timer.unref();
     }
   };
