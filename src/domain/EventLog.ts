@@ -23,6 +23,7 @@ export interface StreamOptions {
  */
 export class EventLog {
   private tail: Promise<unknown> = Promise.resolve();
+  private pendingAppends: { events: NewEvent[]; resolve: (stored: StoredEvent[]) => void; reject: (error: unknown) => void }[] = [];
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -47,16 +48,32 @@ export class EventLog {
     return next;
   }
 
-  /** Appends events that need no other change in the same transaction. */
+  /**
+   * Appends events that need no other change in the same transaction. Appends that arrive while a commit is running
+   * are grouped into the next transaction (group commit): many reconcilers appending at once cost one commit, not one
+   * each, and the order of appends is kept.
+   */
   append(...events: NewEvent[]): Promise<StoredEvent[]> {
-    const run = async (): Promise<StoredEvent[]> => {
-      const stored = await this.prisma.$transaction((tx) => insertEvents(tx, events));
-      for (const event of stored) this.bus.publish(event);
-      return stored;
-    };
-    const next = this.tail.then(run, run);
-    this.tail = next.catch(() => undefined);
-    return next;
+    return new Promise((resolve, reject) => {
+      this.pendingAppends.push({ events, resolve, reject });
+      if (this.pendingAppends.length > 1) return; // a flush is already scheduled and will take these too
+      const flush = async (): Promise<void> => {
+        const batch = this.pendingAppends.splice(0);
+        try {
+          const stored = await this.prisma.$transaction((tx) => insertEvents(tx, batch.flatMap((b) => b.events)));
+          for (const event of stored) this.bus.publish(event);
+          let offset = 0;
+          for (const b of batch) {
+            b.resolve(stored.slice(offset, offset + b.events.length));
+            offset += b.events.length;
+          }
+        } catch (error) {
+          for (const b of batch) b.reject(error);
+        }
+      };
+      const next = this.tail.then(flush, flush);
+      this.tail = next.catch(() => undefined);
+    });
   }
 
   /** A page of history after `afterId` (exclusive), oldest first. */

@@ -3,8 +3,11 @@ import type { RolloutKind } from './events.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
 import { targetKey } from './ports.js';
 import type { LaunchResult, RolloutLauncher } from './RolloutLauncher.js';
-import type { Cause, Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
+import type { Cause, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
 import { isTerminal } from './rolloutStates.js';
+
+/** Target changes recorded per transaction. */
+const RECORD_BATCH = 500;
 
 export interface EngineOptions {
   /** How often an active rollout is re-evaluated even without a target change (default 1 s). */
@@ -111,7 +114,9 @@ export class RolloutEngine {
     const deadlineMs = (num(rollout.strategy, 'progressDeadlineSeconds') ?? 600) * 1000;
     let nextDeadline = Infinity;
 
-    // 1. Admitted targets: record what became of them (also after pause/abort: admitted targets finish).
+    // 1. Admitted targets: record what became of them (also after pause/abort: admitted targets finish). The outcomes
+    //    of one pass are recorded in one transaction.
+    const outcomes: TargetChange[] = [];
     for (const target of targets) {
       if (target.state !== 'PROGRESSING') continue;
       const admitted = this.admitted(rollout, target);
@@ -127,16 +132,15 @@ export class RolloutEngine {
         observation = { phase: 'failed', reason: `not converged within the progress deadline of ${seconds}s${observation.message ? `: ${observation.message}` : ''}` };
       }
       if (observation.phase === 'succeeded') {
-        targets[targets.indexOf(target)] = await this.rollouts.setTargetState(rolloutId, target, 'SUCCEEDED', { error: null, at: new Date(this.now()) });
-        this.progressingTargets.delete(this.indexKey(rollout.kind, target));
+        outcomes.push({ target, to: 'SUCCEEDED', error: null, at: new Date(this.now()) });
       } else if (observation.phase === 'failed') {
-        targets[targets.indexOf(target)] = await this.rollouts.setTargetState(rolloutId, target, 'FAILED', { error: observation.reason, at: new Date(this.now()) });
-        this.progressingTargets.delete(this.indexKey(rollout.kind, target));
+        outcomes.push({ target, to: 'FAILED', error: observation.reason, at: new Date(this.now()) });
       } else {
         this.progressingTargets.set(this.indexKey(rollout.kind, target), rolloutId);
         nextDeadline = Math.min(nextDeadline, admitted.admittedAt.getTime() + deadlineMs);
       }
     }
+    await this.record(rollout, targets, outcomes);
     // Targets were updated in place above; only the rollout may have changed under us (a user paused or aborted it).
     rollout = (await this.rollouts.get(rolloutId))!;
 
@@ -244,7 +248,12 @@ export class RolloutEngine {
     });
   }
 
+  /**
+   * Writes the change for each target (in parallel, idempotently), then records them as PROGRESSING in batches.
+   * Whatever was written before a failure is still recorded; the rest is admitted again on the next pass.
+   */
   private async admit(driver: RolloutDriver, rollout: Rollout, targets: RolloutTarget[], signal: AbortSignal): Promise<void> {
+    const admittedChanges: TargetChange[] = [];
     let next = 0;
     const worker = async () => {
       while (next < targets.length && !signal.aborted) {
@@ -253,19 +262,36 @@ export class RolloutEngine {
         const admitted = this.admitted(rollout, { ...target, admittedAt });
         try {
           await driver.admit(admitted, rollout, signal);
+          admittedChanges.push({ target, to: 'PROGRESSING', countAttempt: true, at: admittedAt });
         } catch (error) {
           // A target that vanished or cannot take the change fails; anything else (API down, conflict) is retried.
-          if (isAppError(error) && (error.code === ErrorCode.NotFound || error.code === ErrorCode.BadUserInput)) {
-            await this.rollouts.setTargetState(rollout.id, target, 'FAILED', { countAttempt: true, error: error.message, at: admittedAt });
-            continue;
-          }
-          throw error;
+          if (!(isAppError(error) && (error.code === ErrorCode.NotFound || error.code === ErrorCode.BadUserInput))) throw error;
+          admittedChanges.push({ target, to: 'FAILED', countAttempt: true, error: error.message, at: admittedAt });
         }
-        await this.rollouts.setTargetState(rollout.id, target, 'PROGRESSING', { countAttempt: true, at: admittedAt });
-        this.progressingTargets.set(this.indexKey(rollout.kind, target), rollout.id);
+        if (admittedChanges.length >= RECORD_BATCH) await this.record(rollout, targets, admittedChanges.splice(0));
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.admissionConcurrency, targets.length) }, worker));
+    try {
+      await Promise.all(Array.from({ length: Math.min(this.admissionConcurrency, targets.length) }, worker));
+    } finally {
+      await this.record(rollout, targets, admittedChanges.splice(0));
+    }
+  }
+
+  /** Records target changes in one transaction and mirrors them into `targets` and the routing index. */
+  private async record(rollout: Rollout, targets: RolloutTarget[], changes: TargetChange[]): Promise<void> {
+    if (changes.length === 0) return;
+    const indexById = new Map(targets.map((t, i) => [t.id, i]));
+    for (let i = 0; i < changes.length; i += RECORD_BATCH) {
+      const updated = await this.rollouts.setTargetStates(rollout.id, changes.slice(i, i + RECORD_BATCH));
+      for (const target of updated) {
+        const index = indexById.get(target.id);
+        if (index !== undefined) targets[index] = target;
+        const key = this.indexKey(rollout.kind, target);
+        if (target.state === 'PROGRESSING') this.progressingTargets.set(key, rollout.id);
+        else this.progressingTargets.delete(key);
+      }
+    }
   }
 
   private admitted(rollout: Rollout, target: RolloutTarget): AdmittedTarget {

@@ -421,31 +421,58 @@ export class RolloutService {
     rolloutId: string,
     target: { namespace: string; name: string },
     to: TargetState,
-    detail: { error?: string | null; countAttempt?: boolean; /** When it happened (the engine's clock). */ at?: Date } = {},
+    detail: TargetChangeDetail = {},
   ): Promise<RolloutTarget> {
+    return this.setTargetStates(rolloutId, [{ target, to, ...detail }]).then((updated) => updated[0]!);
+  }
+
+  /**
+   * Several target changes of one rollout in one transaction (the engine records a whole pass at once: one commit
+   * instead of one per target is what keeps a 10,000-pool rollout from being bound by SQLite commits).
+   */
+  setTargetStates(rolloutId: string, changes: readonly TargetChange[]): Promise<RolloutTarget[]> {
+    if (changes.length === 0) return Promise.resolve([]);
     return this.log.commit(async (tx) => {
-      const row = await tx.rolloutTarget.findUnique({
-        where: { rolloutId_namespace_name: { rolloutId, namespace: target.namespace, name: target.name } },
-      });
-      if (!row) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
-      const now = detail.at ?? new Date();
-      const updated = await tx.rolloutTarget.update({
-        where: { id: row.id },
-        data: {
-          state: to,
-          ...(detail.error !== undefined ? { error: detail.error } : {}),
-          ...(detail.countAttempt ? { attempts: { increment: 1 } } : {}),
-          ...(to === 'PROGRESSING' ? { admittedAt: now } : {}),
-          ...(FINISHED_TARGET_STATES.includes(to) ? { finishedAt: now } : {}),
-        },
-      });
-      if (to === 'SUCCEEDED') await recordRevision(tx, row, rolloutId);
-      const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
-      const events: NewEvent[] = [{ type: EventType.TargetStateChanged, ...base, payload: { from: row.state, to, error: detail.error ?? null } }];
-      if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: detail.error ?? null } });
-      return { result: toTarget(updated), events };
+      const results: RolloutTarget[] = [];
+      const events: NewEvent[] = [];
+      for (const change of changes) {
+        const { target, to } = change;
+        const row = await tx.rolloutTarget.findUnique({
+          where: { rolloutId_namespace_name: { rolloutId, namespace: target.namespace, name: target.name } },
+        });
+        if (!row) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
+        const now = change.at ?? new Date();
+        const updated = await tx.rolloutTarget.update({
+          where: { id: row.id },
+          data: {
+            state: to,
+            ...(change.error !== undefined ? { error: change.error } : {}),
+            ...(change.countAttempt ? { attempts: { increment: 1 } } : {}),
+            ...(to === 'PROGRESSING' ? { admittedAt: now } : {}),
+            ...(FINISHED_TARGET_STATES.includes(to) ? { finishedAt: now } : {}),
+          },
+        });
+        if (to === 'SUCCEEDED') await recordRevision(tx, row, rolloutId);
+        const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
+        events.push({ type: EventType.TargetStateChanged, ...base, payload: { from: row.state, to, error: change.error ?? null } });
+        if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: change.error ?? null } });
+        results.push(toTarget(updated));
+      }
+      return { result: results, events };
     });
   }
+}
+
+export interface TargetChangeDetail {
+  error?: string | null;
+  countAttempt?: boolean;
+  /** When it happened (the engine's clock). */
+  at?: Date;
+}
+
+export interface TargetChange extends TargetChangeDetail {
+  target: { namespace: string; name: string };
+  to: TargetState;
 }
 
 async function recordRevision(tx: Tx, target: TargetRow, rolloutId: string): Promise<void> {

@@ -54,6 +54,9 @@ export async function openDatabase(url: string): Promise<Database> {
   await prisma.$connect();
   // The adapter opens its own connection; make sure it waits on locks too.
   await prisma.$queryRawUnsafe(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  // In WAL mode NORMAL syncs at checkpoints instead of every commit: a killed process loses nothing committed (the WAL
+  // is in the OS cache), only an OS crash or power loss can drop the last commits. See docs/adr/0008-sqlite-durability.md.
+  await prisma.$queryRawUnsafe('PRAGMA synchronous = NORMAL');
   let open = true;
   return {
     prisma,
