@@ -3,6 +3,7 @@
  * agent image becomes a rollout plan. No GraphQL or Kubernetes types here; `src/controllers/agentpool` implements
  * `AgentPoolQueries` from its informer caches.
  */
+import { matchesLabelSelector, parseLabelSelector, type Requirement } from './labelSelector.js';
 import { ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
 import { isDowngrade, parseImageReference } from './imageReference.js';
@@ -58,74 +59,6 @@ export interface Connection<T> {
   totalCount: number;
 }
 
-// -------------------------------------------------------------------------------------------------------------------
-// Label selectors (the Kubernetes query syntax)
-
-type Requirement =
-  | { op: 'eq' | 'neq'; key: string; value: string }
-  | { op: 'in' | 'notin'; key: string; values: string[] }
-  | { op: 'exists' | 'notexists'; key: string };
-
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
-
-/** Parses `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`, comma-joined; refuses anything else. */
-export function parseLabelSelector(text: string, field: string): Requirement[] {
-  const fail = (reason: string): never => {
-    throw new ValidationError(field, `"${text.slice(0, 80)}" is not a valid label selector: ${reason}`);
-  };
-  const parts: string[] = [];
-  let depth = 0;
-  let current = '';
-  for (const ch of text) {
-    if (ch === '(') depth++;
-    if (ch === ')') depth--;
-    if (depth < 0) fail('unbalanced parentheses');
-    if (ch === ',' && depth === 0) {
-      parts.push(current);
-      current = '';
-    } else current += ch;
-  }
-  if (depth !== 0) fail('unbalanced parentheses');
-  parts.push(current);
-  if (text.trim() === '') return [];
-  const checkKey = (key: string) => (LABEL_KEY.test(key) ? key : fail(`"${key}" is not a valid label key`));
-  const checkValue = (value: string) => (LABEL_VALUE.test(value) ? value : fail(`"${value}" is not a valid label value`));
-  return parts.map((raw): Requirement => {
-    const part = raw.trim();
-    if (part === '') fail('empty requirement');
-    const set = /^(\S+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(part);
-    if (set) {
-      const values = set[3]!.split(',').map((v) => checkValue(v.trim()));
-      return { op: set[2] as 'in' | 'notin', key: checkKey(set[1]!), values };
-    }
-    const cmp = /^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(part);
-    if (cmp) return { op: cmp[2] === '!=' ? 'neq' : 'eq', key: checkKey(cmp[1]!), value: checkValue(cmp[3]!) };
-    if (part.startsWith('!')) return { op: 'notexists', key: checkKey(part.slice(1).trim()) };
-    return { op: 'exists', key: checkKey(part) };
-  });
-}
-
-export function matchesLabels(requirements: readonly Requirement[], labels: Record<string, string>): boolean {
-  return requirements.every((r) => {
-    const has = Object.prototype.hasOwnProperty.call(labels, r.key);
-    const value = labels[r.key];
-    switch (r.op) {
-      case 'eq':
-        return has && value === r.value;
-      case 'neq':
-        return !has || value !== r.value;
-      case 'in':
-        return has && r.values.includes(value!);
-      case 'notin':
-        return !has || !r.values.includes(value!);
-      case 'exists':
-        return has;
-      case 'notexists':
-        return !has;
-    }
-  });
-}
 
 // -------------------------------------------------------------------------------------------------------------------
 // Pool selection (bumpAgentImage `pools`, stored as the rollout's selector)
@@ -148,7 +81,7 @@ export function matchesPoolSelection(selection: PoolSelection | null | undefined
     } catch {
       return false;
     }
-    if (!matchesLabels(requirements, pool.labels)) return false;
+    if (!matchesLabelSelector(requirements, pool.labels)) return false;
   }
   return true;
 }
@@ -179,7 +112,7 @@ export async function listAgentPools(queries: AgentPoolQueries, filter: AgentPoo
   const pools = (await queries.all()).filter(
     (p) =>
       (!filter?.namespace || p.namespace === filter.namespace) &&
-      matchesLabels(requirements, p.labels) &&
+      matchesLabelSelector(requirements, p.labels) &&
       (filter?.drifted === null || filter?.drifted === undefined || isDrifted(p) === filter.drifted),
   );
   return page(pools, first, after, 100);

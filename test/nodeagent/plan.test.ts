@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { matchesLabelSelector, parseLabelSelector } from '../../src/domain/labelSelector.js';
 import {
-  matchesLabelSelector,
   nodeAgentSelectorOf,
-  parseLabelSelector,
   planNodeAgentBump,
   type NodeAgentCandidate,
   type NodeAgentCandidates,
