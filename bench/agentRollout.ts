@@ -7,13 +7,11 @@
  * Prints a table and writes bench/results/agent-rollout.json. Run: `npm run bench -- agent-rollout`
  * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes).
  */
+import { post, startBenchApp } from './benchApp.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
-import { startApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
 import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator } from '../src/sim/index.js';
 import type { ApiRequestInfo, KubeObject } from '../src/sim/types.js';
@@ -35,12 +33,6 @@ interface RunResult {
   budgetFloorSeconds: number | null;
 }
 
-async function post(url: string, query: string, variables: Record<string, unknown>): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
-  const body = (await res.json()) as { data?: any; errors?: { message: string }[] };
-  if (body.errors) throw new Error(body.errors.map((e) => e.message).join('; '));
-  return body.data;
-}
 
 async function runOnce(pools: number, budget: { qps: number; burst: number } | undefined): Promise<RunResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-agent-'));
@@ -61,22 +53,10 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       },
     },
   });
-  const config = loadConfig(
-    {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: `file:${path.join(dir, 'rollplane.db')}`,
-      LOG_LEVEL: 'silent',
-      ROLLPLANE_KUBE: 'kubeconfig',
-      KUBECONFIG: sim.kubeconfigPath,
-      ROLLPLANE_LEADER_ELECT: 'false',
-      ROLLPLANE_AUTH: 'off',
-      ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
-      ...(budget ? { ROLLPLANE_KUBE_QPS: String(budget.qps), ROLLPLANE_KUBE_BURST: String(budget.burst) } : { ROLLPLANE_KUBE_QPS: '100000', ROLLPLANE_KUBE_BURST: '100000' }),
-    },
-    [],
-  );
-  const app = await startApp(config, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }) });
+  const app = await startBenchApp(dir, sim.kubeconfigPath, {
+    ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
+    ...(budget ? { ROLLPLANE_KUBE_QPS: String(budget.qps), ROLLPLANE_KUBE_BURST: String(budget.burst) } : {}),
+  });
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
   try {

@@ -9,14 +9,12 @@
  * Prints a table and writes bench/results/cluster-upgrade.json. Run: `npm run bench -- cluster-upgrade`
  * (`VC_BENCH_CLUSTERS=100`, `VC_BENCH_CONCURRENCY=10` to change the sizes).
  */
+import { post, startBenchApp } from './benchApp.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { pino } from 'pino';
-import { startApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
 import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../src/sim/index.js';
 import { Resources } from '../src/sim/store/resources.js';
@@ -26,12 +24,6 @@ import type { KubeObject } from '../src/sim/types.js';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CV = 'cv-sample-np';
 
-async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
-  const body = (await res.json()) as { data?: any; errors?: { message: string }[] };
-  if (body.errors) throw new Error(body.errors.map((e) => e.message).join('; '));
-  return body.data;
-}
 
 function fleet(clusters: number): string {
   return `clusters=${clusters},nodes=${Math.max(3, Math.ceil(clusters / 20))},peers=0`;
@@ -186,22 +178,7 @@ interface RollplaneRun {
 async function withRollplane(clusters: number, concurrency: number): Promise<RollplaneRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-vc-'));
   const sim = await startSimChild(clusters, path.join(dir, 'kubeconfig'));
-  const config = loadConfig(
-    {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: `file:${path.join(dir, 'rollplane.db')}`,
-      LOG_LEVEL: 'silent',
-      ROLLPLANE_KUBE: 'kubeconfig',
-      KUBECONFIG: sim.kubeconfigPath,
-      ROLLPLANE_LEADER_ELECT: 'false',
-      ROLLPLANE_AUTH: 'off',
-      ROLLPLANE_KUBE_QPS: '100000',
-      ROLLPLANE_KUBE_BURST: '100000',
-    },
-    [],
-  );
-  const app = await startApp(config, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }) });
+  const app = await startBenchApp(dir, sim.kubeconfigPath);
   try {
     for (;;) {
       const data = await post(app.url, '{ virtualClusters(first: 1) { totalCount } }');

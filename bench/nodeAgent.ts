@@ -7,13 +7,11 @@
  * Prints a table and writes bench/results/node-agent.json. Run: `npm run bench -- node-agent`
  * (`NODE_AGENT_BENCH_NODES=50`, `NODE_AGENT_BENCH_MODE=NODE_BY_NODE,SURGE` to change). Both modes by default.
  */
+import { post, startBenchApp } from './benchApp.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
-import { startApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
 import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator } from '../src/sim/index.js';
 import type { ApiRequestInfo, KubeObject } from '../src/sim/types.js';
@@ -37,12 +35,6 @@ export interface NodeAgentBenchResult {
   requestsPerNode: number;
 }
 
-async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
-  const body = (await res.json()) as { data?: any; errors?: { message: string }[] };
-  if (body.errors) throw new Error(body.errors.map((e) => e.message).join('; '));
-  return body.data;
-}
 
 function stats(values: number[]) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -83,22 +75,7 @@ async function runOnce(nodes: number, mode: string): Promise<NodeAgentBenchResul
       },
     },
   });
-  const config = loadConfig(
-    {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: `file:${path.join(dir, 'rollplane.db')}`,
-      LOG_LEVEL: 'silent',
-      ROLLPLANE_KUBE: 'kubeconfig',
-      KUBECONFIG: sim.kubeconfigPath,
-      ROLLPLANE_LEADER_ELECT: 'false',
-      ROLLPLANE_AUTH: 'off',
-      ROLLPLANE_KUBE_QPS: '100000',
-      ROLLPLANE_KUBE_BURST: '100000',
-    },
-    [],
-  );
-  const app = await startApp(config, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }) });
+  const app = await startBenchApp(dir, sim.kubeconfigPath);
   try {
     for (;;) {
       const data = await post(app.url, 'query ($ns: String!, $n: String!) { nodeAgentSet(namespace: $ns, name: $n) { nodes { ready } } }', { ns: DS_NS, n: DS_NAME });

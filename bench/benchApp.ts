@@ -1,0 +1,37 @@
+/** What the rollout benchmarks share: the real service pointed at a simulator's kubeconfig, and a GraphQL client. */
+import path from 'node:path';
+import { pino } from 'pino';
+import { startApp, type App } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+
+/**
+ * Starts rollplane on port 0 with its database in `dir`, driving the cluster behind `kubeconfigPath`, as one leader
+ * without authentication and (unless `env` says otherwise) without a client-side API budget.
+ */
+export function startBenchApp(dir: string, kubeconfigPath: string, env: Record<string, string> = {}): Promise<App> {
+  const config = loadConfig(
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: `file:${path.join(dir, 'rollplane.db')}`,
+      LOG_LEVEL: 'silent',
+      ROLLPLANE_KUBE: 'kubeconfig',
+      KUBECONFIG: kubeconfigPath,
+      ROLLPLANE_LEADER_ELECT: 'false',
+      ROLLPLANE_AUTH: 'off',
+      ROLLPLANE_KUBE_QPS: '100000',
+      ROLLPLANE_KUBE_BURST: '100000',
+      ...env,
+    },
+    [],
+  );
+  return startApp(config, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }) });
+}
+
+/** POSTs a GraphQL operation; throws with the errors' messages. */
+export async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  const body = (await res.json()) as { data?: any; errors?: { message: string }[] };
+  if (body.errors) throw new Error(body.errors.map((e) => e.message).join('; '));
+  return body.data;
+}
