@@ -29,21 +29,19 @@ export function toStoredEvent(row: EventRow): StoredEvent {
 }
 
 export async function insertEvents(tx: Tx, events: readonly NewEvent[]): Promise<StoredEvent[]> {
-  const stored: StoredEvent[] = [];
-  for (const event of events) {
-    const row = await tx.event.create({
-      data: {
-        type: event.type,
-        rolloutId: event.rolloutId ?? null,
-        kind: event.kind ?? null,
-        namespace: event.namespace ?? null,
-        name: event.name ?? null,
-        payload: JSON.stringify(event.payload ?? {}),
-      },
-    });
-    stored.push(toStoredEvent(row));
-  }
-  return stored;
+  if (events.length === 0) return [];
+  // One INSERT … RETURNING for the batch; ids come back in insertion order (AUTOINCREMENT, one writer).
+  const rows = await tx.event.createManyAndReturn({
+    data: events.map((event) => ({
+      type: event.type,
+      rolloutId: event.rolloutId ?? null,
+      kind: event.kind ?? null,
+      namespace: event.namespace ?? null,
+      name: event.name ?? null,
+      payload: JSON.stringify(event.payload ?? {}),
+    })),
+  });
+  return rows.sort((a, b) => a.id - b.id).map(toStoredEvent);
 }
 
 function whereFor(filter: EventFilter, afterId: number | undefined) {
