@@ -109,16 +109,21 @@ export class RolloutFollower {
       const safetyTimer = setInterval(() => {
         this.options.fetchRollout(id).then((current) => {
           if (done || !current) return;
+          this.reachable();
           onPolled(current);
           this.options.onUpdate(current);
           if (isTerminalState(current.state)) finish({ kind: 'terminal' });
         }, () => {});
       }, this.safetyPollMs);
       close = subscribe({ id, after }, {
-        connected: () => (connected = true),
+        connected: () => {
+          connected = true;
+          this.reachable();
+        },
         next: (update) => {
           if (done) return;
           connected = true;
+          this.reachable();
           onUpdate(update);
           this.options.onUpdate(update.rollout);
           if (isTerminalState(update.rollout.state)) finish({ kind: 'terminal' });
@@ -149,8 +154,7 @@ export class RolloutFollower {
   private async observeThroughOutages(id: string): Promise<RolloutView | undefined> {
     try {
       const rollout = await this.observe(id);
-      if (this.unreachableSince !== undefined) this.options.onNotice?.('server reachable again');
-      this.unreachableSince = undefined;
+      this.reachable();
       return rollout;
     } catch (error) {
       if (!(error instanceof UnreachableError)) throw error;
@@ -158,6 +162,12 @@ export class RolloutFollower {
       this.unreachableSince ??= Date.now();
       return undefined;
     }
+  }
+
+  /** Any answer from the server, by whichever path, ends an outage (and says so once). */
+  private reachable(): void {
+    if (this.unreachableSince !== undefined) this.options.onNotice?.('server reachable again');
+    this.unreachableSince = undefined;
   }
 
   private timeout(rollout: RolloutView, timeoutMs: number): WaitTimeoutError {
