@@ -111,7 +111,7 @@ export class TokenService {
       this.lastUsedWritten.set(row.id, this.now());
       await this.prisma.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date(this.now()) } });
     }
-    return { kind: 'token', tokenId: row.id, name: row.name, role: row.role as Role };
+    return { kind: 'token', tokenId: row.id, name: row.name, role: row.role as Role, expiresAt: row.expiresAt };
   }
 
   /** Whether a token is still usable (checked again for long-lived subscriptions). */

@@ -24,6 +24,8 @@ export interface SubscriptionServerOptions {
   context: (principal: Principal, request: IncomingMessage) => Promise<GraphQLContext>;
 }
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 type Extra = {
   socket: WebSocket;
   request: IncomingMessage;
@@ -55,7 +57,16 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
             const sockets = socketsByToken.get(principal.tokenId) ?? new Set();
             sockets.add(ctx.extra.socket);
             socketsByToken.set(principal.tokenId, sockets);
-            ctx.extra.socket.once('close', () => sockets.delete(ctx.extra.socket));
+            // A token that expires while its socket is open is as invalid as a revoked one: close it at expiry.
+            // (Timers cannot wait longer than about 24 days; a token expiring later is checked when it reconnects.)
+            const untilExpiry = principal.expiresAt ? Math.max(0, principal.expiresAt.getTime() - Date.now()) : Infinity;
+            const expiry =
+              untilExpiry <= MAX_TIMER_MS ? setTimeout(() => ctx.extra.socket.close(CloseCode.Forbidden, 'Forbidden: token expired'), untilExpiry) : undefined;
+            expiry?.unref();
+            ctx.extra.socket.once('close', () => {
+              sockets.delete(ctx.extra.socket);
+              clearTimeout(expiry);
+            });
           }
           return true;
         } catch (error) {

@@ -125,6 +125,19 @@ describe('access control over HTTP and WebSocket', () => {
     await client.dispose();
   });
 
+  it('closes a subscription when its token expires', async () => {
+    const res = await gql(app.url, `mutation { createApiToken(input: { name: "expiring", role: viewer, expiresInSeconds: 60 }) { secret token { id } } }`, {}, bearer(ADMIN));
+    const { secret, token } = res.data.createApiToken;
+    await app.db.prisma.apiToken.update({ where: { id: token.id }, data: { expiresAt: new Date(Date.now() + 1500) } });
+    const client = wsClient(app.url, { connectionParams: { authorization: `Bearer ${secret}` } });
+    const sub = collect(client, 'subscription { events(after: "0") { id } }');
+    await sub.waitFor(1);
+    expect(sub.errors).toEqual([]);
+    await waitUntil(() => sub.errors.length > 0, 10_000);
+    expect(JSON.stringify(sub.errors)).toMatch(/4403.*token expired/);
+    await client.dispose();
+  });
+
   it('rate limits mutations per token with 429, Retry-After and RATE_LIMITED', async () => {
     const limited = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '1', ROLLPLANE_MUTATION_BURST: '2' } });
     try {
