@@ -51,6 +51,27 @@ export class BudgetedKubeConfig extends KubeConfig {
   }
 }
 
+/**
+ * client-node 1.4 builds a new http(s).Agent for every request, so every call opens (and closes) a TCP connection —
+ * measurable in a profile of a 1,000-pool rollout. Its private `createAgent` is replaced on the instance by one that
+ * keeps one keep-alive agent per distinct cluster and TLS settings.
+ */
+function reuseConnections(kubeConfig: KubeConfig): void {
+  const target = kubeConfig as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => unknown };
+  const create = target.createAgent.bind(kubeConfig);
+  const agents = new Map<string, unknown>();
+  target.createAgent = (cluster, options) => {
+    const c = (cluster ?? {}) as { server?: string; proxyUrl?: string };
+    const key = JSON.stringify([c.server, c.proxyUrl, options.rejectUnauthorized, options.servername, String(options.ca ?? ''), String(options.cert ?? ''), String(options.key ?? '')]);
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = create(cluster, { ...options, keepAlive: true });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+}
+
 export interface KubeClients {
   kubeConfig: BudgetedKubeConfig;
   budget: ApiBudget;
@@ -87,6 +108,7 @@ export function loadKubeConfig(config: KubeClientConfig): BudgetedKubeConfig {
   }
   if (config.context) kc.setCurrentContext(config.context);
   if (!kc.getCurrentCluster()) throw new AppError(ErrorCode.Unavailable, `no Kubernetes cluster configured (mode ${config.mode})`);
+  reuseConnections(kc);
   return kc;
 }
 
