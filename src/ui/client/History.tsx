@@ -56,17 +56,7 @@ function RolloutHistory() {
         <label>
           Search <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="version, actor, commit, message" />
         </label>
-        <label>
-          Kind{' '}
-          <select value={kind} onChange={(e) => setKind(e.target.value as RolloutKind | '')}>
-            <option value="">all</option>
-            {Object.entries(kindLabel).map(([value, label]) => (
-              <option key={value} value={value}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <KindFilter value={kind} onChange={setKind} />
         <label>
           State{' '}
           <select value={state} onChange={(e) => setState(e.target.value as RolloutState | '')}>
@@ -186,17 +176,7 @@ function EventHistory() {
             </label>
           ))}
         </fieldset>
-        <label>
-          Kind{' '}
-          <select value={kind} onChange={(e) => setKind(e.target.value as RolloutKind | '')}>
-            <option value="">all</option>
-            {Object.entries(kindLabel).map(([value, label]) => (
-              <option key={value} value={value}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <KindFilter value={kind} onChange={setKind} />
         <label>
           Rollout <input value={rolloutId} onChange={(e) => setRolloutId(e.target.value)} placeholder="ro_…" />
         </label>
@@ -261,6 +241,23 @@ export function EventTable({ events, label }: { events: HistoryEvent[]; label: s
         )}
       </tbody>
     </table>
+  );
+}
+
+/** The rollout-kind filter both history tables offer. */
+function KindFilter({ value, onChange }: { value: RolloutKind | ''; onChange: (kind: RolloutKind | '') => void }) {
+  return (
+    <label>
+      Kind{' '}
+      <select value={value} onChange={(e) => onChange(e.target.value as RolloutKind | '')}>
+        <option value="">all</option>
+        {Object.entries(kindLabel).map(([kind, label]) => (
+          <option key={kind} value={kind}>
+            {label}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
 
