@@ -21,7 +21,7 @@ export interface Permission {
 
 export const PERMISSIONS: readonly Permission[] = [
   // Agent pools (harvester/vm-dhcp-controller): IPPools, their agent Pods or agent Deployments, NADs, nodes.
-  { group: 'network.harvesterhci.io', resource: 'ippools', verbs: ['get', 'list', 'watch', 'patch'], scope: 'cluster', why: 'informer; hold annotation and agent-pod bookkeeping' },
+  { group: 'network.harvesterhci.io', resource: 'ippools', verbs: ['get', 'list', 'watch'], scope: 'cluster', why: 'informer; a fresh read when an admission meets a conflict' },
   { group: 'network.harvesterhci.io', resource: 'ippools/status', verbs: ['update'], scope: 'cluster', why: 'status.agentPodRef (the image the rollout admits) and conditions' },
   { group: 'k8s.cni.cncf.io', resource: 'network-attachment-definitions', verbs: ['list', 'watch'], scope: 'cluster', why: 'informer: the cluster network of each pool' },
   { group: '', resource: 'nodes', verbs: ['list', 'watch'], scope: 'cluster', why: 'informers: agent placement, node-agent eligibility' },

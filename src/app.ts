@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import type { Domain } from './domain/Domain.js';
 import { InProcessEventBus, type EventBus } from './domain/EventBus.js';
 import { EventLog } from './domain/EventLog.js';
+import { InFlightChanges } from './domain/InFlightChanges.js';
 import { ROLLOUT_KINDS } from './domain/events.js';
 import { RolloutEngine } from './domain/RolloutEngine.js';
 import { isTerminal, type RolloutState } from './domain/rolloutStates.js';
@@ -76,8 +77,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
 
   const bus = new InProcessEventBus();
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
-  const events = new EventLog(db.prisma, bus);
-  const rollouts = new RolloutService(db.prisma, events);
+  const events = new EventLog(db.prisma, db.sql, bus);
+  const rollouts = new RolloutService(db.prisma, db.sql, events);
   const tokens = new TokenService(db.prisma);
   const audit = new AuditLog(db.prisma);
   await bootstrapAdminToken(config, tokens, logger);
@@ -91,7 +92,16 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     burst: config.kube.burst,
     registry: metrics.registry,
   });
-  const manager = new ControllerManager({ config, clients, registry: metrics.registry, logger, events, leaderElection: config.leaderElection, runControllers: config.controllers });
+  const manager = new ControllerManager({
+    config,
+    clients,
+    registry: metrics.registry,
+    logger,
+    events,
+    inFlight: new InFlightChanges(db.sql, events),
+    leaderElection: config.leaderElection,
+    runControllers: config.controllers,
+  });
   const kinds = setupRolloutKinds(manager);
   for (const driver of kinds.drivers) engine.registerDriver(driver);
 
@@ -111,6 +121,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   });
   engine.connect((id, afterMs) => (afterMs ? rolloutController.enqueueAfter(id, afterMs) : rolloutController.enqueue(id)), launcher);
   manager.onTargetChanged((kind, namespace, name) => engine.targetChanged(kind, namespace, name));
+  // Views of rollouts cached while not leading may be stale: another leader may have moved them on.
+  manager.onStartedLeading(() => engine.forgetViews());
   // User actions (pause, resume, abort) are state changes in the store; the engine reacts to them at once.
   bus.subscribe((event) => {
     if (event.type !== 'RolloutStateChanged' || !event.rolloutId) return;

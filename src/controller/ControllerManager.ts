@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { ControllerHost } from '../controllers/host.js';
 import type { QueueSnapshot } from '../domain/Domain.js';
 import type { EventLog } from '../domain/EventLog.js';
+import type { InFlightChanges } from '../domain/InFlightChanges.js';
 import type { RolloutKind } from '../domain/events.js';
 import { translateKubeError, type KubeClients } from '../kube/index.js';
 import { ConflictError } from '../errors.js';
@@ -29,6 +30,7 @@ export interface ControllerManagerOptions {
   registry: Registry;
   logger: Logger;
   events: EventLog;
+  inFlight: InFlightChanges;
   leaderElection: LeaderElectionSettings;
   /** False for an API-only replica: informers run (the API reads their caches), controllers never do. */
   runControllers?: boolean;
@@ -45,10 +47,12 @@ export class ControllerManager implements ControllerHost {
   readonly registry: Registry;
   readonly logger: Logger;
   readonly events: EventLog;
+  readonly inFlight: InFlightChanges;
   readonly identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
   private readonly informers: Informer<KubernetesObject>[] = [];
   private readonly controllers: Controller[] = [];
   private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
+  private readonly leadingListeners: (() => void)[] = [];
   private readonly settings: LeaderElectionSettings;
   private readonly runControllers: boolean;
   private elector: LeaderElector | undefined;
@@ -61,6 +65,7 @@ export class ControllerManager implements ControllerHost {
     this.registry = options.registry;
     this.logger = options.logger.child({ component: 'manager' });
     this.events = options.events;
+    this.inFlight = options.inFlight;
     this.settings = options.leaderElection;
     this.runControllers = options.runControllers ?? true;
   }
@@ -92,6 +97,11 @@ export class ControllerManager implements ControllerHost {
 
   onTargetChanged(listener: (kind: RolloutKind, namespace: string, name: string) => void): void {
     this.targetListeners.push(listener);
+  }
+
+  /** Runs each time this replica starts its controllers, just before they start (state cached while not leading is stale). */
+  onStartedLeading(listener: () => void): void {
+    this.leadingListeners.push(listener);
   }
 
   isLeader(): boolean {
@@ -128,6 +138,9 @@ export class ControllerManager implements ControllerHost {
     this.logger.info({ informers: this.informers.length }, 'informer caches synced');
     const startControllers = () => {
       this.leading = true;
+      // Another leader may have moved work on since this replica last led.
+      this.inFlight.reload();
+      for (const listener of this.leadingListeners) listener();
       for (const controller of this.controllers) controller.start();
       this.logger.info({ identity: this.identity, controllers: this.controllers.map((c) => c.name) }, 'leading: controllers started');
     };

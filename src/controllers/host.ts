@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Controller, ControllerOptions } from '../controller/Controller.js';
 import type { Informer, InformerOptions } from '../controller/Informer.js';
 import type { EventLog } from '../domain/EventLog.js';
+import type { InFlightChanges } from '../domain/InFlightChanges.js';
 import type { RolloutKind } from '../domain/events.js';
 import type { KubeClients } from '../kube/index.js';
 import type { Logger } from '../log.js';
@@ -19,6 +20,8 @@ export interface ControllerHost {
   logger: Logger;
   /** The history: append AgentRecreated, ClusterUpgradeObserved, NodeAgentReplaced, … events here. */
   events: EventLog;
+  /** Durable notes of work in flight that completes together with its history event (see InFlightChanges). */
+  inFlight: InFlightChanges;
   /** Creates and registers an informer (client-node list + watch with restart, and a cache). */
   informer<T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T>;
   /** Creates and registers a controller (workers on a work queue). */

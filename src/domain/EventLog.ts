@@ -1,5 +1,6 @@
 import type { PrismaClient } from '../store/db.js';
-import { insertEvents, lastEventId, listEventsAfter, listEventsBefore, type Tx } from '../store/events.js';
+import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../store/events.js';
+import type { Sql } from '../store/Sql.js';
 import type { EventBus } from './EventBus.js';
 import { matchesFilter, type EventFilter, type NewEvent, type StoredEvent } from './events.js';
 
@@ -18,62 +19,65 @@ export interface StreamOptions {
 
 /**
  * The append-only history: every state change is committed to the Event table first, then published on the bus.
- * Commits are serialized in this process so that publish order equals id order; a subscriber can therefore treat
- * "id > last seen" as its complete, gap-free position.
+ * Each commit and its publication happen in one synchronous step, so publish order equals id order in this process; a
+ * subscriber can therefore treat "id > last seen" as its complete, gap-free position.
  */
 export class EventLog {
-  private tail: Promise<unknown> = Promise.resolve();
   private pendingAppends: { events: NewEvent[]; resolve: (stored: StoredEvent[]) => void; reject: (error: unknown) => void }[] = [];
 
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly sql: Sql,
     private readonly bus: EventBus,
   ) {}
 
   /**
    * Runs `change` in one transaction together with the insertion of the events it returns, then publishes them.
-   * Nothing is published when the transaction fails.
+   * Nothing is published when the transaction fails. `change` is synchronous (it runs inside the transaction) and may
+   * run more than once if the database was locked.
    */
-  commit<T>(change: (tx: Tx) => Promise<{ result: T; events: readonly NewEvent[] }>): Promise<T> {
-    const run = async (): Promise<T> => {
-      const { result, stored } = await this.prisma.$transaction(async (tx) => {
-        const { result, events } = await change(tx);
-        return { result, stored: await insertEvents(tx, events) };
-      });
-      for (const event of stored) this.bus.publish(event);
-      return result;
-    };
-    const next = this.tail.then(run, run);
-    this.tail = next.catch(() => undefined);
-    return next;
+  commit<T>(change: (sql: Sql) => { result: T; events: readonly NewEvent[] }): Promise<T> {
+    return this.sql.transaction(
+      (sql) => {
+        const { result, events } = change(sql);
+        return { result, stored: insertEvents(sql, events) };
+      },
+      // Published in the same synchronous step as the commit: no other commit can publish in between, so the bus
+      // sees events in id order.
+      ({ stored }) => this.publish(stored),
+    ).then(({ result }) => result);
   }
 
   /**
-   * Appends events that need no other change in the same transaction. Appends that arrive while a commit is running
-   * are grouped into the next transaction (group commit): many reconcilers appending at once cost one commit, not one
-   * each, and the order of appends is kept.
+   * Appends events that need no other change in the same transaction. Appends made in the same tick are grouped into
+   * one transaction (many reconcilers finishing at once cost one commit), and the order of appends is kept.
    */
   append(...events: NewEvent[]): Promise<StoredEvent[]> {
     return new Promise((resolve, reject) => {
       this.pendingAppends.push({ events, resolve, reject });
-      if (this.pendingAppends.length > 1) return; // a flush is already scheduled and will take these too
-      const flush = async (): Promise<void> => {
-        const batch = this.pendingAppends.splice(0);
-        try {
-          const stored = await this.prisma.$transaction((tx) => insertEvents(tx, batch.flatMap((b) => b.events)));
-          for (const event of stored) this.bus.publish(event);
-          let offset = 0;
-          for (const b of batch) {
-            b.resolve(stored.slice(offset, offset + b.events.length));
-            offset += b.events.length;
-          }
-        } catch (error) {
-          for (const b of batch) b.reject(error);
-        }
-      };
-      const next = this.tail.then(flush, flush);
-      this.tail = next.catch(() => undefined);
+      if (this.pendingAppends.length === 1) queueMicrotask(() => void this.flushAppends());
     });
+  }
+
+  private async flushAppends(): Promise<void> {
+    const batch = this.pendingAppends.splice(0);
+    try {
+      const stored = await this.sql.transaction(
+        (sql) => insertEvents(sql, batch.flatMap((b) => b.events)),
+        (inserted) => this.publish(inserted),
+      );
+      let offset = 0;
+      for (const b of batch) {
+        b.resolve(stored.slice(offset, offset + b.events.length));
+        offset += b.events.length;
+      }
+    } catch (error) {
+      for (const b of batch) b.reject(error);
+    }
+  }
+
+  private publish(events: readonly StoredEvent[]): void {
+    for (const event of events) this.bus.publish(event);
   }
 
   /** A page of history after `afterId` (exclusive), oldest first. */

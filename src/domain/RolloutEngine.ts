@@ -1,10 +1,11 @@
 import { AppError, ConflictError, ErrorCode, isAppError, ValidationError } from '../errors.js';
 import type { RolloutKind } from './events.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
-import { targetKey } from './ports.js';
 import type { LaunchResult, RolloutLauncher } from './RolloutLauncher.js';
 import type { Cause, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
+import { targetKey } from './ports.js';
 import { isTerminal } from './rolloutStates.js';
+import { RolloutView } from './RolloutView.js';
 
 /** Target changes recorded per transaction. */
 const RECORD_BATCH = 500;
@@ -51,6 +52,8 @@ export class RolloutEngine {
   private readonly drivers = new Map<RolloutKind, RolloutDriver>();
   /** kind|namespace/name of a PROGRESSING target → its rollout: routes target changes to the right rollout. */
   private readonly progressingTargets = new Map<string, string>();
+  /** rollout id → the engine's picture of its targets between passes (see RolloutView). */
+  private readonly views = new Map<string, RolloutView>();
   private readonly pollMs: number;
   private readonly admissionConcurrency: number;
   private readonly now: () => number;
@@ -96,29 +99,39 @@ export class RolloutEngine {
     return this.rollouts.idsNeedingEngine();
   }
 
+  /** Drops every cached rollout view (this replica just became leader: another one may have moved rollouts on). */
+  forgetViews(): void {
+    this.views.clear();
+  }
+
   async reconcile(rolloutId: string, signal: AbortSignal): Promise<{ requeueAfterMs?: number }> {
     let rollout = await this.rollouts.get(rolloutId);
-    if (!rollout) return {};
+    if (!rollout) {
+      this.views.delete(rolloutId);
+      return {};
+    }
     const driver = this.drivers.get(rollout.kind);
     if (!driver) {
       throw new AppError(ErrorCode.Unavailable, `no ${rollout.kind} controller runs in this rollplane; rollout ${rolloutId} waits`);
     }
-    if (rollout.engineState.finished) return {};
+    if (rollout.engineState.finished) {
+      this.views.delete(rolloutId);
+      return {};
+    }
 
     if (rollout.state === 'PENDING') {
       await driver.prepare?.(rollout, signal);
       rollout = await this.transition(rollout, 'PROGRESSING', null);
     }
 
-    const targets = await this.rollouts.allTargets(rolloutId);
+    const view = await this.viewOf(rollout);
     const deadlineMs = (num(rollout.strategy, 'progressDeadlineSeconds') ?? 600) * 1000;
     let nextDeadline = Infinity;
 
     // 1. Admitted targets: record what became of them (also after pause/abort: admitted targets finish). The outcomes
     //    of one pass are recorded in one transaction.
     const outcomes: TargetChange[] = [];
-    for (const target of targets) {
-      if (target.state !== 'PROGRESSING') continue;
+    for (const target of view.inState('PROGRESSING')) {
       const admitted = this.admitted(rollout, target);
       let observation: TargetObservation;
       try {
@@ -140,19 +153,23 @@ export class RolloutEngine {
         nextDeadline = Math.min(nextDeadline, admitted.admittedAt.getTime() + deadlineMs);
       }
     }
-    await this.record(rollout, targets, outcomes);
-    // Targets were updated in place above; only the rollout may have changed under us (a user paused or aborted it).
+    await this.record(rollout, view, outcomes);
+    // Only the rollout may have changed under us (a user paused or aborted it): the view is current.
     rollout = (await this.rollouts.get(rolloutId))!;
+    if (rollout.state !== view.seenState) {
+      // An abort may have cancelled targets too: decide on a fresh view.
+      this.views.delete(rolloutId);
+      return { requeueAfterMs: 1 };
+    }
 
-    const count = (state: RolloutTarget['state']) => targets.filter((t) => t.state === state).length;
-    const failed = count('FAILED');
-    const progressing = count('PROGRESSING');
-    const pending = targets.filter((t) => t.state === 'PENDING');
+    const failed = view.count('FAILED');
+    const progressing = view.count('PROGRESSING');
+    const pending = view.count('PENDING');
     const threshold = num(rollout.strategy, 'failureThreshold') ?? 1;
 
     // 2. Outcome of the rollout as a whole.
     if (!isTerminal(rollout.state) && threshold > 0 && failed >= threshold) {
-      const firstError = targets.find((t) => t.state === 'FAILED')?.error ?? 'unknown error';
+      const firstError = view.firstInState('FAILED')?.error ?? 'unknown error';
       rollout = await this.transition(rollout, 'FAILED', `${failed} target(s) failed (failure threshold ${threshold}); first: ${firstError}`);
     } else if (rollout.state === 'PROGRESSING') {
       const canary = num(rollout.strategy, 'canary');
@@ -162,25 +179,23 @@ export class RolloutEngine {
           // Paused at the end of the canary phase, and PROGRESSING again: a user resumed it.
           await this.rollouts.updateEngineState(rolloutId, { canaryPassed: true });
         } else {
-          const admittedSoFar = targets.filter((t) => t.state !== 'PENDING' && t.state !== 'SKIPPED' && t.state !== 'CANCELLED').length;
-          if (admittedSoFar >= canary && progressing === 0 && pending.length > 0) {
+          const admittedSoFar = view.admittedSoFar();
+          if (admittedSoFar >= canary && progressing === 0 && pending > 0) {
             await this.rollouts.updateEngineState(rolloutId, { canaryPaused: true });
-            await this.transition(rollout, 'PAUSED', `canary: ${count('SUCCEEDED')} of the first ${canary} target(s) upgraded; resume to continue`);
+            await this.transition(rollout, 'PAUSED', `canary: ${view.count('SUCCEEDED')} of the first ${canary} target(s) upgraded; resume to continue`);
             return {};
           }
           admissionCap = Math.max(0, canary - admittedSoFar);
         }
       }
-      const changing = targets.filter((t) => t.state !== 'SKIPPED').length;
-      const limit =
-        num(rollout.strategy, 'maxConcurrent') ?? resolveMaxUnavailable(rollout.strategy.maxUnavailable, Math.max(1, changing));
-      const inRollout = new Set(targets.map((t) => targetKey(t)));
-      const unavailable = (await driver.unavailableOutsideRollout?.(rollout, inRollout)) ?? 0;
-      const budget = Math.min(admissionCap, limit - progressing - unavailable);
-      const admitting = budget > 0 ? pending.slice(0, budget) : [];
-      await this.admit(driver, rollout, admitting, signal);
+      const limit = num(rollout.strategy, 'maxConcurrent') ?? resolveMaxUnavailable(rollout.strategy.maxUnavailable, Math.max(1, view.changing()));
+      let budget = Math.min(admissionCap, limit - progressing);
+      // Only worth asking the cluster when there is something to admit.
+      if (budget > 0 && pending > 0) budget -= (await driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
+      const admitting = budget > 0 ? view.nextPending(budget) : [];
+      await this.admit(driver, rollout, view, admitting, signal);
       if (admitting.length > 0) nextDeadline = Math.min(nextDeadline, this.now() + deadlineMs);
-      if (pending.length === 0 && progressing === 0) {
+      if (pending === 0 && progressing === 0) {
         rollout = await this.transition(
           rollout,
           'SUCCEEDED',
@@ -188,6 +203,8 @@ export class RolloutEngine {
         );
       }
     }
+    // A transition of ours may have changed targets too (FAILED cancels the PENDING ones): read them afresh next time.
+    if (rollout.state !== view.seenState) this.views.delete(rolloutId);
 
     // Level-based, so a crash between FAILED and the rollback's creation still rolls back: the idempotency key makes
     // the rollback start exactly once however often this runs.
@@ -202,9 +219,10 @@ export class RolloutEngine {
     }
 
     // 3. After the end: once no admitted target is left, undo what `prepare` changed, and close a rollback.
-    if (isTerminal(rollout.state) && count('PROGRESSING') === 0 && !rollout.engineState.finished) {
+    if (isTerminal(rollout.state) && view.count('PROGRESSING') === 0 && !rollout.engineState.finished) {
       await driver.finish?.(rollout, signal);
       await this.rollouts.updateEngineState(rolloutId, { finished: true });
+      this.views.delete(rolloutId);
       if (rollout.rollbackOfId && rollout.state === 'SUCCEEDED') {
         await this.rollouts.transition(rollout.rollbackOfId, 'ROLLED_BACK', `rolled back by ${rollout.id}`).catch((error: unknown) => {
           if (!(error instanceof ConflictError)) throw error;
@@ -212,9 +230,18 @@ export class RolloutEngine {
       }
       return {};
     }
-    if (rollout.state === 'PAUSED' && count('PROGRESSING') === 0) return {};
+    if (rollout.state === 'PAUSED' && view.count('PROGRESSING') === 0) return {};
     const untilDeadline = Number.isFinite(nextDeadline) ? Math.max(10, nextDeadline - this.now()) : this.pollMs;
     return { requeueAfterMs: Math.min(this.pollMs, untilDeadline) };
+  }
+
+  /** The cached view of the rollout's targets, or a fresh one when there is none or the rollout changed state. */
+  private async viewOf(rollout: Rollout): Promise<RolloutView> {
+    const cached = this.views.get(rollout.id);
+    if (cached && cached.seenState === rollout.state) return cached;
+    const view = new RolloutView(await this.rollouts.allTargets(rollout.id), rollout.state);
+    this.views.set(rollout.id, view);
+    return view;
   }
 
   /**
@@ -252,7 +279,7 @@ export class RolloutEngine {
    * Writes the change for each target (in parallel, idempotently), then records them as PROGRESSING in batches.
    * Whatever was written before a failure is still recorded; the rest is admitted again on the next pass.
    */
-  private async admit(driver: RolloutDriver, rollout: Rollout, targets: RolloutTarget[], signal: AbortSignal): Promise<void> {
+  private async admit(driver: RolloutDriver, rollout: Rollout, view: RolloutView, targets: RolloutTarget[], signal: AbortSignal): Promise<void> {
     const admittedChanges: TargetChange[] = [];
     let next = 0;
     const worker = async () => {
@@ -268,25 +295,22 @@ export class RolloutEngine {
           if (!(isAppError(error) && (error.code === ErrorCode.NotFound || error.code === ErrorCode.BadUserInput))) throw error;
           admittedChanges.push({ target, to: 'FAILED', countAttempt: true, error: error.message, at: admittedAt });
         }
-        if (admittedChanges.length >= RECORD_BATCH) await this.record(rollout, targets, admittedChanges.splice(0));
+        if (admittedChanges.length >= RECORD_BATCH) await this.record(rollout, view, admittedChanges.splice(0));
       }
     };
     try {
       await Promise.all(Array.from({ length: Math.min(this.admissionConcurrency, targets.length) }, worker));
     } finally {
-      await this.record(rollout, targets, admittedChanges.splice(0));
+      await this.record(rollout, view, admittedChanges.splice(0));
     }
   }
 
-  /** Records target changes in one transaction and mirrors them into `targets` and the routing index. */
-  private async record(rollout: Rollout, targets: RolloutTarget[], changes: TargetChange[]): Promise<void> {
-    if (changes.length === 0) return;
-    const indexById = new Map(targets.map((t, i) => [t.id, i]));
+  /** Records target changes in one transaction and mirrors them into the view and the routing index. */
+  private async record(rollout: Rollout, view: RolloutView, changes: TargetChange[]): Promise<void> {
     for (let i = 0; i < changes.length; i += RECORD_BATCH) {
       const updated = await this.rollouts.setTargetStates(rollout.id, changes.slice(i, i + RECORD_BATCH));
       for (const target of updated) {
-        const index = indexById.get(target.id);
-        if (index !== undefined) targets[index] = target;
+        view.update(target);
         const key = this.indexKey(rollout.kind, target);
         if (target.state === 'PROGRESSING') this.progressingTargets.set(key, rollout.id);
         else this.progressingTargets.delete(key);

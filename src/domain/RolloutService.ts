@@ -1,7 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
-import type { Tx } from '../store/events.js';
+import {
+  cancelPendingTargets,
+  findRollout,
+  findRolloutByIdempotencyKey,
+  findTarget,
+  insertRevision,
+  insertRollout,
+  insertTargets,
+  latestRevision,
+  targetsOf,
+  updateEngineState as writeEngineState,
+  updateRolloutState,
+  updateTarget,
+  type RolloutRow,
+  type TargetRow,
+} from '../store/rolloutRows.js';
+import type { Sql } from '../store/Sql.js';
 import type { EventLog } from './EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from './pagination.js';
@@ -107,12 +123,23 @@ export interface RolloutFilter {
   search?: string;
 }
 
-type RolloutRow = Awaited<ReturnType<PrismaClient['rollout']['findFirstOrThrow']>>;
-type TargetRow = Awaited<ReturnType<PrismaClient['rolloutTarget']['findFirstOrThrow']>>;
 
-export function newRolloutId(): string {
-  // Time-ordered prefix so ids sort roughly by creation; random suffix so concurrent creations never collide.
-  return `ro_${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
+let lastIdTime = 0;
+let idSequence = 0;
+
+/**
+ * Ids sort by creation: a time prefix, then a sequence within the millisecond (rollouts created in the same
+ * millisecond keep their order; listings break createdAt ties by id), then a random suffix so that ids made by two
+ * processes never collide.
+ */
+export function newRolloutId(now = Date.now()): string {
+  if (now <= lastIdTime) {
+    idSequence++;
+  } else {
+    lastIdTime = now;
+    idSequence = 0;
+  }
+  return `ro_${lastIdTime.toString(36)}${idSequence.toString(36).padStart(3, '0')}${randomBytes(5).toString('hex')}`;
 }
 
 function toRollout(row: RolloutRow): Rollout {
@@ -153,11 +180,13 @@ const isOrdinalCursor = (v: unknown): v is { o: number } =>
 
 /**
  * Rollouts and their targets: creation (idempotent by key), queries, and every state change, each committed together
- * with its history event through the EventLog.
+ * with its history event through the EventLog. What the engine reads and writes on every pass goes through prepared
+ * SQL (`sql`); the API's listings and counts through Prisma.
  */
 export class RolloutService {
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly sql: Sql,
     private readonly log: EventLog,
   ) {}
 
@@ -166,17 +195,18 @@ export class RolloutService {
    * produced a rollout, returns that one and `created: false`.
    */
   async create(spec: NewRollout): Promise<{ rollout: Rollout; created: boolean }> {
-    return this.log.commit<{ rollout: Rollout; created: boolean }>(async (tx) => {
+    return this.log.commit<{ rollout: Rollout; created: boolean }>((sql) => {
       if (spec.idempotencyKey) {
-        const existing = await tx.rollout.findUnique({ where: { idempotencyKey: spec.idempotencyKey } });
+        const existing = findRolloutByIdempotencyKey(sql, spec.idempotencyKey);
         if (existing) return { result: { rollout: toRollout(existing), created: false }, events: [] };
       }
       const id = newRolloutId();
-      const row = await tx.rollout.create({
-        data: {
+      const now = new Date();
+      const row = insertRollout(
+        sql,
+        {
           id,
           kind: spec.kind,
-          state: 'PENDING',
           fromVersion: spec.fromVersion,
           toVersion: spec.toVersion,
           selector: JSON.stringify(spec.selector),
@@ -188,10 +218,11 @@ export class RolloutService {
           idempotencyKey: spec.idempotencyKey ?? null,
           rollbackOfId: spec.rollbackOfId ?? null,
         },
-      });
-      const now = new Date();
-      await tx.rolloutTarget.createMany({
-        data: spec.targets.map((target, ordinal) => ({
+        now,
+      );
+      insertTargets(
+        sql,
+        spec.targets.map((target, ordinal) => ({
           id: `${id}.${ordinal}`,
           rolloutId: id,
           kind: spec.kind,
@@ -204,7 +235,8 @@ export class RolloutService {
           skipReason: target.skipReason ?? null,
           finishedAt: target.skipReason ? now : null,
         })),
-      });
+        now,
+      );
       const event: NewEvent = {
         type: EventType.RolloutStateChanged,
         rolloutId: id,
@@ -216,7 +248,7 @@ export class RolloutService {
   }
 
   async get(id: string): Promise<Rollout | undefined> {
-    const row = await this.prisma.rollout.findUnique({ where: { id } });
+    const row = findRollout(this.sql, id);
     return row ? toRollout(row) : undefined;
   }
 
@@ -227,7 +259,7 @@ export class RolloutService {
   }
 
   async findByIdempotencyKey(key: string): Promise<Rollout | undefined> {
-    const row = await this.prisma.rollout.findUnique({ where: { idempotencyKey: key } });
+    const row = findRolloutByIdempotencyKey(this.sql, key);
     return row ? toRollout(row) : undefined;
   }
 
@@ -322,8 +354,7 @@ export class RolloutService {
   }
 
   async allTargets(rolloutId: string): Promise<RolloutTarget[]> {
-    const rows = await this.prisma.rolloutTarget.findMany({ where: { rolloutId }, orderBy: { ordinal: 'asc' } });
-    return rows.map(toTarget);
+    return targetsOf(this.sql, rolloutId).map(toTarget);
   }
 
   async progress(rolloutId: string): Promise<Progress> {
@@ -363,36 +394,43 @@ export class RolloutService {
    * machine permits it (engine). Refusals are CONFLICT and change nothing.
    */
   transition(id: string, to: RolloutState, message: string | null, allowed?: readonly RolloutState[]): Promise<Rollout> {
-    return this.log.commit(async (tx) => {
-      const row = await tx.rollout.findUnique({ where: { id } });
+    return this.log.commit((sql) => {
+      const row = findRollout(sql, id);
       if (!row) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
       const from = row.state as RolloutState;
       if ((allowed && !allowed.includes(from)) || !canTransition(from, to)) {
         throw new ConflictError(`rollout ${id} is ${from}; it cannot become ${to}`, { details: { id, state: from } });
       }
       const now = new Date();
-      const updated = await tx.rollout.update({
-        where: { id },
-        data: {
+      const updated = updateRolloutState(
+        sql,
+        id,
+        {
           state: to,
           message,
           ...(to === 'PROGRESSING' && !row.startedAt ? { startedAt: now } : {}),
           ...(isTerminal(to) ? { finishedAt: now } : {}),
         },
-      });
-      const events: NewEvent[] = [
-        { type: EventType.RolloutStateChanged, rolloutId: id, kind: row.kind as RolloutKind, payload: { from, to, message } },
-      ];
-      if (to === 'ABORTED' || to === 'FAILED') events.push(...(await cancelPending(tx, id, row.kind as RolloutKind)));
+        now,
+      );
+      const kind = row.kind as RolloutKind;
+      const events: NewEvent[] = [{ type: EventType.RolloutStateChanged, rolloutId: id, kind, payload: { from, to, message } }];
+      if (to === 'ABORTED' || to === 'FAILED') {
+        for (const t of cancelPendingTargets(sql, id, now)) {
+          events.push({ type: EventType.TargetStateChanged, rolloutId: id, kind, namespace: t.namespace, name: t.name, payload: { from: 'PENDING', to: 'CANCELLED', error: null } });
+        }
+      }
       return { result: toRollout(updated), events };
     });
   }
 
   /** Engine: merges `patch` into the rollout's engine bookkeeping. */
   async updateEngineState(id: string, patch: Partial<EngineState>): Promise<void> {
-    const row = await this.prisma.rollout.findUniqueOrThrow({ where: { id }, select: { engineState: true } });
-    const next = { ...(JSON.parse(row.engineState) as EngineState), ...patch };
-    await this.prisma.rollout.update({ where: { id }, data: { engineState: JSON.stringify(next) } });
+    await this.sql.transaction((sql) => {
+      const row = findRollout(sql, id);
+      if (!row) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
+      writeEngineState(sql, id, JSON.stringify({ ...(JSON.parse(row.engineState) as EngineState), ...patch }), new Date());
+    });
   }
 
   /** Revisions of one target, newest first. */
@@ -432,27 +470,28 @@ export class RolloutService {
    */
   setTargetStates(rolloutId: string, changes: readonly TargetChange[]): Promise<RolloutTarget[]> {
     if (changes.length === 0) return Promise.resolve([]);
-    return this.log.commit(async (tx) => {
+    return this.log.commit((sql) => {
       const results: RolloutTarget[] = [];
       const events: NewEvent[] = [];
+      const now = new Date();
       for (const change of changes) {
         const { target, to } = change;
-        const row = await tx.rolloutTarget.findUnique({
-          where: { rolloutId_namespace_name: { rolloutId, namespace: target.namespace, name: target.name } },
-        });
+        const row = findTarget(sql, rolloutId, target.namespace, target.name);
         if (!row) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
-        const now = change.at ?? new Date();
-        const updated = await tx.rolloutTarget.update({
-          where: { id: row.id },
-          data: {
+        const at = change.at ?? now;
+        const updated = updateTarget(
+          sql,
+          row.id,
+          {
             state: to,
             ...(change.error !== undefined ? { error: change.error } : {}),
-            ...(change.countAttempt ? { attempts: { increment: 1 } } : {}),
-            ...(to === 'PROGRESSING' ? { admittedAt: now } : {}),
-            ...(FINISHED_TARGET_STATES.includes(to) ? { finishedAt: now } : {}),
+            ...(change.countAttempt ? { countAttempt: true } : {}),
+            ...(to === 'PROGRESSING' ? { admittedAt: at } : {}),
+            ...(FINISHED_TARGET_STATES.includes(to) ? { finishedAt: at } : {}),
           },
-        });
-        if (to === 'SUCCEEDED') await recordRevision(tx, row, rolloutId);
+          now,
+        );
+        if (to === 'SUCCEEDED') recordRevision(sql, row, rolloutId, at);
         const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
         events.push({ type: EventType.TargetStateChanged, ...base, payload: { from: row.state, to, error: change.error ?? null } });
         if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: change.error ?? null } });
@@ -475,28 +514,15 @@ export interface TargetChange extends TargetChangeDetail {
   to: TargetState;
 }
 
-async function recordRevision(tx: Tx, target: TargetRow, rolloutId: string): Promise<void> {
+/** A target that SUCCEEDED gets a new revision (its first recorded one being the version it ran before, when known). */
+function recordRevision(sql: Sql, target: TargetRow, rolloutId: string, at: Date): void {
   const where = { kind: target.kind, namespace: target.namespace, name: target.name };
-  const latest = await tx.revision.findFirst({ where, orderBy: { n: 'desc' } });
+  const latest = latestRevision(sql, where.kind, where.namespace, where.name);
   let n = latest?.n ?? 0;
   if (!latest && target.fromVersion) {
     n = 1;
-    await tx.revision.create({ data: { ...where, n, version: target.fromVersion, rolloutId: null } });
+    insertRevision(sql, { ...where, n, version: target.fromVersion, rolloutId: null }, at);
   }
   if (latest?.version === target.toVersion) return;
-  await tx.revision.create({ data: { ...where, n: n + 1, version: target.toVersion, rolloutId } });
-}
-
-async function cancelPending(tx: Tx, rolloutId: string, kind: RolloutKind): Promise<NewEvent[]> {
-  const pending = await tx.rolloutTarget.findMany({ where: { rolloutId, state: 'PENDING' } });
-  if (pending.length === 0) return [];
-  await tx.rolloutTarget.updateMany({ where: { rolloutId, state: 'PENDING' }, data: { state: 'CANCELLED', finishedAt: new Date() } });
-  return pending.map((t) => ({
-    type: EventType.TargetStateChanged,
-    rolloutId,
-    kind,
-    namespace: t.namespace,
-    name: t.name,
-    payload: { from: 'PENDING', to: 'CANCELLED', error: null },
-  }));
+  insertRevision(sql, { ...where, n: n + 1, version: target.toVersion, rolloutId }, at);
 }

@@ -4,12 +4,15 @@ import Sqlite from 'better-sqlite3';
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaClient } from './generated/client.js';
 import { applyMigrations, type MigrationReport } from './migrate.js';
+import { Sql } from './Sql.js';
 import { UnavailableError } from '../errors.js';
 
 export type { PrismaClient };
 
 export interface Database {
   prisma: PrismaClient;
+  /** rollplane's own connection for the history's hot path (see Sql.ts). */
+  sql: Sql;
   /** Absolute path of the SQLite file. */
   file: string;
   migrations: MigrationReport;
@@ -32,7 +35,7 @@ export function sqlitePathFromUrl(url: string): string {
 
 /**
  * Opens the history store: creates the directory, sets WAL mode and the busy timeout, applies committed migrations,
- * then opens Prisma through the better-sqlite3 driver adapter on the same file.
+ * then opens Prisma through the better-sqlite3 driver adapter and rollplane's own connection on the same file.
  */
 export async function openDatabase(url: string): Promise<Database> {
   const file = sqlitePathFromUrl(url);
@@ -57,15 +60,18 @@ export async function openDatabase(url: string): Promise<Database> {
   // In WAL mode NORMAL syncs at checkpoints instead of every commit: a killed process loses nothing committed (the WAL
   // is in the OS cache), only an OS crash or power loss can drop the last commits. See docs/adr/0008-sqlite-durability.md.
   await prisma.$queryRawUnsafe('PRAGMA synchronous = NORMAL');
+  const sql = Sql.open(file);
   let open = true;
   return {
     prisma,
+    sql,
     file,
     migrations,
     isOpen: () => open,
     async close() {
       if (!open) return;
       open = false;
+      sql.close();
       await prisma.$disconnect();
     },
   };

@@ -1,4 +1,5 @@
 import type { PrismaClient } from './db.js';
+import { sqlDate, type Sql } from './Sql.js';
 import type { EventFilter, NewEvent, RolloutKind, StoredEvent, EventType } from '../domain/events.js';
 
 /** Transaction client or the full client: both have the model delegates used here. */
@@ -28,20 +29,36 @@ export function toStoredEvent(row: EventRow): StoredEvent {
   };
 }
 
-export async function insertEvents(tx: Tx, events: readonly NewEvent[]): Promise<StoredEvent[]> {
-  if (events.length === 0) return [];
-  // One INSERT … RETURNING for the batch; ids come back in insertion order (AUTOINCREMENT, one writer).
-  const rows = await tx.event.createManyAndReturn({
-    data: events.map((event) => ({
+/**
+ * Inserts the events in order on rollplane's own connection (inside the caller's transaction); ids come back in
+ * insertion order (AUTOINCREMENT, one writer at a time).
+ */
+export function insertEvents(sql: Sql, events: readonly NewEvent[], now = new Date()): StoredEvent[] {
+  const createdAt = sqlDate(now);
+  return events.map((event) => {
+    const payload = JSON.stringify(event.payload ?? {});
+    const { lastInsertRowid } = sql.run(
+      'INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt") VALUES (?, ?, ?, ?, ?, ?, ?)',
+      event.type,
+      event.rolloutId ?? null,
+      event.kind ?? null,
+      event.namespace ?? null,
+      event.name ?? null,
+      payload,
+      createdAt,
+    );
+    return {
+      id: Number(lastInsertRowid),
       type: event.type,
       rolloutId: event.rolloutId ?? null,
       kind: event.kind ?? null,
       namespace: event.namespace ?? null,
       name: event.name ?? null,
-      payload: JSON.stringify(event.payload ?? {}),
-    })),
+      // The stored form, so that a live event and its replay from the store are alike.
+      payload: JSON.parse(payload) as Record<string, unknown>,
+      createdAt: now,
+    };
   });
-  return rows.sort((a, b) => a.id - b.id).map(toStoredEvent);
 }
 
 function whereFor(filter: EventFilter, afterId: number | undefined) {

@@ -53,8 +53,8 @@ describe('RolloutEngine', () => {
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-engine-'));
     db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
-    const log = new EventLog(db.prisma, new InProcessEventBus());
-    rollouts = new RolloutService(db.prisma, log);
+    const log = new EventLog(db.prisma, db.sql, new InProcessEventBus());
+    rollouts = new RolloutService(db.prisma, db.sql, log);
     now = Date.parse('2026-11-30T00:00:00Z');
     engine = new RolloutEngine(rollouts, logger, { now: () => now });
     launcher = new RolloutLauncher(db.prisma, rollouts, () => {});
@@ -188,6 +188,7 @@ describe('RolloutEngine', () => {
     await engine.reconcile(rollout.id, signal); // PENDING → PROGRESSING, admits pool-0
     // Simulate the crash window: the write happened, the PROGRESSING record did not.
     await db.prisma.rolloutTarget.updateMany({ where: { rolloutId: rollout.id }, data: { state: 'PENDING' } });
+    engine.forgetViews(); // the crash took the engine's memory with it
     const { rollout: done } = await drive(rollout.id);
     expect(done.state).toBe('SUCCEEDED');
     expect(driver.admissions).toEqual(['pool-0->agent:v2', 'pool-0->agent:v2']);

@@ -1,19 +1,22 @@
 import { PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import type { Informer } from '../../controller/Informer.js';
 import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
+import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
-import { agentName, AGENT_CONTAINER, ANNOTATION_HOLD, ANNOTATION_RECREATION, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, LABEL_AGENT_MODE, poolKey } from './names.js';
+import { agentName, AGENT_CONTAINER, ANNOTATION_HOLD, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, LABEL_AGENT_MODE, poolKey } from './names.js';
 import { deploymentImage, isDeploymentReady, isPodReady, podImage, pullFailure } from './podState.js';
-import type { AgentMode, IPPool } from './types.js';
+import type { AgentMode, IPPool, RecreationRecord } from './types.js';
 
 export interface AgentPoolDriverOptions {
   clients: KubeClients;
   pools: Informer<IPPool>;
   pods: Informer<V1Pod>;
   deployments: Informer<V1Deployment>;
+  /** The reconciler's recreations in flight: a target is done once its recreation is recorded. */
+  recreations: InFlightNotes<RecreationRecord>;
   agentNamespace: string;
   mode: AgentMode;
   /** Conflict retries of one admission before giving up (the engine retries later). */
@@ -113,8 +116,8 @@ export class AgentPoolDriver implements RolloutDriver {
     if (failure) return { phase: 'failed', reason: failure };
     if (pod.metadata?.uid !== ref.uid) return { phase: 'progressing', message: 'new agent not recorded yet' };
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
-    // The recreation is complete only once its AgentRecreated event is recorded (the annotation is then removed).
-    if (pool.metadata?.annotations?.[ANNOTATION_RECREATION]) return { phase: 'progressing', message: 'recording the recreation' };
+    // The recreation is complete only once its AgentRecreated event is recorded (with the removal of its record).
+    if (this.o.recreations.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the recreation' };
     return { phase: 'succeeded' };
   }
 
@@ -134,7 +137,7 @@ export class AgentPoolDriver implements RolloutDriver {
     // The Deployment's status can lag its template for a moment; no agent pod on another image settles it.
     if (!isDeploymentReady(deployment) || oldAgents > 0) return { phase: 'progressing', message: 'deployment rolling' };
     // The reconciler has seen the new image (and recorded the recreation) and finished recording it.
-    if (pool.status?.agentDeploymentRef?.image !== target.toVersion || pool.metadata?.annotations?.[ANNOTATION_RECREATION]) {
+    if (pool.status?.agentDeploymentRef?.image !== target.toVersion || this.o.recreations.get(target.namespace, target.name)) {
       return { phase: 'progressing', message: 'recording the recreation' };
     }
     return { phase: 'succeeded' };

@@ -4,14 +4,14 @@ import type { Reconciler, Result } from '../../controller/Controller.js';
 import type { Request } from '../../controller/request.js';
 import type { EventLog } from '../../domain/EventLog.js';
 import { EventType } from '../../domain/events.js';
+import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { kubeCall, mergePatchOptions, type KubeClients } from '../../kube/index.js';
+import { kubeCall, type KubeClients } from '../../kube/index.js';
 import type { Logger } from '../../log.js';
 import { agentDeploymentManifest, agentPodManifest, type AgentSettings } from './manifests.js';
 import type { AgentPoolMetrics } from './metrics.js';
 import {
   agentName,
-  ANNOTATION_RECREATION,
   IPPOOL_GROUP,
   IPPOOL_PLURAL,
   IPPOOL_VERSION,
@@ -22,13 +22,14 @@ import {
   poolKey,
   splitNetworkName,
 } from './names.js';
-import { EventBatcher } from './EventBatcher.js';
 import { deploymentImage, isDeploymentReady, isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
 import type { AgentMode, AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
 
 export interface AgentPoolReconcilerOptions {
   clients: KubeClients;
   events: EventLog;
+  /** Recreations in flight (durable; completing one appends its AgentRecreated event in the same transaction). */
+  recreations: InFlightNotes<RecreationRecord>;
   metrics: AgentPoolMetrics;
   logger: Logger;
   pools: Informer<IPPool>;
@@ -75,22 +76,11 @@ export class AgentPoolReconciler implements Reconciler {
    * agent just created for a stranger (uid mismatch) and delete it.
    */
   private readonly written = new Map<string, { stale: Set<string>; pool: IPPool }>();
-  /**
-   * Recreation records (pool key + deletedAt) this process wrote and has not completed: their AgentRecreated event
-   * certainly does not exist yet, so completing them needs no look-up in the history. Records found after a restart
-   * are checked against the history before their event is appended.
-   */
-  private readonly ownRecords = new Set<string>();
-  /** Records whose event this process appended but whose annotation is not removed yet (a failed removal is retried). */
-  private readonly emitted = new Set<string>();
   /** Uids of pods this process force-deleted (bounded; insertion-ordered). */
   private readonly forceDeleted = new Set<string>();
 
-  private readonly batcher: EventBatcher;
-
   constructor(private readonly o: AgentPoolReconcilerOptions) {
     this.now = o.now ?? Date.now;
-    this.batcher = new EventBatcher(o.events);
   }
 
   async reconcile(request: Request): Promise<Result | void> {
@@ -386,42 +376,25 @@ export class AgentPoolReconciler implements Reconciler {
   // Recreation records and events
 
   recordOf(pool: IPPool): RecreationRecord | undefined {
-    const raw = pool.metadata?.annotations?.[ANNOTATION_RECREATION];
-    if (!raw) return undefined;
-    try {
-      return JSON.parse(raw) as RecreationRecord;
-    } catch {
-      return undefined;
-    }
+    const { namespace, name } = this.ids(pool);
+    return this.o.recreations.get(namespace, name);
   }
 
-  /** Durable before the act: written before the old agent is deleted, so a restart still knows what it replaced. */
+  /** Durable before the act: committed before the old agent is deleted, so a restart still knows what it replaced. */
   private async writeRecord(work: Work, record: Omit<RecreationRecord, 'deletedAt'>): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
     const full: RecreationRecord = { ...record, rolloutId: this.o.rolloutFor(namespace, name) ?? null, deletedAt: work.now.toISOString() };
-    await this.patchAnnotation(work, JSON.stringify(full));
-    this.ownRecords.add(this.recordKey(work.pool, full));
+    await this.o.recreations.put(namespace, name, full);
   }
 
-  private recordKey(pool: IPPool, record: RecreationRecord): string {
-    return `${pool.metadata?.namespace}/${pool.metadata?.name}@${record.deletedAt}`;
-  }
-
+  /** The AgentRecreated event and the removal of the record, in one transaction: exactly once, also across a crash. */
   private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
-    // At most once per recreation, also across a crash between the append and the annotation's removal: a record this
-    // process did not write may already have its event (any AgentRecreated of the pool since the deletion).
-    const key = this.recordKey(work.pool, record);
-    let done = this.emitted.has(key);
-    if (!done && !this.ownRecords.has(key)) {
-      const found = await this.o.events.listAfter({ types: [EventType.AgentRecreated], kind: 'AGENT_POOL', namespace, name, since: new Date(record.deletedAt) }, undefined, 1);
-      done = found.length > 0;
-    }
-    if (!done) {
-      const deletedAt = new Date(record.deletedAt);
-      const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
-      const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
-      await this.batcher.append({
+    const deletedAt = new Date(record.deletedAt);
+    const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
+    const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
+    await this.o.recreations.complete(namespace, name, [
+      {
         type: EventType.AgentRecreated,
         rolloutId: record.rolloutId ?? this.o.rolloutFor(namespace, name) ?? null,
         kind: 'AGENT_POOL',
@@ -438,34 +411,10 @@ export class AgentPoolReconciler implements Reconciler {
           readyAt: readyAt.toISOString(),
           seconds,
         },
-      });
-      this.o.metrics.recreations.inc({ reason: record.reason });
-      this.o.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
-      this.emitted.add(key);
-    }
-    this.ownRecords.delete(key);
-    await this.patchAnnotation(work, null);
-    this.emitted.delete(key);
-  }
-
-  private async patchAnnotation(work: Work, value: string | null): Promise<void> {
-    const { namespace, name } = this.ids(work.pool);
-    const updated = (await kubeCall(`annotate ippool ${namespace}/${name}`, () =>
-      this.o.clients.custom.patchNamespacedCustomObject(
-        {
-          group: IPPOOL_GROUP,
-          version: IPPOOL_VERSION,
-          plural: IPPOOL_PLURAL,
-          namespace,
-          name,
-          body: { metadata: { annotations: { [ANNOTATION_RECREATION]: value } } },
-        },
-        mergePatchOptions(),
-      ),
-    )) as IPPool;
-    // Later writes of this reconcile build on the new resourceVersion; the status computed so far stays ours.
-    this.remember(work.pool, updated);
-    work.pool = updated;
+      },
+    ]);
+    this.o.metrics.recreations.inc({ reason: record.reason });
+    this.o.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
   }
 
   // ---------------------------------------------------------------------------------------------------------------

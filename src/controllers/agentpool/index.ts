@@ -11,7 +11,6 @@ import { agentPoolMetrics } from './metrics.js';
 import { deploymentImage, isDeploymentReady, isPodReady, podImage, pullFailure } from './podState.js';
 import {
   ANNOTATION_HOLD,
-  ANNOTATION_RECREATION,
   IPPOOL_GROUP,
   IPPOOL_PLURAL,
   IPPOOL_VERSION,
@@ -24,7 +23,7 @@ import {
   NAD_VERSION,
   splitNetworkName,
 } from './names.js';
-import type { AgentMode, IPPool, NetworkAttachmentDefinition } from './types.js';
+import type { AgentMode, IPPool, NetworkAttachmentDefinition, RecreationRecord } from './types.js';
 
 export { agentName } from './names.js';
 export type { AgentMode } from './types.js';
@@ -107,11 +106,13 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   });
   const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: () => clients.core.listNode() });
 
-  const driver = new AgentPoolDriver({ clients, pools, pods, deployments, agentNamespace, mode });
+  const recreations = host.inFlight.of<RecreationRecord>('AGENT_POOL');
+  const driver = new AgentPoolDriver({ clients, pools, pods, deployments, recreations, agentNamespace, mode });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
     clients,
     events: host.events,
+    recreations,
     metrics,
     logger: host.logger.child({ controller: 'agentpool' }),
     pools,
@@ -178,11 +179,15 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   return { driver, queries, controller, informers: { pools, pods, deployments, nads, nodes } };
 }
 
-/** What the driver's observe() reads of each object: a change elsewhere cannot change an observation. */
+/**
+ * What the driver's observe() reads of each object: a change elsewhere cannot change an observation. AgentReady is
+ * in it because the reconciler writes it True right after it recorded the recreation (observe's last condition).
+ */
 function poolSignature(pool: IPPool): string {
   const s = pool.status ?? {};
   const a = pool.metadata?.annotations ?? {};
-  return JSON.stringify([s.agentPodRef, s.agentDeploymentRef?.image, a[ANNOTATION_RECREATION] !== undefined, a[ANNOTATION_HOLD] !== undefined, pool.spec?.paused === true]);
+  const agentReady = s.conditions?.find((c) => c.type === 'AgentReady')?.status;
+  return JSON.stringify([s.agentPodRef, s.agentDeploymentRef?.image, agentReady, a[ANNOTATION_HOLD] !== undefined, pool.spec?.paused === true]);
 }
 
 function podSignature(pod: V1Pod): string {

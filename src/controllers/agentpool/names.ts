@@ -15,8 +15,6 @@ export const LABEL_POOL_NAME = 'network.harvesterhci.io/ippool-name';
 export const LABEL_CLUSTER_NETWORK = 'network.harvesterhci.io/clusternetwork';
 export const ANNOTATION_HOLD = 'network.harvesterhci.io/hold-ippool-agent-upgrade';
 export const ANNOTATION_MULTUS = 'k8s.v1.cni.cncf.io/networks';
-/** rollplane's durable record of a recreation in flight (JSON `RecreationRecord`), on the IPPool. */
-export const ANNOTATION_RECREATION = 'rollplane.io/agent-recreation';
 /** Which mode an agent object belongs to (`pod` or `deployment`). */
 export const LABEL_AGENT_MODE = 'rollplane.io/agent-mode';
 

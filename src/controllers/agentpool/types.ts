@@ -42,7 +42,7 @@ export type NetworkAttachmentDefinition = KubernetesObject;
 export type AgentPod = V1Pod;
 export type AgentDeployment = V1Deployment;
 
-/** A recreation in flight, kept on the pool (annotation) so that a restart neither loses nor repeats it. */
+/** A recreation in flight, kept in the history store (InFlightChanges) so that a restart neither loses nor repeats it. */
 export interface RecreationRecord {
   reason: string;
   oldUid: string | null;

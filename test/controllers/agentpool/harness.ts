@@ -8,6 +8,7 @@ import { ControllerManager } from '../../../src/controller/ControllerManager.js'
 import { setupAgentPools, type AgentPoolOptions, type AgentPoolRuntime } from '../../../src/controllers/agentpool/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
+import { InFlightChanges } from '../../../src/domain/InFlightChanges.js';
 import { createKubeClients } from '../../../src/kube/index.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/sim/index.js';
 import { zeroDelays } from '../../../src/sim/behaviour/index.js';
@@ -46,7 +47,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     ...options.sim,
   } as SimulatorOptions);
   const db = await openDatabase(`file:${path.join(dir, 'test.db')}`);
-  const events = new EventLog(db.prisma, new InProcessEventBus());
+  const events = new EventLog(db.prisma, db.sql, new InProcessEventBus());
   const registry = new Registry();
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
@@ -57,6 +58,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     registry,
     logger,
     events,
+    inFlight: new InFlightChanges(db.sql, events),
     leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
   });
   const runtime = setupAgentPools(manager, { stuckGraceSeconds: 0, ...options.agent });

@@ -9,6 +9,7 @@ import { setupNodeAgents, type NodeAgentOptions, type NodeAgentRuntime } from '.
 import type { Domain } from '../../../src/domain/Domain.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
+import { InFlightChanges } from '../../../src/domain/InFlightChanges.js';
 import { bumpNodeAgentImage, type BumpNodeAgentImageInput } from '../../../src/domain/nodeAgents.js';
 import { RolloutEngine } from '../../../src/domain/RolloutEngine.js';
 import { RolloutLauncher } from '../../../src/domain/RolloutLauncher.js';
@@ -56,8 +57,8 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   const dbUrl = `file:${path.join(dir, 'test.db')}`;
   const db = await openDatabase(dbUrl);
   const bus = new InProcessEventBus();
-  const events = new EventLog(db.prisma, bus);
-  const rollouts = new RolloutService(db.prisma, events);
+  const events = new EventLog(db.prisma, db.sql, bus);
+  const rollouts = new RolloutService(db.prisma, db.sql, events);
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: dbUrl }, []);
 
@@ -72,6 +73,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
       registry,
       logger,
       events,
+      inFlight: new InFlightChanges(db.sql, events),
       leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
     const runtime = setupNodeAgents(manager, options.nodeAgents);

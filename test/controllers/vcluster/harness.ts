@@ -8,6 +8,7 @@ import { ControllerManager } from '../../../src/controller/ControllerManager.js'
 import { setupVirtualClusters, type VirtualClusterOptions, type VirtualClusterRuntime } from '../../../src/controllers/vcluster/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
+import { InFlightChanges } from '../../../src/domain/InFlightChanges.js';
 import type { StoredEvent } from '../../../src/domain/events.js';
 import { createKubeClients, type KubeClients } from '../../../src/kube/index.js';
 import { zeroDelays } from '../../../src/sim/behaviour/index.js';
@@ -52,7 +53,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-vcluster-'));
   const sim = await startSimulator({ delays: zeroDelays, fleet: 'demo', ...options.sim });
   const db = await openDatabase(`file:${path.join(dir, 'test.db')}`);
-  const events = new EventLog(db.prisma, new InProcessEventBus());
+  const events = new EventLog(db.prisma, db.sql, new InProcessEventBus());
   const registry = new Registry();
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
@@ -64,6 +65,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
       registry: reg,
       logger,
       events,
+      inFlight: new InFlightChanges(db.sql, events),
       leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
   const manager = newManager(registry);

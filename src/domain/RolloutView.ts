@@ -1,0 +1,75 @@
+import { targetKey } from './ports.js';
+import type { RolloutTarget } from './RolloutService.js';
+import type { TargetState } from './rolloutStates.js';
+
+/**
+ * The engine's picture of one rollout's targets between passes: every target in admission order, counts per state,
+ * and where the next PENDING target is. Loaded once from the store and then kept current with the engine's own
+ * writes, so that a pass over a 10,000-target rollout reads no rows and scans only what it has to. Anything that
+ * changes targets behind the engine's back (an abort cancelling PENDING targets, another leader) makes it reload:
+ * the engine drops the view when the rollout's state is not the one it last saw, and on every leadership change.
+ */
+export class RolloutView {
+  readonly targets: RolloutTarget[];
+  private readonly indexById = new Map<string, number>();
+  private readonly counts = new Map<TargetState, number>();
+  /** Targets before this index are not PENDING (admission goes in ordinal order, and nothing becomes PENDING again). */
+  private pendingFrom = 0;
+  readonly keys: ReadonlySet<string>;
+
+  constructor(
+    targets: RolloutTarget[],
+    /** The rollout state this view was loaded (or last confirmed) under. */
+    public seenState: string,
+  ) {
+    this.targets = targets;
+    targets.forEach((t, i) => {
+      this.indexById.set(t.id, i);
+      this.counts.set(t.state, (this.counts.get(t.state) ?? 0) + 1);
+    });
+    this.keys = new Set(targets.map((t) => targetKey(t)));
+  }
+
+  count(state: TargetState): number {
+    return this.counts.get(state) ?? 0;
+  }
+
+  /** Targets not skipped: what the rollout changes. */
+  changing(): number {
+    return this.targets.length - this.count('SKIPPED');
+  }
+
+  /** Targets that were admitted at some point (canary counting). */
+  admittedSoFar(): number {
+    return this.targets.length - this.count('PENDING') - this.count('SKIPPED') - this.count('CANCELLED');
+  }
+
+  inState(state: TargetState): RolloutTarget[] {
+    return this.targets.filter((t) => t.state === state);
+  }
+
+  firstInState(state: TargetState): RolloutTarget | undefined {
+    return this.targets.find((t) => t.state === state);
+  }
+
+  /** Up to `limit` PENDING targets in admission order. */
+  nextPending(limit: number): RolloutTarget[] {
+    const out: RolloutTarget[] = [];
+    let i = this.pendingFrom;
+    for (; i < this.targets.length && out.length < limit; i++) {
+      if (this.targets[i]!.state === 'PENDING') out.push(this.targets[i]!);
+      else if (out.length === 0) this.pendingFrom = i + 1;
+    }
+    return out;
+  }
+
+  /** Replaces a target with its stored new state. */
+  update(target: RolloutTarget): void {
+    const index = this.indexById.get(target.id);
+    if (index === undefined) return;
+    const old = this.targets[index]!;
+    this.counts.set(old.state, (this.counts.get(old.state) ?? 1) - 1);
+    this.counts.set(target.state, (this.counts.get(target.state) ?? 0) + 1);
+    this.targets[index] = target;
+  }
+}

@@ -1,0 +1,208 @@
+import { dateOf, dateOrNull, sqlDate, sqlDateOrNull, type Sql } from './Sql.js';
+
+/**
+ * The history's hot-path statements on Rollout, RolloutTarget and Revision (prepared SQL on rollplane's own
+ * connection; see Sql.ts). Rows come back in the same shape as Prisma's models, so both paths map them alike.
+ * Everything here is synchronous and meant to run inside `Sql.transaction`.
+ */
+
+export interface RolloutRow {
+  id: string;
+  kind: string;
+  state: string;
+  fromVersion: string | null;
+  toVersion: string;
+  selector: string;
+  strategy: string;
+  causeActor: string | null;
+  causeRunUrl: string | null;
+  causeCommit: string | null;
+  causeMessage: string | null;
+  idempotencyKey: string | null;
+  rollbackOfId: string | null;
+  message: string | null;
+  engineState: string;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface TargetRow {
+  id: string;
+  rolloutId: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  ordinal: number;
+  state: string;
+  fromVersion: string | null;
+  toVersion: string;
+  attempts: number;
+  skipReason: string | null;
+  error: string | null;
+  admittedAt: Date | null;
+  finishedAt: Date | null;
+  updatedAt: Date;
+}
+
+type Raw<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+
+function rolloutOf(raw: Raw<RolloutRow>): RolloutRow {
+  return {
+    ...raw,
+    createdAt: dateOf(raw.createdAt),
+    updatedAt: dateOf(raw.updatedAt),
+    startedAt: dateOrNull(raw.startedAt),
+    finishedAt: dateOrNull(raw.finishedAt),
+  };
+}
+
+function targetOf(raw: Raw<TargetRow>): TargetRow {
+  return { ...raw, admittedAt: dateOrNull(raw.admittedAt), finishedAt: dateOrNull(raw.finishedAt), updatedAt: dateOf(raw.updatedAt) };
+}
+
+export function findRollout(sql: Sql, id: string): RolloutRow | undefined {
+  const raw = sql.get<Raw<RolloutRow>>('SELECT * FROM "Rollout" WHERE "id" = ?', id);
+  return raw ? rolloutOf(raw) : undefined;
+}
+
+export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow | undefined {
+  const raw = sql.get<Raw<RolloutRow>>('SELECT * FROM "Rollout" WHERE "idempotencyKey" = ?', key);
+  return raw ? rolloutOf(raw) : undefined;
+}
+
+export type NewRolloutRow = Omit<RolloutRow, 'state' | 'message' | 'engineState' | 'createdAt' | 'updatedAt' | 'startedAt' | 'finishedAt'>;
+
+export function insertRollout(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow {
+  sql.run(
+    `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
+       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
+     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?)`,
+    row.id,
+    row.kind,
+    row.fromVersion,
+    row.toVersion,
+    row.selector,
+    row.strategy,
+    row.causeActor,
+    row.causeRunUrl,
+    row.causeCommit,
+    row.causeMessage,
+    row.idempotencyKey,
+    row.rollbackOfId,
+    sqlDate(now),
+    sqlDate(now),
+  );
+  return findRollout(sql, row.id)!;
+}
+
+/** Sets state and message; `startedAt`/`finishedAt` only when given (undefined leaves them). */
+export function updateRolloutState(
+  sql: Sql,
+  id: string,
+  change: { state: string; message: string | null; startedAt?: Date; finishedAt?: Date },
+  now: Date,
+): RolloutRow {
+  sql.run(
+    `UPDATE "Rollout" SET "state" = ?, "message" = ?, "startedAt" = COALESCE(?, "startedAt"), "finishedAt" = COALESCE(?, "finishedAt"),
+       "updatedAt" = ? WHERE "id" = ?`,
+    change.state,
+    change.message,
+    sqlDateOrNull(change.startedAt),
+    sqlDateOrNull(change.finishedAt),
+    sqlDate(now),
+    id,
+  );
+  return findRollout(sql, id)!;
+}
+
+export function updateEngineState(sql: Sql, id: string, engineState: string, now: Date): void {
+  sql.run('UPDATE "Rollout" SET "engineState" = ?, "updatedAt" = ? WHERE "id" = ?', engineState, sqlDate(now), id);
+}
+
+export type NewTargetRow = Omit<TargetRow, 'attempts' | 'error' | 'admittedAt' | 'updatedAt'>;
+
+export function insertTargets(sql: Sql, rows: readonly NewTargetRow[], now: Date): void {
+  const insert = `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "fromVersion",
+      "toVersion", "attempts", "skipReason", "finishedAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`;
+  const updatedAt = sqlDate(now);
+  for (const row of rows) {
+    sql.run(insert, row.id, row.rolloutId, row.kind, row.namespace, row.name, row.ordinal, row.state, row.fromVersion, row.toVersion, row.skipReason, sqlDateOrNull(row.finishedAt), updatedAt);
+  }
+}
+
+/** Every target of a rollout, in admission order. */
+export function targetsOf(sql: Sql, rolloutId: string): TargetRow[] {
+  return sql.all<Raw<TargetRow>>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? ORDER BY "ordinal"', rolloutId).map(targetOf);
+}
+
+export function targetsInState(sql: Sql, rolloutId: string, state: string): TargetRow[] {
+  return sql.all<Raw<TargetRow>>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? ORDER BY "ordinal"', rolloutId, state).map(targetOf);
+}
+
+export function findTarget(sql: Sql, rolloutId: string, namespace: string, name: string): TargetRow | undefined {
+  const raw = sql.get<Raw<TargetRow>>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "namespace" = ? AND "name" = ?', rolloutId, namespace, name);
+  return raw ? targetOf(raw) : undefined;
+}
+
+/**
+ * One target's new state. `error` undefined leaves the error as it is; `admittedAt`/`finishedAt` are set only when
+ * given; `countAttempt` adds one to `attempts`.
+ */
+export function updateTarget(
+  sql: Sql,
+  id: string,
+  change: { state: string; error?: string | null; countAttempt?: boolean; admittedAt?: Date; finishedAt?: Date },
+  now: Date,
+): TargetRow {
+  sql.run(
+    `UPDATE "RolloutTarget" SET "state" = ?, "error" = CASE WHEN ? THEN ? ELSE "error" END, "attempts" = "attempts" + ?,
+       "admittedAt" = COALESCE(?, "admittedAt"), "finishedAt" = COALESCE(?, "finishedAt"), "updatedAt" = ? WHERE "id" = ?`,
+    change.state,
+    change.error !== undefined ? 1 : 0,
+    change.error ?? null,
+    change.countAttempt ? 1 : 0,
+    sqlDateOrNull(change.admittedAt),
+    sqlDateOrNull(change.finishedAt),
+    sqlDate(now),
+    id,
+  );
+  return targetOf(sql.get<Raw<TargetRow>>('SELECT * FROM "RolloutTarget" WHERE "id" = ?', id)!);
+}
+
+/** PENDING → CANCELLED for a rollout that ended; returns the targets it cancelled. */
+export function cancelPendingTargets(sql: Sql, rolloutId: string, now: Date): TargetRow[] {
+  const pending = targetsInState(sql, rolloutId, 'PENDING');
+  if (pending.length > 0) {
+    sql.run(
+      `UPDATE "RolloutTarget" SET "state" = 'CANCELLED', "finishedAt" = ?, "updatedAt" = ? WHERE "rolloutId" = ? AND "state" = 'PENDING'`,
+      sqlDate(now),
+      sqlDate(now),
+      rolloutId,
+    );
+  }
+  return pending;
+}
+
+export interface RevisionRow {
+  n: number;
+  version: string;
+}
+
+export function latestRevision(sql: Sql, kind: string, namespace: string, name: string): RevisionRow | undefined {
+  return sql.get<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = ? AND "namespace" = ? AND "name" = ? ORDER BY "n" DESC LIMIT 1', kind, namespace, name);
+}
+
+export function insertRevision(sql: Sql, revision: { kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null }, now: Date): void {
+  sql.run(
+    'INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES (?, ?, ?, ?, ?, ?, ?)',
+    revision.kind,
+    revision.namespace,
+    revision.name,
+    revision.n,
+    revision.version,
+    revision.rolloutId,
+    sqlDate(now),
+  );
+}

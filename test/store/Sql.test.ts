@@ -1,0 +1,121 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Sqlite from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InProcessEventBus } from '../../src/domain/EventBus.js';
+import { EventLog } from '../../src/domain/EventLog.js';
+import { InFlightChanges } from '../../src/domain/InFlightChanges.js';
+import { openDatabase, type Database } from '../../src/store/db.js';
+import { dateOf, Sql, sqlDate } from '../../src/store/Sql.js';
+import { UnavailableError } from '../../src/errors.js';
+
+describe('Sql (the history hot path)', () => {
+  let dir: string;
+  let db: Database;
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-sql-'));
+    db = await openDatabase(`file:${path.join(dir, 'h.db')}`);
+  });
+  afterEach(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('waits for a lock another connection holds without blocking the event loop, then commits', async () => {
+    const other = new Sqlite(db.file);
+    other.prepare('BEGIN IMMEDIATE').run();
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 5);
+    const write = db.sql.transaction((sql) => sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t1', 'n', 'viewer', 'h', ?)`, sqlDate(new Date())));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    other.prepare('COMMIT').run();
+    await write;
+    clearInterval(ticker);
+    other.close();
+    expect(ticks).toBeGreaterThan(3); // timers ran while the write waited
+    expect(await db.prisma.apiToken.count()).toBe(1);
+  });
+
+  it('gives up with UNAVAILABLE when the lock is held longer than it waits, and writes nothing', async () => {
+    const sql = new Sql(new Sqlite(db.file, { timeout: 0 }), 100);
+    const other = new Sqlite(db.file);
+    other.prepare('BEGIN IMMEDIATE').run();
+    await expect(sql.transaction((s) => s.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t2', 'n2', 'viewer', 'h2', ?)`, sqlDate(new Date())))).rejects.toBeInstanceOf(UnavailableError);
+    other.prepare('ROLLBACK').run();
+    other.close();
+    sql.close();
+    expect(await db.prisma.apiToken.count()).toBe(0);
+  });
+
+  it('rolls a failed body back entirely and never calls afterCommit', async () => {
+    let after = 0;
+    await expect(
+      db.sql.transaction(
+        (sql) => {
+          sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t3', 'n3', 'viewer', 'h3', ?)`, sqlDate(new Date()));
+          throw new Error('boom');
+        },
+        () => after++,
+      ),
+    ).rejects.toThrow('boom');
+    expect(after).toBe(0);
+    expect(await db.prisma.apiToken.count()).toBe(0);
+  });
+
+  it('writes DateTimes that Prisma reads back as the same instant, and reads what Prisma and SQLite write', async () => {
+    const at = new Date('2026-12-01T08:09:10.123Z');
+    db.sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t4', 'n4', 'viewer', 'h4', ?)`, sqlDate(at));
+    expect((await db.prisma.apiToken.findUnique({ where: { id: 't4' } }))!.createdAt.toISOString()).toBe(at.toISOString());
+    const viaPrisma = await db.prisma.apiToken.create({ data: { id: 't5', name: 'n5', role: 'viewer', hash: 'h5', createdAt: at } });
+    const raw = db.sql.get<{ createdAt: string }>('SELECT "createdAt" FROM "ApiToken" WHERE "id" = ?', viaPrisma.id)!;
+    expect(dateOf(raw.createdAt).toISOString()).toBe(at.toISOString());
+    expect(dateOf('2026-12-01 08:09:10').toISOString()).toBe('2026-12-01T08:09:10.000Z');
+  });
+});
+
+describe('InFlightChanges', () => {
+  let dir: string;
+  let db: Database;
+  let log: EventLog;
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-inflight-'));
+    db = await openDatabase(`file:${path.join(dir, 'h.db')}`);
+    log = new EventLog(db.prisma, db.sql, new InProcessEventBus());
+  });
+  afterEach(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps a note across a restart and completes it together with its event, exactly once', async () => {
+    const notes = new InFlightChanges(db.sql, log).of<{ oldUid: string }>('AGENT_POOL');
+    await notes.put('default', 'net-1', { oldUid: 'u1' });
+    // A new process (or leader) sees the note from the store.
+    const after = new InFlightChanges(db.sql, log).of<{ oldUid: string }>('AGENT_POOL');
+    expect(after.get('default', 'net-1')).toEqual({ oldUid: 'u1' });
+    expect(after.get('default', 'net-2')).toBeUndefined();
+    await after.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', payload: { oldPodUid: 'u1' } }]);
+    expect(after.get('default', 'net-1')).toBeUndefined();
+    expect(new InFlightChanges(db.sql, log).get('AGENT_POOL', 'default', 'net-1')).toBeUndefined();
+    const events = await log.listAfter({ types: ['AgentRecreated'] }, 0, 10);
+    expect(events.map((e) => e.payload)).toEqual([{ oldPodUid: 'u1' }]);
+  });
+
+  it('leaves the note in place when the completing transaction fails', async () => {
+    const changes = new InFlightChanges(db.sql, log);
+    const notes = changes.of<{ n: number }>('AGENT_POOL');
+    await notes.put('default', 'net-1', { n: 1 });
+    const other = new Sqlite(db.file);
+    other.prepare('BEGIN IMMEDIATE').run();
+    const slow = new Sql(new Sqlite(db.file, { timeout: 0 }), 50);
+    const failing = new InFlightChanges(slow, new EventLog(db.prisma, slow, new InProcessEventBus())).of<{ n: number }>('AGENT_POOL');
+    await expect(failing.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1' }])).rejects.toBeInstanceOf(UnavailableError);
+    other.prepare('ROLLBACK').run();
+    other.close();
+    slow.close();
+    changes.reload();
+    expect(notes.get('default', 'net-1')).toEqual({ n: 1 });
+    expect(await log.listAfter({ types: ['AgentRecreated'] }, 0, 10)).toEqual([]);
+  });
+});
