@@ -1,20 +1,22 @@
 /**
- * Agent-pool rollout benchmark: the real service (GraphQL, engine, SQLite, controllers, client-node over HTTP) and the
- * simulator with zero delays in one process. One `bumpAgentImage` with maxUnavailable 100% over every pool; measured:
- * time until every agent runs the new image and is Ready (and until the rollout is SUCCEEDED), peak RSS of service +
- * simulator, and Kubernetes API writes per recreated agent counted at the simulator. A third run uses the default API
- * budget (50 QPS, burst 100) to compare the rollout time with requests ÷ QPS.
+ * Agent-pool rollout benchmark: the real service (GraphQL, engine, SQLite, controllers, client-node over HTTP) against
+ * the simulator with zero delays. One `bumpAgentImage` with maxUnavailable 100% over every pool; measured: time until
+ * every agent runs the new image and is Ready (and until the rollout is SUCCEEDED), peak RSS of the service and of the
+ * simulator, CPU of each per recreated agent, and Kubernetes API writes per recreated agent counted at the simulator.
+ * A last run uses the default API budget (50 QPS, burst 100) to compare the rollout time with requests ÷ QPS.
+ *
+ * The simulator runs in a child process by default, as a real API server would: rollplane's process then holds only
+ * rollplane. `ROLLPLANE_BENCH_SIM=inline` runs it inside the service's process instead (rollplane's embedded default).
  * Prints a table and writes bench/results/agent-rollout.json. Run: `npm run bench -- agent-rollout`
- * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes).
+ * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes; `BENCH_CPU_PROFILE=<dir>` to
+ * write a CPU profile of the service during each rollout).
  */
-import { post, startBenchApp } from './benchApp.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { zeroDelays } from '../src/sim/behaviour/index.js';
-import { startSimulator } from '../src/sim/index.js';
-import type { ApiRequestInfo, KubeObject } from '../src/sim/types.js';
+import { post, startBenchApp, windowProfiler } from './benchApp.js';
+import { startInlineSim, startSimChild } from './simChild.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
@@ -22,9 +24,16 @@ const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 interface RunResult {
   pools: number;
   budget: string;
+  simulator: 'child process' | 'inline';
   secondsToAllNewImage: number;
   secondsToSucceeded: number;
-  peakRssMb: number;
+  /** Peak RSS of the service process (with an inline simulator: of both). */
+  servicePeakRssMb: number;
+  /** Peak RSS of the simulator child (0 inline). */
+  simulatorPeakRssMb: number;
+  /** CPU of the service process per recreated agent (inline: service and simulator). */
+  serviceCpuMsPerAgent: number;
+  simulatorCpuMsPerAgent: number;
   writes: Record<string, number>;
   writesPerAgent: number;
   requests: number;
@@ -33,26 +42,11 @@ interface RunResult {
   budgetFloorSeconds: number | null;
 }
 
-
 async function runOnce(pools: number, budget: { qps: number; burst: number } | undefined): Promise<RunResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-agent-'));
-  let counting = false;
-  const writes: Record<string, number> = {};
-  let requests = 0;
-  const sim = await startSimulator({
-    fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0`,
-    delays: zeroDelays,
-    kubeconfigPath: path.join(dir, 'kubeconfig'),
-    hooks: {
-      beforeRequest: (info: ApiRequestInfo) => {
-        if (!counting) return;
-        if (info.verb !== 'watch') requests++;
-        if (info.verb === 'get' || info.verb === 'list' || info.verb === 'watch') return;
-        const key = `${info.verb} ${info.resource.plural}`;
-        writes[key] = (writes[key] ?? 0) + 1;
-      },
-    },
-  });
+  const inline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
+  const simOptions = { fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig') };
+  const sim = inline ? await startInlineSim(simOptions) : await startSimChild(simOptions);
   const app = await startBenchApp(dir, sim.kubeconfigPath, {
     ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
     ...(budget ? { ROLLPLANE_KUBE_QPS: String(budget.qps), ROLLPLANE_KUBE_BURST: String(budget.burst) } : {}),
@@ -66,57 +60,55 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       if (data.agentPools.totalCount === pools) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const podType = sim.store.resourceType('', 'pods')!;
-    const isNew = (pod: KubeObject) =>
-      pod.spec?.containers?.[0]?.image === NEW && !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
-    const onNew = new Set<string>();
-    let allNewAt = 0;
-    const started = performance.now();
-    const unsubscribe = sim.store.subscribe((event) => {
-      if (event.resource.plural !== 'pods' || event.resource.group !== '') return;
-      const name = event.object.metadata.name;
-      if (event.type !== 'DELETED' && isNew(event.object)) onNew.add(name);
-      else onNew.delete(name);
-      if (!allNewAt && onNew.size === pools) allNewAt = performance.now();
+    const profiler = windowProfiler(`agent-rollout-${pools}${budget ? '-budget' : ''}`);
+    // The end of the rollout, from the service's event bus (no polling load on the process being measured).
+    const ended = new Promise<string>((resolve) => {
+      const unsubscribe = app.bus.subscribe((event) => {
+        if (event.type === 'RolloutStateChanged' && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(String(event.payload.to))) {
+          unsubscribe();
+          resolve(String(event.payload.to));
+        }
+      });
     });
-    void podType;
-    counting = true;
-    const bump = await post(
-      app.url,
-      'mutation B($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }',
-      { input: { image: NEW, strategy: { maxUnavailable: '100%' } } },
-    );
-    const id = bump.bumpAgentImage.rollout.id as string;
-    let succeededAt = 0;
+    await sim.start();
+    const allNew = sim.podsOnImage(NEW, pools);
+    await profiler.start();
+    peakRss = process.memoryUsage().rss;
+    const cpu = process.cpuUsage();
+    const started = Date.now();
     const progress = setInterval(() => {
-      const total = Object.values(writes).reduce((a, b) => a + b, 0);
       const queues = app.domain.workQueues().filter((q) => q.depth + q.inFlight.length > 0).map((q) => `${q.name} ${q.depth}+${q.inFlight.length}`);
-      process.stderr.write(`  ${pools} pools: ${Math.round((performance.now() - started) / 1000)} s, ${onNew.size} on the new image, ${total} writes (${JSON.stringify(writes)}), ${requests} requests; RSS ${Math.round(process.memoryUsage().rss / 1048576)} MB; queues ${queues.join(', ')}\n`);
+      process.stderr.write(`  ${pools} pools: ${Math.round((Date.now() - started) / 1000)} s; service RSS ${Math.round(process.memoryUsage().rss / 1048576)} MB; queues ${queues.join(', ') || 'empty'}\n`);
     }, 5000);
-    for (;;) {
-      const data = await post(app.url, 'query R($id: ID!) { rollout(id: $id) { state } }', { id });
-      if (['SUCCEEDED', 'FAILED', 'ABORTED'].includes(data.rollout.state)) {
-        if (data.rollout.state !== 'SUCCEEDED') throw new Error(`rollout ended ${data.rollout.state}`);
-        succeededAt = performance.now();
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await post(app.url, 'mutation B($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
+      input: { image: NEW, strategy: { maxUnavailable: '100%' } },
+    });
+    const state = await ended;
+    const succeededAt = Date.now();
+    const used = process.cpuUsage(cpu);
     clearInterval(progress);
-    counting = false;
-    unsubscribe();
-    const totalWrites = Object.values(writes).reduce((a, b) => a + b, 0);
+    const profile = await profiler.stop();
+    if (profile) process.stderr.write(`  CPU profile of the rollout: ${profile}\n`);
+    if (state !== 'SUCCEEDED') throw new Error(`rollout ended ${state}`);
+    const allNewAt = await allNew;
+    const simStats = await sim.stats();
+    const totalWrites = Object.values(simStats.writes).reduce((a, b) => a + b, 0);
+    const perAgent = (n: number) => Math.round((n / pools) * 100) / 100;
     return {
       pools,
       budget: budget ? `${budget.qps} QPS, burst ${budget.burst}` : 'unthrottled',
+      simulator: inline ? 'inline' : 'child process',
       secondsToAllNewImage: Math.round((allNewAt - started) / 10) / 100,
       secondsToSucceeded: Math.round((succeededAt - started) / 10) / 100,
-      peakRssMb: Math.round(peakRss / 1024 / 1024),
-      writes,
-      writesPerAgent: Math.round((totalWrites / pools) * 100) / 100,
-      requests,
-      requestsPerAgent: Math.round((requests / pools) * 100) / 100,
-      budgetFloorSeconds: budget ? Math.round((Math.max(0, requests - budget.burst) / budget.qps) * 100) / 100 : null,
+      servicePeakRssMb: Math.round(peakRss / 1048576),
+      simulatorPeakRssMb: inline ? 0 : simStats.peakRssMb,
+      serviceCpuMsPerAgent: perAgent((used.user + used.system) / 1000),
+      simulatorCpuMsPerAgent: inline ? 0 : perAgent(simStats.cpuMs),
+      writes: simStats.writes,
+      writesPerAgent: perAgent(totalWrites),
+      requests: simStats.requests,
+      requestsPerAgent: perAgent(simStats.requests),
+      budgetFloorSeconds: budget ? Math.round((Math.max(0, simStats.requests - budget.burst) / budget.qps) * 100) / 100 : null,
     };
   } finally {
     clearInterval(sampler);
@@ -137,12 +129,14 @@ export async function run(): Promise<RunResult[]> {
     pools: r.pools,
     budget: r.budget,
     'all new image (s)': r.secondsToAllNewImage,
-    'rollout SUCCEEDED (s)': r.secondsToSucceeded,
-    'peak RSS (MB)': r.peakRssMb,
+    'SUCCEEDED (s)': r.secondsToSucceeded,
+    'RSS service+sim (MB)': `${r.servicePeakRssMb}+${r.simulatorPeakRssMb}`,
+    'CPU ms/agent service+sim': `${r.serviceCpuMsPerAgent}+${r.simulatorCpuMsPerAgent}`,
     'writes/agent': r.writesPerAgent,
     'requests/agent': r.requestsPerAgent,
     'requests ÷ QPS (s)': r.budgetFloorSeconds ?? '',
   }));
+  console.log(`simulator: ${results[0]?.simulator ?? ''}`);
   console.table(rows);
   for (const r of results) console.log(`${r.pools} pools (${r.budget}) writes:`, r.writes);
   mkdirSync(path.join(HERE, 'results'), { recursive: true });
