@@ -33,7 +33,8 @@ import {
   type UpgradeOutcome,
   type UpgradeProgress,
 } from './objects.js';
-import { generateClusterPki, type KeyAlgorithm } from './pki.js';
+import type { KeyAlgorithm } from './pki.js';
+import { sharedPkiWorkers, type IssuePki } from './PkiWorkers.js';
 import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
 import type { UpgradeMetrics } from './upgradeMetrics.js';
 
@@ -45,6 +46,8 @@ export interface UpgradeReconcilerOptions {
   /** Re-check interval while waiting (informer events usually come first). Default 2 s (upstream's poll). */
   pollIntervalMs?: number;
   keyAlgorithm?: KeyAlgorithm;
+  /** Generates the cluster PKI. Default: generateClusterPki on the process's worker thread (sharedPkiWorkers), off the event loop. */
+  issuePki?: IssuePki;
   /** Wall clock (ms since epoch); injectable for tests. */
   now?: () => number;
 }
@@ -79,6 +82,7 @@ export class UpgradeReconciler implements Reconciler {
   private readonly readyTimeoutMs: number;
   private readonly pollIntervalMs: number;
   private readonly keyAlgorithm: KeyAlgorithm;
+  private readonly issuePki: IssuePki;
   private readonly now: () => number;
 
   constructor(
@@ -89,6 +93,7 @@ export class UpgradeReconciler implements Reconciler {
     this.readyTimeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 2000;
     this.keyAlgorithm = options.keyAlgorithm ?? 'ecdsa-p256';
+    this.issuePki = options.issuePki ?? sharedPkiWorkers.issue;
     this.now = options.now ?? Date.now;
   }
 
@@ -246,7 +251,7 @@ export class UpgradeReconciler implements Reconciler {
     const root = existing.get(ROOT_CA_SECRET);
     const apiService = spec.apiServer?.service;
     const etcd = spec.etcd?.statefulset;
-    const pki = await generateClusterPki(
+    const pki = await this.issuePki(
       {
         clusterName: vc.metadata.name ?? '',
         clusterNamespace: clusterNs,

@@ -67,6 +67,12 @@ export interface ClusterPki {
   secrets: Record<string, Record<string, string>>;
 }
 
+export interface PkiOptions {
+  keyAlgorithm?: KeyAlgorithm;
+  /** Wall clock (ms since epoch) for validity periods; default Date.now(). */
+  now?: number;
+}
+
 interface Issuer {
   certificate: x509.X509Certificate;
   privateKey: CryptoKey;
@@ -221,7 +227,7 @@ function kubeconfig(cluster: string, server: string, caPem: string, user: string
  * Keeps the root CA when it is a usable CA (else generates one and says why), and issues every other secret anew.
  * Pure computation: writing the secrets is the caller's job.
  */
-export async function generateClusterPki(input: ClusterPkiInput, options: { keyAlgorithm?: KeyAlgorithm; now?: number } = {}): Promise<ClusterPki> {
+export async function generateClusterPki(input: ClusterPkiInput, options: PkiOptions = {}): Promise<ClusterPki> {
   const now = options.now ?? Date.now();
   const algorithm = options.keyAlgorithm ?? 'ecdsa-p256';
   const loaded = await loadRootCa(input.rootCaData, now);
