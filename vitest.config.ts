@@ -11,6 +11,7 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    setupFiles: ['test/setup.ts'],
     // Integration tests start real servers and child processes; the machine has 2 cores.
     pool: 'forks',
     maxWorkers: 2,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SimApiError } from '../../src/sim/store/errors.js';
-import { MemoryStore } from '../../src/sim/store/MemoryStore.js';
+import { isStoredVersion, MemoryStore } from '../../src/sim/store/MemoryStore.js';
+import { objectJson } from '../../src/sim/api/json.js';
 import { Resources } from '../../src/sim/store/resources.js';
 import type { KubeObject, StoreEvent } from '../../src/sim/types.js';
 
@@ -33,6 +34,23 @@ describe('MemoryStore', () => {
     expect(() => {
       (stored.data as Record<string, string>).v = 'x';
     }).toThrow(TypeError);
+  });
+
+  it('without freezing still never keeps the caller’s input, and serializes each version afresh', () => {
+    const store = new MemoryStore({ freeze: false });
+    const input = cm('a', { v: '1' });
+    const first = store.create(Resources.configmaps, input);
+    input.data = { v: 'changed by caller' };
+    expect(Object.isFrozen(first)).toBe(false);
+    expect(isStoredVersion(first)).toBe(true);
+    expect(JSON.parse(objectJson(first)).data).toEqual({ v: '1' });
+    const second = store.update(Resources.configmaps, { ...structuredClone(first), data: { v: '2' } });
+    expect(JSON.parse(objectJson(second)).data).toEqual({ v: '2' });
+    // Only stored versions are cached: an object of the caller's is serialized as it is now.
+    const own = cm('b', { v: '1' });
+    objectJson(own);
+    own.data = { v: '2' };
+    expect(JSON.parse(objectJson(own)).data).toEqual({ v: '2' });
   });
 
   it('delivers events in commit order even when a listener writes from inside its callback', () => {

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { KubeObject, ResourceType, StoreEvent, WatchableStore } from '../types.js';
 import { apiVersionOf, typeKey } from '../store/resources.js';
-import { objectJson } from './json.js';
+import { forgetJson, objectJson } from './json.js';
 import type { Selector } from './selectors.js';
 import { TABLE_CONTENT_TYPE, toTable } from './table.js';
 
@@ -120,6 +120,12 @@ export class WatchHub {
   }
 
   private onEvent(event: StoreEvent): void {
+    if (event.previous) forgetJson(event.previous);
+    this.fanOut(event);
+    if (event.type === 'DELETED') forgetJson(event.object);
+  }
+
+  private fanOut(event: StoreEvent): void {
     const set = this.byType.get(typeKey(event.resource));
     if (!set || set.size === 0) return;
     let added: string | undefined;

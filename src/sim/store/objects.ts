@@ -13,16 +13,16 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** A mutable deep copy of a JSON tree (frozen or not). */
+/**
+ * A mutable deep copy of a JSON tree (frozen or not); `undefined` values are dropped, as in the API's JSON. Through
+ * V8's JSON parser rather than by copying key by key: objects keyed by data (an IPPool's `status.ipv4.allocated` has
+ * IP addresses as keys) built key by key exhaust V8's hidden-class transitions from the empty object, after which
+ * every object copied that way gets a hidden class of its own — at 10,000 pools that was 1.9 million of them, ~110 MB,
+ * and megamorphic property access everywhere. JSON.parse does not share that fate.
+ */
 export function deepClone<T>(value: T): T {
   if (typeof value !== 'object' || value === null) return value;
-  if (Array.isArray(value)) return value.map(deepClone) as T;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    const v = (value as Record<string, unknown>)[key];
-    if (v !== undefined) out[key] = deepClone(v);
-  }
-  return out as T;
+  return JSON.parse(JSON.stringify(value)) as T;
 }
 
 /** Structural equality of JSON values; `undefined`-valued keys count as absent. */
