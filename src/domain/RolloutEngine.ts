@@ -9,10 +9,18 @@ import { RolloutView } from './RolloutView.js';
 
 /** Target changes recorded per transaction. */
 const RECORD_BATCH = 500;
+/** Up to this many PROGRESSING targets, every pass observes them all (cheap, and needs no notifications). */
+const FULL_OBSERVATION_BELOW = 256;
 
 export interface EngineOptions {
   /** How often an active rollout is re-evaluated even without a target change (default 1 s). */
   pollMs?: number;
+  /**
+   * Large rollouts observe only the targets their driver reported changed, and every PROGRESSING target at most this
+   * often (default 5 s), which bounds how late a missed notification is noticed. Rollouts with few targets in flight
+   * (FULL_OBSERVATION_BELOW) observe all of them on every pass.
+   */
+  fullObservationMs?: number;
   /** Admissions written in parallel within one reconcile (default 16). */
   admissionConcurrency?: number;
   now?: () => number;
@@ -55,6 +63,7 @@ export class RolloutEngine {
   /** rollout id → the engine's picture of its targets between passes (see RolloutView). */
   private readonly views = new Map<string, RolloutView>();
   private readonly pollMs: number;
+  private readonly fullObservationMs: number;
   private readonly admissionConcurrency: number;
   private readonly now: () => number;
   private enqueueFn: (rolloutId: string, afterMs?: number) => void = () => {};
@@ -66,6 +75,7 @@ export class RolloutEngine {
     options: EngineOptions = {},
   ) {
     this.pollMs = options.pollMs ?? 1000;
+    this.fullObservationMs = options.fullObservationMs ?? 5000;
     this.admissionConcurrency = options.admissionConcurrency ?? 16;
     this.now = options.now ?? Date.now;
   }
@@ -90,8 +100,11 @@ export class RolloutEngine {
 
   /** A target changed in the cluster: re-evaluate the rollout that is changing it, if any. */
   targetChanged(kind: RolloutKind, namespace: string, name: string): void {
-    const rolloutId = this.progressingTargets.get(`${kind}|${targetKey({ namespace, name })}`);
-    if (rolloutId) this.enqueueFn(rolloutId);
+    const key = targetKey({ namespace, name });
+    const rolloutId = this.progressingTargets.get(`${kind}|${key}`);
+    if (!rolloutId) return;
+    this.views.get(rolloutId)?.markChanged(key);
+    this.enqueueFn(rolloutId);
   }
 
   /** Ids of rollouts the engine still has work for (to enqueue at start-up). */
@@ -129,9 +142,17 @@ export class RolloutEngine {
     let nextDeadline = Infinity;
 
     // 1. Admitted targets: record what became of them (also after pause/abort: admitted targets finish). The outcomes
-    //    of one pass are recorded in one transaction.
+    //    of one pass are recorded in one transaction. Every target is observed at least every fullObservationMs (and
+    //    when the earliest progress deadline is due); in between, only those whose object changed.
+    const now = this.now();
+    const observeAll =
+      view.count('PROGRESSING') < FULL_OBSERVATION_BELOW || now - view.lastFullObservation >= this.fullObservationMs || now >= view.earliestDeadline;
+    if (observeAll) {
+      view.lastFullObservation = now;
+      view.earliestDeadline = Infinity;
+    }
     const outcomes: TargetChange[] = [];
-    for (const target of view.inState('PROGRESSING')) {
+    for (const target of view.toObserve(observeAll)) {
       const admitted = this.admitted(rollout, target);
       let observation: TargetObservation;
       try {
@@ -153,6 +174,8 @@ export class RolloutEngine {
         nextDeadline = Math.min(nextDeadline, admitted.admittedAt.getTime() + deadlineMs);
       }
     }
+    if (observeAll) view.earliestDeadline = nextDeadline;
+    else nextDeadline = Math.min(nextDeadline, view.earliestDeadline);
     await this.record(rollout, view, outcomes);
     // Only the rollout may have changed under us (a user paused or aborted it): the view is current.
     rollout = (await this.rollouts.get(rolloutId))!;
@@ -194,7 +217,10 @@ export class RolloutEngine {
       if (budget > 0 && pending > 0) budget -= (await driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
       const admitting = budget > 0 ? view.nextPending(budget) : [];
       await this.admit(driver, rollout, view, admitting, signal);
-      if (admitting.length > 0) nextDeadline = Math.min(nextDeadline, this.now() + deadlineMs);
+      if (admitting.length > 0) {
+        nextDeadline = Math.min(nextDeadline, this.now() + deadlineMs);
+        view.earliestDeadline = Math.min(view.earliestDeadline, this.now() + deadlineMs);
+      }
       if (pending === 0 && progressing === 0) {
         rollout = await this.transition(
           rollout,

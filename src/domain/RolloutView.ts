@@ -16,6 +16,12 @@ export class RolloutView {
   /** Targets before this index are not PENDING (admission goes in ordinal order, and nothing becomes PENDING again). */
   private pendingFrom = 0;
   readonly keys: ReadonlySet<string>;
+  /** Keys of targets whose object changed since they were last observed (the driver's notifications). */
+  private readonly changed = new Set<string>();
+  /** When every PROGRESSING target was last observed (0: never). */
+  lastFullObservation = 0;
+  /** The earliest progress deadline of a PROGRESSING target, as of the last full observation and later admissions. */
+  earliestDeadline = Infinity;
 
   constructor(
     targets: RolloutTarget[],
@@ -61,6 +67,22 @@ export class RolloutView {
       else if (out.length === 0) this.pendingFrom = i + 1;
     }
     return out;
+  }
+
+  /** A target's object changed in the cluster: observe it on the next pass. */
+  markChanged(key: string): void {
+    this.changed.add(key);
+  }
+
+  /**
+   * The PROGRESSING targets a pass observes: all of them when `all`, else those that changed since their last
+   * observation. Either way the changed set starts afresh.
+   */
+  toObserve(all: boolean): RolloutTarget[] {
+    const progressing = this.inState('PROGRESSING');
+    const picked = all ? progressing : progressing.filter((t) => this.changed.has(targetKey(t)));
+    this.changed.clear();
+    return picked;
   }
 
   /** Replaces a target with its stored new state. */
