@@ -50,6 +50,7 @@ export class ControllerManager implements ControllerHost {
   readonly inFlight: InFlightChanges;
   readonly identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
   private readonly informers: Informer<KubernetesObject>[] = [];
+  private readonly informersByKey = new Map<string, Informer<KubernetesObject>>();
   private readonly controllers: Controller[] = [];
   private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
   private readonly leadingListeners: (() => void)[] = [];
@@ -70,7 +71,17 @@ export class ControllerManager implements ControllerHost {
     this.runControllers = options.runControllers ?? true;
   }
 
+  /**
+   * The informer for a collection: shared by every controller that asks for the same path and selectors (client-go's
+   * shared informers), each adding its indexers; the first caller's list function and options are the ones used.
+   */
   informer<T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T> {
+    const key = `${options.path}?labelSelector=${options.labelSelector ?? ''}&fieldSelector=${options.fieldSelector ?? ''}`;
+    const shared = this.informersByKey.get(key) as Informer<T> | undefined;
+    if (shared) {
+      if (options.indexers) shared.addIndexers(options.indexers);
+      return shared;
+    }
     const informer = new Informer<T>({
       ...options,
       watch: this.clients.watch,
@@ -80,6 +91,7 @@ export class ControllerManager implements ControllerHost {
       },
     });
     this.informers.push(informer as unknown as Informer<KubernetesObject>);
+    this.informersByKey.set(key, informer as unknown as Informer<KubernetesObject>);
     if (this.started) informer.start();
     return informer;
   }

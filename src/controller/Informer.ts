@@ -1,25 +1,23 @@
 import type { KubernetesListObject, KubernetesObject, Watch } from '@kubernetes/client-node';
 import { ResourceExpiredError, translateKubeError } from '../kube/errors.js';
 import { type Clock, sleep, systemClock, type TimerHandle } from './clock.js';
-import { keyOf } from './request.js';
+import { IndexedCache, objectKey, type CacheReader, type Indexers, type InformerEventHandler } from './IndexedCache.js';
+import { InformerView, type ViewOptions } from './InformerView.js';
 
-export interface InformerEventHandler<T> {
-  onAdd?(obj: T): void;
-  onUpdate?(oldObj: T, newObj: T): void;
-  /** `obj` is the last state seen; after a relist it may be older than the object's final state. */
-  onDelete?(obj: T): void;
-}
-
-/** Extra cache indexes: index name → function giving the index values of an object. */
-export type Indexers<T> = Record<string, (obj: T) => string[]>;
+export type { CacheReader, Indexers, InformerEventHandler } from './IndexedCache.js';
 
 export interface InformerOptions<T extends KubernetesObject> {
   /** For errors and logs, e.g. 'pods'. */
   name: string;
   /** Watch path, e.g. `/api/v1/pods` or `/apis/network.harvesterhci.io/v1alpha1/namespaces/ns/ippools`. */
   path: string;
-  /** The list call for the same collection (a typed client-node call); must return the list's resourceVersion. */
-  list: () => Promise<KubernetesListObject<T>>;
+  /**
+   * The list call for the same collection (a typed client-node call); must return the list's resourceVersion. It gets
+   * a page to ask for (`limit`, and `continue` after the first page) and should pass both on: a relist then reads the
+   * collection 500 objects at a time, as client-go's reflector does, instead of holding a 10,000-object response in
+   * memory at once. A list that ignores them (returns everything, no `metadata.continue`) works too.
+   */
+  list: (page: ListPage) => Promise<KubernetesListObject<T>>;
   watch: Watch;
   labelSelector?: string;
   fieldSelector?: string;
@@ -34,7 +32,21 @@ export interface InformerOptions<T extends KubernetesObject> {
   onError?(error: unknown): void;
   /** Uniform [0, 1) for backoff jitter; injectable so tests get exact delays. */
   random?: () => number;
+  /**
+   * Keep `metadata.managedFields` in the cache (default false). Server-side apply's bookkeeping is often the larger
+   * part of an object and no reconciler reads it; dropping it is what controller-runtime's cache transform does too.
+   */
+  keepManagedFields?: boolean;
 }
+
+/** One page of a paginated list (`_continue` is client-node's name for the `continue` parameter). */
+export interface ListPage {
+  limit: number;
+  _continue?: string;
+}
+
+/** Objects per list page (client-go's reflector uses 500 too). */
+export const LIST_PAGE_SIZE = 500;
 
 type WatchEnd = { kind: 'closed'; events: number } | { kind: 'expired'; error: unknown } | { kind: 'error'; error: unknown };
 
@@ -47,14 +59,14 @@ type WatchEnd = { kind: 'closed'; events: number } | { kind: 'expired'; error: u
  * A relist is diffed against the cache, so handlers see exactly the changes missed while disconnected: onAdd for new
  * objects, onUpdate for changed resourceVersions, onDelete for objects gone. Handlers run synchronously, in order.
  * Cached objects are in wire form (plain JSON as the API server sends it, timestamps as strings, apiVersion/kind
- * set), whether they came from the list or the watch. Treat them as read-only: they are shared with every reader.
+ * set), whether they came from the list or the watch, without managedFields unless asked. Treat them as read-only:
+ * they are shared with every reader.
  */
-export class Informer<T extends KubernetesObject> {
+export class Informer<T extends KubernetesObject> implements CacheReader<T> {
   readonly name: string;
   private readonly options: InformerOptions<T>;
   private readonly clock: Clock;
-  private readonly cache = new Map<string, T>();
-  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  private readonly cache: IndexedCache<T>;
   private readonly handlers: InformerEventHandler<T>[] = [];
   private resourceVersion: string | undefined;
   private synced = false;
@@ -71,7 +83,20 @@ export class Informer<T extends KubernetesObject> {
     this.options = options;
     this.name = options.name;
     this.clock = options.clock ?? systemClock;
-    for (const index of ['namespace', ...Object.keys(options.indexers ?? {})]) this.indexes.set(index, new Map());
+    this.cache = new IndexedCache<T>(options.indexers);
+  }
+
+  /** Adds indexes (an informer shared by several controllers gets each one's); what is cached is indexed at once. */
+  addIndexers(indexers: Indexers<T>): void {
+    this.cache.addIndexers(indexers);
+  }
+
+  /**
+   * A cache of the objects that pass `filter`, kept current by this informer's events: a controller that needs a
+   * subset (one namespace, one label) of a collection another controller caches whole shares the one list and watch.
+   */
+  view(options: ViewOptions<T>): InformerView<T> {
+    return new InformerView(this, options);
   }
 
   addEventHandler(handler: InformerEventHandler<T>): void {
@@ -104,25 +129,15 @@ export class Informer<T extends KubernetesObject> {
   }
 
   get(namespace: string | undefined, name: string): T | undefined {
-    return this.cache.get(keyOf({ namespace, name }));
+    return this.cache.get(namespace, name);
   }
 
-  /** All cached objects, or those of one namespace. */
   list(namespace?: string): T[] {
-    if (namespace === undefined) return [...this.cache.values()];
-    return this.byIndex('namespace', namespace);
+    return this.cache.list(namespace);
   }
 
-  /** Cached objects whose indexer (or the built-in `namespace` index) yields `value`. */
   byIndex(index: string, value: string): T[] {
-    const keys = this.indexes.get(index)?.get(value);
-    if (!keys) return [];
-    const out: T[] = [];
-    for (const k of keys) {
-      const o = this.cache.get(k);
-      if (o) out.push(o);
-    }
-    return out;
+    return this.cache.byIndex(index, value);
   }
 
   /** The resourceVersion the informer is current with. */
@@ -177,19 +192,28 @@ export class Informer<T extends KubernetesObject> {
 
   private async relist(): Promise<void> {
     this.stats.lists++;
-    const list = await this.options.list();
     const seen = new Set<string>();
-    const kind = list.kind?.endsWith('List') ? list.kind.slice(0, -'List'.length) : undefined;
-    for (const item of list.items) {
-      const obj = toWireForm(item, list.apiVersion, kind);
-      const key = objectKey(obj);
-      seen.add(key);
-      this.upsert(key, obj);
+    let resourceVersion = '';
+    // Pages share the first page's resourceVersion (the API server serves them from one snapshot), so the cache ends
+    // up exactly as of that version; an expired continue token (410) fails the relist, which then starts over.
+    for (let continueToken: string | undefined, first = true; first || continueToken; first = false) {
+      const list = await this.options.list({ limit: LIST_PAGE_SIZE, ...(continueToken ? { _continue: continueToken } : {}) });
+      if (first) resourceVersion = list.metadata?.resourceVersion ?? '';
+      const kind = list.kind?.endsWith('List') ? list.kind.slice(0, -'List'.length) : undefined;
+      for (const item of list.items) {
+        const obj = toWireForm(item, list.apiVersion, kind);
+        const key = objectKey(obj);
+        seen.add(key);
+        this.upsert(key, obj);
+      }
+      // Typed lists call it `_continue`; custom-object lists are plain JSON, where it is `continue`.
+      const meta = list.metadata as { _continue?: string; continue?: string } | undefined;
+      continueToken = meta?._continue || meta?.continue || undefined;
     }
-    for (const [key, old] of [...this.cache]) {
+    for (const [key, old] of [...this.cache.entries()]) {
       if (!seen.has(key)) this.remove(key, old);
     }
-    this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    this.resourceVersion = resourceVersion;
     if (!this.synced) {
       this.synced = true;
       const ws = this.syncWaiters;
@@ -273,8 +297,7 @@ export class Informer<T extends KubernetesObject> {
         break;
       case 'DELETED': {
         const key = objectKey(obj);
-        const old = this.cache.get(key);
-        if (old) this.remove(key, obj);
+        if (this.cache.getByKey(key)) this.remove(key, obj);
         break;
       }
       case 'BOOKMARK':
@@ -292,21 +315,18 @@ export class Informer<T extends KubernetesObject> {
   }
 
   private upsert(key: string, obj: T): void {
-    const old = this.cache.get(key);
+    // The object is this informer's own (parsed from this watch or list): trimming it changes nobody else's.
+    if (!this.options.keepManagedFields && obj.metadata?.managedFields) delete obj.metadata.managedFields;
+    const old = this.cache.getByKey(key);
     if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
-    if (old) this.unindex(key, old);
-    this.cache.set(key, obj);
-    this.index(key, obj);
+    this.cache.put(key, obj);
     for (const h of this.handlers) {
       this.safely(() => (old ? h.onUpdate?.(old, obj) : h.onAdd?.(obj)));
     }
   }
 
   private remove(key: string, last: T): void {
-    const old = this.cache.get(key);
-    if (!old) return;
-    this.unindex(key, old);
-    this.cache.delete(key);
+    if (!this.cache.delete(key)) return;
     for (const h of this.handlers) this.safely(() => h.onDelete?.(last));
   }
 
@@ -317,34 +337,6 @@ export class Informer<T extends KubernetesObject> {
     } catch (error) {
       this.options.onError?.(error);
     }
-  }
-
-  private index(key: string, obj: T): void {
-    for (const [name, values] of this.indexValues(obj)) {
-      const idx = this.indexes.get(name)!;
-      for (const v of values) {
-        let set = idx.get(v);
-        if (!set) idx.set(v, (set = new Set()));
-        set.add(key);
-      }
-    }
-  }
-
-  private unindex(key: string, obj: T): void {
-    for (const [name, values] of this.indexValues(obj)) {
-      const idx = this.indexes.get(name)!;
-      for (const v of values) {
-        const set = idx.get(v);
-        set?.delete(key);
-        if (set?.size === 0) idx.delete(v);
-      }
-    }
-  }
-
-  private indexValues(obj: T): Array<[string, string[]]> {
-    const out: Array<[string, string[]]> = [['namespace', [obj.metadata?.namespace ?? '']]];
-    for (const [name, fn] of Object.entries(this.options.indexers ?? {})) out.push([name, fn(obj)]);
-    return out;
   }
 }
 
@@ -364,6 +356,4 @@ function hasDate(metadata: KubernetesObject['metadata']): boolean {
   return metadata?.creationTimestamp instanceof Date || metadata?.deletionTimestamp instanceof Date;
 }
 
-export function objectKey(obj: KubernetesObject): string {
-  return keyOf({ namespace: obj.metadata?.namespace, name: obj.metadata?.name ?? '' });
-}
+export { objectKey } from './IndexedCache.js';

@@ -28,7 +28,7 @@ export function resourceInformer<T extends KubernetesObject>(
     name: options.name ?? `${plural}${namespace ? `/${namespace}` : ''}`,
     path,
     watch: kube.watch,
-    list: () =>
-      kube.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, options.fieldSelector, options.labelSelector),
+    list: (page) =>
+      kube.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, options.fieldSelector, options.labelSelector, page.limit, page._continue),
   });
 }

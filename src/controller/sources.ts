@@ -1,6 +1,6 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller, Source } from './Controller.js';
-import type { Informer } from './Informer.js';
+import type { CacheReader } from './IndexedCache.js';
 import { keyOf, type Request } from './request.js';
 
 /**
@@ -68,7 +68,7 @@ export interface FeedOptions<T> {
  * mapping of both old and new object, so a changed owner reference or label reaches both), and every controller start
  * resyncs the whole cache through the mapping.
  */
-export function feed<T extends KubernetesObject>(informer: Informer<T>, controller: Controller, options: FeedOptions<T> = {}): void {
+export function feed<T extends KubernetesObject>(informer: CacheReader<T>, controller: Controller, options: FeedOptions<T> = {}): void {
   const map = options.map ?? enqueueSelf<T>();
   const predicates = options.predicates ?? [];
   const enqueue = (obj: T): void => {

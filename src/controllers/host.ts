@@ -22,7 +22,10 @@ export interface ControllerHost {
   events: EventLog;
   /** Durable notes of work in flight that completes together with its history event (see InFlightChanges). */
   inFlight: InFlightChanges;
-  /** Creates and registers an informer (client-node list + watch with restart, and a cache). */
+  /**
+   * The informer of a collection (client-node list + watch with restart, and a cache), shared with every other caller
+   * of the same path and selectors; `informer.view()` narrows it without a second watch.
+   */
   informer<T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T>;
   /** Creates and registers a controller (workers on a work queue). */
   controller(options: Omit<ControllerOptions, 'registry' | 'logger'>): Controller;

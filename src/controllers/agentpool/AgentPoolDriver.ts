@@ -1,5 +1,5 @@
 import { PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
-import type { Informer } from '../../controller/Informer.js';
+import type { CacheReader, Informer } from '../../controller/Informer.js';
 import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
 import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
@@ -13,7 +13,7 @@ import type { AgentMode, IPPool, RecreationRecord } from './types.js';
 export interface AgentPoolDriverOptions {
   clients: KubeClients;
   pools: Informer<IPPool>;
-  pods: Informer<V1Pod>;
+  pods: CacheReader<V1Pod>;
   deployments: Informer<V1Deployment>;
   /** The reconciler's recreations in flight: a target is done once its recreation is recorded. */
   recreations: InFlightNotes<RecreationRecord>;

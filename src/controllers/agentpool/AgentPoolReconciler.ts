@@ -1,5 +1,5 @@
 import type { V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
-import type { Informer } from '../../controller/Informer.js';
+import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { Reconciler, Result } from '../../controller/Controller.js';
 import type { Request } from '../../controller/request.js';
 import type { EventLog } from '../../domain/EventLog.js';
@@ -33,7 +33,7 @@ export interface AgentPoolReconcilerOptions {
   metrics: AgentPoolMetrics;
   logger: Logger;
   pools: Informer<IPPool>;
-  pods: Informer<V1Pod>;
+  pods: CacheReader<V1Pod>;
   deployments: Informer<V1Deployment>;
   nads: Informer<NetworkAttachmentDefinition>;
   nodes: Informer<V1Node>;
@@ -48,8 +48,18 @@ export interface AgentPoolReconcilerOptions {
   now?: () => number;
 }
 
-/** A loop's failure: its text becomes the condition message (spec: reason `Error`, the error text as message). */
-class LoopError extends Error {}
+/**
+ * A loop's failure: its text becomes the condition message (spec: reason `Error`, the error text as message). It is
+ * control flow, thrown on most reconciles of a pool in flight ("not ready"), so it captures no stack trace.
+ */
+class LoopError extends Error {
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+  }
+}
 
 interface Work {
   pool: IPPool;

@@ -1,5 +1,5 @@
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
-import type { Informer } from '../../controller/Informer.js';
+import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries, AgentPoolView } from '../../domain/agentPools.js';
 import { agentName, ANNOTATION_HOLD } from './names.js';
 import { conditionTrue, deploymentImage, podImage } from './podState.js';
@@ -9,7 +9,7 @@ import type { AgentMode, IPPool } from './types.js';
 export class CachedAgentPoolQueries implements AgentPoolQueries {
   constructor(
     private readonly pools: Informer<IPPool>,
-    private readonly pods: Informer<V1Pod>,
+    private readonly pods: CacheReader<V1Pod>,
     private readonly deployments: Informer<V1Deployment>,
     private readonly agentNamespace: string,
     private readonly mode: AgentMode,

@@ -1,7 +1,7 @@
 import type { KubernetesListObject, KubernetesObject, V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
 import { feed, enqueueByLabels } from '../../controller/sources.js';
 import type { Controller } from '../../controller/Controller.js';
-import type { Informer } from '../../controller/Informer.js';
+import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries } from '../../domain/agentPools.js';
 import type { ControllerHost } from '../host.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';
@@ -9,6 +9,7 @@ import { AgentPoolReconciler } from './AgentPoolReconciler.js';
 import { CachedAgentPoolQueries } from './CachedAgentPoolQueries.js';
 import { agentPoolMetrics } from './metrics.js';
 import { deploymentImage, isDeploymentReady, isPodReady, podImage, pullFailure } from './podState.js';
+import { agentPodInputsChanged, poolInputsChanged } from './predicates.js';
 import {
   ANNOTATION_HOLD,
   IPPOOL_GROUP,
@@ -52,7 +53,7 @@ export interface AgentPoolRuntime {
   driver: AgentPoolDriver;
   queries: AgentPoolQueries;
   controller: Controller;
-  informers: { pools: Informer<IPPool>; pods: Informer<V1Pod>; deployments: Informer<V1Deployment>; nads: Informer<NetworkAttachmentDefinition>; nodes: Informer<V1Node> };
+  informers: { pools: Informer<IPPool>; pods: CacheReader<V1Pod>; deployments: Informer<V1Deployment>; nads: Informer<NetworkAttachmentDefinition>; nodes: Informer<V1Node> };
 }
 
 const asList = <T extends KubernetesObject>(value: unknown) => value as KubernetesListObject<T>;
@@ -72,7 +73,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const pools = host.informer<IPPool>({
     name: 'ippools',
     path: `/apis/${IPPOOL_GROUP}/${IPPOOL_VERSION}/${IPPOOL_PLURAL}`,
-    list: async () => asList<IPPool>(await clients.custom.listClusterCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL })),
+    list: async (page) => asList<IPPool>(await clients.custom.listClusterCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, ...page })),
     indexers: {
       network: (pool) => {
         const ns = pool.metadata?.namespace ?? '';
@@ -85,26 +86,27 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     const labels = obj.metadata?.labels ?? {};
     return labels[LABEL_POOL_NAME] ? [`${labels[LABEL_POOL_NAMESPACE] ?? ''}/${labels[LABEL_POOL_NAME]}`] : [];
   } };
-  const pods = host.informer<V1Pod>({
+  // Agent pods are a view of the cluster-wide pods informer, which node agents need anyway: one list and watch of pods
+  // and one copy of each, instead of a second watch (and cache) of the agent namespace.
+  const allPods = host.informer<V1Pod>({ name: 'pods', path: '/api/v1/pods', list: (page) => clients.core.listPodForAllNamespaces(page) });
+  const pods = allPods.view({
     name: 'agent-pods',
-    path: `/api/v1/namespaces/${agentNamespace}/pods`,
-    labelSelector: agentSelector,
-    list: () => clients.core.listNamespacedPod({ namespace: agentNamespace, labelSelector: agentSelector }),
+    filter: (pod) => pod.metadata?.namespace === agentNamespace && pod.metadata?.labels?.[LABEL_AGENT] === LABEL_AGENT_VALUE,
     indexers: { ...poolIndex, node: (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []) },
   });
   const deployments = host.informer<V1Deployment>({
     name: 'agent-deployments',
     path: `/apis/apps/v1/namespaces/${agentNamespace}/deployments`,
     labelSelector: agentSelector,
-    list: () => clients.apps.listNamespacedDeployment({ namespace: agentNamespace, labelSelector: agentSelector }),
+    list: (page) => clients.apps.listNamespacedDeployment({ namespace: agentNamespace, labelSelector: agentSelector, ...page }),
     indexers: poolIndex,
   });
   const nads = host.informer<NetworkAttachmentDefinition>({
     name: 'network-attachment-definitions',
     path: `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`,
-    list: async () => asList(await clients.custom.listClusterCustomObject({ group: NAD_GROUP, version: NAD_VERSION, plural: NAD_PLURAL })),
+    list: async (page) => asList(await clients.custom.listClusterCustomObject({ group: NAD_GROUP, version: NAD_VERSION, plural: NAD_PLURAL, ...page })),
   });
-  const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: () => clients.core.listNode() });
+  const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: (page) => clients.core.listNode(page) });
 
   const recreations = host.inFlight.of<RecreationRecord>('AGENT_POOL');
   const driver = new AgentPoolDriver({ clients, pools, pods, deployments, recreations, agentNamespace, mode });
@@ -130,8 +132,8 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 16 });
 
   const byLabels = enqueueByLabels<V1Pod | V1Deployment>(LABEL_POOL_NAMESPACE, LABEL_POOL_NAME);
-  feed(pools, controller);
-  feed(pods, controller, { map: byLabels });
+  feed(pools, controller, { predicates: [poolInputsChanged()] });
+  feed(pods, controller, { map: byLabels, predicates: [agentPodInputsChanged()] });
   feed(deployments, controller, { map: byLabels });
   feed(nads, controller, {
     map: (nad) => pools.byIndex('network', `${nad.metadata?.namespace}/${nad.metadata?.name}`).map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! })),

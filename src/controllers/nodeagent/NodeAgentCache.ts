@@ -26,18 +26,18 @@ export class NodeAgentCache {
     this.daemonSets = host.informer<V1DaemonSet>({
       name: 'nodeagent-daemonsets',
       path: '/apis/apps/v1/daemonsets',
-      list: () => apps.listDaemonSetForAllNamespaces(),
+      list: (page) => apps.listDaemonSetForAllNamespaces(page),
     });
     this.pods = host.informer<V1Pod>({
       name: 'nodeagent-pods',
       path: '/api/v1/pods',
-      list: () => core.listPodForAllNamespaces(),
+      list: (page) => core.listPodForAllNamespaces(page),
       indexers: {
         [BY_NODE]: (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []),
         [BY_OWNER]: (pod) => (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => r.uid),
       },
     });
-    this.nodes = host.informer<V1Node>({ name: 'nodeagent-nodes', path: '/api/v1/nodes', list: () => core.listNode() });
+    this.nodes = host.informer<V1Node>({ name: 'nodeagent-nodes', path: '/api/v1/nodes', list: (page) => core.listNode(page) });
   }
 
   daemonSet(namespace: string, name: string): V1DaemonSet | undefined {
