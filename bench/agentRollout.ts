@@ -7,12 +7,17 @@
  *
  * The simulator runs in a child process by default, as a real API server would: rollplane's process then holds only
  * rollplane. `ROLLPLANE_BENCH_SIM=inline` runs it inside the service's process instead (rollplane's embedded default).
+ * Both processes run with the V8 heap capped at 512 MB (`npm run bench` starts node so; the child gets the same), as
+ * deploy/40-deployment.yaml caps the service: uncapped, V8 sizes the heap from the host's memory and lets garbage
+ * grow to several times the live set before it collects, which says more about the host than about rollplane.
+ * `BENCH_HEAP_MB=0 node --import tsx bench/run.ts agent-rollout` runs both uncapped.
  * Prints a table and writes bench/results/agent-rollout.json. Run: `npm run bench -- agent-rollout`
  * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes; `BENCH_CPU_PROFILE=<dir>` to
  * write a CPU profile of the service during each rollout).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { post, startBenchApp, windowProfiler } from './benchApp.js';
@@ -31,6 +36,8 @@ interface RunResult {
   servicePeakRssMb: number;
   /** Peak RSS of the simulator child (0 inline). */
   simulatorPeakRssMb: number;
+  /** Peak of service + simulator RSS, sampled together every 100 ms. */
+  togetherPeakRssMb: number;
   /** CPU of the service process per recreated agent (inline: service and simulator). */
   serviceCpuMsPerAgent: number;
   simulatorCpuMsPerAgent: number;
@@ -45,14 +52,24 @@ interface RunResult {
 async function runOnce(pools: number, budget: { qps: number; burst: number } | undefined): Promise<RunResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-agent-'));
   const inline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
-  const simOptions = { fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig') };
+  const simOptions = {
+    fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0`,
+    kubeconfigPath: path.join(dir, 'kubeconfig'),
+    heapMb: Number(process.env.BENCH_HEAP_MB ?? '512'),
+  };
   const sim = inline ? await startInlineSim(simOptions) : await startSimChild(simOptions);
   const app = await startBenchApp(dir, sim.kubeconfigPath, {
     ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
     ...(budget ? { ROLLPLANE_KUBE_QPS: String(budget.qps), ROLLPLANE_KUBE_BURST: String(budget.burst) } : {}),
   });
-  let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  let peakRss = 0;
+  let peakTogether = 0;
+  const sample = () => {
+    const own = process.memoryUsage.rss();
+    peakRss = Math.max(peakRss, own);
+    peakTogether = Math.max(peakTogether, own + sim.rss());
+  };
+  const sampler = setInterval(sample, 100);
   try {
     // Wait until the service lists every pool (caches synced).
     for (;;) {
@@ -73,7 +90,9 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
     await sim.start();
     const allNew = sim.podsOnImage(NEW, pools);
     await profiler.start();
-    peakRss = process.memoryUsage().rss;
+    peakRss = 0;
+    peakTogether = 0;
+    sample();
     const cpu = process.cpuUsage();
     const started = Date.now();
     const progress = setInterval(() => {
@@ -102,6 +121,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       secondsToSucceeded: Math.round((succeededAt - started) / 10) / 100,
       servicePeakRssMb: Math.round(peakRss / 1048576),
       simulatorPeakRssMb: inline ? 0 : simStats.peakRssMb,
+      togetherPeakRssMb: Math.round(peakTogether / 1048576),
       serviceCpuMsPerAgent: perAgent((used.user + used.system) / 1000),
       simulatorCpuMsPerAgent: inline ? 0 : perAgent(simStats.cpuMs),
       writes: simStats.writes,
@@ -130,13 +150,14 @@ export async function run(): Promise<RunResult[]> {
     budget: r.budget,
     'all new image (s)': r.secondsToAllNewImage,
     'SUCCEEDED (s)': r.secondsToSucceeded,
-    'RSS service+sim (MB)': `${r.servicePeakRssMb}+${r.simulatorPeakRssMb}`,
+    'peak RSS service, sim, together (MB)': `${r.servicePeakRssMb}, ${r.simulatorPeakRssMb}, ${r.togetherPeakRssMb}`,
     'CPU ms/agent service+sim': `${r.serviceCpuMsPerAgent}+${r.simulatorCpuMsPerAgent}`,
     'writes/agent': r.writesPerAgent,
     'requests/agent': r.requestsPerAgent,
     'requests ÷ QPS (s)': r.budgetFloorSeconds ?? '',
   }));
-  console.log(`simulator: ${results[0]?.simulator ?? ''}`);
+  const heapCap = getHeapStatistics().heap_size_limit / 1048576;
+  console.log(`simulator: ${results[0]?.simulator ?? ''}; service V8 heap limit ${Math.round(heapCap)} MB`);
   console.table(rows);
   for (const r of results) console.log(`${r.pools} pools (${r.budget}) writes:`, r.writes);
   mkdirSync(path.join(HERE, 'results'), { recursive: true });

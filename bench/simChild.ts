@@ -7,6 +7,7 @@
  * Run as a module (`startSimChild`) by the benchmarks; run as a script it is the child itself.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ApiRequestInfo, KubeObject } from '../src/sim/types.js';
@@ -17,6 +18,8 @@ export interface SimChildOptions {
   /** A fleet spec such as `pools=1000,nodes=10,peers=0`. */
   fleet: string;
   kubeconfigPath: string;
+  /** V8 heap cap of the child in MB (`--max-old-space-size`); 0 or absent: V8's default, sized from the host. */
+  heapMb?: number;
 }
 
 export interface SimChildStats {
@@ -29,6 +32,8 @@ export interface SimChildStats {
 
 export interface SimChild {
   kubeconfigPath: string;
+  /** The child's RSS in bytes right now (0 when it cannot be read, or for an inline simulator). */
+  rss(): number;
   /** Starts counting requests, CPU and peak RSS. */
   start(): Promise<void>;
   /** Resolves with the child's wall-clock time (ms) once `count` pods run `image` (first container) and are Ready. */
@@ -40,8 +45,20 @@ export interface SimChild {
 
 type Message = Record<string, unknown>;
 
+/** Resident set size of another process, from /proc (Linux); 0 elsewhere. */
+function rssOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+    return pages * 4096;
+  } catch {
+    return 0;
+  }
+}
+
 export async function startSimChild(options: SimChildOptions): Promise<SimChild> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, 'simChild.ts')], {
+  const heap = options.heapMb ? [`--max-old-space-size=${options.heapMb}`] : [];
+  const child = spawn(process.execPath, [...heap, '--import', 'tsx', path.join(HERE, 'simChild.ts')], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, ROLLPLANE_BENCH_SIM_CHILD: JSON.stringify(options) },
   });
@@ -67,6 +84,7 @@ export async function startSimChild(options: SimChildOptions): Promise<SimChild>
   const kubeconfigPath = await next<string>('ready');
   return {
     kubeconfigPath,
+    rss: () => rssOf(child.pid),
     start: () => ask<boolean>({ start: true }, 'started').then(() => undefined),
     podsOnImage: (image, count) => ask<number>({ podsOnImage: { image, count } }, 'podsOnImageAt'),
     stats: () => ask<SimChildStats>({ stats: true }, 'stats'),
@@ -154,6 +172,7 @@ export async function startInlineSim(options: SimChildOptions): Promise<SimChild
   const sim = await instrumentedSimulator(options);
   return {
     kubeconfigPath: sim.kubeconfigPath,
+    rss: () => 0,
     start: async () => sim.start(),
     podsOnImage: (image, count) => sim.podsOnImage(image, count),
     stats: async () => sim.stats(),
