@@ -7,23 +7,23 @@
  *
  * The simulator runs in a child process by default, as a real API server would: rollplane's process then holds only
  * rollplane. `ROLLPLANE_BENCH_SIM=inline` runs it inside the service's process instead (rollplane's embedded default).
- * Both processes run with the V8 heap capped at 512 MB (`npm run bench` starts node so; the child gets the same), as
- * deploy/40-deployment.yaml caps the service: uncapped, V8 sizes the heap from the host's memory and lets garbage
- * grow to several times the live set before it collects, which says more about the host than about rollplane.
- * `BENCH_HEAP_MB=0 node --import tsx bench/run.ts agent-rollout` runs both uncapped.
+ * Both processes run with the V8 heap capped at 512 MB and 16 MB semi-spaces (`npm run bench` starts node so; the
+ * child gets the same), as deploy/40-deployment.yaml runs the service: uncapped, V8 sizes the heap from the host's
+ * memory and lets garbage grow to several times the live set before it collects, which says more about the host than
+ * about rollplane. `BENCH_HEAP_MB=0 node dist/bench/run.js agent-rollout` (after `npx tsc -p tsconfig.bench.json`)
+ * runs both uncapped.
  * Prints a table and writes bench/results/agent-rollout.json. Run: `npm run bench -- agent-rollout`
  * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes; `BENCH_CPU_PROFILE=<dir>` to
  * write a CPU profile of the service during each rollout).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { post, startBenchApp, windowProfiler } from './benchApp.js';
+import { writeResult } from './results.js';
 import { startInlineSim, startSimChild } from './simChild.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 
 interface RunResult {
@@ -160,11 +160,7 @@ export async function run(): Promise<RunResult[]> {
   console.log(`simulator: ${results[0]?.simulator ?? ''}; service V8 heap limit ${Math.round(heapCap)} MB`);
   console.table(rows);
   for (const r of results) console.log(`${r.pools} pools (${r.budget}) writes:`, r.writes);
-  mkdirSync(path.join(HERE, 'results'), { recursive: true });
-  writeFileSync(
-    path.join(HERE, 'results', 'agent-rollout.json'),
-    `${JSON.stringify({ name: 'agent-rollout', date: new Date().toISOString(), node: process.version, results }, null, 2)}\n`,
-  );
+  writeResult('agent-rollout', { name: 'agent-rollout', date: new Date().toISOString(), node: process.version, results });
   return results;
 }
 

@@ -12,8 +12,9 @@
  * of the service during the rollout).
  */
 import { post, startBenchApp, windowProfiler } from './benchApp.js';
+import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +24,6 @@ import { Resources } from '../src/sim/store/resources.js';
 import { generateClusterPki } from '../src/controllers/vcluster/pki.js';
 import type { KubeObject } from '../src/sim/types.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CV = 'cv-sample-np';
 
 
@@ -228,8 +228,7 @@ export async function run() {
     aimMet: overheadMs <= 50,
     rows,
   };
-  mkdirSync(path.join(HERE, 'results'), { recursive: true });
-  writeFileSync(path.join(HERE, 'results', 'cluster-upgrade.json'), `${JSON.stringify(result, null, 2)}\n`);
+  writeResult('cluster-upgrade', result);
   return result;
 }
 

@@ -8,15 +8,14 @@
  * (`NODE_AGENT_BENCH_NODES=50`, `NODE_AGENT_BENCH_MODE=NODE_BY_NODE,SURGE` to change). Both modes by default.
  */
 import { post, startBenchApp } from './benchApp.js';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeResult } from './results.js';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator } from '../src/sim/index.js';
 import type { ApiRequestInfo, KubeObject } from '../src/sim/types.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DS_NS = 'confidential-containers-system';
 const DS_NAME = 'cloud-api-adaptor-daemonset';
 const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0';
@@ -51,8 +50,7 @@ export async function run(): Promise<NodeAgentBenchResult[]> {
   const modes = (process.env.NODE_AGENT_BENCH_MODE ?? 'NODE_BY_NODE,SURGE').split(',');
   const results: NodeAgentBenchResult[] = [];
   for (const mode of modes) results.push(await runOnce(nodes, mode));
-  mkdirSync(path.join(HERE, 'results'), { recursive: true });
-  writeFileSync(path.join(HERE, 'results', 'node-agent.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeResult('node-agent', results);
   return results;
 }
 

@@ -4,11 +4,11 @@
  * all in the same run. "keys" is adds for every case. Prints a table and
  * writes bench/results/queue.json. Run: `npx tsx bench/queue.ts` or `npm run bench -- queue`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
+import { writeResult } from './results.js';
 import { Controller } from '../src/controller/Controller.js';
 import { WorkQueue } from '../src/controller/WorkQueue.js';
 
@@ -152,12 +152,7 @@ export async function run(): Promise<Row[]> {
   console.log(
     `per-reconcile overhead of the controller (4 workers, metrics) over the baseline loop: ${ctrl.nsPerKey - base.nsPerKey} ns`,
   );
-  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    path.join(dir, 'queue.json'),
-    JSON.stringify({ node: process.version, date: new Date().toISOString(), cpus: cpus().length, loadAverage: load, keys: KEYS, rows }, null, 2) + '\n',
-  );
+  writeResult('queue', { node: process.version, date: new Date().toISOString(), cpus: cpus().length, loadAverage: load, keys: KEYS, rows });
   return rows;
 }
 

@@ -1,21 +1,25 @@
 /**
  * `npm run bench -- <name> [<name> …]`: runs benchmarks by name (each `bench/<file>.ts` exports `run()`, prints its own
- * table and writes `bench/results/<name>.json`). With no name, lists them.
+ * table and writes `bench/results/<name>.json`). With no name, lists them. `npm run bench` compiles first and runs the
+ * JavaScript, as rollplane runs in production (under tsx each process holds ~30–70 MB more: transforms and source
+ * maps); `npx tsx bench/run.ts <name>` runs the sources directly.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const BENCHMARKS: Record<string, string> = {
-  sim: 'sim.ts',
-  'sim-behaviour': 'simBehaviour.ts',
-  queue: 'queue.ts',
-  'agent-rollout': 'agentRollout.ts',
-  'cluster-upgrade': 'clusterUpgrade.ts',
-  'node-agent': 'nodeAgent.ts',
-};
-
 const here = path.dirname(fileURLToPath(import.meta.url));
+/** `.ts` from the sources, `.js` from the build (dist/bench). */
+const ext = path.extname(fileURLToPath(import.meta.url));
+
+const BENCHMARKS: Record<string, string> = {
+  sim: `sim${ext}`,
+  'sim-behaviour': `simBehaviour${ext}`,
+  queue: `queue${ext}`,
+  'agent-rollout': `agentRollout${ext}`,
+  'cluster-upgrade': `clusterUpgrade${ext}`,
+  'node-agent': `nodeAgent${ext}`,
+};
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 if (names.length === 0) {
   process.stdout.write(`usage: npm run bench -- <name> [<name> …]\nbenchmarks: ${Object.keys(BENCHMARKS).join(', ')}\n`);

@@ -8,7 +8,6 @@
  * Prints a table and writes bench/results/sim.json. Run: `npx tsx bench/sim.ts` or `npm run bench -- sim`.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { availableParallelism, loadavg } from 'node:os';
@@ -16,6 +15,7 @@ import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator } from '../src/sim/index.js';
 import { Resources } from '../src/sim/store/resources.js';
 import type { KubeObject } from '../src/sim/types.js';
+import { writeResult } from './results.js';
 
 export interface BenchRow {
   metric: string;
@@ -305,9 +305,7 @@ export async function run(): Promise<BenchResult> {
   const result: BenchResult = { name: 'sim', date: new Date().toISOString(), node: process.version, loadAverage, cpus: availableParallelism(), rows };
   console.log(`load average ${loadAverage.before} → ${loadAverage.after} on ${result.cpus} CPUs`);
   console.table(rows.map((r) => ({ metric: r.metric, value: r.value, unit: r.unit, aim: r.aim, ok: r.ok ? 'yes' : 'NO', note: r.note })));
-  const dir = path.join(HERE, 'results');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'sim.json'), JSON.stringify(result, null, 2) + '\n');
+  writeResult('sim', result);
   return result;
 }
 

@@ -8,15 +8,13 @@
  * Prints a table and writes bench/results/sim-behaviour.json. Run: `npx tsx bench/simBehaviour.ts` or
  * `npm run bench -- sim-behaviour`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startBehaviour, zeroDelays } from '../src/sim/behaviour/index.js';
 import { agentPod, AGENT_NAMESPACE, applyFleet, nodeIp } from '../src/sim/fleet.js';
 import { MemoryStore } from '../src/sim/store/MemoryStore.js';
 import { Resources } from '../src/sim/store/resources.js';
 import type { KubeObject } from '../src/sim/types.js';
+import { writeResult } from './results.js';
 
 interface Row {
   step: string;
@@ -26,7 +24,6 @@ interface Row {
   eventsPerCpuSecond: number;
 }
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ready = (p: KubeObject) => p.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True') === true;
 
 export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number }> {
@@ -109,10 +106,7 @@ export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number 
   }
   process.stdout.write(`pods at peak: ${pods}; RSS: ${rssMb} MB (under tsx); load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}\n`);
 
-  const dir = path.join(HERE, 'results');
-  mkdirSync(dir, { recursive: true });
-  const result = { name: 'sim-behaviour', date: new Date().toISOString(), node: process.version, loadAverage: { before: loadBefore, after: loadavg()[0] }, pods, rssMb, rows };
-  writeFileSync(path.join(dir, 'sim-behaviour.json'), JSON.stringify(result, null, 2) + '\n');
+  writeResult('sim-behaviour', { name: 'sim-behaviour', date: new Date().toISOString(), node: process.version, loadAverage: { before: loadBefore, after: loadavg()[0] }, pods, rssMb, rows });
   return { rows, rssMb, pods };
 }
 
