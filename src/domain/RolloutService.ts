@@ -65,21 +65,10 @@ export interface EngineState {
   finished?: boolean;
 }
 
-export interface RolloutTarget {
-  id: string;
-  rolloutId: string;
+/** One target of a rollout: the stored row, with the domain's types for its kind and state. */
+export interface RolloutTarget extends Omit<TargetRow, 'kind' | 'state' | 'updatedAt'> {
   kind: RolloutKind;
-  namespace: string;
-  name: string;
-  ordinal: number;
   state: TargetState;
-  fromVersion: string | null;
-  toVersion: string;
-  attempts: number;
-  skipReason: string | null;
-  error: string | null;
-  admittedAt: Date | null;
-  finishedAt: Date | null;
 }
 
 export interface Progress {

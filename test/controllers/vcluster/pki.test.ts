@@ -1,19 +1,9 @@
 import { X509Certificate, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { generateClusterPki, loadRootCa, type ClusterPkiInput } from '../../../src/controllers/vcluster/pki.js';
+import { generateClusterPki, loadRootCa } from '../../../src/controllers/vcluster/pki.js';
+import { pem, pkiInput as input } from './pkiFixtures.js';
 
-const input: ClusterPkiInput = {
-  clusterName: 'vc-1',
-  clusterNamespace: 'default-abc123-vc-1',
-  apiserverServiceName: 'apiserver-svc',
-  apiserverPort: 6443,
-  apiserverClusterIP: '10.96.0.10',
-  etcdServiceName: 'etcd',
-  etcdStatefulSetName: 'etcd',
-  etcdReplicas: 1,
-};
-const pem = (data: Record<string, string>, key: string) => Buffer.from(data[key]!, 'base64').toString('utf8');
 
 describe('cluster PKI', () => {
   it('generates a root CA when the existing one is a placeholder, and signs every certificate with it', async () => {

@@ -7,22 +7,12 @@ import { parse as parseYaml } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/errors.js';
 import { generateClusterPki, type ClusterPki, type ClusterPkiInput } from '../../../src/controllers/vcluster/pki.js';
+import { pem, pkiInput as input } from './pkiFixtures.js';
 import { PkiWorkers } from '../../../src/controllers/vcluster/PkiWorkers.js';
 import { projectRoot } from '../../helpers/child.js';
 
-const input: ClusterPkiInput = {
-  clusterName: 'vc-1',
-  clusterNamespace: 'default-abc123-vc-1',
-  apiserverServiceName: 'apiserver-svc',
-  apiserverPort: 6443,
-  apiserverClusterIP: '10.96.0.10',
-  etcdServiceName: 'etcd',
-  etcdStatefulSetName: 'etcd',
-  etcdReplicas: 1,
-};
 /** Makes generateClusterPki itself throw (a RangeError building the etcd peer names), in the worker as in process. */
 const unbuildable: ClusterPkiInput = { ...input, etcdReplicas: Infinity };
-const pem = (data: Record<string, string>, key: string) => Buffer.from(data[key]!, 'base64').toString('utf8');
 
 /** Every certificate of the result, each checked to be signed by the result's root CA. */
 function expectSignedByRoot(pki: ClusterPki): X509Certificate[] {
