@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import path from 'node:path';
-import { post, startBenchApp, windowProfiler } from './benchApp.js';
+import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startInlineSim, startSimChild } from './simChild.js';
 
@@ -47,10 +47,13 @@ interface RunResult {
   requestsPerAgent: number;
   /** requests ÷ QPS, for the budgeted run. */
   budgetFloorSeconds: number | null;
+  /** calibrationMs() just before the run: how fast the machine was. */
+  calibrationMs: number;
 }
 
 async function runOnce(pools: number, budget: { qps: number; burst: number } | undefined): Promise<RunResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-agent-'));
+  const calibration = calibrationMs();
   const inline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
   const simOptions = {
     fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0`,
@@ -129,6 +132,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       requests: simStats.requests,
       requestsPerAgent: perAgent(simStats.requests),
       budgetFloorSeconds: budget ? Math.round((Math.max(0, simStats.requests - budget.burst) / budget.qps) * 100) / 100 : null,
+      calibrationMs: calibration,
     };
   } finally {
     clearInterval(sampler);
@@ -155,6 +159,7 @@ export async function run(): Promise<RunResult[]> {
     'writes/agent': r.writesPerAgent,
     'requests/agent': r.requestsPerAgent,
     'requests ÷ QPS (s)': r.budgetFloorSeconds ?? '',
+    'machine (calibration ms)': r.calibrationMs,
   }));
   const heapCap = getHeapStatistics().heap_size_limit / 1048576;
   console.log(`simulator: ${results[0]?.simulator ?? ''}; service V8 heap limit ${Math.round(heapCap)} MB`);

@@ -64,3 +64,20 @@ export function windowProfiler(name: string): { start(): Promise<void>; stop(): 
     },
   };
 }
+
+/**
+ * A fixed CPU workload (JSON round trips of a pod-sized object), timed: how fast this machine is right now. These
+ * machines vary by half from one hour to the next; a figure divided by this one compares across runs.
+ */
+export function calibrationMs(): number {
+  const object = {
+    metadata: { name: 'default-net-1-agent', namespace: 'harvester-system', labels: { a: 'b', c: 'd' }, uid: '0f0e0d0c-0b0a-0908-0706-050403020100' },
+    spec: { containers: Array.from({ length: 2 }, (_, i) => ({ name: `c${i}`, image: 'rancher/harvester-vm-dhcp-agent:v0.3.1', args: ['--ippool-ref', 'default/net-1'] })) },
+    status: { phase: 'Running', conditions: ['Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map((type) => ({ type, status: 'True', lastTransitionTime: '2026-12-01T00:00:00Z' })) },
+  };
+  const started = performance.now();
+  let size = 0;
+  for (let i = 0; i < 50_000; i++) size += JSON.stringify(JSON.parse(JSON.stringify(object))).length;
+  if (size === 0) throw new Error('unreachable');
+  return Math.round(performance.now() - started);
+}
