@@ -14,6 +14,8 @@ import 'reflect-metadata'; // @peculiar/x509's dependency injection (tsyringe) n
 import { createPrivateKey, generateKeyPair, randomBytes, webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
 import { promisify } from 'node:util';
 import * as x509 from '@peculiar/x509';
+import { certificateAuthority, certificatePem, issueCertificate } from './certificates.js';
+import type { CertificateAuthority } from './certificates.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -74,9 +76,8 @@ export interface PkiOptions {
 }
 
 interface Issuer {
-  certificate: x509.X509Certificate;
-  privateKey: CryptoKey;
-  algorithm: KeyAlgorithm;
+  ca: CertificateAuthority;
+  certPem: string;
 }
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
@@ -139,10 +140,7 @@ export async function loadRootCa(data: Record<string, string> | undefined, now =
   const curve = keyObject.asymmetricKeyDetails?.namedCurve;
   const algorithm: KeyAlgorithm | undefined = type === 'rsa' ? 'rsa-2048' : type === 'ec' && curve === 'prime256v1' ? 'ecdsa-p256' : undefined;
   if (!algorithm) return `root-ca key type ${type}${curve ? ` ${curve}` : ''} is not supported`;
-  const der = keyObject.export({ format: 'der', type: 'pkcs8' });
-  const { modulusLength: _m, publicExponent: _e, ...importAlg } = ALGORITHMS[algorithm] as webcrypto.RsaHashedKeyGenParams;
-  const privateKey = await subtle.importKey('pkcs8', der, importAlg, false, ['sign']);
-  return { certificate: new x509.X509Certificate(certPem), privateKey, algorithm };
+  return { ca: certificateAuthority(cert.raw, keyObject, algorithm), certPem };
 }
 
 async function newRootCa(clusterName: string, algorithm: KeyAlgorithm, now: number): Promise<{ issuer: Issuer; data: Record<string, string> }> {
@@ -160,9 +158,11 @@ async function newRootCa(clusterName: string, algorithm: KeyAlgorithm, now: numb
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
+  const certPem = certificate.toString('pem');
+  const keyPem = await privateKeyPem(keys.privateKey);
   return {
-    issuer: { certificate, privateKey: keys.privateKey, algorithm },
-    data: { 'tls.crt': b64(certificate.toString('pem')), 'tls.key': b64(await privateKeyPem(keys.privateKey)) },
+    issuer: { ca: certificateAuthority(Buffer.from(certificate.rawData), createPrivateKey(keyPem), algorithm), certPem },
+    data: { 'tls.crt': b64(certPem), 'tls.key': b64(keyPem) },
   };
 }
 
@@ -171,7 +171,7 @@ function escapeDn(value: string): string {
 }
 
 interface LeafRequest {
-  subject: string;
+  subject: [('CN' | 'O'), string][];
   days: number;
   ca?: boolean;
   usages: ('server' | 'client')[];
@@ -179,36 +179,29 @@ interface LeafRequest {
   ips?: string[];
 }
 
-async function issue(issuer: Issuer, authorityKeyId: x509.Extension, algorithm: KeyAlgorithm, request: LeafRequest, now: number): Promise<{ certPem: string; keyPem: string }> {
+const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
+const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+// asn1-x509's KeyUsageFlags bits.
+const DIGITAL_SIGNATURE = 1;
+const KEY_ENCIPHERMENT = 4;
+const KEY_CERT_SIGN = 32;
+const CRL_SIGN = 64;
+
+async function issue(issuer: Issuer, algorithm: KeyAlgorithm, request: LeafRequest, now: number): Promise<{ certPem: string; keyPem: string }> {
   const keys = await keyMaterial(algorithm);
-  const extensions: x509.Extension[] = [
-    new x509.BasicConstraintsExtension(request.ca === true, undefined, true),
-    new x509.KeyUsagesExtension(
-      request.ca
-        ? x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature
-        : x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
-      true,
-    ),
-    authorityKeyId,
-  ];
-  if (!request.ca) {
-    const usages = request.usages.map((u) => (u === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth));
-    extensions.push(new x509.ExtendedKeyUsageExtension(usages, false));
-  }
-  const names = [...(request.dns ?? []).map((value) => ({ type: 'dns' as const, value })), ...(request.ips ?? []).map((value) => ({ type: 'ip' as const, value }))];
-  if (names.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(names, false));
-  const certificate = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
+  const der = issueCertificate(issuer.ca, {
     subject: request.subject,
-    issuer: issuer.certificate.subject,
+    publicKeySpki: keys.spkiDer,
+    serialNumber: Buffer.from(serial(), 'hex'),
     notBefore: new Date(now - BACKDATE_MS),
     notAfter: new Date(now + request.days * DAY_MS),
-    signingKey: issuer.privateKey,
-    publicKey: keys.spkiDer,
-    signingAlgorithm: SIGNING[issuer.algorithm],
-    extensions,
+    ca: request.ca === true,
+    keyUsage: request.ca ? KEY_CERT_SIGN | CRL_SIGN | DIGITAL_SIGNATURE : DIGITAL_SIGNATURE | KEY_ENCIPHERMENT,
+    extendedKeyUsage: request.ca ? [] : request.usages.map((u) => (u === 'server' ? SERVER_AUTH : CLIENT_AUTH)),
+    dns: request.dns ?? [],
+    ips: request.ips ?? [],
   });
-  return { certPem: certificate.toString('pem'), keyPem: keys.privatePem };
+  return { certPem: certificatePem(der), keyPem: keys.privatePem };
 }
 
 /** A kubeconfig; JSON (a subset of YAML, so kubectl and client libraries read it) because it is ~10× cheaper to write. */
@@ -243,7 +236,7 @@ export async function generateClusterPki(input: ClusterPkiInput, options: PkiOpt
     issuer = loaded;
     rootCa = input.rootCaData!;
   }
-  const caPem = issuer.certificate.toString('pem');
+  const caPem = issuer.certPem;
   const days = input.expireDays && input.expireDays > 0 ? input.expireDays : 365;
   const ns = input.clusterNamespace;
   const domain = input.clusterDomain || 'cluster.local';
@@ -252,25 +245,24 @@ export async function generateClusterPki(input: ClusterPkiInput, options: PkiOpt
   const etcdPeers = Array.from({ length: Math.max(1, input.etcdReplicas) }, (_, i) => `${input.etcdStatefulSetName}-${i}.${input.etcdServiceName}.${ns}`);
   const server = `https://${svc}.${ns}:${input.apiserverPort}`;
 
-  const aki = await x509.AuthorityKeyIdentifierExtension.create(issuer.certificate, false);
   const [apiserver, etcd, frontProxy, controllerManager, admin, serviceAccount] = await Promise.all([
-    issue(issuer, aki, algorithm, {
-      subject: 'CN=kube-apiserver',
+    issue(issuer, algorithm, {
+      subject: [['CN', 'kube-apiserver']],
       days,
       usages: ['server', 'client'],
       dns: [...serviceNames(svc), 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', `kubernetes.default.svc.${domain}`, 'localhost'],
       ips: [...(input.apiserverClusterIP && input.apiserverClusterIP !== 'None' ? [input.apiserverClusterIP] : []), '127.0.0.1'],
     }, now),
-    issue(issuer, aki, algorithm, {
-      subject: 'CN=etcd',
+    issue(issuer, algorithm, {
+      subject: [['CN', 'etcd']],
       days,
       usages: ['server', 'client'],
       dns: [...serviceNames(input.etcdServiceName), ...etcdPeers, 'localhost'],
       ips: ['127.0.0.1'],
     }, now),
-    issue(issuer, aki, algorithm, { subject: 'CN=front-proxy-ca', days, ca: true, usages: [] }, now),
-    issue(issuer, aki, algorithm, { subject: 'CN=system:kube-controller-manager', days, usages: ['client'] }, now),
-    issue(issuer, aki, algorithm, { subject: 'CN=admin,O=system:masters', days, usages: ['client'] }, now),
+    issue(issuer, algorithm, { subject: [['CN', 'front-proxy-ca']], days, ca: true, usages: [] }, now),
+    issue(issuer, algorithm, { subject: [['CN', 'system:kube-controller-manager']], days, usages: ['client'] }, now),
+    issue(issuer, algorithm, { subject: [['CN', 'admin'], ['O', 'system:masters']], days, usages: ['client'] }, now),
     keyMaterial(algorithm),
   ]);
   const tls = (pair: { certPem: string; keyPem: string }) => ({ 'tls.crt': b64(pair.certPem), 'tls.key': b64(pair.keyPem) });

@@ -1,4 +1,6 @@
 import { X509Certificate, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { generateClusterPki, loadRootCa } from '../../../src/controllers/vcluster/pki.js';
@@ -35,6 +37,33 @@ describe('cluster PKI', () => {
     const sa = pki.secrets['serviceaccount-rsa']!;
     const signature = sign('sha256', Buffer.from('token'), createPrivateKey(pem(sa, 'service-account.key')));
     expect(verify('sha256', Buffer.from('token'), createPublicKey(pem(sa, 'service-account.pub')), signature)).toBe(true);
+  });
+
+  it('issues certificates with the extensions and names kube-apiserver expects, as @peculiar/x509 reads them', async () => {
+    const pki = await generateClusterPki({ ...input, expireDays: 30 }, { now: Date.parse('2026-12-01T00:00:00Z') });
+    const root = new x509.X509Certificate(pem(pki.rootCa, 'tls.crt'));
+    const rootKeyId = root.getExtension(x509.SubjectKeyIdentifierExtension)!.keyId;
+    const leaf = new x509.X509Certificate(pem(pki.secrets['apiserver-ca']!, 'tls.crt'));
+    expect(leaf.subject).toBe('CN=kube-apiserver');
+    expect(leaf.issuer).toBe(root.subject);
+    expect(leaf.notAfter.getTime() - leaf.notBefore.getTime()).toBe(30 * 86_400_000 + 5 * 60_000);
+    const basic = leaf.getExtension(x509.BasicConstraintsExtension)!;
+    expect([basic.ca, basic.critical]).toEqual([false, true]);
+    const usage = leaf.getExtension(x509.KeyUsagesExtension)!;
+    expect([usage.usages, usage.critical]).toEqual([x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true]);
+    expect(leaf.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]);
+    expect(leaf.getExtension(x509.AuthorityKeyIdentifierExtension)!.keyId).toBe(rootKeyId);
+    expect(await leaf.verify({ publicKey: await root.publicKey.export() })).toBe(true);
+
+    const frontProxy = new x509.X509Certificate(pem(pki.secrets['front-proxy-ca']!, 'tls.crt'));
+    expect(frontProxy.getExtension(x509.BasicConstraintsExtension)!.ca).toBe(true);
+    expect(frontProxy.getExtension(x509.KeyUsagesExtension)!.usages & x509.KeyUsageFlags.keyCertSign).toBeTruthy();
+    expect(frontProxy.getExtension(x509.ExtendedKeyUsageExtension)).toBeNull();
+
+    const admin = parseYaml(pem(pki.secrets['admin-kubeconfig']!, 'admin-kubeconfig'));
+    const adminCert = new x509.X509Certificate(Buffer.from(admin.users[0].user['client-certificate-data'], 'base64').toString());
+    expect(adminCert.subject).toBe('CN=admin, O=system:masters');
+    expect(adminCert.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.clientAuth]);
   });
 
   it('keeps a valid root CA and issues new certificates on every call', async () => {
