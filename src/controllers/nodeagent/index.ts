@@ -5,6 +5,7 @@ import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../../domain/
 import type { RolloutDriver } from '../../domain/ports.js';
 import type { ControllerHost } from '../host.js';
 import { GateReconciler } from './GateReconciler.js';
+import { mattersToGates } from './podFacts.js';
 import { nodeAgentMetrics } from './metrics.js';
 import { NodeAgentCache } from './NodeAgentCache.js';
 import { NodeAgentDriver } from './NodeAgentDriver.js';
@@ -53,8 +54,9 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
     reconciler: new GateReconciler({ clients: host.clients, cache, metrics, notifyTargetChanged }),
     workers: options.workers ?? 4,
   });
-  // Pods: their node. DaemonSets: every node they run on (a template or strategy change may open or close gates).
-  feed<V1Pod>(cache.pods, controller, { map: (pod) => (pod.spec?.nodeName ? [{ name: pod.spec.nodeName }] : []) });
+  // Pods that can move a gate: their node. DaemonSets: every node they run on (a template or strategy change may open or
+  // close gates).
+  feed<V1Pod>(cache.pods, controller, { map: (pod) => (pod.spec?.nodeName && mattersToGates(pod) ? [{ name: pod.spec.nodeName }] : []) });
   feed<V1DaemonSet>(cache.daemonSets, controller, {
     map: (ds) => [...new Set(cache.agentPods(ds).map((p) => p.spec?.nodeName ?? ''))].filter(Boolean).map((name) => ({ name })),
     predicates: [{ update: (o, n) => o.metadata?.generation !== n.metadata?.generation }],

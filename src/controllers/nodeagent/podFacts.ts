@@ -1,6 +1,6 @@
 /** What rollplane reads from agent and peer pods. Pure functions over client-node objects. */
 import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
-import { AGENT_CONTAINER_ANNOTATION, PEER_PODS_READY } from './constants.js';
+import { AGENT_CONTAINER_ANNOTATION, PEER_PODS_READY, RETIRING_LABEL } from './constants.js';
 
 export function isTerminating(pod: V1Pod): boolean {
   return Boolean(pod.metadata?.deletionTimestamp);
@@ -85,6 +85,20 @@ export function startFailure(pod: V1Pod): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Whether the pod can change anything the gate controller decides on its node: a DaemonSet's pod (an agent, gated or
+ * retiring), or a pod with a runtime class (a possible peer pod). Every other pod — most of a cluster's, and every
+ * DHCP agent of an agent-pool rollout — is none of the gate's business.
+ */
+export function mattersToGates(pod: V1Pod): boolean {
+  return (
+    pod.spec?.runtimeClassName !== undefined ||
+    hasGate(pod) ||
+    pod.metadata?.labels?.[RETIRING_LABEL] !== undefined ||
+    (pod.metadata?.ownerReferences ?? []).some((r) => r.controller === true && r.kind === 'DaemonSet')
+  );
 }
 
 export function hasGate(pod: V1Pod): boolean {
