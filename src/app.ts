@@ -26,15 +26,25 @@ import { createLogger, type Logger } from './log.js';
 import { createMetrics, type AppMetrics } from './metrics.js';
 import { openDatabase, type Database } from './store/db.js';
 import { VERSION } from './version.js';
-import { MutationRateLimiter } from './auth/MutationRateLimiter.js';
+import { CallerRateLimiter } from './auth/CallerRateLimiter.js';
 import { ANONYMOUS, type Principal } from './auth/roles.js';
 import { TokenService } from './auth/TokenService.js';
 import { AuditLog } from './domain/AuditLog.js';
-import { guardPlugin } from './graphql/guard.js';
+import { guardPlugin } from './graphql/guardPlugin.js';
 import { applyCors } from './http/cors.js';
-import { auditRefusedMutation, bootstrapAdminToken } from './auth/bootstrap.js';
+import { bootstrapAdminToken } from './auth/bootstrap.js';
+import { hostRefusal, type OriginPolicy } from './http/originPolicy.js';
+import { checkDatabaseWritable } from './store/writeProbe.js';
 
 const GRAPHQL_PATH = '/graphql';
+const AUDIT_PRUNE_INTERVAL_MS = 3600_000;
+
+const CLIENT_GONE_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+function isClientGone(error: unknown, req: IncomingMessage, res: ServerResponse): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (typeof code === 'string' && CLIENT_GONE_CODES.has(code)) || req.destroyed || res.destroyed;
+}
 
 export interface App {
   /** `http://host:port/graphql` with the real port. */
@@ -82,6 +92,15 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const tokens = new TokenService(db.prisma);
   const audit = new AuditLog(db.prisma);
   await bootstrapAdminToken(config, tokens, logger);
+  const pruneAudit = () =>
+    audit.prune({ days: config.auth.auditRetentionDays, maxEntries: config.auth.auditMaxEntries }).then(
+      (pruned) => pruned > 0 && logger.info({ pruned }, 'pruned audit entries past their retention'),
+      (error: unknown) => logger.warn({ err: error }, 'cannot prune the audit log'),
+    );
+  await pruneAudit();
+  const auditPruner = setInterval(() => void pruneAudit(), AUDIT_PRUNE_INTERVAL_MS);
+  auditPruner.unref();
+  cleanups.push(async () => clearInterval(auditPruner));
   const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
   const launcher = new RolloutLauncher(db.prisma, rollouts, (id) => engine.enqueue(id));
 
@@ -153,7 +172,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       name: 'database',
       async check() {
         if (!db.isOpen()) throw new Error('database closed');
-        await db.prisma.$queryRawUnsafe('SELECT 1');
+        // A write, not a read: a full disk or a read-only volume leaves reads working and every mutation failing.
+        checkDatabaseWritable(db.sql);
       },
     },
     { name: 'kubernetes', check: () => kube.check() },
@@ -173,8 +193,13 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     principal,
     sourceAddress: sourceAddressOf(req),
   });
-  const rateLimiter = new MutationRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst);
-  const guard = { schema, limits: config.limits, rateLimiter };
+  const guard = {
+    schema,
+    limits: config.limits,
+    mutationLimiter: new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
+    queryCostLimiter: new CallerRateLimiter(config.auth.queryCostPerMinute, config.auth.queryCostBurst),
+  };
+  const originPolicy: OriginPolicy = { corsOrigins: config.corsOrigins, authEnabled: config.auth.enabled, bindHost: config.host };
   const subscriptions = startSubscriptionServer({
     schema,
     httpServer,
@@ -182,6 +207,10 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     logger,
     metrics,
     guard,
+    audit,
+    originPolicy,
+    maxConnectionsPerClient: config.auth.maxConnectionsPerClient,
+    maxSubscriptionsPerConnection: config.auth.maxSubscriptionsPerConnection,
     authenticate: (authorization) => authenticate(authorization),
     context: contextFor,
   });
@@ -193,7 +222,6 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     metrics,
     maxBodyBytes: config.limits.maxBodyBytes,
     authenticate: (req) => authenticate(req.headers.authorization),
-    auditRefused: (req, body, code, message) => auditRefusedMutation(audit, req, body, code, message, logger),
     context: (req, principal) => contextFor(principal, req),
     plugins: [guardPlugin({ ...guard, audit, logger })],
   });
@@ -203,13 +231,28 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   let shuttingDown = false;
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
     route(req, res).catch((error) => {
-      logger.error({ err: error, url: req.url }, 'request failed');
-      if (!res.headersSent) sendError(res, 500, 'internal error; see the server log', 'INTERNAL_SERVER_ERROR');
+      // A client that went away mid-response is routine (a closed tab, a CI job cancelled): not an error of ours.
+      if (isClientGone(error, req, res)) logger.debug({ err: error, url: req.url }, 'client went away mid-request');
+      else logger.error({ err: error, url: req.url }, 'request failed');
+      if (!res.headersSent && !res.destroyed) sendError(res, 500, 'internal error; see the server log', 'INTERNAL_SERVER_ERROR');
       else res.destroy();
     });
   });
+  // Malformed requests and resets before a request exists: answer 400 when possible, never log a stack for them.
+  httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    logger.debug({ err: error }, 'client connection error');
+    if (socket.writable && error.code !== 'ECONNRESET' && error.code !== 'EPIPE') socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // No response of ours is meant to be sniffed into another type (a JSON error rendered as HTML, say).
+    res.setHeader('x-content-type-options', 'nosniff');
+    const refusedHost = hostRefusal(req, originPolicy);
+    if (refusedHost) {
+      metrics.requestsRefused.inc({ reason: 'host', transport: 'http' });
+      return sendError(res, 421, refusedHost, 'BAD_REQUEST');
+    }
     const url = new URL(req.url ?? '/', 'http://localhost');
     // The web UI (`/`, `/ui/*`) and, for a browser navigating to /graphql, the GraphQL playground.
     if (ui.handles(req, url)) return ui.handle(req, res, url);

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -71,9 +71,21 @@ export interface Config {
     readonly enabled: boolean;
     /** Creates or rotates the `admin` token at start (e.g. from a Kubernetes Secret). */
     readonly adminToken?: string;
+    /** Where adminToken came from: a command-line flag is visible to every local user in `ps`, so start warns. */
+    readonly adminTokenSource?: 'flag' | 'env' | 'file';
     /** Mutations allowed per token per minute, and the burst above that. */
     readonly mutationsPerMinute: number;
     readonly mutationBurst: number;
+    /** Estimated query cost (see queryLimits.ts) a caller may spend per minute, and the burst above that. */
+    readonly queryCostPerMinute: number;
+    readonly queryCostBurst: number;
+    /** Open WebSocket connections per token (or client address without authentication). */
+    readonly maxConnectionsPerClient: number;
+    /** Active operations on one WebSocket connection. */
+    readonly maxSubscriptionsPerConnection: number;
+    /** Audit entries older than this many days are pruned; so are the oldest beyond maxEntries. */
+    readonly auditRetentionDays: number;
+    readonly auditMaxEntries: number;
   };
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** Origins allowed by CORS; empty = CORS off. */
@@ -138,9 +150,16 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`' },
   { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
   { env: 'ROLLPLANE_AUTH', flag: '--auth', default: 'auto', description: '`on`: bearer tokens required; `off`: no authentication (refused unless HOST is a loopback address); `auto`: off on loopback (with a warning), on otherwise' },
-  { env: 'ROLLPLANE_ADMIN_TOKEN', flag: '--admin-token', default: 'none (the first start prints a one-time admin token)', description: 'Creates or rotates the `admin` token at start (mount it from a Kubernetes Secret); at least 32 characters' },
+  { env: 'ROLLPLANE_ADMIN_TOKEN', flag: '--admin-token', default: 'none (the first start prints a one-time admin token)', description: 'Creates or rotates the `admin` token at start (mount it from a Kubernetes Secret); at least 32 characters. Prefer the variable or the file: a flag is visible to every local user in `ps`' },
+  { env: 'ROLLPLANE_ADMIN_TOKEN_FILE', flag: '--admin-token-file', default: 'none', description: 'File holding the admin token (instead of ROLLPLANE_ADMIN_TOKEN), e.g. a mounted Secret; trailing newline ignored' },
   { env: 'ROLLPLANE_MUTATIONS_PER_MINUTE', flag: '--mutations-per-minute', default: '60', description: 'Mutations allowed per token (or per client address without authentication) per minute' },
   { env: 'ROLLPLANE_MUTATION_BURST', flag: '--mutation-burst', default: '20', description: 'Mutations allowed in a burst above that rate' },
+  { env: 'ROLLPLANE_QUERY_COST_PER_MINUTE', flag: '--query-cost-per-minute', default: '600000', description: 'Estimated query cost (as ROLLPLANE_MAX_QUERY_COST counts it) each token (or client address) may spend per minute, over HTTP and WebSocket together' },
+  { env: 'ROLLPLANE_QUERY_COST_BURST', flag: '--query-cost-burst', default: '100000', description: 'Query cost allowed in a burst above that rate; at least ROLLPLANE_MAX_QUERY_COST' },
+  { env: 'ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT', flag: '--max-connections-per-client', default: '64', description: 'Open WebSocket connections per token (or client address without authentication); more are closed with 4429' },
+  { env: 'ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION', flag: '--max-subscriptions-per-connection', default: '100', description: 'Operations active at once on one WebSocket connection; one more closes it with 4429' },
+  { env: 'ROLLPLANE_AUDIT_RETENTION_DAYS', flag: '--audit-retention-days', default: '90', description: 'Audit entries older than this are pruned (hourly and at start)' },
+  { env: 'ROLLPLANE_AUDIT_MAX_ENTRIES', flag: '--audit-max-entries', default: '1000000', description: 'The oldest audit entries beyond this many are pruned' },
   { env: 'ROLLPLANE_TLS_CERT', flag: '--tls-cert', default: 'none (plain HTTP)', description: 'PEM certificate file; with ROLLPLANE_TLS_KEY serves HTTPS and WSS' },
   { env: 'ROLLPLANE_TLS_KEY', flag: '--tls-key', default: 'none', description: 'PEM private key file for ROLLPLANE_TLS_CERT' },
   { env: 'ROLLPLANE_CORS_ORIGINS', flag: '--cors-origins', default: 'none (CORS off)', description: 'Comma-separated origins allowed to call the API from a browser' },
@@ -158,6 +177,8 @@ export interface LoadConfigContext {
   homeDir?: string;
   /** Whether stdout is a terminal (decides the default log format). */
   isTty?: boolean;
+  /** Lets tests supply file contents (ROLLPLANE_ADMIN_TOKEN_FILE). */
+  readFile?: (file: string) => string;
 }
 
 function integer(setting: string, raw: string, min: number, max: number): number {
@@ -284,12 +305,32 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   if (!authEnabled && !isLoopback(host)) {
     throw new ConfigError('ROLLPLANE_AUTH', `authentication may be off only when HOST is a loopback address (HOST is "${host}")`);
   }
-  const adminToken = read('ROLLPLANE_ADMIN_TOKEN');
-  if (adminToken !== undefined && (adminToken.length < 32 || adminToken.length > 256 || !/^[\x21-\x7e]+$/.test(adminToken))) {
-    throw new ConfigError('ROLLPLANE_ADMIN_TOKEN', 'must be 32 to 256 printable ASCII characters without spaces');
+  const adminTokenFile = read('ROLLPLANE_ADMIN_TOKEN_FILE');
+  const adminTokenFromArgs = flags['admin-token'];
+  if (adminTokenFile !== undefined && read('ROLLPLANE_ADMIN_TOKEN') !== undefined) {
+    throw new ConfigError('ROLLPLANE_ADMIN_TOKEN_FILE', 'set either ROLLPLANE_ADMIN_TOKEN or ROLLPLANE_ADMIN_TOKEN_FILE, not both');
   }
+  let adminToken = read('ROLLPLANE_ADMIN_TOKEN');
+  if (adminTokenFile !== undefined) {
+    try {
+      adminToken = (context.readFile ?? ((file: string) => readFileSync(file, 'utf8')))(adminTokenFile).replace(/\r?\n$/, '');
+    } catch (error) {
+      throw new ConfigError('ROLLPLANE_ADMIN_TOKEN_FILE', `cannot read ${adminTokenFile}: ${(error as Error).message}`);
+    }
+  }
+  const adminTokenSetting = adminTokenFile !== undefined ? 'ROLLPLANE_ADMIN_TOKEN_FILE' : 'ROLLPLANE_ADMIN_TOKEN';
+  if (adminToken !== undefined && (adminToken.length < 32 || adminToken.length > 256 || !/^[\x21-\x7e]+$/.test(adminToken))) {
+    throw new ConfigError(adminTokenSetting, 'must be 32 to 256 printable ASCII characters without spaces');
+  }
+  const adminTokenSource = adminTokenFile !== undefined ? 'file' : adminTokenFromArgs !== undefined && adminTokenFromArgs !== '' ? 'flag' : 'env';
   const mutationsPerMinute = integer('ROLLPLANE_MUTATIONS_PER_MINUTE', read('ROLLPLANE_MUTATIONS_PER_MINUTE') ?? '60', 1, 1_000_000);
   const mutationBurst = integer('ROLLPLANE_MUTATION_BURST', read('ROLLPLANE_MUTATION_BURST') ?? '20', 1, 1_000_000);
+  const queryCostPerMinute = integer('ROLLPLANE_QUERY_COST_PER_MINUTE', read('ROLLPLANE_QUERY_COST_PER_MINUTE') ?? '600000', 1, 1_000_000_000);
+  const queryCostBurst = integer('ROLLPLANE_QUERY_COST_BURST', read('ROLLPLANE_QUERY_COST_BURST') ?? '100000', 1, 1_000_000_000);
+  const maxConnectionsPerClient = integer('ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT', read('ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT') ?? '64', 1, 100_000);
+  const maxSubscriptionsPerConnection = integer('ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION', read('ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION') ?? '100', 1, 100_000);
+  const auditRetentionDays = integer('ROLLPLANE_AUDIT_RETENTION_DAYS', read('ROLLPLANE_AUDIT_RETENTION_DAYS') ?? '90', 1, 36_500);
+  const auditMaxEntries = integer('ROLLPLANE_AUDIT_MAX_ENTRIES', read('ROLLPLANE_AUDIT_MAX_ENTRIES') ?? '1000000', 100, 1_000_000_000);
   const certFile = read('ROLLPLANE_TLS_CERT');
   const keyFile = read('ROLLPLANE_TLS_KEY');
   if ((certFile === undefined) !== (keyFile === undefined)) {
@@ -310,6 +351,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     maxAliases: integer('ROLLPLANE_MAX_ALIASES', read('ROLLPLANE_MAX_ALIASES') ?? '30', 0, 10_000),
     maxQueryCost: integer('ROLLPLANE_MAX_QUERY_COST', read('ROLLPLANE_MAX_QUERY_COST') ?? '20000', 10, 100_000_000),
   };
+  if (queryCostBurst < limits.maxQueryCost) {
+    throw new ConfigError('ROLLPLANE_QUERY_COST_BURST', `must be at least ROLLPLANE_MAX_QUERY_COST (${limits.maxQueryCost}), or the largest allowed query could never run (got ${queryCostBurst})`);
+  }
 
   return deepFreeze({
     port,
@@ -325,7 +369,18 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     virtualClusters,
     sim: { fleet },
     shutdownTimeoutMs,
-    auth: { enabled: authEnabled, ...(adminToken ? { adminToken } : {}), mutationsPerMinute, mutationBurst },
+    auth: {
+      enabled: authEnabled,
+      ...(adminToken ? { adminToken, adminTokenSource } : {}),
+      mutationsPerMinute,
+      mutationBurst,
+      queryCostPerMinute,
+      queryCostBurst,
+      maxConnectionsPerClient,
+      maxSubscriptionsPerConnection,
+      auditRetentionDays,
+      auditMaxEntries,
+    },
     ...(certFile && keyFile ? { tls: { certFile, keyFile } } : {}),
     corsOrigins,
     limits,

@@ -62,6 +62,13 @@ export class NotImplementedError extends AppError {
   }
 }
 
+/** The caller is known but its role does not allow this. */
+export class ForbiddenError extends AppError {
+  constructor(message: string, options: AppErrorOptions = {}) {
+    super(ErrorCode.Forbidden, message, options);
+  }
+}
+
 /** A dependency (database, Kubernetes API) cannot be reached right now. */
 export class UnavailableError extends AppError {
   constructor(message: string, options: AppErrorOptions = {}) {

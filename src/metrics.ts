@@ -6,7 +6,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
  */
 export interface AppMetrics {
   registry: Registry;
-  graphqlOperations: Counter<'operation' | 'type' | 'result'>;
+  graphqlOperations: Counter<'field' | 'type' | 'result' | 'transport'>;
+  requestsRefused: Counter<'reason' | 'transport'>;
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
   eventsAppended: Counter<'type'>;
@@ -32,9 +33,16 @@ export function createMetrics(): AppMetrics {
       registers: [registry],
     }),
     graphqlOperations: new Counter({
+      // Labelled by the schema's root field names, a closed set: never by the client-chosen operation name.
       name: 'rollplane_graphql_operations_total',
-      help: 'GraphQL operations executed, by operation name, type and result (ok or error code).',
-      labelNames: ['operation', 'type', 'result'],
+      help: 'GraphQL operations, once per root field they ran: field, type, result (ok or error code) and transport (http, ws).',
+      labelNames: ['field', 'type', 'result', 'transport'],
+      registers: [registry],
+    }),
+    requestsRefused: new Counter({
+      name: 'rollplane_requests_refused_total',
+      help: 'Requests refused before GraphQL ran or without an audit entry: unauthenticated, rate_limited, origin, host, connections, subscriptions.',
+      labelNames: ['reason', 'transport'],
       registers: [registry],
     }),
     graphqlDuration: new Histogram({
@@ -56,4 +64,12 @@ export function createMetrics(): AppMetrics {
       registers: [registry],
     }),
   };
+}
+
+export type Transport = 'http' | 'ws';
+
+/** Counts one finished operation under each root field it ran ("(none)" when it never got that far). */
+export function countOperation(metrics: AppMetrics, type: string, fields: readonly string[], result: string, transport: Transport): void {
+  for (const field of fields.length > 0 ? fields : ['(none)']) metrics.graphqlOperations.inc({ field, type, result, transport });
+  if (result === 'RATE_LIMITED') metrics.requestsRefused.inc({ reason: 'rate_limited', transport });
 }

@@ -21,6 +21,7 @@ export interface ApiTokenView {
 }
 
 const TOKEN_PREFIX = 'rp_';
+const BAD_TOKEN = 'invalid, expired or revoked token';
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** lastUsedAt is written at most this often per token (it is a hint, not an audit). */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -77,14 +78,21 @@ export class TokenService {
     }
   }
 
-  /** Creates the `admin` token with this secret, or rotates the existing one to it (e.g. from a Kubernetes Secret). */
-  async ensureAdmin(secret: string): Promise<void> {
+  /**
+   * Creates the `admin` token with this secret, or rotates the existing one to it (e.g. from a Kubernetes Secret).
+   * Returns false when the secret is that of the revoked admin token (left revoked).
+   */
+  async ensureAdmin(secret: string): Promise<boolean> {
     const existing = await this.prisma.apiToken.findUnique({ where: { name: 'admin' } });
     if (existing) {
+      // A revoked admin token stays revoked when the same secret comes back on a restart; only a new secret (a
+      // deliberate rotation) brings the admin token back. Returns false so that start-up can say so.
+      if (existing.revokedAt && existing.hash === hash(secret)) return false;
       await this.prisma.apiToken.update({ where: { id: existing.id }, data: { hash: hash(secret), role: 'admin', revokedAt: null, expiresAt: null } });
     } else {
       await this.prisma.apiToken.create({ data: { id: `tok_${randomUUID().replace(/-/g, '').slice(0, 20)}`, name: 'admin', role: 'admin', hash: hash(secret) } });
     }
+    return true;
   }
 
   /** On the very first start (no token at all), creates an admin token and returns its secret to print once. */
@@ -103,13 +111,16 @@ export class TokenService {
     const digest = hash(secret);
     const row = await this.prisma.apiToken.findUnique({ where: { hash: digest } });
     // The lookup is by hash; compare again in constant time to keep the check honest if the index changes.
-    if (!row || !timingSafeEqual(Buffer.from(row.hash, 'hex'), Buffer.from(digest, 'hex'))) throw new UnauthenticatedError('invalid token');
-    if (row.revokedAt) throw new UnauthenticatedError('token revoked');
-    if (row.expiresAt && row.expiresAt.getTime() <= this.now()) throw new UnauthenticatedError('token expired');
+    // One message for unknown, revoked and expired tokens: a caller holding a stolen secret learns nothing from it.
+    if (!row || !timingSafeEqual(Buffer.from(row.hash, 'hex'), Buffer.from(digest, 'hex'))) throw new UnauthenticatedError(BAD_TOKEN);
+    if (row.revokedAt) throw new UnauthenticatedError(BAD_TOKEN);
+    if (row.expiresAt && row.expiresAt.getTime() <= this.now()) throw new UnauthenticatedError(BAD_TOKEN);
     const last = this.lastUsedWritten.get(row.id) ?? 0;
     if (this.now() - last > LAST_USED_RESOLUTION_MS) {
       this.lastUsedWritten.set(row.id, this.now());
-      await this.prisma.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date(this.now()) } });
+      // A hint only: a database that cannot be written right now (disk full) must not turn every request into a 500.
+      // /readyz reports that condition.
+      await this.prisma.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date(this.now()) } }).catch(() => this.lastUsedWritten.delete(row.id));
     }
     return { kind: 'token', tokenId: row.id, name: row.name, role: row.role as Role, expiresAt: row.expiresAt };
   }

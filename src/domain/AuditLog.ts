@@ -14,7 +14,9 @@ export interface AuditRecord {
 
 /** Keys whose values never reach the audit log (token secrets and the like). */
 const SECRET_KEYS = /secret|token|password|authorization/i;
-const MAX_INPUT_CHARS = 16_384;
+/** Each entry's input (operation text and variables) is cut to this: rows stay small whatever a caller sends. */
+const MAX_INPUT_CHARS = 4096;
+const DAY_MS = 24 * 3600 * 1000;
 
 function redact(value: unknown, depth = 0): unknown {
   if (depth > 20) return '[too deep]';
@@ -25,13 +27,35 @@ function redact(value: unknown, depth = 0): unknown {
   return value;
 }
 
-/** Every mutation, accepted or refused: who, what, result, when, from where. Kept like history (never pruned). */
+export interface AuditRetention {
+  /** Entries older than this are pruned. */
+  days: number;
+  /** The oldest entries beyond this many are pruned. */
+  maxEntries: number;
+}
+
+/**
+ * Every authenticated mutation, accepted or refused: who, what, result, when, from where. Bounded twice: each entry's
+ * size (MAX_INPUT_CHARS), and the log's age and length (`prune`, run by the app at start and hourly).
+ */
 export class AuditLog {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Deletes entries past the retention; returns how many went. */
+  async prune(retention: AuditRetention): Promise<number> {
+    const byAge = await this.prisma.auditEntry.deleteMany({ where: { createdAt: { lt: new Date(this.now() - retention.days * DAY_MS) } } });
+    // The newest entry beyond the cap: every id at or below it goes.
+    const cutoff = await this.prisma.auditEntry.findFirst({ orderBy: { id: 'desc' }, skip: retention.maxEntries, select: { id: true } });
+    const byCount = cutoff ? await this.prisma.auditEntry.deleteMany({ where: { id: { lte: cutoff.id } } }) : { count: 0 };
+    return byAge.count + byCount.count;
+  }
 
   async record(entry: AuditRecord): Promise<void> {
     let input = JSON.stringify(redact(entry.input ?? {}));
-    if (input.length > MAX_INPUT_CHARS) input = JSON.stringify({ truncated: true, prefix: input.slice(0, MAX_INPUT_CHARS) });
+    if (input.length > MAX_INPUT_CHARS) input = JSON.stringify({ truncated: true, prefix: input.slice(0, MAX_INPUT_CHARS / 2 - 32) }); // re-escaping can double it
     await this.prisma.auditEntry.create({
       data: {
         actor: entry.actor,

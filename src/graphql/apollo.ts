@@ -7,9 +7,10 @@ import type { Principal } from '../auth/roles.js';
 import { ErrorCode, isAppError } from '../errors.js';
 import { readBody } from '../http/body.js';
 import type { Logger } from '../log.js';
-import type { AppMetrics } from '../metrics.js';
+import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { formatError } from './errors.js';
+import { rootFieldsOf } from './operationFields.js';
 
 export interface ApolloHandlerOptions {
   schema: GraphQLSchema;
@@ -19,8 +20,6 @@ export interface ApolloHandlerOptions {
   maxBodyBytes: number;
   /** Who is calling; throws UnauthenticatedError (→ HTTP 401) when authentication is on and the token is bad. */
   authenticate: (req: IncomingMessage) => Promise<Principal>;
-  /** Records a refused mutation (for requests refused before GraphQL runs, e.g. without a token). */
-  auditRefused: (req: IncomingMessage, body: unknown, code: string, message: string) => Promise<void>;
   /** Builds the per-request context. */
   context: (req: IncomingMessage, principal: Principal) => Promise<GraphQLContext>;
   /** Extra plugins (e.g. the subscription server's drain). */
@@ -36,7 +35,9 @@ function metricsPlugin(metrics: AppMetrics): ApolloServerPlugin<GraphQLContext> 
           const type = ctx.operation?.operation ?? 'unknown';
           const first = ctx.errors?.[0];
           const code = first ? String((first.extensions?.code as string | undefined) ?? (isAppError(first.originalError) ? first.originalError.code : ErrorCode.Internal)) : 'ok';
-          metrics.graphqlOperations.inc({ operation: ctx.operationName ?? 'anonymous', type, result: code });
+          // Root field names of a validated operation: a closed set, whatever names or aliases the client chose.
+          const fields = ctx.operation && ctx.document ? rootFieldsOf(ctx.document, ctx.operation) : [];
+          countOperation(metrics, type, fields, code, 'http');
           metrics.graphqlDuration.observe({ type }, Number(process.hrtime.bigint() - started) / 1e9);
         },
       };
@@ -57,6 +58,9 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     allowBatchedHttpRequests: false,
     introspection: true,
     includeStacktraceInErrorResponses: false,
+    // rollplane's own SIGTERM/SIGINT handler drains everything and exits 0; Apollo's would re-raise the signal first
+    // (exit 143 before the drain). Apollo skips it only when NODE_ENV=test, which is why tests never saw it.
+    stopOnTerminationSignals: false,
     formatError: (formatted, error) => formatError(formatted, error, logger),
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer }),
@@ -72,6 +76,17 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     const headers = new HeaderMap();
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+    // Authentication first: an unauthenticated caller's body is never read or parsed.
+    let principal: Principal;
+    try {
+      principal = await options.authenticate(req);
+    } catch (error) {
+      if (!isAppError(error) || error.code !== ErrorCode.Unauthenticated) throw error;
+      // Counted, not audited: an unauthenticated caller must not be able to write rows (see operationAudit.ts).
+      options.metrics.requestsRefused.inc({ reason: 'unauthenticated', transport: 'http' });
+      res.setHeader('www-authenticate', 'Bearer realm="rollplane"');
+      return sendError(res, 401, error.message, ErrorCode.Unauthenticated);
     }
     let body: unknown = undefined;
     if (req.method === 'POST') {
@@ -91,15 +106,6 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
       } else {
         body = raw;
       }
-    }
-    let principal: Principal;
-    try {
-      principal = await options.authenticate(req);
-    } catch (error) {
-      if (!isAppError(error) || error.code !== ErrorCode.Unauthenticated) throw error;
-      await options.auditRefused(req, body, error.code, error.message);
-      res.setHeader('www-authenticate', 'Bearer realm="rollplane"');
-      return sendError(res, 401, error.message, ErrorCode.Unauthenticated);
     }
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },

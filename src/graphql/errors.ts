@@ -26,6 +26,14 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, lo
     // A GraphQL-level error without a code (e.g. raised by graphql-js for a subscription's arguments).
     return { ...formatted, extensions: { code: ErrorCode.BadUserInput } };
   }
+  if (isStorageFailure(original)) {
+    logger.error({ err: original, path: formatted.path }, 'the database cannot be written');
+    return {
+      message: 'the database cannot be written right now (see /readyz); nothing was changed, retry later',
+      ...(formatted.path ? { path: formatted.path } : {}),
+      extensions: { code: ErrorCode.Unavailable },
+    };
+  }
   logger.error({ err: original, path: formatted.path }, 'unexpected error while executing GraphQL');
   return {
     message: 'internal error; see the server log',
@@ -47,3 +55,12 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], logger: Log
 }
 
 export { AppError };
+
+/** SQLite's (or the Prisma adapter's rendering of) "cannot write": disk full, read-only file or volume, I/O error. */
+function isStorageFailure(error: unknown): boolean {
+  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN)/.test(e.code)) return true;
+    if (typeof e.message === 'string' && /database or disk is full|disk I\/O error|attempt to write a readonly database/i.test(e.message)) return true;
+  }
+  return false;
+}

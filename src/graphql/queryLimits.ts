@@ -52,14 +52,14 @@ export function checkQueryLimits(
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   limits: QueryLimits,
-): GraphQLError | undefined {
+): { cost: number; error?: GraphQLError } {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
   const tally: Tally = { aliases: 0, maxDepth: 0 };
   const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
-  if (!root) return undefined;
+  if (!root) return { cost: 0 };
 
   const costOf = (selectionSet: SelectionSetNode, parent: GraphQLOutputType, depth: number): number => {
     tally.maxDepth = Math.max(tally.maxDepth, depth);
@@ -98,13 +98,16 @@ export function checkQueryLimits(
 
   const cost = costOf(operation.selectionSet, root, 1);
   if (tally.maxDepth > limits.maxQueryDepth) {
-    return limitError(`query is nested ${tally.maxDepth} levels deep; the limit is ${limits.maxQueryDepth}`, 'depth', tally.maxDepth, limits.maxQueryDepth);
+    return { cost, error: limitError(`query is nested ${tally.maxDepth} levels deep; the limit is ${limits.maxQueryDepth}`, 'depth', tally.maxDepth, limits.maxQueryDepth) };
   }
   if (tally.aliases > limits.maxAliases) {
-    return limitError(`query uses ${tally.aliases} aliases; the limit is ${limits.maxAliases}`, 'aliases', tally.aliases, limits.maxAliases);
+    return { cost, error: limitError(`query uses ${tally.aliases} aliases; the limit is ${limits.maxAliases}`, 'aliases', tally.aliases, limits.maxAliases) };
   }
   if (cost > limits.maxQueryCost) {
-    return limitError(`query could return about ${cost} fields; the limit is ${limits.maxQueryCost} (ask for smaller pages or fewer fields)`, 'cost', cost, limits.maxQueryCost);
+    return {
+      cost,
+      error: limitError(`query could return about ${cost} fields; the limit is ${limits.maxQueryCost} (ask for smaller pages or fewer fields)`, 'cost', cost, limits.maxQueryCost),
+    };
   }
-  return undefined;
+  return { cost };
 }

@@ -5,6 +5,7 @@ import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from './context.js';
 import { resolvers } from './resolvers/index.js';
+import { enforceRootFieldPolicy } from './rootFieldPolicy.js';
 
 /** `schema.graphql` at the project root is the contract; the server loads it, it is never generated from code. */
 export function schemaPath(): string {
@@ -31,9 +32,11 @@ export function loadTypeDefs(): string {
  * checks the other direction (every root field has a resolver).
  */
 export function buildSchema(): GraphQLSchema {
-  return makeExecutableSchema<GraphQLContext>({
+  const schema = makeExecutableSchema<GraphQLContext>({
     typeDefs: loadTypeDefs(),
     resolvers,
     resolverValidationOptions: { requireResolversToMatchSchema: 'error' },
   });
+  // Role checks and input limits on every root field, whatever the request's shape or transport.
+  return enforceRootFieldPolicy(schema);
 }

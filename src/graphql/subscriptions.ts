@@ -1,16 +1,19 @@
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import { getOperationAST, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { getOperationAST, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Principal } from '../auth/roles.js';
+import type { AuditLog } from '../domain/AuditLog.js';
 import { ErrorCode, isAppError } from '../errors.js';
+import { hostRefusal, webSocketOriginRefusal, type OriginPolicy } from '../http/originPolicy.js';
 import type { Logger } from '../log.js';
-import type { AppMetrics } from '../metrics.js';
+import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { formatGraphQLErrors } from './errors.js';
-import { guardOperation, type GuardOptions } from './guard.js';
+import { callerKey, guardOperation, type GuardOptions } from './guard.js';
+import { auditMutation } from './operationAudit.js';
 
 export interface SubscriptionServerOptions {
   schema: GraphQLSchema;
@@ -18,18 +21,33 @@ export interface SubscriptionServerOptions {
   path: string;
   logger: Logger;
   metrics: AppMetrics;
-  guard: Pick<GuardOptions, 'schema' | 'limits' | 'rateLimiter'>;
+  guard: GuardOptions;
+  audit: AuditLog;
+  originPolicy: OriginPolicy;
+  maxConnectionsPerClient: number;
+  maxSubscriptionsPerConnection: number;
   /** Authenticates `connection_init`'s payload (`authorization: "Bearer …"`); throws UNAUTHENTICATED. */
   authenticate: (authorization: string | undefined, request: IncomingMessage) => Promise<Principal>;
   context: (principal: Principal, request: IncomingMessage) => Promise<GraphQLContext>;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Close code for a client over a connection or subscription cap (4429, as graphql-ws uses 4xxx for its own refusals). */
+export const CLOSE_TOO_MANY = 4429;
+
+/** What the server remembers of one running operation, for the audit entry and the metrics when it ends. */
+interface RunningOperation {
+  operation: OperationDefinitionNode;
+  fields: string[];
+  source: string;
+  variables: Record<string, unknown> | undefined;
+}
 
 type Extra = {
   socket: WebSocket;
   request: IncomingMessage;
   principal?: Principal;
+  operations?: Map<string, RunningOperation>;
 };
 
 function authorizationFrom(params: Readonly<Record<string, unknown>> | undefined): string | undefined {
@@ -37,48 +55,88 @@ function authorizationFrom(params: Readonly<Record<string, unknown>> | undefined
   return typeof value === 'string' ? value : undefined;
 }
 
+function codeOf(errors: readonly GraphQLError[] | undefined): string {
+  const first = errors?.[0];
+  if (!first) return 'ok';
+  return String(first.extensions?.code ?? (isAppError(first.originalError) ? first.originalError.code : ErrorCode.Internal));
+}
+
 /**
- * graphql-ws on the same port and path as the HTTP endpoint. Clients authenticate in `connection_init`; every
- * subscription passes the same guard as HTTP operations (limits, role); a revoked token's sockets are closed at once.
+ * graphql-ws on the same port and path as the HTTP endpoint. The upgrade is refused for a foreign Origin (and, with
+ * authentication off, a foreign Host); clients authenticate in `connection_init`; every operation passes the same
+ * guard as HTTP operations (limits, rate limits, role) and every mutation the same audit path. A revoked token's
+ * sockets are closed at once; connections per client and operations per connection are capped.
  */
 export function startSubscriptionServer(options: SubscriptionServerOptions) {
-  const wsServer = new WebSocketServer({ server: options.httpServer, path: options.path, maxPayload: 1024 * 1024 });
   const { logger, metrics } = options;
+  const wsServer = new WebSocketServer({
+    server: options.httpServer,
+    path: options.path,
+    maxPayload: 1024 * 1024,
+    verifyClient: (info, done) => {
+      const refusal = hostRefusal(info.req, options.originPolicy) ?? webSocketOriginRefusal(info.req, options.originPolicy);
+      if (!refusal) return done(true);
+      metrics.requestsRefused.inc({ reason: info.req.headers.origin !== undefined && !hostRefusal(info.req, options.originPolicy) ? 'origin' : 'host', transport: 'ws' });
+      done(false, 403, refusal);
+    },
+  });
   const socketsByToken = new Map<string, Set<WebSocket>>();
+  const socketsByCaller = new Map<string, Set<WebSocket>>();
 
   const cleanup = useServer<Record<string, unknown>, Extra>(
     {
       schema: options.schema,
       onConnect: async (ctx) => {
+        let principal: Principal;
         try {
-          const principal = await options.authenticate(authorizationFrom(ctx.connectionParams), ctx.extra.request);
-          ctx.extra.principal = principal;
-          if (principal.kind === 'token') {
-            const sockets = socketsByToken.get(principal.tokenId) ?? new Set();
-            sockets.add(ctx.extra.socket);
-            socketsByToken.set(principal.tokenId, sockets);
-            // A token that expires while its socket is open is as invalid as a revoked one: close it at expiry.
-            // (Timers cannot wait longer than about 24 days; a token expiring later is checked when it reconnects.)
-            const untilExpiry = principal.expiresAt ? Math.max(0, principal.expiresAt.getTime() - Date.now()) : Infinity;
-            const expiry =
-              untilExpiry <= MAX_TIMER_MS ? setTimeout(() => ctx.extra.socket.close(CloseCode.Forbidden, 'Forbidden: token expired'), untilExpiry) : undefined;
-            expiry?.unref();
-            ctx.extra.socket.once('close', () => {
-              sockets.delete(ctx.extra.socket);
-              clearTimeout(expiry);
-            });
-          }
-          return true;
+          principal = await options.authenticate(authorizationFrom(ctx.connectionParams), ctx.extra.request);
         } catch (error) {
           if (isAppError(error) && error.code === ErrorCode.Unauthenticated) {
+            metrics.requestsRefused.inc({ reason: 'unauthenticated', transport: 'ws' });
             ctx.extra.socket.close(CloseCode.Forbidden, `Forbidden: ${error.message}`.slice(0, 120));
             return false;
           }
           throw error;
         }
+        const socket = ctx.extra.socket;
+        const key = callerKey(principal, ctx.extra.request.socket.remoteAddress ?? null);
+        const callerSockets = socketsByCaller.get(key) ?? new Set<WebSocket>();
+        if (callerSockets.size >= options.maxConnectionsPerClient) {
+          metrics.requestsRefused.inc({ reason: 'connections', transport: 'ws' });
+          socket.close(CLOSE_TOO_MANY, `Too many connections: at most ${options.maxConnectionsPerClient} per client`);
+          return false;
+        }
+        callerSockets.add(socket);
+        socketsByCaller.set(key, callerSockets);
+        ctx.extra.principal = principal;
+        ctx.extra.operations = new Map();
+        let expiry: NodeJS.Timeout | undefined;
+        if (principal.kind === 'token') {
+          const sockets = socketsByToken.get(principal.tokenId) ?? new Set();
+          sockets.add(socket);
+          socketsByToken.set(principal.tokenId, sockets);
+          // A token that expires while its socket is open is as invalid as a revoked one: close it at expiry.
+          // (Timers cannot wait longer than about 24 days; a token expiring later is checked when it reconnects.)
+          const untilExpiry = principal.expiresAt ? Math.max(0, principal.expiresAt.getTime() - Date.now()) : Infinity;
+          expiry = untilExpiry <= MAX_TIMER_MS ? setTimeout(() => socket.close(CloseCode.Forbidden, 'Forbidden: token expired'), untilExpiry) : undefined;
+          expiry?.unref();
+        }
+        socket.once('close', () => {
+          clearTimeout(expiry);
+          if (principal.kind === 'token') socketsByToken.get(principal.tokenId)?.delete(socket);
+          callerSockets.delete(socket);
+          if (callerSockets.size === 0 && socketsByCaller.get(key) === callerSockets) socketsByCaller.delete(key);
+        });
+        return true;
       },
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
         const principal = ctx.extra.principal!;
+        const running = ctx.extra.operations!;
+        if (running.size >= options.maxSubscriptionsPerConnection) {
+          metrics.requestsRefused.inc({ reason: 'subscriptions', transport: 'ws' });
+          ctx.extra.socket.close(CLOSE_TOO_MANY, `Too many operations: at most ${options.maxSubscriptionsPerConnection} per connection`);
+          return [new GraphQLError('too many operations on this connection', { extensions: { code: ErrorCode.RateLimited } })];
+        }
         let document: DocumentNode;
         try {
           document = parse(payload.query, { maxTokens: 10_000 });
@@ -92,9 +150,15 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         const operation = getOperationAST(document, payload.operationName);
         if (!operation) return [new GraphQLError('no operation to run (name it with operationName)', { extensions: { code: ErrorCode.BadUserInput } })];
         const variables = (payload.variables ?? undefined) as Record<string, unknown> | undefined;
-        const refused = guardOperation(options.guard, document, operation, variables, principal, ctx.extra.request.socket.remoteAddress ?? null);
-        if (refused) return [refused];
-        metrics.subscriptionsActive.inc();
+        const sourceAddress = ctx.extra.request.socket.remoteAddress ?? null;
+        const verdict = guardOperation(options.guard, document, operation, variables, principal, sourceAddress);
+        if (verdict.error) {
+          countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');
+          await auditMutation(options.audit, { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] }, logger);
+          return [verdict.error];
+        }
+        running.set(id, { operation, fields: verdict.fields, source: payload.query, variables });
+        if (operation.operation === 'subscription') metrics.subscriptionsActive.inc();
         return {
           schema: options.schema,
           document,
@@ -103,8 +167,28 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           contextValue: await options.context(principal, ctx.extra.request),
         };
       },
-      onComplete: () => {
-        metrics.subscriptionsActive.dec();
+      onOperation: async (ctx, id, _payload, _args, result) => {
+        const op = ctx.extra.operations?.get(id);
+        // Queries and mutations have their one result here; subscriptions are counted when they end.
+        if (!op || op.operation.operation === 'subscription') return;
+        const settled = await result;
+        if (Symbol.asyncIterator in settled) return;
+        countOperation(metrics, op.operation.operation, op.fields, codeOf(settled.errors), 'ws');
+        const principal = ctx.extra.principal!;
+        await auditMutation(
+          options.audit,
+          { principal, sourceAddress: ctx.extra.request.socket.remoteAddress ?? null, operation: op.operation, fields: op.fields, source: op.source, variables: op.variables, errors: settled.errors ?? [] },
+          logger,
+        );
+      },
+      onComplete: (ctx, id) => {
+        const op = ctx.extra.operations?.get(id);
+        if (!op) return;
+        ctx.extra.operations!.delete(id);
+        if (op.operation.operation === 'subscription') {
+          metrics.subscriptionsActive.dec();
+          countOperation(metrics, 'subscription', op.fields, 'ok', 'ws');
+        }
       },
       onError: (_ctx, _id, _payload, errors) => formatGraphQLErrors(errors, logger),
       onNext: (_ctx, _id, _payload, _args, result) =>

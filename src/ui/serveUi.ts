@@ -101,9 +101,7 @@ async function sendHtml(req: IncomingMessage, res: ServerResponse, dir: string, 
   res.statusCode = 200;
   res.setHeader('content-type', CONTENT_TYPES['.html']!);
   res.setHeader('cache-control', 'no-cache');
-  res.setHeader('content-security-policy', CONTENT_SECURITY_POLICY);
-  res.setHeader('x-content-type-options', 'nosniff');
-  res.setHeader('referrer-policy', 'no-referrer');
+  setSecurityHeaders(res);
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
@@ -123,7 +121,8 @@ async function sendAsset(req: IncomingMessage, res: ServerResponse, dir: string,
   res.statusCode = 200;
   res.setHeader('content-type', type);
   res.setHeader('content-length', info.size);
-  res.setHeader('x-content-type-options', 'nosniff');
+  // Every file, not only the two entry points: /ui/index.html is as much a page as / is, and must not be framed either.
+  setSecurityHeaders(res);
   // Vite puts a content hash in every file name under assets/, so those never change.
   res.setHeader('cache-control', decoded.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
   if (req.method === 'HEAD') {
@@ -131,6 +130,13 @@ async function sendAsset(req: IncomingMessage, res: ServerResponse, dir: string,
     return;
   }
   res.end(await readFile(full));
+}
+
+function setSecurityHeaders(res: ServerResponse): void {
+  res.setHeader('content-security-policy', CONTENT_SECURITY_POLICY);
+  res.setHeader('x-frame-options', 'DENY');
+  res.setHeader('x-content-type-options', 'nosniff');
+  res.setHeader('referrer-policy', 'no-referrer');
 }
 
 function notFound(res: ServerResponse): void {

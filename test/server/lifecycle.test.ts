@@ -34,7 +34,7 @@ describe('health, readiness and metrics', () => {
     expect(res.headers.get('content-type')).toContain('text/plain');
     const text = await res.text();
     expect(text).toContain('process_cpu_seconds_total');
-    expect(text).toMatch(/rollplane_graphql_operations_total\{operation="anonymous",type="query",result="ok"\} [1-9]/);
+    expect(text).toMatch(/rollplane_graphql_operations_total\{field="serverInfo",type="query",result="ok",transport="http"\} [1-9]/);
     expect(text).toContain('# TYPE rollplane_subscriptions_active gauge');
   });
 

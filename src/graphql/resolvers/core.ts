@@ -27,10 +27,9 @@ function requireId(id: string, field = 'id'): string {
   return id;
 }
 
-function optionalText(value: string | null | undefined, field: string, max = 500): string | undefined {
-  if (value === null || value === undefined) return undefined;
-  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters`);
-  return value;
+/** An optional string input; its size is bounded at the edge (inputLimits.ts) before any resolver runs. */
+function optionalText(value: string | null | undefined): string | undefined {
+  return value ?? undefined;
 }
 
 function connection<T>(items: T[], hasNextPage: boolean, cursorOf: (item: T) => string) {
@@ -38,13 +37,13 @@ function connection<T>(items: T[], hasNextPage: boolean, cursorOf: (item: T) => 
   return { edges, pageInfo: { hasNextPage, endCursor: edges.length ? edges[edges.length - 1]!.cursor : null } };
 }
 
-/** CauseInput → domain Cause, with length limits (these strings end up in the history forever). */
+/** CauseInput → domain Cause (sizes and the runUrl scheme are checked at the edge: inputLimits.ts). */
 export function causeFrom(cause: Args | null | undefined) {
   return {
-    actor: optionalText(cause?.actor, 'cause.actor', 200) ?? null,
-    runUrl: optionalText(cause?.runUrl, 'cause.runUrl', 2000) ?? null,
-    commit: optionalText(cause?.commit, 'cause.commit', 200) ?? null,
-    message: optionalText(cause?.message, 'cause.message', 2000) ?? null,
+    actor: optionalText(cause?.actor) ?? null,
+    runUrl: optionalText(cause?.runUrl) ?? null,
+    commit: optionalText(cause?.commit) ?? null,
+    message: optionalText(cause?.message) ?? null,
   };
 }
 
@@ -54,8 +53,8 @@ function eventFilterFrom(filter: Args | null | undefined): EventFilter {
     ...(filter.types ? { types: filter.types } : {}),
     ...(filter.rolloutId != null ? { rolloutId: requireId(filter.rolloutId, 'filter.rolloutId') } : {}),
     ...(filter.kind != null ? { kind: filter.kind } : {}),
-    ...(filter.namespace != null ? { namespace: optionalText(filter.namespace, 'filter.namespace', 253) } : {}),
-    ...(filter.name != null ? { name: optionalText(filter.name, 'filter.name', 253) } : {}),
+    ...(filter.namespace != null ? { namespace: optionalText(filter.namespace) } : {}),
+    ...(filter.name != null ? { name: optionalText(filter.name) } : {}),
     ...(filter.since != null ? { since: filter.since } : {}),
   };
 }
@@ -76,10 +75,10 @@ function rolloutFilterFrom(filter: Args | null | undefined): RolloutFilter {
   return {
     ...(filter.kind ? { kind: filter.kind as RolloutKind } : {}),
     ...(filter.states ? { states: filter.states as RolloutState[] } : {}),
-    ...(filter.targetName ? { targetName: optionalText(filter.targetName, 'filter.targetName', 253) } : {}),
+    ...(filter.targetName ? { targetName: optionalText(filter.targetName) } : {}),
     ...(filter.createdAfter ? { createdAfter: filter.createdAfter } : {}),
     ...(filter.createdBefore ? { createdBefore: filter.createdBefore } : {}),
-    ...(filter.search ? { search: optionalText(filter.search, 'filter.search', 200) } : {}),
+    ...(filter.search ? { search: optionalText(filter.search) } : {}),
   };
 }
 
@@ -137,15 +136,15 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
 
   Mutation: {
     pauseRollout: (_: unknown, args: Args, ctx: GraphQLContext) =>
-      ctx.domain.rollouts.pause(requireId(args.id), optionalText(args.reason, 'reason')),
+      ctx.domain.rollouts.pause(requireId(args.id), optionalText(args.reason)),
     resumeRollout: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.rollouts.resume(requireId(args.id)),
     abortRollout: (_: unknown, args: Args, ctx: GraphQLContext) =>
-      ctx.domain.rollouts.abort(requireId(args.id), optionalText(args.reason, 'reason')),
+      ctx.domain.rollouts.abort(requireId(args.id), optionalText(args.reason)),
     rollbackRollout: async (_: unknown, args: Args, ctx: GraphQLContext) => {
       const cause = args.input?.cause ?? undefined;
       const result = await ctx.domain.engine.rollback(requireId(args.id), {
         ...(cause ? { cause: causeFrom(cause) } : {}),
-        idempotencyKey: optionalText(args.input?.idempotencyKey, 'input.idempotencyKey', 255) ?? null,
+        idempotencyKey: optionalText(args.input?.idempotencyKey) ?? null,
       });
       return result.rollout;
     },

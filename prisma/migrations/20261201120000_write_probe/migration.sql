@@ -1,0 +1,5 @@
+-- CreateTable
+CREATE TABLE "WriteProbe" (
+    "holder" TEXT NOT NULL PRIMARY KEY,
+    "checkedAt" DATETIME NOT NULL
+);

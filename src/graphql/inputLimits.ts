@@ -1,0 +1,113 @@
+import {
+  getNamedType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isScalarType,
+  type GraphQLArgument,
+  type GraphQLInputType,
+} from 'graphql';
+import { ValidationError } from '../errors.js';
+
+/**
+ * Size limits on every input of every root field, enforced in one place for HTTP and WebSocket alike (the root-field
+ * policy calls checkInputLimits before a resolver runs). Everything a caller sends ends up in memory, in the history or
+ * in the audit log, and is read back by every query that asks for it, so nothing is unbounded. The domain still
+ * validates meaning (image references, selectors, ranges); this only bounds size.
+ */
+
+/** Any String or ID input not listed below. */
+export const DEFAULT_MAX_STRING = 1024;
+/** Any list input. */
+export const MAX_LIST_ITEMS = 1000;
+/** JSON inputs (specPatch): nesting and serialized size. */
+export const MAX_JSON_DEPTH = 32;
+export const MAX_JSON_CHARS = 65_536;
+
+/** Per-coordinate string limits: `InputType.field` for input fields, `rootField.argument` for arguments. */
+const STRING_LIMITS: Readonly<Record<string, number>> = {
+  'CauseInput.actor': 200,
+  'CauseInput.runUrl': 2000,
+  'CauseInput.commit': 200,
+  'CauseInput.message': 2000,
+  'pauseRollout.reason': 500,
+  'abortRollout.reason': 500,
+  'BumpAgentImageInput.idempotencyKey': 255,
+  'BumpNodeAgentImageInput.idempotencyKey': 255,
+  'BumpClusterVersionInput.idempotencyKey': 255,
+  'RollbackInput.idempotencyKey': 255,
+  'RolloutFilter.search': 200,
+  'RolloutFilter.targetName': 253,
+  'EventFilter.namespace': 253,
+  'EventFilter.name': 253,
+};
+
+/** Inputs with a format besides their length. */
+const FORMATS: Readonly<Record<string, (value: string) => string | undefined>> = {
+  // Shown as a link in the UI and the CLI: only web URLs, never `javascript:` or `data:`.
+  'CauseInput.runUrl': (value) => {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      return 'must be an absolute http(s) URL';
+    }
+    return url.protocol === 'http:' || url.protocol === 'https:' ? undefined : `must be an http(s) URL (got a ${url.protocol} URL)`;
+  },
+};
+
+/** Checks a root field's arguments (as coerced by graphql-js: literals and variables alike). Throws ValidationError. */
+export function checkInputLimits(fieldName: string, args: readonly GraphQLArgument[], values: Record<string, unknown>): void {
+  for (const arg of args) {
+    const value = values[arg.name];
+    if (value !== undefined && value !== null) checkValue(value, arg.type, arg.name, `${fieldName}.${arg.name}`);
+  }
+}
+
+function checkValue(value: unknown, type: GraphQLInputType, path: string, coordinate: string): void {
+  if (value === null || value === undefined) return;
+  if (isNonNullType(type)) return checkValue(value, type.ofType, path, coordinate);
+  if (isListType(type)) {
+    if (!Array.isArray(value)) return;
+    if (value.length > MAX_LIST_ITEMS) throw new ValidationError(path, `must have at most ${MAX_LIST_ITEMS} items (got ${value.length})`);
+    value.forEach((item, i) => checkValue(item, type.ofType, `${path}[${i}]`, coordinate));
+    return;
+  }
+  if (isInputObjectType(type)) {
+    const fields = type.getFields();
+    for (const [name, field] of Object.entries(fields)) {
+      const child = (value as Record<string, unknown>)[name];
+      if (child !== undefined && child !== null) checkValue(child, field.type, `${path}.${name}`, `${type.name}.${name}`);
+    }
+    return;
+  }
+  if (isEnumType(type)) return;
+  const scalar = getNamedType(type);
+  if (!isScalarType(scalar)) return;
+  if (scalar.name === 'JSON') return checkJson(value, path);
+  if (typeof value !== 'string') return;
+  const max = STRING_LIMITS[coordinate] ?? DEFAULT_MAX_STRING;
+  if (value.length > max) throw new ValidationError(path, `must be at most ${max} characters (got ${value.length})`);
+  const formatError = FORMATS[coordinate]?.(value);
+  if (formatError) throw new ValidationError(path, formatError);
+}
+
+function checkJson(value: unknown, path: string): void {
+  let size = 0;
+  // Iterative, so that a hostile nesting depth cannot overflow the stack here either.
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 1 }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop()!;
+    if (depth > MAX_JSON_DEPTH) throw new ValidationError(path, `must be nested at most ${MAX_JSON_DEPTH} levels deep`);
+    if (typeof current === 'string') size += current.length + 2;
+    else if (current !== null && typeof current === 'object') {
+      const entries = Array.isArray(current) ? current.map((v) => ['', v] as const) : Object.entries(current);
+      for (const [key, child] of entries) {
+        size += key.length + 4;
+        stack.push({ value: child, depth: depth + 1 });
+      }
+    } else size += 8;
+    if (size > MAX_JSON_CHARS) throw new ValidationError(path, `must be at most ${MAX_JSON_CHARS} characters of JSON`);
+  }
+}

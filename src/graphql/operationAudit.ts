@@ -1,0 +1,49 @@
+import type { OperationDefinitionNode } from 'graphql';
+import { principalName, type Principal } from '../auth/roles.js';
+import type { AuditLog } from '../domain/AuditLog.js';
+import { ErrorCode } from '../errors.js';
+import type { Logger } from '../log.js';
+
+/** A mutation as it ended, on either transport. */
+export interface MutationOutcome {
+  principal: Principal;
+  sourceAddress: string | null;
+  operation: OperationDefinitionNode;
+  /** Root fields the operation could run (rootFieldsOf): what the audit entry names. */
+  fields: readonly string[];
+  /** The operation text as sent (it carries inline arguments; variables carry the rest). */
+  source: string;
+  variables: Record<string, unknown> | null | undefined;
+  errors: readonly { message: string; extensions?: Record<string, unknown> | undefined }[];
+}
+
+/** The operation text kept per entry; the AuditLog bounds the whole input again. */
+const MAX_OPERATION_CHARS = 2000;
+
+/**
+ * Refusals that say nothing about what the caller may do and cost an attacker nothing to repeat: they are counted in
+ * metrics (rollplane_requests_refused_total), not written one row each, so nobody can fill the disk with them.
+ */
+const NOT_AUDITED = new Set<string>([ErrorCode.Unauthenticated, ErrorCode.RateLimited]);
+
+/**
+ * The one audit path for mutations, used by the Apollo plugin (HTTP) and the graphql-ws server (WebSocket): every
+ * mutation that was authenticated and not rate-limited is an entry, accepted or refused, naming the root fields it ran.
+ */
+export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, logger: Logger): Promise<void> {
+  if (outcome.operation.operation !== 'mutation') return;
+  const first = outcome.errors[0];
+  const result = first ? String(first.extensions?.code ?? ErrorCode.Internal) : 'OK';
+  if (NOT_AUDITED.has(result)) return;
+  await audit
+    .record({
+      actor: principalName(outcome.principal),
+      role: outcome.principal.role,
+      operation: outcome.fields.join(',') || (outcome.operation.name?.value ?? 'mutation'),
+      input: { operation: outcome.source.slice(0, MAX_OPERATION_CHARS), variables: outcome.variables ?? {} },
+      result,
+      message: first?.message ?? null,
+      sourceAddr: outcome.sourceAddress,
+    })
+    .catch((error: unknown) => logger.error({ err: error }, 'could not write the audit entry'));
+}

@@ -1,0 +1,19 @@
+import { hostname } from 'node:os';
+import { UnavailableError } from '../errors.js';
+import { sqlDate, type Sql } from './Sql.js';
+
+const HOLDER = `${hostname()}:${process.pid}`;
+
+/**
+ * Throws when the database cannot be written right now (disk full, read-only volume, I/O error). A lock held by
+ * another writer proves nothing either way and counts as writable: that writer is writing.
+ */
+export function checkDatabaseWritable(sql: Sql): void {
+  try {
+    sql.transactionNow((tx) => tx.run('INSERT INTO "WriteProbe" ("holder", "checkedAt") VALUES (?, ?) ON CONFLICT("holder") DO UPDATE SET "checkedAt" = excluded."checkedAt"', HOLDER, sqlDate(new Date())));
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_BUSY_SNAPSHOT') return;
+    throw new UnavailableError(`the database cannot be written: ${(error as Error).message}`, { cause: error });
+  }
+}
