@@ -9,7 +9,7 @@ import { readBody } from '../http/body.js';
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
-import { formatError } from './errors.js';
+import { errorCodeOf, formatError } from './errors.js';
 import { rootFieldsOf } from './operationFields.js';
 
 export interface ApolloHandlerOptions {
@@ -34,7 +34,7 @@ function metricsPlugin(metrics: AppMetrics): ApolloServerPlugin<GraphQLContext> 
         async willSendResponse(ctx) {
           const type = ctx.operation?.operation ?? 'unknown';
           const first = ctx.errors?.[0];
-          const code = first ? String((first.extensions?.code as string | undefined) ?? (isAppError(first.originalError) ? first.originalError.code : ErrorCode.Internal)) : 'ok';
+          const code = first ? errorCodeOf(first) : 'ok';
           // Root field names of a validated operation: a closed set, whatever names or aliases the client chose.
           const fields = ctx.operation && ctx.document ? rootFieldsOf(ctx.document, ctx.operation) : [];
           countOperation(metrics, type, fields, code, 'http');

@@ -64,3 +64,11 @@ function isStorageFailure(error: unknown): boolean {
   }
   return false;
 }
+
+/** The code a GraphQL error will carry once formatted: its own extension, its AppError's code, or INTERNAL. */
+export function errorCodeOf(error: { extensions?: Record<string, unknown> | undefined; originalError?: unknown }): string {
+  const code = error.extensions?.code;
+  if (typeof code === 'string') return code;
+  const original = error.originalError;
+  return isAppError(original) ? original.code : ErrorCode.Internal;
+}

@@ -3,6 +3,7 @@ import { principalName, type Principal } from '../auth/roles.js';
 import type { AuditLog } from '../domain/AuditLog.js';
 import { ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
+import { errorCodeOf } from './errors.js';
 
 /** A mutation as it ended, on either transport. */
 export interface MutationOutcome {
@@ -14,7 +15,7 @@ export interface MutationOutcome {
   /** The operation text as sent (it carries inline arguments; variables carry the rest). */
   source: string;
   variables: Record<string, unknown> | null | undefined;
-  errors: readonly { message: string; extensions?: Record<string, unknown> | undefined }[];
+  errors: readonly { message: string; extensions?: Record<string, unknown> | undefined; originalError?: unknown }[];
 }
 
 /** The operation text kept per entry; the AuditLog bounds the whole input again. */
@@ -33,7 +34,7 @@ const NOT_AUDITED = new Set<string>([ErrorCode.Unauthenticated, ErrorCode.RateLi
 export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, logger: Logger): Promise<void> {
   if (outcome.operation.operation !== 'mutation') return;
   const first = outcome.errors[0];
-  const result = first ? String(first.extensions?.code ?? ErrorCode.Internal) : 'OK';
+  const result = first ? errorCodeOf(first) : 'OK';
   if (NOT_AUDITED.has(result)) return;
   await audit
     .record({

@@ -11,7 +11,7 @@ import { hostRefusal, webSocketOriginRefusal, type OriginPolicy } from '../http/
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
-import { formatGraphQLErrors } from './errors.js';
+import { errorCodeOf, formatGraphQLErrors } from './errors.js';
 import { callerKey, guardOperation, type GuardOptions } from './guard.js';
 import { auditMutation } from './operationAudit.js';
 
@@ -57,8 +57,7 @@ function authorizationFrom(params: Readonly<Record<string, unknown>> | undefined
 
 function codeOf(errors: readonly GraphQLError[] | undefined): string {
   const first = errors?.[0];
-  if (!first) return 'ok';
-  return String(first.extensions?.code ?? (isAppError(first.originalError) ? first.originalError.code : ErrorCode.Internal));
+  return first ? errorCodeOf(first) : 'ok';
 }
 
 /**
