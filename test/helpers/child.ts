@@ -17,7 +17,8 @@ export interface ServiceProcess {
 export function spawnService(env: Record<string, string>, args: string[] = []): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/main.ts'), ...args], {
     cwd: projectRoot,
-    env: { ...process.env, LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env },
+    // NODE_ENV as in a deployment: vitest sets `test`, which changes what libraries do (Apollo skips its signal handlers).
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
