@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
 import {
   cancelPendingTargets,
@@ -172,6 +172,9 @@ const isOrdinalCursor = (v: unknown): v is { o: number } =>
  * with its history event through the EventLog. What the engine reads and writes on every pass goes through prepared
  * SQL (`sql`); the API's listings and counts through Prisma.
  */
+/** A search holding `%` or `_` is matched by id list (see searchWhere); more matches than this are refused. */
+const MAX_LITERAL_SEARCH_MATCHES = 5000;
+
 export class RolloutService {
   constructor(
     private readonly prisma: PrismaClient,
@@ -291,20 +294,39 @@ export class RolloutService {
       ...(filter.createdAfter || filter.createdBefore
         ? { createdAt: { ...(filter.createdAfter ? { gte: filter.createdAfter } : {}), ...(filter.createdBefore ? { lt: filter.createdBefore } : {}) } }
         : {}),
-      // SQLite's LIKE (which Prisma's `contains` uses) is case-insensitive for ASCII.
-      ...(search
-        ? {
-            OR: [
-              { toVersion: { contains: search } },
-              { fromVersion: { contains: search } },
-              { causeActor: { contains: search } },
-              { causeCommit: { contains: search } },
-              { causeMessage: { contains: search } },
-              { id: { contains: search } },
-            ],
-          }
-        : {}),
+      ...(search ? this.searchWhere(search) : {}),
     };
+  }
+
+  /**
+   * A case-insensitive (ASCII) substring of the versions, actor, commit, message or id. Prisma's `contains` is SQLite's
+   * LIKE without an ESCAPE clause, so `%` and `_` in the search would be wildcards (a search for `%` matched every
+   * rollout); a search holding them is matched with instr() instead, which has no wildcards, and refused when it
+   * matches too many rollouts to list by id.
+   */
+  private searchWhere(search: string) {
+    if (!/[%_]/.test(search)) {
+      return {
+        OR: [
+          { toVersion: { contains: search } },
+          { fromVersion: { contains: search } },
+          { causeActor: { contains: search } },
+          { causeCommit: { contains: search } },
+          { causeMessage: { contains: search } },
+          { id: { contains: search } },
+        ],
+      };
+    }
+    const rows = this.sql.all<{ id: string }>(
+      `SELECT "id" FROM "Rollout" WHERE instr(lower("toVersion"), ?) > 0 OR instr(lower("fromVersion"), ?) > 0
+         OR instr(lower("causeActor"), ?) > 0 OR instr(lower("causeCommit"), ?) > 0 OR instr(lower("causeMessage"), ?) > 0
+         OR instr(lower("id"), ?) > 0 LIMIT ${MAX_LITERAL_SEARCH_MATCHES + 1}`,
+      ...Array<string>(6).fill(search.toLowerCase()),
+    );
+    if (rows.length > MAX_LITERAL_SEARCH_MATCHES) {
+      throw new ValidationError('filter.search', `matches more than ${MAX_LITERAL_SEARCH_MATCHES} rollouts; make it more specific`);
+    }
+    return { id: { in: rows.map((r) => r.id) } };
   }
 
   /** Targets in admission order. */
