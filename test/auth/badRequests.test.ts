@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSchema } from '../../src/graphql/schema.js';
 import { collect, wsClient } from '../helpers/graphql.js';
+import { privilegedCases } from '../security/privilegedShapes.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 /**
@@ -157,6 +159,12 @@ const cases: Case[] = [
   { name: 'maxUnavailable of 250%', body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { maxUnavailable: "250%" }, dryRun: true }) { created } }') },
   { name: 'a negative deadline', body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { progressDeadlineSeconds: -1 }, dryRun: true }) { created } }') },
 ];
+
+// Every privileged root field wrapped in every fragment/alias/directive shape, for each role that may not use it;
+// generated from the schema, so a new field is covered without editing this file.
+for (const c of privilegedCases(buildSchema())) {
+  cases.push({ name: `privileged: ${c.name}`, body: q(c.query, c.variables), as: c.role as 'viewer' | 'deployer' });
+}
 
 describe(`the bad-request corpus (${cases.length} requests)`, () => {
   let app: TestApp;
