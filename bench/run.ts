@@ -19,6 +19,7 @@ const BENCHMARKS: Record<string, string> = {
   'agent-rollout': `agentRollout${ext}`,
   'cluster-upgrade': `clusterUpgrade${ext}`,
   'node-agent': `nodeAgent${ext}`,
+  api: `api${ext}`,
 };
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 if (names.length === 0) {

@@ -87,7 +87,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
 
   const bus = new InProcessEventBus();
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
-  const events = new EventLog(db.prisma, db.sql, bus);
+  const events = new EventLog(db.sql, bus);
   const rollouts = new RolloutService(db.prisma, db.sql, events);
   const tokens = new TokenService(db.prisma);
   const audit = new AuditLog(db.prisma);

@@ -1,4 +1,3 @@
-import type { PrismaClient } from '../store/db.js';
 import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../store/events.js';
 import type { Sql } from '../store/Sql.js';
 import type { EventBus } from './EventBus.js';
@@ -26,7 +25,6 @@ export class EventLog {
   private pendingAppends: { events: NewEvent[]; resolve: (stored: StoredEvent[]) => void; reject: (error: unknown) => void }[] = [];
 
   constructor(
-    private readonly prisma: PrismaClient,
     private readonly sql: Sql,
     private readonly bus: EventBus,
   ) {}
@@ -81,22 +79,22 @@ export class EventLog {
   }
 
   /** A page of history after `afterId` (exclusive), oldest first. */
-  listAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]> {
-    return listEventsAfter(this.prisma, filter, afterId, limit);
+  async listAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]> {
+    return listEventsAfter(this.sql, filter, afterId, limit);
   }
 
   /** A page of history before `beforeId` (exclusive; the newest when undefined), newest first. */
-  listBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
-    return listEventsBefore(this.prisma, filter, beforeId, limit);
+  async listBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
+    return listEventsBefore(this.sql, filter, beforeId, limit);
   }
 
-  lastEventId(): Promise<number> {
-    return lastEventId(this.prisma);
+  async lastEventId(): Promise<number> {
+    return lastEventId(this.sql);
   }
 
   /** Replays what came after `options.after` from the store, then continues live: no gap, no duplicate. */
   stream(options: StreamOptions = {}): AsyncIterableIterator<StoredEvent> {
-    return new EventStream(this.prisma, this.bus, options);
+    return new EventStream(this.sql, this.bus, options);
   }
 }
 
@@ -118,7 +116,7 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
   private wake: (() => void) | undefined;
 
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly sql: Sql,
     bus: EventBus,
     options: StreamOptions,
   ) {
@@ -132,8 +130,8 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
         ? Promise.resolve().then(() => {
             this.last = options.after!;
           })
-        : lastEventId(prisma).then((id) => {
-            this.last = Math.max(this.last, id);
+        : Promise.resolve().then(() => {
+            this.last = Math.max(this.last, lastEventId(sql));
           });
   }
 
@@ -163,7 +161,7 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
       }
       if (this.behind) {
         this.behind = false;
-        const page = await listEventsAfter(this.prisma, this.filter, this.last, REPLAY_PAGE);
+        const page = listEventsAfter(this.sql, this.filter, this.last, REPLAY_PAGE);
         this.replayed = page.filter(this.predicate);
         // A full page may have more behind it; a filtered-out page still advances the position.
         if (page.length === REPLAY_PAGE) {

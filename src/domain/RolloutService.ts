@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
 import {
   cancelPendingTargets,
@@ -18,6 +18,7 @@ import {
   type TargetRow,
 } from '../store/rolloutRows.js';
 import type { Sql } from '../store/Sql.js';
+import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts } from '../store/rolloutQueries.js';
 import type { EventLog } from './EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from './pagination.js';
@@ -170,11 +171,8 @@ const isOrdinalCursor = (v: unknown): v is { o: number } =>
 /**
  * Rollouts and their targets: creation (idempotent by key), queries, and every state change, each committed together
  * with its history event through the EventLog. What the engine reads and writes on every pass goes through prepared
- * SQL (`sql`); the API's listings and counts through Prisma.
+ * SQL (`sql`), and so do the API's listings and counts (src/store/rolloutQueries.ts).
  */
-/** A search holding `%` or `_` is matched by id list (see searchWhere); more matches than this are refused. */
-const MAX_LITERAL_SEARCH_MATCHES = 5000;
-
 export class RolloutService {
   constructor(
     private readonly prisma: PrismaClient,
@@ -259,19 +257,7 @@ export class RolloutService {
   async list(filter: RolloutFilter, first: number | undefined, after: string | undefined): Promise<Page<Rollout> & { endCursor: string | null }> {
     const size = checkPageSize(first, 50);
     const cursor = decodeCursor(after, isRolloutCursor);
-    const where = this.whereFor(filter);
-    const rows = await this.prisma.rollout.findMany({
-      where: cursor
-        ? {
-            AND: [
-              where,
-              { OR: [{ createdAt: { lt: new Date(cursor.t) } }, { createdAt: new Date(cursor.t), id: { lt: cursor.id } }] },
-            ],
-          }
-        : where,
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-      take: size + 1,
-    });
+    const rows = listRollouts(this.sql, filter, cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined, size + 1);
     const items = rows.slice(0, size).map(toRollout);
     const last = items[items.length - 1];
     return { items, hasNextPage: rows.length > size, endCursor: last ? this.cursorOf(last) : null };
@@ -281,70 +267,18 @@ export class RolloutService {
     return encodeCursor({ t: rollout.createdAt.getTime(), id: rollout.id });
   }
 
-  count(filter: RolloutFilter): Promise<number> {
-    return this.prisma.rollout.count({ where: this.whereFor(filter) });
-  }
-
-  private whereFor(filter: RolloutFilter) {
-    const search = filter.search?.trim();
-    return {
-      ...(filter.kind ? { kind: filter.kind } : {}),
-      ...(filter.states && filter.states.length > 0 ? { state: { in: [...filter.states] } } : {}),
-      ...(filter.targetName ? { targets: { some: { name: filter.targetName } } } : {}),
-      ...(filter.createdAfter || filter.createdBefore
-        ? { createdAt: { ...(filter.createdAfter ? { gte: filter.createdAfter } : {}), ...(filter.createdBefore ? { lt: filter.createdBefore } : {}) } }
-        : {}),
-      ...(search ? this.searchWhere(search) : {}),
-    };
-  }
-
-  /**
-   * A case-insensitive (ASCII) substring of the versions, actor, commit, message or id. Prisma's `contains` is SQLite's
-   * LIKE without an ESCAPE clause, so `%` and `_` in the search would be wildcards (a search for `%` matched every
-   * rollout); a search holding them is matched with instr() instead, which has no wildcards, and refused when it
-   * matches too many rollouts to list by id.
-   */
-  private searchWhere(search: string) {
-    if (!/[%_]/.test(search)) {
-      return {
-        OR: [
-          { toVersion: { contains: search } },
-          { fromVersion: { contains: search } },
-          { causeActor: { contains: search } },
-          { causeCommit: { contains: search } },
-          { causeMessage: { contains: search } },
-          { id: { contains: search } },
-        ],
-      };
-    }
-    const rows = this.sql.all<{ id: string }>(
-      `SELECT "id" FROM "Rollout" WHERE instr(lower("toVersion"), ?) > 0 OR instr(lower("fromVersion"), ?) > 0
-         OR instr(lower("causeActor"), ?) > 0 OR instr(lower("causeCommit"), ?) > 0 OR instr(lower("causeMessage"), ?) > 0
-         OR instr(lower("id"), ?) > 0 LIMIT ${MAX_LITERAL_SEARCH_MATCHES + 1}`,
-      ...Array<string>(6).fill(search.toLowerCase()),
-    );
-    if (rows.length > MAX_LITERAL_SEARCH_MATCHES) {
-      throw new ValidationError('filter.search', `matches more than ${MAX_LITERAL_SEARCH_MATCHES} rollouts; make it more specific`);
-    }
-    return { id: { in: rows.map((r) => r.id) } };
+  async count(filter: RolloutFilter): Promise<number> {
+    return countRollouts(this.sql, filter);
   }
 
   /** Targets in admission order. */
   async targets(rolloutId: string, state: TargetState | undefined, first: number | undefined, after: string | undefined): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, isOrdinalCursor);
-    const where = { rolloutId, ...(state ? { state } : {}) };
-    const [rows, totalCount] = await Promise.all([
-      this.prisma.rolloutTarget.findMany({
-        where: { ...where, ...(cursor ? { ordinal: { gt: cursor.o } } : {}) },
-        orderBy: { ordinal: 'asc' },
-        take: size + 1,
-      }),
-      this.prisma.rolloutTarget.count({ where }),
-    ]);
+    const rows = targetPage(this.sql, rolloutId, state, cursor?.o, size + 1);
     const items = rows.slice(0, size).map(toTarget);
     const last = items[items.length - 1];
-    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount };
+    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount: countTargets(this.sql, rolloutId, state) };
   }
 
   targetCursor(target: RolloutTarget): string {
@@ -369,11 +303,9 @@ export class RolloutService {
   }
 
   async progress(rolloutId: string): Promise<Progress> {
-    const groups = await this.prisma.rolloutTarget.groupBy({ by: ['state'], where: { rolloutId }, _count: { _all: true } });
-    const counts: Record<string, number> = {};
-    for (const group of groups) counts[group.state] = group._count._all;
-    const get = (state: TargetState) => counts[state] ?? 0;
-    const total = Object.values(counts).reduce((sum, n) => sum + n, 0);
+    const counts = targetStateCounts(this.sql, rolloutId);
+    const get = (state: TargetState) => counts.get(state) ?? 0;
+    const total = [...counts.values()].reduce((sum, n) => sum + n, 0);
     const finished = FINISHED_TARGET_STATES.reduce((sum, state) => sum + get(state), 0);
     return {
       total,

@@ -1,5 +1,5 @@
 import type { PrismaClient } from './db.js';
-import { sqlDate, type Sql } from './Sql.js';
+import { dateOf, sqlDate, type Sql, type SqlValue } from './Sql.js';
 import type { EventFilter, NewEvent, RolloutKind, StoredEvent, EventType } from '../domain/events.js';
 
 /** Transaction client or the full client: both have the model delegates used here. */
@@ -61,32 +61,81 @@ export function insertEvents(sql: Sql, events: readonly NewEvent[], now = new Da
   });
 }
 
-function whereFor(filter: EventFilter, afterId: number | undefined) {
-  return {
-    ...(afterId !== undefined ? { id: { gt: afterId } } : {}),
-    ...(filter.types && filter.types.length > 0 ? { type: { in: [...filter.types] } } : {}),
-    ...(filter.rolloutId !== undefined ? { rolloutId: filter.rolloutId } : {}),
-    ...(filter.kind !== undefined ? { kind: filter.kind } : {}),
-    ...(filter.namespace !== undefined ? { namespace: filter.namespace } : {}),
-    ...(filter.name !== undefined ? { name: filter.name } : {}),
-    ...(filter.since !== undefined ? { createdAt: { gte: filter.since } } : {}),
-  };
+function whereOf(filter: EventFilter): { conditions: string[]; params: SqlValue[] } {
+  const conditions: string[] = [];
+  const params: SqlValue[] = [];
+  if (filter.types && filter.types.length > 0) {
+    conditions.push(`"type" IN (${filter.types.map(() => '?').join(', ')})`);
+    params.push(...filter.types);
+  }
+  for (const column of ['rolloutId', 'kind', 'namespace', 'name'] as const) {
+    const value = filter[column];
+    if (value !== undefined) {
+      conditions.push(`"${column}" = ?`);
+      params.push(value);
+    }
+  }
+  if (filter.since !== undefined) {
+    conditions.push('"createdAt" >= ?');
+    params.push(sqlDate(filter.since));
+  }
+  return { conditions, params };
 }
 
-/** Events after `afterId` (exclusive), oldest first. */
-export async function listEventsAfter(prisma: Tx, filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]> {
-  const rows = await prisma.event.findMany({ where: whereFor(filter, afterId), orderBy: { id: 'asc' }, take: limit });
-  return rows.map(toStoredEvent);
+type RawEvent = Omit<EventRow, 'createdAt'> & { createdAt: string };
+const eventOf = (raw: RawEvent): StoredEvent => toStoredEvent({ ...raw, createdAt: dateOf(raw.createdAt) });
+
+/**
+ * Events after `afterId` (exclusive), oldest first. Prepared SQL on rollplane's own connection (Prisma would compile
+ * each query on the event loop); every filter is served by an index of Event (test/store/queryPlans.test.ts).
+ */
+export function listEventsAfter(sql: Sql, filter: EventFilter, afterId: number | undefined, limit: number): StoredEvent[] {
+  const { text, params } = eventListStatement(filter, startAfter(sql, filter, afterId), limit);
+  return sql.all<RawEvent>(text, ...params).map(eventOf);
+}
+
+/**
+ * With `since`, starts the id range at the first event at or after it (found through the createdAt index), so that a
+ * page of recent history does not walk every older event in id order. Exact: any event created at or after `since` has
+ * an id at least that first one's.
+ */
+function startAfter(sql: Sql, filter: EventFilter, afterId: number | undefined): number | undefined {
+  if (filter.since === undefined) return afterId;
+  const first = sql.get<{ id: number | null }>('SELECT MIN("id") AS id FROM "Event" WHERE "createdAt" >= ?', sqlDate(filter.since))!.id;
+  if (first === null) return Number.MAX_SAFE_INTEGER;
+  return Math.max(afterId ?? 0, first - 1);
+}
+
+/**
+ * The statement behind listEventsAfter (exported for the query-plan test). Several types become one ordered, limited
+ * branch per type (each walks the (type, id) index), merged and cut again: an `IN` over types would sort every match.
+ */
+export function eventListStatement(filter: EventFilter, afterId: number | undefined, limit: number): { text: string; params: SqlValue[] } {
+  const types = filter.types ?? [];
+  if (types.length > 1) {
+    const branches = types.map((type) => eventListStatement({ ...filter, types: [type] }, afterId, limit));
+    return {
+      text: `${branches.map((b) => `SELECT * FROM (${b.text})`).join(' UNION ALL ')} ORDER BY "id" ASC LIMIT ?`,
+      params: [...branches.flatMap((b) => b.params), limit],
+    };
+  }
+  const { conditions, params } = whereOf(filter);
+  conditions.push('"id" > ?');
+  params.push(afterId ?? 0);
+  return { text: `SELECT * FROM "Event" WHERE ${conditions.join(' AND ')} ORDER BY "id" ASC LIMIT ?`, params: [...params, limit] };
 }
 
 /** Events before `beforeId` (exclusive), newest first. */
-export async function listEventsBefore(prisma: Tx, filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
-  const where = { ...whereFor(filter, undefined), ...(beforeId !== undefined ? { id: { lt: beforeId } } : {}) };
-  const rows = await prisma.event.findMany({ where, orderBy: { id: 'desc' }, take: limit });
-  return rows.map(toStoredEvent);
+export function listEventsBefore(sql: Sql, filter: EventFilter, beforeId: number | undefined, limit: number): StoredEvent[] {
+  const { conditions, params } = whereOf(filter);
+  if (beforeId !== undefined) {
+    conditions.push('"id" < ?');
+    params.push(beforeId);
+  }
+  const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
+  return sql.all<RawEvent>(`SELECT * FROM "Event" ${where} ORDER BY "id" DESC LIMIT ?`, ...params, limit).map(eventOf);
 }
 
-export async function lastEventId(prisma: Tx): Promise<number> {
-  const row = await prisma.event.findFirst({ orderBy: { id: 'desc' }, select: { id: true } });
-  return row?.id ?? 0;
+export function lastEventId(sql: Sql): number {
+  return sql.get<{ id: number | null }>('SELECT MAX("id") AS id FROM "Event"')!.id ?? 0;
 }

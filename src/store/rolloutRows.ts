@@ -46,9 +46,9 @@ export interface TargetRow {
   updatedAt: Date;
 }
 
-type Raw<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+export type Raw<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
 
-function rolloutOf(raw: Raw<RolloutRow>): RolloutRow {
+export function rolloutOf(raw: Raw<RolloutRow>): RolloutRow {
   return {
     ...raw,
     createdAt: dateOf(raw.createdAt),
@@ -58,7 +58,7 @@ function rolloutOf(raw: Raw<RolloutRow>): RolloutRow {
   };
 }
 
-function targetOf(raw: Raw<TargetRow>): TargetRow {
+export function targetOf(raw: Raw<TargetRow>): TargetRow {
   return { ...raw, admittedAt: dateOrNull(raw.admittedAt), finishedAt: dateOrNull(raw.finishedAt), updatedAt: dateOf(raw.updatedAt) };
 }
 

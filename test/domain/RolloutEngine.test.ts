@@ -53,7 +53,7 @@ describe('RolloutEngine', () => {
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-engine-'));
     db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
-    const log = new EventLog(db.prisma, db.sql, new InProcessEventBus());
+    const log = new EventLog(db.sql, new InProcessEventBus());
     rollouts = new RolloutService(db.prisma, db.sql, log);
     now = Date.parse('2026-11-30T00:00:00Z');
     engine = new RolloutEngine(rollouts, logger, { now: () => now });

@@ -81,7 +81,7 @@ describe('InFlightChanges', () => {
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-inflight-'));
     db = await openDatabase(`file:${path.join(dir, 'h.db')}`);
-    log = new EventLog(db.prisma, db.sql, new InProcessEventBus());
+    log = new EventLog(db.sql, new InProcessEventBus());
   });
   afterEach(async () => {
     await db.close();
@@ -109,7 +109,7 @@ describe('InFlightChanges', () => {
     const other = new Sqlite(db.file);
     other.prepare('BEGIN IMMEDIATE').run();
     const slow = new Sql(new Sqlite(db.file, { timeout: 0 }), 50);
-    const failing = new InFlightChanges(slow, new EventLog(db.prisma, slow, new InProcessEventBus())).of<{ n: number }>('AGENT_POOL');
+    const failing = new InFlightChanges(slow, new EventLog(slow, new InProcessEventBus())).of<{ n: number }>('AGENT_POOL');
     await expect(failing.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1' }])).rejects.toBeInstanceOf(UnavailableError);
     other.prepare('ROLLBACK').run();
     other.close();

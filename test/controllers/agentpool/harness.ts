@@ -47,7 +47,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     ...options.sim,
   } as SimulatorOptions);
   const db = await openDatabase(`file:${path.join(dir, 'test.db')}`);
-  const events = new EventLog(db.prisma, db.sql, new InProcessEventBus());
+  const events = new EventLog(db.sql, new InProcessEventBus());
   const registry = new Registry();
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);

@@ -57,7 +57,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   const dbUrl = `file:${path.join(dir, 'test.db')}`;
   const db = await openDatabase(dbUrl);
   const bus = new InProcessEventBus();
-  const events = new EventLog(db.prisma, db.sql, bus);
+  const events = new EventLog(db.sql, bus);
   const rollouts = new RolloutService(db.prisma, db.sql, events);
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: dbUrl }, []);

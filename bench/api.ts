@@ -1,0 +1,110 @@
+/**
+ * API read-path benchmark (issue 17): the real server (compiled) with a simulated fleet of pools and a history of
+ * rollouts and events, driven over loopback by autocannon in a separate process (apiLoad.ts), one request kind at a
+ * time. The same-run baseline is `{ __typename }` (the framework's floor); every other request is reported as req/s,
+ * p50, p99 and its ratio to that baseline. The requests are the ones the UI (src/ui/client/queries.ts), the CLI and CI
+ * (src/cli/operations.ts) send, plus a refused mix to show refusals stay cheap.
+ *
+ * Run: `npm run bench -- api`. Sizes: `API_BENCH_ROLLOUTS` (1000), `API_BENCH_EVENTS` (100000; 1000000 to check that
+ * history queries do not slow down with history), `API_BENCH_POOLS` (200), `API_BENCH_SECONDS` (8),
+ * `API_BENCH_CONNECTIONS` (20). Writes bench/results/api.json.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EventType } from '../src/domain/events.js';
+import { DRIFT, AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
+import { ROLLOUT_QUERY } from '../src/cli/operations.js';
+import type { LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
+import { calibrationMs, post, startBenchApp } from './benchApp.js';
+import { writeResult } from './results.js';
+import { startSimChild } from './simChild.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+function request(name: string, query: string, variables: Record<string, unknown> = {}, status = 200): LoadRequest {
+  return { name, body: JSON.stringify({ query, variables }), status };
+}
+
+function runLoad(job: LoadJob): Promise<LoadResult[]> {
+  return new Promise((resolve, reject) => {
+    const script = path.join(HERE, `apiLoad${path.extname(fileURLToPath(import.meta.url))}`);
+    const child = spawn(process.execPath, [...process.execArgv, script, JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.once('exit', (code) => (code === 0 ? resolve(out.trim().split('\n').map((l) => JSON.parse(l) as LoadResult)) : reject(new Error(`load generator exited ${code}`))));
+  });
+}
+
+export async function run(): Promise<void> {
+  const rollouts = numberFrom('API_BENCH_ROLLOUTS', 1000);
+  const events = numberFrom('API_BENCH_EVENTS', 100_000);
+  const pools = numberFrom('API_BENCH_POOLS', 200);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-api-'));
+  const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
+  const app = await startBenchApp(dir, sim.kubeconfigPath, {
+    ROLLPLANE_CONTROLLERS: 'off',
+    // The benchmark measures the read path, not the per-caller budget (one address sends everything).
+    ROLLPLANE_QUERY_COST_PER_MINUTE: '1000000000',
+    ROLLPLANE_QUERY_COST_BURST: '1000000000',
+  });
+  try {
+    const seedStarted = performance.now();
+    let lastRollout = '';
+    for (let i = 0; i < rollouts; i++) {
+      const targets = Array.from({ length: 10 }, (_, t) => ({ namespace: 'default', name: `pool-${t}`, fromVersion: 'agent:v1', toVersion: `agent:v${i + 2}` }));
+      const { rollout } = await app.domain.rollouts.create({
+        kind: 'AGENT_POOL', fromVersion: 'agent:v1', toVersion: `agent:v${i + 2}`, selector: {}, strategy: {},
+        cause: { actor: `ci-${i % 7}`, commit: `c${i}`, message: `release ${i}` }, targets,
+      });
+      lastRollout = rollout.id;
+    }
+    const already = await app.domain.events.lastEventId();
+    for (let written = already; written < events; written += 1000) {
+      const batch = Array.from({ length: Math.min(1000, events - written) }, (_, i) => ({
+        type: EventType.AgentRecreated, rolloutId: lastRollout, kind: 'AGENT_POOL' as const, namespace: 'default', name: `pool-${(written + i) % 200}`,
+        payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
+      }));
+      await app.domain.events.append(...batch);
+    }
+    const seedSeconds = (performance.now() - seedStarted) / 1000;
+    for (;;) {
+      const data = await post(app.url, '{ agentPools(first: 1) { totalCount } }');
+      if (data.agentPools.totalCount === pools) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const requests = [
+      request('{ __typename } (baseline)', '{ __typename }'),
+      request('UI: rollouts list (first 20)', ROLLOUTS, { first: 20 }),
+      request('UI: rollout detail', ROLLOUT_DETAIL, { id: lastRollout }),
+      request('UI: rollout targets (first 50)', ROLLOUT_TARGETS, { id: lastRollout, first: 50 }),
+      request('UI: events page (first 50)', EVENTS, { first: 50 }),
+      request('UI: events of one pool (first 50)', EVENTS, { first: 50, filter: { namespace: 'default', name: 'pool-7' } }),
+      request('UI: agentPools page (first 100)', AGENT_POOLS, { first: 100 }),
+      request('UI: drift (first 50)', DRIFT, { first: 50 }),
+      request('CLI --wait: rollout(id)', ROLLOUT_QUERY, { id: lastRollout }),
+      request('refused: over the cost limit', `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id progress { total } } } }`).join(' ')} }`, {}, 400),
+      request('refused: unknown field', '{ nope }', {}, 400),
+    ];
+    const calibration = calibrationMs();
+    const cpuBefore = process.cpuUsage();
+    const results = await runLoad({ url: app.url, connections: numberFrom('API_BENCH_CONNECTIONS', 20), seconds: numberFrom('API_BENCH_SECONDS', 8), requests });
+    const cpu = process.cpuUsage(cpuBefore);
+    const baseline = results[0]!.requestsPerSecond;
+    const rows = results.map((r) => ({ ...r, ratioToBaseline: Math.round((r.requestsPerSecond / baseline) * 1000) / 1000 }));
+    process.stdout.write(`rollouts ${rollouts}, events ${events}, pools ${pools}; seeded in ${seedSeconds.toFixed(1)} s; machine (calibration) ${calibration.toFixed(0)} ms\n`);
+    process.stdout.write(`${'request'.padEnd(40)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)} ${'unexp.'.padStart(7)}\n`);
+    for (const r of rows) {
+      process.stdout.write(`${r.name.padEnd(40)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${r.ratioToBaseline.toFixed(3).padStart(7)} ${String(r.unexpected).padStart(7)}\n`);
+    }
+    const file = writeResult(events >= 1_000_000 ? 'api-1m-events' : 'api', { rollouts, events, pools, seedSeconds, calibrationMs: calibration, serverCpuSeconds: (cpu.user + cpu.system) / 1e6, results: rows });
+    process.stdout.write(`wrote ${file}\n`);
+  } finally {
+    await app.stop();
+    await sim.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

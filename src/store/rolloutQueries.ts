@@ -1,0 +1,103 @@
+import { sqlDate, type Sql, type SqlValue } from './Sql.js';
+import { rolloutOf, targetOf, type RolloutRow, type TargetRow } from './rolloutRows.js';
+
+/**
+ * The API's reads of rollouts and targets as prepared SQL (issue 17: each Prisma query costs ~0.8 ms of compilation on
+ * the event loop, and a rollouts page asked for 22 of them). Every filter but `search` is served by an index; a test
+ * (test/store/queryPlans.test.ts) runs EXPLAIN QUERY PLAN on each and fails when one stops using it.
+ */
+export interface RolloutQueryFilter {
+  kind?: string;
+  states?: readonly string[];
+  targetName?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  /** Case-insensitive (ASCII) substring of the versions, actor, commit, message or id; `%` and `_` are literal. */
+  search?: string;
+}
+
+/** Newest first: `createdAt` then `id`, both descending (ids of one millisecond sort by creation). */
+export interface RolloutPosition {
+  createdAt: Date;
+  id: string;
+}
+
+function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition): { clause: string; params: SqlValue[] } {
+  const conditions: string[] = [];
+  const params: SqlValue[] = [];
+  if (filter.kind) {
+    conditions.push('r."kind" = ?');
+    params.push(filter.kind);
+  }
+  if (filter.states && filter.states.length > 0) {
+    conditions.push(`r."state" IN (${filter.states.map(() => '?').join(', ')})`);
+    params.push(...filter.states);
+  }
+  if (filter.targetName) {
+    conditions.push('r."id" IN (SELECT t."rolloutId" FROM "RolloutTarget" t WHERE t."name" = ?)');
+    params.push(filter.targetName);
+  }
+  if (filter.createdAfter) {
+    conditions.push('r."createdAt" >= ?');
+    params.push(sqlDate(filter.createdAfter));
+  }
+  if (filter.createdBefore) {
+    conditions.push('r."createdAt" < ?');
+    params.push(sqlDate(filter.createdBefore));
+  }
+  const search = filter.search?.trim().toLowerCase();
+  if (search) {
+    // instr() has no wildcards (LIKE would treat % and _ as such); lower() folds ASCII, as LIKE did.
+    const columns = ['toVersion', 'fromVersion', 'causeActor', 'causeCommit', 'causeMessage', 'id'];
+    conditions.push(`(${columns.map((c) => `instr(lower(r."${c}"), ?) > 0`).join(' OR ')})`);
+    params.push(...columns.map(() => search));
+  }
+  if (before) {
+    conditions.push('(r."createdAt" < ? OR (r."createdAt" = ? AND r."id" < ?))');
+    const at = sqlDate(before.createdAt);
+    params.push(at, at, before.id);
+  }
+  return { clause: conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', params };
+}
+
+/** The statement behind listRollouts (exported for the query-plan test). */
+export function rolloutListStatement(filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number): { text: string; params: SqlValue[] } {
+  const { clause, params } = whereOf(filter, before);
+  return { text: `SELECT r.* FROM "Rollout" r ${clause} ORDER BY r."createdAt" DESC, r."id" DESC LIMIT ?`, params: [...params, limit] };
+}
+
+export function listRollouts(sql: Sql, filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number): RolloutRow[] {
+  const { text, params } = rolloutListStatement(filter, before, limit);
+  return sql.all<Parameters<typeof rolloutOf>[0]>(text, ...params).map(rolloutOf);
+}
+
+/** The statement behind countRollouts (exported for the query-plan test). */
+export function rolloutCountStatement(filter: RolloutQueryFilter): { text: string; params: SqlValue[] } {
+  const { clause, params } = whereOf(filter);
+  return { text: `SELECT COUNT(*) AS n FROM "Rollout" r ${clause}`, params };
+}
+
+export function countRollouts(sql: Sql, filter: RolloutQueryFilter): number {
+  const { text, params } = rolloutCountStatement(filter);
+  return sql.get<{ n: number }>(text, ...params)!.n;
+}
+
+/** How many targets of the rollout are in each state. */
+export function targetStateCounts(sql: Sql, rolloutId: string): Map<string, number> {
+  const rows = sql.all<{ state: string; n: number }>('SELECT "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ? GROUP BY "state"', rolloutId);
+  return new Map(rows.map((r) => [r.state, r.n]));
+}
+
+/** A page of a rollout's targets in admission order, after `afterOrdinal`, optionally in one state. */
+export function targetPage(sql: Sql, rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): TargetRow[] {
+  const raw = state
+    ? sql.all<Parameters<typeof targetOf>[0]>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?', rolloutId, state, afterOrdinal ?? -1, limit)
+    : sql.all<Parameters<typeof targetOf>[0]>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?', rolloutId, afterOrdinal ?? -1, limit);
+  return raw.map(targetOf);
+}
+
+export function countTargets(sql: Sql, rolloutId: string, state: string | undefined): number {
+  return state
+    ? sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ?', rolloutId, state)!.n
+    : sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ?', rolloutId)!.n;
+}
