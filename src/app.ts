@@ -184,6 +184,10 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const httpServer = config.tls
     ? createHttpsServer({ cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) })
     : createServer();
+  // A client trickling its request (headers or body) holds a socket: bound how long it may take. The defaults are
+  // 60 s for headers and 300 s for the whole request.
+  httpServer.headersTimeout = 15_000;
+  httpServer.requestTimeout = 30_000;
   const sourceAddressOf = (req: IncomingMessage) => req.socket.remoteAddress ?? null;
   const authenticate = (authorization: string | undefined): Promise<Principal> =>
     config.auth.enabled ? tokens.authenticate(authorization) : Promise.resolve(ANONYMOUS);
@@ -221,6 +225,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     logger,
     metrics,
     maxBodyBytes: config.limits.maxBodyBytes,
+    maxQueryTokens: config.limits.maxQueryTokens,
     authenticate: (req) => authenticate(req.headers.authorization),
     context: (req, principal) => contextFor(principal, req),
     plugins: [guardPlugin({ ...guard, audit, logger })],

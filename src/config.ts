@@ -95,6 +95,8 @@ export interface Config {
     readonly maxQueryDepth: number;
     readonly maxAliases: number;
     readonly maxQueryCost: number;
+    /** Tokens a GraphQL document may hold: bounds parsing and validation work before any other limit applies. */
+    readonly maxQueryTokens: number;
   };
 }
 
@@ -163,10 +165,11 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_TLS_CERT', flag: '--tls-cert', default: 'none (plain HTTP)', description: 'PEM certificate file; with ROLLPLANE_TLS_KEY serves HTTPS and WSS' },
   { env: 'ROLLPLANE_TLS_KEY', flag: '--tls-key', default: 'none', description: 'PEM private key file for ROLLPLANE_TLS_CERT' },
   { env: 'ROLLPLANE_CORS_ORIGINS', flag: '--cors-origins', default: 'none (CORS off)', description: 'Comma-separated origins allowed to call the API from a browser' },
-  { env: 'ROLLPLANE_MAX_BODY_BYTES', flag: '--max-body-bytes', default: '1048576', description: 'Largest GraphQL request body' },
+  { env: 'ROLLPLANE_MAX_BODY_BYTES', flag: '--max-body-bytes', default: '262144', description: 'Largest GraphQL request body (the largest input, a 64 KiB specPatch, fits many times over)' },
   { env: 'ROLLPLANE_MAX_QUERY_DEPTH', flag: '--max-query-depth', default: '12', description: 'Deepest selection nesting a query may have' },
   { env: 'ROLLPLANE_MAX_ALIASES', flag: '--max-aliases', default: '30', description: 'Most aliases one operation may use' },
   { env: 'ROLLPLANE_MAX_QUERY_COST', flag: '--max-query-cost', default: '20000', description: 'Highest estimated cost (fields × requested page sizes) of one operation' },
+  { env: 'ROLLPLANE_MAX_QUERY_TOKENS', flag: '--max-query-tokens', default: '2000', description: 'Most lexical tokens one GraphQL document may hold (bounds parsing and validation before the other limits apply)' },
 ];
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -346,10 +349,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     }
   }
   const limits = {
-    maxBodyBytes: integer('ROLLPLANE_MAX_BODY_BYTES', read('ROLLPLANE_MAX_BODY_BYTES') ?? '1048576', 1024, 100 * 1024 * 1024),
+    maxBodyBytes: integer('ROLLPLANE_MAX_BODY_BYTES', read('ROLLPLANE_MAX_BODY_BYTES') ?? '262144', 1024, 100 * 1024 * 1024),
     maxQueryDepth: integer('ROLLPLANE_MAX_QUERY_DEPTH', read('ROLLPLANE_MAX_QUERY_DEPTH') ?? '12', 2, 100),
     maxAliases: integer('ROLLPLANE_MAX_ALIASES', read('ROLLPLANE_MAX_ALIASES') ?? '30', 0, 10_000),
     maxQueryCost: integer('ROLLPLANE_MAX_QUERY_COST', read('ROLLPLANE_MAX_QUERY_COST') ?? '20000', 10, 100_000_000),
+    maxQueryTokens: integer('ROLLPLANE_MAX_QUERY_TOKENS', read('ROLLPLANE_MAX_QUERY_TOKENS') ?? '2000', 100, 1_000_000),
   };
   if (queryCostBurst < limits.maxQueryCost) {
     throw new ConfigError('ROLLPLANE_QUERY_COST_BURST', `must be at least ROLLPLANE_MAX_QUERY_COST (${limits.maxQueryCost}), or the largest allowed query could never run (got ${queryCostBurst})`);

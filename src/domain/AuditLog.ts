@@ -18,13 +18,40 @@ const SECRET_KEYS = /secret|token|password|authorization/i;
 const MAX_INPUT_CHARS = 4096;
 const DAY_MS = 24 * 3600 * 1000;
 
-function redact(value: unknown, depth = 0): unknown {
-  if (depth > 20) return '[too deep]';
-  if (Array.isArray(value)) return value.slice(0, 1000).map((v) => redact(v, depth + 1));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_KEYS.test(k) && typeof v === 'string' ? '[redacted]' : redact(v, depth + 1)]));
-  }
-  return value;
+/** Values visited per entry: an entry keeps at most MAX_INPUT_CHARS anyway, so walking more is wasted (and a lever). */
+const MAX_REDACT_NODES = 2000;
+const MAX_REDACT_STRING = 2000;
+
+/** A bounded copy of `value` with secrets replaced; past the node budget, what is left becomes '[…]'. */
+function redact(value: unknown): unknown {
+  let budget = MAX_REDACT_NODES;
+  const copy = (v: unknown, depth: number): unknown => {
+    if (--budget < 0) return '[…]';
+    if (depth > 20) return '[too deep]';
+    if (typeof v === 'string') return v.length > MAX_REDACT_STRING ? `${v.slice(0, MAX_REDACT_STRING)}…` : v;
+    if (Array.isArray(v)) {
+      const out: unknown[] = [];
+      for (const item of v) {
+        if (budget <= 0) break;
+        out.push(copy(item, depth + 1));
+      }
+      return out;
+    }
+    if (v && typeof v === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const key in v) {
+        if (budget <= 0) {
+          out['…'] = 'truncated';
+          break;
+        }
+        const child = (v as Record<string, unknown>)[key];
+        out[key] = SECRET_KEYS.test(key) && typeof child === 'string' ? '[redacted]' : copy(child, depth + 1);
+      }
+      return out;
+    }
+    return v;
+  };
+  return copy(value, 0);
 }
 
 export interface AuditRetention {

@@ -18,6 +18,8 @@ export interface ApolloHandlerOptions {
   logger: Logger;
   metrics: AppMetrics;
   maxBodyBytes: number;
+  /** Lexical tokens a document may hold (graphql-js parse option). */
+  maxQueryTokens: number;
   /** Who is calling; throws UnauthenticatedError (→ HTTP 401) when authentication is on and the token is bad. */
   authenticate: (req: IncomingMessage) => Promise<Principal>;
   /** Builds the per-request context. */
@@ -57,6 +59,9 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     // One operation per request: batching would multiply every limit below by the batch size.
     allowBatchedHttpRequests: false,
     introspection: true,
+    // Validation is quadratic in the worst case (thousands of identical fields to compare for merging): bound the
+    // document before it is parsed and validated, since no other limit can apply before validation.
+    parseOptions: { maxTokens: options.maxQueryTokens },
     includeStacktraceInErrorResponses: false,
     // rollplane's own SIGTERM/SIGINT handler drains everything and exits 0; Apollo's would re-raise the signal first
     // (exit 143 before the drain). Apollo skips it only when NODE_ENV=test, which is why tests never saw it.

@@ -22,9 +22,13 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, lo
   if (typeof code === 'string' && code !== ErrorCode.Internal) {
     return { ...formatted, extensions: { ...formatted.extensions, stacktrace: undefined } };
   }
-  if (original instanceof GraphQLError && original.originalError === undefined && !code) {
-    // A GraphQL-level error without a code (e.g. raised by graphql-js for a subscription's arguments).
-    return { ...formatted, extensions: { code: ErrorCode.BadUserInput } };
+  // (Apollo fills in INTERNAL_SERVER_ERROR for an error without a code before it calls this: look at the original.)
+  if (isPlainGraphQLError(original) && !original.extensions?.code) {
+    // A GraphQL-level error without a code: raised by graphql-js (a subscription's arguments) or by Apollo itself for a
+    // malformed request (persisted-query extensions, answered 400). Checked by shape: graphql may be loaded twice
+    // (CJS for Apollo, ESM elsewhere) and instanceof fails across the two.
+    const status = (original.extensions?.http as { status?: number } | undefined)?.status;
+    return { ...formatted, extensions: { code: status !== undefined && status >= 400 && status < 500 ? 'BAD_REQUEST' : ErrorCode.BadUserInput } };
   }
   if (isStorageFailure(original)) {
     logger.error({ err: original, path: formatted.path }, 'the database cannot be written');
@@ -46,10 +50,12 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, lo
 export function formatGraphQLErrors(errors: readonly GraphQLError[], logger: Logger): GraphQLError[] {
   return errors.map((error) => {
     const formatted = formatError(error.toJSON(), error, logger);
+    // `http` (status and headers for an HTTP response) is Apollo's internal detail; over WebSocket it means nothing.
+    const { http: _http, ...extensions } = formatted.extensions ?? {};
     return new GraphQLError(formatted.message, {
       ...(error.nodes ? { nodes: error.nodes } : {}),
       ...(formatted.path ? { path: formatted.path } : {}),
-      extensions: formatted.extensions ?? {},
+      extensions,
     });
   });
 }
@@ -71,4 +77,11 @@ export function errorCodeOf(error: { extensions?: Record<string, unknown> | unde
   if (typeof code === 'string') return code;
   const original = error.originalError;
   return isAppError(original) ? original.code : ErrorCode.Internal;
+}
+
+function isPlainGraphQLError(error: unknown): error is { extensions?: Record<string, unknown>; originalError?: unknown } {
+  return (
+    error instanceof GraphQLError ||
+    (typeof error === 'object' && error !== null && (error as Error).name === 'GraphQLError' && 'extensions' in error)
+  ) && (error as { originalError?: unknown }).originalError == null;
 }

@@ -4,7 +4,7 @@ import type { AuditLog } from '../domain/AuditLog.js';
 import type { Logger } from '../log.js';
 import type { GraphQLContext } from './context.js';
 import { guardOperation, type GuardOptions } from './guard.js';
-import { auditMutation } from './operationAudit.js';
+import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 import { rootFieldsOf } from './operationFields.js';
 
 /** The guard and the audit log for GraphQL over HTTP (the WebSocket server calls the same two functions). */
@@ -23,8 +23,25 @@ export function guardPlugin(options: GuardOptions & { audit: AuditLog; logger: L
           if (verdict.error) throw verdict.error;
         },
         async willSendResponse(rc) {
-          // rc.operation is set only once the document parsed and validated: an invalid one ran nothing worth an entry.
-          if (!rc.operation || !rc.document) return;
+          if (!rc.document) return; // not even parsed: nothing says it was a mutation
+          if (!rc.operation) {
+            // Parsed but invalid, or no operation could be chosen: audited when it names mutations.
+            await auditUnresolvedMutation(
+              options.audit,
+              options.mutationLimiter,
+              {
+                document: rc.document,
+                operationName: rc.request.operationName,
+                principal: rc.contextValue.principal,
+                sourceAddress: rc.contextValue.sourceAddress,
+                source: rc.source ?? rc.request.query ?? '',
+                variables: rc.request.variables,
+                errors: rc.errors ?? [],
+              },
+              options.logger,
+            );
+            return;
+          }
           await auditMutation(
             options.audit,
             {

@@ -95,19 +95,27 @@ function checkValue(value: unknown, type: GraphQLInputType, path: string, coordi
 
 function checkJson(value: unknown, path: string): void {
   let size = 0;
-  // Iterative, so that a hostile nesting depth cannot overflow the stack here either.
+  // Iterative, so that a hostile nesting depth cannot overflow the stack here either; keys are visited one at a time
+  // (no Object.entries copy), so a hostile width stops at the size limit instead of being walked in full.
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 1 }];
+  const add = (n: number) => {
+    size += n;
+    if (size > MAX_JSON_CHARS) throw new ValidationError(path, `must be at most ${MAX_JSON_CHARS} characters of JSON`);
+  };
   while (stack.length > 0) {
     const { value: current, depth } = stack.pop()!;
     if (depth > MAX_JSON_DEPTH) throw new ValidationError(path, `must be nested at most ${MAX_JSON_DEPTH} levels deep`);
-    if (typeof current === 'string') size += current.length + 2;
-    else if (current !== null && typeof current === 'object') {
-      const entries = Array.isArray(current) ? current.map((v) => ['', v] as const) : Object.entries(current);
-      for (const [key, child] of entries) {
-        size += key.length + 4;
+    if (typeof current === 'string') add(current.length + 2);
+    else if (Array.isArray(current)) {
+      for (const child of current) {
+        add(2);
         stack.push({ value: child, depth: depth + 1 });
       }
-    } else size += 8;
-    if (size > MAX_JSON_CHARS) throw new ValidationError(path, `must be at most ${MAX_JSON_CHARS} characters of JSON`);
+    } else if (current !== null && typeof current === 'object') {
+      for (const key in current) {
+        add(key.length + 4);
+        stack.push({ value: (current as Record<string, unknown>)[key], depth: depth + 1 });
+      }
+    } else add(8);
   }
 }

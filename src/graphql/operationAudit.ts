@@ -1,9 +1,12 @@
-import type { OperationDefinitionNode } from 'graphql';
+import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import type { CallerRateLimiter } from '../auth/CallerRateLimiter.js';
 import { principalName, type Principal } from '../auth/roles.js';
 import type { AuditLog } from '../domain/AuditLog.js';
 import { ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { errorCodeOf } from './errors.js';
+import { callerKey } from './guard.js';
+import { rootFieldsOf } from './operationFields.js';
 
 /** A mutation as it ended, on either transport. */
 export interface MutationOutcome {
@@ -47,4 +50,27 @@ export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, l
       sourceAddr: outcome.sourceAddress,
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not write the audit entry'));
+}
+
+/**
+ * A document that names mutations but never reached the guard (it failed validation, or its operation could not be
+ * chosen): still an authenticated caller's attempt at those mutations, so it is audited too, naming the root fields
+ * written in it. It spends the caller's mutation budget like any mutation, which bounds the rows it can write; past
+ * the budget it is not written.
+ */
+export async function auditUnresolvedMutation(
+  audit: AuditLog,
+  mutationLimiter: CallerRateLimiter,
+  attempt: Omit<MutationOutcome, 'operation' | 'fields'> & { document: DocumentNode; operationName: string | null | undefined },
+  logger: Logger,
+): Promise<void> {
+  const mutations = attempt.document.definitions.filter(
+    (d): d is OperationDefinitionNode =>
+      d.kind === Kind.OPERATION_DEFINITION && d.operation === 'mutation' && (!attempt.operationName || d.name?.value === attempt.operationName),
+  );
+  const first = mutations[0];
+  if (!first) return;
+  if (mutationLimiter.take(callerKey(attempt.principal, attempt.sourceAddress)) > 0) return;
+  const fields = [...new Set(mutations.flatMap((operation) => rootFieldsOf(attempt.document, operation)))];
+  await auditMutation(audit, { ...attempt, operation: first, fields }, logger);
 }

@@ -21,6 +21,8 @@ export interface QueryLimits {
   maxQueryDepth: number;
   maxAliases: number;
   maxQueryCost: number;
+  maxQueryTokens: number;
+  maxBodyBytes: number;
 }
 
 /** Lists without a `first` argument are assumed to hold this many items when estimating cost. */

@@ -13,7 +13,7 @@ import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { errorCodeOf, formatGraphQLErrors } from './errors.js';
 import { callerKey, guardOperation, type GuardOptions } from './guard.js';
-import { auditMutation } from './operationAudit.js';
+import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 
 export interface SubscriptionServerOptions {
   schema: GraphQLSchema;
@@ -34,6 +34,8 @@ export interface SubscriptionServerOptions {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Close code for a client over a connection or subscription cap (4429, as graphql-ws uses 4xxx for its own refusals). */
 export const CLOSE_TOO_MANY = 4429;
+/** WebSockets one address may hold open before they send connection_init (graphql-ws closes them after 3 s anyway). */
+const MAX_UNAUTHENTICATED_PER_ADDRESS = 32;
 
 /** What the server remembers of one running operation, for the audit entry and the metrics when it ends. */
 interface RunningOperation {
@@ -71,13 +73,45 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
   const wsServer = new WebSocketServer({
     server: options.httpServer,
     path: options.path,
-    maxPayload: 1024 * 1024,
+    // The same bound as an HTTP body: one message is one request.
+    maxPayload: options.guard.limits.maxBodyBytes,
     verifyClient: (info, done) => {
-      const refusal = hostRefusal(info.req, options.originPolicy) ?? webSocketOriginRefusal(info.req, options.originPolicy);
-      if (!refusal) return done(true);
-      metrics.requestsRefused.inc({ reason: info.req.headers.origin !== undefined && !hostRefusal(info.req, options.originPolicy) ? 'origin' : 'host', transport: 'ws' });
-      done(false, 403, refusal);
+      // Plain text, never the offending header echoed back, and nosniff like every other response.
+      const headers = { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' };
+      if (hostRefusal(info.req, options.originPolicy)) {
+        metrics.requestsRefused.inc({ reason: 'host', transport: 'ws' });
+        return done(false, 421, 'this Host is not allowed while authentication is off (use localhost, a 127.0.0.0/8 address or [::1])', headers);
+      }
+      if (webSocketOriginRefusal(info.req, options.originPolicy)) {
+        metrics.requestsRefused.inc({ reason: 'origin', transport: 'ws' });
+        return done(false, 403, 'this Origin may not open a WebSocket here (same origin only, or list it in ROLLPLANE_CORS_ORIGINS)', headers);
+      }
+      done(true);
     },
+  });
+  // Sockets that have not (yet) authenticated count against their address, so that nobody can hold thousands of them
+  // open for the init timeout each; once authenticated they count against their caller (onConnect).
+  const unauthenticatedByAddress = new Map<string, number>();
+  const pendingRelease = new WeakMap<WebSocket, () => void>();
+  wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    const address = request.socket.remoteAddress ?? 'unknown';
+    const pending = unauthenticatedByAddress.get(address) ?? 0;
+    if (pending >= MAX_UNAUTHENTICATED_PER_ADDRESS) {
+      metrics.requestsRefused.inc({ reason: 'connections', transport: 'ws' });
+      socket.close(CLOSE_TOO_MANY, `Too many connections waiting to authenticate from this address (at most ${MAX_UNAUTHENTICATED_PER_ADDRESS})`);
+      return;
+    }
+    unauthenticatedByAddress.set(address, pending + 1);
+    let counted = true;
+    const release = () => {
+      if (!counted) return;
+      counted = false;
+      const left = (unauthenticatedByAddress.get(address) ?? 1) - 1;
+      if (left <= 0) unauthenticatedByAddress.delete(address);
+      else unauthenticatedByAddress.set(address, left);
+    };
+    pendingRelease.set(socket, release);
+    socket.once('close', release);
   });
   const socketsByToken = new Map<string, Set<WebSocket>>();
   const socketsByCaller = new Map<string, Set<WebSocket>>();
@@ -109,6 +143,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         socketsByCaller.set(key, callerSockets);
         ctx.extra.principal = principal;
         ctx.extra.operations = new Map();
+        pendingRelease.get(socket)?.();
         let expiry: NodeJS.Timeout | undefined;
         if (principal.kind === 'token') {
           const sockets = socketsByToken.get(principal.tokenId) ?? new Set();
@@ -138,18 +173,23 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         }
         let document: DocumentNode;
         try {
-          document = parse(payload.query, { maxTokens: 10_000 });
+          document = parse(payload.query, { maxTokens: options.guard.limits.maxQueryTokens });
         } catch (error) {
           return [new GraphQLError((error as Error).message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
         }
-        const validationErrors = validate(options.schema, document);
-        if (validationErrors.length > 0) {
-          return validationErrors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }));
-        }
-        const operation = getOperationAST(document, payload.operationName);
-        if (!operation) return [new GraphQLError('no operation to run (name it with operationName)', { extensions: { code: ErrorCode.BadUserInput } })];
         const variables = (payload.variables ?? undefined) as Record<string, unknown> | undefined;
         const sourceAddress = ctx.extra.request.socket.remoteAddress ?? null;
+        const refuseUnresolved = async (errors: GraphQLError[]) => {
+          const attempt = { document, operationName: payload.operationName, principal, sourceAddress, source: payload.query, variables, errors };
+          await auditUnresolvedMutation(options.audit, options.guard.mutationLimiter, attempt, logger);
+          return errors;
+        };
+        const validationErrors = validate(options.schema, document);
+        if (validationErrors.length > 0) {
+          return refuseUnresolved(validationErrors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } })));
+        }
+        const operation = getOperationAST(document, payload.operationName);
+        if (!operation) return refuseUnresolved([new GraphQLError('no operation to run (name it with operationName)', { extensions: { code: ErrorCode.BadUserInput } })]);
         const verdict = guardOperation(options.guard, document, operation, variables, principal, sourceAddress);
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');

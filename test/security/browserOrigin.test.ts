@@ -22,6 +22,23 @@ function upgrade(url: string, headers: Record<string, string>): Promise<{ opened
   });
 }
 
+/** An upgrade request by hand, to read the refusal's headers and body. */
+function rawUpgrade(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('upgrade', () => reject(new Error('upgraded')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** A raw HTTP request with a chosen Host header (fetch does not let a caller set it). */
 function withHost(url: string, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -48,6 +65,14 @@ describe('browser origins in the default mode (authentication off on loopback)',
     expect(await upgrade(app.url, { origin: 'null' })).toEqual({ opened: false, status: 403 });
   });
 
+  it('answers a refused upgrade in plain text with nosniff, without echoing the header', async () => {
+    const res = await rawUpgrade(app.url, { origin: '<script>alert(1)</script>' });
+    expect(res.status).toBe(403);
+    expect(res.headers['content-type']).toContain('text/plain');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.body).not.toContain('<script>');
+  });
+
   it('allows no Origin (CLI), the same origin (the web UI) and an origin on the CORS list', async () => {
     const host = new URL(app.url).host;
     expect((await upgrade(app.url, {})).opened).toBe(true);
@@ -55,11 +80,11 @@ describe('browser origins in the default mode (authentication off on loopback)',
     expect((await upgrade(app.url, { origin: 'https://ui.example.com' })).opened).toBe(true);
   });
 
-  it('refuses a foreign Host header (DNS rebinding) over HTTP with 421 and over WebSocket with 403, and creates nothing', async () => {
+  it('refuses a foreign Host header (DNS rebinding) with 421 over HTTP and WebSocket alike, and creates nothing', async () => {
     const port = new URL(app.url).port;
     const tokensBefore = await app.db.prisma.apiToken.count();
     expect(await withHost(app.url, `rebind.evil.example:${port}`)).toBe(421);
-    expect(await upgrade(app.url, { host: `rebind.evil.example:${port}`, origin: `http://rebind.evil.example:${port}` })).toEqual({ opened: false, status: 403 });
+    expect(await upgrade(app.url, { host: `rebind.evil.example:${port}`, origin: `http://rebind.evil.example:${port}` })).toEqual({ opened: false, status: 421 });
     expect(await app.db.prisma.apiToken.count()).toBe(tokensBefore);
     expect(await withHost(app.url, `localhost:${port}`)).toBe(200);
     expect(await withHost(app.url, `[::1]:${port}`)).toBe(200);

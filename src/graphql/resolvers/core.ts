@@ -50,7 +50,8 @@ export function causeFrom(cause: Args | null | undefined) {
 function eventFilterFrom(filter: Args | null | undefined): EventFilter {
   if (!filter) return {};
   return {
-    ...(filter.types ? { types: filter.types } : {}),
+    // Deduplicated: a list of the same enum value repeated a thousand times is still one condition.
+    ...(filter.types ? { types: [...new Set(filter.types as EventType[])] } : {}),
     ...(filter.rolloutId != null ? { rolloutId: requireId(filter.rolloutId, 'filter.rolloutId') } : {}),
     ...(filter.kind != null ? { kind: filter.kind } : {}),
     ...(filter.namespace != null ? { namespace: optionalText(filter.namespace) } : {}),
@@ -74,7 +75,7 @@ function rolloutFilterFrom(filter: Args | null | undefined): RolloutFilter {
   if (!filter) return {};
   return {
     ...(filter.kind ? { kind: filter.kind as RolloutKind } : {}),
-    ...(filter.states ? { states: filter.states as RolloutState[] } : {}),
+    ...(filter.states ? { states: [...new Set(filter.states as RolloutState[])] } : {}),
     ...(filter.targetName ? { targetName: optionalText(filter.targetName) } : {}),
     ...(filter.createdAfter ? { createdAfter: filter.createdAfter } : {}),
     ...(filter.createdBefore ? { createdBefore: filter.createdBefore } : {}),
