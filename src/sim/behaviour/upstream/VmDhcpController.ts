@@ -76,7 +76,8 @@ export class VmDhcpController implements Controller {
     if (group === 'network.harvesterhci.io' && plural === 'ippools') return event.type === 'DELETED' ? [] : [keyOf(event.object)];
     if (group === '' && plural === 'pods') {
       this.track(event.type, event.object);
-      return this.running() ? this.poolsOfAgentsIn(event.object.metadata.namespace ?? '') : [];
+      // lastSignature: the controller Deployment as last seen (cheap; reconcile re-checks it properly).
+      return this.lastSignature !== undefined && this.agents.size > 0 ? this.poolsOfAgentsIn(event.object.metadata.namespace ?? '') : [];
     }
     if (group === 'apps' && plural === 'deployments' && (isVmDhcpControllerDeployment(event.object) || (event.previous && isVmDhcpControllerDeployment(event.previous)))) {
       const signature = this.deploymentSignature();
@@ -109,7 +110,7 @@ export class VmDhcpController implements Controller {
     step(this.statusHandler(ippools, pool, 'Registered', (p, s) => this.deployAgent(p, s, options)));
     step(this.statusHandler(ippools, pool, 'CacheReady', (p, s) => this.buildCache(p, s)));
     step(this.statusHandler(ippools, pool, 'AgentReady', (p, s) => this.monitorAgent(p, s, options)));
-    step(this.onChange(ippools, pool, options));
+    step(this.onChange(ippools, pool));
     step(this.onRemove(ippools, pool, options));
     if (errors.length === 0) {
       this.failures.delete(key);
@@ -240,7 +241,7 @@ export class VmDhcpController implements Controller {
 
   // --- OnChange / OnRemove -----------------------------------------------------------------------------------------
 
-  private onChange(type: ResourceType, pool: KubeObject, options: VmDhcpOptions): [KubeObject, Error | undefined] {
+  private onChange(type: ResourceType, pool: KubeObject): [KubeObject, Error | undefined] {
     if (isTerminating(pool)) return [pool, undefined];
     const network = String(pool.spec?.networkName ?? '');
     const labelled = this.ensureNadLabels(pool);
@@ -274,7 +275,6 @@ export class VmDhcpController implements Controller {
     else delete status.ipv4.allocated;
     if (deepEqual(status, pool.status ?? {})) return [pool, undefined];
     status.lastUpdate = rfc3339(now);
-    void options;
     return this.writeIfChanged(type, pool, status);
   }
 
