@@ -137,4 +137,29 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
     const sts = await c.apps.readNamespacedStatefulSet({ name: 'apiserver', namespace: ns });
     expect(sts.spec!.template.spec!.containers[0]!.image).not.toBe(NEW_APISERVER);
   });
+
+  it('gives up on a component after --provisioner-timeout, leaving the cluster half-upgraded and the marker set', async () => {
+    const c = await start('nodes=1,clusters=1,upstream=vc-manager:partial-upgrade');
+    const d = await c.apps.readNamespacedDeployment({ name: 'vc-manager', namespace: 'vc-manager' });
+    const args = [...d.spec!.template.spec!.containers[0]!.args!, '--provisioner-timeout=1s'];
+    await c.apps.patchNamespacedDeployment({ name: 'vc-manager', namespace: 'vc-manager', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] }, jsonPatch);
+    const vc = await vc1(c);
+    const ns = vc.status.clusterNamespace;
+    await upstreamPki(c, ns, 'rsa');
+    const cmBefore = await c.apps.readNamespacedStatefulSet({ name: 'controller-manager', namespace: ns });
+    const cv = await c.custom.patchClusterCustomObject(
+      { ...CV, body: [{ op: 'replace', path: '/spec/apiServer/statefulset/spec/template/spec/containers/0/image', value: 'virtualcluster/apiserver:bad-1' }] },
+      jsonPatch,
+    );
+    await optIn(c);
+    const failed = await until('the upgrade times out', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed');
+    expect(failed.status.message).toBe(`fail to upgrade: ${ns}/apiserver is not ready in 1 seconds`);
+    expect(failed.metadata.labels[APPLIED]).toBe(cv.metadata.resourceVersion);
+    // The apiserver was applied (and is stuck); the controller-manager was never reached.
+    const apiserver = await c.apps.readNamespacedStatefulSet({ name: 'apiserver', namespace: ns });
+    expect(apiserver.spec!.template.spec!.containers[0]!.image).toBe('virtualcluster/apiserver:bad-1');
+    const cm = await c.apps.readNamespacedStatefulSet({ name: 'controller-manager', namespace: ns });
+    expect(cm.metadata!.generation).toBe(cmBefore.metadata!.generation);
+    expect(cm.spec!.template).toEqual(cmBefore.spec!.template);
+  });
 });
