@@ -219,4 +219,18 @@ describe('vm-dhcp-controller IPPool controller', () => {
     const remaining = await core.listNamespacedPod({ namespace: NS, labelSelector: 'network.harvesterhci.io/ippool-name=net-2' });
     expect(remaining.items).toEqual([]);
   });
+
+  it('the monitor purges an agent whose uid differs from the ref, and register deploys a new one (installed through SimulatorOptions.upstream)', async () => {
+    sim = await startSimulator({ fleet: 'pools=1', upstream: { vmDhcp: {} }, delays: { ...zeroDelays, podTerminateMs: 5, controllerMs: 1 }, upstreamTiming: { vmDhcp: { retryMaxMs: 50 } } });
+    const core = sim.kubeConfig.makeApiClient(CoreV1Api);
+    const custom = sim.kubeConfig.makeApiClient(CustomObjectsApi);
+    const p = await until('the pool is registered', () => pool(custom, 'net-1'), allTrue);
+    const original = p.status.agentPodRef.uid;
+    const bogus = '00000000-0000-0000-0000-000000000000';
+    await custom.patchNamespacedCustomObjectStatus({ ...POOL, name: 'net-1', body: { status: { agentPodRef: { uid: bogus } } } }, mergePatch);
+    const after = await until('a new agent is recorded', () => pool(custom, 'net-1'), (x) => ![original, bogus].includes(x.status.agentPodRef.uid) && allTrue(x));
+    const agent = await core.readNamespacedPod({ name: 'default-net-1-agent', namespace: NS });
+    expect(agent.metadata!.uid).toBe(after.status.agentPodRef.uid);
+    expect(after.status.agentPodRef).toMatchObject({ namespace: NS, name: 'default-net-1-agent', image: OLD });
+  });
 });

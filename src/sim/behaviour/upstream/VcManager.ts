@@ -63,7 +63,7 @@ export class VcManager implements Controller {
 
   keysFor(event: StoreEvent): string[] {
     const { group, plural } = event.resource;
-    if (group === 'tenancy.x-k8s.io' && plural === 'virtualclusters') return event.type === 'DELETED' ? [] : [keyOf(event.object)];
+    if (group === 'tenancy.x-k8s.io' && plural === 'virtualclusters') return event.type === 'DELETED' || this.lastArgs === undefined ? [] : [keyOf(event.object)];
     if (group === 'apps' && plural === 'deployments' && (isVcManagerDeployment(event.object) || (event.previous && isVcManagerDeployment(event.previous)))) {
       const args = this.argsSignature();
       if (args === this.lastArgs) return [];
@@ -76,7 +76,7 @@ export class VcManager implements Controller {
   }
 
   initialKeys(): string[] {
-    return this.allKeys();
+    return this.lastArgs === undefined ? [] : this.allKeys();
   }
 
   reconcile(key: string): number | undefined {

@@ -73,7 +73,8 @@ export class VmDhcpController implements Controller {
 
   keysFor(event: StoreEvent): string[] {
     const { group, plural } = event.resource;
-    if (group === 'network.harvesterhci.io' && plural === 'ippools') return event.type === 'DELETED' ? [] : [keyOf(event.object)];
+    // Not installed (no controller Deployment as last seen): nothing to do, and nothing queued for rollplane's benchmarks.
+    if (group === 'network.harvesterhci.io' && plural === 'ippools') return event.type === 'DELETED' || this.lastSignature === undefined ? [] : [keyOf(event.object)];
     if (group === '' && plural === 'pods') {
       this.track(event.type, event.object);
       // lastSignature: the controller Deployment as last seen (cheap; reconcile re-checks it properly).
@@ -89,7 +90,7 @@ export class VmDhcpController implements Controller {
   }
 
   initialKeys(): string[] {
-    return this.allPoolKeys();
+    return this.lastSignature === undefined ? [] : this.allPoolKeys();
   }
 
   reconcile(key: string): number | undefined {
