@@ -4,6 +4,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseImageReference } from './domain/imageReference.js';
 import { AppError, ErrorCode } from './errors.js';
+// A leaf module (no simulator code): only the names of the upstream behaviours, for validation.
+import { parseUpstreamSpec, UPSTREAM_TOKENS } from './sim/behaviour/upstream/selection.js';
 
 /**
  * All of rollplane's configuration, read in exactly one place (`loadConfig`) from the environment and command-line
@@ -149,7 +151,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_VC_POLL_SECONDS', flag: '--vc-poll-seconds', default: '2', description: 'Re-check interval while waiting for a StatefulSet' },
   { env: 'ROLLPLANE_VC_KEY_ALGORITHM', flag: '--vc-key-algorithm', default: 'ecdsa-p256', description: 'Key type of regenerated control-plane certificates: `ecdsa-p256` or `rsa-2048`' },
   { env: 'ROLLPLANE_VC_WORKERS', flag: '--vc-workers', default: '10', description: 'Concurrent VirtualCluster upgrade reconciles' },
-  { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`' },
+  { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`; `,upstream=vm-dhcp+vc-manager+caa` adds upstream controllers' },
   { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
   { env: 'ROLLPLANE_AUTH', flag: '--auth', default: 'auto', description: '`on`: bearer tokens required; `off`: no authentication (refused unless HOST is a loopback address); `auto`: off on loopback (with a warning), on otherwise' },
   { env: 'ROLLPLANE_ADMIN_TOKEN', flag: '--admin-token', default: 'none (the first start prints a one-time admin token)', description: 'Creates or rotates the `admin` token at start (mount it from a Kubernetes Secret); at least 32 characters. Prefer the variable or the file: a flag is visible to every local user in `ps`' },
@@ -298,8 +300,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     workers: integer('ROLLPLANE_VC_WORKERS', read('ROLLPLANE_VC_WORKERS') ?? '10', 1, 256),
   };
   const fleet = read('ROLLPLANE_SIM_FLEET') ?? 'demo';
-  if (!/^(demo|empty|[a-z]+=\d+(,[a-z]+=\d+)*)$/.test(fleet)) {
-    throw new ConfigError('ROLLPLANE_SIM_FLEET', `must be demo, empty or sizes like pools=1000,nodes=50 (got "${fleet}")`);
+  if (!/^(demo|empty|[a-z]+=\d+(,[a-z]+=\d+)*)(,upstream=(none|[a-z:-]+(\+[a-z:-]+)*))?$/.test(fleet) || !validUpstream(fleet)) {
+    throw new ConfigError(
+      'ROLLPLANE_SIM_FLEET',
+      `must be demo, empty or sizes like pools=1000,nodes=50, optionally followed by ,upstream=<${UPSTREAM_TOKENS.join('|')}>[+...] (got "${fleet}")`,
+    );
   }
   const shutdownTimeoutMs = integer('ROLLPLANE_SHUTDOWN_TIMEOUT_MS', read('ROLLPLANE_SHUTDOWN_TIMEOUT_MS') ?? '10000', 100, 600_000);
 
@@ -397,4 +402,16 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** The `upstream=` part of a fleet spec names only known behaviours. */
+function validUpstream(fleet: string): boolean {
+  const part = fleet.split(',').find((p) => p.startsWith('upstream='));
+  if (!part) return true;
+  try {
+    parseUpstreamSpec(part.slice('upstream='.length));
+    return true;
+  } catch {
+    return false;
+  }
 }

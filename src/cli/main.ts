@@ -44,7 +44,7 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
     .description('Run the embedded Kubernetes simulator alone and print its kubeconfig path (for kubectl and `ROLLPLANE_KUBE=kubeconfig`)')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', '0')
-    .option('--fleet <fleet>', 'demo, empty, or sizes like pools=1000,clusters=100,nodes=50', 'demo')
+    .option('--fleet <fleet>', 'demo, empty, or sizes like pools=1000,clusters=100,nodes=50; add ,upstream=vm-dhcp+vc-manager+caa for upstream controllers', 'demo')
     .option('--kubeconfig <path>', 'where to write the kubeconfig (default: a temporary file)')
     .action(async (options: { host: string; port: string; fleet: string; kubeconfig?: string }) => {
       const port = Number(options.port);

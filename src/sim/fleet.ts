@@ -16,6 +16,10 @@ import { ValidationError } from '../errors.js';
 import { isoTime } from './behaviour/kube.js';
 import { runningContainer, withCondition } from './behaviour/podStatus.js';
 import type { KubeObject, ObjectStore, ResourceType } from './types.js';
+import { caaConfigMap, caaDaemonSet, caaSecret, caaServiceAccount, CAA_WORKER_LABEL } from './behaviour/upstream/caaChart.js';
+import { parseUpstreamSpec, type UpstreamSelection } from './behaviour/upstream/selection.js';
+import { vcManagerObjects } from './behaviour/upstream/vcManagerInstall.js';
+import { vmDhcpControllerDeployment, vmDhcpServiceAccounts, VM_DHCP_NAMESPACE } from './behaviour/upstream/vmDhcpChart.js';
 
 export interface FleetSize {
   nodes: number;
@@ -25,6 +29,8 @@ export interface FleetSize {
   clusters: number;
   /** Replicas of the peer-pod Deployment pinned to each node. */
   peers: number;
+  /** Upstream controllers installed beside the fleet (`upstream=vm-dhcp+vc-manager+caa`); none when absent. */
+  upstream?: UpstreamSelection;
 }
 
 /** `demo`, `empty`, a size string (`pools=1000,clusters=100,nodes=50`), or sizes. */
@@ -47,8 +53,20 @@ export const PEER_RUNTIME_CLASS = 'kata-remote';
 
 const KEYS: (keyof FleetSize)[] = ['nodes', 'pools', 'clusters', 'peers'];
 
-/** Parses `demo`, `empty` or `key=n,...` (keys: nodes, pools, clusters, peers; missing keys: 0, peers: 2). */
+/**
+ * Parses `demo`, `empty` or `key=n,...` (keys: nodes, pools, clusters, peers; missing keys: 0, peers: 2), each
+ * optionally followed by `,upstream=<controller>[+<controller>...]` (see behaviour/upstream/selection.ts).
+ */
 export function parseFleetSpec(text: string): FleetSize {
+  const parts = text.split(',');
+  const upstreamParts = parts.filter((p) => /^\s*upstream\s*=/.test(p));
+  if (upstreamParts.length > 1) throw new ValidationError('fleet', 'upstream= may be given once');
+  const base = parseBaseFleet(parts.filter((p) => !upstreamParts.includes(p)).join(','));
+  if (upstreamParts.length === 1) base.upstream = parseUpstreamSpec(upstreamParts[0]!.slice(upstreamParts[0]!.indexOf('=') + 1));
+  return base;
+}
+
+function parseBaseFleet(text: string): FleetSize {
   const trimmed = text.trim();
   if (trimmed === 'demo') return { ...DEMO_FLEET };
   if (trimmed === 'empty' || trimmed === '') return { ...EMPTY_FLEET };
@@ -106,11 +124,23 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
 
   if (nodes.length > 0) {
     await writer.ensure('', 'namespaces', namespaceObject(NODE_AGENT_NAMESPACE));
-    await writer.ensure('apps', 'daemonsets', nodeAgentDaemonSet());
+    if (size.upstream?.caa) await ensureCaaChart(writer, nodes);
+    else await writer.ensure('apps', 'daemonsets', nodeAgentDaemonSet());
     if (size.peers > 0) {
       await writer.ensure('', 'namespaces', namespaceObject(PEER_NAMESPACE));
       for (const node of nodes) await writer.ensure('apps', 'deployments', peerDeployment(node, size.peers));
     }
+  }
+  if (size.upstream?.vmDhcp) {
+    await writer.ensure('', 'namespaces', namespaceObject(VM_DHCP_NAMESPACE));
+    for (const sa of vmDhcpServiceAccounts()) await writer.ensure('', 'serviceaccounts', sa);
+    await writer.ensure('apps', 'deployments', vmDhcpControllerDeployment({ noAgent: size.upstream.vmDhcp.noAgent, agentImage: size.upstream.vmDhcp.agentImage ?? AGENT_IMAGE }));
+  }
+  if (size.upstream?.vcManager) {
+    const vcm = vcManagerObjects(size.upstream.vcManager);
+    await writer.ensure('', 'namespaces', vcm.namespace);
+    await writer.ensure('', 'serviceaccounts', vcm.serviceAccount);
+    await writer.ensure('apps', 'deployments', vcm.deployment);
   }
   return { size, created: writer.created, durationMs: performance.now() - started };
 }
@@ -541,6 +571,31 @@ function nodeAgentDaemonSet(): KubeObject {
       },
     },
   };
+}
+
+/**
+ * The cloud-api-adaptor as the upstream `peerpods` chart installs it (ServiceAccount, Secret, `peer-pods-cm`, the
+ * RollingUpdate maxUnavailable 0 / maxSurge 1 DaemonSet), the worker label its nodeSelector needs on every node, and
+ * rollplane's `rollplane.io/node-agent` label as an operator adds it after installing (pods get it via podLabels).
+ */
+async function ensureCaaChart(writer: FleetWriter, nodes: string[]): Promise<void> {
+  const values = {
+    namespace: NODE_AGENT_NAMESPACE,
+    image: NODE_AGENT_IMAGE,
+    runtimeClassName: PEER_RUNTIME_CLASS,
+    podLabels: { 'rollplane.io/node-agent': 'true' },
+    extraDaemonSetLabels: { 'rollplane.io/node-agent': 'true' },
+  };
+  await writer.ensure('', 'serviceaccounts', caaServiceAccount(NODE_AGENT_NAMESPACE));
+  await writer.ensure('', 'secrets', caaSecret(NODE_AGENT_NAMESPACE));
+  await writer.ensure('', 'configmaps', caaConfigMap(values));
+  for (const name of nodes) {
+    const node = await writer.ensure('', 'nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    if (node.metadata.labels?.[CAA_WORKER_LABEL] === undefined) {
+      writer.update('', 'nodes', { ...node, metadata: { ...node.metadata, labels: { ...node.metadata.labels, [CAA_WORKER_LABEL]: '' } } });
+    }
+  }
+  await writer.ensure('apps', 'daemonsets', caaDaemonSet(values));
 }
 
 /** A small peer-pod workload pinned to one node (the upstream e2e uses a 2-replica Deployment). */

@@ -17,7 +17,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { ApiServer } from './api/ApiServer.js';
 import { startBehaviour, type Behaviour, type BehaviourOptions } from './behaviour/index.js';
 import { FaultInjector, type FaultConfigInput } from './faults.js';
-import { applyFleet } from './fleet.js';
+import { applyFleet, resolveFleet } from './fleet.js';
+import { mergeSelections, type UpstreamSelection } from './behaviour/upstream/index.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { MemoryStore } from './store/MemoryStore.js';
 import type { ApiHooks } from './types.js';
@@ -46,6 +47,11 @@ export interface SimulatorOptions extends BehaviourOptions {
   kubeconfigPath?: string;
   /** Objects to create at start (see src/sim/fleet.ts); none by default. */
   fleet?: FleetOption;
+  /**
+   * Upstream controllers to install, as the fleet option `upstream=...` does (merged with it): vm-dhcp-controller's
+   * chart, the CAPN vc-manager, the cloud-api-adaptor chart. See src/sim/behaviour/upstream.
+   */
+  upstream?: UpstreamSelection;
   /** One image glob that fails to pull; shorthand for `badImagePatterns: [pattern]`. */
   badImagePattern?: string;
   /** Run the simulated kubelets and controllers (default true); false serves a bare API over the store. */
@@ -111,7 +117,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
     faults = new FaultInjector(options.faults ?? {}, { api, nodes: behaviour?.nodes });
     api.hooks = { ...faults.hooks(), ...options.hooks };
-    if (options.fleet !== undefined) await applyFleet(store, options.fleet);
+    if (options.upstream !== undefined) {
+      const size = resolveFleet(options.fleet ?? 'empty');
+      await applyFleet(store, { ...size, upstream: mergeSelections(size.upstream, options.upstream) });
+    } else if (options.fleet !== undefined) await applyFleet(store, options.fleet);
     // A kubeconfig in a temp dir of our own is removed on stop; one at a caller's path is left for the caller.
     tempDir = options.kubeconfigPath ? undefined : await mkdtemp(join(tmpdir(), 'rollplane-sim-'));
     const kubeconfigPath = await writeKubeconfig({ server: url, path: options.kubeconfigPath ?? join(tempDir!, 'kubeconfig') });

@@ -85,7 +85,9 @@ const fromB64 = (value: string | undefined) => (value === undefined ? undefined 
 
 function serial(): string {
   const bytes = randomBytes(16);
-  bytes[0] = bytes[0]! & 0x7f; // positive
+  // Positive, and a non-zero first byte: a leading 0x00 before a byte < 0x80 is a non-minimal DER INTEGER, which
+  // OpenSSL (and so node:crypto's X509Certificate) refuses with "illegal padding" — about 1 certificate in 256.
+  bytes[0] = (bytes[0]! & 0x7f) || 0x01;
   return bytes.toString('hex');
 }
 

@@ -18,6 +18,7 @@ import { ReplicaSetController } from './ReplicaSetController.js';
 import { RevisionStore } from './RevisionStore.js';
 import { realScheduler, type Scheduler } from './scheduler.js';
 import { StatefulSetController } from './StatefulSetController.js';
+import { upstreamControllers, type UpstreamTiming } from './upstream/index.js';
 
 export { defaultDelays, zeroDelays, type SimDelays } from './delays.js';
 export { ManualScheduler } from './ManualScheduler.js';
@@ -34,6 +35,8 @@ export interface BehaviourOptions {
   badImagePatterns?: string[];
   /** runtimeClassName of peer pods. Default `kata-remote`. */
   peerRuntimeClass?: string;
+  /** Timing of the simulated upstream controllers (vm-dhcp-controller retry backoff, vc-manager poll period). */
+  upstreamTiming?: UpstreamTiming;
   /** Called when a reconcile keeps failing (after retries). Default: ignore. */
   onError?: (controller: string, key: string, error: unknown) => void;
 }
@@ -72,6 +75,8 @@ export function startBehaviour(store: ObjectStore, options: BehaviourOptions = {
       new DaemonSetController(ctx, revisions),
       new StatefulSetController(ctx, revisions),
       new AgentLeaderElection(ctx),
+      // Idle unless their Deployments are installed (fleet option `upstream=...`).
+      ...upstreamControllers(ctx, options.upstreamTiming),
     ],
     { scheduler: ctx.scheduler, onError: options.onError ?? (() => undefined) },
   );
