@@ -86,7 +86,7 @@ export async function run(): Promise<void> {
       request('UI: agentPools page (first 100)', AGENT_POOLS, { first: 100 }),
       request('UI: drift (first 50)', DRIFT, { first: 50 }),
       request('CLI --wait: rollout(id)', ROLLOUT_QUERY, { id: lastRollout }),
-      request('refused: over the cost limit', `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id progress { total } } } }`).join(' ')} }`, {}, 400),
+      request('refused: over the cost limit', `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion progress { total succeeded } } } }`).join(' ')} }`, {}, 400),
       request('refused: unknown field', '{ nope }', {}, 400),
     ];
     const calibration = calibrationMs();
