@@ -6,6 +6,7 @@ import type { GraphQLSchema } from 'graphql';
 import type { Principal } from '../auth/roles.js';
 import { ErrorCode, isAppError } from '../errors.js';
 import { readBody } from '../http/body.js';
+import { sendBody } from '../http/responseBody.js';
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
@@ -118,10 +119,7 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     });
     res.statusCode = result.status ?? 200;
     for (const [name, value] of result.headers) res.setHeader(name, value);
-    if (result.body.kind === 'complete') {
-      res.end(result.body.string);
-      return;
-    }
+    if (result.body.kind === 'complete') return sendBody(req, res, result.body.string);
     for await (const chunk of result.body.asyncIterator) res.write(chunk);
     res.end();
   }
