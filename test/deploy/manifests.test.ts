@@ -93,9 +93,11 @@ describe('deploy/ manifests', () => {
     const env = Object.fromEntries(container.env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]));
     expect(env).toMatchObject({ ROLLPLANE_KUBE: 'in-cluster', HOST: '0.0.0.0', ROLLPLANE_AUTH: 'on' });
     const known = new Set(SETTINGS.map((s) => s.env));
-    // Besides rollplane's settings, only Node's own NODE_OPTIONS: the heap cap that fits the container's memory limit.
-    for (const name of Object.keys(env)) expect(known.has(name) || name === 'LOG_FORMAT' || name === 'NODE_OPTIONS', `${name} is a rollplane setting`).toBe(true);
+    // Besides rollplane's settings, only Node's own NODE_OPTIONS (the heap cap that fits the container's memory limit)
+    // and NODE_ENV (production: graphql-js's development-mode checks cost CPU on every query).
+    for (const name of Object.keys(env)) expect(known.has(name) || ['LOG_FORMAT', 'NODE_OPTIONS', 'NODE_ENV'].includes(name), `${name} is a rollplane setting`).toBe(true);
     expect(env.NODE_OPTIONS).toMatch(/--max-old-space-size=\d+/);
+    expect(env.NODE_ENV).toBe('production');
     const secret = one('Secret');
     expect(env.ROLLPLANE_ADMIN_TOKEN).toEqual({ secretKeyRef: { name: secret.metadata.name, key: Object.keys(secret.stringData)[0] } });
 
