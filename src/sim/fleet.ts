@@ -465,9 +465,11 @@ function pkiSecret(name: string, namespace: string, cluster: string): KubeObject
   const data: Record<string, string> = name.endsWith('kubeconfig')
     ? { [name]: placeholder('kubeconfig') }
     : name === 'serviceaccount-rsa'
-      ? { 'service-account.key': placeholder('rsa key'), 'service-account.pub': placeholder('rsa public key') }
+      ? { 'tls.crt': placeholder('rsa public key'), 'tls.key': placeholder('rsa key') }
       : { 'tls.crt': placeholder('certificate'), 'tls.key': placeholder('key') };
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', data };
+  // Types as upstream's secret.go creates them: kubeconfigs Opaque, key pairs (the service-account key too) TLS.
+  const type = name.endsWith('kubeconfig') ? 'Opaque' : 'kubernetes.io/tls';
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type, data };
 }
 
 export function secretHash(secret: KubeObject): string {

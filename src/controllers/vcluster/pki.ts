@@ -278,10 +278,9 @@ export async function generateClusterPki(input: ClusterPkiInput, options: PkiOpt
         'controller-manager-kubeconfig': b64(kubeconfig(input.clusterName, server, caPem, 'system:kube-controller-manager', controllerManager.certPem, controllerManager.keyPem)),
       },
       'admin-kubeconfig': { 'admin-kubeconfig': b64(kubeconfig(input.clusterName, server, caPem, 'admin', admin.certPem, admin.keyPem)) },
-      'serviceaccount-rsa': {
-        'service-account.key': b64(serviceAccount.privatePem),
-        'service-account.pub': b64(serviceAccount.publicPem),
-      },
+      // As upstream's RsaKeyToSecret: a kubernetes.io/tls Secret whose tls.crt holds the public key (the apiserver reads
+      // tls.key for --service-account-key-file); other keys would fail that type's validation or be ignored.
+      'serviceaccount-rsa': tls({ certPem: serviceAccount.publicPem, keyPem: serviceAccount.privatePem }),
     },
   };
 }

@@ -35,8 +35,9 @@ describe('cluster PKI', () => {
     expect(client.verify(root.publicKey)).toBe(true);
 
     const sa = pki.secrets['serviceaccount-rsa']!;
-    const signature = sign('sha256', Buffer.from('token'), createPrivateKey(pem(sa, 'service-account.key')));
-    expect(verify('sha256', Buffer.from('token'), createPublicKey(pem(sa, 'service-account.pub')), signature)).toBe(true);
+    expect(Object.keys(sa).sort()).toEqual(['tls.crt', 'tls.key']);
+    const signature = sign('sha256', Buffer.from('token'), createPrivateKey(pem(sa, 'tls.key')));
+    expect(verify('sha256', Buffer.from('token'), createPublicKey(pem(sa, 'tls.crt')), signature)).toBe(true);
   });
 
   it('issues certificates with the extensions and names kube-apiserver expects, as @peculiar/x509 reads them', async () => {
