@@ -41,6 +41,8 @@ export const validatePodUpdate: Validator = ({ operation, type, object, old, sub
   if (!isResource(type, Resources.pods) || operation !== 'UPDATE' || subresource !== undefined || !old) return [];
   const next = spec(object.spec);
   const prev = spec(old.spec);
+  // Most updates (labels, annotations, finalizers) leave the spec alone: nothing to check then, as upstream.
+  if (same(next, prev)) return [];
   const errs: FieldError[] = [];
 
   for (const list of ['containers', 'initContainers'] as const) {
@@ -102,17 +104,29 @@ function array(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
+function isEmpty(v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  if (Array.isArray(v)) return v.length === 0;
+  if (typeof v !== 'object') return false;
+  for (const _ in v) return false;
+  return true;
+}
+
 /** Semantic equality: an empty list or map equals an absent one, as apimachinery's Semantic.DeepEqual holds. */
 function same(a: unknown, b: unknown): boolean {
-  const empty = (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0);
-  if (empty(a) && empty(b)) return true;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]));
-  if (isPlainObject(a) && isPlainObject(b)) {
-    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-    for (const key of keys) if (!same(a[key], b[key])) return false;
+  if (a === b) return true;
+  if (isEmpty(a) && isEmpty(b)) return true;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!same(a[i], b[i])) return false;
     return true;
   }
-  return a === b;
+  if (isPlainObject(a) && isPlainObject(b)) {
+    for (const key in a) if (!same(a[key], b[key])) return false;
+    for (const key in b) if (!(key in a) && !isEmpty(b[key])) return false;
+    return true;
+  }
+  return false;
 }
 
 /** `- field: old` / `+ field: new` per top-level spec field that differs. */
