@@ -275,3 +275,19 @@ describe('namespace lifecycle', () => {
     expect((await core.readNamespace({ name: 'default' })).status?.phase).toBe('Active');
   });
 });
+
+describe('the fleets', () => {
+  it("create the ServiceAccounts the upstream charts create, and their pods name them", async () => {
+    const { MemoryStore } = await import('../../src/sim/store/MemoryStore.js');
+    const { applyFleet, AGENT_NAMESPACE, NODE_AGENT_NAMESPACE } = await import('../../src/sim/fleet.js');
+    const store = new MemoryStore();
+    await applyFleet(store, 'demo');
+    const accounts = store.list(Resources.serviceaccounts).map((a) => `${a.metadata.namespace}/${a.metadata.name}`);
+    expect(accounts).toEqual(expect.arrayContaining([`${AGENT_NAMESPACE}/harvester-vm-dhcp-controller-agent`, `${NODE_AGENT_NAMESPACE}/cloud-api-adaptor`, `${AGENT_NAMESPACE}/default`]));
+    // Every namespace the fleet made (the virtual clusters' too) has its default account.
+    for (const ns of store.list(Resources.namespaces)) expect(store.get(Resources.serviceaccounts, ns.metadata.name, 'default'), ns.metadata.name).toBeDefined();
+    const agents = store.list(Resources.pods, AGENT_NAMESPACE);
+    expect(agents.length).toBeGreaterThan(0);
+    for (const agent of agents) expect(agent.spec.serviceAccountName).toBe('harvester-vm-dhcp-controller-agent');
+  });
+});
