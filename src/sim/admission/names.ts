@@ -57,8 +57,23 @@ export function isDns1035Label(value: string): string[] {
 
 const LABEL_KEY_MESSAGE = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
+/** Label and annotation keys repeat across objects (app, pod-template-hash, ...): their verdicts are kept, boundedly. */
+const labelKeyVerdicts = new Map<string, readonly string[]>();
+const NO_ERRORS: readonly string[] = Object.freeze([]);
+
 /** A label key (a "qualified name"): an optional DNS-1123 subdomain prefix and '/', then a name of at most 63. */
-export function isLabelKey(value: string): string[] {
+export function isLabelKey(value: string): readonly string[] {
+  let verdict = labelKeyVerdicts.get(value);
+  if (verdict === undefined) {
+    const errs = checkLabelKey(value);
+    verdict = errs.length === 0 ? NO_ERRORS : errs;
+    if (labelKeyVerdicts.size >= 10_000) labelKeyVerdicts.clear();
+    labelKeyVerdicts.set(value, verdict);
+  }
+  return verdict;
+}
+
+function checkLabelKey(value: string): string[] {
   const errs: string[] = [];
   const parts = value.split('/');
   let name: string;

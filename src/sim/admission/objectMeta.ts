@@ -1,5 +1,5 @@
 import { Resources } from '../store/resources.js';
-import { isPlainObject } from '../store/objects.js';
+import { deepEqual, isPlainObject } from '../store/objects.js';
 import type { KubeObject, ResourceType } from '../types.js';
 import { invalidField, requiredField, tooLongField, type FieldError } from './fieldErrors.js';
 import { isDns1035Label, isDns1123Label, isDns1123Subdomain, isLabelKey, isLabelValue, isValidPathSegmentName } from './names.js';
@@ -30,7 +30,7 @@ function maskTrailingDash(name: string): string {
  * generateName, labels, annotations (format and 256 KiB in total), ownerReferences and finalizers. Status writes keep
  * the stored metadata and are not checked here.
  */
-export const validateObjectMeta: Validator = ({ operation, type, object, subresource }) => {
+export const validateObjectMeta: Validator = ({ operation, type, object, old, subresource }) => {
   if (subresource === 'status') return [];
   const meta = object.metadata;
   const errs: FieldError[] = [];
@@ -42,8 +42,9 @@ export const validateObjectMeta: Validator = ({ operation, type, object, subreso
     if (!meta.name) errs.push(requiredField('metadata.name', 'name or generateName is required'));
     else for (const msg of rule(meta.name)) errs.push(invalidField('metadata.name', meta.name, msg));
   }
-  errs.push(...validateLabels(meta.labels, 'metadata.labels'));
-  errs.push(...validateAnnotations(meta.annotations));
+  // What the stored version already had passed these checks: unchanged labels and annotations need no second look.
+  if (!old || !deepEqual(meta.labels, old.metadata.labels)) errs.push(...validateLabels(meta.labels, 'metadata.labels'));
+  if (!old || !deepEqual(meta.annotations, old.metadata.annotations)) errs.push(...validateAnnotations(meta.annotations));
   errs.push(...validateOwnerReferences(object));
   for (const finalizer of meta.finalizers ?? []) {
     for (const msg of isLabelKey(String(finalizer))) errs.push(invalidField('metadata.finalizers', finalizer, msg));
