@@ -83,9 +83,13 @@ interface Issuer {
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const fromB64 = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8'));
 
-function serial(): string {
+/**
+ * A random positive serial whose DER INTEGER is minimal: a leading 0x00 byte (1 in 128 draws when only the sign bit
+ * was cleared) is "illegal padding" to OpenSSL, which then refused about one certificate in 256.
+ */
+export function serial(): string {
   const bytes = randomBytes(16);
-  bytes[0] = bytes[0]! & 0x7f; // positive
+  bytes[0] = (bytes[0]! & 0x7f) || 0x01;
   return bytes.toString('hex');
 }
 
