@@ -21,7 +21,8 @@ export const secretDecoding: AdmissionPlugin = {
     if (!isResource(type, Resources.secrets) || operation === 'DELETE' || subresource !== undefined) return;
     const data: Record<string, unknown> = isPlainObject(object.data) ? { ...object.data } : {};
     for (const [key, value] of Object.entries(data)) {
-      const text = String(value ?? '');
+      // A null value decodes to no bytes, as Go's []byte does.
+      const text = value === null || value === undefined ? '' : String(value);
       const bad = firstIllegalBase64Byte(text);
       if (bad >= 0) throw badRequest(`Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte ${bad}`);
       data[key] = text;
