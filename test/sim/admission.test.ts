@@ -1,8 +1,10 @@
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UPDATABLE_POD_SPEC_FIELDS } from '../../src/sim/admission/podUpdate.js';
 import { Resources, SimApiError, startSimulator, type Simulator } from '../../src/sim/index.js';
-import { expectStatus } from './api-helpers.js';
+import { zeroDelays } from '../../src/sim/behaviour/index.js';
+import { nodeObject } from '../../src/sim/fleet.js';
+import { eventually, expectStatus } from './api-helpers.js';
 
 // The admission kube-apiserver always runs, through client-node over HTTP: each rule with a good and a bad case side
 // by side, the bad one asserting the code, reason, message and causes, and that nothing was written.
@@ -289,5 +291,31 @@ describe('the fleets', () => {
     const agents = store.list(Resources.pods, AGENT_NAMESPACE);
     expect(agents.length).toBeGreaterThan(0);
     for (const agent of agents) expect(agent.spec.serviceAccountName).toBe('harvester-vm-dhcp-controller-agent');
+  });
+});
+
+describe('in-process controllers', () => {
+  it("run into the same admission: a DaemonSet's pods wait for their ServiceAccount", async () => {
+    const failures: string[] = [];
+    const cluster = await startSimulator({ delays: zeroDelays, onError: (_controller, _key, error) => failures.push((error as Error).message) });
+    try {
+      const coreApi = cluster.kubeConfig.makeApiClient(CoreV1Api);
+      const apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+      cluster.store.create(Resources.nodes, nodeObject('ds-node', 0));
+      await coreApi.createNamespace({ body: { metadata: { name: 'ds-ns' } } });
+      const labels = { app: 'ds-agent' };
+      await apps.createNamespacedDaemonSet({
+        namespace: 'ds-ns',
+        body: { metadata: { name: 'ds-agent' }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { serviceAccountName: 'ds-agent', containers: [{ name: 'a', image: 'agent:1' }] } } } },
+      });
+      await eventually(() => failures.some((m) => m.includes('error looking up service account ds-ns/ds-agent: serviceaccount "ds-agent" not found')), 10_000, 'the DaemonSet controller refused');
+      expect(cluster.store.list(Resources.pods, 'ds-ns')).toEqual([]);
+
+      await coreApi.createNamespacedServiceAccount({ namespace: 'ds-ns', body: { metadata: { name: 'ds-agent' } } });
+      await eventually(() => cluster.store.list(Resources.pods, 'ds-ns').length === 1, 10_000, 'the DaemonSet pod');
+      expect(cluster.store.list(Resources.pods, 'ds-ns')[0]!.spec.serviceAccountName).toBe('ds-agent');
+    } finally {
+      await cluster.stop();
+    }
   });
 });
