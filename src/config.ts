@@ -44,6 +44,8 @@ export interface Config {
     readonly mode: 'pod' | 'deployment';
     readonly agentNamespace: string;
     readonly agentImage: string;
+    /** ServiceAccount of the agent Pods (and Deployments) rollplane creates; it must exist in the agent namespace. */
+    readonly serviceAccountName: string;
     /** Seconds before a Terminating agent on a NotReady node is force-deleted; null = never. */
     readonly stuckGraceSeconds: number | null;
     readonly workers: number;
@@ -141,6 +143,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_AGENT_MODE', flag: '--agent-mode', default: 'pod', description: 'How IPPool DHCP agents run: `pod` (one bare Pod per pool, upstream) or `deployment` (one Deployment with leader election per pool)' },
   { env: 'ROLLPLANE_AGENT_NAMESPACE', flag: '--agent-namespace', default: 'harvester-system', description: 'Namespace of the DHCP agents' },
   { env: 'ROLLPLANE_AGENT_IMAGE', flag: '--agent-image', default: 'rancher/harvester-vm-dhcp-agent:v0.3.0', description: 'Agent image for pools that have none recorded yet (rollouts change it per pool)' },
+  { env: 'ROLLPLANE_AGENT_SERVICE_ACCOUNT', flag: '--agent-service-account', default: 'harvester-vm-dhcp-controller-agent', description: 'ServiceAccount of the agents rollplane creates: the vm-dhcp-controller chart\'s `<release fullname>-agent` (this default is release `harvester-vm-dhcp-controller`, as its README installs it)' },
   { env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', flag: '--agent-stuck-grace-seconds', default: '120', description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)' },
   { env: 'ROLLPLANE_AGENT_WORKERS', flag: '--agent-workers', default: '16', description: 'Concurrent IPPool reconciles' },
   { env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS', flag: '--node-agent-daemonsets', default: 'none', description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`' },
@@ -267,6 +270,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) throw new ConfigError(setting, `must be a DNS-1123 label (got "${value}")`);
     return value;
   };
+  const dns1123Subdomain = (setting: string, value: string) => {
+    if (value.length > 253 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(value)) {
+      throw new ConfigError(setting, `must be a DNS-1123 subdomain (got "${value}")`);
+    }
+    return value;
+  };
   const agentImage = read('ROLLPLANE_AGENT_IMAGE') ?? 'rancher/harvester-vm-dhcp-agent:v0.3.0';
   try {
     parseImageReference(agentImage, 'ROLLPLANE_AGENT_IMAGE');
@@ -278,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     mode: oneOf('ROLLPLANE_AGENT_MODE', read('ROLLPLANE_AGENT_MODE') ?? 'pod', ['pod', 'deployment'] as const),
     agentNamespace: dns1123('ROLLPLANE_AGENT_NAMESPACE', read('ROLLPLANE_AGENT_NAMESPACE') ?? 'harvester-system'),
     agentImage,
+    serviceAccountName: dns1123Subdomain('ROLLPLANE_AGENT_SERVICE_ACCOUNT', read('ROLLPLANE_AGENT_SERVICE_ACCOUNT') ?? 'harvester-vm-dhcp-controller-agent'),
     stuckGraceSeconds: stuckRaw === 'off' ? null : integer('ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', stuckRaw, 0, 86_400),
     workers: integer('ROLLPLANE_AGENT_WORKERS', read('ROLLPLANE_AGENT_WORKERS') ?? '16', 1, 256),
   };

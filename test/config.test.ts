@@ -24,7 +24,8 @@ describe('loadConfig', () => {
 
   it('reads the rollout kinds\' settings', () => {
     const config = loadConfig({ ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'off', ROLLPLANE_NODE_AGENT_DAEMONSETS: 'a/b, c/d', ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '30' }, ['--agent-mode', 'deployment'], noFiles);
-    expect(config.agentPools).toMatchObject({ mode: 'deployment', stuckGraceSeconds: null, agentNamespace: 'harvester-system' });
+    expect(config.agentPools).toMatchObject({ mode: 'deployment', stuckGraceSeconds: null, agentNamespace: 'harvester-system', serviceAccountName: 'harvester-vm-dhcp-controller-agent' });
+    expect(loadConfig({}, ['--agent-service-account', 'dhcp.agents'], noFiles).agentPools.serviceAccountName).toBe('dhcp.agents');
     expect(config.nodeAgents.daemonSets).toEqual(['a/b', 'c/d']);
     expect(config.virtualClusters).toMatchObject({ readyTimeoutMs: 30_000, partialUpgrade: true, keyAlgorithm: 'ecdsa-p256' });
   });
@@ -60,6 +61,7 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_AGENT_MODE: 'daemonset' }, 'ROLLPLANE_AGENT_MODE'],
     [{ ROLLPLANE_AGENT_IMAGE: 'Not An Image' }, 'ROLLPLANE_AGENT_IMAGE'],
     [{ ROLLPLANE_AGENT_NAMESPACE: 'Harvester_System' }, 'ROLLPLANE_AGENT_NAMESPACE'],
+    [{ ROLLPLANE_AGENT_SERVICE_ACCOUNT: 'Agent_SA' }, 'ROLLPLANE_AGENT_SERVICE_ACCOUNT'],
     [{ ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'never' }, 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS'],
     [{ ROLLPLANE_NODE_AGENT_DAEMONSETS: 'just-a-name' }, 'ROLLPLANE_NODE_AGENT_DAEMONSETS'],
     [{ ROLLPLANE_VC_KEY_ALGORITHM: 'dsa' }, 'ROLLPLANE_VC_KEY_ALGORITHM'],

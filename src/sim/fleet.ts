@@ -50,6 +50,14 @@ export const NODE_AGENT_DAEMONSET = 'cloud-api-adaptor-daemonset';
 export const NODE_AGENT_IMAGE = 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0';
 export const PEER_NAMESPACE = 'peer-workloads';
 export const PEER_RUNTIME_CLASS = 'kata-remote';
+/**
+ * The agents' ServiceAccount as the vm-dhcp-controller chart names it: `<fullname>-agent`, where fullname is the release
+ * name when it contains the chart name `harvester-vm-dhcp-controller` (the README installs it as release
+ * `harvester-vm-dhcp-controller`; a release called `harvester` would give `harvester-harvester-vm-dhcp-controller-agent`).
+ */
+export const AGENT_SERVICE_ACCOUNT = 'harvester-vm-dhcp-controller-agent';
+/** The cloud-api-adaptor (peerpods) chart's ServiceAccount, fixed in its rbac.yaml, in the release namespace. */
+export const NODE_AGENT_SERVICE_ACCOUNT = 'cloud-api-adaptor';
 
 const KEYS: (keyof FleetSize)[] = ['nodes', 'pools', 'clusters', 'peers'];
 
@@ -107,6 +115,8 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
   const nodes = Array.from({ length: size.nodes }, (_, i) => `sim-node-${i + 1}`);
 
   for (const ns of [AGENT_NAMESPACE, POOL_NAMESPACE, VC_NAMESPACE]) if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'namespaces', namespaceObject(ns));
+  // The ServiceAccounts the upstream charts create (pods naming a missing one are refused, as by the real admission).
+  if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'serviceaccounts', serviceAccountObject(AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE));
   for (let i = 0; i < nodes.length; i++) await writer.ensure('', 'nodes', nodeObject(nodes[i]!, i));
 
   for (let i = 1; i <= size.pools; i++) {
@@ -124,6 +134,7 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
 
   if (nodes.length > 0) {
     await writer.ensure('', 'namespaces', namespaceObject(NODE_AGENT_NAMESPACE));
+    await writer.ensure('', 'serviceaccounts', serviceAccountObject(NODE_AGENT_SERVICE_ACCOUNT, NODE_AGENT_NAMESPACE));
     if (size.upstream?.caa) await ensureCaaChart(writer, nodes);
     else await writer.ensure('apps', 'daemonsets', nodeAgentDaemonSet());
     if (size.peers > 0) {
@@ -183,6 +194,10 @@ function namespaceObject(name: string, labels: Record<string, string> = {}, anno
   const ns: KubeObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'kubernetes.io/metadata.name': name, ...labels } } };
   if (annotations) ns.metadata.annotations = annotations;
   return ns;
+}
+
+function serviceAccountObject(name: string, namespace: string): KubeObject {
+  return { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } };
 }
 
 /** A Ready node as a kubelet registers it; labelled for the `mgmt` cluster network. */
@@ -309,7 +324,7 @@ export function agentPod(poolNamespace: string, poolName: string, index: number,
       },
     },
     spec: {
-      serviceAccountName: 'vm-dhcp-controller-agent',
+      serviceAccountName: AGENT_SERVICE_ACCOUNT,
       nodeName,
       affinity: {
         nodeAffinity: {
@@ -480,9 +495,11 @@ function pkiSecret(name: string, namespace: string, cluster: string): KubeObject
   const data: Record<string, string> = name.endsWith('kubeconfig')
     ? { [name]: placeholder('kubeconfig') }
     : name === 'serviceaccount-rsa'
-      ? { 'service-account.key': placeholder('rsa key'), 'service-account.pub': placeholder('rsa public key') }
+      ? { 'tls.crt': placeholder('rsa public key'), 'tls.key': placeholder('rsa key') }
       : { 'tls.crt': placeholder('certificate'), 'tls.key': placeholder('key') };
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', data };
+  // Types as upstream's secret.go creates them: kubeconfigs Opaque, key pairs (the service-account key too) TLS.
+  const type = name.endsWith('kubeconfig') ? 'Opaque' : 'kubernetes.io/tls';
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type, data };
 }
 
 export function secretHash(secret: KubeObject): string {
@@ -555,7 +572,7 @@ function nodeAgentDaemonSet(): KubeObject {
         metadata: { labels },
         spec: {
           hostNetwork: true,
-          serviceAccountName: 'cloud-api-adaptor',
+          serviceAccountName: NODE_AGENT_SERVICE_ACCOUNT,
           containers: [
             {
               name: 'cloud-api-adaptor-con',

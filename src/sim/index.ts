@@ -4,9 +4,11 @@
  * file so that kubectl and @kubernetes/client-node reach it like any cluster.
  *
  * Where the API deliberately differs from a real API server (so tests do not lean on these):
- * - no authentication or authorization (any token), no admission, no schema validation beyond names and type meta;
+ * - no authentication or authorization (any token); of admission, only what Kubernetes always runs (src/sim/admission,
+ *   ADR 14: namespace lifecycle, ServiceAccounts, pod update rules, Secret and ConfigMap rules, names and labels);
  * - garbage collection is synchronous inside the delete call; Foreground deletion removes the owner right after
- *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once;
+ *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once
+ *   (it stays Terminating only while metadata finalizers hold it);
  * - server-side apply treats lists without a known merge key (listKeys.ts) as atomic and has no CSA→SSA migration;
  * - strategic merge patch knows the merge keys in listKeys.ts only; custom resources refuse it (415) as upstream.
  */

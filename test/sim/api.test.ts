@@ -365,13 +365,13 @@ describe('patch', () => {
         body: [
           { op: 'test', path: '/data/x', value: '1' },
           { op: 'replace', path: '/data/x', value: '2' },
-          { op: 'add', path: '/metadata/labels', value: { 'a~b/c': 'v' } },
+          { op: 'add', path: '/metadata/labels', value: { 'example.com/a_b': 'v' } },
         ],
       },
       jsonPatch,
     );
     expect(patched.data).toEqual({ x: '2' });
-    expect(patched.metadata?.labels).toEqual({ 'a~b/c': 'v' });
+    expect(patched.metadata?.labels).toEqual({ 'example.com/a_b': 'v' });
     await expectStatus(
       core.patchNamespacedConfigMap(
         { name: 'jp', namespace: 'default', body: [{ op: 'test', path: '/data/x', value: '1' }, { op: 'remove', path: '/data/x' }] },

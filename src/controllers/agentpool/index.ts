@@ -40,6 +40,7 @@ export interface AgentPoolOptions {
   stuckGraceSeconds?: number | null;
   /** Concurrent pool reconciles; default 16. */
   workers?: number;
+  /** ServiceAccount of the agents rollplane creates; default the vm-dhcp-controller chart's agent account. */
   serviceAccountName?: string;
   /** Coalescing window of the engine notifications; default 100 ms, growing with the number of pools (1 s at 10,000). */
   notifyIntervalMs?: number;
@@ -48,6 +49,11 @@ export interface AgentPoolOptions {
 
 export const DEFAULT_AGENT_NAMESPACE = 'harvester-system';
 export const DEFAULT_AGENT_IMAGE = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+/**
+ * The chart's `<fullname>-agent` for release `harvester-vm-dhcp-controller` (its README's install command). The old
+ * default, `vm-dhcp-controller-agent`, is created by no chart: the ServiceAccount admission refused every agent.
+ */
+export const DEFAULT_AGENT_SERVICE_ACCOUNT = 'harvester-vm-dhcp-controller-agent';
 
 export interface AgentPoolRuntime {
   driver: AgentPoolDriver;
@@ -122,7 +128,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     deployments,
     nads,
     nodes,
-    settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? 'vm-dhcp-controller-agent' },
+    settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     mode,
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,

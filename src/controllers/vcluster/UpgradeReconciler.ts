@@ -14,6 +14,7 @@ import {
   LABEL_READY_FOR_UPGRADE,
   LABEL_VERSION_APPLIED,
   MESSAGE_UPGRADE_COMPLETED,
+  PKI_SECRET_TYPES,
   REASON_UPGRADE_COMPLETED,
   REASON_UPGRADE_FAILED,
   REGENERATED_SECRETS,
@@ -271,13 +272,13 @@ export class UpgradeReconciler implements Reconciler {
     const writes: Promise<unknown>[] = [];
     if (pki.rootCaGenerated) {
       this.deps.logger.warn({ cluster: `${vc.metadata.namespace}/${vc.metadata.name}`, problem: pki.rootCaProblem }, 'root-ca was not a usable CA; generated a new root CA');
-      writes.push(this.deps.api.applySecret(clusterNs, ROOT_CA_SECRET, root?.type ?? 'Opaque', pki.rootCa));
+      writes.push(this.deps.api.applySecret(clusterNs, ROOT_CA_SECRET, root?.type ?? PKI_SECRET_TYPES[ROOT_CA_SECRET]!, pki.rootCa));
     }
     for (const name of REGENERATED_SECRETS) {
       const data = pki.secrets[name]!;
       hashes[name] = secretHash(data);
       // The type is immutable: keep the existing secret's. Each write is independent, so they go out together.
-      writes.push(this.deps.api.applySecret(clusterNs, name, existing.get(name)?.type ?? 'Opaque', data));
+      writes.push(this.deps.api.applySecret(clusterNs, name, existing.get(name)?.type ?? PKI_SECRET_TYPES[name]!, data));
     }
     await Promise.all(writes);
     return { hashes, rootCaGenerated: pki.rootCaGenerated };

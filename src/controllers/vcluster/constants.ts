@@ -29,6 +29,21 @@ export const ANNOTATION_ROLLOUT = 'rollplane.io/rollout-id';
 export const ROOT_CA_SECRET = 'root-ca';
 export const REGENERATED_SECRETS = ['apiserver-ca', 'etcd-ca', 'front-proxy-ca', 'controller-manager-kubeconfig', 'admin-kubeconfig', 'serviceaccount-rsa'] as const;
 
+/**
+ * Each PKI secret's type as upstream creates it (secret.go): certificate/key pairs and the service-account key are
+ * `kubernetes.io/tls` (which the API server refuses without `tls.crt` and `tls.key`), kubeconfigs `Opaque`. Used when a
+ * secret is missing; an existing secret's type is kept, since the type is immutable.
+ */
+export const PKI_SECRET_TYPES: Readonly<Record<string, string>> = {
+  'root-ca': 'kubernetes.io/tls',
+  'apiserver-ca': 'kubernetes.io/tls',
+  'etcd-ca': 'kubernetes.io/tls',
+  'front-proxy-ca': 'kubernetes.io/tls',
+  'serviceaccount-rsa': 'kubernetes.io/tls',
+  'controller-manager-kubeconfig': 'Opaque',
+  'admin-kubeconfig': 'Opaque',
+};
+
 /** Secrets whose `<secret>-hash` pod-template annotation restarts a component when they change. */
 export const HASHED_SECRETS = {
   apiserver: ['root-ca', 'apiserver-ca', 'front-proxy-ca', 'serviceaccount-rsa'],

@@ -83,10 +83,12 @@ interface Issuer {
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const fromB64 = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8'));
 
-function serial(): string {
+/**
+ * A random positive serial whose DER INTEGER is minimal: a leading 0x00 byte (1 in 128 draws when only the sign bit
+ * was cleared) is "illegal padding" to OpenSSL, which then refused about one certificate in 256.
+ */
+export function serial(): string {
   const bytes = randomBytes(16);
-  // Positive, and a non-zero first byte: a leading 0x00 before a byte < 0x80 is a non-minimal DER INTEGER, which
-  // OpenSSL (and so node:crypto's X509Certificate) refuses with "illegal padding" — about 1 certificate in 256.
   bytes[0] = (bytes[0]! & 0x7f) || 0x01;
   return bytes.toString('hex');
 }
@@ -280,10 +282,9 @@ export async function generateClusterPki(input: ClusterPkiInput, options: PkiOpt
         'controller-manager-kubeconfig': b64(kubeconfig(input.clusterName, server, caPem, 'system:kube-controller-manager', controllerManager.certPem, controllerManager.keyPem)),
       },
       'admin-kubeconfig': { 'admin-kubeconfig': b64(kubeconfig(input.clusterName, server, caPem, 'admin', admin.certPem, admin.keyPem)) },
-      'serviceaccount-rsa': {
-        'service-account.key': b64(serviceAccount.privatePem),
-        'service-account.pub': b64(serviceAccount.publicPem),
-      },
+      // As upstream's RsaKeyToSecret: a kubernetes.io/tls Secret whose tls.crt holds the public key (the apiserver reads
+      // tls.key for --service-account-key-file); other keys would fail that type's validation or be ignored.
+      'serviceaccount-rsa': tls({ certPem: serviceAccount.publicPem, keyPem: serviceAccount.privatePem }),
     },
   };
 }

@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import type { DeleteOptions, KubeObject, WatchableStore } from '../types.js';
-import { badRequest, conflict, invalid, notFound, SimApiError } from '../store/errors.js';
-import { deepEqual, isPlainObject } from '../store/objects.js';
+import { badRequest, conflict, notFound, SimApiError } from '../store/errors.js';
+import { isPlainObject } from '../store/objects.js';
 import { apiVersionOf, hasStatus } from '../store/resources.js';
 import { objectJson } from './json.js';
 import { applyJsonPatch } from './patch/jsonPatch.js';
@@ -143,7 +143,6 @@ export class ResourceWriter {
         throw conflict(r.type.plural, r.name!, 'the object has been modified; please apply your changes to the latest version and try again', r.type.group);
       }
       const next = serverSideApply(r.type, existing, applied, ctx, force);
-      checkPodSpecUpdate(r, existing, next);
       return { code: 200, json: objectJson(this.store.update(r.type, next, r.subresource)) };
     }
     if (r.subresource) throw notFound(r.type.plural, r.name!, r.type.group);
@@ -154,7 +153,6 @@ export class ResourceWriter {
   }
 
   private commitUpdate(r: ResourceRequest, existing: KubeObject, next: KubeObject, ctx: WriteContext): WriteResult {
-    checkPodSpecUpdate(r, existing, next);
     const managed = trackUpdate(existing, next, ctx);
     next.metadata = { ...next.metadata };
     if (managed) next.metadata.managedFields = managed;
@@ -180,35 +178,6 @@ export class ResourceWriter {
   }
 }
 
-
-const POD_MUTABLE = [
-  '`spec.containers[*].image`',
-  '`spec.initContainers[*].image`',
-  '`spec.activeDeadlineSeconds`',
-  '`spec.tolerations` (only additions to existing tolerations)',
-  '`spec.terminationGracePeriodSeconds`',
-].join(',');
-
-/**
- * A real API server refuses pod spec changes beyond images, deadlines, tolerations and grace (pods are replaced, not
- * edited); so does the simulator's HTTP API, so that controllers that would edit pods fail here as on a cluster.
- * In-process writers (the simulated scheduler binding pods) go through the store and are not affected.
- */
-function checkPodSpecUpdate(r: ResourceRequest, existing: KubeObject, next: KubeObject): void {
-  if (r.type.group !== '' || r.type.plural !== 'pods' || r.subresource !== undefined) return;
-  const frozenPart = (spec: unknown): unknown => {
-    if (!isPlainObject(spec)) return spec;
-    const out: Record<string, unknown> = { ...spec };
-    for (const field of ['activeDeadlineSeconds', 'tolerations', 'terminationGracePeriodSeconds', 'schedulingGates']) delete out[field];
-    for (const list of ['containers', 'initContainers']) {
-      if (Array.isArray(out[list])) out[list] = (out[list] as unknown[]).map((c) => (isPlainObject(c) ? { ...c, image: undefined } : c));
-    }
-    return out;
-  };
-  if (!deepEqual(frozenPart(existing.spec), frozenPart(next.spec))) {
-    throw invalid('Pod', r.name!, [{ type: 'FieldValueForbidden', field: 'spec', message: `Forbidden: pod updates may not change fields other than ${POD_MUTABLE}` }]);
-  }
-}
 
 /** An apply body is YAML, and clients mostly send its JSON subset: JSON.parse is far cheaper, so it goes first. */
 function parseApplyBody(body: string): unknown {

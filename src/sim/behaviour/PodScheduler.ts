@@ -62,7 +62,8 @@ export class PodScheduler implements Controller {
       return undefined;
     }
     this.firstSeen.delete(uid);
-    this.ctx.store.update(this.ctx.types.pods, { ...pod, spec: { ...pod.spec, nodeName: node.metadata.name } });
+    // pods/binding, as the real scheduler binds: pod spec updates may not set the node.
+    this.ctx.store.update(this.ctx.types.pods, { ...pod, spec: { ...pod.spec, nodeName: node.metadata.name } }, 'binding');
     return undefined;
   }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DeleteOptions, KubeObject, ResourceType, StoreEvent, WatchableStore, WatchEventType } from '../types.js';
+import { Admission, startServiceAccountController } from '../admission/index.js';
 import { alreadyExists, badRequest, conflict, expired, invalid, notFound, SimApiError } from './errors.js';
 import { deepClone, deepEqual, deepFreeze } from './objects.js';
 import { ALL_RESOURCE_TYPES, apiVersionOf, hasStatus, ResourceRegistry, Resources, typeKey } from './resources.js';
@@ -14,6 +15,11 @@ export interface MemoryStoreOptions {
   /** Namespaces that exist from the start. */
   initialNamespaces?: string[];
   types?: readonly ResourceType[];
+  /**
+   * Run the admission and validation kube-apiserver always runs (src/sim/admission) on every write, and give every
+   * namespace its `default` ServiceAccount. Default true; false keeps only the name-required and type checks.
+   */
+  admission?: boolean;
   /** Called when a subscriber throws; the write itself has already committed. */
   onListenerError?: (error: unknown) => void;
   /**
@@ -42,7 +48,6 @@ interface TypeState {
 }
 
 const POD_DEFAULT_GRACE_SECONDS = 30;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 const NOT_SPEC = new Set(['metadata', 'status', 'apiVersion', 'kind']);
 
@@ -73,6 +78,7 @@ export class MemoryStore implements WatchableStore {
   private readonly onListenerError: (error: unknown) => void;
   /** Set while `dryRun` runs: writes are computed and validated but neither stored nor announced. */
   private dry = false;
+  private readonly admission: Admission | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.registry = new ResourceRegistry(options.types ?? ALL_RESOURCE_TYPES);
@@ -84,6 +90,10 @@ export class MemoryStore implements WatchableStore {
     this.requireNamespace = options.requireNamespace ?? true;
     this.onListenerError = options.onListenerError ?? (() => {});
     this.freeze = options.freeze ?? MemoryStore.freezeByDefault;
+    if (options.admission !== false) {
+      this.admission = new Admission(this);
+      startServiceAccountController(this);
+    }
     for (const name of options.initialNamespaces ?? ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
       this.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
     }
@@ -163,7 +173,8 @@ export class MemoryStore implements WatchableStore {
       do meta.name = meta.generateName + randomSuffix();
       while (names?.has(meta.name));
     }
-    this.validateName(type, meta.name);
+    if (this.admission) this.admission.admit({ operation: 'CREATE', type, object });
+    else if (!meta.name) this.nameRequired(type);
     if (names?.has(meta.name)) throw alreadyExists(type.plural, meta.name, type.group);
 
     meta.uid = randomUUID();
@@ -196,7 +207,8 @@ export class MemoryStore implements WatchableStore {
       if (input.status === undefined) delete next.status;
       else next.status = deepClone(input.status);
       if (meta.managedFields !== undefined) next.metadata.managedFields = deepClone(meta.managedFields);
-    } else if (subresource !== undefined) {
+    } else if (subresource !== undefined && !(subresource === 'binding' && type === Resources.pods)) {
+      // pods/binding is the in-process scheduler's bind: a main-resource write that admission limits to spec.nodeName.
       throw new SimApiError(404, 'NotFound', `${type.plural} has no ${subresource} subresource`);
     } else {
       next = deepClone(input);
@@ -222,6 +234,7 @@ export class MemoryStore implements WatchableStore {
           throw new SimApiError(422, 'Invalid', `${type.kind} "${meta.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`);
         }
       }
+      this.admission?.admit({ operation: 'UPDATE', type, object: next, old: existing, ...(subresource ? { subresource } : {}) });
       if (!specEqual(existing, next)) m.generation = (old.generation ?? 1) + 1;
     }
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
@@ -247,6 +260,7 @@ export class MemoryStore implements WatchableStore {
       throw conflict(type.plural, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`, type.group);
     }
     const policy = options.propagationPolicy ?? 'Background';
+    this.admission?.admit({ operation: 'DELETE', type, object: existing });
     if (type === Resources.namespaces) this.emptyNamespace(name);
     if (policy === 'Orphan') this.orphanDependents(existing.metadata.uid!);
     if (policy === 'Foreground') this.deleteDependents(existing.metadata.uid!);
@@ -264,7 +278,7 @@ export class MemoryStore implements WatchableStore {
       return this.commit(state, 'MODIFIED', next, current);
     }
     if (!hasFinalizers && grace === 0) return this.remove(state, current, policy);
-    const next = {
+    const next: KubeObject = {
       ...current,
       metadata: {
         ...current.metadata,
@@ -272,6 +286,8 @@ export class MemoryStore implements WatchableStore {
         deletionGracePeriodSeconds: grace,
       },
     };
+    // A namespace that finalizers keep is Terminating, and refuses new content (admission's NamespaceLifecycle).
+    if (type === Resources.namespaces) next.status = { ...current.status, phase: 'Terminating' };
     return this.commit(state, 'MODIFIED', next, current);
   }
 
@@ -465,20 +481,8 @@ export class MemoryStore implements WatchableStore {
     object.kind = type.kind;
   }
 
-  private validateName(type: ResourceType, name: string): void {
-    if (!name) {
-      throw invalid(type.kind, '', [{ type: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }], type.group);
-    }
-    const ok = type.group === 'rbac.authorization.k8s.io'
-      ? !/[/%]/.test(name) && name !== '.' && name !== '..'
-      : name.length <= 253 && DNS_SUBDOMAIN.test(name);
-    if (!ok) {
-      throw invalid(type.kind, name, [{
-        type: 'FieldValueInvalid',
-        field: 'metadata.name',
-        message: `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
-      }], type.group);
-    }
+  private nameRequired(type: ResourceType): never {
+    throw invalid(type.kind, '', [{ type: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }], type.group);
   }
 }
 

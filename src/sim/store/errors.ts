@@ -106,8 +106,10 @@ export function conflict(resource: string, name: string, why: string, group = ''
   );
 }
 
+/** apierrors.NewInvalid: one cause is quoted as is, several (deduplicated) as an aggregate `[a, b]`. */
 export function invalid(kind: string, name: string, causes: StatusCause[], group = ''): SimApiError {
-  const text = causes.map((c) => (c.field ? `${c.field}: ${c.message ?? ''}` : (c.message ?? ''))).join(', ');
+  const texts = [...new Set(causes.map((c) => (c.field ? `${c.field}: ${c.message ?? ''}` : (c.message ?? ''))))];
+  const text = texts.length === 1 ? texts[0] : `[${texts.join(', ')}]`;
   return new SimApiError(422, 'Invalid', `${kind}${group ? `.${group}` : ''} "${name}" is invalid: ${text}`, {
     name,
     group,

@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { generateClusterPki, loadRootCa } from '../../../src/controllers/vcluster/pki.js';
+import { generateClusterPki, loadRootCa, serial } from '../../../src/controllers/vcluster/pki.js';
 import { pem, pkiInput as input } from './pkiFixtures.js';
 
 
@@ -35,8 +35,9 @@ describe('cluster PKI', () => {
     expect(client.verify(root.publicKey)).toBe(true);
 
     const sa = pki.secrets['serviceaccount-rsa']!;
-    const signature = sign('sha256', Buffer.from('token'), createPrivateKey(pem(sa, 'service-account.key')));
-    expect(verify('sha256', Buffer.from('token'), createPublicKey(pem(sa, 'service-account.pub')), signature)).toBe(true);
+    expect(Object.keys(sa).sort()).toEqual(['tls.crt', 'tls.key']);
+    const signature = sign('sha256', Buffer.from('token'), createPrivateKey(pem(sa, 'tls.key')));
+    expect(verify('sha256', Buffer.from('token'), createPublicKey(pem(sa, 'tls.crt')), signature)).toBe(true);
   });
 
   it('issues certificates with the extensions and names kube-apiserver expects, as @peculiar/x509 reads them', async () => {
@@ -64,6 +65,13 @@ describe('cluster PKI', () => {
     const adminCert = new x509.X509Certificate(Buffer.from(admin.users[0].user['client-certificate-data'], 'base64').toString());
     expect(adminCert.subject).toBe('CN=admin, O=system:masters');
     expect(adminCert.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.clientAuth]);
+  });
+
+  it('draws serials that are positive minimal DER integers (a leading zero byte made OpenSSL refuse 1 certificate in 256)', () => {
+    for (let i = 0; i < 20_000; i++) {
+      const first = Buffer.from(serial(), 'hex')[0]!;
+      expect(first >= 0x01 && first <= 0x7f, `first byte 0x${first.toString(16)}`).toBe(true);
+    }
   });
 
   it('keeps a valid root CA and issues new certificates on every call', async () => {
