@@ -55,7 +55,8 @@ describe('the vm-dhcp-controller chart as the fleet installs it', () => {
       '--name', CONTROLLER, '--namespace', NS, '--image', OLD, '--service-account-name', `${CONTROLLER}-agent`,
     ]);
     const sas = await core.listNamespacedServiceAccount({ namespace: NS });
-    expect(sas.items.map((s) => s.metadata!.name).sort()).toEqual([CONTROLLER, `${CONTROLLER}-agent`, `${CONTROLLER}-webhook`]);
+    // The chart's three, beside the namespace's own `default` (the ServiceAccount controller creates it).
+    expect(sas.items.map((s) => s.metadata!.name).sort()).toEqual(['default', CONTROLLER, `${CONTROLLER}-agent`, `${CONTROLLER}-webhook`]);
   });
 
   it('parses the image as upstream does, and names agents by upstream SafeAgentConcatName', () => {
