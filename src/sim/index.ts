@@ -3,8 +3,19 @@
  * simulated cluster behaviour (scheduler, kubelets, workload controllers) and an optional fleet, plus a kubeconfig
  * file so that kubectl and @kubernetes/client-node reach it like any cluster.
  *
+ * Custom resources are served from installed CustomResourceDefinitions, with their structural schemas applied on every
+ * write (pruning, defaulting, validation: src/sim/crd, ADR 13). The project's CRDs for IPPool, VirtualCluster,
+ * ClusterVersion and NetworkAttachmentDefinition (src/sim/crds, matching upstream) are installed at start, as the
+ * upstream charts install them, also for the `empty` fleet; `crds: false` starts a bare API without them.
+ *
  * Where the API deliberately differs from a real API server (so tests do not lean on these):
- * - no authentication or authorization (any token), no admission, no schema validation beyond names and type meta;
+ * - no authentication or authorization (any token), no admission; built-in kinds get no schema validation beyond
+ *   names and type meta (their OpenAPI documents are open);
+ * - a CRD is established at once (no NamesAccepted/Established delay); only its storage version (or first served one)
+ *   is served, without conversion; deleting it removes its objects at once, finalizers or not; CEL rules
+ *   (`x-kubernetes-validations`) outside a small subset (celRules.ts) are not evaluated; on a schema change stored
+ *   objects are re-pruned and re-defaulted in place (same resourceVersion, no watch event) instead of on each read;
+ *   managedFields may still name fields the schema pruned; the ServiceMonitor and PrometheusRule kinds are built in;
  * - garbage collection is synchronous inside the delete call; Foreground deletion removes the owner right after
  *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once;
  * - server-side apply treats lists without a known merge key (listKeys.ts) as atomic and has no CSA→SSA migration;
@@ -17,6 +28,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { ApiServer } from './api/ApiServer.js';
 import { startBehaviour, type Behaviour, type BehaviourOptions } from './behaviour/index.js';
 import { FaultInjector, type FaultConfigInput } from './faults.js';
+import { installProjectCrds } from './crds/index.js';
 import { applyFleet } from './fleet.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { MemoryStore } from './store/MemoryStore.js';
@@ -46,6 +58,11 @@ export interface SimulatorOptions extends BehaviourOptions {
   kubeconfigPath?: string;
   /** Objects to create at start (see src/sim/fleet.ts); none by default. */
   fleet?: FleetOption;
+  /**
+   * Install the project's CustomResourceDefinitions at start (src/sim/crds): default true. False leaves a bare API
+   * where IPPools and the rest are not served until someone applies their CRDs (e.g. the files in ../shared/upstream).
+   */
+  crds?: boolean;
   /** One image glob that fails to pull; shorthand for `badImagePatterns: [pattern]`. */
   badImagePattern?: string;
   /** Run the simulated kubelets and controllers (default true); false serves a bare API over the store. */
@@ -111,6 +128,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
     faults = new FaultInjector(options.faults ?? {}, { api, nodes: behaviour?.nodes });
     api.hooks = { ...faults.hooks(), ...options.hooks };
+    if (options.crds !== false) installProjectCrds(store);
     if (options.fleet !== undefined) await applyFleet(store, options.fleet);
     // A kubeconfig in a temp dir of our own is removed on stop; one at a caller's path is left for the caller.
     tempDir = options.kubeconfigPath ? undefined : await mkdtemp(join(tmpdir(), 'rollplane-sim-'));
