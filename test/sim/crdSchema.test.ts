@@ -44,6 +44,8 @@ function widgetCrd(): any {
                     ratio: { type: 'number', minimum: 0, exclusiveMinimum: true, maximum: 1, exclusiveMaximum: true },
                     color: { type: 'string', enum: ['red', 'green'] },
                     code: { type: 'string', pattern: '^[a-z]+$' },
+                    // Go (RE2) syntax: the flag group applies case-insensitively.
+                    word: { type: 'string', pattern: '(?i)^[a-z]+$' },
                     ip: { type: 'string', format: 'ipv4' },
                     label: { type: 'string', minLength: 2, maxLength: 5 },
                     tags: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2 },
@@ -145,6 +147,7 @@ describe('validation of each schema keyword: the bad value refused with the real
     { keyword: 'exclusiveMaximum', field: 'ratio', bad: 1, good: 0.99, reason: 'FieldValueInvalid', message: 'Invalid value: 1: spec.ratio in body should be less than 1' },
     { keyword: 'enum', field: 'color', bad: 'blue', good: 'red', reason: 'FieldValueNotSupported', message: 'Unsupported value: "blue": supported values: "red", "green"' },
     { keyword: 'pattern', field: 'code', bad: 'ABC', good: 'abc', reason: 'FieldValueInvalid', message: `Invalid value: "ABC": spec.code in body should match '^[a-z]+$'` },
+    { keyword: 'pattern (Go flags)', field: 'word', bad: 'a1', good: 'ABC', reason: 'FieldValueInvalid', message: `Invalid value: "a1": spec.word in body should match '(?i)^[a-z]+$'` },
     { keyword: 'format', field: 'ip', bad: '10.0.0.300', good: '10.0.0.30', reason: 'FieldValueInvalid', message: 'Invalid value: "10.0.0.300": spec.ip in body must be of type ipv4: "10.0.0.300"' },
     { keyword: 'minLength', field: 'label', bad: 'a', good: 'ab', reason: 'FieldValueInvalid', message: 'Invalid value: "a": spec.label in body should be at least 2 chars long' },
     { keyword: 'maxLength', field: 'label', bad: 'abcdef', good: 'abcde', reason: 'FieldValueTooLong', message: 'Too long: may not be longer than 5' },
@@ -156,7 +159,7 @@ describe('validation of each schema keyword: the bad value refused with the real
   ];
 
   it.each(cases)('$keyword', async (c) => {
-    const name = `kw-${c.keyword.toLowerCase().replace(/[^a-z]+/g, '-')}`;
+    const name = `kw-${c.keyword.toLowerCase().replace(/[^a-z]+/g, '-').replace(/-$/, '')}`;
     const status = await expectStatus(create(name, { size: 5, [c.field]: c.bad }), 422, 'Invalid');
     const field = c.keyword === 'additionalProperties' ? 'spec.weights.a' : `spec.${c.field}`;
     expect(status.details).toMatchObject({ name, group: GROUP, kind: 'Widget' });

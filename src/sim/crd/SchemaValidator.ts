@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import addFormatsPlugin from 'ajv-formats';
 import type { StatusCause } from '../store/errors.js';
 import { childSchema, isObject, pathString, type JsonSchemaProps } from './schema.js';
@@ -21,7 +22,7 @@ let shared: Ajv | undefined;
 
 function ajv(): Ajv {
   if (shared) return shared;
-  shared = new Ajv({ allErrors: true, strict: false, logger: false, validateSchema: false });
+  shared = new Ajv({ allErrors: true, strict: false, logger: false, validateSchema: false, code: { regExp: goRegExp } });
   addFormats(shared, AJV_FORMATS);
   shared.addFormat('cidr', { type: 'string', validate: isCidr });
   shared.addFormat('mac', { type: 'string', validate: (s: string) => /^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$/.test(s) });
@@ -29,6 +30,26 @@ function ajv(): Ajv {
   for (const format of ['int32', 'int64', 'float', 'double', 'duration', 'datetime', 'quantity']) shared.addFormat(format, true);
   return shared;
 }
+
+/**
+ * CRD patterns are Go (RE2) regular expressions: a leading flag group such as `(?i)` becomes a JavaScript flag, and a
+ * pattern JavaScript cannot compile at all is not checked (rather than refusing a CRD a real API server accepts).
+ */
+function goRegExpEngine(pattern: string, flags: string): { test(text: string): boolean } {
+  let source = pattern;
+  let all = flags;
+  const group = /^\(\?([ims]+)\)/.exec(source);
+  if (group) {
+    source = source.slice(group[0].length);
+    for (const flag of group[1]!) if (!all.includes(flag)) all += flag;
+  }
+  try {
+    return new RegExp(source, all);
+  } catch {
+    return { test: () => true };
+  }
+}
+const goRegExp = Object.assign(goRegExpEngine, { code: 'goRegExp' }) as unknown as RegExpEngine;
 
 function isCidr(text: string): boolean {
   const [ip, bits, extra] = text.split('/');

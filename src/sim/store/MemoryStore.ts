@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { crdServing, prepareCrd } from '../crd/crdDefinition.js';
+import { crdServing, prepareCrd, type CrdServing } from '../crd/crdDefinition.js';
 import { CustomResourceSchema } from '../crd/CustomResourceSchema.js';
 import type { DeleteOptions, KubeObject, ResourceType, StoreEvent, WatchableStore, WatchEventType, WriteOptions } from '../types.js';
 import { alreadyExists, badRequest, conflict, expired, invalid, notFound, SimApiError } from './errors.js';
@@ -33,6 +33,13 @@ const storedVersions = new WeakSet<object>();
 /** True for an object the store committed as a version (never changes while it lives). */
 export function isStoredVersion(object: object): boolean {
   return storedVersions.has(object);
+}
+
+/** A CRD ready to serve: its type key, what it serves (none when no version is served) and its compiled schema. */
+interface CompiledCrd {
+  key: string;
+  serving: CrdServing | undefined;
+  schema?: { json: string; schema: CustomResourceSchema };
 }
 
 interface TypeState {
@@ -178,10 +185,11 @@ export class MemoryStore implements WatchableStore {
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
     if (type === Resources.namespaces) object.status = { phase: 'Active', ...(object.status ?? {}) };
-    if (type === Resources.customresourcedefinitions) prepareCrd(object, undefined);
+    let compiled: CompiledCrd | undefined;
+    if (type === Resources.customresourcedefinitions) compiled = this.compileCrd(object, undefined);
     else if (type.custom) this.admitCustom(state, object, undefined, undefined, options);
     const created = this.commit(state, 'ADDED', object, undefined);
-    if (type === Resources.customresourcedefinitions && !this.dry) this.serveCrd(created);
+    if (compiled && !this.dry) this.serveCrd(created, compiled);
     return created;
   }
 
@@ -235,7 +243,8 @@ export class MemoryStore implements WatchableStore {
       }
       if (!specEqual(existing, next)) m.generation = (old.generation ?? 1) + 1;
     }
-    if (type === Resources.customresourcedefinitions) prepareCrd(next, existing);
+    let compiled: CompiledCrd | undefined;
+    if (type === Resources.customresourcedefinitions) compiled = this.compileCrd(next, existing);
     else if (type.custom) this.admitCustom(state, next, existing, subresource, options);
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
     if (deepEqual(next, existing)) return existing;
@@ -245,7 +254,7 @@ export class MemoryStore implements WatchableStore {
       if (!podStillTerminating) return this.remove(state, next, 'Background');
     }
     const updated = this.commit(state, 'MODIFIED', next, existing);
-    if (type === Resources.customresourcedefinitions && !this.dry) this.serveCrd(updated);
+    if (compiled && !this.dry) this.serveCrd(updated, compiled);
     return updated;
   }
 
@@ -372,17 +381,34 @@ export class MemoryStore implements WatchableStore {
    * and re-normalizes stored objects when the schema changed (kube-apiserver prunes and defaults on every read from
    * storage; here the stored versions are rewritten in place, keeping their resourceVersion and sending no event).
    */
-  private serveCrd(crd: KubeObject): void {
-    if (crd.metadata.deletionTimestamp) return;
+  /**
+   * Checks and defaults a CRD about to be written and compiles its served schema (reusing the compiled one when the
+   * schema did not change), all before the write commits, so that a schema ajv cannot compile (a pattern JavaScript
+   * does not accept, say) refuses the CRD instead of breaking the store.
+   */
+  private compileCrd(crd: KubeObject, old: KubeObject | undefined): CompiledCrd {
+    prepareCrd(crd, old);
     const serving = crdServing(crd);
     const key = `${crd.spec.group}/${crd.spec.names.plural}`;
-    if (!serving) return this.unserveType(key);
-    const builtIn = this.states.get(key);
-    if (builtIn && !builtIn.type.custom) return;
+    if (!serving) return { key, serving };
     const json = JSON.stringify(serving.schema);
     const cached = this.schemas.get(key);
-    const schemaChanged = cached?.json !== json;
-    if (schemaChanged) this.schemas.set(key, { json, schema: new CustomResourceSchema(deepClone(serving.schema)) });
+    if (cached?.json === json) return { key, serving, schema: cached };
+    try {
+      return { key, serving, schema: { json, schema: new CustomResourceSchema(deepClone(serving.schema)) } };
+    } catch (error) {
+      const index = (crd.spec.versions as { name: string }[]).findIndex((v) => v.name === serving.type.version);
+      throw invalid('CustomResourceDefinition', crd.metadata.name, [{ type: 'FieldValueInvalid', field: `spec.versions[${index}].schema.openAPIV3Schema`, message: `Invalid value: "object": ${(error as Error).message}` }], 'apiextensions.k8s.io');
+    }
+  }
+
+  private serveCrd(crd: KubeObject, { key, serving, schema }: CompiledCrd): void {
+    if (crd.metadata.deletionTimestamp) return;
+    if (!serving || !schema) return this.unserveType(key);
+    const builtIn = this.states.get(key);
+    if (builtIn && !builtIn.type.custom) return;
+    const schemaChanged = this.schemas.get(key) !== schema;
+    this.schemas.set(key, schema);
     let state = this.states.get(key);
     if (!state) {
       state = { type: serving.type, key, byNamespace: new Map(), size: 0 };
