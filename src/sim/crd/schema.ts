@@ -66,13 +66,15 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A field path as Kubernetes prints it: `spec.ipv4Config.dns[0]`, map keys that are not identifiers in brackets. */
+/**
+ * A field path as kube-apiserver prints schema errors and pruned fields: `spec.ipv4Config.dns[0]`; map keys are joined
+ * with a dot like properties (`status.ipv4.allocated.10.0.0.1`), as its field.Path.Child does.
+ */
 export function pathString(parts: readonly (string | number)[]): string {
   let out = '';
   for (const part of parts) {
     if (typeof part === 'number') out += `[${part}]`;
-    else if (/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(part)) out += out === '' ? part : `.${part}`;
-    else out += `[${part}]`;
+    else out += out === '' ? part : `.${part}`;
   }
   return out;
 }
