@@ -12,7 +12,8 @@
  * - no authentication or authorization (any token), no admission; built-in kinds get no schema validation beyond
  *   names and type meta (their OpenAPI documents are open);
  * - a CRD is established at once (no NamesAccepted/Established delay); only its storage version (or first served one)
- *   is served, without conversion; deleting it removes its objects at once, finalizers or not; CEL rules
+ *   is served, without conversion; deleting it removes its objects at once, finalizers or not, then ends the watches
+ *   on its type; CEL rules
  *   (`x-kubernetes-validations`) outside a small subset (celRules.ts) are not evaluated; on a schema change stored
  *   objects are re-pruned and re-defaulted in place (same resourceVersion, no watch event) instead of on each read;
  *   managedFields may still name fields the schema pruned; the ServiceMonitor and PrometheusRule kinds are built in;

@@ -334,6 +334,25 @@ describe('CustomResourceDefinitions', () => {
     expect((await raw('GET', '/apis/tools.example.org/v1/sprockets/s')).status).toBe(404);
   });
 
+  it('ends a watch on the type when its CRD is deleted, after the DELETED events of its objects', async () => {
+    const crd = { ...gadgetCrd(), metadata: { name: 'cogs.example.net' } };
+    crd.spec = { ...crd.spec, group: 'example.net', names: { kind: 'Cog', plural: 'cogs' } };
+    expect((await raw('POST', CRDS, crd)).status).toBe(201);
+    await custom.createClusterCustomObject({ group: 'example.net', version: VERSION, plural: 'cogs', body: { apiVersion: `example.net/${VERSION}`, kind: 'Cog', metadata: { name: 'c1' } } });
+    const watch = await fetch(`${sim.url}/apis/example.net/v1/cogs?watch=1`);
+    const reader = watch.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(JSON.parse(first.trim())).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'c1' } } });
+    expect((await raw('DELETE', `${CRDS}/cogs.example.net`)).status).toBe(200);
+    let rest = '';
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      rest += new TextDecoder().decode(chunk.value);
+    }
+    expect(rest.trim().split('\n').map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ type: 'DELETED', object: expect.objectContaining({ metadata: expect.objectContaining({ name: 'c1' }) }) })]);
+  });
+
   it('serves only the types whose CRD is installed: the project CRDs by default, none with crds: false', async () => {
     const bare = await startSimulator({ behaviour: false, crds: false });
     try {

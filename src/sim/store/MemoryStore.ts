@@ -337,6 +337,9 @@ export class MemoryStore implements WatchableStore {
     const existing = names?.get(object.metadata.name);
     if (!names || !existing) return object;
     if (this.dry) return deepFreeze({ ...object });
+    // A CRD goes after its objects (as the apiextensions finalizer has them deleted first), so that a watch on the type
+    // sees their DELETED events before the CRD's own.
+    if (state.type === Resources.customresourcedefinitions) this.unserveType(`${existing.spec?.group}/${existing.spec?.names?.plural}`);
     names.delete(object.metadata.name);
     if (names.size === 0) state.byNamespace.delete(ns);
     state.size--;
@@ -347,7 +350,6 @@ export class MemoryStore implements WatchableStore {
     const uid = existing.metadata.uid!;
     if (policy === 'Orphan') this.orphanDependents(uid);
     else this.deleteDependents(uid);
-    if (state.type === Resources.customresourcedefinitions) this.unserveCrd(gone);
     return gone;
   }
 
@@ -429,10 +431,6 @@ export class MemoryStore implements WatchableStore {
         if (!deepEqual(next, object)) names.set(name, this.seal(next));
       }
     }
-  }
-
-  private unserveCrd(crd: KubeObject): void {
-    if (!this.dry) this.unserveType(`${crd.spec?.group}/${crd.spec?.names?.plural}`);
   }
 
   /** A CRD went away: so do its objects (at once, finalizers or not) and its type. */
