@@ -22,13 +22,13 @@ const schema: JsonSchemaProps = {
 };
 
 describe('structural pruning', () => {
-  it('removes undeclared fields everywhere, with their paths, and keeps type meta and metadata at the root', () => {
+  it('removes undeclared fields everywhere, with their paths, and keeps type meta and the ObjectMeta fields at the root', () => {
     const object: any = {
       apiVersion: 'x/v1', kind: 'X', metadata: { name: 'n', anything: 1 }, top: 1,
       spec: { items: [{ name: 'a', junk: 1 }, { junk: 2 }], bare: { gone: true }, map: { k: { v: 1, w: 2 } }, anyList: [{ keep: 1 }] },
     };
-    expect(prune(object, schema)).toEqual(['top', 'spec.items[0].junk', 'spec.items[1].junk', 'spec.bare.gone', 'spec.map.k.w']);
-    expect(object).toEqual({ apiVersion: 'x/v1', kind: 'X', metadata: { name: 'n', anything: 1 }, spec: { items: [{ name: 'a' }, {}], bare: {}, map: { k: { v: 1 } }, anyList: [{ keep: 1 }] } });
+    expect(prune(object, schema)).toEqual(['metadata.anything', 'top', 'spec.items[0].junk', 'spec.items[1].junk', 'spec.bare.gone', 'spec.map.k.w']);
+    expect(object).toEqual({ apiVersion: 'x/v1', kind: 'X', metadata: { name: 'n' }, spec: { items: [{ name: 'a' }, {}], bare: {}, map: { k: { v: 1 } }, anyList: [{ keep: 1 }] } });
   });
 
   it('under x-kubernetes-preserve-unknown-fields keeps unknown fields but still prunes inside declared ones', () => {

@@ -35,8 +35,8 @@ function pruneObject(object: Record<string, unknown>, schema: JsonSchemaProps | 
   for (const key of Object.keys(object)) {
     const value = object[key];
     if (resourceRoot && (TYPE_META.has(key) || key === 'metadata')) {
-      if (key === 'metadata' && path.length > 0 && isObject(value)) {
-        // An embedded resource's metadata is an ObjectMeta too: unknown metadata fields go.
+      if (key === 'metadata' && isObject(value)) {
+        // metadata is an ObjectMeta, at the root as in an embedded resource: unknown metadata fields go.
         for (const metaKey of Object.keys(value)) {
           if (!OBJECT_META_FIELDS.has(metaKey)) {
             delete value[metaKey];
