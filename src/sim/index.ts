@@ -16,7 +16,7 @@
  *   on its type; CEL rules
  *   (`x-kubernetes-validations`) outside a small subset (celRules.ts) are not evaluated; on a schema change stored
  *   objects are re-pruned and re-defaulted in place (same resourceVersion, no watch event) instead of on each read;
- *   managedFields may still name fields the schema pruned; the ServiceMonitor and PrometheusRule kinds are built in;
+ *   the ServiceMonitor and PrometheusRule kinds are built in;
  * - garbage collection is synchronous inside the delete call; Foreground deletion removes the owner right after
  *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once;
  * - server-side apply treats lists without a known merge key (listKeys.ts) as atomic and has no CSA→SSA migration;

@@ -257,6 +257,18 @@ describe('pruning', () => {
   });
 });
 
+describe('server-side apply of pruned fields', () => {
+  it('records no managed field for what the schema pruned', async () => {
+    const path = `/apis/${GROUP}/${VERSION}/namespaces/${NS}/widgets/ssa-pruned?fieldManager=ops`;
+    const applied = await raw('PATCH', path, widget('ssa-pruned', { size: 1, extra: { deep: 1 } }), 'application/apply-patch+yaml');
+    expect(applied.status).toBe(201);
+    expect(applied.body.spec).not.toHaveProperty('extra');
+    const ops = applied.body.metadata.managedFields.find((m: any) => m.manager === 'ops');
+    expect(ops.fieldsV1['f:spec']).toHaveProperty('f:size');
+    expect(ops.fieldsV1['f:spec']).not.toHaveProperty('f:extra');
+  });
+});
+
 describe('defaulting', () => {
   it('fills missing fields and nulls, nested defaults included, and leaves given values alone', async () => {
     expect((await create('defaults', { size: 1 })).spec).toEqual({ size: 1, mode: 'auto', nested: { level: 3 } });

@@ -74,3 +74,47 @@ export function dropNulls(value: unknown, schema: JsonSchemaProps | undefined): 
     }
   }
 }
+
+/**
+ * Managed fields are computed from the request before pruning; kube-apiserver computes them after. Drops from each
+ * entry's fieldsV1 the fields that pruning removed (dotted paths; a path into a list stops at the list, which custom
+ * resources manage as a whole) and entries left owning nothing. Returns undefined when nothing changed.
+ */
+export function withoutPrunedFields(managedFields: unknown, removed: readonly string[]): unknown[] | undefined {
+  if (!Array.isArray(managedFields) || managedFields.length === 0) return undefined;
+  const paths = removed.filter((p) => !p.includes('[')).map((p) => p.split('.'));
+  if (paths.length === 0) return undefined;
+  let changed = false;
+  const out: unknown[] = [];
+  for (const entry of managedFields) {
+    if (!isObject(entry) || !isObject(entry.fieldsV1)) {
+      out.push(entry);
+      continue;
+    }
+    const fields = structuredClone(entry.fieldsV1);
+    let touched = false;
+    for (const path of paths) touched = dropPath(fields, path) || touched;
+    if (!touched) {
+      out.push(entry);
+      continue;
+    }
+    changed = true;
+    if (Object.keys(fields).length > 0) out.push({ ...entry, fieldsV1: fields });
+  }
+  return changed ? out : undefined;
+}
+
+function dropPath(fields: Record<string, unknown>, path: string[]): boolean {
+  const [head, ...rest] = path;
+  const key = `f:${head}`;
+  const child = fields[key];
+  if (!isObject(child)) return false;
+  if (rest.length === 0) {
+    delete fields[key];
+    return true;
+  }
+  const dropped = dropPath(child, rest);
+  // A parent kept only for the dropped child ({".": {}} marks the parent itself as owned) goes with it.
+  if (dropped && Object.keys(child).length === 0) delete fields[key];
+  return dropped;
+}

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { crdServing, prepareCrd, type CrdServing } from '../crd/crdDefinition.js';
 import { CustomResourceSchema } from '../crd/CustomResourceSchema.js';
+import { withoutPrunedFields } from '../crd/prune.js';
 import type { DeleteOptions, KubeObject, ResourceType, StoreEvent, WatchableStore, WatchEventType, WriteOptions } from '../types.js';
 import { alreadyExists, badRequest, conflict, expired, invalid, notFound, SimApiError } from './errors.js';
 import { deepClone, deepEqual, deepFreeze } from './objects.js';
@@ -373,7 +374,14 @@ export class MemoryStore implements WatchableStore {
       unknown = compiled.normalize(object);
       if (status !== undefined) object.status = status;
     } else unknown = compiled.normalize(object);
-    if (unknown.length > 0) options?.onUnknownFields?.(unknown);
+    if (unknown.length > 0) {
+      options?.onUnknownFields?.(unknown);
+      const managed = withoutPrunedFields(object.metadata.managedFields, unknown);
+      if (managed) {
+        object.metadata = { ...object.metadata, managedFields: managed };
+        if (managed.length === 0) delete object.metadata.managedFields;
+      }
+    }
     const causes = compiled.validate(object, old);
     if (causes.length > 0) throw invalid(state.type.kind, object.metadata.name, causes, state.type.group);
   }
