@@ -13,10 +13,9 @@
  *   names and type meta (their OpenAPI documents are open);
  * - a CRD is established at once (no NamesAccepted/Established delay); only its storage version (or first served one)
  *   is served, without conversion; deleting it removes its objects at once, finalizers or not, then ends the watches
- *   on its type; CEL rules
- *   (`x-kubernetes-validations`) outside a small subset (celRules.ts) are not evaluated; on a schema change stored
- *   objects are re-pruned and re-defaulted in place (same resourceVersion, no watch event) instead of on each read;
- *   the ServiceMonitor and PrometheusRule kinds are built in;
+ *   on its type; CEL rules (`x-kubernetes-validations`) outside a small subset (celRules.ts) are not evaluated; on a
+ *   schema change stored objects are re-pruned and re-defaulted in place (same resourceVersion, no watch event)
+ *   instead of on each read; the ServiceMonitor and PrometheusRule kinds are built in, not CRDs;
  * - garbage collection is synchronous inside the delete call; Foreground deletion removes the owner right after
  *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once;
  * - server-side apply treats lists without a known merge key (listKeys.ts) as atomic and has no CSA→SSA migration;
