@@ -5,7 +5,10 @@
  * - `demo`: 3 nodes, 3 NADs + IPPools with running DHCP agents, ClusterVersion `cv-sample-np` with 2 VirtualClusters
  *   (control planes in their cluster namespaces), the node-agent DaemonSet and 2 peer pods per node.
  * - sizes for benchmarks: `pools=1000,clusters=100,nodes=50[,peers=2]`.
- * - `empty`: nothing.
+ * - `empty`: nothing but the CRDs.
+ *
+ * Every fleet first installs the CustomResourceDefinitions of src/sim/crds (as the upstream charts do), then writes
+ * only objects those schemas accept unchanged: a field the schema would prune is an error here, not a silent loss.
  *
  * Agent pods are created already Running and Ready (as if the upstream controller had deployed them long ago), so a
  * fleet is consistent at once; workload pods (StatefulSets, DaemonSet, Deployments) come from the simulated
@@ -15,11 +18,19 @@ import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 import { isoTime } from './behaviour/kube.js';
 import { runningContainer, withCondition } from './behaviour/podStatus.js';
-import type { KubeObject, ObjectStore, ResourceType } from './types.js';
 import { caaConfigMap, caaDaemonSet, caaSecret, caaServiceAccount, CAA_WORKER_LABEL } from './behaviour/upstream/caaChart.js';
 import { parseUpstreamSpec, type UpstreamSelection } from './behaviour/upstream/selection.js';
 import { vcManagerObjects } from './behaviour/upstream/vcManagerInstall.js';
 import { vmDhcpControllerDeployment, vmDhcpServiceAccounts, VM_DHCP_NAMESPACE } from './behaviour/upstream/vmDhcpChart.js';
+import { installProjectCrds } from './crds/index.js';
+import type { KubeObject, ObjectStore, ResourceType, WriteOptions } from './types.js';
+
+/** The fleet writes what the schemas accept as is: a pruned field is a fleet bug, so it fails loudly. */
+const STRICT: WriteOptions = {
+  onUnknownFields(paths) {
+    throw new ValidationError('fleet', `the simulator fleet wrote fields its CRD schema does not declare: ${paths.join(', ')}`);
+  },
+};
 
 export interface FleetSize {
   nodes: number;
@@ -113,6 +124,7 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
   const size = resolveFleet(fleet);
   const writer = new FleetWriter(store);
   const nodes = Array.from({ length: size.nodes }, (_, i) => `sim-node-${i + 1}`);
+  writer.created += installProjectCrds(store);
 
   for (const ns of [AGENT_NAMESPACE, POOL_NAMESPACE, VC_NAMESPACE]) if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'namespaces', namespaceObject(ns));
   // The ServiceAccounts the upstream charts create (pods naming a missing one are refused, as by the real admission).
@@ -170,7 +182,7 @@ class FleetWriter {
     const type = this.type(group, plural);
     const existing = this.store.get(type, object.metadata.namespace, object.metadata.name);
     if (existing) return existing;
-    const created = this.store.create(type, object);
+    const created = this.store.create(type, object, STRICT);
     this.created++;
     if (++this.sinceYield >= 200) {
       this.sinceYield = 0;
@@ -180,7 +192,7 @@ class FleetWriter {
   }
 
   update(group: string, plural: string, object: KubeObject): KubeObject {
-    return this.store.update(this.type(group, plural), object);
+    return this.store.update(this.type(group, plural), object, undefined, STRICT);
   }
 
   private type(group: string, plural: string): ResourceType {
@@ -530,7 +542,8 @@ async function createVirtualCluster(writer: FleetWriter, cv: KubeObject, name: s
         clusterNamespace: clusterNs,
         reason: 'TenantControlPlaneRunning',
         message: 'tenant control plane is running',
-        conditions: [{ type: 'Ready', status: 'True', reason: 'TenantControlPlaneRunning', message: 'tenant control plane is running', lastTransitionTime: stamp }],
+        // The upstream VirtualCluster CRD's conditions have no `type` (a real API server prunes one).
+        conditions: [{ status: 'True', reason: 'TenantControlPlaneRunning', message: 'tenant control plane is running', lastTransitionTime: stamp }],
       },
     });
   }

@@ -3,9 +3,20 @@
  * simulated cluster behaviour (scheduler, kubelets, workload controllers) and an optional fleet, plus a kubeconfig
  * file so that kubectl and @kubernetes/client-node reach it like any cluster.
  *
+ * Custom resources are served from installed CustomResourceDefinitions, with their structural schemas applied on every
+ * write (pruning, defaulting, validation: src/sim/crd, ADR 13). The project's CRDs for IPPool, VirtualCluster,
+ * ClusterVersion and NetworkAttachmentDefinition (src/sim/crds, matching upstream) are installed at start, as the
+ * upstream charts install them, also for the `empty` fleet; `crds: false` starts a bare API without them.
+ *
  * Where the API deliberately differs from a real API server (so tests do not lean on these):
  * - no authentication or authorization (any token); of admission, only what Kubernetes always runs (src/sim/admission,
  *   ADR 14: namespace lifecycle, ServiceAccounts, pod update rules, Secret and ConfigMap rules, names and labels);
+ *   built-in kinds get no schema validation beyond that (their OpenAPI documents are open);
+ * - a CRD is established at once (no NamesAccepted/Established delay); only its storage version (or first served one)
+ *   is served, without conversion; deleting it removes its objects at once, finalizers or not, then ends the watches
+ *   on its type; CEL rules (`x-kubernetes-validations`) outside a small subset (celRules.ts) are not evaluated; on a
+ *   schema change stored objects are re-pruned and re-defaulted in place (same resourceVersion, no watch event)
+ *   instead of on each read; the ServiceMonitor and PrometheusRule kinds are built in, not CRDs;
  * - garbage collection is synchronous inside the delete call; Foreground deletion removes the owner right after
  *   starting its dependents' deletion instead of waiting for them; a deleted namespace takes its content at once
  *   (it stays Terminating only while metadata finalizers hold it);
@@ -19,6 +30,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { ApiServer } from './api/ApiServer.js';
 import { startBehaviour, type Behaviour, type BehaviourOptions } from './behaviour/index.js';
 import { FaultInjector, type FaultConfigInput } from './faults.js';
+import { installProjectCrds } from './crds/index.js';
 import { applyFleet, resolveFleet } from './fleet.js';
 import { mergeSelections, type UpstreamSelection } from './behaviour/upstream/index.js';
 import { writeKubeconfig } from './kubeconfig.js';
@@ -54,6 +66,11 @@ export interface SimulatorOptions extends BehaviourOptions {
    * chart, the CAPN vc-manager, the cloud-api-adaptor chart. See src/sim/behaviour/upstream.
    */
   upstream?: UpstreamSelection;
+  /**
+   * Install the project's CustomResourceDefinitions at start (src/sim/crds): default true. False leaves a bare API
+   * where IPPools and the rest are not served until someone applies their CRDs (e.g. the files in ../shared/upstream).
+   */
+  crds?: boolean;
   /** One image glob that fails to pull; shorthand for `badImagePatterns: [pattern]`. */
   badImagePattern?: string;
   /** Run the simulated kubelets and controllers (default true); false serves a bare API over the store. */
@@ -119,6 +136,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
     faults = new FaultInjector(options.faults ?? {}, { api, nodes: behaviour?.nodes });
     api.hooks = { ...faults.hooks(), ...options.hooks };
+    if (options.crds !== false) installProjectCrds(store);
     if (options.upstream !== undefined) {
       const size = resolveFleet(options.fleet ?? 'empty');
       await applyFleet(store, { ...size, upstream: mergeSelections(size.upstream, options.upstream) });

@@ -50,6 +50,26 @@ export interface ResourceType {
   /** Which subresources exist (e.g. ['status']). */
   subresources: string[];
   shortNames?: string[];
+  /** Defaults to the lower-case kind. */
+  singular?: string;
+  /** Defaults to `<kind>List`. */
+  listKind?: string;
+  categories?: string[];
+  /** Served from a CustomResourceDefinition (schema applied on every write; no strategic merge patch). */
+  custom?: boolean;
+  /** The served version's OpenAPI v3 schema (custom resources), as the CRD gives it. */
+  schema?: Record<string, unknown>;
+  /** A CRD version's additionalPrinterColumns (server-side `kubectl get` columns). */
+  printerColumns?: { name: string; type: string; jsonPath: string; format?: string; description?: string; priority?: number }[];
+}
+
+/** Per-write options of the store. */
+export interface WriteOptions {
+  /**
+   * Told the paths of the fields a custom resource's schema pruned (`spec.foo`), before the write commits; it may
+   * throw to refuse the write (`?fieldValidation=Strict`) or collect warnings (`Warn`). Without it they are pruned.
+   */
+  onUnknownFields?: (paths: string[]) => void;
 }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -85,13 +105,13 @@ export interface ObjectStore {
   get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined;
   list(type: ResourceType, namespace?: string): KubeObject[];
   /** Assigns uid, resourceVersion, generation 1, creationTimestamp; 409 AlreadyExists when the name is taken. */
-  create(type: ResourceType, object: KubeObject): KubeObject;
+  create(type: ResourceType, object: KubeObject, options?: WriteOptions): KubeObject;
   /**
    * Replaces the object. If object.metadata.resourceVersion is set and stale → 409 Conflict. `subresource` 'status'
    * changes only .status; otherwise .status is kept from the stored object for types that have a status subresource.
    * generation is bumped when .spec changes.
    */
-  update(type: ResourceType, object: KubeObject, subresource?: string): KubeObject;
+  update(type: ResourceType, object: KubeObject, subresource?: string, options?: WriteOptions): KubeObject;
   /**
    * Graceful delete: sets deletionTimestamp (and keeps the object) when it has finalizers or a grace period > 0 is
    * in effect; removes it at once otherwise. Returns the object as last stored.
@@ -104,6 +124,8 @@ export interface ObjectStore {
 
 /** What the HTTP API server needs beyond ObjectStore: watch resume from the bounded event history. */
 export interface WatchableStore extends ObjectStore {
+  /** The served types, live: CustomResourceDefinitions add and remove types while the store runs. */
+  readonly registry: import('./store/resources.js').ResourceRegistry;
   /** Events committed after `revision`, oldest first; throws SimApiError 410 Expired when the window no longer has them. */
   eventsSince(revision: number, type?: ResourceType): StoreEvent[];
   /** The oldest revision a watch can still resume from (events after it are all retained). */

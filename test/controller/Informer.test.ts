@@ -256,7 +256,7 @@ describe('Informer', () => {
       apiVersion: 'network.harvesterhci.io/v1alpha1',
       kind: 'IPPool',
       metadata: { name, namespace, labels: { tier } },
-      spec: { ipv4Config: { cidr: '10.0.0.0/24' }, networkName: `${namespace}/net` },
+      spec: { ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } }, networkName: `${namespace}/net` },
     });
     sim.store.create(Resources.ippools, pool('ns1', 'a', 'prod'));
     sim.store.create(Resources.ippools, pool('ns1', 'b', 'dev'));
@@ -275,7 +275,7 @@ describe('Informer', () => {
         apiVersion: 'network.harvesterhci.io/v1alpha1',
         kind: 'IPPool',
         metadata: { name: `p-${i}`, namespace: 'default' },
-        spec: { ipv4Config: { cidr: '10.0.0.0/24' }, networkName: 'default/net' },
+        spec: { ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } }, networkName: 'default/net' },
       });
     }
     const pages: Record<string, number> = {};

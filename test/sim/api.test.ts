@@ -37,6 +37,8 @@ afterAll(async () => {
 });
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** An IPPool spec the upstream CRD schema accepts. */
+const VALID_IPPOOL_SPEC = { networkName: 'default/net-1', ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } } };
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 const apply = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
@@ -238,15 +240,16 @@ describe('CRUD through client-node', () => {
     },
     ...(
       [
-        ['k8s.cni.cncf.io', 'v1', 'network-attachment-definitions', 'NetworkAttachmentDefinition', true],
-        ['network.harvesterhci.io', 'v1alpha1', 'ippools', 'IPPool', true],
-        ['tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster', true],
-        ['tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false],
-        ['monitoring.coreos.com', 'v1', 'servicemonitors', 'ServiceMonitor', true],
+        // Each spec is one its CRD's schema accepts (the simulator applies the upstream schemas).
+        ['k8s.cni.cncf.io', 'v1', 'network-attachment-definitions', 'NetworkAttachmentDefinition', true, { config: '{"cniVersion":"0.3.1","type":"bridge"}' }],
+        ['network.harvesterhci.io', 'v1alpha1', 'ippools', 'IPPool', true, VALID_IPPOOL_SPEC],
+        ['tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster', true, { clusterVersionName: 'cv' }],
+        ['tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false, { x: 1 }],
+        ['monitoring.coreos.com', 'v1', 'servicemonitors', 'ServiceMonitor', true, { x: 1 }],
       ] as const
-    ).map(([group, version, plural, kind, namespaced]): Case => {
+    ).map(([group, version, plural, kind, namespaced, spec]): Case => {
       const name = `crud-${plural}`;
-      const body = { apiVersion: `${group}/${version}`, kind, metadata: { name, labels: { crud: 'yes' } }, spec: { x: 1 } };
+      const body = { apiVersion: `${group}/${version}`, kind, metadata: { name, labels: { crud: 'yes' } }, spec };
       return namespaced
         ? {
             name: plural,
@@ -418,9 +421,9 @@ describe('patch', () => {
 
   it('refuses a strategic merge patch on a custom resource (415), as Kubernetes does', async () => {
     const group = 'network.harvesterhci.io';
-    await custom.createNamespacedCustomObject({ group, version: 'v1alpha1', plural: 'ippools', namespace: 'default', body: { apiVersion: `${group}/v1alpha1`, kind: 'IPPool', metadata: { name: 'smp-pool' }, spec: {} } });
+    await custom.createNamespacedCustomObject({ group, version: 'v1alpha1', plural: 'ippools', namespace: 'default', body: { apiVersion: `${group}/v1alpha1`, kind: 'IPPool', metadata: { name: 'smp-pool' }, spec: VALID_IPPOOL_SPEC } });
     await expectStatus(
-      custom.patchNamespacedCustomObject({ group, version: 'v1alpha1', plural: 'ippools', namespace: 'default', name: 'smp-pool', body: { spec: { a: 1 } } }, strategic),
+      custom.patchNamespacedCustomObject({ group, version: 'v1alpha1', plural: 'ippools', namespace: 'default', name: 'smp-pool', body: { spec: { paused: true } } }, strategic),
       415,
       'UnsupportedMediaType',
     );
@@ -461,7 +464,7 @@ describe('server-side apply', () => {
 
   it('refuses to change a field another manager owns without force, naming field and manager', async () => {
     const status = await expectStatus(applyAs('bob', cm({ a: 'bob' })), 409, 'Conflict');
-    expect(status.details.causes).toEqual([expect.objectContaining({ type: 'FieldManagerConflict', field: '.data.a', message: expect.stringContaining('"alice"') })]);
+    expect(status.details.causes).toEqual([expect.objectContaining({ reason: 'FieldManagerConflict', field: '.data.a', message: expect.stringContaining('"alice"') })]);
     expect((await core.readNamespacedConfigMap({ name: 'ssa', namespace: 'default' })).data).toEqual({ a: '1', b: '2' });
   });
 

@@ -38,7 +38,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const manifest = (image: string, range: string) => `
+// The IPPool is one the upstream CRD schema accepts; the second apply changes a mutable field (domainName).
+const manifest = (image: string, domain: string) => `
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -63,31 +64,35 @@ metadata:
   name: pool-a
   namespace: default
 spec:
+  networkName: default/net-a
   ipv4Config:
-    range: ${range}
+    cidr: 10.0.0.0/24
+    serverIP: 10.0.0.2
+    pool: {start: 10.0.0.10, end: 10.0.0.250}
+    domainName: ${domain}
 `;
 
 describe('kubectl against the simulator', () => {
   it('creates with apply -f, then updates with a second apply', async () => {
     const file = join(dir, 'manifest.yaml');
-    await writeFile(file, manifest('nginx:1', '10.0.0.0/24'));
+    await writeFile(file, manifest('nginx:1', 'a.sim.local'));
     const first = await kubectl('apply', '-f', file);
     expect(first).toContain('deployment.apps/web created');
     expect(first).toContain('ippool.network.harvesterhci.io/pool-a created');
 
-    await writeFile(file, manifest('nginx:2', '10.0.1.0/24'));
+    await writeFile(file, manifest('nginx:2', 'b.sim.local'));
     const second = await kubectl('apply', '-f', file);
     expect(second).toContain('deployment.apps/web configured');
     expect(second).toContain('ippool.network.harvesterhci.io/pool-a configured');
     const dep = sim.store.get(Resources.deployments, 'default', 'web')!;
     expect(dep.spec.template.spec.containers[0].image).toBe('nginx:2');
     expect(dep.spec.template.spec.containers[0].env).toEqual([{ name: 'A', value: '1' }]);
-    expect(sim.store.get(Resources.ippools, 'default', 'pool-a')!.spec.ipv4Config.range).toBe('10.0.1.0/24');
+    expect(sim.store.get(Resources.ippools, 'default', 'pool-a')!.spec.ipv4Config.domainName).toBe('b.sim.local');
 
     const unchanged = await kubectl('apply', '-f', file);
     expect(unchanged).toContain('deployment.apps/web unchanged');
 
-    await writeFile(file, manifest('nginx:3', '10.0.2.0/24'));
+    await writeFile(file, manifest('nginx:3', 'c.sim.local'));
     expect(await kubectl('apply', '--dry-run=server', '-f', file)).toContain('deployment.apps/web configured (server dry run)');
     expect(sim.store.get(Resources.deployments, 'default', 'web')!.spec.template.spec.containers[0].image).toBe('nginx:2');
   });

@@ -5,7 +5,7 @@
  */
 import type { StatusCause } from '../store/errors.js';
 
-export type FieldError = Required<StatusCause>;
+export type FieldError = Required<Pick<StatusCause, 'type' | 'field' | 'message'>>;
 
 /** Go's rendering of a bad value: %q for strings, %v for numbers and booleans, JSON for the rest. */
 function renderValue(value: unknown): string {

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { ApiControl, ApiHooks, ApiRequestInfo, ApiVerb, WatchableStore } from '../types.js';
 import { badRequest, isSimApiError, methodNotAllowed, notFound, SimApiError } from '../store/errors.js';
-import { ResourceRegistry } from '../store/resources.js';
+import type { ResourceRegistry } from '../store/resources.js';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.js';
 import { objectJson } from './json.js';
 import { listJson, listPage } from './listing.js';
@@ -48,12 +48,12 @@ export class ApiServer implements ApiControl {
   private readonly host: string;
   private readonly port: number;
   private readonly onInternalError: (error: unknown, request: string) => void;
-  private openApiIndexJson: string | undefined;
+  private openApiIndex: { generation: number; json: string } | undefined;
   private address: AddressInfo | undefined;
 
   constructor(options: ApiServerOptions) {
     this.store = options.store;
-    this.registry = new ResourceRegistry(options.store.resourceTypes());
+    this.registry = options.store.registry;
     this.hooks = options.hooks ?? {};
     this.now = options.now ?? (() => new Date());
     this.maxBodyBytes = options.maxBodyBytes ?? 3 * 1024 * 1024;
@@ -122,8 +122,11 @@ export class ApiServer implements ApiControl {
       case '/version':
         return this.send(res, 200, JSON.stringify(versionInfo()));
       case '/openapi/v3':
-        this.openApiIndexJson ??= JSON.stringify(openApiIndex(this.registry));
-        return this.send(res, 200, this.openApiIndexJson);
+        // Rebuilt when a CRD is installed, changed or deleted.
+        if (this.openApiIndex?.generation !== this.registry.generation) {
+          this.openApiIndex = { generation: this.registry.generation, json: JSON.stringify(openApiIndex(this.registry)) };
+        }
+        return this.send(res, 200, this.openApiIndex.json);
     }
     if (path.startsWith('/openapi/v3/')) {
       const doc = openApiForPath(this.registry, path.slice('/openapi/v3/'.length));
@@ -267,6 +270,8 @@ export class ApiServer implements ApiControl {
   }
 
   private sendResult(res: ServerResponse, result: WriteResult): void {
+    // As kube-apiserver: each warning (e.g. an unknown field pruned under fieldValidation=Warn) in a Warning header.
+    if (result.warnings?.length) res.setHeader('Warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
     this.send(res, result.code, result.json);
   }
 

@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import type { DeleteOptions, KubeObject, WatchableStore } from '../types.js';
+import type { DeleteOptions, KubeObject, WatchableStore, WriteOptions } from '../types.js';
 import { badRequest, conflict, notFound, SimApiError } from '../store/errors.js';
 import { isPlainObject } from '../store/objects.js';
 import { apiVersionOf, hasStatus } from '../store/resources.js';
@@ -24,6 +24,8 @@ export interface WriteInput {
 export interface WriteResult {
   code: number;
   json: string;
+  /** Sent as `Warning` headers. */
+  warnings?: string[];
 }
 
 /** API groups whose kinds are built in (strategic merge patch works); the rest are served like CRDs. */
@@ -53,7 +55,8 @@ export class ResourceWriter {
     delete object.metadata.managedFields;
     const managed = trackUpdate(undefined, object, this.context(r, manager));
     if (managed) object.metadata.managedFields = managed;
-    return { code: 201, json: objectJson(this.store.create(r.type, object)) };
+    const fields = unknownFields(r, 'decode');
+    return fields.result(201, this.store.create(r.type, object, fields.options));
   }
 
   update({ r, body, manager }: WriteInput): WriteResult {
@@ -61,7 +64,7 @@ export class ResourceWriter {
     if (object.metadata.name !== r.name) {
       throw badRequest(`the name of the object (${object.metadata.name}) does not match the name on the URL (${r.name})`);
     }
-    return this.commitUpdate(r, this.existing(r), object, this.context(r, manager));
+    return this.commitUpdate(r, this.existing(r), object, this.context(r, manager), 'decode');
   }
 
   patch(input: WriteInput): WriteResult {
@@ -89,7 +92,7 @@ export class ResourceWriter {
     if (!isPlainObject(patched) || !isPlainObject(patched.metadata)) throw badRequest('the patch removed the object metadata');
     const next = patched as KubeObject;
     if (next.metadata.name !== r.name) throw badRequest('metadata.name cannot be changed by a patch');
-    return this.commitUpdate(r, existing, next, this.context(r, manager));
+    return this.commitUpdate(r, existing, next, this.context(r, manager), 'patch');
   }
 
   delete({ r, body }: WriteInput): WriteResult {
@@ -143,21 +146,24 @@ export class ResourceWriter {
         throw conflict(r.type.plural, r.name!, 'the object has been modified; please apply your changes to the latest version and try again', r.type.group);
       }
       const next = serverSideApply(r.type, existing, applied, ctx, force);
-      return { code: 200, json: objectJson(this.store.update(r.type, next, r.subresource)) };
+      const fields = unknownFields(r, 'apply');
+      return fields.result(200, this.store.update(r.type, next, r.subresource, fields.options));
     }
     if (r.subresource) throw notFound(r.type.plural, r.name!, r.type.group);
     const next = serverSideApply(r.type, undefined, applied, ctx, force);
     if (r.type.namespaced) next.metadata.namespace = r.namespace;
     if (hasStatus(r.type)) delete next.status;
-    return { code: 201, json: objectJson(this.store.create(r.type, next)) };
+    const fields = unknownFields(r, 'apply');
+    return fields.result(201, this.store.create(r.type, next, fields.options));
   }
 
-  private commitUpdate(r: ResourceRequest, existing: KubeObject, next: KubeObject, ctx: WriteContext): WriteResult {
+  private commitUpdate(r: ResourceRequest, existing: KubeObject, next: KubeObject, ctx: WriteContext, how: 'decode' | 'patch'): WriteResult {
     const managed = trackUpdate(existing, next, ctx);
     next.metadata = { ...next.metadata };
     if (managed) next.metadata.managedFields = managed;
     else delete next.metadata.managedFields;
-    return { code: 200, json: objectJson(this.store.update(r.type, next, r.subresource)) };
+    const fields = unknownFields(r, how);
+    return fields.result(200, this.store.update(r.type, next, r.subresource, fields.options));
   }
 
   private existing(r: ResourceRequest): KubeObject {
@@ -178,6 +184,39 @@ export class ResourceWriter {
   }
 }
 
+/**
+ * `?fieldValidation=` for the fields a custom resource's schema prunes: Strict refuses the write with kube-apiserver's
+ * 400 (its wording differs between decoding a body, a patch, and server-side apply), Warn (the default) prunes them
+ * and says so in `Warning` headers, Ignore prunes them silently. Built-in kinds are not pruned here.
+ */
+function unknownFields(r: ResourceRequest, how: 'decode' | 'patch' | 'apply'): { options: WriteOptions; result: (code: number, object: KubeObject) => WriteResult } {
+  const directive = r.query.get('fieldValidation') || 'Warn';
+  if (directive !== 'Strict' && directive !== 'Warn' && directive !== 'Ignore') {
+    throw badRequest(`fieldValidation: Unsupported value: "${directive}": supported values: "Ignore", "Strict", "Warn"`);
+  }
+  const warnings: string[] = [];
+  const { kind, version, group } = r.type;
+  const options: WriteOptions = {
+    onUnknownFields(paths) {
+      if (directive === 'Ignore') return;
+      if (directive === 'Warn') {
+        for (const path of paths) warnings.push(`unknown field "${path}"`);
+        return;
+      }
+      const list = paths.map((p) => `unknown field "${p}"`).join(', ');
+      if (how === 'apply') {
+        const where = r.namespace ? `${r.namespace}/${r.name}` : `${r.name}`;
+        throw badRequest(`failed to create typed patch object (${where}; ${group}/${version}, Kind=${kind}): ${paths.map((p) => `.${p}: field not declared in schema`).join(', ')}`);
+      }
+      if (how === 'patch') throw badRequest(`strict decoding error: ${list}`);
+      throw badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${list}`);
+    },
+  };
+  return {
+    options,
+    result: (code, object) => (warnings.length > 0 ? { code, json: objectJson(object), warnings } : { code, json: objectJson(object) }),
+  };
+}
 
 /** An apply body is YAML, and clients mostly send its JSON subset: JSON.parse is far cheaper, so it goes first. */
 function parseApplyBody(body: string): unknown {

@@ -122,7 +122,17 @@ export class WatchHub {
   private onEvent(event: StoreEvent): void {
     if (event.previous) forgetJson(event.previous);
     this.fanOut(event);
-    if (event.type === 'DELETED') forgetJson(event.object);
+    if (event.type === 'DELETED') {
+      forgetJson(event.object);
+      if (event.resource.group === 'apiextensions.k8s.io' && event.resource.plural === 'customresourcedefinitions') this.endWatchesOf(event.object);
+    }
+  }
+
+  /** A CRD is gone, and its objects' DELETED events with it: kube-apiserver then ends the watches on its type. */
+  private endWatchesOf(crd: KubeObject): void {
+    const set = this.byType.get(`${crd.spec?.group}/${crd.spec?.names?.plural}`);
+    if (!set) return;
+    for (const watcher of Array.from(set)) this.close(watcher);
   }
 
   private fanOut(event: StoreEvent): void {

@@ -44,7 +44,7 @@ export function apiGroup(registry: ResourceRegistry, group: string): Record<stri
 }
 
 function singular(type: ResourceType): string {
-  return type.kind.toLowerCase();
+  return type.singular ?? type.kind.toLowerCase();
 }
 
 export function apiResourceList(registry: ResourceRegistry, group: string, version: string): Record<string, unknown> | undefined {
@@ -61,6 +61,7 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
       storageVersionHash: createHash('sha256').update(`${apiVersionOf(type)}/${type.plural}`).digest('base64').slice(0, 11),
     };
     if (type.shortNames?.length) entry.shortNames = type.shortNames;
+    if (type.categories?.length) entry.categories = type.categories;
     resources.push(entry);
     for (const sub of type.subresources) {
       const verbs = sub === 'log' ? ['get'] : ['get', 'patch', 'update'];

@@ -5,7 +5,8 @@ import type { ResourceRegistry } from '../store/resources.js';
 /**
  * Just enough OpenAPI v3 for kubectl: `kubectl apply`/`create` look up each kind's item path for a `patch` operation
  * with a `fieldValidation` parameter (then they validate server-side and never fetch /openapi/v2), and the schemas
- * carry `x-kubernetes-group-version-kind`. Schemas are open (any fields), as the simulator validates nothing deeper.
+ * carry `x-kubernetes-group-version-kind`. Built-in kinds get open schemas (any fields), as the simulator validates
+ * nothing deeper for them; custom resources get their CRD's schema.
  */
 function gvPath(group: string, version: string): string {
   return group === '' ? `api/${version}` : `apis/${group}/${version}`;
@@ -73,6 +74,11 @@ function openApiDocument(registry: ResourceRegistry, group: string, version: str
       patch: op('patch', 'patch'),
       delete: op('delete', 'delete'),
     };
+    if (type.schema) {
+      // A custom resource: the schema its CRD declares (kubectl explain reads it).
+      schemas[schemaName(type)] = { ...type.schema, 'x-kubernetes-group-version-kind': [gvk] };
+      continue;
+    }
     schemas[schemaName(type)] = {
       type: 'object',
       'x-kubernetes-group-version-kind': [gvk],

@@ -3,7 +3,8 @@ import type { KubeObject, ResourceType } from '../types.js';
 /**
  * Server-side printing (`meta.k8s.io/v1` Table), which kubectl asks for on `get`: per kind the columns `kubectl get`
  * shows against a real cluster (pods READY/STATUS/RESTARTS, deployments READY/UP-TO-DATE/AVAILABLE, …), NAME and AGE
- * for the rest. Columns with priority 1 appear with `-o wide`.
+ * for the rest; custom resources get NAME and their CRD's additionalPrinterColumns. Columns with priority 1 appear with
+ * `-o wide`.
  */
 interface Column {
   name: string;
@@ -114,22 +115,6 @@ const COLUMNS: Record<string, Column[]> = {
     { name: 'Message', type: 'string', cell: (o) => String(o.message ?? '') },
   ],
   '/namespaces': [name, { name: 'Status', type: 'string', cell: (o) => o.status?.phase ?? '' }, age],
-  'network.harvesterhci.io/ippools': [
-    name,
-    { name: 'Network', type: 'string', cell: (o) => o.spec?.networkName ?? '' },
-    { name: 'Available', type: 'integer', cell: (o) => num(o.status?.ipv4?.available) },
-    { name: 'Used', type: 'integer', cell: (o) => num(o.status?.ipv4?.used) },
-    { name: 'Registered', type: 'string', cell: (o) => conditionStatus(o, 'Registered') },
-    { name: 'CacheReady', type: 'string', cell: (o) => conditionStatus(o, 'CacheReady') },
-    { name: 'AgentReady', type: 'string', cell: (o) => conditionStatus(o, 'AgentReady') },
-    age,
-  ],
-  'tenancy.x-k8s.io/virtualclusters': [
-    name,
-    { name: 'Status', type: 'string', cell: (o) => o.status?.phase ?? '' },
-    { name: 'ClusterVersion', type: 'string', priority: 1, cell: (o) => o.spec?.clusterVersionName ?? '' },
-    age,
-  ],
 };
 
 const DEFAULT_COLUMNS = [name, age];
@@ -176,7 +161,7 @@ export function toTable(
   listMetadata: Record<string, unknown>,
   now: number,
 ): Record<string, unknown> {
-  const columns = COLUMNS[`${type.group}/${type.plural}`] ?? DEFAULT_COLUMNS;
+  const columns = type.printerColumns ? crdColumns(type.printerColumns) : (COLUMNS[`${type.group}/${type.plural}`] ?? DEFAULT_COLUMNS);
   return {
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',
@@ -193,4 +178,46 @@ export function toTable(
       object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },
     })),
   };
+}
+
+const crdColumnCache = new WeakMap<object, Column[]>();
+
+/** NAME, then a CRD version's additionalPrinterColumns (a date column prints as an age, as kubectl shows it). */
+function crdColumns(printer: NonNullable<ResourceType['printerColumns']>): Column[] {
+  let columns = crdColumnCache.get(printer);
+  if (columns) return columns;
+  columns = [
+    name,
+    ...printer.map((c): Column => {
+      const read = jsonPath(c.jsonPath);
+      const column: Column =
+        c.type === 'date'
+          ? { name: c.name, type: 'date', cell: (o, now) => { const v = read(o); return typeof v === 'string' ? humanAge(v, now) : '<unknown>'; } }
+          : { name: c.name, type: c.type === 'integer' ? 'integer' : 'string', cell: (o) => { const v = read(o); return v === undefined ? '' : typeof v === 'number' ? v : typeof v === 'string' ? v : JSON.stringify(v); } };
+      if (c.priority) column.priority = c.priority;
+      return column;
+    }),
+  ];
+  crdColumnCache.set(printer, columns);
+  return columns;
+}
+
+/**
+ * The JSONPath subset printer columns use: `.a.b`, `.a[0]`, and a filter `.a[?(@.k=='v')].b` (first match). Anything
+ * else prints empty.
+ */
+function jsonPath(path: string): (o: KubeObject) => unknown {
+  const steps: ((v: unknown) => unknown)[] = [];
+  const re = /\.([A-Za-z0-9_-]+)|\[(\d+)\]|\[\?\(@\.([A-Za-z0-9_-]+)\s*==\s*['"]([^'"]*)['"]\)\]/gy;
+  let m: RegExpExecArray | null;
+  let at = 0;
+  while (at < path.length && (m = re.exec(path)) !== null) {
+    at = re.lastIndex;
+    const [, field, index, key, value] = m;
+    if (field !== undefined) steps.push((v) => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>)[field] : undefined));
+    else if (index !== undefined) steps.push((v) => (Array.isArray(v) ? v[Number(index)] : undefined));
+    else steps.push((v) => (Array.isArray(v) ? v.find((x) => typeof x === 'object' && x !== null && (x as Record<string, unknown>)[key!] === value) : undefined));
+  }
+  if (at !== path.length) return () => undefined;
+  return (o) => steps.reduce<unknown>((v, step) => (v === undefined ? v : step(v)), o);
 }

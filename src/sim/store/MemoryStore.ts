@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { DeleteOptions, KubeObject, ResourceType, StoreEvent, WatchableStore, WatchEventType } from '../types.js';
 import { Admission, startServiceAccountController } from '../admission/index.js';
+import { crdServing, prepareCrd, type CrdServing } from '../crd/crdDefinition.js';
+import { CustomResourceSchema } from '../crd/CustomResourceSchema.js';
+import { withoutPrunedFields } from '../crd/prune.js';
+import type { DeleteOptions, KubeObject, ResourceType, StoreEvent, WatchableStore, WatchEventType, WriteOptions } from '../types.js';
 import { alreadyExists, badRequest, conflict, expired, invalid, notFound, SimApiError } from './errors.js';
 import { deepClone, deepEqual, deepFreeze } from './objects.js';
-import { ALL_RESOURCE_TYPES, apiVersionOf, hasStatus, ResourceRegistry, Resources, typeKey } from './resources.js';
+import { apiVersionOf, BUILT_IN_TYPES, hasStatus, ResourceRegistry, Resources, typeKey } from './resources.js';
 
 export interface MemoryStoreOptions {
   /** How many past events are kept for watch resume; a resourceVersion older than the window gets 410 Expired. */
@@ -39,8 +42,16 @@ export function isStoredVersion(object: object): boolean {
   return storedVersions.has(object);
 }
 
+/** A CRD ready to serve: its type key, what it serves (none when no version is served) and its compiled schema. */
+interface CompiledCrd {
+  key: string;
+  serving: CrdServing | undefined;
+  schema?: { json: string; schema: CustomResourceSchema };
+}
+
 interface TypeState {
-  readonly type: ResourceType;
+  /** The served type (a CRD update replaces it). */
+  type: ResourceType;
   readonly key: string;
   /** namespace ('' for cluster-scoped) → name → frozen object */
   readonly byNamespace: Map<string, Map<string, KubeObject>>;
@@ -62,7 +73,9 @@ const NOT_SPEC = new Set(['metadata', 'status', 'apiVersion', 'kind']);
 export class MemoryStore implements WatchableStore {
   /** The default of `MemoryStore` option `freeze` (the test suite turns it on). */
   static freezeByDefault = false;
-  private readonly registry: ResourceRegistry;
+  readonly registry: ResourceRegistry;
+  /** typeKey → the schema of a custom resource type's served version (compiled once per CRD version). */
+  private readonly schemas = new Map<string, { json: string; schema: CustomResourceSchema }>();
   private readonly freeze: boolean;
   private readonly states = new Map<string, TypeState>();
   private revision = 0;
@@ -81,7 +94,7 @@ export class MemoryStore implements WatchableStore {
   private readonly admission: Admission | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.registry = new ResourceRegistry(options.types ?? ALL_RESOURCE_TYPES);
+    this.registry = new ResourceRegistry(options.types ?? BUILT_IN_TYPES);
     for (const type of this.registry.types) {
       this.states.set(typeKey(type), { type, key: typeKey(type), byNamespace: new Map(), size: 0 });
     }
@@ -157,8 +170,9 @@ export class MemoryStore implements WatchableStore {
     return out;
   }
 
-  create(type: ResourceType, input: KubeObject): KubeObject {
-    const state = this.state(type);
+  create(requested: ResourceType, input: KubeObject, options?: WriteOptions): KubeObject {
+    const state = this.state(requested);
+    const type = state.type;
     const object = deepClone(input);
     this.checkTypeMeta(type, object);
     const meta = (object.metadata ??= { name: '' });
@@ -183,11 +197,17 @@ export class MemoryStore implements WatchableStore {
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
     if (type === Resources.namespaces) object.status = { phase: 'Active', ...(object.status ?? {}) };
-    return this.commit(state, 'ADDED', object, undefined);
+    let compiled: CompiledCrd | undefined;
+    if (type === Resources.customresourcedefinitions) compiled = this.compileCrd(object, undefined);
+    else if (type.custom) this.admitCustom(state, object, undefined, undefined, options);
+    const created = this.commit(state, 'ADDED', object, undefined);
+    if (compiled && !this.dry) this.serveCrd(created, compiled);
+    return created;
   }
 
-  update(type: ResourceType, input: KubeObject, subresource?: string): KubeObject {
-    const state = this.state(type);
+  update(requested: ResourceType, input: KubeObject, subresource?: string, options?: WriteOptions): KubeObject {
+    const state = this.state(requested);
+    const type = state.type;
     const meta = input.metadata;
     if (!meta?.name) throw invalid(type.kind, '', [{ field: 'metadata.name', message: 'Required value: name is required' }]);
     const namespace = this.namespaceFor(type, meta.namespace);
@@ -237,6 +257,9 @@ export class MemoryStore implements WatchableStore {
       this.admission?.admit({ operation: 'UPDATE', type, object: next, old: existing, ...(subresource ? { subresource } : {}) });
       if (!specEqual(existing, next)) m.generation = (old.generation ?? 1) + 1;
     }
+    let compiled: CompiledCrd | undefined;
+    if (type === Resources.customresourcedefinitions) compiled = this.compileCrd(next, existing);
+    else if (type.custom) this.admitCustom(state, next, existing, subresource, options);
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
     if (deepEqual(next, existing)) return existing;
 
@@ -244,11 +267,14 @@ export class MemoryStore implements WatchableStore {
       const podStillTerminating = type === Resources.pods && (next.metadata.deletionGracePeriodSeconds ?? 0) > 0;
       if (!podStillTerminating) return this.remove(state, next, 'Background');
     }
-    return this.commit(state, 'MODIFIED', next, existing);
+    const updated = this.commit(state, 'MODIFIED', next, existing);
+    if (compiled && !this.dry) this.serveCrd(updated, compiled);
+    return updated;
   }
 
-  delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): KubeObject {
-    const state = this.state(type);
+  delete(requested: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): KubeObject {
+    const state = this.state(requested);
+    const type = state.type;
     const ns = this.namespaceFor(type, namespace);
     const existing = state.byNamespace.get(ns)?.get(name);
     if (!existing) throw notFound(type.plural, name, type.group);
@@ -328,6 +354,9 @@ export class MemoryStore implements WatchableStore {
     const existing = names?.get(object.metadata.name);
     if (!names || !existing) return object;
     if (this.dry) return deepFreeze({ ...object });
+    // A CRD goes after its objects (as the apiextensions finalizer has them deleted first), so that a watch on the type
+    // sees their DELETED events before the CRD's own.
+    if (state.type === Resources.customresourcedefinitions) this.unserveType(`${existing.spec?.group}/${existing.spec?.names?.plural}`);
     names.delete(object.metadata.name);
     if (names.size === 0) state.byNamespace.delete(ns);
     state.size--;
@@ -339,6 +368,109 @@ export class MemoryStore implements WatchableStore {
     if (policy === 'Orphan') this.orphanDependents(uid);
     else this.deleteDependents(uid);
     return gone;
+  }
+
+  /**
+   * A custom resource about to be written: pruned, nulls dropped and defaulted (in place), then validated against its
+   * CRD's schema (422 Invalid). On a status update only `status` is normalized; on a main-resource update of a type
+   * with a status subresource, `status` is the stored one and is left alone (both were normalized when written).
+   */
+  private admitCustom(state: TypeState, object: KubeObject, old: KubeObject | undefined, subresource: string | undefined, options: WriteOptions | undefined): void {
+    const compiled = this.schemas.get(state.key)?.schema;
+    if (!compiled) return;
+    let unknown: string[];
+    if (subresource === 'status') {
+      const view: Record<string, unknown> = { status: object.status };
+      unknown = object.status === undefined ? [] : compiled.normalize(view);
+      if (view.status === undefined) delete object.status;
+      else object.status = view.status;
+    } else if (old && hasStatus(state.type)) {
+      const status = object.status;
+      delete object.status;
+      unknown = compiled.normalize(object);
+      if (status !== undefined) object.status = status;
+    } else unknown = compiled.normalize(object);
+    if (unknown.length > 0) {
+      options?.onUnknownFields?.(unknown);
+      const managed = withoutPrunedFields(object.metadata.managedFields, unknown);
+      if (managed) {
+        object.metadata = { ...object.metadata, managedFields: managed };
+        if (managed.length === 0) delete object.metadata.managedFields;
+      }
+    }
+    const causes = compiled.validate(object, old);
+    if (causes.length > 0) throw invalid(state.type.kind, object.metadata.name, causes, state.type.group);
+  }
+
+  /**
+   * Serves what an (established) CRD defines: registers or replaces its type, compiles its schema once per change,
+   * and re-normalizes stored objects when the schema changed (kube-apiserver prunes and defaults on every read from
+   * storage; here the stored versions are rewritten in place, keeping their resourceVersion and sending no event).
+   */
+  /**
+   * Checks and defaults a CRD about to be written and compiles its served schema (reusing the compiled one when the
+   * schema did not change), all before the write commits, so that a schema ajv cannot compile (a pattern JavaScript
+   * does not accept, say) refuses the CRD instead of breaking the store.
+   */
+  private compileCrd(crd: KubeObject, old: KubeObject | undefined): CompiledCrd {
+    prepareCrd(crd, old);
+    const serving = crdServing(crd);
+    const key = `${crd.spec.group}/${crd.spec.names.plural}`;
+    if (!serving) return { key, serving };
+    const json = JSON.stringify(serving.schema);
+    const cached = this.schemas.get(key);
+    if (cached?.json === json) return { key, serving, schema: cached };
+    try {
+      return { key, serving, schema: { json, schema: new CustomResourceSchema(deepClone(serving.schema)) } };
+    } catch (error) {
+      const index = (crd.spec.versions as { name: string }[]).findIndex((v) => v.name === serving.type.version);
+      throw invalid('CustomResourceDefinition', crd.metadata.name, [{ type: 'FieldValueInvalid', field: `spec.versions[${index}].schema.openAPIV3Schema`, message: `Invalid value: "object": ${(error as Error).message}` }], 'apiextensions.k8s.io');
+    }
+  }
+
+  private serveCrd(crd: KubeObject, { key, serving, schema }: CompiledCrd): void {
+    if (crd.metadata.deletionTimestamp) return;
+    if (!serving || !schema) return this.unserveType(key);
+    const builtIn = this.states.get(key);
+    if (builtIn && !builtIn.type.custom) return;
+    const schemaChanged = this.schemas.get(key) !== schema;
+    this.schemas.set(key, schema);
+    let state = this.states.get(key);
+    if (!state) {
+      state = { type: serving.type, key, byNamespace: new Map(), size: 0 };
+      this.states.set(key, state);
+    } else state.type = serving.type;
+    this.registry.add(serving.type);
+    if (schemaChanged && state.size > 0) this.renormalize(state);
+  }
+
+  private renormalize(state: TypeState): void {
+    const compiled = this.schemas.get(state.key)!.schema;
+    const apiVersion = apiVersionOf(state.type);
+    for (const names of state.byNamespace.values()) {
+      for (const [name, object] of names) {
+        const next = deepClone(object);
+        next.apiVersion = apiVersion;
+        compiled.normalize(next);
+        if (!deepEqual(next, object)) names.set(name, this.seal(next));
+      }
+    }
+  }
+
+  /** A CRD went away: so do its objects (at once, finalizers or not) and its type. */
+  private unserveType(key: string): void {
+    const state = this.states.get(key);
+    if (!state || !state.type.custom) return;
+    for (const names of Array.from(state.byNamespace.values())) {
+      for (const object of Array.from(names.values())) {
+        const stripped: KubeObject = { ...object, metadata: { ...object.metadata } };
+        delete stripped.metadata.finalizers;
+        this.remove(state, stripped, 'Background');
+      }
+    }
+    this.states.delete(key);
+    this.schemas.delete(key);
+    this.registry.remove(state.type);
   }
 
   private commit(state: TypeState, type: WatchEventType, object: KubeObject, previous: KubeObject | undefined): KubeObject {

@@ -22,7 +22,9 @@ export type StatusReason =
   | 'Timeout';
 
 export interface StatusCause {
+  /** The cause type (FieldValueInvalid, FieldValueRequired, …); serialized as `reason`, as kube-apiserver does. */
   type?: string;
+  reason?: string;
   message?: string;
   field?: string;
 }
@@ -69,7 +71,12 @@ export class SimApiError extends Error {
       reason: this.reason,
       code: this.code,
     };
-    if (this.details) status.details = this.details;
+    if (this.details) {
+      // On the wire a cause's type is `reason` (metav1.StatusCause's Go field Type is tagged json:"reason").
+      status.details = this.details.causes
+        ? { ...this.details, causes: this.details.causes.map(({ type, ...rest }) => (type === undefined ? rest : { reason: type, ...rest })) as StatusCause[] }
+        : this.details;
+    }
     return status;
   }
 }

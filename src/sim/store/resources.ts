@@ -12,9 +12,11 @@ function rt(
   namespaced: boolean,
   subresources: string[] = [],
   shortNames?: string[],
+  custom = false,
 ): ResourceType {
   const type: ResourceType = { group, version, plural, kind, namespaced, subresources };
   if (shortNames) type.shortNames = shortNames;
+  if (custom) type.custom = true;
   return Object.freeze(type);
 }
 
@@ -44,11 +46,12 @@ export const Resources = Object.freeze({
     'NetworkAttachmentDefinition',
     true,
     [],
-    ['net-attach-def'],
+    ['nad', 'net-attach-def'],
+    true,
   ),
-  ippools: rt('network.harvesterhci.io', 'v1alpha1', 'ippools', 'IPPool', true, STATUS, ['ippl', 'ippls']),
-  virtualclusters: rt('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster', true, [], ['vc']),
-  clusterversions: rt('tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false, [], ['cv']),
+  ippools: rt('network.harvesterhci.io', 'v1alpha1', 'ippools', 'IPPool', true, STATUS, ['ippl', 'ippls'], true),
+  virtualclusters: rt('tenancy.x-k8s.io', 'v1alpha1', 'virtualclusters', 'VirtualCluster', true, [], ['vc'], true),
+  clusterversions: rt('tenancy.x-k8s.io', 'v1alpha1', 'clusterversions', 'ClusterVersion', false, [], ['cv'], true),
   roles: rt('rbac.authorization.k8s.io', 'v1', 'roles', 'Role', true),
   rolebindings: rt('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding', true),
   clusterroles: rt('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
@@ -64,7 +67,12 @@ export const Resources = Object.freeze({
   customresourcedefinitions: rt('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false, STATUS, ['crd', 'crds']),
 });
 
-export const ALL_RESOURCE_TYPES: readonly ResourceType[] = Object.freeze(Object.values(Resources));
+/**
+ * The types served from the start. The custom resources among the handles above (IPPool, VirtualCluster,
+ * ClusterVersion, NetworkAttachmentDefinition) are served only while their CustomResourceDefinition is installed
+ * (src/sim/crds): the handles stay usable by in-process code, and the store refuses them (404) without the CRD.
+ */
+export const BUILT_IN_TYPES: readonly ResourceType[] = Object.freeze(Object.values(Resources).filter((t) => !t.custom));
 
 /** "apps/v1" for a grouped type, "v1" for the core group. */
 export function apiVersionOf(type: ResourceType): string {
@@ -80,16 +88,39 @@ export function hasStatus(type: ResourceType): boolean {
   return type.subresources.includes('status');
 }
 
-/** Lookup tables over a fixed list of types. */
+/** Lookup tables over the served types; CustomResourceDefinitions add and remove types while the store runs. */
 export class ResourceRegistry {
   private readonly byKey = new Map<string, ResourceType>();
   private readonly byKind = new Map<string, ResourceType>();
+  private list: ResourceType[] = [];
+  /** Bumped on every change, so that documents derived from the types (OpenAPI) can be cached until then. */
+  generation = 0;
 
-  constructor(readonly types: readonly ResourceType[] = ALL_RESOURCE_TYPES) {
-    for (const type of types) {
-      this.byKey.set(typeKey(type), type);
-      this.byKind.set(`${apiVersionOf(type)}/${type.kind}`, type);
-    }
+  constructor(types: readonly ResourceType[] = BUILT_IN_TYPES) {
+    for (const type of types) this.add(type);
+  }
+
+  get types(): readonly ResourceType[] {
+    return this.list;
+  }
+
+  /** Adds a type, or replaces the one with the same group and plural (a CRD changed). */
+  add(type: ResourceType): void {
+    const previous = this.byKey.get(typeKey(type));
+    if (previous) this.byKind.delete(`${apiVersionOf(previous)}/${previous.kind}`);
+    this.byKey.set(typeKey(type), type);
+    this.byKind.set(`${apiVersionOf(type)}/${type.kind}`, type);
+    this.list = previous ? this.list.map((t) => (t === previous ? type : t)) : [...this.list, type];
+    this.generation++;
+  }
+
+  remove(type: ResourceType): void {
+    const previous = this.byKey.get(typeKey(type));
+    if (!previous) return;
+    this.byKey.delete(typeKey(type));
+    this.byKind.delete(`${apiVersionOf(previous)}/${previous.kind}`);
+    this.list = this.list.filter((t) => t !== previous);
+    this.generation++;
   }
 
   byGroupPlural(group: string, plural: string): ResourceType | undefined {

@@ -1,0 +1,118 @@
+import type { StatusCause } from '../store/errors.js';
+import { compileRule, RuleEvalError, type CompiledRule } from './celRules.js';
+import { applyDefaults } from './defaults.js';
+import { dropNulls, prune } from './prune.js';
+import { childSchema, isObject, pathString, schemaHas, type JsonSchemaProps, type ValidationRule } from './schema.js';
+import { SchemaValidator } from './SchemaValidator.js';
+
+interface RuleAt {
+  rule: ValidationRule;
+  compiled: CompiledRule;
+}
+
+/**
+ * One served version of a CustomResourceDefinition, as kube-apiserver applies it to every write of a custom resource:
+ * `normalize` prunes unknown fields, drops nulls the schema does not allow and applies defaults (also what a read from
+ * storage does); `validate` checks the OpenAPI schema (ajv, compiled once here) and the `x-kubernetes-validations`
+ * rules of the supported CEL subset (celRules.ts), plus the `apiVersion`/`kind` an embedded resource must carry.
+ */
+export class CustomResourceSchema {
+  /** Rules outside the supported CEL subset, which are not evaluated (listed so that tests and docs can say so). */
+  readonly skippedRules: string[] = [];
+  private readonly validator: SchemaValidator;
+  private readonly rules = new WeakMap<JsonSchemaProps, RuleAt[]>();
+  private readonly hasRules: boolean;
+  private readonly hasDefaults: boolean;
+  private readonly hasEmbedded: boolean;
+  /** Root-level `x-kubernetes-preserve-unknown-fields` with no properties: nothing to prune (ClusterVersion). */
+  private readonly opaque: boolean;
+
+  constructor(readonly schema: JsonSchemaProps) {
+    this.validator = new SchemaValidator(schema);
+    this.hasDefaults = schemaHas(schema, (n) => n.default !== undefined);
+    this.hasEmbedded = schemaHas(schema, (n) => n['x-kubernetes-embedded-resource'] === true);
+    this.opaque = schema['x-kubernetes-preserve-unknown-fields'] === true && !schema.properties && !schema.additionalProperties;
+    this.hasRules = schemaHas(schema, (n) => (n['x-kubernetes-validations']?.length ?? 0) > 0);
+    if (this.hasRules) this.compileRules(schema);
+  }
+
+  /** Prunes, drops disallowed nulls and defaults `object` in place; returns the paths of the pruned fields. */
+  normalize(object: Record<string, unknown>): string[] {
+    if (this.opaque) return [];
+    const removed = prune(object, this.schema);
+    dropNulls(object, this.schema);
+    if (this.hasDefaults) applyDefaults(object, this.schema);
+    return removed;
+  }
+
+  /** Field errors of a normalized object; `old` (the stored object on update) feeds transition rules. */
+  validate(object: Record<string, unknown>, old?: Record<string, unknown>): StatusCause[] {
+    const causes = this.validator.check(object);
+    if (causes.length > 0) return causes;
+    if (this.hasRules || this.hasEmbedded) this.walk(object, old, old !== undefined, this.schema, [], causes);
+    return causes;
+  }
+
+  private compileRules(schema: JsonSchemaProps): void {
+    const list = schema['x-kubernetes-validations'];
+    if (list?.length) {
+      const compiled: RuleAt[] = [];
+      for (const rule of list) {
+        const c = rule.messageExpression === undefined ? compileRule(rule.rule) : undefined;
+        if (c) compiled.push({ rule, compiled: c });
+        else this.skippedRules.push(rule.rule);
+      }
+      this.rules.set(schema, compiled);
+    }
+    for (const sub of Object.values(schema.properties ?? {})) this.compileRules(sub);
+    if (typeof schema.additionalProperties === 'object') this.compileRules(schema.additionalProperties);
+    if (schema.items) this.compileRules(schema.items);
+  }
+
+  private walk(value: unknown, old: unknown, hasOld: boolean, schema: JsonSchemaProps, path: (string | number)[], causes: StatusCause[]): void {
+    if (schema['x-kubernetes-embedded-resource'] && isObject(value)) {
+      for (const field of ['apiVersion', 'kind']) {
+        if (typeof value[field] !== 'string' || value[field] === '') causes.push({ type: 'FieldValueRequired', field: pathString([...path, field]), message: `Required value: must not be empty` });
+      }
+    }
+    for (const { rule, compiled } of this.rules.get(schema) ?? []) {
+      if (compiled.transition && !hasOld) continue;
+      const field = pathString(rule.fieldPath ? [...path, ...rule.fieldPath.replace(/^\./, '').split('.')] : path);
+      try {
+        if (compiled.evaluate(value, old)) continue;
+        causes.push(ruleFailure(rule, field, schema));
+      } catch (error) {
+        if (!(error instanceof RuleEvalError)) throw error;
+        causes.push({ type: 'FieldValueInvalid', field, message: `Invalid value: ${JSON.stringify(schemaType(schema))}: ${rule.rule.trim()}: ${error.message}` });
+      }
+    }
+    if (Array.isArray(value)) {
+      if (schema.items) for (let i = 0; i < value.length; i++) this.walk(value[i], undefined, false, schema.items, [...path, i], causes);
+    } else if (isObject(value)) {
+      for (const key of Object.keys(value)) {
+        const sub = childSchema(schema, key);
+        if (!sub) continue;
+        const oldHas = hasOld && isObject(old) && old[key] !== undefined;
+        this.walk(value[key], oldHas ? (old as Record<string, unknown>)[key] : undefined, oldHas, sub, [...path, key], causes);
+      }
+    }
+  }
+}
+
+function schemaType(schema: JsonSchemaProps): string {
+  return schema.type ?? (schema['x-kubernetes-int-or-string'] ? 'int-or-string' : 'object');
+}
+
+function ruleFailure(rule: ValidationRule, field: string, schema: JsonSchemaProps): StatusCause {
+  const message = rule.message?.trim() || `failed rule: ${rule.rule.trim()}`;
+  switch (rule.reason) {
+    case 'FieldValueForbidden':
+      return { type: 'FieldValueForbidden', field, message: `Forbidden: ${message}` };
+    case 'FieldValueRequired':
+      return { type: 'FieldValueRequired', field, message: `Required value: ${message}` };
+    case 'FieldValueDuplicate':
+      return { type: 'FieldValueDuplicate', field, message: `Duplicate value: ${message}` };
+    default:
+      return { type: 'FieldValueInvalid', field, message: `Invalid value: ${JSON.stringify(schemaType(schema))}: ${message}` };
+  }
+}
