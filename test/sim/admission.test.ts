@@ -81,7 +81,7 @@ describe('Pod names', () => {
     const status = await expectStatus(core.createNamespacedPod({ namespace: NS, body: pod('Agent_1') }), 422, 'Invalid');
     const why = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
     expect(status.message).toBe(`Pod "Agent_1" is invalid: metadata.name: Invalid value: "Agent_1": ${why}`);
-    expect(status.details).toEqual({ name: 'Agent_1', group: '', kind: 'Pod', causes: [{ type: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "Agent_1": ${why}` }] });
+    expect(status.details).toEqual({ name: 'Agent_1', group: '', kind: 'Pod', causes: [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "Agent_1": ${why}` }] });
     await absent(core.readNamespacedPod({ name: 'Agent_1', namespace: NS }));
   });
 });
@@ -104,7 +104,7 @@ describe('Pod update immutability', () => {
       'Invalid',
     );
     expect(status.message).toContain(`Pod "imm-image" is invalid: spec: Forbidden: ${FORBIDDEN}\n`);
-    expect(status.details.causes).toEqual([{ type: 'FieldValueForbidden', field: 'spec', message: expect.stringContaining(`Forbidden: ${FORBIDDEN}`) }]);
+    expect(status.details.causes).toEqual([{ reason: 'FieldValueForbidden', field: 'spec', message: expect.stringContaining(`Forbidden: ${FORBIDDEN}`) }]);
     const stored = await core.readNamespacedPod({ name: 'imm-image', namespace: NS });
     expect(stored.spec?.nodeName).toBeUndefined();
     expect(stored.spec?.containers[0]?.image).toBe('busybox:2');
@@ -164,7 +164,7 @@ describe('Secrets', () => {
       'Invalid',
     );
     expect(status.message).toBe('Secret "tls-bad" is invalid: data[tls.key]: Required value');
-    expect(status.details.causes).toEqual([{ type: 'FieldValueRequired', field: 'data[tls.key]', message: 'Required value' }]);
+    expect(status.details.causes).toEqual([{ reason: 'FieldValueRequired', field: 'data[tls.key]', message: 'Required value' }]);
     const neither = await expectStatus(core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'tls-bad' }, type: 'kubernetes.io/tls', data: {} } }), 422, 'Invalid');
     expect(neither.message).toBe('Secret "tls-bad" is invalid: [data[tls.crt]: Required value, data[tls.key]: Required value]');
     await absent(core.readNamespacedSecret({ name: 'tls-bad', namespace: NS }));
@@ -214,7 +214,7 @@ describe('names, labels and annotations', () => {
     await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'c'.repeat(253) } } });
     const long = 'c'.repeat(254);
     const cm = await expectStatus(core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: long } } }), 422, 'Invalid');
-    expect(cm.details.causes).toEqual([{ type: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${long}": must be no more than 253 characters` }]);
+    expect(cm.details.causes).toEqual([{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${long}": must be no more than 253 characters` }]);
   });
 
   it('generates names from a valid generateName and refuses an invalid one', async () => {
@@ -232,8 +232,8 @@ describe('names, labels and annotations', () => {
       'Invalid',
     );
     expect(status.details.causes).toEqual([
-      { type: 'FieldValueInvalid', field: 'metadata.labels', message: expect.stringMatching(/^Invalid value: "a~b\/c": prefix part a lowercase RFC 1123 subdomain/) },
-      { type: 'FieldValueInvalid', field: 'metadata.labels', message: `Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters` },
+      { reason: 'FieldValueInvalid', field: 'metadata.labels', message: expect.stringMatching(/^Invalid value: "a~b\/c": prefix part a lowercase RFC 1123 subdomain/) },
+      { reason: 'FieldValueInvalid', field: 'metadata.labels', message: `Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters` },
     ]);
     expect(status.message).toMatch(/^ConfigMap "labels-bad" is invalid: \[metadata\.labels: Invalid value: "a~b\/c": .*, metadata\.labels: Invalid value: "v{64}": must be no more than 63 characters\]$/);
     await absent(core.readNamespacedConfigMap({ name: 'labels-bad', namespace: NS }));
@@ -264,7 +264,7 @@ describe('namespace lifecycle', () => {
 
     const status = await expectStatus(core.createNamespacedConfigMap({ namespace: 'ending', body: { metadata: { name: 'after' } } }), 403, 'Forbidden');
     expect(status.message).toBe('configmaps "after" is forbidden: unable to create new content in namespace ending because it is being terminated');
-    expect(status.details).toEqual({ name: 'after', group: '', kind: 'configmaps', causes: [{ type: 'NamespaceTerminating', message: 'namespace ending is being terminated', field: 'metadata.namespace' }] });
+    expect(status.details).toEqual({ name: 'after', group: '', kind: 'configmaps', causes: [{ reason: 'NamespaceTerminating', message: 'namespace ending is being terminated', field: 'metadata.namespace' }] });
     await absent(core.readNamespacedConfigMap({ name: 'after', namespace: 'ending' }));
 
     await core.patchNamespace({ name: 'ending', body: { metadata: { finalizers: null } } }, merge);
