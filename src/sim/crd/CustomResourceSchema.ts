@@ -21,6 +21,8 @@ export class CustomResourceSchema {
   readonly skippedRules: string[] = [];
   private readonly validator: SchemaValidator;
   private readonly rules = new WeakMap<JsonSchemaProps, RuleAt[]>();
+  /** Schema nodes whose subtree holds a rule or an embedded resource: the only ones `walk` needs to enter. */
+  private readonly checked = new WeakSet<JsonSchemaProps>();
   private readonly hasRules: boolean;
   private readonly hasDefaults: boolean;
   private readonly hasEmbedded: boolean;
@@ -34,6 +36,14 @@ export class CustomResourceSchema {
     this.opaque = schema['x-kubernetes-preserve-unknown-fields'] === true && !schema.properties && !schema.additionalProperties;
     this.hasRules = schemaHas(schema, (n) => (n['x-kubernetes-validations']?.length ?? 0) > 0);
     if (this.hasRules) this.compileRules(schema);
+    const needsWalk = (n: JsonSchemaProps) => (n['x-kubernetes-validations']?.length ?? 0) > 0 || n['x-kubernetes-embedded-resource'] === true;
+    const mark = (n: JsonSchemaProps): void => {
+      if (schemaHas(n, needsWalk)) this.checked.add(n);
+      for (const sub of Object.values(n.properties ?? {})) mark(sub);
+      if (typeof n.additionalProperties === 'object') mark(n.additionalProperties);
+      if (n.items) mark(n.items);
+    };
+    mark(schema);
   }
 
   /** Prunes, drops disallowed nulls and defaults `object` in place; returns the paths of the pruned fields. */
@@ -86,12 +96,14 @@ export class CustomResourceSchema {
         causes.push({ type: 'FieldValueInvalid', field, message: `Invalid value: ${JSON.stringify(schemaType(schema))}: ${rule.rule.trim()}: ${error.message}` });
       }
     }
+    // Subtrees without rules or embedded resources (an IPPool's status and metadata, say) are not entered: every write
+    // of a custom resource walks here, and most of an object has nothing to check.
     if (Array.isArray(value)) {
-      if (schema.items) for (let i = 0; i < value.length; i++) this.walk(value[i], undefined, false, schema.items, [...path, i], causes);
+      if (schema.items && this.checked.has(schema.items)) for (let i = 0; i < value.length; i++) this.walk(value[i], undefined, false, schema.items, [...path, i], causes);
     } else if (isObject(value)) {
       for (const key of Object.keys(value)) {
         const sub = childSchema(schema, key);
-        if (!sub) continue;
+        if (!sub || !this.checked.has(sub)) continue;
         const oldHas = hasOld && isObject(old) && old[key] !== undefined;
         this.walk(value[key], oldHas ? (old as Record<string, unknown>)[key] : undefined, oldHas, sub, [...path, key], causes);
       }
