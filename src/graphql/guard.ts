@@ -27,7 +27,7 @@ export interface GuardVerdict {
  * (authentication may be off only on a loopback address) and all of them are one key: each of 127.0.0.0/8's sixteen
  * million addresses reaches the server, so a key per address would be a budget per address the caller picks.
  */
-export function callerKey(principal: Principal, _sourceAddress: string | null): string {
+export function callerKey(principal: Principal): string {
   return principal.kind === 'token' ? `token:${principal.tokenId}` : 'anonymous';
 }
 
@@ -53,12 +53,11 @@ export function guardOperation(
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   principal: Principal,
-  sourceAddress: string | null,
 ): GuardVerdict {
   const fields = rootFieldsOf(document, operation);
   const { cost, error: limitError } = checkQueryLimits(options.schema, document, operation, variables, options.limits);
   if (limitError) return { fields, error: limitError };
-  const key = callerKey(principal, sourceAddress);
+  const key = callerKey(principal);
   if (operation.operation === 'mutation') {
     const waitMs = options.mutationLimiter.take(key);
     if (waitMs > 0) return { fields, error: rateLimited('mutations', waitMs) };

@@ -70,7 +70,7 @@ export async function auditUnresolvedMutation(
   );
   const first = mutations[0];
   if (!first) return;
-  if (mutationLimiter.take(callerKey(attempt.principal, attempt.sourceAddress)) > 0) return;
+  if (mutationLimiter.take(callerKey(attempt.principal)) > 0) return;
   const fields = [...new Set(mutations.flatMap((operation) => rootFieldsOf(attempt.document, operation)))];
   await auditMutation(audit, { ...attempt, operation: first, fields }, logger);
 }

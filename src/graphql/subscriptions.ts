@@ -132,7 +132,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           throw error;
         }
         const socket = ctx.extra.socket;
-        const key = callerKey(principal, ctx.extra.request.socket.remoteAddress ?? null);
+        const key = callerKey(principal);
         const callerSockets = socketsByCaller.get(key) ?? new Set<WebSocket>();
         if (callerSockets.size >= options.maxConnectionsPerClient) {
           metrics.requestsRefused.inc({ reason: 'connections', transport: 'ws' });
@@ -190,7 +190,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         }
         const operation = getOperationAST(document, payload.operationName);
         if (!operation) return refuseUnresolved([new GraphQLError('no operation to run (name it with operationName)', { extensions: { code: ErrorCode.BadUserInput } })]);
-        const verdict = guardOperation(options.guard, document, operation, variables, principal, sourceAddress);
+        const verdict = guardOperation(options.guard, document, operation, variables, principal);
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');
           await auditMutation(options.audit, { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] }, logger);
