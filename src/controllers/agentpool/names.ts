@@ -22,14 +22,18 @@ export const AGENT_CONTAINER = 'agent';
 export const AGENT_PORT = 8080;
 
 /**
- * `<ns>-<name>-agent` when `<ns>-<name>` is shorter than 58 characters; otherwise its first 51 characters, `-`, the
- * first 5 hex digits of its sha256, `-agent` — so a name always fits 63 characters and stays unique.
+ * The agent's name, by upstream's rule (vm-dhcp-controller's SafeAgentConcatName): `<ns>-<name>-agent` when
+ * `<ns>-<name>` is shorter than 58 characters. Otherwise it is cut: to 51 characters plus the first 5 hex digits of
+ * its sha256 when the 51st character is a lowercase letter or a digit, else to 50 characters plus 6 digits (so the
+ * cut never leaves a `-` or `.` before the digest). Then `-agent`. Always at most 63 characters, and the same name the
+ * upstream controller gives, which matters because both look for the agent by it.
  */
 export function agentName(poolNamespace: string, poolName: string): string {
   const base = `${poolNamespace}-${poolName}`;
   if (base.length < 58) return `${base}-agent`;
-  const digest = createHash('sha256').update(base).digest('hex').slice(0, 5);
-  return `${base.slice(0, 51)}-${digest}-agent`;
+  const digest = createHash('sha256').update(base).digest('hex');
+  const cut = base[50]!;
+  return /[a-z0-9]/.test(cut) ? `${base.slice(0, 51)}-${digest.slice(0, 5)}-agent` : `${base.slice(0, 50)}-${digest.slice(0, 6)}-agent`;
 }
 
 /** The agent Lease of Deployment mode: one per pool, named like the Deployment. */
@@ -41,8 +45,11 @@ export function poolKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-/** `<nadNamespace>/<nadName>` → its parts; a bare name is in the pool's namespace. */
+/**
+ * `<nadNamespace>/<nadName>` → its parts, split at the last `/` as upstream does (kv.RSplit); a bare name is in the
+ * pool's namespace.
+ */
 export function splitNetworkName(networkName: string, poolNamespace: string): { namespace: string; name: string } {
-  const slash = networkName.indexOf('/');
+  const slash = networkName.lastIndexOf('/');
   return slash < 0 ? { namespace: poolNamespace, name: networkName } : { namespace: networkName.slice(0, slash), name: networkName.slice(slash + 1) };
 }

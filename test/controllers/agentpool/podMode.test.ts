@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentName } from '../../../src/controllers/agentpool/names.js';
+import { agentName, splitNetworkName } from '../../../src/controllers/agentpool/names.js';
+import { safeAgentName } from '../../../src/sim/behaviour/upstream/vmDhcpChart.js';
 import type { AdmittedTarget } from '../../../src/domain/ports.js';
 import type { Rollout } from '../../../src/domain/RolloutService.js';
 import { AGENT_NS, condition, startHarness, type Harness } from './harness.js';
@@ -32,6 +33,27 @@ describe('agent pool reconciler, Pod mode', () => {
     const long = agentName('a-very-long-namespace-name-for-pools', 'and-an-even-longer-pool-name-here');
     expect(long).toBe(`${base.slice(0, 51)}-${createHash('sha256').update(base).digest('hex').slice(0, 5)}-agent`);
     expect(long.length).toBeLessThanOrEqual(63);
+    // Upstream's second branch: the 51st character is a `-`, so the cut keeps 50 characters and 6 digest digits.
+    const dashBase = `${'n'.repeat(20)}-${'p'.repeat(29)}-tail-of-a-long-pool-name`;
+    expect(dashBase[50]).toBe('-');
+    const dashed = agentName('n'.repeat(20), `${'p'.repeat(29)}-tail-of-a-long-pool-name`);
+    expect(dashed).toBe(`${dashBase.slice(0, 50)}-${createHash('sha256').update(dashBase).digest('hex').slice(0, 6)}-agent`);
+    expect(dashed.length).toBeLessThanOrEqual(63);
+  });
+
+  it('gives every pool the same agent name as the simulated upstream controller', () => {
+    for (let ns = 1; ns <= 40; ns++) {
+      for (const name of ['a', 'x'.repeat(30), `${'y'.repeat(28)}-z`, `${'q'.repeat(ns)}.w-${'e'.repeat(40 - ns)}`]) {
+        const namespace = `ns${'-'.repeat(ns % 3)}${'m'.repeat(ns)}`;
+        expect(agentName(namespace, name), `${namespace}/${name}`).toBe(safeAgentName(namespace, name));
+      }
+    }
+  });
+
+  it('splits networkName at the last slash, as upstream does', () => {
+    expect(splitNetworkName('default/vlan/7', 'pools')).toEqual({ namespace: 'default/vlan', name: '7' });
+    expect(splitNetworkName('harvester-public/vlan7', 'pools')).toEqual({ namespace: 'harvester-public', name: 'vlan7' });
+    expect(splitNetworkName('vlan7', 'pools')).toEqual({ namespace: 'pools', name: 'vlan7' });
   });
 
   it('leaves a converged fleet alone: no pod is recreated and the configured image does not overwrite recorded ones', async () => {
