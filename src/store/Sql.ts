@@ -97,7 +97,8 @@ export class Sql {
   }
 }
 
-function isBusy(error: unknown): boolean {
+/** SQLITE_BUSY and its kin: another connection holds the lock (retrying later may succeed). */
+export function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_BUSY_SNAPSHOT';
 }

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { UnavailableError } from '../errors.js';
-import { sqlDate, type Sql } from './Sql.js';
+import { isBusy, sqlDate, type Sql } from './Sql.js';
 
 const HOLDER = `${hostname()}:${process.pid}`;
 
@@ -12,8 +12,7 @@ export function checkDatabaseWritable(sql: Sql): void {
   try {
     sql.transactionNow((tx) => tx.run('INSERT INTO "WriteProbe" ("holder", "checkedAt") VALUES (?, ?) ON CONFLICT("holder") DO UPDATE SET "checkedAt" = excluded."checkedAt"', HOLDER, sqlDate(new Date())));
   } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_BUSY_SNAPSHOT') return;
+    if (isBusy(error)) return;
     throw new UnavailableError(`the database cannot be written: ${(error as Error).message}`, { cause: error });
   }
 }
