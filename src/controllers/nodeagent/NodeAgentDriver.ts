@@ -78,9 +78,16 @@ export class NodeAgentDriver implements RolloutDriver {
   }
 
   /**
-   * Puts the DaemonSet under the rollout: OnDelete, template image, readiness gate, and (once) the strategy and gate
-   * state to restore at the end. Idempotent: a second call (after a crash, or by the next rollout) keeps the saved
-   * original.
+   * Puts the DaemonSet under the rollout: OnDelete, template image, and (once) the strategy and gate state to restore
+   * at the end. Idempotent: a second call (after a crash, or by the next rollout) keeps the saved original.
+   *
+   * The readiness gate goes into the template only when the original strategy is OnDelete. Under an original
+   * RollingUpdate (the cloud-api-adaptor chart) every template change but the image would outlive the rollout: the
+   * gate could neither stay (a leftover in the user's template, needing rollplane forever) nor go at the end (removing
+   * it changes the template hash, and the restored RollingUpdate would replace every agent once more). There the
+   * engine alone holds the next node until this node's peer pods are back (`observe`), and a gate an earlier rollplane
+   * left in such a template (`readiness-gate-added: "true"`) is taken out with the image change, which replaces every
+   * agent anyway.
    */
   private async takeOver(ds: V1DaemonSet, rollout: Rollout, image: string | undefined): Promise<V1DaemonSet> {
     const annotations = ds.metadata?.annotations ?? {};
@@ -89,11 +96,19 @@ export class NodeAgentDriver implements RolloutDriver {
     const container = agentContainerName(ds);
     if (!container) throw new NotFoundError(`DaemonSet ${ds.metadata?.namespace}/${ds.metadata?.name} has no container`);
     const strategy = nodeAgentStrategyOf(rollout.strategy);
+    const original = parseStrategy(annotations[ORIGINAL_STRATEGY_ANNOTATION]) ?? ds.spec?.updateStrategy ?? { type: 'RollingUpdate' };
+    const wantGate = original.type === 'OnDelete';
+    const ours = annotations[GATE_ADDED_ANNOTATION] === 'true';
+    const others = gates.filter((g) => g.conditionType !== PEER_PODS_READY);
+    // Only a gate rollplane added is removed, and only together with an image change (see above).
+    const dropLeftover = !wantGate && gated && ours && image !== undefined && image !== templateImage(ds);
+    const readinessGates = wantGate && !gated ? [...gates, { conditionType: PEER_PODS_READY }] : dropLeftover ? (others.length > 0 ? others : null) : undefined;
+    const gateAdded = annotations[GATE_ADDED_ANNOTATION] === undefined ? String(wantGate && !gated) : dropLeftover ? null : undefined;
     const body = {
       metadata: {
         annotations: {
-          ...(annotations[ORIGINAL_STRATEGY_ANNOTATION] === undefined ? { [ORIGINAL_STRATEGY_ANNOTATION]: JSON.stringify(ds.spec?.updateStrategy ?? { type: 'RollingUpdate' }) } : {}),
-          ...(annotations[GATE_ADDED_ANNOTATION] === undefined ? { [GATE_ADDED_ANNOTATION]: String(!gated) } : {}),
+          ...(annotations[ORIGINAL_STRATEGY_ANNOTATION] === undefined ? { [ORIGINAL_STRATEGY_ANNOTATION]: JSON.stringify(original) } : {}),
+          ...(gateAdded !== undefined ? { [GATE_ADDED_ANNOTATION]: gateAdded } : {}),
           [ROLLOUT_ANNOTATION]: rollout.id,
           [GATE_RUNTIME_CLASS_ANNOTATION]: strategy.peerRuntimeClass,
         },
@@ -103,7 +118,7 @@ export class NodeAgentDriver implements RolloutDriver {
         template: {
           spec: {
             ...(image ? { containers: [{ name: container, image }] } : {}),
-            ...(gated ? {} : { readinessGates: [...gates, { conditionType: PEER_PODS_READY }] }),
+            ...(readinessGates !== undefined ? { readinessGates } : {}),
           },
         },
       },
@@ -230,10 +245,11 @@ export class NodeAgentDriver implements RolloutDriver {
       return;
     }
     if (this.allUpdated(ds)) {
-      // RollingUpdate again. The gate stays in the template: removing it would change the template hash and make the
-      // DaemonSet replace every agent once more. rollplane's gate controller keeps satisfying it.
+      // RollingUpdate again, over a template that differs from the user's only by the image (takeOver added no gate),
+      // so every agent is already "updated" and the DaemonSet replaces none.
       await patchDaemonSet(this.o.clients, ds, {
-        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null } },
+        // A leftover gate an earlier rollplane added (not removable without replacing every agent) stays recorded.
+        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, ...(templateGated(ds) ? {} : { [GATE_ADDED_ANNOTATION]: null }) } },
         spec: { updateStrategy: { ...original, rollingUpdate: original.rollingUpdate ?? null } },
       });
       return;
@@ -307,6 +323,10 @@ export class NodeAgentDriver implements RolloutDriver {
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
   }
+}
+
+function templateGated(ds: V1DaemonSet): boolean {
+  return (ds.spec?.template?.spec?.readinessGates ?? []).some((g) => g.conditionType === PEER_PODS_READY);
 }
 
 function isImage(text: string): boolean {
