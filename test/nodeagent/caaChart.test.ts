@@ -205,4 +205,44 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     expect(after.spec.template).toEqual(original.spec.template);
     for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p)])).toEqual([[OLD, true]]);
   });
+
+  it('a helm upgrade of the chart mid-rollout takes the set back: rollplane fails the rollout and does not fight the DaemonSet', async () => {
+    const CHART_NEXT = 'quay.io/confidential-containers/cloud-api-adaptor:v0.12.0';
+    const watch = watchCluster();
+    let helmAt = -1;
+    const strategiesAfterHelm: unknown[] = [];
+    const unsubscribe = sim.store.subscribe((event) => {
+      if (helmAt >= 0 && event.resource.plural === 'daemonsets' && event.object.metadata.name === DS) strategiesAfterHelm.push(event.object.spec.updateStrategy);
+    });
+    try {
+      const run = await gql(app!.url, BUMP, { input: { namespace: NS, name: DS, image: NEW } });
+      const id = run.data.bumpNodeAgentImage.rollout.id as string;
+      await until('the first node done', async () => (await gql(app!.url, STATE, { id })).data.rollout.targets.edges[0].node.state === 'SUCCEEDED');
+      // Helm's three-way merge: the chart's strategy and image are set again; annotations it does not own stay.
+      const live = structuredClone(daemonSet());
+      live.spec.updateStrategy = CHART_STRATEGY;
+      live.spec.template.spec.containers[0].image = CHART_NEXT;
+      helmAt = Number(sim.store.update(types().daemonsets, live).metadata.resourceVersion);
+      const failed = await waitState(id, ['FAILED', 'SUCCEEDED']);
+      expect(failed.state).toBe('FAILED');
+      await until('the rollout released the set', () => daemonSet().metadata.annotations?.['rollplane.io/rollout'] === undefined);
+      // The DaemonSet's own surge rolling update brings every node to the chart's image.
+      await until('every node on the chart image', () => NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => ready(p) && p.spec.containers[0].image === CHART_NEXT)));
+      await settled();
+    } finally {
+      unsubscribe();
+      watch.unsubscribe();
+    }
+    // Never two nodes without a Ready agent (maxUnavailable 0 does the rest); the DaemonSet never went back to OnDelete.
+    expect(watch.violations.filter((v) => !v.includes('busy at once'))).toEqual([]);
+    expect(strategiesAfterHelm.length).toBeGreaterThan(0);
+    for (const strategy of strategiesAfterHelm) expect(strategy).toEqual(CHART_STRATEGY);
+    const after = daemonSet();
+    expect(after.spec.updateStrategy).toEqual(CHART_STRATEGY);
+    expect(after.spec.template.spec.containers[0].image).toBe(CHART_NEXT);
+    expect(Object.keys(after.metadata.annotations ?? {}).filter((k) => k.startsWith('rollplane.io/'))).toEqual([]);
+    const rollout = await gql(app!.url, `query { rollouts(first: 1) { edges { node { targets { edges { node { state error } } } } } } }`);
+    const errors = (rollout.data?.rollouts?.edges?.[0]?.node?.targets?.edges ?? []).map((e: { node: { error: string | null } }) => e.node.error).filter(Boolean);
+    expect(errors.join(' ')).toMatch(/switched to RollingUpdate .*outside rollplane/);
+  });
 });

@@ -4,7 +4,7 @@ import { parseImageReference } from '../../domain/imageReference.js';
 import { nodeAgentSelectorOf, nodeAgentStrategyOf } from '../../domain/nodeAgents.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
-import { NotFoundError } from '../../errors.js';
+import { NotFoundError, ValidationError } from '../../errors.js';
 import type { KubeClients } from '../../kube/index.js';
 import type { ControllerHost } from '../host.js';
 import {
@@ -135,6 +135,8 @@ export class NodeAgentDriver implements RolloutDriver {
     const underRollout = (d: V1DaemonSet | undefined) =>
       d !== undefined && templateImage(d) === target.toVersion && d.spec?.updateStrategy?.type === 'OnDelete' && d.metadata?.annotations?.[ROLLOUT_ANNOTATION] === rollout.id;
     let ds = this.o.cache.daemonSet(namespace, name);
+    const changedBehind = ds && changedOutside(ds, rollout);
+    if (changedBehind) throw new ValidationError('daemonSet', changedBehind);
     if (!underRollout(ds)) {
       ds = await readDaemonSet(this.o.clients, namespace, name);
       // A rollback (or a resumed rollout after someone edited the template) may need the template set again.
@@ -158,6 +160,8 @@ export class NodeAgentDriver implements RolloutDriver {
     const { minReadySeconds } = nodeAgentStrategyOf(rollout.strategy);
     const ds = this.o.cache.daemonSet(namespace, name);
     if (!ds) return { phase: 'failed', reason: `DaemonSet ${namespace}/${name} not found` };
+    const changedBehind = changedOutside(ds, rollout);
+    if (changedBehind) return { phase: 'failed', reason: changedBehind };
     const node = target.name;
     const container = agentContainerName(ds);
     const pods = this.o.cache.agentPodsOn(ds, node);
@@ -231,6 +235,14 @@ export class NodeAgentDriver implements RolloutDriver {
     const original = parseStrategy(saved);
     const removeGate = annotations[GATE_ADDED_ANNOTATION] === 'true';
     const clear = { [ROLLOUT_ANNOTATION]: null, [GATE_RUNTIME_CLASS_ANNOTATION]: null };
+    if (annotations[ROLLOUT_ANNOTATION] === rollout.id && changedOutside(ds, rollout)) {
+      // Someone else (a `helm upgrade` of the chart) put a strategy back while this rollout drove the set: the
+      // DaemonSet is theirs again. Nothing to restore; a gate rollplane added stays recorded until a rollout removes it.
+      await patchDaemonSet(this.o.clients, ds, {
+        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, ...(templateGated(ds) ? {} : { [GATE_ADDED_ANNOTATION]: null }) } },
+      });
+      return;
+    }
 
     if (!original || original.type === 'OnDelete') {
       // Under OnDelete a template change replaces nothing: the gate can go (running pods keep their condition).
@@ -323,6 +335,23 @@ export class NodeAgentDriver implements RolloutDriver {
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
   }
+}
+
+/**
+ * While a rollout drives a set its strategy is OnDelete (`takeOver`). Any other strategy on a set this rollout took
+ * over was put there by someone else — typically a `helm upgrade` of the cloud-api-adaptor chart, whose three-way
+ * merge sets the chart's RollingUpdate and image again. rollplane then stops instead of switching it back: the
+ * DaemonSet controller is already replacing agents with the chart's image, and two writers of one template would
+ * replace agents twice.
+ */
+function changedOutside(ds: V1DaemonSet, rollout: Rollout): string | undefined {
+  if (ds.metadata?.annotations?.[ROLLOUT_ANNOTATION] !== rollout.id) return undefined;
+  const type = ds.spec?.updateStrategy?.type ?? 'RollingUpdate';
+  if (type === 'OnDelete') return undefined;
+  return (
+    `DaemonSet ${ds.metadata?.namespace}/${ds.metadata?.name} was switched to ${type} (image ${templateImage(ds) ?? '?'}) outside rollplane while this ` +
+    'rollout drove it (a helm upgrade of its chart?); rollplane stops rather than fight the DaemonSet controller'
+  );
 }
 
 function templateGated(ds: V1DaemonSet): boolean {
