@@ -13,6 +13,7 @@
  *   API server would silently drop, e.g. `status.agentDeploymentRef`), and every `Warning: unknown field` the server
  *   answered with.
  */
+import type { KubeConfig } from '@kubernetes/client-node';
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
@@ -82,6 +83,23 @@ export interface Dump {
   /** `group/plural` → the objects read. */
   objects: Map<string, KubeObject[]>;
   findings: SchemaFinding[];
+}
+
+/** A simulator's (or any API server's) address from a client-node KubeConfig, e.g. `sim.kubeConfig`. */
+export function dumpTargetOf(kubeConfig: KubeConfig): DumpTarget {
+  const server = kubeConfig.getCurrentCluster()?.server;
+  if (!server) throw new Error('the kubeconfig has no current cluster');
+  const token = kubeConfig.getCurrentUser()?.token;
+  return token ? { server, token } : { server };
+}
+
+/** Dumps and throws one line per pruned, changed or invalid field when there is any (for tests after a scenario). */
+export async function expectNothingPruned(target: DumpTarget | KubeConfig): Promise<Dump> {
+  const dump = await dumpUpstreamObjects('server' in target ? target : dumpTargetOf(target));
+  if (dump.findings.length > 0) {
+    throw new Error(`objects upstream's CRD schemas would not store as they are:\n${describeFindings(dump.findings).join('\n')}`);
+  }
+  return dump;
 }
 
 /** Lists every IPPool, VirtualCluster and ClusterVersion over HTTP and checks each against upstream's schema. */

@@ -9,7 +9,7 @@ import { startSimulator, type Simulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
-import { describeFindings, dumpUpstreamObjects, prunedInWrites, startRecordingProxy, type RecordingProxy } from '../helpers/upstreamSchemas.js';
+import { describeFindings, dumpUpstreamObjects, expectNothingPruned, prunedInWrites, startRecordingProxy, type RecordingProxy } from '../helpers/upstreamSchemas.js';
 import { upstreamCrds } from './upstreamCrds.js';
 
 const DELAYS = { podScheduleMs: 0, podStartMs: 5, podReadyMs: 10, podTerminateMs: 5, controllerMs: 0 };
@@ -63,7 +63,7 @@ describe('upstream schema dump', () => {
     expect(await finished(pools.data.bumpAgentImage.rollout.id)).toBe('SUCCEEDED');
     expect(await finished(clusters.data.bumpClusterVersion.rollout.id)).toBe('SUCCEEDED');
 
-    const dump = await dumpUpstreamObjects({ server: sim.url });
+    const dump = await expectNothingPruned(sim.kubeConfig);
     expect(dump.objects.get('network.harvesterhci.io/ippools')).toHaveLength(3);
     expect(dump.objects.get('tenancy.x-k8s.io/virtualclusters')).toHaveLength(2);
     expect(dump.objects.get('tenancy.x-k8s.io/clusterversions')).toHaveLength(1);
@@ -120,6 +120,7 @@ describe('upstream schema dump', () => {
     vc.spec = { ...vc.spec, clusterVersionName: 42 };
     sim.store.update(vcs, vc);
 
+    await expect(expectNothingPruned(sim.kubeConfig)).rejects.toThrow(/VirtualCluster default\/vc-1: status\.upgradedBy pruned/);
     const dump = await dumpUpstreamObjects({ server: sim.url });
     const lines = describeFindings(dump.findings);
     expect(lines).toContain('VirtualCluster default/vc-1: status.upgradedBy pruned');
