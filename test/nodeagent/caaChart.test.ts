@@ -30,7 +30,8 @@ let app: TestApp | undefined;
 const ready = (pod: KubeObject) => !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const types = () => ({ pods: sim.store.resourceType('', 'pods')!, daemonsets: sim.store.resourceType('apps', 'daemonsets')! });
 const daemonSet = () => sim.store.get(types().daemonsets, NS, DS)!;
-const agentsOn = (node: string) => sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.app === 'cloud-api-adaptor' && p.spec?.nodeName === node);
+/** The node's CAA pods, a SURGE hand-over's retiring one included (it keeps the podLabels label, loses `app`). */
+const agentsOn = (node: string) => sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
 const peersOn = (node: string) => sim.store.list(types().pods).filter((p) => p.spec?.nodeName === node && p.spec?.runtimeClassName === 'kata-remote' && !p.metadata.deletionTimestamp);
 
 async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
@@ -244,5 +245,29 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     const rollout = await gql(app!.url, `query { rollouts(first: 1) { edges { node { targets { edges { node { state error } } } } } } }`);
     const errors = (rollout.data?.rollouts?.edges?.[0]?.node?.targets?.edges ?? []).map((e: { node: { error: string | null } }) => e.node.error).filter(Boolean);
     expect(errors.join(' ')).toMatch(/switched to RollingUpdate .*outside rollplane/);
+  });
+
+  it('SURGE: the old agent serves each node until the new one is Ready; the chart strategy and template come back', async () => {
+    const original = structuredClone(daemonSet());
+    const watch = watchCluster();
+    try {
+      const run = await gql(app!.url, BUMP, { input: { namespace: NS, name: DS, image: NEW, mode: 'SURGE' } });
+      expect(run.errors).toBeUndefined();
+      expect(run.data.bumpNodeAgentImage.rollout.strategy.mode).toBe('SURGE');
+      expect((await waitState(run.data.bumpNodeAgentImage.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      await until('the chart strategy back', () => isDeepStrictEqual(daemonSet().spec.updateStrategy, CHART_STRATEGY));
+      await until('no retiring agent left', () => NODES.every((n) => agentsOn(n).length === 1));
+      await settled();
+    } finally {
+      watch.unsubscribe();
+    }
+    // One node at a time (two agents there while it hands over), never a node without a Ready agent.
+    expect(watch.violations).toEqual([]);
+    expect(watch.busyOrder).toEqual(NODES);
+    const expected = structuredClone(original.spec.template);
+    expected.spec.containers[0].image = NEW;
+    expect(daemonSet().spec.template).toEqual(expected);
+    expect(daemonSet().spec.updateStrategy).toEqual(CHART_STRATEGY);
+    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p), p.metadata.labels?.app])).toEqual([[NEW, true, 'cloud-api-adaptor']]);
   });
 });
