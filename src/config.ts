@@ -147,7 +147,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', flag: '--agent-stuck-grace-seconds', default: '120', description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)' },
   { env: 'ROLLPLANE_AGENT_WORKERS', flag: '--agent-workers', default: '16', description: 'Concurrent IPPool reconciles' },
   { env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS', flag: '--node-agent-daemonsets', default: 'none', description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`' },
-  { env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS', flag: '--node-agent-peer-runtime-class', default: 'kata-remote', description: 'Runtime class of the peer pods gating each node when neither the bump nor the DaemonSet names one' },
+  { env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS', flag: '--node-agent-peer-runtime-class', default: 'kata-remote', description: 'Runtime class of the peer pods gating each node when the agent sets no RUNTIMECLASS_NAME (the CAA\'s peer-pods-cm) and neither the bump nor the DaemonSet names one' },
   { env: 'ROLLPLANE_NODE_AGENT_WORKERS', flag: '--node-agent-workers', default: '4', description: 'Concurrent node gate reconciles' },
   { env: 'ROLLPLANE_VC_PARTIAL_UPGRADE', flag: '--vc-partial-upgrade', default: 'true', description: 'Feature gate ClusterVersionPartialUpgrade: `false` ignores the ready-for-upgrade label and refuses bumpClusterVersion' },
   { env: 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS', flag: '--vc-ready-timeout-seconds', default: '600', description: 'How long one control-plane StatefulSet may take to roll' },

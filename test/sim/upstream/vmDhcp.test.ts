@@ -76,7 +76,8 @@ describe('the vm-dhcp-controller chart as the fleet installs it', () => {
       upstream: { vmDhcp: {}, vcManager: { partialUpgrade: true }, caa: true },
     });
     expect(parseFleetSpec('pools=2,upstream=vm-dhcp:no-agent').upstream).toEqual({ vmDhcp: { noAgent: true } });
-    expect(parseFleetSpec('demo')).not.toHaveProperty('upstream');
+    // The demo installs the CAA chart (ADR 0019); vm-dhcp and vc-manager only when asked for.
+    expect(parseFleetSpec('demo').upstream).toEqual({ caa: true });
     expect(() => parseFleetSpec('demo,upstream=vm-dhcp+nope')).toThrow(/expected none or vm-dhcp/);
   });
 });
