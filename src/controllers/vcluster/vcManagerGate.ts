@@ -61,6 +61,10 @@ export class VcManagerGate {
 
   /** Why rollplane must not upgrade clusters now (the vc-manager does it), or undefined when it may. */
   upstreamUpgrades(): string | undefined {
+    // Not known yet (the cache is still listing): assume the worst rather than race an upstream controller.
+    if (this.ref && this.deployments && !this.deployments.hasSynced()) {
+      return `the vc-manager Deployment ${this.ref.namespace}/${this.ref.name} has not been read yet; try again in a moment`;
+    }
     const state = this.state();
     if (!state?.partialUpgrade) return undefined;
     return (

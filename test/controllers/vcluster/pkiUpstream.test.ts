@@ -9,16 +9,27 @@ import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto'
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { parse as parseYaml } from 'yaml';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ControlPlaneApi } from '../../../src/controllers/vcluster/ControlPlaneApi.js';
+import { prune } from '../../../src/sim/crd/prune.js';
+import { SchemaValidator } from '../../../src/sim/crd/SchemaValidator.js';
 import { Resources } from '../../../src/sim/store/resources.js';
+import { upstreamCrds } from '../../sim/upstreamCrds.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { startHarness, VC_NS, type Harness } from './harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
+  vi.restoreAllMocks();
   await h?.close();
   h = undefined;
 });
+
+/** The storage version's schema of an upstream CRD in ../shared/upstream. */
+function upstreamSchema(plural: string): any {
+  const crd = upstreamCrds().find((c) => c.crd.spec.names.plural === plural)!.crd;
+  return crd.spec.versions.find((v: { storage: boolean }) => v.storage).schema.openAPIV3Schema;
+}
 
 const EXTERNAL_DOMAIN = 'vc-1.tenants.example.com';
 const text = (secret: KubeObject | undefined, key: string) => Buffer.from((secret?.data as Record<string, string>)[key]!, 'base64').toString('utf8');
@@ -70,6 +81,13 @@ function expectLeaf(pemText: string, root: x509.X509Certificate, rootNode: X509C
 describe('PKI after a rollplane upgrade, beside the vc-manager with its gate off', () => {
   it('has upstream\'s secrets, types, keys, subjects, names, usages and PKCS#1 RSA keys for the same VirtualCluster', async () => {
     h = await startHarness({ sim: { upstream: { vcManager: {} } } });
+    // Every VirtualCluster body rollplane sends (the strict simulator would store it pruned, hiding the loss).
+    const sent: unknown[] = [];
+    const replace = ControlPlaneApi.prototype.replaceVirtualCluster;
+    vi.spyOn(ControlPlaneApi.prototype, 'replaceVirtualCluster').mockImplementation(function (this: ControlPlaneApi, vc) {
+      sent.push(structuredClone(vc));
+      return replace.call(this, vc);
+    });
     // The external apiserver domain is a label on the VirtualCluster (constants.LabelExternalApiserverDomain).
     const labelled = structuredClone(h.vc('vc-1'));
     labelled.metadata.labels = { ...labelled.metadata.labels, 'tenancy.x-k8s.io/external-apiserver-domain': EXTERNAL_DOMAIN };
@@ -168,5 +186,19 @@ describe('PKI after a rollplane upgrade, beside the vc-manager with its gate off
     expect(conditions.at(-1)).toEqual({ status: 'True', reason: 'TenantControlPlaneUpgradeCompleted', message: 'tenant control plane is upgraded', lastTransitionTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
     expect(conditions.every((c) => !('type' in c))).toBe(true);
     expect(h.vc('vc-1').metadata.namespace).toBe(VC_NS);
+
+    // What rollplane sent and what is stored pass upstream's VirtualCluster/ClusterVersion schemas, nothing pruned.
+    const vcSchema = upstreamSchema('virtualclusters');
+    expect(sent.length).toBeGreaterThanOrEqual(2); // the progress record and the final status
+    const stored = [...sent, ...h.sim.store.list(Resources.virtualclusters)];
+    for (const body of stored) {
+      expect(prune(structuredClone(body) as Record<string, unknown>, vcSchema)).toEqual([]);
+      expect(new SchemaValidator(vcSchema).check(body)).toEqual([]);
+    }
+    const cvSchema = upstreamSchema('clusterversions');
+    for (const body of h.sim.store.list(Resources.clusterversions)) {
+      expect(prune(structuredClone(body), cvSchema)).toEqual([]);
+      expect(new SchemaValidator(cvSchema).check(body)).toEqual([]);
+    }
   });
 });
