@@ -104,9 +104,6 @@ export class UpgradeReconciler implements Reconciler {
 
   async reconcile(request: Request): Promise<Result | void> {
     if (!this.partialUpgrade) return;
-    // Defer to the vc-manager (ADR 0018): it upgrades every labelled cluster itself; doing it too would upgrade twice.
-    // An upgrade of ours in progress stops at its current step; the vc-manager re-applies everything once.
-    if (this.deps.gate?.upstreamUpgrades()) return;
     const vc = this.deps.virtualClusters.get(request.namespace, request.name);
     if (!vc) return;
     const progress = progressOf(vc.metadata.annotations);
@@ -115,6 +112,9 @@ export class UpgradeReconciler implements Reconciler {
       if (progress) await this.deps.api.patchVirtualClusterAnnotations(request.namespace!, request.name, { [ANNOTATION_PROGRESS]: null });
       return;
     }
+    // Defer to the vc-manager (ADR 0018): it upgrades every labelled cluster itself; doing it too would upgrade twice.
+    // An upgrade of ours in progress stops at its current step; the vc-manager re-applies everything once.
+    if (this.deps.gate?.upstreamUpgrades()) return;
     if (vc.status?.phase !== 'Running') return;
     return progress ? this.resume(vc, progress) : this.start(vc);
   }

@@ -200,5 +200,5 @@ describe('PKI after a rollplane upgrade, beside the vc-manager with its gate off
       expect(prune(structuredClone(body), cvSchema)).toEqual([]);
       expect(new SchemaValidator(cvSchema).check(body)).toEqual([]);
     }
-  });
+  }, 120_000);
 });

@@ -91,7 +91,7 @@ describe('rollplane beside the vc-manager', () => {
       expect(h.controlPlane('vc-1', 'statefulsets', sts)!.spec.template.metadata.labels['tenancy.x-k8s.io/cluster'], sts).toBe(clusterNs);
     }
     expect(completed(again)).toHaveLength(1);
-  });
+  }, 180_000); // three upgrades with RSA keys on a busy machine
 
   it('with ECDSA keys (the explicit choice) the vc-manager cannot read the root CA rollplane generated, as the warning says', async () => {
     h = await startHarness({ sim: { upstream: { vcManager: {} }, upstreamTiming: { vcManager: { pollMs: 20 } } }, vcluster: { keyAlgorithm: 'ecdsa-p256' } });
