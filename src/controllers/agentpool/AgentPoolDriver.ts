@@ -114,6 +114,20 @@ export class AgentPoolDriver implements RolloutDriver {
     }
   }
 
+  /**
+   * After the end: a hold of rollplane's on a pool that already runs the controller's image holds nothing back (e.g.
+   * after a rollback, the pools the original never reached), so it goes. Pools behind stay held (drift shows them).
+   */
+  async finish(_rollout: Rollout, signal: AbortSignal): Promise<void> {
+    const state = this.o.controller.state();
+    if (state.kind !== 'agents') return;
+    for (const pool of this.o.pools.list()) {
+      signal.throwIfAborted();
+      if (pool.metadata?.annotations?.[ANNOTATION_HELD_BY] === undefined || !this.runsImage(pool, state.image)) continue;
+      await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+    }
+  }
+
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
     this.admittedBy.set(poolKey(target.namespace, target.name), { rolloutId: rollout.id, image: target.toVersion });
     if (this.mode() === 'coexist') return this.release(target);

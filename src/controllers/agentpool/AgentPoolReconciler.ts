@@ -128,8 +128,9 @@ export class AgentPoolReconciler implements Reconciler {
       await this.writeStatus(work);
       return;
     }
-    // Upstream's OnChange writes Stopped False on every pool that is not paused.
-    work.conditions = setCondition(work.conditions, 'Stopped', 'False', work.now);
+    // Upstream's OnChange writes Stopped False on every pool that is not paused; rollplane only once a pool has been
+    // paused, so that a fleet upstream deployed long ago costs no status write per pool when rollplane takes over.
+    if (work.conditions.some((c) => c.type === 'Stopped')) work.conditions = setCondition(work.conditions, 'Stopped', 'False', work.now);
     await this.podMode(work);
     try {
       await this.writeStatus(work);
