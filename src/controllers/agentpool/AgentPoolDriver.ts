@@ -58,10 +58,9 @@ export class AgentPoolDriver implements RolloutDriver {
     return this.admittedBy.get(poolKey(namespace, name))?.rolloutId;
   }
 
-  /** The rollout that released the pool for `image`, if one did: a recreation to that image is the rollout's. */
-  plannedBy(namespace: string, name: string, image: string | undefined): string | undefined {
-    const by = this.admittedBy.get(poolKey(namespace, name));
-    return by && image !== undefined && normalizeImage(by.image) === normalizeImage(image) ? by.rolloutId : undefined;
+  /** The rollout that released (admitted) the pool and the image it asked for, until observe saw it done (coexistence). */
+  releasedBy(namespace: string, name: string): { rolloutId: string; image: string } | undefined {
+    return this.admittedBy.get(poolKey(namespace, name));
   }
 
   /** True (once) when rollplane itself set the controller to `image`: the change is planned, not a helm upgrade. */
@@ -224,6 +223,8 @@ export class AgentPoolDriver implements RolloutDriver {
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
     // The recreation is complete only once its AgentRecreated event is recorded (with the removal of its record).
     if (this.o.recreations.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the recreation' };
+    // Done: a later replacement of this agent (someone deletes it) is not this rollout's.
+    if (coexist && this.admittedBy.get(poolKey(target.namespace, target.name))?.rolloutId === target.rolloutId) this.admittedBy.delete(poolKey(target.namespace, target.name));
     return { phase: 'succeeded' };
   }
 

@@ -24,7 +24,7 @@ import {
 } from './names.js';
 import { isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
 import type { AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
-import type { VmDhcpControllerState } from './VmDhcpControllerWatch.js';
+import { normalizeImage, type VmDhcpControllerState } from './VmDhcpControllerWatch.js';
 
 export interface AgentPoolReconcilerOptions {
   clients: KubeClients;
@@ -42,8 +42,8 @@ export interface AgentPoolReconcilerOptions {
   defaultImage: string;
   /** The vm-dhcp-controller as last seen: while it deploys agents, this reconciler only watches (docs/adr/0017). */
   controllerState: () => VmDhcpControllerState;
-  /** The rollout that released the pool for `image`, if one did (a recreation to it is that rollout's). */
-  plannedBy: (namespace: string, name: string, image: string | undefined) => string | undefined;
+  /** The rollout that released the pool (coexistence) and the image it asked for, while that release is in progress. */
+  releasedBy: (namespace: string, name: string) => { rolloutId: string; image: string } | undefined;
   /** Seconds an agent may stay Terminating on a NotReady node before it is force-deleted; null disables. */
   stuckGraceSeconds: number | null;
   /** The rollout that admitted the pool's current image, if one is in progress (for AgentRecreated events). */
@@ -322,8 +322,10 @@ export class AgentPoolReconciler implements Reconciler {
         if (seen && !(live && current!.metadata?.uid === seen.uid)) old = seen;
       }
       if (old) {
-        const rolloutId = this.o.plannedBy(namespace, name, ref?.image) ?? null;
-        record = { reason: rolloutId ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId, plannedImage: rolloutId ? (ref?.image ?? null) : null, deletedAt: now.toISOString() };
+        // The ref's image may still be the old one here (the pod and pool watches are not ordered): which image the
+        // release asked for is decided against the new agent, at the end.
+        const by = this.o.releasedBy(namespace, name);
+        record = { reason: by ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId: by?.rolloutId ?? null, plannedImage: by?.image ?? null, deletedAt: now.toISOString() };
         await this.o.recreations.put(namespace, name, record);
         this.lastAgent.delete(key);
       }
@@ -333,7 +335,7 @@ export class AgentPoolReconciler implements Reconciler {
     if (record && record.oldUid !== uid) {
       const image = podImage(current!) ?? '';
       // Released for one image, replaced with another (the controller's --image changed meanwhile): not the rollout's.
-      const planned = record.rolloutId && record.plannedImage === image;
+      const planned = record.rolloutId && normalizeImage(record.plannedImage ?? '') === normalizeImage(image);
       const work = { pool, now } as Work;
       await this.completeRecreation(work, planned ? record : { ...record, reason: 'unplanned', rolloutId: null }, { image, uid, readyAt: podReadySince(current!) ?? now }, planned ? undefined : null);
     }

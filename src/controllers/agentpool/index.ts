@@ -145,7 +145,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
-    plannedBy: (ns, name, image) => driver.plannedBy(ns, name, image),
+    releasedBy: (ns, name) => driver.releasedBy(ns, name),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,
     rolloutFor: (ns, name) => driver.rolloutFor(ns, name),
     ...(options.now ? { now: options.now } : {}),
