@@ -47,7 +47,11 @@ export interface FleetSize {
 /** `demo`, `empty`, a size string (`pools=1000,clusters=100,nodes=50`), or sizes. */
 export type FleetSpec = 'demo' | 'empty' | string | Partial<FleetSize>;
 
-export const DEMO_FLEET: Readonly<FleetSize> = Object.freeze({ nodes: 3, pools: 3, clusters: 2, peers: 2 });
+/**
+ * The demo runs harvester/vm-dhcp-controller beside rollplane, as a Harvester cluster does (agent-pool rollouts then
+ * coexist with it, docs/adr/0017); `demo,upstream=none` is the demo without it.
+ */
+export const DEMO_FLEET: Readonly<FleetSize> = Object.freeze({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: Object.freeze({ vmDhcp: Object.freeze({}) }) });
 export const EMPTY_FLEET: Readonly<FleetSize> = Object.freeze({ nodes: 0, pools: 0, clusters: 0, peers: 0 });
 
 export const AGENT_NAMESPACE = 'harvester-system';
@@ -87,7 +91,7 @@ export function parseFleetSpec(text: string): FleetSize {
 
 function parseBaseFleet(text: string): FleetSize {
   const trimmed = text.trim();
-  if (trimmed === 'demo') return { ...DEMO_FLEET };
+  if (trimmed === 'demo') return { ...DEMO_FLEET, upstream: { vmDhcp: {} } };
   if (trimmed === 'empty' || trimmed === '') return { ...EMPTY_FLEET };
   const size: FleetSize = { nodes: 0, pools: 0, clusters: 0, peers: 2 };
   for (const part of trimmed.split(',')) {

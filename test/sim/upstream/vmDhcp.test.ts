@@ -76,7 +76,9 @@ describe('the vm-dhcp-controller chart as the fleet installs it', () => {
       upstream: { vmDhcp: {}, vcManager: { partialUpgrade: true }, caa: true },
     });
     expect(parseFleetSpec('pools=2,upstream=vm-dhcp:no-agent').upstream).toEqual({ vmDhcp: { noAgent: true } });
-    expect(parseFleetSpec('demo')).not.toHaveProperty('upstream');
+    // The demo runs the vm-dhcp-controller (issue 14: rollplane coexists with it); an explicit upstream= replaces that.
+    expect(parseFleetSpec('demo').upstream).toEqual({ vmDhcp: {} });
+    expect(parseFleetSpec('demo,upstream=vc-manager').upstream).toEqual({ vcManager: {} });
     expect(() => parseFleetSpec('demo,upstream=vm-dhcp+nope')).toThrow(/expected none or vm-dhcp/);
   });
 });
