@@ -75,7 +75,13 @@ export class AgentPoolDriver implements RolloutDriver {
     } catch (error) {
       return `refused (${(error as AppError).details.reason}): ${(error as Error).message}`;
     }
-    if (mode !== 'coexist' || rollout.state === 'PENDING') return undefined;
+    if (rollout.state === 'PENDING') return undefined;
+    if (mode !== 'coexist') {
+      // Started beside the controller (its holds are out there), which is gone or no longer deploys agents: direct
+      // mode cannot take the rollout over (it would ignore the holds), so it stops here.
+      const held = this.o.pools.list().some((p) => p.metadata?.annotations?.[ANNOTATION_HELD_BY] === rollout.id);
+      return held ? `the vm-dhcp-controller no longer deploys agents (${this.o.controller.state().kind}) during a coexistence rollout; its pools stay held` : undefined;
+    }
     const state = this.o.controller.state();
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
