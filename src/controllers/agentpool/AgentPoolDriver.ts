@@ -27,6 +27,9 @@ export interface AgentPoolDriverOptions {
   cacheWaitMs?: number;
 }
 
+/** Concurrent hold writes in prepare. */
+const HOLD_CONCURRENCY = 16;
+
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /**
@@ -97,13 +100,22 @@ export class AgentPoolDriver implements RolloutDriver {
     if (image === undefined) throw new ConflictError(`rollout ${rollout.id} asks for more than one image; the vm-dhcp-controller deploys one`);
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
-    for (const pool of this.o.pools.list()) {
-      signal.throwIfAborted();
-      if (pool.spec?.paused || pool.metadata?.deletionTimestamp) continue; // upstream runs no agent for it
-      if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined) continue; // held already (by us or someone else)
-      if (this.runsImage(pool, image)) continue;
-      await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: 'true', [ANNOTATION_HELD_BY]: rollout.id });
-    }
+    const toHold = this.o.pools.list().filter(
+      (pool) =>
+        !pool.spec?.paused && // upstream runs no agent for it
+        !pool.metadata?.deletionTimestamp &&
+        pool.metadata?.annotations?.[ANNOTATION_HOLD] === undefined && // held already (by us or someone else)
+        !this.runsImage(pool, image),
+    );
+    // Every hold must be in before the image changes; a few at a time (each is one request).
+    let next = 0;
+    const worker = async () => {
+      while (next < toHold.length) {
+        signal.throwIfAborted();
+        await this.patchAnnotations(toHold[next++]!, { [ANNOTATION_HOLD]: 'true', [ANNOTATION_HELD_BY]: rollout.id });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
     // (b) The controller's new image: upstream restarts and re-syncs every pool; only unheld ones change.
     const normalized = normalizeImage(image);
     this.ownImageChanges.add(normalized);
