@@ -112,9 +112,9 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
   });
 
   it('pause and abort stop the releases; rollback holds, sets --image back and releases in waves', async () => {
-    rig = await startRig({ fleet: 'pools=6,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    rig = await startRig({ fleet: 'pools=8,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
     const r = rig;
-    const all = names(1, 6);
+    const all = names(1, 8);
     const before = new Map(all.map((p) => [p, r.agent(p)!.metadata.uid!]));
     const watch = watchAgents(r, all);
 
@@ -124,15 +124,29 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     const paused = await waitForRollout(r, id, ['PAUSED', 'FAILED']);
     expect(paused.state, paused.message ?? '').toBe('PAUSED');
     const pendingWhilePaused = paused.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'PENDING');
-    expect(pendingWhilePaused).toHaveLength(4);
+    expect(pendingWhilePaused).toHaveLength(6);
     for (const t of pendingWhilePaused) {
       expect(r.pool(t.name)!.metadata.annotations?.[HOLD], t.name).toBeDefined();
       expect(r.agent(t.name)!.spec.containers[0].image).toBe(OLD);
     }
 
-    // Resume, then abort once a third pool is done: the pools not yet released stay held on the old image.
+    const upgradedCount = () => all.filter((p) => r.agent(p)?.spec.containers[0].image === NEW && r.readyAgents().has(p)).length;
+    // Resume, pause by hand once a third pool is done: the pools not yet released stay held on the old image.
     await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
-    await r.waitFor('a third pool upgraded', () => all.filter((p) => r.agent(p)?.spec.containers[0].image === NEW && r.readyAgents().has(p)).length >= 3);
+    await r.waitFor('a third pool upgraded', () => upgradedCount() >= 3);
+    await r.gql(`mutation { pauseRollout(id: "${id}", reason: "test") { state } }`);
+    await r.waitFor('paused with nothing in flight', async () => {
+      const ro = (await r.gql(`{ rollout(id: "${id}") { state progress { progressing } } }`)).rollout;
+      return ro.state === 'PAUSED' && ro.progress.progressing === 0;
+    });
+    const pausedAgain = await waitForRollout(r, id, ['PAUSED']);
+    for (const t of pausedAgain.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'PENDING')) {
+      expect(r.pool(t.name)!.metadata.annotations?.[HOLD], t.name).toBeDefined();
+      expect(r.agent(t.name)!.spec.containers[0].image, t.name).toBe(OLD);
+    }
+    // Resume, then abort once a fifth pool is done.
+    await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
+    await r.waitFor('a fifth pool upgraded', () => upgradedCount() >= 5);
     await r.gql(`mutation { abortRollout(id: "${id}", reason: "test") { state } }`);
     const aborted = await waitForRollout(r, id, ['ABORTED']);
     const unreleased = aborted.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'CANCELLED').map((t: any) => t.name);
@@ -239,6 +253,19 @@ describe('refusing a mode the cluster does not allow', () => {
     await rig.close();
     rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp:no-agent', agent: { mode: 'coexist' } });
     expect((await refusal(rig))?.extensions).toMatchObject({ code: 'CONFLICT', reason: 'AGENT_MODE_MISMATCH', controllerState: 'no-agent' });
+  });
+
+  it('ROLLPLANE_VMDHCP_CONTROLLER names the controller: the right one coexists, a wrong name is refused as absent', async () => {
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', agent: { vmDhcpController: CONTROLLER } });
+    const r = rig;
+    await r.waitFor('coexisting', async () => (await r.gql(`{ agentPool(namespace: "default", name: "net-1") { mode desiredImage } }`)).agentPool.mode === 'COEXIST');
+    const dry = await r.gql(BUMP, { input: { image: NEW, dryRun: true } });
+    expect(dry.bumpAgentImage.dryRun).toBe(true);
+    await r.close();
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', agent: { mode: 'coexist', vmDhcpController: { namespace: 'harvester-system', name: 'nope' } } });
+    const error = await refusal(rig);
+    expect(error?.extensions).toMatchObject({ code: 'CONFLICT', reason: 'AGENT_MODE_MISMATCH', controllerState: 'absent' });
+    expect(error.message).toContain('harvester-system/nope');
   });
 
   it('auto mode beside a controller run with --no-agent manages agents directly', async () => {
