@@ -147,7 +147,7 @@ export class AgentPoolDriver implements RolloutDriver {
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
     this.admittedBy.set(poolKey(target.namespace, target.name), { rolloutId: rollout.id, image: target.toVersion });
-    if (this.mode() === 'coexist') return this.release(target);
+    if (this.mode() === 'coexist') return this.release(target, rollout);
     const retries = this.o.maxConflictRetries ?? 5;
     for (let attempt = 0; ; attempt++) {
       signal.throwIfAborted();
@@ -175,7 +175,7 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   /** Coexistence admission: take rollplane's hold off the pool; a hold someone else put there stays (observe fails it). */
-  private async release(target: AdmittedTarget): Promise<void> {
+  private async release(target: AdmittedTarget, rollout: Rollout): Promise<void> {
     const state = this.o.controller.state();
     if (state.kind !== 'agents' || state.image !== normalizeImage(target.toVersion)) {
       // haltReason fails the rollout on its next pass; releasing now would let upstream deploy the wrong image.
@@ -185,6 +185,20 @@ export class AgentPoolDriver implements RolloutDriver {
     if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
     const annotations = pool.metadata?.annotations ?? {};
     if (annotations[ANNOTATION_HELD_BY] === undefined) return;
+    // Durable before the act: the replacement upstream is about to make is this rollout's, and is recorded once even
+    // if rollplane restarts before it sees the old agent go (the reconciler completes the record).
+    const ref = pool.status?.agentPodRef;
+    const agent = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name) : undefined;
+    if (agent?.metadata?.uid && !this.runsImage(pool, target.toVersion) && !this.o.recreations.get(target.namespace, target.name)) {
+      await this.o.recreations.put(target.namespace, target.name, {
+        reason: 'rollout',
+        oldUid: agent.metadata.uid,
+        oldImage: podImage(agent) ?? null,
+        rolloutId: rollout.id,
+        plannedImage: target.toVersion,
+        deletedAt: new Date().toISOString(),
+      });
+    }
     await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
   }
 
@@ -225,6 +239,10 @@ export class AgentPoolDriver implements RolloutDriver {
     if (pool.spec?.paused) return { phase: 'failed', reason: 'pool is paused (spec.paused)' };
     const coexist = this.mode() === 'coexist';
     if (coexist) {
+      // After a restart of rollplane the engine observes its admitted targets again without admitting them: which
+      // rollout released the pool is known again from here on (the recreation it records is then the rollout's).
+      const key = poolKey(target.namespace, target.name);
+      if (!this.admittedBy.has(key)) this.admittedBy.set(key, { rolloutId: target.rolloutId, image: target.toVersion });
       const state = this.o.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
         return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)` };

@@ -334,10 +334,14 @@ export class AgentPoolReconciler implements Reconciler {
     const uid = current!.metadata!.uid!;
     if (record && record.oldUid !== uid) {
       const image = podImage(current!) ?? '';
-      // Released for one image, replaced with another (the controller's --image changed meanwhile): not the rollout's.
-      const planned = record.rolloutId && normalizeImage(record.plannedImage ?? '') === normalizeImage(image);
+      // The rollout's only if it released the pool for this very image (a helm upgrade meanwhile makes it unplanned).
+      // Which rollout released it is known from the record, or — after a restart of rollplane — from the engine's
+      // next observation of the target (AgentPoolDriver.observe).
+      const by = record.rolloutId ? { rolloutId: record.rolloutId, image: record.plannedImage ?? '' } : this.o.releasedBy(namespace, name);
+      const planned = by !== undefined && normalizeImage(by.image) === normalizeImage(image);
       const work = { pool, now } as Work;
-      await this.completeRecreation(work, planned ? record : { ...record, reason: 'unplanned', rolloutId: null }, { image, uid, readyAt: podReadySince(current!) ?? now }, planned ? undefined : null);
+      const final: RecreationRecord = planned ? { ...record, reason: 'rollout', rolloutId: by.rolloutId, plannedImage: by.image } : { ...record, reason: 'unplanned', rolloutId: null };
+      await this.completeRecreation(work, final, { image, uid, readyAt: podReadySince(current!) ?? now }, planned ? undefined : null);
     }
     this.lastAgent.set(key, { uid, image: podImage(current!) ?? null });
   }

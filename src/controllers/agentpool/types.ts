@@ -49,7 +49,7 @@ export interface RecreationRecord {
   rolloutId?: string | null;
   /** The image the rollout in `rolloutId` asked for: a recreation to another image is not that rollout's. */
   plannedImage?: string | null;
-  /** ISO time the old agent was deleted. */
+  /** ISO time the old agent was deleted (beside the vm-dhcp-controller: when rollplane released the pool). */
   deletedAt: string;
 }
 
