@@ -52,7 +52,7 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /** The mode a rollout may run in now; throws the refusal (CONFLICT, reason AGENT_MODE_MISMATCH) when none. */
   mode(): AgentMode {
-    const mode = resolveAgentMode(this.o.configuredMode, this.o.controller.state());
+    const mode = resolveAgentMode(this.o.configuredMode, this.o.controller.state(), this.o.agentNamespace);
     if (mode instanceof AppError) throw mode;
     return mode;
   }

@@ -22,7 +22,7 @@ export type VmDhcpControllerState =
   /** Installed with `--no-agent` (or scaled to 0): it deploys and replaces no agent. */
   | { kind: 'no-agent'; ref: string; detail: string }
   /** It deploys agents with `image` and replaces any whose image differs. */
-  | { kind: 'agents'; ref: string; image: string; container: string }
+  | { kind: 'agents'; ref: string; image: string; container: string; agentNamespace?: string }
   /** Found but not usable for coexistence (several candidates, no `--image` argument). */
   | { kind: 'unusable'; ref: string; detail: string };
 
@@ -62,7 +62,8 @@ export class VmDhcpControllerWatch {
     if (containers.some((c) => hasFlag(c, 'no-agent'))) return { kind: 'no-agent', ref, detail: `${ref} runs with --no-agent` };
     const arg = imageArg(containers);
     if (!arg) return { kind: 'unusable', ref, detail: `${ref} has no --image argument` };
-    return { kind: 'agents', ref, image: normalizeImage(arg.value), container: containers[arg.containerIndex]!.name };
+    const agentNamespace = flagValue(containers[arg.containerIndex]!, 'namespace');
+    return { kind: 'agents', ref, image: normalizeImage(arg.value), container: containers[arg.containerIndex]!.name, ...(agentNamespace ? { agentNamespace } : {}) };
   }
 
   /**
@@ -107,6 +108,16 @@ function refOf(deployment: V1Deployment): string {
 
 function hasFlag(container: V1Container, flag: string): boolean {
   return (container.args ?? []).some((a) => a === `--${flag}` || a === `--${flag}=true`);
+}
+
+/** `--flag value` or `--flag=value`. */
+function flagValue(container: V1Container, flag: string): string | undefined {
+  const args = container.args ?? [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === `--${flag}` && i + 1 < args.length) return args[i + 1];
+    if (args[i]!.startsWith(`--${flag}=`)) return args[i]!.slice(flag.length + 3);
+  }
+  return undefined;
 }
 
 function imageArg(containers: V1Container[]): ImageArg | undefined {

@@ -22,9 +22,13 @@ export function agentsManagedBy(state: VmDhcpControllerState): 'upstream' | 'rol
  * each other's agents; coexistence without one has no `--image` to change. Refusals are CONFLICT (the cluster, not the
  * request, is in the way) with `reason: AGENT_MODE_MISMATCH`.
  */
-export function resolveAgentMode(configured: ConfiguredAgentMode, state: VmDhcpControllerState): AgentMode | AppError {
+export function resolveAgentMode(configured: ConfiguredAgentMode, state: VmDhcpControllerState, agentNamespace?: string): AgentMode | AppError {
   switch (state.kind) {
     case 'agents':
+      // rollplane watches agents in its own agent namespace: elsewhere it could not see upstream replace them.
+      if (agentNamespace !== undefined && state.agentNamespace !== undefined && state.agentNamespace !== agentNamespace) {
+        return refusal(`the vm-dhcp-controller ${state.ref} runs its agents in namespace ${state.agentNamespace}, rollplane watches ${agentNamespace}: set ROLLPLANE_AGENT_NAMESPACE=${state.agentNamespace}`, state);
+      }
       if (configured === 'direct') {
         return refusal(`ROLLPLANE_AGENT_MODE=direct, but the vm-dhcp-controller ${state.ref} deploys agents (--image ${state.image}): rollplane and it would delete each other's agents; use coexist or auto, or run the controller with --no-agent`, state);
       }

@@ -23,6 +23,7 @@ describe('VmDhcpControllerWatch', () => {
       ref: 'harvester-system/harvester-vm-dhcp-controller',
       image: 'repo/agent:v1',
       container: 'harvester-vm-dhcp-controller',
+      agentNamespace: 'harvester-system',
     });
     expect(new VmDhcpControllerWatch(informerOf([chart({ noAgent: true })])).state()).toMatchObject({ kind: 'no-agent', detail: expect.stringContaining('--no-agent') });
     const scaled = chart();
@@ -64,6 +65,13 @@ describe('resolveAgentMode', () => {
     expect(resolveAgentMode('auto', noAgent)).toBe('direct');
     expect(resolveAgentMode('auto', absent)).toBe('direct');
     expect(resolveAgentMode('direct', absent)).toBe('direct');
+  });
+
+  it('refuses a controller whose agents run outside the namespace rollplane watches', () => {
+    const result = resolveAgentMode('auto', { ...agents, agentNamespace: 'vm-dhcp' }, 'harvester-system');
+    expect(result).toBeInstanceOf(AppError);
+    expect((result as AppError).message).toContain('ROLLPLANE_AGENT_NAMESPACE=vm-dhcp');
+    expect(resolveAgentMode('auto', { ...agents, agentNamespace: 'harvester-system' }, 'harvester-system')).toBe('coexist');
   });
 
   it('refuses with CONFLICT and reason AGENT_MODE_MISMATCH instead of racing', () => {
