@@ -13,7 +13,8 @@
  * about rollplane. `BENCH_HEAP_MB=0 node dist/bench/run.js agent-rollout` (after `npx tsc -p tsconfig.bench.json`)
  * runs both uncapped.
  * Prints a table and writes bench/results/agent-rollout.json. Run: `npm run bench -- agent-rollout`
- * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes; `BENCH_CPU_PROFILE=<dir>` to
+ * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes; `AGENT_BENCH_UPSTREAM=vm-dhcp`
+ * to roll out beside the simulated vm-dhcp-controller (coexistence, docs/adr/0017); `BENCH_CPU_PROFILE=<dir>` to
  * write a CPU profile of the service during each rollout).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -56,7 +57,9 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
   const calibration = calibrationMs();
   const inline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
   const simOptions = {
-    fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0`,
+    // AGENT_BENCH_UPSTREAM=vm-dhcp runs the simulated vm-dhcp-controller beside it: rollplane then coexists with it
+    // (holds every pool, sets the controller's --image, releases pools; upstream recreates the agents).
+    fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0${process.env.AGENT_BENCH_UPSTREAM ? `,upstream=${process.env.AGENT_BENCH_UPSTREAM}` : ''}`,
     kubeconfigPath: path.join(dir, 'kubeconfig'),
     heapMb: Number(process.env.BENCH_HEAP_MB ?? '512'),
   };

@@ -20,14 +20,14 @@ export interface Permission {
 }
 
 export const PERMISSIONS: readonly Permission[] = [
-  // Agent pools (harvester/vm-dhcp-controller): IPPools, their agent Pods or agent Deployments, NADs, nodes.
-  { group: 'network.harvesterhci.io', resource: 'ippools', verbs: ['get', 'list', 'watch'], scope: 'cluster', why: 'informer; a fresh read when an admission meets a conflict' },
-  { group: 'network.harvesterhci.io', resource: 'ippools/status', verbs: ['update'], scope: 'cluster', why: 'status.agentPodRef (the image the rollout admits) and conditions' },
+  // Agent pools (harvester/vm-dhcp-controller): IPPools, their agent Pods, the vm-dhcp-controller Deployment, NADs, nodes.
+  { group: 'network.harvesterhci.io', resource: 'ippools', verbs: ['get', 'list', 'watch', 'patch'], scope: 'cluster', why: 'informer; a fresh read when an admission meets a conflict; the hold annotation (coexistence)' },
+  { group: 'network.harvesterhci.io', resource: 'ippools/status', verbs: ['update'], scope: 'cluster', why: 'direct mode only: status.agentPodRef (the image the rollout admits) and conditions' },
   { group: 'k8s.cni.cncf.io', resource: 'network-attachment-definitions', verbs: ['list', 'watch'], scope: 'cluster', why: 'informer: the cluster network of each pool' },
   { group: '', resource: 'nodes', verbs: ['list', 'watch'], scope: 'cluster', why: 'informers: agent placement, node-agent eligibility' },
   { group: '', resource: 'pods', verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'], scope: 'cluster', why: 'agent pods (create/recreate), node agents (retire, replace), stuck control-plane pods' },
   { group: '', resource: 'pods/status', verbs: ['patch'], scope: 'cluster', why: 'node agents: the peer-pod readiness gate condition' },
-  { group: 'apps', resource: 'deployments', verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'], scope: 'cluster', why: 'agent Deployments (Deployment mode of agent pools)' },
+  { group: 'apps', resource: 'deployments', verbs: ['list', 'watch', 'patch'], scope: 'cluster', why: 'the vm-dhcp-controller Deployment: found by its chart labels, its --image argument set by coexistence rollouts' },
   // Node agents (cloud-api-adaptor): the DaemonSet's template and update strategy.
   { group: 'apps', resource: 'daemonsets', verbs: ['get', 'list', 'watch', 'patch'], scope: 'cluster', why: 'node-agent DaemonSets: image and OnDelete strategy during a rollout' },
   // Virtual clusters (cluster-api-provider-nested): VirtualClusters, ClusterVersions and the tenant control planes.

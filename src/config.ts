@@ -41,10 +41,17 @@ export interface Config {
   };
   /** Agent pools (harvester/vm-dhcp-controller). */
   readonly agentPools: {
-    readonly mode: 'pod' | 'deployment';
+    /**
+     * `auto`: beside a vm-dhcp-controller that deploys agents, coexist (hold, change its --image, release); without
+     * one, or beside one run with --no-agent, manage the agents directly. `coexist`/`direct` insist, and a rollout
+     * the cluster does not allow is refused (docs/adr/0017).
+     */
+    readonly mode: 'auto' | 'coexist' | 'direct';
+    /** `namespace/name` of the vm-dhcp-controller Deployment; undefined: found by the chart's labels. */
+    readonly vmDhcpController?: { readonly namespace: string; readonly name: string };
     readonly agentNamespace: string;
     readonly agentImage: string;
-    /** ServiceAccount of the agent Pods (and Deployments) rollplane creates; it must exist in the agent namespace. */
+    /** ServiceAccount of the agent Pods rollplane creates in direct mode; it must exist in the agent namespace. */
     readonly serviceAccountName: string;
     /** Seconds before a Terminating agent on a NotReady node is force-deleted; null = never. */
     readonly stuckGraceSeconds: number | null;
@@ -142,10 +149,11 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_LEASE_DURATION_MS', flag: '--lease-duration-ms', default: '15000', description: 'How long a leader Lease is valid without renewal' },
   { env: 'ROLLPLANE_LEASE_RENEW_DEADLINE_MS', flag: '--lease-renew-deadline-ms', default: '10000', description: 'The leader steps down when it could not renew for this long' },
   { env: 'ROLLPLANE_LEASE_RETRY_PERIOD_MS', flag: '--lease-retry-period-ms', default: '2000', description: 'Time between acquire and renew attempts' },
-  { env: 'ROLLPLANE_AGENT_MODE', flag: '--agent-mode', default: 'pod', description: 'How IPPool DHCP agents run: `pod` (one bare Pod per pool, upstream) or `deployment` (one Deployment with leader election per pool)' },
+  { env: 'ROLLPLANE_AGENT_MODE', flag: '--agent-mode', default: 'auto', description: 'How agent-pool rollouts work: `coexist` (beside a vm-dhcp-controller that deploys agents: hold pools, change its `--image`, release them in waves), `direct` (rollplane recreates agents; only without such a controller), `auto` (coexist when the controller deploys agents, else direct). A mode the cluster does not allow refuses the rollout (`CONFLICT`, reason `AGENT_MODE_MISMATCH`)' },
+  { env: 'ROLLPLANE_VMDHCP_CONTROLLER', flag: '--vmdhcp-controller', default: 'auto', description: 'The vm-dhcp-controller Deployment as `namespace/name`; `auto` finds it by the chart\'s labels (`app.kubernetes.io/name=harvester-vm-dhcp-controller`, `app.kubernetes.io/component=controller`)' },
   { env: 'ROLLPLANE_AGENT_NAMESPACE', flag: '--agent-namespace', default: 'harvester-system', description: 'Namespace of the DHCP agents' },
   { env: 'ROLLPLANE_AGENT_IMAGE', flag: '--agent-image', default: 'rancher/harvester-vm-dhcp-agent:v0.3.0', description: 'Agent image for pools that have none recorded yet (rollouts change it per pool)' },
-  { env: 'ROLLPLANE_AGENT_SERVICE_ACCOUNT', flag: '--agent-service-account', default: 'harvester-vm-dhcp-controller-agent', description: 'ServiceAccount of the agents rollplane creates: the vm-dhcp-controller chart\'s `<release fullname>-agent` (this default is release `harvester-vm-dhcp-controller`, as its README installs it)' },
+  { env: 'ROLLPLANE_AGENT_SERVICE_ACCOUNT', flag: '--agent-service-account', default: 'harvester-vm-dhcp-controller-agent', description: 'ServiceAccount of the agents rollplane creates (direct mode only): the vm-dhcp-controller chart\'s `<release fullname>-agent` (this default is release `harvester-vm-dhcp-controller`, as its README installs it)' },
   { env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', flag: '--agent-stuck-grace-seconds', default: '120', description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)' },
   { env: 'ROLLPLANE_AGENT_WORKERS', flag: '--agent-workers', default: '16', description: 'Concurrent IPPool reconciles' },
   { env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS', flag: '--node-agent-daemonsets', default: 'none', description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`' },
@@ -198,6 +206,26 @@ function integer(setting: string, raw: string, min: number, max: number): number
   if (value < min || value > max) throw new ConfigError(setting, `must be between ${min} and ${max} (got ${value})`);
   return value;
 }
+
+/** `deployment` was removed (issue 14): it is named in the error so an old setting fails loudly, not silently. */
+function agentMode(raw: string): 'auto' | 'coexist' | 'direct' {
+  if (raw === 'deployment') {
+    throw new ConfigError('ROLLPLANE_AGENT_MODE', 'the deployment mode was removed: it needed an unreleased agent build and wrote status.agentDeploymentRef, which the IPPool CRD prunes; use auto, coexist or direct');
+  }
+  // `pod` was the old name of what is now direct mode beside no controller: auto does that and more.
+  return oneOf('ROLLPLANE_AGENT_MODE', raw === 'pod' ? 'auto' : raw, ['auto', 'coexist', 'direct'] as const);
+}
+
+function vmDhcpControllerRef(raw: string): { vmDhcpController?: { namespace: string; name: string } } {
+  if (raw === 'auto') return {};
+  const parts = raw.split('/');
+  if (parts.length !== 2 || !DNS_LABEL_RE.test(parts[0]!) || !DNS_LABEL_RE.test(parts[1]!)) {
+    throw new ConfigError('ROLLPLANE_VMDHCP_CONTROLLER', `expected auto or namespace/name of a Deployment (got "${raw.slice(0, 80)}")`);
+  }
+  return { vmDhcpController: { namespace: parts[0]!, name: parts[1]! } };
+}
+
+const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 function oneOf<T extends string>(setting: string, raw: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(raw)) {
@@ -287,7 +315,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   }
   const stuckRaw = read('ROLLPLANE_AGENT_STUCK_GRACE_SECONDS') ?? '120';
   const agentPools = {
-    mode: oneOf('ROLLPLANE_AGENT_MODE', read('ROLLPLANE_AGENT_MODE') ?? 'pod', ['pod', 'deployment'] as const),
+    mode: agentMode(read('ROLLPLANE_AGENT_MODE') ?? 'auto'),
+    ...vmDhcpControllerRef(read('ROLLPLANE_VMDHCP_CONTROLLER') ?? 'auto'),
     agentNamespace: dns1123('ROLLPLANE_AGENT_NAMESPACE', read('ROLLPLANE_AGENT_NAMESPACE') ?? 'harvester-system'),
     agentImage,
     serviceAccountName: dns1123Subdomain('ROLLPLANE_AGENT_SERVICE_ACCOUNT', read('ROLLPLANE_AGENT_SERVICE_ACCOUNT') ?? 'harvester-vm-dhcp-controller-agent'),

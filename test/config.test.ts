@@ -23,8 +23,8 @@ describe('loadConfig', () => {
   });
 
   it('reads the rollout kinds\' settings', () => {
-    const config = loadConfig({ ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'off', ROLLPLANE_NODE_AGENT_DAEMONSETS: 'a/b, c/d', ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '30' }, ['--agent-mode', 'deployment'], noFiles);
-    expect(config.agentPools).toMatchObject({ mode: 'deployment', stuckGraceSeconds: null, agentNamespace: 'harvester-system', serviceAccountName: 'harvester-vm-dhcp-controller-agent' });
+    const config = loadConfig({ ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'off', ROLLPLANE_NODE_AGENT_DAEMONSETS: 'a/b, c/d', ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '30' }, ['--agent-mode', 'coexist', '--vmdhcp-controller', 'harvester-system/vmdhcp'], noFiles);
+    expect(config.agentPools).toMatchObject({ mode: 'coexist', vmDhcpController: { namespace: 'harvester-system', name: 'vmdhcp' }, stuckGraceSeconds: null, agentNamespace: 'harvester-system', serviceAccountName: 'harvester-vm-dhcp-controller-agent' });
     expect(loadConfig({}, ['--agent-service-account', 'dhcp.agents'], noFiles).agentPools.serviceAccountName).toBe('dhcp.agents');
     expect(config.nodeAgents.daemonSets).toEqual(['a/b', 'c/d']);
     expect(config.virtualClusters).toMatchObject({ readyTimeoutMs: 30_000, partialUpgrade: true, keyAlgorithm: 'rsa-2048', vcManager: { namespace: 'vc-manager', name: 'vc-manager' } });
@@ -61,6 +61,9 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_SIM_FLEET: 'huge' }, 'ROLLPLANE_SIM_FLEET'],
     [{ ROLLPLANE_SHUTDOWN_TIMEOUT_MS: '5' }, 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS'],
     [{ ROLLPLANE_AGENT_MODE: 'daemonset' }, 'ROLLPLANE_AGENT_MODE'],
+    // Removed (issue 14): asking for it is an error, not a silent fallback.
+    [{ ROLLPLANE_AGENT_MODE: 'deployment' }, 'ROLLPLANE_AGENT_MODE'],
+    [{ ROLLPLANE_VMDHCP_CONTROLLER: 'just-a-name' }, 'ROLLPLANE_VMDHCP_CONTROLLER'],
     [{ ROLLPLANE_AGENT_IMAGE: 'Not An Image' }, 'ROLLPLANE_AGENT_IMAGE'],
     [{ ROLLPLANE_AGENT_NAMESPACE: 'Harvester_System' }, 'ROLLPLANE_AGENT_NAMESPACE'],
     [{ ROLLPLANE_AGENT_SERVICE_ACCOUNT: 'Agent_SA' }, 'ROLLPLANE_AGENT_SERVICE_ACCOUNT'],

@@ -132,6 +132,9 @@ export class RolloutEngine {
       return {};
     }
 
+    const halt = isTerminal(rollout.state) ? undefined : await driver.haltReason?.(rollout);
+    if (halt) rollout = await this.transition(rollout, 'FAILED', halt);
+
     if (rollout.state === 'PENDING') {
       await driver.prepare?.(rollout, signal);
       rollout = await this.transition(rollout, 'PROGRESSING', null);

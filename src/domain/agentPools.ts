@@ -27,8 +27,12 @@ export interface AgentPoolView {
   networkName: string;
   cidr: string | null;
   paused: boolean;
+  /** Held by someone other than rollplane (a rollout skips it). */
   held: boolean;
-  mode: 'POD' | 'DEPLOYMENT';
+  /** Held by a rollplane rollout in coexistence mode (released by the rollout that targets it). */
+  heldByRollplane: boolean;
+  /** COEXIST: the vm-dhcp-controller deploys the agent (desired = its --image); DIRECT: rollplane does. */
+  mode: 'COEXIST' | 'DIRECT';
   desiredImage: string | null;
   runningImage: string | null;
   agentRef: string | null;
@@ -44,6 +48,8 @@ export interface AgentPoolQueries {
   /** Every pool, in any order. */
   all(): Promise<AgentPoolView[]>;
   get(namespace: string, name: string): Promise<AgentPoolView | undefined>;
+  /** The mode a rollout would run in now; throws the refusal (an AppError with a code) when the cluster allows none. */
+  checkRollout(): Promise<'COEXIST' | 'DIRECT'>;
 }
 
 export interface AgentPoolFilter {
@@ -227,6 +233,8 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
   parseImageReference(image, 'input.image');
   const selection = validateSelection(input.pools);
   const strategy = validateStrategy(input.strategy);
+  // Refuse before planning when the cluster does not allow the configured mode (e.g. direct beside the controller).
+  await queries.checkRollout();
 
   const pools = (await queries.all())
     .filter((p) => matchesPoolSelection(selection, p))
@@ -234,12 +242,13 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
   if (pools.length === 0) throw new ValidationError('input.pools', 'selects no IPPool');
 
   const targets: NewTarget[] = pools.map((p) => {
-    const from = p.desiredImage;
+    // Beside the controller every pool desires its image; what a pool moves from is what it runs.
+    const from = p.mode === 'COEXIST' ? (p.runningImage ?? p.desiredImage) : p.desiredImage;
     const skipReason = p.held
       ? 'held: network.harvesterhci.io/hold-ippool-agent-upgrade'
       : p.paused
         ? 'paused: spec.paused is true'
-        : from === image && p.runningImage === image
+        : p.desiredImage === image && p.runningImage === image
           ? 'already current'
           : undefined;
     return { namespace: p.namespace, name: p.name, fromVersion: from, toVersion: image, ...(skipReason ? { skipReason } : {}) };

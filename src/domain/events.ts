@@ -5,6 +5,7 @@ export const EventType = {
   TargetFailed: 'TargetFailed',
   AgentRecreated: 'AgentRecreated',
   AgentForceDeleted: 'AgentForceDeleted',
+  UpstreamControllerChanged: 'UpstreamControllerChanged',
   ClusterUpgradeObserved: 'ClusterUpgradeObserved',
   NodeAgentReplaced: 'NodeAgentReplaced',
 } as const;

@@ -34,6 +34,12 @@ export type TargetObservation =
  */
 export interface RolloutDriver {
   readonly kind: RolloutKind;
+  /**
+   * Why the rollout cannot go on in the cluster as it is now (e.g. the rollout asks for a way of working the cluster
+   * does not allow, or someone else changed what the rollout relies on); undefined when it can. The engine fails an
+   * active rollout with this reason instead of racing whoever changed the cluster. Optional.
+   */
+  haltReason?(rollout: Rollout): Promise<string | undefined>;
   /** Before the first admission (e.g. write the new ClusterVersion spec, set the DaemonSet's update strategy). */
   prepare?(rollout: Rollout, signal: AbortSignal): Promise<void>;
   /** Writes the change for one target (e.g. set `status.agentPodRef.image`, add the opt-in label). */

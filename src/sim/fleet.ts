@@ -49,8 +49,18 @@ export interface FleetSize {
 /** `demo`, `empty`, a size string (`pools=1000,clusters=100,nodes=50`), or sizes. */
 export type FleetSpec = 'demo' | 'empty' | string | Partial<FleetSize>;
 
-/** The demo installs the CAA chart: node-agent rollouts work against it (test/nodeagent/caaChart.test.ts, ADR 0019). */
-export const DEMO_FLEET: Readonly<FleetSize> = Object.freeze({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: Object.freeze({ caa: true }) });
+/**
+ * The demo runs the upstream controllers a field cluster runs beside rollplane: harvester/vm-dhcp-controller (agent-pool
+ * rollouts coexist with it, ADR 0017) and the cloud-api-adaptor chart (node-agent rollouts work against it, ADR 0019).
+ * `demo,upstream=none` is the demo without them.
+ */
+export const DEMO_FLEET: Readonly<FleetSize> = Object.freeze({
+  nodes: 3,
+  pools: 3,
+  clusters: 2,
+  peers: 2,
+  upstream: Object.freeze({ vmDhcp: Object.freeze({}), caa: true }),
+});
 export const EMPTY_FLEET: Readonly<FleetSize> = Object.freeze({ nodes: 0, pools: 0, clusters: 0, peers: 0 });
 
 export const AGENT_NAMESPACE = 'harvester-system';
@@ -90,7 +100,7 @@ export function parseFleetSpec(text: string): FleetSize {
 
 function parseBaseFleet(text: string): FleetSize {
   const trimmed = text.trim();
-  if (trimmed === 'demo') return { ...DEMO_FLEET, upstream: { ...DEMO_FLEET.upstream } };
+  if (trimmed === 'demo') return { ...DEMO_FLEET, upstream: { vmDhcp: {}, caa: true } };
   if (trimmed === 'empty' || trimmed === '') return { ...EMPTY_FLEET };
   const size: FleetSize = { nodes: 0, pools: 0, clusters: 0, peers: 2 };
   for (const part of trimmed.split(',')) {

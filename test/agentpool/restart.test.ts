@@ -21,10 +21,13 @@ async function call(url: string, query: string, variables?: Record<string, unkno
   return res.data;
 }
 
-describe('a service killed mid-rollout', () => {
+describe.each([
+  ['direct mode', ''],
+  ['beside the vm-dhcp-controller', ',upstream=vm-dhcp'],
+])('a service killed mid-rollout (%s)', (_mode, upstream) => {
   it('completes the rollout after a restart, recreating no pool twice and recording each recreation once', async () => {
     const POOLS = 8;
-    rig = await startRig({ fleet: `pools=${POOLS},nodes=3`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
+    rig = await startRig({ fleet: `pools=${POOLS},nodes=3${upstream}`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
     const r = rig;
     // Every agent pod ever created, per pool (the fleet's own pods are created before this subscription).
     const created = new Map<string, number>();
@@ -65,9 +68,11 @@ describe('a service killed mid-rollout', () => {
       expect(r.pool(`net-${i}`)!.status.agentPodRef).toMatchObject({ image: NEW, uid: r.agent(`net-${i}`)!.metadata.uid });
     }
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const events = await call(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } payload } } } }');
+    const events = await call(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
     const names = events.events.edges.map((e: any) => e.node.object.name).sort();
     expect(names).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
+    // Each one is the rollout's, also those under way when the service died.
+    for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
     service.child.kill('SIGTERM');
     await service.exited;
   }, 120_000);

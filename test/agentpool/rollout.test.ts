@@ -59,7 +59,7 @@ describe('bumpAgentImage through the GraphQL API', () => {
     expect(pools.agentPools.pageInfo.hasNextPage).toBe(true);
     const rest = await r.gql(POOLS, { first: 4, after: pools.agentPools.pageInfo.endCursor });
     expect([...pools.agentPools.edges, ...rest.agentPools.edges].map((e: any) => e.node.name)).toEqual(['net-1', 'net-2', 'net-3', 'net-4', 'net-5', 'net-6']);
-    expect(pools.agentPools.edges[0].node).toMatchObject({ mode: 'POD', desiredImage: NEW, runningImage: NEW, agentReady: true, agentRef: 'harvester-system/default-net-1-agent' });
+    expect(pools.agentPools.edges[0].node).toMatchObject({ mode: 'DIRECT', desiredImage: NEW, runningImage: NEW, agentReady: true, agentRef: 'harvester-system/default-net-1-agent' });
 
     const pool = await r.gql(`{ agentPool(namespace: "default", name: "net-1") {
       revisions { edges { node { n version rollout { id } } } }

@@ -39,7 +39,7 @@ async function until(predicate: () => boolean, what: string): Promise<void> {
 
 describe('parseFleetSpec', () => {
   it('reads demo, empty and sizes', () => {
-    expect(parseFleetSpec('demo')).toEqual({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: { caa: true } });
+    expect(parseFleetSpec('demo')).toEqual({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: { vmDhcp: {}, caa: true } });
     expect(parseFleetSpec('demo,upstream=none')).toEqual({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: {} });
     expect(parseFleetSpec('empty')).toEqual({ nodes: 0, pools: 0, clusters: 0, peers: 0 });
     expect(parseFleetSpec('pools=1000,clusters=100,nodes=50')).toEqual({ nodes: 50, pools: 1000, clusters: 100, peers: 2 });
@@ -167,7 +167,8 @@ describe('the demo fleet', () => {
     behaviour = startBehaviour(store, { delays: zeroDelays });
     await applyFleet(store, 'demo');
     const pods = () => store.list(Resources.pods);
-    await until(() => pods().length === 3 + 2 * 3 + 3 + 6 && pods().every(ready), 'every pod Ready');
+    // + 1: the demo runs the vm-dhcp-controller (its own Deployment's pod).
+    await until(() => pods().length === 3 + 2 * 3 + 3 + 6 + 1 && pods().every(ready), 'every pod Ready');
     for (const node of ['sim-node-1', 'sim-node-2', 'sim-node-3']) {
       const onNode = store.list(Resources.pods).filter((p) => p.spec.nodeName === node);
       expect(onNode.filter((p) => p.metadata.namespace === NODE_AGENT_NAMESPACE)).toHaveLength(1);

@@ -1,48 +1,153 @@
-import { PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
 import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
-import { ConflictError, NotFoundError } from '../../errors.js';
+import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
-import { agentName, AGENT_CONTAINER, ANNOTATION_HOLD, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, LABEL_AGENT_MODE, poolKey } from './names.js';
-import { deploymentImage, isDeploymentReady, isPodReady, podImage, pullFailure } from './podState.js';
-import type { AgentMode, IPPool, RecreationRecord } from './types.js';
+import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
+import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey } from './names.js';
+import { isPodReady, podImage, pullFailure } from './podState.js';
+import type { IPPool, RecreationRecord } from './types.js';
+import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
 export interface AgentPoolDriverOptions {
   clients: KubeClients;
   pools: Informer<IPPool>;
   pods: CacheReader<V1Pod>;
-  deployments: Informer<V1Deployment>;
   /** The reconciler's recreations in flight: a target is done once its recreation is recorded. */
   recreations: InFlightNotes<RecreationRecord>;
   agentNamespace: string;
-  mode: AgentMode;
+  configuredMode: ConfiguredAgentMode;
+  controller: VmDhcpControllerWatch;
   /** Conflict retries of one admission before giving up (the engine retries later). */
   maxConflictRetries?: number;
+  /** How long prepare waits for the informer cache to show its own write to the controller; default 30 s. */
+  cacheWaitMs?: number;
 }
 
+/** Concurrent hold writes in prepare. */
+const HOLD_CONCURRENCY = 16;
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
 /**
- * What admission means for an agent pool. Pod mode: the new image goes into `status.agentPodRef.image` (status
- * subresource, optimistic concurrency) — exactly what upstream's register loop does for every pool at once, here for
- * one admitted pool; the monitor loop then sees the drift and recreates the agent. Deployment mode: the agent
- * Deployment's template image is patched and the Deployment rolls.
+ * What a rollout does to agent pools, in one of two modes (docs/adr/0017):
+ * - **coexist** (a vm-dhcp-controller deploys agents): prepare holds every pool not already at the new image
+ *   (upstream's hold annotation, marked as rollplane's) and sets the controller's `--image`; admission releases one
+ *   pool (removes rollplane's hold); upstream's own loops then replace the agent, which observe watches for. rollplane
+ *   writes no `agentPodRef` and creates no agent.
+ * - **direct** (no controller deploys agents): admission writes the image into `status.agentPodRef.image` and the
+ *   reconciler replaces the agent, as upstream's loops would.
  */
 export class AgentPoolDriver implements RolloutDriver {
   readonly kind = 'AGENT_POOL' as const;
-  /** pool key → rollout that admitted its current image (AgentRecreated events name it). Refilled by re-admission. */
-  private readonly admittedBy = new Map<string, string>();
+  /** pool key → the rollout that released (or admitted) it and the image it asked for. Refilled by re-admission. */
+  private readonly admittedBy = new Map<string, { rolloutId: string; image: string }>();
+  /** Controller images rollplane set and has not yet seen come back (to tell its own changes from a helm upgrade). */
+  private readonly ownImageChanges = new Set<string>();
 
   constructor(private readonly o: AgentPoolDriverOptions) {}
 
+  /** The mode a rollout may run in now; throws the refusal (CONFLICT, reason AGENT_MODE_MISMATCH) when none. */
+  mode(): AgentMode {
+    const mode = resolveAgentMode(this.o.configuredMode, this.o.controller.state(), this.o.agentNamespace);
+    if (mode instanceof AppError) throw mode;
+    return mode;
+  }
+
   rolloutFor(namespace: string, name: string): string | undefined {
+    return this.admittedBy.get(poolKey(namespace, name))?.rolloutId;
+  }
+
+  /** The rollout that released (admitted) the pool and the image it asked for, until observe saw it done (coexistence). */
+  releasedBy(namespace: string, name: string): { rolloutId: string; image: string } | undefined {
     return this.admittedBy.get(poolKey(namespace, name));
   }
 
+  /** True (once) when rollplane itself set the controller to `image`: the change is planned, not a helm upgrade. */
+  takeOwnImageChange(image: string): boolean {
+    return this.ownImageChanges.delete(normalizeImage(image));
+  }
+
+  async haltReason(rollout: Rollout): Promise<string | undefined> {
+    let mode: AgentMode;
+    try {
+      mode = this.mode();
+    } catch (error) {
+      return `refused (${(error as AppError).details.reason}): ${(error as Error).message}`;
+    }
+    if (rollout.state === 'PENDING') return undefined;
+    if (mode !== 'coexist') {
+      // Started beside the controller (its holds are out there), which is gone or no longer deploys agents: direct
+      // mode cannot take the rollout over (it would ignore the holds), so it stops here.
+      const held = this.o.pools.list().some((p) => p.metadata?.annotations?.[ANNOTATION_HELD_BY] === rollout.id);
+      return held ? `the vm-dhcp-controller no longer deploys agents (${this.o.controller.state().kind}) during a coexistence rollout; its pools stay held` : undefined;
+    }
+    const state = this.o.controller.state();
+    if (state.kind !== 'agents') return undefined;
+    const image = this.rolloutImage(rollout);
+    if (image !== undefined && state.image !== normalizeImage(image)) {
+      return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
+    }
+    return undefined;
+  }
+
+  async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    if (this.mode() !== 'coexist') return;
+    const image = this.rolloutImage(rollout);
+    if (image === undefined) throw new ConflictError(`rollout ${rollout.id} asks for more than one image; the vm-dhcp-controller deploys one`);
+    // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
+    // the selection keep their agent, the selected ones wait for their wave.
+    const toHold = this.o.pools.list().filter(
+      (pool) =>
+        !pool.spec?.paused && // upstream runs no agent for it
+        !pool.metadata?.deletionTimestamp &&
+        pool.metadata?.annotations?.[ANNOTATION_HOLD] === undefined && // held already (by us or someone else)
+        !this.runsImage(pool, image),
+    );
+    // Every hold must be in before the image changes; a few at a time (each is one request).
+    let next = 0;
+    const worker = async () => {
+      while (next < toHold.length) {
+        signal.throwIfAborted();
+        await this.patchAnnotations(toHold[next++]!, { [ANNOTATION_HOLD]: 'true', [ANNOTATION_HELD_BY]: rollout.id });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
+    // (b) The controller's new image: upstream restarts and re-syncs every pool; only unheld ones change.
+    const normalized = normalizeImage(image);
+    this.ownImageChanges.add(normalized);
+    await this.o.controller.setImage(this.o.clients, image);
+    // haltReason reads the cache: it must not mistake our own change, not yet in it, for someone else's.
+    const deadline = Date.now() + (this.o.cacheWaitMs ?? 30_000);
+    for (;;) {
+      const state = this.o.controller.state();
+      if (state.kind === 'agents' && state.image === normalized) return;
+      if (Date.now() > deadline) throw new ConflictError('the vm-dhcp-controller Deployment has not shown its new --image yet');
+      signal.throwIfAborted();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /**
+   * After the end: a hold of rollplane's on a pool that already runs the controller's image holds nothing back (e.g.
+   * after a rollback, the pools the original never reached), so it goes. Pools behind stay held (drift shows them).
+   */
+  async finish(_rollout: Rollout, signal: AbortSignal): Promise<void> {
+    const state = this.o.controller.state();
+    if (state.kind !== 'agents') return;
+    for (const pool of this.o.pools.list()) {
+      signal.throwIfAborted();
+      if (pool.metadata?.annotations?.[ANNOTATION_HELD_BY] === undefined || !this.runsImage(pool, state.image)) continue;
+      await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+    }
+  }
+
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
-    this.admittedBy.set(poolKey(target.namespace, target.name), rollout.id);
-    if (this.o.mode === 'deployment') return this.admitDeployment(target);
+    this.admittedBy.set(poolKey(target.namespace, target.name), { rolloutId: rollout.id, image: target.toVersion });
+    if (this.mode() === 'coexist') return this.release(target, rollout);
     const retries = this.o.maxConflictRetries ?? 5;
     for (let attempt = 0; ; attempt++) {
       signal.throwIfAborted();
@@ -69,24 +174,47 @@ export class AgentPoolDriver implements RolloutDriver {
     }
   }
 
-  private async admitDeployment(target: AdmittedTarget): Promise<void> {
-    const name = agentName(target.namespace, target.name);
-    const deployment = this.o.deployments.get(this.o.agentNamespace, name);
-    const pool = this.o.pools.get(target.namespace, target.name);
-    if (pool?.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined) return;
-    if (!deployment) throw new ConflictError(`agent deployment ${this.o.agentNamespace}/${name} does not exist yet`);
-    if (deploymentImage(deployment) === target.toVersion) return;
-    await kubeCall(`admit agent deployment ${name}`, () =>
-      this.o.clients.apps.patchNamespacedDeployment(
-        {
-          namespace: this.o.agentNamespace,
-          name,
-          body: { spec: { template: { spec: { containers: [{ name: AGENT_CONTAINER, image: target.toVersion }] } } } },
-        },
-        // Strategic merge: the containers list merges by name (a JSON merge patch would replace the whole list).
-        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
-      ),
-    );
+  /** Coexistence admission: take rollplane's hold off the pool; a hold someone else put there stays (observe fails it). */
+  private async release(target: AdmittedTarget, rollout: Rollout): Promise<void> {
+    const state = this.o.controller.state();
+    if (state.kind !== 'agents' || state.image !== normalizeImage(target.toVersion)) {
+      // haltReason fails the rollout on its next pass; releasing now would let upstream deploy the wrong image.
+      throw new ConflictError(`not releasing ${target.namespace}/${target.name}: the vm-dhcp-controller does not deploy ${target.toVersion}`);
+    }
+    const pool = this.o.pools.get(target.namespace, target.name) ?? (await this.readPool(target));
+    if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
+    const annotations = pool.metadata?.annotations ?? {};
+    if (annotations[ANNOTATION_HELD_BY] === undefined) return;
+    // Durable before the act: the replacement upstream is about to make is this rollout's, and is recorded once even
+    // if rollplane restarts before it sees the old agent go (the reconciler completes the record).
+    const ref = pool.status?.agentPodRef;
+    const agent = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name) : undefined;
+    if (agent?.metadata?.uid && !this.runsImage(pool, target.toVersion) && !this.o.recreations.get(target.namespace, target.name)) {
+      await this.o.recreations.put(target.namespace, target.name, {
+        reason: 'rollout',
+        oldUid: agent.metadata.uid,
+        oldImage: podImage(agent) ?? null,
+        rolloutId: rollout.id,
+        plannedImage: target.toVersion,
+        deletedAt: new Date().toISOString(),
+      });
+    }
+    await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+  }
+
+  private async patchAnnotations(pool: IPPool, annotations: Record<string, string | null>): Promise<void> {
+    const namespace = pool.metadata!.namespace!;
+    const name = pool.metadata!.name!;
+    try {
+      await kubeCall(`annotate ippool ${namespace}/${name}`, () =>
+        this.o.clients.custom.patchNamespacedCustomObject(
+          { group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body: { metadata: { annotations } } },
+          mergePatch,
+        ),
+      );
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error; // a pool deleted meanwhile needs no hold
+    }
   }
 
   private async readPool(target: AdmittedTarget): Promise<IPPool | undefined> {
@@ -103,13 +231,26 @@ export class AgentPoolDriver implements RolloutDriver {
   async observe(target: AdmittedTarget): Promise<TargetObservation> {
     const pool = this.o.pools.get(target.namespace, target.name);
     if (!pool) return { phase: 'failed', reason: `ippool ${target.namespace}/${target.name} was deleted` };
-    if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined && !this.runsTarget(pool, target)) {
+    const annotations = pool.metadata?.annotations ?? {};
+    const heldByOthers = annotations[ANNOTATION_HOLD] !== undefined && annotations[ANNOTATION_HELD_BY] === undefined;
+    if (heldByOthers && !this.runsImage(pool, target.toVersion)) {
       return { phase: 'failed', reason: 'pool is held (network.harvesterhci.io/hold-ippool-agent-upgrade)' };
     }
     if (pool.spec?.paused) return { phase: 'failed', reason: 'pool is paused (spec.paused)' };
-    if (this.o.mode === 'deployment') return this.observeDeployment(pool, target);
+    const coexist = this.mode() === 'coexist';
+    if (coexist) {
+      // After a restart of rollplane the engine observes its admitted targets again without admitting them: which
+      // rollout released the pool is known again from here on (the recreation it records is then the rollout's).
+      const key = poolKey(target.namespace, target.name);
+      if (!this.admittedBy.has(key)) this.admittedBy.set(key, { rolloutId: target.rolloutId, image: target.toVersion });
+      const state = this.o.controller.state();
+      if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
+        return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)` };
+      }
+      if (annotations[ANNOTATION_HELD_BY] !== undefined) return { phase: 'progressing', message: 'releasing the hold' };
+    }
     const ref = pool.status?.agentPodRef;
-    if (ref?.image !== target.toVersion) return { phase: 'progressing', message: 'waiting for admission to be recorded' };
+    if (ref?.image !== target.toVersion) return { phase: 'progressing', message: coexist ? 'waiting for the vm-dhcp-controller to record the image' : 'waiting for admission to be recorded' };
     const pod = this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name ?? agentName(target.namespace, target.name));
     if (!pod || podImage(pod) !== target.toVersion) return { phase: 'progressing', message: 'agent being recreated' };
     const failure = pullFailure(pod);
@@ -118,33 +259,23 @@ export class AgentPoolDriver implements RolloutDriver {
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
     // The recreation is complete only once its AgentRecreated event is recorded (with the removal of its record).
     if (this.o.recreations.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the recreation' };
+    // Done: a later replacement of this agent (someone deletes it) is not this rollout's.
+    if (coexist && this.admittedBy.get(poolKey(target.namespace, target.name))?.rolloutId === target.rolloutId) this.admittedBy.delete(poolKey(target.namespace, target.name));
     return { phase: 'succeeded' };
   }
 
-  private observeDeployment(pool: IPPool, target: AdmittedTarget): TargetObservation {
-    const deployment = this.o.deployments.get(this.o.agentNamespace, agentName(target.namespace, target.name));
-    if (!deployment || deploymentImage(deployment) !== target.toVersion) return { phase: 'progressing', message: 'waiting for the template change' };
-    let oldAgents = 0;
-    for (const pod of this.o.pods.byIndex('pool', poolKey(target.namespace, target.name))) {
-      if (pod.metadata?.labels?.[LABEL_AGENT_MODE] !== 'deployment') continue;
-      if (podImage(pod) !== target.toVersion) {
-        oldAgents++;
-        continue;
-      }
-      const failure = pullFailure(pod);
-      if (failure) return { phase: 'failed', reason: failure };
-    }
-    // The Deployment's status can lag its template for a moment; no agent pod on another image settles it.
-    if (!isDeploymentReady(deployment) || oldAgents > 0) return { phase: 'progressing', message: 'deployment rolling' };
-    // The reconciler has seen the new image (and recorded the recreation) and finished recording it.
-    if (pool.status?.agentDeploymentRef?.image !== target.toVersion || this.o.recreations.get(target.namespace, target.name)) {
-      return { phase: 'progressing', message: 'recording the recreation' };
-    }
-    return { phase: 'succeeded' };
+  /** The pool's recorded image and running agent are both `image`. */
+  private runsImage(pool: IPPool, image: string): boolean {
+    const ref = pool.status?.agentPodRef;
+    if (!ref?.name || normalizeImage(ref.image ?? '') !== normalizeImage(image)) return false;
+    const pod = this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name);
+    return pod !== undefined && normalizeImage(podImage(pod) ?? '') === normalizeImage(image);
   }
 
-  private runsTarget(pool: IPPool, target: AdmittedTarget): boolean {
-    return (this.o.mode === 'pod' ? pool.status?.agentPodRef?.image : pool.status?.agentDeploymentRef?.image) === target.toVersion;
+  /** The one image a coexistence rollout asks the controller for (a rollback's targets may differ: undefined then). */
+  private rolloutImage(rollout: Rollout): string | undefined {
+    // A rollback's toVersion is its original's fromVersion, or this placeholder when the original started from mixed images.
+    return rollout.toVersion === 'previous revision of each target' ? undefined : rollout.toVersion;
   }
 
   async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {
@@ -162,12 +293,6 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   private agentReady(pool: IPPool): boolean {
-    const ns = pool.metadata!.namespace!;
-    const name = pool.metadata!.name!;
-    if (this.o.mode === 'deployment') {
-      const deployment = this.o.deployments.get(this.o.agentNamespace, agentName(ns, name));
-      return deployment !== undefined && isDeploymentReady(deployment);
-    }
     const ref = pool.status?.agentPodRef;
     const pod = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name) : undefined;
     return pod !== undefined && isPodReady(pod);

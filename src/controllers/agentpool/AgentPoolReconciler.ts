@@ -1,4 +1,4 @@
-import type { V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { Reconciler, Result } from '../../controller/Controller.js';
 import type { Request } from '../../controller/request.js';
@@ -8,22 +8,23 @@ import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 import type { Logger } from '../../log.js';
-import { agentDeploymentManifest, agentPodManifest, type AgentSettings } from './manifests.js';
+import { agentPodManifest, type AgentSettings } from './manifests.js';
+import { agentsManagedBy } from './mode.js';
 import type { AgentPoolMetrics } from './metrics.js';
 import {
   agentName,
   IPPOOL_GROUP,
   IPPOOL_PLURAL,
   IPPOOL_VERSION,
-  LABEL_AGENT_MODE,
   LABEL_CLUSTER_NETWORK,
   LABEL_POOL_NAME,
   LABEL_POOL_NAMESPACE,
   poolKey,
   splitNetworkName,
 } from './names.js';
-import { deploymentImage, isDeploymentReady, isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
-import type { AgentMode, AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
+import { isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
+import type { AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
+import { normalizeImage, type VmDhcpControllerState } from './VmDhcpControllerWatch.js';
 
 export interface AgentPoolReconcilerOptions {
   clients: KubeClients;
@@ -34,13 +35,15 @@ export interface AgentPoolReconcilerOptions {
   logger: Logger;
   pools: Informer<IPPool>;
   pods: CacheReader<V1Pod>;
-  deployments: Informer<V1Deployment>;
   nads: Informer<NetworkAttachmentDefinition>;
   nodes: Informer<V1Node>;
   settings: AgentSettings;
   /** Image of agents of pools that have none recorded yet (upstream: the controller's agent image). */
   defaultImage: string;
-  mode: AgentMode;
+  /** The vm-dhcp-controller as last seen: while it deploys agents, this reconciler only watches (docs/adr/0017). */
+  controllerState: () => VmDhcpControllerState;
+  /** The rollout that released the pool (coexistence) and the image it asked for, while that release is in progress. */
+  releasedBy: (namespace: string, name: string) => { rolloutId: string; image: string } | undefined;
   /** Seconds an agent may stay Terminating on a NotReady node before it is force-deleted; null disables. */
   stuckGraceSeconds: number | null;
   /** The rollout that admitted the pool's current image, if one is in progress (for AgentRecreated events). */
@@ -72,7 +75,11 @@ interface Work {
 }
 
 /**
- * The upstream IPPool loops (register → cache → monitor), level-based on one pool, plus rollplane's fixes: the
+ * Beside a vm-dhcp-controller that deploys agents (coexistence), this reconciler writes nothing to the cluster: it
+ * watches upstream replace agents and records each replacement once, as the rollout's when a rollout released the pool
+ * for that image, else as `unplanned`.
+ *
+ * Direct mode (no controller deploys agents): the upstream IPPool loops (register → cache → monitor), level-based on one pool, plus rollplane's fixes: the
  * configured image never overwrites a pool's recorded image (admission does that), agents stuck Terminating on a
  * NotReady node are force-deleted after a grace period, and every recreation is recorded once as AgentRecreated.
  * One reconcile ends in at most one status write (optimistic concurrency on the pool's resourceVersion), so it never
@@ -88,6 +95,8 @@ export class AgentPoolReconciler implements Reconciler {
   private readonly written = new Map<string, { stale: Set<string>; pool: IPPool }>();
   /** Uids of pods this process force-deleted (bounded; insertion-ordered). */
   private readonly forceDeleted = new Set<string>();
+  /** Coexistence: the last Ready agent seen per pool (uid, image), to notice upstream replacing it. */
+  private readonly lastAgent = new Map<string, { uid: string; image: string | null }>();
 
   constructor(private readonly o: AgentPoolReconcilerOptions) {
     this.now = o.now ?? Date.now;
@@ -97,6 +106,7 @@ export class AgentPoolReconciler implements Reconciler {
     const namespace = request.namespace ?? '';
     const name = request.name;
     const pool = this.freshest(namespace, name);
+    if (agentsManagedBy(this.o.controllerState()) === 'upstream') return this.watchUpstream(namespace, name, pool);
     if (!pool || pool.metadata?.deletionTimestamp) {
       await this.removeAgents(namespace, name);
       return;
@@ -111,16 +121,17 @@ export class AgentPoolReconciler implements Reconciler {
     if (pool.spec?.paused) {
       await this.removeAgents(namespace, name);
       delete work.status.agentPodRef;
-      delete work.status.agentDeploymentRef;
-      this.condition(work, 'Registered', new LoopError(`ippool ${namespace}/${name} was administratively disabled`));
+      // As upstream: each of its three status handlers fails with the same error, and OnChange sets Stopped.
+      const disabled = new LoopError(`ippool ${namespace}/${name} was administratively disabled`);
+      for (const type of ['Registered', 'CacheReady', 'AgentReady']) this.condition(work, type, disabled);
       work.conditions = setCondition(work.conditions, 'Stopped', 'True', work.now);
       await this.writeStatus(work);
       return;
     }
-    // Stopped appears when a pool is paused; a pool that never was needs no status write to say it is not.
+    // Upstream's OnChange writes Stopped False on every pool that is not paused; rollplane only once a pool has been
+    // paused, so that a fleet upstream deployed long ago costs no status write per pool when rollplane takes over.
     if (work.conditions.some((c) => c.type === 'Stopped')) work.conditions = setCondition(work.conditions, 'Stopped', 'False', work.now);
-    if (this.o.mode === 'pod') await this.podMode(work);
-    else await this.deploymentMode(work);
+    await this.podMode(work);
     try {
       await this.writeStatus(work);
     } catch (error) {
@@ -139,9 +150,6 @@ export class AgentPoolReconciler implements Reconciler {
   private async podMode(work: Work): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
     const agentNs = this.o.settings.namespace;
-    // Switching from Deployment mode: the Deployment and its pods must be gone before a bare agent starts.
-    if (!(await this.deploymentGone(work))) return;
-    delete work.status.agentDeploymentRef;
 
     let pod: V1Pod | undefined;
     await this.loop(work, 'Registered', async () => {
@@ -176,7 +184,7 @@ export class AgentPoolReconciler implements Reconciler {
         await this.handleTerminating(work, pod!);
         throw new LoopError(`agent pod ${pod!.metadata.name} marked for deletion`);
       }
-      if (pod!.metadata?.uid !== work.status.agentPodRef?.uid) throw new LoopError('uid mismatch');
+      if (pod!.metadata?.uid !== work.status.agentPodRef?.uid) throw new LoopError(`agent pod ${pod!.metadata?.name} uid mismatch`);
     });
     work.conditions = setCondition(work.conditions, 'CacheReady', 'True', work.now);
 
@@ -186,10 +194,11 @@ export class AgentPoolReconciler implements Reconciler {
       let current = pod ?? this.o.pods.get(ref.namespace ?? agentNs, ref.name ?? '');
       // The pod cache may still show an agent that is already gone: confirm before calling the current one a stranger.
       if (current && current.metadata?.uid !== ref.uid) current = await this.readPod(ref.namespace ?? agentNs, ref.name ?? '');
-      if (!current) throw new LoopError(`agent pod ${ref.name} not ready`);
-      if (current.metadata?.deletionTimestamp) throw new LoopError(`agent pod ${ref.name} not ready`);
+      // Upstream's messages (MonitorAgent): the Get's NotFound, then "marked for deletion" / "obsolete and purged".
+      if (!current) throw new LoopError(`pods "${ref.name}" not found`);
       const uidMismatch = current.metadata?.uid !== ref.uid;
       if (uidMismatch || podImage(current) !== ref.image) {
+        if (current.metadata?.deletionTimestamp) throw new LoopError(`agent pod ${ref.name} marked for deletion`);
         if (!this.recordOf(work.pool)) {
           await this.writeRecord(work, { reason: uidMismatch ? 'uid-mismatch' : 'drift', oldUid: current.metadata?.uid ?? null, oldImage: podImage(current) ?? null });
         }
@@ -285,101 +294,56 @@ export class AgentPoolReconciler implements Reconciler {
   }
 
   // ---------------------------------------------------------------------------------------------------------------
-  // Deployment mode
+  // Coexistence: upstream deploys and replaces agents; this only records what it sees
 
-  private async deploymentMode(work: Work): Promise<void> {
-    const { namespace, name } = this.ids(work.pool);
-    const agentNs = this.o.settings.namespace;
-    const deploymentName = agentName(namespace, name);
-    // Switching from Pod mode: the bare agent must be gone before the Deployment starts (never two DHCP servers).
-    const bare = this.podsOf(namespace, name).filter((p) => p.metadata?.labels?.[LABEL_AGENT_MODE] !== 'deployment');
-    if (bare.length > 0) {
-      await this.loop(work, 'Registered', async () => {
-        for (const pod of bare) {
-          if (!pod.metadata?.deletionTimestamp) {
-            if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'mode-switch', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
-            await this.deletePod(pod, undefined);
-          } else await this.handleTerminating(work, pod);
-        }
-        throw new LoopError(`agent pod ${bare[0]!.metadata?.name} is being removed (switching to deployment mode)`);
-      });
-      this.condition(work, 'AgentReady', new LoopError(`agent for ippool ${namespace}/${name} is switching to deployment mode`));
+  /**
+   * A replacement starts when the agent the pool records is going (Terminating, or its image differs from the ref,
+   * which upstream's monitor is about to act on) or gone; it completes when the ref names a new Ready agent on the
+   * ref's image. It is the rollout's when a rollout released the pool for that very image, else `unplanned` (a helm
+   * upgrade, someone deleting an agent). Paused and deleted pools lose their agent on purpose: not a replacement.
+   */
+  private async watchUpstream(namespace: string, name: string, pool: IPPool | undefined): Promise<Result | void> {
+    const key = poolKey(namespace, name);
+    if (!pool || pool.metadata?.deletionTimestamp || pool.spec?.paused) {
+      this.lastAgent.delete(key);
       return;
     }
-    const previousImage = work.status.agentPodRef?.image;
-    delete work.status.agentPodRef;
-
-    let deployment: V1Deployment | undefined = this.o.deployments.get(agentNs, deploymentName);
-    await this.loop(work, 'Registered', async () => {
-      const clusterNetwork = this.clusterNetworkOf(work.pool);
-      if (!deployment) {
-        const image = work.status.agentDeploymentRef?.image ?? previousImage ?? this.o.defaultImage;
-        const body = agentDeploymentManifest(work.pool, image, clusterNetwork, this.o.settings);
-        try {
-          deployment = await kubeCall(`create agent deployment ${deploymentName}`, () => this.o.clients.apps.createNamespacedDeployment({ namespace: agentNs, body }));
-        } catch (error) {
-          deployment = await kubeCall(`read agent deployment ${deploymentName}`, () => this.o.clients.apps.readNamespacedDeployment({ namespace: agentNs, name: deploymentName })).catch(() => undefined);
-          if (!deployment) throw error;
-        }
+    const now = new Date(this.now());
+    const ref = pool.status?.agentPodRef;
+    const current = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.settings.namespace, ref.name) : undefined;
+    const live = current !== undefined && current.metadata?.uid === ref?.uid && !current.metadata?.deletionTimestamp;
+    let record = this.recordOf(pool);
+    if (!record) {
+      let old: { uid: string; image: string | null } | undefined;
+      if (current && current.metadata?.uid === ref?.uid && (current.metadata?.deletionTimestamp || podImage(current) !== ref?.image)) {
+        old = { uid: current.metadata!.uid!, image: podImage(current) ?? null };
+      } else {
+        const seen = this.lastAgent.get(key);
+        if (seen && !(live && current!.metadata?.uid === seen.uid)) old = seen;
       }
-      if (deployment.metadata?.deletionTimestamp) throw new LoopError(`agent deployment ${deploymentName} marked for deletion`);
-      const recorded = work.status.agentDeploymentRef;
-      const image = deploymentImage(deployment);
-      // A new template image (admission) replaces every agent of the pool: one recreation, recorded like Pod mode's.
-      if (recorded?.image && image && recorded.image !== image && recorded.uid === deployment.metadata?.uid && !this.recordOf(work.pool)) {
-        const leader = this.podsOf(namespace, name).find((p) => isPodReady(p) && podImage(p) === recorded.image);
-        await this.writeRecord(work, { reason: 'rolling-update', oldUid: leader?.metadata?.uid ?? null, oldImage: recorded.image });
+      if (old) {
+        // The ref's image may still be the old one here (the pod and pool watches are not ordered): which image the
+        // release asked for is decided against the new agent, at the end.
+        const by = this.o.releasedBy(namespace, name);
+        record = { reason: by ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId: by?.rolloutId ?? null, plannedImage: by?.image ?? null, deletedAt: now.toISOString() };
+        await this.o.recreations.put(namespace, name, record);
+        this.lastAgent.delete(key);
       }
-      work.status.agentDeploymentRef = { namespace: agentNs, name: deploymentName, image, uid: deployment.metadata!.uid! };
-    });
-    work.conditions = setCondition(work.conditions, 'CacheReady', 'True', work.now);
-    await this.loop(work, 'AgentReady', async () => {
-      if (!deployment) throw new LoopError(`agent for ippool ${namespace}/${name} is not deployed`);
-      if (!isDeploymentReady(deployment)) throw new LoopError(`agent deployment ${deploymentName} not ready`);
-      const record = this.recordOf(work.pool);
-      if (record) {
-        const image = deploymentImage(deployment) ?? '';
-        const agents = this.podsOf(namespace, name).filter((p) => p.metadata?.labels?.[LABEL_AGENT_MODE] === 'deployment' && !p.metadata?.deletionTimestamp);
-        // Complete once every agent runs the new image (the Deployment's counters can lag its template for a moment).
-        if (agents.some((p) => podImage(p) !== image)) throw new LoopError(`agent deployment ${deploymentName} not ready`);
-        const ready = agents.filter(isPodReady).sort((a, b) => (podReadySince(b)?.getTime() ?? 0) - (podReadySince(a)?.getTime() ?? 0))[0];
-        await this.completeRecreation(work, record, { image, uid: ready?.metadata?.uid ?? deployment.metadata?.uid ?? null, readyAt: (ready && podReadySince(ready)) || work.now });
-      }
-    });
-  }
-
-  /** Pod mode: true when no Deployment-mode agent of this pool is left (deleting it when there is one). */
-  private async deploymentGone(work: Work): Promise<boolean> {
-    const { namespace, name } = this.ids(work.pool);
-    const deployment = this.o.deployments.get(this.o.settings.namespace, agentName(namespace, name));
-    const leftovers = this.podsOf(namespace, name).filter((p) => p.metadata?.labels?.[LABEL_AGENT_MODE] === 'deployment');
-    if (!deployment && leftovers.length === 0) return true;
-    await this.loop(work, 'Registered', async () => {
-      if (deployment && !deployment.metadata?.deletionTimestamp) {
-        if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'mode-switch', oldUid: deployment.metadata?.uid ?? null, oldImage: deploymentImage(deployment) ?? null });
-        // Carry the Deployment's image over to the bare agent.
-        work.status.agentPodRef = { image: deploymentImage(deployment) ?? work.status.agentDeploymentRef?.image ?? this.o.defaultImage };
-        await this.deleteDeployment(deployment);
-      }
-      for (const pod of leftovers) if (pod.metadata?.deletionTimestamp) await this.handleTerminating(work, pod);
-      throw new LoopError(`agent deployment ${agentName(namespace, name)} is being removed (switching to pod mode)`);
-    });
-    this.condition(work, 'AgentReady', new LoopError(`agent for ippool ${namespace}/${name} is switching to pod mode`));
-    return false;
-  }
-
-  private async deleteDeployment(deployment: V1Deployment): Promise<void> {
-    try {
-      await kubeCall(`delete agent deployment ${deployment.metadata?.name}`, () =>
-        this.o.clients.apps.deleteNamespacedDeployment({
-          namespace: deployment.metadata!.namespace!,
-          name: deployment.metadata!.name!,
-          propagationPolicy: 'Background',
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error;
     }
+    if (!live || !isPodReady(current!) || podImage(current!) !== ref?.image) return;
+    const uid = current!.metadata!.uid!;
+    if (record && record.oldUid !== uid) {
+      const image = podImage(current!) ?? '';
+      // The rollout's only if it released the pool for this very image (a helm upgrade meanwhile makes it unplanned).
+      // Which rollout released it is known from the record, or — after a restart of rollplane — from the engine's
+      // next observation of the target (AgentPoolDriver.observe).
+      const by = record.rolloutId ? { rolloutId: record.rolloutId, image: record.plannedImage ?? '' } : this.o.releasedBy(namespace, name);
+      const planned = by !== undefined && normalizeImage(by.image) === normalizeImage(image);
+      const work = { pool, now } as Work;
+      const final: RecreationRecord = planned ? { ...record, reason: 'rollout', rolloutId: by.rolloutId, plannedImage: by.image } : { ...record, reason: 'unplanned', rolloutId: null };
+      await this.completeRecreation(work, final, { image, uid, readyAt: podReadySince(current!) ?? now }, planned ? undefined : null);
+    }
+    this.lastAgent.set(key, { uid, image: podImage(current!) ?? null });
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -398,7 +362,8 @@ export class AgentPoolReconciler implements Reconciler {
   }
 
   /** The AgentRecreated event and the removal of the record, in one transaction: exactly once, also across a crash. */
-  private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }): Promise<void> {
+  /** `rolloutId` null: the recreation is nobody's (coexistence, unplanned), whatever rollout last touched the pool. */
+  private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }, rolloutId?: null): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
     const deletedAt = new Date(record.deletedAt);
     const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
@@ -406,7 +371,7 @@ export class AgentPoolReconciler implements Reconciler {
     await this.o.recreations.complete(namespace, name, [
       {
         type: EventType.AgentRecreated,
-        rolloutId: record.rolloutId ?? this.o.rolloutFor(namespace, name) ?? null,
+        rolloutId: rolloutId === null ? null : (record.rolloutId ?? this.o.rolloutFor(namespace, name) ?? null),
         kind: 'AGENT_POOL',
         namespace,
         name,
@@ -417,6 +382,8 @@ export class AgentPoolReconciler implements Reconciler {
           oldPodUid: record.oldUid,
           newPodUid: next.uid,
           reason: record.reason,
+          // Recorded as such: upstream replaced the agent, and no rollout of rollplane asked for it.
+          ...(record.reason === 'unplanned' ? { planned: false } : {}),
           deletedAt: record.deletedAt,
           readyAt: readyAt.toISOString(),
           seconds,
@@ -488,9 +455,10 @@ export class AgentPoolReconciler implements Reconciler {
     const networkName = pool.spec?.networkName ?? '';
     const nadRef = splitNetworkName(networkName, namespace);
     const nad = this.o.nads.get(nadRef.namespace, nadRef.name);
-    if (!nad) throw new LoopError(`network-attachment-definitions.k8s.cni.cncf.io "${nadRef.namespace}/${nadRef.name}" not found`);
+    // Upstream's messages: the API's NotFound for the NAD (its name only), then DeployAgent's own.
+    if (!nad) throw new LoopError(`network-attachment-definitions.k8s.cni.cncf.io "${nadRef.name}" not found`);
     const clusterNetwork = nad.metadata?.labels?.[LABEL_CLUSTER_NETWORK];
-    if (!clusterNetwork) throw new LoopError(`network-attachment-definition ${nadRef.namespace}/${nadRef.name} has no label ${LABEL_CLUSTER_NETWORK}`);
+    if (!clusterNetwork) throw new LoopError(`could not find clusternetwork for nad ${networkName}`);
     return clusterNetwork;
   }
 
@@ -507,12 +475,10 @@ export class AgentPoolReconciler implements Reconciler {
     return { namespace: pool.metadata!.namespace!, name: pool.metadata!.name! };
   }
 
-  /** Pool deleted or paused: its agent (Pod or Deployment) goes. */
+  /** Pool deleted or paused: its agent goes. */
   private async removeAgents(namespace: string, name: string): Promise<void> {
-    const deployment = this.o.deployments.get(this.o.settings.namespace, agentName(namespace, name));
-    if (deployment && !deployment.metadata?.deletionTimestamp) await this.deleteDeployment(deployment);
     for (const pod of this.podsOf(namespace, name)) {
-      if (pod.metadata?.labels?.[LABEL_AGENT_MODE] !== 'deployment' && !pod.metadata?.deletionTimestamp) await this.deletePod(pod, undefined);
+      if (!pod.metadata?.deletionTimestamp) await this.deletePod(pod, undefined);
     }
   }
 }

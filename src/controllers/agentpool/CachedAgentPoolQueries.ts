@@ -1,62 +1,51 @@
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries, AgentPoolView } from '../../domain/agentPools.js';
-import { agentName, ANNOTATION_HOLD } from './names.js';
-import { conditionTrue, deploymentImage, podImage } from './podState.js';
-import type { AgentMode, IPPool } from './types.js';
+import { agentsManagedBy } from './mode.js';
+import { ANNOTATION_HELD_BY, ANNOTATION_HOLD } from './names.js';
+import { conditionTrue, podImage } from './podState.js';
+import type { IPPool } from './types.js';
+import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
 /** AgentPoolQueries over the informer caches: no API call per query. */
 export class CachedAgentPoolQueries implements AgentPoolQueries {
   constructor(
     private readonly pools: Informer<IPPool>,
     private readonly pods: CacheReader<V1Pod>,
-    private readonly deployments: Informer<V1Deployment>,
     private readonly agentNamespace: string,
-    private readonly mode: AgentMode,
+    private readonly controller: VmDhcpControllerWatch,
+    /** The mode a rollout would run in now; throws the refusal when none. */
+    private readonly rolloutMode: () => 'coexist' | 'direct',
   ) {}
 
   async all(): Promise<AgentPoolView[]> {
-    return this.pools.list().map((pool) => this.view(pool));
+    const upstreamImage = this.upstreamImage();
+    return this.pools.list().map((pool) => this.view(pool, upstreamImage));
   }
 
   async get(namespace: string, name: string): Promise<AgentPoolView | undefined> {
     const pool = this.pools.get(namespace, name);
-    return pool ? this.view(pool) : undefined;
+    return pool ? this.view(pool, this.upstreamImage()) : undefined;
   }
 
-  private view(pool: IPPool): AgentPoolView {
+  async checkRollout(): Promise<'COEXIST' | 'DIRECT'> {
+    return this.rolloutMode() === 'coexist' ? 'COEXIST' : 'DIRECT';
+  }
+
+  /** Beside a controller that deploys agents, every pool's desired image is the controller's: a held pool is behind. */
+  private upstreamImage(): string | undefined {
+    const state = this.controller.state();
+    return state.kind === 'agents' && agentsManagedBy(state) === 'upstream' ? state.image : undefined;
+  }
+
+  private view(pool: IPPool, upstreamImage: string | undefined): AgentPoolView {
     const namespace = pool.metadata!.namespace!;
     const name = pool.metadata!.name!;
     const status = pool.status ?? {};
-    const deploymentMode = this.mode === 'deployment';
-    let runningImage: string | null = null;
-    let agentRef: string | null = null;
-    let agentUid: string | null = null;
-    let desiredImage: string | null;
-    if (deploymentMode) {
-      const deployment = this.deployments.get(this.agentNamespace, agentName(namespace, name));
-      desiredImage = (deployment && deploymentImage(deployment)) ?? status.agentDeploymentRef?.image ?? null;
-      // The image every available replica runs once the rollout is complete; mixed while rolling.
-      const images = new Set(
-        this.pods
-          .byIndex('pool', `${namespace}/${name}`)
-          .filter((p) => !p.metadata?.deletionTimestamp)
-          .map((p) => podImage(p)),
-      );
-      runningImage = images.size === 1 ? ([...images][0] ?? null) : null;
-      if (deployment) {
-        agentRef = `${deployment.metadata?.namespace}/${deployment.metadata?.name}`;
-        agentUid = deployment.metadata?.uid ?? null;
-      }
-    } else {
-      const ref = status.agentPodRef;
-      desiredImage = ref?.image ?? null;
-      const pod = ref?.name ? this.pods.get(ref.namespace ?? this.agentNamespace, ref.name) : undefined;
-      // A Terminating agent still runs (and serves) until it is gone.
-      runningImage = (pod && podImage(pod)) || null;
-      if (ref?.name) agentRef = `${ref.namespace ?? this.agentNamespace}/${ref.name}`;
-      agentUid = ref?.uid ?? null;
-    }
+    const ref = status.agentPodRef;
+    const pod = ref?.name ? this.pods.get(ref.namespace ?? this.agentNamespace, ref.name) : undefined;
+    const annotations = pool.metadata?.annotations ?? {};
+    const held = annotations[ANNOTATION_HOLD] !== undefined;
     const conditions = (status.conditions ?? []).map((c) => ({
       type: c.type,
       status: c.status,
@@ -71,12 +60,15 @@ export class CachedAgentPoolQueries implements AgentPoolQueries {
       networkName: pool.spec?.networkName ?? '',
       cidr: pool.spec?.ipv4Config?.cidr ?? null,
       paused: pool.spec?.paused === true,
-      held: pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined,
-      mode: deploymentMode ? 'DEPLOYMENT' : 'POD',
-      desiredImage,
-      runningImage,
-      agentRef,
-      agentUid,
+      held: held && annotations[ANNOTATION_HELD_BY] === undefined,
+      heldByRollplane: held && annotations[ANNOTATION_HELD_BY] !== undefined,
+      mode: upstreamImage !== undefined ? 'COEXIST' : 'DIRECT',
+      // A paused pool runs no agent, upstream or not: nothing is desired of it.
+      desiredImage: pool.spec?.paused === true ? (ref?.image ?? null) : (upstreamImage ?? ref?.image ?? null),
+      // A Terminating agent still runs (and serves) until it is gone.
+      runningImage: (pod && podImage(pod)) || null,
+      agentRef: ref?.name ? `${ref.namespace ?? this.agentNamespace}/${ref.name}` : null,
+      agentUid: ref?.uid ?? null,
       agentReady: conditionTrue(status.conditions, 'AgentReady'),
       conditions,
       driftSince: status.lastUpdate ? new Date(status.lastUpdate) : null,

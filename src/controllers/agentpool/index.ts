@@ -8,9 +8,12 @@ import { AgentPoolDriver } from './AgentPoolDriver.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
 import { CachedAgentPoolQueries } from './CachedAgentPoolQueries.js';
 import { agentPoolMetrics } from './metrics.js';
-import { deploymentImage, isDeploymentReady, isPodReady, podImage, pullFailure } from './podState.js';
+import { EventType } from '../../domain/events.js';
+import type { ConfiguredAgentMode } from './mode.js';
+import { isPodReady, podImage, pullFailure } from './podState.js';
 import { agentPodInputsChanged, poolInputsChanged } from './predicates.js';
 import {
+  ANNOTATION_HELD_BY,
   ANNOTATION_HOLD,
   IPPOOL_GROUP,
   IPPOOL_PLURAL,
@@ -24,14 +27,17 @@ import {
   NAD_VERSION,
   splitNetworkName,
 } from './names.js';
-import type { AgentMode, IPPool, NetworkAttachmentDefinition, RecreationRecord } from './types.js';
+import type { IPPool, NetworkAttachmentDefinition, RecreationRecord } from './types.js';
+import { CONTROLLER_SELECTOR, VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
 export { agentName } from './names.js';
-export type { AgentMode } from './types.js';
+export { AGENT_MODE_MISMATCH } from './mode.js';
 
 export interface AgentPoolOptions {
-  /** `pod` (upstream, default) or `deployment` (one agent Deployment with leader election per pool). */
-  mode?: AgentMode;
+  /** `auto` (default), `coexist` or `direct` (docs/adr/0017). */
+  mode?: ConfiguredAgentMode;
+  /** The vm-dhcp-controller Deployment; default: the one carrying the chart's labels. */
+  vmDhcpController?: { namespace: string; name: string };
   /** Where agents run; default `harvester-system`. */
   agentNamespace?: string;
   /** Image of agents for pools that have none recorded yet; default the upstream v0.3.0 agent. */
@@ -40,7 +46,7 @@ export interface AgentPoolOptions {
   stuckGraceSeconds?: number | null;
   /** Concurrent pool reconciles; default 16. */
   workers?: number;
-  /** ServiceAccount of the agents rollplane creates; default the vm-dhcp-controller chart's agent account. */
+  /** ServiceAccount of the agents rollplane creates in direct mode; default the vm-dhcp-controller chart's agent account. */
   serviceAccountName?: string;
   /** Coalescing window of the engine notifications; default 100 ms, growing with the number of pools (1 s at 10,000). */
   notifyIntervalMs?: number;
@@ -59,22 +65,22 @@ export interface AgentPoolRuntime {
   driver: AgentPoolDriver;
   queries: AgentPoolQueries;
   controller: Controller;
-  informers: { pools: Informer<IPPool>; pods: CacheReader<V1Pod>; deployments: Informer<V1Deployment>; nads: Informer<NetworkAttachmentDefinition>; nodes: Informer<V1Node> };
+  controllerWatch: VmDhcpControllerWatch;
+  informers: { pools: Informer<IPPool>; pods: CacheReader<V1Pod>; controllers: Informer<V1Deployment>; nads: Informer<NetworkAttachmentDefinition>; nodes: Informer<V1Node> };
 }
 
 const asList = <T extends KubernetesObject>(value: unknown) => value as KubernetesListObject<T>;
 
 /**
- * Agent pools on a ControllerHost: informers for IPPools, agent Pods and Deployments (agent namespace only, by label),
- * NADs and Nodes; the pool reconciler fed by all of them (pod and Deployment events requeue their pool through its
- * labels, NAD events the pools on that network, node events the pools whose agent runs there); the rollout driver; and
- * the cache-backed queries.
+ * Agent pools on a ControllerHost: informers for IPPools, agent Pods, the vm-dhcp-controller Deployment, NADs and
+ * Nodes; the pool reconciler fed by all of them (pod events requeue their pool through its labels, NAD events the
+ * pools on that network, node events the pools whose agent runs there, a change of the controller every pool); the
+ * rollout driver; and the cache-backed queries.
  */
 export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions = {}): AgentPoolRuntime {
-  const mode = options.mode ?? 'pod';
+  const configuredMode = options.mode ?? 'auto';
   const agentNamespace = options.agentNamespace ?? DEFAULT_AGENT_NAMESPACE;
   const { clients } = host;
-  const agentSelector = `${LABEL_AGENT}=${LABEL_AGENT_VALUE}`;
 
   const pools = host.informer<IPPool>({
     name: 'ippools',
@@ -88,7 +94,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
       },
     },
   });
-  const poolIndex = { pool: (obj: V1Pod | V1Deployment) => {
+  const poolIndex = { pool: (obj: V1Pod) => {
     const labels = obj.metadata?.labels ?? {};
     return labels[LABEL_POOL_NAME] ? [`${labels[LABEL_POOL_NAMESPACE] ?? ''}/${labels[LABEL_POOL_NAME]}`] : [];
   } };
@@ -100,13 +106,22 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     filter: (pod) => pod.metadata?.namespace === agentNamespace && pod.metadata?.labels?.[LABEL_AGENT] === LABEL_AGENT_VALUE,
     indexers: { ...poolIndex, node: (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []) },
   });
-  const deployments = host.informer<V1Deployment>({
-    name: 'agent-deployments',
-    path: `/apis/apps/v1/namespaces/${agentNamespace}/deployments`,
-    labelSelector: agentSelector,
-    list: (page) => clients.apps.listNamespacedDeployment({ namespace: agentNamespace, labelSelector: agentSelector, ...page }),
-    indexers: poolIndex,
-  });
+  // The vm-dhcp-controller: the configured Deployment (by name), or any carrying the chart's labels.
+  const configured = options.vmDhcpController;
+  const controllers = configured
+    ? host.informer<V1Deployment>({
+        name: 'vmdhcp-controller',
+        path: `/apis/apps/v1/namespaces/${configured.namespace}/deployments`,
+        fieldSelector: `metadata.name=${configured.name}`,
+        list: (page) => clients.apps.listNamespacedDeployment({ namespace: configured.namespace, fieldSelector: `metadata.name=${configured.name}`, ...page }),
+      })
+    : host.informer<V1Deployment>({
+        name: 'vmdhcp-controller',
+        path: '/apis/apps/v1/deployments',
+        labelSelector: CONTROLLER_SELECTOR,
+        list: (page) => clients.apps.listDeploymentForAllNamespaces({ labelSelector: CONTROLLER_SELECTOR, ...page }),
+      });
+  const controllerWatch = new VmDhcpControllerWatch(controllers, configured);
   const nads = host.informer<NetworkAttachmentDefinition>({
     name: 'network-attachment-definitions',
     path: `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`,
@@ -115,7 +130,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: (page) => clients.core.listNode(page) });
 
   const recreations = host.inFlight.of<RecreationRecord>('AGENT_POOL');
-  const driver = new AgentPoolDriver({ clients, pools, pods, deployments, recreations, agentNamespace, mode });
+  const driver = new AgentPoolDriver({ clients, pools, pods, recreations, agentNamespace, configuredMode, controller: controllerWatch });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
     clients,
@@ -125,22 +140,32 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     logger: host.logger.child({ controller: 'agentpool' }),
     pools,
     pods,
-    deployments,
     nads,
     nodes,
     settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
-    mode,
+    controllerState: () => controllerWatch.state(),
+    releasedBy: (ns, name) => driver.releasedBy(ns, name),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,
     rolloutFor: (ns, name) => driver.rolloutFor(ns, name),
     ...(options.now ? { now: options.now } : {}),
   });
   const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 16 });
 
-  const byLabels = enqueueByLabels<V1Pod | V1Deployment>(LABEL_POOL_NAMESPACE, LABEL_POOL_NAME);
+  const byLabels = enqueueByLabels<V1Pod>(LABEL_POOL_NAMESPACE, LABEL_POOL_NAME);
   feed(pools, controller, { predicates: [poolInputsChanged()] });
   feed(pods, controller, { map: byLabels, predicates: [agentPodInputsChanged()] });
-  feed(deployments, controller, { map: byLabels });
+  // Who deploys agents may have changed (installed, removed, --no-agent, a new --image): every pool is looked at again.
+  const allPools = () => pools.list().map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! }));
+  feed(controllers, controller, { map: allPools, predicates: [{ update: (o, n) => controllerSignature(o) !== controllerSignature(n) }] });
+  // A change of the controller's --image is history: planned when a rollout of rollplane set it, else unplanned (a
+  // helm upgrade) — the drift query shows its effect on held pools; active coexistence rollouts fail on it (haltReason).
+  const changes = host.controller({
+    name: 'vmdhcp-controller-changes',
+    workers: 1,
+    reconciler: new ControllerImageReconciler(controllerWatch, driver, host),
+  });
+  feed(controllers, changes, { map: () => [{ namespace: '', name: 'vm-dhcp-controller' }] });
   feed(nads, controller, {
     map: (nad) => pools.byIndex('network', `${nad.metadata?.namespace}/${nad.metadata?.name}`).map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! })),
   });
@@ -181,10 +206,10 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   });
   pools.addEventHandler(changed(poolSignature, self));
   pods.addEventHandler(changed(podSignature, (pod) => byLabels(pod)));
-  deployments.addEventHandler(changed(deploymentSignature, (d) => byLabels(d)));
+  controllers.addEventHandler(changed(controllerSignature, () => allPools()));
 
-  const queries = new CachedAgentPoolQueries(pools, pods, deployments, agentNamespace, mode);
-  return { driver, queries, controller, informers: { pools, pods, deployments, nads, nodes } };
+  const queries = new CachedAgentPoolQueries(pools, pods, agentNamespace, controllerWatch, () => driver.mode());
+  return { driver, queries, controller, controllerWatch, informers: { pools, pods, controllers, nads, nodes } };
 }
 
 /**
@@ -195,15 +220,48 @@ function poolSignature(pool: IPPool): string {
   const s = pool.status ?? {};
   const a = pool.metadata?.annotations ?? {};
   const agentReady = s.conditions?.find((c) => c.type === 'AgentReady')?.status;
-  return JSON.stringify([s.agentPodRef, s.agentDeploymentRef?.image, agentReady, a[ANNOTATION_HOLD] !== undefined, pool.spec?.paused === true]);
+  return JSON.stringify([s.agentPodRef, agentReady, a[ANNOTATION_HOLD] !== undefined, a[ANNOTATION_HELD_BY] !== undefined, pool.spec?.paused === true]);
 }
 
 function podSignature(pod: V1Pod): string {
   return JSON.stringify([pod.metadata?.uid, podImage(pod), isPodReady(pod), pullFailure(pod) ?? null]);
 }
 
-function deploymentSignature(deployment: V1Deployment): string {
-  return JSON.stringify([deploymentImage(deployment), isDeploymentReady(deployment)]);
+/** What rollplane reads of the vm-dhcp-controller Deployment: whether it runs and its containers' args. */
+function controllerSignature(deployment: V1Deployment): string {
+  return JSON.stringify([deployment.metadata?.uid, deployment.metadata?.deletionTimestamp, deployment.spec?.replicas, deployment.spec?.template?.spec?.containers?.map((c) => c.args)]);
+}
+
+/**
+ * Records each change of the vm-dhcp-controller's `--image` once (an UpstreamControllerChanged event). Runs on the
+ * leader only, like every controller, so replicas do not record one change twice. The first image seen after start is
+ * the baseline, not a change.
+ */
+class ControllerImageReconciler {
+  private lastImage: string | undefined;
+
+  constructor(
+    private readonly watch: VmDhcpControllerWatch,
+    private readonly driver: AgentPoolDriver,
+    private readonly host: ControllerHost,
+  ) {}
+
+  async reconcile(): Promise<void> {
+    const state = this.watch.state();
+    if (state.kind !== 'agents') return;
+    const previous = this.lastImage;
+    this.lastImage = state.image;
+    if (previous === undefined || previous === state.image) return;
+    const planned = this.driver.takeOwnImageChange(state.image);
+    await this.host.events.append({
+      type: EventType.UpstreamControllerChanged,
+      kind: 'AGENT_POOL',
+      namespace: state.ref.slice(0, state.ref.indexOf('/')),
+      name: state.ref.slice(state.ref.indexOf('/') + 1),
+      payload: { controller: state.ref, oldImage: previous, newImage: state.image, planned },
+    });
+    if (!planned) this.host.logger.warn({ controller: state.ref, oldImage: previous, newImage: state.image }, 'the vm-dhcp-controller --image was changed outside rollplane');
+  }
 }
 
 function readyOf(node: V1Node): string | undefined {

@@ -1,11 +1,10 @@
-import type { V1Container, V1Deployment, V1Pod, V1Probe } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import {
   AGENT_CONTAINER,
   AGENT_PORT,
   agentName,
   ANNOTATION_MULTUS,
   LABEL_AGENT,
-  LABEL_AGENT_MODE,
   LABEL_AGENT_VALUE,
   LABEL_POOL_NAME,
   LABEL_POOL_NAMESPACE,
@@ -34,12 +33,12 @@ function prefixOf(cidr: string | undefined): string {
   return slash >= 0 ? cidr!.slice(slash + 1) : '24';
 }
 
-function labelsOf(pool: IPPool, mode: 'pod' | 'deployment'): Record<string, string> {
+/** The agent's labels, exactly upstream's (prepareAgentPod): the agent label and the pool's namespace and name. */
+function labelsOf(pool: IPPool): Record<string, string> {
   return {
     [LABEL_AGENT]: LABEL_AGENT_VALUE,
     [LABEL_POOL_NAMESPACE]: pool.metadata!.namespace!,
     [LABEL_POOL_NAME]: pool.metadata!.name!,
-    [LABEL_AGENT_MODE]: mode,
   };
 }
 
@@ -83,7 +82,7 @@ export function agentPodManifest(pool: IPPool, image: string, clusterNetwork: st
     metadata: {
       name: podName,
       namespace: settings.namespace,
-      labels: labelsOf(pool, 'pod'),
+      labels: labelsOf(pool),
       annotations: { [ANNOTATION_MULTUS]: JSON.stringify([{ namespace: nad.namespace, name: nad.name, interface: 'eth1' }]) },
     },
     spec: {
@@ -92,55 +91,6 @@ export function agentPodManifest(pool: IPPool, image: string, clusterNetwork: st
       initContainers: [ipSetter],
       containers: [agent],
       restartPolicy: 'Always',
-    },
-  };
-}
-
-export const DEPLOYMENT_REPLICAS = 2;
-
-/**
- * The Deployment-mode agent of one pool (the unmerged upstream "leader election" design): replicas 2, RollingUpdate,
- * agents elect a leader through a Lease in their own namespace (POD_NAMESPACE), pool identity via IPPOOL_REF.
- */
-export function agentDeploymentManifest(pool: IPPool, image: string, clusterNetwork: string, settings: AgentSettings): V1Deployment {
-  const ns = pool.metadata!.namespace!;
-  const name = pool.metadata!.name!;
-  const deploymentName = agentName(ns, name);
-  const nad = splitNetworkName(pool.spec?.networkName ?? '', ns);
-  const v4 = pool.spec?.ipv4Config ?? {};
-  const labels = labelsOf(pool, 'deployment');
-  const selector = { [LABEL_POOL_NAMESPACE]: ns, [LABEL_POOL_NAME]: name, [LABEL_AGENT_MODE]: 'deployment' };
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: deploymentName, namespace: settings.namespace, labels },
-    spec: {
-      replicas: DEPLOYMENT_REPLICAS,
-      selector: { matchLabels: selector },
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 1 } },
-      template: {
-        metadata: { labels, annotations: { [ANNOTATION_MULTUS]: `${nad.namespace}/${nad.name}@net1` } },
-        spec: {
-          serviceAccountName: settings.serviceAccountName,
-          affinity: nodeAffinity(clusterNetwork),
-          containers: [
-            {
-              name: AGENT_CONTAINER,
-              image,
-              imagePullPolicy: 'IfNotPresent',
-              args: ['--nic', 'net1', '--server-ip', v4.serverIP ?? '', '--cidr', v4.cidr ?? ''],
-              env: [
-                { name: 'IPPOOL_REF', value: `${ns}/${name}` },
-                { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } } },
-                { name: 'LEASE_NAME', value: deploymentName },
-              ],
-              securityContext: netAdmin,
-              livenessProbe: probe('/healthz'),
-              readinessProbe: probe('/readyz'),
-            },
-          ],
-        },
-      },
     },
   };
 }

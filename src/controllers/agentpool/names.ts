@@ -15,8 +15,11 @@ export const LABEL_POOL_NAME = 'network.harvesterhci.io/ippool-name';
 export const LABEL_CLUSTER_NETWORK = 'network.harvesterhci.io/clusternetwork';
 export const ANNOTATION_HOLD = 'network.harvesterhci.io/hold-ippool-agent-upgrade';
 export const ANNOTATION_MULTUS = 'k8s.v1.cni.cncf.io/networks';
-/** Which mode an agent object belongs to (`pod` or `deployment`). */
-export const LABEL_AGENT_MODE = 'rollplane.io/agent-mode';
+/**
+ * Beside the hold annotation: the hold is rollplane's (the rollout that put it there), so rollplane may release it. A
+ * hold without it is someone else's and stays.
+ */
+export const ANNOTATION_HELD_BY = 'rollplane.io/held-for-rollout';
 
 export const AGENT_CONTAINER = 'agent';
 export const AGENT_PORT = 8080;
@@ -34,11 +37,6 @@ export function agentName(poolNamespace: string, poolName: string): string {
   const digest = createHash('sha256').update(base).digest('hex');
   const cut = base[50]!;
   return /[a-z0-9]/.test(cut) ? `${base.slice(0, 51)}-${digest.slice(0, 5)}-agent` : `${base.slice(0, 50)}-${digest.slice(0, 6)}-agent`;
-}
-
-/** The agent Lease of Deployment mode: one per pool, named like the Deployment. */
-export function agentLeaseName(poolNamespace: string, poolName: string): string {
-  return agentName(poolNamespace, poolName);
 }
 
 export function poolKey(namespace: string, name: string): string {

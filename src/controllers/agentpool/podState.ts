@@ -1,5 +1,4 @@
-import type { V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
-import { AGENT_CONTAINER } from './names.js';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { PoolCondition } from './types.js';
 
 export function isPodReady(pod: V1Pod): boolean {
@@ -31,23 +30,6 @@ export function pullFailure(pod: V1Pod): string | undefined {
 
 export function isNodeReady(node: V1Node | undefined): boolean {
   return (node?.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-}
-
-/** Readiness of a Deployment-mode agent (spec: observedGeneration, updatedReplicas, availableReplicas). */
-export function isDeploymentReady(deployment: V1Deployment): boolean {
-  const replicas = deployment.spec?.replicas ?? 1;
-  const s = deployment.status ?? {};
-  return (
-    (s.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0) &&
-    (s.updatedReplicas ?? 0) === replicas &&
-    (s.availableReplicas ?? 0) === replicas &&
-    (s.replicas ?? 0) === replicas
-  );
-}
-
-export function deploymentImage(deployment: V1Deployment): string | undefined {
-  const containers = deployment.spec?.template?.spec?.containers ?? [];
-  return (containers.find((c) => c.name === AGENT_CONTAINER) ?? containers[0])?.image;
 }
 
 /**

@@ -1,6 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Predicate } from '../../controller/sources.js';
-import { LABEL_AGENT_MODE } from './names.js';
 import { isPodReady, podImage, podReadySince } from './podState.js';
 import type { IPPool } from './types.js';
 
@@ -15,21 +14,20 @@ import type { IPPool } from './types.js';
 function poolInputs(pool: IPPool): string {
   const { conditions: _conditions, lastUpdate: _lastUpdate, ...status } = pool.status ?? {};
   const m = pool.metadata ?? {};
-  return JSON.stringify([m.deletionTimestamp, m.labels, m.annotations, pool.spec, status.agentPodRef, status.agentDeploymentRef]);
+  return JSON.stringify([m.deletionTimestamp, m.labels, m.annotations, pool.spec, status.agentPodRef]);
 }
 
 export function poolInputsChanged(): Predicate<IPPool> {
   return { update: (oldPool, newPool) => poolInputs(oldPool) !== poolInputs(newPool) };
 }
 
-/** What a reconcile reads of an agent pod: identity, deletion, node, image, readiness (and since when), mode. */
+/** What a reconcile reads of an agent pod: identity, deletion, node, image, readiness (and since when). */
 function agentPodInputs(pod: V1Pod): string {
   const m = pod.metadata;
   return JSON.stringify([
     m?.uid,
     m?.deletionTimestamp,
     m?.deletionGracePeriodSeconds,
-    m?.labels?.[LABEL_AGENT_MODE],
     pod.spec?.nodeName,
     podImage(pod),
     isPodReady(pod),

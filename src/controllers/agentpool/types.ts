@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 
 /** An IPPool condition as the upstream controller writes it. */
 export interface PoolCondition {
@@ -32,7 +32,6 @@ export interface IPPool extends KubernetesObject {
     lastUpdate?: string;
     ipv4?: { allocated?: Record<string, string>; used?: number; available?: number };
     agentPodRef?: AgentRef;
-    agentDeploymentRef?: AgentRef;
     conditions?: PoolCondition[];
     [field: string]: unknown;
   };
@@ -40,7 +39,6 @@ export interface IPPool extends KubernetesObject {
 
 export type NetworkAttachmentDefinition = KubernetesObject;
 export type AgentPod = V1Pod;
-export type AgentDeployment = V1Deployment;
 
 /** A recreation in flight, kept in the history store (InFlightChanges) so that a restart neither loses nor repeats it. */
 export interface RecreationRecord {
@@ -49,8 +47,9 @@ export interface RecreationRecord {
   oldImage: string | null;
   /** The rollout that admitted the change, when one did (survives a restart of rollplane). */
   rolloutId?: string | null;
-  /** ISO time the old agent was deleted. */
+  /** The image the rollout in `rolloutId` asked for: a recreation to another image is not that rollout's. */
+  plannedImage?: string | null;
+  /** ISO time the old agent was deleted (beside the vm-dhcp-controller: when rollplane released the pool). */
   deletedAt: string;
 }
 
-export type AgentMode = 'pod' | 'deployment';

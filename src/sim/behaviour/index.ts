@@ -4,7 +4,6 @@
  * synchronous event stream and the injected Scheduler; every delay is configurable (`zeroDelays` for benchmarks).
  */
 import type { ObjectStore } from '../types.js';
-import { AgentLeaderElection } from './AgentLeaderElection.js';
 import { ClusterIndex } from './ClusterIndex.js';
 import { type BehaviourContext, globToRegExp, resolveTypes } from './context.js';
 import { ControllerRuntime } from './ControllerRuntime.js';
@@ -74,7 +73,6 @@ export function startBehaviour(store: ObjectStore, options: BehaviourOptions = {
       new DeploymentController(ctx),
       new DaemonSetController(ctx, revisions),
       new StatefulSetController(ctx, revisions),
-      new AgentLeaderElection(ctx),
       // Idle unless their Deployments are installed (fleet option `upstream=...`).
       ...upstreamControllers(ctx, options.upstreamTiming),
     ],

@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'TargetFailed',
   'AgentRecreated',
   'AgentForceDeleted',
+  'UpstreamControllerChanged',
   'ClusterUpgradeObserved',
   'NodeAgentReplaced',
 ] as const;
