@@ -60,7 +60,8 @@ async function runOnce(nodes: number, mode: string): Promise<NodeAgentBenchResul
   const writes: Record<string, number> = {};
   let requests = 0;
   const sim = await startSimulator({
-    fleet: `nodes=${nodes},peers=2`,
+    // NODE_AGENT_BENCH_UPSTREAM=caa: the chart-shaped cloud-api-adaptor DaemonSet (RollingUpdate, no readiness gate).
+    fleet: `nodes=${nodes},peers=2${process.env.NODE_AGENT_BENCH_UPSTREAM ? `,upstream=${process.env.NODE_AGENT_BENCH_UPSTREAM}` : ''}`,
     delays: zeroDelays,
     kubeconfigPath: path.join(dir, 'kubeconfig'),
     hooks: {
