@@ -97,6 +97,33 @@ export function insertRollout(sql: Sql, row: NewRolloutRow, now: Date): RolloutR
   return findRollout(sql, row.id)!;
 }
 
+/**
+ * As insertRollout, but a rollout whose idempotency key is already taken is not inserted: returns undefined and
+ * changes nothing (the unique index on "idempotencyKey" decides, so it holds for any number of writers).
+ */
+export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow | undefined {
+  const { changes } = sql.run(
+    `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
+       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
+     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyKey") DO NOTHING`,
+    row.id,
+    row.kind,
+    row.fromVersion,
+    row.toVersion,
+    row.selector,
+    row.strategy,
+    row.causeActor,
+    row.causeRunUrl,
+    row.causeCommit,
+    row.causeMessage,
+    row.idempotencyKey,
+    row.rollbackOfId,
+    sqlDate(now),
+    sqlDate(now),
+  );
+  return changes === 0 ? undefined : findRollout(sql, row.id)!;
+}
+
 /** Sets state and message; `startedAt`/`finishedAt` only when given (undefined leaves them). */
 export function updateRolloutState(
   sql: Sql,
