@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { EventType, type EventFilter, type NewEvent, type StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
-import type { HistoryReads, HistoryStore, HistoryTx, InFlightRow, RevisionRow, RolloutRow, TargetRow } from '../port.js';
+import type { HistoryReads, HistoryStore, HistoryTx, InFlightRow, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
 import { isoOf, numbered } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
@@ -122,15 +122,42 @@ function readsOn(db: Queryable): HistoryReads {
   };
 }
 
+/** A step that waits for one promise (the store's driver awaits what the body yields). */
+function* awaited<T>(promise: () => Promise<T>): Step<T> {
+  return (yield promise()) as T;
+}
+
+/** Runs a transaction body, awaiting every promise it yields and sending back the result (or throwing the error in). */
+async function drive<T>(body: Generator<unknown, T, unknown>): Promise<T> {
+  let step = body.next();
+  while (!step.done) {
+    let value: unknown;
+    try {
+      value = await step.value;
+    } catch (error) {
+      step = body.throw(error);
+      continue;
+    }
+    step = body.next(value);
+  }
+  return step.value;
+}
+
 function txOn(client: pg.PoolClient): HistoryTx {
   const reads = readsOn(client);
-  const rows = async <T extends pg.QueryResultRow>(text: string, params: unknown[]): Promise<T[]> => (await client.query<T>(text, params)).rows;
+  const txReads = Object.fromEntries(
+    Object.entries(reads).map(([name, read]) => [name, (...args: unknown[]) => awaited(() => (read as (...a: unknown[]) => Promise<unknown>)(...args))]),
+  ) as TxReads;
+  const rows = <T extends pg.QueryResultRow>(text: string, params: unknown[]): Step<T[]> => awaited(async () => (await client.query<T>(text, params)).rows);
+  const run = (text: string, params: unknown[]): Step<unknown> => awaited(() => client.query(text, params));
   return {
-    ...reads,
-    lockRollout: async (id) => (await rows<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1 FOR UPDATE', [id]))[0],
-    async insertRollout(row, now) {
+    ...txReads,
+    lockRollout: function* (id) {
+      return (yield* rows<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1 FOR UPDATE', [id]))[0];
+    },
+    *insertRollout(row, now) {
       // ON CONFLICT waits for a concurrent insert of the same key to commit, then inserts nothing.
-      const inserted = await rows<RolloutRow>(
+      const inserted = yield* rows<RolloutRow>(
         `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
            "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
          VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '{}', $13, $13)
@@ -139,21 +166,21 @@ function txOn(client: pg.PoolClient): HistoryTx {
       );
       return inserted[0];
     },
-    async updateRolloutState(id, change, now) {
-      const updated = await rows<RolloutRow>(
+    *updateRolloutState(id, change, now) {
+      const updated = yield* rows<RolloutRow>(
         `UPDATE "Rollout" SET "state" = $1, "message" = $2, "startedAt" = COALESCE($3::timestamp(3), "startedAt"),
            "finishedAt" = COALESCE($4::timestamp(3), "finishedAt"), "updatedAt" = $5 WHERE "id" = $6 RETURNING *`,
         [change.state, change.message, isoOf(change.startedAt), isoOf(change.finishedAt), isoOf(now), id],
       );
       return updated[0]!;
     },
-    async updateEngineState(id, engineState, now) {
-      await client.query('UPDATE "Rollout" SET "engineState" = $1, "updatedAt" = $2 WHERE "id" = $3', [engineState, isoOf(now), id]);
+    *updateEngineState(id, engineState, now) {
+      yield* run('UPDATE "Rollout" SET "engineState" = $1, "updatedAt" = $2 WHERE "id" = $3', [engineState, isoOf(now), id]);
     },
-    async insertTargets(targets, now) {
+    *insertTargets(targets, now) {
       if (targets.length === 0) return;
       // One statement for the whole batch.
-      await client.query(
+      yield* run(
         `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "fromVersion", "toVersion", "skipReason",
            "finishedAt", "attempts", "updatedAt")
          SELECT u.*, 0, $12::timestamp(3)
@@ -174,8 +201,8 @@ function txOn(client: pg.PoolClient): HistoryTx {
         ],
       );
     },
-    async updateTarget(id, change, now) {
-      const updated = await rows<TargetRow>(
+    *updateTarget(id, change, now) {
+      const updated = yield* rows<TargetRow>(
         `UPDATE "RolloutTarget" SET "state" = $1, "error" = CASE WHEN $2::boolean THEN $3 ELSE "error" END, "attempts" = "attempts" + $4,
            "admittedAt" = COALESCE($5::timestamp(3), "admittedAt"), "finishedAt" = COALESCE($6::timestamp(3), "finishedAt"), "updatedAt" = $7
          WHERE "id" = $8 RETURNING *`,
@@ -183,8 +210,8 @@ function txOn(client: pg.PoolClient): HistoryTx {
       );
       return updated[0]!;
     },
-    async cancelPendingTargets(rolloutId, now) {
-      const cancelled = await rows<TargetRow>(
+    *cancelPendingTargets(rolloutId, now) {
+      const cancelled = yield* rows<TargetRow>(
         `WITH pending AS (SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = 'PENDING' FOR UPDATE)
          UPDATE "RolloutTarget" t SET "state" = 'CANCELLED', "finishedAt" = $2, "updatedAt" = $2 FROM pending WHERE t."id" = pending."id"
          RETURNING pending.*`,
@@ -192,8 +219,8 @@ function txOn(client: pg.PoolClient): HistoryTx {
       );
       return cancelled.sort((a, b) => a.ordinal - b.ordinal);
     },
-    async insertRevision(revision, now) {
-      await client.query('INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+    *insertRevision(revision, now) {
+      yield* run('INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES ($1, $2, $3, $4, $5, $6, $7)', [
         revision.kind,
         revision.namespace,
         revision.name,
@@ -203,21 +230,21 @@ function txOn(client: pg.PoolClient): HistoryTx {
         isoOf(now),
       ]);
     },
-    async putInFlight(row, now) {
-      await client.query(
+    *putInFlight(row, now) {
+      yield* run(
         `INSERT INTO "InFlightChange" ("kind", "namespace", "name", "payload", "createdAt") VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT ("kind", "namespace", "name") DO UPDATE SET "payload" = EXCLUDED."payload", "createdAt" = EXCLUDED."createdAt"`,
         [row.kind, row.namespace, row.name, row.payload, isoOf(now)],
       );
     },
-    async deleteInFlight(kind, namespace, name) {
-      await client.query('DELETE FROM "InFlightChange" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name]);
+    *deleteInFlight(kind, namespace, name) {
+      yield* run('DELETE FROM "InFlightChange" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name]);
     },
-    async insertEvents(events: readonly NewEvent[], now: Date): Promise<StoredEvent[]> {
+    *insertEvents(events: readonly NewEvent[], now: Date): Step<StoredEvent[]> {
       if (events.length === 0) return [];
       const payloads = events.map((e) => JSON.stringify(e.payload ?? {}));
-      await client.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK]);
-      const inserted = await rows<{ id: number }>(
+      yield* run('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK]);
+      const inserted = yield* rows<{ id: number }>(
         `INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
          SELECT t, r, k, ns, n, p, $7::timestamp(3)
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, ord)
@@ -236,7 +263,7 @@ function txOn(client: pg.PoolClient): HistoryTx {
       // Ids are drawn in insertion order (ORDER BY ord); RETURNING's order is not promised, so sort them.
       const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
       // A wake-up for every replica's feed, sent at COMMIT (the payload is only a hint: feeds read the table).
-      await client.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(ids[ids.length - 1])]);
+      yield* run('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(ids[ids.length - 1])]);
       return events.map((event, i) => ({
         id: ids[i]!,
         type: event.type as EventType,
@@ -259,7 +286,7 @@ export class PgHistoryStore implements HistoryStore {
     this.read = readsOn(pool);
   }
 
-  async transaction<T>(body: (tx: HistoryTx) => Promise<T>): Promise<T> {
+  async transaction<T>(body: (tx: HistoryTx) => Step<T>, afterCommit?: (result: T) => void): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let client: pg.PoolClient;
       try {
@@ -270,8 +297,9 @@ export class PgHistoryStore implements HistoryStore {
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
-        const result = await body(txOn(client));
+        const result = await drive(body(txOn(client)));
         await client.query('COMMIT');
+        afterCommit?.(result);
         return result;
       } catch (error) {
         if (isConnectionError(error)) {

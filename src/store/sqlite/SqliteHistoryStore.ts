@@ -1,5 +1,4 @@
 import type { EventFilter, NewEvent } from '../../domain/events.js';
-import { UnavailableError } from '../../errors.js';
 import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../events.js';
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
 import type { HistoryReads, HistoryStore, HistoryTx } from '../port.js';
@@ -19,11 +18,8 @@ import {
   updateRolloutState,
   updateTarget,
 } from '../rolloutRows.js';
-import { isBusy, type Sql } from '../Sql.js';
+import type { Sql } from '../Sql.js';
 import { checkDatabaseWritable } from '../writeProbe.js';
-
-/** How long a transaction waits for another connection's write lock before it fails UNAVAILABLE. */
-const LOCK_WAIT_MS = 5_000;
 
 function readsOf(sql: Sql): HistoryReads {
   return {
@@ -45,71 +41,37 @@ function readsOf(sql: Sql): HistoryReads {
   };
 }
 
+/** A step that is already done: SQLite's statements run synchronously. */
+function* done<T>(value: T): Generator<never, T, unknown> {
+  return value;
+}
+
+/** Runs a transaction body to its end without leaving the current synchronous step. */
+function runSync<T>(body: Generator<unknown, T, unknown>): T {
+  const first = body.next();
+  if (!first.done) throw new Error('a SQLite transaction body yielded something other than a store step (it must touch only tx)');
+  return first.value;
+}
+
 /**
- * The SQLite implementation of the history port, over rollplane's prepared-statement connection (Sql.ts, ADR 9):
- * every method runs its statement synchronously. SQLite has one writer at a time, so transactions are queued in the
- * process (one BEGIN IMMEDIATE at a time on the connection) and a lock held by another connection is waited for on a
- * timer, never on the event loop. Event ids are ordered by that single writer.
- *
- * Caveat (ADR 20): the body is async, so other code's microtasks can run while the write lock is held; a Prisma
- * *write* among them would wait synchronously (busy_timeout) for a lock only this thread can release. The domain still
- * uses Sql.transaction's synchronous bodies for that reason until Prisma's writes are queued behind the same mutex.
+ * The SQLite implementation of the history port, over rollplane's prepared-statement connection (Sql.ts, ADR 9).
+ * A transaction body runs synchronously inside Sql.transaction (BEGIN IMMEDIATE … COMMIT): every step returns at once,
+ * so the write lock is never held across the event loop and Prisma's connection never waits on it; a lock held by
+ * another connection is retried on a timer. One writer at a time orders the event ids, and `afterCommit` runs in the
+ * same synchronous step as the commit.
  */
 export class SqliteHistoryStore implements HistoryStore {
   readonly provider = 'sqlite' as const;
   readonly read: HistoryReads;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly tx: HistoryTx;
 
-  constructor(private readonly sql: Sql) {
+  constructor(readonly sql: Sql) {
     this.read = readsOf(sql);
+    this.tx = txOf(sql);
   }
 
-  transaction<T>(body: (tx: HistoryTx) => Promise<T>): Promise<T> {
-    const run = this.queue.then(() => this.runTransaction(body));
-    this.queue = run.catch(() => undefined);
-    return run;
-  }
-
-  private async runTransaction<T>(body: (tx: HistoryTx) => Promise<T>): Promise<T> {
-    const started = Date.now();
-    let delay = 1;
-    for (;;) {
-      try {
-        this.sql.db.exec('BEGIN IMMEDIATE');
-        break;
-      } catch (error) {
-        if (!isBusy(error)) throw new UnavailableError(`the history database cannot be written: ${(error as Error).message}`, { cause: error });
-        if (Date.now() - started > LOCK_WAIT_MS) throw new UnavailableError(`the history database stayed locked for ${LOCK_WAIT_MS} ms`, { cause: error });
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        delay = Math.min(50, delay * 2);
-      }
-    }
-    try {
-      const result = await body(this.txOf());
-      this.sql.db.exec('COMMIT');
-      return result;
-    } catch (error) {
-      if (this.sql.db.inTransaction) this.sql.db.exec('ROLLBACK');
-      throw error;
-    }
-  }
-
-  private txOf(): HistoryTx {
-    const sql = this.sql;
-    return {
-      ...this.read,
-      lockRollout: async (id) => findRollout(sql, id),
-      insertRollout: async (row, now) => insertRolloutIfKeyFree(sql, row, now),
-      updateRolloutState: async (id, change, now) => updateRolloutState(sql, id, change, now),
-      updateEngineState: async (id, engineState, now) => updateEngineState(sql, id, engineState, now),
-      insertTargets: async (rows, now) => insertTargets(sql, rows, now),
-      updateTarget: async (id, change, now) => updateTarget(sql, id, change, now),
-      cancelPendingTargets: async (rolloutId, now) => cancelPendingTargets(sql, rolloutId, now),
-      insertRevision: async (revision, now) => insertRevision(sql, revision, now),
-      putInFlight: async (row, now) => putInFlight(sql, row, now),
-      deleteInFlight: async (kind, namespace, name) => deleteInFlight(sql, kind, namespace, name),
-      insertEvents: async (events: readonly NewEvent[], now) => insertEvents(sql, events, now),
-    };
+  transaction<T>(body: (tx: HistoryTx) => Generator<unknown, T, unknown>, afterCommit?: (result: T) => void): Promise<T> {
+    return this.sql.transaction(() => runSync(body(this.tx)), afterCommit);
   }
 
   async checkWritable(): Promise<void> {
@@ -119,4 +81,36 @@ export class SqliteHistoryStore implements HistoryStore {
   async close(): Promise<void> {
     this.sql.close();
   }
+}
+
+function txOf(sql: Sql): HistoryTx {
+  return {
+    findRollout: (id) => done(findRollout(sql, id)),
+    findRolloutByIdempotencyKey: (key) => done(findRolloutByIdempotencyKey(sql, key)),
+    targetsOf: (rolloutId) => done(targetsOf(sql, rolloutId)),
+    targetsInState: (rolloutId, state) => done(targetsInState(sql, rolloutId, state)),
+    findTarget: (rolloutId, namespace, name) => done(findTarget(sql, rolloutId, namespace, name)),
+    latestRevision: (kind, namespace, name) => done(latestRevision(sql, kind, namespace, name)),
+    allInFlight: () => done(allInFlight(sql)),
+    listEventsAfter: (filter, afterId, limit) => done(listEventsAfter(sql, filter, afterId, limit)),
+    listEventsBefore: (filter, beforeId, limit) => done(listEventsBefore(sql, filter, beforeId, limit)),
+    lastEventId: () => done(lastEventId(sql)),
+    listRollouts: (filter, before, limit) => done(listRollouts(sql, filter, before, limit)),
+    countRollouts: (filter) => done(countRollouts(sql, filter)),
+    targetStateCounts: (rolloutId) => done(targetStateCounts(sql, rolloutId)),
+    targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
+    countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
+    // The transaction already holds SQLite's only write lock.
+    lockRollout: (id) => done(findRollout(sql, id)),
+    insertRollout: (row, now) => done(insertRolloutIfKeyFree(sql, row, now)),
+    updateRolloutState: (id, change, now) => done(updateRolloutState(sql, id, change, now)),
+    updateEngineState: (id, engineState, now) => done(updateEngineState(sql, id, engineState, now)),
+    insertTargets: (rows, now) => done(insertTargets(sql, rows, now)),
+    updateTarget: (id, change, now) => done(updateTarget(sql, id, change, now)),
+    cancelPendingTargets: (rolloutId, now) => done(cancelPendingTargets(sql, rolloutId, now)),
+    insertRevision: (revision, now) => done(insertRevision(sql, revision, now)),
+    putInFlight: (row, now) => done(putInFlight(sql, row, now)),
+    deleteInFlight: (kind, namespace, name) => done(deleteInFlight(sql, kind, namespace, name)),
+    insertEvents: (events: readonly NewEvent[], now) => done(insertEvents(sql, events, now)),
+  };
 }

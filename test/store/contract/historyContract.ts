@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType, type NewEvent } from '../../../src/domain/events.js';
-import type { HistoryStore, HistoryTx, NewRolloutRow, RolloutRow } from '../../../src/store/port.js';
+import type { HistoryStore, HistoryTx, NewRolloutRow, RolloutRow, Step } from '../../../src/store/port.js';
 
 /**
  * The history port's contract (src/store/port.ts), written once and run against every store. `open` gives a fresh,
@@ -34,12 +34,12 @@ function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewRolloutR
 }
 
 /** Create-or-get by idempotency key, as the domain does it. */
-async function createOnce(tx: HistoryTx, key: string, id: string): Promise<{ row: RolloutRow; created: boolean }> {
-  const existing = await tx.findRolloutByIdempotencyKey(key);
+function* createOnce(tx: HistoryTx, key: string, id: string): Step<{ row: RolloutRow; created: boolean }> {
+  const existing = yield* tx.findRolloutByIdempotencyKey(key);
   if (existing) return { row: existing, created: false };
-  const inserted = await tx.insertRollout(rolloutRow(id, { idempotencyKey: key }), T0);
+  const inserted = yield* tx.insertRollout(rolloutRow(id, { idempotencyKey: key }), T0);
   if (inserted) return { row: inserted, created: true };
-  return { row: (await tx.findRolloutByIdempotencyKey(key))!, created: false };
+  return { row: (yield* tx.findRolloutByIdempotencyKey(key))!, created: false };
 }
 
 const event = (type: EventType, extra: Partial<NewEvent> = {}): NewEvent => ({ type, ...extra });
@@ -117,9 +117,9 @@ export function historyContract(factory: () => StoreFactory): void {
     it('keeps nothing of a transaction that fails', async () => {
       const before = await store.read.lastEventId();
       await expect(
-        store.transaction(async (tx) => {
-          await tx.insertRollout(rolloutRow('r-rolled-back'), T0);
-          await tx.insertEvents([event(EventType.RolloutStateChanged, { rolloutId: 'r-rolled-back' })], T0);
+        store.transaction(function* (tx) {
+          yield* tx.insertRollout(rolloutRow('r-rolled-back'), T0);
+          yield* tx.insertEvents([event(EventType.RolloutStateChanged, { rolloutId: 'r-rolled-back' })], T0);
           throw new Error('changed my mind');
         }),
       ).rejects.toThrow('changed my mind');
@@ -147,9 +147,9 @@ export function historyContract(factory: () => StoreFactory): void {
 
   describe('rollouts and targets', () => {
     it('stores a rollout with its targets and changes their states', async () => {
-      const row = await store.transaction(async (tx) => {
-        const inserted = (await tx.insertRollout(rolloutRow('r-life', { idempotencyKey: 'key-life', causeMessage: '100% done_now' }), T0))!;
-        await tx.insertTargets(
+      const row = await store.transaction(function* (tx) {
+        const inserted = (yield* tx.insertRollout(rolloutRow('r-life', { idempotencyKey: 'key-life', causeMessage: '100% done_now' }), T0))!;
+        yield* tx.insertTargets(
           [
             { id: 'r-life.0', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'a', name: 'pool-0', ordinal: 0, state: 'PENDING', fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null },
             { id: 'r-life.1', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'a', name: 'pool-1', ordinal: 1, state: 'SKIPPED', fromVersion: null, toVersion: 'v2', skipReason: 'already v2', finishedAt: T0 },
@@ -175,10 +175,10 @@ export function historyContract(factory: () => StoreFactory): void {
       expect((await store.read.findTarget('r-life', 'b', 'pool-2'))?.id).toBe('r-life.2');
       expect(await store.read.findTarget('r-life', 'a', 'pool-2')).toBeUndefined();
 
-      const progressing = await store.transaction(async (tx) => {
-        const locked = (await tx.lockRollout('r-life'))!;
+      const progressing = await store.transaction(function* (tx) {
+        const locked = (yield* tx.lockRollout('r-life'))!;
         expect(locked.state).toBe('PENDING');
-        return tx.updateRolloutState('r-life', { state: 'PROGRESSING', message: null, startedAt: at(1) }, at(1));
+        return yield* tx.updateRolloutState('r-life', { state: 'PROGRESSING', message: null, startedAt: at(1) }, at(1));
       });
       expect(progressing).toMatchObject({ state: 'PROGRESSING', message: null });
       expect(progressing.startedAt?.toISOString()).toBe(at(1).toISOString());
@@ -186,21 +186,21 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(paused.startedAt?.toISOString()).toBe(at(1).toISOString()); // left as it was
       expect(paused.updatedAt.toISOString()).toBe(at(2).toISOString());
 
-      await store.transaction(async (tx) => {
-        const failed = await tx.updateTarget('r-life.0', { state: 'PROGRESSING', error: 'pull failed', countAttempt: true, admittedAt: at(3) }, at(3));
+      await store.transaction(function* (tx) {
+        const failed = yield* tx.updateTarget('r-life.0', { state: 'PROGRESSING', error: 'pull failed', countAttempt: true, admittedAt: at(3) }, at(3));
         expect(failed).toMatchObject({ state: 'PROGRESSING', error: 'pull failed', attempts: 1 });
-        const again = await tx.updateTarget('r-life.0', { state: 'PROGRESSING', countAttempt: true }, at(4));
+        const again = yield* tx.updateTarget('r-life.0', { state: 'PROGRESSING', countAttempt: true }, at(4));
         expect(again).toMatchObject({ error: 'pull failed', attempts: 2 }); // error undefined: kept
         expect(again.admittedAt?.toISOString()).toBe(at(3).toISOString());
-        const cleared = await tx.updateTarget('r-life.0', { state: 'SUCCEEDED', error: null, finishedAt: at(5) }, at(5));
+        const cleared = yield* tx.updateTarget('r-life.0', { state: 'SUCCEEDED', error: null, finishedAt: at(5) }, at(5));
         expect(cleared).toMatchObject({ state: 'SUCCEEDED', error: null, attempts: 2 });
-        await tx.updateEngineState('r-life', '{"canaryReleased":true}', at(5));
+        yield* tx.updateEngineState('r-life', '{"canaryReleased":true}', at(5));
       });
       expect((await store.read.findRollout('r-life'))!.engineState).toBe('{"canaryReleased":true}');
 
-      const cancelled = await store.transaction(async (tx) => {
-        await tx.updateRolloutState('r-life', { state: 'ABORTED', message: 'stop', finishedAt: at(6) }, at(6));
-        return tx.cancelPendingTargets('r-life', at(6));
+      const cancelled = await store.transaction(function* (tx) {
+        yield* tx.updateRolloutState('r-life', { state: 'ABORTED', message: 'stop', finishedAt: at(6) }, at(6));
+        return yield* tx.cancelPendingTargets('r-life', at(6));
       });
       expect(cancelled.map((t) => [t.name, t.state])).toEqual([['pool-2', 'PENDING']]);
       expect(Object.fromEntries(await store.read.targetStateCounts('r-life'))).toEqual({ SUCCEEDED: 1, SKIPPED: 1, CANCELLED: 1 });
@@ -213,8 +213,8 @@ export function historyContract(factory: () => StoreFactory): void {
     });
 
     it('lists rollouts newest first, page by page, and searches their text literally', async () => {
-      await store.transaction(async (tx) => {
-        for (let i = 0; i < 5; i++) await tx.insertRollout(rolloutRow(`r-list-${i}`, { kind: i % 2 ? 'NODE_AGENT' : 'VIRTUAL_CLUSTER', causeMessage: i === 3 ? 'Fix 50%_OFF' : 'routine' }), at(100 + i));
+      await store.transaction(function* (tx) {
+        for (let i = 0; i < 5; i++) yield* tx.insertRollout(rolloutRow(`r-list-${i}`, { kind: i % 2 ? 'NODE_AGENT' : 'VIRTUAL_CLUSTER', causeMessage: i === 3 ? 'Fix 50%_OFF' : 'routine' }), at(100 + i));
       });
       const page1 = await store.read.listRollouts({ kind: 'VIRTUAL_CLUSTER' }, undefined, 2);
       expect(page1.map((r) => r.id)).toEqual(['r-list-4', 'r-list-2']);
@@ -231,9 +231,9 @@ export function historyContract(factory: () => StoreFactory): void {
   describe('revisions and in-flight work', () => {
     it('gives the latest revision of a target', async () => {
       expect(await store.read.latestRevision('AGENT_POOL', 'rev', 'p')).toBeUndefined();
-      await store.transaction(async (tx) => {
-        await tx.insertRevision({ kind: 'AGENT_POOL', namespace: 'rev', name: 'p', n: 1, version: 'v1', rolloutId: null }, T0);
-        await tx.insertRevision({ kind: 'AGENT_POOL', namespace: 'rev', name: 'p', n: 2, version: 'v2', rolloutId: 'r-life' }, T0);
+      await store.transaction(function* (tx) {
+        yield* tx.insertRevision({ kind: 'AGENT_POOL', namespace: 'rev', name: 'p', n: 1, version: 'v1', rolloutId: null }, T0);
+        yield* tx.insertRevision({ kind: 'AGENT_POOL', namespace: 'rev', name: 'p', n: 2, version: 'v2', rolloutId: 'r-life' }, T0);
       });
       expect(await store.read.latestRevision('AGENT_POOL', 'rev', 'p')).toEqual({ n: 2, version: 'v2' });
     });

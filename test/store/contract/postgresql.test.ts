@@ -41,13 +41,14 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       const loops = writers.flatMap((store, w) =>
         Array.from({ length: 4 }, async (_, l) => {
           for (let i = 0; i < 25; i++) {
-            const events = await store.transaction(async (tx) => {
-              const stored = await tx.insertEvents(
+            const events = await store.transaction(function* (tx) {
+              const stored = yield* tx.insertEvents(
                 Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
                 new Date(),
               );
               // Work between the insert and COMMIT: without the ordering lock another writer's larger id commits first.
-              await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+              // (yielding a promise: the PostgreSQL store awaits it inside the transaction)
+              yield new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
               return stored;
             });
             committed.push(...events.map((e) => e.id));
