@@ -1,0 +1,66 @@
+import { afterEach, expect, it } from 'vitest';
+import { BUMP, NEW, startRig, waitForRollout, type Rig } from '../agentpool/rig.js';
+import { collect, wsClient } from '../helpers/graphql.js';
+import { describeWithPostgres } from '../helpers/postgres.js';
+
+const EVENTS = `subscription($after: ID) { events(after: $after) { id type object { name } payload } }`;
+
+describeWithPostgres('the server on PostgreSQL', (server) => {
+  let rig: Rig | undefined;
+  afterEach(async () => {
+    await rig?.close();
+    rig = undefined;
+  });
+
+  it('migrates at start, rolls out a new agent image through the simulator, and streams the history in id order', async () => {
+    const url = await server().createDatabase();
+    rig = await startRig({ fleet: 'pools=4,nodes=2', delays: { podReadyMs: 10, podTerminateMs: 5 }, env: { DATABASE_URL: url } });
+    const r = rig;
+    const ready = await fetch(r.url.replace(/\/graphql$/, '/readyz'));
+    expect(ready.status).toBe(200);
+
+    let id = '';
+    const client = wsClient(r.url);
+    const sub = collect(client, EVENTS, { after: '0' });
+    try {
+      // One idempotency key, several racing requests: one rollout.
+      const input = { image: NEW, strategy: { maxUnavailable: '2' }, cause: { actor: 'ci' }, idempotencyKey: 'pg-e2e-1' };
+      const answers = await Promise.all([0, 1, 2, 3].map(() => r.gql(BUMP, { input })));
+      const ids = new Set(answers.map((a) => a.bumpAgentImage.rollout.id));
+      expect(ids.size).toBe(1);
+      expect(answers.filter((a) => a.bumpAgentImage.created)).toHaveLength(1);
+      id = [...ids][0]!;
+
+      const done = await waitForRollout(r, id, ['SUCCEEDED', 'FAILED']);
+      expect(done.state).toBe('SUCCEEDED');
+      expect(done.progress).toMatchObject({ total: 4, succeeded: 4 });
+      for (let i = 1; i <= 4; i++) expect(r.agent(`net-${i}`)!.spec.containers[0].image).toBe(NEW);
+
+      // The stored history: each pool recreated exactly once.
+      const history = await r.gql(`{ events(first: 500) { edges { node { id type object { name } } } } }`);
+      const stored = history.events.edges.map((e: any) => e.node);
+      const recreated = stored.filter((e: any) => e.type === 'AgentRecreated').map((e: any) => e.object.name).sort();
+      expect(recreated).toEqual(['net-1', 'net-2', 'net-3', 'net-4']);
+
+      // The live stream: the same events, each once, in id order, ending with the rollout's success.
+      await r.waitFor('the stream to catch up', () => sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'));
+      const streamed = sub.results.map((e: any) => Number(e.events.id));
+      expect(streamed.every((n, i) => i === 0 || n > streamed[i - 1]!)).toBe(true);
+      const storedIds = stored.map((e: any) => Number(e.id)).sort((a: number, b: number) => a - b);
+      expect(streamed.slice(0, storedIds.length)).toEqual(storedIds);
+    } finally {
+      sub.unsubscribe();
+      await client.dispose();
+    }
+
+    // A restart on the same database finds everything applied and the rollout there.
+    await r.stopApp();
+    const again = await startRig({ fleet: 'pools=1', env: { DATABASE_URL: url } });
+    try {
+      const data = await again.gql(`query($id: ID!) { rollout(id: $id) { state progress { succeeded } } }`, { id });
+      expect(data.rollout).toEqual({ state: 'SUCCEEDED', progress: { succeeded: 4 } });
+    } finally {
+      await again.close();
+    }
+  });
+});
