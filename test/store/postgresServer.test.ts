@@ -1,5 +1,9 @@
+import { pino } from 'pino';
 import { afterEach, expect, it } from 'vitest';
-import { BUMP, NEW, startRig, waitForRollout, type Rig } from '../agentpool/rig.js';
+import { startApp, type App } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { BUMP, FAST_ENV, NEW, startRig, waitForRollout, type Rig } from '../agentpool/rig.js';
+import { gql } from '../helpers/graphql.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 
@@ -61,6 +65,41 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
       expect(data.rollout).toEqual({ state: 'SUCCEEDED', progress: { succeeded: 4 } });
     } finally {
       await again.close();
+    }
+  });
+
+  it('makes one rollout of identical mutations spread over three replicas, and every replica serves it', async () => {
+    const url = await server().createDatabase();
+    rig = await startRig({ fleet: 'pools=3,nodes=2', delays: { podReadyMs: 10, podTerminateMs: 5 }, env: { DATABASE_URL: url } });
+    const r = rig;
+    // Two API-only replicas on the same database (their own pools, as separate processes would have).
+    const replicas: App[] = [];
+    try {
+      for (let i = 0; i < 2; i++) {
+        const config = loadConfig({ ...FAST_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'off' }, []);
+        replicas.push(await startApp(config, { logger: pino({ level: 'silent' }) }));
+      }
+      const urls = [r.url, ...replicas.map((a) => a.url)];
+      const input = { image: NEW, strategy: { maxUnavailable: '100%' }, cause: { actor: 'ci' }, idempotencyKey: 'pg-replicas-1' };
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, async (_, i) => {
+          const res = await gql(urls[i % 3]!, BUMP, { input });
+          expect(res.errors).toBeUndefined();
+          return res.data.bumpAgentImage;
+        }),
+      );
+      const ids = new Set(answers.map((a) => a.rollout.id));
+      expect(ids.size).toBe(1);
+      expect(answers.filter((a) => a.created)).toHaveLength(1);
+      const id = [...ids][0]!;
+      // The leader (the rig's service) runs it, whichever replica took the request.
+      expect((await waitForRollout(r, id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      for (const replica of replicas) {
+        const res = await gql(replica.url, `query($id: ID!) { rollout(id: $id) { state progress { succeeded } } }`, { id });
+        expect(res.data.rollout).toEqual({ state: 'SUCCEEDED', progress: { succeeded: 3 } });
+      }
+    } finally {
+      for (const replica of replicas) await replica.stop();
     }
   });
 });
