@@ -89,6 +89,12 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
   const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
   const rollouts = new RolloutService(db.prisma, db.store, events);
+  // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only).
+  const watcher = await db.watchEvents(
+    () => void events.catchUp(),
+    (error) => logger.warn({ err: error }, 'the event notification connection failed; reconnecting'),
+  );
+  cleanups.push(() => watcher.stop());
   const tokens = new TokenService(db.prisma);
   const audit = new AuditLog(db.prisma);
   await bootstrapAdminToken(config, tokens, logger);

@@ -71,6 +71,16 @@ export class EventLog {
     else this.publish(stored);
   }
 
+  /**
+   * Publishes what other processes committed (PostgreSQL: called on every wake-up of the store's event notifier).
+   * Only with `publishFromStore`.
+   */
+  catchUp(): Promise<void> {
+    if (!this.options.publishFromStore) return Promise.resolve();
+    this.publishFromStore();
+    return this.publishing ?? Promise.resolve();
+  }
+
   /** One reader at a time; a commit during a read makes it read again. */
   private publishFromStore(): void {
     if (this.publishing) {

@@ -9,6 +9,7 @@ import { parseDatabaseUrl, redactDatabaseUrl } from './databaseUrl.js';
 import { applyMigrations, type MigrationReport } from './migrate.js';
 import type { HistoryStore } from './port.js';
 import { openPgHistoryStore } from './postgres/open.js';
+import { PgEventNotifier } from './postgres/PgEventNotifier.js';
 import { SqliteHistoryStore } from './sqlite/SqliteHistoryStore.js';
 import { Sql } from './Sql.js';
 import { UnavailableError } from '../errors.js';
@@ -30,6 +31,11 @@ export interface Database {
   migrations: MigrationReport;
   /** True once migrations ran; false after close. Used by /readyz. */
   isOpen(): boolean;
+  /**
+   * Calls `wake` whenever events may have been committed by another process (PostgreSQL: LISTEN/NOTIFY on a dedicated
+   * connection, on every reconnect, and every few seconds as a safety net). SQLite: never; one process writes.
+   */
+  watchEvents(wake: () => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -84,6 +90,11 @@ async function openPostgresDatabase(url: string): Promise<Database> {
     location: redactDatabaseUrl(url),
     migrations,
     isOpen: () => open,
+    async watchEvents(wake, onError) {
+      const notifier = new PgEventNotifier(url, wake, onError);
+      await notifier.start();
+      return notifier;
+    },
     async close() {
       if (!open) return;
       open = false;
@@ -132,6 +143,7 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
     location: file,
     migrations,
     isOpen: () => open,
+    watchEvents: async () => ({ stop: async () => {} }),
     async close() {
       if (!open) return;
       open = false;

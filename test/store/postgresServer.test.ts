@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { startApp, type App } from '../../src/app.js';
@@ -6,6 +7,7 @@ import { BUMP, FAST_ENV, NEW, startRig, waitForRollout, type Rig } from '../agen
 import { gql } from '../helpers/graphql.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
+import { LISTENER_APPLICATION_NAME } from '../../src/store/postgres/PgEventNotifier.js';
 
 const EVENTS = `subscription($after: ID) { events(after: $after) { id type object { name } payload } }`;
 
@@ -100,6 +102,43 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
       }
     } finally {
       for (const replica of replicas) await replica.stop();
+    }
+  });
+
+  it('feeds subscribers on a replica that did not write the events, once each and in id order, across a lost LISTEN connection', async () => {
+    const url = await server().createDatabase();
+    rig = await startRig({ fleet: 'pools=4,nodes=2', delays: { podReadyMs: 30, podTerminateMs: 10 }, env: { DATABASE_URL: url } });
+    const r = rig;
+    const config = loadConfig({ ...FAST_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'off' }, []);
+    const replica = await startApp(config, { logger: pino({ level: 'silent' }) });
+    const database = new URL(url).pathname.slice(1);
+    const client = wsClient(replica.url);
+    const direct = new pg.Client({ connectionString: url });
+    await direct.connect();
+    try {
+      const start = (await direct.query<{ id: number }>('SELECT COALESCE(max("id"), 0)::int AS id FROM "Event"')).rows[0]!.id;
+      const sub = collect(client, EVENTS, { after: String(start) });
+      const res = await gql(r.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' }, cause: { actor: 'ci' } } });
+      const id = res.data.bumpAgentImage.rollout.id;
+      // Cut every replica's LISTEN connection mid-rollout: notifications sent meanwhile are lost, the table is not.
+      await r.waitFor('a few events on the other replica', () => sub.results.length >= 3);
+      const killed = await server().admin<{ n: number }>(
+        `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = $2`,
+        [LISTENER_APPLICATION_NAME, database],
+      );
+      expect(killed.rows[0]!.n).toBe(2);
+      expect((await waitForRollout(r, id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      await r.waitFor('the other replica to see the end', () => sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'), 30_000);
+      const streamed = sub.results.map((e: any) => Number(e.events.id));
+      const ids = (await direct.query<{ id: number }>('SELECT "id" FROM "Event" WHERE "id" > $1 ORDER BY "id"', [start])).rows.map((row) => row.id);
+      expect(ids.length).toBeGreaterThan(8);
+      expect(streamed.slice(0, ids.length)).toEqual(ids);
+      expect(new Set(streamed).size).toBe(streamed.length);
+      sub.unsubscribe();
+    } finally {
+      await client.dispose();
+      await replica.stop();
+      await direct.end();
     }
   });
 });
