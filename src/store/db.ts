@@ -2,14 +2,10 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/client.js';
-import { PrismaClient as PgPrismaClient } from './generated-pg/client.js';
 import { parseDatabaseUrl, redactDatabaseUrl } from './databaseUrl.js';
 import { applyMigrations, type MigrationReport } from './migrate.js';
 import type { HistoryStore } from './port.js';
-import { openPgHistoryStore } from './postgres/open.js';
-import { PgEventNotifier } from './postgres/PgEventNotifier.js';
 import { SqliteHistoryStore } from './sqlite/SqliteHistoryStore.js';
 import { Sql } from './Sql.js';
 import { UnavailableError } from '../errors.js';
@@ -74,6 +70,13 @@ export async function openDatabase(url: string): Promise<Database> {
  * wait), then Prisma through @prisma/adapter-pg with the PostgreSQL client, cast once to the SQLite client's type.
  */
 async function openPostgresDatabase(url: string): Promise<Database> {
+  // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
+  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }] = await Promise.all([
+    import('@prisma/adapter-pg'),
+    import('./generated-pg/client.js'),
+    import('./postgres/open.js'),
+    import('./postgres/PgEventNotifier.js'),
+  ]);
   const { store, migrations } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
   const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE }) }) as unknown as PrismaClient;
   try {

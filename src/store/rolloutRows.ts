@@ -74,32 +74,9 @@ export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow |
 
 export type NewRolloutRow = Omit<RolloutRow, 'state' | 'message' | 'engineState' | 'createdAt' | 'updatedAt' | 'startedAt' | 'finishedAt'>;
 
-export function insertRollout(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow {
-  sql.run(
-    `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
-       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
-     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?)`,
-    row.id,
-    row.kind,
-    row.fromVersion,
-    row.toVersion,
-    row.selector,
-    row.strategy,
-    row.causeActor,
-    row.causeRunUrl,
-    row.causeCommit,
-    row.causeMessage,
-    row.idempotencyKey,
-    row.rollbackOfId,
-    sqlDate(now),
-    sqlDate(now),
-  );
-  return findRollout(sql, row.id)!;
-}
-
 /**
- * As insertRollout, but a rollout whose idempotency key is already taken is not inserted: returns undefined and
- * changes nothing (the unique index on "idempotencyKey" decides, so it holds for any number of writers).
+ * Inserts a rollout in state PENDING. One whose idempotency key is already taken is not inserted: returns undefined
+ * and changes nothing (the unique index on "idempotencyKey" decides, so it holds for any number of writers).
  */
 export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow | undefined {
   const { changes } = sql.run(
