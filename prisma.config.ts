@@ -1,17 +1,6 @@
-// Prisma CLI configuration: the offline recipe (JS engine + better-sqlite3 driver adapter), so `prisma migrate`
-// and `prisma generate` never download an engine binary.
-import path from 'node:path';
-import { defineConfig } from 'prisma/config';
-import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
-
+// Default Prisma CLI configuration: follows DATABASE_URL's scheme, so `npm run db:migrate` works on either store.
+// The per-provider configurations are prisma.sqlite.config.ts and prisma.postgresql.config.ts.
 const url = process.env.DATABASE_URL ?? 'file:./data/rollplane.db';
-process.env.DATABASE_URL = url;
+const chosen = /^postgres(ql)?:\/\//.test(url) ? await import('./prisma.postgresql.config.js') : await import('./prisma.sqlite.config.js');
 
-export default defineConfig({
-  schema: path.join('prisma', 'schema.prisma'),
-  experimental: { adapter: true },
-  engine: 'js',
-  async adapter() {
-    return new PrismaBetterSQLite3({ url });
-  },
-});
+export default chosen.default;

@@ -17,7 +17,8 @@ export function startBenchApp(dir: string, kubeconfigPath: string, env: Record<s
     {
       PORT: '0',
       HOST: '127.0.0.1',
-      DATABASE_URL: `file:${path.join(dir, 'rollplane.db')}`,
+      // BENCH_DATABASE_URL=postgresql://… runs the same benchmark on PostgreSQL (an empty database per run is fairest).
+      DATABASE_URL: process.env.BENCH_DATABASE_URL ?? `file:${path.join(dir, 'rollplane.db')}`,
       LOG_LEVEL: 'silent',
       ROLLPLANE_KUBE: 'kubeconfig',
       KUBECONFIG: kubeconfigPath,

@@ -34,7 +34,6 @@ import { guardPlugin } from './graphql/guardPlugin.js';
 import { applyCors } from './http/cors.js';
 import { bootstrapAdminToken } from './auth/bootstrap.js';
 import { hostRefusal, type OriginPolicy } from './http/originPolicy.js';
-import { checkDatabaseWritable } from './store/writeProbe.js';
 
 const GRAPHQL_PATH = '/graphql';
 const AUDIT_PRUNE_INTERVAL_MS = 3600_000;
@@ -69,7 +68,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
   const metrics = createMetrics();
   const db = await openDatabase(config.databaseUrl);
-  if (db.migrations.applied.length > 0) logger.info({ applied: db.migrations.applied, file: db.file }, 'database migrated');
+  if (db.migrations.applied.length > 0) logger.info({ applied: db.migrations.applied, database: db.location }, 'database migrated');
 
   const cleanups: (() => Promise<void>)[] = [() => db.close()];
   const cleanupAll = async () => {
@@ -87,8 +86,15 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
 
   const bus = new InProcessEventBus();
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
-  const events = new EventLog(db.sql, bus);
-  const rollouts = new RolloutService(db.prisma, db.sql, events);
+  // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
+  const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
+  const rollouts = new RolloutService(db.prisma, db.store, events);
+  // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only).
+  const watcher = await db.watchEvents(
+    () => void events.catchUp(),
+    (error) => logger.warn({ err: error }, 'the event notification connection failed; reconnecting'),
+  );
+  cleanups.push(() => watcher.stop());
   const tokens = new TokenService(db.prisma);
   const audit = new AuditLog(db.prisma);
   await bootstrapAdminToken(config, tokens, logger);
@@ -117,7 +123,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     registry: metrics.registry,
     logger,
     events,
-    inFlight: new InFlightChanges(db.sql, events),
+    inFlight: new InFlightChanges(db.store, events),
     leaderElection: config.leaderElection,
     runControllers: config.controllers,
   });
@@ -173,7 +179,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       async check() {
         if (!db.isOpen()) throw new Error('database closed');
         // A write, not a read: a full disk or a read-only volume leaves reads working and every mutation failing.
-        checkDatabaseWritable(db.sql);
+        await db.store.checkWritable();
       },
     },
     { name: 'kubernetes', check: () => kube.check() },

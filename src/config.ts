@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseImageReference } from './domain/imageReference.js';
+import { DatabaseUrlError, parseDatabaseUrl } from './store/databaseUrl.js';
 import { AppError, ErrorCode } from './errors.js';
 // A leaf module (no simulator code): only the names of the upstream behaviours, for validation.
 import { parseUpstreamSpec, UPSTREAM_TOKENS } from './sim/behaviour/upstream/selection.js';
@@ -135,7 +136,7 @@ interface Setting {
 export const SETTINGS: readonly Setting[] = [
   { env: 'PORT', flag: '--port', default: '4000', description: 'HTTP port for GraphQL, WebSocket, /metrics and health (0 picks a free port)' },
   { env: 'HOST', flag: '--host', default: '127.0.0.1', description: 'Address to bind' },
-  { env: 'DATABASE_URL', flag: '--database-url', default: 'file:./data/rollplane.db', description: 'SQLite history store (`file:` URL; relative to the working directory)' },
+  { env: 'DATABASE_URL', flag: '--database-url', default: 'file:./data/rollplane.db', description: 'History store: SQLite `file:` URL (relative to the working directory), or `postgresql://user:password@host:port/database` for several replicas on one PostgreSQL' },
   { env: 'LOG_LEVEL', flag: '--log-level', default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },
   { env: 'LOG_FORMAT', flag: '--log-format', default: 'pretty on a terminal, else json', description: '`json` (one JSON object per line) or `pretty`' },
   { env: 'ROLLPLANE_KUBE', flag: '--kube', default: 'kubeconfig if KUBECONFIG or ~/.kube/config exists, in-cluster if a service-account token is mounted, else sim', description: 'Kubernetes to drive: `sim` (embedded simulator), `kubeconfig` or `in-cluster`' },
@@ -258,8 +259,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const host = read('HOST') ?? '127.0.0.1';
   if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host)) throw new ConfigError('HOST', `not a host name or IP address (got "${host}")`);
   const databaseUrl = read('DATABASE_URL') ?? 'file:./data/rollplane.db';
-  if (!databaseUrl.startsWith('file:') || databaseUrl.length <= 'file:'.length) {
-    throw new ConfigError('DATABASE_URL', `must be a SQLite file URL such as file:./data/rollplane.db (got "${databaseUrl}")`);
+  try {
+    parseDatabaseUrl(databaseUrl);
+  } catch (error) {
+    if (error instanceof DatabaseUrlError) throw new ConfigError('DATABASE_URL', error.message);
+    throw error;
   }
   const logLevel = oneOf<LogLevel>('LOG_LEVEL', read('LOG_LEVEL') ?? 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
   const logFormat = oneOf<LogFormat>('LOG_FORMAT', read('LOG_FORMAT') ?? (context.isTty ? 'pretty' : 'json'), ['json', 'pretty']);

@@ -32,6 +32,17 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ROLLPLANE_VC_MANAGER: 'vc-manager' }, [], noFiles)).toThrowError(/ROLLPLANE_VC_MANAGER/);
   });
 
+  it('takes a file: URL for SQLite or a postgresql:// URL for PostgreSQL as the history store', () => {
+    expect(loadConfig({ DATABASE_URL: 'file:/var/lib/rollplane/h.db' }, [], noFiles).databaseUrl).toBe('file:/var/lib/rollplane/h.db');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://rp:secret@db.example:5432/rollplane' }, [], noFiles).databaseUrl).toBe('postgresql://rp:secret@db.example:5432/rollplane');
+    expect(loadConfig({ DATABASE_URL: 'postgres://rp@db/rollplane' }, [], noFiles).databaseUrl).toBe('postgres://rp@db/rollplane');
+    // The refusal says what would do, and never repeats a password.
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://rp:secret@db/rollplane' }, [], noFiles)).toThrowError(/postgresql:\/\/user:password@host:5432\/rollplane/);
+    expect(() => loadConfig({ DATABASE_URL: 'postgresql://rp:secret@db' }, [], noFiles)).toThrowError(/needs a database name.*rp:\*\*\*@db/);
+    expect(() => loadConfig({ DATABASE_URL: 'postgresql://rp:secret@db' }, [], noFiles)).not.toThrowError(/secret/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://rp:secret@db/rollplane' }, [], noFiles)).not.toThrowError(/secret/);
+  });
+
   it('prefers flags over the environment', () => {
     expect(loadConfig({ PORT: '5000' }, ['--port', '6000'], noFiles).port).toBe(6000);
   });
@@ -51,6 +62,9 @@ describe('loadConfig', () => {
     [{ PORT: '-1' }, 'PORT'],
     [{ HOST: 'bad host!' }, 'HOST'],
     [{ DATABASE_URL: 'postgres://x' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'mysql://u:p@db:3306/rollplane' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'file:' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'rollplane.db' }, 'DATABASE_URL'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
     [{ ROLLPLANE_KUBE: 'minikube' }, 'ROLLPLANE_KUBE'],

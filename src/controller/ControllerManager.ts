@@ -148,10 +148,12 @@ export class ControllerManager implements ControllerHost {
     for (const informer of this.informers) informer.start();
     await Promise.all(this.informers.map((i) => i.waitForSync()));
     this.logger.info({ informers: this.informers.length }, 'informer caches synced');
-    const startControllers = () => {
+    const startControllers = async () => {
       this.leading = true;
       // Another leader may have moved work on since this replica last led.
-      this.inFlight.reload();
+      // Never start without it: controllers would redo work that is already in flight.
+      await this.inFlight.reload();
+      if (!this.leading) return; // lost the lease meanwhile
       for (const listener of this.leadingListeners) listener();
       for (const controller of this.controllers) controller.start();
       this.logger.info({ identity: this.identity, controllers: this.controllers.map((c) => c.name) }, 'leading: controllers started');
@@ -166,7 +168,7 @@ export class ControllerManager implements ControllerHost {
       return;
     }
     if (!this.settings.enabled) {
-      startControllers();
+      await startControllers();
       return;
     }
     await this.ensureNamespace(this.settings.namespace);

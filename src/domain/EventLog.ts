@@ -1,5 +1,4 @@
-import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../store/events.js';
-import type { Sql } from '../store/Sql.js';
+import type { HistoryReads, HistoryStore, HistoryTx, Step } from '../store/port.js';
 import type { EventBus } from './EventBus.js';
 import { matchesFilter, type EventFilter, type NewEvent, type StoredEvent } from './events.js';
 
@@ -16,34 +15,99 @@ export interface StreamOptions {
   after?: number;
 }
 
+export interface EventLogOptions {
+  /**
+   * Publish what the store holds, in id order, instead of what this process committed. Required where commits of
+   * one process (or of several replicas) can complete out of id order — PostgreSQL; SQLite commits and publishes in
+   * one synchronous step, so its publish order is already the id order.
+   */
+  publishFromStore?: boolean;
+}
+
+/** Events read per round when publishing from the store. */
+const PUBLISH_PAGE = 500;
+
 /**
- * The append-only history: every state change is committed to the Event table first, then published on the bus.
- * Each commit and its publication happen in one synchronous step, so publish order equals id order in this process; a
- * subscriber can therefore treat "id > last seen" as its complete, gap-free position.
+ * The append-only history: every state change is committed to the Event table first, then published on the bus, in
+ * id order, so a subscriber can treat "id > last seen" as its complete, gap-free position. On SQLite each commit and
+ * its publication happen in one synchronous step; on PostgreSQL a commit wakes a reader that publishes `id > last
+ * published` from the store (ids are ordered across writers by the store, see HistoryTx.insertEvents).
  */
 export class EventLog {
   private pendingAppends: { events: NewEvent[]; resolve: (stored: StoredEvent[]) => void; reject: (error: unknown) => void }[] = [];
+  private published: Promise<number> | undefined;
+  private publishing: Promise<void> | undefined;
+  private publishAgain = false;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly store: HistoryStore,
     private readonly bus: EventBus,
-  ) {}
+    private readonly options: EventLogOptions = {},
+  ) {
+    if (options.publishFromStore) this.published = store.read.lastEventId();
+  }
 
   /**
    * Runs `change` in one transaction together with the insertion of the events it returns, then publishes them.
-   * Nothing is published when the transaction fails. `change` is synchronous (it runs inside the transaction) and may
-   * run more than once if the database was locked.
+   * Nothing is published when the transaction fails. `change` is a transaction body (a generator over `tx` steps, see
+   * store/port.ts): it may run more than once and must touch the database only through `tx`.
    */
-  commit<T>(change: (sql: Sql) => { result: T; events: readonly NewEvent[] }): Promise<T> {
-    return this.sql.transaction(
-      (sql) => {
-        const { result, events } = change(sql);
-        return { result, stored: insertEvents(sql, events) };
+  async commit<T>(change: (tx: HistoryTx) => Step<{ result: T; events: readonly NewEvent[] }>): Promise<T> {
+    const { result } = await this.store.transaction(
+      function* (tx) {
+        const { result, events } = yield* change(tx);
+        return { result, stored: yield* tx.insertEvents(events, new Date()) };
       },
-      // Published in the same synchronous step as the commit: no other commit can publish in between, so the bus
-      // sees events in id order.
-      ({ stored }) => this.publish(stored),
-    ).then(({ result }) => result);
+      ({ stored }) => this.afterCommit(stored),
+    );
+    await this.publishing;
+    return result;
+  }
+
+  /** SQLite: published in the same synchronous step as the commit, so no other commit can publish in between. */
+  private afterCommit(stored: readonly StoredEvent[]): void {
+    if (stored.length === 0) return;
+    if (this.options.publishFromStore) this.publishFromStore();
+    else this.publish(stored);
+  }
+
+  /**
+   * Publishes what other processes committed (PostgreSQL: called on every wake-up of the store's event notifier).
+   * Only with `publishFromStore`.
+   */
+  catchUp(): Promise<void> {
+    if (!this.options.publishFromStore) return Promise.resolve();
+    this.publishFromStore();
+    return this.publishing ?? Promise.resolve();
+  }
+
+  /** One reader at a time; a commit during a read makes it read again. */
+  private publishFromStore(): void {
+    if (this.publishing) {
+      this.publishAgain = true;
+      return;
+    }
+    this.publishing = (async () => {
+      try {
+        let last = await this.published!;
+        do {
+          this.publishAgain = false;
+          for (;;) {
+            const page = await this.store.read.listEventsAfter({}, last, PUBLISH_PAGE);
+            this.publish(page);
+            if (page.length > 0) last = page[page.length - 1]!.id;
+            this.published = Promise.resolve(last);
+            if (page.length < PUBLISH_PAGE) break;
+          }
+        } while (this.publishAgain);
+      } catch {
+        // The store is unreachable: the next commit reads again from the last published id (or, if even the starting
+        // position could not be read, from the position at that time).
+        this.published = this.published!.catch(() => this.store.read.lastEventId());
+      } finally {
+        this.publishing = undefined;
+      }
+    })();
   }
 
   /**
@@ -60,10 +124,11 @@ export class EventLog {
   private async flushAppends(): Promise<void> {
     const batch = this.pendingAppends.splice(0);
     try {
-      const stored = await this.sql.transaction(
-        (sql) => insertEvents(sql, batch.flatMap((b) => b.events)),
-        (inserted) => this.publish(inserted),
+      const stored = await this.store.transaction(
+        (tx) => tx.insertEvents(batch.flatMap((b) => b.events), new Date()),
+        (inserted) => this.afterCommit(inserted),
       );
+      await this.publishing;
       let offset = 0;
       for (const b of batch) {
         b.resolve(stored.slice(offset, offset + b.events.length));
@@ -80,21 +145,21 @@ export class EventLog {
 
   /** A page of history after `afterId` (exclusive), oldest first. */
   async listAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]> {
-    return listEventsAfter(this.sql, filter, afterId, limit);
+    return this.store.read.listEventsAfter(filter, afterId, limit);
   }
 
   /** A page of history before `beforeId` (exclusive; the newest when undefined), newest first. */
   async listBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
-    return listEventsBefore(this.sql, filter, beforeId, limit);
+    return this.store.read.listEventsBefore(filter, beforeId, limit);
   }
 
   async lastEventId(): Promise<number> {
-    return lastEventId(this.sql);
+    return this.store.read.lastEventId();
   }
 
   /** Replays what came after `options.after` from the store, then continues live: no gap, no duplicate. */
   stream(options: StreamOptions = {}): AsyncIterableIterator<StoredEvent> {
-    return new EventStream(this.sql, this.bus, options);
+    return new EventStream(this.store.read, this.bus, options);
   }
 }
 
@@ -116,7 +181,7 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
   private wake: (() => void) | undefined;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly reads: HistoryReads,
     bus: EventBus,
     options: StreamOptions,
   ) {
@@ -130,8 +195,8 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
         ? Promise.resolve().then(() => {
             this.last = options.after!;
           })
-        : Promise.resolve().then(() => {
-            this.last = Math.max(this.last, lastEventId(sql));
+        : reads.lastEventId().then((id) => {
+            this.last = Math.max(this.last, id);
           });
   }
 
@@ -161,7 +226,7 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
       }
       if (this.behind) {
         this.behind = false;
-        const page = listEventsAfter(this.sql, this.filter, this.last, REPLAY_PAGE);
+        const page = await this.reads.listEventsAfter(this.filter, this.last, REPLAY_PAGE);
         this.replayed = page.filter(this.predicate);
         // A full page may have more behind it; a filtered-out page still advances the position.
         if (page.length === REPLAY_PAGE) {

@@ -1,5 +1,4 @@
-import type { Sql } from '../store/Sql.js';
-import { allInFlight, deleteInFlight, putInFlight } from '../store/inFlightRows.js';
+import type { HistoryStore } from '../store/port.js';
 import type { EventLog } from './EventLog.js';
 import type { NewEvent, RolloutKind } from './events.js';
 
@@ -39,15 +38,15 @@ export class InFlightChanges {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly store: HistoryStore,
     private readonly log: EventLog,
-  ) {
-    this.reload();
-  }
+  ) {}
 
-  reload(): void {
+  /** Fills the mirror from the table; call (and await) before controllers read it. */
+  async reload(): Promise<void> {
+    const rows = await this.store.read.allInFlight();
     this.mirror.clear();
-    for (const row of allInFlight(this.sql)) {
+    for (const row of rows) {
       try {
         this.mirror.set(keyOf(row.kind as RolloutKind, row.namespace, row.name), JSON.parse(row.payload) as object);
       } catch {
@@ -72,8 +71,8 @@ export class InFlightChanges {
   /** Notes work in flight (replacing any note of the target); resolves once the note is committed. */
   async put(kind: RolloutKind, namespace: string, name: string, note: object): Promise<void> {
     const payload = JSON.stringify(note);
-    await this.sql.transaction(
-      (sql) => putInFlight(sql, { kind, namespace, name, payload }, new Date()),
+    await this.store.transaction(
+      (tx) => tx.putInFlight({ kind, namespace, name, payload }, new Date()),
       () => this.mirror.set(keyOf(kind, namespace, name), JSON.parse(payload) as object),
     );
   }
@@ -97,8 +96,8 @@ export class InFlightChanges {
     this.completions = [];
     if (batch.length === 0) return;
     this.log
-      .commit((sql) => {
-        for (const c of batch) deleteInFlight(sql, c.kind, c.namespace, c.name);
+      .commit(function* (tx) {
+        for (const c of batch) yield* tx.deleteInFlight(c.kind, c.namespace, c.name);
         return { result: undefined, events: batch.flatMap((c) => c.events) };
       })
       .then(

@@ -98,6 +98,12 @@ export class RolloutLauncher {
 
     const changing = plan.targets.filter((t) => !t.skipReason);
     const overlapping = await this.activeOverlaps(plan.kind, changing);
+    if (overlapping.length > 0 && key !== undefined) {
+      // An identical request (same key) may have committed its rollout since the replay check above, here or on another
+      // replica: that rollout is the answer, not a conflict.
+      const existing = await this.replay(key, requestHash);
+      if (existing) return { rollout: existing, plan: items, created: false, dryRun: false };
+    }
     if (overlapping.length > 0 && !request.supersede) {
       throw new ConflictError(
         `active rollout ${overlapping[0]!.rolloutId} already covers ${overlapping[0]!.namespace ? `${overlapping[0]!.namespace}/` : ''}${overlapping[0]!.name}` +

@@ -1,24 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
-import {
-  cancelPendingTargets,
-  findRollout,
-  findRolloutByIdempotencyKey,
-  findTarget,
-  insertRevision,
-  insertRollout,
-  insertTargets,
-  latestRevision,
-  targetsOf,
-  updateEngineState as writeEngineState,
-  updateRolloutState,
-  updateTarget,
-  type RolloutRow,
-  type TargetRow,
-} from '../store/rolloutRows.js';
-import type { Sql } from '../store/Sql.js';
-import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts } from '../store/rolloutQueries.js';
+import type { HistoryStore, HistoryTx, RolloutRow, Step, TargetRow } from '../store/port.js';
 import type { EventLog } from './EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from './pagination.js';
@@ -170,13 +153,13 @@ const isOrdinalCursor = (v: unknown): v is { o: number } =>
 
 /**
  * Rollouts and their targets: creation (idempotent by key), queries, and every state change, each committed together
- * with its history event through the EventLog. What the engine reads and writes on every pass goes through prepared
- * SQL (`sql`), and so do the API's listings and counts (src/store/rolloutQueries.ts).
+ * with its history event through the EventLog. What the engine reads and writes on every pass, and the API's listings
+ * and counts, go through the history port (`store`: prepared SQL on SQLite, pg on PostgreSQL; src/store/port.ts).
  */
 export class RolloutService {
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly sql: Sql,
+    private readonly store: HistoryStore,
     private readonly log: EventLog,
   ) {}
 
@@ -185,15 +168,14 @@ export class RolloutService {
    * produced a rollout, returns that one and `created: false`.
    */
   async create(spec: NewRollout): Promise<{ rollout: Rollout; created: boolean }> {
-    return this.log.commit<{ rollout: Rollout; created: boolean }>((sql) => {
+    return this.log.commit<{ rollout: Rollout; created: boolean }>(function* (tx) {
       if (spec.idempotencyKey) {
-        const existing = findRolloutByIdempotencyKey(sql, spec.idempotencyKey);
+        const existing = yield* tx.findRolloutByIdempotencyKey(spec.idempotencyKey);
         if (existing) return { result: { rollout: toRollout(existing), created: false }, events: [] };
       }
       const id = newRolloutId();
       const now = new Date();
-      const row = insertRollout(
-        sql,
+      const row = yield* tx.insertRollout(
         {
           id,
           kind: spec.kind,
@@ -210,8 +192,12 @@ export class RolloutService {
         },
         now,
       );
-      insertTargets(
-        sql,
+      if (!row) {
+        // Another writer (another replica) took the key meanwhile: that rollout is the answer.
+        const existing = (yield* tx.findRolloutByIdempotencyKey(spec.idempotencyKey!))!;
+        return { result: { rollout: toRollout(existing), created: false }, events: [] };
+      }
+      yield* tx.insertTargets(
         spec.targets.map((target, ordinal) => ({
           id: `${id}.${ordinal}`,
           rolloutId: id,
@@ -238,7 +224,7 @@ export class RolloutService {
   }
 
   async get(id: string): Promise<Rollout | undefined> {
-    const row = findRollout(this.sql, id);
+    const row = await this.store.read.findRollout(id);
     return row ? toRollout(row) : undefined;
   }
 
@@ -249,7 +235,7 @@ export class RolloutService {
   }
 
   async findByIdempotencyKey(key: string): Promise<Rollout | undefined> {
-    const row = findRolloutByIdempotencyKey(this.sql, key);
+    const row = await this.store.read.findRolloutByIdempotencyKey(key);
     return row ? toRollout(row) : undefined;
   }
 
@@ -257,7 +243,7 @@ export class RolloutService {
   async list(filter: RolloutFilter, first: number | undefined, after: string | undefined): Promise<Page<Rollout> & { endCursor: string | null }> {
     const size = checkPageSize(first, 50);
     const cursor = decodeCursor(after, isRolloutCursor);
-    const rows = listRollouts(this.sql, filter, cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined, size + 1);
+    const rows = await this.store.read.listRollouts(filter, cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined, size + 1);
     const items = rows.slice(0, size).map(toRollout);
     const last = items[items.length - 1];
     return { items, hasNextPage: rows.length > size, endCursor: last ? this.cursorOf(last) : null };
@@ -268,17 +254,17 @@ export class RolloutService {
   }
 
   async count(filter: RolloutFilter): Promise<number> {
-    return countRollouts(this.sql, filter);
+    return this.store.read.countRollouts(filter);
   }
 
   /** Targets in admission order. */
   async targets(rolloutId: string, state: TargetState | undefined, first: number | undefined, after: string | undefined): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, isOrdinalCursor);
-    const rows = targetPage(this.sql, rolloutId, state, cursor?.o, size + 1);
+    const rows = await this.store.read.targetPage(rolloutId, state, cursor?.o, size + 1);
     const items = rows.slice(0, size).map(toTarget);
     const last = items[items.length - 1];
-    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount: countTargets(this.sql, rolloutId, state) };
+    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount: await this.store.read.countTargets(rolloutId, state) };
   }
 
   targetCursor(target: RolloutTarget): string {
@@ -299,11 +285,11 @@ export class RolloutService {
   }
 
   async allTargets(rolloutId: string): Promise<RolloutTarget[]> {
-    return targetsOf(this.sql, rolloutId).map(toTarget);
+    return (await this.store.read.targetsOf(rolloutId)).map(toTarget);
   }
 
   async progress(rolloutId: string): Promise<Progress> {
-    const counts = targetStateCounts(this.sql, rolloutId);
+    const counts = await this.store.read.targetStateCounts(rolloutId);
     const get = (state: TargetState) => counts.get(state) ?? 0;
     const total = [...counts.values()].reduce((sum, n) => sum + n, 0);
     const finished = FINISHED_TARGET_STATES.reduce((sum, state) => sum + get(state), 0);
@@ -337,16 +323,16 @@ export class RolloutService {
    * machine permits it (engine). Refusals are CONFLICT and change nothing.
    */
   transition(id: string, to: RolloutState, message: string | null, allowed?: readonly RolloutState[]): Promise<Rollout> {
-    return this.log.commit((sql) => {
-      const row = findRollout(sql, id);
+    return this.log.commit(function* (tx) {
+      // Locked: another replica's transition of the same rollout waits, then sees this one's outcome.
+      const row = yield* tx.lockRollout(id);
       if (!row) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
       const from = row.state as RolloutState;
       if ((allowed && !allowed.includes(from)) || !canTransition(from, to)) {
         throw new ConflictError(`rollout ${id} is ${from}; it cannot become ${to}`, { details: { id, state: from } });
       }
       const now = new Date();
-      const updated = updateRolloutState(
-        sql,
+      const updated = yield* tx.updateRolloutState(
         id,
         {
           state: to,
@@ -359,7 +345,7 @@ export class RolloutService {
       const kind = row.kind as RolloutKind;
       const events: NewEvent[] = [{ type: EventType.RolloutStateChanged, rolloutId: id, kind, payload: { from, to, message } }];
       if (to === 'ABORTED' || to === 'FAILED') {
-        for (const t of cancelPendingTargets(sql, id, now)) {
+        for (const t of yield* tx.cancelPendingTargets(id, now)) {
           events.push({ type: EventType.TargetStateChanged, rolloutId: id, kind, namespace: t.namespace, name: t.name, payload: { from: 'PENDING', to: 'CANCELLED', error: null } });
         }
       }
@@ -369,10 +355,11 @@ export class RolloutService {
 
   /** Engine: merges `patch` into the rollout's engine bookkeeping. */
   async updateEngineState(id: string, patch: Partial<EngineState>): Promise<void> {
-    await this.sql.transaction((sql) => {
-      const row = findRollout(sql, id);
+    await this.store.transaction(function* (tx) {
+      // Locked: a read-merge-write that another replica's merge cannot overwrite.
+      const row = yield* tx.lockRollout(id);
       if (!row) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
-      writeEngineState(sql, id, JSON.stringify({ ...(JSON.parse(row.engineState) as EngineState), ...patch }), new Date());
+      yield* tx.updateEngineState(id, JSON.stringify({ ...(JSON.parse(row.engineState) as EngineState), ...patch }), new Date());
     });
   }
 
@@ -413,17 +400,16 @@ export class RolloutService {
    */
   setTargetStates(rolloutId: string, changes: readonly TargetChange[]): Promise<RolloutTarget[]> {
     if (changes.length === 0) return Promise.resolve([]);
-    return this.log.commit((sql) => {
+    return this.log.commit(function* (tx) {
       const results: RolloutTarget[] = [];
       const events: NewEvent[] = [];
       const now = new Date();
       for (const change of changes) {
         const { target, to } = change;
-        const row = findTarget(sql, rolloutId, target.namespace, target.name);
+        const row = yield* tx.findTarget(rolloutId, target.namespace, target.name);
         if (!row) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
         const at = change.at ?? now;
-        const updated = updateTarget(
-          sql,
+        const updated = yield* tx.updateTarget(
           row.id,
           {
             state: to,
@@ -434,7 +420,7 @@ export class RolloutService {
           },
           now,
         );
-        if (to === 'SUCCEEDED') recordRevision(sql, row, rolloutId, at);
+        if (to === 'SUCCEEDED') yield* recordRevision(tx, row, rolloutId, at);
         const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
         events.push({ type: EventType.TargetStateChanged, ...base, payload: { from: row.state, to, error: change.error ?? null } });
         if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: change.error ?? null } });
@@ -458,14 +444,14 @@ export interface TargetChange extends TargetChangeDetail {
 }
 
 /** A target that SUCCEEDED gets a new revision (its first recorded one being the version it ran before, when known). */
-function recordRevision(sql: Sql, target: TargetRow, rolloutId: string, at: Date): void {
+function* recordRevision(tx: HistoryTx, target: TargetRow, rolloutId: string, at: Date): Step<void> {
   const where = { kind: target.kind, namespace: target.namespace, name: target.name };
-  const latest = latestRevision(sql, where.kind, where.namespace, where.name);
+  const latest = yield* tx.latestRevision(where.kind, where.namespace, where.name);
   let n = latest?.n ?? 0;
   if (!latest && target.fromVersion) {
     n = 1;
-    insertRevision(sql, { ...where, n, version: target.fromVersion, rolloutId: null }, at);
+    yield* tx.insertRevision({ ...where, n, version: target.fromVersion, rolloutId: null }, at);
   }
   if (latest?.version === target.toVersion) return;
-  insertRevision(sql, { ...where, n: n + 1, version: target.toVersion, rolloutId }, at);
+  yield* tx.insertRevision({ ...where, n: n + 1, version: target.toVersion, rolloutId }, at);
 }

@@ -3,23 +3,49 @@ import path from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaClient } from './generated/client.js';
+import { parseDatabaseUrl, redactDatabaseUrl } from './databaseUrl.js';
 import { applyMigrations, type MigrationReport } from './migrate.js';
+import type { HistoryStore } from './port.js';
+import { SqliteHistoryStore } from './sqlite/SqliteHistoryStore.js';
 import { Sql } from './Sql.js';
 import { UnavailableError } from '../errors.js';
 
 export type { PrismaClient };
 
 export interface Database {
+  readonly provider: 'sqlite' | 'postgresql';
+  /**
+   * Prisma for what is not on the hot path (tokens, audit, jobs, idempotency records, some listings). Typed as the
+   * SQLite client on both stores: the two generated clients' types are not assignable to each other, and the SQLite
+   * one is the narrower API (research/postgres-spike.md §3).
+   */
   prisma: PrismaClient;
+  /** The history port (src/store/port.ts): rollouts, targets, revisions, in-flight work, the event log. */
+  store: HistoryStore;
+  /** Where the data is: the SQLite file, or the PostgreSQL URL with its password masked. */
+  location: string;
+  migrations: MigrationReport;
+  /** True once migrations ran; false after close. Used by /readyz. */
+  isOpen(): boolean;
+  /**
+   * Calls `wake` whenever events may have been committed by another process (PostgreSQL: LISTEN/NOTIFY on a dedicated
+   * connection, on every reconnect, and every few seconds as a safety net). SQLite: never; one process writes.
+   */
+  watchEvents(wake: () => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
+  close(): Promise<void>;
+}
+
+export interface SqliteDatabase extends Database {
+  readonly provider: 'sqlite';
   /** rollplane's own connection for the history's hot path (see Sql.ts). */
   sql: Sql;
   /** Absolute path of the SQLite file. */
   file: string;
-  migrations: MigrationReport;
-  /** True once migrations ran; false after close. Used by /readyz. */
-  isOpen(): boolean;
-  close(): Promise<void>;
 }
+
+/** Connections per replica for the history port's pool, and for Prisma's; see deploy notes in ADR 20. */
+const PG_POOL_SIZE = 10;
+const PG_PRISMA_POOL_SIZE = 5;
 
 /** SQLite's wait for a lock held by another connection (the Prisma adapter's or a second process) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -33,11 +59,59 @@ export function sqlitePathFromUrl(url: string): string {
   return path.resolve(raw);
 }
 
-/**
- * Opens the history store: creates the directory, sets WAL mode and the busy timeout, applies committed migrations,
- * then opens Prisma through the better-sqlite3 driver adapter and rollplane's own connection on the same file.
- */
+/** Opens the store DATABASE_URL names: `file:` → SQLite, `postgresql://` → PostgreSQL (see databaseUrl.ts). */
 export async function openDatabase(url: string): Promise<Database> {
+  const target = parseDatabaseUrl(url);
+  return target.provider === 'sqlite' ? openSqliteDatabase(url) : openPostgresDatabase(target.url);
+}
+
+/**
+ * PostgreSQL: the history port's pool (applying the committed migrations first; one replica applies them, the others
+ * wait), then Prisma through @prisma/adapter-pg with the PostgreSQL client, cast once to the SQLite client's type.
+ */
+async function openPostgresDatabase(url: string): Promise<Database> {
+  // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
+  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }] = await Promise.all([
+    import('@prisma/adapter-pg'),
+    import('./generated-pg/client.js'),
+    import('./postgres/open.js'),
+    import('./postgres/PgEventNotifier.js'),
+  ]);
+  const { store, migrations } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
+  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE }) }) as unknown as PrismaClient;
+  try {
+    await prisma.$connect();
+  } catch (error) {
+    await store.close();
+    throw new UnavailableError(`cannot open database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, { cause: error });
+  }
+  let open = true;
+  return {
+    provider: 'postgresql',
+    prisma,
+    store,
+    location: redactDatabaseUrl(url),
+    migrations,
+    isOpen: () => open,
+    async watchEvents(wake, onError) {
+      const notifier = new PgEventNotifier(url, wake, onError);
+      await notifier.start();
+      return notifier;
+    },
+    async close() {
+      if (!open) return;
+      open = false;
+      await store.close();
+      await prisma.$disconnect();
+    },
+  };
+}
+
+/**
+ * SQLite: creates the directory, sets WAL mode and the busy timeout, applies committed migrations, then opens Prisma
+ * through the better-sqlite3 driver adapter and rollplane's own connection on the same file.
+ */
+export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
   const file = sqlitePathFromUrl(url);
   mkdirSync(path.dirname(file), { recursive: true });
   let migrations: MigrationReport;
@@ -61,13 +135,18 @@ export async function openDatabase(url: string): Promise<Database> {
   // is in the OS cache), only an OS crash or power loss can drop the last commits. See docs/adr/0008-sqlite-durability.md.
   await prisma.$queryRawUnsafe('PRAGMA synchronous = NORMAL');
   const sql = Sql.open(file);
+  const store = new SqliteHistoryStore(sql);
   let open = true;
   return {
+    provider: 'sqlite',
     prisma,
+    store,
     sql,
     file,
+    location: file,
     migrations,
     isOpen: () => open,
+    watchEvents: async () => ({ stop: async () => {} }),
     async close() {
       if (!open) return;
       open = false;

@@ -115,7 +115,8 @@ export function eventListStatement(filter: EventFilter, afterId: number | undefi
   if (types.length > 1) {
     const branches = types.map((type) => eventListStatement({ ...filter, types: [type] }, afterId, limit));
     return {
-      text: `${branches.map((b) => `SELECT * FROM (${b.text})`).join(' UNION ALL ')} ORDER BY "id" ASC LIMIT ?`,
+      // Each branch is aliased: PostgreSQL (before 16) requires a name for a subquery in FROM; SQLite accepts one.
+      text: `${branches.map((b, i) => `SELECT * FROM (${b.text}) AS b${i}`).join(' UNION ALL ')} ORDER BY "id" ASC LIMIT ?`,
       params: [...branches.flatMap((b) => b.params), limit],
     };
   }

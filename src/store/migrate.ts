@@ -1,11 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
 import { AppError, ErrorCode } from '../errors.js';
 
 /**
- * Applies the committed Prisma migrations (`prisma/migrations/<name>/migration.sql`) at start-up, recording them in
+ * Applies the committed Prisma migrations (`prisma/sqlite/migrations/<name>/migration.sql`) at start-up, recording them in
  * `_prisma_migrations` exactly as `prisma migrate deploy` does (same table, checksum = sha256 of the file), so the
  * Prisma CLI and rollplane agree on what is applied. Doing it in-process avoids shipping and spawning the Prisma CLI
  * at run time (see docs/adr/0002-migrations-at-start-up.md).
@@ -16,20 +17,40 @@ export interface MigrationReport {
 }
 
 
-function migrationsDirFor(candidate?: string): string {
+export type Provider = 'sqlite' | 'postgresql';
+
+/** The committed migrations of one provider: `prisma/<provider>/migrations` at the project root. */
+export function migrationsDirFor(provider: Provider, candidate?: string): string {
   if (candidate) return candidate;
-  // From src/store (tsx) the project root is two levels up; from dist/src/store (built) it is three.
-  const here = path.dirname(new URL(import.meta.url).pathname);
+  // From src/store (tsx) the project root is two levels up; from dist/src/store (built) it is three. fileURLToPath,
+  // not URL.pathname: the latter keeps %20 for a space and the folder would not be found.
+  const here = path.dirname(fileURLToPath(import.meta.url));
   for (const up of ['../..', '../../..']) {
-    const dir = path.resolve(here, up, 'prisma/migrations');
+    const dir = path.resolve(here, up, 'prisma', provider, 'migrations');
     if (existsSync(dir)) return dir;
   }
-  throw new AppError(ErrorCode.Internal, `prisma/migrations not found near ${here}`);
+  throw new AppError(ErrorCode.Internal, `prisma/${provider}/migrations not found near ${here}`);
 }
 
-export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: string): MigrationReport {
-  const dir = migrationsDirFor(migrationsDir);
-  db.exec(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+/** Migration folder names in the order they apply (Prisma's: by name, i.e. by timestamp). */
+export function migrationNames(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+}
+
+/** Prisma's checksum of a migration file. */
+export function checksumOf(sql: string): string {
+  return createHash('sha256').update(sql).digest('hex');
+}
+
+export function changedAfterApplied(name: string): AppError {
+  return new AppError(ErrorCode.Internal, `migration ${name} was changed after it was applied (checksum differs); committed migrations must never be edited`);
+}
+
+/** Prisma's own table of applied migrations, in Prisma's SQLite DDL (so the CLI and rollplane share it). */
+export const SQLITE_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
     "id" TEXT PRIMARY KEY NOT NULL,
     "checksum" TEXT NOT NULL,
     "finished_at" DATETIME,
@@ -38,11 +59,12 @@ export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: stri
     "rolled_back_at" DATETIME,
     "started_at" DATETIME NOT NULL DEFAULT current_timestamp,
     "applied_steps_count" INTEGER UNSIGNED NOT NULL DEFAULT 0
-  )`);
-  const names = readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory())
-    .map((entry) => entry.name)
-    .sort();
+  )`;
+
+export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: string): MigrationReport {
+  const dir = migrationsDirFor('sqlite', migrationsDir);
+  db.exec(SQLITE_MIGRATIONS_TABLE);
+  const names = migrationNames(dir);
   const done = new Map<string, string>();
   for (const row of db
     .prepare('SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')
@@ -52,15 +74,10 @@ export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: stri
   const applied: string[] = [];
   for (const name of names) {
     const sql = readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
-    const checksum = createHash('sha256').update(sql).digest('hex');
+    const checksum = checksumOf(sql);
     const recorded = done.get(name);
     if (recorded !== undefined) {
-      if (recorded !== checksum) {
-        throw new AppError(
-          ErrorCode.Internal,
-          `migration ${name} was changed after it was applied (checksum differs); committed migrations must never be edited`,
-        );
-      }
+      if (recorded !== checksum) throw changedAfterApplied(name);
       continue;
     }
     const startedAt = new Date().toISOString();

@@ -22,7 +22,10 @@ export interface RolloutPosition {
   id: string;
 }
 
-function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition): { clause: string; params: SqlValue[] } {
+/** The two SQL dialects the statements are written for; they differ only in the substring search. */
+export type Dialect = 'sqlite' | 'postgresql';
+
+function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition, dialect: Dialect = 'sqlite'): { clause: string; params: SqlValue[] } {
   const conditions: string[] = [];
   const params: SqlValue[] = [];
   if (filter.kind) {
@@ -49,7 +52,8 @@ function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition): { clause
   if (search) {
     // instr() has no wildcards (LIKE would treat % and _ as such); lower() folds ASCII, as LIKE did.
     const columns = ['toVersion', 'fromVersion', 'causeActor', 'causeCommit', 'causeMessage', 'id'];
-    conditions.push(`(${columns.map((c) => `instr(lower(r."${c}"), ?) > 0`).join(' OR ')})`);
+    const position = dialect === 'sqlite' ? 'instr' : 'strpos';
+    conditions.push(`(${columns.map((c) => `${position}(lower(r."${c}"), ?) > 0`).join(' OR ')})`);
     params.push(...columns.map(() => search));
   }
   if (before) {
@@ -61,8 +65,8 @@ function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition): { clause
 }
 
 /** The statement behind listRollouts (exported for the query-plan test). */
-export function rolloutListStatement(filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number): { text: string; params: SqlValue[] } {
-  const { clause, params } = whereOf(filter, before);
+export function rolloutListStatement(filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number, dialect: Dialect = 'sqlite'): { text: string; params: SqlValue[] } {
+  const { clause, params } = whereOf(filter, before, dialect);
   return { text: `SELECT r.* FROM "Rollout" r ${clause} ORDER BY r."createdAt" DESC, r."id" DESC LIMIT ?`, params: [...params, limit] };
 }
 
@@ -72,8 +76,8 @@ export function listRollouts(sql: Sql, filter: RolloutQueryFilter, before: Rollo
 }
 
 /** The statement behind countRollouts (exported for the query-plan test). */
-export function rolloutCountStatement(filter: RolloutQueryFilter): { text: string; params: SqlValue[] } {
-  const { clause, params } = whereOf(filter);
+export function rolloutCountStatement(filter: RolloutQueryFilter, dialect: Dialect = 'sqlite'): { text: string; params: SqlValue[] } {
+  const { clause, params } = whereOf(filter, undefined, dialect);
   return { text: `SELECT COUNT(*) AS n FROM "Rollout" r ${clause}`, params };
 }
 

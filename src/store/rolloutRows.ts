@@ -74,11 +74,15 @@ export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow |
 
 export type NewRolloutRow = Omit<RolloutRow, 'state' | 'message' | 'engineState' | 'createdAt' | 'updatedAt' | 'startedAt' | 'finishedAt'>;
 
-export function insertRollout(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow {
-  sql.run(
+/**
+ * Inserts a rollout in state PENDING. One whose idempotency key is already taken is not inserted: returns undefined
+ * and changes nothing (the unique index on "idempotencyKey" decides, so it holds for any number of writers).
+ */
+export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow | undefined {
+  const { changes } = sql.run(
     `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
        "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
-     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?)`,
+     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyKey") DO NOTHING`,
     row.id,
     row.kind,
     row.fromVersion,
@@ -94,7 +98,7 @@ export function insertRollout(sql: Sql, row: NewRolloutRow, now: Date): RolloutR
     sqlDate(now),
     sqlDate(now),
   );
-  return findRollout(sql, row.id)!;
+  return changes === 0 ? undefined : findRollout(sql, row.id)!;
 }
 
 /** Sets state and message; `startedAt`/`finishedAt` only when given (undefined leaves them). */

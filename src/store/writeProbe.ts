@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { UnavailableError } from '../errors.js';
 import { isBusy, sqlDate, type Sql } from './Sql.js';
 
-const HOLDER = `${hostname()}:${process.pid}`;
+export const HOLDER = `${hostname()}:${process.pid}`;
 
 /**
  * Throws when the database cannot be written right now (disk full, read-only volume, I/O error). A lock held by

@@ -53,8 +53,8 @@ describe('RolloutEngine', () => {
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-engine-'));
     db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
-    const log = new EventLog(db.sql, new InProcessEventBus());
-    rollouts = new RolloutService(db.prisma, db.sql, log);
+    const log = new EventLog(db.store, new InProcessEventBus());
+    rollouts = new RolloutService(db.prisma, db.store, log);
     now = Date.parse('2026-11-30T00:00:00Z');
     engine = new RolloutEngine(rollouts, logger, { now: () => now });
     launcher = new RolloutLauncher(db.prisma, rollouts, () => {});

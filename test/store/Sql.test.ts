@@ -6,8 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InProcessEventBus } from '../../src/domain/EventBus.js';
 import { EventLog } from '../../src/domain/EventLog.js';
 import { InFlightChanges } from '../../src/domain/InFlightChanges.js';
-import { openDatabase, type Database } from '../../src/store/db.js';
+import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } from '../../src/store/db.js';
 import { dateOf, Sql, sqlDate } from '../../src/store/Sql.js';
+import { SqliteHistoryStore } from '../../src/store/sqlite/SqliteHistoryStore.js';
 import { UnavailableError } from '../../src/errors.js';
 
 describe('Sql (the history hot path)', () => {
@@ -81,7 +82,7 @@ describe('InFlightChanges', () => {
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-inflight-'));
     db = await openDatabase(`file:${path.join(dir, 'h.db')}`);
-    log = new EventLog(db.sql, new InProcessEventBus());
+    log = new EventLog(db.store, new InProcessEventBus());
   });
   afterEach(async () => {
     await db.close();
@@ -89,32 +90,37 @@ describe('InFlightChanges', () => {
   });
 
   it('keeps a note across a restart and completes it together with its event, exactly once', async () => {
-    const notes = new InFlightChanges(db.sql, log).of<{ oldUid: string }>('AGENT_POOL');
+    const notes = new InFlightChanges(db.store, log).of<{ oldUid: string }>('AGENT_POOL');
     await notes.put('default', 'net-1', { oldUid: 'u1' });
-    // A new process (or leader) sees the note from the store.
-    const after = new InFlightChanges(db.sql, log).of<{ oldUid: string }>('AGENT_POOL');
+    // A new process (or leader) sees the note from the store once it has loaded it.
+    const restarted = new InFlightChanges(db.store, log);
+    await restarted.reload();
+    const after = restarted.of<{ oldUid: string }>('AGENT_POOL');
     expect(after.get('default', 'net-1')).toEqual({ oldUid: 'u1' });
     expect(after.get('default', 'net-2')).toBeUndefined();
     await after.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', payload: { oldPodUid: 'u1' } }]);
     expect(after.get('default', 'net-1')).toBeUndefined();
-    expect(new InFlightChanges(db.sql, log).get('AGENT_POOL', 'default', 'net-1')).toBeUndefined();
+    const again = new InFlightChanges(db.store, log);
+    await again.reload();
+    expect(again.get('AGENT_POOL', 'default', 'net-1')).toBeUndefined();
     const events = await log.listAfter({ types: ['AgentRecreated'] }, 0, 10);
     expect(events.map((e) => e.payload)).toEqual([{ oldPodUid: 'u1' }]);
   });
 
   it('leaves the note in place when the completing transaction fails', async () => {
-    const changes = new InFlightChanges(db.sql, log);
+    const changes = new InFlightChanges(db.store, log);
     const notes = changes.of<{ n: number }>('AGENT_POOL');
     await notes.put('default', 'net-1', { n: 1 });
     const other = new Sqlite(db.file);
     other.prepare('BEGIN IMMEDIATE').run();
     const slow = new Sql(new Sqlite(db.file, { timeout: 0 }), 50);
-    const failing = new InFlightChanges(slow, new EventLog(slow, new InProcessEventBus())).of<{ n: number }>('AGENT_POOL');
+    const slowStore = new SqliteHistoryStore(slow);
+    const failing = new InFlightChanges(slowStore, new EventLog(slowStore, new InProcessEventBus())).of<{ n: number }>('AGENT_POOL');
     await expect(failing.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1' }])).rejects.toBeInstanceOf(UnavailableError);
     other.prepare('ROLLBACK').run();
     other.close();
     slow.close();
-    changes.reload();
+    await changes.reload();
     expect(notes.get('default', 'net-1')).toEqual({ n: 1 });
     expect(await log.listAfter({ types: ['AgentRecreated'] }, 0, 10)).toEqual([]);
   });

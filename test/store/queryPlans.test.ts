@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType, type EventFilter } from '../../src/domain/events.js';
-import { openDatabase, type Database } from '../../src/store/db.js';
+import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } from '../../src/store/db.js';
 import { eventListStatement, insertEvents } from '../../src/store/events.js';
 import { rolloutCountStatement, rolloutListStatement, type RolloutQueryFilter } from '../../src/store/rolloutQueries.js';
 

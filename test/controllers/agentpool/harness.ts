@@ -47,7 +47,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     ...options.sim,
   } as SimulatorOptions);
   const db = await openDatabase(`file:${path.join(dir, 'test.db')}`);
-  const events = new EventLog(db.sql, new InProcessEventBus());
+  const events = new EventLog(db.store, new InProcessEventBus());
   const registry = new Registry();
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
@@ -58,7 +58,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     registry,
     logger,
     events,
-    inFlight: new InFlightChanges(db.sql, events),
+    inFlight: new InFlightChanges(db.store, events),
     leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
   });
   const runtime = setupAgentPools(manager, { stuckGraceSeconds: 0, ...options.agent });

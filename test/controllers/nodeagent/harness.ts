@@ -57,8 +57,8 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   const dbUrl = `file:${path.join(dir, 'test.db')}`;
   const db = await openDatabase(dbUrl);
   const bus = new InProcessEventBus();
-  const events = new EventLog(db.sql, bus);
-  const rollouts = new RolloutService(db.prisma, db.sql, events);
+  const events = new EventLog(db.store, bus);
+  const rollouts = new RolloutService(db.prisma, db.store, events);
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: dbUrl }, []);
 
@@ -73,7 +73,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
       registry,
       logger,
       events,
-      inFlight: new InFlightChanges(db.sql, events),
+      inFlight: new InFlightChanges(db.store, events),
       leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
     const runtime = setupNodeAgents(manager, options.nodeAgents);

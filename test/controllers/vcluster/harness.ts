@@ -53,7 +53,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-vcluster-'));
   const sim = await startSimulator({ delays: zeroDelays, fleet: 'demo', ...options.sim });
   const db = await openDatabase(`file:${path.join(dir, 'test.db')}`);
-  const events = new EventLog(db.sql, new InProcessEventBus());
+  const events = new EventLog(db.store, new InProcessEventBus());
   const registry = new Registry();
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
@@ -65,7 +65,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
       registry: reg,
       logger,
       events,
-      inFlight: new InFlightChanges(db.sql, events),
+      inFlight: new InFlightChanges(db.store, events),
       leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
   const manager = newManager(registry);

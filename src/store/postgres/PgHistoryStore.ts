@@ -1,0 +1,336 @@
+import type pg from 'pg';
+import { EventType, type EventFilter, type NewEvent, type StoredEvent } from '../../domain/events.js';
+import { UnavailableError } from '../../errors.js';
+import { eventListStatement, toStoredEvent } from '../events.js';
+import type { HistoryReads, HistoryStore, HistoryTx, InFlightRow, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
+import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
+import { isoOf, numbered } from './pool.js';
+import { HOLDER } from '../writeProbe.js';
+
+/**
+ * The PostgreSQL implementation of the history port, on a pg pool (not Prisma: each Prisma 6.19 query is compiled on
+ * the event loop, ADR 9). Batches what SQLite does row by row (one round trip costs about what 15 SQLite statements
+ * do), locks what it reads before writing (READ COMMITTED is not SQLite's single writer), and retries a transaction on
+ * serialization failure or deadlock.
+ *
+ * Event ids: a sequence hands out ids at INSERT, but transactions commit in any order, so with several writers an
+ * `id > cursor` reader would skip an id that commits after a larger one (7–12% of events in the spike).
+ * `insertEvents` therefore takes a transaction-scoped advisory lock right before its INSERT and holds it to COMMIT:
+ * event-writing transactions commit in id order. `insertEvents` must be the transaction's last statement so the lock
+ * is held only for the INSERT → COMMIT window.
+ */
+export const EVENT_LOG_LOCK = 7243341735;
+export const EVENTS_CHANNEL = 'rollplane_events';
+
+const RETRIES = 5;
+type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+/** 40001 serialization_failure, 40P01 deadlock_detected: the transaction may succeed when run again. */
+function isRetriable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40001' || code === '40P01';
+}
+
+/** The database is unreachable, shutting down or refusing connections: UNAVAILABLE, not an internal error. */
+export function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(String((error as Error)?.message));
+  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code);
+}
+
+function unavailable(error: unknown): unknown {
+  return isConnectionError(error) ? new UnavailableError(`the history database is unreachable: ${(error as Error).message}`, { cause: error }) : error;
+}
+
+type EventRow = Omit<StoredEvent, 'payload' | 'type' | 'kind'> & { payload: string; type: string; kind: string | null };
+
+function readsOn(db: Queryable): HistoryReads {
+  const rows = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> => {
+    try {
+      return (await db.query<T>(text, params)).rows;
+    } catch (error) {
+      throw unavailable(error);
+    }
+  };
+  const one = async <T extends pg.QueryResultRow>(text: string, params: unknown[]) => (await rows<T>(text, params))[0];
+  /** As store/events.ts: with `since`, start at the first event at or after it; null when there is none. */
+  const startAfter = async (filter: EventFilter, afterId: number | undefined): Promise<number | undefined | null> => {
+    if (filter.since === undefined) return afterId;
+    const first = (await one<{ id: number | null }>('SELECT MIN("id") AS id FROM "Event" WHERE "createdAt" >= $1', [isoOf(filter.since)]))!.id;
+    if (first === null) return null;
+    return Math.max(afterId ?? 0, first - 1);
+  };
+  return {
+    findRollout: (id) => one<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1', [id]),
+    findRolloutByIdempotencyKey: (key) => one<RolloutRow>('SELECT * FROM "Rollout" WHERE "idempotencyKey" = $1', [key]),
+    targetsOf: (rolloutId) => rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 ORDER BY "ordinal"', [rolloutId]),
+    targetsInState: (rolloutId, state) => rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 ORDER BY "ordinal"', [rolloutId, state]),
+    findTarget: (rolloutId, namespace, name) =>
+      one<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "namespace" = $2 AND "name" = $3', [rolloutId, namespace, name]),
+    latestRevision: (kind, namespace, name) =>
+      one<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3 ORDER BY "n" DESC LIMIT 1', [kind, namespace, name]),
+    allInFlight: () => rows<InFlightRow>('SELECT * FROM "InFlightChange"'),
+    async listEventsAfter(filter, afterId, limit) {
+      const start = await startAfter(filter, afterId);
+      if (start === null) return [];
+      const { text, params } = eventListStatement(filter, start, limit);
+      return (await rows<EventRow>(numbered(text), params)).map((r) => toStoredEvent(r as never));
+    },
+    async listEventsBefore(filter, beforeId, limit) {
+      // Same filter columns as the SQLite statement (store/events.ts), newest first.
+      const conditions: string[] = [];
+      const params: unknown[] = [];
+      const add = (sql: string, value: unknown) => {
+        params.push(value);
+        conditions.push(sql.replace('?', `$${params.length}`));
+      };
+      if (filter.types && filter.types.length > 0) add('"type" = ANY(?::text[])', [...filter.types]);
+      for (const column of ['rolloutId', 'kind', 'namespace', 'name'] as const) {
+        if (filter[column] !== undefined) add(`"${column}" = ?`, filter[column]);
+      }
+      if (filter.since !== undefined) add('"createdAt" >= ?', isoOf(filter.since));
+      if (beforeId !== undefined) add('"id" < ?', beforeId);
+      params.push(limit);
+      const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
+      return (await rows<EventRow>(`SELECT * FROM "Event" ${where} ORDER BY "id" DESC LIMIT $${params.length}`, params)).map((r) => toStoredEvent(r as never));
+    },
+    async lastEventId() {
+      return (await one<{ id: number | null }>('SELECT MAX("id") AS id FROM "Event"', []))!.id ?? 0;
+    },
+    async listRollouts(filter, before, limit) {
+      const { text, params } = rolloutListStatement(filter, before, limit, 'postgresql');
+      return rows<RolloutRow>(numbered(text), params);
+    },
+    async countRollouts(filter) {
+      const { text, params } = rolloutCountStatement(filter, 'postgresql');
+      return (await one<{ n: number }>(numbered(text), params))!.n;
+    },
+    async targetStateCounts(rolloutId) {
+      const counts = await rows<{ state: string; n: number }>('SELECT "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 GROUP BY "state"', [rolloutId]);
+      return new Map(counts.map((r) => [r.state, r.n]));
+    },
+    targetPage: (rolloutId, state, afterOrdinal, limit) =>
+      state
+        ? rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 AND "ordinal" > $3 ORDER BY "ordinal" LIMIT $4', [rolloutId, state, afterOrdinal ?? -1, limit])
+        : rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3', [rolloutId, afterOrdinal ?? -1, limit]),
+    async countTargets(rolloutId, state) {
+      const row = state
+        ? await one<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2', [rolloutId, state])
+        : await one<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1', [rolloutId]);
+      return row!.n;
+    },
+  };
+}
+
+/** A step that waits for one promise (the store's driver awaits what the body yields). */
+function* awaited<T>(promise: () => Promise<T>): Step<T> {
+  return (yield promise()) as T;
+}
+
+/** Runs a transaction body, awaiting every promise it yields and sending back the result (or throwing the error in). */
+async function drive<T>(body: Generator<unknown, T, unknown>): Promise<T> {
+  let step = body.next();
+  while (!step.done) {
+    let value: unknown;
+    try {
+      value = await step.value;
+    } catch (error) {
+      step = body.throw(error);
+      continue;
+    }
+    step = body.next(value);
+  }
+  return step.value;
+}
+
+function txOn(client: pg.PoolClient): HistoryTx {
+  const reads = readsOn(client);
+  const txReads = Object.fromEntries(
+    Object.entries(reads).map(([name, read]) => [name, (...args: unknown[]) => awaited(() => (read as (...a: unknown[]) => Promise<unknown>)(...args))]),
+  ) as TxReads;
+  const rows = <T extends pg.QueryResultRow>(text: string, params: unknown[]): Step<T[]> => awaited(async () => (await client.query<T>(text, params)).rows);
+  const run = (text: string, params: unknown[]): Step<unknown> => awaited(() => client.query(text, params));
+  return {
+    ...txReads,
+    lockRollout: function* (id) {
+      return (yield* rows<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1 FOR UPDATE', [id]))[0];
+    },
+    *insertRollout(row, now) {
+      // ON CONFLICT waits for a concurrent insert of the same key to commit, then inserts nothing.
+      const inserted = yield* rows<RolloutRow>(
+        `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
+           "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
+         VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '{}', $13, $13)
+         ON CONFLICT ("idempotencyKey") DO NOTHING RETURNING *`,
+        [row.id, row.kind, row.fromVersion, row.toVersion, row.selector, row.strategy, row.causeActor, row.causeRunUrl, row.causeCommit, row.causeMessage, row.idempotencyKey, row.rollbackOfId, isoOf(now)],
+      );
+      return inserted[0];
+    },
+    *updateRolloutState(id, change, now) {
+      const updated = yield* rows<RolloutRow>(
+        `UPDATE "Rollout" SET "state" = $1, "message" = $2, "startedAt" = COALESCE($3::timestamp(3), "startedAt"),
+           "finishedAt" = COALESCE($4::timestamp(3), "finishedAt"), "updatedAt" = $5 WHERE "id" = $6 RETURNING *`,
+        [change.state, change.message, isoOf(change.startedAt), isoOf(change.finishedAt), isoOf(now), id],
+      );
+      return updated[0]!;
+    },
+    *updateEngineState(id, engineState, now) {
+      yield* run('UPDATE "Rollout" SET "engineState" = $1, "updatedAt" = $2 WHERE "id" = $3', [engineState, isoOf(now), id]);
+    },
+    *insertTargets(targets, now) {
+      if (targets.length === 0) return;
+      // One statement for the whole batch.
+      yield* run(
+        `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "fromVersion", "toVersion", "skipReason",
+           "finishedAt", "attempts", "updatedAt")
+         SELECT u.*, 0, $12::timestamp(3)
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamp(3)[]) AS u`,
+        [
+          targets.map((t) => t.id),
+          targets.map((t) => t.rolloutId),
+          targets.map((t) => t.kind),
+          targets.map((t) => t.namespace),
+          targets.map((t) => t.name),
+          targets.map((t) => t.ordinal),
+          targets.map((t) => t.state),
+          targets.map((t) => t.fromVersion),
+          targets.map((t) => t.toVersion),
+          targets.map((t) => t.skipReason),
+          targets.map((t) => isoOf(t.finishedAt)),
+          isoOf(now),
+        ],
+      );
+    },
+    *updateTarget(id, change, now) {
+      const updated = yield* rows<TargetRow>(
+        `UPDATE "RolloutTarget" SET "state" = $1, "error" = CASE WHEN $2::boolean THEN $3 ELSE "error" END, "attempts" = "attempts" + $4,
+           "admittedAt" = COALESCE($5::timestamp(3), "admittedAt"), "finishedAt" = COALESCE($6::timestamp(3), "finishedAt"), "updatedAt" = $7
+         WHERE "id" = $8 RETURNING *`,
+        [change.state, change.error !== undefined, change.error ?? null, change.countAttempt ? 1 : 0, isoOf(change.admittedAt), isoOf(change.finishedAt), isoOf(now), id],
+      );
+      return updated[0]!;
+    },
+    *cancelPendingTargets(rolloutId, now) {
+      const cancelled = yield* rows<TargetRow>(
+        `WITH pending AS (SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = 'PENDING' FOR UPDATE)
+         UPDATE "RolloutTarget" t SET "state" = 'CANCELLED', "finishedAt" = $2, "updatedAt" = $2 FROM pending WHERE t."id" = pending."id"
+         RETURNING pending.*`,
+        [rolloutId, isoOf(now)],
+      );
+      return cancelled.sort((a, b) => a.ordinal - b.ordinal);
+    },
+    *insertRevision(revision, now) {
+      yield* run('INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        revision.kind,
+        revision.namespace,
+        revision.name,
+        revision.n,
+        revision.version,
+        revision.rolloutId,
+        isoOf(now),
+      ]);
+    },
+    *putInFlight(row, now) {
+      yield* run(
+        `INSERT INTO "InFlightChange" ("kind", "namespace", "name", "payload", "createdAt") VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT ("kind", "namespace", "name") DO UPDATE SET "payload" = EXCLUDED."payload", "createdAt" = EXCLUDED."createdAt"`,
+        [row.kind, row.namespace, row.name, row.payload, isoOf(now)],
+      );
+    },
+    *deleteInFlight(kind, namespace, name) {
+      yield* run('DELETE FROM "InFlightChange" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name]);
+    },
+    *insertEvents(events: readonly NewEvent[], now: Date): Step<StoredEvent[]> {
+      if (events.length === 0) return [];
+      const payloads = events.map((e) => JSON.stringify(e.payload ?? {}));
+      yield* run('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK]);
+      const inserted = yield* rows<{ id: number }>(
+        `INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
+         SELECT t, r, k, ns, n, p, $7::timestamp(3)
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, ord)
+          ORDER BY ord
+         RETURNING "id"`,
+        [
+          events.map((e) => e.type),
+          events.map((e) => e.rolloutId ?? null),
+          events.map((e) => e.kind ?? null),
+          events.map((e) => e.namespace ?? null),
+          events.map((e) => e.name ?? null),
+          payloads,
+          isoOf(now),
+        ],
+      );
+      // Ids are drawn in insertion order (ORDER BY ord); RETURNING's order is not promised, so sort them.
+      const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
+      // A wake-up for every replica's feed, sent at COMMIT (the payload is only a hint: feeds read the table).
+      yield* run('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(ids[ids.length - 1])]);
+      return events.map((event, i) => ({
+        id: ids[i]!,
+        type: event.type as EventType,
+        rolloutId: event.rolloutId ?? null,
+        kind: event.kind ?? null,
+        namespace: event.namespace ?? null,
+        name: event.name ?? null,
+        payload: JSON.parse(payloads[i]!) as Record<string, unknown>,
+        createdAt: now,
+      }));
+    },
+  };
+}
+
+export class PgHistoryStore implements HistoryStore {
+  readonly provider = 'postgresql' as const;
+  readonly read: HistoryReads;
+
+  constructor(private readonly pool: pg.Pool) {
+    this.read = readsOn(pool);
+  }
+
+  async transaction<T>(body: (tx: HistoryTx) => Step<T>, afterCommit?: (result: T) => void): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let client: pg.PoolClient;
+      try {
+        client = await this.pool.connect();
+      } catch (error) {
+        throw unavailable(error);
+      }
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await drive(body(txOn(client)));
+        await client.query('COMMIT');
+        afterCommit?.(result);
+        return result;
+      } catch (error) {
+        if (isConnectionError(error)) {
+          broken = error as Error;
+          throw unavailable(error);
+        }
+        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+        if (isRetriable(error) && attempt < RETRIES) {
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+          continue;
+        }
+        throw error;
+      } finally {
+        // A connection that failed is destroyed rather than returned to the pool.
+        client.release(broken);
+      }
+    }
+  }
+
+  async checkWritable(): Promise<void> {
+    try {
+      await this.pool.query(
+        'INSERT INTO "WriteProbe" ("holder", "checkedAt") VALUES ($1, $2) ON CONFLICT ("holder") DO UPDATE SET "checkedAt" = EXCLUDED."checkedAt"',
+        [HOLDER, isoOf(new Date())],
+      );
+    } catch (error) {
+      throw new UnavailableError(`the database cannot be written: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

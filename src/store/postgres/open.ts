@@ -1,0 +1,23 @@
+import type { MigrationReport } from '../migrate.js';
+import { applyPgMigrations } from './migrate.js';
+import { PgHistoryStore } from './PgHistoryStore.js';
+import { historyPool } from './pool.js';
+import { redactDatabaseUrl } from '../databaseUrl.js';
+import { UnavailableError } from '../../errors.js';
+
+/** Opens the PostgreSQL history: a pool, then the committed migrations (one replica applies them, the others wait). */
+export async function openPgHistoryStore(url: string, options: { poolSize?: number } = {}): Promise<{ store: PgHistoryStore; migrations: MigrationReport }> {
+  const pool = historyPool(url, options.poolSize);
+  try {
+    const client = await pool.connect();
+    try {
+      const migrations = await applyPgMigrations(client);
+      return { store: new PgHistoryStore(pool), migrations };
+    } finally {
+      client.release();
+    }
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw new UnavailableError(`cannot open database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, { cause: error });
+  }
+}

@@ -1,0 +1,40 @@
+import pg from 'pg';
+
+/**
+ * A pg pool that reads Prisma's columns as rollplane expects:
+ * - `TIMESTAMP(3)` (without time zone, holding UTC; OID 1114) as a UTC Date. pg's default parses it in the process's
+ *   local zone, which shifts every date by the UTC offset when TZ is not UTC (research/postgres-spike.md §7.8);
+ * - int8 (OID 20, e.g. COUNT(*)) as a number; rollplane's counts and ids are far below 2^53.
+ * Dates are always sent as ISO strings (`isoOf`), never as Date objects (pg would send local time).
+ */
+const TIMESTAMP_OID = 1114;
+const INT8_OID = 20;
+
+const parseUtcTimestamp = (text: string) => new Date(`${text.replace(' ', 'T')}Z`);
+
+export function historyPool(url: string, max = 10): pg.Pool {
+  return new pg.Pool({
+    connectionString: url,
+    max,
+    keepAlive: true,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+        if (oid === TIMESTAMP_OID) return parseUtcTimestamp;
+        if (oid === INT8_OID) return Number;
+        return pg.types.getTypeParser(oid, format);
+      }) as typeof pg.types.getTypeParser,
+    },
+  });
+}
+
+export function isoOf(date: Date): string;
+export function isoOf(date: Date | null | undefined): string | null;
+export function isoOf(date: Date | null | undefined): string | null {
+  return date ? date.toISOString() : null;
+}
+
+/** `?` placeholders (the statements shared with SQLite) → `$1…$n`. The shared statements have no `?` in literals. */
+export function numbered(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}

@@ -1,0 +1,116 @@
+import type { EventFilter, NewEvent } from '../../domain/events.js';
+import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../events.js';
+import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
+import type { HistoryReads, HistoryStore, HistoryTx } from '../port.js';
+import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts, type RolloutPosition, type RolloutQueryFilter } from '../rolloutQueries.js';
+import {
+  cancelPendingTargets,
+  findRollout,
+  findRolloutByIdempotencyKey,
+  findTarget,
+  insertRevision,
+  insertRolloutIfKeyFree,
+  insertTargets,
+  latestRevision,
+  targetsInState,
+  targetsOf,
+  updateEngineState,
+  updateRolloutState,
+  updateTarget,
+} from '../rolloutRows.js';
+import type { Sql } from '../Sql.js';
+import { checkDatabaseWritable } from '../writeProbe.js';
+
+function readsOf(sql: Sql): HistoryReads {
+  return {
+    findRollout: async (id) => findRollout(sql, id),
+    findRolloutByIdempotencyKey: async (key) => findRolloutByIdempotencyKey(sql, key),
+    targetsOf: async (rolloutId) => targetsOf(sql, rolloutId),
+    targetsInState: async (rolloutId, state) => targetsInState(sql, rolloutId, state),
+    findTarget: async (rolloutId, namespace, name) => findTarget(sql, rolloutId, namespace, name),
+    latestRevision: async (kind, namespace, name) => latestRevision(sql, kind, namespace, name),
+    allInFlight: async () => allInFlight(sql),
+    listEventsAfter: async (filter: EventFilter, afterId, limit) => listEventsAfter(sql, filter, afterId, limit),
+    listEventsBefore: async (filter: EventFilter, beforeId, limit) => listEventsBefore(sql, filter, beforeId, limit),
+    lastEventId: async () => lastEventId(sql),
+    listRollouts: async (filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit) => listRollouts(sql, filter, before, limit),
+    countRollouts: async (filter) => countRollouts(sql, filter),
+    targetStateCounts: async (rolloutId) => targetStateCounts(sql, rolloutId),
+    targetPage: async (rolloutId, state, afterOrdinal, limit) => targetPage(sql, rolloutId, state, afterOrdinal, limit),
+    countTargets: async (rolloutId, state) => countTargets(sql, rolloutId, state),
+  };
+}
+
+/** A step that is already done: SQLite's statements run synchronously. */
+function* done<T>(value: T): Generator<never, T, unknown> {
+  return value;
+}
+
+/** Runs a transaction body to its end without leaving the current synchronous step. */
+function runSync<T>(body: Generator<unknown, T, unknown>): T {
+  const first = body.next();
+  if (!first.done) throw new Error('a SQLite transaction body yielded something other than a store step (it must touch only tx)');
+  return first.value;
+}
+
+/**
+ * The SQLite implementation of the history port, over rollplane's prepared-statement connection (Sql.ts, ADR 9).
+ * A transaction body runs synchronously inside Sql.transaction (BEGIN IMMEDIATE … COMMIT): every step returns at once,
+ * so the write lock is never held across the event loop and Prisma's connection never waits on it; a lock held by
+ * another connection is retried on a timer. One writer at a time orders the event ids, and `afterCommit` runs in the
+ * same synchronous step as the commit.
+ */
+export class SqliteHistoryStore implements HistoryStore {
+  readonly provider = 'sqlite' as const;
+  readonly read: HistoryReads;
+  private readonly tx: HistoryTx;
+
+  constructor(readonly sql: Sql) {
+    this.read = readsOf(sql);
+    this.tx = txOf(sql);
+  }
+
+  transaction<T>(body: (tx: HistoryTx) => Generator<unknown, T, unknown>, afterCommit?: (result: T) => void): Promise<T> {
+    return this.sql.transaction(() => runSync(body(this.tx)), afterCommit);
+  }
+
+  async checkWritable(): Promise<void> {
+    checkDatabaseWritable(this.sql);
+  }
+
+  async close(): Promise<void> {
+    this.sql.close();
+  }
+}
+
+function txOf(sql: Sql): HistoryTx {
+  return {
+    findRollout: (id) => done(findRollout(sql, id)),
+    findRolloutByIdempotencyKey: (key) => done(findRolloutByIdempotencyKey(sql, key)),
+    targetsOf: (rolloutId) => done(targetsOf(sql, rolloutId)),
+    targetsInState: (rolloutId, state) => done(targetsInState(sql, rolloutId, state)),
+    findTarget: (rolloutId, namespace, name) => done(findTarget(sql, rolloutId, namespace, name)),
+    latestRevision: (kind, namespace, name) => done(latestRevision(sql, kind, namespace, name)),
+    allInFlight: () => done(allInFlight(sql)),
+    listEventsAfter: (filter, afterId, limit) => done(listEventsAfter(sql, filter, afterId, limit)),
+    listEventsBefore: (filter, beforeId, limit) => done(listEventsBefore(sql, filter, beforeId, limit)),
+    lastEventId: () => done(lastEventId(sql)),
+    listRollouts: (filter, before, limit) => done(listRollouts(sql, filter, before, limit)),
+    countRollouts: (filter) => done(countRollouts(sql, filter)),
+    targetStateCounts: (rolloutId) => done(targetStateCounts(sql, rolloutId)),
+    targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
+    countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
+    // The transaction already holds SQLite's only write lock.
+    lockRollout: (id) => done(findRollout(sql, id)),
+    insertRollout: (row, now) => done(insertRolloutIfKeyFree(sql, row, now)),
+    updateRolloutState: (id, change, now) => done(updateRolloutState(sql, id, change, now)),
+    updateEngineState: (id, engineState, now) => done(updateEngineState(sql, id, engineState, now)),
+    insertTargets: (rows, now) => done(insertTargets(sql, rows, now)),
+    updateTarget: (id, change, now) => done(updateTarget(sql, id, change, now)),
+    cancelPendingTargets: (rolloutId, now) => done(cancelPendingTargets(sql, rolloutId, now)),
+    insertRevision: (revision, now) => done(insertRevision(sql, revision, now)),
+    putInFlight: (row, now) => done(putInFlight(sql, row, now)),
+    deleteInFlight: (kind, namespace, name) => done(deleteInFlight(sql, kind, namespace, name)),
+    insertEvents: (events: readonly NewEvent[], now) => done(insertEvents(sql, events, now)),
+  };
+}
