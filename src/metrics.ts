@@ -10,6 +10,8 @@ export interface AppMetrics {
   requestsRefused: Counter<'reason' | 'transport'>;
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
+  subscriptionExecutions: Counter<'fan_out'>;
+  subscriptionCatchUps: Counter;
   eventsAppended: Counter<'type'>;
   rolloutsFinished: Counter<'kind' | 'state'>;
   rolloutsActive: Gauge<'kind'>;
@@ -55,6 +57,18 @@ export function createMetrics(): AppMetrics {
     subscriptionsActive: new Gauge({
       name: 'rollplane_subscriptions_active',
       help: 'Open GraphQL subscriptions.',
+      registers: [registry],
+    }),
+    subscriptionExecutions: new Counter({
+      // Shared fan-out executes once per event and distinct (document, variables, role); per-subscriber once per delivery.
+      name: 'rollplane_subscription_executions_total',
+      help: 'Subscription payloads executed, by fan-out mode (shared or per-subscriber).',
+      labelNames: ['fan_out'],
+      registers: [registry],
+    }),
+    subscriptionCatchUps: new Counter({
+      name: 'rollplane_subscription_catch_ups_total',
+      help: 'Times a subscription whose socket fell behind stopped taking live events and caught up from the store.',
       registers: [registry],
     }),
     eventsAppended: new Counter({

@@ -92,10 +92,43 @@ export class EventLog {
     return lastEventId(this.sql);
   }
 
+  /**
+   * Calls `listener` for every event published from now on, in id order, inside the publishing commit's synchronous
+   * step (so it must only filter and queue). Returns the function that stops it.
+   */
+  onPublished(listener: (event: StoredEvent) => void): () => void {
+    return this.bus.subscribe(listener);
+  }
+
+  /**
+   * The newest event id, read synchronously. With the in-process bus a caller that reads this and registers for live
+   * events in the same synchronous step has a gap-free position: no commit can publish in between (ADR 0003).
+   */
+  positionNow(): number {
+    return lastEventId(this.sql);
+  }
+
+  /**
+   * A page of history after `afterId`, read synchronously (see positionNow): a reader that finds nothing new and
+   * switches to live delivery in the same step misses nothing and sees nothing twice.
+   */
+  pageAfterNow(filter: EventFilter, afterId: number, limit: number): StoredEvent[] {
+    return listEventsAfter(this.sql, filter, afterId, limit);
+  }
+
   /** Replays what came after `options.after` from the store, then continues live: no gap, no duplicate. */
   stream(options: StreamOptions = {}): AsyncIterableIterator<StoredEvent> {
     return new EventStream(this.sql, this.bus, options);
   }
+}
+
+/**
+ * What a stream made by `EventLog.stream` was asked for, or undefined for any other iterable. The shared subscription
+ * fan-out (src/graphql/fanOut.ts) lets the resolver build the stream — so that role checks, input limits and argument
+ * parsing run exactly as before — then reads its options, closes it and serves the subscriber itself.
+ */
+export function streamOptionsOf(stream: unknown): Readonly<StreamOptions> | undefined {
+  return stream instanceof EventStream ? stream.options : undefined;
 }
 
 /**
@@ -118,7 +151,7 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
   constructor(
     private readonly sql: Sql,
     bus: EventBus,
-    options: StreamOptions,
+    readonly options: Readonly<StreamOptions>,
   ) {
     this.filter = options.filter ?? {};
     this.predicate = options.predicate ?? (() => true);
