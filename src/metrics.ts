@@ -12,6 +12,8 @@ export interface AppMetrics {
   subscriptionsActive: Gauge;
   subscriptionExecutions: Counter<'fan_out'>;
   subscriptionCatchUps: Counter;
+  subscriptionGroups: Gauge;
+  subscriptionsShared: Gauge;
   eventsAppended: Counter<'type'>;
   rolloutsFinished: Counter<'kind' | 'state'>;
   rolloutsActive: Gauge<'kind'>;
@@ -69,6 +71,16 @@ export function createMetrics(): AppMetrics {
     subscriptionCatchUps: new Counter({
       name: 'rollplane_subscription_catch_ups_total',
       help: 'Times a subscription whose socket fell behind stopped taking live events and caught up from the store.',
+      registers: [registry],
+    }),
+    subscriptionGroups: new Gauge({
+      name: 'rollplane_subscription_groups',
+      help: 'Distinct (document, variables, role) the shared fan-out executes each event for.',
+      registers: [registry],
+    }),
+    subscriptionsShared: new Gauge({
+      name: 'rollplane_subscriptions_shared',
+      help: 'Subscriptions served by the shared fan-out (registered, positioned and receiving).',
       registers: [registry],
     }),
     eventsAppended: new Counter({

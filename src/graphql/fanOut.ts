@@ -128,23 +128,26 @@ class FeedGroup {
     this.filter = stream.filter ?? {};
     this.predicate = stream.predicate ?? (() => true);
     this.unsubscribe = options.events.onPublished((event) => this.onLive(event));
+    options.metrics.subscriptionGroups.inc();
   }
 
   add(target: FeedTarget, after: number | undefined): FeedSubscriber {
     const subscriber = new FeedSubscriber(this, target);
     this.subscribers.add(subscriber);
     subscriber.start(after);
+    this.options.metrics.subscriptionsShared.inc();
     return subscriber;
   }
 
   remove(subscriber: FeedSubscriber): void {
-    this.subscribers.delete(subscriber);
+    if (this.subscribers.delete(subscriber)) this.options.metrics.subscriptionsShared.dec();
     if (this.subscribers.size === 0) this.dispose();
   }
 
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.options.metrics.subscriptionGroups.dec();
     this.unsubscribe();
     for (const subscriber of [...this.subscribers]) subscriber.close();
     this.subscribers.clear();
