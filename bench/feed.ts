@@ -48,6 +48,10 @@ interface FeedRun {
   serverPeakRssMb: number;
   /** Executions of subscription payloads counted by the server (rollplane_subscription_executions_total). */
   executions: number;
+  /** CPU of the subscribers' process (they run on the same machine). */
+  clientCpuSeconds: number;
+  /** os.loadavg()[0] at the start and the end of the run: these machines are shared, and latency shows it. */
+  loadAverage: [number, number];
   incomplete: number;
   outOfOrder: number;
   duplicates: number;
@@ -79,6 +83,7 @@ function startClients(job: FeedJob): { child: ChildProcess; ready: Promise<void>
 async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<FeedRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-feed-'));
   const calibration = calibrationMs();
+  const loadAtStart = os.loadavg()[0]!;
   const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
   const app = await startBenchApp(dir, sim.kubeconfigPath, {
     ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
@@ -157,6 +162,8 @@ async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<
       netCpuUsPerDelivery: null,
       serverPeakRssMb: Math.round(peakRss / 1048576),
       executions,
+      clientCpuSeconds: feed?.clientCpuSeconds ?? 0,
+      loadAverage: [Math.round(loadAtStart * 10) / 10, Math.round(os.loadavg()[0]! * 10) / 10],
       incomplete: feed?.incomplete ?? 0,
       outOfOrder: feed?.outOfOrder ?? 0,
       duplicates: feed?.duplicates ?? 0,
@@ -200,6 +207,8 @@ export async function run(): Promise<FeedRun[]> {
       'net CPU µs/delivery': r.netCpuUsPerDelivery ?? '',
       executions: r.executions,
       'peak RSS MB': r.serverPeakRssMb,
+      'client CPU s': r.clientCpuSeconds,
+      'load avg': r.loadAverage.join('→'),
       'incomplete/out of order/dup/errors': `${r.incomplete}/${r.outOfOrder}/${r.duplicates}/${r.errors}`,
       'calibration ms': r.calibrationMs,
     })),

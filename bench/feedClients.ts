@@ -29,6 +29,8 @@ export interface FeedClientsResult {
   maxMs: number;
   /** From the first delivered event's commit to the last delivery, ms. */
   spanMs: number;
+  /** CPU this client process used from `ready` to the end: the subscribers share the machine with the server. */
+  clientCpuSeconds: number;
 }
 
 /** Opened at most this many at a time: the server refuses more than 32 unauthenticated sockets per address. */
@@ -103,6 +105,7 @@ for (let i = 0; i < job.subscribers; i += CONNECT_BATCH) {
   await Promise.all(Array.from({ length: Math.min(CONNECT_BATCH, job.subscribers - i) }, () => open()));
 }
 process.stdout.write('ready\n');
+const cpuAtReady = process.cpuUsage();
 
 const lines = createInterface({ input: process.stdin });
 const expected = Number(await new Promise<string>((resolve) => lines.once('line', resolve)));
@@ -132,6 +135,7 @@ const result: FeedClientsResult = {
   p99Ms: at(0.99),
   maxMs: sorted.length ? sorted[sorted.length - 1]! : NaN,
   spanMs: lastArrival - firstCommit,
+  clientCpuSeconds: Math.round(((process.cpuUsage(cpuAtReady).user + process.cpuUsage(cpuAtReady).system) / 1e6) * 100) / 100,
 };
 process.stdout.write(`${JSON.stringify(result)}\n`);
 process.exit(0);
