@@ -17,6 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { FeedClientsResult, FeedJob } from './feedClients.js';
@@ -48,6 +49,14 @@ interface FeedRun {
   serverPeakRssMb: number;
   /** Executions of subscription payloads counted by the server (rollplane_subscription_executions_total). */
   executions: number;
+  /**
+   * Shared fan-out only: commit → handed to the sockets (the server's share of the latency), as the upper bound of the
+   * histogram bucket holding p50 / p99 (rollplane_subscription_delivery_lag_seconds).
+   */
+  serverLagP50Ms: number | null;
+  serverLagP99Ms: number | null;
+  /** The server's event-loop delay p99 during the rollout, ms: time an event waits behind other work before its delivery runs. */
+  loopDelayP99Ms: number;
   /** CPU of the subscribers' process (they run on the same machine). */
   clientCpuSeconds: number;
   /** os.loadavg()[0] at the start and the end of the run: these machines are shared, and latency shows it. */
@@ -78,6 +87,15 @@ function startClients(job: FeedJob): { child: ChildProcess; ready: Promise<void>
       return JSON.parse(await nextLine()) as FeedClientsResult;
     },
   };
+}
+
+/** The upper bound (ms) of the histogram bucket that holds quantile `q`; null when empty. */
+async function bucketQuantile(app: Awaited<ReturnType<typeof startBenchApp>>, q: number): Promise<number | null> {
+  const values = (await app.metrics.subscriptionDeliveryLag.get()).values.filter((v) => v.metricName?.endsWith('_bucket'));
+  const total = values.find((v) => v.labels.le === '+Inf')?.value ?? 0;
+  if (total === 0) return null;
+  const bucket = values.find((v) => v.value >= q * total);
+  return bucket && bucket.labels.le !== '+Inf' ? Number(bucket.labels.le) * 1000 : Infinity;
 }
 
 async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<FeedRun> {
@@ -127,6 +145,8 @@ async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<
     await sim.start();
     const profiler = windowProfiler(`feed-${mode}`);
     await profiler.start();
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     const cpu = process.cpuUsage();
     const started = Date.now();
     await post(app.url, 'mutation B($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
@@ -139,6 +159,7 @@ async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<
     while (Date.now() - lastEventAt < 1000) await new Promise((r) => setTimeout(r, 100));
     const feed = clients ? await clients.finish(events) : undefined;
     const used = process.cpuUsage(cpu);
+    loopDelay.disable();
     clearInterval(sampler);
     sample();
     const profile = await profiler.stop();
@@ -162,6 +183,9 @@ async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<
       netCpuUsPerDelivery: null,
       serverPeakRssMb: Math.round(peakRss / 1048576),
       executions,
+      serverLagP50Ms: await bucketQuantile(app, 0.5),
+      serverLagP99Ms: await bucketQuantile(app, 0.99),
+      loopDelayP99Ms: Math.round(loopDelay.percentile(99) / 1e5) / 10,
       clientCpuSeconds: feed?.clientCpuSeconds ?? 0,
       loadAverage: [Math.round(loadAtStart * 10) / 10, Math.round(os.loadavg()[0]! * 10) / 10],
       incomplete: feed?.incomplete ?? 0,
@@ -207,6 +231,8 @@ export async function run(): Promise<FeedRun[]> {
       'net CPU µs/delivery': r.netCpuUsPerDelivery ?? '',
       executions: r.executions,
       'peak RSS MB': r.serverPeakRssMb,
+      'server lag p50/p99 ms (≤)': r.serverLagP50Ms === null ? '' : `${r.serverLagP50Ms}/${r.serverLagP99Ms}`,
+      'loop delay p99 ms': r.loopDelayP99Ms,
       'client CPU s': r.clientCpuSeconds,
       'load avg': r.loadAverage.join('→'),
       'incomplete/out of order/dup/errors': `${r.incomplete}/${r.outOfOrder}/${r.duplicates}/${r.errors}`,

@@ -13,6 +13,7 @@ export interface AppMetrics {
   subscriptionExecutions: Counter<'fan_out'>;
   subscriptionCatchUps: Counter;
   subscriptionGroups: Gauge;
+  subscriptionDeliveryLag: Histogram;
   subscriptionsShared: Gauge;
   eventsAppended: Counter<'type'>;
   rolloutsFinished: Counter<'kind' | 'state'>;
@@ -76,6 +77,13 @@ export function createMetrics(): AppMetrics {
     subscriptionGroups: new Gauge({
       name: 'rollplane_subscription_groups',
       help: 'Distinct (document, variables, role) the shared fan-out executes each event for.',
+      registers: [registry],
+    }),
+    subscriptionDeliveryLag: new Histogram({
+      // The server's share of commit → client latency; the rest is the network and the client.
+      name: 'rollplane_subscription_delivery_lag_seconds',
+      help: 'Shared fan-out: from an event\'s commit until its message was handed to the subscribers\' sockets, once per event and group.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
     subscriptionsShared: new Gauge({

@@ -206,7 +206,7 @@ class FeedGroup {
       if (this.subscribers.size === 0) return;
       const payload = this.payloadOf(event);
       if (typeof payload === 'string' && this.inFlight === 0) {
-        batch.push({ eventId: event.id, payload });
+        batch.push({ eventId: event.id, payload, committedAt: event.createdAt.getTime() });
         continue;
       }
       if (batch.length > 0) this.deliver(batch);
@@ -215,7 +215,7 @@ class FeedGroup {
       this.inFlight++;
       this.tail = this.tail.then(async () => {
         try {
-          this.deliver([{ eventId: event.id, payload: await payload }]);
+          this.deliver([{ eventId: event.id, payload: await payload, committedAt: event.createdAt.getTime() }]);
         } catch (error) {
           this.options.logger.error({ err: error, eventId: event.id }, 'subscription payload failed');
         } finally {
@@ -228,12 +228,16 @@ class FeedGroup {
 
   private deliver(batch: readonly Delivery[]): void {
     for (const subscriber of this.subscribers) subscriber.offerLive(batch);
+    const now = Date.now();
+    for (const delivery of batch) this.options.metrics.subscriptionDeliveryLag.observe((now - delivery.committedAt) / 1000);
   }
 }
 
 interface Delivery {
   eventId: number;
   payload: string;
+  /** The event's createdAt (stamped at commit), for the delivery-lag histogram. */
+  committedAt: number;
 }
 
 /**
