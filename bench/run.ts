@@ -20,6 +20,7 @@ const BENCHMARKS: Record<string, string> = {
   'cluster-upgrade': `clusterUpgrade${ext}`,
   'node-agent': `nodeAgent${ext}`,
   api: `api${ext}`,
+  feed: `feed${ext}`,
 };
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 if (names.length === 0) {

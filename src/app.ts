@@ -221,6 +221,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     originPolicy,
     maxConnectionsPerClient: config.auth.maxConnectionsPerClient,
     maxSubscriptionsPerConnection: config.auth.maxSubscriptionsPerConnection,
+    fanOut: { mode: config.auth.subscriptionFanOut, events: domain.events, maxBufferedBytes: config.auth.wsMaxBufferedBytes },
     authenticate: (authorization) => authenticate(authorization),
     context: contextFor,
   });

@@ -97,6 +97,10 @@ export interface Config {
     readonly maxConnectionsPerClient: number;
     /** Active operations on one WebSocket connection. */
     readonly maxSubscriptionsPerConnection: number;
+    /** `shared`: one execution per event and distinct (document, variables, role); `per-subscriber`: graphql-ws's own path. */
+    readonly subscriptionFanOut: 'shared' | 'per-subscriber';
+    /** Unsent bytes one WebSocket may hold before its subscriptions catch up from the store instead of taking live events. */
+    readonly wsMaxBufferedBytes: number;
     /** Audit entries older than this many days are pruned; so are the oldest beyond maxEntries. */
     readonly auditRetentionDays: number;
     readonly auditMaxEntries: number;
@@ -177,6 +181,8 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_QUERY_COST_BURST', flag: '--query-cost-burst', default: '100000', description: 'Query cost allowed in a burst above that rate; at least ROLLPLANE_MAX_QUERY_COST' },
   { env: 'ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT', flag: '--max-connections-per-client', default: '64', description: 'Open WebSocket connections per token (or client address without authentication); more are closed with 4429' },
   { env: 'ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION', flag: '--max-subscriptions-per-connection', default: '100', description: 'Operations active at once on one WebSocket connection; one more closes it with 4429' },
+  { env: 'ROLLPLANE_SUBSCRIPTION_FAN_OUT', flag: '--subscription-fan-out', default: 'shared', description: '`shared`: each event is executed once per distinct (document, variables, role) and the serialized message sent to every subscriber sharing it; `per-subscriber`: once per subscriber (the former path, kept for comparison)' },
+  { env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES', flag: '--ws-max-buffered-bytes', default: '1048576', description: 'Unsent bytes one WebSocket may hold; past it its subscriptions stop taking live events and catch up from the store by id once it drains (shared fan-out)' },
   { env: 'ROLLPLANE_AUDIT_RETENTION_DAYS', flag: '--audit-retention-days', default: '90', description: 'Audit entries older than this are pruned (hourly and at start)' },
   { env: 'ROLLPLANE_AUDIT_MAX_ENTRIES', flag: '--audit-max-entries', default: '1000000', description: 'The oldest audit entries beyond this many are pruned' },
   { env: 'ROLLPLANE_TLS_CERT', flag: '--tls-cert', default: 'none (plain HTTP)', description: 'PEM certificate file; with ROLLPLANE_TLS_KEY serves HTTPS and WSS' },
@@ -384,6 +390,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const queryCostBurst = integer('ROLLPLANE_QUERY_COST_BURST', read('ROLLPLANE_QUERY_COST_BURST') ?? '100000', 1, 1_000_000_000);
   const maxConnectionsPerClient = integer('ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT', read('ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT') ?? '64', 1, 100_000);
   const maxSubscriptionsPerConnection = integer('ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION', read('ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION') ?? '100', 1, 100_000);
+  const subscriptionFanOut = oneOf('ROLLPLANE_SUBSCRIPTION_FAN_OUT', read('ROLLPLANE_SUBSCRIPTION_FAN_OUT') ?? 'shared', ['shared', 'per-subscriber']);
+  const wsMaxBufferedBytes = integer('ROLLPLANE_WS_MAX_BUFFERED_BYTES', read('ROLLPLANE_WS_MAX_BUFFERED_BYTES') ?? '1048576', 1024, 1024 * 1024 * 1024);
   const auditRetentionDays = integer('ROLLPLANE_AUDIT_RETENTION_DAYS', read('ROLLPLANE_AUDIT_RETENTION_DAYS') ?? '90', 1, 36_500);
   const auditMaxEntries = integer('ROLLPLANE_AUDIT_MAX_ENTRIES', read('ROLLPLANE_AUDIT_MAX_ENTRIES') ?? '1000000', 100, 1_000_000_000);
   const certFile = read('ROLLPLANE_TLS_CERT');
@@ -434,6 +442,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
       queryCostBurst,
       maxConnectionsPerClient,
       maxSubscriptionsPerConnection,
+      subscriptionFanOut,
+      wsMaxBufferedBytes,
       auditRetentionDays,
       auditMaxEntries,
     },

@@ -10,6 +10,11 @@ export interface AppMetrics {
   requestsRefused: Counter<'reason' | 'transport'>;
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
+  subscriptionExecutions: Counter<'fan_out'>;
+  subscriptionCatchUps: Counter;
+  subscriptionGroups: Gauge;
+  subscriptionDeliveryLag: Histogram;
+  subscriptionsShared: Gauge;
   eventsAppended: Counter<'type'>;
   rolloutsFinished: Counter<'kind' | 'state'>;
   rolloutsActive: Gauge<'kind'>;
@@ -55,6 +60,35 @@ export function createMetrics(): AppMetrics {
     subscriptionsActive: new Gauge({
       name: 'rollplane_subscriptions_active',
       help: 'Open GraphQL subscriptions.',
+      registers: [registry],
+    }),
+    subscriptionExecutions: new Counter({
+      // Shared fan-out executes once per event and distinct (document, variables, role); per-subscriber once per delivery.
+      name: 'rollplane_subscription_executions_total',
+      help: 'Subscription payloads executed, by fan-out mode (shared or per-subscriber).',
+      labelNames: ['fan_out'],
+      registers: [registry],
+    }),
+    subscriptionCatchUps: new Counter({
+      name: 'rollplane_subscription_catch_ups_total',
+      help: 'Times a subscription whose socket fell behind stopped taking live events and caught up from the store.',
+      registers: [registry],
+    }),
+    subscriptionGroups: new Gauge({
+      name: 'rollplane_subscription_groups',
+      help: 'Distinct (document, variables, role) the shared fan-out executes each event for.',
+      registers: [registry],
+    }),
+    subscriptionDeliveryLag: new Histogram({
+      // The server's share of commit → client latency; the rest is the network and the client.
+      name: 'rollplane_subscription_delivery_lag_seconds',
+      help: 'Shared fan-out: from an event\'s commit until its message was handed to the subscribers\' sockets, once per event and group.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    subscriptionsShared: new Gauge({
+      name: 'rollplane_subscriptions_shared',
+      help: 'Subscriptions served by the shared fan-out (registered, positioned and receiving).',
       registers: [registry],
     }),
     eventsAppended: new Counter({

@@ -157,10 +157,27 @@ export class EventLog {
     return this.store.read.lastEventId();
   }
 
+  /**
+   * Calls `listener` for every event published from now on, in id order, inside the publishing commit's synchronous
+   * step (so it must only filter and queue). Returns the function that stops it.
+   */
+  onPublished(listener: (event: StoredEvent) => void): () => void {
+    return this.bus.subscribe(listener);
+  }
+
   /** Replays what came after `options.after` from the store, then continues live: no gap, no duplicate. */
   stream(options: StreamOptions = {}): AsyncIterableIterator<StoredEvent> {
     return new EventStream(this.store.read, this.bus, options);
   }
+}
+
+/**
+ * What a stream made by `EventLog.stream` was asked for, or undefined for any other iterable. The shared subscription
+ * fan-out (src/graphql/fanOut.ts) lets the resolver build the stream — so that role checks, input limits and argument
+ * parsing run exactly as before — then reads its options, closes it and serves the subscriber itself.
+ */
+export function streamOptionsOf(stream: unknown): Readonly<StreamOptions> | undefined {
+  return stream instanceof EventStream ? stream.options : undefined;
 }
 
 /**
@@ -183,7 +200,7 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
   constructor(
     private readonly reads: HistoryReads,
     bus: EventBus,
-    options: StreamOptions,
+    readonly options: Readonly<StreamOptions>,
   ) {
     this.filter = options.filter ?? {};
     this.predicate = options.predicate ?? (() => true);

@@ -6,12 +6,14 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Principal } from '../auth/roles.js';
 import type { AuditLog } from '../domain/AuditLog.js';
+import type { EventLog } from '../domain/EventLog.js';
 import { ErrorCode, isAppError } from '../errors.js';
 import { hostRefusal, webSocketOriginRefusal, type OriginPolicy } from '../http/originPolicy.js';
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { errorCodeOf, formatGraphQLErrors } from './errors.js';
+import { FEED_TARGET, SubscriptionFanOut, type FeedExecutionArgs } from './fanOut.js';
 import { callerKey, guardOperation, type GuardOptions } from './guard.js';
 import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 
@@ -29,6 +31,11 @@ export interface SubscriptionServerOptions {
   /** Authenticates `connection_init`'s payload (`authorization: "Bearer …"`); throws UNAUTHENTICATED. */
   authenticate: (authorization: string | undefined, request: IncomingMessage) => Promise<Principal>;
   context: (principal: Principal, request: IncomingMessage) => Promise<GraphQLContext>;
+  /**
+   * `shared` (with `events`): subscriptions over the event log are executed once per event and distinct (document,
+   * variables, role), see fanOut.ts; `per-subscriber`: graphql-ws executes each subscriber's payload itself.
+   */
+  fanOut: { mode: 'shared' | 'per-subscriber'; events: EventLog; maxBufferedBytes: number };
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -115,10 +122,15 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
   });
   const socketsByToken = new Map<string, Set<WebSocket>>();
   const socketsByCaller = new Map<string, Set<WebSocket>>();
+  const fanOut =
+    options.fanOut.mode === 'shared'
+      ? new SubscriptionFanOut({ events: options.fanOut.events, metrics, logger, maxBufferedBytes: options.fanOut.maxBufferedBytes })
+      : undefined;
 
   const cleanup = useServer<Record<string, unknown>, Extra>(
     {
       schema: options.schema,
+      ...(fanOut ? { subscribe: (args: FeedExecutionArgs) => fanOut.subscribe(args) } : {}),
       onConnect: async (ctx) => {
         let principal: Principal;
         try {
@@ -198,13 +210,18 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         }
         running.set(id, { operation, fields: verdict.fields, source: payload.query, variables });
         if (operation.operation === 'subscription') metrics.subscriptionsActive.inc();
-        return {
+        const args: FeedExecutionArgs = {
           schema: options.schema,
           document,
           operationName: payload.operationName ?? null,
           variableValues: variables ?? null,
           contextValue: await options.context(principal, ctx.extra.request),
         };
+        // Where the shared fan-out writes this subscription's messages; the role is part of its group key.
+        if (fanOut && operation.operation === 'subscription') {
+          args[FEED_TARGET] = { socket: ctx.extra.socket, id, role: principal.role, source: payload.query };
+        }
+        return args;
       },
       onOperation: async (ctx, id, _payload, _args, result) => {
         const op = ctx.extra.operations?.get(id);
@@ -230,13 +247,18 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         }
       },
       onError: (_ctx, _id, _payload, errors) => formatGraphQLErrors(errors, logger),
-      onNext: (_ctx, _id, _payload, _args, result) =>
-        'errors' in result && result.errors ? { ...result, errors: formatGraphQLErrors(result.errors, logger) } : result,
+      onNext: (ctx, id, _payload, _args, result) => {
+        // Only the per-subscriber path gets here for subscription events (the shared fan-out writes its own messages).
+        if (ctx.extra.operations?.get(id)?.operation.operation === 'subscription') metrics.subscriptionExecutions.inc({ fan_out: 'per-subscriber' });
+        return 'errors' in result && result.errors ? { ...result, errors: formatGraphQLErrors(result.errors, logger) } : result;
+      },
     },
     wsServer,
   );
   return {
     wsServer,
+    /** Distinct executions the shared fan-out serves now (0 per-subscriber). */
+    fanOutGroups: () => fanOut?.groupCount() ?? 0,
     /** Closes every socket of a revoked token (4403 Forbidden). */
     closeToken(tokenId: string): void {
       for (const socket of socketsByToken.get(tokenId) ?? []) socket.close(CloseCode.Forbidden, 'Forbidden: token revoked');
@@ -245,6 +267,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
     /** Closes every socket (1001 Going Away) and stops accepting new ones. */
     async dispose(): Promise<void> {
       await cleanup.dispose();
+      fanOut?.dispose();
       await new Promise<void>((resolve) => wsServer.close(() => resolve()));
     },
   };

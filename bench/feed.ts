@@ -1,0 +1,250 @@
+/**
+ * Live-feed benchmark (issue 17 item 3): the real server (compiled, production mode, in this process) with a simulated
+ * fleet of 200 pools (simulator in a child process), 1,000 graphql-ws subscribers to `events` in another child
+ * process (feedClients.ts), and one agent-pool rollout over every pool at maxUnavailable 25%. Measured: commit → client
+ * latency p50/p99 (each event's `createdAt` is stamped at commit, read by the clients on the same clock), deliveries
+ * per second, the server's CPU (process.cpuUsage of this process, which is the server) per delivery, and its peak RSS.
+ *
+ * Same-run comparison, one fresh server each: `none` (the rollout without subscribers: what the rollout itself costs),
+ * `shared` (the default fan-out: one execution per event and distinct operation) and `per-subscriber`
+ * (`ROLLPLANE_SUBSCRIPTION_FAN_OUT=per-subscriber`, graphql-ws executing every subscriber's payload, as before).
+ * "net CPU/delivery" subtracts the `none` run's CPU.
+ *
+ * Run: `npm run bench -- feed`. `FEED_BENCH_SUBSCRIBERS` (1000), `FEED_BENCH_POOLS` (200), `FEED_BENCH_MODES`
+ * (none,shared,per-subscriber). Prints a table and writes bench/results/feed.json.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { FeedClientsResult, FeedJob } from './feedClients.js';
+import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
+import { writeResult } from './results.js';
+import { startSimChild } from './simChild.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
+const QUERY = 'subscription Feed { events { id type rolloutId object { kind namespace name } payload createdAt } }';
+const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+type Mode = 'none' | 'shared' | 'per-subscriber';
+
+interface FeedRun {
+  mode: Mode;
+  subscribers: number;
+  pools: number;
+  events: number;
+  rolloutSeconds: number;
+  deliveries: number;
+  deliveriesPerSecond: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  maxMs: number | null;
+  serverCpuSeconds: number;
+  cpuUsPerDelivery: number | null;
+  netCpuUsPerDelivery: number | null;
+  serverPeakRssMb: number;
+  /** Executions of subscription payloads counted by the server (rollplane_subscription_executions_total). */
+  executions: number;
+  /**
+   * Shared fan-out only: commit → handed to the sockets (the server's share of the latency), as the upper bound of the
+   * histogram bucket holding p50 / p99 (rollplane_subscription_delivery_lag_seconds).
+   */
+  serverLagP50Ms: number | null;
+  serverLagP99Ms: number | null;
+  /** The server's event-loop delay p99 during the rollout, ms: time an event waits behind other work before its delivery runs. */
+  loopDelayP99Ms: number;
+  /** CPU of the subscribers' process (they run on the same machine). */
+  clientCpuSeconds: number;
+  /** os.loadavg()[0] at the start and the end of the run: these machines are shared, and latency shows it. */
+  loadAverage: [number, number];
+  incomplete: number;
+  outOfOrder: number;
+  duplicates: number;
+  errors: number;
+  calibrationMs: number;
+}
+
+function startClients(job: FeedJob): { child: ChildProcess; ready: Promise<void>; finish(expected: number): Promise<FeedClientsResult> } {
+  const script = path.join(HERE, `feedClients${path.extname(fileURLToPath(import.meta.url))}`);
+  const child = spawn(process.execPath, [...process.execArgv, script, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! });
+  const queue: string[] = [];
+  let waiter: ((line: string) => void) | undefined;
+  lines.on('line', (line) => (waiter ? (waiter(line), (waiter = undefined)) : queue.push(line)));
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`feed clients exited ${code}`))));
+  const nextLine = () => Promise.race([queue.length ? Promise.resolve(queue.shift()!) : new Promise<string>((resolve) => (waiter = resolve)), exited]);
+  return {
+    child,
+    ready: nextLine().then((line) => {
+      if (line !== 'ready') throw new Error(`feed clients said "${line}"`);
+    }),
+    async finish(expected) {
+      child.stdin!.write(`${expected}\n`);
+      return JSON.parse(await nextLine()) as FeedClientsResult;
+    },
+  };
+}
+
+/** The upper bound (ms) of the histogram bucket that holds quantile `q`; null when empty. */
+async function bucketQuantile(app: Awaited<ReturnType<typeof startBenchApp>>, q: number): Promise<number | null> {
+  const values = (await app.metrics.subscriptionDeliveryLag.get()).values.filter((v) => v.metricName?.endsWith('_bucket'));
+  const total = values.find((v) => v.labels.le === '+Inf')?.value ?? 0;
+  if (total === 0) return null;
+  const bucket = values.find((v) => v.value >= q * total);
+  return bucket && bucket.labels.le !== '+Inf' ? Number(bucket.labels.le) * 1000 : Infinity;
+}
+
+async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<FeedRun> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-feed-'));
+  const calibration = calibrationMs();
+  const loadAtStart = os.loadavg()[0]!;
+  const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
+  const app = await startBenchApp(dir, sim.kubeconfigPath, {
+    ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
+    ROLLPLANE_SUBSCRIPTION_FAN_OUT: mode === 'per-subscriber' ? 'per-subscriber' : 'shared',
+    // One address opens every subscriber: the per-client caps and the query-cost budget are not what is measured.
+    ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT: String(subscribers + 10),
+    ROLLPLANE_QUERY_COST_PER_MINUTE: '1000000000',
+    ROLLPLANE_QUERY_COST_BURST: '1000000000',
+  });
+  let clients: ReturnType<typeof startClients> | undefined;
+  try {
+    for (;;) {
+      const data = await post(app.url, '{ agentPools(first: 1) { totalCount } }');
+      if (data.agentPools.totalCount === pools) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    if (mode !== 'none') {
+      const busBase = app.bus.subscriberCount();
+      clients = startClients({ url: app.url, subscribers, query: QUERY, timeoutMs: 180_000 });
+      await clients.ready;
+      // Subscribed means registered at the server (positioned, receiving), not just sent.
+      const registered = async () =>
+        mode === 'shared'
+          ? ((await app.metrics.subscriptionsShared.get()).values[0]?.value ?? 0) >= subscribers
+          : app.bus.subscriberCount() - busBase >= subscribers;
+      while (!(await registered())) await new Promise((r) => setTimeout(r, 50));
+    }
+    const executionsBefore = (await app.metrics.subscriptionExecutions.get()).values.reduce((sum, v) => sum + v.value, 0);
+    let events = 0;
+    let lastEventAt = Date.now();
+    const ended = new Promise<string>((resolve) => {
+      app.bus.subscribe((event) => {
+        events++;
+        lastEventAt = Date.now();
+        if (event.type === 'RolloutStateChanged' && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(String(event.payload.to))) resolve(String(event.payload.to));
+      });
+    });
+    let peakRss = 0;
+    const sample = () => (peakRss = Math.max(peakRss, process.memoryUsage.rss()));
+    const sampler = setInterval(sample, 100);
+    await sim.start();
+    const profiler = windowProfiler(`feed-${mode}`);
+    await profiler.start();
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
+    const cpu = process.cpuUsage();
+    const started = Date.now();
+    await post(app.url, 'mutation B($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
+      input: { image: NEW, strategy: { maxUnavailable: '25%' } },
+    });
+    const state = await ended;
+    const rolloutSeconds = (Date.now() - started) / 1000;
+    if (state !== 'SUCCEEDED') throw new Error(`rollout ended ${state}`);
+    // Late events (the last agents' observations) still count: wait until the history has been quiet for a second.
+    while (Date.now() - lastEventAt < 1000) await new Promise((r) => setTimeout(r, 100));
+    const feed = clients ? await clients.finish(events) : undefined;
+    const used = process.cpuUsage(cpu);
+    loopDelay.disable();
+    clearInterval(sampler);
+    sample();
+    const profile = await profiler.stop();
+    if (profile) process.stderr.write(`  CPU profile: ${profile}\n`);
+    const executions = (await app.metrics.subscriptionExecutions.get()).values.reduce((sum, v) => sum + v.value, 0) - executionsBefore;
+    const cpuSeconds = (used.user + used.system) / 1e6;
+    const deliveries = feed?.deliveries ?? 0;
+    return {
+      mode,
+      subscribers: mode === 'none' ? 0 : subscribers,
+      pools,
+      events,
+      rolloutSeconds,
+      deliveries,
+      deliveriesPerSecond: feed && feed.spanMs > 0 ? Math.round(deliveries / (feed.spanMs / 1000)) : 0,
+      p50Ms: feed?.p50Ms ?? null,
+      p99Ms: feed?.p99Ms ?? null,
+      maxMs: feed?.maxMs ?? null,
+      serverCpuSeconds: Math.round(cpuSeconds * 100) / 100,
+      cpuUsPerDelivery: deliveries ? Math.round((cpuSeconds * 1e6) / deliveries) : null,
+      netCpuUsPerDelivery: null,
+      serverPeakRssMb: Math.round(peakRss / 1048576),
+      executions,
+      serverLagP50Ms: await bucketQuantile(app, 0.5),
+      serverLagP99Ms: await bucketQuantile(app, 0.99),
+      loopDelayP99Ms: Math.round(loopDelay.percentile(99) / 1e5) / 10,
+      clientCpuSeconds: feed?.clientCpuSeconds ?? 0,
+      loadAverage: [Math.round(loadAtStart * 10) / 10, Math.round(os.loadavg()[0]! * 10) / 10],
+      incomplete: feed?.incomplete ?? 0,
+      outOfOrder: feed?.outOfOrder ?? 0,
+      duplicates: feed?.duplicates ?? 0,
+      errors: feed?.errors ?? 0,
+      calibrationMs: calibration,
+    };
+  } finally {
+    clients?.child.kill();
+    await app.stop();
+    await sim.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<FeedRun[]> {
+  const subscribers = numberFrom('FEED_BENCH_SUBSCRIBERS', 1000);
+  const pools = numberFrom('FEED_BENCH_POOLS', 200);
+  const modes = (process.env.FEED_BENCH_MODES ?? 'none,shared,per-subscriber').split(',').map((m) => m.trim()) as Mode[];
+  const runs: FeedRun[] = [];
+  for (const mode of modes) {
+    process.stderr.write(`  feed: ${mode}, ${mode === 'none' ? 0 : subscribers} subscribers, ${pools} pools …\n`);
+    runs.push(await runOnce(mode, subscribers, pools));
+  }
+  const none = runs.find((r) => r.mode === 'none');
+  for (const r of runs) {
+    if (none && r.deliveries > 0) r.netCpuUsPerDelivery = Math.round(((r.serverCpuSeconds - none.serverCpuSeconds) * 1e6) / r.deliveries);
+  }
+  console.table(
+    runs.map((r) => ({
+      mode: r.mode,
+      subscribers: r.subscribers,
+      events: r.events,
+      'rollout (s)': r.rolloutSeconds,
+      deliveries: r.deliveries,
+      'deliveries/s': r.deliveriesPerSecond,
+      'p50 ms': r.p50Ms ?? '',
+      'p99 ms': r.p99Ms ?? '',
+      'max ms': r.maxMs ?? '',
+      'server CPU s': r.serverCpuSeconds,
+      'CPU µs/delivery': r.cpuUsPerDelivery ?? '',
+      'net CPU µs/delivery': r.netCpuUsPerDelivery ?? '',
+      executions: r.executions,
+      'peak RSS MB': r.serverPeakRssMb,
+      'server lag p50/p99 ms (≤)': r.serverLagP50Ms === null ? '' : `${r.serverLagP50Ms}/${r.serverLagP99Ms}`,
+      'loop delay p99 ms': r.loopDelayP99Ms,
+      'client CPU s': r.clientCpuSeconds,
+      'load avg': r.loadAverage.join('→'),
+      'incomplete/out of order/dup/errors': `${r.incomplete}/${r.outOfOrder}/${r.duplicates}/${r.errors}`,
+      'calibration ms': r.calibrationMs,
+    })),
+  );
+  const shared = runs.find((r) => r.mode === 'shared');
+  const perSubscriber = runs.find((r) => r.mode === 'per-subscriber');
+  const ratio =
+    shared?.netCpuUsPerDelivery && perSubscriber?.netCpuUsPerDelivery ? Math.round((shared.netCpuUsPerDelivery / perSubscriber.netCpuUsPerDelivery) * 1000) / 1000 : null;
+  if (ratio !== null) console.log(`net server CPU per delivery, shared ÷ per-subscriber: ${ratio}`);
+  const file = writeResult('feed', { name: 'feed', date: new Date().toISOString(), node: process.version, query: QUERY, sharedToPerSubscriberCpuRatio: ratio, runs });
+  console.log(`wrote ${file}`);
+  return runs;
+}

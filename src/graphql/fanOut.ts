@@ -1,0 +1,454 @@
+import { createSourceEventStream, execute, subscribe as graphqlSubscribe, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { WebSocket } from 'ws';
+import type { EventLog, StreamOptions } from '../domain/EventLog.js';
+import { streamOptionsOf } from '../domain/EventLog.js';
+import { matchesFilter, type EventFilter, type StoredEvent } from '../domain/events.js';
+import type { Logger } from '../log.js';
+import type { AppMetrics } from '../metrics.js';
+import { formatGraphQLErrors } from './errors.js';
+
+/**
+ * Shared subscription fan-out (ADR 0021). Subscribers whose operation is the same (document text, operation name,
+ * variables) and whose role is the same get the same payload for an event, so each event is executed once per such
+ * group and the one serialized payload is spliced into every subscriber's `next` message with its own id.
+ *
+ * Each subscriber keeps its own position (the last event id it was sent). A subscriber whose socket holds more than
+ * `maxBufferedBytes` unsent stops taking live events and catches up from the store by id once its socket drains, as a
+ * resumed (`after:`) subscription does; it switches back to live delivery in the same synchronous step as a store read
+ * that found nothing newer, so it gets every event once and in order, and the other subscribers never wait for it.
+ */
+
+/** Where a subscription's messages go; attached by onSubscribe to the execution arguments it returns. */
+export interface FeedTarget {
+  socket: WebSocket;
+  /** The graphql-ws operation id. */
+  id: string;
+  /** The role the operation runs with: part of the group key, as it decides what a payload may contain. */
+  role: string;
+  /** The document as the client sent it (the group key uses the text, not a re-printed AST). */
+  source: string;
+}
+
+export const FEED_TARGET = Symbol('rollplane.feedTarget');
+export type FeedExecutionArgs = ExecutionArgs & { [FEED_TARGET]?: FeedTarget };
+
+export interface FanOutOptions {
+  events: EventLog;
+  metrics: AppMetrics;
+  logger: Logger;
+  /** Unsent bytes a socket may hold before its subscriptions fall back to catching up from the store. */
+  maxBufferedBytes: number;
+}
+
+/** Replay page size when a subscriber catches up from the store. */
+const REPLAY_PAGE = 500;
+/** Serialized payloads a group keeps by event id, so that subscribers catching up together share executions too. */
+const RECENT_PAYLOADS = 1024;
+/**
+ * How often a lagging socket is checked for having drained. ws exposes no drain event on the WebSocket, only the
+ * bufferedAmount; only subscribers that fell behind are polled.
+ */
+const DRAIN_POLL_MS = 20;
+/**
+ * Live events a subscriber holds while it positions itself or catches up from the store (reads are async, so live
+ * events keep arriving meanwhile). Past this it drops them and reads the store once more instead.
+ */
+const HELD_LIVE_LIMIT = 1024;
+const OPEN = 1;
+
+const NEXT_SUFFIX = '}';
+
+/** JSON with object keys sorted, so that `{a,b}` and `{b,a}` variables share a group. */
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+export class SubscriptionFanOut {
+  private readonly groups = new Map<string, FeedGroup>();
+
+  constructor(private readonly options: FanOutOptions) {}
+
+  /** Distinct executions currently served (one per group). */
+  groupCount(): number {
+    return this.groups.size;
+  }
+
+  /**
+   * graphql-ws's `subscribe`: runs the root field's `subscribe` resolver as graphql-js would (role check, input limits,
+   * argument parsing), then serves the subscriber from its group instead of from the resolver's own stream.
+   */
+  async subscribe(args: FeedExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
+    const target = args[FEED_TARGET];
+    if (!target) return graphqlSubscribe(args);
+    const source = await createSourceEventStream(args);
+    if (!(Symbol.asyncIterator in source)) return source as ExecutionResult; // refused: errors, as graphql-js returns them
+    const streamOptions = streamOptionsOf(source);
+    await (source as unknown as AsyncIterator<unknown>).return?.();
+    // A field served by something else than the event log keeps graphql-js's own per-subscriber execution.
+    if (!streamOptions) return graphqlSubscribe(args);
+    const key = [target.role, args.operationName ?? '', target.source, canonicalJson(args.variableValues ?? {})].join('\u0000');
+    let group = this.groups.get(key);
+    if (!group) {
+      group = new FeedGroup(this.options, args, streamOptions, () => this.groups.delete(key));
+      this.groups.set(key, group);
+    }
+    return group.add(target, streamOptions.after).iterator();
+  }
+
+  dispose(): void {
+    for (const group of [...this.groups.values()]) group.dispose();
+  }
+}
+
+/** One (document, variables, role): one bus listener, one execution per matching event. */
+class FeedGroup {
+  private readonly subscribers = new Set<FeedSubscriber>();
+  private readonly filter: EventFilter;
+  private readonly predicate: (event: StoredEvent) => boolean;
+  private readonly unsubscribe: () => void;
+  /**
+   * Payloads by event id, kept only while a subscriber of the group is catching up, so that subscribers replaying the
+   * same stretch (a burst of slow clients) share executions too; bounded, and cleared when nobody replays.
+   */
+  private readonly recent = new Map<number, string | Promise<string>>();
+  private catchingUp = 0;
+  /** Live events not handled yet: delivery runs after the publishing commit's synchronous step, never inside it. */
+  private readonly pending: StoredEvent[] = [];
+  private scheduled = false;
+  /** Live events whose payload is still executing (async resolvers); delivered strictly in publish order. */
+  private inFlight = 0;
+  private disposed = false;
+  private tail: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly options: FanOutOptions,
+    private readonly args: ExecutionArgs,
+    stream: Readonly<StreamOptions>,
+    private readonly onEmpty: () => void,
+  ) {
+    this.filter = stream.filter ?? {};
+    this.predicate = stream.predicate ?? (() => true);
+    this.unsubscribe = options.events.onPublished((event) => this.onLive(event));
+    options.metrics.subscriptionGroups.inc();
+  }
+
+  add(target: FeedTarget, after: number | undefined): FeedSubscriber {
+    const subscriber = new FeedSubscriber(this, target);
+    this.subscribers.add(subscriber);
+    subscriber.start(after);
+    this.options.metrics.subscriptionsShared.inc();
+    return subscriber;
+  }
+
+  remove(subscriber: FeedSubscriber): void {
+    if (this.subscribers.delete(subscriber)) this.options.metrics.subscriptionsShared.dec();
+    if (this.subscribers.size === 0) this.dispose();
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.options.metrics.subscriptionGroups.dec();
+    this.unsubscribe();
+    for (const subscriber of [...this.subscribers]) subscriber.close();
+    this.subscribers.clear();
+    this.recent.clear();
+    this.pending.length = 0;
+    this.onEmpty();
+  }
+
+  wants(event: StoredEvent): boolean {
+    return matchesFilter(event, this.filter) && this.predicate(event);
+  }
+
+  /** The next page of wanted events after `afterId`; `scannedTo` is the last id the page covered. */
+  async pageAfter(afterId: number): Promise<{ events: StoredEvent[]; scannedTo: number; more: boolean }> {
+    const page = await this.options.events.listAfter(this.filter, afterId, REPLAY_PAGE);
+    return { events: page.filter(this.predicate), scannedTo: page.length ? page[page.length - 1]!.id : afterId, more: page.length === REPLAY_PAGE };
+  }
+
+  /** A subscriber of this group started (+1) or stopped (-1) catching up from the store. */
+  catchUpChanged(delta: 1 | -1): void {
+    this.catchingUp += delta;
+    if (this.catchingUp === 0) this.recent.clear();
+  }
+
+  /** The serialized `payload` of the `next` message for this event: executed once per group, then shared. */
+  payloadOf(event: StoredEvent): string | Promise<string> {
+    const cached = this.recent.get(event.id);
+    if (cached !== undefined) return cached;
+    this.options.metrics.subscriptionExecutions.inc({ fan_out: 'shared' });
+    const result = execute({ ...this.args, rootValue: event });
+    const payload = result instanceof Promise ? result.then((r) => this.serialize(r)) : this.serialize(result);
+    if (this.catchingUp > 0) {
+      this.recent.set(event.id, payload);
+      if (this.recent.size > RECENT_PAYLOADS) this.recent.delete(this.recent.keys().next().value!);
+    }
+    return payload;
+  }
+
+  private serialize(result: ExecutionResult): string {
+    return JSON.stringify(result.errors ? { ...result, errors: formatGraphQLErrors(result.errors, this.options.logger) } : result);
+  }
+
+  /** The bus listener: runs inside the publishing commit's synchronous step, so it only filters and queues. */
+  private onLive(event: StoredEvent): void {
+    if (!this.wants(event)) return;
+    this.pending.push(event);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    let batch: Delivery[] = [];
+    for (const event of this.pending.splice(0)) {
+      if (this.subscribers.size === 0) return;
+      const payload = this.payloadOf(event);
+      if (typeof payload === 'string' && this.inFlight === 0) {
+        batch.push({ eventId: event.id, payload, committedAt: event.createdAt.getTime() });
+        continue;
+      }
+      if (batch.length > 0) this.deliver(batch);
+      batch = [];
+      // Executions run concurrently; deliveries wait for the ones before them, so every subscriber sees id order.
+      this.inFlight++;
+      this.tail = this.tail.then(async () => {
+        try {
+          this.deliver([{ eventId: event.id, payload: await payload, committedAt: event.createdAt.getTime() }]);
+        } catch (error) {
+          this.options.logger.error({ err: error, eventId: event.id }, 'subscription payload failed');
+        } finally {
+          this.inFlight--;
+        }
+      });
+    }
+    if (batch.length > 0) this.deliver(batch);
+  }
+
+  private deliver(batch: readonly Delivery[]): void {
+    for (const subscriber of this.subscribers) subscriber.offerLive(batch);
+    const now = Date.now();
+    for (const delivery of batch) this.options.metrics.subscriptionDeliveryLag.observe((now - delivery.committedAt) / 1000);
+  }
+}
+
+interface Delivery {
+  eventId: number;
+  payload: string;
+  /** The event's createdAt (stamped at commit), for the delivery-lag histogram. */
+  committedAt: number;
+}
+
+/**
+ * The TCP socket under a WebSocket, to cork it while several messages are written: one write system call per socket
+ * and batch instead of one per message (the syscalls were most of the fan-out's CPU). `ws` keeps it in `_socket` and
+ * corks around each frame itself; corks nest, so the frames go out together at our uncork. Undefined if ws changes.
+ */
+function tcpOf(socket: WebSocket): { cork(): void; uncork(): void } | undefined {
+  const tcp = (socket as unknown as { _socket?: { cork?: unknown; uncork?: unknown } })._socket;
+  return tcp && typeof tcp.cork === 'function' && typeof tcp.uncork === 'function' ? (tcp as { cork(): void; uncork(): void }) : undefined;
+}
+
+type Phase = 'positioning' | 'live' | 'catching-up' | 'closed';
+
+/** One subscription on one socket: its position, and whether it takes live events or catches up from the store. */
+class FeedSubscriber {
+  private phase: Phase = 'live';
+  /** The last event id sent (or passed over as unwanted while catching up). */
+  private last = 0;
+  private readonly prefix: string;
+  private endWaiters: { resolve: (result: IteratorResult<ExecutionResult>) => void; reject: (error: unknown) => void }[] = [];
+  private failure: unknown;
+  private readonly onSocketClose = () => this.close();
+  /** Live events that arrived while positioning or catching up (the group listened before any read began). */
+  private held: Delivery[] = [];
+  /** More than HELD_LIVE_LIMIT arrived meanwhile: they were dropped, and the store must be read once more. */
+  private heldOverflow = false;
+
+  constructor(
+    private readonly group: FeedGroup,
+    private readonly target: FeedTarget,
+  ) {
+    this.prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
+    target.socket.once('close', this.onSocketClose);
+  }
+
+  /**
+   * The group listens before this reads anything, so every event committed after a read is either in what the read
+   * returned or held here until the subscriber goes live; ids dedupe the overlap.
+   */
+  start(after: number | undefined): void {
+    if (after === undefined) {
+      this.phase = 'positioning';
+      this.group.options.events.lastEventId().then(
+        (id) => {
+          if (this.isClosed()) return;
+          this.last = Math.max(this.last, id);
+          this.goLive();
+        },
+        (error: unknown) => this.close(error),
+      );
+    } else {
+      this.last = after;
+      this.beginCatchUp(false);
+    }
+  }
+
+  /** Live events, in id order; those at or below the position were sent already (or replayed from the store). */
+  offerLive(batch: readonly Delivery[]): void {
+    if (this.phase === 'positioning' || this.phase === 'catching-up') {
+      if (this.heldOverflow) return;
+      if (this.held.length + batch.length > HELD_LIVE_LIMIT) {
+        this.held = [];
+        this.heldOverflow = true;
+      } else this.held.push(...batch);
+      return;
+    }
+    if (this.phase !== 'live') return;
+    const tcp = tcpOf(this.target.socket);
+    tcp?.cork();
+    try {
+      for (const { eventId, payload } of batch) {
+        if (eventId <= this.last) continue;
+        if (this.overBudget()) {
+          this.group.options.metrics.subscriptionCatchUps.inc();
+          this.beginCatchUp(true);
+          return;
+        }
+        this.send(eventId, payload);
+      }
+    } finally {
+      tcp?.uncork();
+    }
+  }
+
+  /** Sends what was held (after the position only) and takes live events from now on. */
+  private goLive(): void {
+    this.phase = 'live';
+    const held = this.held;
+    this.held = [];
+    this.heldOverflow = false;
+    if (held.length > 0) this.offerLive(held);
+  }
+
+  /** A method rather than a field test: the phase changes across the awaits of catchUp, which narrowing cannot see. */
+  private isClosed(): boolean {
+    return this.phase === 'closed';
+  }
+
+  private overBudget(): boolean {
+    return this.target.socket.bufferedAmount > this.group.options.maxBufferedBytes;
+  }
+
+  private send(eventId: number, payload: string): void {
+    this.last = eventId;
+    if (this.target.socket.readyState === OPEN) this.target.socket.send(this.prefix + payload + NEXT_SUFFIX);
+  }
+
+  private beginCatchUp(waitForDrain: boolean): void {
+    this.phase = 'catching-up';
+    this.group.catchUpChanged(1);
+    this.catchUp(waitForDrain).then(
+      () => this.endCatchUp(),
+      (error: unknown) => {
+        this.endCatchUp();
+        this.group.options.logger.error({ err: error }, 'subscription catch-up from the store failed');
+        this.close(error);
+      },
+    );
+  }
+
+  private endCatchUp(): void {
+    this.group.catchUpChanged(-1);
+  }
+
+  /**
+   * Replays from the store until a read finds nothing newer than the position, then goes live with the events held
+   * meanwhile (or reads again if too many arrived to hold). `waitForDrain`: a subscriber that fell behind first waits
+   * until its socket has sent half its budget.
+   */
+  private async catchUp(waitForDrain: boolean): Promise<void> {
+    let wait = waitForDrain;
+    for (;;) {
+      if (wait) {
+        while (this.target.socket.bufferedAmount > this.group.options.maxBufferedBytes / 2) {
+          if (this.isClosed()) return;
+          await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS).unref());
+        }
+        wait = false;
+      }
+      if (this.isClosed()) return;
+      const page = await this.group.pageAfter(this.last);
+      if (this.isClosed()) return;
+      if (page.events.length === 0) {
+        this.last = page.scannedTo;
+        if (!page.more) {
+          if (this.heldOverflow) {
+            this.heldOverflow = false;
+            continue;
+          }
+          this.goLive();
+          return;
+        }
+        continue;
+      }
+      for (const event of page.events) {
+        const payload = await this.group.payloadOf(event);
+        if (this.isClosed()) return;
+        if (this.overBudget()) {
+          wait = true;
+          break;
+        }
+        this.send(event.id, payload);
+      }
+      // Unwanted events after the last wanted one on this page need no second look.
+      if (!wait) this.last = Math.max(this.last, page.scannedTo);
+    }
+  }
+
+  /** Ends the subscription; with `error`, graphql-ws reports it to the client as this operation's error. */
+  close(error?: unknown): void {
+    if (this.isClosed()) return;
+    this.phase = 'closed';
+    this.failure = error;
+    this.target.socket.off('close', this.onSocketClose);
+    this.group.remove(this);
+    for (const waiter of this.endWaiters.splice(0)) {
+      if (error === undefined) waiter.resolve({ done: true, value: undefined });
+      else waiter.reject(error);
+    }
+  }
+
+  /**
+   * What graphql-ws iterates: it never yields (messages are written to the socket directly); it ends when the
+   * subscription is closed, and `return()` (client `complete`, socket closed, token revoked) closes it.
+   */
+  iterator(): AsyncIterableIterator<ExecutionResult> {
+    const self = this;
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      next() {
+        if (self.phase === 'closed') {
+          return self.failure === undefined ? Promise.resolve({ done: true, value: undefined }) : Promise.reject(self.failure);
+        }
+        return new Promise((resolve, reject) => self.endWaiters.push({ resolve, reject }));
+      },
+      return() {
+        self.close();
+        return Promise.resolve({ done: true, value: undefined });
+      },
+      throw(error?: unknown) {
+        self.close();
+        return Promise.reject(error);
+      },
+    };
+  }
+}

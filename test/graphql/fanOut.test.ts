@@ -1,0 +1,222 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { EventType } from '../../src/domain/events.js';
+import type { AppMetrics } from '../../src/metrics.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { collect, wsClient } from '../helpers/graphql.js';
+
+const ADMIN = 'fan-out-admin-token-0123456789abcdefghijklmnop';
+const FEED = `subscription($filter: EventFilter) { events(filter: $filter) { id type object { namespace name } payload } }`;
+
+const recreated = (namespace: string, name: string, seq: number, extra: Record<string, unknown> = {}) => ({
+  type: EventType.AgentRecreated,
+  kind: 'AGENT_POOL' as const,
+  namespace,
+  name,
+  payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seq, reason: 'drift', seconds: 1, ...extra },
+});
+
+async function counter(metrics: AppMetrics, mode: 'shared' | 'per-subscriber'): Promise<number> {
+  return (await metrics.subscriptionExecutions.get()).values.find((v) => v.labels.fan_out === mode)?.value ?? 0;
+}
+
+async function gauge(metric: AppMetrics['subscriptionsShared']): Promise<number> {
+  return (await metric.get()).values[0]?.value ?? 0;
+}
+
+async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A graphql-ws client on a bare WebSocket, so that the test can stop reading from its TCP socket. */
+async function rawSubscriber(url: string, query: string, variables: Record<string, unknown>) {
+  const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+  const messages: { id?: string; type: string; payload?: any }[] = [];
+  let closed: { code: number; reason: string } | undefined;
+  socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+  socket.on('close', (code, reason) => (closed = { code, reason: String(reason) }));
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  socket.send(JSON.stringify({ type: 'connection_init', payload: {} }));
+  await waitUntil(() => messages.some((m) => m.type === 'connection_ack'), 'connection_ack');
+  socket.send(JSON.stringify({ id: 's1', type: 'subscribe', payload: { query, variables } }));
+  const tcp = (socket as unknown as { _socket: import('node:net').Socket })._socket;
+  return {
+    next: () => messages.filter((m) => m.type === 'next' && m.id === 's1'),
+    closed: () => closed,
+    /** Stops reading: the server's writes pile up in the kernel's buffers, then in its own. */
+    stopReading: () => tcp.pause(),
+    resumeReading: () => tcp.resume(),
+    close: () => socket.close(),
+  };
+}
+
+describe('shared subscription fan-out', () => {
+  let app: TestApp;
+
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ROLLPLANE_WS_MAX_BUFFERED_BYTES: '65536' } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+  // The previous test's clients leave their groups when their sockets' close reaches the server.
+  beforeEach(async () => {
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === 0, 'no subscriber is left from the test before');
+  });
+
+  it('executes each event once for every subscriber of the same document and variables', async () => {
+    const clients = Array.from({ length: 5 }, () => wsClient(app.url));
+    const base = await gauge(app.metrics.subscriptionsShared);
+    const subs = clients.map((c) => collect(c, FEED, { filter: { namespace: 'same-doc' } }));
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 5, 'five subscribers are registered');
+    expect(await gauge(app.metrics.subscriptionGroups)).toBe(1);
+    const before = await counter(app.metrics, 'shared');
+    for (let i = 0; i < 10; i++) await app.domain.events.append(recreated('same-doc', `p${i}`, i));
+    await app.domain.events.append(recreated('elsewhere', 'x', 99));
+    await Promise.all(subs.map((s) => s.waitFor(10)));
+    expect(await counter(app.metrics, 'shared')).toBe(before + 10);
+    for (const sub of subs) {
+      expect(sub.errors).toEqual([]);
+      expect(sub.results.map((r: any) => r.events.payload.seq)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    }
+    // Byte-identical payloads: each subscriber got the one serialized result, under its own operation id.
+    expect(new Set(subs.map((s) => JSON.stringify(s.results))).size).toBe(1);
+    await Promise.all(clients.map((c) => c.dispose()));
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionGroups)) === 0, 'the group is gone with its last subscriber');
+  });
+
+  it('executes separately, with different results, for different variables', async () => {
+    const a = wsClient(app.url);
+    const b = wsClient(app.url);
+    const base = await gauge(app.metrics.subscriptionsShared);
+    const subA = collect(a, FEED, { filter: { namespace: 'vars-a' } });
+    const subB = collect(b, FEED, { filter: { namespace: 'vars-b' } });
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2, 'both subscribers are registered');
+    expect(await gauge(app.metrics.subscriptionGroups)).toBe(2);
+    const before = await counter(app.metrics, 'shared');
+    for (let i = 0; i < 4; i++) await app.domain.events.append(recreated(i % 2 ? 'vars-b' : 'vars-a', `p${i}`, i));
+    await subA.waitFor(2);
+    await subB.waitFor(2);
+    expect(subA.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([['vars-a', 0], ['vars-a', 2]]);
+    expect(subB.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([['vars-b', 1], ['vars-b', 3]]);
+    expect(await counter(app.metrics, 'shared')).toBe(before + 4);
+    await a.dispose();
+    await b.dispose();
+  });
+
+  it('keeps a slow client from delaying the others; it catches up from the store with every event once, in order', async () => {
+    const base = await gauge(app.metrics.subscriptionsShared);
+    const slow = await rawSubscriber(app.url, FEED, { filter: { namespace: 'slow' } });
+    const fast = wsClient(app.url);
+    const fastSub = collect(fast, FEED, { filter: { namespace: 'slow' } });
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2, 'both subscribers are registered');
+    slow.stopReading();
+    const catchUpsBefore = (await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0;
+    // 32 KiB events until the slow socket's buffers (kernel, then ws) exceed the 64 KiB budget and it falls behind.
+    const big = 'x'.repeat(32 * 1024);
+    let appended = 0;
+    while (((await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0) === catchUpsBefore) {
+      if (appended >= 4000) throw new Error('the slow subscriber never fell behind');
+      await app.domain.events.append(recreated('slow', `p${appended}`, appended, { big }));
+      appended++;
+      await fastSub.waitFor(appended);
+    }
+    // A few more while it is behind; the fast subscriber gets them all without waiting for the slow one.
+    for (let i = 0; i < 20; i++, appended++) await app.domain.events.append(recreated('slow', `p${appended}`, appended, { big }));
+    await fastSub.waitFor(appended);
+    expect(fastSub.results.map((r: any) => r.events.payload.seq)).toEqual(Array.from({ length: appended }, (_, i) => i));
+    expect(slow.next().length).toBeLessThan(appended);
+
+    slow.resumeReading();
+    await waitUntil(() => slow.next().length >= appended, `the slow subscriber has all ${appended} events`, 60_000);
+    // Events appended after it caught up arrive live, still once and in order.
+    for (let i = 0; i < 5; i++, appended++) await app.domain.events.append(recreated('slow', `p${appended}`, appended));
+    await waitUntil(() => slow.next().length >= appended, 'the live events after catching up');
+    const seqs = slow.next().map((m) => m.payload.data.events.payload.seq);
+    expect(seqs).toEqual(Array.from({ length: appended }, (_, i) => i));
+    expect(slow.closed()).toBeUndefined();
+    slow.close();
+    await fast.dispose();
+  });
+
+  it('resumes with `after` from the store and shares the group with live subscribers of the same operation', async () => {
+    const first = await app.domain.events.append(recreated('resume', 'a', 0), recreated('resume', 'b', 1));
+    const live = wsClient(app.url);
+    const resumed = wsClient(app.url);
+    const query = `subscription($filter: EventFilter, $after: ID) { events(filter: $filter, after: $after) { id payload } }`;
+    const liveSub = collect(live, query, { filter: { namespace: 'resume' } });
+    const resumedSub = collect(resumed, query, { filter: { namespace: 'resume' }, after: String(first[0]!.id - 1) });
+    await resumedSub.waitFor(2);
+    await app.domain.events.append(recreated('resume', 'c', 2));
+    await resumedSub.waitFor(3);
+    expect(resumedSub.results.map((r: any) => r.events.payload.seq)).toEqual([0, 1, 2]);
+    await liveSub.waitFor(1);
+    expect(liveSub.results.map((r: any) => r.events.payload.seq)).toEqual([2]);
+    await live.dispose();
+    await resumed.dispose();
+  });
+});
+
+describe('per-subscriber fan-out (ROLLPLANE_SUBSCRIPTION_FAN_OUT=per-subscriber)', () => {
+  it('executes each event once per subscriber, with the same results', async () => {
+    const app = await startTestApp({ env: { ROLLPLANE_SUBSCRIPTION_FAN_OUT: 'per-subscriber' } });
+    try {
+      const clients = Array.from({ length: 3 }, () => wsClient(app.url));
+      const base = app.bus.subscriberCount();
+      const subs = clients.map((c) => collect(c, FEED, { filter: { namespace: 'old-path' } }));
+      await waitUntil(() => app.bus.subscriberCount() === base + 3, 'three streams are registered');
+      for (let i = 0; i < 4; i++) await app.domain.events.append(recreated('old-path', `p${i}`, i));
+      await Promise.all(subs.map((s) => s.waitFor(4)));
+      expect(await counter(app.metrics, 'per-subscriber')).toBe(12);
+      expect(await counter(app.metrics, 'shared')).toBe(0);
+      for (const sub of subs) expect(sub.results.map((r: any) => r.events.payload.seq)).toEqual([0, 1, 2, 3]);
+      await Promise.all(clients.map((c) => c.dispose()));
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('shared fan-out with authentication', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('executes separately per role, and a revoked token leaves its group', async () => {
+    const { token: viewerToken, secret: viewer } = await app.domain.tokens.create({ name: 'screen', role: 'viewer' });
+    const v = wsClient(app.url, { connectionParams: { authorization: `Bearer ${viewer}` } });
+    const a = wsClient(app.url, { connectionParams: { authorization: `Bearer ${ADMIN}` } });
+    const base = await gauge(app.metrics.subscriptionsShared);
+    const subV = collect(v, FEED, { filter: { namespace: 'roles' } });
+    const subA = collect(a, FEED, { filter: { namespace: 'roles' } });
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2, 'both subscribers are registered');
+    expect(await gauge(app.metrics.subscriptionGroups)).toBe(2);
+    const before = await counter(app.metrics, 'shared');
+    await app.domain.events.append(recreated('roles', 'p', 1));
+    await subV.waitFor(1);
+    await subA.waitFor(1);
+    expect(await counter(app.metrics, 'shared')).toBe(before + 2);
+    expect(subV.results).toEqual(subA.results);
+
+    await app.domain.tokens.revoke(viewerToken.id);
+    await subV.waitFor(2);
+    expect(JSON.stringify(subV.errors)).toMatch(/4403|revoked/);
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionGroups)) === 1, "the viewer's group is gone");
+    await app.domain.events.append(recreated('roles', 'p', 2));
+    await subA.waitFor(2);
+    expect(subV.results).toHaveLength(1);
+    await v.dispose();
+    await a.dispose();
+  });
+});
