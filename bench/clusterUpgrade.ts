@@ -8,8 +8,9 @@
  * service's event loop. Also: API requests per cluster, and CPU per cluster of the service (rollplane alone: the
  * simulator runs in a child process, see simChild.ts) and of the simulator.
  * Prints a table and writes bench/results/cluster-upgrade.json. Run: `npm run bench -- cluster-upgrade`
- * (`VC_BENCH_CLUSTERS=100`, `VC_BENCH_CONCURRENCY=10` to change the sizes; `BENCH_CPU_PROFILE=<dir>` for a CPU profile
- * of the service during the rollout).
+ * (`VC_BENCH_CLUSTERS=100`, `VC_BENCH_CONCURRENCY=10` to change the sizes; `VC_BENCH_KEYS=rsa-2048,ecdsa-p256`, the
+ * default, runs the rollout once per key type and reports each one's CPU per cluster, the first in the main rows;
+ * `BENCH_CPU_PROFILE=<dir>` for a CPU profile of the service during the rollout).
  */
 import { post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
@@ -21,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../src/sim/index.js';
 import { Resources } from '../src/sim/store/resources.js';
-import { generateClusterPki } from '../src/controllers/vcluster/pki.js';
+import { generateClusterPki, type KeyAlgorithm } from '../src/controllers/vcluster/pki.js';
 import type { KubeObject } from '../src/sim/types.js';
 
 const CV = 'cv-sample-np';
@@ -105,10 +106,10 @@ interface RollplaneRun {
   eventLoopUtilization: number;
 }
 
-async function withRollplane(clusters: number, concurrency: number): Promise<RollplaneRun> {
+async function withRollplane(clusters: number, concurrency: number, keyAlgorithm: KeyAlgorithm): Promise<RollplaneRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-vc-'));
   const sim = await startSimChild({ fleet: fleet(clusters), kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: Number(process.env.BENCH_HEAP_MB ?? '512') });
-  const app = await startBenchApp(dir, sim.kubeconfigPath);
+  const app = await startBenchApp(dir, sim.kubeconfigPath, { ROLLPLANE_VC_KEY_ALGORITHM: keyAlgorithm });
   try {
     for (;;) {
       const data = await post(app.url, '{ virtualClusters(first: 1) { totalCount } }');
@@ -172,13 +173,14 @@ async function withRollplane(clusters: number, concurrency: number): Promise<Rol
 }
 
 /** CPU of one cluster's PKI (root CA kept, six secrets issued), measured alone. */
-async function pkiCpuMs(): Promise<number> {
+async function pkiCpuMs(keyAlgorithm: KeyAlgorithm): Promise<number> {
   const input = { clusterName: 'vc', clusterNamespace: 'ns', apiserverServiceName: 'apiserver-svc', apiserverPort: 6443, etcdServiceName: 'etcd', etcdStatefulSetName: 'etcd', etcdReplicas: 1 };
-  const root = (await generateClusterPki(input)).rootCa;
-  for (let i = 0; i < 5; i++) await generateClusterPki({ ...input, rootCaData: root }); // warm-up
+  const options = { keyAlgorithm };
+  const root = (await generateClusterPki(input, options)).rootCa;
+  for (let i = 0; i < 5; i++) await generateClusterPki({ ...input, rootCaData: root }, options); // warm-up
   const cpu = process.cpuUsage();
   const n = 20;
-  for (let i = 0; i < n; i++) await generateClusterPki({ ...input, rootCaData: root });
+  for (let i = 0; i < n; i++) await generateClusterPki({ ...input, rootCaData: root }, options);
   const used = process.cpuUsage(cpu);
   return (used.user + used.system) / 1000 / n;
 }
@@ -188,10 +190,14 @@ const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** di
 export async function run() {
   const clusters = Number(process.env.VC_BENCH_CLUSTERS ?? '100');
   const concurrency = Number(process.env.VC_BENCH_CONCURRENCY ?? '10');
+  const keys = (process.env.VC_BENCH_KEYS ?? 'rsa-2048,ecdsa-p256').split(',').map((k) => k.trim()) as KeyAlgorithm[];
+  for (const key of keys) if (key !== 'rsa-2048' && key !== 'ecdsa-p256') throw new Error(`VC_BENCH_KEYS: unknown key type ${key} (rsa-2048, ecdsa-p256)`);
   const loadBefore = os.loadavg()[0]!;
   const baseline = await simulatorOnly(clusters, concurrency);
-  const rollplane = await withRollplane(clusters, concurrency);
-  const pki = await pkiCpuMs();
+  const byKey: Record<string, { run: RollplaneRun; pkiCpuMs: number }> = {};
+  for (const key of keys) byKey[key] = { run: await withRollplane(clusters, concurrency, key), pkiCpuMs: await pkiCpuMs(key) };
+  const rollplane = byKey[keys[0]!]!.run;
+  const pki = byKey[keys[0]!]!.pkiCpuMs;
   // What rollplane adds to the rollout, per cluster: the extra wall time of the whole rollout over the simulator doing
   // the same work alone, divided by the clusters. Times `concurrency` it is the extra latency of one cluster's upgrade
   // while `concurrency` upgrades share the service's one event loop.
@@ -204,7 +210,13 @@ export async function run() {
     { metric: 'rollplane overhead per cluster', value: round(overheadMs, 1), unit: 'ms', note: `(rollplane − simulator) ÷ ${clusters}; aim ≤ 50 ms` },
     { metric: 'extra latency of one upgrade', value: round(latencyMs, 1), unit: 'ms', note: `the same × ${concurrency}: ${concurrency} upgrades at once share one event loop` },
     { metric: 'service event loop utilization', value: round(rollplane.eventLoopUtilization), unit: '', note: `CPU ${round(rollplane.cpuMs / 1000, 1)} s over ${round(rollplane.seconds, 1)} s wall; load average ${round(loadBefore, 1)} on ${os.availableParallelism()} CPUs` },
-    { metric: 'rollplane CPU per cluster', value: round(cpuPerCluster, 1), unit: 'ms', note: `service process only; of which PKI ≈ ${round(pki, 1)} ms (measured alone)` },
+    { metric: 'rollplane CPU per cluster', value: round(cpuPerCluster, 1), unit: 'ms', note: `${keys[0]} keys; service process only (PKI worker included); of which PKI ≈ ${round(pki, 1)} ms (measured alone)` },
+    ...keys.slice(1).map((key) => ({
+      metric: `rollplane CPU per cluster, ${key}`,
+      value: round(byKey[key]!.run.cpuMs / clusters, 1),
+      unit: 'ms',
+      note: `same rollout with ${key} keys; of which PKI ≈ ${round(byKey[key]!.pkiCpuMs, 1)} ms (measured alone); ${round(byKey[key]!.run.seconds, 2)} s wall`,
+    })),
     { metric: 'rollplane CPU per cluster without PKI', value: round(cpuPerCluster - pki, 1), unit: 'ms', note: 'engine, SQLite history, GraphQL, client-node, reconcile' },
     { metric: 'simulator CPU per cluster (child)', value: round(rollplane.simCpuMs / clusters, 1), unit: 'ms', note: `API serving + simulated controllers; simulator-only run: ${round(baseline.cpuMs / clusters, 1)} ms` },
     { metric: 'clusters_upgrade_seconds p50', value: round(rollplane.p50, 3), unit: 's', note: `p95 ${round(rollplane.p95, 3)} s, max ${round(rollplane.max, 3)} s; pki step mean ${round(rollplane.pkiSeconds / clusters, 3)} s` },
@@ -221,8 +233,10 @@ export async function run() {
     clusters,
     concurrency,
     baseline,
+    keyAlgorithm: keys[0],
     rollplane,
     pkiCpuMsPerCluster: round(pki, 1),
+    byKey: Object.fromEntries(keys.map((key) => [key, { cpuMsPerCluster: round(byKey[key]!.run.cpuMs / clusters, 1), pkiCpuMsPerCluster: round(byKey[key]!.pkiCpuMs, 1), seconds: byKey[key]!.run.seconds }])),
     overheadMsPerCluster: round(overheadMs, 1),
     extraLatencyMsPerUpgrade: round(latencyMs, 1),
     aimMet: overheadMs <= 50,

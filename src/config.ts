@@ -69,6 +69,8 @@ export interface Config {
     readonly readyTimeoutMs: number;
     readonly pollIntervalMs: number;
     readonly keyAlgorithm: 'ecdsa-p256' | 'rsa-2048';
+    /** The vc-manager Deployment rollplane watches for the upstream gate; null: none is looked for. */
+    readonly vcManager: { readonly namespace: string; readonly name: string } | null;
     readonly workers: number;
   };
   readonly sim: {
@@ -155,12 +157,13 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', flag: '--agent-stuck-grace-seconds', default: '120', description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)' },
   { env: 'ROLLPLANE_AGENT_WORKERS', flag: '--agent-workers', default: '16', description: 'Concurrent IPPool reconciles' },
   { env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS', flag: '--node-agent-daemonsets', default: 'none', description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`' },
-  { env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS', flag: '--node-agent-peer-runtime-class', default: 'kata-remote', description: 'Runtime class of the peer pods gating each node when neither the bump nor the DaemonSet names one' },
+  { env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS', flag: '--node-agent-peer-runtime-class', default: 'kata-remote', description: 'Runtime class of the peer pods gating each node when the agent sets no RUNTIMECLASS_NAME (the CAA\'s peer-pods-cm) and neither the bump nor the DaemonSet names one' },
   { env: 'ROLLPLANE_NODE_AGENT_WORKERS', flag: '--node-agent-workers', default: '4', description: 'Concurrent node gate reconciles' },
   { env: 'ROLLPLANE_VC_PARTIAL_UPGRADE', flag: '--vc-partial-upgrade', default: 'true', description: 'Feature gate ClusterVersionPartialUpgrade: `false` ignores the ready-for-upgrade label and refuses bumpClusterVersion' },
   { env: 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS', flag: '--vc-ready-timeout-seconds', default: '600', description: 'How long one control-plane StatefulSet may take to roll' },
   { env: 'ROLLPLANE_VC_POLL_SECONDS', flag: '--vc-poll-seconds', default: '2', description: 'Re-check interval while waiting for a StatefulSet' },
-  { env: 'ROLLPLANE_VC_KEY_ALGORITHM', flag: '--vc-key-algorithm', default: 'ecdsa-p256', description: 'Key type of regenerated control-plane certificates: `ecdsa-p256` or `rsa-2048`' },
+  { env: 'ROLLPLANE_VC_KEY_ALGORITHM', flag: '--vc-key-algorithm', default: 'rsa-2048', description: 'Key type of regenerated control-plane certificates: `rsa-2048` (PKCS#1, as upstream) or `ecdsa-p256` (cheaper; breaks the CAPN vc-manager, which reads root-ca only as PKCS#1 RSA)' },
+  { env: 'ROLLPLANE_VC_MANAGER', flag: '--vc-manager', default: 'vc-manager/vc-manager', description: 'namespace/name of the CAPN vc-manager Deployment whose `--feature-gates` rollplane reads (gate ClusterVersionPartialUpgrade on: rollplane leaves upgrades to it), or `none`' },
   { env: 'ROLLPLANE_VC_WORKERS', flag: '--vc-workers', default: '10', description: 'Concurrent VirtualCluster upgrade reconciles' },
   { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`; `,upstream=vm-dhcp+vc-manager+caa` adds upstream controllers' },
   { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
@@ -335,7 +338,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     partialUpgrade: oneOf('ROLLPLANE_VC_PARTIAL_UPGRADE', read('ROLLPLANE_VC_PARTIAL_UPGRADE') ?? 'true', ['true', 'false']) === 'true',
     readyTimeoutMs: integer('ROLLPLANE_VC_READY_TIMEOUT_SECONDS', read('ROLLPLANE_VC_READY_TIMEOUT_SECONDS') ?? '600', 1, 86_400) * 1000,
     pollIntervalMs: integer('ROLLPLANE_VC_POLL_SECONDS', read('ROLLPLANE_VC_POLL_SECONDS') ?? '2', 1, 3600) * 1000,
-    keyAlgorithm: oneOf('ROLLPLANE_VC_KEY_ALGORITHM', read('ROLLPLANE_VC_KEY_ALGORITHM') ?? 'ecdsa-p256', ['ecdsa-p256', 'rsa-2048'] as const),
+    keyAlgorithm: oneOf('ROLLPLANE_VC_KEY_ALGORITHM', read('ROLLPLANE_VC_KEY_ALGORITHM') ?? 'rsa-2048', ['ecdsa-p256', 'rsa-2048'] as const),
+    vcManager: vcManagerRef(read('ROLLPLANE_VC_MANAGER') ?? 'vc-manager/vc-manager'),
     workers: integer('ROLLPLANE_VC_WORKERS', read('ROLLPLANE_VC_WORKERS') ?? '10', 1, 256),
   };
   const fleet = read('ROLLPLANE_SIM_FLEET') ?? 'demo';
@@ -453,4 +457,12 @@ function validUpstream(fleet: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** `namespace/name` of the vc-manager Deployment, or `none`. */
+function vcManagerRef(text: string): { namespace: string; name: string } | null {
+  if (text === 'none') return null;
+  const match = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(text);
+  if (!match) throw new ConfigError('ROLLPLANE_VC_MANAGER', `"${text.slice(0, 80)}" is not namespace/name or none`);
+  return { namespace: match[1]!, name: match[3]! };
 }

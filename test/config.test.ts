@@ -27,7 +27,9 @@ describe('loadConfig', () => {
     expect(config.agentPools).toMatchObject({ mode: 'coexist', vmDhcpController: { namespace: 'harvester-system', name: 'vmdhcp' }, stuckGraceSeconds: null, agentNamespace: 'harvester-system', serviceAccountName: 'harvester-vm-dhcp-controller-agent' });
     expect(loadConfig({}, ['--agent-service-account', 'dhcp.agents'], noFiles).agentPools.serviceAccountName).toBe('dhcp.agents');
     expect(config.nodeAgents.daemonSets).toEqual(['a/b', 'c/d']);
-    expect(config.virtualClusters).toMatchObject({ readyTimeoutMs: 30_000, partialUpgrade: true, keyAlgorithm: 'ecdsa-p256' });
+    expect(config.virtualClusters).toMatchObject({ readyTimeoutMs: 30_000, partialUpgrade: true, keyAlgorithm: 'rsa-2048', vcManager: { namespace: 'vc-manager', name: 'vc-manager' } });
+    expect(loadConfig({ ROLLPLANE_VC_MANAGER: 'none' }, [], noFiles).virtualClusters.vcManager).toBeNull();
+    expect(() => loadConfig({ ROLLPLANE_VC_MANAGER: 'vc-manager' }, [], noFiles)).toThrowError(/ROLLPLANE_VC_MANAGER/);
   });
 
   it('prefers flags over the environment', () => {

@@ -60,6 +60,17 @@ export interface NodeAgentCandidates {
   usesHostPorts: boolean;
   /** The peer runtime class annotated on the DaemonSet (`rollplane.io/peer-runtime-class`), if any. */
   annotatedPeerRuntimeClass: string | null;
+  /** rollplane's configured default (`ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS`); kata-remote when not told. */
+  defaultPeerRuntimeClass?: string;
+}
+
+/** The peer runtime class the agent itself is configured with (the CAA's `RUNTIMECLASS_NAME`), and where it is set. */
+export interface DeclaredRuntimeClass {
+  value: string;
+  /** e.g. `ConfigMap confidential-containers-system/peer-pods-cm key RUNTIMECLASS_NAME`. */
+  source: string;
+  /** Set when something rollplane does not read (a Secret) could override it. */
+  caveat?: string;
 }
 
 export interface NodeAgentDriftItem {
@@ -78,6 +89,11 @@ export interface NodeAgentQueries {
   /** Any DaemonSet by name, managed or not; undefined when it does not exist. */
   getSet(namespace: string, name: string): NodeAgentSet | undefined;
   candidates(namespace: string, name: string): NodeAgentCandidates | undefined;
+  /**
+   * The peer runtime class the agent container is configured with (`RUNTIMECLASS_NAME` from its env / envFrom, read
+   * as the kubelet builds the environment); undefined when the agent sets none. Reads the API (ConfigMaps).
+   */
+  agentRuntimeClass?(namespace: string, name: string): Promise<DeclaredRuntimeClass | undefined>;
   /**
    * One item per node whose agent does not run its set's template image (namespace "" and name = node). Named for the
    * drift resolver, which collects `driftItems()` from every kind's port on the Domain.
@@ -144,7 +160,7 @@ const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
  * The plan of a bump: one target per node that runs the agent (namespace "" and name = node), canary nodes first,
  * then by node name; nodes already on the image are skipped. Strategy: one node at a time.
  */
-export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeAgentQueries): RolloutPlan {
+export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeAgentQueries, declared?: DeclaredRuntimeClass): RolloutPlan {
   if (!NAME.test(input.namespace)) throw new ValidationError('input.namespace', 'must be a Kubernetes namespace name');
   if (!NAME.test(input.name)) throw new ValidationError('input.name', 'must be a Kubernetes object name');
   parseImageReference(input.image, 'input.image');
@@ -166,11 +182,7 @@ export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeA
   if (mode === 'SURGE' && found.usesHostPorts) {
     throw new ValidationError('input.mode', 'SURGE cannot run two agents on one node when the agent declares a hostPort; use NODE_BY_NODE');
   }
-  // An explicit class other than the schema default wins; otherwise the DaemonSet's annotation; otherwise the default.
-  const peerRuntimeClass =
-    input.peerRuntimeClass && input.peerRuntimeClass !== DEFAULT_PEER_RUNTIME_CLASS
-      ? input.peerRuntimeClass
-      : (found.annotatedPeerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS);
+  const peerRuntimeClass = choosePeerRuntimeClass(input.peerRuntimeClass, found, declared);
 
   const isCanary = (n: NodeAgentCandidate) => (canary ? matchesLabelSelector(canary, n.labels) : false);
   const ordered = [...found.nodes].sort((a, b) => Number(isCanary(b)) - Number(isCanary(a)) || a.node.localeCompare(b.node));
@@ -207,11 +219,35 @@ export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeA
   };
 }
 
+/**
+ * The class the gate waits on (docs/beside-upstream-nodeagents.md, "Peer runtime class"):
+ * 1. the agent's own `RUNTIMECLASS_NAME` (the CAA's `peer-pods-cm`), because the agent's startup probe waits on exactly
+ *    those pods; an explicit input naming another class is refused (a gate on it would never see the agent's peers);
+ * 2. otherwise an explicit input (anything but the schema default kata-remote);
+ * 3. otherwise the DaemonSet's `rollplane.io/peer-runtime-class` annotation;
+ * 4. otherwise rollplane's configured default (`ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS`, kata-remote).
+ */
+export function choosePeerRuntimeClass(requested: string | null | undefined, found: NodeAgentCandidates, declared: DeclaredRuntimeClass | undefined): string {
+  const explicit = requested && requested !== DEFAULT_PEER_RUNTIME_CLASS ? requested : undefined;
+  if (declared) {
+    if (explicit !== undefined && explicit !== declared.value) {
+      throw new ValidationError(
+        'input.peerRuntimeClass',
+        `the agent is configured for runtime class ${declared.value} (${declared.source}); a gate on ${explicit} would never see its peer pods`,
+      );
+    }
+    return declared.value;
+  }
+  return explicit ?? found.annotatedPeerRuntimeClass ?? found.defaultPeerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS;
+}
+
 /** The `bumpNodeAgentImage` mutation: validate, plan, launch (dry run, idempotency, overlap rules). */
 export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentImageInput): Promise<LaunchResult> {
   const queries = domain.nodeAgents;
   if (!queries) throw new NotImplementedError('bumpNodeAgentImage (node agent rollouts)');
-  const plan = planNodeAgentBump(input, queries);
+  // Names are checked before they reach the API; planNodeAgentBump says what is wrong with them.
+  const declared = NAME.test(input.namespace) && NAME.test(input.name) ? await queries.agentRuntimeClass?.(input.namespace, input.name) : undefined;
+  const plan = planNodeAgentBump(input, queries, declared);
   const { cause, dryRun, ...request } = input;
   return domain.launcher.launch({
     plan,

@@ -53,6 +53,8 @@ export interface ClusterVersionView {
 export interface VirtualClusterQueries {
   /** Feature gate ClusterVersionPartialUpgrade: without it no cluster is ever upgraded. */
   partialUpgradeEnabled(): boolean;
+  /** Why rollplane must leave upgrades to the CAPN vc-manager (its gate is on, ADR 0018); undefined when it need not. */
+  upstreamUpgrades?(): string | undefined;
   /** Every VirtualCluster, in any order. */
   virtualClusters(): Promise<VirtualClusterView[]>;
   virtualCluster(namespace: string, name: string): Promise<VirtualClusterView | undefined>;
@@ -400,6 +402,8 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
   if (!queries.partialUpgradeEnabled()) {
     throw new ConflictError('the ClusterVersionPartialUpgrade feature gate is off: no virtual cluster would be upgraded');
   }
+  const upstream = queries.upstreamUpgrades?.();
+  if (upstream) throw new ConflictError(`refused: ${upstream}`);
   if (!input.clusterVersion) throw new ValidationError('input.clusterVersion', 'is required');
   const cv = await queries.clusterVersion(input.clusterVersion);
   if (!cv) throw new ValidationError('input.clusterVersion', `no ClusterVersion named "${input.clusterVersion.slice(0, 253)}"`);

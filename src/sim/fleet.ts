@@ -3,7 +3,9 @@
  * estate, shaped as described in ../../shared/spec (agent-pools.md, virtual-clusters.md, node-agents.md).
  *
  * - `demo`: 3 nodes, 3 NADs + IPPools with running DHCP agents, ClusterVersion `cv-sample-np` with 2 VirtualClusters
- *   (control planes in their cluster namespaces), the node-agent DaemonSet and 2 peer pods per node.
+ *   (control planes in their cluster namespaces), the cloud-api-adaptor as its chart installs it (`upstream=caa`:
+ *   RollingUpdate DaemonSet, peer-pods-cm) and 2 peer pods per node. `demo,upstream=...` replaces that selection
+ *   (`demo,upstream=none` gives the rollplane-shaped OnDelete DaemonSet of the sized fleets).
  * - sizes for benchmarks: `pools=1000,clusters=100,nodes=50[,peers=2]`.
  * - `empty`: nothing but the CRDs.
  *
@@ -48,10 +50,17 @@ export interface FleetSize {
 export type FleetSpec = 'demo' | 'empty' | string | Partial<FleetSize>;
 
 /**
- * The demo runs harvester/vm-dhcp-controller beside rollplane, as a Harvester cluster does (agent-pool rollouts then
- * coexist with it, docs/adr/0017); `demo,upstream=none` is the demo without it.
+ * The demo runs the upstream controllers a field cluster runs beside rollplane: harvester/vm-dhcp-controller (agent-pool
+ * rollouts coexist with it, ADR 0017) and the cloud-api-adaptor chart (node-agent rollouts work against it, ADR 0019).
+ * `demo,upstream=none` is the demo without them.
  */
-export const DEMO_FLEET: Readonly<FleetSize> = Object.freeze({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: Object.freeze({ vmDhcp: Object.freeze({}) }) });
+export const DEMO_FLEET: Readonly<FleetSize> = Object.freeze({
+  nodes: 3,
+  pools: 3,
+  clusters: 2,
+  peers: 2,
+  upstream: Object.freeze({ vmDhcp: Object.freeze({}), caa: true }),
+});
 export const EMPTY_FLEET: Readonly<FleetSize> = Object.freeze({ nodes: 0, pools: 0, clusters: 0, peers: 0 });
 
 export const AGENT_NAMESPACE = 'harvester-system';
@@ -91,7 +100,7 @@ export function parseFleetSpec(text: string): FleetSize {
 
 function parseBaseFleet(text: string): FleetSize {
   const trimmed = text.trim();
-  if (trimmed === 'demo') return { ...DEMO_FLEET, upstream: { vmDhcp: {} } };
+  if (trimmed === 'demo') return { ...DEMO_FLEET, upstream: { vmDhcp: {}, caa: true } };
   if (trimmed === 'empty' || trimmed === '') return { ...EMPTY_FLEET };
   const size: FleetSize = { nodes: 0, pools: 0, clusters: 0, peers: 2 };
   for (const part of trimmed.split(',')) {

@@ -70,6 +70,7 @@ function widgetCrd(): any {
                   type: 'object',
                   properties: {
                     phase: { type: 'string', enum: ['Pending', 'Ready'] },
+                    replicas: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self >= 0', message: 'replicas must not be negative' }] },
                     conditions: {
                       type: 'array',
                       items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, status: { type: 'string' } } },
@@ -293,6 +294,26 @@ describe('the status subresource', () => {
     await custom.patchNamespacedCustomObjectStatus({ ...args, body: { status: { phase: 'Pending' }, spec: { size: 9 } } }, merge);
     await custom.patchNamespacedCustomObject({ ...args, body: { status: { phase: 'Ready' }, spec: { size: 2 } } }, merge);
     expect(await read('sub')).toMatchObject({ spec: { size: 2 }, status: { phase: 'Pending' } });
+  });
+
+  it('checks the half each endpoint writes: schema and rules of status through /status, of the rest through the main resource', async () => {
+    await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, body: widget('halves', { size: 1 }) });
+    const args = { group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'halves' };
+    const badStatus = await expectStatus(custom.patchNamespacedCustomObjectStatus({ ...args, body: { status: { phase: 'Lost', conditions: [{ status: 'True' }] } } }, merge), 422, 'Invalid');
+    expect(badStatus.details.causes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ reason: 'FieldValueNotSupported', field: 'status.phase' }),
+        expect.objectContaining({ reason: 'FieldValueRequired', field: 'status.conditions[0].type' }),
+      ]),
+    );
+    const badRule = await expectStatus(custom.patchNamespacedCustomObjectStatus({ ...args, body: { status: { replicas: -1 } } }, merge), 422, 'Invalid');
+    expect(badRule.details.causes).toEqual([{ reason: 'FieldValueInvalid', field: 'status.replicas', message: 'Invalid value: "integer": replicas must not be negative' }]);
+    const badSpec = await expectStatus(custom.patchNamespacedCustomObject({ ...args, body: { spec: { size: 11 } } }, merge), 422, 'Invalid');
+    expect(badSpec.details.causes.map((c: any) => c.field)).toEqual(['spec.size']);
+    const badSpecRule = await expectStatus(custom.patchNamespacedCustomObject({ ...args, body: { spec: { limit: 101 } } }, merge), 422, 'Invalid');
+    expect(badSpecRule.details.causes.map((c: any) => c.field)).toEqual(['spec.limit']);
+    expect(await read('halves')).toMatchObject({ spec: { size: 1 } });
+    expect((await read('halves')).status).toBeUndefined();
   });
 
   it('when absent: status is written with the object and /status is not found', async () => {

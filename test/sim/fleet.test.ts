@@ -39,7 +39,7 @@ async function until(predicate: () => boolean, what: string): Promise<void> {
 
 describe('parseFleetSpec', () => {
   it('reads demo, empty and sizes', () => {
-    expect(parseFleetSpec('demo')).toEqual({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: { vmDhcp: {} } });
+    expect(parseFleetSpec('demo')).toEqual({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: { vmDhcp: {}, caa: true } });
     expect(parseFleetSpec('demo,upstream=none')).toEqual({ nodes: 3, pools: 3, clusters: 2, peers: 2, upstream: {} });
     expect(parseFleetSpec('empty')).toEqual({ nodes: 0, pools: 0, clusters: 0, peers: 0 });
     expect(parseFleetSpec('pools=1000,clusters=100,nodes=50')).toEqual({ nodes: 50, pools: 1000, clusters: 100, peers: 2 });

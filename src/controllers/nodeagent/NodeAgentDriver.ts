@@ -4,7 +4,7 @@ import { parseImageReference } from '../../domain/imageReference.js';
 import { nodeAgentSelectorOf, nodeAgentStrategyOf } from '../../domain/nodeAgents.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
-import { NotFoundError } from '../../errors.js';
+import { NotFoundError, ValidationError } from '../../errors.js';
 import type { KubeClients } from '../../kube/index.js';
 import type { ControllerHost } from '../host.js';
 import {
@@ -78,9 +78,16 @@ export class NodeAgentDriver implements RolloutDriver {
   }
 
   /**
-   * Puts the DaemonSet under the rollout: OnDelete, template image, readiness gate, and (once) the strategy and gate
-   * state to restore at the end. Idempotent: a second call (after a crash, or by the next rollout) keeps the saved
-   * original.
+   * Puts the DaemonSet under the rollout: OnDelete, template image, and (once) the strategy and gate state to restore
+   * at the end. Idempotent: a second call (after a crash, or by the next rollout) keeps the saved original.
+   *
+   * The readiness gate goes into the template only when the original strategy is OnDelete. Under an original
+   * RollingUpdate (the cloud-api-adaptor chart) every template change but the image would outlive the rollout: the
+   * gate could neither stay (a leftover in the user's template, needing rollplane forever) nor go at the end (removing
+   * it changes the template hash, and the restored RollingUpdate would replace every agent once more). There the
+   * engine alone holds the next node until this node's peer pods are back (`observe`), and a gate an earlier rollplane
+   * left in such a template (`readiness-gate-added: "true"`) is taken out with the image change, which replaces every
+   * agent anyway.
    */
   private async takeOver(ds: V1DaemonSet, rollout: Rollout, image: string | undefined): Promise<V1DaemonSet> {
     const annotations = ds.metadata?.annotations ?? {};
@@ -89,11 +96,19 @@ export class NodeAgentDriver implements RolloutDriver {
     const container = agentContainerName(ds);
     if (!container) throw new NotFoundError(`DaemonSet ${ds.metadata?.namespace}/${ds.metadata?.name} has no container`);
     const strategy = nodeAgentStrategyOf(rollout.strategy);
+    const original = parseStrategy(annotations[ORIGINAL_STRATEGY_ANNOTATION]) ?? ds.spec?.updateStrategy ?? { type: 'RollingUpdate' };
+    const wantGate = original.type === 'OnDelete';
+    const ours = annotations[GATE_ADDED_ANNOTATION] === 'true';
+    const others = gates.filter((g) => g.conditionType !== PEER_PODS_READY);
+    // Only a gate rollplane added is removed, and only together with an image change (see above).
+    const dropLeftover = !wantGate && gated && ours && image !== undefined && image !== templateImage(ds);
+    const readinessGates = wantGate && !gated ? [...gates, { conditionType: PEER_PODS_READY }] : dropLeftover ? (others.length > 0 ? others : null) : undefined;
+    const gateAdded = annotations[GATE_ADDED_ANNOTATION] === undefined ? String(wantGate && !gated) : dropLeftover ? null : undefined;
     const body = {
       metadata: {
         annotations: {
-          ...(annotations[ORIGINAL_STRATEGY_ANNOTATION] === undefined ? { [ORIGINAL_STRATEGY_ANNOTATION]: JSON.stringify(ds.spec?.updateStrategy ?? { type: 'RollingUpdate' }) } : {}),
-          ...(annotations[GATE_ADDED_ANNOTATION] === undefined ? { [GATE_ADDED_ANNOTATION]: String(!gated) } : {}),
+          ...(annotations[ORIGINAL_STRATEGY_ANNOTATION] === undefined ? { [ORIGINAL_STRATEGY_ANNOTATION]: JSON.stringify(original) } : {}),
+          ...(gateAdded !== undefined ? { [GATE_ADDED_ANNOTATION]: gateAdded } : {}),
           [ROLLOUT_ANNOTATION]: rollout.id,
           [GATE_RUNTIME_CLASS_ANNOTATION]: strategy.peerRuntimeClass,
         },
@@ -103,7 +118,7 @@ export class NodeAgentDriver implements RolloutDriver {
         template: {
           spec: {
             ...(image ? { containers: [{ name: container, image }] } : {}),
-            ...(gated ? {} : { readinessGates: [...gates, { conditionType: PEER_PODS_READY }] }),
+            ...(readinessGates !== undefined ? { readinessGates } : {}),
           },
         },
       },
@@ -120,6 +135,8 @@ export class NodeAgentDriver implements RolloutDriver {
     const underRollout = (d: V1DaemonSet | undefined) =>
       d !== undefined && templateImage(d) === target.toVersion && d.spec?.updateStrategy?.type === 'OnDelete' && d.metadata?.annotations?.[ROLLOUT_ANNOTATION] === rollout.id;
     let ds = this.o.cache.daemonSet(namespace, name);
+    const changedBehind = ds && changedOutside(ds, rollout);
+    if (changedBehind) throw new ValidationError('daemonSet', changedBehind);
     if (!underRollout(ds)) {
       ds = await readDaemonSet(this.o.clients, namespace, name);
       // A rollback (or a resumed rollout after someone edited the template) may need the template set again.
@@ -143,6 +160,8 @@ export class NodeAgentDriver implements RolloutDriver {
     const { minReadySeconds } = nodeAgentStrategyOf(rollout.strategy);
     const ds = this.o.cache.daemonSet(namespace, name);
     if (!ds) return { phase: 'failed', reason: `DaemonSet ${namespace}/${name} not found` };
+    const changedBehind = changedOutside(ds, rollout);
+    if (changedBehind) return { phase: 'failed', reason: changedBehind };
     const node = target.name;
     const container = agentContainerName(ds);
     const pods = this.o.cache.agentPodsOn(ds, node);
@@ -216,6 +235,14 @@ export class NodeAgentDriver implements RolloutDriver {
     const original = parseStrategy(saved);
     const removeGate = annotations[GATE_ADDED_ANNOTATION] === 'true';
     const clear = { [ROLLOUT_ANNOTATION]: null, [GATE_RUNTIME_CLASS_ANNOTATION]: null };
+    if (annotations[ROLLOUT_ANNOTATION] === rollout.id && changedOutside(ds, rollout)) {
+      // Someone else (a `helm upgrade` of the chart) put a strategy back while this rollout drove the set: the
+      // DaemonSet is theirs again. Nothing to restore; a gate rollplane added stays recorded until a rollout removes it.
+      await patchDaemonSet(this.o.clients, ds, {
+        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, ...(templateGated(ds) ? {} : { [GATE_ADDED_ANNOTATION]: null }) } },
+      });
+      return;
+    }
 
     if (!original || original.type === 'OnDelete') {
       // Under OnDelete a template change replaces nothing: the gate can go (running pods keep their condition).
@@ -230,10 +257,11 @@ export class NodeAgentDriver implements RolloutDriver {
       return;
     }
     if (this.allUpdated(ds)) {
-      // RollingUpdate again. The gate stays in the template: removing it would change the template hash and make the
-      // DaemonSet replace every agent once more. rollplane's gate controller keeps satisfying it.
+      // RollingUpdate again, over a template that differs from the user's only by the image (takeOver added no gate),
+      // so every agent is already "updated" and the DaemonSet replaces none.
       await patchDaemonSet(this.o.clients, ds, {
-        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null } },
+        // A leftover gate an earlier rollplane added (not removable without replacing every agent) stays recorded.
+        metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, ...(templateGated(ds) ? {} : { [GATE_ADDED_ANNOTATION]: null }) } },
         spec: { updateStrategy: { ...original, rollingUpdate: original.rollingUpdate ?? null } },
       });
       return;
@@ -307,6 +335,27 @@ export class NodeAgentDriver implements RolloutDriver {
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
   }
+}
+
+/**
+ * While a rollout drives a set its strategy is OnDelete (`takeOver`). Any other strategy on a set this rollout took
+ * over was put there by someone else — typically a `helm upgrade` of the cloud-api-adaptor chart, whose three-way
+ * merge sets the chart's RollingUpdate and image again. rollplane then stops instead of switching it back: the
+ * DaemonSet controller is already replacing agents with the chart's image, and two writers of one template would
+ * replace agents twice.
+ */
+function changedOutside(ds: V1DaemonSet, rollout: Rollout): string | undefined {
+  if (ds.metadata?.annotations?.[ROLLOUT_ANNOTATION] !== rollout.id) return undefined;
+  const type = ds.spec?.updateStrategy?.type ?? 'RollingUpdate';
+  if (type === 'OnDelete') return undefined;
+  return (
+    `DaemonSet ${ds.metadata?.namespace}/${ds.metadata?.name} was switched to ${type} (image ${templateImage(ds) ?? '?'}) outside rollplane while this ` +
+    'rollout drove it (a helm upgrade of its chart?); rollplane stops rather than fight the DaemonSet controller'
+  );
+}
+
+function templateGated(ds: V1DaemonSet): boolean {
+  return (ds.spec?.template?.spec?.readinessGates ?? []).some((g) => g.conditionType === PEER_PODS_READY);
 }
 
 function isImage(text: string): boolean {

@@ -61,5 +61,5 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
     map: (ds) => [...new Set(cache.agentPods(ds).map((p) => p.spec?.nodeName ?? ''))].filter(Boolean).map((name) => ({ name })),
     predicates: [{ update: (o, n) => o.metadata?.generation !== n.metadata?.generation }],
   });
-  return { driver, queries: nodeAgentQueries(cache), controller, cache };
+  return { driver, queries: nodeAgentQueries(cache, host.clients), controller, cache };
 }

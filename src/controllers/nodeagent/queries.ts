@@ -1,11 +1,13 @@
 import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
 import type { NodeAgentCandidates, NodeAgentDriftItem, NodeAgentQueries, NodeAgentSet, NodeAgentState } from '../../domain/nodeAgents.js';
 import { ORIGINAL_STRATEGY_ANNOTATION, PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './constants.js';
+import type { KubeClients } from '../../kube/index.js';
+import { agentRuntimeClass } from './agentEnv.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { agentContainerName, isActive, isReady, podImage, readyPeers, templateImage, timeOf } from './podFacts.js';
 
 /** The node-agent query port, answered from the informer caches. */
-export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
+export function nodeAgentQueries(cache: NodeAgentCache, clients: KubeClients): NodeAgentQueries {
   /** The node's agent: the DaemonSet's newest active pod, else a retiring one still running there. */
   const agentOn = (ds: V1DaemonSet, node: string): V1Pod | undefined => cache.agentPodsOn(ds, node)[0] ?? cache.retiringOn(ds, node).find(isActive);
 
@@ -64,7 +66,12 @@ export function nodeAgentQueries(cache: NodeAgentCache): NodeAgentQueries {
         selectorHasMatchLabels: Object.keys(ds.spec?.selector?.matchLabels ?? {}).length > 0,
         usesHostPorts: (ds.spec?.template?.spec?.containers ?? []).some((c) => (c.ports ?? []).some((p) => p.hostPort !== undefined && p.hostPort !== 0)),
         annotatedPeerRuntimeClass: ds.metadata?.annotations?.[PEER_RUNTIME_CLASS_ANNOTATION] ?? null,
+        defaultPeerRuntimeClass: cache.defaultPeerRuntimeClass,
       };
+    },
+    async agentRuntimeClass(namespace, name) {
+      const ds = cache.daemonSet(namespace, name);
+      return ds ? agentRuntimeClass(clients, ds) : undefined;
     },
     async driftItems(): Promise<NodeAgentDriftItem[]> {
       const items: NodeAgentDriftItem[] = [];

@@ -11,6 +11,7 @@ import {
   ANNOTATION_PROGRESS,
   ANNOTATION_ROLLOUT,
   HASHED_SECRETS,
+  LABEL_CLUSTER,
   LABEL_READY_FOR_UPGRADE,
   LABEL_VERSION_APPLIED,
   MESSAGE_UPGRADE_COMPLETED,
@@ -34,10 +35,11 @@ import {
   type UpgradeOutcome,
   type UpgradeProgress,
 } from './objects.js';
-import type { KeyAlgorithm } from './pki.js';
+import { DEFAULT_KEY_ALGORITHM, LABEL_EXTERNAL_APISERVER_DOMAIN, type KeyAlgorithm } from './pki.js';
 import { sharedPkiWorkers, type IssuePki } from './PkiWorkers.js';
 import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
 import type { UpgradeMetrics } from './upgradeMetrics.js';
+import type { VcManagerGate } from './vcManagerGate.js';
 
 export interface UpgradeReconcilerOptions {
   /** Feature gate ClusterVersionPartialUpgrade; when off, the opt-in label is ignored (as upstream). Default true. */
@@ -63,6 +65,8 @@ export interface UpgradeReconcilerDeps {
   logger: Logger;
   /** Tells the rollout engine the cluster's state changed. */
   notify(namespace: string, name: string): void;
+  /** The vc-manager beside rollplane: while its gate is on, it upgrades labelled clusters and rollplane does not. */
+  gate?: Pick<VcManagerGate, 'upstreamUpgrades'>;
 }
 
 type Finish =
@@ -93,7 +97,7 @@ export class UpgradeReconciler implements Reconciler {
     this.partialUpgrade = options.partialUpgrade ?? true;
     this.readyTimeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 2000;
-    this.keyAlgorithm = options.keyAlgorithm ?? 'ecdsa-p256';
+    this.keyAlgorithm = options.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
     this.issuePki = options.issuePki ?? sharedPkiWorkers.issue;
     this.now = options.now ?? Date.now;
   }
@@ -108,6 +112,9 @@ export class UpgradeReconciler implements Reconciler {
       if (progress) await this.deps.api.patchVirtualClusterAnnotations(request.namespace!, request.name, { [ANNOTATION_PROGRESS]: null });
       return;
     }
+    // Defer to the vc-manager (ADR 0018): it upgrades every labelled cluster itself; doing it too would upgrade twice.
+    // An upgrade of ours in progress stops at its current step; the vc-manager re-applies everything once.
+    if (this.deps.gate?.upstreamUpgrades()) return;
     if (vc.status?.phase !== 'Running') return;
     return progress ? this.resume(vc, progress) : this.start(vc);
   }
@@ -257,6 +264,7 @@ export class UpgradeReconciler implements Reconciler {
         clusterName: vc.metadata.name ?? '',
         clusterNamespace: clusterNs,
         clusterDomain: vc.spec?.clusterDomain,
+        ...(vc.metadata.labels?.[LABEL_EXTERNAL_APISERVER_DOMAIN] !== undefined ? { externalApiserverDomain: vc.metadata.labels[LABEL_EXTERNAL_APISERVER_DOMAIN] } : {}),
         expireDays: vc.spec?.pkiExpireDays,
         apiserverServiceName: apiService?.metadata?.name ?? 'apiserver-svc',
         apiserverPort: Number(apiService?.spec?.ports?.[0]?.port ?? 6443),
@@ -272,6 +280,10 @@ export class UpgradeReconciler implements Reconciler {
     const writes: Promise<unknown>[] = [];
     if (pki.rootCaGenerated) {
       this.deps.logger.warn({ cluster: `${vc.metadata.namespace}/${vc.metadata.name}`, problem: pki.rootCaProblem }, 'root-ca was not a usable CA; generated a new root CA');
+    } else if (pki.rootCaReencoded) {
+      this.deps.logger.info({ cluster: `${vc.metadata.namespace}/${vc.metadata.name}` }, 'root-ca key re-encoded as PKCS#1 (same key) so that the vc-manager can read it');
+    }
+    if (pki.rootCaGenerated || pki.rootCaReencoded) {
       writes.push(this.deps.api.applySecret(clusterNs, ROOT_CA_SECRET, root?.type ?? PKI_SECRET_TYPES[ROOT_CA_SECRET]!, pki.rootCa));
     }
     for (const name of REGENERATED_SECRETS) {
@@ -289,10 +301,13 @@ export class UpgradeReconciler implements Reconciler {
     const template = body.spec?.template ?? {};
     const annotations = { ...template.metadata?.annotations };
     for (const secret of hashed) annotations[`${secret}-hash`] = hashes[secret]!;
+    // Upstream's complement*Template labels the pods with their cluster; the apply must carry it too, or server-side
+    // apply (same field manager as upstream's) removes the label upstream set at creation.
+    const labels = { ...template.metadata?.labels, [LABEL_CLUSTER]: namespace };
     return {
       ...body,
       metadata: { ...body.metadata, labels: { ...body.metadata?.labels, [LABEL_VERSION_APPLIED]: resourceVersion } },
-      spec: { ...body.spec, template: { ...template, metadata: { ...template.metadata, annotations } } },
+      spec: { ...body.spec, template: { ...template, metadata: { ...template.metadata, labels, annotations } } },
     };
   }
 
@@ -355,14 +370,12 @@ export class UpgradeReconciler implements Reconciler {
       delete annotations[ANNOTATION_PROGRESS];
       delete annotations[ANNOTATION_ROLLOUT];
       const failed = result.outcome === 'FAILED';
+      const reason = failed ? REASON_UPGRADE_FAILED : REASON_UPGRADE_COMPLETED;
+      const message = failed ? `fail to upgrade: ${error}` : MESSAGE_UPGRADE_COMPLETED;
       const updated: VirtualClusterObject = {
         ...current,
         metadata: { ...current.metadata, labels, annotations },
-        status: {
-          ...current.status,
-          reason: failed ? REASON_UPGRADE_FAILED : REASON_UPGRADE_COMPLETED,
-          message: failed ? `fail to upgrade: ${error}` : MESSAGE_UPGRADE_COMPLETED,
-        },
+        status: { ...current.status, reason, message, conditions: withCondition(current.status?.conditions, reason, message, this.now()) },
       };
       try {
         await this.deps.api.replaceVirtualCluster(updated);
@@ -396,6 +409,19 @@ export class UpgradeReconciler implements Reconciler {
     });
     this.deps.notify(namespace, name);
   }
+}
+
+/**
+ * Upstream's SetVCStatus condition: no `type`; a condition with the same reason and status True only has its
+ * lastTransitionTime refreshed (its message stays), otherwise one is appended.
+ */
+export function withCondition(conditions: unknown[] | undefined, reason: string, message: string, now: number): unknown[] {
+  const stamp = new Date(now).toISOString().replace(/\.\d{3}Z$/, 'Z'); // metav1.Time: RFC 3339, seconds
+  const out = (conditions ?? []).map((c) => (typeof c === 'object' && c !== null ? { ...(c as Record<string, unknown>) } : c));
+  const same = out.find((c): c is Record<string, unknown> => typeof c === 'object' && c !== null && (c as Record<string, unknown>).reason === reason && (c as Record<string, unknown>).status === 'True');
+  if (same) same.lastTransitionTime = stamp;
+  else out.push({ lastTransitionTime: stamp, reason, message, status: 'True' });
+  return out;
 }
 
 /** Why a ClusterVersion spec cannot be applied by a partial upgrade, if it cannot. */

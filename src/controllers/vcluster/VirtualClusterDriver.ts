@@ -4,15 +4,18 @@ import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../dom
 import type { Rollout } from '../../domain/RolloutService.js';
 import { clusterVersionChangeOf } from '../../domain/virtualClusters.js';
 import { AppError, ErrorCode, NotFoundError } from '../../errors.js';
-import { ANNOTATION_ROLLOUT, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED, REASON_UPGRADE_COMPLETED } from './constants.js';
+import { ANNOTATION_ROLLOUT, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED, REASON_UPGRADE_COMPLETED, REASON_UPGRADE_FAILED } from './constants.js';
 import type { ControlPlaneApi } from './ControlPlaneApi.js';
 import { lastUpgradeOf, progressOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
+import type { VcManagerGate } from './vcManagerGate.js';
 
 export interface VirtualClusterDriverDeps {
   api: ControlPlaneApi;
   virtualClusters: Informer<VirtualClusterObject & KubernetesObject>;
   clusterVersions: Informer<ClusterVersionObject & KubernetesObject>;
+  /** The vc-manager beside rollplane (ADR 0018). */
+  gate?: Pick<VcManagerGate, 'upstreamUpgrades'>;
 }
 
 /**
@@ -48,6 +51,9 @@ export class VirtualClusterDriver implements RolloutDriver {
     const last = lastUpgradeOf(annotations);
     const done = last?.rolloutId === rollout.id && last.outcome !== 'FAILED';
     if (labelled || done) return;
+    // The vc-manager's gate is on (turned on mid-rollout: bumpClusterVersion refuses it up front): labelling would
+    // hand the cluster to it outside rollplane's strategy. observe() reports why the target is not admitted.
+    if (this.deps.gate?.upstreamUpgrades()) return;
     await this.deps.api.optInToUpgrade(target.namespace, target.name, rollout.id);
   }
 
@@ -68,6 +74,13 @@ export class VirtualClusterDriver implements RolloutDriver {
     if (!labelled && cv && labels[LABEL_VERSION_APPLIED] === cv.metadata.resourceVersion && specVersion(cv.spec) === rollout.toVersion && vc.status?.reason === REASON_UPGRADE_COMPLETED) {
       return { phase: 'succeeded' };
     }
+    // Labelled by this rollout, then upgraded by the vc-manager (its gate turned on meanwhile): its failure is final.
+    // (The vc-manager removes the label but not rollplane's rollout annotation, which rollplane's own finish clears.)
+    if (!labelled && annotations[ANNOTATION_ROLLOUT] === rollout.id && last?.rolloutId !== rollout.id && vc.status?.reason === REASON_UPGRADE_FAILED && this.deps.gate?.upstreamUpgrades()) {
+      return { phase: 'failed', reason: `the vc-manager upgraded the cluster and failed: ${vc.status.message ?? 'no message'}` };
+    }
+    const upstream = !labelled ? this.deps.gate?.upstreamUpgrades() : undefined;
+    if (upstream) return { phase: 'failed', reason: `not admitted: ${upstream}` };
     const progress = progressOf(annotations);
     if (progress) return { phase: 'progressing', message: `waiting for the ${progress.step} StatefulSet to roll` };
     if (labelled) return { phase: 'progressing', message: vc.status?.phase === 'Running' ? 'upgrade queued' : `waiting for the cluster to be Running (phase ${vc.status?.phase ?? 'unknown'})` };

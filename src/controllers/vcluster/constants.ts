@@ -9,6 +9,9 @@ export const LABEL_READY_FOR_UPGRADE = 'tenancy.x-k8s.io/ready-for-upgrade';
 /** The ClusterVersion resourceVersion the control plane runs; written only after a successful upgrade. */
 export const LABEL_VERSION_APPLIED = 'tenancy.x-k8s.io/cluster-version-applied';
 
+/** Upstream's pod-template label naming the cluster (namespace) a control-plane pod belongs to. */
+export const LABEL_CLUSTER = 'tenancy.x-k8s.io/cluster';
+
 /** Upstream's field manager for every control-plane write. */
 export const PROVISIONER_FIELD_MANAGER = 'virtualcluster/provisioner/native';
 /** rollplane's own field manager for ClusterVersion changes (so its fields are told apart from the provisioner's). */

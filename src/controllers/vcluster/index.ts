@@ -2,12 +2,14 @@
  * The VIRTUAL_CLUSTER rollout kind: upstream's ClusterVersionPartialUpgrade reconciler (UpgradeReconciler), the
  * rollout driver (VirtualClusterDriver) and the cache-backed queries the API reads.
  */
-import type { KubernetesObject, V1StatefulSet } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
 import type { Controller } from '../../controller/Controller.js';
 import { feed } from '../../controller/sources.js';
 import type { VirtualClusterQueries } from '../../domain/virtualClusters.js';
 import type { ControllerHost } from '../host.js';
-import { CV_PLURAL, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './constants.js';
+import { CV_PLURAL, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './constants.js';
+import { DEFAULT_KEY_ALGORITHM, ECDSA_WARNING } from './pki.js';
+import { VcManagerGate, type VcManagerRef } from './vcManagerGate.js';
 import { ControlPlaneApi } from './ControlPlaneApi.js';
 import { CachedVirtualClusterQueries } from './queries.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
@@ -21,7 +23,11 @@ export * from './constants.js';
 export interface VirtualClusterOptions extends UpgradeReconcilerOptions {
   /** Concurrent upgrade reconciles (each is short: waits are requeues). Default 10. */
   workers?: number;
+  /** The CAPN vc-manager Deployment whose gate decides who upgrades (ADR 0018); null: none. Default vc-manager/vc-manager. */
+  vcManager?: VcManagerRef | null;
 }
+
+export const DEFAULT_VC_MANAGER: VcManagerRef = { namespace: 'vc-manager', name: 'vc-manager' };
 
 export interface VirtualClusterRuntime {
   driver: VirtualClusterDriver;
@@ -54,6 +60,18 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
     list: () => clients.apps.listStatefulSetForAllNamespaces(),
   });
 
+  // Only the vc-manager's namespace is watched; the Deployment is picked out by name (ADR 0018).
+  const vcManager = options.vcManager === undefined ? DEFAULT_VC_MANAGER : options.vcManager;
+  const vcManagerDeployments = vcManager
+    ? host.informer<V1Deployment>({
+        name: 'vc-manager-deployments',
+        path: `/apis/apps/v1/namespaces/${vcManager.namespace}/deployments`,
+        list: (page) => clients.apps.listNamespacedDeployment({ namespace: vcManager.namespace, ...page }),
+      })
+    : undefined;
+  const gate = new VcManagerGate(vcManager, vcManagerDeployments);
+  if ((options.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM) === 'ecdsa-p256') host.logger.warn({ controller: 'virtualcluster-upgrade' }, ECDSA_WARNING);
+
   const api = new ControlPlaneApi(clients);
   const notify = (namespace: string, name: string) => host.notifyTargetChanged('VIRTUAL_CLUSTER', namespace, name);
   const reconciler = new UpgradeReconciler(
@@ -66,6 +84,7 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
       events: host.events,
       logger: host.logger.child({ controller: 'virtualcluster-upgrade' }),
       notify,
+      gate,
     },
     options,
   );
@@ -76,6 +95,20 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
     map: (sts) =>
       virtualClusters.byIndex(CLUSTER_NAMESPACE_INDEX, sts.metadata?.namespace ?? '').map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
   });
+  // The gate turned off (or the vc-manager went away): labelled clusters are rollplane's to upgrade again.
+  if (vcManagerDeployments) {
+    feed(vcManagerDeployments, controller, {
+      map: (d) =>
+        d.metadata?.name !== vcManager!.name
+          ? []
+          : virtualClusters.list().filter((vc) => vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true').map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
+    });
+    const wake = (d: V1Deployment) => {
+      if (d.metadata?.name !== vcManager!.name) return;
+      for (const vc of virtualClusters.list()) notify(vc.metadata.namespace ?? '', vc.metadata.name ?? '');
+    };
+    vcManagerDeployments.addEventHandler({ onAdd: wake, onUpdate: (_old, d) => wake(d), onDelete: wake });
+  }
   virtualClusters.addEventHandler({
     onAdd: (vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
     onUpdate: (_old, vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
@@ -83,8 +116,8 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
   });
 
   return {
-    driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions }),
-    queries: new CachedVirtualClusterQueries(virtualClusters, clusterVersions, options.partialUpgrade ?? true),
+    driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions, gate }),
+    queries: new CachedVirtualClusterQueries(virtualClusters, clusterVersions, options.partialUpgrade ?? true, gate),
     controller,
   };
 }

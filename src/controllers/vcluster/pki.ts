@@ -1,56 +1,65 @@
 /**
- * The tenant control plane's PKI, as upstream's native provisioner lays it out in the cluster namespace: a root CA
- * (`root-ca`, kept across upgrades) and, signed by it, the apiserver serving certificate (`apiserver-ca`), the etcd
- * serving certificate (`etcd-ca`), the front-proxy CA (`front-proxy-ca`), client certificates inside two kubeconfigs
- * (`controller-manager-kubeconfig`, `admin-kubeconfig`) and the service-account signing key pair
- * (`serviceaccount-rsa`). Real X.509 (@peculiar/x509 over Node's WebCrypto), so the secrets can be inspected with
- * openssl and verified against the root.
+ * The tenant control plane's PKI exactly as upstream's native provisioner issues it (cluster-api-provider-nested
+ * `provisioner/provisioner_native.go` createAndApplyPKI, `controller/pki/pki.go`, `util/pki/util.go`,
+ * `controller/kubeconfig/kubeconfig.go`, commit 4d19ac6), laid out in the cluster namespace:
+ * - `root-ca`: CN `kubernetes`, O `kubernetes-sig.kubernetes-sigs/multi-tenancy.virtualcluster`, DNS `kubernetes`,
+ *   valid 10 years; kept across upgrades;
+ * - `apiserver-ca`: the apiserver serving certificate, CN = the cluster namespace (ToClusterKey), DNS `kubernetes`,
+ *   `kubernetes.default`, `kubernetes.default.svc`, `kubernetes.default.svc.<domain>`, `<apiserver svc>.<ns>`, the
+ *   VirtualCluster's name, the `tenancy.x-k8s.io/external-apiserver-domain` label's value; IP the ClusterIP;
+ * - `etcd-ca`: CN `kube-etcd`, DNS `<sts>-<i>.<svc>` for each replica and `<svc>`, then each of those + `.<ns>`; IP
+ *   127.0.0.1;
+ * - `front-proxy-ca`: the `front-proxy-client` client certificate (not a CA, despite the name);
+ * - `controller-manager-kubeconfig`, `admin-kubeconfig`: client certificates (`system:kube-controller-manager`;
+ *   `admin` in `system:masters`) in upstream's kubeconfig template;
+ * - `serviceaccount-rsa`: the service-account key pair, tls.crt the PKIX public key, tls.key the private key.
+ * Leaves: keyUsage digitalSignature+keyEncipherment, EKU serverAuth+clientAuth (serving) or clientAuth (clients),
+ * valid from the root's notBefore for 365 days (or spec.pkiExpireDays, which upstream ignores).
  *
- * Keys are ECDSA P-256 by default: kube-apiserver accepts ECDSA serving, client and service-account keys, and an RSA
- * 2048 key costs ~100 ms of CPU each (six per cluster), which would dominate a fleet upgrade. `keyAlgorithm: 'rsa-2048'`
- * gives upstream's RSA keys. The secret keeps upstream's name `serviceaccount-rsa` whatever the algorithm.
+ * Keys are RSA 2048 in PKCS#1 (`RSA PRIVATE KEY`) by default, as upstream: the vc-manager decodes root-ca's key only
+ * that way (vcpki.DecodePrivateKeyPEM), and kubeconfig/secret consumers expect it. `keyAlgorithm: 'ecdsa-p256'` is an
+ * explicit choice that is several times cheaper to generate and breaks the vc-manager beside it (every result carries
+ * that warning). ECDSA keys are written as SEC1 (`EC PRIVATE KEY`), as kubeadm writes them.
  */
-import 'reflect-metadata'; // @peculiar/x509's dependency injection (tsyringe) needs the Reflect polyfill loaded first
-import { createPrivateKey, generateKeyPair, randomBytes, webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
+import { createPrivateKey, generateKeyPair, randomBytes, X509Certificate as NodeX509, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import * as x509 from '@peculiar/x509';
 import { certificateAuthority, certificatePem, issueCertificate } from './certificates.js';
 import type { CertificateAuthority } from './certificates.js';
 
-type CryptoKey = webcrypto.CryptoKey;
-type CryptoKeyPair = webcrypto.CryptoKeyPair;
-
-x509.cryptoProvider.set(webcrypto as never);
-const subtle = webcrypto.subtle;
-
 export type KeyAlgorithm = 'ecdsa-p256' | 'rsa-2048';
 
-const ALGORITHMS: Record<KeyAlgorithm, webcrypto.RsaHashedKeyGenParams | webcrypto.EcKeyGenParams> = {
-  'ecdsa-p256': { name: 'ECDSA', namedCurve: 'P-256' },
-  'rsa-2048': { name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' },
-};
-const SIGNING: Record<KeyAlgorithm, webcrypto.EcdsaParams | webcrypto.RsaHashedImportParams> = {
-  'ecdsa-p256': { name: 'ECDSA', hash: 'SHA-256' },
-  'rsa-2048': { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
-};
+export const DEFAULT_KEY_ALGORITHM: KeyAlgorithm = 'rsa-2048';
+/** Why ECDSA is not the default; logged at start-up and returned with every PKI issued with it. */
+export const ECDSA_WARNING =
+  'keyAlgorithm ecdsa-p256 breaks the CAPN vc-manager: it decodes root-ca only as a PKCS#1 RSA key, so it fails every reconcile of a cluster whose root CA rollplane generated';
 
-const ROOT_CA_DAYS = 3650;
+/** Upstream's root CA subject (createAndApplyPKI). */
+export const ROOT_CA_COMMON_NAME = 'kubernetes';
+export const ROOT_CA_ORGANIZATION = 'kubernetes-sig.kubernetes-sigs/multi-tenancy.virtualcluster';
+/** The label whose value upstream adds to the apiserver certificate's DNS names. */
+export const LABEL_EXTERNAL_APISERVER_DOMAIN = 'tenancy.x-k8s.io/external-apiserver-domain';
+
+const ROOT_CA_DAYS = 3650; // client-go's duration365d * 10
+const LEAF_DAYS = 365; // util/pki CertificateValidity
 const DAY_MS = 86_400_000;
-/** Issued certificates are valid from a little in the past, for clock skew between hosts. */
-const BACKDATE_MS = 5 * 60_000;
+/** Upstream's kubeconfigs always name port 6443 (generateKubeconfigUseCertAndKey). */
+const KUBECONFIG_PORT = 6443;
 
 export interface ClusterPkiInput {
-  /** The VirtualCluster's name (goes into subjects). */
+  /** The VirtualCluster's name: a DNS name of the apiserver certificate, the kubeconfigs' cluster name. */
   clusterName: string;
-  /** Where the control plane runs. */
+  /** Where the control plane runs (ToClusterKey): the apiserver certificate's CN. */
   clusterNamespace: string;
   /** Tenant cluster DNS domain (VirtualCluster spec.clusterDomain), default cluster.local. */
   clusterDomain?: string;
-  /** Validity of issued certificates (spec.pkiExpireDays), default 365. */
+  /** Value of the VirtualCluster's `tenancy.x-k8s.io/external-apiserver-domain` label, if any. */
+  externalApiserverDomain?: string;
+  /** Validity of issued certificates (spec.pkiExpireDays), default 365 as upstream. */
   expireDays?: number;
   apiserverServiceName: string;
+  /** Kept for callers; upstream's kubeconfigs name port 6443 whatever the Service says. */
   apiserverPort: number;
-  /** The apiserver Service's ClusterIP, put into the serving certificate's IP SANs when known. */
+  /** The apiserver Service's ClusterIP (ClusterIP Services only): an IP SAN and the kubeconfigs' server address. */
   apiserverClusterIP?: string;
   etcdServiceName: string;
   etcdStatefulSetName: string;
@@ -60,13 +69,17 @@ export interface ClusterPkiInput {
 }
 
 export interface ClusterPki {
-  /** root-ca secret data: the existing one, or a new CA when there was none or it was not a usable CA. */
+  /** root-ca secret data: the existing one, re-encoded, or a new CA. */
   rootCa: Record<string, string>;
   rootCaGenerated: boolean;
-  /** Why a new root CA was generated (missing, unparsable, expired, key mismatch). */
+  /** Why a new root CA was generated (missing, unparsable, expired, key mismatch, a key the vc-manager cannot read). */
   rootCaProblem?: string;
+  /** The same root key, re-encoded as PKCS#1 (it was PKCS#8): root-ca must be written, trust is unchanged. */
+  rootCaReencoded?: boolean;
   /** Secret name → data (base64 values), for every secret in REGENERATED_SECRETS. */
   secrets: Record<string, Record<string, string>>;
+  /** Compatibility warnings (ECDSA keys). */
+  warnings: string[];
 }
 
 export interface PkiOptions {
@@ -93,44 +106,50 @@ export function serial(): string {
   return bytes.toString('hex');
 }
 
-async function keyPair(algorithm: KeyAlgorithm): Promise<CryptoKeyPair> {
-  return (await subtle.generateKey(ALGORITHMS[algorithm], true, ['sign', 'verify'])) as CryptoKeyPair;
-}
-
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 interface KeyMaterial {
+  privateKey: KeyObject;
   spkiDer: Buffer;
   privatePem: string;
   publicPem: string;
 }
 
-/**
- * A key pair from node:crypto (native, on the thread pool): several times cheaper than WebCrypto's generateKey +
- * exportKey, which matters at six keys per cluster. Only the issuer's key goes through WebCrypto (to sign).
- */
+/** The PEM upstream writes for a private key: PKCS#1 for RSA (EncodePrivateKeyPEM), SEC1 for ECDSA. */
+function privateKeyPem(key: KeyObject): string {
+  return key.export({ type: key.asymmetricKeyType === 'rsa' ? 'pkcs1' : 'sec1', format: 'pem' }) as string;
+}
+
+/** A key pair from node:crypto (native, on libuv's thread pool). */
 async function keyMaterial(algorithm: KeyAlgorithm): Promise<KeyMaterial> {
   const { publicKey, privateKey } =
     algorithm === 'ecdsa-p256' ? await generateKeyPairAsync('ec', { namedCurve: 'prime256v1' }) : await generateKeyPairAsync('rsa', { modulusLength: 2048 });
   return {
+    privateKey,
     spkiDer: publicKey.export({ type: 'spki', format: 'der' }),
-    privatePem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+    privatePem: privateKeyPem(privateKey),
     publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
   };
 }
 
-async function privateKeyPem(key: CryptoKey): Promise<string> {
-  const der = Buffer.from(await subtle.exportKey('pkcs8', key));
-  return x509.PemConverter.encode(der, 'PRIVATE KEY');
-}
+const signatureOf = (key: KeyObject): KeyAlgorithm | undefined =>
+  key.asymmetricKeyType === 'rsa' ? 'rsa-2048' : key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1' ? 'ecdsa-p256' : undefined;
 
-/** Parses and checks the existing root CA; returns the reason it cannot be used, or the issuer. */
-export async function loadRootCa(data: Record<string, string> | undefined, now = Date.now()): Promise<Issuer | string> {
+/**
+ * Parses and checks the existing root CA; returns the reason it cannot be used, or the issuer. Under RSA (the
+ * default) a root the vc-manager could not read is refused too: an ECDSA key, or one not in PKCS#1 — except an RSA
+ * key in PKCS#8, which is kept and only re-encoded (`reencoded`), so trust in the root does not change.
+ */
+export async function loadRootCa(
+  data: Record<string, string> | undefined,
+  now = Date.now(),
+  algorithm: KeyAlgorithm = DEFAULT_KEY_ALGORITHM,
+): Promise<(Issuer & { reencoded?: Record<string, string> }) | string> {
   const certPem = fromB64(data?.['tls.crt']);
   const keyPem = fromB64(data?.['tls.key']);
   if (!certPem || !keyPem) return 'root-ca has no tls.crt/tls.key';
   let cert: NodeX509;
-  let keyObject: ReturnType<typeof createPrivateKey>;
+  let keyObject: KeyObject;
   try {
     cert = new NodeX509(certPem);
     keyObject = createPrivateKey(keyPem);
@@ -140,44 +159,45 @@ export async function loadRootCa(data: Record<string, string> | undefined, now =
   if (!cert.ca) return 'root-ca is not a CA certificate';
   if (Date.parse(cert.validTo) <= now) return `root-ca expired at ${cert.validTo}`;
   if (!cert.checkPrivateKey(keyObject)) return 'root-ca key does not match its certificate';
-  const type = keyObject.asymmetricKeyType;
+  const signature = signatureOf(keyObject);
   const curve = keyObject.asymmetricKeyDetails?.namedCurve;
-  const algorithm: KeyAlgorithm | undefined = type === 'rsa' ? 'rsa-2048' : type === 'ec' && curve === 'prime256v1' ? 'ecdsa-p256' : undefined;
-  if (!algorithm) return `root-ca key type ${type}${curve ? ` ${curve}` : ''} is not supported`;
-  return { ca: certificateAuthority(cert.raw, keyObject, algorithm), certPem };
+  if (!signature) return `root-ca key type ${keyObject.asymmetricKeyType}${curve ? ` ${curve}` : ''} is not supported`;
+  if (algorithm === 'rsa-2048' && signature !== 'rsa-2048') return 'root-ca key is ECDSA; the vc-manager reads root-ca only as a PKCS#1 RSA key';
+  const issuer = { ca: certificateAuthority(cert.raw, keyObject, signature), certPem };
+  if (signature === 'rsa-2048' && !keyPem.includes('-----BEGIN RSA PRIVATE KEY-----')) {
+    return { ...issuer, reencoded: { 'tls.crt': data!['tls.crt']!, 'tls.key': b64(privateKeyPem(keyObject)) } };
+  }
+  return issuer;
 }
 
-async function newRootCa(clusterName: string, algorithm: KeyAlgorithm, now: number): Promise<{ issuer: Issuer; data: Record<string, string> }> {
-  const keys = await keyPair(algorithm);
-  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(),
-    name: `CN=kubernetes-ca,O=${escapeDn(clusterName)}`,
-    notBefore: new Date(now - BACKDATE_MS),
-    notAfter: new Date(now + ROOT_CA_DAYS * DAY_MS),
-    keys,
-    signingAlgorithm: SIGNING[algorithm],
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-    ],
-  });
-  const certPem = certificate.toString('pem');
-  const keyPem = await privateKeyPem(keys.privateKey);
+/** client-go's NewSelfSignedCACert with upstream's root subject. */
+async function newRootCa(algorithm: KeyAlgorithm, now: number): Promise<{ issuer: Issuer; data: Record<string, string> }> {
+  const keys = await keyMaterial(algorithm);
+  const der = issueCertificate(
+    undefined,
+    {
+      subject: [['O', ROOT_CA_ORGANIZATION], ['CN', ROOT_CA_COMMON_NAME]],
+      publicKeySpki: keys.spkiDer,
+      serialNumber: Buffer.from(serial(), 'hex'),
+      notBefore: new Date(now),
+      notAfter: new Date(now + ROOT_CA_DAYS * DAY_MS),
+      ca: true,
+      keyUsage: KEY_ENCIPHERMENT | DIGITAL_SIGNATURE | KEY_CERT_SIGN,
+      extendedKeyUsage: [],
+      dns: [ROOT_CA_COMMON_NAME],
+      ips: [],
+    },
+    { key: keys.privateKey, signature: algorithm },
+  );
+  const certPem = certificatePem(der);
   return {
-    issuer: { ca: certificateAuthority(Buffer.from(certificate.rawData), createPrivateKey(keyPem), algorithm), certPem },
-    data: { 'tls.crt': b64(certPem), 'tls.key': b64(keyPem) },
+    issuer: { ca: certificateAuthority(der, keys.privateKey, algorithm), certPem },
+    data: { 'tls.crt': b64(certPem), 'tls.key': b64(keys.privatePem) },
   };
-}
-
-function escapeDn(value: string): string {
-  return value.replace(/([,+"\\<>;=])/g, '\\$1');
 }
 
 interface LeafRequest {
   subject: [('CN' | 'O'), string][];
-  days: number;
-  ca?: boolean;
   usages: ('server' | 'client')[];
   dns?: string[];
   ips?: string[];
@@ -189,84 +209,106 @@ const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const DIGITAL_SIGNATURE = 1;
 const KEY_ENCIPHERMENT = 4;
 const KEY_CERT_SIGN = 32;
-const CRL_SIGN = 64;
 
-async function issue(issuer: Issuer, algorithm: KeyAlgorithm, request: LeafRequest, now: number): Promise<{ certPem: string; keyPem: string }> {
+/** util/pki NewCertAndKey: a new key and a certificate for it, signed by the root. */
+async function issue(issuer: Issuer, algorithm: KeyAlgorithm, request: LeafRequest, days: number, now: number): Promise<{ certPem: string; keyPem: string }> {
   const keys = await keyMaterial(algorithm);
   const der = issueCertificate(issuer.ca, {
     subject: request.subject,
     publicKeySpki: keys.spkiDer,
     serialNumber: Buffer.from(serial(), 'hex'),
-    notBefore: new Date(now - BACKDATE_MS),
-    notAfter: new Date(now + request.days * DAY_MS),
-    ca: request.ca === true,
-    keyUsage: request.ca ? KEY_CERT_SIGN | CRL_SIGN | DIGITAL_SIGNATURE : DIGITAL_SIGNATURE | KEY_ENCIPHERMENT,
-    extendedKeyUsage: request.ca ? [] : request.usages.map((u) => (u === 'server' ? SERVER_AUTH : CLIENT_AUTH)),
+    notBefore: issuer.ca.notBefore,
+    notAfter: new Date(now + days * DAY_MS),
+    ca: false,
+    keyUsage: KEY_ENCIPHERMENT | DIGITAL_SIGNATURE,
+    extendedKeyUsage: request.usages.map((u) => (u === 'server' ? SERVER_AUTH : CLIENT_AUTH)),
     dns: request.dns ?? [],
     ips: request.ips ?? [],
   });
   return { certPem: certificatePem(der), keyPem: keys.privatePem };
 }
 
-/** A kubeconfig; JSON (a subset of YAML, so kubectl and client libraries read it) because it is ~10× cheaper to write. */
-function kubeconfig(cluster: string, server: string, caPem: string, user: string, certPem: string, keyPem: string): string {
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: cluster, cluster: { server, 'certificate-authority-data': b64(caPem) } }],
-    users: [{ name: user, user: { 'client-certificate-data': b64(certPem), 'client-key-data': b64(keyPem) } }],
-    contexts: [{ name: `${user}@${cluster}`, context: { cluster, user } }],
-    'current-context': `${user}@${cluster}`,
-  });
+/** Upstream's kubeconfig template (controller/kubeconfig), field for field. */
+function kubeconfig(cluster: string, address: string, caPem: string, user: string, certPem: string, keyPem: string): string {
+  const server = address.includes(':') ? `https://[${address}]:${KUBECONFIG_PORT}` : `https://${address}:${KUBECONFIG_PORT}`;
+  return `
+kind: Config
+apiVersion: v1
+users:
+- name: ${user}
+  user:
+    client-certificate-data: ${b64(certPem)}
+    client-key-data: ${b64(keyPem)}
+clusters:
+- name: ${cluster}
+  cluster:
+    certificate-authority-data: ${b64(caPem)}
+    server: ${server}
+contexts:
+- context:
+    cluster: ${cluster}
+    user: ${user}
+  name: default
+current-context: default
+preferences: {}
+`;
+}
+
+/** The etcd serving certificate's DNS names: each replica and the Service, then each again with `.<namespace>`. */
+export function etcdDnsNames(input: Pick<ClusterPkiInput, 'etcdServiceName' | 'etcdStatefulSetName' | 'etcdReplicas' | 'clusterNamespace'>): string[] {
+  const replicas = Array.from({ length: Math.max(0, input.etcdReplicas) }, (_, i) => `${input.etcdStatefulSetName}-${i}.${input.etcdServiceName}`);
+  const names = [...replicas, input.etcdServiceName];
+  return [...names, ...names.map((n) => `${n}.${input.clusterNamespace}`)];
+}
+
+/** The apiserver serving certificate's DNS names, in upstream's order. */
+export function apiserverDnsNames(input: Pick<ClusterPkiInput, 'clusterName' | 'clusterNamespace' | 'clusterDomain' | 'apiserverServiceName' | 'externalApiserverDomain'>): string[] {
+  const domain = input.clusterDomain || 'cluster.local';
+  return [
+    'kubernetes',
+    'kubernetes.default',
+    'kubernetes.default.svc',
+    `kubernetes.default.svc.${domain}`,
+    `${input.apiserverServiceName}.${input.clusterNamespace}`,
+    input.clusterName,
+    ...(input.externalApiserverDomain !== undefined ? [input.externalApiserverDomain] : []),
+  ];
 }
 
 /**
- * Keeps the root CA when it is a usable CA (else generates one and says why), and issues every other secret anew.
+ * Keeps the root CA when it is usable (else generates one and says why), and issues every other secret anew.
  * Pure computation: writing the secrets is the caller's job.
  */
 export async function generateClusterPki(input: ClusterPkiInput, options: PkiOptions = {}): Promise<ClusterPki> {
   const now = options.now ?? Date.now();
-  const algorithm = options.keyAlgorithm ?? 'ecdsa-p256';
-  const loaded = await loadRootCa(input.rootCaData, now);
+  const algorithm = options.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
+  const loaded = await loadRootCa(input.rootCaData, now, algorithm);
   let issuer: Issuer;
   let rootCa: Record<string, string>;
   let rootCaProblem: string | undefined;
+  let rootCaReencoded = false;
   if (typeof loaded === 'string') {
     rootCaProblem = loaded;
-    const created = await newRootCa(input.clusterName, algorithm, now);
+    const created = await newRootCa(algorithm, now);
     issuer = created.issuer;
     rootCa = created.data;
   } else {
     issuer = loaded;
-    rootCa = input.rootCaData!;
+    rootCa = loaded.reencoded ?? input.rootCaData!;
+    rootCaReencoded = loaded.reencoded !== undefined;
   }
   const caPem = issuer.certPem;
-  const days = input.expireDays && input.expireDays > 0 ? input.expireDays : 365;
-  const ns = input.clusterNamespace;
-  const domain = input.clusterDomain || 'cluster.local';
-  const svc = input.apiserverServiceName;
-  const serviceNames = (name: string) => [name, `${name}.${ns}`, `${name}.${ns}.svc`, `${name}.${ns}.svc.${domain}`];
-  const etcdPeers = Array.from({ length: Math.max(1, input.etcdReplicas) }, (_, i) => `${input.etcdStatefulSetName}-${i}.${input.etcdServiceName}.${ns}`);
-  const server = `https://${svc}.${ns}:${input.apiserverPort}`;
+  const days = input.expireDays && input.expireDays > 0 ? input.expireDays : LEAF_DAYS;
+  const clusterIP = input.apiserverClusterIP && input.apiserverClusterIP !== 'None' ? input.apiserverClusterIP : undefined;
+  // The kubeconfigs dial the ClusterIP when there is one, else `<svc>.<ns>` (finalAPIAddress).
+  const address = clusterIP ?? `${input.apiserverServiceName}.${input.clusterNamespace}`;
 
-  const [apiserver, etcd, frontProxy, controllerManager, admin, serviceAccount] = await Promise.all([
-    issue(issuer, algorithm, {
-      subject: [['CN', 'kube-apiserver']],
-      days,
-      usages: ['server', 'client'],
-      dns: [...serviceNames(svc), 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', `kubernetes.default.svc.${domain}`, 'localhost'],
-      ips: [...(input.apiserverClusterIP && input.apiserverClusterIP !== 'None' ? [input.apiserverClusterIP] : []), '127.0.0.1'],
-    }, now),
-    issue(issuer, algorithm, {
-      subject: [['CN', 'etcd']],
-      days,
-      usages: ['server', 'client'],
-      dns: [...serviceNames(input.etcdServiceName), ...etcdPeers, 'localhost'],
-      ips: ['127.0.0.1'],
-    }, now),
-    issue(issuer, algorithm, { subject: [['CN', 'front-proxy-ca']], days, ca: true, usages: [] }, now),
-    issue(issuer, algorithm, { subject: [['CN', 'system:kube-controller-manager']], days, usages: ['client'] }, now),
-    issue(issuer, algorithm, { subject: [['CN', 'admin'], ['O', 'system:masters']], days, usages: ['client'] }, now),
+  const [etcd, frontProxy, apiserver, controllerManager, admin, serviceAccount] = await Promise.all([
+    issue(issuer, algorithm, { subject: [['CN', 'kube-etcd']], usages: ['server', 'client'], dns: etcdDnsNames(input), ips: ['127.0.0.1'] }, days, now),
+    issue(issuer, algorithm, { subject: [['CN', 'front-proxy-client']], usages: ['client'] }, days, now),
+    issue(issuer, algorithm, { subject: [['CN', input.clusterNamespace]], usages: ['server', 'client'], dns: apiserverDnsNames(input), ips: clusterIP ? [clusterIP] : [] }, days, now),
+    issue(issuer, algorithm, { subject: [['CN', 'system:kube-controller-manager']], usages: ['client'] }, days, now),
+    issue(issuer, algorithm, { subject: [['CN', 'admin'], ['O', 'system:masters']], usages: ['client'] }, days, now),
     keyMaterial(algorithm),
   ]);
   const tls = (pair: { certPem: string; keyPem: string }) => ({ 'tls.crt': b64(pair.certPem), 'tls.key': b64(pair.keyPem) });
@@ -274,17 +316,19 @@ export async function generateClusterPki(input: ClusterPkiInput, options: PkiOpt
     rootCa,
     rootCaGenerated: rootCaProblem !== undefined,
     ...(rootCaProblem !== undefined ? { rootCaProblem } : {}),
+    ...(rootCaReencoded ? { rootCaReencoded } : {}),
     secrets: {
       'apiserver-ca': tls(apiserver),
       'etcd-ca': tls(etcd),
       'front-proxy-ca': tls(frontProxy),
       'controller-manager-kubeconfig': {
-        'controller-manager-kubeconfig': b64(kubeconfig(input.clusterName, server, caPem, 'system:kube-controller-manager', controllerManager.certPem, controllerManager.keyPem)),
+        'controller-manager-kubeconfig': b64(kubeconfig(input.clusterName, address, caPem, 'system:kube-controller-manager', controllerManager.certPem, controllerManager.keyPem)),
       },
-      'admin-kubeconfig': { 'admin-kubeconfig': b64(kubeconfig(input.clusterName, server, caPem, 'admin', admin.certPem, admin.keyPem)) },
+      'admin-kubeconfig': { 'admin-kubeconfig': b64(kubeconfig(input.clusterName, address, caPem, 'admin', admin.certPem, admin.keyPem)) },
       // As upstream's RsaKeyToSecret: a kubernetes.io/tls Secret whose tls.crt holds the public key (the apiserver reads
       // tls.key for --service-account-key-file); other keys would fail that type's validation or be ignored.
       'serviceaccount-rsa': tls({ certPem: serviceAccount.publicPem, keyPem: serviceAccount.privatePem }),
     },
+    warnings: algorithm === 'ecdsa-p256' ? [ECDSA_WARNING] : [],
   };
 }

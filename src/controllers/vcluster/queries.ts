@@ -4,6 +4,7 @@ import type { ClusterVersionView, VirtualClusterQueries, VirtualClusterView } fr
 import { ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED } from './constants.js';
 import { lastUpgradeOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
+import type { VcManagerGate } from './vcManagerGate.js';
 
 type Cached<T> = T & KubernetesObject;
 
@@ -61,10 +62,15 @@ export class CachedVirtualClusterQueries implements VirtualClusterQueries {
     private readonly virtualClustersCache: Informer<Cached<VirtualClusterObject>>,
     private readonly clusterVersionsCache: Informer<Cached<ClusterVersionObject>>,
     private readonly gate: boolean,
+    private readonly vcManager?: VcManagerGate,
   ) {}
 
   partialUpgradeEnabled(): boolean {
     return this.gate;
+  }
+
+  upstreamUpgrades(): string | undefined {
+    return this.vcManager?.upstreamUpgrades();
   }
 
   async virtualClusters(): Promise<VirtualClusterView[]> {

@@ -20,6 +20,12 @@ export class CustomResourceSchema {
   /** Rules outside the supported CEL subset, which are not evaluated (listed so that tests and docs can say so). */
   readonly skippedRules: string[] = [];
   private readonly validator: SchemaValidator;
+  /**
+   * Validators of the two halves a write through one of a status subresource's endpoints can change: `status` alone, and
+   * everything but `status`. Absent when the schema has no `status` property, or when a rule at the root could read
+   * both halves (then every write checks the whole object).
+   */
+  private readonly halves: { status: SchemaValidator; statusRoot: JsonSchemaProps; main: SchemaValidator; mainRoot: JsonSchemaProps } | undefined;
   private readonly rules = new WeakMap<JsonSchemaProps, RuleAt[]>();
   /** Schema nodes whose subtree holds a rule or an embedded resource: the only ones `walk` needs to enter. */
   private readonly checked = new WeakSet<JsonSchemaProps>();
@@ -44,6 +50,16 @@ export class CustomResourceSchema {
       if (n.items) mark(n.items);
     };
     mark(schema);
+    const status = schema.properties?.status;
+    if (status && !(schema['x-kubernetes-validations']?.length)) {
+      const { status: _status, ...rest } = schema.properties!;
+      const statusRoot: JsonSchemaProps = { type: 'object', properties: { status } };
+      const mainRoot: JsonSchemaProps = { ...schema, properties: rest };
+      if (schema.required) mainRoot.required = schema.required.filter((f) => f !== 'status');
+      if (this.checked.has(status)) this.checked.add(statusRoot);
+      if (schemaHas(mainRoot, needsWalk)) this.checked.add(mainRoot);
+      this.halves = { status: new SchemaValidator(statusRoot), statusRoot, main: new SchemaValidator(mainRoot), mainRoot };
+    }
   }
 
   /** Prunes, drops disallowed nulls and defaults `object` in place; returns the paths of the pruned fields. */
@@ -55,11 +71,26 @@ export class CustomResourceSchema {
     return removed;
   }
 
-  /** Field errors of a normalized object; `old` (the stored object on update) feeds transition rules. */
-  validate(object: Record<string, unknown>, old?: Record<string, unknown>): StatusCause[] {
-    const causes = this.validator.check(object);
+  /**
+   * Field errors of a normalized object; `old` (the stored object on update) feeds transition rules. `part` narrows the
+   * check to what the write could change: `status` for the status subresource, `main` for the main resource of a type
+   * with a status subresource (whose stored status the write cannot touch). The other half is the stored one, checked
+   * when it was written.
+   */
+  validate(object: Record<string, unknown>, old?: Record<string, unknown>, part: 'all' | 'status' | 'main' = 'all'): StatusCause[] {
+    if (part === 'all' || !this.halves) return this.check(this.validator, this.schema, object, old);
+    if (part === 'status') {
+      return this.check(this.halves.status, this.halves.statusRoot, { status: object.status }, old && { status: old.status });
+    }
+    const { status, ...main } = object;
+    const { status: _oldStatus, ...oldMain } = old ?? {};
+    return this.check(this.halves.main, this.halves.mainRoot, main, old && oldMain);
+  }
+
+  private check(validator: SchemaValidator, root: JsonSchemaProps, object: Record<string, unknown>, old: Record<string, unknown> | undefined): StatusCause[] {
+    const causes = validator.check(object);
     if (causes.length > 0) return causes;
-    if (this.hasRules || this.hasEmbedded) this.walk(object, old, old !== undefined, this.schema, [], causes);
+    if ((this.hasRules || this.hasEmbedded) && this.checked.has(root)) this.walk(object, old, old !== undefined, root, [], causes);
     return causes;
   }
 

@@ -398,7 +398,8 @@ export class MemoryStore implements WatchableStore {
         if (managed.length === 0) delete object.metadata.managedFields;
       }
     }
-    const causes = compiled.validate(object, old);
+    const part = subresource === 'status' ? 'status' : old && hasStatus(state.type) ? 'main' : 'all';
+    const causes = compiled.validate(object, old, part);
     if (causes.length > 0) throw invalid(state.type.kind, object.metadata.name, causes, state.type.group);
   }
 

@@ -297,29 +297,65 @@ describe('node-agent rollout across a restart of rollplane', () => {
 });
 
 describe('node-agent DaemonSet strategy', () => {
-  it('restores an original RollingUpdate strategy without the DaemonSet replacing any agent again', async () => {
+  it('restores an original RollingUpdate strategy and template (no readiness gate left) without the DaemonSet replacing any agent again', async () => {
     h = await startHarness({ sim: { delays: DELAYS } });
     const harness = h;
     const type = harness.sim.store.resourceType('apps', 'daemonsets')!;
     const ds = harness.daemonSet();
     harness.sim.store.update(type, { ...ds, spec: { ...ds.spec, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } } } });
+    const originalTemplate = structuredClone(harness.daemonSet().spec.template);
     const rollout = await harness.bump({ minReadySeconds: 0 });
     expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
     expect(harness.daemonSet().spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } });
+    // The user's template, with only the image changed: no readiness gate left behind, no rollplane annotation.
+    originalTemplate.spec.containers[0].image = NEW_IMAGE;
+    expect(harness.daemonSet().spec.template).toEqual(originalTemplate);
+    expect(Object.keys(harness.daemonSet().metadata.annotations ?? {}).filter((k) => k.startsWith('rollplane.io/'))).toEqual([]);
+    // The DaemonSet controller has seen the restored strategy and counts every agent as updated: it replaces none.
     const names = () => [...agentsByNode(harness.pods()).values()].flat().map((p) => p.metadata.name).sort();
     const before = names();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await harness.waitFor('the DaemonSet to observe the restored strategy', () => {
+      const d = harness.daemonSet();
+      return d.status?.observedGeneration === d.metadata.generation && d.status?.updatedNumberScheduled === 3 && d.status?.numberAvailable === 3;
+    });
     expect(names()).toEqual(before);
-    // Removing the gate would change the template and re-roll every node: it stays, and stays satisfied.
-    expect(harness.daemonSet().spec.template.spec.readinessGates).toEqual([{ conditionType: 'rollplane.io/peer-pods-ready' }]);
-    // An agent that dies after the rollout comes back gated, and rollplane opens its gate once the peers are back.
+    // An agent that dies after the rollout comes back from the user's template: no gate, Ready on its own.
     const pods = harness.sim.store.resourceType('', 'pods')!;
     const victim = agentsByNode(harness.pods()).get('sim-node-2')![0]!;
     harness.sim.store.delete(pods, DS_NS, victim.metadata.name, { gracePeriodSeconds: 0 });
     const replacement = await harness.waitFor('a new Ready agent on sim-node-2', () =>
       agentsByNode(harness.pods()).get('sim-node-2')?.find((p) => p.metadata.name !== victim.metadata.name && isReadyPod(p)),
     );
-    expect(replacement.status.conditions.find((c: { type: string }) => c.type === 'rollplane.io/peer-pods-ready').status).toBe('True');
+    expect(replacement.spec.readinessGates ?? []).toEqual([]);
+  });
+
+  it('takes out a readiness gate an earlier rollplane left in a RollingUpdate template, with the image change', async () => {
+    h = await startHarness({ sim: { delays: DELAYS } });
+    const harness = h;
+    const type = harness.sim.store.resourceType('apps', 'daemonsets')!;
+    const ds = harness.daemonSet();
+    const leftover = {
+      ...ds,
+      metadata: { ...ds.metadata, annotations: { ...ds.metadata.annotations, 'rollplane.io/readiness-gate-added': 'true' } },
+      spec: {
+        ...ds.spec,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+        template: { ...ds.spec.template, spec: { ...ds.spec.template.spec, readinessGates: [{ conditionType: 'rollplane.io/peer-pods-ready' }] } },
+      },
+    };
+    harness.sim.store.update(type, leftover);
+    // The leftover gate made the DaemonSet replace every agent; rollplane's gate controller opens their gates.
+    await harness.waitFor('every agent on the gated template and Ready', () => {
+      const d = harness.daemonSet();
+      return d.status?.observedGeneration === d.metadata.generation && d.status?.updatedNumberScheduled === 3 && d.status?.numberReady === 3;
+    });
+    const rollout = await harness.bump({ minReadySeconds: 0 });
+    expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    const after = harness.daemonSet();
+    expect(after.spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } });
+    expect(after.spec.template.spec.readinessGates).toBeUndefined();
+    expect(after.metadata.annotations?.['rollplane.io/readiness-gate-added']).toBeUndefined();
+    for (const agents of agentsByNode(harness.pods()).values()) for (const p of agents) expect(p.spec.readinessGates ?? []).toEqual([]);
   });
 });
 

@@ -74,7 +74,8 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
 
   const store = sim.store;
   const vc = (name: string) => store.get(Resources.virtualclusters, VC_NS, name)!;
-  const waitFor = async <T>(what: string, check: () => T | undefined | false, timeoutMs = 15_000): Promise<T> => {
+  // 45 s: RSA-2048 keys (upstream's, the default) cost ~10× the CPU of ECDSA ones, and the suite runs on a busy 2-core machine.
+  const waitFor = async <T>(what: string, check: () => T | undefined | false, timeoutMs = 45_000): Promise<T> => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const value = check();
@@ -117,7 +118,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
         return current.metadata.labels?.['tenancy.x-k8s.io/ready-for-upgrade'] ? undefined : current;
       }, timeoutMs),
     observations: () => events.listAfter({ types: ['ClusterUpgradeObserved'] }, undefined, 1000),
-    async observed(count, timeoutMs = 15_000) {
+    async observed(count, timeoutMs = 45_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const all = await events.listAfter({ types: ['ClusterUpgradeObserved'] }, undefined, 1000);

@@ -20,16 +20,20 @@ describe('cluster PKI', () => {
     const apiserver = new X509Certificate(pem(pki.secrets['apiserver-ca']!, 'tls.crt'));
     expect(apiserver.verify(root.publicKey)).toBe(true);
     expect(apiserver.checkIssued(root)).toBe(true);
-    expect(apiserver.subjectAltName).toContain('DNS:apiserver-svc.default-abc123-vc-1.svc.cluster.local');
+    // Upstream's names: `<svc>.<ns>` (not the .svc forms) and the VirtualCluster's name (see pkiUpstream.test.ts).
+    expect(apiserver.subjectAltName).toContain('DNS:apiserver-svc.default-abc123-vc-1');
+    expect(apiserver.subjectAltName).toContain('DNS:vc-1');
     expect(apiserver.subjectAltName).toContain('IP Address:10.96.0.10');
     expect(apiserver.checkPrivateKey(createPrivateKey(pem(pki.secrets['apiserver-ca']!, 'tls.key')))).toBe(true);
     for (const name of ['etcd-ca', 'front-proxy-ca']) {
       expect(new X509Certificate(pem(pki.secrets[name]!, 'tls.crt')).verify(root.publicKey)).toBe(true);
     }
-    expect(new X509Certificate(pem(pki.secrets['front-proxy-ca']!, 'tls.crt')).ca).toBe(true);
+    // As upstream: front-proxy-ca holds the front-proxy-client client certificate, not a CA.
+    expect(new X509Certificate(pem(pki.secrets['front-proxy-ca']!, 'tls.crt')).ca).toBe(false);
 
     const kubeconfig = parseYaml(pem(pki.secrets['controller-manager-kubeconfig']!, 'controller-manager-kubeconfig'));
-    expect(kubeconfig.clusters[0].cluster.server).toBe('https://apiserver-svc.default-abc123-vc-1:6443');
+    // Upstream dials the ClusterIP when the apiserver Service has one (finalAPIAddress), always on 6443.
+    expect(kubeconfig.clusters[0].cluster.server).toBe('https://10.96.0.10:6443');
     const client = new X509Certificate(Buffer.from(kubeconfig.users[0].user['client-certificate-data'], 'base64'));
     expect(client.subject).toContain('CN=system:kube-controller-manager');
     expect(client.verify(root.publicKey)).toBe(true);
@@ -45,11 +49,13 @@ describe('cluster PKI', () => {
     const root = new x509.X509Certificate(pem(pki.rootCa, 'tls.crt'));
     const rootKeyId = root.getExtension(x509.SubjectKeyIdentifierExtension)!.keyId;
     const leaf = new x509.X509Certificate(pem(pki.secrets['apiserver-ca']!, 'tls.crt'));
-    expect(leaf.subject).toBe('CN=kube-apiserver');
+    // Upstream's CN is the cluster namespace (ToClusterKey); leaves start when the root does.
+    expect(leaf.subject).toBe('CN=default-abc123-vc-1');
     expect(leaf.issuer).toBe(root.subject);
-    expect(leaf.notAfter.getTime() - leaf.notBefore.getTime()).toBe(30 * 86_400_000 + 5 * 60_000);
-    const basic = leaf.getExtension(x509.BasicConstraintsExtension)!;
-    expect([basic.ca, basic.critical]).toEqual([false, true]);
+    expect(leaf.notBefore.getTime()).toBe(root.notBefore.getTime());
+    expect(leaf.notAfter.getTime()).toBe(Date.parse('2026-12-01T00:00:00Z') + 30 * 86_400_000);
+    // Go writes no basicConstraints for upstream's leaf templates (BasicConstraintsValid unset).
+    expect(leaf.getExtension(x509.BasicConstraintsExtension)).toBeNull();
     const usage = leaf.getExtension(x509.KeyUsagesExtension)!;
     expect([usage.usages, usage.critical]).toEqual([x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true]);
     expect(leaf.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]);
@@ -57,13 +63,15 @@ describe('cluster PKI', () => {
     expect(await leaf.verify({ publicKey: await root.publicKey.export() })).toBe(true);
 
     const frontProxy = new x509.X509Certificate(pem(pki.secrets['front-proxy-ca']!, 'tls.crt'));
-    expect(frontProxy.getExtension(x509.BasicConstraintsExtension)!.ca).toBe(true);
-    expect(frontProxy.getExtension(x509.KeyUsagesExtension)!.usages & x509.KeyUsageFlags.keyCertSign).toBeTruthy();
-    expect(frontProxy.getExtension(x509.ExtendedKeyUsageExtension)).toBeNull();
+    expect(frontProxy.subject).toBe('CN=front-proxy-client');
+    expect(frontProxy.getExtension(x509.BasicConstraintsExtension)).toBeNull();
+    expect(frontProxy.getExtension(x509.KeyUsagesExtension)!.usages & x509.KeyUsageFlags.keyCertSign).toBeFalsy();
+    expect(frontProxy.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.clientAuth]);
 
     const admin = parseYaml(pem(pki.secrets['admin-kubeconfig']!, 'admin-kubeconfig'));
     const adminCert = new x509.X509Certificate(Buffer.from(admin.users[0].user['client-certificate-data'], 'base64').toString());
-    expect(adminCert.subject).toBe('CN=admin, O=system:masters');
+    // Go writes O before CN.
+    expect(adminCert.subject).toBe('O=system:masters, CN=admin');
     expect(adminCert.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.clientAuth]);
   });
 

@@ -76,8 +76,8 @@ describe('the vm-dhcp-controller chart as the fleet installs it', () => {
       upstream: { vmDhcp: {}, vcManager: { partialUpgrade: true }, caa: true },
     });
     expect(parseFleetSpec('pools=2,upstream=vm-dhcp:no-agent').upstream).toEqual({ vmDhcp: { noAgent: true } });
-    // The demo runs the vm-dhcp-controller (issue 14: rollplane coexists with it); an explicit upstream= replaces that.
-    expect(parseFleetSpec('demo').upstream).toEqual({ vmDhcp: {} });
+    // The demo runs the vm-dhcp-controller and the CAA chart (ADRs 0017, 0019); an explicit upstream= replaces that.
+    expect(parseFleetSpec('demo').upstream).toEqual({ vmDhcp: {}, caa: true });
     expect(parseFleetSpec('demo,upstream=vc-manager').upstream).toEqual({ vcManager: {} });
     expect(() => parseFleetSpec('demo,upstream=vm-dhcp+nope')).toThrow(/expected none or vm-dhcp/);
   });
