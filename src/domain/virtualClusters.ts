@@ -402,8 +402,6 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
   if (!queries.partialUpgradeEnabled()) {
     throw new ConflictError('the ClusterVersionPartialUpgrade feature gate is off: no virtual cluster would be upgraded');
   }
-  const upstream = queries.upstreamUpgrades?.();
-  if (upstream) throw new ConflictError(`refused: ${upstream}`);
   if (!input.clusterVersion) throw new ValidationError('input.clusterVersion', 'is required');
   const cv = await queries.clusterVersion(input.clusterVersion);
   if (!cv) throw new ValidationError('input.clusterVersion', `no ClusterVersion named "${input.clusterVersion.slice(0, 253)}"`);
@@ -484,6 +482,9 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
     strategy: { ...strategy, clusterVersionChange: change },
     targets,
   };
+  // After validation, so bad input is still named; a dry run too, since the real one would be refused (ADR 0018).
+  const upstream = queries.upstreamUpgrades?.();
+  if (upstream) throw new ConflictError(`refused: ${upstream}`);
   const { cause, dryRun, idempotencyKey, ...request } = input;
   if (!dryRun && !(idempotencyKey && (await domain.rollouts.findByIdempotencyKey(idempotencyKey)))) {
     await refuseConcurrentChange(domain, cv.name);

@@ -109,6 +109,10 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     expect(drift.drift.edges.map((e: any) => e.node).sort((a: any, b: any) => a.name.localeCompare(b.name))).toEqual(
       outside.map((name) => ({ name, desiredVersion: NEW, runningVersion: OLD })).sort((a, b) => a.name.localeCompare(b.name)),
     );
+    const view = await r.gql(`{ a: agentPool(namespace: "default", name: "net-21") { held heldByRollplane mode desiredImage runningImage }
+      b: agentPool(namespace: "default", name: "net-1") { held heldByRollplane mode desiredImage runningImage } }`);
+    expect(view.a).toEqual({ held: false, heldByRollplane: true, mode: 'COEXIST', desiredImage: NEW, runningImage: OLD });
+    expect(view.b).toEqual({ held: false, heldByRollplane: false, mode: 'COEXIST', desiredImage: NEW, runningImage: NEW });
   });
 
   it('pause and abort stop the releases; rollback holds, sets --image back and releases in waves', async () => {
@@ -225,6 +229,10 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     expect(events.find((e) => e.type === 'UpstreamControllerChanged')).toMatchObject({ rolloutId: null, payload: { oldImage: OLD, newImage: OTHER, planned: false } });
     const drift = await r.gql(`{ drift(kind: AGENT_POOL) { edges { node { name desiredVersion runningVersion } } } }`);
     expect(drift.drift.edges.map((e: any) => e.node)).toEqual([{ name: 'net-3', desiredVersion: OTHER, runningVersion: OLD }]);
+    // Someone else's hold: a rollout skips the pool and never releases it.
+    expect((await r.gql(`{ agentPool(namespace: "default", name: "net-3") { held heldByRollplane } }`)).agentPool).toEqual({ held: true, heldByRollplane: false });
+    const plan = await r.gql(BUMP, { input: { image: OTHER, dryRun: true } });
+    expect(plan.bumpAgentImage.plan.find((p: any) => p.name === 'net-3')).toMatchObject({ action: 'skip', reason: expect.stringContaining('held') });
   });
 });
 

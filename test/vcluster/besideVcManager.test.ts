@@ -40,5 +40,11 @@ describe('bumpClusterVersion beside a vc-manager whose gate is on', () => {
     expect((await read()).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
     const rollouts = await gql(app.url, '{ rollouts(first: 5) { totalCount } }');
     expect(rollouts.data.rollouts.totalCount).toBe(0);
+
+    // A dry run is refused the same way; bad input is still named first.
+    const dry = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, dryRun: true } });
+    expect(dry.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    const bad = await gql(app.url, BUMP, { input: { clusterVersion: CV, specPatch: { etcd: { statefulset: {} } } } });
+    expect(bad.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.specPatch.etcd' });
   });
 });

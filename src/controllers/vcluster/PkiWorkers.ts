@@ -1,6 +1,8 @@
 /**
- * Cluster PKI generation on a worker thread. @peculiar/x509 and asn1js are pure JavaScript (~18 ms of CPU per cluster):
- * on the main thread they stall the event loop that also serves the API and every other reconciler.
+ * Cluster PKI generation on a worker thread. The ASN.1 work is pure JavaScript (~18 ms of CPU per cluster with ECDSA
+ * keys) and RSA-2048 key generation, upstream's default, costs far more (~1 s of CPU per cluster for six keys on the
+ * busy 2-core bench machine, ADR 0018): on the main thread either would stall the event loop that also serves the API
+ * and every other reconciler.
  *
  * One worker (the service runs on small machines; the event loop it frees is the point, not parallel PKI). Requests
  * are handled one at a time, in the order they were made. The worker starts on the first request, is unref()ed while

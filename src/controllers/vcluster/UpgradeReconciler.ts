@@ -10,8 +10,10 @@ import {
   ANNOTATION_LAST_UPGRADE,
   ANNOTATION_PROGRESS,
   ANNOTATION_ROLLOUT,
+  DEFAULT_KEY_ALGORITHM,
   HASHED_SECRETS,
   LABEL_CLUSTER,
+  LABEL_EXTERNAL_APISERVER_DOMAIN,
   LABEL_READY_FOR_UPGRADE,
   LABEL_VERSION_APPLIED,
   MESSAGE_UPGRADE_COMPLETED,
@@ -20,6 +22,7 @@ import {
   REASON_UPGRADE_FAILED,
   REGENERATED_SECRETS,
   ROOT_CA_SECRET,
+  type KeyAlgorithm,
   type UpgradeComponent,
 } from './constants.js';
 import type { ControlPlaneApi } from './ControlPlaneApi.js';
@@ -35,7 +38,6 @@ import {
   type UpgradeOutcome,
   type UpgradeProgress,
 } from './objects.js';
-import { DEFAULT_KEY_ALGORITHM, LABEL_EXTERNAL_APISERVER_DOMAIN, type KeyAlgorithm } from './pki.js';
 import { sharedPkiWorkers, type IssuePki } from './PkiWorkers.js';
 import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
 import type { UpgradeMetrics } from './upgradeMetrics.js';

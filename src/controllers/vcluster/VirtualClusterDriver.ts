@@ -74,13 +74,18 @@ export class VirtualClusterDriver implements RolloutDriver {
     if (!labelled && cv && labels[LABEL_VERSION_APPLIED] === cv.metadata.resourceVersion && specVersion(cv.spec) === rollout.toVersion && vc.status?.reason === REASON_UPGRADE_COMPLETED) {
       return { phase: 'succeeded' };
     }
-    // Labelled by this rollout, then upgraded by the vc-manager (its gate turned on meanwhile): its failure is final.
-    // (The vc-manager removes the label but not rollplane's rollout annotation, which rollplane's own finish clears.)
-    if (!labelled && annotations[ANNOTATION_ROLLOUT] === rollout.id && last?.rolloutId !== rollout.id && vc.status?.reason === REASON_UPGRADE_FAILED && this.deps.gate?.upstreamUpgrades()) {
-      return { phase: 'failed', reason: `the vc-manager upgraded the cluster and failed: ${vc.status.message ?? 'no message'}` };
+    // Labelled by this rollout, then left to the vc-manager (its gate turned on meanwhile). It removes the label but
+    // not rollplane's rollout annotation (rollplane's own finish clears that), and writes the applied marker whatever
+    // the outcome (an upstream defect): marker current + Failed is its failure; anything else, it is not done yet.
+    const upstream = this.deps.gate?.upstreamUpgrades();
+    if (upstream && !labelled) {
+      const handedOver = annotations[ANNOTATION_ROLLOUT] === rollout.id && last?.rolloutId !== rollout.id;
+      if (!handedOver) return { phase: 'failed', reason: `not admitted: ${upstream}` };
+      if (cv && labels[LABEL_VERSION_APPLIED] === cv.metadata.resourceVersion && vc.status?.reason === REASON_UPGRADE_FAILED) {
+        return { phase: 'failed', reason: `the vc-manager upgraded the cluster and failed: ${vc.status.message ?? 'no message'}` };
+      }
+      return { phase: 'progressing', message: 'the vc-manager is upgrading the cluster (its ClusterVersionPartialUpgrade gate is on)' };
     }
-    const upstream = !labelled ? this.deps.gate?.upstreamUpgrades() : undefined;
-    if (upstream) return { phase: 'failed', reason: `not admitted: ${upstream}` };
     const progress = progressOf(annotations);
     if (progress) return { phase: 'progressing', message: `waiting for the ${progress.step} StatefulSet to roll` };
     if (labelled) return { phase: 'progressing', message: vc.status?.phase === 'Running' ? 'upgrade queued' : `waiting for the cluster to be Running (phase ${vc.status?.phase ?? 'unknown'})` };

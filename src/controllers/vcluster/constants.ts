@@ -12,6 +12,16 @@ export const LABEL_VERSION_APPLIED = 'tenancy.x-k8s.io/cluster-version-applied';
 /** Upstream's pod-template label naming the cluster (namespace) a control-plane pod belongs to. */
 export const LABEL_CLUSTER = 'tenancy.x-k8s.io/cluster';
 
+/** The label whose value upstream adds to the apiserver certificate's DNS names. */
+export const LABEL_EXTERNAL_APISERVER_DOMAIN = 'tenancy.x-k8s.io/external-apiserver-domain';
+
+export type KeyAlgorithm = 'ecdsa-p256' | 'rsa-2048';
+/** Upstream's key type and encoding (RSA-2048, PKCS#1): the vc-manager reads root-ca only that way. */
+export const DEFAULT_KEY_ALGORITHM: KeyAlgorithm = 'rsa-2048';
+/** Why ECDSA is not the default; logged at start-up and returned with every PKI issued with it. */
+export const ECDSA_WARNING =
+  'keyAlgorithm ecdsa-p256 breaks the CAPN vc-manager: it decodes root-ca only as a PKCS#1 RSA key, so it fails every reconcile of a cluster whose root CA rollplane generated';
+
 /** Upstream's field manager for every control-plane write. */
 export const PROVISIONER_FIELD_MANAGER = 'virtualcluster/provisioner/native';
 /** rollplane's own field manager for ClusterVersion changes (so its fields are told apart from the provisioner's). */

@@ -24,20 +24,15 @@
 import { createPrivateKey, generateKeyPair, randomBytes, X509Certificate as NodeX509, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { certificateAuthority, certificatePem, issueCertificate } from './certificates.js';
+import { DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, type KeyAlgorithm } from './constants.js';
 import type { CertificateAuthority } from './certificates.js';
 
-export type KeyAlgorithm = 'ecdsa-p256' | 'rsa-2048';
-
-export const DEFAULT_KEY_ALGORITHM: KeyAlgorithm = 'rsa-2048';
-/** Why ECDSA is not the default; logged at start-up and returned with every PKI issued with it. */
-export const ECDSA_WARNING =
-  'keyAlgorithm ecdsa-p256 breaks the CAPN vc-manager: it decodes root-ca only as a PKCS#1 RSA key, so it fails every reconcile of a cluster whose root CA rollplane generated';
+// Defined with the kind's constants so that the main thread can read them without loading the ASN.1 code.
+export { DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, LABEL_EXTERNAL_APISERVER_DOMAIN, type KeyAlgorithm } from './constants.js';
 
 /** Upstream's root CA subject (createAndApplyPKI). */
 export const ROOT_CA_COMMON_NAME = 'kubernetes';
 export const ROOT_CA_ORGANIZATION = 'kubernetes-sig.kubernetes-sigs/multi-tenancy.virtualcluster';
-/** The label whose value upstream adds to the apiserver certificate's DNS names. */
-export const LABEL_EXTERNAL_APISERVER_DOMAIN = 'tenancy.x-k8s.io/external-apiserver-domain';
 
 const ROOT_CA_DAYS = 3650; // client-go's duration365d * 10
 const LEAF_DAYS = 365; // util/pki CertificateValidity

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AdmittedTarget } from '../../../src/domain/ports.js';
 import type { Rollout } from '../../../src/domain/RolloutService.js';
 import { clusterSpecVersion, type ClusterVersionChange } from '../../../src/domain/virtualClusters.js';
+import { Resources } from '../../../src/sim/store/resources.js';
 import { CV_NAME, startHarness, type Harness } from './harness.js';
 
 let h: Harness | undefined;
@@ -102,5 +103,51 @@ describe('VirtualClusterDriver', () => {
     expect(clusterSpecVersion(h.cv().spec)).toBe(forward.toVersion);
     await h.runtime.driver.prepare({ ...forward, id: 'ro_back', rollbackOfId: forward.id, toVersion: forward.fromVersion! });
     expect(clusterSpecVersion(h.cv().spec)).toBe(before);
+  });
+});
+
+describe('VirtualClusterDriver beside a vc-manager whose gate is turned on mid-rollout (ADR 0018)', () => {
+  it('admits no further cluster and fails it with the reason; a cluster labelled before reports the vc-manager\'s outcome', async () => {
+    h = await startHarness({ sim: { upstream: { vcManager: {} }, upstreamTiming: { vcManager: { pollMs: 20 } } } });
+    const rollout = rolloutFor(h, (spec) => (spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=5']));
+    await h.runtime.driver.prepare(rollout);
+    // vc-1 was admitted (labelled for this rollout) before the gate was turned on; it is briefly not Running, so that
+    // neither controller starts before rollplane's cache has seen the label, as it would have seen its own admission.
+    const labelled = structuredClone(h.vc('vc-1'));
+    labelled.metadata.labels = { ...labelled.metadata.labels, 'tenancy.x-k8s.io/ready-for-upgrade': 'true' };
+    labelled.metadata.annotations = { ...labelled.metadata.annotations, 'rollplane.io/rollout-id': rollout.id };
+    labelled.status.phase = 'Pending';
+    h.sim.store.update(Resources.virtualclusters, labelled);
+    for (const deadline = Date.now() + 10_000; !(await h.runtime.queries.virtualCluster('default', 'vc-1'))?.readyForUpgrade; ) {
+      if (Date.now() > deadline) throw new Error('the cache never showed vc-1 labelled');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const d = structuredClone(h.sim.store.get(Resources.deployments, 'vc-manager', 'vc-manager')!);
+    d.spec.template.spec.containers[0].args = [...d.spec.template.spec.containers[0].args, '--feature-gates=ClusterVersionPartialUpgrade=true'];
+    h.sim.store.update(Resources.deployments, d);
+    await h.waitFor('the gate to be seen', () => h!.runtime.queries.upstreamUpgrades?.());
+    expect(await h.runtime.driver.observe(target(rollout, 'vc-1'), rollout)).toMatchObject({ phase: 'progressing' });
+    const running = structuredClone(h.vc('vc-1'));
+    running.status.phase = 'Running';
+    h.sim.store.update(Resources.virtualclusters, running);
+
+    // vc-2: not labelled, and reported failed with the reason.
+    await h.runtime.driver.admit(target(rollout, 'vc-2'), rollout);
+    expect(h.vc('vc-2').metadata.labels?.['tenancy.x-k8s.io/ready-for-upgrade']).toBeUndefined();
+    const refused = await h.runtime.driver.observe(target(rollout, 'vc-2'), rollout);
+    expect(refused.phase).toBe('failed');
+    expect((refused as { reason: string }).reason).toMatch(/^not admitted: the vc-manager Deployment vc-manager\/vc-manager runs with --feature-gates=ClusterVersionPartialUpgrade=true/);
+
+    // vc-1: the vc-manager upgrades it (and fails: the demo fleet's root-ca is a placeholder it cannot decode);
+    // rollplane reports that outcome and recorded no upgrade of its own.
+    await h.upgradeEnded('vc-1');
+    // The driver reads its cache, which may trail the store by an event.
+    let outcome = await h.runtime.driver.observe(target(rollout, 'vc-1'), rollout);
+    for (const deadline = Date.now() + 10_000; outcome.phase === 'progressing' && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      outcome = await h.runtime.driver.observe(target(rollout, 'vc-1'), rollout);
+    }
+    expect(outcome).toEqual({ phase: 'failed', reason: 'the vc-manager upgraded the cluster and failed: fail to upgrade: failed to decode certificate' });
+    expect(await h.observations()).toHaveLength(0);
   });
 });

@@ -99,4 +99,24 @@ describe('cluster PKI', () => {
     const reused = await generateClusterPki({ ...input, rootCaData: pki.rootCa });
     expect(reused.rootCaGenerated).toBe(false);
   });
+
+  it('under RSA (the default) re-encodes a PKCS#8 RSA root as PKCS#1 with the same key and certificate, and replaces an ECDSA root', async () => {
+    const rsa = await generateClusterPki(input);
+    const pkcs8 = { ...rsa.rootCa, 'tls.key': Buffer.from(createPrivateKey(pem(rsa.rootCa, 'tls.key')).export({ type: 'pkcs8', format: 'pem' }) as string).toString('base64') };
+    const reencoded = await generateClusterPki({ ...input, rootCaData: pkcs8 });
+    expect([reencoded.rootCaGenerated, reencoded.rootCaReencoded]).toEqual([false, true]);
+    expect(reencoded.rootCa).toEqual(rsa.rootCa); // PKCS#1 again, byte for byte
+
+    const ecdsa = await generateClusterPki(input, { keyAlgorithm: 'ecdsa-p256' });
+    expect(pem(ecdsa.rootCa, 'tls.key')).toMatch(/^-----BEGIN EC PRIVATE KEY-----/);
+    const replaced = await generateClusterPki({ ...input, rootCaData: ecdsa.rootCa });
+    expect(replaced.rootCaGenerated).toBe(true);
+    expect(replaced.rootCaProblem).toBe('root-ca key is ECDSA; the vc-manager reads root-ca only as a PKCS#1 RSA key');
+    expect(pem(replaced.rootCa, 'tls.key')).toMatch(/^-----BEGIN RSA PRIVATE KEY-----/);
+    // Chosen explicitly, ECDSA keeps an ECDSA root and says what it breaks.
+    const kept = await generateClusterPki({ ...input, rootCaData: ecdsa.rootCa }, { keyAlgorithm: 'ecdsa-p256' });
+    expect(kept.rootCaGenerated).toBe(false);
+    expect(kept.warnings).toEqual([expect.stringContaining('breaks the CAPN vc-manager')]);
+    expect(replaced.warnings).toEqual([]);
+  });
 });
