@@ -30,6 +30,7 @@ export const PERMISSIONS: readonly Permission[] = [
   { group: 'apps', resource: 'deployments', verbs: ['list', 'watch', 'patch'], scope: 'cluster', why: 'the vm-dhcp-controller Deployment: found by its chart labels, its --image argument set by coexistence rollouts' },
   // Node agents (cloud-api-adaptor): the DaemonSet's template and update strategy.
   { group: 'apps', resource: 'daemonsets', verbs: ['get', 'list', 'watch', 'patch'], scope: 'cluster', why: 'node-agent DaemonSets: image and OnDelete strategy during a rollout' },
+  { group: '', resource: 'configmaps', verbs: ['get'], scope: 'cluster', why: "node agents: RUNTIMECLASS_NAME as the agent container sees it (the CAA's peer-pods-cm, through envFrom/configMapKeyRef)" },
   // Virtual clusters (cluster-api-provider-nested): VirtualClusters, ClusterVersions and the tenant control planes.
   { group: 'tenancy.x-k8s.io', resource: 'virtualclusters', verbs: ['get', 'list', 'watch', 'update', 'patch'], scope: 'cluster', why: 'opt-in label, cert-hash annotations, phase' },
   { group: 'tenancy.x-k8s.io', resource: 'clusterversions', verbs: ['get', 'list', 'watch', 'patch'], scope: 'cluster', why: 'server-side apply of the bumped spec' },
