@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventType } from '../src/domain/events.js';
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { DRIFT, AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
 import { ROLLOUT_QUERY } from '../src/cli/operations.js';
 import type { LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
@@ -25,8 +26,9 @@ import { startSimChild } from './simChild.js';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 
-function request(name: string, query: string, variables: Record<string, unknown> = {}, status = 200): LoadRequest {
-  return { name, body: JSON.stringify({ query, variables }), status };
+/** A typed document (the UI's and the CLI's generated ones) with its variables, or a hand-built query string. */
+function request<TVariables>(name: string, query: string | DocumentTypeDecoration<unknown, TVariables>, variables: TVariables | Record<string, unknown> = {}, status = 200): LoadRequest {
+  return { name, body: JSON.stringify({ query: String(query), variables }), status };
 }
 
 function runLoad(job: LoadJob): Promise<LoadResult[]> {

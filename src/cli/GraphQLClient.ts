@@ -1,3 +1,4 @@
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { ErrorCode } from '../errors.js';
 import { RemoteError, UnreachableError } from './exitCodes.js';
 import { backoffDelayMs, retryAfterMs } from './retryPolicy.js';
@@ -22,6 +23,9 @@ export interface GraphQLClientOptions {
   random?: () => number;
   fetch?: typeof fetch;
 }
+
+/** Variables may be left out when the operation declares none. */
+type VariablesOf<TVariables> = Record<string, never> extends TVariables ? [variables?: TVariables] : [variables: TVariables];
 
 const KNOWN_CODES = new Set<string>(Object.values(ErrorCode));
 
@@ -63,7 +67,14 @@ export class GraphQLClient {
     this.fetchFn = options.fetch ?? fetch;
   }
 
-  async request<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+  /**
+   * Sends a typed document (generated/graphql.ts): its result and variables types come from schema.graphql. A plain
+   * string is accepted for callers that build a document at run time, with the result type given by the caller.
+   */
+  request<TResult, TVariables>(document: DocumentTypeDecoration<TResult, TVariables>, ...variables: VariablesOf<TVariables>): Promise<TResult>;
+  request<T>(query: string, variables?: Record<string, unknown>): Promise<T>;
+  async request<T>(document: string | DocumentTypeDecoration<T, unknown>, variables: object = {}): Promise<T> {
+    const query = String(document);
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.attempt<T>(query, variables);
@@ -77,7 +88,7 @@ export class GraphQLClient {
     }
   }
 
-  private async attempt<T>(query: string, variables: Record<string, unknown>): Promise<T> {
+  private async attempt<T>(query: string, variables: object): Promise<T> {
     let response: Response;
     try {
       response = await this.fetchFn(this.url, {

@@ -1,4 +1,13 @@
 import { ValidationError } from '../errors.js';
+import type {
+  AgentRolloutStrategyInput,
+  BumpAgentImageInput,
+  BumpClusterVersionInput,
+  BumpNodeAgentImageInput,
+  CauseInput,
+  ComponentChangeInput,
+  PoolSelectorInput,
+} from './generated/graphql.js';
 import { defaultIdempotencyKey, type CauseFields, type CiContext } from './ciContext.js';
 
 /**
@@ -54,8 +63,9 @@ export interface ClusterVersionOptions extends CauseOptions {
   dryRun?: boolean;
 }
 
-export interface BuiltInput {
-  input: Record<string, unknown>;
+/** A mutation input (typed by the generated schema types) and what it targets. */
+export interface BuiltInput<TInput> {
+  input: TInput;
   /** Canonical description of what the request targets (part of the default idempotency key). */
   target: string;
 }
@@ -82,7 +92,14 @@ export function idempotencyKeyFor(ci: CiContext, options: CauseOptions, operatio
   return dryRun ? undefined : defaultIdempotencyKey(ci, operation, target);
 }
 
-function withCommon(input: Record<string, unknown>, ci: CiContext, options: CauseOptions, operation: string, target: string, dryRun: boolean): BuiltInput {
+/** The fields every bump input has. */
+interface CommonInput {
+  cause?: CauseInput | null;
+  idempotencyKey?: string | null;
+  dryRun?: boolean | null;
+}
+
+function withCommon<TInput extends CommonInput>(input: TInput, ci: CiContext, options: CauseOptions, operation: string, target: string, dryRun: boolean): BuiltInput<TInput> {
   const cause = causeFrom(ci, options);
   const key = idempotencyKeyFor(ci, options, operation, target, dryRun);
   return {
@@ -91,22 +108,22 @@ function withCommon(input: Record<string, unknown>, ci: CiContext, options: Caus
   };
 }
 
-export function agentImageInput(image: string, options: AgentImageOptions, ci: CiContext): BuiltInput {
+export function agentImageInput(image: string, options: AgentImageOptions, ci: CiContext): BuiltInput<BumpAgentImageInput> {
   const namespaces = sorted(options.namespace);
   const names = sorted(options.pool);
-  const pools: Record<string, unknown> = {};
+  const pools: PoolSelectorInput = {};
   if (namespaces.length) pools.namespaces = namespaces;
   if (names.length) pools.names = names;
   if (options.selector !== undefined) pools.labelSelector = options.selector;
 
-  const strategy: Record<string, unknown> = {};
+  const strategy: AgentRolloutStrategyInput = {};
   if (options.maxUnavailable !== undefined) strategy.maxUnavailable = options.maxUnavailable;
   if (options.canary !== undefined) strategy.canary = options.canary;
   if (options.progressDeadline !== undefined) strategy.progressDeadlineSeconds = options.progressDeadline;
   if (options.failureThreshold !== undefined) strategy.failureThreshold = options.failureThreshold;
   if (options.autoRollback) strategy.autoRollback = true;
 
-  const input: Record<string, unknown> = { image };
+  const input: BumpAgentImageInput = { image };
   if (Object.keys(pools).length) input.pools = pools;
   if (Object.keys(strategy).length) input.strategy = strategy;
   if (options.allowDowngrade) input.allowDowngrade = true;
@@ -120,9 +137,9 @@ export function agentImageInput(image: string, options: AgentImageOptions, ci: C
   return withCommon(input, ci, options, 'bump-agent-image', target, options.dryRun === true);
 }
 
-export function nodeAgentImageInput(namespacedName: string, image: string, options: NodeAgentImageOptions, ci: CiContext): BuiltInput {
+export function nodeAgentImageInput(namespacedName: string, image: string, options: NodeAgentImageOptions, ci: CiContext): BuiltInput<BumpNodeAgentImageInput> {
   const [namespace, name] = namespacedName.split('/') as [string, string];
-  const input: Record<string, unknown> = { namespace, name, image };
+  const input: BumpNodeAgentImageInput = { namespace, name, image };
   if (options.mode !== undefined) input.mode = options.mode;
   if (options.canaryNodeSelector !== undefined) input.canaryNodeSelector = options.canaryNodeSelector;
   if (options.nodeDeadline !== undefined) input.nodeDeadlineSeconds = options.nodeDeadline;
@@ -133,14 +150,14 @@ export function nodeAgentImageInput(namespacedName: string, image: string, optio
 }
 
 function component(image: string | undefined, args: string[] | undefined, env: { name: string; value: string | null }[] | undefined) {
-  const change: Record<string, unknown> = {};
+  const change: ComponentChangeInput = {};
   if (image !== undefined) change.image = image;
   if (args?.length) change.args = args;
   if (env?.length) change.env = env;
   return Object.keys(change).length ? change : undefined;
 }
 
-export function clusterVersionInput(clusterVersion: string, options: ClusterVersionOptions, ci: CiContext): BuiltInput {
+export function clusterVersionInput(clusterVersion: string, options: ClusterVersionOptions, ci: CiContext): BuiltInput<BumpClusterVersionInput> {
   const apiServer = component(options.apiserverImage, options.apiserverArg, options.apiserverEnv);
   const controllerManager = component(options.controllerManagerImage, options.controllerManagerArg, options.controllerManagerEnv);
   if (options.specPatch !== undefined && (typeof options.specPatch !== 'object' || options.specPatch === null || Array.isArray(options.specPatch))) {
@@ -153,7 +170,7 @@ export function clusterVersionInput(clusterVersion: string, options: ClusterVers
     );
   }
   const clusters = sorted(options.cluster);
-  const input: Record<string, unknown> = { clusterVersion };
+  const input: BumpClusterVersionInput = { clusterVersion };
   if (apiServer) input.apiServer = apiServer;
   if (controllerManager) input.controllerManager = controllerManager;
   if (options.specPatch !== undefined) input.specPatch = options.specPatch;

@@ -124,8 +124,8 @@ export class CliContext {
     let lastState: string | undefined;
     const reporter = createProgressReporter(this.io.stderr, this.io.stderr.isTTY === true, undefined, () => this.io.stderr.columns);
     const follower = new RolloutFollower({
-      fetchRollout: (rolloutId) => this.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
-      lastEventId: () => this.client.request<{ serverInfo: { lastEventId: string } }>(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),
+      fetchRollout: (rolloutId) => this.client.request(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
+      lastEventId: () => this.client.request(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),
       subscribe: websocketSubscriber(this.client.url, this.client.token),
       onUpdate: (rollout) => {
         reporter.update(rollout);

@@ -2,6 +2,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { ErrorCode } from '../errors.js';
 import { remoteError, type GraphQLErrorBody } from './GraphQLClient.js';
+import type { FollowSubscription } from './generated/graphql.js';
 import { ROLLOUT_UPDATED_SUBSCRIPTION, type RolloutUpdate } from './operations.js';
 
 /** Why a subscription ended early. `auth`: the server refused the token (stop, exit 3); `transport`: try again. */
@@ -61,8 +62,8 @@ export function websocketSubscriber(url: string, token: string | undefined, opti
       ...(token ? { connectionParams: { authorization: `Bearer ${token}` } } : {}),
       on: { connected: () => sink.connected() },
     });
-    const unsubscribe = client.subscribe<{ rolloutUpdated: RolloutUpdate }>(
-      { query: ROLLOUT_UPDATED_SUBSCRIPTION, variables: { id: variables.id, ...(variables.after !== undefined ? { after: variables.after } : {}) } },
+    const unsubscribe = client.subscribe<FollowSubscription>(
+      { query: String(ROLLOUT_UPDATED_SUBSCRIPTION), variables: { id: variables.id, ...(variables.after !== undefined ? { after: variables.after } : {}) } },
       {
         next: (result) => {
           if (ended) return;

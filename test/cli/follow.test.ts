@@ -143,8 +143,8 @@ describe('RolloutFollower', () => {
     const states: string[] = [];
     let attempts = 0;
     const follower = new RolloutFollower({
-      fetchRollout: (rolloutId) => client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
-      lastEventId: () => client.request<{ serverInfo: { lastEventId: string } }>(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),
+      fetchRollout: (rolloutId) => client.request(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
+      lastEventId: () => client.request(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),
       subscribe: (_variables, sink) => {
         attempts++;
         setImmediate(() => sink.error(new SubscriptionError('transport', 'connect ECONNREFUSED')));
@@ -169,7 +169,7 @@ describe('RolloutFollower', () => {
     const { id } = await launch(1);
     const client = new GraphQLClient({ url: app.url });
     const follower = new RolloutFollower({
-      fetchRollout: (rolloutId) => client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
+      fetchRollout: (rolloutId) => client.request(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
       lastEventId: async () => '0',
       subscribe: (_variables, sink) => {
         setImmediate(() => sink.error(new SubscriptionError('auth', 'subscription refused: 4401', 'UNAUTHENTICATED')));

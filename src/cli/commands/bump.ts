@@ -4,21 +4,19 @@ import {
   clusterVersionInput,
   nodeAgentImageInput,
   type AgentImageOptions,
-  type BuiltInput,
   type ClusterVersionOptions,
   type NodeAgentImageOptions,
 } from '../bumpInputs.js';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatBump, formatRollout } from '../format.js';
-import { BUMP_MUTATIONS, type BumpMutation, type BumpPayload } from '../operations.js';
+import { BUMP_MUTATIONS, type BumpPayload } from '../operations.js';
 import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
 
 /** Sends a bump; with --wait follows the rollout it started (or found under the idempotency key) to its end. */
-async function runBump(ctx: CliContext, mutation: BumpMutation, built: BuiltInput, options: WaitOptions): Promise<number> {
-  const data = await ctx.client.request<Record<BumpMutation, BumpPayload>>(BUMP_MUTATIONS[mutation], { input: built.input });
-  const payload = data[mutation];
+async function runBump(ctx: CliContext, send: Promise<BumpPayload>, options: WaitOptions): Promise<number> {
+  const payload = await send;
   if (!options.wait || payload.dryRun) {
     ctx.result(payload, formatBump(payload));
     return ExitCode.Ok;
@@ -54,7 +52,8 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
     .action(
       clientAction(io, setExitCode, (ctx, image: string) => {
         const options = ctx.flags<AgentImageOptions & WaitOptions>();
-        return runBump(ctx, 'bumpAgentImage', agentImageInput(image, options, ctx.ci), options);
+        const { input } = agentImageInput(image, options, ctx.ci);
+        return runBump(ctx, ctx.client.request(BUMP_MUTATIONS.bumpAgentImage, { input }).then((d) => d.bumpAgentImage), options);
       }),
     );
 
@@ -74,7 +73,8 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
     .action(
       clientAction(io, setExitCode, (ctx, target: string, image: string) => {
         const options = ctx.flags<NodeAgentImageOptions & WaitOptions>();
-        return runBump(ctx, 'bumpNodeAgentImage', nodeAgentImageInput(target, image, options, ctx.ci), options);
+        const { input } = nodeAgentImageInput(target, image, options, ctx.ci);
+        return runBump(ctx, ctx.client.request(BUMP_MUTATIONS.bumpNodeAgentImage, { input }).then((d) => d.bumpNodeAgentImage), options);
       }),
     );
 
@@ -98,7 +98,8 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
     .action(
       clientAction(io, setExitCode, (ctx, name: string) => {
         const options = ctx.flags<ClusterVersionOptions & WaitOptions>();
-        return runBump(ctx, 'bumpClusterVersion', clusterVersionInput(name, options, ctx.ci), options);
+        const { input } = clusterVersionInput(name, options, ctx.ci);
+        return runBump(ctx, ctx.client.request(BUMP_MUTATIONS.bumpClusterVersion, { input }).then((d) => d.bumpClusterVersion), options);
       }),
     );
 }

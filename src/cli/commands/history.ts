@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatHistory } from '../format.js';
+import type { HistoryQuery, RolloutFilter, RolloutKind, RolloutState } from '../generated/graphql.js';
 import { HISTORY_PAGE_SIZE, HISTORY_QUERY, type RolloutView } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
@@ -9,9 +10,9 @@ const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
 const STATES = ['pending', 'progressing', 'paused', 'succeeded', 'failed', 'aborted', 'rolled-back'] as const;
 const toEnum = (value: string) => value.replace(/-/g, '_').toUpperCase();
 
-interface HistoryPage {
-  rollouts: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: RolloutView }[] };
-}
+/** The API's enum values, to turn a validated flag (`toEnum` form) into a typed filter value. */
+const KIND_VALUES: readonly RolloutKind[] = ['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER'];
+const STATE_VALUES: readonly RolloutState[] = ['PENDING', 'PROGRESSING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'];
 
 interface HistoryOptions {
   kind?: string;
@@ -40,9 +41,10 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
     .action(
       clientAction(io, setExitCode, async (ctx) => {
         const options = ctx.flags<HistoryOptions>();
-        const filter: Record<string, unknown> = {};
-        if (options.kind) filter.kind = options.kind;
-        if (options.state?.length) filter.states = [...new Set(options.state)];
+        const filter: RolloutFilter = {};
+        const kind = KIND_VALUES.find((k) => k === options.kind);
+        if (kind) filter.kind = kind;
+        if (options.state?.length) filter.states = [...new Set(options.state)].flatMap((s) => STATE_VALUES.filter((v) => v === s));
         if (options.search !== undefined) filter.search = options.search;
         if (options.target !== undefined) filter.targetName = options.target;
         if (options.since !== undefined) filter.createdAfter = new Date(Date.now() - options.since * 1000).toISOString();
@@ -50,7 +52,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
         let totalCount = 0;
         let after: string | null = null;
         do {
-          const page: HistoryPage = await ctx.client.request<HistoryPage>(HISTORY_QUERY, {
+          const page: HistoryQuery = await ctx.client.request(HISTORY_QUERY, {
             filter,
             first: Math.min(HISTORY_PAGE_SIZE, options.limit - rollouts.length),
             after,

@@ -33,7 +33,7 @@ async function idempotentTransition(ctx: CliContext, id: string, wanted: Rollout
     return await send();
   } catch (error) {
     if (!(error instanceof RemoteError) || error.code !== ErrorCode.Conflict || error.details.state !== wanted) throw error;
-    const data = await ctx.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id });
+    const data = await ctx.client.request(ROLLOUT_QUERY, { id });
     if (!data.rollout) throw error;
     if (!ctx.json) ctx.info(`rollout ${id} is already ${wanted}`);
     return data.rollout;
@@ -63,7 +63,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   )
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
-        const data = await ctx.client.request<{ rollout: RolloutView | null }>(ROLLOUT_QUERY, { id });
+        const data = await ctx.client.request(ROLLOUT_QUERY, { id });
         if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`, { id });
         return finishWith(ctx, data.rollout, ctx.flags<WaitOptions>());
       }),
@@ -80,7 +80,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const { reason } = ctx.flags<{ reason?: string }>();
         const paused = await idempotentTransition(ctx, id, 'PAUSED', async () =>
-          (await ctx.client.request<{ pauseRollout: RolloutView }>(PAUSE_MUTATION, { id, reason: reason ?? null })).pauseRollout,
+          (await ctx.client.request(PAUSE_MUTATION, { id, reason: reason ?? null })).pauseRollout,
         );
         ctx.result({ rollout: paused }, formatRollout(paused));
         return ExitCode.Ok;
@@ -91,7 +91,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const resumed = await idempotentTransition(ctx, id, 'PROGRESSING', async () =>
-          (await ctx.client.request<{ resumeRollout: RolloutView }>(RESUME_MUTATION, { id })).resumeRollout,
+          (await ctx.client.request(RESUME_MUTATION, { id })).resumeRollout,
         );
         return finishWith(ctx, resumed, ctx.flags<WaitOptions>());
       }),
@@ -108,7 +108,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const { reason } = ctx.flags<{ reason?: string }>();
         const aborted = await idempotentTransition(ctx, id, 'ABORTED', async () =>
-          (await ctx.client.request<{ abortRollout: RolloutView }>(ABORT_MUTATION, { id, reason: reason ?? null })).abortRollout,
+          (await ctx.client.request(ABORT_MUTATION, { id, reason: reason ?? null })).abortRollout,
         );
         ctx.result({ rollout: aborted }, formatRollout(aborted));
         return ExitCode.Ok;
@@ -132,7 +132,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
         const cause = causeFrom(ctx.ci, { ...options, ...(options.reason !== undefined && options.message === undefined ? { message: options.reason } : {}) });
         const key = idempotencyKeyFor(ctx.ci, options, 'rollback', id, false);
         const input = { ...(cause ? { cause } : {}), ...(key ? { idempotencyKey: key } : {}) };
-        const data = await ctx.client.request<{ rollbackRollout: RolloutView }>(ROLLBACK_MUTATION, { id, input });
+        const data = await ctx.client.request(ROLLBACK_MUTATION, { id, input });
         if (options.wait && !ctx.json) ctx.info(`rollback rollout ${data.rollbackRollout.id} started`);
         return finishWith(ctx, data.rollbackRollout, options);
       }),

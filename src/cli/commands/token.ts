@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatTokens } from '../format.js';
+import type { Role, TokensQuery } from '../generated/graphql.js';
 import { CREATE_TOKEN_MUTATION, REVOKE_TOKEN_MUTATION, TOKENS_QUERY, type ApiTokenView } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
@@ -20,8 +21,8 @@ export function registerToken(program: Command, io: CliIo, setExitCode: (code: n
     .option('--expires-in <duration>', 'lifetime, e.g. 30d or 12h (default: never expires)', flags.duration(60, 10 * 365 * 86_400))
     .action(
       clientAction(io, setExitCode, async (ctx, name: string) => {
-        const { role, expiresIn } = ctx.flags<{ role: string; expiresIn?: number }>();
-        const data = await ctx.client.request<{ createApiToken: { secret: string; token: ApiTokenView } }>(CREATE_TOKEN_MUTATION, {
+        const { role, expiresIn } = ctx.flags<{ role: Role; expiresIn?: number }>();
+        const data = await ctx.client.request(CREATE_TOKEN_MUTATION, {
           input: { name, role, ...(expiresIn !== undefined ? { expiresInSeconds: expiresIn } : {}) },
         });
         const created = data.createApiToken;
@@ -40,8 +41,7 @@ export function registerToken(program: Command, io: CliIo, setExitCode: (code: n
         const tokens: ApiTokenView[] = [];
         let after: string | null = null;
         do {
-          const data: { apiTokens: { edges: { node: ApiTokenView }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } } =
-            await ctx.client.request(TOKENS_QUERY, { first: 100, after });
+          const data: TokensQuery = await ctx.client.request(TOKENS_QUERY, { first: 100, after });
           tokens.push(...data.apiTokens.edges.map((e) => e.node));
           after = data.apiTokens.pageInfo.hasNextPage ? data.apiTokens.pageInfo.endCursor : null;
         } while (after);
@@ -55,7 +55,7 @@ export function registerToken(program: Command, io: CliIo, setExitCode: (code: n
     .argument('<id>', 'token id', tokenId)
     .action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
-        const data = await ctx.client.request<{ revokeApiToken: ApiTokenView }>(REVOKE_TOKEN_MUTATION, { id });
+        const data = await ctx.client.request(REVOKE_TOKEN_MUTATION, { id });
         ctx.result({ token: data.revokeApiToken }, `revoked token ${data.revokeApiToken.id} (${data.revokeApiToken.name})`);
         return ExitCode.Ok;
       }),

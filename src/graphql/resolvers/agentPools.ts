@@ -1,4 +1,3 @@
-import type { IResolvers } from '@graphql-tools/utils';
 import {
   agentPoolDrift,
   bumpAgentImage,
@@ -6,16 +5,14 @@ import {
   pageDrift,
   type AgentPoolQueries,
   type AgentPoolView,
-  type BumpAgentImageInput,
 } from '../../domain/agentPools.js';
 import type { Domain } from '../../domain/Domain.js';
-import type { StoredEvent } from '../../domain/events.js';
+import type { RolloutKind, StoredEvent } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../domain/pagination.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
+import type { Resolvers } from '../generated/resolvers.js';
 import { eventEdge } from './mappers.js';
-
-type Args = Record<string, any>;
 
 function pools(ctx: GraphQLContext): AgentPoolQueries {
   if (!ctx.domain.agentPools) throw new NotImplementedError('agent pools (no agent-pool controller runs in this rollplane)');
@@ -29,7 +26,7 @@ function checkName(value: unknown, field: string): string {
 
 /** A kind's drift port, duck-typed so that other kinds can add theirs to the Domain without touching this file. */
 interface DriftProvider {
-  driftItems(): Promise<{ kind: string; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]>;
+  driftItems(): Promise<{ kind: RolloutKind; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]>;
 }
 const isDriftProvider = (value: unknown): value is DriftProvider =>
   typeof value === 'object' && value !== null && typeof (value as DriftProvider).driftItems === 'function';
@@ -65,37 +62,37 @@ async function poolHistory(ctx: GraphQLContext, pool: AgentPoolView, first: numb
 }
 
 /** Resolvers for the agentPools part of the schema (merged with the others in index.ts). */
-export const agentPoolsResolvers: IResolvers<unknown, GraphQLContext> = {
+export const agentPoolsResolvers: Resolvers = {
   Query: {
-    agentPools: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+    agentPools: async (_, args, ctx) => {
       const page = await listAgentPools(pools(ctx), args.filter, args.first, args.after);
       return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
     },
-    agentPool: async (_: unknown, args: Args, ctx: GraphQLContext) =>
+    agentPool: async (_, args, ctx) =>
       (await pools(ctx).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
-    drift: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+    drift: async (_, args, ctx) => {
       const page = pageDrift(await driftOf(ctx.domain, args.kind ?? undefined), args.first, args.after);
       return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
     },
   },
 
   Mutation: {
-    bumpAgentImage: (_: unknown, args: Args, ctx: GraphQLContext) => bumpAgentImage(ctx.domain, pools(ctx), args.input as BumpAgentImageInput),
+    bumpAgentImage: (_, args, ctx) => bumpAgentImage(ctx.domain, pools(ctx), args.input),
   },
 
   AgentPool: {
-    revisions: async (pool: AgentPoolView, args: Args, ctx: GraphQLContext) => {
+    revisions: async (pool, args, ctx) => {
       const page = await ctx.domain.rollouts.revisions('AGENT_POOL', pool.namespace, pool.name, args.first, args.after ?? undefined);
       return {
         edges: page.items.map((r) => ({ cursor: r.cursor, node: { n: r.n, version: r.version, rolloutId: r.rolloutId, appliedAt: r.appliedAt } })),
         pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
       };
     },
-    history: (pool: AgentPoolView, args: Args, ctx: GraphQLContext) => poolHistory(ctx, pool, args.first, args.after ?? undefined),
+    history: (pool, args, ctx) => poolHistory(ctx, pool, args.first, args.after ?? undefined),
   },
 
   Revision: {
-    rollout: (revision: { rolloutId: string | null }, _: Args, ctx: GraphQLContext) =>
+    rollout: (revision, _, ctx) =>
       revision.rolloutId ? ctx.domain.rollouts.get(revision.rolloutId).then((r) => r ?? null) : null,
   },
 };

@@ -1,10 +1,18 @@
-import type { IResolvers } from '@graphql-tools/utils';
 import { ValidationError } from '../../errors.js';
-import { EventType, type EventFilter, type RolloutKind, type StoredEvent } from '../../domain/events.js';
+import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../domain/pagination.js';
-import type { Rollout, RolloutFilter } from '../../domain/RolloutService.js';
-import type { RolloutState, TargetState } from '../../domain/rolloutStates.js';
+import type { RolloutFilter } from '../../domain/RolloutService.js';
 import type { GraphQLContext } from '../context.js';
+import type {
+  CauseInput,
+  EventFilter as EventFilterInput,
+  Resolvers,
+  RolloutFilter as RolloutFilterInput,
+  SubscriptionAgentRecreatedArgs,
+  SubscriptionClusterUpgradeObservedArgs,
+  SubscriptionEventsArgs,
+  SubscriptionRolloutUpdatedArgs,
+} from '../generated/resolvers.js';
 import {
   agentRecreatedToGraphQL,
   clusterUpgradeToGraphQL,
@@ -14,9 +22,6 @@ import {
   targetDurationSeconds,
 } from './mappers.js';
 import { DateTime, JSONScalar } from './scalars.js';
-
-type Args = Record<string, any>;
-
 
 const MAX_ID_LENGTH = 200;
 
@@ -38,7 +43,7 @@ function connection<T>(items: T[], hasNextPage: boolean, cursorOf: (item: T) => 
 }
 
 /** CauseInput → domain Cause (sizes and the runUrl scheme are checked at the edge: inputLimits.ts). */
-export function causeFrom(cause: Args | null | undefined) {
+export function causeFrom(cause: CauseInput | null | undefined) {
   return {
     actor: optionalText(cause?.actor) ?? null,
     runUrl: optionalText(cause?.runUrl) ?? null,
@@ -47,11 +52,17 @@ export function causeFrom(cause: Args | null | undefined) {
   };
 }
 
-function eventFilterFrom(filter: Args | null | undefined): EventFilter {
+/**
+ * The event conditions of any subscription or query filter: EventFilter has them all; AgentRecreatedFilter,
+ * ClusterUpgradeFilter and RolloutUpdateFilter have a subset (their other fields are read by their own resolver).
+ */
+type EventConditions = Partial<Pick<EventFilterInput, 'types' | 'rolloutId' | 'kind' | 'namespace' | 'name' | 'since'>>;
+
+function eventFilterFrom(filter: EventConditions | null | undefined): EventFilter {
   if (!filter) return {};
   return {
     // Deduplicated: a list of the same enum value repeated a thousand times is still one condition.
-    ...(filter.types ? { types: [...new Set(filter.types as EventType[])] } : {}),
+    ...(filter.types ? { types: [...new Set(filter.types)] } : {}),
     ...(filter.rolloutId != null ? { rolloutId: requireId(filter.rolloutId, 'filter.rolloutId') } : {}),
     ...(filter.kind != null ? { kind: filter.kind } : {}),
     ...(filter.namespace != null ? { namespace: optionalText(filter.namespace) } : {}),
@@ -71,11 +82,11 @@ async function eventPage(ctx: GraphQLContext, filter: EventFilter, first: number
   };
 }
 
-function rolloutFilterFrom(filter: Args | null | undefined): RolloutFilter {
+function rolloutFilterFrom(filter: RolloutFilterInput | null | undefined): RolloutFilter {
   if (!filter) return {};
   return {
-    ...(filter.kind ? { kind: filter.kind as RolloutKind } : {}),
-    ...(filter.states ? { states: [...new Set(filter.states as RolloutState[])] } : {}),
+    ...(filter.kind ? { kind: filter.kind } : {}),
+    ...(filter.states ? { states: [...new Set(filter.states)] } : {}),
     ...(filter.targetName ? { targetName: optionalText(filter.targetName) } : {}),
     ...(filter.createdAfter ? { createdAfter: filter.createdAfter } : {}),
     ...(filter.createdBefore ? { createdBefore: filter.createdBefore } : {}),
@@ -83,34 +94,39 @@ function rolloutFilterFrom(filter: Args | null | undefined): RolloutFilter {
   };
 }
 
-function subscription<T>(
+/** Subscription arguments all have `after` (the event id to resume from). */
+interface ResumableArgs {
+  after?: string | null | undefined;
+}
+
+function subscription<TArgs extends ResumableArgs, T>(
   types: readonly EventType[] | undefined,
-  filterOf: (args: Args) => EventFilter,
+  filterOf: (args: TArgs) => EventFilter,
   resolve: (event: StoredEvent, ctx: GraphQLContext) => T | Promise<T>,
-  predicateOf?: (args: Args) => ((event: StoredEvent) => boolean) | undefined,
+  predicateOf?: (args: TArgs) => ((event: StoredEvent) => boolean) | undefined,
 ) {
   return {
-    subscribe: (_: unknown, args: Args, ctx: GraphQLContext) => {
+    subscribe: (_: unknown, args: TArgs, ctx: GraphQLContext) => {
       const after = parseEventId(args.after);
       const base = filterOf(args);
       const filter: EventFilter = types ? { ...base, types: base.types?.length ? base.types.filter((t) => types.includes(t)) : types } : base;
       const predicate = predicateOf?.(args);
       return ctx.domain.events.stream({ filter, ...(predicate ? { predicate } : {}), ...(after !== undefined ? { after } : {}) });
     },
-    resolve: (event: StoredEvent, _: Args, ctx: GraphQLContext) => resolve(event, ctx),
+    resolve: (event: StoredEvent, _: TArgs, ctx: GraphQLContext) => resolve(event, ctx),
   };
 }
 
-export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
+export const coreResolvers: Resolvers = {
   DateTime,
   JSON: JSONScalar,
 
   Query: {
-    serverInfo: async (_: unknown, __: Args, ctx: GraphQLContext) => ({
+    serverInfo: async (_, __, ctx) => ({
       ...ctx.domain.facts,
       lastEventId: String(await ctx.domain.events.lastEventId()),
     }),
-    rollouts: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+    rollouts: async (_, args, ctx) => {
       const filter = rolloutFilterFrom(args.filter);
       const [page, totalCount] = await Promise.all([
         ctx.domain.rollouts.list(filter, args.first, args.after ?? undefined),
@@ -122,26 +138,26 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
         totalCount,
       };
     },
-    rollout: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.rollouts.get(requireId(args.id)).then((r) => r ?? null),
-    events: (_: unknown, args: Args, ctx: GraphQLContext) => eventPage(ctx, eventFilterFrom(args.filter), args.first, args.after ?? undefined),
-    workQueues: (_: unknown, __: Args, ctx: GraphQLContext) => ctx.domain.workQueues(),
-    apiTokens: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+    rollout: (_, args, ctx) => ctx.domain.rollouts.get(requireId(args.id)).then((r) => r ?? null),
+    events: (_, args, ctx) => eventPage(ctx, eventFilterFrom(args.filter), args.first, args.after ?? undefined),
+    workQueues: (_, __, ctx) => ctx.domain.workQueues(),
+    apiTokens: async (_, args, ctx) => {
       const page = await ctx.domain.tokens.list(args.first, args.after ?? undefined);
       return connection(page.items, page.hasNextPage, page.cursorOf);
     },
-    auditEntries: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+    auditEntries: async (_, args, ctx) => {
       const page = await ctx.domain.audit.list(args.first, args.after ?? undefined);
       return connection(page.items, page.hasNextPage, page.cursorOf);
     },
   },
 
   Mutation: {
-    pauseRollout: (_: unknown, args: Args, ctx: GraphQLContext) =>
+    pauseRollout: (_, args, ctx) =>
       ctx.domain.rollouts.pause(requireId(args.id), optionalText(args.reason)),
-    resumeRollout: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.rollouts.resume(requireId(args.id)),
-    abortRollout: (_: unknown, args: Args, ctx: GraphQLContext) =>
+    resumeRollout: (_, args, ctx) => ctx.domain.rollouts.resume(requireId(args.id)),
+    abortRollout: (_, args, ctx) =>
       ctx.domain.rollouts.abort(requireId(args.id), optionalText(args.reason)),
-    rollbackRollout: async (_: unknown, args: Args, ctx: GraphQLContext) => {
+    rollbackRollout: async (_, args, ctx) => {
       const cause = args.input?.cause ?? undefined;
       const result = await ctx.domain.engine.rollback(requireId(args.id), {
         ...(cause ? { cause: causeFrom(cause) } : {}),
@@ -149,21 +165,21 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
       });
       return result.rollout;
     },
-    createApiToken: (_: unknown, args: Args, ctx: GraphQLContext) =>
-      ctx.domain.tokens.create({ name: String(args.input.name), role: args.input.role, expiresInSeconds: args.input.expiresInSeconds ?? null }),
-    revokeApiToken: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.domain.tokens.revoke(requireId(args.id)),
+    createApiToken: (_, args, ctx) =>
+      ctx.domain.tokens.create({ name: args.input.name, role: args.input.role, expiresInSeconds: args.input.expiresInSeconds ?? null }),
+    revokeApiToken: (_, args, ctx) => ctx.domain.tokens.revoke(requireId(args.id)),
   },
 
   Subscription: {
-    events: subscription(undefined, (args) => eventFilterFrom(args.filter), eventToGraphQL),
+    events: subscription(undefined, (args: SubscriptionEventsArgs) => eventFilterFrom(args.filter), eventToGraphQL),
     agentRecreated: subscription(
       [EventType.AgentRecreated],
-      (args) => eventFilterFrom(args.filter),
+      (args: SubscriptionAgentRecreatedArgs) => eventFilterFrom(args.filter),
       agentRecreatedToGraphQL,
     ),
     clusterUpgradeObserved: subscription(
       [EventType.ClusterUpgradeObserved],
-      (args) => eventFilterFrom(args.filter),
+      (args: SubscriptionClusterUpgradeObservedArgs) => eventFilterFrom(args.filter),
       clusterUpgradeToGraphQL,
       (args) => {
         const version = args.filter?.clusterVersion;
@@ -172,25 +188,25 @@ export const coreResolvers: IResolvers<unknown, GraphQLContext> = {
     ),
     rolloutUpdated: subscription(
       [EventType.RolloutStateChanged, EventType.TargetStateChanged, EventType.TargetFailed],
-      (args) => eventFilterFrom(args.filter),
+      (args: SubscriptionRolloutUpdatedArgs) => eventFilterFrom(args.filter),
       async (event, ctx) => ({ event: eventToGraphQL(event), rollout: await ctx.domain.rollouts.require(event.rolloutId ?? '') }),
     ),
   },
 
   Rollout: {
-    strategy: (rollout: Rollout) => strategyToGraphQL(rollout),
-    rollbackOf: (rollout: Rollout, _: Args, ctx: GraphQLContext) =>
+    strategy: (rollout) => strategyToGraphQL(rollout),
+    rollbackOf: (rollout, _, ctx) =>
       rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null,
-    progress: (rollout: Rollout, _: Args, ctx: GraphQLContext) => ctx.domain.rollouts.progress(rollout.id),
-    targets: async (rollout: Rollout, args: Args, ctx: GraphQLContext) => {
-      const page = await ctx.domain.rollouts.targets(rollout.id, (args.state ?? undefined) as TargetState | undefined, args.first, args.after ?? undefined);
+    progress: (rollout, _, ctx) => ctx.domain.rollouts.progress(rollout.id),
+    targets: async (rollout, args, ctx) => {
+      const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined);
       return {
         edges: page.items.map((node) => ({ cursor: ctx.domain.rollouts.targetCursor(node), node })),
         pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
         totalCount: page.totalCount,
       };
     },
-    events: (rollout: Rollout, args: Args, ctx: GraphQLContext) => eventPage(ctx, { rolloutId: rollout.id }, args.first, args.after ?? undefined),
+    events: (rollout, args, ctx) => eventPage(ctx, { rolloutId: rollout.id }, args.first, args.after ?? undefined),
   },
 
   RolloutTarget: {

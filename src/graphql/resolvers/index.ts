@@ -1,5 +1,4 @@
-import type { IResolvers } from '@graphql-tools/utils';
-import type { GraphQLContext } from '../context.js';
+import type { Resolvers } from '../generated/resolvers.js';
 import { agentPoolsResolvers } from './agentPools.js';
 import { coreResolvers } from './core.js';
 import { nodeAgentsResolvers } from './nodeAgents.js';
@@ -8,7 +7,7 @@ import { virtualClustersResolvers } from './virtualClusters.js';
 type ResolverMap = Record<string, unknown>;
 
 /** Per-type merge of the resolver modules (each kind adds its root fields and types). */
-function merge(...maps: IResolvers<unknown, GraphQLContext>[]): IResolvers<unknown, GraphQLContext> {
+function merge(...maps: Resolvers[]): Resolvers {
   const merged: Record<string, unknown> = {};
   for (const map of maps) {
     for (const [typeName, value] of Object.entries(map)) {
@@ -17,7 +16,7 @@ function merge(...maps: IResolvers<unknown, GraphQLContext>[]): IResolvers<unkno
       merged[typeName] = isPlainMap(existing) && isPlainMap(value) ? { ...(existing as ResolverMap), ...(value as ResolverMap) } : value;
     }
   }
-  return merged as IResolvers<unknown, GraphQLContext>;
+  return merged as Resolvers;
 }
 
 export const resolvers = merge(coreResolvers, agentPoolsResolvers, virtualClustersResolvers, nodeAgentsResolvers);

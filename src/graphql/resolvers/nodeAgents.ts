@@ -1,15 +1,12 @@
-import type { IResolvers } from '@graphql-tools/utils';
 import {
   bumpNodeAgentImage,
   nodeAgentSetCursor,
   pageNodeAgentSets,
-  type BumpNodeAgentImageInput,
   type NodeAgentQueries,
 } from '../../domain/nodeAgents.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
-
-type Args = Record<string, any>;
+import type { Resolvers } from '../generated/resolvers.js';
 
 function nodeAgents(ctx: GraphQLContext): NodeAgentQueries {
   if (!ctx.domain.nodeAgents) throw new NotImplementedError('node agent sets (no node-agent controller runs in this rollplane)');
@@ -22,9 +19,9 @@ function checkName(value: unknown, field: string): string {
 }
 
 /** Resolvers for the nodeAgents part of the schema (merged with the others in index.ts). */
-export const nodeAgentsResolvers: IResolvers<unknown, GraphQLContext> = {
+export const nodeAgentsResolvers: Resolvers = {
   Query: {
-    nodeAgentSets: (_: unknown, args: Args, ctx: GraphQLContext) => {
+    nodeAgentSets: (_, args, ctx) => {
       const page = pageNodeAgentSets(nodeAgents(ctx), args.first, args.after);
       const last = page.items[page.items.length - 1];
       return {
@@ -33,10 +30,10 @@ export const nodeAgentsResolvers: IResolvers<unknown, GraphQLContext> = {
         totalCount: page.totalCount,
       };
     },
-    nodeAgentSet: (_: unknown, args: Args, ctx: GraphQLContext) =>
+    nodeAgentSet: (_, args, ctx) =>
       nodeAgents(ctx).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
   },
   Mutation: {
-    bumpNodeAgentImage: (_: unknown, args: Args, ctx: GraphQLContext) => bumpNodeAgentImage(ctx.domain, args.input as BumpNodeAgentImageInput),
+    bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, args.input),
   },
 };

@@ -1,4 +1,3 @@
-import type { IResolvers } from '@graphql-tools/utils';
 import { parseEventId } from '../../domain/pagination.js';
 import {
   bumpClusterVersion,
@@ -9,15 +8,11 @@ import {
   lastUpgradeOf,
   listClusterVersions,
   listVirtualClusters,
-  type BumpClusterVersionInput,
   type Connection,
-  type VirtualClusterView,
 } from '../../domain/virtualClusters.js';
 import { ValidationError } from '../../errors.js';
-import type { GraphQLContext } from '../context.js';
+import type { Resolvers } from '../generated/resolvers.js';
 import { clusterUpgradeToGraphQL, eventEdge } from './mappers.js';
-
-type Args = Record<string, any>;
 
 function checkName(value: unknown, field: string): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 253) throw new ValidationError(field, 'must be 1 to 253 characters');
@@ -29,27 +24,27 @@ function connection<T>(page: Connection<T>) {
 }
 
 /** Resolvers for the virtualClusters part of the schema (merged with the others in index.ts). */
-export const virtualClustersResolvers: IResolvers<unknown, GraphQLContext> = {
+export const virtualClustersResolvers: Resolvers = {
   Query: {
-    virtualClusters: async (_: unknown, args: Args, ctx: GraphQLContext) => connection(await listVirtualClusters(ctx.domain, args.filter, args.first, args.after)),
-    virtualCluster: async (_: unknown, args: Args, ctx: GraphQLContext) =>
+    virtualClusters: async (_, args, ctx) => connection(await listVirtualClusters(ctx.domain, args.filter, args.first, args.after)),
+    virtualCluster: async (_, args, ctx) =>
       (await getVirtualCluster(ctx.domain, checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
-    clusterVersions: async (_: unknown, args: Args, ctx: GraphQLContext) => connection(await listClusterVersions(ctx.domain, args.first, args.after)),
-    clusterVersion: async (_: unknown, args: Args, ctx: GraphQLContext) => (await getClusterVersion(ctx.domain, checkName(args.name, 'name'))) ?? null,
-    clusterUpgradeDurations: (_: unknown, args: Args, ctx: GraphQLContext) =>
+    clusterVersions: async (_, args, ctx) => connection(await listClusterVersions(ctx.domain, args.first, args.after)),
+    clusterVersion: async (_, args, ctx) => (await getClusterVersion(ctx.domain, checkName(args.name, 'name'))) ?? null,
+    clusterUpgradeDurations: (_, args, ctx) =>
       clusterUpgradeDurations(ctx.domain, args.clusterVersion == null ? undefined : checkName(args.clusterVersion, 'clusterVersion')),
   },
 
   Mutation: {
-    bumpClusterVersion: (_: unknown, args: Args, ctx: GraphQLContext) => bumpClusterVersion(ctx.domain, args.input as BumpClusterVersionInput),
+    bumpClusterVersion: (_, args, ctx) => bumpClusterVersion(ctx.domain, args.input),
   },
 
   VirtualCluster: {
-    lastUpgrade: async (vc: VirtualClusterView, _: Args, ctx: GraphQLContext) => {
+    lastUpgrade: async (vc, _, ctx) => {
       const event = await lastUpgradeOf(ctx.domain, vc.namespace, vc.name);
       return event ? clusterUpgradeToGraphQL(event) : null;
     },
-    history: async (vc: VirtualClusterView, args: Args, ctx: GraphQLContext) => {
+    history: async (vc, args, ctx) => {
       const page = await clusterHistory(ctx.domain, vc.namespace, vc.name, args.first, parseEventId(args.after));
       return {
         edges: page.items.map(eventEdge),

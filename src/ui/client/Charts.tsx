@@ -158,18 +158,10 @@ function RecreationDurations({ recreations }: { recreations: AgentRecreation[] }
   );
 }
 
-interface ServerStats {
-  clusterVersion: string;
-  count: number;
-  failed: number;
-  p50Seconds: number | null;
-  p95Seconds: number | null;
-  maxSeconds: number | null;
-}
 
 /** The server's statistics over the whole history (the charts hold only the recent window). */
 function ServerUpgradeStats() {
-  const query = useQuery<{ clusterUpgradeDurations: ServerStats[] }>(UPGRADE_DURATIONS, {}, { pollMs: 15_000 });
+  const query = useQuery(UPGRADE_DURATIONS, {}, { pollMs: 15_000 });
   const rows = query.data?.clusterUpgradeDurations;
   return (
     <Section id="upgrade-stats" title="Upgrade durations over the whole history">

@@ -3,17 +3,13 @@ import { Pager, QueryStatus, Section, Version } from './components.js';
 import { formatTime, kindLabel } from './format.js';
 import { useCursorPages, useDebounced, useQuery } from './hooks.js';
 import { AGENT_POOLS, CLUSTER_VERSIONS, DRIFT, NODE_AGENT_SETS, VIRTUAL_CLUSTERS } from './queries.js';
-import type { PageInfo, RolloutKind } from './types.js';
+import type { AgentPoolFilter, VirtualClusterFilter } from './generated/graphql.js';
+import type { RolloutKind } from './types.js';
 
 /** Fleet state is read from the controllers' caches; a poll keeps it fresh without a subscription per object. */
 const POLL_MS = 5_000;
 const PAGE_SIZE = 50;
 
-interface Connection<T> {
-  totalCount: number;
-  pageInfo: PageInfo;
-  edges: { node: T }[];
-}
 
 export function Fleet() {
   return (
@@ -27,19 +23,11 @@ export function Fleet() {
   );
 }
 
-interface DriftItem {
-  kind: RolloutKind;
-  namespace: string;
-  name: string;
-  desiredVersion: string | null;
-  runningVersion: string | null;
-  since: string | null;
-}
 
 function DriftSummary() {
   const [kind, setKind] = useState<RolloutKind | ''>('');
   const pages = useCursorPages(kind);
-  const query = useQuery<{ drift: Connection<DriftItem> }>(DRIFT, { kind: kind || null, first: 20, after: pages.after }, { pollMs: POLL_MS });
+  const query = useQuery(DRIFT, { kind: kind || null, first: 20, after: pages.after }, { pollMs: POLL_MS });
   const drift = query.data?.drift;
   return (
     <Section id="drift" title={`Drift${drift ? ` · ${drift.totalCount}` : ''}`}>
@@ -95,25 +83,16 @@ function DriftSummary() {
   );
 }
 
-interface AgentPool {
-  namespace: string;
-  name: string;
-  mode: string;
-  desiredImage: string | null;
-  runningImage: string | null;
-  agentReady: boolean;
-  held: boolean;
-  paused: boolean;
-}
 
 function AgentPools() {
   const [namespace, setNamespace] = useState('');
   const [labelSelector, setLabelSelector] = useState('');
   const [drifted, setDrifted] = useState(false);
   const filterKey = useDebounced(JSON.stringify({ namespace: namespace.trim() || null, labelSelector: labelSelector.trim() || null, drifted: drifted || null }), 300);
-  const filter = JSON.parse(filterKey) as Record<string, unknown>;
+  // The filter round-trips through its JSON key (what the debounce compares); the key was built from this type.
+  const filter = JSON.parse(filterKey) as AgentPoolFilter;
   const pages = useCursorPages(filterKey);
-  const query = useQuery<{ agentPools: Connection<AgentPool> }>(AGENT_POOLS, { filter, first: PAGE_SIZE, after: pages.after }, { pollMs: POLL_MS });
+  const query = useQuery(AGENT_POOLS, { filter, first: PAGE_SIZE, after: pages.after }, { pollMs: POLL_MS });
   const pools = query.data?.agentPools;
   return (
     <Section id="agent-pools" title={`Agent pools${pools ? ` · ${pools.totalCount}` : ''}`}>
@@ -169,23 +148,14 @@ function AgentPools() {
   );
 }
 
-interface VirtualCluster {
-  namespace: string;
-  name: string;
-  clusterVersionName: string;
-  phase: string | null;
-  appliedResourceVersion: string | null;
-  upToDate: boolean;
-  readyForUpgrade: boolean;
-}
 
 function VirtualClusters() {
   const [version, setVersion] = useState('');
   const [behind, setBehind] = useState(false);
   const filterKey = useDebounced(JSON.stringify({ clusterVersionName: version.trim() || null, behind: behind ? true : null }), 300);
-  const filter = JSON.parse(filterKey) as Record<string, unknown>;
+  const filter = JSON.parse(filterKey) as VirtualClusterFilter;
   const pages = useCursorPages(filterKey);
-  const query = useQuery<{ virtualClusters: Connection<VirtualCluster> }>(VIRTUAL_CLUSTERS, { filter, first: PAGE_SIZE, after: pages.after }, { pollMs: POLL_MS });
+  const query = useQuery(VIRTUAL_CLUSTERS, { filter, first: PAGE_SIZE, after: pages.after }, { pollMs: POLL_MS });
   const clusters = query.data?.virtualClusters;
   return (
     <Section id="virtual-clusters" title={`Virtual clusters${clusters ? ` · ${clusters.totalCount}` : ''}`}>
@@ -232,18 +202,10 @@ function VirtualClusters() {
   );
 }
 
-interface ClusterVersion {
-  name: string;
-  resourceVersion: string;
-  apiServerImage: string | null;
-  controllerManagerImage: string | null;
-  clusterCount: number;
-  behindCount: number;
-}
 
 function ClusterVersions() {
   const pages = useCursorPages('');
-  const query = useQuery<{ clusterVersions: Connection<ClusterVersion> }>(CLUSTER_VERSIONS, { first: PAGE_SIZE, after: pages.after }, { pollMs: POLL_MS });
+  const query = useQuery(CLUSTER_VERSIONS, { first: PAGE_SIZE, after: pages.after }, { pollMs: POLL_MS });
   const versions = query.data?.clusterVersions;
   return (
     <Section id="cluster-versions" title={`Cluster versions${versions ? ` · ${versions.totalCount}` : ''}`}>
@@ -284,17 +246,10 @@ function ClusterVersions() {
   );
 }
 
-interface NodeAgentSet {
-  namespace: string;
-  name: string;
-  desiredImage: string;
-  peerRuntimeClass: string;
-  nodes: { node: string; image: string | null; ready: boolean; upToDate: boolean; peerPods: number; peerPodsReady: number }[];
-}
 
 function NodeAgentSets() {
   const pages = useCursorPages('');
-  const query = useQuery<{ nodeAgentSets: Connection<NodeAgentSet> }>(NODE_AGENT_SETS, { first: 20, after: pages.after }, { pollMs: POLL_MS });
+  const query = useQuery(NODE_AGENT_SETS, { first: 20, after: pages.after }, { pollMs: POLL_MS });
   const sets = query.data?.nodeAgentSets;
   return (
     <Section id="node-agents" title={`Node-agent sets${sets ? ` · ${sets.totalCount}` : ''}`}>

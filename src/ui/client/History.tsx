@@ -3,7 +3,8 @@ import { Pager, ProgressBar, QueryStatus, Section, StateBadge, Version } from '.
 import { formatTime, kindLabel } from './format.js';
 import { useCursorPages, useDebounced, useHashRoute, useLive, useQuery } from './hooks.js';
 import { EVENTS, ROLLOUTS } from './queries.js';
-import { EVENT_TYPES, ROLLOUT_STATES, type HistoryEvent, type PageInfo, type RolloutKind, type RolloutState, type RolloutSummary } from './types.js';
+import type { EventFilter, RolloutFilter } from './generated/graphql.js';
+import { EVENT_TYPES, ROLLOUT_STATES, payloadOf, type HistoryEvent, type RolloutKind, type RolloutState } from './types.js';
 
 const PAGE_SIZE = 25;
 
@@ -44,9 +45,10 @@ function RolloutHistory() {
     300,
   );
   const pages = useCursorPages(filterKey);
-  const query = useQuery<{ rollouts: { totalCount: number; pageInfo: PageInfo; edges: { node: RolloutSummary }[] } }>(
+  const query = useQuery(
     ROLLOUTS,
-    { filter: JSON.parse(filterKey) as unknown, first: PAGE_SIZE, after: pages.after },
+    // The filter round-trips through its JSON key (what the debounce compares); the key was built as a RolloutFilter.
+    { filter: JSON.parse(filterKey) as RolloutFilter, first: PAGE_SIZE, after: pages.after },
     { pollMs: 10_000 },
   );
   const rollouts = query.data?.rollouts;
@@ -153,8 +155,8 @@ function EventHistory() {
     300,
   );
   const pages = useCursorPages(`${filterKey}:${start}`);
-  const query = useQuery<{ events: { pageInfo: PageInfo; edges: { node: HistoryEvent }[] } }>(EVENTS, {
-    filter: JSON.parse(filterKey) as unknown,
+  const query = useQuery(EVENTS, {
+    filter: JSON.parse(filterKey) as EventFilter,
     first: PAGE_SIZE,
     after: pages.after ?? start,
   });
@@ -228,7 +230,7 @@ export function EventTable({ events, label }: { events: HistoryEvent[]; label: s
             <td>{e.object ? (e.object.namespace ? `${e.object.namespace}/${e.object.name}` : e.object.name) : '—'}</td>
             <td>{e.rolloutId ? <a href={`#/rollouts/${encodeURIComponent(e.rolloutId)}`}>{e.rolloutId}</a> : '—'}</td>
             <td className="payload">
-              <code>{summarize(e.payload)}</code>
+              <code>{summarize(payloadOf(e))}</code>
             </td>
           </tr>
         ))}

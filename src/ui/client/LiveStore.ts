@@ -1,11 +1,12 @@
 import { describeError, gql, isUnauthenticated } from './api.js';
 import { backoffMs, type ConnectionState, type LiveConnection } from './live.js';
 import { ROLLOUTS, SERVER_INFO, SUB_AGENT_RECREATED, SUB_CLUSTER_UPGRADE_OBSERVED, SUB_NODE_AGENT_REPLACED, SUB_ROLLOUT_UPDATED } from './queries.js';
+import type { NodeAgentReplacedSubscription, ServerInfoQuery } from './generated/graphql.js';
 import {
   ACTIVE_STATES,
+  payloadOf,
   type AgentRecreation,
   type FeedRow,
-  type HistoryEvent,
   type NodeAgentReplacement,
   type RolloutSummary,
   type UpgradeObservation,
@@ -20,12 +21,7 @@ const SERIES_LIMIT = 20_000;
 /** Finished rollouts kept on the dashboard next to the active ones. */
 const RECENT_FINISHED = 6;
 
-export interface ServerInfo {
-  version: string;
-  kubeMode: string;
-  startedAt: string;
-  lastEventId: string;
-}
+export type ServerInfo = ServerInfoQuery['serverInfo'];
 
 export interface LiveSnapshot {
   server: ServerInfo | null;
@@ -89,7 +85,7 @@ export class LiveStore {
     let failures = 0;
     while (!server) {
       try {
-        server = (await gql<{ serverInfo: ServerInfo }>(SERVER_INFO)).serverInfo;
+        server = (await gql(SERVER_INFO, {})).serverInfo;
       } catch (error) {
         this.reportError(`server info: ${describeError(error)}`);
         if (isUnauthenticated(error)) return;
@@ -104,18 +100,18 @@ export class LiveStore {
 
     // rolloutUpdated from the id read before loading the list: anything that changed since is delivered again.
     this.stops.push(
-      this.live.subscribe<{ event: { id: string }; rollout: RolloutSummary }>({
+      this.live.subscribe({
         query: SUB_ROLLOUT_UPDATED,
         after: server.lastEventId,
-        select: (data) => data.rolloutUpdated as { event: { id: string }; rollout: RolloutSummary },
+        select: (data) => data.rolloutUpdated,
         idOf: (update) => Number(update.event.id),
         onItem: (update) => this.applyRollout(update.rollout),
         onError: (message) => this.reportError(`rollout updates: ${message}`),
       }),
-      this.live.subscribe<AgentRecreation>({
+      this.live.subscribe({
         query: SUB_AGENT_RECREATED,
         after: replayFrom,
-        select: (data) => data.agentRecreated as AgentRecreation,
+        select: (data) => data.agentRecreated,
         idOf: (item) => Number(item.eventId),
         onItem: (item) => {
           this.recreations.push(item);
@@ -126,10 +122,10 @@ export class LiveStore {
         },
         onError: (message) => this.reportError(`agent recreations: ${message}`),
       }),
-      this.live.subscribe<UpgradeObservation>({
+      this.live.subscribe({
         query: SUB_CLUSTER_UPGRADE_OBSERVED,
         after: replayFrom,
-        select: (data) => data.clusterUpgradeObserved as UpgradeObservation,
+        select: (data) => data.clusterUpgradeObserved,
         idOf: (item) => Number(item.eventId),
         onItem: (item) => {
           this.observations.push(item);
@@ -140,10 +136,10 @@ export class LiveStore {
         },
         onError: (message) => this.reportError(`cluster upgrades: ${message}`),
       }),
-      this.live.subscribe<HistoryEvent>({
+      this.live.subscribe({
         query: SUB_NODE_AGENT_REPLACED,
         after: replayFrom,
-        select: (data) => data.events as HistoryEvent,
+        select: (data) => data.events,
         idOf: (event) => Number(event.id),
         onItem: (event) => {
           const item = toNodeAgentReplacement(event);
@@ -176,12 +172,11 @@ export class LiveStore {
   }
 
   private async loadRollouts(): Promise<void> {
-    type Page = { rollouts: { edges: { node: RolloutSummary }[] } };
     try {
       const [active, recent] = await Promise.all([
         // Pages of 50: the server's query cost limit refuses much larger ones.
-        gql<Page>(ROLLOUTS, { filter: { states: ACTIVE_STATES }, first: 50 }),
-        gql<Page>(ROLLOUTS, { first: RECENT_FINISHED }),
+        gql(ROLLOUTS, { filter: { states: [...ACTIVE_STATES] }, first: 50 }),
+        gql(ROLLOUTS, { first: RECENT_FINISHED }),
       ]);
       for (const { node } of [...active.rollouts.edges, ...recent.rollouts.edges]) this.applyRollout(node);
     } catch (error) {
@@ -233,8 +228,8 @@ export class LiveStore {
   }
 }
 
-function toNodeAgentReplacement(event: HistoryEvent): NodeAgentReplacement {
-  const p = event.payload;
+function toNodeAgentReplacement(event: NodeAgentReplacedSubscription['events']): NodeAgentReplacement {
+  const p = payloadOf(event);
   const text = (v: unknown) => (typeof v === 'string' ? v : null);
   const num = (v: unknown) => (typeof v === 'number' ? v : null);
   return {

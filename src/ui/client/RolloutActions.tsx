@@ -44,16 +44,16 @@ export function RolloutActions({ rollout }: { rollout: RolloutSummary }) {
       const reason = 'from the rollplane web UI';
       switch (action) {
         case 'pause':
-          store.applyRollout((await gql<{ pauseRollout: RolloutSummary }>(PAUSE, { id: rollout.id, reason })).pauseRollout);
+          store.applyRollout((await gql(PAUSE, { id: rollout.id, reason })).pauseRollout);
           break;
         case 'resume':
-          store.applyRollout((await gql<{ resumeRollout: RolloutSummary }>(RESUME, { id: rollout.id })).resumeRollout);
+          store.applyRollout((await gql(RESUME, { id: rollout.id })).resumeRollout);
           break;
         case 'abort':
-          store.applyRollout((await gql<{ abortRollout: RolloutSummary }>(ABORT, { id: rollout.id, reason })).abortRollout);
+          store.applyRollout((await gql(ABORT, { id: rollout.id, reason })).abortRollout);
           break;
         case 'rollback': {
-          const created = (await gql<{ rollbackRollout: RolloutSummary }>(ROLLBACK, { id: rollout.id, input: { cause: { message: reason } } })).rollbackRollout;
+          const created = (await gql(ROLLBACK, { id: rollout.id, input: { cause: { message: reason } } })).rollbackRollout;
           store.applyRollout(created);
           setRollbackId(created.id);
           break;

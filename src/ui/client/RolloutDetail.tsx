@@ -6,20 +6,16 @@ import { EventTable } from './History.js';
 import { ROLLOUT_DETAIL, ROLLOUT_EVENTS } from './queries.js';
 import { RolloutActions } from './RolloutActions.js';
 import { TargetsTable } from './TargetsTable.js';
-import type { HistoryEvent, PageInfo, RolloutSummary } from './types.js';
+import type { RolloutDetailQuery } from './generated/graphql.js';
 
-interface Detail extends RolloutSummary {
-  startedAt: string | null;
-  selector: unknown;
-  idempotencyKey: string | null;
-  rollbackOf: { id: string } | null;
-  strategy: Record<string, unknown>;
-}
+/** The rollout as the detail page shows it: the detail query's selection. */
+type Detail = NonNullable<RolloutDetailQuery['rollout']>;
+
 
 export function RolloutDetail({ id }: { id: string }) {
   const live = useLive();
   const version = live.rolloutVersions.get(id) ?? 0;
-  const query = useQuery<{ rollout: Detail | null }>(ROLLOUT_DETAIL, { id });
+  const query = useQuery(ROLLOUT_DETAIL, { id });
   useReloadOn(version, query.reload);
   const detail = query.data?.rollout;
   // The live copy is newer than the fetched one while updates stream in.
@@ -110,7 +106,7 @@ export function RolloutDetail({ id }: { id: string }) {
 
 function RolloutEvents({ id, version }: { id: string; version: number }) {
   const pages = useCursorPages(id);
-  const query = useQuery<{ rollout: { events: { pageInfo: PageInfo; edges: { node: HistoryEvent }[] } } | null }>(ROLLOUT_EVENTS, {
+  const query = useQuery(ROLLOUT_EVENTS, {
     id,
     first: 50,
     after: pages.after,

@@ -3,11 +3,8 @@ import { Pager, QueryStatus, StateBadge, Version } from './components.js';
 import { formatSeconds, formatTime } from './format.js';
 import { useCursorPages, useQuery, useThrottled } from './hooks.js';
 import { ROLLOUT_TARGETS } from './queries.js';
-import { TARGET_STATES, type PageInfo, type RolloutTarget, type TargetState } from './types.js';
+import { TARGET_STATES, type TargetState } from './types.js';
 
-interface TargetsData {
-  rollout: { id: string; targets: { totalCount: number; pageInfo: PageInfo; edges: { node: RolloutTarget }[] } } | null;
-}
 
 const PAGE_SIZE = 25;
 
@@ -19,7 +16,7 @@ const PAGE_SIZE = 25;
 export function TargetsTable({ rolloutId, version, compact = false }: { rolloutId: string; version: number; compact?: boolean }) {
   const [state, setState] = useState<TargetState | ''>('');
   const pages = useCursorPages(`${rolloutId}:${state}`);
-  const query = useQuery<TargetsData>(ROLLOUT_TARGETS, { id: rolloutId, state: state || null, first: PAGE_SIZE, after: pages.after });
+  const query = useQuery(ROLLOUT_TARGETS, { id: rolloutId, state: state || null, first: PAGE_SIZE, after: pages.after });
   const throttledVersion = useThrottled(version, 500);
   const { reload } = query;
   useEffect(() => {

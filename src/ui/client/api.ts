@@ -1,4 +1,5 @@
 /** GraphQL over HTTP for the UI: POST with a JSON body (passes Apollo's CSRF prevention), same origin only. */
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { authorizationHeader } from './token.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -28,14 +29,15 @@ export const isNotImplemented = (error: unknown): boolean => error instanceof Gr
 /** The server wants a (valid) API token. */
 export const isUnauthenticated = (error: unknown): boolean => error instanceof GraphQLRequestError && error.code === 'UNAUTHENTICATED';
 
-export async function gql<T>(query: string, variables: Record<string, unknown> = {}, signal?: AbortSignal): Promise<T> {
+/** Sends a typed document (generated/graphql.ts); its result and variables types come from schema.graphql. */
+export async function gql<TResult, TVariables>(document: DocumentTypeDecoration<TResult, TVariables>, variables: TVariables, signal?: AbortSignal): Promise<TResult> {
   const response = await fetch(GRAPHQL_PATH, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...authorizationHeader() },
-    body: JSON.stringify({ query, variables }),
+    body: JSON.stringify({ query: String(document), variables }),
     ...(signal ? { signal } : {}),
   });
-  let body: { data?: T | null; errors?: GraphQLErrorShape[] };
+  let body: { data?: TResult | null; errors?: GraphQLErrorShape[] };
   try {
     body = (await response.json()) as typeof body;
   } catch {

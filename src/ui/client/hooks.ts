@@ -1,4 +1,5 @@
 import { createContext, useCallback, useContext, useEffect, useState, useSyncExternalStore } from 'react';
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { gql } from './api.js';
 import type { LiveConnection } from './live.js';
 import type { LiveSnapshot, LiveStore } from './LiveStore.js';
@@ -37,7 +38,11 @@ export interface QueryState<T> {
  * Runs a query when its variables change (compared as JSON), and every `pollMs` while mounted. The last good data
  * stays visible during a reload and after a failed poll.
  */
-export function useQuery<T>(query: string, variables: Record<string, unknown>, options: { pollMs?: number; skip?: boolean } = {}): QueryState<T> {
+export function useQuery<T, TVariables>(
+  query: DocumentTypeDecoration<T, TVariables>,
+  variables: TVariables,
+  options: { pollMs?: number; skip?: boolean } = {},
+): QueryState<T> {
   const key = JSON.stringify(variables);
   const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean; key: string }>({
     data: undefined,
@@ -52,7 +57,8 @@ export function useQuery<T>(query: string, variables: Record<string, unknown>, o
     if (options.skip) return undefined;
     const controller = new AbortController();
     setState((s) => ({ ...s, loading: true, ...(s.key !== key ? { data: undefined, key } : {}) }));
-    gql<T>(query, JSON.parse(key) as Record<string, unknown>, controller.signal).then(
+    // The effect re-runs when the variables' JSON (key) changes, so these are the variables that key stands for.
+    gql(query, variables, controller.signal).then(
       (data) => !controller.signal.aborted && setState({ data, error: undefined, loading: false, key }),
       (error: unknown) => !controller.signal.aborted && setState((s) => ({ ...s, error, loading: false, key })),
     );

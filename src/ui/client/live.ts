@@ -1,15 +1,17 @@
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { createClient, type Client } from 'graphql-ws';
 import { GRAPHQL_PATH } from './api.js';
 import { authorizationHeader } from './token.js';
 
 export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
 
-export interface ResumableOptions<T> {
-  query: string;
+export interface ResumableOptions<TData, T> {
+  /** A typed subscription document (generated/graphql.ts) whose only variable is `after`. */
+  query: DocumentTypeDecoration<TData, { after?: string | null }>;
   /** Resume position: only events with a larger id are wanted ("0" replays the whole history). */
   after: string;
   /** Picks the item out of `data` (the subscription's root field). */
-  select: (data: Record<string, unknown>) => T;
+  select: (data: TData) => T;
   /** The item's event id: the resume cursor. */
   idOf: (item: T) => number;
   onItem: (item: T) => void;
@@ -62,7 +64,7 @@ export class LiveConnection {
   }
 
   /** Subscribes until the returned function is called, resuming after every disconnect. */
-  subscribe<T>(options: ResumableOptions<T>): () => void {
+  subscribe<TData, T>(options: ResumableOptions<TData, T>): () => void {
     let after = options.after;
     let stopped = false;
     let failures = 0;
@@ -77,8 +79,8 @@ export class LiveConnection {
     const start = () => {
       timer = undefined;
       if (stopped) return;
-      unsubscribe = this.client.subscribe<Record<string, unknown>>(
-        { query: options.query, variables: { after } },
+      unsubscribe = this.client.subscribe<TData>(
+        { query: String(options.query), variables: { after } },
         {
           next: (result) => {
             if (result.errors?.length) {

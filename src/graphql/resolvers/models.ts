@@ -1,0 +1,27 @@
+/**
+ * What resolvers return for the GraphQL object types that have field resolvers: the domain objects, as they are today.
+ * scripts/codegen.mjs maps these types to them (the `mappers` option), so that the generated `Resolvers` types expect
+ * a domain Rollout where the schema says `Rollout` and the Rollout field resolvers receive one as their parent.
+ */
+export type { Rollout as RolloutModel, RolloutTarget as RolloutTargetModel } from '../../domain/RolloutService.js';
+export type { AgentPoolView as AgentPoolModel } from '../../domain/agentPools.js';
+export type { VirtualClusterView as VirtualClusterModel } from '../../domain/virtualClusters.js';
+
+/** One revision of a target (RolloutService.revisions); `rollout` is resolved from its id. */
+export interface RevisionModel {
+  n: number;
+  version: string;
+  rolloutId: string | null;
+  appliedAt: Date;
+}
+
+/**
+ * The typed subscription payloads, built from an event's stored JSON payload by mappers.ts. Their values come from
+ * rollplane's own history rows (not from a caller), so they pass through as stored and GraphQL's output coercion
+ * checks them, as before the types were generated.
+ */
+export type AgentRecreatedModel = ReturnType<typeof import('./mappers.js').agentRecreatedToGraphQL>;
+export type ClusterUpgradeObservationModel = ReturnType<typeof import('./mappers.js').clusterUpgradeToGraphQL>;
+
+/** An audit row as AuditLog.list returns it (numeric id, role as stored); the ID scalar and Role enum serialize it. */
+export type AuditEntryModel = Awaited<ReturnType<import('../../domain/AuditLog.js').AuditLog['list']>>['items'][number];
