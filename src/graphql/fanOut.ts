@@ -1,4 +1,4 @@
-import { createSourceEventStream, execute, subscribe as graphqlSubscribe, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { createSourceEventStream, execute, GraphQLError, subscribe as graphqlSubscribe, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { WebSocket } from 'ws';
 import type { EventLog, StreamOptions } from '../domain/EventLog.js';
 import { streamOptionsOf } from '../domain/EventLog.js';
@@ -182,7 +182,14 @@ class FeedGroup {
     const cached = this.recent.get(event.id);
     if (cached !== undefined) return cached;
     this.options.metrics.subscriptionExecutions.inc({ fan_out: 'shared' });
-    const result = execute({ ...this.args, rootValue: event });
+    let result: ExecutionResult | Promise<ExecutionResult>;
+    try {
+      result = execute({ ...this.args, rootValue: event });
+    } catch (error) {
+      // execute reports resolver failures in `errors`; a throw is a defect, reported to the client as an internal
+      // error (masked by formatGraphQLErrors) rather than thrown in the middle of a delivery.
+      result = { errors: [new GraphQLError('subscription payload failed', { originalError: error as Error })] };
+    }
     const payload = result instanceof Promise ? result.then((r) => this.serialize(r)) : this.serialize(result);
     if (this.catchingUp > 0) {
       this.recent.set(event.id, payload);
@@ -284,6 +291,11 @@ class FeedSubscriber {
    * returned or held here until the subscriber goes live; ids dedupe the overlap.
    */
   start(after: number | undefined): void {
+    // Closed while the subscribe resolver ran: graphql-ws calls return() on it, but the close event has passed.
+    if (this.target.socket.readyState !== OPEN) {
+      this.close();
+      return;
+    }
     if (after === undefined) {
       this.phase = 'positioning';
       this.group.options.events.lastEventId().then(
