@@ -21,7 +21,7 @@ import type { Sql } from '../store/Sql.js';
 import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts } from '../store/rolloutQueries.js';
 import type { EventLog } from './EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
-import { checkPageSize, decodeCursor, encodeCursor, type Page } from './pagination.js';
+import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
 import {
   canTransition,
   FINISHED_TARGET_STATES,

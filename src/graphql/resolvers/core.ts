@@ -1,7 +1,7 @@
 import type { IResolvers } from '@graphql-tools/utils';
 import { ValidationError } from '../../errors.js';
 import { EventType, type EventFilter, type RolloutKind, type StoredEvent } from '../../domain/events.js';
-import { checkPageSize, parseEventId } from '../../domain/pagination.js';
+import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import type { Rollout, RolloutFilter } from '../../domain/RolloutService.js';
 import type { RolloutState, TargetState } from '../../domain/rolloutStates.js';
 import type { GraphQLContext } from '../context.js';

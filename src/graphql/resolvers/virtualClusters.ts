@@ -1,5 +1,5 @@
 import type { IResolvers } from '@graphql-tools/utils';
-import { parseEventId } from '../../domain/pagination.js';
+import { parseEventId } from '../../util/pagination.js';
 import {
   bumpClusterVersion,
   clusterHistory,
