@@ -47,7 +47,7 @@ export const NOT_GRANTED: readonly { group: string; resource: string; verb: Verb
     group: '',
     resource: 'namespaces',
     verb: 'create',
-    why: 'ControllerManager tries to create the Lease namespace and ignores a refusal; namespace.yaml creates rollplane-system instead of granting cluster-wide namespace creation',
+    why: 'the controller Manager tries to create the Lease namespace and ignores a refusal; namespace.yaml creates rollplane-system instead of granting cluster-wide namespace creation',
   },
 ];
 

@@ -18,8 +18,9 @@ import { buildSchema } from './graphql/schema.js';
 import { startSubscriptionServer } from './graphql/subscriptions.js';
 import { writeReadiness, type ReadinessCheck } from './http/health.js';
 import { createUiHandler } from './ui/serveUi.js';
-import { ControllerManager } from './controller/ControllerManager.js';
+import { Manager } from './controller/Manager.js';
 import { setupRolloutKinds } from './controllers/index.js';
+import { RolloutControllerHost } from './controllers/RolloutControllerHost.js';
 import { createKubeClients } from './kube/index.js';
 import { connectKubernetes, type KubeConnection } from './kubeConnection.js';
 import { createLogger, type Logger } from './log.js';
@@ -117,17 +118,9 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     burst: config.kube.burst,
     registry: metrics.registry,
   });
-  const manager = new ControllerManager({
-    config,
-    clients,
-    registry: metrics.registry,
-    logger,
-    events,
-    inFlight: new InFlightChanges(db.store, events),
-    leaderElection: config.leaderElection,
-    runControllers: config.controllers,
-  });
-  const kinds = setupRolloutKinds(manager);
+  const manager = new Manager({ clients, registry: metrics.registry, logger, leaderElection: config.leaderElection, runControllers: config.controllers });
+  const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight: new InFlightChanges(db.store, events) });
+  const kinds = setupRolloutKinds(host);
   for (const driver of kinds.drivers) engine.registerDriver(driver);
 
   // The engine runs on the controller runtime: one key per rollout id, re-evaluated on every change.
@@ -145,7 +138,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     },
   });
   engine.connect((id, afterMs) => (afterMs ? rolloutController.enqueueAfter(id, afterMs) : rolloutController.enqueue(id)), launcher);
-  manager.onTargetChanged((kind, namespace, name) => engine.targetChanged(kind, namespace, name));
+  host.onTargetChanged((kind, namespace, name) => engine.targetChanged(kind, namespace, name));
   // Views of rollouts cached while not leading may be stale: another leader may have moved them on.
   manager.onStartedLeading(() => engine.forgetViews());
   // User actions (pause, resume, abort) are state changes in the store; the engine reacts to them at once.
@@ -168,7 +161,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     launcher,
     engine,
     ...kinds.queries,
-    workQueues: () => manager.snapshots(),
+    workQueues: () => host.queueSnapshots(),
     tokens,
     audit,
   };

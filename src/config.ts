@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseImageReference } from './domain/imageReference.js';
+import { parseImageReference } from './util/imageReference.js';
 import { DatabaseUrlError, parseDatabaseUrl } from './store/databaseUrl.js';
 import { AppError, ErrorCode } from './errors.js';
 // A leaf module (no simulator code): only the names of the upstream behaviours, for validation.

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../controller/clock.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 /** Idle buckets are dropped after this long (a full bucket carries no state worth keeping). */
 const IDLE_MS = 10 * 60_000;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { AppError, ConflictError, ErrorCode, NotFoundError, ValidationError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
-import { checkPageSize, decodeCursor, encodeCursor } from '../domain/pagination.js';
+import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import { ROLES, type Principal, type Role } from './roles.js';
 
 export class UnauthenticatedError extends AppError {

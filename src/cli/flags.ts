@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseImageReference } from '../domain/imageReference.js';
+import { parseImageReference } from '../util/imageReference.js';
 import { isAppError } from '../errors.js';
 
 export { InvalidArgumentError as InvalidArgument };

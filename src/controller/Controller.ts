@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { type Clock, systemClock } from './clock.js';
+import { type Clock, systemClock } from '../util/clock.js';
 import { describeError, isTerminalError } from './errors.js';
 import type { HotHistogram, HotValue } from './hotMetrics.js';
 import { type ControllerMetrics, controllerMetrics } from './metrics.js';

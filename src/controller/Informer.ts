@@ -1,6 +1,6 @@
 import type { KubernetesListObject, KubernetesObject, Watch } from '@kubernetes/client-node';
 import { ResourceExpiredError, translateKubeError } from '../kube/errors.js';
-import { type Clock, sleep, systemClock, type TimerHandle } from './clock.js';
+import { type Clock, sleep, systemClock, type TimerHandle } from '../util/clock.js';
 import { IndexedCache, objectKey, type CacheReader, type Indexers, type InformerEventHandler } from './IndexedCache.js';
 import { InformerView, type ViewOptions } from './InformerView.js';
 

@@ -2,7 +2,7 @@ import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/c
 import { Gauge, type Registry } from 'prom-client';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { translateKubeError } from '../kube/errors.js';
-import { type Clock, sleep, systemClock, type TimerHandle } from './clock.js';
+import { type Clock, sleep, systemClock, type TimerHandle } from '../util/clock.js';
 
 export interface LeaderElectorOptions {
   coordination: CoordinationV1Api;
@@ -298,7 +298,7 @@ function timeString(t: unknown): string {
   return typeof t === 'string' ? t : '';
 }
 
-/** Something with start/stop, as a Controller or JobWorker. */
+/** Something with start/stop, as a Controller. */
 export interface Runnable {
   start(): void;
   stop(): Promise<void>;

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { type Clock, systemClock, type TimerHandle } from './clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../util/clock.js';
 import { type HeapEntry, KeyHeap } from './KeyHeap.js';
 import type { HotHistogram, HotValue } from './hotMetrics.js';
 import { type InFlightReporter, workQueueMetrics } from './metrics.js';

@@ -1,5 +1,5 @@
-import { type Clock, systemClock } from './clock.js';
-import { TokenBucket } from './TokenBucket.js';
+import { type Clock, systemClock } from '../util/clock.js';
+import { TokenBucket } from '../util/TokenBucket.js';
 
 /**
  * How long to wait before an item is retried, as client-go's workqueue.TypedRateLimiter. `when` is called once per

@@ -1,5 +1,5 @@
 import type { PrismaClient } from '../store/db.js';
-import { checkPageSize, decodeCursor, encodeCursor } from './pagination.js';
+import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 
 export interface AuditRecord {
   actor: string | null;

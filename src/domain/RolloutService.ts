@@ -4,7 +4,7 @@ import type { PrismaClient } from '../store/db.js';
 import type { HistoryStore, HistoryTx, RolloutRow, Step, TargetRow } from '../store/port.js';
 import type { EventLog } from './EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
-import { checkPageSize, decodeCursor, encodeCursor, type Page } from './pagination.js';
+import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
 import {
   canTransition,
   FINISHED_TARGET_STATES,

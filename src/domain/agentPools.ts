@@ -6,8 +6,8 @@
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from './labelSelector.js';
 import { ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
-import { isDowngrade, parseImageReference } from './imageReference.js';
-import { checkPageSize, decodeCursor, encodeCursor } from './pagination.js';
+import { isDowngrade, parseImageReference } from '../util/imageReference.js';
+import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
 import type { Cause, NewTarget } from './RolloutService.js';
 

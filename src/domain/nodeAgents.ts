@@ -6,8 +6,8 @@
 import { matchesLabelSelector, parseLabelSelector } from './labelSelector.js';
 import { NotFoundError, NotImplementedError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
-import { parseImageReference } from './imageReference.js';
-import { checkPageSize, decodeCursor, encodeCursor } from './pagination.js';
+import { parseImageReference } from '../util/imageReference.js';
+import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
 import type { Cause, NewTarget } from './RolloutService.js';
 

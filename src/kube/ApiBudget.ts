@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { type Clock, systemClock } from '../controller/clock.js';
-import { TokenBucket } from '../controller/TokenBucket.js';
+import { type Clock, systemClock } from '../util/clock.js';
+import { TokenBucket } from '../util/TokenBucket.js';
 
 export interface ApiBudgetOptions {
   /** Sustained requests per second; default 50. */

@@ -8,7 +8,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
-import type { Clock } from '../controller/clock.js';
+import type { Clock } from '../util/clock.js';
 import { AppError, ErrorCode } from '../errors.js';
 import { ApiBudget } from './ApiBudget.js';
 

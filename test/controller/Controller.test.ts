@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { Controller, type Reconciler, type Request, type Result, TerminalError } from '../../src/controller/Controller.js';
-import { FakeClock, flushMicrotasks } from '../../src/controller/FakeClock.js';
+import { FakeClock, flushMicrotasks } from '../../src/util/FakeClock.js';
 import { defaultControllerRateLimiter } from '../../src/controller/rateLimiters.js';
 import { NotFoundError } from '../../src/errors.js';
 

@@ -2,7 +2,7 @@ import type { KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isAppError } from '../../src/errors.js';
 import { Controller } from '../../src/controller/Controller.js';
-import { FakeClock } from '../../src/controller/FakeClock.js';
+import { FakeClock } from '../../src/util/FakeClock.js';
 import { Informer } from '../../src/controller/Informer.js';
 import { resourceInformer } from '../../src/controller/resourceInformer.js';
 import { enqueueByLabels, enqueueOwner, feed, generationChanged } from '../../src/controller/sources.js';

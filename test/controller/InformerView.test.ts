@@ -2,9 +2,8 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { ControllerManager } from '../../src/controller/ControllerManager.js';
+import { Manager } from '../../src/controller/Manager.js';
 import { Informer } from '../../src/controller/Informer.js';
-import { loadConfig } from '../../src/config.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, type Simulator, startSimulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
@@ -85,16 +84,12 @@ describe('InformerView', () => {
   });
 });
 
-describe('ControllerManager.informer', () => {
+describe('Manager.informer', () => {
   it('shares one informer per path and selectors, with every caller’s indexers', async () => {
-    const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim' }, []);
-    const manager = new ControllerManager({
-      config,
+    const manager = new Manager({
       clients: kube,
       registry: new Registry(),
       logger: pino({ level: 'silent' }),
-      events: undefined as never,
-      inFlight: undefined as never,
       leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
       runControllers: false,
     });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Controller } from '../../src/controller/Controller.js';
-import { FakeClock } from '../../src/controller/FakeClock.js';
+import { FakeClock } from '../../src/util/FakeClock.js';
 import { LeaderElector, type LeaderElectorOptions, runWhileLeading } from '../../src/controller/LeaderElector.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';

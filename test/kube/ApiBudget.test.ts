@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/controller/FakeClock.js';
+import { FakeClock } from '../../src/util/FakeClock.js';
 import { createKubeClients } from '../../src/kube/createKubeClients.js';
 
 // A bare HTTP endpoint that counts what reaches it: the budget is a client-side property, so what matters is how

@@ -1,6 +1,6 @@
 import type { V1DaemonSet, V1DaemonSetUpdateStrategy, V1Pod } from '@kubernetes/client-node';
 import { EventType, type RolloutKind } from '../../domain/events.js';
-import { parseImageReference } from '../../domain/imageReference.js';
+import { parseImageReference } from '../../util/imageReference.js';
 import { nodeAgentSelectorOf, nodeAgentStrategyOf } from '../../domain/nodeAgents.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';

@@ -8,7 +8,7 @@ import {
 } from '../../domain/agentPools.js';
 import type { Domain } from '../../domain/Domain.js';
 import type { RolloutKind, StoredEvent } from '../../domain/events.js';
-import { checkPageSize, parseEventId } from '../../domain/pagination.js';
+import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';

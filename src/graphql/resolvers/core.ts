@@ -1,6 +1,6 @@
 import { ValidationError } from '../../errors.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
-import { checkPageSize, parseEventId } from '../../domain/pagination.js';
+import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import type { RolloutFilter } from '../../domain/RolloutService.js';
 import type { GraphQLContext } from '../context.js';
 import type {

@@ -1,4 +1,4 @@
-import { parseEventId } from '../../domain/pagination.js';
+import { parseEventId } from '../../util/pagination.js';
 import {
   bumpClusterVersion,
   clusterHistory,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
-import { ControllerManager } from '../../../src/controller/ControllerManager.js';
+import { TestControllerHost } from '../../helpers/controllerHost.js';
 import { setupAgentPools, type AgentPoolOptions, type AgentPoolRuntime } from '../../../src/controllers/agentpool/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
@@ -19,7 +19,7 @@ export interface Harness {
   sim: Simulator;
   db: Database;
   events: EventLog;
-  manager: ControllerManager;
+  manager: TestControllerHost;
   runtime: AgentPoolRuntime;
   registry: Registry;
   /** Kubernetes API writes the simulator served, by verb. */
@@ -32,7 +32,7 @@ export interface Harness {
 
 export const AGENT_NS = 'harvester-system';
 
-/** The simulator (zero delays) + a real ControllerManager with the agent-pool controllers, over HTTP via client-node. */
+/** The simulator (zero delays) + a real TestControllerHost with the agent-pool controllers, over HTTP via client-node. */
 export async function startHarness(options: { fleet?: SimulatorOptions['fleet']; sim?: SimulatorOptions; agent?: AgentPoolOptions; existingSim?: Simulator } = {}): Promise<Harness> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-agentpool-'));
   const writes = { create: 0, update: 0, patch: 0, delete: 0 };
@@ -52,7 +52,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
   const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
-  const manager = new ControllerManager({
+  const manager = new TestControllerHost({
     config,
     clients,
     registry,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
-import { ControllerManager } from '../../../src/controller/ControllerManager.js';
+import { TestControllerHost } from '../../helpers/controllerHost.js';
 import { setupNodeAgents, type NodeAgentOptions, type NodeAgentRuntime } from '../../../src/controllers/nodeagent/index.js';
 import type { Domain } from '../../../src/domain/Domain.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
@@ -33,7 +33,7 @@ export interface Harness {
   rollouts: RolloutService;
   engine: RolloutEngine;
   runtime: NodeAgentRuntime;
-  manager: ControllerManager;
+  manager: TestControllerHost;
   bump(input: Partial<BumpNodeAgentImageInput>): Promise<Rollout>;
   waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
   waitForState(rolloutId: string, states: string[], timeoutMs?: number): Promise<Rollout>;
@@ -47,7 +47,7 @@ export interface Harness {
 }
 
 /**
- * The simulator (zero delays unless told) + the real service side of node-agent rollouts: ControllerManager with the
+ * The simulator (zero delays unless told) + the real service side of node-agent rollouts: TestControllerHost with the
  * node-agent informers and gate controller, the RolloutEngine on the controller runtime, RolloutService and launcher
  * on a fresh SQLite file. Mirrors src/app.ts without HTTP.
  */
@@ -62,12 +62,12 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: dbUrl }, []);
 
-  let service: { manager: ControllerManager; engine: RolloutEngine; runtime: NodeAgentRuntime; launcher: RolloutLauncher; unsubscribe: () => void } | undefined;
+  let service: { manager: TestControllerHost; engine: RolloutEngine; runtime: NodeAgentRuntime; launcher: RolloutLauncher; unsubscribe: () => void } | undefined;
 
   const startService = async () => {
     const registry = new Registry();
     const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
-    const manager = new ControllerManager({
+    const manager = new TestControllerHost({
       config,
       clients,
       registry,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
-import { ControllerManager } from '../../../src/controller/ControllerManager.js';
+import { TestControllerHost } from '../../helpers/controllerHost.js';
 import { setupVirtualClusters, type VirtualClusterOptions, type VirtualClusterRuntime } from '../../../src/controllers/vcluster/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
@@ -25,7 +25,7 @@ export interface Harness {
   db: Database;
   events: EventLog;
   clients: KubeClients;
-  manager: ControllerManager;
+  manager: TestControllerHost;
   runtime: VirtualClusterRuntime;
   registry: Registry;
   /** Stops the controllers and starts a fresh manager (new caches, queues and metrics) on the same simulator and history: a restart or failover. */
@@ -48,7 +48,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** The simulator (zero delays, demo fleet: 2 VirtualClusters of cv-sample-np) + a real ControllerManager running the vcluster controllers over HTTP. */
+/** The simulator (zero delays, demo fleet: 2 VirtualClusters of cv-sample-np) + a real TestControllerHost running the vcluster controllers over HTTP. */
 export async function startHarness(options: { sim?: SimulatorOptions; vcluster?: VirtualClusterOptions } = {}): Promise<Harness> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-vcluster-'));
   const sim = await startSimulator({ delays: zeroDelays, fleet: 'demo', ...options.sim });
@@ -59,7 +59,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
   const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
   const newManager = (reg: Registry) =>
-    new ControllerManager({
+    new TestControllerHost({
       config,
       clients,
       registry: reg,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDowngrade, parseImageReference } from '../../src/domain/imageReference.js';
+import { isDowngrade, parseImageReference } from '../../src/util/imageReference.js';
 
 describe('parseImageReference', () => {
   it.each([

@@ -1,17 +1,11 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config.js';
-import type { ControllerHost } from '../controllers/host.js';
-import type { QueueSnapshot } from '../domain/Domain.js';
-import type { EventLog } from '../domain/EventLog.js';
-import type { InFlightChanges } from '../domain/InFlightChanges.js';
-import type { RolloutKind } from '../domain/events.js';
-import { translateKubeError, type KubeClients } from '../kube/index.js';
 import { ConflictError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { Controller, type ControllerOptions } from './Controller.js';
+import { translateKubeError, type KubeClients } from '../kube/index.js';
+import { Controller, type ControllerOptions, type ControllerSnapshot } from './Controller.js';
 import { Informer, type InformerOptions } from './Informer.js';
 import { LeaderElector } from './LeaderElector.js';
 
@@ -24,49 +18,39 @@ export interface LeaderElectionSettings {
   retryPeriodMs: number;
 }
 
-export interface ControllerManagerOptions {
-  config: Config;
-  clients: KubeClients;
+export interface ManagerOptions {
+  clients: Pick<KubeClients, 'watch' | 'coordination' | 'core'>;
   registry: Registry;
   logger: Logger;
-  events: EventLog;
-  inFlight: InFlightChanges;
   leaderElection: LeaderElectionSettings;
   /** False for an API-only replica: informers run (the API reads their caches), controllers never do. */
   runControllers?: boolean;
 }
 
 /**
- * controller-runtime's Manager: owns the informers and controllers of every rollout kind (it is the ControllerHost
- * they are built with), starts the informers and waits for their caches, then runs the controllers only while this
- * replica holds the leader Lease. Informers keep running on every replica so that the API can read caches.
+ * controller-runtime's Manager: owns informers and controllers, starts the informers and waits for their caches, then
+ * runs the controllers only while this replica holds the leader Lease. Informers keep running on every replica so that
+ * readers of their caches (an API) work on every replica. Knows nothing of what the controllers reconcile.
  */
-export class ControllerManager implements ControllerHost {
-  readonly config: Config;
-  readonly clients: KubeClients;
+export class Manager {
   readonly registry: Registry;
   readonly logger: Logger;
-  readonly events: EventLog;
-  readonly inFlight: InFlightChanges;
   readonly identity = `${os.hostname()}-${randomBytes(4).toString('hex')}`;
   private readonly informers: Informer<KubernetesObject>[] = [];
   private readonly informersByKey = new Map<string, Informer<KubernetesObject>>();
   private readonly controllers: Controller[] = [];
-  private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
-  private readonly leadingListeners: (() => void)[] = [];
+  private readonly clients: ManagerOptions['clients'];
+  private readonly leadingListeners: (() => void | Promise<void>)[] = [];
   private readonly settings: LeaderElectionSettings;
   private readonly runControllers: boolean;
   private elector: LeaderElector | undefined;
   private leading = false;
   private started = false;
 
-  constructor(options: ControllerManagerOptions) {
-    this.config = options.config;
+  constructor(options: ManagerOptions) {
     this.clients = options.clients;
     this.registry = options.registry;
     this.logger = options.logger.child({ component: 'manager' });
-    this.events = options.events;
-    this.inFlight = options.inFlight;
     this.settings = options.leaderElection;
     this.runControllers = options.runControllers ?? true;
   }
@@ -103,16 +87,11 @@ export class ControllerManager implements ControllerHost {
     return controller;
   }
 
-  notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void {
-    for (const listener of this.targetListeners) listener(kind, namespace, name);
-  }
-
-  onTargetChanged(listener: (kind: RolloutKind, namespace: string, name: string) => void): void {
-    this.targetListeners.push(listener);
-  }
-
-  /** Runs each time this replica starts its controllers, just before they start (state cached while not leading is stale). */
-  onStartedLeading(listener: () => void): void {
+  /**
+   * Runs each time this replica starts its controllers, in registration order, just before they start (state cached
+   * while not leading is stale).
+   */
+  onStartedLeading(listener: () => void | Promise<void>): void {
     this.leadingListeners.push(listener);
   }
 
@@ -130,17 +109,8 @@ export class ControllerManager implements ControllerHost {
     }
   }
 
-  snapshots(): QueueSnapshot[] {
-    return this.controllers.map((c) => {
-      const s = c.snapshot();
-      return {
-        name: s.name,
-        depth: s.depth + s.delayed,
-        inFlight: s.inFlight,
-        retries: Object.entries(s.retries).map(([key, retries]) => ({ key, retries, lastError: s.lastErrors[key]?.message ?? null })),
-        leader: this.leading,
-      };
-    });
+  snapshots(): ControllerSnapshot[] {
+    return this.controllers.map((c) => c.snapshot());
   }
 
   async start(): Promise<void> {
@@ -150,11 +120,12 @@ export class ControllerManager implements ControllerHost {
     this.logger.info({ informers: this.informers.length }, 'informer caches synced');
     const startControllers = async () => {
       this.leading = true;
-      // Another leader may have moved work on since this replica last led.
-      // Never start without it: controllers would redo work that is already in flight.
-      await this.inFlight.reload();
-      if (!this.leading) return; // lost the lease meanwhile
-      for (const listener of this.leadingListeners) listener();
+      // Listeners run in order, each awaited; the controllers never start before they are all done (state a listener
+      // reloads is what the controllers work from).
+      for (const listener of this.leadingListeners) {
+        await listener();
+        if (!this.leading) return; // lost the lease meanwhile
+      }
       for (const controller of this.controllers) controller.start();
       this.logger.info({ identity: this.identity, controllers: this.controllers.map((c) => c.name) }, 'leading: controllers started');
     };
