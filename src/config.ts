@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseImageReference } from './util/imageReference.js';
-import { DatabaseUrlError, parseDatabaseUrl } from './store/databaseUrl.js';
+import { DatabaseUrlError, parseDatabaseUrl } from './util/databaseUrl.js';
 import { AppError, ErrorCode } from './errors.js';
 // A leaf module (no simulator code): only the names of the upstream behaviours, for validation.
 import { parseUpstreamSpec, UPSTREAM_TOKENS } from './sim/behaviour/upstream/selection.js';

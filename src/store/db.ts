@@ -3,7 +3,7 @@ import path from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaClient } from './generated/client.js';
-import { parseDatabaseUrl, redactDatabaseUrl } from './databaseUrl.js';
+import { parseDatabaseUrl, redactDatabaseUrl } from '../util/databaseUrl.js';
 import { applyMigrations, type MigrationReport } from './migrate.js';
 import type { HistoryStore } from './port.js';
 import { SqliteHistoryStore } from './sqlite/SqliteHistoryStore.js';

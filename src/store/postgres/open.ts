@@ -2,7 +2,7 @@ import type { MigrationReport } from '../migrate.js';
 import { applyPgMigrations } from './migrate.js';
 import { PgHistoryStore } from './PgHistoryStore.js';
 import { historyPool } from './pool.js';
-import { redactDatabaseUrl } from '../databaseUrl.js';
+import { redactDatabaseUrl } from '../../util/databaseUrl.js';
 import { UnavailableError } from '../../errors.js';
 
 /** Opens the PostgreSQL history: a pool, then the committed migrations (one replica applies them, the others wait). */
