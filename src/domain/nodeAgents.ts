@@ -220,7 +220,7 @@ export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeA
 }
 
 /**
- * The class the gate waits on (docs/beside-upstream-nodeagents.md, "Peer runtime class"):
+ * The class the gate waits on (docs/beside-upstream.md#node-agents-beside-the-cloud-api-adaptor, "Peer runtime class"):
  * 1. the agent's own `RUNTIMECLASS_NAME` (the CAA's `peer-pods-cm`), because the agent's startup probe waits on exactly
  *    those pods; an explicit input naming another class is refused (a gate on it would never see the agent's peers);
  * 2. otherwise an explicit input (anything but the schema default kata-remote);

@@ -1,7 +1,7 @@
 /**
  * The peer runtime class of a node-agent rollout comes from the agent's own configuration (the cloud-api-adaptor's
  * RUNTIMECLASS_NAME in peer-pods-cm, read as the kubelet builds the container's environment), and from rollplane's
- * settings only when the agent sets none. See docs/beside-upstream-nodeagents.md.
+ * settings only when the agent sets none. See docs/beside-upstream.md#node-agents-beside-the-cloud-api-adaptor.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveEnv } from '../../../src/controllers/nodeagent/agentEnv.js';
