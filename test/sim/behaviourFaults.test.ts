@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { zeroDelays } from '../../src/sim/behaviour/index.js';
+import { AGENT_LABEL } from '../../src/sim/behaviour/upstream/vmDhcpChart.js';
 import { FaultInjector } from '../../src/sim/faults.js';
 import { AGENT_NAMESPACE, VC_NAMESPACE } from '../../src/sim/fleet.js';
 import { startSimulator, type Simulator } from '../../src/sim/index.js';
@@ -53,7 +54,8 @@ describe('fault injection through the HTTP API', () => {
     await expectStatus(apps.listNamespacedDaemonSet({ namespace: 'confidential-containers-system' }), 503, 'ServiceUnavailable');
     expect(sim.faults.stats().errors).toBeGreaterThanOrEqual(3);
     sim.faults.set({});
-    const pods = await core.listNamespacedPod({ namespace: AGENT_NAMESPACE });
+    // The demo's three agents (the namespace also holds the vm-dhcp-controller's own pod).
+    const pods = await core.listNamespacedPod({ namespace: AGENT_NAMESPACE, labelSelector: AGENT_LABEL });
     expect(pods.items.length).toBe(3);
   });
 
