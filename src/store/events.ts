@@ -1,9 +1,5 @@
-import type { PrismaClient } from './db.js';
 import { dateOf, sqlDate, type Sql, type SqlValue } from './Sql.js';
 import type { EventFilter, NewEvent, RolloutKind, StoredEvent, EventType } from '../domain/events.js';
-
-/** Transaction client or the full client: both have the model delegates used here. */
-export type Tx = Pick<PrismaClient, 'event' | 'rollout' | 'rolloutTarget' | 'revision' | 'idempotencyKey' | 'job'>;
 
 interface EventRow {
   id: number;

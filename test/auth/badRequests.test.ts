@@ -196,7 +196,6 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
       targets: await p.rolloutTarget.findMany({ orderBy: { id: 'asc' } }),
       revisions: await p.revision.findMany({ orderBy: { id: 'asc' } }),
       events: await p.event.findMany({ orderBy: { id: 'asc' } }),
-      jobs: await p.job.findMany({ orderBy: { id: 'asc' } }),
       tokens: (await p.apiToken.findMany({ orderBy: { id: 'asc' } })).map(({ lastUsedAt: _lastUsedAt, ...rest }) => rest),
       keys: await p.idempotencyKey.findMany({ orderBy: { key: 'asc' } }),
     };
