@@ -44,7 +44,7 @@ export class ExternalChangeRecorder {
     const ref = `${ds.metadata!.namespace}/${ds.metadata!.name}`;
     const planned = drivenByRollout(ds);
     const previous = this.images.get(ref) ?? (planned ? image : await this.firstSight(ds, image));
-    this.images.set(ref, image);
+    // Remembered only once recorded: a failed append is retried by the controller.
     if (planned) this.changes.delete(ref);
     else if (previous !== image) {
       await this.events.append({
@@ -57,6 +57,7 @@ export class ExternalChangeRecorder {
       this.changes.set(ref, { from: previous, to: image, at: new Date() });
       this.logger?.warn({ daemonSet: ref, oldImage: previous, newImage: image }, 'the node-agent DaemonSet image was changed outside rollplane');
     }
+    this.images.set(ref, image);
     await this.recordReplacements(ds, ref, planned);
   }
 
@@ -103,10 +104,9 @@ export class ExternalChangeRecorder {
       const seen = this.agents.get(key);
       const current = { pod: agent.metadata!.name!, image };
       if (seen?.pod === current.pod) continue;
-      this.agents.set(key, current);
       // Under a rollout the driver records the replacement; a restart of the agent with its image is no replacement.
-      if (planned || (seen && seen.image === image)) continue;
-      await this.recordIfNew(ds, ref, node, agent, image, seen, this.changes.get(ref));
+      if (!planned && !(seen && seen.image === image)) await this.recordIfNew(ds, ref, node, agent, image, seen, this.changes.get(ref));
+      this.agents.set(key, current);
     }
   }
 
@@ -115,7 +115,8 @@ export class ExternalChangeRecorder {
    * stands in for it. A node the history knows nothing of and this process has not seen before is the baseline.
    */
   private async recordIfNew(ds: V1DaemonSet, ref: string, node: string, agent: V1Pod, image: string, before: { pod: string; image: string } | undefined, change: { from: string; to: string; at: Date } | undefined): Promise<void> {
-    const [last] = await this.events.listBefore({ kind: 'NODE_AGENT', types: [EventType.NodeAgentReplaced], name: node }, undefined, 1);
+    // Node-agent events are about namespace "" and the node: the (kind, namespace, name) index answers this one.
+    const [last] = await this.events.listBefore({ kind: 'NODE_AGENT', types: [EventType.NodeAgentReplaced], namespace: '', name: node }, undefined, 1);
     const lastPod = last?.payload.newPod;
     const lastImage = typeof last?.payload.newImage === 'string' ? last.payload.newImage : undefined;
     if (lastPod === agent.metadata?.name) return; // recorded already (by a rollout, or before a restart)
