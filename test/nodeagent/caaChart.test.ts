@@ -245,6 +245,19 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     const rollout = await gql(app!.url, `query { rollouts(first: 1) { edges { node { targets { edges { node { state error } } } } } } }`);
     const errors = (rollout.data?.rollouts?.edges?.[0]?.node?.targets?.edges ?? []).map((e: { node: { error: string | null } }) => e.node.error).filter(Boolean);
     expect(errors.join(' ')).toMatch(/switched to RollingUpdate .*outside rollplane/);
+    // The history has the chart's change as unplanned, and every agent the DaemonSet replaced on its own as unplanned,
+    // once per node and never as the rollout's.
+    const HISTORY = `{ events(filter: { kind: NODE_AGENT, types: [UpstreamControllerChanged, NodeAgentReplaced] }) { edges { node { type rolloutId payload } } } }`;
+    type Entry = { type: string; rolloutId: string | null; payload: Record<string, unknown> };
+    const unplanned = (events: Entry[]) => events.filter((e) => e.type === 'NodeAgentReplaced' && e.payload.newImage === CHART_NEXT);
+    const events = await until('one replacement to the chart image per node', async () => {
+      const r = await gql(app!.url, HISTORY);
+      const list = (r.data?.events?.edges ?? []).map((e: { node: Entry }) => e.node) as Entry[];
+      return unplanned(list).length >= NODES.length ? list : undefined;
+    });
+    expect(events.filter((e) => e.type === 'UpstreamControllerChanged').map((e) => [e.rolloutId, e.payload.oldImage, e.payload.newImage, e.payload.planned])).toEqual([[null, NEW, CHART_NEXT, false]]);
+    expect(unplanned(events).map((e) => e.payload.node).sort()).toEqual(NODES);
+    for (const e of unplanned(events)) expect([e.rolloutId, e.payload.planned, e.payload.reason]).toEqual([null, false, 'unplanned']);
   });
 
   it('SURGE: the old agent serves each node until the new one is Ready; the chart strategy and template come back', async () => {

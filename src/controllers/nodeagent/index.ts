@@ -4,12 +4,14 @@ import { feed } from '../../controller/sources.js';
 import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../../domain/nodeAgents.js';
 import type { RolloutDriver } from '../../domain/ports.js';
 import type { ControllerHost } from '../host.js';
+import { ExternalChangeRecorder } from './ExternalChangeRecorder.js';
 import { GateReconciler } from './GateReconciler.js';
 import { mattersToGates } from './podFacts.js';
 import { nodeAgentMetrics } from './metrics.js';
 import { NodeAgentCache } from './NodeAgentCache.js';
 import { NodeAgentDriver } from './NodeAgentDriver.js';
 import { nodeAgentQueries } from './queries.js';
+import { ROLLOUT_ANNOTATION } from './constants.js';
 
 export { NodeAgentCache } from './NodeAgentCache.js';
 export { NodeAgentDriver } from './NodeAgentDriver.js';
@@ -61,5 +63,21 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
     map: (ds) => [...new Set(cache.agentPods(ds).map((p) => p.spec?.nodeName ?? ''))].filter(Boolean).map((name) => ({ name })),
     predicates: [{ update: (o, n) => o.metadata?.generation !== n.metadata?.generation }],
   });
-  return { driver, queries: nodeAgentQueries(cache, host.clients), controller, cache };
+  // Changes made outside rollplane (a helm upgrade of the chart) and the agents they replace are history too.
+  const external = host.controller({
+    name: 'nodeagent-external-changes',
+    reconciler: new ExternalChangeRecorder(cache, host.events, host.logger.child({ controller: 'nodeagent' })),
+    workers: 1,
+  });
+  feed<V1DaemonSet>(cache.daemonSets, external, { predicates: [{ update: (o, n) => externalSignature(o) !== externalSignature(n) }] });
+  feed<V1Pod>(cache.pods, external, {
+    map: (pod) =>
+      (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => ({ namespace: pod.metadata?.namespace ?? '', name: r.name })),
+  });
+  return { driver, queries: nodeAgentQueries(cache, host.clients, host.events), controller, cache };
+}
+
+/** What the recorder reads of a DaemonSet: its template (image), strategy and whether a rollout drives it. */
+function externalSignature(ds: V1DaemonSet): string {
+  return JSON.stringify([ds.metadata?.labels, ds.metadata?.annotations?.[ROLLOUT_ANNOTATION], ds.spec?.updateStrategy?.type, ds.spec?.template?.spec?.containers?.map((c) => c.image)]);
 }

@@ -2,12 +2,14 @@ import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
 import type { NodeAgentCandidates, NodeAgentDriftItem, NodeAgentQueries, NodeAgentSet, NodeAgentState } from '../../domain/nodeAgents.js';
 import { ORIGINAL_STRATEGY_ANNOTATION, PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './constants.js';
 import type { KubeClients } from '../../kube/index.js';
+import type { EventLog } from '../../domain/EventLog.js';
+import { externalChangeOf } from './externalChange.js';
 import { agentRuntimeClass } from './agentEnv.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { agentContainerName, isActive, isReady, podImage, readyPeers, templateImage, timeOf } from './podFacts.js';
 
 /** The node-agent query port, answered from the informer caches. */
-export function nodeAgentQueries(cache: NodeAgentCache, clients: KubeClients): NodeAgentQueries {
+export function nodeAgentQueries(cache: NodeAgentCache, clients: KubeClients, events: Pick<EventLog, 'listBefore'>): NodeAgentQueries {
   /** The node's agent: the DaemonSet's newest active pod, else a retiring one still running there. */
   const agentOn = (ds: V1DaemonSet, node: string): V1Pod | undefined => cache.agentPodsOn(ds, node)[0] ?? cache.retiringOn(ds, node).find(isActive);
 
@@ -78,10 +80,15 @@ export function nodeAgentQueries(cache: NodeAgentCache, clients: KubeClients): N
       for (const ds of cache.managedSets()) {
         const desired = templateImage(ds) ?? null;
         const container = agentContainerName(ds);
+        // A template image set outside rollplane (a helm upgrade): agents on it drift from what rollplane rolled out.
+        const external = desired ? await externalChangeOf(events, ds, desired) : undefined;
         for (const node of nodesOf(ds)) {
           const pod = agentOn(ds, node);
           const running = pod ? (podImage(pod, container) ?? null) : null;
-          if (running === desired) continue;
+          if (running === desired) {
+            if (external) items.push({ kind: 'NODE_AGENT', namespace: '', name: node, desiredVersion: external.rolledOut, runningVersion: running, since: external.since });
+            continue;
+          }
           const created = timeOf(pod?.metadata?.creationTimestamp);
           items.push({ kind: 'NODE_AGENT', namespace: '', name: node, desiredVersion: desired, runningVersion: running, since: created !== undefined ? new Date(created) : null });
         }

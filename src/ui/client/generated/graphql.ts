@@ -74,11 +74,11 @@ export type EventType =
   | 'AgentRecreated'
   /** A stuck Terminating agent on a NotReady node was force-deleted. */
   | 'AgentForceDeleted'
-  /** The vm-dhcp-controller's --image changed (payload: controller, oldImage, newImage, planned: false for a change made outside rollplane, activeRollouts). */
+  /** The vm-dhcp-controller's --image, or a node-agent DaemonSet's template image (kind NODE_AGENT, payload daemonSet), changed (payload: controller, oldImage, newImage, planned: false for a change made outside rollplane, activeRollouts). */
   | 'UpstreamControllerChanged'
   /** A VirtualCluster control-plane upgrade finished, successfully or not (see ClusterUpgradeObservation). */
   | 'ClusterUpgradeObserved'
-  /** A node's agent was replaced (payload: node, old/new pod, old/new image, peer pods restarted, seconds). */
+  /** A node's agent was replaced (payload: node, daemonSet, old/new pod, old/new image, peer pods restarted, seconds; planned: false and reason: unplanned, with no rollout, when the DaemonSet replaced it after a change made outside rollplane). */
   | 'NodeAgentReplaced';
 
 /** Filters for `events` and the `events` subscription; all given conditions must hold. */
