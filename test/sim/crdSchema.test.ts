@@ -324,6 +324,59 @@ describe('the status subresource', () => {
   });
 });
 
+describe('validation ratcheting', () => {
+  it('does not fail a value an update leaves unchanged against a rule added later, but checks a changed one and every transition rule', async () => {
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'ratchets.example.com' },
+      spec: {
+        group: GROUP,
+        names: { kind: 'Ratchet', plural: 'ratchets' },
+        scope: 'Namespaced',
+        versions: [
+          {
+            name: VERSION,
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: {
+                  spec: {
+                    type: 'object',
+                    properties: {
+                      count: { type: 'integer' },
+                      note: { type: 'string' },
+                      level: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self >= oldSelf', message: 'level may not go down' }] },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    };
+    expect((await raw('POST', CRDS, crd)).status).toBe(201);
+    const args = { group: GROUP, version: VERSION, plural: 'ratchets', namespace: NS };
+    await custom.createNamespacedCustomObject({ ...args, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Ratchet', metadata: { name: 'r' }, spec: { count: 150, level: 3 } } });
+    const stored = (await raw('GET', `${CRDS}/ratchets.example.com`)).body;
+    stored.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.count['x-kubernetes-validations'] = [{ rule: 'self <= 100', message: 'count too high' }];
+    expect((await raw('PUT', `${CRDS}/ratchets.example.com`, stored)).status).toBe(200);
+
+    // count stays 150: its new rule is not failed again.
+    await custom.patchNamespacedCustomObject({ ...args, name: 'r', body: { spec: { note: 'kept' } } }, merge);
+    const changed = await expectStatus(custom.patchNamespacedCustomObject({ ...args, name: 'r', body: { spec: { count: 160 } } }, merge), 422, 'Invalid');
+    expect(changed.details.causes).toEqual([{ reason: 'FieldValueInvalid', field: 'spec.count', message: 'Invalid value: "integer": count too high' }]);
+    const down = await expectStatus(custom.patchNamespacedCustomObject({ ...args, name: 'r', body: { spec: { level: 2 } } }, merge), 422, 'Invalid');
+    expect(down.details.causes.map((c: any) => c.field)).toEqual(['spec.level']);
+    await custom.patchNamespacedCustomObject({ ...args, name: 'r', body: { spec: { count: 50, level: 4 } } }, merge);
+    const r = (await custom.getNamespacedCustomObject({ ...args, name: 'r' })) as any;
+    expect(r.spec).toEqual({ count: 50, note: 'kept', level: 4 });
+  });
+});
+
 describe('CustomResourceDefinitions', () => {
   it('refuses an invalid CRD with 422 and field causes', async () => {
     const bad = widgetCrd();

@@ -1,4 +1,5 @@
 import type { StatusCause } from '../store/errors.js';
+import { deepEqual } from '../store/objects.js';
 import { compileRule, RuleEvalError, type CompiledRule } from './celRules.js';
 import { applyDefaults } from './defaults.js';
 import { dropNulls, prune } from './prune.js';
@@ -29,6 +30,8 @@ export class CustomResourceSchema {
   private readonly rules = new WeakMap<JsonSchemaProps, RuleAt[]>();
   /** Schema nodes whose subtree holds a rule or an embedded resource: the only ones `walk` needs to enter. */
   private readonly checked = new WeakSet<JsonSchemaProps>();
+  /** Schema nodes whose subtree holds a transition rule. */
+  private readonly transitional = new WeakSet<JsonSchemaProps>();
   private readonly hasRules: boolean;
   private readonly hasDefaults: boolean;
   private readonly hasEmbedded: boolean;
@@ -50,6 +53,14 @@ export class CustomResourceSchema {
       if (n.items) mark(n.items);
     };
     mark(schema);
+    const hasTransition = (n: JsonSchemaProps) => (this.rules.get(n) ?? []).some((r) => r.compiled.transition);
+    const markTransitional = (n: JsonSchemaProps): void => {
+      if (schemaHas(n, hasTransition)) this.transitional.add(n);
+      for (const sub of Object.values(n.properties ?? {})) markTransitional(sub);
+      if (typeof n.additionalProperties === 'object') markTransitional(n.additionalProperties);
+      if (n.items) markTransitional(n.items);
+    };
+    if (this.hasRules) markTransitional(schema);
     const status = schema.properties?.status;
     if (status && !(schema['x-kubernetes-validations']?.length)) {
       const { status: _status, ...rest } = schema.properties!;
@@ -58,6 +69,8 @@ export class CustomResourceSchema {
       if (schema.required) mainRoot.required = schema.required.filter((f) => f !== 'status');
       if (this.checked.has(status)) this.checked.add(statusRoot);
       if (schemaHas(mainRoot, needsWalk)) this.checked.add(mainRoot);
+      if (this.transitional.has(status)) this.transitional.add(statusRoot);
+      if (schemaHas(mainRoot, hasTransition)) this.transitional.add(mainRoot);
       this.halves = { status: new SchemaValidator(statusRoot), statusRoot, main: new SchemaValidator(mainRoot), mainRoot };
     }
   }
@@ -111,6 +124,10 @@ export class CustomResourceSchema {
   }
 
   private walk(value: unknown, old: unknown, hasOld: boolean, schema: JsonSchemaProps, path: (string | number)[], causes: StatusCause[]): void {
+    // Validation ratcheting (kube-apiserver's CRDValidationRatcheting, on by default since 1.30): a value an update
+    // leaves as it was is not failed again, so its rules need no evaluation (most updates leave most of an object
+    // alone). Transition rules (those reading oldSelf) are not ratcheted: a subtree holding one is always walked.
+    if (hasOld && !this.transitional.has(schema) && deepEqual(value, old)) return;
     if (schema['x-kubernetes-embedded-resource'] && isObject(value)) {
       for (const field of ['apiVersion', 'kind']) {
         if (typeof value[field] !== 'string' || value[field] === '') causes.push({ type: 'FieldValueRequired', field: pathString([...path, field]), message: `Required value: must not be empty` });
