@@ -9,6 +9,7 @@ import { startSimulator, type Simulator } from '../../src/sim/index.js';
 import type { KubeObject, StoreEvent } from '../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
+import { until } from '../helpers/until.js';
 
 const NS = 'confidential-containers-system';
 const DS = 'cloud-api-adaptor-daemonset';
@@ -34,15 +35,6 @@ const daemonSet = () => sim.store.get(types().daemonsets, NS, DS)!;
 const agentsOn = (node: string) => sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
 const peersOn = (node: string) => sim.store.list(types().pods).filter((p) => p.spec?.nodeName === node && p.spec?.runtimeClassName === 'kata-remote' && !p.metadata.deletionTimestamp);
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /**
  * Checks the cluster at every pod and DaemonSet event: at most one node without a Ready agent; at most one node "busy"

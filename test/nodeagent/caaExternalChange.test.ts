@@ -13,6 +13,7 @@ import { startSimulator, type Simulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
+import { until } from '../helpers/until.js';
 
 const NS = 'confidential-containers-system';
 const DS = 'cloud-api-adaptor-daemonset';
@@ -47,15 +48,6 @@ const daemonSet = () => sim.store.get(types().daemonsets, NS, DS)!;
 const agentsOn = (node: string) => sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
 const onImage = (image: string) => NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => ready(p) && p.spec.containers[0].image === image));
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 async function history(): Promise<HistoryEvent[]> {
   const r = await gql(app!.url, EVENTS);

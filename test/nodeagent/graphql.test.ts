@@ -7,6 +7,7 @@ import type { KubeObject } from '../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startService, type ServiceProcess } from '../helpers/child.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
+import { until } from '../helpers/until.js';
 
 const DS_NS = 'confidential-containers-system';
 const DS_NAME = 'cloud-api-adaptor-daemonset';
@@ -27,15 +28,6 @@ async function startApp(databaseFile?: string): Promise<TestApp> {
 const ready = (pod: KubeObject) => !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const agents = () => sim.store.list(sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 beforeEach(async () => {
   sim = await startSimulator({ delays: DELAYS, fleet: 'nodes=3' });

@@ -11,6 +11,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
 import { describeFindings, dumpUpstreamObjects, expectNothingPruned, prunedInWrites, startRecordingProxy, type RecordingProxy } from '../helpers/upstreamSchemas.js';
 import { upstreamCrds } from './upstreamCrds.js';
+import { until as waitUntil } from '../helpers/until.js';
 
 const DELAYS = { podScheduleMs: 0, podStartMs: 5, podReadyMs: 10, podTerminateMs: 5, controllerMs: 0 };
 const TERMINAL = ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'];
@@ -27,15 +28,8 @@ afterEach(async () => {
   sim = undefined;
 });
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** Rollouts on the demo fleet take a while on a loaded machine. */
+const until = <T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false) => waitUntil(what, check, 60_000);
 
 async function finished(id: string): Promise<string> {
   return until(`rollout ${id} to end`, async () => {
