@@ -45,6 +45,22 @@ export function checksumOf(sql: string): string {
   return createHash('sha256').update(sql).digest('hex');
 }
 
+/**
+ * The migrations of `dir` still to apply, in order, given those already applied (name → checksum); one applied and
+ * edited since is refused (changedAfterApplied), as Prisma's migrate does.
+ */
+export function pendingMigrations(dir: string, names: readonly string[], done: ReadonlyMap<string, string>): { name: string; sql: string; checksum: string }[] {
+  const pending: { name: string; sql: string; checksum: string }[] = [];
+  for (const name of names) {
+    const sql = readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
+    const checksum = checksumOf(sql);
+    const recorded = done.get(name);
+    if (recorded === undefined) pending.push({ name, sql, checksum });
+    else if (recorded !== checksum) throw changedAfterApplied(name);
+  }
+  return pending;
+}
+
 export function changedAfterApplied(name: string): AppError {
   return new AppError(ErrorCode.Internal, `migration ${name} was changed after it was applied (checksum differs); committed migrations must never be edited`);
 }
@@ -72,14 +88,7 @@ export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: stri
     done.set(row.migration_name, row.checksum);
   }
   const applied: string[] = [];
-  for (const name of names) {
-    const sql = readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
-    const checksum = checksumOf(sql);
-    const recorded = done.get(name);
-    if (recorded !== undefined) {
-      if (recorded !== checksum) throw changedAfterApplied(name);
-      continue;
-    }
+  for (const { name, sql, checksum } of pendingMigrations(dir, names, done)) {
     const startedAt = new Date().toISOString();
     db.transaction(() => {
       db.exec(sql);

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type pg from 'pg';
-import { changedAfterApplied, checksumOf, migrationNames, migrationsDirFor, type MigrationReport } from '../migrate.js';
+import { migrationNames, migrationsDirFor, pendingMigrations, type MigrationReport } from '../migrate.js';
 
 /**
  * PostgreSQL's counterpart of ../migrate.ts: applies `prisma/postgresql/migrations` at start-up and records them in
@@ -38,14 +36,7 @@ export async function applyPgMigrations(client: pg.Client | pg.PoolClient, migra
     );
     const done = new Map(rows.map((row) => [row.migration_name, row.checksum]));
     const applied: string[] = [];
-    for (const name of names) {
-      const sql = readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
-      const checksum = checksumOf(sql);
-      const recorded = done.get(name);
-      if (recorded !== undefined) {
-        if (recorded !== checksum) throw changedAfterApplied(name);
-        continue;
-      }
+    for (const { name, sql, checksum } of pendingMigrations(dir, names, done)) {
       const startedAt = new Date();
       await client.query('BEGIN');
       try {
