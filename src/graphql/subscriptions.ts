@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import { getOperationAST, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { getOperationAST, getVariableValues, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -178,6 +178,12 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
       onSubscribe: async (ctx, id, payload) => {
         const principal = ctx.extra.principal!;
         const running = ctx.extra.operations!;
+        // graphql-ws lets a client reuse an id once it sent `complete`, but an operation still settling under that id
+        // would then take the new one's place (both delivering, the first never ended). Refuse the reuse until the
+        // previous operation has ended (onComplete); clients that follow the protocol's advice use fresh ids.
+        if (running.has(id)) {
+          return [new GraphQLError(`operation id "${id}" is still ending; wait for it to end or use another id`, { extensions: { code: ErrorCode.BadUserInput } })];
+        }
         if (running.size >= options.maxSubscriptionsPerConnection) {
           metrics.requestsRefused.inc({ reason: 'subscriptions', transport: 'ws' });
           ctx.extra.socket.close(CLOSE_TOO_MANY, `Too many operations: at most ${options.maxSubscriptionsPerConnection} per connection`);
@@ -202,6 +208,12 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         }
         const operation = getOperationAST(document, payload.operationName);
         if (!operation) return refuseUnresolved([new GraphQLError('no operation to run (name it with operationName)', { extensions: { code: ErrorCode.BadUserInput } })]);
+        // Variables are coerced here, as Apollo does over HTTP, so that a bad value is the caller's error
+        // (BAD_USER_INPUT), not one that surfaces mid-execution without a code.
+        const coerced = getVariableValues(options.schema, operation.variableDefinitions ?? [], variables ?? {}, { maxErrors: 50 });
+        if (coerced.errors) {
+          return refuseUnresolved(coerced.errors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: ErrorCode.BadUserInput } })));
+        }
         const verdict = guardOperation(options.guard, document, operation, variables, principal);
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');

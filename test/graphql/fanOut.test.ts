@@ -219,4 +219,47 @@ describe('shared fan-out with authentication', () => {
     await v.dispose();
     await a.dispose();
   });
+  // Attack probe (sub-complete-race): subscribe/complete storms reusing one id leaked subscriptions that kept
+  // delivering (thousands of messages for three events) and were never ended, not even when the socket closed.
+  it('never lets a reused operation id leave an earlier subscription running', async () => {
+    const socket = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    const messages: { id?: string; type: string; payload?: any }[] = [];
+    socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${ADMIN}` } }));
+    await waitUntil(() => messages.some((m) => m.type === 'connection_ack'), 'connection_ack');
+    const activeBefore = await gauge(app.metrics.subscriptionsActive);
+    const query = `subscription { events(filter: { namespace: "reuse" }) { id } }`;
+    for (let i = 0; i < 300; i++) {
+      socket.send(JSON.stringify({ id: 'op0', type: 'subscribe', payload: { query } }));
+      socket.send(JSON.stringify({ id: 'op0', type: 'complete' }));
+    }
+    socket.send(JSON.stringify({ id: 'live', type: 'subscribe', payload: { query } }));
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) >= 1 && (await gauge(app.metrics.subscriptionsActive)) === activeBefore + 1, 'only the live subscription is left');
+    for (let i = 0; i < 3; i++) await app.domain.events.append(recreated('reuse', `p${i}`, i));
+    await waitUntil(() => messages.filter((m) => m.type === 'next' && m.id === 'live').length === 3, 'the live subscription has the three events');
+    // A marker event delivered after them: everything before it has arrived.
+    await app.domain.events.append(recreated('reuse', 'marker', 99));
+    await waitUntil(() => messages.filter((m) => m.type === 'next' && m.id === 'live').length === 4, 'the marker');
+    expect(messages.filter((m) => m.type === 'next' && m.id === 'op0')).toEqual([]);
+    socket.close();
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsActive)) === activeBefore, 'no subscription is left once the socket closed');
+    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === 0, 'no shared subscriber is left');
+  });
+
+  // Attack probe (sub-after-values): a variable of the wrong type answered INTERNAL_SERVER_ERROR over WebSocket.
+  it('answers a variable of the wrong type with BAD_USER_INPUT, as over HTTP', async () => {
+    const client = wsClient(app.url, { connectionParams: { authorization: `Bearer ${ADMIN}` } });
+    for (const a of [2.5, { x: 1 }, true]) {
+      const sub = collect(client, 'subscription($a: ID) { events(after: $a) { id } }', { a });
+      await sub.waitFor(1);
+      const errors = sub.errors.flat() as { message: string; extensions?: { code?: string } }[];
+      expect(errors.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+      expect(errors[0]!.message).toMatch(/Variable "\$a" got invalid value/);
+    }
+    await client.dispose();
+  });
 });
