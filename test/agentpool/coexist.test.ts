@@ -181,6 +181,30 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     expect(events.filter((e) => e.type === 'AgentRecreated' && e.rolloutId === rollback.rollbackRollout.id)).toHaveLength(upgraded.length);
   });
 
+  // Attack probe (ap-user-hold-during): an operator's hold written over rollplane's mid-rollout was taken off, and the
+  // pool upgraded anyway.
+  it("keeps an operator's hold written over rollplane's mid-rollout: that pool is not released and its agent stays", async () => {
+    rig = await startRig({ fleet: 'pools=4,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const id = data.bumpAgentImage.rollout.id;
+    const paused = await waitForRollout(r, id, ['PAUSED', 'FAILED']);
+    expect(paused.state, paused.message ?? '').toBe('PAUSED');
+    const frozen = paused.targets.edges.map((e: any) => e.node).find((t: any) => t.state === 'PENDING').name as string;
+    const uid = r.agent(frozen)!.metadata.uid;
+    const pools = r.sim.store.resourceType('network.harvesterhci.io', 'ippools')!;
+    const pool = structuredClone(r.pool(frozen)!) as KubeObject;
+    pool.metadata.annotations = { ...pool.metadata.annotations, [HOLD]: 'operator-freeze' };
+    r.sim.store.update(pools, pool);
+    await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
+    const done = await waitForRollout(r, id, ['SUCCEEDED', 'FAILED']);
+    const target = done.targets.edges.map((e: any) => e.node).find((t: any) => t.name === frozen);
+    expect(target.state).toBe('FAILED');
+    expect(r.pool(frozen)!.metadata.annotations?.[HOLD]).toBe('operator-freeze');
+    expect(r.agent(frozen)!.metadata.uid).toBe(uid);
+    expect(r.agent(frozen)!.spec.containers[0].image).toBe(OLD);
+  });
+
   it('a helm upgrade of the controller during a rollout fails the rollout, records the change and its recreations as unplanned', async () => {
     rig = await startRig({ fleet: 'pools=6,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 150, podTerminateMs: 10 } });
     const r = rig;

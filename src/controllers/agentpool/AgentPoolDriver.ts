@@ -7,7 +7,7 @@ import type { Rollout } from '../../domain/RolloutService.js';
 import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
-import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey } from './names.js';
+import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, ROLLPLANE_HOLD_VALUE } from './names.js';
 import { isPodReady, podImage, pullFailure } from './podState.js';
 import type { IPPool, RecreationRecord } from './types.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
@@ -112,7 +112,7 @@ export class AgentPoolDriver implements RolloutDriver {
     const worker = async () => {
       while (next < toHold.length) {
         signal.throwIfAborted();
-        await this.patchAnnotations(toHold[next++]!, { [ANNOTATION_HOLD]: 'true', [ANNOTATION_HELD_BY]: rollout.id });
+        await this.patchAnnotations(toHold[next++]!, { [ANNOTATION_HOLD]: ROLLPLANE_HOLD_VALUE, [ANNOTATION_HELD_BY]: rollout.id });
       }
     };
     await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
@@ -140,7 +140,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (state.kind !== 'agents') return;
     for (const pool of this.o.pools.list()) {
       signal.throwIfAborted();
-      if (pool.metadata?.annotations?.[ANNOTATION_HELD_BY] === undefined || !this.runsImage(pool, state.image)) continue;
+      if (holdOf(pool.metadata?.annotations) !== 'rollplane' || !this.runsImage(pool, state.image)) continue;
       await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
     }
   }
@@ -185,6 +185,11 @@ export class AgentPoolDriver implements RolloutDriver {
     if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
     const annotations = pool.metadata?.annotations ?? {};
     if (annotations[ANNOTATION_HELD_BY] === undefined) return;
+    if (holdOf(annotations) === 'other') {
+      // An operator's hold now covers the pool: it stays, rollplane's marker goes, and observe fails the target.
+      await this.patchAnnotations(pool, { [ANNOTATION_HELD_BY]: null });
+      return;
+    }
     // Durable before the act: the replacement upstream is about to make is this rollout's, and is recorded once even
     // if rollplane restarts before it sees the old agent go (the reconciler completes the record).
     const ref = pool.status?.agentPodRef;
@@ -232,7 +237,7 @@ export class AgentPoolDriver implements RolloutDriver {
     const pool = this.o.pools.get(target.namespace, target.name);
     if (!pool) return { phase: 'failed', reason: `ippool ${target.namespace}/${target.name} was deleted` };
     const annotations = pool.metadata?.annotations ?? {};
-    const heldByOthers = annotations[ANNOTATION_HOLD] !== undefined && annotations[ANNOTATION_HELD_BY] === undefined;
+    const heldByOthers = holdOf(annotations) === 'other';
     if (heldByOthers && !this.runsImage(pool, target.toVersion)) {
       return { phase: 'failed', reason: 'pool is held (network.harvesterhci.io/hold-ippool-agent-upgrade)' };
     }
@@ -247,7 +252,7 @@ export class AgentPoolDriver implements RolloutDriver {
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
         return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)` };
       }
-      if (annotations[ANNOTATION_HELD_BY] !== undefined) return { phase: 'progressing', message: 'releasing the hold' };
+      if (holdOf(annotations) === 'rollplane') return { phase: 'progressing', message: 'releasing the hold' };
     }
     const ref = pool.status?.agentPodRef;
     if (ref?.image !== target.toVersion) return { phase: 'progressing', message: coexist ? 'waiting for the vm-dhcp-controller to record the image' : 'waiting for admission to be recorded' };

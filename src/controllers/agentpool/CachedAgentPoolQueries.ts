@@ -2,7 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries, AgentPoolView } from '../../domain/agentPools.js';
 import { agentsManagedBy } from './mode.js';
-import { ANNOTATION_HELD_BY, ANNOTATION_HOLD } from './names.js';
+import { holdOf } from './names.js';
 import { conditionTrue, podImage } from './podState.js';
 import type { IPPool } from './types.js';
 import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
@@ -45,7 +45,7 @@ export class CachedAgentPoolQueries implements AgentPoolQueries {
     const ref = status.agentPodRef;
     const pod = ref?.name ? this.pods.get(ref.namespace ?? this.agentNamespace, ref.name) : undefined;
     const annotations = pool.metadata?.annotations ?? {};
-    const held = annotations[ANNOTATION_HOLD] !== undefined;
+    const hold = holdOf(annotations);
     const conditions = (status.conditions ?? []).map((c) => ({
       type: c.type,
       status: c.status,
@@ -60,8 +60,8 @@ export class CachedAgentPoolQueries implements AgentPoolQueries {
       networkName: pool.spec?.networkName ?? '',
       cidr: pool.spec?.ipv4Config?.cidr ?? null,
       paused: pool.spec?.paused === true,
-      held: held && annotations[ANNOTATION_HELD_BY] === undefined,
-      heldByRollplane: held && annotations[ANNOTATION_HELD_BY] !== undefined,
+      held: hold === 'other',
+      heldByRollplane: hold === 'rollplane',
       mode: upstreamImage !== undefined ? 'COEXIST' : 'DIRECT',
       // A paused pool runs no agent, upstream or not: nothing is desired of it.
       desiredImage: pool.spec?.paused === true ? (ref?.image ?? null) : (upstreamImage ?? ref?.image ?? null),

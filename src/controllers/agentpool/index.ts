@@ -220,7 +220,7 @@ function poolSignature(pool: IPPool): string {
   const s = pool.status ?? {};
   const a = pool.metadata?.annotations ?? {};
   const agentReady = s.conditions?.find((c) => c.type === 'AgentReady')?.status;
-  return JSON.stringify([s.agentPodRef, agentReady, a[ANNOTATION_HOLD] !== undefined, a[ANNOTATION_HELD_BY] !== undefined, pool.spec?.paused === true]);
+  return JSON.stringify([s.agentPodRef, agentReady, a[ANNOTATION_HOLD] ?? null, a[ANNOTATION_HELD_BY] !== undefined, pool.spec?.paused === true]);
 }
 
 function podSignature(pod: V1Pod): string {

@@ -20,6 +20,19 @@ export const ANNOTATION_MULTUS = 'k8s.v1.cni.cncf.io/networks';
  * hold without it is someone else's and stays.
  */
 export const ANNOTATION_HELD_BY = 'rollplane.io/held-for-rollout';
+/** The value rollplane writes into the hold annotation (upstream reads presence only). */
+export const ROLLPLANE_HOLD_VALUE = 'true';
+
+/**
+ * Whose hold a pool carries: rollplane's only while both its marker and its own hold value are there. An operator
+ * who puts a hold of their own over rollplane's (`kubectl annotate --overwrite` with any other value) makes it
+ * theirs: rollplane then never takes it off.
+ */
+export function holdOf(annotations: Readonly<Record<string, string>> | undefined): 'none' | 'rollplane' | 'other' {
+  const hold = annotations?.[ANNOTATION_HOLD];
+  if (hold === undefined) return 'none';
+  return annotations?.[ANNOTATION_HELD_BY] !== undefined && hold === ROLLPLANE_HOLD_VALUE ? 'rollplane' : 'other';
+}
 
 export const AGENT_CONTAINER = 'agent';
 export const AGENT_PORT = 8080;
