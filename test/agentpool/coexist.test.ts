@@ -205,6 +205,22 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     expect(r.agent(frozen)!.spec.containers[0].image).toBe(OLD);
   });
 
+  // Attack probe (ap-abort-immediately): an abort before any pool was released left the controller on the aborted
+  // image with every pool held against it, and a rollback was refused (no target changed).
+  it('an abort before any pool was released puts the controller back and takes the holds off', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const before = new Map(names(1, 3).map((p) => [p, r.agent(p)!.metadata.uid!]));
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const id = data.bumpAgentImage.rollout.id;
+    await r.gql(`mutation { abortRollout(id: "${id}", reason: "test") { state } }`);
+    await waitForRollout(r, id, ['ABORTED']);
+    await r.waitFor('the controller back on the old image and no hold left', () =>
+      controllerImage(r) === OLD && names(1, 3).every((p) => r.pool(p)!.metadata.annotations?.[HOLD] === undefined),
+    );
+    for (const [p, uid] of before) expect(r.agent(p)!.metadata.uid, p).toBe(uid);
+  });
+
   it('a helm upgrade of the controller during a rollout fails the rollout, records the change and its recreations as unplanned', async () => {
     rig = await startRig({ fleet: 'pools=6,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 150, podTerminateMs: 10 } });
     const r = rig;

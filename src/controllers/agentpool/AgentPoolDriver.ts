@@ -135,13 +135,41 @@ export class AgentPoolDriver implements RolloutDriver {
    * After the end: a hold of rollplane's on a pool that already runs the controller's image holds nothing back (e.g.
    * after a rollback, the pools the original never reached), so it goes. Pools behind stay held (drift shows them).
    */
-  async finish(_rollout: Rollout, signal: AbortSignal): Promise<void> {
+  async finish(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    if (this.mode() !== 'coexist') return;
+    await this.revertIfNothingReleased(rollout, signal);
     const state = this.o.controller.state();
     if (state.kind !== 'agents') return;
     for (const pool of this.o.pools.list()) {
       signal.throwIfAborted();
       if (holdOf(pool.metadata?.annotations) !== 'rollplane' || !this.runsImage(pool, state.image)) continue;
       await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+    }
+  }
+
+  /**
+   * A rollout that ended without success before any pool took its image (aborted right after it started, say) leaves
+   * the controller on an image no agent runs: every pool would be held against it, and a rollback has no target to
+   * undo. Put the controller's --image back to what the pools run; the holds then come off (finish), as if the rollout
+   * had not begun.
+   */
+  private async revertIfNothingReleased(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    if (rollout.state === 'SUCCEEDED' || !rollout.fromVersion) return;
+    const image = this.rolloutImage(rollout);
+    const state = this.o.controller.state();
+    if (image === undefined || state.kind !== 'agents' || state.image !== normalizeImage(image)) return;
+    // A pool upstream has moved to the image (its ref names it), even with the new agent not up yet, was released.
+    if (this.o.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
+    const previous = normalizeImage(rollout.fromVersion);
+    this.ownImageChanges.add(previous);
+    await this.o.controller.setImage(this.o.clients, rollout.fromVersion);
+    const deadline = Date.now() + (this.o.cacheWaitMs ?? 30_000);
+    for (;;) {
+      const now = this.o.controller.state();
+      if (now.kind === 'agents' && now.image === previous) return;
+      if (Date.now() > deadline) throw new ConflictError('the vm-dhcp-controller Deployment has not shown its restored --image yet');
+      signal.throwIfAborted();
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 
