@@ -221,6 +221,23 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     for (const [p, uid] of before) expect(r.agent(p)!.metadata.uid, p).toBe(uid);
   });
 
+  // Attack probe (minor): scaling the controller to 0 mid-rollout failed the rollout with a message that said "no-agent".
+  it('a controller scaled to 0 mid-rollout fails the rollout, saying so; its pools stay held', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const id = data.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, id, ['PAUSED', 'FAILED'])).state).toBe('PAUSED');
+    const type = r.sim.store.resourceType('apps', 'deployments')!;
+    const d = structuredClone(r.sim.store.get(type, CONTROLLER.namespace, CONTROLLER.name)!) as KubeObject;
+    d.spec.replicas = 0;
+    r.sim.store.update(type, d);
+    await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
+    const failed = await waitForRollout(r, id, ['FAILED', 'SUCCEEDED']);
+    expect(failed.state).toBe('FAILED');
+    expect(failed.message).toMatch(/no longer deploys agents \(.*scaled to 0\)/);
+  });
+
   it('a helm upgrade of the controller during a rollout fails the rollout, records the change and its recreations as unplanned', async () => {
     rig = await startRig({ fleet: 'pools=6,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 150, podTerminateMs: 10 } });
     const r = rig;

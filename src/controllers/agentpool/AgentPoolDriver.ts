@@ -83,7 +83,11 @@ export class AgentPoolDriver implements RolloutDriver {
       // Started beside the controller (its holds are out there), which is gone or no longer deploys agents: direct
       // mode cannot take the rollout over (it would ignore the holds), so it stops here.
       const held = this.o.pools.list().some((p) => p.metadata?.annotations?.[ANNOTATION_HELD_BY] === rollout.id);
-      return held ? `the vm-dhcp-controller no longer deploys agents (${this.o.controller.state().kind}) during a coexistence rollout; its pools stay held` : undefined;
+      if (!held) return undefined;
+      const state = this.o.controller.state();
+      // The watch's own words: "scaled to 0", "runs with --no-agent", "not found", ….
+      const why = state.kind === 'agents' ? state.ref : state.detail;
+      return `the vm-dhcp-controller no longer deploys agents (${why}) during a coexistence rollout; its pools stay held`;
     }
     const state = this.o.controller.state();
     if (state.kind !== 'agents') return undefined;
