@@ -27,6 +27,11 @@ export interface FeedTarget {
   role: string;
   /** The document as the client sent it (the group key uses the text, not a re-printed AST). */
   source: string;
+  /**
+   * False once the client completed the operation. graphql-ws ends a subscription it settles after the client's
+   * `complete`, but the fan-out writes to the socket from the moment the subscriber joins: nothing is sent meanwhile.
+   */
+  wanted: () => boolean;
 }
 
 export const FEED_TARGET = Symbol('rollplane.feedTarget');
@@ -202,8 +207,15 @@ class FeedGroup {
     return JSON.stringify(result.errors ? { ...result, errors: formatGraphQLErrors(result.errors, this.options.logger) } : result);
   }
 
+  /**
+   * The newest event id this group's listener has been handed (wanted or not), 0 before the first: a subscriber
+   * joining now takes it as its position without a store read, as nothing published later has reached anyone yet.
+   */
+  lastSeen = 0;
+
   /** The bus listener: runs inside the publishing commit's synchronous step, so it only filters and queues. */
   private onLive(event: StoredEvent): void {
+    if (event.id > this.lastSeen) this.lastSeen = event.id;
     if (!this.wants(event)) return;
     this.pending.push(event);
     if (this.scheduled) return;
@@ -296,13 +308,17 @@ class FeedSubscriber {
       this.close();
       return;
     }
-    if (after === undefined) {
+    if (after === undefined && this.group.lastSeen > 0) {
+      // "From now on": everything published after this step reaches the group's listener with a greater id.
+      this.last = this.group.lastSeen;
+    } else if (after === undefined) {
+      // Nothing has been published to this group since it began listening, so every event it hands on from here was
+      // published after this subscription began, even one the store read below already counts: those are all sent.
       this.phase = 'positioning';
       this.group.options.events.lastEventId().then(
         (id) => {
           if (this.isClosed()) return;
-          this.last = Math.max(this.last, id);
-          this.goLive();
+          this.goLive(id);
         },
         (error: unknown) => this.close(error),
       );
@@ -341,12 +357,18 @@ class FeedSubscriber {
   }
 
   /** Sends what was held (after the position only) and takes live events from now on. */
-  private goLive(): void {
+  private goLive(positionedAt?: number): void {
     this.phase = 'live';
     const held = this.held;
     this.held = [];
     this.heldOverflow = false;
+    if (positionedAt !== undefined) {
+      // Positioning: what was held came after the subscription began (see start), whatever the store read said.
+      if (held.length > 0) this.last = Math.min(held[0]!.eventId - 1, positionedAt);
+      else this.last = Math.max(this.last, positionedAt);
+    }
     if (held.length > 0) this.offerLive(held);
+    if (positionedAt !== undefined) this.last = Math.max(this.last, positionedAt);
   }
 
   /** A method rather than a field test: the phase changes across the awaits of catchUp, which narrowing cannot see. */
@@ -360,7 +382,7 @@ class FeedSubscriber {
 
   private send(eventId: number, payload: string): void {
     this.last = eventId;
-    if (this.target.socket.readyState === OPEN) this.target.socket.send(this.prefix + payload + NEXT_SUFFIX);
+    if (this.target.socket.readyState === OPEN && this.target.wanted()) this.target.socket.send(this.prefix + payload + NEXT_SUFFIX);
   }
 
   private beginCatchUp(waitForDrain: boolean): void {

@@ -231,7 +231,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         };
         // Where the shared fan-out writes this subscription's messages; the role is part of its group key.
         if (fanOut && operation.operation === 'subscription') {
-          args[FEED_TARGET] = { socket: ctx.extra.socket, id, role: principal.role, source: payload.query };
+          args[FEED_TARGET] = { socket: ctx.extra.socket, id, role: principal.role, source: payload.query, wanted: () => id in ctx.subscriptions };
         }
         return args;
       },
