@@ -121,15 +121,22 @@ export class AgentPoolDriver implements RolloutDriver {
     };
     await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
     // (b) The controller's new image: upstream restarts and re-syncs every pool; only unheld ones change.
+    await this.setControllerImage(image, signal);
+  }
+
+  /**
+   * Sets the controller's --image as rollplane's own change, then waits until the cache shows it: haltReason reads
+   * the cache and must not mistake our own change, not yet in it, for someone else's.
+   */
+  private async setControllerImage(image: string, signal: AbortSignal): Promise<void> {
     const normalized = normalizeImage(image);
     this.ownImageChanges.add(normalized);
     await this.o.controller.setImage(this.o.clients, image);
-    // haltReason reads the cache: it must not mistake our own change, not yet in it, for someone else's.
     const deadline = Date.now() + (this.o.cacheWaitMs ?? 30_000);
     for (;;) {
       const state = this.o.controller.state();
       if (state.kind === 'agents' && state.image === normalized) return;
-      if (Date.now() > deadline) throw new ConflictError('the vm-dhcp-controller Deployment has not shown its new --image yet');
+      if (Date.now() > deadline) throw new ConflictError(`the vm-dhcp-controller Deployment has not shown its --image ${image} yet`);
       signal.throwIfAborted();
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -164,17 +171,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (image === undefined || state.kind !== 'agents' || state.image !== normalizeImage(image)) return;
     // A pool upstream has moved to the image (its ref names it), even with the new agent not up yet, was released.
     if (this.o.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
-    const previous = normalizeImage(rollout.fromVersion);
-    this.ownImageChanges.add(previous);
-    await this.o.controller.setImage(this.o.clients, rollout.fromVersion);
-    const deadline = Date.now() + (this.o.cacheWaitMs ?? 30_000);
-    for (;;) {
-      const now = this.o.controller.state();
-      if (now.kind === 'agents' && now.image === previous) return;
-      if (Date.now() > deadline) throw new ConflictError('the vm-dhcp-controller Deployment has not shown its restored --image yet');
-      signal.throwIfAborted();
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await this.setControllerImage(rollout.fromVersion, signal);
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
