@@ -165,42 +165,125 @@ async function requestsPerSecond(): Promise<BenchRow> {
   }
 }
 
-/** Writes over HTTP against 1,000 IPPools: merge-patch of status, and server-side apply of a label. */
+/**
+ * The same IPPool kind served without a schema: a twin CRD in another group whose schema is
+ * `x-kubernetes-preserve-unknown-fields` (nothing to prune, default or validate). Writes to it are the "before" of
+ * the schema-cost comparison; writes to the real IPPool (the upstream schema) are the "after", in the same run.
+ */
+const SCHEMALESS_GROUP = 'bench.rollplane.io';
+const SCHEMALESS_IPPOOL_CRD: KubeObject = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: `ippools.${SCHEMALESS_GROUP}` },
+  spec: {
+    group: SCHEMALESS_GROUP,
+    scope: 'Namespaced',
+    names: { plural: 'ippools', singular: 'ippool', kind: 'IPPool', listKind: 'IPPoolList' },
+    versions: [
+      {
+        name: 'v1alpha1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
+  },
+};
+
+interface WriteCase {
+  metric: string;
+  path: string;
+  contentType: string;
+  body: string;
+}
+
+function writeCases(group: string): WriteCase[] {
+  const base = `/apis/${group}/v1alpha1/namespaces/default/ippools/pool-{i}`;
+  return [
+    { metric: 'PATCH merge IPPool status', path: `${base}/status`, contentType: 'application/merge-patch+json', body: '{"status":{"ipv4":{"used":{n}}}}' },
+    {
+      metric: 'PATCH server-side apply IPPool',
+      path: `${base}?fieldManager=bench&force=true`,
+      contentType: 'application/apply-patch+yaml',
+      body: `{"apiVersion":"${group}/v1alpha1","kind":"IPPool","metadata":{"name":"pool-{i}","namespace":"default","annotations":{"bench/n":"{n}"}},"spec":{"paused":false}}`,
+    },
+  ];
+}
+
+interface Round {
+  rate: number;
+  perCpu: number;
+  errors: number;
+}
+
+async function writeRound(url: string, c: WriteCase, targets: number, connections: number, seconds: number): Promise<Round> {
+  const { result: r, cpuSeconds } = await withCpu(() =>
+    worker<{ done: number; errors: number; elapsed: number }>({
+      mode: 'requests', url, path: c.path, method: 'PATCH', contentType: c.contentType, body: c.body, targets, connections, seconds,
+    }),
+  );
+  return { rate: r.done / r.elapsed, perCpu: r.done / cpuSeconds, errors: r.errors };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * Writes over HTTP against 1,000 IPPools: merge-patch of status, and server-side apply of an annotation. Each case
+ * runs in alternating rounds against the schemaless twin and the real IPPool, so that load on a shared machine falls
+ * on both sides alike; the schema's cost is the ratio of the medians (per server CPU-second, the steadier figure).
+ */
 async function writesPerSecond(): Promise<BenchRow[]> {
   const sim = await startSimulator({ behaviour: false });
   const rows: BenchRow[] = [];
   try {
+    sim.store.create(Resources.customresourcedefinitions, SCHEMALESS_IPPOOL_CRD);
+    const schemaless = sim.store.resourceType(SCHEMALESS_GROUP, 'ippools');
+    if (!schemaless) throw new Error('the schemaless IPPool twin is not served');
     const targets = 1000;
-    for (let i = 0; i < targets; i++) {
-      sim.store.create(Resources.ippools, {
-        apiVersion: 'network.harvesterhci.io/v1alpha1',
-        kind: 'IPPool',
-        metadata: { name: `pool-${i}`, namespace: 'default', labels: { app: 'bench' } },
-        spec: { networkName: 'default/net', ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } } },
-        status: { ipv4: { used: 0, available: 240 }, conditions: [{ type: 'Registered', status: 'True' }] },
-      });
+    for (const [type, apiVersion] of [[Resources.ippools, 'network.harvesterhci.io/v1alpha1'], [schemaless, `${SCHEMALESS_GROUP}/v1alpha1`]] as const) {
+      for (let i = 0; i < targets; i++) {
+        sim.store.create(type, {
+          apiVersion,
+          kind: 'IPPool',
+          metadata: { name: `pool-${i}`, namespace: 'default', labels: { app: 'bench' } },
+          spec: { networkName: 'default/net', ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } } },
+          status: { ipv4: { used: 0, available: 240 }, conditions: [{ type: 'Registered', status: 'True' }] },
+        });
+      }
     }
-    const base = '/apis/network.harvesterhci.io/v1alpha1/namespaces/default/ippools/pool-{i}';
-    const cases = [
-      { metric: 'PATCH merge IPPool status', path: `${base}/status`, contentType: 'application/merge-patch+json', body: '{"status":{"ipv4":{"used":{n}}}}' },
-      {
-        metric: 'PATCH server-side apply IPPool',
-        path: `${base}?fieldManager=bench&force=true`,
-        contentType: 'application/apply-patch+yaml',
-        body: '{"apiVersion":"network.harvesterhci.io/v1alpha1","kind":"IPPool","metadata":{"name":"pool-{i}","namespace":"default","annotations":{"bench/n":"{n}"}},"spec":{"paused":false}}',
-      },
-    ];
-    for (const c of cases) {
-      const connections = 8;
-      const seconds = 3;
-      const { result: r, cpuSeconds } = await withCpu(() =>
-        worker<{ done: number; errors: number; elapsed: number }>({
-          mode: 'requests', url: sim.url, path: c.path, method: 'PATCH', contentType: c.contentType, body: c.body, targets, connections, seconds,
-        }),
-      );
-      const value = Math.round(r.done / r.elapsed);
-      const perCpu = Math.round(r.done / cpuSeconds);
-      rows.push({ metric: c.metric, value, unit: 'req/s', aim: '(info)', ok: r.errors === 0, note: `${connections} keep-alive clients over ${targets} objects, ${seconds}s, ${r.errors} errors; ${perCpu} req per server CPU-second` });
+    const withSchema = writeCases('network.harvesterhci.io');
+    const without = writeCases(SCHEMALESS_GROUP);
+    const connections = 8;
+    const seconds = 2;
+    const rounds = 5;
+    for (let k = 0; k < withSchema.length; k++) {
+      const before: Round[] = [];
+      const after: Round[] = [];
+      for (let round = 0; round < rounds; round++) {
+        before.push(await writeRound(sim.url, without[k]!, targets, connections, seconds));
+        after.push(await writeRound(sim.url, withSchema[k]!, targets, connections, seconds));
+      }
+      const errors = [...before, ...after].reduce((n, r) => n + r.errors, 0);
+      const rate = median(after.map((r) => r.rate));
+      const perCpuRatio = median(after.map((r) => r.perCpu)) / median(before.map((r) => r.perCpu));
+      const wallRatio = rate / median(before.map((r) => r.rate));
+      const cost = Math.round((1 - perCpuRatio) * 1000) / 10;
+      rows.push({
+        metric: withSchema[k]!.metric,
+        value: Math.round(rate),
+        unit: 'req/s',
+        aim: 'schema cost ≤ 10%',
+        ok: errors === 0 && cost <= 10,
+        note:
+          `${connections} keep-alive clients over ${targets} objects, ${rounds}×${seconds}s alternating with a schemaless twin CRD, ${errors} errors; ` +
+          `schema cost ${cost}% per server CPU-second (${Math.round(median(after.map((r) => r.perCpu)))} vs ${Math.round(median(before.map((r) => r.perCpu)))} req/CPU-s), ` +
+          `wall-clock ratio ${wallRatio.toFixed(2)}`,
+      });
     }
   } finally {
     await sim.stop();
