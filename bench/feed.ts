@@ -10,8 +10,14 @@
  * (`ROLLPLANE_SUBSCRIPTION_FAN_OUT=per-subscriber`, graphql-ws executing every subscriber's payload, as before).
  * "net CPU/delivery" subtracts the `none` run's CPU.
  *
+ * Pace: those three runs are `flat-out` (no simulated delays: the rollout runs as fast as two cores allow, and the
+ * server, the simulator and the 1,000 clients compete for them, so latency there measures CPU starvation as much as the
+ * feed). A fourth run, `shared` at the `natural` pace (the simulator's default pod delays, about 1.5 s from create to
+ * Ready), gives the latency at the event rate a rollout produces by itself.
+ *
  * Run: `npm run bench -- feed`. `FEED_BENCH_SUBSCRIBERS` (1000), `FEED_BENCH_POOLS` (200), `FEED_BENCH_MODES`
- * (none,shared,per-subscriber). Prints a table and writes bench/results/feed.json.
+ * (none,shared,per-subscriber; flat-out), `FEED_BENCH_NATURAL` (1: add the natural-pace run; 0: skip it). Prints a table
+ * and writes bench/results/feed.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,9 +37,11 @@ const QUERY = 'subscription Feed { events { id type rolloutId object { kind name
 const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 
 type Mode = 'none' | 'shared' | 'per-subscriber';
+type Pace = 'flat-out' | 'natural';
 
 interface FeedRun {
   mode: Mode;
+  pace: Pace;
   subscribers: number;
   pools: number;
   events: number;
@@ -98,11 +106,11 @@ async function bucketQuantile(app: Awaited<ReturnType<typeof startBenchApp>>, q:
   return bucket && bucket.labels.le !== '+Inf' ? Number(bucket.labels.le) * 1000 : Infinity;
 }
 
-async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<FeedRun> {
+async function runOnce(mode: Mode, pace: Pace, subscribers: number, pools: number): Promise<FeedRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-feed-'));
   const calibration = calibrationMs();
   const loadAtStart = os.loadavg()[0]!;
-  const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
+  const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512, pace });
   const app = await startBenchApp(dir, sim.kubeconfigPath, {
     ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
     ROLLPLANE_SUBSCRIPTION_FAN_OUT: mode === 'per-subscriber' ? 'per-subscriber' : 'shared',
@@ -169,6 +177,7 @@ async function runOnce(mode: Mode, subscribers: number, pools: number): Promise<
     const deliveries = feed?.deliveries ?? 0;
     return {
       mode,
+      pace,
       subscribers: mode === 'none' ? 0 : subscribers,
       pools,
       events,
@@ -206,18 +215,21 @@ export async function run(): Promise<FeedRun[]> {
   const subscribers = numberFrom('FEED_BENCH_SUBSCRIBERS', 1000);
   const pools = numberFrom('FEED_BENCH_POOLS', 200);
   const modes = (process.env.FEED_BENCH_MODES ?? 'none,shared,per-subscriber').split(',').map((m) => m.trim()) as Mode[];
+  const specs: { mode: Mode; pace: Pace }[] = modes.map((mode) => ({ mode, pace: 'flat-out' }));
+  if (process.env.FEED_BENCH_NATURAL !== '0') specs.push({ mode: 'shared', pace: 'natural' });
   const runs: FeedRun[] = [];
-  for (const mode of modes) {
-    process.stderr.write(`  feed: ${mode}, ${mode === 'none' ? 0 : subscribers} subscribers, ${pools} pools …\n`);
-    runs.push(await runOnce(mode, subscribers, pools));
+  for (const { mode, pace } of specs) {
+    process.stderr.write(`  feed: ${mode}, ${pace}, ${mode === 'none' ? 0 : subscribers} subscribers, ${pools} pools …\n`);
+    runs.push(await runOnce(mode, pace, subscribers, pools));
   }
   const none = runs.find((r) => r.mode === 'none');
   for (const r of runs) {
-    if (none && r.deliveries > 0) r.netCpuUsPerDelivery = Math.round(((r.serverCpuSeconds - none.serverCpuSeconds) * 1e6) / r.deliveries);
+    if (none && r.pace === 'flat-out' && r.deliveries > 0) r.netCpuUsPerDelivery = Math.round(((r.serverCpuSeconds - none.serverCpuSeconds) * 1e6) / r.deliveries);
   }
   console.table(
     runs.map((r) => ({
       mode: r.mode,
+      pace: r.pace,
       subscribers: r.subscribers,
       events: r.events,
       'rollout (s)': r.rolloutSeconds,
@@ -239,7 +251,7 @@ export async function run(): Promise<FeedRun[]> {
       'calibration ms': r.calibrationMs,
     })),
   );
-  const shared = runs.find((r) => r.mode === 'shared');
+  const shared = runs.find((r) => r.mode === 'shared' && r.pace === 'flat-out');
   const perSubscriber = runs.find((r) => r.mode === 'per-subscriber');
   const ratio =
     shared?.netCpuUsPerDelivery && perSubscriber?.netCpuUsPerDelivery ? Math.round((shared.netCpuUsPerDelivery / perSubscriber.netCpuUsPerDelivery) * 1000) / 1000 : null;

@@ -20,6 +20,11 @@ export interface SimChildOptions {
   kubeconfigPath: string;
   /** V8 heap cap of the child in MB (`--max-old-space-size`); 0 or absent: V8's default, sized from the host. */
   heapMb?: number;
+  /**
+   * `flat-out` (default): no simulated delays, so a rollout runs as fast as the CPU allows. `natural`: the simulator's
+   * default delays (pods take about 1.5 s to schedule, start and turn Ready), so events come at a rollout's own pace.
+   */
+  pace?: 'flat-out' | 'natural';
 }
 
 export interface SimChildStats {
@@ -105,7 +110,7 @@ export async function startSimChild(options: SimChildOptions): Promise<SimChild>
 /** A simulator started with counting hooks, and what the benchmark asks of it (in this process or in the child). */
 async function instrumentedSimulator(options: SimChildOptions) {
   const { startSimulator } = await import('../src/sim/index.js');
-  const { zeroDelays } = await import('../src/sim/behaviour/index.js');
+  const { defaultDelays, zeroDelays } = await import('../src/sim/behaviour/index.js');
   let counting = false;
   let requests = 0;
   let writes: Record<string, number> = {};
@@ -115,7 +120,7 @@ async function instrumentedSimulator(options: SimChildOptions) {
   sampler.unref();
   const sim = await startSimulator({
     fleet: options.fleet,
-    delays: zeroDelays,
+    delays: options.pace === 'natural' ? defaultDelays : zeroDelays,
     kubeconfigPath: options.kubeconfigPath,
     hooks: {
       beforeRequest: (info: ApiRequestInfo) => {
