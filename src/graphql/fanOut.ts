@@ -6,6 +6,7 @@ import { matchesFilter, type EventFilter, type StoredEvent } from '../domain/eve
 import type { Logger } from '../log.js';
 import type { AppMetrics } from '../metrics.js';
 import { formatGraphQLErrors } from './errors.js';
+import type { ReplaySlots } from './replaySlots.js';
 
 /**
  * Shared subscription fan-out (ADR 0021). Subscribers whose operation is the same (document text, operation name,
@@ -43,6 +44,8 @@ export interface FanOutOptions {
   logger: Logger;
   /** Unsent bytes a socket may hold before its subscriptions fall back to catching up from the store. */
   maxBufferedBytes: number;
+  /** Bounds the replay pages held in memory at once (per socket and overall). */
+  replaySlots: ReplaySlots;
 }
 
 /** Replay page size when a subscriber catches up from the store. */
@@ -405,7 +408,8 @@ class FeedSubscriber {
   /**
    * Replays from the store until a read finds nothing newer than the position, then goes live with the events held
    * meanwhile (or reads again if too many arrived to hold). `waitForDrain`: a subscriber that fell behind first waits
-   * until its socket has sent half its budget.
+   * until its socket has sent half its budget. Pages are read one at a time per socket and a few at a time overall
+   * (ReplaySlots), and no page is kept while waiting for the socket to drain.
    */
   private async catchUp(waitForDrain: boolean): Promise<void> {
     let wait = waitForDrain;
@@ -415,35 +419,41 @@ class FeedSubscriber {
           if (this.isClosed()) return;
           await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS).unref());
         }
-        wait = false;
       }
       if (this.isClosed()) return;
-      const page = await this.group.pageAfter(this.last);
-      if (this.isClosed()) return;
-      if (page.events.length === 0) {
-        this.last = page.scannedTo;
-        if (!page.more) {
-          if (this.heldOverflow) {
-            this.heldOverflow = false;
-            continue;
-          }
-          this.goLive();
-          return;
-        }
-        continue;
-      }
-      for (const event of page.events) {
-        const payload = await this.group.payloadOf(event);
-        if (this.isClosed()) return;
-        if (this.overBudget()) {
-          wait = true;
-          break;
-        }
-        this.send(event.id, payload);
-      }
-      // Unwanted events after the last wanted one on this page need no second look.
-      if (!wait) this.last = Math.max(this.last, page.scannedTo);
+      const step = await this.group.options.replaySlots.run(this.target.socket, () => this.replayPage());
+      if (step === 'closed' || step === 'live') return;
+      wait = step === 'drain';
     }
+  }
+
+  /**
+   * One page from the store, sent until the socket's budget is spent. The page lives only in this call: a suspended
+   * async function keeps its locals, so a page read in catchUp itself would stay in memory while the socket drains.
+   */
+  private async replayPage(): Promise<'closed' | 'live' | 'more' | 'drain'> {
+    if (this.isClosed()) return 'closed';
+    const page = await this.group.pageAfter(this.last);
+    if (this.isClosed()) return 'closed';
+    if (page.events.length === 0) {
+      this.last = page.scannedTo;
+      if (page.more) return 'more';
+      if (this.heldOverflow) {
+        this.heldOverflow = false;
+        return 'more';
+      }
+      this.goLive();
+      return 'live';
+    }
+    for (const event of page.events) {
+      const payload = await this.group.payloadOf(event);
+      if (this.isClosed()) return 'closed';
+      if (this.overBudget()) return 'drain';
+      this.send(event.id, payload);
+    }
+    // Unwanted events after the last wanted one on this page need no second look.
+    this.last = Math.max(this.last, page.scannedTo);
+    return 'more';
   }
 
   /** Ends the subscription; with `error`, graphql-ws reports it to the client as this operation's error. */

@@ -15,6 +15,7 @@ import type { GraphQLContext } from './context.js';
 import { errorCodeOf, formatGraphQLErrors } from './errors.js';
 import { FEED_TARGET, SubscriptionFanOut, type FeedExecutionArgs } from './fanOut.js';
 import { callerKey, guardOperation, type GuardOptions } from './guard.js';
+import { ReplaySlots } from './replaySlots.js';
 import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 
 export interface SubscriptionServerOptions {
@@ -43,6 +44,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export const CLOSE_TOO_MANY = 4429;
 /** WebSockets one address may hold open before they send connection_init (graphql-ws closes them after 3 s anyway). */
 const MAX_UNAUTHENTICATED_PER_ADDRESS = 32;
+/**
+ * Replay pages (up to 500 events each) held in memory at once by subscribers catching up from the store, over all
+ * sockets: enough to keep the store busy, few enough that a thousand resuming subscribers cost megabytes, not gigabytes.
+ */
+const REPLAY_PAGES_AT_ONCE = 8;
 
 /** What the server remembers of one running operation, for the audit entry and the metrics when it ends. */
 interface RunningOperation {
@@ -124,7 +130,13 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
   const socketsByCaller = new Map<string, Set<WebSocket>>();
   const fanOut =
     options.fanOut.mode === 'shared'
-      ? new SubscriptionFanOut({ events: options.fanOut.events, metrics, logger, maxBufferedBytes: options.fanOut.maxBufferedBytes })
+      ? new SubscriptionFanOut({
+          events: options.fanOut.events,
+          metrics,
+          logger,
+          maxBufferedBytes: options.fanOut.maxBufferedBytes,
+          replaySlots: new ReplaySlots(REPLAY_PAGES_AT_ONCE),
+        })
       : undefined;
 
   const cleanup = useServer<Record<string, unknown>, Extra>(

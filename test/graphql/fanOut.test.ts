@@ -146,6 +146,63 @@ describe('shared subscription fan-out', () => {
     await fast.dispose();
   });
 
+  it('replays one page at a time per socket to many `after:` subscriptions that stopped reading, and each still gets every event once', async () => {
+    // Attack finding: a client opening 100 `after: "0"` subscriptions on a socket it does not read made every one of
+    // them hold a 500-event replay page at once (about 45 MB a socket). Store reads are counted while in flight; the
+    // wrapper yields once, as a PostgreSQL read would, so that overlapping reads can show.
+    const events = 300;
+    const big = 'y'.repeat(2048);
+    for (let i = 0; i < events; i += 50) {
+      await app.domain.events.append(...Array.from({ length: 50 }, (_, k) => recreated('resume-many', `p${i + k}`, i + k, { big })));
+    }
+    const log = app.domain.events as unknown as { listAfter: (...args: unknown[]) => Promise<unknown> };
+    const listAfter = log.listAfter;
+    let inFlight = 0;
+    let peak = 0;
+    log.listAfter = async (...args: unknown[]) => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      try {
+        const page = await listAfter.apply(log, args);
+        await new Promise((resolve) => setImmediate(resolve));
+        return page;
+      } finally {
+        inFlight--;
+      }
+    };
+    const sockets: WebSocket[] = [];
+    const received = new Map<string, number[]>();
+    try {
+      for (let c = 0; c < 3; c++) {
+        const socket = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+        const messages: any[] = [];
+        socket.on('message', (data) => {
+          const m = JSON.parse(String(data));
+          messages.push(m);
+          if (m.type === 'next') received.get(`${c}/${m.id}`)!.push(m.payload.data.events.payload.seq);
+        });
+        await new Promise<void>((resolve, reject) => (socket.once('open', () => resolve()), socket.once('error', reject)));
+        socket.send(JSON.stringify({ type: 'connection_init', payload: {} }));
+        await waitUntil(() => messages.some((m) => m.type === 'connection_ack'), 'connection_ack');
+        (socket as unknown as { _socket: import('node:net').Socket })._socket.pause();
+        for (let i = 0; i < 20; i++) {
+          received.set(`${c}/s${i}`, []);
+          socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query: FEED.replace('events(filter: $filter)', 'events(filter: $filter, after: "0")'), variables: { filter: { namespace: 'resume-many' } } } }));
+        }
+        sockets.push(socket);
+      }
+      await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === 60, 'all 60 subscriptions are registered');
+      for (const socket of sockets) (socket as unknown as { _socket: import('node:net').Socket })._socket.resume();
+      await waitUntil(() => [...received.values()].every((seqs) => seqs.length >= events), `every subscription has all ${events} events`, 60_000);
+      for (const seqs of received.values()) expect(seqs).toEqual(Array.from({ length: events }, (_, i) => i));
+      expect(peak).toBeGreaterThan(0);
+      expect(peak).toBeLessThanOrEqual(sockets.length);
+    } finally {
+      log.listAfter = listAfter;
+      for (const socket of sockets) socket.terminate();
+    }
+  });
+
   it('resumes with `after` from the store and shares the group with live subscribers of the same operation', async () => {
     const first = await app.domain.events.append(recreated('resume', 'a', 0), recreated('resume', 'b', 1));
     const live = wsClient(app.url);
