@@ -254,8 +254,9 @@ export class MemoryStore implements WatchableStore {
       this.admitCustom(state, type, object, undefined, undefined, options);
       this.toStorage(state, type, object, undefined, false);
     }
+    // A CRD serves before its event goes out, so that a client reacting to the event finds its versions served.
+    if (compiled && !this.dry) this.serveCrd(object, compiled);
     const created = this.commit(state, 'ADDED', object, undefined);
-    if (compiled && !this.dry) this.serveCrd(created, compiled);
     return this.viewIn(state, type, created);
   }
 
@@ -325,8 +326,8 @@ export class MemoryStore implements WatchableStore {
       const podStillTerminating = type === Resources.pods && (next.metadata.deletionGracePeriodSeconds ?? 0) > 0;
       if (!podStillTerminating) return this.viewIn(state, type, this.remove(state, next, 'Background'));
     }
+    if (compiled && !this.dry) this.serveCrd(next, compiled);
     const updated = this.commit(state, 'MODIFIED', next, existing);
-    if (compiled && !this.dry) this.serveCrd(updated, compiled);
     return this.viewIn(state, type, updated);
   }
 
