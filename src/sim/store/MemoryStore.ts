@@ -176,12 +176,15 @@ export class MemoryStore implements WatchableStore {
     const state = this.state(requested);
     const type = this.typeIn(state, requested);
     const out: KubeObject[] = [];
+    // Objects already in the requested version (all of them, for a built-in type) are handed out as stored.
+    const apiVersion = type.custom ? apiVersionOf(type) : undefined;
+    const push = (object: KubeObject) => out.push(apiVersion === undefined || object.apiVersion === apiVersion ? object : this.viewIn(state, type, object));
     if (type.namespaced && namespace !== undefined && namespace !== '') {
       const names = state.byNamespace.get(namespace);
-      if (names) for (const object of names.values()) out.push(this.viewIn(state, type, object));
+      if (names) for (const object of names.values()) push(object);
       return out;
     }
-    for (const names of state.byNamespace.values()) for (const object of names.values()) out.push(this.viewIn(state, type, object));
+    for (const names of state.byNamespace.values()) for (const object of names.values()) push(object);
     return out;
   }
 
