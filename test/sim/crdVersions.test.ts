@@ -244,13 +244,22 @@ describe('one set of objects through every served version', () => {
 });
 
 describe('CRD version changes', () => {
-  it('refuses duplicate version names and a Webhook conversion with several versions; accepts Webhook with one', async () => {
+  it('refuses duplicate version names, other than one storage version, and a Webhook conversion with several versions; accepts Webhook with one', async () => {
     const dup = gizmoCrd([version('v1', true, true, {}), version('v1', true, false, {})]);
     dup.metadata.name = 'dups.example.org';
     dup.spec.names = { kind: 'Dup', plural: 'dups' };
     const refused = await raw('POST', CRDS, dup);
     expect(refused.status).toBe(422);
     expect(refused.body.details.causes).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'spec.versions', message: expect.stringContaining('must contain unique version names') })]));
+
+    for (const storage of [[true, true], [false, false]]) {
+      const two = gizmoCrd([version('v1', true, storage[0]!, {}), version('v1beta1', true, storage[1]!, {})]);
+      two.metadata.name = 'twos.example.org';
+      two.spec.names = { kind: 'Two', plural: 'twos' };
+      const answer = await raw('POST', CRDS, two);
+      expect(answer.status).toBe(422);
+      expect(answer.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.versions', message: expect.stringContaining('must have exactly one version marked as storage version') })]);
+    }
 
     const hook = gizmoCrd([version('v1', true, true, {}), version('v1beta1', true, false, {})]);
     hook.metadata.name = 'hooks.example.org';
@@ -262,6 +271,9 @@ describe('CRD version changes', () => {
     expect((await raw('GET', `/apis/${GROUP}/v1/hooks`)).status).toBe(404);
 
     hook.spec.versions = [version('v1', true, true, {})];
+    const noConfig = await raw('POST', CRDS, { ...hook, spec: { ...hook.spec, conversion: { strategy: 'Webhook' } } });
+    expect(noConfig.status).toBe(422);
+    expect(noConfig.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.conversion.webhook', message: 'Required value: required when strategy is set to Webhook' })]);
     expect((await raw('POST', CRDS, hook)).status).toBe(201);
     expect((await raw('GET', `/apis/${GROUP}/v1/namespaces/${NS}/hooks`)).status).toBe(200);
   });

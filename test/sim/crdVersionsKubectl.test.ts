@@ -119,6 +119,14 @@ describe('kubectl and a CRD with several served versions', () => {
     expect(await kubectl('apply', '-f', join(dir, 'beta.yaml'))).toContain('sprocket.example.net/sp1 unchanged');
   });
 
+  it('explains each version from its own OpenAPI document', async () => {
+    expect(await kubectl('explain', 'sprockets.spec', '--api-version=example.net/v1beta1')).toMatch(/VERSION:\s+v1beta1[\s\S]*finish\s+<string>/);
+    const alpha = await kubectl('explain', 'sprockets.spec', '--api-version=example.net/v1alpha1');
+    expect(alpha).toMatch(/VERSION:\s+v1alpha1/);
+    expect(alpha).toMatch(/teeth\s+<integer>/);
+    expect(alpha).not.toContain('finish');
+  });
+
   it('refuses through a version what only that version’s schema forbids, naming the field', async () => {
     const stderr = await kubectlFails('apply', '-f', await manifest('bad.yaml', sprocket('v1beta1', 'sp-bad', 'teeth: 50')));
     expect(stderr).toContain('The Sprocket "sp-bad" is invalid: spec.teeth: Invalid value: 50: spec.teeth in body should be less than or equal to 40');
