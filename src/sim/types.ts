@@ -59,6 +59,14 @@ export interface ResourceType {
   custom?: boolean;
   /** The served version's OpenAPI v3 schema (custom resources), as the CRD gives it. */
   schema?: Record<string, unknown>;
+  /**
+   * A custom resource's storage version, when this type is one of several served versions of its CRD: the objects are
+   * stored once, in that version, and this version's requests see them with their apiVersion rewritten (conversion
+   * strategy None). Absent: this type is the storage version.
+   */
+  storageVersion?: string;
+  /** A deprecated CRD version's warning, sent in a `Warning: 299` header on every request through this version. */
+  deprecationWarning?: string;
   /** A CRD version's additionalPrinterColumns (server-side `kubectl get` columns). */
   printerColumns?: { name: string; type: string; jsonPath: string; format?: string; description?: string; priority?: number }[];
 }
@@ -128,6 +136,12 @@ export interface WatchableStore extends ObjectStore {
   readonly registry: import('./store/resources.js').ResourceRegistry;
   /** Events committed after `revision`, oldest first; throws SimApiError 410 Expired when the window no longer has them. */
   eventsSince(revision: number, type?: ResourceType): StoreEvent[];
+  /**
+   * `object` (a stored version, or an event's object) as requests through `type`'s version see it: the same object
+   * when that is the version it is stored in, else a view with the requested apiVersion, pruned by that version's
+   * schema (kube-apiserver's conversion None, then pruning after conversion). Views are cached and immutable.
+   */
+  viewAs(type: ResourceType, object: KubeObject): KubeObject;
   /** The oldest revision a watch can still resume from (events after it are all retained). */
   oldestResumableRevision(): number;
   /** Runs `fn`'s store calls as a dry run: validated and computed, never stored or announced. */

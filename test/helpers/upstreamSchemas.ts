@@ -51,9 +51,8 @@ export function upstreamKinds(): Map<string, UpstreamKind> {
   for (const { crd } of upstreamCrds()) {
     if (!KINDS.includes(crd.metadata?.name)) continue;
     const serving = crdServing(crd as KubeObject);
-    if (!serving) throw new Error(`upstream CRD ${crd.metadata?.name} serves no version`);
-    const { type } = serving;
-    out.set(`${type.group}/${type.plural}`, { group: type.group, version: type.version, plural: type.plural, kind: type.kind, namespaced: type.namespaced, schema: new CustomResourceSchema(serving.schema) });
+    const type = serving.storage;
+    out.set(`${type.group}/${type.plural}`, { group: type.group, version: type.version, plural: type.plural, kind: type.kind, namespaced: type.namespaced, schema: new CustomResourceSchema(serving.schemas.get(type.version)!) });
   }
   if (out.size !== KINDS.length) throw new Error(`expected the upstream CRDs ${KINDS.join(', ')} in ../shared/upstream, found ${[...out.keys()].join(', ')}`);
   return out;

@@ -153,6 +153,8 @@ export class ApiServer implements ApiControl {
       throw new SimApiError(404, 'NotFound', NOT_FOUND);
     }
     const verb = verbOf(req.method ?? 'GET', r);
+    // As kube-apiserver: every request through a deprecated CRD version carries the version's warning.
+    if (r.type.deprecationWarning) addWarnings(res, [r.type.deprecationWarning]);
     if (this.hooks.beforeRequest) await this.hooks.beforeRequest(requestInfo(verb, r));
     const table = wantsTable(req.headers.accept);
     switch (verb) {
@@ -271,7 +273,7 @@ export class ApiServer implements ApiControl {
 
   private sendResult(res: ServerResponse, result: WriteResult): void {
     // As kube-apiserver: each warning (e.g. an unknown field pruned under fieldValidation=Warn) in a Warning header.
-    if (result.warnings?.length) res.setHeader('Warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+    if (result.warnings?.length) addWarnings(res, result.warnings);
     this.send(res, result.code, result.json);
   }
 
@@ -290,6 +292,13 @@ export class ApiServer implements ApiControl {
     }
     this.send(res, apiError.code, JSON.stringify(apiError.toStatus()));
   }
+}
+
+/** Appends `Warning: 299 - "<text>"` headers to those already set on the response. */
+function addWarnings(res: ServerResponse, warnings: string[]): void {
+  const previous = res.getHeader('Warning');
+  const list = previous === undefined ? [] : Array.isArray(previous) ? previous : [String(previous)];
+  res.setHeader('Warning', [...list, ...warnings.map((w) => `299 - ${JSON.stringify(w)}`)]);
 }
 
 function requestInfo(verb: ApiVerb, r: ResourceRequest): ApiRequestInfo {

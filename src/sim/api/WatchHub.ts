@@ -122,9 +122,20 @@ export class WatchHub {
   private onEvent(event: StoreEvent): void {
     if (event.previous) forgetJson(event.previous);
     this.fanOut(event);
+    const crd = event.resource.group === 'apiextensions.k8s.io' && event.resource.plural === 'customresourcedefinitions';
     if (event.type === 'DELETED') {
       forgetJson(event.object);
-      if (event.resource.group === 'apiextensions.k8s.io' && event.resource.plural === 'customresourcedefinitions') this.endWatchesOf(event.object);
+      if (crd) this.endWatchesOf(event.object);
+    } else if (crd && event.type === 'MODIFIED') this.endWatchesOfUnserved(event.object);
+  }
+
+  /** A CRD update stopped serving a version: the watches through it end (a re-watch then gets 404). */
+  private endWatchesOfUnserved(crd: KubeObject): void {
+    const { group, names } = crd.spec ?? {};
+    const set = this.byType.get(`${group}/${names?.plural}`);
+    if (!set) return;
+    for (const watcher of Array.from(set)) {
+      if (!this.store.registry.byGroupVersionPlural(group, watcher.type.version, names.plural)) this.close(watcher);
     }
   }
 
@@ -141,6 +152,9 @@ export class WatchHub {
     let added: string | undefined;
     let modified: string | undefined;
     let deleted: string | undefined;
+    // Watchers through another version of a CRD than the stored one get the event's object in their version.
+    let viewType: ResourceType | undefined;
+    let view: KubeObject | undefined;
     for (const watcher of set) {
       if (watcher.holdThrough) {
         if (Number(event.object.metadata.resourceVersion) <= watcher.holdThrough) continue;
@@ -148,7 +162,12 @@ export class WatchHub {
       }
       const type = this.deliveryType(watcher, event);
       if (!type) continue;
-      if (watcher.table) watcher.buffer += this.line(watcher, type, event.object);
+      if (watcher.type !== viewType) {
+        viewType = watcher.type;
+        view = this.store.viewAs(watcher.type, event.object);
+      }
+      if (watcher.table) watcher.buffer += this.line(watcher, type, view!);
+      else if (view !== event.object) watcher.buffer += line(type, view!);
       else if (type === 'ADDED') watcher.buffer += added ??= line('ADDED', event.object);
       else if (type === 'MODIFIED') watcher.buffer += modified ??= line('MODIFIED', event.object);
       else watcher.buffer += deleted ??= line('DELETED', event.object);
@@ -156,7 +175,8 @@ export class WatchHub {
     }
   }
 
-  private line(watcher: Watcher, type: string, object: KubeObject): string {
+  private line(watcher: Watcher, type: string, stored: KubeObject): string {
+    const object = this.store.viewAs(watcher.type, stored);
     if (!watcher.table) return line(type, object);
     const table = toTable(watcher.type, [object], { resourceVersion: object.metadata.resourceVersion }, Date.now());
     if (watcher.sentColumns) table.columnDefinitions = [];

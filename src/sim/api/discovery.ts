@@ -27,6 +27,7 @@ export function apiVersions(serverAddress: string): Record<string, unknown> {
   };
 }
 
+/** `versions` come highest priority first (ResourceRegistry.groups), so the first is the preferred version. */
 function groupEntry(name: string, versions: string[]): Record<string, unknown> {
   const list = versions.map((version) => ({ groupVersion: `${name}/${version}`, version }));
   return { name, versions: list, preferredVersion: list[0] };
@@ -58,7 +59,8 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
       namespaced: type.namespaced,
       kind: type.kind,
       verbs: VERBS,
-      storageVersionHash: createHash('sha256').update(`${apiVersionOf(type)}/${type.plural}`).digest('base64').slice(0, 11),
+      // The storage version's: every served version of a CRD stores into the same place.
+      storageVersionHash: createHash('sha256').update(`${apiVersionOf(type.storageVersion ? { ...type, version: type.storageVersion } : type)}/${type.plural}`).digest('base64').slice(0, 11),
     };
     if (type.shortNames?.length) entry.shortNames = type.shortNames;
     if (type.categories?.length) entry.categories = type.categories;

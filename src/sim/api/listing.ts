@@ -90,7 +90,8 @@ function stateAt(store: WatchableStore, type: ResourceType, namespace: string | 
   for (const event of store.eventsSince(revision, type)) {
     if (namespace !== undefined && event.object.metadata.namespace !== namespace) continue;
     const key = sortKey(event.object);
-    if (!before.has(key)) before.set(key, event.type === 'ADDED' ? undefined : event.previous);
+    // Events carry stored objects; the list shows them in the requested version.
+    if (!before.has(key)) before.set(key, event.type === 'ADDED' || !event.previous ? undefined : store.viewAs(type, event.previous));
   }
   return before;
 }

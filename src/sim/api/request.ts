@@ -28,8 +28,9 @@ export function parseApiPath(registry: ResourceRegistry, segments: string[], que
     namespace = rest[1];
     rest = rest.slice(2);
   }
-  const type = registry.byGroupPlural(group, rest[0]!);
-  if (!type || type.version !== version || rest.length > 3) return undefined;
+  // Each served version of a type has its own entry (a CRD's versions); an unserved version is not found.
+  const type = registry.byGroupVersionPlural(group, version ?? '', rest[0]!);
+  if (!type || rest.length > 3) return undefined;
   if (namespace !== undefined && !type.namespaced) return undefined;
   return { type, namespace, name: rest[1], subresource: rest[2], query };
 }

@@ -84,6 +84,11 @@ export class CustomResourceSchema {
     return removed;
   }
 
+  /** Prunes `object` in place, nothing else: what kube-apiserver does to an object converted to this version. */
+  prune(object: Record<string, unknown>): void {
+    if (!this.opaque) prune(object, this.schema);
+  }
+
   /**
    * Field errors of a normalized object; `old` (the stored object on update) feeds transition rules. `part` narrows the
    * check to what the write could change: `status` for the status subresource, `main` for the main resource of a type

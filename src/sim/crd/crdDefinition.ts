@@ -1,18 +1,27 @@
 import type { KubeObject, ResourceType } from '../types.js';
 import { invalid, type StatusCause } from '../store/errors.js';
 import { isObject, type JsonSchemaProps } from './schema.js';
+import { byVersionPriority, compareKubeAwareVersions } from './versionOrder.js';
 
-/** What a served CustomResourceDefinition contributes to the API: its resource type and each version's schema. */
+/**
+ * What a CustomResourceDefinition contributes to the API: one resource type per served version (conversion None:
+ * the same objects, each version's schema), the storage version's type, and every version's schema by name.
+ */
 export interface CrdServing {
-  type: ResourceType;
-  /** Schema of the served version (`type.version`). */
-  schema: JsonSchemaProps;
+  /** The storage version's type: what in-process code and the store's events use, served or not. */
+  storage: ResourceType;
+  /** One type per `served: true` version, in the CRD's order. */
+  served: ResourceType[];
+  /** version name → its schema, for every version (served or not: objects stored in it are read through it). */
+  schemas: Map<string, JsonSchemaProps>;
 }
 
 interface CrdVersion {
   name: string;
   served: boolean;
   storage: boolean;
+  deprecated?: boolean;
+  deprecationWarning?: string;
   schema?: { openAPIV3Schema?: JsonSchemaProps };
   subresources?: { status?: object; scale?: object };
   additionalPrinterColumns?: unknown[];
@@ -20,13 +29,14 @@ interface CrdVersion {
 
 const SCOPES = ['Cluster', 'Namespaced'];
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 /**
  * Defaults and validates a CustomResourceDefinition on create and update (the parts of kube-apiserver's CRD strategy
  * that the simulator's clients can meet), in place, and sets the status the apiextensions controllers would reach at
  * once: names accepted, established, stored versions. Throws 422 Invalid with field causes.
  */
-export function prepareCrd(crd: KubeObject, old: KubeObject | undefined): void {
+export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subresource?: string): void {
   const spec = isObject(crd.spec) ? crd.spec : (crd.spec = {});
   const names = isObject(spec.names) ? spec.names : (spec.names = {});
   if (typeof names.kind === 'string' && names.kind !== '') {
@@ -58,10 +68,18 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined): void {
   else if (versions.filter((v) => v?.storage === true).length !== 1) {
     causes.push({ type: 'FieldValueInvalid', field: 'spec.versions', message: `Invalid value: ${JSON.stringify(versions)}: must have exactly one version marked as storage version` });
   }
+  const seen = new Set<string>();
   versions.forEach((version, i) => {
     const at = `spec.versions[${i}]`;
     if (!isObject(version)) return;
     required(`${at}.name`, version.name);
+    if (typeof version.name === 'string' && version.name !== '') {
+      if (!DNS_1035_LABEL.test(version.name) || version.name.length > 63) {
+        causes.push({ type: 'FieldValueInvalid', field: `${at}.name`, message: `Invalid value: ${JSON.stringify(version.name)}: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')` });
+      }
+      if (seen.has(version.name)) causes.push({ type: 'FieldValueInvalid', field: 'spec.versions', message: `Invalid value: ${JSON.stringify(versions)}: must contain unique version names` });
+      seen.add(version.name);
+    }
     if (typeof version.served !== 'boolean') causes.push({ type: 'FieldValueRequired', field: `${at}.served`, message: 'Required value' });
     if (typeof version.storage !== 'boolean') causes.push({ type: 'FieldValueRequired', field: `${at}.storage`, message: 'Required value' });
     const schema = version.schema?.openAPIV3Schema;
@@ -75,11 +93,13 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined): void {
     // kube-apiserver allows a scope change only while no object exists; the simulator keeps it fixed.
     if (before.scope !== spec.scope) causes.push({ type: 'FieldValueInvalid', field: 'spec.scope', message: `Invalid value: ${JSON.stringify(spec.scope)}: field is immutable` });
   }
+  checkConversion(spec.conversion, versions, causes);
   if (causes.length > 0) throw invalid('CustomResourceDefinition', crd.metadata.name, causes, 'apiextensions.k8s.io');
 
   const storage = versions.find((v) => v.storage)!.name;
-  const stored = Array.isArray(old?.status?.storedVersions) ? [...(old!.status.storedVersions as string[])] : [];
-  if (!stored.includes(storage)) stored.push(storage);
+  const stored = storedVersions(crd, old, subresource, storage);
+  checkStoredVersions(stored, versions, causes);
+  if (causes.length > 0) throw invalid('CustomResourceDefinition', crd.metadata.name, causes, 'apiextensions.k8s.io');
   const since = old?.status?.conditions?.find((c: { type: string }) => c.type === 'Established')?.lastTransitionTime ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const condition = (type: string, reason: string, message: string) => ({ type, status: 'True', lastTransitionTime: since, reason, message });
   crd.status = {
@@ -87,6 +107,60 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined): void {
     acceptedNames: { ...names },
     storedVersions: stored,
   };
+}
+
+/**
+ * `spec.conversion`: None or Webhook, as kube-apiserver accepts them. The simulator calls no conversion webhook, so a
+ * Webhook CRD is refused (422, saying so) when it has more than one version, where a webhook would be called; with a
+ * single version no conversion ever happens and it is served like None.
+ */
+function checkConversion(conversion: unknown, versions: CrdVersion[], causes: StatusCause[]): void {
+  if (!isObject(conversion)) return;
+  const strategy = conversion.strategy;
+  if (strategy !== 'None' && strategy !== 'Webhook') {
+    causes.push({ type: 'FieldValueNotSupported', field: 'spec.conversion.strategy', message: `Unsupported value: ${JSON.stringify(strategy)}: supported values: "None", "Webhook"` });
+    return;
+  }
+  const webhook = conversion.webhook;
+  if (strategy === 'None') {
+    if (webhook !== undefined && webhook !== null) causes.push({ type: 'FieldValueForbidden', field: 'spec.conversion.webhook', message: 'Forbidden: should not be set when strategy is not set to Webhook' });
+    return;
+  }
+  if (!isObject(webhook) || !isObject(webhook.clientConfig)) {
+    causes.push({ type: 'FieldValueRequired', field: 'spec.conversion.webhook', message: 'Required value: required when strategy is set to Webhook' });
+  }
+  if (versions.length > 1) {
+    causes.push({ type: 'FieldValueNotSupported', field: 'spec.conversion.strategy', message: 'Unsupported value: "Webhook": the rollplane simulator calls no conversion webhook; a CRD with more than one version must use strategy None' });
+  }
+}
+
+/**
+ * The stored versions after this write: on the status subresource, the ones the client writes (a storage migration
+ * removes old ones this way); otherwise the old ones plus the storage version, as the CRD strategy keeps them.
+ */
+function storedVersions(crd: KubeObject, old: KubeObject | undefined, subresource: string | undefined, storage: string): string[] {
+  const written = crd.status?.storedVersions;
+  if (subresource === 'status' && Array.isArray(written)) return written.filter((v): v is string => typeof v === 'string');
+  const stored = Array.isArray(old?.status?.storedVersions) ? [...(old!.status.storedVersions as string[])] : [];
+  if (!stored.includes(storage)) stored.push(storage);
+  return stored;
+}
+
+/** kube-apiserver's rule: a version that was ever a storage version stays in spec.versions until migrated away. */
+function checkStoredVersions(stored: string[], versions: CrdVersion[], causes: StatusCause[]): void {
+  if (stored.length === 0) {
+    causes.push({ type: 'FieldValueInvalid', field: 'status.storedVersions', message: 'Invalid value: []: must have at least one stored version' });
+    return;
+  }
+  for (const version of versions) {
+    if (version.storage && !stored.includes(version.name)) {
+      causes.push({ type: 'FieldValueInvalid', field: 'status.storedVersions', message: `Invalid value: ${JSON.stringify(stored)}: must have the storage version ${version.name}` });
+    }
+  }
+  stored.forEach((name, i) => {
+    if (versions.some((v) => v.name === name)) return;
+    causes.push({ type: 'FieldValueInvalid', field: `status.storedVersions[${i}]`, message: `Invalid value: ${JSON.stringify(name)}: missing from spec.versions; ${name} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${name} and removes ${name} from status.storedVersions` });
+  });
 }
 
 /**
@@ -110,12 +184,18 @@ function checkStructural(schema: JsonSchemaProps, path: string[], root: boolean,
   else if (schema.type === 'array') causes.push({ type: 'FieldValueRequired', field: at('.items'), message: 'Required value: must be specified' });
 }
 
-/** The resource type and schema a (valid) CRD serves: its storage version, or its first served one. */
-export function crdServing(crd: KubeObject): CrdServing | undefined {
+/** What a (valid) CRD serves: a type per served version, the storage version's type, and every version's schema. */
+export function crdServing(crd: KubeObject): CrdServing {
   const spec = crd.spec;
-  const versions = (spec.versions as CrdVersion[]).filter((v) => v.served);
-  const version = versions.find((v) => v.storage) ?? versions[0];
-  if (!version) return undefined;
+  const versions = spec.versions as CrdVersion[];
+  const storage = versions.find((v) => v.storage)!;
+  const schemas = new Map(versions.map((v) => [v.name, v.schema!.openAPIV3Schema!] as const));
+  const served = versions.filter((v) => v.served).map((v) => versionType(crd, v, storage.name));
+  return { storage: served.find((t) => t.version === storage.name) ?? versionType(crd, storage, storage.name), served, schemas };
+}
+
+function versionType(crd: KubeObject, version: CrdVersion, storageVersion: string): ResourceType {
+  const spec = crd.spec;
   const names = spec.names;
   const type: ResourceType = {
     group: spec.group,
@@ -129,9 +209,21 @@ export function crdServing(crd: KubeObject): CrdServing | undefined {
     custom: true,
     schema: version.schema!.openAPIV3Schema!,
   };
+  if (version.name !== storageVersion) type.storageVersion = storageVersion;
+  if (version.deprecated === true) type.deprecationWarning = version.deprecationWarning ?? defaultDeprecationWarning(version.name, crd);
   if (Array.isArray(names.shortNames) && names.shortNames.length > 0) type.shortNames = [...names.shortNames];
   if (Array.isArray(names.categories) && names.categories.length > 0) type.categories = [...names.categories];
   if (Array.isArray(version.additionalPrinterColumns)) type.printerColumns = version.additionalPrinterColumns as ResourceType['printerColumns'];
-  return { type: Object.freeze(type), schema: version.schema!.openAPIV3Schema! };
+  return Object.freeze(type);
 }
 
+/** kube-apiserver's warning for a deprecated version: it names the highest served, not deprecated, newer version. */
+function defaultDeprecationWarning(deprecated: string, crd: KubeObject): string {
+  const { group, names } = crd.spec;
+  const message = `${group}/${deprecated} ${names.kind} is deprecated`;
+  const newer = (crd.spec.versions as CrdVersion[])
+    .filter((v) => v.served && !v.deprecated && compareKubeAwareVersions(deprecated, v.name) < 0)
+    .map((v) => v.name);
+  if (newer.length === 0) return message;
+  return `${message}; use ${group}/${byVersionPriority(newer)[0]} ${names.kind}`;
+}

@@ -42,16 +42,26 @@ export function isStoredVersion(object: object): boolean {
   return storedVersions.has(object);
 }
 
-/** A CRD ready to serve: its type key, what it serves (none when no version is served) and its compiled schema. */
+/** One CRD version's schema, compiled once (kept while its JSON does not change). */
+interface CompiledSchema {
+  json: string;
+  schema: CustomResourceSchema;
+}
+
+/** A CRD ready to serve: its type key, what it serves and each version's compiled schema. */
 interface CompiledCrd {
   key: string;
-  serving: CrdServing | undefined;
-  schema?: { json: string; schema: CustomResourceSchema };
+  serving: CrdServing;
+  schemas: Map<string, CompiledSchema>;
 }
 
 interface TypeState {
-  /** The served type (a CRD update replaces it). */
+  /** The stored type (a CRD's storage version; a CRD update replaces it). */
   type: ResourceType;
+  /** A custom type's served versions: version → its type (empty for built-in types, served in `type` only). */
+  served: Map<string, ResourceType>;
+  /** Stored object → its views in other versions (viewAs); replaced whenever the CRD changes. */
+  views: WeakMap<KubeObject, Map<string, KubeObject>>;
   readonly key: string;
   /** namespace ('' for cluster-scoped) → name → frozen object */
   readonly byNamespace: Map<string, Map<string, KubeObject>>;
@@ -74,8 +84,8 @@ export class MemoryStore implements WatchableStore {
   /** The default of `MemoryStore` option `freeze` (the test suite turns it on). */
   static freezeByDefault = false;
   readonly registry: ResourceRegistry;
-  /** typeKey → the schema of a custom resource type's served version (compiled once per CRD version). */
-  private readonly schemas = new Map<string, { json: string; schema: CustomResourceSchema }>();
+  /** typeKey → version → the schema of that version of a custom resource type (compiled once per CRD version). */
+  private readonly schemas = new Map<string, Map<string, CompiledSchema>>();
   private readonly freeze: boolean;
   private readonly states = new Map<string, TypeState>();
   private revision = 0;
@@ -96,7 +106,7 @@ export class MemoryStore implements WatchableStore {
   constructor(options: MemoryStoreOptions = {}) {
     this.registry = new ResourceRegistry(options.types ?? BUILT_IN_TYPES);
     for (const type of this.registry.types) {
-      this.states.set(typeKey(type), { type, key: typeKey(type), byNamespace: new Map(), size: 0 });
+      this.states.set(typeKey(type), newState(type, typeKey(type)));
     }
     this.history = new Array(Math.max(1, options.historySize ?? 10_000));
     this.now = options.now ?? (() => new Date());
@@ -155,24 +165,68 @@ export class MemoryStore implements WatchableStore {
     return this.state(type).size;
   }
 
-  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
-    return this.state(type).byNamespace.get(type.namespaced ? (namespace ?? '') : '')?.get(name);
+  get(requested: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
+    const state = this.state(requested);
+    const type = this.typeIn(state, requested);
+    const object = state.byNamespace.get(type.namespaced ? (namespace ?? '') : '')?.get(name);
+    return object && this.viewIn(state, type, object);
   }
 
-  list(type: ResourceType, namespace?: string): KubeObject[] {
-    const state = this.state(type);
+  list(requested: ResourceType, namespace?: string): KubeObject[] {
+    const state = this.state(requested);
+    const type = this.typeIn(state, requested);
+    const out: KubeObject[] = [];
+    // Objects already in the requested version (all of them, for a built-in type) are handed out as stored.
+    const apiVersion = type.custom ? apiVersionOf(type) : undefined;
+    const push = (object: KubeObject) => out.push(apiVersion === undefined || object.apiVersion === apiVersion ? object : this.viewIn(state, type, object));
     if (type.namespaced && namespace !== undefined && namespace !== '') {
       const names = state.byNamespace.get(namespace);
-      return names ? Array.from(names.values()) : [];
+      if (names) for (const object of names.values()) push(object);
+      return out;
     }
-    const out: KubeObject[] = [];
-    for (const names of state.byNamespace.values()) for (const object of names.values()) out.push(object);
+    for (const names of state.byNamespace.values()) for (const object of names.values()) push(object);
     return out;
+  }
+
+  viewAs(type: ResourceType, object: KubeObject): KubeObject {
+    if (!type.custom) return object;
+    const state = this.states.get(typeKey(type));
+    return state ? this.viewIn(state, type, object) : object;
+  }
+
+  /**
+   * A stored object as a request through `type` sees it. Conversion None: only apiVersion changes, then the requested
+   * version's schema prunes the result (as kube-apiserver prunes after conversion); the storage version's own requests
+   * get the stored object itself.
+   */
+  private viewIn(state: TypeState, type: ResourceType, object: KubeObject): KubeObject {
+    if (!type.custom || object.apiVersion === `${type.group}/${type.version}`) return object;
+    let views = state.views.get(object);
+    let view = views?.get(type.version);
+    if (view) return view;
+    view = deepClone(object);
+    view.apiVersion = `${type.group}/${type.version}`;
+    this.schemas.get(state.key)?.get(type.version)?.schema.prune(view);
+    this.seal(view);
+    if (!views) state.views.set(object, (views = new Map()));
+    views.set(type.version, view);
+    return view;
+  }
+
+  /**
+   * The type a request through `requested` is served as: a custom type's requested version (404 when that version is
+   * not served), else the stored type.
+   */
+  private typeIn(state: TypeState, requested: ResourceType): ResourceType {
+    if (!state.type.custom || requested.version === state.type.version) return state.type;
+    const type = state.served.get(requested.version);
+    if (!type) throw new SimApiError(404, 'NotFound', `the server could not find the requested resource (${requested.group}/${requested.version}, ${requested.plural})`);
+    return type;
   }
 
   create(requested: ResourceType, input: KubeObject, options?: WriteOptions): KubeObject {
     const state = this.state(requested);
-    const type = state.type;
+    const type = this.typeIn(state, requested);
     const object = deepClone(input);
     this.checkTypeMeta(type, object);
     const meta = (object.metadata ??= { name: '' });
@@ -199,15 +253,19 @@ export class MemoryStore implements WatchableStore {
     if (type === Resources.namespaces) object.status = { phase: 'Active', ...(object.status ?? {}) };
     let compiled: CompiledCrd | undefined;
     if (type === Resources.customresourcedefinitions) compiled = this.compileCrd(object, undefined);
-    else if (type.custom) this.admitCustom(state, object, undefined, undefined, options);
+    else if (type.custom) {
+      this.admitCustom(state, type, object, undefined, undefined, options);
+      this.toStorage(state, type, object, undefined, false);
+    }
+    // A CRD serves before its event goes out, so that a client reacting to the event finds its versions served.
+    if (compiled && !this.dry) this.serveCrd(object, compiled);
     const created = this.commit(state, 'ADDED', object, undefined);
-    if (compiled && !this.dry) this.serveCrd(created, compiled);
-    return created;
+    return this.viewIn(state, type, created);
   }
 
   update(requested: ResourceType, input: KubeObject, subresource?: string, options?: WriteOptions): KubeObject {
     const state = this.state(requested);
-    const type = state.type;
+    const type = this.typeIn(state, requested);
     const meta = input.metadata;
     if (!meta?.name) throw invalid(type.kind, '', [{ field: 'metadata.name', message: 'Required value: name is required' }]);
     const namespace = this.namespaceFor(type, meta.namespace);
@@ -224,6 +282,7 @@ export class MemoryStore implements WatchableStore {
     if (subresource === 'status') {
       if (!hasStatus(type)) throw new SimApiError(404, 'NotFound', `${type.plural} has no status subresource`);
       next = { ...existing, metadata: { ...existing.metadata } };
+      if (type.custom) next.apiVersion = apiVersionOf(type);
       if (input.status === undefined) delete next.status;
       else next.status = deepClone(input.status);
       if (meta.managedFields !== undefined) next.metadata.managedFields = deepClone(meta.managedFields);
@@ -258,23 +317,30 @@ export class MemoryStore implements WatchableStore {
       if (!specEqual(existing, next)) m.generation = (old.generation ?? 1) + 1;
     }
     let compiled: CompiledCrd | undefined;
-    if (type === Resources.customresourcedefinitions) compiled = this.compileCrd(next, existing);
-    else if (type.custom) this.admitCustom(state, next, existing, subresource, options);
+    if (type === Resources.customresourcedefinitions) compiled = this.compileCrd(next, existing, subresource);
+    else if (type.custom) {
+      this.admitCustom(state, type, next, this.viewIn(state, type, existing), subresource, options);
+      this.toStorage(state, type, next, subresource, true);
+    }
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
-    if (deepEqual(next, existing)) return existing;
+    if (deepEqual(next, existing)) return this.viewIn(state, type, existing);
 
     if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
       const podStillTerminating = type === Resources.pods && (next.metadata.deletionGracePeriodSeconds ?? 0) > 0;
-      if (!podStillTerminating) return this.remove(state, next, 'Background');
+      if (!podStillTerminating) return this.viewIn(state, type, this.remove(state, next, 'Background'));
     }
+    if (compiled && !this.dry) this.serveCrd(next, compiled);
     const updated = this.commit(state, 'MODIFIED', next, existing);
-    if (compiled && !this.dry) this.serveCrd(updated, compiled);
-    return updated;
+    return this.viewIn(state, type, updated);
   }
 
   delete(requested: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): KubeObject {
     const state = this.state(requested);
-    const type = state.type;
+    const type = this.typeIn(state, requested);
+    return this.viewIn(state, type, this.deleteIn(state, type, namespace, name, options));
+  }
+
+  private deleteIn(state: TypeState, type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions): KubeObject {
     const ns = this.namespaceFor(type, namespace);
     const existing = state.byNamespace.get(ns)?.get(name);
     if (!existing) throw notFound(type.plural, name, type.group);
@@ -375,8 +441,8 @@ export class MemoryStore implements WatchableStore {
    * CRD's schema (422 Invalid). On a status update only `status` is normalized; on a main-resource update of a type
    * with a status subresource, `status` is the stored one and is left alone (both were normalized when written).
    */
-  private admitCustom(state: TypeState, object: KubeObject, old: KubeObject | undefined, subresource: string | undefined, options: WriteOptions | undefined): void {
-    const compiled = this.schemas.get(state.key)?.schema;
+  private admitCustom(state: TypeState, type: ResourceType, object: KubeObject, old: KubeObject | undefined, subresource: string | undefined, options: WriteOptions | undefined): void {
+    const compiled = this.schemas.get(state.key)?.get(type.version)?.schema;
     if (!compiled) return;
     let unknown: string[];
     if (subresource === 'status') {
@@ -384,7 +450,7 @@ export class MemoryStore implements WatchableStore {
       unknown = object.status === undefined ? [] : compiled.normalize(view);
       if (view.status === undefined) delete object.status;
       else object.status = view.status;
-    } else if (old && hasStatus(state.type)) {
+    } else if (old && hasStatus(type)) {
       const status = object.status;
       delete object.status;
       unknown = compiled.normalize(object);
@@ -398,60 +464,102 @@ export class MemoryStore implements WatchableStore {
         if (managed.length === 0) delete object.metadata.managedFields;
       }
     }
-    const part = subresource === 'status' ? 'status' : old && hasStatus(state.type) ? 'main' : 'all';
+    const part = subresource === 'status' ? 'status' : old && hasStatus(type) ? 'main' : 'all';
     const causes = compiled.validate(object, old, part);
-    if (causes.length > 0) throw invalid(state.type.kind, object.metadata.name, causes, state.type.group);
+    if (causes.length > 0) throw invalid(type.kind, object.metadata.name, causes, type.group);
   }
 
   /**
-   * Serves what an (established) CRD defines: registers or replaces its type, compiles its schema once per change,
-   * and re-normalizes stored objects when the schema changed (kube-apiserver prunes and defaults on every read from
-   * storage; here the stored versions are rewritten in place, keeping their resourceVersion and sending no event).
+   * An object written through another version than the storage one, made what etcd would hold: the storage version's
+   * apiVersion (conversion None), then pruned and defaulted by the storage version's schema, which every read from
+   * storage applies in kube-apiserver (a field only the requested version declares is therefore lost). Only the part
+   * the write could change is touched, as in admitCustom.
    */
-  /**
-   * Checks and defaults a CRD about to be written and compiles its served schema (reusing the compiled one when the
-   * schema did not change), all before the write commits, so that a schema ajv cannot compile (a pattern JavaScript
-   * does not accept, say) refuses the CRD instead of breaking the store.
-   */
-  private compileCrd(crd: KubeObject, old: KubeObject | undefined): CompiledCrd {
-    prepareCrd(crd, old);
-    const serving = crdServing(crd);
-    const key = `${crd.spec.group}/${crd.spec.names.plural}`;
-    if (!serving) return { key, serving };
-    const json = JSON.stringify(serving.schema);
-    const cached = this.schemas.get(key);
-    if (cached?.json === json) return { key, serving, schema: cached };
-    try {
-      return { key, serving, schema: { json, schema: new CustomResourceSchema(deepClone(serving.schema)) } };
-    } catch (error) {
-      const index = (crd.spec.versions as { name: string }[]).findIndex((v) => v.name === serving.type.version);
-      throw invalid('CustomResourceDefinition', crd.metadata.name, [{ type: 'FieldValueInvalid', field: `spec.versions[${index}].schema.openAPIV3Schema`, message: `Invalid value: "object": ${(error as Error).message}` }], 'apiextensions.k8s.io');
+  private toStorage(state: TypeState, type: ResourceType, object: KubeObject, subresource: string | undefined, update: boolean): void {
+    if (type === state.type) return;
+    object.apiVersion = apiVersionOf(state.type);
+    const compiled = this.schemas.get(state.key)?.get(state.type.version)?.schema;
+    if (!compiled) return;
+    let removed: string[];
+    if (subresource === 'status') {
+      const view: Record<string, unknown> = { status: object.status };
+      removed = object.status === undefined ? [] : compiled.normalize(view);
+      if (view.status === undefined) delete object.status;
+      else object.status = view.status;
+    } else if (update && hasStatus(type)) {
+      const status = object.status;
+      delete object.status;
+      removed = compiled.normalize(object);
+      if (status !== undefined) object.status = status;
+    } else removed = compiled.normalize(object);
+    if (removed.length === 0) return;
+    const managed = withoutPrunedFields(object.metadata.managedFields, removed);
+    if (managed) {
+      object.metadata = { ...object.metadata, managedFields: managed };
+      if (managed.length === 0) delete object.metadata.managedFields;
     }
   }
 
-  private serveCrd(crd: KubeObject, { key, serving, schema }: CompiledCrd): void {
+  /**
+   * Checks and defaults a CRD about to be written and compiles each version's schema (reusing the compiled one when a
+   * schema did not change), all before the write commits, so that a schema ajv cannot compile (a pattern JavaScript
+   * does not accept, say) refuses the CRD instead of breaking the store.
+   */
+  private compileCrd(crd: KubeObject, old: KubeObject | undefined, subresource?: string): CompiledCrd {
+    prepareCrd(crd, old, subresource);
+    const serving = crdServing(crd);
+    const key = `${crd.spec.group}/${crd.spec.names.plural}`;
+    const cached = this.schemas.get(key);
+    const schemas = new Map<string, CompiledSchema>();
+    for (const [version, schema] of serving.schemas) {
+      const json = JSON.stringify(schema);
+      const previous = cached?.get(version);
+      if (previous?.json === json) {
+        schemas.set(version, previous);
+        continue;
+      }
+      try {
+        schemas.set(version, { json, schema: new CustomResourceSchema(deepClone(schema)) });
+      } catch (error) {
+        const index = (crd.spec.versions as { name: string }[]).findIndex((v) => v.name === version);
+        throw invalid('CustomResourceDefinition', crd.metadata.name, [{ type: 'FieldValueInvalid', field: `spec.versions[${index}].schema.openAPIV3Schema`, message: `Invalid value: "object": ${(error as Error).message}` }], 'apiextensions.k8s.io');
+      }
+    }
+    return { key, serving, schemas };
+  }
+
+  /**
+   * Serves what an (established) CRD defines: registers its served versions (none served: the objects stay stored but
+   * unreachable, as in etcd), keeps each version's compiled schema, and re-normalizes stored objects when a schema
+   * changed (kube-apiserver prunes and defaults on every read from storage, by the schema of the version an object is
+   * stored in; here the stored versions are rewritten in place, keeping their resourceVersion and sending no event).
+   */
+  private serveCrd(crd: KubeObject, { key, serving, schemas }: CompiledCrd): void {
     if (crd.metadata.deletionTimestamp) return;
-    if (!serving || !schema) return this.unserveType(key);
     const builtIn = this.states.get(key);
     if (builtIn && !builtIn.type.custom) return;
-    const schemaChanged = this.schemas.get(key) !== schema;
-    this.schemas.set(key, schema);
+    const before = this.schemas.get(key);
+    const schemaChanged = !before || [...schemas].some(([version, compiled]) => before.get(version) !== compiled);
+    this.schemas.set(key, schemas);
     let state = this.states.get(key);
-    if (!state) {
-      state = { type: serving.type, key, byNamespace: new Map(), size: 0 };
-      this.states.set(key, state);
-    } else state.type = serving.type;
-    this.registry.add(serving.type);
+    if (!state) this.states.set(key, (state = newState(serving.storage, key)));
+    else state.type = serving.storage;
+    state.served = new Map(serving.served.map((t) => [t.version, t]));
+    state.views = new WeakMap();
+    this.registry.set(serving.storage, serving.served);
     if (schemaChanged && state.size > 0) this.renormalize(state);
   }
 
   private renormalize(state: TypeState): void {
-    const compiled = this.schemas.get(state.key)!.schema;
-    const apiVersion = apiVersionOf(state.type);
+    const schemas = this.schemas.get(state.key)!;
+    const prefix = `${state.type.group}/`;
     for (const names of state.byNamespace.values()) {
       for (const [name, object] of names) {
+        // Each object by the schema of the version it is stored in (a storage version change rewrites none of them).
+        const version = typeof object.apiVersion === 'string' && object.apiVersion.startsWith(prefix) ? object.apiVersion.slice(prefix.length) : state.type.version;
+        const compiled = schemas.get(version)?.schema;
+        if (!compiled) continue;
         const next = deepClone(object);
-        next.apiVersion = apiVersion;
         compiled.normalize(next);
         if (!deepEqual(next, object)) names.set(name, this.seal(next));
       }
@@ -617,6 +725,10 @@ export class MemoryStore implements WatchableStore {
   private nameRequired(type: ResourceType): never {
     throw invalid(type.kind, '', [{ type: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }], type.group);
   }
+}
+
+function newState(type: ResourceType, key: string): TypeState {
+  return { type, key, served: new Map(), views: new WeakMap(), byNamespace: new Map(), size: 0 };
 }
 
 /** RFC 3339 with second precision, as Kubernetes serializes metav1.Time. */

@@ -1,3 +1,4 @@
+import { byVersionPriority } from '../crd/versionOrder.js';
 import type { ResourceType } from '../types.js';
 
 /**
@@ -79,7 +80,7 @@ export function apiVersionOf(type: ResourceType): string {
   return type.group === '' ? type.version : `${type.group}/${type.version}`;
 }
 
-/** Key used for maps of types: group and plural identify a type (one served version per group here). */
+/** Key used for maps of types: group and plural identify a type, whichever of its versions is requested. */
 export function typeKey(type: ResourceType): string {
   return `${type.group}/${type.plural}`;
 }
@@ -88,10 +89,19 @@ export function hasStatus(type: ResourceType): boolean {
   return type.subresources.includes('status');
 }
 
-/** Lookup tables over the served types; CustomResourceDefinitions add and remove types while the store runs. */
+/**
+ * Lookup tables over the served types; CustomResourceDefinitions add and remove types while the store runs. A CRD
+ * serves one type per served version (same group and plural); `byGroupPlural` answers its storage version, the one
+ * in-process code and the store's events use.
+ */
 export class ResourceRegistry {
+  /** group/plural → the type in-process code uses (a CRD's storage version, served or not). */
   private readonly byKey = new Map<string, ResourceType>();
+  /** group/version/plural → a served type. */
+  private readonly byVersion = new Map<string, ResourceType>();
   private readonly byKind = new Map<string, ResourceType>();
+  /** group/plural → its served types. */
+  private readonly served = new Map<string, readonly ResourceType[]>();
   private list: ResourceType[] = [];
   /** Bumped on every change, so that documents derived from the types (OpenAPI) can be cached until then. */
   generation = 0;
@@ -100,26 +110,52 @@ export class ResourceRegistry {
     for (const type of types) this.add(type);
   }
 
+  /** Every served type, one per served version. */
   get types(): readonly ResourceType[] {
     return this.list;
   }
 
-  /** Adds a type, or replaces the one with the same group and plural (a CRD changed). */
+  /** Adds a type served in one version, or replaces every version of the one with the same group and plural. */
   add(type: ResourceType): void {
-    const previous = this.byKey.get(typeKey(type));
-    if (previous) this.byKind.delete(`${apiVersionOf(previous)}/${previous.kind}`);
-    this.byKey.set(typeKey(type), type);
-    this.byKind.set(`${apiVersionOf(type)}/${type.kind}`, type);
-    this.list = previous ? this.list.map((t) => (t === previous ? type : t)) : [...this.list, type];
+    this.set(type, [type]);
+  }
+
+  /**
+   * Serves `served` (one type per served version, maybe none) for the group and plural of `primary`, replacing what
+   * was served for them; `primary` is what `byGroupPlural` answers (a CRD's storage version).
+   */
+  set(primary: ResourceType, served: readonly ResourceType[]): void {
+    const key = typeKey(primary);
+    const previous = this.served.get(key) ?? [];
+    for (const old of previous) {
+      this.byVersion.delete(versionKey(old));
+      this.byKind.delete(`${apiVersionOf(old)}/${old.kind}`);
+    }
+    this.byKey.set(key, primary);
+    this.served.set(key, served);
+    for (const type of served) {
+      this.byVersion.set(versionKey(type), type);
+      this.byKind.set(`${apiVersionOf(type)}/${type.kind}`, type);
+    }
+    // Keep the first registration's position, so discovery's order stays stable across CRD updates.
+    const at = previous.length > 0 ? this.list.indexOf(previous[0]!) : -1;
+    const rest = this.list.filter((t) => !previous.includes(t));
+    if (at < 0) this.list = [...rest, ...served];
+    else this.list = [...rest.slice(0, at), ...served, ...rest.slice(at)];
     this.generation++;
   }
 
   remove(type: ResourceType): void {
-    const previous = this.byKey.get(typeKey(type));
-    if (!previous) return;
-    this.byKey.delete(typeKey(type));
-    this.byKind.delete(`${apiVersionOf(previous)}/${previous.kind}`);
-    this.list = this.list.filter((t) => t !== previous);
+    const key = typeKey(type);
+    if (!this.byKey.has(key)) return;
+    const previous = this.served.get(key) ?? [];
+    for (const old of previous) {
+      this.byVersion.delete(versionKey(old));
+      this.byKind.delete(`${apiVersionOf(old)}/${old.kind}`);
+    }
+    this.byKey.delete(key);
+    this.served.delete(key);
+    this.list = this.list.filter((t) => !previous.includes(t));
     this.generation++;
   }
 
@@ -127,11 +163,24 @@ export class ResourceRegistry {
     return this.byKey.get(`${group}/${plural}`);
   }
 
+  /** The type served for this version of a group and plural; undefined when that version is not served. */
+  byGroupVersionPlural(group: string, version: string, plural: string): ResourceType | undefined {
+    return this.byVersion.get(`${group}/${version}/${plural}`);
+  }
+
+  /** The served versions of a group and plural (a CRD's served versions; one for a built-in type). */
+  servedVersions(group: string, plural: string): readonly ResourceType[] {
+    return this.served.get(`${group}/${plural}`) ?? [];
+  }
+
   byApiVersionKind(apiVersion: string, kind: string): ResourceType | undefined {
     return this.byKind.get(`${apiVersion}/${kind}`);
   }
 
-  /** Group → versions served, in registration order; the core group is ''. */
+  /**
+   * Group → versions served, highest priority first (Kubernetes' version order, so that the first is the group's
+   * preferred version, as discovery reports it); the core group is ''.
+   */
   groups(): Map<string, string[]> {
     const groups = new Map<string, string[]>();
     for (const type of this.types) {
@@ -139,10 +188,15 @@ export class ResourceRegistry {
       if (!versions.includes(type.version)) versions.push(type.version);
       groups.set(type.group, versions);
     }
+    for (const [group, versions] of groups) if (versions.length > 1) groups.set(group, byVersionPriority(versions));
     return groups;
   }
 
   inGroupVersion(group: string, version: string): ResourceType[] {
     return this.types.filter((t) => t.group === group && t.version === version);
   }
+}
+
+function versionKey(type: ResourceType): string {
+  return `${type.group}/${type.version}/${type.plural}`;
 }
