@@ -89,7 +89,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
   // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
   const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
-  const rollouts = new RolloutService(db.prisma, db.store, events);
+  const rollouts = new RolloutService(db.store, events);
   // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only).
   const watcher = await db.watchEvents(
     () => void events.catchUp(),
@@ -109,7 +109,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   auditPruner.unref();
   cleanups.push(async () => clearInterval(auditPruner));
   const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
-  const launcher = new RolloutLauncher(db.prisma, rollouts, (id) => engine.enqueue(id));
+  const launcher = new RolloutLauncher(rollouts, (id) => engine.enqueue(id));
 
   const clients = createKubeClients({
     mode: kube.mode,

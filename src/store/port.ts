@@ -1,5 +1,6 @@
 import type { EventFilter, NewEvent, StoredEvent } from '../domain/events.js';
 import type { InFlightRow } from './inFlightRows.js';
+import type { CoveredTarget, IdempotencyRecord, RevisionEntry } from './launchRows.js';
 import type { RolloutPosition, RolloutQueryFilter } from './rolloutQueries.js';
 import type { NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } from './rolloutRows.js';
 
@@ -14,7 +15,7 @@ import type { NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } 
  * is never held across the event loop — ADR 9's guarantee, kept); PostgreSQL awaits each yielded query. One body,
  * written once, for both.
  */
-export type { InFlightRow, NewRolloutRow, NewTargetRow, RevisionRow, RolloutPosition, RolloutQueryFilter, RolloutRow, TargetRow };
+export type { CoveredTarget, IdempotencyRecord, InFlightRow, NewRolloutRow, RevisionEntry, NewTargetRow, RevisionRow, RolloutPosition, RolloutQueryFilter, RolloutRow, TargetRow };
 
 export type RolloutStateChange = { state: string; message: string | null; startedAt?: Date; finishedAt?: Date };
 export type TargetUpdate = { state: string; error?: string | null; countAttempt?: boolean; admittedAt?: Date; finishedAt?: Date };
@@ -41,6 +42,14 @@ export interface HistoryReads {
   targetStateCounts(rolloutId: string): Promise<Map<string, number>>;
   targetPage(rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): Promise<TargetRow[]>;
   countTargets(rolloutId: string, state: string | undefined): Promise<number>;
+  /** The record of the request that made the key's rollout (its hash tells a retry from a different request). */
+  findIdempotencyRecord(key: string): Promise<IdempotencyRecord | undefined>;
+  /** Ids of rollouts the engine still has work for (active, or ended with their finish step not done), oldest first. */
+  rolloutIdsNeedingEngine(): Promise<string[]>;
+  /** Revisions of one target with n < beforeN, newest first. */
+  revisionPage(kind: string, namespace: string, name: string, beforeN: number | undefined, limit: number): Promise<RevisionEntry[]>;
+  /** Targets of `kind` in one of `targetStates` whose rollout is in one of `rolloutStates`. */
+  coveredTargets(kind: string, targetStates: readonly string[], rolloutStates: readonly string[]): Promise<CoveredTarget[]>;
 }
 
 /** One database step inside a transaction body: `yield*` it. SQLite's complete without yielding. */
@@ -66,6 +75,11 @@ export interface HistoryTx extends TxReads {
   updateRolloutState(id: string, change: RolloutStateChange, now: Date): Step<RolloutRow>;
   updateEngineState(id: string, engineState: string, now: Date): Step<void>;
   insertTargets(rows: readonly NewTargetRow[], now: Date): Step<void>;
+  /**
+   * Records which request made the key's rollout, in the transaction that inserted it (so no replica ever sees the
+   * rollout without its record). A key that has a record keeps it: nothing changes.
+   */
+  insertIdempotencyRecord(record: Omit<IdempotencyRecord, 'createdAt'>, now: Date): Step<void>;
   /** `error` undefined leaves it; `admittedAt`/`finishedAt` only when given; `countAttempt` adds one to `attempts`. */
   updateTarget(id: string, change: TargetUpdate, now: Date): Step<TargetRow>;
   /** PENDING → CANCELLED for a rollout that ended; returns the targets it cancelled (as they were). */

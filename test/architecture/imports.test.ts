@@ -17,8 +17,6 @@ const KNOWN_CYCLE_DEBTS = [
   'domain/AuditLog.ts → store/db.ts',
   'domain/EventLog.ts → store/port.ts',
   'domain/InFlightChanges.ts → store/port.ts',
-  'domain/RolloutLauncher.ts → store/db.ts',
-  'domain/RolloutService.ts → store/db.ts',
   'domain/RolloutService.ts → store/port.ts',
 ];
 
