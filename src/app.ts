@@ -199,7 +199,9 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const guard = {
     schema,
     limits: config.limits,
-    mutationLimiter: new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
+    // The whole deployment's limit: shared by every replica on PostgreSQL, in process on SQLite (one process).
+    mutationLimiter: db.sharedRateLimiter?.(config.auth.mutationsPerMinute, config.auth.mutationBurst) ?? new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
+    // Query cost stays per replica: every query pays it, and a round trip per query would cost more than it protects.
     queryCostLimiter: new CallerRateLimiter(config.auth.queryCostPerMinute, config.auth.queryCostBurst),
   };
   const originPolicy: OriginPolicy = { corsOrigins: config.corsOrigins, authEnabled: config.auth.enabled, bindHost: config.host };

@@ -1,6 +1,6 @@
 import { HeaderMap } from '@apollo/server';
 import { GraphQLError, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import type { CallerRateLimiter } from '../auth/CallerRateLimiter.js';
+import type { RateLimiter } from '../auth/RateLimiter.js';
 import { requiredRole } from '../auth/policy.js';
 import { principalName, roleAllows, type Principal } from '../auth/roles.js';
 import { ErrorCode } from '../errors.js';
@@ -10,10 +10,10 @@ import { checkQueryLimits, type QueryLimits } from './queryLimits.js';
 export interface GuardOptions {
   schema: GraphQLSchema;
   limits: QueryLimits;
-  /** One unit per mutation. */
-  mutationLimiter: CallerRateLimiter;
-  /** The operation's estimated cost per operation of any type. */
-  queryCostLimiter: CallerRateLimiter;
+  /** One unit per mutation; shared by every replica on PostgreSQL. */
+  mutationLimiter: RateLimiter;
+  /** The operation's estimated cost per operation of any type (per replica). */
+  queryCostLimiter: RateLimiter;
 }
 
 /** What the guard decided about one operation: the root fields it would run, and the refusal if any. */
@@ -47,22 +47,22 @@ function rateLimited(what: string, waitMs: number): GraphQLError {
  * Rate limits come before the role check on purpose: refused attempts spend the caller's budget too, which bounds how
  * many FORBIDDEN audit entries one caller can write.
  */
-export function guardOperation(
+export async function guardOperation(
   options: GuardOptions,
   document: DocumentNode,
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   principal: Principal,
-): GuardVerdict {
+): Promise<GuardVerdict> {
   const fields = rootFieldsOf(document, operation);
   const { cost, error: limitError } = checkQueryLimits(options.schema, document, operation, variables, options.limits);
   if (limitError) return { fields, error: limitError };
   const key = callerKey(principal);
   if (operation.operation === 'mutation') {
-    const waitMs = options.mutationLimiter.take(key);
+    const waitMs = await options.mutationLimiter.take(key);
     if (waitMs > 0) return { fields, error: rateLimited('mutations', waitMs) };
   }
-  const costWaitMs = options.queryCostLimiter.take(key, Math.max(1, cost));
+  const costWaitMs = await options.queryCostLimiter.take(key, Math.max(1, cost));
   if (costWaitMs > 0) return { fields, error: rateLimited('queries (their estimated cost)', costWaitMs) };
   for (const field of fields) {
     const needed = requiredRole(operation.operation, field);

@@ -32,6 +32,11 @@ export interface Database {
    * connection, on every reconnect, and every few seconds as a safety net). SQLite: never; one process writes.
    */
   watchEvents(wake: () => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
+  /**
+   * A rate limit whose buckets every replica shares (PostgreSQL: a row per caller, store/postgres/PgRateLimiter.ts).
+   * Absent on SQLite: one process, so the in-process limiter is the whole deployment's.
+   */
+  sharedRateLimiter?(perMinute: number, burst: number): { take(key: string, amount?: number): Promise<number> };
   close(): Promise<void>;
 }
 
@@ -71,13 +76,14 @@ export async function openDatabase(url: string): Promise<Database> {
  */
 async function openPostgresDatabase(url: string): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
-  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }] = await Promise.all([
+  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }] = await Promise.all([
     import('@prisma/adapter-pg'),
     import('./generated-pg/client.js'),
     import('./postgres/open.js'),
     import('./postgres/PgEventNotifier.js'),
+    import('./postgres/PgRateLimiter.js'),
   ]);
-  const { store, migrations } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
+  const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
   const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE }) }) as unknown as PrismaClient;
   try {
     await prisma.$connect();
@@ -98,6 +104,7 @@ async function openPostgresDatabase(url: string): Promise<Database> {
       await notifier.start();
       return notifier;
     },
+    sharedRateLimiter: (perMinute, burst) => new PgRateLimiter(pool, perMinute, burst),
     async close() {
       if (!open) return;
       open = false;
