@@ -96,8 +96,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     (error) => logger.warn({ err: error }, 'the event notification connection failed; reconnecting'),
   );
   cleanups.push(() => watcher.stop());
-  const tokens = new TokenService(db.prisma);
-  const audit = new AuditLog(db.prisma);
+  const tokens = new TokenService(db.tokens);
+  const audit = new AuditLog(db.audit);
   await bootstrapAdminToken(config, tokens, logger);
   const pruneAudit = () =>
     audit.prune({ days: config.auth.auditRetentionDays, maxEntries: config.auth.auditMaxEntries }).then(
@@ -221,6 +221,12 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     context: contextFor,
   });
   tokens.onRevoked((tokenId) => subscriptions.closeToken(tokenId));
+  // Revocations made on other replicas (PostgreSQL); a wake-up without a token id means some may have been missed.
+  const revocations = await db.tokens.watchRevocations(
+    (tokenId) => (tokenId ? tokens.revokedElsewhere(tokenId) : void tokens.recheck(subscriptions.openTokens()).catch((error: unknown) => logger.warn({ err: error }, 'cannot recheck the tokens of open subscriptions'))),
+    (error) => logger.warn({ err: error }, 'the token revocation connection failed; reconnecting'),
+  );
+  cleanups.push(() => revocations.stop());
   const { apollo, handle } = await createApolloHandler({
     schema,
     httpServer,

@@ -271,6 +271,10 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
     wsServer,
     /** Distinct executions the shared fan-out serves now (0 per-subscriber). */
     fanOutGroups: () => fanOut?.groupCount() ?? 0,
+    /** Tokens that have sockets open here (checked again when revocations may have been missed). */
+    openTokens(): string[] {
+      return [...socketsByToken.keys()];
+    },
     /** Closes every socket of a revoked token (4403 Forbidden). */
     closeToken(tokenId: string): void {
       for (const socket of socketsByToken.get(tokenId) ?? []) socket.close(CloseCode.Forbidden, 'Forbidden: token revoked');
