@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
-import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, RolloutRow, Step, TargetRow } from '../store/port.js';
+import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, RolloutRow, Step, TargetRow } from './historyPort.js';
 import type { EventLog } from './EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';

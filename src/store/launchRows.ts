@@ -1,33 +1,13 @@
 import { dateOf, sqlDate, type Sql } from './Sql.js';
+import type { CoveredTarget, IdempotencyRecord, RevisionEntry } from '../domain/historyPort.js';
 
 /**
  * SQLite statements behind the port's launch-side reads and writes (idempotency records, the engine's work list,
  * revision listings, targets covered by active rollouts). Synchronous, like the rest of the hot path (Sql.ts).
  */
 
-/** An idempotency key's record: which request (by hash) made which rollout. */
-export interface IdempotencyRecord {
-  key: string;
-  operation: string;
-  requestHash: string;
-  rolloutId: string;
-  createdAt: Date;
-}
 
-/** One revision of a target, as the API lists them. */
-export interface RevisionEntry {
-  n: number;
-  version: string;
-  rolloutId: string | null;
-  appliedAt: Date;
-}
 
-/** A target of an active rollout (the overlap rule of RolloutLauncher). */
-export interface CoveredTarget {
-  rolloutId: string;
-  namespace: string;
-  name: string;
-}
 
 export function findIdempotencyRecord(sql: Sql, key: string): IdempotencyRecord | undefined {
   const raw = sql.get<Omit<IdempotencyRecord, 'createdAt'> & { createdAt: string }>('SELECT * FROM "IdempotencyKey" WHERE "key" = ?', key);
@@ -77,3 +57,5 @@ export function coveredTargets(sql: Sql, kind: string, targetStates: readonly st
     JSON.stringify(rolloutStates),
   );
 }
+
+export type { CoveredTarget, IdempotencyRecord, RevisionEntry };
