@@ -9,7 +9,7 @@ import { EventLog } from './domain/EventLog.js';
 import { InFlightChanges } from './domain/InFlightChanges.js';
 import { ROLLOUT_KINDS } from './domain/events.js';
 import { RolloutEngine } from './domain/RolloutEngine.js';
-import { isTerminal, type RolloutState } from './domain/rolloutStates.js';
+import { ACTIVE_ROLLOUT_STATES, isTerminal, type RolloutState } from './domain/rolloutStates.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
 import { createApolloHandler, sendError } from './graphql/apollo.js';
@@ -150,8 +150,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   });
   // Counted from the store at scrape time, so the gauge is right after a restart too.
   const activeCollector = async () => {
-    const groups = await db.prisma.rollout.groupBy({ by: ['kind'], where: { state: { in: ['PENDING', 'PROGRESSING', 'PAUSED'] } }, _count: { _all: true } });
-    for (const kind of ROLLOUT_KINDS) metrics.rolloutsActive.set({ kind }, groups.find((g) => g.kind === kind)?._count._all ?? 0);
+    const counts = await Promise.all(ROLLOUT_KINDS.map((kind) => db.store.read.countRollouts({ kind, states: ACTIVE_ROLLOUT_STATES })));
+    ROLLOUT_KINDS.forEach((kind, i) => metrics.rolloutsActive.set({ kind }, counts[i]!));
   };
 
   const domain: Domain = {

@@ -47,23 +47,33 @@ function rateLimited(what: string, waitMs: number): GraphQLError {
  * Rate limits come before the role check on purpose: refused attempts spend the caller's budget too, which bounds how
  * many FORBIDDEN audit entries one caller can write.
  */
-export async function guardOperation(
+export function guardOperation(
   options: GuardOptions,
   document: DocumentNode,
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   principal: Principal,
-): Promise<GuardVerdict> {
+): GuardVerdict | Promise<GuardVerdict> {
   const fields = rootFieldsOf(document, operation);
   const { cost, error: limitError } = checkQueryLimits(options.schema, document, operation, variables, options.limits);
   if (limitError) return { fields, error: limitError };
   const key = callerKey(principal);
-  if (operation.operation === 'mutation') {
-    const waitMs = await options.mutationLimiter.take(key);
+  const afterMutationLimit = (waitMs: number): GuardVerdict | Promise<GuardVerdict> => {
     if (waitMs > 0) return { fields, error: rateLimited('mutations', waitMs) };
-  }
-  const costWaitMs = await options.queryCostLimiter.take(key, Math.max(1, cost));
-  if (costWaitMs > 0) return { fields, error: rateLimited('queries (their estimated cost)', costWaitMs) };
+    return thenIfPromise(options.queryCostLimiter.take(key, Math.max(1, cost)), (costWaitMs) =>
+      costWaitMs > 0 ? { fields, error: rateLimited('queries (their estimated cost)', costWaitMs) } : checkRoles(fields, operation, principal),
+    );
+  };
+  // Synchronous unless a limiter is not (the shared one on PostgreSQL): an operation that needs no round trip does
+  // not give the event loop a turn in the middle of graphql-ws's onSubscribe.
+  return operation.operation === 'mutation' ? thenIfPromise(options.mutationLimiter.take(key), afterMutationLimit) : afterMutationLimit(0);
+}
+
+function thenIfPromise<T, R>(value: T | Promise<T>, next: (value: T) => R | Promise<R>): R | Promise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+function checkRoles(fields: string[], operation: OperationDefinitionNode, principal: Principal): GuardVerdict {
   for (const field of fields) {
     const needed = requiredRole(operation.operation, field);
     if (!roleAllows(principal.role, needed)) {

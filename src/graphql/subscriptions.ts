@@ -214,7 +214,8 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         if (coerced.errors) {
           return refuseUnresolved(coerced.errors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: ErrorCode.BadUserInput } })));
         }
-        const verdict = await guardOperation(options.guard, document, operation, variables, principal);
+        const pending = guardOperation(options.guard, document, operation, variables, principal);
+        const verdict = pending instanceof Promise ? await pending : pending;
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');
           await auditMutation(options.audit, { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] }, logger);
