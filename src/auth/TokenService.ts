@@ -88,8 +88,9 @@ export class TokenService {
       if (existing.revokedAt && existing.hash === hash(secret)) return false;
       await this.store.reissue(existing.id, { hash: hash(secret), role: 'admin' });
     } else if (!(await this.store.insert({ id: newTokenId(), name: 'admin', role: 'admin', hash: hash(secret), createdAt: new Date(this.now()), expiresAt: null }))) {
-      // Another replica starting with the same secret created it meanwhile: set it as this one would have.
-      return this.ensureAdmin(secret);
+      // Another replica starting at the same time created it meanwhile: set it as this one would have.
+      if (await this.store.findByName('admin')) return this.ensureAdmin(secret);
+      throw new ConflictError('the configured admin token is already the secret of another token');
     }
     return true;
   }
