@@ -9,7 +9,7 @@ import { EventLog } from './domain/EventLog.js';
 import { InFlightChanges } from './domain/InFlightChanges.js';
 import { ROLLOUT_KINDS } from './domain/events.js';
 import { RolloutEngine } from './domain/RolloutEngine.js';
-import { isTerminal, type RolloutState } from './domain/rolloutStates.js';
+import { ACTIVE_ROLLOUT_STATES, isTerminal, type RolloutState } from './domain/rolloutStates.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
 import { createApolloHandler, sendError } from './graphql/apollo.js';
@@ -89,15 +89,15 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
   // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
   const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
-  const rollouts = new RolloutService(db.prisma, db.store, events);
+  const rollouts = new RolloutService(db.store, events);
   // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only).
   const watcher = await db.watchEvents(
     () => void events.catchUp(),
     (error) => logger.warn({ err: error }, 'the event notification connection failed; reconnecting'),
   );
   cleanups.push(() => watcher.stop());
-  const tokens = new TokenService(db.prisma);
-  const audit = new AuditLog(db.prisma);
+  const tokens = new TokenService(db.tokens);
+  const audit = new AuditLog(db.audit);
   await bootstrapAdminToken(config, tokens, logger);
   const pruneAudit = () =>
     audit.prune({ days: config.auth.auditRetentionDays, maxEntries: config.auth.auditMaxEntries }).then(
@@ -109,7 +109,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   auditPruner.unref();
   cleanups.push(async () => clearInterval(auditPruner));
   const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
-  const launcher = new RolloutLauncher(db.prisma, rollouts, (id) => engine.enqueue(id));
+  const launcher = new RolloutLauncher(rollouts, (id) => engine.enqueue(id));
 
   const clients = createKubeClients({
     mode: kube.mode,
@@ -150,8 +150,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   });
   // Counted from the store at scrape time, so the gauge is right after a restart too.
   const activeCollector = async () => {
-    const groups = await db.prisma.rollout.groupBy({ by: ['kind'], where: { state: { in: ['PENDING', 'PROGRESSING', 'PAUSED'] } }, _count: { _all: true } });
-    for (const kind of ROLLOUT_KINDS) metrics.rolloutsActive.set({ kind }, groups.find((g) => g.kind === kind)?._count._all ?? 0);
+    const counts = await Promise.all(ROLLOUT_KINDS.map((kind) => db.store.read.countRollouts({ kind, states: ACTIVE_ROLLOUT_STATES })));
+    ROLLOUT_KINDS.forEach((kind, i) => metrics.rolloutsActive.set({ kind }, counts[i]!));
   };
 
   const domain: Domain = {
@@ -199,7 +199,9 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const guard = {
     schema,
     limits: config.limits,
-    mutationLimiter: new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
+    // The whole deployment's limit: shared by every replica on PostgreSQL, in process on SQLite (one process).
+    mutationLimiter: db.sharedRateLimiter?.(config.auth.mutationsPerMinute, config.auth.mutationBurst) ?? new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
+    // Query cost stays per replica: every query pays it, and a round trip per query would cost more than it protects.
     queryCostLimiter: new CallerRateLimiter(config.auth.queryCostPerMinute, config.auth.queryCostBurst),
   };
   const originPolicy: OriginPolicy = { corsOrigins: config.corsOrigins, authEnabled: config.auth.enabled, bindHost: config.host };
@@ -219,6 +221,12 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     context: contextFor,
   });
   tokens.onRevoked((tokenId) => subscriptions.closeToken(tokenId));
+  // Revocations made on other replicas (PostgreSQL); a wake-up without a token id means some may have been missed.
+  const revocations = await db.tokens.watchRevocations(
+    (tokenId) => (tokenId ? tokens.revokedElsewhere(tokenId) : void tokens.recheck(subscriptions.openTokens()).catch((error: unknown) => logger.warn({ err: error }, 'cannot recheck the tokens of open subscriptions'))),
+    (error) => logger.warn({ err: error }, 'the token revocation connection failed; reconnecting'),
+  );
+  cleanups.push(() => revocations.stop());
   const { apollo, handle } = await createApolloHandler({
     schema,
     httpServer,

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { AppError, ConflictError, ErrorCode, NotFoundError, ValidationError } from '../errors.js';
-import type { PrismaClient } from '../store/db.js';
+import type { TokenStore } from './TokenStore.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import { ROLES, type Principal, type Role } from './roles.js';
 
@@ -27,6 +27,8 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const LAST_USED_RESOLUTION_MS = 60_000;
 const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
 
+const newTokenId = () => `tok_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+
 function hash(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
@@ -37,15 +39,16 @@ function view(row: { id: string; name: string; role: string; createdAt: Date; ex
 
 /**
  * Bearer tokens: random 256-bit secrets shown once, stored only as SHA-256 hashes (a fast hash is right for
- * high-entropy random secrets; nothing to brute-force). Revocation takes effect on the next request, and the
- * `onRevoked` listeners close the token's open subscriptions at once.
+ * high-entropy random secrets; nothing to brute-force). Revocation takes effect on the next request on every replica
+ * (each request reads its token; nothing is cached), and the `onRevoked` listeners close the token's open
+ * subscriptions at once: here directly, on other replicas through the store's announcement (`revokedElsewhere`).
  */
 export class TokenService {
   private readonly revokedListeners: ((tokenId: string) => void)[] = [];
   private readonly lastUsedWritten = new Map<string, number>();
 
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly store: TokenStore,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -61,21 +64,16 @@ export class TokenService {
       throw new ValidationError('input.expiresInSeconds', `must be between 60 and ${MAX_EXPIRY_SECONDS} seconds`);
     }
     const secret = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
-    try {
-      const row = await this.prisma.apiToken.create({
-        data: {
-          id: `tok_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
-          name: input.name,
-          role: input.role,
-          hash: hash(secret),
-          expiresAt: expires ? new Date(this.now() + expires * 1000) : null,
-        },
-      });
-      return { token: view(row), secret };
-    } catch (error) {
-      if ((error as { code?: string }).code === 'P2002') throw new ConflictError(`a token named "${input.name}" already exists`);
-      throw error;
-    }
+    const row = await this.store.insert({
+      id: newTokenId(),
+      name: input.name,
+      role: input.role,
+      hash: hash(secret),
+      createdAt: new Date(this.now()),
+      expiresAt: expires ? new Date(this.now() + expires * 1000) : null,
+    });
+    if (!row) throw new ConflictError(`a token named "${input.name}" already exists`);
+    return { token: view(row), secret };
   }
 
   /**
@@ -83,21 +81,23 @@ export class TokenService {
    * Returns false when the secret is that of the revoked admin token (left revoked).
    */
   async ensureAdmin(secret: string): Promise<boolean> {
-    const existing = await this.prisma.apiToken.findUnique({ where: { name: 'admin' } });
+    const existing = await this.store.findByName('admin');
     if (existing) {
       // A revoked admin token stays revoked when the same secret comes back on a restart; only a new secret (a
       // deliberate rotation) brings the admin token back. Returns false so that start-up can say so.
       if (existing.revokedAt && existing.hash === hash(secret)) return false;
-      await this.prisma.apiToken.update({ where: { id: existing.id }, data: { hash: hash(secret), role: 'admin', revokedAt: null, expiresAt: null } });
-    } else {
-      await this.prisma.apiToken.create({ data: { id: `tok_${randomUUID().replace(/-/g, '').slice(0, 20)}`, name: 'admin', role: 'admin', hash: hash(secret) } });
+      await this.store.reissue(existing.id, { hash: hash(secret), role: 'admin' });
+    } else if (!(await this.store.insert({ id: newTokenId(), name: 'admin', role: 'admin', hash: hash(secret), createdAt: new Date(this.now()), expiresAt: null }))) {
+      // Another replica starting at the same time created it meanwhile: set it as this one would have.
+      if (await this.store.findByName('admin')) return this.ensureAdmin(secret);
+      throw new ConflictError('the configured admin token is already the secret of another token');
     }
     return true;
   }
 
   /** On the very first start (no token at all), creates an admin token and returns its secret to print once. */
   async bootstrapAdmin(): Promise<string | undefined> {
-    if ((await this.prisma.apiToken.count()) > 0) return undefined;
+    if ((await this.store.count()) > 0) return undefined;
     const { secret } = await this.create({ name: 'admin', role: 'admin' });
     return secret;
   }
@@ -109,7 +109,7 @@ export class TokenService {
     if (!match) throw new UnauthenticatedError('malformed Authorization header: expected "Bearer <token>"');
     const secret = match[1]!;
     const digest = hash(secret);
-    const row = await this.prisma.apiToken.findUnique({ where: { hash: digest } });
+    const row = await this.store.findByHash(digest);
     // The lookup is by hash; compare again in constant time to keep the check honest if the index changes.
     // One message for unknown, revoked and expired tokens: a caller holding a stolen secret learns nothing from it.
     if (!row || !timingSafeEqual(Buffer.from(row.hash, 'hex'), Buffer.from(digest, 'hex'))) throw new UnauthenticatedError(BAD_TOKEN);
@@ -120,29 +120,41 @@ export class TokenService {
       this.lastUsedWritten.set(row.id, this.now());
       // A hint only: a database that cannot be written right now (disk full) must not turn every request into a 500.
       // /readyz reports that condition.
-      await this.prisma.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date(this.now()) } }).catch(() => this.lastUsedWritten.delete(row.id));
+      await this.store.touch(row.id, new Date(this.now())).catch(() => this.lastUsedWritten.delete(row.id));
     }
     return { kind: 'token', tokenId: row.id, name: row.name, role: row.role as Role, expiresAt: row.expiresAt };
   }
 
   /** Whether a token is still usable (checked again for long-lived subscriptions). */
   async isActive(tokenId: string): Promise<boolean> {
-    const row = await this.prisma.apiToken.findUnique({ where: { id: tokenId } });
+    const row = await this.store.findById(tokenId);
     return !!row && !row.revokedAt && !(row.expiresAt && row.expiresAt.getTime() <= this.now());
   }
 
   async revoke(id: string): Promise<ApiTokenView> {
-    const row = await this.prisma.apiToken.findUnique({ where: { id } });
-    if (!row) throw new NotFoundError(`token ${id} not found`);
-    const updated = row.revokedAt ? row : await this.prisma.apiToken.update({ where: { id }, data: { revokedAt: new Date(this.now()) } });
-    for (const listener of this.revokedListeners) listener(id);
+    const updated = await this.store.revoke(id, new Date(this.now()));
+    if (!updated) throw new NotFoundError(`token ${id} not found`);
+    this.revokedElsewhere(id);
     return view(updated);
+  }
+
+  /** A revocation committed by any replica (the store's announcement): closes the token's subscriptions here. */
+  revokedElsewhere(tokenId: string): void {
+    for (const listener of this.revokedListeners) listener(tokenId);
+  }
+
+  /**
+   * Checks tokens this replica holds subscriptions for, and treats those no longer usable (revoked, perhaps while an
+   * announcement was lost, or expired) as revoked. Run on the store's "check everything" wake-ups.
+   */
+  async recheck(tokenIds: Iterable<string>): Promise<void> {
+    for (const id of [...tokenIds]) if (!(await this.isActive(id))) this.revokedElsewhere(id);
   }
 
   async list(first: number | undefined, after: string | undefined) {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, (v): v is { id: string } => typeof v === 'object' && v !== null && typeof (v as { id: unknown }).id === 'string');
-    const rows = await this.prisma.apiToken.findMany({ where: cursor ? { id: { gt: cursor.id } } : {}, orderBy: { id: 'asc' }, take: size + 1 });
+    const rows = await this.store.page(cursor?.id, size + 1);
     const items = rows.slice(0, size).map(view);
     return { items, hasNextPage: rows.length > size, cursorOf: (t: ApiTokenView) => encodeCursor({ id: t.id }) };
   }

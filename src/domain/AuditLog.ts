@@ -1,4 +1,4 @@
-import type { PrismaClient } from '../store/db.js';
+import type { AuditStore } from './AuditStore.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 
 export interface AuditRecord {
@@ -67,24 +67,21 @@ export interface AuditRetention {
  */
 export class AuditLog {
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly store: AuditStore,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** Deletes entries past the retention; returns how many went. */
   async prune(retention: AuditRetention): Promise<number> {
-    const byAge = await this.prisma.auditEntry.deleteMany({ where: { createdAt: { lt: new Date(this.now() - retention.days * DAY_MS) } } });
-    // The newest entry beyond the cap: every id at or below it goes.
-    const cutoff = await this.prisma.auditEntry.findFirst({ orderBy: { id: 'desc' }, skip: retention.maxEntries, select: { id: true } });
-    const byCount = cutoff ? await this.prisma.auditEntry.deleteMany({ where: { id: { lte: cutoff.id } } }) : { count: 0 };
-    return byAge.count + byCount.count;
+    const byAge = await this.store.deleteBefore(new Date(this.now() - retention.days * DAY_MS));
+    return byAge + (await this.store.keepNewest(retention.maxEntries));
   }
 
   async record(entry: AuditRecord): Promise<void> {
     let input = JSON.stringify(redact(entry.input ?? {}));
     if (input.length > MAX_INPUT_CHARS) input = JSON.stringify({ truncated: true, prefix: input.slice(0, MAX_INPUT_CHARS / 2 - 32) }); // re-escaping can double it
-    await this.prisma.auditEntry.create({
-      data: {
+    await this.store.insert(
+      {
         actor: entry.actor,
         role: entry.role,
         operation: entry.operation.slice(0, 200),
@@ -93,14 +90,15 @@ export class AuditLog {
         message: entry.message?.slice(0, 2000) ?? null,
         sourceAddr: entry.sourceAddr ?? null,
       },
-    });
+      new Date(this.now()),
+    );
   }
 
   /** Newest first. */
   async list(first: number | undefined, after: string | undefined) {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, (v): v is { id: number } => typeof v === 'object' && v !== null && typeof (v as { id: unknown }).id === 'number');
-    const rows = await this.prisma.auditEntry.findMany({ where: cursor ? { id: { lt: cursor.id } } : {}, orderBy: { id: 'desc' }, take: size + 1 });
+    const rows = await this.store.page(cursor?.id, size + 1);
     const items = rows.slice(0, size).map((r) => ({ ...r, input: JSON.parse(r.input) as unknown, sourceAddress: r.sourceAddr }));
     return { items, hasNextPage: rows.length > size, cursorOf: (e: { id: number }) => encodeCursor({ id: e.id }) };
   }

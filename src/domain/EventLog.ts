@@ -1,4 +1,4 @@
-import type { HistoryReads, HistoryStore, HistoryTx, Step } from '../store/port.js';
+import type { HistoryReads, HistoryStore, HistoryTx, Step } from './historyPort.js';
 import type { EventBus } from './EventBus.js';
 import { matchesFilter, type EventFilter, type NewEvent, type StoredEvent } from './events.js';
 

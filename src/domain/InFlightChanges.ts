@@ -1,4 +1,4 @@
-import type { HistoryStore } from '../store/port.js';
+import type { HistoryStore } from './historyPort.js';
 import type { EventLog } from './EventLog.js';
 import type { NewEvent, RolloutKind } from './events.js';
 

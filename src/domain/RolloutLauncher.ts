@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { ConflictError, ValidationError } from '../errors.js';
-import type { PrismaClient } from '../store/db.js';
 import type { RolloutKind } from './events.js';
 import type { Cause, NewTarget, Rollout, RolloutService } from './RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
@@ -67,7 +66,6 @@ function fingerprint(value: unknown): string {
  */
 export class RolloutLauncher {
   constructor(
-    private readonly prisma: PrismaClient,
     private readonly rollouts: RolloutService,
     private readonly onCreated: (rolloutId: string) => void,
   ) {}
@@ -127,17 +125,13 @@ export class RolloutLauncher {
       strategy: plan.strategy,
       cause: request.cause,
       idempotencyKey: key ?? null,
+      requestHash: key !== undefined ? requestHash : null,
       rollbackOfId: request.rollbackOfId ?? null,
       targets: plan.targets,
     });
-    if (key !== undefined && created) {
-      await this.prisma.idempotencyKey.upsert({
-        where: { key },
-        create: { key, operation: plan.kind, requestHash, rolloutId: rollout.id },
-        update: {},
-      });
-    } else if (key !== undefined) {
-      // Lost a race with an identical request in another process: the key's first rollout wins.
+    if (key !== undefined && !created) {
+      // Lost a race with a request of the same key (here or on another replica): the key's first rollout wins, and a
+      // different request under that key is refused by `replay`.
       const existing = await this.replay(key, requestHash);
       if (existing) return { rollout: existing, plan: items, created: false, dryRun: false };
     }
@@ -146,7 +140,7 @@ export class RolloutLauncher {
   }
 
   private async replay(key: string, requestHash: string): Promise<Rollout | undefined> {
-    const record = await this.prisma.idempotencyKey.findUnique({ where: { key } });
+    const record = await this.rollouts.idempotencyRecord(key);
     const rollout = record ? await this.rollouts.get(record.rolloutId) : await this.rollouts.findByIdempotencyKey(key);
     if (!rollout) return undefined;
     if (record && record.requestHash !== requestHash) {
@@ -160,10 +154,7 @@ export class RolloutLauncher {
   private async activeOverlaps(kind: RolloutKind, targets: readonly { namespace: string; name: string }[]) {
     if (targets.length === 0) return [];
     const wanted = new Set(targets.map((t) => `${t.namespace}/${t.name}`));
-    const rows = await this.prisma.rolloutTarget.findMany({
-      where: { kind, state: { in: ['PENDING', 'PROGRESSING'] }, rollout: { state: { in: [...ACTIVE_ROLLOUT_STATES] } } },
-      select: { rolloutId: true, namespace: true, name: true },
-    });
+    const rows = await this.rollouts.coveredTargets(kind, ACTIVE_ROLLOUT_STATES);
     return rows.filter((row) => wanted.has(`${row.namespace}/${row.name}`));
   }
 

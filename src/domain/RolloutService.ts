@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
-import type { PrismaClient } from '../store/db.js';
-import type { HistoryStore, HistoryTx, RolloutRow, Step, TargetRow } from '../store/port.js';
+import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, RolloutRow, Step, TargetRow } from './historyPort.js';
 import type { EventLog } from './EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
@@ -83,6 +82,8 @@ export interface NewRollout {
   strategy: Record<string, unknown>;
   cause: Cause;
   idempotencyKey?: string | null;
+  /** With a key: the request's fingerprint, recorded with the rollout in its transaction (RolloutLauncher). */
+  requestHash?: string | null;
   rollbackOfId?: string | null;
   targets: readonly NewTarget[];
 }
@@ -158,7 +159,6 @@ const isOrdinalCursor = (v: unknown): v is { o: number } =>
  */
 export class RolloutService {
   constructor(
-    private readonly prisma: PrismaClient,
     private readonly store: HistoryStore,
     private readonly log: EventLog,
   ) {}
@@ -196,6 +196,10 @@ export class RolloutService {
         // Another writer (another replica) took the key meanwhile: that rollout is the answer.
         const existing = (yield* tx.findRolloutByIdempotencyKey(spec.idempotencyKey!))!;
         return { result: { rollout: toRollout(existing), created: false }, events: [] };
+      }
+      if (spec.idempotencyKey && spec.requestHash) {
+        // In the rollout's own transaction: no replica can see the rollout without the request that made it.
+        yield* tx.insertIdempotencyRecord({ key: spec.idempotencyKey, operation: spec.kind, requestHash: spec.requestHash, rolloutId: id }, now);
       }
       yield* tx.insertTargets(
         spec.targets.map((target, ordinal) => ({
@@ -239,6 +243,16 @@ export class RolloutService {
     return row ? toRollout(row) : undefined;
   }
 
+  /** Which request made the key's rollout (undefined for a key never used, or used before records were kept). */
+  async idempotencyRecord(key: string): Promise<IdempotencyRecord | undefined> {
+    return this.store.read.findIdempotencyRecord(key);
+  }
+
+  /** Targets of `kind` still to change (PENDING or PROGRESSING) in rollouts in one of `rolloutStates`. */
+  async coveredTargets(kind: RolloutKind, rolloutStates: readonly RolloutState[]): Promise<CoveredTarget[]> {
+    return this.store.read.coveredTargets(kind, ['PENDING', 'PROGRESSING'], rolloutStates);
+  }
+
   /** Newest first. */
   async list(filter: RolloutFilter, first: number | undefined, after: string | undefined): Promise<Page<Rollout> & { endCursor: string | null }> {
     const size = checkPageSize(first, 50);
@@ -276,12 +290,7 @@ export class RolloutService {
    * targets still converging, or the driver's finish hook pending).
    */
   async idsNeedingEngine(): Promise<string[]> {
-    const rows = await this.prisma.rollout.findMany({
-      where: { OR: [{ state: { in: ['PENDING', 'PROGRESSING', 'PAUSED'] } }, { engineState: { not: { contains: '"finished":true' } } }] },
-      select: { id: true },
-      orderBy: { createdAt: 'asc' },
-    });
-    return rows.map((r) => r.id);
+    return this.store.read.rolloutIdsNeedingEngine();
   }
 
   async allTargets(rolloutId: string): Promise<RolloutTarget[]> {
@@ -367,11 +376,7 @@ export class RolloutService {
   async revisions(kind: RolloutKind, namespace: string, name: string, first: number | undefined, after: string | undefined) {
     const size = checkPageSize(first, 20);
     const cursor = decodeCursor(after, isRevisionCursor);
-    const rows = await this.prisma.revision.findMany({
-      where: { kind, namespace, name, ...(cursor ? { n: { lt: cursor.n } } : {}) },
-      orderBy: { n: 'desc' },
-      take: size + 1,
-    });
+    const rows = await this.store.read.revisionPage(kind, namespace, name, cursor?.n, size + 1);
     const items = rows.slice(0, size);
     const last = items[items.length - 1];
     return {

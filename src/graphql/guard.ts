@@ -1,6 +1,6 @@
 import { HeaderMap } from '@apollo/server';
 import { GraphQLError, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import type { CallerRateLimiter } from '../auth/CallerRateLimiter.js';
+import type { RateLimiter } from '../auth/RateLimiter.js';
 import { requiredRole } from '../auth/policy.js';
 import { principalName, roleAllows, type Principal } from '../auth/roles.js';
 import { ErrorCode } from '../errors.js';
@@ -10,10 +10,10 @@ import { checkQueryLimits, type QueryLimits } from './queryLimits.js';
 export interface GuardOptions {
   schema: GraphQLSchema;
   limits: QueryLimits;
-  /** One unit per mutation. */
-  mutationLimiter: CallerRateLimiter;
-  /** The operation's estimated cost per operation of any type. */
-  queryCostLimiter: CallerRateLimiter;
+  /** One unit per mutation; shared by every replica on PostgreSQL. */
+  mutationLimiter: RateLimiter;
+  /** The operation's estimated cost per operation of any type (per replica). */
+  queryCostLimiter: RateLimiter;
 }
 
 /** What the guard decided about one operation: the root fields it would run, and the refusal if any. */
@@ -53,17 +53,27 @@ export function guardOperation(
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   principal: Principal,
-): GuardVerdict {
+): GuardVerdict | Promise<GuardVerdict> {
   const fields = rootFieldsOf(document, operation);
   const { cost, error: limitError } = checkQueryLimits(options.schema, document, operation, variables, options.limits);
   if (limitError) return { fields, error: limitError };
   const key = callerKey(principal);
-  if (operation.operation === 'mutation') {
-    const waitMs = options.mutationLimiter.take(key);
+  const afterMutationLimit = (waitMs: number): GuardVerdict | Promise<GuardVerdict> => {
     if (waitMs > 0) return { fields, error: rateLimited('mutations', waitMs) };
-  }
-  const costWaitMs = options.queryCostLimiter.take(key, Math.max(1, cost));
-  if (costWaitMs > 0) return { fields, error: rateLimited('queries (their estimated cost)', costWaitMs) };
+    return thenIfPromise(options.queryCostLimiter.take(key, Math.max(1, cost)), (costWaitMs) =>
+      costWaitMs > 0 ? { fields, error: rateLimited('queries (their estimated cost)', costWaitMs) } : checkRoles(fields, operation, principal),
+    );
+  };
+  // Synchronous unless a limiter is not (the shared one on PostgreSQL): an operation that needs no round trip does
+  // not give the event loop a turn in the middle of graphql-ws's onSubscribe.
+  return operation.operation === 'mutation' ? thenIfPromise(options.mutationLimiter.take(key), afterMutationLimit) : afterMutationLimit(0);
+}
+
+function thenIfPromise<T, R>(value: T | Promise<T>, next: (value: T) => R | Promise<R>): R | Promise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+function checkRoles(fields: string[], operation: OperationDefinitionNode, principal: Principal): GuardVerdict {
   for (const field of fields) {
     const needed = requiredRole(operation.operation, field);
     if (!roleAllows(principal.role, needed)) {

@@ -19,7 +19,7 @@ export function guardPlugin(options: GuardOptions & { audit: AuditLog; logger: L
               extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
             });
           }
-          const verdict = guardOperation(options, rc.document, rc.operation, rc.request.variables, rc.contextValue.principal);
+          const verdict = await guardOperation(options, rc.document, rc.operation, rc.request.variables, rc.contextValue.principal);
           if (verdict.error) throw verdict.error;
         },
         async willSendResponse(rc) {

@@ -1,5 +1,5 @@
 import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
-import type { CallerRateLimiter } from '../auth/CallerRateLimiter.js';
+import type { RateLimiter } from '../auth/RateLimiter.js';
 import { principalName, type Principal } from '../auth/roles.js';
 import type { AuditLog } from '../domain/AuditLog.js';
 import { ErrorCode } from '../errors.js';
@@ -60,7 +60,7 @@ export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, l
  */
 export async function auditUnresolvedMutation(
   audit: AuditLog,
-  mutationLimiter: CallerRateLimiter,
+  mutationLimiter: RateLimiter,
   attempt: Omit<MutationOutcome, 'operation' | 'fields'> & { document: DocumentNode; operationName: string | null | undefined },
   logger: Logger,
 ): Promise<void> {
@@ -70,7 +70,7 @@ export async function auditUnresolvedMutation(
   );
   const first = mutations[0];
   if (!first) return;
-  if (mutationLimiter.take(callerKey(attempt.principal)) > 0) return;
+  if ((await mutationLimiter.take(callerKey(attempt.principal))) > 0) return;
   const fields = [...new Set(mutations.flatMap((operation) => rootFieldsOf(attempt.document, operation)))];
   await auditMutation(audit, { ...attempt, operation: first, fields }, logger);
 }

@@ -226,7 +226,8 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         if (coerced.errors) {
           return refuseUnresolved(coerced.errors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: ErrorCode.BadUserInput } })));
         }
-        const verdict = guardOperation(options.guard, document, operation, variables, principal);
+        const pending = guardOperation(options.guard, document, operation, variables, principal);
+        const verdict = pending instanceof Promise ? await pending : pending;
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');
           await auditMutation(options.audit, { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] }, logger);
@@ -283,6 +284,10 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
     wsServer,
     /** Distinct executions the shared fan-out serves now (0 per-subscriber). */
     fanOutGroups: () => fanOut?.groupCount() ?? 0,
+    /** Tokens that have sockets open here (checked again when revocations may have been missed). */
+    openTokens(): string[] {
+      return [...socketsByToken.keys()];
+    },
     /** Closes every socket of a revoked token (4403 Forbidden). */
     closeToken(tokenId: string): void {
       for (const socket of socketsByToken.get(tokenId) ?? []) socket.close(CloseCode.Forbidden, 'Forbidden: token revoked');

@@ -7,6 +7,10 @@ import { parseDatabaseUrl, redactDatabaseUrl } from '../util/databaseUrl.js';
 import { applyMigrations, type MigrationReport } from './migrate.js';
 import type { HistoryStore } from './port.js';
 import { SqliteHistoryStore } from './sqlite/SqliteHistoryStore.js';
+import { SqliteAuditStore } from './sqlite/SqliteAuditStore.js';
+import { SqliteTokenStore } from './sqlite/SqliteTokenStore.js';
+import type { TokenStore } from '../auth/TokenStore.js';
+import type { AuditStore } from '../domain/AuditStore.js';
 import { Sql } from './Sql.js';
 import { UnavailableError } from '../errors.js';
 
@@ -22,6 +26,10 @@ export interface Database {
   prisma: PrismaClient;
   /** The history port (src/store/port.ts): rollouts, targets, revisions, in-flight work, the event log. */
   store: HistoryStore;
+  /** API tokens (auth/TokenStore.ts), with revocations announced to every replica. */
+  tokens: TokenStore;
+  /** The audit log (domain/AuditStore.ts). */
+  audit: AuditStore;
   /** Where the data is: the SQLite file, or the PostgreSQL URL with its password masked. */
   location: string;
   migrations: MigrationReport;
@@ -32,6 +40,11 @@ export interface Database {
    * connection, on every reconnect, and every few seconds as a safety net). SQLite: never; one process writes.
    */
   watchEvents(wake: () => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
+  /**
+   * A rate limit whose buckets every replica shares (PostgreSQL: a row per caller, store/postgres/PgRateLimiter.ts).
+   * Absent on SQLite: one process, so the in-process limiter is the whole deployment's.
+   */
+  sharedRateLimiter?(perMinute: number, burst: number): { take(key: string, amount?: number): Promise<number> };
   close(): Promise<void>;
 }
 
@@ -71,13 +84,15 @@ export async function openDatabase(url: string): Promise<Database> {
  */
 async function openPostgresDatabase(url: string): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
-  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }] = await Promise.all([
+  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }] = await Promise.all([
     import('@prisma/adapter-pg'),
     import('./generated-pg/client.js'),
     import('./postgres/open.js'),
     import('./postgres/PgEventNotifier.js'),
+    import('./postgres/PgRateLimiter.js'),
   ]);
-  const { store, migrations } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
+  const [{ PgTokenStore }, { PgAuditStore }] = await Promise.all([import('./postgres/PgTokenStore.js'), import('./postgres/PgAuditStore.js')]);
+  const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
   const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE }) }) as unknown as PrismaClient;
   try {
     await prisma.$connect();
@@ -90,6 +105,8 @@ async function openPostgresDatabase(url: string): Promise<Database> {
     provider: 'postgresql',
     prisma,
     store,
+    tokens: new PgTokenStore(pool, url),
+    audit: new PgAuditStore(pool),
     location: redactDatabaseUrl(url),
     migrations,
     isOpen: () => open,
@@ -98,6 +115,7 @@ async function openPostgresDatabase(url: string): Promise<Database> {
       await notifier.start();
       return notifier;
     },
+    sharedRateLimiter: (perMinute, burst) => new PgRateLimiter(pool, perMinute, burst),
     async close() {
       if (!open) return;
       open = false;
@@ -141,6 +159,8 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
     provider: 'sqlite',
     prisma,
     store,
+    tokens: new SqliteTokenStore(sql),
+    audit: new SqliteAuditStore(sql),
     sql,
     file,
     location: file,

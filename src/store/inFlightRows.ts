@@ -1,13 +1,6 @@
 import { dateOf, sqlDate, type Sql } from './Sql.js';
+import type { InFlightRow } from '../domain/historyPort.js';
 
-/** The InFlightChange table (see schema.prisma): one row of work in flight per (kind, namespace, name). */
-export interface InFlightRow {
-  kind: string;
-  namespace: string;
-  name: string;
-  payload: string;
-  createdAt: Date;
-}
 
 export function allInFlight(sql: Sql): InFlightRow[] {
   return sql
@@ -30,3 +23,5 @@ export function putInFlight(sql: Sql, row: Omit<InFlightRow, 'createdAt'>, now: 
 export function deleteInFlight(sql: Sql, kind: string, namespace: string, name: string): void {
   sql.run('DELETE FROM "InFlightChange" WHERE "kind" = ? AND "namespace" = ? AND "name" = ?', kind, namespace, name);
 }
+
+export type { InFlightRow };

@@ -1,4 +1,5 @@
 import { sqlDate, type Sql, type SqlValue } from './Sql.js';
+import type { RolloutPosition, RolloutQueryFilter } from '../domain/historyPort.js';
 import { rolloutOf, targetOf, type RolloutRow, type TargetRow } from './rolloutRows.js';
 
 /**
@@ -6,21 +7,7 @@ import { rolloutOf, targetOf, type RolloutRow, type TargetRow } from './rolloutR
  * the event loop, and a rollouts page asked for 22 of them). Every filter but `search` is served by an index; a test
  * (test/store/queryPlans.test.ts) runs EXPLAIN QUERY PLAN on each and fails when one stops using it.
  */
-export interface RolloutQueryFilter {
-  kind?: string;
-  states?: readonly string[];
-  targetName?: string;
-  createdAfter?: Date;
-  createdBefore?: Date;
-  /** Case-insensitive (ASCII) substring of the versions, actor, commit, message or id; `%` and `_` are literal. */
-  search?: string;
-}
 
-/** Newest first: `createdAt` then `id`, both descending (ids of one millisecond sort by creation). */
-export interface RolloutPosition {
-  createdAt: Date;
-  id: string;
-}
 
 /** The two SQL dialects the statements are written for; they differ only in the substring search. */
 export type Dialect = 'sqlite' | 'postgresql';
@@ -105,3 +92,5 @@ export function countTargets(sql: Sql, rolloutId: string, state: string | undefi
     ? sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ?', rolloutId, state)!.n
     : sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ?', rolloutId)!.n;
 }
+
+export type { RolloutPosition, RolloutQueryFilter };

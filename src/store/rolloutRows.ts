@@ -1,4 +1,5 @@
 import { dateOf, dateOrNull, sqlDate, sqlDateOrNull, type Sql } from './Sql.js';
+import type { NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } from '../domain/historyPort.js';
 
 /**
  * The history's hot-path statements on Rollout, RolloutTarget and Revision (prepared SQL on rollplane's own
@@ -6,45 +7,7 @@ import { dateOf, dateOrNull, sqlDate, sqlDateOrNull, type Sql } from './Sql.js';
  * Everything here is synchronous and meant to run inside `Sql.transaction`.
  */
 
-export interface RolloutRow {
-  id: string;
-  kind: string;
-  state: string;
-  fromVersion: string | null;
-  toVersion: string;
-  selector: string;
-  strategy: string;
-  causeActor: string | null;
-  causeRunUrl: string | null;
-  causeCommit: string | null;
-  causeMessage: string | null;
-  idempotencyKey: string | null;
-  rollbackOfId: string | null;
-  message: string | null;
-  engineState: string;
-  createdAt: Date;
-  updatedAt: Date;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-}
 
-export interface TargetRow {
-  id: string;
-  rolloutId: string;
-  kind: string;
-  namespace: string;
-  name: string;
-  ordinal: number;
-  state: string;
-  fromVersion: string | null;
-  toVersion: string;
-  attempts: number;
-  skipReason: string | null;
-  error: string | null;
-  admittedAt: Date | null;
-  finishedAt: Date | null;
-  updatedAt: Date;
-}
 
 export type Raw<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
 
@@ -72,7 +35,6 @@ export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow |
   return raw ? rolloutOf(raw) : undefined;
 }
 
-export type NewRolloutRow = Omit<RolloutRow, 'state' | 'message' | 'engineState' | 'createdAt' | 'updatedAt' | 'startedAt' | 'finishedAt'>;
 
 /**
  * Inserts a rollout in state PENDING. One whose idempotency key is already taken is not inserted: returns undefined
@@ -125,7 +87,6 @@ export function updateEngineState(sql: Sql, id: string, engineState: string, now
   sql.run('UPDATE "Rollout" SET "engineState" = ?, "updatedAt" = ? WHERE "id" = ?', engineState, sqlDate(now), id);
 }
 
-export type NewTargetRow = Omit<TargetRow, 'attempts' | 'error' | 'admittedAt' | 'updatedAt'>;
 
 export function insertTargets(sql: Sql, rows: readonly NewTargetRow[], now: Date): void {
   const insert = `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "fromVersion",
@@ -189,10 +150,6 @@ export function cancelPendingTargets(sql: Sql, rolloutId: string, now: Date): Ta
   return pending;
 }
 
-export interface RevisionRow {
-  n: number;
-  version: string;
-}
 
 export function latestRevision(sql: Sql, kind: string, namespace: string, name: string): RevisionRow | undefined {
   return sql.get<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = ? AND "namespace" = ? AND "name" = ? ORDER BY "n" DESC LIMIT 1', kind, namespace, name);
@@ -210,3 +167,5 @@ export function insertRevision(sql: Sql, revision: { kind: string; namespace: st
     sqlDate(now),
   );
 }
+
+export type { NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow };

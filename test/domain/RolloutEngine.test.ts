@@ -54,10 +54,10 @@ describe('RolloutEngine', () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-engine-'));
     db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
     const log = new EventLog(db.store, new InProcessEventBus());
-    rollouts = new RolloutService(db.prisma, db.store, log);
+    rollouts = new RolloutService(db.store, log);
     now = Date.parse('2026-11-30T00:00:00Z');
     engine = new RolloutEngine(rollouts, logger, { now: () => now });
-    launcher = new RolloutLauncher(db.prisma, rollouts, () => {});
+    launcher = new RolloutLauncher(rollouts, () => {});
     engine.connect(() => {}, launcher);
     driver = new FakeDriver(2);
     engine.registerDriver(driver);

@@ -24,8 +24,10 @@ export class PgEventNotifier {
 
   constructor(
     private readonly url: string,
-    private readonly wake: () => void,
+    private readonly wake: (payload?: string) => void,
     private readonly onError: (error: Error) => void = () => {},
+    /** Another channel (token revocations): `wake` then receives each notification's payload. */
+    private readonly channel: string = EVENTS_CHANNEL,
   ) {
     this.poll = setInterval(() => this.wake(), POLL_MS);
     this.poll.unref();
@@ -38,8 +40,8 @@ export class PgEventNotifier {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: LISTENER_APPLICATION_NAME });
-    client.on('notification', () => this.wake());
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: this.channel === EVENTS_CHANNEL ? LISTENER_APPLICATION_NAME : `${this.channel}-listener` });
+    client.on('notification', (message) => this.wake(this.channel === EVENTS_CHANNEL ? undefined : message.payload));
     client.on('error', (error) => {
       this.onError(error);
       this.reconnect(client);
@@ -47,7 +49,7 @@ export class PgEventNotifier {
     client.on('end', () => this.reconnect(client));
     try {
       await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      await client.query(`LISTEN ${this.channel}`);
     } catch (error) {
       this.onError(error as Error);
       this.reconnect(client);

@@ -2,7 +2,8 @@ import type pg from 'pg';
 import { EventType, type EventFilter, type NewEvent, type StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
-import type { HistoryReads, HistoryStore, HistoryTx, InFlightRow, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
+import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
+import type { CoveredTarget, HistoryReads, HistoryStore, HistoryTx, IdempotencyRecord, InFlightRow, RevisionEntry, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
 import { isoOf, numbered } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
@@ -119,6 +120,21 @@ function readsOn(db: Queryable): HistoryReads {
         : await one<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1', [rolloutId]);
       return row!.n;
     },
+    findIdempotencyRecord: (key) => one<IdempotencyRecord>('SELECT * FROM "IdempotencyKey" WHERE "key" = $1', [key]),
+    async rolloutIdsNeedingEngine() {
+      return (await rows<{ id: string }>(ROLLOUTS_NEEDING_ENGINE)).map((r) => r.id);
+    },
+    revisionPage: (kind, namespace, name, beforeN, limit) =>
+      rows<RevisionEntry>(
+        'SELECT "n", "version", "rolloutId", "appliedAt" FROM "Revision" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3 AND "n" < $4 ORDER BY "n" DESC LIMIT $5',
+        [kind, namespace, name, beforeN ?? 2 ** 31 - 1, limit],
+      ),
+    coveredTargets: (kind, targetStates, rolloutStates) =>
+      rows<CoveredTarget>(
+        `SELECT t."rolloutId", t."namespace", t."name" FROM "RolloutTarget" t JOIN "Rollout" r ON r."id" = t."rolloutId"
+          WHERE t."kind" = $1 AND t."state" = ANY($2::text[]) AND r."state" = ANY($3::text[])`,
+        [kind, [...targetStates], [...rolloutStates]],
+      ),
   };
 }
 
@@ -199,6 +215,13 @@ function txOn(client: pg.PoolClient): HistoryTx {
           targets.map((t) => isoOf(t.finishedAt)),
           isoOf(now),
         ],
+      );
+    },
+    *insertIdempotencyRecord(record, now) {
+      // ON CONFLICT waits for a concurrent insert of the same key to commit, then keeps the first record.
+      yield* run(
+        'INSERT INTO "IdempotencyKey" ("key", "operation", "requestHash", "rolloutId", "createdAt") VALUES ($1, $2, $3, $4, $5) ON CONFLICT ("key") DO NOTHING',
+        [record.key, record.operation, record.requestHash, record.rolloutId, isoOf(now)],
       );
     },
     *updateTarget(id, change, now) {

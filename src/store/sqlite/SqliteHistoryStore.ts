@@ -1,6 +1,7 @@
 import type { EventFilter, NewEvent } from '../../domain/events.js';
 import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../events.js';
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
+import { coveredTargets, findIdempotencyRecord, insertIdempotencyRecord, revisionPage, rolloutIdsNeedingEngine } from '../launchRows.js';
 import type { HistoryReads, HistoryStore, HistoryTx } from '../port.js';
 import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts, type RolloutPosition, type RolloutQueryFilter } from '../rolloutQueries.js';
 import {
@@ -38,6 +39,10 @@ function readsOf(sql: Sql): HistoryReads {
     targetStateCounts: async (rolloutId) => targetStateCounts(sql, rolloutId),
     targetPage: async (rolloutId, state, afterOrdinal, limit) => targetPage(sql, rolloutId, state, afterOrdinal, limit),
     countTargets: async (rolloutId, state) => countTargets(sql, rolloutId, state),
+    findIdempotencyRecord: async (key) => findIdempotencyRecord(sql, key),
+    rolloutIdsNeedingEngine: async () => rolloutIdsNeedingEngine(sql),
+    revisionPage: async (kind, namespace, name, beforeN, limit) => revisionPage(sql, kind, namespace, name, beforeN, limit),
+    coveredTargets: async (kind, targetStates, rolloutStates) => coveredTargets(sql, kind, targetStates, rolloutStates),
   };
 }
 
@@ -100,6 +105,11 @@ function txOf(sql: Sql): HistoryTx {
     targetStateCounts: (rolloutId) => done(targetStateCounts(sql, rolloutId)),
     targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
     countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
+    findIdempotencyRecord: (key) => done(findIdempotencyRecord(sql, key)),
+    rolloutIdsNeedingEngine: () => done(rolloutIdsNeedingEngine(sql)),
+    revisionPage: (kind, namespace, name, beforeN, limit) => done(revisionPage(sql, kind, namespace, name, beforeN, limit)),
+    coveredTargets: (kind, targetStates, rolloutStates) => done(coveredTargets(sql, kind, targetStates, rolloutStates)),
+    insertIdempotencyRecord: (record, now) => done(insertIdempotencyRecord(sql, record, now)),
     // The transaction already holds SQLite's only write lock.
     lockRollout: (id) => done(findRollout(sql, id)),
     insertRollout: (row, now) => done(insertRolloutIfKeyFree(sql, row, now)),

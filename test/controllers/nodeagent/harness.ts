@@ -58,7 +58,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   const db = await openDatabase(dbUrl);
   const bus = new InProcessEventBus();
   const events = new EventLog(db.store, bus);
-  const rollouts = new RolloutService(db.prisma, db.store, events);
+  const rollouts = new RolloutService(db.store, events);
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: dbUrl }, []);
 
@@ -79,7 +79,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     const runtime = setupNodeAgents(manager, options.nodeAgents);
     const engine = new RolloutEngine(rollouts, logger, { pollMs: options.pollMs ?? 200 });
     engine.registerDriver(runtime.driver);
-    const launcher = new RolloutLauncher(db.prisma, rollouts, (id) => engine.enqueue(id));
+    const launcher = new RolloutLauncher(rollouts, (id) => engine.enqueue(id));
     const controller = manager.controller({ name: 'rollouts', workers: 2, reconciler: { reconcile: (r, signal) => engine.reconcile(r.name, signal) } });
     controller.watch({ resync: (enqueue) => void engine.pendingWork().then((ids) => ids.forEach(enqueue)) });
     engine.connect((id, afterMs) => (afterMs ? controller.enqueueAfter(id, afterMs) : controller.enqueue(id)), launcher);

@@ -42,6 +42,13 @@ function* createOnce(tx: HistoryTx, key: string, id: string): Step<{ row: Rollou
   return { row: (yield* tx.findRolloutByIdempotencyKey(key))!, created: false };
 }
 
+/** As RolloutService.create: the rollout and the record of the request that made it, in one transaction. */
+function* createWithRecord(tx: HistoryTx, key: string, id: string, requestHash: string): Step<{ row: RolloutRow; created: boolean }> {
+  const result = yield* createOnce(tx, key, id);
+  if (result.created) yield* tx.insertIdempotencyRecord({ key, operation: 'AGENT_POOL', requestHash, rolloutId: id }, T0);
+  return result;
+}
+
 const event = (type: EventType, extra: Partial<NewEvent> = {}): NewEvent => ({ type, ...extra });
 
 export function historyContract(factory: () => StoreFactory): void {
@@ -138,6 +145,25 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(await store.read.countRollouts({ search: 'r-race-' })).toBe(1);
     });
 
+    it('keep the record of the request that won a race, whatever the others sent, across two stores', async () => {
+      const second = await another();
+      // Two different requests under one key, interleaved on two stores (two replicas): one rollout, one record, and
+      // the record names the request that made that rollout (so the loser's request is told apart by its hash).
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? store : second).transaction((tx) => createWithRecord(tx, 'key-rec', `r-rec-${i}`, `hash-${i % 4}`))),
+      );
+      const winners = results.map((r, i) => ({ ...r, i })).filter((r) => r.created);
+      expect(winners).toHaveLength(1);
+      const record = await second.read.findIdempotencyRecord('key-rec');
+      expect(record).toMatchObject({ key: 'key-rec', operation: 'AGENT_POOL', rolloutId: winners[0]!.row.id, requestHash: `hash-${winners[0]!.i % 4}` });
+      expect(record!.createdAt.toISOString()).toBe(T0.toISOString());
+      expect(await store.read.countRollouts({ search: 'r-rec-' })).toBe(1);
+      // A second record for a key is ignored: the first stays.
+      await store.transaction((tx) => tx.insertIdempotencyRecord({ key: 'key-rec', operation: 'AGENT_POOL', requestHash: 'other', rolloutId: 'r-other' }, at(1)));
+      expect(await store.read.findIdempotencyRecord('key-rec')).toEqual(record);
+      expect(await store.read.findIdempotencyRecord('key-never')).toBeUndefined();
+    });
+
     it('leave an unkeyed rollout free to be created many times', async () => {
       const [x, y] = await Promise.all([store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-1'), T0)), store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-2'), T0))]);
       expect(x?.id).toBe('r-nokey-1');
@@ -228,6 +254,30 @@ export function historyContract(factory: () => StoreFactory): void {
     });
   });
 
+  describe('what the engine and the launcher look for', () => {
+    it('lists rollouts needing the engine and targets covered by active rollouts', async () => {
+      const target = (rolloutId: string, ordinal: number, state: string) => ({
+        id: `${rolloutId}.${ordinal}`, rolloutId, kind: 'NODE_AGENT', namespace: '', name: `node-${ordinal}`, ordinal, state,
+        fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null,
+      });
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-eng-active', { kind: 'NODE_AGENT' }), at(200));
+        yield* tx.insertTargets([target('r-eng-active', 0, 'PENDING'), target('r-eng-active', 1, 'SUCCEEDED'), target('r-eng-active', 2, 'PROGRESSING')], at(200));
+        yield* tx.insertRollout(rolloutRow('r-eng-done', { kind: 'NODE_AGENT' }), at(201));
+        yield* tx.insertTargets([target('r-eng-done', 3, 'PENDING')], at(201));
+        yield* tx.updateRolloutState('r-eng-done', { state: 'SUCCEEDED', message: null, finishedAt: at(202) }, at(202));
+        yield* tx.updateEngineState('r-eng-done', '{"finished":true}', at(202));
+        yield* tx.insertRollout(rolloutRow('r-eng-ending', { kind: 'NODE_AGENT' }), at(203));
+        yield* tx.updateRolloutState('r-eng-ending', { state: 'ABORTED', message: null, finishedAt: at(204) }, at(204));
+      });
+      const needing = await store.read.rolloutIdsNeedingEngine();
+      expect(needing.filter((id) => id.startsWith('r-eng-'))).toEqual(['r-eng-active', 'r-eng-ending']);
+      const covered = await store.read.coveredTargets('NODE_AGENT', ['PENDING', 'PROGRESSING'], ['PENDING', 'PROGRESSING', 'PAUSED']);
+      expect(covered.map((c) => `${c.rolloutId}/${c.name}`).sort()).toEqual(['r-eng-active/node-0', 'r-eng-active/node-2']);
+      expect(await store.read.coveredTargets('AGENT_POOL', ['PENDING'], ['NO_SUCH_STATE'])).toEqual([]);
+    });
+  });
+
   describe('revisions and in-flight work', () => {
     it('gives the latest revision of a target', async () => {
       expect(await store.read.latestRevision('AGENT_POOL', 'rev', 'p')).toBeUndefined();
@@ -236,6 +286,12 @@ export function historyContract(factory: () => StoreFactory): void {
         yield* tx.insertRevision({ kind: 'AGENT_POOL', namespace: 'rev', name: 'p', n: 2, version: 'v2', rolloutId: 'r-life' }, T0);
       });
       expect(await store.read.latestRevision('AGENT_POOL', 'rev', 'p')).toEqual({ n: 2, version: 'v2' });
+      expect(await store.read.revisionPage('AGENT_POOL', 'rev', 'p', undefined, 10)).toEqual([
+        { n: 2, version: 'v2', rolloutId: 'r-life', appliedAt: T0 },
+        { n: 1, version: 'v1', rolloutId: null, appliedAt: T0 },
+      ]);
+      expect((await store.read.revisionPage('AGENT_POOL', 'rev', 'p', 2, 10)).map((r) => r.n)).toEqual([1]);
+      expect(await store.read.revisionPage('AGENT_POOL', 'rev', 'other', undefined, 10)).toEqual([]);
     });
 
     it('puts, replaces and deletes one row per target', async () => {

@@ -4,6 +4,9 @@ import type { HistoryStore } from '../../../src/store/port.js';
 import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
 import { historyContract } from './historyContract.js';
+import { PgAuditStore } from '../../../src/store/postgres/PgAuditStore.js';
+import { PgTokenStore } from '../../../src/store/postgres/PgTokenStore.js';
+import { tokenAuditContract } from './tokenAuditContract.js';
 
 describeWithPostgres('history store contract: PostgreSQL', (server) => {
   let url = '';
@@ -15,6 +18,20 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
     async connect() {
       return (await openPgHistoryStore(url)).store;
     },
+  }));
+
+  let tokensUrl = '';
+  const storesOn = async (dbUrl: string) => {
+    const { store, pool } = await openPgHistoryStore(dbUrl, { poolSize: 2 });
+    return { tokens: new PgTokenStore(pool, dbUrl), audit: new PgAuditStore(pool), close: () => store.close() };
+  };
+  tokenAuditContract(() => ({
+    announces: true,
+    async open() {
+      tokensUrl = await server().createDatabase();
+      return storesOn(tokensUrl);
+    },
+    connect: () => storesOn(tokensUrl),
   }));
 
   it('orders event ids across concurrent writers so that an `id > cursor` reader never misses one', async () => {

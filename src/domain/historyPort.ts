@@ -1,0 +1,207 @@
+import type { EventFilter, NewEvent, StoredEvent } from './events.js';
+
+/** The rows the port reads and writes, shaped as Prisma's models so that both stores map them alike. */
+export interface RolloutRow {
+  id: string;
+  kind: string;
+  state: string;
+  fromVersion: string | null;
+  toVersion: string;
+  selector: string;
+  strategy: string;
+  causeActor: string | null;
+  causeRunUrl: string | null;
+  causeCommit: string | null;
+  causeMessage: string | null;
+  idempotencyKey: string | null;
+  rollbackOfId: string | null;
+  message: string | null;
+  engineState: string;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface TargetRow {
+  id: string;
+  rolloutId: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  ordinal: number;
+  state: string;
+  fromVersion: string | null;
+  toVersion: string;
+  attempts: number;
+  skipReason: string | null;
+  error: string | null;
+  admittedAt: Date | null;
+  finishedAt: Date | null;
+  updatedAt: Date;
+}
+
+export type NewRolloutRow = Omit<RolloutRow, 'state' | 'message' | 'engineState' | 'createdAt' | 'updatedAt' | 'startedAt' | 'finishedAt'>;
+
+export type NewTargetRow = Omit<TargetRow, 'attempts' | 'error' | 'admittedAt' | 'updatedAt'>;
+
+export interface RevisionRow {
+  n: number;
+  version: string;
+}
+
+/** The InFlightChange table (see schema.prisma): one row of work in flight per (kind, namespace, name). */
+export interface InFlightRow {
+  kind: string;
+  namespace: string;
+  name: string;
+  payload: string;
+  createdAt: Date;
+}
+
+export interface RolloutQueryFilter {
+  kind?: string;
+  states?: readonly string[];
+  targetName?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  /** Case-insensitive (ASCII) substring of the versions, actor, commit, message or id; `%` and `_` are literal. */
+  search?: string;
+}
+
+/** Newest first: `createdAt` then `id`, both descending (ids of one millisecond sort by creation). */
+export interface RolloutPosition {
+  createdAt: Date;
+  id: string;
+}
+
+/** An idempotency key's record: which request (by hash) made which rollout. */
+export interface IdempotencyRecord {
+  key: string;
+  operation: string;
+  requestHash: string;
+  rolloutId: string;
+  createdAt: Date;
+}
+
+/** One revision of a target, as the API lists them. */
+export interface RevisionEntry {
+  n: number;
+  version: string;
+  rolloutId: string | null;
+  appliedAt: Date;
+}
+
+/** A target of an active rollout (the overlap rule of RolloutLauncher). */
+export interface CoveredTarget {
+  rolloutId: string;
+  namespace: string;
+  name: string;
+}
+
+/**
+ * The history's persistence port (docs/adr/0020-persistence-port-and-postgresql.md). It lives in the domain, which
+ * owns what it asks of the store; src/store implements it (and re-exports it from store/port.ts): what the domain may ask of the
+ * store for rollouts, targets, revisions, in-flight work and the event log, with one implementation per database
+ * (store/sqlite, store/postgres). The same contract suite (test/store/contract) runs against both.
+ *
+ * Reads outside a transaction are async. Inside a transaction every method is a `Step`: a generator the body delegates
+ * to with `yield*` (`const row = yield* tx.findRollout(id)`), and the body itself is a generator function. The store
+ * drives it: SQLite runs the whole body synchronously inside BEGIN IMMEDIATE (its steps never yield, so the write lock
+ * is never held across the event loop — ADR 9's guarantee, kept); PostgreSQL awaits each yielded query. One body,
+ * written once, for both.
+ */
+
+export type RolloutStateChange = { state: string; message: string | null; startedAt?: Date; finishedAt?: Date };
+export type TargetUpdate = { state: string; error?: string | null; countAttempt?: boolean; admittedAt?: Date; finishedAt?: Date };
+export type NewRevision = { kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null };
+
+/** Reads; outside a transaction they see the latest committed state. */
+export interface HistoryReads {
+  findRollout(id: string): Promise<RolloutRow | undefined>;
+  findRolloutByIdempotencyKey(key: string): Promise<RolloutRow | undefined>;
+  /** Every target of a rollout, in admission order. */
+  targetsOf(rolloutId: string): Promise<TargetRow[]>;
+  targetsInState(rolloutId: string, state: string): Promise<TargetRow[]>;
+  findTarget(rolloutId: string, namespace: string, name: string): Promise<TargetRow | undefined>;
+  latestRevision(kind: string, namespace: string, name: string): Promise<RevisionRow | undefined>;
+  allInFlight(): Promise<InFlightRow[]>;
+  /** Events with id > afterId, oldest first. */
+  listEventsAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]>;
+  /** Events with id < beforeId, newest first. */
+  listEventsBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]>;
+  lastEventId(): Promise<number>;
+  /** Newest first (createdAt, then id). */
+  listRollouts(filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number): Promise<RolloutRow[]>;
+  countRollouts(filter: RolloutQueryFilter): Promise<number>;
+  targetStateCounts(rolloutId: string): Promise<Map<string, number>>;
+  targetPage(rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): Promise<TargetRow[]>;
+  countTargets(rolloutId: string, state: string | undefined): Promise<number>;
+  /** The record of the request that made the key's rollout (its hash tells a retry from a different request). */
+  findIdempotencyRecord(key: string): Promise<IdempotencyRecord | undefined>;
+  /** Ids of rollouts the engine still has work for (active, or ended with their finish step not done), oldest first. */
+  rolloutIdsNeedingEngine(): Promise<string[]>;
+  /** Revisions of one target with n < beforeN, newest first. */
+  revisionPage(kind: string, namespace: string, name: string, beforeN: number | undefined, limit: number): Promise<RevisionEntry[]>;
+  /** Targets of `kind` in one of `targetStates` whose rollout is in one of `rolloutStates`. */
+  coveredTargets(kind: string, targetStates: readonly string[], rolloutStates: readonly string[]): Promise<CoveredTarget[]>;
+}
+
+/** One database step inside a transaction body: `yield*` it. SQLite's complete without yielding. */
+export type Step<T> = Generator<unknown, T, unknown>;
+
+/** HistoryReads as steps. */
+export type TxReads = { [K in keyof HistoryReads]: (...args: Parameters<HistoryReads[K]>) => Step<Awaited<ReturnType<HistoryReads[K]>>> };
+
+/** One write transaction's view: reads see its own writes. */
+export interface HistoryTx extends TxReads {
+  /**
+   * The rollout, locked until the transaction ends, so a read-then-write cannot be overwritten by another writer
+   * (PostgreSQL: SELECT … FOR UPDATE; SQLite: the whole database is locked by the transaction already).
+   */
+  lockRollout(id: string): Step<RolloutRow | undefined>;
+  /**
+   * Inserts the rollout in state PENDING. Returns undefined, changing nothing, when its idempotency key already belongs
+   * to a rollout (committed, or committed meanwhile by a concurrent writer, which this call waits for): the caller then
+   * reads that one. Never two rollouts for one key, whatever the concurrency.
+   */
+  insertRollout(row: NewRolloutRow, now: Date): Step<RolloutRow | undefined>;
+  /** Sets state and message; `startedAt`/`finishedAt` only when given. */
+  updateRolloutState(id: string, change: RolloutStateChange, now: Date): Step<RolloutRow>;
+  updateEngineState(id: string, engineState: string, now: Date): Step<void>;
+  insertTargets(rows: readonly NewTargetRow[], now: Date): Step<void>;
+  /**
+   * Records which request made the key's rollout, in the transaction that inserted it (so no replica ever sees the
+   * rollout without its record). A key that has a record keeps it: nothing changes.
+   */
+  insertIdempotencyRecord(record: Omit<IdempotencyRecord, 'createdAt'>, now: Date): Step<void>;
+  /** `error` undefined leaves it; `admittedAt`/`finishedAt` only when given; `countAttempt` adds one to `attempts`. */
+  updateTarget(id: string, change: TargetUpdate, now: Date): Step<TargetRow>;
+  /** PENDING → CANCELLED for a rollout that ended; returns the targets it cancelled (as they were). */
+  cancelPendingTargets(rolloutId: string, now: Date): Step<TargetRow[]>;
+  insertRevision(revision: NewRevision, now: Date): Step<void>;
+  /** Inserts or replaces the row of (kind, namespace, name). */
+  putInFlight(row: Omit<InFlightRow, 'createdAt'>, now: Date): Step<void>;
+  deleteInFlight(kind: string, namespace: string, name: string): Step<void>;
+  /**
+   * Appends events; ids come back in the given order. Ids are totally ordered across every writer, every process and
+   * every replica: an event becomes visible only after every event with a smaller id, so a reader of `id > cursor`
+   * never skips one (PostgreSQL: under the event-log advisory lock, held to COMMIT — call this last).
+   */
+  insertEvents(events: readonly NewEvent[], now: Date): Step<StoredEvent[]>;
+}
+
+export interface HistoryStore {
+  readonly provider: 'sqlite' | 'postgresql';
+  readonly read: HistoryReads;
+  /**
+   * Runs `body` in one write transaction, committed when it resolves and rolled back when it throws. `body` may run
+   * more than once (SQLite: database locked; PostgreSQL: serialization failure 40001 or deadlock 40P01), so it must
+   * touch the database only through `tx` and have no other side effects. `afterCommit` runs once, after COMMIT and
+   * never on failure; on SQLite synchronously with the commit (nothing else can commit in between).
+   */
+  transaction<T>(body: (tx: HistoryTx) => Step<T>, afterCommit?: (result: T) => void): Promise<T>;
+  /** Throws UnavailableError when the database cannot be written right now (readiness). */
+  checkWritable(): Promise<void>;
+  close(): Promise<void>;
+}

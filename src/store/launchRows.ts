@@ -1,0 +1,61 @@
+import { dateOf, sqlDate, type Sql } from './Sql.js';
+import type { CoveredTarget, IdempotencyRecord, RevisionEntry } from '../domain/historyPort.js';
+
+/**
+ * SQLite statements behind the port's launch-side reads and writes (idempotency records, the engine's work list,
+ * revision listings, targets covered by active rollouts). Synchronous, like the rest of the hot path (Sql.ts).
+ */
+
+
+
+
+export function findIdempotencyRecord(sql: Sql, key: string): IdempotencyRecord | undefined {
+  const raw = sql.get<Omit<IdempotencyRecord, 'createdAt'> & { createdAt: string }>('SELECT * FROM "IdempotencyKey" WHERE "key" = ?', key);
+  return raw ? { ...raw, createdAt: dateOf(raw.createdAt) } : undefined;
+}
+
+/** Inserts the record unless the key has one already (the first request's record stays). */
+export function insertIdempotencyRecord(sql: Sql, record: Omit<IdempotencyRecord, 'createdAt'>, now: Date): void {
+  sql.run(
+    'INSERT INTO "IdempotencyKey" ("key", "operation", "requestHash", "rolloutId", "createdAt") VALUES (?, ?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING',
+    record.key,
+    record.operation,
+    record.requestHash,
+    record.rolloutId,
+    sqlDate(now),
+  );
+}
+
+/** Active rollouts, and ended ones whose engine bookkeeping is not marked finished; oldest first. */
+export const ROLLOUTS_NEEDING_ENGINE = `SELECT "id" FROM "Rollout"
+  WHERE "state" IN ('PENDING', 'PROGRESSING', 'PAUSED') OR "engineState" NOT LIKE '%"finished":true%'
+  ORDER BY "createdAt", "id"`;
+
+export function rolloutIdsNeedingEngine(sql: Sql): string[] {
+  return sql.all<{ id: string }>(ROLLOUTS_NEEDING_ENGINE).map((r) => r.id);
+}
+
+export function revisionPage(sql: Sql, kind: string, namespace: string, name: string, beforeN: number | undefined, limit: number): RevisionEntry[] {
+  return sql
+    .all<Omit<RevisionEntry, 'appliedAt'> & { appliedAt: string }>(
+      'SELECT "n", "version", "rolloutId", "appliedAt" FROM "Revision" WHERE "kind" = ? AND "namespace" = ? AND "name" = ? AND "n" < ? ORDER BY "n" DESC LIMIT ?',
+      kind,
+      namespace,
+      name,
+      beforeN ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    )
+    .map((r) => ({ ...r, appliedAt: dateOf(r.appliedAt) }));
+}
+
+export function coveredTargets(sql: Sql, kind: string, targetStates: readonly string[], rolloutStates: readonly string[]): CoveredTarget[] {
+  return sql.all<CoveredTarget>(
+    `SELECT t."rolloutId", t."namespace", t."name" FROM "RolloutTarget" t JOIN "Rollout" r ON r."id" = t."rolloutId"
+      WHERE t."kind" = ? AND t."state" IN (SELECT value FROM json_each(?)) AND r."state" IN (SELECT value FROM json_each(?))`,
+    kind,
+    JSON.stringify(targetStates),
+    JSON.stringify(rolloutStates),
+  );
+}
+
+export type { CoveredTarget, IdempotencyRecord, RevisionEntry };
