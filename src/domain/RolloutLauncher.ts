@@ -2,20 +2,11 @@ import { createHash } from 'node:crypto';
 import { ConflictError, ValidationError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
 import type { RolloutKind } from './events.js';
-import type { Cause, NewTarget, Rollout, RolloutService } from './RolloutService.js';
+import type { RolloutPlan } from './kinds/index.js';
+import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
 
-/** What a kind's planner computed for a bump: the targets in admission order and how to admit them. */
-export interface RolloutPlan {
-  kind: RolloutKind;
-  fromVersion: string | null;
-  toVersion: string;
-  /** The selection as the user gave it (shown back on the rollout). */
-  selector: Record<string, unknown>;
-  /** Strategy with defaults filled in (maxUnavailable, canary, deadlines, thresholds, …). */
-  strategy: Record<string, unknown>;
-  targets: NewTarget[];
-}
+export type { RolloutPlan } from './kinds/index.js';
 
 export interface LaunchRequest {
   plan: RolloutPlan;

@@ -3,6 +3,7 @@ import { ConflictError, NotFoundError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
 import type { HistoryStore, HistoryTx, RolloutRow, Step, TargetRow } from '../store/port.js';
 import type { EventLog } from './EventLog.js';
+import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
 import {
@@ -27,7 +28,8 @@ export interface Rollout {
   fromVersion: string | null;
   toVersion: string;
   selector: Record<string, unknown>;
-  strategy: Record<string, unknown>;
+  /** The kind's typed strategy, defaults filled in (src/domain/kinds). */
+  strategy: RolloutStrategy;
   cause: Cause;
   idempotencyKey: string | null;
   rollbackOfId: string | null;
@@ -80,7 +82,7 @@ export interface NewRollout {
   fromVersion: string | null;
   toVersion: string;
   selector: Record<string, unknown>;
-  strategy: Record<string, unknown>;
+  strategy: RolloutStrategy;
   cause: Cause;
   idempotencyKey?: string | null;
   rollbackOfId?: string | null;
@@ -116,14 +118,15 @@ export function newRolloutId(now = Date.now()): string {
 }
 
 function toRollout(row: RolloutRow): Rollout {
+  const kind = row.kind as RolloutKind;
   return {
     id: row.id,
-    kind: row.kind as RolloutKind,
+    kind,
     state: row.state as RolloutState,
     fromVersion: row.fromVersion,
     toVersion: row.toVersion,
     selector: JSON.parse(row.selector) as Record<string, unknown>,
-    strategy: JSON.parse(row.strategy) as Record<string, unknown>,
+    strategy: parseStoredStrategy(kind, row.strategy),
     cause: { actor: row.causeActor, runUrl: row.causeRunUrl, commit: row.causeCommit, message: row.causeMessage },
     idempotencyKey: row.idempotencyKey,
     rollbackOfId: row.rollbackOfId,
@@ -182,7 +185,7 @@ export class RolloutService {
           fromVersion: spec.fromVersion,
           toVersion: spec.toVersion,
           selector: JSON.stringify(spec.selector),
-          strategy: JSON.stringify(spec.strategy),
+          strategy: serializeStrategy(spec.strategy),
           causeActor: spec.cause.actor ?? null,
           causeRunUrl: spec.cause.runUrl ?? null,
           causeCommit: spec.cause.commit ?? null,

@@ -22,7 +22,7 @@ describe('GraphQL over HTTP', () => {
       fromVersion: 'rancher/harvester-vm-dhcp-agent:v0.3.0',
       toVersion,
       selector: {},
-      strategy: { maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
+      strategy: { kind: 'AGENT_POOL', maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
       cause: { actor: 'ci-bot', commit: 'abc123' },
       targets: [
         { namespace: 'default', name: 'net-1', fromVersion: 'v0.3.0', toVersion },
@@ -42,7 +42,7 @@ describe('GraphQL over HTTP', () => {
       kind: 'AGENT_POOL',
       state: 'PENDING',
       cause: { actor: 'ci-bot', commit: 'abc123' },
-      strategy: { maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
+      strategy: { kind: 'AGENT_POOL', maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
       progress: { total: 2, pending: 1, skipped: 1, percent: 50 },
     });
     expect(res.data.rollout.targets.edges.map((e: any) => [e.node.name, e.node.state, e.node.skipReason])).toEqual([
