@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ConflictError, ValidationError } from '../errors.js';
 import type { PrismaClient } from '../store/db.js';
 import type { RolloutKind } from './events.js';
+import { MAX_IDEMPOTENCY_KEY } from './kinds/cause.js';
 import type { RolloutPlan } from './kinds/index.js';
 import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
@@ -40,7 +41,6 @@ export interface LaunchResult {
   dryRun: boolean;
 }
 
-const MAX_KEY_LENGTH = 255;
 
 function fingerprint(value: unknown): string {
   const canonical = (v: unknown): unknown =>
@@ -66,8 +66,8 @@ export class RolloutLauncher {
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { plan } = request;
     const key = request.idempotencyKey ?? undefined;
-    if (key !== undefined && (key.length === 0 || key.length > MAX_KEY_LENGTH)) {
-      throw new ValidationError('idempotencyKey', `must be 1 to ${MAX_KEY_LENGTH} characters`);
+    if (key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
+      throw new ValidationError('idempotencyKey', `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`);
     }
     const items: PlanItem[] = plan.targets.map((t) => ({
       namespace: t.namespace,

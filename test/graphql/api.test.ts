@@ -42,7 +42,7 @@ describe('GraphQL over HTTP', () => {
       kind: 'AGENT_POOL',
       state: 'PENDING',
       cause: { actor: 'ci-bot', commit: 'abc123' },
-      strategy: { kind: 'AGENT_POOL', maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
+      strategy: { maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
       progress: { total: 2, pending: 1, skipped: 1, percent: 50 },
     });
     expect(res.data.rollout.targets.edges.map((e: any) => [e.node.name, e.node.state, e.node.skipReason])).toEqual([

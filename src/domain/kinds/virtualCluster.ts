@@ -99,7 +99,7 @@ export const bumpClusterVersionInput = z
     maxConcurrent: intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent).nullish().transform((v) => v ?? DEFAULT_MAX_CONCURRENT),
     failureThreshold: intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
     progressDeadlineSeconds: intIn(VIRTUAL_CLUSTER_RANGES.progressDeadlineSeconds).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.progressDeadlineSeconds),
-    specPatch: specPatchInput,
+    specPatch: specPatchInput.optional(),
     apiServer: componentChangeInput.nullish(),
     controllerManager: componentChangeInput.nullish(),
     clusters: clustersInput.nullish(),
