@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { parseImageReference } from '../util/imageReference.js';
 import { isAppError } from '../errors.js';
-import { normalizeMaxUnavailable, type IntRange } from '../domain/kinds/strategy.js';
+import { normalizeMaxUnavailable, type IntRange } from '../domain/kinds/limits.js';
 
 export { InvalidArgumentError as InvalidArgument };
 

@@ -14,17 +14,12 @@ import {
   STRATEGY_DEFAULTS,
   withoutUndefined,
   type BaseStrategy,
-  type IntRange,
 } from './strategy.js';
+import { AGENT_POOL_RANGES } from './limits.js';
+
+export { AGENT_POOL_RANGES } from './limits.js';
 
 export const AGENT_POOL = 'AGENT_POOL' as const;
-
-/** Ranges of the integer inputs (the CLI checks its flags against the same). */
-export const AGENT_POOL_RANGES = Object.freeze({
-  canary: { min: 1, max: 1_000_000 },
-  progressDeadlineSeconds: { min: 1, max: 86_400 },
-  failureThreshold: { min: 1, max: 1_000_000 },
-} satisfies Record<string, IntRange>);
 
 export interface AgentPoolStrategy extends BaseStrategy {
   kind: typeof AGENT_POOL;

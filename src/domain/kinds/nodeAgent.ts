@@ -13,22 +13,12 @@ import {
   STRATEGY_DEFAULTS,
   withoutUndefined,
   type BaseStrategy,
-  type IntRange,
 } from './strategy.js';
+import { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES, type NodeAgentMode } from './limits.js';
+
+export { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES, type NodeAgentMode } from './limits.js';
 
 export const NODE_AGENT = 'NODE_AGENT' as const;
-export const DEFAULT_PEER_RUNTIME_CLASS = 'kata-remote';
-export type NodeAgentMode = 'NODE_BY_NODE' | 'SURGE';
-export const DEFAULT_NODE_AGENT_MODE: NodeAgentMode = 'NODE_BY_NODE';
-/** How long a new agent must stay Ready before its node counts as done, unless told. */
-export const DEFAULT_MIN_READY_SECONDS = 0;
-
-export const NODE_AGENT_RANGES = Object.freeze({
-  nodeDeadlineSeconds: { min: 1, max: 86_400 },
-  minReadySeconds: { min: 0, max: 3_600 },
-  failureThreshold: { min: 1, max: 10_000 },
-} satisfies Record<string, IntRange>);
-
 /** The planner always writes one node at a time and no automatic rollback (`planNodeAgentBump`). */
 export interface NodeAgentStrategy extends BaseStrategy {
   kind: typeof NODE_AGENT;

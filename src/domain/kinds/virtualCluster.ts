@@ -6,19 +6,12 @@
  */
 import { z } from 'zod';
 import { launchInputFields } from './cause.js';
-import { baseStrategyStored, imageReferenceInput, intIn, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy, type IntRange } from './strategy.js';
+import { baseStrategyStored, imageReferenceInput, intIn, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from './strategy.js';
+import { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
+
+export { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
 
 export const VIRTUAL_CLUSTER = 'VIRTUAL_CLUSTER' as const;
-/** Clusters upgrading at once, unless told. */
-export const DEFAULT_MAX_CONCURRENT = 1;
-export const MAX_CLUSTERS = 10_000;
-
-export const VIRTUAL_CLUSTER_RANGES = Object.freeze({
-  maxConcurrent: { min: 1, max: 1000 },
-  failureThreshold: { min: 1, max: MAX_CLUSTERS },
-  progressDeadlineSeconds: { min: 1, max: 7 * 86_400 },
-} satisfies Record<string, IntRange>);
-
 /**
  * What a VIRTUAL_CLUSTER rollout carries in its strategy, written at planning time: the driver applies `desiredSpec`
  * before the first admission, and a rollback (strategy copied, `rollbackOfId` set) re-applies `previousSpec`.
