@@ -101,6 +101,15 @@ describe('strategy reads', () => {
   });
 });
 
+describe('the CLI', () => {
+  it('reads the contracts’ numbers from limits.ts only, which loads no schema library (a CLI start stays cheap)', () => {
+    const imported = sources(path.join(ROOT, 'src/cli')).flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/from '[./]*domain\/kinds\/(\w+)\.js'/g)].map((m) => m[1]));
+    expect(imported.length).toBeGreaterThan(0);
+    expect([...new Set(imported)]).toEqual(['limits']);
+    expect(readFileSync(path.join(ROOT, 'src/domain/kinds/limits.ts'), 'utf8')).not.toMatch(/^import /m);
+  });
+});
+
 describe('the defaults', () => {
   const schema: GraphQLSchema = buildSchema(readFileSync(path.join(ROOT, 'schema.graphql'), 'utf8'));
   const defaultOf = (type: string, field: string): unknown => {
