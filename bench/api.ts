@@ -22,6 +22,7 @@ import type { LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
 import { calibrationMs, post, startBenchApp } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
+import { defaultStrategy } from '../src/domain/kinds/index.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -59,7 +60,7 @@ export async function run(): Promise<void> {
     for (let i = 0; i < rollouts; i++) {
       const targets = Array.from({ length: 10 }, (_, t) => ({ namespace: 'default', name: `pool-${t}`, fromVersion: 'agent:v1', toVersion: `agent:v${i + 2}` }));
       const { rollout } = await app.domain.rollouts.create({
-        kind: 'AGENT_POOL', fromVersion: 'agent:v1', toVersion: `agent:v${i + 2}`, selector: {}, strategy: {},
+        kind: 'AGENT_POOL', fromVersion: 'agent:v1', toVersion: `agent:v${i + 2}`, selector: {}, strategy: defaultStrategy('AGENT_POOL'),
         cause: { actor: `ci-${i % 7}`, commit: `c${i}`, message: `release ${i}` }, targets,
       });
       lastRollout = rollout.id;

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { parseImageReference } from '../util/imageReference.js';
 import { isAppError } from '../errors.js';
+import { normalizeMaxUnavailable, type IntRange } from '../domain/kinds/limits.js';
 
 export { InvalidArgumentError as InvalidArgument };
 
@@ -42,13 +43,21 @@ export function duration(min: number, max: number) {
   };
 }
 
-/** A count (`2`) or a percentage (`25%`) as the API's maxUnavailable takes it. */
+/** A count (`2`) or a percentage (`25%`) as the API's maxUnavailable takes it (the strategy contract's rule). */
 export function countOrPercent(raw: string): string {
-  const text = raw.trim();
-  const percent = /^(\d{1,3})%$/.exec(text);
-  if (percent && Number(percent[1]) >= 1 && Number(percent[1]) <= 100) return text;
-  if (/^\d{1,9}$/.test(text) && Number(text) >= 1) return String(Number(text));
-  throw new InvalidArgumentError('Expected a positive count such as 2 or a percentage between 1% and 100% such as 25%.');
+  const value = normalizeMaxUnavailable(raw);
+  if (value === undefined) throw new InvalidArgumentError('Expected a positive count such as 2 or a percentage between 1% and 100% such as 25%.');
+  return value;
+}
+
+/** An integer flag within a kind contract's range. */
+export function intIn(range: IntRange) {
+  return integer(range.min, range.max);
+}
+
+/** A duration flag within a kind contract's range (in seconds). */
+export function durationIn(range: IntRange) {
+  return duration(range.min, range.max);
 }
 
 export function oneOf<T extends string>(allowed: readonly T[], map: (value: T) => string = (v) => v) {

@@ -1,5 +1,6 @@
-import { AppError, ConflictError, ErrorCode, isAppError, ValidationError } from '../errors.js';
+import { AppError, ConflictError, ErrorCode, isAppError } from '../errors.js';
 import type { RolloutKind } from './events.js';
+import { admissionLimit, rollbackStrategyOf } from './kinds/strategy.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
 import type { LaunchResult, RolloutLauncher } from './RolloutLauncher.js';
 import type { Cause, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
@@ -29,24 +30,6 @@ export interface EngineOptions {
 export interface EngineLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
-}
-
-/** Parses `maxUnavailable` ("3" or "25%") against the number of targets; Kubernetes rounds percentages down, min 1. */
-export function resolveMaxUnavailable(value: unknown, total: number, field = 'strategy.maxUnavailable'): number {
-  const raw = value === undefined || value === null ? '1' : String(value).trim();
-  const percent = /^(\d{1,3})%$/.exec(raw);
-  if (percent) {
-    const p = Number(percent[1]);
-    if (p < 1 || p > 100) throw new ValidationError(field, `a percentage must be between 1% and 100% (got ${raw})`);
-    return Math.max(1, Math.floor((total * p) / 100));
-  }
-  if (/^\d{1,9}$/.test(raw) && Number(raw) >= 1) return Number(raw);
-  throw new ValidationError(field, `must be a positive count such as "2" or a percentage such as "25%" (got "${raw.slice(0, 40)}")`);
-}
-
-function num(strategy: Record<string, unknown>, key: string): number | undefined {
-  const value = strategy[key];
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
 /**
@@ -141,7 +124,7 @@ export class RolloutEngine {
     }
 
     const view = await this.viewOf(rollout);
-    const deadlineMs = (num(rollout.strategy, 'progressDeadlineSeconds') ?? 600) * 1000;
+    const deadlineMs = rollout.strategy.progressDeadlineSeconds * 1000;
     let nextDeadline = Infinity;
 
     // 1. Admitted targets: record what became of them (also after pause/abort: admitted targets finish). The outcomes
@@ -191,14 +174,14 @@ export class RolloutEngine {
     const failed = view.count('FAILED');
     const progressing = view.count('PROGRESSING');
     const pending = view.count('PENDING');
-    const threshold = num(rollout.strategy, 'failureThreshold') ?? 1;
+    const threshold = rollout.strategy.failureThreshold;
 
     // 2. Outcome of the rollout as a whole.
     if (!isTerminal(rollout.state) && threshold > 0 && failed >= threshold) {
       const firstError = view.firstInState('FAILED')?.error ?? 'unknown error';
       rollout = await this.transition(rollout, 'FAILED', `${failed} target(s) failed (failure threshold ${threshold}); first: ${firstError}`);
     } else if (rollout.state === 'PROGRESSING') {
-      const canary = num(rollout.strategy, 'canary');
+      const canary = rollout.strategy.canary;
       let admissionCap = Infinity;
       if (canary !== undefined && canary > 0 && !rollout.engineState.canaryPassed) {
         if (rollout.engineState.canaryPaused) {
@@ -214,7 +197,7 @@ export class RolloutEngine {
           admissionCap = Math.max(0, canary - admittedSoFar);
         }
       }
-      const limit = num(rollout.strategy, 'maxConcurrent') ?? resolveMaxUnavailable(rollout.strategy.maxUnavailable, Math.max(1, view.changing()));
+      const limit = admissionLimit(rollout.strategy, view.changing());
       let budget = Math.min(admissionCap, limit - progressing);
       // Only worth asking the cluster when there is something to admit.
       if (budget > 0 && pending > 0) budget -= (await driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
@@ -237,7 +220,7 @@ export class RolloutEngine {
 
     // Level-based, so a crash between FAILED and the rollback's creation still rolls back: the idempotency key makes
     // the rollback start exactly once however often this runs.
-    if (rollout.state === 'FAILED' && rollout.strategy.autoRollback === true && !rollout.engineState.finished) {
+    if (rollout.state === 'FAILED' && rollout.strategy.autoRollback && !rollout.engineState.finished) {
       await this.rollback(rollout.id, {
         cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` },
         idempotencyKey: `auto-rollback:${rollout.id}`,
@@ -286,14 +269,13 @@ export class RolloutEngine {
       (t) => ['SUCCEEDED', 'FAILED', 'PROGRESSING'].includes(t.state) && t.fromVersion !== null,
     );
     if (targets.length === 0) throw new ConflictError(`rollout ${rolloutId} changed no target; there is nothing to roll back`);
-    const { canary: _canary, ...strategy } = original.strategy;
     return this.launcher.launch({
       plan: {
         kind: original.kind,
         fromVersion: original.toVersion,
         toVersion: original.fromVersion ?? 'previous revision of each target',
         selector: { rollbackOf: rolloutId },
-        strategy: { ...strategy, autoRollback: false, rollback: true },
+        strategy: rollbackStrategyOf(original.strategy),
         targets: targets.map((t) => ({ namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! })),
       },
       cause: options.cause ?? { message: `rollback of ${rolloutId}` },

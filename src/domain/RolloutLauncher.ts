@@ -1,20 +1,12 @@
 import { createHash } from 'node:crypto';
 import { ConflictError, ValidationError } from '../errors.js';
 import type { RolloutKind } from './events.js';
-import type { Cause, NewTarget, Rollout, RolloutService } from './RolloutService.js';
+import { MAX_IDEMPOTENCY_KEY } from './kinds/cause.js';
+import type { RolloutPlan } from './kinds/index.js';
+import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
 
-/** What a kind's planner computed for a bump: the targets in admission order and how to admit them. */
-export interface RolloutPlan {
-  kind: RolloutKind;
-  fromVersion: string | null;
-  toVersion: string;
-  /** The selection as the user gave it (shown back on the rollout). */
-  selector: Record<string, unknown>;
-  /** Strategy with defaults filled in (maxUnavailable, canary, deadlines, thresholds, …). */
-  strategy: Record<string, unknown>;
-  targets: NewTarget[];
-}
+export type { RolloutPlan } from './kinds/index.js';
 
 export interface LaunchRequest {
   plan: RolloutPlan;
@@ -48,7 +40,6 @@ export interface LaunchResult {
   dryRun: boolean;
 }
 
-const MAX_KEY_LENGTH = 255;
 
 function fingerprint(value: unknown): string {
   const canonical = (v: unknown): unknown =>
@@ -73,8 +64,8 @@ export class RolloutLauncher {
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { plan } = request;
     const key = request.idempotencyKey ?? undefined;
-    if (key !== undefined && (key.length === 0 || key.length > MAX_KEY_LENGTH)) {
-      throw new ValidationError('idempotencyKey', `must be 1 to ${MAX_KEY_LENGTH} characters`);
+    if (key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
+      throw new ValidationError('idempotencyKey', `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`);
     }
     const items: PlanItem[] = plan.targets.map((t) => ({
       namespace: t.namespace,

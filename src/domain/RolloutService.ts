@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, RolloutRow, Step, TargetRow } from './historyPort.js';
 import type { EventLog } from './EventLog.js';
+import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
 import {
@@ -26,7 +27,8 @@ export interface Rollout {
   fromVersion: string | null;
   toVersion: string;
   selector: Record<string, unknown>;
-  strategy: Record<string, unknown>;
+  /** The kind's typed strategy, defaults filled in (src/domain/kinds). */
+  strategy: RolloutStrategy;
   cause: Cause;
   idempotencyKey: string | null;
   rollbackOfId: string | null;
@@ -79,7 +81,7 @@ export interface NewRollout {
   fromVersion: string | null;
   toVersion: string;
   selector: Record<string, unknown>;
-  strategy: Record<string, unknown>;
+  strategy: RolloutStrategy;
   cause: Cause;
   idempotencyKey?: string | null;
   /** With a key: the request's fingerprint, recorded with the rollout in its transaction (RolloutLauncher). */
@@ -117,14 +119,15 @@ export function newRolloutId(now = Date.now()): string {
 }
 
 function toRollout(row: RolloutRow): Rollout {
+  const kind = row.kind as RolloutKind;
   return {
     id: row.id,
-    kind: row.kind as RolloutKind,
+    kind,
     state: row.state as RolloutState,
     fromVersion: row.fromVersion,
     toVersion: row.toVersion,
     selector: JSON.parse(row.selector) as Record<string, unknown>,
-    strategy: JSON.parse(row.strategy) as Record<string, unknown>,
+    strategy: parseStoredStrategy(kind, row.strategy),
     cause: { actor: row.causeActor, runUrl: row.causeRunUrl, commit: row.causeCommit, message: row.causeMessage },
     idempotencyKey: row.idempotencyKey,
     rollbackOfId: row.rollbackOfId,
@@ -182,7 +185,7 @@ export class RolloutService {
           fromVersion: spec.fromVersion,
           toVersion: spec.toVersion,
           selector: JSON.stringify(spec.selector),
-          strategy: JSON.stringify(spec.strategy),
+          strategy: serializeStrategy(spec.strategy),
           causeActor: spec.cause.actor ?? null,
           causeRunUrl: spec.cause.runUrl ?? null,
           causeCommit: spec.cause.commit ?? null,

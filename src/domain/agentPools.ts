@@ -6,10 +6,12 @@
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from './labelSelector.js';
 import { ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
-import { isDowngrade, parseImageReference } from '../util/imageReference.js';
+import { isDowngrade } from '../util/imageReference.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
-import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
-import type { Cause, NewTarget } from './RolloutService.js';
+import type { AgentPoolStrategy, RolloutPlan } from './kinds/index.js';
+import type { BumpAgentImageRequest } from './kinds/agentPool.js';
+import type { LaunchResult } from './RolloutLauncher.js';
+import type { NewTarget } from './RolloutService.js';
 
 export interface PoolCondition {
   type: string;
@@ -154,85 +156,16 @@ export function pageDrift<T extends { kind: string; namespace: string; name: str
 // -------------------------------------------------------------------------------------------------------------------
 // bumpAgentImage
 
-export interface BumpAgentImageInput {
-  image: string;
-  pools?: PoolSelection | null;
-  strategy?: {
-    maxUnavailable?: string | null;
-    canary?: number | null;
-    progressDeadlineSeconds?: number | null;
-    failureThreshold?: number | null;
-    autoRollback?: boolean | null;
-  } | null;
-  cause?: Cause | null;
-  idempotencyKey?: string | null;
-  dryRun?: boolean | null;
-  allowDowngrade?: boolean | null;
-  supersede?: boolean | null;
-}
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-
-function validateSelection(selection: PoolSelection | null | undefined): PoolSelection {
-  if (!selection) return {};
-  const out: PoolSelection = {};
-  if (selection.namespaces?.length) {
-    selection.namespaces.forEach((ns, i) => {
-      if (!DNS_LABEL.test(ns)) throw new ValidationError(`input.pools.namespaces[${i}]`, `"${ns.slice(0, 80)}" is not a valid namespace name`);
-    });
-    out.namespaces = [...selection.namespaces];
-  }
-  if (selection.names?.length) {
-    selection.names.forEach((n, i) => {
-      const parts = n.split('/');
-      const ok = parts.length === 1 ? DNS_SUBDOMAIN.test(parts[0]!) : parts.length === 2 && DNS_LABEL.test(parts[0]!) && DNS_SUBDOMAIN.test(parts[1]!);
-      if (!ok) throw new ValidationError(`input.pools.names[${i}]`, `"${n.slice(0, 80)}" must be "namespace/name" or "name"`);
-    });
-    out.names = [...selection.names];
-  }
-  if (selection.labelSelector) {
-    parseLabelSelector(selection.labelSelector, 'input.pools.labelSelector');
-    out.labelSelector = selection.labelSelector;
-  }
-  return out;
-}
-
-function validateStrategy(input: BumpAgentImageInput['strategy']): Record<string, unknown> {
-  const s = input ?? {};
-  const maxUnavailable = (s.maxUnavailable ?? '1').trim();
-  const percent = /^(\d{1,3})%$/.exec(maxUnavailable);
-  if (percent) {
-    const p = Number(percent[1]);
-    if (p < 1 || p > 100) throw new ValidationError('input.strategy.maxUnavailable', `a percentage must be between 1% and 100% (got ${maxUnavailable})`);
-  } else if (!/^\d{1,6}$/.test(maxUnavailable) || Number(maxUnavailable) < 1) {
-    throw new ValidationError('input.strategy.maxUnavailable', `must be a positive count such as "1" or a percentage such as "25%" (got "${maxUnavailable.slice(0, 40)}")`);
-  }
-  const int = (value: number | null | undefined, field: string, fallback: number | null, min: number, max: number): number | null => {
-    if (value === null || value === undefined) return fallback;
-    if (!Number.isInteger(value) || value < min || value > max) throw new ValidationError(`input.strategy.${field}`, `must be an integer between ${min} and ${max} (got ${value})`);
-    return value;
-  };
-  const canary = int(s.canary, 'canary', null, 1, 1_000_000);
-  return {
-    maxUnavailable,
-    ...(canary !== null ? { canary } : {}),
-    progressDeadlineSeconds: int(s.progressDeadlineSeconds, 'progressDeadlineSeconds', 600, 1, 86_400),
-    failureThreshold: int(s.failureThreshold, 'failureThreshold', 1, 1, 1_000_000),
-    autoRollback: s.autoRollback === true,
-  };
-}
+/** What `bumpAgentImage` takes: the input as the agent-pool contract validated it (`bumpAgentImageInput`). */
+export type { BumpAgentImageRequest } from './kinds/agentPool.js';
 
 /**
  * Plans a new agent image for the selected pools and launches it. Held (hold annotation) and paused pools are skipped
  * with their reason, as are pools already on the image; a semver downgrade of any changing pool is refused unless
  * `allowDowngrade`. Dry runs, idempotency keys and overlap rules are the launcher's.
  */
-export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: AgentPoolQueries, input: BumpAgentImageInput): Promise<LaunchResult> {
-  const image = input.image.trim();
-  parseImageReference(image, 'input.image');
-  const selection = validateSelection(input.pools);
-  const strategy = validateStrategy(input.strategy);
+export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: AgentPoolQueries, input: BumpAgentImageRequest): Promise<LaunchResult> {
+  const { image, pools: selection, strategy } = input;
   // Refuse before planning when the cluster does not allow the configured mode (e.g. direct beside the controller).
   await queries.checkRollout();
 
@@ -260,7 +193,7 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
     }
   }
   const fromVersions = new Set(targets.filter((t) => !t.skipReason).map((t) => t.fromVersion));
-  const plan: RolloutPlan = {
+  const plan: RolloutPlan<AgentPoolStrategy> = {
     kind: 'AGENT_POOL',
     fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null,
     toVersion: image,
@@ -275,7 +208,7 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
     idempotencyKey: input.idempotencyKey ?? null,
     dryRun: input.dryRun === true,
     supersede: input.supersede === true,
-    request: { ...request, image },
+    request,
   });
 }
 

@@ -4,15 +4,15 @@
  * No GraphQL or Kubernetes types here.
  */
 import { matchesLabelSelector, parseLabelSelector } from './labelSelector.js';
-import { NotFoundError, NotImplementedError, ValidationError } from '../errors.js';
+import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
-import { parseImageReference } from '../util/imageReference.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
-import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
-import type { Cause, NewTarget } from './RolloutService.js';
+import { DEFAULT_PEER_RUNTIME_CLASS, type BumpNodeAgentImageRequest, type NodeAgentStrategy } from './kinds/nodeAgent.js';
+import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
+import type { LaunchResult } from './RolloutLauncher.js';
+import type { NewTarget } from './RolloutService.js';
 
-export const DEFAULT_PEER_RUNTIME_CLASS = 'kata-remote';
-export type NodeAgentMode = 'NODE_BY_NODE' | 'SURGE';
+export { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentMode, type NodeAgentStrategy, type BumpNodeAgentImageInput, type BumpNodeAgentImageRequest } from './kinds/nodeAgent.js';
 
 /** The agent on one node, as the `NodeAgentState` GraphQL type shows it. */
 export interface NodeAgentState {
@@ -101,21 +101,6 @@ export interface NodeAgentQueries {
   driftItems(): Promise<NodeAgentDriftItem[]>;
 }
 
-export interface BumpNodeAgentImageInput {
-  namespace: string;
-  name: string;
-  image: string;
-  mode?: NodeAgentMode | null;
-  canaryNodeSelector?: string | null;
-  nodeDeadlineSeconds?: number | null;
-  minReadySeconds?: number | null;
-  failureThreshold?: number | null;
-  peerRuntimeClass?: string | null;
-  cause?: Cause | null;
-  idempotencyKey?: string | null;
-  dryRun?: boolean | null;
-}
-
 /** What the driver reads back from `rollout.selector` / `rollout.strategy`. */
 export interface NodeAgentSelector {
   namespace: string;
@@ -123,56 +108,17 @@ export interface NodeAgentSelector {
   canaryNodeSelector: string | null;
 }
 
-export interface NodeAgentStrategy {
-  maxUnavailable: '1';
-  maxConcurrent: 1;
-  mode: NodeAgentMode;
-  progressDeadlineSeconds: number;
-  minReadySeconds: number;
-  failureThreshold: number;
-  autoRollback: false;
-  peerRuntimeClass: string;
-  /** How many nodes matched the canary selector (they go first). */
-  canaryNodes: number;
-  /** The DaemonSet again: a rollback copies the strategy but not the selector. */
-  daemonSetNamespace: string;
-  daemonSetName: string;
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Label selectors (the `kubectl -l` string form) for canary nodes.
-// ---------------------------------------------------------------------------------------------------------------------
-
-
 // ---------------------------------------------------------------------------------------------------------------------
 // Planning
 // ---------------------------------------------------------------------------------------------------------------------
-
-function integerIn(value: number | null | undefined, fallback: number, field: string, min: number, max: number): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) throw new ValidationError(field, `must be an integer from ${min} to ${max} (got ${v})`);
-  return v;
-}
-
-const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 /**
  * The plan of a bump: one target per node that runs the agent (namespace "" and name = node), canary nodes first,
  * then by node name; nodes already on the image are skipped. Strategy: one node at a time.
  */
-export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeAgentQueries, declared?: DeclaredRuntimeClass): RolloutPlan {
-  if (!NAME.test(input.namespace)) throw new ValidationError('input.namespace', 'must be a Kubernetes namespace name');
-  if (!NAME.test(input.name)) throw new ValidationError('input.name', 'must be a Kubernetes object name');
-  parseImageReference(input.image, 'input.image');
-  const mode: NodeAgentMode = input.mode ?? 'NODE_BY_NODE';
-  if (mode !== 'NODE_BY_NODE' && mode !== 'SURGE') throw new ValidationError('input.mode', `must be NODE_BY_NODE or SURGE (got ${String(mode)})`);
-  const progressDeadlineSeconds = integerIn(input.nodeDeadlineSeconds, 600, 'input.nodeDeadlineSeconds', 1, 86_400);
-  const minReadySeconds = integerIn(input.minReadySeconds, 0, 'input.minReadySeconds', 0, 3_600);
-  const failureThreshold = integerIn(input.failureThreshold, 1, 'input.failureThreshold', 1, 10_000);
+export function planNodeAgentBump(input: BumpNodeAgentImageRequest, queries: NodeAgentQueries, declared?: DeclaredRuntimeClass): RolloutPlan<NodeAgentStrategy> {
+  const { mode } = input;
   const canary = input.canaryNodeSelector ? parseLabelSelector(input.canaryNodeSelector, 'input.canaryNodeSelector') : undefined;
-  if (input.peerRuntimeClass != null && !NAME.test(input.peerRuntimeClass)) {
-    throw new ValidationError('input.peerRuntimeClass', 'must be a RuntimeClass name');
-  }
 
   const found = queries.candidates(input.namespace, input.name);
   if (!found) throw new NotFoundError(`DaemonSet ${input.namespace}/${input.name} not found`, { details: { namespace: input.namespace, name: input.name } });
@@ -196,12 +142,13 @@ export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeA
   const changing = targets.filter((t) => !t.skipReason);
   const froms = new Set(changing.map((t) => t.fromVersion));
   const strategy: NodeAgentStrategy = {
+    kind: 'NODE_AGENT',
     maxUnavailable: '1',
     maxConcurrent: 1,
     mode,
-    progressDeadlineSeconds,
-    minReadySeconds,
-    failureThreshold,
+    progressDeadlineSeconds: input.nodeDeadlineSeconds,
+    minReadySeconds: input.minReadySeconds,
+    failureThreshold: input.failureThreshold,
     autoRollback: false,
     peerRuntimeClass,
     canaryNodes: ordered.filter(isCanary).length,
@@ -214,7 +161,7 @@ export function planNodeAgentBump(input: BumpNodeAgentImageInput, queries: NodeA
     fromVersion: froms.size === 1 ? [...froms][0]! : froms.size === 0 ? found.set.desiredImage : null,
     toVersion: input.image,
     selector: { ...selector },
-    strategy: { ...strategy },
+    strategy,
     targets,
   };
 }
@@ -242,11 +189,10 @@ export function choosePeerRuntimeClass(requested: string | null | undefined, fou
 }
 
 /** The `bumpNodeAgentImage` mutation: validate, plan, launch (dry run, idempotency, overlap rules). */
-export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentImageInput): Promise<LaunchResult> {
+export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentImageRequest): Promise<LaunchResult> {
   const queries = domain.nodeAgents;
   if (!queries) throw new NotImplementedError('bumpNodeAgentImage (node agent rollouts)');
-  // Names are checked before they reach the API; planNodeAgentBump says what is wrong with them.
-  const declared = NAME.test(input.namespace) && NAME.test(input.name) ? await queries.agentRuntimeClass?.(input.namespace, input.name) : undefined;
+  const declared = await queries.agentRuntimeClass?.(input.namespace, input.name);
   const plan = planNodeAgentBump(input, queries, declared);
   const { cause, dryRun, ...request } = input;
   return domain.launcher.launch({
@@ -262,32 +208,21 @@ export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentIma
  * Reads a node-agent rollout's DaemonSet back: from the selector planNodeAgentBump wrote, or, for a rollback (whose
  * selector only names the rollout it reverts), from the strategy it copied.
  */
-export function nodeAgentSelectorOf(rollout: { selector: Record<string, unknown>; strategy: Record<string, unknown> }): NodeAgentSelector {
+export function nodeAgentSelectorOf(rollout: { selector: Record<string, unknown>; strategy: RolloutStrategy }): NodeAgentSelector {
   const { selector, strategy } = rollout;
   const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  const copied = strategy.kind === 'NODE_AGENT' ? strategy : undefined;
   return {
-    namespace: text(selector.namespace) || text(strategy.daemonSetNamespace),
-    name: text(selector.name) || text(strategy.daemonSetName),
+    namespace: text(selector.namespace) || (copied?.daemonSetNamespace ?? ''),
+    name: text(selector.name) || (copied?.daemonSetName ?? ''),
     canaryNodeSelector: typeof selector.canaryNodeSelector === 'string' ? selector.canaryNodeSelector : null,
   };
 }
 
-/** Reads a node-agent rollout's strategy back, defaults filled in (a rollback may carry a partial copy). */
-export function nodeAgentStrategyOf(strategy: Record<string, unknown>): NodeAgentStrategy {
-  const num = (key: string, fallback: number) => (typeof strategy[key] === 'number' ? (strategy[key] as number) : fallback);
-  return {
-    maxUnavailable: '1',
-    maxConcurrent: 1,
-    mode: strategy.mode === 'SURGE' ? 'SURGE' : 'NODE_BY_NODE',
-    progressDeadlineSeconds: num('progressDeadlineSeconds', 600),
-    minReadySeconds: num('minReadySeconds', 0),
-    failureThreshold: num('failureThreshold', 1),
-    autoRollback: false,
-    peerRuntimeClass: typeof strategy.peerRuntimeClass === 'string' ? strategy.peerRuntimeClass : DEFAULT_PEER_RUNTIME_CLASS,
-    canaryNodes: num('canaryNodes', 0),
-    daemonSetNamespace: typeof strategy.daemonSetNamespace === 'string' ? strategy.daemonSetNamespace : '',
-    daemonSetName: typeof strategy.daemonSetName === 'string' ? strategy.daemonSetName : '',
-  };
+/** The strategy of a rollout the node-agent driver was handed; any other kind is a wiring mistake. */
+export function nodeAgentStrategyOf(rollout: { id: string; strategy: RolloutStrategy }): NodeAgentStrategy {
+  if (rollout.strategy.kind !== 'NODE_AGENT') throw new AppError(ErrorCode.Internal, `rollout ${rollout.id} is a ${rollout.strategy.kind} rollout, not NODE_AGENT`);
+  return rollout.strategy;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

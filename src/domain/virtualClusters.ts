@@ -14,8 +14,19 @@ import type { Domain } from './Domain.js';
 import { EventType, type StoredEvent } from './events.js';
 import { parseImageReference } from '../util/imageReference.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
-import type { LaunchResult, RolloutPlan } from './RolloutLauncher.js';
-import type { Cause, NewTarget } from './RolloutService.js';
+import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
+import {
+  ETCD_REFUSED,
+  parseClusterRef,
+  virtualClusterStrategy,
+  type BumpClusterVersionRequest,
+  type ClusterVersionChange,
+  type ComponentChange,
+  type ComponentKey,
+  type VirtualClusterStrategy,
+} from './kinds/virtualCluster.js';
+import type { LaunchResult } from './RolloutLauncher.js';
+import type { NewTarget } from './RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
 
 /** One VirtualCluster as the API shows it. */
@@ -94,24 +105,11 @@ export function clusterSpecVersion(spec: unknown): string {
   return `spec-${createHash('sha256').update(canonicalJson(spec ?? {})).digest('hex').slice(0, 12)}`;
 }
 
-/**
- * What a VIRTUAL_CLUSTER rollout carries in its strategy (`strategy.clusterVersionChange`), written at planning time:
- * the driver applies `desiredSpec` before the first admission, and a rollback (strategy copied, `rollbackOfId` set)
- * re-applies `previousSpec`.
- */
-export interface ClusterVersionChange {
-  name: string;
-  previousSpec: Record<string, unknown>;
-  previousVersion: string;
-  previousResourceVersion: string;
-  desiredSpec: Record<string, unknown>;
-  desiredVersion: string;
-}
+export type { ClusterVersionChange } from './kinds/virtualCluster.js';
 
-export function clusterVersionChangeOf(strategy: Record<string, unknown>): ClusterVersionChange | undefined {
-  const change = strategy.clusterVersionChange as ClusterVersionChange | undefined;
-  if (!change || typeof change !== 'object' || typeof change.name !== 'string' || typeof change.desiredSpec !== 'object') return undefined;
-  return change;
+/** The ClusterVersion change a VIRTUAL_CLUSTER rollout carries in its strategy; undefined for any other rollout. */
+export function clusterVersionChangeOf(strategy: RolloutStrategy): ClusterVersionChange | undefined {
+  return strategy.kind === 'VIRTUAL_CLUSTER' ? strategy.clusterVersionChange : undefined;
 }
 
 // -------------------------------------------------------------------------------------------------------------------
@@ -252,32 +250,7 @@ export async function clusterUpgradeDurations(domain: Domain, clusterVersion?: s
 // -------------------------------------------------------------------------------------------------------------------
 // bumpClusterVersion
 
-export interface ComponentChange {
-  image?: string | null;
-  args?: string[] | null;
-  env?: { name: string; value?: string | null }[] | null;
-}
-
-export interface BumpClusterVersionInput {
-  clusterVersion: string;
-  apiServer?: ComponentChange | null;
-  controllerManager?: ComponentChange | null;
-  specPatch?: unknown;
-  clusters?: string[] | null;
-  maxConcurrent?: number | null;
-  failureThreshold?: number | null;
-  progressDeadlineSeconds?: number | null;
-  cause?: Cause | null;
-  idempotencyKey?: string | null;
-  dryRun?: boolean | null;
-}
-
-const COMPONENTS = ['apiServer', 'controllerManager', 'etcd'] as const;
-type ComponentKey = (typeof COMPONENTS)[number];
-const ETCD_REFUSED =
-  'etcd changes are refused: a partial upgrade never touches etcd (etcd reloads its certificates itself, and etcd upgrades are out of scope)';
-const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
-const MAX_CLUSTERS = 10_000;
+export type { BumpClusterVersionRequest, ComponentChange } from './kinds/virtualCluster.js';
 
 type Json = Record<string, any>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -293,12 +266,6 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return result;
 }
 
-function positiveInt(value: number | null | undefined, field: string, fallback: number, max: number): number {
-  if (value === null || value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1 || value > max) throw new ValidationError(field, `must be an integer between 1 and ${max} (got ${value})`);
-  return value;
-}
-
 function firstContainer(spec: Json, component: 'apiServer' | 'controllerManager', field: string): Json {
   const containers = spec[component]?.statefulset?.spec?.template?.spec?.containers;
   if (!Array.isArray(containers) || !isObject(containers[0])) {
@@ -309,17 +276,12 @@ function firstContainer(spec: Json, component: 'apiServer' | 'controllerManager'
 
 function applyComponentChange(spec: Json, component: 'apiServer' | 'controllerManager', change: ComponentChange): void {
   const field = `input.${component}`;
-  if (change.image == null && change.args == null && change.env == null) throw new ValidationError(field, 'give at least one of image, args or env');
   const container = firstContainer(spec, component, field);
-  if (change.image != null) {
-    parseImageReference(change.image, `${field}.image`);
-    container.image = change.image;
-  }
+  if (change.image != null) container.image = change.image;
   if (change.args != null) container.args = [...change.args];
   if (change.env != null) {
     const env: Json[] = Array.isArray(container.env) ? [...container.env] : [];
-    for (const [i, variable] of change.env.entries()) {
-      if (!ENV_NAME.test(variable.name)) throw new ValidationError(`${field}.env[${i}].name`, `"${variable.name.slice(0, 80)}" is not a valid environment variable name`);
+    for (const variable of change.env) {
       const at = env.findIndex((e) => e.name === variable.name);
       if (variable.value == null) {
         if (at >= 0) env.splice(at, 1);
@@ -386,48 +348,25 @@ async function refuseConcurrentChange(domain: Domain, clusterVersion: string): P
   }
 }
 
-function parseClusterRef(text: string, field: string): { namespace: string; name: string } {
-  const match = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(text);
-  if (!match) throw new ValidationError(field, `"${text.slice(0, 80)}" is not namespace/name`);
-  return { namespace: match[1]!, name: match[3]! };
-}
-
 /**
  * Plans and launches a ClusterVersion change: validates the change, computes the spec to write and the clusters to
  * upgrade (in namespace/name order; clusters already on the new spec or not Running are skipped), and hands the plan
  * to the launcher (dry run, idempotency, overlap rules).
  */
-export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersionInput): Promise<LaunchResult> {
+export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersionRequest): Promise<LaunchResult> {
   const queries = ports(domain);
   if (!queries.partialUpgradeEnabled()) {
     throw new ConflictError('the ClusterVersionPartialUpgrade feature gate is off: no virtual cluster would be upgraded');
   }
-  if (!input.clusterVersion) throw new ValidationError('input.clusterVersion', 'is required');
   const cv = await queries.clusterVersion(input.clusterVersion);
   if (!cv) throw new ValidationError('input.clusterVersion', `no ClusterVersion named "${input.clusterVersion.slice(0, 253)}"`);
 
-  const strategy = {
-    maxConcurrent: positiveInt(input.maxConcurrent, 'input.maxConcurrent', 1, 1000),
-    failureThreshold: positiveInt(input.failureThreshold, 'input.failureThreshold', 1, MAX_CLUSTERS),
-    progressDeadlineSeconds: positiveInt(input.progressDeadlineSeconds, 'input.progressDeadlineSeconds', 600, 7 * 86_400),
-  };
-
-  // The change.
-  if (input.apiServer == null && input.controllerManager == null && input.specPatch == null) {
-    throw new ValidationError('input', 'nothing to change: give apiServer, controllerManager or specPatch');
-  }
+  // The change (its shape was checked by the contract: only known components, never etcd).
   const previousSpec = cv.spec as Json;
   let desired: Json = structuredClone(previousSpec);
   const patched = new Set<ComponentKey>();
-  if (input.specPatch != null) {
-    if (!isObject(input.specPatch)) throw new ValidationError('input.specPatch', 'must be a JSON object (a merge patch of the ClusterVersion spec)');
-    for (const key of Object.keys(input.specPatch)) {
-      if (key === 'etcd') throw new ValidationError('input.specPatch.etcd', ETCD_REFUSED);
-      if (!(COMPONENTS as readonly string[]).includes(key)) {
-        throw new ValidationError(`input.specPatch.${key}`, 'unknown component; a ClusterVersion spec has apiServer, controllerManager and etcd');
-      }
-      patched.add(key as ComponentKey);
-    }
+  if (isObject(input.specPatch)) {
+    for (const key of Object.keys(input.specPatch)) patched.add(key as ComponentKey);
     desired = mergePatch(desired, input.specPatch) as Json;
   }
   if (input.apiServer != null) applyComponentChange(desired, 'apiServer', input.apiServer);
@@ -449,14 +388,11 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
   const all = await queries.virtualClusters();
   let chosen: VirtualClusterView[];
   if (input.clusters != null) {
-    if (input.clusters.length === 0) throw new ValidationError('input.clusters', 'give at least one cluster, or omit it for every cluster using the version');
-    if (input.clusters.length > MAX_CLUSTERS) throw new ValidationError('input.clusters', `at most ${MAX_CLUSTERS} clusters`);
     const index = new Map(all.map((vc) => [clusterKey(vc), vc]));
     const seen = new Set<string>();
     chosen = [];
     for (const [i, text] of input.clusters.entries()) {
-      const ref = parseClusterRef(text, `input.clusters[${i}]`);
-      const vc = index.get(clusterKey(ref));
+      const vc = index.get(clusterKey(parseClusterRef(text)!));
       if (!vc) throw new ValidationError(`input.clusters[${i}]`, `no VirtualCluster ${text}`);
       if (vc.clusterVersionName !== cv.name) throw new ValidationError(`input.clusters[${i}]`, `${text} uses ClusterVersion ${vc.clusterVersionName}, not ${cv.name}`);
       if (!seen.has(text)) chosen.push(vc);
@@ -474,12 +410,12 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
     return target;
   });
 
-  const plan: RolloutPlan = {
+  const plan: RolloutPlan<VirtualClusterStrategy> = {
     kind: 'VIRTUAL_CLUSTER',
     fromVersion: cv.specVersion,
     toVersion: desiredVersion,
     selector: { clusterVersion: cv.name, clusters: input.clusters ?? null },
-    strategy: { ...strategy, clusterVersionChange: change },
+    strategy: virtualClusterStrategy(input, change),
     targets,
   };
   // After validation, so bad input is still named; a dry run too, since the real one would be refused (ADR 0018).

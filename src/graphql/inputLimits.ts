@@ -8,6 +8,7 @@ import {
   type GraphQLArgument,
   type GraphQLInputType,
 } from 'graphql';
+import { CAUSE_LIMITS, MAX_IDEMPOTENCY_KEY, runUrlReason, tooLongReason } from '../domain/kinds/cause.js';
 import { ValidationError } from '../errors.js';
 
 /**
@@ -25,18 +26,21 @@ export const MAX_LIST_ITEMS = 1000;
 export const MAX_JSON_DEPTH = 32;
 export const MAX_JSON_CHARS = 65_536;
 
-/** Per-coordinate string limits: `InputType.field` for input fields, `rootField.argument` for arguments. */
+/**
+ * Per-coordinate string limits: `InputType.field` for input fields, `rootField.argument` for arguments. The cause and
+ * idempotency-key limits are the kind contracts' (src/domain/kinds/cause.ts), so every mutation has the same ones.
+ */
 const STRING_LIMITS: Readonly<Record<string, number>> = {
-  'CauseInput.actor': 200,
-  'CauseInput.runUrl': 2000,
-  'CauseInput.commit': 200,
-  'CauseInput.message': 2000,
+  'CauseInput.actor': CAUSE_LIMITS.actor,
+  'CauseInput.runUrl': CAUSE_LIMITS.runUrl,
+  'CauseInput.commit': CAUSE_LIMITS.commit,
+  'CauseInput.message': CAUSE_LIMITS.message,
   'pauseRollout.reason': 500,
   'abortRollout.reason': 500,
-  'BumpAgentImageInput.idempotencyKey': 255,
-  'BumpNodeAgentImageInput.idempotencyKey': 255,
-  'BumpClusterVersionInput.idempotencyKey': 255,
-  'RollbackInput.idempotencyKey': 255,
+  'BumpAgentImageInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
+  'BumpNodeAgentImageInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
+  'BumpClusterVersionInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
+  'RollbackInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
   'RolloutFilter.search': 200,
   'RolloutFilter.targetName': 253,
   'EventFilter.namespace': 253,
@@ -45,16 +49,7 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
 
 /** Inputs with a format besides their length. */
 const FORMATS: Readonly<Record<string, (value: string) => string | undefined>> = {
-  // Shown as a link in the UI and the CLI: only web URLs, never `javascript:` or `data:`.
-  'CauseInput.runUrl': (value) => {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      return 'must be an absolute http(s) URL';
-    }
-    return url.protocol === 'http:' || url.protocol === 'https:' ? undefined : `must be an http(s) URL (got a ${url.protocol} URL)`;
-  },
+  'CauseInput.runUrl': runUrlReason,
 };
 
 /** Checks a root field's arguments (as coerced by graphql-js: literals and variables alike). Throws ValidationError. */
@@ -87,8 +82,8 @@ function checkValue(value: unknown, type: GraphQLInputType, path: string, coordi
   if (!isScalarType(scalar)) return;
   if (scalar.name === 'JSON') return checkJson(value, path);
   if (typeof value !== 'string') return;
-  const max = STRING_LIMITS[coordinate] ?? DEFAULT_MAX_STRING;
-  if (value.length > max) throw new ValidationError(path, `must be at most ${max} characters (got ${value.length})`);
+  const tooLong = tooLongReason(value, STRING_LIMITS[coordinate] ?? DEFAULT_MAX_STRING);
+  if (tooLong) throw new ValidationError(path, tooLong);
   const formatError = FORMATS[coordinate]?.(value);
   if (formatError) throw new ValidationError(path, formatError);
 }

@@ -3,6 +3,7 @@ import { buildSchema } from '../../src/graphql/schema.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { privilegedCases } from '../security/privilegedShapes.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 /**
  * The bad-request corpus: every request here is wrong in some way. Each must get a clear error (a code and a message,
@@ -180,7 +181,7 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
       if (name === 'revoked-token') await app.domain.tokens.revoke(created.token.id);
     }
     await app.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: {}, strategy: {}, cause: { actor: 'seed' },
+      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: { actor: 'seed' },
       targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
   });

@@ -1,5 +1,6 @@
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 /** A node-agent driver the test scripts: each target converges (or fails) when the test says. */
 class ScriptedDriver implements RolloutDriver {
@@ -35,7 +36,7 @@ export async function startScriptedApp(): Promise<ScriptedApp> {
           fromVersion: 'agent:1',
           toVersion: 'agent:2',
           selector: { nodes },
-          strategy: { maxUnavailable: String(count), progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false, ...strategy },
+          strategy: { ...defaultStrategy('NODE_AGENT'), maxUnavailable: String(count), ...strategy },
           targets: nodes.map((name) => ({ namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
         },
         cause: { actor: 'test' },

@@ -5,10 +5,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InProcessEventBus } from '../../src/domain/EventBus.js';
 import { EventLog } from '../../src/domain/EventLog.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
-import { resolveMaxUnavailable, RolloutEngine } from '../../src/domain/RolloutEngine.js';
+import { RolloutEngine } from '../../src/domain/RolloutEngine.js';
+import { resolveMaxUnavailable } from '../../src/domain/kinds/strategy.js';
 import { RolloutLauncher, type RolloutPlan } from '../../src/domain/RolloutLauncher.js';
 import { RolloutService } from '../../src/domain/RolloutService.js';
 import { openDatabase, type Database } from '../../src/store/db.js';
+import type { AgentPoolStrategy } from '../../src/domain/kinds/agentPool.js';
 
 /** A fleet in memory: a target converges `steps` observations after admission, or fails when its version is bad. */
 class FakeDriver implements RolloutDriver {
@@ -67,13 +69,13 @@ describe('RolloutEngine', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function plan(n: number, strategy: Record<string, unknown>, version = 'agent:v2', skip: number[] = []): RolloutPlan {
+  function plan(n: number, strategy: Partial<AgentPoolStrategy>, version = 'agent:v2', skip: number[] = []): RolloutPlan {
     return {
       kind: 'AGENT_POOL',
       fromVersion: 'agent:v1',
       toVersion: version,
       selector: {},
-      strategy: { progressDeadlineSeconds: 600, failureThreshold: 1, ...strategy },
+      strategy: { kind: 'AGENT_POOL', progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false, ...strategy },
       targets: Array.from({ length: n }, (_, i) => ({
         namespace: 'default',
         name: `pool-${i}`,

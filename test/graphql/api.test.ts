@@ -22,7 +22,7 @@ describe('GraphQL over HTTP', () => {
       fromVersion: 'rancher/harvester-vm-dhcp-agent:v0.3.0',
       toVersion,
       selector: {},
-      strategy: { maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
+      strategy: { kind: 'AGENT_POOL', maxUnavailable: '1', failureThreshold: 1, progressDeadlineSeconds: 600, autoRollback: false },
       cause: { actor: 'ci-bot', commit: 'abc123' },
       targets: [
         { namespace: 'default', name: 'net-1', fromVersion: 'v0.3.0', toVersion },

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../src/domain/events.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 const EVENTS = `subscription($after: ID, $filter: EventFilter) { events(after: $after, filter: $filter) { id type object { name } payload } }`;
 
@@ -98,7 +99,7 @@ describe('subscriptions over graphql-ws', () => {
 
   it('streams rollout state changes with the rollout as it is after the change', async () => {
     const { rollout } = await app.domain.rollouts.create({
-      kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: {}, cause: {},
+      kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: {},
       targets: [{ namespace: 'tenant', name: 'vc-1', fromVersion: '1', toVersion: '2' }],
     });
     const client = wsClient(app.url);

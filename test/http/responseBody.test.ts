@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 interface Raw {
   status: number;
@@ -30,7 +31,7 @@ describe('HTTP response niceties (issue 17)', () => {
   beforeAll(async () => {
     app = await startTestApp();
     for (let i = 0; i < 30; i++) {
-      await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: `${i}`, selector: {}, strategy: {}, cause: { message: `release ${i}` }, targets: [] });
+      await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: `${i}`, selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: { message: `release ${i}` }, targets: [] });
     }
   });
   afterAll(async () => {
@@ -66,7 +67,7 @@ describe('HTTP response niceties (issue 17)', () => {
     const again = await raw(url, { headers: { ...headers, 'if-none-match': etag } });
     expect(again.status).toBe(304);
     expect(again.body.length).toBe(0);
-    await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: 'new', selector: {}, strategy: {}, cause: {}, targets: [] });
+    await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: 'new', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: {}, targets: [] });
     const changed = await raw(url, { headers: { ...headers, 'if-none-match': etag } });
     expect(changed.status).toBe(200);
     expect(changed.headers.etag).not.toBe(etag);

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { bumpNodeAgentImageInput, type BumpNodeAgentImageInput } from '../../src/domain/kinds/nodeAgent.js';
+import { parseInput } from '../../src/domain/kinds/strategy.js';
 import { matchesLabelSelector, parseLabelSelector } from '../../src/domain/labelSelector.js';
 import {
   nodeAgentSelectorOf,
@@ -9,6 +11,8 @@ import {
 } from '../../src/domain/nodeAgents.js';
 
 const OLD = 'example.com/agent:v1';
+/** The planner takes input the node-agent contract validated (the resolver parses it at the API edge). */
+const request = (input: BumpNodeAgentImageInput) => parseInput(bumpNodeAgentImageInput, input);
 const NEW = 'example.com/agent:v2';
 
 /** The planner's view of a cluster, as the Kubernetes side's query port would answer it. */
@@ -36,7 +40,7 @@ const nodes: NodeAgentCandidate[] = [
 
 describe('planNodeAgentBump', () => {
   it('orders canary nodes first, then by name, skips nodes already on the image, one node at a time', () => {
-    const plan = planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW, canaryNodeSelector: 'canary=true' }, clusterWith({ nodes }));
+    const plan = planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, canaryNodeSelector: 'canary=true' }), clusterWith({ nodes }));
     expect(plan.targets).toEqual([
       { namespace: '', name: 'n-a', fromVersion: OLD, toVersion: NEW },
       { namespace: '', name: 'n-b', fromVersion: OLD, toVersion: NEW },
@@ -52,7 +56,7 @@ describe('planNodeAgentBump', () => {
     const q = clusterWith({ nodes });
     const field = (input: Record<string, unknown>) => {
       try {
-        planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW, ...input }, q);
+        planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, ...input }), q);
         return undefined;
       } catch (error) {
         return (error as { details?: { field?: string } }).details?.field ?? (error as Error).name;
@@ -70,18 +74,18 @@ describe('planNodeAgentBump', () => {
 
   it('refuses SURGE where two agents cannot share a node or the old one cannot leave the set', () => {
     const mode = 'SURGE' as const;
-    expect(() => planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW, mode }, clusterWith({ nodes, usesHostPorts: true }))).toThrow(/hostPort/);
-    expect(() => planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW, mode }, clusterWith({ nodes, selectorHasMatchLabels: false }))).toThrow(/matchLabels/);
+    expect(() => planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, mode }), clusterWith({ nodes, usesHostPorts: true }))).toThrow(/hostPort/);
+    expect(() => planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, mode }), clusterWith({ nodes, selectorHasMatchLabels: false }))).toThrow(/matchLabels/);
   });
 
   it('takes the peer runtime class from the input, else the DaemonSet annotation, else kata-remote; mixed versions have no fromVersion', () => {
     const mixed = [...nodes, { node: 'n-d', labels: {}, image: 'example.com/agent:v0' }];
-    expect(planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW }, clusterWith({ nodes: mixed })).fromVersion).toBeNull();
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes: mixed })).fromVersion).toBeNull();
     const annotated = clusterWith({ nodes, annotatedPeerRuntimeClass: 'kata-qemu' });
-    expect(planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW }, annotated).strategy.peerRuntimeClass).toBe('kata-qemu');
-    expect(planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-remote' }, annotated).strategy.peerRuntimeClass).toBe('kata-qemu');
-    expect(planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-fc' }, annotated).strategy.peerRuntimeClass).toBe('kata-fc');
-    expect(planNodeAgentBump({ namespace: 'ns', name: 'agent', image: NEW }, clusterWith({ nodes })).strategy.peerRuntimeClass).toBe('kata-remote');
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), annotated).strategy.peerRuntimeClass).toBe('kata-qemu');
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-remote' }), annotated).strategy.peerRuntimeClass).toBe('kata-qemu');
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-fc' }), annotated).strategy.peerRuntimeClass).toBe('kata-fc');
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes })).strategy.peerRuntimeClass).toBe('kata-remote');
   });
 });
 

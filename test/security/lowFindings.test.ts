@@ -8,6 +8,7 @@ import { startApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 /** Issue 18, finding 10: the low-severity items, each with the request that showed it. */
 describe('search treats % and _ literally', () => {
@@ -15,7 +16,7 @@ describe('search treats % and _ literally', () => {
   beforeAll(async () => {
     app = await startTestApp();
     for (const message of ['100% done', 'plain', 'snake_case', 'snakeXcase']) {
-      await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: {}, cause: { message }, targets: [] });
+      await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: { message }, targets: [] });
     }
   });
   afterAll(async () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startService } from '../helpers/child.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 describe('health, readiness and metrics', () => {
   let app: TestApp;
@@ -40,7 +41,7 @@ describe('health, readiness and metrics', () => {
 
   it('/metrics counts active rollouts per kind from the store and finished ones per final state', async () => {
     const create = () =>
-      app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: {}, cause: {}, targets: [] });
+      app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: {}, targets: [] });
     const { rollout } = await create();
     await create();
     let text = await (await fetch(`${app.baseUrl}/metrics`)).text();

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../src/domain/events.js';
 import { gql } from '../helpers/graphql.js';
 import { startTestApp } from '../helpers/app.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 describe('history across a restart', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-restart-'));
@@ -14,7 +15,7 @@ describe('history across a restart', () => {
     const databaseFile = path.join(dir, 'history.db');
     const first = await startTestApp({ databaseFile });
     const { rollout } = await first.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: { namespaces: ['default'] }, strategy: {}, cause: { actor: 'me' },
+      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: { namespaces: ['default'] }, strategy: defaultStrategy('AGENT_POOL'), cause: { actor: 'me' },
       idempotencyKey: 'run-42', targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
     await first.domain.rollouts.pause(rollout.id, 'before restart');
@@ -32,7 +33,7 @@ describe('history across a restart', () => {
       const [next] = await second.domain.events.append({ type: EventType.AgentRecreated, payload: {} });
       expect(next!.id).toBe(lastId + 1);
       // The idempotency key still finds the same rollout.
-      const again = await second.domain.rollouts.create({ kind: 'AGENT_POOL', fromVersion: null, toVersion: 'a:2', selector: {}, strategy: {}, cause: {}, idempotencyKey: 'run-42', targets: [] });
+      const again = await second.domain.rollouts.create({ kind: 'AGENT_POOL', fromVersion: null, toVersion: 'a:2', selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {}, idempotencyKey: 'run-42', targets: [] });
       expect(again).toMatchObject({ created: false, rollout: { id: rollout.id } });
     } finally {
       await second.close();

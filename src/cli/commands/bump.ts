@@ -13,6 +13,17 @@ import { formatBump, formatRollout } from '../format.js';
 import { BUMP_MUTATIONS, type BumpPayload } from '../operations.js';
 import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
+// The flags' ranges and the documented defaults are the kind contracts' own (limits.ts: no zod on every CLI start),
+// so the CLI refuses what the server would.
+import {
+  AGENT_POOL_RANGES,
+  DEFAULT_MAX_CONCURRENT,
+  DEFAULT_MIN_READY_SECONDS,
+  DEFAULT_PEER_RUNTIME_CLASS,
+  NODE_AGENT_RANGES,
+  STRATEGY_DEFAULTS,
+  VIRTUAL_CLUSTER_RANGES,
+} from '../../domain/kinds/limits.js';
 
 /** Sends a bump; with --wait follows the rollout it started (or found under the idempotency key) to its end. */
 async function runBump(ctx: CliContext, send: Promise<BumpPayload>, options: WaitOptions): Promise<number> {
@@ -41,10 +52,10 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--namespace <ns>', 'only pools in this namespace (repeatable)', flags.repeatable(flags.dnsLabel))
       .option('--pool <ns/name>', 'only this pool, namespace/name or name (repeatable)', flags.repeatable(flags.optionallyNamespacedName))
       .option('--selector <labels>', 'only pools matching this label selector, e.g. env=prod,tier!=edge', flags.labelSelector)
-      .option('--max-unavailable <n|%>', 'pools unavailable or in progress at once, count or percent (server default 1)', flags.countOrPercent)
-      .option('--canary <n>', 'pause after the first N pools until resumed', flags.integer(1, 1_000_000))
-      .option('--progress-deadline <duration>', 'time a pool may take to become Ready (seconds or 10m; server default 600)', flags.duration(1, 86_400))
-      .option('--failure-threshold <n>', 'failed pools that fail the rollout (server default 1)', flags.integer(1, 1_000_000))
+      .option('--max-unavailable <n|%>', `pools unavailable or in progress at once, count or percent (server default ${STRATEGY_DEFAULTS.maxUnavailable})`, flags.countOrPercent)
+      .option('--canary <n>', 'pause after the first N pools until resumed', flags.intIn(AGENT_POOL_RANGES.canary))
+      .option('--progress-deadline <duration>', `time a pool may take to become Ready (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`, flags.durationIn(AGENT_POOL_RANGES.progressDeadlineSeconds))
+      .option('--failure-threshold <n>', `failed pools that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`, flags.intIn(AGENT_POOL_RANGES.failureThreshold))
       .option('--auto-rollback', 'roll changed pools back when the rollout fails')
       .option('--allow-downgrade', 'allow a semver downgrade of the image tag')
       .option('--supersede', 'replace active rollouts of the same pools instead of failing with CONFLICT')
@@ -65,10 +76,10 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .argument('<image>', 'OCI image reference', flags.image)
       .option('--mode <mode>', 'node-by-node or surge (server default node-by-node)', flags.oneOf(['node-by-node', 'surge'], (v) => v.replace(/-/g, '_').toUpperCase()))
       .option('--canary-node-selector <labels>', 'nodes matching this label selector go first', flags.labelSelector)
-      .option('--node-deadline <duration>', 'time a node may take (seconds or 10m; server default 600)', flags.duration(1, 86_400))
-      .option('--min-ready <duration>', 'time the new agent must stay Ready before the node counts as done (server default 0)', flags.duration(0, 86_400))
-      .option('--failure-threshold <n>', 'failed nodes that fail the rollout (server default 1)', flags.integer(1, 1_000_000))
-      .option('--peer-runtime-class <name>', 'runtime class of the peer pods gating each node (server default kata-remote)', flags.dnsSubdomain)
+      .option('--node-deadline <duration>', `time a node may take (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`, flags.durationIn(NODE_AGENT_RANGES.nodeDeadlineSeconds))
+      .option('--min-ready <duration>', `time the new agent must stay Ready before the node counts as done (server default ${DEFAULT_MIN_READY_SECONDS})`, flags.durationIn(NODE_AGENT_RANGES.minReadySeconds))
+      .option('--failure-threshold <n>', `failed nodes that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`, flags.intIn(NODE_AGENT_RANGES.failureThreshold))
+      .option('--peer-runtime-class <name>', `runtime class of the peer pods gating each node (server default ${DEFAULT_PEER_RUNTIME_CLASS})`, flags.dnsSubdomain)
       .option('--dry-run', 'show the plan; change nothing'))
     .action(
       clientAction(io, setExitCode, (ctx, target: string, image: string) => {
@@ -91,9 +102,9 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--controller-manager-env <NAME=VALUE|NAME->', 'set or remove a controller-manager env variable (repeatable)', flags.repeatable(flags.envVar))
       .option('--spec-patch <json>', 'a JSON merge patch of the ClusterVersion spec, for anything else', flags.json)
       .option('--cluster <ns/name>', 'only this VirtualCluster (repeatable; default every cluster using the version)', flags.repeatable(flags.namespacedName))
-      .option('--max-concurrent <n>', 'clusters upgrading at once (server default 1)', flags.integer(1, 10_000))
-      .option('--failure-threshold <n>', 'failed clusters that fail the rollout (server default 1)', flags.integer(1, 1_000_000))
-      .option('--progress-deadline <duration>', 'time one cluster may take (seconds or 10m; server default 600)', flags.duration(1, 86_400))
+      .option('--max-concurrent <n>', `clusters upgrading at once (server default ${DEFAULT_MAX_CONCURRENT})`, flags.intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent))
+      .option('--failure-threshold <n>', `failed clusters that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`, flags.intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold))
+      .option('--progress-deadline <duration>', `time one cluster may take (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`, flags.durationIn(VIRTUAL_CLUSTER_RANGES.progressDeadlineSeconds))
       .option('--dry-run', 'show the plan; change nothing'))
     .action(
       clientAction(io, setExitCode, (ctx, name: string) => {

@@ -95,7 +95,7 @@ export class NodeAgentDriver implements RolloutDriver {
     const gated = gates.some((g) => g.conditionType === PEER_PODS_READY);
     const container = agentContainerName(ds);
     if (!container) throw new NotFoundError(`DaemonSet ${ds.metadata?.namespace}/${ds.metadata?.name} has no container`);
-    const strategy = nodeAgentStrategyOf(rollout.strategy);
+    const strategy = nodeAgentStrategyOf(rollout);
     const original = parseStrategy(annotations[ORIGINAL_STRATEGY_ANNOTATION]) ?? ds.spec?.updateStrategy ?? { type: 'RollingUpdate' };
     const wantGate = original.type === 'OnDelete';
     const ours = annotations[GATE_ADDED_ANNOTATION] === 'true';
@@ -129,7 +129,7 @@ export class NodeAgentDriver implements RolloutDriver {
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     const { namespace, name } = nodeAgentSelectorOf(rollout);
-    const { mode } = nodeAgentStrategyOf(rollout.strategy);
+    const { mode } = nodeAgentStrategyOf(rollout);
     // The cache is enough to see that the DaemonSet is already under this rollout (the common case); a stale or
     // missing view only costs a read and an idempotent patch.
     const underRollout = (d: V1DaemonSet | undefined) =>
@@ -157,7 +157,7 @@ export class NodeAgentDriver implements RolloutDriver {
 
   async observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation> {
     const { namespace, name } = nodeAgentSelectorOf(rollout);
-    const { minReadySeconds } = nodeAgentStrategyOf(rollout.strategy);
+    const { minReadySeconds } = nodeAgentStrategyOf(rollout);
     const ds = this.o.cache.daemonSet(namespace, name);
     if (!ds) return { phase: 'failed', reason: `DaemonSet ${namespace}/${name} not found` };
     const changedBehind = changedOutside(ds, rollout);

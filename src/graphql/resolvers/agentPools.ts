@@ -13,6 +13,8 @@ import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import { eventEdge } from './mappers.js';
+import { bumpAgentImageInput } from '../../domain/kinds/agentPool.js';
+import { parseInput } from '../../domain/kinds/strategy.js';
 
 function pools(ctx: GraphQLContext): AgentPoolQueries {
   if (!ctx.domain.agentPools) throw new NotImplementedError('agent pools (no agent-pool controller runs in this rollplane)');
@@ -77,7 +79,11 @@ export const agentPoolsResolvers: Resolvers = {
   },
 
   Mutation: {
-    bumpAgentImage: (_, args, ctx) => bumpAgentImage(ctx.domain, pools(ctx), args.input),
+    // Validated before anything else: bad input is BAD_USER_INPUT even where no agent-pool controller runs.
+    bumpAgentImage: (_, args, ctx) => {
+      const input = parseInput(bumpAgentImageInput, args.input);
+      return bumpAgentImage(ctx.domain, pools(ctx), input);
+    },
   },
 
   AgentPool: {

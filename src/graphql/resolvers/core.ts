@@ -22,6 +22,8 @@ import {
   targetDurationSeconds,
 } from './mappers.js';
 import { DateTime, JSONScalar } from './scalars.js';
+import { rollbackInput } from '../../domain/kinds/cause.js';
+import { parseInput } from '../../domain/kinds/strategy.js';
 
 const MAX_ID_LENGTH = 200;
 
@@ -158,10 +160,11 @@ export const coreResolvers: Resolvers = {
     abortRollout: (_, args, ctx) =>
       ctx.domain.rollouts.abort(requireId(args.id), optionalText(args.reason)),
     rollbackRollout: async (_, args, ctx) => {
-      const cause = args.input?.cause ?? undefined;
-      const result = await ctx.domain.engine.rollback(requireId(args.id), {
-        ...(cause ? { cause: causeFrom(cause) } : {}),
-        idempotencyKey: optionalText(args.input?.idempotencyKey) ?? null,
+      const id = requireId(args.id);
+      const input = parseInput(rollbackInput, args.input ?? {});
+      const result = await ctx.domain.engine.rollback(id, {
+        ...(input.cause ? { cause: causeFrom(input.cause) } : {}),
+        idempotencyKey: input.idempotencyKey ?? null,
       });
       return result.rollout;
     },

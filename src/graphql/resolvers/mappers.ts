@@ -17,18 +17,19 @@ export function eventEdge(event: StoredEvent) {
   return { cursor: String(event.id), node: eventToGraphQL(event) };
 }
 
+/** The typed strategy (defaults already filled in by the kind's contract) → `RolloutStrategy`. */
 export function strategyToGraphQL(rollout: Rollout) {
-  const s = rollout.strategy as Record<string, unknown>;
-  const num = (key: string) => (typeof s[key] === 'number' ? (s[key] as number) : null);
+  const s = rollout.strategy;
+  const nodeAgent = s.kind === 'NODE_AGENT' ? s : undefined;
   return {
-    maxUnavailable: typeof s.maxUnavailable === 'string' ? s.maxUnavailable : s.maxUnavailable != null ? String(s.maxUnavailable) : null,
-    maxConcurrent: num('maxConcurrent'),
-    canary: num('canary'),
-    progressDeadlineSeconds: num('progressDeadlineSeconds') ?? 600,
-    failureThreshold: num('failureThreshold') ?? 1,
-    autoRollback: s.autoRollback === true,
-    mode: typeof s.mode === 'string' ? s.mode : null,
-    minReadySeconds: num('minReadySeconds'),
+    maxUnavailable: s.maxUnavailable ?? null,
+    maxConcurrent: s.maxConcurrent ?? null,
+    canary: s.canary ?? null,
+    progressDeadlineSeconds: s.progressDeadlineSeconds,
+    failureThreshold: s.failureThreshold,
+    autoRollback: s.autoRollback,
+    mode: nodeAgent?.mode ?? null,
+    minReadySeconds: nodeAgent?.minReadySeconds ?? null,
   };
 }
 

@@ -7,6 +7,8 @@ import {
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
+import { bumpNodeAgentImageInput } from '../../domain/kinds/nodeAgent.js';
+import { parseInput } from '../../domain/kinds/strategy.js';
 
 function nodeAgents(ctx: GraphQLContext): NodeAgentQueries {
   if (!ctx.domain.nodeAgents) throw new NotImplementedError('node agent sets (no node-agent controller runs in this rollplane)');
@@ -34,6 +36,6 @@ export const nodeAgentsResolvers: Resolvers = {
       nodeAgents(ctx).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
   },
   Mutation: {
-    bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, args.input),
+    bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, parseInput(bumpNodeAgentImageInput, args.input)),
   },
 };

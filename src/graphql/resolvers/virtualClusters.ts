@@ -12,6 +12,8 @@ import {
 } from '../../domain/virtualClusters.js';
 import { ValidationError } from '../../errors.js';
 import type { Resolvers } from '../generated/resolvers.js';
+import { bumpClusterVersionInput } from '../../domain/kinds/virtualCluster.js';
+import { parseInput } from '../../domain/kinds/strategy.js';
 import { clusterUpgradeToGraphQL, eventEdge } from './mappers.js';
 
 function checkName(value: unknown, field: string): string {
@@ -36,7 +38,7 @@ export const virtualClustersResolvers: Resolvers = {
   },
 
   Mutation: {
-    bumpClusterVersion: (_, args, ctx) => bumpClusterVersion(ctx.domain, args.input),
+    bumpClusterVersion: (_, args, ctx) => bumpClusterVersion(ctx.domain, parseInput(bumpClusterVersionInput, args.input)),
   },
 
   VirtualCluster: {

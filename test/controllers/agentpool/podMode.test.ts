@@ -5,13 +5,14 @@ import { safeAgentName } from '../../../src/sim/behaviour/upstream/vmDhcpChart.j
 import type { AdmittedTarget } from '../../../src/domain/ports.js';
 import type { Rollout } from '../../../src/domain/RolloutService.js';
 import { AGENT_NS, condition, startHarness, type Harness } from './harness.js';
+import { defaultStrategy } from '../../../src/domain/kinds/index.js';
 
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 
 function rollout(id = 'ro_test'): Rollout {
   const now = new Date();
   return {
-    id, kind: 'AGENT_POOL', state: 'PROGRESSING', fromVersion: null, toVersion: NEW, selector: {}, strategy: {}, cause: {},
+    id, kind: 'AGENT_POOL', state: 'PROGRESSING', fromVersion: null, toVersion: NEW, selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {},
     idempotencyKey: null, rollbackOfId: null, message: null, engineState: {}, createdAt: now, updatedAt: now, startedAt: now, finishedAt: null,
   } as Rollout;
 }

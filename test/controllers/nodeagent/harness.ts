@@ -10,6 +10,8 @@ import type { Domain } from '../../../src/domain/Domain.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
 import { InFlightChanges } from '../../../src/domain/InFlightChanges.js';
+import { bumpNodeAgentImageInput } from '../../../src/domain/kinds/nodeAgent.js';
+import { parseInput } from '../../../src/domain/kinds/strategy.js';
 import { bumpNodeAgentImage, type BumpNodeAgentImageInput } from '../../../src/domain/nodeAgents.js';
 import { RolloutEngine } from '../../../src/domain/RolloutEngine.js';
 import { RolloutLauncher } from '../../../src/domain/RolloutLauncher.js';
@@ -132,7 +134,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     },
     async bump(input) {
       const domain = { nodeAgents: service!.runtime.queries, launcher: service!.launcher } as unknown as Domain;
-      const result = await bumpNodeAgentImage(domain, { namespace: DS_NS, name: DS_NAME, image: NEW_IMAGE, ...input });
+      const result = await bumpNodeAgentImage(domain, parseInput(bumpNodeAgentImageInput, { namespace: DS_NS, name: DS_NAME, image: NEW_IMAGE, ...input }));
       return result.rollout;
     },
     waitFor,

@@ -8,6 +8,7 @@ import { resolveEnv } from '../../../src/controllers/nodeagent/agentEnv.js';
 import { ErrorCode } from '../../../src/errors.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { DS_NS, startHarness, type Harness } from './harness.js';
+import { nodeAgentStrategyOf } from '../../../src/domain/nodeAgents.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -52,7 +53,7 @@ describe('peer runtime class beside the cloud-api-adaptor chart', () => {
       else cm.data.RUNTIMECLASS_NAME = value;
       harness.sim.store.update(cms, cm);
     };
-    const planned = async (input: object = {}) => (await harness.bump({ dryRun: true, ...input })).strategy.peerRuntimeClass;
+    const planned = async (input: object = {}) => nodeAgentStrategyOf(await harness.bump({ dryRun: true, ...input })).peerRuntimeClass;
 
     // The chart's value (kata-remote) wins over rollplane's configured default.
     expect(await planned()).toBe('kata-remote');

@@ -4,6 +4,7 @@ import type { Rollout } from '../../../src/domain/RolloutService.js';
 import { clusterSpecVersion, type ClusterVersionChange } from '../../../src/domain/virtualClusters.js';
 import { Resources } from '../../../src/sim/store/resources.js';
 import { CV_NAME, startHarness, type Harness } from './harness.js';
+import { defaultStrategy } from '../../../src/domain/kinds/index.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -31,7 +32,7 @@ function rolloutFor(h: Harness, edit: (spec: any) => void, extra: Partial<Rollou
     fromVersion: change.previousVersion,
     toVersion: change.desiredVersion,
     selector: { clusterVersion: CV_NAME },
-    strategy: { maxConcurrent: 1, clusterVersionChange: change },
+    strategy: { ...defaultStrategy('VIRTUAL_CLUSTER'), maxConcurrent: 1, clusterVersionChange: change },
     cause: {},
     idempotencyKey: null,
     rollbackOfId: null,

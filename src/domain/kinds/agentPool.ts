@@ -1,0 +1,86 @@
+/**
+ * The AGENT_POOL rollout kind's contract: a target is one IPPool (`namespace/name`) whose DHCP agent runs the image;
+ * the input is `BumpAgentImageInput`; the strategy is the shared one (ADR 0023).
+ */
+import { z } from 'zod';
+import { launchInputFields } from './cause.js';
+import {
+  baseStrategyStored,
+  labelSelectorInput,
+  imageReferenceInput,
+  intIn,
+  maxUnavailableInput,
+  normalizeMaxUnavailable,
+  STRATEGY_DEFAULTS,
+  withoutUndefined,
+  type BaseStrategy,
+} from './strategy.js';
+import { AGENT_POOL_RANGES } from './limits.js';
+
+export { AGENT_POOL_RANGES } from './limits.js';
+
+export const AGENT_POOL = 'AGENT_POOL' as const;
+
+export interface AgentPoolStrategy extends BaseStrategy {
+  kind: typeof AGENT_POOL;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+function poolName(name: string): boolean {
+  const parts = name.split('/');
+  return parts.length === 1 ? DNS_SUBDOMAIN.test(parts[0]!) : parts.length === 2 && DNS_LABEL.test(parts[0]!) && DNS_SUBDOMAIN.test(parts[1]!);
+}
+
+/** Which pools (`pools`), stored as the rollout's selector; empty lists and an empty selector mean "no condition". */
+export const poolSelectionInput = z
+  .object({
+    namespaces: z
+      .array(z.string().refine((ns) => DNS_LABEL.test(ns), { error: (issue) => `"${String(issue.input).slice(0, 80)}" is not a valid namespace name` }))
+      .nullish(),
+    names: z.array(z.string().refine(poolName, { error: (issue) => `"${String(issue.input).slice(0, 80)}" must be "namespace/name" or "name"` })).nullish(),
+    labelSelector: labelSelectorInput.nullish(),
+  })
+  .transform((s) => ({
+    ...(s.namespaces?.length ? { namespaces: [...s.namespaces] } : {}),
+    ...(s.names?.length ? { names: [...s.names] } : {}),
+    ...(s.labelSelector ? { labelSelector: s.labelSelector } : {}),
+  }));
+export type PoolSelection = z.output<typeof poolSelectionInput>;
+
+/** `AgentRolloutStrategyInput` → the stored strategy, every default filled in here. */
+export const agentPoolStrategyInput = z
+  .object({
+    maxUnavailable: maxUnavailableInput.nullish(),
+    canary: intIn(AGENT_POOL_RANGES.canary).nullish(),
+    progressDeadlineSeconds: intIn(AGENT_POOL_RANGES.progressDeadlineSeconds).nullish(),
+    failureThreshold: intIn(AGENT_POOL_RANGES.failureThreshold).nullish(),
+    autoRollback: z.boolean().nullish(),
+  })
+  .nullish()
+  .transform(
+    (s): AgentPoolStrategy => ({
+      kind: AGENT_POOL,
+      maxUnavailable: normalizeMaxUnavailable(s?.maxUnavailable ?? STRATEGY_DEFAULTS.maxUnavailable) ?? STRATEGY_DEFAULTS.maxUnavailable,
+      ...(s?.canary != null ? { canary: s.canary } : {}),
+      progressDeadlineSeconds: s?.progressDeadlineSeconds ?? STRATEGY_DEFAULTS.progressDeadlineSeconds,
+      failureThreshold: s?.failureThreshold ?? STRATEGY_DEFAULTS.failureThreshold,
+      autoRollback: s?.autoRollback === true,
+    }),
+  );
+
+/** `bumpAgentImage(input:)`, validated; the image is trimmed (a pasted reference often ends in a newline). */
+export const bumpAgentImageInput = z.object({
+  image: z.string().trim().pipe(imageReferenceInput),
+  pools: poolSelectionInput.nullish().transform((s) => s ?? {}),
+  strategy: agentPoolStrategyInput,
+  ...launchInputFields,
+  allowDowngrade: z.boolean().nullish(),
+  supersede: z.boolean().nullish(),
+});
+export type BumpAgentImageInput = z.input<typeof bumpAgentImageInput>;
+export type BumpAgentImageRequest = z.output<typeof bumpAgentImageInput>;
+
+/** A stored AGENT_POOL strategy (JSON of any age) → the typed strategy with defaults. */
+export const agentPoolStrategyStored = z.object(baseStrategyStored).transform((s): AgentPoolStrategy => ({ kind: AGENT_POOL, ...withoutUndefined(s) }));

@@ -1,0 +1,115 @@
+/**
+ * What every rollout kind's strategy shares (ADR 0023): the fields the engine reads, their defaults, and the one set
+ * of validators every kind's input schema is built from. A kind's strategy extends `BaseStrategy`
+ * (`src/domain/kinds/<kind>.ts`); nothing reads a strategy by string key.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../../errors.js';
+import { parseImageReference } from '../../util/imageReference.js';
+import { parseLabelSelector } from '../labelSelector.js';
+import { integerReason, parseMaxUnavailable, STRATEGY_DEFAULTS, type IntRange } from './limits.js';
+
+export { integerReason, normalizeMaxUnavailable, parseMaxUnavailable, STRATEGY_DEFAULTS, type IntRange } from './limits.js';
+
+/**
+ * The fields the engine reads. `maxUnavailable`, `maxConcurrent` and `canary` are stored as the user gave them (absent
+ * when not given) because the API shows them back that way; the engine resolves them with `admissionLimit`.
+ */
+export interface BaseStrategy {
+  /** Count (`"3"`) or percentage (`"25%"`) of the changing targets in progress at once. */
+  maxUnavailable?: string;
+  /** A fixed number of targets in progress at once; wins over maxUnavailable when present. */
+  maxConcurrent?: number;
+  /** Pause after this many targets until resumed. */
+  canary?: number;
+  progressDeadlineSeconds: number;
+  failureThreshold: number;
+  autoRollback: boolean;
+  /** Set on a rollback rollout (its strategy is the original's, without canary or auto-rollback). */
+  rollback?: boolean;
+}
+
+/** A zod integer field within `range`, with rollplane's message. */
+export function intIn(range: IntRange) {
+  return z.number().superRefine((value, ctx) => {
+    const reason = integerReason(value, range);
+    if (reason) ctx.addIssue({ code: 'custom', message: reason });
+  });
+}
+
+/** Kubernetes' reading of maxUnavailable against the number of targets: percentages round down, at least 1. */
+export function resolveMaxUnavailable(value: string | undefined, total: number, field = 'strategy.maxUnavailable'): number {
+  const parsed = parseMaxUnavailable(value ?? STRATEGY_DEFAULTS.maxUnavailable);
+  if ('reason' in parsed) throw new ValidationError(field, parsed.reason);
+  return 'count' in parsed ? parsed.count : Math.max(1, Math.floor((total * parsed.percent) / 100));
+}
+
+/** How many targets may be in progress at once: maxConcurrent when present, else maxUnavailable of `changing`. */
+export function admissionLimit(strategy: BaseStrategy, changing: number): number {
+  return strategy.maxConcurrent ?? resolveMaxUnavailable(strategy.maxUnavailable, Math.max(1, changing));
+}
+
+/** A zod maxUnavailable input field: validated and stored trimmed. */
+export const maxUnavailableInput = z.string().superRefine((value, ctx) => {
+  const parsed = parseMaxUnavailable(value);
+  if ('reason' in parsed) ctx.addIssue({ code: 'custom', message: parsed.reason });
+});
+
+/**
+ * A zod string field checked by one of the domain's throwing parsers (image references, label selectors): its
+ * ValidationError's reason becomes the issue, so the message is the parser's own.
+ */
+export function checkedBy(parse: (value: string, field: string) => unknown) {
+  return z.string().superRefine((value, ctx) => {
+    try {
+      parse(value, 'value');
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      ctx.addIssue({ code: 'custom', message: error.message.slice('value: '.length) });
+    }
+  });
+}
+
+/** A label selector field (`kubectl -l` form); empty means "no condition". */
+export const labelSelectorInput = checkedBy((value, field) => (value === '' ? [] : parseLabelSelector(value, field)));
+
+/** An image reference field (the OCI grammar of `src/util/imageReference.ts`, with its messages). */
+export const imageReferenceInput = checkedBy(parseImageReference);
+
+/**
+ * The stored shape of the shared fields: rows written before a field existed get its default; a value of the wrong
+ * type (hand-edited row) also falls back to the default rather than stopping the engine.
+ */
+export const baseStrategyStored = {
+  maxUnavailable: z.union([z.string(), z.number().transform(String)]).optional().catch(undefined),
+  maxConcurrent: z.number().int().positive().optional().catch(undefined),
+  canary: z.number().int().positive().optional().catch(undefined),
+  progressDeadlineSeconds: z.number().int().positive().catch(STRATEGY_DEFAULTS.progressDeadlineSeconds).default(STRATEGY_DEFAULTS.progressDeadlineSeconds),
+  failureThreshold: z.number().int().nonnegative().catch(STRATEGY_DEFAULTS.failureThreshold).default(STRATEGY_DEFAULTS.failureThreshold),
+  autoRollback: z.boolean().catch(STRATEGY_DEFAULTS.autoRollback).default(STRATEGY_DEFAULTS.autoRollback),
+  rollback: z.boolean().optional().catch(undefined),
+};
+
+/** Drops absent optional fields, so that a parsed strategy looks like the one planned (`toEqual` and JSON alike). */
+export function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** A rollback's strategy: the original's, without its canary and never rolling itself back. */
+export function rollbackStrategyOf<S extends BaseStrategy>(original: S): S {
+  const { canary: _canary, ...rest } = original;
+  return { ...rest, autoRollback: false, rollback: true } as S;
+}
+
+/**
+ * Parses `value` with `schema`; the first problem becomes a ValidationError naming the field (`input.strategy.canary`,
+ * `input.pools.names[0]`) with the schema's message. Issues come in the schema's field order.
+ */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown, prefix = 'input'): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  let field = prefix;
+  for (const key of issue.path) field += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  throw new ValidationError(field, issue.message);
+}

@@ -1,0 +1,135 @@
+/**
+ * The VIRTUAL_CLUSTER rollout kind's contract: a target is one VirtualCluster (`namespace/name`) upgraded to a
+ * ClusterVersion spec; the rollout carries the spec change in its strategy. The input is `BumpClusterVersionInput`
+ * (ADR 0023). What depends on the cluster (the ClusterVersion's containers, the clusters using it) is checked when
+ * planning, in `src/domain/virtualClusters.ts`.
+ */
+import { z } from 'zod';
+import { launchInputFields } from './cause.js';
+import { baseStrategyStored, imageReferenceInput, intIn, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from './strategy.js';
+import { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
+
+export { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
+
+export const VIRTUAL_CLUSTER = 'VIRTUAL_CLUSTER' as const;
+/**
+ * What a VIRTUAL_CLUSTER rollout carries in its strategy, written at planning time: the driver applies `desiredSpec`
+ * before the first admission, and a rollback (strategy copied, `rollbackOfId` set) re-applies `previousSpec`.
+ */
+export interface ClusterVersionChange {
+  name: string;
+  previousSpec: Record<string, unknown>;
+  previousVersion: string;
+  previousResourceVersion: string;
+  desiredSpec: Record<string, unknown>;
+  desiredVersion: string;
+}
+
+export interface VirtualClusterStrategy extends BaseStrategy {
+  kind: typeof VIRTUAL_CLUSTER;
+  maxConcurrent: number;
+  /** Absent only in a row nobody planned (the driver refuses it). */
+  clusterVersionChange?: ClusterVersionChange;
+}
+
+export const COMPONENTS = ['apiServer', 'controllerManager', 'etcd'] as const;
+export type ComponentKey = (typeof COMPONENTS)[number];
+export const ETCD_REFUSED =
+  'etcd changes are refused: a partial upgrade never touches etcd (etcd reloads its certificates itself, and etcd upgrades are out of scope)';
+const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+const CLUSTER_REF = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/;
+
+/** `namespace/name` of a VirtualCluster, or undefined. */
+export function parseClusterRef(text: string): { namespace: string; name: string } | undefined {
+  const match = CLUSTER_REF.exec(text);
+  return match ? { namespace: match[1]!, name: match[3]! } : undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const componentChangeInput = z
+  .object({
+    image: imageReferenceInput.nullish(),
+    args: z.array(z.string()).nullish(),
+    env: z
+      .array(
+        z.object({
+          name: z.string().refine((name) => ENV_NAME.test(name), { error: (issue) => `"${String(issue.input).slice(0, 80)}" is not a valid environment variable name` }),
+          value: z.string().nullish(),
+        }),
+      )
+      .nullish(),
+  })
+  .refine((c) => c.image != null || c.args != null || c.env != null, { error: 'give at least one of image, args or env' });
+export type ComponentChange = z.output<typeof componentChangeInput>;
+
+/** A JSON merge patch of the ClusterVersion spec: an object of known components, never etcd. */
+const specPatchInput = z.unknown().superRefine((patch, ctx) => {
+  if (patch == null) return;
+  if (!isObject(patch)) {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object (a merge patch of the ClusterVersion spec)' });
+    return;
+  }
+  for (const key of Object.keys(patch)) {
+    if (key === 'etcd') ctx.addIssue({ code: 'custom', path: [key], message: ETCD_REFUSED });
+    else if (!(COMPONENTS as readonly string[]).includes(key)) {
+      ctx.addIssue({ code: 'custom', path: [key], message: 'unknown component; a ClusterVersion spec has apiServer, controllerManager and etcd' });
+    }
+  }
+});
+
+const clustersInput = z
+  .array(z.string().refine((text) => parseClusterRef(text) !== undefined, { error: (issue) => `"${String(issue.input).slice(0, 80)}" is not namespace/name` }))
+  .superRefine((clusters, ctx) => {
+    if (clusters.length === 0) ctx.addIssue({ code: 'custom', message: 'give at least one cluster, or omit it for every cluster using the version' });
+    else if (clusters.length > MAX_CLUSTERS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_CLUSTERS} clusters` });
+  });
+
+/** `bumpClusterVersion(input:)`, validated, defaults filled in. The fields are checked in this order. */
+export const bumpClusterVersionInput = z
+  .object({
+    clusterVersion: z.string().min(1, { error: 'is required' }),
+    maxConcurrent: intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent).nullish().transform((v) => v ?? DEFAULT_MAX_CONCURRENT),
+    failureThreshold: intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
+    progressDeadlineSeconds: intIn(VIRTUAL_CLUSTER_RANGES.progressDeadlineSeconds).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.progressDeadlineSeconds),
+    specPatch: specPatchInput.optional(),
+    apiServer: componentChangeInput.nullish(),
+    controllerManager: componentChangeInput.nullish(),
+    clusters: clustersInput.nullish(),
+    ...launchInputFields,
+  })
+  .refine((input) => input.apiServer != null || input.controllerManager != null || input.specPatch != null, {
+    error: 'nothing to change: give apiServer, controllerManager or specPatch',
+  });
+export type BumpClusterVersionInput = z.input<typeof bumpClusterVersionInput>;
+export type BumpClusterVersionRequest = z.output<typeof bumpClusterVersionInput>;
+
+/** The strategy of a planned ClusterVersion change. */
+export function virtualClusterStrategy(input: BumpClusterVersionRequest, change: ClusterVersionChange): VirtualClusterStrategy {
+  return {
+    kind: VIRTUAL_CLUSTER,
+    maxConcurrent: input.maxConcurrent,
+    failureThreshold: input.failureThreshold,
+    progressDeadlineSeconds: input.progressDeadlineSeconds,
+    autoRollback: STRATEGY_DEFAULTS.autoRollback,
+    clusterVersionChange: change,
+  };
+}
+
+const clusterVersionChangeStored = z.object({
+  name: z.string(),
+  previousSpec: z.record(z.string(), z.unknown()),
+  previousVersion: z.string(),
+  previousResourceVersion: z.string(),
+  desiredSpec: z.record(z.string(), z.unknown()),
+  desiredVersion: z.string(),
+});
+
+/** A stored VIRTUAL_CLUSTER strategy (JSON of any age) → the typed strategy with defaults. */
+export const virtualClusterStrategyStored = z
+  .object({
+    ...baseStrategyStored,
+    maxConcurrent: z.number().int().positive().catch(DEFAULT_MAX_CONCURRENT),
+    clusterVersionChange: clusterVersionChangeStored.optional().catch(undefined),
+  })
+  .transform((s): VirtualClusterStrategy => ({ ...withoutUndefined(s), kind: VIRTUAL_CLUSTER }));
