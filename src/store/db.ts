@@ -71,14 +71,15 @@ export async function openDatabase(url: string): Promise<Database> {
  */
 async function openPostgresDatabase(url: string): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
-  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }] = await Promise.all([
+  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { CONNECT_TIMEOUT_MS }] = await Promise.all([
     import('@prisma/adapter-pg'),
     import('./generated-pg/client.js'),
     import('./postgres/open.js'),
     import('./postgres/PgEventNotifier.js'),
+    import('./postgres/pool.js'),
   ]);
   const { store, migrations } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
-  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE }) }) as unknown as PrismaClient;
+  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) }) as unknown as PrismaClient;
   try {
     await prisma.$connect();
   } catch (error) {

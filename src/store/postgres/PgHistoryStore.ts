@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { EventType, type EventFilter, type NewEvent, type StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
+import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
 import type { HistoryReads, HistoryStore, HistoryTx, InFlightRow, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
@@ -32,11 +33,7 @@ function isRetriable(error: unknown): boolean {
 }
 
 /** The database is unreachable, shutting down or refusing connections: UNAVAILABLE, not an internal error. */
-export function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(String((error as Error)?.message));
-  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code);
-}
+const isConnectionError = isDatabaseUnreachable;
 
 function unavailable(error: unknown): unknown {
   return isConnectionError(error) ? new UnavailableError(`the history database is unreachable: ${(error as Error).message}`, { cause: error }) : error;
@@ -326,7 +323,8 @@ export class PgHistoryStore implements HistoryStore {
         [HOLDER, isoOf(new Date())],
       );
     } catch (error) {
-      throw new UnavailableError(`the database cannot be written: ${(error as Error).message}`, { cause: error });
+      const what = isConnectionError(error) ? 'reached' : 'written';
+      throw new UnavailableError(`the database cannot be ${what}: ${(error as Error).message}`, { cause: error });
     }
   }
 
