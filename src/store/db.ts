@@ -43,9 +43,14 @@ export interface SqliteDatabase extends Database {
   file: string;
 }
 
-/** Connections per replica for the history port's pool, and for Prisma's; see deploy notes in ADR 20. */
-const PG_POOL_SIZE = 10;
-const PG_PRISMA_POOL_SIZE = 5;
+/**
+ * A replica's PostgreSQL connections (`connection_limit` in DATABASE_URL, default 15, see databaseUrl.ts): a third for
+ * Prisma (tokens, audit, jobs, some listings), the rest for the history port, which carries the hot path.
+ */
+export function pgPoolSizes(connectionLimit: number): { history: number; prisma: number } {
+  const prisma = Math.max(1, Math.floor(connectionLimit / 3));
+  return { history: connectionLimit - prisma, prisma };
+}
 
 /** SQLite's wait for a lock held by another connection (the Prisma adapter's or a second process) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -62,14 +67,14 @@ export function sqlitePathFromUrl(url: string): string {
 /** Opens the store DATABASE_URL names: `file:` → SQLite, `postgresql://` → PostgreSQL (see databaseUrl.ts). */
 export async function openDatabase(url: string): Promise<Database> {
   const target = parseDatabaseUrl(url);
-  return target.provider === 'sqlite' ? openSqliteDatabase(url) : openPostgresDatabase(target.url);
+  return target.provider === 'sqlite' ? openSqliteDatabase(url) : openPostgresDatabase(target.url, pgPoolSizes(target.connectionLimit));
 }
 
 /**
  * PostgreSQL: the history port's pool (applying the committed migrations first; one replica applies them, the others
  * wait), then Prisma through @prisma/adapter-pg with the PostgreSQL client, cast once to the SQLite client's type.
  */
-async function openPostgresDatabase(url: string): Promise<Database> {
+async function openPostgresDatabase(url: string, pools: { history: number; prisma: number }): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
   const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { CONNECT_TIMEOUT_MS }] = await Promise.all([
     import('@prisma/adapter-pg'),
@@ -78,8 +83,8 @@ async function openPostgresDatabase(url: string): Promise<Database> {
     import('./postgres/PgEventNotifier.js'),
     import('./postgres/pool.js'),
   ]);
-  const { store, migrations } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
-  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) }) as unknown as PrismaClient;
+  const { store, migrations } = await openPgHistoryStore(url, { poolSize: pools.history });
+  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: pools.prisma, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) }) as unknown as PrismaClient;
   try {
     await prisma.$connect();
   } catch (error) {
