@@ -30,8 +30,9 @@ export interface Database {
   /**
    * Calls `wake` whenever events may have been committed by another process (PostgreSQL: LISTEN/NOTIFY on a dedicated
    * connection, on every reconnect, and every few seconds as a safety net). SQLite: never; one process writes.
+   * `onReconnected` (PostgreSQL): that connection listens again after it was lost, i.e. the database is back.
    */
-  watchEvents(wake: () => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
+  watchEvents(wake: () => void, onError?: (error: Error) => void, onReconnected?: () => void): Promise<{ stop(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -99,8 +100,8 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
     location: redactDatabaseUrl(url),
     migrations,
     isOpen: () => open,
-    async watchEvents(wake, onError) {
-      const notifier = new PgEventNotifier(url, wake, onError);
+    async watchEvents(wake, onError, onReconnected) {
+      const notifier = new PgEventNotifier(url, wake, onError, onReconnected);
       await notifier.start();
       return notifier;
     },

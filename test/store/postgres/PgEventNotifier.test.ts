@@ -12,21 +12,29 @@ import { until } from '../../helpers/until.js';
 interface Replica {
   db: Database;
   events: EventLog;
+  /** Times the LISTEN connection came back after it was lost (app.ts resyncs the controllers then). */
+  reconnects: number;
   stop(): Promise<void>;
 }
 
 async function replica(url: string): Promise<Replica> {
   const db = await openDatabase(url);
   const events = new EventLog(db.store, new InProcessEventBus(), { publishFromStore: true });
-  const watcher = await db.watchEvents(() => void events.catchUp());
-  return {
+  const replica: Replica = {
     db,
     events,
+    reconnects: 0,
     async stop() {
       await watcher.stop();
       await db.close();
     },
   };
+  const watcher = await db.watchEvents(
+    () => void events.catchUp(),
+    () => {},
+    () => replica.reconnects++,
+  );
+  return replica;
 }
 
 /** Reads a stream in the background, as a subscriber would. */
@@ -80,7 +88,9 @@ describeWithPostgres('a replica that loses its LISTEN connection', (server) => {
     expect(await listeners()).toBe(0);
 
     await server().admin(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`);
+    expect([writer.reconnects, reader.reconnects]).toEqual([0, 0]);
     await until('the listeners to reconnect', async () => (await listeners()) === 2);
+    await until('both replicas to report the database back', () => writer.reconnects === 1 && reader.reconnects === 1);
     await until('the reader to catch up', () => subscriber.seen.length >= 40);
     // Live again after the reconnect.
     await append(10, 'after');
