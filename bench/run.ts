@@ -21,6 +21,7 @@ const BENCHMARKS: Record<string, string> = {
   'node-agent': `nodeAgent${ext}`,
   api: `api${ext}`,
   feed: `feed${ext}`,
+  'cross-replica': `crossReplica${ext}`,
 };
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 if (names.length === 0) {

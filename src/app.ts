@@ -91,9 +91,12 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
   const rollouts = new RolloutService(db.store, events);
   // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only).
+  // Set once the controllers exist (below): what to do when PostgreSQL is reachable again after an outage.
+  let onDatabaseBack = () => {};
   const watcher = await db.watchEvents(
     () => void events.catchUp(),
     (error) => logger.warn({ err: error }, 'the event notification connection failed; reconnecting'),
+    () => onDatabaseBack(),
   );
   cleanups.push(() => watcher.stop());
   const tokens = new TokenService(db.tokens);
@@ -141,6 +144,11 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   host.onTargetChanged((kind, namespace, name) => engine.targetChanged(kind, namespace, name));
   // Views of rollouts cached while not leading may be stale: another leader may have moved them on.
   manager.onStartedLeading(() => engine.forgetViews());
+  // During a database outage every reconcile failed and backed off (up to a minute): resume at once when it is back.
+  onDatabaseBack = () => {
+    logger.info('the database is reachable again: resyncing the controllers');
+    manager.resync();
+  };
   // User actions (pause, resume, abort) are state changes in the store; the engine reacts to them at once.
   bus.subscribe((event) => {
     if (event.type !== 'RolloutStateChanged' || !event.rolloutId) return;

@@ -153,6 +153,17 @@ export class Controller {
     if (this.run) source.resync((key) => this.run?.queue.add(key));
   }
 
+  /**
+   * Queues every key its sources list, now, also those waiting out a back-off (they run at once; one that succeeds is
+   * forgotten by the rate limiter). For when a shared dependency is back after an outage that made every key fail and
+   * back off, up to a minute each. Ignored while stopped.
+   */
+  resync(): void {
+    const run = this.run;
+    if (!run) return;
+    for (const s of this.sources) s.resync((key) => run.queue.add(key));
+  }
+
   /** Enqueues a key (or request); ignored while stopped — sources resync on the next start. */
   enqueue(request: Request | string): void {
     this.run?.queue.add(typeof request === 'string' ? request : keyOf(request));

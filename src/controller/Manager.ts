@@ -109,6 +109,11 @@ export class Manager {
     }
   }
 
+  /** Resyncs every running controller (Controller.resync): a dependency they all share is back. */
+  resync(): void {
+    for (const controller of this.controllers) controller.resync();
+  }
+
   snapshots(): ControllerSnapshot[] {
     return this.controllers.map((c) => c.snapshot());
   }

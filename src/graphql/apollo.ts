@@ -10,7 +10,7 @@ import { sendBody } from '../http/responseBody.js';
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
-import { errorCodeOf, formatError } from './errors.js';
+import { clientErrorOf, errorCodeOf, formatError } from './errors.js';
 import { rootFieldsOf } from './operationFields.js';
 
 export interface ApolloHandlerOptions {
@@ -88,6 +88,13 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     try {
       principal = await options.authenticate(req);
     } catch (error) {
+      const refusal = clientErrorOf(error);
+      if (refusal?.code === ErrorCode.Unavailable) {
+        // The token cannot be checked while the database is down: 503 (retry later), not a 500.
+        options.logger.warn({ err: error }, 'cannot authenticate a request: the database cannot be reached');
+        res.setHeader('retry-after', '5');
+        return sendError(res, 503, refusal.message, ErrorCode.Unavailable);
+      }
       if (!isAppError(error) || error.code !== ErrorCode.Unauthenticated) throw error;
       // Counted, not audited: an unauthenticated caller must not be able to write rows (see operationAudit.ts).
       options.metrics.requestsRefused.inc({ reason: 'unauthenticated', transport: 'http' });

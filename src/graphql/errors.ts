@@ -2,6 +2,10 @@ import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { AppError, ErrorCode, isAppError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { isDatabaseUnreachable } from '../util/databaseUnreachable.js';
+
+/** What a client is told while the database cannot be reached: nothing was changed, retry later. */
+export const DATABASE_UNREACHABLE_MESSAGE = 'the database cannot be reached right now (see /readyz); nothing was changed, retry later';
 
 /**
  * The one place where errors become GraphQL errors. AppErrors keep their message and code (plus details such as the
@@ -29,6 +33,15 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, lo
     // (CJS for Apollo, ESM elsewhere) and instanceof fails across the two.
     const status = (original.extensions?.http as { status?: number } | undefined)?.status;
     return { ...formatted, extensions: { code: status !== undefined && status >= 400 && status < 500 ? 'BAD_REQUEST' : ErrorCode.BadUserInput } };
+  }
+  if (isDatabaseUnreachable(original)) {
+    // A down or restarting database is an outage, not a bug: logged once per request as a warning, answered UNAVAILABLE.
+    logger.warn({ err: original, path: formatted.path }, 'the database cannot be reached');
+    return {
+      message: DATABASE_UNREACHABLE_MESSAGE,
+      ...(formatted.path ? { path: formatted.path } : {}),
+      extensions: { code: ErrorCode.Unavailable },
+    };
   }
   if (isStorageFailure(original)) {
     logger.error({ err: original, path: formatted.path }, 'the database cannot be written');
@@ -61,6 +74,17 @@ export function formatGraphQLErrors(errors: readonly GraphQLError[], logger: Log
 }
 
 export { AppError };
+
+/**
+ * For failures outside GraphQL execution (authenticating a request or a WebSocket before any operation runs): the
+ * AppError the client should get — the error itself, UNAVAILABLE for an unreachable database — or undefined for an
+ * internal error.
+ */
+export function clientErrorOf(error: unknown): AppError | undefined {
+  if (isAppError(error)) return error;
+  if (isDatabaseUnreachable(error)) return new AppError(ErrorCode.Unavailable, DATABASE_UNREACHABLE_MESSAGE, { cause: error });
+  return undefined;
+}
 
 /** SQLite's (or the Prisma adapter's rendering of) "cannot write": disk full, read-only file or volume, I/O error. */
 function isStorageFailure(error: unknown): boolean {

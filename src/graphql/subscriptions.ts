@@ -12,7 +12,7 @@ import { hostRefusal, webSocketOriginRefusal, type OriginPolicy } from '../http/
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
-import { errorCodeOf, formatGraphQLErrors } from './errors.js';
+import { clientErrorOf, errorCodeOf, formatGraphQLErrors } from './errors.js';
 import { FEED_TARGET, SubscriptionFanOut, type FeedExecutionArgs } from './fanOut.js';
 import { callerKey, guardOperation, type GuardOptions } from './guard.js';
 import { ReplaySlots } from './replaySlots.js';
@@ -42,6 +42,8 @@ export interface SubscriptionServerOptions {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Close code for a client over a connection or subscription cap (4429, as graphql-ws uses 4xxx for its own refusals). */
 export const CLOSE_TOO_MANY = 4429;
+/** RFC 6455 1013 "Try Again Later": the server cannot serve the connection now (its database is unreachable). */
+export const CLOSE_TRY_AGAIN_LATER = 1013;
 /** WebSockets one address may hold open before they send connection_init (graphql-ws closes them after 3 s anyway). */
 const MAX_UNAUTHENTICATED_PER_ADDRESS = 32;
 /**
@@ -151,6 +153,12 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           if (isAppError(error) && error.code === ErrorCode.Unauthenticated) {
             metrics.requestsRefused.inc({ reason: 'unauthenticated', transport: 'ws' });
             ctx.extra.socket.close(CloseCode.Forbidden, `Forbidden: ${error.message}`.slice(0, 120));
+            return false;
+          }
+          if (clientErrorOf(error)?.code === ErrorCode.Unavailable) {
+            // The token cannot be checked while the database is down: 1013 Try Again Later, not 4500 Internal Error.
+            logger.warn({ err: error }, 'cannot authenticate a WebSocket: the database cannot be reached');
+            ctx.extra.socket.close(CLOSE_TRY_AGAIN_LATER, 'Try again later: the database cannot be reached');
             return false;
           }
           throw error;

@@ -38,8 +38,9 @@ export interface Database {
   /**
    * Calls `wake` whenever events may have been committed by another process (PostgreSQL: LISTEN/NOTIFY on a dedicated
    * connection, on every reconnect, and every few seconds as a safety net). SQLite: never; one process writes.
+   * `onReconnected` (PostgreSQL): that connection listens again after it was lost, i.e. the database is back.
    */
-  watchEvents(wake: () => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
+  watchEvents(wake: () => void, onError?: (error: Error) => void, onReconnected?: () => void): Promise<{ stop(): Promise<void> }>;
   /**
    * A rate limit whose buckets every replica shares (PostgreSQL: a row per caller, store/postgres/PgRateLimiter.ts).
    * Absent on SQLite: one process, so the in-process limiter is the whole deployment's.
@@ -56,9 +57,14 @@ export interface SqliteDatabase extends Database {
   file: string;
 }
 
-/** Connections per replica for the history port's pool, and for Prisma's; see deploy notes in ADR 20. */
-const PG_POOL_SIZE = 10;
-const PG_PRISMA_POOL_SIZE = 5;
+/**
+ * A replica's PostgreSQL connections (`connection_limit` in DATABASE_URL, default 15, see databaseUrl.ts): a third for
+ * Prisma (tokens, audit, jobs, some listings), the rest for the history port, which carries the hot path.
+ */
+export function pgPoolSizes(connectionLimit: number): { history: number; prisma: number } {
+  const prisma = Math.max(1, Math.floor(connectionLimit / 3));
+  return { history: connectionLimit - prisma, prisma };
+}
 
 /** SQLite's wait for a lock held by another connection (the Prisma adapter's or a second process) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -75,25 +81,26 @@ export function sqlitePathFromUrl(url: string): string {
 /** Opens the store DATABASE_URL names: `file:` → SQLite, `postgresql://` → PostgreSQL (see databaseUrl.ts). */
 export async function openDatabase(url: string): Promise<Database> {
   const target = parseDatabaseUrl(url);
-  return target.provider === 'sqlite' ? openSqliteDatabase(url) : openPostgresDatabase(target.url);
+  return target.provider === 'sqlite' ? openSqliteDatabase(url) : openPostgresDatabase(target.url, pgPoolSizes(target.connectionLimit));
 }
 
 /**
  * PostgreSQL: the history port's pool (applying the committed migrations first; one replica applies them, the others
  * wait), then Prisma through @prisma/adapter-pg with the PostgreSQL client, cast once to the SQLite client's type.
  */
-async function openPostgresDatabase(url: string): Promise<Database> {
+async function openPostgresDatabase(url: string, pools: { history: number; prisma: number }): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
-  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }] = await Promise.all([
+  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { CONNECT_TIMEOUT_MS }] = await Promise.all([
     import('@prisma/adapter-pg'),
     import('./generated-pg/client.js'),
     import('./postgres/open.js'),
     import('./postgres/PgEventNotifier.js'),
     import('./postgres/PgRateLimiter.js'),
+    import('./postgres/pool.js'),
   ]);
   const [{ PgTokenStore }, { PgAuditStore }] = await Promise.all([import('./postgres/PgTokenStore.js'), import('./postgres/PgAuditStore.js')]);
-  const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: PG_POOL_SIZE });
-  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: PG_PRISMA_POOL_SIZE }) }) as unknown as PrismaClient;
+  const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: pools.history });
+  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: pools.prisma, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) }) as unknown as PrismaClient;
   try {
     await prisma.$connect();
   } catch (error) {
@@ -110,8 +117,8 @@ async function openPostgresDatabase(url: string): Promise<Database> {
     location: redactDatabaseUrl(url),
     migrations,
     isOpen: () => open,
-    async watchEvents(wake, onError) {
-      const notifier = new PgEventNotifier(url, wake, onError);
+    async watchEvents(wake, onError, onReconnected) {
+      const notifier = new PgEventNotifier(url, wake, onError, onReconnected);
       await notifier.start();
       return notifier;
     },

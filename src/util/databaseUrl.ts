@@ -5,7 +5,16 @@ import path from 'node:path';
  * `postgres://…`) → PostgreSQL. Anything else is refused with a reason. Used by loadConfig (to fail at start with a
  * clear message) and by openDatabase.
  */
-export type DatabaseTarget = { provider: 'sqlite'; file: string } | { provider: 'postgresql'; url: string };
+export type DatabaseTarget = { provider: 'sqlite'; file: string } | { provider: 'postgresql'; url: string; connectionLimit: number };
+
+/**
+ * Connections one replica opens to PostgreSQL (besides its one LISTEN connection) unless the URL says
+ * `?connection_limit=N` (the parameter name Prisma documents for the same purpose): two thirds for the history port's
+ * pool, one third for Prisma's. See deploy/ha/README.md.
+ */
+export const DEFAULT_CONNECTION_LIMIT = 15;
+const MIN_CONNECTION_LIMIT = 3;
+const MAX_CONNECTION_LIMIT = 500;
 
 export class DatabaseUrlError extends Error {}
 
@@ -32,7 +41,18 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
     if (parsed.pathname.length <= 1) {
       throw new DatabaseUrlError(`a postgresql:// URL needs a database name, such as postgresql://user:password@host:5432/rollplane (got "${redactDatabaseUrl(url)}")`);
     }
-    return { provider: 'postgresql', url };
+    const limit = parsed.searchParams.get('connection_limit');
+    let connectionLimit = DEFAULT_CONNECTION_LIMIT;
+    if (limit !== null) {
+      connectionLimit = Number(limit);
+      if (!/^\d+$/.test(limit) || connectionLimit < MIN_CONNECTION_LIMIT || connectionLimit > MAX_CONNECTION_LIMIT) {
+        throw new DatabaseUrlError(`connection_limit must be a whole number from ${MIN_CONNECTION_LIMIT} to ${MAX_CONNECTION_LIMIT} (got "${limit}")`);
+      }
+      // rollplane's setting, not the driver's: taken out so that no driver reads it as one of its own.
+      parsed.searchParams.delete('connection_limit');
+      url = parsed.toString();
+    }
+    return { provider: 'postgresql', url, connectionLimit };
   }
   throw new DatabaseUrlError(
     `must be a SQLite file: URL such as file:./data/rollplane.db or a PostgreSQL URL such as postgresql://user:password@host:5432/rollplane (got "${redactDatabaseUrl(url)}")`,

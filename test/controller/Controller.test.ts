@@ -260,3 +260,31 @@ describe('Controller', () => {
     await c.stop();
   });
 });
+
+describe('Controller.resync', () => {
+  it('runs every key its sources list at once, also one waiting out a back-off, and then forgets its failures', async () => {
+    const clock = new FakeClock();
+    let down = true;
+    const r = scripted(() => {
+      if (down) throw new Error('database unreachable');
+    });
+    const c = newController(r, clock);
+    c.watch({ resync: (enqueue) => ['a', 'b'].forEach(enqueue) });
+    c.start();
+    await flushMicrotasks();
+    expect(r.calls).toEqual(['a', 'b']);
+    // Both failed and wait for their back-off; nothing runs without time passing.
+    await flushMicrotasks();
+    expect(r.calls).toEqual(['a', 'b']);
+    expect(c.snapshot().retries).toEqual({ a: 1, b: 1 });
+    down = false;
+    c.resync();
+    await flushMicrotasks();
+    expect(r.calls).toEqual(['a', 'b', 'a', 'b']);
+    expect(c.snapshot().retries).toEqual({});
+    await c.stop();
+    c.resync(); // stopped: ignored
+    await flushMicrotasks();
+    expect(r.calls).toHaveLength(4);
+  });
+});

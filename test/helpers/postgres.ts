@@ -63,6 +63,12 @@ export interface PostgresServer {
   createDatabase(name?: string): Promise<string>;
   /** Runs SQL as the superuser on the `postgres` database. */
   admin<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<T>>;
+  /**
+   * Shuts the server down (`pg_ctl stop -m <mode>`; `fast` disconnects every client and aborts their transactions)
+   * but keeps its data directory and port, for fault tests; `restart` brings it back on both.
+   */
+  shutDown(mode?: 'fast' | 'immediate'): Promise<void>;
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -108,9 +114,8 @@ export async function startPostgres(bin: PostgresBinaries): Promise<PostgresServ
   }
   // A free port can be taken between the probe and the server's bind: try a few.
   let port = 0;
-  for (let attempt = 1; ; attempt++) {
-    port = await freePort();
-    const options = [
+  const serverOptions = () =>
+    [
       `-p ${port}`,
       '-c listen_addresses=127.0.0.1',
       "-c unix_socket_directories=''", // TCP only: no socket path to share or to quote
@@ -119,8 +124,11 @@ export async function startPostgres(bin: PostgresBinaries): Promise<PostgresServ
       '-c full_page_writes=off',
       '-c timezone=UTC',
     ].join(' ');
+  const startServer = () => as(bin.pgCtl, ['-D', data, '-l', log, '-w', '-t', '60', '-o', serverOptions(), 'start']);
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
     try {
-      await as(bin.pgCtl, ['-D', data, '-l', log, '-w', '-t', '60', '-o', options, 'start']);
+      await startServer();
       break;
     } catch (error) {
       if (attempt >= 3) {
@@ -132,6 +140,8 @@ export async function startPostgres(bin: PostgresBinaries): Promise<PostgresServ
   }
   const adminUrl = `postgresql://postgres@127.0.0.1:${port}/postgres`;
   const adminPool = new pg.Pool({ connectionString: adminUrl, max: 2 });
+  // Idle connections dropped by shutDown() are reported here; unhandled, the EventEmitter would throw them.
+  adminPool.on('error', () => {});
   let stopped = false;
   return {
     adminUrl,
@@ -141,6 +151,13 @@ export async function startPostgres(bin: PostgresBinaries): Promise<PostgresServ
       return `postgresql://postgres@127.0.0.1:${port}/${name}`;
     },
     admin: (text, params) => adminPool.query(text, params),
+    async shutDown(mode = 'fast') {
+      await as(bin.pgCtl, ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']);
+    },
+    async restart() {
+      // The port was free while the server was down: another process may have taken it, which fails here, loudly.
+      await startServer();
+    },
     async stop() {
       if (stopped) return;
       stopped = true;

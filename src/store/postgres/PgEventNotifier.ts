@@ -21,11 +21,15 @@ export class PgEventNotifier {
   private delay = RECONNECT_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private readonly poll: NodeJS.Timeout;
+  /** The connection was lost (or could not be made) since the last one listened. */
+  private lost = false;
 
   constructor(
     private readonly url: string,
     private readonly wake: (payload?: string) => void,
     private readonly onError: (error: Error) => void = () => {},
+    /** Called when the connection listens again after it was lost: the database was unreachable and is back. */
+    private readonly onReconnected: () => void = () => {},
     /** Another channel (token revocations): `wake` then receives each notification's payload. */
     private readonly channel: string = EVENTS_CHANNEL,
   ) {
@@ -63,10 +67,15 @@ export class PgEventNotifier {
     this.delay = RECONNECT_MIN_MS;
     // Anything committed while this replica was not listening.
     this.wake();
+    if (this.lost) {
+      this.lost = false;
+      this.onReconnected();
+    }
   }
 
   private reconnect(client: pg.Client): void {
     if (this.stopped || this.reconnectTimer || (this.client && this.client !== client)) return;
+    this.lost = true;
     this.client = undefined;
     client.removeAllListeners('end');
     void client.end().catch(() => undefined);

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { EventType, type EventFilter, type NewEvent, type StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
+import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
 import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type { CoveredTarget, HistoryReads, HistoryStore, HistoryTx, IdempotencyRecord, InFlightRow, RevisionEntry, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
@@ -33,14 +34,8 @@ function isRetriable(error: unknown): boolean {
 }
 
 /** The database is unreachable, shutting down or refusing connections: UNAVAILABLE, not an internal error. */
-export function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(String((error as Error)?.message));
-  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code);
-}
-
 function unavailable(error: unknown): unknown {
-  return isConnectionError(error) ? new UnavailableError(`the history database is unreachable: ${(error as Error).message}`, { cause: error }) : error;
+  return isDatabaseUnreachable(error) ? new UnavailableError(`the history database is unreachable: ${(error as Error).message}`, { cause: error }) : error;
 }
 
 type EventRow = Omit<StoredEvent, 'payload' | 'type' | 'kind'> & { payload: string; type: string; kind: string | null };
@@ -325,7 +320,7 @@ export class PgHistoryStore implements HistoryStore {
         afterCommit?.(result);
         return result;
       } catch (error) {
-        if (isConnectionError(error)) {
+        if (isDatabaseUnreachable(error)) {
           broken = error as Error;
           throw unavailable(error);
         }
@@ -349,7 +344,8 @@ export class PgHistoryStore implements HistoryStore {
         [HOLDER, isoOf(new Date())],
       );
     } catch (error) {
-      throw new UnavailableError(`the database cannot be written: ${(error as Error).message}`, { cause: error });
+      const what = isDatabaseUnreachable(error) ? 'reached' : 'written';
+      throw new UnavailableError(`the database cannot be ${what}: ${(error as Error).message}`, { cause: error });
     }
   }
 

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { TokenRow, TokenStore } from '../../auth/TokenStore.js';
 import { UnavailableError } from '../../errors.js';
 import { PgEventNotifier } from './PgEventNotifier.js';
-import { isConnectionError } from './PgHistoryStore.js';
+import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { isoOf } from './pool.js';
 
 /** The channel a revocation is announced on; the payload is the token id. */
@@ -24,7 +24,7 @@ export class PgTokenStore implements TokenStore {
     try {
       return (await this.pool.query<TokenRow>(text, params)).rows;
     } catch (error) {
-      if (isConnectionError(error)) throw new UnavailableError(`the token store is unreachable: ${(error as Error).message}`, { cause: error });
+      if (isDatabaseUnreachable(error)) throw new UnavailableError(`the token store is unreachable: ${(error as Error).message}`, { cause: error });
       throw error;
     }
   }
@@ -79,7 +79,7 @@ export class PgTokenStore implements TokenStore {
   }
 
   async watchRevocations(listener: (tokenId: string | undefined) => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }> {
-    const notifier = new PgEventNotifier(this.url, listener, onError, REVOCATIONS_CHANNEL);
+    const notifier = new PgEventNotifier(this.url, listener, onError, undefined, REVOCATIONS_CHANNEL);
     await notifier.start();
     return notifier;
   }

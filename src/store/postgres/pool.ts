@@ -10,13 +10,19 @@ import pg from 'pg';
 const TIMESTAMP_OID = 1114;
 const INT8_OID = 20;
 
+/** How long a query waits to get a connection (a new one, or a free one from the pool) before failing UNAVAILABLE. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 const parseUtcTimestamp = (text: string) => new Date(`${text.replace(' ', 'T')}Z`);
 
 export function historyPool(url: string, max = 10): pg.Pool {
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: url,
     max,
     keepAlive: true,
+    // Without a bound, a connection attempt to an unreachable host (a partition rather than a refusal) waits for the
+    // OS, minutes, and so does every request behind it; this also bounds the wait for a free pooled connection.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
         if (oid === TIMESTAMP_OID) return parseUtcTimestamp;
@@ -25,6 +31,11 @@ export function historyPool(url: string, max = 10): pg.Pool {
       }) as typeof pg.types.getTypeParser,
     },
   });
+  // An idle connection that the server drops (a restart, a failover, an idle timeout on a proxy) is reported here;
+  // without a listener the EventEmitter throws it and the process dies. The pool has already discarded that client,
+  // and the next query opens a new connection or fails with UNAVAILABLE.
+  pool.on('error', () => {});
+  return pool;
 }
 
 export function isoOf(date: Date): string;
