@@ -57,7 +57,7 @@ describe('RolloutEngine', () => {
     rollouts = new RolloutService(db.prisma, db.store, log);
     now = Date.parse('2026-11-30T00:00:00Z');
     engine = new RolloutEngine(rollouts, logger, { now: () => now });
-    launcher = new RolloutLauncher(db.prisma, rollouts, () => {});
+    launcher = new RolloutLauncher(db.prisma, rollouts);
     engine.connect(() => {}, launcher);
     driver = new FakeDriver(2);
     engine.registerDriver(driver);
