@@ -95,7 +95,7 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
       res.setHeader('www-authenticate', 'Bearer realm="rollplane"');
       return sendError(res, 401, error.message, ErrorCode.Unauthenticated);
     }
-    let body: unknown = undefined;
+    let body: unknown;
     if (req.method === 'POST') {
       let raw: string;
       try {

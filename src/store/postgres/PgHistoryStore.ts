@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { EventType, type EventFilter, type NewEvent, type StoredEvent } from '../../domain/events.js';
+import type { EventType, EventFilter, NewEvent, StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
 import type { HistoryReads, HistoryStore, HistoryTx, InFlightRow, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
