@@ -21,6 +21,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startInlineSim, startSimChild } from './simChild.js';
@@ -172,4 +173,5 @@ export async function run(): Promise<RunResult[]> {
   return results;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await run();
+// A path, not a URL: the URL percent-encodes a space (or any other special character) in the checkout's path.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();

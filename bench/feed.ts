@@ -82,7 +82,11 @@ function startClients(job: FeedJob): { child: ChildProcess; ready: Promise<void>
   const lines = createInterface({ input: child.stdout! });
   const queue: string[] = [];
   let waiter: ((line: string) => void) | undefined;
-  lines.on('line', (line) => (waiter ? (waiter(line), (waiter = undefined)) : queue.push(line)));
+  lines.on('line', (line) => {
+    if (!waiter) return void queue.push(line);
+    waiter(line);
+    waiter = undefined;
+  });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`feed clients exited ${code}`))));
   const nextLine = () => Promise.race([queue.length ? Promise.resolve(queue.shift()!) : new Promise<string>((resolve) => (waiter = resolve)), exited]);
   return {

@@ -12,6 +12,7 @@ import { writeResult } from './results.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator } from '../src/sim/index.js';
 import type { ApiRequestInfo, KubeObject } from '../src/sim/types.js';
@@ -147,4 +148,5 @@ async function runOnce(nodes: number, mode: string): Promise<NodeAgentBenchResul
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await run();
+// A path, not a URL: the URL percent-encodes a space (or any other special character) in the checkout's path.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();

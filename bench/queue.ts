@@ -98,7 +98,7 @@ async function delayed(keys: string[]): Promise<void> {
   const q = new WorkQueue({ name: 'bench-delayed' });
   // The queue's timers are unref'd (they never keep a process alive on their own); this one does, meanwhile.
   const keepAlive = setInterval(() => {}, 1000);
-  keys.forEach((k, i) => q.addAfter(k, 1 + ((i * 7919) % 20)));
+  for (const [i, k] of keys.entries()) q.addAfter(k, 1 + ((i * 7919) % 20));
   for (let n = 0; n < keys.length; n++) {
     const k = q.tryGet() ?? (await q.get());
     if (k === undefined) throw new Error('queue shut down');

@@ -299,7 +299,7 @@ async function watchEventsPerSecond(): Promise<BenchRow> {
     let ready!: () => void;
     const readyP = new Promise<void>((r) => (ready = r));
     const resultP = worker<{ total: number; at: number }>(
-      { mode: 'watch', url: sim.url, path: '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=' + sim.store.currentRevision(), connections: watchers, expected: events },
+      { mode: 'watch', url: sim.url, path: `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${sim.store.currentRevision()}`, connections: watchers, expected: events },
       () => ready(),
     );
     await readyP;
@@ -336,7 +336,7 @@ async function rssChild(): Promise<void> {
   const running = sim.store.list(Resources.pods).filter((p) => p.status?.phase === 'Running').length;
   (globalThis as { gc?: () => void }).gc?.();
   const mem = process.memoryUsage();
-  process.stdout.write(JSON.stringify({ rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, pods: sim.store.count(Resources.pods), running }) + '\n');
+  process.stdout.write(`${JSON.stringify({ rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, pods: sim.store.count(Resources.pods), running })}\n`);
   await sim.stop();
 }
 

@@ -9,6 +9,8 @@
  * `npm run bench -- sim-behaviour`.
  */
 import { loadavg } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startBehaviour, zeroDelays } from '../src/sim/behaviour/index.js';
 import { agentPod, AGENT_NAMESPACE, applyFleet, nodeIp } from '../src/sim/fleet.js';
 import { MemoryStore } from '../src/sim/store/MemoryStore.js';
@@ -110,4 +112,5 @@ export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number 
   return { rows, rssMb, pods };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await run();
+// A path, not a URL: the URL percent-encodes a space (or any other special character) in the checkout's path.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();

@@ -1,22 +1,22 @@
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import type { Domain } from './domain/Domain.js';
+import { reactToRolloutEvents } from './domain/engineReactions.js';
 import { InProcessEventBus, type EventBus } from './domain/EventBus.js';
 import { EventLog } from './domain/EventLog.js';
 import { InFlightChanges } from './domain/InFlightChanges.js';
-import { ROLLOUT_KINDS } from './domain/events.js';
 import { RolloutEngine } from './domain/RolloutEngine.js';
-import { ACTIVE_ROLLOUT_STATES, isTerminal, type RolloutState } from './domain/rolloutStates.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
-import { createApolloHandler, sendError } from './graphql/apollo.js';
+import { createApolloHandler } from './graphql/apollo.js';
 import type { GraphQLContext } from './graphql/context.js';
 import { buildSchema } from './graphql/schema.js';
 import { startSubscriptionServer } from './graphql/subscriptions.js';
-import { writeReadiness, type ReadinessCheck } from './http/health.js';
+import type { ReadinessCheck } from './http/health.js';
+import { attachRoutes } from './http/router.js';
 import { createUiHandler } from './ui/serveUi.js';
 import { Manager } from './controller/Manager.js';
 import { setupRolloutKinds } from './controllers/index.js';
@@ -24,7 +24,7 @@ import { RolloutControllerHost } from './controllers/RolloutControllerHost.js';
 import { createKubeClients } from './kube/index.js';
 import { connectKubernetes, type KubeConnection } from './kubeConnection.js';
 import { createLogger, type Logger } from './log.js';
-import { createMetrics, type AppMetrics } from './metrics.js';
+import { countActiveRollouts, countHistoryEvents, createMetrics, type AppMetrics } from './metrics.js';
 import { openDatabase, type Database } from './store/db.js';
 import { VERSION } from './version.js';
 import { CallerRateLimiter } from './auth/CallerRateLimiter.js';
@@ -32,19 +32,11 @@ import { ANONYMOUS, type Principal } from './auth/roles.js';
 import { TokenService } from './auth/TokenService.js';
 import { AuditLog } from './domain/AuditLog.js';
 import { guardPlugin } from './graphql/guardPlugin.js';
-import { applyCors } from './http/cors.js';
 import { bootstrapAdminToken } from './auth/bootstrap.js';
-import { hostRefusal, type OriginPolicy } from './http/originPolicy.js';
+import type { OriginPolicy } from './http/originPolicy.js';
 
 const GRAPHQL_PATH = '/graphql';
 const AUDIT_PRUNE_INTERVAL_MS = 3600_000;
-
-const CLIENT_GONE_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END', 'ERR_STREAM_PREMATURE_CLOSE']);
-
-function isClientGone(error: unknown, req: IncomingMessage, res: ServerResponse): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return (typeof code === 'string' && CLIENT_GONE_CODES.has(code)) || req.destroyed || res.destroyed;
-}
 
 export interface App {
   /** `http://host:port/graphql` with the real port. */
@@ -86,7 +78,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   cleanups.push(() => kube.stop());
 
   const bus = new InProcessEventBus();
-  bus.subscribe((event) => metrics.eventsAppended.inc({ type: event.type }));
+  countHistoryEvents(metrics, bus);
   // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
   const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
   const rollouts = new RolloutService(db.store, events);
@@ -112,7 +104,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   auditPruner.unref();
   cleanups.push(async () => clearInterval(auditPruner));
   const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
-  const launcher = new RolloutLauncher(rollouts, (id) => engine.enqueue(id));
+  const launcher = new RolloutLauncher(rollouts);
 
   const clients = createKubeClients({
     mode: kube.mode,
@@ -129,7 +121,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   // The engine runs on the controller runtime: one key per rollout id, re-evaluated on every change.
   const rolloutController = manager.controller({
     name: 'rollouts',
-    workers: 4,
+    workers: config.rollouts.workers,
     reconciler: { reconcile: (request, signal) => engine.reconcile(request.name, signal) },
   });
   rolloutController.watch({
@@ -149,18 +141,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     logger.info('the database is reachable again: resyncing the controllers');
     manager.resync();
   };
-  // User actions (pause, resume, abort) are state changes in the store; the engine reacts to them at once.
-  bus.subscribe((event) => {
-    if (event.type !== 'RolloutStateChanged' || !event.rolloutId) return;
-    engine.enqueue(event.rolloutId);
-    const to = String(event.payload.to);
-    if (event.kind && isTerminal(to as RolloutState)) metrics.rolloutsFinished.inc({ kind: event.kind, state: to });
-  });
-  // Counted from the store at scrape time, so the gauge is right after a restart too.
-  const activeCollector = async () => {
-    const counts = await Promise.all(ROLLOUT_KINDS.map((kind) => db.store.read.countRollouts({ kind, states: ACTIVE_ROLLOUT_STATES })));
-    ROLLOUT_KINDS.forEach((kind, i) => metrics.rolloutsActive.set({ kind }, counts[i]!));
-  };
+  reactToRolloutEvents(bus, engine);
 
   const domain: Domain = {
     facts: { version: VERSION, kubeMode: config.kube.mode, startedAt: new Date() },
@@ -250,52 +231,19 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const ui = createUiHandler({ graphqlPath: GRAPHQL_PATH });
 
   let shuttingDown = false;
-  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    route(req, res).catch((error) => {
-      // A client that went away mid-response is routine (a closed tab, a CI job cancelled): not an error of ours.
-      if (isClientGone(error, req, res)) logger.debug({ err: error, url: req.url }, 'client went away mid-request');
-      else logger.error({ err: error, url: req.url }, 'request failed');
-      if (!res.headersSent && !res.destroyed) sendError(res, 500, 'internal error; see the server log', 'INTERNAL_SERVER_ERROR');
-      else res.destroy();
-    });
+  attachRoutes(httpServer, {
+    graphqlPath: GRAPHQL_PATH,
+    graphql: handle,
+    ui,
+    readiness,
+    isShuttingDown: () => shuttingDown,
+    metrics,
+    beforeScrape: async () => {
+      if (db.isOpen()) await countActiveRollouts(metrics, db.store.read);
+    },
+    originPolicy,
+    logger,
   });
-  // Malformed requests and resets before a request exists: answer 400 when possible, never log a stack for them.
-  httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-    logger.debug({ err: error }, 'client connection error');
-    if (socket.writable && error.code !== 'ECONNRESET' && error.code !== 'EPIPE') socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
-    else socket.destroy();
-  });
-
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // No response of ours is meant to be sniffed into another type (a JSON error rendered as HTML, say).
-    res.setHeader('x-content-type-options', 'nosniff');
-    const refusedHost = hostRefusal(req, originPolicy);
-    if (refusedHost) {
-      metrics.requestsRefused.inc({ reason: 'host', transport: 'http' });
-      return sendError(res, 421, refusedHost, 'BAD_REQUEST');
-    }
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    // The web UI (`/`, `/ui/*`) and, for a browser navigating to /graphql, the GraphQL playground.
-    if (ui.handles(req, url)) return ui.handle(req, res, url);
-    if (applyCors(req, res, config.corsOrigins)) return;
-    switch (url.pathname) {
-      case GRAPHQL_PATH:
-        return handle(req, res, url.search);
-      case '/healthz':
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(JSON.stringify({ status: 'ok' }));
-        return;
-      case '/readyz':
-        return writeReadiness(res, readiness, shuttingDown);
-      case '/metrics':
-        if (db.isOpen()) await activeCollector().catch((error: unknown) => logger.warn({ err: error }, 'cannot count active rollouts'));
-        res.setHeader('content-type', metrics.registry.contentType);
-        res.end(await metrics.registry.metrics());
-        return;
-      default:
-        sendError(res, 404, `no route for ${url.pathname}`, 'NOT_FOUND');
-    }
-  }
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);

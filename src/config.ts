@@ -32,6 +32,11 @@ export interface Config {
   };
   /** Run the reconcilers and the rollout engine in this process (off: an API-only replica). */
   readonly controllers: boolean;
+  /** The rollout engine's work queue. */
+  readonly rollouts: {
+    /** Rollouts reconciled at once (one rollout never by two workers). */
+    readonly workers: number;
+  };
   readonly leaderElection: {
     readonly enabled: boolean;
     readonly namespace: string;
@@ -148,6 +153,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ROLLPLANE_KUBE_QPS', flag: '--kube-qps', default: '50', description: 'Client-side rate limit for all Kubernetes API calls (requests/s)' },
   { env: 'ROLLPLANE_KUBE_BURST', flag: '--kube-burst', default: '100', description: 'Burst allowed above the QPS limit' },
   { env: 'ROLLPLANE_CONTROLLERS', flag: '--controllers', default: 'on', description: '`off` runs an API-only replica: no reconcilers and no rollout engine (rollouts wait for a replica that runs them)' },
+  { env: 'ROLLPLANE_ROLLOUT_WORKERS', flag: '--rollout-workers', default: '4', description: 'Rollouts the engine reconciles at once (one rollout is never reconciled by two workers)' },
   { env: 'ROLLPLANE_LEADER_ELECT', flag: '--leader-elect', default: 'true', description: 'Run reconcilers only on the replica holding the leader Lease (`false` for a single replica without Lease RBAC)' },
   { env: 'ROLLPLANE_LEASE_NAMESPACE', flag: '--lease-namespace', default: 'rollplane-system', description: 'Namespace of the leader election Lease' },
   { env: 'ROLLPLANE_LEASE_NAME', flag: '--lease-name', default: 'rollplane-controller', description: 'Name of the leader election Lease' },
@@ -295,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const qps = integer('ROLLPLANE_KUBE_QPS', read('ROLLPLANE_KUBE_QPS') ?? '50', 1, 100_000);
   const burst = integer('ROLLPLANE_KUBE_BURST', read('ROLLPLANE_KUBE_BURST') ?? '100', 1, 100_000);
   const controllers = oneOf('ROLLPLANE_CONTROLLERS', read('ROLLPLANE_CONTROLLERS') ?? 'on', ['on', 'off']) === 'on';
+  const rolloutWorkers = integer('ROLLPLANE_ROLLOUT_WORKERS', read('ROLLPLANE_ROLLOUT_WORKERS') ?? '4', 1, 256);
   const leaderElect = oneOf('ROLLPLANE_LEADER_ELECT', read('ROLLPLANE_LEADER_ELECT') ?? 'true', ['true', 'false']) === 'true';
   const leaseNamespace = read('ROLLPLANE_LEASE_NAMESPACE') ?? 'rollplane-system';
   const leaseName = read('ROLLPLANE_LEASE_NAME') ?? 'rollplane-controller';
@@ -427,6 +434,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     logFormat,
     kube: { mode, ...(mode === 'kubeconfig' ? { kubeconfigPath } : {}), qps, burst },
     controllers,
+    rollouts: { workers: rolloutWorkers },
     leaderElection: { enabled: leaderElect, namespace: leaseNamespace, name: leaseName, leaseDurationMs, renewDeadlineMs, retryPeriodMs },
     agentPools,
     nodeAgents,

@@ -1,4 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EventBus } from './domain/EventBus.js';
+import { EventType, ROLLOUT_KINDS } from './domain/events.js';
+import { ACTIVE_ROLLOUT_STATES, isTerminal, type RolloutState } from './domain/rolloutStates.js';
+import type { HistoryReads } from './store/port.js';
 
 /**
  * One Prometheus registry per app instance (never prom-client's global one), so that several servers in one test
@@ -106,4 +110,23 @@ export type Transport = 'http' | 'ws';
 export function countOperation(metrics: AppMetrics, type: string, fields: readonly string[], result: string, transport: Transport): void {
   for (const field of fields.length > 0 ? fields : ['(none)']) metrics.graphqlOperations.inc({ field, type, result, transport });
   if (result === 'RATE_LIMITED') metrics.requestsRefused.inc({ reason: 'rate_limited', transport });
+}
+
+/** Counts committed history events, and rollouts reaching a final state, as the bus publishes them. Returns the unsubscribe function. */
+export function countHistoryEvents(metrics: AppMetrics, bus: EventBus): () => void {
+  return bus.subscribe((event) => {
+    metrics.eventsAppended.inc({ type: event.type });
+    if (event.type !== EventType.RolloutStateChanged || !event.kind) return;
+    const to = String(event.payload.to);
+    if (isTerminal(to as RolloutState)) metrics.rolloutsFinished.inc({ kind: event.kind, state: to });
+  });
+}
+
+/**
+ * Sets `rollplane_rollouts_active` from the store. Called at scrape time rather than kept from events, so the gauge is
+ * right after a restart and counts rollouts started through other replicas too.
+ */
+export async function countActiveRollouts(metrics: AppMetrics, reads: Pick<HistoryReads, 'countRollouts'>): Promise<void> {
+  const counts = await Promise.all(ROLLOUT_KINDS.map((kind) => reads.countRollouts({ kind, states: ACTIVE_ROLLOUT_STATES })));
+  for (const [i, kind] of ROLLOUT_KINDS.entries()) metrics.rolloutsActive.set({ kind }, counts[i] ?? 0);
 }

@@ -1,11 +1,11 @@
-import { loadConfig } from './config.js';
+import { type Config, loadConfig } from './config.js';
 import { isAppError } from './errors.js';
-import { startApp } from './app.js';
+import { type App, startApp } from './app.js';
 import { createLogger } from './log.js';
 
 /** `rollplane serve` / `npm start`: load configuration, start, and shut down cleanly on SIGTERM or SIGINT. */
 export async function serve(argv: readonly string[]): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig(process.env, argv, { isTty: process.stdout.isTTY === true });
   } catch (error) {
@@ -13,7 +13,7 @@ export async function serve(argv: readonly string[]): Promise<void> {
     process.exit(2);
   }
   const logger = createLogger(config.logLevel, config.logFormat);
-  let app;
+  let app: App;
   try {
     app = await startApp(config, { logger });
   } catch (error) {

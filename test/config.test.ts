@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       kube: { mode: 'sim', qps: 50, burst: 100 },
       sim: { fleet: 'demo' },
       shutdownTimeoutMs: 10_000,
+      rollouts: { workers: 4 },
     });
     expect(Object.isFrozen(config) && Object.isFrozen(config.kube)).toBe(true);
   });
@@ -41,6 +42,11 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DATABASE_URL: 'postgresql://rp:secret@db' }, [], noFiles)).toThrowError(/needs a database name.*rp:\*\*\*@db/);
     expect(() => loadConfig({ DATABASE_URL: 'postgresql://rp:secret@db' }, [], noFiles)).not.toThrowError(/secret/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://rp:secret@db/rollplane' }, [], noFiles)).not.toThrowError(/secret/);
+  });
+
+  it('reads how many rollouts the engine reconciles at once', () => {
+    expect(loadConfig({ ROLLPLANE_ROLLOUT_WORKERS: '8' }, [], noFiles).rollouts.workers).toBe(8);
+    expect(loadConfig({}, ['--rollout-workers', '1'], noFiles).rollouts.workers).toBe(1);
   });
 
   it('prefers flags over the environment', () => {
@@ -90,6 +96,8 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_CORS_ORIGINS: 'not a url' }, 'ROLLPLANE_CORS_ORIGINS'],
     [{ ROLLPLANE_TLS_CERT: '/x.crt' }, 'ROLLPLANE_TLS_KEY'],
     [{ ROLLPLANE_CONTROLLERS: 'sometimes' }, 'ROLLPLANE_CONTROLLERS'],
+    [{ ROLLPLANE_ROLLOUT_WORKERS: '0' }, 'ROLLPLANE_ROLLOUT_WORKERS'],
+    [{ ROLLPLANE_ROLLOUT_WORKERS: 'many' }, 'ROLLPLANE_ROLLOUT_WORKERS'],
   ])('refuses %o naming %s', (env, setting) => {
     expect(() => loadConfig(env, [], noFiles)).toThrowError(ConfigError);
     expect(() => loadConfig(env, [], noFiles)).toThrowError(new RegExp(`^invalid configuration: ${setting}: `));

@@ -253,7 +253,7 @@ export class Controller {
       // `await` of a non-promise or a sync throw inside reconcile both land in catch.
       const result = await this.reconciler.reconcile(requestOf(key), signal);
       if (result && result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) outcome = { kind: 'requeueAfter', ms: result.requeueAfterMs };
-      else if (result && result.requeue) outcome = { kind: 'requeue' };
+      else if (result?.requeue) outcome = { kind: 'requeue' };
       else outcome = { kind: 'success' };
     } catch (error) {
       outcome = isTerminalError(error) ? { kind: 'terminal', error } : { kind: 'error', error };

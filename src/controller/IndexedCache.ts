@@ -118,7 +118,10 @@ export class IndexedCache<T extends KubernetesObject> {
 
 function add(index: Map<string, Set<string>>, value: string, key: string): void {
   let set = index.get(value);
-  if (!set) index.set(value, (set = new Set()));
+  if (!set) {
+    set = new Set();
+    index.set(value, set);
+  }
   set.add(key);
 }
 

@@ -34,7 +34,8 @@ abstract class Family<C> {
     let entry = this.children.get(key);
     if (!entry) {
       const labels = Object.fromEntries(this.labelNames.map((n, i) => [n, labelValues[i] ?? '']));
-      this.children.set(key, (entry = { labels, child: this.newChild() }));
+      entry = { labels, child: this.newChild() };
+      this.children.set(key, entry);
     }
     return entry.child;
   }

@@ -32,7 +32,7 @@ export interface Domain {
   facts: ServerFacts;
   events: EventLog;
   rollouts: RolloutService;
-  /** Turns a kind's plan into a rollout (dry run, idempotency, overlap rules) and hands it to the engine. */
+  /** Turns a kind's plan into a rollout (dry run, idempotency, overlap rules); the engine hears of it through its committed event. */
   launcher: RolloutLauncher;
   /** Admission and outcomes of every rollout; `rollback` starts a rollback rollout. */
   engine: RolloutEngine;

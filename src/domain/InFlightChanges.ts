@@ -107,7 +107,9 @@ export class InFlightChanges {
             c.resolve();
           }
         },
-        (error: unknown) => batch.forEach((c) => c.reject(error)),
+        (error: unknown) => {
+          for (const c of batch) c.reject(error);
+        },
       );
   }
 }

@@ -53,12 +53,12 @@ function fingerprint(value: unknown): string {
 
 /**
  * Turns a plan into a rollout: dry runs, idempotency keys, and the rule that two active rollouts never cover the same
- * target. The engine is told about the new rollout through `onCreated`.
+ * target. It does not enqueue what it creates: the engine hears of every new rollout through its committed
+ * RolloutStateChanged event (engineReactions.ts), the one path for this replica's launches and other replicas' alike.
  */
 export class RolloutLauncher {
   constructor(
     private readonly rollouts: RolloutService,
-    private readonly onCreated: (rolloutId: string) => void,
   ) {}
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
@@ -126,7 +126,6 @@ export class RolloutLauncher {
       const existing = await this.replay(key, requestHash);
       if (existing) return { rollout: existing, plan: items, created: false, dryRun: false };
     }
-    if (created) this.onCreated(rollout.id);
     return { rollout, plan: items, created, dryRun: false };
   }
 

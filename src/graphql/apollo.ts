@@ -7,6 +7,7 @@ import type { Principal } from '../auth/roles.js';
 import { ErrorCode, isAppError } from '../errors.js';
 import { readBody } from '../http/body.js';
 import { sendBody } from '../http/responseBody.js';
+import { sendError } from '../http/sendError.js';
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
@@ -101,7 +102,7 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
       res.setHeader('www-authenticate', 'Bearer realm="rollplane"');
       return sendError(res, 401, error.message, ErrorCode.Unauthenticated);
     }
-    let body: unknown = undefined;
+    let body: unknown;
     if (req.method === 'POST') {
       let raw: string;
       try {
@@ -132,10 +133,4 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
   }
 
   return { apollo, handle };
-}
-
-export function sendError(res: ServerResponse, status: number, message: string, code: string): void {
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
 }

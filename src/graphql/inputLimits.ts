@@ -62,11 +62,14 @@ export function checkInputLimits(fieldName: string, args: readonly GraphQLArgume
 
 function checkValue(value: unknown, type: GraphQLInputType, path: string, coordinate: string): void {
   if (value === null || value === undefined) return;
-  if (isNonNullType(type)) return checkValue(value, type.ofType, path, coordinate);
+  if (isNonNullType(type)) {
+    checkValue(value, type.ofType, path, coordinate);
+    return;
+  }
   if (isListType(type)) {
     if (!Array.isArray(value)) return;
     if (value.length > MAX_LIST_ITEMS) throw new ValidationError(path, `must have at most ${MAX_LIST_ITEMS} items (got ${value.length})`);
-    value.forEach((item, i) => checkValue(item, type.ofType, `${path}[${i}]`, coordinate));
+    for (const [i, item] of value.entries()) checkValue(item, type.ofType, `${path}[${i}]`, coordinate);
     return;
   }
   if (isInputObjectType(type)) {
@@ -80,7 +83,10 @@ function checkValue(value: unknown, type: GraphQLInputType, path: string, coordi
   if (isEnumType(type)) return;
   const scalar = getNamedType(type);
   if (!isScalarType(scalar)) return;
-  if (scalar.name === 'JSON') return checkJson(value, path);
+  if (scalar.name === 'JSON') {
+    checkJson(value, path);
+    return;
+  }
   if (typeof value !== 'string') return;
   const tooLong = tooLongReason(value, STRING_LIMITS[coordinate] ?? DEFAULT_MAX_STRING);
   if (tooLong) throw new ValidationError(path, tooLong);

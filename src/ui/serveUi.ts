@@ -152,7 +152,7 @@ function findPackageRoot(): string {
     const candidate = path.join(dir, 'package.json');
     if (existsSync(candidate) && (JSON.parse(readFileSync(candidate, 'utf8')) as { name?: string }).name === 'rollplane') return dir;
     const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('cannot find the rollplane package root from ' + fileURLToPath(import.meta.url));
+    if (parent === dir) throw new Error(`cannot find the rollplane package root from ${fileURLToPath(import.meta.url)}`);
     dir = parent;
   }
 }

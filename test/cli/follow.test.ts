@@ -45,7 +45,7 @@ describe('rollplane rollout status --wait', () => {
     const { id, nodes } = await launch(2);
     const cli = startCli(['rollout', 'status', id, '--wait', '--output', 'json'], env());
     await until(() => cli.stderr().includes('in progress'), 20_000, 'progress');
-    nodes.forEach((node) => settle(node, { phase: 'succeeded' }));
+    for (const node of nodes) settle(node, { phase: 'succeeded' });
     const run = await cli.done;
     expect(run.code).toBe(0);
     const document = JSON.parse(run.stdout) as { rollout: RolloutView };

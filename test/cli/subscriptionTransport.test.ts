@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SubscriptionError, websocketSubscriber } from '../../src/cli/subscriptionTransport.js';
+import { type SubscriptionError, websocketSubscriber } from '../../src/cli/subscriptionTransport.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -32,7 +32,9 @@ describe('websocketSubscriber', () => {
   it('gives up on a server that never answers the upgrade (transport error, so the follower can poll)', async () => {
     const sockets = new Set<net.Socket>();
     const silent = net.createServer((socket) => void sockets.add(socket));
-    closers.push(async () => sockets.forEach((s) => s.destroy()));
+    closers.push(async () => {
+      for (const s of sockets) s.destroy();
+    });
     const error = await firstError(await listen(silent));
     expect(error.kind).toBe('transport');
   });

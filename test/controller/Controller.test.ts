@@ -32,7 +32,7 @@ function newController(reconciler: Reconciler, clock: FakeClock, registry = new 
 
 async function metric(registry: Registry, line: string): Promise<number> {
   const text = await registry.metrics();
-  const found = text.split('\n').find((l) => l.startsWith(line + ' '));
+  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
   return found ? Number(found.slice(line.length + 1)) : NaN;
 }
 
@@ -181,7 +181,7 @@ describe('Controller', () => {
     expect(c.snapshot().inFlight.sort()).toEqual(['a', 'b', 'c']);
     c.enqueue('a'); // changed while in flight
     for (let i = 0; i < 20 && (gates.length > 0 || running.size > 0 || c.snapshot().depth > 0); i++) {
-      gates.splice(0).forEach((g) => g());
+      for (const g of gates.splice(0)) g();
       await flushMicrotasks();
     }
     expect(overlap).toBe(false);

@@ -115,7 +115,7 @@ describe('WorkQueue', () => {
       const before = clock.now();
       q.addRateLimited('a');
       let got: string | undefined;
-      while ((got = q.tryGet()) === undefined) await clock.advance(1);
+      for (got = q.tryGet(); got === undefined; got = q.tryGet()) await clock.advance(1);
       delays.push(clock.now() - before);
       q.done(got);
     }

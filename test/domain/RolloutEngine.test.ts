@@ -59,7 +59,7 @@ describe('RolloutEngine', () => {
     rollouts = new RolloutService(db.store, log);
     now = Date.parse('2026-11-30T00:00:00Z');
     engine = new RolloutEngine(rollouts, logger, { now: () => now });
-    launcher = new RolloutLauncher(rollouts, () => {});
+    launcher = new RolloutLauncher(rollouts);
     engine.connect(() => {}, launcher);
     driver = new FakeDriver(2);
     engine.registerDriver(driver);

@@ -90,7 +90,7 @@ describe('the query-cost budget per caller', () => {
     const other = (await app.domain.tokens.create({ name: 'other', role: 'viewer' })).secret;
     const query = `{ ${Array.from({ length: 20 }, (_, i) => `r${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion } } }`).join(' ')} }`;
     const statuses: number[] = [];
-    let refused;
+    let refused: { retryAfter: string | null; body: any } | undefined;
     for (let i = 0; i < 4; i++) {
       const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${heavy}` }, body: JSON.stringify({ query }) });
       statuses.push(res.status);

@@ -23,6 +23,7 @@ async function openWith(query: string): Promise<Page> {
 }
 
 /** Monaco renders spaces as no-break spaces. */
+// biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText(), not the DOM property: the rendered text is what is compared.
 const editorText = async (page: Page, editor: string) => (await page.locator(`${editor} .view-lines`).innerText()).replace(/\u00a0/g, ' ');
 
 

@@ -13,7 +13,8 @@ export const DEFAULT_SERVICE_ACCOUNT = 'default';
 export const serviceAccountAdmission: AdmissionPlugin = {
   admit({ operation, type, object, subresource }, store) {
     if (!isResource(type, Resources.pods) || operation !== 'CREATE' || subresource !== undefined) return;
-    const spec = (object.spec ??= {});
+    object.spec ??= {};
+    const spec = object.spec;
     // `serviceAccount` is the deprecated alias: the v1 conversion fills one from the other.
     if (!spec.serviceAccountName) spec.serviceAccountName = spec.serviceAccount || DEFAULT_SERVICE_ACCOUNT;
     spec.serviceAccount = spec.serviceAccountName;

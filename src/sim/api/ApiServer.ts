@@ -193,7 +193,10 @@ export class ApiServer implements ApiControl {
       }
     };
     const dryRun = input.r.query.get('dryRun');
-    if (dryRun === null || dryRun === '') return this.sendResult(res, run());
+    if (dryRun === null || dryRun === '') {
+      this.sendResult(res, run());
+      return;
+    }
     if (dryRun !== 'All') throw badRequest(`unsupported dryRun value "${dryRun}" (only "All")`);
     this.sendResult(res, this.store.dryRun(run));
   }
@@ -207,7 +210,8 @@ export class ApiServer implements ApiControl {
     if (!object) throw notFound(r.type.plural, r.name!, r.type.group);
     if (table) {
       const body = toTable(r.type, [object], { resourceVersion: object.metadata.resourceVersion }, this.now().getTime());
-      return this.send(res, 200, JSON.stringify(body), TABLE_CONTENT_TYPE);
+      this.send(res, 200, JSON.stringify(body), TABLE_CONTENT_TYPE);
+      return;
     }
     this.send(res, 200, objectJson(object));
   }
@@ -239,7 +243,8 @@ export class ApiServer implements ApiControl {
     });
     if (table) {
       const body = toTable(r.type, page.items, page.metadata, this.now().getTime());
-      return this.send(res, 200, JSON.stringify(body), TABLE_CONTENT_TYPE);
+      this.send(res, 200, JSON.stringify(body), TABLE_CONTENT_TYPE);
+      return;
     }
     this.send(res, 200, listJson(r.type, page));
   }

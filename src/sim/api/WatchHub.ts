@@ -90,7 +90,10 @@ export class WatchHub {
       }
     }
     let set = this.byType.get(typeKey(request.type));
-    if (!set) this.byType.set(typeKey(request.type), (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.byType.set(typeKey(request.type), set);
+    }
     set.add(watcher);
     res.on('close', () => this.remove(watcher));
     if (request.timeoutSeconds !== undefined && request.timeoutSeconds > 0) {

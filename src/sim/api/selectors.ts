@@ -16,7 +16,7 @@ const EVERYTHING: Selector = { matches: () => true, empty: true };
 
 /** Parses the labelSelector query syntax: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`, comma-joined. */
 export function parseLabelSelector(text: string | null | undefined): Selector {
-  if (!text || !text.trim()) return EVERYTHING;
+  if (!text?.trim()) return EVERYTHING;
   const requirements = splitTopLevel(text).map(parseLabelRequirement);
   return {
     empty: false,
@@ -60,7 +60,7 @@ function parseLabelRequirement(part: string): LabelRequirement {
 }
 
 function matchLabel(r: LabelRequirement, labels: Record<string, string>): boolean {
-  const has = Object.prototype.hasOwnProperty.call(labels, r.key);
+  const has = Object.hasOwn(labels, r.key);
   const value = labels[r.key];
   switch (r.op) {
     case 'eq':
@@ -97,7 +97,7 @@ const FIELDS: Record<string, (o: KubeObject) => string> = {
 
 /** Parses the fieldSelector syntax: `f=v`, `f==v`, `f!=v`, comma-joined. Unknown fields → 400 as in Kubernetes. */
 export function parseFieldSelector(text: string | null | undefined): Selector {
-  if (!text || !text.trim()) return EVERYTHING;
+  if (!text?.trim()) return EVERYTHING;
   const terms = text.split(',').map((part) => {
     const m = /^\s*([^!=\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(part);
     if (!m) throw badRequest(`invalid selector: '${text}'; can't understand '${part}'`);

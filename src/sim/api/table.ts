@@ -150,7 +150,7 @@ export function humanAge(timestamp: string | undefined, now: number): string {
 
 /** True when the Accept header asks for a Table (kubectl get does; client-node never). */
 export function wantsTable(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes('as=Table');
+  return accept?.includes('as=Table') === true;
 }
 
 export const TABLE_CONTENT_TYPE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
@@ -209,9 +209,10 @@ function crdColumns(printer: NonNullable<ResourceType['printerColumns']>): Colum
 function jsonPath(path: string): (o: KubeObject) => unknown {
   const steps: ((v: unknown) => unknown)[] = [];
   const re = /\.([A-Za-z0-9_-]+)|\[(\d+)\]|\[\?\(@\.([A-Za-z0-9_-]+)\s*==\s*['"]([^'"]*)['"]\)\]/gy;
-  let m: RegExpExecArray | null;
   let at = 0;
-  while (at < path.length && (m = re.exec(path)) !== null) {
+  while (at < path.length) {
+    const m = re.exec(path);
+    if (m === null) break;
     at = re.lastIndex;
     const [, field, index, key, value] = m;
     if (field !== undefined) steps.push((v) => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>)[field] : undefined));

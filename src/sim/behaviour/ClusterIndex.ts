@@ -38,9 +38,15 @@ export class ClusterIndex {
     const owner = controllerRef(obj)?.uid;
     if (owner) {
       let byPlural = this.owned.get(owner);
-      if (!byPlural) this.owned.set(owner, (byPlural = new Map()));
+      if (!byPlural) {
+        byPlural = new Map();
+        this.owned.set(owner, byPlural);
+      }
       let objects = byPlural.get(plural);
-      if (!objects) byPlural.set(plural, (objects = new Map()));
+      if (!objects) {
+        objects = new Map();
+        byPlural.set(plural, objects);
+      }
       objects.set(key, obj);
     }
     if (plural === 'pods') {
@@ -107,7 +113,10 @@ export class ClusterIndex {
 
 function addTo(map: Map<string, Set<string>>, key: string, value: string): void {
   let set = map.get(key);
-  if (!set) map.set(key, (set = new Set()));
+  if (!set) {
+    set = new Set();
+    map.set(key, set);
+  }
   set.add(value);
 }
 

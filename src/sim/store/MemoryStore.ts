@@ -229,7 +229,8 @@ export class MemoryStore implements WatchableStore {
     const type = this.typeIn(state, requested);
     const object = deepClone(input);
     this.checkTypeMeta(type, object);
-    const meta = (object.metadata ??= { name: '' });
+    object.metadata ??= { name: '' };
+    const meta = object.metadata;
     const namespace = this.namespaceFor(type, meta.namespace);
     if (type.namespaced) meta.namespace = namespace;
     else delete meta.namespace;
@@ -569,7 +570,7 @@ export class MemoryStore implements WatchableStore {
   /** A CRD went away: so do its objects (at once, finalizers or not) and its type. */
   private unserveType(key: string): void {
     const state = this.states.get(key);
-    if (!state || !state.type.custom) return;
+    if (!state?.type.custom) return;
     for (const names of Array.from(state.byNamespace.values())) {
       for (const object of Array.from(names.values())) {
         const stripped: KubeObject = { ...object, metadata: { ...object.metadata } };
@@ -593,7 +594,10 @@ export class MemoryStore implements WatchableStore {
     this.seal(object);
     const ns = object.metadata.namespace ?? '';
     let names = state.byNamespace.get(ns);
-    if (!names) state.byNamespace.set(ns, (names = new Map()));
+    if (!names) {
+      names = new Map();
+      state.byNamespace.set(ns, names);
+    }
     names.set(object.metadata.name, object);
     if (!previous) state.size++;
     this.indexOwners(state.key, previous, object);
@@ -647,7 +651,10 @@ export class MemoryStore implements WatchableStore {
     }
     for (const owner of afterOwners) {
       let set = this.dependents.get(owner.uid);
-      if (!set) this.dependents.set(owner.uid, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        this.dependents.set(owner.uid, set);
+      }
       set.add(ref);
     }
   }

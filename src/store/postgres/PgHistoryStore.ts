@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { EventType, type EventFilter, type NewEvent, type StoredEvent } from '../../domain/events.js';
+import type { EventType, EventFilter, NewEvent, StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
 import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { eventListStatement, toStoredEvent } from '../events.js';

@@ -47,6 +47,7 @@ function readsOf(sql: Sql): HistoryReads {
 }
 
 /** A step that is already done: SQLite's statements run synchronously. */
+// biome-ignore lint/correctness/useYield: a step that completes without yielding is the point (see store/port.ts, Step).
 function* done<T>(value: T): Generator<never, T, unknown> {
   return value;
 }

@@ -54,6 +54,7 @@ function RolloutHistory() {
   const rollouts = query.data?.rollouts;
   return (
     <Section id="rollout-history" title={`Rollouts${rollouts ? ` · ${rollouts.totalCount}` : ''}`}>
+      {/* biome-ignore lint/a11y/useSemanticElements: <form role="search"> is the ARIA landmark every browser maps; the <search> element is too new to rely on. */}
       <form className="filters" role="search" aria-label="Filter rollouts" onSubmit={(e) => e.preventDefault()}>
         <label>
           Search <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="version, actor, commit, message" />
@@ -164,6 +165,7 @@ function EventHistory() {
   const latestStart = live.server ? String(Math.max(0, Number(live.server.lastEventId) - 200)) : null;
   return (
     <Section id="event-history" title="Events">
+      {/* biome-ignore lint/a11y/useSemanticElements: as above, a form with the search landmark role. */}
       <form className="filters" role="search" aria-label="Filter events" onSubmit={(e) => e.preventDefault()}>
         <fieldset className="checkboxes">
           <legend>Types</legend>

@@ -68,6 +68,7 @@ export function RolloutActions({ rollout }: { rollout: RolloutSummary }) {
 
   const actions = available(rollout);
   return (
+    // biome-ignore lint/a11y/useSemanticElements: a labelled group of buttons, not a form section: a <fieldset> would need a <legend> and its own styling.
     <div className="actions" role="group" aria-label={`Actions for rollout ${rollout.id}`}>
       {actions.map((action) => (
         <button

@@ -23,7 +23,15 @@ export function TokenButton() {
       }}
     >
       <label>
-        API token <input type="password" autoComplete="off" value={value} onChange={(e) => setValue(e.target.value)} autoFocus />
+        API token{' '}
+        <input
+          type="password"
+          autoComplete="off"
+          value={value}
+          onChange={(e) => setValue(e.target.value)}
+          // biome-ignore lint/a11y/noAutofocus: the form appears only when the user asked to enter a token; focus goes where they type.
+          autoFocus
+        />
       </label>
       <button type="submit">Save</button>
       {hasToken && (

@@ -53,6 +53,7 @@ export function useQuery<T, TVariables>(
   const [tick, setTick] = useState(0);
   const reload = useCallback(() => setTick((t) => t + 1), []);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` (the variables' JSON) stands for `variables`, a new object on every render, and `tick` is the reload trigger.
   useEffect(() => {
     if (options.skip) return undefined;
     const controller = new AbortController();
@@ -95,17 +96,19 @@ export function useCursorPages(resetKey: string): {
 }
 
 /** The hash route, e.g. `#/rollouts/ro_1` → `['rollouts', 'ro_1']`. */
+function readHashRoute(): string[] {
+  return location.hash
+    .replace(/^#\/?/, '')
+    .split('?')[0]!
+    .split('/')
+    .filter(Boolean)
+    .map(decodeURIComponent);
+}
+
 export function useHashRoute(): string[] {
-  const read = () =>
-    location.hash
-      .replace(/^#\/?/, '')
-      .split('?')[0]!
-      .split('/')
-      .filter(Boolean)
-      .map(decodeURIComponent);
-  const [route, setRoute] = useState(read);
+  const [route, setRoute] = useState(readHashRoute);
   useEffect(() => {
-    const onChange = () => setRoute(read());
+    const onChange = () => setRoute(readHashRoute());
     window.addEventListener('hashchange', onChange);
     return () => window.removeEventListener('hashchange', onChange);
   }, []);

@@ -9,7 +9,7 @@ afterEach(async () => {
   h = undefined;
 });
 
-const text = (secret: KubeObject | undefined, key: string) => Buffer.from((secret?.data as Record<string, string>)[key]!, 'base64').toString('utf8');
+const text = (secret: KubeObject | undefined, key: string) => Buffer.from((secret!.data as Record<string, string>)[key]!, 'base64').toString('utf8');
 
 describe('regenerated PKI secrets', () => {
   it('keep the shape upstream gives them: kubernetes.io/tls key pairs (the service-account key as tls.crt/tls.key), Opaque kubeconfigs', async () => {

@@ -32,7 +32,7 @@ function upstreamSchema(plural: string): any {
 }
 
 const EXTERNAL_DOMAIN = 'vc-1.tenants.example.com';
-const text = (secret: KubeObject | undefined, key: string) => Buffer.from((secret?.data as Record<string, string>)[key]!, 'base64').toString('utf8');
+const text = (secret: KubeObject | undefined, key: string) => Buffer.from((secret!.data as Record<string, string>)[key]!, 'base64').toString('utf8');
 const SERVER_AUTH = x509.ExtendedKeyUsage.serverAuth;
 const CLIENT_AUTH = x509.ExtendedKeyUsage.clientAuth;
 const LEAF_USAGE = x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment;

@@ -14,7 +14,7 @@ const READY = 'tenancy.x-k8s.io/ready-for-upgrade';
 const APPLIED = 'tenancy.x-k8s.io/cluster-version-applied';
 const containerOf = (sts: KubeObject | undefined) => sts?.spec.template.spec.containers[0];
 const annotationsOf = (sts: KubeObject | undefined) => sts?.spec.template.metadata?.annotations ?? {};
-const pem = (secret: KubeObject | undefined, key: string) => Buffer.from((secret?.data as Record<string, string>)[key]!, 'base64').toString('utf8');
+const pem = (secret: KubeObject | undefined, key: string) => Buffer.from((secret!.data as Record<string, string>)[key]!, 'base64').toString('utf8');
 
 describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () => {
   it('applies new apiserver and controller-manager args and a Service label, then marks the cluster (upstream e2e)', async () => {

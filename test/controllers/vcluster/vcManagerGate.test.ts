@@ -46,7 +46,9 @@ describe('rollplane beside the vc-manager', () => {
     expect(h.runtime.queries.upstreamUpgrades?.()).toBeUndefined();
 
     // 1. Gate off (upstream's default): rollplane upgrades.
-    h.editClusterVersion((spec) => void (spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=4']));
+    h.editClusterVersion((spec) => {
+      spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=4'];
+    });
     h.optIn('vc-1');
     expect((await h.upgradeEnded('vc-1')).status.reason).toBe('TenantControlPlaneUpgradeCompleted');
     expect(await h.observed(1)).toHaveLength(1);
@@ -63,7 +65,9 @@ describe('rollplane beside the vc-manager', () => {
       const o = event.object as KubeObject;
       if (o.kind === 'VirtualCluster' && o.metadata.annotations?.[PROGRESS]) seen.add(o.metadata.name!);
     });
-    const rv = h.editClusterVersion((spec) => void (spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=5']));
+    const rv = h.editClusterVersion((spec) => {
+      spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=5'];
+    });
     h.optIn('vc-1');
     const byVcManager = await h.upgradeEnded('vc-1');
     unsubscribe();
@@ -82,7 +86,9 @@ describe('rollplane beside the vc-manager', () => {
     await h.waitFor('the gate to be off', () => h!.runtime.queries.upstreamUpgrades?.() === undefined);
     const clusterNs = byVcManager.status.clusterNamespace;
     expect(h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.spec.template.metadata.labels['tenancy.x-k8s.io/cluster']).toBe(clusterNs);
-    h.editClusterVersion((spec) => void (spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=6']));
+    h.editClusterVersion((spec) => {
+      spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=6'];
+    });
     h.optIn('vc-1');
     const again = await h.upgradeEnded('vc-1');
     expect(again.status.reason).toBe('TenantControlPlaneUpgradeCompleted');
@@ -95,13 +101,17 @@ describe('rollplane beside the vc-manager', () => {
 
   it('with ECDSA keys (the explicit choice) the vc-manager cannot read the root CA rollplane generated, as the warning says', async () => {
     h = await startHarness({ sim: { upstream: { vcManager: {} }, upstreamTiming: { vcManager: { pollMs: 20 } } }, vcluster: { keyAlgorithm: 'ecdsa-p256' } });
-    h.editClusterVersion((spec) => void (spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=4']));
+    h.editClusterVersion((spec) => {
+      spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=4'];
+    });
     h.optIn('vc-1');
     expect((await h.upgradeEnded('vc-1')).status.reason).toBe('TenantControlPlaneUpgradeCompleted');
     expect(Buffer.from((h.controlPlane('vc-1', 'secrets', 'root-ca')!.data as Record<string, string>)['tls.key']!, 'base64').toString()).toMatch(/^-----BEGIN EC PRIVATE KEY-----/);
     setGate(h, true);
     await h.waitFor('the gate to be seen', () => h!.runtime.queries.upstreamUpgrades?.());
-    h.editClusterVersion((spec) => void (spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=5']));
+    h.editClusterVersion((spec) => {
+      spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=5'];
+    });
     h.optIn('vc-1');
     const failed = await h.upgradeEnded('vc-1');
     expect(failed.status.reason).toBe('TenantControlPlaneUpgradeFailed');

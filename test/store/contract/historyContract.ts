@@ -111,13 +111,13 @@ export function historyContract(factory: () => StoreFactory): void {
           at(60),
         ),
       );
-      const after = (filter: Parameters<HistoryStore['read']['listEventsAfter']>[0]) => store.read.listEventsAfter(filter, before, 100).then((list) => list.map((e) => e.id));
-      expect(await after({ types: [EventType.TargetFailed] })).toEqual([c!.id]);
-      expect(await after({ types: [EventType.TargetFailed, EventType.RolloutStateChanged] })).toEqual([a!.id, c!.id, d!.id]);
-      expect(await after({ rolloutId: 'r-f1' })).toEqual([a!.id, b!.id]);
-      expect(await after({ kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' })).toEqual([b!.id, c!.id]);
-      expect(await after({ since: at(60) })).toEqual([a!.id, b!.id, c!.id, d!.id]);
-      expect(await after({ since: at(61) })).toEqual([]);
+      const idsAfter = (filter: Parameters<HistoryStore['read']['listEventsAfter']>[0]) => store.read.listEventsAfter(filter, before, 100).then((list) => list.map((e) => e.id));
+      expect(await idsAfter({ types: [EventType.TargetFailed] })).toEqual([c!.id]);
+      expect(await idsAfter({ types: [EventType.TargetFailed, EventType.RolloutStateChanged] })).toEqual([a!.id, c!.id, d!.id]);
+      expect(await idsAfter({ rolloutId: 'r-f1' })).toEqual([a!.id, b!.id]);
+      expect(await idsAfter({ kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' })).toEqual([b!.id, c!.id]);
+      expect(await idsAfter({ since: at(60) })).toEqual([a!.id, b!.id, c!.id, d!.id]);
+      expect(await idsAfter({ since: at(61) })).toEqual([]);
       expect((await store.read.listEventsBefore({ rolloutId: 'r-f2', types: [EventType.RolloutStateChanged, EventType.TargetFailed] }, undefined, 10)).map((e) => e.id)).toEqual([d!.id, c!.id]);
     });
 

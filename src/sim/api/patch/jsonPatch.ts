@@ -74,7 +74,7 @@ function read(doc: unknown, path: string[]): unknown {
     if (Array.isArray(node)) {
       const i = arrayIndex(token, node.length, false);
       node = node[i];
-    } else if (isPlainObject(node) && Object.prototype.hasOwnProperty.call(node, token)) {
+    } else if (isPlainObject(node) && Object.hasOwn(node, token)) {
       node = node[token];
     } else {
       throw unprocessable(`path /${path.join('/')} does not exist`);
@@ -100,7 +100,7 @@ function put(doc: unknown, path: string[], value: unknown, mode: 'add' | 'replac
     if (mode === 'add') parent.splice(i, 0, value);
     else parent[i] = value;
   } else if (isPlainObject(parent)) {
-    if (mode === 'replace' && !Object.prototype.hasOwnProperty.call(parent, last)) {
+    if (mode === 'replace' && !Object.hasOwn(parent, last)) {
       throw unprocessable(`replace operation does not apply: doc is missing key: /${path.join('/')}`);
     }
     parent[last] = value;
@@ -118,7 +118,7 @@ function take(doc: unknown, path: string[]): { doc: unknown; value: unknown } {
   if (Array.isArray(parent)) {
     const i = arrayIndex(last, parent.length, false);
     value = parent.splice(i, 1)[0];
-  } else if (isPlainObject(parent) && Object.prototype.hasOwnProperty.call(parent, last)) {
+  } else if (isPlainObject(parent) && Object.hasOwn(parent, last)) {
     value = parent[last];
     delete parent[last];
   } else {

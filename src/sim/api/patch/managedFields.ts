@@ -146,7 +146,7 @@ export function serverSideApply(
   const dropped = [...me.fields].filter((key) => !appliedPaths.has(key));
   const ownedByOthers = (key: string): boolean => owners.some((o) => o !== me && o.fields.has(key));
   // A map or list item left empty stays only if someone still owns something at or below it.
-  const under = (f: string, prefix: string): boolean => f === prefix || f.startsWith(prefix + '\u0001');
+  const under = (f: string, prefix: string): boolean => f === prefix || f.startsWith(`${prefix}\u0001`);
   const ownsPrefix = (prefix: string): boolean =>
     owners.some((o) => o !== me && [...o.fields].some((f) => under(f, prefix))) ||
     [...appliedPaths.keys()].some((f) => under(f, prefix));

@@ -286,7 +286,8 @@ function complement(bundle: any, clusterNs: string, hashes: Record<string, strin
   if (!hashed) throw new Error(`try to deploy unknown component: ${name}`);
   out.statefulset.metadata = { ...out.statefulset.metadata, namespace: clusterNs };
   if (out.service) out.service.metadata = { ...out.service.metadata, namespace: clusterNs };
-  const template = (out.statefulset.spec.template ??= {});
+  out.statefulset.spec.template ??= {};
+  const template = out.statefulset.spec.template;
   template.metadata ??= {};
   template.metadata.annotations = { ...template.metadata.annotations };
   for (const secret of hashed) template.metadata.annotations[`${secret}-hash`] = hashes[secret];

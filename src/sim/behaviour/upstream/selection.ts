@@ -15,11 +15,21 @@ export interface UpstreamSelection {
 }
 
 const TOKENS: Record<string, (s: UpstreamSelection) => void> = {
-  'vm-dhcp': (s) => void (s.vmDhcp = { ...s.vmDhcp }),
-  'vm-dhcp:no-agent': (s) => void (s.vmDhcp = { ...s.vmDhcp, noAgent: true }),
-  'vc-manager': (s) => void (s.vcManager = { ...s.vcManager }),
-  'vc-manager:partial-upgrade': (s) => void (s.vcManager = { ...s.vcManager, partialUpgrade: true }),
-  caa: (s) => void (s.caa = true),
+  'vm-dhcp': (s) => {
+    s.vmDhcp = { ...s.vmDhcp };
+  },
+  'vm-dhcp:no-agent': (s) => {
+    s.vmDhcp = { ...s.vmDhcp, noAgent: true };
+  },
+  'vc-manager': (s) => {
+    s.vcManager = { ...s.vcManager };
+  },
+  'vc-manager:partial-upgrade': (s) => {
+    s.vcManager = { ...s.vcManager, partialUpgrade: true };
+  },
+  caa: (s) => {
+    s.caa = true;
+  },
 };
 
 export const UPSTREAM_TOKENS = Object.freeze(Object.keys(TOKENS));
