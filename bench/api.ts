@@ -19,7 +19,7 @@ import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { DRIFT, AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
 import { ROLLOUT_QUERY } from '../src/cli/operations.js';
 import type { LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
-import { calibrationMs, post, startBenchApp } from './benchApp.js';
+import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
 
@@ -93,14 +93,33 @@ export async function run(): Promise<void> {
     ];
     const calibration = calibrationMs();
     const cpuBefore = process.cpuUsage();
-    const results = await runLoad({ url: app.url, connections: numberFrom('API_BENCH_CONNECTIONS', 20), seconds: numberFrom('API_BENCH_SECONDS', 8), requests });
+    // One load child per request, so that BENCH_CPU_PROFILE=<dir> records one profile of the server per request kind.
+    const results: (LoadResult & { requestsPerCpuSecond: number })[] = [];
+    for (const [i, one] of requests.entries()) {
+      const profiler = windowProfiler(`api-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`);
+      await profiler.start();
+      const cpuOfOne = process.cpuUsage();
+      const [result] = await runLoad({ url: app.url, connections: numberFrom('API_BENCH_CONNECTIONS', 20), seconds: numberFrom('API_BENCH_SECONDS', 8), requests: [one] });
+      const { user, system } = process.cpuUsage(cpuOfOne);
+      // Requests per CPU-second of the server's process: steadier than req/s on a machine shared with other work.
+      results.push({ ...result!, requestsPerCpuSecond: result!.total / ((user + system) / 1e6) });
+      await profiler.stop();
+    }
     const cpu = process.cpuUsage(cpuBefore);
-    const baseline = results[0]!.requestsPerSecond;
-    const rows = results.map((r) => ({ ...r, ratioToBaseline: Math.round((r.requestsPerSecond / baseline) * 1000) / 1000 }));
+    const baseline = results[0]!;
+    const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
+    const rows = results.map((r) => ({
+      ...r,
+      requestsPerCpuSecond: Math.round(r.requestsPerCpuSecond),
+      ratioToBaseline: ratio(r.requestsPerSecond, baseline.requestsPerSecond),
+      cpuRatioToBaseline: ratio(r.requestsPerCpuSecond, baseline.requestsPerCpuSecond),
+    }));
     process.stdout.write(`rollouts ${rollouts}, events ${events}, pools ${pools}; seeded in ${seedSeconds.toFixed(1)} s; machine (calibration) ${calibration.toFixed(0)} ms\n`);
-    process.stdout.write(`${'request'.padEnd(40)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)} ${'unexp.'.padStart(7)}\n`);
+    process.stdout.write(`${'request'.padEnd(40)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)} ${'req/CPU-s'.padStart(10)} ${'× base'.padStart(7)} ${'unexp.'.padStart(7)}\n`);
     for (const r of rows) {
-      process.stdout.write(`${r.name.padEnd(40)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${r.ratioToBaseline.toFixed(3).padStart(7)} ${String(r.unexpected).padStart(7)}\n`);
+      process.stdout.write(
+        `${r.name.padEnd(40)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${r.ratioToBaseline.toFixed(3).padStart(7)} ${String(r.requestsPerCpuSecond).padStart(10)} ${r.cpuRatioToBaseline.toFixed(3).padStart(7)} ${String(r.unexpected).padStart(7)}\n`,
+      );
     }
     const file = writeResult(events >= 1_000_000 ? 'api-1m-events' : 'api', { rollouts, events, pools, seedSeconds, calibrationMs: calibration, serverCpuSeconds: (cpu.user + cpu.system) / 1e6, results: rows });
     process.stdout.write(`wrote ${file}\n`);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType, type EventFilter } from '../../src/domain/events.js';
 import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } from '../../src/store/db.js';
 import { eventListStatement, insertEvents } from '../../src/store/events.js';
-import { rolloutCountStatement, rolloutListStatement, type RolloutQueryFilter } from '../../src/store/rolloutQueries.js';
+import { rolloutCountStatement, rolloutListStatement, targetStateCountsStatement, type RolloutQueryFilter } from '../../src/store/rolloutQueries.js';
 
 /**
  * Every filter of RolloutFilter and EventFilter is answered through an index, so that history queries stay as fast
@@ -55,6 +55,12 @@ describe('query plans of the API reads', () => {
   it.each(rolloutFilters.filter(([name]) => name !== 'no filter'))('counts rollouts by %s through an index', (_name, filter) => {
     const plan = planOf(rolloutCountStatement(filter));
     expect(fullScans(plan), plan.join('\n')).toEqual([]);
+  });
+
+  it('counts the targets of a page of rollouts per state through the (rolloutId, state) index', () => {
+    const plan = planOf(targetStateCountsStatement(['ro_1', 'ro_2', 'ro_3']));
+    expect(plan.join('\n')).toMatch(/USING (COVERING )?INDEX RolloutTarget_rolloutId_state_idx/);
+    expect(plan.filter((line) => /^SCAN /.test(line.trim())), plan.join('\n')).toEqual([]);
   });
 
   const eventFilters: [string, EventFilter][] = [
