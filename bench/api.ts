@@ -5,9 +5,14 @@
  * p50, p99 and its ratio to that baseline. The requests are the ones the UI (src/ui/client/queries.ts), the CLI and CI
  * (src/cli/operations.ts) send, plus a refused mix to show refusals stay cheap.
  *
- * Run: `npm run bench -- api`. Sizes: `API_BENCH_ROLLOUTS` (1000), `API_BENCH_EVENTS` (100000; 1000000 to check that
- * history queries do not slow down with history), `API_BENCH_POOLS` (200), `API_BENCH_SECONDS` (8),
- * `API_BENCH_CONNECTIONS` (20). Writes bench/results/api.json.
+ * Run: `npm run bench -- api`. Sizes: `API_BENCH_ROLLOUTS` (1000), `API_BENCH_EVENTS` (100000; 10000 and 1000000 to
+ * check that history queries do not slow down with history), `API_BENCH_POOLS` (200), `API_BENCH_SECONDS` (8),
+ * `API_BENCH_CONNECTIONS` (20). `API_BENCH_STORE=postgresql` runs it on a throwaway PostgreSQL server instead of SQLite.
+ * Writes bench/results/api[-pg][-10k-events|-1m-events].json.
+ *
+ * Besides req/s (which on a shared machine measures the machine as much as the server), each request kind reports
+ * requests per CPU-second of the server's process, and its ratio to the baseline's. `BENCH_CPU_PROFILE=<dir>` writes
+ * one V8 CPU profile of the server per request kind (the load window only).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -41,11 +46,27 @@ function runLoad(job: LoadJob): Promise<LoadResult[]> {
   });
 }
 
+/**
+ * With `API_BENCH_STORE=postgresql`, a throwaway PostgreSQL server (the tests' helper: initdb in a temporary directory,
+ * fsync off) and an empty database on it, handed to the service as BENCH_DATABASE_URL. Imported only then: the helper
+ * lives with the tests.
+ */
+async function throwawayPostgres(): Promise<{ stop(): Promise<void> } | undefined> {
+  if (process.env.API_BENCH_STORE !== 'postgresql') return undefined;
+  const { findPostgresBinaries, startPostgres } = await import('../test/helpers/postgres.js');
+  const binaries = findPostgresBinaries();
+  if (!binaries) throw new Error('API_BENCH_STORE=postgresql: no PostgreSQL binaries (initdb, pg_ctl, postgres) found');
+  const server = await startPostgres(binaries);
+  process.env.BENCH_DATABASE_URL = await server.createDatabase('rollplane_bench');
+  return server;
+}
+
 export async function run(): Promise<void> {
   const rollouts = numberFrom('API_BENCH_ROLLOUTS', 1000);
   const events = numberFrom('API_BENCH_EVENTS', 100_000);
   const pools = numberFrom('API_BENCH_POOLS', 200);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-api-'));
+  const postgres = await throwawayPostgres();
   const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
   const app = await startBenchApp(dir, sim.kubeconfigPath, {
     ROLLPLANE_CONTROLLERS: 'off',
@@ -121,11 +142,14 @@ export async function run(): Promise<void> {
         `${r.name.padEnd(40)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${r.ratioToBaseline.toFixed(3).padStart(7)} ${String(r.requestsPerCpuSecond).padStart(10)} ${r.cpuRatioToBaseline.toFixed(3).padStart(7)} ${String(r.unexpected).padStart(7)}\n`,
       );
     }
-    const file = writeResult(events >= 1_000_000 ? 'api-1m-events' : 'api', { rollouts, events, pools, seedSeconds, calibrationMs: calibration, serverCpuSeconds: (cpu.user + cpu.system) / 1e6, results: rows });
+    const store = process.env.API_BENCH_STORE === 'postgresql' ? 'postgresql' : 'sqlite';
+    process.stdout.write(`store ${store}\n`);
+    const file = writeResult(`api${store === 'postgresql' ? '-pg' : ''}${events >= 1_000_000 ? '-1m-events' : events <= 10_000 ? '-10k-events' : ''}`, { store, rollouts, events, pools, seedSeconds, calibrationMs: calibration, serverCpuSeconds: (cpu.user + cpu.system) / 1e6, results: rows });
     process.stdout.write(`wrote ${file}\n`);
   } finally {
     await app.stop();
     await sim.stop();
+    await postgres?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
