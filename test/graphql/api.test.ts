@@ -32,6 +32,30 @@ describe('GraphQL over HTTP', () => {
     return rollout;
   }
 
+  it("gives each rollout of a page its own progress (one grouped query for the page), as rollout(id) does", async () => {
+    const ids: string[] = [];
+    for (const targets of [1, 3, 0]) {
+      const { rollout } = await app.domain.rollouts.create({
+        kind: 'AGENT_POOL', fromVersion: 'v1', toVersion: `v-page-${targets}`, selector: {}, strategy: {},
+        cause: { actor: 'ci-bot' },
+        targets: Array.from({ length: targets }, (_, i) => ({ namespace: 'default', name: `page-${targets}-${i}`, fromVersion: 'v1', toVersion: `v-page-${targets}`, ...(i === 0 ? { skipReason: 'held' } : {}) })),
+      });
+      ids.push(rollout.id);
+    }
+    const page = await gql(app.url, '{ rollouts(first: 50) { edges { node { id progress { total pending skipped percent } } } } }');
+    expect(page.errors).toBeUndefined();
+    const listed = new Map(page.data.rollouts.edges.map((e: any) => [e.node.id, e.node.progress]));
+    expect(ids.map((id) => listed.get(id))).toEqual([
+      { total: 1, pending: 0, skipped: 1, percent: 100 },
+      { total: 3, pending: 2, skipped: 1, percent: 33.33 },
+      { total: 0, pending: 0, skipped: 0, percent: 100 },
+    ]);
+    for (const [id, progress] of listed) {
+      const one = await gql(app.url, 'query($id: ID!) { rollout(id: $id) { progress { total pending skipped percent } } }', { id });
+      expect(one.data.rollout.progress).toEqual(progress);
+    }
+  });
+
   it('answers a query with the stored rollout, its targets and progress', async () => {
     const seeded = await seedRollout();
     const res = await gql(app.url, `query($id: ID!) { rollout(id: $id) { ${ROLLOUT_FIELDS} } }`, { id: seeded.id });
