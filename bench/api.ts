@@ -12,7 +12,9 @@
  *
  * Besides req/s (which on a shared machine measures the machine as much as the server), each request kind reports
  * requests per CPU-second of the server's process, and its ratio to the baseline's. `BENCH_CPU_PROFILE=<dir>` writes
- * one V8 CPU profile of the server per request kind (the load window only).
+ * one V8 CPU profile of the server per request kind (the load window only). Then `API_BENCH_INTERLEAVED_ROUNDS` (300)
+ * rounds of every kind in turn on one connection give each kind's median latency beside the baseline's under the same
+ * machine load (0 skips them).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,7 +25,7 @@ import { EventType } from '../src/domain/events.js';
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { DRIFT, AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
 import { ROLLOUT_QUERY } from '../src/cli/operations.js';
-import type { LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
+import type { InterleavedResult, LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
@@ -36,13 +38,15 @@ function request<TVariables>(name: string, query: string | DocumentTypeDecoratio
   return { name, body: JSON.stringify({ query: String(query), variables }), status };
 }
 
-function runLoad(job: LoadJob): Promise<LoadResult[]> {
+function runLoad(job: LoadJob & { interleavedRounds: number }): Promise<InterleavedResult[]>;
+function runLoad(job: LoadJob): Promise<LoadResult[]>;
+function runLoad(job: LoadJob): Promise<unknown[]> {
   return new Promise((resolve, reject) => {
     const script = path.join(HERE, `apiLoad${path.extname(fileURLToPath(import.meta.url))}`);
     const child = spawn(process.execPath, [...process.execArgv, script, JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk) => (out += chunk));
-    child.once('exit', (code) => (code === 0 ? resolve(out.trim().split('\n').map((l) => JSON.parse(l) as LoadResult)) : reject(new Error(`load generator exited ${code}`))));
+    child.once('exit', (code) => (code === 0 ? resolve(out.trim().split('\n').map((l) => JSON.parse(l) as unknown)) : reject(new Error(`load generator exited ${code}`))));
   });
 }
 
@@ -127,6 +131,8 @@ export async function run(): Promise<void> {
       await profiler.stop();
     }
     const cpu = process.cpuUsage(cpuBefore);
+    const rounds = numberFrom('API_BENCH_INTERLEAVED_ROUNDS', 300);
+    const interleaved = rounds > 0 ? await runLoad({ url: app.url, connections: 1, seconds: 0, requests, interleavedRounds: rounds }) : [];
     const baseline = results[0]!;
     const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
     const rows = results.map((r) => ({
@@ -144,7 +150,15 @@ export async function run(): Promise<void> {
     }
     const store = process.env.API_BENCH_STORE === 'postgresql' ? 'postgresql' : 'sqlite';
     process.stdout.write(`store ${store}\n`);
-    const file = writeResult(`api${store === 'postgresql' ? '-pg' : ''}${events >= 1_000_000 ? '-1m-events' : events <= 10_000 ? '-10k-events' : ''}`, { store, rollouts, events, pools, seedSeconds, calibrationMs: calibration, serverCpuSeconds: (cpu.user + cpu.system) / 1e6, results: rows });
+    if (interleaved.length > 0) {
+      const base = interleaved[0]!.medianMs;
+      process.stdout.write(`\ninterleaved, one connection, ${rounds} rounds (each kind in turn: the same machine for all)\n`);
+      process.stdout.write(`${'request'.padEnd(40)} ${'median ms'.padStart(10)} ${'p90 ms'.padStart(8)} ${'base/this'.padStart(10)} ${'unexp.'.padStart(7)}\n`);
+      for (const r of interleaved) {
+        process.stdout.write(`${r.name.padEnd(40)} ${r.medianMs.toFixed(3).padStart(10)} ${r.p90Ms.toFixed(3).padStart(8)} ${(base / r.medianMs).toFixed(3).padStart(10)} ${String(r.unexpected).padStart(7)}\n`);
+      }
+    }
+    const file = writeResult(`api${store === 'postgresql' ? '-pg' : ''}${events >= 1_000_000 ? '-1m-events' : events <= 10_000 ? '-10k-events' : ''}`, { store, rollouts, events, pools, seedSeconds, calibrationMs: calibration, serverCpuSeconds: (cpu.user + cpu.system) / 1e6, results: rows, interleaved });
     process.stdout.write(`wrote ${file}\n`);
   } finally {
     await app.stop();
