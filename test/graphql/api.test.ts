@@ -158,6 +158,13 @@ describe('GraphQL over HTTP', () => {
     expect(seen).toEqual([4, 3, 2, 1, 0].map((i) => `registry.example:5000/agent:v1.0.${i}`));
   });
 
+  it('marks POST answers, data or errors, as not to be stored by caches', async () => {
+    for (const query of ['{ serverInfo { version } }', '{ nope }']) {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+      expect(res.headers.get('cache-control'), query).toBe('no-store');
+    }
+  });
+
   it('serves GET queries (Apollo, with CSRF prevention) as well as POST', async () => {
     const res = await fetch(`${app.url}?query=${encodeURIComponent('{ serverInfo { version kubeMode } }')}`, { headers: { 'apollo-require-preflight': 'true' } });
     expect(res.status).toBe(200);
