@@ -3,6 +3,7 @@
  * server: reads one JSON job from argv (url, connections, seconds, requests), runs autocannon for each request in
  * turn and prints one JSON line of results per request on stdout.
  */
+import http from 'node:http';
 import autocannon from 'autocannon';
 
 export interface LoadRequest {
@@ -18,6 +19,19 @@ export interface LoadJob {
   connections: number;
   seconds: number;
   requests: LoadRequest[];
+  /**
+   * Instead of autocannon: this many rounds of one request of each kind in turn, one at a time on one keep-alive
+   * connection, timed one by one. Every kind then meets the same machine (a shared machine's load changes from one
+   * 8-second window to the next), and the median of a kind is its cost plus the loopback's.
+   */
+  interleavedRounds?: number;
+}
+
+export interface InterleavedResult {
+  name: string;
+  medianMs: number;
+  p90Ms: number;
+  unexpected: number;
 }
 
 export interface LoadResult {
@@ -56,7 +70,41 @@ async function runOne(job: LoadJob, request: LoadRequest): Promise<LoadResult> {
   };
 }
 
+async function runInterleaved(job: LoadJob, rounds: number): Promise<InterleavedResult[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const send = (request: LoadRequest) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(job.url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(request.body) } }, (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.once('error', reject);
+      req.end(request.body);
+    });
+  const times = job.requests.map(() => [] as number[]);
+  const unexpected = job.requests.map(() => 0);
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, request] of job.requests.entries()) {
+      const started = performance.now();
+      const status = await send(request);
+      // The first rounds warm up the server's caches and the JIT: not counted.
+      if (round >= Math.min(20, rounds / 10)) times[i]!.push(performance.now() - started);
+      if (status !== request.status) unexpected[i]!++;
+    }
+  }
+  agent.destroy();
+  const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0;
+  return job.requests.map((request, i) => {
+    const sorted = times[i]!.sort((a, b) => a - b);
+    return { name: request.name, medianMs: quantile(sorted, 0.5), p90Ms: quantile(sorted, 0.9), unexpected: unexpected[i]! };
+  });
+}
+
 const job = JSON.parse(process.argv[2] ?? '{}') as LoadJob;
-for (const request of job.requests) {
-  process.stdout.write(`${JSON.stringify(await runOne(job, request))}\n`);
+if (job.interleavedRounds) {
+  for (const result of await runInterleaved(job, job.interleavedRounds)) process.stdout.write(`${JSON.stringify(result)}\n`);
+} else {
+  for (const request of job.requests) {
+    process.stdout.write(`${JSON.stringify(await runOne(job, request))}\n`);
+  }
 }

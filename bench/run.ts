@@ -8,6 +8,11 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+// As deploy/ runs the service. Set here, before any benchmark module is imported: graphql-js reads NODE_ENV once when
+// it loads, and outside production it checks every instanceof for a second copy of itself (5–11% of the server's CPU
+// in the api benchmark's profiles). Setting it later (benchApp.ts did) was too late for the modules already imported.
+process.env.NODE_ENV ??= 'production';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** `.ts` from the sources, `.js` from the build (dist/bench). */
 const ext = path.extname(fileURLToPath(import.meta.url));

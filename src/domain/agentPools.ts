@@ -107,10 +107,11 @@ export function isDrifted(pool: AgentPoolView): boolean {
 function page<T extends { namespace: string; name: string }>(all: T[], first: number | null | undefined, after: string | null | undefined, fallback: number): Connection<T> {
   const size = checkPageSize(first, fallback);
   const cursor = decodeCursor(after, isPoolCursor);
-  const sorted = all.sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0));
-  const start = cursor ? sorted.findIndex((p) => sortKey(p) > cursor.k) : 0;
+  // Each key built once (a comparator building them made a page of 200 pools build ~6,000 strings).
+  const sorted = all.map((node) => ({ key: sortKey(node), node })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const start = cursor ? sorted.findIndex((p) => p.key > cursor.k) : 0;
   const rest = start < 0 ? [] : sorted.slice(start);
-  const items = rest.slice(0, size).map((node) => ({ cursor: encodeCursor({ k: sortKey(node) }), node }));
+  const items = rest.slice(0, size).map(({ key, node }) => ({ cursor: encodeCursor({ k: key }), node }));
   return { items, hasNextPage: rest.length > size, endCursor: items.length ? items[items.length - 1]!.cursor : null, totalCount: all.length };
 }
 
@@ -146,10 +147,10 @@ export async function agentPoolDrift(queries: AgentPoolQueries): Promise<DriftIt
 export function pageDrift<T extends { kind: string; namespace: string; name: string }>(items: T[], first?: number | null, after?: string | null): Connection<T> {
   const size = checkPageSize(first, 100);
   const cursor = decodeCursor(after, isPoolCursor);
-  const key = (item: T) => `${item.kind}|${item.namespace}/${item.name}`;
-  const sorted = [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-  const rest = cursor ? sorted.filter((item) => key(item) > cursor.k) : sorted;
-  const slice = rest.slice(0, size).map((node) => ({ cursor: encodeCursor({ k: key(node) }), node }));
+  const keyed = items.map((node) => ({ key: `${node.kind}|${node.namespace}/${node.name}`, node }));
+  const sorted = keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const rest = cursor ? sorted.filter((item) => item.key > cursor.k) : sorted;
+  const slice = rest.slice(0, size).map(({ key, node }) => ({ cursor: encodeCursor({ k: key }), node }));
   return { items: slice, hasNextPage: rest.length > size, endCursor: slice.length ? slice[slice.length - 1]!.cursor : null, totalCount: items.length };
 }
 

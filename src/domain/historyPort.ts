@@ -135,6 +135,8 @@ export interface HistoryReads {
   listRollouts(filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number): Promise<RolloutRow[]>;
   countRollouts(filter: RolloutQueryFilter): Promise<number>;
   targetStateCounts(rolloutId: string): Promise<Map<string, number>>;
+  /** targetStateCounts of several rollouts in one query (a page's progress); rollouts without targets are absent. */
+  targetStateCountsOf(rolloutIds: readonly string[]): Promise<Map<string, Map<string, number>>>;
   targetPage(rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): Promise<TargetRow[]>;
   countTargets(rolloutId: string, state: string | undefined): Promise<number>;
   /** The record of the request that made the key's rollout (its hash tells a retry from a different request). */

@@ -124,13 +124,19 @@ export function eventListStatement(filter: EventFilter, afterId: number | undefi
 
 /** Events before `beforeId` (exclusive), newest first. */
 export function listEventsBefore(sql: Sql, filter: EventFilter, beforeId: number | undefined, limit: number): StoredEvent[] {
+  const { text, params } = eventListBeforeStatement(filter, beforeId, limit);
+  return sql.all<RawEvent>(text, ...params).map(eventOf);
+}
+
+/** The statement behind listEventsBefore (exported for the query-plan test). */
+export function eventListBeforeStatement(filter: EventFilter, beforeId: number | undefined, limit: number): { text: string; params: SqlValue[] } {
   const { conditions, params } = whereOf(filter);
   if (beforeId !== undefined) {
     conditions.push('"id" < ?');
     params.push(beforeId);
   }
   const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
-  return sql.all<RawEvent>(`SELECT * FROM "Event" ${where} ORDER BY "id" DESC LIMIT ?`, ...params, limit).map(eventOf);
+  return { text: `SELECT * FROM "Event" ${where} ORDER BY "id" DESC LIMIT ?`, params: [...params, limit] };
 }
 
 export function lastEventId(sql: Sql): number {

@@ -68,6 +68,21 @@ describe('bumpAgentImage through the GraphQL API', () => {
     const recreated = pool.agentPool.history.edges.filter((e: any) => e.node.type === 'AgentRecreated');
     expect(recreated).toHaveLength(1);
     expect(recreated[0].node.payload).toMatchObject({ oldImage: OLD, newImage: NEW, reason: 'drift' });
+    // Page by page, newest first, the same events as the one page.
+    const HISTORY = `query ($after: String) { agentPool(namespace: "default", name: "net-1") { history(first: 1, after: $after) {
+      pageInfo { hasNextPage endCursor } edges { cursor node { id } } } } }`;
+    const whole = await r.gql(`{ agentPool(namespace: "default", name: "net-1") { history(first: 50) { edges { node { id } } } } }`);
+    const paged: string[] = [];
+    for (let after: string | null = null, more = true; more; ) {
+      const page: any = (await r.gql(HISTORY, { after })).agentPool.history;
+      paged.push(...page.edges.map((e: any) => e.node.id));
+      more = page.pageInfo.hasNextPage;
+      after = page.pageInfo.endCursor;
+    }
+    const ids = whole.agentPool.history.edges.map((e: any) => e.node.id);
+    expect(ids.length).toBeGreaterThan(1);
+    expect(ids.map(Number)).toEqual([...ids.map(Number)].sort((a, b) => b - a));
+    expect(paged).toEqual(ids);
     const drift = await r.gql(`{ drift(kind: AGENT_POOL) { totalCount } }`);
     expect(drift.drift.totalCount).toBe(0);
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { gql } from '../helpers/graphql.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
@@ -31,6 +32,30 @@ describe('GraphQL over HTTP', () => {
     });
     return rollout;
   }
+
+  it("gives each rollout of a page its own progress (one grouped query for the page), as rollout(id) does", async () => {
+    const ids: string[] = [];
+    for (const targets of [1, 3, 0]) {
+      const { rollout } = await app.domain.rollouts.create({
+        kind: 'AGENT_POOL', fromVersion: 'v1', toVersion: `v-page-${targets}`, selector: {}, strategy: defaultStrategy('AGENT_POOL'),
+        cause: { actor: 'ci-bot' },
+        targets: Array.from({ length: targets }, (_, i) => ({ namespace: 'default', name: `page-${targets}-${i}`, fromVersion: 'v1', toVersion: `v-page-${targets}`, ...(i === 0 ? { skipReason: 'held' } : {}) })),
+      });
+      ids.push(rollout.id);
+    }
+    const page = await gql(app.url, '{ rollouts(first: 50) { edges { node { id progress { total pending skipped percent } } } } }');
+    expect(page.errors).toBeUndefined();
+    const listed = new Map(page.data.rollouts.edges.map((e: any) => [e.node.id, e.node.progress]));
+    expect(ids.map((id) => listed.get(id))).toEqual([
+      { total: 1, pending: 0, skipped: 1, percent: 100 },
+      { total: 3, pending: 2, skipped: 1, percent: 33.33 },
+      { total: 0, pending: 0, skipped: 0, percent: 100 },
+    ]);
+    for (const [id, progress] of listed) {
+      const one = await gql(app.url, 'query($id: ID!) { rollout(id: $id) { progress { total pending skipped percent } } }', { id });
+      expect(one.data.rollout.progress).toEqual(progress);
+    }
+  });
 
   it('answers a query with the stored rollout, its targets and progress', async () => {
     const seeded = await seedRollout();
@@ -132,6 +157,13 @@ describe('GraphQL over HTTP', () => {
       after = res.data.rollouts.pageInfo.endCursor;
     }
     expect(seen).toEqual([4, 3, 2, 1, 0].map((i) => `registry.example:5000/agent:v1.0.${i}`));
+  });
+
+  it('marks POST answers, data or errors, as not to be stored by caches', async () => {
+    for (const query of ['{ serverInfo { version } }', '{ nope }']) {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+      expect(res.headers.get('cache-control'), query).toBe('no-store');
+    }
   });
 
   it('serves GET queries (Apollo, with CSRF prevention) as well as POST', async () => {

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType, type EventFilter } from '../../src/domain/events.js';
 import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } from '../../src/store/db.js';
-import { eventListStatement, insertEvents } from '../../src/store/events.js';
-import { rolloutCountStatement, rolloutListStatement, type RolloutQueryFilter } from '../../src/store/rolloutQueries.js';
+import { eventListBeforeStatement, eventListStatement, insertEvents } from '../../src/store/events.js';
+import { rolloutCountStatement, rolloutListStatement, targetStateCountsStatement, type RolloutQueryFilter } from '../../src/store/rolloutQueries.js';
 
 /**
  * Every filter of RolloutFilter and EventFilter is answered through an index, so that history queries stay as fast
@@ -57,6 +57,12 @@ describe('query plans of the API reads', () => {
     expect(fullScans(plan), plan.join('\n')).toEqual([]);
   });
 
+  it('counts the targets of a page of rollouts per state through the (rolloutId, state) index', () => {
+    const plan = planOf(targetStateCountsStatement(['ro_1', 'ro_2', 'ro_3']));
+    expect(plan.join('\n')).toMatch(/USING (COVERING )?INDEX RolloutTarget_rolloutId_state_idx/);
+    expect(plan.filter((line) => /^SCAN /.test(line.trim())), plan.join('\n')).toEqual([]);
+  });
+
   const eventFilters: [string, EventFilter][] = [
     ['no filter', {}],
     ['types', { types: [EventType.AgentRecreated, EventType.TargetFailed] }],
@@ -77,6 +83,21 @@ describe('query plans of the API reads', () => {
       else expect(plan.join('\n')).not.toContain('TEMP B-TREE');
     }
   });
+
+  // Newest first (a pool's history, the node agents' external-change look-up): one type at most, as the callers ask.
+  it.each(eventFilters.filter(([, filter]) => (filter.types?.length ?? 0) <= 1 && filter.since === undefined))(
+    'lists events newest first by %s through an index, without sorting',
+    (_name, filter) => {
+      // With no condition at all the newest page is the table's own b-tree walked back from its end and cut by the
+      // LIMIT ("SCAN Event", like the check below would catch): only the page before a cursor is checked then.
+      const noCondition = Object.keys(filter).length === 0;
+      for (const before of noCondition ? [250] : [undefined, 250]) {
+        const plan = planOf(eventListBeforeStatement(filter, before, 51));
+        expect(fullScans(plan), plan.join('\n')).toEqual([]);
+        expect(plan.join('\n')).not.toContain('TEMP B-TREE');
+      }
+    },
+  );
 
   it('would catch a filter that scans the table', () => {
     const plan = planOf({ text: 'SELECT * FROM "Event" WHERE "payload" = ? ORDER BY "id" LIMIT 5', params: ['{}'] });

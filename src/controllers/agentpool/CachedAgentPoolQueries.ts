@@ -7,8 +7,23 @@ import { conditionTrue, podImage } from './podState.js';
 import type { IPPool } from './types.js';
 import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
-/** AgentPoolQueries over the informer caches: no API call per query. */
+/** A view as built from one pool object, its agent pod object and the controller's image. */
+interface BuiltView {
+  pod: V1Pod | undefined;
+  upstreamImage: string | undefined;
+  view: AgentPoolView;
+}
+
+/**
+ * AgentPoolQueries over the informer caches: no API call per query. A view is built once per (pool object, pod object,
+ * controller image): the informers replace an object on every change and never mutate one, so the same objects mean
+ * the same view. Every agentPools page and drift request reads all pools, and rebuilding 200 views (conditions, dates)
+ * per request was most of those requests' CPU (issue 17 profiles). Views handed out are shared: callers must not
+ * mutate them.
+ */
 export class CachedAgentPoolQueries implements AgentPoolQueries {
+  private readonly built = new WeakMap<IPPool, BuiltView>();
+
   constructor(
     private readonly pools: Informer<IPPool>,
     private readonly pods: CacheReader<V1Pod>,
@@ -39,11 +54,20 @@ export class CachedAgentPoolQueries implements AgentPoolQueries {
   }
 
   private view(pool: IPPool, upstreamImage: string | undefined): AgentPoolView {
+    const ref = pool.status?.agentPodRef;
+    const pod = ref?.name ? this.pods.get(ref.namespace ?? this.agentNamespace, ref.name) : undefined;
+    const built = this.built.get(pool);
+    if (built && built.pod === pod && built.upstreamImage === upstreamImage) return built.view;
+    const view = this.build(pool, pod, upstreamImage);
+    this.built.set(pool, { pod, upstreamImage, view });
+    return view;
+  }
+
+  private build(pool: IPPool, pod: V1Pod | undefined, upstreamImage: string | undefined): AgentPoolView {
     const namespace = pool.metadata!.namespace!;
     const name = pool.metadata!.name!;
     const status = pool.status ?? {};
     const ref = status.agentPodRef;
-    const pod = ref?.name ? this.pods.get(ref.namespace ?? this.agentNamespace, ref.name) : undefined;
     const annotations = pool.metadata?.annotations ?? {};
     const hold = holdOf(annotations);
     const conditions = (status.conditions ?? []).map((c) => ({

@@ -7,7 +7,7 @@ import {
   type AgentPoolView,
 } from '../../domain/agentPools.js';
 import type { Domain } from '../../domain/Domain.js';
-import type { RolloutKind, StoredEvent } from '../../domain/events.js';
+import type { RolloutKind } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
@@ -43,23 +43,19 @@ async function driftOf(domain: Domain, kind: string | undefined) {
   return items;
 }
 
-/** The pool's events, newest first; the cursor is the event id (`after` = older than it). */
+/**
+ * The pool's events, newest first; the cursor is the event id (`after` = older than it). One indexed statement per
+ * page ((kind, namespace, name, id) walked backwards): it used to read the pool's whole history to return one page.
+ */
 async function poolHistory(ctx: GraphQLContext, pool: AgentPoolView, first: number | undefined, after: string | undefined) {
   const size = checkPageSize(first, 50);
   const before = parseEventId(after);
-  const all: StoredEvent[] = [];
   const filter = { kind: 'AGENT_POOL' as const, namespace: pool.namespace, name: pool.name };
-  for (let last: number | undefined = 0; ; ) {
-    const page: StoredEvent[] = await ctx.domain.events.listAfter(filter, last, 1000);
-    all.push(...page);
-    if (page.length < 1000) break;
-    last = page[page.length - 1]!.id;
-  }
-  const newestFirst = all.filter((e) => before === undefined || e.id < before).reverse();
-  const items = newestFirst.slice(0, size);
+  const rows = await ctx.domain.events.listBefore(filter, before, size + 1);
+  const items = rows.slice(0, size);
   return {
     edges: items.map(eventEdge),
-    pageInfo: { hasNextPage: newestFirst.length > size, endCursor: items.length ? String(items[items.length - 1]!.id) : null },
+    pageInfo: { hasNextPage: rows.length > size, endCursor: items.length ? String(items[items.length - 1]!.id) : null },
   };
 }
 

@@ -21,6 +21,7 @@ import {
   strategyToGraphQL,
   targetDurationSeconds,
 } from './mappers.js';
+import { BatchLoader, perContext } from './batchLoader.js';
 import { DateTime, JSONScalar } from './scalars.js';
 import { rollbackInput } from '../../domain/kinds/cause.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
@@ -119,6 +120,18 @@ function subscription<TArgs extends ResumableArgs, T>(
   };
 }
 
+/** A page's progress fields in one query (see BatchLoader). */
+const progressLoader = perContext(
+  (ctx: GraphQLContext) =>
+    new BatchLoader(
+      (ids: readonly string[]) => ctx.domain.rollouts.progressOf(ids),
+      () => {
+        // progressOf answers every id it is given.
+        throw new Error('progressOf left out a rollout');
+      },
+    ),
+);
+
 export const coreResolvers: Resolvers = {
   DateTime,
   JSON: JSONScalar,
@@ -200,7 +213,7 @@ export const coreResolvers: Resolvers = {
     strategy: (rollout) => strategyToGraphQL(rollout),
     rollbackOf: (rollout, _, ctx) =>
       rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null,
-    progress: (rollout, _, ctx) => ctx.domain.rollouts.progress(rollout.id),
+    progress: (rollout, _, ctx) => progressLoader(ctx).load(rollout.id),
     targets: async (rollout, args, ctx) => {
       const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined);
       return {

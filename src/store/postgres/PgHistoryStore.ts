@@ -105,6 +105,20 @@ function readsOn(db: Queryable): HistoryReads {
       const counts = await rows<{ state: string; n: number }>('SELECT "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 GROUP BY "state"', [rolloutId]);
       return new Map(counts.map((r) => [r.state, r.n]));
     },
+    async targetStateCountsOf(rolloutIds) {
+      const out = new Map<string, Map<string, number>>();
+      if (rolloutIds.length === 0) return out;
+      const counts = await rows<{ rolloutId: string; state: string; n: number }>(
+        'SELECT "rolloutId", "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ANY($1::text[]) GROUP BY "rolloutId", "state"',
+        [[...rolloutIds]],
+      );
+      for (const row of counts) {
+        let byState = out.get(row.rolloutId);
+        if (!byState) out.set(row.rolloutId, (byState = new Map()));
+        byState.set(row.state, row.n);
+      }
+      return out;
+    },
     targetPage: (rolloutId, state, afterOrdinal, limit) =>
       state
         ? rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 AND "ordinal" > $3 ORDER BY "ordinal" LIMIT $4', [rolloutId, state, afterOrdinal ?? -1, limit])

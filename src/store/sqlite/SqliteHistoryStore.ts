@@ -3,7 +3,7 @@ import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '..
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
 import { coveredTargets, findIdempotencyRecord, insertIdempotencyRecord, revisionPage, rolloutIdsNeedingEngine } from '../launchRows.js';
 import type { HistoryReads, HistoryStore, HistoryTx } from '../port.js';
-import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts, type RolloutPosition, type RolloutQueryFilter } from '../rolloutQueries.js';
+import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts, targetStateCountsOf, type RolloutPosition, type RolloutQueryFilter } from '../rolloutQueries.js';
 import {
   cancelPendingTargets,
   findRollout,
@@ -37,6 +37,7 @@ function readsOf(sql: Sql): HistoryReads {
     listRollouts: async (filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit) => listRollouts(sql, filter, before, limit),
     countRollouts: async (filter) => countRollouts(sql, filter),
     targetStateCounts: async (rolloutId) => targetStateCounts(sql, rolloutId),
+    targetStateCountsOf: async (rolloutIds) => targetStateCountsOf(sql, rolloutIds),
     targetPage: async (rolloutId, state, afterOrdinal, limit) => targetPage(sql, rolloutId, state, afterOrdinal, limit),
     countTargets: async (rolloutId, state) => countTargets(sql, rolloutId, state),
     findIdempotencyRecord: async (key) => findIdempotencyRecord(sql, key),
@@ -104,6 +105,7 @@ function txOf(sql: Sql): HistoryTx {
     listRollouts: (filter, before, limit) => done(listRollouts(sql, filter, before, limit)),
     countRollouts: (filter) => done(countRollouts(sql, filter)),
     targetStateCounts: (rolloutId) => done(targetStateCounts(sql, rolloutId)),
+    targetStateCountsOf: (rolloutIds) => done(targetStateCountsOf(sql, rolloutIds)),
     targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
     countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
     findIdempotencyRecord: (key) => done(findIdempotencyRecord(sql, key)),

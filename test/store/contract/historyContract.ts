@@ -230,6 +230,10 @@ export function historyContract(factory: () => StoreFactory): void {
       });
       expect(cancelled.map((t) => [t.name, t.state])).toEqual([['pool-2', 'PENDING']]);
       expect(Object.fromEntries(await store.read.targetStateCounts('r-life'))).toEqual({ SUCCEEDED: 1, SKIPPED: 1, CANCELLED: 1 });
+      const ofSeveral = await store.read.targetStateCountsOf(['r-life', 'r-none']);
+      expect([...ofSeveral.keys()]).toEqual(['r-life']);
+      expect(Object.fromEntries(ofSeveral.get('r-life')!)).toEqual({ SUCCEEDED: 1, SKIPPED: 1, CANCELLED: 1 });
+      expect((await store.read.targetStateCountsOf([])).size).toBe(0);
       expect(await store.transaction((tx) => tx.cancelPendingTargets('r-life', at(7)))).toEqual([]);
 
       expect((await store.read.targetPage('r-life', undefined, 0, 10)).map((t) => t.ordinal)).toEqual([1, 2]);
