@@ -3,6 +3,7 @@ import { GraphQLError } from 'graphql';
 import type { AuditLog } from '../domain/AuditLog.js';
 import type { Logger } from '../log.js';
 import type { GraphQLContext } from './context.js';
+import { clientErrorOf } from './errors.js';
 import { guardOperation, type GuardOptions } from './guard.js';
 import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 import { rootFieldsOf } from './operationFields.js';
@@ -19,7 +20,16 @@ export function guardPlugin(options: GuardOptions & { audit: AuditLog; logger: L
               extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
             });
           }
-          const verdict = await guardOperation(options, rc.document, rc.operation, rc.request.variables, rc.contextValue.principal);
+          let verdict: Awaited<ReturnType<typeof guardOperation>>;
+          try {
+            verdict = await guardOperation(options, rc.document, rc.operation, rc.request.variables, rc.contextValue.principal);
+          } catch (error) {
+            // A limit that could not be checked (PostgreSQL's shared rate limit while the database is down): the
+            // client's error (UNAVAILABLE), as a GraphQL error — Apollo answers 500 for anything else a plugin throws.
+            const clientError = clientErrorOf(error);
+            if (!clientError) throw error;
+            throw new GraphQLError(clientError.message, { extensions: { ...clientError.details, code: clientError.code, http: { status: 200 } } });
+          }
           if (verdict.error) throw verdict.error;
         },
         async willSendResponse(rc) {
