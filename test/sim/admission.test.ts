@@ -4,7 +4,7 @@ import { UPDATABLE_POD_SPEC_FIELDS } from '../../src/sim/admission/podUpdate.js'
 import { Resources, SimApiError, startSimulator, type Simulator } from '../../src/sim/index.js';
 import { zeroDelays } from '../../src/sim/behaviour/index.js';
 import { nodeObject } from '../../src/sim/fleet.js';
-import { eventually, expectStatus } from './api-helpers.js';
+import { eventually, expectStatus } from './apiHelpers.js';
 
 // The admission kube-apiserver always runs, through client-node over HTTP: each rule with a good and a bad case side
 // by side, the bad one asserting the code, reason, message and causes, and that nothing was written.
