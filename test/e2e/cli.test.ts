@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceProcess } from '../helpers/child.js';
 import { gql } from '../helpers/graphql.js';
-import { runCli, startCli, until } from '../cli/cliHarness.js';
+import { runCli, startCli } from '../cli/cliHarness.js';
 import { startFaultProxy } from '../cli/faultProxy.js';
+import { until } from '../helpers/until.js';
 
 /**
  * The CLI end to end, as a CI pipeline runs it: server and simulator in one child process (3 IPPools), the CLI in
@@ -159,7 +160,7 @@ describe('rollplane bump (end to end)', () => {
     const history = await gql(server.url, '{ rollouts(filter: {search: "octocat"}) { edges { node { id } } } }');
     const id = history.data.rollouts.edges[0].node.id as string;
     // v0.3.3 (from the lost-answer test) may still be rolling; wait for the fleet to be quiet first.
-    await until(async () => (await gql(server.url, '{ rollouts(filter: {states: [PENDING, PROGRESSING, PAUSED]}) { totalCount } }')).data.rollouts.totalCount === 0, 30_000, 'no active rollout');
+    await until('no active rollout', async () => (await gql(server.url, '{ rollouts(filter: {states: [PENDING, PROGRESSING, PAUSED]}) { totalCount } }')).data.rollouts.totalCount === 0, 30_000);
     const run = await runCli(['rollout', 'rollback', id, '--reason', 'bad build', '--wait', '-o', 'json'], { ROLLPLANE_URL: server.url });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).rollout).toMatchObject({ state: 'SUCCEEDED', cause: { message: 'bad build' } });

@@ -17,12 +17,3 @@ export async function expectStatus(call: Promise<unknown>, code: number, reason:
   }
   throw new Error(`expected the call to fail with ${code} ${reason}, but it succeeded`);
 }
-
-/** Resolves once `predicate` holds, polling on the event loop; rejects after `ms` so a broken feature fails fast. */
-export async function eventually(predicate: () => boolean, ms = 5_000, what = 'condition'): Promise<void> {
-  const start = Date.now();
-  while (!predicate()) {
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

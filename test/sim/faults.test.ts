@@ -11,7 +11,8 @@ import { FaultInjector } from '../../src/sim/faults.js';
 import { AGENT_NAMESPACE, VC_NAMESPACE } from '../../src/sim/fleet.js';
 import { startSimulator, type Simulator } from '../../src/sim/index.js';
 import { Resources } from '../../src/sim/store/resources.js';
-import { eventually, expectStatus } from './apiHelpers.js';
+import { expectStatus } from './apiHelpers.js';
+import { until } from '../helpers/until.js';
 
 let sim: Simulator;
 let core: CoreV1Api;
@@ -103,9 +104,10 @@ describe('fault injection through the HTTP API', () => {
       answered = true;
       return node;
     });
-    await eventually(() => sleeps.length === 1, 5_000, 'the request to start waiting');
+    await until('the request to start waiting', () => sleeps.length === 1, 5_000);
     expect(sleeps[0]!.ms).toBe(250);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A request sent after the held one has started waiting is answered, and the held one still is not.
+    await core.listNode();
     expect(answered).toBe(false);
     sleeps[0]!.release();
     expect((await read).metadata?.name).toBe('sim-node-1');
@@ -123,7 +125,7 @@ describe('fault injection through the HTTP API', () => {
           .then(() => resolve({ ended }), reject);
       });
     const first = await open();
-    await eventually(() => sim.api.watchCount() >= 1, 5_000, 'the watch to be open');
+    await until('the watch to be open', () => sim.api.watchCount() >= 1, 5_000);
     const dropped = await admin('POST', '/sim/admin/watches/drop');
     expect(dropped.status).toBe(200);
     expect(dropped.body.dropped).toBeGreaterThanOrEqual(1);
@@ -158,7 +160,7 @@ describe('fault injection through the HTTP API', () => {
     const crashed = await admin('POST', `/sim/admin/nodes/${node}/crash`);
     expect(crashed.status).toBe(200);
     expect(crashed.body.status.conditions.find((c: { type: string }) => c.type === 'Ready').status).toBe('Unknown');
-    await eventually(() => sim.store.get(Resources.pods, AGENT_NAMESPACE, agent)?.status.conditions.find((c: { type: string }) => c.type === 'Ready').status === 'False', 5_000, 'the agent to turn unready');
+    await until('the agent to turn unready', () => sim.store.get(Resources.pods, AGENT_NAMESPACE, agent)?.status.conditions.find((c: { type: string }) => c.type === 'Ready').status === 'False', 5_000);
     expect(await ready()).toBe('False');
 
     await core.deleteNamespacedPod({ name: agent, namespace: AGENT_NAMESPACE });

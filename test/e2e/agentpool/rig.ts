@@ -9,6 +9,7 @@ import { zeroDelays, type SimDelays } from '../../../src/sim/behaviour/index.js'
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { gql } from '../../helpers/graphql.js';
+import { until } from '../../helpers/until.js';
 
 export const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
 export const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
@@ -103,15 +104,7 @@ export async function startRig(options: RigOptions = {}): Promise<Rig> {
       }
       return out;
     },
-    async waitFor(what, check, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const value = await check();
-        if (value !== undefined && value !== false) return value as never;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
+    waitFor: (what, check, timeoutMs = 20_000) => until(what, check, timeoutMs),
     async stopApp() {
       await app?.stop();
       app = undefined;

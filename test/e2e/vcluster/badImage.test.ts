@@ -7,6 +7,7 @@ import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
 import type { VirtualClusterOptions } from '../../../src/controllers/vcluster/index.js';
 import { gql } from '../../helpers/graphql.js';
+import { until } from '../../helpers/until.js';
 
 const CV = 'cv-sample-np';
 let app: App;
@@ -45,24 +46,21 @@ const BUMP = `mutation($input: BumpClusterVersionInput!) { bumpClusterVersion(in
 const CLUSTER = `{ virtualCluster(namespace: "default", name: "vc-1") { reason message appliedResourceVersion upToDate readyForUpgrade lastUpgrade { outcome error resourceVersion } } }`;
 
 async function finished(id: string): Promise<any> {
-  const deadline = Date.now() + 40_000;
-  for (;;) {
+  let state: string | undefined;
+  return until(() => `rollout ${id} to end (still ${state})`, async () => {
     const rollout = (await gql(app.url, `query($id: ID!) { rollout(id: $id) { state message targets(first: 5) { edges { node { name state error } } } } }`, { id })).data?.rollout;
-    if (rollout && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(rollout.state)) return rollout;
-    if (Date.now() > deadline) throw new Error(`rollout ${id} still ${rollout?.state}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    state = rollout?.state;
+    return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(rollout.state) && rollout;
+  }, { timeoutMs: 40_000, intervalMs: 100 });
 }
 
 /** vc-1 once its last observation has the outcome (the event follows the status write the rollout reads). */
 async function observedAs(outcome: string): Promise<any> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const vc = (await gql(app.url, CLUSTER)).data.virtualCluster;
-    if (vc.lastUpgrade?.outcome === outcome) return vc;
-    if (Date.now() > deadline) throw new Error(`vc-1 has no ${outcome} observation: ${JSON.stringify(vc)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  let vc: any;
+  return until(() => `a ${outcome} observation of vc-1 (have ${JSON.stringify(vc)})`, async () => {
+    vc = (await gql(app.url, CLUSTER)).data.virtualCluster;
+    return vc.lastUpgrade?.outcome === outcome && vc;
+  }, { timeoutMs: 10_000, intervalMs: 50 });
 }
 
 function metric(text: string, name: string, resourceVersion: string): number | undefined {

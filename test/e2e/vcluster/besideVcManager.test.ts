@@ -6,6 +6,7 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { gql } from '../../helpers/graphql.js';
+import { until } from '../../helpers/until.js';
 
 const CV = 'cv-sample-np';
 let app: TestApp;
@@ -26,13 +27,11 @@ describe('bumpClusterVersion beside a vc-manager whose gate is on', () => {
     const custom = app.kube.kubeConfig.makeApiClient(CustomObjectsApi);
     const read = () => custom.getClusterCustomObject({ group: 'tenancy.x-k8s.io', version: 'v1alpha1', plural: 'clusterversions', name: CV });
     const before = await read();
-    let res: any;
     // Until the caches have listed, the refusal says the vc-manager has not been read yet: wait for the final one.
-    for (const deadline = Date.now() + 15_000; ; ) {
-      res = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] } } });
-      if (!/has not been read yet/.test(res.errors?.[0]?.message ?? '') || Date.now() > deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const res: any = await until('a refusal that is not "has not been read yet"', async () => {
+      const answer = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] } } });
+      return !/has not been read yet/.test(answer.errors?.[0]?.message ?? '') && answer;
+    }, { timeoutMs: 15_000, intervalMs: 50 });
     expect(res.data?.bumpClusterVersion ?? null).toBeNull();
     expect(res.errors?.[0]?.extensions?.code).toBe('CONFLICT');
     expect(res.errors[0].message).toContain('vc-manager/vc-manager');

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UPGRADE_SECONDS_BUCKETS } from '../../../src/controllers/vcluster/index.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
+import { until } from '../../helpers/until.js';
 
 const CV = 'cv-sample-np';
 let app: TestApp;
@@ -25,14 +26,12 @@ const BUMP = `mutation($input: BumpClusterVersionInput!) { bumpClusterVersion(in
 const ROLLOUT = `query($id: ID!) { rollout(id: $id) { state message targets(first: 10) { edges { node { name state error admittedAt finishedAt } } } } }`;
 
 async function waitForRollout(id: string, timeoutMs = 45_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await gql(app.url, ROLLOUT, { id });
-    const rollout = res.data?.rollout;
-    if (rollout && ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(rollout.state)) return rollout;
-    if (Date.now() > deadline) throw new Error(`rollout ${id} still ${rollout?.state}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  let state: string | undefined;
+  return until(() => `rollout ${id} to end (still ${state})`, async () => {
+    const rollout = (await gql(app.url, ROLLOUT, { id })).data?.rollout;
+    state = rollout?.state;
+    return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(rollout.state) && rollout;
+  }, { timeoutMs, intervalMs: 100 });
 }
 
 function parseMetrics(text: string, name: string): { labels: string; value: number }[] {

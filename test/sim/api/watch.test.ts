@@ -2,7 +2,8 @@ import { CoreV1Api, makeInformer, Watch, type V1ConfigMap } from '@kubernetes/cl
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
 import { Resources } from '../../../src/sim/store/resources.js';
-import { eventually, expectStatus } from '../apiHelpers.js';
+import { expectStatus } from '../apiHelpers.js';
+import { until } from '../../helpers/until.js';
 
 interface Seen {
   type: string;
@@ -48,9 +49,9 @@ describe('watch', () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'elsewhere' } } });
 
     const w = await watchCollect(sim, '/api/v1/namespaces/resume/configmaps', { resourceVersion: from });
-    await eventually(() => w.events.length >= 3, 5_000, 'replayed events');
+    await until('replayed events', () => w.events.length >= 3, 5_000);
     await core.createNamespacedConfigMap({ namespace: 'resume', body: { metadata: { name: 'c' } } });
-    await eventually(() => w.events.length >= 4, 5_000, 'live event');
+    await until('live event', () => w.events.length >= 4, 5_000);
     w.abort();
     expect(w.events.map((e) => `${e.type} ${e.name}`)).toEqual(['ADDED b', 'MODIFIED a', 'DELETED b', 'ADDED c']);
     const rvs = w.events.map((e) => Number(e.rv));
@@ -61,7 +62,7 @@ describe('watch', () => {
 
   it('starts with the current state as ADDED events when no resourceVersion is given', async () => {
     const w = await watchCollect(sim, '/api/v1/namespaces/resume/configmaps', {});
-    await eventually(() => w.events.length >= 2, 5_000, 'initial events');
+    await until('initial events', () => w.events.length >= 2, 5_000);
     w.abort();
     expect(w.events.map((e) => `${e.type} ${e.name}`).sort()).toEqual(['ADDED a', 'ADDED c']);
   });
@@ -71,14 +72,14 @@ describe('watch', () => {
     const w = await watchCollect(sim, '/api/v1/namespaces/default/configmaps', { labelSelector: 'watch=yes', resourceVersion: String(sim.store.currentRevision()) });
     await core.patchNamespacedConfigMap({ name: 'sel', namespace: 'default', body: [{ op: 'replace', path: '/metadata/labels/watch', value: 'no' }] });
     await core.patchNamespacedConfigMap({ name: 'sel', namespace: 'default', body: [{ op: 'replace', path: '/metadata/labels/watch', value: 'yes' }] });
-    await eventually(() => w.events.length >= 2, 5_000, 'selector transitions');
+    await until('selector transitions', () => w.events.length >= 2, 5_000);
     w.abort();
     expect(w.events.map((e) => e.type)).toEqual(['DELETED', 'ADDED']);
   });
 
   it('sends BOOKMARK events when asked to', async () => {
     const w = await watchCollect(sim, '/api/v1/configmaps', { allowWatchBookmarks: true, resourceVersion: String(sim.store.currentRevision()) });
-    await eventually(() => w.events.some((e) => e.type === 'BOOKMARK'), 5_000, 'a bookmark');
+    await until('a bookmark', () => w.events.some((e) => e.type === 'BOOKMARK'), 5_000);
     w.abort();
     const bookmark = w.events.find((e) => e.type === 'BOOKMARK')!;
     expect(bookmark.object).toMatchObject({ kind: 'ConfigMap', apiVersion: 'v1' });
@@ -89,10 +90,10 @@ describe('watch', () => {
     await core.createNamespace({ body: { metadata: { name: 'fanout' } } });
     const from = String(sim.store.currentRevision());
     const watchers = await Promise.all(Array.from({ length: 20 }, () => watchCollect(sim, '/api/v1/namespaces/fanout/configmaps', { resourceVersion: from })));
-    await eventually(() => sim.api.watchCount() >= 20, 5_000, 'watchers');
+    await until('watchers', () => sim.api.watchCount() >= 20, 5_000);
     const writes = 200;
     await Promise.all(Array.from({ length: writes }, (_, i) => core.createNamespacedConfigMap({ namespace: 'fanout', body: { metadata: { name: `f${i}` } } })));
-    await eventually(() => watchers.every((w) => w.events.length >= writes), 10_000, 'all events everywhere');
+    await until('all events everywhere', () => watchers.every((w) => w.events.length >= writes), 10_000);
     const expected = watchers[0]!.events.map((e) => e.rv);
     expect(new Set(expected).size).toBe(writes);
     expect(expected.map(Number)).toEqual([...expected.map(Number)].sort((a, b) => a - b));
@@ -107,7 +108,7 @@ describe('watch', () => {
     const ahead = sim.store.currentRevision() + 2;
     const w = await watchCollect(sim, '/api/v1/namespaces/future/configmaps', { resourceVersion: String(ahead) });
     for (const name of ['a', 'b', 'c']) await core.createNamespacedConfigMap({ namespace: 'future', body: { metadata: { name } } });
-    await eventually(() => w.events.length >= 1, 5_000, 'the event after the future revision');
+    await until('the event after the future revision', () => w.events.length >= 1, 5_000);
     w.abort();
     expect(w.events.map((e) => e.name)).toEqual(['c']);
   });
@@ -129,16 +130,16 @@ describe('watch', () => {
     informer.on('error', (e) => errors.push(e));
     await informer.start();
     try {
-      await eventually(() => sim.api.watchCount() === 1, 5_000, 'informer watch');
+      await until('informer watch', () => sim.api.watchCount() === 1, 5_000);
       expect(informer.get('x', 'informer')?.data).toEqual({ v: '1' });
 
       expect(sim.api.dropWatches()).toBe(1);
       // Written while no watch is open: the informer must catch it up from its resourceVersion.
       await core.patchNamespacedConfigMap({ name: 'x', namespace: 'informer', body: [{ op: 'replace', path: '/data/v', value: '2' }] });
-      await eventually(() => sim.api.watchCount() === 1, 5_000, 'informer re-watch');
+      await until('informer re-watch', () => sim.api.watchCount() === 1, 5_000);
       await core.patchNamespacedConfigMap({ name: 'x', namespace: 'informer', body: [{ op: 'replace', path: '/data/v', value: '3' }] });
       await core.createNamespacedConfigMap({ namespace: 'informer', body: { metadata: { name: 'y' } } });
-      await eventually(() => informer.get('x', 'informer')?.data?.v === '3' && informer.get('y', 'informer') !== undefined, 5_000, 'informer catch-up');
+      await until('informer catch-up', () => informer.get('x', 'informer')?.data?.v === '3' && informer.get('y', 'informer') !== undefined, 5_000);
       expect(updates).toEqual(['x=2', 'x=3']);
       expect(errors).toEqual([]);
     } finally {
@@ -172,7 +173,7 @@ describe('bounded history', () => {
   it('still resumes from a resourceVersion inside the window', async () => {
     const from = String(sim.store.currentRevision() - 5);
     const w = await watchCollect(sim, '/api/v1/namespaces/default/configmaps', { resourceVersion: from });
-    await eventually(() => w.events.length >= 5, 5_000, 'replay');
+    await until('replay', () => w.events.length >= 5, 5_000);
     w.abort();
     expect(w.events.every((e) => e.type === 'ADDED')).toBe(true);
   });

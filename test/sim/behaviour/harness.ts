@@ -5,6 +5,7 @@ import { nodeObject } from '../../../src/sim/fleet.js';
 import { MemoryStore } from '../../../src/sim/store/MemoryStore.js';
 import { Resources } from '../../../src/sim/store/resources.js';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
+import { until } from '../../helpers/until.js';
 
 export interface Harness {
   store: MemoryStore;
@@ -33,13 +34,8 @@ export function startHarness(options: { nodes?: number; delays?: Partial<SimDela
     behaviour,
     errors,
     async until(predicate, what) {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        await behaviour.idle();
-        if (predicate()) return;
-        if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
+      // The simulated controllers settle before each look, so most waits end at the first one.
+      await until(what, async () => (await behaviour.idle(), predicate()), { timeoutMs: 10_000, intervalMs: 2 });
     },
     onEvent(check) {
       const off = store.subscribe(check);

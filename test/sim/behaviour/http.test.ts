@@ -5,7 +5,7 @@ import { zeroDelays } from '../../../src/sim/behaviour/index.js';
 import { nodeObject } from '../../../src/sim/fleet.js';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
 import { Resources } from '../../../src/sim/store/resources.js';
-import { eventually } from '../apiHelpers.js';
+import { until } from '../../helpers/until.js';
 
 let sim: Simulator;
 let core: CoreV1Api;
@@ -61,7 +61,7 @@ describe('workload controllers over HTTP', () => {
         },
       },
     });
-    await eventually(() => sim.store.get(Resources.deployments, 'default', 'web')?.status?.availableReplicas === 4, 10_000, 'v1 available');
+    await until('v1 available', () => sim.store.get(Resources.deployments, 'default', 'web')?.status?.availableReplicas === 4, 10_000);
     let minAvailable = Infinity;
     let maxActive = 0;
     const watch = await watchPods('web', (pods) => {
@@ -74,10 +74,10 @@ describe('workload controllers over HTTP', () => {
         { name: 'web', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'web', image: 'web:v2' }] } } } } },
         strategicPatch,
       );
-      await eventually(() => {
+      await until('the rollout', () => {
         const d = sim.store.get(Resources.deployments, 'default', 'web')!;
         return d.status.observedGeneration === d.metadata.generation && d.status.updatedReplicas === 4 && d.status.availableReplicas === 4 && d.status.replicas === 4;
-      }, 10_000, 'the rollout');
+      }, 10_000);
       const d = await apps.readNamespacedDeployment({ name: 'web', namespace: 'default' });
       expect(d.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).toBe('NewReplicaSetAvailable');
       expect(minAvailable).toBeGreaterThanOrEqual(3);
@@ -108,16 +108,16 @@ describe('workload controllers over HTTP', () => {
       const pods = await core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=db' });
       return Object.fromEntries(pods.items.map((p) => [p.metadata!.name!, p.spec!.containers[0]!.image]));
     };
-    await eventually(() => sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.readyReplicas === 3, 10_000, 'db ready');
+    await until('db ready', () => sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.readyReplicas === 3, 10_000);
     await apps.patchNamespacedStatefulSet({ name: 'db', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'db', image: 'db:v2' }] } } } } }, strategicPatch);
-    await eventually(() => sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.updatedReplicas === 1 && sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.readyReplicas === 3, 10_000, 'ordinal 2');
+    await until('ordinal 2', () => sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.updatedReplicas === 1 && sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.readyReplicas === 3, 10_000);
     expect(await images()).toEqual({ 'db-0': 'db:v1', 'db-1': 'db:v1', 'db-2': 'db:v2' });
 
     await apps.patchNamespacedStatefulSet({ name: 'db', namespace: 'default', body: { spec: { updateStrategy: { rollingUpdate: { partition: 0 } } } } }, mergePatch);
-    await eventually(() => {
+    await until('the rest', () => {
       const s = sim.store.get(Resources.statefulsets, 'default', 'db')!.status;
       return s.updatedReplicas === 3 && s.readyReplicas === 3 && s.currentRevision === s.updateRevision;
-    }, 10_000, 'the rest');
+    }, 10_000);
     expect(await images()).toEqual({ 'db-0': 'db:v2', 'db-1': 'db:v2', 'db-2': 'db:v2' });
   });
 
@@ -134,7 +134,7 @@ describe('workload controllers over HTTP', () => {
         },
       },
     });
-    await eventually(() => sim.store.get(Resources.daemonsets, 'default', 'agent')?.status?.numberAvailable === 3, 10_000, 'agents');
+    await until('agents', () => sim.store.get(Resources.daemonsets, 'default', 'agent')?.status?.numberAvailable === 3, 10_000);
     let uncovered = 0;
     const watch = await watchPods('agent', (pods) => {
       for (const node of ['node-1', 'node-2', 'node-3']) {
@@ -143,10 +143,10 @@ describe('workload controllers over HTTP', () => {
     });
     try {
       await apps.patchNamespacedDaemonSet({ name: 'agent', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'agent', image: 'agent:v2' }] } } } } }, strategicPatch);
-      await eventually(() => {
+      await until('the DaemonSet roll', () => {
         const s = sim.store.get(Resources.daemonsets, 'default', 'agent')!.status;
         return s.observedGeneration === 2 && s.updatedNumberScheduled === 3 && s.numberAvailable === 3 && sim.store.list(Resources.pods, 'default').filter((p) => p.metadata.labels?.app === 'agent').length === 3;
-      }, 10_000, 'the DaemonSet roll');
+      }, 10_000);
       expect(uncovered).toBe(0);
     } finally {
       watch.stop();

@@ -3,7 +3,7 @@ import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { zeroDelays } from '../../../../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../../../../src/sim/index.js';
-import { jsonPatch, until } from './helpers.js';
+import { jsonPatch, readUntil } from './helpers.js';
 
 const NS = 'confidential-containers-system';
 const DS = 'cloud-api-adaptor-daemonset';
@@ -43,13 +43,13 @@ describe('cloud-api-adaptor, chart-shaped', () => {
     await core.readNamespacedSecret({ name: 'peer-pods-secret', namespace: NS });
 
     // The nodeSelector matches the fleet's workers, so there is one agent per node; an image bump surges node by node.
-    await until('one Ready agent per node', () => apps.readNamespacedDaemonSet({ name: DS, namespace: NS }), (d) => d.status?.numberReady === 2);
+    await readUntil('one Ready agent per node', () => apps.readNamespacedDaemonSet({ name: DS, namespace: NS }), (d) => d.status?.numberReady === 2);
     await apps.patchNamespacedDaemonSet(
       { name: DS, namespace: NS, body: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0' }] },
       jsonPatch,
     );
     let minAvailable = Infinity;
-    await until('the rollout completes', async () => {
+    await readUntil('the rollout completes', async () => {
       const d = await apps.readNamespacedDaemonSet({ name: DS, namespace: NS });
       minAvailable = Math.min(minAvailable, d.status?.numberAvailable ?? 0);
       return d;

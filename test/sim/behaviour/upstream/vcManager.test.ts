@@ -7,7 +7,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node'
 import { afterEach, describe, expect, it } from 'vitest';
 import { zeroDelays } from '../../../../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../../../../src/sim/index.js';
-import { jsonPatch, mergePatch, until } from './helpers.js';
+import { jsonPatch, mergePatch, readUntil } from './helpers.js';
 
 const VC = { group: 'tenancy.x-k8s.io', version: 'v1alpha1', plural: 'virtualclusters', namespace: 'default' };
 const CV = { group: 'tenancy.x-k8s.io', version: 'v1alpha1', plural: 'clusterversions', name: 'cv-sample-np' };
@@ -76,7 +76,7 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade off (the upstream defaul
     // Turning the gate on restarts the manager, which then upgrades the still-labelled cluster.
     const args = [...deployment.spec!.template.spec!.containers[0]!.args!, '--feature-gates=ClusterVersionPartialUpgrade=true'];
     await c.apps.patchNamespacedDeployment({ name: 'vc-manager', namespace: 'vc-manager', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] }, jsonPatch);
-    const done = await until('the upgrade completes', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
+    const done = await readUntil('the upgrade completes', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
     expect(done.metadata.labels[APPLIED]).toBe(rv);
   });
 });
@@ -90,7 +90,7 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
     const rootBefore = await c.core.readNamespacedSecret({ name: 'root-ca', namespace: ns });
     const rv = await bumpClusterVersion(c);
     await optIn(c);
-    const done = await until('the upgrade completes', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
+    const done = await readUntil('the upgrade completes', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
     expect(done.status).toMatchObject({ phase: 'Running', message: 'tenant control plane is upgraded', clusterNamespace: ns });
     expect(done.status.conditions.at(-1)).toMatchObject({ status: 'True', reason: 'TenantControlPlaneUpgradeCompleted', message: 'tenant control plane is upgraded' });
     expect(done.status.conditions.at(-1)).not.toHaveProperty('type');
@@ -125,14 +125,14 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
     await upstreamPki(c, ns, 'ec'); // an EC root key, which upstream's PKCS#1 decoder cannot read
     const rv = await bumpClusterVersion(c);
     await optIn(c);
-    const failed = await until('the upgrade fails', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed');
+    const failed = await readUntil('the upgrade fails', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed');
     expect(failed.status.message).toBe('fail to upgrade: x509: failed to parse private key (use ParseECPrivateKey instead for this key format)');
     expect(failed.status.phase).toBe('Running');
     expect(failed.metadata.labels[READY]).toBeUndefined();
     expect(failed.metadata.labels[APPLIED]).toBe(rv); // written although nothing was applied
 
     await optIn(c);
-    const again = await until('the retry reports success', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
+    const again = await readUntil('the retry reports success', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
     expect(again.metadata.labels[READY]).toBeUndefined();
     const sts = await c.apps.readNamespacedStatefulSet({ name: 'apiserver', namespace: ns });
     expect(sts.spec!.template.spec!.containers[0]!.image).not.toBe(NEW_APISERVER);
@@ -152,7 +152,7 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
       jsonPatch,
     );
     await optIn(c);
-    const failed = await until('the upgrade times out', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed');
+    const failed = await readUntil('the upgrade times out', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed');
     expect(failed.status.message).toBe(`fail to upgrade: ${ns}/apiserver is not ready in 1 seconds`);
     expect(failed.metadata.labels[APPLIED]).toBe(cv.metadata.resourceVersion);
     // The apiserver was applied (and is stuck); the controller-manager was never reached.

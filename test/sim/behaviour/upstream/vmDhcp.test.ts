@@ -8,7 +8,7 @@ import { parseFleetSpec } from '../../../../src/sim/fleet.js';
 import { startSimulator, type Simulator } from '../../../../src/sim/index.js';
 import { helmFullname, parseImageNameAndTag, safeAgentName, VM_DHCP_RELEASE } from '../../../../src/sim/behaviour/upstream/vmDhcpChart.js';
 import { zeroDelays } from '../../../../src/sim/behaviour/index.js';
-import { condition, jsonPatch, mergePatch, until } from './helpers.js';
+import { condition, jsonPatch, mergePatch, readUntil } from './helpers.js';
 
 const NS = 'harvester-system';
 const CONTROLLER = 'harvester-vm-dhcp-controller';
@@ -86,7 +86,7 @@ describe('the vm-dhcp-controller chart as the fleet installs it', () => {
 describe('vm-dhcp-controller IPPool controller', () => {
   it('a Helm upgrade of --image recreates every unheld agent at once; a held pool keeps its agent and image', async () => {
     const { core, apps, custom } = await start('pools=3,upstream=vm-dhcp');
-    const before = await until('the pools are registered', () => Promise.all([1, 2, 3].map((i) => pool(custom, `net-${i}`))), (ps) => ps.every(allTrue));
+    const before = await readUntil('the pools are registered', () => Promise.all([1, 2, 3].map((i) => pool(custom, `net-${i}`))), (ps) => ps.every(allTrue));
     await custom.patchNamespacedCustomObject({ ...POOL, name: 'net-3', body: { metadata: { annotations: { [HOLD]: 'true' } } } }, mergePatch);
 
     // Watch the agents from a complete list, as an informer does, recording the order of deletions and creations.
@@ -105,7 +105,7 @@ describe('vm-dhcp-controller IPPool controller', () => {
     );
     try {
       await setControllerImage(apps, NEW);
-      const after = await until(
+      const after = await readUntil(
         'the unheld pools run new agents',
         () => Promise.all([1, 2, 3].map((i) => pool(custom, `net-${i}`))),
         (ps) => ps.slice(0, 2).every((p) => p.status.agentPodRef.image === NEW && p.status.agentPodRef.uid !== undefined && allTrue(p) && oldUids.get(p.status.agentPodRef.name) !== p.status.agentPodRef.uid),
@@ -131,7 +131,7 @@ describe('vm-dhcp-controller IPPool controller', () => {
 
     // Releasing the hold lets the next sync upgrade it too.
     await custom.patchNamespacedCustomObject({ ...POOL, name: 'net-3', body: { metadata: { annotations: { [HOLD]: null } } } }, mergePatch);
-    await until('the released pool runs the new agent', () => pool(custom, 'net-3'), (p) => p.status.agentPodRef.image === NEW && allTrue(p));
+    await readUntil('the released pool runs the new agent', () => pool(custom, 'net-3'), (p) => p.status.agentPodRef.image === NEW && allTrue(p));
   });
 
   it('creates a missing agent with the controller image, shaped as upstream builds it, and records it in status', async () => {
@@ -147,7 +147,7 @@ describe('vm-dhcp-controller IPPool controller', () => {
         spec: { ipv4Config: { cidr: '10.7.0.0/24', serverIP: '10.7.0.2', router: '10.7.0.1', pool: { start: '10.7.0.10', end: '10.7.0.19' } }, networkName: 'default/vlan7' },
       },
     });
-    const p = await until('the new pool has a Ready agent', () => pool(custom, 'vlan7'), allTrue);
+    const p = await readUntil('the new pool has a Ready agent', () => pool(custom, 'vlan7'), allTrue);
     expect(p.status.agentPodRef).toEqual({ namespace: NS, name: 'default-vlan7-agent', image: OLD, uid: expect.any(String) });
     expect(p.metadata.finalizers).toContain('wrangler.cattle.io/vm-dhcp-ippool-controller');
     expect(p.status.ipv4).toEqual({ used: 0, available: 10 });
@@ -171,12 +171,12 @@ describe('vm-dhcp-controller IPPool controller', () => {
 
     // A deleted agent comes back under the same name with a new uid (the monitor and register loops).
     await core.deleteNamespacedPod({ name: 'default-vlan7-agent', namespace: NS });
-    const back = await until('the agent is redeployed', () => pool(custom, 'vlan7'), (x) => x.status.agentPodRef.uid !== p.status.agentPodRef.uid && allTrue(x));
+    const back = await readUntil('the agent is redeployed', () => pool(custom, 'vlan7'), (x) => x.status.agentPodRef.uid !== p.status.agentPodRef.uid && allTrue(x));
     expect((await core.readNamespacedPod({ name: 'default-vlan7-agent', namespace: NS })).metadata!.uid).toBe(back.status.agentPodRef.uid);
 
     // Deleting the pool removes its agent, then the finalizer.
     await custom.deleteNamespacedCustomObject({ ...POOL, name: 'vlan7' });
-    await until('the pool is gone', () => custom.listNamespacedCustomObject({ ...POOL }), (l: any) => !l.items.some((x: any) => x.metadata.name === 'vlan7'));
+    await readUntil('the pool is gone', () => custom.listNamespacedCustomObject({ ...POOL }), (l: any) => !l.items.some((x: any) => x.metadata.name === 'vlan7'));
     const agents = await core.listNamespacedPod({ namespace: NS, labelSelector: 'network.harvesterhci.io/ippool-name=vlan7' });
     expect(agents.items.filter((a) => !a.metadata!.deletionTimestamp)).toEqual([]);
   });
@@ -194,7 +194,7 @@ describe('vm-dhcp-controller IPPool controller', () => {
         spec: { ipv4Config: { cidr: '10.8.0.0/24', serverIP: '10.8.0.2', pool: { start: '10.8.0.10', end: '10.8.0.20' } }, networkName: 'default/bare' },
       },
     });
-    const p = await until('Registered and AgentReady are False', () => pool(custom, 'bare'), (x) => condition(x, 'Registered')?.status === 'False' && condition(x, 'AgentReady')?.status === 'False');
+    const p = await readUntil('Registered and AgentReady are False', () => pool(custom, 'bare'), (x) => condition(x, 'Registered')?.status === 'False' && condition(x, 'AgentReady')?.status === 'False');
     expect(condition(p, 'Registered')).toMatchObject({ reason: 'Error', message: 'could not find clusternetwork for nad default/bare' });
     expect(condition(p, 'AgentReady')).toMatchObject({ reason: 'Error', message: 'agent for ippool default/bare is not deployed' });
     expect(condition(p, 'CacheReady')?.status).toBe('True');
@@ -205,11 +205,11 @@ describe('vm-dhcp-controller IPPool controller', () => {
     const { core, apps, custom } = await start('pools=2,upstream=vm-dhcp:no-agent');
     const d = await apps.readNamespacedDeployment({ name: CONTROLLER, namespace: NS });
     expect(d.spec!.template.spec!.containers[0]!.args).toContain('--no-agent');
-    const before = await until('the pools are reconciled', () => Promise.all([1, 2].map((i) => pool(custom, `net-${i}`))), (ps) => ps.every((p) => p.metadata.finalizers?.length && allTrue(p)));
+    const before = await readUntil('the pools are reconciled', () => Promise.all([1, 2].map((i) => pool(custom, `net-${i}`))), (ps) => ps.every((p) => p.metadata.finalizers?.length && allTrue(p)));
     await setControllerImage(apps, NEW);
     await core.deleteNamespacedPod({ name: 'default-net-2-agent', namespace: NS, gracePeriodSeconds: 0 });
     // The restarted controller has re-listed every pool (its IPAM rebuilt: CacheReady flips False and back to True).
-    await until('the restarted controller settled', async () => {
+    await readUntil('the restarted controller settled', async () => {
       await sim!.behaviour!.idle();
       return Promise.all([1, 2].map((i) => pool(custom, `net-${i}`)));
     }, (ps) => ps.every(allTrue));
@@ -227,11 +227,11 @@ describe('vm-dhcp-controller IPPool controller', () => {
     sim = await startSimulator({ fleet: 'pools=1', upstream: { vmDhcp: {} }, delays: { ...zeroDelays, podTerminateMs: 5, controllerMs: 1 }, upstreamTiming: { vmDhcp: { retryMaxMs: 50 } } });
     const core = sim.kubeConfig.makeApiClient(CoreV1Api);
     const custom = sim.kubeConfig.makeApiClient(CustomObjectsApi);
-    const p = await until('the pool is registered', () => pool(custom, 'net-1'), allTrue);
+    const p = await readUntil('the pool is registered', () => pool(custom, 'net-1'), allTrue);
     const original = p.status.agentPodRef.uid;
     const bogus = '00000000-0000-0000-0000-000000000000';
     await custom.patchNamespacedCustomObjectStatus({ ...POOL, name: 'net-1', body: { status: { agentPodRef: { uid: bogus } } } }, mergePatch);
-    const after = await until('a new agent is recorded', () => pool(custom, 'net-1'), (x) => ![original, bogus].includes(x.status.agentPodRef.uid) && allTrue(x));
+    const after = await readUntil('a new agent is recorded', () => pool(custom, 'net-1'), (x) => ![original, bogus].includes(x.status.agentPodRef.uid) && allTrue(x));
     const agent = await core.readNamespacedPod({ name: 'default-net-1-agent', namespace: NS });
     expect(agent.metadata!.uid).toBe(after.status.agentPodRef.uid);
     expect(after.status.agentPodRef).toMatchObject({ namespace: NS, name: 'default-net-1-agent', image: OLD });
