@@ -45,7 +45,7 @@ export interface Harness {
   /** Waits until at least `count` observations are recorded, and returns them all. */
   observed(count: number, timeoutMs?: number): Promise<StoredEvent[]>;
   metric(name: string, labels?: Record<string, string>): Promise<number | undefined>;
-  waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs?: number): Promise<T>;
+  waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -76,7 +76,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
   const store = sim.store;
   const vc = (name: string) => store.get(Resources.virtualclusters, VC_NS, name)!;
   // 45 s: RSA-2048 keys (upstream's, the default) cost ~10× the CPU of ECDSA ones, and the suite runs on a busy 2-core machine.
-  const waitFor = <T>(what: string, check: () => T | undefined | false, timeoutMs = 45_000): Promise<T> => until(what, check, { timeoutMs, intervalMs: 10 });
+  const waitFor: Harness['waitFor'] = (what, check, timeoutMs = 45_000) => until(what, check, { timeoutMs, intervalMs: 10 });
   const harness: Harness = {
     sim,
     db,

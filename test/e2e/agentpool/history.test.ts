@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { collect, wsClient } from '../../helpers/graphql.js';
 import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
+import { until } from '../../helpers/until.js';
 
 let rig: Rig | undefined;
 afterEach(async () => {
@@ -20,8 +21,8 @@ describe('agent recreation history', () => {
     try {
       const all = collect(live, RECREATED);
       const early = collect(first, RECREATED);
-      // Subscriptions are registered once the server answers a query after them.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Both subscriptions are open on the server (its gauge counts them) before anything is recreated.
+      await until('both subscriptions to be open', async () => ((await r.app.metrics.subscriptionsActive.get()).values[0]?.value ?? 0) >= 2);
       const bump = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
       const id = bump.bumpAgentImage.rollout.id;
       await early.waitFor(1);

@@ -94,9 +94,12 @@ describe('node agents over GraphQL', () => {
 
     // The real thing, watched on the events subscription.
     const client = wsClient(app.url);
+    const open = async () => (await app.metrics.subscriptionsActive.get()).values[0]?.value ?? 0;
+    const openBefore = await open();
     const feed = collect(client, 'subscription { events(filter: { types: [NodeAgentReplaced] }) { type rolloutId object { kind namespace name } payload } }');
     try {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The subscription is open on the server (its gauge counts it) before the bump.
+      await until('the events subscription to be open', async () => (await open()) > openBefore);
       const run = await gql(app.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW, canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3', idempotencyKey: 'ci-run-1', cause: { actor: 'ci' } } });
       expect(run.errors).toBeUndefined();
       const id = run.data.bumpNodeAgentImage.rollout.id as string;

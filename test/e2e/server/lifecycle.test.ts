@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { startService } from '../../helpers/child.js';
+import { until } from '../../helpers/until.js';
 
 describe('health, readiness and metrics', () => {
   let app: TestApp;
@@ -82,7 +83,9 @@ describe('the service process', () => {
     const sub = collect(client, 'subscription { events { id } }');
     const info = await gql(service.url, '{ serverInfo { version kubeMode } }');
     expect(info.data.serverInfo.kubeMode).toBe('sim');
-    await new Promise((r) => setTimeout(r, 200));
+    // The subscription is open on the server (its gauge counts it) before the signal is sent.
+    const metricsUrl = service.url.replace(/\/graphql$/, '/metrics');
+    await until('the subscription to be open on the server', async () => /^rollplane_subscriptions_active 1$/m.test(await (await fetch(metricsUrl)).text()));
     const started = Date.now();
     service.child.kill('SIGTERM');
     const exit = await service.exited;

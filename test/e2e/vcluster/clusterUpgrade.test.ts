@@ -75,8 +75,11 @@ describe('bumpClusterVersion through the GraphQL API', () => {
 
   it('upgrades every cluster with -v=7 and a Service label, never more than maxConcurrent at once, with one observation each on the subscription and /metrics', async () => {
     const ws = wsClient(app.url);
+    const open = async () => (await app.metrics.subscriptionsActive.get()).values[0]?.value ?? 0;
+    const openBefore = await open();
     const feed = collect(ws, `subscription { clusterUpgradeObserved(filter: { clusterVersion: "${CV}" }) { clusterName clusterVersion resourceVersion outcome seconds components { component } rolloutId } }`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The subscription is open on the server (its gauge counts it) before the bump.
+    await until('the subscription to be open', async () => (await open()) > openBefore);
     const input = {
       clusterVersion: CV,
       apiServer: { args: ['-v=7'] },
