@@ -222,8 +222,16 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
   it('ignores the opt-in label when the feature gate is off', async () => {
     h = await startHarness({ vcluster: { partialUpgrade: false } });
     h.editClusterVersion((spec) => (containerOf(spec.apiServer.statefulset).args = ['-v=7']));
+    const apiserverGeneration = h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.metadata.generation;
     h.optIn('vc-1');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The informer updates its cache and then enqueues, so once the cache shows the label and the queue is drained the
+    // controller has looked at the opt-in: a signal, not a wait on time.
+    await h.waitFor('the opt-in seen and the queue drained', async () => {
+      const seen = (await h!.runtime.queries.virtualCluster('default', 'vc-1'))?.readyForUpgrade;
+      const queue = h!.runtime.controller.snapshot();
+      return seen && queue.depth === 0 && queue.inFlight.length === 0;
+    });
+    expect(h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.metadata.generation).toBe(apiserverGeneration);
     expect(h.vc('vc-1').metadata.labels?.[READY]).toBe('true');
     expect(await h.observations()).toEqual([]);
   });
