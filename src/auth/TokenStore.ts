@@ -12,7 +12,7 @@ export interface TokenRow {
 
 /**
  * Where API tokens are kept (store/sqlite/SqliteTokenStore.ts, store/postgres/PgTokenStore.ts; one contract suite,
- * test/store/contract/tokenContract.ts). No cache anywhere: every request reads its token, so a revocation made on any
+ * test/store/tokenAuditContract.ts). No cache anywhere: every request reads its token, so a revocation made on any
  * replica refuses the token's next request on every replica.
  */
 export interface TokenStore {

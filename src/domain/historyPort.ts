@@ -103,7 +103,7 @@ export interface CoveredTarget {
  * The history's persistence port (docs/adr/0020-persistence-port-and-postgresql.md). It lives in the domain, which
  * owns what it asks of the store; src/store implements it (and re-exports it from store/port.ts): what the domain may ask of the
  * store for rollouts, targets, revisions, in-flight work and the event log, with one implementation per database
- * (store/sqlite, store/postgres). The same contract suite (test/store/contract) runs against both.
+ * (store/sqlite, store/postgres). The same contract suite (test/store/historyContract.ts) runs against both.
  *
  * Reads outside a transaction are async. Inside a transaction every method is a `Step`: a generator the body delegates
  * to with `yield*` (`const row = yield* tx.findRollout(id)`), and the body itself is a generator function. The store

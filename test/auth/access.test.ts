@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startService } from '../helpers/child.js';
+import { until } from '../helpers/until.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 const ADMIN = 'admin-secret-for-tests-0123456789abcdef';
@@ -122,7 +123,7 @@ describe('access control over HTTP and WebSocket', () => {
     expect(sub.errors).toEqual([]);
     const revoked = await gql(app.url, `mutation($id: ID!) { revokeApiToken(id: $id) { revokedAt } }`, { id: token.id }, bearer(ADMIN));
     expect(revoked.data.revokeApiToken.revokedAt).toBeTruthy();
-    await waitUntil(() => sub.errors.length > 0 || sub.isCompleted());
+    await until('the subscription to fail or complete', () => sub.errors.length > 0 || sub.isCompleted());
     expect(JSON.stringify(sub.errors)).toMatch(/4403|revoked/);
     expect((await gql(app.url, '{ serverInfo { version } }', {}, bearer(secret))).errors?.[0]?.message).toBe('invalid, expired or revoked token');
     await client.dispose();
@@ -136,7 +137,7 @@ describe('access control over HTTP and WebSocket', () => {
     const sub = collect(client, 'subscription { events(after: "0") { id } }');
     await sub.waitFor(1);
     expect(sub.errors).toEqual([]);
-    await waitUntil(() => sub.errors.length > 0, 10_000);
+    await until('the subscription to fail', () => sub.errors.length > 0, 10_000);
     expect(JSON.stringify(sub.errors)).toMatch(/4403.*token expired/);
     await client.dispose();
   });
@@ -220,11 +221,3 @@ describe('authentication settings', () => {
     }
   });
 });
-
-async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSchema } from '../../src/graphql/schema.js';
 import { collect, wsClient } from '../helpers/graphql.js';
-import { privilegedCases } from '../security/privilegedShapes.js';
+import { privilegedCases } from '../helpers/privilegedShapes.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 

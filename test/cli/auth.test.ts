@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceProcess } from '../helpers/child.js';
-import { runCli, startCli, until } from './cliHarness.js';
+import { runCli, startCli } from './cliHarness.js';
+import { until } from '../helpers/until.js';
 
 /** The CLI against a server that requires tokens (ROLLPLANE_AUTH=on, admin token from the environment). */
 
@@ -80,7 +81,7 @@ describe('rollplane with authentication on', () => {
     const created = JSON.parse((await runCli(['token', 'create', 'canary-bot', '--role', 'deployer', '-o', 'json'], as(ADMIN))).stdout);
     // A canary of one pool pauses the rollout after it, so the wait cannot end by itself.
     const cli = startCli(['bump', 'agent-image', 'rancher/harvester-vm-dhcp-agent:v0.4.0', '--canary', '1', '--wait'], as(created.secret));
-    await until(() => cli.stderr().includes('continue it with: rollplane rollout resume'), 30_000, 'the canary pause');
+    await until('the canary pause', () => cli.stderr().includes('continue it with: rollplane rollout resume'), 30_000);
     const revoke = await runCli(['token', 'revoke', created.token.id], as(ADMIN));
     expect(revoke.code).toBe(0);
     const run = await cli.done;

@@ -54,12 +54,3 @@ export function startCli(args: string[], env: Record<string, string> = {}, timeo
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs?: number): Promise<CliRun> {
   return startCli(args, env, timeoutMs).done;
 }
-
-/** Resolves once `predicate` holds, polling every 20 ms (rejects after `timeoutMs`). */
-export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 20_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -5,10 +5,11 @@ import { RolloutFollower } from '../../src/cli/RolloutFollower.js';
 import { SubscriptionError } from '../../src/cli/subscriptionTransport.js';
 import type { TargetObservation } from '../../src/domain/ports.js';
 import type { TestApp } from '../helpers/app.js';
-import { runCli, startCli, until } from './cliHarness.js';
+import { runCli, startCli } from './cliHarness.js';
 import { startFaultProxy } from './faultProxy.js';
 import { startScriptedApp, type ScriptedApp } from './scriptedApp.js';
 import { startTcpProxy } from './tcpProxy.js';
+import { until } from '../helpers/until.js';
 
 let scripted: ScriptedApp;
 let app: TestApp;
@@ -30,10 +31,10 @@ describe('rollplane rollout status --wait', () => {
   it('follows a rollout to SUCCEEDED with a line per change, and exits 0', async () => {
     const { id, nodes } = await launch(3);
     const cli = startCli(['rollout', 'status', id, '--wait'], env());
-    await until(() => cli.stderr().includes('in progress'), 20_000, 'the CLI to show the rollout progressing');
+    await until('the CLI to show the rollout progressing', () => cli.stderr().includes('in progress'), 20_000);
     for (const [i, node] of nodes.entries()) {
       settle(node, { phase: 'succeeded' });
-      await until(() => cli.stderr().includes(`${i + 1}/3 succeeded`), 20_000, `${i + 1}/3 succeeded`);
+      await until(`${i + 1}/3 succeeded`, () => cli.stderr().includes(`${i + 1}/3 succeeded`), 20_000);
     }
     const run = await cli.done;
     expect(run.code).toBe(0);
@@ -44,7 +45,7 @@ describe('rollplane rollout status --wait', () => {
   it('prints one JSON document with --output json', async () => {
     const { id, nodes } = await launch(2);
     const cli = startCli(['rollout', 'status', id, '--wait', '--output', 'json'], env());
-    await until(() => cli.stderr().includes('in progress'), 20_000, 'progress');
+    await until('progress', () => cli.stderr().includes('in progress'), 20_000);
     for (const node of nodes) settle(node, { phase: 'succeeded' });
     const run = await cli.done;
     expect(run.code).toBe(0);
@@ -55,7 +56,7 @@ describe('rollplane rollout status --wait', () => {
   it('exits 1 when the rollout fails', async () => {
     const { id, nodes } = await launch(2);
     const cli = startCli(['rollout', 'status', id, '--wait'], env());
-    await until(() => cli.stderr().includes('in progress'), 20_000, 'progress');
+    await until('progress', () => cli.stderr().includes('in progress'), 20_000);
     settle(nodes[0]!, { phase: 'failed', reason: 'ImagePullBackOff' });
     const run = await cli.done;
     expect(run.code).toBe(1);
@@ -79,15 +80,15 @@ describe('rollplane rollout status --wait', () => {
     try {
       const { id, nodes } = await launch(2);
       const cli = startCli(['rollout', 'status', id, '--wait'], { ROLLPLANE_URL: `${proxy.url}/graphql` });
-      await until(() => cli.stderr().includes('in progress') && proxy.received().includes('"type":"connection_ack"'), 20_000, 'the socket');
+      await until('the socket', () => cli.stderr().includes('in progress') && proxy.received().includes('"type":"connection_ack"'), 20_000);
       const before = proxy.connections();
       proxy.dropAll();
       // While the CLI is cut off, one node finishes; the resumed subscription must replay it.
       settle(nodes[0]!, { phase: 'succeeded' });
-      await until(() => cli.stderr().includes('reconnecting'), 20_000, 'the CLI to notice the drop').catch((error: Error) => {
+      await until('the CLI to notice the drop', () => cli.stderr().includes('reconnecting'), 20_000).catch((error: Error) => {
         throw new Error(`${error.message}\n${cli.stderr()}`);
       });
-      await until(() => cli.stderr().includes('1/2 succeeded'), 20_000, 'the missed update');
+      await until('the missed update', () => cli.stderr().includes('1/2 succeeded'), 20_000);
       settle(nodes[1]!, { phase: 'succeeded' });
       const run = await cli.done;
       expect(run.code).toBe(0);
@@ -103,10 +104,10 @@ describe('rollplane rollout status --wait', () => {
     try {
       const { id, nodes } = await launch(1);
       const cli = startCli(['rollout', 'status', id, '--wait', '--retries', '0'], { ROLLPLANE_URL: `${proxy.url}/graphql` });
-      await until(() => cli.stderr().includes('in progress') && proxy.received().includes('"type":"connection_ack"'), 20_000, 'the socket');
+      await until('the socket', () => cli.stderr().includes('in progress') && proxy.received().includes('"type":"connection_ack"'), 20_000);
       proxy.setDown(true);
       proxy.dropAll();
-      await until(() => cli.stderr().includes('still waiting'), 20_000, 'the CLI to notice the outage');
+      await until('the CLI to notice the outage', () => cli.stderr().includes('still waiting'), 20_000);
       settle(nodes[0]!, { phase: 'succeeded' });
       proxy.setDown(false);
       const run = await cli.done;
@@ -123,7 +124,7 @@ describe('rollplane rollout status --wait', () => {
     try {
       const { id, nodes } = await launch(1);
       const cli = startCli(['rollout', 'status', id, '--wait'], { ROLLPLANE_URL: proxy.url });
-      await until(() => cli.stderr().includes('polling every'), 20_000, 'the fallback to polling');
+      await until('the fallback to polling', () => cli.stderr().includes('polling every'), 20_000);
       settle(nodes[0]!, { phase: 'succeeded' });
       const run = await cli.done;
       expect(run.code, run.stderr).toBe(0);
@@ -157,7 +158,7 @@ describe('RolloutFollower', () => {
     });
     const following = follower.follow(id, 20_000);
     following.catch(() => {}); // awaited below; keeps a failure before then from being unhandled
-    await until(() => notices.some((n) => n.includes('polling')), 10_000, 'the fallback');
+    await until('the fallback', () => notices.some((n) => n.includes('polling')), 10_000);
     settle(nodes[0]!, { phase: 'succeeded' });
     const final = await following;
     expect(final.state).toBe('SUCCEEDED');

@@ -9,6 +9,7 @@ import { enqueueByLabels, enqueueOwner, feed, generationChanged } from '../../sr
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
+import { until } from '../helpers/until.js';
 
 let sim: Simulator;
 let kube: KubeClients;
@@ -57,14 +58,6 @@ function newInformer(onError?: (e: unknown) => void): { informer: Informer<V1Con
   return { informer, events };
 }
 
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('Informer', () => {
   it('lists into its cache, then follows the watch', async () => {
     put('a', { v: '1' });
@@ -76,7 +69,7 @@ describe('Informer', () => {
     put('a', { v: '2' });
     sim.store.create(Resources.configmaps, configMap('b', {}, { labels: { app: 'web' } }));
     sim.store.delete(Resources.configmaps, 'default', 'a');
-    await until(() => events.length === 4, 'four events');
+    await until('four events', () => events.length === 4, { timeoutMs: 5_000, intervalMs: 5 });
     expect(events).toEqual(['add a {"v":"1"}', 'update a {"v":"2"}', 'add b {}', 'delete a']);
     expect(informer.list('default').map((o) => o.metadata?.name)).toEqual(['b']);
     expect(informer.byIndex('byApp', 'web').map((o) => o.metadata?.name)).toEqual(['b']);
@@ -105,12 +98,12 @@ describe('Informer', () => {
     informers.push(informer);
     informer.start();
     const listsAt: number[] = [];
-    await until(() => lists === 1 && clock.pendingTimers() === 1, 'first failure');
+    await until('first failure', () => lists === 1 && clock.pendingTimers() === 1, { timeoutMs: 5_000, intervalMs: 5 });
     listsAt.push(clock.now());
     for (let t = 0; t < 1500; t += 50) {
       await clock.advance(50);
       const before = lists;
-      await until(() => clock.pendingTimers() === 1, 'the retry to fail');
+      await until('the retry to fail', () => clock.pendingTimers() === 1, { timeoutMs: 5_000, intervalMs: 5 });
       if (lists > before) listsAt.push(clock.now());
     }
     // 100, 200, 400, then capped at 400.
@@ -130,7 +123,7 @@ describe('Informer', () => {
     await informer.waitForSync();
     put('a', { v: '1' });
     put('b', { v: '1' });
-    await until(() => events.length === 2, 'both events');
+    await until('both events', () => events.length === 2, { timeoutMs: 5_000, intervalMs: 5 });
     expect(errors.map((e) => (e as Error).message)).toEqual(['handler bug', 'handler bug']);
     expect(informer.stats).toMatchObject({ lists: 1, watches: 1, errors: 0 });
   });
@@ -141,7 +134,7 @@ describe('Informer', () => {
     informer.start();
     await informer.waitForSync();
     put('watched', { v: '1' });
-    await until(() => informer.get('default', 'watched') !== undefined, 'watched');
+    await until('watched', () => informer.get('default', 'watched') !== undefined, { timeoutMs: 5_000, intervalMs: 5 });
     for (const name of ['listed', 'watched']) {
       const o = informer.get('default', name)!;
       expect(o.apiVersion).toBe('v1');
@@ -155,12 +148,12 @@ describe('Informer', () => {
     const { informer, events } = newInformer();
     informer.start();
     await informer.waitForSync();
-    await until(() => sim.api.watchCount() === 1, 'the watch');
+    await until('the watch', () => sim.api.watchCount() === 1, { timeoutMs: 5_000, intervalMs: 5 });
     for (let round = 2; round <= 4; round++) {
       expect(sim.api.dropWatches()).toBe(1);
       put('a', { v: String(round) }); // written while the informer is reconnecting
-      await until(() => informer.get('default', 'a')?.data?.v === String(round), `v=${round}`);
-      await until(() => sim.api.watchCount() === 1, 'a new watch');
+      await until(`v=${round}`, () => informer.get('default', 'a')?.data?.v === String(round), { timeoutMs: 5_000, intervalMs: 5 });
+      await until('a new watch', () => sim.api.watchCount() === 1, { timeoutMs: 5_000, intervalMs: 5 });
     }
     expect(events).toEqual(['add a {"v":"1"}', 'update a {"v":"2"}', 'update a {"v":"3"}', 'update a {"v":"4"}']);
     expect(informer.stats.watches).toBeGreaterThanOrEqual(4);
@@ -173,7 +166,7 @@ describe('Informer', () => {
     const { informer, events } = newInformer();
     informer.start();
     await informer.waitForSync();
-    await until(() => sim.api.watchCount() === 1, 'the watch');
+    await until('the watch', () => sim.api.watchCount() === 1, { timeoutMs: 5_000, intervalMs: 5 });
     // Hold the informer's next watch request until more than historySize writes have happened.
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -182,12 +175,12 @@ describe('Informer', () => {
       if (info.verb === 'watch' && held++ === 0) await gate;
     };
     sim.api.dropWatches();
-    await until(() => held === 1, 'the held watch');
+    await until('the held watch', () => held === 1, { timeoutMs: 5_000, intervalMs: 5 });
     for (let i = 2; i <= 8; i++) put('keep', { v: String(i) });
     sim.store.delete(Resources.configmaps, 'default', 'gone');
     put('new', { v: '1' });
     release();
-    await until(() => informer.get('default', 'new') !== undefined && informer.get('default', 'gone') === undefined, 'relist');
+    await until('relist', () => informer.get('default', 'new') !== undefined && informer.get('default', 'gone') === undefined, { timeoutMs: 5_000, intervalMs: 5 });
     expect(informer.stats.expired).toBe(1);
     expect(informer.stats.lists).toBe(2);
     expect(informer.get('default', 'keep')?.data).toEqual({ v: '8' });
@@ -208,7 +201,7 @@ describe('Informer', () => {
     informer.start();
     await informer.waitForSync();
     put('a', { v: '2' });
-    await until(() => informer.get('default', 'a')?.data?.v === '2', 'recovery');
+    await until('recovery', () => informer.get('default', 'a')?.data?.v === '2', { timeoutMs: 5_000, intervalMs: 5 });
     expect(failures).toBe(6);
     expect(informer.stats.errors).toBe(6);
     expect(errors).toHaveLength(6);
@@ -221,17 +214,14 @@ describe('Informer', () => {
     await informer.waitForSync();
     const names = ['a', 'b', 'c', 'd'];
     for (const n of names) put(n, { v: '0' });
-    await until(() => informer.list().length === 4, 'initial objects');
+    await until('initial objects', () => informer.list().length === 4, { timeoutMs: 5_000, intervalMs: 5 });
     sim.faults.set({ errorRate: { list: 0.3, watch: 0.3 }, dropWatchesEveryMs: 20 });
     for (let i = 1; i <= 40; i++) {
       put(names[i % names.length]!, { v: String(i) });
       if (i % 5 === 0) await new Promise((r) => setTimeout(r, 10));
     }
     sim.store.delete(Resources.configmaps, 'default', 'd');
-    await until(
-      () => names.slice(0, 3).every((n) => informer.get('default', n)?.metadata?.resourceVersion === sim.store.get(Resources.configmaps, 'default', n)?.metadata.resourceVersion) && !informer.get('default', 'd'),
-      'convergence',
-    );
+    await until('convergence', () => names.slice(0, 3).every((n) => informer.get('default', n)?.metadata?.resourceVersion === sim.store.get(Resources.configmaps, 'default', n)?.metadata.resourceVersion) && !informer.get('default', 'd'), { timeoutMs: 5_000, intervalMs: 5 });
     const stats = sim.faults.stats();
     sim.faults.set({});
     expect(stats.watchDrops + stats.errors).toBeGreaterThan(0);
@@ -263,7 +253,7 @@ describe('Informer', () => {
     pools.start();
     await pools.waitForSync();
     sim.store.create(Resources.ippools, pool('ns2', 'c', 'prod'));
-    await until(() => pools.list().length === 2, 'c');
+    await until('c', () => pools.list().length === 2, { timeoutMs: 5_000, intervalMs: 5 });
     expect(pools.list().map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).sort()).toEqual(['ns1/a', 'ns2/c']);
     expect(pools.list('ns2').map((p) => p.metadata?.name)).toEqual(['c']);
   });
@@ -299,7 +289,7 @@ describe('Informer', () => {
     // The cache is as of the first page's resourceVersion (all pages come from one snapshot).
     expect(informer.lastSyncResourceVersion()).toBe(pools.lastSyncResourceVersion());
     put('cm-7', { i: 'changed' });
-    await until(() => informer.get('default', 'cm-7')?.data?.i === 'changed', 'the watch after a paged list');
+    await until('the watch after a paged list', () => informer.get('default', 'cm-7')?.data?.i === 'changed', { timeoutMs: 5_000, intervalMs: 5 });
   });
 
   it('stops cleanly while a list is in flight', async () => {
@@ -314,7 +304,7 @@ describe('Informer', () => {
     };
     const { informer } = newInformer();
     informer.start();
-    await until(() => listing, 'the list request');
+    await until('the list request', () => listing, { timeoutMs: 5_000, intervalMs: 5 });
     const stopped = informer.stop();
     release();
     await stopped;
@@ -343,13 +333,13 @@ describe('Informer', () => {
     informer.start();
     await informer.waitForSync();
     controller.start(); // resync from the cache
-    await until(() => reconciled.length >= 2, 'resync');
+    await until('resync', () => reconciled.length >= 2, { timeoutMs: 5_000, intervalMs: 5 });
     expect(reconciled.sort()).toEqual(['default/w1', 'pools/p1']);
     reconciled.length = 0;
     // The owner mapping has no predicate: any change of the owned object reaches its owner.
     const owned = sim.store.get(Resources.configmaps, 'default', 'owned')!;
     sim.store.update(Resources.configmaps, { ...owned, data: { x: '1' } });
-    await until(() => reconciled.includes('default/w1'), 'owner event');
+    await until('owner event', () => reconciled.includes('default/w1'), { timeoutMs: 5_000, intervalMs: 5 });
     await controller.stop();
   });
 });

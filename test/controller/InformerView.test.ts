@@ -7,6 +7,7 @@ import { Informer } from '../../src/controller/Informer.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, type Simulator, startSimulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
+import { until } from '../helpers/until.js';
 
 let sim: Simulator;
 let kube: KubeClients;
@@ -35,14 +36,6 @@ function relabel(name: string, labels: Record<string, string>): void {
   sim.store.update(Resources.configmaps, { ...structuredClone(existing), metadata: { ...structuredClone(existing.metadata), labels } });
 }
 
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe('InformerView', () => {
   it('holds, indexes and announces only the objects that pass its filter, as a selector would', async () => {
     sim.store.create(Resources.configmaps, cm('a', { role: 'agent', pool: 'p1' }));
@@ -63,10 +56,10 @@ describe('InformerView', () => {
 
     relabel('b', { role: 'agent', pool: 'p2' }); // starts passing: an add
     relabel('a', { role: 'agent', pool: 'p3' }); // still passes: an update, re-indexed
-    await until(() => events.length >= 3, 'the add and the update');
+    await until('the add and the update', () => events.length >= 3, { timeoutMs: 5_000, intervalMs: 5 });
     relabel('a', { role: 'other' }); // stops passing: a delete
     sim.store.delete(Resources.configmaps, 'default', 'b'); // deleted while passing: a delete
-    await until(() => events.length >= 5, 'the deletes');
+    await until('the deletes', () => events.length >= 5, { timeoutMs: 5_000, intervalMs: 5 });
     expect(events).toEqual(['add a', 'add b', 'update a', 'delete a', 'delete b']);
     expect(view.list()).toEqual([]);
     expect(view.byIndex('pool', 'p3')).toEqual([]);

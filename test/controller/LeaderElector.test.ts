@@ -7,6 +7,7 @@ import { FakeClock } from '../../src/util/FakeClock.js';
 import { LeaderElector, type LeaderElectorOptions, runWhileLeading } from '../../src/controller/LeaderElector.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, SimApiError, type Simulator, startSimulator } from '../../src/sim/index.js';
+import { until } from '../helpers/until.js';
 
 const LEASE_MS = 3000;
 const RENEW_MS = 2000;
@@ -69,14 +70,6 @@ function watchLeaders(list: LeaderElector[]): { max: () => number; stop: () => v
   return { max: () => max, stop: () => clearInterval(timer) };
 }
 
-async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 function lease() {
   return sim.store.get(Resources.leases, 'default', 'rollplane-workers');
 }
@@ -91,7 +84,7 @@ describe('LeaderElector', () => {
     const sampler = watchLeaders([a, b]);
     a.start();
     b.start();
-    await until(() => a.isLeader() || b.isLeader(), 'a leader');
+    await until('a leader', () => a.isLeader() || b.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
     // Both keep campaigning for a while: the follower must not take over a lease that is being renewed.
     await new Promise((r) => setTimeout(r, 5 * RETRY_MS));
     const [leader, follower] = a.isLeader() ? [a, b] : [b, a];
@@ -104,7 +97,7 @@ describe('LeaderElector', () => {
     const released = performance.now();
     await leader.stop();
     expect(log.running.has(leader.identity)).toBe(false);
-    await until(() => follower.isLeader(), 'handover');
+    await until('handover', () => follower.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
     const handoverMs = performance.now() - released;
     expect(handoverMs).toBeLessThan(LEASE_MS);
     expect(lease()?.spec).toMatchObject({ holderIdentity: follower.identity, leaseTransitions: 1 });
@@ -139,14 +132,14 @@ describe('LeaderElector', () => {
     const a = replica('a');
     const b = replica('b');
     a.elector.start();
-    await until(() => a.controller.running && reconciledBy.length === 2, 'a reconciling');
+    await until('a reconciling', () => a.controller.running && reconciledBy.length === 2, { timeoutMs: 10_000, intervalMs: 2 });
     b.elector.start();
     await new Promise((r) => setTimeout(r, 3 * RETRY_MS));
     expect(b.controller.running).toBe(false);
     await a.elector.stop();
     expect(a.controller.running).toBe(false);
     expect(aborted).toEqual(['a']);
-    await until(() => reconciledBy.length === 4, 'b reconciling');
+    await until('b reconciling', () => reconciledBy.length === 4, { timeoutMs: 10_000, intervalMs: 2 });
     expect(reconciledBy.sort()).toEqual(['a:slow', 'a:w1', 'b:slow', 'b:w1']);
     expect(a.controller.snapshot().inFlight).toEqual([]);
   });
@@ -161,10 +154,10 @@ describe('LeaderElector', () => {
       },
     });
     a.start();
-    await until(() => a.isLeader(), 'leadership');
+    await until('leadership', () => a.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
     const current = lease()!;
     sim.store.update(Resources.leases, { ...current, spec: { ...current.spec, holderIdentity: 'intruder' } });
-    await until(() => !a.isLeader(), 'step down', RENEW_MS);
+    await until('step down', () => !a.isLeader(), { timeoutMs: RENEW_MS, intervalMs: 2 });
     expect(signal?.aborted).toBe(true);
     expect(log.stops.map((s) => s.id)).toEqual(['a']);
   });
@@ -173,7 +166,7 @@ describe('LeaderElector', () => {
     const log = new LeadershipLog();
     const a = newElector('a', log);
     a.start();
-    await until(() => a.isLeader(), 'leadership');
+    await until('leadership', () => a.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
     let failing = 0;
     sim.api.hooks.beforeRequest = (info) => {
       if (info.resource.plural === 'leases') {
@@ -182,7 +175,7 @@ describe('LeaderElector', () => {
       }
     };
     const cutOff = performance.now();
-    await until(() => !a.isLeader(), 'step down');
+    await until('step down', () => !a.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
     expect(performance.now() - cutOff).toBeLessThan(LEASE_MS);
     expect(failing).toBeGreaterThan(0);
     expect(lease()?.spec.holderIdentity).toBe('a'); // it could not even release: the lease simply expires
@@ -216,7 +209,7 @@ describe('LeaderElector', () => {
       child.kill('SIGKILL');
       expect(await exited).toBe('SIGKILL');
       const killed = performance.now();
-      await until(() => b.isLeader(), 'takeover', 3 * LEASE_MS);
+      await until('takeover', () => b.isLeader(), { timeoutMs: 3 * LEASE_MS, intervalMs: 2 });
       const takeoverMs = performance.now() - killed;
       // b counts the lease duration from the last renewal it observed, which is at most a few retry periods
       // before the kill.
@@ -240,14 +233,14 @@ describe('LeaderElector on a fake clock (exact deadlines, real API)', () => {
   /** Advances to the next attempt and waits (real time) until the attempt has finished and the loop sleeps again. */
   async function nextAttempt(clock: FakeClock, timersWhenIdle: number): Promise<void> {
     await clock.advance(retry);
-    await until(() => clock.pendingTimers() === timersWhenIdle, 'the attempt to finish');
+    await until('the attempt to finish', () => clock.pendingTimers() === timersWhenIdle, { timeoutMs: 10_000, intervalMs: 2 });
   }
 
   it('steps down exactly at the renew deadline counted from the last successful renewal', async () => {
     const clock = new FakeClock(0, Date.now());
     const a = elector('a', clock, new LeadershipLog());
     a.start();
-    await until(() => a.isLeader() && clock.pendingTimers() === 2, 'leadership'); // retry sleep + renew deadline
+    await until('leadership', () => a.isLeader() && clock.pendingTimers() === 2, { timeoutMs: 10_000, intervalMs: 2 }); // retry sleep + renew deadline
     await nextAttempt(clock, 2); // t = 2 s: renewed
     sim.api.hooks.beforeRequest = (info) => {
       if (info.resource.plural === 'leases') throw new SimApiError(503, 'ServiceUnavailable', 'injected');
@@ -266,12 +259,12 @@ describe('LeaderElector on a fake clock (exact deadlines, real API)', () => {
     const crashedClock = new FakeClock(0, Date.now());
     const crashed = elector('crashed', crashedClock, log);
     crashed.start();
-    await until(() => crashed.isLeader(), 'the first leader');
+    await until('the first leader', () => crashed.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
     // crashedClock never advances again: 'crashed' never renews, as if the process died.
     const clock = new FakeClock(0, Date.now());
     const b = elector('b', clock, log);
     b.start();
-    await until(() => clock.pendingTimers() === 1 && b.observedLeader() === 'crashed', 'b observing');
+    await until('b observing', () => clock.pendingTimers() === 1 && b.observedLeader() === 'crashed', { timeoutMs: 10_000, intervalMs: 2 });
     for (let t = retry; t < leaseMs; t += retry) {
       await nextAttempt(clock, 1);
       expect(b.isLeader()).toBe(false);

@@ -4,6 +4,7 @@ import { EventType } from '../../src/domain/events.js';
 import type { AppMetrics } from '../../src/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { collect, wsClient } from '../helpers/graphql.js';
+import { until } from '../helpers/until.js';
 
 const ADMIN = 'fan-out-admin-token-0123456789abcdefghijklmnop';
 const FEED = `subscription($filter: EventFilter) { events(filter: $filter) { id type object { namespace name } payload } }`;
@@ -24,14 +25,6 @@ async function gauge(metric: AppMetrics['subscriptionsShared']): Promise<number>
   return (await metric.get()).values[0]?.value ?? 0;
 }
 
-async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** A graphql-ws client on a bare WebSocket, so that the test can stop reading from its TCP socket. */
 async function rawSubscriber(url: string, query: string, variables: Record<string, unknown>) {
   const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
@@ -44,7 +37,7 @@ async function rawSubscriber(url: string, query: string, variables: Record<strin
     socket.once('error', reject);
   });
   socket.send(JSON.stringify({ type: 'connection_init', payload: {} }));
-  await waitUntil(() => messages.some((m) => m.type === 'connection_ack'), 'connection_ack');
+  await until('connection_ack', () => messages.some((m) => m.type === 'connection_ack'));
   socket.send(JSON.stringify({ id: 's1', type: 'subscribe', payload: { query, variables } }));
   const tcp = (socket as unknown as { _socket: import('node:net').Socket })._socket;
   return {
@@ -68,14 +61,14 @@ describe('shared subscription fan-out', () => {
   });
   // The previous test's clients leave their groups when their sockets' close reaches the server.
   beforeEach(async () => {
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === 0, 'no subscriber is left from the test before');
+    await until('no subscriber is left from the test before', async () => (await gauge(app.metrics.subscriptionsShared)) === 0);
   });
 
   it('executes each event once for every subscriber of the same document and variables', async () => {
     const clients = Array.from({ length: 5 }, () => wsClient(app.url));
     const base = await gauge(app.metrics.subscriptionsShared);
     const subs = clients.map((c) => collect(c, FEED, { filter: { namespace: 'same-doc' } }));
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 5, 'five subscribers are registered');
+    await until('five subscribers are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === base + 5);
     expect(await gauge(app.metrics.subscriptionGroups)).toBe(1);
     const before = await counter(app.metrics, 'shared');
     for (let i = 0; i < 10; i++) await app.domain.events.append(recreated('same-doc', `p${i}`, i));
@@ -89,7 +82,7 @@ describe('shared subscription fan-out', () => {
     // Byte-identical payloads: each subscriber got the one serialized result, under its own operation id.
     expect(new Set(subs.map((s) => JSON.stringify(s.results))).size).toBe(1);
     await Promise.all(clients.map((c) => c.dispose()));
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionGroups)) === 0, 'the group is gone with its last subscriber');
+    await until('the group is gone with its last subscriber', async () => (await gauge(app.metrics.subscriptionGroups)) === 0);
   });
 
   it('executes separately, with different results, for different variables', async () => {
@@ -98,7 +91,7 @@ describe('shared subscription fan-out', () => {
     const base = await gauge(app.metrics.subscriptionsShared);
     const subA = collect(a, FEED, { filter: { namespace: 'vars-a' } });
     const subB = collect(b, FEED, { filter: { namespace: 'vars-b' } });
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2, 'both subscribers are registered');
+    await until('both subscribers are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2);
     expect(await gauge(app.metrics.subscriptionGroups)).toBe(2);
     const before = await counter(app.metrics, 'shared');
     for (let i = 0; i < 4; i++) await app.domain.events.append(recreated(i % 2 ? 'vars-b' : 'vars-a', `p${i}`, i));
@@ -116,7 +109,7 @@ describe('shared subscription fan-out', () => {
     const slow = await rawSubscriber(app.url, FEED, { filter: { namespace: 'slow' } });
     const fast = wsClient(app.url);
     const fastSub = collect(fast, FEED, { filter: { namespace: 'slow' } });
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2, 'both subscribers are registered');
+    await until('both subscribers are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2);
     slow.stopReading();
     const catchUpsBefore = (await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0;
     // 32 KiB events until the slow socket's buffers (kernel, then ws) exceed the 64 KiB budget and it falls behind.
@@ -135,10 +128,10 @@ describe('shared subscription fan-out', () => {
     expect(slow.next().length).toBeLessThan(appended);
 
     slow.resumeReading();
-    await waitUntil(() => slow.next().length >= appended, `the slow subscriber has all ${appended} events`, 60_000);
+    await until(`the slow subscriber has all ${appended} events`, () => slow.next().length >= appended, 60_000);
     // Events appended after it caught up arrive live, still once and in order.
     for (let i = 0; i < 5; i++, appended++) await app.domain.events.append(recreated('slow', `p${appended}`, appended));
-    await waitUntil(() => slow.next().length >= appended, 'the live events after catching up');
+    await until('the live events after catching up', () => slow.next().length >= appended);
     const seqs = slow.next().map((m) => m.payload.data.events.payload.seq);
     expect(seqs).toEqual(Array.from({ length: appended }, (_, i) => i));
     expect(slow.closed()).toBeUndefined();
@@ -183,7 +176,7 @@ describe('shared subscription fan-out', () => {
         });
         await new Promise<void>((resolve, reject) => (socket.once('open', () => resolve()), socket.once('error', reject)));
         socket.send(JSON.stringify({ type: 'connection_init', payload: {} }));
-        await waitUntil(() => messages.some((m) => m.type === 'connection_ack'), 'connection_ack');
+        await until('connection_ack', () => messages.some((m) => m.type === 'connection_ack'));
         (socket as unknown as { _socket: import('node:net').Socket })._socket.pause();
         for (let i = 0; i < 20; i++) {
           received.set(`${c}/s${i}`, []);
@@ -191,9 +184,9 @@ describe('shared subscription fan-out', () => {
         }
         sockets.push(socket);
       }
-      await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === 60, 'all 60 subscriptions are registered');
+      await until('all 60 subscriptions are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === 60);
       for (const socket of sockets) (socket as unknown as { _socket: import('node:net').Socket })._socket.resume();
-      await waitUntil(() => [...received.values()].every((seqs) => seqs.length >= events), `every subscription has all ${events} events`, 60_000);
+      await until(`every subscription has all ${events} events`, () => [...received.values()].every((seqs) => seqs.length >= events), 60_000);
       for (const seqs of received.values()) expect(seqs).toEqual(Array.from({ length: events }, (_, i) => i));
       expect(peak).toBeGreaterThan(0);
       expect(peak).toBeLessThanOrEqual(sockets.length);
@@ -228,7 +221,7 @@ describe('per-subscriber fan-out (ROLLPLANE_SUBSCRIPTION_FAN_OUT=per-subscriber)
       const clients = Array.from({ length: 3 }, () => wsClient(app.url));
       const base = app.bus.subscriberCount();
       const subs = clients.map((c) => collect(c, FEED, { filter: { namespace: 'old-path' } }));
-      await waitUntil(() => app.bus.subscriberCount() === base + 3, 'three streams are registered');
+      await until('three streams are registered', () => app.bus.subscriberCount() === base + 3);
       for (let i = 0; i < 4; i++) await app.domain.events.append(recreated('old-path', `p${i}`, i));
       await Promise.all(subs.map((s) => s.waitFor(4)));
       expect(await counter(app.metrics, 'per-subscriber')).toBe(12);
@@ -257,7 +250,7 @@ describe('shared fan-out with authentication', () => {
     const base = await gauge(app.metrics.subscriptionsShared);
     const subV = collect(v, FEED, { filter: { namespace: 'roles' } });
     const subA = collect(a, FEED, { filter: { namespace: 'roles' } });
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2, 'both subscribers are registered');
+    await until('both subscribers are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2);
     expect(await gauge(app.metrics.subscriptionGroups)).toBe(2);
     const before = await counter(app.metrics, 'shared');
     await app.domain.events.append(recreated('roles', 'p', 1));
@@ -269,7 +262,7 @@ describe('shared fan-out with authentication', () => {
     await app.domain.tokens.revoke(viewerToken.id);
     await subV.waitFor(2);
     expect(JSON.stringify(subV.errors)).toMatch(/4403|revoked/);
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionGroups)) === 1, "the viewer's group is gone");
+    await until("the viewer's group is gone", async () => (await gauge(app.metrics.subscriptionGroups)) === 1);
     await app.domain.events.append(recreated('roles', 'p', 2));
     await subA.waitFor(2);
     expect(subV.results).toHaveLength(1);
@@ -290,7 +283,7 @@ describe('shared fan-out with authentication', () => {
       socket.once('error', reject);
     });
     socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${ADMIN}` } }));
-    await waitUntil(() => messages.some((m) => m.type === 'connection_ack'), 'connection_ack');
+    await until('connection_ack', () => messages.some((m) => m.type === 'connection_ack'));
     const activeBefore = await gauge(app.metrics.subscriptionsActive);
     const query = `subscription { events(filter: { namespace: "reuse" }) { id } }`;
     for (let i = 0; i < 300; i++) {
@@ -299,23 +292,25 @@ describe('shared fan-out with authentication', () => {
     }
     socket.send(JSON.stringify({ id: 'live', type: 'subscribe', payload: { query } }));
     const live = () => messages.filter((m) => m.type === 'next' && m.id === 'live');
-    // The live subscription is in place once an event published now reaches it.
-    for (let i = 0; live().length === 0; i++) {
-      if (i > 500) throw new Error('the live subscription never started');
-      await app.domain.events.append(recreated('reuse', `marker-${i}`, 1000 + i));
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    // The live subscription is in place once an event published now reaches it: publish one per look until one does.
+    let published = 0;
+    await until('the live subscription to start', async () => {
+      if (live().length > 0) return true;
+      await app.domain.events.append(recreated('reuse', `marker-${published}`, 1000 + published));
+      published++;
+      return false;
+    }, { timeoutMs: 10_000 });
     const base = live().length;
     for (let i = 0; i < 3; i++) await app.domain.events.append(recreated('reuse', `p${i}`, i));
     await app.domain.events.append(recreated('reuse', 'marker', 99));
-    await waitUntil(() => live().length === base + 4, 'the live subscription has the three events and the marker');
+    await until('the live subscription has the three events and the marker', () => live().length === base + 4);
     // Once each, in order.
     const ids = live().map((m) => Number(m.payload.data.events.id));
     expect(new Set(ids).size).toBe(ids.length);
     expect([...ids].sort((x, y) => x - y)).toEqual(ids);
     socket.close();
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionsActive)) === activeBefore, 'no subscription is left once the socket closed');
-    await waitUntil(async () => (await gauge(app.metrics.subscriptionsShared)) === 0, 'no shared subscriber is left');
+    await until('no subscription is left once the socket closed', async () => (await gauge(app.metrics.subscriptionsActive)) === activeBefore);
+    await until('no shared subscriber is left', async () => (await gauge(app.metrics.subscriptionsShared)) === 0);
   });
 
   // Attack probe (sub-after-values): a variable of the wrong type answered INTERNAL_SERVER_ERROR over WebSocket.

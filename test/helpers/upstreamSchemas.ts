@@ -22,7 +22,7 @@ import { CustomResourceSchema } from '../../src/sim/crd/CustomResourceSchema.js'
 import { crdServing } from '../../src/sim/crd/crdDefinition.js';
 import { pathString } from '../../src/sim/crd/schema.js';
 import type { KubeObject } from '../../src/sim/types.js';
-import { upstreamCrds } from '../sim/upstreamCrds.js';
+import { upstreamCrds } from './upstreamCrds.js';
 
 export interface UpstreamKind {
   group: string;

@@ -7,6 +7,8 @@ import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/util/FakeClock.js';
 import { createKubeClients } from '../../src/kube/createKubeClients.js';
+import type { ApiBudget } from '../../src/kube/ApiBudget.js';
+import { until } from '../helpers/until.js';
 
 // A bare HTTP endpoint that counts what reaches it: the budget is a client-side property, so what matters is how
 // many requests arrive, not what the server says.
@@ -55,11 +57,15 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Waits (real time) until `received` reaches n, then a little longer to show it stays there. */
-async function settle(n: number): Promise<number> {
-  for (let i = 0; i < 200 && received.length < n; i++) await new Promise((r) => setTimeout(r, 5));
-  await new Promise((r) => setTimeout(r, 50));
-  return received.length;
+/**
+ * Waits until `seen` holds n requests and returns how many the budget has admitted. Every request takes a token before
+ * it is sent and tokens come only from the fake clock, so once n arrived and n were admitted no further one can
+ * arrive until the clock moves: that is the signal that the count stays, not a wait on time.
+ */
+async function settle(budget: ApiBudget, seen: string[], n: number): Promise<number> {
+  await until(`${n} requests at the server (have ${seen.length})`, () => seen.length >= n, 10_000);
+  expect(seen.length).toBe(n);
+  return budget.admitted;
 }
 
 describe('API budget', () => {
@@ -69,16 +75,16 @@ describe('API budget', () => {
     const kube = createKubeClients({ mode: 'kubeconfig', kubeconfigPath, qps: 10, burst: 3, clock, registry });
     const calls = Array.from({ length: 5 }, () => kube.core.listNamespace());
     const watchDone = new Promise<void>((resolve) => void kube.watch.watch('/api/v1/namespaces', {}, () => {}, () => resolve()));
-    expect(await settle(3)).toBe(3);
+    expect(await settle(kube.budget, received, 3)).toBe(3);
     await clock.advance(100);
-    expect(await settle(4)).toBe(4);
-    await clock.advance(99);
-    await new Promise((r) => setTimeout(r, 50));
+    expect(await settle(kube.budget, received, 4)).toBe(4);
+    await clock.advance(99); // fires due fake timers and lets their continuations run: a token given now is counted now
+    expect(kube.budget.admitted).toBe(4);
     expect(received.length).toBe(4);
     await clock.advance(1);
-    expect(await settle(5)).toBe(5);
+    expect(await settle(kube.budget, received, 5)).toBe(5);
     await clock.advance(100);
-    expect(await settle(6)).toBe(6);
+    expect(await settle(kube.budget, received, 6)).toBe(6);
     await Promise.all(calls);
     await watchDone;
     expect(received.filter((r) => r.includes('watch=true'))).toHaveLength(1);
@@ -114,18 +120,13 @@ describe('API budget against the simulator', () => {
       ];
       let watchAbort: AbortController | undefined;
       calls.push(kube.watch.watch('/api/v1/namespaces/default/configmaps', {}, () => {}, () => {}).then((c) => (watchAbort = c)));
-      const settleAt = async (n: number): Promise<number> => {
-        for (let i = 0; i < 200 && seen.length < n; i++) await new Promise((r) => setTimeout(r, 5));
-        await new Promise((r) => setTimeout(r, 50));
-        return seen.length;
-      };
-      expect(await settleAt(2)).toBe(2); // the burst
+      expect(await settle(kube.budget, seen, 2)).toBe(2); // the burst
       for (let n = 3; n <= 5; n++) {
         await clock.advance(199);
-        await new Promise((r) => setTimeout(r, 50));
+        expect(kube.budget.admitted).toBe(n - 1);
         expect(seen.length).toBe(n - 1);
         await clock.advance(1); // one token per 200 ms at 5 QPS
-        expect(await settleAt(n)).toBe(n);
+        expect(await settle(kube.budget, seen, n)).toBe(n);
       }
       await Promise.all(calls);
       watchAbort?.abort();

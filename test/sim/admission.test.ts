@@ -4,7 +4,8 @@ import { UPDATABLE_POD_SPEC_FIELDS } from '../../src/sim/admission/podUpdate.js'
 import { Resources, SimApiError, startSimulator, type Simulator } from '../../src/sim/index.js';
 import { zeroDelays } from '../../src/sim/behaviour/index.js';
 import { nodeObject } from '../../src/sim/fleet.js';
-import { eventually, expectStatus } from './api-helpers.js';
+import { expectStatus } from './apiHelpers.js';
+import { until } from '../helpers/until.js';
 
 // The admission kube-apiserver always runs, through client-node over HTTP: each rule with a good and a bad case side
 // by side, the bad one asserting the code, reason, message and causes, and that nothing was written.
@@ -308,11 +309,11 @@ describe('in-process controllers', () => {
         namespace: 'ds-ns',
         body: { metadata: { name: 'ds-agent' }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { serviceAccountName: 'ds-agent', containers: [{ name: 'a', image: 'agent:1' }] } } } },
       });
-      await eventually(() => failures.some((m) => m.includes('error looking up service account ds-ns/ds-agent: serviceaccount "ds-agent" not found')), 10_000, 'the DaemonSet controller refused');
+      await until('the DaemonSet controller refused', () => failures.some((m) => m.includes('error looking up service account ds-ns/ds-agent: serviceaccount "ds-agent" not found')), 10_000);
       expect(cluster.store.list(Resources.pods, 'ds-ns')).toEqual([]);
 
       await coreApi.createNamespacedServiceAccount({ namespace: 'ds-ns', body: { metadata: { name: 'ds-agent' } } });
-      await eventually(() => cluster.store.list(Resources.pods, 'ds-ns').length === 1, 10_000, 'the DaemonSet pod');
+      await until('the DaemonSet pod', () => cluster.store.list(Resources.pods, 'ds-ns').length === 1, 10_000);
       expect(cluster.store.list(Resources.pods, 'ds-ns')[0]!.spec.serviceAccountName).toBe('ds-agent');
     } finally {
       await cluster.stop();

@@ -19,6 +19,7 @@ import { startSimulator } from '../../src/sim/index.js';
 import { MemoryStore } from '../../src/sim/store/MemoryStore.js';
 import { Resources } from '../../src/sim/store/resources.js';
 import type { KubeObject } from '../../src/sim/types.js';
+import { until } from '../helpers/until.js';
 
 let behaviour: Behaviour | undefined;
 afterEach(() => {
@@ -28,13 +29,9 @@ afterEach(() => {
 
 const ready = (obj: KubeObject | undefined) => obj?.status?.conditions?.find((c: { type: string }) => c.type === 'Ready')?.status === 'True';
 
-async function until(predicate: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await behaviour?.idle();
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+/** Waits for `predicate`, letting the simulated controllers settle between two looks. */
+function settled(predicate: () => boolean, what: string): Promise<boolean> {
+  return until(what, async () => predicate() || (await behaviour?.idle(), predicate()), { timeoutMs: 10_000, intervalMs: 5 });
 }
 
 describe('parseFleetSpec', () => {
@@ -168,7 +165,7 @@ describe('the demo fleet', () => {
     await applyFleet(store, 'demo');
     const pods = () => store.list(Resources.pods);
     // + 1: the demo runs the vm-dhcp-controller (its own Deployment's pod).
-    await until(() => pods().length === 3 + 2 * 3 + 3 + 6 + 1 && pods().every(ready), 'every pod Ready');
+    await settled(() => pods().length === 3 + 2 * 3 + 3 + 6 + 1 && pods().every(ready), 'every pod Ready');
     for (const node of ['sim-node-1', 'sim-node-2', 'sim-node-3']) {
       const onNode = store.list(Resources.pods).filter((p) => p.spec.nodeName === node);
       expect(onNode.filter((p) => p.metadata.namespace === NODE_AGENT_NAMESPACE)).toHaveLength(1);
@@ -211,6 +208,6 @@ describe('generated fleets', () => {
     for (const p of store.list(Resources.pods, AGENT_NAMESPACE)) perNode.set(p.spec.nodeName, (perNode.get(p.spec.nodeName) ?? 0) + 1);
     expect(perNode.size).toBe(50);
     // 1000 agents + 300 control-plane pods + 50 node agents + 100 peer pods.
-    await until(() => store.list(Resources.pods).length === 1450 && store.list(Resources.pods).every(ready), 'all 1450 pods Ready');
+    await settled(() => store.list(Resources.pods).length === 1450 && store.list(Resources.pods).every(ready), 'all 1450 pods Ready');
   });
 });

@@ -10,6 +10,7 @@ import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } f
 import { dateOf, Sql, sqlDate } from '../../src/store/Sql.js';
 import { SqliteHistoryStore } from '../../src/store/sqlite/SqliteHistoryStore.js';
 import { UnavailableError } from '../../src/errors.js';
+import { until } from '../helpers/until.js';
 
 describe('Sql (the history hot path)', () => {
   let dir: string;
@@ -29,7 +30,11 @@ describe('Sql (the history hot path)', () => {
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 5);
     const write = db.sql.transaction((sql) => sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t1', 'n', 'viewer', 'h', ?)`, sqlDate(new Date())));
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    let written = false;
+    void write.then(() => (written = true));
+    // The event loop keeps turning while the write waits for the lock: timers fire, and the write is still waiting.
+    await until('timers to run while the write waits for the lock', () => ticks > 3);
+    expect(written).toBe(false);
     other.prepare('COMMIT').run();
     await write;
     clearInterval(ticker);

@@ -1,6 +1,6 @@
 /**
  * The CustomResourceDefinitions the simulator installs for rollplane's targets, written to match the upstream ones
- * field for field (test/sim/crdUpstream.test.ts compares them with ../shared/upstream through the API).
+ * field for field (test/sim/crds/upstream.test.ts compares them with ../shared/upstream through the API).
  */
 import type { KubeObject, ObjectStore } from '../types.js';
 import { Resources } from '../store/resources.js';

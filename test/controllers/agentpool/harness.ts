@@ -13,6 +13,7 @@ import { createKubeClients } from '../../../src/kube/index.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/sim/index.js';
 import { zeroDelays } from '../../../src/sim/behaviour/index.js';
 import { openDatabase, type Database } from '../../../src/store/db.js';
+import { until } from '../../helpers/until.js';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
 
 export interface Harness {
@@ -77,15 +78,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     writes,
     pool: (name, namespace = 'default') => sim.store.get(types.pools, namespace, name),
     pod: (name) => sim.store.get(types.pods, AGENT_NS, name),
-    async waitFor(what, check, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const value = await check();
-        if (value !== undefined && value !== false) return value as never;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    },
+    waitFor: (what, check, timeoutMs = 10_000) => until(what, check, { timeoutMs, intervalMs: 10 }),
     async close() {
       await manager.stop();
       await db.close();

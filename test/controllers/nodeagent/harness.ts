@@ -22,6 +22,7 @@ import { zeroDelays } from '../../../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { openDatabase, type Database } from '../../../src/store/db.js';
+import { until } from '../../helpers/until.js';
 
 export const DS_NS = 'confidential-containers-system';
 export const DS_NAME = 'cloud-api-adaptor-daemonset';
@@ -94,15 +95,7 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   await startService();
 
   const types = { pods: sim.store.resourceType('', 'pods')!, daemonsets: sim.store.resourceType('apps', 'daemonsets')! };
-  const waitFor: Harness['waitFor'] = async (what, check, timeoutMs = 15_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await check();
-      if (value !== undefined && value !== false) return value as never;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  };
+  const waitFor: Harness['waitFor'] = (what, check, timeoutMs = 15_000) => until(what, check, { timeoutMs, intervalMs: 10 });
   const stopService = async () => {
     if (!service) return;
     service.unsubscribe();

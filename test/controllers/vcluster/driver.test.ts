@@ -119,10 +119,7 @@ describe('VirtualClusterDriver beside a vc-manager whose gate is turned on mid-r
     labelled.metadata.annotations = { ...labelled.metadata.annotations, 'rollplane.io/rollout-id': rollout.id };
     labelled.status.phase = 'Pending';
     h.sim.store.update(Resources.virtualclusters, labelled);
-    for (const deadline = Date.now() + 10_000; !(await h.runtime.queries.virtualCluster('default', 'vc-1'))?.readyForUpgrade; ) {
-      if (Date.now() > deadline) throw new Error('the cache never showed vc-1 labelled');
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await h.waitFor('the cache to show vc-1 labelled', async () => (await h!.runtime.queries.virtualCluster('default', 'vc-1'))?.readyForUpgrade, 10_000);
     const d = structuredClone(h.sim.store.get(Resources.deployments, 'vc-manager', 'vc-manager')!);
     d.spec.template.spec.containers[0].args = [...d.spec.template.spec.containers[0].args, '--feature-gates=ClusterVersionPartialUpgrade=true'];
     h.sim.store.update(Resources.deployments, d);
@@ -143,11 +140,10 @@ describe('VirtualClusterDriver beside a vc-manager whose gate is turned on mid-r
     // rollplane reports that outcome and recorded no upgrade of its own.
     await h.upgradeEnded('vc-1');
     // The driver reads its cache, which may trail the store by an event.
-    let outcome = await h.runtime.driver.observe(target(rollout, 'vc-1'), rollout);
-    for (const deadline = Date.now() + 10_000; outcome.phase === 'progressing' && Date.now() < deadline; ) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      outcome = await h.runtime.driver.observe(target(rollout, 'vc-1'), rollout);
-    }
+    const outcome = await h.waitFor('the driver to see the end of vc-1\'s upgrade', async () => {
+      const observed = await h!.runtime.driver.observe(target(rollout, 'vc-1'), rollout);
+      return observed.phase !== 'progressing' && observed;
+    }, 10_000);
     expect(outcome).toEqual({ phase: 'failed', reason: 'the vc-manager upgraded the cluster and failed: fail to upgrade: failed to decode certificate' });
     expect(await h.observations()).toHaveLength(0);
   });

@@ -16,6 +16,7 @@ import { startSimulator, type Simulator, type SimulatorOptions } from '../../../
 import { Resources } from '../../../src/sim/store/resources.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { openDatabase, type Database } from '../../../src/store/db.js';
+import { until } from '../../helpers/until.js';
 
 export const CV_NAME = 'cv-sample-np';
 export const VC_NS = 'default';
@@ -44,7 +45,7 @@ export interface Harness {
   /** Waits until at least `count` observations are recorded, and returns them all. */
   observed(count: number, timeoutMs?: number): Promise<StoredEvent[]>;
   metric(name: string, labels?: Record<string, string>): Promise<number | undefined>;
-  waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs?: number): Promise<T>;
+  waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -75,15 +76,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
   const store = sim.store;
   const vc = (name: string) => store.get(Resources.virtualclusters, VC_NS, name)!;
   // 45 s: RSA-2048 keys (upstream's, the default) cost ~10× the CPU of ECDSA ones, and the suite runs on a busy 2-core machine.
-  const waitFor = async <T>(what: string, check: () => T | undefined | false, timeoutMs = 45_000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = check();
-      if (value !== undefined && value !== false) return value as T;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  };
+  const waitFor: Harness['waitFor'] = (what, check, timeoutMs = 45_000) => until(what, check, { timeoutMs, intervalMs: 10 });
   const harness: Harness = {
     sim,
     db,
@@ -119,13 +112,12 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
       }, timeoutMs),
     observations: () => events.listAfter({ types: ['ClusterUpgradeObserved'] }, undefined, 1000),
     async observed(count, timeoutMs = 45_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
+      let have = 0;
+      return until(() => `${count} upgrade observations (have ${have})`, async () => {
         const all = await events.listAfter({ types: ['ClusterUpgradeObserved'] }, undefined, 1000);
-        if (all.length >= count) return all;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${count} upgrade observations (have ${all.length})`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+        have = all.length;
+        return all.length >= count && all;
+      }, { timeoutMs, intervalMs: 10 });
     },
     async metric(name, labels = {}) {
       const metric = harness.registry.getSingleMetric(name.replace(/_(count|sum|bucket)$/, ''));

@@ -14,7 +14,7 @@ import { ControlPlaneApi } from '../../../src/controllers/vcluster/ControlPlaneA
 import { prune } from '../../../src/sim/crd/prune.js';
 import { SchemaValidator } from '../../../src/sim/crd/SchemaValidator.js';
 import { Resources } from '../../../src/sim/store/resources.js';
-import { upstreamCrds } from '../../sim/upstreamCrds.js';
+import { upstreamCrds } from '../../helpers/upstreamCrds.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { startHarness, VC_NS, type Harness } from './harness.js';
 

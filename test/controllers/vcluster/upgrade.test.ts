@@ -191,7 +191,13 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
     // Not started over: the apiserver was applied once (no second PKI, no second roll).
     expect(h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.metadata.generation).toBe(apiserverGeneration);
     const observations = await h.observed(1);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A second observation could only come from a reconcile after the end: once the cache shows the label gone and the
+    // queue is drained, every reconcile the end triggered has run.
+    await h.waitFor('the end seen and the queue drained', async () => {
+      const view = await h!.runtime.queries.virtualCluster('default', 'vc-1');
+      const queue = h!.runtime.controller.snapshot();
+      return view !== undefined && !view.readyForUpgrade && queue.depth === 0 && queue.inFlight.length === 0;
+    });
     expect(await h.observations()).toHaveLength(1);
     // The timer spans the restart: it runs from the start recorded before it.
     const spanMs = observations[0]!.createdAt.getTime() - JSON.parse(progress).startedAt;
@@ -222,8 +228,16 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
   it('ignores the opt-in label when the feature gate is off', async () => {
     h = await startHarness({ vcluster: { partialUpgrade: false } });
     h.editClusterVersion((spec) => (containerOf(spec.apiServer.statefulset).args = ['-v=7']));
+    const apiserverGeneration = h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.metadata.generation;
     h.optIn('vc-1');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The informer updates its cache and then enqueues, so once the cache shows the label and the queue is drained the
+    // controller has looked at the opt-in: a signal, not a wait on time.
+    await h.waitFor('the opt-in seen and the queue drained', async () => {
+      const seen = (await h!.runtime.queries.virtualCluster('default', 'vc-1'))?.readyForUpgrade;
+      const queue = h!.runtime.controller.snapshot();
+      return seen && queue.depth === 0 && queue.inFlight.length === 0;
+    });
+    expect(h.controlPlane('vc-1', 'statefulsets', 'apiserver')!.metadata.generation).toBe(apiserverGeneration);
     expect(h.vc('vc-1').metadata.labels?.[READY]).toBe('true');
     expect(await h.observations()).toEqual([]);
   });

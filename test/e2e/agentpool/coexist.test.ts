@@ -1,0 +1,345 @@
+/**
+ * Agent-pool rollouts beside harvester/vm-dhcp-controller (docs/adr/0017): the simulator runs upstream's IPPool
+ * controller (fleet option upstream=vm-dhcp), rollplane runs for real over HTTP, and the test watches the simulated
+ * cluster at every store event.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../../src/sim/types.js';
+import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
+
+const HOLD = 'network.harvesterhci.io/hold-ippool-agent-upgrade';
+const CONTROLLER = { namespace: 'harvester-system', name: 'harvester-vm-dhcp-controller' };
+const OTHER = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
+
+let rig: Rig | undefined;
+afterEach(async () => {
+  await rig?.close();
+  rig = undefined;
+});
+
+function controllerImage(r: Rig): string {
+  const d = r.sim.store.get(r.sim.store.resourceType('apps', 'deployments')!, CONTROLLER.namespace, CONTROLLER.name)!;
+  const args: string[] = d.spec.template.spec.containers[0].args;
+  return args[args.indexOf('--image') + 1]!;
+}
+
+/** The "helm upgrade": someone else sets the controller's --image. */
+function helmUpgrade(r: Rig, image: string): void {
+  const type = r.sim.store.resourceType('apps', 'deployments')!;
+  const d = structuredClone(r.sim.store.get(type, CONTROLLER.namespace, CONTROLLER.name)!) as KubeObject;
+  const args: string[] = d.spec.template.spec.containers[0].args;
+  args[args.indexOf('--image') + 1] = image;
+  r.sim.store.update(type, d);
+}
+
+/** At every store event: which agent uids each pool had, and how many of `selected` lacked a Ready agent (worst). */
+function watchAgents(r: Rig, selected: string[]) {
+  const uids = new Map<string, Set<string>>();
+  const pods = r.sim.store.resourceType('', 'pods')!;
+  let worst = 0;
+  const sample = () => {
+    for (const pod of r.sim.store.list(pods, 'harvester-system')) {
+      const pool = pod.metadata.labels?.['network.harvesterhci.io/ippool-name'];
+      if (!pool) continue;
+      if (!uids.has(pool)) uids.set(pool, new Set());
+      uids.get(pool)!.add(pod.metadata.uid!);
+    }
+    const ready = r.readyAgents();
+    worst = Math.max(worst, selected.filter((p) => !ready.has(p)).length);
+  };
+  sample();
+  const unsubscribe = r.sim.store.subscribe(sample);
+  return { uids, worst: () => worst, stop: unsubscribe };
+}
+
+async function agentEvents(r: Rig): Promise<any[]> {
+  const data = await r.gql(`{ events(filter: { types: [AgentRecreated, UpstreamControllerChanged] }, first: 500) { edges { node { type rolloutId object { namespace name } payload } } } }`);
+  return data.events.edges.map((e: any) => e.node);
+}
+
+const names = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `net-${from + i}`);
+
+describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () => {
+  it('rolls 20 of 24 pools with maxUnavailable 2 through the controller\'s own --image: each selected agent recreated once, the others untouched', async () => {
+    rig = await startRig({ fleet: 'pools=24,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const selected = names(1, 20);
+    const outside = names(21, 24);
+    const before = new Map(names(1, 24).map((p) => [p, r.agent(p)!.metadata.uid!]));
+    const writesBefore = { ...r.writes };
+    const watch = watchAgents(r, selected);
+
+    const data = await r.gql(BUMP, { input: { image: NEW, pools: { names: selected }, strategy: { maxUnavailable: '2' } } });
+    expect(data.bumpAgentImage.plan.filter((p: any) => p.action === 'change')).toHaveLength(20);
+    const done = await waitForRollout(r, data.bumpAgentImage.rollout.id, ['SUCCEEDED', 'FAILED'], 60_000);
+    watch.stop();
+    expect(done.state, done.message ?? '').toBe('SUCCEEDED');
+    expect(done.progress).toMatchObject({ total: 20, succeeded: 20 });
+
+    expect(watch.worst()).toBeGreaterThan(0);
+    expect(watch.worst()).toBeLessThanOrEqual(2);
+    expect(controllerImage(r)).toBe(NEW);
+    for (const p of selected) {
+      const pod = r.agent(p)!;
+      expect(pod.spec.containers[0].image, p).toBe(NEW);
+      expect(r.pool(p)!.status.agentPodRef).toMatchObject({ image: NEW, uid: pod.metadata.uid });
+      // Exactly once: the old agent and one new one, nothing in between.
+      expect([...watch.uids.get(p)!], p).toEqual([before.get(p), pod.metadata.uid]);
+      expect(r.pool(p)!.metadata.annotations?.[HOLD], p).toBeUndefined();
+    }
+    for (const p of outside) {
+      expect([...watch.uids.get(p)!], p).toEqual([before.get(p)]);
+      expect(r.agent(p)!.spec.containers[0].image).toBe(OLD);
+      expect(r.pool(p)!.metadata.annotations?.[HOLD], p).toBeDefined();
+    }
+    // rollplane wrote no agentPodRef, created and deleted no agent: upstream did (in-process, not over HTTP).
+    expect(r.writes.update - writesBefore.update).toBe(0);
+    expect(r.writes.create - writesBefore.create).toBe(0);
+    expect(r.writes.delete - writesBefore.delete).toBe(0);
+
+    const events = await agentEvents(r);
+    const recreated = events.filter((e) => e.type === 'AgentRecreated');
+    expect(recreated).toHaveLength(20);
+    for (const e of recreated) expect(e).toMatchObject({ rolloutId: done.id, payload: { oldImage: OLD, newImage: NEW, reason: 'rollout' } });
+    expect(events.filter((e) => e.type === 'UpstreamControllerChanged')).toEqual([
+      expect.objectContaining({ payload: expect.objectContaining({ oldImage: OLD, newImage: NEW, planned: true }) }),
+    ]);
+    // The pools outside the selection stay behind, held, and the drift query says so.
+    const drift = await r.gql(`{ drift(kind: AGENT_POOL) { edges { node { name desiredVersion runningVersion } } } }`);
+    expect(drift.drift.edges.map((e: any) => e.node).sort((a: any, b: any) => a.name.localeCompare(b.name))).toEqual(
+      outside.map((name) => ({ name, desiredVersion: NEW, runningVersion: OLD })).sort((a, b) => a.name.localeCompare(b.name)),
+    );
+    const view = await r.gql(`{ a: agentPool(namespace: "default", name: "net-21") { held heldByRollplane mode desiredImage runningImage }
+      b: agentPool(namespace: "default", name: "net-1") { held heldByRollplane mode desiredImage runningImage } }`);
+    expect(view.a).toEqual({ held: false, heldByRollplane: true, mode: 'COEXIST', desiredImage: NEW, runningImage: OLD });
+    expect(view.b).toEqual({ held: false, heldByRollplane: false, mode: 'COEXIST', desiredImage: NEW, runningImage: NEW });
+  });
+
+  it('pause and abort stop the releases; rollback holds, sets --image back and releases in waves', async () => {
+    rig = await startRig({ fleet: 'pools=8,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const all = names(1, 8);
+    const before = new Map(all.map((p) => [p, r.agent(p)!.metadata.uid!]));
+    const watch = watchAgents(r, all);
+
+    // Canary 2 pauses the rollout after two pools: nothing else is released while it is paused.
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', canary: 2 } } });
+    const id = data.bumpAgentImage.rollout.id;
+    const paused = await waitForRollout(r, id, ['PAUSED', 'FAILED']);
+    expect(paused.state, paused.message ?? '').toBe('PAUSED');
+    const pendingWhilePaused = paused.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'PENDING');
+    expect(pendingWhilePaused).toHaveLength(6);
+    for (const t of pendingWhilePaused) {
+      expect(r.pool(t.name)!.metadata.annotations?.[HOLD], t.name).toBeDefined();
+      expect(r.agent(t.name)!.spec.containers[0].image).toBe(OLD);
+    }
+
+    const upgradedCount = () => all.filter((p) => r.agent(p)?.spec.containers[0].image === NEW && r.readyAgents().has(p)).length;
+    // Resume, pause by hand once a third pool is done: the pools not yet released stay held on the old image.
+    await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
+    await r.waitFor('a third pool upgraded', () => upgradedCount() >= 3);
+    await r.gql(`mutation { pauseRollout(id: "${id}", reason: "test") { state } }`);
+    await r.waitFor('paused with nothing in flight', async () => {
+      const ro = (await r.gql(`{ rollout(id: "${id}") { state progress { progressing } } }`)).rollout;
+      return ro.state === 'PAUSED' && ro.progress.progressing === 0;
+    });
+    const pausedAgain = await waitForRollout(r, id, ['PAUSED']);
+    for (const t of pausedAgain.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'PENDING')) {
+      expect(r.pool(t.name)!.metadata.annotations?.[HOLD], t.name).toBeDefined();
+      expect(r.agent(t.name)!.spec.containers[0].image, t.name).toBe(OLD);
+    }
+    // Resume, then abort once a fifth pool is done.
+    await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
+    await r.waitFor('a fifth pool upgraded', () => upgradedCount() >= 5);
+    await r.gql(`mutation { abortRollout(id: "${id}", reason: "test") { state } }`);
+    const aborted = await waitForRollout(r, id, ['ABORTED']);
+    const unreleased = aborted.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'CANCELLED').map((t: any) => t.name);
+    expect(unreleased.length).toBeGreaterThan(0);
+    await r.waitFor('admitted targets finished', async () => (await r.gql(`{ rollout(id: "${id}") { progress { progressing } } }`)).rollout.progress.progressing === 0);
+    for (const p of unreleased) {
+      expect(r.pool(p)!.metadata.annotations?.[HOLD], p).toBeDefined();
+      expect([...watch.uids.get(p)!], p).toEqual([before.get(p)]);
+    }
+    const upgraded = all.filter((p) => !unreleased.includes(p));
+
+    // Rollback: the upgraded pools go back to the old image, one wave at a time, through the controller again.
+    const rollback = await r.gql(`mutation { rollbackRollout(id: "${id}") { id } }`);
+    const back = await waitForRollout(r, rollback.rollbackRollout.id, ['SUCCEEDED', 'FAILED'], 30_000);
+    watch.stop();
+    expect(back.state, back.message ?? '').toBe('SUCCEEDED');
+    expect(controllerImage(r)).toBe(OLD);
+    expect(watch.worst()).toBeLessThanOrEqual(1);
+    for (const p of all) {
+      expect(r.agent(p)!.spec.containers[0].image, p).toBe(OLD);
+      // Back on the controller's image: no hold is left (finish releases holds that hold nothing back).
+      await r.waitFor(`hold of ${p} released`, () => r.pool(p)!.metadata.annotations?.[HOLD] === undefined);
+    }
+    for (const p of upgraded) expect(watch.uids.get(p)!.size, p).toBe(3); // old, new, old again
+    for (const p of unreleased) expect(watch.uids.get(p)!.size, p).toBe(1);
+    const events = await agentEvents(r);
+    expect(events.filter((e) => e.type === 'AgentRecreated' && e.payload.reason === 'unplanned')).toEqual([]);
+    expect(events.filter((e) => e.type === 'AgentRecreated' && e.rolloutId === rollback.rollbackRollout.id)).toHaveLength(upgraded.length);
+  });
+
+  // Attack probe (ap-user-hold-during): an operator's hold written over rollplane's mid-rollout was taken off, and the
+  // pool upgraded anyway.
+  it("keeps an operator's hold written over rollplane's mid-rollout: that pool is not released and its agent stays", async () => {
+    rig = await startRig({ fleet: 'pools=4,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const id = data.bumpAgentImage.rollout.id;
+    const paused = await waitForRollout(r, id, ['PAUSED', 'FAILED']);
+    expect(paused.state, paused.message ?? '').toBe('PAUSED');
+    const frozen = paused.targets.edges.map((e: any) => e.node).find((t: any) => t.state === 'PENDING').name as string;
+    const uid = r.agent(frozen)!.metadata.uid;
+    const pools = r.sim.store.resourceType('network.harvesterhci.io', 'ippools')!;
+    const pool = structuredClone(r.pool(frozen)!) as KubeObject;
+    pool.metadata.annotations = { ...pool.metadata.annotations, [HOLD]: 'operator-freeze' };
+    r.sim.store.update(pools, pool);
+    await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
+    const done = await waitForRollout(r, id, ['SUCCEEDED', 'FAILED']);
+    const target = done.targets.edges.map((e: any) => e.node).find((t: any) => t.name === frozen);
+    expect(target.state).toBe('FAILED');
+    expect(r.pool(frozen)!.metadata.annotations?.[HOLD]).toBe('operator-freeze');
+    expect(r.agent(frozen)!.metadata.uid).toBe(uid);
+    expect(r.agent(frozen)!.spec.containers[0].image).toBe(OLD);
+  });
+
+  // Attack probe (ap-abort-immediately): an abort before any pool was released left the controller on the aborted
+  // image with every pool held against it, and a rollback was refused (no target changed).
+  it('an abort before any pool was released puts the controller back and takes the holds off', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const before = new Map(names(1, 3).map((p) => [p, r.agent(p)!.metadata.uid!]));
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const id = data.bumpAgentImage.rollout.id;
+    await r.gql(`mutation { abortRollout(id: "${id}", reason: "test") { state } }`);
+    await waitForRollout(r, id, ['ABORTED']);
+    await r.waitFor('the controller back on the old image and no hold left', () =>
+      controllerImage(r) === OLD && names(1, 3).every((p) => r.pool(p)!.metadata.annotations?.[HOLD] === undefined),
+    );
+    for (const [p, uid] of before) expect(r.agent(p)!.metadata.uid, p).toBe(uid);
+  });
+
+  // Attack probe (minor): scaling the controller to 0 mid-rollout failed the rollout with a message that said "no-agent".
+  it('a controller scaled to 0 mid-rollout fails the rollout, saying so; its pools stay held', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const id = data.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, id, ['PAUSED', 'FAILED'])).state).toBe('PAUSED');
+    const type = r.sim.store.resourceType('apps', 'deployments')!;
+    const d = structuredClone(r.sim.store.get(type, CONTROLLER.namespace, CONTROLLER.name)!) as KubeObject;
+    d.spec.replicas = 0;
+    r.sim.store.update(type, d);
+    await r.gql(`mutation { resumeRollout(id: "${id}") { state } }`);
+    const failed = await waitForRollout(r, id, ['FAILED', 'SUCCEEDED']);
+    expect(failed.state).toBe('FAILED');
+    expect(failed.message).toMatch(/no longer deploys agents \(.*scaled to 0\)/);
+  });
+
+  it('a helm upgrade of the controller during a rollout fails the rollout, records the change and its recreations as unplanned', async () => {
+    rig = await startRig({ fleet: 'pools=6,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 150, podTerminateMs: 10 } });
+    const r = rig;
+    const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
+    const id = data.bumpAgentImage.rollout.id;
+    await r.waitFor('one pool upgraded', async () => (await r.gql(`{ rollout(id: "${id}") { progress { succeeded } } }`)).rollout.progress.succeeded >= 1);
+
+    helmUpgrade(r, OTHER);
+    const failed = await waitForRollout(r, id, ['FAILED', 'SUCCEEDED'], 30_000);
+    expect(failed.state).toBe('FAILED');
+    expect(failed.message).toContain('changed outside rollplane');
+    // Upstream replaces every unheld agent with the helm-upgraded image; none of that is the rollout's.
+    const released = failed.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'SUCCEEDED' || t.state === 'FAILED').map((t: any) => t.name);
+    await r.waitFor('released pools on the helm image', () => released.every((p: string) => r.agent(p)?.spec.containers[0].image === OTHER && r.readyAgents().has(p)));
+    await r.waitFor('unplanned recreations recorded', async () => (await agentEvents(r)).filter((e) => e.payload.reason === 'unplanned').length >= released.length);
+    const events = await agentEvents(r);
+    for (const e of events.filter((e) => e.type === 'AgentRecreated' && e.rolloutId === id)) expect(e.payload.newImage).toBe(NEW);
+    for (const e of events.filter((e) => e.type === 'AgentRecreated' && e.payload.newImage === OTHER)) expect(e).toMatchObject({ rolloutId: null, payload: { reason: 'unplanned', planned: false } });
+    expect(events.find((e) => e.type === 'UpstreamControllerChanged' && e.payload.newImage === OTHER)).toMatchObject({ payload: { oldImage: NEW, planned: false } });
+    const succeeded = failed.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'SUCCEEDED');
+    for (const t of succeeded) expect(events.some((e) => e.type === 'AgentRecreated' && e.rolloutId === id && e.object.name === t.name && e.payload.newImage === NEW)).toBe(true);
+    // The pools still held show up as drift against the controller's new image.
+    const drift = await r.gql(`{ drift(kind: AGENT_POOL) { edges { node { name desiredVersion runningVersion } } } }`);
+    const held = names(1, 6).filter((p) => r.pool(p)!.metadata.annotations?.[HOLD] !== undefined);
+    expect(held.length).toBeGreaterThan(0);
+    for (const p of held) expect(drift.drift.edges.map((e: any) => e.node)).toContainEqual({ name: p, desiredVersion: OTHER, runningVersion: OLD });
+  });
+
+  it('a helm upgrade with no rollout running is drift on held pools and an unplanned change in the history', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=2,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const type = r.sim.store.resourceType('network.harvesterhci.io', 'ippools')!;
+    const held = structuredClone(r.pool('net-3')!);
+    held.metadata.annotations = { ...held.metadata.annotations, [HOLD]: 'true' };
+    r.sim.store.update(type, held);
+    await r.waitFor('rollplane sees the controller', async () => (await r.gql(`{ agentPool(namespace: "default", name: "net-1") { mode } }`)).agentPool.mode === 'COEXIST');
+    await r.waitFor('baseline agents recorded', () => r.readyAgents().size === 3);
+    helmUpgrade(r, OTHER);
+    await r.waitFor('unheld pools on the new image', () => ['net-1', 'net-2'].every((p) => r.agent(p)?.spec.containers[0].image === OTHER && r.readyAgents().has(p)));
+    await r.waitFor('two unplanned recreations', async () => (await agentEvents(r)).filter((e) => e.type === 'AgentRecreated').length === 2);
+    const events = await agentEvents(r);
+    expect(events.filter((e) => e.type === 'AgentRecreated').map((e) => [e.object.name, e.rolloutId, e.payload.reason, e.payload.newImage]).sort()).toEqual([
+      ['net-1', null, 'unplanned', OTHER],
+      ['net-2', null, 'unplanned', OTHER],
+    ]);
+    expect(events.find((e) => e.type === 'UpstreamControllerChanged')).toMatchObject({ rolloutId: null, payload: { oldImage: OLD, newImage: OTHER, planned: false } });
+    const drift = await r.gql(`{ drift(kind: AGENT_POOL) { edges { node { name desiredVersion runningVersion } } } }`);
+    expect(drift.drift.edges.map((e: any) => e.node)).toEqual([{ name: 'net-3', desiredVersion: OTHER, runningVersion: OLD }]);
+    // Someone else's hold: a rollout skips the pool and never releases it.
+    expect((await r.gql(`{ agentPool(namespace: "default", name: "net-3") { held heldByRollplane } }`)).agentPool).toEqual({ held: true, heldByRollplane: false });
+    const plan = await r.gql(BUMP, { input: { image: OTHER, dryRun: true } });
+    expect(plan.bumpAgentImage.plan.find((p: any) => p.name === 'net-3')).toMatchObject({ action: 'skip', reason: expect.stringContaining('held') });
+  });
+});
+
+describe('refusing a mode the cluster does not allow', () => {
+  const refusal = async (r: Rig) => {
+    const error = await r.gql(BUMP, { input: { image: NEW } }).then(() => undefined, (e: { errors: any[] }) => e.errors[0]);
+    return error;
+  };
+
+  it('direct mode beside a controller that deploys agents: CONFLICT / AGENT_MODE_MISMATCH, nothing changed', async () => {
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', agent: { mode: 'direct' } });
+    const r = rig;
+    const writes = { ...r.writes };
+    const error = await refusal(r);
+    expect(error?.extensions).toMatchObject({ code: 'CONFLICT', reason: 'AGENT_MODE_MISMATCH', controllerState: 'agents' });
+    expect(error.message).toContain('deploys agents');
+    expect(r.writes).toEqual(writes);
+    expect(controllerImage(r)).toBe(OLD);
+    const rollouts = await r.gql(`{ rollouts { totalCount } }`);
+    expect(rollouts.rollouts.totalCount).toBe(0);
+  });
+
+  it('coexist mode without a controller, or beside one run with --no-agent: CONFLICT / AGENT_MODE_MISMATCH', async () => {
+    rig = await startRig({ fleet: 'pools=2,nodes=2', agent: { mode: 'coexist' } });
+    expect((await refusal(rig))?.extensions).toMatchObject({ code: 'CONFLICT', reason: 'AGENT_MODE_MISMATCH', controllerState: 'absent' });
+    await rig.close();
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp:no-agent', agent: { mode: 'coexist' } });
+    expect((await refusal(rig))?.extensions).toMatchObject({ code: 'CONFLICT', reason: 'AGENT_MODE_MISMATCH', controllerState: 'no-agent' });
+  });
+
+  it('ROLLPLANE_VMDHCP_CONTROLLER names the controller: the right one coexists, a wrong name is refused as absent', async () => {
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', agent: { vmDhcpController: CONTROLLER } });
+    const r = rig;
+    await r.waitFor('coexisting', async () => (await r.gql(`{ agentPool(namespace: "default", name: "net-1") { mode desiredImage } }`)).agentPool.mode === 'COEXIST');
+    const dry = await r.gql(BUMP, { input: { image: NEW, dryRun: true } });
+    expect(dry.bumpAgentImage.dryRun).toBe(true);
+    await r.close();
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', agent: { mode: 'coexist', vmDhcpController: { namespace: 'harvester-system', name: 'nope' } } });
+    const error = await refusal(rig);
+    expect(error?.extensions).toMatchObject({ code: 'CONFLICT', reason: 'AGENT_MODE_MISMATCH', controllerState: 'absent' });
+    expect(error.message).toContain('harvester-system/nope');
+  });
+
+  it('auto mode beside a controller run with --no-agent manages agents directly', async () => {
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp:no-agent', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const data = await r.gql(BUMP, { input: { image: NEW } });
+    const done = await waitForRollout(r, data.bumpAgentImage.rollout.id, ['SUCCEEDED', 'FAILED']);
+    expect(done.state, done.message ?? '').toBe('SUCCEEDED');
+    for (const p of ['net-1', 'net-2']) expect(r.agent(p)!.spec.containers[0].image).toBe(NEW);
+    expect(controllerImage(r)).toBe(OLD);
+  });
+});

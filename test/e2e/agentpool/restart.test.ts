@@ -1,0 +1,79 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { gql } from '../../helpers/graphql.js';
+import { startService, type ServiceProcess } from '../../helpers/child.js';
+import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './rig.js';
+
+let rig: Rig | undefined;
+let service: ServiceProcess | undefined;
+afterEach(async () => {
+  if (service && service.child.exitCode === null && service.child.signalCode === null) {
+    service.child.kill('SIGKILL');
+    await service.exited;
+  }
+  service = undefined;
+  await rig?.close();
+  rig = undefined;
+});
+
+async function call(url: string, query: string, variables?: Record<string, unknown>) {
+  const res = await gql(url, query, variables);
+  if (res.errors) throw new Error(res.errors.map((e) => e.message).join('; '));
+  return res.data;
+}
+
+describe.each([
+  ['direct mode', ''],
+  ['beside the vm-dhcp-controller', ',upstream=vm-dhcp'],
+])('a service killed mid-rollout (%s)', (_mode, upstream) => {
+  it('completes the rollout after a restart, recreating no pool twice and recording each recreation once', async () => {
+    const POOLS = 8;
+    rig = await startRig({ fleet: `pools=${POOLS},nodes=3${upstream}`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
+    const r = rig;
+    // Every agent pod ever created, per pool (the fleet's own pods are created before this subscription).
+    const created = new Map<string, number>();
+    r.sim.store.subscribe((event) => {
+      if (event.type !== 'ADDED' || event.resource.plural !== 'pods') return;
+      const pool = event.object.metadata.labels?.['network.harvesterhci.io/ippool-name'];
+      if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
+    });
+    const env = {
+      ...FAST_ENV,
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: `file:${r.databaseFile}`,
+      ROLLPLANE_KUBE: 'kubeconfig',
+      KUBECONFIG: r.sim.kubeconfigPath,
+    };
+    service = await startService(env);
+    await r.waitFor('pools listed', async () => (await call(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
+    const bump = await call(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '2' } } });
+    const id = bump.bumpAgentImage.rollout.id;
+    // Kill it while pools are being recreated.
+    await r.waitFor('rollout under way', () => [...created.values()].reduce((a, b) => a + b, 0) >= 3, 30_000);
+    service.child.kill('SIGKILL');
+    await service.exited;
+    const before = new Map(created);
+    expect([...before.values()].reduce((a, b) => a + b, 0)).toBeLessThan(POOLS);
+
+    service = await startService(env);
+    const url = service.url;
+    const done = await r.waitFor('rollout finished', async () => {
+      const data = await call(url, ROLLOUT, { id });
+      return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
+    }, 60_000);
+    expect(done.state).toBe('SUCCEEDED');
+    expect(done.progress.succeeded).toBe(POOLS);
+    for (let i = 1; i <= POOLS; i++) {
+      expect(created.get(`net-${i}`)).toBe(1);
+      expect(r.agent(`net-${i}`)!.spec.containers[0].image).toBe(NEW);
+      expect(r.pool(`net-${i}`)!.status.agentPodRef).toMatchObject({ image: NEW, uid: r.agent(`net-${i}`)!.metadata.uid });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const events = await call(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
+    const names = events.events.edges.map((e: any) => e.node.object.name).sort();
+    expect(names).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
+    // Each one is the rollout's, also those under way when the service died.
+    for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
+    service.child.kill('SIGTERM');
+    await service.exited;
+  }, 120_000);
+});

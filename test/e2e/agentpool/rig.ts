@@ -1,0 +1,137 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { startApp, type App } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config.js';
+import type { AgentPoolOptions } from '../../../src/controllers/agentpool/index.js';
+import { zeroDelays, type SimDelays } from '../../../src/sim/behaviour/index.js';
+import { startSimulator, type Simulator } from '../../../src/sim/index.js';
+import type { KubeObject } from '../../../src/sim/types.js';
+import { gql } from '../../helpers/graphql.js';
+import { until } from '../../helpers/until.js';
+
+export const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+export const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
+export const AGENT_NS = 'harvester-system';
+
+/** Environment that makes the service fast and unthrottled for tests (settings it does not know are ignored). */
+export const FAST_ENV: Record<string, string> = {
+  LOG_LEVEL: 'silent',
+  ROLLPLANE_LEADER_ELECT: 'false',
+  ROLLPLANE_KUBE_QPS: '5000',
+  ROLLPLANE_KUBE_BURST: '5000',
+  ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
+  ROLLPLANE_MUTATION_BURST: '100000',
+  ROLLPLANE_AUTH: 'off',
+};
+
+export interface Rig {
+  sim: Simulator;
+  app: App;
+  url: string;
+  databaseFile: string;
+  /** Kubernetes API writes served by the simulator, by verb. */
+  writes: Record<string, number>;
+  gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<T>;
+  pool(name: string): KubeObject | undefined;
+  agent(name: string): KubeObject | undefined;
+  /** Agent pods (not terminating) that are Ready, by pool name. */
+  readyAgents(): Map<string, KubeObject>;
+  waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
+  /** Stops the service only; the simulator (and the database file) stay. */
+  stopApp(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface RigOptions {
+  fleet?: string;
+  delays?: Partial<SimDelays>;
+  agent?: AgentPoolOptions;
+  env?: Record<string, string>;
+  /** Start no service (e.g. a child process will be the service). */
+  noApp?: boolean;
+}
+
+/**
+ * An external simulator (so the test can watch its store, crash nodes and count writes) and the real service in
+ * `kubeconfig` mode pointing at it, with a fresh SQLite file.
+ */
+export async function startRig(options: RigOptions = {}): Promise<Rig> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-agentpool-'));
+  const databaseFile = path.join(dir, 'rollplane.db');
+  const writes: Record<string, number> = { create: 0, update: 0, patch: 0, delete: 0 };
+  const sim = await startSimulator({
+    fleet: options.fleet ?? 'pools=4,nodes=3',
+    delays: { ...zeroDelays, ...options.delays },
+    kubeconfigPath: path.join(dir, 'kubeconfig'),
+    hooks: {
+      beforeRequest: (info) => {
+        if (info.verb in writes) writes[info.verb]!++;
+      },
+    },
+  });
+  const env = { ...FAST_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `file:${databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ...options.env };
+  const start = async () => {
+    const config = loadConfig(env, []);
+    return startApp({ ...config, agentPools: { stuckGraceSeconds: 120, ...options.agent } } as typeof config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  };
+  let app: App | undefined = options.noApp ? undefined : await start();
+  const types = { pools: sim.store.resourceType('network.harvesterhci.io', 'ippools')!, pods: sim.store.resourceType('', 'pods')! };
+  const rig: Rig = {
+    sim,
+    get app() {
+      return app!;
+    },
+    get url() {
+      return app!.url;
+    },
+    databaseFile,
+    writes,
+    async gql(query, variables) {
+      const res = await gql(app!.url, query, variables);
+      if (res.errors) throw Object.assign(new Error(res.errors.map((e) => `${e.extensions?.code}: ${e.message}`).join('; ')), { errors: res.errors });
+      return res.data;
+    },
+    pool: (name) => sim.store.get(types.pools, 'default', name),
+    agent: (name) => sim.store.get(types.pods, AGENT_NS, `default-${name}-agent`),
+    readyAgents() {
+      const out = new Map<string, KubeObject>();
+      for (const pod of sim.store.list(types.pods, AGENT_NS)) {
+        const pool = pod.metadata.labels?.['network.harvesterhci.io/ippool-name'];
+        const ready = !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+        if (pool && ready) out.set(pool, pod);
+      }
+      return out;
+    },
+    waitFor: (what, check, timeoutMs = 20_000) => until(what, check, timeoutMs),
+    async stopApp() {
+      await app?.stop();
+      app = undefined;
+    },
+    async close() {
+      await app?.stop();
+      await sim.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return rig;
+}
+
+export const BUMP = `mutation Bump($input: BumpAgentImageInput!) {
+  bumpAgentImage(input: $input) {
+    created dryRun
+    rollout { id state toVersion fromVersion strategy { maxUnavailable canary progressDeadlineSeconds failureThreshold autoRollback } }
+    plan { namespace name fromVersion toVersion action reason }
+  }
+}`;
+
+export const ROLLOUT = `query R($id: ID!) { rollout(id: $id) { id state message progress { total pending progressing succeeded failed skipped cancelled }
+  targets { edges { node { namespace name state error fromVersion toVersion } } } } }`;
+
+export async function waitForRollout(rig: Rig, id: string, states: string[], timeoutMs = 30_000): Promise<any> {
+  return rig.waitFor(`rollout ${id} in ${states.join('|')}`, async () => {
+    const data = await rig.gql(ROLLOUT, { id });
+    return states.includes(data.rollout.state) ? data.rollout : undefined;
+  }, timeoutMs);
+}

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { collect, gql, wsClient } from '../../helpers/graphql.js';
+
+/**
+ * Issue 18, finding 4: `cause.*` on the bump mutations had no length limit (10 rollouts with 1 MB messages and one
+ * 30-alias query crashed a heap-capped server), and queries had no rate limit. Every input is now bounded at the edge,
+ * on both transports, and each caller spends a budget of estimated query cost.
+ */
+const BIG = 'm'.repeat(100_000);
+const bumps: [string, string][] = [
+  ['bumpAgentImage', 'mutation($c: CauseInput) { bumpAgentImage(input: { image: "rancher/agent:v9", cause: $c, dryRun: true }) { created } }'],
+  ['bumpNodeAgentImage', 'mutation($c: CauseInput) { bumpNodeAgentImage(input: { namespace: "ns", name: "ds", image: "caa:v9", cause: $c, dryRun: true }) { created } }'],
+  ['bumpClusterVersion', 'mutation($c: CauseInput) { bumpClusterVersion(input: { clusterVersion: "cv", apiServer: { image: "apiserver:v9" }, cause: $c, dryRun: true }) { created } }'],
+  ['rollbackRollout', 'mutation($c: CauseInput) { rollbackRollout(id: "ro_x", input: { cause: $c }) { id } }'],
+];
+
+describe('input sizes', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  const counts = async () => ({ rollouts: await app.db.prisma.rollout.count(), events: await app.db.prisma.event.count(), keys: await app.db.prisma.idempotencyKey.count() });
+
+  it.each(bumps)('%s refuses an oversized cause field over HTTP, naming it, and writes nothing', async (field, mutation) => {
+    const before = await counts();
+    for (const [key, max] of [['message', 2000], ['runUrl', 2000], ['actor', 200], ['commit', 200]] as const) {
+      const value = key === 'runUrl' ? `https://ci.example/${BIG}` : BIG;
+      const res = await gql(app.url, mutation, { c: { [key]: value } });
+      expect(res.errors?.[0]?.extensions, `${field} ${key}`).toMatchObject({ code: 'BAD_USER_INPUT', field: `input.cause.${key}` });
+      expect(res.errors?.[0]?.message).toContain(`at most ${max} characters`);
+    }
+    expect(await counts()).toEqual(before);
+  });
+
+  it('refuses the same over WebSocket', async () => {
+    const client = wsClient(app.url);
+    const sub = collect(client, bumps[0]![1], { c: { message: BIG } });
+    await sub.waitFor(1);
+    await client.dispose();
+    expect(JSON.stringify(sub.errors)).toContain('input.cause.message');
+  });
+
+  it('accepts a cause at the limits, and only http(s) run URLs', async () => {
+    const ok = await gql(app.url, bumps[0]![1], { c: { message: 'm'.repeat(2000), actor: 'a'.repeat(200), runUrl: 'https://ci.example/run/1' } });
+    // The empty fleet has no pools to plan for; whatever the answer, it is not about the cause.
+    expect(JSON.stringify(ok.errors ?? [])).not.toContain('cause');
+    for (const url of ['javascript:alert(1)', 'data:text/html,x', 'ci.example/run/1']) {
+      const res = await gql(app.url, bumps[0]![1], { c: { runUrl: url } });
+      expect(res.errors?.[0]?.extensions, url).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.cause.runUrl' });
+    }
+  });
+
+  it('bounds every other string and list input too', async () => {
+    const long = await gql(app.url, 'query($s: String) { rollouts(filter: { search: $s }) { totalCount } }', { s: 'x'.repeat(201) });
+    expect(long.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'filter.search' });
+    const image = await gql(app.url, 'mutation($i: String!) { bumpAgentImage(input: { image: $i, dryRun: true }) { created } }', { i: 'a'.repeat(5000) });
+    expect(image.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.image' });
+    const list = await gql(app.url, 'mutation($n: [String!]) { bumpAgentImage(input: { image: "a/b:v1", pools: { names: $n }, dryRun: true }) { created } }', { n: Array.from({ length: 1001 }, (_, i) => `p${i}`) });
+    expect(list.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.pools.names' });
+  });
+
+  it('refuses a deeply nested specPatch with BAD_USER_INPUT (was a RangeError and INTERNAL_SERVER_ERROR)', async () => {
+    // Written by hand: JSON.stringify itself overflows the stack on such an object.
+    const patch = `${'{"a":'.repeat(5000)}{}${'}'.repeat(5000)}`;
+    const query = 'mutation($p: JSON) { bumpClusterVersion(input: { clusterVersion: "cv", specPatch: $p, dryRun: true }) { created } }';
+    const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"query":${JSON.stringify(query)},"variables":{"p":${patch}}}` });
+    expect(res.status).toBeLessThan(500);
+    const body = (await res.json()) as any;
+    expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.specPatch' });
+  });
+});
+
+describe('the query-cost budget per caller', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    // A budget of two maximal queries, refilled at 1/s: small enough to see, as a hostile client would.
+    app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: 'admin-secret-for-cost-tests-0123456789', ROLLPLANE_MAX_QUERY_COST: '20000', ROLLPLANE_QUERY_COST_BURST: '40000', ROLLPLANE_QUERY_COST_PER_MINUTE: '60' } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('answers 429 with Retry-After once a caller has spent it, while another caller is unaffected', async () => {
+    const heavy = (await app.domain.tokens.create({ name: 'heavy', role: 'viewer' })).secret;
+    const other = (await app.domain.tokens.create({ name: 'other', role: 'viewer' })).secret;
+    const query = `{ ${Array.from({ length: 20 }, (_, i) => `r${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion } } }`).join(' ')} }`;
+    const statuses: number[] = [];
+    let refused: { retryAfter: string | null; body: any } | undefined;
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${heavy}` }, body: JSON.stringify({ query }) });
+      statuses.push(res.status);
+      if (res.status === 429) refused = { retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any };
+    }
+    expect(statuses.slice(0, 2)).toEqual([200, 200]);
+    expect(statuses.slice(2)).toEqual([429, 429]);
+    expect(Number(refused!.retryAfter)).toBeGreaterThan(0);
+    expect(refused!.body.errors[0].extensions.code).toBe('RATE_LIMITED');
+    const cheap = await gql(app.url, '{ serverInfo { version } }', {}, { authorization: `Bearer ${other}` });
+    expect(cheap.status).toBe(200);
+  });
+});

@@ -1,0 +1,316 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventType, type NewEvent } from '../../src/domain/events.js';
+import type { HistoryStore, HistoryTx, NewRolloutRow, RolloutRow, Step } from '../../src/store/port.js';
+
+/**
+ * The history port's contract (src/store/port.ts), written once and run against every store. `open` gives a fresh,
+ * empty, migrated database per call; `connect` a second store (another process or replica) on the database of the
+ * last `open`.
+ */
+export interface StoreFactory {
+  open(): Promise<HistoryStore>;
+  connect(): Promise<HistoryStore>;
+}
+
+const T0 = new Date('2026-12-01T12:00:00.123Z');
+const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
+
+function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewRolloutRow {
+  return {
+    id,
+    kind: 'AGENT_POOL',
+    fromVersion: 'v1',
+    toVersion: 'v2',
+    selector: '{}',
+    strategy: '{"maxUnavailable":1}',
+    causeActor: 'ci',
+    causeRunUrl: null,
+    causeCommit: 'abc123',
+    causeMessage: 'bump',
+    idempotencyKey: null,
+    rollbackOfId: null,
+    ...extra,
+  };
+}
+
+/** Create-or-get by idempotency key, as the domain does it. */
+function* createOnce(tx: HistoryTx, key: string, id: string): Step<{ row: RolloutRow; created: boolean }> {
+  const existing = yield* tx.findRolloutByIdempotencyKey(key);
+  if (existing) return { row: existing, created: false };
+  const inserted = yield* tx.insertRollout(rolloutRow(id, { idempotencyKey: key }), T0);
+  if (inserted) return { row: inserted, created: true };
+  return { row: (yield* tx.findRolloutByIdempotencyKey(key))!, created: false };
+}
+
+/** As RolloutService.create: the rollout and the record of the request that made it, in one transaction. */
+function* createWithRecord(tx: HistoryTx, key: string, id: string, requestHash: string): Step<{ row: RolloutRow; created: boolean }> {
+  const result = yield* createOnce(tx, key, id);
+  if (result.created) yield* tx.insertIdempotencyRecord({ key, operation: 'AGENT_POOL', requestHash, rolloutId: id }, T0);
+  return result;
+}
+
+const event = (type: EventType, extra: Partial<NewEvent> = {}): NewEvent => ({ type, ...extra });
+
+export function historyContract(factory: () => StoreFactory): void {
+  let store: HistoryStore;
+  const others: HistoryStore[] = [];
+  beforeAll(async () => {
+    store = await factory().open();
+  });
+  afterAll(async () => {
+    for (const s of [store, ...others]) await s?.close();
+  });
+  const another = async () => {
+    const s = await factory().connect();
+    others.push(s);
+    return s;
+  };
+
+  describe('event log', () => {
+    it('appends in order and reads back after a cursor, oldest first, limited', async () => {
+      const before = await store.read.lastEventId();
+      const stored = await store.transaction((tx) =>
+        tx.insertEvents(
+          [
+            event(EventType.RolloutStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } } }),
+            event(EventType.TargetStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1', payload: { to: 'PROGRESSING' } }),
+            event(EventType.TargetFailed, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1' }),
+          ],
+          T0,
+        ),
+      );
+      const ids = stored.map((e) => e.id);
+      expect(ids[0]).toBeGreaterThan(before);
+      expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+      expect(new Set(ids).size).toBe(3);
+      expect(await store.read.lastEventId()).toBe(ids[2]);
+
+      const all = await store.read.listEventsAfter({}, before, 100);
+      expect(all).toEqual(stored);
+      expect(all[0]).toMatchObject({ type: 'RolloutStateChanged', rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: null, name: null, payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } } });
+      expect(all[2]!.payload).toEqual({});
+      expect(all[0]!.createdAt.toISOString()).toBe(T0.toISOString());
+
+      expect((await store.read.listEventsAfter({}, ids[0], 100)).map((e) => e.id)).toEqual(ids.slice(1));
+      expect((await store.read.listEventsAfter({}, before, 2)).map((e) => e.id)).toEqual(ids.slice(0, 2));
+      expect(await store.read.listEventsAfter({}, ids[2], 100)).toEqual([]);
+      expect((await store.read.listEventsBefore({}, undefined, 2)).map((e) => e.id)).toEqual([ids[2], ids[1]]);
+      expect((await store.read.listEventsBefore({}, ids[1], 100)).map((e) => e.id)[0]).toBe(ids[0]);
+    });
+
+    it('filters by type (one or several), rollout, target and time', async () => {
+      const before = await store.read.lastEventId();
+      const [a, b, c, d] = await store.transaction((tx) =>
+        tx.insertEvents(
+          [
+            event(EventType.RolloutStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT' }),
+            event(EventType.TargetStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
+            event(EventType.TargetFailed, { rolloutId: 'r-f2', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
+            event(EventType.RolloutStateChanged, { rolloutId: 'r-f2', kind: 'VIRTUAL_CLUSTER' }),
+          ],
+          at(60),
+        ),
+      );
+      const idsAfter = (filter: Parameters<HistoryStore['read']['listEventsAfter']>[0]) => store.read.listEventsAfter(filter, before, 100).then((list) => list.map((e) => e.id));
+      expect(await idsAfter({ types: [EventType.TargetFailed] })).toEqual([c!.id]);
+      expect(await idsAfter({ types: [EventType.TargetFailed, EventType.RolloutStateChanged] })).toEqual([a!.id, c!.id, d!.id]);
+      expect(await idsAfter({ rolloutId: 'r-f1' })).toEqual([a!.id, b!.id]);
+      expect(await idsAfter({ kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' })).toEqual([b!.id, c!.id]);
+      expect(await idsAfter({ since: at(60) })).toEqual([a!.id, b!.id, c!.id, d!.id]);
+      expect(await idsAfter({ since: at(61) })).toEqual([]);
+      expect((await store.read.listEventsBefore({ rolloutId: 'r-f2', types: [EventType.RolloutStateChanged, EventType.TargetFailed] }, undefined, 10)).map((e) => e.id)).toEqual([d!.id, c!.id]);
+    });
+
+    it('keeps nothing of a transaction that fails', async () => {
+      const before = await store.read.lastEventId();
+      await expect(
+        store.transaction(function* (tx) {
+          yield* tx.insertRollout(rolloutRow('r-rolled-back'), T0);
+          yield* tx.insertEvents([event(EventType.RolloutStateChanged, { rolloutId: 'r-rolled-back' })], T0);
+          throw new Error('changed my mind');
+        }),
+      ).rejects.toThrow('changed my mind');
+      expect(await store.read.findRollout('r-rolled-back')).toBeUndefined();
+      expect(await store.read.listEventsAfter({}, before, 10)).toEqual([]);
+    });
+  });
+
+  describe('idempotency keys', () => {
+    it('make one rollout however many writers race on one key, in one process and across two', async () => {
+      const second = await another();
+      const attempts = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? store : second).transaction((tx) => createOnce(tx, 'key-race', `r-race-${i}`)));
+      const results = await Promise.all(attempts);
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.row.id)).size).toBe(1);
+      expect(await store.read.countRollouts({ search: 'r-race-' })).toBe(1);
+    });
+
+    it('keep the record of the request that won a race, whatever the others sent, across two stores', async () => {
+      const second = await another();
+      // Two different requests under one key, interleaved on two stores (two replicas): one rollout, one record, and
+      // the record names the request that made that rollout (so the loser's request is told apart by its hash).
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? store : second).transaction((tx) => createWithRecord(tx, 'key-rec', `r-rec-${i}`, `hash-${i % 4}`))),
+      );
+      const winners = results.map((r, i) => ({ ...r, i })).filter((r) => r.created);
+      expect(winners).toHaveLength(1);
+      const record = await second.read.findIdempotencyRecord('key-rec');
+      expect(record).toMatchObject({ key: 'key-rec', operation: 'AGENT_POOL', rolloutId: winners[0]!.row.id, requestHash: `hash-${winners[0]!.i % 4}` });
+      expect(record!.createdAt.toISOString()).toBe(T0.toISOString());
+      expect(await store.read.countRollouts({ search: 'r-rec-' })).toBe(1);
+      // A second record for a key is ignored: the first stays.
+      await store.transaction((tx) => tx.insertIdempotencyRecord({ key: 'key-rec', operation: 'AGENT_POOL', requestHash: 'other', rolloutId: 'r-other' }, at(1)));
+      expect(await store.read.findIdempotencyRecord('key-rec')).toEqual(record);
+      expect(await store.read.findIdempotencyRecord('key-never')).toBeUndefined();
+    });
+
+    it('leave an unkeyed rollout free to be created many times', async () => {
+      const [x, y] = await Promise.all([store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-1'), T0)), store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-2'), T0))]);
+      expect(x?.id).toBe('r-nokey-1');
+      expect(y?.id).toBe('r-nokey-2');
+    });
+  });
+
+  describe('rollouts and targets', () => {
+    it('stores a rollout with its targets and changes their states', async () => {
+      const row = await store.transaction(function* (tx) {
+        const inserted = (yield* tx.insertRollout(rolloutRow('r-life', { idempotencyKey: 'key-life', causeMessage: '100% done_now' }), T0))!;
+        yield* tx.insertTargets(
+          [
+            { id: 'r-life.0', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'a', name: 'pool-0', ordinal: 0, state: 'PENDING', fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null },
+            { id: 'r-life.1', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'a', name: 'pool-1', ordinal: 1, state: 'SKIPPED', fromVersion: null, toVersion: 'v2', skipReason: 'already v2', finishedAt: T0 },
+            { id: 'r-life.2', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'b', name: 'pool-2', ordinal: 2, state: 'PENDING', fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null },
+          ],
+          T0,
+        );
+        return inserted;
+      });
+      expect(row).toMatchObject({ id: 'r-life', state: 'PENDING', engineState: '{}', message: null, startedAt: null, finishedAt: null, idempotencyKey: 'key-life' });
+      expect(row.createdAt.toISOString()).toBe(T0.toISOString());
+      expect(await store.read.findRollout('r-life')).toEqual(row);
+      expect(await store.read.findRolloutByIdempotencyKey('key-life')).toEqual(row);
+
+      const targets = await store.read.targetsOf('r-life');
+      expect(targets.map((t) => [t.name, t.state, t.attempts, t.error])).toEqual([
+        ['pool-0', 'PENDING', 0, null],
+        ['pool-1', 'SKIPPED', 0, null],
+        ['pool-2', 'PENDING', 0, null],
+      ]);
+      expect(targets[1]!.finishedAt?.toISOString()).toBe(T0.toISOString());
+      expect((await store.read.targetsInState('r-life', 'PENDING')).map((t) => t.name)).toEqual(['pool-0', 'pool-2']);
+      expect((await store.read.findTarget('r-life', 'b', 'pool-2'))?.id).toBe('r-life.2');
+      expect(await store.read.findTarget('r-life', 'a', 'pool-2')).toBeUndefined();
+
+      const progressing = await store.transaction(function* (tx) {
+        const locked = (yield* tx.lockRollout('r-life'))!;
+        expect(locked.state).toBe('PENDING');
+        return yield* tx.updateRolloutState('r-life', { state: 'PROGRESSING', message: null, startedAt: at(1) }, at(1));
+      });
+      expect(progressing).toMatchObject({ state: 'PROGRESSING', message: null });
+      expect(progressing.startedAt?.toISOString()).toBe(at(1).toISOString());
+      const paused = await store.transaction((tx) => tx.updateRolloutState('r-life', { state: 'PAUSED', message: 'by hand' }, at(2)));
+      expect(paused.startedAt?.toISOString()).toBe(at(1).toISOString()); // left as it was
+      expect(paused.updatedAt.toISOString()).toBe(at(2).toISOString());
+
+      await store.transaction(function* (tx) {
+        const failed = yield* tx.updateTarget('r-life.0', { state: 'PROGRESSING', error: 'pull failed', countAttempt: true, admittedAt: at(3) }, at(3));
+        expect(failed).toMatchObject({ state: 'PROGRESSING', error: 'pull failed', attempts: 1 });
+        const again = yield* tx.updateTarget('r-life.0', { state: 'PROGRESSING', countAttempt: true }, at(4));
+        expect(again).toMatchObject({ error: 'pull failed', attempts: 2 }); // error undefined: kept
+        expect(again.admittedAt?.toISOString()).toBe(at(3).toISOString());
+        const cleared = yield* tx.updateTarget('r-life.0', { state: 'SUCCEEDED', error: null, finishedAt: at(5) }, at(5));
+        expect(cleared).toMatchObject({ state: 'SUCCEEDED', error: null, attempts: 2 });
+        yield* tx.updateEngineState('r-life', '{"canaryReleased":true}', at(5));
+      });
+      expect((await store.read.findRollout('r-life'))!.engineState).toBe('{"canaryReleased":true}');
+
+      const cancelled = await store.transaction(function* (tx) {
+        yield* tx.updateRolloutState('r-life', { state: 'ABORTED', message: 'stop', finishedAt: at(6) }, at(6));
+        return yield* tx.cancelPendingTargets('r-life', at(6));
+      });
+      expect(cancelled.map((t) => [t.name, t.state])).toEqual([['pool-2', 'PENDING']]);
+      expect(Object.fromEntries(await store.read.targetStateCounts('r-life'))).toEqual({ SUCCEEDED: 1, SKIPPED: 1, CANCELLED: 1 });
+      const ofSeveral = await store.read.targetStateCountsOf(['r-life', 'r-none']);
+      expect([...ofSeveral.keys()]).toEqual(['r-life']);
+      expect(Object.fromEntries(ofSeveral.get('r-life')!)).toEqual({ SUCCEEDED: 1, SKIPPED: 1, CANCELLED: 1 });
+      expect((await store.read.targetStateCountsOf([])).size).toBe(0);
+      expect(await store.transaction((tx) => tx.cancelPendingTargets('r-life', at(7)))).toEqual([]);
+
+      expect((await store.read.targetPage('r-life', undefined, 0, 10)).map((t) => t.ordinal)).toEqual([1, 2]);
+      expect((await store.read.targetPage('r-life', 'CANCELLED', undefined, 10)).map((t) => t.ordinal)).toEqual([2]);
+      expect(await store.read.countTargets('r-life', undefined)).toBe(3);
+      expect(await store.read.countTargets('r-life', 'SKIPPED')).toBe(1);
+    });
+
+    it('lists rollouts newest first, page by page, and searches their text literally', async () => {
+      await store.transaction(function* (tx) {
+        for (let i = 0; i < 5; i++) yield* tx.insertRollout(rolloutRow(`r-list-${i}`, { kind: i % 2 ? 'NODE_AGENT' : 'VIRTUAL_CLUSTER', causeMessage: i === 3 ? 'Fix 50%_OFF' : 'routine' }), at(100 + i));
+      });
+      const page1 = await store.read.listRollouts({ kind: 'VIRTUAL_CLUSTER' }, undefined, 2);
+      expect(page1.map((r) => r.id)).toEqual(['r-list-4', 'r-list-2']);
+      const last = page1[1]!;
+      const page2 = await store.read.listRollouts({ kind: 'VIRTUAL_CLUSTER' }, { createdAt: last.createdAt, id: last.id }, 2);
+      expect(page2.map((r) => r.id)).toEqual(['r-list-0']);
+      expect(await store.read.countRollouts({ kind: 'VIRTUAL_CLUSTER' })).toBe(3);
+      expect((await store.read.listRollouts({ search: '50%_off' }, undefined, 10)).map((r) => r.id)).toEqual(['r-list-3']);
+      expect(await store.read.countRollouts({ search: '5_%' })).toBe(0);
+      expect((await store.read.listRollouts({ states: ['PENDING'], createdAfter: at(103), createdBefore: at(104) }, undefined, 10)).map((r) => r.id)).toEqual(['r-list-3']);
+    });
+  });
+
+  describe('what the engine and the launcher look for', () => {
+    it('lists rollouts needing the engine and targets covered by active rollouts', async () => {
+      const target = (rolloutId: string, ordinal: number, state: string) => ({
+        id: `${rolloutId}.${ordinal}`, rolloutId, kind: 'NODE_AGENT', namespace: '', name: `node-${ordinal}`, ordinal, state,
+        fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null,
+      });
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-eng-active', { kind: 'NODE_AGENT' }), at(200));
+        yield* tx.insertTargets([target('r-eng-active', 0, 'PENDING'), target('r-eng-active', 1, 'SUCCEEDED'), target('r-eng-active', 2, 'PROGRESSING')], at(200));
+        yield* tx.insertRollout(rolloutRow('r-eng-done', { kind: 'NODE_AGENT' }), at(201));
+        yield* tx.insertTargets([target('r-eng-done', 3, 'PENDING')], at(201));
+        yield* tx.updateRolloutState('r-eng-done', { state: 'SUCCEEDED', message: null, finishedAt: at(202) }, at(202));
+        yield* tx.updateEngineState('r-eng-done', '{"finished":true}', at(202));
+        yield* tx.insertRollout(rolloutRow('r-eng-ending', { kind: 'NODE_AGENT' }), at(203));
+        yield* tx.updateRolloutState('r-eng-ending', { state: 'ABORTED', message: null, finishedAt: at(204) }, at(204));
+      });
+      const needing = await store.read.rolloutIdsNeedingEngine();
+      expect(needing.filter((id) => id.startsWith('r-eng-'))).toEqual(['r-eng-active', 'r-eng-ending']);
+      const covered = await store.read.coveredTargets('NODE_AGENT', ['PENDING', 'PROGRESSING'], ['PENDING', 'PROGRESSING', 'PAUSED']);
+      expect(covered.map((c) => `${c.rolloutId}/${c.name}`).sort()).toEqual(['r-eng-active/node-0', 'r-eng-active/node-2']);
+      expect(await store.read.coveredTargets('AGENT_POOL', ['PENDING'], ['NO_SUCH_STATE'])).toEqual([]);
+    });
+  });
+
+  describe('revisions and in-flight work', () => {
+    it('gives the latest revision of a target', async () => {
+      expect(await store.read.latestRevision('AGENT_POOL', 'rev', 'p')).toBeUndefined();
+      await store.transaction(function* (tx) {
+        yield* tx.insertRevision({ kind: 'AGENT_POOL', namespace: 'rev', name: 'p', n: 1, version: 'v1', rolloutId: null }, T0);
+        yield* tx.insertRevision({ kind: 'AGENT_POOL', namespace: 'rev', name: 'p', n: 2, version: 'v2', rolloutId: 'r-life' }, T0);
+      });
+      expect(await store.read.latestRevision('AGENT_POOL', 'rev', 'p')).toEqual({ n: 2, version: 'v2' });
+      expect(await store.read.revisionPage('AGENT_POOL', 'rev', 'p', undefined, 10)).toEqual([
+        { n: 2, version: 'v2', rolloutId: 'r-life', appliedAt: T0 },
+        { n: 1, version: 'v1', rolloutId: null, appliedAt: T0 },
+      ]);
+      expect((await store.read.revisionPage('AGENT_POOL', 'rev', 'p', 2, 10)).map((r) => r.n)).toEqual([1]);
+      expect(await store.read.revisionPage('AGENT_POOL', 'rev', 'other', undefined, 10)).toEqual([]);
+    });
+
+    it('puts, replaces and deletes one row per target', async () => {
+      await store.transaction((tx) => tx.putInFlight({ kind: 'AGENT_POOL', namespace: 'x', name: 'p', payload: '{"step":1}' }, T0));
+      await store.transaction((tx) => tx.putInFlight({ kind: 'AGENT_POOL', namespace: 'x', name: 'p', payload: '{"step":2}' }, at(1)));
+      const rows = await store.read.allInFlight();
+      expect(rows).toEqual([{ kind: 'AGENT_POOL', namespace: 'x', name: 'p', payload: '{"step":2}', createdAt: at(1) }]);
+      await store.transaction((tx) => tx.deleteInFlight('AGENT_POOL', 'x', 'p'));
+      expect(await store.read.allInFlight()).toEqual([]);
+    });
+  });
+
+  describe('readiness', () => {
+    it('reports a writable database', async () => {
+      await expect(store.checkWritable()).resolves.toBeUndefined();
+    });
+  });
+}

@@ -1,0 +1,87 @@
+import { expect, it } from 'vitest';
+import { EventType } from '../../../src/domain/events.js';
+import type { HistoryStore } from '../../../src/store/port.js';
+import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
+import { describeWithPostgres } from '../../helpers/postgres.js';
+import { historyContract } from '../historyContract.js';
+import { PgAuditStore } from '../../../src/store/postgres/PgAuditStore.js';
+import { PgTokenStore } from '../../../src/store/postgres/PgTokenStore.js';
+import { tokenAuditContract } from '../tokenAuditContract.js';
+
+describeWithPostgres('history store contract: PostgreSQL', (server) => {
+  let url = '';
+  historyContract(() => ({
+    async open() {
+      url = await server().createDatabase();
+      return (await openPgHistoryStore(url)).store;
+    },
+    async connect() {
+      return (await openPgHistoryStore(url)).store;
+    },
+  }));
+
+  let tokensUrl = '';
+  const storesOn = async (dbUrl: string) => {
+    const { store, pool } = await openPgHistoryStore(dbUrl, { poolSize: 2 });
+    return { tokens: new PgTokenStore(pool, dbUrl), audit: new PgAuditStore(pool), close: () => store.close() };
+  };
+  tokenAuditContract(() => ({
+    announces: true,
+    async open() {
+      tokensUrl = await server().createDatabase();
+      return storesOn(tokensUrl);
+    },
+    connect: () => storesOn(tokensUrl),
+  }));
+
+  it('orders event ids across concurrent writers so that an `id > cursor` reader never misses one', async () => {
+    const dbUrl = await server().createDatabase();
+    // Three writers with pools of their own, as three replicas would be.
+    const writers: HistoryStore[] = [];
+    for (let i = 0; i < 3; i++) writers.push((await openPgHistoryStore(dbUrl, { poolSize: 4 })).store);
+    const reader = (await openPgHistoryStore(dbUrl, { poolSize: 1 })).store;
+    try {
+      const committed: number[] = [];
+      let writing = true;
+      const seen: number[] = [];
+      const follow = (async () => {
+        let cursor = 0;
+        // Tight loop like a feed that is always behind; stops after a last read once every writer is done.
+        for (let last = false; !last; ) {
+          last = !writing;
+          for (const e of await reader.read.listEventsAfter({}, cursor, 1000)) {
+            seen.push(e.id);
+            cursor = e.id;
+          }
+        }
+      })();
+      const loops = writers.flatMap((store, w) =>
+        Array.from({ length: 4 }, async (_, l) => {
+          for (let i = 0; i < 25; i++) {
+            const events = await store.transaction(function* (tx) {
+              const stored = yield* tx.insertEvents(
+                Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
+                new Date(),
+              );
+              // Work between the insert and COMMIT: without the ordering lock another writer's larger id commits first.
+              // (yielding a promise: the PostgreSQL store awaits it inside the transaction)
+              yield new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+              return stored;
+            });
+            committed.push(...events.map((e) => e.id));
+          }
+        }),
+      );
+      await Promise.all(loops);
+      writing = false;
+      await follow;
+      expect(committed.length).toBeGreaterThan(300);
+      const missed = committed.filter((id) => !seen.includes(id));
+      expect(missed).toEqual([]);
+      expect(seen.length).toBe(committed.length);
+      expect(seen.every((id, i) => i === 0 || id > seen[i - 1]!)).toBe(true);
+    } finally {
+      for (const s of [...writers, reader]) await s.close();
+    }
+  });
+});
