@@ -90,7 +90,10 @@ export function targetStateCountsOf(sql: Sql, rolloutIds: readonly string[]): Ma
   const { text, params } = targetStateCountsStatement(rolloutIds);
   for (const row of sql.all<{ rolloutId: string; state: string; n: number }>(text, ...params)) {
     let counts = out.get(row.rolloutId);
-    if (!counts) out.set(row.rolloutId, (counts = new Map()));
+    if (!counts) {
+      counts = new Map();
+      out.set(row.rolloutId, counts);
+    }
     counts.set(row.state, row.n);
   }
   return out;

@@ -53,7 +53,10 @@ export function perContext<C extends object, L>(create: (ctx: C) => L): (ctx: C)
   const loaders = new WeakMap<C, L>();
   return (ctx) => {
     let loader = loaders.get(ctx);
-    if (!loader) loaders.set(ctx, (loader = create(ctx)));
+    if (!loader) {
+      loader = create(ctx);
+      loaders.set(ctx, loader);
+    }
     return loader;
   };
 }

@@ -37,8 +37,10 @@ const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
  * once: names accepted, established, stored versions. Throws 422 Invalid with field causes.
  */
 export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subresource?: string): void {
-  const spec = isObject(crd.spec) ? crd.spec : (crd.spec = {});
-  const names = isObject(spec.names) ? spec.names : (spec.names = {});
+  if (!isObject(crd.spec)) crd.spec = {};
+  const spec = crd.spec;
+  if (!isObject(spec.names)) spec.names = {};
+  const names = spec.names;
   if (typeof names.kind === 'string' && names.kind !== '') {
     names.singular ??= names.kind.toLowerCase();
     names.listKind ??= `${names.kind}List`;

@@ -208,7 +208,10 @@ export class MemoryStore implements WatchableStore {
     view.apiVersion = `${type.group}/${type.version}`;
     this.schemas.get(state.key)?.get(type.version)?.schema.prune(view);
     this.seal(view);
-    if (!views) state.views.set(object, (views = new Map()));
+    if (!views) {
+      views = new Map();
+      state.views.set(object, views);
+    }
     views.set(type.version, view);
     return view;
   }
@@ -543,8 +546,10 @@ export class MemoryStore implements WatchableStore {
     const schemaChanged = !before || [...schemas].some(([version, compiled]) => before.get(version) !== compiled);
     this.schemas.set(key, schemas);
     let state = this.states.get(key);
-    if (!state) this.states.set(key, (state = newState(serving.storage, key)));
-    else state.type = serving.storage;
+    if (!state) {
+      state = newState(serving.storage, key);
+      this.states.set(key, state);
+    } else state.type = serving.storage;
     state.served = new Map(serving.served.map((t) => [t.version, t]));
     state.views = new WeakMap();
     this.registry.set(serving.storage, serving.served);

@@ -114,7 +114,10 @@ function readsOn(db: Queryable): HistoryReads {
       );
       for (const row of counts) {
         let byState = out.get(row.rolloutId);
-        if (!byState) out.set(row.rolloutId, (byState = new Map()));
+        if (!byState) {
+          byState = new Map();
+          out.set(row.rolloutId, byState);
+        }
         byState.set(row.state, row.n);
       }
       return out;
