@@ -1,11 +1,11 @@
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
-import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
 import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
+import type { RecordOnce } from '../RecordOnce.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
 import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, ROLLPLANE_HOLD_VALUE } from './names.js';
 import { isPodReady, podImage, pullFailure } from './podState.js';
@@ -16,8 +16,8 @@ export interface AgentPoolDriverOptions {
   clients: KubeClients;
   pools: Informer<IPPool>;
   pods: CacheReader<V1Pod>;
-  /** The reconciler's recreations in flight: a target is done once its recreation is recorded. */
-  recreations: InFlightNotes<RecreationRecord>;
+  /** Recreation intents (shared with the reconciler): a target is done once its recreation is recorded. */
+  recreations: RecordOnce<RecreationRecord>;
   agentNamespace: string;
   configuredMode: ConfiguredAgentMode;
   controller: VmDhcpControllerWatch;
@@ -43,8 +43,6 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
  */
 export class AgentPoolDriver implements RolloutDriver {
   readonly kind = 'AGENT_POOL' as const;
-  /** pool key → the rollout that released (or admitted) it and the image it asked for. Refilled by re-admission. */
-  private readonly admittedBy = new Map<string, { rolloutId: string; image: string }>();
   /** Controller images rollplane set and has not yet seen come back (to tell its own changes from a helm upgrade). */
   private readonly ownImageChanges = new Set<string>();
 
@@ -55,15 +53,6 @@ export class AgentPoolDriver implements RolloutDriver {
     const mode = resolveAgentMode(this.o.configuredMode, this.o.controller.state(), this.o.agentNamespace);
     if (mode instanceof AppError) throw mode;
     return mode;
-  }
-
-  rolloutFor(namespace: string, name: string): string | undefined {
-    return this.admittedBy.get(poolKey(namespace, name))?.rolloutId;
-  }
-
-  /** The rollout that released (admitted) the pool and the image it asked for, until observe saw it done (coexistence). */
-  releasedBy(namespace: string, name: string): { rolloutId: string; image: string } | undefined {
-    return this.admittedBy.get(poolKey(namespace, name));
   }
 
   /** True (once) when rollplane itself set the controller to `image`: the change is planned, not a helm upgrade. */
@@ -175,7 +164,6 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
-    this.admittedBy.set(poolKey(target.namespace, target.name), { rolloutId: rollout.id, image: target.toVersion });
     if (this.mode() === 'coexist') return this.release(target, rollout);
     const retries = this.o.maxConflictRetries ?? 5;
     for (let attempt = 0; ; attempt++) {
@@ -184,6 +172,8 @@ export class AgentPoolDriver implements RolloutDriver {
       if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
       if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined) return; // observe reports it as failed
       if (pool.status?.agentPodRef?.image === target.toVersion) return;
+      // Durable before the write: the recreation it starts is this rollout's, also when recorded after a restart.
+      await this.intend(target, rollout, undefined);
       const body: IPPool = { ...pool, status: { ...pool.status, agentPodRef: { ...pool.status?.agentPodRef, image: target.toVersion } } };
       try {
         await kubeCall(`admit ippool ${target.namespace}/${target.name}`, () =>
@@ -223,17 +213,24 @@ export class AgentPoolDriver implements RolloutDriver {
     // if rollplane restarts before it sees the old agent go (the reconciler completes the record).
     const ref = pool.status?.agentPodRef;
     const agent = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name) : undefined;
-    if (agent?.metadata?.uid && !this.runsImage(pool, target.toVersion) && !this.o.recreations.get(target.namespace, target.name)) {
-      await this.o.recreations.put(target.namespace, target.name, {
-        reason: 'rollout',
-        oldUid: agent.metadata.uid,
-        oldImage: podImage(agent) ?? null,
-        rolloutId: rollout.id,
-        plannedImage: target.toVersion,
-        deletedAt: new Date().toISOString(),
-      });
-    }
+    if (!this.runsImage(pool, target.toVersion)) await this.intend(target, rollout, agent);
     await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+  }
+
+  /**
+   * Notes that the pool's next recreation is `rollout`'s, for `target.toVersion`. A recreation already under way (an
+   * agent gone missing, say) keeps what it knows of the old agent and becomes the rollout's. `agent`: the agent about
+   * to be replaced beside the vm-dhcp-controller (its release time stands for the deletion).
+   */
+  private async intend(target: AdmittedTarget, rollout: Rollout, agent: V1Pod | undefined): Promise<void> {
+    const current = this.o.recreations.get(target.namespace, target.name);
+    if (current?.rolloutId === rollout.id && current.plannedImage === target.toVersion) return;
+    const old = current?.deletedAt
+      ? { oldUid: current.oldUid, oldImage: current.oldImage, deletedAt: current.deletedAt }
+      : agent?.metadata?.uid
+        ? { oldUid: agent.metadata.uid, oldImage: podImage(agent) ?? null, deletedAt: new Date().toISOString() }
+        : { oldUid: null, oldImage: null };
+    await this.o.recreations.intend(target.namespace, target.name, { reason: 'rollout', ...old, rolloutId: rollout.id, plannedImage: target.toVersion });
   }
 
   private async patchAnnotations(pool: IPPool, annotations: Record<string, string | null>): Promise<void> {
@@ -273,10 +270,6 @@ export class AgentPoolDriver implements RolloutDriver {
     if (pool.spec?.paused) return { phase: 'failed', reason: 'pool is paused (spec.paused)' };
     const coexist = this.mode() === 'coexist';
     if (coexist) {
-      // After a restart of rollplane the engine observes its admitted targets again without admitting them: which
-      // rollout released the pool is known again from here on (the recreation it records is then the rollout's).
-      const key = poolKey(target.namespace, target.name);
-      if (!this.admittedBy.has(key)) this.admittedBy.set(key, { rolloutId: target.rolloutId, image: target.toVersion });
       const state = this.o.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
         return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)` };
@@ -293,8 +286,6 @@ export class AgentPoolDriver implements RolloutDriver {
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
     // The recreation is complete only once its AgentRecreated event is recorded (with the removal of its record).
     if (this.o.recreations.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the recreation' };
-    // Done: a later replacement of this agent (someone deletes it) is not this rollout's.
-    if (coexist && this.admittedBy.get(poolKey(target.namespace, target.name))?.rolloutId === target.rolloutId) this.admittedBy.delete(poolKey(target.namespace, target.name));
     return { phase: 'succeeded' };
   }
 

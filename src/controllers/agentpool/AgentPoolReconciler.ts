@@ -4,10 +4,10 @@ import type { Reconciler, Result } from '../../controller/Controller.js';
 import type { Request } from '../../controller/request.js';
 import type { EventLog } from '../../domain/EventLog.js';
 import { EventType } from '../../domain/events.js';
-import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 import type { Logger } from '../../log.js';
+import type { RecordOnce } from '../RecordOnce.js';
 import { agentPodManifest, type AgentSettings } from './manifests.js';
 import { agentsManagedBy } from './mode.js';
 import type { AgentPoolMetrics } from './metrics.js';
@@ -29,8 +29,8 @@ import { normalizeImage, type VmDhcpControllerState } from './VmDhcpControllerWa
 export interface AgentPoolReconcilerOptions {
   clients: KubeClients;
   events: EventLog;
-  /** Recreations in flight (durable; completing one appends its AgentRecreated event in the same transaction). */
-  recreations: InFlightNotes<RecreationRecord>;
+  /** Recreation intents (durable; recording one appends its AgentRecreated event and removes it in one transaction). */
+  recreations: RecordOnce<RecreationRecord>;
   metrics: AgentPoolMetrics;
   logger: Logger;
   pools: Informer<IPPool>;
@@ -42,12 +42,8 @@ export interface AgentPoolReconcilerOptions {
   defaultImage: string;
   /** The vm-dhcp-controller as last seen: while it deploys agents, this reconciler only watches (docs/adr/0017). */
   controllerState: () => VmDhcpControllerState;
-  /** The rollout that released the pool (coexistence) and the image it asked for, while that release is in progress. */
-  releasedBy: (namespace: string, name: string) => { rolloutId: string; image: string } | undefined;
   /** Seconds an agent may stay Terminating on a NotReady node before it is force-deleted; null disables. */
   stuckGraceSeconds: number | null;
-  /** The rollout that admitted the pool's current image, if one is in progress (for AgentRecreated events). */
-  rolloutFor: (namespace: string, name: string) => string | undefined;
   now?: () => number;
 }
 
@@ -168,7 +164,7 @@ export class AgentPoolReconciler implements Reconciler {
       } else if (!pod || pod.metadata?.uid !== ref.uid) {
         // Missing or a stranger in the cache: the cache may lag behind a pod this controller just created, so ask the
         // API — unless this is the recreation in flight (the recorded agent was deleted on purpose).
-        const record = this.recordOf(work.pool);
+        const record = this.recreationOf(work.pool);
         pod = record && record.oldUid === ref.uid && !pod ? undefined : await this.readPod(refNs, refName);
         // A restart between creating the new agent and recording it: the pod is the recreation's own new agent.
         if (pod && record && record.oldUid === ref.uid && pod.metadata?.uid !== record.oldUid && this.ownedBy(pod, namespace, name) && !pod.metadata?.deletionTimestamp) {
@@ -176,7 +172,7 @@ export class AgentPoolReconciler implements Reconciler {
         }
         if (!pod) {
           this.o.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
-          if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
+          if (!this.recreationOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
           pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
         }
       }
@@ -199,7 +195,7 @@ export class AgentPoolReconciler implements Reconciler {
       const uidMismatch = current.metadata?.uid !== ref.uid;
       if (uidMismatch || podImage(current) !== ref.image) {
         if (current.metadata?.deletionTimestamp) throw new LoopError(`agent pod ${ref.name} marked for deletion`);
-        if (!this.recordOf(work.pool)) {
+        if (!this.recreationOf(work.pool)) {
           await this.writeRecord(work, { reason: uidMismatch ? 'uid-mismatch' : 'drift', oldUid: current.metadata?.uid ?? null, oldImage: podImage(current) ?? null });
         }
         await this.deletePod(current, undefined);
@@ -207,7 +203,9 @@ export class AgentPoolReconciler implements Reconciler {
       }
       if (!isPodReady(current)) throw new LoopError(`agent pod ${current.metadata?.name} not ready`);
       const record = this.recordOf(work.pool);
-      if (record) await this.completeRecreation(work, record, { image: ref.image ?? '', uid: ref.uid, readyAt: podReadySince(current) ?? work.now });
+      if (record?.deletedAt) await this.completeRecreation(work, record, { image: ref.image ?? '', uid: ref.uid, readyAt: podReadySince(current) ?? work.now });
+      // Admitted, and the agent already runs the planned image: nothing is recreated, and nothing is recorded.
+      else if (record && record.plannedImage === ref.image) await this.o.recreations.drop(namespace, name);
     });
   }
 
@@ -226,7 +224,7 @@ export class AgentPoolReconciler implements Reconciler {
     const { namespace, name } = this.ids(work.pool);
     // The cache shows the pod until its deletion arrives: never force-delete (and report) one pod twice.
     if (this.forceDeleted.has(pod.metadata?.uid ?? '')) return;
-    if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
+    if (!this.recreationOf(work.pool)) await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
     const deleted = await this.deletePod(pod, 0);
     this.forceDeleted.add(pod.metadata?.uid ?? '');
     if (this.forceDeleted.size > 10_000) this.forceDeleted.delete(this.forceDeleted.values().next().value!);
@@ -234,7 +232,7 @@ export class AgentPoolReconciler implements Reconciler {
     this.o.metrics.forceDeletions.inc();
     await this.o.events.append({
       type: EventType.AgentForceDeleted,
-      rolloutId: this.o.rolloutFor(namespace, name) ?? null,
+      rolloutId: this.o.recreations.rolloutOf(namespace, name),
       kind: 'AGENT_POOL',
       namespace,
       name,
@@ -313,7 +311,7 @@ export class AgentPoolReconciler implements Reconciler {
     const current = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.settings.namespace, ref.name) : undefined;
     const live = current !== undefined && current.metadata?.uid === ref?.uid && !current.metadata?.deletionTimestamp;
     let record = this.recordOf(pool);
-    if (!record) {
+    if (!record?.deletedAt) {
       let old: { uid: string; image: string | null } | undefined;
       if (current && current.metadata?.uid === ref?.uid && (current.metadata?.deletionTimestamp || podImage(current) !== ref?.image)) {
         old = { uid: current.metadata!.uid!, image: podImage(current) ?? null };
@@ -323,24 +321,22 @@ export class AgentPoolReconciler implements Reconciler {
       }
       if (old) {
         // The ref's image may still be the old one here (the pod and pool watches are not ordered): which image the
-        // release asked for is decided against the new agent, at the end.
-        const by = this.o.releasedBy(namespace, name);
-        record = { reason: by ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId: by?.rolloutId ?? null, plannedImage: by?.image ?? null, deletedAt: now.toISOString() };
-        await this.o.recreations.put(namespace, name, record);
+        // release asked for is decided against the new agent, at the end. The release's intent says which rollout.
+        const rolloutId = record?.rolloutId ?? null;
+        record = { reason: rolloutId ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId, plannedImage: record?.plannedImage ?? null, deletedAt: now.toISOString() };
+        await this.o.recreations.intend(namespace, name, { ...record, rolloutId });
         this.lastAgent.delete(key);
       }
     }
     if (!live || !isPodReady(current!) || podImage(current!) !== ref?.image) return;
     const uid = current!.metadata!.uid!;
-    if (record && record.oldUid !== uid) {
+    if (record?.deletedAt && record.oldUid !== uid) {
       const image = podImage(current!) ?? '';
       // The rollout's only if it released the pool for this very image (a helm upgrade meanwhile makes it unplanned).
-      // Which rollout released it is known from the record, or — after a restart of rollplane — from the engine's
-      // next observation of the target (AgentPoolDriver.observe).
-      const by = record.rolloutId ? { rolloutId: record.rolloutId, image: record.plannedImage ?? '' } : this.o.releasedBy(namespace, name);
-      const planned = by !== undefined && normalizeImage(by.image) === normalizeImage(image);
+      // Which rollout released it is in the intent, which a restart of rollplane reloads.
+      const planned = !!record.rolloutId && normalizeImage(record.plannedImage ?? '') === normalizeImage(image);
       const work = { pool, now } as Work;
-      const final: RecreationRecord = planned ? { ...record, reason: 'rollout', rolloutId: by.rolloutId, plannedImage: by.image } : { ...record, reason: 'unplanned', rolloutId: null };
+      const final: RecreationRecord = planned ? { ...record, reason: 'rollout' } : { ...record, reason: 'unplanned', rolloutId: null };
       await this.completeRecreation(work, final, { image, uid, readyAt: podReadySince(current!) ?? now }, planned ? undefined : null);
     }
     this.lastAgent.set(key, { uid, image: podImage(current!) ?? null });
@@ -349,32 +345,38 @@ export class AgentPoolReconciler implements Reconciler {
   // ---------------------------------------------------------------------------------------------------------------
   // Recreation records and events
 
+  /** The pool's recreation intent: admitted by a rollout, or a recreation under way. */
   recordOf(pool: IPPool): RecreationRecord | undefined {
     const { namespace, name } = this.ids(pool);
     return this.o.recreations.get(namespace, name);
   }
 
-  /** Durable before the act: committed before the old agent is deleted, so a restart still knows what it replaced. */
-  private async writeRecord(work: Work, record: Omit<RecreationRecord, 'deletedAt'>): Promise<void> {
-    const { namespace, name } = this.ids(work.pool);
-    const full: RecreationRecord = { ...record, rolloutId: this.o.rolloutFor(namespace, name) ?? null, deletedAt: work.now.toISOString() };
-    await this.o.recreations.put(namespace, name, full);
+  /** The pool's recreation under way (its old agent went), if any; an intent that is only admitted is none. */
+  private recreationOf(pool: IPPool): RecreationRecord | undefined {
+    const record = this.recordOf(pool);
+    return record?.deletedAt ? record : undefined;
   }
 
-  /** The AgentRecreated event and the removal of the record, in one transaction: exactly once, also across a crash. */
+  /**
+   * Durable before the act: committed before the old agent is deleted, so a restart still knows what it replaced. The
+   * rollout the admission intent names (if any) stays.
+   */
+  private async writeRecord(work: Work, record: Pick<RecreationRecord, 'reason' | 'oldUid' | 'oldImage'>): Promise<void> {
+    const { namespace, name } = this.ids(work.pool);
+    const admitted = this.recordOf(work.pool);
+    await this.o.recreations.intend(namespace, name, { ...admitted, ...record, rolloutId: admitted?.rolloutId ?? null, deletedAt: work.now.toISOString() });
+  }
+
+  /** The AgentRecreated event and the removal of the intent, in one transaction: exactly once, also across a crash. */
   /** `rolloutId` null: the recreation is nobody's (coexistence, unplanned), whatever rollout last touched the pool. */
   private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }, rolloutId?: null): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
-    const deletedAt = new Date(record.deletedAt);
+    const deletedAt = new Date(record.deletedAt ?? work.now);
     const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
     const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
-    await this.o.recreations.complete(namespace, name, [
-      {
+    const recorded = await this.o.recreations.record(namespace, name, () => ({
         type: EventType.AgentRecreated,
-        rolloutId: rolloutId === null ? null : (record.rolloutId ?? this.o.rolloutFor(namespace, name) ?? null),
-        kind: 'AGENT_POOL',
-        namespace,
-        name,
+        ...(rolloutId === null ? { rolloutId: null } : {}),
         payload: {
           pool: poolKey(namespace, name),
           oldImage: record.oldImage,
@@ -388,8 +390,8 @@ export class AgentPoolReconciler implements Reconciler {
           readyAt: readyAt.toISOString(),
           seconds,
         },
-      },
-    ]);
+    }));
+    if (!recorded) return;
     this.o.metrics.recreations.inc({ reason: record.reason });
     this.o.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
   }

@@ -4,6 +4,7 @@ import type { Controller } from '../../controller/Controller.js';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries } from '../../domain/agentPools.js';
 import type { ControllerHost } from '../host.js';
+import { RecordOnce } from '../RecordOnce.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
 import { CachedAgentPoolQueries } from './CachedAgentPoolQueries.js';
@@ -129,7 +130,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   });
   const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: (page) => clients.core.listNode(page) });
 
-  const recreations = host.inFlight.of<RecreationRecord>('AGENT_POOL');
+  const recreations = new RecordOnce<RecreationRecord>(host.inFlight, 'AGENT_POOL');
   const driver = new AgentPoolDriver({ clients, pools, pods, recreations, agentNamespace, configuredMode, controller: controllerWatch });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
@@ -145,9 +146,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
-    releasedBy: (ns, name) => driver.releasedBy(ns, name),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,
-    rolloutFor: (ns, name) => driver.rolloutFor(ns, name),
     ...(options.now ? { now: options.now } : {}),
   });
   const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 16 });
