@@ -9,6 +9,8 @@ import type { ControlPlaneApi } from './ControlPlaneApi.js';
 import { lastUpgradeOf, progressOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
 import type { VcManagerGate } from './vcManagerGate.js';
+import type { RecordOnce } from '../RecordOnce.js';
+import type { UpgradeRecord } from './UpgradeReconciler.js';
 
 export interface VirtualClusterDriverDeps {
   api: ControlPlaneApi;
@@ -16,6 +18,8 @@ export interface VirtualClusterDriverDeps {
   clusterVersions: Informer<ClusterVersionObject & KubernetesObject>;
   /** The vc-manager beside rollplane (ADR 0018). */
   gate?: Pick<VcManagerGate, 'upstreamUpgrades'>;
+  /** Upgrade ends not yet recorded: a target is done once its ClusterUpgradeObserved event is in the history. */
+  upgrades: Pick<RecordOnce<UpgradeRecord>, 'get'>;
 }
 
 /**
@@ -65,6 +69,7 @@ export class VirtualClusterDriver implements RolloutDriver {
     const labelled = labels[LABEL_READY_FOR_UPGRADE] === 'true';
     const last = lastUpgradeOf(annotations);
     if (!labelled && last?.rolloutId === rollout.id) {
+      if (this.deps.upgrades.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the upgrade' };
       if (last.outcome === 'FAILED') return { phase: 'failed', reason: `fail to upgrade: ${last.error ?? 'unknown error'}` };
       if (last.specVersion === rollout.toVersion) return { phase: 'succeeded' };
       return { phase: 'failed', reason: `upgraded to ${last.specVersion}, but the rollout wants ${rollout.toVersion} (the ClusterVersion changed during the rollout)` };

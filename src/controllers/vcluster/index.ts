@@ -12,7 +12,8 @@ import { VcManagerGate, type VcManagerRef } from './vcManagerGate.js';
 import { ControlPlaneApi } from './ControlPlaneApi.js';
 import { CachedVirtualClusterQueries } from './queries.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
-import { UpgradeReconciler, type UpgradeReconcilerOptions } from './UpgradeReconciler.js';
+import { UpgradeReconciler, type UpgradeReconcilerOptions, type UpgradeRecord } from './UpgradeReconciler.js';
+import { RecordOnce } from '../RecordOnce.js';
 import { upgradeMetrics } from './upgradeMetrics.js';
 import { VirtualClusterDriver } from './VirtualClusterDriver.js';
 
@@ -73,6 +74,7 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
 
   const api = new ControlPlaneApi(clients);
   const notify = (namespace: string, name: string) => host.notifyTargetChanged('VIRTUAL_CLUSTER', namespace, name);
+  const upgrades = new RecordOnce<UpgradeRecord>(host.inFlight, 'VIRTUAL_CLUSTER');
   const reconciler = new UpgradeReconciler(
     {
       api,
@@ -80,7 +82,7 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
       clusterVersions,
       statefulSets,
       metrics: upgradeMetrics(host.registry),
-      events: host.events,
+      upgrades,
       logger: host.logger.child({ controller: 'virtualcluster-upgrade' }),
       notify,
       gate,
@@ -115,7 +117,7 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
   });
 
   return {
-    driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions, gate }),
+    driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions, gate, upgrades }),
     queries: new CachedVirtualClusterQueries(virtualClusters, clusterVersions, options.partialUpgrade ?? true, gate),
     controller,
   };
