@@ -6,7 +6,7 @@ import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../dom
 import type { Rollout } from '../../domain/RolloutService.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import type { KubeClients } from '../../kube/index.js';
-import type { ControllerHost } from '../host.js';
+import type { RecordOnce } from '../RecordOnce.js';
 import {
   GATE_ADDED_ANNOTATION,
   GATE_RUNTIME_CLASS_ANNOTATION,
@@ -34,14 +34,16 @@ import { deletePod, patchDaemonSet, readDaemonSet, retirePod } from './writes.js
 export interface NodeAgentDriverOptions {
   clients: KubeClients;
   cache: NodeAgentCache;
-  events: Pick<ControllerHost['events'], 'append' | 'listAfter'>;
+  /** Replacement intents: written at admission, before the old agent goes; NodeAgentReplaced removes them. */
+  replacements: RecordOnce<Replacement>;
   metrics: NodeAgentMetrics;
   notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void;
   logger?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   now?: () => number;
 }
 
-interface Replacement {
+/** What admission replaces on a node (none: nothing ran there, or the new agent was already up). */
+export interface Replacement {
   oldPod: string | null;
   oldImage: string | null;
 }
@@ -58,10 +60,6 @@ interface Replacement {
  */
 export class NodeAgentDriver implements RolloutDriver {
   readonly kind = 'NODE_AGENT' as const;
-  /** `rolloutId/node` → what admission replaced (lost on restart: the event then names no old pod). */
-  private readonly replaced = new Map<string, Replacement>();
-  /** `rolloutId/node` whose NodeAgentReplaced event is written (or being written). */
-  private readonly reported = new Set<string>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly now: () => number;
 
@@ -145,11 +143,19 @@ export class NodeAgentDriver implements RolloutDriver {
     if (!ds) throw new NotFoundError(`DaemonSet ${namespace}/${name} not found`);
     const container = agentContainerName(ds);
     const pods = this.o.cache.agentPodsOn(ds, target.name);
+    // Durable before the old agent goes: the replacement is this rollout's and recorded once, across a restart too. A
+    // second admission (retried after a crash) keeps what the first one saw.
+    if (this.o.replacements.rolloutOf(target.namespace, target.name) !== rollout.id) {
+      const before = pods.find((p) => podImage(p, container) !== target.toVersion);
+      await this.o.replacements.intend(target.namespace, target.name, {
+        rolloutId: rollout.id,
+        oldPod: before?.metadata?.name ?? null,
+        oldImage: before ? (podImage(before, container) ?? null) : null,
+      });
+    }
     if (pods.some((p) => podImage(p, container) === target.toVersion)) return; // replaced already (or in progress)
     const old = pods[0];
     if (!old) return; // nothing runs there: the DaemonSet starts the new agent by itself
-    const key = `${rollout.id}/${target.name}`;
-    if (!this.replaced.has(key)) this.replaced.set(key, { oldPod: old.metadata?.name ?? null, oldImage: podImage(old, container) ?? null });
     signal.throwIfAborted();
     if (mode === 'SURGE' && isReady(old)) await retirePod(this.o.clients, old, ds);
     else await deletePod(this.o.clients, old);
@@ -168,7 +174,10 @@ export class NodeAgentDriver implements RolloutDriver {
     const fresh = pods.find((p) => podImage(p, container) === target.toVersion);
     if (!fresh) {
       // The node left the cluster (scaled down, replaced): no agent is needed there any more.
-      if (pods.length === 0 && !this.o.cache.node(node)) return { phase: 'succeeded' };
+      if (pods.length === 0 && !this.o.cache.node(node)) {
+        if (this.o.replacements.rolloutOf(target.namespace, node) === rollout.id) await this.o.replacements.drop(target.namespace, node);
+        return { phase: 'succeeded' };
+      }
       return { phase: 'progressing', message: pods.length > 0 ? 'old agent still running' : 'waiting for the DaemonSet to start the new agent' };
     }
     const failure = startFailure(fresh);
@@ -282,42 +291,28 @@ export class NodeAgentDriver implements RolloutDriver {
     return (s.updatedNumberScheduled ?? 0) === s.desiredNumberScheduled && pods.every((p) => podImage(p, container) === image);
   }
 
+  /** NodeAgentReplaced, once: the admission's intent names the rollout and the old agent, and goes with the event. */
   private async report(target: AdmittedTarget, rollout: Rollout, ds: V1DaemonSet, fresh: V1Pod, peersBack: number): Promise<void> {
-    const key = `${rollout.id}/${target.name}`;
-    if (this.reported.has(key)) return;
-    this.reported.add(key);
-    try {
-      const replaced = this.replaced.get(key);
-      // Admitted by this process: no earlier event can exist. Otherwise (a restart) the history says.
-      if (!replaced) {
-        const existing = await this.o.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced], name: target.name }, undefined, 1);
-        if (existing.length > 0) return;
-      }
-      const seconds = Math.max(0, (this.now() - target.admittedAt.getTime()) / 1000);
-      const daemonSet = `${ds.metadata?.namespace}/${ds.metadata?.name}`;
-      await this.o.events.append({
-        type: EventType.NodeAgentReplaced,
-        rolloutId: rollout.id,
-        kind: 'NODE_AGENT',
-        namespace: '',
-        name: target.name,
-        payload: {
-          node: target.name,
-          daemonSet,
-          oldPod: replaced?.oldPod ?? null,
-          newPod: fresh.metadata?.name ?? null,
-          oldImage: replaced?.oldImage ?? target.fromVersion,
-          newImage: target.toVersion,
-          peerPodsRestarted: peersBack,
-          seconds,
-        },
-      });
-      this.o.metrics.replaced(daemonSet, seconds);
-      this.replaced.delete(key);
-    } catch (error) {
-      this.reported.delete(key);
-      throw error;
-    }
+    const seconds = Math.max(0, (this.now() - target.admittedAt.getTime()) / 1000);
+    const daemonSet = `${ds.metadata?.namespace}/${ds.metadata?.name}`;
+    const recorded = await this.o.replacements.record(target.namespace, target.name, (replaced) =>
+      replaced.rolloutId !== rollout.id
+        ? undefined
+        : {
+            type: EventType.NodeAgentReplaced,
+            payload: {
+              node: target.name,
+              daemonSet,
+              oldPod: replaced.oldPod,
+              newPod: fresh.metadata?.name ?? null,
+              oldImage: replaced.oldImage ?? target.fromVersion,
+              newImage: target.toVersion,
+              peerPodsRestarted: peersBack,
+              seconds,
+            },
+          },
+    );
+    if (recorded) this.o.metrics.replaced(daemonSet, seconds);
   }
 
   /** Re-evaluate the node once minReadySeconds have passed (nothing in the cluster changes at that moment). */

@@ -9,7 +9,8 @@ import { GateReconciler } from './GateReconciler.js';
 import { mattersToGates } from './podFacts.js';
 import { nodeAgentMetrics } from './metrics.js';
 import { NodeAgentCache } from './NodeAgentCache.js';
-import { NodeAgentDriver } from './NodeAgentDriver.js';
+import { NodeAgentDriver, type Replacement } from './NodeAgentDriver.js';
+import { RecordOnce } from '../RecordOnce.js';
 import { nodeAgentQueries } from './queries.js';
 import { ROLLOUT_ANNOTATION } from './constants.js';
 
@@ -45,7 +46,7 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
   const driver = new NodeAgentDriver({
     clients: host.clients,
     cache,
-    events: host.events,
+    replacements: new RecordOnce<Replacement>(host.inFlight, 'NODE_AGENT'),
     metrics,
     notifyTargetChanged,
     logger: host.logger.child({ controller: 'nodeagent' }),
