@@ -22,11 +22,11 @@ import {
   poolKey,
   splitNetworkName,
 } from './names.js';
-import { isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
+import { isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podFacts.js';
 import type { AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
 import { normalizeImage, type VmDhcpControllerState } from './VmDhcpControllerWatch.js';
 
-export interface AgentPoolReconcilerOptions {
+export interface AgentPoolReconcilerDeps {
   clients: KubeClients;
   events: EventLog;
   /** Recreation intents (durable; recording one appends its AgentRecreated event and removes it in one transaction). */
@@ -94,15 +94,15 @@ export class AgentPoolReconciler implements Reconciler {
   /** Coexistence: the last Ready agent seen per pool (uid, image), to notice upstream replacing it. */
   private readonly lastAgent = new Map<string, { uid: string; image: string | null }>();
 
-  constructor(private readonly o: AgentPoolReconcilerOptions) {
-    this.now = o.now ?? Date.now;
+  constructor(private readonly deps: AgentPoolReconcilerDeps) {
+    this.now = deps.now ?? Date.now;
   }
 
   async reconcile(request: Request): Promise<Result | void> {
     const namespace = request.namespace ?? '';
     const name = request.name;
     const pool = this.freshest(namespace, name);
-    if (agentsManagedBy(this.o.controllerState()) === 'upstream') return this.watchUpstream(namespace, name, pool);
+    if (agentsManagedBy(this.deps.controllerState()) === 'upstream') return this.watchUpstream(namespace, name, pool);
     if (!pool || pool.metadata?.deletionTimestamp) {
       await this.removeAgents(namespace, name);
       return;
@@ -145,7 +145,7 @@ export class AgentPoolReconciler implements Reconciler {
 
   private async podMode(work: Work): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
-    const agentNs = this.o.settings.namespace;
+    const agentNs = this.deps.settings.namespace;
 
     let pod: V1Pod | undefined;
     await this.loop(work, 'Registered', async () => {
@@ -153,13 +153,13 @@ export class AgentPoolReconciler implements Reconciler {
       const ref: AgentRef = work.status.agentPodRef ?? {};
       const refNs = ref.namespace ?? agentNs;
       const refName = ref.name ?? agentName(namespace, name);
-      pod = this.o.pods.get(refNs, refName);
+      pod = this.deps.pods.get(refNs, refName);
       if (!ref.uid) {
         if (pod && this.ownedBy(pod, namespace, name)) {
           // A previous reconcile created it but could not record it: adopt instead of recreating.
           work.status.agentPodRef = { namespace: refNs, name: refName, image: ref.image ?? podImage(pod), uid: pod.metadata!.uid! };
         } else {
-          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
+          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.deps.defaultImage);
         }
       } else if (!pod || pod.metadata?.uid !== ref.uid) {
         // Missing or a stranger in the cache: the cache may lag behind a pod this controller just created, so ask the
@@ -171,9 +171,9 @@ export class AgentPoolReconciler implements Reconciler {
           work.status.agentPodRef = { ...ref, namespace: refNs, name: refName, uid: pod.metadata!.uid! };
         }
         if (!pod) {
-          this.o.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
+          this.deps.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
           if (!this.recreationOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
-          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
+          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.deps.defaultImage);
         }
       }
       if (pod!.metadata?.deletionTimestamp) {
@@ -187,7 +187,7 @@ export class AgentPoolReconciler implements Reconciler {
     await this.loop(work, 'AgentReady', async () => {
       const ref = work.status.agentPodRef;
       if (!ref?.uid) throw new LoopError(`agent for ippool ${namespace}/${name} is not deployed`);
-      let current = pod ?? this.o.pods.get(ref.namespace ?? agentNs, ref.name ?? '');
+      let current = pod ?? this.deps.pods.get(ref.namespace ?? agentNs, ref.name ?? '');
       // The pod cache may still show an agent that is already gone: confirm before calling the current one a stranger.
       if (current && current.metadata?.uid !== ref.uid) current = await this.readPod(ref.namespace ?? agentNs, ref.name ?? '');
       // Upstream's messages (MonitorAgent): the Get's NotFound, then "marked for deletion" / "obsolete and purged".
@@ -205,15 +205,15 @@ export class AgentPoolReconciler implements Reconciler {
       const record = this.recordOf(work.pool);
       if (record?.deletedAt) await this.completeRecreation(work, record, { image: ref.image ?? '', uid: ref.uid, readyAt: podReadySince(current) ?? work.now });
       // Admitted, and the agent already runs the planned image: nothing is recreated, and nothing is recorded.
-      else if (record && record.plannedImage === ref.image) await this.o.recreations.drop(namespace, name);
+      else if (record && record.plannedImage === ref.image) await this.deps.recreations.drop(namespace, name);
     });
   }
 
   /** Stuck agents (upstream priority/1): Terminating on a NotReady node for longer than the grace period. */
   private async handleTerminating(work: Work, pod: V1Pod): Promise<void> {
-    const grace = this.o.stuckGraceSeconds;
+    const grace = this.deps.stuckGraceSeconds;
     const nodeName = pod.spec?.nodeName;
-    if (grace === null || !nodeName || isNodeReady(this.o.nodes.get(undefined, nodeName))) return;
+    if (grace === null || !nodeName || isNodeReady(this.deps.nodes.get(undefined, nodeName))) return;
     const deletionTimestamp = Date.parse(pod.metadata!.deletionTimestamp as unknown as string);
     const requestedAt = deletionTimestamp - (pod.metadata?.deletionGracePeriodSeconds ?? 0) * 1000;
     const waited = work.now.getTime() - requestedAt;
@@ -229,10 +229,10 @@ export class AgentPoolReconciler implements Reconciler {
     this.forceDeleted.add(pod.metadata?.uid ?? '');
     if (this.forceDeleted.size > 10_000) this.forceDeleted.delete(this.forceDeleted.values().next().value!);
     if (!deleted) return;
-    this.o.metrics.forceDeletions.inc();
-    await this.o.events.append({
+    this.deps.metrics.forceDeletions.inc();
+    await this.deps.events.append({
       type: EventType.AgentForceDeleted,
-      rolloutId: this.o.recreations.rolloutOf(namespace, name),
+      rolloutId: this.deps.recreations.rolloutOf(namespace, name),
       kind: 'AGENT_POOL',
       namespace,
       name,
@@ -245,15 +245,15 @@ export class AgentPoolReconciler implements Reconciler {
         graceSeconds: grace,
       },
     });
-    this.o.logger.warn({ pool: poolKey(namespace, name), pod: pod.metadata?.name, node: nodeName }, 'force-deleted an agent pod stuck Terminating on a NotReady node');
+    this.deps.logger.warn({ pool: poolKey(namespace, name), pod: pod.metadata?.name, node: nodeName }, 'force-deleted an agent pod stuck Terminating on a NotReady node');
     this.requeueAfter(work, 0);
   }
 
   private async createPod(work: Work, clusterNetwork: string, image: string): Promise<V1Pod> {
-    const body = agentPodManifest(work.pool, image, clusterNetwork, this.o.settings);
+    const body = agentPodManifest(work.pool, image, clusterNetwork, this.deps.settings);
     const ns = body.metadata!.namespace!;
     try {
-      const created = await kubeCall(`create agent pod ${body.metadata!.name}`, () => this.o.clients.core.createNamespacedPod({ namespace: ns, body }));
+      const created = await kubeCall(`create agent pod ${body.metadata!.name}`, () => this.deps.clients.core.createNamespacedPod({ namespace: ns, body }));
       work.status.agentPodRef = { namespace: ns, name: created.metadata!.name!, image, uid: created.metadata!.uid! };
       return created;
     } catch (error) {
@@ -266,7 +266,7 @@ export class AgentPoolReconciler implements Reconciler {
 
   private async readPod(namespace: string, name: string): Promise<V1Pod | undefined> {
     try {
-      return await kubeCall(`read agent pod ${name}`, () => this.o.clients.core.readNamespacedPod({ namespace, name }));
+      return await kubeCall(`read agent pod ${name}`, () => this.deps.clients.core.readNamespacedPod({ namespace, name }));
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
       throw error;
@@ -277,7 +277,7 @@ export class AgentPoolReconciler implements Reconciler {
   private async deletePod(pod: V1Pod, gracePeriodSeconds: number | undefined): Promise<boolean> {
     try {
       await kubeCall(`delete agent pod ${pod.metadata?.name}`, () =>
-        this.o.clients.core.deleteNamespacedPod({
+        this.deps.clients.core.deleteNamespacedPod({
           namespace: pod.metadata!.namespace!,
           name: pod.metadata!.name!,
           ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
@@ -308,7 +308,7 @@ export class AgentPoolReconciler implements Reconciler {
     }
     const now = new Date(this.now());
     const ref = pool.status?.agentPodRef;
-    const current = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.settings.namespace, ref.name) : undefined;
+    const current = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.settings.namespace, ref.name) : undefined;
     const live = current !== undefined && current.metadata?.uid === ref?.uid && !current.metadata?.deletionTimestamp;
     let record = this.recordOf(pool);
     if (!record?.deletedAt) {
@@ -324,7 +324,7 @@ export class AgentPoolReconciler implements Reconciler {
         // release asked for is decided against the new agent, at the end. The release's intent says which rollout.
         const rolloutId = record?.rolloutId ?? null;
         record = { reason: rolloutId ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId, plannedImage: record?.plannedImage ?? null, deletedAt: now.toISOString() };
-        await this.o.recreations.intend(namespace, name, { ...record, rolloutId });
+        await this.deps.recreations.intend(namespace, name, { ...record, rolloutId });
         this.lastAgent.delete(key);
       }
     }
@@ -348,7 +348,7 @@ export class AgentPoolReconciler implements Reconciler {
   /** The pool's recreation intent: admitted by a rollout, or a recreation under way. */
   recordOf(pool: IPPool): RecreationRecord | undefined {
     const { namespace, name } = this.ids(pool);
-    return this.o.recreations.get(namespace, name);
+    return this.deps.recreations.get(namespace, name);
   }
 
   /** The pool's recreation under way (its old agent went), if any; an intent that is only admitted is none. */
@@ -364,7 +364,7 @@ export class AgentPoolReconciler implements Reconciler {
   private async writeRecord(work: Work, record: Pick<RecreationRecord, 'reason' | 'oldUid' | 'oldImage'>): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
     const admitted = this.recordOf(work.pool);
-    await this.o.recreations.intend(namespace, name, { ...admitted, ...record, rolloutId: admitted?.rolloutId ?? null, deletedAt: work.now.toISOString() });
+    await this.deps.recreations.intend(namespace, name, { ...admitted, ...record, rolloutId: admitted?.rolloutId ?? null, deletedAt: work.now.toISOString() });
   }
 
   /** The AgentRecreated event and the removal of the intent, in one transaction: exactly once, also across a crash. */
@@ -374,7 +374,7 @@ export class AgentPoolReconciler implements Reconciler {
     const deletedAt = new Date(record.deletedAt ?? work.now);
     const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
     const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
-    const recorded = await this.o.recreations.record(namespace, name, () => ({
+    const recorded = await this.deps.recreations.record(namespace, name, () => ({
         type: EventType.AgentRecreated,
         ...(rolloutId === null ? { rolloutId: null } : {}),
         payload: {
@@ -392,8 +392,8 @@ export class AgentPoolReconciler implements Reconciler {
         },
     }));
     if (!recorded) return;
-    this.o.metrics.recreations.inc({ reason: record.reason });
-    this.o.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
+    this.deps.metrics.recreations.inc({ reason: record.reason });
+    this.deps.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -401,7 +401,7 @@ export class AgentPoolReconciler implements Reconciler {
 
   private freshest(namespace: string, name: string): IPPool | undefined {
     const key = poolKey(namespace, name);
-    const cached = this.o.pools.get(namespace, name);
+    const cached = this.deps.pools.get(namespace, name);
     const mine = this.written.get(key);
     if (mine && cached && mine.stale.has(cached.metadata?.resourceVersion ?? '')) return mine.pool;
     this.written.delete(key);
@@ -446,7 +446,7 @@ export class AgentPoolReconciler implements Reconciler {
     next.lastUpdate = work.now.toISOString();
     const body: IPPool = { ...work.pool, status: next };
     const updated = (await kubeCall(`update ippool ${namespace}/${name} status`, () =>
-      this.o.clients.custom.replaceNamespacedCustomObjectStatus({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body }),
+      this.deps.clients.custom.replaceNamespacedCustomObjectStatus({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body }),
     )) as IPPool;
     this.remember(work.pool, updated);
     work.pool = updated;
@@ -456,7 +456,7 @@ export class AgentPoolReconciler implements Reconciler {
     const { namespace } = this.ids(pool);
     const networkName = pool.spec?.networkName ?? '';
     const nadRef = splitNetworkName(networkName, namespace);
-    const nad = this.o.nads.get(nadRef.namespace, nadRef.name);
+    const nad = this.deps.nads.get(nadRef.namespace, nadRef.name);
     // Upstream's messages: the API's NotFound for the NAD (its name only), then DeployAgent's own.
     if (!nad) throw new LoopError(`network-attachment-definitions.k8s.cni.cncf.io "${nadRef.name}" not found`);
     const clusterNetwork = nad.metadata?.labels?.[LABEL_CLUSTER_NETWORK];
@@ -465,7 +465,7 @@ export class AgentPoolReconciler implements Reconciler {
   }
 
   private podsOf(namespace: string, name: string): V1Pod[] {
-    return this.o.pods.byIndex('pool', poolKey(namespace, name));
+    return this.deps.pods.byIndex('pool', poolKey(namespace, name));
   }
 
   private ownedBy(pod: V1Pod, namespace: string, name: string): boolean {

@@ -7,11 +7,11 @@ import type { ControllerHost } from '../host.js';
 import { RecordOnce } from '../RecordOnce.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
-import { CachedAgentPoolQueries } from './CachedAgentPoolQueries.js';
+import { agentPoolQueries } from './queries.js';
 import { agentPoolMetrics } from './metrics.js';
 import { EventType } from '../../domain/events.js';
 import type { ConfiguredAgentMode } from './mode.js';
-import { isPodReady, podImage, pullFailure } from './podState.js';
+import { isPodReady, podImage, pullFailure } from './podFacts.js';
 import { agentPodInputsChanged, poolInputsChanged } from './predicates.js';
 import {
   ANNOTATION_HELD_BY,
@@ -207,7 +207,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   pods.addEventHandler(changed(podSignature, (pod) => byLabels(pod)));
   controllers.addEventHandler(changed(controllerSignature, () => allPools()));
 
-  const queries = new CachedAgentPoolQueries(pools, pods, agentNamespace, controllerWatch, () => driver.mode());
+  const queries = agentPoolQueries({ pools, pods, agentNamespace, controller: controllerWatch, rolloutMode: () => driver.mode() });
   return { driver, queries, controller, controllerWatch, informers: { pools, pods, controllers, nads, nodes } };
 }
 

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Predicate } from '../../controller/sources.js';
-import { isPodReady, podImage, podReadySince } from './podState.js';
+import { isPodReady, podImage, podReadySince } from './podFacts.js';
 import type { IPPool } from './types.js';
 
 /**

@@ -2,12 +2,18 @@ import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Request } from '../../controller/Controller.js';
 import { EventType } from '../../domain/events.js';
 import type { ControllerHost } from '../host.js';
-import { PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './constants.js';
+import { PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './names.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { agentContainerName, isActive, isReady, podImage, templateImage } from './podFacts.js';
 
 type Events = Pick<ControllerHost['events'], 'append' | 'listBefore'>;
 type Logger = { warn(obj: object, msg: string): void };
+
+export interface ExternalChangeRecorderDeps {
+  cache: NodeAgentCache;
+  events: Events;
+  logger?: Logger;
+}
 
 /**
  * Records what happens to a managed node-agent DaemonSet outside rollplane (docs/adr/0019, "unplanned changes"): a
@@ -30,11 +36,15 @@ export class ExternalChangeRecorder {
   /** `namespace/name/node` → the agent last seen Ready there (name and image). */
   private readonly agents = new Map<string, { pod: string; image: string }>();
 
-  constructor(
-    private readonly cache: NodeAgentCache,
-    private readonly events: Events,
-    private readonly logger?: Logger,
-  ) {}
+  private readonly cache: NodeAgentCache;
+  private readonly events: Events;
+  private readonly logger: Logger | undefined;
+
+  constructor(deps: ExternalChangeRecorderDeps) {
+    this.cache = deps.cache;
+    this.events = deps.events;
+    this.logger = deps.logger;
+  }
 
   async reconcile(request: Request): Promise<void> {
     const ds = this.cache.daemonSet(request.namespace ?? '', request.name);

@@ -4,13 +4,13 @@ import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../dom
 import type { Rollout } from '../../domain/RolloutService.js';
 import { clusterVersionChangeOf } from '../../domain/virtualClusters.js';
 import { AppError, ErrorCode, NotFoundError } from '../../errors.js';
-import { ANNOTATION_ROLLOUT, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED, REASON_UPGRADE_COMPLETED, REASON_UPGRADE_FAILED } from './constants.js';
+import { ANNOTATION_ROLLOUT, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED, REASON_UPGRADE_COMPLETED, REASON_UPGRADE_FAILED } from './names.js';
 import type { ControlPlaneApi } from './ControlPlaneApi.js';
 import { lastUpgradeOf, progressOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
 import type { VcManagerGate } from './vcManagerGate.js';
 import type { RecordOnce } from '../RecordOnce.js';
-import type { UpgradeRecord } from './UpgradeReconciler.js';
+import type { UpgradeRecord } from './VirtualClusterReconciler.js';
 
 export interface VirtualClusterDriverDeps {
   api: ControlPlaneApi;
@@ -25,7 +25,7 @@ export interface VirtualClusterDriverDeps {
 /**
  * The VIRTUAL_CLUSTER rollout kind: `prepare` writes the ClusterVersion spec the rollout carries (server-side apply,
  * field manager `rollplane`); `admit` adds upstream's opt-in label (and the rollout id) to one VirtualCluster, and the
- * UpgradeReconciler does the rest; `observe` reads the outcome the reconciler recorded for this rollout.
+ * VirtualClusterReconciler does the rest; `observe` reads the outcome the reconciler recorded for this rollout.
  */
 export class VirtualClusterDriver implements RolloutDriver {
   readonly kind = 'VIRTUAL_CLUSTER' as const;

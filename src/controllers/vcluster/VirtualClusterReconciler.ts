@@ -24,7 +24,7 @@ import {
   ROOT_CA_SECRET,
   type KeyAlgorithm,
   type UpgradeComponent,
-} from './constants.js';
+} from './names.js';
 import type { ControlPlaneApi } from './ControlPlaneApi.js';
 import {
   applyBody,
@@ -41,10 +41,10 @@ import {
 } from './objects.js';
 import { sharedPkiWorkers, type IssuePki } from './PkiWorkers.js';
 import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
-import type { UpgradeMetrics } from './upgradeMetrics.js';
+import type { VirtualClusterMetrics } from './metrics.js';
 import type { VcManagerGate } from './vcManagerGate.js';
 
-export interface UpgradeReconcilerOptions {
+export interface VirtualClusterReconcilerOptions {
   /** Feature gate ClusterVersionPartialUpgrade; when off, the opt-in label is ignored (as upstream). Default true. */
   partialUpgrade?: boolean;
   /** How long one component's StatefulSet may take to roll. Default 10 min (upstream). */
@@ -58,12 +58,12 @@ export interface UpgradeReconcilerOptions {
   now?: () => number;
 }
 
-export interface UpgradeReconcilerDeps {
+export interface VirtualClusterReconcilerDeps extends VirtualClusterReconcilerOptions {
   api: ControlPlaneApi;
   virtualClusters: Informer<VirtualClusterObject & KubernetesObject>;
   clusterVersions: Informer<ClusterVersionObject & KubernetesObject>;
   statefulSets: Informer<V1StatefulSet>;
-  metrics: UpgradeMetrics;
+  metrics: VirtualClusterMetrics;
   /** Upgrade outcomes between the VirtualCluster write that ends an upgrade and its ClusterUpgradeObserved event. */
   upgrades: RecordOnce<UpgradeRecord>;
   logger: Logger;
@@ -96,7 +96,7 @@ const MAX_CONFLICT_RETRIES = 8;
  * the step in progress lives in an annotation on the VirtualCluster, so a restart or a new leader resumes it. The
  * applied marker is written only after success, together with the status and the removal of the opt-in label.
  */
-export class UpgradeReconciler implements Reconciler {
+export class VirtualClusterReconciler implements Reconciler {
   private readonly partialUpgrade: boolean;
   private readonly readyTimeoutMs: number;
   private readonly pollIntervalMs: number;
@@ -104,16 +104,13 @@ export class UpgradeReconciler implements Reconciler {
   private readonly issuePki: IssuePki;
   private readonly now: () => number;
 
-  constructor(
-    private readonly deps: UpgradeReconcilerDeps,
-    options: UpgradeReconcilerOptions = {},
-  ) {
-    this.partialUpgrade = options.partialUpgrade ?? true;
-    this.readyTimeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
-    this.pollIntervalMs = options.pollIntervalMs ?? 2000;
-    this.keyAlgorithm = options.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
-    this.issuePki = options.issuePki ?? sharedPkiWorkers.issue;
-    this.now = options.now ?? Date.now;
+  constructor(private readonly deps: VirtualClusterReconcilerDeps) {
+    this.partialUpgrade = deps.partialUpgrade ?? true;
+    this.readyTimeoutMs = deps.readyTimeoutMs ?? 10 * 60_000;
+    this.pollIntervalMs = deps.pollIntervalMs ?? 2000;
+    this.keyAlgorithm = deps.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
+    this.issuePki = deps.issuePki ?? sharedPkiWorkers.issue;
+    this.now = deps.now ?? Date.now;
   }
 
   async reconcile(request: Request): Promise<Result | void> {
