@@ -166,3 +166,8 @@ function joinedAfter(node: V1Node | undefined, at: Date): boolean {
 function drivenByRollout(ds: V1DaemonSet): boolean {
   return ds.metadata?.annotations?.[ROLLOUT_ANNOTATION] !== undefined && ds.spec?.updateStrategy?.type === 'OnDelete';
 }
+
+/** What the recorder reads of a DaemonSet: its template (image), strategy and whether a rollout drives it. */
+export function externalSignature(ds: V1DaemonSet): string {
+  return JSON.stringify([ds.metadata?.labels, ds.metadata?.annotations?.[ROLLOUT_ANNOTATION], ds.spec?.updateStrategy?.type, ds.spec?.template?.spec?.containers?.map((c) => c.image)]);
+}

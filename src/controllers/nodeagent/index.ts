@@ -4,7 +4,7 @@ import { feed } from '../../controller/sources.js';
 import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../../domain/nodeAgents.js';
 import type { RolloutDriver } from '../../domain/ports.js';
 import type { ControllerHost } from '../host.js';
-import { ExternalChangeRecorder } from './ExternalChangeRecorder.js';
+import { ExternalChangeRecorder, externalSignature } from './ExternalChangeRecorder.js';
 import { NodeAgentReconciler } from './NodeAgentReconciler.js';
 import { mattersToGates } from './podFacts.js';
 import { nodeAgentMetrics } from './metrics.js';
@@ -12,7 +12,6 @@ import { NodeAgentCache } from './NodeAgentCache.js';
 import { NodeAgentDriver, type Replacement } from './NodeAgentDriver.js';
 import { RecordOnce } from '../RecordOnce.js';
 import { nodeAgentQueries } from './queries.js';
-import { ROLLOUT_ANNOTATION } from './names.js';
 
 export { NodeAgentCache } from './NodeAgentCache.js';
 export { NodeAgentDriver } from './NodeAgentDriver.js';
@@ -76,9 +75,4 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
       (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => ({ namespace: pod.metadata?.namespace ?? '', name: r.name })),
   });
   return { driver, queries: nodeAgentQueries({ cache, clients: host.clients, events: host.events }), controller, cache };
-}
-
-/** What the recorder reads of a DaemonSet: its template (image), strategy and whether a rollout drives it. */
-function externalSignature(ds: V1DaemonSet): string {
-  return JSON.stringify([ds.metadata?.labels, ds.metadata?.annotations?.[ROLLOUT_ANNOTATION], ds.spec?.updateStrategy?.type, ds.spec?.template?.spec?.containers?.map((c) => c.image)]);
 }
