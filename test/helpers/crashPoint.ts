@@ -17,17 +17,16 @@ export interface CrashPoint {
 }
 
 /**
- * Arms `point` once: the first request or store event it matches kills `victim()`. `fired` resolves then. No sleeps:
+ * Arms `point` once: the first request or store event it matches kills `victim()`; `fired()` tells whether it has. No sleeps:
  * the kill happens synchronously inside the simulator's handling, so the service cannot have gone on past that step.
  */
-export function armCrash(sim: Simulator, point: CrashPoint, victim: () => ChildProcess | undefined): { fired: Promise<void>; disarm(): void } {
+export function armCrash(sim: Simulator, point: CrashPoint, victim: () => ChildProcess | undefined): { fired(): boolean; disarm(): void } {
   let armed = true;
-  let resolve!: () => void;
-  const fired = new Promise<void>((r) => (resolve = r));
+  let killed = false;
   const kill = () => {
     armed = false;
+    killed = true;
     victim()?.kill('SIGKILL');
-    resolve();
   };
   const previous = sim.api.hooks.beforeRequest;
   const unsubscribe = sim.store.subscribe((event) => {
@@ -41,7 +40,7 @@ export function armCrash(sim: Simulator, point: CrashPoint, victim: () => ChildP
     }
   };
   return {
-    fired,
+    fired: () => killed,
     disarm() {
       armed = false;
       unsubscribe();

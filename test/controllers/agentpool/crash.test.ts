@@ -82,7 +82,7 @@ describe.each([
     });
     const bump = await call(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
     const id = bump.bumpAgentImage.rollout.id;
-    await crash.fired;
+    await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
     crash.disarm();
     held();
     expect((await service.exited).signal).toBe('SIGKILL');

@@ -64,7 +64,7 @@ describe('a node-agent replacement, SIGKILLed at each step', () => {
     const crash = armCrash(r.sim, point, () => service?.child);
     const bump = await call(service.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
     const id = bump.bumpNodeAgentImage.rollout.id;
-    await crash.fired;
+    await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
     crash.disarm();
     expect((await service.exited).signal).toBe('SIGKILL');
 

@@ -66,7 +66,7 @@ describe('a cluster upgrade, SIGKILLed at each step', () => {
     const crash = armCrash(r.sim, point, () => service?.child);
     const bump = await call(service.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, maxConcurrent: 1 } });
     const id = bump.bumpClusterVersion.rollout.id;
-    await crash.fired;
+    await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
     crash.disarm();
     expect((await service.exited).signal).toBe('SIGKILL');
 
