@@ -42,7 +42,7 @@ const gone = (e: StoreEvent) => e.type === 'DELETED' || (!!e.object.metadata.del
 
 /** Each step of a node-agent replacement (NODE_BY_NODE), in the order it happens. */
 const POINTS: CrashPoint[] = [
-  { name: 'after the DaemonSet is taken over (OnDelete, new template)', after: (e) => e.resource.plural === 'daemonsets' && e.object.metadata.name === DS_NAME && e.object.spec?.updateStrategy?.type === 'OnDelete' && e.previous?.spec?.updateStrategy?.type !== 'OnDelete' },
+  { name: 'after the DaemonSet template gets the new image', after: (e) => e.resource.plural === 'daemonsets' && e.object.metadata.name === DS_NAME && image(e.object.spec?.template) === NEW && image(e.previous?.spec?.template) !== NEW },
   { name: 'before the old agent is deleted, after the intent', before: (i) => i.verb === 'delete' && i.resource.plural === 'pods' && i.namespace === DS_NS },
   { name: 'after the old agent is deleted', after: (e) => isAgent(e) && image(e.object) === OLD && gone(e) },
   { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && image(e.object) === NEW },
