@@ -1,23 +1,23 @@
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
-import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
 import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
+import type { RecordOnce } from '../RecordOnce.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
 import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, ROLLPLANE_HOLD_VALUE } from './names.js';
-import { isPodReady, podImage, pullFailure } from './podState.js';
+import { isPodReady, podImage, pullFailure } from './podFacts.js';
 import type { IPPool, RecreationRecord } from './types.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
-export interface AgentPoolDriverOptions {
+export interface AgentPoolDriverDeps {
   clients: KubeClients;
   pools: Informer<IPPool>;
   pods: CacheReader<V1Pod>;
-  /** The reconciler's recreations in flight: a target is done once its recreation is recorded. */
-  recreations: InFlightNotes<RecreationRecord>;
+  /** Recreation intents (shared with the reconciler): a target is done once its recreation is recorded. */
+  recreations: RecordOnce<RecreationRecord>;
   agentNamespace: string;
   configuredMode: ConfiguredAgentMode;
   controller: VmDhcpControllerWatch;
@@ -43,27 +43,16 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
  */
 export class AgentPoolDriver implements RolloutDriver {
   readonly kind = 'AGENT_POOL' as const;
-  /** pool key → the rollout that released (or admitted) it and the image it asked for. Refilled by re-admission. */
-  private readonly admittedBy = new Map<string, { rolloutId: string; image: string }>();
   /** Controller images rollplane set and has not yet seen come back (to tell its own changes from a helm upgrade). */
   private readonly ownImageChanges = new Set<string>();
 
-  constructor(private readonly o: AgentPoolDriverOptions) {}
+  constructor(private readonly deps: AgentPoolDriverDeps) {}
 
   /** The mode a rollout may run in now; throws the refusal (CONFLICT, reason AGENT_MODE_MISMATCH) when none. */
   mode(): AgentMode {
-    const mode = resolveAgentMode(this.o.configuredMode, this.o.controller.state(), this.o.agentNamespace);
+    const mode = resolveAgentMode(this.deps.configuredMode, this.deps.controller.state(), this.deps.agentNamespace);
     if (mode instanceof AppError) throw mode;
     return mode;
-  }
-
-  rolloutFor(namespace: string, name: string): string | undefined {
-    return this.admittedBy.get(poolKey(namespace, name))?.rolloutId;
-  }
-
-  /** The rollout that released (admitted) the pool and the image it asked for, until observe saw it done (coexistence). */
-  releasedBy(namespace: string, name: string): { rolloutId: string; image: string } | undefined {
-    return this.admittedBy.get(poolKey(namespace, name));
   }
 
   /** True (once) when rollplane itself set the controller to `image`: the change is planned, not a helm upgrade. */
@@ -82,14 +71,14 @@ export class AgentPoolDriver implements RolloutDriver {
     if (mode !== 'coexist') {
       // Started beside the controller (its holds are out there), which is gone or no longer deploys agents: direct
       // mode cannot take the rollout over (it would ignore the holds), so it stops here.
-      const held = this.o.pools.list().some((p) => p.metadata?.annotations?.[ANNOTATION_HELD_BY] === rollout.id);
+      const held = this.deps.pools.list().some((p) => p.metadata?.annotations?.[ANNOTATION_HELD_BY] === rollout.id);
       if (!held) return undefined;
-      const state = this.o.controller.state();
+      const state = this.deps.controller.state();
       // The watch's own words: "scaled to 0", "runs with --no-agent", "not found", ….
       const why = state.kind === 'agents' ? state.ref : state.detail;
       return `the vm-dhcp-controller no longer deploys agents (${why}) during a coexistence rollout; its pools stay held`;
     }
-    const state = this.o.controller.state();
+    const state = this.deps.controller.state();
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
     if (image !== undefined && state.image !== normalizeImage(image)) {
@@ -104,7 +93,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (image === undefined) throw new ConflictError(`rollout ${rollout.id} asks for more than one image; the vm-dhcp-controller deploys one`);
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
-    const toHold = this.o.pools.list().filter(
+    const toHold = this.deps.pools.list().filter(
       (pool) =>
         !pool.spec?.paused && // upstream runs no agent for it
         !pool.metadata?.deletionTimestamp &&
@@ -131,10 +120,10 @@ export class AgentPoolDriver implements RolloutDriver {
   private async setControllerImage(image: string, signal: AbortSignal): Promise<void> {
     const normalized = normalizeImage(image);
     this.ownImageChanges.add(normalized);
-    await this.o.controller.setImage(this.o.clients, image);
-    const deadline = Date.now() + (this.o.cacheWaitMs ?? 30_000);
+    await this.deps.controller.setImage(this.deps.clients, image);
+    const deadline = Date.now() + (this.deps.cacheWaitMs ?? 30_000);
     for (;;) {
-      const state = this.o.controller.state();
+      const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image === normalized) return;
       if (Date.now() > deadline) throw new ConflictError(`the vm-dhcp-controller Deployment has not shown its --image ${image} yet`);
       signal.throwIfAborted();
@@ -149,9 +138,9 @@ export class AgentPoolDriver implements RolloutDriver {
   async finish(rollout: Rollout, signal: AbortSignal): Promise<void> {
     if (this.mode() !== 'coexist') return;
     await this.revertIfNothingReleased(rollout, signal);
-    const state = this.o.controller.state();
+    const state = this.deps.controller.state();
     if (state.kind !== 'agents') return;
-    for (const pool of this.o.pools.list()) {
+    for (const pool of this.deps.pools.list()) {
       signal.throwIfAborted();
       if (holdOf(pool.metadata?.annotations) !== 'rollplane' || !this.runsImage(pool, state.image)) continue;
       await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
@@ -167,27 +156,28 @@ export class AgentPoolDriver implements RolloutDriver {
   private async revertIfNothingReleased(rollout: Rollout, signal: AbortSignal): Promise<void> {
     if (rollout.state === 'SUCCEEDED' || !rollout.fromVersion) return;
     const image = this.rolloutImage(rollout);
-    const state = this.o.controller.state();
+    const state = this.deps.controller.state();
     if (image === undefined || state.kind !== 'agents' || state.image !== normalizeImage(image)) return;
     // A pool upstream has moved to the image (its ref names it), even with the new agent not up yet, was released.
-    if (this.o.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
+    if (this.deps.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
     await this.setControllerImage(rollout.fromVersion, signal);
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
-    this.admittedBy.set(poolKey(target.namespace, target.name), { rolloutId: rollout.id, image: target.toVersion });
     if (this.mode() === 'coexist') return this.release(target, rollout);
-    const retries = this.o.maxConflictRetries ?? 5;
+    const retries = this.deps.maxConflictRetries ?? 5;
     for (let attempt = 0; ; attempt++) {
       signal.throwIfAborted();
-      const pool = attempt === 0 ? this.o.pools.get(target.namespace, target.name) : await this.readPool(target);
+      const pool = attempt === 0 ? this.deps.pools.get(target.namespace, target.name) : await this.readPool(target);
       if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
       if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined) return; // observe reports it as failed
       if (pool.status?.agentPodRef?.image === target.toVersion) return;
+      // Durable before the write: the recreation it starts is this rollout's, also when recorded after a restart.
+      await this.intend(target, rollout, undefined);
       const body: IPPool = { ...pool, status: { ...pool.status, agentPodRef: { ...pool.status?.agentPodRef, image: target.toVersion } } };
       try {
         await kubeCall(`admit ippool ${target.namespace}/${target.name}`, () =>
-          this.o.clients.custom.replaceNamespacedCustomObjectStatus({
+          this.deps.clients.custom.replaceNamespacedCustomObjectStatus({
             group: IPPOOL_GROUP,
             version: IPPOOL_VERSION,
             plural: IPPOOL_PLURAL,
@@ -205,12 +195,12 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /** Coexistence admission: take rollplane's hold off the pool; a hold someone else put there stays (observe fails it). */
   private async release(target: AdmittedTarget, rollout: Rollout): Promise<void> {
-    const state = this.o.controller.state();
+    const state = this.deps.controller.state();
     if (state.kind !== 'agents' || state.image !== normalizeImage(target.toVersion)) {
       // haltReason fails the rollout on its next pass; releasing now would let upstream deploy the wrong image.
       throw new ConflictError(`not releasing ${target.namespace}/${target.name}: the vm-dhcp-controller does not deploy ${target.toVersion}`);
     }
-    const pool = this.o.pools.get(target.namespace, target.name) ?? (await this.readPool(target));
+    const pool = this.deps.pools.get(target.namespace, target.name) ?? (await this.readPool(target));
     if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
     const annotations = pool.metadata?.annotations ?? {};
     if (annotations[ANNOTATION_HELD_BY] === undefined) return;
@@ -222,18 +212,25 @@ export class AgentPoolDriver implements RolloutDriver {
     // Durable before the act: the replacement upstream is about to make is this rollout's, and is recorded once even
     // if rollplane restarts before it sees the old agent go (the reconciler completes the record).
     const ref = pool.status?.agentPodRef;
-    const agent = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name) : undefined;
-    if (agent?.metadata?.uid && !this.runsImage(pool, target.toVersion) && !this.o.recreations.get(target.namespace, target.name)) {
-      await this.o.recreations.put(target.namespace, target.name, {
-        reason: 'rollout',
-        oldUid: agent.metadata.uid,
-        oldImage: podImage(agent) ?? null,
-        rolloutId: rollout.id,
-        plannedImage: target.toVersion,
-        deletedAt: new Date().toISOString(),
-      });
-    }
+    const agent = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name) : undefined;
+    if (!this.runsImage(pool, target.toVersion)) await this.intend(target, rollout, agent);
     await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+  }
+
+  /**
+   * Notes that the pool's next recreation is `rollout`'s, for `target.toVersion`. A recreation already under way (an
+   * agent gone missing, say) keeps what it knows of the old agent and becomes the rollout's. `agent`: the agent about
+   * to be replaced beside the vm-dhcp-controller (its release time stands for the deletion).
+   */
+  private async intend(target: AdmittedTarget, rollout: Rollout, agent: V1Pod | undefined): Promise<void> {
+    const current = this.deps.recreations.get(target.namespace, target.name);
+    if (current?.rolloutId === rollout.id && current.plannedImage === target.toVersion) return;
+    const old = current?.deletedAt
+      ? { oldUid: current.oldUid, oldImage: current.oldImage, deletedAt: current.deletedAt }
+      : agent?.metadata?.uid
+        ? { oldUid: agent.metadata.uid, oldImage: podImage(agent) ?? null, deletedAt: new Date().toISOString() }
+        : { oldUid: null, oldImage: null };
+    await this.deps.recreations.intend(target.namespace, target.name, { reason: 'rollout', ...old, rolloutId: rollout.id, plannedImage: target.toVersion });
   }
 
   private async patchAnnotations(pool: IPPool, annotations: Record<string, string | null>): Promise<void> {
@@ -241,7 +238,7 @@ export class AgentPoolDriver implements RolloutDriver {
     const name = pool.metadata!.name!;
     try {
       await kubeCall(`annotate ippool ${namespace}/${name}`, () =>
-        this.o.clients.custom.patchNamespacedCustomObject(
+        this.deps.clients.custom.patchNamespacedCustomObject(
           { group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body: { metadata: { annotations } } },
           mergePatch,
         ),
@@ -254,7 +251,7 @@ export class AgentPoolDriver implements RolloutDriver {
   private async readPool(target: AdmittedTarget): Promise<IPPool | undefined> {
     try {
       return (await kubeCall(`read ippool ${target.namespace}/${target.name}`, () =>
-        this.o.clients.custom.getNamespacedCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace: target.namespace, name: target.name }),
+        this.deps.clients.custom.getNamespacedCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace: target.namespace, name: target.name }),
       )) as IPPool;
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
@@ -263,7 +260,7 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   async observe(target: AdmittedTarget): Promise<TargetObservation> {
-    const pool = this.o.pools.get(target.namespace, target.name);
+    const pool = this.deps.pools.get(target.namespace, target.name);
     if (!pool) return { phase: 'failed', reason: `ippool ${target.namespace}/${target.name} was deleted` };
     const annotations = pool.metadata?.annotations ?? {};
     const heldByOthers = holdOf(annotations) === 'other';
@@ -273,11 +270,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (pool.spec?.paused) return { phase: 'failed', reason: 'pool is paused (spec.paused)' };
     const coexist = this.mode() === 'coexist';
     if (coexist) {
-      // After a restart of rollplane the engine observes its admitted targets again without admitting them: which
-      // rollout released the pool is known again from here on (the recreation it records is then the rollout's).
-      const key = poolKey(target.namespace, target.name);
-      if (!this.admittedBy.has(key)) this.admittedBy.set(key, { rolloutId: target.rolloutId, image: target.toVersion });
-      const state = this.o.controller.state();
+      const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
         return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)` };
       }
@@ -285,16 +278,14 @@ export class AgentPoolDriver implements RolloutDriver {
     }
     const ref = pool.status?.agentPodRef;
     if (ref?.image !== target.toVersion) return { phase: 'progressing', message: coexist ? 'waiting for the vm-dhcp-controller to record the image' : 'waiting for admission to be recorded' };
-    const pod = this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name ?? agentName(target.namespace, target.name));
+    const pod = this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name ?? agentName(target.namespace, target.name));
     if (!pod || podImage(pod) !== target.toVersion) return { phase: 'progressing', message: 'agent being recreated' };
     const failure = pullFailure(pod);
     if (failure) return { phase: 'failed', reason: failure };
     if (pod.metadata?.uid !== ref.uid) return { phase: 'progressing', message: 'new agent not recorded yet' };
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
     // The recreation is complete only once its AgentRecreated event is recorded (with the removal of its record).
-    if (this.o.recreations.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the recreation' };
-    // Done: a later replacement of this agent (someone deletes it) is not this rollout's.
-    if (coexist && this.admittedBy.get(poolKey(target.namespace, target.name))?.rolloutId === target.rolloutId) this.admittedBy.delete(poolKey(target.namespace, target.name));
+    if (this.deps.recreations.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the recreation' };
     return { phase: 'succeeded' };
   }
 
@@ -302,7 +293,7 @@ export class AgentPoolDriver implements RolloutDriver {
   private runsImage(pool: IPPool, image: string): boolean {
     const ref = pool.status?.agentPodRef;
     if (!ref?.name || normalizeImage(ref.image ?? '') !== normalizeImage(image)) return false;
-    const pod = this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name);
+    const pod = this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name);
     return pod !== undefined && normalizeImage(podImage(pod) ?? '') === normalizeImage(image);
   }
 
@@ -315,7 +306,7 @@ export class AgentPoolDriver implements RolloutDriver {
   async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {
     const selection = rollout.selector as PoolSelection;
     let count = 0;
-    for (const pool of this.o.pools.list()) {
+    for (const pool of this.deps.pools.list()) {
       const ns = pool.metadata?.namespace ?? '';
       const name = pool.metadata?.name ?? '';
       if (inRollout.has(poolKey(ns, name))) continue;
@@ -328,7 +319,7 @@ export class AgentPoolDriver implements RolloutDriver {
 
   private agentReady(pool: IPPool): boolean {
     const ref = pool.status?.agentPodRef;
-    const pod = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.agentNamespace, ref.name) : undefined;
+    const pod = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name) : undefined;
     return pod !== undefined && isPodReady(pod);
   }
 }

@@ -4,10 +4,10 @@ import type { Reconciler, Result } from '../../controller/Controller.js';
 import type { Request } from '../../controller/request.js';
 import type { EventLog } from '../../domain/EventLog.js';
 import { EventType } from '../../domain/events.js';
-import type { InFlightNotes } from '../../domain/InFlightChanges.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 import type { Logger } from '../../log.js';
+import type { RecordOnce } from '../RecordOnce.js';
 import { agentPodManifest, type AgentSettings } from './manifests.js';
 import { agentsManagedBy } from './mode.js';
 import type { AgentPoolMetrics } from './metrics.js';
@@ -22,15 +22,15 @@ import {
   poolKey,
   splitNetworkName,
 } from './names.js';
-import { isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podState.js';
+import { isNodeReady, isPodReady, podImage, podReadySince, setCondition } from './podFacts.js';
 import type { AgentRef, IPPool, NetworkAttachmentDefinition, PoolCondition, RecreationRecord } from './types.js';
 import { normalizeImage, type VmDhcpControllerState } from './VmDhcpControllerWatch.js';
 
-export interface AgentPoolReconcilerOptions {
+export interface AgentPoolReconcilerDeps {
   clients: KubeClients;
   events: EventLog;
-  /** Recreations in flight (durable; completing one appends its AgentRecreated event in the same transaction). */
-  recreations: InFlightNotes<RecreationRecord>;
+  /** Recreation intents (durable; recording one appends its AgentRecreated event and removes it in one transaction). */
+  recreations: RecordOnce<RecreationRecord>;
   metrics: AgentPoolMetrics;
   logger: Logger;
   pools: Informer<IPPool>;
@@ -42,12 +42,8 @@ export interface AgentPoolReconcilerOptions {
   defaultImage: string;
   /** The vm-dhcp-controller as last seen: while it deploys agents, this reconciler only watches (docs/adr/0017). */
   controllerState: () => VmDhcpControllerState;
-  /** The rollout that released the pool (coexistence) and the image it asked for, while that release is in progress. */
-  releasedBy: (namespace: string, name: string) => { rolloutId: string; image: string } | undefined;
   /** Seconds an agent may stay Terminating on a NotReady node before it is force-deleted; null disables. */
   stuckGraceSeconds: number | null;
-  /** The rollout that admitted the pool's current image, if one is in progress (for AgentRecreated events). */
-  rolloutFor: (namespace: string, name: string) => string | undefined;
   now?: () => number;
 }
 
@@ -98,15 +94,15 @@ export class AgentPoolReconciler implements Reconciler {
   /** Coexistence: the last Ready agent seen per pool (uid, image), to notice upstream replacing it. */
   private readonly lastAgent = new Map<string, { uid: string; image: string | null }>();
 
-  constructor(private readonly o: AgentPoolReconcilerOptions) {
-    this.now = o.now ?? Date.now;
+  constructor(private readonly deps: AgentPoolReconcilerDeps) {
+    this.now = deps.now ?? Date.now;
   }
 
   async reconcile(request: Request): Promise<Result | void> {
     const namespace = request.namespace ?? '';
     const name = request.name;
     const pool = this.freshest(namespace, name);
-    if (agentsManagedBy(this.o.controllerState()) === 'upstream') return this.watchUpstream(namespace, name, pool);
+    if (agentsManagedBy(this.deps.controllerState()) === 'upstream') return this.watchUpstream(namespace, name, pool);
     if (!pool || pool.metadata?.deletionTimestamp) {
       await this.removeAgents(namespace, name);
       return;
@@ -149,7 +145,7 @@ export class AgentPoolReconciler implements Reconciler {
 
   private async podMode(work: Work): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
-    const agentNs = this.o.settings.namespace;
+    const agentNs = this.deps.settings.namespace;
 
     let pod: V1Pod | undefined;
     await this.loop(work, 'Registered', async () => {
@@ -157,27 +153,27 @@ export class AgentPoolReconciler implements Reconciler {
       const ref: AgentRef = work.status.agentPodRef ?? {};
       const refNs = ref.namespace ?? agentNs;
       const refName = ref.name ?? agentName(namespace, name);
-      pod = this.o.pods.get(refNs, refName);
+      pod = this.deps.pods.get(refNs, refName);
       if (!ref.uid) {
         if (pod && this.ownedBy(pod, namespace, name)) {
           // A previous reconcile created it but could not record it: adopt instead of recreating.
           work.status.agentPodRef = { namespace: refNs, name: refName, image: ref.image ?? podImage(pod), uid: pod.metadata!.uid! };
         } else {
-          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
+          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.deps.defaultImage);
         }
       } else if (!pod || pod.metadata?.uid !== ref.uid) {
         // Missing or a stranger in the cache: the cache may lag behind a pod this controller just created, so ask the
         // API — unless this is the recreation in flight (the recorded agent was deleted on purpose).
-        const record = this.recordOf(work.pool);
+        const record = this.recreationOf(work.pool);
         pod = record && record.oldUid === ref.uid && !pod ? undefined : await this.readPod(refNs, refName);
         // A restart between creating the new agent and recording it: the pod is the recreation's own new agent.
         if (pod && record && record.oldUid === ref.uid && pod.metadata?.uid !== record.oldUid && this.ownedBy(pod, namespace, name) && !pod.metadata?.deletionTimestamp) {
           work.status.agentPodRef = { ...ref, namespace: refNs, name: refName, uid: pod.metadata!.uid! };
         }
         if (!pod) {
-          this.o.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
-          if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
-          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.o.defaultImage);
+          this.deps.logger.info({ pool: poolKey(namespace, name) }, `agent pod ${refName} missing, redeploying`);
+          if (!this.recreationOf(work.pool)) await this.writeRecord(work, { reason: 'missing', oldUid: ref.uid, oldImage: ref.image ?? null });
+          pod = await this.createPod(work, clusterNetwork, ref.image ?? this.deps.defaultImage);
         }
       }
       if (pod!.metadata?.deletionTimestamp) {
@@ -191,7 +187,7 @@ export class AgentPoolReconciler implements Reconciler {
     await this.loop(work, 'AgentReady', async () => {
       const ref = work.status.agentPodRef;
       if (!ref?.uid) throw new LoopError(`agent for ippool ${namespace}/${name} is not deployed`);
-      let current = pod ?? this.o.pods.get(ref.namespace ?? agentNs, ref.name ?? '');
+      let current = pod ?? this.deps.pods.get(ref.namespace ?? agentNs, ref.name ?? '');
       // The pod cache may still show an agent that is already gone: confirm before calling the current one a stranger.
       if (current && current.metadata?.uid !== ref.uid) current = await this.readPod(ref.namespace ?? agentNs, ref.name ?? '');
       // Upstream's messages (MonitorAgent): the Get's NotFound, then "marked for deletion" / "obsolete and purged".
@@ -199,7 +195,7 @@ export class AgentPoolReconciler implements Reconciler {
       const uidMismatch = current.metadata?.uid !== ref.uid;
       if (uidMismatch || podImage(current) !== ref.image) {
         if (current.metadata?.deletionTimestamp) throw new LoopError(`agent pod ${ref.name} marked for deletion`);
-        if (!this.recordOf(work.pool)) {
+        if (!this.recreationOf(work.pool)) {
           await this.writeRecord(work, { reason: uidMismatch ? 'uid-mismatch' : 'drift', oldUid: current.metadata?.uid ?? null, oldImage: podImage(current) ?? null });
         }
         await this.deletePod(current, undefined);
@@ -207,15 +203,17 @@ export class AgentPoolReconciler implements Reconciler {
       }
       if (!isPodReady(current)) throw new LoopError(`agent pod ${current.metadata?.name} not ready`);
       const record = this.recordOf(work.pool);
-      if (record) await this.completeRecreation(work, record, { image: ref.image ?? '', uid: ref.uid, readyAt: podReadySince(current) ?? work.now });
+      if (record?.deletedAt) await this.completeRecreation(work, record, { image: ref.image ?? '', uid: ref.uid, readyAt: podReadySince(current) ?? work.now });
+      // Admitted, and the agent already runs the planned image: nothing is recreated, and nothing is recorded.
+      else if (record && record.plannedImage === ref.image) await this.deps.recreations.drop(namespace, name);
     });
   }
 
   /** Stuck agents (upstream priority/1): Terminating on a NotReady node for longer than the grace period. */
   private async handleTerminating(work: Work, pod: V1Pod): Promise<void> {
-    const grace = this.o.stuckGraceSeconds;
+    const grace = this.deps.stuckGraceSeconds;
     const nodeName = pod.spec?.nodeName;
-    if (grace === null || !nodeName || isNodeReady(this.o.nodes.get(undefined, nodeName))) return;
+    if (grace === null || !nodeName || isNodeReady(this.deps.nodes.get(undefined, nodeName))) return;
     const deletionTimestamp = Date.parse(pod.metadata!.deletionTimestamp as unknown as string);
     const requestedAt = deletionTimestamp - (pod.metadata?.deletionGracePeriodSeconds ?? 0) * 1000;
     const waited = work.now.getTime() - requestedAt;
@@ -226,15 +224,15 @@ export class AgentPoolReconciler implements Reconciler {
     const { namespace, name } = this.ids(work.pool);
     // The cache shows the pod until its deletion arrives: never force-delete (and report) one pod twice.
     if (this.forceDeleted.has(pod.metadata?.uid ?? '')) return;
-    if (!this.recordOf(work.pool)) await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
+    if (!this.recreationOf(work.pool)) await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
     const deleted = await this.deletePod(pod, 0);
     this.forceDeleted.add(pod.metadata?.uid ?? '');
     if (this.forceDeleted.size > 10_000) this.forceDeleted.delete(this.forceDeleted.values().next().value!);
     if (!deleted) return;
-    this.o.metrics.forceDeletions.inc();
-    await this.o.events.append({
+    this.deps.metrics.forceDeletions.inc();
+    await this.deps.events.append({
       type: EventType.AgentForceDeleted,
-      rolloutId: this.o.rolloutFor(namespace, name) ?? null,
+      rolloutId: this.deps.recreations.rolloutOf(namespace, name),
       kind: 'AGENT_POOL',
       namespace,
       name,
@@ -247,15 +245,15 @@ export class AgentPoolReconciler implements Reconciler {
         graceSeconds: grace,
       },
     });
-    this.o.logger.warn({ pool: poolKey(namespace, name), pod: pod.metadata?.name, node: nodeName }, 'force-deleted an agent pod stuck Terminating on a NotReady node');
+    this.deps.logger.warn({ pool: poolKey(namespace, name), pod: pod.metadata?.name, node: nodeName }, 'force-deleted an agent pod stuck Terminating on a NotReady node');
     this.requeueAfter(work, 0);
   }
 
   private async createPod(work: Work, clusterNetwork: string, image: string): Promise<V1Pod> {
-    const body = agentPodManifest(work.pool, image, clusterNetwork, this.o.settings);
+    const body = agentPodManifest(work.pool, image, clusterNetwork, this.deps.settings);
     const ns = body.metadata!.namespace!;
     try {
-      const created = await kubeCall(`create agent pod ${body.metadata!.name}`, () => this.o.clients.core.createNamespacedPod({ namespace: ns, body }));
+      const created = await kubeCall(`create agent pod ${body.metadata!.name}`, () => this.deps.clients.core.createNamespacedPod({ namespace: ns, body }));
       work.status.agentPodRef = { namespace: ns, name: created.metadata!.name!, image, uid: created.metadata!.uid! };
       return created;
     } catch (error) {
@@ -268,7 +266,7 @@ export class AgentPoolReconciler implements Reconciler {
 
   private async readPod(namespace: string, name: string): Promise<V1Pod | undefined> {
     try {
-      return await kubeCall(`read agent pod ${name}`, () => this.o.clients.core.readNamespacedPod({ namespace, name }));
+      return await kubeCall(`read agent pod ${name}`, () => this.deps.clients.core.readNamespacedPod({ namespace, name }));
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
       throw error;
@@ -279,7 +277,7 @@ export class AgentPoolReconciler implements Reconciler {
   private async deletePod(pod: V1Pod, gracePeriodSeconds: number | undefined): Promise<boolean> {
     try {
       await kubeCall(`delete agent pod ${pod.metadata?.name}`, () =>
-        this.o.clients.core.deleteNamespacedPod({
+        this.deps.clients.core.deleteNamespacedPod({
           namespace: pod.metadata!.namespace!,
           name: pod.metadata!.name!,
           ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
@@ -310,10 +308,10 @@ export class AgentPoolReconciler implements Reconciler {
     }
     const now = new Date(this.now());
     const ref = pool.status?.agentPodRef;
-    const current = ref?.name ? this.o.pods.get(ref.namespace ?? this.o.settings.namespace, ref.name) : undefined;
+    const current = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.settings.namespace, ref.name) : undefined;
     const live = current !== undefined && current.metadata?.uid === ref?.uid && !current.metadata?.deletionTimestamp;
     let record = this.recordOf(pool);
-    if (!record) {
+    if (!record?.deletedAt) {
       let old: { uid: string; image: string | null } | undefined;
       if (current && current.metadata?.uid === ref?.uid && (current.metadata?.deletionTimestamp || podImage(current) !== ref?.image)) {
         old = { uid: current.metadata!.uid!, image: podImage(current) ?? null };
@@ -323,24 +321,22 @@ export class AgentPoolReconciler implements Reconciler {
       }
       if (old) {
         // The ref's image may still be the old one here (the pod and pool watches are not ordered): which image the
-        // release asked for is decided against the new agent, at the end.
-        const by = this.o.releasedBy(namespace, name);
-        record = { reason: by ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId: by?.rolloutId ?? null, plannedImage: by?.image ?? null, deletedAt: now.toISOString() };
-        await this.o.recreations.put(namespace, name, record);
+        // release asked for is decided against the new agent, at the end. The release's intent says which rollout.
+        const rolloutId = record?.rolloutId ?? null;
+        record = { reason: rolloutId ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId, plannedImage: record?.plannedImage ?? null, deletedAt: now.toISOString() };
+        await this.deps.recreations.intend(namespace, name, { ...record, rolloutId });
         this.lastAgent.delete(key);
       }
     }
     if (!live || !isPodReady(current!) || podImage(current!) !== ref?.image) return;
     const uid = current!.metadata!.uid!;
-    if (record && record.oldUid !== uid) {
+    if (record?.deletedAt && record.oldUid !== uid) {
       const image = podImage(current!) ?? '';
       // The rollout's only if it released the pool for this very image (a helm upgrade meanwhile makes it unplanned).
-      // Which rollout released it is known from the record, or — after a restart of rollplane — from the engine's
-      // next observation of the target (AgentPoolDriver.observe).
-      const by = record.rolloutId ? { rolloutId: record.rolloutId, image: record.plannedImage ?? '' } : this.o.releasedBy(namespace, name);
-      const planned = by !== undefined && normalizeImage(by.image) === normalizeImage(image);
+      // Which rollout released it is in the intent, which a restart of rollplane reloads.
+      const planned = !!record.rolloutId && normalizeImage(record.plannedImage ?? '') === normalizeImage(image);
       const work = { pool, now } as Work;
-      const final: RecreationRecord = planned ? { ...record, reason: 'rollout', rolloutId: by.rolloutId, plannedImage: by.image } : { ...record, reason: 'unplanned', rolloutId: null };
+      const final: RecreationRecord = planned ? { ...record, reason: 'rollout' } : { ...record, reason: 'unplanned', rolloutId: null };
       await this.completeRecreation(work, final, { image, uid, readyAt: podReadySince(current!) ?? now }, planned ? undefined : null);
     }
     this.lastAgent.set(key, { uid, image: podImage(current!) ?? null });
@@ -349,32 +345,38 @@ export class AgentPoolReconciler implements Reconciler {
   // ---------------------------------------------------------------------------------------------------------------
   // Recreation records and events
 
+  /** The pool's recreation intent: admitted by a rollout, or a recreation under way. */
   recordOf(pool: IPPool): RecreationRecord | undefined {
     const { namespace, name } = this.ids(pool);
-    return this.o.recreations.get(namespace, name);
+    return this.deps.recreations.get(namespace, name);
   }
 
-  /** Durable before the act: committed before the old agent is deleted, so a restart still knows what it replaced. */
-  private async writeRecord(work: Work, record: Omit<RecreationRecord, 'deletedAt'>): Promise<void> {
+  /** The pool's recreation under way (its old agent went), if any; an intent that is only admitted is none. */
+  private recreationOf(pool: IPPool): RecreationRecord | undefined {
+    const record = this.recordOf(pool);
+    return record?.deletedAt ? record : undefined;
+  }
+
+  /**
+   * Durable before the act: committed before the old agent is deleted, so a restart still knows what it replaced. The
+   * rollout the admission intent names (if any) stays.
+   */
+  private async writeRecord(work: Work, record: Pick<RecreationRecord, 'reason' | 'oldUid' | 'oldImage'>): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
-    const full: RecreationRecord = { ...record, rolloutId: this.o.rolloutFor(namespace, name) ?? null, deletedAt: work.now.toISOString() };
-    await this.o.recreations.put(namespace, name, full);
+    const admitted = this.recordOf(work.pool);
+    await this.deps.recreations.intend(namespace, name, { ...admitted, ...record, rolloutId: admitted?.rolloutId ?? null, deletedAt: work.now.toISOString() });
   }
 
-  /** The AgentRecreated event and the removal of the record, in one transaction: exactly once, also across a crash. */
+  /** The AgentRecreated event and the removal of the intent, in one transaction: exactly once, also across a crash. */
   /** `rolloutId` null: the recreation is nobody's (coexistence, unplanned), whatever rollout last touched the pool. */
   private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }, rolloutId?: null): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
-    const deletedAt = new Date(record.deletedAt);
+    const deletedAt = new Date(record.deletedAt ?? work.now);
     const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
     const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
-    await this.o.recreations.complete(namespace, name, [
-      {
+    const recorded = await this.deps.recreations.record(namespace, name, () => ({
         type: EventType.AgentRecreated,
-        rolloutId: rolloutId === null ? null : (record.rolloutId ?? this.o.rolloutFor(namespace, name) ?? null),
-        kind: 'AGENT_POOL',
-        namespace,
-        name,
+        ...(rolloutId === null ? { rolloutId: null } : {}),
         payload: {
           pool: poolKey(namespace, name),
           oldImage: record.oldImage,
@@ -388,10 +390,10 @@ export class AgentPoolReconciler implements Reconciler {
           readyAt: readyAt.toISOString(),
           seconds,
         },
-      },
-    ]);
-    this.o.metrics.recreations.inc({ reason: record.reason });
-    this.o.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
+    }));
+    if (!recorded) return;
+    this.deps.metrics.recreations.inc({ reason: record.reason });
+    this.deps.metrics.recreationSeconds.observe({ reason: record.reason }, seconds);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -399,7 +401,7 @@ export class AgentPoolReconciler implements Reconciler {
 
   private freshest(namespace: string, name: string): IPPool | undefined {
     const key = poolKey(namespace, name);
-    const cached = this.o.pools.get(namespace, name);
+    const cached = this.deps.pools.get(namespace, name);
     const mine = this.written.get(key);
     if (mine && cached && mine.stale.has(cached.metadata?.resourceVersion ?? '')) return mine.pool;
     this.written.delete(key);
@@ -444,7 +446,7 @@ export class AgentPoolReconciler implements Reconciler {
     next.lastUpdate = work.now.toISOString();
     const body: IPPool = { ...work.pool, status: next };
     const updated = (await kubeCall(`update ippool ${namespace}/${name} status`, () =>
-      this.o.clients.custom.replaceNamespacedCustomObjectStatus({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body }),
+      this.deps.clients.custom.replaceNamespacedCustomObjectStatus({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body }),
     )) as IPPool;
     this.remember(work.pool, updated);
     work.pool = updated;
@@ -454,7 +456,7 @@ export class AgentPoolReconciler implements Reconciler {
     const { namespace } = this.ids(pool);
     const networkName = pool.spec?.networkName ?? '';
     const nadRef = splitNetworkName(networkName, namespace);
-    const nad = this.o.nads.get(nadRef.namespace, nadRef.name);
+    const nad = this.deps.nads.get(nadRef.namespace, nadRef.name);
     // Upstream's messages: the API's NotFound for the NAD (its name only), then DeployAgent's own.
     if (!nad) throw new LoopError(`network-attachment-definitions.k8s.cni.cncf.io "${nadRef.name}" not found`);
     const clusterNetwork = nad.metadata?.labels?.[LABEL_CLUSTER_NETWORK];
@@ -463,7 +465,7 @@ export class AgentPoolReconciler implements Reconciler {
   }
 
   private podsOf(namespace: string, name: string): V1Pod[] {
-    return this.o.pods.byIndex('pool', poolKey(namespace, name));
+    return this.deps.pods.byIndex('pool', poolKey(namespace, name));
   }
 
   private ownedBy(pod: V1Pod, namespace: string, name: string): boolean {

@@ -4,17 +4,15 @@ import type { Controller } from '../../controller/Controller.js';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries } from '../../domain/agentPools.js';
 import type { ControllerHost } from '../host.js';
+import { RecordOnce } from '../RecordOnce.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
-import { CachedAgentPoolQueries } from './CachedAgentPoolQueries.js';
+import { agentPoolQueries } from './queries.js';
 import { agentPoolMetrics } from './metrics.js';
-import { EventType } from '../../domain/events.js';
 import type { ConfiguredAgentMode } from './mode.js';
-import { isPodReady, podImage, pullFailure } from './podState.js';
-import { agentPodInputsChanged, poolInputsChanged } from './predicates.js';
+import { agentPodInputsChanged, controllerSignature, podSignature, poolInputsChanged, poolSignature, readyOf } from './predicates.js';
+import { ControllerImageReconciler } from './ControllerImageReconciler.js';
 import {
-  ANNOTATION_HELD_BY,
-  ANNOTATION_HOLD,
   IPPOOL_GROUP,
   IPPOOL_PLURAL,
   IPPOOL_VERSION,
@@ -129,7 +127,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   });
   const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: (page) => clients.core.listNode(page) });
 
-  const recreations = host.inFlight.of<RecreationRecord>('AGENT_POOL');
+  const recreations = new RecordOnce<RecreationRecord>(host.inFlight, 'AGENT_POOL');
   const driver = new AgentPoolDriver({ clients, pools, pods, recreations, agentNamespace, configuredMode, controller: controllerWatch });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
@@ -145,9 +143,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
-    releasedBy: (ns, name) => driver.releasedBy(ns, name),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,
-    rolloutFor: (ns, name) => driver.rolloutFor(ns, name),
     ...(options.now ? { now: options.now } : {}),
   });
   const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 16 });
@@ -163,7 +159,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const changes = host.controller({
     name: 'vmdhcp-controller-changes',
     workers: 1,
-    reconciler: new ControllerImageReconciler(controllerWatch, driver, host),
+    reconciler: new ControllerImageReconciler({ watch: controllerWatch, driver, host }),
   });
   feed(controllers, changes, { map: () => [{ namespace: '', name: 'vm-dhcp-controller' }] });
   feed(nads, controller, {
@@ -208,62 +204,6 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   pods.addEventHandler(changed(podSignature, (pod) => byLabels(pod)));
   controllers.addEventHandler(changed(controllerSignature, () => allPools()));
 
-  const queries = new CachedAgentPoolQueries(pools, pods, agentNamespace, controllerWatch, () => driver.mode());
+  const queries = agentPoolQueries({ pools, pods, agentNamespace, controller: controllerWatch, rolloutMode: () => driver.mode() });
   return { driver, queries, controller, controllerWatch, informers: { pools, pods, controllers, nads, nodes } };
-}
-
-/**
- * What the driver's observe() reads of each object: a change elsewhere cannot change an observation. AgentReady is
- * in it because the reconciler writes it True right after it recorded the recreation (observe's last condition).
- */
-function poolSignature(pool: IPPool): string {
-  const s = pool.status ?? {};
-  const a = pool.metadata?.annotations ?? {};
-  const agentReady = s.conditions?.find((c) => c.type === 'AgentReady')?.status;
-  return JSON.stringify([s.agentPodRef, agentReady, a[ANNOTATION_HOLD] ?? null, a[ANNOTATION_HELD_BY] !== undefined, pool.spec?.paused === true]);
-}
-
-function podSignature(pod: V1Pod): string {
-  return JSON.stringify([pod.metadata?.uid, podImage(pod), isPodReady(pod), pullFailure(pod) ?? null]);
-}
-
-/** What rollplane reads of the vm-dhcp-controller Deployment: whether it runs and its containers' args. */
-function controllerSignature(deployment: V1Deployment): string {
-  return JSON.stringify([deployment.metadata?.uid, deployment.metadata?.deletionTimestamp, deployment.spec?.replicas, deployment.spec?.template?.spec?.containers?.map((c) => c.args)]);
-}
-
-/**
- * Records each change of the vm-dhcp-controller's `--image` once (an UpstreamControllerChanged event). Runs on the
- * leader only, like every controller, so replicas do not record one change twice. The first image seen after start is
- * the baseline, not a change.
- */
-class ControllerImageReconciler {
-  private lastImage: string | undefined;
-
-  constructor(
-    private readonly watch: VmDhcpControllerWatch,
-    private readonly driver: AgentPoolDriver,
-    private readonly host: ControllerHost,
-  ) {}
-
-  async reconcile(): Promise<void> {
-    const state = this.watch.state();
-    if (state.kind !== 'agents') return;
-    const previous = this.lastImage;
-    this.lastImage = state.image;
-    if (previous === undefined || previous === state.image) return;
-    const planned = this.driver.takeOwnImageChange(state.image);
-    await this.host.events.append({
-      type: EventType.UpstreamControllerChanged,
-      kind: 'AGENT_POOL',
-      namespace: state.ref.slice(0, state.ref.indexOf('/')),
-      name: state.ref.slice(state.ref.indexOf('/') + 1),
-      payload: { controller: state.ref, oldImage: previous, newImage: state.image, planned },
-    });
-    if (!planned) this.host.logger.warn({ controller: state.ref, oldImage: previous, newImage: state.image }, 'the vm-dhcp-controller --image was changed outside rollplane');
-  }
-}
-
-function readyOf(node: V1Node): string | undefined {
-  return node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
 }

@@ -1,6 +1,7 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Predicate } from '../../controller/sources.js';
-import { isPodReady, podImage, podReadySince } from './podState.js';
+import { ANNOTATION_HELD_BY, ANNOTATION_HOLD } from './names.js';
+import { isPodReady, podImage, podReadySince, pullFailure } from './podFacts.js';
 import type { IPPool } from './types.js';
 
 /**
@@ -37,4 +38,29 @@ function agentPodInputs(pod: V1Pod): string {
 
 export function agentPodInputsChanged(): Predicate<V1Pod> {
   return { update: (oldPod, newPod) => agentPodInputs(oldPod) !== agentPodInputs(newPod) };
+}
+
+/**
+ * What the driver's observe() reads of each object: a change elsewhere cannot change an observation. AgentReady is
+ * in it because the reconciler writes it True right after it recorded the recreation (observe's last condition).
+ */
+export function poolSignature(pool: IPPool): string {
+  const s = pool.status ?? {};
+  const a = pool.metadata?.annotations ?? {};
+  const agentReady = s.conditions?.find((c) => c.type === 'AgentReady')?.status;
+  return JSON.stringify([s.agentPodRef, agentReady, a[ANNOTATION_HOLD] ?? null, a[ANNOTATION_HELD_BY] !== undefined, pool.spec?.paused === true]);
+}
+
+export function podSignature(pod: V1Pod): string {
+  return JSON.stringify([pod.metadata?.uid, podImage(pod), isPodReady(pod), pullFailure(pod) ?? null]);
+}
+
+/** What rollplane reads of the vm-dhcp-controller Deployment: whether it runs and its containers' args. */
+export function controllerSignature(deployment: V1Deployment): string {
+  return JSON.stringify([deployment.metadata?.uid, deployment.metadata?.deletionTimestamp, deployment.spec?.replicas, deployment.spec?.template?.spec?.containers?.map((c) => c.args)]);
+}
+
+/** A node's Ready condition status: its changes move agents stuck Terminating on it. */
+export function readyOf(node: V1Node): string | undefined {
+  return node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
 }

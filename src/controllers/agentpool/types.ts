@@ -40,7 +40,10 @@ export interface IPPool extends KubernetesObject {
 export type NetworkAttachmentDefinition = KubernetesObject;
 export type AgentPod = V1Pod;
 
-/** A recreation in flight, kept in the history store (InFlightChanges) so that a restart neither loses nor repeats it. */
+/**
+ * A pool's recreation intent (RecordOnce): written when a rollout admits (or releases) the pool, before the write that
+ * starts the recreation, and filled in when the old agent goes. Its AgentRecreated event removes it.
+ */
 export interface RecreationRecord {
   reason: string;
   oldUid: string | null;
@@ -49,7 +52,10 @@ export interface RecreationRecord {
   rolloutId?: string | null;
   /** The image the rollout in `rolloutId` asked for: a recreation to another image is not that rollout's. */
   plannedImage?: string | null;
-  /** ISO time the old agent was deleted (beside the vm-dhcp-controller: when rollplane released the pool). */
-  deletedAt: string;
+  /**
+   * ISO time the old agent was deleted (beside the vm-dhcp-controller: when rollplane released the pool). Absent while
+   * the intent is only admitted: no agent has gone yet.
+   */
+  deletedAt?: string;
 }
 

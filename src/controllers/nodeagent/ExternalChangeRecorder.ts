@@ -2,12 +2,18 @@ import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Request } from '../../controller/Controller.js';
 import { EventType } from '../../domain/events.js';
 import type { ControllerHost } from '../host.js';
-import { PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './constants.js';
+import { PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './names.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { agentContainerName, isActive, isReady, podImage, templateImage } from './podFacts.js';
 
 type Events = Pick<ControllerHost['events'], 'append' | 'listBefore'>;
 type Logger = { warn(obj: object, msg: string): void };
+
+export interface ExternalChangeRecorderDeps {
+  cache: NodeAgentCache;
+  events: Events;
+  logger?: Logger;
+}
 
 /**
  * Records what happens to a managed node-agent DaemonSet outside rollplane (docs/adr/0019, "unplanned changes"): a
@@ -30,11 +36,15 @@ export class ExternalChangeRecorder {
   /** `namespace/name/node` → the agent last seen Ready there (name and image). */
   private readonly agents = new Map<string, { pod: string; image: string }>();
 
-  constructor(
-    private readonly cache: NodeAgentCache,
-    private readonly events: Events,
-    private readonly logger?: Logger,
-  ) {}
+  private readonly cache: NodeAgentCache;
+  private readonly events: Events;
+  private readonly logger: Logger | undefined;
+
+  constructor(deps: ExternalChangeRecorderDeps) {
+    this.cache = deps.cache;
+    this.events = deps.events;
+    this.logger = deps.logger;
+  }
 
   async reconcile(request: Request): Promise<void> {
     const ds = this.cache.daemonSet(request.namespace ?? '', request.name);
@@ -155,4 +165,9 @@ function joinedAfter(node: V1Node | undefined, at: Date): boolean {
 /** A rollout of rollplane drives the set: its annotation and the OnDelete strategy it sets (see the driver). */
 function drivenByRollout(ds: V1DaemonSet): boolean {
   return ds.metadata?.annotations?.[ROLLOUT_ANNOTATION] !== undefined && ds.spec?.updateStrategy?.type === 'OnDelete';
+}
+
+/** What the recorder reads of a DaemonSet: its template (image), strategy and whether a rollout drives it. */
+export function externalSignature(ds: V1DaemonSet): string {
+  return JSON.stringify([ds.metadata?.labels, ds.metadata?.annotations?.[ROLLOUT_ANNOTATION], ds.spec?.updateStrategy?.type, ds.spec?.template?.spec?.containers?.map((c) => c.image)]);
 }

@@ -1,11 +1,18 @@
 import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Informer } from '../../controller/Informer.js';
 import type { ControllerHost } from '../host.js';
-import { GATE_RUNTIME_CLASS_ANNOTATION, NODE_AGENT_LABEL, PEER_RUNTIME_CLASS_ANNOTATION, RETIRING_LABEL } from './constants.js';
+import { GATE_RUNTIME_CLASS_ANNOTATION, NODE_AGENT_LABEL, PEER_RUNTIME_CLASS_ANNOTATION, RETIRING_LABEL } from './names.js';
 import { isActive, isOwnedBy } from './podFacts.js';
 
 const BY_NODE = 'node';
 const BY_OWNER = 'owner';
+
+export interface NodeAgentCacheDeps {
+  host: Pick<ControllerHost, 'informer' | 'clients'>;
+  /** DaemonSets managed although not labelled (`namespace/name`). */
+  configured: ReadonlySet<string>;
+  defaultPeerRuntimeClass: string;
+}
 
 /**
  * The informer caches node-agent rollouts read: DaemonSets, pods (indexed by node and by controller uid) and nodes.
@@ -16,12 +23,14 @@ export class NodeAgentCache {
   readonly pods: Informer<V1Pod>;
   readonly nodes: Informer<V1Node>;
 
-  constructor(
-    host: Pick<ControllerHost, 'informer' | 'clients'>,
-    /** DaemonSets managed although not labelled (`namespace/name`). */
-    private readonly configured: ReadonlySet<string>,
-    readonly defaultPeerRuntimeClass: string,
-  ) {
+  /** DaemonSets managed although not labelled (`namespace/name`). */
+  private readonly configured: ReadonlySet<string>;
+  readonly defaultPeerRuntimeClass: string;
+
+  constructor(deps: NodeAgentCacheDeps) {
+    const { host } = deps;
+    this.configured = deps.configured;
+    this.defaultPeerRuntimeClass = deps.defaultPeerRuntimeClass;
     const { apps, core } = host.clients;
     this.daemonSets = host.informer<V1DaemonSet>({
       name: 'nodeagent-daemonsets',

@@ -6,14 +6,14 @@ import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../dom
 import type { Rollout } from '../../domain/RolloutService.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import type { KubeClients } from '../../kube/index.js';
-import type { ControllerHost } from '../host.js';
+import type { RecordOnce } from '../RecordOnce.js';
 import {
   GATE_ADDED_ANNOTATION,
   GATE_RUNTIME_CLASS_ANNOTATION,
   ORIGINAL_STRATEGY_ANNOTATION,
   PEER_PODS_READY,
   ROLLOUT_ANNOTATION,
-} from './constants.js';
+} from './names.js';
 import type { NodeAgentMetrics } from './metrics.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import {
@@ -31,17 +31,19 @@ import {
 } from './podFacts.js';
 import { deletePod, patchDaemonSet, readDaemonSet, retirePod } from './writes.js';
 
-export interface NodeAgentDriverOptions {
+export interface NodeAgentDriverDeps {
   clients: KubeClients;
   cache: NodeAgentCache;
-  events: Pick<ControllerHost['events'], 'append' | 'listAfter'>;
+  /** Replacement intents: written at admission, before the old agent goes; NodeAgentReplaced removes them. */
+  replacements: RecordOnce<Replacement>;
   metrics: NodeAgentMetrics;
   notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void;
   logger?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   now?: () => number;
 }
 
-interface Replacement {
+/** What admission replaces on a node (none: nothing ran there, or the new agent was already up). */
+export interface Replacement {
   oldPod: string | null;
   oldImage: string | null;
 }
@@ -52,27 +54,23 @@ interface Replacement {
  * rollplane's; the template carries the new image and the `rollplane.io/peer-pods-ready` readiness gate.
  * - NODE_BY_NODE: admitting a node deletes its old agent; the DaemonSet recreates it from the new template.
  * - SURGE: admitting a node takes its old agent out of the DaemonSet (it keeps running); the DaemonSet starts the new
- *   agent beside it; the old one is deleted once the new one is Ready (see GateReconciler).
+ *   agent beside it; the old one is deleted once the new one is Ready (see NodeAgentReconciler).
  * The new agent turns Ready only when rollplane opens its gate: agent containers ready and every peer pod on the node
  * Ready again after the agent started. `observe` reports success from the caches, then records NodeAgentReplaced.
  */
 export class NodeAgentDriver implements RolloutDriver {
   readonly kind = 'NODE_AGENT' as const;
-  /** `rolloutId/node` → what admission replaced (lost on restart: the event then names no old pod). */
-  private readonly replaced = new Map<string, Replacement>();
-  /** `rolloutId/node` whose NodeAgentReplaced event is written (or being written). */
-  private readonly reported = new Set<string>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly now: () => number;
 
-  constructor(private readonly o: NodeAgentDriverOptions) {
-    this.now = o.now ?? Date.now;
+  constructor(private readonly deps: NodeAgentDriverDeps) {
+    this.now = deps.now ?? Date.now;
   }
 
   async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     const { namespace, name } = nodeAgentSelectorOf(rollout);
-    const ds = await readDaemonSet(this.o.clients, namespace, name);
+    const ds = await readDaemonSet(this.deps.clients, namespace, name);
     // A rollback of mixed versions has no single image: each admission then sets its target's.
     await this.takeOver(ds, rollout, isImage(rollout.toVersion) ? rollout.toVersion : undefined);
   }
@@ -123,7 +121,7 @@ export class NodeAgentDriver implements RolloutDriver {
         },
       },
     };
-    return patchDaemonSet(this.o.clients, ds, body);
+    return patchDaemonSet(this.deps.clients, ds, body);
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
@@ -134,46 +132,57 @@ export class NodeAgentDriver implements RolloutDriver {
     // missing view only costs a read and an idempotent patch.
     const underRollout = (d: V1DaemonSet | undefined) =>
       d !== undefined && templateImage(d) === target.toVersion && d.spec?.updateStrategy?.type === 'OnDelete' && d.metadata?.annotations?.[ROLLOUT_ANNOTATION] === rollout.id;
-    let ds = this.o.cache.daemonSet(namespace, name);
+    let ds = this.deps.cache.daemonSet(namespace, name);
     const changedBehind = ds && changedOutside(ds, rollout);
     if (changedBehind) throw new ValidationError('daemonSet', changedBehind);
     if (!underRollout(ds)) {
-      ds = await readDaemonSet(this.o.clients, namespace, name);
+      ds = await readDaemonSet(this.deps.clients, namespace, name);
       // A rollback (or a resumed rollout after someone edited the template) may need the template set again.
       if (!underRollout(ds)) ds = await this.takeOver(ds, rollout, target.toVersion);
     }
     if (!ds) throw new NotFoundError(`DaemonSet ${namespace}/${name} not found`);
     const container = agentContainerName(ds);
-    const pods = this.o.cache.agentPodsOn(ds, target.name);
+    const pods = this.deps.cache.agentPodsOn(ds, target.name);
+    // Durable before the old agent goes: the replacement is this rollout's and recorded once, across a restart too. A
+    // second admission (retried after a crash) keeps what the first one saw.
+    if (this.deps.replacements.rolloutOf(target.namespace, target.name) !== rollout.id) {
+      const before = pods.find((p) => podImage(p, container) !== target.toVersion);
+      await this.deps.replacements.intend(target.namespace, target.name, {
+        rolloutId: rollout.id,
+        oldPod: before?.metadata?.name ?? null,
+        oldImage: before ? (podImage(before, container) ?? null) : null,
+      });
+    }
     if (pods.some((p) => podImage(p, container) === target.toVersion)) return; // replaced already (or in progress)
     const old = pods[0];
     if (!old) return; // nothing runs there: the DaemonSet starts the new agent by itself
-    const key = `${rollout.id}/${target.name}`;
-    if (!this.replaced.has(key)) this.replaced.set(key, { oldPod: old.metadata?.name ?? null, oldImage: podImage(old, container) ?? null });
     signal.throwIfAborted();
-    if (mode === 'SURGE' && isReady(old)) await retirePod(this.o.clients, old, ds);
-    else await deletePod(this.o.clients, old);
+    if (mode === 'SURGE' && isReady(old)) await retirePod(this.deps.clients, old, ds);
+    else await deletePod(this.deps.clients, old);
   }
 
   async observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation> {
     const { namespace, name } = nodeAgentSelectorOf(rollout);
     const { minReadySeconds } = nodeAgentStrategyOf(rollout);
-    const ds = this.o.cache.daemonSet(namespace, name);
+    const ds = this.deps.cache.daemonSet(namespace, name);
     if (!ds) return { phase: 'failed', reason: `DaemonSet ${namespace}/${name} not found` };
     const changedBehind = changedOutside(ds, rollout);
     if (changedBehind) return { phase: 'failed', reason: changedBehind };
     const node = target.name;
     const container = agentContainerName(ds);
-    const pods = this.o.cache.agentPodsOn(ds, node);
+    const pods = this.deps.cache.agentPodsOn(ds, node);
     const fresh = pods.find((p) => podImage(p, container) === target.toVersion);
     if (!fresh) {
       // The node left the cluster (scaled down, replaced): no agent is needed there any more.
-      if (pods.length === 0 && !this.o.cache.node(node)) return { phase: 'succeeded' };
+      if (pods.length === 0 && !this.deps.cache.node(node)) {
+        if (this.deps.replacements.rolloutOf(target.namespace, node) === rollout.id) await this.deps.replacements.drop(target.namespace, node);
+        return { phase: 'succeeded' };
+      }
       return { phase: 'progressing', message: pods.length > 0 ? 'old agent still running' : 'waiting for the DaemonSet to start the new agent' };
     }
     const failure = startFailure(fresh);
     if (failure) return { phase: 'failed', reason: `new agent ${fresh.metadata?.name} on ${node}: ${failure}` };
-    const gate = peerGate(fresh, this.o.cache.podsOn(node), this.o.cache.peerRuntimeClass(ds));
+    const gate = peerGate(fresh, this.deps.cache.podsOn(node), this.deps.cache.peerRuntimeClass(ds));
     const gateOpen = hasGate(fresh) ? gateSatisfied(fresh) : gate.open;
     if (!gateOpen) {
       return {
@@ -187,7 +196,7 @@ export class NodeAgentDriver implements RolloutDriver {
       this.nudgeLater(node, wait);
       return { phase: 'progressing', message: `new agent Ready; minReadySeconds ${minReadySeconds}` };
     }
-    const leftovers = pods.filter((p) => p !== fresh).length + this.o.cache.retiringOn(ds, node).length;
+    const leftovers = pods.filter((p) => p !== fresh).length + this.deps.cache.retiringOn(ds, node).length;
     if (leftovers > 0) return { phase: 'progressing', message: 'old agent being removed' };
     await this.report(target, rollout, ds, fresh, gate.back);
     return { phase: 'succeeded' };
@@ -202,17 +211,17 @@ export class NodeAgentDriver implements RolloutDriver {
    */
   async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {
     const { namespace, name } = nodeAgentSelectorOf(rollout);
-    const ds = this.o.cache.daemonSet(namespace, name);
+    const ds = this.deps.cache.daemonSet(namespace, name);
     if (!ds) return 0;
     const container = agentContainerName(ds);
     const nodes = new Set<string>();
-    for (const pod of this.o.cache.agentPods(ds)) if (pod.spec?.nodeName && isActive(pod)) nodes.add(pod.spec.nodeName);
+    for (const pod of this.deps.cache.agentPods(ds)) if (pod.spec?.nodeName && isActive(pod)) nodes.add(pod.spec.nodeName);
     let down = 0;
     for (const node of nodes) {
-      const pods = this.o.cache.agentPodsOn(ds, node);
-      if ([...pods, ...this.o.cache.retiringOn(ds, node)].some(isReady)) continue;
+      const pods = this.deps.cache.agentPodsOn(ds, node);
+      if ([...pods, ...this.deps.cache.retiringOn(ds, node)].some(isReady)) continue;
       if (pods.some((p) => podImage(p, container) === rollout.toVersion)) continue;
-      const fixable = inRollout.has(node) && isNodeReady(this.o.cache.node(node)) && pods.some((p) => startFailure(p) !== undefined);
+      const fixable = inRollout.has(node) && isNodeReady(this.deps.cache.node(node)) && pods.some((p) => startFailure(p) !== undefined);
       if (!fixable) down++;
     }
     return down;
@@ -223,7 +232,7 @@ export class NodeAgentDriver implements RolloutDriver {
     const { namespace, name } = nodeAgentSelectorOf(rollout);
     let ds: V1DaemonSet;
     try {
-      ds = await readDaemonSet(this.o.clients, namespace, name);
+      ds = await readDaemonSet(this.deps.clients, namespace, name);
     } catch (error) {
       if (error instanceof NotFoundError) return;
       throw error;
@@ -238,7 +247,7 @@ export class NodeAgentDriver implements RolloutDriver {
     if (annotations[ROLLOUT_ANNOTATION] === rollout.id && changedOutside(ds, rollout)) {
       // Someone else (a `helm upgrade` of the chart) put a strategy back while this rollout drove the set: the
       // DaemonSet is theirs again. Nothing to restore; a gate rollplane added stays recorded until a rollout removes it.
-      await patchDaemonSet(this.o.clients, ds, {
+      await patchDaemonSet(this.deps.clients, ds, {
         metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, ...(templateGated(ds) ? {} : { [GATE_ADDED_ANNOTATION]: null }) } },
       });
       return;
@@ -247,7 +256,7 @@ export class NodeAgentDriver implements RolloutDriver {
     if (!original || original.type === 'OnDelete') {
       // Under OnDelete a template change replaces nothing: the gate can go (running pods keep their condition).
       const gates = (ds.spec?.template?.spec?.readinessGates ?? []).filter((g) => g.conditionType !== PEER_PODS_READY);
-      await patchDaemonSet(this.o.clients, ds, {
+      await patchDaemonSet(this.deps.clients, ds, {
         metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, [GATE_ADDED_ANNOTATION]: null } },
         spec: {
           ...(original ? { updateStrategy: { type: 'OnDelete', rollingUpdate: null } } : {}),
@@ -259,7 +268,7 @@ export class NodeAgentDriver implements RolloutDriver {
     if (this.allUpdated(ds)) {
       // RollingUpdate again, over a template that differs from the user's only by the image (takeOver added no gate),
       // so every agent is already "updated" and the DaemonSet replaces none.
-      await patchDaemonSet(this.o.clients, ds, {
+      await patchDaemonSet(this.deps.clients, ds, {
         // A leftover gate an earlier rollplane added (not removable without replacing every agent) stays recorded.
         metadata: { annotations: { ...clear, [ORIGINAL_STRATEGY_ANNOTATION]: null, ...(templateGated(ds) ? {} : { [GATE_ADDED_ANNOTATION]: null }) } },
         spec: { updateStrategy: { ...original, rollingUpdate: original.rollingUpdate ?? null } },
@@ -268,8 +277,8 @@ export class NodeAgentDriver implements RolloutDriver {
     }
     // Mixed versions (aborted, failed): RollingUpdate would let the DaemonSet replace the rest on its own, in its own
     // order. Stay OnDelete; the saved strategy is restored by the next rollout of this set that ends uniform.
-    this.o.logger?.warn({ daemonSet: `${namespace}/${name}`, rolloutId: rollout.id }, 'node agents run mixed versions; DaemonSet stays OnDelete');
-    await patchDaemonSet(this.o.clients, ds, { metadata: { annotations: clear } });
+    this.deps.logger?.warn({ daemonSet: `${namespace}/${name}`, rolloutId: rollout.id }, 'node agents run mixed versions; DaemonSet stays OnDelete');
+    await patchDaemonSet(this.deps.clients, ds, { metadata: { annotations: clear } });
   }
 
   /** Every eligible node runs a pod of the current template, so RollingUpdate would replace nothing. */
@@ -278,46 +287,32 @@ export class NodeAgentDriver implements RolloutDriver {
     if (!s || (s.observedGeneration ?? 0) < (ds.metadata?.generation ?? 0)) return false;
     const image = templateImage(ds);
     const container = agentContainerName(ds);
-    const pods = this.o.cache.agentPods(ds).filter((p) => !p.metadata?.deletionTimestamp);
+    const pods = this.deps.cache.agentPods(ds).filter((p) => !p.metadata?.deletionTimestamp);
     return (s.updatedNumberScheduled ?? 0) === s.desiredNumberScheduled && pods.every((p) => podImage(p, container) === image);
   }
 
+  /** NodeAgentReplaced, once: the admission's intent names the rollout and the old agent, and goes with the event. */
   private async report(target: AdmittedTarget, rollout: Rollout, ds: V1DaemonSet, fresh: V1Pod, peersBack: number): Promise<void> {
-    const key = `${rollout.id}/${target.name}`;
-    if (this.reported.has(key)) return;
-    this.reported.add(key);
-    try {
-      const replaced = this.replaced.get(key);
-      // Admitted by this process: no earlier event can exist. Otherwise (a restart) the history says.
-      if (!replaced) {
-        const existing = await this.o.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced], name: target.name }, undefined, 1);
-        if (existing.length > 0) return;
-      }
-      const seconds = Math.max(0, (this.now() - target.admittedAt.getTime()) / 1000);
-      const daemonSet = `${ds.metadata?.namespace}/${ds.metadata?.name}`;
-      await this.o.events.append({
-        type: EventType.NodeAgentReplaced,
-        rolloutId: rollout.id,
-        kind: 'NODE_AGENT',
-        namespace: '',
-        name: target.name,
-        payload: {
-          node: target.name,
-          daemonSet,
-          oldPod: replaced?.oldPod ?? null,
-          newPod: fresh.metadata?.name ?? null,
-          oldImage: replaced?.oldImage ?? target.fromVersion,
-          newImage: target.toVersion,
-          peerPodsRestarted: peersBack,
-          seconds,
-        },
-      });
-      this.o.metrics.replaced(daemonSet, seconds);
-      this.replaced.delete(key);
-    } catch (error) {
-      this.reported.delete(key);
-      throw error;
-    }
+    const seconds = Math.max(0, (this.now() - target.admittedAt.getTime()) / 1000);
+    const daemonSet = `${ds.metadata?.namespace}/${ds.metadata?.name}`;
+    const recorded = await this.deps.replacements.record(target.namespace, target.name, (replaced) =>
+      replaced.rolloutId !== rollout.id
+        ? undefined
+        : {
+            type: EventType.NodeAgentReplaced,
+            payload: {
+              node: target.name,
+              daemonSet,
+              oldPod: replaced.oldPod,
+              newPod: fresh.metadata?.name ?? null,
+              oldImage: replaced.oldImage ?? target.fromVersion,
+              newImage: target.toVersion,
+              peerPodsRestarted: peersBack,
+              seconds,
+            },
+          },
+    );
+    if (recorded) this.deps.metrics.replaced(daemonSet, seconds);
   }
 
   /** Re-evaluate the node once minReadySeconds have passed (nothing in the cluster changes at that moment). */
@@ -325,7 +320,7 @@ export class NodeAgentDriver implements RolloutDriver {
     if (this.timers.has(node)) return;
     const timer = setTimeout(() => {
       this.timers.delete(node);
-      this.o.notifyTargetChanged('NODE_AGENT', '', node);
+      this.deps.notifyTargetChanged('NODE_AGENT', '', node);
     }, ms + 5);
     timer.unref();
     this.timers.set(node, timer);

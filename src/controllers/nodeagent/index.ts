@@ -4,18 +4,18 @@ import { feed } from '../../controller/sources.js';
 import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../../domain/nodeAgents.js';
 import type { RolloutDriver } from '../../domain/ports.js';
 import type { ControllerHost } from '../host.js';
-import { ExternalChangeRecorder } from './ExternalChangeRecorder.js';
-import { GateReconciler } from './GateReconciler.js';
+import { ExternalChangeRecorder, externalSignature } from './ExternalChangeRecorder.js';
+import { NodeAgentReconciler } from './NodeAgentReconciler.js';
 import { mattersToGates } from './podFacts.js';
 import { nodeAgentMetrics } from './metrics.js';
 import { NodeAgentCache } from './NodeAgentCache.js';
-import { NodeAgentDriver } from './NodeAgentDriver.js';
+import { NodeAgentDriver, type Replacement } from './NodeAgentDriver.js';
+import { RecordOnce } from '../RecordOnce.js';
 import { nodeAgentQueries } from './queries.js';
-import { ROLLOUT_ANNOTATION } from './constants.js';
 
 export { NodeAgentCache } from './NodeAgentCache.js';
 export { NodeAgentDriver } from './NodeAgentDriver.js';
-export * from './constants.js';
+export * from './names.js';
 
 export interface NodeAgentOptions {
   /** DaemonSets managed without the `rollplane.io/node-agent: "true"` label (`namespace/name`). */
@@ -39,13 +39,13 @@ export interface NodeAgentRuntime {
  * driver the engine calls. See docs/adr/0006-node-agent-gate.md.
  */
 export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions = {}): NodeAgentRuntime {
-  const cache = new NodeAgentCache(host, new Set(options.daemonSets ?? []), options.peerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS);
+  const cache = new NodeAgentCache({ host, configured: new Set(options.daemonSets ?? []), defaultPeerRuntimeClass: options.peerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS });
   const metrics = nodeAgentMetrics(host.registry);
   const notifyTargetChanged = host.notifyTargetChanged.bind(host);
   const driver = new NodeAgentDriver({
     clients: host.clients,
     cache,
-    events: host.events,
+    replacements: new RecordOnce<Replacement>(host.inFlight, 'NODE_AGENT'),
     metrics,
     notifyTargetChanged,
     logger: host.logger.child({ controller: 'nodeagent' }),
@@ -53,7 +53,7 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
   });
   const controller = host.controller({
     name: 'nodeagent-gate',
-    reconciler: new GateReconciler({ clients: host.clients, cache, metrics, notifyTargetChanged }),
+    reconciler: new NodeAgentReconciler({ clients: host.clients, cache, metrics, notifyTargetChanged }),
     workers: options.workers ?? 4,
   });
   // Pods that can move a gate: their node. DaemonSets: every node they run on (a template or strategy change may open or
@@ -66,7 +66,7 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
   // Changes made outside rollplane (a helm upgrade of the chart) and the agents they replace are history too.
   const external = host.controller({
     name: 'nodeagent-external-changes',
-    reconciler: new ExternalChangeRecorder(cache, host.events, host.logger.child({ controller: 'nodeagent' })),
+    reconciler: new ExternalChangeRecorder({ cache, events: host.events, logger: host.logger.child({ controller: 'nodeagent' }) }),
     workers: 1,
   });
   feed<V1DaemonSet>(cache.daemonSets, external, { predicates: [{ update: (o, n) => externalSignature(o) !== externalSignature(n) }] });
@@ -74,10 +74,5 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
     map: (pod) =>
       (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => ({ namespace: pod.metadata?.namespace ?? '', name: r.name })),
   });
-  return { driver, queries: nodeAgentQueries(cache, host.clients, host.events), controller, cache };
-}
-
-/** What the recorder reads of a DaemonSet: its template (image), strategy and whether a rollout drives it. */
-function externalSignature(ds: V1DaemonSet): string {
-  return JSON.stringify([ds.metadata?.labels, ds.metadata?.annotations?.[ROLLOUT_ANNOTATION], ds.spec?.updateStrategy?.type, ds.spec?.template?.spec?.containers?.map((c) => c.image)]);
+  return { driver, queries: nodeAgentQueries({ cache, clients: host.clients, events: host.events }), controller, cache };
 }

@@ -1,6 +1,6 @@
 /** What rollplane reads from agent and peer pods. Pure functions over client-node objects. */
 import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
-import { AGENT_CONTAINER_ANNOTATION, PEER_PODS_READY, RETIRING_LABEL } from './constants.js';
+import { AGENT_CONTAINER_ANNOTATION, PEER_PODS_READY, RETIRING_LABEL } from './names.js';
 
 export function isTerminating(pod: V1Pod): boolean {
   return Boolean(pod.metadata?.deletionTimestamp);

@@ -1,6 +1,6 @@
 import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
 import type { NodeAgentCandidates, NodeAgentDriftItem, NodeAgentQueries, NodeAgentSet, NodeAgentState } from '../../domain/nodeAgents.js';
-import { ORIGINAL_STRATEGY_ANNOTATION, PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './constants.js';
+import { ORIGINAL_STRATEGY_ANNOTATION, PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './names.js';
 import type { KubeClients } from '../../kube/index.js';
 import type { EventLog } from '../../domain/EventLog.js';
 import { externalChangeOf } from './externalChange.js';
@@ -8,8 +8,14 @@ import { agentRuntimeClass } from './agentEnv.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { agentContainerName, isActive, isReady, podImage, readyPeers, templateImage, timeOf } from './podFacts.js';
 
+export interface NodeAgentQueriesDeps {
+  cache: NodeAgentCache;
+  clients: KubeClients;
+  events: Pick<EventLog, 'listBefore'>;
+}
+
 /** The node-agent query port, answered from the informer caches. */
-export function nodeAgentQueries(cache: NodeAgentCache, clients: KubeClients, events: Pick<EventLog, 'listBefore'>): NodeAgentQueries {
+export function nodeAgentQueries({ cache, clients, events }: NodeAgentQueriesDeps): NodeAgentQueries {
   /** The node's agent: the DaemonSet's newest active pod, else a retiring one still running there. */
   const agentOn = (ds: V1DaemonSet, node: string): V1Pod | undefined => cache.agentPodsOn(ds, node)[0] ?? cache.retiringOn(ds, node).find(isActive);
 

@@ -2,7 +2,7 @@
 import { PatchStrategy, setHeaderOptions, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, mergePatchOptions, type KubeClients } from '../../kube/index.js';
-import { PEER_PODS_READY, RETIRING_LABEL, RETIRING_LABELS_ANNOTATION } from './constants.js';
+import { PEER_PODS_READY, RETIRING_LABEL, RETIRING_LABELS_ANNOTATION } from './names.js';
 
 const strategicMergePatchOptions = () => setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 

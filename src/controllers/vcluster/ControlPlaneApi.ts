@@ -1,7 +1,7 @@
 import type { V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import { NotFoundError } from '../../errors.js';
 import { applyPatchOptions, kubeCall, mergePatchOptions, type KubeClients } from '../../kube/index.js';
-import { CV_PLURAL, LABEL_READY_FOR_UPGRADE, ANNOTATION_ROLLOUT, PROVISIONER_FIELD_MANAGER, ROLLPLANE_FIELD_MANAGER, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './constants.js';
+import { CV_PLURAL, LABEL_READY_FOR_UPGRADE, ANNOTATION_ROLLOUT, PROVISIONER_FIELD_MANAGER, ROLLPLANE_FIELD_MANAGER, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './names.js';
 import type { ClusterVersionObject, ClusterVersionSpec, EmbeddedObject, VirtualClusterObject } from './types.js';
 
 const tenancy = { group: TENANCY_GROUP, version: TENANCY_VERSION };

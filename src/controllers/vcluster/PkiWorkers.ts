@@ -93,7 +93,7 @@ export class PkiWorkers {
 }
 
 /**
- * The process's PKI worker, the default of every UpgradeReconciler. Nothing closes it, on purpose: no shutdown hook
+ * The process's PKI worker, the default of every VirtualClusterReconciler. Nothing closes it, on purpose: no shutdown hook
  * reaches the rollout kinds (ControllerHost has none, and the app's cleanups see only the manager), and unref()ed while
  * idle it never holds the process open. Shared, repeated set-ups (a manager restart, tests) still make one thread.
  */

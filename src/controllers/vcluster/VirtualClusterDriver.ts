@@ -4,11 +4,13 @@ import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../dom
 import type { Rollout } from '../../domain/RolloutService.js';
 import { clusterVersionChangeOf } from '../../domain/virtualClusters.js';
 import { AppError, ErrorCode, NotFoundError } from '../../errors.js';
-import { ANNOTATION_ROLLOUT, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED, REASON_UPGRADE_COMPLETED, REASON_UPGRADE_FAILED } from './constants.js';
+import { ANNOTATION_ROLLOUT, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED, REASON_UPGRADE_COMPLETED, REASON_UPGRADE_FAILED } from './names.js';
 import type { ControlPlaneApi } from './ControlPlaneApi.js';
 import { lastUpgradeOf, progressOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
 import type { VcManagerGate } from './vcManagerGate.js';
+import type { RecordOnce } from '../RecordOnce.js';
+import type { UpgradeRecord } from './VirtualClusterReconciler.js';
 
 export interface VirtualClusterDriverDeps {
   api: ControlPlaneApi;
@@ -16,12 +18,14 @@ export interface VirtualClusterDriverDeps {
   clusterVersions: Informer<ClusterVersionObject & KubernetesObject>;
   /** The vc-manager beside rollplane (ADR 0018). */
   gate?: Pick<VcManagerGate, 'upstreamUpgrades'>;
+  /** Upgrade ends not yet recorded: a target is done once its ClusterUpgradeObserved event is in the history. */
+  upgrades: Pick<RecordOnce<UpgradeRecord>, 'get'>;
 }
 
 /**
  * The VIRTUAL_CLUSTER rollout kind: `prepare` writes the ClusterVersion spec the rollout carries (server-side apply,
  * field manager `rollplane`); `admit` adds upstream's opt-in label (and the rollout id) to one VirtualCluster, and the
- * UpgradeReconciler does the rest; `observe` reads the outcome the reconciler recorded for this rollout.
+ * VirtualClusterReconciler does the rest; `observe` reads the outcome the reconciler recorded for this rollout.
  */
 export class VirtualClusterDriver implements RolloutDriver {
   readonly kind = 'VIRTUAL_CLUSTER' as const;
@@ -65,6 +69,7 @@ export class VirtualClusterDriver implements RolloutDriver {
     const labelled = labels[LABEL_READY_FOR_UPGRADE] === 'true';
     const last = lastUpgradeOf(annotations);
     if (!labelled && last?.rolloutId === rollout.id) {
+      if (this.deps.upgrades.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the upgrade' };
       if (last.outcome === 'FAILED') return { phase: 'failed', reason: `fail to upgrade: ${last.error ?? 'unknown error'}` };
       if (last.specVersion === rollout.toVersion) return { phase: 'succeeded' };
       return { phase: 'failed', reason: `upgraded to ${last.specVersion}, but the rollout wants ${rollout.toVersion} (the ClusterVersion changed during the rollout)` };

@@ -1,5 +1,5 @@
 /**
- * The VIRTUAL_CLUSTER rollout kind: upstream's ClusterVersionPartialUpgrade reconciler (UpgradeReconciler), the
+ * The VIRTUAL_CLUSTER rollout kind: upstream's ClusterVersionPartialUpgrade reconciler (VirtualClusterReconciler), the
  * rollout driver (VirtualClusterDriver) and the cache-backed queries the API reads.
  */
 import type { KubernetesObject, V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
@@ -7,19 +7,20 @@ import type { Controller } from '../../controller/Controller.js';
 import { feed } from '../../controller/sources.js';
 import type { VirtualClusterQueries } from '../../domain/virtualClusters.js';
 import type { ControllerHost } from '../host.js';
-import { CV_PLURAL, DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './constants.js';
+import { CV_PLURAL, DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './names.js';
 import { VcManagerGate, type VcManagerRef } from './vcManagerGate.js';
 import { ControlPlaneApi } from './ControlPlaneApi.js';
-import { CachedVirtualClusterQueries } from './queries.js';
+import { virtualClusterQueries } from './queries.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
-import { UpgradeReconciler, type UpgradeReconcilerOptions } from './UpgradeReconciler.js';
-import { upgradeMetrics } from './upgradeMetrics.js';
+import { VirtualClusterReconciler, type VirtualClusterReconcilerOptions, type UpgradeRecord } from './VirtualClusterReconciler.js';
+import { RecordOnce } from '../RecordOnce.js';
+import { virtualClusterMetrics } from './metrics.js';
 import { VirtualClusterDriver } from './VirtualClusterDriver.js';
 
-export { UPGRADE_SECONDS_BUCKETS } from './upgradeMetrics.js';
-export * from './constants.js';
+export { UPGRADE_SECONDS_BUCKETS } from './metrics.js';
+export * from './names.js';
 
-export interface VirtualClusterOptions extends UpgradeReconcilerOptions {
+export interface VirtualClusterOptions extends VirtualClusterReconcilerOptions {
   /** Concurrent upgrade reconciles (each is short: waits are requeues). Default 10. */
   workers?: number;
   /** The CAPN vc-manager Deployment whose gate decides who upgrades (ADR 0018); null: none. Default vc-manager/vc-manager. */
@@ -73,21 +74,21 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
 
   const api = new ControlPlaneApi(clients);
   const notify = (namespace: string, name: string) => host.notifyTargetChanged('VIRTUAL_CLUSTER', namespace, name);
-  const reconciler = new UpgradeReconciler(
-    {
-      api,
-      virtualClusters,
-      clusterVersions,
-      statefulSets,
-      metrics: upgradeMetrics(host.registry),
-      events: host.events,
-      logger: host.logger.child({ controller: 'virtualcluster-upgrade' }),
-      notify,
-      gate,
-    },
-    options,
-  );
-  const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: options.workers ?? 10 });
+  const upgrades = new RecordOnce<UpgradeRecord>(host.inFlight, 'VIRTUAL_CLUSTER');
+  const { workers, vcManager: _vcManager, ...reconcilerOptions } = options;
+  const reconciler = new VirtualClusterReconciler({
+    ...reconcilerOptions,
+    api,
+    virtualClusters,
+    clusterVersions,
+    statefulSets,
+    metrics: virtualClusterMetrics(host.registry),
+    upgrades,
+    logger: host.logger.child({ controller: 'virtualcluster-upgrade' }),
+    notify,
+    gate,
+  });
+  const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: workers ?? 10 });
   feed(virtualClusters, controller);
   // A control-plane StatefulSet's rollout progress wakes the cluster whose namespace it lives in.
   feed(statefulSets, controller, {
@@ -115,8 +116,8 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
   });
 
   return {
-    driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions, gate }),
-    queries: new CachedVirtualClusterQueries(virtualClusters, clusterVersions, options.partialUpgrade ?? true, gate),
+    driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions, gate, upgrades }),
+    queries: virtualClusterQueries({ virtualClusters, clusterVersions, partialUpgrade: options.partialUpgrade ?? true, vcManager: gate }),
     controller,
   };
 }

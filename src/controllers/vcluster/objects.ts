@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { V1StatefulSet } from '@kubernetes/client-node';
 import { canonicalJson, clusterSpecVersion } from '../../domain/virtualClusters.js';
-import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, type UpgradeComponent } from './constants.js';
+import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, type UpgradeComponent } from './names.js';
 import type { ClusterVersionSpec, EmbeddedObject } from './types.js';
 
 /** The version name of a ClusterVersion spec (see src/domain/virtualClusters.ts). */

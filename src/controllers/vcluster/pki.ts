@@ -24,11 +24,11 @@
 import { createPrivateKey, generateKeyPair, randomBytes, X509Certificate as NodeX509, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { certificateAuthority, certificatePem, issueCertificate } from './certificates.js';
-import { DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, type KeyAlgorithm } from './constants.js';
+import { DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, type KeyAlgorithm } from './names.js';
 import type { CertificateAuthority } from './certificates.js';
 
 // Defined with the kind's constants so that the main thread can read them without loading the ASN.1 code.
-export { DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, LABEL_EXTERNAL_APISERVER_DOMAIN, type KeyAlgorithm } from './constants.js';
+export { DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, LABEL_EXTERNAL_APISERVER_DOMAIN, type KeyAlgorithm } from './names.js';
 
 /** Upstream's root CA subject (createAndApplyPKI). */
 export const ROOT_CA_COMMON_NAME = 'kubernetes';

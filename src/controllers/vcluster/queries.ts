@@ -1,7 +1,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Informer } from '../../controller/Informer.js';
 import type { ClusterVersionView, VirtualClusterQueries, VirtualClusterView } from '../../domain/virtualClusters.js';
-import { ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED } from './constants.js';
+import { ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED } from './names.js';
 import { lastUpgradeOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
 import type { VcManagerGate } from './vcManagerGate.js';
@@ -57,13 +57,31 @@ export function virtualClusterView(vc: VirtualClusterObject, cv: ClusterVersionO
 }
 
 /** VirtualClusterQueries from the informer caches (cheap: no API call). */
-export class CachedVirtualClusterQueries implements VirtualClusterQueries {
-  constructor(
-    private readonly virtualClustersCache: Informer<Cached<VirtualClusterObject>>,
-    private readonly clusterVersionsCache: Informer<Cached<ClusterVersionObject>>,
-    private readonly gate: boolean,
-    private readonly vcManager?: VcManagerGate,
-  ) {}
+export interface VirtualClusterQueriesDeps {
+  virtualClusters: Informer<Cached<VirtualClusterObject>>;
+  clusterVersions: Informer<Cached<ClusterVersionObject>>;
+  /** Feature gate ClusterVersionPartialUpgrade of rollplane's own reconciler. */
+  partialUpgrade: boolean;
+  vcManager?: VcManagerGate;
+}
+
+/** VirtualClusterQueries over the informer caches: no API call per query. */
+export function virtualClusterQueries(deps: VirtualClusterQueriesDeps): VirtualClusterQueries {
+  return new CachedVirtualClusterQueries(deps);
+}
+
+class CachedVirtualClusterQueries implements VirtualClusterQueries {
+  private readonly virtualClustersCache: Informer<Cached<VirtualClusterObject>>;
+  private readonly clusterVersionsCache: Informer<Cached<ClusterVersionObject>>;
+  private readonly gate: boolean;
+  private readonly vcManager: VcManagerGate | undefined;
+
+  constructor(deps: VirtualClusterQueriesDeps) {
+    this.virtualClustersCache = deps.virtualClusters;
+    this.clusterVersionsCache = deps.clusterVersions;
+    this.gate = deps.partialUpgrade;
+    this.vcManager = deps.vcManager;
+  }
 
   partialUpgradeEnabled(): boolean {
     return this.gate;

@@ -1,7 +1,7 @@
 /**
  * Whether the CAPN vc-manager beside rollplane upgrades virtual clusters itself: its Deployment (all_in_one.yaml:
  * `vc-manager/vc-manager`, configurable) runs with `--feature-gates=ClusterVersionPartialUpgrade=true`. Then it acts
- * on the same `tenancy.x-k8s.io/ready-for-upgrade` label as rollplane's UpgradeReconciler, and both would upgrade
+ * on the same `tenancy.x-k8s.io/ready-for-upgrade` label as rollplane's VirtualClusterReconciler, and both would upgrade
  * the same cluster (ADR 0018): rollplane leaves labelled clusters to it and refuses to start VIRTUAL_CLUSTER rollouts.
  * Read from an informer on the Deployment's namespace, so deciding costs no API call.
  */

@@ -4,11 +4,11 @@ import type { RolloutKind } from '../../domain/events.js';
 import type { KubeClients } from '../../kube/index.js';
 import type { NodeAgentMetrics } from './metrics.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
-import { RETIRING_LABEL } from './constants.js';
+import { RETIRING_LABEL } from './names.js';
 import { gateSatisfied, hasGate, isActive, isReady, peerGate } from './podFacts.js';
 import { deletePod, openGate } from './writes.js';
 
-export interface GateReconcilerOptions {
+export interface NodeAgentReconcilerDeps {
   clients: KubeClients;
   cache: NodeAgentCache;
   metrics: NodeAgentMetrics;
@@ -22,18 +22,18 @@ export interface GateReconcilerOptions {
  * - a retiring (SURGE hand-over) agent is deleted once its DaemonSet has a Ready agent on the node.
  * Runs for every gated pod, not only during rollouts: a gate left in a template is always satisfied.
  */
-export class GateReconciler implements Reconciler {
+export class NodeAgentReconciler implements Reconciler {
   /**
    * Pod uids whose gate this process opened: the cache may not show the condition yet when the node is reconciled
    * again, and a second identical status write is only waste. Bounded; forgetting one costs one repeated write.
    */
   private readonly opened = new Set<string>();
 
-  constructor(private readonly o: GateReconcilerOptions) {}
+  constructor(private readonly deps: NodeAgentReconcilerDeps) {}
 
   async reconcile(request: Request): Promise<Result | void> {
     const node = request.name;
-    const { cache } = this.o;
+    const { cache } = this.deps;
     const podsOnNode = cache.podsOn(node);
     for (const pod of podsOnNode) {
       if (!isActive(pod) || !hasGate(pod) || gateSatisfied(pod) || this.opened.has(pod.metadata?.uid ?? '')) continue;
@@ -41,10 +41,10 @@ export class GateReconciler implements Reconciler {
       const runtimeClass = ds ? cache.peerRuntimeClass(ds) : cache.defaultPeerRuntimeClass;
       const gate = peerGate(pod, podsOnNode, runtimeClass);
       if (!gate.open) continue;
-      await openGate(this.o.clients, pod, `${gate.back} peer pod(s) of runtime class ${runtimeClass} Ready since the agent started`);
+      await openGate(this.deps.clients, pod, `${gate.back} peer pod(s) of runtime class ${runtimeClass} Ready since the agent started`);
       if (this.opened.size >= 10_000) this.opened.clear();
       this.opened.add(pod.metadata?.uid ?? '');
-      this.o.metrics.gateOpened(ds ? `${ds.metadata?.namespace}/${ds.metadata?.name}` : '');
+      this.deps.metrics.gateOpened(ds ? `${ds.metadata?.namespace}/${ds.metadata?.name}` : '');
     }
     for (const pod of podsOnNode) {
       const setName = pod.metadata?.labels?.[RETIRING_LABEL];
@@ -52,9 +52,9 @@ export class GateReconciler implements Reconciler {
       const ds = cache.daemonSet(pod.metadata?.namespace ?? '', setName);
       // Without its DaemonSet nothing replaces it: keep it (it is the node's agent).
       if (!ds) continue;
-      if (cache.agentPodsOn(ds, node).some((p) => isReady(p) && (!hasGate(p) || gateSatisfied(p)))) await deletePod(this.o.clients, pod);
+      if (cache.agentPodsOn(ds, node).some((p) => isReady(p) && (!hasGate(p) || gateSatisfied(p)))) await deletePod(this.deps.clients, pod);
     }
-    this.o.notifyTargetChanged('NODE_AGENT', '', node);
+    this.deps.notifyTargetChanged('NODE_AGENT', '', node);
   }
 }
 

@@ -3,7 +3,7 @@ import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries, AgentPoolView } from '../../domain/agentPools.js';
 import { agentsManagedBy } from './mode.js';
 import { holdOf } from './names.js';
-import { conditionTrue, podImage } from './podState.js';
+import { conditionTrue, podImage } from './podFacts.js';
 import type { IPPool } from './types.js';
 import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
@@ -14,6 +14,15 @@ interface BuiltView {
   view: AgentPoolView;
 }
 
+export interface AgentPoolQueriesDeps {
+  pools: Informer<IPPool>;
+  pods: CacheReader<V1Pod>;
+  agentNamespace: string;
+  controller: VmDhcpControllerWatch;
+  /** The mode a rollout would run in now; throws the refusal when none. */
+  rolloutMode: () => 'coexist' | 'direct';
+}
+
 /**
  * AgentPoolQueries over the informer caches: no API call per query. A view is built once per (pool object, pod object,
  * controller image): the informers replace an object on every change and never mutate one, so the same objects mean
@@ -21,17 +30,21 @@ interface BuiltView {
  * per request was most of those requests' CPU (issue 17 profiles). Views handed out are shared: callers must not
  * mutate them.
  */
-export class CachedAgentPoolQueries implements AgentPoolQueries {
-  private readonly built = new WeakMap<IPPool, BuiltView>();
+export function agentPoolQueries(deps: AgentPoolQueriesDeps): AgentPoolQueries {
+  return new CachedAgentPoolQueries(deps);
+}
 
-  constructor(
-    private readonly pools: Informer<IPPool>,
-    private readonly pods: CacheReader<V1Pod>,
-    private readonly agentNamespace: string,
-    private readonly controller: VmDhcpControllerWatch,
-    /** The mode a rollout would run in now; throws the refusal when none. */
-    private readonly rolloutMode: () => 'coexist' | 'direct',
-  ) {}
+class CachedAgentPoolQueries implements AgentPoolQueries {
+  private readonly built = new WeakMap<IPPool, BuiltView>();
+  private readonly pools: Informer<IPPool>;
+  private readonly pods: CacheReader<V1Pod>;
+  private readonly agentNamespace: string;
+  private readonly controller: VmDhcpControllerWatch;
+  private readonly rolloutMode: () => 'coexist' | 'direct';
+
+  constructor(deps: AgentPoolQueriesDeps) {
+    ({ pools: this.pools, pods: this.pods, agentNamespace: this.agentNamespace, controller: this.controller, rolloutMode: this.rolloutMode } = deps);
+  }
 
   async all(): Promise<AgentPoolView[]> {
     const upstreamImage = this.upstreamImage();

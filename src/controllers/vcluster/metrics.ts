@@ -4,7 +4,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 export const UPGRADE_SECONDS_BUCKETS = [0.1, 0.5, 1, 5, 10, 20, 30, 60, 90, 120, 300, 600, 900];
 const LABELS = ['cluster_version', 'resource_version'] as const;
 
-export interface UpgradeMetrics {
+export interface VirtualClusterMetrics {
   seconds: Histogram<(typeof LABELS)[number]>;
   upgraded: Counter<(typeof LABELS)[number]>;
   failed: Counter<(typeof LABELS)[number]>;
@@ -14,7 +14,7 @@ export interface UpgradeMetrics {
  * cluster-api-provider-nested's ClusterVersionPartialUpgrade metrics, names, labels and buckets unchanged, so existing
  * dashboards keep working. Registered once per registry.
  */
-export function upgradeMetrics(registry: Registry): UpgradeMetrics {
+export function virtualClusterMetrics(registry: Registry): VirtualClusterMetrics {
   const existing = registry.getSingleMetric('clusters_upgrade_seconds');
   if (existing) {
     return {

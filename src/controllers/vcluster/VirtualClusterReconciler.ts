@@ -1,11 +1,11 @@
 import type { KubernetesObject, V1StatefulSet } from '@kubernetes/client-node';
 import type { Informer } from '../../controller/Informer.js';
 import type { Reconciler, Request, Result } from '../../controller/Controller.js';
-import type { EventLog } from '../../domain/EventLog.js';
 import { EventType } from '../../domain/events.js';
 import { ConflictError, isAppError } from '../../errors.js';
 import { isRetriable } from '../../kube/index.js';
 import type { Logger } from '../../log.js';
+import type { RecordOnce } from '../RecordOnce.js';
 import {
   ANNOTATION_LAST_UPGRADE,
   ANNOTATION_PROGRESS,
@@ -24,12 +24,13 @@ import {
   ROOT_CA_SECRET,
   type KeyAlgorithm,
   type UpgradeComponent,
-} from './constants.js';
+} from './names.js';
 import type { ControlPlaneApi } from './ControlPlaneApi.js';
 import {
   applyBody,
   checkRolled,
   isClusterIP,
+  lastUpgradeOf,
   progressOf,
   secretHash,
   specVersion,
@@ -40,10 +41,10 @@ import {
 } from './objects.js';
 import { sharedPkiWorkers, type IssuePki } from './PkiWorkers.js';
 import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
-import type { UpgradeMetrics } from './upgradeMetrics.js';
+import type { VirtualClusterMetrics } from './metrics.js';
 import type { VcManagerGate } from './vcManagerGate.js';
 
-export interface UpgradeReconcilerOptions {
+export interface VirtualClusterReconcilerOptions {
   /** Feature gate ClusterVersionPartialUpgrade; when off, the opt-in label is ignored (as upstream). Default true. */
   partialUpgrade?: boolean;
   /** How long one component's StatefulSet may take to roll. Default 10 min (upstream). */
@@ -57,18 +58,29 @@ export interface UpgradeReconcilerOptions {
   now?: () => number;
 }
 
-export interface UpgradeReconcilerDeps {
+export interface VirtualClusterReconcilerDeps extends VirtualClusterReconcilerOptions {
   api: ControlPlaneApi;
   virtualClusters: Informer<VirtualClusterObject & KubernetesObject>;
   clusterVersions: Informer<ClusterVersionObject & KubernetesObject>;
   statefulSets: Informer<V1StatefulSet>;
-  metrics: UpgradeMetrics;
-  events: EventLog;
+  metrics: VirtualClusterMetrics;
+  /** Upgrade outcomes between the VirtualCluster write that ends an upgrade and its ClusterUpgradeObserved event. */
+  upgrades: RecordOnce<UpgradeRecord>;
   logger: Logger;
   /** Tells the rollout engine the cluster's state changed. */
   notify(namespace: string, name: string): void;
   /** The vc-manager beside rollplane: while its gate is on, it upgrades labelled clusters and rollplane does not. */
   gate?: Pick<VcManagerGate, 'upstreamUpgrades'>;
+}
+
+/**
+ * An upgrade's end in flight (RecordOnce): noted before the write that ends it, recorded as ClusterUpgradeObserved once
+ * the write is in. `finishedAt` is the write's own mark (last-upgrade annotation): the cluster shows whether it landed.
+ */
+export interface UpgradeRecord {
+  startedAt: number;
+  finishedAt: string;
+  payload: Record<string, unknown>;
 }
 
 type Finish =
@@ -84,7 +96,7 @@ const MAX_CONFLICT_RETRIES = 8;
  * the step in progress lives in an annotation on the VirtualCluster, so a restart or a new leader resumes it. The
  * applied marker is written only after success, together with the status and the removal of the opt-in label.
  */
-export class UpgradeReconciler implements Reconciler {
+export class VirtualClusterReconciler implements Reconciler {
   private readonly partialUpgrade: boolean;
   private readonly readyTimeoutMs: number;
   private readonly pollIntervalMs: number;
@@ -92,21 +104,20 @@ export class UpgradeReconciler implements Reconciler {
   private readonly issuePki: IssuePki;
   private readonly now: () => number;
 
-  constructor(
-    private readonly deps: UpgradeReconcilerDeps,
-    options: UpgradeReconcilerOptions = {},
-  ) {
-    this.partialUpgrade = options.partialUpgrade ?? true;
-    this.readyTimeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
-    this.pollIntervalMs = options.pollIntervalMs ?? 2000;
-    this.keyAlgorithm = options.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
-    this.issuePki = options.issuePki ?? sharedPkiWorkers.issue;
-    this.now = options.now ?? Date.now;
+  constructor(private readonly deps: VirtualClusterReconcilerDeps) {
+    this.partialUpgrade = deps.partialUpgrade ?? true;
+    this.readyTimeoutMs = deps.readyTimeoutMs ?? 10 * 60_000;
+    this.pollIntervalMs = deps.pollIntervalMs ?? 2000;
+    this.keyAlgorithm = deps.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
+    this.issuePki = deps.issuePki ?? sharedPkiWorkers.issue;
+    this.now = deps.now ?? Date.now;
   }
 
   async reconcile(request: Request): Promise<Result | void> {
-    if (!this.partialUpgrade) return;
     const vc = this.deps.virtualClusters.get(request.namespace, request.name);
+    const pending = this.deps.upgrades.get(request.namespace ?? '', request.name);
+    if (pending) await this.settle(request.namespace ?? '', request.name, vc, pending);
+    if (!this.partialUpgrade) return;
     if (!vc) return;
     const progress = progressOf(vc.metadata.annotations);
     if (vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] !== 'true') {
@@ -119,6 +130,21 @@ export class UpgradeReconciler implements Reconciler {
     if (this.deps.gate?.upstreamUpgrades()) return;
     if (vc.status?.phase !== 'Running') return;
     return progress ? this.resume(vc, progress) : this.start(vc);
+  }
+
+  /**
+   * An upgrade's end noted before a restart (or a failed append): recorded when the cluster shows the end was written,
+   * dropped when it shows it was not (the upgrade moved on, or the cluster is gone); left while the upgrade is still
+   * in progress, for `finish` to end again.
+   */
+  private async settle(namespace: string, name: string, vc: VirtualClusterObject | undefined, pending: UpgradeRecord): Promise<void> {
+    if (vc && lastUpgradeOf(vc.metadata.annotations)?.finishedAt === pending.finishedAt) {
+      await this.deps.upgrades.record(namespace, name, () => ({ type: EventType.ClusterUpgradeObserved, payload: pending.payload }));
+      this.deps.notify(namespace, name);
+      return;
+    }
+    const inProgress = vc?.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true' && progressOf(vc.metadata.annotations)?.startedAt === pending.startedAt;
+    if (!inProgress) await this.deps.upgrades.drop(namespace, name);
   }
 
   /** First reconcile of an upgrade: every write up to the apiserver StatefulSet, then wait for it to roll. */
@@ -351,7 +377,21 @@ export class UpgradeReconciler implements Reconciler {
     const name = vc.metadata.name!;
     const seconds = Math.max(0, (this.now() - result.startedAt) / 1000);
     const error = result.outcome === 'FAILED' ? result.error : null;
+    const finishedAt = new Date(this.now()).toISOString();
+    const clusterVersion = vc.spec?.clusterVersionName ?? '';
+    const payload = {
+      cluster: `${namespace}/${name}`,
+      clusterVersion,
+      resourceVersion: result.resourceVersion,
+      specVersion: result.specVersion,
+      seconds,
+      outcome: result.outcome satisfies UpgradeOutcome,
+      components: result.components,
+      error,
+      ...(result.rootCaGenerated ? { rootCaGenerated: true } : {}),
+    };
     let rolloutId: string | null = null;
+    let intended = false;
     for (let attempt = 0; ; attempt++) {
       const current = attempt === 0 ? vc : await this.deps.api.getVirtualCluster(namespace, name);
       // Someone (another reconcile on a stale cache, a user) already ended or changed this upgrade: nothing to record.
@@ -362,7 +402,7 @@ export class UpgradeReconciler implements Reconciler {
         specVersion: result.specVersion,
         outcome: result.outcome,
         error,
-        finishedAt: new Date(this.now()).toISOString(),
+        finishedAt,
         rolloutId,
       };
       const labels = { ...current.metadata.labels };
@@ -379,6 +419,11 @@ export class UpgradeReconciler implements Reconciler {
         metadata: { ...current.metadata, labels, annotations },
         status: { ...current.status, reason, message, conditions: withCondition(current.status?.conditions, reason, message, this.now()) },
       };
+      // Durable before the write: a restart right after it still records the event, with this rollout id.
+      if (!intended || this.deps.upgrades.rolloutOf(namespace, name) !== rolloutId) {
+        await this.deps.upgrades.intend(namespace, name, { rolloutId, startedAt: result.startedAt, finishedAt, payload });
+        intended = true;
+      }
       try {
         await this.deps.api.replaceVirtualCluster(updated);
         break;
@@ -387,28 +432,11 @@ export class UpgradeReconciler implements Reconciler {
       }
     }
 
-    const labels = { cluster_version: vc.spec?.clusterVersionName ?? '', resource_version: result.resourceVersion };
+    const labels = { cluster_version: clusterVersion, resource_version: result.resourceVersion };
     this.deps.metrics.seconds.observe(labels, seconds);
     if (result.outcome === 'FAILED') this.deps.metrics.failed.inc(labels);
     else this.deps.metrics.upgraded.inc(labels);
-    await this.deps.events.append({
-      type: EventType.ClusterUpgradeObserved,
-      rolloutId,
-      kind: 'VIRTUAL_CLUSTER',
-      namespace,
-      name,
-      payload: {
-        cluster: `${namespace}/${name}`,
-        clusterVersion: labels.cluster_version,
-        resourceVersion: result.resourceVersion,
-        specVersion: result.specVersion,
-        seconds,
-        outcome: result.outcome satisfies UpgradeOutcome,
-        components: result.components,
-        error,
-        ...(result.rootCaGenerated ? { rootCaGenerated: true } : {}),
-      },
-    });
+    await this.deps.upgrades.record(namespace, name, () => ({ type: EventType.ClusterUpgradeObserved, payload }));
     this.deps.notify(namespace, name);
   }
 }
