@@ -103,8 +103,13 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
     const cpu = process.cpuUsage();
     const started = Date.now();
     const progress = setInterval(() => {
-      const queues = app.domain.workQueues().filter((q) => q.depth + q.inFlight.length > 0).map((q) => `${q.name} ${q.depth}+${q.inFlight.length}`);
-      process.stderr.write(`  ${pools} pools: ${Math.round((Date.now() - started) / 1000)} s; service RSS ${Math.round(process.memoryUsage().rss / 1048576)} MB; queues ${queues.join(', ') || 'empty'}\n`);
+      const queues = app.domain
+        .workQueues()
+        .filter((q) => q.depth + q.inFlight.length > 0)
+        .map((q) => `${q.name} ${q.depth}+${q.inFlight.length}`);
+      process.stderr.write(
+        `  ${pools} pools: ${Math.round((Date.now() - started) / 1000)} s; service RSS ${Math.round(process.memoryUsage().rss / 1048576)} MB; queues ${queues.join(', ') || 'empty'}\n`,
+      );
     }, 5000);
     await post(app.url, 'mutation B($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
       input: { image: NEW, strategy: { maxUnavailable: '100%' } },
@@ -147,7 +152,10 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
 }
 
 export async function run(): Promise<RunResult[]> {
-  const sizes = (process.env.AGENT_BENCH_SIZES ?? '1000,10000').split(',').map(Number).filter((n) => n > 0);
+  const sizes = (process.env.AGENT_BENCH_SIZES ?? '1000,10000')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
   const budgetPools = Number(process.env.AGENT_BENCH_BUDGET_POOLS ?? '200');
   const results: RunResult[] = [];
   for (const pools of sizes) results.push(await runOnce(pools, undefined));

@@ -35,7 +35,12 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 
 /** A typed document (the UI's and the CLI's generated ones) with its variables, or a hand-built query string. */
-function request<TVariables>(name: string, query: string | DocumentTypeDecoration<unknown, TVariables>, variables: TVariables | Record<string, unknown> = {}, status = 200): LoadRequest {
+function request<TVariables>(
+  name: string,
+  query: string | DocumentTypeDecoration<unknown, TVariables>,
+  variables: TVariables | Record<string, unknown> = {},
+  status = 200,
+): LoadRequest {
   return { name, body: JSON.stringify({ query: String(query), variables }), status };
 }
 
@@ -47,7 +52,16 @@ function runLoad(job: LoadJob): Promise<unknown[]> {
     const child = spawn(process.execPath, [...process.execArgv, script, JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk) => (out += chunk));
-    child.once('exit', (code) => (code === 0 ? resolve(out.trim().split('\n').map((l) => JSON.parse(l) as unknown)) : reject(new Error(`load generator exited ${code}`))));
+    child.once('exit', (code) =>
+      code === 0
+        ? resolve(
+            out
+              .trim()
+              .split('\n')
+              .map((l) => JSON.parse(l) as unknown),
+          )
+        : reject(new Error(`load generator exited ${code}`)),
+    );
   });
 }
 
@@ -83,17 +97,31 @@ export async function run(): Promise<void> {
     const seedStarted = performance.now();
     let lastRollout = '';
     for (let i = 0; i < rollouts; i++) {
-      const targets = Array.from({ length: 10 }, (_, t) => ({ namespace: 'default', name: `pool-${t}`, fromVersion: 'agent:v1', toVersion: `agent:v${i + 2}` }));
+      const targets = Array.from({ length: 10 }, (_, t) => ({
+        namespace: 'default',
+        name: `pool-${t}`,
+        fromVersion: 'agent:v1',
+        toVersion: `agent:v${i + 2}`,
+      }));
       const { rollout } = await app.domain.rollouts.create({
-        kind: 'AGENT_POOL', fromVersion: 'agent:v1', toVersion: `agent:v${i + 2}`, selector: {}, strategy: defaultStrategy('AGENT_POOL'),
-        cause: { actor: `ci-${i % 7}`, commit: `c${i}`, message: `release ${i}` }, targets,
+        kind: 'AGENT_POOL',
+        fromVersion: 'agent:v1',
+        toVersion: `agent:v${i + 2}`,
+        selector: {},
+        strategy: defaultStrategy('AGENT_POOL'),
+        cause: { actor: `ci-${i % 7}`, commit: `c${i}`, message: `release ${i}` },
+        targets,
       });
       lastRollout = rollout.id;
     }
     const already = await app.domain.events.lastEventId();
     for (let written = already; written < events; written += 1000) {
       const batch = Array.from({ length: Math.min(1000, events - written) }, (_, i) => ({
-        type: EventType.AgentRecreated, rolloutId: lastRollout, kind: 'AGENT_POOL' as const, namespace: 'default', name: `pool-${(written + i) % 200}`,
+        type: EventType.AgentRecreated,
+        rolloutId: lastRollout,
+        kind: 'AGENT_POOL' as const,
+        namespace: 'default',
+        name: `pool-${(written + i) % 200}`,
         payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
       }));
       await app.domain.events.append(...batch);
@@ -114,7 +142,12 @@ export async function run(): Promise<void> {
       request('UI: agentPools page (first 100)', AGENT_POOLS, { first: 100 }),
       request('UI: drift (first 50)', DRIFT, { first: 50 }),
       request('CLI --wait: rollout(id)', ROLLOUT_QUERY, { id: lastRollout }),
-      request('refused: over the cost limit', `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion progress { total succeeded } } } }`).join(' ')} }`, {}, 400),
+      request(
+        'refused: over the cost limit',
+        `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion progress { total succeeded } } } }`).join(' ')} }`,
+        {},
+        400,
+      ),
       request('refused: unknown field', '{ nope }', {}, 400),
     ];
     const calibration = calibrationMs();
@@ -125,7 +158,12 @@ export async function run(): Promise<void> {
       const profiler = windowProfiler(`api-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`);
       await profiler.start();
       const cpuOfOne = process.cpuUsage();
-      const [result] = await runLoad({ url: app.url, connections: numberFrom('API_BENCH_CONNECTIONS', 20), seconds: numberFrom('API_BENCH_SECONDS', 8), requests: [one] });
+      const [result] = await runLoad({
+        url: app.url,
+        connections: numberFrom('API_BENCH_CONNECTIONS', 20),
+        seconds: numberFrom('API_BENCH_SECONDS', 8),
+        requests: [one],
+      });
       const { user, system } = process.cpuUsage(cpuOfOne);
       // Requests per CPU-second of the server's process: steadier than req/s on a machine shared with other work.
       results.push({ ...result!, requestsPerCpuSecond: result!.total / ((user + system) / 1e6) });
@@ -142,8 +180,12 @@ export async function run(): Promise<void> {
       ratioToBaseline: ratio(r.requestsPerSecond, baseline.requestsPerSecond),
       cpuRatioToBaseline: ratio(r.requestsPerCpuSecond, baseline.requestsPerCpuSecond),
     }));
-    process.stdout.write(`rollouts ${rollouts}, events ${events}, pools ${pools}; seeded in ${seedSeconds.toFixed(1)} s; machine (calibration) ${calibration.toFixed(0)} ms\n`);
-    process.stdout.write(`${'request'.padEnd(40)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)} ${'req/CPU-s'.padStart(10)} ${'× base'.padStart(7)} ${'unexp.'.padStart(7)}\n`);
+    process.stdout.write(
+      `rollouts ${rollouts}, events ${events}, pools ${pools}; seeded in ${seedSeconds.toFixed(1)} s; machine (calibration) ${calibration.toFixed(0)} ms\n`,
+    );
+    process.stdout.write(
+      `${'request'.padEnd(40)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)} ${'req/CPU-s'.padStart(10)} ${'× base'.padStart(7)} ${'unexp.'.padStart(7)}\n`,
+    );
     for (const r of rows) {
       process.stdout.write(
         `${r.name.padEnd(40)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${r.ratioToBaseline.toFixed(3).padStart(7)} ${String(r.requestsPerCpuSecond).padStart(10)} ${r.cpuRatioToBaseline.toFixed(3).padStart(7)} ${String(r.unexpected).padStart(7)}\n`,
@@ -156,10 +198,22 @@ export async function run(): Promise<void> {
       process.stdout.write(`\ninterleaved, one connection, ${rounds} rounds (each kind in turn: the same machine for all)\n`);
       process.stdout.write(`${'request'.padEnd(40)} ${'median ms'.padStart(10)} ${'p90 ms'.padStart(8)} ${'base/this'.padStart(10)} ${'unexp.'.padStart(7)}\n`);
       for (const r of interleaved) {
-        process.stdout.write(`${r.name.padEnd(40)} ${r.medianMs.toFixed(3).padStart(10)} ${r.p90Ms.toFixed(3).padStart(8)} ${(base / r.medianMs).toFixed(3).padStart(10)} ${String(r.unexpected).padStart(7)}\n`);
+        process.stdout.write(
+          `${r.name.padEnd(40)} ${r.medianMs.toFixed(3).padStart(10)} ${r.p90Ms.toFixed(3).padStart(8)} ${(base / r.medianMs).toFixed(3).padStart(10)} ${String(r.unexpected).padStart(7)}\n`,
+        );
       }
     }
-    const file = writeResult(`api${store === 'postgresql' ? '-pg' : ''}${events >= 1_000_000 ? '-1m-events' : events <= 10_000 ? '-10k-events' : ''}`, { store, rollouts, events, pools, seedSeconds, calibrationMs: calibration, serverCpuSeconds: (cpu.user + cpu.system) / 1e6, results: rows, interleaved });
+    const file = writeResult(`api${store === 'postgresql' ? '-pg' : ''}${events >= 1_000_000 ? '-1m-events' : events <= 10_000 ? '-10k-events' : ''}`, {
+      store,
+      rollouts,
+      events,
+      pools,
+      seedSeconds,
+      calibrationMs: calibration,
+      serverCpuSeconds: (cpu.user + cpu.system) / 1e6,
+      results: rows,
+      interleaved,
+    });
     process.stdout.write(`wrote ${file}\n`);
   } finally {
     await app.stop();

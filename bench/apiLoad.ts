@@ -74,10 +74,14 @@ async function runInterleaved(job: LoadJob, rounds: number): Promise<Interleaved
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const send = (request: LoadRequest) =>
     new Promise<number>((resolve, reject) => {
-      const req = http.request(job.url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(request.body) } }, (res) => {
-        res.resume();
-        res.once('end', () => resolve(res.statusCode ?? 0));
-      });
+      const req = http.request(
+        job.url,
+        { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(request.body) } },
+        (res) => {
+          res.resume();
+          res.once('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
       req.once('error', reject);
       req.end(request.body);
     });

@@ -75,8 +75,21 @@ export function windowProfiler(name: string): { start(): Promise<void>; stop(): 
 export function calibrationMs(): number {
   const object = {
     metadata: { name: 'default-net-1-agent', namespace: 'harvester-system', labels: { a: 'b', c: 'd' }, uid: '0f0e0d0c-0b0a-0908-0706-050403020100' },
-    spec: { containers: Array.from({ length: 2 }, (_, i) => ({ name: `c${i}`, image: 'rancher/harvester-vm-dhcp-agent:v0.3.1', args: ['--ippool-ref', 'default/net-1'] })) },
-    status: { phase: 'Running', conditions: ['Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map((type) => ({ type, status: 'True', lastTransitionTime: '2026-12-01T00:00:00Z' })) },
+    spec: {
+      containers: Array.from({ length: 2 }, (_, i) => ({
+        name: `c${i}`,
+        image: 'rancher/harvester-vm-dhcp-agent:v0.3.1',
+        args: ['--ippool-ref', 'default/net-1'],
+      })),
+    },
+    status: {
+      phase: 'Running',
+      conditions: ['Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map((type) => ({
+        type,
+        status: 'True',
+        lastTransitionTime: '2026-12-01T00:00:00Z',
+      })),
+    },
   };
   const started = performance.now();
   let size = 0;

@@ -27,7 +27,6 @@ import type { KubeObject } from '../src/sim/types.js';
 
 const CV = 'cv-sample-np';
 
-
 function fleet(clusters: number): string {
   return `clusters=${clusters},nodes=${Math.max(3, Math.ceil(clusters / 20))},peers=0`;
 }
@@ -59,9 +58,11 @@ function whenStore(sim: Simulator, check: () => boolean): Promise<void> {
 
 async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
 }
 
 /** The simulator's own work: each cluster's apiserver then controller-manager StatefulSet changed and rolled. */
@@ -88,7 +89,6 @@ async function simulatorOnly(clusters: number, concurrency: number): Promise<{ s
     await sim.stop();
   }
 }
-
 
 interface RollplaneRun {
   seconds: number;
@@ -132,7 +132,13 @@ async function withRollplane(clusters: number, concurrency: number, keyAlgorithm
     const elu = performance.eventLoopUtilization();
     const started = performance.now();
     const bump = await post(app.url, 'mutation B($input: BumpClusterVersionInput!) { bumpClusterVersion(input: $input) { rollout { id } } }', {
-      input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, controllerManager: { args: ['-v=7'] }, maxConcurrent: concurrency, progressDeadlineSeconds: 600 },
+      input: {
+        clusterVersion: CV,
+        apiServer: { args: ['-v=7'] },
+        controllerManager: { args: ['-v=7'] },
+        maxConcurrent: concurrency,
+        progressDeadlineSeconds: 600,
+      },
     });
     const id = bump.bumpClusterVersion.rollout.id as string;
     await ended;
@@ -144,11 +150,18 @@ async function withRollplane(clusters: number, concurrency: number, keyAlgorithm
     const simStats = await sim.stats();
     const final = (await post(app.url, 'query R($id: ID!) { rollout(id: $id) { state message } }', { id })).rollout;
     if (final.state !== 'SUCCEEDED') throw new Error(`rollout ended ${final.state}: ${final.message}`);
-    const stats = (await post(app.url, `{ clusterUpgradeDurations(clusterVersion: "${CV}") { count p50Seconds p95Seconds maxSeconds } }`)).clusterUpgradeDurations[0];
+    const stats = (await post(app.url, `{ clusterUpgradeDurations(clusterVersion: "${CV}") { count p50Seconds p95Seconds maxSeconds } }`))
+      .clusterUpgradeDurations[0];
     if (stats.count !== clusters) throw new Error(`expected ${clusters} observations, got ${stats.count}`);
     let pkiSeconds = 0;
     for (let after: string | null = null; ; ) {
-      const page: any = (await post(app.url, 'query E($after: String) { events(first: 100, after: $after, filter: { types: [ClusterUpgradeObserved] }) { edges { node { payload } } pageInfo { hasNextPage endCursor } } }', { after })).events;
+      const page: any = (
+        await post(
+          app.url,
+          'query E($after: String) { events(first: 100, after: $after, filter: { types: [ClusterUpgradeObserved] }) { edges { node { payload } } pageInfo { hasNextPage endCursor } } }',
+          { after },
+        )
+      ).events;
       for (const edge of page.edges) pkiSeconds += edge.node.payload.components.find((c: { component: string }) => c.component === 'pki')?.seconds ?? 0;
       if (!page.pageInfo.hasNextPage) break;
       after = page.pageInfo.endCursor;
@@ -174,7 +187,15 @@ async function withRollplane(clusters: number, concurrency: number, keyAlgorithm
 
 /** CPU of one cluster's PKI (root CA kept, six secrets issued), measured alone. */
 async function pkiCpuMs(keyAlgorithm: KeyAlgorithm): Promise<number> {
-  const input = { clusterName: 'vc', clusterNamespace: 'ns', apiserverServiceName: 'apiserver-svc', apiserverPort: 6443, etcdServiceName: 'etcd', etcdStatefulSetName: 'etcd', etcdReplicas: 1 };
+  const input = {
+    clusterName: 'vc',
+    clusterNamespace: 'ns',
+    apiserverServiceName: 'apiserver-svc',
+    apiserverPort: 6443,
+    etcdServiceName: 'etcd',
+    etcdStatefulSetName: 'etcd',
+    etcdReplicas: 1,
+  };
   const options = { keyAlgorithm };
   const root = (await generateClusterPki(input, options)).rootCa;
   for (let i = 0; i < 5; i++) await generateClusterPki({ ...input, rootCaData: root }, options); // warm-up
@@ -205,22 +226,69 @@ export async function run() {
   const latencyMs = overheadMs * concurrency;
   const cpuPerCluster = rollplane.cpuMs / clusters;
   const rows = [
-    { metric: 'simulator only: all clusters rolled', value: round(baseline.seconds), unit: 's', note: `${clusters} clusters, ${concurrency} at a time, 2 StatefulSets each, in-process` },
-    { metric: 'rollplane: bump → rollout SUCCEEDED', value: round(rollplane.seconds), unit: 's', note: 'GraphQL, engine, SQLite, controllers, PKI, client-node over HTTP to a simulator child process' },
+    {
+      metric: 'simulator only: all clusters rolled',
+      value: round(baseline.seconds),
+      unit: 's',
+      note: `${clusters} clusters, ${concurrency} at a time, 2 StatefulSets each, in-process`,
+    },
+    {
+      metric: 'rollplane: bump → rollout SUCCEEDED',
+      value: round(rollplane.seconds),
+      unit: 's',
+      note: 'GraphQL, engine, SQLite, controllers, PKI, client-node over HTTP to a simulator child process',
+    },
     { metric: 'rollplane overhead per cluster', value: round(overheadMs, 1), unit: 'ms', note: `(rollplane − simulator) ÷ ${clusters}; aim ≤ 50 ms` },
-    { metric: 'extra latency of one upgrade', value: round(latencyMs, 1), unit: 'ms', note: `the same × ${concurrency}: ${concurrency} upgrades at once share one event loop` },
-    { metric: 'service event loop utilization', value: round(rollplane.eventLoopUtilization), unit: '', note: `CPU ${round(rollplane.cpuMs / 1000, 1)} s over ${round(rollplane.seconds, 1)} s wall; load average ${round(loadBefore, 1)} on ${os.availableParallelism()} CPUs` },
-    { metric: 'rollplane CPU per cluster', value: round(cpuPerCluster, 1), unit: 'ms', note: `${keys[0]} keys; service process only (PKI worker included); of which PKI ≈ ${round(pki, 1)} ms (measured alone)` },
+    {
+      metric: 'extra latency of one upgrade',
+      value: round(latencyMs, 1),
+      unit: 'ms',
+      note: `the same × ${concurrency}: ${concurrency} upgrades at once share one event loop`,
+    },
+    {
+      metric: 'service event loop utilization',
+      value: round(rollplane.eventLoopUtilization),
+      unit: '',
+      note: `CPU ${round(rollplane.cpuMs / 1000, 1)} s over ${round(rollplane.seconds, 1)} s wall; load average ${round(loadBefore, 1)} on ${os.availableParallelism()} CPUs`,
+    },
+    {
+      metric: 'rollplane CPU per cluster',
+      value: round(cpuPerCluster, 1),
+      unit: 'ms',
+      note: `${keys[0]} keys; service process only (PKI worker included); of which PKI ≈ ${round(pki, 1)} ms (measured alone)`,
+    },
     ...keys.slice(1).map((key) => ({
       metric: `rollplane CPU per cluster, ${key}`,
       value: round(byKey[key]!.run.cpuMs / clusters, 1),
       unit: 'ms',
       note: `same rollout with ${key} keys; of which PKI ≈ ${round(byKey[key]!.pkiCpuMs, 1)} ms (measured alone); ${round(byKey[key]!.run.seconds, 2)} s wall`,
     })),
-    { metric: 'rollplane CPU per cluster without PKI', value: round(cpuPerCluster - pki, 1), unit: 'ms', note: 'engine, SQLite history, GraphQL, client-node, reconcile' },
-    { metric: 'simulator CPU per cluster (child)', value: round(rollplane.simCpuMs / clusters, 1), unit: 'ms', note: `API serving + simulated controllers; simulator-only run: ${round(baseline.cpuMs / clusters, 1)} ms` },
-    { metric: 'clusters_upgrade_seconds p50', value: round(rollplane.p50, 3), unit: 's', note: `p95 ${round(rollplane.p95, 3)} s, max ${round(rollplane.max, 3)} s; pki step mean ${round(rollplane.pkiSeconds / clusters, 3)} s` },
-    { metric: 'Kubernetes API requests per cluster', value: round(rollplane.requests / clusters, 1), unit: 'req', note: Object.entries(rollplane.writes).map(([k, v]) => `${k} ${round(v / clusters, 1)}`).join(', ') },
+    {
+      metric: 'rollplane CPU per cluster without PKI',
+      value: round(cpuPerCluster - pki, 1),
+      unit: 'ms',
+      note: 'engine, SQLite history, GraphQL, client-node, reconcile',
+    },
+    {
+      metric: 'simulator CPU per cluster (child)',
+      value: round(rollplane.simCpuMs / clusters, 1),
+      unit: 'ms',
+      note: `API serving + simulated controllers; simulator-only run: ${round(baseline.cpuMs / clusters, 1)} ms`,
+    },
+    {
+      metric: 'clusters_upgrade_seconds p50',
+      value: round(rollplane.p50, 3),
+      unit: 's',
+      note: `p95 ${round(rollplane.p95, 3)} s, max ${round(rollplane.max, 3)} s; pki step mean ${round(rollplane.pkiSeconds / clusters, 3)} s`,
+    },
+    {
+      metric: 'Kubernetes API requests per cluster',
+      value: round(rollplane.requests / clusters, 1),
+      unit: 'req',
+      note: Object.entries(rollplane.writes)
+        .map(([k, v]) => `${k} ${round(v / clusters, 1)}`)
+        .join(', '),
+    },
   ];
   console.table(rows);
   const result = {
@@ -236,7 +304,12 @@ export async function run() {
     keyAlgorithm: keys[0],
     rollplane,
     pkiCpuMsPerCluster: round(pki, 1),
-    byKey: Object.fromEntries(keys.map((key) => [key, { cpuMsPerCluster: round(byKey[key]!.run.cpuMs / clusters, 1), pkiCpuMsPerCluster: round(byKey[key]!.pkiCpuMs, 1), seconds: byKey[key]!.run.seconds }])),
+    byKey: Object.fromEntries(
+      keys.map((key) => [
+        key,
+        { cpuMsPerCluster: round(byKey[key]!.run.cpuMs / clusters, 1), pkiCpuMsPerCluster: round(byKey[key]!.pkiCpuMs, 1), seconds: byKey[key]!.run.seconds },
+      ]),
+    ),
     overheadMsPerCluster: round(overheadMs, 1),
     extraLatencyMsPerUpgrade: round(latencyMs, 1),
     aimMet: overheadMs <= 50,

@@ -81,7 +81,15 @@ export async function run(): Promise<unknown> {
   const pools = Number(process.env.CROSS_BENCH_POOLS ?? 200);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-cross-'));
   const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
-  const common = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ROLLPLANE_AUTH: 'off', ROLLPLANE_LEADER_ELECT: 'false' };
+  const common = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    ROLLPLANE_KUBE: 'kubeconfig',
+    KUBECONFIG: sim.kubeconfigPath,
+    ROLLPLANE_AUTH: 'off',
+    ROLLPLANE_LEADER_ELECT: 'false',
+  };
   const a = await startReplica({ ...common, ROLLPLANE_KUBE_QPS: '100000', ROLLPLANE_KUBE_BURST: '100000' });
   const b = await startBenchApp(dir, sim.kubeconfigPath, { ...common, ROLLPLANE_CONTROLLERS: 'off' });
   const clients: Client[] = [];
@@ -122,7 +130,10 @@ export async function run(): Promise<unknown> {
     };
     process.stdout.write(`pools ${pools}, rollout ${rolloutSeconds.toFixed(1)} s, ${result.eventsPerSecond} events/s, load ${result.loadAverage}\n`);
     process.stdout.write('subscriber on         events  p50 ms  p99 ms  max ms\n');
-    for (const r of result.rows) process.stdout.write(`${r.replica.padEnd(20)} ${String(r.events).padStart(7)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${String(r.maxMs).padStart(7)}\n`);
+    for (const r of result.rows)
+      process.stdout.write(
+        `${r.replica.padEnd(20)} ${String(r.events).padStart(7)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${String(r.maxMs).padStart(7)}\n`,
+      );
     process.stdout.write(`on B: missing ${missing}, duplicates ${result.onB.duplicates}, out of order ${outOfOrder}\n`);
     process.stdout.write(`written to ${writeResult('cross-replica', result)}\n`);
     return result;

@@ -228,7 +228,8 @@ export async function run(): Promise<FeedRun[]> {
   }
   const none = runs.find((r) => r.mode === 'none');
   for (const r of runs) {
-    if (none && r.pace === 'flat-out' && r.deliveries > 0) r.netCpuUsPerDelivery = Math.round(((r.serverCpuSeconds - none.serverCpuSeconds) * 1e6) / r.deliveries);
+    if (none && r.pace === 'flat-out' && r.deliveries > 0)
+      r.netCpuUsPerDelivery = Math.round(((r.serverCpuSeconds - none.serverCpuSeconds) * 1e6) / r.deliveries);
   }
   console.table(
     runs.map((r) => ({
@@ -258,9 +259,18 @@ export async function run(): Promise<FeedRun[]> {
   const shared = runs.find((r) => r.mode === 'shared' && r.pace === 'flat-out');
   const perSubscriber = runs.find((r) => r.mode === 'per-subscriber');
   const ratio =
-    shared?.netCpuUsPerDelivery && perSubscriber?.netCpuUsPerDelivery ? Math.round((shared.netCpuUsPerDelivery / perSubscriber.netCpuUsPerDelivery) * 1000) / 1000 : null;
+    shared?.netCpuUsPerDelivery && perSubscriber?.netCpuUsPerDelivery
+      ? Math.round((shared.netCpuUsPerDelivery / perSubscriber.netCpuUsPerDelivery) * 1000) / 1000
+      : null;
   if (ratio !== null) console.log(`net server CPU per delivery, shared ÷ per-subscriber: ${ratio}`);
-  const file = writeResult('feed', { name: 'feed', date: new Date().toISOString(), node: process.version, query: QUERY, sharedToPerSubscriberCpuRatio: ratio, runs });
+  const file = writeResult('feed', {
+    name: 'feed',
+    date: new Date().toISOString(),
+    node: process.version,
+    query: QUERY,
+    sharedToPerSubscriberCpuRatio: ratio,
+    runs,
+  });
   console.log(`wrote ${file}`);
   return runs;
 }

@@ -35,16 +35,21 @@ export interface NodeAgentBenchResult {
   requestsPerNode: number;
 }
 
-
 function stats(values: number[]) {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
   const round = (n: number) => Math.round(n * 10) / 10;
-  return { mean: round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length)), p50: round(at(0.5)), p95: round(at(0.95)), max: round(sorted[sorted.length - 1] ?? 0) };
+  return {
+    mean: round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length)),
+    p50: round(at(0.5)),
+    p95: round(at(0.95)),
+    max: round(sorted[sorted.length - 1] ?? 0),
+  };
 }
 
 const isAgent = (pod: KubeObject) => pod.metadata.namespace === DS_NS;
-const isReady = (pod: KubeObject) => !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+const isReady = (pod: KubeObject) =>
+  !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 
 export async function run(): Promise<NodeAgentBenchResult[]> {
   const nodes = Number(process.env.NODE_AGENT_BENCH_NODES ?? '50');
@@ -78,7 +83,10 @@ async function runOnce(nodes: number, mode: string): Promise<NodeAgentBenchResul
   const app = await startBenchApp(dir, sim.kubeconfigPath);
   try {
     for (;;) {
-      const data = await post(app.url, 'query ($ns: String!, $n: String!) { nodeAgentSet(namespace: $ns, name: $n) { nodes { ready } } }', { ns: DS_NS, n: DS_NAME });
+      const data = await post(app.url, 'query ($ns: String!, $n: String!) { nodeAgentSet(namespace: $ns, name: $n) { nodes { ready } } }', {
+        ns: DS_NS,
+        n: DS_NAME,
+      });
       const list = data.nodeAgentSet?.nodes ?? [];
       if (list.length === nodes && list.every((n: { ready: boolean }) => n.ready)) break;
       await new Promise((resolve) => setTimeout(resolve, 100));

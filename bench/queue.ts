@@ -149,9 +149,7 @@ export async function run(): Promise<Row[]> {
   console.log(`load average ${load.join(' ')} on ${cpus().length} CPUs`);
   const ctrl = rows.find((r) => r.case.startsWith('Controller, 4 workers (metrics)'))!;
   const base = rows[0]!;
-  console.log(
-    `per-reconcile overhead of the controller (4 workers, metrics) over the baseline loop: ${ctrl.nsPerKey - base.nsPerKey} ns`,
-  );
+  console.log(`per-reconcile overhead of the controller (4 workers, metrics) over the baseline loop: ${ctrl.nsPerKey - base.nsPerKey} ns`);
   writeResult('queue', { node: process.version, date: new Date().toISOString(), cpus: cpus().length, loadAverage: load, keys: KEYS, rows });
   return rows;
 }

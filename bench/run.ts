@@ -36,7 +36,11 @@ if (names.length === 0) {
 for (const name of names) {
   const file = BENCHMARKS[name];
   if (!file || !existsSync(path.join(here, file))) {
-    process.stderr.write(`unknown benchmark "${name}"; known: ${Object.keys(BENCHMARKS).filter((n) => existsSync(path.join(here, BENCHMARKS[n]!))).join(', ')}\n`);
+    process.stderr.write(
+      `unknown benchmark "${name}"; known: ${Object.keys(BENCHMARKS)
+        .filter((n) => existsSync(path.join(here, BENCHMARKS[n]!)))
+        .join(', ')}\n`,
+    );
     process.exit(2);
   }
   process.stdout.write(`\n== ${name} ==\n`);

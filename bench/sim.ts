@@ -154,12 +154,23 @@ async function requestsPerSecond(): Promise<BenchRow> {
     const seconds = 3;
     const { result: r, cpuSeconds } = await withCpu(() =>
       worker<{ done: number; errors: number; elapsed: number }>({
-        mode: 'requests', url: sim.url, path: '/api/v1/namespaces/default/pods/target', connections, seconds,
+        mode: 'requests',
+        url: sim.url,
+        path: '/api/v1/namespaces/default/pods/target',
+        connections,
+        seconds,
       }),
     );
     const value = Math.round(r.done / r.elapsed);
     const perCpu = Math.round(r.done / cpuSeconds);
-    return { metric: 'GET one pod', value, unit: 'req/s', aim: '≥ 3000', ok: value >= 3000, note: `${connections} keep-alive clients, ${seconds}s, ${r.errors} errors; ${perCpu} req per server CPU-second` };
+    return {
+      metric: 'GET one pod',
+      value,
+      unit: 'req/s',
+      aim: '≥ 3000',
+      ok: value >= 3000,
+      note: `${connections} keep-alive clients, ${seconds}s, ${r.errors} errors; ${perCpu} req per server CPU-second`,
+    };
   } finally {
     await sim.stop();
   }
@@ -220,7 +231,15 @@ interface Round {
 async function writeRound(url: string, c: WriteCase, targets: number, connections: number, seconds: number): Promise<Round> {
   const { result: r, cpuSeconds } = await withCpu(() =>
     worker<{ done: number; errors: number; elapsed: number }>({
-      mode: 'requests', url, path: c.path, method: 'PATCH', contentType: c.contentType, body: c.body, targets, connections, seconds,
+      mode: 'requests',
+      url,
+      path: c.path,
+      method: 'PATCH',
+      contentType: c.contentType,
+      body: c.body,
+      targets,
+      connections,
+      seconds,
     }),
   );
   return { rate: r.done / r.elapsed, perCpu: r.done / cpuSeconds, errors: r.errors };
@@ -245,7 +264,10 @@ async function writesPerSecond(): Promise<BenchRow[]> {
     const schemaless = sim.store.resourceType(SCHEMALESS_GROUP, 'ippools');
     if (!schemaless) throw new Error('the schemaless IPPool twin is not served');
     const targets = 1000;
-    for (const [type, apiVersion] of [[Resources.ippools, 'network.harvesterhci.io/v1alpha1'], [schemaless, `${SCHEMALESS_GROUP}/v1alpha1`]] as const) {
+    for (const [type, apiVersion] of [
+      [Resources.ippools, 'network.harvesterhci.io/v1alpha1'],
+      [schemaless, `${SCHEMALESS_GROUP}/v1alpha1`],
+    ] as const) {
       for (let i = 0; i < targets; i++) {
         sim.store.create(type, {
           apiVersion,
@@ -299,19 +321,37 @@ async function watchEventsPerSecond(): Promise<BenchRow> {
     let ready!: () => void;
     const readyP = new Promise<void>((r) => (ready = r));
     const resultP = worker<{ total: number; at: number }>(
-      { mode: 'watch', url: sim.url, path: `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${sim.store.currentRevision()}`, connections: watchers, expected: events },
+      {
+        mode: 'watch',
+        url: sim.url,
+        path: `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${sim.store.currentRevision()}`,
+        connections: watchers,
+        expected: events,
+      },
       () => ready(),
     );
     await readyP;
     const start = Date.now();
     for (let i = 0; i < events; i++) {
-      sim.store.create(Resources.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'default', labels: { i: String(i) } }, data: { value: String(i) } });
+      sim.store.create(Resources.configmaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `cm-${i}`, namespace: 'default', labels: { i: String(i) } },
+        data: { value: String(i) },
+      });
       if (i % 500 === 499) await new Promise((r) => setImmediate(r));
     }
     const r = await resultP;
     const elapsed = (r.at - start) / 1000;
     const value = Math.round(r.total / elapsed);
-    return { metric: 'watch events delivered', value, unit: 'events/s', aim: '≥ 20000', ok: value >= 20_000, note: `${events} writes × ${watchers} watchers in ${elapsed.toFixed(2)}s` };
+    return {
+      metric: 'watch events delivered',
+      value,
+      unit: 'events/s',
+      aim: '≥ 20000',
+      ok: value >= 20_000,
+      note: `${events} writes × ${watchers} watchers in ${elapsed.toFixed(2)}s`,
+    };
   } finally {
     await sim.stop();
   }
@@ -322,7 +362,9 @@ async function rssChild(): Promise<void> {
   const sim = await startSimulator({ delays: zeroDelays });
   for (let n = 0; n < 50; n++) {
     sim.store.create(Resources.nodes, {
-      apiVersion: 'v1', kind: 'Node', metadata: { name: `node-${n}`, labels: { 'kubernetes.io/hostname': `node-${n}` } },
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: `node-${n}`, labels: { 'kubernetes.io/hostname': `node-${n}` } },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
   }
@@ -336,7 +378,9 @@ async function rssChild(): Promise<void> {
   const running = sim.store.list(Resources.pods).filter((p) => p.status?.phase === 'Running').length;
   (globalThis as { gc?: () => void }).gc?.();
   const mem = process.memoryUsage();
-  process.stdout.write(`${JSON.stringify({ rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, pods: sim.store.count(Resources.pods), running })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, pods: sim.store.count(Resources.pods), running })}\n`,
+  );
   await sim.stop();
 }
 
@@ -349,7 +393,15 @@ async function childRss(compiled: boolean): Promise<{ rss: number; heapUsed: num
   if (compiled) {
     const { build } = await import('esbuild');
     const outfile = path.join(HERE, '..', 'node_modules', '.cache', 'rollplane-bench', 'sim-rss.mjs');
-    await build({ entryPoints: [fileURLToPath(import.meta.url)], outfile, bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'error' });
+    await build({
+      entryPoints: [fileURLToPath(import.meta.url)],
+      outfile,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      packages: 'external',
+      logLevel: 'error',
+    });
     args = ['--expose-gc', outfile, '--rss-child'];
   } else {
     args = ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--rss-child'];

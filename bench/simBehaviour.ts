@@ -50,11 +50,21 @@ export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number 
     await settle(done);
     const used = process.cpuUsage(cpu);
     const cpuMs = (used.user + used.system) / 1000;
-    rows.push({ step: name, wallMs: Math.round(performance.now() - start), cpuMs: Math.round(cpuMs), events, eventsPerCpuSecond: Math.round(events / (cpuMs / 1000)) });
+    rows.push({
+      step: name,
+      wallMs: Math.round(performance.now() - start),
+      cpuMs: Math.round(cpuMs),
+      events,
+      eventsPerCpuSecond: Math.round(events / (cpuMs / 1000)),
+    });
   };
   const deployments = () => store.list(Resources.deployments, 'default');
 
-  await step('fleet pools=1000,clusters=100,nodes=50 (1,450 pods)', () => applyFleet(store, 'pools=1000,clusters=100,nodes=50').then(() => undefined), () => store.list(Resources.pods).every(ready));
+  await step(
+    'fleet pools=1000,clusters=100,nodes=50 (1,450 pods)',
+    () => applyFleet(store, 'pools=1000,clusters=100,nodes=50').then(() => undefined),
+    () => store.list(Resources.pods).every(ready),
+  );
   await step(
     '+85 Deployments × 100 replicas',
     () => {
@@ -64,7 +74,11 @@ export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number 
           apiVersion: 'apps/v1',
           kind: 'Deployment',
           metadata: { name: `d${i}`, namespace: 'default' },
-          spec: { replicas: 100, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'nginx:1' }] } } },
+          spec: {
+            replicas: 100,
+            selector: { matchLabels: labels },
+            template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'nginx:1' }] } },
+          },
         });
       }
     },
@@ -80,7 +94,10 @@ export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number 
         store.update(Resources.deployments, next);
       }
     },
-    () => deployments().every((d) => d.status?.observedGeneration === 2 && d.status?.updatedReplicas === 100 && d.status?.availableReplicas === 100 && d.status?.replicas === 100),
+    () =>
+      deployments().every(
+        (d) => d.status?.observedGeneration === 2 && d.status?.updatedReplicas === 100 && d.status?.availableReplicas === 100 && d.status?.replicas === 100,
+      ),
   );
   const agents = store.list(Resources.pods, AGENT_NAMESPACE);
   await step(
@@ -89,7 +106,15 @@ export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number 
       for (const a of agents) store.delete(Resources.pods, AGENT_NAMESPACE, a.metadata.name);
       await settle(() => store.list(Resources.pods, AGENT_NAMESPACE).length === 0);
       agents.forEach((a, i) => {
-        const pod = agentPod('default', a.metadata.labels!['network.harvesterhci.io/ippool-name']!, i + 1, a.spec.nodeName, nodeIp(0), Date.now(), 'rancher/harvester-vm-dhcp-agent:v0.3.1');
+        const pod = agentPod(
+          'default',
+          a.metadata.labels!['network.harvesterhci.io/ippool-name']!,
+          i + 1,
+          a.spec.nodeName,
+          nodeIp(0),
+          Date.now(),
+          'rancher/harvester-vm-dhcp-agent:v0.3.1',
+        );
         delete pod.status;
         store.create(Resources.pods, pod);
       });
@@ -104,11 +129,21 @@ export async function run(): Promise<{ rows: Row[]; rssMb: number; pods: number 
 
   process.stdout.write(`\n${'step'.padEnd(52)} ${'wall ms'.padStart(8)} ${'cpu ms'.padStart(8)} ${'events'.padStart(8)} ${'events/cpu-s'.padStart(13)}\n`);
   for (const r of rows) {
-    process.stdout.write(`${r.step.padEnd(52)} ${String(r.wallMs).padStart(8)} ${String(r.cpuMs).padStart(8)} ${String(r.events).padStart(8)} ${String(r.eventsPerCpuSecond).padStart(13)}\n`);
+    process.stdout.write(
+      `${r.step.padEnd(52)} ${String(r.wallMs).padStart(8)} ${String(r.cpuMs).padStart(8)} ${String(r.events).padStart(8)} ${String(r.eventsPerCpuSecond).padStart(13)}\n`,
+    );
   }
   process.stdout.write(`pods at peak: ${pods}; RSS: ${rssMb} MB (under tsx); load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}\n`);
 
-  writeResult('sim-behaviour', { name: 'sim-behaviour', date: new Date().toISOString(), node: process.version, loadAverage: { before: loadBefore, after: loadavg()[0] }, pods, rssMb, rows });
+  writeResult('sim-behaviour', {
+    name: 'sim-behaviour',
+    date: new Date().toISOString(),
+    node: process.version,
+    loadAverage: { before: loadBefore, after: loadavg()[0] },
+    pods,
+    rssMb,
+    rows,
+  });
   return { rows, rssMb, pods };
 }
 

@@ -108,7 +108,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
 
   const clients = createKubeClients({
     mode: kube.mode,
-    ...(kube.kubeconfigPath ?? config.kube.kubeconfigPath ? { kubeconfigPath: kube.kubeconfigPath ?? config.kube.kubeconfigPath } : {}),
+    ...((kube.kubeconfigPath ?? config.kube.kubeconfigPath) ? { kubeconfigPath: kube.kubeconfigPath ?? config.kube.kubeconfigPath } : {}),
     qps: config.kube.qps,
     burst: config.kube.burst,
     registry: metrics.registry,
@@ -169,9 +169,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   ];
 
   const schema = buildSchema();
-  const httpServer = config.tls
-    ? createHttpsServer({ cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) })
-    : createServer();
+  const httpServer = config.tls ? createHttpsServer({ cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) }) : createServer();
   // A client trickling its request (headers or body) holds a socket: bound how long it may take. The defaults are
   // 60 s for headers and 300 s for the whole request.
   httpServer.headersTimeout = 15_000;
@@ -189,7 +187,9 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     schema,
     limits: config.limits,
     // The whole deployment's limit: shared by every replica on PostgreSQL, in process on SQLite (one process).
-    mutationLimiter: db.sharedRateLimiter?.(config.auth.mutationsPerMinute, config.auth.mutationBurst) ?? new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
+    mutationLimiter:
+      db.sharedRateLimiter?.(config.auth.mutationsPerMinute, config.auth.mutationBurst) ??
+      new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
     // Query cost stays per replica: every query pays it, and a round trip per query would cost more than it protects.
     queryCostLimiter: new CallerRateLimiter(config.auth.queryCostPerMinute, config.auth.queryCostBurst),
   };
@@ -212,7 +212,12 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   tokens.onRevoked((tokenId) => subscriptions.closeToken(tokenId));
   // Revocations made on other replicas (PostgreSQL); a wake-up without a token id means some may have been missed.
   const revocations = await db.tokens.watchRevocations(
-    (tokenId) => (tokenId ? tokens.revokedElsewhere(tokenId) : void tokens.recheck(subscriptions.openTokens()).catch((error: unknown) => logger.warn({ err: error }, 'cannot recheck the tokens of open subscriptions'))),
+    (tokenId) =>
+      tokenId
+        ? tokens.revokedElsewhere(tokenId)
+        : void tokens
+            .recheck(subscriptions.openTokens())
+            .catch((error: unknown) => logger.warn({ err: error }, 'cannot recheck the tokens of open subscriptions')),
     (error) => logger.warn({ err: error }, 'the token revocation connection failed; reconnecting'),
   );
   cleanups.push(() => revocations.stop());

@@ -145,60 +145,243 @@ interface Setting {
 export const SETTINGS: readonly Setting[] = [
   { env: 'PORT', flag: '--port', default: '4000', description: 'HTTP port for GraphQL, WebSocket, /metrics and health (0 picks a free port)' },
   { env: 'HOST', flag: '--host', default: '127.0.0.1', description: 'Address to bind' },
-  { env: 'DATABASE_URL', flag: '--database-url', default: 'file:./data/rollplane.db', description: 'History store: SQLite `file:` URL (relative to the working directory), or `postgresql://user:password@host:port/database` for several replicas on one PostgreSQL' },
+  {
+    env: 'DATABASE_URL',
+    flag: '--database-url',
+    default: 'file:./data/rollplane.db',
+    description:
+      'History store: SQLite `file:` URL (relative to the working directory), or `postgresql://user:password@host:port/database` for several replicas on one PostgreSQL',
+  },
   { env: 'LOG_LEVEL', flag: '--log-level', default: 'info', description: 'fatal, error, warn, info, debug, trace or silent' },
   { env: 'LOG_FORMAT', flag: '--log-format', default: 'pretty on a terminal, else json', description: '`json` (one JSON object per line) or `pretty`' },
-  { env: 'ROLLPLANE_KUBE', flag: '--kube', default: 'kubeconfig if KUBECONFIG or ~/.kube/config exists, in-cluster if a service-account token is mounted, else sim', description: 'Kubernetes to drive: `sim` (embedded simulator), `kubeconfig` or `in-cluster`' },
+  {
+    env: 'ROLLPLANE_KUBE',
+    flag: '--kube',
+    default: 'kubeconfig if KUBECONFIG or ~/.kube/config exists, in-cluster if a service-account token is mounted, else sim',
+    description: 'Kubernetes to drive: `sim` (embedded simulator), `kubeconfig` or `in-cluster`',
+  },
   { env: 'KUBECONFIG', flag: '--kubeconfig', default: '~/.kube/config', description: 'kubeconfig file for `kubeconfig` mode' },
   { env: 'ROLLPLANE_KUBE_QPS', flag: '--kube-qps', default: '50', description: 'Client-side rate limit for all Kubernetes API calls (requests/s)' },
   { env: 'ROLLPLANE_KUBE_BURST', flag: '--kube-burst', default: '100', description: 'Burst allowed above the QPS limit' },
-  { env: 'ROLLPLANE_CONTROLLERS', flag: '--controllers', default: 'on', description: '`off` runs an API-only replica: no reconcilers and no rollout engine (rollouts wait for a replica that runs them)' },
-  { env: 'ROLLPLANE_ROLLOUT_WORKERS', flag: '--rollout-workers', default: '4', description: 'Rollouts the engine reconciles at once (one rollout is never reconciled by two workers)' },
-  { env: 'ROLLPLANE_LEADER_ELECT', flag: '--leader-elect', default: 'true', description: 'Run reconcilers only on the replica holding the leader Lease (`false` for a single replica without Lease RBAC)' },
+  {
+    env: 'ROLLPLANE_CONTROLLERS',
+    flag: '--controllers',
+    default: 'on',
+    description: '`off` runs an API-only replica: no reconcilers and no rollout engine (rollouts wait for a replica that runs them)',
+  },
+  {
+    env: 'ROLLPLANE_ROLLOUT_WORKERS',
+    flag: '--rollout-workers',
+    default: '4',
+    description: 'Rollouts the engine reconciles at once (one rollout is never reconciled by two workers)',
+  },
+  {
+    env: 'ROLLPLANE_LEADER_ELECT',
+    flag: '--leader-elect',
+    default: 'true',
+    description: 'Run reconcilers only on the replica holding the leader Lease (`false` for a single replica without Lease RBAC)',
+  },
   { env: 'ROLLPLANE_LEASE_NAMESPACE', flag: '--lease-namespace', default: 'rollplane-system', description: 'Namespace of the leader election Lease' },
   { env: 'ROLLPLANE_LEASE_NAME', flag: '--lease-name', default: 'rollplane-controller', description: 'Name of the leader election Lease' },
   { env: 'ROLLPLANE_LEASE_DURATION_MS', flag: '--lease-duration-ms', default: '15000', description: 'How long a leader Lease is valid without renewal' },
-  { env: 'ROLLPLANE_LEASE_RENEW_DEADLINE_MS', flag: '--lease-renew-deadline-ms', default: '10000', description: 'The leader steps down when it could not renew for this long' },
+  {
+    env: 'ROLLPLANE_LEASE_RENEW_DEADLINE_MS',
+    flag: '--lease-renew-deadline-ms',
+    default: '10000',
+    description: 'The leader steps down when it could not renew for this long',
+  },
   { env: 'ROLLPLANE_LEASE_RETRY_PERIOD_MS', flag: '--lease-retry-period-ms', default: '2000', description: 'Time between acquire and renew attempts' },
-  { env: 'ROLLPLANE_AGENT_MODE', flag: '--agent-mode', default: 'auto', description: 'How agent-pool rollouts work: `coexist` (beside a vm-dhcp-controller that deploys agents: hold pools, change its `--image`, release them in waves), `direct` (rollplane recreates agents; only without such a controller), `auto` (coexist when the controller deploys agents, else direct). A mode the cluster does not allow refuses the rollout (`CONFLICT`, reason `AGENT_MODE_MISMATCH`)' },
-  { env: 'ROLLPLANE_VMDHCP_CONTROLLER', flag: '--vmdhcp-controller', default: 'auto', description: 'The vm-dhcp-controller Deployment as `namespace/name`; `auto` finds it by the chart\'s labels (`app.kubernetes.io/name=harvester-vm-dhcp-controller`, `app.kubernetes.io/component=controller`)' },
+  {
+    env: 'ROLLPLANE_AGENT_MODE',
+    flag: '--agent-mode',
+    default: 'auto',
+    description:
+      'How agent-pool rollouts work: `coexist` (beside a vm-dhcp-controller that deploys agents: hold pools, change its `--image`, release them in waves), `direct` (rollplane recreates agents; only without such a controller), `auto` (coexist when the controller deploys agents, else direct). A mode the cluster does not allow refuses the rollout (`CONFLICT`, reason `AGENT_MODE_MISMATCH`)',
+  },
+  {
+    env: 'ROLLPLANE_VMDHCP_CONTROLLER',
+    flag: '--vmdhcp-controller',
+    default: 'auto',
+    description:
+      "The vm-dhcp-controller Deployment as `namespace/name`; `auto` finds it by the chart's labels (`app.kubernetes.io/name=harvester-vm-dhcp-controller`, `app.kubernetes.io/component=controller`)",
+  },
   { env: 'ROLLPLANE_AGENT_NAMESPACE', flag: '--agent-namespace', default: 'harvester-system', description: 'Namespace of the DHCP agents' },
-  { env: 'ROLLPLANE_AGENT_IMAGE', flag: '--agent-image', default: 'rancher/harvester-vm-dhcp-agent:v0.3.0', description: 'Agent image for pools that have none recorded yet (rollouts change it per pool)' },
-  { env: 'ROLLPLANE_AGENT_SERVICE_ACCOUNT', flag: '--agent-service-account', default: 'harvester-vm-dhcp-controller-agent', description: 'ServiceAccount of the agents rollplane creates (direct mode only): the vm-dhcp-controller chart\'s `<release fullname>-agent` (this default is release `harvester-vm-dhcp-controller`, as its README installs it)' },
-  { env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', flag: '--agent-stuck-grace-seconds', default: '120', description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)' },
+  {
+    env: 'ROLLPLANE_AGENT_IMAGE',
+    flag: '--agent-image',
+    default: 'rancher/harvester-vm-dhcp-agent:v0.3.0',
+    description: 'Agent image for pools that have none recorded yet (rollouts change it per pool)',
+  },
+  {
+    env: 'ROLLPLANE_AGENT_SERVICE_ACCOUNT',
+    flag: '--agent-service-account',
+    default: 'harvester-vm-dhcp-controller-agent',
+    description:
+      "ServiceAccount of the agents rollplane creates (direct mode only): the vm-dhcp-controller chart's `<release fullname>-agent` (this default is release `harvester-vm-dhcp-controller`, as its README installs it)",
+  },
+  {
+    env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS',
+    flag: '--agent-stuck-grace-seconds',
+    default: '120',
+    description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)',
+  },
   { env: 'ROLLPLANE_AGENT_WORKERS', flag: '--agent-workers', default: '16', description: 'Concurrent IPPool reconciles' },
-  { env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS', flag: '--node-agent-daemonsets', default: 'none', description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`' },
-  { env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS', flag: '--node-agent-peer-runtime-class', default: 'kata-remote', description: 'Runtime class of the peer pods gating each node when the agent sets no RUNTIMECLASS_NAME (the CAA\'s peer-pods-cm) and neither the bump nor the DaemonSet names one' },
+  {
+    env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS',
+    flag: '--node-agent-daemonsets',
+    default: 'none',
+    description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`',
+  },
+  {
+    env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS',
+    flag: '--node-agent-peer-runtime-class',
+    default: 'kata-remote',
+    description:
+      "Runtime class of the peer pods gating each node when the agent sets no RUNTIMECLASS_NAME (the CAA's peer-pods-cm) and neither the bump nor the DaemonSet names one",
+  },
   { env: 'ROLLPLANE_NODE_AGENT_WORKERS', flag: '--node-agent-workers', default: '4', description: 'Concurrent node gate reconciles' },
-  { env: 'ROLLPLANE_VC_PARTIAL_UPGRADE', flag: '--vc-partial-upgrade', default: 'true', description: 'Feature gate ClusterVersionPartialUpgrade: `false` ignores the ready-for-upgrade label and refuses bumpClusterVersion' },
-  { env: 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS', flag: '--vc-ready-timeout-seconds', default: '600', description: 'How long one control-plane StatefulSet may take to roll' },
+  {
+    env: 'ROLLPLANE_VC_PARTIAL_UPGRADE',
+    flag: '--vc-partial-upgrade',
+    default: 'true',
+    description: 'Feature gate ClusterVersionPartialUpgrade: `false` ignores the ready-for-upgrade label and refuses bumpClusterVersion',
+  },
+  {
+    env: 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS',
+    flag: '--vc-ready-timeout-seconds',
+    default: '600',
+    description: 'How long one control-plane StatefulSet may take to roll',
+  },
   { env: 'ROLLPLANE_VC_POLL_SECONDS', flag: '--vc-poll-seconds', default: '2', description: 'Re-check interval while waiting for a StatefulSet' },
-  { env: 'ROLLPLANE_VC_KEY_ALGORITHM', flag: '--vc-key-algorithm', default: 'rsa-2048', description: 'Key type of regenerated control-plane certificates: `rsa-2048` (PKCS#1, as upstream) or `ecdsa-p256` (cheaper; breaks the CAPN vc-manager, which reads root-ca only as PKCS#1 RSA)' },
-  { env: 'ROLLPLANE_VC_MANAGER', flag: '--vc-manager', default: 'vc-manager/vc-manager', description: 'namespace/name of the CAPN vc-manager Deployment whose `--feature-gates` rollplane reads (gate ClusterVersionPartialUpgrade on: rollplane leaves upgrades to it), or `none`' },
+  {
+    env: 'ROLLPLANE_VC_KEY_ALGORITHM',
+    flag: '--vc-key-algorithm',
+    default: 'rsa-2048',
+    description:
+      'Key type of regenerated control-plane certificates: `rsa-2048` (PKCS#1, as upstream) or `ecdsa-p256` (cheaper; breaks the CAPN vc-manager, which reads root-ca only as PKCS#1 RSA)',
+  },
+  {
+    env: 'ROLLPLANE_VC_MANAGER',
+    flag: '--vc-manager',
+    default: 'vc-manager/vc-manager',
+    description:
+      'namespace/name of the CAPN vc-manager Deployment whose `--feature-gates` rollplane reads (gate ClusterVersionPartialUpgrade on: rollplane leaves upgrades to it), or `none`',
+  },
   { env: 'ROLLPLANE_VC_WORKERS', flag: '--vc-workers', default: '10', description: 'Concurrent VirtualCluster upgrade reconciles' },
-  { env: 'ROLLPLANE_SIM_FLEET', flag: '--sim-fleet', default: 'demo', description: 'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`; `,upstream=vm-dhcp+vc-manager+caa` adds upstream controllers' },
+  {
+    env: 'ROLLPLANE_SIM_FLEET',
+    flag: '--sim-fleet',
+    default: 'demo',
+    description:
+      'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`; `,upstream=vm-dhcp+vc-manager+caa` adds upstream controllers',
+  },
   { env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', default: '10000', description: 'Longest graceful shutdown before exiting anyway' },
-  { env: 'ROLLPLANE_AUTH', flag: '--auth', default: 'auto', description: '`on`: bearer tokens required; `off`: no authentication (refused unless HOST is a loopback address); `auto`: off on loopback (with a warning), on otherwise' },
-  { env: 'ROLLPLANE_ADMIN_TOKEN', flag: '--admin-token', default: 'none (the first start prints a one-time admin token)', description: 'Creates or rotates the `admin` token at start (mount it from a Kubernetes Secret); at least 32 characters. Prefer the variable or the file: a flag is visible to every local user in `ps`' },
-  { env: 'ROLLPLANE_ADMIN_TOKEN_FILE', flag: '--admin-token-file', default: 'none', description: 'File holding the admin token (instead of ROLLPLANE_ADMIN_TOKEN), e.g. a mounted Secret; trailing newline ignored' },
-  { env: 'ROLLPLANE_MUTATIONS_PER_MINUTE', flag: '--mutations-per-minute', default: '60', description: 'Mutations allowed per token (or per client address without authentication) per minute' },
+  {
+    env: 'ROLLPLANE_AUTH',
+    flag: '--auth',
+    default: 'auto',
+    description:
+      '`on`: bearer tokens required; `off`: no authentication (refused unless HOST is a loopback address); `auto`: off on loopback (with a warning), on otherwise',
+  },
+  {
+    env: 'ROLLPLANE_ADMIN_TOKEN',
+    flag: '--admin-token',
+    default: 'none (the first start prints a one-time admin token)',
+    description:
+      'Creates or rotates the `admin` token at start (mount it from a Kubernetes Secret); at least 32 characters. Prefer the variable or the file: a flag is visible to every local user in `ps`',
+  },
+  {
+    env: 'ROLLPLANE_ADMIN_TOKEN_FILE',
+    flag: '--admin-token-file',
+    default: 'none',
+    description: 'File holding the admin token (instead of ROLLPLANE_ADMIN_TOKEN), e.g. a mounted Secret; trailing newline ignored',
+  },
+  {
+    env: 'ROLLPLANE_MUTATIONS_PER_MINUTE',
+    flag: '--mutations-per-minute',
+    default: '60',
+    description: 'Mutations allowed per token (or per client address without authentication) per minute',
+  },
   { env: 'ROLLPLANE_MUTATION_BURST', flag: '--mutation-burst', default: '20', description: 'Mutations allowed in a burst above that rate' },
-  { env: 'ROLLPLANE_QUERY_COST_PER_MINUTE', flag: '--query-cost-per-minute', default: '600000', description: 'Estimated query cost (as ROLLPLANE_MAX_QUERY_COST counts it) each token (or client address) may spend per minute, over HTTP and WebSocket together' },
-  { env: 'ROLLPLANE_QUERY_COST_BURST', flag: '--query-cost-burst', default: '100000', description: 'Query cost allowed in a burst above that rate; at least ROLLPLANE_MAX_QUERY_COST' },
-  { env: 'ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT', flag: '--max-connections-per-client', default: '64', description: 'Open WebSocket connections per token (or client address without authentication); more are closed with 4429' },
-  { env: 'ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION', flag: '--max-subscriptions-per-connection', default: '100', description: 'Operations active at once on one WebSocket connection; one more closes it with 4429' },
-  { env: 'ROLLPLANE_SUBSCRIPTION_FAN_OUT', flag: '--subscription-fan-out', default: 'shared', description: '`shared`: each event is executed once per distinct (document, variables, role) and the serialized message sent to every subscriber sharing it; `per-subscriber`: once per subscriber (the former path, kept for comparison)' },
-  { env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES', flag: '--ws-max-buffered-bytes', default: '1048576', description: 'Unsent bytes one WebSocket may hold; past it its subscriptions stop taking live events and catch up from the store by id once it drains (shared fan-out)' },
-  { env: 'ROLLPLANE_AUDIT_RETENTION_DAYS', flag: '--audit-retention-days', default: '90', description: 'Audit entries older than this are pruned (hourly and at start)' },
+  {
+    env: 'ROLLPLANE_QUERY_COST_PER_MINUTE',
+    flag: '--query-cost-per-minute',
+    default: '600000',
+    description:
+      'Estimated query cost (as ROLLPLANE_MAX_QUERY_COST counts it) each token (or client address) may spend per minute, over HTTP and WebSocket together',
+  },
+  {
+    env: 'ROLLPLANE_QUERY_COST_BURST',
+    flag: '--query-cost-burst',
+    default: '100000',
+    description: 'Query cost allowed in a burst above that rate; at least ROLLPLANE_MAX_QUERY_COST',
+  },
+  {
+    env: 'ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT',
+    flag: '--max-connections-per-client',
+    default: '64',
+    description: 'Open WebSocket connections per token (or client address without authentication); more are closed with 4429',
+  },
+  {
+    env: 'ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION',
+    flag: '--max-subscriptions-per-connection',
+    default: '100',
+    description: 'Operations active at once on one WebSocket connection; one more closes it with 4429',
+  },
+  {
+    env: 'ROLLPLANE_SUBSCRIPTION_FAN_OUT',
+    flag: '--subscription-fan-out',
+    default: 'shared',
+    description:
+      '`shared`: each event is executed once per distinct (document, variables, role) and the serialized message sent to every subscriber sharing it; `per-subscriber`: once per subscriber (the former path, kept for comparison)',
+  },
+  {
+    env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES',
+    flag: '--ws-max-buffered-bytes',
+    default: '1048576',
+    description:
+      'Unsent bytes one WebSocket may hold; past it its subscriptions stop taking live events and catch up from the store by id once it drains (shared fan-out)',
+  },
+  {
+    env: 'ROLLPLANE_AUDIT_RETENTION_DAYS',
+    flag: '--audit-retention-days',
+    default: '90',
+    description: 'Audit entries older than this are pruned (hourly and at start)',
+  },
   { env: 'ROLLPLANE_AUDIT_MAX_ENTRIES', flag: '--audit-max-entries', default: '1000000', description: 'The oldest audit entries beyond this many are pruned' },
-  { env: 'ROLLPLANE_TLS_CERT', flag: '--tls-cert', default: 'none (plain HTTP)', description: 'PEM certificate file; with ROLLPLANE_TLS_KEY serves HTTPS and WSS' },
+  {
+    env: 'ROLLPLANE_TLS_CERT',
+    flag: '--tls-cert',
+    default: 'none (plain HTTP)',
+    description: 'PEM certificate file; with ROLLPLANE_TLS_KEY serves HTTPS and WSS',
+  },
   { env: 'ROLLPLANE_TLS_KEY', flag: '--tls-key', default: 'none', description: 'PEM private key file for ROLLPLANE_TLS_CERT' },
-  { env: 'ROLLPLANE_CORS_ORIGINS', flag: '--cors-origins', default: 'none (CORS off)', description: 'Comma-separated origins allowed to call the API from a browser' },
-  { env: 'ROLLPLANE_MAX_BODY_BYTES', flag: '--max-body-bytes', default: '262144', description: 'Largest GraphQL request body (the largest input, a 64 KiB specPatch, fits many times over)' },
+  {
+    env: 'ROLLPLANE_CORS_ORIGINS',
+    flag: '--cors-origins',
+    default: 'none (CORS off)',
+    description: 'Comma-separated origins allowed to call the API from a browser',
+  },
+  {
+    env: 'ROLLPLANE_MAX_BODY_BYTES',
+    flag: '--max-body-bytes',
+    default: '262144',
+    description: 'Largest GraphQL request body (the largest input, a 64 KiB specPatch, fits many times over)',
+  },
   { env: 'ROLLPLANE_MAX_QUERY_DEPTH', flag: '--max-query-depth', default: '12', description: 'Deepest selection nesting a query may have' },
   { env: 'ROLLPLANE_MAX_ALIASES', flag: '--max-aliases', default: '30', description: 'Most aliases one operation may use' },
-  { env: 'ROLLPLANE_MAX_QUERY_COST', flag: '--max-query-cost', default: '20000', description: 'Highest estimated cost (fields × requested page sizes) of one operation' },
-  { env: 'ROLLPLANE_MAX_QUERY_TOKENS', flag: '--max-query-tokens', default: '2000', description: 'Most lexical tokens one GraphQL document may hold (bounds parsing and validation before the other limits apply)' },
+  {
+    env: 'ROLLPLANE_MAX_QUERY_COST',
+    flag: '--max-query-cost',
+    default: '20000',
+    description: 'Highest estimated cost (fields × requested page sizes) of one operation',
+  },
+  {
+    env: 'ROLLPLANE_MAX_QUERY_TOKENS',
+    flag: '--max-query-tokens',
+    default: '2000',
+    description: 'Most lexical tokens one GraphQL document may hold (bounds parsing and validation before the other limits apply)',
+  },
 ];
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -223,7 +406,10 @@ function integer(setting: string, raw: string, min: number, max: number): number
 /** `deployment` was removed (issue 14): it is named in the error so an old setting fails loudly, not silently. */
 function agentMode(raw: string): 'auto' | 'coexist' | 'direct' {
   if (raw === 'deployment') {
-    throw new ConfigError('ROLLPLANE_AGENT_MODE', 'the deployment mode was removed: it needed an unreleased agent build and wrote status.agentDeploymentRef, which the IPPool CRD prunes; use auto, coexist or direct');
+    throw new ConfigError(
+      'ROLLPLANE_AGENT_MODE',
+      'the deployment mode was removed: it needed an unreleased agent build and wrote status.agentDeploymentRef, which the IPPool CRD prunes; use auto, coexist or direct',
+    );
   }
   // `pod` was the old name of what is now direct mode beside no controller: auto does that and more.
   return oneOf('ROLLPLANE_AGENT_MODE', raw === 'pod' ? 'auto' : raw, ['auto', 'coexist', 'direct'] as const);
@@ -305,14 +491,20 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const leaderElect = oneOf('ROLLPLANE_LEADER_ELECT', read('ROLLPLANE_LEADER_ELECT') ?? 'true', ['true', 'false']) === 'true';
   const leaseNamespace = read('ROLLPLANE_LEASE_NAMESPACE') ?? 'rollplane-system';
   const leaseName = read('ROLLPLANE_LEASE_NAME') ?? 'rollplane-controller';
-  for (const [setting, value] of [['ROLLPLANE_LEASE_NAMESPACE', leaseNamespace], ['ROLLPLANE_LEASE_NAME', leaseName]] as const) {
+  for (const [setting, value] of [
+    ['ROLLPLANE_LEASE_NAMESPACE', leaseNamespace],
+    ['ROLLPLANE_LEASE_NAME', leaseName],
+  ] as const) {
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) throw new ConfigError(setting, `must be a DNS-1123 label (got "${value}")`);
   }
   const leaseDurationMs = integer('ROLLPLANE_LEASE_DURATION_MS', read('ROLLPLANE_LEASE_DURATION_MS') ?? '15000', 1000, 3_600_000);
   const renewDeadlineMs = integer('ROLLPLANE_LEASE_RENEW_DEADLINE_MS', read('ROLLPLANE_LEASE_RENEW_DEADLINE_MS') ?? '10000', 500, 3_600_000);
   const retryPeriodMs = integer('ROLLPLANE_LEASE_RETRY_PERIOD_MS', read('ROLLPLANE_LEASE_RETRY_PERIOD_MS') ?? '2000', 100, 3_600_000);
   if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs)) {
-    throw new ConfigError('ROLLPLANE_LEASE_RENEW_DEADLINE_MS', `lease duration (${leaseDurationMs}) > renew deadline (${renewDeadlineMs}) > retry period (${retryPeriodMs}) must hold`);
+    throw new ConfigError(
+      'ROLLPLANE_LEASE_RENEW_DEADLINE_MS',
+      `lease duration (${leaseDurationMs}) > renew deadline (${renewDeadlineMs}) > retry period (${retryPeriodMs}) must hold`,
+    );
   }
   const dns1123 = (setting: string, value: string) => {
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) throw new ConfigError(setting, `must be a DNS-1123 label (got "${value}")`);
@@ -340,7 +532,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     stuckGraceSeconds: stuckRaw === 'off' ? null : integer('ROLLPLANE_AGENT_STUCK_GRACE_SECONDS', stuckRaw, 0, 86_400),
     workers: integer('ROLLPLANE_AGENT_WORKERS', read('ROLLPLANE_AGENT_WORKERS') ?? '16', 1, 256),
   };
-  const daemonSets = (read('ROLLPLANE_NODE_AGENT_DAEMONSETS') ?? '').split(',').map((d) => d.trim()).filter(Boolean);
+  const daemonSets = (read('ROLLPLANE_NODE_AGENT_DAEMONSETS') ?? '')
+    .split(',')
+    .map((d) => d.trim())
+    .filter(Boolean);
   for (const ds of daemonSets) {
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/.test(ds)) {
       throw new ConfigError('ROLLPLANE_NODE_AGENT_DAEMONSETS', `"${ds}" is not namespace/name`);
@@ -396,7 +591,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const queryCostPerMinute = integer('ROLLPLANE_QUERY_COST_PER_MINUTE', read('ROLLPLANE_QUERY_COST_PER_MINUTE') ?? '600000', 1, 1_000_000_000);
   const queryCostBurst = integer('ROLLPLANE_QUERY_COST_BURST', read('ROLLPLANE_QUERY_COST_BURST') ?? '100000', 1, 1_000_000_000);
   const maxConnectionsPerClient = integer('ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT', read('ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT') ?? '64', 1, 100_000);
-  const maxSubscriptionsPerConnection = integer('ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION', read('ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION') ?? '100', 1, 100_000);
+  const maxSubscriptionsPerConnection = integer(
+    'ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION',
+    read('ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION') ?? '100',
+    1,
+    100_000,
+  );
   const subscriptionFanOut = oneOf('ROLLPLANE_SUBSCRIPTION_FAN_OUT', read('ROLLPLANE_SUBSCRIPTION_FAN_OUT') ?? 'shared', ['shared', 'per-subscriber']);
   const wsMaxBufferedBytes = integer('ROLLPLANE_WS_MAX_BUFFERED_BYTES', read('ROLLPLANE_WS_MAX_BUFFERED_BYTES') ?? '1048576', 1024, 1024 * 1024 * 1024);
   const auditRetentionDays = integer('ROLLPLANE_AUDIT_RETENTION_DAYS', read('ROLLPLANE_AUDIT_RETENTION_DAYS') ?? '90', 1, 36_500);
@@ -406,10 +606,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw new ConfigError(certFile ? 'ROLLPLANE_TLS_KEY' : 'ROLLPLANE_TLS_CERT', 'TLS needs both ROLLPLANE_TLS_CERT and ROLLPLANE_TLS_KEY');
   }
-  for (const [setting, file] of [['ROLLPLANE_TLS_CERT', certFile], ['ROLLPLANE_TLS_KEY', keyFile]] as const) {
+  for (const [setting, file] of [
+    ['ROLLPLANE_TLS_CERT', certFile],
+    ['ROLLPLANE_TLS_KEY', keyFile],
+  ] as const) {
     if (file !== undefined && !fileExists(file)) throw new ConfigError(setting, `file not found: ${file}`);
   }
-  const corsOrigins = (read('ROLLPLANE_CORS_ORIGINS') ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  const corsOrigins = (read('ROLLPLANE_CORS_ORIGINS') ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   for (const origin of corsOrigins) {
     if (!/^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$/.test(origin)) {
       throw new ConfigError('ROLLPLANE_CORS_ORIGINS', `"${origin}" is not an origin such as https://ui.example.com`);
@@ -423,7 +629,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     maxQueryTokens: integer('ROLLPLANE_MAX_QUERY_TOKENS', read('ROLLPLANE_MAX_QUERY_TOKENS') ?? '2000', 100, 1_000_000),
   };
   if (queryCostBurst < limits.maxQueryCost) {
-    throw new ConfigError('ROLLPLANE_QUERY_COST_BURST', `must be at least ROLLPLANE_MAX_QUERY_COST (${limits.maxQueryCost}), or the largest allowed query could never run (got ${queryCostBurst})`);
+    throw new ConfigError(
+      'ROLLPLANE_QUERY_COST_BURST',
+      `must be at least ROLLPLANE_MAX_QUERY_COST (${limits.maxQueryCost}), or the largest allowed query could never run (got ${queryCostBurst})`,
+    );
   }
 
   return deepFreeze({

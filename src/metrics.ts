@@ -86,7 +86,7 @@ export function createMetrics(): AppMetrics {
     subscriptionDeliveryLag: new Histogram({
       // The server's share of commit → client latency; the rest is the network and the client.
       name: 'rollplane_subscription_delivery_lag_seconds',
-      help: 'Shared fan-out: from an event\'s commit until its message was handed to the subscribers\' sockets, once per event and group.',
+      help: "Shared fan-out: from an event's commit until its message was handed to the subscribers' sockets, once per event and group.",
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),

@@ -23,19 +23,36 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config) && Object.isFrozen(config.kube)).toBe(true);
   });
 
-  it('reads the rollout kinds\' settings', () => {
-    const config = loadConfig({ ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'off', ROLLPLANE_NODE_AGENT_DAEMONSETS: 'a/b, c/d', ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '30' }, ['--agent-mode', 'coexist', '--vmdhcp-controller', 'harvester-system/vmdhcp'], noFiles);
-    expect(config.agentPools).toMatchObject({ mode: 'coexist', vmDhcpController: { namespace: 'harvester-system', name: 'vmdhcp' }, stuckGraceSeconds: null, agentNamespace: 'harvester-system', serviceAccountName: 'harvester-vm-dhcp-controller-agent' });
+  it("reads the rollout kinds' settings", () => {
+    const config = loadConfig(
+      { ROLLPLANE_AGENT_STUCK_GRACE_SECONDS: 'off', ROLLPLANE_NODE_AGENT_DAEMONSETS: 'a/b, c/d', ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '30' },
+      ['--agent-mode', 'coexist', '--vmdhcp-controller', 'harvester-system/vmdhcp'],
+      noFiles,
+    );
+    expect(config.agentPools).toMatchObject({
+      mode: 'coexist',
+      vmDhcpController: { namespace: 'harvester-system', name: 'vmdhcp' },
+      stuckGraceSeconds: null,
+      agentNamespace: 'harvester-system',
+      serviceAccountName: 'harvester-vm-dhcp-controller-agent',
+    });
     expect(loadConfig({}, ['--agent-service-account', 'dhcp.agents'], noFiles).agentPools.serviceAccountName).toBe('dhcp.agents');
     expect(config.nodeAgents.daemonSets).toEqual(['a/b', 'c/d']);
-    expect(config.virtualClusters).toMatchObject({ readyTimeoutMs: 30_000, partialUpgrade: true, keyAlgorithm: 'rsa-2048', vcManager: { namespace: 'vc-manager', name: 'vc-manager' } });
+    expect(config.virtualClusters).toMatchObject({
+      readyTimeoutMs: 30_000,
+      partialUpgrade: true,
+      keyAlgorithm: 'rsa-2048',
+      vcManager: { namespace: 'vc-manager', name: 'vc-manager' },
+    });
     expect(loadConfig({ ROLLPLANE_VC_MANAGER: 'none' }, [], noFiles).virtualClusters.vcManager).toBeNull();
     expect(() => loadConfig({ ROLLPLANE_VC_MANAGER: 'vc-manager' }, [], noFiles)).toThrowError(/ROLLPLANE_VC_MANAGER/);
   });
 
   it('takes a file: URL for SQLite or a postgresql:// URL for PostgreSQL as the history store', () => {
     expect(loadConfig({ DATABASE_URL: 'file:/var/lib/rollplane/h.db' }, [], noFiles).databaseUrl).toBe('file:/var/lib/rollplane/h.db');
-    expect(loadConfig({ DATABASE_URL: 'postgresql://rp:secret@db.example:5432/rollplane' }, [], noFiles).databaseUrl).toBe('postgresql://rp:secret@db.example:5432/rollplane');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://rp:secret@db.example:5432/rollplane' }, [], noFiles).databaseUrl).toBe(
+      'postgresql://rp:secret@db.example:5432/rollplane',
+    );
     expect(loadConfig({ DATABASE_URL: 'postgres://rp@db/rollplane' }, [], noFiles).databaseUrl).toBe('postgres://rp@db/rollplane');
     // The refusal says what would do, and never repeats a password.
     expect(() => loadConfig({ DATABASE_URL: 'mysql://rp:secret@db/rollplane' }, [], noFiles)).toThrowError(/postgresql:\/\/user:password@host:5432\/rollplane/);
@@ -55,7 +72,10 @@ describe('loadConfig', () => {
 
   it('chooses the Kubernetes mode from what the machine has', () => {
     const home = '/home/u';
-    expect(loadConfig({}, [], { homeDir: home, fileExists: (f) => f === '/home/u/.kube/config' }).kube).toMatchObject({ mode: 'kubeconfig', kubeconfigPath: '/home/u/.kube/config' });
+    expect(loadConfig({}, [], { homeDir: home, fileExists: (f) => f === '/home/u/.kube/config' }).kube).toMatchObject({
+      mode: 'kubeconfig',
+      kubeconfigPath: '/home/u/.kube/config',
+    });
     expect(loadConfig({ KUBECONFIG: '/k' }, [], { homeDir: home, fileExists: (f) => f === '/k' }).kube.mode).toBe('kubeconfig');
     expect(loadConfig({}, [], { homeDir: home, fileExists: (f) => f.endsWith('serviceaccount/token') }).kube.mode).toBe('in-cluster');
     expect(loadConfig({}, [], { homeDir: home, fileExists: () => false }).kube.mode).toBe('sim');

@@ -33,8 +33,24 @@ function hash(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-function view(row: { id: string; name: string; role: string; createdAt: Date; expiresAt: Date | null; revokedAt: Date | null; lastUsedAt: Date | null }): ApiTokenView {
-  return { id: row.id, name: row.name, role: row.role as Role, createdAt: row.createdAt, expiresAt: row.expiresAt, revokedAt: row.revokedAt, lastUsedAt: row.lastUsedAt };
+function view(row: {
+  id: string;
+  name: string;
+  role: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+}): ApiTokenView {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role as Role,
+    createdAt: row.createdAt,
+    expiresAt: row.expiresAt,
+    revokedAt: row.revokedAt,
+    lastUsedAt: row.lastUsedAt,
+  };
 }
 
 /**
@@ -57,7 +73,8 @@ export class TokenService {
   }
 
   async create(input: { name: string; role: Role; expiresInSeconds?: number | null }): Promise<{ token: ApiTokenView; secret: string }> {
-    if (!DNS1123_LABEL.test(input.name)) throw new ValidationError('input.name', 'must be a DNS-1123 label: lowercase letters, digits and "-", at most 63 characters');
+    if (!DNS1123_LABEL.test(input.name))
+      throw new ValidationError('input.name', 'must be a DNS-1123 label: lowercase letters, digits and "-", at most 63 characters');
     if (!ROLES.includes(input.role)) throw new ValidationError('input.role', `must be one of ${ROLES.join(', ')}`);
     const expires = input.expiresInSeconds;
     if (expires !== undefined && expires !== null && (!Number.isInteger(expires) || expires < 60 || expires > MAX_EXPIRY_SECONDS)) {
@@ -87,7 +104,9 @@ export class TokenService {
       // deliberate rotation) brings the admin token back. Returns false so that start-up can say so.
       if (existing.revokedAt && existing.hash === hash(secret)) return false;
       await this.store.reissue(existing.id, { hash: hash(secret), role: 'admin' });
-    } else if (!(await this.store.insert({ id: newTokenId(), name: 'admin', role: 'admin', hash: hash(secret), createdAt: new Date(this.now()), expiresAt: null }))) {
+    } else if (
+      !(await this.store.insert({ id: newTokenId(), name: 'admin', role: 'admin', hash: hash(secret), createdAt: new Date(this.now()), expiresAt: null }))
+    ) {
       // Another replica starting at the same time created it meanwhile: set it as this one would have.
       if (await this.store.findByName('admin')) return this.ensureAdmin(secret);
       throw new ConflictError('the configured admin token is already the secret of another token');

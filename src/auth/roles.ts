@@ -8,7 +8,7 @@ export function roleAllows(role: Role, needed: Role): boolean {
 
 /** Who is calling. `anonymous` only exists when authentication is off (loopback). */
 export type Principal =
-  | { kind: 'token'; tokenId: string; name: string; role: Role; /** When the token stops working; null for never. */ expiresAt: Date | null }
+  | { kind: 'token'; tokenId: string; name: string; role: Role /** When the token stops working; null for never. */; expiresAt: Date | null }
   | { kind: 'anonymous'; role: 'admin' };
 
 export const ANONYMOUS: Principal = { kind: 'anonymous', role: 'admin' };

@@ -23,10 +23,7 @@ export interface FollowerOptions {
   reconnectDelayMs?: number;
 }
 
-type Outcome =
-  | { kind: 'terminal' }
-  | { kind: 'deadline' }
-  | { kind: 'ended'; error?: SubscriptionError; connected: boolean };
+type Outcome = { kind: 'terminal' } | { kind: 'deadline' } | { kind: 'ended'; error?: SubscriptionError; connected: boolean };
 
 /**
  * Follows one rollout until it ends: `rolloutUpdated` resumed `after` the last event seen (so a reconnect misses and
@@ -63,17 +60,26 @@ export class RolloutFollower {
         rollout = (await this.observeThroughOutages(id)) ?? rollout;
         continue;
       }
-      const outcome = await this.subscribeUntil(subscribe, id, lastSeen, deadline, (update) => {
-        lastSeen = update.event.id;
-        rollout = update.rollout;
-      }, (current) => (rollout = current));
+      const outcome = await this.subscribeUntil(
+        subscribe,
+        id,
+        lastSeen,
+        deadline,
+        (update) => {
+          lastSeen = update.event.id;
+          rollout = update.rollout;
+        },
+        (current) => (rollout = current),
+      );
       if (outcome.kind !== 'ended') continue;
       const error = outcome.error;
       if (error?.kind === 'auth') throw new RemoteError(error.code ?? ErrorCode.Unauthenticated, error.message);
       failures = outcome.connected ? 1 : failures + 1;
       const limit = outcome.connected ? this.maxSocketFailures : Math.min(2, this.maxSocketFailures);
       if (error?.kind === 'graphql' || failures >= limit) {
-        this.options.onNotice?.(`live updates unavailable (${error?.message ?? 'subscription ended'}); polling every ${Math.round(this.pollIntervalMs / 100) / 10}s`);
+        this.options.onNotice?.(
+          `live updates unavailable (${error?.message ?? 'subscription ended'}); polling every ${Math.round(this.pollIntervalMs / 100) / 10}s`,
+        );
         subscribe = undefined;
         continue;
       }
@@ -107,30 +113,36 @@ export class RolloutFollower {
       };
       const deadlineTimer = setTimeout(() => finish({ kind: 'deadline' }), Math.max(0, deadline - Date.now()));
       const safetyTimer = setInterval(() => {
-        this.options.fetchRollout(id).then((current) => {
-          if (done || !current) return;
-          this.reachable();
-          onPolled(current);
-          this.options.onUpdate(current);
-          if (isTerminalState(current.state)) finish({ kind: 'terminal' });
-        }, () => {});
+        this.options.fetchRollout(id).then(
+          (current) => {
+            if (done || !current) return;
+            this.reachable();
+            onPolled(current);
+            this.options.onUpdate(current);
+            if (isTerminalState(current.state)) finish({ kind: 'terminal' });
+          },
+          () => {},
+        );
       }, this.safetyPollMs);
-      close = subscribe({ id, after }, {
-        connected: () => {
-          connected = true;
-          this.reachable();
+      close = subscribe(
+        { id, after },
+        {
+          connected: () => {
+            connected = true;
+            this.reachable();
+          },
+          next: (update) => {
+            if (done) return;
+            connected = true;
+            this.reachable();
+            onUpdate(update);
+            this.options.onUpdate(update.rollout);
+            if (isTerminalState(update.rollout.state)) finish({ kind: 'terminal' });
+          },
+          error: (error) => finish({ kind: 'ended', error, connected }),
+          complete: () => finish({ kind: 'ended', connected }),
         },
-        next: (update) => {
-          if (done) return;
-          connected = true;
-          this.reachable();
-          onUpdate(update);
-          this.options.onUpdate(update.rollout);
-          if (isTerminalState(update.rollout.state)) finish({ kind: 'terminal' });
-        },
-        error: (error) => finish({ kind: 'ended', error, connected }),
-        complete: () => finish({ kind: 'ended', connected }),
-      });
+      );
       if (done) close();
     });
   }

@@ -99,7 +99,14 @@ interface CommonInput {
   dryRun?: boolean | null;
 }
 
-function withCommon<TInput extends CommonInput>(input: TInput, ci: CiContext, options: CauseOptions, operation: string, target: string, dryRun: boolean): BuiltInput<TInput> {
+function withCommon<TInput extends CommonInput>(
+  input: TInput,
+  ci: CiContext,
+  options: CauseOptions,
+  operation: string,
+  target: string,
+  dryRun: boolean,
+): BuiltInput<TInput> {
   const cause = causeFrom(ci, options);
   const key = idempotencyKeyFor(ci, options, operation, target, dryRun);
   return {
@@ -130,7 +137,11 @@ export function agentImageInput(image: string, options: AgentImageOptions, ci: C
   if (options.supersede) input.supersede = true;
 
   const target = Object.keys(pools).length
-    ? [namespaces.length ? `ns=${namespaces.join(',')}` : '', names.length ? `pools=${names.join(',')}` : '', options.selector !== undefined ? `selector=${options.selector}` : '']
+    ? [
+        namespaces.length ? `ns=${namespaces.join(',')}` : '',
+        names.length ? `pools=${names.join(',')}` : '',
+        options.selector !== undefined ? `selector=${options.selector}` : '',
+      ]
         .filter(Boolean)
         .join(';')
     : 'all-pools';

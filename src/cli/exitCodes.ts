@@ -30,7 +30,10 @@ export class UnreachableError extends AppError {
 
 /** `--wait` gave up; the rollout goes on on the server. */
 export class WaitTimeoutError extends AppError {
-  constructor(message: string, readonly rollout: unknown) {
+  constructor(
+    message: string,
+    readonly rollout: unknown,
+  ) {
     super(ErrorCode.Unavailable, message, { details: { timeout: true } });
   }
 }

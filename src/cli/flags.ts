@@ -89,7 +89,8 @@ export function dnsLabel(raw: string): string {
 }
 
 export function dnsSubdomain(raw: string): string {
-  if (raw.length > 253 || !DNS1123_SUBDOMAIN.test(raw)) throw new InvalidArgumentError('Expected a DNS-1123 name: lowercase letters, digits, "-" and ".", at most 253 characters.');
+  if (raw.length > 253 || !DNS1123_SUBDOMAIN.test(raw))
+    throw new InvalidArgumentError('Expected a DNS-1123 name: lowercase letters, digits, "-" and ".", at most 253 characters.');
   return raw;
 }
 

@@ -7,7 +7,10 @@ import { describeProgress } from './progressReporter.js';
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
 }
 
@@ -35,7 +38,13 @@ export function formatPlan(plan: readonly PlanItem[]): string {
   if (plan.length === 0) return 'plan: no targets matched';
   return table(
     ['TARGET', 'ACTION', 'FROM', 'TO', 'REASON'],
-    plan.map((item) => [item.namespace ? `${item.namespace}/${item.name}` : item.name, item.action, item.fromVersion ?? '-', item.toVersion, item.reason ?? '']),
+    plan.map((item) => [
+      item.namespace ? `${item.namespace}/${item.name}` : item.name,
+      item.action,
+      item.fromVersion ?? '-',
+      item.toVersion,
+      item.reason ?? '',
+    ]),
   );
 }
 
@@ -51,8 +60,8 @@ export function formatBump(payload: BumpPayload): string {
     ].join('\n');
   }
   const head = payload.created
-      ? `started rollout ${payload.rollout.id}`
-      : `rollout ${payload.rollout.id} already exists for this idempotency key; not starting another`;
+    ? `started rollout ${payload.rollout.id}`
+    : `rollout ${payload.rollout.id} already exists for this idempotency key; not starting another`;
   return [head, formatRollout(payload.rollout), '', formatPlan(payload.plan)].join('\n');
 }
 

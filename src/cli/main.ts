@@ -31,7 +31,10 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
     .description('Serve the GraphQL API, run the reconcilers and (without a kubeconfig) the embedded simulator')
     .allowUnknownOption()
     .helpOption('-h, --help', 'Show the settings')
-    .addHelpText('after', `\nSettings (flag or environment variable):\n${SETTINGS.map((s) => `  ${s.flag.padEnd(24)} ${s.env.padEnd(30)} ${s.description} (default: ${s.default})`).join('\n')}`)
+    .addHelpText(
+      'after',
+      `\nSettings (flag or environment variable):\n${SETTINGS.map((s) => `  ${s.flag.padEnd(24)} ${s.env.padEnd(30)} ${s.description} (default: ${s.default})`).join('\n')}`,
+    )
     .argument('[flags...]')
     .action(async (flags: string[]) => {
       // Loaded on demand: the client commands should not pay for the server's start-up imports.
@@ -44,7 +47,11 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
     .description('Run the embedded Kubernetes simulator alone and print its kubeconfig path (for kubectl and `ROLLPLANE_KUBE=kubeconfig`)')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', '0')
-    .option('--fleet <fleet>', 'demo, empty, or sizes like pools=1000,clusters=100,nodes=50; add ,upstream=vm-dhcp+vc-manager+caa for upstream controllers', 'demo')
+    .option(
+      '--fleet <fleet>',
+      'demo, empty, or sizes like pools=1000,clusters=100,nodes=50; add ,upstream=vm-dhcp+vc-manager+caa for upstream controllers',
+      'demo',
+    )
     .option('--kubeconfig <path>', 'where to write the kubeconfig (default: a temporary file)')
     .action(async (options: { host: string; port: string; fleet: string; kubeconfig?: string }) => {
       const port = Number(options.port);

@@ -72,7 +72,9 @@ export function createProgressReporter(
       if (sig === last) return;
       last = sig;
       const message = rollout.message && rollout.state !== 'PROGRESSING' ? ` — ${rollout.message}` : '';
-      stream.write(`${now().toISOString()} rollout ${rollout.id} ${rollout.state} ${rollout.progress.percent.toFixed(0)}% (${describeProgress(rollout)})${message}\n`);
+      stream.write(
+        `${now().toISOString()} rollout ${rollout.id} ${rollout.state} ${rollout.progress.percent.toFixed(0)}% (${describeProgress(rollout)})${message}\n`,
+      );
     },
     notice(message) {
       stream.write(`${now().toISOString()} ${message}\n`);

@@ -67,7 +67,9 @@ export function addWaitOptions(command: Command): Command {
   return command
     .option('--wait', 'follow the rollout until it ends; the exit code tells how it ended')
     .addOption(
-      new Option('--timeout <duration>', 'give up waiting after this long (exit 2; the rollout goes on)').argParser(flags.duration(1, 30 * 86_400)).default(1800, '30m'),
+      new Option('--timeout <duration>', 'give up waiting after this long (exit 2; the rollout goes on)')
+        .argParser(flags.duration(1, 30 * 86_400))
+        .default(1800, '30m'),
     );
 }
 
@@ -130,7 +132,9 @@ export class CliContext {
       onUpdate: (rollout) => {
         reporter.update(rollout);
         if (rollout.state === 'PAUSED' && lastState !== 'PAUSED') {
-          reporter.notice(`rollout ${rollout.id} is paused${rollout.message ? ` (${rollout.message})` : ''}; still waiting — continue it with: rollplane rollout resume ${rollout.id}`);
+          reporter.notice(
+            `rollout ${rollout.id} is paused${rollout.message ? ` (${rollout.message})` : ''}; still waiting — continue it with: rollplane rollout resume ${rollout.id}`,
+          );
         }
         lastState = rollout.state;
       },
@@ -153,11 +157,7 @@ export function exitCodeForState(rollout: RolloutView): ExitCode {
  * Wraps a command handler: builds its context, reports an error (text on stderr; in json mode also as the JSON
  * document on stdout) and records the exit code.
  */
-export function clientAction<A extends unknown[]>(
-  io: CliIo,
-  setExitCode: (code: number) => void,
-  handler: (ctx: CliContext, ...args: A) => Promise<number>,
-) {
+export function clientAction<A extends unknown[]>(io: CliIo, setExitCode: (code: number) => void, handler: (ctx: CliContext, ...args: A) => Promise<number>) {
   return async (...args: unknown[]): Promise<void> => {
     const command = args[args.length - 1] as Command;
     const options = command.optsWithGlobals() as CommonOptions;

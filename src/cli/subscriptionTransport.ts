@@ -98,11 +98,15 @@ function classify(error: unknown): SubscriptionError {
   if (closeCode !== undefined && AUTH_CLOSE_CODES.has(closeCode)) {
     return new SubscriptionError('auth', `subscription refused: ${reason || closeCode}`, closeCode === 4401 ? ErrorCode.Unauthenticated : ErrorCode.Forbidden);
   }
-  const text = error instanceof Error ? error.message : (error as { message?: string })?.message ?? '';
+  const text = error instanceof Error ? error.message : ((error as { message?: string })?.message ?? '');
   // The `ws` client reports a refused upgrade as "Unexpected server response: 401".
   const upgradeStatus = /Unexpected server response: (\d{3})/.exec(text)?.[1];
   if (upgradeStatus === '401' || upgradeStatus === '403') {
-    return new SubscriptionError('auth', `subscription refused (HTTP ${upgradeStatus})`, upgradeStatus === '401' ? ErrorCode.Unauthenticated : ErrorCode.Forbidden);
+    return new SubscriptionError(
+      'auth',
+      `subscription refused (HTTP ${upgradeStatus})`,
+      upgradeStatus === '401' ? ErrorCode.Unauthenticated : ErrorCode.Forbidden,
+    );
   }
   const message = closeCode !== undefined ? `socket closed (${closeCode}${reason ? ` ${reason}` : ''})` : text || 'socket error';
   return new SubscriptionError('transport', message);

@@ -215,10 +215,10 @@ export class Controller {
       name: this.name,
       running: this.running,
       workers: this.workers,
-      depth: this.run ? q?.len() ?? 0 : 0,
-      delayed: this.run ? q?.delayed() ?? 0 : 0,
+      depth: this.run ? (q?.len() ?? 0) : 0,
+      delayed: this.run ? (q?.delayed() ?? 0) : 0,
       inFlight: q?.inFlight() ?? [],
-      retries: this.run ? q?.retries() ?? {} : {},
+      retries: this.run ? (q?.retries() ?? {}) : {},
       lastErrors: Object.fromEntries(this.lastErrors),
     };
   }

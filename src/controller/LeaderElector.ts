@@ -179,9 +179,12 @@ export class LeaderElector {
     const l = this.leading;
     if (!l) return;
     if (l.deadline) this.clock.clearTimeout(l.deadline);
-    l.deadline = this.clock.setTimeout(() => {
-      if (this.leading === l) void this.stepDown();
-    }, Math.max(0, l.lastRenew + this.renewDeadlineMs - this.clock.now()));
+    l.deadline = this.clock.setTimeout(
+      () => {
+        if (this.leading === l) void this.stepDown();
+      },
+      Math.max(0, l.lastRenew + this.renewDeadlineMs - this.clock.now()),
+    );
   }
 
   private async stepDown(): Promise<void> {

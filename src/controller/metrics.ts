@@ -13,8 +13,8 @@ export const WORKQUEUE_LATENCY_BUCKETS = Array.from({ length: 12 }, (_, i) => Nu
 
 /** controller-runtime's reconcile_time_seconds buckets. */
 export const RECONCILE_TIME_BUCKETS = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4,
-  4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10,
+  15, 20, 25, 30, 40, 50, 60,
 ];
 
 /** What a live work queue reports when the registry is scraped. */
@@ -85,9 +85,7 @@ export function workQueueMetrics(registry: Registry): WorkQueueMetrics {
   });
   new Gauge({
     name: 'workqueue_unfinished_work_seconds',
-    help:
-      'How many seconds of work has been done that is in progress and has not been observed by work_duration. ' +
-      'Large values indicate stuck threads.',
+    help: 'How many seconds of work has been done that is in progress and has not been observed by work_duration. ' + 'Large values indicate stuck threads.',
     labelNames: ['name'],
     registers,
     collect() {
@@ -137,9 +135,13 @@ export function controllerMetrics(registry: Registry): ControllerMetrics {
       RECONCILE_TIME_BUCKETS,
     ),
     activeWorkers: new ValueFamily(registry, 'gauge', 'controller_runtime_active_workers', 'Number of currently used workers per controller', ['controller']),
-    maxConcurrent: new ValueFamily(registry, 'gauge', 'controller_runtime_max_concurrent_reconciles', 'Maximum number of concurrent reconciles per controller', [
-      'controller',
-    ]),
+    maxConcurrent: new ValueFamily(
+      registry,
+      'gauge',
+      'controller_runtime_max_concurrent_reconciles',
+      'Maximum number of concurrent reconciles per controller',
+      ['controller'],
+    ),
   };
   controllerCache.set(registry, m);
   return m;

@@ -29,6 +29,17 @@ export function resourceInformer<T extends KubernetesObject>(
     path,
     watch: kube.watch,
     list: (page) =>
-      kube.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, options.fieldSelector, options.labelSelector, page.limit, page._continue),
+      kube.objects.list<T>(
+        apiVersion,
+        kind,
+        namespace,
+        undefined,
+        undefined,
+        undefined,
+        options.fieldSelector,
+        options.labelSelector,
+        page.limit,
+        page._continue,
+      ),
   });
 }

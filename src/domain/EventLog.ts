@@ -125,7 +125,11 @@ export class EventLog {
     const batch = this.pendingAppends.splice(0);
     try {
       const stored = await this.store.transaction(
-        (tx) => tx.insertEvents(batch.flatMap((b) => b.events), new Date()),
+        (tx) =>
+          tx.insertEvents(
+            batch.flatMap((b) => b.events),
+            new Date(),
+          ),
         (inserted) => this.afterCommit(inserted),
       );
       await this.publishing;

@@ -149,7 +149,10 @@ export class RolloutEngine {
       const elapsed = this.now() - admitted.admittedAt.getTime();
       if (observation.phase === 'progressing' && elapsed >= deadlineMs) {
         const seconds = Math.round(deadlineMs / 1000);
-        observation = { phase: 'failed', reason: `not converged within the progress deadline of ${seconds}s${observation.message ? `: ${observation.message}` : ''}` };
+        observation = {
+          phase: 'failed',
+          reason: `not converged within the progress deadline of ${seconds}s${observation.message ? `: ${observation.message}` : ''}`,
+        };
       }
       if (observation.phase === 'succeeded') {
         outcomes.push({ target, to: 'SUCCEEDED', error: null, at: new Date(this.now()) });
@@ -208,11 +211,7 @@ export class RolloutEngine {
         view.earliestDeadline = Math.min(view.earliestDeadline, this.now() + deadlineMs);
       }
       if (pending === 0 && progressing === 0) {
-        rollout = await this.transition(
-          rollout,
-          'SUCCEEDED',
-          failed > 0 ? `${failed} target(s) failed, below the failure threshold of ${threshold}` : null,
-        );
+        rollout = await this.transition(rollout, 'SUCCEEDED', failed > 0 ? `${failed} target(s) failed, below the failure threshold of ${threshold}` : null);
       }
     }
     // A transition of ours may have changed targets too (FAILED cancels the PENDING ones): read them afresh next time.

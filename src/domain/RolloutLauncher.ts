@@ -40,15 +40,21 @@ export interface LaunchResult {
   dryRun: boolean;
 }
 
-
 function fingerprint(value: unknown): string {
   const canonical = (v: unknown): unknown =>
     Array.isArray(v)
       ? v.map(canonical)
       : v && typeof v === 'object'
-        ? Object.fromEntries(Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+          )
         : v;
-  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(value)))
+    .digest('hex');
 }
 
 /**
@@ -57,9 +63,7 @@ function fingerprint(value: unknown): string {
  * RolloutStateChanged event (engineReactions.ts), the one path for this replica's launches and other replicas' alike.
  */
 export class RolloutLauncher {
-  constructor(
-    private readonly rollouts: RolloutService,
-  ) {}
+  constructor(private readonly rollouts: RolloutService) {}
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { plan } = request;

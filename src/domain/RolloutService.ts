@@ -5,13 +5,7 @@ import type { EventLog } from './EventLog.js';
 import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
-import {
-  canTransition,
-  FINISHED_TARGET_STATES,
-  isTerminal,
-  type RolloutState,
-  type TargetState,
-} from './rolloutStates.js';
+import { canTransition, FINISHED_TARGET_STATES, isTerminal, type RolloutState, type TargetState } from './rolloutStates.js';
 
 export interface Cause {
   actor?: string | null;
@@ -99,7 +93,6 @@ export interface RolloutFilter {
   search?: string;
 }
 
-
 let lastIdTime = 0;
 let idSequence = 0;
 
@@ -150,10 +143,8 @@ interface RolloutCursor {
 }
 const isRolloutCursor = (v: unknown): v is RolloutCursor =>
   typeof v === 'object' && v !== null && typeof (v as RolloutCursor).t === 'number' && typeof (v as RolloutCursor).id === 'string';
-const isRevisionCursor = (v: unknown): v is { n: number } =>
-  typeof v === 'object' && v !== null && typeof (v as { n: number }).n === 'number';
-const isOrdinalCursor = (v: unknown): v is { o: number } =>
-  typeof v === 'object' && v !== null && typeof (v as { o: number }).o === 'number';
+const isRevisionCursor = (v: unknown): v is { n: number } => typeof v === 'object' && v !== null && typeof (v as { n: number }).n === 'number';
+const isOrdinalCursor = (v: unknown): v is { o: number } => typeof v === 'object' && v !== null && typeof (v as { o: number }).o === 'number';
 
 /**
  * Rollouts and their targets: creation (idempotent by key), queries, and every state change, each committed together
@@ -275,13 +266,23 @@ export class RolloutService {
   }
 
   /** Targets in admission order. */
-  async targets(rolloutId: string, state: TargetState | undefined, first: number | undefined, after: string | undefined): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
+  async targets(
+    rolloutId: string,
+    state: TargetState | undefined,
+    first: number | undefined,
+    after: string | undefined,
+  ): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, isOrdinalCursor);
     const rows = await this.store.read.targetPage(rolloutId, state, cursor?.o, size + 1);
     const items = rows.slice(0, size).map(toTarget);
     const last = items[items.length - 1];
-    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount: await this.store.read.countTargets(rolloutId, state) };
+    return {
+      items,
+      hasNextPage: rows.length > size,
+      endCursor: last ? encodeCursor({ o: last.ordinal }) : null,
+      totalCount: await this.store.read.countTargets(rolloutId, state),
+    };
   }
 
   targetCursor(target: RolloutTarget): string {
@@ -351,7 +352,14 @@ export class RolloutService {
       const events: NewEvent[] = [{ type: EventType.RolloutStateChanged, rolloutId: id, kind, payload: { from, to, message } }];
       if (to === 'ABORTED' || to === 'FAILED') {
         for (const t of yield* tx.cancelPendingTargets(id, now)) {
-          events.push({ type: EventType.TargetStateChanged, rolloutId: id, kind, namespace: t.namespace, name: t.name, payload: { from: 'PENDING', to: 'CANCELLED', error: null } });
+          events.push({
+            type: EventType.TargetStateChanged,
+            rolloutId: id,
+            kind,
+            namespace: t.namespace,
+            name: t.name,
+            payload: { from: 'PENDING', to: 'CANCELLED', error: null },
+          });
         }
       }
       return { result: toRollout(updated), events };
@@ -386,12 +394,7 @@ export class RolloutService {
    * Engine: records a target's new state (and error) with a TargetStateChanged event. A target that SUCCEEDED gets a
    * new Revision (its first recorded revision being the version it ran before, when known).
    */
-  setTargetState(
-    rolloutId: string,
-    target: { namespace: string; name: string },
-    to: TargetState,
-    detail: TargetChangeDetail = {},
-  ): Promise<RolloutTarget> {
+  setTargetState(rolloutId: string, target: { namespace: string; name: string }, to: TargetState, detail: TargetChangeDetail = {}): Promise<RolloutTarget> {
     return this.setTargetStates(rolloutId, [{ target, to, ...detail }]).then((updated) => updated[0]!);
   }
 

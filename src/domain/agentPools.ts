@@ -67,7 +67,6 @@ export interface Connection<T> {
   totalCount: number;
 }
 
-
 // -------------------------------------------------------------------------------------------------------------------
 // Pool selection (bumpAgentImage `pools`, stored as the rollout's selector)
 
@@ -78,7 +77,10 @@ export interface PoolSelection {
   labelSelector?: string | null;
 }
 
-export function matchesPoolSelection(selection: PoolSelection | null | undefined, pool: { namespace: string; name: string; labels: Record<string, string> }): boolean {
+export function matchesPoolSelection(
+  selection: PoolSelection | null | undefined,
+  pool: { namespace: string; name: string; labels: Record<string, string> },
+): boolean {
   if (!selection) return true;
   if (selection.namespaces?.length && !selection.namespaces.includes(pool.namespace)) return false;
   if (selection.names?.length && !selection.names.some((n) => (n.includes('/') ? n === `${pool.namespace}/${pool.name}` : n === pool.name))) return false;
@@ -104,7 +106,12 @@ export function isDrifted(pool: AgentPoolView): boolean {
   return pool.desiredImage !== null && pool.runningImage !== pool.desiredImage;
 }
 
-function page<T extends { namespace: string; name: string }>(all: T[], first: number | null | undefined, after: string | null | undefined, fallback: number): Connection<T> {
+function page<T extends { namespace: string; name: string }>(
+  all: T[],
+  first: number | null | undefined,
+  after: string | null | undefined,
+  fallback: number,
+): Connection<T> {
   const size = checkPageSize(first, fallback);
   const cursor = decodeCursor(after, isPoolCursor);
   // Each key built once (a comparator building them made a page of 200 pools build ~6,000 strings).
@@ -116,7 +123,12 @@ function page<T extends { namespace: string; name: string }>(all: T[], first: nu
 }
 
 /** Pools ordered by namespace and name, filtered, one page. */
-export async function listAgentPools(queries: AgentPoolQueries, filter: AgentPoolFilter | null | undefined, first?: number | null, after?: string | null): Promise<Connection<AgentPoolView>> {
+export async function listAgentPools(
+  queries: AgentPoolQueries,
+  filter: AgentPoolFilter | null | undefined,
+  first?: number | null,
+  after?: string | null,
+): Promise<Connection<AgentPoolView>> {
   const requirements = filter?.labelSelector ? parseLabelSelector(filter.labelSelector, 'filter.labelSelector') : [];
   const pools = (await queries.all()).filter(
     (p) =>
@@ -138,13 +150,22 @@ export interface DriftItem {
 
 /** Pools whose agent runs something else than their desired image. */
 export async function agentPoolDrift(queries: AgentPoolQueries): Promise<DriftItem[]> {
-  return (await queries.all())
-    .filter(isDrifted)
-    .map((p) => ({ kind: 'AGENT_POOL' as const, namespace: p.namespace, name: p.name, desiredVersion: p.desiredImage, runningVersion: p.runningImage, since: p.driftSince }));
+  return (await queries.all()).filter(isDrifted).map((p) => ({
+    kind: 'AGENT_POOL' as const,
+    namespace: p.namespace,
+    name: p.name,
+    desiredVersion: p.desiredImage,
+    runningVersion: p.runningImage,
+    since: p.driftSince,
+  }));
 }
 
 /** Any per-kind drift items → one page ordered by kind, namespace, name. */
-export function pageDrift<T extends { kind: string; namespace: string; name: string }>(items: T[], first?: number | null, after?: string | null): Connection<T> {
+export function pageDrift<T extends { kind: string; namespace: string; name: string }>(
+  items: T[],
+  first?: number | null,
+  after?: string | null,
+): Connection<T> {
   const size = checkPageSize(first, 100);
   const cursor = decodeCursor(after, isPoolCursor);
   const keyed = items.map((node) => ({ key: `${node.kind}|${node.namespace}/${node.name}`, node }));
@@ -190,7 +211,10 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
   if (!input.allowDowngrade) {
     const downgrade = targets.find((t) => !t.skipReason && t.fromVersion && safeIsDowngrade(t.fromVersion, image));
     if (downgrade) {
-      throw new ValidationError('input.image', `${image} is a downgrade of ${downgrade.fromVersion} (pool ${downgrade.namespace}/${downgrade.name}); pass allowDowngrade: true to do it anyway`);
+      throw new ValidationError(
+        'input.image',
+        `${image} is a downgrade of ${downgrade.fromVersion} (pool ${downgrade.namespace}/${downgrade.name}); pass allowDowngrade: true to do it anyway`,
+      );
     }
   }
   const fromVersions = new Set(targets.filter((t) => !t.skipReason).map((t) => t.fromVersion));

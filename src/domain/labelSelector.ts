@@ -67,4 +67,3 @@ export function matchesLabelSelector(requirements: readonly Requirement[], label
     }
   });
 }
-

@@ -12,7 +12,13 @@ import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
 import type { LaunchResult } from './RolloutLauncher.js';
 import type { NewTarget } from './RolloutService.js';
 
-export { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentMode, type NodeAgentStrategy, type BumpNodeAgentImageInput, type BumpNodeAgentImageRequest } from './kinds/nodeAgent.js';
+export {
+  DEFAULT_PEER_RUNTIME_CLASS,
+  type NodeAgentMode,
+  type NodeAgentStrategy,
+  type BumpNodeAgentImageInput,
+  type BumpNodeAgentImageRequest,
+} from './kinds/nodeAgent.js';
 
 /** The agent on one node, as the `NodeAgentState` GraphQL type shows it. */
 export interface NodeAgentState {
@@ -116,7 +122,11 @@ export interface NodeAgentSelector {
  * The plan of a bump: one target per node that runs the agent (namespace "" and name = node), canary nodes first,
  * then by node name; nodes already on the image are skipped. Strategy: one node at a time.
  */
-export function planNodeAgentBump(input: BumpNodeAgentImageRequest, queries: NodeAgentQueries, declared?: DeclaredRuntimeClass): RolloutPlan<NodeAgentStrategy> {
+export function planNodeAgentBump(
+  input: BumpNodeAgentImageRequest,
+  queries: NodeAgentQueries,
+  declared?: DeclaredRuntimeClass,
+): RolloutPlan<NodeAgentStrategy> {
   const { mode } = input;
   const canary = input.canaryNodeSelector ? parseLabelSelector(input.canaryNodeSelector, 'input.canaryNodeSelector') : undefined;
 
@@ -221,7 +231,8 @@ export function nodeAgentSelectorOf(rollout: { selector: Record<string, unknown>
 
 /** The strategy of a rollout the node-agent driver was handed; any other kind is a wiring mistake. */
 export function nodeAgentStrategyOf(rollout: { id: string; strategy: RolloutStrategy }): NodeAgentStrategy {
-  if (rollout.strategy.kind !== 'NODE_AGENT') throw new AppError(ErrorCode.Internal, `rollout ${rollout.id} is a ${rollout.strategy.kind} rollout, not NODE_AGENT`);
+  if (rollout.strategy.kind !== 'NODE_AGENT')
+    throw new AppError(ErrorCode.Internal, `rollout ${rollout.id} is a ${rollout.strategy.kind} rollout, not NODE_AGENT`);
   return rollout.strategy;
 }
 

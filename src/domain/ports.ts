@@ -22,10 +22,7 @@ export interface AdmittedTarget extends TargetRef {
 }
 
 /** Where an admitted target is, as the driver sees it in the cluster. */
-export type TargetObservation =
-  | { phase: 'progressing'; message?: string }
-  | { phase: 'succeeded' }
-  | { phase: 'failed'; reason: string };
+export type TargetObservation = { phase: 'progressing'; message?: string } | { phase: 'succeeded' } | { phase: 'failed'; reason: string };
 
 /**
  * What a rollout kind gives the engine. The engine decides *which* targets may change now; the driver writes the

@@ -102,7 +102,10 @@ export function canonicalJson(value: unknown): string {
 
 /** The version name of a ClusterVersion spec: `spec-` + the first 12 hex digits of its canonical sha256. */
 export function clusterSpecVersion(spec: unknown): string {
-  return `spec-${createHash('sha256').update(canonicalJson(spec ?? {})).digest('hex').slice(0, 12)}`;
+  return `spec-${createHash('sha256')
+    .update(canonicalJson(spec ?? {}))
+    .digest('hex')
+    .slice(0, 12)}`;
 }
 
 export type { ClusterVersionChange } from './kinds/virtualCluster.js';
@@ -129,7 +132,13 @@ function ports(domain: Domain): VirtualClusterQueries {
 
 const isKeyCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
 
-function paginate<T>(sorted: T[], keyOf: (item: T) => string, first: number | null | undefined, after: string | null | undefined, fallback: number): Connection<T> {
+function paginate<T>(
+  sorted: T[],
+  keyOf: (item: T) => string,
+  first: number | null | undefined,
+  after: string | null | undefined,
+  fallback: number,
+): Connection<T> {
   const size = checkPageSize(first, fallback);
   const cursor = decodeCursor(after, isKeyCursor);
   const start = cursor ? sorted.findIndex((item) => keyOf(item) > cursor.k) : 0;
@@ -140,10 +149,18 @@ function paginate<T>(sorted: T[], keyOf: (item: T) => string, first: number | nu
 }
 
 const clusterKey = (vc: { namespace: string; name: string }) => `${vc.namespace}/${vc.name}`;
-const byKey = <T>(keyOf: (t: T) => string) => (a: T, b: T) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0);
+const byKey =
+  <T>(keyOf: (t: T) => string) =>
+  (a: T, b: T) =>
+    keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0;
 
 /** VirtualClusters ordered by namespace and name. */
-export async function listVirtualClusters(domain: Domain, filter: VirtualClusterFilter | null | undefined, first?: number | null, after?: string | null): Promise<Connection<VirtualClusterView>> {
+export async function listVirtualClusters(
+  domain: Domain,
+  filter: VirtualClusterFilter | null | undefined,
+  first?: number | null,
+  after?: string | null,
+): Promise<Connection<VirtualClusterView>> {
   const all = await ports(domain).virtualClusters();
   const matching = all.filter(
     (vc) =>
@@ -300,9 +317,13 @@ function validateDesiredSpec(spec: Json, fieldOf: (component: ComponentKey) => s
     const field = fieldOf(component);
     if (!isObject(bundle)) throw new ValidationError(field, 'must be an object with statefulset and service');
     for (const key of Object.keys(bundle)) {
-      if (!['metadata', 'statefulset', 'service'].includes(key)) throw new ValidationError(`${field}.${key}`, 'unknown field; a component has metadata, statefulset and service');
+      if (!['metadata', 'statefulset', 'service'].includes(key))
+        throw new ValidationError(`${field}.${key}`, 'unknown field; a component has metadata, statefulset and service');
     }
-    for (const [key, kind] of [['statefulset', 'StatefulSet'], ['service', 'Service']] as const) {
+    for (const [key, kind] of [
+      ['statefulset', 'StatefulSet'],
+      ['service', 'Service'],
+    ] as const) {
       const object = bundle[key];
       if (object === undefined) continue;
       if (!isObject(object)) throw new ValidationError(`${field}.${key}`, `must be a ${kind} object`);
@@ -319,7 +340,8 @@ function validateDesiredSpec(spec: Json, fieldOf: (component: ComponentKey) => s
         throw new ValidationError(`${field}.statefulset.spec.updateStrategy.type`, 'OnDelete never rolls the control plane; use RollingUpdate');
       }
       const containers = sts.spec?.template?.spec?.containers;
-      if (!Array.isArray(containers) || containers.length === 0) throw new ValidationError(`${field}.statefulset.spec.template.spec.containers`, 'needs at least one container');
+      if (!Array.isArray(containers) || containers.length === 0)
+        throw new ValidationError(`${field}.statefulset.spec.template.spec.containers`, 'needs at least one container');
       for (const [i, container] of containers.entries()) {
         const path = `${field}.statefulset.spec.template.spec.containers[${i}].image`;
         if (typeof container?.image !== 'string') throw new ValidationError(path, 'is required');
@@ -394,7 +416,8 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
     for (const [i, text] of input.clusters.entries()) {
       const vc = index.get(clusterKey(parseClusterRef(text)!));
       if (!vc) throw new ValidationError(`input.clusters[${i}]`, `no VirtualCluster ${text}`);
-      if (vc.clusterVersionName !== cv.name) throw new ValidationError(`input.clusters[${i}]`, `${text} uses ClusterVersion ${vc.clusterVersionName}, not ${cv.name}`);
+      if (vc.clusterVersionName !== cv.name)
+        throw new ValidationError(`input.clusters[${i}]`, `${text} uses ClusterVersion ${vc.clusterVersionName}, not ${cv.name}`);
       if (!seen.has(text)) chosen.push(vc);
       seen.add(text);
     }

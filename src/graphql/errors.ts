@@ -105,7 +105,7 @@ export function errorCodeOf(error: { extensions?: Record<string, unknown> | unde
 
 function isPlainGraphQLError(error: unknown): error is { extensions?: Record<string, unknown>; originalError?: unknown } {
   return (
-    error instanceof GraphQLError ||
-    (typeof error === 'object' && error !== null && (error as Error).name === 'GraphQLError' && 'extensions' in error)
-  ) && (error as { originalError?: unknown }).originalError == null;
+    (error instanceof GraphQLError || (typeof error === 'object' && error !== null && (error as Error).name === 'GraphQLError' && 'extensions' in error)) &&
+    (error as { originalError?: unknown }).originalError == null
+  );
 }

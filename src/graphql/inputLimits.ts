@@ -1,13 +1,4 @@
-import {
-  getNamedType,
-  isEnumType,
-  isInputObjectType,
-  isListType,
-  isNonNullType,
-  isScalarType,
-  type GraphQLArgument,
-  type GraphQLInputType,
-} from 'graphql';
+import { getNamedType, isEnumType, isInputObjectType, isListType, isNonNullType, isScalarType, type GraphQLArgument, type GraphQLInputType } from 'graphql';
 import { CAUSE_LIMITS, MAX_IDEMPOTENCY_KEY, runUrlReason, tooLongReason } from '../domain/kinds/cause.js';
 import { ValidationError } from '../errors.js';
 

@@ -60,7 +60,8 @@ export function checkQueryLimits(
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
   const tally: Tally = { aliases: 0, maxDepth: 0 };
-  const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
+  const root =
+    operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
   if (!root) return { cost: 0 };
 
   const costOf = (selectionSet: SelectionSetNode, parent: GraphQLOutputType, depth: number): number => {
@@ -91,7 +92,8 @@ export function checkQueryLimits(
         cost += costOf(selection.selectionSet, type ?? parent, depth);
       } else {
         const fragment = fragments.get(selection.name.value);
-        if (fragment) cost += costOf(fragment.selectionSet, (schema.getType(fragment.typeCondition.name.value) as GraphQLOutputType | undefined) ?? parent, depth);
+        if (fragment)
+          cost += costOf(fragment.selectionSet, (schema.getType(fragment.typeCondition.name.value) as GraphQLOutputType | undefined) ?? parent, depth);
       }
       if (cost > limits.maxQueryCost * 10) return cost; // already hopeless; stop walking
     }
@@ -100,7 +102,10 @@ export function checkQueryLimits(
 
   const cost = costOf(operation.selectionSet, root, 1);
   if (tally.maxDepth > limits.maxQueryDepth) {
-    return { cost, error: limitError(`query is nested ${tally.maxDepth} levels deep; the limit is ${limits.maxQueryDepth}`, 'depth', tally.maxDepth, limits.maxQueryDepth) };
+    return {
+      cost,
+      error: limitError(`query is nested ${tally.maxDepth} levels deep; the limit is ${limits.maxQueryDepth}`, 'depth', tally.maxDepth, limits.maxQueryDepth),
+    };
   }
   if (tally.aliases > limits.maxAliases) {
     return { cost, error: limitError(`query uses ${tally.aliases} aliases; the limit is ${limits.maxAliases}`, 'aliases', tally.aliases, limits.maxAliases) };
@@ -108,7 +113,12 @@ export function checkQueryLimits(
   if (cost > limits.maxQueryCost) {
     return {
       cost,
-      error: limitError(`query could return about ${cost} fields; the limit is ${limits.maxQueryCost} (ask for smaller pages or fewer fields)`, 'cost', cost, limits.maxQueryCost),
+      error: limitError(
+        `query could return about ${cost} fields; the limit is ${limits.maxQueryCost} (ask for smaller pages or fewer fields)`,
+        'cost',
+        cost,
+        limits.maxQueryCost,
+      ),
     };
   }
   return { cost };

@@ -1,6 +1,15 @@
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import { getOperationAST, getVariableValues, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import {
+  getOperationAST,
+  getVariableValues,
+  GraphQLError,
+  parse,
+  validate,
+  type DocumentNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -202,7 +211,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         // would then take the new one's place (both delivering, the first never ended). Refuse the reuse until the
         // previous operation has ended (onComplete); clients that follow the protocol's advice use fresh ids.
         if (running.has(id)) {
-          return [new GraphQLError(`operation id "${id}" is still ending; wait for it to end or use another id`, { extensions: { code: ErrorCode.BadUserInput } })];
+          return [
+            new GraphQLError(`operation id "${id}" is still ending; wait for it to end or use another id`, { extensions: { code: ErrorCode.BadUserInput } }),
+          ];
         }
         if (running.size >= options.maxSubscriptionsPerConnection) {
           metrics.requestsRefused.inc({ reason: 'subscriptions', transport: 'ws' });
@@ -224,21 +235,30 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         };
         const validationErrors = validate(options.schema, document);
         if (validationErrors.length > 0) {
-          return refuseUnresolved(validationErrors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } })));
+          return refuseUnresolved(
+            validationErrors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } })),
+          );
         }
         const operation = getOperationAST(document, payload.operationName);
-        if (!operation) return refuseUnresolved([new GraphQLError('no operation to run (name it with operationName)', { extensions: { code: ErrorCode.BadUserInput } })]);
+        if (!operation)
+          return refuseUnresolved([new GraphQLError('no operation to run (name it with operationName)', { extensions: { code: ErrorCode.BadUserInput } })]);
         // Variables are coerced here, as Apollo does over HTTP, so that a bad value is the caller's error
         // (BAD_USER_INPUT), not one that surfaces mid-execution without a code.
         const coerced = getVariableValues(options.schema, operation.variableDefinitions ?? [], variables ?? {}, { maxErrors: 50 });
         if (coerced.errors) {
-          return refuseUnresolved(coerced.errors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: ErrorCode.BadUserInput } })));
+          return refuseUnresolved(
+            coerced.errors.map((e) => new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { code: ErrorCode.BadUserInput } })),
+          );
         }
         const pending = guardOperation(options.guard, document, operation, variables, principal);
         const verdict = pending instanceof Promise ? await pending : pending;
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');
-          await auditMutation(options.audit, { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] }, logger);
+          await auditMutation(
+            options.audit,
+            { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] },
+            logger,
+          );
           return [verdict.error];
         }
         running.set(id, { operation, fields: verdict.fields, source: payload.query, variables });
@@ -266,7 +286,15 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         const principal = ctx.extra.principal!;
         await auditMutation(
           options.audit,
-          { principal, sourceAddress: ctx.extra.request.socket.remoteAddress ?? null, operation: op.operation, fields: op.fields, source: op.source, variables: op.variables, errors: settled.errors ?? [] },
+          {
+            principal,
+            sourceAddress: ctx.extra.request.socket.remoteAddress ?? null,
+            operation: op.operation,
+            fields: op.fields,
+            source: op.source,
+            variables: op.variables,
+            errors: settled.errors ?? [],
+          },
           logger,
         );
       },

@@ -27,9 +27,7 @@ async function runCheck(check: ReadinessCheck): Promise<{ name: string; ok: bool
 
 /** `/readyz`: 200 when every check passes, else 503; the body lists each check either way. */
 export async function writeReadiness(res: ServerResponse, checks: readonly ReadinessCheck[], shuttingDown: boolean): Promise<void> {
-  const results = shuttingDown
-    ? [{ name: 'shutdown', ok: false, error: 'shutting down' }]
-    : await Promise.all(checks.map(runCheck));
+  const results = shuttingDown ? [{ name: 'shutdown', ok: false, error: 'shutting down' }] : await Promise.all(checks.map(runCheck));
   const ready = results.every((r) => r.ok);
   res.statusCode = ready ? 200 : 503;
   res.setHeader('content-type', 'application/json; charset=utf-8');

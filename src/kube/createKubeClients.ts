@@ -1,12 +1,4 @@
-import {
-  AppsV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  KubernetesObjectApi,
-  Watch,
-} from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, Watch } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';
 import { AppError, ErrorCode } from '../errors.js';
@@ -62,7 +54,15 @@ function reuseConnections(kubeConfig: KubeConfig): void {
   const agents = new Map<string, unknown>();
   target.createAgent = (cluster, options) => {
     const c = (cluster ?? {}) as { server?: string; proxyUrl?: string };
-    const key = JSON.stringify([c.server, c.proxyUrl, options.rejectUnauthorized, options.servername, String(options.ca ?? ''), String(options.cert ?? ''), String(options.key ?? '')]);
+    const key = JSON.stringify([
+      c.server,
+      c.proxyUrl,
+      options.rejectUnauthorized,
+      options.servername,
+      String(options.ca ?? ''),
+      String(options.cert ?? ''),
+      String(options.key ?? ''),
+    ]);
     let agent = agents.get(key);
     if (!agent) {
       agent = create(cluster, { ...options, keepAlive: true });

@@ -54,7 +54,11 @@ export function translateKubeError(error: unknown, what = 'Kubernetes API call')
   if (isAppError(error)) return error;
   const code = httpStatusOf(error);
   const status =
-    error instanceof ApiException ? statusOf(error.body) : error && typeof error === 'object' && (error as KubeStatus).kind === 'Status' ? (error as KubeStatus) : undefined;
+    error instanceof ApiException
+      ? statusOf(error.body)
+      : error && typeof error === 'object' && (error as KubeStatus).kind === 'Status'
+        ? (error as KubeStatus)
+        : undefined;
   const reason = status?.reason;
   const message = `${what}: ${status?.message || (error instanceof Error ? error.message : String(error))}`;
   const options = { cause: error, details: { httpStatus: code, reason } };

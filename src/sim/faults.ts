@@ -131,7 +131,12 @@ export class FaultInjector {
     if ((info.verb === 'update' || info.verb === 'patch') && conflictRate > 0 && this.random() < conflictRate) {
       this.counters.conflicts++;
       const group = info.resource.group;
-      throw conflict(info.resource.plural, info.name ?? '', 'the object has been modified; please apply your changes to the latest version and try again', group);
+      throw conflict(
+        info.resource.plural,
+        info.name ?? '',
+        'the object has been modified; please apply your changes to the latest version and try again',
+        group,
+      );
     }
   }
 

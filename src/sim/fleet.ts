@@ -139,7 +139,8 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
   const nodes = Array.from({ length: size.nodes }, (_, i) => `sim-node-${i + 1}`);
   writer.created += installProjectCrds(store);
 
-  for (const ns of [AGENT_NAMESPACE, POOL_NAMESPACE, VC_NAMESPACE]) if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'namespaces', namespaceObject(ns));
+  for (const ns of [AGENT_NAMESPACE, POOL_NAMESPACE, VC_NAMESPACE])
+    if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'namespaces', namespaceObject(ns));
   // The ServiceAccounts the upstream charts create (pods naming a missing one are refused, as by the real admission).
   if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'serviceaccounts', serviceAccountObject(AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE));
   for (let i = 0; i < nodes.length; i++) await writer.ensure('', 'nodes', nodeObject(nodes[i]!, i));
@@ -170,7 +171,11 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
   if (size.upstream?.vmDhcp) {
     await writer.ensure('', 'namespaces', namespaceObject(VM_DHCP_NAMESPACE));
     for (const sa of vmDhcpServiceAccounts()) await writer.ensure('', 'serviceaccounts', sa);
-    await writer.ensure('apps', 'deployments', vmDhcpControllerDeployment({ noAgent: size.upstream.vmDhcp.noAgent, agentImage: size.upstream.vmDhcp.agentImage ?? AGENT_IMAGE }));
+    await writer.ensure(
+      'apps',
+      'deployments',
+      vmDhcpControllerDeployment({ noAgent: size.upstream.vmDhcp.noAgent, agentImage: size.upstream.vmDhcp.agentImage ?? AGENT_IMAGE }),
+    );
   }
   if (size.upstream?.vcManager) {
     const vcm = vcManagerObjects(size.upstream.vcManager);
@@ -326,11 +331,25 @@ function poolNetwork(index: number): PoolNetwork {
 }
 
 /** An agent pod exactly as the upstream controller deploys it, already Running and Ready on `nodeName`. */
-export function agentPod(poolNamespace: string, poolName: string, index: number, nodeName: string, hostIP: string, now: number, image = AGENT_IMAGE): KubeObject {
+export function agentPod(
+  poolNamespace: string,
+  poolName: string,
+  index: number,
+  nodeName: string,
+  hostIP: string,
+  now: number,
+  image = AGENT_IMAGE,
+): KubeObject {
   const name = agentPodName(poolNamespace, poolName);
   const net = poolNetwork(index);
   const netAdmin = { capabilities: { add: ['NET_ADMIN'] } };
-  const probe = (path: string) => ({ httpGet: { path, port: 8080, scheme: 'HTTP' }, periodSeconds: 10, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3 });
+  const probe = (path: string) => ({
+    httpGet: { path, port: 8080, scheme: 'HTTP' },
+    periodSeconds: 10,
+    timeoutSeconds: 1,
+    successThreshold: 1,
+    failureThreshold: 3,
+  });
   let conditions = withCondition(undefined, 'PodScheduled', 'True', now);
   for (const type of ['Initialized', 'ContainersReady', 'Ready']) conditions = withCondition(conditions, type, 'True', now);
   return {
@@ -475,7 +494,11 @@ function statefulSet(name: string, serviceName: string, image: string, command: 
 }
 
 function service(name: string, selector: string, port: number, type: 'ClusterIP' | 'NodePort', headless = false): KubeObject {
-  const spec: Record<string, unknown> = { type, selector: { 'component-name': selector }, ports: [{ name: `${selector}-port`, port, protocol: 'TCP', targetPort: port }] };
+  const spec: Record<string, unknown> = {
+    type,
+    selector: { 'component-name': selector },
+    ports: [{ name: `${selector}-port`, port, protocol: 'TCP', targetPort: port }],
+  };
   if (headless) spec.clusterIP = 'None';
   return { apiVersion: 'v1', kind: 'Service', metadata: { name }, spec };
 }
@@ -499,7 +522,13 @@ function clusterVersion(): KubeObject {
       },
       controllerManager: {
         metadata: { name: 'controller-manager' },
-        statefulset: statefulSet('controller-manager', 'controller-manager-svc', 'virtualcluster/controller-manager-v1.16.2', ['kube-controller-manager'], 10252),
+        statefulset: statefulSet(
+          'controller-manager',
+          'controller-manager-svc',
+          'virtualcluster/controller-manager-v1.16.2',
+          ['kube-controller-manager'],
+          10252,
+        ),
         service: service('controller-manager-svc', 'controller-manager', 10252, 'ClusterIP', true),
       },
     },
@@ -528,12 +557,17 @@ function pkiSecret(name: string, namespace: string, cluster: string): KubeObject
 }
 
 export function secretHash(secret: KubeObject): string {
-  return createHash('sha256').update(JSON.stringify(secret.data ?? {})).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(secret.data ?? {}))
+    .digest('hex');
 }
 
 /** Upstream's cluster key: `<namespace>-<first 6 hex of sha256(uid)>-<name>`. */
 export function clusterNamespaceOf(vc: KubeObject): string {
-  const digest = createHash('sha256').update(vc.metadata.uid ?? '').digest('hex').slice(0, 6);
+  const digest = createHash('sha256')
+    .update(vc.metadata.uid ?? '')
+    .digest('hex')
+    .slice(0, 6);
   return `${vc.metadata.namespace}-${digest}-${vc.metadata.name}`;
 }
 
@@ -560,7 +594,11 @@ async function createVirtualCluster(writer: FleetWriter, cv: KubeObject, name: s
       },
     });
   }
-  await writer.ensure('', 'namespaces', namespaceObject(clusterNs, { 'tenancy.x-k8s.io/vcname': name, 'tenancy.x-k8s.io/vcnamespace': VC_NAMESPACE }, { 'tenancy.x-k8s.io/cluster': clusterNs }));
+  await writer.ensure(
+    '',
+    'namespaces',
+    namespaceObject(clusterNs, { 'tenancy.x-k8s.io/vcname': name, 'tenancy.x-k8s.io/vcnamespace': VC_NAMESPACE }, { 'tenancy.x-k8s.io/cluster': clusterNs }),
+  );
   const hashes: Record<string, string> = {};
   for (const secretName of PKI_SECRETS) {
     const secret = await writer.ensure('', 'secrets', pkiSecret(secretName, clusterNs, name));

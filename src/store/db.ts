@@ -90,17 +90,20 @@ export async function openDatabase(url: string): Promise<Database> {
  */
 async function openPostgresDatabase(url: string, pools: { history: number; prisma: number }): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
-  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { CONNECT_TIMEOUT_MS }] = await Promise.all([
-    import('@prisma/adapter-pg'),
-    import('./generated-pg/client.js'),
-    import('./postgres/open.js'),
-    import('./postgres/PgEventNotifier.js'),
-    import('./postgres/PgRateLimiter.js'),
-    import('./postgres/pool.js'),
-  ]);
+  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { CONNECT_TIMEOUT_MS }] =
+    await Promise.all([
+      import('@prisma/adapter-pg'),
+      import('./generated-pg/client.js'),
+      import('./postgres/open.js'),
+      import('./postgres/PgEventNotifier.js'),
+      import('./postgres/PgRateLimiter.js'),
+      import('./postgres/pool.js'),
+    ]);
   const [{ PgTokenStore }, { PgAuditStore }] = await Promise.all([import('./postgres/PgTokenStore.js'), import('./postgres/PgAuditStore.js')]);
   const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: pools.history });
-  const prisma = new PgPrismaClient({ adapter: new PrismaPg({ connectionString: url, max: pools.prisma, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) }) as unknown as PrismaClient;
+  const prisma = new PgPrismaClient({
+    adapter: new PrismaPg({ connectionString: url, max: pools.prisma, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }),
+  }) as unknown as PrismaClient;
   try {
     await prisma.$connect();
   } catch (error) {

@@ -1,7 +1,6 @@
 import { dateOf, sqlDate, type Sql } from './Sql.js';
 import type { InFlightRow } from '../domain/historyPort.js';
 
-
 export function allInFlight(sql: Sql): InFlightRow[] {
   return sql
     .all<Omit<InFlightRow, 'createdAt'> & { createdAt: string }>('SELECT * FROM "InFlightChange"')

@@ -6,9 +6,6 @@ import type { CoveredTarget, IdempotencyRecord, RevisionEntry } from '../domain/
  * revision listings, targets covered by active rollouts). Synchronous, like the rest of the hot path (Sql.ts).
  */
 
-
-
-
 export function findIdempotencyRecord(sql: Sql, key: string): IdempotencyRecord | undefined {
   const raw = sql.get<Omit<IdempotencyRecord, 'createdAt'> & { createdAt: string }>('SELECT * FROM "IdempotencyKey" WHERE "key" = ?', key);
   return raw ? { ...raw, createdAt: dateOf(raw.createdAt) } : undefined;

@@ -16,7 +16,6 @@ export interface MigrationReport {
   total: number;
 }
 
-
 export type Provider = 'sqlite' | 'postgresql';
 
 /** The committed migrations of one provider: `prisma/<provider>/migrations` at the project root. */
@@ -82,9 +81,10 @@ export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: stri
   db.exec(SQLITE_MIGRATIONS_TABLE);
   const names = migrationNames(dir);
   const done = new Map<string, string>();
-  for (const row of db
-    .prepare('SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')
-    .all() as { migration_name: string; checksum: string }[]) {
+  for (const row of db.prepare('SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL').all() as {
+    migration_name: string;
+    checksum: string;
+  }[]) {
     done.set(row.migration_name, row.checksum);
   }
   const applied: string[] = [];
@@ -92,9 +92,13 @@ export function applyMigrations(db: BetterSqlite3.Database, migrationsDir?: stri
     const startedAt = new Date().toISOString();
     db.transaction(() => {
       db.exec(sql);
-      db.prepare(
-        'INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)',
-      ).run(randomUUID(), checksum, new Date().toISOString(), name, startedAt);
+      db.prepare('INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)').run(
+        randomUUID(),
+        checksum,
+        new Date().toISOString(),
+        name,
+        startedAt,
+      );
     })();
     applied.push(name);
   }

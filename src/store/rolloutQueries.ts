@@ -8,7 +8,6 @@ import { rolloutOf, targetOf, type RolloutRow, type TargetRow } from './rolloutR
  * (test/store/queryPlans.test.ts) runs EXPLAIN QUERY PLAN on each and fails when one stops using it.
  */
 
-
 /** The two SQL dialects the statements are written for; they differ only in the substring search. */
 export type Dialect = 'sqlite' | 'postgresql';
 
@@ -52,7 +51,12 @@ function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition, dialect: 
 }
 
 /** The statement behind listRollouts (exported for the query-plan test). */
-export function rolloutListStatement(filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number, dialect: Dialect = 'sqlite'): { text: string; params: SqlValue[] } {
+export function rolloutListStatement(
+  filter: RolloutQueryFilter,
+  before: RolloutPosition | undefined,
+  limit: number,
+  dialect: Dialect = 'sqlite',
+): { text: string; params: SqlValue[] } {
   const { clause, params } = whereOf(filter, before, dialect);
   return { text: `SELECT r.* FROM "Rollout" r ${clause} ORDER BY r."createdAt" DESC, r."id" DESC LIMIT ?`, params: [...params, limit] };
 }
@@ -110,8 +114,19 @@ export function targetStateCountsStatement(rolloutIds: readonly string[]): { tex
 /** A page of a rollout's targets in admission order, after `afterOrdinal`, optionally in one state. */
 export function targetPage(sql: Sql, rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): TargetRow[] {
   const raw = state
-    ? sql.all<Parameters<typeof targetOf>[0]>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?', rolloutId, state, afterOrdinal ?? -1, limit)
-    : sql.all<Parameters<typeof targetOf>[0]>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?', rolloutId, afterOrdinal ?? -1, limit);
+    ? sql.all<Parameters<typeof targetOf>[0]>(
+        'SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?',
+        rolloutId,
+        state,
+        afterOrdinal ?? -1,
+        limit,
+      )
+    : sql.all<Parameters<typeof targetOf>[0]>(
+        'SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?',
+        rolloutId,
+        afterOrdinal ?? -1,
+        limit,
+      );
   return raw.map(targetOf);
 }
 

@@ -7,8 +7,6 @@ import type { NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } 
  * Everything here is synchronous and meant to run inside `Sql.transaction`.
  */
 
-
-
 export type Raw<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
 
 export function rolloutOf(raw: Raw<RolloutRow>): RolloutRow {
@@ -34,7 +32,6 @@ export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow |
   const raw = sql.get<Raw<RolloutRow>>('SELECT * FROM "Rollout" WHERE "idempotencyKey" = ?', key);
   return raw ? rolloutOf(raw) : undefined;
 }
-
 
 /**
  * Inserts a rollout in state PENDING. One whose idempotency key is already taken is not inserted: returns undefined
@@ -87,13 +84,26 @@ export function updateEngineState(sql: Sql, id: string, engineState: string, now
   sql.run('UPDATE "Rollout" SET "engineState" = ?, "updatedAt" = ? WHERE "id" = ?', engineState, sqlDate(now), id);
 }
 
-
 export function insertTargets(sql: Sql, rows: readonly NewTargetRow[], now: Date): void {
   const insert = `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "fromVersion",
       "toVersion", "attempts", "skipReason", "finishedAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`;
   const updatedAt = sqlDate(now);
   for (const row of rows) {
-    sql.run(insert, row.id, row.rolloutId, row.kind, row.namespace, row.name, row.ordinal, row.state, row.fromVersion, row.toVersion, row.skipReason, sqlDateOrNull(row.finishedAt), updatedAt);
+    sql.run(
+      insert,
+      row.id,
+      row.rolloutId,
+      row.kind,
+      row.namespace,
+      row.name,
+      row.ordinal,
+      row.state,
+      row.fromVersion,
+      row.toVersion,
+      row.skipReason,
+      sqlDateOrNull(row.finishedAt),
+      updatedAt,
+    );
   }
 }
 
@@ -150,12 +160,20 @@ export function cancelPendingTargets(sql: Sql, rolloutId: string, now: Date): Ta
   return pending;
 }
 
-
 export function latestRevision(sql: Sql, kind: string, namespace: string, name: string): RevisionRow | undefined {
-  return sql.get<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = ? AND "namespace" = ? AND "name" = ? ORDER BY "n" DESC LIMIT 1', kind, namespace, name);
+  return sql.get<RevisionRow>(
+    'SELECT "n", "version" FROM "Revision" WHERE "kind" = ? AND "namespace" = ? AND "name" = ? ORDER BY "n" DESC LIMIT 1',
+    kind,
+    namespace,
+    name,
+  );
 }
 
-export function insertRevision(sql: Sql, revision: { kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null }, now: Date): void {
+export function insertRevision(
+  sql: Sql,
+  revision: { kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null },
+  now: Date,
+): void {
   sql.run(
     'INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES (?, ?, ?, ?, ?, ?, ?)',
     revision.kind,

@@ -10,7 +10,13 @@ export const HOLDER = `${hostname()}:${process.pid}`;
  */
 export function checkDatabaseWritable(sql: Sql): void {
   try {
-    sql.transactionNow((tx) => tx.run('INSERT INTO "WriteProbe" ("holder", "checkedAt") VALUES (?, ?) ON CONFLICT("holder") DO UPDATE SET "checkedAt" = excluded."checkedAt"', HOLDER, sqlDate(new Date())));
+    sql.transactionNow((tx) =>
+      tx.run(
+        'INSERT INTO "WriteProbe" ("holder", "checkedAt") VALUES (?, ?) ON CONFLICT("holder") DO UPDATE SET "checkedAt" = excluded."checkedAt"',
+        HOLDER,
+        sqlDate(new Date()),
+      ),
+    );
   } catch (error) {
     if (isBusy(error)) return;
     throw new UnavailableError(`the database cannot be written: ${(error as Error).message}`, { cause: error });

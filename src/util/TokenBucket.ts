@@ -11,7 +11,11 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
 
-  constructor(qps: number, burst: number, private readonly clock: Clock = systemClock) {
+  constructor(
+    qps: number,
+    burst: number,
+    private readonly clock: Clock = systemClock,
+  ) {
     if (!(qps > 0) || !(burst >= 1)) throw new RangeError(`token bucket needs qps > 0 and burst >= 1 (got ${qps}, ${burst})`);
     this.qps = qps;
     this.burst = burst;

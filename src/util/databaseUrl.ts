@@ -39,7 +39,9 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
     }
     if (!parsed.hostname) throw new DatabaseUrlError(`a postgresql:// URL needs a host (got "${redactDatabaseUrl(url)}")`);
     if (parsed.pathname.length <= 1) {
-      throw new DatabaseUrlError(`a postgresql:// URL needs a database name, such as postgresql://user:password@host:5432/rollplane (got "${redactDatabaseUrl(url)}")`);
+      throw new DatabaseUrlError(
+        `a postgresql:// URL needs a database name, such as postgresql://user:password@host:5432/rollplane (got "${redactDatabaseUrl(url)}")`,
+      );
     }
     const limit = parsed.searchParams.get('connection_limit');
     let connectionLimit = DEFAULT_CONNECTION_LIMIT;

@@ -56,6 +56,13 @@ describe('the import graph of src', () => {
 
   it('sees the imports it checks (a broken walker would pass everything)', () => {
     expect(graph.edges.get('domain')?.has('errors.ts')).toBe(true);
-    expect(cycles({ edges: new Map([['a', new Map([['b', ['a→b']]])], ['b', new Map([['a', ['b→a']]])]]) })).toEqual([['a', 'b']]);
+    expect(
+      cycles({
+        edges: new Map([
+          ['a', new Map([['b', ['a→b']]])],
+          ['b', new Map([['a', ['b→a']]])],
+        ]),
+      }),
+    ).toEqual([['a', 'b']]);
   });
 });

@@ -23,9 +23,16 @@ describe('access control over HTTP and WebSocket', () => {
   let rolloutId: string;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '600', ROLLPLANE_MUTATION_BURST: '100' } });
+    app = await startTestApp({
+      env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '600', ROLLPLANE_MUTATION_BURST: '100' },
+    });
     const create = async (name: string, role: string) => {
-      const res = await gql(app.url, `mutation($n: String!, $r: Role!) { createApiToken(input: { name: $n, role: $r }) { secret token { id name role } } }`, { n: name, r: role }, bearer(ADMIN));
+      const res = await gql(
+        app.url,
+        `mutation($n: String!, $r: Role!) { createApiToken(input: { name: $n, role: $r }) { secret token { id name role } } }`,
+        { n: name, r: role },
+        bearer(ADMIN),
+      );
       expect(res.errors).toBeUndefined();
       expect(res.data.createApiToken.secret).toMatch(/^rp_[A-Za-z0-9_-]{43}$/);
       return res.data.createApiToken.secret as string;
@@ -33,7 +40,12 @@ describe('access control over HTTP and WebSocket', () => {
     viewer = await create('dashboard', 'viewer');
     deployer = await create('ci', 'deployer');
     const { rollout } = await app.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {},
+      kind: 'AGENT_POOL',
+      fromVersion: 'a:1',
+      toVersion: 'a:2',
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: {},
       targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
     rolloutId = rollout.id;
@@ -99,7 +111,12 @@ describe('access control over HTTP and WebSocket', () => {
   });
 
   it('refuses expired tokens', async () => {
-    const res = await gql(app.url, `mutation { createApiToken(input: { name: "short", role: viewer, expiresInSeconds: 60 }) { secret token { id expiresAt } } }`, {}, bearer(ADMIN));
+    const res = await gql(
+      app.url,
+      `mutation { createApiToken(input: { name: "short", role: viewer, expiresInSeconds: 60 }) { secret token { id expiresAt } } }`,
+      {},
+      bearer(ADMIN),
+    );
     const { secret, token } = res.data.createApiToken;
     expect(Date.parse(token.expiresAt) - Date.now()).toBeGreaterThan(50_000);
     expect((await gql(app.url, '{ serverInfo { version } }', {}, bearer(secret))).status).toBe(200);
@@ -130,7 +147,12 @@ describe('access control over HTTP and WebSocket', () => {
   });
 
   it('closes a subscription when its token expires', async () => {
-    const res = await gql(app.url, `mutation { createApiToken(input: { name: "expiring", role: viewer, expiresInSeconds: 60 }) { secret token { id } } }`, {}, bearer(ADMIN));
+    const res = await gql(
+      app.url,
+      `mutation { createApiToken(input: { name: "expiring", role: viewer, expiresInSeconds: 60 }) { secret token { id } } }`,
+      {},
+      bearer(ADMIN),
+    );
     const { secret, token } = res.data.createApiToken;
     await app.db.prisma.apiToken.update({ where: { id: token.id }, data: { expiresAt: new Date(Date.now() + 1500) } });
     const client = wsClient(app.url, { connectionParams: { authorization: `Bearer ${secret}` } });
@@ -143,12 +165,18 @@ describe('access control over HTTP and WebSocket', () => {
   });
 
   it('rate limits mutations per token with 429, Retry-After and RATE_LIMITED', async () => {
-    const limited = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '1', ROLLPLANE_MUTATION_BURST: '2' } });
+    const limited = await startTestApp({
+      env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '1', ROLLPLANE_MUTATION_BURST: '2' },
+    });
     try {
       const call = () => gql(limited.url, 'mutation { pauseRollout(id: "ro_x") { id } }', {}, bearer(ADMIN));
       expect((await call()).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
       expect((await call()).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-      const res = await fetch(limited.url, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(ADMIN) }, body: JSON.stringify({ query: 'mutation { pauseRollout(id: "ro_x") { id } }' }) });
+      const res = await fetch(limited.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(ADMIN) },
+        body: JSON.stringify({ query: 'mutation { pauseRollout(id: "ro_x") { id } }' }),
+      });
       expect(res.status).toBe(429);
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
       const body = (await res.json()) as any;
@@ -164,7 +192,9 @@ describe('access control over HTTP and WebSocket', () => {
 
 describe('authentication settings', () => {
   it('refuses to start with authentication off on a non-loopback address', () => {
-    expect(() => loadConfig({ HOST: '0.0.0.0', ROLLPLANE_AUTH: 'off' }, [], { fileExists: () => false })).toThrow(/ROLLPLANE_AUTH: authentication may be off only when HOST is a loopback address/);
+    expect(() => loadConfig({ HOST: '0.0.0.0', ROLLPLANE_AUTH: 'off' }, [], { fileExists: () => false })).toThrow(
+      /ROLLPLANE_AUTH: authentication may be off only when HOST is a loopback address/,
+    );
     expect(loadConfig({ HOST: '0.0.0.0' }, [], { fileExists: () => false }).auth.enabled).toBe(true);
     expect(loadConfig({ HOST: '127.0.0.1' }, [], { fileExists: () => false }).auth.enabled).toBe(false);
     expect(() => loadConfig({ ROLLPLANE_ADMIN_TOKEN: 'short' }, [], { fileExists: () => false })).toThrow(/ROLLPLANE_ADMIN_TOKEN/);
@@ -194,7 +224,29 @@ describe('authentication settings', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-tls-'));
     const cert = path.join(dir, 'tls.crt');
     const key = path.join(dir, 'tls.key');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     const app = await startTestApp({ env: { ROLLPLANE_TLS_CERT: cert, ROLLPLANE_TLS_KEY: key } });
     try {
       expect(app.url).toMatch(/^https:\/\//);
@@ -209,7 +261,15 @@ describe('authentication settings', () => {
       });
       expect(JSON.parse(body).data.serverInfo.kubeMode).toBe('sim');
       const ca = execFileSync('cat', [cert]);
-      const client = createClient({ url: app.url.replace(/^https/, 'wss'), webSocketImpl: class extends WebSocket { constructor(url: string, protocols?: string | string[]) { super(url, protocols, { ca }); } }, retryAttempts: 0 });
+      const client = createClient({
+        url: app.url.replace(/^https/, 'wss'),
+        webSocketImpl: class extends WebSocket {
+          constructor(url: string, protocols?: string | string[]) {
+            super(url, protocols, { ca });
+          }
+        },
+        retryAttempts: 0,
+      });
       const sub = collect(client, 'subscription { events(after: "0") { id } }');
       await app.domain.events.append({ type: 'AgentRecreated', payload: {} });
       await sub.waitFor(1);

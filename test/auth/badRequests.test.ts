@@ -11,8 +11,17 @@ import { defaultStrategy } from '../../src/domain/kinds/index.js';
  */
 const ADMIN = 'admin-secret-for-the-corpus-0123456789';
 const CODES = new Set([
-  'BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'UNAUTHENTICATED', 'FORBIDDEN',
-  'NOT_FOUND', 'CONFLICT', 'RATE_LIMITED', 'OPERATION_RESOLUTION_FAILURE', 'PERSISTED_QUERY_NOT_FOUND',
+  'BAD_USER_INPUT',
+  'BAD_REQUEST',
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'CONFLICT',
+  'RATE_LIMITED',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_FOUND',
 ]);
 
 interface Case {
@@ -52,9 +61,19 @@ const cases: Case[] = [
   { name: 'PUT', method: 'PUT', body: q('{ serverInfo { version } }') },
   { name: 'DELETE', method: 'DELETE' },
   { name: 'PATCH', method: 'PATCH', body: q('{ serverInfo { version } }') },
-  { name: 'a mutation over GET', method: 'GET', search: `?query=${encodeURIComponent('mutation { pauseRollout(id: "x") { id } }')}`, headers: { 'apollo-require-preflight': '1' } },
+  {
+    name: 'a mutation over GET',
+    method: 'GET',
+    search: `?query=${encodeURIComponent('mutation { pauseRollout(id: "x") { id } }')}`,
+    headers: { 'apollo-require-preflight': '1' },
+  },
   { name: 'GET without a query', method: 'GET', search: '?foo=1', headers: { 'apollo-require-preflight': '1' } },
-  { name: 'GET without the preflight header', method: 'GET', search: `?query=${encodeURIComponent('{ serverInfo { version } }')}`, headers: { 'content-type': '' } },
+  {
+    name: 'GET without the preflight header',
+    method: 'GET',
+    search: `?query=${encodeURIComponent('{ serverInfo { version } }')}`,
+    headers: { 'content-type': '' },
+  },
   // Wrong types
   { name: 'first as a string', body: q('query($f: Int) { rollouts(first: $f) { totalCount } }', { f: 'ten' }) },
   { name: 'first as a float', body: q('query($f: Int) { rollouts(first: $f) { totalCount } }', { f: 1.5 }) },
@@ -91,19 +110,31 @@ const cases: Case[] = [
   { name: 'a 2 MB body', body: q('{ serverInfo { version } }', { pad: 'x'.repeat(2 * 1024 * 1024) }) },
   { name: 'a 10,000-character id', body: q('query($id: ID!) { rollout(id: $id) { id } }', { id: 'r'.repeat(10_000) }) },
   { name: 'a 100,000-character search', body: q('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { search: 's'.repeat(100_000) } }) },
-  { name: 'a 50,000-entry state list', body: q('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { states: Array(50_000).fill('NOPE') } }) },
+  {
+    name: 'a 50,000-entry state list',
+    body: q('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { states: Array(50_000).fill('NOPE') } }),
+  },
   { name: 'a huge reason', body: q('mutation($r: String) { pauseRollout(id: "x", reason: $r) { id } }', { r: 'y'.repeat(600_000) }) },
   { name: 'a long token name', body: q('mutation($n: String!) { createApiToken(input: { name: $n, role: viewer }) { secret } }', { n: 'n'.repeat(5000) }) },
   { name: 'a 60,000-token query', body: q(`{ ${'serverInfo { version } '.repeat(20_000)} }`) },
-  { name: 'a huge idempotency key', body: q('mutation($k: String) { rollbackRollout(id: "x", input: { idempotencyKey: $k }) { id } }', { k: 'k'.repeat(10_000) }) },
+  {
+    name: 'a huge idempotency key',
+    body: q('mutation($k: String) { rollbackRollout(id: "x", input: { idempotencyKey: $k }) { id } }', { k: 'k'.repeat(10_000) }),
+  },
   // Deep and wide queries
   { name: 'depth 30', body: q(deep(30)) },
   { name: 'depth 13', body: q(deep(11)) },
   { name: '1,000 aliases', body: q(`{ ${Array.from({ length: 1000 }, (_, i) => `a${i}: serverInfo { version }`).join(' ')} }`) },
   { name: '31 aliases', body: q(`{ ${Array.from({ length: 31 }, (_, i) => `a${i}: serverInfo { version }`).join(' ')} }`) },
   { name: 'a costly nested page', body: q('{ rollouts(first: 1000) { edges { node { targets(first: 1000) { edges { node { id name } } } } } } }') },
-  { name: 'a costly list of lists', body: q('{ rollouts(first: 1000) { edges { node { targets(first: 30) { edges { node { id name kind state ordinal } } } } } } }') },
-  { name: 'a costly page through a variable', body: q('query($n: Int) { rollouts(first: $n) { edges { node { events(first: $n) { edges { node { id payload } } } } } } }', { n: 1000 }) },
+  {
+    name: 'a costly list of lists',
+    body: q('{ rollouts(first: 1000) { edges { node { targets(first: 30) { edges { node { id name kind state ordinal } } } } } } }'),
+  },
+  {
+    name: 'a costly page through a variable',
+    body: q('query($n: Int) { rollouts(first: $n) { edges { node { events(first: $n) { edges { node { id payload } } } } } } }', { n: 1000 }),
+  },
   { name: 'a page larger than allowed', body: q('{ events(first: 5000) { edges { cursor } } }') },
   { name: 'aliased mutations', body: q(`mutation { ${Array.from({ length: 40 }, (_, i) => `m${i}: pauseRollout(id: "x") { id }`).join(' ')} }`) },
   // Injection-looking and unicode strings
@@ -116,7 +147,10 @@ const cases: Case[] = [
   { name: 'a forged base64 cursor', body: q(`{ rollouts(after: "${Buffer.from('{"t":"x","id":1}').toString('base64url')}") { totalCount } }`) },
   { name: 'a NUL byte in an id', body: q('query($id: ID!) { rollout(id: $id) { id } }', { id: '\u0000' }) },
   { name: 'an empty id', body: q('query($id: ID!) { rollout(id: $id) { id } }', { id: '' }) },
-  { name: 'a right-to-left override in a token name', body: q('mutation($n: String!) { createApiToken(input: { name: $n, role: viewer }) { secret } }', { n: 'admin\u202Egpj' }) },
+  {
+    name: 'a right-to-left override in a token name',
+    body: q('mutation($n: String!) { createApiToken(input: { name: $n, role: viewer }) { secret } }', { n: 'admin\u202Egpj' }),
+  },
   { name: 'an emoji token name', body: q('mutation($n: String!) { createApiToken(input: { name: $n, role: viewer }) { secret } }', { n: 'ci-🚀' }) },
   { name: 'a zero-width token name', body: q('mutation($n: String!) { createApiToken(input: { name: $n, role: viewer }) { secret } }', { n: 'ci\u200b' }) },
   { name: 'a lone surrogate', body: '{"query": "mutation($r: String) { pauseRollout(id: \\"x\\", reason: $r) { id } }", "variables": {"r": "\\ud800"}}' },
@@ -155,10 +189,22 @@ const cases: Case[] = [
   { name: 'a duplicate token name', body: q('mutation { createApiToken(input: { name: "viewer-token", role: viewer }) { secret } }') },
   { name: 'a bad image reference', body: q('mutation { bumpAgentImage(input: { image: "Not A Valid:Image", dryRun: true }) { created } }') },
   { name: 'an image with a bad digest', body: q('mutation { bumpAgentImage(input: { image: "agent@sha256:123", dryRun: true }) { created } }') },
-  { name: 'a bad label selector', body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", pools: { labelSelector: "a in (" }, dryRun: true }) { created } }') },
-  { name: 'maxUnavailable of 0', body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { maxUnavailable: "0" }, dryRun: true }) { created } }') },
-  { name: 'maxUnavailable of 250%', body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { maxUnavailable: "250%" }, dryRun: true }) { created } }') },
-  { name: 'a negative deadline', body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { progressDeadlineSeconds: -1 }, dryRun: true }) { created } }') },
+  {
+    name: 'a bad label selector',
+    body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", pools: { labelSelector: "a in (" }, dryRun: true }) { created } }'),
+  },
+  {
+    name: 'maxUnavailable of 0',
+    body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { maxUnavailable: "0" }, dryRun: true }) { created } }'),
+  },
+  {
+    name: 'maxUnavailable of 250%',
+    body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { maxUnavailable: "250%" }, dryRun: true }) { created } }'),
+  },
+  {
+    name: 'a negative deadline',
+    body: q('mutation { bumpAgentImage(input: { image: "a/agent:v1", strategy: { progressDeadlineSeconds: -1 }, dryRun: true }) { created } }'),
+  },
 ];
 
 // Every privileged root field wrapped in every fragment/alias/directive shape, for each role that may not use it;
@@ -172,16 +218,29 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
   const tokens: Record<string, string> = {};
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' } });
+    app = await startTestApp({
+      env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' },
+    });
     tokens.admin = ADMIN;
-    for (const [name, role] of [['viewer-token', 'viewer'], ['deployer-token', 'deployer'], ['expired-token', 'viewer'], ['revoked-token', 'viewer']] as const) {
+    for (const [name, role] of [
+      ['viewer-token', 'viewer'],
+      ['deployer-token', 'deployer'],
+      ['expired-token', 'viewer'],
+      ['revoked-token', 'viewer'],
+    ] as const) {
       const created = await app.domain.tokens.create({ name, role });
       tokens[name.replace('-token', '')] = created.secret;
-      if (name === 'expired-token') await app.db.prisma.apiToken.update({ where: { id: created.token.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });
+      if (name === 'expired-token')
+        await app.db.prisma.apiToken.update({ where: { id: created.token.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });
       if (name === 'revoked-token') await app.domain.tokens.revoke(created.token.id);
     }
     await app.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: { actor: 'seed' },
+      kind: 'AGENT_POOL',
+      fromVersion: 'a:1',
+      toVersion: 'a:2',
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: { actor: 'seed' },
       targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
   });
@@ -206,7 +265,12 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
   it('answers every bad request with a clear error and changes nothing', async () => {
     expect(cases.length).toBeGreaterThanOrEqual(100);
     // Warm up lastUsedAt so that it is not the only thing to change.
-    for (const token of Object.values(tokens)) await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: q('{ serverInfo { version } }') });
+    for (const token of Object.values(tokens))
+      await fetch(app.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: q('{ serverInfo { version } }'),
+      });
     const before = await snapshot();
     const auditBefore = await app.db.prisma.auditEntry.count();
     const failures: string[] = [];
@@ -217,7 +281,11 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
       if (as !== 'none' && as !== 'raw') headers.authorization = `Bearer ${tokens[as]}`;
       let res: Response;
       try {
-        res = await fetch(app.url + (c.search ?? ''), { method: c.method ?? 'POST', headers, ...(c.body !== undefined && c.method !== 'GET' && c.method !== 'DELETE' ? { body: c.body } : {}) });
+        res = await fetch(app.url + (c.search ?? ''), {
+          method: c.method ?? 'POST',
+          headers,
+          ...(c.body !== undefined && c.method !== 'GET' && c.method !== 'DELETE' ? { body: c.body } : {}),
+        });
       } catch (error) {
         failures.push(`${c.name}: request failed (${(error as Error).message})`);
         continue;
@@ -253,7 +321,11 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
       { name: 'an unknown field', token: ADMIN, query: 'subscription { nope { id } }' },
       { name: 'a deep selection', token: ADMIN, query: `subscription { rolloutUpdated { rollout { ${'rollbackOf { '.repeat(20)}id${' }'.repeat(20)} } } }` },
       { name: 'a bad after', token: ADMIN, query: 'subscription { events(after: "x") { id } }' },
-      { name: 'a query as subscription payload with 100 aliases', token: ADMIN, query: `subscription { ${Array.from({ length: 100 }, (_, i) => `e${i}: events { id }`).join(' ')} }` },
+      {
+        name: 'a query as subscription payload with 100 aliases',
+        token: ADMIN,
+        query: `subscription { ${Array.from({ length: 100 }, (_, i) => `e${i}: events { id }`).join(' ')} }`,
+      },
     ];
     const before = await snapshot();
     for (const attempt of attempts) {

@@ -29,10 +29,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}): Reply => (_req, res) => {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-};
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Reply =>
+  (_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
 const ok = json(200, { data: { serverInfo: { lastEventId: '7' } } });
 
 function client(url: string, delays: number[], extra: Partial<ConstructorParameters<typeof GraphQLClient>[0]> = {}) {
@@ -68,14 +70,18 @@ describe('GraphQLClient', () => {
   it('gives up after the retries with exit code 3', async () => {
     const delays: number[] = [];
     const { url, requests } = await serve([json(500, {})]);
-    const error = await client(url, delays).request('{ x }').catch((e: unknown) => e);
+    const error = await client(url, delays)
+      .request('{ x }')
+      .catch((e: unknown) => e);
     expect(requests).toHaveLength(4);
     expect(exitCodeOf(error)).toBe(ExitCode.Unreachable);
   });
 
   it('does not retry 401; UNAUTHENTICATED is exit code 3', async () => {
     const { url, requests } = await serve([json(401, { errors: [{ message: 'bad token', extensions: { code: 'UNAUTHENTICATED' } }] })]);
-    const error = await client(url, []).request('{ x }').catch((e: unknown) => e);
+    const error = await client(url, [])
+      .request('{ x }')
+      .catch((e: unknown) => e);
     expect(requests).toHaveLength(1);
     expect((error as Error).message).toBe('bad token');
     expect(exitCodeOf(error)).toBe(ExitCode.Unreachable);
@@ -86,10 +92,14 @@ describe('GraphQLClient', () => {
       json(200, { errors: [{ message: 'input.image: bad', extensions: { code: 'BAD_USER_INPUT', field: 'input.image' } }] }),
       json(200, { errors: [{ message: 'busy', extensions: { code: 'CONFLICT' } }] }),
     ]);
-    const bad = (await client(url, []).request('{ x }').catch((e: unknown) => e)) as RemoteError;
+    const bad = (await client(url, [])
+      .request('{ x }')
+      .catch((e: unknown) => e)) as RemoteError;
     expect(exitCodeOf(bad)).toBe(ExitCode.Usage);
     expect(bad.details.field).toBe('input.image');
-    const conflict = await client(url, []).request('{ x }').catch((e: unknown) => e);
+    const conflict = await client(url, [])
+      .request('{ x }')
+      .catch((e: unknown) => e);
     expect(exitCodeOf(conflict)).toBe(ExitCode.Failed);
     expect(requests).toHaveLength(2);
   });
@@ -110,7 +120,9 @@ describe('GraphQLClient', () => {
     const { url } = await serve([ok]);
     await new Promise<void>((resolve) => server!.close(() => resolve()));
     server = undefined;
-    const error = await client(url, []).request('{ x }').catch((e: unknown) => e);
+    const error = await client(url, [])
+      .request('{ x }')
+      .catch((e: unknown) => e);
     expect(exitCodeOf(error)).toBe(ExitCode.Unreachable);
     expect((error as Error).message).toMatch(/ECONNREFUSED/);
   });

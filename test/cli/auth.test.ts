@@ -27,10 +27,7 @@ const as = (token?: string) => ({ ROLLPLANE_URL: server.url, ...(token ? { ROLLP
 
 describe('rollplane with authentication on', () => {
   it('exits 3 without a token or with a wrong one, without retrying', async () => {
-    const [none, wrong] = await Promise.all([
-      runCli(['history', '-o', 'json'], as()),
-      runCli(['history', '-o', 'json'], as('rp_not-a-real-token')),
-    ]);
+    const [none, wrong] = await Promise.all([runCli(['history', '-o', 'json'], as()), runCli(['history', '-o', 'json'], as('rp_not-a-real-token'))]);
     for (const run of [none, wrong]) {
       expect(run.code).toBe(3);
       expect(JSON.parse(run.stdout)).toMatchObject({ exitCode: 3, error: { code: 'UNAUTHENTICATED' } });

@@ -57,4 +57,3 @@ describe('rollplane rollout pause | resume | abort', () => {
     expect(run.stderr).toContain('[CONFLICT]');
   });
 });
-

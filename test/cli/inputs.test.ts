@@ -79,7 +79,19 @@ describe('bump inputs', () => {
   it('maps agent-image flags to BumpAgentImageInput, sending only what was given', () => {
     const { input } = agentImageInput(
       'registry.example.com/agent:v2',
-      { namespace: ['prod', 'edge'], pool: ['prod/net-1'], selector: 'tier=a', maxUnavailable: '25%', canary: 2, progressDeadline: 300, failureThreshold: 3, autoRollback: true, allowDowngrade: true, supersede: true, message: 'why' },
+      {
+        namespace: ['prod', 'edge'],
+        pool: ['prod/net-1'],
+        selector: 'tier=a',
+        maxUnavailable: '25%',
+        canary: 2,
+        progressDeadline: 300,
+        failureThreshold: 3,
+        autoRollback: true,
+        allowDowngrade: true,
+        supersede: true,
+        message: 'why',
+      },
       ci,
     );
     expect(input).toEqual({
@@ -114,19 +126,53 @@ describe('bump inputs', () => {
   });
 
   it('maps node-agent-image flags to BumpNodeAgentImageInput', () => {
-    const { input } = nodeAgentImageInput('caa/daemon', 'q.io/caa:v2', { mode: 'SURGE', canaryNodeSelector: 'canary=true', nodeDeadline: 120, minReady: 5, failureThreshold: 2, peerRuntimeClass: 'kata' }, detectCi({}));
-    expect(input).toEqual({ namespace: 'caa', name: 'daemon', image: 'q.io/caa:v2', mode: 'SURGE', canaryNodeSelector: 'canary=true', nodeDeadlineSeconds: 120, minReadySeconds: 5, failureThreshold: 2, peerRuntimeClass: 'kata' });
+    const { input } = nodeAgentImageInput(
+      'caa/daemon',
+      'q.io/caa:v2',
+      { mode: 'SURGE', canaryNodeSelector: 'canary=true', nodeDeadline: 120, minReady: 5, failureThreshold: 2, peerRuntimeClass: 'kata' },
+      detectCi({}),
+    );
+    expect(input).toEqual({
+      namespace: 'caa',
+      name: 'daemon',
+      image: 'q.io/caa:v2',
+      mode: 'SURGE',
+      canaryNodeSelector: 'canary=true',
+      nodeDeadlineSeconds: 120,
+      minReadySeconds: 5,
+      failureThreshold: 2,
+      peerRuntimeClass: 'kata',
+    });
   });
 
   it('maps cluster-version flags to BumpClusterVersionInput and refuses a bump that changes nothing', () => {
     const { input } = clusterVersionInput(
       'cv-1',
-      { apiserverImage: 'k8s/apiserver:v1.30', apiserverArg: ['--v=2'], apiserverEnv: [{ name: 'A', value: '1' }, { name: 'B', value: null }], controllerManagerImage: 'k8s/cm:v1.30', cluster: ['t/b', 't/a'], maxConcurrent: 3, failureThreshold: 2, progressDeadline: 900 },
+      {
+        apiserverImage: 'k8s/apiserver:v1.30',
+        apiserverArg: ['--v=2'],
+        apiserverEnv: [
+          { name: 'A', value: '1' },
+          { name: 'B', value: null },
+        ],
+        controllerManagerImage: 'k8s/cm:v1.30',
+        cluster: ['t/b', 't/a'],
+        maxConcurrent: 3,
+        failureThreshold: 2,
+        progressDeadline: 900,
+      },
       detectCi({}),
     );
     expect(input).toEqual({
       clusterVersion: 'cv-1',
-      apiServer: { image: 'k8s/apiserver:v1.30', args: ['--v=2'], env: [{ name: 'A', value: '1' }, { name: 'B', value: null }] },
+      apiServer: {
+        image: 'k8s/apiserver:v1.30',
+        args: ['--v=2'],
+        env: [
+          { name: 'A', value: '1' },
+          { name: 'B', value: null },
+        ],
+      },
       controllerManager: { image: 'k8s/cm:v1.30' },
       clusters: ['t/a', 't/b'],
       maxConcurrent: 3,

@@ -16,7 +16,16 @@ const rollout = (state: RolloutView['state'], succeeded: number, progressing = 0
   startedAt: null,
   finishedAt: null,
   cause: { actor: null, runUrl: null, commit: null, message: null },
-  strategy: { maxUnavailable: '1', maxConcurrent: null, canary: null, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false, mode: null, minReadySeconds: null },
+  strategy: {
+    maxUnavailable: '1',
+    maxConcurrent: null,
+    canary: null,
+    progressDeadlineSeconds: 600,
+    failureThreshold: 1,
+    autoRollback: false,
+    mode: null,
+    minReadySeconds: null,
+  },
   progress: { total: 4, pending: 4 - succeeded - progressing, progressing, succeeded, failed: 0, skipped: 0, cancelled: 0, percent: (succeeded / 4) * 100 },
 });
 

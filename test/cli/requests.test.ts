@@ -9,9 +9,20 @@ import { main } from '../../src/cli/main.js';
  */
 
 const rollout = {
-  id: 'ro_1', kind: 'AGENT_POOL', state: 'PENDING', fromVersion: null, toVersion: 'a:2', selector: {}, message: null, idempotencyKey: null,
-  createdAt: '2026-11-30T00:00:00.000Z', updatedAt: '2026-11-30T00:00:00.000Z', startedAt: null, finishedAt: null,
-  cause: { actor: null, runUrl: null, commit: null, message: null }, strategy: {},
+  id: 'ro_1',
+  kind: 'AGENT_POOL',
+  state: 'PENDING',
+  fromVersion: null,
+  toVersion: 'a:2',
+  selector: {},
+  message: null,
+  idempotencyKey: null,
+  createdAt: '2026-11-30T00:00:00.000Z',
+  updatedAt: '2026-11-30T00:00:00.000Z',
+  startedAt: null,
+  finishedAt: null,
+  cause: { actor: null, runUrl: null, commit: null, message: null },
+  strategy: {},
   progress: { total: 0, pending: 0, progressing: 0, succeeded: 0, failed: 0, skipped: 0, cancelled: 0, percent: 100 },
 };
 const payload = { rollout, plan: [], created: true, dryRun: false };
@@ -31,7 +42,11 @@ beforeAll(async () => {
       // History pages: as many rollouts as asked for; a full first page of 20 has a next page.
       const first = Number(request.variables.first ?? 0);
       const more = field === 'rollouts' && first === 20 && request.variables.after === null;
-      const page = { totalCount: 1000, pageInfo: { hasNextPage: more, endCursor: more ? 'c1' : null }, edges: Array.from({ length: first }, () => ({ node: rollout })) };
+      const page = {
+        totalCount: 1000,
+        pageInfo: { hasNextPage: more, endCursor: more ? 'c1' : null },
+        edges: Array.from({ length: first }, () => ({ node: rollout })),
+      };
       const data = field.startsWith('bump') ? { [field]: payload } : field === 'rollouts' ? { rollouts: page } : { [field]: rollout };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ data }));
@@ -45,7 +60,15 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-const github = { GITHUB_ACTIONS: 'true', GITHUB_REPOSITORY: 'acme/fleet', GITHUB_RUN_ID: '7', GITHUB_JOB: 'deploy', GITHUB_ACTION: 'bump', GITHUB_SHA: 'cafe', GITHUB_ACTOR: 'octo' };
+const github = {
+  GITHUB_ACTIONS: 'true',
+  GITHUB_REPOSITORY: 'acme/fleet',
+  GITHUB_RUN_ID: '7',
+  GITHUB_JOB: 'deploy',
+  GITHUB_ACTION: 'bump',
+  GITHUB_SHA: 'cafe',
+  GITHUB_ACTOR: 'octo',
+};
 
 async function send(args: string[], env: Record<string, string> = {}): Promise<{ code: number; request: (typeof seen)[number] }> {
   const before = seen.length;
@@ -57,8 +80,30 @@ async function send(args: string[], env: Record<string, string> = {}): Promise<{
 describe('what the CLI sends', () => {
   it('bump agent-image: every flag, the token, the CI cause and key', async () => {
     const { code, request } = await send(
-      ['bump', 'agent-image', 'reg.example.com/agent:v2', '--namespace', 'prod', '--pool', 'prod/net-1', '--selector', 'tier=edge', '--max-unavailable', '25%',
-        '--canary', '2', '--progress-deadline', '10m', '--failure-threshold', '3', '--auto-rollback', '--allow-downgrade', '--supersede', '--message', 'hotfix'],
+      [
+        'bump',
+        'agent-image',
+        'reg.example.com/agent:v2',
+        '--namespace',
+        'prod',
+        '--pool',
+        'prod/net-1',
+        '--selector',
+        'tier=edge',
+        '--max-unavailable',
+        '25%',
+        '--canary',
+        '2',
+        '--progress-deadline',
+        '10m',
+        '--failure-threshold',
+        '3',
+        '--auto-rollback',
+        '--allow-downgrade',
+        '--supersede',
+        '--message',
+        'hotfix',
+      ],
       { ...github, ROLLPLANE_TOKEN: 'tok' },
     );
     expect(code).toBe(0);
@@ -82,22 +127,83 @@ describe('what the CLI sends', () => {
   });
 
   it('bump node-agent-image', async () => {
-    const { request } = await send(['bump', 'node-agent-image', 'caa/daemon', 'q.io/caa:v2', '--mode', 'surge', '--canary-node-selector', 'canary=true',
-      '--node-deadline', '2m', '--min-ready', '30s', '--failure-threshold', '2', '--peer-runtime-class', 'kata-qemu', '--dry-run']);
+    const { request } = await send([
+      'bump',
+      'node-agent-image',
+      'caa/daemon',
+      'q.io/caa:v2',
+      '--mode',
+      'surge',
+      '--canary-node-selector',
+      'canary=true',
+      '--node-deadline',
+      '2m',
+      '--min-ready',
+      '30s',
+      '--failure-threshold',
+      '2',
+      '--peer-runtime-class',
+      'kata-qemu',
+      '--dry-run',
+    ]);
     expect(request.variables.input).toEqual({
-      namespace: 'caa', name: 'daemon', image: 'q.io/caa:v2', mode: 'SURGE', canaryNodeSelector: 'canary=true', nodeDeadlineSeconds: 120, minReadySeconds: 30,
-      failureThreshold: 2, peerRuntimeClass: 'kata-qemu', dryRun: true,
+      namespace: 'caa',
+      name: 'daemon',
+      image: 'q.io/caa:v2',
+      mode: 'SURGE',
+      canaryNodeSelector: 'canary=true',
+      nodeDeadlineSeconds: 120,
+      minReadySeconds: 30,
+      failureThreshold: 2,
+      peerRuntimeClass: 'kata-qemu',
+      dryRun: true,
     });
   });
 
   it('bump cluster-version', async () => {
-    const { request } = await send(['bump', 'cluster-version', 'cv-1', '--apiserver-image', 'k8s/apiserver:v1.30', '--apiserver-arg', '--v=2', '--apiserver-arg', '--audit=on',
-      '--apiserver-env', 'GOGC=50', '--apiserver-env', 'OLD-', '--controller-manager-image', 'k8s/cm:v1.30', '--controller-manager-arg', '--leader-elect',
-      '--controller-manager-env', 'X=1', '--spec-patch', '{"etcd":null}', '--cluster', 't/b', '--cluster', 't/a', '--max-concurrent', '3', '--failure-threshold', '2',
-      '--progress-deadline', '900']);
+    const { request } = await send([
+      'bump',
+      'cluster-version',
+      'cv-1',
+      '--apiserver-image',
+      'k8s/apiserver:v1.30',
+      '--apiserver-arg',
+      '--v=2',
+      '--apiserver-arg',
+      '--audit=on',
+      '--apiserver-env',
+      'GOGC=50',
+      '--apiserver-env',
+      'OLD-',
+      '--controller-manager-image',
+      'k8s/cm:v1.30',
+      '--controller-manager-arg',
+      '--leader-elect',
+      '--controller-manager-env',
+      'X=1',
+      '--spec-patch',
+      '{"etcd":null}',
+      '--cluster',
+      't/b',
+      '--cluster',
+      't/a',
+      '--max-concurrent',
+      '3',
+      '--failure-threshold',
+      '2',
+      '--progress-deadline',
+      '900',
+    ]);
     expect(request.variables.input).toEqual({
       clusterVersion: 'cv-1',
-      apiServer: { image: 'k8s/apiserver:v1.30', args: ['--v=2', '--audit=on'], env: [{ name: 'GOGC', value: '50' }, { name: 'OLD', value: null }] },
+      apiServer: {
+        image: 'k8s/apiserver:v1.30',
+        args: ['--v=2', '--audit=on'],
+        env: [
+          { name: 'GOGC', value: '50' },
+          { name: 'OLD', value: null },
+        ],
+      },
       controllerManager: { image: 'k8s/cm:v1.30', args: ['--leader-elect'], env: [{ name: 'X', value: '1' }] },
       specPatch: { etcd: null },
       clusters: ['t/a', 't/b'],
@@ -113,21 +219,49 @@ describe('what the CLI sends', () => {
     const rollback = await send(['rollout', 'rollback', 'ro_1', '--reason', 'bad build'], github);
     expect(rollback.request.variables).toEqual({
       id: 'ro_1',
-      input: { cause: { actor: 'octo', commit: 'cafe', runUrl: 'https://github.com/acme/fleet/actions/runs/7', message: 'bad build' }, idempotencyKey: 'github:acme/fleet:7:deploy:bump:rollback:ro_1' },
+      input: {
+        cause: { actor: 'octo', commit: 'cafe', runUrl: 'https://github.com/acme/fleet/actions/runs/7', message: 'bad build' },
+        idempotencyKey: 'github:acme/fleet:7:deploy:bump:rollback:ro_1',
+      },
     });
   });
 
   it('history filters', async () => {
-    const { request } = await send(['history', '--kind', 'virtual-cluster', '--state', 'failed,rolled-back', '--state', 'aborted', '--limit', '5', '--search', 'v1.30', '--target', 'vc-1']);
-    expect(request.variables).toEqual({ filter: { kind: 'VIRTUAL_CLUSTER', states: ['FAILED', 'ROLLED_BACK', 'ABORTED'], search: 'v1.30', targetName: 'vc-1' }, first: 5, after: null });
+    const { request } = await send([
+      'history',
+      '--kind',
+      'virtual-cluster',
+      '--state',
+      'failed,rolled-back',
+      '--state',
+      'aborted',
+      '--limit',
+      '5',
+      '--search',
+      'v1.30',
+      '--target',
+      'vc-1',
+    ]);
+    expect(request.variables).toEqual({
+      filter: { kind: 'VIRTUAL_CLUSTER', states: ['FAILED', 'ROLLED_BACK', 'ABORTED'], search: 'v1.30', targetName: 'vc-1' },
+      first: 5,
+      after: null,
+    });
   });
 
   it('history fetches a --limit larger than one page page by page', async () => {
     const before = seen.length;
     let stdout = '';
-    const code = await main(['history', '--limit', '30', '-o', 'json'], { env: { ROLLPLANE_URL: url }, stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true } });
+    const code = await main(['history', '--limit', '30', '-o', 'json'], {
+      env: { ROLLPLANE_URL: url },
+      stdout: { write: (t: string) => (stdout += t) },
+      stderr: { write: () => true },
+    });
     expect(code).toBe(0);
-    expect(seen.slice(before).map((r) => [r.variables.first, r.variables.after])).toEqual([[20, null], [10, 'c1']]);
+    expect(seen.slice(before).map((r) => [r.variables.first, r.variables.after])).toEqual([
+      [20, null],
+      [10, 'c1'],
+    ]);
     expect(JSON.parse(stdout)).toMatchObject({ totalCount: 1000 });
     expect(JSON.parse(stdout).rollouts).toHaveLength(30);
   });

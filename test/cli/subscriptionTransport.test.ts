@@ -16,15 +16,18 @@ async function listen(server: net.Server): Promise<string> {
 
 function firstError(url: string, token?: string): Promise<SubscriptionError> {
   return new Promise((resolve, reject) => {
-    const close = websocketSubscriber(url, token, { connectTimeoutMs: 300 })({ id: 'ro_1', after: '0' }, {
-      connected: () => reject(new Error('unexpectedly connected')),
-      next: () => reject(new Error('unexpected update')),
-      complete: () => reject(new Error('unexpected completion')),
-      error: (error) => {
-        close();
-        resolve(error);
+    const close = websocketSubscriber(url, token, { connectTimeoutMs: 300 })(
+      { id: 'ro_1', after: '0' },
+      {
+        connected: () => reject(new Error('unexpectedly connected')),
+        next: () => reject(new Error('unexpected update')),
+        complete: () => reject(new Error('unexpected completion')),
+        error: (error) => {
+          close();
+          resolve(error);
+        },
       },
-    });
+    );
   });
 }
 

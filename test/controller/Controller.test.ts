@@ -57,9 +57,13 @@ describe('Controller', () => {
     ['a string', () => Promise.reject('just a string'), 'just a string'],
     ['undefined', () => Promise.reject(undefined), 'undefined was thrown'],
     ['a plain object', () => Promise.reject({ reason: 'x' }), 'non-Error thrown: {"reason":"x"}'],
-    ['a synchronous throw', () => {
-      throw new Error('sync');
-    }, 'sync'],
+    [
+      'a synchronous throw',
+      () => {
+        throw new Error('sync');
+      },
+      'sync',
+    ],
   ])('retries with backoff when the reconciler throws %s', async (_label, fail, message) => {
     const clock = new FakeClock();
     const registry = new Registry();

@@ -180,7 +180,10 @@ describe('Informer', () => {
     sim.store.delete(Resources.configmaps, 'default', 'gone');
     put('new', { v: '1' });
     release();
-    await until('relist', () => informer.get('default', 'new') !== undefined && informer.get('default', 'gone') === undefined, { timeoutMs: 5_000, intervalMs: 5 });
+    await until('relist', () => informer.get('default', 'new') !== undefined && informer.get('default', 'gone') === undefined, {
+      timeoutMs: 5_000,
+      intervalMs: 5,
+    });
     expect(informer.stats.expired).toBe(1);
     expect(informer.stats.lists).toBe(2);
     expect(informer.get('default', 'keep')?.data).toEqual({ v: '8' });
@@ -221,7 +224,16 @@ describe('Informer', () => {
       if (i % 5 === 0) await new Promise((r) => setTimeout(r, 10));
     }
     sim.store.delete(Resources.configmaps, 'default', 'd');
-    await until('convergence', () => names.slice(0, 3).every((n) => informer.get('default', n)?.metadata?.resourceVersion === sim.store.get(Resources.configmaps, 'default', n)?.metadata.resourceVersion) && !informer.get('default', 'd'), { timeoutMs: 5_000, intervalMs: 5 });
+    await until(
+      'convergence',
+      () =>
+        names
+          .slice(0, 3)
+          .every(
+            (n) => informer.get('default', n)?.metadata?.resourceVersion === sim.store.get(Resources.configmaps, 'default', n)?.metadata.resourceVersion,
+          ) && !informer.get('default', 'd'),
+      { timeoutMs: 5_000, intervalMs: 5 },
+    );
     const stats = sim.faults.stats();
     sim.faults.set({});
     expect(stats.watchDrops + stats.errors).toBeGreaterThan(0);
@@ -254,7 +266,12 @@ describe('Informer', () => {
     await pools.waitForSync();
     sim.store.create(Resources.ippools, pool('ns2', 'c', 'prod'));
     await until('c', () => pools.list().length === 2, { timeoutMs: 5_000, intervalMs: 5 });
-    expect(pools.list().map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).sort()).toEqual(['ns1/a', 'ns2/c']);
+    expect(
+      pools
+        .list()
+        .map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`)
+        .sort(),
+    ).toEqual(['ns1/a', 'ns2/c']);
     expect(pools.list('ns2').map((p) => p.metadata?.name)).toEqual(['c']);
   });
 
@@ -276,7 +293,8 @@ describe('Informer', () => {
     const pools = new Informer<KubernetesObject>({
       name: 'ippools',
       path: '/apis/network.harvesterhci.io/v1alpha1/ippools',
-      list: async (page) => (await kube.custom.listClusterCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', plural: 'ippools', ...page })) as never,
+      list: async (page) =>
+        (await kube.custom.listClusterCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', plural: 'ippools', ...page })) as never,
       watch: kube.watch,
     });
     informersAny.push(pools);

@@ -29,7 +29,12 @@ afterEach(async () => {
   await sim.stop();
 });
 
-const cm = (name: string, labels: Record<string, string>, namespace = 'default'): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, labels }, data: {} });
+const cm = (name: string, labels: Record<string, string>, namespace = 'default'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace, labels },
+  data: {},
+});
 
 function relabel(name: string, labels: Record<string, string>): void {
   const existing = sim.store.get(Resources.configmaps, 'default', name)!;
@@ -40,7 +45,11 @@ describe('InformerView', () => {
   it('holds, indexes and announces only the objects that pass its filter, as a selector would', async () => {
     sim.store.create(Resources.configmaps, cm('a', { role: 'agent', pool: 'p1' }));
     sim.store.create(Resources.configmaps, cm('b', { role: 'other' }));
-    const view = informer.view({ name: 'agents', filter: (o) => o.metadata?.labels?.role === 'agent', indexers: { pool: (o) => [o.metadata?.labels?.pool ?? ''] } });
+    const view = informer.view({
+      name: 'agents',
+      filter: (o) => o.metadata?.labels?.role === 'agent',
+      indexers: { pool: (o) => [o.metadata?.labels?.pool ?? ''] },
+    });
     const events: string[] = [];
     view.addEventHandler({
       onAdd: (o) => events.push(`add ${o.metadata?.name}`),
@@ -87,8 +96,18 @@ describe('Manager.informer', () => {
       runControllers: false,
     });
     const list = (page: { limit: number; _continue?: string }) => kube.core.listConfigMapForAllNamespaces(page);
-    const first = manager.informer<V1ConfigMap>({ name: 'one', path: '/api/v1/configmaps', list, indexers: { byRole: (o) => [o.metadata?.labels?.role ?? ''] } });
-    const second = manager.informer<V1ConfigMap>({ name: 'two', path: '/api/v1/configmaps', list, indexers: { byPool: (o) => [o.metadata?.labels?.pool ?? ''] } });
+    const first = manager.informer<V1ConfigMap>({
+      name: 'one',
+      path: '/api/v1/configmaps',
+      list,
+      indexers: { byRole: (o) => [o.metadata?.labels?.role ?? ''] },
+    });
+    const second = manager.informer<V1ConfigMap>({
+      name: 'two',
+      path: '/api/v1/configmaps',
+      list,
+      indexers: { byPool: (o) => [o.metadata?.labels?.pool ?? ''] },
+    });
     const selected = manager.informer<V1ConfigMap>({ name: 'three', path: '/api/v1/configmaps', labelSelector: 'role=agent', list });
     expect(second).toBe(first);
     expect(selected).not.toBe(first);

@@ -184,7 +184,16 @@ describe('LeaderElector', () => {
   it('takes over from a SIGKILLed leader process only after the lease expires, never leading alongside it', async () => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/leaseHolder.ts'), sim.kubeconfigPath, 'child', String(LEASE_MS), String(RENEW_MS), String(RETRY_MS)],
+      [
+        '--import',
+        'tsx',
+        path.join(import.meta.dirname, 'fixtures/leaseHolder.ts'),
+        sim.kubeconfigPath,
+        'child',
+        String(LEASE_MS),
+        String(RENEW_MS),
+        String(RETRY_MS),
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stderr = '';

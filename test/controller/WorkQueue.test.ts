@@ -1,12 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, flushMicrotasks } from '../../src/util/FakeClock.js';
-import {
-  BucketRateLimiter,
-  defaultControllerRateLimiter,
-  ItemExponentialFailureRateLimiter,
-  MaxOfRateLimiter,
-} from '../../src/controller/rateLimiters.js';
+import { BucketRateLimiter, defaultControllerRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter } from '../../src/controller/rateLimiters.js';
 import { TokenBucket } from '../../src/util/TokenBucket.js';
 import { WorkQueue } from '../../src/controller/WorkQueue.js';
 

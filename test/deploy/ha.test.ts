@@ -29,14 +29,19 @@ async function kubectl(...args: string[]): Promise<string> {
   return stdout;
 }
 
-const parse = (text: string) => parseAllDocuments(text).map((doc) => doc.toJS() as Obj).filter(Boolean);
+const parse = (text: string) =>
+  parseAllDocuments(text)
+    .map((doc) => doc.toJS() as Obj)
+    .filter(Boolean);
 const only = (objects: Obj[], kind: string) => {
   const found = objects.filter((m) => m.kind === kind);
   expect(found, kind).toHaveLength(1);
   return found[0]!;
 };
 const envOf = (deployment: Obj) =>
-  Object.fromEntries(deployment.spec.template.spec.containers[0].env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]));
+  Object.fromEntries(
+    deployment.spec.template.spec.containers[0].env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]),
+  );
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'rollplane-deploy-ha-'));
@@ -57,7 +62,9 @@ describe('deploy/ha (kustomize overlay: three replicas on PostgreSQL)', () => {
     const copies = (await readdir(base)).filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml');
     expect(copies.sort()).toEqual(['00-namespace.yaml', '10-rbac.yaml', '20-admin-token-secret.yaml', '40-deployment.yaml', '50-service.yaml']);
     for (const file of copies) {
-      expect(await readFile(path.join(base, file), 'utf8'), `deploy/ha/base/${file} differs from deploy/${file}: copy it again`).toBe(await readFile(path.join(DEPLOY, file), 'utf8'));
+      expect(await readFile(path.join(base, file), 'utf8'), `deploy/ha/base/${file} differs from deploy/${file}: copy it again`).toBe(
+        await readFile(path.join(DEPLOY, file), 'utf8'),
+      );
     }
   });
 
@@ -98,7 +105,7 @@ describe('deploy/ha (kustomize overlay: three replicas on PostgreSQL)', () => {
     }
   });
 
-  it('lets a disruption take at most one replica, and selects exactly the Deployment\'s pods', () => {
+  it("lets a disruption take at most one replica, and selects exactly the Deployment's pods", () => {
     const pdb = only(rendered, 'PodDisruptionBudget');
     const deployment = only(rendered, 'Deployment');
     expect(pdb.apiVersion).toBe('policy/v1');

@@ -117,7 +117,12 @@ export function scanKubeCalls(root: string, dirs: readonly string[]): { calls: K
       const at = `${rel}:${lineOf(text, m.index!)}`;
       const resolved = resolve(m[1]!).replace(/\/namespaces\/[^/]+/, '');
       const parts = resolved.split('/').filter(Boolean);
-      const parsed = parts[0] === 'api' && parts.length === 3 ? { group: '', resource: parts[2]! } : parts[0] === 'apis' && parts.length === 4 ? { group: parts[1]!, resource: parts[3]! } : undefined;
+      const parsed =
+        parts[0] === 'api' && parts.length === 3
+          ? { group: '', resource: parts[2]! }
+          : parts[0] === 'apis' && parts.length === 4
+            ? { group: parts[1]!, resource: parts[3]! }
+            : undefined;
       if (!parsed || resolved.includes('${')) {
         unresolved.push(`${at} informer path ${m[1]}`);
         continue;

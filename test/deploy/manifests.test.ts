@@ -93,7 +93,8 @@ describe('deploy/ manifests', () => {
     const known = new Set(SETTINGS.map((s) => s.env));
     // Besides rollplane's settings, only Node's own NODE_OPTIONS (the heap cap that fits the container's memory limit)
     // and NODE_ENV (production: graphql-js's development-mode checks cost CPU on every query).
-    for (const name of Object.keys(env)) expect(known.has(name) || ['LOG_FORMAT', 'NODE_OPTIONS', 'NODE_ENV'].includes(name), `${name} is a rollplane setting`).toBe(true);
+    for (const name of Object.keys(env))
+      expect(known.has(name) || ['LOG_FORMAT', 'NODE_OPTIONS', 'NODE_ENV'].includes(name), `${name} is a rollplane setting`).toBe(true);
     expect(env.NODE_OPTIONS).toMatch(/--max-old-space-size=\d+/);
     expect(env.NODE_ENV).toBe('production');
     const secret = one('Secret');
@@ -119,6 +120,8 @@ describe('deploy/ manifests', () => {
 
   it('ship an admin token placeholder that rollplane refuses, so nobody runs with a known token', async () => {
     const { loadConfig } = await import('../../src/config.js');
-    expect(() => loadConfig({ ROLLPLANE_ADMIN_TOKEN: Buffer.from(one('Secret').data.token, 'base64').toString(), HOST: '0.0.0.0', ROLLPLANE_AUTH: 'on' }, [])).toThrow(/ROLLPLANE_ADMIN_TOKEN/);
+    expect(() =>
+      loadConfig({ ROLLPLANE_ADMIN_TOKEN: Buffer.from(one('Secret').data.token, 'base64').toString(), HOST: '0.0.0.0', ROLLPLANE_AUTH: 'on' }, []),
+    ).toThrow(/ROLLPLANE_ADMIN_TOKEN/);
   });
 });

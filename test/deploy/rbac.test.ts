@@ -46,7 +46,10 @@ describe('deploy/10-rbac.yaml', () => {
 
   it('binds both to the rollplane service account', () => {
     const sa = find('ServiceAccount');
-    for (const [binding, role] of [['ClusterRoleBinding', 'ClusterRole'], ['RoleBinding', 'Role']] as const) {
+    for (const [binding, role] of [
+      ['ClusterRoleBinding', 'ClusterRole'],
+      ['RoleBinding', 'Role'],
+    ] as const) {
       const doc = find(binding);
       expect(doc.roleRef).toMatchObject({ kind: role, name: find(role).metadata.name });
       expect(doc.subjects).toEqual([{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }]);

@@ -112,7 +112,10 @@ describe('RolloutEngine', () => {
     expect(driver.admissions).toHaveLength(10);
     expect(driver.finished).toEqual([rollout.id]);
     const revisions = await db.prisma.revision.findMany({ where: { name: 'pool-0' }, orderBy: { n: 'asc' } });
-    expect(revisions.map((r) => [r.n, r.version])).toEqual([[1, 'agent:v1'], [2, 'agent:v2']]);
+    expect(revisions.map((r) => [r.n, r.version])).toEqual([
+      [1, 'agent:v1'],
+      [2, 'agent:v2'],
+    ]);
   });
 
   it('admits targets in plan order and never admits skipped ones', async () => {

@@ -18,7 +18,16 @@ const NEW = 'example.com/agent:v2';
 /** The planner's view of a cluster, as the Kubernetes side's query port would answer it. */
 function clusterWith(candidates: Partial<NodeAgentCandidates> & { nodes: NodeAgentCandidates['nodes'] }): NodeAgentQueries {
   const full: NodeAgentCandidates = {
-    set: { namespace: 'ns', name: 'agent', peerRuntimeClass: 'kata-remote', desiredImage: OLD, updateStrategy: { type: 'OnDelete' }, nodes: [], drivenBy: null, savedUpdateStrategy: null },
+    set: {
+      namespace: 'ns',
+      name: 'agent',
+      peerRuntimeClass: 'kata-remote',
+      desiredImage: OLD,
+      updateStrategy: { type: 'OnDelete' },
+      nodes: [],
+      drivenBy: null,
+      savedUpdateStrategy: null,
+    },
     selectorHasMatchLabels: true,
     usesHostPorts: false,
     annotatedPeerRuntimeClass: null,
@@ -47,7 +56,15 @@ describe('planNodeAgentBump', () => {
       { namespace: '', name: 'n-c', fromVersion: NEW, toVersion: NEW, skipReason: `already runs ${NEW}` },
     ]);
     expect(plan.fromVersion).toBe(OLD);
-    expect(plan.strategy).toMatchObject({ maxUnavailable: '1', maxConcurrent: 1, mode: 'NODE_BY_NODE', progressDeadlineSeconds: 600, minReadySeconds: 0, failureThreshold: 1, canaryNodes: 1 });
+    expect(plan.strategy).toMatchObject({
+      maxUnavailable: '1',
+      maxConcurrent: 1,
+      mode: 'NODE_BY_NODE',
+      progressDeadlineSeconds: 600,
+      minReadySeconds: 0,
+      failureThreshold: 1,
+      canaryNodes: 1,
+    });
     // A rollback copies the strategy, not the selector: the DaemonSet is found from either.
     expect(nodeAgentSelectorOf({ selector: { rollbackOf: 'ro_x' }, strategy: plan.strategy })).toMatchObject({ namespace: 'ns', name: 'agent' });
   });
@@ -74,8 +91,12 @@ describe('planNodeAgentBump', () => {
 
   it('refuses SURGE where two agents cannot share a node or the old one cannot leave the set', () => {
     const mode = 'SURGE' as const;
-    expect(() => planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, mode }), clusterWith({ nodes, usesHostPorts: true }))).toThrow(/hostPort/);
-    expect(() => planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, mode }), clusterWith({ nodes, selectorHasMatchLabels: false }))).toThrow(/matchLabels/);
+    expect(() => planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, mode }), clusterWith({ nodes, usesHostPorts: true }))).toThrow(
+      /hostPort/,
+    );
+    expect(() =>
+      planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, mode }), clusterWith({ nodes, selectorHasMatchLabels: false })),
+    ).toThrow(/matchLabels/);
   });
 
   it('takes the peer runtime class from the input, else the DaemonSet annotation, else kata-remote; mixed versions have no fromVersion', () => {
@@ -83,8 +104,12 @@ describe('planNodeAgentBump', () => {
     expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes: mixed })).fromVersion).toBeNull();
     const annotated = clusterWith({ nodes, annotatedPeerRuntimeClass: 'kata-qemu' });
     expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), annotated).strategy.peerRuntimeClass).toBe('kata-qemu');
-    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-remote' }), annotated).strategy.peerRuntimeClass).toBe('kata-qemu');
-    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-fc' }), annotated).strategy.peerRuntimeClass).toBe('kata-fc');
+    expect(
+      planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-remote' }), annotated).strategy.peerRuntimeClass,
+    ).toBe('kata-qemu');
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, peerRuntimeClass: 'kata-fc' }), annotated).strategy.peerRuntimeClass).toBe(
+      'kata-fc',
+    );
     expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes })).strategy.peerRuntimeClass).toBe('kata-remote');
   });
 });

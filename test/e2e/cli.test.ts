@@ -43,7 +43,9 @@ afterAll(async () => {
 
 async function rolloutsWithKey(key: string): Promise<{ id: string; idempotencyKey: string }[]> {
   const res = await gql(server.url, '{ rollouts(first: 100) { edges { node { id idempotencyKey } } } }');
-  return res.data.rollouts.edges.map((e: { node: { id: string; idempotencyKey: string } }) => e.node).filter((r: { idempotencyKey: string }) => r.idempotencyKey === key);
+  return res.data.rollouts.edges
+    .map((e: { node: { id: string; idempotencyKey: string } }) => e.node)
+    .filter((r: { idempotencyKey: string }) => r.idempotencyKey === key);
 }
 
 describe('rollplane bump (end to end)', () => {
@@ -60,19 +62,58 @@ describe('rollplane bump (end to end)', () => {
   it('maps node-agent-image and cluster-version flags onto inputs the server accepts (dry runs)', async () => {
     const [nodeAgent, clusterVersion] = await Promise.all([
       runCli(
-        ['bump', 'node-agent-image', 'confidential-containers-system/cloud-api-adaptor-daemonset', 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.1',
-          '--mode', 'surge', '--node-deadline', '5m', '--min-ready', '5s', '--failure-threshold', '2', '--peer-runtime-class', 'kata-remote', '--dry-run', '-o', 'json'],
+        [
+          'bump',
+          'node-agent-image',
+          'confidential-containers-system/cloud-api-adaptor-daemonset',
+          'quay.io/confidential-containers/cloud-api-adaptor:v0.10.1',
+          '--mode',
+          'surge',
+          '--node-deadline',
+          '5m',
+          '--min-ready',
+          '5s',
+          '--failure-threshold',
+          '2',
+          '--peer-runtime-class',
+          'kata-remote',
+          '--dry-run',
+          '-o',
+          'json',
+        ],
         { ROLLPLANE_URL: server.url },
       ),
       runCli(
-        ['bump', 'cluster-version', 'cv-sample-np', '--apiserver-image', 'registry.k8s.io/kube-apiserver:v1.30.1', '--apiserver-arg', '--v=2',
-          '--apiserver-env', 'GOGC=50', '--controller-manager-image', 'registry.k8s.io/kube-controller-manager:v1.30.1', '--max-concurrent', '2', '--progress-deadline', '10m', '--dry-run', '-o', 'json'],
+        [
+          'bump',
+          'cluster-version',
+          'cv-sample-np',
+          '--apiserver-image',
+          'registry.k8s.io/kube-apiserver:v1.30.1',
+          '--apiserver-arg',
+          '--v=2',
+          '--apiserver-env',
+          'GOGC=50',
+          '--controller-manager-image',
+          'registry.k8s.io/kube-controller-manager:v1.30.1',
+          '--max-concurrent',
+          '2',
+          '--progress-deadline',
+          '10m',
+          '--dry-run',
+          '-o',
+          'json',
+        ],
         { ROLLPLANE_URL: server.url },
       ),
     ]);
     expect(nodeAgent.code, nodeAgent.stderr).toBe(0);
     const agentPlan = JSON.parse(nodeAgent.stdout);
-    expect(agentPlan.rollout).toMatchObject({ kind: 'NODE_AGENT', toVersion: 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.1', strategy: { mode: 'SURGE', failureThreshold: 2 } });
+    expect(agentPlan.rollout).toMatchObject({
+      kind: 'NODE_AGENT',
+      toVersion: 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.1',
+      strategy: { mode: 'SURGE', failureThreshold: 2 },
+    });
     expect(agentPlan.plan.length).toBe(2);
     expect(clusterVersion.code, clusterVersion.stderr).toBe(0);
     const cvPlan = JSON.parse(clusterVersion.stdout);
@@ -81,7 +122,10 @@ describe('rollplane bump (end to end)', () => {
   });
 
   it('--wait follows the bump to SUCCEEDED (exit 0); a retried CI step returns the same rollout', async () => {
-    const cli = startCli(['bump', 'agent-image', `${IMAGE}:v0.3.2`, '--max-unavailable', '2', '--wait', '-o', 'json'], { ROLLPLANE_URL: server.url, ...githubStep('1') });
+    const cli = startCli(['bump', 'agent-image', `${IMAGE}:v0.3.2`, '--max-unavailable', '2', '--wait', '-o', 'json'], {
+      ROLLPLANE_URL: server.url,
+      ...githubStep('1'),
+    });
     const run = await cli.done;
     expect(run.code, run.stderr).toBe(0);
     const payload = JSON.parse(run.stdout);
@@ -96,7 +140,10 @@ describe('rollplane bump (end to end)', () => {
     expect(run.stderr).toMatch(/PROGRESSING \d+% \(\d\/3 succeeded/);
 
     // "Re-run failed jobs": same run id, next attempt.
-    const again = await runCli(['bump', 'agent-image', `${IMAGE}:v0.3.2`, '--max-unavailable', '2', '--wait', '-o', 'json'], { ROLLPLANE_URL: server.url, ...githubStep('2') });
+    const again = await runCli(['bump', 'agent-image', `${IMAGE}:v0.3.2`, '--max-unavailable', '2', '--wait', '-o', 'json'], {
+      ROLLPLANE_URL: server.url,
+      ...githubStep('2'),
+    });
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ created: false, rollout: { id: payload.rollout.id, state: 'SUCCEEDED' } });
     expect(await rolloutsWithKey(payload.rollout.idempotencyKey)).toHaveLength(1);
@@ -123,7 +170,12 @@ describe('rollplane bump (end to end)', () => {
       n === 1
         ? { kind: 'answer', status: 503, body: { errors: [{ message: 'upstream restarting' }] } }
         : n === 2
-          ? { kind: 'answer', status: 429, headers: { 'retry-after': '1' }, body: { errors: [{ message: 'slow down', extensions: { code: 'RATE_LIMITED', retryAfterSeconds: 1 } }] } }
+          ? {
+              kind: 'answer',
+              status: 429,
+              headers: { 'retry-after': '1' },
+              body: { errors: [{ message: 'slow down', extensions: { code: 'RATE_LIMITED', retryAfterSeconds: 1 } }] },
+            }
           : { kind: 'forward' },
     );
     try {
@@ -160,7 +212,11 @@ describe('rollplane bump (end to end)', () => {
     const history = await gql(server.url, '{ rollouts(filter: {search: "octocat"}) { edges { node { id } } } }');
     const id = history.data.rollouts.edges[0].node.id as string;
     // v0.3.3 (from the lost-answer test) may still be rolling; wait for the fleet to be quiet first.
-    await until('no active rollout', async () => (await gql(server.url, '{ rollouts(filter: {states: [PENDING, PROGRESSING, PAUSED]}) { totalCount } }')).data.rollouts.totalCount === 0, 30_000);
+    await until(
+      'no active rollout',
+      async () => (await gql(server.url, '{ rollouts(filter: {states: [PENDING, PROGRESSING, PAUSED]}) { totalCount } }')).data.rollouts.totalCount === 0,
+      30_000,
+    );
     const run = await runCli(['rollout', 'rollback', id, '--reason', 'bad build', '--wait', '-o', 'json'], { ROLLPLANE_URL: server.url });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).rollout).toMatchObject({ state: 'SUCCEEDED', cause: { message: 'bad build' } });

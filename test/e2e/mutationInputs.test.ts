@@ -10,9 +10,12 @@ import { until } from '../helpers/until.js';
  * contract (src/domain/kinds): the same code (BAD_USER_INPUT), the field named, the same words, and nothing written.
  */
 const MUTATIONS = {
-  bumpAgentImage: 'mutation($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { created dryRun rollout { id strategy { maxUnavailable canary progressDeadlineSeconds failureThreshold autoRollback } } } }',
-  bumpNodeAgentImage: 'mutation($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { created dryRun rollout { id strategy { maxUnavailable maxConcurrent mode minReadySeconds progressDeadlineSeconds failureThreshold autoRollback } } } }',
-  bumpClusterVersion: 'mutation($input: BumpClusterVersionInput!) { bumpClusterVersion(input: $input) { created dryRun rollout { id strategy { maxConcurrent progressDeadlineSeconds failureThreshold autoRollback } } } }',
+  bumpAgentImage:
+    'mutation($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { created dryRun rollout { id strategy { maxUnavailable canary progressDeadlineSeconds failureThreshold autoRollback } } } }',
+  bumpNodeAgentImage:
+    'mutation($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { created dryRun rollout { id strategy { maxUnavailable maxConcurrent mode minReadySeconds progressDeadlineSeconds failureThreshold autoRollback } } } }',
+  bumpClusterVersion:
+    'mutation($input: BumpClusterVersionInput!) { bumpClusterVersion(input: $input) { created dryRun rollout { id strategy { maxConcurrent progressDeadlineSeconds failureThreshold autoRollback } } } }',
   rollbackRollout: 'mutation($id: ID!, $input: RollbackInput) { rollbackRollout(id: $id, input: $input) { id } }',
 } as const;
 type Mutation = keyof typeof MUTATIONS;
@@ -55,7 +58,12 @@ const BAD: Case[] = [
   ['bumpAgentImage', agent({ pools: { namespaces: ['Bad_NS'] } }), 'input.pools.namespaces[0]', '"Bad_NS" is not a valid namespace name'],
   ['bumpAgentImage', agent({ pools: { names: ['default', 'a/b/c'] } }), 'input.pools.names[1]', '"a/b/c" must be "namespace/name" or "name"'],
   ['bumpAgentImage', agent({ pools: { labelSelector: 'tier in (a' } }), 'input.pools.labelSelector', 'is not a label selector'],
-  ['bumpAgentImage', agent({ strategy: { maxUnavailable: '0' } }), 'input.strategy.maxUnavailable', 'must be a positive count such as "2" or a percentage such as "25%" (got "0")'],
+  [
+    'bumpAgentImage',
+    agent({ strategy: { maxUnavailable: '0' } }),
+    'input.strategy.maxUnavailable',
+    'must be a positive count such as "2" or a percentage such as "25%" (got "0")',
+  ],
   ['bumpAgentImage', agent({ strategy: { maxUnavailable: '101%' } }), 'input.strategy.maxUnavailable', 'a percentage must be between 1% and 100% (got 101%)'],
   ['bumpAgentImage', agent({ strategy: { maxUnavailable: 'half' } }), 'input.strategy.maxUnavailable', 'must be a positive count'],
   ['bumpAgentImage', agent({ strategy: { canary: 0 } }), 'input.strategy.canary', between(1, 1_000_000, 0)],
@@ -89,7 +97,19 @@ const BAD: Case[] = [
   ['bumpClusterVersion', cluster({ specPatch: { scheduler: {} } }), 'input.specPatch.scheduler', 'unknown component'],
   ['bumpClusterVersion', cluster({ apiServer: {} }), 'input.apiServer', 'give at least one of image, args or env'],
   ['bumpClusterVersion', cluster({ apiServer: { image: 'UPPER/case:1' } }), 'input.apiServer.image', 'is not a valid image reference'],
-  ['bumpClusterVersion', cluster({ controllerManager: { env: [{ name: 'OK', value: '1' }, { name: '1BAD', value: '2' }] } }), 'input.controllerManager.env[1].name', '"1BAD" is not a valid environment variable name'],
+  [
+    'bumpClusterVersion',
+    cluster({
+      controllerManager: {
+        env: [
+          { name: 'OK', value: '1' },
+          { name: '1BAD', value: '2' },
+        ],
+      },
+    }),
+    'input.controllerManager.env[1].name',
+    '"1BAD" is not a valid environment variable name',
+  ],
   ['bumpClusterVersion', cluster({ clusters: [] }), 'input.clusters', 'give at least one cluster, or omit it for every cluster using the version'],
   ['bumpClusterVersion', cluster({ clusters: ['no-namespace'] }), 'input.clusters[0]', '"no-namespace" is not namespace/name'],
   ...launchCases('bumpClusterVersion', BASE.bumpClusterVersion),
@@ -108,7 +128,12 @@ describe('mutation inputs refused at the API edge', () => {
     // No controllers: the contracts refuse bad input before anything asks the cluster, so none are needed to see it.
     app = await startTestApp({ env: { ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' } });
     const { rollout } = await app.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: AGENT_IMAGE, toVersion: IMAGE, selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {},
+      kind: 'AGENT_POOL',
+      fromVersion: AGENT_IMAGE,
+      toVersion: IMAGE,
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: {},
       targets: [{ namespace: 'default', name: 'pool-1', fromVersion: AGENT_IMAGE, toVersion: IMAGE }],
     });
     seeded = rollout.id;
@@ -146,12 +171,27 @@ describe('mutation inputs refused at the API edge', () => {
 describe('mutation inputs accepted at the API edge', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'demo', ROLLPLANE_CONTROLLERS: 'on', ROLLPLANE_LEADER_ELECT: 'false', ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' } });
+    app = await startTestApp({
+      env: {
+        ROLLPLANE_SIM_FLEET: 'demo',
+        ROLLPLANE_CONTROLLERS: 'on',
+        ROLLPLANE_LEADER_ELECT: 'false',
+        ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
+        ROLLPLANE_MUTATION_BURST: '100000',
+      },
+    });
     // The caches the planners read have the demo fleet.
-    await until('the demo fleet in the caches', async () => {
-      const res = await gql(app.url, `{ agentPools { totalCount } nodeAgentSet(namespace: "${NODE_AGENT_NAMESPACE}", name: "${NODE_AGENT_DAEMONSET}") { name } clusterVersion(name: "${CV}") { name } }`);
-      return res.data?.agentPools?.totalCount === 3 && res.data.nodeAgentSet !== null && res.data.clusterVersion !== null;
-    }, 60_000);
+    await until(
+      'the demo fleet in the caches',
+      async () => {
+        const res = await gql(
+          app.url,
+          `{ agentPools { totalCount } nodeAgentSet(namespace: "${NODE_AGENT_NAMESPACE}", name: "${NODE_AGENT_DAEMONSET}") { name } clusterVersion(name: "${CV}") { name } }`,
+        );
+        return res.data?.agentPools?.totalCount === 3 && res.data.nodeAgentSet !== null && res.data.clusterVersion !== null;
+      },
+      60_000,
+    );
   }, 120_000);
   afterAll(async () => {
     await app?.close();
@@ -162,23 +202,63 @@ describe('mutation inputs accepted at the API edge', () => {
   it('plans every bump at the edges of its ranges, with the contract defaults for what was not given', async () => {
     const before = await app.db.prisma.rollout.count();
     const cases: [Mutation, Record<string, unknown>, Record<string, unknown>][] = [
-      ['bumpAgentImage', agent({ dryRun: true }), { maxUnavailable: '1', canary: null, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false }],
       [
         'bumpAgentImage',
-        agent({ dryRun: true, image: ` ${IMAGE}\n`, cause: atLimits, idempotencyKey: x(255), strategy: { maxUnavailable: ' 100% ', canary: 1_000_000, progressDeadlineSeconds: 86_400, failureThreshold: 1_000_000, autoRollback: true } }),
+        agent({ dryRun: true }),
+        { maxUnavailable: '1', canary: null, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false },
+      ],
+      [
+        'bumpAgentImage',
+        agent({
+          dryRun: true,
+          image: ` ${IMAGE}\n`,
+          cause: atLimits,
+          idempotencyKey: x(255),
+          strategy: { maxUnavailable: ' 100% ', canary: 1_000_000, progressDeadlineSeconds: 86_400, failureThreshold: 1_000_000, autoRollback: true },
+        }),
         { maxUnavailable: '100%', canary: 1_000_000, progressDeadlineSeconds: 86_400, failureThreshold: 1_000_000, autoRollback: true },
       ],
-      ['bumpAgentImage', agent({ dryRun: true, strategy: { maxUnavailable: '1%', canary: 1, progressDeadlineSeconds: 1, failureThreshold: 1 } }), { maxUnavailable: '1%', canary: 1, progressDeadlineSeconds: 1 }],
-      ['bumpNodeAgentImage', node({ dryRun: true }), { maxUnavailable: '1', maxConcurrent: 1, mode: 'NODE_BY_NODE', minReadySeconds: 0, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false }],
+      [
+        'bumpAgentImage',
+        agent({ dryRun: true, strategy: { maxUnavailable: '1%', canary: 1, progressDeadlineSeconds: 1, failureThreshold: 1 } }),
+        { maxUnavailable: '1%', canary: 1, progressDeadlineSeconds: 1 },
+      ],
       [
         'bumpNodeAgentImage',
-        node({ dryRun: true, cause: atLimits, nodeDeadlineSeconds: 86_400, minReadySeconds: 3_600, failureThreshold: 10_000, canaryNodeSelector: 'kubernetes.io/os=linux' }),
+        node({ dryRun: true }),
+        {
+          maxUnavailable: '1',
+          maxConcurrent: 1,
+          mode: 'NODE_BY_NODE',
+          minReadySeconds: 0,
+          progressDeadlineSeconds: 600,
+          failureThreshold: 1,
+          autoRollback: false,
+        },
+      ],
+      [
+        'bumpNodeAgentImage',
+        node({
+          dryRun: true,
+          cause: atLimits,
+          nodeDeadlineSeconds: 86_400,
+          minReadySeconds: 3_600,
+          failureThreshold: 10_000,
+          canaryNodeSelector: 'kubernetes.io/os=linux',
+        }),
         { minReadySeconds: 3_600, progressDeadlineSeconds: 86_400, failureThreshold: 10_000 },
       ],
       ['bumpClusterVersion', cluster({ dryRun: true }), { maxConcurrent: 1, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false }],
       [
         'bumpClusterVersion',
-        cluster({ dryRun: true, cause: atLimits, maxConcurrent: 1000, failureThreshold: 10_000, progressDeadlineSeconds: 604_800, specPatch: { apiServer: { service: { metadata: { labels: { a: 'b' } } } } } }),
+        cluster({
+          dryRun: true,
+          cause: atLimits,
+          maxConcurrent: 1000,
+          failureThreshold: 10_000,
+          progressDeadlineSeconds: 604_800,
+          specPatch: { apiServer: { service: { metadata: { labels: { a: 'b' } } } } },
+        }),
         { maxConcurrent: 1000, progressDeadlineSeconds: 604_800, failureThreshold: 10_000 },
       ],
     ];

@@ -57,7 +57,11 @@ describe('a checkout under a path with a space', () => {
       expect(migrated?.applied).toHaveLength(committed.length);
       expect(path.resolve(root, migrated?.database ?? '')).toBe(path.join(root, 'data', 'history store.db'));
 
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ serverInfo { version kubeMode } }' }) });
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ serverInfo { version kubeMode } }' }),
+      });
       expect(await response.json()).toMatchObject({ data: { serverInfo: { kubeMode: 'sim' } } });
     } finally {
       child.kill('SIGTERM');

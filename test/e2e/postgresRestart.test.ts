@@ -62,9 +62,14 @@ describeWithPostgres('PostgreSQL restarted mid-rollout', (server) => {
       const write = await gql(r.url, 'mutation($id: ID!) { pauseRollout(id: $id, reason: "db down") { state } }', { id });
       expect(write.status).toBeLessThan(500);
       expect(write.errors?.map((e) => e.extensions?.code)).toEqual(['UNAVAILABLE']);
-      const another = await gql(r.url, BUMP, { input: { image: "rancher/harvester-vm-dhcp-agent:v0.3.2", cause: { actor: 'ci' }, idempotencyKey: 'pg-restart-2' } });
+      const another = await gql(r.url, BUMP, {
+        input: { image: 'rancher/harvester-vm-dhcp-agent:v0.3.2', cause: { actor: 'ci' }, idempotencyKey: 'pg-restart-2' },
+      });
       expect(another.status).toBeLessThan(500);
-      expect(another.errors?.map((e) => e.extensions?.code), JSON.stringify(another.errors)).toEqual(['UNAVAILABLE']);
+      expect(
+        another.errors?.map((e) => e.extensions?.code),
+        JSON.stringify(another.errors),
+      ).toEqual(['UNAVAILABLE']);
       const down = await readiness(baseUrl);
       expect(down.status).toBe(503);
       expect(down.body.checks.find((c) => c.name === 'database')).toMatchObject({ ok: false, error: expect.stringMatching(/database/i) });
@@ -87,10 +92,19 @@ describeWithPostgres('PostgreSQL restarted mid-rollout', (server) => {
       }
       direct = new pg.Client({ connectionString: url });
       await direct.connect();
-      const stored = (await direct.query<{ id: number; type: string; name: string | null }>('SELECT "id", "type", "name" FROM "Event" WHERE "id" > $1 ORDER BY "id"', [start])).rows;
-      expect(stored.filter((e) => e.type === 'AgentRecreated').map((e) => e.name).sort()).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
+      const stored = (
+        await direct.query<{ id: number; type: string; name: string | null }>('SELECT "id", "type", "name" FROM "Event" WHERE "id" > $1 ORDER BY "id"', [start])
+      ).rows;
+      expect(
+        stored
+          .filter((e) => e.type === 'AgentRecreated')
+          .map((e) => e.name)
+          .sort(),
+      ).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
       // The subscriber, connected throughout: every stored event once, in id order, across the outage.
-      await until('the stream to reach the rollout\'s end', () => sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'));
+      await until("the stream to reach the rollout's end", () =>
+        sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'),
+      );
       const streamed = sub.results.map((e: any) => Number(e.events.id));
       expect(sub.errors).toEqual([]);
       expect(streamed).toEqual(stored.map((e) => e.id).slice(0, streamed.length));
@@ -104,7 +118,19 @@ describeWithPostgres('PostgreSQL restarted mid-rollout', (server) => {
   it('refuses authenticated requests with 503 UNAVAILABLE and WebSockets with 1013 while it is down, not a 500', async () => {
     const url = await server().createDatabase();
     const admin = 'rp_pg_restart_admin_token_0123456789abcdef';
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ROLLPLANE_CONTROLLERS: 'off', ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: admin }, []);
+    const config = loadConfig(
+      {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: url,
+        ROLLPLANE_KUBE: 'sim',
+        ROLLPLANE_SIM_FLEET: 'empty',
+        ROLLPLANE_CONTROLLERS: 'off',
+        ROLLPLANE_AUTH: 'on',
+        ROLLPLANE_ADMIN_TOKEN: admin,
+      },
+      [],
+    );
     const app = await startApp(config, { logger: pino({ level: 'silent' }) });
     const baseUrl = app.url.replace(/\/graphql$/, '');
     const headers = { authorization: `Bearer ${admin}` };

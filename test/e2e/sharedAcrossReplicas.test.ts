@@ -54,7 +54,12 @@ describeWithPostgres('three replica processes on one PostgreSQL', (server) => {
   });
 
   const newToken = async (name: string, role: string) => {
-    const res = await gql(urls[0]!, `mutation($name: String!, $role: Role!) { createApiToken(input: { name: $name, role: $role }) { secret token { id } } }`, { name, role }, bearer(ADMIN));
+    const res = await gql(
+      urls[0]!,
+      `mutation($name: String!, $role: Role!) { createApiToken(input: { name: $name, role: $role }) { secret token { id } } }`,
+      { name, role },
+      bearer(ADMIN),
+    );
     expect(res.errors).toBeUndefined();
     return { secret: res.data.createApiToken.secret as string, id: res.data.createApiToken.token.id as string };
   };
@@ -78,10 +83,14 @@ describeWithPostgres('three replica processes on one PostgreSQL', (server) => {
       const res = await gql(url, `{ rollouts(first: 10) { totalCount edges { node { id } } } }`, {}, bearer(ci.secret));
       expect(res.data.rollouts).toEqual({ totalCount: 1, edges: [{ node: { id } }] });
     }
-    const done = await until('the rollout to end', async () => {
-      const res = await gql(urls[2]!, `query($id: ID!) { rollout(id: $id) { state progress { succeeded } } }`, { id }, bearer(ci.secret));
-      return ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(res.data?.rollout?.state) && res.data.rollout;
-    }, 60_000);
+    const done = await until(
+      'the rollout to end',
+      async () => {
+        const res = await gql(urls[2]!, `query($id: ID!) { rollout(id: $id) { state progress { succeeded } } }`, { id }, bearer(ci.secret));
+        return ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(res.data?.rollout?.state) && res.data.rollout;
+      },
+      60_000,
+    );
     expect(done).toEqual({ state: 'SUCCEEDED', progress: { succeeded: 3 } });
     // A different request under the same key is refused on any replica, naming the rollout the key made.
     const other = await gql(urls[1]!, BUMP, { input: { ...input, strategy: { maxUnavailable: '1' } } }, bearer(ci.secret));
@@ -104,7 +113,7 @@ describeWithPostgres('three replica processes on one PostgreSQL', (server) => {
     expect((await gql(urls[2]!, BUMP, { input }, bearer(other.secret))).errors).toBeUndefined();
   }, 120_000);
 
-  it('closes a revoked token\'s subscriptions on every replica and refuses it everywhere', async () => {
+  it("closes a revoked token's subscriptions on every replica and refuses it everywhere", async () => {
     const watcher = await newToken('watcher', 'viewer');
     const clients = [urls[1]!, urls[2]!].map((url) => wsClient(url, { connectionParams: bearer(watcher.secret) }));
     try {

@@ -11,7 +11,12 @@ const POOLS = 8;
 /** Bounds a broken start only (each replica compiles its TypeScript with tsx at start). */
 const START_TIMEOUT_MS = 90_000;
 /** Short leases so that a takeover after a SIGKILL takes seconds, not the default 15 s. */
-const LEASE_ENV = { ROLLPLANE_LEADER_ELECT: 'true', ROLLPLANE_LEASE_DURATION_MS: '3000', ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '2000', ROLLPLANE_LEASE_RETRY_PERIOD_MS: '300' };
+const LEASE_ENV = {
+  ROLLPLANE_LEADER_ELECT: 'true',
+  ROLLPLANE_LEASE_DURATION_MS: '3000',
+  ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '2000',
+  ROLLPLANE_LEASE_RETRY_PERIOD_MS: '300',
+};
 
 async function isLeader(service: ServiceProcess): Promise<boolean> {
   const text = await (await fetch(service.url.replace(/\/graphql$/, '/metrics'))).text();
@@ -46,7 +51,15 @@ describeWithPostgres('three replicas on one PostgreSQL', (server) => {
       if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
     });
     const recreatedSoFar = () => [...created.values()].reduce((a, b) => a + b, 0);
-    const env = { ...FAST_ENV, ...LEASE_ENV, LOG_LEVEL: 'warn', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
+    const env = {
+      ...FAST_ENV,
+      ...LEASE_ENV,
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+      DATABASE_URL: url,
+      ROLLPLANE_KUBE: 'kubeconfig',
+      KUBECONFIG: r.sim.kubeconfigPath,
+    };
 
     // A first, so that it leads and takes the mutation: the replica that writes the first events is the one killed.
     const a = await startService(env, START_TIMEOUT_MS);
@@ -67,7 +80,9 @@ describeWithPostgres('three replicas on one PostgreSQL', (server) => {
     try {
       const start = (await direct.query<{ id: number }>('SELECT COALESCE(max("id"), 0)::int AS id FROM "Event"')).rows[0]!.id;
       const [onB, onC] = clients.map((client) => collect(client, EVENTS, { after: String(start) }));
-      const bump = await gql(a.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' }, cause: { actor: 'ci' }, idempotencyKey: 'three-replicas-1' } });
+      const bump = await gql(a.url, BUMP, {
+        input: { image: NEW, strategy: { maxUnavailable: '1' }, cause: { actor: 'ci' }, idempotencyKey: 'three-replicas-1' },
+      });
       expect(bump.errors).toBeUndefined();
       const id = bump.data.bumpAgentImage.rollout.id as string;
 
@@ -79,26 +94,43 @@ describeWithPostgres('three replicas on one PostgreSQL', (server) => {
 
       // Another replica takes the lease and finishes; both answer for the rollout.
       await until('B or C to lead', async () => (await isLeader(b)) || (await isLeader(c)), 30_000);
-      const done = await until('the rollout to finish', async () => {
-        const res = await gql(c.url, ROLLOUT, { id });
-        return ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(res.data?.rollout?.state) ? res.data.rollout : undefined;
-      }, 60_000);
+      const done = await until(
+        'the rollout to finish',
+        async () => {
+          const res = await gql(c.url, ROLLOUT, { id });
+          return ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(res.data?.rollout?.state) ? res.data.rollout : undefined;
+        },
+        60_000,
+      );
       expect(done.state).toBe('SUCCEEDED');
       expect(done.progress).toMatchObject({ total: POOLS, succeeded: POOLS });
       for (let i = 1; i <= POOLS; i++) {
         expect(created.get(`net-${i}`), `net-${i}`).toBe(1);
         expect(r.agent(`net-${i}`)!.spec.containers[0].image).toBe(NEW);
       }
-      const storedSinceStart = async () => (await direct.query<{ id: number; type: string; name: string | null }>('SELECT "id", "type", "name" FROM "Event" WHERE "id" > $1 ORDER BY "id"', [start])).rows;
+      const storedSinceStart = async () =>
+        (
+          await direct.query<{ id: number; type: string; name: string | null }>('SELECT "id", "type", "name" FROM "Event" WHERE "id" > $1 ORDER BY "id"', [
+            start,
+          ])
+        ).rows;
       let stored = await storedSinceStart();
-      expect(stored.filter((e) => e.type === 'AgentRecreated').map((e) => e.name).sort()).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
+      expect(
+        stored
+          .filter((e) => e.type === 'AgentRecreated')
+          .map((e) => e.name)
+          .sort(),
+      ).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
       expect(stored.at(-1)!.id).toBeGreaterThan(lastByA);
 
       // B and C, connected throughout: the full sequence (A's events and the new leader's), each once, in id order.
       const isEnd = (e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED';
       await until("B and C to stream the rollout's end", () => onB!.results.some(isEnd) && onC!.results.some(isEnd));
       stored = await storedSinceStart();
-      for (const [name, sub] of [['B', onB!], ['C', onC!]] as const) {
+      for (const [name, sub] of [
+        ['B', onB!],
+        ['C', onC!],
+      ] as const) {
         expect(sub.errors, name).toEqual([]);
         // (Up to what it has streamed: an event committed after the rollout's end may still be on its way.)
         const streamed = sub.results.map((e: any) => Number(e.events.id));
@@ -114,7 +146,12 @@ describeWithPostgres('three replicas on one PostgreSQL', (server) => {
         const resumed = collect(client, EVENTS, { after: String(cursor) });
         await until('the resumed stream to reach the end', () => resumed.results.some(isEnd));
         const streamed = resumed.results.map((e: any) => Number(e.events.id));
-        expect(streamed).toEqual(stored.filter((e) => e.id > cursor).map((e) => e.id).slice(0, streamed.length));
+        expect(streamed).toEqual(
+          stored
+            .filter((e) => e.id > cursor)
+            .map((e) => e.id)
+            .slice(0, streamed.length),
+        );
         resumed.unsubscribe();
       }
     } finally {

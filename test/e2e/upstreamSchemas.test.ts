@@ -9,7 +9,14 @@ import { startSimulator, type Simulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
-import { describeFindings, dumpUpstreamObjects, expectNothingPruned, prunedInWrites, startRecordingProxy, type RecordingProxy } from '../helpers/upstreamSchemas.js';
+import {
+  describeFindings,
+  dumpUpstreamObjects,
+  expectNothingPruned,
+  prunedInWrites,
+  startRecordingProxy,
+  type RecordingProxy,
+} from '../helpers/upstreamSchemas.js';
 import { upstreamCrds } from '../helpers/upstreamCrds.js';
 import { until as waitUntil } from '../helpers/until.js';
 
@@ -92,7 +99,10 @@ describe('upstream schema dump', () => {
 
     const findings = prunedInWrites(proxy.writes);
     expect(findings.filter((f) => f.detail === undefined).map((f) => f.path)).toEqual(['status.agentDeploymentRef', 'spec.ipv4Config.extra']);
-    expect(findings.filter((f) => f.detail === 'server warning').map((f) => f.path)).toEqual(['"unknown field \\"status.agentDeploymentRef\\""', '"unknown field \\"spec.ipv4Config.extra\\""']);
+    expect(findings.filter((f) => f.detail === 'server warning').map((f) => f.path)).toEqual([
+      '"unknown field \\"status.agentDeploymentRef\\""',
+      '"unknown field \\"spec.ipv4Config.extra\\""',
+    ]);
     // What is stored is clean: on a strict API server only the request shows the loss.
     expect((await dumpUpstreamObjects({ server: sim.url })).findings).toEqual([]);
   });

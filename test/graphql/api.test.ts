@@ -33,13 +33,23 @@ describe('GraphQL over HTTP', () => {
     return rollout;
   }
 
-  it("gives each rollout of a page its own progress (one grouped query for the page), as rollout(id) does", async () => {
+  it('gives each rollout of a page its own progress (one grouped query for the page), as rollout(id) does', async () => {
     const ids: string[] = [];
     for (const targets of [1, 3, 0]) {
       const { rollout } = await app.domain.rollouts.create({
-        kind: 'AGENT_POOL', fromVersion: 'v1', toVersion: `v-page-${targets}`, selector: {}, strategy: defaultStrategy('AGENT_POOL'),
+        kind: 'AGENT_POOL',
+        fromVersion: 'v1',
+        toVersion: `v-page-${targets}`,
+        selector: {},
+        strategy: defaultStrategy('AGENT_POOL'),
         cause: { actor: 'ci-bot' },
-        targets: Array.from({ length: targets }, (_, i) => ({ namespace: 'default', name: `page-${targets}-${i}`, fromVersion: 'v1', toVersion: `v-page-${targets}`, ...(i === 0 ? { skipReason: 'held' } : {}) })),
+        targets: Array.from({ length: targets }, (_, i) => ({
+          namespace: 'default',
+          name: `page-${targets}-${i}`,
+          fromVersion: 'v1',
+          toVersion: `v-page-${targets}`,
+          ...(i === 0 ? { skipReason: 'held' } : {}),
+        })),
       });
       ids.push(rollout.id);
     }
@@ -83,7 +93,9 @@ describe('GraphQL over HTTP', () => {
     expect(paused.data.pauseRollout).toEqual({ id: seeded.id, state: 'PAUSED', message: 'maintenance window' });
     const resumed = await gql(app.url, `mutation($id: ID!) { resumeRollout(id: $id) { state } }`, { id: seeded.id });
     expect(resumed.data.resumeRollout.state).toBe('PROGRESSING');
-    const events = await gql(app.url, `query($id: ID!) { events(filter: { rolloutId: $id }) { edges { cursor node { id type payload } } } }`, { id: seeded.id });
+    const events = await gql(app.url, `query($id: ID!) { events(filter: { rolloutId: $id }) { edges { cursor node { id type payload } } } }`, {
+      id: seeded.id,
+    });
     expect(events.data.events.edges.map((e: any) => [e.node.type, e.node.payload.to])).toEqual([
       ['RolloutStateChanged', 'PENDING'],
       ['RolloutStateChanged', 'PAUSED'],
@@ -94,7 +106,11 @@ describe('GraphQL over HTTP', () => {
 
   it('aborting cancels targets that were never admitted', async () => {
     const seeded = await seedRollout();
-    const res = await gql(app.url, `mutation($id: ID!) { abortRollout(id: $id, reason: "bad image") { state message finishedAt progress { cancelled skipped percent } } }`, { id: seeded.id });
+    const res = await gql(
+      app.url,
+      `mutation($id: ID!) { abortRollout(id: $id, reason: "bad image") { state message finishedAt progress { cancelled skipped percent } } }`,
+      { id: seeded.id },
+    );
     expect(res.data.abortRollout).toMatchObject({ state: 'ABORTED', message: 'bad image', progress: { cancelled: 1, skipped: 1, percent: 100 } });
     expect(res.data.abortRollout.finishedAt).toMatch(/^\d{4}-\d{2}-\d{2}T/);
   });
@@ -150,7 +166,11 @@ describe('GraphQL over HTTP', () => {
     const seen: string[] = [];
     let after: string | null = null;
     for (;;) {
-      const res: any = await gql(app.url, `query($after: String) { rollouts(first: 2, after: $after, filter: { search: "registry.example" }) { totalCount pageInfo { hasNextPage endCursor } edges { node { id toVersion } } } }`, { after });
+      const res: any = await gql(
+        app.url,
+        `query($after: String) { rollouts(first: 2, after: $after, filter: { search: "registry.example" }) { totalCount pageInfo { hasNextPage endCursor } edges { node { id toVersion } } } }`,
+        { after },
+      );
       expect(res.data.rollouts.totalCount).toBe(5);
       seen.push(...res.data.rollouts.edges.map((e: any) => e.node.toVersion));
       if (!res.data.rollouts.pageInfo.hasNextPage) break;
@@ -167,7 +187,9 @@ describe('GraphQL over HTTP', () => {
   });
 
   it('serves GET queries (Apollo, with CSRF prevention) as well as POST', async () => {
-    const res = await fetch(`${app.url}?query=${encodeURIComponent('{ serverInfo { version kubeMode } }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+    const res = await fetch(`${app.url}?query=${encodeURIComponent('{ serverInfo { version kubeMode } }')}`, {
+      headers: { 'apollo-require-preflight': 'true' },
+    });
     expect(res.status).toBe(200);
     const body = (await res.json()) as any;
     expect(body.data.serverInfo.kubeMode).toBe('sim');
@@ -181,7 +203,10 @@ describe('query cost', () => {
     const app = await startTestApp();
     try {
       // 100 rollouts × ~20 fields: well inside the default limit of 20,000.
-      const ok = await gql(app.url, `{ rollouts(first: 100) { edges { cursor node { id kind state toVersion progress { total percent } cause { actor commit } strategy { maxUnavailable } } } } }`);
+      const ok = await gql(
+        app.url,
+        `{ rollouts(first: 100) { edges { cursor node { id kind state toVersion progress { total percent } cause { actor commit } strategy { maxUnavailable } } } } }`,
+      );
       expect(ok.errors).toBeUndefined();
       const tooMuch = await gql(app.url, `{ rollouts(first: 1000) { edges { node { targets(first: 1000) { edges { node { id } } } } } } }`);
       expect(tooMuch.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'cost' });

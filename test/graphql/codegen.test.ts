@@ -12,11 +12,7 @@ describe('generated GraphQL types', () => {
 
   it('match what schema.graphql and the documents generate', async () => {
     const generated = await generate();
-    expect([...generated.keys()].sort()).toEqual([
-      'src/cli/generated/graphql.ts',
-      'src/graphql/generated/resolvers.ts',
-      'src/ui/client/generated/graphql.ts',
-    ]);
+    expect([...generated.keys()].sort()).toEqual(['src/cli/generated/graphql.ts', 'src/graphql/generated/resolvers.ts', 'src/ui/client/generated/graphql.ts']);
     for (const [file, text] of generated) {
       expect(readFileSync(path.join(root, file), 'utf8'), `${file} is stale: run npm run codegen`).toBe(text);
     }
@@ -35,7 +31,10 @@ describe('generated GraphQL types', () => {
 
   it('notices a client document that was not regenerated', async () => {
     const documents = readFileSync(path.join(scratch, 'src/cli/operations.graphql'), 'utf8');
-    writeFileSync(path.join(scratch, 'src/cli/operations.graphql'), documents.replace('query LastEvent { serverInfo { lastEventId } }', 'query LastEvent { serverInfo { lastEventId version } }'));
+    writeFileSync(
+      path.join(scratch, 'src/cli/operations.graphql'),
+      documents.replace('query LastEvent { serverInfo { lastEventId } }', 'query LastEvent { serverInfo { lastEventId version } }'),
+    );
     expect(await staleFiles(scratch)).toContain('src/cli/generated/graphql.ts');
   });
 });

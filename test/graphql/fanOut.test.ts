@@ -97,8 +97,14 @@ describe('shared subscription fan-out', () => {
     for (let i = 0; i < 4; i++) await app.domain.events.append(recreated(i % 2 ? 'vars-b' : 'vars-a', `p${i}`, i));
     await subA.waitFor(2);
     await subB.waitFor(2);
-    expect(subA.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([['vars-a', 0], ['vars-a', 2]]);
-    expect(subB.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([['vars-b', 1], ['vars-b', 3]]);
+    expect(subA.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([
+      ['vars-a', 0],
+      ['vars-a', 2],
+    ]);
+    expect(subB.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([
+      ['vars-b', 1],
+      ['vars-b', 3],
+    ]);
     expect(await counter(app.metrics, 'shared')).toBe(before + 4);
     await a.dispose();
     await b.dispose();
@@ -180,7 +186,16 @@ describe('shared subscription fan-out', () => {
         (socket as unknown as { _socket: import('node:net').Socket })._socket.pause();
         for (let i = 0; i < 20; i++) {
           received.set(`${c}/s${i}`, []);
-          socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query: FEED.replace('events(filter: $filter)', 'events(filter: $filter, after: "0")'), variables: { filter: { namespace: 'resume-many' } } } }));
+          socket.send(
+            JSON.stringify({
+              id: `s${i}`,
+              type: 'subscribe',
+              payload: {
+                query: FEED.replace('events(filter: $filter)', 'events(filter: $filter, after: "0")'),
+                variables: { filter: { namespace: 'resume-many' } },
+              },
+            }),
+          );
         }
         sockets.push(socket);
       }
@@ -294,12 +309,16 @@ describe('shared fan-out with authentication', () => {
     const live = () => messages.filter((m) => m.type === 'next' && m.id === 'live');
     // The live subscription is in place once an event published now reaches it: publish one per look until one does.
     let published = 0;
-    await until('the live subscription to start', async () => {
-      if (live().length > 0) return true;
-      await app.domain.events.append(recreated('reuse', `marker-${published}`, 1000 + published));
-      published++;
-      return false;
-    }, { timeoutMs: 10_000 });
+    await until(
+      'the live subscription to start',
+      async () => {
+        if (live().length > 0) return true;
+        await app.domain.events.append(recreated('reuse', `marker-${published}`, 1000 + published));
+        published++;
+        return false;
+      },
+      { timeoutMs: 10_000 },
+    );
     const base = live().length;
     for (let i = 0; i < 3; i++) await app.domain.events.append(recreated('reuse', `p${i}`, i));
     await app.domain.events.append(recreated('reuse', 'marker', 99));

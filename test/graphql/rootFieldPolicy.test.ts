@@ -11,7 +11,15 @@ import { buildSchema } from '../../src/graphql/schema.js';
 const schema = buildSchema();
 const viewer: Principal = { kind: 'token', tokenId: 't1', name: 'wall', role: 'viewer', expiresAt: null };
 let touched = false;
-const domain = new Proxy({}, { get: () => { touched = true; throw new Error('the domain must not be reached'); } });
+const domain = new Proxy(
+  {},
+  {
+    get: () => {
+      touched = true;
+      throw new Error('the domain must not be reached');
+    },
+  },
+);
 const contextOf = (principal: Principal) => ({ principal, domain, logger: console, sourceAddress: null }) as unknown as GraphQLContext;
 
 describe('the root-field policy without the guard', () => {
@@ -29,7 +37,11 @@ describe('the root-field policy without the guard', () => {
   it('refuses an oversized input before the domain is reached', async () => {
     touched = false;
     const admin: Principal = { kind: 'anonymous', role: 'admin' };
-    const result = await execute({ schema, document: parse(`mutation { abortRollout(id: "ro_1", reason: "${'r'.repeat(501)}") { id } }`), contextValue: contextOf(admin) });
+    const result = await execute({
+      schema,
+      document: parse(`mutation { abortRollout(id: "ro_1", reason: "${'r'.repeat(501)}") { id } }`),
+      contextValue: contextOf(admin),
+    });
     expect(result.errors?.[0]?.originalError).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'reason' } });
     expect(touched).toBe(false);
   });

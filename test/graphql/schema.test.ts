@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildSchema as buildSdlOnly,
-  isEnumType,
-  isInputObjectType,
-  isObjectType,
-  isScalarType,
-  isSpecifiedScalarType,
-  isIntrospectionType,
-} from 'graphql';
+import { buildSchema as buildSdlOnly, isEnumType, isInputObjectType, isObjectType, isScalarType, isSpecifiedScalarType, isIntrospectionType } from 'graphql';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { buildSchema, loadTypeDefs } from '../../src/graphql/schema.js';
 import { resolvers } from '../../src/graphql/resolvers/index.js';

@@ -103,11 +103,20 @@ describe('subscriptions over graphql-ws', () => {
 
   it('streams rollout state changes with the rollout as it is after the change', async () => {
     const { rollout } = await app.domain.rollouts.create({
-      kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: {},
+      kind: 'VIRTUAL_CLUSTER',
+      fromVersion: '1',
+      toVersion: '2',
+      selector: {},
+      strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+      cause: {},
       targets: [{ namespace: 'tenant', name: 'vc-1', fromVersion: '1', toVersion: '2' }],
     });
     const client = wsClient(app.url);
-    const sub = collect(client, `subscription($id: ID) { rolloutUpdated(filter: { rolloutId: $id }, after: "0") { event { type payload } rollout { id state } } }`, { id: rollout.id });
+    const sub = collect(
+      client,
+      `subscription($id: ID) { rolloutUpdated(filter: { rolloutId: $id }, after: "0") { event { type payload } rollout { id state } } }`,
+      { id: rollout.id },
+    );
     await sub.waitFor(1);
     await app.domain.rollouts.pause(rollout.id, 'hold on');
     await sub.waitFor(2);

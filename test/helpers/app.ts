@@ -26,7 +26,16 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const dir = options.databaseFile ? undefined : mkdtempSync(path.join(os.tmpdir(), 'rollplane-test-'));
   const databaseFile = options.databaseFile ?? path.join(dir!, 'rollplane.db');
   const config = loadConfig(
-    { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `file:${databaseFile}`, LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ROLLPLANE_CONTROLLERS: 'off', ...options.env },
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: `file:${databaseFile}`,
+      LOG_LEVEL: 'silent',
+      ROLLPLANE_KUBE: 'sim',
+      ROLLPLANE_SIM_FLEET: 'empty',
+      ROLLPLANE_CONTROLLERS: 'off',
+      ...options.env,
+    },
     [],
   );
   const app = await startApp(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });

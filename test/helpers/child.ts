@@ -53,7 +53,11 @@ export async function startService(env: Record<string, string>, timeoutMs = 30_0
 }
 
 /** Runs the service to completion (for configuration errors) and returns its exit code and output. */
-export function runService(env: Record<string, string>, args: string[] = [], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runService(
+  env: Record<string, string>,
+  args: string[] = [],
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnService(env, args);
   let stdout = '';
   let stderr = '';

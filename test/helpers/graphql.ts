@@ -8,7 +8,12 @@ export interface GraphQLResponse<T = any> {
 }
 
 /** POSTs a GraphQL operation over real HTTP. */
-export async function gql<T = any>(url: string, query: string, variables?: Record<string, unknown>, headers: Record<string, string> = {}): Promise<GraphQLResponse<T>> {
+export async function gql<T = any>(
+  url: string,
+  query: string,
+  variables?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<GraphQLResponse<T>> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -36,10 +41,11 @@ export function collect<T = any>(client: Client, query: string, variables: Recor
   let completed = false;
   const waiters: { n: number; resolve: () => void }[] = [];
   const notify = () => {
-    for (const w of [...waiters]) if (results.length >= w.n || completed || errors.length) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve();
-    }
+    for (const w of [...waiters])
+      if (results.length >= w.n || completed || errors.length) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
   };
   const unsubscribe = client.subscribe<T>(
     { query, variables },
@@ -71,7 +77,13 @@ export function collect<T = any>(client: Client, query: string, variables: Recor
       if (results.length >= n || completed || errors.length) return Promise.resolve();
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for ${n} results; have ${results.length}`)), timeoutMs);
-        waiters.push({ n, resolve: () => { clearTimeout(timer); resolve(); } });
+        waiters.push({
+          n,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
       });
     },
   };

@@ -89,7 +89,9 @@ function freePort(): Promise<number> {
  */
 function unprivilegedUser(): { name: string; uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').map((line) => line.split(':'));
+  const passwd = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .map((line) => line.split(':'));
   for (const name of ['postgres', 'nobody']) {
     const entry = passwd.find((fields) => fields[0] === name);
     if (entry) return { name, uid: Number(entry[2]), gid: Number(entry[3]) };
@@ -183,9 +185,10 @@ export function describeWithPostgres(name: string, body: (server: () => Postgres
         });
       });
     } else {
-      describe.skip(`${name} (${NO_POSTGRES})`, () => body(() => {
-        throw new Error(NO_POSTGRES);
-      }));
+      describe.skip(`${name} (${NO_POSTGRES})`, () =>
+        body(() => {
+          throw new Error(NO_POSTGRES);
+        }));
     }
     return;
   }

@@ -15,7 +15,9 @@ export interface UpstreamCrd {
 /** Every CustomResourceDefinition in the upstream reference files. */
 export function upstreamCrds(): UpstreamCrd[] {
   const out: UpstreamCrd[] = [];
-  for (const file of readdirSync(UPSTREAM_DIR).filter((f) => f.endsWith('.yaml')).sort()) {
+  for (const file of readdirSync(UPSTREAM_DIR)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()) {
     const path = join(UPSTREAM_DIR, file);
     for (const doc of parseAllDocuments(readFileSync(path, 'utf8'))) {
       const crd = doc.toJS() as Record<string, any> | null;

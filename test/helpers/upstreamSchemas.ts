@@ -52,7 +52,14 @@ export function upstreamKinds(): Map<string, UpstreamKind> {
     if (!KINDS.includes(crd.metadata?.name)) continue;
     const serving = crdServing(crd as KubeObject);
     const type = serving.storage;
-    out.set(`${type.group}/${type.plural}`, { group: type.group, version: type.version, plural: type.plural, kind: type.kind, namespaced: type.namespaced, schema: new CustomResourceSchema(serving.schemas.get(type.version)!) });
+    out.set(`${type.group}/${type.plural}`, {
+      group: type.group,
+      version: type.version,
+      plural: type.plural,
+      kind: type.kind,
+      namespaced: type.namespaced,
+      schema: new CustomResourceSchema(serving.schemas.get(type.version)!),
+    });
   }
   if (out.size !== KINDS.length) throw new Error(`expected the upstream CRDs ${KINDS.join(', ')} in ../shared/upstream, found ${[...out.keys()].join(', ')}`);
   return out;
@@ -115,7 +122,8 @@ export async function dumpUpstreamObjects(target: DumpTarget): Promise<Dump> {
     const items = list.items ?? [];
     objects.set(key, items);
     // A list omits each item's apiVersion/kind; the stored object has them.
-    for (const item of items) findings.push(...checkObject(kind, { ...item, apiVersion: item.apiVersion ?? `${kind.group}/${kind.version}`, kind: item.kind ?? kind.kind }));
+    for (const item of items)
+      findings.push(...checkObject(kind, { ...item, apiVersion: item.apiVersion ?? `${kind.group}/${kind.version}`, kind: item.kind ?? kind.kind }));
   }
   return { objects, findings };
 }
@@ -209,7 +217,11 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   };
 }
 
-function classify(method: string, url: string, kinds: Map<string, UpstreamKind>): Pick<RecordedWrite, 'method' | 'path' | 'query' | 'kind' | 'subresource'> | undefined {
+function classify(
+  method: string,
+  url: string,
+  kinds: Map<string, UpstreamKind>,
+): Pick<RecordedWrite, 'method' | 'path' | 'query' | 'kind' | 'subresource'> | undefined {
   if (!['POST', 'PUT', 'PATCH'].includes(method)) return undefined;
   const [path = '', query = ''] = url.split('?');
   const match = RESOURCE_PATH.exec(path);
@@ -232,7 +244,8 @@ export function prunedInWrites(writes: readonly RecordedWrite[]): SchemaFinding[
   for (const write of writes) {
     const kind = kinds.get(write.kind)!;
     const object = `${write.method} ${write.path}${write.query ? `?${write.query}` : ''}`;
-    for (const w of write.warnings) if (/unknown field/i.test(w)) findings.push({ object, path: w.replace(/^299 - /, ''), problem: 'pruned', detail: 'server warning' });
+    for (const w of write.warnings)
+      if (/unknown field/i.test(w)) findings.push({ object, path: w.replace(/^299 - /, ''), problem: 'pruned', detail: 'server warning' });
     for (const path of prunedFields(kind, write)) findings.push({ object, path, problem: 'pruned' });
   }
   return findings;
@@ -260,7 +273,10 @@ function prunedFields(kind: UpstreamKind, write: RecordedWrite): string[] {
 
 /** Prunes a JSON patch value placed at `pointer` by building the object around it. */
 function pruneAt(kind: UpstreamKind, pointer: string, value: unknown): string[] {
-  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (parts.length === 0) return [];
   // Array indices become one-element arrays so that `items` schemas apply.
   let wrapped: unknown = structuredClone(value);

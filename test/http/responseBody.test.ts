@@ -31,7 +31,15 @@ describe('HTTP response niceties (issue 17)', () => {
   beforeAll(async () => {
     app = await startTestApp();
     for (let i = 0; i < 30; i++) {
-      await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: `${i}`, selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: { message: `release ${i}` }, targets: [] });
+      await app.domain.rollouts.create({
+        kind: 'VIRTUAL_CLUSTER',
+        fromVersion: '1',
+        toVersion: `${i}`,
+        selector: {},
+        strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+        cause: { message: `release ${i}` },
+        targets: [],
+      });
     }
   });
   afterAll(async () => {
@@ -67,7 +75,15 @@ describe('HTTP response niceties (issue 17)', () => {
     const again = await raw(url, { headers: { ...headers, 'if-none-match': etag } });
     expect(again.status).toBe(304);
     expect(again.body.length).toBe(0);
-    await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: 'new', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: {}, targets: [] });
+    await app.domain.rollouts.create({
+      kind: 'VIRTUAL_CLUSTER',
+      fromVersion: '1',
+      toVersion: 'new',
+      selector: {},
+      strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+      cause: {},
+      targets: [],
+    });
     const changed = await raw(url, { headers: { ...headers, 'if-none-match': etag } });
     expect(changed.status).toBe(200);
     expect(changed.headers.etag).not.toBe(etag);
@@ -85,7 +101,11 @@ describe('HTTP response niceties (issue 17)', () => {
     const headers = { 'apollo-require-preflight': '1' };
     const unknown = await raw(`${app.url}?extensions=${extensions}`, { headers });
     expect(JSON.parse(unknown.body.toString()).errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
-    const registered = await raw(app.url, { method: 'POST', headers: json, body: JSON.stringify({ query, extensions: { persistedQuery: { version: 1, sha256Hash } } }) });
+    const registered = await raw(app.url, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ query, extensions: { persistedQuery: { version: 1, sha256Hash } } }),
+    });
     expect(JSON.parse(registered.body.toString()).data.serverInfo.version).toBeTruthy();
     const byHash = await raw(`${app.url}?extensions=${extensions}`, { headers });
     expect(byHash.status).toBe(200);

@@ -74,7 +74,15 @@ describe('API budget', () => {
     const registry = new Registry();
     const kube = createKubeClients({ mode: 'kubeconfig', kubeconfigPath, qps: 10, burst: 3, clock, registry });
     const calls = Array.from({ length: 5 }, () => kube.core.listNamespace());
-    const watchDone = new Promise<void>((resolve) => void kube.watch.watch('/api/v1/namespaces', {}, () => {}, () => resolve()));
+    const watchDone = new Promise<void>(
+      (resolve) =>
+        void kube.watch.watch(
+          '/api/v1/namespaces',
+          {},
+          () => {},
+          () => resolve(),
+        ),
+    );
     expect(await settle(kube.budget, received, 3)).toBe(3);
     await clock.advance(100);
     expect(await settle(kube.budget, received, 4)).toBe(4);
@@ -119,7 +127,16 @@ describe('API budget against the simulator', () => {
         kube.custom.listNamespacedCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', namespace: 'default', plural: 'ippools' }),
       ];
       let watchAbort: AbortController | undefined;
-      calls.push(kube.watch.watch('/api/v1/namespaces/default/configmaps', {}, () => {}, () => {}).then((c) => (watchAbort = c)));
+      calls.push(
+        kube.watch
+          .watch(
+            '/api/v1/namespaces/default/configmaps',
+            {},
+            () => {},
+            () => {},
+          )
+          .then((c) => (watchAbort = c)),
+      );
       expect(await settle(kube.budget, seen, 2)).toBe(2); // the burst
       for (let n = 3; n <= 5; n++) {
         await clock.advance(199);

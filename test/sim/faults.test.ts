@@ -75,17 +75,28 @@ describe('fault injection through the HTTP API', () => {
     sim.faults.set({ errorRate: { '*': 1 }, resources: ['ippools.network.harvesterhci.io', 'configmaps'] });
     await core.listNamespacedPod({ namespace: AGENT_NAMESPACE });
     await expectStatus(core.listNamespacedConfigMap({ namespace: 'default' }), 500, 'InternalError');
-    await expectStatus(custom.listNamespacedCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', namespace: 'default', plural: 'ippools' }), 500, 'InternalError');
+    await expectStatus(
+      custom.listNamespacedCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', namespace: 'default', plural: 'ippools' }),
+      500,
+      'InternalError',
+    );
   });
 
   it('conflict rate 1 answers updates and patches with 409 Conflict, reads still work', async () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'contended' }, data: { a: '1' } } });
     sim.faults.set({ conflictRate: 1 });
     const cm = await core.readNamespacedConfigMap({ name: 'contended', namespace: 'default' });
-    const body = await expectStatus(core.replaceNamespacedConfigMap({ name: 'contended', namespace: 'default', body: { ...cm, data: { a: '2' } } }), 409, 'Conflict');
+    const body = await expectStatus(
+      core.replaceNamespacedConfigMap({ name: 'contended', namespace: 'default', body: { ...cm, data: { a: '2' } } }),
+      409,
+      'Conflict',
+    );
     expect(body.message).toContain('the object has been modified');
     await expectStatus(
-      core.patchNamespacedConfigMap({ name: 'contended', namespace: 'default', body: { data: { a: '3' } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+      core.patchNamespacedConfigMap(
+        { name: 'contended', namespace: 'default', body: { data: { a: '3' } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
       409,
       'Conflict',
     );
@@ -121,7 +132,12 @@ describe('fault injection through the HTTP API', () => {
         let end!: () => void;
         const ended = new Promise<void>((r) => (end = r));
         watch
-          .watch('/api/v1/namespaces/default/configmaps', {}, () => undefined, () => end())
+          .watch(
+            '/api/v1/namespaces/default/configmaps',
+            {},
+            () => undefined,
+            () => end(),
+          )
           .then(() => resolve({ ended }), reject);
       });
     const first = await open();
@@ -155,12 +171,17 @@ describe('fault injection through the HTTP API', () => {
 
   it('crashes and recovers a node through the admin endpoint', async () => {
     const agent = 'default-net-1-agent';
-    const ready = async () => (await core.readNamespacedPod({ name: agent, namespace: AGENT_NAMESPACE })).status?.conditions?.find((c) => c.type === 'Ready')?.status;
+    const ready = async () =>
+      (await core.readNamespacedPod({ name: agent, namespace: AGENT_NAMESPACE })).status?.conditions?.find((c) => c.type === 'Ready')?.status;
     const node = (await core.readNamespacedPod({ name: agent, namespace: AGENT_NAMESPACE })).spec!.nodeName!;
     const crashed = await admin('POST', `/sim/admin/nodes/${node}/crash`);
     expect(crashed.status).toBe(200);
     expect(crashed.body.status.conditions.find((c: { type: string }) => c.type === 'Ready').status).toBe('Unknown');
-    await until('the agent to turn unready', () => sim.store.get(Resources.pods, AGENT_NAMESPACE, agent)?.status.conditions.find((c: { type: string }) => c.type === 'Ready').status === 'False', 5_000);
+    await until(
+      'the agent to turn unready',
+      () => sim.store.get(Resources.pods, AGENT_NAMESPACE, agent)?.status.conditions.find((c: { type: string }) => c.type === 'Ready').status === 'False',
+      5_000,
+    );
     expect(await ready()).toBe('False');
 
     await core.deleteNamespacedPod({ name: agent, namespace: AGENT_NAMESPACE });

@@ -81,7 +81,11 @@ describe('the demo fleet', () => {
     for (const pool of pools) {
       const name = pool.metadata.name;
       expect(pool.spec.networkName).toBe(`default/${name}`);
-      expect(pool.spec.ipv4Config).toMatchObject({ cidr: expect.stringMatching(/\/24$/), serverIP: expect.any(String), pool: { start: expect.any(String), end: expect.any(String) } });
+      expect(pool.spec.ipv4Config).toMatchObject({
+        cidr: expect.stringMatching(/\/24$/),
+        serverIP: expect.any(String),
+        pool: { start: expect.any(String), end: expect.any(String) },
+      });
       const agent = store.get(Resources.pods, AGENT_NAMESPACE, `default-${name}-agent`)!;
       expect(pool.status.agentPodRef).toEqual({ namespace: AGENT_NAMESPACE, name: `default-${name}-agent`, image: AGENT_IMAGE, uid: agent.metadata.uid });
       for (const type of ['Registered', 'CacheReady', 'AgentReady']) {
@@ -129,18 +133,34 @@ describe('the demo fleet', () => {
       expect(vc.metadata.labels!['tenancy.x-k8s.io/cluster-version-applied']).toBe(cv.metadata.resourceVersion);
       const ns = vc.status.clusterNamespace;
       expect(store.get(Resources.namespaces, undefined, ns)).toBeDefined();
-      expect(store.list(Resources.statefulsets, ns).map((s) => s.metadata.name).sort()).toEqual(['apiserver', 'controller-manager', 'etcd']);
+      expect(
+        store
+          .list(Resources.statefulsets, ns)
+          .map((s) => s.metadata.name)
+          .sort(),
+      ).toEqual(['apiserver', 'controller-manager', 'etcd']);
       for (const sts of store.list(Resources.statefulsets, ns)) {
         expect(sts.spec.updateStrategy.type).toBe('RollingUpdate');
         expect(sts.metadata.labels!['tenancy.x-k8s.io/cluster-version-applied']).toBe(cv.metadata.resourceVersion);
       }
-      expect(Object.keys(store.get(Resources.statefulsets, ns, 'apiserver')!.spec.template.metadata.annotations).sort()).toEqual(
-        ['apiserver-ca-hash', 'front-proxy-ca-hash', 'root-ca-hash', 'serviceaccount-rsa-hash'],
-      );
-      expect(store.list(Resources.services, ns).map((s) => s.metadata.name).sort()).toEqual(['apiserver-svc', 'controller-manager-svc', 'etcd']);
-      expect(store.list(Resources.secrets, ns).map((s) => s.metadata.name).sort()).toEqual(
-        ['admin-kubeconfig', 'apiserver-ca', 'controller-manager-kubeconfig', 'etcd-ca', 'front-proxy-ca', 'root-ca', 'serviceaccount-rsa'],
-      );
+      expect(Object.keys(store.get(Resources.statefulsets, ns, 'apiserver')!.spec.template.metadata.annotations).sort()).toEqual([
+        'apiserver-ca-hash',
+        'front-proxy-ca-hash',
+        'root-ca-hash',
+        'serviceaccount-rsa-hash',
+      ]);
+      expect(
+        store
+          .list(Resources.services, ns)
+          .map((s) => s.metadata.name)
+          .sort(),
+      ).toEqual(['apiserver-svc', 'controller-manager-svc', 'etcd']);
+      expect(
+        store
+          .list(Resources.secrets, ns)
+          .map((s) => s.metadata.name)
+          .sort(),
+      ).toEqual(['admin-kubeconfig', 'apiserver-ca', 'controller-manager-kubeconfig', 'etcd-ca', 'front-proxy-ca', 'root-ca', 'serviceaccount-rsa']);
     }
 
     const ds = store.get(Resources.daemonsets, NODE_AGENT_NAMESPACE, NODE_AGENT_DAEMONSET)!;
@@ -184,7 +204,9 @@ describe('the demo fleet', () => {
     const sim = await startSimulator({ delays: zeroDelays, fleet: 'demo' });
     try {
       const custom = sim.kubeConfig.makeApiClient(CustomObjectsApi);
-      const list = (await custom.listClusterCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', plural: 'ippools' })) as { items: KubeObject[] };
+      const list = (await custom.listClusterCustomObject({ group: 'network.harvesterhci.io', version: 'v1alpha1', plural: 'ippools' })) as {
+        items: KubeObject[];
+      };
       expect(list.items.map((p) => p.metadata.name).sort()).toEqual(['net-1', 'net-2', 'net-3']);
       expect(list.items[0]!.status.agentPodRef.image).toBe(AGENT_IMAGE);
     } finally {

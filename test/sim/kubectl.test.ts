@@ -148,7 +148,9 @@ describe('kubectl against the simulator', () => {
 
   it('applies a typical service deployment manifest of many kinds', async () => {
     const file = join(dir, 'service.yaml');
-    await writeFile(file, `
+    await writeFile(
+      file,
+      `
 apiVersion: v1
 kind: Namespace
 metadata: {name: rollplane}
@@ -191,7 +193,8 @@ apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: rollplane, namespace: rollplane}
 spec: {podSelector: {matchLabels: {app: rollplane}}, policyTypes: [Ingress]}
-`);
+`,
+    );
     const out = await kubectl('apply', '-f', file);
     for (const name of [
       'namespace/rollplane',

@@ -29,7 +29,9 @@ describe('Sql (the history hot path)', () => {
     other.prepare('BEGIN IMMEDIATE').run();
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 5);
-    const write = db.sql.transaction((sql) => sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t1', 'n', 'viewer', 'h', ?)`, sqlDate(new Date())));
+    const write = db.sql.transaction((sql) =>
+      sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t1', 'n', 'viewer', 'h', ?)`, sqlDate(new Date())),
+    );
     let written = false;
     void write.then(() => (written = true));
     // The event loop keeps turning while the write waits for the lock: timers fire, and the write is still waiting.
@@ -47,7 +49,11 @@ describe('Sql (the history hot path)', () => {
     const sql = new Sql(new Sqlite(db.file, { timeout: 0 }), 100);
     const other = new Sqlite(db.file);
     other.prepare('BEGIN IMMEDIATE').run();
-    await expect(sql.transaction((s) => s.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t2', 'n2', 'viewer', 'h2', ?)`, sqlDate(new Date())))).rejects.toBeInstanceOf(UnavailableError);
+    await expect(
+      sql.transaction((s) =>
+        s.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t2', 'n2', 'viewer', 'h2', ?)`, sqlDate(new Date())),
+      ),
+    ).rejects.toBeInstanceOf(UnavailableError);
     other.prepare('ROLLBACK').run();
     other.close();
     sql.close();
@@ -103,7 +109,9 @@ describe('InFlightChanges', () => {
     const after = restarted.of<{ oldUid: string }>('AGENT_POOL');
     expect(after.get('default', 'net-1')).toEqual({ oldUid: 'u1' });
     expect(after.get('default', 'net-2')).toBeUndefined();
-    await after.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', payload: { oldPodUid: 'u1' } }]);
+    await after.complete('default', 'net-1', [
+      { type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', payload: { oldPodUid: 'u1' } },
+    ]);
     expect(after.get('default', 'net-1')).toBeUndefined();
     const again = new InFlightChanges(db.store, log);
     await again.reload();
@@ -121,7 +129,9 @@ describe('InFlightChanges', () => {
     const slow = new Sql(new Sqlite(db.file, { timeout: 0 }), 50);
     const slowStore = new SqliteHistoryStore(slow);
     const failing = new InFlightChanges(slowStore, new EventLog(slowStore, new InProcessEventBus())).of<{ n: number }>('AGENT_POOL');
-    await expect(failing.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1' }])).rejects.toBeInstanceOf(UnavailableError);
+    await expect(
+      failing.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1' }]),
+    ).rejects.toBeInstanceOf(UnavailableError);
     other.prepare('ROLLBACK').run();
     other.close();
     slow.close();

@@ -72,7 +72,11 @@ export function historyContract(factory: () => StoreFactory): void {
       const stored = await store.transaction((tx) =>
         tx.insertEvents(
           [
-            event(EventType.RolloutStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } } }),
+            event(EventType.RolloutStateChanged, {
+              rolloutId: 'r-ev',
+              kind: 'AGENT_POOL',
+              payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } },
+            }),
             event(EventType.TargetStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1', payload: { to: 'PROGRESSING' } }),
             event(EventType.TargetFailed, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1' }),
           ],
@@ -87,7 +91,14 @@ export function historyContract(factory: () => StoreFactory): void {
 
       const all = await store.read.listEventsAfter({}, before, 100);
       expect(all).toEqual(stored);
-      expect(all[0]).toMatchObject({ type: 'RolloutStateChanged', rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: null, name: null, payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } } });
+      expect(all[0]).toMatchObject({
+        type: 'RolloutStateChanged',
+        rolloutId: 'r-ev',
+        kind: 'AGENT_POOL',
+        namespace: null,
+        name: null,
+        payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } },
+      });
       expect(all[2]!.payload).toEqual({});
       expect(all[0]!.createdAt.toISOString()).toBe(T0.toISOString());
 
@@ -111,14 +122,19 @@ export function historyContract(factory: () => StoreFactory): void {
           at(60),
         ),
       );
-      const idsAfter = (filter: Parameters<HistoryStore['read']['listEventsAfter']>[0]) => store.read.listEventsAfter(filter, before, 100).then((list) => list.map((e) => e.id));
+      const idsAfter = (filter: Parameters<HistoryStore['read']['listEventsAfter']>[0]) =>
+        store.read.listEventsAfter(filter, before, 100).then((list) => list.map((e) => e.id));
       expect(await idsAfter({ types: [EventType.TargetFailed] })).toEqual([c!.id]);
       expect(await idsAfter({ types: [EventType.TargetFailed, EventType.RolloutStateChanged] })).toEqual([a!.id, c!.id, d!.id]);
       expect(await idsAfter({ rolloutId: 'r-f1' })).toEqual([a!.id, b!.id]);
       expect(await idsAfter({ kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' })).toEqual([b!.id, c!.id]);
       expect(await idsAfter({ since: at(60) })).toEqual([a!.id, b!.id, c!.id, d!.id]);
       expect(await idsAfter({ since: at(61) })).toEqual([]);
-      expect((await store.read.listEventsBefore({ rolloutId: 'r-f2', types: [EventType.RolloutStateChanged, EventType.TargetFailed] }, undefined, 10)).map((e) => e.id)).toEqual([d!.id, c!.id]);
+      expect(
+        (await store.read.listEventsBefore({ rolloutId: 'r-f2', types: [EventType.RolloutStateChanged, EventType.TargetFailed] }, undefined, 10)).map(
+          (e) => e.id,
+        ),
+      ).toEqual([d!.id, c!.id]);
     });
 
     it('keeps nothing of a transaction that fails', async () => {
@@ -150,7 +166,9 @@ export function historyContract(factory: () => StoreFactory): void {
       // Two different requests under one key, interleaved on two stores (two replicas): one rollout, one record, and
       // the record names the request that made that rollout (so the loser's request is told apart by its hash).
       const results = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? store : second).transaction((tx) => createWithRecord(tx, 'key-rec', `r-rec-${i}`, `hash-${i % 4}`))),
+        Array.from({ length: 16 }, (_, i) =>
+          (i % 2 === 0 ? store : second).transaction((tx) => createWithRecord(tx, 'key-rec', `r-rec-${i}`, `hash-${i % 4}`)),
+        ),
       );
       const winners = results.map((r, i) => ({ ...r, i })).filter((r) => r.created);
       expect(winners).toHaveLength(1);
@@ -159,13 +177,18 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(record!.createdAt.toISOString()).toBe(T0.toISOString());
       expect(await store.read.countRollouts({ search: 'r-rec-' })).toBe(1);
       // A second record for a key is ignored: the first stays.
-      await store.transaction((tx) => tx.insertIdempotencyRecord({ key: 'key-rec', operation: 'AGENT_POOL', requestHash: 'other', rolloutId: 'r-other' }, at(1)));
+      await store.transaction((tx) =>
+        tx.insertIdempotencyRecord({ key: 'key-rec', operation: 'AGENT_POOL', requestHash: 'other', rolloutId: 'r-other' }, at(1)),
+      );
       expect(await store.read.findIdempotencyRecord('key-rec')).toEqual(record);
       expect(await store.read.findIdempotencyRecord('key-never')).toBeUndefined();
     });
 
     it('leave an unkeyed rollout free to be created many times', async () => {
-      const [x, y] = await Promise.all([store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-1'), T0)), store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-2'), T0))]);
+      const [x, y] = await Promise.all([
+        store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-1'), T0)),
+        store.transaction((tx) => tx.insertRollout(rolloutRow('r-nokey-2'), T0)),
+      ]);
       expect(x?.id).toBe('r-nokey-1');
       expect(y?.id).toBe('r-nokey-2');
     });
@@ -177,15 +200,59 @@ export function historyContract(factory: () => StoreFactory): void {
         const inserted = (yield* tx.insertRollout(rolloutRow('r-life', { idempotencyKey: 'key-life', causeMessage: '100% done_now' }), T0))!;
         yield* tx.insertTargets(
           [
-            { id: 'r-life.0', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'a', name: 'pool-0', ordinal: 0, state: 'PENDING', fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null },
-            { id: 'r-life.1', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'a', name: 'pool-1', ordinal: 1, state: 'SKIPPED', fromVersion: null, toVersion: 'v2', skipReason: 'already v2', finishedAt: T0 },
-            { id: 'r-life.2', rolloutId: 'r-life', kind: 'AGENT_POOL', namespace: 'b', name: 'pool-2', ordinal: 2, state: 'PENDING', fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null },
+            {
+              id: 'r-life.0',
+              rolloutId: 'r-life',
+              kind: 'AGENT_POOL',
+              namespace: 'a',
+              name: 'pool-0',
+              ordinal: 0,
+              state: 'PENDING',
+              fromVersion: 'v1',
+              toVersion: 'v2',
+              skipReason: null,
+              finishedAt: null,
+            },
+            {
+              id: 'r-life.1',
+              rolloutId: 'r-life',
+              kind: 'AGENT_POOL',
+              namespace: 'a',
+              name: 'pool-1',
+              ordinal: 1,
+              state: 'SKIPPED',
+              fromVersion: null,
+              toVersion: 'v2',
+              skipReason: 'already v2',
+              finishedAt: T0,
+            },
+            {
+              id: 'r-life.2',
+              rolloutId: 'r-life',
+              kind: 'AGENT_POOL',
+              namespace: 'b',
+              name: 'pool-2',
+              ordinal: 2,
+              state: 'PENDING',
+              fromVersion: 'v1',
+              toVersion: 'v2',
+              skipReason: null,
+              finishedAt: null,
+            },
           ],
           T0,
         );
         return inserted;
       });
-      expect(row).toMatchObject({ id: 'r-life', state: 'PENDING', engineState: '{}', message: null, startedAt: null, finishedAt: null, idempotencyKey: 'key-life' });
+      expect(row).toMatchObject({
+        id: 'r-life',
+        state: 'PENDING',
+        engineState: '{}',
+        message: null,
+        startedAt: null,
+        finishedAt: null,
+        idempotencyKey: 'key-life',
+      });
       expect(row.createdAt.toISOString()).toBe(T0.toISOString());
       expect(await store.read.findRollout('r-life')).toEqual(row);
       expect(await store.read.findRolloutByIdempotencyKey('key-life')).toEqual(row);
@@ -244,7 +311,11 @@ export function historyContract(factory: () => StoreFactory): void {
 
     it('lists rollouts newest first, page by page, and searches their text literally', async () => {
       await store.transaction(function* (tx) {
-        for (let i = 0; i < 5; i++) yield* tx.insertRollout(rolloutRow(`r-list-${i}`, { kind: i % 2 ? 'NODE_AGENT' : 'VIRTUAL_CLUSTER', causeMessage: i === 3 ? 'Fix 50%_OFF' : 'routine' }), at(100 + i));
+        for (let i = 0; i < 5; i++)
+          yield* tx.insertRollout(
+            rolloutRow(`r-list-${i}`, { kind: i % 2 ? 'NODE_AGENT' : 'VIRTUAL_CLUSTER', causeMessage: i === 3 ? 'Fix 50%_OFF' : 'routine' }),
+            at(100 + i),
+          );
       });
       const page1 = await store.read.listRollouts({ kind: 'VIRTUAL_CLUSTER' }, undefined, 2);
       expect(page1.map((r) => r.id)).toEqual(['r-list-4', 'r-list-2']);
@@ -254,19 +325,33 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(await store.read.countRollouts({ kind: 'VIRTUAL_CLUSTER' })).toBe(3);
       expect((await store.read.listRollouts({ search: '50%_off' }, undefined, 10)).map((r) => r.id)).toEqual(['r-list-3']);
       expect(await store.read.countRollouts({ search: '5_%' })).toBe(0);
-      expect((await store.read.listRollouts({ states: ['PENDING'], createdAfter: at(103), createdBefore: at(104) }, undefined, 10)).map((r) => r.id)).toEqual(['r-list-3']);
+      expect((await store.read.listRollouts({ states: ['PENDING'], createdAfter: at(103), createdBefore: at(104) }, undefined, 10)).map((r) => r.id)).toEqual([
+        'r-list-3',
+      ]);
     });
   });
 
   describe('what the engine and the launcher look for', () => {
     it('lists rollouts needing the engine and targets covered by active rollouts', async () => {
       const target = (rolloutId: string, ordinal: number, state: string) => ({
-        id: `${rolloutId}.${ordinal}`, rolloutId, kind: 'NODE_AGENT', namespace: '', name: `node-${ordinal}`, ordinal, state,
-        fromVersion: 'v1', toVersion: 'v2', skipReason: null, finishedAt: null,
+        id: `${rolloutId}.${ordinal}`,
+        rolloutId,
+        kind: 'NODE_AGENT',
+        namespace: '',
+        name: `node-${ordinal}`,
+        ordinal,
+        state,
+        fromVersion: 'v1',
+        toVersion: 'v2',
+        skipReason: null,
+        finishedAt: null,
       });
       await store.transaction(function* (tx) {
         yield* tx.insertRollout(rolloutRow('r-eng-active', { kind: 'NODE_AGENT' }), at(200));
-        yield* tx.insertTargets([target('r-eng-active', 0, 'PENDING'), target('r-eng-active', 1, 'SUCCEEDED'), target('r-eng-active', 2, 'PROGRESSING')], at(200));
+        yield* tx.insertTargets(
+          [target('r-eng-active', 0, 'PENDING'), target('r-eng-active', 1, 'SUCCEEDED'), target('r-eng-active', 2, 'PROGRESSING')],
+          at(200),
+        );
         yield* tx.insertRollout(rolloutRow('r-eng-done', { kind: 'NODE_AGENT' }), at(201));
         yield* tx.insertTargets([target('r-eng-done', 3, 'PENDING')], at(201));
         yield* tx.updateRolloutState('r-eng-done', { state: 'SUCCEEDED', message: null, finishedAt: at(202) }, at(202));

@@ -33,7 +33,17 @@ function prisma(args: string[], databaseUrl: string): Promise<{ code: number; ou
 
 function diffAgainst(provider: Provider, schemaFolder: string, databaseUrl: string) {
   return prisma(
-    ['migrate', 'diff', '--from-migrations', path.join('prisma', provider, 'migrations'), '--to-schema-datamodel', schemaFolder, '--exit-code', '--config', `prisma.${provider}.config.ts`],
+    [
+      'migrate',
+      'diff',
+      '--from-migrations',
+      path.join('prisma', provider, 'migrations'),
+      '--to-schema-datamodel',
+      schemaFolder,
+      '--exit-code',
+      '--config',
+      `prisma.${provider}.config.ts`,
+    ],
     databaseUrl,
   );
 }

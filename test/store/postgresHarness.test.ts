@@ -11,7 +11,10 @@ describe('findPostgresBinaries', () => {
     try {
       const partial = path.join(root, 'partial');
       const complete = path.join(root, 'complete');
-      for (const [dir, files] of [[partial, ['pg_ctl']], [complete, ['initdb', 'pg_ctl', 'postgres']]] as const) {
+      for (const [dir, files] of [
+        [partial, ['pg_ctl']],
+        [complete, ['initdb', 'pg_ctl', 'postgres']],
+      ] as const) {
         mkdirSync(dir);
         for (const file of files) {
           writeFileSync(path.join(dir, file), '#!/bin/sh\n');

@@ -45,11 +45,16 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
       // The stored history: each pool recreated exactly once.
       const history = await r.gql(`{ events(first: 500) { edges { node { id type object { name } } } } }`);
       const stored = history.events.edges.map((e: any) => e.node);
-      const recreated = stored.filter((e: any) => e.type === 'AgentRecreated').map((e: any) => e.object.name).sort();
+      const recreated = stored
+        .filter((e: any) => e.type === 'AgentRecreated')
+        .map((e: any) => e.object.name)
+        .sort();
       expect(recreated).toEqual(['net-1', 'net-2', 'net-3', 'net-4']);
 
       // The live stream: the same events, each once, in id order, ending with the rollout's success.
-      await r.waitFor('the stream to catch up', () => sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'));
+      await r.waitFor('the stream to catch up', () =>
+        sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'),
+      );
       const streamed = sub.results.map((e: any) => Number(e.events.id));
       expect(streamed.every((n, i) => i === 0 || n > streamed[i - 1]!)).toBe(true);
       const storedIds = stored.map((e: any) => Number(e.id)).sort((a: number, b: number) => a - b);
@@ -78,7 +83,18 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
     const replicas: App[] = [];
     try {
       for (let i = 0; i < 2; i++) {
-        const config = loadConfig({ ...FAST_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'off' }, []);
+        const config = loadConfig(
+          {
+            ...FAST_ENV,
+            PORT: '0',
+            HOST: '127.0.0.1',
+            DATABASE_URL: url,
+            ROLLPLANE_KUBE: 'kubeconfig',
+            KUBECONFIG: r.sim.kubeconfigPath,
+            ROLLPLANE_CONTROLLERS: 'off',
+          },
+          [],
+        );
         replicas.push(await startApp(config, { logger: pino({ level: 'silent' }) }));
       }
       const urls = [r.url, ...replicas.map((a) => a.url)];
@@ -109,7 +125,18 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
     const url = await server().createDatabase();
     rig = await startRig({ fleet: 'pools=4,nodes=2', delays: { podReadyMs: 30, podTerminateMs: 10 }, env: { DATABASE_URL: url } });
     const r = rig;
-    const config = loadConfig({ ...FAST_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'off' }, []);
+    const config = loadConfig(
+      {
+        ...FAST_ENV,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: url,
+        ROLLPLANE_KUBE: 'kubeconfig',
+        KUBECONFIG: r.sim.kubeconfigPath,
+        ROLLPLANE_CONTROLLERS: 'off',
+      },
+      [],
+    );
     const replica = await startApp(config, { logger: pino({ level: 'silent' }) });
     const database = new URL(url).pathname.slice(1);
     const client = wsClient(replica.url);
@@ -128,7 +155,11 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
       );
       expect(killed.rows[0]!.n).toBe(2);
       expect((await waitForRollout(r, id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
-      await r.waitFor('the other replica to see the end', () => sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'), 30_000);
+      await r.waitFor(
+        'the other replica to see the end',
+        () => sub.results.some((e: any) => e.events.type === 'RolloutStateChanged' && e.events.payload.to === 'SUCCEEDED'),
+        30_000,
+      );
       const streamed = sub.results.map((e: any) => Number(e.events.id));
       const ids = (await direct.query<{ id: number }>('SELECT "id" FROM "Event" WHERE "id" > $1 ORDER BY "id"', [start])).rows.map((row) => row.id);
       expect(ids.length).toBeGreaterThan(8);

@@ -21,10 +21,30 @@ describe('query plans of the API reads', () => {
     db = await openDatabase(`file:${path.join(dir, 'plans.db')}`);
     const at = new Date().toISOString();
     for (let i = 0; i < 50; i++) {
-      db.sql.run(`INSERT INTO "Rollout" ("id", "kind", "state", "toVersion", "createdAt", "updatedAt") VALUES (?, 'AGENT_POOL', 'SUCCEEDED', 'v2', ?, ?)`, `ro_${i}`, at, at);
-      db.sql.run(`INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "toVersion", "updatedAt") VALUES (?, ?, 'AGENT_POOL', 'default', ?, 0, 'SUCCEEDED', 'v2', ?)`, `t_${i}`, `ro_${i}`, `pool-${i}`, at);
+      db.sql.run(
+        `INSERT INTO "Rollout" ("id", "kind", "state", "toVersion", "createdAt", "updatedAt") VALUES (?, 'AGENT_POOL', 'SUCCEEDED', 'v2', ?, ?)`,
+        `ro_${i}`,
+        at,
+        at,
+      );
+      db.sql.run(
+        `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "toVersion", "updatedAt") VALUES (?, ?, 'AGENT_POOL', 'default', ?, 0, 'SUCCEEDED', 'v2', ?)`,
+        `t_${i}`,
+        `ro_${i}`,
+        `pool-${i}`,
+        at,
+      );
     }
-    insertEvents(db.sql, Array.from({ length: 500 }, (_, i) => ({ type: EventType.AgentRecreated, rolloutId: `ro_${i % 50}`, kind: 'AGENT_POOL' as const, namespace: 'default', name: `pool-${i % 50}` })));
+    insertEvents(
+      db.sql,
+      Array.from({ length: 500 }, (_, i) => ({
+        type: EventType.AgentRecreated,
+        rolloutId: `ro_${i % 50}`,
+        kind: 'AGENT_POOL' as const,
+        namespace: 'default',
+        name: `pool-${i % 50}`,
+      })),
+    );
   });
   afterAll(async () => {
     await db.close();
@@ -60,7 +80,10 @@ describe('query plans of the API reads', () => {
   it('counts the targets of a page of rollouts per state through the (rolloutId, state) index', () => {
     const plan = planOf(targetStateCountsStatement(['ro_1', 'ro_2', 'ro_3']));
     expect(plan.join('\n')).toMatch(/USING (COVERING )?INDEX RolloutTarget_rolloutId_state_idx/);
-    expect(plan.filter((line) => /^SCAN /.test(line.trim())), plan.join('\n')).toEqual([]);
+    expect(
+      plan.filter((line) => /^SCAN /.test(line.trim())),
+      plan.join('\n'),
+    ).toEqual([]);
   });
 
   const eventFilters: [string, EventFilter][] = [

@@ -16,7 +16,15 @@ export interface TokenAuditFactory {
 
 const T0 = new Date('2026-12-01T12:00:00.123Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
-const token = (id: string, extra: Partial<TokenRow> = {}) => ({ id, name: id.replace('tok_', 'n-'), role: 'deployer', hash: `hash-${id}`, createdAt: T0, expiresAt: null, ...extra });
+const token = (id: string, extra: Partial<TokenRow> = {}) => ({
+  id,
+  name: id.replace('tok_', 'n-'),
+  role: 'deployer',
+  hash: `hash-${id}`,
+  createdAt: T0,
+  expiresAt: null,
+  ...extra,
+});
 
 export function tokenAuditContract(factory: () => TokenAuditFactory): void {
   let opened: Awaited<ReturnType<TokenAuditFactory['open']>>;
@@ -87,7 +95,15 @@ export function tokenAuditContract(factory: () => TokenAuditFactory): void {
   describe('audit', () => {
     it('appends, pages newest first, and prunes by age and by count', async () => {
       const { audit } = await stores();
-      const entry = (operation: string) => ({ actor: 'ci', role: 'deployer', operation, input: '{"a":1}', result: 'OK', message: null, sourceAddr: '127.0.0.1' });
+      const entry = (operation: string) => ({
+        actor: 'ci',
+        role: 'deployer',
+        operation,
+        input: '{"a":1}',
+        result: 'OK',
+        message: null,
+        sourceAddr: '127.0.0.1',
+      });
       for (let i = 0; i < 5; i++) await audit.insert(entry(`op${i}`), at(i * 100));
       const all = await audit.page(undefined, 10);
       expect(all.map((e) => e.operation)).toEqual(['op4', 'op3', 'op2', 'op1', 'op0']);

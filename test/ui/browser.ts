@@ -79,7 +79,10 @@ export async function openRestrictedPage(browser: Browser, baseUrl: string): Pro
     if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) errors.push(`console: ${message.text()}`);
   });
   page.on('response', async (response) => {
-    if (response.status() >= 500) errors.push(`HTTP ${response.status()} ${response.request().method()} ${response.url()}: ${(await response.text().catch(() => '')).slice(0, 300)} ${response.request().postData()?.slice(0, 200) ?? ''}`);
+    if (response.status() >= 500)
+      errors.push(
+        `HTTP ${response.status()} ${response.request().method()} ${response.url()}: ${(await response.text().catch(() => '')).slice(0, 300)} ${response.request().postData()?.slice(0, 200) ?? ''}`,
+      );
   });
   return { context, page, foreign, errors };
 }
@@ -92,7 +95,11 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 }
 
 /** GraphQL over HTTP from the test (as CI would call the API). */
-export async function graphql<T>(baseUrl: string, query: string, variables: Record<string, unknown> = {}): Promise<{ data?: T; errors?: { message: string; extensions?: { code?: string } }[] }> {
+export async function graphql<T>(
+  baseUrl: string,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<{ data?: T; errors?: { message: string; extensions?: { code?: string } }[] }> {
   const response = await fetch(`${baseUrl}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -26,7 +26,6 @@ async function openWith(query: string): Promise<Page> {
 // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText(), not the DOM property: the rendered text is what is compared.
 const editorText = async (page: Page, editor: string) => (await page.locator(`${editor} .view-lines`).innerText()).replace(/\u00a0/g, ' ');
 
-
 async function run(page: Page): Promise<void> {
   await page.getByRole('button', { name: /Execute query/ }).click();
 }
@@ -53,7 +52,9 @@ describe('GraphQL playground', () => {
   });
 
   it('runs a mutation (through Apollo’s CSRF prevention)', async () => {
-    await openWith('mutation { bumpAgentImage(input: { image: "registry.rollplane.test/agent:v5", dryRun: true, allowDowngrade: true }) { dryRun plan { name action } } }');
+    await openWith(
+      'mutation { bumpAgentImage(input: { image: "registry.rollplane.test/agent:v5", dryRun: true, allowDowngrade: true }) { dryRun plan { name action } } }',
+    );
     await run(ui.page);
     await expect.poll(() => responseText(ui.page), { timeout: 15_000 }).toContain('"dryRun": true');
   });

@@ -70,7 +70,9 @@ describe('web UI at 1,000 pools', () => {
     await ui.page.goto(`${app.baseUrl}/#/charts`);
     await ui.page.reload();
     const counts = ui.page.locator('table[aria-label="Upgrade durations per cluster version"] .observation-count');
-    await expect.poll(async () => (await counts.allTextContents()).reduce((sum, n) => sum + Number(n), 0), { timeout: 60_000, interval: 250 }).toBe(observations);
+    await expect
+      .poll(async () => (await counts.allTextContents()).reduce((sum, n) => sum + Number(n), 0), { timeout: 60_000, interval: 250 })
+      .toBe(observations);
     await ui.page.getByText(`${recreations} recreations`, { exact: false }).waitFor({ timeout: 60_000 });
     console.info(`replayed ${recreations} agent recreations and ${observations} upgrade observations into the charts in ${Date.now() - started} ms`);
     await screenshot(ui.page, 'charts-replay');

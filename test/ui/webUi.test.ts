@@ -86,7 +86,12 @@ describe('web UI', () => {
     const pools = await demoPools();
     expect(pools.length).toBeGreaterThan(0);
     const image = 'registry.rollplane.test/dhcp-agent:v9.9.9';
-    const id = await bumpAgentImage({ image, strategy: { maxUnavailable: '1' }, cause: { actor: 'ui-test', message: 'bump from the browser test' }, allowDowngrade: true });
+    const id = await bumpAgentImage({
+      image,
+      strategy: { maxUnavailable: '1' },
+      cause: { actor: 'ui-test', message: 'bump from the browser test' },
+      allowDowngrade: true,
+    });
     await progressOf(id).waitFor({ timeout: 15_000 });
     // The agents are recreated one pool at a time by the real controllers on the simulator.
     expect(Number(await progressOf(id).getAttribute('aria-valuenow'))).toBeLessThan(100);
@@ -99,7 +104,10 @@ describe('web UI', () => {
     }
     expect(await ui.page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
 
-    await ui.page.locator(`article[data-rollout-id="${id}"]`).getByRole('button', { name: /Show \d+ targets/ }).click();
+    await ui.page
+      .locator(`article[data-rollout-id="${id}"]`)
+      .getByRole('button', { name: /Show \d+ targets/ })
+      .click();
     await ui.page.locator(`article[data-rollout-id="${id}"] tr[data-target]`).first().waitFor();
     await screenshot(ui.page, 'dashboard');
     await expectNoErrorBanner();
@@ -114,7 +122,11 @@ describe('web UI', () => {
     const link = finished.getByRole('link', { name: /^rollback ro_/ });
     await link.waitFor({ timeout: 10_000 });
     const rollbackId = (await link.textContent())!.replace('rollback ', '');
-    const result = await graphql<{ rollout: { rollbackOf: { id: string } | null } }>(app.baseUrl, 'query ($id: ID!) { rollout(id: $id) { rollbackOf { id } } }', { id: rollbackId });
+    const result = await graphql<{ rollout: { rollbackOf: { id: string } | null } }>(
+      app.baseUrl,
+      'query ($id: ID!) { rollout(id: $id) { rollbackOf { id } } }',
+      { id: rollbackId },
+    );
     expect(result.data?.rollout.rollbackOf?.id).toBe(id);
     // The rollback runs like any rollout: its own card, driven to the end by the engine.
     await expect.poll(() => progressOf(rollbackId).getAttribute('aria-valuenow'), { timeout: 45_000, interval: 200 }).toBe('100');
@@ -127,7 +139,12 @@ describe('web UI', () => {
     await ui.page.locator('[data-connection="live"]').waitFor({ timeout: 15_000 });
     // A canary of one: the engine pauses the rollout after the first pool, which leaves two pools (a few seconds of
     // work) for the UI to pause once resumed.
-    const id = await bumpAgentImage({ image: 'registry.rollplane.test/dhcp-agent:v9.9.10', strategy: { maxUnavailable: '1', canary: 1 }, cause: { actor: 'ui-test' }, allowDowngrade: true });
+    const id = await bumpAgentImage({
+      image: 'registry.rollplane.test/dhcp-agent:v9.9.10',
+      strategy: { maxUnavailable: '1', canary: 1 },
+      cause: { actor: 'ui-test' },
+      allowDowngrade: true,
+    });
     await expect.poll(() => rolloutState(id), { timeout: 30_000, interval: 200 }).toBe('PAUSED');
     const card = ui.page.locator(`article[data-rollout-id="${id}"]`);
     await card.getByRole('button', { name: `Resume rollout ${id}` }).click({ timeout: 15_000 });
@@ -183,7 +200,11 @@ describe('web UI', () => {
     // The points are drawn: the canvas holds the series' colours, not only axes on white.
     const drawn = await canvases.first().evaluate((element) => {
       // This runs in the page; the test's own types have no DOM, hence the structural type.
-      const canvas = element as unknown as { width: number; height: number; getContext(type: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } };
+      const canvas = element as unknown as {
+        width: number;
+        height: number;
+        getContext(type: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } };
+      };
       const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
       let coloured = 0;
       for (let i = 0; i < data.length; i += 4) if (data[i + 3]! > 0 && Math.abs(data[i]! - data[i + 2]!) > 60) coloured++;

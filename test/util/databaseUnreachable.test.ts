@@ -11,9 +11,15 @@ describe('isDatabaseUnreachable', () => {
     ['a pool wait that timed out', new Error('timeout exceeded when trying to connect')],
     ['Prisma P1001', Object.assign(new Error("Can't reach database server at 127.0.0.1:5432"), { code: 'P1001', name: 'PrismaClientKnownRequestError' })],
     ['Prisma P1017', Object.assign(new Error('Server has closed the connection.'), { code: 'P1017' })],
-    ['a driver adapter error holding 57P01', Object.assign(new Error('postgres'), { name: 'DriverAdapterError', cause: { kind: 'postgres', originalCode: '57P01', code: '57P01' } })],
+    [
+      'a driver adapter error holding 57P01',
+      Object.assign(new Error('postgres'), { name: 'DriverAdapterError', cause: { kind: 'postgres', originalCode: '57P01', code: '57P01' } }),
+    ],
     ['a driver adapter error of kind ConnectionClosed', Object.assign(new Error('x'), { cause: { kind: 'ConnectionClosed' } })],
-    ['Prisma meta.driverAdapterError', Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause: { kind: 'DatabaseNotReachable' } } } })],
+    [
+      'Prisma meta.driverAdapterError',
+      Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause: { kind: 'DatabaseNotReachable' } } } }),
+    ],
     ['an UNAVAILABLE wrapping one', new Error('the history database is unreachable', { cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }) })],
   ])('recognises %s', (_name, error) => {
     expect(isDatabaseUnreachable(error)).toBe(true);

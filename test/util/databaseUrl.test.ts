@@ -5,7 +5,11 @@ import { DEFAULT_CONNECTION_LIMIT, parseDatabaseUrl } from '../../src/util/datab
 describe('connection_limit in a PostgreSQL DATABASE_URL', () => {
   it('defaults to 15 connections per replica: 10 for the history port, 5 for Prisma', () => {
     const target = parseDatabaseUrl('postgresql://rp:secret@db.example:5432/rollplane?sslmode=require');
-    expect(target).toEqual({ provider: 'postgresql', url: 'postgresql://rp:secret@db.example:5432/rollplane?sslmode=require', connectionLimit: DEFAULT_CONNECTION_LIMIT });
+    expect(target).toEqual({
+      provider: 'postgresql',
+      url: 'postgresql://rp:secret@db.example:5432/rollplane?sslmode=require',
+      connectionLimit: DEFAULT_CONNECTION_LIMIT,
+    });
     expect(pgPoolSizes(DEFAULT_CONNECTION_LIMIT)).toEqual({ history: 10, prisma: 5 });
   });
 
@@ -17,7 +21,9 @@ describe('connection_limit in a PostgreSQL DATABASE_URL', () => {
   });
 
   it.each(['0', '2', '501', '10.5', 'ten', ''])('refuses connection_limit=%s with the range, and no password', (value) => {
-    expect(() => parseDatabaseUrl(`postgresql://rp:secret@db.example/rollplane?connection_limit=${value}`)).toThrowError(/connection_limit must be a whole number from 3 to 500/);
+    expect(() => parseDatabaseUrl(`postgresql://rp:secret@db.example/rollplane?connection_limit=${value}`)).toThrowError(
+      /connection_limit must be a whole number from 3 to 500/,
+    );
     expect(() => parseDatabaseUrl(`postgresql://rp:secret@db.example/rollplane?connection_limit=${value}`)).not.toThrowError(/secret/);
   });
 });

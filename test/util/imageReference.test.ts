@@ -6,8 +6,14 @@ describe('parseImageReference', () => {
     ['rancher/harvester-vm-dhcp-agent:v0.3.0', { repository: 'rancher/harvester-vm-dhcp-agent', tag: 'v0.3.0' }],
     ['busybox', { repository: 'busybox' }],
     ['localhost:5000/agent:1.0', { registry: 'localhost:5000', repository: 'agent', tag: '1.0' }],
-    ['registry.example.com:5000/team/agent/x@sha256:' + 'a'.repeat(64), { registry: 'registry.example.com:5000', repository: 'team/agent/x', digest: 'sha256:' + 'a'.repeat(64) }],
-    ['quay.io/confidential-containers/cloud-api-adaptor:v0.10.0@sha256:' + 'b'.repeat(64), { registry: 'quay.io', repository: 'confidential-containers/cloud-api-adaptor', tag: 'v0.10.0' }],
+    [
+      'registry.example.com:5000/team/agent/x@sha256:' + 'a'.repeat(64),
+      { registry: 'registry.example.com:5000', repository: 'team/agent/x', digest: 'sha256:' + 'a'.repeat(64) },
+    ],
+    [
+      'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0@sha256:' + 'b'.repeat(64),
+      { registry: 'quay.io', repository: 'confidential-containers/cloud-api-adaptor', tag: 'v0.10.0' },
+    ],
   ])('accepts %s', (ref, expected) => {
     expect(parseImageReference(ref)).toMatchObject(expected);
   });

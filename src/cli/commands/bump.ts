@@ -52,21 +52,37 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--namespace <ns>', 'only pools in this namespace (repeatable)', flags.repeatable(flags.dnsLabel))
       .option('--pool <ns/name>', 'only this pool, namespace/name or name (repeatable)', flags.repeatable(flags.optionallyNamespacedName))
       .option('--selector <labels>', 'only pools matching this label selector, e.g. env=prod,tier!=edge', flags.labelSelector)
-      .option('--max-unavailable <n|%>', `pools unavailable or in progress at once, count or percent (server default ${STRATEGY_DEFAULTS.maxUnavailable})`, flags.countOrPercent)
+      .option(
+        '--max-unavailable <n|%>',
+        `pools unavailable or in progress at once, count or percent (server default ${STRATEGY_DEFAULTS.maxUnavailable})`,
+        flags.countOrPercent,
+      )
       .option('--canary <n>', 'pause after the first N pools until resumed', flags.intIn(AGENT_POOL_RANGES.canary))
-      .option('--progress-deadline <duration>', `time a pool may take to become Ready (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`, flags.durationIn(AGENT_POOL_RANGES.progressDeadlineSeconds))
-      .option('--failure-threshold <n>', `failed pools that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`, flags.intIn(AGENT_POOL_RANGES.failureThreshold))
+      .option(
+        '--progress-deadline <duration>',
+        `time a pool may take to become Ready (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`,
+        flags.durationIn(AGENT_POOL_RANGES.progressDeadlineSeconds),
+      )
+      .option(
+        '--failure-threshold <n>',
+        `failed pools that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`,
+        flags.intIn(AGENT_POOL_RANGES.failureThreshold),
+      )
       .option('--auto-rollback', 'roll changed pools back when the rollout fails')
       .option('--allow-downgrade', 'allow a semver downgrade of the image tag')
       .option('--supersede', 'replace active rollouts of the same pools instead of failing with CONFLICT')
-      .option('--dry-run', 'show the plan; change nothing'))
-    .action(
-      clientAction(io, setExitCode, (ctx, image: string) => {
-        const options = ctx.flags<AgentImageOptions & WaitOptions>();
-        const { input } = agentImageInput(image, options, ctx.ci);
-        return runBump(ctx, ctx.client.request(BUMP_MUTATIONS.bumpAgentImage, { input }).then((d) => d.bumpAgentImage), options);
-      }),
-    );
+      .option('--dry-run', 'show the plan; change nothing'),
+  ).action(
+    clientAction(io, setExitCode, (ctx, image: string) => {
+      const options = ctx.flags<AgentImageOptions & WaitOptions>();
+      const { input } = agentImageInput(image, options, ctx.ci);
+      return runBump(
+        ctx,
+        ctx.client.request(BUMP_MUTATIONS.bumpAgentImage, { input }).then((d) => d.bumpAgentImage),
+        options,
+      );
+    }),
+  );
 
   withSharedFlags(
     bump
@@ -74,20 +90,44 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .description('Roll a new image out to a node-agent DaemonSet, node by node')
       .argument('<namespace/name>', 'the DaemonSet', flags.namespacedName)
       .argument('<image>', 'OCI image reference', flags.image)
-      .option('--mode <mode>', 'node-by-node or surge (server default node-by-node)', flags.oneOf(['node-by-node', 'surge'], (v) => v.replace(/-/g, '_').toUpperCase()))
+      .option(
+        '--mode <mode>',
+        'node-by-node or surge (server default node-by-node)',
+        flags.oneOf(['node-by-node', 'surge'], (v) => v.replace(/-/g, '_').toUpperCase()),
+      )
       .option('--canary-node-selector <labels>', 'nodes matching this label selector go first', flags.labelSelector)
-      .option('--node-deadline <duration>', `time a node may take (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`, flags.durationIn(NODE_AGENT_RANGES.nodeDeadlineSeconds))
-      .option('--min-ready <duration>', `time the new agent must stay Ready before the node counts as done (server default ${DEFAULT_MIN_READY_SECONDS})`, flags.durationIn(NODE_AGENT_RANGES.minReadySeconds))
-      .option('--failure-threshold <n>', `failed nodes that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`, flags.intIn(NODE_AGENT_RANGES.failureThreshold))
-      .option('--peer-runtime-class <name>', `runtime class of the peer pods gating each node (server default ${DEFAULT_PEER_RUNTIME_CLASS})`, flags.dnsSubdomain)
-      .option('--dry-run', 'show the plan; change nothing'))
-    .action(
-      clientAction(io, setExitCode, (ctx, target: string, image: string) => {
-        const options = ctx.flags<NodeAgentImageOptions & WaitOptions>();
-        const { input } = nodeAgentImageInput(target, image, options, ctx.ci);
-        return runBump(ctx, ctx.client.request(BUMP_MUTATIONS.bumpNodeAgentImage, { input }).then((d) => d.bumpNodeAgentImage), options);
-      }),
-    );
+      .option(
+        '--node-deadline <duration>',
+        `time a node may take (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`,
+        flags.durationIn(NODE_AGENT_RANGES.nodeDeadlineSeconds),
+      )
+      .option(
+        '--min-ready <duration>',
+        `time the new agent must stay Ready before the node counts as done (server default ${DEFAULT_MIN_READY_SECONDS})`,
+        flags.durationIn(NODE_AGENT_RANGES.minReadySeconds),
+      )
+      .option(
+        '--failure-threshold <n>',
+        `failed nodes that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`,
+        flags.intIn(NODE_AGENT_RANGES.failureThreshold),
+      )
+      .option(
+        '--peer-runtime-class <name>',
+        `runtime class of the peer pods gating each node (server default ${DEFAULT_PEER_RUNTIME_CLASS})`,
+        flags.dnsSubdomain,
+      )
+      .option('--dry-run', 'show the plan; change nothing'),
+  ).action(
+    clientAction(io, setExitCode, (ctx, target: string, image: string) => {
+      const options = ctx.flags<NodeAgentImageOptions & WaitOptions>();
+      const { input } = nodeAgentImageInput(target, image, options, ctx.ci);
+      return runBump(
+        ctx,
+        ctx.client.request(BUMP_MUTATIONS.bumpNodeAgentImage, { input }).then((d) => d.bumpNodeAgentImage),
+        options,
+      );
+    }),
+  );
 
   withSharedFlags(
     bump
@@ -102,15 +142,31 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--controller-manager-env <NAME=VALUE|NAME->', 'set or remove a controller-manager env variable (repeatable)', flags.repeatable(flags.envVar))
       .option('--spec-patch <json>', 'a JSON merge patch of the ClusterVersion spec, for anything else', flags.json)
       .option('--cluster <ns/name>', 'only this VirtualCluster (repeatable; default every cluster using the version)', flags.repeatable(flags.namespacedName))
-      .option('--max-concurrent <n>', `clusters upgrading at once (server default ${DEFAULT_MAX_CONCURRENT})`, flags.intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent))
-      .option('--failure-threshold <n>', `failed clusters that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`, flags.intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold))
-      .option('--progress-deadline <duration>', `time one cluster may take (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`, flags.durationIn(VIRTUAL_CLUSTER_RANGES.progressDeadlineSeconds))
-      .option('--dry-run', 'show the plan; change nothing'))
-    .action(
-      clientAction(io, setExitCode, (ctx, name: string) => {
-        const options = ctx.flags<ClusterVersionOptions & WaitOptions>();
-        const { input } = clusterVersionInput(name, options, ctx.ci);
-        return runBump(ctx, ctx.client.request(BUMP_MUTATIONS.bumpClusterVersion, { input }).then((d) => d.bumpClusterVersion), options);
-      }),
-    );
+      .option(
+        '--max-concurrent <n>',
+        `clusters upgrading at once (server default ${DEFAULT_MAX_CONCURRENT})`,
+        flags.intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent),
+      )
+      .option(
+        '--failure-threshold <n>',
+        `failed clusters that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`,
+        flags.intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold),
+      )
+      .option(
+        '--progress-deadline <duration>',
+        `time one cluster may take (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`,
+        flags.durationIn(VIRTUAL_CLUSTER_RANGES.progressDeadlineSeconds),
+      )
+      .option('--dry-run', 'show the plan; change nothing'),
+  ).action(
+    clientAction(io, setExitCode, (ctx, name: string) => {
+      const options = ctx.flags<ClusterVersionOptions & WaitOptions>();
+      const { input } = clusterVersionInput(name, options, ctx.ci);
+      return runBump(
+        ctx,
+        ctx.client.request(BUMP_MUTATIONS.bumpClusterVersion, { input }).then((d) => d.bumpClusterVersion),
+        options,
+      );
+    }),
+  );
 }

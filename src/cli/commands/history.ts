@@ -26,7 +26,10 @@ interface HistoryOptions {
 /** `--state failed,aborted` or repeated `--state`. */
 const stateList = (raw: string, previous: string[] | undefined): string[] => [
   ...(previous ?? []),
-  ...raw.split(',').filter(Boolean).map((s) => flags.oneOf(STATES, toEnum)(s.replace(/_/g, '-'))),
+  ...raw
+    .split(',')
+    .filter(Boolean)
+    .map((s) => flags.oneOf(STATES, toEnum)(s.replace(/_/g, '-'))),
 ];
 
 export function registerHistory(program: Command, io: CliIo, setExitCode: (code: number) => void): void {

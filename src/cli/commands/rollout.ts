@@ -4,15 +4,7 @@ import { causeFrom, idempotencyKeyFor, type CauseOptions } from '../bumpInputs.j
 import { ExitCode, RemoteError } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatRollout } from '../format.js';
-import {
-  ABORT_MUTATION,
-  isTerminalState,
-  PAUSE_MUTATION,
-  RESUME_MUTATION,
-  ROLLBACK_MUTATION,
-  ROLLOUT_QUERY,
-  type RolloutView,
-} from '../operations.js';
+import { ABORT_MUTATION, isTerminalState, PAUSE_MUTATION, RESUME_MUTATION, ROLLBACK_MUTATION, ROLLOUT_QUERY, type RolloutView } from '../operations.js';
 import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
 
@@ -60,14 +52,13 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
         .description('Show a rollout; with --wait follow it to its end (exit 0 succeeded, 1 failed/aborted/rolled back, 2 timeout)')
         .argument('<id>', 'rollout id', rolloutId),
     ),
-  )
-    .action(
-      clientAction(io, setExitCode, async (ctx, id: string) => {
-        const data = await ctx.client.request(ROLLOUT_QUERY, { id });
-        if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`, { id });
-        return finishWith(ctx, data.rollout, ctx.flags<WaitOptions>());
-      }),
-    );
+  ).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const data = await ctx.client.request(ROLLOUT_QUERY, { id });
+      if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`, { id });
+      return finishWith(ctx, data.rollout, ctx.flags<WaitOptions>());
+    }),
+  );
 
   addCommonOptions(
     rollout
@@ -75,27 +66,26 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       .description('Stop admitting targets; admitted ones finish')
       .argument('<id>', 'rollout id', rolloutId)
       .option('--reason <text>', 'shown as the rollout message', flags.text(1024)),
-  )
-    .action(
-      clientAction(io, setExitCode, async (ctx, id: string) => {
-        const { reason } = ctx.flags<{ reason?: string }>();
-        const paused = await idempotentTransition(ctx, id, 'PAUSED', async () =>
-          (await ctx.client.request(PAUSE_MUTATION, { id, reason: reason ?? null })).pauseRollout,
-        );
-        ctx.result({ rollout: paused }, formatRollout(paused));
-        return ExitCode.Ok;
-      }),
-    );
+  ).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const { reason } = ctx.flags<{ reason?: string }>();
+      const paused = await idempotentTransition(
+        ctx,
+        id,
+        'PAUSED',
+        async () => (await ctx.client.request(PAUSE_MUTATION, { id, reason: reason ?? null })).pauseRollout,
+      );
+      ctx.result({ rollout: paused }, formatRollout(paused));
+      return ExitCode.Ok;
+    }),
+  );
 
-  addCommonOptions(addWaitOptions(rollout.command('resume').description('Continue a paused rollout').argument('<id>', 'rollout id', rolloutId)))
-    .action(
-      clientAction(io, setExitCode, async (ctx, id: string) => {
-        const resumed = await idempotentTransition(ctx, id, 'PROGRESSING', async () =>
-          (await ctx.client.request(RESUME_MUTATION, { id })).resumeRollout,
-        );
-        return finishWith(ctx, resumed, ctx.flags<WaitOptions>());
-      }),
-    );
+  addCommonOptions(addWaitOptions(rollout.command('resume').description('Continue a paused rollout').argument('<id>', 'rollout id', rolloutId))).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const resumed = await idempotentTransition(ctx, id, 'PROGRESSING', async () => (await ctx.client.request(RESUME_MUTATION, { id })).resumeRollout);
+      return finishWith(ctx, resumed, ctx.flags<WaitOptions>());
+    }),
+  );
 
   addCommonOptions(
     rollout
@@ -103,17 +93,19 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       .description('End a rollout: nothing new is admitted, the rest is cancelled')
       .argument('<id>', 'rollout id', rolloutId)
       .option('--reason <text>', 'shown as the rollout message', flags.text(1024)),
-  )
-    .action(
-      clientAction(io, setExitCode, async (ctx, id: string) => {
-        const { reason } = ctx.flags<{ reason?: string }>();
-        const aborted = await idempotentTransition(ctx, id, 'ABORTED', async () =>
-          (await ctx.client.request(ABORT_MUTATION, { id, reason: reason ?? null })).abortRollout,
-        );
-        ctx.result({ rollout: aborted }, formatRollout(aborted));
-        return ExitCode.Ok;
-      }),
-    );
+  ).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const { reason } = ctx.flags<{ reason?: string }>();
+      const aborted = await idempotentTransition(
+        ctx,
+        id,
+        'ABORTED',
+        async () => (await ctx.client.request(ABORT_MUTATION, { id, reason: reason ?? null })).abortRollout,
+      );
+      ctx.result({ rollout: aborted }, formatRollout(aborted));
+      return ExitCode.Ok;
+    }),
+  );
 
   addCommonOptions(
     addWaitOptions(
@@ -125,16 +117,15 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
           .option('--reason <text>', 'why (recorded as the cause message)', flags.text(1024)),
       ),
     ),
-  )
-    .action(
-      clientAction(io, setExitCode, async (ctx, id: string) => {
-        const options = ctx.flags<CauseOptions & WaitOptions & { reason?: string }>();
-        const cause = causeFrom(ctx.ci, { ...options, ...(options.reason !== undefined && options.message === undefined ? { message: options.reason } : {}) });
-        const key = idempotencyKeyFor(ctx.ci, options, 'rollback', id, false);
-        const input = { ...(cause ? { cause } : {}), ...(key ? { idempotencyKey: key } : {}) };
-        const data = await ctx.client.request(ROLLBACK_MUTATION, { id, input });
-        if (options.wait && !ctx.json) ctx.info(`rollback rollout ${data.rollbackRollout.id} started`);
-        return finishWith(ctx, data.rollbackRollout, options);
-      }),
-    );
+  ).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const options = ctx.flags<CauseOptions & WaitOptions & { reason?: string }>();
+      const cause = causeFrom(ctx.ci, { ...options, ...(options.reason !== undefined && options.message === undefined ? { message: options.reason } : {}) });
+      const key = idempotencyKeyFor(ctx.ci, options, 'rollback', id, false);
+      const input = { ...(cause ? { cause } : {}), ...(key ? { idempotencyKey: key } : {}) };
+      const data = await ctx.client.request(ROLLBACK_MUTATION, { id, input });
+      if (options.wait && !ctx.json) ctx.info(`rollback rollout ${data.rollbackRollout.id} started`);
+      return finishWith(ctx, data.rollbackRollout, options);
+    }),
+  );
 }

@@ -27,7 +27,9 @@ export function registerToken(program: Command, io: CliIo, setExitCode: (code: n
         });
         const created = data.createApiToken;
         if (!ctx.json) {
-          ctx.info(`created token ${created.token.id} (${created.token.name}, ${created.token.role}${created.token.expiresAt ? `, expires ${created.token.expiresAt}` : ''}); store the secret now, it cannot be shown again`);
+          ctx.info(
+            `created token ${created.token.id} (${created.token.name}, ${created.token.role}${created.token.expiresAt ? `, expires ${created.token.expiresAt}` : ''}); store the secret now, it cannot be shown again`,
+          );
         }
         ctx.result(created, created.secret);
         return ExitCode.Ok;

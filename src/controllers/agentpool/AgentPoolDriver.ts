@@ -251,7 +251,13 @@ export class AgentPoolDriver implements RolloutDriver {
   private async readPool(target: AdmittedTarget): Promise<IPPool | undefined> {
     try {
       return (await kubeCall(`read ippool ${target.namespace}/${target.name}`, () =>
-        this.deps.clients.custom.getNamespacedCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace: target.namespace, name: target.name }),
+        this.deps.clients.custom.getNamespacedCustomObject({
+          group: IPPOOL_GROUP,
+          version: IPPOOL_VERSION,
+          plural: IPPOOL_PLURAL,
+          namespace: target.namespace,
+          name: target.name,
+        }),
       )) as IPPool;
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
@@ -272,12 +278,16 @@ export class AgentPoolDriver implements RolloutDriver {
     if (coexist) {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
-        return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)` };
+        return {
+          phase: 'failed',
+          reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)`,
+        };
       }
       if (holdOf(annotations) === 'rollplane') return { phase: 'progressing', message: 'releasing the hold' };
     }
     const ref = pool.status?.agentPodRef;
-    if (ref?.image !== target.toVersion) return { phase: 'progressing', message: coexist ? 'waiting for the vm-dhcp-controller to record the image' : 'waiting for admission to be recorded' };
+    if (ref?.image !== target.toVersion)
+      return { phase: 'progressing', message: coexist ? 'waiting for the vm-dhcp-controller to record the image' : 'waiting for admission to be recorded' };
     const pod = this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name ?? agentName(target.namespace, target.name));
     if (!pod || podImage(pod) !== target.toVersion) return { phase: 'progressing', message: 'agent being recreated' };
     const failure = pullFailure(pod);

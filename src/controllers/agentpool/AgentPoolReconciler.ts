@@ -167,7 +167,14 @@ export class AgentPoolReconciler implements Reconciler {
         const record = this.recreationOf(work.pool);
         pod = record && record.oldUid === ref.uid && !pod ? undefined : await this.readPod(refNs, refName);
         // A restart between creating the new agent and recording it: the pod is the recreation's own new agent.
-        if (pod && record && record.oldUid === ref.uid && pod.metadata?.uid !== record.oldUid && this.ownedBy(pod, namespace, name) && !pod.metadata?.deletionTimestamp) {
+        if (
+          pod &&
+          record &&
+          record.oldUid === ref.uid &&
+          pod.metadata?.uid !== record.oldUid &&
+          this.ownedBy(pod, namespace, name) &&
+          !pod.metadata?.deletionTimestamp
+        ) {
           work.status.agentPodRef = { ...ref, namespace: refNs, name: refName, uid: pod.metadata!.uid! };
         }
         if (!pod) {
@@ -196,7 +203,11 @@ export class AgentPoolReconciler implements Reconciler {
       if (uidMismatch || podImage(current) !== ref.image) {
         if (current.metadata?.deletionTimestamp) throw new LoopError(`agent pod ${ref.name} marked for deletion`);
         if (!this.recreationOf(work.pool)) {
-          await this.writeRecord(work, { reason: uidMismatch ? 'uid-mismatch' : 'drift', oldUid: current.metadata?.uid ?? null, oldImage: podImage(current) ?? null });
+          await this.writeRecord(work, {
+            reason: uidMismatch ? 'uid-mismatch' : 'drift',
+            oldUid: current.metadata?.uid ?? null,
+            oldImage: podImage(current) ?? null,
+          });
         }
         await this.deletePod(current, undefined);
         throw new LoopError(`agent pod ${current.metadata?.name} obsolete and purged`);
@@ -224,7 +235,8 @@ export class AgentPoolReconciler implements Reconciler {
     const { namespace, name } = this.ids(work.pool);
     // The cache shows the pod until its deletion arrives: never force-delete (and report) one pod twice.
     if (this.forceDeleted.has(pod.metadata?.uid ?? '')) return;
-    if (!this.recreationOf(work.pool)) await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
+    if (!this.recreationOf(work.pool))
+      await this.writeRecord(work, { reason: 'force-deleted', oldUid: pod.metadata?.uid ?? null, oldImage: podImage(pod) ?? null });
     const deleted = await this.deletePod(pod, 0);
     this.forceDeleted.add(pod.metadata?.uid ?? '');
     if (this.forceDeleted.size > 10_000) this.forceDeleted.delete(this.forceDeleted.values().next().value!);
@@ -245,7 +257,10 @@ export class AgentPoolReconciler implements Reconciler {
         graceSeconds: grace,
       },
     });
-    this.deps.logger.warn({ pool: poolKey(namespace, name), pod: pod.metadata?.name, node: nodeName }, 'force-deleted an agent pod stuck Terminating on a NotReady node');
+    this.deps.logger.warn(
+      { pool: poolKey(namespace, name), pod: pod.metadata?.name, node: nodeName },
+      'force-deleted an agent pod stuck Terminating on a NotReady node',
+    );
     this.requeueAfter(work, 0);
   }
 
@@ -323,7 +338,14 @@ export class AgentPoolReconciler implements Reconciler {
         // The ref's image may still be the old one here (the pod and pool watches are not ordered): which image the
         // release asked for is decided against the new agent, at the end. The release's intent says which rollout.
         const rolloutId = record?.rolloutId ?? null;
-        record = { reason: rolloutId ? 'rollout' : 'unplanned', oldUid: old.uid, oldImage: old.image, rolloutId, plannedImage: record?.plannedImage ?? null, deletedAt: now.toISOString() };
+        record = {
+          reason: rolloutId ? 'rollout' : 'unplanned',
+          oldUid: old.uid,
+          oldImage: old.image,
+          rolloutId,
+          plannedImage: record?.plannedImage ?? null,
+          deletedAt: now.toISOString(),
+        };
         await this.deps.recreations.intend(namespace, name, { ...record, rolloutId });
         this.lastAgent.delete(key);
       }
@@ -369,27 +391,32 @@ export class AgentPoolReconciler implements Reconciler {
 
   /** The AgentRecreated event and the removal of the intent, in one transaction: exactly once, also across a crash. */
   /** `rolloutId` null: the recreation is nobody's (coexistence, unplanned), whatever rollout last touched the pool. */
-  private async completeRecreation(work: Work, record: RecreationRecord, next: { image: string; uid: string | null; readyAt: Date }, rolloutId?: null): Promise<void> {
+  private async completeRecreation(
+    work: Work,
+    record: RecreationRecord,
+    next: { image: string; uid: string | null; readyAt: Date },
+    rolloutId?: null,
+  ): Promise<void> {
     const { namespace, name } = this.ids(work.pool);
     const deletedAt = new Date(record.deletedAt ?? work.now);
     const readyAt = next.readyAt.getTime() < deletedAt.getTime() ? work.now : next.readyAt;
     const seconds = Math.max(0, (readyAt.getTime() - deletedAt.getTime()) / 1000);
     const recorded = await this.deps.recreations.record(namespace, name, () => ({
-        type: EventType.AgentRecreated,
-        ...(rolloutId === null ? { rolloutId: null } : {}),
-        payload: {
-          pool: poolKey(namespace, name),
-          oldImage: record.oldImage,
-          newImage: next.image,
-          oldPodUid: record.oldUid,
-          newPodUid: next.uid,
-          reason: record.reason,
-          // Recorded as such: upstream replaced the agent, and no rollout of rollplane asked for it.
-          ...(record.reason === 'unplanned' ? { planned: false } : {}),
-          deletedAt: record.deletedAt,
-          readyAt: readyAt.toISOString(),
-          seconds,
-        },
+      type: EventType.AgentRecreated,
+      ...(rolloutId === null ? { rolloutId: null } : {}),
+      payload: {
+        pool: poolKey(namespace, name),
+        oldImage: record.oldImage,
+        newImage: next.image,
+        oldPodUid: record.oldUid,
+        newPodUid: next.uid,
+        reason: record.reason,
+        // Recorded as such: upstream replaced the agent, and no rollout of rollplane asked for it.
+        ...(record.reason === 'unplanned' ? { planned: false } : {}),
+        deletedAt: record.deletedAt,
+        readyAt: readyAt.toISOString(),
+        seconds,
+      },
     }));
     if (!recorded) return;
     this.deps.metrics.recreations.inc({ reason: record.reason });
@@ -446,7 +473,14 @@ export class AgentPoolReconciler implements Reconciler {
     next.lastUpdate = work.now.toISOString();
     const body: IPPool = { ...work.pool, status: next };
     const updated = (await kubeCall(`update ippool ${namespace}/${name} status`, () =>
-      this.deps.clients.custom.replaceNamespacedCustomObjectStatus({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body }),
+      this.deps.clients.custom.replaceNamespacedCustomObjectStatus({
+        group: IPPOOL_GROUP,
+        version: IPPOOL_VERSION,
+        plural: IPPOOL_PLURAL,
+        namespace,
+        name,
+        body,
+      }),
     )) as IPPool;
     this.remember(work.pool, updated);
     work.pool = updated;

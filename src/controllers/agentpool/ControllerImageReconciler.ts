@@ -34,6 +34,10 @@ export class ControllerImageReconciler implements Reconciler {
       name: state.ref.slice(state.ref.indexOf('/') + 1),
       payload: { controller: state.ref, oldImage: previous, newImage: state.image, planned },
     });
-    if (!planned) this.deps.host.logger.warn({ controller: state.ref, oldImage: previous, newImage: state.image }, 'the vm-dhcp-controller --image was changed outside rollplane');
+    if (!planned)
+      this.deps.host.logger.warn(
+        { controller: state.ref, oldImage: previous, newImage: state.image },
+        'the vm-dhcp-controller --image was changed outside rollplane',
+      );
   }
 }

@@ -50,11 +50,19 @@ export class VmDhcpControllerWatch {
   state(): VmDhcpControllerState {
     if (!this.configured) {
       const found = this.candidates();
-      if (found.length > 1) return { kind: 'unusable', ref: found.map(refOf).join(', '), detail: `${found.length} vm-dhcp-controller Deployments found by the chart's labels; set ROLLPLANE_VMDHCP_CONTROLLER to the one to use` };
+      if (found.length > 1)
+        return {
+          kind: 'unusable',
+          ref: found.map(refOf).join(', '),
+          detail: `${found.length} vm-dhcp-controller Deployments found by the chart's labels; set ROLLPLANE_VMDHCP_CONTROLLER to the one to use`,
+        };
     }
     const deployment = this.deployment();
     if (!deployment || deployment.metadata?.deletionTimestamp) {
-      return { kind: 'absent', detail: this.configured ? `Deployment ${this.configured.namespace}/${this.configured.name} not found` : `no Deployment labelled ${CONTROLLER_SELECTOR}` };
+      return {
+        kind: 'absent',
+        detail: this.configured ? `Deployment ${this.configured.namespace}/${this.configured.name} not found` : `no Deployment labelled ${CONTROLLER_SELECTOR}`,
+      };
     }
     const ref = refOf(deployment);
     const containers = deployment.spec?.template?.spec?.containers ?? [];
@@ -63,7 +71,13 @@ export class VmDhcpControllerWatch {
     const arg = imageArg(containers);
     if (!arg) return { kind: 'unusable', ref, detail: `${ref} has no --image argument` };
     const agentNamespace = flagValue(containers[arg.containerIndex]!, 'namespace');
-    return { kind: 'agents', ref, image: normalizeImage(arg.value), container: containers[arg.containerIndex]!.name, ...(agentNamespace ? { agentNamespace } : {}) };
+    return {
+      kind: 'agents',
+      ref,
+      image: normalizeImage(arg.value),
+      container: containers[arg.containerIndex]!.name,
+      ...(agentNamespace ? { agentNamespace } : {}),
+    };
   }
 
   /**

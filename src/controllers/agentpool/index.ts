@@ -64,7 +64,13 @@ export interface AgentPoolRuntime {
   queries: AgentPoolQueries;
   controller: Controller;
   controllerWatch: VmDhcpControllerWatch;
-  informers: { pools: Informer<IPPool>; pods: CacheReader<V1Pod>; controllers: Informer<V1Deployment>; nads: Informer<NetworkAttachmentDefinition>; nodes: Informer<V1Node> };
+  informers: {
+    pools: Informer<IPPool>;
+    pods: CacheReader<V1Pod>;
+    controllers: Informer<V1Deployment>;
+    nads: Informer<NetworkAttachmentDefinition>;
+    nodes: Informer<V1Node>;
+  };
 }
 
 const asList = <T extends KubernetesObject>(value: unknown) => value as KubernetesListObject<T>;
@@ -83,7 +89,8 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const pools = host.informer<IPPool>({
     name: 'ippools',
     path: `/apis/${IPPOOL_GROUP}/${IPPOOL_VERSION}/${IPPOOL_PLURAL}`,
-    list: async (page) => asList<IPPool>(await clients.custom.listClusterCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, ...page })),
+    list: async (page) =>
+      asList<IPPool>(await clients.custom.listClusterCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, ...page })),
     indexers: {
       network: (pool) => {
         const ns = pool.metadata?.namespace ?? '';
@@ -92,10 +99,12 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
       },
     },
   });
-  const poolIndex = { pool: (obj: V1Pod) => {
-    const labels = obj.metadata?.labels ?? {};
-    return labels[LABEL_POOL_NAME] ? [`${labels[LABEL_POOL_NAMESPACE] ?? ''}/${labels[LABEL_POOL_NAME]}`] : [];
-  } };
+  const poolIndex = {
+    pool: (obj: V1Pod) => {
+      const labels = obj.metadata?.labels ?? {};
+      return labels[LABEL_POOL_NAME] ? [`${labels[LABEL_POOL_NAMESPACE] ?? ''}/${labels[LABEL_POOL_NAME]}`] : [];
+    },
+  };
   // Agent pods are a view of the cluster-wide pods informer, which node agents need anyway: one list and watch of pods
   // and one copy of each, instead of a second watch (and cache) of the agent namespace.
   const allPods = host.informer<V1Pod>({ name: 'pods', path: '/api/v1/pods', list: (page) => clients.core.listPodForAllNamespaces(page) });
@@ -163,7 +172,8 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   });
   feed(controllers, changes, { map: () => [{ namespace: '', name: 'vm-dhcp-controller' }] });
   feed(nads, controller, {
-    map: (nad) => pools.byIndex('network', `${nad.metadata?.namespace}/${nad.metadata?.name}`).map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! })),
+    map: (nad) =>
+      pools.byIndex('network', `${nad.metadata?.namespace}/${nad.metadata?.name}`).map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! })),
   });
   feed(nodes, controller, {
     map: (node) => pods.byIndex('node', node.metadata?.name ?? '').flatMap((pod) => byLabels(pod)),

@@ -27,10 +27,16 @@ export function resolveAgentMode(configured: ConfiguredAgentMode, state: VmDhcpC
     case 'agents':
       // rollplane watches agents in its own agent namespace: elsewhere it could not see upstream replace them.
       if (agentNamespace !== undefined && state.agentNamespace !== undefined && state.agentNamespace !== agentNamespace) {
-        return refusal(`the vm-dhcp-controller ${state.ref} runs its agents in namespace ${state.agentNamespace}, rollplane watches ${agentNamespace}: set ROLLPLANE_AGENT_NAMESPACE=${state.agentNamespace}`, state);
+        return refusal(
+          `the vm-dhcp-controller ${state.ref} runs its agents in namespace ${state.agentNamespace}, rollplane watches ${agentNamespace}: set ROLLPLANE_AGENT_NAMESPACE=${state.agentNamespace}`,
+          state,
+        );
       }
       if (configured === 'direct') {
-        return refusal(`ROLLPLANE_AGENT_MODE=direct, but the vm-dhcp-controller ${state.ref} deploys agents (--image ${state.image}): rollplane and it would delete each other's agents; use coexist or auto, or run the controller with --no-agent`, state);
+        return refusal(
+          `ROLLPLANE_AGENT_MODE=direct, but the vm-dhcp-controller ${state.ref} deploys agents (--image ${state.image}): rollplane and it would delete each other's agents; use coexist or auto, or run the controller with --no-agent`,
+          state,
+        );
       }
       return 'coexist';
     case 'unusable':
@@ -45,5 +51,7 @@ export function resolveAgentMode(configured: ConfiguredAgentMode, state: VmDhcpC
 }
 
 function refusal(message: string, state: VmDhcpControllerState): AppError {
-  return new AppError(ErrorCode.Conflict, message, { details: { reason: AGENT_MODE_MISMATCH, controller: state.kind === 'absent' ? null : state.ref, controllerState: state.kind } });
+  return new AppError(ErrorCode.Conflict, message, {
+    details: { reason: AGENT_MODE_MISMATCH, controller: state.kind === 'absent' ? null : state.ref, controllerState: state.kind },
+  });
 }

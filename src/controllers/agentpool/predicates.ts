@@ -57,7 +57,12 @@ export function podSignature(pod: V1Pod): string {
 
 /** What rollplane reads of the vm-dhcp-controller Deployment: whether it runs and its containers' args. */
 export function controllerSignature(deployment: V1Deployment): string {
-  return JSON.stringify([deployment.metadata?.uid, deployment.metadata?.deletionTimestamp, deployment.spec?.replicas, deployment.spec?.template?.spec?.containers?.map((c) => c.args)]);
+  return JSON.stringify([
+    deployment.metadata?.uid,
+    deployment.metadata?.deletionTimestamp,
+    deployment.spec?.replicas,
+    deployment.spec?.template?.spec?.containers?.map((c) => c.args),
+  ]);
 }
 
 /** A node's Ready condition status: its changes move agents stuck Terminating on it. */

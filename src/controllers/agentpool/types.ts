@@ -58,4 +58,3 @@ export interface RecreationRecord {
    */
   deletedAt?: string;
 }
-

@@ -124,7 +124,15 @@ export class ExternalChangeRecorder {
    * `before` is the agent the node ran as this process saw it; after a start, the node's last NodeAgentReplaced event
    * stands in for it. A node the history knows nothing of and this process has not seen before is the baseline.
    */
-  private async recordIfNew(ds: V1DaemonSet, ref: string, node: string, agent: V1Pod, image: string, before: { pod: string; image: string } | undefined, change: { from: string; to: string; at: Date } | undefined): Promise<void> {
+  private async recordIfNew(
+    ds: V1DaemonSet,
+    ref: string,
+    node: string,
+    agent: V1Pod,
+    image: string,
+    before: { pod: string; image: string } | undefined,
+    change: { from: string; to: string; at: Date } | undefined,
+  ): Promise<void> {
     // Node-agent events are about namespace "" and the node: the (kind, namespace, name) index answers this one.
     const [last] = await this.events.listBefore({ kind: 'NODE_AGENT', types: [EventType.NodeAgentReplaced], namespace: '', name: node }, undefined, 1);
     const lastPod = last?.payload.newPod;
@@ -169,5 +177,10 @@ function drivenByRollout(ds: V1DaemonSet): boolean {
 
 /** What the recorder reads of a DaemonSet: its template (image), strategy and whether a rollout drives it. */
 export function externalSignature(ds: V1DaemonSet): string {
-  return JSON.stringify([ds.metadata?.labels, ds.metadata?.annotations?.[ROLLOUT_ANNOTATION], ds.spec?.updateStrategy?.type, ds.spec?.template?.spec?.containers?.map((c) => c.image)]);
+  return JSON.stringify([
+    ds.metadata?.labels,
+    ds.metadata?.annotations?.[ROLLOUT_ANNOTATION],
+    ds.spec?.updateStrategy?.type,
+    ds.spec?.template?.spec?.containers?.map((c) => c.image),
+  ]);
 }

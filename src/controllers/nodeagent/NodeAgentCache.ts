@@ -59,13 +59,15 @@ export class NodeAgentCache {
 
   /** Managed sets ordered by namespace and name. */
   managedSets(): V1DaemonSet[] {
-    return this.daemonSets
-      .list()
-      .filter((ds) => this.isManaged(ds))
-      .map((ds) => ({ ds, key: `${ds.metadata?.namespace}/${ds.metadata?.name}` }))
-      // Code-unit order, the same the cursors compare with.
-      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-      .map(({ ds }) => ds);
+    return (
+      this.daemonSets
+        .list()
+        .filter((ds) => this.isManaged(ds))
+        .map((ds) => ({ ds, key: `${ds.metadata?.namespace}/${ds.metadata?.name}` }))
+        // Code-unit order, the same the cursors compare with.
+        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+        .map(({ ds }) => ds)
+    );
   }
 
   /** Pods the DaemonSet's controller created (any state). */

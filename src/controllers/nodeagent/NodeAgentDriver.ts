@@ -7,13 +7,7 @@ import type { Rollout } from '../../domain/RolloutService.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import type { KubeClients } from '../../kube/index.js';
 import type { RecordOnce } from '../RecordOnce.js';
-import {
-  GATE_ADDED_ANNOTATION,
-  GATE_RUNTIME_CLASS_ANNOTATION,
-  ORIGINAL_STRATEGY_ANNOTATION,
-  PEER_PODS_READY,
-  ROLLOUT_ANNOTATION,
-} from './names.js';
+import { GATE_ADDED_ANNOTATION, GATE_RUNTIME_CLASS_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PEER_PODS_READY, ROLLOUT_ANNOTATION } from './names.js';
 import type { NodeAgentMetrics } from './metrics.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import {
@@ -131,7 +125,10 @@ export class NodeAgentDriver implements RolloutDriver {
     // The cache is enough to see that the DaemonSet is already under this rollout (the common case); a stale or
     // missing view only costs a read and an idempotent patch.
     const underRollout = (d: V1DaemonSet | undefined) =>
-      d !== undefined && templateImage(d) === target.toVersion && d.spec?.updateStrategy?.type === 'OnDelete' && d.metadata?.annotations?.[ROLLOUT_ANNOTATION] === rollout.id;
+      d !== undefined &&
+      templateImage(d) === target.toVersion &&
+      d.spec?.updateStrategy?.type === 'OnDelete' &&
+      d.metadata?.annotations?.[ROLLOUT_ANNOTATION] === rollout.id;
     let ds = this.deps.cache.daemonSet(namespace, name);
     const changedBehind = ds && changedOutside(ds, rollout);
     if (changedBehind) throw new ValidationError('daemonSet', changedBehind);
@@ -187,7 +184,10 @@ export class NodeAgentDriver implements RolloutDriver {
     if (!gateOpen) {
       return {
         phase: 'progressing',
-        message: gate.waiting.length > 0 ? `waiting for peer pods (${gate.back}/${gate.peers} back): ${gate.waiting.slice(0, 5).join(', ')}` : 'waiting for the new agent',
+        message:
+          gate.waiting.length > 0
+            ? `waiting for peer pods (${gate.back}/${gate.peers} back): ${gate.waiting.slice(0, 5).join(', ')}`
+            : 'waiting for the new agent',
       };
     }
     const wait = availableInMs(fresh, minReadySeconds, this.now());

@@ -56,7 +56,10 @@ export async function resolveEnv(container: V1Container, namespace: string, key:
     const data = await read(namespace, name);
     const value = data?.[key.slice(prefix.length)];
     if (value === undefined) continue;
-    const later = sources.slice(i + 1).filter((s) => s.secretRef?.name).map((s) => s.secretRef!.name);
+    const later = sources
+      .slice(i + 1)
+      .filter((s) => s.secretRef?.name)
+      .map((s) => s.secretRef!.name);
     const found = nonEmpty(value, `ConfigMap ${namespace}/${name} key ${key.slice(prefix.length)}`);
     return found && later.length > 0 ? { ...found, caveat: `Secret ${later.join(', ')} listed after it is not read and could override it` } : found;
   }

@@ -39,7 +39,11 @@ export interface NodeAgentRuntime {
  * driver the engine calls. See docs/adr/0006-node-agent-gate.md.
  */
 export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions = {}): NodeAgentRuntime {
-  const cache = new NodeAgentCache({ host, configured: new Set(options.daemonSets ?? []), defaultPeerRuntimeClass: options.peerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS });
+  const cache = new NodeAgentCache({
+    host,
+    configured: new Set(options.daemonSets ?? []),
+    defaultPeerRuntimeClass: options.peerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS,
+  });
   const metrics = nodeAgentMetrics(host.registry);
   const notifyTargetChanged = host.notifyTargetChanged.bind(host);
   const driver = new NodeAgentDriver({
@@ -72,7 +76,9 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
   feed<V1DaemonSet>(cache.daemonSets, external, { predicates: [{ update: (o, n) => externalSignature(o) !== externalSignature(n) }] });
   feed<V1Pod>(cache.pods, external, {
     map: (pod) =>
-      (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => ({ namespace: pod.metadata?.namespace ?? '', name: r.name })),
+      (pod.metadata?.ownerReferences ?? [])
+        .filter((r) => r.controller === true && r.kind === 'DaemonSet')
+        .map((r) => ({ namespace: pod.metadata?.namespace ?? '', name: r.name })),
   });
   return { driver, queries: nodeAgentQueries({ cache, clients: host.clients, events: host.events }), controller, cache };
 }

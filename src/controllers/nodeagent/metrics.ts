@@ -13,13 +13,13 @@ export function nodeAgentMetrics(registry: Registry): NodeAgentMetrics {
   if (existing) return existing;
   const replacements = new Counter({
     name: 'rollplane_node_agent_replacements_total',
-    help: 'Node agents replaced by a rollout (new agent Ready and the node\'s peer pods back), by DaemonSet.',
+    help: "Node agents replaced by a rollout (new agent Ready and the node's peer pods back), by DaemonSet.",
     labelNames: ['daemonset'],
     registers: [registry],
   });
   const seconds = new Histogram({
     name: 'rollplane_node_agent_replacement_seconds',
-    help: 'From admission of a node to its new agent Ready with the node\'s peer pods back.',
+    help: "From admission of a node to its new agent Ready with the node's peer pods back.",
     labelNames: ['daemonset'],
     buckets: [0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
     registers: [registry],

@@ -92,11 +92,19 @@ export function nodeAgentQueries({ cache, clients, events }: NodeAgentQueriesDep
           const pod = agentOn(ds, node);
           const running = pod ? (podImage(pod, container) ?? null) : null;
           if (running === desired) {
-            if (external) items.push({ kind: 'NODE_AGENT', namespace: '', name: node, desiredVersion: external.rolledOut, runningVersion: running, since: external.since });
+            if (external)
+              items.push({ kind: 'NODE_AGENT', namespace: '', name: node, desiredVersion: external.rolledOut, runningVersion: running, since: external.since });
             continue;
           }
           const created = timeOf(pod?.metadata?.creationTimestamp);
-          items.push({ kind: 'NODE_AGENT', namespace: '', name: node, desiredVersion: desired, runningVersion: running, since: created !== undefined ? new Date(created) : null });
+          items.push({
+            kind: 'NODE_AGENT',
+            namespace: '',
+            name: node,
+            desiredVersion: desired,
+            runningVersion: running,
+            since: created !== undefined ? new Date(created) : null,
+          });
         }
       }
       return items;

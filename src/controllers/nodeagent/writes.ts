@@ -41,7 +41,9 @@ export async function openGate(clients: KubeClients, pod: V1Pod, message: string
   const name = pod.metadata!.name!;
   const body = {
     status: {
-      conditions: [{ type: PEER_PODS_READY, status: 'True', reason: 'PeerPodsReady', message, lastTransitionTime: new Date().toISOString(), lastProbeTime: null }],
+      conditions: [
+        { type: PEER_PODS_READY, status: 'True', reason: 'PeerPodsReady', message, lastTransitionTime: new Date().toISOString(), lastProbeTime: null },
+      ],
     },
   };
   try {

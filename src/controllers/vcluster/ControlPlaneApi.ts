@@ -1,7 +1,16 @@
 import type { V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import { NotFoundError } from '../../errors.js';
 import { applyPatchOptions, kubeCall, mergePatchOptions, type KubeClients } from '../../kube/index.js';
-import { CV_PLURAL, LABEL_READY_FOR_UPGRADE, ANNOTATION_ROLLOUT, PROVISIONER_FIELD_MANAGER, ROLLPLANE_FIELD_MANAGER, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './names.js';
+import {
+  CV_PLURAL,
+  LABEL_READY_FOR_UPGRADE,
+  ANNOTATION_ROLLOUT,
+  PROVISIONER_FIELD_MANAGER,
+  ROLLPLANE_FIELD_MANAGER,
+  TENANCY_GROUP,
+  TENANCY_VERSION,
+  VC_PLURAL,
+} from './names.js';
 import type { ClusterVersionObject, ClusterVersionSpec, EmbeddedObject, VirtualClusterObject } from './types.js';
 
 const tenancy = { group: TENANCY_GROUP, version: TENANCY_VERSION };
@@ -100,7 +109,9 @@ export class ControlPlaneApi {
   async deleteStuckPods(sts: V1StatefulSet): Promise<string[]> {
     const namespace = sts.metadata?.namespace ?? '';
     const updateRevision = sts.status?.updateRevision;
-    const selector = Object.entries(sts.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+    const selector = Object.entries(sts.spec?.selector?.matchLabels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
     if (!updateRevision || !selector) return [];
     const pods = await kubeCall(`list Pods of StatefulSet ${namespace}/${sts.metadata?.name}`, () =>
       this.clients.core.listNamespacedPod({ namespace, labelSelector: selector }),
@@ -113,7 +124,9 @@ export class ControlPlaneApi {
         !pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
     );
     for (const pod of stuck) {
-      await kubeCall(`delete Pod ${namespace}/${pod.metadata?.name}`, () => this.clients.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace })).catch((error: unknown) => {
+      await kubeCall(`delete Pod ${namespace}/${pod.metadata?.name}`, () =>
+        this.clients.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace }),
+      ).catch((error: unknown) => {
         if (!(error instanceof NotFoundError)) throw error;
       });
     }

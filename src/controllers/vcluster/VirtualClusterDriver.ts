@@ -72,11 +72,20 @@ export class VirtualClusterDriver implements RolloutDriver {
       if (this.deps.upgrades.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the upgrade' };
       if (last.outcome === 'FAILED') return { phase: 'failed', reason: `fail to upgrade: ${last.error ?? 'unknown error'}` };
       if (last.specVersion === rollout.toVersion) return { phase: 'succeeded' };
-      return { phase: 'failed', reason: `upgraded to ${last.specVersion}, but the rollout wants ${rollout.toVersion} (the ClusterVersion changed during the rollout)` };
+      return {
+        phase: 'failed',
+        reason: `upgraded to ${last.specVersion}, but the rollout wants ${rollout.toVersion} (the ClusterVersion changed during the rollout)`,
+      };
     }
     // Upgraded by someone else (e.g. the upstream controller) to what this rollout wants.
     const cv = this.deps.clusterVersions.get(undefined, vc.spec?.clusterVersionName ?? '');
-    if (!labelled && cv && labels[LABEL_VERSION_APPLIED] === cv.metadata.resourceVersion && specVersion(cv.spec) === rollout.toVersion && vc.status?.reason === REASON_UPGRADE_COMPLETED) {
+    if (
+      !labelled &&
+      cv &&
+      labels[LABEL_VERSION_APPLIED] === cv.metadata.resourceVersion &&
+      specVersion(cv.spec) === rollout.toVersion &&
+      vc.status?.reason === REASON_UPGRADE_COMPLETED
+    ) {
       return { phase: 'succeeded' };
     }
     // Labelled by this rollout, then left to the vc-manager (its gate turned on meanwhile). It removes the label but
@@ -93,7 +102,11 @@ export class VirtualClusterDriver implements RolloutDriver {
     }
     const progress = progressOf(annotations);
     if (progress) return { phase: 'progressing', message: `waiting for the ${progress.step} StatefulSet to roll` };
-    if (labelled) return { phase: 'progressing', message: vc.status?.phase === 'Running' ? 'upgrade queued' : `waiting for the cluster to be Running (phase ${vc.status?.phase ?? 'unknown'})` };
+    if (labelled)
+      return {
+        phase: 'progressing',
+        message: vc.status?.phase === 'Running' ? 'upgrade queued' : `waiting for the cluster to be Running (phase ${vc.status?.phase ?? 'unknown'})`,
+      };
     return { phase: 'progressing', message: 'waiting for the opt-in label to be seen' };
   }
 }

@@ -84,8 +84,23 @@ export interface UpgradeRecord {
 }
 
 type Finish =
-  | { outcome: 'SUCCEEDED' | 'ALREADY_APPLIED'; resourceVersion: string; specVersion: string; startedAt: number; components: ComponentTime[]; rootCaGenerated?: boolean }
-  | { outcome: 'FAILED'; resourceVersion: string; specVersion: string; startedAt: number; components: ComponentTime[]; error: string; rootCaGenerated?: boolean };
+  | {
+      outcome: 'SUCCEEDED' | 'ALREADY_APPLIED';
+      resourceVersion: string;
+      specVersion: string;
+      startedAt: number;
+      components: ComponentTime[];
+      rootCaGenerated?: boolean;
+    }
+  | {
+      outcome: 'FAILED';
+      resourceVersion: string;
+      specVersion: string;
+      startedAt: number;
+      components: ComponentTime[];
+      error: string;
+      rootCaGenerated?: boolean;
+    };
 
 const MAX_CONFLICT_RETRIES = 8;
 
@@ -189,7 +204,10 @@ export class VirtualClusterReconciler implements Reconciler {
       const pki = await this.regeneratePki(vc, spec, clusterNs, clusterIP);
       done('pki');
       // 3. etcd is not touched. 4. apiserver StatefulSet + Service.
-      const sts = await this.deps.api.applyStatefulSet(clusterNs, this.statefulSetBody(apiServer, clusterNs, pki.hashes, HASHED_SECRETS.apiserver, base.resourceVersion));
+      const sts = await this.deps.api.applyStatefulSet(
+        clusterNs,
+        this.statefulSetBody(apiServer, clusterNs, pki.hashes, HASHED_SECRETS.apiserver, base.resourceVersion),
+      );
       if (apiServer.service && !isClusterIP(apiServer.service)) {
         await this.deps.api.applyService(clusterNs, applyBody(apiServer.service, clusterNs, { apiVersion: 'v1', kind: 'Service' }));
       }
@@ -216,7 +234,13 @@ export class VirtualClusterReconciler implements Reconciler {
   /** A later reconcile: is the StatefulSet of the current step rolled? Then the next step, or the end. */
   private async resume(vc: VirtualClusterObject, progress: UpgradeProgress): Promise<Result | void> {
     const clusterNs = vc.status?.clusterNamespace ?? '';
-    const base = { resourceVersion: progress.resourceVersion, specVersion: progress.specVersion, startedAt: progress.startedAt, components: progress.components, rootCaGenerated: progress.rootCaGenerated };
+    const base = {
+      resourceVersion: progress.resourceVersion,
+      specVersion: progress.specVersion,
+      startedAt: progress.startedAt,
+      components: progress.components,
+      rootCaGenerated: progress.rootCaGenerated,
+    };
     const now = this.now();
     const stsName = progress.statefulSet ?? progress.step;
     const check = checkRolled(this.deps.statefulSets.get(clusterNs, stsName), progress.generation);
@@ -226,7 +250,11 @@ export class VirtualClusterReconciler implements Reconciler {
       if (sts && check.stuckPods) await this.deps.api.deleteStuckPods(sts);
       const remaining = progress.stepStartedAt + this.readyTimeoutMs - now;
       if (remaining <= 0) {
-        return this.fail(vc, base, `timed out after ${formatDuration(this.readyTimeoutMs)} waiting for StatefulSet ${clusterNs}/${stsName} to roll: ${check.reason}`);
+        return this.fail(
+          vc,
+          base,
+          `timed out after ${formatDuration(this.readyTimeoutMs)} waiting for StatefulSet ${clusterNs}/${stsName} to roll: ${check.reason}`,
+        );
       }
       return { requeueAfterMs: Math.min(this.pollIntervalMs, remaining + 1) };
     }
@@ -292,7 +320,9 @@ export class VirtualClusterReconciler implements Reconciler {
         clusterName: vc.metadata.name ?? '',
         clusterNamespace: clusterNs,
         clusterDomain: vc.spec?.clusterDomain,
-        ...(vc.metadata.labels?.[LABEL_EXTERNAL_APISERVER_DOMAIN] !== undefined ? { externalApiserverDomain: vc.metadata.labels[LABEL_EXTERNAL_APISERVER_DOMAIN] } : {}),
+        ...(vc.metadata.labels?.[LABEL_EXTERNAL_APISERVER_DOMAIN] !== undefined
+          ? { externalApiserverDomain: vc.metadata.labels[LABEL_EXTERNAL_APISERVER_DOMAIN] }
+          : {}),
         expireDays: vc.spec?.pkiExpireDays,
         apiserverServiceName: apiService?.metadata?.name ?? 'apiserver-svc',
         apiserverPort: Number(apiService?.spec?.ports?.[0]?.port ?? 6443),
@@ -307,9 +337,15 @@ export class VirtualClusterReconciler implements Reconciler {
     const hashes: Record<string, string> = { [ROOT_CA_SECRET]: secretHash(pki.rootCa) };
     const writes: Promise<unknown>[] = [];
     if (pki.rootCaGenerated) {
-      this.deps.logger.warn({ cluster: `${vc.metadata.namespace}/${vc.metadata.name}`, problem: pki.rootCaProblem }, 'root-ca was not a usable CA; generated a new root CA');
+      this.deps.logger.warn(
+        { cluster: `${vc.metadata.namespace}/${vc.metadata.name}`, problem: pki.rootCaProblem },
+        'root-ca was not a usable CA; generated a new root CA',
+      );
     } else if (pki.rootCaReencoded) {
-      this.deps.logger.info({ cluster: `${vc.metadata.namespace}/${vc.metadata.name}` }, 'root-ca key re-encoded as PKCS#1 (same key) so that the vc-manager can read it');
+      this.deps.logger.info(
+        { cluster: `${vc.metadata.namespace}/${vc.metadata.name}` },
+        'root-ca key re-encoded as PKCS#1 (same key) so that the vc-manager can read it',
+      );
     }
     if (pki.rootCaGenerated || pki.rootCaReencoded) {
       writes.push(this.deps.api.applySecret(clusterNs, ROOT_CA_SECRET, root?.type ?? PKI_SECRET_TYPES[ROOT_CA_SECRET]!, pki.rootCa));
@@ -448,7 +484,10 @@ export class VirtualClusterReconciler implements Reconciler {
 export function withCondition(conditions: unknown[] | undefined, reason: string, message: string, now: number): unknown[] {
   const stamp = new Date(now).toISOString().replace(/\.\d{3}Z$/, 'Z'); // metav1.Time: RFC 3339, seconds
   const out = (conditions ?? []).map((c) => (typeof c === 'object' && c !== null ? { ...(c as Record<string, unknown>) } : c));
-  const same = out.find((c): c is Record<string, unknown> => typeof c === 'object' && c !== null && (c as Record<string, unknown>).reason === reason && (c as Record<string, unknown>).status === 'True');
+  const same = out.find(
+    (c): c is Record<string, unknown> =>
+      typeof c === 'object' && c !== null && (c as Record<string, unknown>).reason === reason && (c as Record<string, unknown>).status === 'True',
+  );
   if (same) same.lastTransitionTime = stamp;
   else out.push({ lastTransitionTime: stamp, reason, message, status: 'True' });
   return out;
@@ -457,7 +496,10 @@ export function withCondition(conditions: unknown[] | undefined, reason: string,
 /** Why a ClusterVersion spec cannot be applied by a partial upgrade, if it cannot. */
 function specProblem(spec: NonNullable<ClusterVersionObject['spec']>): string | undefined {
   if (!spec.apiServer?.statefulset) return 'the ClusterVersion has no apiServer statefulset';
-  for (const [component, bundle] of [['apiServer', spec.apiServer], ['controllerManager', spec.controllerManager]] as const) {
+  for (const [component, bundle] of [
+    ['apiServer', spec.apiServer],
+    ['controllerManager', spec.controllerManager],
+  ] as const) {
     if (bundle?.statefulset?.spec?.updateStrategy?.type === 'OnDelete') {
       return `${component} StatefulSet uses the OnDelete update strategy; it would never roll (use RollingUpdate)`;
     }

@@ -61,7 +61,9 @@ function attributeValue(value: string): asn.AttributeValue {
 
 function name(rdns: CertificateRequest['subject']): asn.Name {
   const ordered = NAME_ORDER.flatMap((type) => rdns.filter(([t]) => t === type));
-  return new asn.Name(ordered.map(([type, value]) => new asn.RelativeDistinguishedName([new asn.AttributeTypeAndValue({ type: NAME_OIDS[type], value: attributeValue(value) })])));
+  return new asn.Name(
+    ordered.map(([type, value]) => new asn.RelativeDistinguishedName([new asn.AttributeTypeAndValue({ type: NAME_OIDS[type], value: attributeValue(value) })])),
+  );
 }
 
 function extension(extnID: string, critical: boolean, value: unknown): asn.Extension {
@@ -85,7 +87,11 @@ export function certificateAuthority(certificateDer: Buffer, key: KeyObject, sig
  * The certificate as DER: signed by `ca`, or self-signed with `key` when `ca` is omitted (the root CA, as
  * client-go's NewSelfSignedCACert: no authorityKeyIdentifier, the CN as its one DNS name is the caller's choice).
  */
-export function issueCertificate(ca: CertificateAuthority | undefined, request: CertificateRequest, selfSigned?: { key: KeyObject; signature: SignatureKind }): Buffer {
+export function issueCertificate(
+  ca: CertificateAuthority | undefined,
+  request: CertificateRequest,
+  selfSigned?: { key: KeyObject; signature: SignatureKind },
+): Buffer {
   const subjectPublicKeyInfo = AsnConvert.parse(request.publicKeySpki, asn.SubjectPublicKeyInfo);
   const subject = name(request.subject);
   const extensions = [extension(asn.id_ce_keyUsage, true, new asn.KeyUsage(request.keyUsage))];
@@ -94,7 +100,8 @@ export function issueCertificate(ca: CertificateAuthority | undefined, request: 
     extensions.push(extension(asn.id_ce_basicConstraints, true, new asn.BasicConstraints({ cA: true })));
     extensions.push(extension(asn.id_ce_subjectKeyIdentifier, false, new asn.SubjectKeyIdentifier(keyIdOf(subjectPublicKeyInfo))));
   }
-  if (ca?.keyId) extensions.push(extension(asn.id_ce_authorityKeyIdentifier, false, new asn.AuthorityKeyIdentifier({ keyIdentifier: new asn.KeyIdentifier(ca.keyId) })));
+  if (ca?.keyId)
+    extensions.push(extension(asn.id_ce_authorityKeyIdentifier, false, new asn.AuthorityKeyIdentifier({ keyIdentifier: new asn.KeyIdentifier(ca.keyId) })));
   const names = [...request.dns.map((dNSName) => new asn.GeneralName({ dNSName })), ...request.ips.map((iPAddress) => new asn.GeneralName({ iPAddress }))];
   if (names.length > 0) extensions.push(extension(asn.id_ce_subjectAltName, false, new asn.SubjectAlternativeName(names)));
   const signer = ca ?? selfSigned;

@@ -93,7 +93,9 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
   // A control-plane StatefulSet's rollout progress wakes the cluster whose namespace it lives in.
   feed(statefulSets, controller, {
     map: (sts) =>
-      virtualClusters.byIndex(CLUSTER_NAMESPACE_INDEX, sts.metadata?.namespace ?? '').map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
+      virtualClusters
+        .byIndex(CLUSTER_NAMESPACE_INDEX, sts.metadata?.namespace ?? '')
+        .map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
   });
   // The gate turned off (or the vc-manager went away): labelled clusters are rollplane's to upgrade again.
   if (vcManagerDeployments) {
@@ -101,7 +103,10 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
       map: (d) =>
         d.metadata?.name !== vcManager!.name
           ? []
-          : virtualClusters.list().filter((vc) => vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true').map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
+          : virtualClusters
+              .list()
+              .filter((vc) => vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true')
+              .map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
     });
     const wake = (d: V1Deployment) => {
       if (d.metadata?.name !== vcManager!.name) return;

@@ -40,7 +40,14 @@ export const ANNOTATION_ROLLOUT = 'rollplane.io/rollout-id';
 
 /** PKI secrets in the cluster namespace; `root-ca` is kept, the others are regenerated on every upgrade. */
 export const ROOT_CA_SECRET = 'root-ca';
-export const REGENERATED_SECRETS = ['apiserver-ca', 'etcd-ca', 'front-proxy-ca', 'controller-manager-kubeconfig', 'admin-kubeconfig', 'serviceaccount-rsa'] as const;
+export const REGENERATED_SECRETS = [
+  'apiserver-ca',
+  'etcd-ca',
+  'front-proxy-ca',
+  'controller-manager-kubeconfig',
+  'admin-kubeconfig',
+  'serviceaccount-rsa',
+] as const;
 
 /**
  * Each PKI secret's type as upstream creates it (secret.go): certificate/key pairs and the service-account key are

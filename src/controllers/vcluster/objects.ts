@@ -15,7 +15,9 @@ export function specVersion(spec: ClusterVersionSpec | undefined): string {
 
 /** `<secret>-hash`: sha256 of the secret's data. */
 export function secretHash(data: Record<string, string> | undefined): string {
-  return createHash('sha256').update(canonicalJson(data ?? {})).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(data ?? {}))
+    .digest('hex');
 }
 
 /** An embedded object of the ClusterVersion as an apply body for the cluster namespace (server-set fields dropped). */
@@ -44,18 +46,21 @@ export type RolloutCheck =
  */
 export function checkRolled(sts: V1StatefulSet | undefined, minGeneration: number): RolloutCheck {
   if (!sts) return { state: 'waiting', reason: 'the StatefulSet is not in the cache yet' };
-  if (sts.spec?.updateStrategy?.type === 'OnDelete') return { state: 'error', reason: `StatefulSet ${sts.metadata?.name} uses the OnDelete update strategy; it would never roll` };
+  if (sts.spec?.updateStrategy?.type === 'OnDelete')
+    return { state: 'error', reason: `StatefulSet ${sts.metadata?.name} uses the OnDelete update strategy; it would never roll` };
   const generation = sts.metadata?.generation ?? 0;
   if (generation < minGeneration) return { state: 'waiting', reason: 'the cache has not seen the applied generation yet' };
   const status = sts.status;
-  if ((status?.observedGeneration ?? 0) < generation) return { state: 'waiting', reason: `observedGeneration ${status?.observedGeneration ?? 0} < generation ${generation}` };
+  if ((status?.observedGeneration ?? 0) < generation)
+    return { state: 'waiting', reason: `observedGeneration ${status?.observedGeneration ?? 0} < generation ${generation}` };
   const replicas = sts.spec?.replicas ?? 1;
   const updated = status?.updatedReplicas ?? 0;
   const ready = status?.readyReplicas ?? 0;
   if (updated !== replicas || ready !== replicas) {
     return { state: 'waiting', reason: `${updated} updated and ${ready} ready of ${replicas} replicas`, stuckPods: updated < replicas && ready < replicas };
   }
-  if (status?.currentRevision !== status?.updateRevision) return { state: 'waiting', reason: `currentRevision ${status?.currentRevision} != updateRevision ${status?.updateRevision}` };
+  if (status?.currentRevision !== status?.updateRevision)
+    return { state: 'waiting', reason: `currentRevision ${status?.currentRevision} != updateRevision ${status?.updateRevision}` };
   return { state: 'rolled' };
 }
 

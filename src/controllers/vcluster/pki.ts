@@ -97,7 +97,7 @@ const fromB64 = (value: string | undefined) => (value === undefined ? undefined 
  */
 export function serial(): string {
   const bytes = randomBytes(16);
-  bytes[0] = (bytes[0]! & 0x7f) || 0x01;
+  bytes[0] = bytes[0]! & 0x7f || 0x01;
   return bytes.toString('hex');
 }
 
@@ -128,7 +128,11 @@ async function keyMaterial(algorithm: KeyAlgorithm): Promise<KeyMaterial> {
 }
 
 const signatureOf = (key: KeyObject): KeyAlgorithm | undefined =>
-  key.asymmetricKeyType === 'rsa' ? 'rsa-2048' : key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1' ? 'ecdsa-p256' : undefined;
+  key.asymmetricKeyType === 'rsa'
+    ? 'rsa-2048'
+    : key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1'
+      ? 'ecdsa-p256'
+      : undefined;
 
 /**
  * Parses and checks the existing root CA; returns the reason it cannot be used, or the issuer. Under RSA (the
@@ -171,7 +175,10 @@ async function newRootCa(algorithm: KeyAlgorithm, now: number): Promise<{ issuer
   const der = issueCertificate(
     undefined,
     {
-      subject: [['O', ROOT_CA_ORGANIZATION], ['CN', ROOT_CA_COMMON_NAME]],
+      subject: [
+        ['O', ROOT_CA_ORGANIZATION],
+        ['CN', ROOT_CA_COMMON_NAME],
+      ],
       publicKeySpki: keys.spkiDer,
       serialNumber: Buffer.from(serial(), 'hex'),
       notBefore: new Date(now),
@@ -192,7 +199,7 @@ async function newRootCa(algorithm: KeyAlgorithm, now: number): Promise<{ issuer
 }
 
 interface LeafRequest {
-  subject: [('CN' | 'O'), string][];
+  subject: ['CN' | 'O', string][];
   usages: ('server' | 'client')[];
   dns?: string[];
   ips?: string[];
@@ -257,7 +264,9 @@ export function etcdDnsNames(input: Pick<ClusterPkiInput, 'etcdServiceName' | 'e
 }
 
 /** The apiserver serving certificate's DNS names, in upstream's order. */
-export function apiserverDnsNames(input: Pick<ClusterPkiInput, 'clusterName' | 'clusterNamespace' | 'clusterDomain' | 'apiserverServiceName' | 'externalApiserverDomain'>): string[] {
+export function apiserverDnsNames(
+  input: Pick<ClusterPkiInput, 'clusterName' | 'clusterNamespace' | 'clusterDomain' | 'apiserverServiceName' | 'externalApiserverDomain'>,
+): string[] {
   const domain = input.clusterDomain || 'cluster.local';
   return [
     'kubernetes',
@@ -301,9 +310,27 @@ export async function generateClusterPki(input: ClusterPkiInput, options: PkiOpt
   const [etcd, frontProxy, apiserver, controllerManager, admin, serviceAccount] = await Promise.all([
     issue(issuer, algorithm, { subject: [['CN', 'kube-etcd']], usages: ['server', 'client'], dns: etcdDnsNames(input), ips: ['127.0.0.1'] }, days, now),
     issue(issuer, algorithm, { subject: [['CN', 'front-proxy-client']], usages: ['client'] }, days, now),
-    issue(issuer, algorithm, { subject: [['CN', input.clusterNamespace]], usages: ['server', 'client'], dns: apiserverDnsNames(input), ips: clusterIP ? [clusterIP] : [] }, days, now),
+    issue(
+      issuer,
+      algorithm,
+      { subject: [['CN', input.clusterNamespace]], usages: ['server', 'client'], dns: apiserverDnsNames(input), ips: clusterIP ? [clusterIP] : [] },
+      days,
+      now,
+    ),
     issue(issuer, algorithm, { subject: [['CN', 'system:kube-controller-manager']], usages: ['client'] }, days, now),
-    issue(issuer, algorithm, { subject: [['CN', 'admin'], ['O', 'system:masters']], usages: ['client'] }, days, now),
+    issue(
+      issuer,
+      algorithm,
+      {
+        subject: [
+          ['CN', 'admin'],
+          ['O', 'system:masters'],
+        ],
+        usages: ['client'],
+      },
+      days,
+      now,
+    ),
     keyMaterial(algorithm),
   ]);
   const tls = (pair: { certPem: string; keyPem: string }) => ({ 'tls.crt': b64(pair.certPem), 'tls.key': b64(pair.keyPem) });
@@ -317,7 +344,9 @@ export async function generateClusterPki(input: ClusterPkiInput, options: PkiOpt
       'etcd-ca': tls(etcd),
       'front-proxy-ca': tls(frontProxy),
       'controller-manager-kubeconfig': {
-        'controller-manager-kubeconfig': b64(kubeconfig(input.clusterName, address, caPem, 'system:kube-controller-manager', controllerManager.certPem, controllerManager.keyPem)),
+        'controller-manager-kubeconfig': b64(
+          kubeconfig(input.clusterName, address, caPem, 'system:kube-controller-manager', controllerManager.certPem, controllerManager.keyPem),
+        ),
       },
       'admin-kubeconfig': { 'admin-kubeconfig': b64(kubeconfig(input.clusterName, address, caPem, 'admin', admin.certPem, admin.keyPem)) },
       // As upstream's RsaKeyToSecret: a kubernetes.io/tls Secret whose tls.crt holds the public key (the apiserver reads

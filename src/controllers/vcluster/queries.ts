@@ -113,7 +113,9 @@ class CachedVirtualClusterQueries implements VirtualClusterQueries {
    * Clusters behind their ClusterVersion, for the `drift` query (found by the agent-pool resolver's duck-typed drift
    * port): versions are ClusterVersion resourceVersions, as upstream records them.
    */
-  async driftItems(): Promise<{ kind: 'VIRTUAL_CLUSTER'; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]> {
+  async driftItems(): Promise<
+    { kind: 'VIRTUAL_CLUSTER'; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]
+  > {
     return this.virtualClustersCache
       .list()
       .map((vc) => ({ vc, cv: this.clusterVersionsCache.get(undefined, vc.spec?.clusterVersionName ?? '') }))

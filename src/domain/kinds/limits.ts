@@ -46,7 +46,9 @@ export const VIRTUAL_CLUSTER_RANGES = Object.freeze({
 
 /** The one integer check of every input: one message for every kind. */
 export function integerReason(value: number, range: IntRange): string | undefined {
-  return Number.isInteger(value) && value >= range.min && value <= range.max ? undefined : `must be an integer between ${range.min} and ${range.max} (got ${value})`;
+  return Number.isInteger(value) && value >= range.min && value <= range.max
+    ? undefined
+    : `must be an integer between ${range.min} and ${range.max} (got ${value})`;
 }
 
 /** A maxUnavailable is at most this many digits (a count far beyond any fleet is a typo). */

@@ -5,15 +5,7 @@
  */
 import { z } from 'zod';
 import { launchInputFields } from './cause.js';
-import {
-  baseStrategyStored,
-  imageReferenceInput,
-  intIn,
-  labelSelectorInput,
-  STRATEGY_DEFAULTS,
-  withoutUndefined,
-  type BaseStrategy,
-} from './strategy.js';
+import { baseStrategyStored, imageReferenceInput, intIn, labelSelectorInput, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from './strategy.js';
 import { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES, type NodeAgentMode } from './limits.js';
 
 export { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES, type NodeAgentMode } from './limits.js';
@@ -48,9 +40,15 @@ export const bumpNodeAgentImageInput = z.object({
       if (value !== 'NODE_BY_NODE' && value !== 'SURGE') ctx.addIssue({ code: 'custom', message: `must be NODE_BY_NODE or SURGE (got ${value})` });
       return value as NodeAgentMode;
     }),
-  nodeDeadlineSeconds: intIn(NODE_AGENT_RANGES.nodeDeadlineSeconds).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.progressDeadlineSeconds),
-  minReadySeconds: intIn(NODE_AGENT_RANGES.minReadySeconds).nullish().transform((v) => v ?? DEFAULT_MIN_READY_SECONDS),
-  failureThreshold: intIn(NODE_AGENT_RANGES.failureThreshold).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
+  nodeDeadlineSeconds: intIn(NODE_AGENT_RANGES.nodeDeadlineSeconds)
+    .nullish()
+    .transform((v) => v ?? STRATEGY_DEFAULTS.progressDeadlineSeconds),
+  minReadySeconds: intIn(NODE_AGENT_RANGES.minReadySeconds)
+    .nullish()
+    .transform((v) => v ?? DEFAULT_MIN_READY_SECONDS),
+  failureThreshold: intIn(NODE_AGENT_RANGES.failureThreshold)
+    .nullish()
+    .transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
   canaryNodeSelector: labelSelectorInput.nullish(),
   peerRuntimeClass: named('must be a RuntimeClass name').nullish(),
   ...launchInputFields,

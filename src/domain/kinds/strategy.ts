@@ -81,7 +81,10 @@ export const imageReferenceInput = checkedBy(parseImageReference);
  * type (hand-edited row) also falls back to the default rather than stopping the engine.
  */
 export const baseStrategyStored = {
-  maxUnavailable: z.union([z.string(), z.number().transform(String)]).optional().catch(undefined),
+  maxUnavailable: z
+    .union([z.string(), z.number().transform(String)])
+    .optional()
+    .catch(undefined),
   maxConcurrent: z.number().int().positive().optional().catch(undefined),
   canary: z.number().int().positive().optional().catch(undefined),
   progressDeadlineSeconds: z.number().int().positive().catch(STRATEGY_DEFAULTS.progressDeadlineSeconds).default(STRATEGY_DEFAULTS.progressDeadlineSeconds),

@@ -54,7 +54,9 @@ const componentChangeInput = z
     env: z
       .array(
         z.object({
-          name: z.string().refine((name) => ENV_NAME.test(name), { error: (issue) => `"${String(issue.input).slice(0, 80)}" is not a valid environment variable name` }),
+          name: z
+            .string()
+            .refine((name) => ENV_NAME.test(name), { error: (issue) => `"${String(issue.input).slice(0, 80)}" is not a valid environment variable name` }),
           value: z.string().nullish(),
         }),
       )
@@ -89,9 +91,15 @@ const clustersInput = z
 export const bumpClusterVersionInput = z
   .object({
     clusterVersion: z.string().min(1, { error: 'is required' }),
-    maxConcurrent: intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent).nullish().transform((v) => v ?? DEFAULT_MAX_CONCURRENT),
-    failureThreshold: intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
-    progressDeadlineSeconds: intIn(VIRTUAL_CLUSTER_RANGES.progressDeadlineSeconds).nullish().transform((v) => v ?? STRATEGY_DEFAULTS.progressDeadlineSeconds),
+    maxConcurrent: intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent)
+      .nullish()
+      .transform((v) => v ?? DEFAULT_MAX_CONCURRENT),
+    failureThreshold: intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold)
+      .nullish()
+      .transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
+    progressDeadlineSeconds: intIn(VIRTUAL_CLUSTER_RANGES.progressDeadlineSeconds)
+      .nullish()
+      .transform((v) => v ?? STRATEGY_DEFAULTS.progressDeadlineSeconds),
     specPatch: specPatchInput.optional(),
     apiServer: componentChangeInput.nullish(),
     controllerManager: componentChangeInput.nullish(),

@@ -1,11 +1,4 @@
-import {
-  agentPoolDrift,
-  bumpAgentImage,
-  listAgentPools,
-  pageDrift,
-  type AgentPoolQueries,
-  type AgentPoolView,
-} from '../../domain/agentPools.js';
+import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from '../../domain/agentPools.js';
 import type { Domain } from '../../domain/Domain.js';
 import type { RolloutKind } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
@@ -28,7 +21,9 @@ function checkName(value: unknown, field: string): string {
 
 /** A kind's drift port, duck-typed so that other kinds can add theirs to the Domain without touching this file. */
 interface DriftProvider {
-  driftItems(): Promise<{ kind: RolloutKind; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]>;
+  driftItems(): Promise<
+    { kind: RolloutKind; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]
+  >;
 }
 const isDriftProvider = (value: unknown): value is DriftProvider =>
   typeof value === 'object' && value !== null && typeof (value as DriftProvider).driftItems === 'function';
@@ -66,8 +61,7 @@ export const agentPoolsResolvers: Resolvers = {
       const page = await listAgentPools(pools(ctx), args.filter, args.first, args.after);
       return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
     },
-    agentPool: async (_, args, ctx) =>
-      (await pools(ctx).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
+    agentPool: async (_, args, ctx) => (await pools(ctx).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
     drift: async (_, args, ctx) => {
       const page = pageDrift(await driftOf(ctx.domain, args.kind ?? undefined), args.first, args.after);
       return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
@@ -94,8 +88,6 @@ export const agentPoolsResolvers: Resolvers = {
   },
 
   Revision: {
-    rollout: (revision, _, ctx) =>
-      revision.rolloutId ? ctx.domain.rollouts.get(revision.rolloutId).then((r) => r ?? null) : null,
+    rollout: (revision, _, ctx) => (revision.rolloutId ? ctx.domain.rollouts.get(revision.rolloutId).then((r) => r ?? null) : null),
   },
 };
-

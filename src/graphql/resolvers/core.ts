@@ -13,14 +13,7 @@ import type {
   SubscriptionEventsArgs,
   SubscriptionRolloutUpdatedArgs,
 } from '../generated/resolvers.js';
-import {
-  agentRecreatedToGraphQL,
-  clusterUpgradeToGraphQL,
-  eventEdge,
-  eventToGraphQL,
-  strategyToGraphQL,
-  targetDurationSeconds,
-} from './mappers.js';
+import { agentRecreatedToGraphQL, clusterUpgradeToGraphQL, eventEdge, eventToGraphQL, strategyToGraphQL, targetDurationSeconds } from './mappers.js';
 import { BatchLoader, perContext } from './batchLoader.js';
 import { DateTime, JSONScalar } from './scalars.js';
 import { rollbackInput } from '../../domain/kinds/cause.js';
@@ -143,10 +136,7 @@ export const coreResolvers: Resolvers = {
     }),
     rollouts: async (_, args, ctx) => {
       const filter = rolloutFilterFrom(args.filter);
-      const [page, totalCount] = await Promise.all([
-        ctx.domain.rollouts.list(filter, args.first, args.after ?? undefined),
-        ctx.domain.rollouts.count(filter),
-      ]);
+      const [page, totalCount] = await Promise.all([ctx.domain.rollouts.list(filter, args.first, args.after ?? undefined), ctx.domain.rollouts.count(filter)]);
       return {
         edges: page.items.map((node) => ({ cursor: ctx.domain.rollouts.cursorOf(node), node })),
         pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
@@ -167,11 +157,9 @@ export const coreResolvers: Resolvers = {
   },
 
   Mutation: {
-    pauseRollout: (_, args, ctx) =>
-      ctx.domain.rollouts.pause(requireId(args.id), optionalText(args.reason)),
+    pauseRollout: (_, args, ctx) => ctx.domain.rollouts.pause(requireId(args.id), optionalText(args.reason)),
     resumeRollout: (_, args, ctx) => ctx.domain.rollouts.resume(requireId(args.id)),
-    abortRollout: (_, args, ctx) =>
-      ctx.domain.rollouts.abort(requireId(args.id), optionalText(args.reason)),
+    abortRollout: (_, args, ctx) => ctx.domain.rollouts.abort(requireId(args.id), optionalText(args.reason)),
     rollbackRollout: async (_, args, ctx) => {
       const id = requireId(args.id);
       const input = parseInput(rollbackInput, args.input ?? {});
@@ -188,11 +176,7 @@ export const coreResolvers: Resolvers = {
 
   Subscription: {
     events: subscription(undefined, (args: SubscriptionEventsArgs) => eventFilterFrom(args.filter), eventToGraphQL),
-    agentRecreated: subscription(
-      [EventType.AgentRecreated],
-      (args: SubscriptionAgentRecreatedArgs) => eventFilterFrom(args.filter),
-      agentRecreatedToGraphQL,
-    ),
+    agentRecreated: subscription([EventType.AgentRecreated], (args: SubscriptionAgentRecreatedArgs) => eventFilterFrom(args.filter), agentRecreatedToGraphQL),
     clusterUpgradeObserved: subscription(
       [EventType.ClusterUpgradeObserved],
       (args: SubscriptionClusterUpgradeObservedArgs) => eventFilterFrom(args.filter),
@@ -211,8 +195,7 @@ export const coreResolvers: Resolvers = {
 
   Rollout: {
     strategy: (rollout) => strategyToGraphQL(rollout),
-    rollbackOf: (rollout, _, ctx) =>
-      rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null,
+    rollbackOf: (rollout, _, ctx) => (rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null),
     progress: (rollout, _, ctx) => progressLoader(ctx).load(rollout.id),
     targets: async (rollout, args, ctx) => {
       const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined);

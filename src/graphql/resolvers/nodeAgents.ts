@@ -1,9 +1,4 @@
-import {
-  bumpNodeAgentImage,
-  nodeAgentSetCursor,
-  pageNodeAgentSets,
-  type NodeAgentQueries,
-} from '../../domain/nodeAgents.js';
+import { bumpNodeAgentImage, nodeAgentSetCursor, pageNodeAgentSets, type NodeAgentQueries } from '../../domain/nodeAgents.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
@@ -32,8 +27,7 @@ export const nodeAgentsResolvers: Resolvers = {
         totalCount: page.totalCount,
       };
     },
-    nodeAgentSet: (_, args, ctx) =>
-      nodeAgents(ctx).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
+    nodeAgentSet: (_, args, ctx) => nodeAgents(ctx).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
   },
   Mutation: {
     bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, parseInput(bumpNodeAgentImageInput, args.input)),

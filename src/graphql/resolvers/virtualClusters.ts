@@ -29,8 +29,7 @@ function connection<T>(page: Connection<T>) {
 export const virtualClustersResolvers: Resolvers = {
   Query: {
     virtualClusters: async (_, args, ctx) => connection(await listVirtualClusters(ctx.domain, args.filter, args.first, args.after)),
-    virtualCluster: async (_, args, ctx) =>
-      (await getVirtualCluster(ctx.domain, checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
+    virtualCluster: async (_, args, ctx) => (await getVirtualCluster(ctx.domain, checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
     clusterVersions: async (_, args, ctx) => connection(await listClusterVersions(ctx.domain, args.first, args.after)),
     clusterVersion: async (_, args, ctx) => (await getClusterVersion(ctx.domain, checkName(args.name, 'name'))) ?? null,
     clusterUpgradeDurations: (_, args, ctx) =>

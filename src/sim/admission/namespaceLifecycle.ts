@@ -24,7 +24,11 @@ export const namespaceLifecycle: AdmissionPlugin = {
     const namespace = store.get(Resources.namespaces, undefined, name);
     if (!namespace) throw notFound('namespaces', name);
     if (namespace.status?.phase === 'Terminating' || namespace.metadata.deletionTimestamp) {
-      const error = forbidden(type, object.metadata.name || object.metadata.generateName || '', `unable to create new content in namespace ${name} because it is being terminated`);
+      const error = forbidden(
+        type,
+        object.metadata.name || object.metadata.generateName || '',
+        `unable to create new content in namespace ${name} because it is being terminated`,
+      );
       return throwWithCause(error, { type: 'NamespaceTerminating', message: `namespace ${name} is being terminated`, field: 'metadata.namespace' });
     }
   },

@@ -79,7 +79,9 @@ export const validatePodUpdate: Validator = ({ operation, type, object, old, sub
   const munged: Record<string, unknown> = { ...next };
   for (const list of ['containers', 'initContainers'] as const) {
     if (Array.isArray(next[list])) {
-      munged[list] = array(next[list]).map((c, i) => (isPlainObject(c) ? { ...c, image: (array(prev[list])[i] as Record<string, unknown> | undefined)?.image } : c));
+      munged[list] = array(next[list]).map((c, i) =>
+        isPlainObject(c) ? { ...c, image: (array(prev[list])[i] as Record<string, unknown> | undefined)?.image } : c,
+      );
     }
   }
   for (const field of ['activeDeadlineSeconds', 'schedulingGates', 'tolerations']) {
@@ -153,7 +155,8 @@ function onlyDeletedSchedulingGates(next: unknown[], prev: unknown[]): FieldErro
   const errs: FieldError[] = [];
   next.forEach((gate, i) => {
     const name = isPlainObject(gate) ? gate.name : undefined;
-    if (!before.has(name)) errs.push(forbiddenField(`spec.schedulingGates[${i}].name`, `only deletion is allowed, but found new scheduling gate '${String(name)}'`));
+    if (!before.has(name))
+      errs.push(forbiddenField(`spec.schedulingGates[${i}].name`, `only deletion is allowed, but found new scheduling gate '${String(name)}'`));
   });
   return errs;
 }

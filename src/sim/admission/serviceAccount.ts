@@ -22,7 +22,11 @@ export const serviceAccountAdmission: AdmissionPlugin = {
     const name = String(spec.serviceAccountName);
     const account = store.get(Resources.serviceaccounts, namespace, name);
     if (!account) {
-      throw forbidden(type, object.metadata.name || object.metadata.generateName || '', `error looking up service account ${namespace}/${name}: serviceaccount "${name}" not found`);
+      throw forbidden(
+        type,
+        object.metadata.name || object.metadata.generateName || '',
+        `error looking up service account ${namespace}/${name}: serviceaccount "${name}" not found`,
+      );
     }
     const pullSecrets = (account as { imagePullSecrets?: { name?: string }[] }).imagePullSecrets;
     if ((!Array.isArray(spec.imagePullSecrets) || spec.imagePullSecrets.length === 0) && Array.isArray(pullSecrets) && pullSecrets.length > 0) {

@@ -106,7 +106,10 @@ export class ApiServer implements ApiControl {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://sim');
     const path = url.pathname.replace(/\/+$/, '') || '/';
-    const segments = path.split('/').filter((s) => s.length > 0).map(decodeURIComponent);
+    const segments = path
+      .split('/')
+      .filter((s) => s.length > 0)
+      .map(decodeURIComponent);
 
     if (segments[0] === 'api' || segments[0] === 'apis') {
       const resource = parseApiPath(this.registry, segments, url.searchParams);
@@ -220,12 +223,14 @@ export class ApiServer implements ApiControl {
   private log(res: ServerResponse, r: ResourceRequest): void {
     const pod = this.store.get(r.type, r.namespace, r.name!);
     if (!pod) throw notFound(r.type.plural, r.name!, r.type.group);
-    const containers = ((pod.spec?.containers ?? []) as { name: string; image?: string }[]);
+    const containers = (pod.spec?.containers ?? []) as { name: string; image?: string }[];
     const wanted = r.query.get('container') ?? (containers.length === 1 ? containers[0]!.name : undefined);
     if (!wanted) throw badRequest(`a container name must be specified for pod ${r.name}, choose one of: [${containers.map((c) => c.name).join(' ')}]`);
     const container = containers.find((c) => c.name === wanted);
     if (!container) throw badRequest(`container ${wanted} is not valid for pod ${r.name}`);
-    const status = ((pod.status?.containerStatuses ?? []) as { name: string; state?: Record<string, { startedAt?: string; reason?: string }> }[]).find((s) => s.name === wanted);
+    const status = ((pod.status?.containerStatuses ?? []) as { name: string; state?: Record<string, { startedAt?: string; reason?: string }> }[]).find(
+      (s) => s.name === wanted,
+    );
     const [state, detail] = Object.entries(status?.state ?? {})[0] ?? ['waiting', {}];
     const when = detail.startedAt ? ` since ${detail.startedAt}` : '';
     const text = `rollplane simulator: container ${wanted} (image ${container.image ?? '?'}) is ${state}${detail.reason ? ` (${detail.reason})` : ''}${when}; simulated containers write no output\n`;

@@ -29,7 +29,16 @@ export interface WriteResult {
 }
 
 /** API groups whose kinds are built in (strategic merge patch works); the rest are served like CRDs. */
-const BUILT_IN_GROUPS = new Set(['', 'apps', 'batch', 'policy', 'networking.k8s.io', 'coordination.k8s.io', 'rbac.authorization.k8s.io', 'apiextensions.k8s.io']);
+const BUILT_IN_GROUPS = new Set([
+  '',
+  'apps',
+  'batch',
+  'policy',
+  'networking.k8s.io',
+  'coordination.k8s.io',
+  'rbac.authorization.k8s.io',
+  'apiextensions.k8s.io',
+]);
 
 const PATCH_TYPES = 'application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json';
 
@@ -82,7 +91,11 @@ export class ResourceWriter {
         break;
       case 'application/strategic-merge-patch+json':
         if (!BUILT_IN_GROUPS.has(r.type.group)) {
-          throw new SimApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.replace(', application/strategic-merge-patch+json', '')}`);
+          throw new SimApiError(
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.replace(', application/strategic-merge-patch+json', '')}`,
+          );
         }
         patched = applyStrategicMergePatch(existing, patch);
         break;
@@ -178,7 +191,9 @@ export class ResourceWriter {
       manager,
       apiVersion: apiVersionOf(r.type),
       subresource,
-      now: this.now().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      now: this.now()
+        .toISOString()
+        .replace(/\.\d{3}Z$/, 'Z'),
       scope: subresource === 'status' ? 'status' : hasStatus(r.type) ? 'main' : 'all',
     };
   }
@@ -189,7 +204,10 @@ export class ResourceWriter {
  * 400 (its wording differs between decoding a body, a patch, and server-side apply), Warn (the default) prunes them
  * and says so in `Warning` headers, Ignore prunes them silently. Built-in kinds are not pruned here.
  */
-function unknownFields(r: ResourceRequest, how: 'decode' | 'patch' | 'apply'): { options: WriteOptions; result: (code: number, object: KubeObject) => WriteResult } {
+function unknownFields(
+  r: ResourceRequest,
+  how: 'decode' | 'patch' | 'apply',
+): { options: WriteOptions; result: (code: number, object: KubeObject) => WriteResult } {
   const directive = r.query.get('fieldValidation') || 'Warn';
   if (directive !== 'Strict' && directive !== 'Warn' && directive !== 'Ignore') {
     throw badRequest(`fieldValidation: Unsupported value: "${directive}": supported values: "Ignore", "Strict", "Warn"`);
@@ -206,7 +224,9 @@ function unknownFields(r: ResourceRequest, how: 'decode' | 'patch' | 'apply'): {
       const list = paths.map((p) => `unknown field "${p}"`).join(', ');
       if (how === 'apply') {
         const where = r.namespace ? `${r.namespace}/${r.name}` : `${r.name}`;
-        throw badRequest(`failed to create typed patch object (${where}; ${group}/${version}, Kind=${kind}): ${paths.map((p) => `.${p}: field not declared in schema`).join(', ')}`);
+        throw badRequest(
+          `failed to create typed patch object (${where}; ${group}/${version}, Kind=${kind}): ${paths.map((p) => `.${p}: field not declared in schema`).join(', ')}`,
+        );
       }
       if (how === 'patch') throw badRequest(`strict decoding error: ${list}`);
       throw badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${list}`);

@@ -48,7 +48,10 @@ export class WatchHub {
   private readonly bookmarkTimer: NodeJS.Timeout;
   private readonly maxBufferedBytes: number;
 
-  constructor(private readonly store: WatchableStore, options: WatchHubOptions) {
+  constructor(
+    private readonly store: WatchableStore,
+    options: WatchHubOptions,
+  ) {
     this.maxBufferedBytes = options.maxBufferedBytes ?? 64 * 1024 * 1024;
     this.unsubscribe = store.subscribe((event) => this.onEvent(event));
     this.bookmarkTimer = setInterval(() => this.sendBookmarks(), options.bookmarkIntervalMs);

@@ -60,7 +60,10 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
       kind: type.kind,
       verbs: VERBS,
       // The storage version's: every served version of a CRD stores into the same place.
-      storageVersionHash: createHash('sha256').update(`${apiVersionOf(type.storageVersion ? { ...type, version: type.storageVersion } : type)}/${type.plural}`).digest('base64').slice(0, 11),
+      storageVersionHash: createHash('sha256')
+        .update(`${apiVersionOf(type.storageVersion ? { ...type, version: type.storageVersion } : type)}/${type.plural}`)
+        .digest('base64')
+        .slice(0, 11),
     };
     if (type.shortNames?.length) entry.shortNames = type.shortNames;
     if (type.categories?.length) entry.categories = type.categories;

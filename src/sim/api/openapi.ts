@@ -58,14 +58,10 @@ function openApiDocument(registry: ResourceRegistry, group: string, version: str
       'x-kubernetes-group-version-kind': gvk,
       parameters: queryParams,
       responses: ok,
-      ...(action === 'patch' || action === 'put' || action === 'post'
-        ? { requestBody: { content: { 'application/json': { schema: ref } } } }
-        : {}),
+      ...(action === 'patch' || action === 'put' || action === 'post' ? { requestBody: { content: { 'application/json': { schema: ref } } } } : {}),
     });
     const base = type.namespaced ? `${prefix}/namespaces/{namespace}/${type.plural}` : `${prefix}/${type.plural}`;
-    const pathParams = [
-      ...(type.namespaced ? [{ name: 'namespace', in: 'path', required: true, schema: { type: 'string' } }] : []),
-    ];
+    const pathParams = [...(type.namespaced ? [{ name: 'namespace', in: 'path', required: true, schema: { type: 'string' } }] : [])];
     paths[base] = { parameters: pathParams, get: op('list', 'list'), post: op('create', 'post') };
     paths[`${base}/{name}`] = {
       parameters: [...pathParams, { name: 'name', in: 'path', required: true, schema: { type: 'string' } }],

@@ -19,7 +19,9 @@ export function toScale(object: KubeObject): KubeObject {
     spec: { replicas: object.spec?.replicas ?? 1 },
     status: {
       replicas: object.status?.replicas ?? 0,
-      selector: Object.entries(matchLabels).map(([k, v]) => `${k}=${v}`).join(','),
+      selector: Object.entries(matchLabels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
     },
   };
 }

@@ -47,7 +47,12 @@ function splitTopLevel(text: string): string[] {
 function parseLabelRequirement(part: string): LabelRequirement {
   let m = /^([^\s!=()]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part);
   if (m) {
-    const values = new Set(m[3]!.split(',').map((v) => v.trim()).filter((v) => v.length > 0));
+    const values = new Set(
+      m[3]!
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v.length > 0),
+    );
     return { op: m[2] as 'in' | 'notin', key: m[1]!, values };
   }
   m = /^([^\s!=()]+)\s*(==|=|!=)\s*([^\s!=(),]*)$/.exec(part);

@@ -155,12 +155,7 @@ export function wantsTable(accept: string | undefined): boolean {
 
 export const TABLE_CONTENT_TYPE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 
-export function toTable(
-  type: ResourceType,
-  objects: KubeObject[],
-  listMetadata: Record<string, unknown>,
-  now: number,
-): Record<string, unknown> {
+export function toTable(type: ResourceType, objects: KubeObject[], listMetadata: Record<string, unknown>, now: number): Record<string, unknown> {
   const columns = type.printerColumns ? crdColumns(type.printerColumns) : (COLUMNS[`${type.group}/${type.plural}`] ?? DEFAULT_COLUMNS);
   return {
     kind: 'Table',
@@ -192,8 +187,22 @@ function crdColumns(printer: NonNullable<ResourceType['printerColumns']>): Colum
       const read = jsonPath(c.jsonPath);
       const column: Column =
         c.type === 'date'
-          ? { name: c.name, type: 'date', cell: (o, now) => { const v = read(o); return typeof v === 'string' ? humanAge(v, now) : '<unknown>'; } }
-          : { name: c.name, type: c.type === 'integer' ? 'integer' : 'string', cell: (o) => { const v = read(o); return v === undefined ? '' : typeof v === 'number' ? v : typeof v === 'string' ? v : JSON.stringify(v); } };
+          ? {
+              name: c.name,
+              type: 'date',
+              cell: (o, now) => {
+                const v = read(o);
+                return typeof v === 'string' ? humanAge(v, now) : '<unknown>';
+              },
+            }
+          : {
+              name: c.name,
+              type: c.type === 'integer' ? 'integer' : 'string',
+              cell: (o) => {
+                const v = read(o);
+                return v === undefined ? '' : typeof v === 'number' ? v : typeof v === 'string' ? v : JSON.stringify(v);
+              },
+            };
       if (c.priority) column.priority = c.priority;
       return column;
     }),
@@ -217,7 +226,8 @@ function jsonPath(path: string): (o: KubeObject) => unknown {
     const [, field, index, key, value] = m;
     if (field !== undefined) steps.push((v) => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>)[field] : undefined));
     else if (index !== undefined) steps.push((v) => (Array.isArray(v) ? v[Number(index)] : undefined));
-    else steps.push((v) => (Array.isArray(v) ? v.find((x) => typeof x === 'object' && x !== null && (x as Record<string, unknown>)[key!] === value) : undefined));
+    else
+      steps.push((v) => (Array.isArray(v) ? v.find((x) => typeof x === 'object' && x !== null && (x as Record<string, unknown>)[key!] === value) : undefined));
   }
   if (at !== path.length) return () => undefined;
   return (o) => steps.reduce<unknown>((v, step) => (v === undefined ? v : step(v)), o);

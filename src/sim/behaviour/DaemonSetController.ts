@@ -60,7 +60,8 @@ export class DaemonSetController implements Controller {
     this.revisions.ensure(ds, hash, { [HASH_LABEL]: hash });
     const template = ds.spec?.template;
     const eligible = new Set<string>();
-    for (const node of this.ctx.index.all('nodes')) if (podFitsNode(template?.spec, node) && toleratesNode(template?.spec, node, true)) eligible.add(node.metadata.name);
+    for (const node of this.ctx.index.all('nodes'))
+      if (podFitsNode(template?.spec, node) && toleratesNode(template?.spec, node, true)) eligible.add(node.metadata.name);
 
     const minReady = minReadySecondsOf(ds);
     const now = this.ctx.scheduler.now();
@@ -70,13 +71,21 @@ export class DaemonSetController implements Controller {
     for (const pod of this.ctx.index.ownedBy(ds.metadata.uid, 'pods')) {
       if (!isActivePod(pod)) continue;
       const state = states.get(pod.spec?.nodeName ?? '');
-      if (!state) deletePod(this.ctx, pod); // its node went away or no longer matches
+      if (!state)
+        deletePod(this.ctx, pod); // its node went away or no longer matches
       else if (pod.metadata.labels?.[HASH_LABEL] === hash) state.fresh.push(pod);
       else state.old.push(pod);
     }
 
     const create = (node: string) =>
-      createGeneratedPod(this.ctx, ds, template, ds.metadata.name, { [HASH_LABEL]: hash, 'pod-template-generation': String(ds.metadata.generation ?? 1) }, node);
+      createGeneratedPod(
+        this.ctx,
+        ds,
+        template,
+        ds.metadata.name,
+        { [HASH_LABEL]: hash, 'pod-template-generation': String(ds.metadata.generation ?? 1) },
+        node,
+      );
 
     for (const state of states.values()) {
       // Duplicates (e.g. after a strategy change): keep the best pod of each kind.
@@ -104,7 +113,8 @@ export class DaemonSetController implements Controller {
     const candidates: KubeObject[] = [];
     for (const s of states.values()) {
       for (const pod of s.old) {
-        if (!available(pod)) deletePod(this.ctx, pod); // already counted as unavailable
+        if (!available(pod))
+          deletePod(this.ctx, pod); // already counted as unavailable
         else candidates.push(pod);
       }
     }

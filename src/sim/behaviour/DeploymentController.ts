@@ -337,4 +337,3 @@ function condition(previous: Condition[], type: string, status: Condition['statu
     message,
   };
 }
-

@@ -3,14 +3,7 @@ import type { Controller } from './ControllerRuntime.js';
 import { type BehaviourContext, NODE_AGENT_LABEL } from './context.js';
 import { conditionOf, controllerRef, isoTime, keyOf, splitKey, isTerminating } from './kube.js';
 import { isNodeReady } from './nodeMatch.js';
-import {
-  type ContainerStatus,
-  containersOf,
-  pullBackOffContainer,
-  readinessGatesPass,
-  runningContainer,
-  withCondition,
-} from './podStatus.js';
+import { type ContainerStatus, containersOf, pullBackOffContainer, readinessGatesPass, runningContainer, withCondition } from './podStatus.js';
 
 type Stage = 'pending' | 'backoff' | 'starting' | 'ready' | 'terminating';
 

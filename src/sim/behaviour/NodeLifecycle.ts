@@ -34,7 +34,13 @@ export class NodeLifecycle implements NodeControl {
     const taints: { key: string; effect: string; timeAdded?: string }[] = node.spec?.taints ?? [];
     const others = taints.filter((t) => t.key !== UNREACHABLE);
     const next = unreachable
-      ? [...others, ...['NoSchedule', 'NoExecute'].map((effect) => taints.find((t) => t.key === UNREACHABLE && t.effect === effect) ?? { key: UNREACHABLE, effect, timeAdded: isoTime(this.ctx.scheduler.now()) })]
+      ? [
+          ...others,
+          ...['NoSchedule', 'NoExecute'].map(
+            (effect) =>
+              taints.find((t) => t.key === UNREACHABLE && t.effect === effect) ?? { key: UNREACHABLE, effect, timeAdded: isoTime(this.ctx.scheduler.now()) },
+          ),
+        ]
       : others;
     if (next.length === taints.length && next.every((t, i) => t === taints[i])) return node;
     const spec = { ...node.spec };

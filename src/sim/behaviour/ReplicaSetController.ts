@@ -37,9 +37,7 @@ export class ReplicaSetController implements Controller {
     if (active.length < want) {
       for (let i = active.length; i < want; i++) createGeneratedPod(this.ctx, rs, rs.spec?.template, rs.metadata.name, {});
     } else if (active.length > want) {
-      const victims = [...active]
-        .sort((a, b) => deletionRank(a) - deletionRank(b) || newerFirst(a, b))
-        .slice(0, active.length - want);
+      const victims = [...active].sort((a, b) => deletionRank(a) - deletionRank(b) || newerFirst(a, b)).slice(0, active.length - want);
       for (const pod of victims) deletePod(this.ctx, pod);
     }
     return this.updateStatus(rs);

@@ -50,6 +50,9 @@ export function resolveTypes(store: ObjectStore): BehaviourTypes {
 
 /** Converts a shell-style glob (`*`, `?`) into an anchored RegExp. */
 export function globToRegExp(glob: string): RegExp {
-  const escaped = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const escaped = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${escaped}$`);
 }

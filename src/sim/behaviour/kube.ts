@@ -102,7 +102,9 @@ const SAFE = 'bcdfghjklmnpqrstvwxz2456789';
 
 /** A short, name-safe hash of a pod template (as `pod-template-hash` / `controller-revision-hash` values look). */
 export function templateHash(template: unknown, length = 10): string {
-  const digest = createHash('sha256').update(stableStringify(template ?? {})).digest();
+  const digest = createHash('sha256')
+    .update(stableStringify(template ?? {}))
+    .digest();
   let out = '';
   for (let i = 0; i < length; i++) out += SAFE[digest[i]! % SAFE.length];
   return out;

@@ -16,8 +16,7 @@ export function podFitsNode(podSpec: any, node: KubeObject): boolean {
   const labels = node.metadata.labels ?? {};
   const selector: Record<string, string> | undefined = podSpec?.nodeSelector;
   if (selector) for (const [k, v] of Object.entries(selector)) if (labels[k] !== v) return false;
-  const terms: NodeSelectorTerm[] | undefined =
-    podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  const terms: NodeSelectorTerm[] | undefined = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
   if (!terms || terms.length === 0) return true;
   // Terms are ORed; the requirements inside one term are ANDed.
   return terms.some(
@@ -68,10 +67,7 @@ export function toleratesNode(podSpec: any, node: KubeObject, daemon = false): b
   const taints: Taint[] = node.spec?.taints ?? [];
   const tolerations: Toleration[] = podSpec?.tolerations ?? [];
   return taints.every(
-    (taint) =>
-      taint.effect === 'PreferNoSchedule' ||
-      (daemon && taint.key.startsWith('node.kubernetes.io/')) ||
-      tolerations.some((t) => tolerates(t, taint)),
+    (taint) => taint.effect === 'PreferNoSchedule' || (daemon && taint.key.startsWith('node.kubernetes.io/')) || tolerations.some((t) => tolerates(t, taint)),
   );
 }
 

@@ -66,7 +66,14 @@ export interface ContainerState {
   terminated?: { exitCode: number; reason: string; startedAt?: string; finishedAt?: string };
 }
 
-export function runningContainer(name: string, image: string, now: number, restartCount: number, ready: boolean, lastState: ContainerState = {}): ContainerStatus {
+export function runningContainer(
+  name: string,
+  image: string,
+  now: number,
+  restartCount: number,
+  ready: boolean,
+  lastState: ContainerState = {},
+): ContainerStatus {
   return {
     name,
     image,

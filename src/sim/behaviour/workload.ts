@@ -56,7 +56,14 @@ export function podFromTemplate(owner: KubeObject, template: any, name: string, 
 }
 
 /** Creates a pod named `<prefix>-<5 random chars>`, retrying on the (rare) name collision. */
-export function createGeneratedPod(ctx: BehaviourContext, owner: KubeObject, template: any, prefix: string, extraLabels: Record<string, string>, nodeName?: string): KubeObject {
+export function createGeneratedPod(
+  ctx: BehaviourContext,
+  owner: KubeObject,
+  template: any,
+  prefix: string,
+  extraLabels: Record<string, string>,
+  nodeName?: string,
+): KubeObject {
   for (let attempt = 0; ; attempt++) {
     try {
       const pod = podFromTemplate(owner, template, `${prefix}-${randomSuffix()}`, extraLabels, nodeName);

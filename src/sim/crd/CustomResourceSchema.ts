@@ -62,7 +62,7 @@ export class CustomResourceSchema {
     };
     if (this.hasRules) markTransitional(schema);
     const status = schema.properties?.status;
-    if (status && !(schema['x-kubernetes-validations']?.length)) {
+    if (status && !schema['x-kubernetes-validations']?.length) {
       const { status: _status, ...rest } = schema.properties!;
       const statusRoot: JsonSchemaProps = { type: 'object', properties: { status } };
       const mainRoot: JsonSchemaProps = { ...schema, properties: rest };
@@ -135,7 +135,8 @@ export class CustomResourceSchema {
     if (hasOld && !this.transitional.has(schema) && deepEqual(value, old)) return;
     if (schema['x-kubernetes-embedded-resource'] && isObject(value)) {
       for (const field of ['apiVersion', 'kind']) {
-        if (typeof value[field] !== 'string' || value[field] === '') causes.push({ type: 'FieldValueRequired', field: pathString([...path, field]), message: `Required value: must not be empty` });
+        if (typeof value[field] !== 'string' || value[field] === '')
+          causes.push({ type: 'FieldValueRequired', field: pathString([...path, field]), message: `Required value: must not be empty` });
       }
     }
     for (const { rule, compiled } of this.rules.get(schema) ?? []) {
@@ -146,13 +147,18 @@ export class CustomResourceSchema {
         causes.push(ruleFailure(rule, field, schema));
       } catch (error) {
         if (!(error instanceof RuleEvalError)) throw error;
-        causes.push({ type: 'FieldValueInvalid', field, message: `Invalid value: ${JSON.stringify(schemaType(schema))}: ${rule.rule.trim()}: ${error.message}` });
+        causes.push({
+          type: 'FieldValueInvalid',
+          field,
+          message: `Invalid value: ${JSON.stringify(schemaType(schema))}: ${rule.rule.trim()}: ${error.message}`,
+        });
       }
     }
     // Subtrees without rules or embedded resources (an IPPool's status and metadata, say) are not entered: every write
     // of a custom resource walks here, and most of an object has nothing to check.
     if (Array.isArray(value)) {
-      if (schema.items && this.checked.has(schema.items)) for (let i = 0; i < value.length; i++) this.walk(value[i], undefined, false, schema.items, [...path, i], causes);
+      if (schema.items && this.checked.has(schema.items))
+        for (let i = 0; i < value.length; i++) this.walk(value[i], undefined, false, schema.items, [...path, i], causes);
     } else if (isObject(value)) {
       for (const key of Object.keys(value)) {
         const sub = childSchema(schema, key);

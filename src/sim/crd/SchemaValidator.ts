@@ -122,7 +122,13 @@ export class SchemaValidator {
   }
 
   private toCause(object: unknown, error: ErrorObject): StatusCause | undefined {
-    const segments = error.instancePath === '' ? [] : error.instancePath.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const segments =
+      error.instancePath === ''
+        ? []
+        : error.instancePath
+            .slice(1)
+            .split('/')
+            .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
     const { parts, value, schema } = resolve(object, this.schema, segments);
     const field = pathString(parts);
     const at = (detail: string) => `${field} in body ${detail}`;
@@ -176,7 +182,11 @@ export class SchemaValidator {
       case 'multipleOf':
         return invalidValue(field, value, at(`should be a multiple of ${p.multipleOf}`));
       case 'uniqueItems':
-        return { type: 'FieldValueDuplicate', field: pathString([...parts, p.j as number]), message: `Duplicate value: ${display((value as unknown[])[p.j as number])}` };
+        return {
+          type: 'FieldValueDuplicate',
+          field: pathString([...parts, p.j as number]),
+          message: `Duplicate value: ${display((value as unknown[])[p.j as number])}`,
+        };
       case 'additionalProperties':
         return invalidValue(field, value, at(`must not have additional properties`));
       default:
@@ -186,7 +196,11 @@ export class SchemaValidator {
 }
 
 /** Walks the instance path through the object and the schema: path parts (numbers for list indexes), value, schema. */
-function resolve(object: unknown, schema: JsonSchemaProps | undefined, segments: string[]): { parts: (string | number)[]; value: unknown; schema: JsonSchemaProps | undefined } {
+function resolve(
+  object: unknown,
+  schema: JsonSchemaProps | undefined,
+  segments: string[],
+): { parts: (string | number)[]; value: unknown; schema: JsonSchemaProps | undefined } {
   const parts: (string | number)[] = [];
   let value = object;
   let node = schema;

@@ -27,7 +27,8 @@ export class RuleEvalError extends Error {}
 
 class Unsupported extends Error {}
 
-const TOKEN = /\s*(?:(\d+\.\d+(?:[eE][+-]?\d+)?)|(\d+)(u?)|("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|([A-Za-z_][A-Za-z0-9_]*)|(==|!=|<=|>=|&&|\|\||[-+*/%<>!()[\].,?:]))/y;
+const TOKEN =
+  /\s*(?:(\d+\.\d+(?:[eE][+-]?\d+)?)|(\d+)(u?)|("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|([A-Za-z_][A-Za-z0-9_]*)|(==|!=|<=|>=|&&|\|\||[-+*/%<>!()[\].,?:]))/y;
 
 interface Token {
   t: 'num' | 'str' | 'id' | 'op';
@@ -248,7 +249,11 @@ function evaluate(node: Node, vars: { self: Value; oldSelf: Value }): Value {
       return typeof of === 'object' && of !== null && !Array.isArray(of) && (of as Record<string, unknown>)[node.field] !== undefined;
     }
     case 'call':
-      return call(node.fn, node.target === undefined ? undefined : evaluate(node.target, vars), node.args.map((a) => evaluate(a, vars)));
+      return call(
+        node.fn,
+        node.target === undefined ? undefined : evaluate(node.target, vars),
+        node.args.map((a) => evaluate(a, vars)),
+      );
     case 'un': {
       const x = evaluate(node.x, vars);
       if (node.op === '!') {
@@ -299,13 +304,20 @@ function binary(op: string, an: Node, bn: Node, vars: { self: Value; oldSelf: Va
   }
   if (typeof a === 'number' && typeof b === 'number') {
     switch (op) {
-      case '<': return a < b;
-      case '<=': return a <= b;
-      case '>': return a > b;
-      case '>=': return a >= b;
-      case '+': return a + b;
-      case '-': return a - b;
-      case '*': return a * b;
+      case '<':
+        return a < b;
+      case '<=':
+        return a <= b;
+      case '>':
+        return a > b;
+      case '>=':
+        return a >= b;
+      case '+':
+        return a + b;
+      case '-':
+        return a - b;
+      case '*':
+        return a * b;
       case '/':
         if (b === 0) throw new RuleEvalError('division by zero');
         return Number.isInteger(a) && Number.isInteger(b) ? Math.trunc(a / b) : a / b;
@@ -316,11 +328,16 @@ function binary(op: string, an: Node, bn: Node, vars: { self: Value; oldSelf: Va
   }
   if (typeof a === 'string' && typeof b === 'string') {
     switch (op) {
-      case '<': return a < b;
-      case '<=': return a <= b;
-      case '>': return a > b;
-      case '>=': return a >= b;
-      case '+': return a + b;
+      case '<':
+        return a < b;
+      case '<=':
+        return a <= b;
+      case '>':
+        return a > b;
+      case '>=':
+        return a >= b;
+      case '+':
+        return a + b;
     }
   }
   if (op === '+' && Array.isArray(a) && Array.isArray(b)) return [...a, ...b];

@@ -55,20 +55,46 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subreso
   required('spec.names.kind', names.kind);
   required('spec.names.listKind', names.listKind);
   if (typeof names.plural === 'string' && names.plural !== '' && !DNS_LABEL.test(names.plural)) {
-    causes.push({ type: 'FieldValueInvalid', field: 'spec.names.plural', message: `Invalid value: ${JSON.stringify(names.plural)}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character` });
+    causes.push({
+      type: 'FieldValueInvalid',
+      field: 'spec.names.plural',
+      message: `Invalid value: ${JSON.stringify(names.plural)}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`,
+    });
   }
   if (typeof spec.group === 'string' && spec.group !== '' && !spec.group.includes('.')) {
-    causes.push({ type: 'FieldValueInvalid', field: 'spec.group', message: `Invalid value: ${JSON.stringify(spec.group)}: should be a domain with at least one dot` });
+    causes.push({
+      type: 'FieldValueInvalid',
+      field: 'spec.group',
+      message: `Invalid value: ${JSON.stringify(spec.group)}: should be a domain with at least one dot`,
+    });
   }
   if (typeof names.plural === 'string' && typeof spec.group === 'string' && crd.metadata.name !== `${names.plural}.${spec.group}`) {
-    causes.push({ type: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(crd.metadata.name)}: must be spec.names.plural+"."+spec.group` });
+    causes.push({
+      type: 'FieldValueInvalid',
+      field: 'metadata.name',
+      message: `Invalid value: ${JSON.stringify(crd.metadata.name)}: must be spec.names.plural+"."+spec.group`,
+    });
   }
   if (typeof spec.scope !== 'string' || spec.scope === '') causes.push({ type: 'FieldValueRequired', field: 'spec.scope', message: 'Required value' });
-  else if (!SCOPES.includes(spec.scope)) causes.push({ type: 'FieldValueNotSupported', field: 'spec.scope', message: `Unsupported value: ${JSON.stringify(spec.scope)}: supported values: "Cluster", "Namespaced"` });
+  else if (!SCOPES.includes(spec.scope))
+    causes.push({
+      type: 'FieldValueNotSupported',
+      field: 'spec.scope',
+      message: `Unsupported value: ${JSON.stringify(spec.scope)}: supported values: "Cluster", "Namespaced"`,
+    });
   const versions = Array.isArray(spec.versions) ? (spec.versions as CrdVersion[]) : [];
-  if (versions.length === 0) causes.push({ type: 'FieldValueInvalid', field: 'spec.versions', message: 'Invalid value: "null": must have exactly one version marked as storage version' });
+  if (versions.length === 0)
+    causes.push({
+      type: 'FieldValueInvalid',
+      field: 'spec.versions',
+      message: 'Invalid value: "null": must have exactly one version marked as storage version',
+    });
   else if (versions.filter((v) => v?.storage === true).length !== 1) {
-    causes.push({ type: 'FieldValueInvalid', field: 'spec.versions', message: `Invalid value: ${JSON.stringify(versions)}: must have exactly one version marked as storage version` });
+    causes.push({
+      type: 'FieldValueInvalid',
+      field: 'spec.versions',
+      message: `Invalid value: ${JSON.stringify(versions)}: must have exactly one version marked as storage version`,
+    });
   }
   const seen = new Set<string>();
   versions.forEach((version, i) => {
@@ -77,9 +103,18 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subreso
     required(`${at}.name`, version.name);
     if (typeof version.name === 'string' && version.name !== '') {
       if (!DNS_1035_LABEL.test(version.name) || version.name.length > 63) {
-        causes.push({ type: 'FieldValueInvalid', field: `${at}.name`, message: `Invalid value: ${JSON.stringify(version.name)}: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')` });
+        causes.push({
+          type: 'FieldValueInvalid',
+          field: `${at}.name`,
+          message: `Invalid value: ${JSON.stringify(version.name)}: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`,
+        });
       }
-      if (seen.has(version.name)) causes.push({ type: 'FieldValueInvalid', field: 'spec.versions', message: `Invalid value: ${JSON.stringify(versions)}: must contain unique version names` });
+      if (seen.has(version.name))
+        causes.push({
+          type: 'FieldValueInvalid',
+          field: 'spec.versions',
+          message: `Invalid value: ${JSON.stringify(versions)}: must contain unique version names`,
+        });
       seen.add(version.name);
     }
     if (typeof version.served !== 'boolean') causes.push({ type: 'FieldValueRequired', field: `${at}.served`, message: 'Required value' });
@@ -90,10 +125,13 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subreso
   });
   if (old && isObject(old.spec)) {
     const before = old.spec as Record<string, any>;
-    if (before.group !== spec.group) causes.push({ type: 'FieldValueInvalid', field: 'spec.group', message: `Invalid value: ${JSON.stringify(spec.group)}: field is immutable` });
-    if (before.names?.plural !== names.plural) causes.push({ type: 'FieldValueInvalid', field: 'spec.names.plural', message: `Invalid value: ${JSON.stringify(names.plural)}: field is immutable` });
+    if (before.group !== spec.group)
+      causes.push({ type: 'FieldValueInvalid', field: 'spec.group', message: `Invalid value: ${JSON.stringify(spec.group)}: field is immutable` });
+    if (before.names?.plural !== names.plural)
+      causes.push({ type: 'FieldValueInvalid', field: 'spec.names.plural', message: `Invalid value: ${JSON.stringify(names.plural)}: field is immutable` });
     // kube-apiserver allows a scope change only while no object exists; the simulator keeps it fixed.
-    if (before.scope !== spec.scope) causes.push({ type: 'FieldValueInvalid', field: 'spec.scope', message: `Invalid value: ${JSON.stringify(spec.scope)}: field is immutable` });
+    if (before.scope !== spec.scope)
+      causes.push({ type: 'FieldValueInvalid', field: 'spec.scope', message: `Invalid value: ${JSON.stringify(spec.scope)}: field is immutable` });
   }
   checkConversion(spec.conversion, versions, causes);
   if (causes.length > 0) throw invalid('CustomResourceDefinition', crd.metadata.name, causes, 'apiextensions.k8s.io');
@@ -102,10 +140,14 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subreso
   const stored = storedVersions(crd, old, subresource, storage);
   checkStoredVersions(stored, versions, causes);
   if (causes.length > 0) throw invalid('CustomResourceDefinition', crd.metadata.name, causes, 'apiextensions.k8s.io');
-  const since = old?.status?.conditions?.find((c: { type: string }) => c.type === 'Established')?.lastTransitionTime ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const since =
+    old?.status?.conditions?.find((c: { type: string }) => c.type === 'Established')?.lastTransitionTime ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const condition = (type: string, reason: string, message: string) => ({ type, status: 'True', lastTransitionTime: since, reason, message });
   crd.status = {
-    conditions: [condition('NamesAccepted', 'NoConflicts', 'no conflicts found'), condition('Established', 'InitialNamesAccepted', 'the initial names have been accepted')],
+    conditions: [
+      condition('NamesAccepted', 'NoConflicts', 'no conflicts found'),
+      condition('Established', 'InitialNamesAccepted', 'the initial names have been accepted'),
+    ],
     acceptedNames: { ...names },
     storedVersions: stored,
   };
@@ -120,19 +162,32 @@ function checkConversion(conversion: unknown, versions: CrdVersion[], causes: St
   if (!isObject(conversion)) return;
   const strategy = conversion.strategy;
   if (strategy !== 'None' && strategy !== 'Webhook') {
-    causes.push({ type: 'FieldValueNotSupported', field: 'spec.conversion.strategy', message: `Unsupported value: ${JSON.stringify(strategy)}: supported values: "None", "Webhook"` });
+    causes.push({
+      type: 'FieldValueNotSupported',
+      field: 'spec.conversion.strategy',
+      message: `Unsupported value: ${JSON.stringify(strategy)}: supported values: "None", "Webhook"`,
+    });
     return;
   }
   const webhook = conversion.webhook;
   if (strategy === 'None') {
-    if (webhook !== undefined && webhook !== null) causes.push({ type: 'FieldValueForbidden', field: 'spec.conversion.webhook', message: 'Forbidden: should not be set when strategy is not set to Webhook' });
+    if (webhook !== undefined && webhook !== null)
+      causes.push({
+        type: 'FieldValueForbidden',
+        field: 'spec.conversion.webhook',
+        message: 'Forbidden: should not be set when strategy is not set to Webhook',
+      });
     return;
   }
   if (!isObject(webhook) || !isObject(webhook.clientConfig)) {
     causes.push({ type: 'FieldValueRequired', field: 'spec.conversion.webhook', message: 'Required value: required when strategy is set to Webhook' });
   }
   if (versions.length > 1) {
-    causes.push({ type: 'FieldValueNotSupported', field: 'spec.conversion.strategy', message: 'Unsupported value: "Webhook": the rollplane simulator calls no conversion webhook; a CRD with more than one version must use strategy None' });
+    causes.push({
+      type: 'FieldValueNotSupported',
+      field: 'spec.conversion.strategy',
+      message: 'Unsupported value: "Webhook": the rollplane simulator calls no conversion webhook; a CRD with more than one version must use strategy None',
+    });
   }
 }
 
@@ -156,12 +211,20 @@ function checkStoredVersions(stored: string[], versions: CrdVersion[], causes: S
   }
   for (const version of versions) {
     if (version.storage && !stored.includes(version.name)) {
-      causes.push({ type: 'FieldValueInvalid', field: 'status.storedVersions', message: `Invalid value: ${JSON.stringify(stored)}: must have the storage version ${version.name}` });
+      causes.push({
+        type: 'FieldValueInvalid',
+        field: 'status.storedVersions',
+        message: `Invalid value: ${JSON.stringify(stored)}: must have the storage version ${version.name}`,
+      });
     }
   }
   stored.forEach((name, i) => {
     if (versions.some((v) => v.name === name)) return;
-    causes.push({ type: 'FieldValueInvalid', field: `status.storedVersions[${i}]`, message: `Invalid value: ${JSON.stringify(name)}: missing from spec.versions; ${name} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${name} and removes ${name} from status.storedVersions` });
+    causes.push({
+      type: 'FieldValueInvalid',
+      field: `status.storedVersions[${i}]`,
+      message: `Invalid value: ${JSON.stringify(name)}: missing from spec.versions; ${name} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${name} and removes ${name} from status.storedVersions`,
+    });
   });
 }
 
@@ -173,10 +236,16 @@ function checkStoredVersions(stored: string[], versions: CrdVersion[], causes: S
 function checkStructural(schema: JsonSchemaProps, path: string[], root: boolean, causes: StatusCause[]): void {
   const at = (...more: string[]) => [...path, ...more].join('');
   const free = schema['x-kubernetes-int-or-string'] === true || schema['x-kubernetes-preserve-unknown-fields'] === true;
-  if (!schema.type && !free) causes.push({ type: 'FieldValueRequired', field: at('.type'), message: 'Required value: must not be empty for specified object fields' });
-  if (root && schema.type && schema.type !== 'object') causes.push({ type: 'FieldValueInvalid', field: at('.type'), message: `Invalid value: ${JSON.stringify(schema.type)}: must be object at the root` });
+  if (!schema.type && !free)
+    causes.push({ type: 'FieldValueRequired', field: at('.type'), message: 'Required value: must not be empty for specified object fields' });
+  if (root && schema.type && schema.type !== 'object')
+    causes.push({ type: 'FieldValueInvalid', field: at('.type'), message: `Invalid value: ${JSON.stringify(schema.type)}: must be object at the root` });
   if (schema.properties && schema.additionalProperties !== undefined && schema.additionalProperties !== false) {
-    causes.push({ type: 'FieldValueForbidden', field: at('.additionalProperties'), message: 'Forbidden: additionalProperties and properties are mutual exclusive' });
+    causes.push({
+      type: 'FieldValueForbidden',
+      field: at('.additionalProperties'),
+      message: 'Forbidden: additionalProperties and properties are mutual exclusive',
+    });
   }
   for (const [key, sub] of Object.entries(schema.properties ?? {})) {
     if (isObject(sub)) checkStructural(sub, [...path, `.properties[${key}]`], false, causes);

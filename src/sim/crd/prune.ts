@@ -2,8 +2,21 @@ import { childSchema, isObject, pathString, type JsonSchemaProps } from './schem
 
 /** What ObjectMeta knows; an embedded resource's metadata keeps only these (as the API server's ObjectMeta coercion). */
 const OBJECT_META_FIELDS = new Set([
-  'name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp',
-  'deletionTimestamp', 'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields',
+  'name',
+  'generateName',
+  'namespace',
+  'selfLink',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'labels',
+  'annotations',
+  'ownerReferences',
+  'finalizers',
+  'managedFields',
 ]);
 const TYPE_META = new Set(['apiVersion', 'kind']);
 
@@ -30,7 +43,13 @@ function pruneValue(value: unknown, schema: JsonSchemaProps | undefined, path: (
   }
 }
 
-function pruneObject(object: Record<string, unknown>, schema: JsonSchemaProps | undefined, path: (string | number)[], resourceRoot: boolean, removed: string[]): void {
+function pruneObject(
+  object: Record<string, unknown>,
+  schema: JsonSchemaProps | undefined,
+  path: (string | number)[],
+  resourceRoot: boolean,
+  removed: string[],
+): void {
   const preserve = schema?.['x-kubernetes-preserve-unknown-fields'] === true;
   for (const key of Object.keys(object)) {
     const value = object[key];

@@ -10,12 +10,7 @@ import { CLUSTER_VERSION_CRD, VIRTUAL_CLUSTER_CRD } from './tenancy.js';
 
 export { IPPOOL_CRD, NETWORK_ATTACHMENT_DEFINITION_CRD, CLUSTER_VERSION_CRD, VIRTUAL_CLUSTER_CRD };
 
-export const PROJECT_CRDS: readonly KubeObject[] = Object.freeze([
-  NETWORK_ATTACHMENT_DEFINITION_CRD,
-  IPPOOL_CRD,
-  VIRTUAL_CLUSTER_CRD,
-  CLUSTER_VERSION_CRD,
-]);
+export const PROJECT_CRDS: readonly KubeObject[] = Object.freeze([NETWORK_ATTACHMENT_DEFINITION_CRD, IPPOOL_CRD, VIRTUAL_CLUSTER_CRD, CLUSTER_VERSION_CRD]);
 
 /** Creates the project's CRDs that are not there yet (an installed one, perhaps a user's own version, is kept). */
 export function installProjectCrds(store: ObjectStore): number {

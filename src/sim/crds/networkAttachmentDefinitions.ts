@@ -12,7 +12,12 @@ export const NETWORK_ATTACHMENT_DEFINITION_CRD: KubeObject = {
   spec: {
     group: 'k8s.cni.cncf.io',
     scope: 'Namespaced',
-    names: { plural: 'network-attachment-definitions', singular: 'network-attachment-definition', kind: 'NetworkAttachmentDefinition', shortNames: ['nad', 'net-attach-def'] },
+    names: {
+      plural: 'network-attachment-definitions',
+      singular: 'network-attachment-definition',
+      kind: 'NetworkAttachmentDefinition',
+      shortNames: ['nad', 'net-attach-def'],
+    },
     versions: [
       {
         name: 'v1',

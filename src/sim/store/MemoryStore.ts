@@ -223,7 +223,8 @@ export class MemoryStore implements WatchableStore {
   private typeIn(state: TypeState, requested: ResourceType): ResourceType {
     if (!state.type.custom || requested.version === state.type.version) return state.type;
     const type = state.served.get(requested.version);
-    if (!type) throw new SimApiError(404, 'NotFound', `the server could not find the requested resource (${requested.group}/${requested.version}, ${requested.plural})`);
+    if (!type)
+      throw new SimApiError(404, 'NotFound', `the server could not find the requested resource (${requested.group}/${requested.version}, ${requested.plural})`);
     return type;
   }
 
@@ -314,7 +315,11 @@ export class MemoryStore implements WatchableStore {
       if (old.deletionTimestamp) {
         const added = (m.finalizers ?? []).filter((f) => !(old.finalizers ?? []).includes(f));
         if (added.length > 0) {
-          throw new SimApiError(422, 'Invalid', `${type.kind} "${meta.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`);
+          throw new SimApiError(
+            422,
+            'Invalid',
+            `${type.kind} "${meta.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`,
+          );
         }
       }
       this.admission?.admit({ operation: 'UPDATE', type, object: next, old: existing, ...(subresource ? { subresource } : {}) });
@@ -353,7 +358,12 @@ export class MemoryStore implements WatchableStore {
       throw conflict(type.plural, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.metadata.uid}`, type.group);
     }
     if (pre?.resourceVersion && pre.resourceVersion !== existing.metadata.resourceVersion) {
-      throw conflict(type.plural, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`, type.group);
+      throw conflict(
+        type.plural,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`,
+        type.group,
+      );
     }
     const policy = options.propagationPolicy ?? 'Background';
     this.admission?.admit({ operation: 'DELETE', type, object: existing });
@@ -445,7 +455,14 @@ export class MemoryStore implements WatchableStore {
    * CRD's schema (422 Invalid). On a status update only `status` is normalized; on a main-resource update of a type
    * with a status subresource, `status` is the stored one and is left alone (both were normalized when written).
    */
-  private admitCustom(state: TypeState, type: ResourceType, object: KubeObject, old: KubeObject | undefined, subresource: string | undefined, options: WriteOptions | undefined): void {
+  private admitCustom(
+    state: TypeState,
+    type: ResourceType,
+    object: KubeObject,
+    old: KubeObject | undefined,
+    subresource: string | undefined,
+    options: WriteOptions | undefined,
+  ): void {
     const compiled = this.schemas.get(state.key)?.get(type.version)?.schema;
     if (!compiled) return;
     let unknown: string[];
@@ -526,7 +543,18 @@ export class MemoryStore implements WatchableStore {
         schemas.set(version, { json, schema: new CustomResourceSchema(deepClone(schema)) });
       } catch (error) {
         const index = (crd.spec.versions as { name: string }[]).findIndex((v) => v.name === version);
-        throw invalid('CustomResourceDefinition', crd.metadata.name, [{ type: 'FieldValueInvalid', field: `spec.versions[${index}].schema.openAPIV3Schema`, message: `Invalid value: "object": ${(error as Error).message}` }], 'apiextensions.k8s.io');
+        throw invalid(
+          'CustomResourceDefinition',
+          crd.metadata.name,
+          [
+            {
+              type: 'FieldValueInvalid',
+              field: `spec.versions[${index}].schema.openAPIV3Schema`,
+              message: `Invalid value: "object": ${(error as Error).message}`,
+            },
+          ],
+          'apiextensions.k8s.io',
+        );
       }
     }
     return { key, serving, schemas };
@@ -562,7 +590,8 @@ export class MemoryStore implements WatchableStore {
     for (const names of state.byNamespace.values()) {
       for (const [name, object] of names) {
         // Each object by the schema of the version it is stored in (a storage version change rewrites none of them).
-        const version = typeof object.apiVersion === 'string' && object.apiVersion.startsWith(prefix) ? object.apiVersion.slice(prefix.length) : state.type.version;
+        const version =
+          typeof object.apiVersion === 'string' && object.apiVersion.startsWith(prefix) ? object.apiVersion.slice(prefix.length) : state.type.version;
         const compiled = schemas.get(version)?.schema;
         if (!compiled) continue;
         const next = deepClone(object);
@@ -735,7 +764,12 @@ export class MemoryStore implements WatchableStore {
   }
 
   private nameRequired(type: ResourceType): never {
-    throw invalid(type.kind, '', [{ type: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }], type.group);
+    throw invalid(
+      type.kind,
+      '',
+      [{ type: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }],
+      type.group,
+    );
   }
 }
 

@@ -105,12 +105,7 @@ export function alreadyExists(resource: string, name: string, group = ''): SimAp
 export function conflict(resource: string, name: string, why: string, group = '', causes?: StatusCause[]): SimApiError {
   const details: StatusDetails = { name, group, kind: resource };
   if (causes) details.causes = causes;
-  return new SimApiError(
-    409,
-    'Conflict',
-    `Operation cannot be fulfilled on ${qualified(resource, group)} "${name}": ${why}`,
-    details,
-  );
+  return new SimApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(resource, group)} "${name}": ${why}`, details);
 }
 
 /** apierrors.NewInvalid: one cause is quoted as is, several (deduplicated) as an aggregate `[a, b]`. */

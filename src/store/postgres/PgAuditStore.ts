@@ -18,7 +18,10 @@ export class PgAuditStore implements AuditStore {
   }
 
   async keepNewest(keep: number): Promise<number> {
-    return (await this.pool.query('DELETE FROM "AuditEntry" WHERE "id" <= (SELECT "id" FROM "AuditEntry" ORDER BY "id" DESC LIMIT 1 OFFSET $1)', [keep])).rowCount ?? 0;
+    return (
+      (await this.pool.query('DELETE FROM "AuditEntry" WHERE "id" <= (SELECT "id" FROM "AuditEntry" ORDER BY "id" DESC LIMIT 1 OFFSET $1)', [keep])).rowCount ??
+      0
+    );
   }
 
   async page(beforeId: number | undefined, limit: number): Promise<AuditRow[]> {

@@ -44,7 +44,11 @@ export class PgEventNotifier {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: this.channel === EVENTS_CHANNEL ? LISTENER_APPLICATION_NAME : `${this.channel}-listener` });
+    const client = new pg.Client({
+      connectionString: this.url,
+      keepAlive: true,
+      application_name: this.channel === EVENTS_CHANNEL ? LISTENER_APPLICATION_NAME : `${this.channel}-listener`,
+    });
     client.on('notification', (message) => this.wake(this.channel === EVENTS_CHANNEL ? undefined : message.payload));
     client.on('error', (error) => {
       this.onError(error);

@@ -4,7 +4,20 @@ import { UnavailableError } from '../../errors.js';
 import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
 import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
-import type { CoveredTarget, HistoryReads, HistoryStore, HistoryTx, IdempotencyRecord, InFlightRow, RevisionEntry, RevisionRow, RolloutRow, Step, TargetRow, TxReads } from '../port.js';
+import type {
+  CoveredTarget,
+  HistoryReads,
+  HistoryStore,
+  HistoryTx,
+  IdempotencyRecord,
+  InFlightRow,
+  RevisionEntry,
+  RevisionRow,
+  RolloutRow,
+  Step,
+  TargetRow,
+  TxReads,
+} from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
 import { isoOf, numbered } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
@@ -60,11 +73,16 @@ function readsOn(db: Queryable): HistoryReads {
     findRollout: (id) => one<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1', [id]),
     findRolloutByIdempotencyKey: (key) => one<RolloutRow>('SELECT * FROM "Rollout" WHERE "idempotencyKey" = $1', [key]),
     targetsOf: (rolloutId) => rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 ORDER BY "ordinal"', [rolloutId]),
-    targetsInState: (rolloutId, state) => rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 ORDER BY "ordinal"', [rolloutId, state]),
+    targetsInState: (rolloutId, state) =>
+      rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 ORDER BY "ordinal"', [rolloutId, state]),
     findTarget: (rolloutId, namespace, name) =>
       one<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "namespace" = $2 AND "name" = $3', [rolloutId, namespace, name]),
     latestRevision: (kind, namespace, name) =>
-      one<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3 ORDER BY "n" DESC LIMIT 1', [kind, namespace, name]),
+      one<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3 ORDER BY "n" DESC LIMIT 1', [
+        kind,
+        namespace,
+        name,
+      ]),
     allInFlight: () => rows<InFlightRow>('SELECT * FROM "InFlightChange"'),
     async listEventsAfter(filter, afterId, limit) {
       const start = await startAfter(filter, afterId);
@@ -102,7 +120,9 @@ function readsOn(db: Queryable): HistoryReads {
       return (await one<{ n: number }>(numbered(text), params))!.n;
     },
     async targetStateCounts(rolloutId) {
-      const counts = await rows<{ state: string; n: number }>('SELECT "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 GROUP BY "state"', [rolloutId]);
+      const counts = await rows<{ state: string; n: number }>('SELECT "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 GROUP BY "state"', [
+        rolloutId,
+      ]);
       return new Map(counts.map((r) => [r.state, r.n]));
     },
     async targetStateCountsOf(rolloutIds) {
@@ -124,8 +144,17 @@ function readsOn(db: Queryable): HistoryReads {
     },
     targetPage: (rolloutId, state, afterOrdinal, limit) =>
       state
-        ? rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 AND "ordinal" > $3 ORDER BY "ordinal" LIMIT $4', [rolloutId, state, afterOrdinal ?? -1, limit])
-        : rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3', [rolloutId, afterOrdinal ?? -1, limit]),
+        ? rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 AND "ordinal" > $3 ORDER BY "ordinal" LIMIT $4', [
+            rolloutId,
+            state,
+            afterOrdinal ?? -1,
+            limit,
+          ])
+        : rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3', [
+            rolloutId,
+            afterOrdinal ?? -1,
+            limit,
+          ]),
     async countTargets(rolloutId, state) {
       const row = state
         ? await one<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2', [rolloutId, state])
@@ -190,7 +219,21 @@ function txOn(client: pg.PoolClient): HistoryTx {
            "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
          VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '{}', $13, $13)
          ON CONFLICT ("idempotencyKey") DO NOTHING RETURNING *`,
-        [row.id, row.kind, row.fromVersion, row.toVersion, row.selector, row.strategy, row.causeActor, row.causeRunUrl, row.causeCommit, row.causeMessage, row.idempotencyKey, row.rollbackOfId, isoOf(now)],
+        [
+          row.id,
+          row.kind,
+          row.fromVersion,
+          row.toVersion,
+          row.selector,
+          row.strategy,
+          row.causeActor,
+          row.causeRunUrl,
+          row.causeCommit,
+          row.causeMessage,
+          row.idempotencyKey,
+          row.rollbackOfId,
+          isoOf(now),
+        ],
       );
       return inserted[0];
     },
@@ -241,7 +284,16 @@ function txOn(client: pg.PoolClient): HistoryTx {
         `UPDATE "RolloutTarget" SET "state" = $1, "error" = CASE WHEN $2::boolean THEN $3 ELSE "error" END, "attempts" = "attempts" + $4,
            "admittedAt" = COALESCE($5::timestamp(3), "admittedAt"), "finishedAt" = COALESCE($6::timestamp(3), "finishedAt"), "updatedAt" = $7
          WHERE "id" = $8 RETURNING *`,
-        [change.state, change.error !== undefined, change.error ?? null, change.countAttempt ? 1 : 0, isoOf(change.admittedAt), isoOf(change.finishedAt), isoOf(now), id],
+        [
+          change.state,
+          change.error !== undefined,
+          change.error ?? null,
+          change.countAttempt ? 1 : 0,
+          isoOf(change.admittedAt),
+          isoOf(change.finishedAt),
+          isoOf(now),
+          id,
+        ],
       );
       return updated[0]!;
     },

@@ -50,7 +50,7 @@ export class PgTokenStore implements TokenStore {
   }
 
   async count(): Promise<number> {
-    return (await this.rows('SELECT COUNT(*) AS n FROM "ApiToken"', []) as unknown as { n: number }[])[0]!.n;
+    return ((await this.rows('SELECT COUNT(*) AS n FROM "ApiToken"', [])) as unknown as { n: number }[])[0]!.n;
   }
 
   async reissue(id: string, change: { hash: string; role: string }): Promise<void> {

@@ -7,7 +7,10 @@ import { redactDatabaseUrl } from '../../util/databaseUrl.js';
 import { UnavailableError } from '../../errors.js';
 
 /** Opens the PostgreSQL history: a pool, then the committed migrations (one replica applies them, the others wait). */
-export async function openPgHistoryStore(url: string, options: { poolSize?: number } = {}): Promise<{ store: PgHistoryStore; migrations: MigrationReport; pool: pg.Pool }> {
+export async function openPgHistoryStore(
+  url: string,
+  options: { poolSize?: number } = {},
+): Promise<{ store: PgHistoryStore; migrations: MigrationReport; pool: pg.Pool }> {
   const pool = historyPool(url, options.poolSize);
   try {
     const client = await pool.connect();

@@ -34,7 +34,11 @@ export class SqliteAuditStore implements AuditStore {
 
   async page(beforeId: number | undefined, limit: number): Promise<AuditRow[]> {
     return this.sql
-      .all<Omit<AuditRow, 'createdAt'> & { createdAt: string }>('SELECT * FROM "AuditEntry" WHERE "id" < ? ORDER BY "id" DESC LIMIT ?', beforeId ?? Number.MAX_SAFE_INTEGER, limit)
+      .all<Omit<AuditRow, 'createdAt'> & { createdAt: string }>(
+        'SELECT * FROM "AuditEntry" WHERE "id" < ? ORDER BY "id" DESC LIMIT ?',
+        beforeId ?? Number.MAX_SAFE_INTEGER,
+        limit,
+      )
       .map((r) => ({ ...r, createdAt: dateOf(r.createdAt) }));
   }
 }

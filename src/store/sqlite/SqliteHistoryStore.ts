@@ -3,7 +3,16 @@ import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '..
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
 import { coveredTargets, findIdempotencyRecord, insertIdempotencyRecord, revisionPage, rolloutIdsNeedingEngine } from '../launchRows.js';
 import type { HistoryReads, HistoryStore, HistoryTx } from '../port.js';
-import { countRollouts, countTargets, listRollouts, targetPage, targetStateCounts, targetStateCountsOf, type RolloutPosition, type RolloutQueryFilter } from '../rolloutQueries.js';
+import {
+  countRollouts,
+  countTargets,
+  listRollouts,
+  targetPage,
+  targetStateCounts,
+  targetStateCountsOf,
+  type RolloutPosition,
+  type RolloutQueryFilter,
+} from '../rolloutQueries.js';
 import {
   cancelPendingTargets,
   findRollout,

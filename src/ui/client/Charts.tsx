@@ -39,7 +39,15 @@ const secondsAxis: uPlot.Axis = { label: 'seconds', values: (_u, ticks) => ticks
 /** Points only (no lines between observations); smaller once there are many. */
 function pointSeries(label: string, color: string, dense: boolean): uPlot.Series {
   const size = dense ? 4 : 7;
-  return { label, stroke: color, fill: color, width: 0, paths: () => null, points: { show: true, size, stroke: color, fill: color }, value: (_u, v) => formatSeconds(v) };
+  return {
+    label,
+    stroke: color,
+    fill: color,
+    width: 0,
+    paths: () => null,
+    points: { show: true, size, stroke: color, fill: color },
+    value: (_u, v) => formatSeconds(v),
+  };
 }
 
 const DENSE = 300;
@@ -53,7 +61,13 @@ function UpgradeDurationsOverTime({ observations }: { observations: UpgradeObser
     () => ({
       height: HEIGHT,
       scales: { x: paddedTime },
-      series: [{ label: 'time' }, ...versionsKey.split('\n').filter(Boolean).map((v, i) => pointSeries(v, PALETTE[i % PALETTE.length]!, dense))],
+      series: [
+        { label: 'time' },
+        ...versionsKey
+          .split('\n')
+          .filter(Boolean)
+          .map((v, i) => pointSeries(v, PALETTE[i % PALETTE.length]!, dense)),
+      ],
       axes: [{}, secondsAxis],
       legend: { live: true },
     }),
@@ -71,7 +85,11 @@ function UpgradeDurationsOverTime({ observations }: { observations: UpgradeObser
       {observations.length === 0 ? (
         <p className="muted">No cluster upgrade observations yet.</p>
       ) : (
-        <UPlotChart options={options} data={data} label={`Upgrade durations of ${observations.length} observations for ${versions.length} cluster versions over time`} />
+        <UPlotChart
+          options={options}
+          data={data}
+          label={`Upgrade durations of ${observations.length} observations for ${versions.length} cluster versions over time`}
+        />
       )}
     </Section>
   );
@@ -87,7 +105,13 @@ function UpgradeDistribution({ observations }: { observations: UpgradeObservatio
       scales: { x: { time: false } },
       series: [
         { label: 'seconds', value: (_u, v) => (v === null ? '—' : `≥ ${formatSeconds(v)}`) },
-        { label: 'upgrades', stroke: PALETTE[0], fill: 'rgba(37, 99, 235, 0.35)', paths: uPlot.paths.bars!({ size: [0.9, 80], align: 1 }), points: { show: false } },
+        {
+          label: 'upgrades',
+          stroke: PALETTE[0],
+          fill: 'rgba(37, 99, 235, 0.35)',
+          paths: uPlot.paths.bars!({ size: [0.9, 80], align: 1 }),
+          points: { show: false },
+        },
       ],
       axes: [{ label: 'seconds', values: (_u, ticks) => ticks.map((t) => `${t}s`) }, { label: 'upgrades' }],
     }),
@@ -150,14 +174,14 @@ function RecreationDurations({ recreations }: { recreations: AgentRecreation[] }
         <>
           <UPlotChart options={options} data={data} label={`Durations of ${timed.length} agent recreations over time`} />
           <p className="small">
-            {timed.length} recreations · p50 {formatSeconds(percentile(seconds, 50))} · p95 {formatSeconds(percentile(seconds, 95))} · max {formatSeconds(seconds[seconds.length - 1])}
+            {timed.length} recreations · p50 {formatSeconds(percentile(seconds, 50))} · p95 {formatSeconds(percentile(seconds, 95))} · max{' '}
+            {formatSeconds(seconds[seconds.length - 1])}
           </p>
         </>
       )}
     </Section>
   );
 }
-
 
 /** The server's statistics over the whole history (the charts hold only the recent window). */
 function ServerUpgradeStats() {

@@ -10,7 +10,6 @@ import type { RolloutKind } from './types.js';
 const POLL_MS = 5_000;
 const PAGE_SIZE = 50;
 
-
 export function Fleet() {
   return (
     <div className="fleet">
@@ -22,7 +21,6 @@ export function Fleet() {
     </div>
   );
 }
-
 
 function DriftSummary() {
   const [kind, setKind] = useState<RolloutKind | ''>('');
@@ -75,7 +73,14 @@ function DriftSummary() {
                 ))}
               </tbody>
             </table>
-            <Pager label="Drift" page={pages.page} pageInfo={drift?.pageInfo} total={drift?.totalCount} onPrevious={pages.previous} onNext={() => drift && pages.next(drift.pageInfo)} />
+            <Pager
+              label="Drift"
+              page={pages.page}
+              pageInfo={drift?.pageInfo}
+              total={drift?.totalCount}
+              onPrevious={pages.previous}
+              onNext={() => drift && pages.next(drift.pageInfo)}
+            />
           </>
         )}
       </QueryStatus>
@@ -83,12 +88,14 @@ function DriftSummary() {
   );
 }
 
-
 function AgentPools() {
   const [namespace, setNamespace] = useState('');
   const [labelSelector, setLabelSelector] = useState('');
   const [drifted, setDrifted] = useState(false);
-  const filterKey = useDebounced(JSON.stringify({ namespace: namespace.trim() || null, labelSelector: labelSelector.trim() || null, drifted: drifted || null }), 300);
+  const filterKey = useDebounced(
+    JSON.stringify({ namespace: namespace.trim() || null, labelSelector: labelSelector.trim() || null, drifted: drifted || null }),
+    300,
+  );
   // The filter round-trips through its JSON key (what the debounce compares); the key was built from this type.
   const filter = JSON.parse(filterKey) as AgentPoolFilter;
   const pages = useCursorPages(filterKey);
@@ -142,12 +149,18 @@ function AgentPools() {
             })}
           </tbody>
         </table>
-        <Pager label="Agent pools" page={pages.page} pageInfo={pools?.pageInfo} total={pools?.totalCount} onPrevious={pages.previous} onNext={() => pools && pages.next(pools.pageInfo)} />
+        <Pager
+          label="Agent pools"
+          page={pages.page}
+          pageInfo={pools?.pageInfo}
+          total={pools?.totalCount}
+          onPrevious={pages.previous}
+          onNext={() => pools && pages.next(pools.pageInfo)}
+        />
       </QueryStatus>
     </Section>
   );
 }
-
 
 function VirtualClusters() {
   const [version, setVersion] = useState('');
@@ -196,12 +209,18 @@ function VirtualClusters() {
             ))}
           </tbody>
         </table>
-        <Pager label="Virtual clusters" page={pages.page} pageInfo={clusters?.pageInfo} total={clusters?.totalCount} onPrevious={pages.previous} onNext={() => clusters && pages.next(clusters.pageInfo)} />
+        <Pager
+          label="Virtual clusters"
+          page={pages.page}
+          pageInfo={clusters?.pageInfo}
+          total={clusters?.totalCount}
+          onPrevious={pages.previous}
+          onNext={() => clusters && pages.next(clusters.pageInfo)}
+        />
       </QueryStatus>
     </Section>
   );
 }
-
 
 function ClusterVersions() {
   const pages = useCursorPages('');
@@ -240,12 +259,18 @@ function ClusterVersions() {
             ))}
           </tbody>
         </table>
-        <Pager label="Cluster versions" page={pages.page} pageInfo={versions?.pageInfo} total={versions?.totalCount} onPrevious={pages.previous} onNext={() => versions && pages.next(versions.pageInfo)} />
+        <Pager
+          label="Cluster versions"
+          page={pages.page}
+          pageInfo={versions?.pageInfo}
+          total={versions?.totalCount}
+          onPrevious={pages.previous}
+          onNext={() => versions && pages.next(versions.pageInfo)}
+        />
       </QueryStatus>
     </Section>
   );
 }
-
 
 function NodeAgentSets() {
   const pages = useCursorPages('');
@@ -295,7 +320,14 @@ function NodeAgentSets() {
           );
         })}
         {sets && sets.edges.length === 0 && <p className="muted">No node-agent sets.</p>}
-        <Pager label="Node-agent sets" page={pages.page} pageInfo={sets?.pageInfo} total={sets?.totalCount} onPrevious={pages.previous} onNext={() => sets && pages.next(sets.pageInfo)} />
+        <Pager
+          label="Node-agent sets"
+          page={pages.page}
+          pageInfo={sets?.pageInfo}
+          total={sets?.totalCount}
+          onPrevious={pages.previous}
+          onNext={() => sets && pages.next(sets.pageInfo)}
+        />
       </QueryStatus>
     </Section>
   );

@@ -125,7 +125,14 @@ function RolloutHistory() {
             )}
           </tbody>
         </table>
-        <Pager label="Rollouts" page={pages.page} pageInfo={rollouts?.pageInfo} total={rollouts?.totalCount} onPrevious={pages.previous} onNext={() => rollouts && pages.next(rollouts.pageInfo)} />
+        <Pager
+          label="Rollouts"
+          page={pages.page}
+          pageInfo={rollouts?.pageInfo}
+          total={rollouts?.totalCount}
+          onPrevious={pages.previous}
+          onNext={() => rollouts && pages.next(rollouts.pageInfo)}
+        />
       </QueryStatus>
     </Section>
   );

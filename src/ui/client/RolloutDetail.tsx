@@ -11,7 +11,6 @@ import type { RolloutDetailQuery } from './generated/graphql.js';
 /** The rollout as the detail page shows it: the detail query's selection. */
 type Detail = NonNullable<RolloutDetailQuery['rollout']>;
 
-
 export function RolloutDetail({ id }: { id: string }) {
   const live = useLive();
   const version = live.rolloutVersions.get(id) ?? 0;
@@ -20,7 +19,7 @@ export function RolloutDetail({ id }: { id: string }) {
   const detail = query.data?.rollout;
   // The live copy is newer than the fetched one while updates stream in.
   const liveCopy = live.rollouts.find((r) => r.id === id);
-  const rollout: Detail | undefined = detail && liveCopy && liveCopy.updatedAt > detail.updatedAt ? { ...detail, ...liveCopy } : detail ?? undefined;
+  const rollout: Detail | undefined = detail && liveCopy && liveCopy.updatedAt > detail.updatedAt ? { ...detail, ...liveCopy } : (detail ?? undefined);
 
   return (
     <div className="detail">
@@ -117,7 +116,13 @@ function RolloutEvents({ id, version }: { id: string; version: number }) {
     <Section id="rollout-events" title="Events">
       <QueryStatus error={query.error} loading={query.loading} hasData={!!events} what="events">
         <EventTable events={events?.edges.map((e) => e.node) ?? []} label={`Events of rollout ${id}`} />
-        <Pager label="Rollout events" page={pages.page} pageInfo={events?.pageInfo} onPrevious={pages.previous} onNext={() => events && pages.next(events.pageInfo)} />
+        <Pager
+          label="Rollout events"
+          page={pages.page}
+          pageInfo={events?.pageInfo}
+          onPrevious={pages.previous}
+          onNext={() => events && pages.next(events.pageInfo)}
+        />
       </QueryStatus>
     </Section>
   );

@@ -5,7 +5,6 @@ import { useCursorPages, useQuery, useThrottled } from './hooks.js';
 import { ROLLOUT_TARGETS } from './queries.js';
 import { TARGET_STATES, type TargetState } from './types.js';
 
-
 const PAGE_SIZE = 25;
 
 /**
@@ -41,54 +40,61 @@ export function TargetsTable({ rolloutId, version, compact = false }: { rolloutI
       </div>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!targets} what="targets">
         <div className="table-scroll">
-        <table className="data">
-          <caption className="sr-only">Targets of rollout {rolloutId}</caption>
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">Target</th>
-              <th scope="col">State</th>
-              {!compact && <th scope="col">From</th>}
-              <th scope="col">To</th>
-              {!compact && <th scope="col">Attempts</th>}
-              <th scope="col">Admitted</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Note</th>
-            </tr>
-          </thead>
-          <tbody>
-            {targets?.edges.map(({ node: t }) => (
-              <tr key={t.id} data-target={`${t.namespace}/${t.name}`}>
-                <td>{t.ordinal}</td>
-                <td>{t.namespace ? `${t.namespace}/${t.name}` : t.name}</td>
-                <td>
-                  <StateBadge state={t.state} />
-                </td>
-                {!compact && (
-                  <td>
-                    <Version value={t.fromVersion} />
-                  </td>
-                )}
-                <td>
-                  <Version value={t.toVersion} />
-                </td>
-                {!compact && <td>{t.attempts}</td>}
-                <td>{formatTime(t.admittedAt)}</td>
-                <td>{formatSeconds(t.durationSeconds)}</td>
-                <td className="note">{t.error ?? t.skipReason ?? ''}</td>
-              </tr>
-            ))}
-            {targets && targets.edges.length === 0 && (
+          <table className="data">
+            <caption className="sr-only">Targets of rollout {rolloutId}</caption>
+            <thead>
               <tr>
-                <td colSpan={compact ? 7 : 9} className="muted">
-                  No targets{state ? ` in state ${state}` : ''}.
-                </td>
+                <th scope="col">#</th>
+                <th scope="col">Target</th>
+                <th scope="col">State</th>
+                {!compact && <th scope="col">From</th>}
+                <th scope="col">To</th>
+                {!compact && <th scope="col">Attempts</th>}
+                <th scope="col">Admitted</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Note</th>
               </tr>
-            )}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {targets?.edges.map(({ node: t }) => (
+                <tr key={t.id} data-target={`${t.namespace}/${t.name}`}>
+                  <td>{t.ordinal}</td>
+                  <td>{t.namespace ? `${t.namespace}/${t.name}` : t.name}</td>
+                  <td>
+                    <StateBadge state={t.state} />
+                  </td>
+                  {!compact && (
+                    <td>
+                      <Version value={t.fromVersion} />
+                    </td>
+                  )}
+                  <td>
+                    <Version value={t.toVersion} />
+                  </td>
+                  {!compact && <td>{t.attempts}</td>}
+                  <td>{formatTime(t.admittedAt)}</td>
+                  <td>{formatSeconds(t.durationSeconds)}</td>
+                  <td className="note">{t.error ?? t.skipReason ?? ''}</td>
+                </tr>
+              ))}
+              {targets && targets.edges.length === 0 && (
+                <tr>
+                  <td colSpan={compact ? 7 : 9} className="muted">
+                    No targets{state ? ` in state ${state}` : ''}.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
         </div>
-        <Pager label="Targets" page={pages.page} pageInfo={targets?.pageInfo} total={targets?.totalCount} onPrevious={pages.previous} onNext={() => targets && pages.next(targets.pageInfo)} />
+        <Pager
+          label="Targets"
+          page={pages.page}
+          pageInfo={targets?.pageInfo}
+          total={targets?.totalCount}
+          onPrevious={pages.previous}
+          onNext={() => targets && pages.next(targets.pageInfo)}
+        />
       </QueryStatus>
     </div>
   );

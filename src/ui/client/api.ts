@@ -30,7 +30,11 @@ export const isNotImplemented = (error: unknown): boolean => error instanceof Gr
 export const isUnauthenticated = (error: unknown): boolean => error instanceof GraphQLRequestError && error.code === 'UNAUTHENTICATED';
 
 /** Sends a typed document (generated/graphql.ts); its result and variables types come from schema.graphql. */
-export async function gql<TResult, TVariables>(document: DocumentTypeDecoration<TResult, TVariables>, variables: TVariables, signal?: AbortSignal): Promise<TResult> {
+export async function gql<TResult, TVariables>(
+  document: DocumentTypeDecoration<TResult, TVariables>,
+  variables: TVariables,
+  signal?: AbortSignal,
+): Promise<TResult> {
   const response = await fetch(GRAPHQL_PATH, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...authorizationHeader() },

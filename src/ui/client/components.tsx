@@ -48,7 +48,14 @@ export function Version({ value }: { value: string | null | undefined }) {
   );
 }
 
-export function Pager(props: { page: number; pageInfo: PageInfo | undefined; onPrevious: () => void; onNext: () => void; total?: number | undefined; label: string }) {
+export function Pager(props: {
+  page: number;
+  pageInfo: PageInfo | undefined;
+  onPrevious: () => void;
+  onNext: () => void;
+  total?: number | undefined;
+  label: string;
+}) {
   const { page, pageInfo } = props;
   return (
     <nav className="pager" aria-label={`${props.label} pages`}>
@@ -70,7 +77,19 @@ export function Pager(props: { page: number; pageInfo: PageInfo | undefined; onP
  * A section's loading and error states. NOT_IMPLEMENTED is not an error to the user: that part of the API is in the
  * schema but this server does not back it yet.
  */
-export function QueryStatus({ error, loading, hasData, what, children }: { error: unknown; loading: boolean; hasData: boolean; what: string; children: ReactNode }) {
+export function QueryStatus({
+  error,
+  loading,
+  hasData,
+  what,
+  children,
+}: {
+  error: unknown;
+  loading: boolean;
+  hasData: boolean;
+  what: string;
+  children: ReactNode;
+}) {
   if (isNotImplemented(error)) {
     return (
       <p className="not-available" role="status">

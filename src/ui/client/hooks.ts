@@ -97,12 +97,7 @@ export function useCursorPages(resetKey: string): {
 
 /** The hash route, e.g. `#/rollouts/ro_1` → `['rollouts', 'ro_1']`. */
 function readHashRoute(): string[] {
-  return location.hash
-    .replace(/^#\/?/, '')
-    .split('?')[0]!
-    .split('/')
-    .filter(Boolean)
-    .map(decodeURIComponent);
+  return location.hash.replace(/^#\/?/, '').split('?')[0]!.split('/').filter(Boolean).map(decodeURIComponent);
 }
 
 export function useHashRoute(): string[] {

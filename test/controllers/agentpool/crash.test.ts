@@ -31,26 +31,51 @@ async function call(url: string, query: string, variables?: Record<string, unkno
 }
 
 const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
-const ready = (pod: KubeObject | undefined) => (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+const ready = (pod: KubeObject | undefined) =>
+  (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const isAgent = (e: StoreEvent) => e.resource.plural === 'pods' && e.object.metadata.labels?.[POOL_LABEL] !== undefined;
 const isPool = (e: StoreEvent) => e.resource.plural === 'ippools';
-const agentReady = (pool: KubeObject | undefined) => (pool?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'AgentReady' && c.status === 'True');
+const agentReady = (pool: KubeObject | undefined) =>
+  (pool?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'AgentReady' && c.status === 'True');
 
 /** Each step of an agent recreation, in the order it happens. */
 const DIRECT: CrashPoint[] = [
-  { name: 'before the admission (status) write, after the intent', before: (i) => i.verb === 'update' && i.resource.plural === 'ippools' && i.subresource === 'status' },
-  { name: 'after the admission write', after: (e) => isPool(e) && e.object.status?.agentPodRef?.image === NEW && e.previous?.status?.agentPodRef?.image !== NEW },
-  { name: 'after the old agent is deleted', after: (e) => isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)) },
+  {
+    name: 'before the admission (status) write, after the intent',
+    before: (i) => i.verb === 'update' && i.resource.plural === 'ippools' && i.subresource === 'status',
+  },
+  {
+    name: 'after the admission write',
+    after: (e) => isPool(e) && e.object.status?.agentPodRef?.image === NEW && e.previous?.status?.agentPodRef?.image !== NEW,
+  },
+  {
+    name: 'after the old agent is deleted',
+    after: (e) =>
+      isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
+  },
   { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && image(e.object) === NEW },
   { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
-  { name: 'after the event, at the AgentReady status write', after: (e) => isPool(e) && e.object.status?.agentPodRef?.image === NEW && agentReady(e.object) && !agentReady(e.previous) },
+  {
+    name: 'after the event, at the AgentReady status write',
+    after: (e) => isPool(e) && e.object.status?.agentPodRef?.image === NEW && agentReady(e.object) && !agentReady(e.previous),
+  },
 ];
 
 /** Beside the vm-dhcp-controller rollplane releases a held pool and upstream replaces the agent. */
 const COEXIST: CrashPoint[] = [
   { name: 'before the release (hold removal), after the intent', before: (i) => i.verb === 'patch' && i.resource.plural === 'ippools' && releasing },
-  { name: 'after the release', after: (e) => isPool(e) && e.previous?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined && e.object.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] === undefined },
-  { name: 'after upstream deletes the old agent', after: (e) => isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)) },
+  {
+    name: 'after the release',
+    after: (e) =>
+      isPool(e) &&
+      e.previous?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined &&
+      e.object.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] === undefined,
+  },
+  {
+    name: 'after upstream deletes the old agent',
+    after: (e) =>
+      isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
+  },
   { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
 ];
 /** Set once every pool is held (prepare is done): the next pool patch is a release. */
@@ -60,50 +85,58 @@ describe.each([
   ['direct mode', '', DIRECT],
   ['beside the vm-dhcp-controller', ',upstream=vm-dhcp', COEXIST],
 ] as const)('agent recreation, SIGKILLed at each step (%s)', (_mode, upstream, points) => {
-  it.each(points.map((p) => [p.name, p] as const))('%s: each pool recreated once, one AgentRecreated each, carrying the rollout id', async (_name, point) => {
-    releasing = false;
-    rig = await startRig({ fleet: `pools=${POOLS},nodes=2${upstream}`, delays: { podReadyMs: 50, podTerminateMs: 20 }, noApp: true });
-    const r = rig;
-    const created = new Map<string, number>();
-    r.sim.store.subscribe((event) => {
-      if (event.type !== 'ADDED' || !isAgent(event)) return;
-      const pool = event.object.metadata.labels![POOL_LABEL]!;
-      created.set(pool, (created.get(pool) ?? 0) + 1);
-    });
-    const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
-    service = await startService(env, START_MS);
-    await until('pools listed', async () => (await call(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
-    const crash = armCrash(r.sim, point, () => service?.child);
-    const held = r.sim.store.subscribe((event) => {
-      if (upstream && isPool(event)) {
-        const pools = ['net-1', 'net-2'].map((n) => r.pool(n));
-        releasing ||= pools.every((p) => p?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined);
-      }
-    });
-    const bump = await call(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
-    const id = bump.bumpAgentImage.rollout.id;
-    await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
-    crash.disarm();
-    held();
-    expect((await service.exited).signal).toBe('SIGKILL');
+  it.each(points.map((p) => [p.name, p] as const))(
+    '%s: each pool recreated once, one AgentRecreated each, carrying the rollout id',
+    async (_name, point) => {
+      releasing = false;
+      rig = await startRig({ fleet: `pools=${POOLS},nodes=2${upstream}`, delays: { podReadyMs: 50, podTerminateMs: 20 }, noApp: true });
+      const r = rig;
+      const created = new Map<string, number>();
+      r.sim.store.subscribe((event) => {
+        if (event.type !== 'ADDED' || !isAgent(event)) return;
+        const pool = event.object.metadata.labels![POOL_LABEL]!;
+        created.set(pool, (created.get(pool) ?? 0) + 1);
+      });
+      const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
+      service = await startService(env, START_MS);
+      await until('pools listed', async () => (await call(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
+      const crash = armCrash(r.sim, point, () => service?.child);
+      const held = r.sim.store.subscribe((event) => {
+        if (upstream && isPool(event)) {
+          const pools = ['net-1', 'net-2'].map((n) => r.pool(n));
+          releasing ||= pools.every((p) => p?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined);
+        }
+      });
+      const bump = await call(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
+      const id = bump.bumpAgentImage.rollout.id;
+      await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
+      crash.disarm();
+      held();
+      expect((await service.exited).signal).toBe('SIGKILL');
 
-    service = await startService(env, START_MS);
-    const url = service.url;
-    const done = await until('rollout finished', async () => {
-      const data = await call(url, ROLLOUT, { id });
-      return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-    }, 90_000);
-    expect(done.state, done.message).toBe('SUCCEEDED');
-    for (let i = 1; i <= POOLS; i++) {
-      expect(created.get(`net-${i}`), `agents created for net-${i}`).toBe(1);
-      expect(image(r.agent(`net-${i}`))).toBe(NEW);
-    }
-    // A target succeeds only once its event is recorded (the driver waits for the intent to go): no wait needed.
-    const events = await call(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
-    const names = events.events.edges.map((e: any) => e.node.object.name).sort();
-    expect(names).toEqual(['net-1', 'net-2']);
-    for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
-    service.child.kill('SIGTERM');
-    await service.exited;
-  }, 400_000);
+      service = await startService(env, START_MS);
+      const url = service.url;
+      const done = await until(
+        'rollout finished',
+        async () => {
+          const data = await call(url, ROLLOUT, { id });
+          return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
+        },
+        90_000,
+      );
+      expect(done.state, done.message).toBe('SUCCEEDED');
+      for (let i = 1; i <= POOLS; i++) {
+        expect(created.get(`net-${i}`), `agents created for net-${i}`).toBe(1);
+        expect(image(r.agent(`net-${i}`))).toBe(NEW);
+      }
+      // A target succeeds only once its event is recorded (the driver waits for the intent to go): no wait needed.
+      const events = await call(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
+      const names = events.events.edges.map((e: any) => e.node.object.name).sort();
+      expect(names).toEqual(['net-1', 'net-2']);
+      for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
+      service.child.kill('SIGTERM');
+      await service.exited;
+    },
+    400_000,
+  );
 });

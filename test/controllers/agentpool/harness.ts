@@ -34,19 +34,23 @@ export interface Harness {
 export const AGENT_NS = 'harvester-system';
 
 /** The simulator (zero delays) + a real TestControllerHost with the agent-pool controllers, over HTTP via client-node. */
-export async function startHarness(options: { fleet?: SimulatorOptions['fleet']; sim?: SimulatorOptions; agent?: AgentPoolOptions; existingSim?: Simulator } = {}): Promise<Harness> {
+export async function startHarness(
+  options: { fleet?: SimulatorOptions['fleet']; sim?: SimulatorOptions; agent?: AgentPoolOptions; existingSim?: Simulator } = {},
+): Promise<Harness> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-agentpool-'));
   const writes = { create: 0, update: 0, patch: 0, delete: 0 };
-  const sim = options.existingSim ?? await startSimulator({
-    delays: zeroDelays,
-    fleet: options.fleet ?? 'pools=3,nodes=3',
-    hooks: {
-      beforeRequest: (info) => {
-        if (info.verb in writes) writes[info.verb as keyof typeof writes]++;
+  const sim =
+    options.existingSim ??
+    (await startSimulator({
+      delays: zeroDelays,
+      fleet: options.fleet ?? 'pools=3,nodes=3',
+      hooks: {
+        beforeRequest: (info) => {
+          if (info.verb in writes) writes[info.verb as keyof typeof writes]++;
+        },
       },
-    },
-    ...options.sim,
-  } as SimulatorOptions);
+      ...options.sim,
+    } as SimulatorOptions));
   const db = await openDatabase(`file:${path.join(dir, 'test.db')}`);
   const events = new EventLog(db.store, new InProcessEventBus());
   const registry = new Registry();

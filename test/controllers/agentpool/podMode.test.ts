@@ -12,8 +12,22 @@ const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 function rollout(id = 'ro_test'): Rollout {
   const now = new Date();
   return {
-    id, kind: 'AGENT_POOL', state: 'PROGRESSING', fromVersion: null, toVersion: NEW, selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {},
-    idempotencyKey: null, rollbackOfId: null, message: null, engineState: {}, createdAt: now, updatedAt: now, startedAt: now, finishedAt: null,
+    id,
+    kind: 'AGENT_POOL',
+    state: 'PROGRESSING',
+    fromVersion: null,
+    toVersion: NEW,
+    selector: {},
+    strategy: defaultStrategy('AGENT_POOL'),
+    cause: {},
+    idempotencyKey: null,
+    rollbackOfId: null,
+    message: null,
+    engineState: {},
+    createdAt: now,
+    updatedAt: now,
+    startedAt: now,
+    finishedAt: null,
   } as Rollout;
 }
 
@@ -82,28 +96,54 @@ describe('agent pool reconciler, Pod mode', () => {
     const pool = await h.waitFor('net-2 on the new agent', () => {
       const p = h!.pool('net-2');
       const pod = h!.pod(podName);
-      return p?.status.agentPodRef.uid === pod?.metadata.uid && pod?.metadata.uid !== oldUid && condition(p, 'AgentReady')?.status === 'True' && !h!.manager.inFlight.get('AGENT_POOL', 'default', 'net-2') && p;
+      return (
+        p?.status.agentPodRef.uid === pod?.metadata.uid &&
+        pod?.metadata.uid !== oldUid &&
+        condition(p, 'AgentReady')?.status === 'True' &&
+        !h!.manager.inFlight.get('AGENT_POOL', 'default', 'net-2') &&
+        p
+      );
     });
     expect(pool.status.agentPodRef).toMatchObject({ namespace: AGENT_NS, name: podName, image: NEW });
     const pod = h.pod(podName)!;
     expect(pod.spec.containers[0].image).toBe(NEW);
     expect(pod.spec.initContainers[0].image).toBe(NEW);
     expect(pod.spec.containers[0].args).toEqual(['--ippool-ref', 'default/net-2']);
-    expect(pod.metadata.labels).toMatchObject({ 'network.harvesterhci.io/vm-dhcp-controller': 'agent', 'network.harvesterhci.io/ippool-namespace': 'default', 'network.harvesterhci.io/ippool-name': 'net-2' });
+    expect(pod.metadata.labels).toMatchObject({
+      'network.harvesterhci.io/vm-dhcp-controller': 'agent',
+      'network.harvesterhci.io/ippool-namespace': 'default',
+      'network.harvesterhci.io/ippool-name': 'net-2',
+    });
     expect(JSON.parse(pod.metadata.annotations!['k8s.v1.cni.cncf.io/networks']!)).toEqual([{ namespace: 'default', name: 'net-2', interface: 'eth1' }]);
-    expect(pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]).toEqual({ key: 'network.harvesterhci.io/mgmt', operator: 'In', values: ['true'] });
+    expect(pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]).toEqual({
+      key: 'network.harvesterhci.io/mgmt',
+      operator: 'In',
+      values: ['true'],
+    });
     // Other pools untouched.
     expect(h.pool('net-1')!.status.agentPodRef.image).toBe('rancher/harvester-vm-dhcp-agent:v0.3.0');
 
     const events = await h.events.listAfter({ types: ['AgentRecreated'] }, 0, 10);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ rolloutId: 'ro_test', namespace: 'default', name: 'net-2' });
-    expect(events[0]!.payload).toMatchObject({ pool: 'default/net-2', oldImage: 'rancher/harvester-vm-dhcp-agent:v0.3.0', newImage: NEW, oldPodUid: oldUid, newPodUid: pod.metadata.uid, reason: 'drift' });
+    expect(events[0]!.payload).toMatchObject({
+      pool: 'default/net-2',
+      oldImage: 'rancher/harvester-vm-dhcp-agent:v0.3.0',
+      newImage: NEW,
+      oldPodUid: oldUid,
+      newPodUid: pod.metadata.uid,
+      reason: 'drift',
+    });
     expect(typeof events[0]!.payload.seconds).toBe('number');
     expect(await h.runtime.driver.observe(target('net-2'))).toEqual({ phase: 'succeeded' });
     const metrics = await h.registry.getSingleMetricAsString('rollplane_agent_recreations_total');
     expect(metrics).toContain('reason="drift"} 1');
-    const used = { create: h.writes.create - writesBefore.create, delete: h.writes.delete - writesBefore.delete, update: h.writes.update - writesBefore.update, patch: h.writes.patch - writesBefore.patch };
+    const used = {
+      create: h.writes.create - writesBefore.create,
+      delete: h.writes.delete - writesBefore.delete,
+      update: h.writes.update - writesBefore.update,
+      patch: h.writes.patch - writesBefore.patch,
+    };
     // Six writes per recreated agent: admission, delete, create, and three status writes (purged, new uid, ready).
     expect(used).toEqual({ create: 1, delete: 1, update: 4, patch: 0 });
   });
@@ -114,7 +154,10 @@ describe('agent pool reconciler, Pod mode', () => {
     const pool = structuredClone(h.pool('net-1')!);
     pool.metadata.annotations = { 'network.harvesterhci.io/hold-ippool-agent-upgrade': '' };
     h.sim.store.update(type, pool);
-    await h.waitFor('cache sees the hold', () => h!.runtime.informers.pools.get('default', 'net-1')?.metadata?.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined);
+    await h.waitFor(
+      'cache sees the hold',
+      () => h!.runtime.informers.pools.get('default', 'net-1')?.metadata?.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined,
+    );
     await h.runtime.driver.admit(target('net-1'), rollout(), new AbortController().signal);
     expect(h.pool('net-1')!.status.agentPodRef.image).toBe('rancher/harvester-vm-dhcp-agent:v0.3.0');
     expect(await h.runtime.driver.observe(target('net-1'))).toMatchObject({ phase: 'failed' });
@@ -128,7 +171,13 @@ describe('agent pool reconciler, Pod mode', () => {
     h.sim.store.delete(podType, AGENT_NS, name, { gracePeriodSeconds: 0 });
     const recreated = await h.waitFor('agent recreated', () => {
       const pod = h!.pod(name);
-      return pod && pod.metadata.uid !== original.metadata.uid && h!.pool('net-3')!.status.agentPodRef.uid === pod.metadata.uid && condition(h!.pool('net-3'), 'AgentReady')?.status === 'True' && pod;
+      return (
+        pod &&
+        pod.metadata.uid !== original.metadata.uid &&
+        h!.pool('net-3')!.status.agentPodRef.uid === pod.metadata.uid &&
+        condition(h!.pool('net-3'), 'AgentReady')?.status === 'True' &&
+        pod
+      );
     });
     expect(recreated.spec.containers[0].image).toBe('rancher/harvester-vm-dhcp-agent:v0.3.0');
 
@@ -141,7 +190,13 @@ describe('agent pool reconciler, Pod mode', () => {
     await h.waitFor('impostor replaced', () => {
       const pod = h!.pod(name);
       const pool = h!.pool('net-3')!;
-      return pod && pod.metadata.uid !== foreign.metadata.uid && pod.metadata.uid !== recreated.metadata.uid && pool.status.agentPodRef.uid === pod.metadata.uid && condition(pool, 'AgentReady')?.status === 'True';
+      return (
+        pod &&
+        pod.metadata.uid !== foreign.metadata.uid &&
+        pod.metadata.uid !== recreated.metadata.uid &&
+        pool.status.agentPodRef.uid === pod.metadata.uid &&
+        condition(pool, 'AgentReady')?.status === 'True'
+      );
     });
     const reasons = (await h.events.listAfter({ types: ['AgentRecreated'], name: 'net-3' }, 0, 10)).map((e) => e.payload.reason);
     expect(reasons.length).toBeGreaterThanOrEqual(2);

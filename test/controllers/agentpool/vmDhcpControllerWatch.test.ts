@@ -25,7 +25,10 @@ describe('VmDhcpControllerWatch', () => {
       container: 'harvester-vm-dhcp-controller',
       agentNamespace: 'harvester-system',
     });
-    expect(new VmDhcpControllerWatch(informerOf([chart({ noAgent: true })])).state()).toMatchObject({ kind: 'no-agent', detail: expect.stringContaining('--no-agent') });
+    expect(new VmDhcpControllerWatch(informerOf([chart({ noAgent: true })])).state()).toMatchObject({
+      kind: 'no-agent',
+      detail: expect.stringContaining('--no-agent'),
+    });
     const scaled = chart();
     scaled.spec!.replicas = 0;
     expect(new VmDhcpControllerWatch(informerOf([scaled])).state()).toMatchObject({ kind: 'no-agent', detail: expect.stringContaining('scaled to 0') });
@@ -43,13 +46,22 @@ describe('VmDhcpControllerWatch', () => {
 
   it('refuses to guess: two labelled controllers, or one without --image', () => {
     const other = chart({ namespace: 'other' });
-    expect(new VmDhcpControllerWatch(informerOf([chart(), other])).state()).toMatchObject({ kind: 'unusable', detail: expect.stringContaining('ROLLPLANE_VMDHCP_CONTROLLER') });
+    expect(new VmDhcpControllerWatch(informerOf([chart(), other])).state()).toMatchObject({
+      kind: 'unusable',
+      detail: expect.stringContaining('ROLLPLANE_VMDHCP_CONTROLLER'),
+    });
     // Configured by name, the other one does not matter.
-    expect(new VmDhcpControllerWatch(informerOf([chart(), other]), { namespace: 'other', name: 'harvester-vm-dhcp-controller' }).state()).toMatchObject({ kind: 'agents', ref: 'other/harvester-vm-dhcp-controller' });
+    expect(new VmDhcpControllerWatch(informerOf([chart(), other]), { namespace: 'other', name: 'harvester-vm-dhcp-controller' }).state()).toMatchObject({
+      kind: 'agents',
+      ref: 'other/harvester-vm-dhcp-controller',
+    });
     const bare = chart();
     bare.spec!.template.spec!.containers[0]!.args = ['--name', 'x'];
     expect(new VmDhcpControllerWatch(informerOf([bare])).state()).toMatchObject({ kind: 'unusable', detail: expect.stringContaining('no --image') });
-    expect(new VmDhcpControllerWatch(informerOf([chart()]), { namespace: 'harvester-system', name: 'missing' }).state()).toMatchObject({ kind: 'absent', detail: expect.stringContaining('harvester-system/missing') });
+    expect(new VmDhcpControllerWatch(informerOf([chart()]), { namespace: 'harvester-system', name: 'missing' }).state()).toMatchObject({
+      kind: 'absent',
+      detail: expect.stringContaining('harvester-system/missing'),
+    });
   });
 });
 
@@ -75,7 +87,13 @@ describe('resolveAgentMode', () => {
   });
 
   it('refuses with CONFLICT and reason AGENT_MODE_MISMATCH instead of racing', () => {
-    for (const [mode, state] of [['direct', agents], ['coexist', noAgent], ['coexist', absent], ['auto', unusable], ['direct', unusable]] as const) {
+    for (const [mode, state] of [
+      ['direct', agents],
+      ['coexist', noAgent],
+      ['coexist', absent],
+      ['auto', unusable],
+      ['direct', unusable],
+    ] as const) {
       const result = resolveAgentMode(mode, state);
       expect(result, `${mode} / ${state.kind}`).toBeInstanceOf(AppError);
       expect((result as AppError).code).toBe('CONFLICT');

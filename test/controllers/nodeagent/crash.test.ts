@@ -36,13 +36,21 @@ async function call(url: string, query: string, variables?: Record<string, unkno
 }
 
 const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
-const ready = (pod: KubeObject | undefined) => (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+const ready = (pod: KubeObject | undefined) =>
+  (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const isAgent = (e: StoreEvent) => e.resource.plural === 'pods' && e.object.metadata.namespace === DS_NS;
 const gone = (e: StoreEvent) => e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp);
 
 /** Each step of a node-agent replacement (NODE_BY_NODE), in the order it happens. */
 const POINTS: CrashPoint[] = [
-  { name: 'after the DaemonSet template gets the new image', after: (e) => e.resource.plural === 'daemonsets' && e.object.metadata.name === DS_NAME && image(e.object.spec?.template) === NEW && image(e.previous?.spec?.template) !== NEW },
+  {
+    name: 'after the DaemonSet template gets the new image',
+    after: (e) =>
+      e.resource.plural === 'daemonsets' &&
+      e.object.metadata.name === DS_NAME &&
+      image(e.object.spec?.template) === NEW &&
+      image(e.previous?.spec?.template) !== NEW,
+  },
   { name: 'before the old agent is deleted, after the intent', before: (i) => i.verb === 'delete' && i.resource.plural === 'pods' && i.namespace === DS_NS },
   { name: 'after the old agent is deleted', after: (e) => isAgent(e) && image(e.object) === OLD && gone(e) },
   { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && image(e.object) === NEW },
@@ -50,42 +58,51 @@ const POINTS: CrashPoint[] = [
 ];
 
 describe('a node-agent replacement, SIGKILLed at each step', () => {
-  it.each(POINTS.map((p) => [p.name, p] as const))('%s: one NodeAgentReplaced per node, carrying the rollout id', async (_name, point) => {
-    rig = await startRig({ fleet: `nodes=${NODES.length}`, delays: { podReadyMs: 40, podTerminateMs: 10 }, noApp: true });
-    const r = rig;
-    const created = new Map<string, number>();
-    r.sim.store.subscribe((event) => {
-      if (event.type === 'ADDED' && isAgent(event) && image(event.object) === NEW) created.set(event.object.spec.nodeName, (created.get(event.object.spec.nodeName) ?? 0) + 1);
-    });
-    const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
-    service = await startService(env, START_MS);
-    const agents = () => r.sim.store.list(r.sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
-    await until('agents Ready', () => agents().length === NODES.length && agents().every(ready));
-    const crash = armCrash(r.sim, point, () => service?.child);
-    const bump = await call(service.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
-    const id = bump.bumpNodeAgentImage.rollout.id;
-    await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
-    crash.disarm();
-    expect((await service.exited).signal).toBe('SIGKILL');
+  it.each(POINTS.map((p) => [p.name, p] as const))(
+    '%s: one NodeAgentReplaced per node, carrying the rollout id',
+    async (_name, point) => {
+      rig = await startRig({ fleet: `nodes=${NODES.length}`, delays: { podReadyMs: 40, podTerminateMs: 10 }, noApp: true });
+      const r = rig;
+      const created = new Map<string, number>();
+      r.sim.store.subscribe((event) => {
+        if (event.type === 'ADDED' && isAgent(event) && image(event.object) === NEW)
+          created.set(event.object.spec.nodeName, (created.get(event.object.spec.nodeName) ?? 0) + 1);
+      });
+      const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
+      service = await startService(env, START_MS);
+      const agents = () => r.sim.store.list(r.sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
+      await until('agents Ready', () => agents().length === NODES.length && agents().every(ready));
+      const crash = armCrash(r.sim, point, () => service?.child);
+      const bump = await call(service.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
+      const id = bump.bumpNodeAgentImage.rollout.id;
+      await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
+      crash.disarm();
+      expect((await service.exited).signal).toBe('SIGKILL');
 
-    service = await startService(env, START_MS);
-    const url = service.url;
-    const done = await until('rollout finished', async () => {
-      const data = await call(url, ROLLOUT, { id });
-      return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-    }, 90_000);
-    expect(done.state, done.message).toBe('SUCCEEDED');
-    for (const node of NODES) expect(created.get(node), `new agents on ${node}`).toBe(1);
-    // A target succeeds only once its event is recorded (the intent goes with it): no wait needed.
-    const events = await call(url, '{ events(filter: { types: [NodeAgentReplaced] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
-    expect(events.events.edges.map((e: any) => e.node.object.name).sort()).toEqual(NODES);
-    for (const e of events.events.edges) {
-      expect(e.node.rolloutId, e.node.object.name).toBe(id);
-      // The old agent is known from the intent, also when it was deleted by the process that died.
-      expect(e.node.payload.oldImage).toBe(OLD);
-      expect(e.node.payload.oldPod, e.node.object.name).not.toBeNull();
-    }
-    service.child.kill('SIGTERM');
-    await service.exited;
-  }, 400_000);
+      service = await startService(env, START_MS);
+      const url = service.url;
+      const done = await until(
+        'rollout finished',
+        async () => {
+          const data = await call(url, ROLLOUT, { id });
+          return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
+        },
+        90_000,
+      );
+      expect(done.state, done.message).toBe('SUCCEEDED');
+      for (const node of NODES) expect(created.get(node), `new agents on ${node}`).toBe(1);
+      // A target succeeds only once its event is recorded (the intent goes with it): no wait needed.
+      const events = await call(url, '{ events(filter: { types: [NodeAgentReplaced] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
+      expect(events.events.edges.map((e: any) => e.node.object.name).sort()).toEqual(NODES);
+      for (const e of events.events.edges) {
+        expect(e.node.rolloutId, e.node.object.name).toBe(id);
+        // The old agent is known from the intent, also when it was deleted by the process that died.
+        expect(e.node.payload.oldImage).toBe(OLD);
+        expect(e.node.payload.oldPod, e.node.object.name).not.toBeNull();
+      }
+      service.child.kill('SIGTERM');
+      await service.exited;
+    },
+    400_000,
+  );
 });

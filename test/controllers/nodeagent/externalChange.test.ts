@@ -39,7 +39,10 @@ describe('externalChangeOf (node-agent drift after a change made outside rollpla
   });
 
   it('consecutive outside changes go back to the image before the first', async () => {
-    expect(await externalChangeOf(history(['v0', 'v1', false], ['v1', 'v2', false], ['v2', 'v3', false]), ds, 'v3')).toEqual({ rolledOut: 'v0', since: new Date(1_000) });
+    expect(await externalChangeOf(history(['v0', 'v1', false], ['v1', 'v2', false], ['v2', 'v3', false]), ds, 'v3')).toEqual({
+      rolledOut: 'v0',
+      since: new Date(1_000),
+    });
   });
 
   it('a rollout since then (the template is no longer the change’s image) ends it', async () => {

@@ -55,7 +55,9 @@ export interface Harness {
  * node-agent informers and gate controller, the RolloutEngine on the controller runtime, RolloutService and launcher
  * on a fresh SQLite file. Mirrors src/app.ts without HTTP.
  */
-export async function startHarness(options: { fleet?: SimulatorOptions['fleet']; sim?: Partial<SimulatorOptions>; nodeAgents?: NodeAgentOptions; pollMs?: number } = {}): Promise<Harness> {
+export async function startHarness(
+  options: { fleet?: SimulatorOptions['fleet']; sim?: Partial<SimulatorOptions>; nodeAgents?: NodeAgentOptions; pollMs?: number } = {},
+): Promise<Harness> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-nodeagent-'));
   const sim = await startSimulator({ delays: zeroDelays, fleet: options.fleet ?? 'nodes=3', ...options.sim } as SimulatorOptions);
   const dbUrl = `file:${path.join(dir, 'test.db')}`;
@@ -66,7 +68,9 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: dbUrl }, []);
 
-  let service: { manager: TestControllerHost; engine: RolloutEngine; runtime: NodeAgentRuntime; launcher: RolloutLauncher; unsubscribe: () => void } | undefined;
+  let service:
+    | { manager: TestControllerHost; engine: RolloutEngine; runtime: NodeAgentRuntime; launcher: RolloutLauncher; unsubscribe: () => void }
+    | undefined;
 
   const startService = async () => {
     const registry = new Registry();
@@ -131,12 +135,16 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
     },
     waitFor,
     waitForState: (rolloutId, states, timeoutMs) =>
-      waitFor(`rollout ${rolloutId} in ${states.join('|')}`, async () => {
-        const r = await rollouts.get(rolloutId);
-        // Terminal states also wait for the engine's finish (the driver's clean-up) to have run.
-        const done = !['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(r?.state ?? '') || r?.engineState.finished === true;
-        return r && states.includes(r.state) && done ? r : undefined;
-      }, timeoutMs),
+      waitFor(
+        `rollout ${rolloutId} in ${states.join('|')}`,
+        async () => {
+          const r = await rollouts.get(rolloutId);
+          // Terminal states also wait for the engine's finish (the driver's clean-up) to have run.
+          const done = !['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(r?.state ?? '') || r?.engineState.finished === true;
+          return r && states.includes(r.state) && done ? r : undefined;
+        },
+        timeoutMs,
+      ),
     daemonSet: () => sim.store.get(types.daemonsets, DS_NS, DS_NAME)!,
     pods: () => sim.store.list(types.pods),
     stopService,
@@ -155,7 +163,9 @@ export async function startHarness(options: { fleet?: SimulatorOptions['fleet'];
 // ---------------------------------------------------------------------------------------------------------------------
 
 export function isReadyPod(pod: KubeObject): boolean {
-  return !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+  return (
+    !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True')
+  );
 }
 
 /** Agent pods (of the DaemonSet, or handed over and still running) on each node. */

@@ -12,7 +12,9 @@ function agent(startedMs: number, containersReady = true): V1Pod {
     status: {
       phase: 'Running',
       conditions: [{ type: 'ContainersReady', status: containersReady ? 'True' : 'False', lastTransitionTime: new Date(at(startedMs)) }],
-      containerStatuses: [{ name: 'a', image: 'x:1', imageID: '', ready: containersReady, restartCount: 0, state: { running: { startedAt: new Date(at(startedMs)) } } }],
+      containerStatuses: [
+        { name: 'a', image: 'x:1', imageID: '', ready: containersReady, restartCount: 0, state: { running: { startedAt: new Date(at(startedMs)) } } },
+      ],
     },
   };
 }
@@ -49,7 +51,11 @@ describe('peerGate', () => {
 
 describe('startFailure', () => {
   it('names image pull and crash-loop failures, and nothing for a starting container', () => {
-    const pod = (reason: string): V1Pod => ({ status: { containerStatuses: [{ name: 'a', image: 'x:bad', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message: 'nope' } } }] } });
+    const pod = (reason: string): V1Pod => ({
+      status: {
+        containerStatuses: [{ name: 'a', image: 'x:bad', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message: 'nope' } } }],
+      },
+    });
     expect(startFailure(pod('ImagePullBackOff'))).toBe('ImagePullBackOff: nope');
     expect(startFailure(pod('CrashLoopBackOff'))).toBe('CrashLoopBackOff: nope');
     expect(startFailure(pod('ContainerCreating'))).toBeUndefined();

@@ -1,19 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventType } from '../../../src/domain/events.js';
 import type { StoreEvent } from '../../../src/sim/types.js';
-import {
-  agentImage,
-  agentsByNode,
-  BAD_IMAGE,
-  DS_NAME,
-  DS_NS,
-  isReadyPod,
-  NEW_IMAGE,
-  OLD_IMAGE,
-  peerPodsOn,
-  startHarness,
-  type Harness,
-} from './harness.js';
+import { agentImage, agentsByNode, BAD_IMAGE, DS_NAME, DS_NS, isReadyPod, NEW_IMAGE, OLD_IMAGE, peerPodsOn, startHarness, type Harness } from './harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -230,8 +218,9 @@ describe('node-agent rollout failures, abort and rollback', () => {
     h = await startHarness({ sim: { delays: DELAYS } });
     const harness = h;
     const rollout = await harness.bump({});
-    await harness.waitFor('the first node replaced', async () =>
-      (await harness.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced] }, undefined, 10)).length >= 1,
+    await harness.waitFor(
+      'the first node replaced',
+      async () => (await harness.events.listAfter({ rolloutId: rollout.id, types: [EventType.NodeAgentReplaced] }, undefined, 10)).length >= 1,
     );
     await harness.rollouts.abort(rollout.id, 'test');
     const aborted = await harness.waitForState(rollout.id, ['ABORTED']);
@@ -312,7 +301,11 @@ describe('node-agent DaemonSet strategy', () => {
     expect(harness.daemonSet().spec.template).toEqual(originalTemplate);
     expect(Object.keys(harness.daemonSet().metadata.annotations ?? {}).filter((k) => k.startsWith('rollplane.io/'))).toEqual([]);
     // The DaemonSet controller has seen the restored strategy and counts every agent as updated: it replaces none.
-    const names = () => [...agentsByNode(harness.pods()).values()].flat().map((p) => p.metadata.name).sort();
+    const names = () =>
+      [...agentsByNode(harness.pods()).values()]
+        .flat()
+        .map((p) => p.metadata.name)
+        .sort();
     const before = names();
     await harness.waitFor('the DaemonSet to observe the restored strategy', () => {
       const d = harness.daemonSet();
@@ -324,7 +317,9 @@ describe('node-agent DaemonSet strategy', () => {
     const victim = agentsByNode(harness.pods()).get('sim-node-2')![0]!;
     harness.sim.store.delete(pods, DS_NS, victim.metadata.name, { gracePeriodSeconds: 0 });
     const replacement = await harness.waitFor('a new Ready agent on sim-node-2', () =>
-      agentsByNode(harness.pods()).get('sim-node-2')?.find((p) => p.metadata.name !== victim.metadata.name && isReadyPod(p)),
+      agentsByNode(harness.pods())
+        .get('sim-node-2')
+        ?.find((p) => p.metadata.name !== victim.metadata.name && isReadyPod(p)),
     );
     expect(replacement.spec.readinessGates ?? []).toEqual([]);
   });
@@ -371,7 +366,8 @@ describe('node-agent rollout, SURGE on three nodes', () => {
       if (down.length > 0) violations.push(`rv ${event.object.metadata.resourceVersion}: ${down.join(', ')} without a Ready agent`);
       for (const [node, agents] of agentsByNode(harness.pods())) if (agents.filter((a) => !a.metadata.deletionTimestamp).length === 2) surged.add(node);
       const pod = event.object;
-      if (event.type === 'ADDED' && event.resource.plural === 'pods' && pod.metadata.namespace === DS_NS && agentImage(pod) === NEW_IMAGE) order.push(pod.spec.nodeName);
+      if (event.type === 'ADDED' && event.resource.plural === 'pods' && pod.metadata.namespace === DS_NS && agentImage(pod) === NEW_IMAGE)
+        order.push(pod.spec.nodeName);
     });
     try {
       const rollout = await harness.bump({ mode: 'SURGE', canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3' });
@@ -396,14 +392,18 @@ describe('node-agent rollout pause and resume', () => {
     const started: string[] = [];
     const unsubscribe = harness.sim.store.subscribe((event: StoreEvent) => {
       const pod = event.object;
-      if (event.type === 'ADDED' && event.resource.plural === 'pods' && pod.metadata.namespace === DS_NS && agentImage(pod) === NEW_IMAGE) started.push(pod.spec.nodeName);
+      if (event.type === 'ADDED' && event.resource.plural === 'pods' && pod.metadata.namespace === DS_NS && agentImage(pod) === NEW_IMAGE)
+        started.push(pod.spec.nodeName);
     });
     try {
       const rollout = await harness.bump({});
       await harness.waitFor('the first node started', () => started.length >= 1);
       await harness.rollouts.pause(rollout.id, 'looking at the canary');
       // The admitted node finishes; nothing else starts.
-      await harness.waitFor('the admitted node done', async () => (await harness.rollouts.allTargets(rollout.id)).filter((t) => t.state === 'SUCCEEDED').length >= 1);
+      await harness.waitFor(
+        'the admitted node done',
+        async () => (await harness.rollouts.allTargets(rollout.id)).filter((t) => t.state === 'SUCCEEDED').length >= 1,
+      );
       const whilePaused = started.length;
       // The set shows who drives it and what it will get back.
       const set = harness.runtime.queries.getSet(DS_NS, DS_NAME)!;

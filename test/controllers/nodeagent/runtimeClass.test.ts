@@ -27,10 +27,17 @@ describe('agent environment', () => {
   const resolve = (container: object) => resolveEnv({ name: 'c', ...container }, 'ns', 'RUNTIMECLASS_NAME', read);
 
   it('takes env over envFrom, the last envFrom source holding the key, prefixes, and treats empty as unset', async () => {
-    expect(await resolve({ envFrom: [{ configMapRef: { name: 'first' } }, { configMapRef: { name: 'second' } }] })).toEqual({ value: 'from-second', source: 'ConfigMap ns/second key RUNTIMECLASS_NAME' });
+    expect(await resolve({ envFrom: [{ configMapRef: { name: 'first' } }, { configMapRef: { name: 'second' } }] })).toEqual({
+      value: 'from-second',
+      source: 'ConfigMap ns/second key RUNTIMECLASS_NAME',
+    });
     expect(await resolve({ envFrom: [{ configMapRef: { name: 'second' } }, { configMapRef: { name: 'missing' } }] })).toMatchObject({ value: 'from-second' });
-    expect(await resolve({ env: [{ name: 'RUNTIMECLASS_NAME', value: 'literal' }], envFrom: [{ configMapRef: { name: 'first' } }] })).toMatchObject({ value: 'literal' });
-    expect(await resolve({ env: [{ name: 'RUNTIMECLASS_NAME', valueFrom: { configMapKeyRef: { name: 'prefixed', key: 'NAME' } } }] })).toMatchObject({ value: 'from-prefixed' });
+    expect(await resolve({ env: [{ name: 'RUNTIMECLASS_NAME', value: 'literal' }], envFrom: [{ configMapRef: { name: 'first' } }] })).toMatchObject({
+      value: 'literal',
+    });
+    expect(await resolve({ env: [{ name: 'RUNTIMECLASS_NAME', valueFrom: { configMapKeyRef: { name: 'prefixed', key: 'NAME' } } }] })).toMatchObject({
+      value: 'from-prefixed',
+    });
     expect(await resolve({ envFrom: [{ prefix: 'RUNTIMECLASS_', configMapRef: { name: 'prefixed' } }] })).toMatchObject({ value: 'from-prefixed' });
     // An empty value overrides earlier sources, and the CAA then uses its built-in default: rollplane falls back.
     expect(await resolve({ envFrom: [{ configMapRef: { name: 'first' } }, { configMapRef: { name: 'empty' } }] })).toBeUndefined();

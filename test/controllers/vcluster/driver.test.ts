@@ -108,7 +108,7 @@ describe('VirtualClusterDriver', () => {
 });
 
 describe('VirtualClusterDriver beside a vc-manager whose gate is turned on mid-rollout (ADR 0018)', () => {
-  it('admits no further cluster and fails it with the reason; a cluster labelled before reports the vc-manager\'s outcome', async () => {
+  it("admits no further cluster and fails it with the reason; a cluster labelled before reports the vc-manager's outcome", async () => {
     h = await startHarness({ sim: { upstream: { vcManager: {} }, upstreamTiming: { vcManager: { pollMs: 20 } } } });
     const rollout = rolloutFor(h, (spec) => (spec.apiServer.statefulset.spec.template.spec.containers[0].args = ['-v=5']));
     await h.runtime.driver.prepare(rollout);
@@ -134,16 +134,22 @@ describe('VirtualClusterDriver beside a vc-manager whose gate is turned on mid-r
     expect(h.vc('vc-2').metadata.labels?.['tenancy.x-k8s.io/ready-for-upgrade']).toBeUndefined();
     const refused = await h.runtime.driver.observe(target(rollout, 'vc-2'), rollout);
     expect(refused.phase).toBe('failed');
-    expect((refused as { reason: string }).reason).toMatch(/^not admitted: the vc-manager Deployment vc-manager\/vc-manager runs with --feature-gates=ClusterVersionPartialUpgrade=true/);
+    expect((refused as { reason: string }).reason).toMatch(
+      /^not admitted: the vc-manager Deployment vc-manager\/vc-manager runs with --feature-gates=ClusterVersionPartialUpgrade=true/,
+    );
 
     // vc-1: the vc-manager upgrades it (and fails: the demo fleet's root-ca is a placeholder it cannot decode);
     // rollplane reports that outcome and recorded no upgrade of its own.
     await h.upgradeEnded('vc-1');
     // The driver reads its cache, which may trail the store by an event.
-    const outcome = await h.waitFor('the driver to see the end of vc-1\'s upgrade', async () => {
-      const observed = await h!.runtime.driver.observe(target(rollout, 'vc-1'), rollout);
-      return observed.phase !== 'progressing' && observed;
-    }, 10_000);
+    const outcome = await h.waitFor(
+      "the driver to see the end of vc-1's upgrade",
+      async () => {
+        const observed = await h!.runtime.driver.observe(target(rollout, 'vc-1'), rollout);
+        return observed.phase !== 'progressing' && observed;
+      },
+      10_000,
+    );
     expect(outcome).toEqual({ phase: 'failed', reason: 'the vc-manager upgraded the cluster and failed: fail to upgrade: failed to decode certificate' });
     expect(await h.observations()).toHaveLength(0);
   });

@@ -106,24 +106,34 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
       store.update(Resources.virtualclusters, current);
     },
     upgradeEnded: (vcName, timeoutMs) =>
-      waitFor(`the upgrade of ${vcName} to end`, () => {
-        const current = vc(vcName);
-        return current.metadata.labels?.['tenancy.x-k8s.io/ready-for-upgrade'] ? undefined : current;
-      }, timeoutMs),
+      waitFor(
+        `the upgrade of ${vcName} to end`,
+        () => {
+          const current = vc(vcName);
+          return current.metadata.labels?.['tenancy.x-k8s.io/ready-for-upgrade'] ? undefined : current;
+        },
+        timeoutMs,
+      ),
     observations: () => events.listAfter({ types: ['ClusterUpgradeObserved'] }, undefined, 1000),
     async observed(count, timeoutMs = 45_000) {
       let have = 0;
-      return until(() => `${count} upgrade observations (have ${have})`, async () => {
-        const all = await events.listAfter({ types: ['ClusterUpgradeObserved'] }, undefined, 1000);
-        have = all.length;
-        return all.length >= count && all;
-      }, { timeoutMs, intervalMs: 10 });
+      return until(
+        () => `${count} upgrade observations (have ${have})`,
+        async () => {
+          const all = await events.listAfter({ types: ['ClusterUpgradeObserved'] }, undefined, 1000);
+          have = all.length;
+          return all.length >= count && all;
+        },
+        { timeoutMs, intervalMs: 10 },
+      );
     },
     async metric(name, labels = {}) {
       const metric = harness.registry.getSingleMetric(name.replace(/_(count|sum|bucket)$/, ''));
       if (!metric) return undefined;
       const values = (await metric.get()).values;
-      const match = (values as { metricName?: string; labels: Record<string, unknown>; value: number }[]).find((v) => (v.metricName ?? name) === name && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l));
+      const match = (values as { metricName?: string; labels: Record<string, unknown>; value: number }[]).find(
+        (v) => (v.metricName ?? name) === name && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l),
+      );
       return match?.value;
     },
     waitFor,

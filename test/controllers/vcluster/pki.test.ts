@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { generateClusterPki, loadRootCa, serial } from '../../../src/controllers/vcluster/pki.js';
 import { pem, pkiInput as input } from './pkiFixtures.js';
 
-
 describe('cluster PKI', () => {
   it('generates a root CA when the existing one is a placeholder, and signs every certificate with it', async () => {
     const placeholder = { 'tls.crt': Buffer.from('simulated certificate').toString('base64'), 'tls.key': Buffer.from('simulated key').toString('base64') };
@@ -102,7 +101,10 @@ describe('cluster PKI', () => {
 
   it('under RSA (the default) re-encodes a PKCS#8 RSA root as PKCS#1 with the same key and certificate, and replaces an ECDSA root', async () => {
     const rsa = await generateClusterPki(input);
-    const pkcs8 = { ...rsa.rootCa, 'tls.key': Buffer.from(createPrivateKey(pem(rsa.rootCa, 'tls.key')).export({ type: 'pkcs8', format: 'pem' }) as string).toString('base64') };
+    const pkcs8 = {
+      ...rsa.rootCa,
+      'tls.key': Buffer.from(createPrivateKey(pem(rsa.rootCa, 'tls.key')).export({ type: 'pkcs8', format: 'pem' }) as string).toString('base64'),
+    };
     const reencoded = await generateClusterPki({ ...input, rootCaData: pkcs8 });
     expect([reencoded.rootCaGenerated, reencoded.rootCaReencoded]).toEqual([false, true]);
     expect(reencoded.rootCa).toEqual(rsa.rootCa); // PKCS#1 again, byte for byte

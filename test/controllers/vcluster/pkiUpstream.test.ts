@@ -79,7 +79,7 @@ function expectLeaf(pemText: string, root: x509.X509Certificate, rootNode: X509C
 }
 
 describe('PKI after a rollplane upgrade, beside the vc-manager with its gate off', () => {
-  it('has upstream\'s secrets, types, keys, subjects, names, usages and PKCS#1 RSA keys for the same VirtualCluster', async () => {
+  it("has upstream's secrets, types, keys, subjects, names, usages and PKCS#1 RSA keys for the same VirtualCluster", async () => {
     h = await startHarness({ sim: { upstream: { vcManager: {} } } });
     // Every VirtualCluster body rollplane sends (the strict simulator would store it pruned, hiding the loss).
     const sent: unknown[] = [];
@@ -133,35 +133,56 @@ describe('PKI after a rollplane upgrade, beside the vc-manager with its gate off
     expectPkcs1Rsa(text(secret('root-ca'), 'tls.key'), rootNode, 'root-ca');
 
     // apiserver-ca: CN ToClusterKey(vc), DNS kubernetes… , <svc>.<ns>, the VC name, the external domain.
-    const apiserver = expectLeaf(text(secret('apiserver-ca'), 'tls.crt'), root, rootNode, {
-      subject: `CN=${ns}`,
-      eku: [SERVER_AUTH, CLIENT_AUTH],
-      dns: ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local', `${apiSvc}.${ns}`, 'vc-1', EXTERNAL_DOMAIN],
-      ips: [],
-    }, 'apiserver-ca');
+    const apiserver = expectLeaf(
+      text(secret('apiserver-ca'), 'tls.crt'),
+      root,
+      rootNode,
+      {
+        subject: `CN=${ns}`,
+        eku: [SERVER_AUTH, CLIENT_AUTH],
+        dns: ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local', `${apiSvc}.${ns}`, 'vc-1', EXTERNAL_DOMAIN],
+        ips: [],
+      },
+      'apiserver-ca',
+    );
     expect(apiserver.checkHost('vc-1')).toBe('vc-1');
     expect(apiserver.checkHost(EXTERNAL_DOMAIN)).toBe(EXTERNAL_DOMAIN);
     expectPkcs1Rsa(text(secret('apiserver-ca'), 'tls.key'), apiserver, 'apiserver-ca');
 
     // etcd-ca: CN kube-etcd; GetEtcdServers() + GetEtcdDomain(), then each with `.<ns>`; IP 127.0.0.1.
     const peers = Array.from({ length: Number(etcdSts.spec.replicas) }, (_, i) => `${etcdSts.metadata.name}-${i}.${etcdSvc}`);
-    const etcd = expectLeaf(text(secret('etcd-ca'), 'tls.crt'), root, rootNode, {
-      subject: 'CN=kube-etcd',
-      eku: [SERVER_AUTH, CLIENT_AUTH],
-      dns: [...peers, etcdSvc, ...[...peers, etcdSvc].map((n) => `${n}.${ns}`)],
-      ips: ['127.0.0.1'],
-    }, 'etcd-ca');
+    const etcd = expectLeaf(
+      text(secret('etcd-ca'), 'tls.crt'),
+      root,
+      rootNode,
+      {
+        subject: 'CN=kube-etcd',
+        eku: [SERVER_AUTH, CLIENT_AUTH],
+        dns: [...peers, etcdSvc, ...[...peers, etcdSvc].map((n) => `${n}.${ns}`)],
+        ips: ['127.0.0.1'],
+      },
+      'etcd-ca',
+    );
     expect(etcd.checkHost('etcd-0.etcd')).toBe('etcd-0.etcd');
     expect(etcd.checkHost(`etcd-0.etcd.${ns}`)).toBe(`etcd-0.etcd.${ns}`);
     expectPkcs1Rsa(text(secret('etcd-ca'), 'tls.key'), etcd, 'etcd-ca');
 
     // front-proxy-ca holds the front-proxy-client client certificate.
-    const frontProxy = expectLeaf(text(secret('front-proxy-ca'), 'tls.crt'), root, rootNode, { subject: 'CN=front-proxy-client', eku: [CLIENT_AUTH], dns: [], ips: [] }, 'front-proxy-ca');
+    const frontProxy = expectLeaf(
+      text(secret('front-proxy-ca'), 'tls.crt'),
+      root,
+      rootNode,
+      { subject: 'CN=front-proxy-client', eku: [CLIENT_AUTH], dns: [], ips: [] },
+      'front-proxy-ca',
+    );
     expect(frontProxy.ca).toBe(false);
     expectPkcs1Rsa(text(secret('front-proxy-ca'), 'tls.key'), frontProxy, 'front-proxy-ca');
 
     // Kubeconfigs: upstream's template, client certificates, the root as CA, https://<svc>.<ns>:6443.
-    for (const [name, subject] of [['controller-manager-kubeconfig', 'CN=system:kube-controller-manager'], ['admin-kubeconfig', 'O=system:masters, CN=admin']] as const) {
+    for (const [name, subject] of [
+      ['controller-manager-kubeconfig', 'CN=system:kube-controller-manager'],
+      ['admin-kubeconfig', 'O=system:masters, CN=admin'],
+    ] as const) {
       const config = parseYaml(text(secret(name), name));
       expect(config['current-context'], name).toBe('default');
       expect(config.contexts, name).toEqual([{ name: 'default', context: { cluster: 'vc-1', user: config.users[0].name } }]);
@@ -176,14 +197,21 @@ describe('PKI after a rollplane upgrade, beside the vc-manager with its gate off
     const sa = secret('serviceaccount-rsa');
     expect(text(sa, 'tls.crt').startsWith('-----BEGIN PUBLIC KEY-----\n')).toBe(true);
     expectPkcs1Rsa(text(sa, 'tls.key'), undefined, 'serviceaccount-rsa');
-    expect(createPublicKey(text(sa, 'tls.crt')).export({ format: 'jwk' })).toEqual(createPublicKey(createPrivateKey(text(sa, 'tls.key'))).export({ format: 'jwk' }));
+    expect(createPublicKey(text(sa, 'tls.crt')).export({ format: 'jwk' })).toEqual(
+      createPublicKey(createPrivateKey(text(sa, 'tls.key'))).export({ format: 'jwk' }),
+    );
 
     // Both pod templates keep upstream's cluster label; the VirtualCluster got upstream's condition appended.
     for (const sts of ['apiserver', 'controller-manager']) {
       expect(h.controlPlane('vc-1', 'statefulsets', sts)!.spec.template.metadata.labels['tenancy.x-k8s.io/cluster'], sts).toBe(ns);
     }
     const conditions = vc.status.conditions as Record<string, unknown>[];
-    expect(conditions.at(-1)).toEqual({ status: 'True', reason: 'TenantControlPlaneUpgradeCompleted', message: 'tenant control plane is upgraded', lastTransitionTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
+    expect(conditions.at(-1)).toEqual({
+      status: 'True',
+      reason: 'TenantControlPlaneUpgradeCompleted',
+      message: 'tenant control plane is upgraded',
+      lastTransitionTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+    });
     expect(conditions.every((c) => !('type' in c))).toBe(true);
     expect(h.vc('vc-1').metadata.namespace).toBe(VC_NS);
 

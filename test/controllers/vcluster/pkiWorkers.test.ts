@@ -112,7 +112,10 @@ describe('PkiWorkers', () => {
       const pki = await workers.issue(${JSON.stringify(input)});
       console.log(Object.keys(pki.secrets).length);
     `;
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, timeout: 30_000 });
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: projectRoot,
+      timeout: 30_000,
+    });
     expect(stdout.trim()).toBe('6');
   });
 });

@@ -81,7 +81,14 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
 
     const [observation] = await h.observed(1);
     expect(observation).toMatchObject({ namespace: 'default', name: 'vc-1', kind: 'VIRTUAL_CLUSTER' });
-    expect(observation!.payload).toMatchObject({ cluster: 'default/vc-1', clusterVersion: CV_NAME, resourceVersion: rv, outcome: 'SUCCEEDED', error: null, rootCaGenerated: true });
+    expect(observation!.payload).toMatchObject({
+      cluster: 'default/vc-1',
+      clusterVersion: CV_NAME,
+      resourceVersion: rv,
+      outcome: 'SUCCEEDED',
+      error: null,
+      rootCaGenerated: true,
+    });
     expect((observation!.payload.components as { component: string }[]).map((c) => c.component)).toEqual(['pki', 'apiserver', 'controller-manager']);
     expect(await h.metric('clusters_upgraded', { cluster_version: CV_NAME, resource_version: rv })).toBe(1);
     expect(await h.metric('clusters_upgrade_seconds_count', { cluster_version: CV_NAME, resource_version: rv })).toBe(1);
@@ -172,7 +179,12 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
     h.optIn('vc-1');
     await h.upgradeEnded('vc-1');
     const [observation] = await h.observed(1);
-    expect((observation!.payload.components as { component: string }[]).map((c) => c.component)).toEqual(['apiserver-service', 'pki', 'apiserver', 'controller-manager']);
+    expect((observation!.payload.components as { component: string }[]).map((c) => c.component)).toEqual([
+      'apiserver-service',
+      'pki',
+      'apiserver',
+      'controller-manager',
+    ]);
     const serving = new X509Certificate(pem(h.controlPlane('vc-1', 'secrets', 'apiserver-ca'), 'tls.crt'));
     expect(serving.subjectAltName).toContain('IP Address:10.96.7.7');
   });

@@ -53,7 +53,9 @@ describe('rollplane beside the vc-manager', () => {
     expect((await h.upgradeEnded('vc-1')).status.reason).toBe('TenantControlPlaneUpgradeCompleted');
     expect(await h.observed(1)).toHaveLength(1);
     const rootAfterRollplane = h.controlPlane('vc-1', 'secrets', 'root-ca')!.data as Record<string, string>;
-    expect(createPrivateKey({ key: Buffer.from(rootAfterRollplane['tls.key'], 'base64').toString(), format: 'pem', type: 'pkcs1' }).asymmetricKeyType).toBe('rsa');
+    expect(createPrivateKey({ key: Buffer.from(rootAfterRollplane['tls.key'], 'base64').toString(), format: 'pem', type: 'pkcs1' }).asymmetricKeyType).toBe(
+      'rsa',
+    );
 
     // 2. Gate on: bumps are refused with a message naming the Deployment and the flag; the reconciler defers.
     setGate(h, true);
@@ -106,7 +108,9 @@ describe('rollplane beside the vc-manager', () => {
     });
     h.optIn('vc-1');
     expect((await h.upgradeEnded('vc-1')).status.reason).toBe('TenantControlPlaneUpgradeCompleted');
-    expect(Buffer.from((h.controlPlane('vc-1', 'secrets', 'root-ca')!.data as Record<string, string>)['tls.key']!, 'base64').toString()).toMatch(/^-----BEGIN EC PRIVATE KEY-----/);
+    expect(Buffer.from((h.controlPlane('vc-1', 'secrets', 'root-ca')!.data as Record<string, string>)['tls.key']!, 'base64').toString()).toMatch(
+      /^-----BEGIN EC PRIVATE KEY-----/,
+    );
     setGate(h, true);
     await h.waitFor('the gate to be seen', () => h!.runtime.queries.upstreamUpgrades?.());
     h.editClusterVersion((spec) => {

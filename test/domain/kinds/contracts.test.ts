@@ -12,18 +12,37 @@ const ROOT = path.resolve(import.meta.dirname, '../../..');
 
 describe('stored strategies', () => {
   it('read rows written before a field existed with the defaults, per kind', () => {
-    expect(parseStoredStrategy('AGENT_POOL', '{"maxUnavailable":"25%"}')).toEqual({ kind: 'AGENT_POOL', maxUnavailable: '25%', progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false });
+    expect(parseStoredStrategy('AGENT_POOL', '{"maxUnavailable":"25%"}')).toEqual({
+      kind: 'AGENT_POOL',
+      maxUnavailable: '25%',
+      progressDeadlineSeconds: 600,
+      failureThreshold: 1,
+      autoRollback: false,
+    });
     // A virtual-cluster row of the first releases: no autoRollback, no maxUnavailable (the API shows null for it).
     expect(parseStoredStrategy('VIRTUAL_CLUSTER', '{"maxConcurrent":2,"failureThreshold":3,"progressDeadlineSeconds":900}')).toEqual({
-      kind: 'VIRTUAL_CLUSTER', maxConcurrent: 2, failureThreshold: 3, progressDeadlineSeconds: 900, autoRollback: false,
+      kind: 'VIRTUAL_CLUSTER',
+      maxConcurrent: 2,
+      failureThreshold: 3,
+      progressDeadlineSeconds: 900,
+      autoRollback: false,
     });
     expect(parseStoredStrategy('NODE_AGENT', '{"mode":"SURGE","daemonSetNamespace":"ns","daemonSetName":"ds"}')).toMatchObject({
-      kind: 'NODE_AGENT', mode: 'SURGE', minReadySeconds: 0, peerRuntimeClass: 'kata-remote', canaryNodes: 0, daemonSetNamespace: 'ns', daemonSetName: 'ds', progressDeadlineSeconds: 600,
+      kind: 'NODE_AGENT',
+      mode: 'SURGE',
+      minReadySeconds: 0,
+      peerRuntimeClass: 'kata-remote',
+      canaryNodes: 0,
+      daemonSetNamespace: 'ns',
+      daemonSetName: 'ds',
+      progressDeadlineSeconds: 600,
     });
   });
 
   it('read a value of the wrong type, or unreadable JSON, as the default instead of stopping the engine', () => {
-    expect(parseStoredStrategy('AGENT_POOL', '{"progressDeadlineSeconds":"soon","failureThreshold":-2,"autoRollback":"yes","canary":0}')).toEqual(defaultStrategy('AGENT_POOL'));
+    expect(parseStoredStrategy('AGENT_POOL', '{"progressDeadlineSeconds":"soon","failureThreshold":-2,"autoRollback":"yes","canary":0}')).toEqual(
+      defaultStrategy('AGENT_POOL'),
+    );
     expect(parseStoredStrategy('NODE_AGENT', '{"mode":"SIDEWAYS","minReadySeconds":-1}')).toEqual(defaultStrategy('NODE_AGENT'));
     expect(parseStoredStrategy('VIRTUAL_CLUSTER', 'not json')).toEqual(defaultStrategy('VIRTUAL_CLUSTER'));
     expect(parseStoredStrategy('AGENT_POOL', '[1,2]')).toEqual(defaultStrategy('AGENT_POOL'));
@@ -32,8 +51,28 @@ describe('stored strategies', () => {
   it('keep what was planned through a write and a read (kind is the row’s, not stored)', () => {
     const planned: RolloutStrategy[] = [
       parseInput(bumpAgentImageInput, { image: 'a/b:v2', strategy: { maxUnavailable: '3', canary: 2, autoRollback: true } }).strategy,
-      { ...defaultStrategy('NODE_AGENT'), maxUnavailable: '1', maxConcurrent: 1, mode: 'SURGE', minReadySeconds: 30, canaryNodes: 2, daemonSetNamespace: 'ns', daemonSetName: 'ds' },
-      { ...defaultStrategy('VIRTUAL_CLUSTER'), maxConcurrent: 4, clusterVersionChange: { name: 'cv', previousSpec: { a: 1 }, previousVersion: 'spec-1', previousResourceVersion: '7', desiredSpec: { a: 2 }, desiredVersion: 'spec-2' } },
+      {
+        ...defaultStrategy('NODE_AGENT'),
+        maxUnavailable: '1',
+        maxConcurrent: 1,
+        mode: 'SURGE',
+        minReadySeconds: 30,
+        canaryNodes: 2,
+        daemonSetNamespace: 'ns',
+        daemonSetName: 'ds',
+      },
+      {
+        ...defaultStrategy('VIRTUAL_CLUSTER'),
+        maxConcurrent: 4,
+        clusterVersionChange: {
+          name: 'cv',
+          previousSpec: { a: 1 },
+          previousVersion: 'spec-1',
+          previousResourceVersion: '7',
+          desiredSpec: { a: 2 },
+          desiredVersion: 'spec-2',
+        },
+      },
     ];
     for (const strategy of planned) {
       const json = serializeStrategy(strategy);
@@ -44,7 +83,14 @@ describe('stored strategies', () => {
 
   it('make a rollback’s strategy from the original: no canary, never rolling itself back', () => {
     const original = { ...defaultStrategy('AGENT_POOL'), maxUnavailable: '2', canary: 3, autoRollback: true };
-    expect(rollbackStrategyOf(original)).toEqual({ kind: 'AGENT_POOL', maxUnavailable: '2', progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false, rollback: true });
+    expect(rollbackStrategyOf(original)).toEqual({
+      kind: 'AGENT_POOL',
+      maxUnavailable: '2',
+      progressDeadlineSeconds: 600,
+      failureThreshold: 1,
+      autoRollback: false,
+      rollback: true,
+    });
   });
 
   it('admit maxConcurrent when present, else maxUnavailable of the changing targets (percent rounded down, at least 1)', () => {
@@ -64,7 +110,9 @@ describe('one integer rule', () => {
   });
 
   it('is the only integer validator left in the domain', () => {
-    const offenders = sources(path.join(ROOT, 'src')).filter((file) => !file.includes(`${path.sep}kinds${path.sep}`) && /must be an integer (between|from)/.test(readFileSync(file, 'utf8')));
+    const offenders = sources(path.join(ROOT, 'src')).filter(
+      (file) => !file.includes(`${path.sep}kinds${path.sep}`) && /must be an integer (between|from)/.test(readFileSync(file, 'utf8')),
+    );
     // Pagination's page size and configuration parsing are not rollout inputs.
     expect(offenders.map((f) => path.relative(ROOT, f)).sort()).toEqual(['src/cli/main.ts', 'src/config.ts', 'src/util/pagination.ts']);
   });
@@ -103,7 +151,9 @@ describe('strategy reads', () => {
 
 describe('the CLI', () => {
   it('reads the contracts’ numbers from limits.ts only, which loads no schema library (a CLI start stays cheap)', () => {
-    const imported = sources(path.join(ROOT, 'src/cli')).flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/from '[./]*domain\/kinds\/(\w+)\.js'/g)].map((m) => m[1]));
+    const imported = sources(path.join(ROOT, 'src/cli')).flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/from '[./]*domain\/kinds\/(\w+)\.js'/g)].map((m) => m[1]),
+    );
     expect(imported.length).toBeGreaterThan(0);
     expect([...new Set(imported)]).toEqual(['limits']);
     expect(readFileSync(path.join(ROOT, 'src/domain/kinds/limits.ts'), 'utf8')).not.toMatch(/^import /m);
@@ -143,7 +193,11 @@ describe('the defaults', () => {
       maxConcurrent: defaultOf('BumpClusterVersionInput', 'maxConcurrent'),
       failureThreshold: defaultOf('BumpClusterVersionInput', 'failureThreshold'),
       progressDeadlineSeconds: defaultOf('BumpClusterVersionInput', 'progressDeadlineSeconds'),
-    }).toEqual({ maxConcurrent: DEFAULT_MAX_CONCURRENT, failureThreshold: STRATEGY_DEFAULTS.failureThreshold, progressDeadlineSeconds: STRATEGY_DEFAULTS.progressDeadlineSeconds });
+    }).toEqual({
+      maxConcurrent: DEFAULT_MAX_CONCURRENT,
+      failureThreshold: STRATEGY_DEFAULTS.failureThreshold,
+      progressDeadlineSeconds: STRATEGY_DEFAULTS.progressDeadlineSeconds,
+    });
   });
 
   it('fill in what a caller left out, as the schema would', () => {

@@ -53,14 +53,16 @@ function watchAgents(r: Rig, selected: string[]) {
 }
 
 async function agentEvents(r: Rig): Promise<any[]> {
-  const data = await r.gql(`{ events(filter: { types: [AgentRecreated, UpstreamControllerChanged] }, first: 500) { edges { node { type rolloutId object { namespace name } payload } } } }`);
+  const data = await r.gql(
+    `{ events(filter: { types: [AgentRecreated, UpstreamControllerChanged] }, first: 500) { edges { node { type rolloutId object { namespace name } payload } } } }`,
+  );
   return data.events.edges.map((e: any) => e.node);
 }
 
 const names = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `net-${from + i}`);
 
 describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () => {
-  it('rolls 20 of 24 pools with maxUnavailable 2 through the controller\'s own --image: each selected agent recreated once, the others untouched', async () => {
+  it("rolls 20 of 24 pools with maxUnavailable 2 through the controller's own --image: each selected agent recreated once, the others untouched", async () => {
     rig = await startRig({ fleet: 'pools=24,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
     const r = rig;
     const selected = names(1, 20);
@@ -153,9 +155,15 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     await r.waitFor('a fifth pool upgraded', () => upgradedCount() >= 5);
     await r.gql(`mutation { abortRollout(id: "${id}", reason: "test") { state } }`);
     const aborted = await waitForRollout(r, id, ['ABORTED']);
-    const unreleased = aborted.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'CANCELLED').map((t: any) => t.name);
+    const unreleased = aborted.targets.edges
+      .map((e: any) => e.node)
+      .filter((t: any) => t.state === 'CANCELLED')
+      .map((t: any) => t.name);
     expect(unreleased.length).toBeGreaterThan(0);
-    await r.waitFor('admitted targets finished', async () => (await r.gql(`{ rollout(id: "${id}") { progress { progressing } } }`)).rollout.progress.progressing === 0);
+    await r.waitFor(
+      'admitted targets finished',
+      async () => (await r.gql(`{ rollout(id: "${id}") { progress { progressing } } }`)).rollout.progress.progressing === 0,
+    );
     for (const p of unreleased) {
       expect(r.pool(p)!.metadata.annotations?.[HOLD], p).toBeDefined();
       expect([...watch.uids.get(p)!], p).toEqual([before.get(p)]);
@@ -215,8 +223,9 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     const id = data.bumpAgentImage.rollout.id;
     await r.gql(`mutation { abortRollout(id: "${id}", reason: "test") { state } }`);
     await waitForRollout(r, id, ['ABORTED']);
-    await r.waitFor('the controller back on the old image and no hold left', () =>
-      controllerImage(r) === OLD && names(1, 3).every((p) => r.pool(p)!.metadata.annotations?.[HOLD] === undefined),
+    await r.waitFor(
+      'the controller back on the old image and no hold left',
+      () => controllerImage(r) === OLD && names(1, 3).every((p) => r.pool(p)!.metadata.annotations?.[HOLD] === undefined),
     );
     for (const [p, uid] of before) expect(r.agent(p)!.metadata.uid, p).toBe(uid);
   });
@@ -250,15 +259,27 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     expect(failed.state).toBe('FAILED');
     expect(failed.message).toContain('changed outside rollplane');
     // Upstream replaces every unheld agent with the helm-upgraded image; none of that is the rollout's.
-    const released = failed.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'SUCCEEDED' || t.state === 'FAILED').map((t: any) => t.name);
-    await r.waitFor('released pools on the helm image', () => released.every((p: string) => r.agent(p)?.spec.containers[0].image === OTHER && r.readyAgents().has(p)));
-    await r.waitFor('unplanned recreations recorded', async () => (await agentEvents(r)).filter((e) => e.payload.reason === 'unplanned').length >= released.length);
+    const released = failed.targets.edges
+      .map((e: any) => e.node)
+      .filter((t: any) => t.state === 'SUCCEEDED' || t.state === 'FAILED')
+      .map((t: any) => t.name);
+    await r.waitFor('released pools on the helm image', () =>
+      released.every((p: string) => r.agent(p)?.spec.containers[0].image === OTHER && r.readyAgents().has(p)),
+    );
+    await r.waitFor(
+      'unplanned recreations recorded',
+      async () => (await agentEvents(r)).filter((e) => e.payload.reason === 'unplanned').length >= released.length,
+    );
     const events = await agentEvents(r);
     for (const e of events.filter((e) => e.type === 'AgentRecreated' && e.rolloutId === id)) expect(e.payload.newImage).toBe(NEW);
-    for (const e of events.filter((e) => e.type === 'AgentRecreated' && e.payload.newImage === OTHER)) expect(e).toMatchObject({ rolloutId: null, payload: { reason: 'unplanned', planned: false } });
-    expect(events.find((e) => e.type === 'UpstreamControllerChanged' && e.payload.newImage === OTHER)).toMatchObject({ payload: { oldImage: NEW, planned: false } });
+    for (const e of events.filter((e) => e.type === 'AgentRecreated' && e.payload.newImage === OTHER))
+      expect(e).toMatchObject({ rolloutId: null, payload: { reason: 'unplanned', planned: false } });
+    expect(events.find((e) => e.type === 'UpstreamControllerChanged' && e.payload.newImage === OTHER)).toMatchObject({
+      payload: { oldImage: NEW, planned: false },
+    });
     const succeeded = failed.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'SUCCEEDED');
-    for (const t of succeeded) expect(events.some((e) => e.type === 'AgentRecreated' && e.rolloutId === id && e.object.name === t.name && e.payload.newImage === NEW)).toBe(true);
+    for (const t of succeeded)
+      expect(events.some((e) => e.type === 'AgentRecreated' && e.rolloutId === id && e.object.name === t.name && e.payload.newImage === NEW)).toBe(true);
     // The pools still held show up as drift against the controller's new image.
     const drift = await r.gql(`{ drift(kind: AGENT_POOL) { edges { node { name desiredVersion runningVersion } } } }`);
     const held = names(1, 6).filter((p) => r.pool(p)!.metadata.annotations?.[HOLD] !== undefined);
@@ -273,21 +294,37 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     const held = structuredClone(r.pool('net-3')!);
     held.metadata.annotations = { ...held.metadata.annotations, [HOLD]: 'true' };
     r.sim.store.update(type, held);
-    await r.waitFor('rollplane sees the controller', async () => (await r.gql(`{ agentPool(namespace: "default", name: "net-1") { mode } }`)).agentPool.mode === 'COEXIST');
+    await r.waitFor(
+      'rollplane sees the controller',
+      async () => (await r.gql(`{ agentPool(namespace: "default", name: "net-1") { mode } }`)).agentPool.mode === 'COEXIST',
+    );
     await r.waitFor('baseline agents recorded', () => r.readyAgents().size === 3);
     helmUpgrade(r, OTHER);
-    await r.waitFor('unheld pools on the new image', () => ['net-1', 'net-2'].every((p) => r.agent(p)?.spec.containers[0].image === OTHER && r.readyAgents().has(p)));
+    await r.waitFor('unheld pools on the new image', () =>
+      ['net-1', 'net-2'].every((p) => r.agent(p)?.spec.containers[0].image === OTHER && r.readyAgents().has(p)),
+    );
     await r.waitFor('two unplanned recreations', async () => (await agentEvents(r)).filter((e) => e.type === 'AgentRecreated').length === 2);
     const events = await agentEvents(r);
-    expect(events.filter((e) => e.type === 'AgentRecreated').map((e) => [e.object.name, e.rolloutId, e.payload.reason, e.payload.newImage]).sort()).toEqual([
+    expect(
+      events
+        .filter((e) => e.type === 'AgentRecreated')
+        .map((e) => [e.object.name, e.rolloutId, e.payload.reason, e.payload.newImage])
+        .sort(),
+    ).toEqual([
       ['net-1', null, 'unplanned', OTHER],
       ['net-2', null, 'unplanned', OTHER],
     ]);
-    expect(events.find((e) => e.type === 'UpstreamControllerChanged')).toMatchObject({ rolloutId: null, payload: { oldImage: OLD, newImage: OTHER, planned: false } });
+    expect(events.find((e) => e.type === 'UpstreamControllerChanged')).toMatchObject({
+      rolloutId: null,
+      payload: { oldImage: OLD, newImage: OTHER, planned: false },
+    });
     const drift = await r.gql(`{ drift(kind: AGENT_POOL) { edges { node { name desiredVersion runningVersion } } } }`);
     expect(drift.drift.edges.map((e: any) => e.node)).toEqual([{ name: 'net-3', desiredVersion: OTHER, runningVersion: OLD }]);
     // Someone else's hold: a rollout skips the pool and never releases it.
-    expect((await r.gql(`{ agentPool(namespace: "default", name: "net-3") { held heldByRollplane } }`)).agentPool).toEqual({ held: true, heldByRollplane: false });
+    expect((await r.gql(`{ agentPool(namespace: "default", name: "net-3") { held heldByRollplane } }`)).agentPool).toEqual({
+      held: true,
+      heldByRollplane: false,
+    });
     const plan = await r.gql(BUMP, { input: { image: OTHER, dryRun: true } });
     expect(plan.bumpAgentImage.plan.find((p: any) => p.name === 'net-3')).toMatchObject({ action: 'skip', reason: expect.stringContaining('held') });
   });
@@ -295,7 +332,10 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
 
 describe('refusing a mode the cluster does not allow', () => {
   const refusal = async (r: Rig) => {
-    const error = await r.gql(BUMP, { input: { image: NEW } }).then(() => undefined, (e: { errors: any[] }) => e.errors[0]);
+    const error = await r.gql(BUMP, { input: { image: NEW } }).then(
+      () => undefined,
+      (e: { errors: any[] }) => e.errors[0],
+    );
     return error;
   };
 
@@ -323,11 +363,17 @@ describe('refusing a mode the cluster does not allow', () => {
   it('ROLLPLANE_VMDHCP_CONTROLLER names the controller: the right one coexists, a wrong name is refused as absent', async () => {
     rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', agent: { vmDhcpController: CONTROLLER } });
     const r = rig;
-    await r.waitFor('coexisting', async () => (await r.gql(`{ agentPool(namespace: "default", name: "net-1") { mode desiredImage } }`)).agentPool.mode === 'COEXIST');
+    await r.waitFor(
+      'coexisting',
+      async () => (await r.gql(`{ agentPool(namespace: "default", name: "net-1") { mode desiredImage } }`)).agentPool.mode === 'COEXIST',
+    );
     const dry = await r.gql(BUMP, { input: { image: NEW, dryRun: true } });
     expect(dry.bumpAgentImage.dryRun).toBe(true);
     await r.close();
-    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', agent: { mode: 'coexist', vmDhcpController: { namespace: 'harvester-system', name: 'nope' } } });
+    rig = await startRig({
+      fleet: 'pools=2,nodes=2,upstream=vm-dhcp',
+      agent: { mode: 'coexist', vmDhcpController: { namespace: 'harvester-system', name: 'nope' } },
+    });
     const error = await refusal(rig);
     expect(error?.extensions).toMatchObject({ code: 'CONFLICT', reason: 'AGENT_MODE_MISMATCH', controllerState: 'absent' });
     expect(error.message).toContain('harvester-system/nope');

@@ -87,12 +87,18 @@ describe('agent recreation history', () => {
     r.sim.nodes!.crash(stuck.spec.nodeName);
     await r.gql(BUMP, { input: { image: NEW, strategy: { progressDeadlineSeconds: 600 } } });
     await r.waitFor('marked for deletion', () =>
-      r.pool('net-1')!.status.conditions.some((c: any) => c.type === 'Registered' && c.status === 'False' && c.message === `agent pod ${stuck.metadata.name} marked for deletion`),
+      r
+        .pool('net-1')!
+        .status.conditions.some(
+          (c: any) => c.type === 'Registered' && c.status === 'False' && c.message === `agent pod ${stuck.metadata.name} marked for deletion`,
+        ),
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(r.agent('net-1')!.metadata.uid).toBe(stuck.metadata.uid);
     const drift = await r.gql(`{ drift { totalCount edges { node { kind namespace name desiredVersion runningVersion } } } }`);
-    expect(drift.drift.edges.map((e: any) => e.node)).toEqual([{ kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', desiredVersion: NEW, runningVersion: OLD }]);
+    expect(drift.drift.edges.map((e: any) => e.node)).toEqual([
+      { kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', desiredVersion: NEW, runningVersion: OLD },
+    ]);
     const drifted = await r.gql(`{ agentPools(filter: { drifted: true }) { totalCount } }`);
     expect(drifted.agentPools.totalCount).toBe(1);
   });

@@ -56,10 +56,14 @@ describe.each([
 
     service = await startService(env);
     const url = service.url;
-    const done = await r.waitFor('rollout finished', async () => {
-      const data = await call(url, ROLLOUT, { id });
-      return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-    }, 60_000);
+    const done = await r.waitFor(
+      'rollout finished',
+      async () => {
+        const data = await call(url, ROLLOUT, { id });
+        return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
+      },
+      60_000,
+    );
     expect(done.state).toBe('SUCCEEDED');
     expect(done.progress.succeeded).toBe(POOLS);
     for (let i = 1; i <= POOLS; i++) {

@@ -71,10 +71,20 @@ export async function startRig(options: RigOptions = {}): Promise<Rig> {
       },
     },
   });
-  const env = { ...FAST_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `file:${databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ...options.env };
+  const env = {
+    ...FAST_ENV,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: `file:${databaseFile}`,
+    ROLLPLANE_KUBE: 'kubeconfig',
+    KUBECONFIG: sim.kubeconfigPath,
+    ...options.env,
+  };
   const start = async () => {
     const config = loadConfig(env, []);
-    return startApp({ ...config, agentPools: { stuckGraceSeconds: 120, ...options.agent } } as typeof config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+    return startApp({ ...config, agentPools: { stuckGraceSeconds: 120, ...options.agent } } as typeof config, {
+      logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    });
   };
   let app: App | undefined = options.noApp ? undefined : await start();
   const types = { pools: sim.store.resourceType('network.harvesterhci.io', 'ippools')!, pods: sim.store.resourceType('', 'pods')! };
@@ -99,7 +109,9 @@ export async function startRig(options: RigOptions = {}): Promise<Rig> {
       const out = new Map<string, KubeObject>();
       for (const pod of sim.store.list(types.pods, AGENT_NS)) {
         const pool = pod.metadata.labels?.['network.harvesterhci.io/ippool-name'];
-        const ready = !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+        const ready =
+          !pod.metadata.deletionTimestamp &&
+          (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
         if (pool && ready) out.set(pool, pod);
       }
       return out;
@@ -130,8 +142,12 @@ export const ROLLOUT = `query R($id: ID!) { rollout(id: $id) { id state message 
   targets { edges { node { namespace name state error fromVersion toVersion } } } } }`;
 
 export async function waitForRollout(rig: Rig, id: string, states: string[], timeoutMs = 30_000): Promise<any> {
-  return rig.waitFor(`rollout ${id} in ${states.join('|')}`, async () => {
-    const data = await rig.gql(ROLLOUT, { id });
-    return states.includes(data.rollout.state) ? data.rollout : undefined;
-  }, timeoutMs);
+  return rig.waitFor(
+    `rollout ${id} in ${states.join('|')}`,
+    async () => {
+      const data = await rig.gql(ROLLOUT, { id });
+      return states.includes(data.rollout.state) ? data.rollout : undefined;
+    },
+    timeoutMs,
+  );
 }

@@ -59,7 +59,13 @@ describe('bumpAgentImage through the GraphQL API', () => {
     expect(pools.agentPools.pageInfo.hasNextPage).toBe(true);
     const rest = await r.gql(POOLS, { first: 4, after: pools.agentPools.pageInfo.endCursor });
     expect([...pools.agentPools.edges, ...rest.agentPools.edges].map((e: any) => e.node.name)).toEqual(['net-1', 'net-2', 'net-3', 'net-4', 'net-5', 'net-6']);
-    expect(pools.agentPools.edges[0].node).toMatchObject({ mode: 'DIRECT', desiredImage: NEW, runningImage: NEW, agentReady: true, agentRef: 'harvester-system/default-net-1-agent' });
+    expect(pools.agentPools.edges[0].node).toMatchObject({
+      mode: 'DIRECT',
+      desiredImage: NEW,
+      runningImage: NEW,
+      agentReady: true,
+      agentRef: 'harvester-system/default-net-1-agent',
+    });
 
     const pool = await r.gql(`{ agentPool(namespace: "default", name: "net-1") {
       revisions { edges { node { n version rollout { id } } } }
@@ -91,12 +97,19 @@ describe('bumpAgentImage through the GraphQL API', () => {
     rig = await startRig();
     const r = rig;
     const fail = async (input: Record<string, unknown>) => {
-      const err = await r.gql(BUMP, { input }).then(() => undefined, (e: { errors: any[] }) => e.errors[0]);
+      const err = await r.gql(BUMP, { input }).then(
+        () => undefined,
+        (e: { errors: any[] }) => e.errors[0],
+      );
       return err;
     };
     expect(await fail({ image: 'Rancher/UPPER::x' })).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', field: 'input.image' } });
-    expect(await fail({ image: NEW, pools: { labelSelector: 'a in (b' } })).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', field: 'input.pools.labelSelector' } });
-    expect(await fail({ image: NEW, strategy: { maxUnavailable: '0' } })).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', field: 'input.strategy.maxUnavailable' } });
+    expect(await fail({ image: NEW, pools: { labelSelector: 'a in (b' } })).toMatchObject({
+      extensions: { code: 'BAD_USER_INPUT', field: 'input.pools.labelSelector' },
+    });
+    expect(await fail({ image: NEW, strategy: { maxUnavailable: '0' } })).toMatchObject({
+      extensions: { code: 'BAD_USER_INPUT', field: 'input.strategy.maxUnavailable' },
+    });
     expect(await fail({ image: NEW, strategy: { maxUnavailable: '150%' } })).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
     expect(await fail({ image: 'rancher/harvester-vm-dhcp-agent:v0.2.9' })).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', field: 'input.image' } });
     const allowed = await r.gql(BUMP, { input: { image: 'rancher/harvester-vm-dhcp-agent:v0.2.9', allowDowngrade: true, dryRun: true } });
@@ -145,7 +158,9 @@ describe('bumpAgentImage through the GraphQL API', () => {
     // Rollback: every pool back to the previous image, recreated once more.
     const rollback = await r.gql(`mutation { rollbackRollout(id: "${bump.bumpAgentImage.rollout.id}") { id state toVersion } }`);
     await waitForRollout(r, rollback.rollbackRollout.id, ['SUCCEEDED']);
-    expect([1, 2, 3, 4, 5].every((i) => r.agent(`net-${i}`)!.spec.containers[0].image === OLD && r.pool(`net-${i}`)!.status.agentPodRef.image === OLD)).toBe(true);
+    expect([1, 2, 3, 4, 5].every((i) => r.agent(`net-${i}`)!.spec.containers[0].image === OLD && r.pool(`net-${i}`)!.status.agentPodRef.image === OLD)).toBe(
+      true,
+    );
     const original = await r.gql(`{ rollout(id: "${bump.bumpAgentImage.rollout.id}") { state } }`);
     expect(original.rollout.state).toBe('ROLLED_BACK');
 

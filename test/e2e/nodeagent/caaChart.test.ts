@@ -28,13 +28,15 @@ const ROLLBACK = `mutation ($id: ID!) { rollbackRollout(id: $id) { id } }`;
 let sim: Simulator;
 let app: TestApp | undefined;
 
-const ready = (pod: KubeObject) => !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+const ready = (pod: KubeObject) =>
+  !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const types = () => ({ pods: sim.store.resourceType('', 'pods')!, daemonsets: sim.store.resourceType('apps', 'daemonsets')! });
 const daemonSet = () => sim.store.get(types().daemonsets, NS, DS)!;
 /** The node's CAA pods, a SURGE hand-over's retiring one included (it keeps the podLabels label, loses `app`). */
-const agentsOn = (node: string) => sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
-const peersOn = (node: string) => sim.store.list(types().pods).filter((p) => p.spec?.nodeName === node && p.spec?.runtimeClassName === 'kata-remote' && !p.metadata.deletionTimestamp);
-
+const agentsOn = (node: string) =>
+  sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
+const peersOn = (node: string) =>
+  sim.store.list(types().pods).filter((p) => p.spec?.nodeName === node && p.spec?.runtimeClassName === 'kata-remote' && !p.metadata.deletionTimestamp);
 
 /**
  * Checks the cluster at every pod and DaemonSet event: at most one node without a Ready agent; at most one node "busy"
@@ -51,8 +53,10 @@ function watchCluster() {
     const plural = event.resource.plural;
     if (plural === 'daemonsets' && event.object.metadata.name === DS && event.type !== 'DELETED') {
       const strategy = event.object.spec.updateStrategy;
-      if (!isDeepStrictEqual(strategy, CHART_STRATEGY) && !isDeepStrictEqual(strategy, { type: 'OnDelete' })) violations.push(`strategy ${JSON.stringify(strategy)}`);
-      if ((event.object.spec.template.spec.readinessGates ?? []).some((g: { conditionType: string }) => g.conditionType === GATE)) violations.push('readiness gate in the template');
+      if (!isDeepStrictEqual(strategy, CHART_STRATEGY) && !isDeepStrictEqual(strategy, { type: 'OnDelete' }))
+        violations.push(`strategy ${JSON.stringify(strategy)}`);
+      if ((event.object.spec.template.spec.readinessGates ?? []).some((g: { conditionType: string }) => g.conditionType === GATE))
+        violations.push('readiness gate in the template');
     }
     if (plural !== 'pods' && plural !== 'daemonsets') return;
     if (plural === 'pods' && event.type === 'ADDED' && event.object.metadata.namespace === NS) {
@@ -61,10 +65,12 @@ function watchCluster() {
     }
     const withoutReady = NODES.filter((n) => !agentsOn(n).some(ready));
     if (withoutReady.length > 1) violations.push(`rev ${event.object.metadata.resourceVersion}: no Ready agent on ${withoutReady.join(', ')}`);
-    const nowBusy = new Set(NODES.filter((n) => {
-      const agents = agentsOn(n);
-      return agents.length !== 1 || !ready(agents[0]!) || peersOn(n).some((p) => !ready(p));
-    }));
+    const nowBusy = new Set(
+      NODES.filter((n) => {
+        const agents = agentsOn(n);
+        return agents.length !== 1 || !ready(agents[0]!) || peersOn(n).some((p) => !ready(p));
+      }),
+    );
     if (nowBusy.size > 1) violations.push(`rev ${event.object.metadata.resourceVersion}: ${[...nowBusy].join(', ')} busy at once`);
     for (const n of nowBusy) if (!busy.has(n)) busyOrder.push(n);
     busy = nowBusy;
@@ -84,13 +90,17 @@ async function waitState(id: string, states: string[]) {
 async function settled() {
   await until('the DaemonSet settled', () => {
     const d = daemonSet();
-    return d.status?.observedGeneration === d.metadata.generation && d.status?.updatedNumberScheduled === NODES.length && d.status?.numberAvailable === NODES.length;
+    return (
+      d.status?.observedGeneration === d.metadata.generation && d.status?.updatedNumberScheduled === NODES.length && d.status?.numberAvailable === NODES.length
+    );
   });
 }
 
 beforeEach(async () => {
   sim = await startSimulator({ delays: DELAYS, fleet: 'nodes=3,upstream=caa' });
-  await until('the chart agents and peer pods Ready', () => NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every(ready) && peersOn(n).length === 2 && peersOn(n).every(ready)));
+  await until('the chart agents and peer pods Ready', () =>
+    NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every(ready) && peersOn(n).length === 2 && peersOn(n).every(ready)),
+  );
   app = await startTestApp({ env: { ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'on' } });
 });
 
@@ -177,7 +187,9 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
       // The admitted node finishes; finish() then releases the set.
       await until('the rollout released the set', () => daemonSet().metadata.annotations?.['rollplane.io/rollout'] === undefined);
       const aborted = (await gql(app!.url, STATE, { id })).data.rollout;
-      const changed = aborted.targets.edges.filter((e: { node: { state: string } }) => e.node.state === 'SUCCEEDED').map((e: { node: { name: string } }) => e.node.name);
+      const changed = aborted.targets.edges
+        .filter((e: { node: { state: string } }) => e.node.state === 'SUCCEEDED')
+        .map((e: { node: { name: string } }) => e.node.name);
       expect(changed.length).toBeGreaterThanOrEqual(1);
       if (changed.length < NODES.length) expect(daemonSet().spec.updateStrategy).toEqual({ type: 'OnDelete' });
       expect(daemonSet().spec.template.spec.readinessGates).toBeUndefined();
@@ -205,7 +217,8 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     let helmAt = -1;
     const strategiesAfterHelm: unknown[] = [];
     const unsubscribe = sim.store.subscribe((event) => {
-      if (helmAt >= 0 && event.resource.plural === 'daemonsets' && event.object.metadata.name === DS) strategiesAfterHelm.push(event.object.spec.updateStrategy);
+      if (helmAt >= 0 && event.resource.plural === 'daemonsets' && event.object.metadata.name === DS)
+        strategiesAfterHelm.push(event.object.spec.updateStrategy);
     });
     try {
       const run = await gql(app!.url, BUMP, { input: { namespace: NS, name: DS, image: NEW } });
@@ -220,7 +233,9 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
       expect(failed.state).toBe('FAILED');
       await until('the rollout released the set', () => daemonSet().metadata.annotations?.['rollplane.io/rollout'] === undefined);
       // The DaemonSet's own surge rolling update brings every node to the chart's image.
-      await until('every node on the chart image', () => NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => ready(p) && p.spec.containers[0].image === CHART_NEXT)));
+      await until('every node on the chart image', () =>
+        NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => ready(p) && p.spec.containers[0].image === CHART_NEXT)),
+      );
       await settled();
     } finally {
       unsubscribe();
@@ -235,7 +250,9 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     expect(after.spec.template.spec.containers[0].image).toBe(CHART_NEXT);
     expect(Object.keys(after.metadata.annotations ?? {}).filter((k) => k.startsWith('rollplane.io/'))).toEqual([]);
     const rollout = await gql(app!.url, `query { rollouts(first: 1) { edges { node { targets { edges { node { state error } } } } } } }`);
-    const errors = (rollout.data?.rollouts?.edges?.[0]?.node?.targets?.edges ?? []).map((e: { node: { error: string | null } }) => e.node.error).filter(Boolean);
+    const errors = (rollout.data?.rollouts?.edges?.[0]?.node?.targets?.edges ?? [])
+      .map((e: { node: { error: string | null } }) => e.node.error)
+      .filter(Boolean);
     expect(errors.join(' ')).toMatch(/switched to RollingUpdate .*outside rollplane/);
     // The history has the chart's change as unplanned, and every agent the DaemonSet replaced on its own as unplanned,
     // once per node and never as the rollout's.
@@ -247,8 +264,14 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
       const list = (r.data?.events?.edges ?? []).map((e: { node: Entry }) => e.node) as Entry[];
       return unplanned(list).length >= NODES.length ? list : undefined;
     });
-    expect(events.filter((e) => e.type === 'UpstreamControllerChanged').map((e) => [e.rolloutId, e.payload.oldImage, e.payload.newImage, e.payload.planned])).toEqual([[null, NEW, CHART_NEXT, false]]);
-    expect(unplanned(events).map((e) => e.payload.node).sort()).toEqual(NODES);
+    expect(
+      events.filter((e) => e.type === 'UpstreamControllerChanged').map((e) => [e.rolloutId, e.payload.oldImage, e.payload.newImage, e.payload.planned]),
+    ).toEqual([[null, NEW, CHART_NEXT, false]]);
+    expect(
+      unplanned(events)
+        .map((e) => e.payload.node)
+        .sort(),
+    ).toEqual(NODES);
     for (const e of unplanned(events)) expect([e.rolloutId, e.payload.planned, e.payload.reason]).toEqual([null, false, 'unplanned']);
   });
 
@@ -273,6 +296,7 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     expected.spec.containers[0].image = NEW;
     expect(daemonSet().spec.template).toEqual(expected);
     expect(daemonSet().spec.updateStrategy).toEqual(CHART_STRATEGY);
-    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p), p.metadata.labels?.app])).toEqual([[NEW, true, 'cloud-api-adaptor']]);
+    for (const n of NODES)
+      expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p), p.metadata.labels?.app])).toEqual([[NEW, true, 'cloud-api-adaptor']]);
   });
 });

@@ -42,12 +42,13 @@ let sim: Simulator;
 let app: TestApp | undefined;
 let dir: string;
 
-const ready = (pod: KubeObject) => !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+const ready = (pod: KubeObject) =>
+  !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const types = () => ({ pods: sim.store.resourceType('', 'pods')!, daemonsets: sim.store.resourceType('apps', 'daemonsets')! });
 const daemonSet = () => sim.store.get(types().daemonsets, NS, DS)!;
-const agentsOn = (node: string) => sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
+const agentsOn = (node: string) =>
+  sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
 const onImage = (image: string) => NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => ready(p) && p.spec.containers[0].image === image));
-
 
 async function history(): Promise<HistoryEvent[]> {
   const r = await gql(app!.url, EVENTS);
@@ -62,7 +63,10 @@ async function replacedCount(): Promise<number> {
 }
 
 async function startApp(): Promise<TestApp> {
-  const started = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'on' } });
+  const started = await startTestApp({
+    databaseFile: path.join(dir, 'rollplane.db'),
+    env: { ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'on' },
+  });
   // Its caches are filled once the set shows every node's agent.
   await until('the node-agent caches filled', async () => (await gql(started.url, SET)).data?.nodeAgentSet?.nodes?.length === NODES.length);
   return started;

@@ -20,14 +20,17 @@ const apps: TestApp[] = [];
 
 /** The app drives an external simulator (kubeconfig mode), so that rollplane can restart while the cluster stays. */
 async function startApp(databaseFile?: string): Promise<TestApp> {
-  const app = await startTestApp({ ...(databaseFile ? { databaseFile } : {}), env: { ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'on' } });
+  const app = await startTestApp({
+    ...(databaseFile ? { databaseFile } : {}),
+    env: { ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'on' },
+  });
   apps.push(app);
   return app;
 }
 
-const ready = (pod: KubeObject) => !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+const ready = (pod: KubeObject) =>
+  !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const agents = () => sim.store.list(sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
-
 
 beforeEach(async () => {
   sim = await startSimulator({ delays: DELAYS, fleet: 'nodes=3' });
@@ -57,7 +60,10 @@ const ROLLOUT = `query ($id: ID!) { rollout(id: $id) { state progress { succeede
 describe('node agents over GraphQL', () => {
   it('lists the set with per-node state, validates and plans bumps, and rolls node by node with one event per node', async () => {
     const app = await startApp();
-    const sets = await gql(app.url, '{ nodeAgentSets { totalCount edges { cursor node { namespace name desiredImage nodes { node } } } pageInfo { hasNextPage } } }');
+    const sets = await gql(
+      app.url,
+      '{ nodeAgentSets { totalCount edges { cursor node { namespace name desiredImage nodes { node } } } pageInfo { hasNextPage } } }',
+    );
     expect(sets.errors).toBeUndefined();
     expect(sets.data.nodeAgentSets.totalCount).toBe(1);
     expect(sets.data.nodeAgentSets.edges[0].node).toMatchObject({ namespace: DS_NS, name: DS_NAME, desiredImage: OLD });
@@ -67,7 +73,8 @@ describe('node agents over GraphQL', () => {
     expect(set.data.nodeAgentSet.peerRuntimeClass).toBe('kata-remote');
     expect(set.data.nodeAgentSet.updateStrategy).toEqual({ type: 'OnDelete' });
     expect(set.data.nodeAgentSet).toMatchObject({ drivenBy: null, savedUpdateStrategy: null });
-    for (const node of set.data.nodeAgentSet.nodes) expect(node).toMatchObject({ image: OLD, ready: true, peerPods: 2, peerPodsReady: 2, upToDate: true, retiringPod: null });
+    for (const node of set.data.nodeAgentSet.nodes)
+      expect(node).toMatchObject({ image: OLD, ready: true, peerPods: 2, peerPodsReady: 2, upToDate: true, retiringPod: null });
     expect((await gql(app.url, SET, { ns: DS_NS, name: 'nope' })).data.nodeAgentSet).toBeNull();
 
     // Validation names the field; an unknown DaemonSet is NOT_FOUND; nothing is created.
@@ -81,10 +88,23 @@ describe('node agents over GraphQL', () => {
     expect(missing.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
 
     // Dry run: canary node first, then by name; strategy one node at a time.
-    const dry = await gql(app.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW, dryRun: true, canaryNodeSelector: 'kubernetes.io/hostname in (sim-node-3)' } });
+    const dry = await gql(app.url, BUMP, {
+      input: { namespace: DS_NS, name: DS_NAME, image: NEW, dryRun: true, canaryNodeSelector: 'kubernetes.io/hostname in (sim-node-3)' },
+    });
     expect(dry.errors).toBeUndefined();
-    expect(dry.data.bumpNodeAgentImage).toMatchObject({ dryRun: true, created: false, rollout: { id: 'dry-run', kind: 'NODE_AGENT', fromVersion: OLD, toVersion: NEW } });
-    expect(dry.data.bumpNodeAgentImage.rollout.strategy).toEqual({ maxUnavailable: '1', maxConcurrent: 1, mode: 'NODE_BY_NODE', minReadySeconds: 0, progressDeadlineSeconds: 600, failureThreshold: 1 });
+    expect(dry.data.bumpNodeAgentImage).toMatchObject({
+      dryRun: true,
+      created: false,
+      rollout: { id: 'dry-run', kind: 'NODE_AGENT', fromVersion: OLD, toVersion: NEW },
+    });
+    expect(dry.data.bumpNodeAgentImage.rollout.strategy).toEqual({
+      maxUnavailable: '1',
+      maxConcurrent: 1,
+      mode: 'NODE_BY_NODE',
+      minReadySeconds: 0,
+      progressDeadlineSeconds: 600,
+      failureThreshold: 1,
+    });
     expect(dry.data.bumpNodeAgentImage.plan.map((p: { name: string; namespace: string; action: string }) => [p.namespace, p.name, p.action])).toEqual([
       ['', 'sim-node-3', 'change'],
       ['', 'sim-node-1', 'change'],
@@ -100,11 +120,22 @@ describe('node agents over GraphQL', () => {
     try {
       // The subscription is open on the server (its gauge counts it) before the bump.
       await until('the events subscription to be open', async () => (await open()) > openBefore);
-      const run = await gql(app.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW, canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3', idempotencyKey: 'ci-run-1', cause: { actor: 'ci' } } });
+      const run = await gql(app.url, BUMP, {
+        input: {
+          namespace: DS_NS,
+          name: DS_NAME,
+          image: NEW,
+          canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
+          idempotencyKey: 'ci-run-1',
+          cause: { actor: 'ci' },
+        },
+      });
       expect(run.errors).toBeUndefined();
       const id = run.data.bumpNodeAgentImage.rollout.id as string;
       await feed.waitFor(3, 20_000);
-      const events = feed.results.map((r: { events: { rolloutId: string; object: { kind: string; namespace: string; name: string }; payload: Record<string, unknown> } }) => r.events);
+      const events = feed.results.map(
+        (r: { events: { rolloutId: string; object: { kind: string; namespace: string; name: string }; payload: Record<string, unknown> } }) => r.events,
+      );
       expect(events.map((e) => e.object)).toEqual(['sim-node-3', 'sim-node-1', 'sim-node-2'].map((name) => ({ kind: 'NODE_AGENT', namespace: '', name })));
       for (const e of events) {
         expect(e.rolloutId).toBe(id);
@@ -116,7 +147,16 @@ describe('node agents over GraphQL', () => {
       });
       expect(done.progress).toEqual({ succeeded: 3, total: 3 });
       // Same key, same request: the same rollout back.
-      const again = await gql(app.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW, canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3', idempotencyKey: 'ci-run-1', cause: { actor: 'ci' } } });
+      const again = await gql(app.url, BUMP, {
+        input: {
+          namespace: DS_NS,
+          name: DS_NAME,
+          image: NEW,
+          canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
+          idempotencyKey: 'ci-run-1',
+          cause: { actor: 'ci' },
+        },
+      });
       expect(again.data.bumpNodeAgentImage).toMatchObject({ created: false, rollout: { id } });
     } finally {
       feed.unsubscribe();
@@ -143,10 +183,16 @@ describe('node agents over GraphQL', () => {
     await until('the first node replaced', async () => (await replaced(first.url)).length >= 1);
     await first.close();
     apps.splice(apps.indexOf(first), 1);
-    const frozen = agents().map((p) => `${p.spec.nodeName}:${p.spec.containers[0].image}`).sort();
+    const frozen = agents()
+      .map((p) => `${p.spec.nodeName}:${p.spec.containers[0].image}`)
+      .sort();
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Nothing moves while rollplane is away (the DaemonSet is OnDelete; an admitted node's new agent waits on its gate).
-    expect(agents().filter((p) => p.spec.nodeName === 'sim-node-3').map((p) => p.spec.containers[0].image)).toEqual([OLD]);
+    expect(
+      agents()
+        .filter((p) => p.spec.nodeName === 'sim-node-3')
+        .map((p) => p.spec.containers[0].image),
+    ).toEqual([OLD]);
 
     const second = await startApp(first.databaseFile);
     const done = await until('SUCCEEDED', async () => {
@@ -197,7 +243,11 @@ describe('node agents over GraphQL', () => {
       const id = run.data.bumpNodeAgentImage.rollout.id as string;
       expect((await first.exited).signal).toBe('SIGKILL');
       await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(agents().filter((p) => p.spec.nodeName === 'sim-node-3').map((p) => p.spec.containers[0].image)).toEqual([OLD]);
+      expect(
+        agents()
+          .filter((p) => p.spec.nodeName === 'sim-node-3')
+          .map((p) => p.spec.containers[0].image),
+      ).toEqual([OLD]);
 
       const second = await startService(env);
       children.push(second);
@@ -205,7 +255,11 @@ describe('node agents over GraphQL', () => {
       await until('SUCCEEDED', async () => (await gql(url2, ROLLOUT, { id })).data?.rollout?.state === 'SUCCEEDED', 30_000);
       expect(started).toEqual(['sim-node-1', 'sim-node-2', 'sim-node-3']);
       const events = await gql(url2, '{ events(filter: { types: [NodeAgentReplaced] }) { edges { node { payload } } } }');
-      expect(events.data.events.edges.map((e: { node: { payload: { node: string } } }) => e.node.payload.node)).toEqual(['sim-node-1', 'sim-node-2', 'sim-node-3']);
+      expect(events.data.events.edges.map((e: { node: { payload: { node: string } } }) => e.node.payload.node)).toEqual([
+        'sim-node-1',
+        'sim-node-2',
+        'sim-node-3',
+      ]);
       expect(agents().every(ready)).toBe(true);
       expect(agents().map((p) => p.spec.containers[0].image)).toEqual([NEW, NEW, NEW]);
     } finally {

@@ -14,7 +14,9 @@ describe('findings of the outside attack', () => {
   let app: TestApp;
   let viewer: string;
   beforeAll(async () => {
-    app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '60', ROLLPLANE_MUTATION_BURST: '5' } });
+    app = await startTestApp({
+      env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '60', ROLLPLANE_MUTATION_BURST: '5' },
+    });
     viewer = (await app.domain.tokens.create({ name: 'viewer', role: 'viewer' })).secret;
   });
   afterAll(async () => {
@@ -62,7 +64,11 @@ describe('findings of the outside attack', () => {
     const auth = { authorization: `Bearer ${deployer}` };
     const invalid = await gql(app.url, 'mutation { createApiToken(input: { name: "evil", role: admin }) { secret bogus } }', {}, auth);
     expect(invalid.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    const ambiguous = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ query: 'mutation A { revokeApiToken(id: "x") { id } } mutation B { pauseRollout(id: "y") { id } }' }) });
+    const ambiguous = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ query: 'mutation A { revokeApiToken(id: "x") { id } } mutation B { pauseRollout(id: "y") { id } }' }),
+    });
     expect(ambiguous.status).toBe(400);
     const client = wsClient(app.url, { connectionParams: auth });
     const overWs = collect(client, 'mutation { revokeApiToken { id } }');

@@ -32,7 +32,8 @@ describe('the audit log under a flood of refused requests', () => {
     }
     const deployer = (await app.domain.tokens.create({ name: 'noisy', role: 'deployer' })).secret;
     const statuses: number[] = [];
-    for (let i = 0; i < 20; i++) statuses.push((await gql(app.url, 'mutation { pauseRollout(id: "ro_none") { id } }', {}, { authorization: `Bearer ${deployer}` })).status);
+    for (let i = 0; i < 20; i++)
+      statuses.push((await gql(app.url, 'mutation { pauseRollout(id: "ro_none") { id } }', {}, { authorization: `Bearer ${deployer}` })).status);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(15);
     // Those within the burst (and any refill) were authenticated and ran (NOT_FOUND): audited; the 429s are not.
     expect(await app.db.prisma.auditEntry.count()).toBe(before + statuses.filter((s) => s !== 429).length);
@@ -43,7 +44,12 @@ describe('the audit log under a flood of refused requests', () => {
 
   it('keeps each audited entry small, however large the refused request', async () => {
     const viewer = (await app.domain.tokens.create({ name: 'peeker', role: 'viewer' })).secret;
-    const res = await gql(app.url, 'mutation($m: String) { abortRollout(id: "x", reason: $m) { id } }', { m: 'y'.repeat(200_000) }, { authorization: `Bearer ${viewer}` });
+    const res = await gql(
+      app.url,
+      'mutation($m: String) { abortRollout(id: "x", reason: $m) { id } }',
+      { m: 'y'.repeat(200_000) },
+      { authorization: `Bearer ${viewer}` },
+    );
     expect(res.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     const entry = await app.db.prisma.auditEntry.findFirst({ orderBy: { id: 'desc' } });
     expect(entry).toMatchObject({ actor: 'peeker', operation: 'abortRollout', result: 'FORBIDDEN' });

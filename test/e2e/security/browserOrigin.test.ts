@@ -23,7 +23,10 @@ function upgrade(url: string, headers: Record<string, string>): Promise<{ opened
 }
 
 /** An upgrade request by hand, to read the refusal's headers and body. */
-function rawUpgrade(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function rawUpgrade(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(url, {
       headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
@@ -84,7 +87,10 @@ describe('browser origins in the default mode (authentication off on loopback)',
     const port = new URL(app.url).port;
     const tokensBefore = await app.db.prisma.apiToken.count();
     expect(await withHost(app.url, `rebind.evil.example:${port}`)).toBe(421);
-    expect(await upgrade(app.url, { host: `rebind.evil.example:${port}`, origin: `http://rebind.evil.example:${port}` })).toEqual({ opened: false, status: 421 });
+    expect(await upgrade(app.url, { host: `rebind.evil.example:${port}`, origin: `http://rebind.evil.example:${port}` })).toEqual({
+      opened: false,
+      status: 421,
+    });
     expect(await app.db.prisma.apiToken.count()).toBe(tokensBefore);
     expect(await withHost(app.url, `localhost:${port}`)).toBe(200);
     expect(await withHost(app.url, `[::1]:${port}`)).toBe(200);

@@ -28,13 +28,15 @@ describe('WebSocket caps', () => {
     await fourth.dispose();
     subs[0]!.unsubscribe();
     await clients[0]!.dispose();
-    await expect.poll(async () => {
-      const again = wsClient(app.url);
-      const q = collect(again, '{ serverInfo { version } }');
-      await q.waitFor(1);
-      await again.dispose();
-      return q.errors.length === 0 && q.results.length === 1;
-    }).toBe(true);
+    await expect
+      .poll(async () => {
+        const again = wsClient(app.url);
+        const q = collect(again, '{ serverInfo { version } }');
+        await q.waitFor(1);
+        await again.dispose();
+        return q.errors.length === 0 && q.results.length === 1;
+      })
+      .toBe(true);
     await Promise.all(clients.slice(1).map((c) => c.dispose()));
   });
 

@@ -18,10 +18,17 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
   const secrets: Record<string, string> = {};
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' } });
+    app = await startTestApp({
+      env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' },
+    });
     for (const role of ['viewer', 'deployer'] as const) secrets[role] = (await app.domain.tokens.create({ name: role, role })).secret;
     await app.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {},
+      kind: 'AGENT_POOL',
+      fromVersion: 'a:1',
+      toVersion: 'a:2',
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: {},
       targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
   });
@@ -40,7 +47,8 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
 
   it('covers every admin field and every mutation', () => {
     const fields = new Set(cases.map((c) => c.field));
-    for (const field of ['createApiToken', 'revokeApiToken', 'apiTokens', 'auditEntries', 'bumpAgentImage', 'pauseRollout', 'rollbackRollout']) expect(fields).toContain(field);
+    for (const field of ['createApiToken', 'revokeApiToken', 'apiTokens', 'auditEntries', 'bumpAgentImage', 'pauseRollout', 'rollbackRollout'])
+      expect(fields).toContain(field);
   });
 
   it('refuses each over HTTP with FORBIDDEN, returns no data and writes nothing but FORBIDDEN audit entries naming the field', async () => {
@@ -86,7 +94,12 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
   });
 
   it('still lets the admin use the same shapes', async () => {
-    const res = await gql(app.url, 'mutation { ...M } fragment M on Mutation { createApiToken(input: { name: "made-by-admin", role: viewer }) { token { role } } }', {}, { authorization: `Bearer ${ADMIN}` });
+    const res = await gql(
+      app.url,
+      'mutation { ...M } fragment M on Mutation { createApiToken(input: { name: "made-by-admin", role: viewer }) { token { role } } }',
+      {},
+      { authorization: `Bearer ${ADMIN}` },
+    );
     expect(res.errors).toBeUndefined();
     expect(res.data.createApiToken.token.role).toBe('viewer');
   });

@@ -10,8 +10,14 @@ import { collect, gql, wsClient } from '../../helpers/graphql.js';
 const BIG = 'm'.repeat(100_000);
 const bumps: [string, string][] = [
   ['bumpAgentImage', 'mutation($c: CauseInput) { bumpAgentImage(input: { image: "rancher/agent:v9", cause: $c, dryRun: true }) { created } }'],
-  ['bumpNodeAgentImage', 'mutation($c: CauseInput) { bumpNodeAgentImage(input: { namespace: "ns", name: "ds", image: "caa:v9", cause: $c, dryRun: true }) { created } }'],
-  ['bumpClusterVersion', 'mutation($c: CauseInput) { bumpClusterVersion(input: { clusterVersion: "cv", apiServer: { image: "apiserver:v9" }, cause: $c, dryRun: true }) { created } }'],
+  [
+    'bumpNodeAgentImage',
+    'mutation($c: CauseInput) { bumpNodeAgentImage(input: { namespace: "ns", name: "ds", image: "caa:v9", cause: $c, dryRun: true }) { created } }',
+  ],
+  [
+    'bumpClusterVersion',
+    'mutation($c: CauseInput) { bumpClusterVersion(input: { clusterVersion: "cv", apiServer: { image: "apiserver:v9" }, cause: $c, dryRun: true }) { created } }',
+  ],
   ['rollbackRollout', 'mutation($c: CauseInput) { rollbackRollout(id: "ro_x", input: { cause: $c }) { id } }'],
 ];
 
@@ -24,11 +30,20 @@ describe('input sizes', () => {
     await app?.close();
   });
 
-  const counts = async () => ({ rollouts: await app.db.prisma.rollout.count(), events: await app.db.prisma.event.count(), keys: await app.db.prisma.idempotencyKey.count() });
+  const counts = async () => ({
+    rollouts: await app.db.prisma.rollout.count(),
+    events: await app.db.prisma.event.count(),
+    keys: await app.db.prisma.idempotencyKey.count(),
+  });
 
   it.each(bumps)('%s refuses an oversized cause field over HTTP, naming it, and writes nothing', async (field, mutation) => {
     const before = await counts();
-    for (const [key, max] of [['message', 2000], ['runUrl', 2000], ['actor', 200], ['commit', 200]] as const) {
+    for (const [key, max] of [
+      ['message', 2000],
+      ['runUrl', 2000],
+      ['actor', 200],
+      ['commit', 200],
+    ] as const) {
       const value = key === 'runUrl' ? `https://ci.example/${BIG}` : BIG;
       const res = await gql(app.url, mutation, { c: { [key]: value } });
       expect(res.errors?.[0]?.extensions, `${field} ${key}`).toMatchObject({ code: 'BAD_USER_INPUT', field: `input.cause.${key}` });
@@ -60,7 +75,9 @@ describe('input sizes', () => {
     expect(long.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'filter.search' });
     const image = await gql(app.url, 'mutation($i: String!) { bumpAgentImage(input: { image: $i, dryRun: true }) { created } }', { i: 'a'.repeat(5000) });
     expect(image.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.image' });
-    const list = await gql(app.url, 'mutation($n: [String!]) { bumpAgentImage(input: { image: "a/b:v1", pools: { names: $n }, dryRun: true }) { created } }', { n: Array.from({ length: 1001 }, (_, i) => `p${i}`) });
+    const list = await gql(app.url, 'mutation($n: [String!]) { bumpAgentImage(input: { image: "a/b:v1", pools: { names: $n }, dryRun: true }) { created } }', {
+      n: Array.from({ length: 1001 }, (_, i) => `p${i}`),
+    });
     expect(list.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.pools.names' });
   });
 
@@ -68,7 +85,11 @@ describe('input sizes', () => {
     // Written by hand: JSON.stringify itself overflows the stack on such an object.
     const patch = `${'{"a":'.repeat(5000)}{}${'}'.repeat(5000)}`;
     const query = 'mutation($p: JSON) { bumpClusterVersion(input: { clusterVersion: "cv", specPatch: $p, dryRun: true }) { created } }';
-    const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"query":${JSON.stringify(query)},"variables":{"p":${patch}}}` });
+    const res = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"query":${JSON.stringify(query)},"variables":{"p":${patch}}}`,
+    });
     expect(res.status).toBeLessThan(500);
     const body = (await res.json()) as any;
     expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.specPatch' });
@@ -79,7 +100,15 @@ describe('the query-cost budget per caller', () => {
   let app: TestApp;
   beforeAll(async () => {
     // A budget of two maximal queries, refilled at 1/s: small enough to see, as a hostile client would.
-    app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: 'admin-secret-for-cost-tests-0123456789', ROLLPLANE_MAX_QUERY_COST: '20000', ROLLPLANE_QUERY_COST_BURST: '40000', ROLLPLANE_QUERY_COST_PER_MINUTE: '60' } });
+    app = await startTestApp({
+      env: {
+        ROLLPLANE_AUTH: 'on',
+        ROLLPLANE_ADMIN_TOKEN: 'admin-secret-for-cost-tests-0123456789',
+        ROLLPLANE_MAX_QUERY_COST: '20000',
+        ROLLPLANE_QUERY_COST_BURST: '40000',
+        ROLLPLANE_QUERY_COST_PER_MINUTE: '60',
+      },
+    });
   });
   afterAll(async () => {
     await app?.close();
@@ -92,7 +121,11 @@ describe('the query-cost budget per caller', () => {
     const statuses: number[] = [];
     let refused: { retryAfter: string | null; body: any } | undefined;
     for (let i = 0; i < 4; i++) {
-      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${heavy}` }, body: JSON.stringify({ query }) });
+      const res = await fetch(app.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${heavy}` },
+        body: JSON.stringify({ query }),
+      });
       statuses.push(res.status);
       if (res.status === 429) refused = { retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any };
     }

@@ -16,7 +16,15 @@ describe('search treats % and _ literally', () => {
   beforeAll(async () => {
     app = await startTestApp();
     for (const message of ['100% done', 'plain', 'snake_case', 'snakeXcase']) {
-      await app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: { message }, targets: [] });
+      await app.domain.rollouts.create({
+        kind: 'VIRTUAL_CLUSTER',
+        fromVersion: '1',
+        toVersion: '2',
+        selector: {},
+        strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+        cause: { message },
+        targets: [],
+      });
     }
   });
   afterAll(async () => {
@@ -56,11 +64,23 @@ describe('the configured admin token', () => {
   });
 
   it('can come from a file, and --admin-token on the command line is warned about', () => {
-    const config = loadConfig({ ROLLPLANE_ADMIN_TOKEN_FILE: '/run/secrets/admin' }, [], { readFile: () => 'token-from-a-mounted-secret-0123456789\n', fileExists: () => false });
+    const config = loadConfig({ ROLLPLANE_ADMIN_TOKEN_FILE: '/run/secrets/admin' }, [], {
+      readFile: () => 'token-from-a-mounted-secret-0123456789\n',
+      fileExists: () => false,
+    });
     expect(config.auth).toMatchObject({ adminToken: 'token-from-a-mounted-secret-0123456789', adminTokenSource: 'file' });
     expect(loadConfig({}, ['--admin-token', 'token-from-the-command-line-0123456789'], { fileExists: () => false }).auth.adminTokenSource).toBe('flag');
-    expect(() => loadConfig({ ROLLPLANE_ADMIN_TOKEN_FILE: '/x', ROLLPLANE_ADMIN_TOKEN: 'y'.repeat(40) }, [], { fileExists: () => false })).toThrow(/ROLLPLANE_ADMIN_TOKEN_FILE/);
-    expect(() => loadConfig({ ROLLPLANE_ADMIN_TOKEN_FILE: '/missing' }, [], { fileExists: () => false, readFile: () => { throw new Error('ENOENT'); } })).toThrow(/cannot read \/missing/);
+    expect(() => loadConfig({ ROLLPLANE_ADMIN_TOKEN_FILE: '/x', ROLLPLANE_ADMIN_TOKEN: 'y'.repeat(40) }, [], { fileExists: () => false })).toThrow(
+      /ROLLPLANE_ADMIN_TOKEN_FILE/,
+    );
+    expect(() =>
+      loadConfig({ ROLLPLANE_ADMIN_TOKEN_FILE: '/missing' }, [], {
+        fileExists: () => false,
+        readFile: () => {
+          throw new Error('ENOENT');
+        },
+      }),
+    ).toThrow(/cannot read \/missing/);
   });
 });
 
@@ -68,14 +88,24 @@ describe('clients that go away mid-request', () => {
   it('are logged at debug level, not as errors with a stack', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-epipe-'));
     const entries: { level: number; msg: string }[] = [];
-    const sink = new Writable({ write(chunk, _enc, done) { for (const line of String(chunk).split('\n').filter(Boolean)) entries.push(JSON.parse(line)); done(); } });
-    const config = loadConfig({ PORT: '0', DATABASE_URL: `file:${path.join(dir, 'db.sqlite')}`, ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'pools=200', ROLLPLANE_CONTROLLERS: 'off' }, []);
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) entries.push(JSON.parse(line));
+        done();
+      },
+    });
+    const config = loadConfig(
+      { PORT: '0', DATABASE_URL: `file:${path.join(dir, 'db.sqlite')}`, ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'pools=200', ROLLPLANE_CONTROLLERS: 'off' },
+      [],
+    );
     const app = await startApp(config, { logger: pino({ level: 'debug' }, sink) });
     try {
       const query = JSON.stringify({ query: '{ agentPools(first: 100) { edges { node { namespace name desiredImage runningImage } } } }' });
       for (let i = 0; i < 30; i++) {
         const controller = new AbortController();
-        const pending = fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: query, signal: controller.signal }).catch(() => undefined);
+        const pending = fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: query, signal: controller.signal }).catch(
+          () => undefined,
+        );
         setTimeout(() => controller.abort(), i % 5);
         await pending;
       }

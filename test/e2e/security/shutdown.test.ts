@@ -27,13 +27,15 @@ describe.each(['SIGTERM', 'SIGINT'] as const)('%s in the middle of a rollout', (
     const bump = await gql(service.url, 'mutation { bumpAgentImage(input: { image: "rancher/harvester-vm-dhcp-agent:v0.3.1" }) { rollout { id } } }');
     expect(bump.errors).toBeUndefined();
     const id = bump.data.bumpAgentImage.rollout.id as string;
-    await expect
-      .poll(async () => (await gql(service.url, `{ rollout(id: "${id}") { state } }`)).data?.rollout?.state, { timeout: 20_000 })
-      .toBe('PROGRESSING');
+    await expect.poll(async () => (await gql(service.url, `{ rollout(id: "${id}") { state } }`)).data?.rollout?.state, { timeout: 20_000 }).toBe('PROGRESSING');
     service.child.kill(signal);
     const exit = await service.exited;
     expect(exit).toEqual({ code: 0, signal: null });
-    const lines = service.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; signal?: string });
+    const lines = service
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg?: string; signal?: string });
     expect(lines).toContainEqual(expect.objectContaining({ msg: 'signal received', signal }));
     const messages = lines.map((l) => l.msg);
     expect(messages).toContain('shutting down');

@@ -26,7 +26,10 @@ describe('security headers', () => {
   });
 
   it.each([
-    ['POST /graphql', () => fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ serverInfo { version } }"}' })],
+    [
+      'POST /graphql',
+      () => fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ serverInfo { version } }"}' }),
+    ],
     ['a GraphQL error', () => fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ nope }"}' })],
     ['/healthz', () => fetch(`${app.baseUrl}/healthz`)],
     ['/readyz', () => fetch(`${app.baseUrl}/readyz`)],

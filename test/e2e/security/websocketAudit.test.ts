@@ -17,7 +17,12 @@ describe('mutations over WebSocket', () => {
     deployer = (await app.domain.tokens.create({ name: 'ci', role: 'deployer' })).secret;
     viewer = (await app.domain.tokens.create({ name: 'wall', role: 'viewer' })).secret;
     const { rollout } = await app.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {},
+      kind: 'AGENT_POOL',
+      fromVersion: 'a:1',
+      toVersion: 'a:2',
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: {},
       targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
     rolloutId = rollout.id;

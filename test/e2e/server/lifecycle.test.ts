@@ -27,7 +27,12 @@ describe('health, readiness and metrics', () => {
     const res = await fetch(`${app.baseUrl}/readyz`);
     const body = (await res.json()) as any;
     expect(res.status).toBe(200);
-    expect(body.checks.map((c: any) => [c.name, c.ok])).toEqual(expect.arrayContaining([['database', true], ['kubernetes', true]]));
+    expect(body.checks.map((c: any) => [c.name, c.ok])).toEqual(
+      expect.arrayContaining([
+        ['database', true],
+        ['kubernetes', true],
+      ]),
+    );
   });
 
   it('/metrics exposes process metrics and rollplane counters in Prometheus text format', async () => {
@@ -42,7 +47,15 @@ describe('health, readiness and metrics', () => {
 
   it('/metrics counts active rollouts per kind from the store and finished ones per final state', async () => {
     const create = () =>
-      app.domain.rollouts.create({ kind: 'VIRTUAL_CLUSTER', fromVersion: '1', toVersion: '2', selector: {}, strategy: defaultStrategy('VIRTUAL_CLUSTER'), cause: {}, targets: [] });
+      app.domain.rollouts.create({
+        kind: 'VIRTUAL_CLUSTER',
+        fromVersion: '1',
+        toVersion: '2',
+        selector: {},
+        strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+        cause: {},
+        targets: [],
+      });
     const { rollout } = await create();
     await create();
     let text = await (await fetch(`${app.baseUrl}/metrics`)).text();

@@ -15,8 +15,14 @@ describe('history across a restart', () => {
     const databaseFile = path.join(dir, 'history.db');
     const first = await startTestApp({ databaseFile });
     const { rollout } = await first.domain.rollouts.create({
-      kind: 'AGENT_POOL', fromVersion: 'a:1', toVersion: 'a:2', selector: { namespaces: ['default'] }, strategy: defaultStrategy('AGENT_POOL'), cause: { actor: 'me' },
-      idempotencyKey: 'run-42', targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'a:1', toVersion: 'a:2' }],
+      kind: 'AGENT_POOL',
+      fromVersion: 'a:1',
+      toVersion: 'a:2',
+      selector: { namespaces: ['default'] },
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: { actor: 'me' },
+      idempotencyKey: 'run-42',
+      targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
     await first.domain.rollouts.pause(rollout.id, 'before restart');
     await first.domain.events.append({ type: EventType.AgentRecreated, kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', payload: { newImage: 'a:2' } });
@@ -25,7 +31,11 @@ describe('history across a restart', () => {
 
     const second = await startTestApp({ databaseFile });
     try {
-      const res = await gql(second.url, `query($id: ID!) { rollout(id: $id) { state message idempotencyKey targets { totalCount } events { edges { node { type } } } } serverInfo { lastEventId } }`, { id: rollout.id });
+      const res = await gql(
+        second.url,
+        `query($id: ID!) { rollout(id: $id) { state message idempotencyKey targets { totalCount } events { edges { node { type } } } } serverInfo { lastEventId } }`,
+        { id: rollout.id },
+      );
       expect(res.data.rollout).toMatchObject({ state: 'PAUSED', message: 'before restart', idempotencyKey: 'run-42', targets: { totalCount: 1 } });
       expect(res.data.rollout.events.edges.map((e: any) => e.node.type)).toEqual(['RolloutStateChanged', 'RolloutStateChanged']);
       expect(res.data.serverInfo.lastEventId).toBe(String(lastId));
@@ -33,7 +43,16 @@ describe('history across a restart', () => {
       const [next] = await second.domain.events.append({ type: EventType.AgentRecreated, payload: {} });
       expect(next!.id).toBe(lastId + 1);
       // The idempotency key still finds the same rollout.
-      const again = await second.domain.rollouts.create({ kind: 'AGENT_POOL', fromVersion: null, toVersion: 'a:2', selector: {}, strategy: defaultStrategy('AGENT_POOL'), cause: {}, idempotencyKey: 'run-42', targets: [] });
+      const again = await second.domain.rollouts.create({
+        kind: 'AGENT_POOL',
+        fromVersion: null,
+        toVersion: 'a:2',
+        selector: {},
+        strategy: defaultStrategy('AGENT_POOL'),
+        cause: {},
+        idempotencyKey: 'run-42',
+        targets: [],
+      });
       expect(again).toMatchObject({ created: false, rollout: { id: rollout.id } });
     } finally {
       await second.close();

@@ -47,20 +47,30 @@ const CLUSTER = `{ virtualCluster(namespace: "default", name: "vc-1") { reason m
 
 async function finished(id: string): Promise<any> {
   let state: string | undefined;
-  return until(() => `rollout ${id} to end (still ${state})`, async () => {
-    const rollout = (await gql(app.url, `query($id: ID!) { rollout(id: $id) { state message targets(first: 5) { edges { node { name state error } } } } }`, { id })).data?.rollout;
-    state = rollout?.state;
-    return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(rollout.state) && rollout;
-  }, { timeoutMs: 40_000, intervalMs: 100 });
+  return until(
+    () => `rollout ${id} to end (still ${state})`,
+    async () => {
+      const rollout = (
+        await gql(app.url, `query($id: ID!) { rollout(id: $id) { state message targets(first: 5) { edges { node { name state error } } } } }`, { id })
+      ).data?.rollout;
+      state = rollout?.state;
+      return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(rollout.state) && rollout;
+    },
+    { timeoutMs: 40_000, intervalMs: 100 },
+  );
 }
 
 /** vc-1 once its last observation has the outcome (the event follows the status write the rollout reads). */
 async function observedAs(outcome: string): Promise<any> {
   let vc: any;
-  return until(() => `a ${outcome} observation of vc-1 (have ${JSON.stringify(vc)})`, async () => {
-    vc = (await gql(app.url, CLUSTER)).data.virtualCluster;
-    return vc.lastUpgrade?.outcome === outcome && vc;
-  }, { timeoutMs: 10_000, intervalMs: 50 });
+  return until(
+    () => `a ${outcome} observation of vc-1 (have ${JSON.stringify(vc)})`,
+    async () => {
+      vc = (await gql(app.url, CLUSTER)).data.virtualCluster;
+      return vc.lastUpgrade?.outcome === outcome && vc;
+    },
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
 }
 
 function metric(text: string, name: string, resourceVersion: string): number | undefined {
@@ -71,7 +81,9 @@ function metric(text: string, name: string, resourceVersion: string): number | u
 describe('a bad control-plane image', () => {
   it('fails the upgrade on the ready timeout without marking the cluster, and a later fixed version succeeds', async () => {
     const before = (await gql(app.url, CLUSTER)).data.virtualCluster.appliedResourceVersion;
-    const bad = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { image: 'virtualcluster/apiserver-v1.16.2:bad-build' }, clusters: ['default/vc-1'] } });
+    const bad = await gql(app.url, BUMP, {
+      input: { clusterVersion: CV, apiServer: { image: 'virtualcluster/apiserver-v1.16.2:bad-build' }, clusters: ['default/vc-1'] },
+    });
     expect(bad.errors, JSON.stringify(bad.errors)).toBeUndefined();
     const failed = await finished(bad.data.bumpClusterVersion.rollout.id);
     expect(failed.state).toBe('FAILED');
@@ -88,7 +100,9 @@ describe('a bad control-plane image', () => {
     expect(metric(text, 'clusters_upgrade_seconds_sum', badRv)).toBeGreaterThanOrEqual(4);
     expect(metric(text, 'clusters_upgraded', badRv)).toBeUndefined();
 
-    const fixed = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { image: 'virtualcluster/apiserver-v1.16.3' }, clusters: ['default/vc-1'] } });
+    const fixed = await gql(app.url, BUMP, {
+      input: { clusterVersion: CV, apiServer: { image: 'virtualcluster/apiserver-v1.16.3' }, clusters: ['default/vc-1'] },
+    });
     expect(fixed.errors, JSON.stringify(fixed.errors)).toBeUndefined();
     expect((await finished(fixed.data.bumpClusterVersion.rollout.id)).state).toBe('SUCCEEDED');
     const after = await observedAs('SUCCEEDED');

@@ -13,7 +13,13 @@ let app: TestApp;
 
 beforeAll(async () => {
   app = await startTestApp({
-    env: { ROLLPLANE_SIM_FLEET: 'clusters=2,nodes=2,upstream=vc-manager:partial-upgrade', ROLLPLANE_CONTROLLERS: 'on', ROLLPLANE_LEADER_ELECT: 'false', ROLLPLANE_KUBE_QPS: '1000', ROLLPLANE_KUBE_BURST: '1000' },
+    env: {
+      ROLLPLANE_SIM_FLEET: 'clusters=2,nodes=2,upstream=vc-manager:partial-upgrade',
+      ROLLPLANE_CONTROLLERS: 'on',
+      ROLLPLANE_LEADER_ELECT: 'false',
+      ROLLPLANE_KUBE_QPS: '1000',
+      ROLLPLANE_KUBE_BURST: '1000',
+    },
   });
 });
 afterAll(async () => {
@@ -28,10 +34,14 @@ describe('bumpClusterVersion beside a vc-manager whose gate is on', () => {
     const read = () => custom.getClusterCustomObject({ group: 'tenancy.x-k8s.io', version: 'v1alpha1', plural: 'clusterversions', name: CV });
     const before = await read();
     // Until the caches have listed, the refusal says the vc-manager has not been read yet: wait for the final one.
-    const res: any = await until('a refusal that is not "has not been read yet"', async () => {
-      const answer = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] } } });
-      return !/has not been read yet/.test(answer.errors?.[0]?.message ?? '') && answer;
-    }, { timeoutMs: 15_000, intervalMs: 50 });
+    const res: any = await until(
+      'a refusal that is not "has not been read yet"',
+      async () => {
+        const answer = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] } } });
+        return !/has not been read yet/.test(answer.errors?.[0]?.message ?? '') && answer;
+      },
+      { timeoutMs: 15_000, intervalMs: 50 },
+    );
     expect(res.data?.bumpClusterVersion ?? null).toBeNull();
     expect(res.errors?.[0]?.extensions?.code).toBe('CONFLICT');
     expect(res.errors[0].message).toContain('vc-manager/vc-manager');

@@ -9,7 +9,15 @@ const CV = 'cv-sample-np';
 let app: TestApp;
 
 beforeAll(async () => {
-  app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'clusters=3,nodes=2', ROLLPLANE_KUBE_QPS: '1000', ROLLPLANE_KUBE_BURST: '1000', ROLLPLANE_CONTROLLERS: 'on', ROLLPLANE_LEADER_ELECT: 'false' } });
+  app = await startTestApp({
+    env: {
+      ROLLPLANE_SIM_FLEET: 'clusters=3,nodes=2',
+      ROLLPLANE_KUBE_QPS: '1000',
+      ROLLPLANE_KUBE_BURST: '1000',
+      ROLLPLANE_CONTROLLERS: 'on',
+      ROLLPLANE_LEADER_ELECT: 'false',
+    },
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -27,11 +35,15 @@ const ROLLOUT = `query($id: ID!) { rollout(id: $id) { state message targets(firs
 
 async function waitForRollout(id: string, timeoutMs = 45_000): Promise<any> {
   let state: string | undefined;
-  return until(() => `rollout ${id} to end (still ${state})`, async () => {
-    const rollout = (await gql(app.url, ROLLOUT, { id })).data?.rollout;
-    state = rollout?.state;
-    return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(rollout.state) && rollout;
-  }, { timeoutMs, intervalMs: 100 });
+  return until(
+    () => `rollout ${id} to end (still ${state})`,
+    async () => {
+      const rollout = (await gql(app.url, ROLLOUT, { id })).data?.rollout;
+      state = rollout?.state;
+      return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(rollout.state) && rollout;
+    },
+    { timeoutMs, intervalMs: 100 },
+  );
 }
 
 function parseMetrics(text: string, name: string): { labels: string; value: number }[] {
@@ -50,8 +62,16 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
     expect(res.data.virtualClusters.totalCount).toBe(3);
     expect(res.data.virtualClusters.edges.map((e: any) => e.node.name)).toEqual(['vc-1', 'vc-2', 'vc-3']);
-    const versions = await gql(app.url, `{ clusterVersions(first: 10) { totalCount edges { node { name specVersion apiServerImage etcdImage clusterCount behindCount } } } }`);
-    expect(versions.data.clusterVersions.edges[0].node).toMatchObject({ name: CV, clusterCount: 3, behindCount: 0, apiServerImage: 'virtualcluster/apiserver-v1.16.2' });
+    const versions = await gql(
+      app.url,
+      `{ clusterVersions(first: 10) { totalCount edges { node { name specVersion apiServerImage etcdImage clusterCount behindCount } } } }`,
+    );
+    expect(versions.data.clusterVersions.edges[0].node).toMatchObject({
+      name: CV,
+      clusterCount: 3,
+      behindCount: 0,
+      apiServerImage: 'virtualcluster/apiserver-v1.16.2',
+    });
   });
 
   it('refuses bad input with BAD_USER_INPUT naming the field', async () => {
@@ -77,7 +97,10 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     const ws = wsClient(app.url);
     const open = async () => (await app.metrics.subscriptionsActive.get()).values[0]?.value ?? 0;
     const openBefore = await open();
-    const feed = collect(ws, `subscription { clusterUpgradeObserved(filter: { clusterVersion: "${CV}" }) { clusterName clusterVersion resourceVersion outcome seconds components { component } rolloutId } }`);
+    const feed = collect(
+      ws,
+      `subscription { clusterUpgradeObserved(filter: { clusterVersion: "${CV}" }) { clusterName clusterVersion resourceVersion outcome seconds components { component } rolloutId } }`,
+    );
     // The subscription is open on the server (its gauge counts it) before the bump.
     await until('the subscription to be open', async () => (await open()) > openBefore);
     const input = {
@@ -120,7 +143,9 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     // Live in every cluster's control plane (read with client-node from the API rollplane drives).
     const apps = app.kube.kubeConfig.makeApiClient(AppsV1Api);
     const core = app.kube.kubeConfig.makeApiClient(CoreV1Api);
-    const namespaces = (await gql(app.url, `{ virtualClusters(first: 10) { edges { node { name clusterNamespace } } } }`)).data.virtualClusters.edges.map((e: any) => e.node.clusterNamespace);
+    const namespaces = (await gql(app.url, `{ virtualClusters(first: 10) { edges { node { name clusterNamespace } } } }`)).data.virtualClusters.edges.map(
+      (e: any) => e.node.clusterNamespace,
+    );
     for (const namespace of namespaces) {
       for (const name of ['apiserver', 'controller-manager']) {
         const sts = await apps.readNamespacedStatefulSet({ namespace, name });
@@ -130,7 +155,15 @@ describe('bumpClusterVersion through the GraphQL API', () => {
       expect((await core.readNamespacedService({ namespace, name: 'apiserver-svc' })).metadata?.labels).toMatchObject({ 'rollplane.io/e2e': 'upgraded' });
     }
     for (const vc of clusters) {
-      expect(vc).toMatchObject({ reason: 'TenantControlPlaneUpgradeCompleted', phase: 'Running', appliedResourceVersion: cv.resourceVersion, appliedSpecVersion: cv.specVersion, upToDate: true, readyForUpgrade: false, upgrading: false });
+      expect(vc).toMatchObject({
+        reason: 'TenantControlPlaneUpgradeCompleted',
+        phase: 'Running',
+        appliedResourceVersion: cv.resourceVersion,
+        appliedSpecVersion: cv.specVersion,
+        upToDate: true,
+        readyForUpgrade: false,
+        upgrading: false,
+      });
       expect(vc.lastUpgrade).toMatchObject({ outcome: 'SUCCEEDED', resourceVersion: cv.resourceVersion, clusterVersion: CV, error: null });
     }
 
@@ -147,7 +180,10 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     expect(parseMetrics(metrics, 'clusters_upgrade_failed')).toEqual([]);
     expect(parseMetrics(metrics, 'clusters_upgrade_seconds_count')).toEqual([{ labels, value: 3 }]);
     const sum = parseMetrics(metrics, 'clusters_upgrade_seconds_sum')[0]!.value;
-    expect(sum).toBeCloseTo(observed.reduce((total: number, o: any) => total + o.seconds, 0), 2);
+    expect(sum).toBeCloseTo(
+      observed.reduce((total: number, o: any) => total + o.seconds, 0),
+      2,
+    );
     const buckets = parseMetrics(metrics, 'clusters_upgrade_seconds_bucket');
     expect(buckets.map((b) => /le="([^"]+)"/.exec(b.labels)![1])).toEqual([...UPGRADE_SECONDS_BUCKETS.map(String), '+Inf']);
     for (const [i, bound] of UPGRADE_SECONDS_BUCKETS.entries()) {
@@ -155,20 +191,30 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     }
     expect(buckets[buckets.length - 1]!.value).toBe(3);
 
-    const durations = await gql(app.url, `{ clusterUpgradeDurations(clusterVersion: "${CV}") { clusterVersion count failed p50Seconds p95Seconds maxSeconds } }`);
+    const durations = await gql(
+      app.url,
+      `{ clusterUpgradeDurations(clusterVersion: "${CV}") { clusterVersion count failed p50Seconds p95Seconds maxSeconds } }`,
+    );
     const sorted = observed.map((o: any) => o.seconds).sort((a: number, b: number) => a - b);
-    expect(durations.data.clusterUpgradeDurations).toEqual([{ clusterVersion: CV, count: 3, failed: 0, p50Seconds: sorted[1], p95Seconds: sorted[2], maxSeconds: sorted[2] }]);
+    expect(durations.data.clusterUpgradeDurations).toEqual([
+      { clusterVersion: CV, count: 3, failed: 0, p50Seconds: sorted[1], p95Seconds: sorted[2], maxSeconds: sorted[2] },
+    ]);
   });
 
   it('rolls back by re-applying the previous ClusterVersion spec', async () => {
     const before = (await gql(app.url, `{ clusterVersion(name: "${CV}") { specVersion } }`)).data.clusterVersion.specVersion;
-    const bump = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { env: [{ name: 'GODEBUG', value: 'x509sha1=1' }] }, clusters: ['default/vc-1'] } });
+    const bump = await gql(app.url, BUMP, {
+      input: { clusterVersion: CV, apiServer: { env: [{ name: 'GODEBUG', value: 'x509sha1=1' }] }, clusters: ['default/vc-1'] },
+    });
     expect(bump.errors, JSON.stringify(bump.errors)).toBeUndefined();
     const id = bump.data.bumpClusterVersion.rollout.id;
     expect((await waitForRollout(id)).state).toBe('SUCCEEDED');
     // Only vc-1 was chosen: the others are now behind the changed ClusterVersion.
-    const behind = await gql(app.url, `{ virtualClusters(first: 10, filter: { behind: true }) { edges { node { name upToDate } } }
-      clusterVersion(name: "${CV}") { behindCount } drift(kind: VIRTUAL_CLUSTER, first: 10) { totalCount edges { node { name desiredVersion runningVersion } } } }`);
+    const behind = await gql(
+      app.url,
+      `{ virtualClusters(first: 10, filter: { behind: true }) { edges { node { name upToDate } } }
+      clusterVersion(name: "${CV}") { behindCount } drift(kind: VIRTUAL_CLUSTER, first: 10) { totalCount edges { node { name desiredVersion runningVersion } } } }`,
+    );
     expect(behind.errors, JSON.stringify(behind.errors)).toBeUndefined();
     expect(behind.data.virtualClusters.edges.map((e: any) => e.node.name)).toEqual(['vc-2', 'vc-3']);
     expect(behind.data.clusterVersion.behindCount).toBe(2);
@@ -180,14 +226,18 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     const cv = (await gql(app.url, `{ clusterVersion(name: "${CV}") { specVersion spec } }`)).data.clusterVersion;
     expect(cv.specVersion).toBe(before);
     expect(cv.spec.apiServer.statefulset.spec.template.spec.containers[0].env ?? []).toEqual([]);
-    const vc1 = (await gql(app.url, `{ virtualCluster(namespace: "default", name: "vc-1") { appliedSpecVersion upToDate history(first: 3) { edges { node { type } } } } }`)).data.virtualCluster;
+    const vc1 = (
+      await gql(app.url, `{ virtualCluster(namespace: "default", name: "vc-1") { appliedSpecVersion upToDate history(first: 3) { edges { node { type } } } } }`)
+    ).data.virtualCluster;
     expect(vc1).toMatchObject({ appliedSpecVersion: before, upToDate: true });
     expect(vc1.history.edges.length).toBeGreaterThan(0);
     expect((await gql(app.url, `{ rollout(id: "${id}") { state } }`)).data.rollout.state).toBe('ROLLED_BACK');
   });
 
   it('refuses a second active change of the same ClusterVersion, even for other clusters (CONFLICT)', async () => {
-    const first = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=2'] }, clusters: ['default/vc-2'], idempotencyKey: 'conflict-1' } });
+    const first = await gql(app.url, BUMP, {
+      input: { clusterVersion: CV, apiServer: { args: ['-v=2'] }, clusters: ['default/vc-2'], idempotencyKey: 'conflict-1' },
+    });
     expect(first.errors, JSON.stringify(first.errors)).toBeUndefined();
     const id = first.data.bumpClusterVersion.rollout.id;
     await gql(app.url, `mutation($id: ID!) { pauseRollout(id: $id) { state } }`, { id });
@@ -195,7 +245,9 @@ describe('bumpClusterVersion through the GraphQL API', () => {
     expect(second.errors?.[0]?.extensions?.code).toBe('CONFLICT');
     expect(second.errors?.[0]?.message).toContain(id);
     // A retry of the first request with its idempotency key still returns it.
-    const retry = await gql(app.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=2'] }, clusters: ['default/vc-2'], idempotencyKey: 'conflict-1' } });
+    const retry = await gql(app.url, BUMP, {
+      input: { clusterVersion: CV, apiServer: { args: ['-v=2'] }, clusters: ['default/vc-2'], idempotencyKey: 'conflict-1' },
+    });
     expect(retry.data?.bumpClusterVersion).toMatchObject({ created: false, rollout: { id } });
     await gql(app.url, `mutation($id: ID!) { abortRollout(id: $id) { state } }`, { id });
   });

@@ -31,9 +31,12 @@ describe('BatchLoader', () => {
   it('answers a key the load left out with missing(key), or with its error', async () => {
     const { loader } = recording();
     expect(await Promise.all([loader.load('absent'), loader.load('x')])).toEqual(['missing absent', 'X']);
-    const strict = new BatchLoader(async () => new Map<string, string>(), (key) => {
-      throw new Error(`no ${key}`);
-    });
+    const strict = new BatchLoader(
+      async () => new Map<string, string>(),
+      (key) => {
+        throw new Error(`no ${key}`);
+      },
+    );
     await expect(strict.load('k')).rejects.toThrow('no k');
   });
 

@@ -38,7 +38,10 @@ afterAll(async () => {
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** An IPPool spec the upstream CRD schema accepts. */
-const VALID_IPPOOL_SPEC = { networkName: 'default/net-1', ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } } };
+const VALID_IPPOOL_SPEC = {
+  networkName: 'default/net-1',
+  ipv4Config: { cidr: '10.0.0.0/24', serverIP: '10.0.0.2', pool: { start: '10.0.0.10', end: '10.0.0.250' } },
+};
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 const apply = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
@@ -53,7 +56,12 @@ function deployment(name: string, image = 'nginx:1'): V1Deployment {
       selector: { matchLabels: { app: name } },
       template: {
         metadata: { labels: { app: name } },
-        spec: { containers: [{ name: 'main', image }, { name: 'sidecar', image: 'envoy:1', env: [{ name: 'A', value: '1' }] }] },
+        spec: {
+          containers: [
+            { name: 'main', image },
+            { name: 'sidecar', image: 'envoy:1', env: [{ name: 'A', value: '1' }] },
+          ],
+        },
       },
     },
   };
@@ -69,7 +77,9 @@ describe('discovery', () => {
   it('lists the core resources with their status subresources', async () => {
     const list = await getJson('/api/v1');
     const names = list.resources.map((r: any) => r.name);
-    expect(names).toEqual(expect.arrayContaining(['pods', 'pods/status', 'nodes', 'namespaces', 'services', 'secrets', 'configmaps', 'events', 'serviceaccounts']));
+    expect(names).toEqual(
+      expect.arrayContaining(['pods', 'pods/status', 'nodes', 'namespaces', 'services', 'secrets', 'configmaps', 'events', 'serviceaccounts']),
+    );
     const pods = list.resources.find((r: any) => r.name === 'pods');
     expect(pods).toMatchObject({ kind: 'Pod', namespaced: true, verbs: expect.arrayContaining(['get', 'list', 'watch', 'patch']) });
   });
@@ -77,13 +87,23 @@ describe('discovery', () => {
   it('serves the custom groups with kinds, scope and short names', async () => {
     const groups = await getJson('/apis');
     expect(groups.groups.map((g: any) => g.name)).toEqual(
-      expect.arrayContaining(['apps', 'coordination.k8s.io', 'k8s.cni.cncf.io', 'network.harvesterhci.io', 'tenancy.x-k8s.io', 'rbac.authorization.k8s.io', 'monitoring.coreos.com']),
+      expect.arrayContaining([
+        'apps',
+        'coordination.k8s.io',
+        'k8s.cni.cncf.io',
+        'network.harvesterhci.io',
+        'tenancy.x-k8s.io',
+        'rbac.authorization.k8s.io',
+        'monitoring.coreos.com',
+      ]),
     );
     const harvester = await getJson('/apis/network.harvesterhci.io/v1alpha1');
-    expect(harvester.resources).toEqual(expect.arrayContaining([
-      expect.objectContaining({ name: 'ippools', kind: 'IPPool', namespaced: true, shortNames: ['ippl', 'ippls'] }),
-      expect.objectContaining({ name: 'ippools/status' }),
-    ]));
+    expect(harvester.resources).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'ippools', kind: 'IPPool', namespaced: true, shortNames: ['ippl', 'ippls'] }),
+        expect.objectContaining({ name: 'ippools/status' }),
+      ]),
+    );
     const tenancy = await getJson('/apis/tenancy.x-k8s.io/v1alpha1');
     const byName = Object.fromEntries(tenancy.resources.map((r: any) => [r.name, r]));
     expect(byName.virtualclusters).toMatchObject({ kind: 'VirtualCluster', namespaced: true, shortNames: ['vc'] });
@@ -160,7 +180,11 @@ describe('CRUD through client-node', () => {
     },
     {
       name: 'events',
-      create: () => core.createNamespacedEvent({ namespace: ns, body: { metadata: meta('crud-ev'), involvedObject: { kind: 'Pod', name: 'x' }, reason: 'Test', message: 'hi' } }),
+      create: () =>
+        core.createNamespacedEvent({
+          namespace: ns,
+          body: { metadata: meta('crud-ev'), involvedObject: { kind: 'Pod', name: 'x' }, reason: 'Test', message: 'hi' },
+        }),
       read: () => core.readNamespacedEvent({ name: 'crud-ev', namespace: ns }),
       replace: (o) => core.replaceNamespacedEvent({ name: 'crud-ev', namespace: ns, body: o }),
       list: () => core.listNamespacedEvent({ namespace: ns }),
@@ -176,7 +200,8 @@ describe('CRUD through client-node', () => {
     },
     {
       name: 'leases',
-      create: () => coordination.createNamespacedLease({ namespace: ns, body: { metadata: meta('crud-lease'), spec: { holderIdentity: 'me', leaseDurationSeconds: 15 } } }),
+      create: () =>
+        coordination.createNamespacedLease({ namespace: ns, body: { metadata: meta('crud-lease'), spec: { holderIdentity: 'me', leaseDurationSeconds: 15 } } }),
       read: () => coordination.readNamespacedLease({ name: 'crud-lease', namespace: ns }),
       replace: (o) => coordination.replaceNamespacedLease({ name: 'crud-lease', namespace: ns, body: o }),
       list: () => coordination.listNamespacedLease({ namespace: ns }),
@@ -200,7 +225,8 @@ describe('CRUD through client-node', () => {
     },
     {
       name: 'daemonsets',
-      create: () => apps.createNamespacedDaemonSet({ namespace: ns, body: { metadata: meta('crud-ds'), spec: { selector: { matchLabels: { a: 'b' } }, template: {} } } }),
+      create: () =>
+        apps.createNamespacedDaemonSet({ namespace: ns, body: { metadata: meta('crud-ds'), spec: { selector: { matchLabels: { a: 'b' } }, template: {} } } }),
       read: () => apps.readNamespacedDaemonSet({ name: 'crud-ds', namespace: ns }),
       replace: (o) => apps.replaceNamespacedDaemonSet({ name: 'crud-ds', namespace: ns, body: o }),
       list: () => apps.listNamespacedDaemonSet({ namespace: ns }),
@@ -208,7 +234,11 @@ describe('CRUD through client-node', () => {
     },
     {
       name: 'statefulsets',
-      create: () => apps.createNamespacedStatefulSet({ namespace: ns, body: { metadata: meta('crud-sts'), spec: { serviceName: 's', selector: { matchLabels: { a: 'b' } }, template: {} } } }),
+      create: () =>
+        apps.createNamespacedStatefulSet({
+          namespace: ns,
+          body: { metadata: meta('crud-sts'), spec: { serviceName: 's', selector: { matchLabels: { a: 'b' } }, template: {} } },
+        }),
       read: () => apps.readNamespacedStatefulSet({ name: 'crud-sts', namespace: ns }),
       replace: (o) => apps.replaceNamespacedStatefulSet({ name: 'crud-sts', namespace: ns, body: o }),
       list: () => apps.listNamespacedStatefulSet({ namespace: ns }),
@@ -326,18 +356,28 @@ describe('errors', () => {
   it('refuses pod spec changes other than images (422), as a real API server does', async () => {
     await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'immutable' }, spec: { containers: [{ name: 'c', image: 'a:1' }] } } });
     await expectStatus(
-      core.patchNamespacedPod({ name: 'immutable', namespace: 'default', body: { spec: { containers: [{ name: 'c', image: 'a:1', env: [{ name: 'X', value: '1' }] }] } } }, merge),
+      core.patchNamespacedPod(
+        { name: 'immutable', namespace: 'default', body: { spec: { containers: [{ name: 'c', image: 'a:1', env: [{ name: 'X', value: '1' }] }] } } },
+        merge,
+      ),
       422,
       'Invalid',
     );
-    const patched = await core.patchNamespacedPod({ name: 'immutable', namespace: 'default', body: [{ op: 'replace', path: '/spec/containers/0/image', value: 'a:2' }] }, jsonPatch);
+    const patched = await core.patchNamespacedPod(
+      { name: 'immutable', namespace: 'default', body: [{ op: 'replace', path: '/spec/containers/0/image', value: 'a:2' }] },
+      jsonPatch,
+    );
     expect(patched.spec?.containers[0]?.image).toBe('a:2');
     const labelled = await core.patchNamespacedPod({ name: 'immutable', namespace: 'default', body: { metadata: { labels: { x: 'y' } } } }, merge);
     expect(labelled.metadata?.labels).toEqual({ x: 'y' });
   });
 
   it('refuses to create an object that carries a resourceVersion (400)', async () => {
-    await expectStatus(core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'with-rv', resourceVersion: '5' } } }), 400, 'BadRequest');
+    await expectStatus(
+      core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'with-rv', resourceVersion: '5' } } }),
+      400,
+      'BadRequest',
+    );
   });
 
   it('names generated objects from generateName', async () => {
@@ -377,7 +417,14 @@ describe('patch', () => {
     expect(patched.metadata?.labels).toEqual({ 'example.com/a_b': 'v' });
     await expectStatus(
       core.patchNamespacedConfigMap(
-        { name: 'jp', namespace: 'default', body: [{ op: 'test', path: '/data/x', value: '1' }, { op: 'remove', path: '/data/x' }] },
+        {
+          name: 'jp',
+          namespace: 'default',
+          body: [
+            { op: 'test', path: '/data/x', value: '1' },
+            { op: 'remove', path: '/data/x' },
+          ],
+        },
         jsonPatch,
       ),
       422,
@@ -408,8 +455,14 @@ describe('patch', () => {
       strategic,
     );
     const containers = patched.spec!.template.spec!.containers;
-    expect(containers.map((c) => [c.name, c.image])).toEqual([['main', 'nginx:2'], ['sidecar', 'envoy:1']]);
-    expect(containers[1]!.env).toEqual([{ name: 'A', value: '1' }, { name: 'B', value: '2' }]);
+    expect(containers.map((c) => [c.name, c.image])).toEqual([
+      ['main', 'nginx:2'],
+      ['sidecar', 'envoy:1'],
+    ]);
+    expect(containers[1]!.env).toEqual([
+      { name: 'A', value: '1' },
+      { name: 'B', value: '2' },
+    ]);
     expect(patched.metadata?.generation).toBe(2);
 
     const removed = await apps.patchNamespacedDeployment(
@@ -421,9 +474,18 @@ describe('patch', () => {
 
   it('refuses a strategic merge patch on a custom resource (415), as Kubernetes does', async () => {
     const group = 'network.harvesterhci.io';
-    await custom.createNamespacedCustomObject({ group, version: 'v1alpha1', plural: 'ippools', namespace: 'default', body: { apiVersion: `${group}/v1alpha1`, kind: 'IPPool', metadata: { name: 'smp-pool' }, spec: VALID_IPPOOL_SPEC } });
+    await custom.createNamespacedCustomObject({
+      group,
+      version: 'v1alpha1',
+      plural: 'ippools',
+      namespace: 'default',
+      body: { apiVersion: `${group}/v1alpha1`, kind: 'IPPool', metadata: { name: 'smp-pool' }, spec: VALID_IPPOOL_SPEC },
+    });
     await expectStatus(
-      custom.patchNamespacedCustomObject({ group, version: 'v1alpha1', plural: 'ippools', namespace: 'default', name: 'smp-pool', body: { spec: { paused: true } } }, strategic),
+      custom.patchNamespacedCustomObject(
+        { group, version: 'v1alpha1', plural: 'ippools', namespace: 'default', name: 'smp-pool', body: { spec: { paused: true } } },
+        strategic,
+      ),
       415,
       'UnsupportedMediaType',
     );
@@ -433,7 +495,10 @@ describe('patch', () => {
     const created = await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'rvp' } } });
     await core.patchNamespacedConfigMap({ name: 'rvp', namespace: 'default', body: { data: { a: '1' } } }, merge);
     await expectStatus(
-      core.patchNamespacedConfigMap({ name: 'rvp', namespace: 'default', body: { metadata: { resourceVersion: created.metadata!.resourceVersion }, data: { a: '2' } } }, merge),
+      core.patchNamespacedConfigMap(
+        { name: 'rvp', namespace: 'default', body: { metadata: { resourceVersion: created.metadata!.resourceVersion }, data: { a: '2' } } },
+        merge,
+      ),
       409,
       'Conflict',
     );
@@ -464,14 +529,19 @@ describe('server-side apply', () => {
 
   it('refuses to change a field another manager owns without force, naming field and manager', async () => {
     const status = await expectStatus(applyAs('bob', cm({ a: 'bob' })), 409, 'Conflict');
-    expect(status.details.causes).toEqual([expect.objectContaining({ reason: 'FieldManagerConflict', field: '.data.a', message: expect.stringContaining('"alice"') })]);
+    expect(status.details.causes).toEqual([
+      expect.objectContaining({ reason: 'FieldManagerConflict', field: '.data.a', message: expect.stringContaining('"alice"') }),
+    ]);
     expect((await core.readNamespacedConfigMap({ name: 'ssa', namespace: 'default' })).data).toEqual({ a: '1', b: '2' });
   });
 
   it('shares a field applied with the same value, and force moves ownership', async () => {
     const shared = await applyAs('bob', cm({ b: '2' }));
     const owners = (field: string, obj: any) =>
-      obj.metadata.managedFields.filter((m: any) => Object.keys(m.fieldsV1['f:data'] ?? {}).includes(`f:${field}`)).map((m: any) => m.manager).sort();
+      obj.metadata.managedFields
+        .filter((m: any) => Object.keys(m.fieldsV1['f:data'] ?? {}).includes(`f:${field}`))
+        .map((m: any) => m.manager)
+        .sort();
     expect(owners('b', shared)).toEqual(['alice', 'bob']);
 
     const forced = await applyAs('bob', cm({ a: 'bob', b: '2' }), true);
@@ -502,13 +572,26 @@ describe('server-side apply', () => {
         },
         apply,
       );
-    await applyDeployment('alice', [{ name: 'main', image: 'a:1' }, { name: 'sidecar', image: 's:1' }]);
+    await applyDeployment('alice', [
+      { name: 'main', image: 'a:1' },
+      { name: 'sidecar', image: 's:1' },
+    ]);
     const both = await applyDeployment('bob', [{ name: 'extra', image: 'e:1' }]);
     expect(both.spec!.template.spec!.containers.map((c) => c.name)).toEqual(['main', 'sidecar', 'extra']);
-    const status = await expectStatus(applyDeployment('bob', [{ name: 'main', image: 'b:2' }, { name: 'extra', image: 'e:1' }]), 409, 'Conflict');
+    const status = await expectStatus(
+      applyDeployment('bob', [
+        { name: 'main', image: 'b:2' },
+        { name: 'extra', image: 'e:1' },
+      ]),
+      409,
+      'Conflict',
+    );
     expect(status.details.causes[0].field).toBe('.spec.template.spec.containers[name="main"].image');
     const dropped = await applyDeployment('alice', [{ name: 'main', image: 'a:2' }]);
-    expect(dropped.spec!.template.spec!.containers).toEqual([{ name: 'main', image: 'a:2' }, { name: 'extra', image: 'e:1' }]);
+    expect(dropped.spec!.template.spec!.containers).toEqual([
+      { name: 'main', image: 'a:2' },
+      { name: 'extra', image: 'e:1' },
+    ]);
   });
 
   it('tracks fields changed by plain updates, and apply conflicts with them', async () => {
@@ -546,7 +629,10 @@ describe('server-side apply', () => {
 
 describe('status subresource', () => {
   it('updates status through /status and ignores status on the main resource', async () => {
-    const created = await apps.createNamespacedDeployment({ namespace: 'default', body: { ...deployment('status-dep'), status: { replicas: 99 } } as V1Deployment });
+    const created = await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: { ...deployment('status-dep'), status: { replicas: 99 } } as V1Deployment,
+    });
     expect(created.status?.replicas).toBeUndefined();
 
     const statusUpdate = await apps.replaceNamespacedDeploymentStatus({
@@ -620,7 +706,10 @@ describe('deletion', () => {
     expect(terminating.metadata?.deletionTimestamp).toBeTruthy();
 
     await expectStatus(
-      core.patchNamespacedConfigMap({ name: 'fin', namespace: 'default', body: { metadata: { finalizers: ['example.com/a', 'example.com/b', 'example.com/new'] } } }, merge),
+      core.patchNamespacedConfigMap(
+        { name: 'fin', namespace: 'default', body: { metadata: { finalizers: ['example.com/a', 'example.com/b', 'example.com/new'] } } },
+        merge,
+      ),
       422,
       'Invalid',
     );
@@ -631,7 +720,10 @@ describe('deletion', () => {
   });
 
   it('keeps a bound pod Terminating for its grace period until a delete with grace 0', async () => {
-    const pod = { metadata: { name: 'graceful' }, spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 20, containers: [{ name: 'c', image: 'busybox' }] } };
+    const pod = {
+      metadata: { name: 'graceful' },
+      spec: { nodeName: 'node-1', terminationGracePeriodSeconds: 20, containers: [{ name: 'c', image: 'busybox' }] },
+    };
     await core.createNamespacedPod({ namespace: 'default', body: pod });
     await core.deleteNamespacedPod({ name: 'graceful', namespace: 'default' });
     const terminating = await core.readNamespacedPod({ name: 'graceful', namespace: 'default' });
@@ -658,11 +750,21 @@ describe('deletion', () => {
     const owner = (o: any) => [{ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid, controller: true }];
     const rs = await apps.createNamespacedReplicaSet({
       namespace: 'default',
-      body: { apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: `${prefix}-rs`, ownerReferences: owner(dep) }, spec: { selector: { matchLabels: { app: prefix } } } },
+      body: {
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
+        metadata: { name: `${prefix}-rs`, ownerReferences: owner(dep) },
+        spec: { selector: { matchLabels: { app: prefix } } },
+      },
     });
     await core.createNamespacedPod({
       namespace: 'default',
-      body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: `${prefix}-pod`, ownerReferences: owner(rs) }, spec: { containers: [{ name: 'c', image: 'x' }] } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `${prefix}-pod`, ownerReferences: owner(rs) },
+        spec: { containers: [{ name: 'c', image: 'x' }] },
+      },
     });
   }
 
@@ -693,10 +795,15 @@ describe('selectors', () => {
       { name: 'c', labels: { tier: 'db' }, node: 'n1' },
     ];
     for (const p of pods) {
-      await core.createNamespacedPod({ namespace: 'sel', body: { metadata: { name: p.name, labels: p.labels }, spec: { nodeName: p.node, containers: [{ name: 'c', image: 'x' }] } } });
+      await core.createNamespacedPod({
+        namespace: 'sel',
+        body: { metadata: { name: p.name, labels: p.labels }, spec: { nodeName: p.node, containers: [{ name: 'c', image: 'x' }] } },
+      });
     }
     const names = async (labelSelector?: string, fieldSelector?: string) =>
-      (await core.listNamespacedPod({ namespace: 'sel', ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) })).items.map((p) => p.metadata!.name).sort();
+      (await core.listNamespacedPod({ namespace: 'sel', ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) })).items
+        .map((p) => p.metadata!.name)
+        .sort();
     expect(await names('tier=web')).toEqual(['a', 'b']);
     expect(await names('tier==web,env!=prod')).toEqual(['b']);
     expect(await names('env in (prod,dev)')).toEqual(['a', 'b']);
@@ -728,7 +835,11 @@ describe('generic client', () => {
     const list = await client.list('network.harvesterhci.io/v1alpha1', 'IPPool', 'default');
     expect(list.items.map((i) => i.metadata?.name)).toContain('generic-pool');
     await client.delete({ apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: 'generic-pool', namespace: 'default' } });
-    await expectStatus(client.read({ apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: 'generic-pool', namespace: 'default' } }), 404, 'NotFound');
+    await expectStatus(
+      client.read({ apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: 'generic-pool', namespace: 'default' } }),
+      404,
+      'NotFound',
+    );
   });
 });
 

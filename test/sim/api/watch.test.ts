@@ -69,7 +69,10 @@ describe('watch', () => {
 
   it('delivers DELETED when an object stops matching the label selector and ADDED when it starts', async () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'sel', labels: { watch: 'yes' } } } });
-    const w = await watchCollect(sim, '/api/v1/namespaces/default/configmaps', { labelSelector: 'watch=yes', resourceVersion: String(sim.store.currentRevision()) });
+    const w = await watchCollect(sim, '/api/v1/namespaces/default/configmaps', {
+      labelSelector: 'watch=yes',
+      resourceVersion: String(sim.store.currentRevision()),
+    });
     await core.patchNamespacedConfigMap({ name: 'sel', namespace: 'default', body: [{ op: 'replace', path: '/metadata/labels/watch', value: 'no' }] });
     await core.patchNamespacedConfigMap({ name: 'sel', namespace: 'default', body: [{ op: 'replace', path: '/metadata/labels/watch', value: 'yes' }] });
     await until('selector transitions', () => w.events.length >= 2, 5_000);

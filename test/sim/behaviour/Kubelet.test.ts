@@ -59,7 +59,11 @@ describe('simulated kubelet (manual clock)', () => {
   it('honours required node affinity (In) and reports Unschedulable when no node fits', async () => {
     h = startHarness({ nodeLabels: (i) => ({ zone: `z${i}` }) });
     const affinity = (values: string[]) => ({
-      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values }] }] } } },
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values }] }] },
+        },
+      },
     });
     h.store.create(Resources.pods, pod('fits', affinity(['z2'])));
     h.store.create(Resources.pods, pod('nowhere', affinity(['mars'])));
@@ -84,7 +88,10 @@ describe('simulated kubelet (manual clock)', () => {
     h.store.create(Resources.pods, pod('plain', {}));
     h.store.create(Resources.pods, pod('gpu-job', { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }] }));
     h.store.create(Resources.pods, pod('anything', { tolerations: [{ operator: 'Exists' }] }));
-    await h.until(() => isReady(get('gpu-job')) && isReady(get('anything')) && condition(get('plain'), 'PodScheduled')?.status === 'False', 'scheduling decided');
+    await h.until(
+      () => isReady(get('gpu-job')) && isReady(get('anything')) && condition(get('plain'), 'PodScheduled')?.status === 'False',
+      'scheduling decided',
+    );
     expect(get('gpu-job')!.spec.nodeName).toBe('node-2');
     expect(get('plain')!.spec.nodeName).toBeUndefined();
   });
@@ -101,7 +108,16 @@ describe('simulated kubelet (manual clock)', () => {
       const current = get('gated')!;
       h!.store.update(
         Resources.pods,
-        { ...current, status: { ...current.status, conditions: [...current.status.conditions.filter((c: any) => c.type !== 'rollplane.io/peer-pods-ready'), { type: 'rollplane.io/peer-pods-ready', status }] } },
+        {
+          ...current,
+          status: {
+            ...current.status,
+            conditions: [
+              ...current.status.conditions.filter((c: any) => c.type !== 'rollplane.io/peer-pods-ready'),
+              { type: 'rollplane.io/peer-pods-ready', status },
+            ],
+          },
+        },
         'status',
       );
     };
@@ -141,7 +157,10 @@ describe('simulated kubelet (manual clock)', () => {
 
   it('keeps a terminating pod with finalizers until they are removed', async () => {
     h = startHarness();
-    h.store.create(Resources.pods, { ...pod('held', { nodeName: 'node-1' }), metadata: { name: 'held', namespace: 'default', finalizers: ['example.com/hold'] } });
+    h.store.create(Resources.pods, {
+      ...pod('held', { nodeName: 'node-1' }),
+      metadata: { name: 'held', namespace: 'default', finalizers: ['example.com/hold'] },
+    });
     await h.until(() => isReady(get('held')), 'ready');
     h.store.delete(Resources.pods, 'default', 'held');
     await h.until(() => get('held')?.metadata.deletionGracePeriodSeconds === 0, 'the kubelet to confirm the termination');
@@ -188,7 +207,7 @@ describe('simulated kubelet (manual clock)', () => {
     expect(isReady(get('late'))).toBe(true);
   });
 
-  it('restarts peer pods on a node when that node\'s agent is replaced, and only there', async () => {
+  it("restarts peer pods on a node when that node's agent is replaced, and only there", async () => {
     h = startHarness({ nodes: 2 });
     const agentLabels = { app: 'caa', 'rollplane.io/node-agent': 'true' };
     h.store.create(Resources.daemonsets, {
@@ -217,7 +236,10 @@ describe('simulated kubelet (manual clock)', () => {
     });
     const oldAgent = agents().find((p) => p.spec.nodeName === 'node-1')!;
     h.store.delete(Resources.pods, 'default', oldAgent.metadata.name);
-    await h.until(() => agents().some((p) => p.spec.nodeName === 'node-1' && p.metadata.uid !== oldAgent.metadata.uid && isReady(p)) && peers().every(isReady), 'the new agent and its peer pods to be Ready');
+    await h.until(
+      () => agents().some((p) => p.spec.nodeName === 'node-1' && p.metadata.uid !== oldAgent.metadata.uid && isReady(p)) && peers().every(isReady),
+      'the new agent and its peer pods to be Ready',
+    );
     const newAgent = agents().find((p) => p.spec.nodeName === 'node-1' && p.metadata.uid !== oldAgent.metadata.uid)!;
 
     expect([...unready].sort()).toEqual(['peer-node-1-1', 'peer-node-1-2']);
@@ -241,4 +263,3 @@ describe('simulated kubelet (manual clock)', () => {
     expect(readyOrder.indexOf(newAgent.metadata.uid!)).toBeGreaterThan(Math.max(...['peer-node-1-1', 'peer-node-1-2'].map((n) => readyOrder.lastIndexOf(n))));
   });
 });
-

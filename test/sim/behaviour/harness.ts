@@ -18,7 +18,9 @@ export interface Harness {
   stop(): void;
 }
 
-export function startHarness(options: { nodes?: number; delays?: Partial<SimDelays>; scheduler?: Scheduler; nodeLabels?: (i: number) => Record<string, string | undefined> } = {}): Harness {
+export function startHarness(
+  options: { nodes?: number; delays?: Partial<SimDelays>; scheduler?: Scheduler; nodeLabels?: (i: number) => Record<string, string | undefined> } = {},
+): Harness {
   const scheduler = options.scheduler;
   const store = new MemoryStore(scheduler ? { now: () => new Date(scheduler.now()) } : {});
   for (let i = 0; i < (options.nodes ?? 3); i++) store.create(Resources.nodes, nodeObject(`node-${i + 1}`, i, definedOnly(options.nodeLabels?.(i) ?? {})));
@@ -68,7 +70,12 @@ export function activePods(pods: KubeObject[]): KubeObject[] {
 }
 
 export function pod(name: string, spec: Record<string, unknown>, labels: Record<string, string> = {}): KubeObject {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', labels }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }], ...spec } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', labels },
+    spec: { containers: [{ name: 'app', image: 'nginx:1.27' }], ...spec },
+  };
 }
 
 export function template(labels: Record<string, string>, image: string, extra: Record<string, unknown> = {}): Record<string, unknown> {

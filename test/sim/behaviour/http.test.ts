@@ -74,10 +74,19 @@ describe('workload controllers over HTTP', () => {
         { name: 'web', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'web', image: 'web:v2' }] } } } } },
         strategicPatch,
       );
-      await until('the rollout', () => {
-        const d = sim.store.get(Resources.deployments, 'default', 'web')!;
-        return d.status.observedGeneration === d.metadata.generation && d.status.updatedReplicas === 4 && d.status.availableReplicas === 4 && d.status.replicas === 4;
-      }, 10_000);
+      await until(
+        'the rollout',
+        () => {
+          const d = sim.store.get(Resources.deployments, 'default', 'web')!;
+          return (
+            d.status.observedGeneration === d.metadata.generation &&
+            d.status.updatedReplicas === 4 &&
+            d.status.availableReplicas === 4 &&
+            d.status.replicas === 4
+          );
+        },
+        10_000,
+      );
       const d = await apps.readNamespacedDeployment({ name: 'web', namespace: 'default' });
       expect(d.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).toBe('NewReplicaSetAvailable');
       expect(minAvailable).toBeGreaterThanOrEqual(3);
@@ -109,15 +118,31 @@ describe('workload controllers over HTTP', () => {
       return Object.fromEntries(pods.items.map((p) => [p.metadata!.name!, p.spec!.containers[0]!.image]));
     };
     await until('db ready', () => sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.readyReplicas === 3, 10_000);
-    await apps.patchNamespacedStatefulSet({ name: 'db', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'db', image: 'db:v2' }] } } } } }, strategicPatch);
-    await until('ordinal 2', () => sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.updatedReplicas === 1 && sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.readyReplicas === 3, 10_000);
+    await apps.patchNamespacedStatefulSet(
+      { name: 'db', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'db', image: 'db:v2' }] } } } } },
+      strategicPatch,
+    );
+    await until(
+      'ordinal 2',
+      () =>
+        sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.updatedReplicas === 1 &&
+        sim.store.get(Resources.statefulsets, 'default', 'db')?.status?.readyReplicas === 3,
+      10_000,
+    );
     expect(await images()).toEqual({ 'db-0': 'db:v1', 'db-1': 'db:v1', 'db-2': 'db:v2' });
 
-    await apps.patchNamespacedStatefulSet({ name: 'db', namespace: 'default', body: { spec: { updateStrategy: { rollingUpdate: { partition: 0 } } } } }, mergePatch);
-    await until('the rest', () => {
-      const s = sim.store.get(Resources.statefulsets, 'default', 'db')!.status;
-      return s.updatedReplicas === 3 && s.readyReplicas === 3 && s.currentRevision === s.updateRevision;
-    }, 10_000);
+    await apps.patchNamespacedStatefulSet(
+      { name: 'db', namespace: 'default', body: { spec: { updateStrategy: { rollingUpdate: { partition: 0 } } } } },
+      mergePatch,
+    );
+    await until(
+      'the rest',
+      () => {
+        const s = sim.store.get(Resources.statefulsets, 'default', 'db')!.status;
+        return s.updatedReplicas === 3 && s.readyReplicas === 3 && s.currentRevision === s.updateRevision;
+      },
+      10_000,
+    );
     expect(await images()).toEqual({ 'db-0': 'db:v2', 'db-1': 'db:v2', 'db-2': 'db:v2' });
   });
 
@@ -142,11 +167,23 @@ describe('workload controllers over HTTP', () => {
       }
     });
     try {
-      await apps.patchNamespacedDaemonSet({ name: 'agent', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'agent', image: 'agent:v2' }] } } } } }, strategicPatch);
-      await until('the DaemonSet roll', () => {
-        const s = sim.store.get(Resources.daemonsets, 'default', 'agent')!.status;
-        return s.observedGeneration === 2 && s.updatedNumberScheduled === 3 && s.numberAvailable === 3 && sim.store.list(Resources.pods, 'default').filter((p) => p.metadata.labels?.app === 'agent').length === 3;
-      }, 10_000);
+      await apps.patchNamespacedDaemonSet(
+        { name: 'agent', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'agent', image: 'agent:v2' }] } } } } },
+        strategicPatch,
+      );
+      await until(
+        'the DaemonSet roll',
+        () => {
+          const s = sim.store.get(Resources.daemonsets, 'default', 'agent')!.status;
+          return (
+            s.observedGeneration === 2 &&
+            s.updatedNumberScheduled === 3 &&
+            s.numberAvailable === 3 &&
+            sim.store.list(Resources.pods, 'default').filter((p) => p.metadata.labels?.app === 'agent').length === 3
+          );
+        },
+        10_000,
+      );
       expect(uncovered).toBe(0);
     } finally {
       watch.stop();

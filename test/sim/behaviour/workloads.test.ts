@@ -68,7 +68,12 @@ describe('Deployment controller', () => {
   });
 
   it('keeps both bounds with real (small) delays interleaving kubelet and controllers', async () => {
-    const { seen } = await roll('slowroll', 6, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, maxSurge: 1 } }, { podStartMs: 3, podReadyMs: 5, podTerminateMs: 4, controllerMs: 2 });
+    const { seen } = await roll(
+      'slowroll',
+      6,
+      { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, maxSurge: 1 } },
+      { podStartMs: 3, podReadyMs: 5, podTerminateMs: 4, controllerMs: 2 },
+    );
     expect(seen.minAvailable).toBeGreaterThanOrEqual(4);
     expect(seen.maxTotal).toBeLessThanOrEqual(7);
   });
@@ -99,14 +104,21 @@ describe('Deployment controller', () => {
     const created = h.store.create(Resources.deployments, deployment('rb', 2, { type: 'RollingUpdate' }));
     const done = (img: string) => () => {
       const s = h!.store.get(Resources.deployments, 'default', 'rb')!;
-      return s.status?.observedGeneration === s.metadata.generation && s.status?.updatedReplicas === 2 && s.status?.availableReplicas === 2 && s.status?.replicas === 2 && podsWith(h!.store, 'default', { app: 'rb' }).every((p) => image(p) === img);
+      return (
+        s.status?.observedGeneration === s.metadata.generation &&
+        s.status?.updatedReplicas === 2 &&
+        s.status?.availableReplicas === 2 &&
+        s.status?.replicas === 2 &&
+        podsWith(h!.store, 'default', { app: 'rb' }).every((p) => image(p) === img)
+      );
     };
     await h.until(done('app:v1'), 'v1');
     const [first] = h.store.list(Resources.replicasets, 'default');
     expect(first!.metadata.ownerReferences![0]).toMatchObject({ kind: 'Deployment', name: 'rb', uid: created.metadata.uid, controller: true });
     expect(first!.metadata.name).toBe(`rb-${first!.metadata.labels!['pod-template-hash']}`);
     expect(first!.spec.selector.matchLabels['pod-template-hash']).toBe(first!.metadata.labels!['pod-template-hash']);
-    for (const p of podsWith(h.store, 'default', { app: 'rb' })) expect(p.metadata.labels!['pod-template-hash']).toBe(first!.metadata.labels!['pod-template-hash']);
+    for (const p of podsWith(h.store, 'default', { app: 'rb' }))
+      expect(p.metadata.labels!['pod-template-hash']).toBe(first!.metadata.labels!['pod-template-hash']);
 
     setImage(h.store, Resources.deployments, 'default', 'rb', 'app:v2');
     await h.until(done('app:v2'), 'v2');
@@ -129,14 +141,21 @@ describe('Deployment controller', () => {
     patchSpec(h.store, Resources.deployments, 'default', 'scale', (spec) => (spec.replicas = 1));
     await h.until(() => podsWith(h!.store, 'default', { app: 'scale' }).length === 1, 'scaled down to 1');
     h.store.delete(Resources.deployments, 'default', 'scale');
-    await h.until(() => podsWith(h!.store, 'default', { app: 'scale' }).length === 0 && h!.store.list(Resources.replicasets, 'default').length === 0, 'everything gone');
+    await h.until(
+      () => podsWith(h!.store, 'default', { app: 'scale' }).length === 0 && h!.store.list(Resources.replicasets, 'default').length === 0,
+      'everything gone',
+    );
   });
 
   it('reports ProgressDeadlineExceeded when a rollout stops progressing (bad image), and recovers on rollback', async () => {
     const scheduler = new ManualScheduler();
     h = startHarness({ nodes: 2, scheduler });
-    h.store.create(Resources.deployments, deployment('stuck', 2, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } }, { progressDeadlineSeconds: 30 }));
-    const progressing = () => h!.store.get(Resources.deployments, 'default', 'stuck')!.status?.conditions?.find((c: { type: string }) => c.type === 'Progressing');
+    h.store.create(
+      Resources.deployments,
+      deployment('stuck', 2, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } }, { progressDeadlineSeconds: 30 }),
+    );
+    const progressing = () =>
+      h!.store.get(Resources.deployments, 'default', 'stuck')!.status?.conditions?.find((c: { type: string }) => c.type === 'Progressing');
     await h.until(() => progressing()?.reason === 'NewReplicaSetAvailable', 'v1 complete');
     setImage(h.store, Resources.deployments, 'default', 'stuck', 'app:bad-1');
     await h.until(() => progressing()?.reason === 'ReplicaSetUpdated', 'the rollout to start');
@@ -148,7 +167,10 @@ describe('Deployment controller', () => {
     expect(progressing()).toMatchObject({ status: 'False', reason: 'ProgressDeadlineExceeded' });
     expect(h.store.get(Resources.deployments, 'default', 'stuck')!.status.availableReplicas).toBe(2);
     setImage(h.store, Resources.deployments, 'default', 'stuck', 'app:v1');
-    await h.until(() => progressing()?.reason === 'NewReplicaSetAvailable' && podsWith(h!.store, 'default', { app: 'stuck' }).length === 2, 'the rollback to complete');
+    await h.until(
+      () => progressing()?.reason === 'NewReplicaSetAvailable' && podsWith(h!.store, 'default', { app: 'stuck' }).length === 2,
+      'the rollback to complete',
+    );
   });
 
   it('waits minReadySeconds before counting a pod available', async () => {
@@ -195,7 +217,13 @@ describe('DaemonSet controller', () => {
     await h.until(() => {
       const s = status('agent');
       const pods = podsWith(h!.store, 'default', { app: 'agent' });
-      return s.observedGeneration === 2 && s.updatedNumberScheduled === nodes && s.numberAvailable === nodes && pods.length === nodes && pods.every((p) => image(p) === 'agent:v2');
+      return (
+        s.observedGeneration === 2 &&
+        s.updatedNumberScheduled === nodes &&
+        s.numberAvailable === nodes &&
+        pods.length === nodes &&
+        pods.every((p) => image(p) === 'agent:v2')
+      );
     }, 'the DaemonSet to roll');
     return seen;
   }
@@ -210,7 +238,16 @@ describe('DaemonSet controller', () => {
       expect(p.metadata.name).toMatch(/^sel-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
       expect(p.metadata.labels!['controller-revision-hash']).toBeTruthy();
     }
-    expect(status('sel')).toMatchObject({ desiredNumberScheduled: 3, currentNumberScheduled: 3, numberReady: 3, updatedNumberScheduled: 3, numberAvailable: 3, numberUnavailable: 0, numberMisscheduled: 0, observedGeneration: 1 });
+    expect(status('sel')).toMatchObject({
+      desiredNumberScheduled: 3,
+      currentNumberScheduled: 3,
+      numberReady: 3,
+      updatedNumberScheduled: 3,
+      numberAvailable: 3,
+      numberUnavailable: 0,
+      numberMisscheduled: 0,
+      observedGeneration: 1,
+    });
     const revisions = h.store.list(Resources.controllerrevisions, 'default');
     expect(revisions).toHaveLength(1);
     expect(revisions[0]!.metadata.name).toBe(`sel-${pods[0]!.metadata.labels!['controller-revision-hash']}`);
@@ -262,10 +299,19 @@ describe('DaemonSet controller', () => {
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
       metadata: { name: 'caa', namespace: 'default', labels },
-      spec: { selector: { matchLabels: { app: 'caa' } }, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } }, template: template(labels, 'caa:v1') },
+      spec: {
+        selector: { matchLabels: { app: 'caa' } },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+        template: template(labels, 'caa:v1'),
+      },
     });
     for (const node of ['node-1', 'node-2']) {
-      h.store.create(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `peer-${node}`, namespace: 'default', labels: { app: 'peer' } }, spec: { nodeName: node, runtimeClassName: 'kata-remote', containers: [{ name: 'app', image: 'nginx:1.27' }] } });
+      h.store.create(Resources.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `peer-${node}`, namespace: 'default', labels: { app: 'peer' } },
+        spec: { nodeName: node, runtimeClassName: 'kata-remote', containers: [{ name: 'app', image: 'nginx:1.27' }] },
+      });
     }
     await h.until(() => status('caa')?.numberAvailable === 2 && podsWith(h!.store, 'default', { app: 'peer' }).every(isReady), 'agents and peers ready');
     let nodesWithoutReadyAgent = 0;
@@ -276,7 +322,12 @@ describe('DaemonSet controller', () => {
     setImage(h.store, Resources.daemonsets as typeof Resources.deployments, 'default', 'caa', 'caa:v2');
     await h.until(() => {
       const agents = podsWith(h!.store, 'default', { app: 'caa' });
-      return status('caa').updatedNumberScheduled === 2 && agents.length === 2 && agents.every((a) => image(a) === 'caa:v2' && isReady(a)) && podsWith(h!.store, 'default', { app: 'peer' }).every(isReady);
+      return (
+        status('caa').updatedNumberScheduled === 2 &&
+        agents.length === 2 &&
+        agents.every((a) => image(a) === 'caa:v2' && isReady(a)) &&
+        podsWith(h!.store, 'default', { app: 'peer' }).every(isReady)
+      );
     }, 'the agents to roll');
     expect(nodesWithoutReadyAgent).toBe(0);
     for (const peer of podsWith(h.store, 'default', { app: 'peer' })) expect(peer.status.containerStatuses[0].restartCount).toBe(1);
@@ -290,7 +341,11 @@ describe('DaemonSet controller', () => {
     setImage(h.store, Resources.daemonsets as typeof Resources.deployments, 'default', 'od', 'agent:v2');
     await h.until(() => status('od').observedGeneration === 2, 'the change to be observed');
     await h.behaviour.idle();
-    expect(podsWith(h.store, 'default', { app: 'od' }).map((p) => p.metadata.uid).sort()).toEqual(before.map((p) => p.metadata.uid).sort());
+    expect(
+      podsWith(h.store, 'default', { app: 'od' })
+        .map((p) => p.metadata.uid)
+        .sort(),
+    ).toEqual(before.map((p) => p.metadata.uid).sort());
     expect(status('od').updatedNumberScheduled).toBe(0);
 
     const victim = before.find((p) => p.spec.nodeName === 'node-2')!;
@@ -315,7 +370,12 @@ describe('StatefulSet controller', () => {
   const podAt = (name: string, i: number) => h!.store.get(Resources.pods, 'default', `${name}-${i}`);
   const allUpdated = (name: string, n: number) => () => {
     const s = status(name);
-    return s.updatedReplicas === n && s.readyReplicas === n && s.currentRevision === s.updateRevision && s.observedGeneration === h!.store.get(Resources.statefulsets, 'default', name)!.metadata.generation;
+    return (
+      s.updatedReplicas === n &&
+      s.readyReplicas === n &&
+      s.currentRevision === s.updateRevision &&
+      s.observedGeneration === h!.store.get(Resources.statefulsets, 'default', name)!.metadata.generation
+    );
   };
 
   it('creates <name>-0..n-1 in order, each only once its predecessors are Ready', async () => {
@@ -331,7 +391,15 @@ describe('StatefulSet controller', () => {
     expect(violations).toEqual([]);
     const s = status('db');
     expect(s.updateRevision).toMatch(/^db-[a-z0-9]+$/);
-    expect(s).toMatchObject({ replicas: 3, readyReplicas: 3, availableReplicas: 3, currentReplicas: 3, updatedReplicas: 3, currentRevision: s.updateRevision, observedGeneration: 1 });
+    expect(s).toMatchObject({
+      replicas: 3,
+      readyReplicas: 3,
+      availableReplicas: 3,
+      currentReplicas: 3,
+      updatedReplicas: 3,
+      currentRevision: s.updateRevision,
+      observedGeneration: 1,
+    });
     expect(podAt('db', 0)!.metadata.labels!['controller-revision-hash']).toBe(s.updateRevision);
     expect(podAt('db', 0)!.spec).toMatchObject({ hostname: 'db-0', subdomain: 'db' });
   });
@@ -345,7 +413,8 @@ describe('StatefulSet controller', () => {
     let maxDown = 0;
     h.onEvent((e) => {
       if (e.resource !== Resources.pods) return;
-      if (e.type === 'MODIFIED' && e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp) deletions.push(Number(e.object.metadata.name.split('-').pop()));
+      if (e.type === 'MODIFIED' && e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)
+        deletions.push(Number(e.object.metadata.name.split('-').pop()));
       const down = [0, 1, 2, 3].filter((i) => !isReady(podAt('ru', i)) || podAt('ru', i)!.metadata.deletionTimestamp).length;
       maxDown = Math.max(maxDown, down);
     });
@@ -400,7 +469,10 @@ describe('StatefulSet controller', () => {
     h.onEvent((e) => {
       if (e.type === 'ADDED' && e.resource === Resources.pods && ![0, 1, 2].some((i) => isReady(podAt('par', i)))) createdBeforeAnyReady++;
     });
-    h.store.create(Resources.statefulsets, { ...statefulSet('par', 3, { type: 'RollingUpdate' }), spec: { ...statefulSet('par', 3, { type: 'RollingUpdate' }).spec, podManagementPolicy: 'Parallel' } });
+    h.store.create(Resources.statefulsets, {
+      ...statefulSet('par', 3, { type: 'RollingUpdate' }),
+      spec: { ...statefulSet('par', 3, { type: 'RollingUpdate' }).spec, podManagementPolicy: 'Parallel' },
+    });
     await h.until(() => status('par')?.readyReplicas === 3, 'ready');
     expect(createdBeforeAnyReady).toBe(3);
   });

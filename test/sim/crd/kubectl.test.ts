@@ -66,7 +66,8 @@ describe('kubectl and the upstream CRDs on an empty simulator', () => {
       expect(out).toMatch(/customresourcedefinition\.apiextensions\.k8s\.io\/\S+ created/);
     }
     const crds = await kubectl('get', 'crds');
-    for (const name of ['ippools.network.harvesterhci.io', 'virtualclusters.tenancy.x-k8s.io', 'clusterversions.tenancy.x-k8s.io']) expect(crds).toContain(name);
+    for (const name of ['ippools.network.harvesterhci.io', 'virtualclusters.tenancy.x-k8s.io', 'clusterversions.tenancy.x-k8s.io'])
+      expect(crds).toContain(name);
     const established = parseYaml(await kubectl('get', 'crd', 'ippools.network.harvesterhci.io', '-o', 'yaml'));
     expect(established.status.conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'Established', status: 'True' })]));
     expect(established.status.acceptedNames).toMatchObject({ kind: 'IPPool', plural: 'ippools', shortNames: ['ippl', 'ippls'] });
@@ -82,7 +83,14 @@ describe('kubectl and the upstream CRDs on an empty simulator', () => {
 
   it('lists IPPools across namespaces, by plural and by short name, with the CRD printer columns', async () => {
     expect(await kubectl('apply', '-f', await manifest('valid.yaml', pool('')))).toContain('ippool.network.harvesterhci.io/pool-k created');
-    await sim.store.update(Resources.ippools, { ...sim.store.get(Resources.ippools, 'default', 'pool-k')!, status: { ipv4: { available: 239, used: 2 }, conditions: [{ type: 'Registered', status: 'True' }] } }, 'status');
+    await sim.store.update(
+      Resources.ippools,
+      {
+        ...sim.store.get(Resources.ippools, 'default', 'pool-k')!,
+        status: { ipv4: { available: 239, used: 2 }, conditions: [{ type: 'Registered', status: 'True' }] },
+      },
+      'status',
+    );
     const list = await kubectl('get', 'ippools', '-A');
     expect(list.split('\n')[0]).toMatch(/^NAMESPACE\s+NAME\s+NETWORK\s+AVAILABLE\s+USED\s+REGISTERED\s+CACHEREADY\s+AGENTREADY\s+AGE/);
     expect(list).toMatch(/default\s+pool-k\s+default\/net-k\s+239\s+2\s+True\s+\S+/);
@@ -116,7 +124,9 @@ describe('kubectl and the upstream CRDs on an empty simulator', () => {
     expect(await kubectl('delete', 'crd', 'ippools.network.harvesterhci.io')).toContain('deleted');
     expect(sim.store.registry.byGroupPlural('network.harvesterhci.io', 'ippools')).toBeUndefined();
     // kubectl answers from its discovery cache or asks the API, which no longer serves the collection (404).
-    expect(await kubectlFails('get', 'ippools', '-A')).toMatch(/the server doesn't have a resource type "ippools"|\(NotFound\).*the server could not find the requested resource/);
+    expect(await kubectlFails('get', 'ippools', '-A')).toMatch(
+      /the server doesn't have a resource type "ippools"|\(NotFound\).*the server could not find the requested resource/,
+    );
     // Re-applied, the CRD serves an empty collection: the old objects did not survive.
     await kubectl('apply', '-f', upstreamCrds().find((u) => u.crd.metadata.name === 'ippools.network.harvesterhci.io')!.path);
     expect(await kubectl('get', 'ippools', '-A', '-o', 'name')).toBe('');

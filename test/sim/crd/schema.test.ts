@@ -116,15 +116,29 @@ function gadgetCrd(): any {
   };
 }
 
-const widget = (name: string, spec: Record<string, unknown>) => ({ apiVersion: `${GROUP}/${VERSION}`, kind: 'Widget', metadata: { name, namespace: NS }, spec });
+const widget = (name: string, spec: Record<string, unknown>) => ({
+  apiVersion: `${GROUP}/${VERSION}`,
+  kind: 'Widget',
+  metadata: { name, namespace: NS },
+  spec,
+});
 const create = (name: string, spec: Record<string, unknown>) =>
   custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, body: widget(name, spec) }) as Promise<any>;
 const read = (name: string) => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name }) as Promise<any>;
 
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
-async function raw(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: any; warning: string | null }> {
-  const response = await fetch(sim.url + path, { method, headers: { 'Content-Type': contentType }, body: body === undefined ? undefined : JSON.stringify(body) });
+async function raw(
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<{ status: number; body: any; warning: string | null }> {
+  const response = await fetch(sim.url + path, {
+    method,
+    headers: { 'Content-Type': contentType },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: response.status, body: await response.json(), warning: response.headers.get('warning') };
 }
 
@@ -141,26 +155,134 @@ afterAll(async () => {
 
 describe('validation of each schema keyword: the bad value refused with the real field error, the good one stored', () => {
   const cases: { keyword: string; field: string; bad: unknown; good: unknown; reason: string; message: string }[] = [
-    { keyword: 'type', field: 'size', bad: 'big', good: 5, reason: 'FieldValueTypeInvalid', message: 'Invalid value: "string": spec.size in body must be of type integer: "string"' },
-    { keyword: 'maximum', field: 'size', bad: 11, good: 10, reason: 'FieldValueInvalid', message: 'Invalid value: 11: spec.size in body should be less than or equal to 10' },
-    { keyword: 'minimum', field: 'size', bad: 0, good: 1, reason: 'FieldValueInvalid', message: 'Invalid value: 0: spec.size in body should be greater than or equal to 1' },
-    { keyword: 'exclusiveMinimum', field: 'ratio', bad: 0, good: 0.5, reason: 'FieldValueInvalid', message: 'Invalid value: 0: spec.ratio in body should be greater than 0' },
-    { keyword: 'exclusiveMaximum', field: 'ratio', bad: 1, good: 0.99, reason: 'FieldValueInvalid', message: 'Invalid value: 1: spec.ratio in body should be less than 1' },
-    { keyword: 'enum', field: 'color', bad: 'blue', good: 'red', reason: 'FieldValueNotSupported', message: 'Unsupported value: "blue": supported values: "red", "green"' },
-    { keyword: 'pattern', field: 'code', bad: 'ABC', good: 'abc', reason: 'FieldValueInvalid', message: `Invalid value: "ABC": spec.code in body should match '^[a-z]+$'` },
-    { keyword: 'pattern (Go flags)', field: 'word', bad: 'a1', good: 'ABC', reason: 'FieldValueInvalid', message: `Invalid value: "a1": spec.word in body should match '(?i)^[a-z]+$'` },
-    { keyword: 'format', field: 'ip', bad: '10.0.0.300', good: '10.0.0.30', reason: 'FieldValueInvalid', message: 'Invalid value: "10.0.0.300": spec.ip in body must be of type ipv4: "10.0.0.300"' },
-    { keyword: 'minLength', field: 'label', bad: 'a', good: 'ab', reason: 'FieldValueInvalid', message: 'Invalid value: "a": spec.label in body should be at least 2 chars long' },
+    {
+      keyword: 'type',
+      field: 'size',
+      bad: 'big',
+      good: 5,
+      reason: 'FieldValueTypeInvalid',
+      message: 'Invalid value: "string": spec.size in body must be of type integer: "string"',
+    },
+    {
+      keyword: 'maximum',
+      field: 'size',
+      bad: 11,
+      good: 10,
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: 11: spec.size in body should be less than or equal to 10',
+    },
+    {
+      keyword: 'minimum',
+      field: 'size',
+      bad: 0,
+      good: 1,
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: 0: spec.size in body should be greater than or equal to 1',
+    },
+    {
+      keyword: 'exclusiveMinimum',
+      field: 'ratio',
+      bad: 0,
+      good: 0.5,
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: 0: spec.ratio in body should be greater than 0',
+    },
+    {
+      keyword: 'exclusiveMaximum',
+      field: 'ratio',
+      bad: 1,
+      good: 0.99,
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: 1: spec.ratio in body should be less than 1',
+    },
+    {
+      keyword: 'enum',
+      field: 'color',
+      bad: 'blue',
+      good: 'red',
+      reason: 'FieldValueNotSupported',
+      message: 'Unsupported value: "blue": supported values: "red", "green"',
+    },
+    {
+      keyword: 'pattern',
+      field: 'code',
+      bad: 'ABC',
+      good: 'abc',
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: "ABC": spec.code in body should match '^[a-z]+$'`,
+    },
+    {
+      keyword: 'pattern (Go flags)',
+      field: 'word',
+      bad: 'a1',
+      good: 'ABC',
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: "a1": spec.word in body should match '(?i)^[a-z]+$'`,
+    },
+    {
+      keyword: 'format',
+      field: 'ip',
+      bad: '10.0.0.300',
+      good: '10.0.0.30',
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: "10.0.0.300": spec.ip in body must be of type ipv4: "10.0.0.300"',
+    },
+    {
+      keyword: 'minLength',
+      field: 'label',
+      bad: 'a',
+      good: 'ab',
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: "a": spec.label in body should be at least 2 chars long',
+    },
     { keyword: 'maxLength', field: 'label', bad: 'abcdef', good: 'abcde', reason: 'FieldValueTooLong', message: 'Too long: may not be longer than 5' },
-    { keyword: 'minItems', field: 'tags', bad: [], good: ['a'], reason: 'FieldValueInvalid', message: 'Invalid value: []: spec.tags in body should have at least 1 items' },
-    { keyword: 'maxItems', field: 'tags', bad: ['a', 'b', 'c'], good: ['a', 'b'], reason: 'FieldValueTooMany', message: 'Too many: 3: must have at most 2 items' },
-    { keyword: 'additionalProperties', field: 'weights', bad: { a: 'heavy' }, good: { a: 2 }, reason: 'FieldValueTypeInvalid', message: 'Invalid value: "string": spec.weights.a in body must be of type integer: "string"' },
-    { keyword: 'x-kubernetes-int-or-string', field: 'port', bad: true, good: 'http', reason: 'FieldValueTypeInvalid', message: 'spec.port in body must be of type integer,string: "boolean"' },
-    { keyword: 'x-kubernetes-validations', field: 'limit', bad: 101, good: 100, reason: 'FieldValueInvalid', message: 'Invalid value: "integer": limit too high' },
+    {
+      keyword: 'minItems',
+      field: 'tags',
+      bad: [],
+      good: ['a'],
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: []: spec.tags in body should have at least 1 items',
+    },
+    {
+      keyword: 'maxItems',
+      field: 'tags',
+      bad: ['a', 'b', 'c'],
+      good: ['a', 'b'],
+      reason: 'FieldValueTooMany',
+      message: 'Too many: 3: must have at most 2 items',
+    },
+    {
+      keyword: 'additionalProperties',
+      field: 'weights',
+      bad: { a: 'heavy' },
+      good: { a: 2 },
+      reason: 'FieldValueTypeInvalid',
+      message: 'Invalid value: "string": spec.weights.a in body must be of type integer: "string"',
+    },
+    {
+      keyword: 'x-kubernetes-int-or-string',
+      field: 'port',
+      bad: true,
+      good: 'http',
+      reason: 'FieldValueTypeInvalid',
+      message: 'spec.port in body must be of type integer,string: "boolean"',
+    },
+    {
+      keyword: 'x-kubernetes-validations',
+      field: 'limit',
+      bad: 101,
+      good: 100,
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: "integer": limit too high',
+    },
   ];
 
   it.each(cases)('$keyword', async (c) => {
-    const name = `kw-${c.keyword.toLowerCase().replace(/[^a-z]+/g, '-').replace(/-$/, '')}`;
+    const name = `kw-${c.keyword
+      .toLowerCase()
+      .replace(/[^a-z]+/g, '-')
+      .replace(/-$/, '')}`;
     const status = await expectStatus(create(name, { size: 5, [c.field]: c.bad }), 422, 'Invalid');
     const field = c.keyword === 'additionalProperties' ? 'spec.weights.a' : `spec.${c.field}`;
     expect(status.details).toMatchObject({ name, group: GROUP, kind: 'Widget' });
@@ -193,15 +315,24 @@ describe('validation of each schema keyword: the bad value refused with the real
     const args = { group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'patched' };
     await expectStatus(custom.patchNamespacedCustomObject({ ...args, body: { spec: { size: 20 } } }, merge), 422, 'Invalid');
     await expectStatus(custom.patchNamespacedCustomObject({ ...args, body: [{ op: 'replace', path: '/spec/size', value: 'x' }] }, jsonPatch), 422, 'Invalid');
-    await expectStatus(custom.patchNamespacedCustomObject({ ...args, fieldManager: 'test', force: true, body: widget('patched', { size: 0 }) }, apply), 422, 'Invalid');
+    await expectStatus(
+      custom.patchNamespacedCustomObject({ ...args, fieldManager: 'test', force: true, body: widget('patched', { size: 0 }) }, apply),
+      422,
+      'Invalid',
+    );
     expect((await read('patched')).spec.size).toBe(2);
-    expect((await custom.patchNamespacedCustomObject({ ...args, body: [{ op: 'replace', path: '/spec/size', value: 3 }] }, jsonPatch)) as any).toMatchObject({ spec: { size: 3 } });
+    expect((await custom.patchNamespacedCustomObject({ ...args, body: [{ op: 'replace', path: '/spec/size', value: 3 }] }, jsonPatch)) as any).toMatchObject({
+      spec: { size: 3 },
+    });
   });
 
   it('evaluates transition rules on update only: self == oldSelf makes a field immutable', async () => {
     await create('locked', { size: 1, locked: 'v1' });
     const status = await expectStatus(
-      custom.patchNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'locked', body: { spec: { locked: 'v2' } } }, merge),
+      custom.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'locked', body: { spec: { locked: 'v2' } } },
+        merge,
+      ),
       422,
       'Invalid',
     );
@@ -231,12 +362,22 @@ describe('pruning', () => {
   it('prunes inside status on the status subresource', async () => {
     await create('status-prune', { size: 1 });
     const patched = (await custom.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'status-prune', body: { status: { phase: 'Ready', agentDeploymentRef: { name: 'x' }, conditions: [{ type: 'A', status: 'True', bogus: 1 }] } } },
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: 'widgets',
+        namespace: NS,
+        name: 'status-prune',
+        body: { status: { phase: 'Ready', agentDeploymentRef: { name: 'x' }, conditions: [{ type: 'A', status: 'True', bogus: 1 }] } },
+      },
       merge,
     )) as any;
     expect(patched.status).toEqual({ phase: 'Ready', conditions: [{ type: 'A', status: 'True' }] });
     await expectStatus(
-      custom.patchNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'status-prune', body: { status: { phase: 'Gone' } } }, merge),
+      custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'status-prune', body: { status: { phase: 'Gone' } } },
+        merge,
+      ),
       422,
       'Invalid',
     );
@@ -246,12 +387,20 @@ describe('pruning', () => {
     const path = `/apis/${GROUP}/${VERSION}/namespaces/${NS}/widgets`;
     const strict = await raw('POST', `${path}?fieldValidation=Strict`, widget('strict', { size: 1, extra: 1, nested: { deep: 1 } }));
     expect(strict.status).toBe(400);
-    expect(strict.body).toMatchObject({ reason: 'BadRequest', message: 'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.extra", unknown field "spec.nested.deep"' });
+    expect(strict.body).toMatchObject({
+      reason: 'BadRequest',
+      message: 'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.extra", unknown field "spec.nested.deep"',
+    });
     const warn = await raw('POST', `${path}?fieldValidation=Warn`, widget('warn', { size: 1, extra: 1 }));
     expect(warn.status).toBe(201);
     expect(warn.warning).toBe('299 - "unknown field \\"spec.extra\\""');
     expect(warn.body.spec).not.toHaveProperty('extra');
-    const ssa = await raw('PATCH', `${path}/warn?fieldManager=t&force=true&fieldValidation=Strict`, widget('warn', { size: 2, extra: 1 }), 'application/apply-patch+yaml');
+    const ssa = await raw(
+      'PATCH',
+      `${path}/warn?fieldManager=t&force=true&fieldValidation=Strict`,
+      widget('warn', { size: 2, extra: 1 }),
+      'application/apply-patch+yaml',
+    );
     expect(ssa.status).toBe(400);
     expect(ssa.body.message).toContain('.spec.extra: field not declared in schema');
     expect((await read('warn')).spec.size).toBe(1);
@@ -277,7 +426,12 @@ describe('defaulting', () => {
   });
 
   it('applies a default added later to objects already stored, as a read from storage does', async () => {
-    await custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'gadgets', body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Gadget', metadata: { name: 'old' }, spec: {} } });
+    await custom.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'gadgets',
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Gadget', metadata: { name: 'old' }, spec: {} },
+    });
     const crd = (await raw('GET', `${CRDS}/gadgets.example.com`)).body;
     crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.on.default = true;
     expect((await raw('PUT', `${CRDS}/gadgets.example.com`, crd)).status).toBe(200);
@@ -288,7 +442,13 @@ describe('defaulting', () => {
 
 describe('the status subresource', () => {
   it('when declared: create drops status, the main resource ignores status, /status ignores spec', async () => {
-    const created = (await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, body: { ...widget('sub', { size: 1 }), status: { phase: 'Ready' } } })) as any;
+    const created = (await custom.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'widgets',
+      namespace: NS,
+      body: { ...widget('sub', { size: 1 }), status: { phase: 'Ready' } },
+    })) as any;
     expect(created.status).toBeUndefined();
     const args = { group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'sub' };
     await custom.patchNamespacedCustomObjectStatus({ ...args, body: { status: { phase: 'Pending' }, spec: { size: 9 } } }, merge);
@@ -299,7 +459,11 @@ describe('the status subresource', () => {
   it('checks the half each endpoint writes: schema and rules of status through /status, of the rest through the main resource', async () => {
     await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, body: widget('halves', { size: 1 }) });
     const args = { group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name: 'halves' };
-    const badStatus = await expectStatus(custom.patchNamespacedCustomObjectStatus({ ...args, body: { status: { phase: 'Lost', conditions: [{ status: 'True' }] } } }, merge), 422, 'Invalid');
+    const badStatus = await expectStatus(
+      custom.patchNamespacedCustomObjectStatus({ ...args, body: { status: { phase: 'Lost', conditions: [{ status: 'True' }] } } }, merge),
+      422,
+      'Invalid',
+    );
     expect(badStatus.details.causes).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ reason: 'FieldValueNotSupported', field: 'status.phase' }),
@@ -307,7 +471,9 @@ describe('the status subresource', () => {
       ]),
     );
     const badRule = await expectStatus(custom.patchNamespacedCustomObjectStatus({ ...args, body: { status: { replicas: -1 } } }, merge), 422, 'Invalid');
-    expect(badRule.details.causes).toEqual([{ reason: 'FieldValueInvalid', field: 'status.replicas', message: 'Invalid value: "integer": replicas must not be negative' }]);
+    expect(badRule.details.causes).toEqual([
+      { reason: 'FieldValueInvalid', field: 'status.replicas', message: 'Invalid value: "integer": replicas must not be negative' },
+    ]);
     const badSpec = await expectStatus(custom.patchNamespacedCustomObject({ ...args, body: { spec: { size: 11 } } }, merge), 422, 'Invalid');
     expect(badSpec.details.causes.map((c: any) => c.field)).toEqual(['spec.size']);
     const badSpecRule = await expectStatus(custom.patchNamespacedCustomObject({ ...args, body: { spec: { limit: 101 } } }, merge), 422, 'Invalid');
@@ -320,7 +486,11 @@ describe('the status subresource', () => {
     const body = { apiVersion: `${GROUP}/${VERSION}`, kind: 'Gadget', metadata: { name: 'g' }, spec: { on: false }, status: { phase: 'Up', junk: 1 } };
     const created = (await custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'gadgets', body })) as any;
     expect(created.status).toEqual({ phase: 'Up' });
-    await expectStatus(custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'gadgets', name: 'g', body: { status: { phase: 'Down' } } }, merge), 404, 'NotFound');
+    await expectStatus(
+      custom.patchClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: 'gadgets', name: 'g', body: { status: { phase: 'Down' } } }, merge),
+      404,
+      'NotFound',
+    );
   });
 });
 
@@ -360,9 +530,14 @@ describe('validation ratcheting', () => {
     };
     expect((await raw('POST', CRDS, crd)).status).toBe(201);
     const args = { group: GROUP, version: VERSION, plural: 'ratchets', namespace: NS };
-    await custom.createNamespacedCustomObject({ ...args, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Ratchet', metadata: { name: 'r' }, spec: { count: 150, level: 3 } } });
+    await custom.createNamespacedCustomObject({
+      ...args,
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Ratchet', metadata: { name: 'r' }, spec: { count: 150, level: 3 } },
+    });
     const stored = (await raw('GET', `${CRDS}/ratchets.example.com`)).body;
-    stored.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.count['x-kubernetes-validations'] = [{ rule: 'self <= 100', message: 'count too high' }];
+    stored.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.count['x-kubernetes-validations'] = [
+      { rule: 'self <= 100', message: 'count too high' },
+    ];
     expect((await raw('PUT', `${CRDS}/ratchets.example.com`, stored)).status).toBe(200);
 
     // count stays 150: its new rule is not failed again.
@@ -407,12 +582,19 @@ describe('CustomResourceDefinitions', () => {
     const groups = (await raw('GET', '/apis')).body.groups.map((g: any) => g.name);
     expect(groups).toContain('tools.example.org');
     const resources = (await raw('GET', '/apis/tools.example.org/v1')).body.resources;
-    expect(resources).toEqual([expect.objectContaining({ name: 'sprockets', singularName: 'sprocket', namespaced: false, kind: 'Sprocket', categories: ['all'] })]);
+    expect(resources).toEqual([
+      expect.objectContaining({ name: 'sprockets', singularName: 'sprocket', namespaced: false, kind: 'Sprocket', categories: ['all'] }),
+    ]);
     expect(Object.keys((await raw('GET', '/openapi/v3')).body.paths)).toContain('apis/tools.example.org/v1');
     const doc = (await raw('GET', '/openapi/v3/apis/tools.example.org/v1')).body;
     expect(doc.components.schemas['org.example.tools.v1.Sprocket'].properties.spec.properties.on).toEqual({ type: 'boolean' });
 
-    await custom.createClusterCustomObject({ group: 'tools.example.org', version: VERSION, plural: 'sprockets', body: { apiVersion: `tools.example.org/${VERSION}`, kind: 'Sprocket', metadata: { name: 's' } } });
+    await custom.createClusterCustomObject({
+      group: 'tools.example.org',
+      version: VERSION,
+      plural: 'sprockets',
+      body: { apiVersion: `tools.example.org/${VERSION}`, kind: 'Sprocket', metadata: { name: 's' } },
+    });
     expect((await raw('DELETE', `${CRDS}/sprockets.tools.example.org`)).status).toBe(200);
     expect((await raw('GET', '/apis')).body.groups.map((g: any) => g.name)).not.toContain('tools.example.org');
     expect((await raw('GET', '/apis/tools.example.org/v1')).status).toBe(404);
@@ -424,7 +606,12 @@ describe('CustomResourceDefinitions', () => {
     const crd = { ...gadgetCrd(), metadata: { name: 'cogs.example.net' } };
     crd.spec = { ...crd.spec, group: 'example.net', names: { kind: 'Cog', plural: 'cogs' } };
     expect((await raw('POST', CRDS, crd)).status).toBe(201);
-    await custom.createClusterCustomObject({ group: 'example.net', version: VERSION, plural: 'cogs', body: { apiVersion: `example.net/${VERSION}`, kind: 'Cog', metadata: { name: 'c1' } } });
+    await custom.createClusterCustomObject({
+      group: 'example.net',
+      version: VERSION,
+      plural: 'cogs',
+      body: { apiVersion: `example.net/${VERSION}`, kind: 'Cog', metadata: { name: 'c1' } },
+    });
     const watch = await fetch(`${sim.url}/apis/example.net/v1/cogs?watch=1`);
     const reader = watch.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
@@ -436,7 +623,12 @@ describe('CustomResourceDefinitions', () => {
       if (chunk.done) break;
       rest += new TextDecoder().decode(chunk.value);
     }
-    expect(rest.trim().split('\n').map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ type: 'DELETED', object: expect.objectContaining({ metadata: expect.objectContaining({ name: 'c1' }) }) })]);
+    expect(
+      rest
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([expect.objectContaining({ type: 'DELETED', object: expect.objectContaining({ metadata: expect.objectContaining({ name: 'c1' }) }) })]);
   });
 
   it('serves only the types whose CRD is installed: the project CRDs by default, none with crds: false', async () => {
@@ -447,7 +639,12 @@ describe('CustomResourceDefinitions', () => {
     } finally {
       await bare.stop();
     }
-    for (const [group, plural] of [['network.harvesterhci.io', 'ippools'], ['tenancy.x-k8s.io', 'virtualclusters'], ['tenancy.x-k8s.io', 'clusterversions'], ['k8s.cni.cncf.io', 'network-attachment-definitions']]) {
+    for (const [group, plural] of [
+      ['network.harvesterhci.io', 'ippools'],
+      ['tenancy.x-k8s.io', 'virtualclusters'],
+      ['tenancy.x-k8s.io', 'clusterversions'],
+      ['k8s.cni.cncf.io', 'network-attachment-definitions'],
+    ]) {
       expect(sim.store.registry.byGroupPlural(group!, plural!)?.custom).toBe(true);
     }
   });

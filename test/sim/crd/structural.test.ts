@@ -11,7 +11,11 @@ const schema: JsonSchemaProps = {
       type: 'object',
       properties: {
         items: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' } } } },
-        open: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { known: { type: 'object', properties: { a: { type: 'string' } } } } },
+        open: {
+          type: 'object',
+          'x-kubernetes-preserve-unknown-fields': true,
+          properties: { known: { type: 'object', properties: { a: { type: 'string' } } } },
+        },
         bare: { type: 'object' },
         map: { type: 'object', additionalProperties: { type: 'object', properties: { v: { type: 'integer' } } } },
         anyList: { type: 'array', 'x-kubernetes-preserve-unknown-fields': true },
@@ -24,11 +28,19 @@ const schema: JsonSchemaProps = {
 describe('structural pruning', () => {
   it('removes undeclared fields everywhere, with their paths, and keeps type meta and the ObjectMeta fields at the root', () => {
     const object: any = {
-      apiVersion: 'x/v1', kind: 'X', metadata: { name: 'n', anything: 1 }, top: 1,
+      apiVersion: 'x/v1',
+      kind: 'X',
+      metadata: { name: 'n', anything: 1 },
+      top: 1,
       spec: { items: [{ name: 'a', junk: 1 }, { junk: 2 }], bare: { gone: true }, map: { k: { v: 1, w: 2 } }, anyList: [{ keep: 1 }] },
     };
     expect(prune(object, schema)).toEqual(['metadata.anything', 'top', 'spec.items[0].junk', 'spec.items[1].junk', 'spec.bare.gone', 'spec.map.k.w']);
-    expect(object).toEqual({ apiVersion: 'x/v1', kind: 'X', metadata: { name: 'n' }, spec: { items: [{ name: 'a' }, {}], bare: {}, map: { k: { v: 1 } }, anyList: [{ keep: 1 }] } });
+    expect(object).toEqual({
+      apiVersion: 'x/v1',
+      kind: 'X',
+      metadata: { name: 'n' },
+      spec: { items: [{ name: 'a' }, {}], bare: {}, map: { k: { v: 1 } }, anyList: [{ keep: 1 }] },
+    });
   });
 
   it('under x-kubernetes-preserve-unknown-fields keeps unknown fields but still prunes inside declared ones', () => {
@@ -37,14 +49,17 @@ describe('structural pruning', () => {
     expect(object.spec.open).toEqual({ extra: { deep: 1 }, known: { a: 'x' } });
   });
 
-  it('keeps an embedded resource\'s apiVersion and kind and trims its metadata to ObjectMeta', () => {
+  it("keeps an embedded resource's apiVersion and kind and trims its metadata to ObjectMeta", () => {
     const object: any = { spec: { embedded: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', nope: 1 }, spec: { x: 1 } } } };
     expect(prune(object, schema)).toEqual(['spec.embedded.metadata.nope']);
     expect(object.spec.embedded).toEqual({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { x: 1 } });
   });
 
   it('drops nulls of fields that are neither nullable nor defaulted', () => {
-    const s: JsonSchemaProps = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string', nullable: true }, c: { type: 'string', default: 'd' } } };
+    const s: JsonSchemaProps = {
+      type: 'object',
+      properties: { a: { type: 'string' }, b: { type: 'string', nullable: true }, c: { type: 'string', default: 'd' } },
+    };
     const object: any = { a: null, b: null, c: null };
     dropNulls(object, s);
     expect(object).toEqual({ b: null, c: null });
@@ -59,7 +74,14 @@ describe('structural defaulting', () => {
     const s: JsonSchemaProps = {
       type: 'object',
       properties: {
-        a: { type: 'object', default: {}, properties: { b: { type: 'integer', default: 1 }, c: { type: 'object', default: shared, properties: { tags: { type: 'array', items: { type: 'string' } } } } } },
+        a: {
+          type: 'object',
+          default: {},
+          properties: {
+            b: { type: 'integer', default: 1 },
+            c: { type: 'object', default: shared, properties: { tags: { type: 'array', items: { type: 'string' } } } },
+          },
+        },
         list: { type: 'array', items: { type: 'object', properties: { on: { type: 'boolean', default: true } } } },
         map: { type: 'object', additionalProperties: { type: 'object', properties: { n: { type: 'integer', default: 0 } } } },
       },
@@ -90,7 +112,7 @@ describe('the CEL subset of x-kubernetes-validations', () => {
     expect(check('self.min + 1 < self.max * 2', { min: 3, max: 3 })).toBe(true);
     expect(check("self.mode in ['a', 'b']", { mode: 'c' })).toBe(false);
     expect(check("self.name.startsWith('net-') && self.name.matches('^[a-z-0-9]+$')", { name: 'net-1' })).toBe(true);
-    expect(check("has(self.x) ? self.x > 0 : true", {})).toBe(true);
+    expect(check('has(self.x) ? self.x > 0 : true', {})).toBe(true);
     expect(check('self.replicas % 2 == 1', { replicas: 3 })).toBe(true);
   });
 

@@ -23,7 +23,12 @@ const version = (name: string, served: boolean, storage: boolean, spec: Record<s
   served,
   storage,
   ...extra,
-  schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: spec }, status: { type: 'object', properties: { phase: { type: 'string' } } } } } },
+  schema: {
+    openAPIV3Schema: {
+      type: 'object',
+      properties: { spec: { type: 'object', properties: spec }, status: { type: 'object', properties: { phase: { type: 'string' } } } },
+    },
+  },
 });
 
 const STATUS = { subresources: { status: {} } };
@@ -48,8 +53,17 @@ function gizmoCrd(versions?: unknown[]): any {
   };
 }
 
-async function raw(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: any; warning: string | null }> {
-  const response = await fetch(sim.url + path, { method, headers: { 'Content-Type': contentType }, body: body === undefined ? undefined : JSON.stringify(body) });
+async function raw(
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<{ status: number; body: any; warning: string | null }> {
+  const response = await fetch(sim.url + path, {
+    method,
+    headers: { 'Content-Type': contentType },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: response.status, body: await response.json(), warning: response.headers.get('warning') };
 }
 
@@ -129,13 +143,18 @@ describe('one set of objects through every served version', () => {
   it('validates with the requested version: a size v1 allows is refused through v1beta1, nothing stored', async () => {
     const body = await expectStatus(create('v1beta1', 'g-big', { size: 7 }), 422, 'Invalid');
     expect(body.message).toContain('Gizmo.example.org "g-big" is invalid');
-    expect(body.details.causes).toEqual([expect.objectContaining({ field: 'spec.size', message: 'Invalid value: 7: spec.size in body should be less than or equal to 5' })]);
+    expect(body.details.causes).toEqual([
+      expect.objectContaining({ field: 'spec.size', message: 'Invalid value: 7: spec.size in body should be less than or equal to 5' }),
+    ]);
     expect(stored('g-big')).toBeUndefined();
     const ok = await create('v1', 'g-big', { size: 7 });
     expect(ok.spec.size).toBe(7);
     // An update through v1beta1 is checked by v1beta1's schema too.
     await expectStatus(
-      custom.patchNamespacedCustomObject({ group: GROUP, version: 'v1beta1', plural: 'gizmos', namespace: NS, name: 'g-big', body: { spec: { size: 8 } } }, merge),
+      custom.patchNamespacedCustomObject(
+        { group: GROUP, version: 'v1beta1', plural: 'gizmos', namespace: NS, name: 'g-big', body: { spec: { size: 8 } } },
+        merge,
+      ),
       422,
       'Invalid',
     );
@@ -180,7 +199,10 @@ describe('one set of objects through every served version', () => {
 
   it('patches and deletes through a non-storage version, answering in it', async () => {
     await create('v1', 'g-patch', { size: 1 });
-    const patched = (await custom.patchNamespacedCustomObject({ group: GROUP, version: 'v1beta1', plural: 'gizmos', namespace: NS, name: 'g-patch', body: { spec: { size: 4 } } }, merge)) as any;
+    const patched = (await custom.patchNamespacedCustomObject(
+      { group: GROUP, version: 'v1beta1', plural: 'gizmos', namespace: NS, name: 'g-patch', body: { spec: { size: 4 } } },
+      merge,
+    )) as any;
     expect(patched.apiVersion).toBe(`${GROUP}/v1beta1`);
     // v1beta1's default lands on the update written through it.
     expect(patched.spec).toEqual({ size: 4, color: 'red' });
@@ -224,10 +246,18 @@ describe('one set of objects through every served version', () => {
   it('delivers watch events in the watcher’s version, whatever version the write came through', async () => {
     const from = String(sim.store.currentRevision());
     const seen: { type: string; object: any }[] = [];
-    const controller = await new Watch(sim.kubeConfig).watch(path('v1alpha1'), { resourceVersion: from }, (type, object) => seen.push({ type, object }), () => undefined);
+    const controller = await new Watch(sim.kubeConfig).watch(
+      path('v1alpha1'),
+      { resourceVersion: from },
+      (type, object) => seen.push({ type, object }),
+      () => undefined,
+    );
     try {
       await create('v1', 'g-watch', { size: 2, color: 'green' });
-      await custom.patchNamespacedCustomObject({ group: GROUP, version: 'v1beta1', plural: 'gizmos', namespace: NS, name: 'g-watch', body: { spec: { size: 3 } } }, merge);
+      await custom.patchNamespacedCustomObject(
+        { group: GROUP, version: 'v1beta1', plural: 'gizmos', namespace: NS, name: 'g-watch', body: { spec: { size: 3 } } },
+        merge,
+      );
       await raw('DELETE', path('v1', 'g-watch'));
       await until('three events for g-watch', () => seen.filter((e) => e.object?.metadata?.name === 'g-watch').length >= 3);
       const events = seen.filter((e) => e.object.metadata.name === 'g-watch');
@@ -250,15 +280,22 @@ describe('CRD version changes', () => {
     dup.spec.names = { kind: 'Dup', plural: 'dups' };
     const refused = await raw('POST', CRDS, dup);
     expect(refused.status).toBe(422);
-    expect(refused.body.details.causes).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'spec.versions', message: expect.stringContaining('must contain unique version names') })]));
+    expect(refused.body.details.causes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: 'spec.versions', message: expect.stringContaining('must contain unique version names') })]),
+    );
 
-    for (const storage of [[true, true], [false, false]]) {
+    for (const storage of [
+      [true, true],
+      [false, false],
+    ]) {
       const two = gizmoCrd([version('v1', true, storage[0]!, {}), version('v1beta1', true, storage[1]!, {})]);
       two.metadata.name = 'twos.example.org';
       two.spec.names = { kind: 'Two', plural: 'twos' };
       const answer = await raw('POST', CRDS, two);
       expect(answer.status).toBe(422);
-      expect(answer.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.versions', message: expect.stringContaining('must have exactly one version marked as storage version') })]);
+      expect(answer.body.details.causes).toEqual([
+        expect.objectContaining({ field: 'spec.versions', message: expect.stringContaining('must have exactly one version marked as storage version') }),
+      ]);
     }
 
     const hook = gizmoCrd([version('v1', true, true, {}), version('v1beta1', true, false, {})]);
@@ -267,20 +304,29 @@ describe('CRD version changes', () => {
     hook.spec.conversion = { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://conv.example/convert' }, conversionReviewVersions: ['v1'] } };
     const webhook = await raw('POST', CRDS, hook);
     expect(webhook.status).toBe(422);
-    expect(webhook.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.conversion.strategy', message: expect.stringContaining('calls no conversion webhook') })]);
+    expect(webhook.body.details.causes).toEqual([
+      expect.objectContaining({ field: 'spec.conversion.strategy', message: expect.stringContaining('calls no conversion webhook') }),
+    ]);
     expect((await raw('GET', `/apis/${GROUP}/v1/hooks`)).status).toBe(404);
 
     hook.spec.versions = [version('v1', true, true, {})];
     const noConfig = await raw('POST', CRDS, { ...hook, spec: { ...hook.spec, conversion: { strategy: 'Webhook' } } });
     expect(noConfig.status).toBe(422);
-    expect(noConfig.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.conversion.webhook', message: 'Required value: required when strategy is set to Webhook' })]);
+    expect(noConfig.body.details.causes).toEqual([
+      expect.objectContaining({ field: 'spec.conversion.webhook', message: 'Required value: required when strategy is set to Webhook' }),
+    ]);
     expect((await raw('POST', CRDS, hook)).status).toBe(201);
     expect((await raw('GET', `/apis/${GROUP}/v1/namespaces/${NS}/hooks`)).status).toBe(200);
   });
 
   it('stops serving a version removed from the CRD, ends its watches, and drops it from discovery and OpenAPI', async () => {
     let ended = false;
-    const controller = await new Watch(sim.kubeConfig).watch(path('v1alpha1'), { resourceVersion: String(sim.store.currentRevision()) }, () => undefined, () => (ended = true));
+    const controller = await new Watch(sim.kubeConfig).watch(
+      path('v1alpha1'),
+      { resourceVersion: String(sim.store.currentRevision()) },
+      () => undefined,
+      () => (ended = true),
+    );
     const crd = (await raw('GET', `${CRDS}/${CRD_NAME}`)).body;
     crd.spec.versions = crd.spec.versions.filter((v: { name: string }) => v.name !== 'v1alpha1');
     const updated = await raw('PUT', `${CRDS}/${CRD_NAME}`, crd);
@@ -296,7 +342,9 @@ describe('CRD version changes', () => {
 
   it('adds a version while serving: it appears in discovery and serves the stored objects', async () => {
     const crd = (await raw('GET', `${CRDS}/${CRD_NAME}`)).body;
-    crd.spec.versions.push(version('v1beta2', true, false, { size: { type: 'integer' } }, { deprecated: true, deprecationWarning: 'gizmos v1beta2 goes away in 2027' }));
+    crd.spec.versions.push(
+      version('v1beta2', true, false, { size: { type: 'integer' } }, { deprecated: true, deprecationWarning: 'gizmos v1beta2 goes away in 2027' }),
+    );
     expect((await raw('PUT', `${CRDS}/${CRD_NAME}`, crd)).status).toBe(200);
     const group = (await raw('GET', `/apis/${GROUP}`)).body;
     expect(group.versions.map((v: { version: string }) => v.version)).toEqual(['v1', 'v1beta2', 'v1beta1']);
@@ -328,7 +376,10 @@ describe('CRD version changes', () => {
     const refused = await raw('PUT', `${CRDS}/${CRD_NAME}`, crd);
     expect(refused.status).toBe(422);
     expect(refused.body.details.causes).toEqual([
-      expect.objectContaining({ field: 'status.storedVersions[0]', message: expect.stringContaining('missing from spec.versions; v1 was previously a storage version') }),
+      expect.objectContaining({
+        field: 'status.storedVersions[0]',
+        message: expect.stringContaining('missing from spec.versions; v1 was previously a storage version'),
+      }),
     ]);
     expect((await raw('GET', path('v1', 'g1'))).status).toBe(200);
 

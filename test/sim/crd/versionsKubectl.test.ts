@@ -88,7 +88,9 @@ spec: {${spec}}
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sim-crd-versions-kubectl-'));
   sim = await startSimulator({ behaviour: false, kubeconfigPath: join(dir, 'kubeconfig') });
-  expect(await kubectl('apply', '-f', await manifest('crd.yaml', CRD))).toContain('customresourcedefinition.apiextensions.k8s.io/sprockets.example.net created');
+  expect(await kubectl('apply', '-f', await manifest('crd.yaml', CRD))).toContain(
+    'customresourcedefinition.apiextensions.k8s.io/sprockets.example.net created',
+  );
 });
 
 afterAll(async () => {

@@ -14,8 +14,16 @@ afterAll(async () => {
 
 describe('the demo fleet against the CRD schemas', () => {
   it('installs the four CRDs', () => {
-    const names = sim.store.list(Resources.customresourcedefinitions).map((c) => c.metadata.name).sort();
-    expect(names).toEqual(['clusterversions.tenancy.x-k8s.io', 'ippools.network.harvesterhci.io', 'network-attachment-definitions.k8s.cni.cncf.io', 'virtualclusters.tenancy.x-k8s.io']);
+    const names = sim.store
+      .list(Resources.customresourcedefinitions)
+      .map((c) => c.metadata.name)
+      .sort();
+    expect(names).toEqual([
+      'clusterversions.tenancy.x-k8s.io',
+      'ippools.network.harvesterhci.io',
+      'network-attachment-definitions.k8s.cni.cncf.io',
+      'virtualclusters.tenancy.x-k8s.io',
+    ]);
   });
 
   it('holds only custom objects that a strict server-side dry-run replace accepts unchanged', async () => {
@@ -24,7 +32,11 @@ describe('the demo fleet against the CRD schemas', () => {
     for (const type of custom) {
       for (const object of sim.store.list(type)) {
         const base = `/${type.group ? `apis/${apiVersionOf(type)}` : 'api/v1'}${type.namespaced ? `/namespaces/${object.metadata.namespace}` : ''}/${type.plural}/${object.metadata.name}`;
-        const response = await fetch(`${sim.url}${base}?fieldValidation=Strict&dryRun=All`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(object) });
+        const response = await fetch(`${sim.url}${base}?fieldValidation=Strict&dryRun=All`, {
+          method: 'PUT',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify(object),
+        });
         const body = (await response.json()) as { message?: string; spec?: unknown };
         expect(response.status, `${type.kind} ${object.metadata.name}: ${body.message}`).toBe(200);
         expect(response.headers.get('warning')).toBeNull();

@@ -15,7 +15,13 @@ function servingShape(crd: any): unknown {
   return {
     group: crd.spec.group,
     scope: crd.spec.scope,
-    names: { kind: crd.spec.names.kind, listKind: crd.spec.names.listKind, plural: crd.spec.names.plural, singular: crd.spec.names.singular, shortNames: crd.spec.names.shortNames ?? [] },
+    names: {
+      kind: crd.spec.names.kind,
+      listKind: crd.spec.names.listKind,
+      plural: crd.spec.names.plural,
+      singular: crd.spec.names.singular,
+      shortNames: crd.spec.names.shortNames ?? [],
+    },
     versions: crd.spec.versions.map((v: any) => ({
       name: v.name,
       served: v.served,
@@ -39,29 +45,53 @@ describe('the CRDs the simulator installs match the upstream ones (../shared/ups
   const upstream = upstreamCrds();
 
   it('finds the three upstream CRDs', () => {
-    expect(upstream.map((u) => u.crd.metadata.name).sort()).toEqual(['clusterversions.tenancy.x-k8s.io', 'ippools.network.harvesterhci.io', 'virtualclusters.tenancy.x-k8s.io']);
+    expect(upstream.map((u) => u.crd.metadata.name).sort()).toEqual([
+      'clusterversions.tenancy.x-k8s.io',
+      'ippools.network.harvesterhci.io',
+      'virtualclusters.tenancy.x-k8s.io',
+    ]);
   });
 
-  it.each(upstream.map((u) => [u.crd.metadata.name as string, u] as const))('%s: same names, scope, versions, subresources, columns and schema shape, read back through the API', async (name, u) => {
-    const served = await getJson(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-    expect(servingShape(served)).toEqual(servingShape(u.crd));
-  });
+  it.each(upstream.map((u) => [u.crd.metadata.name as string, u] as const))(
+    '%s: same names, scope, versions, subresources, columns and schema shape, read back through the API',
+    async (name, u) => {
+      const served = await getJson(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      expect(servingShape(served)).toEqual(servingShape(u.crd));
+    },
+  );
 
-  it.each(upstream.map((u) => [u.crd.metadata.name as string, u] as const))('%s: the OpenAPI v3 document kubectl reads carries the same schema shape', async (_name, u) => {
-    const { group, names } = u.crd.spec;
-    const version = u.crd.spec.versions.find((v: any) => v.storage);
-    const doc = await getJson(`/openapi/v3/apis/${group}/${version.name}`);
-    const key = `${group.split('.').reverse().join('.')}.${version.name}.${names.kind}`;
-    const { 'x-kubernetes-group-version-kind': gvk, ...schema } = doc.components.schemas[key];
-    expect(gvk).toEqual([{ group, version: version.name, kind: names.kind }]);
-    expect(schemaShape(schema)).toEqual(schemaShape(version.schema.openAPIV3Schema));
-  });
+  it.each(upstream.map((u) => [u.crd.metadata.name as string, u] as const))(
+    '%s: the OpenAPI v3 document kubectl reads carries the same schema shape',
+    async (_name, u) => {
+      const { group, names } = u.crd.spec;
+      const version = u.crd.spec.versions.find((v: any) => v.storage);
+      const doc = await getJson(`/openapi/v3/apis/${group}/${version.name}`);
+      const key = `${group.split('.').reverse().join('.')}.${version.name}.${names.kind}`;
+      const { 'x-kubernetes-group-version-kind': gvk, ...schema } = doc.components.schemas[key];
+      expect(gvk).toEqual([{ group, version: version.name, kind: names.kind }]);
+      expect(schemaShape(schema)).toEqual(schemaShape(version.schema.openAPIV3Schema));
+    },
+  );
 
   it('serves NetworkAttachmentDefinition as the Multus project defines it: spec.config a string, nothing preserved', async () => {
     const served = await getJson('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/network-attachment-definitions.k8s.cni.cncf.io');
-    expect(served.spec).toMatchObject({ group: 'k8s.cni.cncf.io', scope: 'Namespaced', names: { kind: 'NetworkAttachmentDefinition', plural: 'network-attachment-definitions', singular: 'network-attachment-definition', shortNames: ['nad', 'net-attach-def'] } });
+    expect(served.spec).toMatchObject({
+      group: 'k8s.cni.cncf.io',
+      scope: 'Namespaced',
+      names: {
+        kind: 'NetworkAttachmentDefinition',
+        plural: 'network-attachment-definitions',
+        singular: 'network-attachment-definition',
+        shortNames: ['nad', 'net-attach-def'],
+      },
+    });
     expect(schemaShape(served.spec.versions[0].schema.openAPIV3Schema)).toEqual({
-      properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec: { properties: { config: { type: 'string' } }, type: 'object' } },
+      properties: {
+        apiVersion: { type: 'string' },
+        kind: { type: 'string' },
+        metadata: { type: 'object' },
+        spec: { properties: { config: { type: 'string' } }, type: 'object' },
+      },
       type: 'object',
     });
   });
@@ -69,7 +99,10 @@ describe('the CRDs the simulator installs match the upstream ones (../shared/ups
   it('tells a difference in shape apart (the comparison can fail)', () => {
     const ippool = upstream.find((u) => u.crd.metadata.name === 'ippools.network.harvesterhci.io')!.crd;
     const altered = structuredClone(ippool);
-    altered.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.agentDeploymentRef = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+    altered.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.agentDeploymentRef = {
+      type: 'object',
+      'x-kubernetes-preserve-unknown-fields': true,
+    };
     expect(servingShape(altered)).not.toEqual(servingShape(ippool));
   });
 });

@@ -69,7 +69,12 @@ describe('MemoryStore', () => {
 
   it('bumps resourceVersion on every write, generation only on spec changes, and skips no-op updates', () => {
     const store = new MemoryStore();
-    const dep = store.create(Resources.deployments, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', namespace: 'default' }, spec: { replicas: 1 } });
+    const dep = store.create(Resources.deployments, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'd', namespace: 'default' },
+      spec: { replicas: 1 },
+    });
     expect(dep.metadata.generation).toBe(1);
     const labelled = store.update(Resources.deployments, { ...dep, metadata: { ...dep.metadata, labels: { a: 'b' } } });
     expect(labelled.metadata.generation).toBe(1);
@@ -106,7 +111,11 @@ describe('MemoryStore', () => {
   it('keeps a bound pod until a grace-0 delete, and deletes a finished one at once', () => {
     const store = new MemoryStore();
     const pod = (name: string, phase?: string): KubeObject => ({
-      apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { nodeName: 'n1', containers: [] }, ...(phase ? { status: { phase } } : {}),
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: { nodeName: 'n1', containers: [] },
+      ...(phase ? { status: { phase } } : {}),
     });
     store.create(Resources.pods, pod('running', 'Running'));
     store.create(Resources.pods, pod('done', 'Succeeded'));

@@ -61,7 +61,12 @@ describeWithPostgres('a replica that loses its LISTEN connection', (server) => {
     const reader = await replica(url);
     cleanups.push(() => reader.stop());
     const listeners = async () =>
-      (await server().admin<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = $2', [LISTENER_APPLICATION_NAME, database])).rows[0]!.n;
+      (
+        await server().admin<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = $2', [
+          LISTENER_APPLICATION_NAME,
+          database,
+        ])
+      ).rows[0]!.n;
     await until('both replicas listening', async () => (await listeners()) === 2);
 
     const start = await writer.events.lastEventId();
@@ -77,7 +82,11 @@ describeWithPostgres('a replica that loses its LISTEN connection', (server) => {
     // Cut the LISTEN connections and keep them from coming back (existing pooled connections stay), so that the
     // next events are certainly committed while the reader is not listening: their notifications are lost.
     await server().admin(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`);
-    cleanups.push(() => server().admin(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`).then(() => undefined));
+    cleanups.push(() =>
+      server()
+        .admin(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`)
+        .then(() => undefined),
+    );
     const terminated = await server().admin<{ n: number }>(
       'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = $2',
       [LISTENER_APPLICATION_NAME, database],

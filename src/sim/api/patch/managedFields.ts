@@ -49,9 +49,7 @@ function writeOwners(owners: Owner[], now: string): ManagedFieldsEntry[] | undef
 }
 
 function ownerFor(owners: Owner[], ctx: WriteContext, operation: 'Apply' | 'Update'): Owner {
-  let owner = owners.find(
-    (o) => o.entry.manager === ctx.manager && o.entry.operation === operation && (o.entry.subresource ?? '') === ctx.subresource,
-  );
+  let owner = owners.find((o) => o.entry.manager === ctx.manager && o.entry.operation === operation && (o.entry.subresource ?? '') === ctx.subresource);
   if (!owner) {
     const entry: ManagedFieldsEntry = {
       manager: ctx.manager,
@@ -103,17 +101,13 @@ export function trackUpdate(previous: KubeObject | undefined, next: KubeObject, 
  * manager unless `force`, which moves ownership instead. Fields this manager applied before but omits now are
  * removed when no other manager owns them.
  */
-export function serverSideApply(
-  type: ResourceType,
-  current: KubeObject | undefined,
-  applied: KubeObject,
-  ctx: WriteContext,
-  force: boolean,
-): KubeObject {
+export function serverSideApply(type: ResourceType, current: KubeObject | undefined, applied: KubeObject, ctx: WriteContext, force: boolean): KubeObject {
   const owners = readOwners(current);
   const me = ownerFor(owners, ctx, 'Apply');
   const appliedPaths = leafPaths(applied, ctx.scope);
-  const base: KubeObject = current ? deepClone(current) : ({ apiVersion: applied.apiVersion, kind: applied.kind, metadata: { name: applied.metadata.name } } as KubeObject);
+  const base: KubeObject = current
+    ? deepClone(current)
+    : ({ apiVersion: applied.apiVersion, kind: applied.kind, metadata: { name: applied.metadata.name } } as KubeObject);
 
   const causes: StatusCause[] = [];
   const contested: { owner: Owner; key: string }[] = [];
@@ -148,8 +142,7 @@ export function serverSideApply(
   // A map or list item left empty stays only if someone still owns something at or below it.
   const under = (f: string, prefix: string): boolean => f === prefix || f.startsWith(`${prefix}\u0001`);
   const ownsPrefix = (prefix: string): boolean =>
-    owners.some((o) => o !== me && [...o.fields].some((f) => under(f, prefix))) ||
-    [...appliedPaths.keys()].some((f) => under(f, prefix));
+    owners.some((o) => o !== me && [...o.fields].some((f) => under(f, prefix))) || [...appliedPaths.keys()].some((f) => under(f, prefix));
   for (const key of dropped) {
     if (!ownedByOthers(key)) removeAt(base as unknown as Record<string, unknown>, key, ownsPrefix);
   }

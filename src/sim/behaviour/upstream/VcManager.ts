@@ -63,7 +63,8 @@ export class VcManager implements Controller {
 
   keysFor(event: StoreEvent): string[] {
     const { group, plural } = event.resource;
-    if (group === 'tenancy.x-k8s.io' && plural === 'virtualclusters') return event.type === 'DELETED' || this.lastArgs === undefined ? [] : [keyOf(event.object)];
+    if (group === 'tenancy.x-k8s.io' && plural === 'virtualclusters')
+      return event.type === 'DELETED' || this.lastArgs === undefined ? [] : [keyOf(event.object)];
     if (group === 'apps' && plural === 'deployments' && (isVcManagerDeployment(event.object) || (event.previous && isVcManagerDeployment(event.previous)))) {
       const args = this.argsSignature();
       if (args === this.lastArgs) return [];
@@ -147,7 +148,8 @@ export class VcManager implements Controller {
           upgrade.deadline = undefined;
           continue;
         }
-        if (now >= upgrade.deadline) throw new Error(`${upgrade.clusterNs}/${stsName} is not ready in ${Math.round(flags.provisionerTimeoutMs / 1000)} seconds`);
+        if (now >= upgrade.deadline)
+          throw new Error(`${upgrade.clusterNs}/${stsName} is not ready in ${Math.round(flags.provisionerTimeoutMs / 1000)} seconds`);
         return this.timing.pollMs;
       }
     } catch (error) {
@@ -235,7 +237,13 @@ export class VcManager implements Controller {
     delete applied.status;
     const existing = this.ctx.store.get(type, applied.metadata.namespace, applied.metadata.name);
     const now = new Date(this.ctx.scheduler.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const ctx = { manager: FIELD_MANAGER, apiVersion: `${type.group ? `${type.group}/` : ''}${type.version}`, subresource: '', now, scope: hasStatus(type) ? ('main' as const) : ('all' as const) };
+    const ctx = {
+      manager: FIELD_MANAGER,
+      apiVersion: `${type.group ? `${type.group}/` : ''}${type.version}`,
+      subresource: '',
+      now,
+      scope: hasStatus(type) ? ('main' as const) : ('all' as const),
+    };
     const next = serverSideApply(type, existing, applied, ctx, true);
     if (existing) return this.ctx.store.update(type, next);
     if (type.namespaced) next.metadata.namespace = applied.metadata.namespace;
@@ -297,7 +305,10 @@ function complement(bundle: any, clusterNs: string, hashes: Record<string, strin
 
 /** conversion.ToClusterKey: `<namespace>-<first 6 hex of sha256(uid)>-<name>`. */
 export function toClusterKey(vc: KubeObject): string {
-  const digest = createHash('sha256').update(vc.metadata.uid ?? '').digest('hex').slice(0, 6);
+  const digest = createHash('sha256')
+    .update(vc.metadata.uid ?? '')
+    .digest('hex')
+    .slice(0, 6);
   return `${vc.metadata.namespace}-${digest}-${vc.metadata.name}`;
 }
 
@@ -307,7 +318,9 @@ function decode(value: unknown): string {
 
 /** PEM-framed random bytes: the simulation does no cryptography, but the shape (and a changing hash) is upstream's. */
 function pem(type: string): string {
-  const body = randomBytes(96).toString('base64').replace(/(.{64})/g, '$1\n');
+  const body = randomBytes(96)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n');
   return `-----BEGIN ${type}-----\n${body}\n-----END ${type}-----\n`;
 }
 
@@ -316,5 +329,7 @@ function tlsData(certType = 'CERTIFICATE'): Record<string, string> {
 }
 
 function kubeconfigData(vc: KubeObject): string {
-  return Buffer.from(`apiVersion: v1\nkind: Config\nclusters:\n- name: ${vc.metadata.name}\n  cluster:\n    certificate-authority-data: ${randomBytes(24).toString('base64')}\n`).toString('base64');
+  return Buffer.from(
+    `apiVersion: v1\nkind: Config\nclusters:\n- name: ${vc.metadata.name}\n  cluster:\n    certificate-authority-data: ${randomBytes(24).toString('base64')}\n`,
+  ).toString('base64');
 }

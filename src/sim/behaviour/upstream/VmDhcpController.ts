@@ -74,13 +74,18 @@ export class VmDhcpController implements Controller {
   keysFor(event: StoreEvent): string[] {
     const { group, plural } = event.resource;
     // Not installed (no controller Deployment as last seen): nothing to do, and nothing queued for rollplane's benchmarks.
-    if (group === 'network.harvesterhci.io' && plural === 'ippools') return event.type === 'DELETED' || this.lastSignature === undefined ? [] : [keyOf(event.object)];
+    if (group === 'network.harvesterhci.io' && plural === 'ippools')
+      return event.type === 'DELETED' || this.lastSignature === undefined ? [] : [keyOf(event.object)];
     if (group === '' && plural === 'pods') {
       this.track(event.type, event.object);
       // lastSignature: the controller Deployment as last seen (cheap; reconcile re-checks it properly).
       return this.lastSignature !== undefined && this.agents.size > 0 ? this.poolsOfAgentsIn(event.object.metadata.namespace ?? '') : [];
     }
-    if (group === 'apps' && plural === 'deployments' && (isVmDhcpControllerDeployment(event.object) || (event.previous && isVmDhcpControllerDeployment(event.previous)))) {
+    if (
+      group === 'apps' &&
+      plural === 'deployments' &&
+      (isVmDhcpControllerDeployment(event.object) || (event.previous && isVmDhcpControllerDeployment(event.previous)))
+    ) {
       const signature = this.deploymentSignature();
       if (signature === this.lastSignature) return [];
       this.lastSignature = signature;
@@ -330,7 +335,12 @@ export class VmDhcpController implements Controller {
   // --- wrangler plumbing -------------------------------------------------------------------------------------------
 
   /** `RegisterIPPoolStatusHandler`'s sync: run the handler on a copy of the status, record the outcome in `cond`, write if changed. */
-  private statusHandler(type: ResourceType, pool: KubeObject, cond: string, handler: (pool: KubeObject, status: Status) => HandlerResult): [KubeObject, Error | undefined] {
+  private statusHandler(
+    type: ResourceType,
+    pool: KubeObject,
+    cond: string,
+    handler: (pool: KubeObject, status: Status) => HandlerResult,
+  ): [KubeObject, Error | undefined] {
     const original: Status = deepClone(pool.status ?? {});
     let [status, error] = handler(pool, deepClone(original));
     if (error) status = deepClone(original);

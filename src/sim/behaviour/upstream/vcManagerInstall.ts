@@ -10,14 +10,20 @@ export const VC_MANAGER_NAME = 'vc-manager';
 export const PARTIAL_UPGRADE_GATE = 'ClusterVersionPartialUpgrade';
 
 export function isVcManagerDeployment(obj: KubeObject): boolean {
-  return obj.metadata.labels?.app === VC_MANAGER_NAME && (obj.spec?.template?.spec?.containers ?? []).some((c: { name?: string }) => c.name === VC_MANAGER_NAME);
+  return (
+    obj.metadata.labels?.app === VC_MANAGER_NAME && (obj.spec?.template?.spec?.containers ?? []).some((c: { name?: string }) => c.name === VC_MANAGER_NAME)
+  );
 }
 
 export function vcManagerObjects(options: { partialUpgrade?: boolean } = {}): { namespace: KubeObject; serviceAccount: KubeObject; deployment: KubeObject } {
   const args = ['--disable-stacktrace=true', '--enable-webhook=true'];
   if (options.partialUpgrade) args.push(`--feature-gates=${PARTIAL_UPGRADE_GATE}=true`);
   return {
-    namespace: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: VC_MANAGER_NAMESPACE, labels: { 'kubernetes.io/metadata.name': VC_MANAGER_NAMESPACE } } },
+    namespace: {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: VC_MANAGER_NAMESPACE, labels: { 'kubernetes.io/metadata.name': VC_MANAGER_NAMESPACE } },
+    },
     serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: VC_MANAGER_NAME, namespace: VC_MANAGER_NAMESPACE } },
     deployment: {
       apiVersion: 'apps/v1',

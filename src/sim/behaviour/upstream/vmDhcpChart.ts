@@ -61,15 +61,22 @@ export function vmDhcpServiceAccounts(release = VM_DHCP_RELEASE, namespace = VM_
 }
 
 /** The controller Deployment of `chart/templates/deployment.yaml` with the default values. */
-export function vmDhcpControllerDeployment(
-  options: { release?: string; namespace?: string; agentImage?: string; noAgent?: boolean } = {},
-): KubeObject {
+export function vmDhcpControllerDeployment(options: { release?: string; namespace?: string; agentImage?: string; noAgent?: boolean } = {}): KubeObject {
   const release = options.release ?? VM_DHCP_RELEASE;
   const namespace = options.namespace ?? VM_DHCP_NAMESPACE;
   const fullname = helmFullname(release);
   const labels = chartLabels(release);
   const selector = { 'app.kubernetes.io/name': VM_DHCP_CHART, 'app.kubernetes.io/instance': release };
-  const args = ['--name', fullname, '--namespace', namespace, '--image', options.agentImage ?? VM_DHCP_AGENT_IMAGE, '--service-account-name', `${fullname}-agent`];
+  const args = [
+    '--name',
+    fullname,
+    '--namespace',
+    namespace,
+    '--image',
+    options.agentImage ?? VM_DHCP_AGENT_IMAGE,
+    '--service-account-name',
+    `${fullname}-agent`,
+  ];
   // Not a chart value: an operator adds it by editing the Deployment (the flag exists in cmd/controller/root.go).
   if (options.noAgent) args.push('--no-agent');
   return {

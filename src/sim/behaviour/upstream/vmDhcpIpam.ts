@@ -21,7 +21,7 @@ export class VmDhcpIpam {
     const broadcast = ((net & mask) | (~mask >>> 0)) >>> 0;
     const from = toInt(start);
     const to = toInt(end);
-    const within = (ip: number | undefined) => ip !== undefined && ((ip & mask) >>> 0) === ((net & mask) >>> 0);
+    const within = (ip: number | undefined) => ip !== undefined && (ip & mask) >>> 0 === (net & mask) >>> 0;
     if (!within(from)) return new Error(`start ip address ${start} is not within subnet ${cidr} range`);
     if (!within(to)) return new Error(`end ip address ${end} is not within subnet ${cidr} range`);
     if (from! > to!) return new Error(`end ip address ${end} is less than start ip address ${start}`);

@@ -35,7 +35,12 @@ describe('cloud-api-adaptor, chart-shaped', () => {
     expect(container.envFrom).toContainEqual({ configMapRef: { name: 'peer-pods-cm' } });
     expect(container.securityContext).toEqual({ capabilities: { add: ['NET_ADMIN', 'SYS_ADMIN'] } });
     expect(container.securityContext).not.toHaveProperty('privileged');
-    expect(container.startupProbe).toMatchObject({ httpGet: { path: '/startup', port: 8000 }, failureThreshold: 30, periodSeconds: 20, initialDelaySeconds: 20 });
+    expect(container.startupProbe).toMatchObject({
+      httpGet: { path: '/startup', port: 8000 },
+      failureThreshold: 30,
+      periodSeconds: 20,
+      initialDelaySeconds: 20,
+    });
 
     const cm = await core.readNamespacedConfigMap({ name: 'peer-pods-cm', namespace: NS });
     expect(cm.data).toMatchObject({ CLOUD_PROVIDER: 'libvirt', RUNTIMECLASS_NAME: 'kata-remote' });
@@ -43,17 +48,29 @@ describe('cloud-api-adaptor, chart-shaped', () => {
     await core.readNamespacedSecret({ name: 'peer-pods-secret', namespace: NS });
 
     // The nodeSelector matches the fleet's workers, so there is one agent per node; an image bump surges node by node.
-    await readUntil('one Ready agent per node', () => apps.readNamespacedDaemonSet({ name: DS, namespace: NS }), (d) => d.status?.numberReady === 2);
+    await readUntil(
+      'one Ready agent per node',
+      () => apps.readNamespacedDaemonSet({ name: DS, namespace: NS }),
+      (d) => d.status?.numberReady === 2,
+    );
     await apps.patchNamespacedDaemonSet(
-      { name: DS, namespace: NS, body: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0' }] },
+      {
+        name: DS,
+        namespace: NS,
+        body: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0' }],
+      },
       jsonPatch,
     );
     let minAvailable = Infinity;
-    await readUntil('the rollout completes', async () => {
-      const d = await apps.readNamespacedDaemonSet({ name: DS, namespace: NS });
-      minAvailable = Math.min(minAvailable, d.status?.numberAvailable ?? 0);
-      return d;
-    }, (d) => d.status?.updatedNumberScheduled === 2 && d.status?.numberAvailable === 2 && d.status?.observedGeneration === d.metadata?.generation);
+    await readUntil(
+      'the rollout completes',
+      async () => {
+        const d = await apps.readNamespacedDaemonSet({ name: DS, namespace: NS });
+        minAvailable = Math.min(minAvailable, d.status?.numberAvailable ?? 0);
+        return d;
+      },
+      (d) => d.status?.updatedNumberScheduled === 2 && d.status?.numberAvailable === 2 && d.status?.observedGeneration === d.metadata?.generation,
+    );
     expect(minAvailable).toBe(2); // maxUnavailable 0, as observed
   });
 

@@ -11,10 +11,14 @@ export const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatc
  */
 export async function readUntil<T>(what: string, read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
   let last: T | undefined;
-  const accepted = await until(() => `${what}; last seen: ${JSON.stringify(last)?.slice(0, 2000)}`, async () => {
-    last = await read();
-    return accept(last) && { value: last };
-  }, { timeoutMs, intervalMs: 10 });
+  const accepted = await until(
+    () => `${what}; last seen: ${JSON.stringify(last)?.slice(0, 2000)}`,
+    async () => {
+      last = await read();
+      return accept(last) && { value: last };
+    },
+    { timeoutMs, intervalMs: 10 },
+  );
   return accepted.value;
 }
 

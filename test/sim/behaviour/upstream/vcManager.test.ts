@@ -24,7 +24,11 @@ afterEach(async () => {
 
 async function start(fleet: string) {
   sim = await startSimulator({ fleet, delays: { ...zeroDelays, controllerMs: 1 }, upstreamTiming: { vcManager: { pollMs: 20 } } });
-  return { core: sim.kubeConfig.makeApiClient(CoreV1Api), apps: sim.kubeConfig.makeApiClient(AppsV1Api), custom: sim.kubeConfig.makeApiClient(CustomObjectsApi) };
+  return {
+    core: sim.kubeConfig.makeApiClient(CoreV1Api),
+    apps: sim.kubeConfig.makeApiClient(AppsV1Api),
+    custom: sim.kubeConfig.makeApiClient(CustomObjectsApi),
+  };
 }
 
 type Clients = Awaited<ReturnType<typeof start>>;
@@ -42,7 +46,11 @@ async function upstreamPki(c: Clients, clusterNs: string, keyType: 'rsa' | 'ec')
       : generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'sec1', format: 'pem' });
   await c.core.createNamespacedSecret({
     namespace: clusterNs,
-    body: { metadata: { name: 'root-ca' }, type: 'kubernetes.io/tls', data: { 'tls.crt': b64(pem('CERTIFICATE', 'c2ltdWxhdGVk')), 'tls.key': b64(String(key)) } },
+    body: {
+      metadata: { name: 'root-ca' },
+      type: 'kubernetes.io/tls',
+      data: { 'tls.crt': b64(pem('CERTIFICATE', 'c2ltdWxhdGVk')), 'tls.key': b64(String(key)) },
+    },
   });
 }
 
@@ -75,8 +83,15 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade off (the upstream defaul
 
     // Turning the gate on restarts the manager, which then upgrades the still-labelled cluster.
     const args = [...deployment.spec!.template.spec!.containers[0]!.args!, '--feature-gates=ClusterVersionPartialUpgrade=true'];
-    await c.apps.patchNamespacedDeployment({ name: 'vc-manager', namespace: 'vc-manager', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] }, jsonPatch);
-    const done = await readUntil('the upgrade completes', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
+    await c.apps.patchNamespacedDeployment(
+      { name: 'vc-manager', namespace: 'vc-manager', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] },
+      jsonPatch,
+    );
+    const done = await readUntil(
+      'the upgrade completes',
+      () => vc1(c),
+      (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted',
+    );
     expect(done.metadata.labels[APPLIED]).toBe(rv);
   });
 });
@@ -90,20 +105,37 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
     const rootBefore = await c.core.readNamespacedSecret({ name: 'root-ca', namespace: ns });
     const rv = await bumpClusterVersion(c);
     await optIn(c);
-    const done = await readUntil('the upgrade completes', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
+    const done = await readUntil(
+      'the upgrade completes',
+      () => vc1(c),
+      (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted',
+    );
     expect(done.status).toMatchObject({ phase: 'Running', message: 'tenant control plane is upgraded', clusterNamespace: ns });
-    expect(done.status.conditions.at(-1)).toMatchObject({ status: 'True', reason: 'TenantControlPlaneUpgradeCompleted', message: 'tenant control plane is upgraded' });
+    expect(done.status.conditions.at(-1)).toMatchObject({
+      status: 'True',
+      reason: 'TenantControlPlaneUpgradeCompleted',
+      message: 'tenant control plane is upgraded',
+    });
     expect(done.status.conditions.at(-1)).not.toHaveProperty('type');
     expect(done.metadata.labels[READY]).toBeUndefined();
     expect(done.metadata.labels[APPLIED]).toBe(rv);
 
     const apiserver = await c.apps.readNamespacedStatefulSet({ name: 'apiserver', namespace: ns });
     expect(apiserver.spec!.template.spec!.containers[0]!.image).toBe(NEW_APISERVER);
-    expect(Object.keys(apiserver.spec!.template.metadata!.annotations!).sort()).toEqual(['apiserver-ca-hash', 'front-proxy-ca-hash', 'root-ca-hash', 'serviceaccount-rsa-hash']);
+    expect(Object.keys(apiserver.spec!.template.metadata!.annotations!).sort()).toEqual([
+      'apiserver-ca-hash',
+      'front-proxy-ca-hash',
+      'root-ca-hash',
+      'serviceaccount-rsa-hash',
+    ]);
     expect(apiserver.spec!.template.metadata!.labels!['tenancy.x-k8s.io/cluster']).toBe(ns);
     expect(apiserver.metadata!.managedFields!.some((f) => f.manager === 'virtualcluster/provisioner/native' && f.operation === 'Apply')).toBe(true);
     const cm = await c.apps.readNamespacedStatefulSet({ name: 'controller-manager', namespace: ns });
-    expect(Object.keys(cm.spec!.template.metadata!.annotations!).sort()).toEqual(['controller-manager-kubeconfig-hash', 'root-ca-hash', 'serviceaccount-rsa-hash']);
+    expect(Object.keys(cm.spec!.template.metadata!.annotations!).sort()).toEqual([
+      'controller-manager-kubeconfig-hash',
+      'root-ca-hash',
+      'serviceaccount-rsa-hash',
+    ]);
     // root-ca is reused; the rest regenerated with upstream's types.
     const secrets = await c.core.listNamespacedSecret({ namespace: ns });
     const byName = new Map(secrets.items.map((s) => [s.metadata!.name!, s]));
@@ -125,14 +157,22 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
     await upstreamPki(c, ns, 'ec'); // an EC root key, which upstream's PKCS#1 decoder cannot read
     const rv = await bumpClusterVersion(c);
     await optIn(c);
-    const failed = await readUntil('the upgrade fails', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed');
+    const failed = await readUntil(
+      'the upgrade fails',
+      () => vc1(c),
+      (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed',
+    );
     expect(failed.status.message).toBe('fail to upgrade: x509: failed to parse private key (use ParseECPrivateKey instead for this key format)');
     expect(failed.status.phase).toBe('Running');
     expect(failed.metadata.labels[READY]).toBeUndefined();
     expect(failed.metadata.labels[APPLIED]).toBe(rv); // written although nothing was applied
 
     await optIn(c);
-    const again = await readUntil('the retry reports success', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted');
+    const again = await readUntil(
+      'the retry reports success',
+      () => vc1(c),
+      (v) => v.status.reason === 'TenantControlPlaneUpgradeCompleted',
+    );
     expect(again.metadata.labels[READY]).toBeUndefined();
     const sts = await c.apps.readNamespacedStatefulSet({ name: 'apiserver', namespace: ns });
     expect(sts.spec!.template.spec!.containers[0]!.image).not.toBe(NEW_APISERVER);
@@ -142,7 +182,10 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
     const c = await start('nodes=1,clusters=1,upstream=vc-manager:partial-upgrade');
     const d = await c.apps.readNamespacedDeployment({ name: 'vc-manager', namespace: 'vc-manager' });
     const args = [...d.spec!.template.spec!.containers[0]!.args!, '--provisioner-timeout=1s'];
-    await c.apps.patchNamespacedDeployment({ name: 'vc-manager', namespace: 'vc-manager', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] }, jsonPatch);
+    await c.apps.patchNamespacedDeployment(
+      { name: 'vc-manager', namespace: 'vc-manager', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] },
+      jsonPatch,
+    );
     const vc = await vc1(c);
     const ns = vc.status.clusterNamespace;
     await upstreamPki(c, ns, 'rsa');
@@ -152,7 +195,11 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
       jsonPatch,
     );
     await optIn(c);
-    const failed = await readUntil('the upgrade times out', () => vc1(c), (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed');
+    const failed = await readUntil(
+      'the upgrade times out',
+      () => vc1(c),
+      (v) => v.status.reason === 'TenantControlPlaneUpgradeFailed',
+    );
     expect(failed.status.message).toBe(`fail to upgrade: ${ns}/apiserver is not ready in 1 seconds`);
     expect(failed.metadata.labels[APPLIED]).toBe(cv.metadata.resourceVersion);
     // The apiserver was applied (and is stuck); the controller-manager was never reached.

@@ -29,7 +29,11 @@ async function start(fleet: string): Promise<{ core: CoreV1Api; apps: AppsV1Api;
     delays: { ...zeroDelays, podTerminateMs: 5, controllerMs: 1 },
     upstreamTiming: { vmDhcp: { retryMaxMs: 50 } },
   });
-  return { core: sim.kubeConfig.makeApiClient(CoreV1Api), apps: sim.kubeConfig.makeApiClient(AppsV1Api), custom: sim.kubeConfig.makeApiClient(CustomObjectsApi) };
+  return {
+    core: sim.kubeConfig.makeApiClient(CoreV1Api),
+    apps: sim.kubeConfig.makeApiClient(AppsV1Api),
+    custom: sim.kubeConfig.makeApiClient(CustomObjectsApi),
+  };
 }
 
 const pool = (custom: CustomObjectsApi, name: string): Promise<any> => custom.getNamespacedCustomObject({ ...POOL, name });
@@ -40,7 +44,10 @@ async function setControllerImage(apps: AppsV1Api, image: string): Promise<void>
   const d = await apps.readNamespacedDeployment({ name: CONTROLLER, namespace: NS });
   const args = [...d.spec!.template.spec!.containers[0]!.args!];
   args[args.indexOf('--image') + 1] = image;
-  await apps.patchNamespacedDeployment({ name: CONTROLLER, namespace: NS, body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] }, jsonPatch);
+  await apps.patchNamespacedDeployment(
+    { name: CONTROLLER, namespace: NS, body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] },
+    jsonPatch,
+  );
 }
 
 describe('the vm-dhcp-controller chart as the fleet installs it', () => {
@@ -49,10 +56,21 @@ describe('the vm-dhcp-controller chart as the fleet installs it', () => {
     expect(helmFullname(VM_DHCP_RELEASE)).toBe(CONTROLLER);
     expect(helmFullname('harvester')).toBe('harvester-harvester-vm-dhcp-controller'); // the chart's rule, for the record
     const d = await apps.readNamespacedDeployment({ name: CONTROLLER, namespace: NS });
-    expect(d.metadata!.labels).toMatchObject({ 'app.kubernetes.io/name': CONTROLLER, 'app.kubernetes.io/instance': CONTROLLER, 'app.kubernetes.io/component': 'controller' });
+    expect(d.metadata!.labels).toMatchObject({
+      'app.kubernetes.io/name': CONTROLLER,
+      'app.kubernetes.io/instance': CONTROLLER,
+      'app.kubernetes.io/component': 'controller',
+    });
     expect(d.spec!.template.spec!.serviceAccountName).toBe(CONTROLLER);
     expect(d.spec!.template.spec!.containers[0]!.args).toEqual([
-      '--name', CONTROLLER, '--namespace', NS, '--image', OLD, '--service-account-name', `${CONTROLLER}-agent`,
+      '--name',
+      CONTROLLER,
+      '--namespace',
+      NS,
+      '--image',
+      OLD,
+      '--service-account-name',
+      `${CONTROLLER}-agent`,
     ]);
     const sas = await core.listNamespacedServiceAccount({ namespace: NS });
     // The chart's three, beside the namespace's own `default` (the ServiceAccount controller creates it).
@@ -86,7 +104,11 @@ describe('the vm-dhcp-controller chart as the fleet installs it', () => {
 describe('vm-dhcp-controller IPPool controller', () => {
   it('a Helm upgrade of --image recreates every unheld agent at once; a held pool keeps its agent and image', async () => {
     const { core, apps, custom } = await start('pools=3,upstream=vm-dhcp');
-    const before = await readUntil('the pools are registered', () => Promise.all([1, 2, 3].map((i) => pool(custom, `net-${i}`))), (ps) => ps.every(allTrue));
+    const before = await readUntil(
+      'the pools are registered',
+      () => Promise.all([1, 2, 3].map((i) => pool(custom, `net-${i}`))),
+      (ps) => ps.every(allTrue),
+    );
     await custom.patchNamespacedCustomObject({ ...POOL, name: 'net-3', body: { metadata: { annotations: { [HOLD]: 'true' } } } }, mergePatch);
 
     // Watch the agents from a complete list, as an informer does, recording the order of deletions and creations.
@@ -108,7 +130,16 @@ describe('vm-dhcp-controller IPPool controller', () => {
       const after = await readUntil(
         'the unheld pools run new agents',
         () => Promise.all([1, 2, 3].map((i) => pool(custom, `net-${i}`))),
-        (ps) => ps.slice(0, 2).every((p) => p.status.agentPodRef.image === NEW && p.status.agentPodRef.uid !== undefined && allTrue(p) && oldUids.get(p.status.agentPodRef.name) !== p.status.agentPodRef.uid),
+        (ps) =>
+          ps
+            .slice(0, 2)
+            .every(
+              (p) =>
+                p.status.agentPodRef.image === NEW &&
+                p.status.agentPodRef.uid !== undefined &&
+                allTrue(p) &&
+                oldUids.get(p.status.agentPodRef.name) !== p.status.agentPodRef.uid,
+            ),
       );
       for (const p of after.slice(0, 2)) {
         const agent = await core.readNamespacedPod({ name: p.status.agentPodRef.name, namespace: NS });
@@ -123,7 +154,10 @@ describe('vm-dhcp-controller IPPool controller', () => {
       expect(held.spec!.containers[0]!.image).toBe(OLD);
       // All at once: both unheld agents were deleted before either was recreated.
       const firstCreate = log.findIndex((e) => e.startsWith('create'));
-      expect([...new Set(log.slice(0, firstCreate).filter((e) => e.startsWith('delete')))].sort()).toEqual(['delete default-net-1-agent', 'delete default-net-2-agent']);
+      expect([...new Set(log.slice(0, firstCreate).filter((e) => e.startsWith('delete')))].sort()).toEqual([
+        'delete default-net-1-agent',
+        'delete default-net-2-agent',
+      ]);
       expect(log.some((e) => e.includes('net-3'))).toBe(false);
     } finally {
       watch.abort();
@@ -131,20 +165,37 @@ describe('vm-dhcp-controller IPPool controller', () => {
 
     // Releasing the hold lets the next sync upgrade it too.
     await custom.patchNamespacedCustomObject({ ...POOL, name: 'net-3', body: { metadata: { annotations: { [HOLD]: null } } } }, mergePatch);
-    await readUntil('the released pool runs the new agent', () => pool(custom, 'net-3'), (p) => p.status.agentPodRef.image === NEW && allTrue(p));
+    await readUntil(
+      'the released pool runs the new agent',
+      () => pool(custom, 'net-3'),
+      (p) => p.status.agentPodRef.image === NEW && allTrue(p),
+    );
   });
 
   it('creates a missing agent with the controller image, shaped as upstream builds it, and records it in status', async () => {
     const { core, custom } = await start('pools=1,upstream=vm-dhcp');
     await custom.createNamespacedCustomObject({
-      group: 'k8s.cni.cncf.io', version: 'v1', plural: 'network-attachment-definitions', namespace: 'default',
-      body: { apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: 'vlan7', labels: { 'network.harvesterhci.io/clusternetwork': 'mgmt' } }, spec: { config: '{}' } },
+      group: 'k8s.cni.cncf.io',
+      version: 'v1',
+      plural: 'network-attachment-definitions',
+      namespace: 'default',
+      body: {
+        apiVersion: 'k8s.cni.cncf.io/v1',
+        kind: 'NetworkAttachmentDefinition',
+        metadata: { name: 'vlan7', labels: { 'network.harvesterhci.io/clusternetwork': 'mgmt' } },
+        spec: { config: '{}' },
+      },
     });
     await custom.createNamespacedCustomObject({
       ...POOL,
       body: {
-        apiVersion: 'network.harvesterhci.io/v1alpha1', kind: 'IPPool', metadata: { name: 'vlan7' },
-        spec: { ipv4Config: { cidr: '10.7.0.0/24', serverIP: '10.7.0.2', router: '10.7.0.1', pool: { start: '10.7.0.10', end: '10.7.0.19' } }, networkName: 'default/vlan7' },
+        apiVersion: 'network.harvesterhci.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name: 'vlan7' },
+        spec: {
+          ipv4Config: { cidr: '10.7.0.0/24', serverIP: '10.7.0.2', router: '10.7.0.1', pool: { start: '10.7.0.10', end: '10.7.0.19' } },
+          networkName: 'default/vlan7',
+        },
       },
     });
     const p = await readUntil('the new pool has a Ready agent', () => pool(custom, 'vlan7'), allTrue);
@@ -164,19 +215,35 @@ describe('vm-dhcp-controller IPPool controller', () => {
     expect(agent.spec!.containers[0]!.args).toEqual(['--ippool-ref', 'default/vlan7']);
     expect(agent.spec!.initContainers![0]!.command![2]).toContain('ip address add 10.7.0.2/24 dev eth1');
     expect(agent.spec!.affinity!.nodeAffinity!.requiredDuringSchedulingIgnoredDuringExecution!.nodeSelectorTerms[0]!.matchExpressions![0]).toEqual({
-      key: 'network.harvesterhci.io/mgmt', operator: 'In', values: ['true'],
+      key: 'network.harvesterhci.io/mgmt',
+      operator: 'In',
+      values: ['true'],
     });
-    const nad = await custom.getNamespacedCustomObject({ group: 'k8s.cni.cncf.io', version: 'v1', plural: 'network-attachment-definitions', namespace: 'default', name: 'vlan7' });
+    const nad = await custom.getNamespacedCustomObject({
+      group: 'k8s.cni.cncf.io',
+      version: 'v1',
+      plural: 'network-attachment-definitions',
+      namespace: 'default',
+      name: 'vlan7',
+    });
     expect(nad.metadata.labels).toMatchObject({ 'network.harvesterhci.io/ippool-namespace': 'default', 'network.harvesterhci.io/ippool-name': 'vlan7' });
 
     // A deleted agent comes back under the same name with a new uid (the monitor and register loops).
     await core.deleteNamespacedPod({ name: 'default-vlan7-agent', namespace: NS });
-    const back = await readUntil('the agent is redeployed', () => pool(custom, 'vlan7'), (x) => x.status.agentPodRef.uid !== p.status.agentPodRef.uid && allTrue(x));
+    const back = await readUntil(
+      'the agent is redeployed',
+      () => pool(custom, 'vlan7'),
+      (x) => x.status.agentPodRef.uid !== p.status.agentPodRef.uid && allTrue(x),
+    );
     expect((await core.readNamespacedPod({ name: 'default-vlan7-agent', namespace: NS })).metadata!.uid).toBe(back.status.agentPodRef.uid);
 
     // Deleting the pool removes its agent, then the finalizer.
     await custom.deleteNamespacedCustomObject({ ...POOL, name: 'vlan7' });
-    await readUntil('the pool is gone', () => custom.listNamespacedCustomObject({ ...POOL }), (l: any) => !l.items.some((x: any) => x.metadata.name === 'vlan7'));
+    await readUntil(
+      'the pool is gone',
+      () => custom.listNamespacedCustomObject({ ...POOL }),
+      (l: any) => !l.items.some((x: any) => x.metadata.name === 'vlan7'),
+    );
     const agents = await core.listNamespacedPod({ namespace: NS, labelSelector: 'network.harvesterhci.io/ippool-name=vlan7' });
     expect(agents.items.filter((a) => !a.metadata!.deletionTimestamp)).toEqual([]);
   });
@@ -184,17 +251,26 @@ describe('vm-dhcp-controller IPPool controller', () => {
   it('reports a failing loop on its condition with reason Error and the upstream message', async () => {
     const { custom } = await start('pools=1,upstream=vm-dhcp');
     await custom.createNamespacedCustomObject({
-      group: 'k8s.cni.cncf.io', version: 'v1', plural: 'network-attachment-definitions', namespace: 'default',
+      group: 'k8s.cni.cncf.io',
+      version: 'v1',
+      plural: 'network-attachment-definitions',
+      namespace: 'default',
       body: { apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: 'bare' }, spec: { config: '{}' } },
     });
     await custom.createNamespacedCustomObject({
       ...POOL,
       body: {
-        apiVersion: 'network.harvesterhci.io/v1alpha1', kind: 'IPPool', metadata: { name: 'bare' },
+        apiVersion: 'network.harvesterhci.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name: 'bare' },
         spec: { ipv4Config: { cidr: '10.8.0.0/24', serverIP: '10.8.0.2', pool: { start: '10.8.0.10', end: '10.8.0.20' } }, networkName: 'default/bare' },
       },
     });
-    const p = await readUntil('Registered and AgentReady are False', () => pool(custom, 'bare'), (x) => condition(x, 'Registered')?.status === 'False' && condition(x, 'AgentReady')?.status === 'False');
+    const p = await readUntil(
+      'Registered and AgentReady are False',
+      () => pool(custom, 'bare'),
+      (x) => condition(x, 'Registered')?.status === 'False' && condition(x, 'AgentReady')?.status === 'False',
+    );
     expect(condition(p, 'Registered')).toMatchObject({ reason: 'Error', message: 'could not find clusternetwork for nad default/bare' });
     expect(condition(p, 'AgentReady')).toMatchObject({ reason: 'Error', message: 'agent for ippool default/bare is not deployed' });
     expect(condition(p, 'CacheReady')?.status).toBe('True');
@@ -205,14 +281,22 @@ describe('vm-dhcp-controller IPPool controller', () => {
     const { core, apps, custom } = await start('pools=2,upstream=vm-dhcp:no-agent');
     const d = await apps.readNamespacedDeployment({ name: CONTROLLER, namespace: NS });
     expect(d.spec!.template.spec!.containers[0]!.args).toContain('--no-agent');
-    const before = await readUntil('the pools are reconciled', () => Promise.all([1, 2].map((i) => pool(custom, `net-${i}`))), (ps) => ps.every((p) => p.metadata.finalizers?.length && allTrue(p)));
+    const before = await readUntil(
+      'the pools are reconciled',
+      () => Promise.all([1, 2].map((i) => pool(custom, `net-${i}`))),
+      (ps) => ps.every((p) => p.metadata.finalizers?.length && allTrue(p)),
+    );
     await setControllerImage(apps, NEW);
     await core.deleteNamespacedPod({ name: 'default-net-2-agent', namespace: NS, gracePeriodSeconds: 0 });
     // The restarted controller has re-listed every pool (its IPAM rebuilt: CacheReady flips False and back to True).
-    await readUntil('the restarted controller settled', async () => {
-      await sim!.behaviour!.idle();
-      return Promise.all([1, 2].map((i) => pool(custom, `net-${i}`)));
-    }, (ps) => ps.every(allTrue));
+    await readUntil(
+      'the restarted controller settled',
+      async () => {
+        await sim!.behaviour!.idle();
+        return Promise.all([1, 2].map((i) => pool(custom, `net-${i}`)));
+      },
+      (ps) => ps.every(allTrue),
+    );
     await sim!.behaviour!.idle();
     const after = await Promise.all([1, 2].map((i) => pool(custom, `net-${i}`)));
     expect(after.map((p) => p.status.agentPodRef)).toEqual(before.map((p) => p.status.agentPodRef));
@@ -224,14 +308,23 @@ describe('vm-dhcp-controller IPPool controller', () => {
   });
 
   it('the monitor purges an agent whose uid differs from the ref, and register deploys a new one (installed through SimulatorOptions.upstream)', async () => {
-    sim = await startSimulator({ fleet: 'pools=1', upstream: { vmDhcp: {} }, delays: { ...zeroDelays, podTerminateMs: 5, controllerMs: 1 }, upstreamTiming: { vmDhcp: { retryMaxMs: 50 } } });
+    sim = await startSimulator({
+      fleet: 'pools=1',
+      upstream: { vmDhcp: {} },
+      delays: { ...zeroDelays, podTerminateMs: 5, controllerMs: 1 },
+      upstreamTiming: { vmDhcp: { retryMaxMs: 50 } },
+    });
     const core = sim.kubeConfig.makeApiClient(CoreV1Api);
     const custom = sim.kubeConfig.makeApiClient(CustomObjectsApi);
     const p = await readUntil('the pool is registered', () => pool(custom, 'net-1'), allTrue);
     const original = p.status.agentPodRef.uid;
     const bogus = '00000000-0000-0000-0000-000000000000';
     await custom.patchNamespacedCustomObjectStatus({ ...POOL, name: 'net-1', body: { status: { agentPodRef: { uid: bogus } } } }, mergePatch);
-    const after = await readUntil('a new agent is recorded', () => pool(custom, 'net-1'), (x) => ![original, bogus].includes(x.status.agentPodRef.uid) && allTrue(x));
+    const after = await readUntil(
+      'a new agent is recorded',
+      () => pool(custom, 'net-1'),
+      (x) => ![original, bogus].includes(x.status.agentPodRef.uid) && allTrue(x),
+    );
     const agent = await core.readNamespacedPod({ name: 'default-net-1-agent', namespace: NS });
     expect(agent.metadata!.uid).toBe(after.status.agentPodRef.uid);
     expect(after.status.agentPodRef).toMatchObject({ namespace: NS, name: 'default-net-1-agent', image: OLD });
