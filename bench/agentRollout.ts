@@ -16,6 +16,11 @@
  * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes; `AGENT_BENCH_UPSTREAM=vm-dhcp`
  * to roll out beside the simulated vm-dhcp-controller (coexistence, docs/adr/0017); `BENCH_CPU_PROFILE=<dir>` to
  * write a CPU profile of the service during each rollout).
+ *
+ * Stores: the same runs on SQLite, then (where PostgreSQL's binaries are found) the 1,000-pool run again on a throwaway
+ * PostgreSQL server (the tests' helper: initdb in a temporary directory, fsync off; a fresh database per run), and the
+ * ratio of the two rollout times (issue 15's aim: PostgreSQL within 1.5× of SQLite). `AGENT_BENCH_PG_SIZES` (1000;
+ * empty: none) picks the PostgreSQL sizes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -29,6 +34,7 @@ import { startInlineSim, startSimChild } from './simChild.js';
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 
 interface RunResult {
+  store: 'sqlite' | 'postgresql';
   pools: number;
   budget: string;
   simulator: 'child process' | 'inline';
@@ -53,7 +59,7 @@ interface RunResult {
   calibrationMs: number;
 }
 
-async function runOnce(pools: number, budget: { qps: number; burst: number } | undefined): Promise<RunResult> {
+async function runOnce(pools: number, budget: { qps: number; burst: number } | undefined, postgresUrl?: string): Promise<RunResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-agent-'));
   const calibration = calibrationMs();
   const inline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
@@ -67,6 +73,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
   const sim = inline ? await startInlineSim(simOptions) : await startSimChild(simOptions);
   const app = await startBenchApp(dir, sim.kubeconfigPath, {
     ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
+    ...(postgresUrl ? { DATABASE_URL: postgresUrl } : {}),
     ...(budget ? { ROLLPLANE_KUBE_QPS: String(budget.qps), ROLLPLANE_KUBE_BURST: String(budget.burst) } : {}),
   });
   let peakRss = 0;
@@ -126,6 +133,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
     const totalWrites = Object.values(simStats.writes).reduce((a, b) => a + b, 0);
     const perAgent = (n: number) => Math.round((n / pools) * 100) / 100;
     return {
+      store: postgresUrl ? 'postgresql' : 'sqlite',
       pools,
       budget: budget ? `${budget.qps} QPS, burst ${budget.burst}` : 'unthrottled',
       simulator: inline ? 'inline' : 'child process',
@@ -160,8 +168,27 @@ export async function run(): Promise<RunResult[]> {
   const results: RunResult[] = [];
   for (const pools of sizes) results.push(await runOnce(pools, undefined));
   if (budgetPools > 0) results.push(await runOnce(budgetPools, { qps: 50, burst: 100 }));
+  const pgSizes = (process.env.AGENT_BENCH_PG_SIZES ?? '1000')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
+  if (pgSizes.length > 0) {
+    // The tests' helper, imported only here: a SQLite-only run never loads it.
+    const { findPostgresBinaries, startPostgres } = await import('../test/helpers/postgres.js');
+    const binaries = findPostgresBinaries();
+    if (!binaries) process.stderr.write('  no PostgreSQL binaries (initdb, pg_ctl, postgres): the PostgreSQL runs are skipped\n');
+    else {
+      const server = await startPostgres(binaries);
+      try {
+        for (const pools of pgSizes) results.push(await runOnce(pools, undefined, await server.createDatabase(`rollplane_bench_${pools}`)));
+      } finally {
+        await server.stop();
+      }
+    }
+  }
 
   const rows = results.map((r) => ({
+    store: r.store,
     pools: r.pools,
     budget: r.budget,
     'all new image (s)': r.secondsToAllNewImage,
@@ -176,7 +203,11 @@ export async function run(): Promise<RunResult[]> {
   const heapCap = getHeapStatistics().heap_size_limit / 1048576;
   console.log(`simulator: ${results[0]?.simulator ?? ''}; service V8 heap limit ${Math.round(heapCap)} MB`);
   console.table(rows);
-  for (const r of results) console.log(`${r.pools} pools (${r.budget}) writes:`, r.writes);
+  for (const r of results) console.log(`${r.pools} pools on ${r.store} (${r.budget}) writes:`, r.writes);
+  for (const pg of results.filter((r) => r.store === 'postgresql')) {
+    const sqlite = results.find((r) => r.store === 'sqlite' && r.pools === pg.pools && r.budget === pg.budget);
+    if (sqlite) console.log(`${pg.pools} pools, PostgreSQL ÷ SQLite time to SUCCEEDED: ${(pg.secondsToSucceeded / sqlite.secondsToSucceeded).toFixed(2)}`);
+  }
   writeResult('agent-rollout', { name: 'agent-rollout', date: new Date().toISOString(), node: process.version, results });
   return results;
 }

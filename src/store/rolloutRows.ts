@@ -1,4 +1,4 @@
-import { dateOf, dateOrNull, sqlDate, sqlDateOrNull, type Sql } from './Sql.js';
+import { dateOf, dateOrNull, sqlDate, sqlDateOrNull, type Sql, type SqlValue } from './Sql.js';
 import type { NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } from '../domain/historyPort.js';
 
 /**
@@ -37,11 +37,12 @@ export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow |
  * Inserts a rollout in state PENDING. One whose idempotency key is already taken is not inserted: returns undefined
  * and changes nothing (the unique index on "idempotencyKey" decides, so it holds for any number of writers).
  */
-export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow | undefined {
-  const { changes } = sql.run(
-    `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
-       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
-     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyKey") DO NOTHING`,
+/**
+ * A new rollout's values in the order both stores' INSERTs list the columns (id, kind, fromVersion, toVersion,
+ * selector, strategy, the cause's four fields, idempotencyKey, rollbackOfId); state, engineState and the dates follow.
+ */
+export function newRolloutValues(row: NewRolloutRow): SqlValue[] {
+  return [
     row.id,
     row.kind,
     row.fromVersion,
@@ -54,6 +55,15 @@ export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date):
     row.causeMessage,
     row.idempotencyKey,
     row.rollbackOfId,
+  ];
+}
+
+export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow | undefined {
+  const { changes } = sql.run(
+    `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
+       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
+     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyKey") DO NOTHING`,
+    ...newRolloutValues(row),
     sqlDate(now),
     sqlDate(now),
   );

@@ -19,6 +19,7 @@ import type {
   TxReads,
 } from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
+import { newRolloutValues } from '../rolloutRows.js';
 import { isoOf, numbered } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
 
@@ -219,21 +220,7 @@ function txOn(client: pg.PoolClient): HistoryTx {
            "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
          VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '{}', $13, $13)
          ON CONFLICT ("idempotencyKey") DO NOTHING RETURNING *`,
-        [
-          row.id,
-          row.kind,
-          row.fromVersion,
-          row.toVersion,
-          row.selector,
-          row.strategy,
-          row.causeActor,
-          row.causeRunUrl,
-          row.causeCommit,
-          row.causeMessage,
-          row.idempotencyKey,
-          row.rollbackOfId,
-          isoOf(now),
-        ],
+        [...newRolloutValues(row), isoOf(now)],
       );
       return inserted[0];
     },
