@@ -7,7 +7,9 @@
  * and on B (the other replica), p50/p99/max; plus missing, duplicated and out-of-order events on B.
  *
  * Needs a PostgreSQL database: `BENCH_DATABASE_URL=postgresql://… npm run bench -- cross-replica` (an empty database
- * is fairest; the committed migrations are applied at start). `CROSS_BENCH_POOLS` (200).
+ * is fairest; the committed migrations are applied at start). `CROSS_BENCH_POOLS` (200). `CROSS_BENCH_PACE`: `flat-out`
+ * (default: no simulated delays, the rollout as fast as the CPU allows) or `natural` (the simulator's default pod
+ * delays: the event rate a rollout produces by itself, which issue 15's aim names).
  * Prints a table and writes bench/results/cross-replica.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -80,7 +82,8 @@ export async function run(): Promise<unknown> {
   if (!databaseUrl?.startsWith('postgres')) throw new Error('cross-replica needs BENCH_DATABASE_URL=postgresql://… (an empty database)');
   const pools = Number(process.env.CROSS_BENCH_POOLS ?? 200);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-cross-'));
-  const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
+  const pace = process.env.CROSS_BENCH_PACE === 'natural' ? 'natural' : 'flat-out';
+  const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512, pace });
   const common = {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -128,7 +131,9 @@ export async function run(): Promise<unknown> {
       onB: { missing, duplicates: onB.ids.length - new Set(onB.ids).size, outOfOrder },
       loadAverage: Math.round(os.loadavg()[0]! * 10) / 10,
     };
-    process.stdout.write(`pools ${pools}, rollout ${rolloutSeconds.toFixed(1)} s, ${result.eventsPerSecond} events/s, load ${result.loadAverage}\n`);
+    process.stdout.write(
+      `pools ${pools}, ${pace} pace, rollout ${rolloutSeconds.toFixed(1)} s, ${result.eventsPerSecond} events/s, load ${result.loadAverage}\n`,
+    );
     process.stdout.write('subscriber on         events  p50 ms  p99 ms  max ms\n');
     for (const r of result.rows)
       process.stdout.write(
