@@ -13,6 +13,13 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** SIGKILLs `service` unless it has exited already, and waits until it has (a test's cleanup). */
+export async function killIfRunning(service: ServiceProcess | undefined): Promise<void> {
+  if (!service || service.child.exitCode !== null || service.child.signalCode !== null) return;
+  service.child.kill('SIGKILL');
+  await service.exited;
+}
+
 /** Runs `src/main.ts` (through tsx) as a child process, exactly as `npm start` runs the built file. */
 export function spawnService(env: Record<string, string>, args: string[] = []): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/main.ts'), ...args], {

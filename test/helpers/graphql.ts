@@ -23,6 +23,13 @@ export async function gql<T = any>(
   return { status: res.status, ...body };
 }
 
+/** `gql`, for a call that must succeed: its data, or a throw with the errors' messages. */
+export async function gqlData<T = any>(url: string, query: string, variables?: Record<string, unknown>): Promise<T> {
+  const res = await gql<T>(url, query, variables);
+  if (res.errors) throw new Error(res.errors.map((e) => e.message).join('; '));
+  return res.data as T;
+}
+
 /** A graphql-ws client over a real WebSocket. */
 export function wsClient(url: string, options: { connectionParams?: Record<string, unknown> } = {}): Client {
   return createClient({

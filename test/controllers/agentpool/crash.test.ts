@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
 import { BUMP, FAST_ENV, NEW, OLD, ROLLOUT, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { startService, type ServiceProcess } from '../../helpers/child.js';
+import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
 import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
-import { gql } from '../../helpers/graphql.js';
+import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 const POOLS = 2;
@@ -15,20 +15,11 @@ const START_MS = 120_000;
 let rig: Rig | undefined;
 let service: ServiceProcess | undefined;
 afterEach(async () => {
-  if (service && service.child.exitCode === null && service.child.signalCode === null) {
-    service.child.kill('SIGKILL');
-    await service.exited;
-  }
+  await killIfRunning(service);
   service = undefined;
   await rig?.close();
   rig = undefined;
 });
-
-async function call(url: string, query: string, variables?: Record<string, unknown>) {
-  const res = await gql(url, query, variables);
-  if (res.errors) throw new Error(res.errors.map((e) => e.message).join('; '));
-  return res.data;
-}
 
 const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
 const ready = (pod: KubeObject | undefined) =>
@@ -99,7 +90,7 @@ describe.each([
       });
       const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
       service = await startService(env, START_MS);
-      await until('pools listed', async () => (await call(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
+      await until('pools listed', async () => (await gqlData(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
       const crash = armCrash(r.sim, point, () => service?.child);
       const held = r.sim.store.subscribe((event) => {
         if (upstream && isPool(event)) {
@@ -107,7 +98,7 @@ describe.each([
           releasing ||= pools.every((p) => p?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined);
         }
       });
-      const bump = await call(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
+      const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
       const id = bump.bumpAgentImage.rollout.id;
       await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
       crash.disarm();
@@ -119,7 +110,7 @@ describe.each([
       const done = await until(
         'rollout finished',
         async () => {
-          const data = await call(url, ROLLOUT, { id });
+          const data = await gqlData(url, ROLLOUT, { id });
           return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
         },
         90_000,
@@ -130,7 +121,7 @@ describe.each([
         expect(image(r.agent(`net-${i}`))).toBe(NEW);
       }
       // A target succeeds only once its event is recorded (the driver waits for the intent to go): no wait needed.
-      const events = await call(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
+      const events = await gqlData(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
       const names = events.events.edges.map((e: any) => e.node.object.name).sort();
       expect(names).toEqual(['net-1', 'net-2']);
       for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);

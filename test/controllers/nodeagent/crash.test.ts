@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
 import { FAST_ENV, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { startService, type ServiceProcess } from '../../helpers/child.js';
+import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
 import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
-import { gql } from '../../helpers/graphql.js';
+import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 const DS_NS = 'confidential-containers-system';
@@ -20,20 +20,11 @@ const START_MS = 120_000;
 let rig: Rig | undefined;
 let service: ServiceProcess | undefined;
 afterEach(async () => {
-  if (service && service.child.exitCode === null && service.child.signalCode === null) {
-    service.child.kill('SIGKILL');
-    await service.exited;
-  }
+  await killIfRunning(service);
   service = undefined;
   await rig?.close();
   rig = undefined;
 });
-
-async function call(url: string, query: string, variables?: Record<string, unknown>) {
-  const res = await gql(url, query, variables);
-  if (res.errors) throw new Error(res.errors.map((e) => e.message).join('; '));
-  return res.data;
-}
 
 const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
 const ready = (pod: KubeObject | undefined) =>
@@ -73,7 +64,7 @@ describe('a node-agent replacement, SIGKILLed at each step', () => {
       const agents = () => r.sim.store.list(r.sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
       await until('agents Ready', () => agents().length === NODES.length && agents().every(ready));
       const crash = armCrash(r.sim, point, () => service?.child);
-      const bump = await call(service.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
+      const bump = await gqlData(service.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
       const id = bump.bumpNodeAgentImage.rollout.id;
       await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
       crash.disarm();
@@ -84,7 +75,7 @@ describe('a node-agent replacement, SIGKILLed at each step', () => {
       const done = await until(
         'rollout finished',
         async () => {
-          const data = await call(url, ROLLOUT, { id });
+          const data = await gqlData(url, ROLLOUT, { id });
           return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
         },
         90_000,
@@ -92,7 +83,10 @@ describe('a node-agent replacement, SIGKILLed at each step', () => {
       expect(done.state, done.message).toBe('SUCCEEDED');
       for (const node of NODES) expect(created.get(node), `new agents on ${node}`).toBe(1);
       // A target succeeds only once its event is recorded (the intent goes with it): no wait needed.
-      const events = await call(url, '{ events(filter: { types: [NodeAgentReplaced] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
+      const events = await gqlData(
+        url,
+        '{ events(filter: { types: [NodeAgentReplaced] }, first: 100) { edges { node { rolloutId object { name } payload } } } }',
+      );
       expect(events.events.edges.map((e: any) => e.node.object.name).sort()).toEqual(NODES);
       for (const e of events.events.edges) {
         expect(e.node.rolloutId, e.node.object.name).toBe(id);

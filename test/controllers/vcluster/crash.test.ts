@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, VC_PLURAL } from '../../../src/controllers/vcluster/names.js';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
 import { FAST_ENV, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { startService, type ServiceProcess } from '../../helpers/child.js';
+import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
 import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
-import { gql } from '../../helpers/graphql.js';
+import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 const CV = 'cv-sample-np';
@@ -18,20 +18,11 @@ const START_MS = 120_000;
 let rig: Rig | undefined;
 let service: ServiceProcess | undefined;
 afterEach(async () => {
-  if (service && service.child.exitCode === null && service.child.signalCode === null) {
-    service.child.kill('SIGKILL');
-    await service.exited;
-  }
+  await killIfRunning(service);
   service = undefined;
   await rig?.close();
   rig = undefined;
 });
-
-async function call(url: string, query: string, variables?: Record<string, unknown>) {
-  const res = await gql(url, query, variables);
-  if (res.errors) throw new Error(res.errors.map((e) => e.message).join('; '));
-  return res.data;
-}
 
 const isCluster = (e: StoreEvent) => e.resource.plural === VC_PLURAL;
 const labelled = (vc: KubeObject | undefined) => vc?.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true';
@@ -79,10 +70,10 @@ describe('a cluster upgrade, SIGKILLed at each step', () => {
       service = await startService(env, START_MS);
       await until(
         'clusters listed',
-        async () => (await call(service!.url, '{ virtualClusters(first: 10) { totalCount } }')).virtualClusters.totalCount === CLUSTERS.length,
+        async () => (await gqlData(service!.url, '{ virtualClusters(first: 10) { totalCount } }')).virtualClusters.totalCount === CLUSTERS.length,
       );
       const crash = armCrash(r.sim, point, () => service?.child);
-      const bump = await call(service.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, maxConcurrent: 1 } });
+      const bump = await gqlData(service.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, maxConcurrent: 1 } });
       const id = bump.bumpClusterVersion.rollout.id;
       await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
       crash.disarm();
@@ -93,14 +84,14 @@ describe('a cluster upgrade, SIGKILLed at each step', () => {
       const done = await until(
         'rollout finished',
         async () => {
-          const data = await call(url, ROLLOUT, { id });
+          const data = await gqlData(url, ROLLOUT, { id });
           return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
         },
         90_000,
       );
       expect(done.state, done.message).toBe('SUCCEEDED');
       // A target succeeds only once its event is recorded (the driver waits for the intent to go): no wait needed.
-      const events = await call(
+      const events = await gqlData(
         url,
         '{ events(filter: { types: [ClusterUpgradeObserved] }, first: 100) { edges { node { rolloutId object { name } payload } } } }',
       );

@@ -1,25 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { gql } from '../../helpers/graphql.js';
-import { startService, type ServiceProcess } from '../../helpers/child.js';
+import { gqlData } from '../../helpers/graphql.js';
+import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
 import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './rig.js';
 
 let rig: Rig | undefined;
 let service: ServiceProcess | undefined;
 afterEach(async () => {
-  if (service && service.child.exitCode === null && service.child.signalCode === null) {
-    service.child.kill('SIGKILL');
-    await service.exited;
-  }
+  await killIfRunning(service);
   service = undefined;
   await rig?.close();
   rig = undefined;
 });
-
-async function call(url: string, query: string, variables?: Record<string, unknown>) {
-  const res = await gql(url, query, variables);
-  if (res.errors) throw new Error(res.errors.map((e) => e.message).join('; '));
-  return res.data;
-}
 
 describe.each([
   ['direct mode', ''],
@@ -44,8 +35,8 @@ describe.each([
       KUBECONFIG: r.sim.kubeconfigPath,
     };
     service = await startService(env);
-    await r.waitFor('pools listed', async () => (await call(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
-    const bump = await call(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '2' } } });
+    await r.waitFor('pools listed', async () => (await gqlData(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
+    const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '2' } } });
     const id = bump.bumpAgentImage.rollout.id;
     // Kill it while pools are being recreated.
     await r.waitFor('rollout under way', () => [...created.values()].reduce((a, b) => a + b, 0) >= 3, 30_000);
@@ -59,7 +50,7 @@ describe.each([
     const done = await r.waitFor(
       'rollout finished',
       async () => {
-        const data = await call(url, ROLLOUT, { id });
+        const data = await gqlData(url, ROLLOUT, { id });
         return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
       },
       60_000,
@@ -72,7 +63,7 @@ describe.each([
       expect(r.pool(`net-${i}`)!.status.agentPodRef).toMatchObject({ image: NEW, uid: r.agent(`net-${i}`)!.metadata.uid });
     }
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const events = await call(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
+    const events = await gqlData(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
     const names = events.events.edges.map((e: any) => e.node.object.name).sort();
     expect(names).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
     // Each one is the rollout's, also those under way when the service died.
