@@ -45,7 +45,7 @@ function reconciles(manager: Manager, controller: string): number {
  * Waits until the controllers of `manager` are quiet (notQuiet); a failure says what kept them busy.
  *
  * `polling` names controllers that legitimately hold a delayed key while they wait on the cluster (a rollout that
- * re-checks its nodes): their delayed keys do not count, but once everything else is quiet each of them must finish
+ * re-checks its nodes): their delayed keys do not count, but once everything else is quiet each of them holding one must finish
  * one more reconcile, which therefore saw the current state, and then everything must be quiet again.
  */
 export async function waitQuiet(manager: Manager, store: MemoryStore, polling: readonly string[] = [], timeoutMs = 15_000): Promise<void> {
@@ -60,8 +60,12 @@ export async function waitQuiet(manager: Manager, store: MemoryStore, polling: r
       { timeoutMs, intervalMs: 10 },
     );
   await quiet();
-  if (polling.length === 0) return;
-  const before = polling.map((c) => reconciles(manager, c));
-  await until(`one more reconcile of ${polling.join(', ')}`, () => polling.every((c, i) => reconciles(manager, c) > before[i]!), { timeoutMs, intervalMs: 10 });
+  const waiting = manager
+    .snapshots()
+    .filter((s) => polling.includes(s.name) && s.delayed > 0)
+    .map((s) => s.name);
+  if (waiting.length === 0) return;
+  const before = waiting.map((c) => reconciles(manager, c));
+  await until(`one more reconcile of ${waiting.join(', ')}`, () => waiting.every((c, i) => reconciles(manager, c) > before[i]!), { timeoutMs, intervalMs: 10 });
   await quiet();
 }
