@@ -49,6 +49,8 @@ export interface App {
   bus: EventBus;
   domain: Domain;
   kube: KubeConnection;
+  /** The controller manager: informers, controllers and their queues (tests wait on it being quiet). */
+  manager: Manager;
   /** Graceful shutdown; idempotent. */
   stop(): Promise<void>;
 }
@@ -288,5 +290,5 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       logger.info('stopped');
     })());
 
-  return { url, port, config, logger, metrics, db, bus, domain, kube, stop };
+  return { url, port, config, logger, metrics, db, bus, domain, kube, manager, stop };
 }

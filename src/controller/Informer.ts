@@ -140,6 +140,12 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
     return this.cache.byIndex(index, value);
   }
 
+  /** The collection watched: name, path and selectors. */
+  selection(): { name: string; path: string; labelSelector?: string; fieldSelector?: string } {
+    const { path, labelSelector, fieldSelector } = this.options;
+    return { name: this.name, path, ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) };
+  }
+
   /** The resourceVersion the informer is current with. */
   lastSyncResourceVersion(): string | undefined {
     return this.resourceVersion;

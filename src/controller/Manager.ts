@@ -114,6 +114,14 @@ export class Manager {
     for (const controller of this.controllers) controller.resync();
   }
 
+  /**
+   * Each informer's collection and the resourceVersion it is current with: compared with the API server's, it tells
+   * whether every watch has caught up (with snapshots(), whether the controllers are quiet).
+   */
+  informerVersions(): { name: string; path: string; labelSelector?: string; fieldSelector?: string; resourceVersion: string | undefined }[] {
+    return this.informers.map((i) => ({ ...i.selection(), resourceVersion: i.lastSyncResourceVersion() }));
+  }
+
   snapshots(): ControllerSnapshot[] {
     return this.controllers.map((c) => c.snapshot());
   }

@@ -70,6 +70,20 @@ function watchLeaders(list: LeaderElector[]): { max: () => number; stop: () => v
   return { max: () => max, stop: () => clearInterval(timer) };
 }
 
+/** The coordination API with every call counted in `calls.n`: how often an elector has looked at the lease. */
+function counted(calls: { n: number }): KubeClients['coordination'] {
+  return new Proxy(kube.coordination, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        calls.n++;
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
 function lease() {
   return sim.store.get(Resources.leases, 'default', 'rollplane-workers');
 }
@@ -78,16 +92,19 @@ describe('LeaderElector', () => {
   it('elects exactly one of two replicas and hands over on release well within the lease duration', async () => {
     const log = new LeadershipLog();
     const registries = { a: new Registry(), b: new Registry() };
-    const a = newElector('a', log, { registry: registries.a });
-    const b = newElector('b', log, { registry: registries.b });
+    const calls = { a: { n: 0 }, b: { n: 0 } };
+    const a = newElector('a', log, { registry: registries.a, coordination: counted(calls.a) });
+    const b = newElector('b', log, { registry: registries.b, coordination: counted(calls.b) });
     const gauge = async (id: 'a' | 'b') => (await registries[id].metrics()).match(/rollplane_leader\{name="rollplane-workers"\} (\d)/)?.[1];
     const sampler = watchLeaders([a, b]);
     a.start();
     b.start();
     await until('a leader', () => a.isLeader() || b.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
-    // Both keep campaigning for a while: the follower must not take over a lease that is being renewed.
-    await new Promise((r) => setTimeout(r, 5 * RETRY_MS));
+    // Both keep campaigning: the follower must not take over a lease that is being renewed, however often it tries.
     const [leader, follower] = a.isLeader() ? [a, b] : [b, a];
+    const followerCalls = calls[follower.identity as 'a' | 'b'];
+    const triedBefore = followerCalls.n;
+    await until('the follower tried 5 more times', () => followerCalls.n >= triedBefore + 5, { timeoutMs: 10_000, intervalMs: 2 });
     expect(follower.isLeader()).toBe(false);
     expect(lease()?.spec.holderIdentity).toBe(leader.identity);
     expect(follower.observedLeader()).toBe(leader.identity);
@@ -126,15 +143,17 @@ describe('LeaderElector', () => {
         },
       });
       controller.watch({ resync: (add) => ['w1', 'slow'].forEach(add) });
-      const elector = newElector(id, new LeadershipLog(), runWhileLeading([controller]));
-      return { controller, elector };
+      const calls = { n: 0 };
+      const elector = newElector(id, new LeadershipLog(), { ...runWhileLeading([controller]), coordination: counted(calls) });
+      return { controller, elector, calls };
     };
     const a = replica('a');
     const b = replica('b');
     a.elector.start();
     await until('a reconciling', () => a.controller.running && reconciledBy.length === 2, { timeoutMs: 10_000, intervalMs: 2 });
     b.elector.start();
-    await new Promise((r) => setTimeout(r, 3 * RETRY_MS));
+    // b has looked at the lease three times and found a renewed one each time.
+    await until('b tried 3 times', () => b.calls.n >= 3, { timeoutMs: 10_000, intervalMs: 2 });
     expect(b.controller.running).toBe(false);
     await a.elector.stop();
     expect(a.controller.running).toBe(false);

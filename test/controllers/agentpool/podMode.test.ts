@@ -6,6 +6,7 @@ import type { AdmittedTarget } from '../../../src/domain/ports.js';
 import type { Rollout } from '../../../src/domain/RolloutService.js';
 import { AGENT_NS, condition, startHarness, type Harness } from './harness.js';
 import { defaultStrategy } from '../../../src/domain/kinds/index.js';
+import { notQuiet } from '../../helpers/quiet.js';
 
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 
@@ -75,11 +76,12 @@ describe('agent pool reconciler, Pod mode', () => {
     h = await startHarness({ agent: { agentImage: NEW } });
     const before = h.pod(agentName('default', 'net-1'))!.metadata.uid;
     // Every pool was reconciled at start (the controller resyncs its sources) and nothing is left to do.
-    await h.waitFor('pools reconciled', () => {
-      const s = h!.runtime.controller.snapshot();
-      return s.depth === 0 && s.inFlight.length === 0 && h!.runtime.controller.queue !== undefined;
-    });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Quiet: every informer has seen the simulator's latest events and no key is queued, in progress or delayed, so
+    // whatever the controller would do about the converged fleet (recreate a pod, rewrite an image) has been done.
+    await h.waitFor(
+      'pools reconciled and the controllers quiet',
+      () => h!.runtime.controller.queue !== undefined && notQuiet(h!.manager.manager, h!.sim.store) === undefined,
+    );
     expect(h.writes).toEqual({ create: 0, update: 0, patch: 0, delete: 0 });
     expect(h.pod(agentName('default', 'net-1'))!.metadata.uid).toBe(before);
     expect(h.pool('net-1')!.status.agentPodRef.image).toBe('rancher/harvester-vm-dhcp-agent:v0.3.0');

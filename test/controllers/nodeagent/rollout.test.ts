@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EventType } from '../../../src/domain/events.js';
 import type { StoreEvent } from '../../../src/sim/types.js';
 import { agentImage, agentsByNode, BAD_IMAGE, DS_NAME, DS_NS, isReadyPod, NEW_IMAGE, OLD_IMAGE, peerPodsOn, startHarness, type Harness } from './harness.js';
+import { waitQuiet } from '../../helpers/quiet.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -265,7 +266,19 @@ describe('node-agent rollout across a restart of rollplane', () => {
       const rollout = await harness.bump({});
       await harness.waitFor('rollplane stopped', () => stopping !== undefined);
       await stopping;
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Rollplane is stopped (its manager and workers have returned). Wait until the simulator has taken the second
+      // node's new agent as far as it can alone, its containers Ready, and has nothing left queued: the pod's Ready
+      // condition now depends on the readiness gate only, which nothing but rollplane opens.
+      await harness.waitFor("the second node's new agent with its containers Ready", () =>
+        agentsByNode(harness.pods())
+          .get('sim-node-2')
+          ?.some(
+            (p) =>
+              agentImage(p) === NEW_IMAGE &&
+              p.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'ContainersReady' && c.status === 'True'),
+          ),
+      );
+      await harness.sim.behaviour!.idle();
       // While rollplane is away nothing opens the gate: the second node's new agent runs but is not Ready.
       const second = agentsByNode(harness.pods()).get('sim-node-2')!;
       expect(second.map(agentImage)).toEqual([NEW_IMAGE]);
@@ -410,7 +423,9 @@ describe('node-agent rollout pause and resume', () => {
       expect(set.drivenBy).toBe(rollout.id);
       expect(set.updateStrategy).toEqual({ type: 'OnDelete' });
       expect(set.savedUpdateStrategy).toEqual({ type: 'OnDelete' });
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      // Quiet: the controllers have handled every event up to now and hold no key, so a paused rollout that still
+      // admitted nodes would have started one by now.
+      await waitQuiet(harness.manager.manager, harness.sim.store);
       expect(started.length).toBe(whilePaused);
       expect((await harness.rollouts.get(rollout.id))!.state).toBe('PAUSED');
       await harness.rollouts.resume(rollout.id);
@@ -449,7 +464,10 @@ describe('node-agent rollout with a node down', () => {
     });
     try {
       const rollout = await harness.bump({});
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await harness.waitFor('the rollout started', async () => (await harness.rollouts.get(rollout.id))?.state === 'PROGRESSING');
+      // Quiet, and the rollout (which re-checks its nodes on a timer) has reconciled once more since: it saw sim-node-3
+      // down and took no agent away; had it admitted a node, that target would no longer be PENDING.
+      await waitQuiet(harness.manager.manager, harness.sim.store, ['rollouts']);
       expect((await harness.rollouts.allTargets(rollout.id)).map((t) => t.state)).toEqual(['PENDING', 'PENDING', 'PENDING']);
       harness.sim.nodes!.recover('sim-node-3');
       expect((await harness.waitForState(rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collect, wsClient } from '../../helpers/graphql.js';
 import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
 import { until } from '../../helpers/until.js';
+import { waitQuiet } from '../../helpers/quiet.js';
+import { EventType } from '../../../src/domain/events.js';
 
 let rig: Rig | undefined;
 afterEach(async () => {
@@ -11,6 +13,27 @@ afterEach(async () => {
 
 const RECREATED = `subscription S($after: ID, $filter: AgentRecreatedFilter) { agentRecreated(after: $after, filter: $filter) {
   eventId rolloutId poolNamespace poolName oldImage newImage oldPodUid newPodUid reason deletedAt readyAt seconds } }`;
+
+/** An AgentRecreated event for a pool that does not exist, appended to the history after everything else. */
+function appendSentinel(r: Rig) {
+  const at = new Date().toISOString();
+  return r.app.domain.events.append({
+    type: EventType.AgentRecreated,
+    namespace: 'default',
+    name: 'sentinel',
+    payload: {
+      pool: 'default/sentinel',
+      oldImage: OLD,
+      newImage: NEW,
+      oldPodUid: 'old',
+      newPodUid: 'new',
+      reason: 'drift',
+      deletedAt: at,
+      readyAt: at,
+      seconds: 0,
+    },
+  });
+}
 
 describe('agent recreation history', () => {
   it('streams exactly one AgentRecreated per recreated pool, and a client reconnecting with `after` misses none', async () => {
@@ -31,8 +54,15 @@ describe('agent recreation history', () => {
       const lastSeen = seen[seen.length - 1].eventId;
       await waitForRollout(r, id, ['SUCCEEDED']);
       await all.waitFor(4);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      const events = all.results.map((x: any) => x.agentRecreated);
+      // No recreation is left to come (the controllers are quiet); then a sentinel event, appended after all of them:
+      // a subscriber is sent every event once and in id order, so once the sentinel arrives, whatever the stream had
+      // still to send about the rollout has arrived before it.
+      await waitQuiet(r.app.manager, r.sim.store);
+      const sentinel = String((await appendSentinel(r))[0]!.id);
+      await all.waitFor(5);
+      const received = all.results.map((x: any) => x.agentRecreated);
+      expect(received[received.length - 1].eventId).toBe(sentinel);
+      const events = received.slice(0, -1);
       expect(events).toHaveLength(4);
       expect(new Set(events.map((e: any) => e.poolName))).toEqual(new Set(['net-1', 'net-2', 'net-3', 'net-4']));
       for (const e of events) {
@@ -47,10 +77,10 @@ describe('agent recreation history', () => {
       const again = wsClient(r.url);
       try {
         const resumed = collect(again, RECREATED, { after: lastSeen });
-        await resumed.waitFor(4 - seen.length);
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // Up to and including the sentinel: the resumed stream has nothing before it left to send.
+        await resumed.waitFor(4 - seen.length + 1);
         const ids = [...seen, ...resumed.results.map((x: any) => x.agentRecreated)].map((e: any) => e.eventId);
-        expect(ids).toEqual(events.map((e: any) => e.eventId));
+        expect(ids).toEqual([...events.map((e: any) => e.eventId), sentinel]);
         resumed.unsubscribe();
       } finally {
         await again.dispose();
@@ -93,7 +123,9 @@ describe('agent recreation history', () => {
           (c: any) => c.type === 'Registered' && c.status === 'False' && c.message === `agent pod ${stuck.metadata.name} marked for deletion`,
         ),
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Quiet: the controllers have handled every event up to now; a force delete (or a recreation) would be a write
+    // whose watch event keeps them busy until handled.
+    await waitQuiet(r.app.manager, r.sim.store, ['agentpool', 'rollouts']);
     expect(r.agent('net-1')!.metadata.uid).toBe(stuck.metadata.uid);
     const drift = await r.gql(`{ drift { totalCount edges { node { kind namespace name desiredVersion runningVersion } } } }`);
     expect(drift.drift.edges.map((e: any) => e.node)).toEqual([

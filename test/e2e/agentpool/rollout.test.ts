@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
+import { waitQuiet } from '../../helpers/quiet.js';
 
 let rig: Rig | undefined;
 afterEach(async () => {
@@ -119,13 +120,15 @@ describe('bumpAgentImage through the GraphQL API', () => {
   it('dry run returns the plan and changes nothing', async () => {
     rig = await startRig();
     const r = rig;
-    await r.waitFor('controllers idle', () => r.app.domain.workQueues().every((q) => q.depth === 0 && q.inFlight.length === 0));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Quiet: informers caught up with the simulator, no key queued, in progress or delayed; the start-up work is done.
+    await waitQuiet(r.app.manager, r.sim.store);
     const before = { ...r.writes };
     const data = await r.gql(BUMP, { input: { image: NEW, dryRun: true, pools: { names: ['net-1', 'default/net-2'] } } });
     expect(data.bumpAgentImage).toMatchObject({ dryRun: true, created: false, rollout: { id: 'dry-run' } });
     expect(data.bumpAgentImage.plan.map((p: any) => p.name)).toEqual(['net-1', 'net-2']);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Whatever a dry run that was not dry had started (a write, an enqueued rollout) shows before the controllers are
+    // quiet again.
+    await waitQuiet(r.app.manager, r.sim.store);
     expect(r.writes).toEqual(before);
     expect((await r.gql(`{ rollouts { totalCount } }`)).rollouts.totalCount).toBe(0);
     expect(r.pool('net-1')!.status.agentPodRef.image).toBe(OLD);

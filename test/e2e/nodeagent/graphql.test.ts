@@ -15,6 +15,22 @@ const OLD = 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0';
 const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0';
 const DELAYS = { podScheduleMs: 0, podStartMs: 10, podReadyMs: 40, podTerminateMs: 10, controllerMs: 0 };
 
+/**
+ * With rollplane away, waits until the simulator has done all it does alone: no agent terminating, every agent's
+ * containers Ready (a gated one stays not Ready: only rollplane opens its gate), nothing queued in its controllers. A
+ * DaemonSet that replaced an agent by itself would have done so by then (its controllers act without delay here).
+ */
+async function simSettled(): Promise<void> {
+  await until('the simulator settled', () =>
+    agents().every(
+      (p) =>
+        !p.metadata.deletionTimestamp &&
+        p.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'ContainersReady' && c.status === 'True'),
+    ),
+  );
+  await sim.behaviour!.idle();
+}
+
 let sim: Simulator;
 const apps: TestApp[] = [];
 
@@ -186,7 +202,7 @@ describe('node agents over GraphQL', () => {
     const frozen = agents()
       .map((p) => `${p.spec.nodeName}:${p.spec.containers[0].image}`)
       .sort();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await simSettled();
     // Nothing moves while rollplane is away (the DaemonSet is OnDelete; an admitted node's new agent waits on its gate).
     expect(
       agents()
@@ -242,7 +258,7 @@ describe('node agents over GraphQL', () => {
       expect(run.errors).toBeUndefined();
       const id = run.data.bumpNodeAgentImage.rollout.id as string;
       expect((await first.exited).signal).toBe('SIGKILL');
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await simSettled();
       expect(
         agents()
           .filter((p) => p.spec.nodeName === 'sim-node-3')
