@@ -38,6 +38,13 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'EventFilter.name': 253,
 };
 
+/**
+ * No input may hold U+0000: PostgreSQL's text and jsonb refuse it (the write would fail as an internal error after the
+ * caller's input was accepted), and no name, image, cause or key needs it.
+ */
+const NUL = '\u0000';
+const NUL_REASON = 'must not contain the NUL character (U+0000)';
+
 /** Inputs with a format besides their length. */
 const FORMATS: Readonly<Record<string, (value: string) => string | undefined>> = {
   'CauseInput.runUrl': runUrlReason,
@@ -81,6 +88,7 @@ function checkValue(value: unknown, type: GraphQLInputType, path: string, coordi
   if (typeof value !== 'string') return;
   const tooLong = tooLongReason(value, STRING_LIMITS[coordinate] ?? DEFAULT_MAX_STRING);
   if (tooLong) throw new ValidationError(path, tooLong);
+  if (value.includes(NUL)) throw new ValidationError(path, NUL_REASON);
   const formatError = FORMATS[coordinate]?.(value);
   if (formatError) throw new ValidationError(path, formatError);
 }
@@ -97,14 +105,17 @@ function checkJson(value: unknown, path: string): void {
   while (stack.length > 0) {
     const { value: current, depth } = stack.pop()!;
     if (depth > MAX_JSON_DEPTH) throw new ValidationError(path, `must be nested at most ${MAX_JSON_DEPTH} levels deep`);
-    if (typeof current === 'string') add(current.length + 2);
-    else if (Array.isArray(current)) {
+    if (typeof current === 'string') {
+      if (current.includes(NUL)) throw new ValidationError(path, NUL_REASON);
+      add(current.length + 2);
+    } else if (Array.isArray(current)) {
       for (const child of current) {
         add(2);
         stack.push({ value: child, depth: depth + 1 });
       }
     } else if (current !== null && typeof current === 'object') {
       for (const key in current) {
+        if (key.includes(NUL)) throw new ValidationError(path, NUL_REASON);
         add(key.length + 4);
         stack.push({ value: (current as Record<string, unknown>)[key], depth: depth + 1 });
       }

@@ -81,6 +81,21 @@ describe('input sizes', () => {
     expect(list.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.pools.names' });
   });
 
+  it('refuses a NUL character in any string input, JSON included, naming the field (PostgreSQL cannot store one: it was an INTERNAL_SERVER_ERROR after the input was accepted)', async () => {
+    const before = await counts();
+    const key = await gql(app.url, 'mutation($k: String) { bumpAgentImage(input: { image: "a/b:v1", idempotencyKey: $k }) { created } }', { k: 'a\u0000b' });
+    expect(key.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.idempotencyKey' });
+    expect(key.errors?.[0]?.message).toContain('NUL');
+    const cause = await gql(app.url, bumps[0]![1], { c: { message: 'deploy\u0000' } });
+    expect(cause.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.cause.message' });
+    const query = 'mutation($p: JSON) { bumpClusterVersion(input: { clusterVersion: "cv", specPatch: $p, dryRun: true }) { created } }';
+    for (const patch of [{ a: 'x\u0000' }, { 'k\u0000': 1 }]) {
+      const res = await gql(app.url, query, { p: patch });
+      expect(res.errors?.[0]?.extensions, JSON.stringify(patch)).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.specPatch' });
+    }
+    expect(await counts()).toEqual(before);
+  });
+
   it('refuses a deeply nested specPatch with BAD_USER_INPUT (was a RangeError and INTERNAL_SERVER_ERROR)', async () => {
     // Written by hand: JSON.stringify itself overflows the stack on such an object.
     const patch = `${'{"a":'.repeat(5000)}{}${'}'.repeat(5000)}`;
