@@ -251,7 +251,16 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           );
         }
         const pending = guardOperation(options.guard, document, operation, variables, principal);
-        const verdict = pending instanceof Promise ? await pending : pending;
+        let verdict: Awaited<typeof pending>;
+        try {
+          verdict = pending instanceof Promise ? await pending : pending;
+        } catch (error) {
+          // A limit that could not be checked (PostgreSQL's shared rate limit while the database is down): this
+          // operation's error (UNAVAILABLE); thrown on, graphql-ws would close the whole socket with 4500.
+          const clientError = clientErrorOf(error);
+          if (!clientError) throw error;
+          return [new GraphQLError(clientError.message, { extensions: { ...clientError.details, code: clientError.code } })];
+        }
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');
           await auditMutation(

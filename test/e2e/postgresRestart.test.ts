@@ -70,6 +70,11 @@ describeWithPostgres('PostgreSQL restarted mid-rollout', (server) => {
         another.errors?.map((e) => e.extensions?.code),
         JSON.stringify(another.errors),
       ).toEqual(['UNAVAILABLE']);
+      // Over the WebSocket that carries the feed too: this operation's error, not a close of the whole socket (4500).
+      const overWs = collect(client, 'mutation($id: ID!) { pauseRollout(id: $id, reason: "db down") { state } }', { id });
+      await overWs.waitFor(1);
+      expect(JSON.stringify(overWs.errors)).toContain('UNAVAILABLE');
+      expect(JSON.stringify(overWs.errors)).not.toContain('4500');
       const down = await readiness(baseUrl);
       expect(down.status).toBe(503);
       expect(down.body.checks.find((c) => c.name === 'database')).toMatchObject({ ok: false, error: expect.stringMatching(/database/i) });
