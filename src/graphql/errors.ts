@@ -13,7 +13,11 @@ export const DATABASE_UNREACHABLE_MESSAGE = 'the database cannot be reached righ
  * and answered as INTERNAL_SERVER_ERROR without internals leaking to the client.
  */
 export function formatError(formatted: GraphQLFormattedError, error: unknown, logger: Logger): GraphQLFormattedError {
-  const original = unwrapResolverError(error);
+  let original = unwrapResolverError(error);
+  // graphql-ws wraps what a subscription's event stream throws (a replay read while the database is down) in a
+  // GraphQLError without a path, which Apollo's unwrap leaves as it is: look inside for an error we know.
+  const inner = (original as { originalError?: unknown } | null)?.originalError;
+  if (inner && (isAppError(inner) || isDatabaseUnreachable(inner))) original = inner;
   if (isAppError(original)) {
     return {
       message: original.message,

@@ -75,6 +75,10 @@ describeWithPostgres('PostgreSQL restarted mid-rollout', (server) => {
       await overWs.waitFor(1);
       expect(JSON.stringify(overWs.errors)).toContain('UNAVAILABLE');
       expect(JSON.stringify(overWs.errors)).not.toContain('4500');
+      // A subscription begun while the history cannot be read: UNAVAILABLE as well, not an internal error.
+      const begunWhileDown = collect(client, 'subscription { events(after: "0") { id } }');
+      await begunWhileDown.waitFor(1);
+      expect(JSON.stringify(begunWhileDown.errors)).toContain('UNAVAILABLE');
       const down = await readiness(baseUrl);
       expect(down.status).toBe(503);
       expect(down.body.checks.find((c) => c.name === 'database')).toMatchObject({ ok: false, error: expect.stringMatching(/database/i) });
