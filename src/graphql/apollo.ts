@@ -65,6 +65,9 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     // document before it is parsed and validated, since no other limit can apply before validation.
     parseOptions: { maxTokens: options.maxQueryTokens },
     includeStacktraceInErrorResponses: false,
+    // Apollo's default pretty-prints every response (JSON.stringify with indentation): 7–14% of the server's CPU on a
+    // page of 50 events or 100 pools, and a third more bytes to write (issue 17 profiles). Clients parse JSON; compact it is.
+    stringifyResult: (result) => JSON.stringify(result),
     // rollplane's own SIGTERM/SIGINT handler drains everything and exits 0; Apollo's would re-raise the signal first
     // (exit 143 before the drain). Apollo skips it only when NODE_ENV=test, which is why tests never saw it.
     stopOnTerminationSignals: false,
