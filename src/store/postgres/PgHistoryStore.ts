@@ -38,6 +38,21 @@ import { HOLDER } from '../writeProbe.js';
 export const EVENT_LOG_LOCK = 7243341735;
 export const EVENTS_CHANNEL = 'rollplane_events';
 
+/**
+ * Launch locks (`HistoryTx.lockLaunches`) use the two-int form of the advisory locks, `(class, kind)`: PostgreSQL keeps
+ * it apart from the one-bigint form of EVENT_LOG_LOCK and of Prisma Migrate's lock (72707369), so none of them can
+ * collide. The class is "RPLA" in ASCII; the kind's number is a hash of its name, the same in every replica and
+ * release (two kinds sharing a number would only serialize each other's launches, never break them).
+ */
+export const LAUNCH_LOCK_CLASS = 0x52504c41;
+
+/** FNV-1a (32 bits) of the kind's name, as PostgreSQL's signed int4. */
+export function launchLockKey(kind: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(kind, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193);
+  return hash | 0;
+}
+
 const RETRIES = 5;
 type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
@@ -210,6 +225,9 @@ function txOn(client: pg.PoolClient): HistoryTx {
   const run = (text: string, params: unknown[]): Step<unknown> => awaited(() => client.query(text, params));
   return {
     ...txReads,
+    *lockLaunches(kind) {
+      yield* run('SELECT pg_advisory_xact_lock($1::int4, $2::int4)', [LAUNCH_LOCK_CLASS, launchLockKey(kind)]);
+    },
     lockRollout: function* (id) {
       return (yield* rows<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1 FOR UPDATE', [id]))[0];
     },
