@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { EventType, EventFilter, NewEvent, StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
-import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
+import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
 import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
@@ -62,9 +62,9 @@ function isRetriable(error: unknown): boolean {
   return code === '40001' || code === '40P01';
 }
 
-/** The database is unreachable, shutting down or refusing connections: UNAVAILABLE, not an internal error. */
+/** The database is unreachable, shutting down or refusing connections: UNAVAILABLE (no address: clients see it). */
 function unavailable(error: unknown): unknown {
-  return isDatabaseUnreachable(error) ? new UnavailableError(`the history database is unreachable: ${(error as Error).message}`, { cause: error }) : error;
+  return isDatabaseUnreachable(error) ? new UnavailableError(databaseUnreachableMessage(error), { cause: error }) : error;
 }
 
 type EventRow = Omit<StoredEvent, 'payload' | 'type' | 'kind'> & { payload: string; type: string; kind: string | null };
@@ -418,8 +418,12 @@ export class PgHistoryStore implements HistoryStore {
         [HOLDER, isoOf(new Date())],
       );
     } catch (error) {
-      const what = isDatabaseUnreachable(error) ? 'reached' : 'written';
-      throw new UnavailableError(`the database cannot be ${what}: ${(error as Error).message}`, { cause: error });
+      // /readyz shows this to anyone: the code, never the driver's message (it names host and port).
+      const code = (error as { code?: unknown } | null)?.code;
+      const message = isDatabaseUnreachable(error)
+        ? databaseUnreachableMessage(error)
+        : `the database cannot be written${typeof code === 'string' ? ` (${code})` : ''}`;
+      throw new UnavailableError(message, { cause: error });
     }
   }
 
