@@ -6,6 +6,7 @@ import { EventLog } from '../../src/domain/EventLog.js';
 import type { AgentPoolStrategy } from '../../src/domain/kinds/agentPool.js';
 import { bumpClusterVersionInput } from '../../src/domain/kinds/virtualCluster.js';
 import { RolloutLauncher, type LaunchRequest, type LaunchResult } from '../../src/domain/RolloutLauncher.js';
+import { RolloutEngine } from '../../src/domain/RolloutEngine.js';
 import { RolloutService } from '../../src/domain/RolloutService.js';
 import { bumpClusterVersion, type ClusterVersionView, type VirtualClusterQueries, type VirtualClusterView } from '../../src/domain/virtualClusters.js';
 import type { PgHistoryStore } from '../../src/store/postgres/PgHistoryStore.js';
@@ -24,6 +25,7 @@ interface Replica {
   store: PgHistoryStore;
   rollouts: RolloutService;
   launcher: RolloutLauncher;
+  engine: RolloutEngine;
 }
 
 const strategy: AgentPoolStrategy = {
@@ -70,7 +72,11 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
     for (let i = 0; i < 2; i++) {
       const { store } = await openPgHistoryStore(url, { poolSize: 6 });
       const rollouts = new RolloutService(store, new EventLog(store, new InProcessEventBus(), { publishFromStore: true }));
-      replicas.push({ store, rollouts, launcher: new RolloutLauncher(rollouts) });
+      const launcher = new RolloutLauncher(rollouts);
+      // Only for `rollback` (a launch with supersede); nothing is enqueued or run.
+      const engine = new RolloutEngine(rollouts, { info: () => {}, warn: () => {} });
+      engine.connect(() => {}, launcher);
+      replicas.push({ store, rollouts, launcher, engine });
     }
   });
   afterAll(async () => {
@@ -116,6 +122,27 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
       // No target of an aborted rollout is left to change: only the active one covers the pools.
       const covered = await on(1).rollouts.coveredTargets('AGENT_POOL', ['PENDING', 'PROGRESSING', 'PAUSED']);
       expect(new Set(covered.filter((c) => pools.includes(c.name)).map((c) => c.rolloutId)).size).toBe(1);
+    }
+  });
+
+  it('ends concurrent rollbacks of one rollout with one active rollback', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const pools = [`back-${round}-a`, `back-${round}-b`];
+      const original = (await on(0).launcher.launch(bump(pools, 'agent:v2'))).rollout;
+      await on(0).rollouts.setTargetStates(
+        original.id,
+        pools.map((name) => ({ target: { namespace: 'default', name }, to: 'PROGRESSING' as const })),
+      );
+      // Ended already (its admitted targets still to revert), so every rollback goes straight to its launch.
+      await on(0).rollouts.abort(original.id);
+      const { created, refused } = await settle(Array.from({ length: RACERS }, (_, i) => on(i).engine.rollback(original.id)));
+      expect(refused).toEqual([]);
+      expect(created).toHaveLength(RACERS);
+      const states = await Promise.all(created.map(async (c) => (await on(round).rollouts.require(c.rollout.id)) as { state: string; message: string | null }));
+      expect(states.filter((s) => s.state === 'PENDING')).toHaveLength(1);
+      for (const other of states.filter((s) => s.state !== 'PENDING'))
+        expect(other).toMatchObject({ state: 'ABORTED', message: 'superseded by a newer rollout' });
+      expect((await on(1).rollouts.require(original.id)).state).toBe('ABORTED');
     }
   });
 
