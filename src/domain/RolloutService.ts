@@ -199,6 +199,12 @@ export class RolloutService {
         // Another writer took the key meanwhile (another kind's launch, or a create without rules, which the launch
         // lock does not serialize with this one): that rollout is the answer, and nothing of this one is written.
         const existing = (yield* replayStep(tx, spec))!;
+        if (events.length > 0) {
+          // The aborts of a supersede were for a rollout that is not created: none of them may commit.
+          throw new ConflictError(`idempotency key "${spec.idempotencyKey}" was taken meanwhile by rollout ${existing.id}; nothing was changed`, {
+            details: { rolloutId: existing.id },
+          });
+        }
         return { result: { rollout: existing, created: false }, events: [] };
       }
       if (spec.idempotencyKey && spec.requestHash) {

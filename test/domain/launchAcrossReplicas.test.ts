@@ -12,6 +12,7 @@ import { bumpClusterVersion, type ClusterVersionView, type VirtualClusterQueries
 import type { PgHistoryStore } from '../../src/store/postgres/PgHistoryStore.js';
 import { openPgHistoryStore } from '../../src/store/postgres/open.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Launch decisions across replicas (issue 15): two "replicas" — a RolloutService and launcher each, on pools of their
@@ -143,6 +144,53 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
       for (const other of states.filter((s) => s.state !== 'PENDING'))
         expect(other).toMatchObject({ state: 'ABORTED', message: 'superseded by a newer rollout' });
       expect((await on(1).rollouts.require(original.id)).state).toBe('ABORTED');
+    }
+  });
+
+  it('commits none of a supersede’s aborts when its key is taken meanwhile by a launch it does not wait for', async () => {
+    const pools = ['key-taken-a'];
+    const predecessor = (await on(0).launcher.launch(bump(pools, 'agent:v2'))).rollout;
+    // Another kind's writer (another launch lock) inserts a rollout under the key and holds its transaction open.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let inserted!: () => void;
+    const hasInserted = new Promise<void>((resolve) => (inserted = resolve));
+    const other = on(1).store.transaction(function* (tx) {
+      yield* tx.insertRollout(
+        {
+          id: 'ro_other_kind',
+          kind: 'NODE_AGENT',
+          fromVersion: null,
+          toVersion: 'x',
+          selector: '{}',
+          strategy: '{}',
+          causeActor: null,
+          causeRunUrl: null,
+          causeCommit: null,
+          causeMessage: null,
+          idempotencyKey: 'taken-meanwhile',
+          rollbackOfId: null,
+        },
+        new Date(),
+      );
+      inserted();
+      yield held;
+    });
+    try {
+      await hasInserted;
+      const launch = on(0).launcher.launch(bump(pools, 'agent:v3', { supersede: true, idempotencyKey: 'taken-meanwhile' }));
+      launch.catch(() => undefined);
+      await until('the launch to wait for the other insert of its key', async () => {
+        const { rows } = await server().admin<{ n: number }>(`SELECT COUNT(*)::int AS n FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`);
+        return rows[0]!.n > 0;
+      });
+      release();
+      await other;
+      await expect(launch).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('ro_other_kind') });
+      // The predecessor was not aborted for a rollout that was never created.
+      expect((await on(1).rollouts.require(predecessor.id)).state).toBe('PENDING');
+    } finally {
+      release();
     }
   });
 
