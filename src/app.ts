@@ -163,7 +163,11 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       async check() {
         if (!db.isOpen()) throw new Error('database closed');
         // A write, not a read: a full disk or a read-only volume leaves reads working and every mutation failing.
-        await db.store.checkWritable();
+        await db.store.checkWritable().catch((error: unknown) => {
+          // /readyz answers anyone with the message (no host or port); the detail is logged here.
+          logger.warn({ err: (error as Error).cause ?? error }, `readiness: ${(error as Error).message}`);
+          throw error;
+        });
       },
     },
     { name: 'kubernetes', check: () => kube.check() },

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
-import { ConflictError, ValidationError } from '../errors.js';
-import type { RolloutKind } from './events.js';
+import { ValidationError } from '../errors.js';
 import { MAX_IDEMPOTENCY_KEY } from './kinds/cause.js';
 import type { RolloutPlan } from './kinds/index.js';
 import type { Cause, Rollout, RolloutService } from './RolloutService.js';
-import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
+import { checkReplay, type LaunchGuard } from './launchRules.js';
 
 export type { RolloutPlan } from './kinds/index.js';
 
@@ -22,6 +21,8 @@ export interface LaunchRequest {
   request: unknown;
   /** Rollback rollouts name the rollout they revert. */
   rollbackOfId?: string;
+  /** The kind's own rule over its active rollouts, decided under the launch lock (not run for dry runs). */
+  guard?: LaunchGuard;
 }
 
 export interface PlanItem {
@@ -58,9 +59,10 @@ function fingerprint(value: unknown): string {
 }
 
 /**
- * Turns a plan into a rollout: dry runs, idempotency keys, and the rule that two active rollouts never cover the same
- * target. It does not enqueue what it creates: the engine hears of every new rollout through its committed
- * RolloutStateChanged event (engineReactions.ts), the one path for this replica's launches and other replicas' alike.
+ * Turns a plan into a rollout: validation, dry runs and the fast path of idempotent retries; the rule that two active
+ * rollouts never cover the same target is decided by RolloutService.create, atomically with the creation. It does not
+ * enqueue what it creates: the engine hears of every new rollout through its committed RolloutStateChanged event
+ * (engineReactions.ts), the one path for this replica's launches and other replicas' alike.
  */
 export class RolloutLauncher {
   constructor(private readonly rollouts: RolloutService) {}
@@ -89,67 +91,33 @@ export class RolloutLauncher {
       return { rollout: this.preview(request), plan: items, created: false, dryRun: true };
     }
 
-    const changing = plan.targets.filter((t) => !t.skipReason);
-    const overlapping = await this.activeOverlaps(plan.kind, changing);
-    if (overlapping.length > 0 && key !== undefined) {
-      // An identical request (same key) may have committed its rollout since the replay check above, here or on another
-      // replica: that rollout is the answer, not a conflict.
-      const existing = await this.replay(key, requestHash);
-      if (existing) return { rollout: existing, plan: items, created: false, dryRun: false };
-    }
-    if (overlapping.length > 0 && !request.supersede) {
-      throw new ConflictError(
-        `active rollout ${overlapping[0]!.rolloutId} already covers ${overlapping[0]!.namespace ? `${overlapping[0]!.namespace}/` : ''}${overlapping[0]!.name}` +
-          (overlapping.length > 1 ? ` (and ${overlapping.length - 1} more targets)` : '') +
-          '; wait for it, abort it, or pass supersede: true',
-        { details: { rolloutIds: [...new Set(overlapping.map((o) => o.rolloutId))] } },
-      );
-    }
-    for (const rolloutId of new Set(overlapping.map((o) => o.rolloutId))) {
-      await this.rollouts.abort(rolloutId, 'superseded by a newer rollout').catch((error: unknown) => {
-        // It may have finished in the meantime; that is fine.
-        if (!(error instanceof ConflictError)) throw error;
-      });
-    }
-
-    const { rollout, created } = await this.rollouts.create({
-      kind: plan.kind,
-      fromVersion: plan.fromVersion,
-      toVersion: plan.toVersion,
-      selector: plan.selector,
-      strategy: plan.strategy,
-      cause: request.cause,
-      idempotencyKey: key ?? null,
-      requestHash: key !== undefined ? requestHash : null,
-      rollbackOfId: request.rollbackOfId ?? null,
-      targets: plan.targets,
-    });
-    if (key !== undefined && !created) {
-      // Lost a race with a request of the same key (here or on another replica): the key's first rollout wins, and a
-      // different request under that key is refused by `replay`.
-      const existing = await this.replay(key, requestHash);
-      if (existing) return { rollout: existing, plan: items, created: false, dryRun: false };
-    }
+    // The overlap rule, supersede and the kind's guard are decided in the creating transaction, under the kind's launch
+    // lock (RolloutService.create): a check here, before it, would let two replicas both pass it.
+    const { rollout, created } = await this.rollouts.create(
+      {
+        kind: plan.kind,
+        fromVersion: plan.fromVersion,
+        toVersion: plan.toVersion,
+        selector: plan.selector,
+        strategy: plan.strategy,
+        cause: request.cause,
+        idempotencyKey: key ?? null,
+        requestHash: key !== undefined ? requestHash : null,
+        rollbackOfId: request.rollbackOfId ?? null,
+        targets: plan.targets,
+      },
+      { supersede: request.supersede === true, ...(request.guard ? { guard: request.guard } : {}) },
+    );
     return { rollout, plan: items, created, dryRun: false };
   }
 
+  /** The fast path of a retry, before any lock: the key's rollout, or CONFLICT for a different request under it. */
   private async replay(key: string, requestHash: string): Promise<Rollout | undefined> {
     const record = await this.rollouts.idempotencyRecord(key);
     const rollout = record ? await this.rollouts.get(record.rolloutId) : await this.rollouts.findByIdempotencyKey(key);
     if (!rollout) return undefined;
-    if (record && record.requestHash !== requestHash) {
-      throw new ConflictError(`idempotency key "${key}" was already used for a different request (rollout ${rollout.id})`, {
-        details: { rolloutId: rollout.id },
-      });
-    }
+    checkReplay(key, requestHash, rollout.id, record);
     return rollout;
-  }
-
-  private async activeOverlaps(kind: RolloutKind, targets: readonly { namespace: string; name: string }[]) {
-    if (targets.length === 0) return [];
-    const wanted = new Set(targets.map((t) => `${t.namespace}/${t.name}`));
-    const rows = await this.rollouts.coveredTargets(kind, ACTIVE_ROLLOUT_STATES);
-    return rows.filter((row) => wanted.has(`${row.namespace}/${row.name}`));
   }
 
   private preview(request: LaunchRequest): Rollout {

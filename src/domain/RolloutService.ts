@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
-import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, RolloutRow, Step, TargetRow } from './historyPort.js';
+import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, RolloutPosition, RolloutRow, Step, TargetRow } from './historyPort.js';
+import { checkReplay, type LaunchRules, overlapConflict, overlapsOf, SUPERSEDED } from './launchRules.js';
 import type { EventLog } from './EventLog.js';
 import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
-import { canTransition, FINISHED_TARGET_STATES, isTerminal, type RolloutState, type TargetState } from './rolloutStates.js';
+import { ACTIVE_ROLLOUT_STATES, canTransition, FINISHED_TARGET_STATES, isTerminal, type RolloutState, type TargetState } from './rolloutStates.js';
 
 export interface Cause {
   actor?: string | null;
@@ -159,14 +160,22 @@ export class RolloutService {
 
   /**
    * Creates a rollout with its targets (PENDING, or SKIPPED with a reason). With an idempotency key that already
-   * produced a rollout, returns that one and `created: false`.
+   * produced a rollout, returns that one and `created: false` (or CONFLICT when `requestHash` tells a different request).
+   *
+   * With `rules` (a launch, RolloutLauncher) the decision is made in the creating transaction, under the kind's launch
+   * lock, so that two replicas launching at once cannot both pass it: idempotency replay → the kind's guard → the
+   * overlap rule (refused as CONFLICT, or with `supersede` the overlapping rollouts are aborted in this transaction,
+   * their events committed with the new rollout's). Without `rules` nothing is checked (seeding, tests).
    */
-  async create(spec: NewRollout): Promise<{ rollout: Rollout; created: boolean }> {
+  async create(spec: NewRollout, rules?: LaunchRules): Promise<{ rollout: Rollout; created: boolean }> {
     return this.log.commit<{ rollout: Rollout; created: boolean }>(function* (tx) {
+      // First of the transaction's locks (lock order: historyPort.ts, HistoryTx).
+      if (rules) yield* tx.lockLaunches(spec.kind);
       if (spec.idempotencyKey) {
-        const existing = yield* tx.findRolloutByIdempotencyKey(spec.idempotencyKey);
-        if (existing) return { result: { rollout: toRollout(existing), created: false }, events: [] };
+        const existing = yield* replayStep(tx, spec);
+        if (existing) return { result: { rollout: existing, created: false }, events: [] };
       }
+      const events: NewEvent[] = rules ? yield* launchRulesStep(tx, spec, rules) : [];
       const id = newRolloutId();
       const now = new Date();
       const row = yield* tx.insertRollout(
@@ -187,9 +196,16 @@ export class RolloutService {
         now,
       );
       if (!row) {
-        // Another writer (another replica) took the key meanwhile: that rollout is the answer.
-        const existing = (yield* tx.findRolloutByIdempotencyKey(spec.idempotencyKey!))!;
-        return { result: { rollout: toRollout(existing), created: false }, events: [] };
+        // Another writer took the key meanwhile (another kind's launch, or a create without rules, which the launch
+        // lock does not serialize with this one): that rollout is the answer, and nothing of this one is written.
+        const existing = (yield* replayStep(tx, spec))!;
+        if (events.length > 0) {
+          // The aborts of a supersede were for a rollout that is not created: none of them may commit.
+          throw new ConflictError(`idempotency key "${spec.idempotencyKey}" was taken meanwhile by rollout ${existing.id}; nothing was changed`, {
+            details: { rolloutId: existing.id },
+          });
+        }
+        return { result: { rollout: existing, created: false }, events: [] };
       }
       if (spec.idempotencyKey && spec.requestHash) {
         // In the rollout's own transaction: no replica can see the rollout without the request that made it.
@@ -211,13 +227,13 @@ export class RolloutService {
         })),
         now,
       );
-      const event: NewEvent = {
+      events.push({
         type: EventType.RolloutStateChanged,
         rolloutId: id,
         kind: spec.kind,
         payload: { from: null, to: 'PENDING', toVersion: spec.toVersion, targets: spec.targets.length },
-      };
-      return { result: { rollout: toRollout(row), created: true }, events: [event] };
+      });
+      return { result: { rollout: toRollout(row), created: true }, events };
     });
   }
 
@@ -330,39 +346,8 @@ export class RolloutService {
    */
   transition(id: string, to: RolloutState, message: string | null, allowed?: readonly RolloutState[]): Promise<Rollout> {
     return this.log.commit(function* (tx) {
-      // Locked: another replica's transition of the same rollout waits, then sees this one's outcome.
-      const row = yield* tx.lockRollout(id);
-      if (!row) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
-      const from = row.state as RolloutState;
-      if ((allowed && !allowed.includes(from)) || !canTransition(from, to)) {
-        throw new ConflictError(`rollout ${id} is ${from}; it cannot become ${to}`, { details: { id, state: from } });
-      }
-      const now = new Date();
-      const updated = yield* tx.updateRolloutState(
-        id,
-        {
-          state: to,
-          message,
-          ...(to === 'PROGRESSING' && !row.startedAt ? { startedAt: now } : {}),
-          ...(isTerminal(to) ? { finishedAt: now } : {}),
-        },
-        now,
-      );
-      const kind = row.kind as RolloutKind;
-      const events: NewEvent[] = [{ type: EventType.RolloutStateChanged, rolloutId: id, kind, payload: { from, to, message } }];
-      if (to === 'ABORTED' || to === 'FAILED') {
-        for (const t of yield* tx.cancelPendingTargets(id, now)) {
-          events.push({
-            type: EventType.TargetStateChanged,
-            rolloutId: id,
-            kind,
-            namespace: t.namespace,
-            name: t.name,
-            payload: { from: 'PENDING', to: 'CANCELLED', error: null },
-          });
-        }
-      }
-      return { result: toRollout(updated), events };
+      const { rollout, events } = yield* transitionStep(tx, id, to, message, allowed);
+      return { result: rollout, events };
     });
   }
 
@@ -445,6 +430,100 @@ export interface TargetChangeDetail {
 export interface TargetChange extends TargetChangeDetail {
   target: { namespace: string; name: string };
   to: TargetState;
+}
+
+/**
+ * The key's rollout, if the key has one (committed, by any replica); CONFLICT when the key's record names a different
+ * request than `spec.requestHash`.
+ */
+function* replayStep(tx: HistoryTx, spec: NewRollout): Step<Rollout | undefined> {
+  const key = spec.idempotencyKey!;
+  const existing = yield* tx.findRolloutByIdempotencyKey(key);
+  if (!existing) return undefined;
+  if (spec.requestHash) checkReplay(key, spec.requestHash, existing.id, yield* tx.findIdempotencyRecord(key));
+  return toRollout(existing);
+}
+
+/** Active rollouts of one kind, newest first, every page (the kind's guard sees them all). */
+function* activeRolloutsStep(tx: HistoryTx, kind: RolloutKind): Step<Rollout[]> {
+  const out: Rollout[] = [];
+  for (let before: RolloutPosition | undefined; ; ) {
+    const page = yield* tx.listRollouts({ kind, states: ACTIVE_ROLLOUT_STATES }, before, ACTIVE_PAGE);
+    out.push(...page.map(toRollout));
+    const last = page[page.length - 1];
+    if (page.length < ACTIVE_PAGE || !last) return out;
+    before = { createdAt: last.createdAt, id: last.id };
+  }
+}
+const ACTIVE_PAGE = 500;
+
+/**
+ * A launch's decision, under the launch lock: the kind's guard, then the overlap rule. Returns the events of the
+ * rollouts it aborted (supersede), to commit with the new rollout.
+ */
+function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): Step<NewEvent[]> {
+  if (rules.guard) rules.guard(yield* activeRolloutsStep(tx, spec.kind));
+  const changing = spec.targets.filter((t) => !t.skipReason);
+  if (changing.length === 0) return [];
+  const overlapping = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
+  if (overlapping.length === 0) return [];
+  if (!rules.supersede) throw overlapConflict(overlapping);
+  const events: NewEvent[] = [];
+  for (const rolloutId of new Set(overlapping.map((o) => o.rolloutId))) {
+    try {
+      events.push(...(yield* transitionStep(tx, rolloutId, 'ABORTED', SUPERSEDED, ACTIVE_ROLLOUT_STATES)).events);
+    } catch (error) {
+      // The engine ended it after the read above (its transitions do not take the launch lock): nothing to abort.
+      if (!(error instanceof ConflictError)) throw error;
+    }
+  }
+  return events;
+}
+
+/**
+ * Moves a rollout to `to` (see RolloutService.transition) and returns the events to commit with it. A step, so that a
+ * launch can abort the rollouts it supersedes in its own transaction.
+ */
+function* transitionStep(
+  tx: HistoryTx,
+  id: string,
+  to: RolloutState,
+  message: string | null,
+  allowed: readonly RolloutState[] | undefined,
+): Step<{ rollout: Rollout; events: NewEvent[] }> {
+  // Locked: another replica's transition of the same rollout waits, then sees this one's outcome.
+  const row = yield* tx.lockRollout(id);
+  if (!row) throw new NotFoundError(`rollout ${id} not found`, { details: { id } });
+  const from = row.state as RolloutState;
+  if ((allowed && !allowed.includes(from)) || !canTransition(from, to)) {
+    throw new ConflictError(`rollout ${id} is ${from}; it cannot become ${to}`, { details: { id, state: from } });
+  }
+  const now = new Date();
+  const updated = yield* tx.updateRolloutState(
+    id,
+    {
+      state: to,
+      message,
+      ...(to === 'PROGRESSING' && !row.startedAt ? { startedAt: now } : {}),
+      ...(isTerminal(to) ? { finishedAt: now } : {}),
+    },
+    now,
+  );
+  const kind = row.kind as RolloutKind;
+  const events: NewEvent[] = [{ type: EventType.RolloutStateChanged, rolloutId: id, kind, payload: { from, to, message } }];
+  if (to === 'ABORTED' || to === 'FAILED') {
+    for (const t of yield* tx.cancelPendingTargets(id, now)) {
+      events.push({
+        type: EventType.TargetStateChanged,
+        rolloutId: id,
+        kind,
+        namespace: t.namespace,
+        name: t.name,
+        payload: { from: 'PENDING', to: 'CANCELLED', error: null },
+      });
+    }
+  }
+  return { rollout: toRollout(updated), events };
 }
 
 /** A target that SUCCEEDED gets a new revision (its first recorded one being the version it ran before, when known). */

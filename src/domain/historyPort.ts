@@ -155,8 +155,25 @@ export type Step<T> = Generator<unknown, T, unknown>;
 /** HistoryReads as steps. */
 export type TxReads = { [K in keyof HistoryReads]: (...args: Parameters<HistoryReads[K]>) => Step<Awaited<ReturnType<HistoryReads[K]>>> };
 
-/** One write transaction's view: reads see its own writes. */
+/**
+ * One write transaction's view: reads see its own writes.
+ *
+ * Lock order (PostgreSQL; SQLite's one write lock makes it moot): a transaction that takes several locks takes them in
+ * this order, so two transactions never wait for each other in a cycle:
+ *   1. `lockLaunches(kind)` — at most one kind per transaction, before anything else;
+ *   2. `lockRollout(id)` — row locks (transitions, engine-state merges, the aborts of a supersede);
+ *   3. the event-log lock, taken by `insertEvents`, which is therefore the transaction's last step.
+ * Transactions that hold a rollout's row lock never ask for a launch lock, and nothing is locked after `insertEvents`.
+ */
 export interface HistoryTx extends TxReads {
+  /**
+   * Serializes launches of one rollout kind across every replica until the transaction ends: a launch decides
+   * "does an active rollout already cover these targets?" and creates its rollout under this lock, so two replicas
+   * cannot both pass the check. Launches of different kinds do not wait for each other. Take it first (see the lock
+   * order above). PostgreSQL: a transaction-scoped advisory lock; SQLite: nothing to take, the transaction already
+   * holds the database's only write lock.
+   */
+  lockLaunches(kind: string): Step<void>;
   /**
    * The rollout, locked until the transaction ends, so a read-then-write cannot be overwritten by another writer
    * (PostgreSQL: SELECT … FOR UPDATE; SQLite: the whole database is locked by the transaction already).

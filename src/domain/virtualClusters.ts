@@ -27,7 +27,7 @@ import {
 } from './kinds/virtualCluster.js';
 import type { LaunchResult } from './RolloutLauncher.js';
 import type { NewTarget } from './RolloutService.js';
-import { ACTIVE_ROLLOUT_STATES } from './rolloutStates.js';
+import type { LaunchGuard } from './launchRules.js';
 
 /** One VirtualCluster as the API shows it. */
 export interface VirtualClusterView {
@@ -353,21 +353,19 @@ function validateDesiredSpec(spec: Json, fieldOf: (component: ComponentKey) => s
 
 /**
  * One ClusterVersion has one spec at a time: a second active rollout changing it (even for other clusters) would
- * rewrite the spec under the first one's clusters. Refused as CONFLICT, like overlapping targets.
+ * rewrite the spec under the first one's clusters. Refused as CONFLICT, like overlapping targets. A launch guard: the
+ * rollout service runs it over the active VIRTUAL_CLUSTER rollouts under the launch lock, in the creating transaction,
+ * so two replicas cannot both pass it.
  */
-async function refuseConcurrentChange(domain: Domain, clusterVersion: string): Promise<void> {
-  let after: string | undefined;
-  for (;;) {
-    const page = await domain.rollouts.list({ kind: 'VIRTUAL_CLUSTER', states: ACTIVE_ROLLOUT_STATES }, 100, after);
-    const busy = page.items.find((rollout) => clusterVersionChangeOf(rollout.strategy)?.name === clusterVersion);
+function refuseConcurrentChange(clusterVersion: string): LaunchGuard {
+  return (active) => {
+    const busy = active.find((rollout) => clusterVersionChangeOf(rollout.strategy)?.name === clusterVersion);
     if (busy) {
       throw new ConflictError(`active rollout ${busy.id} is changing ClusterVersion ${clusterVersion}; wait for it, or abort it first`, {
         details: { rolloutIds: [busy.id] },
       });
     }
-    if (!page.hasNextPage || !page.endCursor) return;
-    after = page.endCursor;
-  }
+  };
 }
 
 /**
@@ -445,14 +443,12 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
   const upstream = queries.upstreamUpgrades?.();
   if (upstream) throw new ConflictError(`refused: ${upstream}`);
   const { cause, dryRun, idempotencyKey, ...request } = input;
-  if (!dryRun && !(idempotencyKey && (await domain.rollouts.findByIdempotencyKey(idempotencyKey)))) {
-    await refuseConcurrentChange(domain, cv.name);
-  }
   return domain.launcher.launch({
     plan,
     cause: cause ?? {},
     idempotencyKey: idempotencyKey ?? null,
     dryRun: dryRun === true,
     request,
+    guard: refuseConcurrentChange(cv.name),
   });
 }

@@ -19,6 +19,8 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, lo
   const inner = (original as { originalError?: unknown } | null)?.originalError;
   if (inner && (isAppError(inner) || isDatabaseUnreachable(inner))) original = inner;
   if (isAppError(original)) {
+    // An outage's detail (which host, which port) is for the server's log; the client gets the message and the code.
+    if (original.code === ErrorCode.Unavailable && original.cause !== undefined) logger.warn({ err: original.cause, path: formatted.path }, original.message);
     return {
       message: original.message,
       ...(formatted.locations ? { locations: formatted.locations } : {}),

@@ -31,3 +31,22 @@ export function isDatabaseUnreachable(error: unknown, depth = 0): boolean {
   if (typeof e.message === 'string' && MESSAGES.test(e.message)) return true;
   return isDatabaseUnreachable(e.cause, depth + 1) || isDatabaseUnreachable(e.meta?.driverAdapterError, depth + 1);
 }
+
+/** The first code that says why the database is unreachable (ECONNREFUSED, 57P01, P1001, …), if the error has one. */
+export function unreachableCode(error: unknown, depth = 0): string | undefined {
+  if (depth > MAX_DEPTH || typeof error !== 'object' || error === null) return undefined;
+  const e = error as { code?: unknown; originalCode?: unknown; kind?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } };
+  for (const code of [e.code, e.originalCode]) if (isUnreachableCode(code)) return code as string;
+  if (typeof e.kind === 'string' && ADAPTER_KINDS.has(e.kind)) return e.kind;
+  return unreachableCode(e.cause, depth + 1) ?? unreachableCode(e.meta?.driverAdapterError, depth + 1);
+}
+
+/**
+ * What a client (possibly unauthenticated: /readyz, a 503) is told of an unreachable database: that it is, and the
+ * code, never the driver's message, which names the database's host and port (`connect ECONNREFUSED 10.0.0.5:5432`).
+ * The detail stays in the error's `cause`, for the server's log.
+ */
+export function databaseUnreachableMessage(error: unknown): string {
+  const code = unreachableCode(error);
+  return `the database is unreachable${code ? ` (${code})` : ''}`;
+}

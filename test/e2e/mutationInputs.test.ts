@@ -1,4 +1,6 @@
+import { buildSchema, isInputObjectType, isNonNullType } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadTypeDefs } from '../../src/graphql/schema.js';
 import { AGENT_IMAGE, NODE_AGENT_DAEMONSET, NODE_AGENT_NAMESPACE } from '../../src/sim/fleet.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -117,6 +119,15 @@ const BAD: Case[] = [
   ...launchCases('rollbackRollout', {}),
 ];
 
+/** An input object as GraphQL literal fields (`image: "…", apiServer: {args: ["-v=7"]}`). */
+function literalFields(input: Record<string, unknown>): string {
+  const literal = (v: unknown): string =>
+    Array.isArray(v) ? `[${v.map(literal).join(', ')}]` : v && typeof v === 'object' ? `{ ${literalFields(v as Record<string, unknown>)} }` : JSON.stringify(v);
+  return Object.entries(input)
+    .map(([k, v]) => `${k}: ${literal(v)}`)
+    .join(', ');
+}
+
 async function send(app: TestApp, mutation: Mutation, input: Record<string, unknown>, rolloutId = 'ro_missing') {
   return mutation === 'rollbackRollout' ? gql(app.url, MUTATIONS.rollbackRollout, { id: rolloutId, input }) : gql(app.url, MUTATIONS[mutation], { input });
 }
@@ -160,6 +171,63 @@ describe('mutation inputs refused at the API edge', () => {
     expect(await counts()).toEqual(before);
     // The rollback's original was not aborted either.
     expect((await app.domain.rollouts.get(seeded))?.state).toBe('PENDING');
+  });
+
+  // Attack finding (issue 15): an explicit null for a field with a default was taken as the default, so
+  // `dryRun: null` made a real rollout. Every such field is non-null with its default: null is refused by GraphQL.
+  const NULLABLE_DEFAULTS: [Exclude<Mutation, 'rollbackRollout'>, string[]][] = [
+    ['bumpAgentImage', ['dryRun']],
+    ['bumpAgentImage', ['allowDowngrade']],
+    ['bumpAgentImage', ['supersede']],
+    ['bumpAgentImage', ['strategy', 'maxUnavailable']],
+    ['bumpAgentImage', ['strategy', 'progressDeadlineSeconds']],
+    ['bumpAgentImage', ['strategy', 'failureThreshold']],
+    ['bumpAgentImage', ['strategy', 'autoRollback']],
+    ['bumpNodeAgentImage', ['dryRun']],
+    ['bumpNodeAgentImage', ['mode']],
+    ['bumpNodeAgentImage', ['nodeDeadlineSeconds']],
+    ['bumpNodeAgentImage', ['minReadySeconds']],
+    ['bumpNodeAgentImage', ['failureThreshold']],
+    ['bumpNodeAgentImage', ['peerRuntimeClass']],
+    ['bumpClusterVersion', ['dryRun']],
+    ['bumpClusterVersion', ['maxConcurrent']],
+    ['bumpClusterVersion', ['failureThreshold']],
+    ['bumpClusterVersion', ['progressDeadlineSeconds']],
+  ];
+
+  it('lists every input field with a default, and each is non-null', () => {
+    const schema = buildSchema(loadTypeDefs());
+    const defaulted: string[] = [];
+    for (const type of Object.values(schema.getTypeMap())) {
+      if (!isInputObjectType(type) || type.name.startsWith('__')) continue;
+      for (const field of Object.values(type.getFields())) {
+        if (field.defaultValue === undefined) continue;
+        defaulted.push(`${type.name}.${field.name}`);
+        expect(isNonNullType(field.type), `${type.name}.${field.name} has a default, so null must not stand for it`).toBe(true);
+      }
+    }
+    const inputOf = { bumpAgentImage: 'BumpAgentImageInput', bumpNodeAgentImage: 'BumpNodeAgentImageInput', bumpClusterVersion: 'BumpClusterVersionInput' };
+    const listed = NULLABLE_DEFAULTS.map(([mutation, path]) =>
+      path.length === 1 ? `${inputOf[mutation]}.${path[0]}` : `AgentRolloutStrategyInput.${path[1]}`,
+    );
+    expect(listed.sort()).toEqual(defaulted.sort());
+  });
+
+  it.each(NULLABLE_DEFAULTS)('%s: an explicit null for input.%s is refused, nothing written', async (mutation, path) => {
+    const before = await counts();
+    const input: Record<string, unknown> = { ...BASE[mutation] };
+    if (path.length === 1) input[path[0]!] = null;
+    else input[path[0]!] = { [path[1]!]: null };
+    const res = await send(app, mutation, input);
+    expect(res.data?.[mutation] ?? null).toBeNull();
+    expect(res.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(res.errors?.[0]?.message).toMatch(new RegExp(`at "input\\.${path.join('\\.')}"; Expected non-nullable type ".+!" not to be null`));
+    // Written in the document instead of a variable: GraphQL validation refuses it.
+    const literal = path.length === 1 ? `${path[0]}: null` : `${path[0]}: { ${path[1]}: null }`;
+    const inline = await gql(app.url, `mutation { ${mutation}(input: { ${literal}, ${literalFields(BASE[mutation])} }) { created } }`);
+    expect(inline.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(inline.errors?.[0]?.message).toMatch(/^Expected value of type ".+!", found null\.$/);
+    expect(await counts()).toEqual(before);
   });
 
   it('refuses a rollback with an empty id before reading anything', async () => {

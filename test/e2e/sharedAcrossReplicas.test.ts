@@ -12,6 +12,8 @@ import { until } from '../helpers/until.js';
 const ADMIN = 'rp_admin-secret-for-the-shared-replicas-test-0123456789';
 const BURST = 60;
 const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
+/** Newer than NEW, which the first test rolls out. */
+const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
 
 describeWithPostgres('three replica processes on one PostgreSQL', (server) => {
   let rig: Rig;
@@ -132,5 +134,43 @@ describeWithPostgres('three replica processes on one PostgreSQL', (server) => {
     } finally {
       for (const client of clients) await client.dispose();
     }
+  }, 120_000);
+
+  it('makes one rollout of 30 bumps of the same pools without a key spread over the three replicas; 29 are CONFLICT', async () => {
+    // Last: the canary pool moves to NEWER, which would make the other tests' bumps to NEW downgrades.
+    // Attack finding (issue 15): the overlap check was a read before the creating transaction, so replicas racing
+    // without a key each passed it and created overlapping rollouts. A new image (the pools run NEW already) and a
+    // canary of one pool, so the winner stays active (PAUSED after the canary) while it is looked at.
+    const ci = await newToken('ci-no-key', 'deployer');
+    const input = { image: NEWER, strategy: { maxUnavailable: '1', canary: 1 }, cause: { actor: 'ci' } };
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        const res = await gql(urls[i % 3]!, BUMP, { input }, bearer(ci.secret));
+        return res.errors
+          ? { code: res.errors[0]?.extensions?.code as string, message: res.errors[0]?.message as string }
+          : { id: res.data.bumpAgentImage.rollout.id as string };
+      }),
+    );
+    const created = answers.filter((a) => 'id' in a);
+    expect(created).toHaveLength(1);
+    const id = (created[0] as { id: string }).id;
+    const refused = answers.filter((a) => 'code' in a);
+    expect(refused).toHaveLength(29);
+    for (const r of refused) {
+      expect(r.code).toBe('CONFLICT');
+      expect(r.message).toContain(`active rollout ${id} already covers`);
+    }
+    for (const url of urls) {
+      const res = await gql(
+        url,
+        `{ rollouts(filter: { states: [PENDING, PROGRESSING, PAUSED] }) { totalCount edges { node { id } } } }`,
+        {},
+        bearer(ci.secret),
+      );
+      expect(res.data.rollouts).toEqual({ totalCount: 1, edges: [{ node: { id } }] });
+    }
+    // Out of the way of the next tests.
+    const aborted = await gql(urls[1]!, `mutation($id: ID!) { abortRollout(id: $id) { state } }`, { id }, bearer(ci.secret));
+    expect(aborted.data?.abortRollout?.state).toBe('ABORTED');
   }, 120_000);
 });

@@ -367,6 +367,25 @@ export function historyContract(factory: () => StoreFactory): void {
     });
   });
 
+  describe('launch lock', () => {
+    it('serializes read-then-write launches of one kind, in one process and across two', async () => {
+      const second = await another();
+      // Each writer creates its rollout only when none of the kind exists: what a launch's overlap check does. Without
+      // the lock, PostgreSQL's READ COMMITTED lets several writers read "none" and all insert.
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          (i % 2 === 0 ? store : second).transaction(function* (tx) {
+            yield* tx.lockLaunches('AGENT_POOL');
+            if ((yield* tx.countRollouts({ search: 'r-launch-' })) > 0) return false;
+            return (yield* tx.insertRollout(rolloutRow(`r-launch-${i}`), T0)) !== undefined;
+          }),
+        ),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await store.read.countRollouts({ search: 'r-launch-' })).toBe(1);
+    });
+  });
+
   describe('revisions and in-flight work', () => {
     it('gives the latest revision of a target', async () => {
       expect(await store.read.latestRevision('AGENT_POOL', 'rev', 'p')).toBeUndefined();

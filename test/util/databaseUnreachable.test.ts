@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnreachable } from '../../src/util/databaseUnreachable.js';
+import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../src/util/databaseUnreachable.js';
 
 describe('isDatabaseUnreachable', () => {
   it.each([
@@ -40,5 +40,29 @@ describe('isDatabaseUnreachable', () => {
     const a: { message: string; cause?: unknown } = { message: 'a' };
     a.cause = { message: 'b', cause: a };
     expect(isDatabaseUnreachable(a)).toBe(false);
+  });
+});
+
+describe('databaseUnreachableMessage', () => {
+  it.each([
+    [
+      'a refused connection',
+      Object.assign(new Error('connect ECONNREFUSED 10.0.0.5:5432'), { code: 'ECONNREFUSED' }),
+      'the database is unreachable (ECONNREFUSED)',
+    ],
+    [
+      'a wrapped 57P01',
+      new Error('wrapped', { cause: Object.assign(new Error('terminating connection'), { code: '57P01' }) }),
+      'the database is unreachable (57P01)',
+    ],
+    [
+      'Prisma P1001 naming its host',
+      Object.assign(new Error("Can't reach database server at db.internal:5432"), { code: 'P1001' }),
+      'the database is unreachable (P1001)',
+    ],
+    ['an adapter kind', { cause: { kind: 'ConnectionClosed' } }, 'the database is unreachable (ConnectionClosed)'],
+    ['a message without a code', new Error('Connection terminated unexpectedly'), 'the database is unreachable'],
+  ])('tells a client of %s by its code, never by the message', (_name, error, expected) => {
+    expect(databaseUnreachableMessage(error)).toBe(expected);
   });
 });

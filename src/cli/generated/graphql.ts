@@ -100,15 +100,15 @@ export type PoolSelectorInput = {
 /** How an agent-pool rollout admits pools. */
 export type AgentRolloutStrategyInput = {
   /** Count (`1`) or percent (`25%`) of pools unavailable or in progress at once. Default 1. */
-  maxUnavailable?: string | null | undefined;
+  maxUnavailable?: string;
   /** Pause after the first N pools until resumed. */
   canary?: number | null | undefined;
   /** Seconds a pool may take to become Ready on the new image. Default 600. */
-  progressDeadlineSeconds?: number | null | undefined;
+  progressDeadlineSeconds?: number;
   /** Failed pools that fail the rollout. Default 1. */
-  failureThreshold?: number | null | undefined;
+  failureThreshold?: number;
   /** Roll the changed pools back when the rollout fails. Default false. */
-  autoRollback?: boolean | null | undefined;
+  autoRollback?: boolean;
 };
 
 /** A new DHCP agent image for IPPools. */
@@ -124,11 +124,11 @@ export type BumpAgentImageInput = {
   /** Retrying with the same key returns the same rollout instead of starting another. */
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
-  dryRun?: boolean | null | undefined;
+  dryRun?: boolean;
   /** Allow a semver downgrade of the image tag. */
-  allowDowngrade?: boolean | null | undefined;
+  allowDowngrade?: boolean;
   /** Replace active rollouts that cover the same pools instead of refusing with CONFLICT. */
-  supersede?: boolean | null | undefined;
+  supersede?: boolean;
 };
 
 /** How node agents are replaced. */
@@ -147,23 +147,23 @@ export type BumpNodeAgentImageInput = {
   /** OCI image reference. */
   image: string;
   /** How each node's agent is replaced. */
-  mode?: NodeAgentMode | null | undefined;
+  mode?: NodeAgentMode;
   /** Nodes matching this label selector go first (canary nodes); the rest follow by name. */
   canaryNodeSelector?: string | null | undefined;
   /** Seconds a node may take (agent Ready and peer pods back). Default 600. */
-  nodeDeadlineSeconds?: number | null | undefined;
+  nodeDeadlineSeconds?: number;
   /** Seconds the new agent must stay Ready before the node counts as done. */
-  minReadySeconds?: number | null | undefined;
+  minReadySeconds?: number;
   /** Failed nodes that fail the rollout. Default 1. */
-  failureThreshold?: number | null | undefined;
+  failureThreshold?: number;
   /** Runtime class of the peer pods gating each node. Default kata-remote. */
-  peerRuntimeClass?: string | null | undefined;
+  peerRuntimeClass?: string;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
   /** Retrying with the same key returns the same rollout. */
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
-  dryRun?: boolean | null | undefined;
+  dryRun?: boolean;
 };
 
 /** Changes to one control-plane component of a ClusterVersion. */
@@ -196,17 +196,17 @@ export type BumpClusterVersionInput = {
   /** Only these VirtualClusters (`namespace/name`); default every VirtualCluster using the version. */
   clusters?: Array<string> | null | undefined;
   /** Clusters upgrading at once. Default 1. */
-  maxConcurrent?: number | null | undefined;
+  maxConcurrent?: number;
   /** Failed clusters that fail the rollout. Default 1. */
-  failureThreshold?: number | null | undefined;
+  failureThreshold?: number;
   /** Seconds one cluster may take. Default 600. */
-  progressDeadlineSeconds?: number | null | undefined;
+  progressDeadlineSeconds?: number;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
   /** Retrying with the same key returns the same rollout. */
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
-  dryRun?: boolean | null | undefined;
+  dryRun?: boolean;
 };
 
 /** Options for a rollback. */

@@ -997,15 +997,15 @@ export type PoolSelectorInput = {
 /** How an agent-pool rollout admits pools. */
 export type AgentRolloutStrategyInput = {
   /** Count (`1`) or percent (`25%`) of pools unavailable or in progress at once. Default 1. */
-  maxUnavailable?: InputMaybe<Scalars['String']['input']>;
+  maxUnavailable?: Scalars['String']['input'];
   /** Pause after the first N pools until resumed. */
   canary?: InputMaybe<Scalars['Int']['input']>;
   /** Seconds a pool may take to become Ready on the new image. Default 600. */
-  progressDeadlineSeconds?: InputMaybe<Scalars['Int']['input']>;
+  progressDeadlineSeconds?: Scalars['Int']['input'];
   /** Failed pools that fail the rollout. Default 1. */
-  failureThreshold?: InputMaybe<Scalars['Int']['input']>;
+  failureThreshold?: Scalars['Int']['input'];
   /** Roll the changed pools back when the rollout fails. Default false. */
-  autoRollback?: InputMaybe<Scalars['Boolean']['input']>;
+  autoRollback?: Scalars['Boolean']['input'];
 };
 
 /** A new DHCP agent image for IPPools. */
@@ -1021,11 +1021,11 @@ export type BumpAgentImageInput = {
   /** Retrying with the same key returns the same rollout instead of starting another. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   /** Return the plan without changing anything. */
-  dryRun?: InputMaybe<Scalars['Boolean']['input']>;
+  dryRun?: Scalars['Boolean']['input'];
   /** Allow a semver downgrade of the image tag. */
-  allowDowngrade?: InputMaybe<Scalars['Boolean']['input']>;
+  allowDowngrade?: Scalars['Boolean']['input'];
   /** Replace active rollouts that cover the same pools instead of refusing with CONFLICT. */
-  supersede?: InputMaybe<Scalars['Boolean']['input']>;
+  supersede?: Scalars['Boolean']['input'];
 };
 
 /** How node agents are replaced. */
@@ -1044,23 +1044,23 @@ export type BumpNodeAgentImageInput = {
   /** OCI image reference. */
   image: Scalars['String']['input'];
   /** How each node's agent is replaced. */
-  mode?: InputMaybe<NodeAgentMode>;
+  mode?: NodeAgentMode;
   /** Nodes matching this label selector go first (canary nodes); the rest follow by name. */
   canaryNodeSelector?: InputMaybe<Scalars['String']['input']>;
   /** Seconds a node may take (agent Ready and peer pods back). Default 600. */
-  nodeDeadlineSeconds?: InputMaybe<Scalars['Int']['input']>;
+  nodeDeadlineSeconds?: Scalars['Int']['input'];
   /** Seconds the new agent must stay Ready before the node counts as done. */
-  minReadySeconds?: InputMaybe<Scalars['Int']['input']>;
+  minReadySeconds?: Scalars['Int']['input'];
   /** Failed nodes that fail the rollout. Default 1. */
-  failureThreshold?: InputMaybe<Scalars['Int']['input']>;
+  failureThreshold?: Scalars['Int']['input'];
   /** Runtime class of the peer pods gating each node. Default kata-remote. */
-  peerRuntimeClass?: InputMaybe<Scalars['String']['input']>;
+  peerRuntimeClass?: Scalars['String']['input'];
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
   /** Retrying with the same key returns the same rollout. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   /** Return the plan without changing anything. */
-  dryRun?: InputMaybe<Scalars['Boolean']['input']>;
+  dryRun?: Scalars['Boolean']['input'];
 };
 
 /** Changes to one control-plane component of a ClusterVersion. */
@@ -1093,17 +1093,17 @@ export type BumpClusterVersionInput = {
   /** Only these VirtualClusters (`namespace/name`); default every VirtualCluster using the version. */
   clusters?: InputMaybe<Array<Scalars['String']['input']>>;
   /** Clusters upgrading at once. Default 1. */
-  maxConcurrent?: InputMaybe<Scalars['Int']['input']>;
+  maxConcurrent?: Scalars['Int']['input'];
   /** Failed clusters that fail the rollout. Default 1. */
-  failureThreshold?: InputMaybe<Scalars['Int']['input']>;
+  failureThreshold?: Scalars['Int']['input'];
   /** Seconds one cluster may take. Default 600. */
-  progressDeadlineSeconds?: InputMaybe<Scalars['Int']['input']>;
+  progressDeadlineSeconds?: Scalars['Int']['input'];
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
   /** Retrying with the same key returns the same rollout. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   /** Return the plan without changing anything. */
-  dryRun?: InputMaybe<Scalars['Boolean']['input']>;
+  dryRun?: Scalars['Boolean']['input'];
 };
 
 /** What a bump did (or, for a dry run, would do). */

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { EventType, EventFilter, NewEvent, StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
-import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
+import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { eventListStatement, toStoredEvent } from '../events.js';
 import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
@@ -38,6 +38,21 @@ import { HOLDER } from '../writeProbe.js';
 export const EVENT_LOG_LOCK = 7243341735;
 export const EVENTS_CHANNEL = 'rollplane_events';
 
+/**
+ * Launch locks (`HistoryTx.lockLaunches`) use the two-int form of the advisory locks, `(class, kind)`: PostgreSQL keeps
+ * it apart from the one-bigint form of EVENT_LOG_LOCK and of Prisma Migrate's lock (72707369), so none of them can
+ * collide. The class is "RPLA" in ASCII; the kind's number is a hash of its name, the same in every replica and
+ * release (two kinds sharing a number would only serialize each other's launches, never break them).
+ */
+export const LAUNCH_LOCK_CLASS = 0x52504c41;
+
+/** FNV-1a (32 bits) of the kind's name, as PostgreSQL's signed int4. */
+export function launchLockKey(kind: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(kind, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193);
+  return hash | 0;
+}
+
 const RETRIES = 5;
 type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
@@ -47,9 +62,9 @@ function isRetriable(error: unknown): boolean {
   return code === '40001' || code === '40P01';
 }
 
-/** The database is unreachable, shutting down or refusing connections: UNAVAILABLE, not an internal error. */
+/** The database is unreachable, shutting down or refusing connections: UNAVAILABLE (no address: clients see it). */
 function unavailable(error: unknown): unknown {
-  return isDatabaseUnreachable(error) ? new UnavailableError(`the history database is unreachable: ${(error as Error).message}`, { cause: error }) : error;
+  return isDatabaseUnreachable(error) ? new UnavailableError(databaseUnreachableMessage(error), { cause: error }) : error;
 }
 
 type EventRow = Omit<StoredEvent, 'payload' | 'type' | 'kind'> & { payload: string; type: string; kind: string | null };
@@ -210,6 +225,9 @@ function txOn(client: pg.PoolClient): HistoryTx {
   const run = (text: string, params: unknown[]): Step<unknown> => awaited(() => client.query(text, params));
   return {
     ...txReads,
+    *lockLaunches(kind) {
+      yield* run('SELECT pg_advisory_xact_lock($1::int4, $2::int4)', [LAUNCH_LOCK_CLASS, launchLockKey(kind)]);
+    },
     lockRollout: function* (id) {
       return (yield* rows<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1 FOR UPDATE', [id]))[0];
     },
@@ -400,8 +418,12 @@ export class PgHistoryStore implements HistoryStore {
         [HOLDER, isoOf(new Date())],
       );
     } catch (error) {
-      const what = isDatabaseUnreachable(error) ? 'reached' : 'written';
-      throw new UnavailableError(`the database cannot be ${what}: ${(error as Error).message}`, { cause: error });
+      // /readyz shows this to anyone: the code, never the driver's message (it names host and port).
+      const code = (error as { code?: unknown } | null)?.code;
+      const message = isDatabaseUnreachable(error)
+        ? databaseUnreachableMessage(error)
+        : `the database cannot be written${typeof code === 'string' ? ` (${code})` : ''}`;
+      throw new UnavailableError(message, { cause: error });
     }
   }
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { UnavailableError } from '../../errors.js';
-import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
+import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 
 /**
  * A token bucket per caller, shared by every replica on one PostgreSQL: the same refill rule as the in-process
@@ -37,7 +37,7 @@ export class PgRateLimiter {
     try {
       row = (await this.pool.query<{ granted: boolean; tokens: number }>(TAKE, [key, this.burst, wanted, this.perMinute / 60_000])).rows[0]!;
     } catch (error) {
-      if (isDatabaseUnreachable(error)) throw new UnavailableError(`the rate limit cannot be checked: ${(error as Error).message}`, { cause: error });
+      if (isDatabaseUnreachable(error)) throw new UnavailableError(`the rate limit cannot be checked: ${databaseUnreachableMessage(error)}`, { cause: error });
       throw error;
     }
     if (row.granted) return 0;

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { TokenRow, TokenStore } from '../../auth/TokenStore.js';
 import { UnavailableError } from '../../errors.js';
 import { PgEventNotifier } from './PgEventNotifier.js';
-import { isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
+import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { isoOf } from './pool.js';
 
 /** The channel a revocation is announced on; the payload is the token id. */
@@ -24,7 +24,7 @@ export class PgTokenStore implements TokenStore {
     try {
       return (await this.pool.query<TokenRow>(text, params)).rows;
     } catch (error) {
-      if (isDatabaseUnreachable(error)) throw new UnavailableError(`the token store is unreachable: ${(error as Error).message}`, { cause: error });
+      if (isDatabaseUnreachable(error)) throw new UnavailableError(`the token store cannot be read: ${databaseUnreachableMessage(error)}`, { cause: error });
       throw error;
     }
   }

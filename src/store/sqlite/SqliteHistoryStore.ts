@@ -122,7 +122,8 @@ function txOf(sql: Sql): HistoryTx {
     revisionPage: (kind, namespace, name, beforeN, limit) => done(revisionPage(sql, kind, namespace, name, beforeN, limit)),
     coveredTargets: (kind, targetStates, rolloutStates) => done(coveredTargets(sql, kind, targetStates, rolloutStates)),
     insertIdempotencyRecord: (record, now) => done(insertIdempotencyRecord(sql, record, now)),
-    // The transaction already holds SQLite's only write lock.
+    // The transaction already holds SQLite's only write lock (BEGIN IMMEDIATE): writers are serialized, launches too.
+    lockLaunches: () => done(undefined),
     lockRollout: (id) => done(findRollout(sql, id)),
     insertRollout: (row, now) => done(insertRolloutIfKeyFree(sql, row, now)),
     updateRolloutState: (id, change, now) => done(updateRolloutState(sql, id, change, now)),

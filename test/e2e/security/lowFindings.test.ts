@@ -9,6 +9,7 @@ import { loadConfig } from '../../../src/config.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { gql } from '../../helpers/graphql.js';
 import { defaultStrategy } from '../../../src/domain/kinds/index.js';
+import { describeWithPostgres } from '../../helpers/postgres.js';
 
 /** Issue 18, finding 10: the low-severity items, each with the request that showed it. */
 describe('search treats % and _ literally', () => {
@@ -116,4 +117,55 @@ describe('clients that go away mid-request', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describeWithPostgres('an unreachable database, told to clients', (server) => {
+  // Attack finding (issue 15): /readyz and UNAVAILABLE answers quoted the driver's message, `connect ECONNREFUSED
+  // <host>:<port>`, so anyone could learn the database's internal address. Clients get "the database is unreachable"
+  // and the code; the address goes to the server's log.
+  it('names no host or port on /readyz, in UNAVAILABLE errors or in a 503, and logs the detail server-side', async () => {
+    const url = await server().createDatabase();
+    const address = `127.0.0.1:${server().port}`;
+    const logged: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        logged.push(String(chunk));
+        done();
+      },
+    });
+    const admin = 'rp_unreachable_admin_token_0123456789abcdef';
+    const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ROLLPLANE_CONTROLLERS: 'off' };
+    const open = await startApp(loadConfig(env, []), { logger: pino({ level: 'warn' }, sink) });
+    const guarded = await startApp(loadConfig({ ...env, ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: admin }, []), { logger: pino({ level: 'warn' }, sink) });
+    const UNREACHABLE = /the database is unreachable \((ECONNREFUSED|57P01|08006)\)/;
+    try {
+      await server().shutDown('fast');
+      const ready = await fetch(open.url.replace(/\/graphql$/, '/readyz'));
+      const readyBody = await ready.text();
+      expect(ready.status).toBe(503);
+      const database = (JSON.parse(readyBody) as { checks: { name: string; error?: string }[] }).checks.find((c) => c.name === 'database');
+      expect(database?.error).toMatch(UNREACHABLE);
+
+      const read = await gql(open.url, '{ rollouts { totalCount } }');
+      expect(read.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
+      expect(read.errors?.[0]?.message).toMatch(UNREACHABLE);
+      const write = await gql(open.url, 'mutation { bumpAgentImage(input: { image: "a/agent:v2", dryRun: true }) { created } }');
+      expect(write.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
+      expect(write.errors?.[0]?.message).toMatch(UNREACHABLE);
+      const refused = await gql(guarded.url, '{ serverInfo { version } }', {}, { authorization: `Bearer ${admin}` });
+      expect(refused.status).toBe(503);
+      expect(refused.errors?.[0]?.message).toMatch(UNREACHABLE);
+
+      for (const body of [readyBody, JSON.stringify(read), JSON.stringify(write), JSON.stringify(refused)]) {
+        expect(body).not.toContain(address);
+        expect(body).not.toContain(`:${server().port}`);
+      }
+      // The operator still learns where: the log has the driver's message.
+      expect(logged.join('')).toContain(address);
+    } finally {
+      await server().restart();
+      await open.stop();
+      await guarded.stop();
+    }
+  }, 60_000);
 });

@@ -7,6 +7,7 @@ import { historyContract } from '../historyContract.js';
 import { PgAuditStore } from '../../../src/store/postgres/PgAuditStore.js';
 import { PgTokenStore } from '../../../src/store/postgres/PgTokenStore.js';
 import { tokenAuditContract } from '../tokenAuditContract.js';
+import { until } from '../../helpers/until.js';
 
 describeWithPostgres('history store contract: PostgreSQL', (server) => {
   let url = '';
@@ -82,6 +83,56 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       expect(seen.every((id, i) => i === 0 || id > seen[i - 1]!)).toBe(true);
     } finally {
       for (const s of [...writers, reader]) await s.close();
+    }
+  });
+
+  it('makes a launch wait for a launch of the same kind on another replica, and not for one of another kind', async () => {
+    const dbUrl = await server().createDatabase();
+    const a = (await openPgHistoryStore(dbUrl, { poolSize: 2 })).store;
+    const b = (await openPgHistoryStore(dbUrl, { poolSize: 2 })).store;
+    const waiting = async () =>
+      (await server().admin<{ n: number }>(`SELECT COUNT(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND NOT granted`)).rows[0]!.n;
+    let release!: () => void;
+    try {
+      const order: string[] = [];
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const hasLock = new Promise<void>((resolve) => (locked = resolve));
+      const first = a.transaction(function* (tx) {
+        yield* tx.lockLaunches('AGENT_POOL');
+        locked();
+        // Holds the lock until released (the PostgreSQL store awaits a yielded promise inside the transaction).
+        yield held;
+        order.push('first commits');
+      });
+      await hasLock;
+
+      // Another kind: runs to its end while the first still holds its lock.
+      let otherDone = false;
+      const other = b
+        .transaction(function* (tx) {
+          yield* tx.lockLaunches('NODE_AGENT');
+        })
+        .then(() => (otherDone = true));
+      await until('the other kind’s launch to finish or to wait', async () => otherDone || (await waiting()) > 0);
+      expect(otherDone).toBe(true);
+      await other;
+
+      // The same kind: waits for the first to commit.
+      const same = b.transaction(function* (tx) {
+        yield* tx.lockLaunches('AGENT_POOL');
+        order.push('second locks');
+      });
+      await until('the second launch of the kind to wait for the lock', async () => (await waiting()) === 1);
+      expect(order).toEqual([]);
+      release();
+      await Promise.all([first, same]);
+      expect(order).toEqual(['first commits', 'second locks']);
+      expect(await waiting()).toBe(0);
+    } finally {
+      release?.();
+      await a.close();
+      await b.close();
     }
   });
 });

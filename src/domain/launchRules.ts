@@ -1,0 +1,53 @@
+import { ConflictError } from '../errors.js';
+import type { CoveredTarget, IdempotencyRecord } from './historyPort.js';
+import type { Rollout } from './RolloutService.js';
+
+/**
+ * A kind's own rule over its active rollouts (e.g. one active change per ClusterVersion), run under the launch lock in
+ * the creating transaction, so no other replica can launch in between. Throws ConflictError to refuse.
+ */
+export type LaunchGuard = (active: readonly Rollout[]) => void;
+
+/**
+ * What a launch decides atomically with the creation of its rollout (RolloutService.create): the overlap rule — no two
+ * active rollouts cover the same target —, superseding, and the kind's guard.
+ */
+export interface LaunchRules {
+  /** Abort the active rollouts that cover any of the same targets, in the same transaction, instead of refusing. */
+  supersede?: boolean;
+  /** Runs before the overlap rule, so `supersede` never overrides it (its message says to abort explicitly). */
+  guard?: LaunchGuard;
+}
+
+/** What an aborted predecessor's message says. */
+export const SUPERSEDED = 'superseded by a newer rollout';
+
+/** The covered targets that are among `targets` (the launch's targets that will change). */
+export function overlapsOf(covered: readonly CoveredTarget[], targets: readonly { namespace: string; name: string }[]): CoveredTarget[] {
+  if (targets.length === 0) return [];
+  const wanted = new Set(targets.map((t) => `${t.namespace}/${t.name}`));
+  return covered.filter((row) => wanted.has(`${row.namespace}/${row.name}`));
+}
+
+/** The refusal of a launch whose targets an active rollout already covers. */
+export function overlapConflict(overlapping: readonly CoveredTarget[]): ConflictError {
+  const first = overlapping[0]!;
+  return new ConflictError(
+    `active rollout ${first.rolloutId} already covers ${first.namespace ? `${first.namespace}/` : ''}${first.name}` +
+      (overlapping.length > 1 ? ` (and ${overlapping.length - 1} more targets)` : '') +
+      '; wait for it, abort it, or pass supersede: true',
+    { details: { rolloutIds: [...new Set(overlapping.map((o) => o.rolloutId))] } },
+  );
+}
+
+/**
+ * A key's rollout answers a retry of the same request; a different request under the key is CONFLICT. A rollout made
+ * before records were kept (no record) counts as the same request.
+ */
+export function checkReplay(key: string, requestHash: string, rolloutId: string, record: IdempotencyRecord | undefined): void {
+  if (record && record.requestHash !== requestHash) {
+    throw new ConflictError(`idempotency key "${key}" was already used for a different request (rollout ${rolloutId})`, {
+      details: { rolloutId },
+    });
+  }
+}
