@@ -170,7 +170,15 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
         });
       },
     },
-    { name: 'kubernetes', check: () => kube.check() },
+    {
+      name: 'kubernetes',
+      check: () =>
+        kube.check().catch((error: unknown) => {
+          // As for the database: the answer names no address; the log has the detail.
+          logger.warn({ err: (error as Error).cause ?? error, server: kube.kubeConfig.getCurrentCluster()?.server }, `readiness: ${(error as Error).message}`);
+          throw error;
+        }),
+    },
     { name: 'controllers', check: async () => manager.checkReady() },
   ];
 

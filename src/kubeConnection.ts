@@ -49,9 +49,21 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
       try {
         await versionApi.getCode();
       } catch (error) {
-        throw new UnavailableError(`Kubernetes API ${kubeConfig.getCurrentCluster()?.server ?? ''} unreachable: ${(error as Error).message}`, { cause: error });
+        // /readyz answers anyone: say that it is unreachable and why in one code, never the API server's address (the
+        // caller logs the detail, which stays in `cause`).
+        const why = failureCode(error);
+        throw new UnavailableError(`the Kubernetes API is unreachable${why ? ` (${why})` : ''}`, { cause: error });
       }
     },
     stop,
   };
+}
+
+/** A socket error code (ECONNREFUSED …) or the HTTP status the API server answered, from the error or its causes. */
+function failureCode(error: unknown, depth = 0): string | undefined {
+  if (depth > 5 || typeof error !== 'object' || error === null) return undefined;
+  const { code, cause } = error as { code?: unknown; cause?: unknown };
+  if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
+  if (typeof code === 'number' && code >= 400 && code < 600) return `HTTP ${code}`;
+  return failureCode(cause, depth + 1);
 }

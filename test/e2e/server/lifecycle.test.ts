@@ -78,7 +78,13 @@ describe('health, readiness and metrics', () => {
     const res = await fetch(`${app.baseUrl}/readyz`);
     expect(res.status).toBe(503);
     const body = (await res.json()) as any;
-    expect(body.checks.find((c: any) => c.name === 'kubernetes')).toMatchObject({ ok: false });
+    const kubernetes = body.checks.find((c: any) => c.name === 'kubernetes');
+    expect(kubernetes).toMatchObject({ ok: false });
+    // /readyz answers anyone: it says why in a code, never where the API server is (attack finding).
+    expect(kubernetes.error).toMatch(/^the Kubernetes API is unreachable( \(\S+\))?$/);
+    const server = new URL(app.kube.kubeConfig.getCurrentCluster()!.server);
+    expect(JSON.stringify(body)).not.toContain(server.host);
+    expect(JSON.stringify(body)).not.toContain(server.port);
   });
 });
 
