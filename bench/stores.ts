@@ -36,6 +36,8 @@ export async function forEachStore<T>(
   body: (store: BenchStore, databaseEnv: () => Promise<Record<string, string>>) => Promise<T>,
 ): Promise<StoreRuns<T>> {
   const { stores, explicit } = storesFrom(variable);
+  // startBenchApp's default database would follow it, and a "SQLite" run would measure that database instead.
+  if (process.env.BENCH_DATABASE_URL) throw new Error(`unset BENCH_DATABASE_URL: this benchmark starts its own databases (${variable} picks the stores)`);
   const out: StoreRuns<T> = { runs: [] };
   for (const store of stores) {
     if (store === 'sqlite') {
