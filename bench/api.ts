@@ -7,8 +7,14 @@
  *
  * Run: `npm run bench -- api`. Sizes: `API_BENCH_ROLLOUTS` (1000), `API_BENCH_EVENTS` (100000; 10000 and 1000000 to
  * check that history queries do not slow down with history), `API_BENCH_POOLS` (200), `API_BENCH_SECONDS` (8),
- * `API_BENCH_CONNECTIONS` (20). `API_BENCH_STORE=postgresql` runs it on a throwaway PostgreSQL server instead of SQLite.
- * Writes bench/results/api[-pg][-10k-events|-1m-events].json.
+ * `API_BENCH_CONNECTIONS` (20).
+ *
+ * Stores (issue 15, issue 17: the read path measured on both with the same benchmark): SQLite, then the same seed and
+ * the same requests on a throwaway PostgreSQL server (the tests' helper: initdb in a temporary directory, fsync off),
+ * each with a fresh server and simulator and its own same-run baseline, then one table with both side by side and
+ * PostgreSQL ÷ SQLite. Where PostgreSQL's binaries are missing, a line says so and only SQLite is measured.
+ * `API_BENCH_STORES` (sqlite,postgresql) picks the stores (a store named there alone must run: missing binaries are
+ * then an error). Writes bench/results/api[-sqlite|-pg][-10k-events|-1m-events].json (no store suffix with both).
  *
  * Besides req/s (which on a shared machine measures the machine as much as the server), each request kind reports
  * requests per CPU-second of the server's process, and its ratio to the baseline's. `BENCH_CPU_PROFILE=<dir>` writes
@@ -29,6 +35,7 @@ import type { InterleavedResult, LoadJob, LoadRequest, LoadResult } from './apiL
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
+import { type BenchStore, forEachStore, ratioOf, STORE_LABEL } from './stores.js';
 import { defaultStrategy } from '../src/domain/kinds/index.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -65,33 +72,34 @@ function runLoad(job: LoadJob): Promise<unknown[]> {
   });
 }
 
-/**
- * With `API_BENCH_STORE=postgresql`, a throwaway PostgreSQL server (the tests' helper: initdb in a temporary directory,
- * fsync off) and an empty database on it, handed to the service as BENCH_DATABASE_URL. Imported only then: the helper
- * lives with the tests.
- */
-async function throwawayPostgres(): Promise<{ stop(): Promise<void> } | undefined> {
-  if (process.env.API_BENCH_STORE !== 'postgresql') return undefined;
-  const { findPostgresBinaries, startPostgres } = await import('../test/helpers/postgres.js');
-  const binaries = findPostgresBinaries();
-  if (!binaries) throw new Error('API_BENCH_STORE=postgresql: no PostgreSQL binaries (initdb, pg_ctl, postgres) found');
-  const server = await startPostgres(binaries);
-  process.env.BENCH_DATABASE_URL = await server.createDatabase('rollplane_bench');
-  return server;
+type Row = LoadResult & { requestsPerCpuSecond: number; ratioToBaseline: number; cpuRatioToBaseline: number };
+
+/** One store's measurements: its own seed, server and same-run baseline. */
+interface StoreRun {
+  store: BenchStore;
+  seedSeconds: number;
+  calibrationMs: number;
+  /** os.loadavg()[0] at the start and the end of the store's load: these machines are shared. */
+  loadAverage: [number, number];
+  serverCpuSeconds: number;
+  results: Row[];
+  interleaved: InterleavedResult[];
 }
 
-export async function run(): Promise<void> {
-  const rollouts = numberFrom('API_BENCH_ROLLOUTS', 1000);
-  const events = numberFrom('API_BENCH_EVENTS', 100_000);
-  const pools = numberFrom('API_BENCH_POOLS', 200);
+const round1 = (n: number) => Math.round(n * 10) / 10;
+
+/** Seeds a fresh server on `store`, then loads it with each request kind in turn. */
+async function measure(store: BenchStore, databaseEnv: Record<string, string>, sizes: { rollouts: number; events: number; pools: number }): Promise<StoreRun> {
+  const { rollouts, events, pools } = sizes;
+  process.stderr.write(`  api: ${STORE_LABEL[store]}: seeding ${rollouts} rollouts and ${events} events …\n`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-api-'));
-  const postgres = await throwawayPostgres();
   const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
   const app = await startBenchApp(dir, sim.kubeconfigPath, {
     ROLLPLANE_CONTROLLERS: 'off',
     // The benchmark measures the read path, not the per-caller budget (one address sends everything).
     ROLLPLANE_QUERY_COST_PER_MINUTE: '1000000000',
     ROLLPLANE_QUERY_COST_BURST: '1000000000',
+    ...databaseEnv,
   });
   try {
     const seedStarted = performance.now();
@@ -151,11 +159,12 @@ export async function run(): Promise<void> {
       request('refused: unknown field', '{ nope }', {}, 400),
     ];
     const calibration = calibrationMs();
+    const loadAtStart = os.loadavg()[0]!;
     const cpuBefore = process.cpuUsage();
     // One load child per request, so that BENCH_CPU_PROFILE=<dir> records one profile of the server per request kind.
     const results: (LoadResult & { requestsPerCpuSecond: number })[] = [];
     for (const [i, one] of requests.entries()) {
-      const profiler = windowProfiler(`api-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`);
+      const profiler = windowProfiler(`api-${store}-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`);
       await profiler.start();
       const cpuOfOne = process.cpuUsage();
       const [result] = await runLoad({
@@ -174,51 +183,115 @@ export async function run(): Promise<void> {
     const interleaved = rounds > 0 ? await runLoad({ url: app.url, connections: 1, seconds: 0, requests, interleavedRounds: rounds }) : [];
     const baseline = results[0]!;
     const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
-    const rows = results.map((r) => ({
-      ...r,
-      requestsPerCpuSecond: Math.round(r.requestsPerCpuSecond),
-      ratioToBaseline: ratio(r.requestsPerSecond, baseline.requestsPerSecond),
-      cpuRatioToBaseline: ratio(r.requestsPerCpuSecond, baseline.requestsPerCpuSecond),
-    }));
-    process.stdout.write(
-      `rollouts ${rollouts}, events ${events}, pools ${pools}; seeded in ${seedSeconds.toFixed(1)} s; machine (calibration) ${calibration.toFixed(0)} ms\n`,
-    );
-    process.stdout.write(
-      `${'request'.padEnd(40)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)} ${'req/CPU-s'.padStart(10)} ${'× base'.padStart(7)} ${'unexp.'.padStart(7)}\n`,
-    );
-    for (const r of rows) {
-      process.stdout.write(
-        `${r.name.padEnd(40)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(7)} ${String(r.p99Ms).padStart(7)} ${r.ratioToBaseline.toFixed(3).padStart(7)} ${String(r.requestsPerCpuSecond).padStart(10)} ${r.cpuRatioToBaseline.toFixed(3).padStart(7)} ${String(r.unexpected).padStart(7)}\n`,
-      );
-    }
-    const store = process.env.API_BENCH_STORE === 'postgresql' ? 'postgresql' : 'sqlite';
-    process.stdout.write(`store ${store}\n`);
-    if (interleaved.length > 0) {
-      const base = interleaved[0]!.medianMs;
-      process.stdout.write(`\ninterleaved, one connection, ${rounds} rounds (each kind in turn: the same machine for all)\n`);
-      process.stdout.write(`${'request'.padEnd(40)} ${'median ms'.padStart(10)} ${'p90 ms'.padStart(8)} ${'base/this'.padStart(10)} ${'unexp.'.padStart(7)}\n`);
-      for (const r of interleaved) {
-        process.stdout.write(
-          `${r.name.padEnd(40)} ${r.medianMs.toFixed(3).padStart(10)} ${r.p90Ms.toFixed(3).padStart(8)} ${(base / r.medianMs).toFixed(3).padStart(10)} ${String(r.unexpected).padStart(7)}\n`,
-        );
-      }
-    }
-    const file = writeResult(`api${store === 'postgresql' ? '-pg' : ''}${events >= 1_000_000 ? '-1m-events' : events <= 10_000 ? '-10k-events' : ''}`, {
+    return {
       store,
-      rollouts,
-      events,
-      pools,
       seedSeconds,
       calibrationMs: calibration,
+      loadAverage: [round1(loadAtStart), round1(os.loadavg()[0]!)],
       serverCpuSeconds: (cpu.user + cpu.system) / 1e6,
-      results: rows,
+      results: results.map((r) => ({
+        ...r,
+        requestsPerCpuSecond: Math.round(r.requestsPerCpuSecond),
+        ratioToBaseline: ratio(r.requestsPerSecond, baseline.requestsPerSecond),
+        cpuRatioToBaseline: ratio(r.requestsPerCpuSecond, baseline.requestsPerCpuSecond),
+      })),
       interleaved,
-    });
-    process.stdout.write(`wrote ${file}\n`);
+    };
   } finally {
     await app.stop();
     await sim.stop();
-    await postgres?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const cell = (value: number | string | null | undefined, width: number, digits = 0) =>
+  (value === null || value === undefined ? '–' : typeof value === 'number' ? value.toFixed(digits) : value).padStart(width);
+
+/** One line per request: each store's req/s, p50, p99 and ratio to its own baseline side by side, then PG ÷ SQLite. */
+function printSideBySide(runs: StoreRun[]): void {
+  const sqlite = runs.find((r) => r.store === 'sqlite');
+  const pg = runs.find((r) => r.store === 'postgresql');
+  const names = runs[0]!.results.map((r) => r.name);
+  const group = (label: string, cols: string) => `${label.padEnd(cols.length)}`;
+  const storeHeader = `${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)}`;
+  const both = sqlite && pg;
+  process.stdout.write(
+    `\n${''.padEnd(40)} ${runs.map((r) => group(`── ${STORE_LABEL[r.store]} `.padEnd(storeHeader.length, '─'), storeHeader)).join(' │ ')}${both ? ` │ ${'── PG ÷ SQLite ─────────'}` : ''}\n`,
+  );
+  process.stdout.write(
+    `${'request'.padEnd(40)} ${runs.map(() => storeHeader).join(' │ ')}${both ? ` │ ${'req/s'.padStart(7)} ${'p50'.padStart(6)} ${'× base'.padStart(7)}` : ''}\n`,
+  );
+  for (const name of names) {
+    const of = (run: StoreRun | undefined) => run?.results.find((r) => r.name === name);
+    const cols = runs.map((run) => {
+      const r = of(run)!;
+      return `${cell(r.requestsPerSecond, 8)} ${cell(r.p50Ms, 7)} ${cell(r.p99Ms, 7)} ${cell(r.ratioToBaseline, 7, 3)}`;
+    });
+    let tail = '';
+    if (both) {
+      const a = of(sqlite)!;
+      const b = of(pg)!;
+      tail = ` │ ${cell(ratioOf(b.requestsPerSecond, a.requestsPerSecond), 7, 3)} ${cell(ratioOf(b.p50Ms, a.p50Ms), 6, 2)} ${cell(ratioOf(b.ratioToBaseline, a.ratioToBaseline), 7, 3)}`;
+    }
+    process.stdout.write(`${name.padEnd(40)} ${cols.join(' │ ')}${tail}\n`);
+  }
+  if (both) process.stdout.write('PG ÷ SQLite: req/s and × base below 1, or p50 above 1, mean PostgreSQL is slower for that request.\n');
+  // Requests per CPU-second of the server and the interleaved medians: steadier than req/s on a shared machine.
+  process.stdout.write(
+    `\n${'request'.padEnd(40)} ${runs.map((r) => `${`${STORE_LABEL[r.store]} req/CPU-s`.padStart(22)} ${'× base'.padStart(7)} ${'median ms'.padStart(10)} ${'unexp.'.padStart(6)}`).join(' │ ')}\n`,
+  );
+  for (const name of names) {
+    const cols = runs.map((run) => {
+      const r = run.results.find((x) => x.name === name)!;
+      const i = run.interleaved.find((x) => x.name === name);
+      return `${cell(r.requestsPerCpuSecond, 22)} ${cell(r.cpuRatioToBaseline, 7, 3)} ${cell(i?.medianMs, 10, 3)} ${cell(r.unexpected + (i?.unexpected ?? 0), 6)}`;
+    });
+    process.stdout.write(`${name.padEnd(40)} ${cols.join(' │ ')}\n`);
+  }
+}
+
+export async function run(): Promise<void> {
+  const sizes = {
+    rollouts: numberFrom('API_BENCH_ROLLOUTS', 1000),
+    events: numberFrom('API_BENCH_EVENTS', 100_000),
+    pools: numberFrom('API_BENCH_POOLS', 200),
+  };
+  const { runs, skipped } = await forEachStore('API_BENCH_STORES', async (store, databaseEnv) => measure(store, await databaseEnv(), sizes));
+  const measured = runs.map((r) => r.result);
+  if (measured.length === 0) throw new Error('api: no store was measured');
+  process.stdout.write(`rollouts ${sizes.rollouts}, events ${sizes.events}, pools ${sizes.pools}\n`);
+  for (const r of measured) {
+    process.stdout.write(
+      `${STORE_LABEL[r.store]}: seeded in ${r.seedSeconds.toFixed(1)} s; machine (calibration) ${r.calibrationMs.toFixed(0)} ms; load average ${r.loadAverage.join(' → ')}\n`,
+    );
+  }
+  if (skipped) process.stdout.write(`PostgreSQL skipped: ${skipped}\n`);
+  printSideBySide(measured);
+  const storeSuffix = measured.length === 2 ? '' : measured[0]!.store === 'postgresql' ? '-pg' : '-sqlite';
+  const eventsSuffix = sizes.events >= 1_000_000 ? '-1m-events' : sizes.events <= 10_000 ? '-10k-events' : '';
+  const sqlite = measured.find((r) => r.store === 'sqlite');
+  const pg = measured.find((r) => r.store === 'postgresql');
+  const file = writeResult(`api${storeSuffix}${eventsSuffix}`, {
+    name: 'api',
+    date: new Date().toISOString(),
+    node: process.version,
+    ...sizes,
+    stores: measured,
+    postgresqlSkipped: skipped ?? null,
+    postgresqlToSqlite:
+      sqlite && pg
+        ? sqlite.results.map((a) => {
+            const b = pg.results.find((r) => r.name === a.name)!;
+            return {
+              name: a.name,
+              requestsPerSecond: ratioOf(b.requestsPerSecond, a.requestsPerSecond),
+              p50Ms: ratioOf(b.p50Ms, a.p50Ms),
+              p99Ms: ratioOf(b.p99Ms, a.p99Ms),
+              ratioToBaseline: ratioOf(b.ratioToBaseline, a.ratioToBaseline),
+              requestsPerCpuSecond: ratioOf(b.requestsPerCpuSecond, a.requestsPerCpuSecond),
+            };
+          })
+        : null,
+  });
+  process.stdout.write(`wrote ${file}\n`);
 }

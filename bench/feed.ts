@@ -15,9 +15,16 @@
  * feed). A fourth run, `shared` at the `natural` pace (the simulator's default pod delays, about 1.5 s from create to
  * Ready), gives the latency at the event rate a rollout produces by itself.
  *
+ * Stores (issue 15): every run above on SQLite, then again on a throwaway PostgreSQL server (the tests' helper; a fresh
+ * database per run), then PostgreSQL ÷ SQLite per mode and pace. On PostgreSQL the server publishes what the store
+ * holds in id order (EventLog's publishFromStore): its own commit, and the LISTEN/NOTIFY wake-up that every commit sends,
+ * each start a read of the events after the last one published, so the commit → client latency includes that read.
+ * (Commit on one replica → delivery on another is `npm run bench -- cross-replica`.) Where PostgreSQL's binaries are
+ * missing, a line says it was skipped. `FEED_BENCH_STORES` (sqlite,postgresql) picks the stores.
+ *
  * Run: `npm run bench -- feed`. `FEED_BENCH_SUBSCRIBERS` (1000), `FEED_BENCH_POOLS` (200), `FEED_BENCH_MODES`
  * (none,shared,per-subscriber; flat-out), `FEED_BENCH_NATURAL` (1: add the natural-pace run; 0: skip it). Prints a table
- * and writes bench/results/feed.json.
+ * and writes bench/results/feed[-sqlite|-pg].json (no suffix with both stores).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -30,6 +37,7 @@ import type { FeedClientsResult, FeedJob } from './feedClients.js';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
+import { type BenchStore, forEachStore, ratioOf, STORE_LABEL } from './stores.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
@@ -40,6 +48,7 @@ type Mode = 'none' | 'shared' | 'per-subscriber';
 type Pace = 'flat-out' | 'natural';
 
 interface FeedRun {
+  store: BenchStore;
   mode: Mode;
   pace: Pace;
   subscribers: number;
@@ -110,7 +119,7 @@ async function bucketQuantile(app: Awaited<ReturnType<typeof startBenchApp>>, q:
   return bucket && bucket.labels.le !== '+Inf' ? Number(bucket.labels.le) * 1000 : Infinity;
 }
 
-async function runOnce(mode: Mode, pace: Pace, subscribers: number, pools: number): Promise<FeedRun> {
+async function runOnce(store: BenchStore, databaseEnv: Record<string, string>, mode: Mode, pace: Pace, subscribers: number, pools: number): Promise<FeedRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-feed-'));
   const calibration = calibrationMs();
   const loadAtStart = os.loadavg()[0]!;
@@ -122,6 +131,7 @@ async function runOnce(mode: Mode, pace: Pace, subscribers: number, pools: numbe
     ROLLPLANE_MAX_CONNECTIONS_PER_CLIENT: String(subscribers + 10),
     ROLLPLANE_QUERY_COST_PER_MINUTE: '1000000000',
     ROLLPLANE_QUERY_COST_BURST: '1000000000',
+    ...databaseEnv,
   });
   let clients: ReturnType<typeof startClients> | undefined;
   try {
@@ -155,7 +165,7 @@ async function runOnce(mode: Mode, pace: Pace, subscribers: number, pools: numbe
     const sample = () => (peakRss = Math.max(peakRss, process.memoryUsage.rss()));
     const sampler = setInterval(sample, 100);
     await sim.start();
-    const profiler = windowProfiler(`feed-${mode}`);
+    const profiler = windowProfiler(`feed-${store}-${mode}-${pace}`);
     await profiler.start();
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
@@ -180,6 +190,7 @@ async function runOnce(mode: Mode, pace: Pace, subscribers: number, pools: numbe
     const cpuSeconds = (used.user + used.system) / 1e6;
     const deliveries = feed?.deliveries ?? 0;
     return {
+      store,
       mode,
       pace,
       subscribers: mode === 'none' ? 0 : subscribers,
@@ -215,24 +226,33 @@ async function runOnce(mode: Mode, pace: Pace, subscribers: number, pools: numbe
   }
 }
 
-export async function run(): Promise<FeedRun[]> {
-  const subscribers = numberFrom('FEED_BENCH_SUBSCRIBERS', 1000);
-  const pools = numberFrom('FEED_BENCH_POOLS', 200);
+/** The runs of one store; "net CPU/delivery" subtracts that store's own `none` run. */
+async function runStore(store: BenchStore, databaseEnv: () => Promise<Record<string, string>>, subscribers: number, pools: number): Promise<FeedRun[]> {
   const modes = (process.env.FEED_BENCH_MODES ?? 'none,shared,per-subscriber').split(',').map((m) => m.trim()) as Mode[];
   const specs: { mode: Mode; pace: Pace }[] = modes.map((mode) => ({ mode, pace: 'flat-out' }));
   if (process.env.FEED_BENCH_NATURAL !== '0') specs.push({ mode: 'shared', pace: 'natural' });
   const runs: FeedRun[] = [];
   for (const { mode, pace } of specs) {
-    process.stderr.write(`  feed: ${mode}, ${pace}, ${mode === 'none' ? 0 : subscribers} subscribers, ${pools} pools …\n`);
-    runs.push(await runOnce(mode, pace, subscribers, pools));
+    process.stderr.write(`  feed: ${STORE_LABEL[store]}, ${mode}, ${pace}, ${mode === 'none' ? 0 : subscribers} subscribers, ${pools} pools …\n`);
+    runs.push(await runOnce(store, await databaseEnv(), mode, pace, subscribers, pools));
   }
   const none = runs.find((r) => r.mode === 'none');
   for (const r of runs) {
     if (none && r.pace === 'flat-out' && r.deliveries > 0)
       r.netCpuUsPerDelivery = Math.round(((r.serverCpuSeconds - none.serverCpuSeconds) * 1e6) / r.deliveries);
   }
+  return runs;
+}
+
+export async function run(): Promise<FeedRun[]> {
+  const subscribers = numberFrom('FEED_BENCH_SUBSCRIBERS', 1000);
+  const pools = numberFrom('FEED_BENCH_POOLS', 200);
+  const { runs: byStore, skipped } = await forEachStore('FEED_BENCH_STORES', (store, databaseEnv) => runStore(store, databaseEnv, subscribers, pools));
+  const runs = byStore.flatMap((r) => r.result);
+  if (runs.length === 0) throw new Error('feed: no store was measured');
   console.table(
     runs.map((r) => ({
+      store: STORE_LABEL[r.store],
       mode: r.mode,
       pace: r.pace,
       subscribers: r.subscribers,
@@ -256,19 +276,49 @@ export async function run(): Promise<FeedRun[]> {
       'calibration ms': r.calibrationMs,
     })),
   );
-  const shared = runs.find((r) => r.mode === 'shared' && r.pace === 'flat-out');
-  const perSubscriber = runs.find((r) => r.mode === 'per-subscriber');
-  const ratio =
-    shared?.netCpuUsPerDelivery && perSubscriber?.netCpuUsPerDelivery
-      ? Math.round((shared.netCpuUsPerDelivery / perSubscriber.netCpuUsPerDelivery) * 1000) / 1000
-      : null;
-  if (ratio !== null) console.log(`net server CPU per delivery, shared ÷ per-subscriber: ${ratio}`);
-  const file = writeResult('feed', {
+  if (skipped) console.log(`PostgreSQL skipped: ${skipped}`);
+  const sharedToPerSubscriber: Partial<Record<BenchStore, number | null>> = {};
+  for (const { store, result } of byStore) {
+    const shared = result.find((r) => r.mode === 'shared' && r.pace === 'flat-out');
+    const perSubscriber = result.find((r) => r.mode === 'per-subscriber');
+    const ratio = ratioOf(shared?.netCpuUsPerDelivery, perSubscriber?.netCpuUsPerDelivery);
+    sharedToPerSubscriber[store] = ratio;
+    if (ratio !== null) console.log(`${STORE_LABEL[store]}: net server CPU per delivery, shared ÷ per-subscriber: ${ratio}`);
+  }
+  // The same mode and pace on both stores, PostgreSQL ÷ SQLite (above 1: PostgreSQL slower or costlier; deliveries/s: below 1).
+  const comparison = runs
+    .filter((r) => r.store === 'postgresql')
+    .flatMap((pg) => {
+      const sqlite = runs.find((r) => r.store === 'sqlite' && r.mode === pg.mode && r.pace === pg.pace);
+      if (!sqlite) return [];
+      return [
+        {
+          mode: pg.mode,
+          pace: pg.pace,
+          'rollout (s)': ratioOf(pg.rolloutSeconds, sqlite.rolloutSeconds),
+          'p50 ms': ratioOf(pg.p50Ms, sqlite.p50Ms),
+          'p99 ms': ratioOf(pg.p99Ms, sqlite.p99Ms),
+          'deliveries/s': ratioOf(pg.deliveriesPerSecond, sqlite.deliveriesPerSecond),
+          'server CPU s': ratioOf(pg.serverCpuSeconds, sqlite.serverCpuSeconds),
+          'CPU µs/delivery': ratioOf(pg.cpuUsPerDelivery, sqlite.cpuUsPerDelivery),
+          'peak RSS MB': ratioOf(pg.serverPeakRssMb, sqlite.serverPeakRssMb),
+        },
+      ];
+    });
+  if (comparison.length > 0) {
+    console.log('PostgreSQL ÷ SQLite (same mode and pace; above 1 is slower or costlier on PostgreSQL, except deliveries/s):');
+    console.table(comparison);
+  }
+  const stores = byStore.map((r) => r.store);
+  const file = writeResult(`feed${stores.length === 2 ? '' : stores[0] === 'postgresql' ? '-pg' : '-sqlite'}`, {
     name: 'feed',
     date: new Date().toISOString(),
     node: process.version,
     query: QUERY,
-    sharedToPerSubscriberCpuRatio: ratio,
+    stores,
+    postgresqlSkipped: skipped ?? null,
+    sharedToPerSubscriberCpuRatio: sharedToPerSubscriber,
+    postgresqlToSqlite: comparison,
     runs,
   });
   console.log(`wrote ${file}`);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
-import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, RolloutPosition, RolloutRow, Step, TargetRow } from './historyPort.js';
+import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, NewRevision, RolloutPosition, RolloutRow, Step, TargetRow } from './historyPort.js';
 import { checkReplay, type LaunchRules, overlapConflict, overlapsOf, SUPERSEDED } from './launchRules.js';
 import type { EventLog } from './EventLog.js';
 import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
@@ -385,7 +385,10 @@ export class RolloutService {
 
   /**
    * Several target changes of one rollout in one transaction (the engine records a whole pass at once: one commit
-   * instead of one per target is what keeps a 10,000-pool rollout from being bound by SQLite commits).
+   * instead of one per target is what keeps a 10,000-pool rollout from being bound by SQLite commits). The targets are
+   * changed and their revisions recorded in batches (HistoryTx.updateTargets, latestRevisions, insertRevisions): on
+   * PostgreSQL a pass then costs a few round trips instead of several per target. A target named twice is changed
+   * twice, in order (its second change goes in the next batch).
    */
   setTargetStates(rolloutId: string, changes: readonly TargetChange[]): Promise<RolloutTarget[]> {
     if (changes.length === 0) return Promise.resolve([]);
@@ -393,27 +396,34 @@ export class RolloutService {
       const results: RolloutTarget[] = [];
       const events: NewEvent[] = [];
       const now = new Date();
-      for (const change of changes) {
-        const { target, to } = change;
-        const row = yield* tx.findTarget(rolloutId, target.namespace, target.name);
-        if (!row) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
-        const at = change.at ?? now;
-        const updated = yield* tx.updateTarget(
-          row.id,
-          {
+      for (const batch of batchesOfDistinctTargets(changes)) {
+        const updates = batch.map((change) => {
+          const { target, to } = change;
+          const at = change.at ?? now;
+          return {
+            namespace: target.namespace,
+            name: target.name,
             state: to,
             ...(change.error !== undefined ? { error: change.error } : {}),
             ...(change.countAttempt ? { countAttempt: true } : {}),
             ...(to === 'PROGRESSING' ? { admittedAt: at } : {}),
             ...(FINISHED_TARGET_STATES.includes(to) ? { finishedAt: at } : {}),
-          },
-          now,
-        );
-        if (to === 'SUCCEEDED') yield* recordRevision(tx, row, rolloutId, at);
-        const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
-        events.push({ type: EventType.TargetStateChanged, ...base, payload: { from: row.state, to, error: change.error ?? null } });
-        if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: change.error ?? null } });
-        results.push(toTarget(updated));
+          };
+        });
+        const updated = yield* tx.updateTargets(rolloutId, updates, now);
+        const succeeded: { row: TargetRow; at: Date }[] = [];
+        for (const [i, change] of batch.entries()) {
+          const { target, to } = change;
+          const outcome = updated[i];
+          if (!outcome) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
+          const row = outcome.target;
+          if (to === 'SUCCEEDED') succeeded.push({ row, at: change.at ?? now });
+          const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
+          events.push({ type: EventType.TargetStateChanged, ...base, payload: { from: outcome.previousState, to, error: change.error ?? null } });
+          if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: change.error ?? null } });
+          results.push(toTarget(row));
+        }
+        yield* recordRevisions(tx, rolloutId, succeeded);
       }
       return { result: results, events };
     });
@@ -526,17 +536,45 @@ function* transitionStep(
   return { rollout: toRollout(updated), events };
 }
 
-/** A target that SUCCEEDED gets a new revision (its first recorded one being the version it ran before, when known). */
-function* recordRevision(tx: HistoryTx, target: TargetRow, rolloutId: string, at: Date): Step<void> {
-  const where = { kind: target.kind, namespace: target.namespace, name: target.name };
-  const latest = yield* tx.latestRevision(where.kind, where.namespace, where.name);
-  let n = latest?.n ?? 0;
-  if (!latest && target.fromVersion) {
-    n = 1;
-    yield* tx.insertRevision({ ...where, n, version: target.fromVersion, rolloutId: null }, at);
+/** Splits changes, in order, into runs that name each target at most once (what one updateTargets call takes). */
+function batchesOfDistinctTargets(changes: readonly TargetChange[]): TargetChange[][] {
+  const batches: TargetChange[][] = [];
+  let batch: TargetChange[] = [];
+  let names = new Set<string>();
+  for (const change of changes) {
+    const key = `${change.target.namespace}/${change.target.name}`;
+    if (names.has(key)) {
+      batches.push(batch);
+      batch = [];
+      names = new Set();
+    }
+    names.add(key);
+    batch.push(change);
   }
-  if (latest?.version === target.toVersion) return;
-  yield* tx.insertRevision({ ...where, n: n + 1, version: target.toVersion, rolloutId }, at);
+  batches.push(batch);
+  return batches;
+}
+
+/**
+ * Targets that SUCCEEDED get a new revision each (a target's first recorded one being the version it ran before, when
+ * known), at the time each succeeded. One read and one insert for the whole batch; its targets are distinct.
+ */
+function* recordRevisions(tx: HistoryTx, rolloutId: string, succeeded: readonly { row: TargetRow; at: Date }[]): Step<void> {
+  if (succeeded.length === 0) return;
+  const latest = yield* tx.latestRevisions(succeeded.map(({ row }) => ({ kind: row.kind, namespace: row.namespace, name: row.name })));
+  const revisions: (NewRevision & { appliedAt: Date })[] = [];
+  for (const [i, { row, at }] of succeeded.entries()) {
+    const where = { kind: row.kind, namespace: row.namespace, name: row.name, appliedAt: at };
+    const last = latest[i];
+    let n = last?.n ?? 0;
+    if (!last && row.fromVersion) {
+      n = 1;
+      revisions.push({ ...where, n, version: row.fromVersion, rolloutId: null });
+    }
+    if (last?.version === row.toVersion) continue;
+    revisions.push({ ...where, n: n + 1, version: row.toVersion, rolloutId });
+  }
+  if (revisions.length > 0) yield* tx.insertRevisions(revisions);
 }
 
 /** Counts of targets per state → a rollout's progress. */

@@ -115,6 +115,12 @@ export interface CoveredTarget {
 export type RolloutStateChange = { state: string; message: string | null; startedAt?: Date; finishedAt?: Date };
 export type TargetUpdate = { state: string; error?: string | null; countAttempt?: boolean; admittedAt?: Date; finishedAt?: Date };
 export type NewRevision = { kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null };
+/** One target of a rollout named by namespace and name, and its change (updateTargets). */
+export type NamedTargetUpdate = TargetUpdate & { namespace: string; name: string };
+/** A target after a change, with the state it had before (what a TargetStateChanged event reports as `from`). */
+export type UpdatedTarget = { previousState: string; target: TargetRow };
+/** A target whose revisions are asked for. */
+export type RevisionKey = { kind: string; namespace: string; name: string };
 
 /** Reads; outside a transaction they see the latest committed state. */
 export interface HistoryReads {
@@ -125,6 +131,8 @@ export interface HistoryReads {
   targetsInState(rolloutId: string, state: string): Promise<TargetRow[]>;
   findTarget(rolloutId: string, namespace: string, name: string): Promise<TargetRow | undefined>;
   latestRevision(kind: string, namespace: string, name: string): Promise<RevisionRow | undefined>;
+  /** latestRevision of several targets with one query (PostgreSQL: one round trip), in the order given. */
+  latestRevisions(keys: readonly RevisionKey[]): Promise<(RevisionRow | undefined)[]>;
   allInFlight(): Promise<InFlightRow[]>;
   /** Events with id > afterId, oldest first. */
   listEventsAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]>;
@@ -196,9 +204,18 @@ export interface HistoryTx extends TxReads {
   insertIdempotencyRecord(record: Omit<IdempotencyRecord, 'createdAt'>, now: Date): Step<void>;
   /** `error` undefined leaves it; `admittedAt`/`finishedAt` only when given; `countAttempt` adds one to `attempts`. */
   updateTarget(id: string, change: TargetUpdate, now: Date): Step<TargetRow>;
+  /**
+   * updateTarget for several targets of one rollout at once (PostgreSQL: one statement, one round trip, where
+   * updateTarget costs one per target). Returns, in the order given, each target as it is after the change with the
+   * state it had before; undefined for a name the rollout has no target of (nothing is changed for it). A name may
+   * appear only once per call (throws otherwise, changing nothing): a second change of one target goes in a later call.
+   */
+  updateTargets(rolloutId: string, changes: readonly NamedTargetUpdate[], now: Date): Step<(UpdatedTarget | undefined)[]>;
   /** PENDING → CANCELLED for a rollout that ended; returns the targets it cancelled (as they were). */
   cancelPendingTargets(rolloutId: string, now: Date): Step<TargetRow[]>;
   insertRevision(revision: NewRevision, now: Date): Step<void>;
+  /** insertRevision of several revisions with one statement, each applied at its own `appliedAt`. */
+  insertRevisions(revisions: readonly (NewRevision & { appliedAt: Date })[]): Step<void>;
   /** Inserts or replaces the row of (kind, namespace, name). */
   putInFlight(row: Omit<InFlightRow, 'createdAt'>, now: Date): Step<void>;
   deleteInFlight(kind: string, namespace: string, name: string): Step<void>;

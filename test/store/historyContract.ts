@@ -309,6 +309,79 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(await store.read.countTargets('r-life', 'SKIPPED')).toBe(1);
     });
 
+    it('changes several targets of one rollout in one batch, answering in the order given, and refuses a target named twice', async () => {
+      const target = (ordinal: number, state: string) => ({
+        id: `r-batch.${ordinal}`,
+        rolloutId: 'r-batch',
+        kind: 'AGENT_POOL',
+        namespace: 'ns',
+        name: `pool-${ordinal}`,
+        ordinal,
+        state,
+        fromVersion: 'v1',
+        toVersion: 'v2',
+        skipReason: null,
+        finishedAt: null,
+      });
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-batch'), T0);
+        // A target of the same name in another rollout must not be touched.
+        yield* tx.insertRollout(rolloutRow('r-batch-other'), T0);
+        yield* tx.insertTargets([target(0, 'PENDING'), target(1, 'PENDING'), target(2, 'PROGRESSING')], T0);
+        yield* tx.insertTargets([{ ...target(0, 'PENDING'), id: 'r-batch-other.0', rolloutId: 'r-batch-other' }], T0);
+      });
+      await store.transaction((tx) => tx.updateTarget('r-batch.2', { state: 'PROGRESSING', error: 'slow pull' }, at(1)));
+
+      const updated = await store.transaction((tx) =>
+        tx.updateTargets(
+          'r-batch',
+          [
+            { namespace: 'ns', name: 'pool-2', state: 'FAILED', finishedAt: at(3) }, // error undefined: kept
+            { namespace: 'ns', name: 'pool-9', state: 'PROGRESSING' }, // no such target
+            { namespace: 'ns', name: 'pool-0', state: 'PROGRESSING', countAttempt: true, admittedAt: at(2) },
+            { namespace: 'ns', name: 'pool-1', state: 'PROGRESSING', error: 'retrying', countAttempt: true, admittedAt: at(2) },
+          ],
+          at(4),
+        ),
+      );
+      expect(updated.map((u) => u && [u.target.name, u.previousState, u.target.state, u.target.attempts, u.target.error])).toEqual([
+        ['pool-2', 'PROGRESSING', 'FAILED', 0, 'slow pull'],
+        undefined,
+        ['pool-0', 'PENDING', 'PROGRESSING', 1, null],
+        ['pool-1', 'PENDING', 'PROGRESSING', 1, 'retrying'],
+      ]);
+      expect(updated[0]!.target.finishedAt?.toISOString()).toBe(at(3).toISOString());
+      expect(updated[0]!.target.admittedAt).toBeNull();
+      expect(updated[2]!.target.admittedAt?.toISOString()).toBe(at(2).toISOString());
+      expect(updated[2]!.target.updatedAt.toISOString()).toBe(at(4).toISOString());
+      // What the batch answered is what was committed.
+      expect(await store.read.findTarget('r-batch', 'ns', 'pool-0')).toEqual(updated[2]!.target);
+      expect((await store.read.findTarget('r-batch-other', 'ns', 'pool-0'))?.state).toBe('PENDING');
+
+      // Dates and error cleared where given, kept where not; attempts add up.
+      const again = await store.transaction((tx) =>
+        tx.updateTargets('r-batch', [{ namespace: 'ns', name: 'pool-1', state: 'SUCCEEDED', error: null, countAttempt: true, finishedAt: at(5) }], at(5)),
+      );
+      expect(again[0]).toMatchObject({ previousState: 'PROGRESSING', target: { state: 'SUCCEEDED', error: null, attempts: 2 } });
+      expect(again[0]!.target.admittedAt?.toISOString()).toBe(at(2).toISOString());
+      expect(await store.transaction((tx) => tx.updateTargets('r-batch', [], at(6)))).toEqual([]);
+
+      // One target twice in a batch cannot be applied in order by one statement: refused, nothing changed.
+      await expect(
+        store.transaction((tx) =>
+          tx.updateTargets(
+            'r-batch',
+            [
+              { namespace: 'ns', name: 'pool-0', state: 'SUCCEEDED' },
+              { namespace: 'ns', name: 'pool-0', state: 'FAILED' },
+            ],
+            at(7),
+          ),
+        ),
+      ).rejects.toThrow(/twice/);
+      expect((await store.read.findTarget('r-batch', 'ns', 'pool-0'))?.state).toBe('PROGRESSING');
+    });
+
     it('lists rollouts newest first, page by page, and searches their text literally', async () => {
       await store.transaction(function* (tx) {
         for (let i = 0; i < 5; i++)
@@ -400,6 +473,47 @@ export function historyContract(factory: () => StoreFactory): void {
       ]);
       expect((await store.read.revisionPage('AGENT_POOL', 'rev', 'p', 2, 10)).map((r) => r.n)).toEqual([1]);
       expect(await store.read.revisionPage('AGENT_POOL', 'rev', 'other', undefined, 10)).toEqual([]);
+    });
+
+    it('gives the latest revisions of several targets in one read and inserts several revisions at once', async () => {
+      const key = (name: string) => ({ kind: 'AGENT_POOL', namespace: 'revs', name });
+      expect(await store.read.latestRevisions([])).toEqual([]);
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-revs'), T0);
+        yield* tx.insertRevisions([
+          { ...key('a'), n: 1, version: 'v1', rolloutId: null, appliedAt: at(1) },
+          { ...key('a'), n: 2, version: 'v2', rolloutId: 'r-revs', appliedAt: at(2) },
+          { ...key('b'), n: 1, version: 'v7', rolloutId: 'r-revs', appliedAt: at(3) },
+        ]);
+      });
+      // In the order asked, undefined where a target has none; the same key twice is answered twice.
+      expect(await store.read.latestRevisions([key('b'), key('none'), key('a'), { ...key('a'), kind: 'NODE_AGENT' }, key('b')])).toEqual([
+        { n: 1, version: 'v7' },
+        undefined,
+        { n: 2, version: 'v2' },
+        undefined,
+        { n: 1, version: 'v7' },
+      ]);
+      expect(await store.read.revisionPage('AGENT_POOL', 'revs', 'a', undefined, 10)).toEqual([
+        { n: 2, version: 'v2', rolloutId: 'r-revs', appliedAt: at(2) },
+        { n: 1, version: 'v1', rolloutId: null, appliedAt: at(1) },
+      ]);
+      // Inside a transaction the read sees the transaction's own inserts.
+      const seen = await store.transaction(function* (tx) {
+        yield* tx.insertRevisions([{ ...key('c'), n: 1, version: 'v1', rolloutId: null, appliedAt: at(4) }]);
+        return yield* tx.latestRevisions([key('c')]);
+      });
+      expect(seen).toEqual([{ n: 1, version: 'v1' }]);
+      // A duplicate revision number fails the whole insert.
+      await expect(
+        store.transaction((tx) =>
+          tx.insertRevisions([
+            { ...key('d'), n: 1, version: 'v1', rolloutId: null, appliedAt: at(5) },
+            { ...key('b'), n: 1, version: 'v8', rolloutId: null, appliedAt: at(5) },
+          ]),
+        ),
+      ).rejects.toThrow();
+      expect(await store.read.latestRevisions([key('d')])).toEqual([undefined]);
     });
 
     it('puts, replaces and deletes one row per target', async () => {

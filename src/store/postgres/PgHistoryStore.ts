@@ -20,6 +20,8 @@ import type {
 } from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
 import { newRolloutValues } from '../rolloutRows.js';
+import { checkDistinctTargets } from '../targetBatches.js';
+import { INSERT_REVISIONS, LATEST_REVISIONS, UPDATE_TARGETS, insertRevisionsParams, updateTargetsParams } from './targetBatchStatements.js';
 import { isoOf, numbered } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
 
@@ -99,6 +101,16 @@ function readsOn(db: Queryable): HistoryReads {
         namespace,
         name,
       ]),
+    async latestRevisions(keys) {
+      if (keys.length === 0) return [];
+      const found = await rows<RevisionRow & { ord: number }>(LATEST_REVISIONS, [
+        keys.map((k) => k.kind),
+        keys.map((k) => k.namespace),
+        keys.map((k) => k.name),
+      ]);
+      const byOrdinal = new Map(found.map(({ ord, ...revision }) => [ord, revision]));
+      return keys.map((_, i) => byOrdinal.get(i + 1));
+    },
     allInFlight: () => rows<InFlightRow>('SELECT * FROM "InFlightChange"'),
     async listEventsAfter(filter, afterId, limit) {
       const start = await startAfter(filter, afterId);
@@ -302,6 +314,13 @@ function txOn(client: pg.PoolClient): HistoryTx {
       );
       return updated[0]!;
     },
+    *updateTargets(rolloutId, changes, now) {
+      checkDistinctTargets(changes);
+      if (changes.length === 0) return [];
+      const updated = yield* rows<TargetRow & { ord: number; previousState: string }>(UPDATE_TARGETS, updateTargetsParams(rolloutId, changes, now));
+      const byOrdinal = new Map(updated.map(({ ord, previousState, ...target }) => [ord, { previousState, target }]));
+      return changes.map((_, i) => byOrdinal.get(i + 1));
+    },
     *cancelPendingTargets(rolloutId, now) {
       const cancelled = yield* rows<TargetRow>(
         `WITH pending AS (SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = 'PENDING' FOR UPDATE)
@@ -321,6 +340,10 @@ function txOn(client: pg.PoolClient): HistoryTx {
         revision.rolloutId,
         isoOf(now),
       ]);
+    },
+    *insertRevisions(revisions) {
+      if (revisions.length === 0) return;
+      yield* run(INSERT_REVISIONS, insertRevisionsParams(revisions));
     },
     *putInFlight(row, now) {
       yield* run(

@@ -29,6 +29,7 @@ import {
   updateTarget,
 } from '../rolloutRows.js';
 import type { Sql } from '../Sql.js';
+import { insertRevisions, latestRevisions, updateTargets } from '../targetBatches.js';
 import { checkDatabaseWritable } from '../writeProbe.js';
 
 function readsOf(sql: Sql): HistoryReads {
@@ -39,6 +40,7 @@ function readsOf(sql: Sql): HistoryReads {
     targetsInState: async (rolloutId, state) => targetsInState(sql, rolloutId, state),
     findTarget: async (rolloutId, namespace, name) => findTarget(sql, rolloutId, namespace, name),
     latestRevision: async (kind, namespace, name) => latestRevision(sql, kind, namespace, name),
+    latestRevisions: async (keys) => latestRevisions(sql, keys),
     allInFlight: async () => allInFlight(sql),
     listEventsAfter: async (filter: EventFilter, afterId, limit) => listEventsAfter(sql, filter, afterId, limit),
     listEventsBefore: async (filter: EventFilter, beforeId, limit) => listEventsBefore(sql, filter, beforeId, limit),
@@ -107,6 +109,7 @@ function txOf(sql: Sql): HistoryTx {
     targetsInState: (rolloutId, state) => done(targetsInState(sql, rolloutId, state)),
     findTarget: (rolloutId, namespace, name) => done(findTarget(sql, rolloutId, namespace, name)),
     latestRevision: (kind, namespace, name) => done(latestRevision(sql, kind, namespace, name)),
+    latestRevisions: (keys) => done(latestRevisions(sql, keys)),
     allInFlight: () => done(allInFlight(sql)),
     listEventsAfter: (filter, afterId, limit) => done(listEventsAfter(sql, filter, afterId, limit)),
     listEventsBefore: (filter, beforeId, limit) => done(listEventsBefore(sql, filter, beforeId, limit)),
@@ -130,8 +133,10 @@ function txOf(sql: Sql): HistoryTx {
     updateEngineState: (id, engineState, now) => done(updateEngineState(sql, id, engineState, now)),
     insertTargets: (rows, now) => done(insertTargets(sql, rows, now)),
     updateTarget: (id, change, now) => done(updateTarget(sql, id, change, now)),
+    updateTargets: (rolloutId, changes, now) => done(updateTargets(sql, rolloutId, changes, now)),
     cancelPendingTargets: (rolloutId, now) => done(cancelPendingTargets(sql, rolloutId, now)),
     insertRevision: (revision, now) => done(insertRevision(sql, revision, now)),
+    insertRevisions: (revisions) => done(insertRevisions(sql, revisions)),
     putInFlight: (row, now) => done(putInFlight(sql, row, now)),
     deleteInFlight: (kind, namespace, name) => done(deleteInFlight(sql, kind, namespace, name)),
     insertEvents: (events: readonly NewEvent[], now) => done(insertEvents(sql, events, now)),

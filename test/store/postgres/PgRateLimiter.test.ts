@@ -54,4 +54,65 @@ describeWithPostgres('the shared rate limit on PostgreSQL', (server) => {
     expect(await limiter.take('big', 50)).toBe(0);
     expect(await limiter.take('big', 1)).toBeGreaterThan(0);
   });
+
+  const bucketKeys = async (pool: pg.Pool) => (await pool.query<{ key: string }>('SELECT "key" FROM "RateBucket" ORDER BY "key"')).rows.map((r) => r.key);
+
+  it('prunes the buckets that are full again and keeps the others, whose budget stays what it was', async () => {
+    const [pool] = await replicas(1);
+    // 6 per minute, burst 2: one unit every 10 s.
+    const limiter = new PgRateLimiter(pool!, 6, 2);
+    for (const key of ['idle', 'idle', 'busy', 'busy', 'fresh']) expect(await limiter.take(key)).toBe(0);
+    // 'idle' was emptied 25 s ago (full again), 'busy' 10 s ago (one unit of two), 'fresh' just took one (one left).
+    await pool!.query(`UPDATE "RateBucket" SET "refilledAt" = "refilledAt" - 25000 WHERE "key" = 'idle'`);
+    await pool!.query(`UPDATE "RateBucket" SET "refilledAt" = "refilledAt" - 10000 WHERE "key" = 'busy'`);
+    expect(await limiter.prune()).toBe(1);
+    expect(await bucketKeys(pool!)).toEqual(['busy', 'fresh']);
+    // The kept buckets grant what they held, not more: one unit each, then a wait.
+    expect(await limiter.take('busy')).toBe(0);
+    expect(await limiter.take('busy')).toBeGreaterThan(0);
+    expect(await limiter.take('fresh')).toBe(0);
+    expect(await limiter.take('fresh')).toBeGreaterThan(0);
+    // The pruned one starts full, as it was.
+    expect(await limiter.take('idle')).toBe(0);
+    expect(await limiter.take('idle')).toBe(0);
+    expect(await limiter.take('idle')).toBeGreaterThan(0);
+  });
+
+  it('prunes from a take at most once per interval, without waiting for it', async () => {
+    const [pool] = await replicas(1);
+    let now = 0;
+    const limiter = new PgRateLimiter(pool!, 6, 2, { pruneIntervalMs: 60_000, now: () => now });
+    const fullAgain = async (key: string) => {
+      await limiter.take(key);
+      await pool!.query(`UPDATE "RateBucket" SET "refilledAt" = "refilledAt" - 60000 WHERE "key" = $1`, [key]);
+    };
+    await fullAgain('a');
+    expect(limiter.lastPrune).toBeUndefined(); // the interval has not passed since the limiter started
+    now = 60_000;
+    await limiter.take('b');
+    expect(await limiter.lastPrune).toBe(1);
+    expect(await bucketKeys(pool!)).toEqual(['b']);
+    await fullAgain('c');
+    const first = limiter.lastPrune;
+    now = 100_000; // 40 s after the last prune: none
+    await limiter.take('b');
+    expect(limiter.lastPrune).toBe(first);
+    expect(await bucketKeys(pool!)).toEqual(['b', 'c']);
+    now = 120_000;
+    await limiter.take('b');
+    expect(limiter.lastPrune).not.toBe(first);
+    expect(await limiter.lastPrune).toBe(1);
+    expect(await bucketKeys(pool!)).toEqual(['b']);
+  });
+
+  it('never grants more than the burst while prunes race with the takes on three replicas', async () => {
+    const [a, b, c] = await replicas(3);
+    // 1 per minute: after its first take the bucket is never full again during the test, so no prune may delete it.
+    const limiters = [a!, b!, c!].map((pool) => new PgRateLimiter(pool, 1, 10, { pruneIntervalMs: 0 }));
+    const takes = Array.from({ length: 60 }, (_, i) => limiters[i % 3]!.take('token:tok_pruned'));
+    const prunes = Array.from({ length: 30 }, (_, i) => limiters[i % 3]!.prune());
+    const [waits] = await Promise.all([Promise.all(takes), Promise.all(prunes), ...limiters.map((l) => l.lastPrune)]);
+    expect(waits.filter((w) => w === 0)).toHaveLength(10);
+    expect(await bucketKeys(a!)).toEqual(['token:tok_pruned']);
+  });
 });

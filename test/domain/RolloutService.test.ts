@@ -1,0 +1,122 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InProcessEventBus } from '../../src/domain/EventBus.js';
+import { EventLog } from '../../src/domain/EventLog.js';
+import { EventType } from '../../src/domain/events.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
+import { RolloutService } from '../../src/domain/RolloutService.js';
+import { openDatabase, type Database } from '../../src/store/db.js';
+import { describeWithPostgres } from '../helpers/postgres.js';
+
+/**
+ * RolloutService.setTargetStates records a pass of the engine through the store's batched steps (updateTargets,
+ * latestRevisions, insertRevisions). The same sentences on both stores: what the history says afterwards must not
+ * depend on how many statements it took.
+ */
+function setTargetStatesContract(open: () => Promise<Database>): void {
+  let db: Database;
+  let rollouts: RolloutService;
+  let log: EventLog;
+  beforeAll(async () => {
+    db = await open();
+    log = new EventLog(db.store, new InProcessEventBus(), { publishFromStore: db.provider === 'postgresql' });
+    rollouts = new RolloutService(db.store, log);
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  async function create(toVersion: string, names: string[]) {
+    const { rollout } = await rollouts.create({
+      kind: 'AGENT_POOL',
+      fromVersion: 'agent:v1',
+      toVersion,
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: { actor: 'test' },
+      targets: names.map((name) => ({ namespace: 'default', name, fromVersion: 'agent:v1', toVersion })),
+    });
+    return rollout;
+  }
+
+  it('records a pass in order: states, events with the state each target left, and revisions of the targets that succeeded', async () => {
+    const rollout = await create('agent:v2', ['p0', 'p1', 'p2']);
+    const before = await log.lastEventId();
+    const t = (s: number) => new Date(Date.parse('2026-12-01T10:00:00Z') + s * 1000);
+    await rollouts.setTargetStates(
+      rollout.id,
+      ['p0', 'p1', 'p2'].map((name) => ({ target: { namespace: 'default', name }, to: 'PROGRESSING' as const, countAttempt: true, at: t(1) })),
+    );
+    const recorded = await rollouts.setTargetStates(rollout.id, [
+      { target: { namespace: 'default', name: 'p2' }, to: 'FAILED', error: 'ImagePullBackOff', at: t(2) },
+      { target: { namespace: 'default', name: 'p0' }, to: 'SUCCEEDED', error: null, at: t(3) },
+      // Named twice in one pass: changed twice, in order (the second change sees the first).
+      { target: { namespace: 'default', name: 'p1' }, to: 'SUCCEEDED', error: null, at: t(4) },
+      { target: { namespace: 'default', name: 'p1' }, to: 'FAILED', error: 'flapped', countAttempt: true, at: t(5) },
+    ]);
+    expect(recorded.map((r) => [r.name, r.state, r.attempts, r.error])).toEqual([
+      ['p2', 'FAILED', 1, 'ImagePullBackOff'],
+      ['p0', 'SUCCEEDED', 1, null],
+      ['p1', 'SUCCEEDED', 1, null],
+      ['p1', 'FAILED', 2, 'flapped'],
+    ]);
+    expect(recorded[1]!.admittedAt?.toISOString()).toBe(t(1).toISOString());
+    expect(recorded[1]!.finishedAt?.toISOString()).toBe(t(3).toISOString());
+
+    const events = (await log.listAfter({ rolloutId: rollout.id }, before, 100)).filter((e) => e.type !== EventType.RolloutStateChanged);
+    expect(events.map((e) => [e.type, e.name, e.payload.from ?? null, e.payload.to ?? null])).toEqual([
+      ...['p0', 'p1', 'p2'].map((name) => [EventType.TargetStateChanged, name, 'PENDING', 'PROGRESSING']),
+      [EventType.TargetStateChanged, 'p2', 'PROGRESSING', 'FAILED'],
+      [EventType.TargetFailed, 'p2', null, null],
+      [EventType.TargetStateChanged, 'p0', 'PROGRESSING', 'SUCCEEDED'],
+      [EventType.TargetStateChanged, 'p1', 'PROGRESSING', 'SUCCEEDED'],
+      [EventType.TargetStateChanged, 'p1', 'SUCCEEDED', 'FAILED'],
+      [EventType.TargetFailed, 'p1', null, null],
+    ]);
+
+    // The first recorded revision is the version a target ran before; p2 failed and got none.
+    const revisions = async (name: string) => (await rollouts.revisions('AGENT_POOL', 'default', name, 10, undefined)).items;
+    expect((await revisions('p0')).map((r) => [r.n, r.version, r.rolloutId, r.appliedAt.toISOString()])).toEqual([
+      [2, 'agent:v2', rollout.id, t(3).toISOString()],
+      [1, 'agent:v1', null, t(3).toISOString()],
+    ]);
+    expect((await revisions('p1')).map((r) => r.version)).toEqual(['agent:v2', 'agent:v1']);
+    expect(await revisions('p2')).toEqual([]);
+
+    // A later rollout adds one revision on top; one that brings a target to the version it already runs adds none.
+    const next = await create('agent:v3', ['p0']);
+    await rollouts.setTargetStates(next.id, [{ target: { namespace: 'default', name: 'p0' }, to: 'SUCCEEDED', error: null, at: t(6) }]);
+    const same = await create('agent:v3', ['p0']);
+    await rollouts.setTargetStates(same.id, [{ target: { namespace: 'default', name: 'p0' }, to: 'SUCCEEDED', error: null, at: t(7) }]);
+    expect((await revisions('p0')).map((r) => [r.n, r.version])).toEqual([
+      [3, 'agent:v3'],
+      [2, 'agent:v2'],
+      [1, 'agent:v1'],
+    ]);
+  });
+
+  it('changes nothing when one target of a pass does not exist', async () => {
+    const rollout = await create('agent:v2', ['q0']);
+    const before = await log.lastEventId();
+    await expect(
+      rollouts.setTargetStates(rollout.id, [
+        { target: { namespace: 'default', name: 'q0' }, to: 'PROGRESSING' },
+        { target: { namespace: 'default', name: 'nope' }, to: 'PROGRESSING' },
+      ]),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await rollouts.allTargets(rollout.id)).map((t) => t.state)).toEqual(['PENDING']);
+    expect(await log.lastEventId()).toBe(before);
+  });
+}
+
+describe('RolloutService.setTargetStates on SQLite', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-service-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  setTargetStatesContract(() => openDatabase(`file:${path.join(dir, 's.db')}`));
+});
+
+describeWithPostgres('RolloutService.setTargetStates on PostgreSQL', (server) => {
+  setTargetStatesContract(async () => openDatabase(await server().createDatabase()));
+});
