@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { gqlData } from '../../helpers/graphql.js';
 import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
+import { waitServiceQuiet } from '../../helpers/serviceQuiet.js';
 import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './rig.js';
 
 let rig: Rig | undefined;
@@ -62,7 +63,9 @@ describe.each([
       expect(r.agent(`net-${i}`)!.spec.containers[0].image).toBe(NEW);
       expect(r.pool(`net-${i}`)!.status.agentPodRef).toMatchObject({ image: NEW, uid: r.agent(`net-${i}`)!.metadata.uid });
     }
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Whatever the restarted service was still going to record, it has: its informers have seen the simulator's
+    // current state and its queues hold nothing queued, in progress or delayed.
+    await waitServiceQuiet(url, r.sim.store);
     const events = await gqlData(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
     const names = events.events.edges.map((e: any) => e.node.object.name).sort();
     expect(names).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
