@@ -1,22 +1,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { BUMP, FAST_ENV, NEW, OLD, ROLLOUT, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
-import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
+import { BUMP, NEW, OLD, serviceEnv, startRig, type Rig } from '../../e2e/agentpool/rig.js';
+import { startService } from '../../helpers/child.js';
+import { type CrashPoint, restartAfterCrash, SERVICE_START_MS, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 const POOLS = 2;
 const POOL_LABEL = 'network.harvesterhci.io/ippool-name';
 
-/** Generous: the bound only catches a service that never starts (a loaded machine starts it slowly). */
-const START_MS = 120_000;
-
 let rig: Rig | undefined;
-let service: ServiceProcess | undefined;
+const slot: ServiceSlot = {};
 afterEach(async () => {
-  await killIfRunning(service);
-  service = undefined;
+  await stopSlot(slot);
   await rig?.close();
   rig = undefined;
 });
@@ -88,34 +84,24 @@ describe.each([
         const pool = event.object.metadata.labels![POOL_LABEL]!;
         created.set(pool, (created.get(pool) ?? 0) + 1);
       });
-      const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
-      service = await startService(env, START_MS);
-      await until('pools listed', async () => (await gqlData(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
-      const crash = armCrash(r.sim, point, () => service?.child);
+      const env = serviceEnv(r);
+      slot.service = await startService(env, SERVICE_START_MS);
+      await until('pools listed', async () => (await gqlData(slot.service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
       const held = r.sim.store.subscribe((event) => {
         if (upstream && isPool(event)) {
           const pools = ['net-1', 'net-2'].map((n) => r.pool(n));
           releasing ||= pools.every((p) => p?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined);
         }
       });
-      const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
-      const id = bump.bumpAgentImage.rollout.id;
-      await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
-      crash.disarm();
+      const { id, url, rollout } = await restartAfterCrash({
+        sim: r.sim,
+        point,
+        env,
+        slot,
+        startRollout: async (at) => (await gqlData(at, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } })).bumpAgentImage.rollout.id,
+      });
       held();
-      expect((await service.exited).signal).toBe('SIGKILL');
-
-      service = await startService(env, START_MS);
-      const url = service.url;
-      const done = await until(
-        'rollout finished',
-        async () => {
-          const data = await gqlData(url, ROLLOUT, { id });
-          return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-        },
-        90_000,
-      );
-      expect(done.state, done.message).toBe('SUCCEEDED');
+      expect(rollout.state, rollout.message ?? '').toBe('SUCCEEDED');
       for (let i = 1; i <= POOLS; i++) {
         expect(created.get(`net-${i}`), `agents created for net-${i}`).toBe(1);
         expect(image(r.agent(`net-${i}`))).toBe(NEW);
@@ -125,8 +111,6 @@ describe.each([
       const names = events.events.edges.map((e: any) => e.node.object.name).sort();
       expect(names).toEqual(['net-1', 'net-2']);
       for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
-      service.child.kill('SIGTERM');
-      await service.exited;
     },
     400_000,
   );

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { FAST_ENV, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
-import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
+import { serviceEnv, startRig, type Rig } from '../../e2e/agentpool/rig.js';
+import { startService } from '../../helpers/child.js';
+import { type CrashPoint, restartAfterCrash, SERVICE_START_MS, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
@@ -12,16 +12,11 @@ const OLD = 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0';
 const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0';
 const NODES = ['sim-node-1', 'sim-node-2'];
 const BUMP = `mutation ($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { rollout { id state } } }`;
-const ROLLOUT = `query ($id: ID!) { rollout(id: $id) { state message } }`;
-
-/** Generous: the bound only catches a service that never starts (a loaded machine starts it slowly). */
-const START_MS = 120_000;
 
 let rig: Rig | undefined;
-let service: ServiceProcess | undefined;
+const slot: ServiceSlot = {};
 afterEach(async () => {
-  await killIfRunning(service);
-  service = undefined;
+  await stopSlot(slot);
   await rig?.close();
   rig = undefined;
 });
@@ -59,28 +54,18 @@ describe('a node-agent replacement, SIGKILLed at each step', () => {
         if (event.type === 'ADDED' && isAgent(event) && image(event.object) === NEW)
           created.set(event.object.spec.nodeName, (created.get(event.object.spec.nodeName) ?? 0) + 1);
       });
-      const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
-      service = await startService(env, START_MS);
+      const env = serviceEnv(r);
+      slot.service = await startService(env, SERVICE_START_MS);
       const agents = () => r.sim.store.list(r.sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
       await until('agents Ready', () => agents().length === NODES.length && agents().every(ready));
-      const crash = armCrash(r.sim, point, () => service?.child);
-      const bump = await gqlData(service.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
-      const id = bump.bumpNodeAgentImage.rollout.id;
-      await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
-      crash.disarm();
-      expect((await service.exited).signal).toBe('SIGKILL');
-
-      service = await startService(env, START_MS);
-      const url = service.url;
-      const done = await until(
-        'rollout finished',
-        async () => {
-          const data = await gqlData(url, ROLLOUT, { id });
-          return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-        },
-        90_000,
-      );
-      expect(done.state, done.message).toBe('SUCCEEDED');
+      const { id, url, rollout } = await restartAfterCrash({
+        sim: r.sim,
+        point,
+        env,
+        slot,
+        startRollout: async (at) => (await gqlData(at, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } })).bumpNodeAgentImage.rollout.id,
+      });
+      expect(rollout.state, rollout.message ?? '').toBe('SUCCEEDED');
       for (const node of NODES) expect(created.get(node), `new agents on ${node}`).toBe(1);
       // A target succeeds only once its event is recorded (the intent goes with it): no wait needed.
       const events = await gqlData(
@@ -94,8 +79,6 @@ describe('a node-agent replacement, SIGKILLed at each step', () => {
         expect(e.node.payload.oldImage).toBe(OLD);
         expect(e.node.payload.oldPod, e.node.object.name).not.toBeNull();
       }
-      service.child.kill('SIGTERM');
-      await service.exited;
     },
     400_000,
   );

@@ -1,25 +1,20 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, VC_PLURAL } from '../../../src/controllers/vcluster/names.js';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { FAST_ENV, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
-import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
+import { serviceEnv, startRig, type Rig } from '../../e2e/agentpool/rig.js';
+import { startService } from '../../helpers/child.js';
+import { type CrashPoint, restartAfterCrash, SERVICE_START_MS, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 const CV = 'cv-sample-np';
 const CLUSTERS = ['vc-1', 'vc-2'];
 const BUMP = `mutation($input: BumpClusterVersionInput!) { bumpClusterVersion(input: $input) { rollout { id state } } }`;
-const ROLLOUT = `query($id: ID!) { rollout(id: $id) { state message } }`;
-
-/** Generous: the bound only catches a service that never starts (a loaded machine starts it slowly). */
-const START_MS = 120_000;
 
 let rig: Rig | undefined;
-let service: ServiceProcess | undefined;
+const slot: ServiceSlot = {};
 afterEach(async () => {
-  await killIfRunning(service);
-  service = undefined;
+  await stopSlot(slot);
   await rig?.close();
   rig = undefined;
 });
@@ -66,30 +61,21 @@ describe('a cluster upgrade, SIGKILLed at each step', () => {
       const r = rig;
       const type = r.sim.store.resourceType(TENANCY_GROUP, VC_PLURAL)!;
       cluster = (name) => r.sim.store.get(type, 'default', name);
-      const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
-      service = await startService(env, START_MS);
+      const env = serviceEnv(r);
+      slot.service = await startService(env, SERVICE_START_MS);
       await until(
         'clusters listed',
-        async () => (await gqlData(service!.url, '{ virtualClusters(first: 10) { totalCount } }')).virtualClusters.totalCount === CLUSTERS.length,
+        async () => (await gqlData(slot.service!.url, '{ virtualClusters(first: 10) { totalCount } }')).virtualClusters.totalCount === CLUSTERS.length,
       );
-      const crash = armCrash(r.sim, point, () => service?.child);
-      const bump = await gqlData(service.url, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, maxConcurrent: 1 } });
-      const id = bump.bumpClusterVersion.rollout.id;
-      await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
-      crash.disarm();
-      expect((await service.exited).signal).toBe('SIGKILL');
-
-      service = await startService(env, START_MS);
-      const url = service.url;
-      const done = await until(
-        'rollout finished',
-        async () => {
-          const data = await gqlData(url, ROLLOUT, { id });
-          return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-        },
-        90_000,
-      );
-      expect(done.state, done.message).toBe('SUCCEEDED');
+      const { id, url, rollout } = await restartAfterCrash({
+        sim: r.sim,
+        point,
+        env,
+        slot,
+        startRollout: async (at) =>
+          (await gqlData(at, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, maxConcurrent: 1 } })).bumpClusterVersion.rollout.id,
+      });
+      expect(rollout.state, rollout.message ?? '').toBe('SUCCEEDED');
       // A target succeeds only once its event is recorded (the driver waits for the intent to go): no wait needed.
       const events = await gqlData(
         url,
@@ -101,8 +87,6 @@ describe('a cluster upgrade, SIGKILLed at each step', () => {
         expect(e.node.payload.outcome).toBe('SUCCEEDED');
       }
       for (const name of CLUSTERS) expect(labelled(cluster(name))).toBe(false);
-      service.child.kill('SIGTERM');
-      await service.exited;
     },
     400_000,
   );

@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { gqlData } from '../../helpers/graphql.js';
-import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
+import { startService } from '../../helpers/child.js';
+import { finishedRollout, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
 import { waitServiceQuiet } from '../../helpers/serviceQuiet.js';
-import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './rig.js';
+import { BUMP, NEW, ROLLOUT, serviceEnv, startRig, type Rig } from './rig.js';
 
 let rig: Rig | undefined;
-let service: ServiceProcess | undefined;
+const slot: ServiceSlot = {};
 afterEach(async () => {
-  await killIfRunning(service);
-  service = undefined;
+  await stopSlot(slot);
   await rig?.close();
   rig = undefined;
 });
@@ -28,15 +28,10 @@ describe.each([
       const pool = event.object.metadata.labels?.['network.harvesterhci.io/ippool-name'];
       if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
     });
-    const env = {
-      ...FAST_ENV,
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: `file:${r.databaseFile}`,
-      ROLLPLANE_KUBE: 'kubeconfig',
-      KUBECONFIG: r.sim.kubeconfigPath,
-    };
-    service = await startService(env);
-    await r.waitFor('pools listed', async () => (await gqlData(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
+    const env = serviceEnv(r);
+    let service = await startService(env);
+    slot.service = service;
+    await r.waitFor('pools listed', async () => (await gqlData(service.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
     const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '2' } } });
     const id = bump.bumpAgentImage.rollout.id;
     // Kill it while pools are being recreated.
@@ -47,15 +42,9 @@ describe.each([
     expect([...before.values()].reduce((a, b) => a + b, 0)).toBeLessThan(POOLS);
 
     service = await startService(env);
+    slot.service = service;
     const url = service.url;
-    const done = await r.waitFor(
-      'rollout finished',
-      async () => {
-        const data = await gqlData(url, ROLLOUT, { id });
-        return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-      },
-      60_000,
-    );
+    const done = await finishedRollout<{ state: string; progress: { succeeded: number } }>(url, id, ROLLOUT, 60_000);
     expect(done.state).toBe('SUCCEEDED');
     expect(done.progress.succeeded).toBe(POOLS);
     for (let i = 1; i <= POOLS; i++) {
@@ -71,7 +60,5 @@ describe.each([
     expect(names).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
     // Each one is the rollout's, also those under way when the service died.
     for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
-    service.child.kill('SIGTERM');
-    await service.exited;
   }, 120_000);
 });

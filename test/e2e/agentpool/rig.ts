@@ -26,6 +26,11 @@ export const FAST_ENV: Record<string, string> = {
   ROLLPLANE_AUTH: 'off',
 };
 
+/** The environment of a service process (child.ts startService) run against `rig`'s simulator and database. */
+export function serviceEnv(rig: Pick<Rig, 'sim' | 'databaseFile'>): Record<string, string> {
+  return { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${rig.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: rig.sim.kubeconfigPath };
+}
+
 export interface Rig {
   sim: Simulator;
   app: App;
