@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Simulator } from '../../src/sim/index.js';
 import { SimApiError } from '../../src/sim/store/errors.js';
-import type { ApiRequestInfo, StoreEvent } from '../../src/sim/types.js';
+import type { ApiRequestInfo, KubeObject, StoreEvent } from '../../src/sim/types.js';
 import { killIfRunning, type ServiceProcess, startService } from './child.js';
 import { gqlData } from './graphql.js';
 import { until } from './until.js';
@@ -18,6 +18,13 @@ export interface CrashPoint {
   before?: (info: ApiRequestInfo) => boolean;
   after?: (event: StoreEvent) => boolean;
 }
+
+/** The image of a pod's (or pod template's) first container: what crash points of an image rollout look at. */
+export const podImage = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
+
+/** Whether a pod's Ready condition is True. */
+export const podReady = (pod: KubeObject | undefined) =>
+  (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 
 /**
  * Arms `point` once: the first request or store event it matches kills `victim()`; `fired()` tells whether it has. No sleeps:

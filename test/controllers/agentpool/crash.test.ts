@@ -1,25 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { BUMP, NEW, OLD, serviceEnv, startRig, type Rig } from '../../e2e/agentpool/rig.js';
+import { BUMP, NEW, OLD, rigPerTest, serviceEnv, startRig } from '../../e2e/agentpool/rig.js';
 import { startService } from '../../helpers/child.js';
-import { type CrashPoint, restartAfterCrash, SERVICE_START_MS, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
+import { type CrashPoint, podImage, podReady, restartAfterCrash, SERVICE_START_MS } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 const POOLS = 2;
 const POOL_LABEL = 'network.harvesterhci.io/ippool-name';
 
-let rig: Rig | undefined;
-const slot: ServiceSlot = {};
-afterEach(async () => {
-  await stopSlot(slot);
-  await rig?.close();
-  rig = undefined;
-});
+const t = rigPerTest();
 
-const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
-const ready = (pod: KubeObject | undefined) =>
-  (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const isAgent = (e: StoreEvent) => e.resource.plural === 'pods' && e.object.metadata.labels?.[POOL_LABEL] !== undefined;
 const isPool = (e: StoreEvent) => e.resource.plural === 'ippools';
 const agentReady = (pool: KubeObject | undefined) =>
@@ -38,10 +29,10 @@ const DIRECT: CrashPoint[] = [
   {
     name: 'after the old agent is deleted',
     after: (e) =>
-      isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
+      isAgent(e) && podImage(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
   },
-  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && image(e.object) === NEW },
-  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
+  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && podImage(e.object) === NEW },
+  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && podImage(e.object) === NEW && podReady(e.object) && !podReady(e.previous) },
   {
     name: 'after the event, at the AgentReady status write',
     after: (e) => isPool(e) && e.object.status?.agentPodRef?.image === NEW && agentReady(e.object) && !agentReady(e.previous),
@@ -61,9 +52,9 @@ const COEXIST: CrashPoint[] = [
   {
     name: 'after upstream deletes the old agent',
     after: (e) =>
-      isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
+      isAgent(e) && podImage(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
   },
-  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
+  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && podImage(e.object) === NEW && podReady(e.object) && !podReady(e.previous) },
 ];
 /** Set once every pool is held (prepare is done): the next pool patch is a release. */
 let releasing = false;
@@ -76,8 +67,8 @@ describe.each([
     '%s: each pool recreated once, one AgentRecreated each, carrying the rollout id',
     async (_name, point) => {
       releasing = false;
-      rig = await startRig({ fleet: `pools=${POOLS},nodes=2${upstream}`, delays: { podReadyMs: 50, podTerminateMs: 20 }, noApp: true });
-      const r = rig;
+      t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2${upstream}`, delays: { podReadyMs: 50, podTerminateMs: 20 }, noApp: true });
+      const r = t.rig;
       const created = new Map<string, number>();
       r.sim.store.subscribe((event) => {
         if (event.type !== 'ADDED' || !isAgent(event)) return;
@@ -85,8 +76,8 @@ describe.each([
         created.set(pool, (created.get(pool) ?? 0) + 1);
       });
       const env = serviceEnv(r);
-      slot.service = await startService(env, SERVICE_START_MS);
-      await until('pools listed', async () => (await gqlData(slot.service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
+      t.service = await startService(env, SERVICE_START_MS);
+      await until('pools listed', async () => (await gqlData(t.service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
       const held = r.sim.store.subscribe((event) => {
         if (upstream && isPool(event)) {
           const pools = ['net-1', 'net-2'].map((n) => r.pool(n));
@@ -97,14 +88,14 @@ describe.each([
         sim: r.sim,
         point,
         env,
-        slot,
+        slot: t,
         startRollout: async (at) => (await gqlData(at, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } })).bumpAgentImage.rollout.id,
       });
       held();
       expect(rollout.state, rollout.message ?? '').toBe('SUCCEEDED');
       for (let i = 1; i <= POOLS; i++) {
         expect(created.get(`net-${i}`), `agents created for net-${i}`).toBe(1);
-        expect(image(r.agent(`net-${i}`))).toBe(NEW);
+        expect(podImage(r.agent(`net-${i}`))).toBe(NEW);
       }
       // A target succeeds only once its event is recorded (the driver waits for the intent to go): no wait needed.
       const events = await gqlData(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { serviceEnv, startRig, type Rig } from '../../e2e/agentpool/rig.js';
+import { describe, expect, it } from 'vitest';
+import type { StoreEvent } from '../../../src/sim/types.js';
+import { rigPerTest, serviceEnv, startRig } from '../../e2e/agentpool/rig.js';
 import { startService } from '../../helpers/child.js';
-import { type CrashPoint, restartAfterCrash, SERVICE_START_MS, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
+import { type CrashPoint, podImage, podReady, restartAfterCrash, SERVICE_START_MS } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
@@ -13,17 +13,8 @@ const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0';
 const NODES = ['sim-node-1', 'sim-node-2'];
 const BUMP = `mutation ($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { rollout { id state } } }`;
 
-let rig: Rig | undefined;
-const slot: ServiceSlot = {};
-afterEach(async () => {
-  await stopSlot(slot);
-  await rig?.close();
-  rig = undefined;
-});
+const t = rigPerTest();
 
-const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
-const ready = (pod: KubeObject | undefined) =>
-  (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const isAgent = (e: StoreEvent) => e.resource.plural === 'pods' && e.object.metadata.namespace === DS_NS;
 const gone = (e: StoreEvent) => e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp);
 
@@ -34,35 +25,35 @@ const POINTS: CrashPoint[] = [
     after: (e) =>
       e.resource.plural === 'daemonsets' &&
       e.object.metadata.name === DS_NAME &&
-      image(e.object.spec?.template) === NEW &&
-      image(e.previous?.spec?.template) !== NEW,
+      podImage(e.object.spec?.template) === NEW &&
+      podImage(e.previous?.spec?.template) !== NEW,
   },
   { name: 'before the old agent is deleted, after the intent', before: (i) => i.verb === 'delete' && i.resource.plural === 'pods' && i.namespace === DS_NS },
-  { name: 'after the old agent is deleted', after: (e) => isAgent(e) && image(e.object) === OLD && gone(e) },
-  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && image(e.object) === NEW },
-  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
+  { name: 'after the old agent is deleted', after: (e) => isAgent(e) && podImage(e.object) === OLD && gone(e) },
+  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && podImage(e.object) === NEW },
+  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && podImage(e.object) === NEW && podReady(e.object) && !podReady(e.previous) },
 ];
 
 describe('a node-agent replacement, SIGKILLed at each step', () => {
   it.each(POINTS.map((p) => [p.name, p] as const))(
     '%s: one NodeAgentReplaced per node, carrying the rollout id',
     async (_name, point) => {
-      rig = await startRig({ fleet: `nodes=${NODES.length}`, delays: { podReadyMs: 40, podTerminateMs: 10 }, noApp: true });
-      const r = rig;
+      t.rig = await startRig({ fleet: `nodes=${NODES.length}`, delays: { podReadyMs: 40, podTerminateMs: 10 }, noApp: true });
+      const r = t.rig;
       const created = new Map<string, number>();
       r.sim.store.subscribe((event) => {
-        if (event.type === 'ADDED' && isAgent(event) && image(event.object) === NEW)
+        if (event.type === 'ADDED' && isAgent(event) && podImage(event.object) === NEW)
           created.set(event.object.spec.nodeName, (created.get(event.object.spec.nodeName) ?? 0) + 1);
       });
       const env = serviceEnv(r);
-      slot.service = await startService(env, SERVICE_START_MS);
+      t.service = await startService(env, SERVICE_START_MS);
       const agents = () => r.sim.store.list(r.sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
-      await until('agents Ready', () => agents().length === NODES.length && agents().every(ready));
+      await until('agents Ready', () => agents().length === NODES.length && agents().every(podReady));
       const { id, url, rollout } = await restartAfterCrash({
         sim: r.sim,
         point,
         env,
-        slot,
+        slot: t,
         startRollout: async (at) => (await gqlData(at, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } })).bumpNodeAgentImage.rollout.id,
       });
       expect(rollout.state, rollout.message ?? '').toBe('SUCCEEDED');

@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, VC_PLURAL } from '../../../src/controllers/vcluster/names.js';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { serviceEnv, startRig, type Rig } from '../../e2e/agentpool/rig.js';
+import { rigPerTest, serviceEnv, startRig } from '../../e2e/agentpool/rig.js';
 import { startService } from '../../helpers/child.js';
-import { type CrashPoint, restartAfterCrash, SERVICE_START_MS, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
+import { type CrashPoint, restartAfterCrash, SERVICE_START_MS } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
@@ -11,13 +11,7 @@ const CV = 'cv-sample-np';
 const CLUSTERS = ['vc-1', 'vc-2'];
 const BUMP = `mutation($input: BumpClusterVersionInput!) { bumpClusterVersion(input: $input) { rollout { id state } } }`;
 
-let rig: Rig | undefined;
-const slot: ServiceSlot = {};
-afterEach(async () => {
-  await stopSlot(slot);
-  await rig?.close();
-  rig = undefined;
-});
+const t = rigPerTest();
 
 const isCluster = (e: StoreEvent) => e.resource.plural === VC_PLURAL;
 const labelled = (vc: KubeObject | undefined) => vc?.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true';
@@ -57,21 +51,21 @@ describe('a cluster upgrade, SIGKILLed at each step', () => {
   it.each(POINTS.map((p) => [p.name, p] as const))(
     '%s: one ClusterUpgradeObserved per cluster, carrying the rollout id',
     async (_name, point) => {
-      rig = await startRig({ fleet: 'clusters=2,nodes=2', noApp: true });
-      const r = rig;
+      t.rig = await startRig({ fleet: 'clusters=2,nodes=2', noApp: true });
+      const r = t.rig;
       const type = r.sim.store.resourceType(TENANCY_GROUP, VC_PLURAL)!;
       cluster = (name) => r.sim.store.get(type, 'default', name);
       const env = serviceEnv(r);
-      slot.service = await startService(env, SERVICE_START_MS);
+      t.service = await startService(env, SERVICE_START_MS);
       await until(
         'clusters listed',
-        async () => (await gqlData(slot.service!.url, '{ virtualClusters(first: 10) { totalCount } }')).virtualClusters.totalCount === CLUSTERS.length,
+        async () => (await gqlData(t.service!.url, '{ virtualClusters(first: 10) { totalCount } }')).virtualClusters.totalCount === CLUSTERS.length,
       );
       const { id, url, rollout } = await restartAfterCrash({
         sim: r.sim,
         point,
         env,
-        slot,
+        slot: t,
         startRollout: async (at) =>
           (await gqlData(at, BUMP, { input: { clusterVersion: CV, apiServer: { args: ['-v=7'] }, maxConcurrent: 1 } })).bumpClusterVersion.rollout.id,
       });

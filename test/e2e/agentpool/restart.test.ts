@@ -1,17 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gqlData } from '../../helpers/graphql.js';
 import { startService } from '../../helpers/child.js';
-import { finishedRollout, type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
+import { finishedRollout } from '../../helpers/crashPoint.js';
 import { waitServiceQuiet } from '../../helpers/serviceQuiet.js';
-import { BUMP, NEW, ROLLOUT, serviceEnv, startRig, type Rig } from './rig.js';
+import { BUMP, NEW, ROLLOUT, rigPerTest, serviceEnv, startRig } from './rig.js';
 
-let rig: Rig | undefined;
-const slot: ServiceSlot = {};
-afterEach(async () => {
-  await stopSlot(slot);
-  await rig?.close();
-  rig = undefined;
-});
+const t = rigPerTest();
 
 describe.each([
   ['direct mode', ''],
@@ -19,8 +13,8 @@ describe.each([
 ])('a service killed mid-rollout (%s)', (_mode, upstream) => {
   it('completes the rollout after a restart, recreating no pool twice and recording each recreation once', async () => {
     const POOLS = 8;
-    rig = await startRig({ fleet: `pools=${POOLS},nodes=3${upstream}`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
-    const r = rig;
+    t.rig = await startRig({ fleet: `pools=${POOLS},nodes=3${upstream}`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
+    const r = t.rig;
     // Every agent pod ever created, per pool (the fleet's own pods are created before this subscription).
     const created = new Map<string, number>();
     r.sim.store.subscribe((event) => {
@@ -30,7 +24,7 @@ describe.each([
     });
     const env = serviceEnv(r);
     let service = await startService(env);
-    slot.service = service;
+    t.service = service;
     await r.waitFor('pools listed', async () => (await gqlData(service.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
     const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '2' } } });
     const id = bump.bumpAgentImage.rollout.id;
@@ -42,7 +36,7 @@ describe.each([
     expect([...before.values()].reduce((a, b) => a + b, 0)).toBeLessThan(POOLS);
 
     service = await startService(env);
-    slot.service = service;
+    t.service = service;
     const url = service.url;
     const done = await finishedRollout<{ state: string; progress: { succeeded: number } }>(url, id, ROLLOUT, 60_000);
     expect(done.state).toBe('SUCCEEDED');
