@@ -64,7 +64,6 @@ export async function startHarness(
     logger,
     events,
     inFlight: new InFlightChanges(db.store, events),
-    leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
   });
   const runtime = setupAgentPools(manager, { stuckGraceSeconds: 0, ...options.agent });
   await manager.start();

@@ -82,7 +82,6 @@ export async function startHarness(
       logger,
       events,
       inFlight: new InFlightChanges(db.store, events),
-      leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
     const runtime = setupNodeAgents(manager, options.nodeAgents);
     const engine = new RolloutEngine(rollouts, logger, { pollMs: options.pollMs ?? 200 });

@@ -67,7 +67,6 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
       logger,
       events,
       inFlight: new InFlightChanges(db.store, events),
-      leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
     });
   const manager = newManager(registry);
   const runtime = setupVirtualClusters(manager, { pollIntervalMs: 50, ...options.vcluster });
