@@ -136,16 +136,16 @@ describe('node agents over GraphQL', () => {
     try {
       // The subscription is open on the server (its gauge counts it) before the bump.
       await until('the events subscription to be open', async () => (await open()) > openBefore);
-      const run = await gql(app.url, BUMP, {
-        input: {
-          namespace: DS_NS,
-          name: DS_NAME,
-          image: NEW,
-          canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
-          idempotencyKey: 'ci-run-1',
-          cause: { actor: 'ci' },
-        },
-      });
+      // A canary node first, under an idempotency key: sent twice below.
+      const input = {
+        namespace: DS_NS,
+        name: DS_NAME,
+        image: NEW,
+        canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
+        idempotencyKey: 'ci-run-1',
+        cause: { actor: 'ci' },
+      };
+      const run = await gql(app.url, BUMP, { input });
       expect(run.errors).toBeUndefined();
       const id = run.data.bumpNodeAgentImage.rollout.id as string;
       await feed.waitFor(3, 20_000);
@@ -163,16 +163,7 @@ describe('node agents over GraphQL', () => {
       });
       expect(done.progress).toEqual({ succeeded: 3, total: 3 });
       // Same key, same request: the same rollout back.
-      const again = await gql(app.url, BUMP, {
-        input: {
-          namespace: DS_NS,
-          name: DS_NAME,
-          image: NEW,
-          canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
-          idempotencyKey: 'ci-run-1',
-          cause: { actor: 'ci' },
-        },
-      });
+      const again = await gql(app.url, BUMP, { input });
       expect(again.data.bumpNodeAgentImage).toMatchObject({ created: false, rollout: { id } });
     } finally {
       feed.unsubscribe();
