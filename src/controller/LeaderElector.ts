@@ -28,6 +28,12 @@ export interface LeaderElectorOptions {
   /** Randomises retry waits by up to this factor (client-go's JitterFactor 1.2); default 1.2, 0 for none. */
   jitter?: number;
   onError?(error: unknown): void;
+  /**
+   * Called after every acquire / renew attempt, failed ones included: when it was sent (this elector's clock) and
+   * whether this replica held the lease afterwards. Lets an observer tell that the elector has looked at the lease
+   * since some moment, rather than guess it from elapsed time.
+   */
+  onAttempt?(attempt: { startedAt: number; acquired: boolean }): void;
 }
 
 interface LeaderRecord {
@@ -143,6 +149,7 @@ export class LeaderElector {
       } catch (error) {
         this.options.onError?.(error);
       }
+      this.options.onAttempt?.({ startedAt: this.attemptStartedAt, acquired: ok });
       if (stop.aborted) break;
       if (ok) {
         if (!this.leading) this.becomeLeader();

@@ -11,6 +11,7 @@ import type { RolloutKind } from '../domain/events.js';
 import type { KubeClients } from '../kube/index.js';
 import type { Logger } from '../log.js';
 import type { ControllerHost } from './host.js';
+import { registerRuntimeMetrics } from './runtimeMetrics.js';
 
 export interface RolloutControllerHostOptions {
   config: Config;
@@ -47,6 +48,7 @@ export class RolloutControllerHost implements ControllerHost {
     // Registered first so that it runs before any other leading listener, and the controllers never start without it:
     // another leader may have moved work on since this replica last led, and they would redo work already in flight.
     this.manager.onStartedLeading(() => this.inFlight.reload());
+    registerRuntimeMetrics(this.registry, this.manager);
   }
 
   informer<T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T> {

@@ -8,10 +8,9 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
 import { startService } from '../helpers/child.js';
 import { until } from '../helpers/until.js';
-import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 const ADMIN = 'admin-secret-for-tests-0123456789abcdef';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -39,16 +38,7 @@ describe('access control over HTTP and WebSocket', () => {
     };
     viewer = await create('dashboard', 'viewer');
     deployer = await create('ci', 'deployer');
-    const { rollout } = await app.domain.rollouts.create({
-      kind: 'AGENT_POOL',
-      fromVersion: 'a:1',
-      toVersion: 'a:2',
-      selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
-      cause: {},
-      targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
-    });
-    rolloutId = rollout.id;
+    rolloutId = await seedRollout(app);
   });
   afterAll(async () => {
     await app?.close();

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSchema } from '../../src/graphql/schema.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { privilegedCases } from '../helpers/privilegedShapes.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { defaultStrategy } from '../../src/domain/kinds/index.js';
+import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
 
 /**
  * The bad-request corpus: every request here is wrong in some way. Each must get a clear error (a code and a message,
@@ -234,15 +233,7 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
         await app.db.prisma.apiToken.update({ where: { id: created.token.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });
       if (name === 'revoked-token') await app.domain.tokens.revoke(created.token.id);
     }
-    await app.domain.rollouts.create({
-      kind: 'AGENT_POOL',
-      fromVersion: 'a:1',
-      toVersion: 'a:2',
-      selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
-      cause: { actor: 'seed' },
-      targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
-    });
+    await seedRollout(app, { actor: 'seed' });
   });
   afterAll(async () => {
     await app?.close();

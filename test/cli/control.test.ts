@@ -1,24 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
 import { runCli } from './cliHarness.js';
-import { startScriptedApp, type ScriptedApp } from './scriptedApp.js';
+import { scriptedAppPerFile } from './scriptedApp.js';
 
 /** `rollplane rollout status | pause | resume | abort` against the real server, on rollouts the engine drives. */
 
-let scripted: ScriptedApp;
-let app: TestApp;
-const launch = (count: number, strategy?: Record<string, unknown>) => scripted.launch(count, strategy);
-
-beforeAll(async () => {
-  scripted = await startScriptedApp();
-  app = scripted.app;
-});
-
-afterAll(async () => {
-  await app?.close();
-});
-
-const env = () => ({ ROLLPLANE_URL: app.url });
+const scripted = scriptedAppPerFile();
+const { launch, env } = scripted;
 
 describe('rollplane rollout status', () => {
   it('exits 1 for a rollout that does not exist', async () => {
@@ -43,7 +30,7 @@ describe('rollplane rollout pause | resume | abort', () => {
     expect(resumed.stdout).toContain('PROGRESSING');
     const aborted = await runCli(['rollout', 'abort', id, '--reason', 'bad build'], env());
     expect(aborted.code).toBe(0);
-    expect((await app.domain.rollouts.require(id)).state).toBe('ABORTED');
+    expect((await scripted.app.domain.rollouts.require(id)).state).toBe('ABORTED');
     const status = await runCli(['rollout', 'status', id], env());
     expect(status.code).toBe(1);
     expect(status.stdout).toContain('bad build');
@@ -51,7 +38,7 @@ describe('rollplane rollout pause | resume | abort', () => {
 
   it('refuses to resume a rollout that has ended (CONFLICT, exit 1)', async () => {
     const { id } = await launch(1);
-    await app.domain.rollouts.abort(id, 'stopped by the test');
+    await scripted.app.domain.rollouts.abort(id, 'stopped by the test');
     const run = await runCli(['rollout', 'resume', id], env());
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('[CONFLICT]');

@@ -1,31 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GraphQLClient } from '../../src/cli/GraphQLClient.js';
 import { LAST_EVENT_QUERY, ROLLOUT_QUERY, type RolloutView } from '../../src/cli/operations.js';
 import { RolloutFollower } from '../../src/cli/RolloutFollower.js';
 import { SubscriptionError } from '../../src/cli/subscriptionTransport.js';
-import type { TargetObservation } from '../../src/domain/ports.js';
-import type { TestApp } from '../helpers/app.js';
 import { runCli, startCli } from './cliHarness.js';
 import { startFaultProxy } from './faultProxy.js';
-import { startScriptedApp, type ScriptedApp } from './scriptedApp.js';
+import { scriptedAppPerFile } from './scriptedApp.js';
 import { startTcpProxy } from './tcpProxy.js';
 import { until } from '../helpers/until.js';
 
-let scripted: ScriptedApp;
-let app: TestApp;
-const launch = (count: number, strategy?: Record<string, unknown>) => scripted.launch(count, strategy);
-const settle = (node: string, outcome: TargetObservation) => scripted.settle(node, outcome);
-
-beforeAll(async () => {
-  scripted = await startScriptedApp();
-  app = scripted.app;
-});
-
-afterAll(async () => {
-  await app?.close();
-});
-
-const env = () => ({ ROLLPLANE_URL: app.url });
+const scripted = scriptedAppPerFile();
+const { launch, settle, env } = scripted;
 
 describe('rollplane rollout status --wait', () => {
   it('follows a rollout to SUCCEEDED with a line per change, and exits 0', async () => {
@@ -72,11 +57,11 @@ describe('rollplane rollout status --wait', () => {
     expect(document.exitCode).toBe(2);
     expect(document.error.message).toMatch(/timed out after 1s/);
     expect(['PENDING', 'PROGRESSING']).toContain(document.rollout.state);
-    expect((await app.domain.rollouts.require(id)).state).toBe('PROGRESSING');
+    expect((await scripted.app.domain.rollouts.require(id)).state).toBe('PROGRESSING');
   });
 
   it('reconnects after the connection drops and still sees the end', async () => {
-    const proxy = await startTcpProxy(Number(new URL(app.url).port));
+    const proxy = await startTcpProxy(Number(new URL(scripted.app.url).port));
     try {
       const { id, nodes } = await launch(2);
       const cli = startCli(['rollout', 'status', id, '--wait'], { ROLLPLANE_URL: `${proxy.url}/graphql` });
@@ -100,7 +85,7 @@ describe('rollplane rollout status --wait', () => {
   });
 
   it('keeps waiting through a server outage and sees the end once it is back', async () => {
-    const proxy = await startTcpProxy(Number(new URL(app.url).port));
+    const proxy = await startTcpProxy(Number(new URL(scripted.app.url).port));
     try {
       const { id, nodes } = await launch(1);
       const cli = startCli(['rollout', 'status', id, '--wait', '--retries', '0'], { ROLLPLANE_URL: `${proxy.url}/graphql` });
@@ -120,7 +105,7 @@ describe('rollplane rollout status --wait', () => {
   });
 
   it('polls when WebSockets do not get through (an HTTP-only proxy)', async () => {
-    const proxy = await startFaultProxy(app.url, () => ({ kind: 'forward' }));
+    const proxy = await startFaultProxy(scripted.app.url, () => ({ kind: 'forward' }));
     try {
       const { id, nodes } = await launch(1);
       const cli = startCli(['rollout', 'status', id, '--wait'], { ROLLPLANE_URL: proxy.url });
@@ -139,7 +124,7 @@ describe('rollplane rollout status --wait', () => {
 describe('RolloutFollower', () => {
   it('falls back to polling when the socket keeps failing', async () => {
     const { id, nodes } = await launch(1);
-    const client = new GraphQLClient({ url: app.url });
+    const client = new GraphQLClient({ url: scripted.app.url });
     const notices: string[] = [];
     const states: string[] = [];
     let attempts = 0;
@@ -168,7 +153,7 @@ describe('RolloutFollower', () => {
 
   it('stops at once when the server refuses the token on the socket', async () => {
     const { id } = await launch(1);
-    const client = new GraphQLClient({ url: app.url });
+    const client = new GraphQLClient({ url: scripted.app.url });
     const follower = new RolloutFollower({
       fetchRollout: (rolloutId) => client.request(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
       lastEventId: async () => '0',

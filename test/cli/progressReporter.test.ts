@@ -1,33 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { RolloutView } from '../../src/cli/operations.js';
 import { createProgressReporter } from '../../src/cli/progressReporter.js';
+import { rolloutView } from './rolloutView.js';
 
-const rollout = (state: RolloutView['state'], succeeded: number, progressing = 0): RolloutView => ({
-  id: 'ro_1',
-  kind: 'AGENT_POOL',
-  state,
-  fromVersion: 'a:1',
-  toVersion: 'a:2',
-  selector: {},
-  message: null,
-  idempotencyKey: null,
-  createdAt: '2026-11-30T00:00:00.000Z',
-  updatedAt: '2026-11-30T00:00:00.000Z',
-  startedAt: null,
-  finishedAt: null,
-  cause: { actor: null, runUrl: null, commit: null, message: null },
-  strategy: {
-    maxUnavailable: '1',
-    maxConcurrent: null,
-    canary: null,
-    progressDeadlineSeconds: 600,
-    failureThreshold: 1,
-    autoRollback: false,
-    mode: null,
-    minReadySeconds: null,
-  },
-  progress: { total: 4, pending: 4 - succeeded - progressing, progressing, succeeded, failed: 0, skipped: 0, cancelled: 0, percent: (succeeded / 4) * 100 },
-});
+const rollout = (state: RolloutView['state'], succeeded: number, progressing = 0): RolloutView =>
+  rolloutView({
+    state,
+    progress: { total: 4, pending: 4 - succeeded - progressing, progressing, succeeded, failed: 0, skipped: 0, cancelled: 0, percent: (succeeded / 4) * 100 },
+  });
 
 function sink() {
   let out = '';

@@ -2,29 +2,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import type { RolloutView } from '../../src/cli/operations.js';
+import { rolloutView } from './rolloutView.js';
 
 /**
  * What the commands send, flag by flag: `main()` in-process against a real HTTP server that records each GraphQL
  * request and answers with a canned payload.
  */
 
-const rollout = {
-  id: 'ro_1',
-  kind: 'AGENT_POOL',
-  state: 'PENDING',
-  fromVersion: null,
-  toVersion: 'a:2',
-  selector: {},
-  message: null,
-  idempotencyKey: null,
-  createdAt: '2026-11-30T00:00:00.000Z',
-  updatedAt: '2026-11-30T00:00:00.000Z',
-  startedAt: null,
-  finishedAt: null,
-  cause: { actor: null, runUrl: null, commit: null, message: null },
-  strategy: {},
-  progress: { total: 0, pending: 0, progressing: 0, succeeded: 0, failed: 0, skipped: 0, cancelled: 0, percent: 100 },
-};
+// The CLI prints what it is given: an empty strategy is as good as a full one here.
+const rollout = rolloutView({ fromVersion: null, strategy: {} as RolloutView['strategy'] });
 const payload = { rollout, plan: [], created: true, dryRun: false };
 
 let server: http.Server;

@@ -1,4 +1,5 @@
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
+import { afterAll, beforeAll } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
@@ -48,5 +49,31 @@ export async function startScriptedApp(): Promise<ScriptedApp> {
       driver.outcomes.set(node, outcome);
       app.domain.engine.targetChanged('NODE_AGENT', '', node);
     },
+  };
+}
+
+/**
+ * One scripted app for the tests of a file: started before them and closed after them (registers beforeAll and
+ * afterAll), with `env()` pointing the CLI at it. Read it inside tests only.
+ */
+export function scriptedAppPerFile(): ScriptedApp & { env(): Record<string, string> } {
+  let scripted: ScriptedApp | undefined;
+  beforeAll(async () => {
+    scripted = await startScriptedApp();
+  });
+  afterAll(async () => {
+    await scripted?.app.close();
+  });
+  const current = () => {
+    if (!scripted) throw new Error('the scripted app is read before beforeAll started it');
+    return scripted;
+  };
+  return {
+    get app() {
+      return current().app;
+    },
+    launch: (count, strategy) => current().launch(count, strategy),
+    settle: (node, outcome) => current().settle(node, outcome),
+    env: () => ({ ROLLPLANE_URL: current().app.url }),
   };
 }

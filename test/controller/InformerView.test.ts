@@ -7,6 +7,7 @@ import { Informer } from '../../src/controller/Informer.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { Resources, type Simulator, startSimulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
+import { NO_LEADER_ELECTION } from '../helpers/controllerHost.js';
 import { until } from '../helpers/until.js';
 
 let sim: Simulator;
@@ -92,7 +93,7 @@ describe('Manager.informer', () => {
       clients: kube,
       registry: new Registry(),
       logger: pino({ level: 'silent' }),
-      leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
+      leaderElection: NO_LEADER_ELECTION,
       runControllers: false,
     });
     const list = (page: { limit: number; _continue?: string }) => kube.core.listConfigMapForAllNamespaces(page);

@@ -223,14 +223,24 @@ describe('LeaderElector', () => {
         child.on('exit', (code) => reject(new Error(`child exited (${code}): ${stderr}`)));
       });
       const log = new LeadershipLog();
-      const b = newElector('b', log);
+      let lastAttempt: { startedAt: number; acquired: boolean } | undefined;
+      const b = newElector('b', log, { onAttempt: (attempt) => (lastAttempt = attempt) });
+      // Had the child stopped renewing, b would take the lease at its first attempt after it has seen the same record
+      // for a lease duration, counted from its first look: on or after this moment (b's clock, and wall time).
+      const expiresAt = performance.now() + LEASE_MS;
+      const expiresAtWall = Date.now() + LEASE_MS;
       b.start();
-      // While the child lives and renews, b must never lead.
-      let bLedWhileChildAlive = false;
-      const check = setInterval(() => (bLedWhileChildAlive ||= b.isLeader()), 2);
-      await new Promise((r) => setTimeout(r, LEASE_MS + 500));
-      clearInterval(check);
-      expect(bLedWhileChildAlive).toBe(false);
+      // While the child lives and renews, b must never lead: wait until the child has renewed past that moment and b
+      // has tried to acquire (and failed) after it.
+      await until(
+        () =>
+          `the child to renew and b to try again after the lease would have expired (renewTime ${lease()?.spec.renewTime}, b's last attempt ${JSON.stringify(lastAttempt)})`,
+        () => new Date(lease()?.spec.renewTime ?? 0).getTime() > expiresAtWall && lastAttempt !== undefined && lastAttempt.startedAt > expiresAt,
+        { timeoutMs: 3 * LEASE_MS, intervalMs: 10 },
+      );
+      expect(lastAttempt?.acquired).toBe(false);
+      expect(log.starts).toEqual([]); // every start of b's workers is logged, however short its leadership
+      expect(b.isLeader()).toBe(false);
       expect(lease()?.spec.holderIdentity).toBe('child');
 
       const exited = new Promise((resolve) => child.on('exit', (_c, sig) => resolve(sig)));

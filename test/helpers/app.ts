@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { startApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
 
 export interface TestApp extends App {
   /** The SQLite file; reuse it with `startTestApp({ databaseFile })` to test a restart. */
@@ -48,4 +49,21 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Seeds one agent-pool rollout (a:1 → a:2 on pool default/p) straight through the domain, for API tests that need a
+ * rollout to read, page or act on; the controllers are off (startTestApp), so nothing moves it on.
+ */
+export async function seedRollout(app: App, cause: Record<string, unknown> = {}): Promise<string> {
+  const { rollout } = await app.domain.rollouts.create({
+    kind: 'AGENT_POOL',
+    fromVersion: 'a:1',
+    toVersion: 'a:2',
+    selector: {},
+    strategy: defaultStrategy('AGENT_POOL'),
+    cause,
+    targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
+  });
+  return rollout.id;
 }

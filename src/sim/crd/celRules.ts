@@ -303,17 +303,9 @@ function binary(op: string, an: Node, bn: Node, vars: { self: Value; oldSelf: Va
       throw new RuleEvalError('no such overload: in');
   }
   if (typeof a === 'number' && typeof b === 'number') {
+    const shared = orderedOrSum(op, a, b);
+    if (shared !== undefined) return shared;
     switch (op) {
-      case '<':
-        return a < b;
-      case '<=':
-        return a <= b;
-      case '>':
-        return a > b;
-      case '>=':
-        return a >= b;
-      case '+':
-        return a + b;
       case '-':
         return a - b;
       case '*':
@@ -327,21 +319,31 @@ function binary(op: string, an: Node, bn: Node, vars: { self: Value; oldSelf: Va
     }
   }
   if (typeof a === 'string' && typeof b === 'string') {
-    switch (op) {
-      case '<':
-        return a < b;
-      case '<=':
-        return a <= b;
-      case '>':
-        return a > b;
-      case '>=':
-        return a >= b;
-      case '+':
-        return a + b;
-    }
+    const shared = orderedOrSum(op, a, b);
+    if (shared !== undefined) return shared;
   }
   if (op === '+' && Array.isArray(a) && Array.isArray(b)) return [...a, ...b];
   throw new RuleEvalError(`no such overload: ${op}`);
+}
+
+/**
+ * The operators CEL defines alike on two numbers and on two strings: ordering, and `+` (sum, or concatenation).
+ * Undefined when `op` is none of them.
+ */
+function orderedOrSum<T extends number | string>(op: string, a: T, b: T): boolean | T | undefined {
+  switch (op) {
+    case '<':
+      return a < b;
+    case '<=':
+      return a <= b;
+    case '>':
+      return a > b;
+    case '>=':
+      return a >= b;
+    case '+':
+      return (typeof a === 'number' ? a + (b as number) : `${a}${b}`) as T;
+  }
+  return undefined;
 }
 
 function call(fn: string, target: Value, args: Value[]): Value {

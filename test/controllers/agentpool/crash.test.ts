@@ -1,29 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { BUMP, FAST_ENV, NEW, OLD, ROLLOUT, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
-import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
+import { BUMP, NEW, OLD, rigPerTest, serviceEnv, startRig } from '../../e2e/agentpool/rig.js';
+import { startService } from '../../helpers/child.js';
+import { type CrashPoint, podImage, podReady, restartAfterCrash, SERVICE_START_MS } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 const POOLS = 2;
 const POOL_LABEL = 'network.harvesterhci.io/ippool-name';
 
-/** Generous: the bound only catches a service that never starts (a loaded machine starts it slowly). */
-const START_MS = 120_000;
+const t = rigPerTest();
 
-let rig: Rig | undefined;
-let service: ServiceProcess | undefined;
-afterEach(async () => {
-  await killIfRunning(service);
-  service = undefined;
-  await rig?.close();
-  rig = undefined;
-});
-
-const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
-const ready = (pod: KubeObject | undefined) =>
-  (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const isAgent = (e: StoreEvent) => e.resource.plural === 'pods' && e.object.metadata.labels?.[POOL_LABEL] !== undefined;
 const isPool = (e: StoreEvent) => e.resource.plural === 'ippools';
 const agentReady = (pool: KubeObject | undefined) =>
@@ -42,10 +29,10 @@ const DIRECT: CrashPoint[] = [
   {
     name: 'after the old agent is deleted',
     after: (e) =>
-      isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
+      isAgent(e) && podImage(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
   },
-  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && image(e.object) === NEW },
-  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
+  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && podImage(e.object) === NEW },
+  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && podImage(e.object) === NEW && podReady(e.object) && !podReady(e.previous) },
   {
     name: 'after the event, at the AgentReady status write',
     after: (e) => isPool(e) && e.object.status?.agentPodRef?.image === NEW && agentReady(e.object) && !agentReady(e.previous),
@@ -65,9 +52,9 @@ const COEXIST: CrashPoint[] = [
   {
     name: 'after upstream deletes the old agent',
     after: (e) =>
-      isAgent(e) && image(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
+      isAgent(e) && podImage(e.object) === OLD && (e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp)),
   },
-  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
+  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && podImage(e.object) === NEW && podReady(e.object) && !podReady(e.previous) },
 ];
 /** Set once every pool is held (prepare is done): the next pool patch is a release. */
 let releasing = false;
@@ -80,53 +67,41 @@ describe.each([
     '%s: each pool recreated once, one AgentRecreated each, carrying the rollout id',
     async (_name, point) => {
       releasing = false;
-      rig = await startRig({ fleet: `pools=${POOLS},nodes=2${upstream}`, delays: { podReadyMs: 50, podTerminateMs: 20 }, noApp: true });
-      const r = rig;
+      t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2${upstream}`, delays: { podReadyMs: 50, podTerminateMs: 20 }, noApp: true });
+      const r = t.rig;
       const created = new Map<string, number>();
       r.sim.store.subscribe((event) => {
         if (event.type !== 'ADDED' || !isAgent(event)) return;
         const pool = event.object.metadata.labels![POOL_LABEL]!;
         created.set(pool, (created.get(pool) ?? 0) + 1);
       });
-      const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
-      service = await startService(env, START_MS);
-      await until('pools listed', async () => (await gqlData(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
-      const crash = armCrash(r.sim, point, () => service?.child);
+      const env = serviceEnv(r);
+      t.service = await startService(env, SERVICE_START_MS);
+      await until('pools listed', async () => (await gqlData(t.service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
       const held = r.sim.store.subscribe((event) => {
         if (upstream && isPool(event)) {
           const pools = ['net-1', 'net-2'].map((n) => r.pool(n));
           releasing ||= pools.every((p) => p?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade'] !== undefined);
         }
       });
-      const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } });
-      const id = bump.bumpAgentImage.rollout.id;
-      await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
-      crash.disarm();
+      const { id, url, rollout } = await restartAfterCrash({
+        sim: r.sim,
+        point,
+        env,
+        slot: t,
+        startRollout: async (at) => (await gqlData(at, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1' } } })).bumpAgentImage.rollout.id,
+      });
       held();
-      expect((await service.exited).signal).toBe('SIGKILL');
-
-      service = await startService(env, START_MS);
-      const url = service.url;
-      const done = await until(
-        'rollout finished',
-        async () => {
-          const data = await gqlData(url, ROLLOUT, { id });
-          return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-        },
-        90_000,
-      );
-      expect(done.state, done.message).toBe('SUCCEEDED');
+      expect(rollout.state, rollout.message ?? '').toBe('SUCCEEDED');
       for (let i = 1; i <= POOLS; i++) {
         expect(created.get(`net-${i}`), `agents created for net-${i}`).toBe(1);
-        expect(image(r.agent(`net-${i}`))).toBe(NEW);
+        expect(podImage(r.agent(`net-${i}`))).toBe(NEW);
       }
       // A target succeeds only once its event is recorded (the driver waits for the intent to go): no wait needed.
       const events = await gqlData(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
       const names = events.events.edges.map((e: any) => e.node.object.name).sort();
       expect(names).toEqual(['net-1', 'net-2']);
       for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
-      service.child.kill('SIGTERM');
-      await service.exited;
     },
     400_000,
   );

@@ -4,12 +4,10 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
-import { TestControllerHost } from '../../helpers/controllerHost.js';
+import { hostOverSim, type TestControllerHost } from '../../helpers/controllerHost.js';
 import { setupAgentPools, type AgentPoolOptions, type AgentPoolRuntime } from '../../../src/controllers/agentpool/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
-import { InFlightChanges } from '../../../src/domain/InFlightChanges.js';
-import { createKubeClients } from '../../../src/kube/index.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/sim/index.js';
 import { zeroDelays } from '../../../src/sim/behaviour/index.js';
 import { openDatabase, type Database } from '../../../src/store/db.js';
@@ -56,16 +54,7 @@ export async function startHarness(
   const registry = new Registry();
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
-  const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
-  const manager = new TestControllerHost({
-    config,
-    clients,
-    registry,
-    logger,
-    events,
-    inFlight: new InFlightChanges(db.store, events),
-    leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
-  });
+  const manager = hostOverSim({ sim, config, logger, events, store: db.store, registry });
   const runtime = setupAgentPools(manager, { stuckGraceSeconds: 0, ...options.agent });
   await manager.start();
   const types = {

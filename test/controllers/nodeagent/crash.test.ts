@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { FAST_ENV, startRig, type Rig } from '../../e2e/agentpool/rig.js';
-import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
-import { armCrash, type CrashPoint } from '../../helpers/crashPoint.js';
+import { describe, expect, it } from 'vitest';
+import type { StoreEvent } from '../../../src/sim/types.js';
+import { rigPerTest, serviceEnv, startRig } from '../../e2e/agentpool/rig.js';
+import { startService } from '../../helpers/child.js';
+import { type CrashPoint, podImage, podReady, restartAfterCrash, SERVICE_START_MS } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
@@ -12,23 +12,9 @@ const OLD = 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0';
 const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0';
 const NODES = ['sim-node-1', 'sim-node-2'];
 const BUMP = `mutation ($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { rollout { id state } } }`;
-const ROLLOUT = `query ($id: ID!) { rollout(id: $id) { state message } }`;
 
-/** Generous: the bound only catches a service that never starts (a loaded machine starts it slowly). */
-const START_MS = 120_000;
+const t = rigPerTest();
 
-let rig: Rig | undefined;
-let service: ServiceProcess | undefined;
-afterEach(async () => {
-  await killIfRunning(service);
-  service = undefined;
-  await rig?.close();
-  rig = undefined;
-});
-
-const image = (pod: KubeObject | undefined) => pod?.spec?.containers?.[0]?.image as string | undefined;
-const ready = (pod: KubeObject | undefined) =>
-  (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const isAgent = (e: StoreEvent) => e.resource.plural === 'pods' && e.object.metadata.namespace === DS_NS;
 const gone = (e: StoreEvent) => e.type === 'DELETED' || (!!e.object.metadata.deletionTimestamp && !e.previous?.metadata.deletionTimestamp);
 
@@ -39,48 +25,38 @@ const POINTS: CrashPoint[] = [
     after: (e) =>
       e.resource.plural === 'daemonsets' &&
       e.object.metadata.name === DS_NAME &&
-      image(e.object.spec?.template) === NEW &&
-      image(e.previous?.spec?.template) !== NEW,
+      podImage(e.object.spec?.template) === NEW &&
+      podImage(e.previous?.spec?.template) !== NEW,
   },
   { name: 'before the old agent is deleted, after the intent', before: (i) => i.verb === 'delete' && i.resource.plural === 'pods' && i.namespace === DS_NS },
-  { name: 'after the old agent is deleted', after: (e) => isAgent(e) && image(e.object) === OLD && gone(e) },
-  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && image(e.object) === NEW },
-  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && image(e.object) === NEW && ready(e.object) && !ready(e.previous) },
+  { name: 'after the old agent is deleted', after: (e) => isAgent(e) && podImage(e.object) === OLD && gone(e) },
+  { name: 'after the new agent is created', after: (e) => isAgent(e) && e.type === 'ADDED' && podImage(e.object) === NEW },
+  { name: 'after the new agent turns Ready', after: (e) => isAgent(e) && podImage(e.object) === NEW && podReady(e.object) && !podReady(e.previous) },
 ];
 
 describe('a node-agent replacement, SIGKILLed at each step', () => {
   it.each(POINTS.map((p) => [p.name, p] as const))(
     '%s: one NodeAgentReplaced per node, carrying the rollout id',
     async (_name, point) => {
-      rig = await startRig({ fleet: `nodes=${NODES.length}`, delays: { podReadyMs: 40, podTerminateMs: 10 }, noApp: true });
-      const r = rig;
+      t.rig = await startRig({ fleet: `nodes=${NODES.length}`, delays: { podReadyMs: 40, podTerminateMs: 10 }, noApp: true });
+      const r = t.rig;
       const created = new Map<string, number>();
       r.sim.store.subscribe((event) => {
-        if (event.type === 'ADDED' && isAgent(event) && image(event.object) === NEW)
+        if (event.type === 'ADDED' && isAgent(event) && podImage(event.object) === NEW)
           created.set(event.object.spec.nodeName, (created.get(event.object.spec.nodeName) ?? 0) + 1);
       });
-      const env = { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${r.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: r.sim.kubeconfigPath };
-      service = await startService(env, START_MS);
+      const env = serviceEnv(r);
+      t.service = await startService(env, SERVICE_START_MS);
       const agents = () => r.sim.store.list(r.sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
-      await until('agents Ready', () => agents().length === NODES.length && agents().every(ready));
-      const crash = armCrash(r.sim, point, () => service?.child);
-      const bump = await gqlData(service.url, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } });
-      const id = bump.bumpNodeAgentImage.rollout.id;
-      await until(`the crash point "${point.name}"`, () => crash.fired(), 120_000);
-      crash.disarm();
-      expect((await service.exited).signal).toBe('SIGKILL');
-
-      service = await startService(env, START_MS);
-      const url = service.url;
-      const done = await until(
-        'rollout finished',
-        async () => {
-          const data = await gqlData(url, ROLLOUT, { id });
-          return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-        },
-        90_000,
-      );
-      expect(done.state, done.message).toBe('SUCCEEDED');
+      await until('agents Ready', () => agents().length === NODES.length && agents().every(podReady));
+      const { id, url, rollout } = await restartAfterCrash({
+        sim: r.sim,
+        point,
+        env,
+        slot: t,
+        startRollout: async (at) => (await gqlData(at, BUMP, { input: { namespace: DS_NS, name: DS_NAME, image: NEW } })).bumpNodeAgentImage.rollout.id,
+      });
+      expect(rollout.state, rollout.message ?? '').toBe('SUCCEEDED');
       for (const node of NODES) expect(created.get(node), `new agents on ${node}`).toBe(1);
       // A target succeeds only once its event is recorded (the intent goes with it): no wait needed.
       const events = await gqlData(
@@ -94,8 +70,6 @@ describe('a node-agent replacement, SIGKILLed at each step', () => {
         expect(e.node.payload.oldImage).toBe(OLD);
         expect(e.node.payload.oldPod, e.node.object.name).not.toBeNull();
       }
-      service.child.kill('SIGTERM');
-      await service.exited;
     },
     400_000,
   );

@@ -2,22 +2,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
-import { TestControllerHost } from '../../helpers/controllerHost.js';
+import { hostOverSim, type TestControllerHost } from '../../helpers/controllerHost.js';
 import { setupNodeAgents, type NodeAgentOptions, type NodeAgentRuntime } from '../../../src/controllers/nodeagent/index.js';
 import type { Domain } from '../../../src/domain/Domain.js';
 import { reactToRolloutEvents } from '../../../src/domain/engineReactions.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
-import { InFlightChanges } from '../../../src/domain/InFlightChanges.js';
 import { bumpNodeAgentImageInput } from '../../../src/domain/kinds/nodeAgent.js';
 import { parseInput } from '../../../src/domain/kinds/strategy.js';
 import { bumpNodeAgentImage, type BumpNodeAgentImageInput } from '../../../src/domain/nodeAgents.js';
 import { RolloutEngine } from '../../../src/domain/RolloutEngine.js';
 import { RolloutLauncher } from '../../../src/domain/RolloutLauncher.js';
 import { RolloutService, type Rollout } from '../../../src/domain/RolloutService.js';
-import { createKubeClients } from '../../../src/kube/index.js';
 import { zeroDelays } from '../../../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';
@@ -73,17 +70,7 @@ export async function startHarness(
     | undefined;
 
   const startService = async () => {
-    const registry = new Registry();
-    const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
-    const manager = new TestControllerHost({
-      config,
-      clients,
-      registry,
-      logger,
-      events,
-      inFlight: new InFlightChanges(db.store, events),
-      leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
-    });
+    const manager = hostOverSim({ sim, config, logger, events, store: db.store });
     const runtime = setupNodeAgents(manager, options.nodeAgents);
     const engine = new RolloutEngine(rollouts, logger, { pollMs: options.pollMs ?? 200 });
     engine.registerDriver(runtime.driver);

@@ -4,11 +4,10 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
-import { TestControllerHost } from '../../helpers/controllerHost.js';
+import { hostOverSim, type TestControllerHost } from '../../helpers/controllerHost.js';
 import { setupVirtualClusters, type VirtualClusterOptions, type VirtualClusterRuntime } from '../../../src/controllers/vcluster/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
-import { InFlightChanges } from '../../../src/domain/InFlightChanges.js';
 import type { StoredEvent } from '../../../src/domain/events.js';
 import { createKubeClients, type KubeClients } from '../../../src/kube/index.js';
 import { zeroDelays } from '../../../src/sim/behaviour/index.js';
@@ -59,16 +58,7 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: `file:${path.join(dir, 'test.db')}` }, []);
   const clients = createKubeClients({ mode: 'sim', kubeconfigPath: sim.kubeconfigPath, qps: 10_000, burst: 10_000, registry });
-  const newManager = (reg: Registry) =>
-    new TestControllerHost({
-      config,
-      clients,
-      registry: reg,
-      logger,
-      events,
-      inFlight: new InFlightChanges(db.store, events),
-      leaderElection: { enabled: false, namespace: 'rollplane-system', name: 'rollplane', leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
-    });
+  const newManager = (reg: Registry) => hostOverSim({ sim, config, logger, events, store: db.store, registry: reg, clients });
   const manager = newManager(registry);
   const runtime = setupVirtualClusters(manager, { pollIntervalMs: 50, ...options.vcluster });
   await manager.start();

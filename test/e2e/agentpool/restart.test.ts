@@ -1,16 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gqlData } from '../../helpers/graphql.js';
-import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
-import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './rig.js';
+import { startService } from '../../helpers/child.js';
+import { finishedRollout } from '../../helpers/crashPoint.js';
+import { waitServiceQuiet } from '../../helpers/serviceQuiet.js';
+import { BUMP, NEW, ROLLOUT, rigPerTest, serviceEnv, startRig } from './rig.js';
 
-let rig: Rig | undefined;
-let service: ServiceProcess | undefined;
-afterEach(async () => {
-  await killIfRunning(service);
-  service = undefined;
-  await rig?.close();
-  rig = undefined;
-});
+const t = rigPerTest();
 
 describe.each([
   ['direct mode', ''],
@@ -18,8 +13,8 @@ describe.each([
 ])('a service killed mid-rollout (%s)', (_mode, upstream) => {
   it('completes the rollout after a restart, recreating no pool twice and recording each recreation once', async () => {
     const POOLS = 8;
-    rig = await startRig({ fleet: `pools=${POOLS},nodes=3${upstream}`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
-    const r = rig;
+    t.rig = await startRig({ fleet: `pools=${POOLS},nodes=3${upstream}`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
+    const r = t.rig;
     // Every agent pod ever created, per pool (the fleet's own pods are created before this subscription).
     const created = new Map<string, number>();
     r.sim.store.subscribe((event) => {
@@ -27,15 +22,10 @@ describe.each([
       const pool = event.object.metadata.labels?.['network.harvesterhci.io/ippool-name'];
       if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
     });
-    const env = {
-      ...FAST_ENV,
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: `file:${r.databaseFile}`,
-      ROLLPLANE_KUBE: 'kubeconfig',
-      KUBECONFIG: r.sim.kubeconfigPath,
-    };
-    service = await startService(env);
-    await r.waitFor('pools listed', async () => (await gqlData(service!.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
+    const env = serviceEnv(r);
+    let service = await startService(env);
+    t.service = service;
+    await r.waitFor('pools listed', async () => (await gqlData(service.url, '{ agentPools { totalCount } }')).agentPools.totalCount === POOLS);
     const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '2' } } });
     const id = bump.bumpAgentImage.rollout.id;
     // Kill it while pools are being recreated.
@@ -46,15 +36,9 @@ describe.each([
     expect([...before.values()].reduce((a, b) => a + b, 0)).toBeLessThan(POOLS);
 
     service = await startService(env);
+    t.service = service;
     const url = service.url;
-    const done = await r.waitFor(
-      'rollout finished',
-      async () => {
-        const data = await gqlData(url, ROLLOUT, { id });
-        return ['SUCCEEDED', 'FAILED'].includes(data.rollout.state) ? data.rollout : undefined;
-      },
-      60_000,
-    );
+    const done = await finishedRollout<{ state: string; progress: { succeeded: number } }>(url, id, ROLLOUT, 60_000);
     expect(done.state).toBe('SUCCEEDED');
     expect(done.progress.succeeded).toBe(POOLS);
     for (let i = 1; i <= POOLS; i++) {
@@ -62,13 +46,13 @@ describe.each([
       expect(r.agent(`net-${i}`)!.spec.containers[0].image).toBe(NEW);
       expect(r.pool(`net-${i}`)!.status.agentPodRef).toMatchObject({ image: NEW, uid: r.agent(`net-${i}`)!.metadata.uid });
     }
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Whatever the restarted service was still going to record, it has: its informers have seen the simulator's
+    // current state and its queues hold nothing queued, in progress or delayed.
+    await waitServiceQuiet(url, r.sim.store);
     const events = await gqlData(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { rolloutId object { name } payload } } } }');
     const names = events.events.edges.map((e: any) => e.node.object.name).sort();
     expect(names).toEqual(Array.from({ length: POOLS }, (_, i) => `net-${i + 1}`).sort());
     // Each one is the rollout's, also those under way when the service died.
     for (const e of events.events.edges) expect(e.node.rolloutId, e.node.object.name).toBe(id);
-    service.child.kill('SIGTERM');
-    await service.exited;
   }, 120_000);
 });

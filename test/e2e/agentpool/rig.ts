@@ -8,6 +8,8 @@ import type { AgentPoolOptions } from '../../../src/controllers/agentpool/index.
 import { zeroDelays, type SimDelays } from '../../../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';
+import { afterEach } from 'vitest';
+import { type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
 import { gql } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
@@ -25,6 +27,27 @@ export const FAST_ENV: Record<string, string> = {
   ROLLPLANE_MUTATION_BURST: '100000',
   ROLLPLANE_AUTH: 'off',
 };
+
+/** A rig and the service process run against it, for one test at a time. */
+export interface RigAndService extends ServiceSlot {
+  rig?: Rig;
+}
+
+/** Registers an afterEach that stops the test's service (SIGKILL unless it has exited) and closes its rig. */
+export function rigPerTest(): RigAndService {
+  const t: RigAndService = {};
+  afterEach(async () => {
+    await stopSlot(t);
+    await t.rig?.close();
+    t.rig = undefined;
+  });
+  return t;
+}
+
+/** The environment of a service process (child.ts startService) run against `rig`'s simulator and database. */
+export function serviceEnv(rig: Pick<Rig, 'sim' | 'databaseFile'>): Record<string, string> {
+  return { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${rig.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: rig.sim.kubeconfigPath };
+}
 
 export interface Rig {
   sim: Simulator;

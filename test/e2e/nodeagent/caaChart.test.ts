@@ -6,20 +6,16 @@
 import { isDeepStrictEqual } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
-import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
+import type { StoreEvent } from '../../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { gql } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
+import { caaFleet, DELAYS, DS, NODES, NS, OLD, serving } from './caaFleet.js';
 
-const NS = 'confidential-containers-system';
-const DS = 'cloud-api-adaptor-daemonset';
-const OLD = 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0';
 const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0';
 const BAD = 'quay.io/confidential-containers/cloud-api-adaptor:bad-1';
-const NODES = ['sim-node-1', 'sim-node-2', 'sim-node-3'];
 const GATE = 'rollplane.io/peer-pods-ready';
 const CHART_STRATEGY = { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } };
-const DELAYS = { podScheduleMs: 0, podStartMs: 10, podReadyMs: 40, podTerminateMs: 10, controllerMs: 0 };
 
 const BUMP = `mutation ($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { rollout { id strategy { mode } } } }`;
 const STATE = `query ($id: ID!) { rollout(id: $id) { state targets { edges { node { name state } } } } }`;
@@ -28,13 +24,7 @@ const ROLLBACK = `mutation ($id: ID!) { rollbackRollout(id: $id) { id } }`;
 let sim: Simulator;
 let app: TestApp | undefined;
 
-const ready = (pod: KubeObject) =>
-  !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
-const types = () => ({ pods: sim.store.resourceType('', 'pods')!, daemonsets: sim.store.resourceType('apps', 'daemonsets')! });
-const daemonSet = () => sim.store.get(types().daemonsets, NS, DS)!;
-/** The node's CAA pods, a SURGE hand-over's retiring one included (it keeps the podLabels label, loses `app`). */
-const agentsOn = (node: string) =>
-  sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
+const { types, daemonSet, agentsOn } = caaFleet(() => sim);
 const peersOn = (node: string) =>
   sim.store.list(types().pods).filter((p) => p.spec?.nodeName === node && p.spec?.runtimeClassName === 'kata-remote' && !p.metadata.deletionTimestamp);
 
@@ -63,12 +53,12 @@ function watchCluster() {
       const node = event.object.spec?.nodeName ?? '(unscheduled)';
       created.set(node, (created.get(node) ?? 0) + 1);
     }
-    const withoutReady = NODES.filter((n) => !agentsOn(n).some(ready));
+    const withoutReady = NODES.filter((n) => !agentsOn(n).some(serving));
     if (withoutReady.length > 1) violations.push(`rev ${event.object.metadata.resourceVersion}: no Ready agent on ${withoutReady.join(', ')}`);
     const nowBusy = new Set(
       NODES.filter((n) => {
         const agents = agentsOn(n);
-        return agents.length !== 1 || !ready(agents[0]!) || peersOn(n).some((p) => !ready(p));
+        return agents.length !== 1 || !serving(agents[0]!) || peersOn(n).some((p) => !serving(p));
       }),
     );
     if (nowBusy.size > 1) violations.push(`rev ${event.object.metadata.resourceVersion}: ${[...nowBusy].join(', ')} busy at once`);
@@ -99,7 +89,7 @@ async function settled() {
 beforeEach(async () => {
   sim = await startSimulator({ delays: DELAYS, fleet: 'nodes=3,upstream=caa' });
   await until('the chart agents and peer pods Ready', () =>
-    NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every(ready) && peersOn(n).length === 2 && peersOn(n).every(ready)),
+    NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every(serving) && peersOn(n).length === 2 && peersOn(n).every(serving)),
   );
   app = await startTestApp({ env: { ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: sim.kubeconfigPath, ROLLPLANE_CONTROLLERS: 'on' } });
 });
@@ -135,7 +125,7 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     expected.spec.containers[0].image = NEW;
     expect(after.spec.template).toEqual(expected);
     expect(Object.keys(after.metadata.annotations ?? {}).filter((k) => k.startsWith('rollplane.io/'))).toEqual([]);
-    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p), p.spec.readinessGates ?? []])).toEqual([[NEW, true, []]]);
+    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, serving(p), p.spec.readinessGates ?? []])).toEqual([[NEW, true, []]]);
   });
 
   it('a failed rollout keeps the set OnDelete without a gate; its rollback restores the chart strategy and template exactly', async () => {
@@ -168,7 +158,7 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     expect(after.spec.updateStrategy).toEqual(original.spec.updateStrategy);
     expect(after.spec.template).toEqual(original.spec.template);
     expect(Object.keys(after.metadata.annotations ?? {}).filter((k) => k.startsWith('rollplane.io/'))).toEqual([]);
-    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p)])).toEqual([[OLD, true]]);
+    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, serving(p)])).toEqual([[OLD, true]]);
   });
 
   it('abort keeps the nodes as they are (OnDelete, no gate); the rollback restores the chart strategy and template exactly', async () => {
@@ -208,7 +198,7 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     const after = daemonSet();
     expect(after.spec.updateStrategy).toEqual(original.spec.updateStrategy);
     expect(after.spec.template).toEqual(original.spec.template);
-    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p)])).toEqual([[OLD, true]]);
+    for (const n of NODES) expect(agentsOn(n).map((p) => [p.spec.containers[0].image, serving(p)])).toEqual([[OLD, true]]);
   });
 
   it('a helm upgrade of the chart mid-rollout takes the set back: rollplane fails the rollout and does not fight the DaemonSet', async () => {
@@ -234,7 +224,7 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
       await until('the rollout released the set', () => daemonSet().metadata.annotations?.['rollplane.io/rollout'] === undefined);
       // The DaemonSet's own surge rolling update brings every node to the chart's image.
       await until('every node on the chart image', () =>
-        NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => ready(p) && p.spec.containers[0].image === CHART_NEXT)),
+        NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => serving(p) && p.spec.containers[0].image === CHART_NEXT)),
       );
       await settled();
     } finally {
@@ -297,6 +287,6 @@ describe('node agents beside the cloud-api-adaptor chart', () => {
     expect(daemonSet().spec.template).toEqual(expected);
     expect(daemonSet().spec.updateStrategy).toEqual(CHART_STRATEGY);
     for (const n of NODES)
-      expect(agentsOn(n).map((p) => [p.spec.containers[0].image, ready(p), p.metadata.labels?.app])).toEqual([[NEW, true, 'cloud-api-adaptor']]);
+      expect(agentsOn(n).map((p) => [p.spec.containers[0].image, serving(p), p.metadata.labels?.app])).toEqual([[NEW, true, 'cloud-api-adaptor']]);
   });
 });

@@ -10,18 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
-import type { KubeObject } from '../../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { gql } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
+import { caaFleet, DELAYS, DS, NODES, NS, OLD, serving } from './caaFleet.js';
 
-const NS = 'confidential-containers-system';
-const DS = 'cloud-api-adaptor-daemonset';
-const OLD = 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0';
 const CHART_NEXT = 'quay.io/confidential-containers/cloud-api-adaptor:v0.12.0';
 const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.13.0';
-const NODES = ['sim-node-1', 'sim-node-2', 'sim-node-3'];
-const DELAYS = { podScheduleMs: 0, podStartMs: 10, podReadyMs: 40, podTerminateMs: 10, controllerMs: 0 };
 
 const BUMP = `mutation ($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { rollout { id } } }`;
 const STATE = `query ($id: ID!) { rollout(id: $id) { state } }`;
@@ -42,13 +37,8 @@ let sim: Simulator;
 let app: TestApp | undefined;
 let dir: string;
 
-const ready = (pod: KubeObject) =>
-  !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
-const types = () => ({ pods: sim.store.resourceType('', 'pods')!, daemonsets: sim.store.resourceType('apps', 'daemonsets')! });
-const daemonSet = () => sim.store.get(types().daemonsets, NS, DS)!;
-const agentsOn = (node: string) =>
-  sim.store.list(types().pods, NS).filter((p) => p.metadata.labels?.['rollplane.io/node-agent'] === 'true' && p.spec?.nodeName === node);
-const onImage = (image: string) => NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => ready(p) && p.spec.containers[0].image === image));
+const { types, daemonSet, agentsOn } = caaFleet(() => sim);
+const onImage = (image: string) => NODES.every((n) => agentsOn(n).length === 1 && agentsOn(n).every((p) => serving(p) && p.spec.containers[0].image === image));
 
 async function history(): Promise<HistoryEvent[]> {
   const r = await gql(app!.url, EVENTS);

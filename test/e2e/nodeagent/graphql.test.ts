@@ -3,23 +3,25 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
-import type { KubeObject } from '../../../src/sim/types.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { startService, type ServiceProcess } from '../../helpers/child.js';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
+import { DELAYS, DS as DS_NAME, NS as DS_NS, OLD, serving } from './caaFleet.js';
 
-const DS_NS = 'confidential-containers-system';
-const DS_NAME = 'cloud-api-adaptor-daemonset';
-const OLD = 'quay.io/confidential-containers/cloud-api-adaptor:v0.10.0';
 const NEW = 'quay.io/confidential-containers/cloud-api-adaptor:v0.11.0';
-const DELAYS = { podScheduleMs: 0, podStartMs: 10, podReadyMs: 40, podTerminateMs: 10, controllerMs: 0 };
 
 /**
  * With rollplane away, waits until the simulator has done all it does alone: no agent terminating, every agent's
  * containers Ready (a gated one stays not Ready: only rollplane opens its gate), nothing queued in its controllers. A
  * DaemonSet that replaced an agent by itself would have done so by then (its controllers act without delay here).
  */
+/** The images of the agents on `node`, a retiring one included. */
+const imagesOn = (node: string) =>
+  agents()
+    .filter((p) => p.spec.nodeName === node)
+    .map((p) => p.spec.containers[0].image);
+
 async function simSettled(): Promise<void> {
   await until('the simulator settled', () =>
     agents().every(
@@ -44,15 +46,13 @@ async function startApp(databaseFile?: string): Promise<TestApp> {
   return app;
 }
 
-const ready = (pod: KubeObject) =>
-  !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 const agents = () => sim.store.list(sim.store.resourceType('', 'pods')!).filter((p) => p.metadata.namespace === DS_NS);
 
 beforeEach(async () => {
   sim = await startSimulator({ delays: DELAYS, fleet: 'nodes=3' });
   await until('the fleet Ready', () => {
     const pods = sim.store.list(sim.store.resourceType('', 'pods')!);
-    return pods.length === 9 && pods.every(ready);
+    return pods.length === 9 && pods.every(serving);
   });
 });
 
@@ -136,16 +136,16 @@ describe('node agents over GraphQL', () => {
     try {
       // The subscription is open on the server (its gauge counts it) before the bump.
       await until('the events subscription to be open', async () => (await open()) > openBefore);
-      const run = await gql(app.url, BUMP, {
-        input: {
-          namespace: DS_NS,
-          name: DS_NAME,
-          image: NEW,
-          canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
-          idempotencyKey: 'ci-run-1',
-          cause: { actor: 'ci' },
-        },
-      });
+      // A canary node first, under an idempotency key: sent twice below.
+      const input = {
+        namespace: DS_NS,
+        name: DS_NAME,
+        image: NEW,
+        canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
+        idempotencyKey: 'ci-run-1',
+        cause: { actor: 'ci' },
+      };
+      const run = await gql(app.url, BUMP, { input });
       expect(run.errors).toBeUndefined();
       const id = run.data.bumpNodeAgentImage.rollout.id as string;
       await feed.waitFor(3, 20_000);
@@ -163,16 +163,7 @@ describe('node agents over GraphQL', () => {
       });
       expect(done.progress).toEqual({ succeeded: 3, total: 3 });
       // Same key, same request: the same rollout back.
-      const again = await gql(app.url, BUMP, {
-        input: {
-          namespace: DS_NS,
-          name: DS_NAME,
-          image: NEW,
-          canaryNodeSelector: 'kubernetes.io/hostname=sim-node-3',
-          idempotencyKey: 'ci-run-1',
-          cause: { actor: 'ci' },
-        },
-      });
+      const again = await gql(app.url, BUMP, { input });
       expect(again.data.bumpNodeAgentImage).toMatchObject({ created: false, rollout: { id } });
     } finally {
       feed.unsubscribe();
@@ -204,11 +195,7 @@ describe('node agents over GraphQL', () => {
       .sort();
     await simSettled();
     // Nothing moves while rollplane is away (the DaemonSet is OnDelete; an admitted node's new agent waits on its gate).
-    expect(
-      agents()
-        .filter((p) => p.spec.nodeName === 'sim-node-3')
-        .map((p) => p.spec.containers[0].image),
-    ).toEqual([OLD]);
+    expect(imagesOn('sim-node-3')).toEqual([OLD]);
 
     const second = await startApp(first.databaseFile);
     const done = await until('SUCCEEDED', async () => {
@@ -222,7 +209,7 @@ describe('node agents over GraphQL', () => {
     ]);
     expect(await replaced(second.url)).toEqual(['sim-node-1', 'sim-node-2', 'sim-node-3']);
     expect(frozen.length).toBeGreaterThanOrEqual(3);
-    expect(agents().every(ready)).toBe(true);
+    expect(agents().every(serving)).toBe(true);
     expect(agents().map((p) => p.spec.containers[0].image)).toEqual([NEW, NEW, NEW]);
   });
 
@@ -259,11 +246,7 @@ describe('node agents over GraphQL', () => {
       const id = run.data.bumpNodeAgentImage.rollout.id as string;
       expect((await first.exited).signal).toBe('SIGKILL');
       await simSettled();
-      expect(
-        agents()
-          .filter((p) => p.spec.nodeName === 'sim-node-3')
-          .map((p) => p.spec.containers[0].image),
-      ).toEqual([OLD]);
+      expect(imagesOn('sim-node-3')).toEqual([OLD]);
 
       const second = await startService(env);
       children.push(second);
@@ -276,7 +259,7 @@ describe('node agents over GraphQL', () => {
         'sim-node-2',
         'sim-node-3',
       ]);
-      expect(agents().every(ready)).toBe(true);
+      expect(agents().every(serving)).toBe(true);
       expect(agents().map((p) => p.spec.containers[0].image)).toEqual([NEW, NEW, NEW]);
     } finally {
       unsubscribe();

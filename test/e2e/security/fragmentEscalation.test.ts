@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSchema } from '../../../src/graphql/schema.js';
-import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { seedRollout, startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
 import { privilegedCases } from '../../helpers/privilegedShapes.js';
-import { defaultStrategy } from '../../../src/domain/kinds/index.js';
 
 /**
  * Issue 18, finding 1 (critical): the role check read only root fields written directly in the operation, so
@@ -22,15 +21,7 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
       env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_MUTATIONS_PER_MINUTE: '100000', ROLLPLANE_MUTATION_BURST: '100000' },
     });
     for (const role of ['viewer', 'deployer'] as const) secrets[role] = (await app.domain.tokens.create({ name: role, role })).secret;
-    await app.domain.rollouts.create({
-      kind: 'AGENT_POOL',
-      fromVersion: 'a:1',
-      toVersion: 'a:2',
-      selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
-      cause: {},
-      targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
-    });
+    await seedRollout(app);
   });
   afterAll(async () => {
     await app?.close();

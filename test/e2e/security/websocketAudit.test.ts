@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { seedRollout, startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect, wsClient } from '../../helpers/graphql.js';
-import { defaultStrategy } from '../../../src/domain/kinds/index.js';
 
 /** Issue 18, finding 2: mutations sent over WebSocket were never audited, accepted or refused. */
 const ADMIN = 'admin-secret-for-ws-audit-tests-0123456789';
@@ -16,16 +15,7 @@ describe('mutations over WebSocket', () => {
     app = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN } });
     deployer = (await app.domain.tokens.create({ name: 'ci', role: 'deployer' })).secret;
     viewer = (await app.domain.tokens.create({ name: 'wall', role: 'viewer' })).secret;
-    const { rollout } = await app.domain.rollouts.create({
-      kind: 'AGENT_POOL',
-      fromVersion: 'a:1',
-      toVersion: 'a:2',
-      selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
-      cause: {},
-      targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
-    });
-    rolloutId = rollout.id;
+    rolloutId = await seedRollout(app);
   });
   afterAll(async () => {
     await app?.close();

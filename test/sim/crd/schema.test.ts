@@ -1,7 +1,8 @@
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../../src/sim/index.js';
+import { type Simulator, startSimulator } from '../../../src/sim/index.js';
 import { expectStatus } from '../apiHelpers.js';
+import { CRDS, rawRequest, startWithCrds } from './crdFixture.js';
 
 let sim: Simulator;
 let custom: CustomObjectsApi;
@@ -126,27 +127,10 @@ const create = (name: string, spec: Record<string, unknown>) =>
   custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, body: widget(name, spec) }) as Promise<any>;
 const read = (name: string) => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: 'widgets', namespace: NS, name }) as Promise<any>;
 
-const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
-
-async function raw(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType = 'application/json',
-): Promise<{ status: number; body: any; warning: string | null }> {
-  const response = await fetch(sim.url + path, {
-    method,
-    headers: { 'Content-Type': contentType },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json(), warning: response.headers.get('warning') };
-}
+const raw = (method: string, path: string, body?: unknown, contentType?: string) => rawRequest(sim, method, path, body, contentType);
 
 beforeAll(async () => {
-  sim = await startSimulator({ behaviour: false });
-  custom = sim.kubeConfig.makeApiClient(CustomObjectsApi);
-  expect((await raw('POST', CRDS, widgetCrd())).status).toBe(201);
-  expect((await raw('POST', CRDS, gadgetCrd())).status).toBe(201);
+  ({ sim, custom } = await startWithCrds(widgetCrd(), gadgetCrd()));
 });
 
 afterAll(async () => {

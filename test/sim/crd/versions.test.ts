@@ -1,8 +1,9 @@
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
+import { type CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../../src/sim/index.js';
+import type { Simulator } from '../../../src/sim/index.js';
 import { until } from '../../helpers/until.js';
 import { expectStatus } from '../apiHelpers.js';
+import { CRDS, rawRequest, startWithCrds } from './crdFixture.js';
 
 /**
  * A CRD with several versions, served as kube-apiserver serves `conversion.strategy: None`: every served version at its
@@ -15,7 +16,6 @@ const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 const GROUP = 'example.org';
 const NS = 'default';
-const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const CRD_NAME = 'gizmos.example.org';
 
 const version = (name: string, served: boolean, storage: boolean, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
@@ -53,19 +53,7 @@ function gizmoCrd(versions?: unknown[]): any {
   };
 }
 
-async function raw(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType = 'application/json',
-): Promise<{ status: number; body: any; warning: string | null }> {
-  const response = await fetch(sim.url + path, {
-    method,
-    headers: { 'Content-Type': contentType },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json(), warning: response.headers.get('warning') };
-}
+const raw = (method: string, path: string, body?: unknown, contentType?: string) => rawRequest(sim, method, path, body, contentType);
 
 const path = (v: string, name?: string) => `/apis/${GROUP}/${v}/namespaces/${NS}/gizmos${name ? `/${name}` : ''}`;
 const gizmo = (v: string, name: string, spec: Record<string, unknown>) => ({ apiVersion: `${GROUP}/${v}`, kind: 'Gizmo', metadata: { name }, spec });
@@ -76,9 +64,7 @@ const read = (v: string, name: string) => custom.getNamespacedCustomObject({ gro
 const stored = (name: string) => sim.store.get(sim.store.resourceType(GROUP, 'gizmos')!, NS, name);
 
 beforeAll(async () => {
-  sim = await startSimulator({ behaviour: false });
-  custom = sim.kubeConfig.makeApiClient(CustomObjectsApi);
-  expect((await raw('POST', CRDS, gizmoCrd())).status).toBe(201);
+  ({ sim, custom } = await startWithCrds(gizmoCrd()));
 });
 
 afterAll(async () => {
