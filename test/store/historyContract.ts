@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType, type NewEvent } from '../../src/domain/events.js';
-import type { HistoryStore, HistoryTx, NewRolloutRow, RolloutRow, Step } from '../../src/store/port.js';
+import type { HistoryStore, HistoryTx, NewRolloutRow, NewTargetRow, RolloutRow, Step } from '../../src/store/port.js';
 
 /**
  * The history port's contract (src/store/port.ts), written once and run against every store. `open` gives a fresh,
@@ -30,6 +30,23 @@ function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewRolloutR
     idempotencyKey: null,
     rollbackOfId: null,
     ...extra,
+  };
+}
+
+/** Target `ordinal` of a rollout, named `<prefix>-<ordinal>`, changing v1 → v2. */
+function targetRow(rolloutId: string, ordinal: number, state: string, kind = 'AGENT_POOL', namespace = 'ns', prefix = 'pool'): NewTargetRow {
+  return {
+    id: `${rolloutId}.${ordinal}`,
+    rolloutId,
+    kind,
+    namespace,
+    name: `${prefix}-${ordinal}`,
+    ordinal,
+    state,
+    fromVersion: 'v1',
+    toVersion: 'v2',
+    skipReason: null,
+    finishedAt: null,
   };
 }
 
@@ -310,19 +327,7 @@ export function historyContract(factory: () => StoreFactory): void {
     });
 
     it('changes several targets of one rollout in one batch, answering in the order given, and refuses a target named twice', async () => {
-      const target = (ordinal: number, state: string) => ({
-        id: `r-batch.${ordinal}`,
-        rolloutId: 'r-batch',
-        kind: 'AGENT_POOL',
-        namespace: 'ns',
-        name: `pool-${ordinal}`,
-        ordinal,
-        state,
-        fromVersion: 'v1',
-        toVersion: 'v2',
-        skipReason: null,
-        finishedAt: null,
-      });
+      const target = (ordinal: number, state: string) => targetRow('r-batch', ordinal, state);
       await store.transaction(function* (tx) {
         yield* tx.insertRollout(rolloutRow('r-batch'), T0);
         // A target of the same name in another rollout must not be touched.
@@ -406,19 +411,7 @@ export function historyContract(factory: () => StoreFactory): void {
 
   describe('what the engine and the launcher look for', () => {
     it('lists rollouts needing the engine and targets covered by active rollouts', async () => {
-      const target = (rolloutId: string, ordinal: number, state: string) => ({
-        id: `${rolloutId}.${ordinal}`,
-        rolloutId,
-        kind: 'NODE_AGENT',
-        namespace: '',
-        name: `node-${ordinal}`,
-        ordinal,
-        state,
-        fromVersion: 'v1',
-        toVersion: 'v2',
-        skipReason: null,
-        finishedAt: null,
-      });
+      const target = (rolloutId: string, ordinal: number, state: string) => targetRow(rolloutId, ordinal, state, 'NODE_AGENT', '', 'node');
       await store.transaction(function* (tx) {
         yield* tx.insertRollout(rolloutRow('r-eng-active', { kind: 'NODE_AGENT' }), at(200));
         yield* tx.insertTargets(
