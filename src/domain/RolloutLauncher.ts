@@ -112,11 +112,16 @@ export class RolloutLauncher {
   }
 
   /** The fast path of a retry, before any lock: the key's rollout, or CONFLICT for a different request under it. */
+  /**
+   * The key's rollout if the same request made it; CONFLICT if another did. Two reads outside a transaction, in this
+   * order: a rollout and its record commit together, so once the rollout is seen its record is too. Read the other way
+   * round, a rollout committed (on any replica) between the two reads came without its record and passed for this
+   * request's (attack finding: a retry was answered with another request's rollout, even of another kind).
+   */
   private async replay(key: string, requestHash: string): Promise<Rollout | undefined> {
-    const record = await this.rollouts.idempotencyRecord(key);
-    const rollout = record ? await this.rollouts.get(record.rolloutId) : await this.rollouts.findByIdempotencyKey(key);
+    const rollout = await this.rollouts.findByIdempotencyKey(key);
     if (!rollout) return undefined;
-    checkReplay(key, requestHash, rollout.id, record);
+    checkReplay(key, requestHash, rollout.id, await this.rollouts.idempotencyRecord(key));
     return rollout;
   }
 
