@@ -4,13 +4,14 @@
  * `AgentPoolQueries` from its informer caches.
  */
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from './labelSelector.js';
-import { ValidationError } from '../errors.js';
+import { ConflictError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
 import { isDowngrade } from '../util/imageReference.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import type { AgentPoolStrategy, RolloutPlan } from './kinds/index.js';
 import type { BumpAgentImageRequest } from './kinds/agentPool.js';
 import type { LaunchResult } from './RolloutLauncher.js';
+import type { LaunchGuard } from './launchRules.js';
 import type { NewTarget } from './RolloutService.js';
 
 export interface PoolCondition {
@@ -189,7 +190,7 @@ export type { BumpAgentImageRequest } from './kinds/agentPool.js';
 export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: AgentPoolQueries, input: BumpAgentImageRequest): Promise<LaunchResult> {
   const { image, pools: selection, strategy } = input;
   // Refuse before planning when the cluster does not allow the configured mode (e.g. direct beside the controller).
-  await queries.checkRollout();
+  const mode = await queries.checkRollout();
 
   const pools = (await queries.all())
     .filter((p) => matchesPoolSelection(selection, p))
@@ -234,7 +235,26 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
     dryRun: input.dryRun === true,
     supersede: input.supersede === true,
     request,
+    ...(mode === 'COEXIST' ? { guard: refuseOtherControllerImage(image) } : {}),
   });
+}
+
+/**
+ * Beside the vm-dhcp-controller every pool's agent runs the controller's one `--image`: a rollout moves it for all the
+ * pools it releases. A second active rollout to another image, even of other pools, would move it under the first
+ * one, which then sees its image changed behind its back and fails (attack finding: two bumps of disjoint pools broke
+ * each other). Refused as CONFLICT under the launch lock; rollouts to the same image can run together.
+ */
+function refuseOtherControllerImage(image: string): LaunchGuard {
+  return (active) => {
+    const busy = active.find((rollout) => rollout.toVersion !== image);
+    if (busy) {
+      throw new ConflictError(
+        `the vm-dhcp-controller runs one --image for every pool, and active rollout ${busy.id} is moving it to ${busy.toVersion}; wait for it, or abort it first`,
+        { details: { rolloutIds: [busy.id] } },
+      );
+    }
+  };
 }
 
 function safeIsDowngrade(from: string, to: string): boolean {

@@ -213,6 +213,31 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     expect(r.agent(frozen)!.spec.containers[0].image).toBe(OLD);
   });
 
+  // Attack finding F2 (three replicas): two bumps of disjoint pools to different images were both accepted; the second
+  // moved the controller's one --image under the first, which failed blaming "a change outside rollplane".
+  it('refuses a bump to another image while a rollout moves the controller, even of other pools; the same image may run beside it', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const first = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1', 'net-2'] }, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const id = first.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, id, ['PAUSED', 'FAILED'])).state).toBe('PAUSED');
+    const other = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
+    const refused = (await r.gql(BUMP, { input: { image: other, pools: { names: ['net-3'] } } }).catch((error: { errors: any[] }) => error)) as {
+      errors?: { message: string; extensions?: { code?: string } }[];
+    };
+    expect(refused.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(refused.errors?.[0]?.message).toBe(
+      `the vm-dhcp-controller runs one --image for every pool, and active rollout ${id} is moving it to ${NEW}; wait for it, or abort it first`,
+    );
+    expect(controllerImage(r)).toBe(NEW);
+    const rollouts = await r.gql('{ rollouts(first: 10) { totalCount } }');
+    expect(rollouts.rollouts.totalCount).toBe(1);
+    // The same image moves nothing under the first rollout.
+    const beside = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-3'] } } });
+    expect(beside.bumpAgentImage.created).toBe(true);
+    expect((await waitForRollout(r, beside.bumpAgentImage.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+  });
+
   // Attack probe (ap-abort-immediately): an abort before any pool was released left the controller on the aborted
   // image with every pool held against it, and a rollback was refused (no target changed).
   it('an abort before any pool was released puts the controller back and takes the holds off', async () => {
