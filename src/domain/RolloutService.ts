@@ -477,7 +477,7 @@ function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): 
   if (changing.length === 0) return [];
   const overlapping = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
   if (overlapping.length === 0) return [];
-  if (!rules.supersede) throw overlapConflict(overlapping);
+  if (!rules.supersede) throw overlapConflict(spec.kind, overlapping);
   const events: NewEvent[] = [];
   for (const rolloutId of new Set(overlapping.map((o) => o.rolloutId))) {
     try {

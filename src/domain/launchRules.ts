@@ -1,4 +1,5 @@
 import { ConflictError } from '../errors.js';
+import type { RolloutKind } from './events.js';
 import type { CoveredTarget, IdempotencyRecord } from './historyPort.js';
 import type { Rollout } from './RolloutService.js';
 
@@ -29,13 +30,19 @@ export function overlapsOf(covered: readonly CoveredTarget[], targets: readonly 
   return covered.filter((row) => wanted.has(`${row.namespace}/${row.name}`));
 }
 
+/**
+ * The kinds whose bump input offers `supersede` (schema.graphql: BumpAgentImageInput). A refusal advises it only there:
+ * advice to pass an argument the mutation does not have ends in a validation error (attack finding F9).
+ */
+const SUPERSEDE_OFFERED: ReadonlySet<RolloutKind> = new Set(['AGENT_POOL']);
+
 /** The refusal of a launch whose targets an active rollout already covers. */
-export function overlapConflict(overlapping: readonly CoveredTarget[]): ConflictError {
+export function overlapConflict(kind: RolloutKind, overlapping: readonly CoveredTarget[]): ConflictError {
   const first = overlapping[0]!;
   return new ConflictError(
     `active rollout ${first.rolloutId} already covers ${first.namespace ? `${first.namespace}/` : ''}${first.name}` +
       (overlapping.length > 1 ? ` (and ${overlapping.length - 1} more targets)` : '') +
-      '; wait for it, abort it, or pass supersede: true',
+      (SUPERSEDE_OFFERED.has(kind) ? '; wait for it, abort it, or pass supersede: true' : '; wait for it, or abort it'),
     { details: { rolloutIds: [...new Set(overlapping.map((o) => o.rolloutId))] } },
   );
 }
