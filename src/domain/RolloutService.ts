@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, NewRevision, RolloutPosition, RolloutRow, Step, TargetRow } from './historyPort.js';
-import { checkReplay, type LaunchRules, overlapConflict, overlapsOf, SUPERSEDED } from './launchRules.js';
+import { checkReplay, type LaunchRules, overlapConflict, overlapsOf, stillChangingConflict, SUPERSEDED } from './launchRules.js';
 import type { EventLog } from './EventLog.js';
 import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
@@ -475,6 +475,13 @@ function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): 
   if (rules.guard) rules.guard(yield* activeRolloutsStep(tx, spec.kind));
   const changing = spec.targets.filter((t) => !t.skipReason);
   if (changing.length === 0) return [];
+  if (!rules.supersede && !spec.rollbackOfId) {
+    // An ended rollout's admitted targets still finish (abort and failure leave them to): a plain launch waits for them,
+    // or its change would land on a target mid-change (attack finding F6). A supersede or a rollback takes them over
+    // on purpose, as it does an active rollout's.
+    const changingUnderEnded = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PROGRESSING'], ENDED_WITH_ADMITTED_TARGETS), changing);
+    if (changingUnderEnded.length > 0) throw stillChangingConflict(changingUnderEnded);
+  }
   const overlapping = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
   if (overlapping.length === 0) return [];
   if (!rules.supersede) throw overlapConflict(spec.kind, overlapping);
@@ -489,6 +496,9 @@ function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): 
   }
   return events;
 }
+
+/** The ended states that may leave admitted targets to finish (SUCCEEDED and ROLLED_BACK never have any). */
+const ENDED_WITH_ADMITTED_TARGETS: readonly RolloutState[] = ['ABORTED', 'FAILED'];
 
 /**
  * Moves a rollout to `to` (see RolloutService.transition) and returns the events to commit with it. A step, so that a

@@ -58,3 +58,14 @@ export function checkReplay(key: string, requestHash: string, rolloutId: string,
     });
   }
 }
+
+/** The refusal of a plain launch whose targets are still changing under a rollout that ended (aborted or failed). */
+export function stillChangingConflict(changing: readonly CoveredTarget[]): ConflictError {
+  const first = changing[0]!;
+  return new ConflictError(
+    `${first.namespace ? `${first.namespace}/` : ''}${first.name} is still changing under rollout ${first.rolloutId}, which ended before it finished` +
+      (changing.length > 1 ? ` (and ${changing.length - 1} more targets)` : '') +
+      '; wait for it to finish',
+    { details: { rolloutIds: [...new Set(changing.map((o) => o.rolloutId))] } },
+  );
+}

@@ -97,6 +97,37 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
     ]);
   });
 
+  it('refuses a plain launch of a target still changing under an ended rollout; a supersede or a rollback takes it over', async () => {
+    const aborted = await create('agent:v2', ['e0', 'e1']);
+    await rollouts.setTargetStates(aborted.id, [{ target: { namespace: 'default', name: 'e0' }, to: 'PROGRESSING' }]);
+    // Abort leaves the admitted target to finish.
+    await rollouts.abort(aborted.id, 'test');
+    expect((await rollouts.allTargets(aborted.id)).map((t) => [t.name, t.state])).toEqual([
+      ['e0', 'PROGRESSING'],
+      ['e1', 'CANCELLED'],
+    ]);
+    const spec = (name: string) => ({
+      kind: 'AGENT_POOL' as const,
+      fromVersion: 'agent:v1',
+      toVersion: 'agent:v3',
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: { actor: 'test' },
+      targets: [{ namespace: 'default', name, fromVersion: 'agent:v1', toVersion: 'agent:v3' }],
+    });
+    const before = await log.lastEventId();
+    await expect(rollouts.create(spec('e0'), {})).rejects.toMatchObject({
+      code: 'CONFLICT',
+      message: `default/e0 is still changing under rollout ${aborted.id}, which ended before it finished; wait for it to finish`,
+      details: { rolloutIds: [aborted.id] },
+    });
+    expect(await log.lastEventId()).toBe(before);
+    // Its cancelled target is free, and so is e0 for a supersede and for the ended rollout's rollback.
+    expect((await rollouts.create(spec('e1'), {})).created).toBe(true);
+    expect((await rollouts.create({ ...spec('e0'), rollbackOfId: aborted.id }, {})).created).toBe(true);
+    expect((await rollouts.create({ ...spec('e0'), toVersion: 'agent:v4' }, { supersede: true })).created).toBe(true);
+  });
+
   it('changes nothing when one target of a pass does not exist', async () => {
     const rollout = await create('agent:v2', ['q0']);
     const before = await log.lastEventId();
