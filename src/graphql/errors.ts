@@ -34,11 +34,8 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, lo
   }
   // (Apollo fills in INTERNAL_SERVER_ERROR for an error without a code before it calls this: look at the original.)
   if (isPlainGraphQLError(original) && !original.extensions?.code) {
-    // A GraphQL-level error without a code: raised by graphql-js (a subscription's arguments) or by Apollo itself for a
-    // malformed request (persisted-query extensions, answered 400). Checked by shape: graphql may be loaded twice
-    // (CJS for Apollo, ESM elsewhere) and instanceof fails across the two.
-    const status = (original.extensions?.http as { status?: number } | undefined)?.status;
-    return { ...formatted, extensions: { code: status !== undefined && status >= 400 && status < 500 ? 'BAD_REQUEST' : ErrorCode.BadUserInput } };
+    const field = invalidArgumentOf(formatted.message);
+    return { ...formatted, extensions: { code: plainGraphQLErrorCode(original), ...(field ? { field } : {}) } };
   }
   if (isDatabaseUnreachable(original)) {
     // A down or restarting database is an outage, not a bug: logged once per request as a warning, answered UNAVAILABLE.
@@ -101,14 +98,42 @@ function isStorageFailure(error: unknown): boolean {
   return false;
 }
 
-/** The code a GraphQL error will carry once formatted: its own extension, its AppError's code, or INTERNAL. */
+/**
+ * The code a GraphQL error will carry once formatted (formatError): its own extension, its AppError's code, the code of
+ * a graphql-js error without one, or INTERNAL. The audit entry and the metrics record it, so it must be what the
+ * client is told.
+ */
 export function errorCodeOf(error: { extensions?: Record<string, unknown> | undefined; originalError?: unknown }): string {
   const code = error.extensions?.code;
   if (typeof code === 'string') return code;
   const original = error.originalError;
-  return isAppError(original) ? original.code : ErrorCode.Internal;
+  if (isAppError(original)) return original.code;
+  if (isPlainGraphQLError(error)) return plainGraphQLErrorCode(error);
+  // graphql-js wraps what a field raised (its arguments not coercing) in an error carrying the field's path, as
+  // formatError's unwrapResolverError undoes: graphql-js's own error inside is coded like one raised outside.
+  return isPlainGraphQLError(original) ? plainGraphQLErrorCode(original) : ErrorCode.Internal;
 }
 
+/**
+ * A GraphQL-level error without a code: raised by graphql-js (a subscription's arguments; an argument whose value
+ * does not coerce at execution, such as null through a nullable variable into a non-null input field) or by Apollo
+ * itself for a malformed request (persisted-query extensions, answered 400): the request's fault.
+ */
+function plainGraphQLErrorCode(error: { extensions?: Record<string, unknown> }): string {
+  const status = (error.extensions?.http as { status?: number } | undefined)?.status;
+  return status !== undefined && status >= 400 && status < 500 ? 'BAD_REQUEST' : ErrorCode.BadUserInput;
+}
+
+/**
+ * The argument graphql-js names when a value does not coerce at execution (`Argument "input" has invalid value …`),
+ * as the `field` BAD_USER_INPUT errors carry. graphql-js gives only the argument, in its message, not the input field
+ * within it.
+ */
+function invalidArgumentOf(message: string): string | undefined {
+  return /^Argument "([_A-Za-z][_0-9A-Za-z]*)" has invalid value/.exec(message)?.[1];
+}
+
+/** Checked by shape: graphql may be loaded twice (CJS for Apollo, ESM elsewhere) and instanceof fails across the two. */
 function isPlainGraphQLError(error: unknown): error is { extensions?: Record<string, unknown>; originalError?: unknown } {
   return (
     (error instanceof GraphQLError || (typeof error === 'object' && error !== null && (error as Error).name === 'GraphQLError' && 'extensions' in error)) &&

@@ -1,5 +1,6 @@
 import {
   getNamedType,
+  getVariableValues,
   GraphQLError,
   isListType,
   isNonNullType,
@@ -59,6 +60,10 @@ export function checkQueryLimits(
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
+  // The variables as execution will see them, with the defaults the operation declares (`query($n: Int = 500)`);
+  // values that do not coerce are refused before execution anyway, so the ones sent are a fair estimate then.
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
+  const variableValues = coerced.coerced ?? variables;
   const tally: Tally = { aliases: 0, maxDepth: 0 };
   const root =
     operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
@@ -80,7 +85,10 @@ export function checkQueryLimits(
         const firstArg = field?.args.find((a) => a.name === 'first');
         if (firstArg) {
           const node = selection.arguments?.find((a) => a.name.value === 'first');
-          const value = node ? valueFromAST(node.value, firstArg.type, variables) : firstArg.defaultValue;
+          // Counted as it is served: graphql-js passes the argument's default when `first` is omitted or names a
+          // variable that was not sent, and the resolvers serve their default page size for an explicit null, inline
+          // or through a variable (checkPageSize: `first ?? fallback`, the fallback being the schema's default).
+          const value = (node ? valueFromAST(node.value, firstArg.type, variableValues) : undefined) ?? firstArg.defaultValue;
           multiplier = typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 1;
         } else if (field && unwrapList(field.type) && selection.name.value !== 'edges') {
           // A connection's `edges` hold the page its parent asked for with `first`, already counted there.

@@ -53,6 +53,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export const CLOSE_TOO_MANY = 4429;
 /** RFC 6455 1013 "Try Again Later": the server cannot serve the connection now (its database is unreachable). */
 export const CLOSE_TRY_AGAIN_LATER = 1013;
+/** The close reason of a socket ended by an internal error: the error's own message stays in the server's log. */
+const INTERNAL_CLOSE_REASON = 'Internal server error';
 /** WebSockets one address may hold open before they send connection_init (graphql-ws closes them after 3 s anyway). */
 const MAX_UNAUTHENTICATED_PER_ADDRESS = 32;
 /**
@@ -79,6 +81,34 @@ type Extra = {
 function authorizationFrom(params: Readonly<Record<string, unknown>> | undefined): string | undefined {
   const value = params?.authorization ?? params?.Authorization ?? (params?.token ? `Bearer ${String(params.token)}` : undefined);
   return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * Closes a socket whose connection_init failed, through the one error mapping (clientErrorOf): a bad token 4403 with
+ * its message; an unreachable database (down, or refusing rollplane's login) 1013 Try Again Later; anything else 4500
+ * with a generic reason. A close reason is shown to whoever connected, token or not: it never carries an internal
+ * error's message (the driver's names the database, its role and its host); the detail goes to the log.
+ */
+function closeRefused(socket: WebSocket, error: unknown, logger: Logger): void {
+  const refusal = clientErrorOf(error);
+  if (refusal?.code === ErrorCode.Unauthenticated) {
+    socket.close(CloseCode.Forbidden, `Forbidden: ${refusal.message}`.slice(0, 120));
+  } else if (refusal?.code === ErrorCode.Unavailable) {
+    // The token cannot be checked while the database cannot be used: retry later, not 4500 Internal Error.
+    logger.warn({ err: error }, 'cannot authenticate a WebSocket: the database cannot be reached');
+    socket.close(CLOSE_TRY_AGAIN_LATER, 'Try again later: the database cannot be reached');
+  } else {
+    logger.error({ err: error }, 'cannot authenticate a WebSocket');
+    socket.close(CloseCode.InternalServerError, INTERNAL_CLOSE_REASON);
+  }
+}
+
+/** An error thrown while preparing an operation, as that operation's error: its AppError, else INTERNAL (logged). */
+function operationError(error: unknown, logger: Logger): GraphQLError {
+  const clientError = clientErrorOf(error);
+  if (clientError) return new GraphQLError(clientError.message, { extensions: { ...clientError.details, code: clientError.code } });
+  logger.error({ err: error }, 'unexpected error while preparing a WebSocket operation');
+  return new GraphQLError('internal error; see the server log', { extensions: { code: ErrorCode.Internal } });
 }
 
 function codeOf(errors: readonly GraphQLError[] | undefined): string {
@@ -152,6 +182,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
 
   const cleanup = useServer<Record<string, unknown>, Extra>(
     {
+      // Whatever still escapes a callback closes its socket 4500 with a generic reason, never the error's message
+      // (graphql-ws sends the message unless in "production", which it otherwise reads from NODE_ENV).
+      isProd: true,
       schema: options.schema,
       ...(fanOut ? { subscribe: (args: FeedExecutionArgs) => fanOut.subscribe(args) } : {}),
       onConnect: async (ctx) => {
@@ -159,18 +192,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         try {
           principal = await options.authenticate(authorizationFrom(ctx.connectionParams), ctx.extra.request);
         } catch (error) {
-          if (isAppError(error) && error.code === ErrorCode.Unauthenticated) {
-            metrics.requestsRefused.inc({ reason: 'unauthenticated', transport: 'ws' });
-            ctx.extra.socket.close(CloseCode.Forbidden, `Forbidden: ${error.message}`.slice(0, 120));
-            return false;
-          }
-          if (clientErrorOf(error)?.code === ErrorCode.Unavailable) {
-            // The token cannot be checked while the database is down: 1013 Try Again Later, not 4500 Internal Error.
-            logger.warn({ err: error }, 'cannot authenticate a WebSocket: the database cannot be reached');
-            ctx.extra.socket.close(CLOSE_TRY_AGAIN_LATER, 'Try again later: the database cannot be reached');
-            return false;
-          }
-          throw error;
+          if (isAppError(error) && error.code === ErrorCode.Unauthenticated) metrics.requestsRefused.inc({ reason: 'unauthenticated', transport: 'ws' });
+          closeRefused(ctx.extra.socket, error, logger);
+          return false;
         }
         const socket = ctx.extra.socket;
         const key = callerKey(principal);
@@ -256,10 +280,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           verdict = pending instanceof Promise ? await pending : pending;
         } catch (error) {
           // A limit that could not be checked (PostgreSQL's shared rate limit while the database is down): this
-          // operation's error (UNAVAILABLE); thrown on, graphql-ws would close the whole socket with 4500.
-          const clientError = clientErrorOf(error);
-          if (!clientError) throw error;
-          return [new GraphQLError(clientError.message, { extensions: { ...clientError.details, code: clientError.code } })];
+          // operation's error (UNAVAILABLE; INTERNAL, logged, for anything else); thrown on, graphql-ws would close the
+          // whole socket with 4500.
+          return [operationError(error, logger)];
         }
         if (verdict.error) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
-import { gql } from '../helpers/graphql.js';
+import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const ROLLOUT_FIELDS = `id kind state toVersion fromVersion message progress { total pending skipped percent }
@@ -211,6 +211,39 @@ describe('query cost', () => {
       const tooMuch = await gql(app.url, `{ rollouts(first: 1000) { edges { node { targets(first: 1000) { edges { node { id } } } } } } }`);
       expect(tooMuch.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'cost' });
     } finally {
+      await app.close();
+    }
+  });
+
+  it('counts `first: null` as the default page size it is served as, inline or through a variable, over HTTP and WebSocket', async () => {
+    // Issue 17, F5: null was counted as a page of one, so a document refused with its defaults was accepted with
+    // `first: null`. 50 rollouts × (100 targets + 100 events) is about 40,000 fields, twice the default limit.
+    const page = (first: string) =>
+      `rollouts(first: ${first}) { edges { node { targets(first: ${first}) { edges { node { id name } } } events(first: ${first}) { edges { node { id payload } } } } } }`;
+    const app = await startTestApp();
+    const client = wsClient(app.url);
+    try {
+      const refusals: [string, string, Record<string, unknown>][] = [
+        ['the defaults', `{ ${page('50').replace(/\(first: 50\)/g, '')} }`, {}],
+        ['inline null', `{ ${page('null')} }`, {}],
+        ['a null variable', `query($n: Int) { ${page('$n')} }`, { n: null }],
+        ['a variable not sent', `query($n: Int) { ${page('$n')} }`, {}],
+        ["a variable's own default", `query($n: Int = 500) { ${page('$n')} }`, {}],
+      ];
+      for (const [name, query, variables] of refusals) {
+        const overHttp = await gql(app.url, query, variables);
+        expect(overHttp.errors?.[0]?.extensions, `${name} over HTTP`).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'cost', value: expect.any(Number) });
+        expect(overHttp.errors?.[0]?.extensions?.value as number, name).toBeGreaterThan(20_000);
+        const overWs = collect(client, query, variables);
+        await overWs.waitFor(1);
+        // (graphql-ws hands a refused operation's errors over as one list.)
+        expect(overWs.errors, `${name} over WebSocket`).toMatchObject([[{ extensions: { code: 'BAD_USER_INPUT', limit: 'cost' } }]]);
+      }
+      // A small page asked for through the same variable is still accepted: the estimate follows the value sent.
+      const small = await gql(app.url, `query($n: Int) { ${page('$n')} }`, { n: 5 });
+      expect(small.errors).toBeUndefined();
+    } finally {
+      await client.dispose();
       await app.close();
     }
   });

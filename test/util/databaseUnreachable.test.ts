@@ -21,6 +21,23 @@ describe('isDatabaseUnreachable', () => {
       Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause: { kind: 'DatabaseNotReachable' } } } }),
     ],
     ['an UNAVAILABLE wrapping one', new Error('the history database is unreachable', { cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }) })],
+    // PostgreSQL up but refusing rollplane's login (issue 17, F4): retry later, as for a server that is down.
+    ['a role that may not log in (28000)', Object.assign(new Error('role "svc" is not permitted to log in'), { code: '28000', severity: 'FATAL' })],
+    ['a rejected password (28P01)', Object.assign(new Error('password authentication failed for user "svc"'), { code: '28P01', severity: 'FATAL' })],
+    ['a database that is gone (3D000)', Object.assign(new Error('database "rp" does not exist'), { code: '3D000', severity: 'FATAL' })],
+    ['a database closed to connections (55000)', Object.assign(new Error('database "rp" is not currently accepting connections'), { code: '55000' })],
+    ['a revoked CONNECT (42501)', Object.assign(new Error('permission denied for database "rp"'), { code: '42501' })],
+    [
+      'Prisma P1010 over the adapter',
+      Object.assign(new Error('User was denied access on the database `rp`'), {
+        code: 'P1010',
+        meta: { driverAdapterError: { cause: { kind: 'DatabaseAccessDenied', originalCode: '28000' } } },
+      }),
+    ],
+    [
+      'a driver adapter error holding 55000 with its message',
+      { cause: { kind: 'postgres', code: '55000', message: 'database "rp" is not currently accepting connections' } },
+    ],
   ])('recognises %s', (_name, error) => {
     expect(isDatabaseUnreachable(error)).toBe(true);
   });
@@ -29,6 +46,8 @@ describe('isDatabaseUnreachable', () => {
     ['a unique violation', Object.assign(new Error('duplicate key'), { code: '23505' })],
     ['Prisma P2002', Object.assign(new Error('Unique constraint failed'), { code: 'P2002' })],
     ['a serialization failure (retried, not an outage)', Object.assign(new Error('could not serialize access'), { code: '40001' })],
+    ['a prerequisite error of a query (55000)', Object.assign(new Error('currval of sequence "s" is not yet defined in this session'), { code: '55000' })],
+    ['a missing table privilege (42501)', Object.assign(new Error('permission denied for table "Rollout"'), { code: '42501' })],
     ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'id')")],
     ['a string', 'ECONNREFUSED'],
     ['null', null],
@@ -62,6 +81,12 @@ describe('databaseUnreachableMessage', () => {
     ],
     ['an adapter kind', { cause: { kind: 'ConnectionClosed' } }, 'the database is unreachable (ConnectionClosed)'],
     ['a message without a code', new Error('Connection terminated unexpectedly'), 'the database is unreachable'],
+    ['a role refused', Object.assign(new Error('role "svc" is not permitted to log in'), { code: '28000' }), 'the database is unreachable (28000)'],
+    [
+      'a database closed',
+      Object.assign(new Error('database "rp" is not currently accepting connections'), { code: '55000' }),
+      'the database is unreachable (55000)',
+    ],
   ])('tells a client of %s by its code, never by the message', (_name, error, expected) => {
     expect(databaseUnreachableMessage(error)).toBe(expected);
   });

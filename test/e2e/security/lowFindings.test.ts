@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
-import { gql } from '../../helpers/graphql.js';
+import { collect, gql, wsClient } from '../../helpers/graphql.js';
 import { defaultStrategy } from '../../../src/domain/kinds/index.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
 
@@ -116,6 +116,45 @@ describe('clients that go away mid-request', () => {
       await app.stop();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a null through a nullable variable into a non-null input field', () => {
+  // Issue 17, F10: refused with BAD_USER_INPUT, rightly, but without the field, and audited as INTERNAL_SERVER_ERROR.
+  // The audit entry (and the metrics) must record what the client was told.
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  const mutation = (mark: string) => `mutation($x: Boolean) { bumpAgentImage(input: { image: "a/agent:${mark}", dryRun: $x }) { dryRun } }`;
+  const entryFor = async (mark: string) => {
+    const entries = await app.db.prisma.auditEntry.findMany({ where: { input: { contains: mark } } });
+    expect(entries, mark).toHaveLength(1);
+    return entries[0]!;
+  };
+
+  it('is BAD_USER_INPUT naming the argument, and audited as BAD_USER_INPUT, over HTTP and WebSocket', async () => {
+    const before = await app.db.prisma.rollout.count();
+    const overHttp = await gql(app.url, mutation('null-http'), { x: null });
+    expect(overHttp.errors?.[0]?.extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'input' });
+    expect(overHttp.errors?.[0]?.message).toContain('Argument "input" has invalid value');
+    expect(await entryFor('null-http')).toMatchObject({ operation: 'bumpAgentImage', result: 'BAD_USER_INPUT' });
+
+    const client = wsClient(app.url);
+    try {
+      const overWs = collect(client, mutation('null-ws'), { x: null });
+      await overWs.waitFor(1);
+      expect(overWs.errors).toMatchObject([[{ extensions: { code: 'BAD_USER_INPUT', field: 'input' } }]]);
+    } finally {
+      await client.dispose();
+    }
+    // The WebSocket's audit entry is written once the operation has settled, before its result is sent.
+    expect(await entryFor('null-ws')).toMatchObject({ operation: 'bumpAgentImage', result: 'BAD_USER_INPUT' });
+    expect(await app.db.prisma.rollout.count()).toBe(before);
   });
 });
 
