@@ -3,7 +3,8 @@ import type { RolloutKind } from './events.js';
 import { admissionLimit, rollbackStrategyOf } from './kinds/strategy.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
 import type { LaunchResult, RolloutLauncher } from './RolloutLauncher.js';
-import type { Cause, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
+import type { RollbackRules } from './launchRules.js';
+import type { Cause, NewTarget, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
 import { targetKey } from './ports.js';
 import { isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
@@ -258,16 +259,20 @@ export class RolloutEngine {
   /**
    * Starts a rollout that returns every target the given rollout changed (or was changing) to the version it ran
    * before. An active rollout is aborted first. The original becomes ROLLED_BACK when the rollback succeeds.
+   *
+   * `rules` (the kind's, from the API) may refuse a rollback the cluster cannot run before anything is aborted, and
+   * give the launch a guard to run under the launch lock (launchRules.ts: RollbackRules).
    */
-  async rollback(rolloutId: string, options: { cause?: Cause; idempotencyKey?: string | null } = {}): Promise<LaunchResult> {
+  async rollback(rolloutId: string, options: { cause?: Cause; idempotencyKey?: string | null; rules?: RollbackRules } = {}): Promise<LaunchResult> {
     if (!this.launcher) throw new AppError(ErrorCode.Unavailable, 'the rollout engine is not running');
     let original = await this.rollouts.require(rolloutId);
     if (original.state === 'ROLLED_BACK') throw new ConflictError(`rollout ${rolloutId} is already rolled back`);
+    // Asked before the abort (a refusal must change nothing), and again of the targets as the abort left them.
+    if (options.rules) await options.rules(original, await this.rollbackTargets(rolloutId));
     if (!isTerminal(original.state)) original = await this.rollouts.abort(rolloutId, 'aborted for a rollback');
-    const targets = (await this.rollouts.allTargets(rolloutId)).filter(
-      (t) => ['SUCCEEDED', 'FAILED', 'PROGRESSING'].includes(t.state) && t.fromVersion !== null,
-    );
+    const targets = await this.rollbackTargets(rolloutId);
     if (targets.length === 0) throw new ConflictError(`rollout ${rolloutId} changed no target; there is nothing to roll back`);
+    const guard = options.rules ? (await options.rules(original, targets)).guard : undefined;
     return this.launcher.launch({
       plan: {
         kind: original.kind,
@@ -275,14 +280,25 @@ export class RolloutEngine {
         toVersion: original.fromVersion ?? 'previous revision of each target',
         selector: { rollbackOf: rolloutId },
         strategy: rollbackStrategyOf(original.strategy),
-        targets: targets.map((t) => ({ namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! })),
+        targets,
       },
       cause: options.cause ?? { message: `rollback of ${rolloutId}` },
       idempotencyKey: options.idempotencyKey ?? null,
       request: { rollbackOf: rolloutId },
       rollbackOfId: rolloutId,
-      supersede: true,
+      // Not a supersede: it takes over only its original (aborted above; a rollback waits for no admitted target of
+      // it), while a newer rollout of the same targets is CONFLICT, as for a bump (attack finding F8: it was aborted
+      // without asking, and a retried rollback aborted the first).
+      supersede: false,
+      ...(guard ? { guard } : {}),
     });
+  }
+
+  /** What a rollback of the rollout changes: each target it changed (or was changing) back to where it was. */
+  private async rollbackTargets(rolloutId: string): Promise<NewTarget[]> {
+    return (await this.rollouts.allTargets(rolloutId))
+      .filter((t) => ['SUCCEEDED', 'FAILED', 'PROGRESSING'].includes(t.state) && t.fromVersion !== null)
+      .map((t) => ({ namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! }));
   }
 
   /**

@@ -454,16 +454,25 @@ function* replayStep(tx: HistoryTx, spec: NewRollout): Step<Rollout | undefined>
   return toRollout(existing);
 }
 
-/** Active rollouts of one kind, newest first, every page (the kind's guard sees them all). */
-function* activeRolloutsStep(tx: HistoryTx, kind: RolloutKind): Step<Rollout[]> {
+/**
+ * The kind's busy rollouts, for its guard: the active ones, newest first, every page; then those that ended (aborted,
+ * failed) with admitted targets still finishing, which still change the cluster (attack finding: a bump of another
+ * pool landed while an aborted rollout's pool was still moving).
+ */
+function* busyRolloutsStep(tx: HistoryTx, kind: RolloutKind): Step<Rollout[]> {
   const out: Rollout[] = [];
   for (let before: RolloutPosition | undefined; ; ) {
     const page = yield* tx.listRollouts({ kind, states: ACTIVE_ROLLOUT_STATES }, before, ACTIVE_PAGE);
     out.push(...page.map(toRollout));
     const last = page[page.length - 1];
-    if (page.length < ACTIVE_PAGE || !last) return out;
+    if (page.length < ACTIVE_PAGE || !last) break;
     before = { createdAt: last.createdAt, id: last.id };
   }
+  for (const id of new Set((yield* tx.coveredTargets(kind, ['PROGRESSING'], ENDED_WITH_ADMITTED_TARGETS)).map((t) => t.rolloutId))) {
+    const row = yield* tx.findRollout(id);
+    if (row) out.push(toRollout(row));
+  }
+  return out;
 }
 const ACTIVE_PAGE = 500;
 
@@ -472,8 +481,12 @@ const ACTIVE_PAGE = 500;
  * rollouts it aborted (supersede), to commit with the new rollout.
  */
 function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): Step<NewEvent[]> {
-  if (rules.guard) rules.guard(yield* activeRolloutsStep(tx, spec.kind));
   const changing = spec.targets.filter((t) => !t.skipReason);
+  const overlapping = changing.length === 0 ? [] : overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
+  if (rules.guard) {
+    const superseding = new Set(rules.supersede ? overlapping.map((o) => o.rolloutId) : []);
+    rules.guard(yield* busyRolloutsStep(tx, spec.kind), { superseding });
+  }
   if (changing.length === 0) return [];
   if (!rules.supersede && !spec.rollbackOfId) {
     // An ended rollout's admitted targets still finish (abort and failure leave them to): a plain launch waits for them,
@@ -482,9 +495,8 @@ function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): 
     const changingUnderEnded = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PROGRESSING'], ENDED_WITH_ADMITTED_TARGETS), changing);
     if (changingUnderEnded.length > 0) throw stillChangingConflict(changingUnderEnded);
   }
-  const overlapping = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
   if (overlapping.length === 0) return [];
-  if (!rules.supersede) throw overlapConflict(spec.kind, overlapping);
+  if (!rules.supersede) throw overlapConflict(spec.kind, overlapping, spec.rollbackOfId != null);
   const events: NewEvent[] = [];
   for (const rolloutId of new Set(overlapping.map((o) => o.rolloutId))) {
     try {

@@ -11,7 +11,7 @@ import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js
 import type { AgentPoolStrategy, RolloutPlan } from './kinds/index.js';
 import type { BumpAgentImageRequest } from './kinds/agentPool.js';
 import type { LaunchResult } from './RolloutLauncher.js';
-import type { LaunchGuard } from './launchRules.js';
+import { busyRolloutName, type LaunchGuard, type RollbackRules } from './launchRules.js';
 import type { NewTarget } from './RolloutService.js';
 
 export interface PoolCondition {
@@ -240,18 +240,40 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
 }
 
 /**
+ * The agent-pool kind's say in a rollback. Beside the vm-dhcp-controller a rollback moves its one `--image` like a bump
+ * does, so it takes the same guard; and a rollback whose pools would return to different images cannot run there at
+ * all (attack finding F7: it was accepted, aborted the original and then stayed PENDING, the reason only in the log).
+ * Other kinds, and direct mode, have nothing to add.
+ */
+export function agentPoolRollbackRules(queries: AgentPoolQueries | undefined): RollbackRules {
+  return async (original, targets) => {
+    if (original.kind !== 'AGENT_POOL' || !queries || (await queries.checkRollout()) !== 'COEXIST') return {};
+    const images = [...new Set(targets.map((t) => t.toVersion))].sort();
+    if (images.length > 1) {
+      throw new ConflictError(
+        `rollout ${original.id} changed pools that ran different images before (${images.join(', ')}); the vm-dhcp-controller deploys one --image, so a rollback cannot return each pool to its own: bump each group back with bumpAgentImage`,
+        { details: { rolloutId: original.id, images } },
+      );
+    }
+    // The rollback takes its original's work over (it is aborted first, its admitted pools may still be moving).
+    return images[0] ? { guard: refuseOtherControllerImage(images[0], original.id) } : {};
+  };
+}
+
+/**
  * Beside the vm-dhcp-controller every pool's agent runs the controller's one `--image`: a rollout moves it for all the
  * pools it releases. A second active rollout to another image, even of other pools, would move it under the first
  * one, which then sees its image changed behind its back and fails (attack finding: two bumps of disjoint pools broke
  * each other). Refused as CONFLICT under the launch lock; rollouts to the same image can run together.
  */
-function refuseOtherControllerImage(image: string): LaunchGuard {
-  return (active) => {
-    const busy = active.find((rollout) => rollout.toVersion !== image);
-    if (busy) {
+function refuseOtherControllerImage(image: string, takingOver?: string): LaunchGuard {
+  return (busy, { superseding }) => {
+    // A superseded rollout is aborted in this launch's transaction; this launch moves the controller from then on.
+    const other = busy.find((rollout) => rollout.toVersion !== image && rollout.id !== takingOver && !superseding.has(rollout.id));
+    if (other) {
       throw new ConflictError(
-        `the vm-dhcp-controller runs one --image for every pool, and active rollout ${busy.id} is moving it to ${busy.toVersion}; wait for it, or abort it first`,
-        { details: { rolloutIds: [busy.id] } },
+        `the vm-dhcp-controller runs one --image for every pool, and ${busyRolloutName(other)} is moving it to ${other.toVersion}; wait for it, or abort it first`,
+        { details: { rolloutIds: [other.id] } },
       );
     }
   };

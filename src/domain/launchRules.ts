@@ -1,13 +1,20 @@
 import { ConflictError } from '../errors.js';
 import type { RolloutKind } from './events.js';
 import type { CoveredTarget, IdempotencyRecord } from './historyPort.js';
-import type { Rollout } from './RolloutService.js';
+import type { NewTarget, Rollout } from './RolloutService.js';
 
 /**
- * A kind's own rule over its active rollouts (e.g. one active change per ClusterVersion), run under the launch lock in
- * the creating transaction, so no other replica can launch in between. Throws ConflictError to refuse.
+ * A kind's own rule over its busy rollouts (e.g. one change per ClusterVersion at a time), run under the launch lock in
+ * the creating transaction, so no other replica can launch in between. Throws ConflictError to refuse. Busy: active,
+ * or ended (aborted, failed) with admitted targets still finishing — they still change the cluster.
  */
-export type LaunchGuard = (active: readonly Rollout[]) => void;
+export type LaunchGuard = (busy: readonly Rollout[], context: GuardContext) => void;
+
+/** What a guard knows of the launch it judges. */
+export interface GuardContext {
+  /** The rollouts this launch supersedes (aborts in its own transaction): it takes their work over. */
+  superseding: ReadonlySet<string>;
+}
 
 /**
  * What a launch decides atomically with the creation of its rollout (RolloutService.create): the overlap rule — no two
@@ -16,7 +23,7 @@ export type LaunchGuard = (active: readonly Rollout[]) => void;
 export interface LaunchRules {
   /** Abort the active rollouts that cover any of the same targets, in the same transaction, instead of refusing. */
   supersede?: boolean;
-  /** Runs before the overlap rule, so `supersede` never overrides it (its message says to abort explicitly). */
+  /** Runs before the overlap rule; it decides itself what a supersede may take over (GuardContext.superseding). */
   guard?: LaunchGuard;
 }
 
@@ -37,12 +44,12 @@ export function overlapsOf(covered: readonly CoveredTarget[], targets: readonly 
 const SUPERSEDE_OFFERED: ReadonlySet<RolloutKind> = new Set(['AGENT_POOL']);
 
 /** The refusal of a launch whose targets an active rollout already covers. */
-export function overlapConflict(kind: RolloutKind, overlapping: readonly CoveredTarget[]): ConflictError {
+export function overlapConflict(kind: RolloutKind, overlapping: readonly CoveredTarget[], rollback = false): ConflictError {
   const first = overlapping[0]!;
   return new ConflictError(
     `active rollout ${first.rolloutId} already covers ${first.namespace ? `${first.namespace}/` : ''}${first.name}` +
       (overlapping.length > 1 ? ` (and ${overlapping.length - 1} more targets)` : '') +
-      (SUPERSEDE_OFFERED.has(kind) ? '; wait for it, abort it, or pass supersede: true' : '; wait for it, or abort it'),
+      (SUPERSEDE_OFFERED.has(kind) && !rollback ? '; wait for it, abort it, or pass supersede: true' : '; wait for it, or abort it'),
     { details: { rolloutIds: [...new Set(overlapping.map((o) => o.rolloutId))] } },
   );
 }
@@ -68,4 +75,18 @@ export function stillChangingConflict(changing: readonly CoveredTarget[]): Confl
       '; wait for it to finish',
     { details: { rolloutIds: [...new Set(changing.map((o) => o.rolloutId))] } },
   );
+}
+
+/**
+ * A kind's say in a rollback (RolloutEngine.rollback), given the original and what the rollback would change: throws
+ * ConflictError when the cluster cannot run it, which is asked before the original is aborted, so a refusal changes
+ * nothing; else may return a guard for the launch, as a bump's (e.g. one image at a time beside the vm-dhcp-controller).
+ */
+export type RollbackRules = (original: Rollout, targets: readonly NewTarget[]) => Promise<{ guard?: LaunchGuard }>;
+
+/** How a refusal names a busy rollout: an active one, or one that ended and still finishes admitted targets. */
+export function busyRolloutName(rollout: Rollout): string {
+  return ['PENDING', 'PROGRESSING', 'PAUSED'].includes(rollout.state)
+    ? `active rollout ${rollout.id}`
+    : `rollout ${rollout.id} (${rollout.state}, still finishing)`;
 }

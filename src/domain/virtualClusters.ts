@@ -27,7 +27,7 @@ import {
 } from './kinds/virtualCluster.js';
 import type { LaunchResult } from './RolloutLauncher.js';
 import type { NewTarget } from './RolloutService.js';
-import type { LaunchGuard } from './launchRules.js';
+import { busyRolloutName, type LaunchGuard } from './launchRules.js';
 
 /** One VirtualCluster as the API shows it. */
 export interface VirtualClusterView {
@@ -361,7 +361,7 @@ function refuseConcurrentChange(clusterVersion: string): LaunchGuard {
   return (active) => {
     const busy = active.find((rollout) => clusterVersionChangeOf(rollout.strategy)?.name === clusterVersion);
     if (busy) {
-      throw new ConflictError(`active rollout ${busy.id} is changing ClusterVersion ${clusterVersion}; wait for it, or abort it first`, {
+      throw new ConflictError(`${busyRolloutName(busy)} is changing ClusterVersion ${clusterVersion}; wait for it, or abort it first`, {
         details: { rolloutIds: [busy.id] },
       });
     }

@@ -128,6 +128,36 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
     expect((await rollouts.create({ ...spec('e0'), toVersion: 'agent:v4' }, { supersede: true })).created).toBe(true);
   });
 
+  it("shows a kind's guard its busy rollouts: the active ones and those that ended with targets still changing", async () => {
+    const finishing = await create('agent:v2', ['g0']);
+    await rollouts.setTargetStates(finishing.id, [{ target: { namespace: 'default', name: 'g0' }, to: 'PROGRESSING' }]);
+    await rollouts.abort(finishing.id, 'test');
+    const done = await create('agent:v2', ['g1']);
+    await rollouts.abort(done.id, 'test');
+    const active = await create('agent:v2', ['g2']);
+    const seen: { id: string; superseding: string[] }[] = [];
+    await rollouts.create(
+      {
+        kind: 'AGENT_POOL',
+        fromVersion: 'agent:v1',
+        toVersion: 'agent:v5',
+        selector: {},
+        strategy: defaultStrategy('AGENT_POOL'),
+        cause: { actor: 'test' },
+        targets: [{ namespace: 'default', name: 'g2', fromVersion: 'agent:v1', toVersion: 'agent:v5' }],
+      },
+      {
+        supersede: true,
+        guard: (busy, context) => {
+          for (const r of busy) if ([finishing.id, done.id, active.id].includes(r.id)) seen.push({ id: r.id, superseding: [...context.superseding] });
+        },
+      },
+    );
+    // The aborted rollout with nothing left to finish is not busy; the one it supersedes is named as such.
+    expect(seen.map((s) => s.id).sort()).toEqual([active.id, finishing.id].sort());
+    expect(seen[0]!.superseding).toEqual([active.id]);
+  });
+
   it('changes nothing when one target of a pass does not exist', async () => {
     const rollout = await create('agent:v2', ['q0']);
     const before = await log.lastEventId();

@@ -126,7 +126,9 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
     }
   });
 
-  it('ends concurrent rollbacks of one rollout with one active rollback', async () => {
+  // A rollback takes over only its original; a second rollback of it is a newer rollout of the same targets, CONFLICT
+  // (attack finding F8: rollbacks superseded each other, and any newer rollout, without asking).
+  it('makes one rollback of concurrent rollbacks of one rollout; the others are CONFLICT', async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const pools = [`back-${round}-a`, `back-${round}-b`];
       const original = (await on(0).launcher.launch(bump(pools, 'agent:v2'))).rollout;
@@ -137,12 +139,16 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
       // Ended already (its admitted targets still to revert), so every rollback goes straight to its launch.
       await on(0).rollouts.abort(original.id);
       const { created, refused } = await settle(Array.from({ length: RACERS }, (_, i) => on(i).engine.rollback(original.id)));
-      expect(refused).toEqual([]);
-      expect(created).toHaveLength(RACERS);
-      const states = await Promise.all(created.map(async (c) => (await on(round).rollouts.require(c.rollout.id)) as { state: string; message: string | null }));
-      expect(states.filter((s) => s.state === 'PENDING')).toHaveLength(1);
-      for (const other of states.filter((s) => s.state !== 'PENDING'))
-        expect(other).toMatchObject({ state: 'ABORTED', message: 'superseded by a newer rollout' });
+      expect(created).toHaveLength(1);
+      expect(refused).toHaveLength(RACERS - 1);
+      const winner = created[0]!.rollout.id;
+      for (const error of refused) {
+        expect(error.code).toBe('CONFLICT');
+        expect(error.message).toMatch(
+          new RegExp(`^active rollout ${winner} already covers default/back-${round}-[ab] \\(and 1 more targets\\); wait for it, or abort it$`),
+        );
+      }
+      expect((await on(round).rollouts.require(winner)).state).toBe('PENDING');
       expect((await on(1).rollouts.require(original.id)).state).toBe('ABORTED');
     }
   });

@@ -1,5 +1,6 @@
 import { ValidationError } from '../../errors.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
+import { agentPoolRollbackRules } from '../../domain/agentPools.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import type { RolloutFilter } from '../../domain/RolloutService.js';
 import type { GraphQLContext } from '../context.js';
@@ -166,6 +167,7 @@ export const coreResolvers: Resolvers = {
       const result = await ctx.domain.engine.rollback(id, {
         ...(input.cause ? { cause: causeFrom(input.cause) } : {}),
         idempotencyKey: input.idempotencyKey ?? null,
+        rules: agentPoolRollbackRules(ctx.domain.agentPools),
       });
       return result.rollout;
     },

@@ -238,6 +238,63 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     expect((await waitForRollout(r, beside.bumpAgentImage.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
   });
 
+  // Second attack (D, A/C): a supersede to another image was refused by the one-image rule, while a rollback to another
+  // image was let through and broke the active rollout. Now a supersede takes its predecessor over, and a rollback is
+  // held to the rule like a bump.
+  it('lets a supersede to another image replace the active rollout, and refuses a rollback to another image while one is active', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const done = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1'] } } });
+    const doneId = done.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, doneId, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    const newer = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
+    const first = await r.gql(BUMP, { input: { image: newer, pools: { names: ['net-2', 'net-3'] }, strategy: { maxUnavailable: '1', canary: 1 } } });
+    const firstId = first.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, firstId, ['PAUSED', 'FAILED'])).state).toBe('PAUSED');
+    // Rolling the finished one back would move the controller to OLD under the paused one.
+    const refused = (await r.gql(`mutation { rollbackRollout(id: "${doneId}") { id } }`).catch((error: { errors: unknown[] }) => error)) as {
+      errors?: { message: string; extensions?: { code?: string } }[];
+    };
+    expect(refused.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(refused.errors?.[0]?.message).toBe(
+      `the vm-dhcp-controller runs one --image for every pool, and active rollout ${firstId} is moving it to ${newer}; wait for it, or abort it first`,
+    );
+    expect((await r.gql(`{ rollout(id: "${firstId}") { state } }`)).rollout.state).toBe('PAUSED');
+    // A supersede of the same pools to yet another image replaces it.
+    const latest = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+    const replaced = await r.gql(BUMP, { input: { image: latest, pools: { names: ['net-2', 'net-3'] }, supersede: true } });
+    expect(replaced.bumpAgentImage.created).toBe(true);
+    expect((await r.gql(`{ rollout(id: "${firstId}") { state message } }`)).rollout).toEqual({ state: 'ABORTED', message: 'superseded by a newer rollout' });
+    expect((await waitForRollout(r, replaced.bumpAgentImage.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    for (const pool of ['net-2', 'net-3']) expect(r.agent(pool)!.spec.containers[0].image, pool).toBe(latest);
+  });
+
+  // Attack finding F7: a rollback of pools that ran different images was accepted, aborted the original, then stayed
+  // PENDING for its whole deadline (it cannot run beside a controller with one --image), the reason only in the log.
+  it('refuses a rollback that would return pools to different images, before aborting anything', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const first = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1'] } } });
+    expect((await waitForRollout(r, first.bumpAgentImage.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    // net-1 runs NEW, net-2 and net-3 OLD: the second rollout starts from both, and pauses after changing two.
+    const newer = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
+    const second = await r.gql(BUMP, { input: { image: newer, pools: { names: ['net-1', 'net-2', 'net-3'] }, strategy: { maxUnavailable: '1', canary: 2 } } });
+    const id = second.bumpAgentImage.rollout.id;
+    const paused = await waitForRollout(r, id, ['PAUSED', 'SUCCEEDED', 'FAILED']);
+    expect(paused.state, paused.message ?? '').toBe('PAUSED');
+    const refused = (await r.gql(`mutation { rollbackRollout(id: "${id}") { id } }`).catch((error: { errors: unknown[] }) => error)) as {
+      errors?: { message: string; extensions?: { code?: string } }[];
+    };
+    expect(refused.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(refused.errors?.[0]?.message).toBe(
+      `rollout ${id} changed pools that ran different images before (${OLD}, ${NEW}); the vm-dhcp-controller deploys one --image, so a rollback cannot return each pool to its own: bump each group back with bumpAgentImage`,
+    );
+    // Nothing changed: the original is still paused, and no rollback exists.
+    const after = await r.gql(`{ rollout(id: "${id}") { state } rollouts(first: 10) { totalCount } }`);
+    expect(after.rollout.state).toBe('PAUSED');
+    expect(after.rollouts.totalCount).toBe(2);
+  });
+
   // Attack probe (ap-abort-immediately): an abort before any pool was released left the controller on the aborted
   // image with every pool held against it, and a rollback was refused (no target changed).
   it('an abort before any pool was released puts the controller back and takes the holds off', async () => {
