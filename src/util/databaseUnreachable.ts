@@ -62,17 +62,20 @@ function refusalByMessage(e: { code?: unknown; originalCode?: unknown; message?:
   return undefined;
 }
 
+/** The fields of a driver's error (pg, Prisma, the adapter) that tell an outage, wherever they sit. */
+interface DriverError {
+  code?: unknown;
+  originalCode?: unknown;
+  kind?: unknown;
+  message?: unknown;
+  originalMessage?: unknown;
+  cause?: unknown;
+  meta?: { driverAdapterError?: unknown };
+}
+
 export function isDatabaseUnreachable(error: unknown, depth = 0): boolean {
   if (depth > MAX_DEPTH || typeof error !== 'object' || error === null) return false;
-  const e = error as {
-    code?: unknown;
-    originalCode?: unknown;
-    kind?: unknown;
-    message?: unknown;
-    originalMessage?: unknown;
-    cause?: unknown;
-    meta?: { driverAdapterError?: unknown };
-  };
+  const e = error as DriverError;
   if (isUnreachableCode(e.code) || isUnreachableCode(e.originalCode) || refusalByMessage(e)) return true;
   if (typeof e.kind === 'string' && ADAPTER_KINDS.has(e.kind)) return true;
   if (typeof e.message === 'string' && MESSAGES.test(e.message)) return true;
@@ -82,15 +85,7 @@ export function isDatabaseUnreachable(error: unknown, depth = 0): boolean {
 /** The first code that says why the database is unreachable (ECONNREFUSED, 57P01, P1001, …), if the error has one. */
 export function unreachableCode(error: unknown, depth = 0): string | undefined {
   if (depth > MAX_DEPTH || typeof error !== 'object' || error === null) return undefined;
-  const e = error as {
-    code?: unknown;
-    originalCode?: unknown;
-    kind?: unknown;
-    message?: unknown;
-    originalMessage?: unknown;
-    cause?: unknown;
-    meta?: { driverAdapterError?: unknown };
-  };
+  const e = error as DriverError;
   for (const code of [e.code, e.originalCode]) if (isUnreachableCode(code)) return code as string;
   const refusal = refusalByMessage(e);
   if (refusal) return refusal;
