@@ -456,10 +456,10 @@ function* replayStep(tx: HistoryTx, spec: NewRollout): Step<Rollout | undefined>
 
 /**
  * The kind's busy rollouts, for its guard: the active ones, newest first, every page; then those that ended (aborted,
- * failed) with admitted targets still finishing, which still change the cluster (attack finding: a bump of another
- * pool landed while an aborted rollout's pool was still moving).
+ * failed) with admitted targets still finishing (`finishing`), which still change the cluster (attack finding: a bump
+ * of another pool landed while an aborted rollout's pool was still moving).
  */
-function* busyRolloutsStep(tx: HistoryTx, kind: RolloutKind): Step<Rollout[]> {
+function* busyRolloutsStep(tx: HistoryTx, kind: RolloutKind, finishing: readonly CoveredTarget[]): Step<Rollout[]> {
   const out: Rollout[] = [];
   for (let before: RolloutPosition | undefined; ; ) {
     const page = yield* tx.listRollouts({ kind, states: ACTIVE_ROLLOUT_STATES }, before, ACTIVE_PAGE);
@@ -468,7 +468,7 @@ function* busyRolloutsStep(tx: HistoryTx, kind: RolloutKind): Step<Rollout[]> {
     if (page.length < ACTIVE_PAGE || !last) break;
     before = { createdAt: last.createdAt, id: last.id };
   }
-  for (const id of new Set((yield* tx.coveredTargets(kind, ['PROGRESSING'], ENDED_WITH_ADMITTED_TARGETS)).map((t) => t.rolloutId))) {
+  for (const id of new Set(finishing.map((t) => t.rolloutId))) {
     const row = yield* tx.findRollout(id);
     if (row) out.push(toRollout(row));
   }
@@ -482,17 +482,21 @@ const ACTIVE_PAGE = 500;
  */
 function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): Step<NewEvent[]> {
   const changing = spec.targets.filter((t) => !t.skipReason);
-  const overlapping = changing.length === 0 ? [] : overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
+  if (changing.length === 0 && !rules.guard) return [];
+  const overlapping = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
+  // Targets still changing under rollouts that ended: abort and failure leave admitted targets to finish.
+  const finishing = yield* tx.coveredTargets(spec.kind, ['PROGRESSING'], ENDED_WITH_ADMITTED_TARGETS);
   if (rules.guard) {
     const superseding = new Set(rules.supersede ? overlapping.map((o) => o.rolloutId) : []);
-    rules.guard(yield* busyRolloutsStep(tx, spec.kind), { superseding });
+    rules.guard(yield* busyRolloutsStep(tx, spec.kind, finishing), { superseding });
   }
-  if (changing.length === 0) return [];
-  if (!rules.supersede && !spec.rollbackOfId) {
-    // An ended rollout's admitted targets still finish (abort and failure leave them to): a plain launch waits for them,
-    // or its change would land on a target mid-change (attack finding F6). A supersede or a rollback takes them over
-    // on purpose, as it does an active rollout's.
-    const changingUnderEnded = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PROGRESSING'], ENDED_WITH_ADMITTED_TARGETS), changing);
+  if (!rules.supersede) {
+    // A plain launch waits for them, or its change would land on a target mid-change (attack finding F6); a rollback
+    // takes over its own original's, a supersede every one it covers.
+    const changingUnderEnded = overlapsOf(
+      finishing.filter((t) => t.rolloutId !== spec.rollbackOfId),
+      changing,
+    );
     if (changingUnderEnded.length > 0) throw stillChangingConflict(changingUnderEnded);
   }
   if (overlapping.length === 0) return [];

@@ -124,6 +124,8 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
     expect(await log.lastEventId()).toBe(before);
     // Its cancelled target is free, and so is e0 for a supersede and for the ended rollout's rollback.
     expect((await rollouts.create(spec('e1'), {})).created).toBe(true);
+    // A rollback takes over its own original's targets only.
+    await expect(rollouts.create({ ...spec('e0'), rollbackOfId: 'ro_another' }, {})).rejects.toMatchObject({ code: 'CONFLICT' });
     expect((await rollouts.create({ ...spec('e0'), rollbackOfId: aborted.id }, {})).created).toBe(true);
     expect((await rollouts.create({ ...spec('e0'), toVersion: 'agent:v4' }, { supersede: true })).created).toBe(true);
   });
