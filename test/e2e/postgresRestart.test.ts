@@ -4,7 +4,7 @@ import { afterEach, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { BUMP, NEW, ROLLOUT, startRig, waitForRollout, type Rig } from './agentpool/rig.js';
+import { BUMP, NEW, ROLLOUT, startRig, waitForRollout, type Rig, agentCreationsPerPool } from './agentpool/rig.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';
@@ -38,12 +38,7 @@ describeWithPostgres('PostgreSQL restarted mid-rollout', (server) => {
     const r = rig;
     const baseUrl = r.url.replace(/\/graphql$/, '');
     // Every agent pod created from here on, per pool: a pool recreated twice would show 2.
-    const created = new Map<string, number>();
-    r.sim.store.subscribe((event) => {
-      if (event.type !== 'ADDED' || event.resource.plural !== 'pods') return;
-      const pool = event.object.metadata.labels?.['network.harvesterhci.io/ippool-name'];
-      if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
-    });
+    const created = agentCreationsPerPool(r);
     const recreatedSoFar = () => [...created.values()].reduce((a, b) => a + b, 0);
 
     const start = Number((await r.gql('{ serverInfo { lastEventId } }')).serverInfo.lastEventId);

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
-import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './agentpool/rig.js';
+import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig, agentCreationsPerPool } from './agentpool/rig.js';
 import { startService, type ServiceProcess } from '../helpers/child.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
@@ -44,12 +44,7 @@ describeWithPostgres('three replicas on one PostgreSQL', (server) => {
     rig = await startRig({ fleet: `pools=${POOLS},nodes=3`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
     const r = rig;
     // Every agent pod created from here on, per pool: a pool recreated twice would show 2.
-    const created = new Map<string, number>();
-    r.sim.store.subscribe((event) => {
-      if (event.type !== 'ADDED' || event.resource.plural !== 'pods') return;
-      const pool = event.object.metadata.labels?.['network.harvesterhci.io/ippool-name'];
-      if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
-    });
+    const created = agentCreationsPerPool(r);
     const recreatedSoFar = () => [...created.values()].reduce((a, b) => a + b, 0);
     const env = {
       ...FAST_ENV,

@@ -11,6 +11,13 @@ import { LISTENER_APPLICATION_NAME } from '../../src/store/postgres/PgEventNotif
 
 const EVENTS = `subscription($after: ID) { events(after: $after) { id type object { name } payload } }`;
 
+/** An API-only replica (no controllers) of the service on `url`, against the rig's simulator. */
+function apiReplicaConfig(url: string, kubeconfigPath: string) {
+  return loadConfig(
+    { ...FAST_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: kubeconfigPath, ROLLPLANE_CONTROLLERS: 'off' },
+    [],
+  );
+}
 describeWithPostgres('the server on PostgreSQL', (server) => {
   let rig: Rig | undefined;
   afterEach(async () => {
@@ -83,18 +90,7 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
     const replicas: App[] = [];
     try {
       for (let i = 0; i < 2; i++) {
-        const config = loadConfig(
-          {
-            ...FAST_ENV,
-            PORT: '0',
-            HOST: '127.0.0.1',
-            DATABASE_URL: url,
-            ROLLPLANE_KUBE: 'kubeconfig',
-            KUBECONFIG: r.sim.kubeconfigPath,
-            ROLLPLANE_CONTROLLERS: 'off',
-          },
-          [],
-        );
+        const config = apiReplicaConfig(url, r.sim.kubeconfigPath);
         replicas.push(await startApp(config, { logger: pino({ level: 'silent' }) }));
       }
       const urls = [r.url, ...replicas.map((a) => a.url)];
@@ -125,18 +121,7 @@ describeWithPostgres('the server on PostgreSQL', (server) => {
     const url = await server().createDatabase();
     rig = await startRig({ fleet: 'pools=4,nodes=2', delays: { podReadyMs: 30, podTerminateMs: 10 }, env: { DATABASE_URL: url } });
     const r = rig;
-    const config = loadConfig(
-      {
-        ...FAST_ENV,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: url,
-        ROLLPLANE_KUBE: 'kubeconfig',
-        KUBECONFIG: r.sim.kubeconfigPath,
-        ROLLPLANE_CONTROLLERS: 'off',
-      },
-      [],
-    );
+    const config = apiReplicaConfig(url, r.sim.kubeconfigPath);
     const replica = await startApp(config, { logger: pino({ level: 'silent' }) });
     const database = new URL(url).pathname.slice(1);
     const client = wsClient(replica.url);

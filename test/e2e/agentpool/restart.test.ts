@@ -3,7 +3,7 @@ import { gqlData } from '../../helpers/graphql.js';
 import { startService } from '../../helpers/child.js';
 import { finishedRollout } from '../../helpers/crashPoint.js';
 import { waitServiceQuiet } from '../../helpers/serviceQuiet.js';
-import { BUMP, NEW, ROLLOUT, rigPerTest, serviceEnv, startRig } from './rig.js';
+import { BUMP, NEW, ROLLOUT, rigPerTest, serviceEnv, startRig, agentCreationsPerPool } from './rig.js';
 
 const t = rigPerTest();
 
@@ -15,13 +15,8 @@ describe.each([
     const POOLS = 8;
     t.rig = await startRig({ fleet: `pools=${POOLS},nodes=3${upstream}`, delays: { podReadyMs: 150, podTerminateMs: 20 }, noApp: true });
     const r = t.rig;
-    // Every agent pod ever created, per pool (the fleet's own pods are created before this subscription).
-    const created = new Map<string, number>();
-    r.sim.store.subscribe((event) => {
-      if (event.type !== 'ADDED' || event.resource.plural !== 'pods') return;
-      const pool = event.object.metadata.labels?.['network.harvesterhci.io/ippool-name'];
-      if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
-    });
+    // Every agent pod created from here on, per pool: a pool recreated twice would show 2.
+    const created = agentCreationsPerPool(r);
     const env = serviceEnv(r);
     let service = await startService(env);
     t.service = service;

@@ -49,6 +49,20 @@ export function serviceEnv(rig: Pick<Rig, 'sim' | 'databaseFile'>): Record<strin
   return { ...FAST_ENV, LOG_LEVEL: 'warn', DATABASE_URL: `file:${rig.databaseFile}`, ROLLPLANE_KUBE: 'kubeconfig', KUBECONFIG: rig.sim.kubeconfigPath };
 }
 
+/**
+ * Agent pods created from now on, per pool, kept up to date from the simulator's store: a pool recreated twice shows 2.
+ * (The fleet's own pods are created before the call.)
+ */
+export function agentCreationsPerPool(rig: Pick<Rig, 'sim'>): Map<string, number> {
+  const created = new Map<string, number>();
+  rig.sim.store.subscribe((event) => {
+    if (event.type !== 'ADDED' || event.resource.plural !== 'pods') return;
+    const pool = event.object.metadata.labels?.['network.harvesterhci.io/ippool-name'];
+    if (pool) created.set(pool, (created.get(pool) ?? 0) + 1);
+  });
+  return created;
+}
+
 export interface Rig {
   sim: Simulator;
   app: App;
