@@ -242,6 +242,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     metrics,
     maxBodyBytes: config.limits.maxBodyBytes,
     maxQueryTokens: config.limits.maxQueryTokens,
+    graphqlCompileAfter: config.auth.graphqlCompileAfter,
     authenticate: (req) => authenticate(req.headers.authorization),
     context: (req, principal) => contextFor(principal, req),
     plugins: [guardPlugin({ ...guard, audit, logger })],

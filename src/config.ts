@@ -104,6 +104,8 @@ export interface Config {
     readonly maxSubscriptionsPerConnection: number;
     /** `shared`: one execution per event and distinct (document, variables, role); `per-subscriber`: graphql-ws's own path. */
     readonly subscriptionFanOut: 'shared' | 'per-subscriber';
+    /** Interpreted runs of a query document before it runs compiled (graphql-jit, ADR 0025); null: never compiled. */
+    readonly graphqlCompileAfter: number | null;
     /** Unsent bytes one WebSocket may hold before its subscriptions catch up from the store instead of taking live events. */
     readonly wsMaxBufferedBytes: number;
     /** Audit entries older than this many days are pruned; so are the oldest beyond maxEntries. */
@@ -334,6 +336,13 @@ export const SETTINGS: readonly Setting[] = [
     default: 'shared',
     description:
       '`shared`: each event is executed once per distinct (document, variables, role) and the serialized message sent to every subscriber sharing it; `per-subscriber`: once per subscriber (the former path, kept for comparison)',
+  },
+  {
+    env: 'ROLLPLANE_GRAPHQL_COMPILE_AFTER',
+    flag: '--graphql-compile-after',
+    default: '2',
+    description:
+      'Runs of a query document in graphql-js before it runs compiled (graphql-jit); one-off documents are never compiled. `off` never compiles, 0 compiles on the first run',
   },
   {
     env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES',
@@ -598,6 +607,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     100_000,
   );
   const subscriptionFanOut = oneOf('ROLLPLANE_SUBSCRIPTION_FAN_OUT', read('ROLLPLANE_SUBSCRIPTION_FAN_OUT') ?? 'shared', ['shared', 'per-subscriber']);
+  const compileAfterRaw = read('ROLLPLANE_GRAPHQL_COMPILE_AFTER') ?? '2';
+  const graphqlCompileAfter = compileAfterRaw === 'off' ? null : integer('ROLLPLANE_GRAPHQL_COMPILE_AFTER', compileAfterRaw, 0, 1_000_000);
   const wsMaxBufferedBytes = integer('ROLLPLANE_WS_MAX_BUFFERED_BYTES', read('ROLLPLANE_WS_MAX_BUFFERED_BYTES') ?? '1048576', 1024, 1024 * 1024 * 1024);
   const auditRetentionDays = integer('ROLLPLANE_AUDIT_RETENTION_DAYS', read('ROLLPLANE_AUDIT_RETENTION_DAYS') ?? '90', 1, 36_500);
   const auditMaxEntries = integer('ROLLPLANE_AUDIT_MAX_ENTRIES', read('ROLLPLANE_AUDIT_MAX_ENTRIES') ?? '1000000', 100, 1_000_000_000);
@@ -660,6 +671,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
       maxConnectionsPerClient,
       maxSubscriptionsPerConnection,
       subscriptionFanOut,
+      graphqlCompileAfter,
       wsMaxBufferedBytes,
       auditRetentionDays,
       auditMaxEntries,

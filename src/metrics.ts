@@ -12,6 +12,7 @@ export interface AppMetrics {
   registry: Registry;
   graphqlOperations: Counter<'field' | 'type' | 'result' | 'transport'>;
   requestsRefused: Counter<'reason' | 'transport'>;
+  graphqlExecutions: Counter<'executor'>;
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
   subscriptionExecutions: Counter<'fan_out'>;
@@ -52,6 +53,12 @@ export function createMetrics(): AppMetrics {
       name: 'rollplane_requests_refused_total',
       help: 'Requests refused before GraphQL ran or without an audit entry: unauthenticated, rate_limited, origin, host, connections, subscriptions.',
       labelNames: ['reason', 'transport'],
+      registers: [registry],
+    }),
+    graphqlExecutions: new Counter({
+      name: 'rollplane_graphql_executions_total',
+      help: 'GraphQL queries and mutations over HTTP by executor: compiled (a query run often enough to be compiled) or interpreted (graphql-js).',
+      labelNames: ['executor'],
       registers: [registry],
     }),
     graphqlDuration: new Histogram({

@@ -66,6 +66,12 @@ describe('loadConfig', () => {
     expect(loadConfig({}, ['--rollout-workers', '1'], noFiles).rollouts.workers).toBe(1);
   });
 
+  it('reads when query documents are compiled: after 2 runs by default, after N, or never', () => {
+    expect(loadConfig({}, [], noFiles).auth.graphqlCompileAfter).toBe(2);
+    expect(loadConfig({ ROLLPLANE_GRAPHQL_COMPILE_AFTER: '0' }, [], noFiles).auth.graphqlCompileAfter).toBe(0);
+    expect(loadConfig({}, ['--graphql-compile-after', 'off'], noFiles).auth.graphqlCompileAfter).toBeNull();
+  });
+
   it('prefers flags over the environment', () => {
     expect(loadConfig({ PORT: '5000' }, ['--port', '6000'], noFiles).port).toBe(6000);
   });
@@ -118,6 +124,8 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_CONTROLLERS: 'sometimes' }, 'ROLLPLANE_CONTROLLERS'],
     [{ ROLLPLANE_ROLLOUT_WORKERS: '0' }, 'ROLLPLANE_ROLLOUT_WORKERS'],
     [{ ROLLPLANE_ROLLOUT_WORKERS: 'many' }, 'ROLLPLANE_ROLLOUT_WORKERS'],
+    [{ ROLLPLANE_GRAPHQL_COMPILE_AFTER: '-1' }, 'ROLLPLANE_GRAPHQL_COMPILE_AFTER'],
+    [{ ROLLPLANE_GRAPHQL_COMPILE_AFTER: 'never' }, 'ROLLPLANE_GRAPHQL_COMPILE_AFTER'],
   ])('refuses %o naming %s', (env, setting) => {
     expect(() => loadConfig(env, [], noFiles)).toThrowError(ConfigError);
     expect(() => loadConfig(env, [], noFiles)).toThrowError(new RegExp(`^invalid configuration: ${setting}: `));

@@ -11,6 +11,7 @@ import { sendError } from '../http/sendError.js';
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
+import { compiledExecutionGateway } from './compiledExecutor.js';
 import { clientErrorOf, errorCodeOf, formatError } from './errors.js';
 import { rootFieldsOf } from './operationFields.js';
 
@@ -20,6 +21,8 @@ export interface ApolloHandlerOptions {
   logger: Logger;
   metrics: AppMetrics;
   maxBodyBytes: number;
+  /** Interpreted runs of a query document before it runs compiled; null: never compiled (compiledExecutor.ts). */
+  graphqlCompileAfter: number | null;
   /** Lexical tokens a document may hold (graphql-js parse option). */
   maxQueryTokens: number;
   /** Who is calling; throws UnauthenticatedError (→ HTTP 401) when authentication is on and the token is bad. */
@@ -56,7 +59,11 @@ function metricsPlugin(metrics: AppMetrics): ApolloServerPlugin<GraphQLContext> 
 export async function createApolloHandler(options: ApolloHandlerOptions) {
   const { logger } = options;
   const apollo = new ApolloServer<GraphQLContext>({
-    schema: options.schema,
+    // The schema, executed by compiled plans (compiledExecutor.ts) rather than graphql-js's interpreter.
+    gateway: compiledExecutionGateway(options.schema, {
+      compileAfter: options.graphqlCompileAfter,
+      onExecute: (executor) => options.metrics.graphqlExecutions.inc({ executor }),
+    }),
     csrfPrevention: true,
     // One operation per request: batching would multiply every limit below by the batch size.
     allowBatchedHttpRequests: false,
