@@ -82,7 +82,7 @@ function whereOf(filter: EventFilter): { conditions: string[]; params: SqlValue[
  * The Event columns in StoredEvent's order. Named rather than `*`, and read in raw mode (`Sql.rawAll`): a page is built
  * straight from the arrays, without better-sqlite3's row object and a spread of it.
  */
-const EVENT_COLUMNS = '"id", "type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt"';
+export const EVENT_COLUMNS = '"id", "type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt"';
 
 /** A row of `SELECT ${EVENT_COLUMNS}` in raw mode. */
 function eventFromRaw(v: readonly unknown[]): StoredEvent {
