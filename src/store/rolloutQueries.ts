@@ -117,10 +117,23 @@ export function targetStateCountsStatement(rolloutIds: readonly string[]): { tex
 
 /** A page of a rollout's targets in admission order, after `afterOrdinal`, optionally in one state. */
 export function targetPage(sql: Sql, rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): TargetRow[] {
-  const rows = state
-    ? sql.rawAll(TARGET_PAGE_IN_STATE, [rolloutId, state, afterOrdinal ?? -1, limit])
-    : sql.rawAll(TARGET_PAGE, [rolloutId, afterOrdinal ?? -1, limit]);
-  return rows.map(targetFromRaw);
+  const { text, params } = targetPageStatement(rolloutId, state, afterOrdinal, limit);
+  return sql.rawAll(text, params).map(targetFromRaw);
+}
+
+/**
+ * The statement behind targetPage (exported for the query-plan test): it walks (rolloutId, ordinal) or
+ * (rolloutId, state, ordinal), so a page of a rollout with thousands of targets reads a page, not a sort of them all.
+ */
+export function targetPageStatement(
+  rolloutId: string,
+  state: string | undefined,
+  afterOrdinal: number | undefined,
+  limit: number,
+): { text: string; params: SqlValue[] } {
+  return state
+    ? { text: TARGET_PAGE_IN_STATE, params: [rolloutId, state, afterOrdinal ?? -1, limit] }
+    : { text: TARGET_PAGE, params: [rolloutId, afterOrdinal ?? -1, limit] };
 }
 
 const TARGET_PAGE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`;
