@@ -30,6 +30,7 @@ import { VERSION } from './version.js';
 import { CallerRateLimiter } from './auth/CallerRateLimiter.js';
 import { ANONYMOUS, type Principal } from './auth/roles.js';
 import { TokenService } from './auth/TokenService.js';
+import { TOKEN_CACHE_TTL_MS } from './auth/TokenCache.js';
 import { AuditLog } from './domain/AuditLog.js';
 import { guardPlugin } from './graphql/guardPlugin.js';
 import { bootstrapAdminToken } from './auth/bootstrap.js';
@@ -93,7 +94,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     () => onDatabaseBack(),
   );
   cleanups.push(() => watcher.stop());
-  const tokens = new TokenService(db.tokens);
+  // PostgreSQL: a token read is a round trip, kept for a second (auth/TokenCache.ts); SQLite reads it every time.
+  const tokens = new TokenService(db.tokens, Date.now, db.provider === 'postgresql' ? TOKEN_CACHE_TTL_MS : 0);
   const audit = new AuditLog(db.audit);
   await bootstrapAdminToken(config, tokens, logger);
   const pruneAudit = () =>
@@ -233,6 +235,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
             .recheck(subscriptions.openTokens())
             .catch((error: unknown) => logger.warn({ err: error }, 'cannot recheck the tokens of open subscriptions')),
     (error) => logger.warn({ err: error }, 'the token revocation connection failed; reconnecting'),
+    // No cached token is trusted while revocations cannot reach this replica (auth/TokenCache.ts).
+    { lost: () => tokens.announcementsLost(), back: () => tokens.announcementsBack() },
   );
   cleanups.push(() => revocations.stop());
   const { apollo, handle } = await createApolloHandler({

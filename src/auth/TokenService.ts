@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { AppError, ConflictError, ErrorCode, NotFoundError, ValidationError } from '../errors.js';
-import type { TokenStore } from './TokenStore.js';
+import { TokenCache } from './TokenCache.js';
+import type { TokenRow, TokenStore } from './TokenStore.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import { ROLES, type Principal, type Role } from './roles.js';
 
@@ -55,18 +56,28 @@ function view(row: {
 
 /**
  * Bearer tokens: random 256-bit secrets shown once, stored only as SHA-256 hashes (a fast hash is right for
- * high-entropy random secrets; nothing to brute-force). Revocation takes effect on the next request on every replica
- * (each request reads its token; nothing is cached), and the `onRevoked` listeners close the token's open
- * subscriptions at once: here directly, on other replicas through the store's announcement (`revokedElsewhere`).
+ * high-entropy random secrets; nothing to brute-force). On SQLite every request reads its token (in-process, ~40 µs);
+ * on PostgreSQL a token read answers that token's requests for up to a second (TokenCache, which says how promptly a
+ * revocation takes effect: at once here, on other replicas when the store's announcement arrives, within the second
+ * when it is lost). The `onRevoked` listeners close the token's open subscriptions at once: here directly, on other
+ * replicas through the announcement (`revokedElsewhere`).
  */
 export class TokenService {
   private readonly revokedListeners: ((tokenId: string) => void)[] = [];
   private readonly lastUsedWritten = new Map<string, number>();
+  private readonly cache: TokenCache | undefined;
 
+  /**
+   * `cacheTtlMs`: how long a token read answers its next requests (TokenCache); 0 reads the token on every request.
+   * The composition root sets it for a store across the network (PostgreSQL), where the read is a round trip.
+   */
   constructor(
     private readonly store: TokenStore,
     private readonly now: () => number = Date.now,
-  ) {}
+    cacheTtlMs = 0,
+  ) {
+    this.cache = cacheTtlMs > 0 ? new TokenCache(now, cacheTtlMs) : undefined;
+  }
 
   onRevoked(listener: (tokenId: string) => void): void {
     this.revokedListeners.push(listener);
@@ -104,6 +115,7 @@ export class TokenService {
       // deliberate rotation) brings the admin token back. Returns false so that start-up can say so.
       if (existing.revokedAt && existing.hash === hash(secret)) return false;
       await this.store.reissue(existing.id, { hash: hash(secret), role: 'admin' });
+      this.cache?.forget(existing.id);
     } else if (
       !(await this.store.insert({ id: newTokenId(), name: 'admin', role: 'admin', hash: hash(secret), createdAt: new Date(this.now()), expiresAt: null }))
     ) {
@@ -128,7 +140,7 @@ export class TokenService {
     if (!match) throw new UnauthenticatedError('malformed Authorization header: expected "Bearer <token>"');
     const secret = match[1]!;
     const digest = hash(secret);
-    const row = await this.store.findByHash(digest);
+    const row = await this.findByHash(digest);
     // The lookup is by hash; compare again in constant time to keep the check honest if the index changes.
     // One message for unknown, revoked and expired tokens: a caller holding a stolen secret learns nothing from it.
     if (!row || !timingSafeEqual(Buffer.from(row.hash, 'hex'), Buffer.from(digest, 'hex'))) throw new UnauthenticatedError(BAD_TOKEN);
@@ -144,6 +156,19 @@ export class TokenService {
     return { kind: 'token', tokenId: row.id, name: row.name, role: row.role as Role, expiresAt: row.expiresAt };
   }
 
+  /** The token with this hash: recently read (TokenCache), or read now. */
+  private async findByHash(digest: string): Promise<TokenRow | undefined> {
+    const cache = this.cache;
+    if (!cache) return this.store.findByHash(digest);
+    const cached = cache.get(digest);
+    if (cached) return cached;
+    const generation = cache.generation();
+    const readAt = this.now();
+    const row = await this.store.findByHash(digest);
+    if (row) cache.put(digest, row, generation, readAt);
+    return row;
+  }
+
   /** Whether a token is still usable (checked again for long-lived subscriptions). */
   async isActive(tokenId: string): Promise<boolean> {
     const row = await this.store.findById(tokenId);
@@ -151,14 +176,26 @@ export class TokenService {
   }
 
   async revoke(id: string): Promise<ApiTokenView> {
+    // Forgotten before and after: a request on its way in while the revocation commits must not keep the old row.
+    this.cache?.forget(id);
     const updated = await this.store.revoke(id, new Date(this.now()));
     if (!updated) throw new NotFoundError(`token ${id} not found`);
     this.revokedElsewhere(id);
     return view(updated);
   }
 
+  /** Revocations can no longer be announced to this replica: every request reads its token until they can again. */
+  announcementsLost(): void {
+    this.cache?.suspend();
+  }
+
+  announcementsBack(): void {
+    this.cache?.resume();
+  }
+
   /** A revocation committed by any replica (the store's announcement): closes the token's subscriptions here. */
   revokedElsewhere(tokenId: string): void {
+    this.cache?.forget(tokenId);
     for (const listener of this.revokedListeners) listener(tokenId);
   }
 
@@ -167,6 +204,8 @@ export class TokenService {
    * announcement was lost, or expired) as revoked. Run on the store's "check everything" wake-ups.
    */
   async recheck(tokenIds: Iterable<string>): Promise<void> {
+    // Announcements may have been missed: no token read before now answers another request.
+    this.cache?.forget();
     for (const id of [...tokenIds]) if (!(await this.isActive(id))) this.revokedElsewhere(id);
   }
 

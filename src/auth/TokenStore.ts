@@ -12,8 +12,8 @@ export interface TokenRow {
 
 /**
  * Where API tokens are kept (store/sqlite/SqliteTokenStore.ts, store/postgres/PgTokenStore.ts; one contract suite,
- * test/store/tokenAuditContract.ts). No cache anywhere: every request reads its token, so a revocation made on any
- * replica refuses the token's next request on every replica.
+ * test/store/tokenAuditContract.ts). No cache here: TokenService keeps what it read for up to a second and forgets
+ * a token when it is revoked or its revocation is announced (auth/TokenCache.ts says how promptly that refuses it).
  */
 export interface TokenStore {
   /** Inserts a token; undefined, changing nothing, when its name (or hash) is taken. */
@@ -38,6 +38,12 @@ export interface TokenStore {
    * Calls `listener(tokenId)` for every revocation committed by any replica, and `listener(undefined)` when some may
    * have been missed (after a reconnect, and every few seconds as a safety net): the caller then checks the tokens it
    * holds sockets for. SQLite: one process, so nothing to watch (revoke's caller closes the sockets itself).
+   * `connection.lost()` is called when announcements stop reaching this replica (the connection that carries them
+   * failed or ended), `connection.back()` when they reach it again.
    */
-  watchRevocations(listener: (tokenId: string | undefined) => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
+  watchRevocations(
+    listener: (tokenId: string | undefined) => void,
+    onError?: (error: Error) => void,
+    connection?: { lost(): void; back(): void },
+  ): Promise<{ stop(): Promise<void> }>;
 }

@@ -290,15 +290,10 @@ export class RolloutService {
   ): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, isOrdinalCursor);
-    const rows = await this.store.read.targetPage(rolloutId, state, cursor?.o, size + 1);
+    const { rows, totalCount } = await this.store.read.targetPageWithCount(rolloutId, state, cursor?.o, size + 1);
     const items = rows.slice(0, size).map(toTarget);
     const last = items[items.length - 1];
-    return {
-      items,
-      hasNextPage: rows.length > size,
-      endCursor: last ? encodeCursor({ o: last.ordinal }) : null,
-      totalCount: await this.store.read.countTargets(rolloutId, state),
-    };
+    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount };
   }
 
   targetCursor(target: RolloutTarget): string {

@@ -20,6 +20,8 @@ const DEFAULT_LOCK_WAIT_MS = 5_000;
  */
 export class Sql {
   private readonly statements = new Map<string, Sqlite.Statement>();
+  /** Raw-mode twins of statements (apart: raw mode is a property of the prepared statement, shared by its users). */
+  private readonly rawStatements = new Map<string, Sqlite.Statement>();
   private closed = false;
 
   constructor(
@@ -51,6 +53,30 @@ export class Sql {
 
   all<T>(sql: string, ...params: SqlValue[]): T[] {
     return this.statement(sql).all(...params) as T[];
+  }
+
+  /**
+   * Rows as arrays in the statement's column order (better-sqlite3's raw mode). For the API's listings: a row object
+   * with named keys costs about as much again as the row's values (a rollouts page: 191 → 121 µs for 21 rows), and
+   * the callers build their own objects from the columns they listed anyway.
+   */
+  rawAll(sql: string, params: readonly SqlValue[]): unknown[][] {
+    let statement = this.rawStatements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql).raw(true);
+      this.rawStatements.set(sql, statement);
+    }
+    return statement.all(...params) as unknown[][];
+  }
+
+  /** As `rawAll`, the first row (undefined when there is none). */
+  rawGet(sql: string, params: readonly SqlValue[]): unknown[] | undefined {
+    let statement = this.rawStatements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql).raw(true);
+      this.rawStatements.set(sql, statement);
+    }
+    return statement.get(...params) as unknown[] | undefined;
   }
 
   run(sql: string, ...params: SqlValue[]): Sqlite.RunResult {
@@ -93,6 +119,7 @@ export class Sql {
     if (this.closed) return;
     this.closed = true;
     this.statements.clear();
+    this.rawStatements.clear();
     this.db.close();
   }
 }
@@ -112,9 +139,44 @@ export function sqlDateOrNull(date: Date | null | undefined): string | null {
   return date ? sqlDate(date) : null;
 }
 
+/** The value of the decimal digits of `text` at [from, from + count), or -1 when one of them is not a digit. */
+function digitsAt(text: string, from: number, count: number): number {
+  let value = 0;
+  for (let i = from; i < from + count; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/**
+ * `sqlDate`'s own form, `YYYY-MM-DDTHH:MM:SS.mmm+00:00`, read field by field: about 2.5× faster than `new Date(text)`,
+ * which a page pays per date column per row (a rollouts page has 60–80 dates). Undefined for any other form.
+ */
+function sqlDateFast(text: string): Date | undefined {
+  if (text.length !== 29 || text.charCodeAt(10) !== 84 /* T */ || !text.endsWith('+00:00')) return undefined;
+  if (text[4] !== '-' || text[7] !== '-' || text[13] !== ':' || text[16] !== ':' || text[19] !== '.') return undefined;
+  const year = digitsAt(text, 0, 4);
+  const month = digitsAt(text, 5, 2);
+  const day = digitsAt(text, 8, 2);
+  const hour = digitsAt(text, 11, 2);
+  const minute = digitsAt(text, 14, 2);
+  const second = digitsAt(text, 17, 2);
+  const ms = digitsAt(text, 20, 3);
+  if ((year | month | day | hour | minute | second | ms) < 0) return undefined;
+  // Out-of-range fields (month 13, second 61) would roll over in Date.UTC where the parser says Invalid Date.
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 59) return undefined;
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms));
+  // Date.UTC maps years 0–99 to 1900–1999; the parser does not. Leave such years (and 31 February) to the parser.
+  return date.getUTCFullYear() === year && date.getUTCDate() === day ? date : undefined;
+}
+
 /** Reads a DateTime column written by Prisma or by `sqlDate` (or SQLite's CURRENT_TIMESTAMP default). */
 export function dateOf(value: string | number): Date {
   if (typeof value === 'number') return new Date(value);
+  const fast = sqlDateFast(value);
+  if (fast) return fast;
   // CURRENT_TIMESTAMP gives "YYYY-MM-DD HH:MM:SS" in UTC with no zone.
   return new Date(/^\d{4}-\d{2}-\d{2} \d/.test(value) ? `${value.replace(' ', 'T')}Z` : value);
 }

@@ -78,8 +78,25 @@ function whereOf(filter: EventFilter): { conditions: string[]; params: SqlValue[
   return { conditions, params };
 }
 
-type RawEvent = Omit<EventRow, 'createdAt'> & { createdAt: string };
-const eventOf = (raw: RawEvent): StoredEvent => toStoredEvent({ ...raw, createdAt: dateOf(raw.createdAt) });
+/**
+ * The Event columns in StoredEvent's order. Named rather than `*`, and read in raw mode (`Sql.rawAll`): a page is built
+ * straight from the arrays, without better-sqlite3's row object and a spread of it.
+ */
+export const EVENT_COLUMNS = '"id", "type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt"';
+
+/** A row of `SELECT ${EVENT_COLUMNS}` in raw mode. */
+function eventFromRaw(v: readonly unknown[]): StoredEvent {
+  return {
+    id: v[0] as number,
+    type: v[1] as EventType,
+    rolloutId: v[2] as string | null,
+    kind: v[3] as RolloutKind | null,
+    namespace: v[4] as string | null,
+    name: v[5] as string | null,
+    payload: JSON.parse(v[6] as string) as Record<string, unknown>,
+    createdAt: dateOf(v[7] as string),
+  };
+}
 
 /**
  * Events after `afterId` (exclusive), oldest first. Prepared SQL on rollplane's own connection (Prisma would compile
@@ -87,7 +104,7 @@ const eventOf = (raw: RawEvent): StoredEvent => toStoredEvent({ ...raw, createdA
  */
 export function listEventsAfter(sql: Sql, filter: EventFilter, afterId: number | undefined, limit: number): StoredEvent[] {
   const { text, params } = eventListStatement(filter, startAfter(sql, filter, afterId), limit);
-  return sql.all<RawEvent>(text, ...params).map(eventOf);
+  return sql.rawAll(text, params).map(eventFromRaw);
 }
 
 /**
@@ -119,13 +136,13 @@ export function eventListStatement(filter: EventFilter, afterId: number | undefi
   const { conditions, params } = whereOf(filter);
   conditions.push('"id" > ?');
   params.push(afterId ?? 0);
-  return { text: `SELECT * FROM "Event" WHERE ${conditions.join(' AND ')} ORDER BY "id" ASC LIMIT ?`, params: [...params, limit] };
+  return { text: `SELECT ${EVENT_COLUMNS} FROM "Event" WHERE ${conditions.join(' AND ')} ORDER BY "id" ASC LIMIT ?`, params: [...params, limit] };
 }
 
 /** Events before `beforeId` (exclusive), newest first. */
 export function listEventsBefore(sql: Sql, filter: EventFilter, beforeId: number | undefined, limit: number): StoredEvent[] {
   const { text, params } = eventListBeforeStatement(filter, beforeId, limit);
-  return sql.all<RawEvent>(text, ...params).map(eventOf);
+  return sql.rawAll(text, params).map(eventFromRaw);
 }
 
 /** The statement behind listEventsBefore (exported for the query-plan test). */
@@ -136,7 +153,7 @@ export function eventListBeforeStatement(filter: EventFilter, beforeId: number |
     params.push(beforeId);
   }
   const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
-  return { text: `SELECT * FROM "Event" ${where} ORDER BY "id" DESC LIMIT ?`, params: [...params, limit] };
+  return { text: `SELECT ${EVENT_COLUMNS} FROM "Event" ${where} ORDER BY "id" DESC LIMIT ?`, params: [...params, limit] };
 }
 
 export function lastEventId(sql: Sql): number {

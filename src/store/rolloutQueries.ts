@@ -1,6 +1,6 @@
 import { sqlDate, type Sql, type SqlValue } from './Sql.js';
 import type { RolloutPosition, RolloutQueryFilter } from '../domain/historyPort.js';
-import { rolloutOf, targetOf, type RolloutRow, type TargetRow } from './rolloutRows.js';
+import { rolloutColumns, rolloutFromRaw, TARGET_COLUMNS, targetFromRaw, type RolloutRow, type TargetRow } from './rolloutRows.js';
 
 /**
  * The API's reads of rollouts and targets as prepared SQL (issue 17: each Prisma query costs ~0.8 ms of compilation on
@@ -58,12 +58,16 @@ export function rolloutListStatement(
   dialect: Dialect = 'sqlite',
 ): { text: string; params: SqlValue[] } {
   const { clause, params } = whereOf(filter, before, dialect);
-  return { text: `SELECT r.* FROM "Rollout" r ${clause} ORDER BY r."createdAt" DESC, r."id" DESC LIMIT ?`, params: [...params, limit] };
+  params.push(limit);
+  return { text: `SELECT ${LIST_COLUMNS} FROM "Rollout" r ${clause} ORDER BY r."createdAt" DESC, r."id" DESC LIMIT ?`, params };
 }
+
+/** Named, in RolloutRow's order (rolloutFromRaw): `r.*` would hand back whatever columns a later migration adds. */
+const LIST_COLUMNS = rolloutColumns('r.');
 
 export function listRollouts(sql: Sql, filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number): RolloutRow[] {
   const { text, params } = rolloutListStatement(filter, before, limit);
-  return sql.all<Parameters<typeof rolloutOf>[0]>(text, ...params).map(rolloutOf);
+  return sql.rawAll(text, params).map(rolloutFromRaw);
 }
 
 /** The statement behind countRollouts (exported for the query-plan test). */
@@ -92,13 +96,13 @@ export function targetStateCountsOf(sql: Sql, rolloutIds: readonly string[]): Ma
   const out = new Map<string, Map<string, number>>();
   if (rolloutIds.length === 0) return out;
   const { text, params } = targetStateCountsStatement(rolloutIds);
-  for (const row of sql.all<{ rolloutId: string; state: string; n: number }>(text, ...params)) {
-    let counts = out.get(row.rolloutId);
+  for (const [rolloutId, state, n] of sql.rawAll(text, params) as [string, string, number][]) {
+    let counts = out.get(rolloutId);
     if (!counts) {
       counts = new Map();
-      out.set(row.rolloutId, counts);
+      out.set(rolloutId, counts);
     }
-    counts.set(row.state, row.n);
+    counts.set(state, n);
   }
   return out;
 }
@@ -113,22 +117,27 @@ export function targetStateCountsStatement(rolloutIds: readonly string[]): { tex
 
 /** A page of a rollout's targets in admission order, after `afterOrdinal`, optionally in one state. */
 export function targetPage(sql: Sql, rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): TargetRow[] {
-  const raw = state
-    ? sql.all<Parameters<typeof targetOf>[0]>(
-        'SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?',
-        rolloutId,
-        state,
-        afterOrdinal ?? -1,
-        limit,
-      )
-    : sql.all<Parameters<typeof targetOf>[0]>(
-        'SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?',
-        rolloutId,
-        afterOrdinal ?? -1,
-        limit,
-      );
-  return raw.map(targetOf);
+  const { text, params } = targetPageStatement(rolloutId, state, afterOrdinal, limit);
+  return sql.rawAll(text, params).map(targetFromRaw);
 }
+
+/**
+ * The statement behind targetPage (exported for the query-plan test): it walks (rolloutId, ordinal) or
+ * (rolloutId, state, ordinal), so a page of a rollout with thousands of targets reads a page, not a sort of them all.
+ */
+export function targetPageStatement(
+  rolloutId: string,
+  state: string | undefined,
+  afterOrdinal: number | undefined,
+  limit: number,
+): { text: string; params: SqlValue[] } {
+  return state
+    ? { text: TARGET_PAGE_IN_STATE, params: [rolloutId, state, afterOrdinal ?? -1, limit] }
+    : { text: TARGET_PAGE, params: [rolloutId, afterOrdinal ?? -1, limit] };
+}
+
+const TARGET_PAGE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`;
+const TARGET_PAGE_IN_STATE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`;
 
 export function countTargets(sql: Sql, rolloutId: string, state: string | undefined): number {
   return state

@@ -23,9 +23,109 @@ export function targetOf(raw: Raw<TargetRow>): TargetRow {
   return { ...raw, admittedAt: dateOrNull(raw.admittedAt), finishedAt: dateOrNull(raw.finishedAt), updatedAt: dateOf(raw.updatedAt) };
 }
 
+const ROLLOUT_COLUMN_NAMES = [
+  'id',
+  'kind',
+  'state',
+  'fromVersion',
+  'toVersion',
+  'selector',
+  'strategy',
+  'causeActor',
+  'causeRunUrl',
+  'causeCommit',
+  'causeMessage',
+  'idempotencyKey',
+  'rollbackOfId',
+  'message',
+  'engineState',
+  'createdAt',
+  'updatedAt',
+  'startedAt',
+  'finishedAt',
+] as const satisfies readonly (keyof RolloutRow)[];
+
+/**
+ * The Rollout columns in RolloutRow's order, for raw-mode reads (`Sql.rawAll`): a row comes back as an array and
+ * `rolloutFromRaw` builds the object in one step, without better-sqlite3's named-key object and a spread of it.
+ * `prefix` is a table alias (`r.`) for statements that join.
+ */
+export function rolloutColumns(prefix = ''): string {
+  return ROLLOUT_COLUMN_NAMES.map((c) => `${prefix}"${c}"`).join(', ');
+}
+
+/** A row of `SELECT ${rolloutColumns()}` in raw mode. */
+export function rolloutFromRaw(v: readonly unknown[]): RolloutRow {
+  return {
+    id: v[0] as string,
+    kind: v[1] as string,
+    state: v[2] as string,
+    fromVersion: v[3] as string | null,
+    toVersion: v[4] as string,
+    selector: v[5] as string,
+    strategy: v[6] as string,
+    causeActor: v[7] as string | null,
+    causeRunUrl: v[8] as string | null,
+    causeCommit: v[9] as string | null,
+    causeMessage: v[10] as string | null,
+    idempotencyKey: v[11] as string | null,
+    rollbackOfId: v[12] as string | null,
+    message: v[13] as string | null,
+    engineState: v[14] as string,
+    createdAt: dateOf(v[15] as string),
+    updatedAt: dateOf(v[16] as string),
+    startedAt: dateOrNull(v[17] as string | null),
+    finishedAt: dateOrNull(v[18] as string | null),
+  };
+}
+
+const TARGET_COLUMN_NAMES = [
+  'id',
+  'rolloutId',
+  'kind',
+  'namespace',
+  'name',
+  'ordinal',
+  'state',
+  'fromVersion',
+  'toVersion',
+  'attempts',
+  'skipReason',
+  'error',
+  'admittedAt',
+  'finishedAt',
+  'updatedAt',
+] as const satisfies readonly (keyof TargetRow)[];
+
+/** The RolloutTarget columns in TargetRow's order, for raw-mode reads (see rolloutColumns). */
+export const TARGET_COLUMNS = TARGET_COLUMN_NAMES.map((c) => `"${c}"`).join(', ');
+
+/** A row of `SELECT ${TARGET_COLUMNS}` in raw mode. */
+export function targetFromRaw(v: readonly unknown[]): TargetRow {
+  return {
+    id: v[0] as string,
+    rolloutId: v[1] as string,
+    kind: v[2] as string,
+    namespace: v[3] as string,
+    name: v[4] as string,
+    ordinal: v[5] as number,
+    state: v[6] as string,
+    fromVersion: v[7] as string | null,
+    toVersion: v[8] as string,
+    attempts: v[9] as number,
+    skipReason: v[10] as string | null,
+    error: v[11] as string | null,
+    admittedAt: dateOrNull(v[12] as string | null),
+    finishedAt: dateOrNull(v[13] as string | null),
+    updatedAt: dateOf(v[14] as string),
+  };
+}
+
+const FIND_ROLLOUT = `SELECT ${rolloutColumns()} FROM "Rollout" WHERE "id" = ?`;
+
 export function findRollout(sql: Sql, id: string): RolloutRow | undefined {
-  const raw = sql.get<Raw<RolloutRow>>('SELECT * FROM "Rollout" WHERE "id" = ?', id);
-  return raw ? rolloutOf(raw) : undefined;
+  const raw = sql.rawGet(FIND_ROLLOUT, [id]);
+  return raw ? rolloutFromRaw(raw) : undefined;
 }
 
 export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow | undefined {
@@ -119,7 +219,7 @@ export function insertTargets(sql: Sql, rows: readonly NewTargetRow[], now: Date
 
 /** Every target of a rollout, in admission order. */
 export function targetsOf(sql: Sql, rolloutId: string): TargetRow[] {
-  return sql.all<Raw<TargetRow>>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? ORDER BY "ordinal"', rolloutId).map(targetOf);
+  return sql.rawAll(`SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = ? ORDER BY "ordinal"`, [rolloutId]).map(targetFromRaw);
 }
 
 export function targetsInState(sql: Sql, rolloutId: string, state: string): TargetRow[] {

@@ -84,6 +84,48 @@ describe('Sql (the history hot path)', () => {
     expect(dateOf(raw.createdAt).toISOString()).toBe(at.toISOString());
     expect(dateOf('2026-12-01 08:09:10').toISOString()).toBe('2026-12-01T08:09:10.000Z');
   });
+
+  it('reads its own DateTime form field by field exactly as the date parser does, and anything else through the parser', () => {
+    const parsed = (text: string) => {
+      const date = new Date(text);
+      return Number.isNaN(date.getTime()) ? 'invalid' : date.toISOString();
+    };
+    const read = (text: string) => {
+      const date = dateOf(text);
+      return Number.isNaN(date.getTime()) ? 'invalid' : date.toISOString();
+    };
+    // Every instant's own form: leap days, year ends, the millisecond edges, years before 1970 and after 9999's start.
+    const instants = [0, 951_782_400_000, 1_709_164_800_123, 1_798_761_599_999, -62_135_596_800_000, 253_402_300_799_999, Date.UTC(2026, 11, 1, 8, 9, 10, 123)];
+    for (let i = 0; i < 2000; i++) instants.push(Math.floor(Math.sin(i + 1) * 4e12));
+    for (const at of instants) {
+      const text = sqlDate(new Date(at));
+      expect(read(text), text).toBe(parsed(text));
+      expect(read(text)).toBe(new Date(at).toISOString());
+    }
+    // Near misses of the form go to the parser and read as it reads them (valid or not).
+    for (const text of [
+      '2026-02-31T08:09:10.123+00:00',
+      '2026-13-01T08:09:10.123+00:00',
+      '2026-12-01T24:09:10.123+00:00',
+      '2026-12-01T08:60:10.123+00:00',
+      '2026-12-01T08:09:10.123+01:00',
+      '2026-12-01T08:09:10.12a+00:00',
+      '0099-12-01T08:09:10.123+00:00',
+      '2026-12-01X08:09:10.123+00:00',
+      '2026-12-01T08:09:10.123Z',
+    ]) {
+      expect(read(text), text).toBe(parsed(text));
+    }
+  });
+
+  it('keeps raw-mode statements apart from the same text read as objects', () => {
+    db.sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t6', 'n6', 'viewer', 'h6', ?)`, sqlDate(new Date()));
+    const text = 'SELECT "id", "name" FROM "ApiToken" WHERE "id" = ?';
+    expect(db.sql.rawAll(text, ['t6'])).toEqual([['t6', 'n6']]);
+    expect(db.sql.rawGet(text, ['t6'])).toEqual(['t6', 'n6']);
+    expect(db.sql.all(text, 't6')).toEqual([{ id: 't6', name: 'n6' }]);
+    expect(db.sql.rawGet(text, ['nobody'])).toBeUndefined();
+  });
 });
 
 describe('InFlightChanges', () => {

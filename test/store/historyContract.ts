@@ -324,6 +324,20 @@ export function historyContract(factory: () => StoreFactory): void {
       expect((await store.read.targetPage('r-life', 'CANCELLED', undefined, 10)).map((t) => t.ordinal)).toEqual([2]);
       expect(await store.read.countTargets('r-life', undefined)).toBe(3);
       expect(await store.read.countTargets('r-life', 'SKIPPED')).toBe(1);
+      // A page and the count of everything it pages through, in one read: with and without a state, past the end,
+      // and for a rollout that does not exist.
+      const ordinals = async (state: string | undefined, after: number | undefined, limit: number) => {
+        const { rows, totalCount } = await store.read.targetPageWithCount('r-life', state, after, limit);
+        return { ordinals: rows.map((t) => t.ordinal), totalCount };
+      };
+      expect(await ordinals(undefined, undefined, 2)).toEqual({ ordinals: [0, 1], totalCount: 3 });
+      expect(await ordinals(undefined, 0, 10)).toEqual({ ordinals: [1, 2], totalCount: 3 });
+      expect(await ordinals('CANCELLED', undefined, 10)).toEqual({ ordinals: [2], totalCount: 1 });
+      expect(await ordinals(undefined, 2, 10)).toEqual({ ordinals: [], totalCount: 3 });
+      expect(await ordinals('FAILED', undefined, 10)).toEqual({ ordinals: [], totalCount: 0 });
+      const paged = await store.read.targetPageWithCount('r-life', undefined, undefined, 10);
+      expect(paged.rows).toEqual(await store.read.targetPage('r-life', undefined, undefined, 10));
+      expect(await store.read.targetPageWithCount('r-none', undefined, undefined, 10)).toEqual({ rows: [], totalCount: 0 });
     });
 
     it('changes several targets of one rollout in one batch, answering in the order given, and refuses a target named twice', async () => {

@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType, type EventFilter } from '../../src/domain/events.js';
 import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } from '../../src/store/db.js';
 import { eventListBeforeStatement, eventListStatement, insertEvents } from '../../src/store/events.js';
-import { rolloutCountStatement, rolloutListStatement, targetStateCountsStatement, type RolloutQueryFilter } from '../../src/store/rolloutQueries.js';
+import {
+  rolloutCountStatement,
+  rolloutListStatement,
+  targetPageStatement,
+  targetStateCountsStatement,
+  type RolloutQueryFilter,
+} from '../../src/store/rolloutQueries.js';
 
 /**
  * Every filter of RolloutFilter and EventFilter is answered through an index, so that history queries stay as fast
@@ -77,13 +83,26 @@ describe('query plans of the API reads', () => {
     expect(fullScans(plan), plan.join('\n')).toEqual([]);
   });
 
-  it('counts the targets of a page of rollouts per state through the (rolloutId, state) index', () => {
+  it('counts the targets of a page of rollouts per state through the (rolloutId, state, ordinal) index', () => {
     const plan = planOf(targetStateCountsStatement(['ro_1', 'ro_2', 'ro_3']));
-    expect(plan.join('\n')).toMatch(/USING (COVERING )?INDEX RolloutTarget_rolloutId_state_idx/);
+    expect(plan.join('\n')).toMatch(/USING (COVERING )?INDEX RolloutTarget_rolloutId_state_ordinal_idx/);
     expect(
       plan.filter((line) => /^SCAN /.test(line.trim())),
       plan.join('\n'),
     ).toEqual([]);
+  });
+
+  // A rollout may have thousands of targets: a page of them walks an index in ordinal order and stops at the page's end,
+  // never sorting every target of the rollout (or every one in the state).
+  it.each([
+    ['all targets', undefined, 'RolloutTarget_rolloutId_ordinal_idx'],
+    ['targets in one state', 'FAILED', 'RolloutTarget_rolloutId_state_ordinal_idx'],
+  ] as const)('pages %s of a rollout in admission order through an index, without sorting', (_name, state, index) => {
+    for (const after of [undefined, 7]) {
+      const plan = planOf(targetPageStatement('ro_1', state, after, 51));
+      expect(plan.join('\n')).toContain(`USING INDEX ${index}`);
+      expect(plan.join('\n')).not.toContain('TEMP B-TREE');
+    }
   });
 
   const eventFilters: [string, EventFilter][] = [

@@ -32,6 +32,8 @@ export class PgEventNotifier {
     private readonly onReconnected: () => void = () => {},
     /** Another channel (token revocations): `wake` then receives each notification's payload. */
     private readonly channel: string = EVENTS_CHANNEL,
+    /** Called when the connection is lost (or the first one could not be made): notifications stop arriving. */
+    private readonly onLost: () => void = () => {},
   ) {
     this.poll = setInterval(() => this.wake(), POLL_MS);
     this.poll.unref();
@@ -79,6 +81,7 @@ export class PgEventNotifier {
 
   private reconnect(client: pg.Client): void {
     if (this.stopped || this.reconnectTimer || (this.client && this.client !== client)) return;
+    if (!this.lost) this.onLost();
     this.lost = true;
     this.client = undefined;
     client.removeAllListeners('end');

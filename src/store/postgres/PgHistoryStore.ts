@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { EventType, EventFilter, NewEvent, StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
 import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
-import { eventListStatement, toStoredEvent } from '../events.js';
+import { EVENT_COLUMNS, eventListStatement, toStoredEvent } from '../events.js';
 import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
   CoveredTarget,
@@ -19,10 +19,10 @@ import type {
   TxReads,
 } from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
-import { newRolloutValues } from '../rolloutRows.js';
+import { newRolloutValues, rolloutColumns, TARGET_COLUMNS } from '../rolloutRows.js';
 import { checkDistinctTargets } from '../targetBatches.js';
 import { INSERT_REVISIONS, LATEST_REVISIONS, UPDATE_TARGETS, insertRevisionsParams, updateTargetsParams } from './targetBatchStatements.js';
-import { isoOf, numbered } from './pool.js';
+import { isoOf, numbered, preparedQuery } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
 
 /**
@@ -71,6 +71,24 @@ function unavailable(error: unknown): unknown {
 
 type EventRow = Omit<StoredEvent, 'payload' | 'type' | 'kind'> & { payload: string; type: string; kind: string | null };
 
+const ROLLOUT_COLUMNS = rolloutColumns();
+const FIND_ROLLOUT = `SELECT ${ROLLOUT_COLUMNS} FROM "Rollout" WHERE "id" = $1`;
+const TARGETS_OF = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 ORDER BY "ordinal"`;
+const TARGETS_IN_STATE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 ORDER BY "ordinal"`;
+const FIND_TARGET = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "namespace" = $2 AND "name" = $3`;
+const TARGET_PAGE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3`;
+const TARGET_PAGE_IN_STATE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $4 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3`;
+const COUNT_TARGETS = 'SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1';
+const COUNT_TARGETS_IN_STATE = 'SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2';
+/**
+ * A page of targets and the count of all it pages through, in one round trip. The count is the driving row, so an
+ * empty page (past the end, or no such rollout) still brings it: one row whose target columns are null.
+ */
+const pageWithCount = (page: string, count: string) =>
+  `SELECT c.n AS "totalCount", t.* FROM (${count}) c LEFT JOIN LATERAL (${page}) t ON true ORDER BY t."ordinal"`;
+const TARGET_PAGE_WITH_COUNT = pageWithCount(TARGET_PAGE, COUNT_TARGETS);
+const TARGET_PAGE_IN_STATE_WITH_COUNT = pageWithCount(TARGET_PAGE_IN_STATE, COUNT_TARGETS_IN_STATE.replace('$2', '$4'));
+
 function readsOn(db: Queryable): HistoryReads {
   const rows = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> => {
     try {
@@ -79,22 +97,32 @@ function readsOn(db: Queryable): HistoryReads {
       throw unavailable(error);
     }
   };
+  /**
+   * As `rows`, as a named prepared statement (pool.ts, preparedQuery): the API's reads and the engine's, whose texts
+   * are a fixed set. Only for statements that name their columns: a prepared `*` fails once a migration adds one.
+   */
+  const prepared = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> => {
+    try {
+      return (await db.query<T>(preparedQuery(text, params))).rows;
+    } catch (error) {
+      throw unavailable(error);
+    }
+  };
   const one = async <T extends pg.QueryResultRow>(text: string, params: unknown[]) => (await rows<T>(text, params))[0];
+  const preparedOne = async <T extends pg.QueryResultRow>(text: string, params: unknown[]) => (await prepared<T>(text, params))[0];
   /** As store/events.ts: with `since`, start at the first event at or after it; null when there is none. */
   const startAfter = async (filter: EventFilter, afterId: number | undefined): Promise<number | undefined | null> => {
     if (filter.since === undefined) return afterId;
-    const first = (await one<{ id: number | null }>('SELECT MIN("id") AS id FROM "Event" WHERE "createdAt" >= $1', [isoOf(filter.since)]))!.id;
+    const first = (await preparedOne<{ id: number | null }>('SELECT MIN("id") AS id FROM "Event" WHERE "createdAt" >= $1', [isoOf(filter.since)]))!.id;
     if (first === null) return null;
     return Math.max(afterId ?? 0, first - 1);
   };
   return {
-    findRollout: (id) => one<RolloutRow>('SELECT * FROM "Rollout" WHERE "id" = $1', [id]),
+    findRollout: (id) => preparedOne<RolloutRow>(FIND_ROLLOUT, [id]),
     findRolloutByIdempotencyKey: (key) => one<RolloutRow>('SELECT * FROM "Rollout" WHERE "idempotencyKey" = $1', [key]),
-    targetsOf: (rolloutId) => rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 ORDER BY "ordinal"', [rolloutId]),
-    targetsInState: (rolloutId, state) =>
-      rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 ORDER BY "ordinal"', [rolloutId, state]),
-    findTarget: (rolloutId, namespace, name) =>
-      one<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "namespace" = $2 AND "name" = $3', [rolloutId, namespace, name]),
+    targetsOf: (rolloutId) => prepared<TargetRow>(TARGETS_OF, [rolloutId]),
+    targetsInState: (rolloutId, state) => prepared<TargetRow>(TARGETS_IN_STATE, [rolloutId, state]),
+    findTarget: (rolloutId, namespace, name) => preparedOne<TargetRow>(FIND_TARGET, [rolloutId, namespace, name]),
     latestRevision: (kind, namespace, name) =>
       one<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3 ORDER BY "n" DESC LIMIT 1', [
         kind,
@@ -116,7 +144,7 @@ function readsOn(db: Queryable): HistoryReads {
       const start = await startAfter(filter, afterId);
       if (start === null) return [];
       const { text, params } = eventListStatement(filter, start, limit);
-      return (await rows<EventRow>(numbered(text), params)).map((r) => toStoredEvent(r as never));
+      return (await prepared<EventRow>(numbered(text), params)).map((r) => toStoredEvent(r as never));
     },
     async listEventsBefore(filter, beforeId, limit) {
       // Same filter columns as the SQLite statement (store/events.ts), newest first.
@@ -134,29 +162,32 @@ function readsOn(db: Queryable): HistoryReads {
       if (beforeId !== undefined) add('"id" < ?', beforeId);
       params.push(limit);
       const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
-      return (await rows<EventRow>(`SELECT * FROM "Event" ${where} ORDER BY "id" DESC LIMIT $${params.length}`, params)).map((r) => toStoredEvent(r as never));
+      return (await prepared<EventRow>(`SELECT ${EVENT_COLUMNS} FROM "Event" ${where} ORDER BY "id" DESC LIMIT $${params.length}`, params)).map((r) =>
+        toStoredEvent(r as never),
+      );
     },
     async lastEventId() {
-      return (await one<{ id: number | null }>('SELECT MAX("id") AS id FROM "Event"', []))!.id ?? 0;
+      return (await preparedOne<{ id: number | null }>('SELECT MAX("id") AS id FROM "Event"', []))!.id ?? 0;
     },
     async listRollouts(filter, before, limit) {
       const { text, params } = rolloutListStatement(filter, before, limit, 'postgresql');
-      return rows<RolloutRow>(numbered(text), params);
+      return prepared<RolloutRow>(numbered(text), params);
     },
     async countRollouts(filter) {
       const { text, params } = rolloutCountStatement(filter, 'postgresql');
-      return (await one<{ n: number }>(numbered(text), params))!.n;
+      return (await preparedOne<{ n: number }>(numbered(text), params))!.n;
     },
     async targetStateCounts(rolloutId) {
-      const counts = await rows<{ state: string; n: number }>('SELECT "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 GROUP BY "state"', [
-        rolloutId,
-      ]);
+      const counts = await prepared<{ state: string; n: number }>(
+        'SELECT "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 GROUP BY "state"',
+        [rolloutId],
+      );
       return new Map(counts.map((r) => [r.state, r.n]));
     },
     async targetStateCountsOf(rolloutIds) {
       const out = new Map<string, Map<string, number>>();
       if (rolloutIds.length === 0) return out;
-      const counts = await rows<{ rolloutId: string; state: string; n: number }>(
+      const counts = await prepared<{ rolloutId: string; state: string; n: number }>(
         'SELECT "rolloutId", "state", COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ANY($1::text[]) GROUP BY "rolloutId", "state"',
         [[...rolloutIds]],
       );
@@ -172,22 +203,22 @@ function readsOn(db: Queryable): HistoryReads {
     },
     targetPage: (rolloutId, state, afterOrdinal, limit) =>
       state
-        ? rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 AND "ordinal" > $3 ORDER BY "ordinal" LIMIT $4', [
-            rolloutId,
-            state,
-            afterOrdinal ?? -1,
-            limit,
-          ])
-        : rows<TargetRow>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3', [
-            rolloutId,
-            afterOrdinal ?? -1,
-            limit,
-          ]),
+        ? prepared<TargetRow>(TARGET_PAGE_IN_STATE, [rolloutId, afterOrdinal ?? -1, limit, state])
+        : prepared<TargetRow>(TARGET_PAGE, [rolloutId, afterOrdinal ?? -1, limit]),
     async countTargets(rolloutId, state) {
       const row = state
-        ? await one<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2', [rolloutId, state])
-        : await one<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1', [rolloutId]);
+        ? await preparedOne<{ n: number }>(COUNT_TARGETS_IN_STATE, [rolloutId, state])
+        : await preparedOne<{ n: number }>(COUNT_TARGETS, [rolloutId]);
       return row!.n;
+    },
+    async targetPageWithCount(rolloutId, state, afterOrdinal, limit) {
+      const found = state
+        ? await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_IN_STATE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit, state])
+        : await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit]);
+      const totalCount = found[0]?.totalCount ?? 0;
+      // An empty page is the count's row alone, its target columns null.
+      const rows = found.filter((r) => r.id !== null).map(({ totalCount: _, ...target }) => target);
+      return { rows, totalCount };
     },
     findIdempotencyRecord: (key) => one<IdempotencyRecord>('SELECT * FROM "IdempotencyKey" WHERE "key" = $1', [key]),
     async rolloutIdsNeedingEngine() {

@@ -78,8 +78,12 @@ export class PgTokenStore implements TokenStore {
     return this.rows('SELECT * FROM "ApiToken" WHERE "id" > $1 ORDER BY "id" LIMIT $2', [afterId ?? '', limit]);
   }
 
-  async watchRevocations(listener: (tokenId: string | undefined) => void, onError?: (error: Error) => void): Promise<{ stop(): Promise<void> }> {
-    const notifier = new PgEventNotifier(this.url, listener, onError, undefined, REVOCATIONS_CHANNEL);
+  async watchRevocations(
+    listener: (tokenId: string | undefined) => void,
+    onError?: (error: Error) => void,
+    connection?: { lost(): void; back(): void },
+  ): Promise<{ stop(): Promise<void> }> {
+    const notifier = new PgEventNotifier(this.url, listener, onError, connection?.back, REVOCATIONS_CHANNEL, connection?.lost);
     await notifier.start();
     return notifier;
   }

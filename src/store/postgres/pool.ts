@@ -49,3 +49,23 @@ export function numbered(text: string): string {
   let n = 0;
   return text.replace(/\?/g, () => `$${++n}`);
 }
+
+/** How many distinct statement texts get a name; beyond it (never reached by rollplane's own set) they go unnamed. */
+const NAMED_STATEMENTS_KEPT = 1_000;
+const statementNames = new Map<string, string>();
+
+/**
+ * A query as a named prepared statement: each pooled connection parses and plans the text once (at its first use
+ * there) and afterwards only binds and runs it, where an unnamed statement is parsed and planned on every request
+ * (most of the server's work for the API's small reads). The same text has the same name in every connection of the
+ * process, as pg requires. Only for statements that name their columns: a prepared `SELECT *` fails ("cached plan
+ * must not change result type") on a connection that prepared it before a migration added a column.
+ */
+export function preparedQuery(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined && statementNames.size < NAMED_STATEMENTS_KEPT) {
+    name = `rp_${statementNames.size}`;
+    statementNames.set(text, name);
+  }
+  return name === undefined ? { text, values } : { name, text, values };
+}

@@ -51,6 +51,10 @@ function readsOf(sql: Sql): HistoryReads {
     targetStateCountsOf: async (rolloutIds) => targetStateCountsOf(sql, rolloutIds),
     targetPage: async (rolloutId, state, afterOrdinal, limit) => targetPage(sql, rolloutId, state, afterOrdinal, limit),
     countTargets: async (rolloutId, state) => countTargets(sql, rolloutId, state),
+    targetPageWithCount: async (rolloutId, state, afterOrdinal, limit) => ({
+      rows: targetPage(sql, rolloutId, state, afterOrdinal, limit),
+      totalCount: countTargets(sql, rolloutId, state),
+    }),
     findIdempotencyRecord: async (key) => findIdempotencyRecord(sql, key),
     rolloutIdsNeedingEngine: async () => rolloutIdsNeedingEngine(sql),
     revisionPage: async (kind, namespace, name, beforeN, limit) => revisionPage(sql, kind, namespace, name, beforeN, limit),
@@ -120,6 +124,8 @@ function txOf(sql: Sql): HistoryTx {
     targetStateCountsOf: (rolloutIds) => done(targetStateCountsOf(sql, rolloutIds)),
     targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
     countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
+    targetPageWithCount: (rolloutId, state, afterOrdinal, limit) =>
+      done({ rows: targetPage(sql, rolloutId, state, afterOrdinal, limit), totalCount: countTargets(sql, rolloutId, state) }),
     findIdempotencyRecord: (key) => done(findIdempotencyRecord(sql, key)),
     rolloutIdsNeedingEngine: () => done(rolloutIdsNeedingEngine(sql)),
     revisionPage: (kind, namespace, name, beforeN, limit) => done(revisionPage(sql, kind, namespace, name, beforeN, limit)),
