@@ -45,6 +45,14 @@ export class AgentPoolDriver implements RolloutDriver {
   readonly kind = 'AGENT_POOL' as const;
   /** Controller images rollplane set and has not yet seen come back (to tell its own changes from a helm upgrade). */
   private readonly ownImageChanges = new Set<string>();
+  /**
+   * The last image rollplane set on the controller (normalized) and for which rollout, so that a rollout whose image
+   * was replaced by a newer rollplane rollout (a supersede, a rollback taking its original over) says so instead of
+   * blaming a change outside rollplane. Only the last one: an image some older rollout once set, put back by a helm
+   * rollback, is a change outside rollplane. In memory: after a restart or a change of leader the generic message is
+   * all there is.
+   */
+  private lastImageSet: { image: string; rolloutId: string } | undefined;
 
   constructor(private readonly deps: AgentPoolDriverDeps) {}
 
@@ -82,6 +90,8 @@ export class AgentPoolDriver implements RolloutDriver {
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
     if (image !== undefined && state.image !== normalizeImage(image)) {
+      const takenOverBy = this.otherRolloutOn(state.image, rollout.id);
+      if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
       return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
     }
     return undefined;
@@ -110,16 +120,23 @@ export class AgentPoolDriver implements RolloutDriver {
     };
     await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
     // (b) The controller's new image: upstream restarts and re-syncs every pool; only unheld ones change.
-    await this.setControllerImage(image, signal);
+    await this.setControllerImage(image, rollout.id, signal);
+  }
+
+  /** The rollout other than `rolloutId` that last set the controller's --image, when `image` is what it set. */
+  private otherRolloutOn(image: string, rolloutId: string): string | undefined {
+    const last = this.lastImageSet;
+    return last && last.image === normalizeImage(image) && last.rolloutId !== rolloutId ? last.rolloutId : undefined;
   }
 
   /**
    * Sets the controller's --image as rollplane's own change, then waits until the cache shows it: haltReason reads
    * the cache and must not mistake our own change, not yet in it, for someone else's.
    */
-  private async setControllerImage(image: string, signal: AbortSignal): Promise<void> {
+  private async setControllerImage(image: string, rolloutId: string, signal: AbortSignal): Promise<void> {
     const normalized = normalizeImage(image);
     this.ownImageChanges.add(normalized);
+    this.lastImageSet = { image: normalized, rolloutId };
     await this.deps.controller.setImage(this.deps.clients, image);
     const deadline = Date.now() + (this.deps.cacheWaitMs ?? 30_000);
     for (;;) {
@@ -160,7 +177,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (image === undefined || state.kind !== 'agents' || state.image !== normalizeImage(image)) return;
     // A pool upstream has moved to the image (its ref names it), even with the new agent not up yet, was released.
     if (this.deps.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
-    await this.setControllerImage(rollout.fromVersion, signal);
+    await this.setControllerImage(rollout.fromVersion, rollout.id, signal);
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
@@ -278,10 +295,9 @@ export class AgentPoolDriver implements RolloutDriver {
     if (coexist) {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
-        return {
-          phase: 'failed',
-          reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (its --image was changed outside rollplane)`,
-        };
+        const takenOverBy = this.otherRolloutOn(state.image, target.rolloutId);
+        const why = takenOverBy ? `taken over by rollout ${takenOverBy}` : 'its --image was changed outside rollplane';
+        return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (${why})` };
       }
       if (holdOf(annotations) === 'rollplane') return { phase: 'progressing', message: 'releasing the hold' };
     }

@@ -269,6 +269,28 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     for (const pool of ['net-2', 'net-3']) expect(r.agent(pool)!.spec.containers[0].image, pool).toBe(latest);
   });
 
+  // A supersede takes over a pool the old rollout was still moving: the old rollout's target fails, and says who took
+  // it over (it used to blame "a change outside rollplane", as for a helm upgrade).
+  it('a pool taken over mid-change by a supersede fails in the old rollout naming the new one, not an outside change', async () => {
+    rig = await startRig({ fleet: 'pools=2,nodes=2,upstream=vm-dhcp', delays: { podReadyMs: 1500, podTerminateMs: 10 } });
+    const r = rig;
+    const first = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1', 'net-2'] }, strategy: { maxUnavailable: '1' } } });
+    const firstId = first.bumpAgentImage.rollout.id;
+    await r.waitFor(
+      'a pool of the first rollout changing',
+      async () => (await r.gql(`{ rollout(id: "${firstId}") { targets(state: PROGRESSING) { totalCount } } }`)).rollout.targets.totalCount === 1,
+    );
+    const second = await r.gql(BUMP, { input: { image: OTHER, pools: { names: ['net-1', 'net-2'] }, supersede: true } });
+    const secondId = second.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, secondId, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    const old = await r.gql(`{ rollout(id: "${firstId}") { state targets(state: FAILED) { edges { node { name error } } } } }`);
+    expect(old.rollout.state).toBe('ABORTED');
+    const failed = old.rollout.targets.edges.map((e: any) => e.node);
+    expect(failed).toHaveLength(1);
+    expect(failed[0].error).toContain(`taken over by rollout ${secondId}`);
+    expect(failed[0].error).not.toContain('outside rollplane');
+  });
+
   // Attack finding F7: a rollback of pools that ran different images was accepted, aborted the original, then stayed
   // PENDING for its whole deadline (it cannot run beside a controller with one --image), the reason only in the log.
   it('refuses a rollback that would return pools to different images, before aborting anything', async () => {
