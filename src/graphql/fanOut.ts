@@ -1,4 +1,5 @@
 import { createSourceEventStream, execute, GraphQLError, subscribe as graphqlSubscribe, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { EventLog, StreamOptions } from '../domain/EventLog.js';
 import { streamOptionsOf } from '../domain/EventLog.js';
@@ -350,6 +351,11 @@ class FeedSubscriber {
   /** The last event id sent (or passed over as unwanted while catching up). */
   private last = 0;
   private readonly prefix: MessagePrefix;
+  /**
+   * Where frames are written directly (rawSocketOf), looked up once: the extensions and the TCP socket are settled by
+   * the handshake, before any subscription (ws computes `extensions` anew on each read).
+   */
+  private readonly raw: Socket | undefined;
   private endWaiters: { resolve: (result: IteratorResult<ExecutionResult>) => void; reject: (error: unknown) => void }[] = [];
   private failure: unknown;
   private readonly onSocketClose = () => this.close();
@@ -364,6 +370,7 @@ class FeedSubscriber {
   ) {
     const prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
     this.prefix = { text: prefix, bytes: Buffer.from(prefix) };
+    this.raw = rawSocketOf(target.socket);
     target.socket.once('close', this.onSocketClose);
   }
 
@@ -415,7 +422,7 @@ class FeedSubscriber {
     let start = 0;
     while (start < batch.length && batch[start]!.eventId <= this.last) start++;
     if (start === batch.length) return true;
-    const raw = rawSocketOf(this.target.socket);
+    const raw = this.raw;
     if (!raw) return this.sendEach(batch, start);
     const chunks = this.group.framesFor(batch, start, this.prefix);
     // Several pieces (a long burst) still leave in one system call.
