@@ -406,7 +406,7 @@ class FeedSubscriber {
 
   /**
    * Live events, in id order; those at or below the position were sent already (or replayed from the store). True
-   * when the subscriber was live and took the batch to its socket (for the handoff-lag sample).
+   * when the subscriber was live and wrote events of this batch to its socket (for the handoff-lag sample).
    */
   offerLive(batch: readonly Delivery[]): boolean {
     if (this.phase === 'positioning' || this.phase === 'catching-up') {
@@ -421,7 +421,7 @@ class FeedSubscriber {
     // In id order: what was sent already is a leading run.
     let start = 0;
     while (start < batch.length && batch[start]!.eventId <= this.last) start++;
-    if (start === batch.length) return true;
+    if (start === batch.length) return false;
     const raw = this.raw;
     if (!raw) return this.sendEach(batch, start);
     const chunks = this.group.framesFor(batch, start, this.prefix);
