@@ -4,6 +4,10 @@
  * process (feedClients.ts), and one agent-pool rollout over every pool at maxUnavailable 25%. Measured: commit → client
  * latency p50/p99 (each event's `createdAt` is stamped at commit, read by the clients on the same clock), deliveries
  * per second, the server's CPU (process.cpuUsage of this process, which is the server) per delivery, and its peak RSS.
+ * Beside the clients' latency, the server's own share of it: commit → the message written to that subscriber's socket,
+ * sampled by the server per delivery (rollplane_subscription_handoff_lag_seconds, one live subscriber in 16), so
+ * that what the server does and what the clients' process on the same two cores adds are told apart. The run fails
+ * when a subscriber did not get every event once and in order.
  *
  * Same-run comparison, one fresh server each: `none` (the rollout without subscribers: what the rollout itself costs),
  * `shared` (the default fan-out: one execution per event and distinct operation) and `per-subscriber`
@@ -88,6 +92,8 @@ interface FeedRun {
   /** os.loadavg()[0] at the start and the end of the run: these machines are shared, and latency shows it. */
   loadAverage: [number, number];
   incomplete: number;
+  /** Client-side `next` messages parsed whole instead of read by position (see feedClients.ts). */
+  parsedWhole: number;
   outOfOrder: number;
   duplicates: number;
   errors: number;
@@ -257,6 +263,7 @@ async function runOnce(store: BenchStore, databaseEnv: Record<string, string>, m
       clientCpuSeconds: feed?.clientCpuSeconds ?? 0,
       loadAverage: [Math.round(loadAtStart * 10) / 10, Math.round(os.loadavg()[0]! * 10) / 10],
       incomplete: feed?.incomplete ?? 0,
+      parsedWhole: feed?.parsedWhole ?? 0,
       outOfOrder: feed?.outOfOrder ?? 0,
       duplicates: feed?.duplicates ?? 0,
       errors: feed?.errors ?? 0,
@@ -322,6 +329,7 @@ export async function run(): Promise<FeedRun[]> {
       'event handed to all p50/p99 ms (≤)': r.serverLagP50Ms === null ? '' : `${r.serverLagP50Ms}/${r.serverLagP99Ms}`,
       'loop delay p99 ms': r.loopDelayP99Ms,
       'client CPU s': r.clientCpuSeconds,
+      'client: parsed whole': r.parsedWhole,
       'load avg': r.loadAverage.join('→'),
       'incomplete/out of order/dup/errors': `${r.incomplete}/${r.outOfOrder}/${r.duplicates}/${r.errors}`,
       'calibration ms': r.calibrationMs,
@@ -374,5 +382,12 @@ export async function run(): Promise<FeedRun[]> {
     runs,
   });
   console.log(`wrote ${file}`);
+  // A run whose subscribers did not each get every event once, in order, measured nothing worth reporting.
+  const broken = runs.filter((r) => r.incomplete + r.outOfOrder + r.duplicates + r.errors > 0);
+  if (broken.length > 0) {
+    throw new Error(
+      `feed: subscribers missed, repeated or reordered events, or got errors in ${broken.map((r) => `${STORE_LABEL[r.store]} ${r.mode} ${r.pace}`).join(', ')}`,
+    );
+  }
   return runs;
 }

@@ -47,6 +47,8 @@ export interface FeedClientsResult {
   spanMs: number;
   /** CPU this client process used from `ready` to the end: the subscribers share the machine with the server. */
   clientCpuSeconds: number;
+  /** `next` messages that were not of the expected shape and were decoded and parsed whole (0 when the reading by position works). */
+  parsedWhole: number;
 }
 
 /** Opened at most this many at a time: the server refuses more than 32 unauthenticated sockets per address. */
@@ -73,6 +75,7 @@ let deliveries = 0;
 let outOfOrder = 0;
 let duplicates = 0;
 let errors = 0;
+let parsedWhole = 0;
 let firstCommit = Infinity;
 let lastArrival = 0;
 const subscribers: Subscriber[] = [];
@@ -149,6 +152,7 @@ function onOtherMessage(state: Subscriber, socket: Socket, text: string, arrival
       subscribed();
       return;
     case 'next': {
+      parsedWhole++;
       const event = message.payload?.data?.events;
       if (message.payload?.errors || !event) {
         errors++;
@@ -282,6 +286,7 @@ const result: FeedClientsResult = {
   maxMs: sorted.length ? sorted[sorted.length - 1]! : NaN,
   spanMs: lastArrival - firstCommit,
   clientCpuSeconds: Math.round(((cpu.user + cpu.system) / 1e6) * 100) / 100,
+  parsedWhole,
 };
 process.stdout.write(`${JSON.stringify(result)}\n`);
 process.exit(0);

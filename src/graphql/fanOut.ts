@@ -13,7 +13,9 @@ import { rawSocketOf, textFrames } from './textFrames.js';
 /**
  * Shared subscription fan-out (ADR 0021). Subscribers whose operation is the same (document text, operation name,
  * variables) and whose role is the same get the same payload for an event, so each event is executed once per such
- * group and the one serialized payload is spliced into every subscriber's `next` message with its own id.
+ * group and the one serialized payload is spliced into every subscriber's `next` message with its own id. A batch's
+ * WebSocket frames are built once per message prefix (textFrames.ts) and written to each socket in one piece: the
+ * same buffer for every subscriber with the same operation id.
  *
  * Each subscriber keeps its own position (the last event id it was sent). A subscriber whose socket holds more than
  * `maxBufferedBytes` unsent stops taking live events and catches up from the store by id once its socket drains, as a
