@@ -4,6 +4,10 @@
  * process (feedClients.ts), and one agent-pool rollout over every pool at maxUnavailable 25%. Measured: commit → client
  * latency p50/p99 (each event's `createdAt` is stamped at commit, read by the clients on the same clock), deliveries
  * per second, the server's CPU (process.cpuUsage of this process, which is the server) per delivery, and its peak RSS.
+ * Beside the clients' latency, the server's own share of it: commit → the message written to that subscriber's socket,
+ * sampled by the server per delivery (rollplane_subscription_handoff_lag_seconds, one live subscriber in 16), so
+ * that what the server does and what the clients' process on the same two cores adds are told apart. The run fails
+ * when a subscriber did not get every event once and in order.
  *
  * Same-run comparison, one fresh server each: `none` (the rollout without subscribers: what the rollout itself costs),
  * `shared` (the default fan-out: one execution per event and distinct operation) and `per-subscriber`
@@ -33,7 +37,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { FeedClientsResult, FeedJob } from './feedClients.js';
+import type { FeedClientsResult, FeedExpectation, FeedJob } from './feedClients.js';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
@@ -72,6 +76,15 @@ interface FeedRun {
    */
   serverLagP50Ms: number | null;
   serverLagP99Ms: number | null;
+  /**
+   * Shared fan-out only, the server-side figure beside the clients' p50/p99: commit → the message written to one
+   * subscriber's socket, per delivery (sampled by the server, one live subscriber in 16 per group and delivery:
+   * rollplane_subscription_handoff_lag_seconds), interpolated within its histogram buckets as Prometheus'
+   * histogram_quantile does. The clients' figure adds the network (loopback) and the clients' own process.
+   */
+  serverHandoffP50Ms: number | null;
+  serverHandoffP99Ms: number | null;
+  serverHandoffSamples: number;
   /** The server's event-loop delay p99 during the rollout, ms: time an event waits behind other work before its delivery runs. */
   loopDelayP99Ms: number;
   /** CPU of the subscribers' process (they run on the same machine). */
@@ -79,13 +92,15 @@ interface FeedRun {
   /** os.loadavg()[0] at the start and the end of the run: these machines are shared, and latency shows it. */
   loadAverage: [number, number];
   incomplete: number;
+  /** Client-side `next` messages parsed whole instead of read by position (see feedClients.ts). */
+  parsedWhole: number;
   outOfOrder: number;
   duplicates: number;
   errors: number;
   calibrationMs: number;
 }
 
-function startClients(job: FeedJob): { child: ChildProcess; ready: Promise<void>; finish(expected: number): Promise<FeedClientsResult> } {
+function startClients(job: FeedJob): { child: ChildProcess; ready: Promise<void>; finish(expected: FeedExpectation): Promise<FeedClientsResult> } {
   const script = path.join(HERE, `feedClients${path.extname(fileURLToPath(import.meta.url))}`);
   const child = spawn(process.execPath, [...process.execArgv, script, JSON.stringify(job)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! });
@@ -104,14 +119,44 @@ function startClients(job: FeedJob): { child: ChildProcess; ready: Promise<void>
       if (line !== 'ready') throw new Error(`feed clients said "${line}"`);
     }),
     async finish(expected) {
-      child.stdin!.write(`${expected}\n`);
+      child.stdin!.write(`${JSON.stringify(expected)}\n`);
       return JSON.parse(await nextLine()) as FeedClientsResult;
     },
   };
 }
 
+type BenchApp = Awaited<ReturnType<typeof startBenchApp>>;
+
+/**
+ * Quantile `q` (ms) of a histogram, interpolated linearly within the bucket that holds it (Prometheus'
+ * histogram_quantile); null when empty, Infinity past the last finite bucket.
+ */
+async function interpolatedQuantile(histogram: BenchApp['metrics']['subscriptionHandoffLag'], q: number): Promise<number | null> {
+  const buckets = (await histogram.get()).values
+    .filter((v) => v.metricName?.endsWith('_bucket'))
+    .map((v) => ({ le: v.labels.le === '+Inf' ? Infinity : Number(v.labels.le), count: v.value }))
+    .sort((a, b) => a.le - b.le);
+  const total = buckets.at(-1)?.count ?? 0;
+  if (total === 0) return null;
+  const rank = q * total;
+  let below = { le: 0, count: 0 };
+  for (const bucket of buckets) {
+    if (bucket.count >= rank) {
+      if (bucket.le === Infinity) return Infinity;
+      const share = bucket.count === below.count ? 1 : (rank - below.count) / (bucket.count - below.count);
+      return Math.round((below.le + (bucket.le - below.le) * share) * 10000) / 10;
+    }
+    below = bucket;
+  }
+  return Infinity;
+}
+
+async function sampleCount(histogram: BenchApp['metrics']['subscriptionHandoffLag']): Promise<number> {
+  return (await histogram.get()).values.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0;
+}
+
 /** The upper bound (ms) of the histogram bucket that holds quantile `q`; null when empty. */
-async function bucketQuantile(app: Awaited<ReturnType<typeof startBenchApp>>, q: number): Promise<number | null> {
+async function bucketQuantile(app: BenchApp, q: number): Promise<number | null> {
   const values = (await app.metrics.subscriptionDeliveryLag.get()).values.filter((v) => v.metricName?.endsWith('_bucket'));
   const total = values.find((v) => v.labels.le === '+Inf')?.value ?? 0;
   if (total === 0) return null;
@@ -153,10 +198,12 @@ async function runOnce(store: BenchStore, databaseEnv: Record<string, string>, m
     }
     const executionsBefore = (await app.metrics.subscriptionExecutions.get()).values.reduce((sum, v) => sum + v.value, 0);
     let events = 0;
+    let idSum = 0;
     let lastEventAt = Date.now();
     const ended = new Promise<string>((resolve) => {
       app.bus.subscribe((event) => {
         events++;
+        idSum += event.id;
         lastEventAt = Date.now();
         if (event.type === 'RolloutStateChanged' && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(String(event.payload.to))) resolve(String(event.payload.to));
       });
@@ -179,7 +226,7 @@ async function runOnce(store: BenchStore, databaseEnv: Record<string, string>, m
     if (state !== 'SUCCEEDED') throw new Error(`rollout ended ${state}`);
     // Late events (the last agents' observations) still count: wait until the history has been quiet for a second.
     while (Date.now() - lastEventAt < 1000) await new Promise((r) => setTimeout(r, 100));
-    const feed = clients ? await clients.finish(events) : undefined;
+    const feed = clients ? await clients.finish({ events, idSum }) : undefined;
     const used = process.cpuUsage(cpu);
     loopDelay.disable();
     clearInterval(sampler);
@@ -209,10 +256,14 @@ async function runOnce(store: BenchStore, databaseEnv: Record<string, string>, m
       executions,
       serverLagP50Ms: await bucketQuantile(app, 0.5),
       serverLagP99Ms: await bucketQuantile(app, 0.99),
+      serverHandoffP50Ms: await interpolatedQuantile(app.metrics.subscriptionHandoffLag, 0.5),
+      serverHandoffP99Ms: await interpolatedQuantile(app.metrics.subscriptionHandoffLag, 0.99),
+      serverHandoffSamples: await sampleCount(app.metrics.subscriptionHandoffLag),
       loopDelayP99Ms: Math.round(loopDelay.percentile(99) / 1e5) / 10,
       clientCpuSeconds: feed?.clientCpuSeconds ?? 0,
       loadAverage: [Math.round(loadAtStart * 10) / 10, Math.round(os.loadavg()[0]! * 10) / 10],
       incomplete: feed?.incomplete ?? 0,
+      parsedWhole: feed?.parsedWhole ?? 0,
       outOfOrder: feed?.outOfOrder ?? 0,
       duplicates: feed?.duplicates ?? 0,
       errors: feed?.errors ?? 0,
@@ -250,6 +301,14 @@ export async function run(): Promise<FeedRun[]> {
   const { runs: byStore, skipped } = await forEachStore('FEED_BENCH_STORES', (store, databaseEnv) => runStore(store, databaseEnv, subscribers, pools));
   const runs = byStore.flatMap((r) => r.result);
   if (runs.length === 0) throw new Error('feed: no store was measured');
+  console.log(
+    [
+      'Latency, all from the commit (createdAt, one clock): "client" = received by the subscribers\' process (loopback and',
+      'that process included); "server" = written to that subscriber\'s socket, per delivery (server-side sample, 1 in 16,',
+      'interpolated in the histogram\'s buckets); "event handed to all" = once per event, when the last socket was written',
+      '(bucket upper bound).',
+    ].join('\n'),
+  );
   console.table(
     runs.map((r) => ({
       store: STORE_LABEL[r.store],
@@ -260,17 +319,17 @@ export async function run(): Promise<FeedRun[]> {
       'rollout (s)': r.rolloutSeconds,
       deliveries: r.deliveries,
       'deliveries/s': r.deliveriesPerSecond,
-      'p50 ms': r.p50Ms ?? '',
-      'p99 ms': r.p99Ms ?? '',
-      'max ms': r.maxMs ?? '',
+      'client p50/p99/max ms': r.p50Ms === null ? '' : `${r.p50Ms}/${r.p99Ms}/${r.maxMs}`,
+      'server p50/p99 ms': r.serverHandoffP50Ms === null ? '' : `${r.serverHandoffP50Ms}/${r.serverHandoffP99Ms}`,
       'server CPU s': r.serverCpuSeconds,
       'CPU µs/delivery': r.cpuUsPerDelivery ?? '',
       'net CPU µs/delivery': r.netCpuUsPerDelivery ?? '',
       executions: r.executions,
       'peak RSS MB': r.serverPeakRssMb,
-      'server lag p50/p99 ms (≤)': r.serverLagP50Ms === null ? '' : `${r.serverLagP50Ms}/${r.serverLagP99Ms}`,
+      'event handed to all p50/p99 ms (≤)': r.serverLagP50Ms === null ? '' : `${r.serverLagP50Ms}/${r.serverLagP99Ms}`,
       'loop delay p99 ms': r.loopDelayP99Ms,
       'client CPU s': r.clientCpuSeconds,
+      'client: parsed whole': r.parsedWhole,
       'load avg': r.loadAverage.join('→'),
       'incomplete/out of order/dup/errors': `${r.incomplete}/${r.outOfOrder}/${r.duplicates}/${r.errors}`,
       'calibration ms': r.calibrationMs,
@@ -298,6 +357,7 @@ export async function run(): Promise<FeedRun[]> {
           'rollout (s)': ratioOf(pg.rolloutSeconds, sqlite.rolloutSeconds),
           'p50 ms': ratioOf(pg.p50Ms, sqlite.p50Ms),
           'p99 ms': ratioOf(pg.p99Ms, sqlite.p99Ms),
+          'server p99 ms': ratioOf(pg.serverHandoffP99Ms, sqlite.serverHandoffP99Ms),
           'deliveries/s': ratioOf(pg.deliveriesPerSecond, sqlite.deliveriesPerSecond),
           'server CPU s': ratioOf(pg.serverCpuSeconds, sqlite.serverCpuSeconds),
           'CPU µs/delivery': ratioOf(pg.cpuUsPerDelivery, sqlite.cpuUsPerDelivery),
@@ -322,5 +382,12 @@ export async function run(): Promise<FeedRun[]> {
     runs,
   });
   console.log(`wrote ${file}`);
+  // A run whose subscribers did not each get every event once, in order, measured nothing worth reporting.
+  const broken = runs.filter((r) => r.incomplete + r.outOfOrder + r.duplicates + r.errors > 0);
+  if (broken.length > 0) {
+    throw new Error(
+      `feed: subscribers missed, repeated or reordered events, or got errors in ${broken.map((r) => `${STORE_LABEL[r.store]} ${r.mode} ${r.pace}`).join(', ')}`,
+    );
+  }
   return runs;
 }

@@ -19,6 +19,7 @@ export interface AppMetrics {
   subscriptionCatchUps: Counter;
   subscriptionGroups: Gauge;
   subscriptionDeliveryLag: Histogram;
+  subscriptionHandoffLag: Histogram;
   subscriptionsShared: Gauge;
   eventsAppended: Counter<'type'>;
   rolloutsFinished: Counter<'kind' | 'state'>;
@@ -97,6 +98,15 @@ export function createMetrics(): AppMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    subscriptionHandoffLag: new Histogram({
+      // Per delivery rather than per event: within a burst the last socket written waits for all the others. Sampled
+      // (one live subscriber in SUBSCRIPTION_HANDOFF_SAMPLE of each group, for every event it was handed), so that
+      // the measurement costs nothing worth counting per delivery; fine buckets, as the aim is tens of milliseconds.
+      name: 'rollplane_subscription_handoff_lag_seconds',
+      help: "Shared fan-out, sampled deliveries: from an event's commit until its message was written to that subscriber's socket.",
+      buckets: [0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.065, 0.08, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
     subscriptionsShared: new Gauge({
       name: 'rollplane_subscriptions_shared',
       help: 'Subscriptions served by the shared fan-out (registered, positioned and receiving).',
@@ -110,6 +120,9 @@ export function createMetrics(): AppMetrics {
     }),
   };
 }
+
+/** One live subscriber in this many, per group and delivery, is timed for rollplane_subscription_handoff_lag_seconds. */
+export const SUBSCRIPTION_HANDOFF_SAMPLE = 16;
 
 export type Transport = 'http' | 'ws';
 

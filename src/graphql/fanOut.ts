@@ -1,17 +1,21 @@
 import { createSourceEventStream, execute, GraphQLError, subscribe as graphqlSubscribe, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { EventLog, StreamOptions } from '../domain/EventLog.js';
 import { streamOptionsOf } from '../domain/EventLog.js';
 import { matchesFilter, type EventFilter, type StoredEvent } from '../domain/events.js';
 import type { Logger } from '../log.js';
-import type { AppMetrics } from '../metrics.js';
+import { SUBSCRIPTION_HANDOFF_SAMPLE, type AppMetrics } from '../metrics.js';
 import { formatGraphQLErrors } from './errors.js';
 import type { ReplaySlots } from './replaySlots.js';
+import { rawSocketOf, textFrames } from './textFrames.js';
 
 /**
  * Shared subscription fan-out (ADR 0021). Subscribers whose operation is the same (document text, operation name,
  * variables) and whose role is the same get the same payload for an event, so each event is executed once per such
- * group and the one serialized payload is spliced into every subscriber's `next` message with its own id.
+ * group and the one serialized payload is spliced into every subscriber's `next` message with its own id. A batch's
+ * WebSocket frames are built once per message prefix (textFrames.ts) and written to each socket in one piece: the
+ * same buffer for every subscriber with the same operation id.
  *
  * Each subscriber keeps its own position (the last event id it was sent). A subscriber whose socket holds more than
  * `maxBufferedBytes` unsent stops taking live events and catches up from the store by id once its socket drains, as a
@@ -65,6 +69,12 @@ const HELD_LIVE_LIMIT = 1024;
 const OPEN = 1;
 
 const NEXT_SUFFIX = '}';
+const NEXT_SUFFIX_BYTES = Buffer.from(NEXT_SUFFIX);
+/**
+ * Frames written to one socket in one piece at most (beyond one message): the budget is checked between pieces, so a
+ * socket holds at most its budget plus this much, whatever the size of a burst.
+ */
+const FRAME_CHUNK_BYTES = 64 * 1024;
 
 /** JSON with object keys sorted, so that `{a,b}` and `{b,a}` variables share a group. */
 function canonicalJson(value: unknown): string {
@@ -131,6 +141,11 @@ class FeedGroup {
   private inFlight = 0;
   private disposed = false;
   private tail: Promise<void> = Promise.resolve();
+  /**
+   * While a batch is delivered: its frames by message prefix, so that subscribers with the same operation id (a wall
+   * of identical screens) are written the same buffer rather than each a copy.
+   */
+  private frameCache: { batch: readonly Delivery[]; byPrefix: Map<string, FrameChunk[]> } | undefined;
 
   constructor(
     readonly options: FanOutOptions,
@@ -253,8 +268,47 @@ class FeedGroup {
     if (batch.length > 0) this.deliver(batch);
   }
 
+  /**
+   * The frames of `batch[start..]` for one subscriber's message prefix, in pieces of about FRAME_CHUNK_BYTES; shared
+   * with every subscriber of the same prefix during a delivery (never changed once built: sockets queue them as is).
+   */
+  framesFor(batch: readonly Delivery[], start: number, prefix: MessagePrefix): FrameChunk[] {
+    // Only the whole of the batch being delivered (a subscriber going live writes what it held, another batch).
+    const cache = start === 0 && this.frameCache?.batch === batch ? this.frameCache.byPrefix : undefined;
+    const cached = cache?.get(prefix.text);
+    if (cached) return cached;
+    const chunks: FrameChunk[] = [];
+    let parts: Buffer[] = [];
+    let bytes = 0;
+    for (let i = start; i < batch.length; i++) {
+      const delivery = batch[i]!;
+      // Encoded once per event and group, whoever asks first.
+      delivery.bytes ??= Buffer.from(delivery.payload);
+      parts.push(delivery.bytes);
+      bytes += delivery.bytes.length + prefix.bytes.length;
+      if (bytes < FRAME_CHUNK_BYTES && i < batch.length - 1) continue;
+      chunks.push({ lastEventId: delivery.eventId, frames: textFrames(prefix.bytes, parts, NEXT_SUFFIX_BYTES) });
+      parts = [];
+      bytes = 0;
+    }
+    cache?.set(prefix.text, chunks);
+    return chunks;
+  }
+
   private deliver(batch: readonly Delivery[]): void {
-    for (const subscriber of this.subscribers) subscriber.offerLive(batch);
+    const handoff = this.options.metrics.subscriptionHandoffLag;
+    let i = 0;
+    this.frameCache = { batch, byPrefix: new Map() };
+    try {
+      for (const subscriber of this.subscribers) {
+        // Timed in join order, one in SUBSCRIPTION_HANDOFF_SAMPLE: the sample spans the first socket to the last.
+        if (!subscriber.offerLive(batch) || i++ % SUBSCRIPTION_HANDOFF_SAMPLE !== 0) continue;
+        const written = Date.now();
+        for (const delivery of batch) handoff.observe((written - delivery.committedAt) / 1000);
+      }
+    } finally {
+      this.frameCache = undefined;
+    }
     const now = Date.now();
     for (const delivery of batch) this.options.metrics.subscriptionDeliveryLag.observe((now - delivery.committedAt) / 1000);
   }
@@ -265,6 +319,20 @@ interface Delivery {
   payload: string;
   /** The event's createdAt (stamped at commit), for the delivery-lag histogram. */
   committedAt: number;
+  /** `payload` as UTF-8, encoded when first framed. */
+  bytes?: Buffer;
+}
+
+/** Frames of consecutive events for one message prefix, and the last event they carry. */
+interface FrameChunk {
+  lastEventId: number;
+  frames: Buffer;
+}
+
+/** `{"id":<operation id>,"type":"next","payload":` of one subscriber, as text and as UTF-8. */
+interface MessagePrefix {
+  text: string;
+  bytes: Buffer;
 }
 
 /**
@@ -284,7 +352,12 @@ class FeedSubscriber {
   private phase: Phase = 'live';
   /** The last event id sent (or passed over as unwanted while catching up). */
   private last = 0;
-  private readonly prefix: string;
+  private readonly prefix: MessagePrefix;
+  /**
+   * Where frames are written directly (rawSocketOf), looked up once: the extensions and the TCP socket are settled by
+   * the handshake, before any subscription (ws computes `extensions` anew on each read).
+   */
+  private readonly raw: Socket | undefined;
   private endWaiters: { resolve: (result: IteratorResult<ExecutionResult>) => void; reject: (error: unknown) => void }[] = [];
   private failure: unknown;
   private readonly onSocketClose = () => this.close();
@@ -297,7 +370,9 @@ class FeedSubscriber {
     private readonly group: FeedGroup,
     private readonly target: FeedTarget,
   ) {
-    this.prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
+    const prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
+    this.prefix = { text: prefix, bytes: Buffer.from(prefix) };
+    this.raw = rawSocketOf(target.socket);
     target.socket.once('close', this.onSocketClose);
   }
 
@@ -331,32 +406,66 @@ class FeedSubscriber {
     }
   }
 
-  /** Live events, in id order; those at or below the position were sent already (or replayed from the store). */
-  offerLive(batch: readonly Delivery[]): void {
+  /**
+   * Live events, in id order; those at or below the position were sent already (or replayed from the store). True
+   * when the subscriber was live and wrote events of this batch to its socket (for the handoff-lag sample).
+   */
+  offerLive(batch: readonly Delivery[]): boolean {
     if (this.phase === 'positioning' || this.phase === 'catching-up') {
-      if (this.heldOverflow) return;
+      if (this.heldOverflow) return false;
       if (this.held.length + batch.length > HELD_LIVE_LIMIT) {
         this.held = [];
         this.heldOverflow = true;
       } else this.held.push(...batch);
-      return;
+      return false;
     }
-    if (this.phase !== 'live') return;
+    if (this.phase !== 'live') return false;
+    // In id order: what was sent already is a leading run.
+    let start = 0;
+    while (start < batch.length && batch[start]!.eventId <= this.last) start++;
+    if (start === batch.length) return false;
+    const raw = this.raw;
+    if (!raw) return this.sendEach(batch, start);
+    const chunks = this.group.framesFor(batch, start, this.prefix);
+    // Several pieces (a long burst) still leave in one system call.
+    if (chunks.length > 1) raw.cork();
+    try {
+      for (const chunk of chunks) {
+        if (this.overBudget()) {
+          this.fellBehind();
+          return false;
+        }
+        this.last = chunk.lastEventId;
+        if (this.target.socket.readyState === OPEN && this.target.wanted()) raw.write(chunk.frames);
+      }
+    } finally {
+      if (chunks.length > 1) raw.uncork();
+    }
+    return true;
+  }
+
+  /** offerLive through ws's `send`, one message at a time, where frames cannot be written directly (rawSocketOf). */
+  private sendEach(batch: readonly Delivery[], start: number): boolean {
     const tcp = tcpOf(this.target.socket);
     tcp?.cork();
     try {
-      for (const { eventId, payload } of batch) {
-        if (eventId <= this.last) continue;
+      for (let i = start; i < batch.length; i++) {
         if (this.overBudget()) {
-          this.group.options.metrics.subscriptionCatchUps.inc();
-          this.beginCatchUp(true);
-          return;
+          this.fellBehind();
+          return false;
         }
-        this.send(eventId, payload);
+        this.send(batch[i]!.eventId, batch[i]!.payload);
       }
     } finally {
       tcp?.uncork();
     }
+    return true;
+  }
+
+  /** The socket holds more than its budget unsent: stop taking live events and catch up from the store once it drains. */
+  private fellBehind(): void {
+    this.group.options.metrics.subscriptionCatchUps.inc();
+    this.beginCatchUp(true);
   }
 
   /** Sends what was held (after the position only) and takes live events from now on. */
@@ -385,7 +494,7 @@ class FeedSubscriber {
 
   private send(eventId: number, payload: string): void {
     this.last = eventId;
-    if (this.target.socket.readyState === OPEN && this.target.wanted()) this.target.socket.send(this.prefix + payload + NEXT_SUFFIX);
+    if (this.target.socket.readyState === OPEN && this.target.wanted()) this.target.socket.send(this.prefix.text + payload + NEXT_SUFFIX);
   }
 
   private beginCatchUp(waitForDrain: boolean): void {

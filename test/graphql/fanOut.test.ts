@@ -26,11 +26,15 @@ async function gauge(metric: AppMetrics['subscriptionsShared']): Promise<number>
 }
 
 /** A graphql-ws client on a bare WebSocket, so that the test can stop reading from its TCP socket. */
-async function rawSubscriber(url: string, query: string, variables: Record<string, unknown>) {
+async function rawSubscriber(url: string, query: string, variables: Record<string, unknown>, id = 's1') {
   const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
   const messages: { id?: string; type: string; payload?: any }[] = [];
+  const texts: string[] = [];
   let closed: { code: number; reason: string } | undefined;
-  socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+  socket.on('message', (data, isBinary) => {
+    texts.push(isBinary ? '(binary)' : String(data));
+    messages.push(JSON.parse(String(data)));
+  });
   socket.on('close', (code, reason) => (closed = { code, reason: String(reason) }));
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
@@ -38,10 +42,12 @@ async function rawSubscriber(url: string, query: string, variables: Record<strin
   });
   socket.send(JSON.stringify({ type: 'connection_init', payload: {} }));
   await until('connection_ack', () => messages.some((m) => m.type === 'connection_ack'));
-  socket.send(JSON.stringify({ id: 's1', type: 'subscribe', payload: { query, variables } }));
+  socket.send(JSON.stringify({ id, type: 'subscribe', payload: { query, variables } }));
   const tcp = (socket as unknown as { _socket: import('node:net').Socket })._socket;
   return {
-    next: () => messages.filter((m) => m.type === 'next' && m.id === 's1'),
+    next: () => messages.filter((m) => m.type === 'next' && m.id === id),
+    /** Every text message as received, in order (the `next` messages exactly as the server wrote them). */
+    texts: () => texts,
     closed: () => closed,
     /** Stops reading: the server's writes pile up in the kernel's buffers, then in its own. */
     stopReading: () => tcp.pause(),
@@ -211,6 +217,39 @@ describe('shared subscription fan-out', () => {
     }
   });
 
+  it('moves a slow client that falls behind within a single burst to catching up from the store, with every event once, in order', async () => {
+    const base = await gauge(app.metrics.subscriptionsShared);
+    const slow = await rawSubscriber(app.url, FEED, { filter: { namespace: 'slow-burst' } });
+    const fast = wsClient(app.url);
+    const fastSub = collect(fast, FEED, { filter: { namespace: 'slow-burst' } });
+    await until('both subscribers are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === base + 2);
+    slow.stopReading();
+    const catchUps = async () => (await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0;
+    const catchUpsBefore = await catchUps();
+    // Bursts of 100 events of 8 KiB in one commit each (about 800 KiB, twelve times the 64 KiB budget) until the
+    // slow socket's buffers overflow in the middle of one.
+    const big = 'b'.repeat(8 * 1024);
+    let appended = 0;
+    while ((await catchUps()) === catchUpsBefore) {
+      if (appended >= 20_000) throw new Error('the slow subscriber never fell behind');
+      await app.domain.events.append(...Array.from({ length: 100 }, (_, i) => recreated('slow-burst', `p${appended + i}`, appended + i, { big })));
+      appended += 100;
+      await fastSub.waitFor(appended);
+    }
+    expect(slow.next().length).toBeLessThan(appended);
+    slow.resumeReading();
+    await until(`the slow subscriber has all ${appended} events`, () => slow.next().length >= appended, 60_000);
+    await app.domain.events.append(recreated('slow-burst', 'live', appended), recreated('slow-burst', 'live2', appended + 1));
+    appended += 2;
+    await until('the live events after catching up', () => slow.next().length >= appended);
+    const seq = Array.from({ length: appended }, (_, i) => i);
+    expect(slow.next().map((m) => m.payload.data.events.payload.seq)).toEqual(seq);
+    expect(fastSub.results.map((r: any) => r.events.payload.seq)).toEqual(seq);
+    expect(slow.closed()).toBeUndefined();
+    slow.close();
+    await fast.dispose();
+  });
+
   it('resumes with `after` from the store and shares the group with live subscribers of the same operation', async () => {
     const first = await app.domain.events.append(recreated('resume', 'a', 0), recreated('resume', 'b', 1));
     const live = wsClient(app.url);
@@ -226,6 +265,67 @@ describe('shared subscription fan-out', () => {
     expect(liveSub.results.map((r: any) => r.events.payload.seq)).toEqual([2]);
     await live.dispose();
     await resumed.dispose();
+  });
+});
+
+describe('shared subscription fan-out, frames written directly', () => {
+  let app: TestApp;
+
+  // A budget far above the burst, so that every message goes out live, through the frames path (with the 64 KiB
+  // budget above, a burst of 300 KiB sends the sockets to catching up from the store, which writes through ws).
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ROLLPLANE_WS_MAX_BUFFERED_BYTES: String(16 * 1024 * 1024) } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('writes a burst as one protocol-valid `next` per event, byte for byte what graphql-ws would send, to every subscriber', async () => {
+    const base = await gauge(app.metrics.subscriptionsShared);
+    // Two sockets with the same operation id share the written frames; a third id (not ASCII) gets its own.
+    const same = [
+      await rawSubscriber(app.url, FEED, { filter: { namespace: 'burst' } }),
+      await rawSubscriber(app.url, FEED, { filter: { namespace: 'burst' } }),
+    ];
+    const other = await rawSubscriber(app.url, FEED, { filter: { namespace: 'burst' } }, 'écran-✓-2');
+    const client = wsClient(app.url);
+    const sub = collect(client, FEED, { filter: { namespace: 'burst' } });
+    await until('four subscribers are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === base + 4);
+    // A first event, once everyone has it all are live (the group's first subscriber positions itself from the store).
+    await app.domain.events.append(recreated('burst', 'first', 0));
+    await sub.waitFor(1);
+    for (const raw of [...same, other]) await until('the first event reached the raw subscriber', () => raw.next().length >= 1);
+    const handoffSamples = async () => (await app.metrics.subscriptionHandoffLag.get()).values.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0;
+    const samplesBefore = await handoffSamples();
+    const catchUpsBefore = (await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0;
+    // One commit of 300 events of about 1 KiB (one delivery, more than one 64 KiB piece of frames), then one more.
+    const note = 'ü✓'.repeat(300);
+    await app.domain.events.append(...Array.from({ length: 300 }, (_, i) => recreated('burst', `p${i}`, i + 1, { note })));
+    await app.domain.events.append(recreated('burst', 'last', 301));
+    const seqs = Array.from({ length: 302 }, (_, i) => i);
+    await sub.waitFor(302);
+    expect(sub.results.map((r: any) => r.events.payload.seq)).toEqual(seqs);
+    for (const raw of [...same, other]) {
+      await until('every event reached the raw subscriber', () => raw.next().length >= 302);
+      expect(raw.next().map((m) => m.payload.data.events.payload.seq)).toEqual(seqs);
+      // Exactly graphql-ws's serialization of the same message (JSON.stringify of id, type, payload), one per frame.
+      for (const text of raw.texts().filter((t) => t.includes('"type":"next"'))) {
+        const message = JSON.parse(text);
+        expect(text).toBe(JSON.stringify({ id: message.id, type: 'next', payload: message.payload }));
+      }
+      expect(raw.closed()).toBeUndefined();
+    }
+    const nextTexts = (raw: (typeof same)[number]) => raw.texts().filter((t) => t.includes('"type":"next"'));
+    expect(nextTexts(same[1]!)).toEqual(nextTexts(same[0]!));
+    expect(nextTexts(other).map((t) => t.replace('"id":"écran-✓-2"', '"id":"s1"'))).toEqual(nextTexts(same[0]!));
+    expect(nextTexts(other)[0]).toContain('"id":"écran-✓-2"');
+    expect(JSON.stringify(sub.results[5])).toBe(JSON.stringify(JSON.parse(nextTexts(other)[5]!).payload.data));
+    // All of it went out live (the frames path), none caught up from the store.
+    expect((await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0).toBe(catchUpsBefore);
+    // The handoff latency is sampled for one live subscriber in 16 of the group (here the first), once per event.
+    expect((await handoffSamples()) - samplesBefore).toBe(301);
+    for (const raw of [...same, other]) raw.close();
+    await client.dispose();
   });
 });
 
