@@ -138,7 +138,9 @@ export function compiledExecutionGateway(
 
   const executor: GatewayExecutor = async (requestContext) => {
     const { document, operation, context } = requestContext;
-    const operationName = requestContext.operationName ?? undefined;
+    // The client's operationName, not the chosen operation's name (null when none was chosen): graphql-js must see an
+    // unknown name to answer it as an unknown operation, as Apollo expects.
+    const operationName = requestContext.request.operationName ?? undefined;
     const variables = requestContext.request.variables ?? {};
     // Only queries are compiled. Mutations write and are rare next to reads, and graphql-jit does not apply the
     // defaults of input-object fields (`dryRun: Boolean! = false`), which only mutation inputs have. No operation
