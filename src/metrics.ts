@@ -58,7 +58,7 @@ export function createMetrics(): AppMetrics {
     }),
     graphqlExecutions: new Counter({
       name: 'rollplane_graphql_executions_total',
-      help: 'GraphQL queries and mutations over HTTP by executor: compiled (a query run often enough to be compiled) or interpreted (graphql-js).',
+      help: 'GraphQL queries and mutations over HTTP by the executor that answered: compiled (a query run often enough to be compiled), interpreted (graphql-js), fallback (a compiled run reported an error; graphql-js ran it again and answered).',
       labelNames: ['executor'],
       registers: [registry],
     }),

@@ -1,29 +1,30 @@
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
-import {
-  type DocumentNode,
-  type ExecutionResult,
-  execute,
-  getVariableValues,
-  GraphQLError,
-  type GraphQLSchema,
-  Kind,
-  type OperationDefinitionNode,
-  visit,
-} from 'graphql';
+import { type DocumentNode, execute, type FragmentDefinitionNode, type GraphQLSchema, Kind, type SelectionSetNode, visit } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 
 /**
- * Queries and mutations over HTTP that clients send again and again run as compiled JavaScript (graphql-jit); the
- * rest run in graphql-js's interpreter, as before. docs/adr/0025-compiled-execution.md has the reasons and the figures.
+ * Query documents that clients send again and again run as compiled JavaScript (graphql-jit); everything else runs
+ * in graphql-js's interpreter, as before. docs/adr/0025-compiled-execution.md has the reasons and the figures.
  *
  * Why compile: on a page of 20 rollouts (about 580 resolved fields) graphql-js's per-field work — argument coercion,
  * field collection, promise bookkeeping for every object — was 30–40% of the server's CPU (issue 17 profiles). A
  * compiled query plans that once per document and then runs straight-line code per row.
  *
- * Why not every document: compiling costs more than validating (about 3–9 ms for the UI's queries, 50–100 ms for a
- * document of a few hundred fields), so a client sending a stream of distinct documents would make the server compile
- * each one. By default a document is compiled on its third run (ROLLPLANE_GRAPHQL_COMPILE_AFTER), and only when it is small enough ({@link MAX_COMPILED_FIELDS});
- * the UI, the CLI and CI send the same few documents over and over, and those are the ones worth compiling.
+ * What is compiled, and why so little else (each rule closes a difference or an abuse a black-box attack found):
+ * - Only queries. Mutations write and are rare next to reads, and graphql-jit does not apply the defaults of
+ *   input-object fields (`dryRun: Boolean! = false`), which only mutation inputs have.
+ * - Only documents sent often: by default a document is compiled on its third run (ROLLPLANE_GRAPHQL_COMPILE_AFTER).
+ *   Compiling costs far more than validating, so one-off documents (a playground user's, an attacker's stream of
+ *   distinct ones) must never pay for it.
+ * - Only small documents: at most {@link MAX_COMPILED_FIELDS} fields *with every fragment spread expanded*. Compile
+ *   time grows with the expanded selection: a 2.5 KB document of chained fragments within every query limit expands
+ *   to thousands of fields and took 1–2 s to compile, blocking the event loop.
+ * - No `@skip`/`@include`: graphql-jit keeps a skipped duplicate field's position, so keys came out in another order
+ *   (and the response's ETag changed on the third run).
+ * - Errors are graphql-js's: a compiled run that reports any error (variables refused, a resolver's error, a null
+ *   in a non-null field) is run again by graphql-js, whose answer is sent. graphql-jit reports every error under a
+ *   nulled parent where graphql-js reports the first, words variable errors differently, and builds errors Apollo
+ *   cannot map. Only queries are compiled, so running one twice reads twice and writes nothing.
  *
  * Apollo Server takes a custom executor only through its gateway interface; this "gateway" serves the one local schema
  * and never changes it. Everything before execution (parsing, validation, the guard and the cost limits in
@@ -31,14 +32,17 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
  * and keep graphql-js (src/graphql/fanOut.ts): each event runs once per distinct document there already.
  */
 
-/** Runs of a document in the interpreter before it is compiled (ROLLPLANE_GRAPHQL_COMPILE_AFTER's default): one-off
- * documents never pay for compilation. */
+/** Runs of a document in the interpreter before it is compiled (ROLLPLANE_GRAPHQL_COMPILE_AFTER's default). */
 export const DEFAULT_COMPILE_AFTER = 2;
 
-/** Documents with more field selections than this (fragments counted once) are never compiled. */
+/** Documents whose operations select more fields than this, fragment spreads expanded, are never compiled. */
 export const MAX_COMPILED_FIELDS = 250;
 
-export type Executor = 'compiled' | 'interpreted';
+/**
+ * Which executor answered: `compiled`; `interpreted` (graphql-js); `fallback` (a compiled run reported an error, and
+ * graphql-js ran the query again to answer).
+ */
+export type Executor = 'compiled' | 'interpreted' | 'fallback';
 
 /** What this module remembers of one parsed document. */
 interface DocumentState {
@@ -48,48 +52,65 @@ interface DocumentState {
   plans: Map<string, CompiledQuery>;
 }
 
-function fieldCountOf(document: DocumentNode): number {
-  let fields = 0;
+/**
+ * The most fields any operation of `document` selects, fragment spreads expanded (each fragment's own count is
+ * computed once). Stops counting past `limit`: only "at most `limit`" matters, and expansion can be exponential.
+ */
+export function expandedFieldCount(document: DocumentNode, limit: number): number {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  const perFragment = new Map<string, number>();
+  const inProgress = new Set<string>(); // validation refuses fragment cycles; this keeps a cycle from recursing forever all the same
+  const countOf = (selectionSet: SelectionSetNode): number => {
+    let count = 0;
+    for (const selection of selectionSet.selections) {
+      if (selection.kind === Kind.FIELD) count += 1 + (selection.selectionSet ? countOf(selection.selectionSet) : 0);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) count += countOf(selection.selectionSet);
+      else {
+        const name = selection.name.value;
+        let spread = perFragment.get(name);
+        if (spread === undefined) {
+          const fragment = fragments.get(name);
+          if (!fragment || inProgress.has(name)) spread = 0;
+          else {
+            inProgress.add(name);
+            spread = countOf(fragment.selectionSet);
+            inProgress.delete(name);
+          }
+          perFragment.set(name, spread);
+        }
+        count += spread;
+      }
+      if (count > limit) return count;
+    }
+    return count;
+  };
+  let most = 0;
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION) most = Math.max(most, countOf(definition.selectionSet));
+    if (most > limit) break;
+  }
+  return most;
+}
+
+function usesSkipOrInclude(document: DocumentNode): boolean {
+  let found = false;
   visit(document, {
-    [Kind.FIELD]() {
-      fields += 1;
+    Directive(node) {
+      if (node.name.value === 'skip' || node.name.value === 'include') found = true;
     },
   });
-  return fields;
+  return found;
+}
+
+/** Whether `document` may ever be compiled (the rules in this module's comment that depend on the document alone). */
+function compilable(document: DocumentNode): boolean {
+  return !usesSkipOrInclude(document) && expandedFieldCount(document, MAX_COMPILED_FIELDS) <= MAX_COMPILED_FIELDS;
 }
 
 /**
- * graphql-jit's errors are not quite graphql-js's: some are its own error class, and even its GraphQLErrors can lack
- * the `extensions` object graphql-js always sets (Apollo's error normalization then throws and answers "Internal server
- * error"). Rebuild each as graphql-js would have made it: same message, path, locations, original error and extensions.
- */
-function withGraphQLErrors(result: ExecutionResult): ExecutionResult {
-  if (!result.errors) return result;
-  const errors = result.errors.map((error) => {
-    // graphql-js's own (it always sets `extensions`): kept as they are, `nodes` included — Apollo reads a variable's
-    // definition node there to answer BAD_USER_INPUT.
-    if (error instanceof GraphQLError && error.extensions !== undefined) return error;
-    const original = error.originalError ?? undefined;
-    const rebuilt = new GraphQLError(error.message, {
-      path: error.path,
-      originalError: original,
-      extensions: error.extensions ?? (original as { extensions?: Record<string, unknown> } | undefined)?.extensions,
-    });
-    if (error.locations) Object.assign(rebuilt, { locations: error.locations });
-    return rebuilt;
-  });
-  return { ...result, errors };
-}
-
-/** graphql-js's own verdict on the variables, when it refuses them. */
-function variableErrors(schema: GraphQLSchema, operation: OperationDefinitionNode, variables: Record<string, unknown>): ExecutionResult | undefined {
-  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, { maxErrors: 50 });
-  return coerced.errors ? { errors: coerced.errors } : undefined;
-}
-
-/**
- * The gateway that hands Apollo the executor for `schema`. `onExecute` is told which executor ran each operation
- * (the `rollplane_graphql_executions_total` metric).
+ * The gateway that hands Apollo the executor for `schema`. `onExecute` is told which executor answered each
+ * operation (the `rollplane_graphql_executions_total` metric).
  */
 export function compiledExecutionGateway(
   schema: GraphQLSchema,
@@ -105,16 +126,12 @@ export function compiledExecutionGateway(
   // long as Apollo keeps the parsed document (its LRU bounds both).
   const documents = new WeakMap<DocumentNode, DocumentState>();
 
-  function stateOf(document: DocumentNode): DocumentState {
+  function planFor(document: DocumentNode, operationName: string | undefined): CompiledQuery | undefined {
     let state = documents.get(document);
     if (!state) {
-      state = { runs: 0, compilable: compileAfter !== null && fieldCountOf(document) <= MAX_COMPILED_FIELDS, plans: new Map() };
+      state = { runs: 0, compilable: compileAfter !== null && compilable(document), plans: new Map() };
       documents.set(document, state);
     }
-    return state;
-  }
-
-  function planFor(state: DocumentState, document: DocumentNode, operationName: string | undefined): CompiledQuery | undefined {
     state.runs += 1;
     if (!state.compilable || state.runs <= (compileAfter ?? 0)) return undefined;
     const key = operationName ?? '';
@@ -123,7 +140,7 @@ export function compiledExecutionGateway(
     const compiled = compileQuery(schema, document, operationName);
     if (!isCompiledQuery(compiled)) {
       // Apollo has validated the document and chosen the operation, so graphql-jit refusing it is a gap in
-      // graphql-jit: interpret this document from now on rather than answer differently.
+      // graphql-jit: interpret this document from now on.
       state.compilable = false;
       return undefined;
     }
@@ -131,40 +148,25 @@ export function compiledExecutionGateway(
     return compiled;
   }
 
-  const interpret = (document: DocumentNode, operationName: string | undefined, context: unknown, variables: Record<string, unknown>) => {
-    onExecute('interpreted');
-    return execute({ schema, document, contextValue: context, variableValues: variables, operationName });
-  };
-
   const executor: GatewayExecutor = async (requestContext) => {
     const { document, operation, context } = requestContext;
     // The client's operationName, not the chosen operation's name (null when none was chosen): graphql-js must see an
     // unknown name to answer it as an unknown operation, as Apollo expects.
     const operationName = requestContext.request.operationName ?? undefined;
     const variables = requestContext.request.variables ?? {};
-    // Only queries are compiled. Mutations write and are rare next to reads, and graphql-jit does not apply the
-    // defaults of input-object fields (`dryRun: Boolean! = false`), which only mutation inputs have. No operation
-    // (an operationName that names none): graphql-js answers that as Apollo expects.
-    if (operation?.operation !== 'query') return interpret(document, operationName, context, variables);
-    const state = stateOf(document);
-    const plan = planFor(state, document, operationName);
-    if (!plan) return interpret(document, operationName, context, variables);
+    const interpret = () => execute({ schema, document, contextValue: context, variableValues: variables, operationName });
+    const plan = operation?.operation === 'query' ? planFor(document, operationName) : undefined;
+    if (!plan) {
+      onExecute('interpreted');
+      return interpret();
+    }
     const result = await plan.query(undefined, context, variables);
-    if (result.data !== undefined) {
+    if (!result.errors?.length) {
       onExecute('compiled');
-      return withGraphQLErrors(result);
+      return result;
     }
-    // No `data` at all: graphql-jit refused the variables before executing. graphql-js's messages say which variable
-    // and where inside it, with the scalar's own reason ("DateTime must be an ISO 8601 …"), and Apollo reads them to
-    // answer BAD_USER_INPUT: coerce once more on this rare path and answer with graphql-js's verdict. Should
-    // graphql-jit refuse what graphql-js accepts, the document is interpreted from now on.
-    const refusal = variableErrors(schema, operation, variables);
-    if (refusal) {
-      onExecute('compiled');
-      return refusal;
-    }
-    state.compilable = false;
-    return interpret(document, operationName, context, variables);
+    onExecute('fallback');
+    return interpret();
   };
 
   return {

@@ -1,11 +1,11 @@
-import { getIntrospectionQuery } from 'graphql';
+import { getIntrospectionQuery, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLLOUT_QUERY } from '../../src/cli/operations.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
-import { DEFAULT_COMPILE_AFTER, MAX_COMPILED_FIELDS } from '../../src/graphql/compiledExecutor.js';
+import { DEFAULT_COMPILE_AFTER, expandedFieldCount, MAX_COMPILED_FIELDS } from '../../src/graphql/compiledExecutor.js';
 import { AGENT_POOLS, DRIFT, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../../src/ui/client/queries.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { gql, type GraphQLResponse } from '../helpers/graphql.js';
+import { gql } from '../helpers/graphql.js';
 import { scrape } from '../helpers/promText.js';
 
 /**
@@ -41,23 +41,30 @@ describe('compiled execution answers exactly as graphql-js does', () => {
 
   async function executions(): Promise<Record<string, number>> {
     const samples = await scrape(`${app.baseUrl}/metrics`);
-    const out: Record<string, number> = { compiled: 0, interpreted: 0 };
+    const out: Record<string, number> = { compiled: 0, interpreted: 0, fallback: 0 };
     for (const s of samples) if (s.name === 'rollplane_graphql_executions_total') out[s.labels.executor!] = s.value;
     return out;
   }
 
   let casesRun = 0;
-  /** Sends one request until it has run compiled; returns every answer. The comment makes each case's text, and so
-   * Apollo's parsed document (which is what counts runs), its own. */
-  async function everyRun(query: string, variables?: Record<string, unknown>): Promise<GraphQLResponse[]> {
+  /**
+   * Sends one request until it has run compiled (or would have); returns every answer as status and body text, so
+   * that the comparison sees key order too. The comment makes each case's text, and so Apollo's parsed document
+   * (which is what counts runs), its own.
+   */
+  async function everyRun(query: string, variables?: Record<string, unknown>, operationName?: string): Promise<{ status: number; body: string }[]> {
     casesRun += 1;
-    query = `${query}\n# case ${casesRun}`;
-    const answers: GraphQLResponse[] = [];
-    for (let run = 0; run <= DEFAULT_COMPILE_AFTER; run += 1) answers.push(await gql(app.url, query, variables));
+    const body = JSON.stringify({ query: `${query}\n# case ${casesRun}`, variables, ...(operationName !== undefined ? { operationName } : {}) });
+    const answers: { status: number; body: string }[] = [];
+    for (let run = 0; run <= DEFAULT_COMPILE_AFTER; run += 1) {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      answers.push({ status: res.status, body: await res.text() });
+    }
     return answers;
   }
 
-  const cases: [string, () => [string, Record<string, unknown>?], ('compiled' | 'interpreted')?][] = [
+  type LastRun = 'compiled' | 'interpreted' | 'fallback';
+  const cases: [string, () => [string, Record<string, unknown>?, string?], LastRun?][] = [
     ['the UI rollouts list', () => [String(ROLLOUTS), { first: 20 }]],
     ['the UI rollout detail', () => [String(ROLLOUT_DETAIL), { id: rolloutId }]],
     ['the UI rollout targets, one state', () => [String(ROLLOUT_TARGETS), { id: rolloutId, state: 'SKIPPED', first: 50 }]],
@@ -69,44 +76,80 @@ describe('compiled execution answers exactly as graphql-js does', () => {
     ['an unknown rollout (null, no error)', () => [String(ROLLOUT_QUERY), { id: 'ro_missing' }]],
     ['introspection', () => [getIntrospectionQuery()]],
     [
-      'aliases, fragments, @skip/@include and __typename',
+      'aliases, named and inline fragments, __typename',
       () => [
-        `query($yes: Boolean!, $no: Boolean!) { a: rollouts(first: 1) { ...R } b: rollouts(first: 2) { totalCount @include(if: $yes) edges @skip(if: $no) { cursor node { __typename id } } } }
+        `{ a: rollouts(first: 1) { ...R } b: rollouts(first: 2) { totalCount edges { cursor node { __typename ... on Rollout { id kind } } } } }
        fragment R on RolloutConnection { __typename pageInfo { hasNextPage } }`,
-        { yes: true, no: false },
       ],
     ],
+    ['one operation of several, chosen by operationName', () => ['query A { serverInfo { version } } query B { rollouts(first: 1) { totalCount } }', {}, 'B']],
+    // Attack 5, finding 3: an unknown operationName was answered 500 (also with compilation off).
+    ['an unknown operationName (400)', () => ['query A { serverInfo { version } }', {}, 'B'], 'interpreted'],
     ['NOT_FOUND from a mutation (mutations are never compiled)', () => ['mutation { pauseRollout(id: "ro_missing") { id } }'], 'interpreted'],
-    ['BAD_USER_INPUT naming the field (page size)', () => ['{ rollouts(first: 5000) { totalCount } }']],
-    ['BAD_USER_INPUT naming the field (cursor)', () => ['{ rollouts(after: "not-a-cursor") { totalCount } }']],
+    // Attack 5, finding 2: with a skipped duplicate, graphql-jit kept the field's first position (another key order).
+    [
+      '@skip/@include (never compiled)',
+      () => [
+        'query($x: Boolean!) { workQueues { depth @include(if: $x) name depth } rollouts(first: 1) { totalCount @skip(if: true) totalCount } }',
+        { x: false },
+      ],
+      'interpreted',
+    ],
+    ['BAD_USER_INPUT naming the field (page size)', () => ['{ rollouts(first: 5000) { totalCount } }'], 'fallback'],
+    ['BAD_USER_INPUT naming the field (cursor)', () => ['{ rollouts(after: "not-a-cursor") { totalCount } }'], 'fallback'],
+    // Attack 5, finding 1: graphql-jit reported every error under a nulled parent, graphql-js the first.
+    [
+      'two failing fields under one nulled parent',
+      () => [`query($id: ID!) { rollout(id: $id) { targets(after: "x") { totalCount } events(after: "x") { edges { cursor } } } }`, { id: rolloutId }],
+      'fallback',
+    ],
     [
       'a bad DateTime variable, with the scalar\u2019s reason',
       () => ['query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { createdAfter: 'yesterday' } }],
+      'fallback',
     ],
-    ['a missing required variable', () => ['query($id: ID!) { rollout(id: $id) { id } }', {}]],
-    ['a variable of the wrong type', () => ['query($n: Int) { rollouts(first: $n) { totalCount } }', { n: 'ten' }]],
+    ['a missing required variable', () => ['query($id: ID!) { rollout(id: $id) { id } }', {}], 'fallback'],
+    ['a variable of the wrong type', () => ['query($n: Int) { rollouts(first: $n) { totalCount } }', { n: 'ten' }], 'fallback'],
   ];
 
   for (const [name, request, lastRun = 'compiled'] of cases) {
     it(name, async () => {
-      const [query, variables] = request();
+      const [query, variables, operationName] = request();
       const before = await executions();
-      const answers = await everyRun(query, variables);
+      const answers = await everyRun(query, variables, operationName);
       const after = await executions();
-      // The first runs were interpreted and the last one compiled, so the comparison below compares the two executors.
-      const compiled = lastRun === 'compiled' ? 1 : 0;
-      expect(after.interpreted - before.interpreted).toBe(DEFAULT_COMPILE_AFTER + 1 - compiled);
-      expect(after.compiled - before.compiled).toBe(compiled);
+      // The first runs were interpreted; the last one compiled (or, for an error, compiled and answered by graphql-js
+      // after all), so the comparison below compares the two executors, byte for byte.
+      expect(after.interpreted - before.interpreted).toBe(DEFAULT_COMPILE_AFTER + (lastRun === 'interpreted' ? 1 : 0));
+      expect(after.compiled - before.compiled).toBe(lastRun === 'compiled' ? 1 : 0);
+      expect(after.fallback - before.fallback).toBe(lastRun === 'fallback' ? 1 : 0);
+      if (name.includes('(400)')) expect(answers[0]!.status).toBe(400);
       for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0]);
     });
   }
 
+  // Attack 5, finding 4: chained fragments within every query limit expanded to thousands of fields, and compiling
+  // one such document blocked the event loop for 1–2 s.
+  it('never compiles a document whose fragments expand past the field limit, however few fields it writes', async () => {
+    const chain = Array.from({ length: 6 }, (_, i) => `fragment R${i + 1} on Rollout { id rollbackOf { ...R${i} } ...R${i} }`).join('\n');
+    const query = `{ a: rollout(id: "${rolloutId}") { ...R6 } b: rollout(id: "${rolloutId}") { ...R6 } }
+      fragment R0 on Rollout { id kind state toVersion fromVersion message createdAt updatedAt }\n${chain}`;
+    expect(expandedFieldCount(parse(query), MAX_COMPILED_FIELDS)).toBeGreaterThan(MAX_COMPILED_FIELDS);
+    const before = await executions();
+    const answers = await everyRun(query);
+    const after = await executions();
+    expect(answers[0]!.status).toBe(200);
+    expect(after.compiled - before.compiled).toBe(0);
+    expect(after.interpreted - before.interpreted).toBe(DEFAULT_COMPILE_AFTER + 1);
+  });
+
   it('says which variable and why, whichever executor runs', async () => {
     const answers = await everyRun('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { createdAfter: 'yesterday' } });
     for (const answer of answers) {
-      expect(answer.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-      expect(answer.errors?.[0]?.message).toContain('$f');
-      expect(answer.errors?.[0]?.message).toContain('ISO 8601');
+      const error = (JSON.parse(answer.body) as { errors: { message: string; extensions: { code: string } }[] }).errors[0]!;
+      expect(error.extensions.code).toBe('BAD_USER_INPUT');
+      expect(error.message).toContain('$f');
+      expect(error.message).toContain('ISO 8601');
     }
   });
 
