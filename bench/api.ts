@@ -16,6 +16,8 @@
  * `API_BENCH_STORES` (sqlite,postgresql) picks the stores (a store named there alone must run: missing binaries are
  * then an error). Writes bench/results/api[-sqlite|-pg][-10k-events|-1m-events].json (no store suffix with both).
  *
+ * `ROLLPLANE_GRAPHQL_COMPILE_AFTER=off` runs the server with graphql-js alone (ADR 0025), for an A/B of the executor.
+ *
  * Besides req/s (which on a shared machine measures the machine as much as the server), each request kind reports
  * requests per CPU-second of the server's process, and its ratio to the baseline's. `BENCH_CPU_PROFILE=<dir>` writes
  * one V8 CPU profile of the server per request kind (the load window only). Then `API_BENCH_INTERLEAVED_ROUNDS` (300)
