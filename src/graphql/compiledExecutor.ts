@@ -21,6 +21,10 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
  *   to thousands of fields and took 1–2 s to compile, blocking the event loop.
  * - No `@skip`/`@include`: graphql-jit keeps a skipped duplicate field's position, so keys came out in another order
  *   (and the response's ETag changed on the third run).
+ * - No variable with a default value: graphql-jit passed an explicit null for a nullable variable with a default into
+ *   a non-null list position (`states: [PAUSED, $s]`), where graphql-js refuses the argument; and a non-null variable
+ *   with a default, left out, made every compiled run report an error (and run twice). The UI and the CLI declare no
+ *   defaults.
  * - Errors are graphql-js's: a compiled run that reports any error (variables refused, a resolver's error, a null
  *   in a non-null field) is run again by graphql-js, whose answer is sent. graphql-jit reports every error under a
  *   nulled parent where graphql-js reports the first, words variable errors differently, and builds errors Apollo
@@ -93,11 +97,15 @@ export function expandedFieldCount(document: DocumentNode, limit: number): numbe
   return most;
 }
 
-function usesSkipOrInclude(document: DocumentNode): boolean {
+/** `@skip`/`@include` anywhere, or a variable with a default value: what graphql-jit answers differently. */
+function usesWhatJitAnswersDifferently(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     Directive(node) {
       if (node.name.value === 'skip' || node.name.value === 'include') found = true;
+    },
+    VariableDefinition(node) {
+      if (node.defaultValue) found = true;
     },
   });
   return found;
@@ -105,7 +113,7 @@ function usesSkipOrInclude(document: DocumentNode): boolean {
 
 /** Whether `document` may ever be compiled (the rules in this module's comment that depend on the document alone). */
 function compilable(document: DocumentNode): boolean {
-  return !usesSkipOrInclude(document) && expandedFieldCount(document, MAX_COMPILED_FIELDS) <= MAX_COMPILED_FIELDS;
+  return !usesWhatJitAnswersDifferently(document) && expandedFieldCount(document, MAX_COMPILED_FIELDS) <= MAX_COMPILED_FIELDS;
 }
 
 /**

@@ -95,6 +95,15 @@ describe('compiled execution answers exactly as graphql-js does', () => {
       ],
       'interpreted',
     ],
+    // Attack 6, finding 1: an explicit null for a nullable variable with a default, in a non-null list position, was
+    // passed to the resolver by graphql-jit; graphql-js refuses the argument.
+    [
+      'a variable with a default, sent as null into a non-null list (never compiled)',
+      () => ['query($s: RolloutState = PAUSED) { rollouts(filter: { states: [PAUSED, $s] }) { totalCount } }', { s: null }],
+      'interpreted',
+    ],
+    // Attack 6, finding 2: a non-null variable with a default, left out, made every compiled run fall back.
+    ['a non-null variable with a default, left out (never compiled)', () => ['query($n: Int! = 1) { rollouts(first: $n) { totalCount } }', {}], 'interpreted'],
     ['BAD_USER_INPUT naming the field (page size)', () => ['{ rollouts(first: 5000) { totalCount } }'], 'fallback'],
     ['BAD_USER_INPUT naming the field (cursor)', () => ['{ rollouts(after: "not-a-cursor") { totalCount } }'], 'fallback'],
     // Attack 5, finding 1: graphql-jit reported every error under a nulled parent, graphql-js the first.
