@@ -264,13 +264,20 @@ export class RolloutService {
   }
 
   /** Newest first. */
-  async list(filter: RolloutFilter, first: number | undefined, after: string | undefined): Promise<Page<Rollout> & { endCursor: string | null }> {
+  /** A page of rollouts, newest first, with each one's progress (read with the page: the list shows both). */
+  async list(
+    filter: RolloutFilter,
+    first: number | undefined,
+    after: string | undefined,
+  ): Promise<Page<Rollout> & { endCursor: string | null; progress: Map<string, Progress> }> {
     const size = checkPageSize(first, 50);
     const cursor = decodeCursor(after, isRolloutCursor);
-    const rows = await this.store.read.listRollouts(filter, cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined, size + 1);
+    const before = cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined;
+    const { rows, counts } = await this.store.read.listRolloutsWithCounts(filter, before, size + 1);
     const items = rows.slice(0, size).map(toRollout);
+    const progress = new Map(items.map((item) => [item.id, progressFrom(counts.get(item.id) ?? new Map())]));
     const last = items[items.length - 1];
-    return { items, hasNextPage: rows.length > size, endCursor: last ? this.cursorOf(last) : null };
+    return { items, hasNextPage: rows.length > size, endCursor: last ? this.cursorOf(last) : null, progress };
   }
 
   cursorOf(rollout: Rollout): string {

@@ -145,6 +145,15 @@ export interface HistoryReads {
   targetStateCounts(rolloutId: string): Promise<Map<string, number>>;
   /** targetStateCounts of several rollouts in one query (a page's progress); rollouts without targets are absent. */
   targetStateCountsOf(rolloutIds: readonly string[]): Promise<Map<string, Map<string, number>>>;
+  /**
+   * listRollouts with the page's targetStateCountsOf, in one round trip on PostgreSQL (the rollouts list asks for
+   * both, and waiting for the page before asking for its progress was a second round trip in sequence).
+   */
+  listRolloutsWithCounts(
+    filter: RolloutQueryFilter,
+    before: RolloutPosition | undefined,
+    limit: number,
+  ): Promise<{ rows: RolloutRow[]; counts: Map<string, Map<string, number>> }>;
   targetPage(rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number): Promise<TargetRow[]>;
   countTargets(rolloutId: string, state: string | undefined): Promise<number>;
   /**

@@ -421,6 +421,39 @@ export function historyContract(factory: () => StoreFactory): void {
         'r-list-3',
       ]);
     });
+
+    it('lists a page of rollouts with its target counts by state in one read, as listRollouts and targetStateCountsOf do', async () => {
+      await store.transaction(function* (tx) {
+        for (let i = 0; i < 4; i++) yield* tx.insertRollout(rolloutRow(`r-counted-${i}`, { kind: 'NODE_AGENT' }), at(200 + i));
+        yield* tx.insertTargets(
+          [targetRow('r-counted-1', 0, 'SUCCEEDED'), targetRow('r-counted-1', 1, 'SUCCEEDED'), targetRow('r-counted-1', 2, 'FAILED')],
+          T0,
+        );
+        yield* tx.insertTargets([targetRow('r-counted-3', 0, 'PENDING')], T0);
+      });
+      for (const [before, limit] of [
+        [undefined, 10],
+        [undefined, 2],
+        [{ createdAt: at(202), id: 'r-counted-2' }, 10],
+      ] as const) {
+        const filter = { kind: 'NODE_AGENT' as const, createdAfter: at(200) };
+        const { rows, counts } = await store.read.listRolloutsWithCounts(filter, before, limit);
+        const listed = await store.read.listRollouts(filter, before, limit);
+        expect(rows).toEqual(listed);
+        expect(counts).toEqual(await store.read.targetStateCountsOf(listed.map((r) => r.id)));
+      }
+      const { rows, counts } = await store.read.listRolloutsWithCounts({ kind: 'NODE_AGENT', createdAfter: at(200) }, undefined, 10);
+      expect(rows.map((r) => r.id)).toEqual(['r-counted-3', 'r-counted-2', 'r-counted-1', 'r-counted-0']);
+      expect(counts.get('r-counted-1')).toEqual(
+        new Map([
+          ['SUCCEEDED', 2],
+          ['FAILED', 1],
+        ]),
+      );
+      expect(counts.get('r-counted-3')).toEqual(new Map([['PENDING', 1]]));
+      expect(counts.has('r-counted-0')).toBe(false); // no targets: absent, as targetStateCountsOf answers
+      expect(await store.read.listRolloutsWithCounts({ kind: 'NODE_AGENT', createdAfter: at(900) }, undefined, 10)).toEqual({ rows: [], counts: new Map() });
+    });
   });
 
   describe('what the engine and the launcher look for', () => {

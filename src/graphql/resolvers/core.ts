@@ -2,7 +2,7 @@ import { ValidationError } from '../../errors.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
 import { agentPoolRollbackRules } from '../../domain/agentPools.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
-import type { RolloutFilter } from '../../domain/RolloutService.js';
+import type { Progress, RolloutFilter } from '../../domain/RolloutService.js';
 import type { GraphQLContext } from '../context.js';
 import type {
   CauseInput,
@@ -114,6 +114,12 @@ function subscription<TArgs extends ResumableArgs, T>(
   };
 }
 
+/**
+ * Progress read together with a rollouts page (RolloutService.list), keyed on the very rollout objects of that page:
+ * they exist for this one request only, so nothing here can be served after it changed.
+ */
+const progressReadWithPage = perContext((_: GraphQLContext) => new WeakMap<object, Progress>());
+
 /** A page's progress fields in one query (see BatchLoader). */
 const progressLoader = perContext(
   (ctx: GraphQLContext) =>
@@ -138,6 +144,8 @@ export const coreResolvers: Resolvers = {
     rollouts: async (_, args, ctx) => {
       const filter = rolloutFilterFrom(args.filter);
       const [page, totalCount] = await Promise.all([ctx.domain.rollouts.list(filter, args.first, args.after ?? undefined), ctx.domain.rollouts.count(filter)]);
+      const known = progressReadWithPage(ctx);
+      for (const node of page.items) known.set(node, page.progress.get(node.id)!);
       return {
         edges: page.items.map((node) => ({ cursor: ctx.domain.rollouts.cursorOf(node), node })),
         pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
@@ -198,7 +206,7 @@ export const coreResolvers: Resolvers = {
   Rollout: {
     strategy: (rollout) => strategyToGraphQL(rollout),
     rollbackOf: (rollout, _, ctx) => (rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null),
-    progress: (rollout, _, ctx) => progressLoader(ctx).load(rollout.id),
+    progress: (rollout, _, ctx) => progressReadWithPage(ctx).get(rollout) ?? progressLoader(ctx).load(rollout.id),
     targets: async (rollout, args, ctx) => {
       const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined);
       return {

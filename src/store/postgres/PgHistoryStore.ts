@@ -184,6 +184,22 @@ function readsOn(db: Queryable): HistoryReads {
       );
       return new Map(counts.map((r) => [r.state, r.n]));
     },
+    async listRolloutsWithCounts(filter, before, limit) {
+      // The page, then each row's target counts by state as one JSON object, in one statement.
+      const { text, params } = rolloutListStatement(filter, before, limit, 'postgresql');
+      const rows = await prepared<RolloutRow & { targetCounts: Record<string, number> | null }>(
+        numbered(
+          `WITH page AS (${text}) SELECT page.*, (SELECT json_object_agg(c."state", c.n) FROM (SELECT t."state", COUNT(*)::int AS n FROM "RolloutTarget" t WHERE t."rolloutId" = page."id" GROUP BY t."state") c) AS "targetCounts" FROM page ORDER BY page."createdAt" DESC, page."id" DESC`,
+        ),
+        params,
+      );
+      const counts = new Map<string, Map<string, number>>();
+      const page = rows.map(({ targetCounts, ...row }) => {
+        if (targetCounts) counts.set(row.id, new Map(Object.entries(targetCounts)));
+        return row;
+      });
+      return { rows: page, counts };
+    },
     async targetStateCountsOf(rolloutIds) {
       const out = new Map<string, Map<string, number>>();
       if (rolloutIds.length === 0) return out;

@@ -49,6 +49,7 @@ function readsOf(sql: Sql): HistoryReads {
     countRollouts: async (filter) => countRollouts(sql, filter),
     targetStateCounts: async (rolloutId) => targetStateCounts(sql, rolloutId),
     targetStateCountsOf: async (rolloutIds) => targetStateCountsOf(sql, rolloutIds),
+    listRolloutsWithCounts: async (filter, before, limit) => rolloutsWithCounts(sql, filter, before, limit),
     targetPage: async (rolloutId, state, afterOrdinal, limit) => targetPage(sql, rolloutId, state, afterOrdinal, limit),
     countTargets: async (rolloutId, state) => countTargets(sql, rolloutId, state),
     targetPageWithCount: async (rolloutId, state, afterOrdinal, limit) => ({
@@ -82,6 +83,19 @@ function runSync<T>(body: Generator<unknown, T, unknown>): T {
  * another connection is retried on a timer. One writer at a time orders the event ids, and `afterCommit` runs in the
  * same synchronous step as the commit.
  */
+
+/** A page of rollouts and its progress counts: two statements, but no round trips on SQLite. */
+function rolloutsWithCounts(sql: Sql, filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number) {
+  const rows = listRollouts(sql, filter, before, limit);
+  return {
+    rows,
+    counts: targetStateCountsOf(
+      sql,
+      rows.map((row) => row.id),
+    ),
+  };
+}
+
 export class SqliteHistoryStore implements HistoryStore {
   readonly provider = 'sqlite' as const;
   readonly read: HistoryReads;
@@ -122,6 +136,7 @@ function txOf(sql: Sql): HistoryTx {
     countRollouts: (filter) => done(countRollouts(sql, filter)),
     targetStateCounts: (rolloutId) => done(targetStateCounts(sql, rolloutId)),
     targetStateCountsOf: (rolloutIds) => done(targetStateCountsOf(sql, rolloutIds)),
+    listRolloutsWithCounts: (filter, before, limit) => done(rolloutsWithCounts(sql, filter, before, limit)),
     targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
     countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
     targetPageWithCount: (rolloutId, state, afterOrdinal, limit) =>
