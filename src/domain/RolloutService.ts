@@ -263,7 +263,6 @@ export class RolloutService {
     return this.store.read.coveredTargets(kind, ['PENDING', 'PROGRESSING'], rolloutStates);
   }
 
-  /** Newest first. */
   /** A page of rollouts, newest first, with each one's progress (read with the page: the list shows both). */
   async list(
     filter: RolloutFilter,
