@@ -274,7 +274,10 @@ export class RolloutService {
     const before = cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined;
     const { rows, counts } = await this.store.read.listRolloutsWithCounts(filter, before, size + 1);
     const items = rows.slice(0, size).map(toRollout);
-    const progress = new Map(items.map((item) => [item.id, progressFrom(counts.get(item.id) ?? new Map())]));
+    const progress = progressByRollout(
+      items.map((item) => item.id),
+      counts,
+    );
     const last = items[items.length - 1];
     return { items, hasNextPage: rows.length > size, endCursor: last ? this.cursorOf(last) : null, progress };
   }
@@ -324,8 +327,7 @@ export class RolloutService {
 
   /** The progress of several rollouts (a page of them) from one query. */
   async progressOf(rolloutIds: readonly string[]): Promise<Map<string, Progress>> {
-    const counts = await this.store.read.targetStateCountsOf(rolloutIds);
-    return new Map(rolloutIds.map((id) => [id, progressFrom(counts.get(id) ?? new Map())]));
+    return progressByRollout(rolloutIds, await this.store.read.targetStateCountsOf(rolloutIds));
   }
 
   pause(id: string, reason?: string | null): Promise<Rollout> {
@@ -602,6 +604,11 @@ function* recordRevisions(tx: HistoryTx, rolloutId: string, succeeded: readonly 
     revisions.push({ ...where, n: n + 1, version: row.toVersion, rolloutId });
   }
   if (revisions.length > 0) yield* tx.insertRevisions(revisions);
+}
+
+/** Each rollout's progress from targetStateCountsOf's answer (a rollout without targets is absent from it). */
+function progressByRollout(rolloutIds: readonly string[], counts: ReadonlyMap<string, ReadonlyMap<string, number>>): Map<string, Progress> {
+  return new Map(rolloutIds.map((id) => [id, progressFrom(counts.get(id) ?? new Map())]));
 }
 
 /** Counts of targets per state → a rollout's progress. */
