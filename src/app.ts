@@ -11,6 +11,7 @@ import { InFlightChanges } from './domain/InFlightChanges.js';
 import { RolloutEngine } from './domain/RolloutEngine.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
+import { ResponseCache } from './graphql/responseCache.js';
 import { createApolloHandler } from './graphql/apollo.js';
 import type { GraphQLContext } from './graphql/context.js';
 import { buildSchema } from './graphql/schema.js';
@@ -239,6 +240,13 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     { lost: () => tokens.announcementsLost(), back: () => tokens.announcementsBack() },
   );
   cleanups.push(() => revocations.stop());
+  // Answers to history queries, kept until the history changes (ADR 0026).
+  let responseCache: ResponseCache | undefined;
+  if (config.auth.responseCacheBytes > 0) {
+    const writes = await db.watchWrites((error) => logger.warn({ err: error }, 'the history write announcement connection failed; reconnecting'));
+    cleanups.push(() => writes.stop());
+    responseCache = new ResponseCache(writes, config.auth.responseCacheBytes);
+  }
   const { apollo, handle } = await createApolloHandler({
     schema,
     httpServer,
@@ -247,6 +255,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     maxBodyBytes: config.limits.maxBodyBytes,
     maxQueryTokens: config.limits.maxQueryTokens,
     graphqlCompileAfter: config.auth.graphqlCompileAfter,
+    ...(responseCache ? { responseCache } : {}),
     authenticate: (req) => authenticate(req.headers.authorization),
     context: (req, principal) => contextFor(principal, req),
     plugins: [guardPlugin({ ...guard, audit, logger })],
@@ -263,6 +272,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     isShuttingDown: () => shuttingDown,
     metrics,
     beforeScrape: async () => {
+      if (responseCache) metrics.responseCacheBytes.set(responseCache.size().bytes);
       if (db.isOpen()) await countActiveRollouts(metrics, db.store.read);
     },
     originPolicy,

@@ -106,6 +106,8 @@ export interface Config {
     readonly subscriptionFanOut: 'shared' | 'per-subscriber';
     /** Interpreted runs of a query document before it runs compiled (graphql-jit, ADR 0025); null: never compiled. */
     readonly graphqlCompileAfter: number | null;
+    /** Bytes of serialized query answers kept for reuse until the next write (ADR 0026); 0: no response cache. */
+    readonly responseCacheBytes: number;
     /** Unsent bytes one WebSocket may hold before its subscriptions catch up from the store instead of taking live events. */
     readonly wsMaxBufferedBytes: number;
     /** Audit entries older than this many days are pruned; so are the oldest beyond maxEntries. */
@@ -343,6 +345,13 @@ export const SETTINGS: readonly Setting[] = [
     default: '2',
     description:
       'Runs of a query document in graphql-js before it runs compiled (graphql-jit); one-off documents are never compiled. `off` never compiles, 0 compiles on the first run',
+  },
+  {
+    env: 'ROLLPLANE_RESPONSE_CACHE_MB',
+    flag: '--response-cache-mb',
+    default: '32',
+    description:
+      'MiB of answers to history queries (rollouts, rollout, events, clusterUpgradeDurations) kept and served again until the next write to the history; 0 turns the cache off',
   },
   {
     env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES',
@@ -609,6 +618,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const subscriptionFanOut = oneOf('ROLLPLANE_SUBSCRIPTION_FAN_OUT', read('ROLLPLANE_SUBSCRIPTION_FAN_OUT') ?? 'shared', ['shared', 'per-subscriber']);
   const compileAfterRaw = read('ROLLPLANE_GRAPHQL_COMPILE_AFTER') ?? '2';
   const graphqlCompileAfter = compileAfterRaw === 'off' ? null : integer('ROLLPLANE_GRAPHQL_COMPILE_AFTER', compileAfterRaw, 0, 1_000_000);
+  const responseCacheBytes = integer('ROLLPLANE_RESPONSE_CACHE_MB', read('ROLLPLANE_RESPONSE_CACHE_MB') ?? '32', 0, 4096) * 1024 * 1024;
   const wsMaxBufferedBytes = integer('ROLLPLANE_WS_MAX_BUFFERED_BYTES', read('ROLLPLANE_WS_MAX_BUFFERED_BYTES') ?? '1048576', 1024, 1024 * 1024 * 1024);
   const auditRetentionDays = integer('ROLLPLANE_AUDIT_RETENTION_DAYS', read('ROLLPLANE_AUDIT_RETENTION_DAYS') ?? '90', 1, 36_500);
   const auditMaxEntries = integer('ROLLPLANE_AUDIT_MAX_ENTRIES', read('ROLLPLANE_AUDIT_MAX_ENTRIES') ?? '1000000', 100, 1_000_000_000);
@@ -672,6 +682,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
       maxSubscriptionsPerConnection,
       subscriptionFanOut,
       graphqlCompileAfter,
+      responseCacheBytes,
       wsMaxBufferedBytes,
       auditRetentionDays,
       auditMaxEntries,

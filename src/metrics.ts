@@ -13,6 +13,7 @@ export interface AppMetrics {
   graphqlOperations: Counter<'field' | 'type' | 'result' | 'transport'>;
   requestsRefused: Counter<'reason' | 'transport'>;
   graphqlExecutions: Counter<'executor'>;
+  responseCacheBytes: Gauge;
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
   subscriptionExecutions: Counter<'fan_out'>;
@@ -58,8 +59,13 @@ export function createMetrics(): AppMetrics {
     }),
     graphqlExecutions: new Counter({
       name: 'rollplane_graphql_executions_total',
-      help: 'GraphQL queries and mutations over HTTP by the executor that answered: compiled (a query run often enough to be compiled), interpreted (graphql-js), fallback (a compiled run reported an error; graphql-js ran it again and answered).',
+      help: 'GraphQL queries and mutations over HTTP by the executor that answered: compiled (a query run often enough to be compiled), interpreted (graphql-js), fallback (a compiled run reported an error; graphql-js ran it again and answered), cached (the response cache had the answer; nothing ran).',
       labelNames: ['executor'],
+      registers: [registry],
+    }),
+    responseCacheBytes: new Gauge({
+      name: 'rollplane_response_cache_bytes',
+      help: 'Serialized size of the answers the response cache keeps (ROLLPLANE_RESPONSE_CACHE_MB bounds it).',
       registers: [registry],
     }),
     graphqlDuration: new Histogram({

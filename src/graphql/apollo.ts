@@ -13,6 +13,7 @@ import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { compiledExecutionGateway } from './compiledExecutor.js';
 import { clientErrorOf, errorCodeOf, formatError } from './errors.js';
+import type { ResponseCache } from './responseCache.js';
 import { rootFieldsOf } from './operationFields.js';
 
 export interface ApolloHandlerOptions {
@@ -23,6 +24,8 @@ export interface ApolloHandlerOptions {
   maxBodyBytes: number;
   /** Interpreted runs of a query document before it runs compiled; null: never compiled (compiledExecutor.ts). */
   graphqlCompileAfter: number | null;
+  /** Answers to history queries kept until the history changes (responseCache.ts); absent: every query runs. */
+  responseCache?: ResponseCache;
   /** Lexical tokens a document may hold (graphql-js parse option). */
   maxQueryTokens: number;
   /** Who is calling; throws UnauthenticatedError (→ HTTP 401) when authentication is on and the token is bad. */
@@ -63,6 +66,9 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     gateway: compiledExecutionGateway(options.schema, {
       compileAfter: options.graphqlCompileAfter,
       onExecute: (executor) => options.metrics.graphqlExecutions.inc({ executor }),
+      ...(options.responseCache ? { responseCache: options.responseCache } : {}),
+      // Answers are kept per role: what a field shows or refuses depends on the role alone, never on who holds it.
+      callerOf: (context) => (context as GraphQLContext).principal.role,
     }),
     csrfPrevention: true,
     // One operation per request: batching would multiply every limit below by the batch size.
@@ -74,7 +80,8 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     includeStacktraceInErrorResponses: false,
     // Apollo's default pretty-prints every response (JSON.stringify with indentation): 7–14% of the server's CPU on a
     // page of 50 events or 100 pools, and a third more bytes to write (issue 17 profiles). Clients parse JSON; compact it is.
-    stringifyResult: (result) => JSON.stringify(result),
+    // A kept answer (responseCache.ts) was serialized when it was kept.
+    stringifyResult: (result) => options.responseCache?.serialized(result) ?? JSON.stringify(result),
     // rollplane's own SIGTERM/SIGINT handler drains everything and exits 0; Apollo's would re-raise the signal first
     // (exit 143 before the drain). Apollo skips it only when NODE_ENV=test, which is why tests never saw it.
     stopOnTerminationSignals: false,

@@ -1,6 +1,17 @@
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
-import { type DocumentNode, execute, type FragmentDefinitionNode, type GraphQLSchema, Kind, type SelectionSetNode, visit } from 'graphql';
+import {
+  type DocumentNode,
+  execute,
+  type ExecutionResult,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+  type GraphQLSchema,
+  Kind,
+  type SelectionSetNode,
+  visit,
+} from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import type { ResponseCache } from './responseCache.js';
 
 /**
  * Query documents that clients send again and again run as compiled JavaScript (graphql-jit); everything else runs
@@ -44,9 +55,9 @@ export const MAX_COMPILED_FIELDS = 250;
 
 /**
  * Which executor answered: `compiled`; `interpreted` (graphql-js); `fallback` (a compiled run reported an error, and
- * graphql-js ran the query again to answer).
+ * graphql-js ran the query again to answer); `cached` (nothing ran: the response cache had the answer, ADR 0026).
  */
-export type Executor = 'compiled' | 'interpreted' | 'fallback';
+export type Executor = 'compiled' | 'interpreted' | 'fallback' | 'cached';
 
 /** What this module remembers of one parsed document. */
 interface DocumentState {
@@ -126,6 +137,10 @@ export function compiledExecutionGateway(
     /** Interpreted runs of a query document before it is compiled; null: never compiled (graphql-js only). */
     compileAfter: number | null;
     onExecute?: (executor: Executor) => void;
+    /** Answers to history queries kept until the history changes; absent: every query runs. */
+    responseCache?: ResponseCache;
+    /** What, beyond the document and its variables, can change an answer: the caller's role. */
+    callerOf?: (context: unknown) => string;
   },
 ): GatewayInterface {
   const { compileAfter } = options;
@@ -156,12 +171,36 @@ export function compiledExecutionGateway(
     return compiled;
   }
 
+  const { responseCache: cache, callerOf = () => '' } = options;
+
   const executor: GatewayExecutor = async (requestContext) => {
     const { document, operation, context } = requestContext;
     // The client's operationName, not the chosen operation's name (null when none was chosen): graphql-js must see an
     // unknown name to answer it as an unknown operation, as Apollo expects.
     const operationName = requestContext.request.operationName ?? undefined;
     const variables = requestContext.request.variables ?? {};
+    if (!cache || !operation || !cache.cacheable(document, operation)) return run(document, operation, context, operationName, variables);
+    // Read before the query's own reads: an answer is kept under the generation it was read entirely after.
+    const generation = cache.generationNow();
+    const key = generation === null ? undefined : cache.keyOf(requestContext.queryHash, operationName, callerOf(context), variables);
+    if (key === undefined) return run(document, operation, context, operationName, variables);
+    const kept = cache.lookup(key, generation);
+    if (kept) {
+      onExecute('cached');
+      return kept;
+    }
+    const result = await run(document, operation, context, operationName, variables);
+    if (!result.errors?.length && result.data) cache.keep(key, generation!, result.data as Record<string, unknown>);
+    return result;
+  };
+
+  async function run(
+    document: DocumentNode,
+    operation: OperationDefinitionNode | undefined,
+    context: unknown,
+    operationName: string | undefined,
+    variables: Record<string, unknown>,
+  ): Promise<ExecutionResult> {
     const interpret = () => execute({ schema, document, contextValue: context, variableValues: variables, operationName });
     const plan = operation?.operation === 'query' ? planFor(document, operationName) : undefined;
     if (!plan) {
@@ -175,7 +214,7 @@ export function compiledExecutionGateway(
     }
     onExecute('fallback');
     return interpret();
-  };
+  }
 
   return {
     async load() {

@@ -12,6 +12,7 @@ import { SqliteTokenStore } from './sqlite/SqliteTokenStore.js';
 import type { TokenStore } from '../auth/TokenStore.js';
 import type { AuditStore } from '../domain/AuditStore.js';
 import { Sql } from './Sql.js';
+import { AnnouncedWriteGeneration, HISTORY_WRITES_CHANNEL, SqliteWriteGeneration, type WriteGeneration } from './writeGeneration.js';
 import { UnavailableError } from '../errors.js';
 
 export type { PrismaClient };
@@ -41,6 +42,11 @@ export interface Database {
    * `onReconnected` (PostgreSQL): that connection listens again after it was lost, i.e. the database is back.
    */
   watchEvents(wake: () => void, onError?: (error: Error) => void, onReconnected?: () => void): Promise<{ stop(): Promise<void> }>;
+  /**
+   * The history's write generation (writeGeneration.ts), for the response cache. SQLite: read from the database.
+   * PostgreSQL: this replica's commits, and the announcements of every replica's on a dedicated LISTEN connection.
+   */
+  watchWrites(onError?: (error: Error) => void): Promise<WriteGeneration>;
   /**
    * A rate limit whose buckets every replica shares (PostgreSQL: a row per caller, store/postgres/PgRateLimiter.ts).
    * Absent on SQLite: one process, so the in-process limiter is the whole deployment's.
@@ -111,6 +117,7 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
     throw new UnavailableError(`cannot open database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, { cause: error });
   }
   let open = true;
+  let writes: AnnouncedWriteGeneration | undefined;
   return {
     provider: 'postgresql',
     prisma,
@@ -121,9 +128,41 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
     migrations,
     isOpen: () => open,
     async watchEvents(wake, onError, onReconnected) {
-      const notifier = new PgEventNotifier(url, wake, onError, onReconnected);
+      // An event can be delivered to this replica's subscribers before the announcement of the writes that came with
+      // it arrives (another connection): whoever reads on receiving an event must not be served an older answer.
+      const beforeWaking = () => {
+        writes?.bump();
+        wake();
+      };
+      const notifier = new PgEventNotifier(url, beforeWaking, onError, onReconnected);
       await notifier.start();
       return notifier;
+    },
+    async watchWrites(onError) {
+      const generation = new AnnouncedWriteGeneration();
+      const stopBumping = store.onCommit(() => generation.bump());
+      let lost = false;
+      const notifier = new PgEventNotifier(
+        url,
+        // Only announcements (their payload is ''): the notifier's periodic wake-up carries none, and announcements
+        // are lost only while the connection is down, which suspends the generation until it is back.
+        (payload) => payload !== undefined && generation.bump(),
+        onError,
+        () => generation.resume(),
+        HISTORY_WRITES_CHANNEL,
+        () => {
+          lost = true;
+          generation.suspend();
+        },
+      );
+      generation.listening(async () => {
+        stopBumping();
+        await notifier.stop();
+      });
+      await notifier.start();
+      if (!lost) generation.resume();
+      writes = generation;
+      return generation;
     },
     sharedRateLimiter: (perMinute, burst) => new PgRateLimiter(pool, perMinute, burst),
     async close() {
@@ -177,6 +216,7 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
     migrations,
     isOpen: () => open,
     watchEvents: async () => ({ stop: async () => {} }),
+    watchWrites: async () => new SqliteWriteGeneration(sql),
     async close() {
       if (!open) return;
       open = false;

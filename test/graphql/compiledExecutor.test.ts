@@ -18,7 +18,8 @@ describe('compiled execution answers exactly as graphql-js does', () => {
   let rolloutId: string;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'pools=3,nodes=2,clusters=1' } });
+    // The response cache off: every request must run, so that each run's executor can be counted and compared.
+    app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'pools=3,nodes=2,clusters=1', ROLLPLANE_RESPONSE_CACHE_MB: '0' } });
     for (const toVersion of ['v2', 'v3']) {
       const { rollout } = await app.domain.rollouts.create({
         kind: 'AGENT_POOL',
@@ -179,7 +180,7 @@ describe('compiled execution answers exactly as graphql-js does', () => {
 
 describe('ROLLPLANE_GRAPHQL_COMPILE_AFTER', () => {
   it('off: every query runs in graphql-js, however often it is sent', async () => {
-    const app = await startTestApp({ env: { ROLLPLANE_GRAPHQL_COMPILE_AFTER: 'off' } });
+    const app = await startTestApp({ env: { ROLLPLANE_GRAPHQL_COMPILE_AFTER: 'off', ROLLPLANE_RESPONSE_CACHE_MB: '0' } });
     try {
       for (let run = 0; run < 5; run += 1) expect((await gql(app.url, '{ rollouts(first: 5) { totalCount } }')).data).toEqual({ rollouts: { totalCount: 0 } });
       const samples = await scrape(`${app.baseUrl}/metrics`);

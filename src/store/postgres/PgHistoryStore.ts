@@ -443,9 +443,16 @@ function txOn(client: pg.PoolClient): HistoryTx {
 export class PgHistoryStore implements HistoryStore {
   readonly provider = 'postgresql' as const;
   readonly read: HistoryReads;
+  private readonly commitListeners = new Set<() => void>();
 
   constructor(private readonly pool: pg.Pool) {
     this.read = readsOn(pool);
+  }
+
+  /** `listener` runs right after each of this store's transactions commits (the write generation: ../writeGeneration.ts). */
+  onCommit(listener: () => void): () => void {
+    this.commitListeners.add(listener);
+    return () => this.commitListeners.delete(listener);
   }
 
   async transaction<T>(body: (tx: HistoryTx) => Step<T>, afterCommit?: (result: T) => void): Promise<T> {
@@ -461,6 +468,7 @@ export class PgHistoryStore implements HistoryStore {
         await client.query('BEGIN');
         const result = await drive(body(txOn(client)));
         await client.query('COMMIT');
+        for (const listener of this.commitListeners) listener();
         afterCommit?.(result);
         return result;
       } catch (error) {

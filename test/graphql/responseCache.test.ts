@@ -1,0 +1,285 @@
+import Sqlite from 'better-sqlite3';
+import { parse } from 'graphql';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROLLOUT_QUERY } from '../../src/cli/operations.js';
+import { ResponseCache } from '../../src/graphql/responseCache.js';
+import { AnnouncedWriteGeneration, type WriteGeneration } from '../../src/store/writeGeneration.js';
+import { AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUTS } from '../../src/ui/client/queries.js';
+import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
+import { describeWithPostgres } from '../helpers/postgres.js';
+import { scrape } from '../helpers/promText.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * The response cache (ADR 0026) may serve an answer again only while the history is exactly as it was when the answer
+ * was read. Each test first shows a hit (so that a cache that never serves cannot pass), then writes through one path
+ * and requires the next answer to show the write.
+ */
+
+async function post(url: string, query: string | { toString(): string }, variables?: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query: String(query), variables }),
+  });
+  return { status: res.status, body: await res.text() };
+}
+
+async function cachedCount(baseUrl: string): Promise<number> {
+  const samples = await scrape(`${baseUrl}/metrics`);
+  return samples.find((s) => s.name === 'rollplane_graphql_executions_total' && s.labels.executor === 'cached')?.value ?? 0;
+}
+
+describe('the response cache on SQLite', () => {
+  let app: TestApp;
+  let rolloutId: string;
+
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'pools=2,nodes=1,clusters=1' } });
+    rolloutId = await seedRollout(app, { actor: 'ci' });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  /** Sends `query` twice, the second answer from the cache (the first may be too); returns the (identical) body. */
+  async function untilCached(query: string | { toString(): string }, variables?: Record<string, unknown>) {
+    const before = await cachedCount(app.baseUrl);
+    const answers = [await post(app.url, query, variables), await post(app.url, query, variables)];
+    expect(await cachedCount(app.baseUrl)).toBeGreaterThanOrEqual(before + 1);
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[0]!.status).toBe(200);
+    return answers[0]!.body;
+  }
+
+  it('serves a repeated history query from the cache, byte for byte as it ran', async () => {
+    for (const [query, variables] of [
+      [ROLLOUTS, { first: 20 }],
+      [ROLLOUT_DETAIL, { id: rolloutId }],
+      [EVENTS, { first: 50 }],
+      [ROLLOUT_QUERY, { id: rolloutId }],
+    ] as const) {
+      await untilCached(query, variables);
+    }
+    // Same document, other variables: another question, another answer.
+    const one = JSON.parse((await post(app.url, ROLLOUTS, { first: 1 })).body);
+    expect(one.data.rollouts.edges).toHaveLength(1);
+  });
+
+  it('answers afresh after a mutation over HTTP', async () => {
+    const before = JSON.parse(await untilCached(ROLLOUT_QUERY, { id: rolloutId }));
+    expect(before.data.rollout.state).toBe('PENDING');
+    const paused = await post(app.url, 'mutation($id: ID!) { pauseRollout(id: $id, reason: "cache test") { state } }', { id: rolloutId });
+    expect(JSON.parse(paused.body).data.pauseRollout.state).toBe('PAUSED');
+    const after = JSON.parse((await post(app.url, ROLLOUT_QUERY, { id: rolloutId })).body);
+    expect(after.data.rollout.state).toBe('PAUSED');
+    await post(app.url, 'mutation($id: ID!) { resumeRollout(id: $id) { state } }', { id: rolloutId });
+  });
+
+  it('answers afresh after a write by the server itself, with no request involved', async () => {
+    const before = JSON.parse(await untilCached(ROLLOUTS, { first: 50 }));
+    const id = await seedRollout(app, { actor: 'engine-like' });
+    const after = JSON.parse((await post(app.url, ROLLOUTS, { first: 50 })).body);
+    expect(after.data.rollouts.totalCount).toBe(before.data.rollouts.totalCount + 1);
+    expect(after.data.rollouts.edges.map((e: { node: { id: string } }) => e.node.id)).toContain(id);
+  });
+
+  it('answers afresh after another process wrote the file (data_version)', async () => {
+    const before = JSON.parse(await untilCached(ROLLOUT_QUERY, { id: rolloutId }));
+    const other = new Sqlite(app.databaseFile, { timeout: 5_000 });
+    try {
+      other.prepare('UPDATE "Rollout" SET "message" = ? WHERE "id" = ?').run('written by another process', rolloutId);
+    } finally {
+      other.close();
+    }
+    const after = JSON.parse((await post(app.url, ROLLOUT_QUERY, { id: rolloutId })).body);
+    expect(before.data.rollout.message).not.toBe('written by another process');
+    expect(after.data.rollout.message).toBe('written by another process');
+  });
+
+  it('never keeps answers that are not the history, answers with errors, or bare __typename', async () => {
+    const before = await cachedCount(app.baseUrl);
+    for (let i = 0; i < 3; i += 1) {
+      await post(app.url, AGENT_POOLS, { first: 10 });
+      await post(app.url, '{ rollouts(first: 1) { totalCount } workQueues { name } }');
+      await post(app.url, '{ __typename }');
+      const refused = await post(app.url, 'query($id: ID!) { rollout(id: $id) { id } }', { id: '' });
+      expect(JSON.parse(refused.body).errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    }
+    expect(await cachedCount(app.baseUrl)).toBe(before);
+  });
+
+  it('keeps the ETag of a GET the same when the answer comes from the cache', async () => {
+    const url = `${app.url}?query=${encodeURIComponent('{ rollouts(first: 5) { totalCount edges { node { id state } } } }')}`;
+    const tags = [];
+    for (let i = 0; i < 3; i += 1) {
+      const res = await fetch(url, { headers: { 'apollo-require-preflight': 'true' } });
+      expect(res.status).toBe(200);
+      tags.push(res.headers.get('etag'));
+    }
+    expect(tags[0]).toBeTruthy();
+    expect(new Set(tags).size).toBe(1);
+  });
+});
+
+describe('the response cache off', () => {
+  it('runs every query when ROLLPLANE_RESPONSE_CACHE_MB is 0', async () => {
+    const app = await startTestApp({ env: { ROLLPLANE_RESPONSE_CACHE_MB: '0' } });
+    try {
+      for (let i = 0; i < 3; i += 1) await post(app.url, ROLLOUTS, { first: 20 });
+      expect(await cachedCount(app.baseUrl)).toBe(0);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('ResponseCache', () => {
+  const fixed = (value: string | null): WriteGeneration & { value: string | null } => ({
+    value,
+    current() {
+      return this.value;
+    },
+    async stop() {},
+  });
+
+  it('keys answers on the document, the operation, the role and the variables', () => {
+    const cache = new ResponseCache(fixed('1'), 1 << 20);
+    const keys = new Set([
+      cache.keyOf('h', undefined, 'viewer', { id: '1' }),
+      cache.keyOf('h', undefined, 'admin', { id: '1' }),
+      cache.keyOf('h', 'Op', 'viewer', { id: '1' }),
+      cache.keyOf('h', undefined, 'viewer', { id: '2' }),
+      cache.keyOf('g', undefined, 'viewer', { id: '1' }),
+      // An operation name cannot run into the role.
+      cache.keyOf('h', 'Op","viewer', 'x', {}),
+      cache.keyOf('h', 'Op', 'viewer","x', {}),
+    ]);
+    expect(keys.size).toBe(7);
+    expect(cache.keyOf('h', undefined, 'viewer', { long: 'x'.repeat(5_000) })).toBeUndefined();
+  });
+
+  it('keeps only queries whose every root field is read from the history', () => {
+    const cache = new ResponseCache(fixed('1'), 1 << 20);
+    const verdict = (text: string) => {
+      const document = parse(text);
+      return cache.cacheable(document, document.definitions.find((d) => d.kind === 'OperationDefinition')!);
+    };
+    expect(verdict('{ rollouts { totalCount } events { pageInfo { hasNextPage } } }')).toBe(true);
+    expect(verdict('query { ...F } fragment F on Query { rollout(id: "1") { id } }')).toBe(true);
+    expect(verdict('{ rollouts { totalCount } agentPools { totalCount } }')).toBe(false);
+    expect(verdict('query { ...F } fragment F on Query { drift { totalCount } }')).toBe(false);
+    expect(verdict('{ __typename }')).toBe(false);
+    expect(verdict('mutation { pauseRollout(id: "1") { id } }')).toBe(false);
+  });
+
+  it('serves an answer only in the generation it was read in, and nothing while the generation is unknown', () => {
+    const generation = fixed('1');
+    const cache = new ResponseCache(generation, 1 << 20);
+    cache.keep('k', '1', { a: 1 });
+    expect(cache.lookup('k', generation.current())).toEqual({ data: { a: 1 } });
+    expect(cache.lookup('k', '2')).toBeUndefined();
+    // Gone, not only hidden: the old generation does not come back.
+    expect(cache.lookup('k', '1')).toBeUndefined();
+    expect(cache.size()).toEqual({ entries: 0, bytes: 0 });
+  });
+
+  it('stays within its budget, dropping the least recently used answers first', () => {
+    const cache = new ResponseCache(fixed('1'), 8_000);
+    const data = (i: number) => ({ i, pad: 'x'.repeat(900) });
+    for (let i = 0; i < 5; i += 1) cache.keep(`k${i}`, '1', data(i));
+    expect(cache.lookup('k0', '1')).toBeDefined(); // k0 is now the most recently used
+    for (let i = 5; i < 12; i += 1) cache.keep(`k${i}`, '1', data(i));
+    expect(cache.size().bytes).toBeLessThanOrEqual(8_000);
+    expect(cache.lookup('k0', '1')).toBeDefined();
+    expect(cache.lookup('k1', '1')).toBeUndefined();
+    // An answer over an eighth of the budget is not kept at all.
+    cache.keep('big', '1', { pad: 'x'.repeat(1_200) });
+    expect(cache.lookup('big', '1')).toBeUndefined();
+  });
+
+  it('gives the body JSON.stringify would give, from the answer it kept', () => {
+    const cache = new ResponseCache(fixed('1'), 1 << 20);
+    const data = { rollouts: { totalCount: 2, edges: [{ node: { id: 'é"\u2028' } }] } };
+    cache.keep('k', '1', data);
+    const answer = cache.lookup('k', '1')!;
+    const result = { errors: undefined, data: answer.data, extensions: undefined };
+    expect(cache.serialized(result)).toBe(JSON.stringify(result));
+    expect(cache.serialized({ data: { other: 1 } })).toBeUndefined();
+    expect(cache.serialized({ data: answer.data, errors: [] })).toBeUndefined();
+  });
+});
+
+describe('AnnouncedWriteGeneration', () => {
+  it('is unknown until it listens, moves on every bump, and is unknown again while announcements cannot arrive', () => {
+    const generation = new AnnouncedWriteGeneration();
+    expect(generation.current()).toBeNull();
+    generation.resume();
+    const first = generation.current();
+    generation.bump();
+    expect(generation.current()).not.toBe(first);
+    const second = generation.current();
+    generation.suspend();
+    expect(generation.current()).toBeNull();
+    generation.resume();
+    expect([first, second]).not.toContain(generation.current());
+  });
+});
+
+describeWithPostgres('the response cache across PostgreSQL replicas', (server) => {
+  let reader: TestApp;
+  let writer: TestApp;
+  let url: string;
+
+  beforeAll(async () => {
+    url = await server().createDatabase();
+    writer = await startTestApp({ env: { DATABASE_URL: url } });
+    reader = await startTestApp({ env: { DATABASE_URL: url } });
+  }, 120_000);
+  afterAll(async () => {
+    await reader?.close();
+    await writer?.close();
+  });
+
+  it("serves one replica's answer again until another replica's commit is announced", async () => {
+    const id = await seedRollout(writer, { actor: 'ci' });
+    const state = async () => JSON.parse((await post(reader.url, ROLLOUT_QUERY, { id })).body).data.rollout?.state;
+    // The seed's announcement may still be on its way: wait for the reader to see the rollout, then for a hit.
+    await until('the reader to see the rollout', async () => (await state()) === 'PENDING', 10_000);
+    const before = await cachedCount(reader.baseUrl);
+    expect(await state()).toBe('PENDING');
+    expect(await cachedCount(reader.baseUrl)).toBeGreaterThan(before);
+    // A write on the other replica, not through the reader: only the announcement can tell the reader.
+    const paused = await post(writer.url, 'mutation($id: ID!) { pauseRollout(id: $id) { state } }', { id });
+    expect(JSON.parse(paused.body).data.pauseRollout.state).toBe('PAUSED');
+    // Within a second; without the announcement the old answer would be served for ever.
+    await until('the reader to answer PAUSED', async () => (await state()) === 'PAUSED', 1_000);
+  });
+
+  it('answers afresh after a write that comes with no event (the tables announce every write)', async () => {
+    const id = await seedRollout(writer, { actor: 'ci' });
+    const message = async () => JSON.parse((await post(reader.url, ROLLOUT_QUERY, { id })).body).data.rollout?.message;
+    await until('the reader to see the rollout', async () => (await message()) !== undefined, 10_000);
+    const before = await cachedCount(reader.baseUrl);
+    await message();
+    expect(await cachedCount(reader.baseUrl)).toBeGreaterThan(before);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query('UPDATE "Rollout" SET "message" = $1 WHERE "id" = $2', ['changed behind the API', id]);
+    } finally {
+      await client.end();
+    }
+    await until('the reader to answer the new message', async () => (await message()) === 'changed behind the API', 1_000);
+  });
+
+  it('answers afresh on the writing replica at once (its own commit moves its generation)', async () => {
+    const id = await seedRollout(writer, { actor: 'ci' });
+    const state = async () => JSON.parse((await post(writer.url, ROLLOUT_QUERY, { id })).body).data.rollout.state;
+    expect(await state()).toBe('PENDING');
+    expect(await state()).toBe('PENDING');
+    await writer.domain.rollouts.pause(id, 'engine-like write, no request');
+    expect(await state()).toBe('PAUSED');
+  });
+});
