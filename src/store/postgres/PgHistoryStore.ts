@@ -22,7 +22,7 @@ import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.j
 import { newRolloutValues, rolloutColumns, TARGET_COLUMNS } from '../rolloutRows.js';
 import { checkDistinctTargets } from '../targetBatches.js';
 import { INSERT_REVISIONS, LATEST_REVISIONS, UPDATE_TARGETS, insertRevisionsParams, updateTargetsParams } from './targetBatchStatements.js';
-import { isoOf, numbered, preparedQuery } from './pool.js';
+import { isoOf, numbered, preparedQuery, watchLentConnection } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
 
 /**
@@ -463,6 +463,7 @@ export class PgHistoryStore implements HistoryStore {
       } catch (error) {
         throw unavailable(error);
       }
+      const giveBack = watchLentConnection(client);
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
@@ -484,7 +485,8 @@ export class PgHistoryStore implements HistoryStore {
         throw error;
       } finally {
         // A connection that failed is destroyed rather than returned to the pool.
-        client.release(broken);
+        const failed = giveBack();
+        client.release(broken ?? failed);
       }
     }
   }

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { MigrationReport } from '../migrate.js';
 import { applyPgMigrations } from './migrate.js';
 import { PgHistoryStore } from './PgHistoryStore.js';
-import { historyPool } from './pool.js';
+import { historyPool, watchLentConnection } from './pool.js';
 import { redactDatabaseUrl } from '../../util/databaseUrl.js';
 import { UnavailableError } from '../../errors.js';
 
@@ -14,11 +14,12 @@ export async function openPgHistoryStore(
   const pool = historyPool(url, options.poolSize);
   try {
     const client = await pool.connect();
+    const giveBack = watchLentConnection(client);
     try {
       const migrations = await applyPgMigrations(client);
       return { store: new PgHistoryStore(pool), migrations, pool };
     } finally {
-      client.release();
+      client.release(giveBack());
     }
   } catch (error) {
     await pool.end().catch(() => undefined);

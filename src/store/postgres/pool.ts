@@ -69,3 +69,22 @@ export function preparedQuery(text: string, values: unknown[]): pg.QueryConfig {
   }
   return name === undefined ? { text, values } : { name, text, values };
 }
+
+/**
+ * Call right after checking a connection out of a pool; returns what to call before releasing it. pg-pool removes its
+ * own 'error' listener while a connection is lent, so a server that ends the connection between two of the borrower's
+ * queries (a restart, an administrator's pg_terminate_backend) emits 'error' with no listener: an uncaught exception,
+ * and the process dies. With this listener the failure is only noted; the borrower's next query fails as usual, and
+ * the returned function hands the failure back so that the connection is destroyed rather than pooled again.
+ */
+export function watchLentConnection(client: pg.PoolClient): () => Error | undefined {
+  let failure: Error | undefined;
+  const noteFailure = (error: Error) => {
+    failure = error;
+  };
+  client.on('error', noteFailure);
+  return () => {
+    client.removeListener('error', noteFailure);
+    return failure;
+  };
+}
