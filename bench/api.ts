@@ -16,7 +16,11 @@
  * `API_BENCH_STORES` (sqlite,postgresql) picks the stores (a store named there alone must run: missing binaries are
  * then an error). Writes bench/results/api[-sqlite|-pg][-10k-events|-1m-events].json (no store suffix with both).
  *
- * `ROLLPLANE_GRAPHQL_COMPILE_AFTER=off` runs the server with graphql-js alone (ADR 0025), for an A/B of the executor.
+ * `ROLLPLANE_GRAPHQL_COMPILE_AFTER=off` runs the server with graphql-js alone (ADR 0025), for an A/B of the executor;
+ * `ROLLPLANE_RESPONSE_CACHE_MB=0` runs it without the response cache (ADR 0026). With the cache on, a quiet history
+ * makes every repeated query a hit, which is the case between rollouts but not during one:
+ * `API_BENCH_WRITES_PER_SECOND` (0) appends that many events per second to the history while the load runs (each a
+ * commit, so each ends every kept answer), and the "cached" column shows the share of requests the cache answered.
  *
  * Besides req/s (which on a shared machine measures the machine as much as the server), each request kind reports
  * requests per CPU-second of the server's process, and its ratio to the baseline's. `BENCH_CPU_PROFILE=<dir>` writes
@@ -34,6 +38,7 @@ import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { DRIFT, AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
 import { ROLLOUT_QUERY } from '../src/cli/operations.js';
 import type { InterleavedResult, LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
+import type { App } from '../src/app.js';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
 import { startSimChild } from './simChild.js';
@@ -74,7 +79,7 @@ function runLoad(job: LoadJob): Promise<unknown[]> {
   });
 }
 
-type Row = LoadResult & { requestsPerCpuSecond: number; ratioToBaseline: number; cpuRatioToBaseline: number };
+type Row = LoadResult & { requestsPerCpuSecond: number; ratioToBaseline: number; cpuRatioToBaseline: number; cachedShare: number };
 
 /** One store's measurements: its own seed, server and same-run baseline. */
 interface StoreRun {
@@ -84,11 +89,48 @@ interface StoreRun {
   /** os.loadavg()[0] at the start and the end of the store's load: these machines are shared. */
   loadAverage: [number, number];
   serverCpuSeconds: number;
+  /** API_BENCH_WRITES_PER_SECOND, and the events the writer appended while the load ran. */
+  writesPerSecond: number;
+  historyWrites: number;
   results: Row[];
   interleaved: InterleavedResult[];
 }
 
 const round1 = (n: number) => Math.round(n * 10) / 10;
+
+/** The server's `rollplane_graphql_executions_total` by executor. */
+async function executions(graphqlUrl: string): Promise<Record<string, number>> {
+  const text = await (await fetch(new URL('/metrics', graphqlUrl))).text();
+  const out: Record<string, number> = {};
+  for (const match of text.matchAll(/^rollplane_graphql_executions_total\{executor="(\w+)"\} (\S+)$/gm)) out[match[1]!] = Number(match[2]);
+  return out;
+}
+
+/** Appends `perSecond` events a second to the history (one commit each) until stopped; resolves to how many. */
+function historyWriter(app: App, rolloutId: string, perSecond: number): { stop(): Promise<number> } {
+  let written = 0;
+  let pending = Promise.resolve();
+  const timer = setInterval(() => {
+    pending = pending.then(async () => {
+      await app.domain.events.append({
+        type: EventType.AgentRecreated,
+        rolloutId,
+        kind: 'AGENT_POOL',
+        namespace: 'default',
+        name: `pool-${written % 200}`,
+        payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
+      });
+      written += 1;
+    });
+  }, 1000 / perSecond);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await pending;
+      return written;
+    },
+  };
+}
 
 /** Seeds a fresh server on `store`, then loads it with each request kind in turn. */
 async function measure(store: BenchStore, databaseEnv: Record<string, string>, sizes: { rollouts: number; events: number; pools: number }): Promise<StoreRun> {
@@ -160,15 +202,18 @@ async function measure(store: BenchStore, databaseEnv: Record<string, string>, s
       ),
       request('refused: unknown field', '{ nope }', {}, 400),
     ];
+    const writesPerSecond = numberFrom('API_BENCH_WRITES_PER_SECOND', 0);
+    const writer = writesPerSecond > 0 ? historyWriter(app, lastRollout, writesPerSecond) : undefined;
     const calibration = calibrationMs();
     const loadAtStart = os.loadavg()[0]!;
     const cpuBefore = process.cpuUsage();
     // One load child per request, so that BENCH_CPU_PROFILE=<dir> records one profile of the server per request kind.
-    const results: (LoadResult & { requestsPerCpuSecond: number })[] = [];
+    const results: (LoadResult & { requestsPerCpuSecond: number; cachedShare: number })[] = [];
     for (const [i, one] of requests.entries()) {
       const profiler = windowProfiler(`api-${store}-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`);
       await profiler.start();
       const cpuOfOne = process.cpuUsage();
+      const executionsBefore = await executions(app.url);
       const [result] = await runLoad({
         url: app.url,
         connections: numberFrom('API_BENCH_CONNECTIONS', 20),
@@ -176,11 +221,15 @@ async function measure(store: BenchStore, databaseEnv: Record<string, string>, s
         requests: [one],
       });
       const { user, system } = process.cpuUsage(cpuOfOne);
+      const executionsAfter = await executions(app.url);
+      const ran = (executor: string) => (executionsAfter[executor] ?? 0) - (executionsBefore[executor] ?? 0);
+      const all = ['compiled', 'interpreted', 'fallback', 'cached'].reduce((sum, executor) => sum + ran(executor), 0);
       // Requests per CPU-second of the server's process: steadier than req/s on a machine shared with other work.
-      results.push({ ...result!, requestsPerCpuSecond: result!.total / ((user + system) / 1e6) });
+      results.push({ ...result!, requestsPerCpuSecond: result!.total / ((user + system) / 1e6), cachedShare: all > 0 ? ran('cached') / all : 0 });
       await profiler.stop();
     }
     const cpu = process.cpuUsage(cpuBefore);
+    const historyWrites = writer ? await writer.stop() : 0;
     const rounds = numberFrom('API_BENCH_INTERLEAVED_ROUNDS', 300);
     const interleaved = rounds > 0 ? await runLoad({ url: app.url, connections: 1, seconds: 0, requests, interleavedRounds: rounds }) : [];
     const baseline = results[0]!;
@@ -191,6 +240,8 @@ async function measure(store: BenchStore, databaseEnv: Record<string, string>, s
       calibrationMs: calibration,
       loadAverage: [round1(loadAtStart), round1(os.loadavg()[0]!)],
       serverCpuSeconds: (cpu.user + cpu.system) / 1e6,
+      writesPerSecond,
+      historyWrites,
       results: results.map((r) => ({
         ...r,
         requestsPerCpuSecond: Math.round(r.requestsPerCpuSecond),
@@ -240,13 +291,13 @@ function printSideBySide(runs: StoreRun[]): void {
   if (both) process.stdout.write('PG ÷ SQLite: req/s and × base below 1, or p50 above 1, mean PostgreSQL is slower for that request.\n');
   // Requests per CPU-second of the server and the interleaved medians: steadier than req/s on a shared machine.
   process.stdout.write(
-    `\n${'request'.padEnd(40)} ${runs.map((r) => `${`${STORE_LABEL[r.store]} req/CPU-s`.padStart(22)} ${'× base'.padStart(7)} ${'median ms'.padStart(10)} ${'unexp.'.padStart(6)}`).join(' │ ')}\n`,
+    `\n${'request'.padEnd(40)} ${runs.map((r) => `${`${STORE_LABEL[r.store]} req/CPU-s`.padStart(22)} ${'× base'.padStart(7)} ${'median ms'.padStart(10)} ${'cached'.padStart(7)} ${'unexp.'.padStart(6)}`).join(' │ ')}\n`,
   );
   for (const name of names) {
     const cols = runs.map((run) => {
       const r = run.results.find((x) => x.name === name)!;
       const i = run.interleaved.find((x) => x.name === name);
-      return `${cell(r.requestsPerCpuSecond, 22)} ${cell(r.cpuRatioToBaseline, 7, 3)} ${cell(i?.medianMs, 10, 3)} ${cell(r.unexpected + (i?.unexpected ?? 0), 6)}`;
+      return `${cell(r.requestsPerCpuSecond, 22)} ${cell(r.cpuRatioToBaseline, 7, 3)} ${cell(i?.medianMs, 10, 3)} ${cell(`${Math.round(r.cachedShare * 100)}%`, 7)} ${cell(r.unexpected + (i?.unexpected ?? 0), 6)}`;
     });
     process.stdout.write(`${name.padEnd(40)} ${cols.join(' │ ')}\n`);
   }
@@ -264,7 +315,7 @@ export async function run(): Promise<void> {
   process.stdout.write(`rollouts ${sizes.rollouts}, events ${sizes.events}, pools ${sizes.pools}\n`);
   for (const r of measured) {
     process.stdout.write(
-      `${STORE_LABEL[r.store]}: seeded in ${r.seedSeconds.toFixed(1)} s; machine (calibration) ${r.calibrationMs.toFixed(0)} ms; load average ${r.loadAverage.join(' → ')}\n`,
+      `${STORE_LABEL[r.store]}: seeded in ${r.seedSeconds.toFixed(1)} s; machine (calibration) ${r.calibrationMs.toFixed(0)} ms; load average ${r.loadAverage.join(' → ')}; history writes during the load ${r.writesPerSecond}/s (${r.historyWrites} events)\n`,
     );
   }
   if (skipped) process.stdout.write(`PostgreSQL skipped: ${skipped}\n`);
