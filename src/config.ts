@@ -349,9 +349,9 @@ export const SETTINGS: readonly Setting[] = [
   {
     env: 'ROLLPLANE_RESPONSE_CACHE_MB',
     flag: '--response-cache-mb',
-    default: '32',
+    default: '16',
     description:
-      'MiB of answers to history queries (rollouts, rollout, events, clusterUpgradeDurations) kept and served again until the next write to the history; 0 turns the cache off',
+      'MiB of answers to history queries (rollouts, rollout, events, clusterUpgradeDurations), serialized, kept and served again until the next write to the history (about twice that in heap); 0 turns the cache off',
   },
   {
     env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES',
@@ -618,7 +618,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const subscriptionFanOut = oneOf('ROLLPLANE_SUBSCRIPTION_FAN_OUT', read('ROLLPLANE_SUBSCRIPTION_FAN_OUT') ?? 'shared', ['shared', 'per-subscriber']);
   const compileAfterRaw = read('ROLLPLANE_GRAPHQL_COMPILE_AFTER') ?? '2';
   const graphqlCompileAfter = compileAfterRaw === 'off' ? null : integer('ROLLPLANE_GRAPHQL_COMPILE_AFTER', compileAfterRaw, 0, 1_000_000);
-  const responseCacheBytes = integer('ROLLPLANE_RESPONSE_CACHE_MB', read('ROLLPLANE_RESPONSE_CACHE_MB') ?? '32', 0, 4096) * 1024 * 1024;
+  const responseCacheBytes = integer('ROLLPLANE_RESPONSE_CACHE_MB', read('ROLLPLANE_RESPONSE_CACHE_MB') ?? '16', 0, 4096) * 1024 * 1024;
   const wsMaxBufferedBytes = integer('ROLLPLANE_WS_MAX_BUFFERED_BYTES', read('ROLLPLANE_WS_MAX_BUFFERED_BYTES') ?? '1048576', 1024, 1024 * 1024 * 1024);
   const auditRetentionDays = integer('ROLLPLANE_AUDIT_RETENTION_DAYS', read('ROLLPLANE_AUDIT_RETENTION_DAYS') ?? '90', 1, 36_500);
   const auditMaxEntries = integer('ROLLPLANE_AUDIT_MAX_ENTRIES', read('ROLLPLANE_AUDIT_MAX_ENTRIES') ?? '1000000', 100, 1_000_000_000);

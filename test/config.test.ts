@@ -72,6 +72,12 @@ describe('loadConfig', () => {
     expect(loadConfig({}, ['--graphql-compile-after', 'off'], noFiles).auth.graphqlCompileAfter).toBeNull();
   });
 
+  it('reads the response cache size in MiB: 16 by default, 0 for none', () => {
+    expect(loadConfig({}, [], noFiles).auth.responseCacheBytes).toBe(16 * 1024 * 1024);
+    expect(loadConfig({ ROLLPLANE_RESPONSE_CACHE_MB: '0' }, [], noFiles).auth.responseCacheBytes).toBe(0);
+    expect(loadConfig({}, ['--response-cache-mb', '64'], noFiles).auth.responseCacheBytes).toBe(64 * 1024 * 1024);
+  });
+
   it('prefers flags over the environment', () => {
     expect(loadConfig({ PORT: '5000' }, ['--port', '6000'], noFiles).port).toBe(6000);
   });
@@ -126,6 +132,9 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_ROLLOUT_WORKERS: 'many' }, 'ROLLPLANE_ROLLOUT_WORKERS'],
     [{ ROLLPLANE_GRAPHQL_COMPILE_AFTER: '-1' }, 'ROLLPLANE_GRAPHQL_COMPILE_AFTER'],
     [{ ROLLPLANE_GRAPHQL_COMPILE_AFTER: 'never' }, 'ROLLPLANE_GRAPHQL_COMPILE_AFTER'],
+    [{ ROLLPLANE_RESPONSE_CACHE_MB: '-1' }, 'ROLLPLANE_RESPONSE_CACHE_MB'],
+    [{ ROLLPLANE_RESPONSE_CACHE_MB: '1.5' }, 'ROLLPLANE_RESPONSE_CACHE_MB'],
+    [{ ROLLPLANE_RESPONSE_CACHE_MB: '5000' }, 'ROLLPLANE_RESPONSE_CACHE_MB'],
   ])('refuses %o naming %s', (env, setting) => {
     expect(() => loadConfig(env, [], noFiles)).toThrowError(ConfigError);
     expect(() => loadConfig(env, [], noFiles)).toThrowError(new RegExp(`^invalid configuration: ${setting}: `));
