@@ -12,6 +12,8 @@ import { RolloutEngine } from './domain/RolloutEngine.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
 import { ResponseCache } from './graphql/responseCache.js';
+import { informerCacheChanges } from './controller/Informer.js';
+import type { WriteGeneration } from './store/writeGeneration.js';
 import { createApolloHandler } from './graphql/apollo.js';
 import type { GraphQLContext } from './graphql/context.js';
 import { buildSchema } from './graphql/schema.js';
@@ -240,12 +242,19 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     { lost: () => tokens.announcementsLost(), back: () => tokens.announcementsBack() },
   );
   cleanups.push(() => revocations.stop());
-  // Answers to history queries, kept until the history changes (ADR 0026).
+  // Answers to history and cluster-view queries, kept until what they were read from changes (ADR 0026).
   let responseCache: ResponseCache | undefined;
   if (config.auth.responseCacheBytes > 0) {
     const writes = await db.watchWrites((error) => logger.warn({ err: error }, 'the history write announcement connection failed; reconnecting'));
     cleanups.push(() => writes.stop());
-    responseCache = new ResponseCache(writes, config.auth.responseCacheBytes);
+    const clusterViews: WriteGeneration = {
+      current: () => {
+        const history = writes.current();
+        return history === null ? null : `${history}/${informerCacheChanges()}`;
+      },
+      stop: async () => {},
+    };
+    responseCache = new ResponseCache({ history: writes, cluster: clusterViews }, config.auth.responseCacheBytes);
   }
   const { apollo, handle } = await createApolloHandler({
     schema,

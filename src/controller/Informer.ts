@@ -6,6 +6,18 @@ import { InformerView, type ViewOptions } from './InformerView.js';
 
 export type { CacheReader, Indexers, InformerEventHandler } from './IndexedCache.js';
 
+/**
+ * Changes made to any informer's cache in this process. Views built from the caches (agent pools, drift) are answered
+ * again from the response cache only while this count is unchanged (docs/adr/0026-response-cache.md). Counted for
+ * every informer, not per view: a change the view does not read only costs a kept answer, and no informer a view
+ * reads can be left out.
+ */
+let cacheChanges = 0;
+
+export function informerCacheChanges(): number {
+  return cacheChanges;
+}
+
 export interface InformerOptions<T extends KubernetesObject> {
   /** For errors and logs, e.g. 'pods'. */
   name: string;
@@ -326,6 +338,8 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
     const old = this.cache.getByKey(key);
     if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
     this.cache.put(key, obj);
+    // Before the handlers: they run synchronously, so no request sees their derived state without this change counted.
+    cacheChanges += 1;
     for (const h of this.handlers) {
       this.safely(() => (old ? h.onUpdate?.(old, obj) : h.onAdd?.(obj)));
     }
@@ -333,6 +347,7 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
 
   private remove(key: string, last: T): void {
     if (!this.cache.delete(key)) return;
+    cacheChanges += 1;
     for (const h of this.handlers) this.safely(() => h.onDelete?.(last));
   }
 

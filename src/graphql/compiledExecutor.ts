@@ -137,7 +137,7 @@ export function compiledExecutionGateway(
     /** Interpreted runs of a query document before it is compiled; null: never compiled (graphql-js only). */
     compileAfter: number | null;
     onExecute?: (executor: Executor) => void;
-    /** Answers to history queries kept until the history changes; absent: every query runs. */
+    /** Answers kept until what they were read from changes (ADR 0026); absent: every query runs. */
     responseCache?: ResponseCache;
     /** What, beyond the document and its variables, can change an answer: the caller's role. */
     callerOf?: (context: unknown) => string;
@@ -179,9 +179,10 @@ export function compiledExecutionGateway(
     // unknown name to answer it as an unknown operation, as Apollo expects.
     const operationName = requestContext.request.operationName ?? undefined;
     const variables = requestContext.request.variables ?? {};
-    if (!cache || !operation || !cache.cacheable(document, operation)) return run(document, operation, context, operationName, variables);
+    const source = cache && operation ? cache.sourceOf(document, operation) : undefined;
+    if (!cache || !source) return run(document, operation, context, operationName, variables);
     // Read before the query's own reads: an answer is kept under the generation it was read entirely after.
-    const generation = cache.generationNow();
+    const generation = cache.generationNow(source);
     const key = generation === null ? undefined : cache.keyOf(requestContext.queryHash, operationName, callerOf(context), variables);
     if (key === undefined) return run(document, operation, context, operationName, variables);
     const kept = cache.lookup(key, generation);

@@ -3,19 +3,21 @@ import type { WriteGeneration } from '../store/writeGeneration.js';
 import { rootFieldsOf } from './operationFields.js';
 
 /**
- * Answers to history queries, kept and served again until the history changes (docs/adr/0026-response-cache.md).
+ * Answers to history and cluster-view queries, kept and served again until what they were read from changes
+ * (docs/adr/0026-response-cache.md).
  *
  * A dashboard, a wall of screens and CI jobs polling `rollout(id)` ask the same questions far more often than the
- * history changes; each answer costs a rollouts page, its progress counts and the serialization of a few hundred
- * fields. An entry is valid for exactly one write generation (store/writeGeneration.ts): the generation is read
+ * answers change; each answer costs a page read, its progress counts and the serialization of a few hundred fields.
+ * An entry is valid for exactly one generation of its source (store/writeGeneration.ts): the generation is read
  * before the query runs, and the entry is served only while the generation is still that one. So an answer is never
- * served after a commit it could not see (PostgreSQL: after the commit's announcement has arrived, within
- * milliseconds), and an answer whose reads straddled a commit is never served at all.
+ * served after a change it could not see (PostgreSQL: after the commit's announcement has arrived, within
+ * milliseconds), and an answer whose reads straddled a change is never served at all.
  *
  * What may be kept:
- * - queries whose root fields are all read from the history store alone ({@link HISTORY_ROOT_FIELDS}: nothing below
- *   them reads the clock, the informers' caches or the engine's memory). Everything else (the Kubernetes views,
- *   work queues, tokens, the audit log) is answered afresh every time;
+ * - queries whose root fields all read the history store and nothing else ({@link HISTORY_ROOT_FIELDS}), or the
+ *   history and the informers' caches and nothing else ({@link CLUSTER_VIEW_ROOT_FIELDS}: nothing below them reads the
+ *   clock, the Kubernetes API or the engine's memory). Everything else (work queues, tokens, the audit log,
+ *   `serverInfo`, the views not listed) is answered afresh every time, and so is a query that mixes them;
  * - answers without errors;
  * - per role: the same document and variables may be answered differently to another role.
  *
@@ -25,6 +27,16 @@ import { rootFieldsOf } from './operationFields.js';
 
 /** Root fields whose answers (and everything below them) depend on the history store's rows and nothing else. */
 export const HISTORY_ROOT_FIELDS: ReadonlySet<string> = new Set(['rollouts', 'rollout', 'events', 'clusterUpgradeDurations']);
+
+/**
+ * Root fields whose answers depend on the informers' caches and the history store and nothing else: agent-pool views
+ * (IPPools, agent pods, the vm-dhcp-controller Deployment; revisions and history from the store) and drift (those, the
+ * VirtualCluster and ClusterVersion caches, the node-agent caches and the store's events).
+ */
+export const CLUSTER_VIEW_ROOT_FIELDS: ReadonlySet<string> = new Set(['agentPools', 'agentPool', 'drift']);
+
+/** What a kept answer was read from: its generation says when it stops being valid. */
+export type AnswerSource = 'history' | 'cluster';
 
 /** Longer variables are not worth a key (no UI or CLI document comes near; keys stay small). */
 const MAX_VARIABLES_CHARS = 2_048;
@@ -48,22 +60,25 @@ export class ResponseCache {
   private bytes = 0;
   /** The serialized `data` of every kept answer, so that a hit is not serialized again (see `serialized`). */
   private readonly jsonOf = new WeakMap<object, string>();
-  private readonly verdicts = new WeakMap<OperationDefinitionNode, boolean>();
+  /** Per parsed operation: what its answers are read from; null: not kept. */
+  private readonly sources = new WeakMap<OperationDefinitionNode, AnswerSource | null>();
 
   constructor(
-    private readonly generation: WriteGeneration,
+    /** `history`: the history store's write generation; `cluster`: it and the informers' cache changes together. */
+    private readonly generations: Record<AnswerSource, WriteGeneration>,
     private readonly budgetBytes: number,
   ) {}
 
-  /** Whether answers to `operation` may be kept (decided once per parsed operation). */
-  cacheable(document: DocumentNode, operation: OperationDefinitionNode): boolean {
-    let verdict = this.verdicts.get(operation);
-    if (verdict === undefined) {
+  /** What answers to `operation` are read from, when they may be kept; undefined when they may not. */
+  sourceOf(document: DocumentNode, operation: OperationDefinitionNode): AnswerSource | undefined {
+    let source = this.sources.get(operation);
+    if (source === undefined) {
       const fields = operation.operation === 'query' ? rootFieldsOf(document, operation) : [];
-      verdict = fields.length > 0 && fields.every((field) => HISTORY_ROOT_FIELDS.has(field));
-      this.verdicts.set(operation, verdict);
+      const all = (set: ReadonlySet<string>) => fields.length > 0 && fields.every((field) => set.has(field));
+      source = all(HISTORY_ROOT_FIELDS) ? 'history' : all(new Set([...HISTORY_ROOT_FIELDS, ...CLUSTER_VIEW_ROOT_FIELDS])) ? 'cluster' : null;
+      this.sources.set(operation, source);
     }
-    return verdict;
+    return source ?? undefined;
   }
 
   /** The key of one question; undefined when it is not worth keeping. */
@@ -75,8 +90,8 @@ export class ResponseCache {
   }
 
   /** The generation to hand to `keep` with an answer read from now on; null: nothing may be kept or served. */
-  generationNow(): string | null {
-    return this.generation.current();
+  generationNow(source: AnswerSource): string | null {
+    return this.generations[source].current();
   }
 
   /** The kept answer to `key`, when the history has not changed since it was read. */

@@ -7,6 +7,7 @@ import { ResponseCache } from '../../src/graphql/responseCache.js';
 import { AnnouncedWriteGeneration, type WriteGeneration } from '../../src/store/writeGeneration.js';
 import { AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUTS } from '../../src/ui/client/queries.js';
 import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
+import { startRig, type Rig } from '../e2e/agentpool/rig.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { scrape } from '../helpers/promText.js';
 import { until } from '../helpers/until.js';
@@ -98,10 +99,10 @@ describe('the response cache on SQLite', () => {
     expect(after.data.rollout.message).toBe('written by another process');
   });
 
-  it('never keeps answers that are not the history, answers with errors, or bare __typename', async () => {
+  it('never keeps answers read from anything else, answers with errors, or bare __typename', async () => {
     const before = await cachedCount(app.baseUrl);
     for (let i = 0; i < 3; i += 1) {
-      await post(app.url, AGENT_POOLS, { first: 10 });
+      await post(app.url, '{ serverInfo { version lastEventId } }');
       await post(app.url, '{ rollouts(first: 1) { totalCount } workQueues { name } }');
       await post(app.url, '{ __typename }');
       const refused = await post(app.url, 'query($id: ID!) { rollout(id: $id) { id } }', { id: '' });
@@ -120,6 +121,36 @@ describe('the response cache on SQLite', () => {
     }
     expect(tags[0]).toBeTruthy();
     expect(new Set(tags).size).toBe(1);
+  });
+});
+
+describe('the response cache on cluster views', () => {
+  let rig: Rig;
+
+  beforeAll(async () => {
+    rig = await startRig({ fleet: 'pools=2,nodes=1' });
+    await until('both pools in the informers', async () => JSON.parse((await post(rig.url, AGENT_POOLS, { first: 10 })).body).data.agentPools.totalCount === 2);
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it('serves agentPools and drift again, and afresh as soon as an informer sees a change', async () => {
+    const baseUrl = new URL('/', rig.url).toString().replace(/\/$/, '');
+    // A label no controller acts on: the change reaches the informers and nothing else (no history write, no pod).
+    const labelled = async () =>
+      JSON.parse((await post(rig.url, AGENT_POOLS, { first: 10, filter: { labelSelector: 'cache-test=yes' } })).body).data.agentPools.totalCount;
+    const before = await cachedCount(baseUrl);
+    expect(await labelled()).toBe(0);
+    expect(await labelled()).toBe(0);
+    const driftQuery = '{ drift(first: 10) { totalCount } }';
+    await post(rig.url, driftQuery);
+    await post(rig.url, driftQuery);
+    expect(await cachedCount(baseUrl)).toBeGreaterThanOrEqual(before + 2);
+    const pool = rig.pool('net-1')!;
+    const type = rig.sim.store.resourceType('network.harvesterhci.io', 'ippools')!;
+    rig.sim.store.update(type, { ...pool, metadata: { ...pool.metadata, labels: { ...pool.metadata.labels, 'cache-test': 'yes' } } });
+    await until('agentPools to count the labelled pool', async () => (await labelled()) === 1, 10_000);
   });
 });
 
@@ -143,9 +174,10 @@ describe('ResponseCache', () => {
     },
     async stop() {},
   });
+  const both = (generation: WriteGeneration) => ({ history: generation, cluster: generation });
 
   it('keys answers on the document, the operation, the role and the variables', () => {
-    const cache = new ResponseCache(fixed('1'), 1 << 20);
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
     const keys = new Set([
       cache.keyOf('h', undefined, 'viewer', { id: '1' }),
       cache.keyOf('h', undefined, 'admin', { id: '1' }),
@@ -160,23 +192,26 @@ describe('ResponseCache', () => {
     expect(cache.keyOf('h', undefined, 'viewer', { long: 'x'.repeat(5_000) })).toBeUndefined();
   });
 
-  it('keeps only queries whose every root field is read from the history', () => {
-    const cache = new ResponseCache(fixed('1'), 1 << 20);
-    const verdict = (text: string) => {
+  it('keeps only queries whose every root field reads the history, or it and the informers, and nothing else', () => {
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
+    const source = (text: string) => {
       const document = parse(text);
-      return cache.cacheable(document, document.definitions.find((d) => d.kind === 'OperationDefinition')!);
+      return cache.sourceOf(document, document.definitions.find((d) => d.kind === 'OperationDefinition')!);
     };
-    expect(verdict('{ rollouts { totalCount } events { pageInfo { hasNextPage } } }')).toBe(true);
-    expect(verdict('query { ...F } fragment F on Query { rollout(id: "1") { id } }')).toBe(true);
-    expect(verdict('{ rollouts { totalCount } agentPools { totalCount } }')).toBe(false);
-    expect(verdict('query { ...F } fragment F on Query { drift { totalCount } }')).toBe(false);
-    expect(verdict('{ __typename }')).toBe(false);
-    expect(verdict('mutation { pauseRollout(id: "1") { id } }')).toBe(false);
+    expect(source('{ rollouts { totalCount } events { pageInfo { hasNextPage } } }')).toBe('history');
+    expect(source('query { ...F } fragment F on Query { rollout(id: "1") { id } }')).toBe('history');
+    expect(source('{ rollouts { totalCount } agentPools { totalCount } }')).toBe('cluster');
+    expect(source('query { ...F } fragment F on Query { drift { totalCount } }')).toBe('cluster');
+    expect(source('{ agentPools { totalCount } workQueues { name } }')).toBeUndefined();
+    expect(source('{ virtualClusters { totalCount } }')).toBeUndefined();
+    expect(source('{ serverInfo { version } }')).toBeUndefined();
+    expect(source('{ __typename }')).toBeUndefined();
+    expect(source('mutation { pauseRollout(id: "1") { id } }')).toBeUndefined();
   });
 
   it('serves an answer only in the generation it was read in, and nothing while the generation is unknown', () => {
     const generation = fixed('1');
-    const cache = new ResponseCache(generation, 1 << 20);
+    const cache = new ResponseCache(both(generation), 1 << 20);
     cache.keep('k', '1', { a: 1 });
     expect(cache.lookup('k', generation.current())).toEqual({ data: { a: 1 } });
     expect(cache.lookup('k', '2')).toBeUndefined();
@@ -186,7 +221,7 @@ describe('ResponseCache', () => {
   });
 
   it('stays within its budget, dropping the least recently used answers first', () => {
-    const cache = new ResponseCache(fixed('1'), 8_000);
+    const cache = new ResponseCache(both(fixed('1')), 8_000);
     const data = (i: number) => ({ i, pad: 'x'.repeat(900) });
     for (let i = 0; i < 5; i += 1) cache.keep(`k${i}`, '1', data(i));
     expect(cache.lookup('k0', '1')).toBeDefined(); // k0 is now the most recently used
@@ -200,7 +235,7 @@ describe('ResponseCache', () => {
   });
 
   it('gives the body JSON.stringify would give, from the answer it kept', () => {
-    const cache = new ResponseCache(fixed('1'), 1 << 20);
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
     const data = { rollouts: { totalCount: 2, edges: [{ node: { id: 'é"\u2028' } }] } };
     cache.keep('k', '1', data);
     const answer = cache.lookup('k', '1')!;
