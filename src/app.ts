@@ -246,12 +246,18 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   let responseCache: ResponseCache | undefined;
   if (config.auth.responseCacheBytes > 0) {
     const writes = await db.watchWrites((error) => logger.warn({ err: error }, 'the history write announcement connection failed; reconnecting'));
-    cleanups.push(() => writes.stop());
+    // Subscribed before any subscriber of the feed (the bus calls its listeners in order, synchronously).
+    const stopBumping = bus.subscribe(() => writes.bump());
+    cleanups.push(async () => {
+      stopBumping();
+      await writes.stop();
+    });
     const clusterViews: WriteGeneration = {
       current: () => {
         const history = writes.current();
         return history === null ? null : `${history}/${informerCacheChanges()}`;
       },
+      bump: () => writes.bump(),
       stop: async () => {},
     };
     responseCache = new ResponseCache({ history: writes, cluster: clusterViews }, config.auth.responseCacheBytes);

@@ -106,7 +106,7 @@ export interface Config {
     readonly subscriptionFanOut: 'shared' | 'per-subscriber';
     /** Interpreted runs of a query document before it runs compiled (graphql-jit, ADR 0025); null: never compiled. */
     readonly graphqlCompileAfter: number | null;
-    /** Bytes of serialized query answers kept for reuse until what they were read from changes (ADR 0026); 0: no response cache. */
+    /** Heap (estimated) for query answers kept for reuse until what they were read from changes (ADR 0026); 0: no response cache. */
     readonly responseCacheBytes: number;
     /** Unsent bytes one WebSocket may hold before its subscriptions catch up from the store instead of taking live events. */
     readonly wsMaxBufferedBytes: number;
@@ -351,7 +351,7 @@ export const SETTINGS: readonly Setting[] = [
     flag: '--response-cache-mb',
     default: '16',
     description:
-      'MiB of answers (serialized; about twice that in heap) to queries of the history (rollouts, rollout, events, clusterUpgradeDurations) and of the informer views (agentPools, agentPool, drift), served again until what they were read from changes; 0 turns the cache off',
+      'MiB of heap (estimated) for answers to queries of the history (rollouts, rollout, events, clusterUpgradeDurations) and of the informer views (agentPools, agentPool, drift), served again until what they were read from changes; 0 turns the cache off',
   },
   {
     env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES',

@@ -65,7 +65,7 @@ export function createMetrics(): AppMetrics {
     }),
     responseCacheBytes: new Gauge({
       name: 'rollplane_response_cache_bytes',
-      help: 'Serialized size of the answers the response cache keeps (ROLLPLANE_RESPONSE_CACHE_MB bounds it).',
+      help: 'Heap the answers kept by the response cache take, estimated (ROLLPLANE_RESPONSE_CACHE_MB bounds it).',
       registers: [registry],
     }),
     graphqlDuration: new Histogram({

@@ -72,6 +72,9 @@ export function pgPoolSizes(connectionLimit: number): { history: number; prisma:
   return { history: connectionLimit - prisma, prisma };
 }
 
+/** How often the write announcements' LISTEN connection proves it still delivers (see AnnouncedWriteGeneration). */
+const WRITES_HEARTBEAT_MS = 500;
+
 /** SQLite's wait for a lock held by another connection (the Prisma adapter's or a second process) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
 
@@ -117,7 +120,6 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
     throw new UnavailableError(`cannot open database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, { cause: error });
   }
   let open = true;
-  let writes: AnnouncedWriteGeneration | undefined;
   return {
     provider: 'postgresql',
     prisma,
@@ -128,18 +130,13 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
     migrations,
     isOpen: () => open,
     async watchEvents(wake, onError, onReconnected) {
-      // An event can be delivered to this replica's subscribers before the announcement of the writes that came with
-      // it arrives (another connection): whoever reads on receiving an event must not be served an older answer.
-      const beforeWaking = () => {
-        writes?.bump();
-        wake();
-      };
-      const notifier = new PgEventNotifier(url, beforeWaking, onError, onReconnected);
+      const notifier = new PgEventNotifier(url, wake, onError, onReconnected);
       await notifier.start();
       return notifier;
     },
     async watchWrites(onError) {
-      const generation = new AnnouncedWriteGeneration();
+      let deliveredBefore = () => 0;
+      const generation = new AnnouncedWriteGeneration(() => deliveredBefore());
       const stopBumping = store.onCommit(() => generation.bump());
       let lost = false;
       const notifier = new PgEventNotifier(
@@ -154,14 +151,15 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
           lost = true;
           generation.suspend();
         },
+        { heartbeatMs: WRITES_HEARTBEAT_MS },
       );
+      deliveredBefore = () => notifier.deliveredBefore();
       generation.listening(async () => {
         stopBumping();
         await notifier.stop();
       });
       await notifier.start();
       if (!lost) generation.resume();
-      writes = generation;
       return generation;
     },
     sharedRateLimiter: (perMinute, burst) => new PgRateLimiter(pool, perMinute, burst),

@@ -8,6 +8,12 @@ import type { Sql } from './Sql.js';
 export interface WriteGeneration {
   /** The generation now; null while it cannot be known (then nothing may be served from before). */
   current(): string | null;
+  /**
+   * A change this replica learned of another way: an event of another replica's about to be delivered to this one's
+   * subscribers, whose announcement may arrive later (another connection). Whoever reads on receiving an event must
+   * not be served an answer from before it.
+   */
+  bump(): void;
   stop(): Promise<void>;
 }
 
@@ -25,6 +31,9 @@ export class SqliteWriteGeneration implements WriteGeneration {
     return `${version}.${changes}`;
   }
 
+  /** Nothing to do: every commit, whichever connection made it, is already counted by the database. */
+  bump(): void {}
+
   async stop(): Promise<void> {}
 }
 
@@ -38,16 +47,26 @@ export const HISTORY_WRITES_CHANNEL = 'rollplane_writes';
  * - other replicas' commits move it when their announcement arrives (a statement trigger on the history tables sends
  *   NOTIFY rollplane_writes, delivered at COMMIT) — within milliseconds, the one window in which an answer from before
  *   another replica's commit can still be served;
- * - while announcements cannot arrive (the LISTEN connection is down) the generation is unknown and nothing is
- *   served (`suspend` … `resume`).
+ * - while announcements cannot arrive the generation is unknown and nothing is served: while the LISTEN connection is
+ *   down (`suspend` … `resume`), and while it has not proved for {@link MAX_SILENCE_MS} that it still delivers
+ *   (`deliveredBefore`: its heartbeats), since a connection can stay open and deliver nothing.
  */
 export class AnnouncedWriteGeneration implements WriteGeneration {
+  /** How long the LISTEN connection may go without an answered heartbeat before the generation is unknown. */
+  static readonly MAX_SILENCE_MS = 1_500;
   private counter = 0;
   private known = false;
   private stopListening: () => Promise<void> = async () => {};
 
+  constructor(
+    /** When the LISTEN connection last proved it delivers: every announcement committed before then has arrived. */
+    private readonly deliveredBefore: () => number = () => Date.now(),
+    private readonly now: () => number = Date.now,
+  ) {}
+
   current(): string | null {
-    return this.known ? String(this.counter) : null;
+    if (!this.known || this.now() - this.deliveredBefore() > AnnouncedWriteGeneration.MAX_SILENCE_MS) return null;
+    return String(this.counter);
   }
 
   bump(): void {

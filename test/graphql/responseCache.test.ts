@@ -172,6 +172,7 @@ describe('ResponseCache', () => {
     current() {
       return this.value;
     },
+    bump() {},
     async stop() {},
   });
   const both = (generation: WriteGeneration) => ({ history: generation, cluster: generation });
@@ -221,16 +222,21 @@ describe('ResponseCache', () => {
   });
 
   it('stays within its budget, dropping the least recently used answers first', () => {
-    const cache = new ResponseCache(both(fixed('1')), 8_000);
-    const data = (i: number) => ({ i, pad: 'x'.repeat(900) });
+    // Each entry is estimated at 2 × (116-byte answer + 2-byte key) + 256 ≈ 492 bytes: ten fit in 5,000.
+    const cache = new ResponseCache(both(fixed('1')), 5_000);
+    const data = (i: number) => ({ i, pad: 'x'.repeat(100) });
     for (let i = 0; i < 5; i += 1) cache.keep(`k${i}`, '1', data(i));
+    expect(cache.size().bytes).toBeGreaterThan(5 * 2 * 118);
     expect(cache.lookup('k0', '1')).toBeDefined(); // k0 is now the most recently used
     for (let i = 5; i < 12; i += 1) cache.keep(`k${i}`, '1', data(i));
-    expect(cache.size().bytes).toBeLessThanOrEqual(8_000);
+    expect(cache.size().bytes).toBeLessThanOrEqual(5_000);
+    expect(cache.size().entries).toBe(10);
     expect(cache.lookup('k0', '1')).toBeDefined();
     expect(cache.lookup('k1', '1')).toBeUndefined();
+    expect(cache.lookup('k2', '1')).toBeUndefined();
+    expect(cache.lookup('k3', '1')).toBeDefined();
     // An answer over an eighth of the budget is not kept at all.
-    cache.keep('big', '1', { pad: 'x'.repeat(1_200) });
+    cache.keep('big', '1', { pad: 'x'.repeat(400) });
     expect(cache.lookup('big', '1')).toBeUndefined();
   });
 
@@ -247,6 +253,21 @@ describe('ResponseCache', () => {
 });
 
 describe('AnnouncedWriteGeneration', () => {
+  it('is unknown while its LISTEN connection has not proved for a while that it delivers', () => {
+    let now = 10_000;
+    let deliveredBefore = now;
+    const generation = new AnnouncedWriteGeneration(
+      () => deliveredBefore,
+      () => now,
+    );
+    generation.resume();
+    expect(generation.current()).not.toBeNull();
+    now += AnnouncedWriteGeneration.MAX_SILENCE_MS + 1;
+    expect(generation.current()).toBeNull();
+    deliveredBefore = now;
+    expect(generation.current()).not.toBeNull();
+  });
+
   it('is unknown until it listens, moves on every bump, and is unknown again while announcements cannot arrive', () => {
     const generation = new AnnouncedWriteGeneration();
     expect(generation.current()).toBeNull();
@@ -262,15 +283,59 @@ describe('AnnouncedWriteGeneration', () => {
   });
 });
 
+/**
+ * Asks until an answer comes from the cache: a replica may hear of a commit it has already read (the announcement
+ * arrives after the first answer was kept), which ends that answer once more.
+ */
+async function untilKept(app: TestApp, ask: () => Promise<unknown>): Promise<void> {
+  const before = await cachedCount(app.baseUrl);
+  await until(
+    'an answer from the cache',
+    async () => {
+      await ask();
+      return (await cachedCount(app.baseUrl)) > before;
+    },
+    15_000,
+  );
+}
+
 describeWithPostgres('the response cache across PostgreSQL replicas', (server) => {
   let reader: TestApp;
   let writer: TestApp;
   let url: string;
 
+  /** A write behind the API's back, as another tool or an operator would make it. */
+  const rawUpdate = async (text: string, params: unknown[]) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(text, params);
+    } finally {
+      await client.end();
+    }
+  };
+
+  /** The backends of the reader's LISTEN connections (found as the ones that were not there before it started). */
+  let readerListeners: number[] = [];
+  const listenerPids = async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('rollplane_writes-listener', 'rollplane-events-listener')",
+      );
+      return rows.map((r) => r.pid);
+    } finally {
+      await client.end();
+    }
+  };
+
   beforeAll(async () => {
     url = await server().createDatabase();
     writer = await startTestApp({ env: { DATABASE_URL: url } });
+    const writers = await listenerPids();
     reader = await startTestApp({ env: { DATABASE_URL: url } });
+    readerListeners = (await listenerPids()).filter((pid) => !writers.includes(pid));
   }, 120_000);
   afterAll(async () => {
     await reader?.close();
@@ -282,9 +347,7 @@ describeWithPostgres('the response cache across PostgreSQL replicas', (server) =
     const state = async () => JSON.parse((await post(reader.url, ROLLOUT_QUERY, { id })).body).data.rollout?.state;
     // The seed's announcement may still be on its way: wait for the reader to see the rollout, then for a hit.
     await until('the reader to see the rollout', async () => (await state()) === 'PENDING', 10_000);
-    const before = await cachedCount(reader.baseUrl);
-    expect(await state()).toBe('PENDING');
-    expect(await cachedCount(reader.baseUrl)).toBeGreaterThan(before);
+    await untilKept(reader, async () => expect(await state()).toBe('PENDING'));
     // A write on the other replica, not through the reader: only the announcement can tell the reader.
     const paused = await post(writer.url, 'mutation($id: ID!) { pauseRollout(id: $id) { state } }', { id });
     expect(JSON.parse(paused.body).data.pauseRollout.state).toBe('PAUSED');
@@ -296,17 +359,28 @@ describeWithPostgres('the response cache across PostgreSQL replicas', (server) =
     const id = await seedRollout(writer, { actor: 'ci' });
     const message = async () => JSON.parse((await post(reader.url, ROLLOUT_QUERY, { id })).body).data.rollout?.message;
     await until('the reader to see the rollout', async () => (await message()) !== undefined, 10_000);
-    const before = await cachedCount(reader.baseUrl);
-    await message();
-    expect(await cachedCount(reader.baseUrl)).toBeGreaterThan(before);
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      await client.query('UPDATE "Rollout" SET "message" = $1 WHERE "id" = $2', ['changed behind the API', id]);
-    } finally {
-      await client.end();
-    }
+    await untilKept(reader, message);
+    await rawUpdate('UPDATE "Rollout" SET "message" = $1 WHERE "id" = $2', ['changed behind the API', id]);
     await until('the reader to answer the new message', async () => (await message()) === 'changed behind the API', 1_000);
+  });
+
+  it('stops serving kept answers when its LISTEN connections stay open but deliver nothing, and recovers', async () => {
+    expect(readerListeners).toHaveLength(2);
+    const id = await seedRollout(writer, { actor: 'ci' });
+    const message = async () => JSON.parse((await post(reader.url, ROLLOUT_QUERY, { id })).body).data.rollout?.message;
+    await until('the reader to see the rollout', async () => (await message()) !== undefined, 10_000);
+    // A half-open connection, as behind a NAT that dropped it: the socket stays open, nothing arrives.
+    for (const pid of readerListeners) process.kill(pid, 'SIGSTOP');
+    try {
+      // A write with no event (nothing reaches the reader's feed either): only the reader's own doubt can end the
+      // kept answer. Without the heartbeats it would be served for as long as the stall lasts.
+      await rawUpdate('UPDATE "Rollout" SET "message" = $1 WHERE "id" = $2', ['written during the stall', id]);
+      await until('the reader to answer the new message', async () => (await message()) === 'written during the stall', 10_000);
+      // It listens again on new connections (the stalled ones count as lost), and keeps answers again.
+      await untilKept(reader, message);
+    } finally {
+      for (const pid of readerListeners) process.kill(pid, 'SIGCONT');
+    }
   });
 
   it('answers afresh on the writing replica at once (its own commit moves its generation)', async () => {

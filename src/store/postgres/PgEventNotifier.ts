@@ -7,6 +7,8 @@ const RECONNECT_MAX_MS = 5_000;
 /** Safety net: a wake-up this often even without notifications (a lost one costs at most this much delay). */
 const POLL_MS = 5_000;
 export const LISTENER_APPLICATION_NAME = 'rollplane-events-listener';
+/** Heartbeats in flight this many intervals without an answer mean the connection is lost, even though it is open. */
+const HEARTBEATS_BEFORE_LOST = 6;
 
 /**
  * Tells this replica that events may have been committed — by any replica — so that it reads them from the table
@@ -23,6 +25,11 @@ export class PgEventNotifier {
   private readonly poll: NodeJS.Timeout;
   /** The connection was lost (or could not be made) since the last one listened. */
   private lost = false;
+  private readonly heartbeat: NodeJS.Timeout | undefined;
+  /** When the last answered heartbeat (or LISTEN) was sent: everything committed before it has been delivered. */
+  private heardAt = 0;
+  /** When the heartbeat still unanswered was sent. */
+  private beatSentAt: number | undefined;
 
   constructor(
     private readonly url: string,
@@ -34,9 +41,48 @@ export class PgEventNotifier {
     private readonly channel: string = EVENTS_CHANNEL,
     /** Called when the connection is lost (or the first one could not be made): notifications stop arriving. */
     private readonly onLost: () => void = () => {},
+    /**
+     * `heartbeatMs`: a `SELECT 1` on the connection this often. A connection can stay open and deliver nothing (a
+     * half-open TCP connection behind a NAT or firewall, a stalled server): only a round trip tells. PostgreSQL sends a
+     * session's pending notifications before it answers, so an answered heartbeat proves that everything committed
+     * before it was sent has arrived (`heardAt`); one left unanswered for several intervals counts as a lost connection.
+     */
+    options: { heartbeatMs?: number } = {},
   ) {
     this.poll = setInterval(() => this.wake(), POLL_MS);
     this.poll.unref();
+    if (options.heartbeatMs) {
+      this.heartbeat = setInterval(() => this.beat(options.heartbeatMs!), options.heartbeatMs);
+      this.heartbeat.unref();
+    }
+  }
+
+  /**
+   * When the connection last proved that it delivers (heartbeats only): notifications of every commit before this
+   * time have arrived. 0 while not connected.
+   */
+  deliveredBefore(): number {
+    return this.client ? this.heardAt : 0;
+  }
+
+  private beat(intervalMs: number): void {
+    const client = this.client;
+    if (!client) return;
+    const now = Date.now();
+    if (this.beatSentAt !== undefined) {
+      if (now - this.beatSentAt > HEARTBEATS_BEFORE_LOST * intervalMs) this.reconnect(client);
+      return;
+    }
+    this.beatSentAt = now;
+    client.query('SELECT 1').then(
+      () => {
+        if (this.client !== client) return;
+        this.heardAt = now;
+        this.beatSentAt = undefined;
+      },
+      // The connection's 'error' or 'end' handler reconnects.
+      () => undefined,
+    );
   }
 
   /** Resolves once the first connection listens (or failed: it keeps retrying in the background). */
@@ -70,6 +116,8 @@ export class PgEventNotifier {
       return;
     }
     this.client = client;
+    this.heardAt = Date.now();
+    this.beatSentAt = undefined;
     this.delay = RECONNECT_MIN_MS;
     // Anything committed while this replica was not listening.
     this.wake();
@@ -84,6 +132,7 @@ export class PgEventNotifier {
     if (!this.lost) this.onLost();
     this.lost = true;
     this.client = undefined;
+    this.beatSentAt = undefined;
     client.removeAllListeners('end');
     void client.end().catch(() => undefined);
     this.reconnectTimer = setTimeout(() => {
@@ -96,6 +145,7 @@ export class PgEventNotifier {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.poll);
+    if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const client = this.client;
     this.client = undefined;
