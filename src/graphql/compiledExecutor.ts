@@ -11,7 +11,7 @@ import {
   visit,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import type { ResponseCache } from './responseCache.js';
+import type { CachedAnswer, ResponseCache } from './responseCache.js';
 
 /**
  * Query documents that clients send again and again run as compiled JavaScript (graphql-jit); everything else runs
@@ -190,9 +190,23 @@ export function compiledExecutionGateway(
       onExecute('cached');
       return kept;
     }
-    const result = await run(document, operation, context, operationName, variables);
-    if (!result.errors?.length && result.data) cache.keep(key, generation!, result.data as Record<string, unknown>);
-    return result;
+    const inProgress = cache.readInProgress(key, generation!);
+    if (inProgress) {
+      const shared = await inProgress;
+      if (shared) {
+        onExecute('cached');
+        return shared;
+      }
+    }
+    const finish = cache.startRead(key, generation!);
+    let answer: CachedAnswer | undefined;
+    try {
+      const result = await run(document, operation, context, operationName, variables);
+      if (!result.errors?.length && result.data) answer = cache.keep(key, generation!, result.data as Record<string, unknown>);
+      return result;
+    } finally {
+      finish(answer);
+    }
   };
 
   async function run(

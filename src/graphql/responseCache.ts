@@ -70,6 +70,8 @@ export class ResponseCache {
   private bytes = 0;
   /** The serialized `data` of every kept answer, so that a hit is not serialized again (see `serialized`). */
   private readonly jsonOf = new WeakMap<object, string>();
+  /** Answers being read, by key (see `readInProgress`). */
+  private readonly reads = new Map<string, { generation: string; answer: Promise<CachedAnswer | undefined> }>();
   /** Per parsed operation: what its answers are read from; null: not kept. */
   private readonly sources = new WeakMap<OperationDefinitionNode, AnswerSource | null>();
 
@@ -118,10 +120,11 @@ export class ResponseCache {
   }
 
   /** Keeps `data`, the answer to `key` read entirely after `generationNow()` returned `generation`. */
-  keep(key: string, generation: string, data: Record<string, unknown>): void {
+  keep(key: string, generation: string, data: Record<string, unknown>): CachedAnswer {
+    const answer = { data };
     const json = JSON.stringify(data);
     const bytes = heapEstimate(json, key);
-    if (bytes > this.budgetBytes / MAX_ENTRY_SHARE) return;
+    if (bytes > this.budgetBytes / MAX_ENTRY_SHARE) return answer;
     const previous = this.entries.get(key);
     if (previous) {
       this.entries.delete(key);
@@ -135,6 +138,27 @@ export class ResponseCache {
     this.entries.set(key, { generation, data, bytes });
     this.bytes += bytes;
     this.jsonOf.set(data, json);
+    return answer;
+  }
+
+  /**
+   * The answer to `key` being read right now in `generation`, to wait for rather than read again; undefined when none
+   * is. After a write, the twenty dashboards polling one page would otherwise all miss at once and read it twenty times.
+   */
+  readInProgress(key: string, generation: string): Promise<CachedAnswer | undefined> | undefined {
+    const read = this.reads.get(key);
+    return read && read.generation === generation ? read.answer : undefined;
+  }
+
+  /** Marks `key` as being read in `generation`; the function returned ends the read with its answer (undefined: none to share). */
+  startRead(key: string, generation: string): (answer: CachedAnswer | undefined) => void {
+    let settle: (answer: CachedAnswer | undefined) => void = () => {};
+    const read = { generation, answer: new Promise<CachedAnswer | undefined>((resolve) => (settle = resolve)) };
+    this.reads.set(key, read);
+    return (answer) => {
+      if (this.reads.get(key) === read) this.reads.delete(key);
+      settle(answer);
+    };
   }
 
   /**

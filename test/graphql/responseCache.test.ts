@@ -68,6 +68,21 @@ describe('the response cache on SQLite', () => {
     expect(one.data.rollouts.edges).toHaveLength(1);
   });
 
+  it('answers concurrent identical questions alike, reading them once or a few times, never once each', async () => {
+    await seedRollout(app, { actor: 'concurrent' }); // a write: whatever was kept is no longer valid
+    const executions = async () => {
+      const samples = await scrape(`${app.baseUrl}/metrics`);
+      const of = (executor: string) => samples.find((s) => s.name === 'rollplane_graphql_executions_total' && s.labels.executor === executor)?.value ?? 0;
+      return { ran: of('compiled') + of('interpreted') + of('fallback'), cached: of('cached') };
+    };
+    const before = await executions();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post(app.url, ROLLOUTS, { first: 20 })));
+    const after = await executions();
+    expect(new Set(answers.map((a) => a.body)).size).toBe(1);
+    expect(after.ran - before.ran + (after.cached - before.cached)).toBe(20);
+    expect(after.cached - before.cached).toBeGreaterThan(0);
+  });
+
   it('answers afresh after a mutation over HTTP', async () => {
     const before = JSON.parse(await untilCached(ROLLOUT_QUERY, { id: rolloutId }));
     expect(before.data.rollout.state).toBe('PENDING');
@@ -238,6 +253,25 @@ describe('ResponseCache', () => {
     // An answer over an eighth of the budget is not kept at all.
     cache.keep('big', '1', { pad: 'x'.repeat(400) });
     expect(cache.lookup('big', '1')).toBeUndefined();
+  });
+
+  it('lets identical questions wait for the one read in progress in the same generation', async () => {
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
+    expect(cache.readInProgress('k', '1')).toBeUndefined();
+    const finish = cache.startRead('k', '1');
+    const waiting = cache.readInProgress('k', '1');
+    expect(waiting).toBeDefined();
+    // Another generation (a write came in between) must read for itself.
+    expect(cache.readInProgress('k', '2')).toBeUndefined();
+    const answer = cache.keep('k', '1', { a: 1 });
+    finish(answer);
+    expect(await waiting).toBe(answer);
+    expect(cache.readInProgress('k', '1')).toBeUndefined();
+    // A read that ends without an answer to share (an error) lets each waiting request read for itself.
+    const failed = cache.startRead('k', '1');
+    const alsoWaiting = cache.readInProgress('k', '1');
+    failed(undefined);
+    expect(await alsoWaiting).toBeUndefined();
   });
 
   it('gives the body JSON.stringify would give, from the answer it kept', () => {
