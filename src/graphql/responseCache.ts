@@ -35,6 +35,8 @@ export const HISTORY_ROOT_FIELDS: ReadonlySet<string> = new Set(['rollouts', 'ro
  */
 export const CLUSTER_VIEW_ROOT_FIELDS: ReadonlySet<string> = new Set(['agentPools', 'agentPool', 'drift']);
 
+const HISTORY_OR_CLUSTER_VIEW_FIELDS: ReadonlySet<string> = new Set([...HISTORY_ROOT_FIELDS, ...CLUSTER_VIEW_ROOT_FIELDS]);
+
 /** What a kept answer was read from: its generation says when it stops being valid. */
 export type AnswerSource = 'history' | 'cluster';
 
@@ -87,7 +89,7 @@ export class ResponseCache {
     if (source === undefined) {
       const fields = operation.operation === 'query' ? rootFieldsOf(document, operation) : [];
       const all = (set: ReadonlySet<string>) => fields.length > 0 && fields.every((field) => set.has(field));
-      source = all(HISTORY_ROOT_FIELDS) ? 'history' : all(new Set([...HISTORY_ROOT_FIELDS, ...CLUSTER_VIEW_ROOT_FIELDS])) ? 'cluster' : null;
+      source = all(HISTORY_ROOT_FIELDS) ? 'history' : all(HISTORY_OR_CLUSTER_VIEW_FIELDS) ? 'cluster' : null;
       this.sources.set(operation, source);
     }
     return source ?? undefined;
@@ -106,7 +108,7 @@ export class ResponseCache {
     return this.generations[source].current();
   }
 
-  /** The kept answer to `key`, when the history has not changed since it was read. */
+  /** The kept answer to `key`, when what it was read from has not changed since (`generation` is the current one). */
   lookup(key: string, generation: string | null): CachedAnswer | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
