@@ -184,13 +184,13 @@ export function compiledExecutionGateway(
     // Read before the query's own reads: an answer is kept under the generation it was read entirely after.
     const generation = cache.generationNow(source);
     const key = generation === null ? undefined : cache.keyOf(requestContext.queryHash, operationName, callerOf(context), variables);
-    if (key === undefined) return run(document, operation, context, operationName, variables);
+    if (generation === null || key === undefined) return run(document, operation, context, operationName, variables);
     const kept = cache.lookup(key, generation);
     if (kept) {
       onExecute('cached');
       return kept;
     }
-    const inProgress = cache.readInProgress(key, generation!);
+    const inProgress = cache.readInProgress(key, generation);
     if (inProgress) {
       const shared = await inProgress;
       if (shared) {
@@ -198,11 +198,11 @@ export function compiledExecutionGateway(
         return shared;
       }
     }
-    const finish = cache.startRead(key, generation!);
+    const finish = cache.startRead(key, generation);
     let answer: CachedAnswer | undefined;
     try {
       const result = await run(document, operation, context, operationName, variables);
-      if (!result.errors?.length && result.data) answer = cache.keep(key, generation!, result.data as Record<string, unknown>);
+      if (!result.errors?.length && result.data) answer = cache.keep(key, generation, result.data as Record<string, unknown>);
       return result;
     } finally {
       finish(answer);

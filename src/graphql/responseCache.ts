@@ -109,7 +109,7 @@ export class ResponseCache {
   }
 
   /** The kept answer to `key`, when what it was read from has not changed since (`generation` is the current one). */
-  lookup(key: string, generation: string | null): CachedAnswer | undefined {
+  lookup(key: string, generation: string): CachedAnswer | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     this.entries.delete(key);

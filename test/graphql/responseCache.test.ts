@@ -229,11 +229,14 @@ describe('ResponseCache', () => {
     const generation = fixed('1');
     const cache = new ResponseCache(both(generation), 1 << 20);
     cache.keep('k', '1', { a: 1 });
-    expect(cache.lookup('k', generation.current())).toEqual({ data: { a: 1 } });
+    expect(cache.lookup('k', cache.generationNow('history')!)).toEqual({ data: { a: 1 } });
     expect(cache.lookup('k', '2')).toBeUndefined();
     // Gone, not only hidden: the old generation does not come back.
     expect(cache.lookup('k', '1')).toBeUndefined();
     expect(cache.size()).toEqual({ entries: 0, bytes: 0 });
+    // Unknown (PostgreSQL's LISTEN connection down or silent): the executor then neither looks up nor keeps.
+    generation.value = null;
+    expect(cache.generationNow('history')).toBeNull();
   });
 
   it('stays within its budget, dropping the least recently used answers first', () => {
