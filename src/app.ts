@@ -92,7 +92,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   // Set once the controllers exist (below): what to do when PostgreSQL is reachable again after an outage.
   let onDatabaseBack = () => {};
   const watcher = await db.watchEvents(
-    () => void events.catchUp(),
+    (upTo) => void events.catchUp(upTo),
     (error) => logger.warn({ err: error }, 'the event notification connection failed; reconnecting'),
     () => onDatabaseBack(),
   );

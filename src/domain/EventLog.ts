@@ -35,7 +35,10 @@ const PUBLISH_PAGE = 500;
  */
 export class EventLog {
   private pendingAppends: { events: NewEvent[]; resolve: (stored: StoredEvent[]) => void; reject: (error: unknown) => void }[] = [];
+  /** publishFromStore: the id up to which the store's events are published (the reader's position). */
   private published: Promise<number> | undefined;
+  /** The same, once known, for the synchronous decisions of afterCommit and catchUp. */
+  private lastPublished: number | undefined;
   private publishing: Promise<void> | undefined;
   private publishAgain = false;
 
@@ -44,7 +47,13 @@ export class EventLog {
     private readonly bus: EventBus,
     private readonly options: EventLogOptions = {},
   ) {
-    if (options.publishFromStore) this.published = store.read.lastEventId();
+    if (options.publishFromStore) {
+      this.published = store.read.lastEventId();
+      this.published.then(
+        (id) => (this.lastPublished ??= id),
+        () => undefined,
+      );
+    }
   }
 
   /**
@@ -56,7 +65,7 @@ export class EventLog {
     const { result } = await this.store.transaction(
       function* (tx) {
         const { result, events } = yield* change(tx);
-        return { result, stored: yield* tx.insertEvents(events, new Date()) };
+        return { result, stored: yield* tx.insertEvents(events) };
       },
       ({ stored }) => this.afterCommit(stored),
     );
@@ -64,19 +73,40 @@ export class EventLog {
     return result;
   }
 
-  /** SQLite: published in the same synchronous step as the commit, so no other commit can publish in between. */
+  /**
+   * SQLite: published in the same synchronous step as the commit, so no other commit can publish in between.
+   * PostgreSQL: event-writing transactions commit in id order (HistoryTx.insertEvents), so when this commit's first id
+   * follows the last one published, every smaller id is published already and nothing can come between: the events are
+   * published as they are, without reading them back (a round trip on the feed's path). Otherwise (another replica's
+   * events came between, an id lost to a rollback, a read under way) the reader publishes them from the store.
+   */
   private afterCommit(stored: readonly StoredEvent[]): void {
     if (stored.length === 0) return;
-    if (this.options.publishFromStore) this.publishFromStore();
-    else this.publish(stored);
+    if (!this.options.publishFromStore) {
+      this.publish(stored);
+      return;
+    }
+    if (!this.publishing && this.lastPublished !== undefined && stored[0]!.id === this.lastPublished + 1) {
+      this.publish(stored);
+      this.advanceTo(stored[stored.length - 1]!.id);
+      return;
+    }
+    this.publishFromStore();
+  }
+
+  private advanceTo(id: number): void {
+    this.lastPublished = id;
+    this.published = Promise.resolve(id);
   }
 
   /**
    * Publishes what other processes committed (PostgreSQL: called on every wake-up of the store's event notifier).
-   * Only with `publishFromStore`.
+   * `upTo`, when the wake-up says it, is the last id of the commit that sent it: nothing to read when that one is
+   * published already (this replica's own commits announce themselves too). Only with `publishFromStore`.
    */
-  catchUp(): Promise<void> {
+  catchUp(upTo?: number): Promise<void> {
     if (!this.options.publishFromStore) return Promise.resolve();
+    if (upTo !== undefined && this.lastPublished !== undefined && upTo <= this.lastPublished) return this.publishing ?? Promise.resolve();
     this.publishFromStore();
     return this.publishing ?? Promise.resolve();
   }
@@ -96,7 +126,7 @@ export class EventLog {
             const page = await this.store.read.listEventsAfter({}, last, PUBLISH_PAGE);
             this.publish(page);
             if (page.length > 0) last = page[page.length - 1]!.id;
-            this.published = Promise.resolve(last);
+            this.advanceTo(last);
             if (page.length < PUBLISH_PAGE) break;
           }
         } while (this.publishAgain);
@@ -125,11 +155,7 @@ export class EventLog {
     const batch = this.pendingAppends.splice(0);
     try {
       const stored = await this.store.transaction(
-        (tx) =>
-          tx.insertEvents(
-            batch.flatMap((b) => b.events),
-            new Date(),
-          ),
+        (tx) => tx.insertEvents(batch.flatMap((b) => b.events)),
         (inserted) => this.afterCommit(inserted),
       );
       await this.publishing;

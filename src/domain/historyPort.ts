@@ -241,9 +241,12 @@ export interface HistoryTx extends TxReads {
   /**
    * Appends events; ids come back in the given order. Ids are totally ordered across every writer, every process and
    * every replica: an event becomes visible only after every event with a smaller id, so a reader of `id > cursor`
-   * never skips one (PostgreSQL: under the event-log advisory lock, held to COMMIT — call this last).
+   * never skips one (PostgreSQL: under the event-log advisory lock, held to COMMIT — call this last). `createdAt` is
+   * the time of the insertion on the store's clock (SQLite: this process's; PostgreSQL: the database server's, read
+   * once the event-log lock is held, so it never decreases in id order, whichever replica wrote). It is the nearest
+   * to the commit any store can stamp: the live feed's commit → client latency is measured from it.
    */
-  insertEvents(events: readonly NewEvent[], now: Date): Step<StoredEvent[]>;
+  insertEvents(events: readonly NewEvent[]): Step<StoredEvent[]>;
 }
 
 export interface HistoryStore {

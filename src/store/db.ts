@@ -39,9 +39,10 @@ export interface Database {
   /**
    * Calls `wake` whenever events may have been committed by another process (PostgreSQL: LISTEN/NOTIFY on a dedicated
    * connection, on every reconnect, and every few seconds as a safety net). SQLite: never; one process writes.
-   * `onReconnected` (PostgreSQL): that connection listens again after it was lost, i.e. the database is back.
+   * `upTo`, when known, is the last event id of the commit that woke it (a hint: what is published up to there needs
+   * no read). `onReconnected` (PostgreSQL): that connection listens again after it was lost, i.e. the database is back.
    */
-  watchEvents(wake: () => void, onError?: (error: Error) => void, onReconnected?: () => void): Promise<{ stop(): Promise<void> }>;
+  watchEvents(wake: (upTo?: number) => void, onError?: (error: Error) => void, onReconnected?: () => void): Promise<{ stop(): Promise<void> }>;
   /**
    * The history's write generation (writeGeneration.ts), for the response cache. SQLite: read from the database.
    * PostgreSQL: this replica's commits, and the announcements of every replica's on a dedicated LISTEN connection.
@@ -74,6 +75,12 @@ export function pgPoolSizes(connectionLimit: number): { history: number; prisma:
 
 /** How often the write announcements' LISTEN connection proves it still delivers (see AnnouncedWriteGeneration). */
 const WRITES_HEARTBEAT_MS = 500;
+
+/** The event id an events notification carries (PgHistoryStore's INSERT_EVENTS sends the commit's last), if any. */
+function eventIdOf(payload: string | undefined): number | undefined {
+  const id = payload ? Number(payload) : Number.NaN;
+  return Number.isSafeInteger(id) ? id : undefined;
+}
 
 /** SQLite's wait for a lock held by another connection (the Prisma adapter's or a second process) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -130,7 +137,7 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
     migrations,
     isOpen: () => open,
     async watchEvents(wake, onError, onReconnected) {
-      const notifier = new PgEventNotifier(url, wake, onError, onReconnected);
+      const notifier = new PgEventNotifier(url, (payload) => wake(eventIdOf(payload)), onError, onReconnected);
       await notifier.start();
       return notifier;
     },

@@ -84,22 +84,21 @@ export function historyContract(factory: () => StoreFactory): void {
   };
 
   describe('event log', () => {
-    it('appends in order and reads back after a cursor, oldest first, limited', async () => {
+    it('appends in order, stamped on insertion, and reads back after a cursor, oldest first, limited', async () => {
       const before = await store.read.lastEventId();
+      const startedAt = Date.now();
       const stored = await store.transaction((tx) =>
-        tx.insertEvents(
-          [
-            event(EventType.RolloutStateChanged, {
-              rolloutId: 'r-ev',
-              kind: 'AGENT_POOL',
-              payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } },
-            }),
-            event(EventType.TargetStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1', payload: { to: 'PROGRESSING' } }),
-            event(EventType.TargetFailed, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1' }),
-          ],
-          T0,
-        ),
+        tx.insertEvents([
+          event(EventType.RolloutStateChanged, {
+            rolloutId: 'r-ev',
+            kind: 'AGENT_POOL',
+            payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } },
+          }),
+          event(EventType.TargetStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1', payload: { to: 'PROGRESSING' } }),
+          event(EventType.TargetFailed, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1' }),
+        ]),
       );
+      const endedAt = Date.now();
       const ids = stored.map((e) => e.id);
       expect(ids[0]).toBeGreaterThan(before);
       expect([...ids].sort((a, b) => a - b)).toEqual(ids);
@@ -117,7 +116,10 @@ export function historyContract(factory: () => StoreFactory): void {
         payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } },
       });
       expect(all[2]!.payload).toEqual({});
-      expect(all[0]!.createdAt.toISOString()).toBe(T0.toISOString());
+      // Stamped by the store during the transaction, one time for the batch (truncated to the column's milliseconds).
+      for (const e of stored) expect(e.createdAt.getTime()).toBe(stored[0]!.createdAt.getTime());
+      expect(stored[0]!.createdAt.getTime()).toBeGreaterThanOrEqual(startedAt);
+      expect(stored[0]!.createdAt.getTime()).toBeLessThanOrEqual(endedAt);
 
       expect((await store.read.listEventsAfter({}, ids[0], 100)).map((e) => e.id)).toEqual(ids.slice(1));
       expect((await store.read.listEventsAfter({}, before, 2)).map((e) => e.id)).toEqual(ids.slice(0, 2));
@@ -128,25 +130,25 @@ export function historyContract(factory: () => StoreFactory): void {
 
     it('filters by type (one or several), rollout, target and time', async () => {
       const before = await store.read.lastEventId();
+      const startedAt = new Date();
       const [a, b, c, d] = await store.transaction((tx) =>
-        tx.insertEvents(
-          [
-            event(EventType.RolloutStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT' }),
-            event(EventType.TargetStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
-            event(EventType.TargetFailed, { rolloutId: 'r-f2', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
-            event(EventType.RolloutStateChanged, { rolloutId: 'r-f2', kind: 'VIRTUAL_CLUSTER' }),
-          ],
-          at(60),
-        ),
+        tx.insertEvents([
+          event(EventType.RolloutStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT' }),
+          event(EventType.TargetStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
+          event(EventType.TargetFailed, { rolloutId: 'r-f2', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
+          event(EventType.RolloutStateChanged, { rolloutId: 'r-f2', kind: 'VIRTUAL_CLUSTER' }),
+        ]),
       );
+      const later = new Date(a!.createdAt.getTime() + 1);
       const idsAfter = (filter: Parameters<HistoryStore['read']['listEventsAfter']>[0]) =>
         store.read.listEventsAfter(filter, before, 100).then((list) => list.map((e) => e.id));
       expect(await idsAfter({ types: [EventType.TargetFailed] })).toEqual([c!.id]);
       expect(await idsAfter({ types: [EventType.TargetFailed, EventType.RolloutStateChanged] })).toEqual([a!.id, c!.id, d!.id]);
       expect(await idsAfter({ rolloutId: 'r-f1' })).toEqual([a!.id, b!.id]);
       expect(await idsAfter({ kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' })).toEqual([b!.id, c!.id]);
-      expect(await idsAfter({ since: at(60) })).toEqual([a!.id, b!.id, c!.id, d!.id]);
-      expect(await idsAfter({ since: at(61) })).toEqual([]);
+      expect(await idsAfter({ since: startedAt })).toEqual([a!.id, b!.id, c!.id, d!.id]);
+      expect(await idsAfter({ since: a!.createdAt })).toEqual([a!.id, b!.id, c!.id, d!.id]);
+      expect(await idsAfter({ since: later })).toEqual([]);
       expect(
         (await store.read.listEventsBefore({ rolloutId: 'r-f2', types: [EventType.RolloutStateChanged, EventType.TargetFailed] }, undefined, 10)).map(
           (e) => e.id,
@@ -159,7 +161,7 @@ export function historyContract(factory: () => StoreFactory): void {
       await expect(
         store.transaction(function* (tx) {
           yield* tx.insertRollout(rolloutRow('r-rolled-back'), T0);
-          yield* tx.insertEvents([event(EventType.RolloutStateChanged, { rolloutId: 'r-rolled-back' })], T0);
+          yield* tx.insertEvents([event(EventType.RolloutStateChanged, { rolloutId: 'r-rolled-back' })]);
           throw new Error('changed my mind');
         }),
       ).rejects.toThrow('changed my mind');

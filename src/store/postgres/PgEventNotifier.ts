@@ -12,7 +12,8 @@ const HEARTBEATS_BEFORE_LOST = 6;
 
 /**
  * Tells this replica that events may have been committed — by any replica — so that it reads them from the table
- * (`id > last published`) and feeds its own subscribers (research/postgres-spike.md §5). A wake-up carries no event:
+ * (`id > last published`) and feeds its own subscribers (research/postgres-spike.md §5). A wake-up carries no event,
+ * at most the last id of the commit that sent it (`wake`'s payload; none for the periodic and reconnect wake-ups):
  * notifications are lost while disconnected, folded within a transaction and capped in size, so the table is the
  * only source. One dedicated connection (LISTEN cannot share a pool connection), which LISTENs before each catch-up
  * so nothing committed in between is missed, reconnects with back-off, and wakes up once on every (re)connect.
@@ -37,7 +38,7 @@ export class PgEventNotifier {
     private readonly onError: (error: Error) => void = () => {},
     /** Called when the connection listens again after it was lost: the database was unreachable and is back. */
     private readonly onReconnected: () => void = () => {},
-    /** Another channel (token revocations): `wake` then receives each notification's payload. */
+    /** Another channel (token revocations, history writes); `wake` receives each notification's payload. */
     private readonly channel: string = EVENTS_CHANNEL,
     /** Called when the connection is lost (or the first one could not be made): notifications stop arriving. */
     private readonly onLost: () => void = () => {},
@@ -97,7 +98,7 @@ export class PgEventNotifier {
       keepAlive: true,
       application_name: this.channel === EVENTS_CHANNEL ? LISTENER_APPLICATION_NAME : `${this.channel}-listener`,
     });
-    client.on('notification', (message) => this.wake(this.channel === EVENTS_CHANNEL ? undefined : message.payload));
+    client.on('notification', (message) => this.wake(message.payload));
     client.on('error', (error) => {
       this.onError(error);
       this.reconnect(client);

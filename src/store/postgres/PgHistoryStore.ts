@@ -33,9 +33,9 @@ import { HOLDER } from '../writeProbe.js';
  *
  * Event ids: a sequence hands out ids at INSERT, but transactions commit in any order, so with several writers an
  * `id > cursor` reader would skip an id that commits after a larger one (7–12% of events in the spike).
- * `insertEvents` therefore takes a transaction-scoped advisory lock right before its INSERT and holds it to COMMIT:
- * event-writing transactions commit in id order. `insertEvents` must be the transaction's last statement so the lock
- * is held only for the INSERT → COMMIT window.
+ * `insertEvents` therefore takes a transaction-scoped advisory lock in the statement that INSERTs (INSERT_EVENTS) and
+ * holds it to COMMIT: event-writing transactions commit in id order. `insertEvents` must be the transaction's last
+ * statement so the lock is held only for the INSERT → COMMIT window.
  */
 export const EVENT_LOG_LOCK = 7243341735;
 export const EVENTS_CHANNEL = 'rollplane_events';
@@ -88,6 +88,26 @@ const pageWithCount = (page: string, count: string) =>
   `SELECT c.n AS "totalCount", t.* FROM (${count}) c LEFT JOIN LATERAL (${page}) t ON true ORDER BY t."ordinal"`;
 const TARGET_PAGE_WITH_COUNT = pageWithCount(TARGET_PAGE, COUNT_TARGETS);
 const TARGET_PAGE_IN_STATE_WITH_COUNT = pageWithCount(TARGET_PAGE_IN_STATE, COUNT_TARGETS_IN_STATE.replace('$2', '$4'));
+
+/**
+ * insertEvents in one round trip (see EVENT_LOG_LOCK): the event-log lock, the time stamp, the rows and the feeds'
+ * wake-up. Holding the lock costs the writers queued behind it every round trip made under it, and each one waits for
+ * this process's event loop, so the lock is taken by the same statement that inserts: only COMMIT's round trip is left
+ * under it. Order inside the statement: every row the INSERT reads is joined to `stamp`, which is read from `turn`, so
+ * the lock is held before the first id is drawn; `stamp` is the database's clock once the lock is held (truncated to
+ * the column's milliseconds), so createdAt never decreases in id order, whichever replica wrote. Ids are drawn in the
+ * given order (ORDER BY ord) and returned sorted (RETURNING's order is not promised). The NOTIFY payload is only a hint
+ * (the last id): feeds read the table.
+ */
+const INSERT_EVENTS = `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock($7::int8) AS locked),
+  stamp AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp() AT TIME ZONE 'UTC')::timestamp(3) AS "at" FROM turn),
+  inserted AS (
+    INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
+    SELECT u.t, u.r, u.k, u.ns, u.n, u.p, stamp."at"
+      FROM stamp, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, ord)
+     ORDER BY u.ord
+    RETURNING "id", "createdAt")
+SELECT array_agg("id" ORDER BY "id") AS ids, MAX("createdAt") AS "createdAt", pg_notify($8, MAX("id")::text) AS notified FROM inserted`;
 
 function readsOn(db: Queryable): HistoryReads {
   const rows = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> => {
@@ -402,30 +422,20 @@ function txOn(client: pg.PoolClient): HistoryTx {
     *deleteInFlight(kind, namespace, name) {
       yield* run('DELETE FROM "InFlightChange" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name]);
     },
-    *insertEvents(events: readonly NewEvent[], now: Date): Step<StoredEvent[]> {
+    *insertEvents(events: readonly NewEvent[]): Step<StoredEvent[]> {
       if (events.length === 0) return [];
       const payloads = events.map((e) => JSON.stringify(e.payload ?? {}));
-      yield* run('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK]);
-      const inserted = yield* rows<{ id: number }>(
-        `INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
-         SELECT t, r, k, ns, n, p, $7::timestamp(3)
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, ord)
-          ORDER BY ord
-         RETURNING "id"`,
-        [
-          events.map((e) => e.type),
-          events.map((e) => e.rolloutId ?? null),
-          events.map((e) => e.kind ?? null),
-          events.map((e) => e.namespace ?? null),
-          events.map((e) => e.name ?? null),
-          payloads,
-          isoOf(now),
-        ],
-      );
-      // Ids are drawn in insertion order (ORDER BY ord); RETURNING's order is not promised, so sort them.
-      const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
-      // A wake-up for every replica's feed, sent at COMMIT (the payload is only a hint: feeds read the table).
-      yield* run('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(ids[ids.length - 1])]);
+      const [inserted] = yield* rows<{ ids: number[]; createdAt: Date }>(INSERT_EVENTS, [
+        events.map((e) => e.type),
+        events.map((e) => e.rolloutId ?? null),
+        events.map((e) => e.kind ?? null),
+        events.map((e) => e.namespace ?? null),
+        events.map((e) => e.name ?? null),
+        payloads,
+        EVENT_LOG_LOCK,
+        EVENTS_CHANNEL,
+      ]);
+      const { ids, createdAt } = inserted!;
       return events.map((event, i) => ({
         id: ids[i]!,
         type: event.type as EventType,
@@ -434,7 +444,7 @@ function txOn(client: pg.PoolClient): HistoryTx {
         namespace: event.namespace ?? null,
         name: event.name ?? null,
         payload: JSON.parse(payloads[i]!) as Record<string, unknown>,
-        createdAt: now,
+        createdAt,
       }));
     },
   };

@@ -160,6 +160,6 @@ function txOf(sql: Sql): HistoryTx {
     insertRevisions: (revisions) => done(insertRevisions(sql, revisions)),
     putInFlight: (row, now) => done(putInFlight(sql, row, now)),
     deleteInFlight: (kind, namespace, name) => done(deleteInFlight(sql, kind, namespace, name)),
-    insertEvents: (events: readonly NewEvent[], now) => done(insertEvents(sql, events, now)),
+    insertEvents: (events: readonly NewEvent[]) => done(insertEvents(sql, events)),
   };
 }

@@ -35,7 +35,7 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
     connect: () => storesOn(tokensUrl),
   }));
 
-  it('orders event ids across concurrent writers so that an `id > cursor` reader never misses one', async () => {
+  it('orders event ids across concurrent writers so that an `id > cursor` reader never misses one, and stamps them in that order', async () => {
     const dbUrl = await server().createDatabase();
     // Three writers with pools of their own, as three replicas would be.
     const writers: HistoryStore[] = [];
@@ -45,6 +45,7 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       const committed: number[] = [];
       let writing = true;
       const seen: number[] = [];
+      const stampedAt: number[] = [];
       const follow = (async () => {
         let cursor = 0;
         // Tight loop like a feed that is always behind; stops after a last read once every writer is done.
@@ -52,6 +53,7 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
           last = !writing;
           for (const e of await reader.read.listEventsAfter({}, cursor, 1000)) {
             seen.push(e.id);
+            stampedAt.push(e.createdAt.getTime());
             cursor = e.id;
           }
         }
@@ -62,7 +64,6 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
             const events = await store.transaction(function* (tx) {
               const stored = yield* tx.insertEvents(
                 Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
-                new Date(),
               );
               // Work between the insert and COMMIT: without the ordering lock another writer's larger id commits first.
               // (yielding a promise: the PostgreSQL store awaits it inside the transaction)
@@ -81,6 +82,8 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       expect(missed).toEqual([]);
       expect(seen.length).toBe(committed.length);
       expect(seen.every((id, i) => i === 0 || id > seen[i - 1]!)).toBe(true);
+      // The database's clock, read under the event-log lock: createdAt never goes back in id order, whoever wrote.
+      expect(stampedAt.every((t, i) => i === 0 || t >= stampedAt[i - 1]!)).toBe(true);
     } finally {
       for (const s of [...writers, reader]) await s.close();
     }
