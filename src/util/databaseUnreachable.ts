@@ -5,7 +5,8 @@
  * - pg (the history port's pool, the LISTEN connection): a socket error code (ECONNREFUSED …), a server error code
  *   (class 08 connection exception; 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now; 53300
  *   too_many_connections; the login refusals below), or pg's own messages for a connection that ended or timed out,
- *   which carry no code;
+ *   or for a query the server did not answer at all within the pool's query timeout (store/postgres/pool.ts), which
+ *   carry no code;
  * - Prisma through @prisma/adapter-pg: a known request error P1001 (cannot reach), P1002/P1008 (timed out), P1017
  *   (server closed the connection), P2024 (pool timeout), P2037 (too many connections), P1000/P1003/P1010 (the login
  *   refusals below); or, for server codes the adapter does not translate (57P01 …), a DriverAdapterError whose
@@ -38,7 +39,7 @@ const ADAPTER_KINDS = new Set([
   'DatabaseDoesNotExist',
 ]);
 const MESSAGES =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Can't reach database server|Server has closed the connection|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode)/i;
+  /Connection terminated|Query read timeout|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Can't reach database server|Server has closed the connection|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode)/i;
 /** Codes a query can raise too: an outage only with the message PostgreSQL gives them when it refuses a login. */
 const CODES_BY_MESSAGE = new Map([
   ['55000', /is not currently accepting connections/i],

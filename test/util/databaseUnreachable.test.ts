@@ -9,6 +9,7 @@ describe('isDatabaseUnreachable', () => {
     ['a connection exception (class 08)', Object.assign(new Error('connection failure'), { code: '08006' })],
     ['a connection pg ended, without a code', new Error('Connection terminated unexpectedly')],
     ['a pool wait that timed out', new Error('timeout exceeded when trying to connect')],
+    ['a query the server did not answer within the pool’s query timeout', new Error('Query read timeout')],
     ['Prisma P1001', Object.assign(new Error("Can't reach database server at 127.0.0.1:5432"), { code: 'P1001', name: 'PrismaClientKnownRequestError' })],
     ['Prisma P1017', Object.assign(new Error('Server has closed the connection.'), { code: 'P1017' })],
     [

@@ -64,9 +64,15 @@ function isRetriable(error: unknown): boolean {
   return code === '40001' || code === '40P01';
 }
 
-/** The database is unreachable, shutting down or refusing connections: UNAVAILABLE (no address: clients see it). */
+/**
+ * The database is unreachable, shutting down or refusing connections, or it cancelled a statement that ran past the
+ * pool's statement timeout (57014, see pool.ts): UNAVAILABLE, retry later (no address: clients see it).
+ */
 function unavailable(error: unknown): unknown {
-  return isDatabaseUnreachable(error) ? new UnavailableError(databaseUnreachableMessage(error), { cause: error }) : error;
+  if (isDatabaseUnreachable(error)) return new UnavailableError(databaseUnreachableMessage(error), { cause: error });
+  if ((error as { code?: unknown } | null)?.code === '57014')
+    return new UnavailableError('the database did not finish a statement in time (57014)', { cause: error });
+  return error;
 }
 
 type EventRow = Omit<StoredEvent, 'payload' | 'type' | 'kind'> & { payload: string; type: string; kind: string | null };
@@ -492,7 +498,7 @@ export class PgHistoryStore implements HistoryStore {
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
           continue;
         }
-        throw error;
+        throw unavailable(error);
       } finally {
         // A connection that failed is destroyed rather than returned to the pool.
         const failed = giveBack();

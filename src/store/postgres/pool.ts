@@ -13,9 +13,36 @@ const INT8_OID = 20;
 /** How long a query waits to get a connection (a new one, or a free one from the pool) before failing UNAVAILABLE. */
 export const CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * How long the server lets one statement run (statement_timeout) before it cancels it (57014, answered UNAVAILABLE):
+ * rollplane's statements take milliseconds, so this only ends a lock wait or a plan gone wrong, which would otherwise
+ * hold a pooled connection and the request behind it. The connection stays usable.
+ */
+export const STATEMENT_TIMEOUT_MS = 30_000;
+/**
+ * How long pg waits for any answer to a query (query_timeout) before failing it: the server said nothing at all, not
+ * even the statement timeout's cancellation (stopped or frozen backends, a half-open connection behind a NAT). The
+ * connection is then destroyed: it still waits for that answer. Without it a request waited for as long as the stall
+ * (attack 7: about ten minutes).
+ */
+export const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 5_000;
+
+export interface PoolTimeouts {
+  statementTimeoutMs: number;
+  queryTimeoutMs: number;
+}
+
 const parseUtcTimestamp = (text: string) => new Date(`${text.replace(' ', 'T')}Z`);
 
-export function historyPool(url: string, max = 10): pg.Pool {
+/**
+ * `timeouts`: the bounds above by default; `false` for the migration runner's connection, whose advisory lock waits for
+ * another replica's migrations and whose statements (an index over a long history) may rightly take minutes.
+ */
+export function historyPool(
+  url: string,
+  max = 10,
+  timeouts: PoolTimeouts | false = { statementTimeoutMs: STATEMENT_TIMEOUT_MS, queryTimeoutMs: QUERY_TIMEOUT_MS },
+): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -23,6 +50,7 @@ export function historyPool(url: string, max = 10): pg.Pool {
     // Without a bound, a connection attempt to an unreachable host (a partition rather than a refusal) waits for the
     // OS, minutes, and so does every request behind it; this also bounds the wait for a free pooled connection.
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    ...(timeouts && { statement_timeout: timeouts.statementTimeoutMs, query_timeout: timeouts.queryTimeoutMs }),
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
         if (oid === TIMESTAMP_OID) return parseUtcTimestamp;

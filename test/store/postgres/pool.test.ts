@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
+import { UnavailableError } from '../../../src/errors.js';
+import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
 import { historyPool, watchLentConnection } from '../../../src/store/postgres/pool.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
 import { until } from '../../helpers/until.js';
@@ -31,6 +33,83 @@ describeWithPostgres('a connection lent out of the history pool', (server) => {
     } finally {
       await admin.end();
       await pool.end();
+    }
+  });
+});
+
+describeWithPostgres('the history pool’s timeouts', (server) => {
+  it('cancels a statement that waits past the statement timeout: UNAVAILABLE, and the connection serves the next request', async () => {
+    const url = await server().createDatabase();
+    const holder = await openPgHistoryStore(url, { poolSize: 2 });
+    const waiter = await openPgHistoryStore(url, { poolSize: 1, timeouts: { statementTimeoutMs: 300, queryTimeoutMs: 5_000 } });
+    let release!: () => void;
+    try {
+      let locked!: () => void;
+      const hasLock = new Promise<void>((resolve) => (locked = resolve));
+      const held = holder.store.transaction(function* (tx) {
+        yield* tx.lockLaunches('AGENT_POOL');
+        locked();
+        // Held until released (the store awaits a yielded promise inside the transaction).
+        yield new Promise<void>((resolve) => (release = resolve));
+      });
+      await hasLock;
+      const started = Date.now();
+      const waiting = waiter.store.transaction(function* (tx) {
+        yield* tx.lockLaunches('AGENT_POOL');
+      });
+      await expect(waiting).rejects.toBeInstanceOf(UnavailableError);
+      await expect(waiting).rejects.toThrow('the database did not finish a statement in time (57014)');
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // The same (only) connection answers the next request.
+      expect(await waiter.store.read.findRollout('none')).toBeUndefined();
+      release();
+      await held;
+    } finally {
+      release?.();
+      await holder.store.close();
+      await waiter.store.close();
+    }
+  });
+
+  it('fails a request the server does not answer at all within the query timeout (UNAVAILABLE), and opens a new connection for the next', async () => {
+    const url = await server().createDatabase();
+    const { store, pool } = await openPgHistoryStore(url, { poolSize: 1, timeouts: { statementTimeoutMs: 300, queryTimeoutMs: 1_000 } });
+    const frozen: number[] = [];
+    // The pool's one connection; its backend is then frozen, as behind a half-open TCP connection or a stalled host:
+    // the server sends nothing, not even the statement timeout's cancellation.
+    const freezeTheConnection = async () => {
+      const pid = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      process.kill(pid, 'SIGSTOP');
+      frozen.push(pid);
+    };
+    const expectUnavailableSoon = async (request: Promise<unknown>) => {
+      const started = Date.now();
+      await expect(request).rejects.toBeInstanceOf(UnavailableError);
+      await expect(request).rejects.toThrow('the database is unreachable');
+      expect(Date.now() - started).toBeLessThan(5_000);
+    };
+    try {
+      await freezeTheConnection();
+      await expectUnavailableSoon(store.read.findRollout('none'));
+      await freezeTheConnection();
+      await expectUnavailableSoon(store.transaction((tx) => tx.lockLaunches('AGENT_POOL')));
+      // A new connection, not a frozen one, serves the next request.
+      expect(await store.read.findRollout('none')).toBeUndefined();
+      expect(frozen).not.toContain((await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      await store.close();
+    }
+  });
+
+  it('applies the migrations on a connection without those timeouts', async () => {
+    const url = await server().createDatabase();
+    // A statement timeout no migration could meet: the migrations run on a connection of their own.
+    const { store, migrations } = await openPgHistoryStore(url, { timeouts: { statementTimeoutMs: 1, queryTimeoutMs: 1_000 } });
+    try {
+      expect(migrations.applied.length).toBeGreaterThan(0);
+    } finally {
+      await store.close();
     }
   });
 });
