@@ -3,7 +3,7 @@ import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 
 /**
- * The pg adapter for the Prisma CLI only (the runtime uses a plain PrismaPg). @prisma/adapter-pg 6.19.3 breaks every
+ * The pg adapter for the Prisma CLI only (the service does not open Prisma at run time, ADR 0028). @prisma/adapter-pg 6.19.3 breaks every
  * migrate command in three ways (research/postgres-spike.md §2); this factory works around each:
  * 1. the WASM schema engine reads catalog columns of type `name`/`"char"` that the adapter cannot map
  *    (prisma/orm#27403): the pool reports them as text;

@@ -1,8 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaClient } from './generated/client.js';
 import { parseDatabaseUrl, redactDatabaseUrl } from '../util/databaseUrl.js';
 import { applyMigrations, type MigrationReport } from './migrate.js';
 import type { HistoryStore } from './port.js';
@@ -15,16 +13,8 @@ import { Sql } from './Sql.js';
 import { AnnouncedWriteGeneration, HISTORY_WRITES_CHANNEL, SqliteWriteGeneration, type WriteGeneration } from './writeGeneration.js';
 import { UnavailableError } from '../errors.js';
 
-export type { PrismaClient };
-
 export interface Database {
   readonly provider: 'sqlite' | 'postgresql';
-  /**
-   * Prisma for what is not on the hot path (tokens, audit, jobs, idempotency records, some listings). Typed as the
-   * SQLite client on both stores: the two generated clients' types are not assignable to each other, and the SQLite
-   * one is the narrower API (research/postgres-spike.md §3).
-   */
-  prisma: PrismaClient;
   /** The history port (src/store/port.ts): rollouts, targets, revisions, in-flight work, the event log. */
   store: HistoryStore;
   /** API tokens (auth/TokenStore.ts), with revocations announced to every replica. */
@@ -64,15 +54,6 @@ export interface SqliteDatabase extends Database {
   file: string;
 }
 
-/**
- * A replica's PostgreSQL connections (`connection_limit` in DATABASE_URL, default 15, see databaseUrl.ts): a third for
- * Prisma (tokens, audit, jobs, some listings), the rest for the history port, which carries the hot path.
- */
-export function pgPoolSizes(connectionLimit: number): { history: number; prisma: number } {
-  const prisma = Math.max(1, Math.floor(connectionLimit / 3));
-  return { history: connectionLimit - prisma, prisma };
-}
-
 /** How often the write announcements' LISTEN connection proves it still delivers (see AnnouncedWriteGeneration). */
 const WRITES_HEARTBEAT_MS = 500;
 
@@ -82,7 +63,7 @@ function eventIdOf(payload: string | undefined): number | undefined {
   return Number.isSafeInteger(id) ? id : undefined;
 }
 
-/** SQLite's wait for a lock held by another connection (the Prisma adapter's or a second process) before SQLITE_BUSY. */
+/** SQLite's wait for a lock held by another connection (a second process, the migrations at start) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
 
 /** `file:./data/rollplane.db` → absolute path; relative paths are relative to the working directory. */
@@ -97,39 +78,26 @@ export function sqlitePathFromUrl(url: string): string {
 /** Opens the store DATABASE_URL names: `file:` → SQLite, `postgresql://` → PostgreSQL (see databaseUrl.ts). */
 export async function openDatabase(url: string): Promise<Database> {
   const target = parseDatabaseUrl(url);
-  return target.provider === 'sqlite' ? openSqliteDatabase(url) : openPostgresDatabase(target.url, pgPoolSizes(target.connectionLimit));
+  return target.provider === 'sqlite' ? openSqliteDatabase(url) : openPostgresDatabase(target.url, target.connectionLimit);
 }
 
 /**
- * PostgreSQL: the history port's pool (applying the committed migrations first; one replica applies them, the others
- * wait), then Prisma through @prisma/adapter-pg with the PostgreSQL client, cast once to the SQLite client's type.
+ * PostgreSQL: one pool of `connectionLimit` connections for every store (history, tokens, audit, the shared rate
+ * limit), opened after the committed migrations are applied (one replica applies them, the others wait).
  */
-async function openPostgresDatabase(url: string, pools: { history: number; prisma: number }): Promise<Database> {
-  // Loaded only here: a SQLite deployment never loads pg, the adapter or the PostgreSQL query compiler (WASM).
-  const [{ PrismaPg }, { PrismaClient: PgPrismaClient }, { openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { CONNECT_TIMEOUT_MS }] =
-    await Promise.all([
-      import('@prisma/adapter-pg'),
-      import('./generated-pg/client.js'),
-      import('./postgres/open.js'),
-      import('./postgres/PgEventNotifier.js'),
-      import('./postgres/PgRateLimiter.js'),
-      import('./postgres/pool.js'),
-    ]);
-  const [{ PgTokenStore }, { PgAuditStore }] = await Promise.all([import('./postgres/PgTokenStore.js'), import('./postgres/PgAuditStore.js')]);
-  const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: pools.history });
-  const prisma = new PgPrismaClient({
-    adapter: new PrismaPg({ connectionString: url, max: pools.prisma, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }),
-  }) as unknown as PrismaClient;
-  try {
-    await prisma.$connect();
-  } catch (error) {
-    await store.close();
-    throw new UnavailableError(`cannot open database ${redactDatabaseUrl(url)}: ${(error as Error).message}`, { cause: error });
-  }
+async function openPostgresDatabase(url: string, connectionLimit: number): Promise<Database> {
+  // Loaded only here: a SQLite deployment never loads pg.
+  const [{ openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { PgTokenStore }, { PgAuditStore }] = await Promise.all([
+    import('./postgres/open.js'),
+    import('./postgres/PgEventNotifier.js'),
+    import('./postgres/PgRateLimiter.js'),
+    import('./postgres/PgTokenStore.js'),
+    import('./postgres/PgAuditStore.js'),
+  ]);
+  const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: connectionLimit });
   let open = true;
   return {
     provider: 'postgresql',
-    prisma,
     store,
     tokens: new PgTokenStore(pool, url),
     audit: new PgAuditStore(pool),
@@ -174,14 +142,13 @@ async function openPostgresDatabase(url: string, pools: { history: number; prism
       if (!open) return;
       open = false;
       await store.close();
-      await prisma.$disconnect();
     },
   };
 }
 
 /**
- * SQLite: creates the directory, sets WAL mode and the busy timeout, applies committed migrations, then opens Prisma
- * through the better-sqlite3 driver adapter and rollplane's own connection on the same file.
+ * SQLite: creates the directory, sets WAL mode and the busy timeout, applies committed migrations, then opens
+ * rollplane's connection on the file (Sql.ts), which every store shares.
  */
 export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
   const file = sqlitePathFromUrl(url);
@@ -198,20 +165,11 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
   } finally {
     admin.close();
   }
-  const adapter = new PrismaBetterSQLite3({ url: `file:${file}`, timeout: BUSY_TIMEOUT_MS });
-  const prisma = new PrismaClient({ adapter });
-  await prisma.$connect();
-  // The adapter opens its own connection; make sure it waits on locks too.
-  await prisma.$queryRawUnsafe(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  // In WAL mode NORMAL syncs at checkpoints instead of every commit: a killed process loses nothing committed (the WAL
-  // is in the OS cache), only an OS crash or power loss can drop the last commits. See docs/adr/0008-sqlite-durability.md.
-  await prisma.$queryRawUnsafe('PRAGMA synchronous = NORMAL');
   const sql = Sql.open(file);
   const store = new SqliteHistoryStore(sql);
   let open = true;
   return {
     provider: 'sqlite',
-    prisma,
     store,
     tokens: new SqliteTokenStore(sql),
     audit: new SqliteAuditStore(sql),
@@ -226,7 +184,6 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
       if (!open) return;
       open = false;
       sql.close();
-      await prisma.$disconnect();
     },
   };
 }

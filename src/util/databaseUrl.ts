@@ -8,11 +8,11 @@ import path from 'node:path';
 export type DatabaseTarget = { provider: 'sqlite'; file: string } | { provider: 'postgresql'; url: string; connectionLimit: number };
 
 /**
- * Connections one replica opens to PostgreSQL (besides its one LISTEN connection) unless the URL says
- * `?connection_limit=N` (the parameter name Prisma documents for the same purpose): two thirds for the history port's
- * pool, one third for Prisma's. See deploy/ha/README.md.
+ * Connections one replica's stores open to PostgreSQL (one pool; besides its LISTEN connections and, at start, the
+ * migrations' one) unless the URL says `?connection_limit=N` (the parameter name Prisma documents for the same
+ * purpose). See deploy/ha/README.md.
  */
-export const DEFAULT_CONNECTION_LIMIT = 15;
+export const DEFAULT_CONNECTION_LIMIT = 10;
 const MIN_CONNECTION_LIMIT = 3;
 const MAX_CONNECTION_LIMIT = 500;
 

@@ -45,7 +45,7 @@ describe('access control over HTTP and WebSocket', () => {
   });
 
   it('answers 401 and UNAUTHENTICATED without a token, counts the refusal and writes no audit row for it', async () => {
-    const before = await app.db.prisma.auditEntry.count();
+    const before = await app.prisma.auditEntry.count();
     const query = await gql(app.url, '{ rollouts { totalCount } }');
     expect(query.status).toBe(401);
     expect(query.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
@@ -53,7 +53,7 @@ describe('access control over HTTP and WebSocket', () => {
     expect(mutation.status).toBe(401);
     expect((await app.domain.rollouts.require(rolloutId)).state).toBe('PENDING');
     // An anonymous caller could otherwise fill the disk one row per request (issue 18, finding 5).
-    expect(await app.db.prisma.auditEntry.count()).toBe(before);
+    expect(await app.prisma.auditEntry.count()).toBe(before);
     const metrics = await (await fetch(`${app.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/rollplane_requests_refused_total\{reason="unauthenticated",transport="http"\} [2-9]/);
   });
@@ -83,7 +83,7 @@ describe('access control over HTTP and WebSocket', () => {
     expect(paused.data.pauseRollout.state).toBe('PAUSED');
     const token = await gql(app.url, `mutation { createApiToken(input: { name: "sneaky", role: admin }) { secret } }`, {}, bearer(deployer));
     expect(token.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
-    expect(await app.db.prisma.apiToken.count({ where: { name: 'sneaky' } })).toBe(0);
+    expect(await app.prisma.apiToken.count({ where: { name: 'sneaky' } })).toBe(0);
   });
 
   it('audits every mutation with who, what, result and where; admins can read it', async () => {
@@ -110,7 +110,7 @@ describe('access control over HTTP and WebSocket', () => {
     const { secret, token } = res.data.createApiToken;
     expect(Date.parse(token.expiresAt) - Date.now()).toBeGreaterThan(50_000);
     expect((await gql(app.url, '{ serverInfo { version } }', {}, bearer(secret))).status).toBe(200);
-    await app.db.prisma.apiToken.update({ where: { id: token.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await app.prisma.apiToken.update({ where: { id: token.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     const expired = await gql(app.url, '{ serverInfo { version } }', {}, bearer(secret));
     expect(expired.status).toBe(401);
     // The same words as for an unknown or revoked token: the answer tells a holder of a stolen secret nothing.
@@ -144,7 +144,7 @@ describe('access control over HTTP and WebSocket', () => {
       bearer(ADMIN),
     );
     const { secret, token } = res.data.createApiToken;
-    await app.db.prisma.apiToken.update({ where: { id: token.id }, data: { expiresAt: new Date(Date.now() + 1500) } });
+    await app.prisma.apiToken.update({ where: { id: token.id }, data: { expiresAt: new Date(Date.now() + 1500) } });
     const client = wsClient(app.url, { connectionParams: { authorization: `Bearer ${secret}` } });
     const sub = collect(client, 'subscription { events(after: "0") { id } }');
     await sub.waitFor(1);

@@ -229,8 +229,7 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
     ] as const) {
       const created = await app.domain.tokens.create({ name, role });
       tokens[name.replace('-token', '')] = created.secret;
-      if (name === 'expired-token')
-        await app.db.prisma.apiToken.update({ where: { id: created.token.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });
+      if (name === 'expired-token') await app.prisma.apiToken.update({ where: { id: created.token.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });
       if (name === 'revoked-token') await app.domain.tokens.revoke(created.token.id);
     }
     await seedRollout(app, { actor: 'seed' });
@@ -241,7 +240,7 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
 
   /** Every table's rows, except the audit log (refused mutations are audited) and lastUsedAt (a hint). */
   async function snapshot(): Promise<string> {
-    const p = app.db.prisma;
+    const p = app.prisma;
     const tables = {
       rollouts: await p.rollout.findMany({ orderBy: { id: 'asc' } }),
       targets: await p.rolloutTarget.findMany({ orderBy: { id: 'asc' } }),
@@ -263,7 +262,7 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
         body: q('{ serverInfo { version } }'),
       });
     const before = await snapshot();
-    const auditBefore = await app.db.prisma.auditEntry.count();
+    const auditBefore = await app.prisma.auditEntry.count();
     const failures: string[] = [];
     for (const c of cases) {
       const headers: Record<string, string> = { 'content-type': 'application/json', ...c.headers };
@@ -300,7 +299,7 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
     expect(await snapshot()).toBe(before);
     // The server is still healthy, and refused mutations were audited.
     expect((await fetch(app.baseUrl + '/healthz')).status).toBe(200);
-    expect(await app.db.prisma.auditEntry.count()).toBeGreaterThan(auditBefore + 20);
+    expect(await app.prisma.auditEntry.count()).toBeGreaterThan(auditBefore + 20);
   });
 
   it('refuses bad subscriptions with a clear error or close code', async () => {

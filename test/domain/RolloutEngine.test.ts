@@ -10,6 +10,8 @@ import { resolveMaxUnavailable } from '../../src/domain/kinds/strategy.js';
 import { RolloutLauncher, type RolloutPlan } from '../../src/domain/RolloutLauncher.js';
 import { RolloutService } from '../../src/domain/RolloutService.js';
 import { openDatabase, type Database } from '../../src/store/db.js';
+import type { PrismaClient } from '../../src/store/generated/client.js';
+import { openTestPrisma } from '../helpers/prisma.js';
 import type { AgentPoolStrategy } from '../../src/domain/kinds/agentPool.js';
 
 /** A fleet in memory: a target converges `steps` observations after admission, or fails when its version is bad. */
@@ -49,12 +51,14 @@ describe('RolloutEngine', () => {
   let engine: RolloutEngine;
   let driver: FakeDriver;
   let now: number;
+  let prisma: PrismaClient;
   const signal = new AbortController().signal;
   const logger = { info: () => {}, warn: () => {} };
 
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-engine-'));
     db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
+    prisma = await openTestPrisma(path.join(dir, 'e.db'));
     const log = new EventLog(db.store, new InProcessEventBus());
     rollouts = new RolloutService(db.store, log);
     now = Date.parse('2026-11-30T00:00:00Z');
@@ -65,6 +69,7 @@ describe('RolloutEngine', () => {
     engine.registerDriver(driver);
   });
   afterEach(async () => {
+    await prisma.$disconnect();
     await db.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -111,7 +116,7 @@ describe('RolloutEngine', () => {
     expect(targets.every((t) => t.state === 'SUCCEEDED')).toBe(true);
     expect(driver.admissions).toHaveLength(10);
     expect(driver.finished).toEqual([rollout.id]);
-    const revisions = await db.prisma.revision.findMany({ where: { name: 'pool-0' }, orderBy: { n: 'asc' } });
+    const revisions = await prisma.revision.findMany({ where: { name: 'pool-0' }, orderBy: { n: 'asc' } });
     expect(revisions.map((r) => [r.n, r.version])).toEqual([
       [1, 'agent:v1'],
       [2, 'agent:v2'],
@@ -136,7 +141,7 @@ describe('RolloutEngine', () => {
   it('rolls the changed targets back automatically when asked', async () => {
     const rollout = await launch(plan(4, { maxUnavailable: '2', failureThreshold: 2, autoRollback: true }, 'agent:bad'));
     await drive(rollout.id);
-    const rollback = (await db.prisma.rollout.findFirst({ where: { rollbackOfId: rollout.id } }))!;
+    const rollback = (await prisma.rollout.findFirst({ where: { rollbackOfId: rollout.id } }))!;
     expect(rollback).toBeTruthy();
     const { rollout: done } = await drive(rollback.id);
     expect(done.state).toBe('SUCCEEDED');
@@ -149,12 +154,12 @@ describe('RolloutEngine', () => {
     await engine.reconcile(rollout.id, signal); // admits both
     // The crash window: the rollout is FAILED in the store, the rollback was never created.
     await drive(rollout.id);
-    await db.prisma.rollout.deleteMany({ where: { rollbackOfId: rollout.id } });
-    await db.prisma.idempotencyKey.deleteMany({});
-    await db.prisma.rollout.update({ where: { id: rollout.id }, data: { engineState: '{}' } });
+    await prisma.rollout.deleteMany({ where: { rollbackOfId: rollout.id } });
+    await prisma.idempotencyKey.deleteMany({});
+    await prisma.rollout.update({ where: { id: rollout.id }, data: { engineState: '{}' } });
     await engine.reconcile(rollout.id, signal);
     await engine.reconcile(rollout.id, signal);
-    expect(await db.prisma.rollout.count({ where: { rollbackOfId: rollout.id } })).toBe(1);
+    expect(await prisma.rollout.count({ where: { rollbackOfId: rollout.id } })).toBe(1);
   });
 
   it('pauses after the canary targets and continues only when resumed', async () => {
@@ -192,7 +197,7 @@ describe('RolloutEngine', () => {
     const rollout = await launch(plan(1, { maxUnavailable: '1' }));
     await engine.reconcile(rollout.id, signal); // PENDING → PROGRESSING, admits pool-0
     // Simulate the crash window: the write happened, the PROGRESSING record did not.
-    await db.prisma.rolloutTarget.updateMany({ where: { rolloutId: rollout.id }, data: { state: 'PENDING' } });
+    await prisma.rolloutTarget.updateMany({ where: { rolloutId: rollout.id }, data: { state: 'PENDING' } });
     engine.forgetViews(); // the crash took the engine's memory with it
     const { rollout: done } = await drive(rollout.id);
     expect(done.state).toBe('SUCCEEDED');

@@ -154,10 +154,10 @@ describe('mutation inputs refused at the API edge', () => {
   });
 
   const counts = async () => ({
-    rollouts: await app.db.prisma.rollout.count(),
-    targets: await app.db.prisma.rolloutTarget.count(),
-    events: await app.db.prisma.event.count(),
-    keys: await app.db.prisma.idempotencyKey.count(),
+    rollouts: await app.prisma.rollout.count(),
+    targets: await app.prisma.rolloutTarget.count(),
+    events: await app.prisma.event.count(),
+    keys: await app.prisma.idempotencyKey.count(),
   });
 
   it.each(BAD)('%s %j: BAD_USER_INPUT naming %s, nothing written', async (mutation, input, field, words) => {
@@ -268,7 +268,7 @@ describe('mutation inputs accepted at the API edge', () => {
   const atLimits = { actor: x(200), commit: x(200), message: x(2000), runUrl: `https://ci.example/${x(1981)}` };
 
   it('plans every bump at the edges of its ranges, with the contract defaults for what was not given', async () => {
-    const before = await app.db.prisma.rollout.count();
+    const before = await app.prisma.rollout.count();
     const cases: [Mutation, Record<string, unknown>, Record<string, unknown>][] = [
       [
         'bumpAgentImage',
@@ -335,7 +335,7 @@ describe('mutation inputs accepted at the API edge', () => {
       expect(res.errors, `${mutation} ${JSON.stringify(input).slice(0, 200)}`).toBeUndefined();
       expect(res.data[mutation]).toMatchObject({ dryRun: true, created: false, rollout: { id: 'dry-run', strategy } });
     }
-    expect(await app.db.prisma.rollout.count()).toBe(before);
+    expect(await app.prisma.rollout.count()).toBe(before);
   });
 
   it('takes a rollback cause at the limits (the answer is about the id, not the input)', async () => {

@@ -116,20 +116,20 @@ describe('GraphQL over HTTP', () => {
   });
 
   it('answers NOT_FOUND for an unknown rollout and changes nothing', async () => {
-    const before = await app.db.prisma.event.count();
+    const before = await app.prisma.event.count();
     const res = await gql(app.url, `mutation { pauseRollout(id: "ro_missing") { id } }`);
     expect(res.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect(res.errors?.[0]?.message).toContain('ro_missing');
-    expect(await app.db.prisma.event.count()).toBe(before);
+    expect(await app.prisma.event.count()).toBe(before);
   });
 
   it('answers CONFLICT for a transition the state machine forbids and changes nothing', async () => {
     const seeded = await seedRollout();
-    const before = await app.db.prisma.event.count();
+    const before = await app.prisma.event.count();
     const res = await gql(app.url, `mutation($id: ID!) { resumeRollout(id: $id) { id } }`, { id: seeded.id });
     expect(res.errors?.[0]?.extensions?.code).toBe('CONFLICT');
     expect(res.errors?.[0]?.message).toMatch(/is PENDING; it cannot become PROGRESSING/);
-    expect(await app.db.prisma.event.count()).toBe(before);
+    expect(await app.prisma.event.count()).toBe(before);
     expect((await app.domain.rollouts.require(seeded.id)).state).toBe('PENDING');
   });
 

@@ -5,10 +5,14 @@ import { pino } from 'pino';
 import { startApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
+import type { PrismaClient } from '../../src/store/generated/client.js';
+import { openTestPrisma } from './prisma.js';
 
 export interface TestApp extends App {
   /** The SQLite file; reuse it with `startTestApp({ databaseFile })` to test a restart. */
   databaseFile: string;
+  /** Prisma on that file, for what the API does not offer (helpers/prisma.ts). */
+  prisma: PrismaClient;
   baseUrl: string;
   /** Stops the app and deletes its temporary directory (unless the caller passed its own database file). */
   close(): Promise<void>;
@@ -40,11 +44,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     [],
   );
   const app = await startApp(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  const prisma = await openTestPrisma(databaseFile);
   return {
     ...app,
     databaseFile,
+    prisma,
     baseUrl: app.url.replace(/\/graphql$/, ''),
     async close() {
+      await prisma.$disconnect();
       await app.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     },

@@ -10,16 +10,21 @@ import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } f
 import { dateOf, Sql, sqlDate } from '../../src/store/Sql.js';
 import { SqliteHistoryStore } from '../../src/store/sqlite/SqliteHistoryStore.js';
 import { UnavailableError } from '../../src/errors.js';
+import type { PrismaClient } from '../../src/store/generated/client.js';
+import { openTestPrisma } from '../helpers/prisma.js';
 import { until } from '../helpers/until.js';
 
 describe('Sql (the history hot path)', () => {
   let dir: string;
   let db: Database;
+  let prisma: PrismaClient;
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-sql-'));
     db = await openDatabase(`file:${path.join(dir, 'h.db')}`);
+    prisma = await openTestPrisma(db.file);
   });
   afterEach(async () => {
+    await prisma.$disconnect();
     await db.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -42,7 +47,7 @@ describe('Sql (the history hot path)', () => {
     clearInterval(ticker);
     other.close();
     expect(ticks).toBeGreaterThan(3); // timers ran while the write waited
-    expect(await db.prisma.apiToken.count()).toBe(1);
+    expect(await prisma.apiToken.count()).toBe(1);
   });
 
   it('gives up with UNAVAILABLE when the lock is held longer than it waits, and writes nothing', async () => {
@@ -57,7 +62,7 @@ describe('Sql (the history hot path)', () => {
     other.prepare('ROLLBACK').run();
     other.close();
     sql.close();
-    expect(await db.prisma.apiToken.count()).toBe(0);
+    expect(await prisma.apiToken.count()).toBe(0);
   });
 
   it('rolls a failed body back entirely and never calls afterCommit', async () => {
@@ -72,14 +77,14 @@ describe('Sql (the history hot path)', () => {
       ),
     ).rejects.toThrow('boom');
     expect(after).toBe(0);
-    expect(await db.prisma.apiToken.count()).toBe(0);
+    expect(await prisma.apiToken.count()).toBe(0);
   });
 
   it('writes DateTimes that Prisma reads back as the same instant, and reads what Prisma and SQLite write', async () => {
     const at = new Date('2026-12-01T08:09:10.123Z');
     db.sql.run(`INSERT INTO "ApiToken" ("id", "name", "role", "hash", "createdAt") VALUES ('t4', 'n4', 'viewer', 'h4', ?)`, sqlDate(at));
-    expect((await db.prisma.apiToken.findUnique({ where: { id: 't4' } }))!.createdAt.toISOString()).toBe(at.toISOString());
-    const viaPrisma = await db.prisma.apiToken.create({ data: { id: 't5', name: 'n5', role: 'viewer', hash: 'h5', createdAt: at } });
+    expect((await prisma.apiToken.findUnique({ where: { id: 't4' } }))!.createdAt.toISOString()).toBe(at.toISOString());
+    const viaPrisma = await prisma.apiToken.create({ data: { id: 't5', name: 'n5', role: 'viewer', hash: 'h5', createdAt: at } });
     const raw = db.sql.get<{ createdAt: string }>('SELECT "createdAt" FROM "ApiToken" WHERE "id" = ?', viaPrisma.id)!;
     expect(dateOf(raw.createdAt).toISOString()).toBe(at.toISOString());
     expect(dateOf('2026-12-01 08:09:10').toISOString()).toBe('2026-12-01T08:09:10.000Z');

@@ -1,23 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { pgPoolSizes } from '../../src/store/db.js';
 import { DEFAULT_CONNECTION_LIMIT, parseDatabaseUrl } from '../../src/util/databaseUrl.js';
 
 describe('connection_limit in a PostgreSQL DATABASE_URL', () => {
-  it('defaults to 15 connections per replica: 10 for the history port, 5 for Prisma', () => {
+  it('defaults to 10 connections per replica', () => {
     const target = parseDatabaseUrl('postgresql://rp:secret@db.example:5432/rollplane?sslmode=require');
     expect(target).toEqual({
       provider: 'postgresql',
       url: 'postgresql://rp:secret@db.example:5432/rollplane?sslmode=require',
       connectionLimit: DEFAULT_CONNECTION_LIMIT,
     });
-    expect(pgPoolSizes(DEFAULT_CONNECTION_LIMIT)).toEqual({ history: 10, prisma: 5 });
+    expect(DEFAULT_CONNECTION_LIMIT).toBe(10);
   });
 
   it('takes the limit from the URL and leaves it out of the URL the drivers get', () => {
     const target = parseDatabaseUrl('postgresql://rp:secret@db.example:5432/rollplane?connection_limit=30&sslmode=require');
     expect(target).toEqual({ provider: 'postgresql', url: 'postgresql://rp:secret@db.example:5432/rollplane?sslmode=require', connectionLimit: 30 });
-    expect(pgPoolSizes(30)).toEqual({ history: 20, prisma: 10 });
-    expect(pgPoolSizes(3)).toEqual({ history: 2, prisma: 1 });
   });
 
   it.each(['0', '2', '501', '10.5', 'ten', ''])('refuses connection_limit=%s with the range, and no password', (value) => {

@@ -60,7 +60,7 @@ describe('findings of the outside attack', () => {
 
   it('F6: audits mutations that fail validation or name no runnable operation, within the mutation budget', async () => {
     const deployer = (await app.domain.tokens.create({ name: 'prober', role: 'deployer' })).secret;
-    const since = (await app.db.prisma.auditEntry.aggregate({ _max: { id: true } }))._max.id ?? 0;
+    const since = (await app.prisma.auditEntry.aggregate({ _max: { id: true } }))._max.id ?? 0;
     const auth = { authorization: `Bearer ${deployer}` };
     const invalid = await gql(app.url, 'mutation { createApiToken(input: { name: "evil", role: admin }) { secret bogus } }', {}, auth);
     expect(invalid.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
@@ -74,7 +74,7 @@ describe('findings of the outside attack', () => {
     const overWs = collect(client, 'mutation { revokeApiToken { id } }');
     await overWs.waitFor(1);
     await client.dispose();
-    const entries = await app.db.prisma.auditEntry.findMany({ where: { id: { gt: since } }, orderBy: { id: 'asc' } });
+    const entries = await app.prisma.auditEntry.findMany({ where: { id: { gt: since } }, orderBy: { id: 'asc' } });
     expect(entries.map((e) => [e.actor, e.operation, e.result])).toEqual([
       ['prober', 'createApiToken', 'GRAPHQL_VALIDATION_FAILED'],
       ['prober', 'revokeApiToken,pauseRollout', 'OPERATION_RESOLUTION_FAILURE'],
@@ -82,7 +82,7 @@ describe('findings of the outside attack', () => {
     ]);
     // They spend the mutation budget (burst 5): the probe cannot write rows without bound.
     for (let i = 0; i < 10; i++) await gql(app.url, 'mutation { createApiToken(input: { name: "evil", role: admin }) { bogus } }', {}, auth);
-    expect(await app.db.prisma.auditEntry.count({ where: { id: { gt: since } } })).toBeLessThanOrEqual(6);
+    expect(await app.prisma.auditEntry.count({ where: { id: { gt: since } } })).toBeLessThanOrEqual(6);
   });
 
   it('F8: closes WebSockets that never authenticate past a per-address cap', async () => {

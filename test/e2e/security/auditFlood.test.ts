@@ -23,7 +23,7 @@ describe('the audit log under a flood of refused requests', () => {
   });
 
   it('writes no row for unauthenticated or rate-limited mutations, and counts them', async () => {
-    const before = await app.db.prisma.auditEntry.count();
+    const before = await app.prisma.auditEntry.count();
     const big = { query: 'mutation($m: String) { pauseRollout(id: "x", reason: $m) { id } }', variables: { m: 'x'.repeat(500_000) } };
     for (let i = 0; i < 200; i++) {
       const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(big) });
@@ -36,7 +36,7 @@ describe('the audit log under a flood of refused requests', () => {
       statuses.push((await gql(app.url, 'mutation { pauseRollout(id: "ro_none") { id } }', {}, { authorization: `Bearer ${deployer}` })).status);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(15);
     // Those within the burst (and any refill) were authenticated and ran (NOT_FOUND): audited; the 429s are not.
-    expect(await app.db.prisma.auditEntry.count()).toBe(before + statuses.filter((s) => s !== 429).length);
+    expect(await app.prisma.auditEntry.count()).toBe(before + statuses.filter((s) => s !== 429).length);
     const metrics = await (await fetch(`${app.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/rollplane_requests_refused_total\{reason="unauthenticated",transport="http"\} 200/);
     expect(metrics).toContain(`rollplane_requests_refused_total{reason="rate_limited",transport="http"} ${statuses.filter((s) => s === 429).length}`);
@@ -51,7 +51,7 @@ describe('the audit log under a flood of refused requests', () => {
       { authorization: `Bearer ${viewer}` },
     );
     expect(res.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
-    const entry = await app.db.prisma.auditEntry.findFirst({ orderBy: { id: 'desc' } });
+    const entry = await app.prisma.auditEntry.findFirst({ orderBy: { id: 'desc' } });
     expect(entry).toMatchObject({ actor: 'peeker', operation: 'abortRollout', result: 'FORBIDDEN' });
     expect(entry!.input.length + (entry!.message?.length ?? 0) + entry!.operation.length).toBeLessThan(6_500);
   });
@@ -62,12 +62,12 @@ describe('audit retention', () => {
     const first = await startTestApp({ env: AUTH_ON });
     const { databaseFile } = first;
     const old = new Date(Date.now() - 10 * 24 * 3600 * 1000);
-    await first.db.prisma.auditEntry.createMany({ data: Array.from({ length: 5 }, () => ({ operation: 'pauseRollout', result: 'OK', createdAt: old })) });
-    await first.db.prisma.auditEntry.createMany({ data: Array.from({ length: 150 }, (_, i) => ({ operation: `recent${i}`, result: 'OK' })) });
+    await first.prisma.auditEntry.createMany({ data: Array.from({ length: 5 }, () => ({ operation: 'pauseRollout', result: 'OK', createdAt: old })) });
+    await first.prisma.auditEntry.createMany({ data: Array.from({ length: 150 }, (_, i) => ({ operation: `recent${i}`, result: 'OK' })) });
     await first.stop();
     const second = await startTestApp({ databaseFile, env: { ...AUTH_ON, ROLLPLANE_AUDIT_RETENTION_DAYS: '7', ROLLPLANE_AUDIT_MAX_ENTRIES: '100' } });
     try {
-      const rows = await second.db.prisma.auditEntry.findMany({ orderBy: { id: 'asc' } });
+      const rows = await second.prisma.auditEntry.findMany({ orderBy: { id: 'asc' } });
       expect(rows).toHaveLength(100);
       expect(rows.every((r) => r.createdAt.getTime() > old.getTime())).toBe(true);
       expect(rows.at(-1)!.operation).toBe('recent149');

@@ -85,13 +85,13 @@ describe('browser origins in the default mode (authentication off on loopback)',
 
   it('refuses a foreign Host header (DNS rebinding) with 421 over HTTP and WebSocket alike, and creates nothing', async () => {
     const port = new URL(app.url).port;
-    const tokensBefore = await app.db.prisma.apiToken.count();
+    const tokensBefore = await app.prisma.apiToken.count();
     expect(await withHost(app.url, `rebind.evil.example:${port}`)).toBe(421);
     expect(await upgrade(app.url, { host: `rebind.evil.example:${port}`, origin: `http://rebind.evil.example:${port}` })).toEqual({
       opened: false,
       status: 421,
     });
-    expect(await app.db.prisma.apiToken.count()).toBe(tokensBefore);
+    expect(await app.prisma.apiToken.count()).toBe(tokensBefore);
     expect(await withHost(app.url, `localhost:${port}`)).toBe(200);
     expect(await withHost(app.url, `[::1]:${port}`)).toBe(200);
   });

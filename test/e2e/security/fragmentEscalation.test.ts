@@ -28,7 +28,7 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
   });
 
   async function snapshot(): Promise<string> {
-    const p = app.db.prisma;
+    const p = app.prisma;
     return JSON.stringify({
       rollouts: await p.rollout.findMany({ orderBy: { id: 'asc' } }),
       events: await p.event.count(),
@@ -44,7 +44,7 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
 
   it('refuses each over HTTP with FORBIDDEN, returns no data and writes nothing but FORBIDDEN audit entries naming the field', async () => {
     const before = await snapshot();
-    const auditBefore = await app.db.prisma.auditEntry.aggregate({ _max: { id: true } });
+    const auditBefore = await app.prisma.auditEntry.aggregate({ _max: { id: true } });
     const leaks: string[] = [];
     for (const c of cases) {
       const res = await gql(app.url, c.query, c.variables, { authorization: `Bearer ${secrets[c.role]}` });
@@ -54,7 +54,7 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
     }
     expect(leaks).toEqual([]);
     expect(await snapshot()).toBe(before);
-    const entries = await app.db.prisma.auditEntry.findMany({ where: { id: { gt: auditBefore._max.id ?? 0 } } });
+    const entries = await app.prisma.auditEntry.findMany({ where: { id: { gt: auditBefore._max.id ?? 0 } } });
     const mutationCases = cases.filter((c) => c.type === 'mutation');
     expect(entries).toHaveLength(mutationCases.length);
     expect(entries.every((e) => e.result === 'FORBIDDEN')).toBe(true);
@@ -63,7 +63,7 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
 
   it('refuses each over WebSocket the same way and audits the refused mutations there too', async () => {
     const before = await snapshot();
-    const auditBefore = (await app.db.prisma.auditEntry.aggregate({ _max: { id: true } }))._max.id ?? 0;
+    const auditBefore = (await app.prisma.auditEntry.aggregate({ _max: { id: true } }))._max.id ?? 0;
     const leaks: string[] = [];
     const clients = {
       viewer: wsClient(app.url, { connectionParams: { authorization: `Bearer ${secrets.viewer}` } }),
@@ -79,7 +79,7 @@ describe(`privileged fields hidden in fragments (${cases.length} shapes per tran
     await Promise.all(Object.values(clients).map((c) => c.dispose()));
     expect(leaks).toEqual([]);
     expect(await snapshot()).toBe(before);
-    const entries = await app.db.prisma.auditEntry.findMany({ where: { id: { gt: auditBefore } } });
+    const entries = await app.prisma.auditEntry.findMany({ where: { id: { gt: auditBefore } } });
     expect(entries).toHaveLength(cases.filter((c) => c.type === 'mutation').length);
     expect(entries.every((e) => e.result === 'FORBIDDEN' && e.operation !== 'mutation')).toBe(true);
   });

@@ -31,9 +31,9 @@ describe('input sizes', () => {
   });
 
   const counts = async () => ({
-    rollouts: await app.db.prisma.rollout.count(),
-    events: await app.db.prisma.event.count(),
-    keys: await app.db.prisma.idempotencyKey.count(),
+    rollouts: await app.prisma.rollout.count(),
+    events: await app.prisma.event.count(),
+    keys: await app.prisma.idempotencyKey.count(),
   });
 
   it.each(bumps)('%s refuses an oversized cause field over HTTP, naming it, and writes nothing', async (field, mutation) => {

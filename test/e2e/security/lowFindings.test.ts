@@ -49,7 +49,7 @@ describe('the configured admin token', () => {
   it('stays revoked when the same secret is configured again on restart; a new secret rotates it', async () => {
     const secret = 'admin-secret-that-gets-revoked-0123456789';
     const first = await startTestApp({ env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: secret } });
-    const admin = await first.db.prisma.apiToken.findUniqueOrThrow({ where: { name: 'admin' } });
+    const admin = await first.prisma.apiToken.findUniqueOrThrow({ where: { name: 'admin' } });
     await first.domain.tokens.revoke(admin.id);
     await first.stop();
     const again = await startTestApp({ databaseFile: first.databaseFile, env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: secret } });
@@ -132,13 +132,13 @@ describe('a null through a nullable variable into a non-null input field', () =>
 
   const mutation = (mark: string) => `mutation($x: Boolean) { bumpAgentImage(input: { image: "a/agent:${mark}", dryRun: $x }) { dryRun } }`;
   const entryFor = async (mark: string) => {
-    const entries = await app.db.prisma.auditEntry.findMany({ where: { input: { contains: mark } } });
+    const entries = await app.prisma.auditEntry.findMany({ where: { input: { contains: mark } } });
     expect(entries, mark).toHaveLength(1);
     return entries[0]!;
   };
 
   it('is BAD_USER_INPUT naming the argument, and audited as BAD_USER_INPUT, over HTTP and WebSocket', async () => {
-    const before = await app.db.prisma.rollout.count();
+    const before = await app.prisma.rollout.count();
     const overHttp = await gql(app.url, mutation('null-http'), { x: null });
     expect(overHttp.errors?.[0]?.extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'input' });
     expect(overHttp.errors?.[0]?.message).toContain('Argument "input" has invalid value');
@@ -154,7 +154,7 @@ describe('a null through a nullable variable into a non-null input field', () =>
     }
     // The WebSocket's audit entry is written once the operation has settled, before its result is sent.
     expect(await entryFor('null-ws')).toMatchObject({ operation: 'bumpAgentImage', result: 'BAD_USER_INPUT' });
-    expect(await app.db.prisma.rollout.count()).toBe(before);
+    expect(await app.prisma.rollout.count()).toBe(before);
   });
 });
 

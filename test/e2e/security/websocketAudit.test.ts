@@ -30,11 +30,11 @@ describe('mutations over WebSocket', () => {
   }
 
   async function newEntries(since: number) {
-    return app.db.prisma.auditEntry.findMany({ where: { id: { gt: since } }, orderBy: { id: 'asc' } });
+    return app.prisma.auditEntry.findMany({ where: { id: { gt: since } }, orderBy: { id: 'asc' } });
   }
 
   async function lastId(): Promise<number> {
-    return (await app.db.prisma.auditEntry.aggregate({ _max: { id: true } }))._max.id ?? 0;
+    return (await app.prisma.auditEntry.aggregate({ _max: { id: true } }))._max.id ?? 0;
   }
 
   it('audits an accepted mutation with who, what and from where', async () => {

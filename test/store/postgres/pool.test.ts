@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/errors.js';
+import { openDatabase } from '../../../src/store/db.js';
 import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
 import { historyPool, watchLentConnection } from '../../../src/store/postgres/pool.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
@@ -110,6 +111,40 @@ describeWithPostgres('the history pool’s timeouts', (server) => {
       expect(migrations.applied.length).toBeGreaterThan(0);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describeWithPostgres('a replica’s connections', (server) => {
+  it('are at most connection_limit for its stores, however many requests run at once, besides its LISTEN connections', async () => {
+    const url = await server().createDatabase();
+    const database = new URL(url).pathname.slice(1);
+    const db = await openDatabase(`${url}?connection_limit=3`);
+    try {
+      let most = 0;
+      const count = async () => {
+        const { rows } = await server().admin<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name NOT LIKE '%listener%' AND pid <> pg_backend_pid()",
+          [database],
+        );
+        most = Math.max(most, rows[0]!.n);
+      };
+      const requests = Array.from({ length: 30 }, (_, i) =>
+        i % 3 === 0
+          ? db.tokens.findByHash(`h${i}`)
+          : i % 3 === 1
+            ? db.store.read.listEventsAfter({}, 0, 10)
+            : db.store.transaction((tx) => tx.lockLaunches('AGENT_POOL')),
+      );
+      const watching = (async () => {
+        for (let i = 0; i < 10; i++) await count();
+      })();
+      await Promise.all([...requests, watching]);
+      await count();
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(3);
+    } finally {
+      await db.close();
     }
   });
 });
