@@ -1,6 +1,7 @@
 /**
  * Both stores in one benchmark run (issue 15): SQLite (each run's own file, startBenchApp's default), then PostgreSQL on
- * a throwaway server (the tests' helper: initdb in a temporary directory, a free port, fsync off), started once for
+ * a throwaway server (the tests' helper: initdb in a temporary directory, a free port, fsync off unless
+ * `BENCH_PG_DURABLE=1`, which runs it as production does: every COMMIT waits for its WAL flush), started once for
  * the store's runs and removed after, with a fresh database per run. Which stores run is one variable per benchmark
  * (`API_BENCH_STORES`, `FEED_BENCH_STORES`; default both). PostgreSQL left out because its binaries are missing is
  * reported as skipped with the reason — unless the variable named it explicitly, which makes that an error.
@@ -54,7 +55,7 @@ export async function forEachStore<T>(
       out.skipped = reason;
       continue;
     }
-    const server = await startPostgres(binaries);
+    const server = await startPostgres(binaries, { durable: process.env.BENCH_PG_DURABLE === '1' });
     let databases = 0;
     try {
       out.runs.push({ store, result: await body(store, async () => ({ DATABASE_URL: await server.createDatabase(`rollplane_bench_${++databases}`) })) });

@@ -101,7 +101,11 @@ function unprivilegedUser(): { name: string; uid: number; gid: number } | undefi
 
 let databases = 0;
 
-export async function startPostgres(bin: PostgresBinaries): Promise<PostgresServer> {
+/**
+ * `durable`: fsync and synchronous commit on, as a production server runs (each COMMIT waits for its WAL flush);
+ * off by default, which tests and most benchmark runs do not need.
+ */
+export async function startPostgres(bin: PostgresBinaries, options: { durable?: boolean } = {}): Promise<PostgresServer> {
   const user = unprivilegedUser();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-pg-'));
   const data = path.join(dir, 'data');
@@ -121,9 +125,7 @@ export async function startPostgres(bin: PostgresBinaries): Promise<PostgresServ
       `-p ${port}`,
       '-c listen_addresses=127.0.0.1',
       "-c unix_socket_directories=''", // TCP only: no socket path to share or to quote
-      '-c fsync=off',
-      '-c synchronous_commit=off',
-      '-c full_page_writes=off',
+      ...(options.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
       '-c timezone=UTC',
     ].join(' ');
   const startServer = () => as(bin.pgCtl, ['-D', data, '-l', log, '-w', '-t', '60', '-o', serverOptions(), 'start']);
