@@ -1,4 +1,4 @@
-import type { HistoryReads, HistoryStore, HistoryTx, Step } from './historyPort.js';
+import type { HistoryReads, HistoryStore, HistoryTx, Step, WithEvents } from './historyPort.js';
 import type { EventBus } from './EventBus.js';
 import { matchesFilter, type EventFilter, type NewEvent, type StoredEvent } from './events.js';
 
@@ -61,14 +61,8 @@ export class EventLog {
    * Nothing is published when the transaction fails. `change` is a transaction body (a generator over `tx` steps, see
    * store/port.ts): it may run more than once and must touch the database only through `tx`.
    */
-  async commit<T>(change: (tx: HistoryTx) => Step<{ result: T; events: readonly NewEvent[] }>): Promise<T> {
-    const { result } = await this.store.transaction(
-      function* (tx) {
-        const { result, events } = yield* change(tx);
-        return { result, stored: yield* tx.insertEvents(events) };
-      },
-      ({ stored }) => this.afterCommit(stored),
-    );
+  async commit<T>(change: (tx: HistoryTx) => Step<WithEvents<T>>): Promise<T> {
+    const { result } = await this.store.transactionWithEvents(change, ({ stored }) => this.afterCommit(stored));
     await this.publishing;
     return result;
   }
@@ -154,9 +148,12 @@ export class EventLog {
   private async flushAppends(): Promise<void> {
     const batch = this.pendingAppends.splice(0);
     try {
-      const stored = await this.store.transaction(
-        (tx) => tx.insertEvents(batch.flatMap((b) => b.events)),
-        (inserted) => this.afterCommit(inserted),
+      const { stored } = await this.store.transactionWithEvents(
+        // biome-ignore lint/correctness/useYield: nothing to change but the events.
+        function* () {
+          return { result: undefined, events: batch.flatMap((b) => b.events) };
+        },
+        (committed) => this.afterCommit(committed.stored),
       );
       await this.publishing;
       let offset = 0;

@@ -189,8 +189,8 @@ export type TxReads = { [K in keyof HistoryReads]: (...args: Parameters<HistoryR
  * this order, so two transactions never wait for each other in a cycle:
  *   1. `lockLaunches(kind)` — at most one kind per transaction, before anything else;
  *   2. `lockRollout(id)` — row locks (transitions, engine-state merges, the aborts of a supersede);
- *   3. the event-log lock, taken by `insertEvents`, which is therefore the transaction's last step.
- * Transactions that hold a rollout's row lock never ask for a launch lock, and nothing is locked after `insertEvents`.
+ *   3. the event-log lock, taken when `transactionWithEvents` appends the events, the transaction's last statement.
+ * Transactions that hold a rollout's row lock never ask for a launch lock, and nothing is locked after the events.
  */
 export interface HistoryTx extends TxReads {
   /**
@@ -238,15 +238,18 @@ export interface HistoryTx extends TxReads {
   /** Inserts or replaces the row of (kind, namespace, name). */
   putInFlight(row: Omit<InFlightRow, 'createdAt'>, now: Date): Step<void>;
   deleteInFlight(kind: string, namespace: string, name: string): Step<void>;
-  /**
-   * Appends events; ids come back in the given order. Ids are totally ordered across every writer, every process and
-   * every replica: an event becomes visible only after every event with a smaller id, so a reader of `id > cursor`
-   * never skips one (PostgreSQL: under the event-log advisory lock, held to COMMIT — call this last). `createdAt` is
-   * the time of the insertion on the store's clock (SQLite: this process's; PostgreSQL: the database server's, read
-   * once the event-log lock is held, so it never decreases in id order, whichever replica wrote). It is the nearest
-   * to the commit any store can stamp: the live feed's commit → client latency is measured from it.
-   */
-  insertEvents(events: readonly NewEvent[]): Step<StoredEvent[]>;
+}
+
+/** What a body of `transactionWithEvents` returns: its result, and the events to append with its writes. */
+export interface WithEvents<T> {
+  result: T;
+  events: readonly NewEvent[];
+}
+
+/** What `transactionWithEvents` committed: the body's result, and its events as stored. */
+export interface Committed<T> {
+  result: T;
+  stored: StoredEvent[];
 }
 
 export interface HistoryStore {
@@ -259,6 +262,17 @@ export interface HistoryStore {
    * never on failure; on SQLite synchronously with the commit (nothing else can commit in between).
    */
   transaction<T>(body: (tx: HistoryTx) => Step<T>, afterCommit?: (result: T) => void): Promise<T>;
+  /**
+   * As `transaction`, then appends the events `body` returns as the transaction's last statement and commits them with
+   * its writes: nothing of the body can run between the events and COMMIT (PostgreSQL sends the two together).
+   * Ids come back in the given order and are totally ordered across every writer, every process and every replica: an
+   * event becomes visible only after every event with a smaller id, so a reader of `id > cursor` never skips one
+   * (PostgreSQL: under the event-log advisory lock, held to COMMIT). `createdAt` is the time of the insertion on the
+   * store's clock (SQLite: this process's; PostgreSQL: the database server's, read once the event-log lock is held, so
+   * it never decreases in id order, whichever replica wrote): the nearest to the commit any store can stamp, and what
+   * the live feed's commit → client latency is measured from.
+   */
+  transactionWithEvents<T>(body: (tx: HistoryTx) => Step<WithEvents<T>>, afterCommit?: (committed: Committed<T>) => void): Promise<Committed<T>>;
   /** Throws UnavailableError when the database cannot be written right now (readiness). */
   checkWritable(): Promise<void>;
   close(): Promise<void>;

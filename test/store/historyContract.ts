@@ -84,20 +84,29 @@ export function historyContract(factory: () => StoreFactory): void {
   };
 
   describe('event log', () => {
+    /** Events appended by a transaction that changes nothing else. */
+    const append = async (events: NewEvent[]) =>
+      (
+        await store.transactionWithEvents(
+          // biome-ignore lint/correctness/useYield: nothing to change but the events.
+          function* () {
+            return { result: undefined, events };
+          },
+        )
+      ).stored;
+
     it('appends in order, stamped on insertion, and reads back after a cursor, oldest first, limited', async () => {
       const before = await store.read.lastEventId();
       const startedAt = Date.now();
-      const stored = await store.transaction((tx) =>
-        tx.insertEvents([
-          event(EventType.RolloutStateChanged, {
-            rolloutId: 'r-ev',
-            kind: 'AGENT_POOL',
-            payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } },
-          }),
-          event(EventType.TargetStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1', payload: { to: 'PROGRESSING' } }),
-          event(EventType.TargetFailed, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1' }),
-        ]),
-      );
+      const stored = await append([
+        event(EventType.RolloutStateChanged, {
+          rolloutId: 'r-ev',
+          kind: 'AGENT_POOL',
+          payload: { from: null, to: 'PENDING', n: 1.5, nested: { a: [1, 'x'] } },
+        }),
+        event(EventType.TargetStateChanged, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1', payload: { to: 'PROGRESSING' } }),
+        event(EventType.TargetFailed, { rolloutId: 'r-ev', kind: 'AGENT_POOL', namespace: 'ns', name: 'p1' }),
+      ]);
       const endedAt = Date.now();
       const ids = stored.map((e) => e.id);
       expect(ids[0]).toBeGreaterThan(before);
@@ -131,14 +140,12 @@ export function historyContract(factory: () => StoreFactory): void {
     it('filters by type (one or several), rollout, target and time', async () => {
       const before = await store.read.lastEventId();
       const startedAt = new Date();
-      const [a, b, c, d] = await store.transaction((tx) =>
-        tx.insertEvents([
-          event(EventType.RolloutStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT' }),
-          event(EventType.TargetStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
-          event(EventType.TargetFailed, { rolloutId: 'r-f2', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
-          event(EventType.RolloutStateChanged, { rolloutId: 'r-f2', kind: 'VIRTUAL_CLUSTER' }),
-        ]),
-      );
+      const [a, b, c, d] = await append([
+        event(EventType.RolloutStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT' }),
+        event(EventType.TargetStateChanged, { rolloutId: 'r-f1', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
+        event(EventType.TargetFailed, { rolloutId: 'r-f2', kind: 'NODE_AGENT', namespace: 'kube-system', name: 'node-agent' }),
+        event(EventType.RolloutStateChanged, { rolloutId: 'r-f2', kind: 'VIRTUAL_CLUSTER' }),
+      ]);
       const later = new Date(a!.createdAt.getTime() + 1);
       const idsAfter = (filter: Parameters<HistoryStore['read']['listEventsAfter']>[0]) =>
         store.read.listEventsAfter(filter, before, 100).then((list) => list.map((e) => e.id));
@@ -159,14 +166,30 @@ export function historyContract(factory: () => StoreFactory): void {
     it('keeps nothing of a transaction that fails', async () => {
       const before = await store.read.lastEventId();
       await expect(
-        store.transaction(function* (tx) {
+        store.transactionWithEvents(function* (tx) {
           yield* tx.insertRollout(rolloutRow('r-rolled-back'), T0);
-          yield* tx.insertEvents([event(EventType.RolloutStateChanged, { rolloutId: 'r-rolled-back' })]);
           throw new Error('changed my mind');
         }),
       ).rejects.toThrow('changed my mind');
       expect(await store.read.findRollout('r-rolled-back')).toBeUndefined();
       expect(await store.read.listEventsAfter({}, before, 10)).toEqual([]);
+    });
+
+    it('keeps nothing of a transaction whose events cannot be stored, and the store goes on', async () => {
+      const before = await store.read.lastEventId();
+      await expect(
+        store.transactionWithEvents(function* (tx) {
+          yield* tx.insertRollout(rolloutRow('r-bad-event'), T0);
+          // A type the Event table refuses (NOT NULL): the events fail after the body's writes (PostgreSQL: with its
+          // COMMIT already sent, which then ends the failed transaction without keeping anything).
+          return { result: undefined, events: [event(EventType.RolloutStateChanged, { rolloutId: 'r-bad-event' }), { type: null as unknown as EventType }] };
+        }),
+      ).rejects.toThrow();
+      expect(await store.read.findRollout('r-bad-event')).toBeUndefined();
+      expect(await store.read.listEventsAfter({}, before, 10)).toEqual([]);
+      const [next] = await append([event(EventType.RolloutStateChanged, { rolloutId: 'r-after-bad-event' })]);
+      expect(next!.id).toBeGreaterThan(before);
+      expect((await store.read.listEventsAfter({}, before, 10)).map((e) => e.rolloutId)).toEqual(['r-after-bad-event']);
     });
   });
 

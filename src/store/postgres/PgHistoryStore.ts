@@ -5,6 +5,7 @@ import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/da
 import { EVENT_COLUMNS, eventListStatement, toStoredEvent } from '../events.js';
 import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
+  Committed,
   CoveredTarget,
   HistoryReads,
   HistoryStore,
@@ -17,6 +18,7 @@ import type {
   Step,
   TargetRow,
   TxReads,
+  WithEvents,
 } from '../port.js';
 import { rolloutCountStatement, rolloutListStatement } from '../rolloutQueries.js';
 import { newRolloutValues, rolloutColumns, TARGET_COLUMNS } from '../rolloutRows.js';
@@ -33,9 +35,9 @@ import { HOLDER } from '../writeProbe.js';
  *
  * Event ids: a sequence hands out ids at INSERT, but transactions commit in any order, so with several writers an
  * `id > cursor` reader would skip an id that commits after a larger one (7–12% of events in the spike).
- * `insertEvents` therefore takes a transaction-scoped advisory lock in the statement that INSERTs (INSERT_EVENTS) and
- * holds it to COMMIT: event-writing transactions commit in id order. `insertEvents` must be the transaction's last
- * statement so the lock is held only for the INSERT → COMMIT window.
+ * `transactionWithEvents` therefore takes a transaction-scoped advisory lock in the statement that INSERTs
+ * (INSERT_EVENTS), the transaction's last, and holds it to COMMIT, sent with it (commitWithEvents): event-writing
+ * transactions commit in id order, and the lock is held only for the INSERT → COMMIT window.
  */
 export const EVENT_LOG_LOCK = 7243341735;
 export const EVENTS_CHANNEL = 'rollplane_events';
@@ -96,10 +98,10 @@ const TARGET_PAGE_WITH_COUNT = pageWithCount(TARGET_PAGE, COUNT_TARGETS);
 const TARGET_PAGE_IN_STATE_WITH_COUNT = pageWithCount(TARGET_PAGE_IN_STATE, COUNT_TARGETS_IN_STATE.replace('$2', '$4'));
 
 /**
- * insertEvents in one round trip (see EVENT_LOG_LOCK): the event-log lock, the time stamp, the rows and the feeds'
- * wake-up. Holding the lock costs the writers queued behind it every round trip made under it, and each one waits for
- * this process's event loop, so the lock is taken by the same statement that inserts: only COMMIT's round trip is left
- * under it. Order inside the statement: every row the INSERT reads is joined to `stamp`, which is read from `turn`, so
+ * The events of a transaction in one statement (see EVENT_LOG_LOCK): the event-log lock, the time stamp, the rows and
+ * the feeds' wake-up. Holding the lock costs the writers queued behind it every round trip made under it, and each one
+ * waits for this process's event loop, so the lock is taken by the same statement that inserts, and COMMIT is sent
+ * with it (commitWithEvents). Order inside the statement: every row the INSERT reads is joined to `stamp`, which is read from `turn`, so
  * the lock is held before the first id is drawn; `stamp` is the database's clock once the lock is held (truncated to
  * the column's milliseconds), so createdAt never decreases in id order, whichever replica wrote. Ids are drawn in the
  * given order (ORDER BY ord) and returned sorted (RETURNING's order is not promised). The NOTIFY payload is only a hint
@@ -428,32 +430,47 @@ function txOn(client: pg.PoolClient): HistoryTx {
     *deleteInFlight(kind, namespace, name) {
       yield* run('DELETE FROM "InFlightChange" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name]);
     },
-    *insertEvents(events: readonly NewEvent[]): Step<StoredEvent[]> {
-      if (events.length === 0) return [];
-      const payloads = events.map((e) => JSON.stringify(e.payload ?? {}));
-      const [inserted] = yield* rows<{ ids: number[]; createdAt: Date }>(INSERT_EVENTS, [
-        events.map((e) => e.type),
-        events.map((e) => e.rolloutId ?? null),
-        events.map((e) => e.kind ?? null),
-        events.map((e) => e.namespace ?? null),
-        events.map((e) => e.name ?? null),
-        payloads,
-        EVENT_LOG_LOCK,
-        EVENTS_CHANNEL,
-      ]);
-      const { ids, createdAt } = inserted!;
-      return events.map((event, i) => ({
-        id: ids[i]!,
-        type: event.type as EventType,
-        rolloutId: event.rolloutId ?? null,
-        kind: event.kind ?? null,
-        namespace: event.namespace ?? null,
-        name: event.name ?? null,
-        payload: JSON.parse(payloads[i]!) as Record<string, unknown>,
-        createdAt,
-      }));
-    },
   };
+}
+
+/**
+ * Appends `events` and commits, in one round trip: INSERT_EVENTS and COMMIT go out together (the pool's connections
+ * pipeline their queries), so the event-log lock is held while the server runs the two and its WAL is flushed, not
+ * also while this process's event loop gets round to sending COMMIT (under load, tens of milliseconds that every
+ * writer queued behind the lock waits again). When the INSERT fails, PostgreSQL ends the aborted transaction at that
+ * COMMIT without an error and the INSERT's error is thrown.
+ */
+async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent[]): Promise<StoredEvent[]> {
+  if (events.length === 0) {
+    await client.query('COMMIT');
+    return [];
+  }
+  const payloads = events.map((e) => JSON.stringify(e.payload ?? {}));
+  const insert = client.query<{ ids: number[]; createdAt: Date }>(INSERT_EVENTS, [
+    events.map((e) => e.type),
+    events.map((e) => e.rolloutId ?? null),
+    events.map((e) => e.kind ?? null),
+    events.map((e) => e.namespace ?? null),
+    events.map((e) => e.name ?? null),
+    payloads,
+    EVENT_LOG_LOCK,
+    EVENTS_CHANNEL,
+  ]);
+  const commit = client.query('COMMIT');
+  // Awaited below, after the INSERT: a failure of both must not go unhandled while the INSERT's is thrown.
+  commit.catch(() => undefined);
+  const { ids, createdAt } = (await insert).rows[0]!;
+  await commit;
+  return events.map((event, i) => ({
+    id: ids[i]!,
+    type: event.type as EventType,
+    rolloutId: event.rolloutId ?? null,
+    kind: event.kind ?? null,
+    namespace: event.namespace ?? null,
+    name: event.name ?? null,
+    payload: JSON.parse(payloads[i]!) as Record<string, unknown>,
+    createdAt,
+  }));
 }
 
 export class PgHistoryStore implements HistoryStore {
@@ -471,7 +488,27 @@ export class PgHistoryStore implements HistoryStore {
     return () => this.commitListeners.delete(listener);
   }
 
-  async transaction<T>(body: (tx: HistoryTx) => Step<T>, afterCommit?: (result: T) => void): Promise<T> {
+  transaction<T>(body: (tx: HistoryTx) => Step<T>, afterCommit?: (result: T) => void): Promise<T> {
+    return this.run(
+      body,
+      async (client, result) => {
+        await client.query('COMMIT');
+        return result;
+      },
+      afterCommit,
+    );
+  }
+
+  transactionWithEvents<T>(body: (tx: HistoryTx) => Step<WithEvents<T>>, afterCommit?: (committed: Committed<T>) => void): Promise<Committed<T>> {
+    return this.run(body, async (client, { result, events }) => ({ result, stored: await commitWithEvents(client, events) }), afterCommit);
+  }
+
+  /** BEGIN, the body, then `commit` (which sends COMMIT); retried on serialization failure or deadlock. */
+  private async run<B, R>(
+    body: (tx: HistoryTx) => Step<B>,
+    commit: (client: pg.PoolClient, value: B) => Promise<R>,
+    afterCommit?: (result: R) => void,
+  ): Promise<R> {
     for (let attempt = 1; ; attempt++) {
       let client: pg.PoolClient;
       try {
@@ -483,8 +520,7 @@ export class PgHistoryStore implements HistoryStore {
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
-        const result = await drive(body(txOn(client)));
-        await client.query('COMMIT');
+        const result = await commit(client, await drive(body(txOn(client))));
         for (const listener of this.commitListeners) listener();
         afterCommit?.(result);
         return result;

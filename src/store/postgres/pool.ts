@@ -50,6 +50,10 @@ export function historyPool(
     // Without a bound, a connection attempt to an unreachable host (a partition rather than a refusal) waits for the
     // OS, minutes, and so does every request behind it; this also bounds the wait for a free pooled connection.
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // Queries queued on a connection go out without waiting for the answers before them (each with its own Sync, so
+    // each succeeds or fails alone): what lets commitWithEvents send COMMIT with the INSERT. Code that awaits each
+    // query, all the rest, is unchanged by it.
+    pipeline: true,
     ...(timeouts && { statement_timeout: timeouts.statementTimeoutMs, query_timeout: timeouts.queryTimeoutMs }),
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {

@@ -1,8 +1,8 @@
-import type { EventFilter, NewEvent } from '../../domain/events.js';
+import type { EventFilter } from '../../domain/events.js';
 import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../events.js';
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
 import { coveredTargets, findIdempotencyRecord, insertIdempotencyRecord, revisionPage, rolloutIdsNeedingEngine } from '../launchRows.js';
-import type { HistoryReads, HistoryStore, HistoryTx } from '../port.js';
+import type { Committed, HistoryReads, HistoryStore, HistoryTx, Step, WithEvents } from '../port.js';
 import {
   countRollouts,
   countTargets,
@@ -110,6 +110,13 @@ export class SqliteHistoryStore implements HistoryStore {
     return this.sql.transaction(() => runSync(body(this.tx)), afterCommit);
   }
 
+  transactionWithEvents<T>(body: (tx: HistoryTx) => Step<WithEvents<T>>, afterCommit?: (committed: Committed<T>) => void): Promise<Committed<T>> {
+    return this.sql.transaction((sql) => {
+      const { result, events } = runSync(body(this.tx));
+      return { result, stored: insertEvents(sql, events) };
+    }, afterCommit);
+  }
+
   async checkWritable(): Promise<void> {
     checkDatabaseWritable(this.sql);
   }
@@ -160,6 +167,5 @@ function txOf(sql: Sql): HistoryTx {
     insertRevisions: (revisions) => done(insertRevisions(sql, revisions)),
     putInFlight: (row, now) => done(putInFlight(sql, row, now)),
     deleteInFlight: (kind, namespace, name) => done(deleteInFlight(sql, kind, namespace, name)),
-    insertEvents: (events: readonly NewEvent[]) => done(insertEvents(sql, events)),
   };
 }

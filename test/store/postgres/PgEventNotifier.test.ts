@@ -134,10 +134,13 @@ describeWithPostgres('the live feed of replicas on PostgreSQL', (server) => {
     // published id, which must not stop anything from being published.
     const rolledBack = (r: Replica) =>
       r.db.store
-        .transaction(function* (tx) {
-          yield* tx.insertEvents([{ type: EventType.AgentRecreated, name: 'never' }]);
-          throw new Error('rolled back');
-        })
+        .transactionWithEvents(
+          // biome-ignore lint/correctness/useYield: nothing to change but the events.
+          function* () {
+            // The second event is refused (NOT NULL) after the first drew its id: the transaction rolls back.
+            return { result: undefined, events: [{ type: EventType.AgentRecreated, name: 'never' }, { type: null as unknown as EventType }] };
+          },
+        )
         .catch(() => undefined);
     const writes = (r: Replica, name: string) =>
       (async () => {

@@ -1,7 +1,9 @@
+import pg from 'pg';
 import { expect, it } from 'vitest';
 import { EventType } from '../../../src/domain/events.js';
 import type { HistoryStore } from '../../../src/store/port.js';
 import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
+import { EVENT_LOG_LOCK } from '../../../src/store/postgres/PgHistoryStore.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
 import { historyContract } from '../historyContract.js';
 import { PgAuditStore } from '../../../src/store/postgres/PgAuditStore.js';
@@ -61,15 +63,15 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       const loops = writers.flatMap((store, w) =>
         Array.from({ length: 4 }, async (_, l) => {
           for (let i = 0; i < 25; i++) {
-            const events = await store.transaction(function* (tx) {
-              const stored = yield* tx.insertEvents(
-                Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
-              );
-              // Work between the insert and COMMIT: without the ordering lock another writer's larger id commits first.
-              // (yielding a promise: the PostgreSQL store awaits it inside the transaction)
-              yield new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
-              return stored;
-            });
+            const { stored: events } = await store.transactionWithEvents(
+              // biome-ignore lint/correctness/useYield: nothing to change but the events.
+              function* () {
+                return {
+                  result: undefined,
+                  events: Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
+                };
+              },
+            );
             committed.push(...events.map((e) => e.id));
           }
         }),
@@ -86,6 +88,45 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       expect(stampedAt.every((t, i) => i === 0 || t >= stampedAt[i - 1]!)).toBe(true);
     } finally {
       for (const s of [...writers, reader]) await s.close();
+    }
+  });
+
+  it('holds back every writer while another holds the event-log lock with ids drawn and not yet committed', async () => {
+    const dbUrl = await server().createDatabase();
+    const { store } = await openPgHistoryStore(dbUrl, { poolSize: 2 });
+    // Another writer following the same protocol, stopped between drawing its id and committing, as a replica whose
+    // COMMIT is slow to arrive. Without the lock the store's event would commit first, with the larger id, and a reader
+    // of `id > cursor` would move past the smaller one before it commits.
+    const other = new pg.Client({ connectionString: dbUrl });
+    await other.connect();
+    try {
+      const before = await store.read.lastEventId();
+      await other.query('BEGIN');
+      await other.query('SELECT pg_advisory_xact_lock($1)', [EVENT_LOG_LOCK]);
+      const held = (
+        await other.query<{ id: number }>(`INSERT INTO "Event" ("type", "payload", "createdAt") VALUES ('AgentRecreated', '{}', now()) RETURNING "id"`)
+      ).rows[0]!.id;
+      let done = false;
+      const appended = store
+        .transactionWithEvents(
+          // biome-ignore lint/correctness/useYield: nothing to change but the events.
+          function* () {
+            return { result: undefined, events: [{ type: EventType.AgentRecreated, name: 'behind' }] };
+          },
+        )
+        .finally(() => {
+          done = true;
+        });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(done).toBe(false);
+      expect(await store.read.listEventsAfter({}, before, 10)).toEqual([]);
+      await other.query('COMMIT');
+      const { stored } = await appended;
+      expect(stored[0]!.id).toBeGreaterThan(held);
+      expect((await store.read.listEventsAfter({}, before, 10)).map((e) => e.id)).toEqual([held, stored[0]!.id]);
+    } finally {
+      await other.end();
+      await store.close();
     }
   });
 
