@@ -149,7 +149,6 @@ export class EventLog {
     const batch = this.pendingAppends.splice(0);
     try {
       const { stored } = await this.store.transactionWithEvents(
-        // biome-ignore lint/correctness/useYield: nothing to change but the events.
         function* () {
           return { result: undefined, events: batch.flatMap((b) => b.events) };
         },

@@ -63,15 +63,12 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       const loops = writers.flatMap((store, w) =>
         Array.from({ length: 4 }, async (_, l) => {
           for (let i = 0; i < 25; i++) {
-            const { stored: events } = await store.transactionWithEvents(
-              // biome-ignore lint/correctness/useYield: nothing to change but the events.
-              function* () {
-                return {
-                  result: undefined,
-                  events: Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
-                };
-              },
-            );
+            const { stored: events } = await store.transactionWithEvents(function* () {
+              return {
+                result: undefined,
+                events: Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
+              };
+            });
             committed.push(...events.map((e) => e.id));
           }
         }),
