@@ -32,9 +32,17 @@ export function decodeCursor<T>(cursor: string | null | undefined, isValid: (val
   throw new ValidationError('after', 'not a cursor returned by this API');
 }
 
+/**
+ * The largest event id there can be: `Event.id` is a 32-bit integer (`Int` in the schema: `integer` on PostgreSQL,
+ * which refuses a larger value in a comparison, as SQLite does not).
+ */
+export const MAX_EVENT_ID = 2_147_483_647;
+
 /** Event cursors are the event id itself, so that `after` means the same in queries and subscriptions. */
 export function parseEventId(value: string | null | undefined, field = 'after'): number | undefined {
   if (value === null || value === undefined) return undefined;
-  if (!/^\d{1,15}$/.test(value)) throw new ValidationError(field, `must be an event id (a non-negative integer), got "${value.slice(0, 40)}"`);
+  if (!/^\d{1,10}$/.test(value) || Number(value) > MAX_EVENT_ID) {
+    throw new ValidationError(field, `must be an event id (an integer from 0 to ${MAX_EVENT_ID}), got "${value.slice(0, 40)}"`);
+  }
   return Number(value);
 }

@@ -163,6 +163,12 @@ const cases: Case[] = [
   { name: 'first = 1e309 in variables', body: '{"query": "query($f: Int) { rollouts(first: $f) { totalCount } }", "variables": {"f": 1e309}}' },
   { name: 'a negative event cursor', body: q('{ events(after: "-1") { edges { cursor } } }') },
   { name: 'an overflowing event cursor', body: q('{ events(after: "99999999999999999999") { edges { cursor } } }') },
+  // Past PostgreSQL's integer column: its comparison used to fail as an internal error (attack 9, F1).
+  { name: 'an event cursor past the largest event id', body: q('{ events(after: "2147483648") { edges { cursor } } }') },
+  {
+    name: 'a nested event cursor past the largest event id',
+    body: q('{ rollouts(first: 1) { edges { node { events(after: "10000000000") { edges { cursor } } } } } }'),
+  },
   { name: 'negative token expiry', body: q('mutation { createApiToken(input: { name: "neg", role: viewer, expiresInSeconds: -5 }) { secret } }') },
   { name: 'token expiry of a century', body: q('mutation { createApiToken(input: { name: "old", role: viewer, expiresInSeconds: 2147483647 }) { secret } }') },
   { name: 'revision page of -3', body: q('{ rollouts(first: -3) { totalCount } }') },
@@ -311,6 +317,7 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
       { name: 'an unknown field', token: ADMIN, query: 'subscription { nope { id } }' },
       { name: 'a deep selection', token: ADMIN, query: `subscription { rolloutUpdated { rollout { ${'rollbackOf { '.repeat(20)}id${' }'.repeat(20)} } } }` },
       { name: 'a bad after', token: ADMIN, query: 'subscription { events(after: "x") { id } }' },
+      { name: 'an after past the largest event id', token: ADMIN, query: 'subscription { events(after: "2147483648") { id } }' },
       {
         name: 'a query as subscription payload with 100 aliases',
         token: ADMIN,
