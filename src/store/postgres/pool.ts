@@ -26,11 +26,27 @@ export const STATEMENT_TIMEOUT_MS = 30_000;
  * (attack 7: about ten minutes).
  */
 export const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 5_000;
+/**
+ * How long the server lets a session sit in an open transaction without a statement (idle_in_transaction_session_
+ * timeout) before it ends the session, rolling back and releasing its locks. rollplane sends a transaction's next
+ * statement as soon as the previous one answers, so only a replica that froze or was cut off mid-transaction gets
+ * there, and until then it held its locks for every replica: the launch lock of a kind, rollout rows, the event-log
+ * lock (attack 9: every replica's writes stopped for as long as one replica was frozen or partitioned, and a partition
+ * that drops the connection silently lasts until TCP keepalive, hours).
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 
 export interface PoolTimeouts {
   statementTimeoutMs: number;
   queryTimeoutMs: number;
+  idleInTransactionMs: number;
 }
+
+export const DEFAULT_POOL_TIMEOUTS: PoolTimeouts = {
+  statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+  queryTimeoutMs: QUERY_TIMEOUT_MS,
+  idleInTransactionMs: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+};
 
 const parseUtcTimestamp = (text: string) => new Date(`${text.replace(' ', 'T')}Z`);
 
@@ -38,11 +54,7 @@ const parseUtcTimestamp = (text: string) => new Date(`${text.replace(' ', 'T')}Z
  * `timeouts`: the bounds above by default; `false` for the migration runner's connection, whose advisory lock waits for
  * another replica's migrations and whose statements (an index over a long history) may rightly take minutes.
  */
-export function historyPool(
-  url: string,
-  max = 10,
-  timeouts: PoolTimeouts | false = { statementTimeoutMs: STATEMENT_TIMEOUT_MS, queryTimeoutMs: QUERY_TIMEOUT_MS },
-): pg.Pool {
+export function historyPool(url: string, max = 10, timeouts: PoolTimeouts | false = DEFAULT_POOL_TIMEOUTS): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -54,7 +66,11 @@ export function historyPool(
     // each succeeds or fails alone): what lets commitWithEvents send COMMIT with the INSERT. Code that awaits each
     // query, all the rest, is unchanged by it.
     pipeline: true,
-    ...(timeouts && { statement_timeout: timeouts.statementTimeoutMs, query_timeout: timeouts.queryTimeoutMs }),
+    ...(timeouts && {
+      statement_timeout: timeouts.statementTimeoutMs,
+      query_timeout: timeouts.queryTimeoutMs,
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    }),
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
         if (oid === TIMESTAMP_OID) return parseUtcTimestamp;

@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/errors.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
-import { historyPool, watchLentConnection } from '../../../src/store/postgres/pool.js';
+import { DEFAULT_POOL_TIMEOUTS, historyPool, watchLentConnection } from '../../../src/store/postgres/pool.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
 import { until } from '../../helpers/until.js';
 
@@ -42,7 +42,7 @@ describeWithPostgres('the history pool’s timeouts', (server) => {
   it('cancels a statement that waits past the statement timeout: UNAVAILABLE, and the connection serves the next request', async () => {
     const url = await server().createDatabase();
     const holder = await openPgHistoryStore(url, { poolSize: 2 });
-    const waiter = await openPgHistoryStore(url, { poolSize: 1, timeouts: { statementTimeoutMs: 300, queryTimeoutMs: 5_000 } });
+    const waiter = await openPgHistoryStore(url, { poolSize: 1, timeouts: { ...DEFAULT_POOL_TIMEOUTS, statementTimeoutMs: 300, queryTimeoutMs: 5_000 } });
     let release!: () => void;
     try {
       let locked!: () => void;
@@ -74,7 +74,10 @@ describeWithPostgres('the history pool’s timeouts', (server) => {
 
   it('fails a request the server does not answer at all within the query timeout (UNAVAILABLE), and opens a new connection for the next', async () => {
     const url = await server().createDatabase();
-    const { store, pool } = await openPgHistoryStore(url, { poolSize: 1, timeouts: { statementTimeoutMs: 300, queryTimeoutMs: 1_000 } });
+    const { store, pool } = await openPgHistoryStore(url, {
+      poolSize: 1,
+      timeouts: { ...DEFAULT_POOL_TIMEOUTS, statementTimeoutMs: 300, queryTimeoutMs: 1_000 },
+    });
     const frozen: number[] = [];
     // The pool's one connection; its backend is then frozen, as behind a half-open TCP connection or a stalled host:
     // the server sends nothing, not even the statement timeout's cancellation.
@@ -103,10 +106,43 @@ describeWithPostgres('the history pool’s timeouts', (server) => {
     }
   });
 
+  it('ends a transaction left idle by a frozen replica, so that its locks go to the others', async () => {
+    const url = await server().createDatabase();
+    const frozen = await openPgHistoryStore(url, { poolSize: 1, timeouts: { ...DEFAULT_POOL_TIMEOUTS, idleInTransactionMs: 500 } });
+    const other = await openPgHistoryStore(url, { poolSize: 1 });
+    let resume!: () => void;
+    try {
+      let locked!: () => void;
+      const hasLock = new Promise<void>((resolve) => (locked = resolve));
+      // Holds a kind's launch lock, then stops sending statements, as a replica frozen (SIGSTOP, a long GC pause) or
+      // cut off between two statements of a transaction.
+      const stalled = frozen.store.transaction(function* (tx) {
+        yield* tx.lockLaunches('AGENT_POOL');
+        locked();
+        yield new Promise<void>((resolve) => (resume = resolve));
+        yield* tx.lockRollout('none');
+      });
+      stalled.catch(() => undefined);
+      await hasLock;
+      const started = Date.now();
+      // Another replica's launch gets the lock once the server has ended the idle session, not when the frozen replica
+      // comes back (or never: a silent partition lasts until TCP keepalive gives up, hours).
+      await other.store.transaction((tx) => tx.lockLaunches('AGENT_POOL'));
+      expect(Date.now() - started).toBeLessThan(5_000);
+      resume();
+      await expect(stalled).rejects.toBeInstanceOf(UnavailableError);
+      expect(await frozen.store.read.findRollout('none')).toBeUndefined();
+    } finally {
+      resume?.();
+      await frozen.store.close();
+      await other.store.close();
+    }
+  });
+
   it('applies the migrations on a connection without those timeouts', async () => {
     const url = await server().createDatabase();
     // A statement timeout no migration could meet: the migrations run on a connection of their own.
-    const { store, migrations } = await openPgHistoryStore(url, { timeouts: { statementTimeoutMs: 1, queryTimeoutMs: 1_000 } });
+    const { store, migrations } = await openPgHistoryStore(url, { timeouts: { statementTimeoutMs: 1, queryTimeoutMs: 1_000, idleInTransactionMs: 1 } });
     try {
       expect(migrations.applied.length).toBeGreaterThan(0);
     } finally {
