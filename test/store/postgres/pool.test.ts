@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/errors.js';
+import type { HistoryStore } from '../../../src/store/port.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
 import { DEFAULT_POOL_TIMEOUTS, historyPool, watchLentConnection } from '../../../src/store/postgres/pool.js';
@@ -38,22 +39,35 @@ describeWithPostgres('a connection lent out of the history pool', (server) => {
   });
 });
 
+/**
+ * Starts a transaction that takes the AGENT_POOL launch lock and then waits, sending nothing, until `release` is
+ * called (the store awaits a promise its body yields); afterwards it runs `then` (another statement, or nothing).
+ * Resolves once the lock is held.
+ */
+async function holdLaunchLock(store: HistoryStore, then: 'commit' | 'another statement' = 'commit') {
+  let release!: () => void;
+  let locked!: () => void;
+  const hasLock = new Promise<void>((resolve) => (locked = resolve));
+  const done = store.transaction(function* (tx) {
+    yield* tx.lockLaunches('AGENT_POOL');
+    locked();
+    yield new Promise<void>((resolve) => (release = resolve));
+    if (then === 'another statement') yield* tx.lockRollout('none');
+  });
+  done.catch(() => undefined);
+  await hasLock;
+  return { release: () => release(), done };
+}
+
 describeWithPostgres('the history pool’s timeouts', (server) => {
   it('cancels a statement that waits past the statement timeout: UNAVAILABLE, and the connection serves the next request', async () => {
     const url = await server().createDatabase();
     const holder = await openPgHistoryStore(url, { poolSize: 2 });
     const waiter = await openPgHistoryStore(url, { poolSize: 1, timeouts: { ...DEFAULT_POOL_TIMEOUTS, statementTimeoutMs: 300, queryTimeoutMs: 5_000 } });
-    let release!: () => void;
+    let release = () => {};
     try {
-      let locked!: () => void;
-      const hasLock = new Promise<void>((resolve) => (locked = resolve));
-      const held = holder.store.transaction(function* (tx) {
-        yield* tx.lockLaunches('AGENT_POOL');
-        locked();
-        // Held until released (the store awaits a yielded promise inside the transaction).
-        yield new Promise<void>((resolve) => (release = resolve));
-      });
-      await hasLock;
+      const held = await holdLaunchLock(holder.store);
+      release = held.release;
       const started = Date.now();
       const waiting = waiter.store.transaction(function* (tx) {
         yield* tx.lockLaunches('AGENT_POOL');
@@ -64,9 +78,9 @@ describeWithPostgres('the history pool’s timeouts', (server) => {
       // The same (only) connection answers the next request.
       expect(await waiter.store.read.findRollout('none')).toBeUndefined();
       release();
-      await held;
+      await held.done;
     } finally {
-      release?.();
+      release();
       await holder.store.close();
       await waiter.store.close();
     }
@@ -110,30 +124,22 @@ describeWithPostgres('the history pool’s timeouts', (server) => {
     const url = await server().createDatabase();
     const frozen = await openPgHistoryStore(url, { poolSize: 1, timeouts: { ...DEFAULT_POOL_TIMEOUTS, idleInTransactionMs: 500 } });
     const other = await openPgHistoryStore(url, { poolSize: 1 });
-    let resume!: () => void;
+    let resume = () => {};
     try {
-      let locked!: () => void;
-      const hasLock = new Promise<void>((resolve) => (locked = resolve));
       // Holds a kind's launch lock, then stops sending statements, as a replica frozen (SIGSTOP, a long GC pause) or
       // cut off between two statements of a transaction.
-      const stalled = frozen.store.transaction(function* (tx) {
-        yield* tx.lockLaunches('AGENT_POOL');
-        locked();
-        yield new Promise<void>((resolve) => (resume = resolve));
-        yield* tx.lockRollout('none');
-      });
-      stalled.catch(() => undefined);
-      await hasLock;
+      const stalled = await holdLaunchLock(frozen.store, 'another statement');
+      resume = stalled.release;
       const started = Date.now();
       // Another replica's launch gets the lock once the server has ended the idle session, not when the frozen replica
       // comes back (or never: a silent partition lasts until TCP keepalive gives up, hours).
       await other.store.transaction((tx) => tx.lockLaunches('AGENT_POOL'));
       expect(Date.now() - started).toBeLessThan(5_000);
       resume();
-      await expect(stalled).rejects.toBeInstanceOf(UnavailableError);
+      await expect(stalled.done).rejects.toBeInstanceOf(UnavailableError);
       expect(await frozen.store.read.findRollout('none')).toBeUndefined();
     } finally {
-      resume?.();
+      resume();
       await frozen.store.close();
       await other.store.close();
     }
