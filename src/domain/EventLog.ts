@@ -31,7 +31,7 @@ const PUBLISH_PAGE = 500;
  * The append-only history: every state change is committed to the Event table first, then published on the bus, in
  * id order, so a subscriber can treat "id > last seen" as its complete, gap-free position. On SQLite each commit and
  * its publication happen in one synchronous step; on PostgreSQL a commit wakes a reader that publishes `id > last
- * published` from the store (ids are ordered across writers by the store, see HistoryTx.insertEvents).
+ * published` from the store (ids are ordered across writers by the store, see HistoryStore.transactionWithEvents).
  */
 export class EventLog {
   private pendingAppends: { events: NewEvent[]; resolve: (stored: StoredEvent[]) => void; reject: (error: unknown) => void }[] = [];
@@ -69,7 +69,7 @@ export class EventLog {
 
   /**
    * SQLite: published in the same synchronous step as the commit, so no other commit can publish in between.
-   * PostgreSQL: event-writing transactions commit in id order (HistoryTx.insertEvents), so when this commit's first id
+   * PostgreSQL: event-writing transactions commit in id order (transactionWithEvents), so when this commit's first id
    * follows the last one published, every smaller id is published already and nothing can come between: the events are
    * published as they are, without reading them back (a round trip on the feed's path). Otherwise (another replica's
    * events came between, an id lost to a rollback, a read under way) the reader publishes them from the store.

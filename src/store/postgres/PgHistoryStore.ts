@@ -101,8 +101,8 @@ const TARGET_PAGE_IN_STATE_WITH_COUNT = pageWithCount(TARGET_PAGE_IN_STATE, COUN
  * The events of a transaction in one statement (see EVENT_LOG_LOCK): the event-log lock, the time stamp, the rows and
  * the feeds' wake-up. Holding the lock costs the writers queued behind it every round trip made under it, and each one
  * waits for this process's event loop, so the lock is taken by the same statement that inserts, and COMMIT is sent
- * with it (commitWithEvents). Order inside the statement: every row the INSERT reads is joined to `stamp`, which is read from `turn`, so
- * the lock is held before the first id is drawn; `stamp` is the database's clock once the lock is held (truncated to
+ * with it (commitWithEvents). Order inside the statement: every row the INSERT reads is joined to `stamp`, which is
+ * read from `turn`, so the lock is held before the first id is drawn; `stamp` is the database's clock once the lock is held (truncated to
  * the column's milliseconds), so createdAt never decreases in id order, whichever replica wrote. Ids are drawn in the
  * given order (ORDER BY ord) and returned sorted (RETURNING's order is not promised). The NOTIFY payload is only a hint
  * (the last id): feeds read the table.
