@@ -120,7 +120,23 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     burst: config.kube.burst,
     registry: metrics.registry,
   });
-  const manager = new Manager({ clients, registry: metrics.registry, logger, leaderElection: config.leaderElection, runControllers: config.controllers });
+  const manager = new Manager({
+    clients,
+    registry: metrics.registry,
+    logger,
+    leaderElection: config.leaderElection,
+    runControllers: config.controllers,
+    // PostgreSQL: a replica whose database cannot be written cannot record anything its controllers do, so it neither
+    // takes the lease nor keeps it, and a replica that can takes over (attack 10: a leader cut off from PostgreSQL
+    // alone kept it, and every rollout waited for the partition to end). SQLite has one replica: no one to hand over to.
+    ...(db.provider === 'postgresql' && {
+      canLead: () =>
+        db.store.checkWritable().then(
+          () => true,
+          () => false,
+        ),
+    }),
+  });
   const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight: new InFlightChanges(db.store, events) });
   const kinds = setupRolloutKinds(host);
   for (const driver of kinds.drivers) engine.registerDriver(driver);

@@ -34,6 +34,13 @@ export interface LeaderElectorOptions {
    * since some moment, rather than guess it from elapsed time.
    */
   onAttempt?(attempt: { startedAt: number; acquired: boolean }): void;
+  /**
+   * Asked before every acquire / renew attempt: false (or a failure) skips the attempt, as a failed one. A replica that
+   * cannot do a leader's work (its database is unreachable while the Kubernetes API is not) then neither takes the
+   * lease nor keeps it: it steps down at the renew deadline and another replica takes over when the lease expires.
+   * Default: always able.
+   */
+  canLead?(): boolean | Promise<boolean>;
 }
 
 interface LeaderRecord {
@@ -145,7 +152,7 @@ export class LeaderElector {
     while (!stop.aborted) {
       let ok = false;
       try {
-        ok = await this.tryAcquireOrRenew();
+        ok = await this.attempt();
       } catch (error) {
         this.options.onError?.(error);
       }
@@ -229,6 +236,13 @@ export class LeaderElector {
       if (e instanceof NotFoundError) return undefined;
       throw e;
     }
+  }
+
+  /** tryAcquireOrRenew, unless this replica cannot lead right now (canLead): then a failed attempt. */
+  private async attempt(): Promise<boolean> {
+    this.attemptStartedAt = this.clock.now();
+    if (this.options.canLead && !(await this.options.canLead())) return false;
+    return this.tryAcquireOrRenew();
   }
 
   /** One attempt (client-go tryAcquireOrRenew): true when this replica holds the lease afterwards. */

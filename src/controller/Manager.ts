@@ -25,6 +25,8 @@ export interface ManagerOptions {
   leaderElection: LeaderElectionSettings;
   /** False for an API-only replica: informers run (the API reads their caches), controllers never do. */
   runControllers?: boolean;
+  /** Whether this replica can do a leader's work right now (LeaderElectorOptions.canLead); default: always. */
+  canLead?: () => boolean | Promise<boolean>;
 }
 
 /**
@@ -41,6 +43,7 @@ export class Manager {
   private readonly controllers: Controller[] = [];
   private readonly clients: ManagerOptions['clients'];
   private readonly leadingListeners: (() => void | Promise<void>)[] = [];
+  private readonly canLead: ManagerOptions['canLead'];
   private readonly settings: LeaderElectionSettings;
   private readonly runControllers: boolean;
   private elector: LeaderElector | undefined;
@@ -53,6 +56,7 @@ export class Manager {
     this.logger = options.logger.child({ component: 'manager' });
     this.settings = options.leaderElection;
     this.runControllers = options.runControllers ?? true;
+    this.canLead = options.canLead;
   }
 
   /**
@@ -169,6 +173,7 @@ export class Manager {
       onStoppedLeading: () => stopControllers(),
       onNewLeader: (identity) => this.logger.info({ leader: identity }, 'leader observed'),
       onError: (error) => this.logger.warn({ err: error }, 'leader election error'),
+      ...(this.canLead && { canLead: this.canLead }),
     });
     this.elector.start();
   }

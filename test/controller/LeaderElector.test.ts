@@ -181,6 +181,43 @@ describe('LeaderElector', () => {
     expect(log.stops.map((s) => s.id)).toEqual(['a']);
   });
 
+  it('neither keeps nor takes the lease while it cannot lead (canLead), and another replica takes over', async () => {
+    const log = new LeadershipLog();
+    let aCanLead = true;
+    const a = newElector('a', log, { canLead: () => aCanLead });
+    a.start();
+    await until('a to lead', () => a.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
+    const b = newElector('b', log);
+    b.start();
+    // a's database is cut off (the Kubernetes API is fine): it stops renewing, steps down at its renew deadline, and b
+    // takes the lease once it expires, rather than every rollout waiting for a's database.
+    aCanLead = false;
+    const cutOff = performance.now();
+    await until('a to step down', () => !a.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
+    expect(performance.now() - cutOff).toBeLessThan(LEASE_MS);
+    await until('b to lead', () => b.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
+    expect(lease()?.spec.holderIdentity).toBe('b');
+    expect(log.max).toBe(1);
+    // Able again, a competes again: it takes the lease when b releases it.
+    aCanLead = true;
+    await b.stop();
+    await until('a to lead again', () => a.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
+  });
+
+  it('does not take an unheld lease while it cannot lead', async () => {
+    const log = new LeadershipLog();
+    const a = newElector('a', log, { canLead: async () => false });
+    let attempts = 0;
+    const b = newElector('b', log, { onAttempt: () => attempts++ });
+    a.start();
+    await new Promise((resolve) => setTimeout(resolve, 10 * RETRY_MS));
+    expect(a.isLeader()).toBe(false);
+    expect(lease()).toBeUndefined();
+    b.start();
+    await until('b to lead', () => b.isLeader(), { timeoutMs: 10_000, intervalMs: 2 });
+    expect(attempts).toBeGreaterThan(0);
+  });
+
   it('steps down when it cannot renew within the renew deadline', async () => {
     const log = new LeadershipLog();
     const a = newElector('a', log);
