@@ -84,6 +84,13 @@ const cases: Case[] = [
   { name: 'date as a number', body: q('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { createdAfter: 12 } }) },
   { name: 'date without a zone', body: q('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { createdAfter: '2026-11-30T10:00:00' } }) },
   { name: 'an impossible date', body: q('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { createdAfter: '2026-02-31T10:00:00Z' } }) },
+  // Year 0 in UTC: PostgreSQL refused it inside the query, an internal error (attack 10, F1).
+  { name: 'a date in year 0', body: q('{ rollouts(filter: { createdAfter: "0000-01-01T00:00:00.000Z" }) { totalCount } }') },
+  { name: 'a date in year 0 once in UTC', body: q('{ events(filter: { since: "0001-01-01T00:00:00+14:00" }) { edges { cursor } } }') },
+  {
+    name: 'a date in year 10000 once in UTC',
+    body: q('query($f: RolloutFilter) { rollouts(filter: $f) { totalCount } }', { f: { createdBefore: '9999-12-31T23:00:00-14:00' } }),
+  },
   { name: 'after as an object', body: q('query($a: String) { rollouts(after: $a) { totalCount } }', { a: { x: 1 } }) },
   { name: 'reason as a list', body: q('mutation($r: String) { pauseRollout(id: "x", reason: $r) { id } }', { r: ['a'] }) },
   { name: 'boolean for a string', body: q('mutation { pauseRollout(id: true) { id } }') },

@@ -13,6 +13,13 @@ function parseDate(value: unknown): Date {
   if (Number.isNaN(date.getTime()) || calendar.getUTCMonth() !== Number(m) - 1 || calendar.getUTCDate() !== Number(d)) {
     throw new GraphQLError(`DateTime is not a real instant: ${value}`, { extensions: { code: 'BAD_USER_INPUT' } });
   }
+  // The stores keep four-digit years in UTC: PostgreSQL refuses year 0 and an ISO string of year 10000 ("+010000-…").
+  const year = date.getUTCFullYear();
+  if (year < 1 || year > 9999) {
+    throw new GraphQLError(`DateTime must be from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z in UTC (got ${value})`, {
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
+  }
   return date;
 }
 
