@@ -5,20 +5,9 @@ import { startService, type ServiceProcess } from '../helpers/child.js';
 import { gql } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';
+import { isLeader, LEASE_ENV, START_TIMEOUT_MS } from './replicas.js';
 
 const POOLS = 3;
-const START_TIMEOUT_MS = 90_000;
-const LEASE_ENV = {
-  ROLLPLANE_LEADER_ELECT: 'true',
-  ROLLPLANE_LEASE_DURATION_MS: '3000',
-  ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '2000',
-  ROLLPLANE_LEASE_RETRY_PERIOD_MS: '300',
-};
-
-async function isLeader(service: ServiceProcess): Promise<boolean> {
-  const text = await (await fetch(service.url.replace(/\/graphql$/, '/metrics'))).text();
-  return /^rollplane_leader\{[^}]*\} 1$/m.test(text);
-}
 
 /**
  * A TCP relay to PostgreSQL that can be cut without closing anything: bytes stop flowing both ways, as across a

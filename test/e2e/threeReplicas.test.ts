@@ -5,23 +5,10 @@ import { startService, type ServiceProcess } from '../helpers/child.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';
+import { isLeader, LEASE_ENV, START_TIMEOUT_MS } from './replicas.js';
 
 const EVENTS = `subscription($after: ID) { events(after: $after) { id type object { name } payload } }`;
 const POOLS = 8;
-/** Bounds a broken start only (each replica compiles its TypeScript with tsx at start). */
-const START_TIMEOUT_MS = 90_000;
-/** Short leases so that a takeover after a SIGKILL takes seconds, not the default 15 s. */
-const LEASE_ENV = {
-  ROLLPLANE_LEADER_ELECT: 'true',
-  ROLLPLANE_LEASE_DURATION_MS: '3000',
-  ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '2000',
-  ROLLPLANE_LEASE_RETRY_PERIOD_MS: '300',
-};
-
-async function isLeader(service: ServiceProcess): Promise<boolean> {
-  const text = await (await fetch(service.url.replace(/\/graphql$/, '/metrics'))).text();
-  return /^rollplane_leader\{[^}]*\} 1$/m.test(text);
-}
 
 function alive(service: ServiceProcess): boolean {
   return service.child.exitCode === null && service.child.signalCode === null;
