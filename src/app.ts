@@ -12,6 +12,10 @@ import { RolloutEngine } from './domain/RolloutEngine.js';
 import { RolloutLauncher } from './domain/RolloutLauncher.js';
 import { RolloutService } from './domain/RolloutService.js';
 import { ResponseCache } from './graphql/responseCache.js';
+import { listSizesOf } from './graphql/listSizes.js';
+import { checkDiskSpace, diskSpaceOf } from './store/diskSpace.js';
+import { parseDatabaseUrl } from './util/databaseUrl.js';
+import { BoundedDocumentStore, DOCUMENT_STORE_BYTES } from './graphql/documentStore.js';
 import type { WriteGeneration } from './store/writeGeneration.js';
 import { createApolloHandler } from './graphql/apollo.js';
 import type { GraphQLContext } from './graphql/context.js';
@@ -202,6 +206,11 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     },
     { name: 'controllers', check: async () => manager.checkReady() },
   ];
+  const target = parseDatabaseUrl(config.databaseUrl);
+  const sqliteFile = target.provider === 'sqlite' ? target.file : undefined;
+  if (sqliteFile) {
+    readiness.push({ name: 'disk', advisory: true, check: async () => checkDiskSpace(await diskSpaceOf(sqliteFile), sqliteFile) });
+  }
 
   const schema = buildSchema();
   const httpServer = config.tls ? createHttpsServer({ cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) }) : createServer();
@@ -227,6 +236,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       new CallerRateLimiter(config.auth.mutationsPerMinute, config.auth.mutationBurst),
     // Query cost stays per replica: every query pays it, and a round trip per query would cost more than it protects.
     queryCostLimiter: new CallerRateLimiter(config.auth.queryCostPerMinute, config.auth.queryCostBurst),
+    listSizes: listSizesOf(domain),
   };
   const originPolicy: OriginPolicy = { corsOrigins: config.corsOrigins, authEnabled: config.auth.enabled, bindHost: config.host };
   const subscriptions = startSubscriptionServer({
@@ -278,8 +288,10 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     };
     responseCache = new ResponseCache({ history: writes, cluster: clusterViews }, config.auth.responseCacheBytes);
   }
+  const documentStore = new BoundedDocumentStore(DOCUMENT_STORE_BYTES);
   const { apollo, handle } = await createApolloHandler({
     schema,
+    documentStore,
     httpServer,
     logger,
     metrics,
@@ -304,6 +316,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     metrics,
     beforeScrape: async () => {
       if (responseCache) metrics.responseCacheBytes.set(responseCache.size().bytes);
+      metrics.documentStoreBytes.set(documentStore.size().bytes);
+      if (sqliteFile) metrics.databaseDiskFreeBytes.set((await diskSpaceOf(sqliteFile)).freeBytes);
       if (db.isOpen()) await countActiveRollouts(metrics, db.store.read);
     },
     originPolicy,

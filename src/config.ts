@@ -366,7 +366,12 @@ export const SETTINGS: readonly Setting[] = [
     default: '90',
     description: 'Audit entries older than this are pruned (hourly and at start)',
   },
-  { env: 'ROLLPLANE_AUDIT_MAX_ENTRIES', flag: '--audit-max-entries', default: '1000000', description: 'The oldest audit entries beyond this many are pruned' },
+  {
+    env: 'ROLLPLANE_AUDIT_MAX_ENTRIES',
+    flag: '--audit-max-entries',
+    default: '100000',
+    description: 'The oldest audit entries beyond this many are pruned (an entry takes about 2 KB, at most 6 KB)',
+  },
   {
     env: 'ROLLPLANE_TLS_CERT',
     flag: '--tls-cert',
@@ -621,7 +626,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
   const responseCacheBytes = integer('ROLLPLANE_RESPONSE_CACHE_MB', read('ROLLPLANE_RESPONSE_CACHE_MB') ?? '16', 0, 4096) * 1024 * 1024;
   const wsMaxBufferedBytes = integer('ROLLPLANE_WS_MAX_BUFFERED_BYTES', read('ROLLPLANE_WS_MAX_BUFFERED_BYTES') ?? '1048576', 1024, 1024 * 1024 * 1024);
   const auditRetentionDays = integer('ROLLPLANE_AUDIT_RETENTION_DAYS', read('ROLLPLANE_AUDIT_RETENTION_DAYS') ?? '90', 1, 36_500);
-  const auditMaxEntries = integer('ROLLPLANE_AUDIT_MAX_ENTRIES', read('ROLLPLANE_AUDIT_MAX_ENTRIES') ?? '1000000', 100, 1_000_000_000);
+  const auditMaxEntries = integer('ROLLPLANE_AUDIT_MAX_ENTRIES', read('ROLLPLANE_AUDIT_MAX_ENTRIES') ?? '100000', 100, 1_000_000_000);
   const certFile = read('ROLLPLANE_TLS_CERT');
   const keyFile = read('ROLLPLANE_TLS_KEY');
   if ((certFile === undefined) !== (keyFile === undefined)) {

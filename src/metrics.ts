@@ -14,6 +14,8 @@ export interface AppMetrics {
   requestsRefused: Counter<'reason' | 'transport'>;
   graphqlExecutions: Counter<'executor'>;
   responseCacheBytes: Gauge;
+  documentStoreBytes: Gauge;
+  databaseDiskFreeBytes: Gauge;
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
   subscriptionExecutions: Counter<'fan_out'>;
@@ -66,6 +68,16 @@ export function createMetrics(): AppMetrics {
     responseCacheBytes: new Gauge({
       name: 'rollplane_response_cache_bytes',
       help: 'Heap the answers kept by the response cache take, estimated (ROLLPLANE_RESPONSE_CACHE_MB bounds it).',
+      registers: [registry],
+    }),
+    documentStoreBytes: new Gauge({
+      name: 'rollplane_graphql_document_store_bytes',
+      help: 'Heap the parsed GraphQL documents kept between requests take, estimated from their source text and tokens (bounded at 16 MiB).',
+      registers: [registry],
+    }),
+    databaseDiskFreeBytes: new Gauge({
+      name: 'rollplane_database_disk_free_bytes',
+      help: 'Free bytes on the volume of the SQLite history file (0 on PostgreSQL, not measured there); /readyz warns below 10% or 256 MiB.',
       registers: [registry],
     }),
     graphqlDuration: new Histogram({

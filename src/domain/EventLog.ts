@@ -13,6 +13,27 @@ export interface StreamOptions {
   predicate?: (event: StoredEvent) => boolean;
   /** Resume after this event id; undefined = only events committed after the stream starts. */
   after?: number;
+  /** Charges the events replayed from the store for `after` to whoever asked (see ReplayCharge). */
+  chargeReplay?: ReplayCharge;
+}
+
+/**
+ * Charges the replay of `events` stored events to the caller that asked for it (a subscription's `after:`): resolves to
+ * 0 when granted, else to the milliseconds to wait before asking again (nothing was charged then). A replay costs
+ * what sending that many events costs, so one caller's replays are paced by its own budget instead of holding the
+ * process (issue 34, finding 2). Only what was asked for is charged: a subscriber that falls behind live events and
+ * catches up from the store is not.
+ */
+export type ReplayCharge = (events: number) => number | Promise<number>;
+
+/** Waits until `charge` grants `events` (or `stopped()` turns true: then false). */
+export async function paceReplay(charge: ReplayCharge, events: number, stopped: () => boolean): Promise<boolean> {
+  for (;;) {
+    if (stopped()) return false;
+    const waitMs = await charge(events);
+    if (waitMs <= 0) return true;
+    await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
+  }
 }
 
 export interface EventLogOptions {
@@ -222,6 +243,8 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
   private replayed: StoredEvent[] = [];
   private closed = false;
   private wake: (() => void) | undefined;
+  /** Replaying what `after` asked for, charged to the caller (options.chargeReplay) until the first read finds the end. */
+  private charging: boolean;
 
   constructor(
     private readonly reads: HistoryReads,
@@ -233,6 +256,7 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
     // Subscribe before reading the position, so nothing committed in between is lost.
     this.unsubscribe = bus.subscribe((event) => this.onLive(event));
     this.behind = options.after !== undefined;
+    this.charging = options.after !== undefined && options.chargeReplay !== undefined;
     this.ready =
       options.after !== undefined
         ? Promise.resolve().then(() => {
@@ -271,7 +295,9 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
         this.behind = false;
         const page = await this.reads.listEventsAfter(this.filter, this.last, REPLAY_PAGE);
         this.replayed = page.filter(this.predicate);
+        if (this.charging && this.replayed.length > 0 && !(await paceReplay(this.options.chargeReplay!, this.replayed.length, () => this.closed))) continue;
         // A full page may have more behind it; a filtered-out page still advances the position.
+        if (page.length < REPLAY_PAGE) this.charging = false;
         if (page.length === REPLAY_PAGE) {
           this.behind = true;
           if (this.replayed.length === 0) this.last = page[page.length - 1]!.id;

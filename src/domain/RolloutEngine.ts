@@ -2,8 +2,9 @@ import { AppError, ConflictError, ErrorCode, isAppError } from '../errors.js';
 import type { RolloutKind } from './events.js';
 import { admissionLimit, rollbackStrategyOf } from './kinds/strategy.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
-import type { LaunchResult, RolloutLauncher } from './RolloutLauncher.js';
-import type { RollbackRules } from './launchRules.js';
+import type { IdempotencyKeyRef } from './historyPort.js';
+import { ENGINE_IDEMPOTENCY_SCOPE, type LaunchResult, type RolloutLauncher } from './RolloutLauncher.js';
+import { changedByRollout, RollbackPlanStale, type RollbackRules } from './launchRules.js';
 import type { Cause, NewTarget, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
 import { targetKey } from './ports.js';
 import { isTerminal } from './rolloutStates.js';
@@ -32,6 +33,16 @@ export interface EngineLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
 }
+
+/** What a rollback is asked with (RolloutEngine.rollback). */
+export interface RollbackOptions {
+  cause?: Cause;
+  idempotencyKey?: IdempotencyKeyRef | null;
+  rules?: RollbackRules;
+}
+
+/** Plans of a rollback made before giving up while its original keeps admitting targets (RollbackPlanStale). */
+const ROLLBACK_PLAN_ATTEMPTS = 3;
 
 /**
  * The rollout engine: decides which targets may change now and records what happens, for every kind alike. It is
@@ -223,7 +234,8 @@ export class RolloutEngine {
     if (rollout.state === 'FAILED' && rollout.strategy.autoRollback && !rollout.engineState.finished) {
       await this.rollback(rollout.id, {
         cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` },
-        idempotencyKey: `auto-rollback:${rollout.id}`,
+        // In the engine's own scope: no caller can claim it first (issue 34, finding 5).
+        idempotencyKey: { scope: ENGINE_IDEMPOTENCY_SCOPE, key: `auto-rollback:${rollout.id}` },
       }).catch((error: unknown) => {
         if (error instanceof ConflictError) return; // nothing changed, or already rolled back
         throw error;
@@ -258,19 +270,44 @@ export class RolloutEngine {
 
   /**
    * Starts a rollout that returns every target the given rollout changed (or was changing) to the version it ran
-   * before. An active rollout is aborted first. The original becomes ROLLED_BACK when the rollback succeeds.
+   * before. An active original is aborted in the rollback's own creating transaction, so a rollback that is refused
+   * (its key used for another request, a guard, an overlap) leaves the original as it was (issue 34, finding 4). The
+   * original becomes ROLLED_BACK when the rollback succeeds. A retry with the same key returns the same rollback, even
+   * once the original is ROLLED_BACK (the schema's promise; finding 6).
    *
-   * `rules` (the kind's, from the API) may refuse a rollback the cluster cannot run before anything is aborted, and
-   * give the launch a guard to run under the launch lock (launchRules.ts: RollbackRules).
+   * `rules` (the kind's, from the API) may refuse a rollback the cluster cannot run, and give the launch a guard to
+   * run under the launch lock (launchRules.ts: RollbackRules).
    */
-  async rollback(rolloutId: string, options: { cause?: Cause; idempotencyKey?: string | null; rules?: RollbackRules } = {}): Promise<LaunchResult> {
+  async rollback(rolloutId: string, options: RollbackOptions = {}): Promise<LaunchResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.rollbackOnce(rolloutId, options);
+      } catch (error) {
+        // The original admitted a target while the rollback was planned: nothing was written; plan it again.
+        if (!(error instanceof RollbackPlanStale) || attempt >= ROLLBACK_PLAN_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  private async rollbackOnce(rolloutId: string, options: RollbackOptions): Promise<LaunchResult> {
     if (!this.launcher) throw new AppError(ErrorCode.Unavailable, 'the rollout engine is not running');
-    let original = await this.rollouts.require(rolloutId);
-    if (original.state === 'ROLLED_BACK') throw new ConflictError(`rollout ${rolloutId} is already rolled back`);
-    // Asked before the abort (a refusal must change nothing), and again of the targets as the abort left them.
-    if (options.rules) await options.rules(original, await this.rollbackTargets(rolloutId));
-    if (!isTerminal(original.state)) original = await this.rollouts.abort(rolloutId, 'aborted for a rollback');
+    const original = await this.rollouts.require(rolloutId);
+    const request = { rollbackOf: rolloutId };
+    // Aborting a rollout cancels only its PENDING targets, so these are the rollback's targets before and after.
     const targets = await this.rollbackTargets(rolloutId);
+    const plan = targets.map((t) => ({
+      namespace: t.namespace,
+      name: t.name,
+      fromVersion: t.fromVersion,
+      toVersion: t.toVersion,
+      action: 'change' as const,
+      reason: null,
+    }));
+    if (options.idempotencyKey) {
+      const made = await this.launcher.replayOf(options.idempotencyKey, original.kind, request);
+      if (made) return { rollout: made, plan, created: false, dryRun: false };
+    }
+    if (original.state === 'ROLLED_BACK') throw new ConflictError(`rollout ${rolloutId} is already rolled back`);
     if (targets.length === 0) throw new ConflictError(`rollout ${rolloutId} changed no target; there is nothing to roll back`);
     const guard = options.rules ? (await options.rules(original, targets)).guard : undefined;
     return this.launcher.launch({
@@ -284,12 +321,13 @@ export class RolloutEngine {
       },
       cause: options.cause ?? { message: `rollback of ${rolloutId}` },
       idempotencyKey: options.idempotencyKey ?? null,
-      request: { rollbackOf: rolloutId },
+      request,
       rollbackOfId: rolloutId,
-      // Not a supersede: it takes over only its original (aborted above; a rollback waits for no admitted target of
-      // it), while a newer rollout of the same targets is CONFLICT, as for a bump (attack finding F8: it was aborted
-      // without asking, and a retried rollback aborted the first).
+      // Not a supersede: it takes over only its original (aborted with the launch; a rollback waits for no admitted
+      // target of it), while a newer rollout of the same targets is CONFLICT, as for a bump (attack finding F8: it
+      // was aborted without asking, and a retried rollback aborted the first).
       supersede: false,
+      ...(isTerminal(original.state) ? {} : { takeOver: rolloutId }),
       ...(guard ? { guard } : {}),
     });
   }
@@ -297,7 +335,7 @@ export class RolloutEngine {
   /** What a rollback of the rollout changes: each target it changed (or was changing) back to where it was. */
   private async rollbackTargets(rolloutId: string): Promise<NewTarget[]> {
     return (await this.rollouts.allTargets(rolloutId))
-      .filter((t) => ['SUCCEEDED', 'FAILED', 'PROGRESSING'].includes(t.state) && t.fromVersion !== null)
+      .filter(changedByRollout)
       .map((t) => ({ namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! }));
   }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 import { MAX_IDEMPOTENCY_KEY } from './kinds/cause.js';
 import type { RolloutPlan } from './kinds/index.js';
+import type { IdempotencyKeyRef } from './historyPort.js';
 import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { checkReplay, type LaunchGuard } from './launchRules.js';
 
@@ -10,7 +11,8 @@ export type { RolloutPlan } from './kinds/index.js';
 export interface LaunchRequest {
   plan: RolloutPlan;
   cause: Cause;
-  idempotencyKey?: string | null;
+  /** The caller's key in the caller's scope (see IdempotencyKeyRef): a retry with it returns the first rollout. */
+  idempotencyKey?: IdempotencyKeyRef | null;
   dryRun?: boolean;
   /** Abort active rollouts that cover any of the same targets instead of refusing with CONFLICT. */
   supersede?: boolean;
@@ -21,6 +23,11 @@ export interface LaunchRequest {
   request: unknown;
   /** Rollback rollouts name the rollout they revert. */
   rollbackOfId?: string;
+  /**
+   * A rollback's original while still active: aborted in the creating transaction, so that a refused launch leaves it
+   * running (issue 34, finding 4). Its targets do not count as overlapping; no other rollout's are taken over.
+   */
+  takeOver?: string;
   /** The kind's own rule over its active rollouts, decided under the launch lock (not run for dry runs). */
   guard?: LaunchGuard;
 }
@@ -39,6 +46,25 @@ export interface LaunchResult {
   plan: PlanItem[];
   created: boolean;
   dryRun: boolean;
+}
+
+/** The key a caller sent, in the caller's scope; null when it sent none. */
+export function scopedKey(scope: string, key: string | null | undefined): IdempotencyKeyRef | null {
+  return key == null ? null : { scope, key };
+}
+
+/** The scope of the engine's own keys (auto-rollback): no caller's scope can be it (callers' are `token:…`, `anonymous`). */
+export const ENGINE_IDEMPOTENCY_SCOPE = 'rollplane';
+
+function checkIdempotencyKey(key: IdempotencyKeyRef): void {
+  if (key.key.length === 0 || key.key.length > MAX_IDEMPOTENCY_KEY) {
+    throw new ValidationError('idempotencyKey', `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`);
+  }
+}
+
+/** What tells a retry (same hash) from another request under the same key. */
+function requestHashOf(kind: RolloutPlan['kind'], request: unknown): string {
+  return fingerprint({ kind, request });
 }
 
 function fingerprint(value: unknown): string {
@@ -70,9 +96,7 @@ export class RolloutLauncher {
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { plan } = request;
     const key = request.idempotencyKey ?? undefined;
-    if (key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
-      throw new ValidationError('idempotencyKey', `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`);
-    }
+    if (key !== undefined) checkIdempotencyKey(key);
     const items: PlanItem[] = plan.targets.map((t) => ({
       namespace: t.namespace,
       name: t.name,
@@ -81,7 +105,7 @@ export class RolloutLauncher {
       action: t.skipReason ? 'skip' : 'change',
       reason: t.skipReason ?? null,
     }));
-    const requestHash = fingerprint({ kind: plan.kind, request: request.request });
+    const requestHash = requestHashOf(plan.kind, request.request);
 
     if (key !== undefined) {
       const existing = await this.replay(key, requestHash);
@@ -106,22 +130,34 @@ export class RolloutLauncher {
         rollbackOfId: request.rollbackOfId ?? null,
         targets: plan.targets,
       },
-      { supersede: request.supersede === true, ...(request.guard ? { guard: request.guard } : {}) },
+      {
+        supersede: request.supersede === true,
+        ...(request.guard ? { guard: request.guard } : {}),
+        ...(request.takeOver ? { takeOver: request.takeOver } : {}),
+      },
     );
     return { rollout, plan: items, created, dryRun: false };
   }
 
-  /** The fast path of a retry, before any lock: the key's rollout, or CONFLICT for a different request under it. */
+  /**
+   * The fast path of a retry, before any lock: the rollout `key` made if the same request (`kind`, `request`) made it;
+   * CONFLICT if another did; undefined for a key not used yet.
+   */
+  async replayOf(key: IdempotencyKeyRef, kind: RolloutPlan['kind'], request: unknown): Promise<Rollout | undefined> {
+    checkIdempotencyKey(key);
+    return this.replay(key, requestHashOf(kind, request));
+  }
+
   /**
    * The key's rollout if the same request made it; CONFLICT if another did. Two reads outside a transaction, in this
    * order: a rollout and its record commit together, so once the rollout is seen its record is too. Read the other way
    * round, a rollout committed (on any replica) between the two reads came without its record and passed for this
    * request's (attack finding: a retry was answered with another request's rollout, even of another kind).
    */
-  private async replay(key: string, requestHash: string): Promise<Rollout | undefined> {
+  private async replay(key: IdempotencyKeyRef, requestHash: string): Promise<Rollout | undefined> {
     const rollout = await this.rollouts.findByIdempotencyKey(key);
     if (!rollout) return undefined;
-    checkReplay(key, requestHash, rollout.id, await this.rollouts.idempotencyRecord(key));
+    checkReplay(key.key, requestHash, rollout.id, await this.rollouts.idempotencyRecord(key));
     return rollout;
   }
 
@@ -137,7 +173,7 @@ export class RolloutLauncher {
       selector: plan.selector,
       strategy: plan.strategy,
       cause,
-      idempotencyKey: request.idempotencyKey ?? null,
+      idempotencyKey: request.idempotencyKey?.key ?? null,
       rollbackOfId: request.rollbackOfId ?? null,
       message: 'dry run: nothing was changed',
       engineState: {},

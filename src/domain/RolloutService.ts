@@ -1,7 +1,28 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
-import type { CoveredTarget, HistoryStore, HistoryTx, IdempotencyRecord, NewRevision, RolloutPosition, RolloutRow, Step, TargetRow } from './historyPort.js';
-import { checkReplay, type LaunchRules, overlapConflict, overlapsOf, stillChangingConflict, SUPERSEDED } from './launchRules.js';
+import type {
+  CoveredTarget,
+  HistoryStore,
+  HistoryTx,
+  IdempotencyKeyRef,
+  IdempotencyRecord,
+  NewRevision,
+  RolloutPosition,
+  RolloutRow,
+  Step,
+  TargetRow,
+} from './historyPort.js';
+import {
+  ABORTED_FOR_ROLLBACK,
+  changedByRollout,
+  checkReplay,
+  RollbackPlanStale,
+  type LaunchRules,
+  overlapConflict,
+  overlapsOf,
+  stillChangingConflict,
+  SUPERSEDED,
+} from './launchRules.js';
 import type { EventLog } from './EventLog.js';
 import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
@@ -78,7 +99,8 @@ export interface NewRollout {
   selector: Record<string, unknown>;
   strategy: RolloutStrategy;
   cause: Cause;
-  idempotencyKey?: string | null;
+  /** The key and who sent it (its scope); unique per scope. */
+  idempotencyKey?: IdempotencyKeyRef | null;
   /** With a key: the request's fingerprint, recorded with the rollout in its transaction (RolloutLauncher). */
   requestHash?: string | null;
   rollbackOfId?: string | null;
@@ -190,7 +212,8 @@ export class RolloutService {
           causeRunUrl: spec.cause.runUrl ?? null,
           causeCommit: spec.cause.commit ?? null,
           causeMessage: spec.cause.message ?? null,
-          idempotencyKey: spec.idempotencyKey ?? null,
+          idempotencyKey: spec.idempotencyKey?.key ?? null,
+          idempotencyScope: spec.idempotencyKey?.scope ?? '',
           rollbackOfId: spec.rollbackOfId ?? null,
         },
         now,
@@ -201,7 +224,7 @@ export class RolloutService {
         const existing = (yield* replayStep(tx, spec))!;
         if (events.length > 0) {
           // The aborts of a supersede were for a rollout that is not created: none of them may commit.
-          throw new ConflictError(`idempotency key "${spec.idempotencyKey}" was taken meanwhile by rollout ${existing.id}; nothing was changed`, {
+          throw new ConflictError(`idempotency key "${spec.idempotencyKey!.key}" was taken meanwhile by rollout ${existing.id}; nothing was changed`, {
             details: { rolloutId: existing.id },
           });
         }
@@ -209,7 +232,7 @@ export class RolloutService {
       }
       if (spec.idempotencyKey && spec.requestHash) {
         // In the rollout's own transaction: no replica can see the rollout without the request that made it.
-        yield* tx.insertIdempotencyRecord({ key: spec.idempotencyKey, operation: spec.kind, requestHash: spec.requestHash, rolloutId: id }, now);
+        yield* tx.insertIdempotencyRecord({ ...spec.idempotencyKey, operation: spec.kind, requestHash: spec.requestHash, rolloutId: id }, now);
       }
       yield* tx.insertTargets(
         spec.targets.map((target, ordinal) => ({
@@ -248,13 +271,13 @@ export class RolloutService {
     return rollout;
   }
 
-  async findByIdempotencyKey(key: string): Promise<Rollout | undefined> {
+  async findByIdempotencyKey(key: IdempotencyKeyRef): Promise<Rollout | undefined> {
     const row = await this.store.read.findRolloutByIdempotencyKey(key);
     return row ? toRollout(row) : undefined;
   }
 
   /** Which request made the key's rollout (undefined for a key never used, or used before records were kept). */
-  async idempotencyRecord(key: string): Promise<IdempotencyRecord | undefined> {
+  async idempotencyRecord(key: IdempotencyKeyRef): Promise<IdempotencyRecord | undefined> {
     return this.store.read.findIdempotencyRecord(key);
   }
 
@@ -453,7 +476,7 @@ function* replayStep(tx: HistoryTx, spec: NewRollout): Step<Rollout | undefined>
   const key = spec.idempotencyKey!;
   const existing = yield* tx.findRolloutByIdempotencyKey(key);
   if (!existing) return undefined;
-  if (spec.requestHash) checkReplay(key, spec.requestHash, existing.id, yield* tx.findIdempotencyRecord(key));
+  if (spec.requestHash) checkReplay(key.key, spec.requestHash, existing.id, yield* tx.findIdempotencyRecord(key));
   return toRollout(existing);
 }
 
@@ -485,12 +508,16 @@ const ACTIVE_PAGE = 500;
  */
 function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): Step<NewEvent[]> {
   const changing = spec.targets.filter((t) => !t.skipReason);
-  if (changing.length === 0 && !rules.guard) return [];
-  const overlapping = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing);
+  if (changing.length === 0 && !rules.guard && !rules.takeOver) return [];
+  // The original a rollback takes over covers the same targets by nature: they are the rollback's to change back.
+  const overlapping = overlapsOf(yield* tx.coveredTargets(spec.kind, ['PENDING', 'PROGRESSING'], ACTIVE_ROLLOUT_STATES), changing).filter(
+    (o) => o.rolloutId !== rules.takeOver,
+  );
   // Targets still changing under rollouts that ended: abort and failure leave admitted targets to finish.
   const finishing = yield* tx.coveredTargets(spec.kind, ['PROGRESSING'], ENDED_WITH_ADMITTED_TARGETS);
   if (rules.guard) {
     const superseding = new Set(rules.supersede ? overlapping.map((o) => o.rolloutId) : []);
+    if (rules.takeOver) superseding.add(rules.takeOver);
     rules.guard(yield* busyRolloutsStep(tx, spec.kind, finishing), { superseding });
   }
   if (!rules.supersede) {
@@ -502,16 +529,26 @@ function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): 
     );
     if (changingUnderEnded.length > 0) throw stillChangingConflict(changingUnderEnded);
   }
-  if (overlapping.length === 0) return [];
-  if (!rules.supersede) throw overlapConflict(spec.kind, overlapping, spec.rollbackOfId != null);
+  if (overlapping.length > 0 && !rules.supersede) throw overlapConflict(spec.kind, overlapping, spec.rollbackOfId != null);
+  // Every refusal is above: from here on the launch happens, and what it aborts commits with it.
   const events: NewEvent[] = [];
-  for (const rolloutId of new Set(overlapping.map((o) => o.rolloutId))) {
+  const aborts = new Map<string, string>(overlapping.map((o) => [o.rolloutId, SUPERSEDED]));
+  if (rules.takeOver) aborts.set(rules.takeOver, ABORTED_FOR_ROLLBACK);
+  for (const [rolloutId, message] of aborts) {
     try {
-      events.push(...(yield* transitionStep(tx, rolloutId, 'ABORTED', SUPERSEDED, ACTIVE_ROLLOUT_STATES)).events);
+      events.push(...(yield* transitionStep(tx, rolloutId, 'ABORTED', message, ACTIVE_ROLLOUT_STATES)).events);
     } catch (error) {
-      // The engine ended it after the read above (its transitions do not take the launch lock): nothing to abort.
+      // Ended meanwhile (the engine's transitions do not take the launch lock), or a rollback's original that had
+      // ended already: nothing to abort.
       if (!(error instanceof ConflictError)) throw error;
     }
+  }
+  if (rules.takeOver) {
+    // The rollback was planned from the original's targets before this transaction; its row is locked (or ended)
+    // now, so what it changed can no longer grow: a target admitted in between would be left on the new version.
+    const planned = new Set(spec.targets.map((t) => `${t.namespace}/${t.name}`));
+    const missed = (yield* tx.targetsOf(rules.takeOver)).find((t) => changedByRollout(t) && !planned.has(`${t.namespace}/${t.name}`));
+    if (missed) throw new RollbackPlanStale(`rollout ${rules.takeOver} admitted ${missed.namespace}/${missed.name} while its rollback was planned`);
   }
   return events;
 }

@@ -6,6 +6,7 @@
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from './labelSelector.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
+import { scopedKey } from './RolloutLauncher.js';
 import { isDowngrade } from '../util/imageReference.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import type { AgentPoolStrategy, RolloutPlan } from './kinds/index.js';
@@ -187,7 +188,12 @@ export type { BumpAgentImageRequest } from './kinds/agentPool.js';
  * with their reason, as are pools already on the image; a semver downgrade of any changing pool is refused unless
  * `allowDowngrade`. Dry runs, idempotency keys and overlap rules are the launcher's.
  */
-export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: AgentPoolQueries, input: BumpAgentImageRequest): Promise<LaunchResult> {
+export async function bumpAgentImage(
+  domain: Pick<Domain, 'launcher'>,
+  queries: AgentPoolQueries,
+  input: BumpAgentImageRequest,
+  idempotencyScope: string,
+): Promise<LaunchResult> {
   const { image, pools: selection, strategy } = input;
   // Refuse before planning when the cluster does not allow the configured mode (e.g. direct beside the controller).
   const mode = await queries.checkRollout();
@@ -231,7 +237,7 @@ export async function bumpAgentImage(domain: Pick<Domain, 'launcher'>, queries: 
   return domain.launcher.launch({
     plan,
     cause: input.cause ?? {},
-    idempotencyKey: input.idempotencyKey ?? null,
+    idempotencyKey: scopedKey(idempotencyScope, input.idempotencyKey),
     dryRun: input.dryRun === true,
     supersede: input.supersede === true,
     request,

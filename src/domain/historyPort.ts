@@ -21,6 +21,8 @@ export interface RolloutRow {
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** Who `idempotencyKey` belongs to (see IdempotencyKeyRef); '' for keys written before keys were scoped. */
+  idempotencyScope: string;
 }
 
 export interface TargetRow {
@@ -75,8 +77,18 @@ export interface RolloutPosition {
   id: string;
 }
 
+/**
+ * An idempotency key as the store keeps it: unique per scope, the caller that sent it (`token:<id>`, `anonymous`) or
+ * the engine (`rollplane`). A caller can neither reuse another caller's key nor claim one of the engine's (issue 34).
+ */
+export interface IdempotencyKeyRef {
+  scope: string;
+  key: string;
+}
+
 /** An idempotency key's record: which request (by hash) made which rollout. */
 export interface IdempotencyRecord {
+  scope: string;
   key: string;
   operation: string;
   requestHash: string;
@@ -125,7 +137,7 @@ export type RevisionKey = { kind: string; namespace: string; name: string };
 /** Reads; outside a transaction they see the latest committed state. */
 export interface HistoryReads {
   findRollout(id: string): Promise<RolloutRow | undefined>;
-  findRolloutByIdempotencyKey(key: string): Promise<RolloutRow | undefined>;
+  findRolloutByIdempotencyKey(key: IdempotencyKeyRef): Promise<RolloutRow | undefined>;
   /** Every target of a rollout, in admission order. */
   targetsOf(rolloutId: string): Promise<TargetRow[]>;
   targetsInState(rolloutId: string, state: string): Promise<TargetRow[]>;
@@ -167,7 +179,7 @@ export interface HistoryReads {
     limit: number,
   ): Promise<{ rows: TargetRow[]; totalCount: number }>;
   /** The record of the request that made the key's rollout (its hash tells a retry from a different request). */
-  findIdempotencyRecord(key: string): Promise<IdempotencyRecord | undefined>;
+  findIdempotencyRecord(key: IdempotencyKeyRef): Promise<IdempotencyRecord | undefined>;
   /** Ids of rollouts the engine still has work for (active, or ended with their finish step not done), oldest first. */
   rolloutIdsNeedingEngine(): Promise<string[]>;
   /** Revisions of one target with n < beforeN, newest first. */

@@ -25,7 +25,26 @@ export interface LaunchRules {
   supersede?: boolean;
   /** Runs before the overlap rule; it decides itself what a supersede may take over (GuardContext.superseding). */
   guard?: LaunchGuard;
+  /**
+   * A rollback's original: aborted in the same transaction when still active (so a refused rollback leaves it as it
+   * was), its targets not counted as overlapping, and it is among the guard's `superseding`.
+   */
+  takeOver?: string;
 }
+
+/** What the original's message says once a rollback took it over. */
+export const ABORTED_FOR_ROLLBACK = 'aborted for a rollback';
+
+/** A target a rollback of its rollout changes back: one the rollout changed, or was changing, from a known version. */
+export function changedByRollout(target: { state: string; fromVersion: string | null }): boolean {
+  return (target.state === 'SUCCEEDED' || target.state === 'FAILED' || target.state === 'PROGRESSING') && target.fromVersion !== null;
+}
+
+/**
+ * A rollback planned from its original's targets found, once it held the original's row, that the original had
+ * admitted more targets meanwhile: nothing was written; the engine plans it again (RolloutEngine.rollback).
+ */
+export class RollbackPlanStale extends ConflictError {}
 
 /** What an aborted predecessor's message says. */
 export const SUPERSEDED = 'superseded by a newer rollout';

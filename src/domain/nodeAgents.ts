@@ -6,6 +6,7 @@
 import { matchesLabelSelector, parseLabelSelector } from './labelSelector.js';
 import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
+import { scopedKey } from './RolloutLauncher.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
 import { DEFAULT_PEER_RUNTIME_CLASS, type BumpNodeAgentImageRequest, type NodeAgentStrategy } from './kinds/nodeAgent.js';
 import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
@@ -199,7 +200,7 @@ export function choosePeerRuntimeClass(requested: string | null | undefined, fou
 }
 
 /** The `bumpNodeAgentImage` mutation: validate, plan, launch (dry run, idempotency, overlap rules). */
-export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentImageRequest): Promise<LaunchResult> {
+export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentImageRequest, idempotencyScope: string): Promise<LaunchResult> {
   const queries = domain.nodeAgents;
   if (!queries) throw new NotImplementedError('bumpNodeAgentImage (node agent rollouts)');
   const declared = await queries.agentRuntimeClass?.(input.namespace, input.name);
@@ -208,7 +209,7 @@ export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentIma
   return domain.launcher.launch({
     plan,
     cause: cause ?? {},
-    idempotencyKey: input.idempotencyKey ?? null,
+    idempotencyKey: scopedKey(idempotencyScope, input.idempotencyKey),
     dryRun: dryRun === true,
     request,
   });

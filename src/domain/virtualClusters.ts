@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { ConflictError, NotImplementedError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
+import { scopedKey } from './RolloutLauncher.js';
 import { EventType, type StoredEvent } from './events.js';
 import { parseImageReference } from '../util/imageReference.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
@@ -373,7 +374,7 @@ function refuseConcurrentChange(clusterVersion: string): LaunchGuard {
  * upgrade (in namespace/name order; clusters already on the new spec or not Running are skipped), and hands the plan
  * to the launcher (dry run, idempotency, overlap rules).
  */
-export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersionRequest): Promise<LaunchResult> {
+export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersionRequest, idempotencyScope: string): Promise<LaunchResult> {
   const queries = ports(domain);
   if (!queries.partialUpgradeEnabled()) {
     throw new ConflictError('the ClusterVersionPartialUpgrade feature gate is off: no virtual cluster would be upgraded');
@@ -446,7 +447,7 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
   return domain.launcher.launch({
     plan,
     cause: cause ?? {},
-    idempotencyKey: idempotencyKey ?? null,
+    idempotencyKey: scopedKey(idempotencyScope, idempotencyKey),
     dryRun: dryRun === true,
     request,
     guard: refuseConcurrentChange(cv.name),

@@ -14,6 +14,7 @@ import type { GraphQLContext } from './context.js';
 import { compiledExecutionGateway } from './compiledExecutor.js';
 import { clientErrorOf, errorCodeOf, formatError } from './errors.js';
 import type { ResponseCache } from './responseCache.js';
+import type { BoundedDocumentStore } from './documentStore.js';
 import { rootFieldsOf } from './operationFields.js';
 
 export interface ApolloHandlerOptions {
@@ -34,6 +35,8 @@ export interface ApolloHandlerOptions {
   context: (req: IncomingMessage, principal: Principal) => Promise<GraphQLContext>;
   /** Extra plugins (e.g. the subscription server's drain). */
   plugins?: ApolloServerPlugin<GraphQLContext>[];
+  /** Parsed and validated documents kept between requests, bounded by the heap they take (documentStore.ts). */
+  documentStore: BoundedDocumentStore;
 }
 
 function metricsPlugin(metrics: AppMetrics): ApolloServerPlugin<GraphQLContext> {
@@ -70,6 +73,9 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
       // Answers are kept per role: what a field shows or refuses depends on the role alone, never on who holds it.
       callerOf: (context) => (context as GraphQLContext).principal.role,
     }),
+    // Apollo's own store sizes a document by its JSON, without its source text or tokens: distinct padded documents
+    // grew the heap without bound (issue 34, finding 1).
+    documentStore: options.documentStore,
     csrfPrevention: true,
     // One operation per request: batching would multiply every limit below by the batch size.
     allowBatchedHttpRequests: false,

@@ -1,7 +1,8 @@
 import { createSourceEventStream, execute, GraphQLError, subscribe as graphqlSubscribe, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import type { EventLog, StreamOptions } from '../domain/EventLog.js';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { EventLog, ReplayCharge, StreamOptions } from '../domain/EventLog.js';
 import { streamOptionsOf } from '../domain/EventLog.js';
 import { matchesFilter, type EventFilter, type StoredEvent } from '../domain/events.js';
 import type { Logger } from '../log.js';
@@ -37,6 +38,8 @@ export interface FeedTarget {
    * `complete`, but the fan-out writes to the socket from the moment the subscriber joins: nothing is sent meanwhile.
    */
   wanted: () => boolean;
+  /** Charges the events replayed for `after:` to the caller's budget; absent: replays are free (tests). */
+  chargeReplay?: ReplayCharge;
 }
 
 export const FEED_TARGET = Symbol('rollplane.feedTarget');
@@ -66,6 +69,12 @@ const DRAIN_POLL_MS = 20;
  * events keep arriving meanwhile). Past this it drops them and reads the store once more instead.
  */
 const HELD_LIVE_LIMIT = 1024;
+/**
+ * Longest a replay executes and writes events before it lets the event loop run other work (health probes, other
+ * requests): a page of 500 events took 50 ms and more in one go, and many replays at once held the loop for seconds
+ * (issue 34, finding 2).
+ */
+const REPLAY_SLICE_MS = 5;
 const OPEN = 1;
 
 const NEXT_SUFFIX = '}';
@@ -365,6 +374,8 @@ class FeedSubscriber {
   private held: Delivery[] = [];
   /** More than HELD_LIVE_LIMIT arrived meanwhile: they were dropped, and the store must be read once more. */
   private heldOverflow = false;
+  /** Replaying what `after:` asked for: charged to the caller (FeedTarget.chargeReplay) until it first goes live. */
+  private charging = false;
 
   constructor(
     private readonly group: FeedGroup,
@@ -402,6 +413,7 @@ class FeedSubscriber {
       );
     } else {
       this.last = after;
+      this.charging = this.target.chargeReplay !== undefined;
       this.beginCatchUp(false);
     }
   }
@@ -471,6 +483,7 @@ class FeedSubscriber {
   /** Sends what was held (after the position only) and takes live events from now on. */
   private goLive(positionedAt?: number): void {
     this.phase = 'live';
+    this.charging = false;
     const held = this.held;
     this.held = [];
     this.heldOverflow = false;
@@ -532,6 +545,12 @@ class FeedSubscriber {
       if (this.isClosed()) return;
       const step = await this.group.options.replaySlots.run(this.target.socket, () => this.replayPage());
       if (step === 'closed' || step === 'live') return;
+      if (typeof step === 'number') {
+        // Over the caller's budget: wait for it without holding a replay slot, then read the page again.
+        await new Promise((resolve) => setTimeout(resolve, step).unref());
+        wait = false;
+        continue;
+      }
       wait = step === 'drain';
     }
   }
@@ -540,10 +559,15 @@ class FeedSubscriber {
    * One page from the store, sent until the socket's budget is spent. The page lives only in this call: a suspended
    * async function keeps its locals, so a page read in catchUp itself would stay in memory while the socket drains.
    */
-  private async replayPage(): Promise<'closed' | 'live' | 'more' | 'drain'> {
+  private async replayPage(): Promise<'closed' | 'live' | 'more' | 'drain' | number> {
     if (this.isClosed()) return 'closed';
     const page = await this.group.pageAfter(this.last);
     if (this.isClosed()) return 'closed';
+    if (this.charging && page.events.length > 0) {
+      const waitMs = await this.target.chargeReplay!(page.events.length);
+      if (this.isClosed()) return 'closed';
+      if (waitMs > 0) return waitMs;
+    }
     if (page.events.length === 0) {
       this.last = page.scannedTo;
       if (page.more) return 'more';
@@ -554,7 +578,12 @@ class FeedSubscriber {
       this.goLive();
       return 'live';
     }
+    let sliceStart = performance.now();
     for (const event of page.events) {
+      if (performance.now() - sliceStart > REPLAY_SLICE_MS) {
+        await yieldToEventLoop();
+        sliceStart = performance.now();
+      }
       const payload = await this.group.payloadOf(event);
       if (this.isClosed()) return 'closed';
       if (this.overBudget()) return 'drain';

@@ -3,9 +3,10 @@ import { GraphQLError, type DocumentNode, type GraphQLSchema, type OperationDefi
 import type { RateLimiter } from '../auth/RateLimiter.js';
 import { requiredRole } from '../auth/policy.js';
 import { principalName, roleAllows, type Principal } from '../auth/roles.js';
+import type { ReplayCharge } from '../domain/EventLog.js';
 import { ErrorCode } from '../errors.js';
 import { rootFieldsOf } from './operationFields.js';
-import { checkQueryLimits, type QueryLimits } from './queryLimits.js';
+import { checkQueryLimits, type ListSizes, type QueryLimits } from './queryLimits.js';
 
 export interface GuardOptions {
   schema: GraphQLSchema;
@@ -14,11 +15,15 @@ export interface GuardOptions {
   mutationLimiter: RateLimiter;
   /** The operation's estimated cost per operation of any type (per replica). */
   queryCostLimiter: RateLimiter;
+  /** The current size of lists without `first`, for the cost estimate (queryLimits.ts). */
+  listSizes?: ListSizes;
 }
 
 /** What the guard decided about one operation: the root fields it would run, and the refusal if any. */
 export interface GuardVerdict {
   fields: string[];
+  /** The operation's estimated cost (queryLimits.ts): for a subscription, what each event it sends costs. */
+  cost: number;
   error?: GraphQLError;
 }
 
@@ -55,13 +60,13 @@ export function guardOperation(
   principal: Principal,
 ): GuardVerdict | Promise<GuardVerdict> {
   const fields = rootFieldsOf(document, operation);
-  const { cost, error: limitError } = checkQueryLimits(options.schema, document, operation, variables, options.limits);
-  if (limitError) return { fields, error: limitError };
+  const { cost, error: limitError } = checkQueryLimits(options.schema, document, operation, variables, options.limits, options.listSizes);
+  if (limitError) return { fields, cost, error: limitError };
   const key = callerKey(principal);
   const afterMutationLimit = (waitMs: number): GuardVerdict | Promise<GuardVerdict> => {
-    if (waitMs > 0) return { fields, error: rateLimited('mutations', waitMs) };
+    if (waitMs > 0) return { fields, cost, error: rateLimited('mutations', waitMs) };
     return thenIfPromise(options.queryCostLimiter.take(key, Math.max(1, cost)), (costWaitMs) =>
-      costWaitMs > 0 ? { fields, error: rateLimited('queries (their estimated cost)', costWaitMs) } : checkRoles(fields, operation, principal),
+      costWaitMs > 0 ? { fields, cost, error: rateLimited('queries (their estimated cost)', costWaitMs) } : checkRoles(fields, cost, operation, principal),
     );
   };
   // Synchronous unless a limiter is not (the shared one on PostgreSQL): an operation that needs no round trip does
@@ -69,11 +74,20 @@ export function guardOperation(
   return operation.operation === 'mutation' ? thenIfPromise(options.mutationLimiter.take(key), afterMutationLimit) : afterMutationLimit(0);
 }
 
+/**
+ * What replaying stored events for a subscription (its `after:`) costs the caller: the operation's cost per event,
+ * from the same budget as its queries (issue 34, finding 2). Waiting callers are paced by it (EventLog.ReplayCharge).
+ */
+export function replayCharge(options: GuardOptions, principal: Principal, costPerEvent: number): ReplayCharge {
+  const key = callerKey(principal);
+  return (events) => options.queryCostLimiter.take(key, Math.max(1, costPerEvent) * events);
+}
+
 function thenIfPromise<T, R>(value: T | Promise<T>, next: (value: T) => R | Promise<R>): R | Promise<R> {
   return value instanceof Promise ? value.then(next) : next(value);
 }
 
-function checkRoles(fields: string[], operation: OperationDefinitionNode, principal: Principal): GuardVerdict {
+function checkRoles(fields: string[], cost: number, operation: OperationDefinitionNode, principal: Principal): GuardVerdict {
   for (const field of fields) {
     const needed = requiredRole(operation.operation, field);
     if (!roleAllows(principal.role, needed)) {
@@ -81,8 +95,8 @@ function checkRoles(fields: string[], operation: OperationDefinitionNode, princi
         // 200, as for any GraphQL error about what the caller may do (Apollo would answer 500 for a plugin error).
         extensions: { code: ErrorCode.Forbidden, needed, role: principal.role, field, http: { status: 200 } },
       });
-      return { fields, error };
+      return { fields, cost, error };
     }
   }
-  return { fields };
+  return { fields, cost };
 }

@@ -23,7 +23,7 @@ import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { clientErrorOf, errorCodeOf, formatGraphQLErrors } from './errors.js';
 import { FEED_TARGET, SubscriptionFanOut, type FeedExecutionArgs } from './fanOut.js';
-import { callerKey, guardOperation, type GuardOptions } from './guard.js';
+import { callerKey, guardOperation, replayCharge, type GuardOptions } from './guard.js';
 import { ReplaySlots } from './replaySlots.js';
 import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 
@@ -57,6 +57,12 @@ export const CLOSE_TRY_AGAIN_LATER = 1013;
 const INTERNAL_CLOSE_REASON = 'Internal server error';
 /** WebSockets one address may hold open before they send connection_init (graphql-ws closes them after 3 s anyway). */
 const MAX_UNAUTHENTICATED_PER_ADDRESS = 32;
+/**
+ * WebSockets the whole server holds open before they authenticate: a client owning many addresses (127.0.0.0/8 has
+ * sixteen million, an IPv6 /64 more) held 1,192 sockets and their file descriptors under the per-address cap alone
+ * (issue 34, finding 8). Far above what reconnecting screens need in the three seconds a socket may wait.
+ */
+export const MAX_UNAUTHENTICATED_SOCKETS = 256;
 /**
  * Replay pages (up to 500 events each) held in memory at once by subscribers catching up from the store, over all
  * sockets: enough to keep the store busy, few enough that a thousand resuming subscribers cost megabytes, not gigabytes.
@@ -146,20 +152,29 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
   // Sockets that have not (yet) authenticated count against their address, so that nobody can hold thousands of them
   // open for the init timeout each; once authenticated they count against their caller (onConnect).
   const unauthenticatedByAddress = new Map<string, number>();
+  let unauthenticated = 0;
   const pendingRelease = new WeakMap<WebSocket, () => void>();
   wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const address = request.socket.remoteAddress ?? 'unknown';
     const pending = unauthenticatedByAddress.get(address) ?? 0;
-    if (pending >= MAX_UNAUTHENTICATED_PER_ADDRESS) {
+    if (pending >= MAX_UNAUTHENTICATED_PER_ADDRESS || unauthenticated >= MAX_UNAUTHENTICATED_SOCKETS) {
       metrics.requestsRefused.inc({ reason: 'connections', transport: 'ws' });
-      socket.close(CLOSE_TOO_MANY, `Too many connections waiting to authenticate from this address (at most ${MAX_UNAUTHENTICATED_PER_ADDRESS})`);
+      const which =
+        pending >= MAX_UNAUTHENTICATED_PER_ADDRESS
+          ? `from this address (at most ${MAX_UNAUTHENTICATED_PER_ADDRESS})`
+          : `(at most ${MAX_UNAUTHENTICATED_SOCKETS})`;
+      socket.close(CLOSE_TOO_MANY, `Too many connections waiting to authenticate ${which}`);
       return;
     }
+    // A socket may hold one operation per allowed subscription, each with its own close listener (fanOut.ts).
+    socket.setMaxListeners(options.maxSubscriptionsPerConnection + 10);
     unauthenticatedByAddress.set(address, pending + 1);
+    unauthenticated++;
     let counted = true;
     const release = () => {
       if (!counted) return;
       counted = false;
+      unauthenticated--;
       const left = (unauthenticatedByAddress.get(address) ?? 1) - 1;
       if (left <= 0) unauthenticatedByAddress.delete(address);
       else unauthenticatedByAddress.set(address, left);
@@ -295,16 +310,24 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         }
         running.set(id, { operation, fields: verdict.fields, source: payload.query, variables });
         if (operation.operation === 'subscription') metrics.subscriptionsActive.inc();
+        const chargeReplay = replayCharge(options.guard, principal, verdict.cost);
         const args: FeedExecutionArgs = {
           schema: options.schema,
           document,
           operationName: payload.operationName ?? null,
           variableValues: variables ?? null,
-          contextValue: await options.context(principal, ctx.extra.request),
+          contextValue: { ...(await options.context(principal, ctx.extra.request)), chargeReplay },
         };
         // Where the shared fan-out writes this subscription's messages; the role is part of its group key.
         if (fanOut && operation.operation === 'subscription') {
-          args[FEED_TARGET] = { socket: ctx.extra.socket, id, role: principal.role, source: payload.query, wanted: () => id in ctx.subscriptions };
+          args[FEED_TARGET] = {
+            socket: ctx.extra.socket,
+            id,
+            role: principal.role,
+            source: payload.query,
+            wanted: () => id in ctx.subscriptions,
+            chargeReplay,
+          };
         }
         return args;
       },

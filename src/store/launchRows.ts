@@ -1,20 +1,25 @@
 import { dateOf, sqlDate, type Sql } from './Sql.js';
-import type { CoveredTarget, IdempotencyRecord, RevisionEntry } from '../domain/historyPort.js';
+import type { CoveredTarget, IdempotencyKeyRef, IdempotencyRecord, RevisionEntry } from '../domain/historyPort.js';
 
 /**
  * SQLite statements behind the port's launch-side reads and writes (idempotency records, the engine's work list,
  * revision listings, targets covered by active rollouts). Synchronous, like the rest of the hot path (Sql.ts).
  */
 
-export function findIdempotencyRecord(sql: Sql, key: string): IdempotencyRecord | undefined {
-  const raw = sql.get<Omit<IdempotencyRecord, 'createdAt'> & { createdAt: string }>('SELECT * FROM "IdempotencyKey" WHERE "key" = ?', key);
+export function findIdempotencyRecord(sql: Sql, { scope, key }: IdempotencyKeyRef): IdempotencyRecord | undefined {
+  const raw = sql.get<Omit<IdempotencyRecord, 'createdAt'> & { createdAt: string }>(
+    'SELECT * FROM "IdempotencyKey" WHERE "scope" = ? AND "key" = ?',
+    scope,
+    key,
+  );
   return raw ? { ...raw, createdAt: dateOf(raw.createdAt) } : undefined;
 }
 
 /** Inserts the record unless the key has one already (the first request's record stays). */
 export function insertIdempotencyRecord(sql: Sql, record: Omit<IdempotencyRecord, 'createdAt'>, now: Date): void {
   sql.run(
-    'INSERT INTO "IdempotencyKey" ("key", "operation", "requestHash", "rolloutId", "createdAt") VALUES (?, ?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING',
+    'INSERT INTO "IdempotencyKey" ("scope", "key", "operation", "requestHash", "rolloutId", "createdAt") VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT ("scope", "key") DO NOTHING',
+    record.scope,
     record.key,
     record.operation,
     record.requestHash,

@@ -1,5 +1,5 @@
 import { dateOf, dateOrNull, sqlDate, sqlDateOrNull, type Sql, type SqlValue } from './Sql.js';
-import type { NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } from '../domain/historyPort.js';
+import type { IdempotencyKeyRef, NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } from '../domain/historyPort.js';
 
 /**
  * The history's hot-path statements on Rollout, RolloutTarget and Revision (prepared SQL on rollplane's own
@@ -43,6 +43,7 @@ const ROLLOUT_COLUMN_NAMES = [
   'updatedAt',
   'startedAt',
   'finishedAt',
+  'idempotencyScope',
 ] as const satisfies readonly (keyof RolloutRow)[];
 
 /**
@@ -76,6 +77,7 @@ export function rolloutFromRaw(v: readonly unknown[]): RolloutRow {
     updatedAt: dateOf(v[16] as string),
     startedAt: dateOrNull(v[17] as string | null),
     finishedAt: dateOrNull(v[18] as string | null),
+    idempotencyScope: v[19] as string,
   };
 }
 
@@ -128,8 +130,8 @@ export function findRollout(sql: Sql, id: string): RolloutRow | undefined {
   return raw ? rolloutFromRaw(raw) : undefined;
 }
 
-export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow | undefined {
-  const raw = sql.get<Raw<RolloutRow>>('SELECT * FROM "Rollout" WHERE "idempotencyKey" = ?', key);
+export function findRolloutByIdempotencyKey(sql: Sql, { scope, key }: IdempotencyKeyRef): RolloutRow | undefined {
+  const raw = sql.get<Raw<RolloutRow>>('SELECT * FROM "Rollout" WHERE "idempotencyScope" = ? AND "idempotencyKey" = ?', scope, key);
   return raw ? rolloutOf(raw) : undefined;
 }
 
@@ -139,7 +141,8 @@ export function findRolloutByIdempotencyKey(sql: Sql, key: string): RolloutRow |
  */
 /**
  * A new rollout's values in the order both stores' INSERTs list the columns (id, kind, fromVersion, toVersion,
- * selector, strategy, the cause's four fields, idempotencyKey, rollbackOfId); state, engineState and the dates follow.
+ * selector, strategy, the cause's four fields, idempotencyKey, rollbackOfId, idempotencyScope); state, engineState and
+ * the dates follow.
  */
 export function newRolloutValues(row: NewRolloutRow): SqlValue[] {
   return [
@@ -155,14 +158,15 @@ export function newRolloutValues(row: NewRolloutRow): SqlValue[] {
     row.causeMessage,
     row.idempotencyKey,
     row.rollbackOfId,
+    row.idempotencyScope,
   ];
 }
 
 export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow | undefined {
   const { changes } = sql.run(
     `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
-       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
-     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyKey") DO NOTHING`,
+       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "idempotencyScope", "engineState", "createdAt", "updatedAt")
+     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyScope", "idempotencyKey") DO NOTHING`,
     ...newRolloutValues(row),
     sqlDate(now),
     sqlDate(now),

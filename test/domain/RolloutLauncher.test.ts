@@ -8,7 +8,14 @@ const KEY = 'ci-build-42';
 
 /** Another request's rollout under KEY, as another replica commits it: the rollout and its record together. */
 const theirs = { id: 'ro_theirs', kind: 'NODE_AGENT', toVersion: 'agent:v9' } as Rollout;
-const theirRecord: IdempotencyRecord = { key: KEY, operation: 'NODE_AGENT', requestHash: 'not-this-request', rolloutId: theirs.id, createdAt: new Date() };
+const theirRecord: IdempotencyRecord = {
+  scope: 'anonymous',
+  key: KEY,
+  operation: 'NODE_AGENT',
+  requestHash: 'not-this-request',
+  rolloutId: theirs.id,
+  createdAt: new Date(),
+};
 
 /**
  * The store as a replica sees it while another one commits: nothing under the key for the first read, then the
@@ -34,7 +41,7 @@ const request: LaunchRequest = {
     targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'agent:v1', toVersion: 'agent:v2' }],
   },
   cause: { actor: 'ci' },
-  idempotencyKey: KEY,
+  idempotencyKey: { scope: 'anonymous', key: KEY },
   dryRun: true,
   request: { image: 'agent:v2' },
 };

@@ -60,8 +60,8 @@ describe('the engine reacting to rollout events', () => {
   it('enqueues nothing for a dry run or for a retry of a launched request', async () => {
     await launcher.launch({ plan, cause: {}, request: plan, dryRun: true });
     expect(enqueued).toEqual([]);
-    const first = await launcher.launch({ plan, cause: {}, request: plan, idempotencyKey: 'k1' });
-    const retry = await launcher.launch({ plan, cause: {}, request: plan, idempotencyKey: 'k1' });
+    const first = await launcher.launch({ plan, cause: {}, request: plan, idempotencyKey: { scope: 'anonymous', key: 'k1' } });
+    const retry = await launcher.launch({ plan, cause: {}, request: plan, idempotencyKey: { scope: 'anonymous', key: 'k1' } });
     expect(retry).toMatchObject({ created: false, rollout: { id: first.rollout.id } });
     expect(enqueued).toEqual([first.rollout.id]);
   });

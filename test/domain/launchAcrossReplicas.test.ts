@@ -175,6 +175,7 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
           causeCommit: null,
           causeMessage: null,
           idempotencyKey: 'taken-meanwhile',
+          idempotencyScope: 'anonymous',
           rollbackOfId: null,
         },
         new Date(),
@@ -184,7 +185,7 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
     });
     try {
       await hasInserted;
-      const launch = on(0).launcher.launch(bump(pools, 'agent:v3', { supersede: true, idempotencyKey: 'taken-meanwhile' }));
+      const launch = on(0).launcher.launch(bump(pools, 'agent:v3', { supersede: true, idempotencyKey: { scope: 'anonymous', key: 'taken-meanwhile' } }));
       launch.catch(() => undefined);
       await until('the launch to wait for the other insert of its key', async () => {
         const { rows } = await server().admin<{ n: number }>(`SELECT COUNT(*)::int AS n FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`);
@@ -249,6 +250,7 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
           bumpClusterVersion(
             domainOf(on(i)),
             bumpClusterVersionInput.parse({ clusterVersion: CV, apiServer: { args: [`-v=${round}${i}`] }, clusters: [`default/vc-${i}`] }),
+            'anonymous',
           ),
         ),
       );

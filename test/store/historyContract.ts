@@ -28,6 +28,7 @@ function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewRolloutR
     causeCommit: 'abc123',
     causeMessage: 'bump',
     idempotencyKey: null,
+    idempotencyScope: '',
     rollbackOfId: null,
     ...extra,
   };
@@ -51,20 +52,24 @@ function targetRow(rolloutId: string, ordinal: number, state: string, kind = 'AG
 }
 
 /** Create-or-get by idempotency key, as the domain does it. */
-function* createOnce(tx: HistoryTx, key: string, id: string): Step<{ row: RolloutRow; created: boolean }> {
-  const existing = yield* tx.findRolloutByIdempotencyKey(key);
+function* createOnce(tx: HistoryTx, key: string, id: string, scope = SCOPE): Step<{ row: RolloutRow; created: boolean }> {
+  const ref = { scope, key };
+  const existing = yield* tx.findRolloutByIdempotencyKey(ref);
   if (existing) return { row: existing, created: false };
-  const inserted = yield* tx.insertRollout(rolloutRow(id, { idempotencyKey: key }), T0);
+  const inserted = yield* tx.insertRollout(rolloutRow(id, { idempotencyKey: key, idempotencyScope: scope }), T0);
   if (inserted) return { row: inserted, created: true };
-  return { row: (yield* tx.findRolloutByIdempotencyKey(key))!, created: false };
+  return { row: (yield* tx.findRolloutByIdempotencyKey(ref))!, created: false };
 }
 
 /** As RolloutService.create: the rollout and the record of the request that made it, in one transaction. */
-function* createWithRecord(tx: HistoryTx, key: string, id: string, requestHash: string): Step<{ row: RolloutRow; created: boolean }> {
-  const result = yield* createOnce(tx, key, id);
-  if (result.created) yield* tx.insertIdempotencyRecord({ key, operation: 'AGENT_POOL', requestHash, rolloutId: id }, T0);
+function* createWithRecord(tx: HistoryTx, key: string, id: string, requestHash: string, scope = SCOPE): Step<{ row: RolloutRow; created: boolean }> {
+  const result = yield* createOnce(tx, key, id, scope);
+  if (result.created) yield* tx.insertIdempotencyRecord({ scope, key, operation: 'AGENT_POOL', requestHash, rolloutId: id }, T0);
   return result;
 }
+
+/** The scope of the keys these tests use, unless a test says otherwise. */
+const SCOPE = 'token:ci';
 
 const event = (type: EventType, extra: Partial<NewEvent> = {}): NewEvent => ({ type, ...extra });
 
@@ -214,16 +219,34 @@ export function historyContract(factory: () => StoreFactory): void {
       );
       const winners = results.map((r, i) => ({ ...r, i })).filter((r) => r.created);
       expect(winners).toHaveLength(1);
-      const record = await second.read.findIdempotencyRecord('key-rec');
-      expect(record).toMatchObject({ key: 'key-rec', operation: 'AGENT_POOL', rolloutId: winners[0]!.row.id, requestHash: `hash-${winners[0]!.i % 4}` });
+      const record = await second.read.findIdempotencyRecord({ scope: SCOPE, key: 'key-rec' });
+      expect(record).toMatchObject({
+        scope: SCOPE,
+        key: 'key-rec',
+        operation: 'AGENT_POOL',
+        rolloutId: winners[0]!.row.id,
+        requestHash: `hash-${winners[0]!.i % 4}`,
+      });
       expect(record!.createdAt.toISOString()).toBe(T0.toISOString());
       expect(await store.read.countRollouts({ search: 'r-rec-' })).toBe(1);
       // A second record for a key is ignored: the first stays.
       await store.transaction((tx) =>
-        tx.insertIdempotencyRecord({ key: 'key-rec', operation: 'AGENT_POOL', requestHash: 'other', rolloutId: 'r-other' }, at(1)),
+        tx.insertIdempotencyRecord({ scope: SCOPE, key: 'key-rec', operation: 'AGENT_POOL', requestHash: 'other', rolloutId: 'r-other' }, at(1)),
       );
-      expect(await store.read.findIdempotencyRecord('key-rec')).toEqual(record);
-      expect(await store.read.findIdempotencyRecord('key-never')).toBeUndefined();
+      expect(await store.read.findIdempotencyRecord({ scope: SCOPE, key: 'key-rec' })).toEqual(record);
+      expect(await store.read.findIdempotencyRecord({ scope: SCOPE, key: 'key-never' })).toBeUndefined();
+      expect(await store.read.findIdempotencyRecord({ scope: 'token:other', key: 'key-rec' })).toBeUndefined();
+    });
+
+    it('keep one key apart per scope: the same key of two callers makes two rollouts, each found only in its scope', async () => {
+      const mine = await store.transaction((tx) => createWithRecord(tx, 'key-scoped', 'r-scoped-mine', 'hash-a', 'token:mine'));
+      const theirs = await store.transaction((tx) => createWithRecord(tx, 'key-scoped', 'r-scoped-theirs', 'hash-b', 'token:theirs'));
+      const mineAgain = await store.transaction((tx) => createWithRecord(tx, 'key-scoped', 'r-scoped-again', 'hash-a', 'token:mine'));
+      expect([mine.created, theirs.created, mineAgain.created]).toEqual([true, true, false]);
+      expect(mineAgain.row.id).toBe('r-scoped-mine');
+      expect((await store.read.findRolloutByIdempotencyKey({ scope: 'token:theirs', key: 'key-scoped' }))?.id).toBe('r-scoped-theirs');
+      expect(await store.read.findRolloutByIdempotencyKey({ scope: '', key: 'key-scoped' })).toBeUndefined();
+      expect(await store.read.findIdempotencyRecord({ scope: 'token:theirs', key: 'key-scoped' })).toMatchObject({ requestHash: 'hash-b' });
     });
 
     it('leave an unkeyed rollout free to be created many times', async () => {
@@ -297,7 +320,7 @@ export function historyContract(factory: () => StoreFactory): void {
       });
       expect(row.createdAt.toISOString()).toBe(T0.toISOString());
       expect(await store.read.findRollout('r-life')).toEqual(row);
-      expect(await store.read.findRolloutByIdempotencyKey('key-life')).toEqual(row);
+      expect(await store.read.findRolloutByIdempotencyKey({ scope: '', key: 'key-life' })).toEqual(row);
 
       const targets = await store.read.targetsOf('r-life');
       expect(targets.map((t) => [t.name, t.state, t.attempts, t.error])).toEqual([

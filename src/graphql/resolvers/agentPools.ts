@@ -3,7 +3,7 @@ import type { Domain } from '../../domain/Domain.js';
 import type { RolloutKind } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
-import type { GraphQLContext } from '../context.js';
+import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import { eventEdge } from './mappers.js';
 import { bumpAgentImageInput } from '../../domain/kinds/agentPool.js';
@@ -72,7 +72,7 @@ export const agentPoolsResolvers: Resolvers = {
     // Validated before anything else: bad input is BAD_USER_INPUT even where no agent-pool controller runs.
     bumpAgentImage: (_, args, ctx) => {
       const input = parseInput(bumpAgentImageInput, args.input);
-      return bumpAgentImage(ctx.domain, pools(ctx), input);
+      return bumpAgentImage(ctx.domain, pools(ctx), input, idempotencyScopeOf(ctx));
     },
   },
 

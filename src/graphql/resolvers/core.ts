@@ -1,9 +1,10 @@
+import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { ValidationError } from '../../errors.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
 import { agentPoolRollbackRules } from '../../domain/agentPools.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import type { Progress, RolloutFilter } from '../../domain/RolloutService.js';
-import type { GraphQLContext } from '../context.js';
+import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type {
   CauseInput,
   EventFilter as EventFilterInput,
@@ -108,7 +109,12 @@ function subscription<TArgs extends ResumableArgs, T>(
       const base = filterOf(args);
       const filter: EventFilter = types ? { ...base, types: base.types?.length ? base.types.filter((t) => types.includes(t)) : types } : base;
       const predicate = predicateOf?.(args);
-      return ctx.domain.events.stream({ filter, ...(predicate ? { predicate } : {}), ...(after !== undefined ? { after } : {}) });
+      return ctx.domain.events.stream({
+        filter,
+        ...(predicate ? { predicate } : {}),
+        ...(after !== undefined ? { after } : {}),
+        ...(ctx.chargeReplay ? { chargeReplay: ctx.chargeReplay } : {}),
+      });
     },
     resolve: (event: StoredEvent, _: TArgs, ctx: GraphQLContext) => resolve(event, ctx),
   };
@@ -174,7 +180,7 @@ export const coreResolvers: Resolvers = {
       const input = parseInput(rollbackInput, args.input ?? {});
       const result = await ctx.domain.engine.rollback(id, {
         ...(input.cause ? { cause: causeFrom(input.cause) } : {}),
-        idempotencyKey: input.idempotencyKey ?? null,
+        idempotencyKey: scopedKey(idempotencyScopeOf(ctx), input.idempotencyKey),
         rules: agentPoolRollbackRules(ctx.domain.agentPools),
       });
       return result.rollout;

@@ -1,6 +1,6 @@
 import { bumpNodeAgentImage, nodeAgentSetCursor, pageNodeAgentSets, type NodeAgentQueries } from '../../domain/nodeAgents.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
-import type { GraphQLContext } from '../context.js';
+import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import { bumpNodeAgentImageInput } from '../../domain/kinds/nodeAgent.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
@@ -30,6 +30,6 @@ export const nodeAgentsResolvers: Resolvers = {
     nodeAgentSet: (_, args, ctx) => nodeAgents(ctx).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
   },
   Mutation: {
-    bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, parseInput(bumpNodeAgentImageInput, args.input)),
+    bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, parseInput(bumpNodeAgentImageInput, args.input), idempotencyScopeOf(ctx)),
   },
 };

@@ -1,3 +1,4 @@
+import { idempotencyScopeOf } from '../context.js';
 import { parseEventId } from '../../util/pagination.js';
 import {
   bumpClusterVersion,
@@ -37,7 +38,7 @@ export const virtualClustersResolvers: Resolvers = {
   },
 
   Mutation: {
-    bumpClusterVersion: (_, args, ctx) => bumpClusterVersion(ctx.domain, parseInput(bumpClusterVersionInput, args.input)),
+    bumpClusterVersion: (_, args, ctx) => bumpClusterVersion(ctx.domain, parseInput(bumpClusterVersionInput, args.input), idempotencyScopeOf(ctx)),
   },
 
   VirtualCluster: {

@@ -147,7 +147,8 @@ function readsOn(db: Queryable): HistoryReads {
   };
   return {
     findRollout: (id) => preparedOne<RolloutRow>(FIND_ROLLOUT, [id]),
-    findRolloutByIdempotencyKey: (key) => one<RolloutRow>('SELECT * FROM "Rollout" WHERE "idempotencyKey" = $1', [key]),
+    findRolloutByIdempotencyKey: ({ scope, key }) =>
+      one<RolloutRow>('SELECT * FROM "Rollout" WHERE "idempotencyScope" = $1 AND "idempotencyKey" = $2', [scope, key]),
     targetsOf: (rolloutId) => prepared<TargetRow>(TARGETS_OF, [rolloutId]),
     targetsInState: (rolloutId, state) => prepared<TargetRow>(TARGETS_IN_STATE, [rolloutId, state]),
     findTarget: (rolloutId, namespace, name) => preparedOne<TargetRow>(FIND_TARGET, [rolloutId, namespace, name]),
@@ -264,7 +265,7 @@ function readsOn(db: Queryable): HistoryReads {
       const rows = found.filter((r) => r.id !== null).map(({ totalCount: _, ...target }) => target);
       return { rows, totalCount };
     },
-    findIdempotencyRecord: (key) => one<IdempotencyRecord>('SELECT * FROM "IdempotencyKey" WHERE "key" = $1', [key]),
+    findIdempotencyRecord: ({ scope, key }) => one<IdempotencyRecord>('SELECT * FROM "IdempotencyKey" WHERE "scope" = $1 AND "key" = $2', [scope, key]),
     async rolloutIdsNeedingEngine() {
       return (await rows<{ id: string }>(ROLLOUTS_NEEDING_ENGINE)).map((r) => r.id);
     },
@@ -322,9 +323,9 @@ function txOn(client: pg.PoolClient): HistoryTx {
       // ON CONFLICT waits for a concurrent insert of the same key to commit, then inserts nothing.
       const inserted = yield* rows<RolloutRow>(
         `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
-           "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "engineState", "createdAt", "updatedAt")
-         VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '{}', $13, $13)
-         ON CONFLICT ("idempotencyKey") DO NOTHING RETURNING *`,
+           "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "idempotencyScope", "engineState", "createdAt", "updatedAt")
+         VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, '{}', $14, $14)
+         ON CONFLICT ("idempotencyScope", "idempotencyKey") DO NOTHING RETURNING *`,
         [...newRolloutValues(row), isoOf(now)],
       );
       return inserted[0];
@@ -367,8 +368,8 @@ function txOn(client: pg.PoolClient): HistoryTx {
     *insertIdempotencyRecord(record, now) {
       // ON CONFLICT waits for a concurrent insert of the same key to commit, then keeps the first record.
       yield* run(
-        'INSERT INTO "IdempotencyKey" ("key", "operation", "requestHash", "rolloutId", "createdAt") VALUES ($1, $2, $3, $4, $5) ON CONFLICT ("key") DO NOTHING',
-        [record.key, record.operation, record.requestHash, record.rolloutId, isoOf(now)],
+        'INSERT INTO "IdempotencyKey" ("scope", "key", "operation", "requestHash", "rolloutId", "createdAt") VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ("scope", "key") DO NOTHING',
+        [record.scope, record.key, record.operation, record.requestHash, record.rolloutId, isoOf(now)],
       );
     },
     *updateTarget(id, change, now) {

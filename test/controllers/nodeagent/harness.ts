@@ -117,7 +117,11 @@ export async function startHarness(
     },
     async bump(input) {
       const domain = { nodeAgents: service!.runtime.queries, launcher: service!.launcher } as unknown as Domain;
-      const result = await bumpNodeAgentImage(domain, parseInput(bumpNodeAgentImageInput, { namespace: DS_NS, name: DS_NAME, image: NEW_IMAGE, ...input }));
+      const result = await bumpNodeAgentImage(
+        domain,
+        parseInput(bumpNodeAgentImageInput, { namespace: DS_NS, name: DS_NAME, image: NEW_IMAGE, ...input }),
+        'anonymous',
+      );
       return result.rollout;
     },
     waitFor,

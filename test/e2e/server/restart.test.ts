@@ -21,7 +21,7 @@ describe('history across a restart', () => {
       selector: { namespaces: ['default'] },
       strategy: defaultStrategy('AGENT_POOL'),
       cause: { actor: 'me' },
-      idempotencyKey: 'run-42',
+      idempotencyKey: { scope: 'anonymous', key: 'run-42' },
       targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
     await first.domain.rollouts.pause(rollout.id, 'before restart');
@@ -36,7 +36,12 @@ describe('history across a restart', () => {
         `query($id: ID!) { rollout(id: $id) { state message idempotencyKey targets { totalCount } events { edges { node { type } } } } serverInfo { lastEventId } }`,
         { id: rollout.id },
       );
-      expect(res.data.rollout).toMatchObject({ state: 'PAUSED', message: 'before restart', idempotencyKey: 'run-42', targets: { totalCount: 1 } });
+      expect(res.data.rollout).toMatchObject({
+        state: 'PAUSED',
+        message: 'before restart',
+        idempotencyKey: { scope: 'anonymous', key: 'run-42' },
+        targets: { totalCount: 1 },
+      });
       expect(res.data.rollout.events.edges.map((e: any) => e.node.type)).toEqual(['RolloutStateChanged', 'RolloutStateChanged']);
       expect(res.data.serverInfo.lastEventId).toBe(String(lastId));
       // Ids keep increasing after the restart; nothing is reused.
@@ -50,7 +55,7 @@ describe('history across a restart', () => {
         selector: {},
         strategy: defaultStrategy('AGENT_POOL'),
         cause: {},
-        idempotencyKey: 'run-42',
+        idempotencyKey: { scope: 'anonymous', key: 'run-42' },
         targets: [],
       });
       expect(again).toMatchObject({ created: false, rollout: { id: rollout.id } });
