@@ -7,7 +7,7 @@ import { ENGINE_IDEMPOTENCY_SCOPE, type LaunchResult, type RolloutLauncher } fro
 import { changedByRollout, RollbackPlanStale, type RollbackRules } from './launchRules.js';
 import type { Cause, NewTarget, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
 import { targetKey } from './ports.js';
-import { isTerminal } from './rolloutStates.js';
+import { ACTIVE_ROLLOUT_STATES, isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
 
 /** Target changes recorded per transaction. */
@@ -40,6 +40,9 @@ export interface RollbackOptions {
   idempotencyKey?: IdempotencyKeyRef | null;
   rules?: RollbackRules;
 }
+
+/** The kind's other active rollouts a driver's finish is told of (RolloutDriver.finish): far more than ever run at once. */
+const ACTIVE_ROLLOUTS_PAGE = 500;
 
 /** Plans of a rollback made before giving up while its original keeps admitting targets (RollbackPlanStale). */
 const ROLLBACK_PLAN_ATTEMPTS = 3;
@@ -244,7 +247,14 @@ export class RolloutEngine {
 
     // 3. After the end: once no admitted target is left, undo what `prepare` changed, and close a rollback.
     if (isTerminal(rollout.state) && view.count('PROGRESSING') === 0 && !rollout.engineState.finished) {
-      await driver.finish?.(rollout, signal);
+      if (driver.finish) {
+        const active = await this.rollouts.list({ kind: rollout.kind, states: ACTIVE_ROLLOUT_STATES }, ACTIVE_ROLLOUTS_PAGE, undefined);
+        await driver.finish(
+          rollout,
+          signal,
+          active.items.filter((other) => other.id !== rollout.id),
+        );
+      }
       await this.rollouts.updateEngineState(rolloutId, { finished: true });
       this.views.delete(rolloutId);
       if (rollout.rollbackOfId && rollout.state === 'SUCCEEDED') {

@@ -48,8 +48,11 @@ export interface RolloutDriver {
    * (they count against maxUnavailable). Optional; 0 when absent.
    */
   unavailableOutsideRollout?(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number>;
-  /** After the rollout reached a terminal state and no target is progressing: undo what `prepare` changed. */
-  finish?(rollout: Rollout, signal: AbortSignal): Promise<void>;
+  /**
+   * After the rollout reached a terminal state and no target is progressing: undo what `prepare` changed, unless
+   * `others` (the kind's other active rollouts) still rely on it.
+   */
+  finish?(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void>;
 }
 
 /** `namespace/name`, or `name` for cluster-scoped objects and nodes. */

@@ -53,6 +53,8 @@ export class AgentPoolDriver implements RolloutDriver {
    * all there is.
    */
   private lastImageSet: { image: string; rolloutId: string } | undefined;
+  /** The prepare running now, if any: prepares run one at a time (see prepare). */
+  private preparing: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: AgentPoolDriverDeps) {}
 
@@ -97,10 +99,26 @@ export class AgentPoolDriver implements RolloutDriver {
     return undefined;
   }
 
+  /**
+   * One prepare at a time, in this process (only the leader runs the engine): rollouts to the same image may run side
+   * by side, and a prepare that listed the pools while another rollout was releasing them re-held a pool just released
+   * for the same image, which that rollout then waited for until its deadline (issue 34, finding 3).
+   */
   async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    const run = this.preparing.then(() => this.prepareAlone(rollout, signal));
+    this.preparing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async prepareAlone(rollout: Rollout, signal: AbortSignal): Promise<void> {
     if (this.mode() !== 'coexist') return;
     const image = this.rolloutImage(rollout);
     if (image === undefined) throw new ConflictError(`rollout ${rollout.id} asks for more than one image; the vm-dhcp-controller deploys one`);
+    // Already deploying the image (another rollout to it is under way, or ended there): every pool it would move is
+    // held already or on its way to the image, released by that rollout. Holding one now would take it back from that
+    // rollout, and hold nothing else back.
+    const state = this.deps.controller.state();
+    if (state.kind === 'agents' && state.image === normalizeImage(image)) return;
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
     const toHold = this.deps.pools.list().filter(
@@ -152,9 +170,9 @@ export class AgentPoolDriver implements RolloutDriver {
    * After the end: a hold of rollplane's on a pool that already runs the controller's image holds nothing back (e.g.
    * after a rollback, the pools the original never reached), so it goes. Pools behind stay held (drift shows them).
    */
-  async finish(rollout: Rollout, signal: AbortSignal): Promise<void> {
+  async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
     if (this.mode() !== 'coexist') return;
-    await this.revertIfNothingReleased(rollout, signal);
+    await this.revertIfNothingReleased(rollout, signal, others);
     const state = this.deps.controller.state();
     if (state.kind !== 'agents') return;
     for (const pool of this.deps.pools.list()) {
@@ -170,11 +188,13 @@ export class AgentPoolDriver implements RolloutDriver {
    * undo. Put the controller's --image back to what the pools run; the holds then come off (finish), as if the rollout
    * had not begun.
    */
-  private async revertIfNothingReleased(rollout: Rollout, signal: AbortSignal): Promise<void> {
+  private async revertIfNothingReleased(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
     if (rollout.state === 'SUCCEEDED' || !rollout.fromVersion) return;
     const image = this.rolloutImage(rollout);
     const state = this.deps.controller.state();
     if (image === undefined || state.kind !== 'agents' || state.image !== normalizeImage(image)) return;
+    // Another rollout to the same image still needs the controller on it (finding 3: rollouts to one image cooperate).
+    if (others.some((other) => this.rolloutImage(other) !== undefined && normalizeImage(other.toVersion) === state.image)) return;
     // A pool upstream has moved to the image (its ref names it), even with the new agent not up yet, was released.
     if (this.deps.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
     await this.setControllerImage(rollout.fromVersion, rollout.id, signal);
@@ -330,6 +350,9 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {
+    // A rollback selects exactly its targets (its selector is `{ rollbackOf }`, which matches every pool): a pool left
+    // broken by another rollout outside it must not hold it back (seen with two failed bumps: the rollback waited forever).
+    if (rollout.rollbackOfId) return 0;
     const selection = rollout.selector as PoolSelection;
     let count = 0;
     for (const pool of this.deps.pools.list()) {
