@@ -1,0 +1,127 @@
+/**
+ * Issue 34, findings 1 and 2: a viewer token must neither crash nor stall the service. Both run against the service
+ * as a process of its own under the Deployment's heap cap (deploy/40-deployment.yaml: --max-old-space-size=512), with
+ * authentication on, as the attacker ran them.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventType } from '../../../src/domain/events.js';
+import { startTestApp } from '../../helpers/app.js';
+import { killIfRunning, projectRoot, startService, type ServiceProcess } from '../../helpers/child.js';
+import { gql } from '../../helpers/graphql.js';
+
+const ADMIN = 'admin-secret-for-viewer-exhaustion-0123456789';
+/** The attacker's history: 3,300 events. */
+const HISTORY = 3_300;
+const HEAP_CAP = '--max-old-space-size=512 --max-semi-space-size=16';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-exhaustion-'));
+const databaseFile = path.join(dir, 'rollplane.db');
+let service: ServiceProcess | undefined;
+let viewer = '';
+
+function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+async function timedHealthz(baseUrl: string): Promise<number> {
+  const started = performance.now();
+  const res = await fetch(`${baseUrl}/healthz`);
+  await res.text();
+  expect(res.status).toBe(200);
+  return performance.now() - started;
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+
+beforeAll(async () => {
+  // The history the replays read, written before the service starts.
+  const seed = await startTestApp({ databaseFile, env: { ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN } });
+  for (let i = 0; i < HISTORY; i += 100) {
+    await seed.domain.events.append(
+      ...Array.from({ length: 100 }, (_, j) => ({
+        type: EventType.RolloutStateChanged,
+        rolloutId: `ro_seed${i + j}`,
+        kind: 'AGENT_POOL' as const,
+        payload: { from: 'PENDING', to: 'PROGRESSING', message: `seeded event ${i + j} of the attacker's history` },
+      })),
+    );
+  }
+  viewer = (await seed.domain.tokens.create({ name: 'viewer', role: 'viewer' })).secret;
+  // The caller's own file: close() keeps it.
+  await seed.close();
+  service = await startService({
+    DATABASE_URL: `file:${databaseFile}`,
+    ROLLPLANE_AUTH: 'on',
+    ROLLPLANE_ADMIN_TOKEN: ADMIN,
+    NODE_OPTIONS: HEAP_CAP,
+    LOG_LEVEL: 'error',
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await killIfRunning(service);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a viewer', () => {
+  it('(finding 1) cannot grow the heap with distinct documents padded with large comments: RSS stays flat over 2,000 of them', async () => {
+    const { url, child } = service!;
+    const pad = `#${'x'.repeat(250_000)}\n`;
+    const send = (i: number) => gql(url, `# ${i}\n${pad}{ serverInfo { version } }`, {}, { authorization: `Bearer ${viewer}` });
+    let warm = 0;
+    // Four at a time, as fast as the service answers.
+    for (let i = 0; i < 2_000; i += 4) {
+      const answers = await Promise.all([send(i), send(i + 1), send(i + 2), send(i + 3)]);
+      for (const answer of answers) expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
+      if (i === 200) warm = rssMiB(child.pid!);
+    }
+    const after = rssMiB(child.pid!);
+    // Before the fix: +400 MB by 1,600 documents, then out of memory (exit 134) near 1,700.
+    expect(child.exitCode).toBeNull();
+    expect(after - warm, `RSS ${warm.toFixed(0)} MiB after 200 documents, ${after.toFixed(0)} MiB after 2,000`).toBeLessThan(64);
+  }, 300_000);
+
+  it('(finding 2) cannot stall the process with replays: /healthz keeps answering while 100 replays of the whole history loop', async () => {
+    const { url } = service!;
+    const baseUrl = url.replace(/\/graphql$/, '');
+    const quiet: number[] = [];
+    for (let i = 0; i < 20; i++) quiet.push(await timedHealthz(baseUrl));
+    const attacker = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/e2e/security/replayFlood.ts'), url, viewer, String(HISTORY)], {
+      cwd: projectRoot,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let report = '';
+    attacker.stdout!.on('data', (chunk) => (report += chunk));
+    try {
+      // Let the replays begin: the attacker's first events reach it.
+      const attacked: number[] = [];
+      // A probe every 25 ms, 300 of them: the attack runs for as long as they take.
+      for (let i = 0; i < 300; i++) {
+        attacked.push(await timedHealthz(baseUrl));
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      const sorted = [...attacked].sort((a, b) => a - b);
+      const figures = `healthz quiet p50 ${percentile(
+        [...quiet].sort((a, b) => a - b),
+        50,
+      ).toFixed(
+        1,
+      )} ms; attacked p50 ${percentile(sorted, 50).toFixed(1)}, p90 ${percentile(sorted, 90).toFixed(1)}, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`;
+      console.log(figures);
+      // The Deployment's liveness probe gives up after 1 s (before the fix: 11.6 s); the aim is 100 ms.
+      expect(sorted[sorted.length - 1]!, figures).toBeLessThan(1_000);
+      expect(percentile(sorted, 90), figures).toBeLessThan(100);
+    } finally {
+      attacker.kill('SIGTERM');
+      await new Promise((resolve) => attacker.once('exit', resolve));
+    }
+    const stats = JSON.parse(report.trim() || '{}') as { replays?: number; received?: number };
+    console.log(`attacker: ${report.trim()}`);
+    // The attack ran: events were replayed to it (paced by its budget, not refused).
+    expect(stats.received ?? 0).toBeGreaterThan(HISTORY);
+  }, 300_000);
+});
