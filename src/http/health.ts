@@ -22,7 +22,7 @@ async function runCheck(check: ReadinessCheck): Promise<{ name: string; ok: bool
         timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
       }),
     ]);
-    return { name: check.name, ok: true };
+    return { name: check.name, ok: true, ...(check.advisory ? { advisory: true } : {}) };
   } catch (error) {
     return { name: check.name, ok: false, error: error instanceof Error ? error.message : String(error), ...(check.advisory ? { advisory: true } : {}) };
   } finally {
@@ -34,7 +34,7 @@ async function runCheck(check: ReadinessCheck): Promise<{ name: string; ok: bool
 export async function writeReadiness(res: ServerResponse, checks: readonly ReadinessCheck[], shuttingDown: boolean): Promise<void> {
   const ran = shuttingDown ? [{ name: 'shutdown', ok: false, error: 'shutting down' }] : await Promise.all(checks.map(runCheck));
   const results = ran.filter((r) => !('advisory' in r));
-  const warnings = ran.filter((r) => 'advisory' in r).map(({ name, error }) => ({ name, warning: error }));
+  const warnings = ran.filter((r) => 'advisory' in r && !r.ok).map(({ name, error }) => ({ name, warning: error }));
   const ready = results.every((r) => r.ok);
   res.statusCode = ready ? 200 : 503;
   res.setHeader('content-type', 'application/json; charset=utf-8');

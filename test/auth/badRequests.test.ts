@@ -54,6 +54,11 @@ const cases: Case[] = [
   { name: 'a GraphQL syntax error', body: q('{ rollouts { ') },
   { name: 'an empty document', body: q('') },
   { name: 'only a comment', body: q('# nothing') },
+  // Issue 34, finding 1: a document padded with a comment; past the body limit it is refused before it is read whole.
+  { name: 'a document padded past the body limit', body: q(`#${'x'.repeat(300_000)}\n{ serverInfo { version } }`), as: 'viewer' },
+  // Finding 2: replays and pages larger than the schema allows.
+  { name: 'a page of 1,001 events', body: q('{ events(first: 1001) { edges { node { id } } } }'), as: 'viewer' },
+  { name: 'a page after a negative cursor', body: q('{ events(after: "-1") { edges { node { id } } } }'), as: 'viewer' },
   // Content types and methods
   { name: 'text/plain (CSRF prevention)', body: q('{ serverInfo { version } }'), headers: { 'content-type': 'text/plain' } },
   { name: 'form encoded', body: 'query=%7B%20serverInfo%20%7B%20version%20%7D%20%7D', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
@@ -325,6 +330,14 @@ describe(`the bad-request corpus (${cases.length} requests)`, () => {
       { name: 'a deep selection', token: ADMIN, query: `subscription { rolloutUpdated { rollout { ${'rollbackOf { '.repeat(20)}id${' }'.repeat(20)} } } }` },
       { name: 'a bad after', token: ADMIN, query: 'subscription { events(after: "x") { id } }' },
       { name: 'an after past the largest event id', token: ADMIN, query: 'subscription { events(after: "2147483648") { id } }' },
+      // Issue 34: the replay and padded shapes of the viewer's attacks.
+      { name: 'a replay after a negative id', token: tokens.viewer, query: 'subscription { events(after: "-1") { id } }' },
+      {
+        name: 'thirty replays from the start under aliases',
+        token: tokens.viewer,
+        query: `subscription { ${Array.from({ length: 31 }, (_, i) => `e${i}: events(after: "0") { id }`).join(' ')} }`,
+      },
+      { name: 'a padded document past the message limit', token: tokens.viewer, query: `#${'x'.repeat(300_000)}\nsubscription { events(after: "0") { id } }` },
       {
         name: 'a query as subscription payload with 100 aliases',
         token: ADMIN,

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
+import WebSocket from 'ws';
+import { CLOSE_TOO_MANY, MAX_UNAUTHENTICATED_SOCKETS } from '../../../src/graphql/subscriptions.js';
 import { collect, wsClient } from '../../helpers/graphql.js';
 
 /** Issue 18, finding 9: one socket held 20,000 subscriptions (RSS 390 → 641 MB); connections were not capped either. */
@@ -53,5 +55,61 @@ describe('WebSocket caps', () => {
     const metrics = await (await fetch(`${app.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/rollplane_requests_refused_total\{reason="subscriptions",transport="ws"\} 1/);
     expect(metrics).toMatch(/rollplane_requests_refused_total\{reason="connections",transport="ws"\} 1/);
+  });
+});
+
+/** Issue 34, findings 8 and 10. */
+describe('WebSocket caps, round three', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ROLLPLANE_MAX_SUBSCRIPTIONS_PER_CONNECTION: '40' } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  /** Opens a socket from `localAddress` that never sends connection_init; resolves once open, or with its close code. */
+  function silentSocket(localAddress: string): Promise<{ socket: WebSocket; closed?: number }> {
+    return new Promise((resolve) => {
+      const socket = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws', { localAddress });
+      socket.once('open', () => {
+        // Refused sockets are accepted, then closed at once: wait a moment for the close before calling it open.
+        socket.once('close', (code) => resolve({ socket, closed: code }));
+        setImmediate(() => socket.readyState === WebSocket.OPEN && socket.ping());
+        socket.once('pong', () => resolve({ socket }));
+      });
+      socket.once('error', () => undefined);
+    });
+  }
+
+  it('(finding 8) bounds sockets waiting to authenticate for the whole server, not only per source address', async () => {
+    // Nine addresses of 127.0.0.0/8, each under its own cap of 32: 288 sockets were all accepted before the fix.
+    const opened: { socket: WebSocket; closed?: number }[] = [];
+    for (let a = 1; a <= 9; a++) {
+      opened.push(...(await Promise.all(Array.from({ length: 32 }, () => silentSocket(`127.0.1.${a}`)))));
+    }
+    const refused = opened.filter((s) => s.closed === CLOSE_TOO_MANY);
+    expect(opened.filter((s) => s.closed === undefined)).toHaveLength(MAX_UNAUTHENTICATED_SOCKETS);
+    expect(refused).toHaveLength(9 * 32 - MAX_UNAUTHENTICATED_SOCKETS);
+    for (const { socket } of opened) socket.terminate();
+  });
+
+  it('(finding 10) holds more than ten shared subscriptions on one socket without a MaxListenersExceededWarning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const client = wsClient(app.url);
+      const subs = Array.from({ length: 30 }, (_, i) => collect(client, `subscription { events(filter: { name: "n${i}" }) { id } }`));
+      const probe = collect(client, '{ serverInfo { version } }');
+      await probe.waitFor(1);
+      expect(probe.errors).toEqual([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      for (const s of subs) s.unsubscribe();
+      await client.dispose();
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
   });
 });
