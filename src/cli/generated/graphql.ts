@@ -121,7 +121,7 @@ export type BumpAgentImageInput = {
   strategy?: AgentRolloutStrategyInput | null | undefined;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
-  /** Retrying with the same key returns the same rollout instead of starting another. */
+  /** Retrying with the same key, from the same token, returns the same rollout instead of starting another. */
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
   dryRun?: boolean;
@@ -160,7 +160,7 @@ export type BumpNodeAgentImageInput = {
   peerRuntimeClass?: string;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
-  /** Retrying with the same key returns the same rollout. */
+  /** Retrying with the same key, from the same token, returns the same rollout. */
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
   dryRun?: boolean;
@@ -203,7 +203,7 @@ export type BumpClusterVersionInput = {
   progressDeadlineSeconds?: number;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
-  /** Retrying with the same key returns the same rollout. */
+  /** Retrying with the same key, from the same token, returns the same rollout. */
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
   dryRun?: boolean;
@@ -213,7 +213,7 @@ export type BumpClusterVersionInput = {
 export type RollbackInput = {
   /** Why the rollback is made. */
   cause?: CauseInput | null | undefined;
-  /** Retrying with the same key returns the same rollback rollout. */
+  /** Retrying with the same key, from the same token, returns the same rollback rollout, even once it has ended. */
   idempotencyKey?: string | null | undefined;
 };
 

@@ -266,7 +266,10 @@ export type Rollout = {
   strategy: RolloutStrategy;
   /** Who asked for the change and why. */
   cause: Cause;
-  /** The key that makes retried requests return this rollout instead of starting another. */
+  /**
+   * The key that makes retried requests return this rollout instead of starting another. A key belongs to the token that
+   * sent it (every caller without authentication is one): the same key from another token is another rollout.
+   */
   idempotencyKey?: Maybe<Scalars['String']['output']>;
   /** The rollout this one rolls back, if it is a rollback. */
   rollbackOf?: Maybe<Rollout>;
@@ -1018,7 +1021,7 @@ export type BumpAgentImageInput = {
   strategy?: InputMaybe<AgentRolloutStrategyInput>;
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
-  /** Retrying with the same key returns the same rollout instead of starting another. */
+  /** Retrying with the same key, from the same token, returns the same rollout instead of starting another. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   /** Return the plan without changing anything. */
   dryRun?: Scalars['Boolean']['input'];
@@ -1057,7 +1060,7 @@ export type BumpNodeAgentImageInput = {
   peerRuntimeClass?: Scalars['String']['input'];
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
-  /** Retrying with the same key returns the same rollout. */
+  /** Retrying with the same key, from the same token, returns the same rollout. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   /** Return the plan without changing anything. */
   dryRun?: Scalars['Boolean']['input'];
@@ -1100,7 +1103,7 @@ export type BumpClusterVersionInput = {
   progressDeadlineSeconds?: Scalars['Int']['input'];
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
-  /** Retrying with the same key returns the same rollout. */
+  /** Retrying with the same key, from the same token, returns the same rollout. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   /** Return the plan without changing anything. */
   dryRun?: Scalars['Boolean']['input'];
@@ -1138,7 +1141,7 @@ export type PlanItem = {
 export type RollbackInput = {
   /** Why the rollback is made. */
   cause?: InputMaybe<CauseInput>;
-  /** Retrying with the same key returns the same rollback rollout. */
+  /** Retrying with the same key, from the same token, returns the same rollback rollout, even once it has ended. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
 };
 
@@ -1166,7 +1169,10 @@ export type Mutation = {
   resumeRollout: Rollout;
   /** End a rollout: nothing new is admitted, admitted targets finish, the rest are CANCELLED. */
   abortRollout: Rollout;
-  /** Start a new rollout that returns every changed target to its previous revision. */
+  /**
+   * Start a new rollout that returns every changed target to its previous revision. An active original is aborted in the
+   * same step as the rollback is created: a refused rollback (CONFLICT) leaves it as it was.
+   */
   rollbackRollout: Rollout;
   /** Create an API token. Admin only. */
   createApiToken: CreatedApiToken;

@@ -145,7 +145,7 @@ export type CauseInput = {
 export type RollbackInput = {
   /** Why the rollback is made. */
   cause?: CauseInput | null | undefined;
-  /** Retrying with the same key returns the same rollback rollout. */
+  /** Retrying with the same key, from the same token, returns the same rollback rollout, even once it has ended. */
   idempotencyKey?: string | null | undefined;
 };
 
