@@ -62,6 +62,12 @@ export class EventLog {
   private lastPublished: number | undefined;
   private publishing: Promise<void> | undefined;
   private publishAgain = false;
+  /**
+   * Settles once the starting position (publishFromStore) has been read. Every read a subscriber makes waits for it: a
+   * subscriber's first read of the store ran before it once (another pool connection, opened faster), so what another
+   * replica committed in between was neither in that read nor published, and its feed stopped there (issue 34).
+   */
+  private readonly positioned: Promise<unknown>;
 
   constructor(
     private readonly store: HistoryStore,
@@ -70,10 +76,12 @@ export class EventLog {
   ) {
     if (options.publishFromStore) {
       this.published = store.read.lastEventId();
-      this.published.then(
+      this.positioned = this.published.then(
         (id) => (this.lastPublished ??= id),
         () => undefined,
       );
+    } else {
+      this.positioned = Promise.resolve();
     }
   }
 
@@ -192,15 +200,18 @@ export class EventLog {
 
   /** A page of history after `afterId` (exclusive), oldest first. */
   async listAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]> {
+    await this.positioned;
     return this.store.read.listEventsAfter(filter, afterId, limit);
   }
 
   /** A page of history before `beforeId` (exclusive; the newest when undefined), newest first. */
   async listBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
+    await this.positioned;
     return this.store.read.listEventsBefore(filter, beforeId, limit);
   }
 
   async lastEventId(): Promise<number> {
+    await this.positioned;
     return this.store.read.lastEventId();
   }
 
@@ -214,7 +225,7 @@ export class EventLog {
 
   /** Replays what came after `options.after` from the store, then continues live: no gap, no duplicate. */
   stream(options: StreamOptions = {}): AsyncIterableIterator<StoredEvent> {
-    return new EventStream(this.store.read, this.bus, options);
+    return new EventStream(this.store.read, this.bus, options, this.positioned);
   }
 }
 
@@ -250,6 +261,8 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
     private readonly reads: HistoryReads,
     bus: EventBus,
     readonly options: Readonly<StreamOptions>,
+    /** The log's starting position is known (EventLog.positioned): no read of the stream may come before. */
+    positioned: Promise<unknown>,
   ) {
     this.filter = options.filter ?? {};
     this.predicate = options.predicate ?? (() => true);
@@ -259,12 +272,14 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
     this.charging = options.after !== undefined && options.chargeReplay !== undefined;
     this.ready =
       options.after !== undefined
-        ? Promise.resolve().then(() => {
+        ? positioned.then(() => {
             this.last = options.after!;
           })
-        : reads.lastEventId().then((id) => {
-            this.last = Math.max(this.last, id);
-          });
+        : positioned
+            .then(() => reads.lastEventId())
+            .then((id) => {
+              this.last = Math.max(this.last, id);
+            });
   }
 
   private onLive(event: StoredEvent): void {
