@@ -39,7 +39,7 @@ describe('history across a restart', () => {
       expect(res.data.rollout).toMatchObject({
         state: 'PAUSED',
         message: 'before restart',
-        idempotencyKey: { scope: 'anonymous', key: 'run-42' },
+        idempotencyKey: 'run-42',
         targets: { totalCount: 1 },
       });
       expect(res.data.rollout.events.edges.map((e: any) => e.node.type)).toEqual(['RolloutStateChanged', 'RolloutStateChanged']);
