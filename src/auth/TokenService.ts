@@ -129,8 +129,14 @@ export class TokenService {
   /** On the very first start (no token at all), creates an admin token and returns its secret to print once. */
   async bootstrapAdmin(): Promise<string | undefined> {
     if ((await this.store.count()) > 0) return undefined;
-    const { secret } = await this.create({ name: 'admin', role: 'admin' });
-    return secret;
+    try {
+      const { secret } = await this.create({ name: 'admin', role: 'admin' });
+      return secret;
+    } catch (error) {
+      // Replicas starting together on an empty database: another one created it (and printed it) first.
+      if (error instanceof ConflictError && (await this.store.findByName('admin'))) return undefined;
+      throw error;
+    }
   }
 
   /** Resolves `Authorization: Bearer <secret>`; throws UNAUTHENTICATED with the reason. */

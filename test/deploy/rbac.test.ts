@@ -19,7 +19,7 @@ interface Doc {
   subjects?: { kind: string; name: string; namespace: string }[];
 }
 
-const docs = parseAllDocuments(readFileSync(path.join(projectRoot, 'deploy/10-rbac.yaml'), 'utf8')).map((d) => d.toJS() as Doc);
+const docs = parseAllDocuments(readFileSync(path.join(projectRoot, 'deploy/base/10-rbac.yaml'), 'utf8')).map((d) => d.toJS() as Doc);
 const find = (kind: string) => docs.find((d) => d.kind === kind)!;
 
 const triples = (rules: readonly Rule[]) =>
@@ -30,7 +30,7 @@ const tableTriples = (scope: 'cluster' | 'lease-namespace') =>
 // The reconcilers, their runtime (informers, leader election) and the Kubernetes client wrappers.
 const scanned = scanKubeCalls(projectRoot, ['src/controller', 'src/controllers', 'src/kube']);
 
-describe('deploy/10-rbac.yaml', () => {
+describe('deploy/base/10-rbac.yaml', () => {
   it('grants in its ClusterRole exactly the cluster-wide rows of deploy/permissions.ts', () => {
     const clusterRole = find('ClusterRole');
     expect([...triples(clusterRole.rules!)].sort()).toEqual(tableTriples('cluster').sort());
