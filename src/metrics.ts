@@ -3,6 +3,7 @@ import type { EventBus } from './domain/EventBus.js';
 import { EventType, ROLLOUT_KINDS } from './domain/events.js';
 import { ACTIVE_ROLLOUT_STATES, isTerminal, type RolloutState } from './domain/rolloutStates.js';
 import type { HistoryReads } from './store/port.js';
+import { REVISION, VERSION } from './version.js';
 
 /**
  * One Prometheus registry per app instance (never prom-client's global one), so that several servers in one test
@@ -32,6 +33,14 @@ export interface AppMetrics {
 export function createMetrics(): AppMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // The conventional *_build_info gauge: always 1, its labels say what runs (the same values as `rollplane --version`
+  // and the image's OCI labels).
+  new Gauge({
+    name: 'rollplane_build_info',
+    help: 'Always 1; labelled with the version and source revision of this rollplane and the Node.js version it runs on.',
+    labelNames: ['version', 'revision', 'nodejs'],
+    registers: [registry],
+  }).set({ version: VERSION, revision: REVISION, nodejs: process.versions.node }, 1);
   return {
     registry,
     rolloutsFinished: new Counter({
