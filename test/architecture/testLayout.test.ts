@@ -10,8 +10,8 @@ const TEST = path.join(ROOT, 'test');
  * these architecture checks.
  */
 const OWN_PLACES = new Set(['e2e', 'helpers', 'architecture']);
-/** Test folders that mirror a project folder outside src/ (deploy/ holds the manifests and permissions.ts). */
-const OUTSIDE_SRC = new Set(['deploy']);
+/** Test folders that mirror a project folder outside src/ (deploy/: the manifests and permissions.ts; scripts/: build and packaging). */
+const OUTSIDE_SRC = new Set(['deploy', 'scripts']);
 
 /** Every folder under test/, relative to it (fixtures folders hold data for the tests beside them, not tests). */
 function testFolders(dir = TEST, rel = ''): string[] {
