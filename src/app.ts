@@ -29,7 +29,7 @@ import { informerCacheChanges } from './controller/Informer.js';
 import { setupRolloutKinds } from './controllers/index.js';
 import { RolloutControllerHost } from './controllers/RolloutControllerHost.js';
 import { createKubeClients } from './kube/index.js';
-import { connectKubernetes, type KubeConnection } from './kubeConnection.js';
+import { connectKubernetes, requireReachable, type KubeConnection } from './kubeConnection.js';
 import { createLogger, type Logger } from './log.js';
 import { countActiveRollouts, countHistoryEvents, createMetrics, type AppMetrics } from './metrics.js';
 import { openDatabase, type Database } from './store/db.js';
@@ -45,6 +45,8 @@ import type { OriginPolicy } from './http/originPolicy.js';
 
 const GRAPHQL_PATH = '/graphql';
 const AUDIT_PRUNE_INTERVAL_MS = 3600_000;
+/** How long a cluster given by kubeconfig or in-cluster may take to answer at start before the service gives up. */
+const KUBE_REACHABLE_TIMEOUT_MS = 15_000;
 
 export interface App {
   /** `http://host:port/graphql` with the real port. */
@@ -81,6 +83,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   let kube: KubeConnection;
   try {
     kube = await connectKubernetes(config, logger);
+    if (kube.mode !== 'sim') await requireReachable(kube, KUBE_REACHABLE_TIMEOUT_MS);
+    logger.info({ kubernetes: kube.describe() }, 'Kubernetes API reachable');
   } catch (error) {
     await cleanupAll();
     throw error;

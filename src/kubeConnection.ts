@@ -11,6 +11,8 @@ export interface KubeConnection {
   kubeconfigPath?: string;
   /** Resolves when the API server answers /version; rejects with the reason otherwise. */
   check(): Promise<void>;
+  /** Which Kubernetes this is, for people: the simulator, or the context, its server and the kubeconfig it came from. */
+  describe(): string;
   /** Stops the embedded simulator, if any. */
   stop(): Promise<void>;
 }
@@ -55,8 +57,36 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
         throw new UnavailableError(`the Kubernetes API is unreachable${why ? ` (${why})` : ''}`, { cause: error });
       }
     },
+    describe() {
+      if (config.kube.mode === 'sim') return `the embedded simulator (fleet ${config.sim.fleet}), KUBECONFIG=${kubeconfigPath}`;
+      const server = kubeConfig.getCurrentCluster()?.server ?? 'no server';
+      if (config.kube.mode === 'in-cluster') return `in-cluster (${server}, this pod's service account)`;
+      return `context "${kubeConfig.getCurrentContext()}" (${server}) from ${config.kube.kubeconfigPath}`;
+    },
     stop,
   };
+}
+
+/**
+ * A cluster given by kubeconfig or in-cluster must answer before the service starts: otherwise the informers wait for
+ * it forever and the service never listens. Fails after `timeoutMs` with what it tried and how to choose another.
+ */
+export async function requireReachable(kube: KubeConnection, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UnavailableError(`the Kubernetes API did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
+  });
+  try {
+    await Promise.race([kube.check(), timeout]);
+  } catch (error) {
+    throw new UnavailableError(
+      `cannot reach Kubernetes: ${kube.describe()}: ${(error as Error).message}. ` +
+        'Choose another with --kube sim (the embedded simulator), --kubeconfig FILE or a kubeconfig context.',
+      { cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A socket error code (ECONNREFUSED …) or the HTTP status the API server answered, from the error or its causes. */

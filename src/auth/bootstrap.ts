@@ -3,8 +3,10 @@ import type { Logger } from '../log.js';
 import type { TokenService } from './TokenService.js';
 
 /**
- * At start: `ROLLPLANE_ADMIN_TOKEN` creates or rotates the `admin` token; otherwise the very first start creates one
- * and prints it once on stderr (it is stored only as a hash). Warns when authentication is off.
+ * At start: `ROLLPLANE_ADMIN_TOKEN` creates or rotates the `admin` token; otherwise the first start with
+ * authentication on creates one and prints it once on stderr (it is stored only as a hash). With authentication off
+ * nothing needs a token, so none is made (the start-up banner says authentication is off): the first start that turns
+ * it on prints one.
  */
 export async function bootstrapAdminToken(config: Config, tokens: TokenService, logger: Logger): Promise<void> {
   if (config.auth.adminToken) {
@@ -13,7 +15,7 @@ export async function bootstrapAdminToken(config: Config, tokens: TokenService, 
     }
     if (await tokens.ensureAdmin(config.auth.adminToken)) logger.info('admin token set from configuration');
     else logger.error('the configured admin token was revoked and stays revoked; configure a new secret to rotate it');
-  } else {
+  } else if (config.auth.enabled) {
     const secret = await tokens.bootstrapAdmin();
     if (secret) {
       process.stderr.write(
@@ -21,8 +23,5 @@ export async function bootstrapAdminToken(config: Config, tokens: TokenService, 
           `  use it as "Authorization: Bearer <token>"; create others with \`rollplane token create NAME --role deployer\`.\n\n`,
       );
     }
-  }
-  if (!config.auth.enabled) {
-    logger.warn({ host: config.host }, 'authentication is OFF (allowed only on a loopback address); set ROLLPLANE_AUTH=on to require tokens');
   }
 }
