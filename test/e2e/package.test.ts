@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -29,6 +29,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'rollplane-pack-'));
   // The tarball is packed from dist/: bring it up to date first (a no-op right after `npm ci`, which built it).
   await run(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: projectRoot, timeout: 240_000 });
+  // Without `prepare` (the Prisma client the tests use is not the package's business; dist/ is current).
   const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: projectRoot, timeout: 120_000 });
   const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
   files = packed!.files.map((f) => f.path);
@@ -78,6 +79,22 @@ describe('the npm package (npm pack)', () => {
     expect(files.filter((f) => /^(src|test|bench|node_modules|data)\//.test(f) || f.startsWith('dist/src/store/generated'))).toEqual([]);
     expect(pkg.bin).toEqual({ rollplane: 'bin/rollplane.js' });
   });
+
+  it('installs where it is used with production dependencies only, each of them for Node.js 20 (npm install --omit=dev, dry run)', async () => {
+    // A tarball is installed without this project's lockfile: ranges resolve afresh. @graphql-tools/schema's range
+    // for @graphql-tools/merge then took 9.2, whose @graphql-tools/utils 12 brings @whatwg-node/promise-helpers 2,
+    // which wants Node.js 22 (EBADENGINE); the package pins merge as the lockfile does.
+    const consumer = path.join(dir, 'consumer');
+    await mkdir(consumer);
+    await writeFile(path.join(consumer, 'package.json'), '{"name": "consumer", "private": true}');
+    const tarball = (await readdir(dir)).find((f) => f.endsWith('.tgz'))!;
+    const install = await run('npm', ['install', '--omit=dev', '--dry-run', '--no-audit', '--no-fund', path.join(dir, tarball)], {
+      cwd: consumer,
+      timeout: 240_000,
+    });
+    expect(install.stderr).not.toContain('EBADENGINE');
+    expect(install.stdout).toMatch(/added \d+ packages/);
+  }, 300_000);
 
   it('needs only its production dependencies: whatever dist/ imports is one, and installing it runs no build', async () => {
     const imported = await importedPackages(path.join(unpacked, 'dist/src'));
