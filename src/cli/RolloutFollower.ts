@@ -1,6 +1,6 @@
 import { ErrorCode } from '../errors.js';
 import { RemoteError, UnreachableError, WaitTimeoutError } from './exitCodes.js';
-import { isTerminalState, type RolloutUpdate, type RolloutView } from './operations.js';
+import { isTerminalState, type RolloutEvent, type RolloutUpdate, type RolloutView } from './operations.js';
 import type { SubscribeToRollout, SubscriptionError } from './subscriptionTransport.js';
 
 export interface FollowerOptions {
@@ -11,6 +11,8 @@ export interface FollowerOptions {
   subscribe?: SubscribeToRollout | undefined;
   /** Every observation of the rollout (the first from the query, then each update). */
   onUpdate(rollout: RolloutView): void;
+  /** Each event of the rollout the subscription delivers, before the rollout it left (not while polling). */
+  onEvent?(event: RolloutEvent): void;
   /** Connection news for the user: dropped, reconnecting, polling. */
   onNotice?(message: string): void;
   /** Polling interval once the socket is given up (default 2 s). */
@@ -136,6 +138,7 @@ export class RolloutFollower {
             connected = true;
             this.reachable();
             onUpdate(update);
+            this.options.onEvent?.(update.event);
             this.options.onUpdate(update.rollout);
             if (isTerminalState(update.rollout.state)) finish({ kind: 'terminal' });
           },

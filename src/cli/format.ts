@@ -1,7 +1,28 @@
+import type { DriftQuery, FleetQuery } from './generated/graphql.js';
 import type { ApiTokenView, BumpPayload, PlanItem, RolloutView } from './operations.js';
 import { describeProgress } from './progressReporter.js';
 
 /** Human-readable output of the client commands (json mode prints the documents instead). */
+
+/** How every command spells a version the server does not know (none recorded, or targets on different ones). */
+export const UNKNOWN_VERSION = '(unknown)';
+const version = (value: string | null | undefined) => value ?? UNKNOWN_VERSION;
+
+/** `45s`, `3m07s`, `2h05m`, `3d04h`: a duration for people, to the second below an hour. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  return `${Math.floor(s / 86_400)}d${String(Math.floor((s % 86_400) / 3600)).padStart(2, '0')}h`;
+}
+
+/** How long a rollout ran (from its start, else its creation, to its end); a running one counts to `now`, marked so. */
+export function rolloutDuration(rollout: Pick<RolloutView, 'createdAt' | 'startedAt' | 'finishedAt'>, now = Date.now()): string {
+  const from = Date.parse(rollout.startedAt ?? rollout.createdAt);
+  if (rollout.finishedAt) return formatDuration(Date.parse(rollout.finishedAt) - from);
+  return `${formatDuration(now - from)}…`;
+}
 
 /** Columns padded to their widest cell; the last column is not padded. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -17,7 +38,7 @@ export function table(header: readonly string[], rows: readonly (readonly string
 export function formatRollout(rollout: RolloutView): string {
   const lines = [
     `rollout ${rollout.id}  ${rollout.kind}  ${rollout.state}`,
-    `  version:  ${rollout.fromVersion ?? '(mixed or unknown)'} → ${rollout.toVersion}`,
+    `  version:  ${version(rollout.fromVersion)} → ${rollout.toVersion}`,
     `  progress: ${rollout.progress.percent.toFixed(0)}% (${describeProgress(rollout)})`,
   ];
   if (rollout.message) lines.push(`  message:  ${rollout.message}`);
@@ -30,42 +51,63 @@ export function formatRollout(rollout: RolloutView): string {
   const cause = [rollout.cause.actor, rollout.cause.commit?.slice(0, 12), rollout.cause.runUrl].filter(Boolean).join('  ');
   if (cause) lines.push(`  cause:    ${cause}`);
   if (rollout.idempotencyKey) lines.push(`  key:      ${rollout.idempotencyKey}`);
-  lines.push(`  created:  ${rollout.createdAt}${rollout.finishedAt ? `  finished: ${rollout.finishedAt}` : ''}`);
+  lines.push(`  created:  ${rollout.createdAt}${rollout.finishedAt ? `  finished: ${rollout.finishedAt}` : ''}  took: ${rolloutDuration(rollout)}`);
   return lines.join('\n');
 }
 
-export function formatPlan(plan: readonly PlanItem[]): string {
+/** Plan rows shown before the rest is summed up (`--plan` shows them all). */
+export const PLAN_ROWS = 10;
+
+/** `200 change, 12 skip (10 held, 2 already on the version)`: the plan's actions and the reasons for skipping. */
+export function describePlan(plan: readonly PlanItem[]): string {
+  const actions = new Map<string, number>();
+  const reasons = new Map<string, number>();
+  for (const item of plan) {
+    actions.set(item.action, (actions.get(item.action) ?? 0) + 1);
+    if (item.action !== 'change' && item.reason) reasons.set(item.reason, (reasons.get(item.reason) ?? 0) + 1);
+  }
+  const counts = [...actions].map(([action, n]) => `${n} ${action}`).join(', ');
+  const why = [...reasons].map(([reason, n]) => `${n} ${reason}`).join(', ');
+  return `${plan.length} target${plan.length === 1 ? '' : 's'}: ${counts}${why ? ` (${why})` : ''}`;
+}
+
+/** The plan as a table; beyond PLAN_ROWS rows (unless `full`), the first ones (changes first) and a summary line. */
+export function formatPlan(plan: readonly PlanItem[], full = false): string {
   if (plan.length === 0) return 'plan: no targets matched';
-  return table(
+  const shown =
+    full || plan.length <= PLAN_ROWS ? plan : [...plan].sort((a, b) => Number(b.action === 'change') - Number(a.action === 'change')).slice(0, PLAN_ROWS);
+  const rows = table(
     ['TARGET', 'ACTION', 'FROM', 'TO', 'REASON'],
-    plan.map((item) => [
+    shown.map((item) => [
       item.namespace ? `${item.namespace}/${item.name}` : item.name,
       item.action,
-      item.fromVersion ?? '-',
+      version(item.fromVersion),
       item.toVersion,
       item.reason ?? '',
     ]),
   );
+  const rest = plan.length - shown.length;
+  return [`plan: ${describePlan(plan)}`, rows, ...(rest > 0 ? [`… and ${rest} more targets (--plan lists them all)`] : [])].join('\n');
 }
 
-export function formatBump(payload: BumpPayload): string {
+export function formatBump(payload: BumpPayload, fullPlan = false): string {
   if (payload.dryRun) {
     const r = payload.rollout;
     const changing = payload.plan.filter((p) => p.action === 'change').length;
     return [
       `dry run: nothing was changed; a ${r.kind} rollout would change ${changing} of ${payload.plan.length} targets`,
-      `  version:  ${r.fromVersion ?? '(mixed or unknown)'} → ${r.toVersion}`,
+      `  version:  ${version(r.fromVersion)} → ${r.toVersion}`,
       '',
-      formatPlan(payload.plan),
+      formatPlan(payload.plan, fullPlan),
     ].join('\n');
   }
   const head = payload.created
     ? `started rollout ${payload.rollout.id}`
     : `rollout ${payload.rollout.id} already exists for this idempotency key; not starting another`;
-  return [head, formatRollout(payload.rollout), '', formatPlan(payload.plan)].join('\n');
+  return [head, formatRollout(payload.rollout), '', formatPlan(payload.plan, fullPlan)].join('\n');
 }
 
-export function formatHistory(rollouts: readonly RolloutView[], totalCount: number): string {
+export function formatHistory(rollouts: readonly RolloutView[], totalCount: number, now = Date.now()): string {
   if (rollouts.length === 0) return 'no rollouts';
   const rows = rollouts.map((r) => [
     r.id,
@@ -73,11 +115,70 @@ export function formatHistory(rollouts: readonly RolloutView[], totalCount: numb
     r.state,
     `${r.progress.succeeded}/${r.progress.total}${r.progress.failed ? ` (${r.progress.failed} failed)` : ''}`,
     r.createdAt.replace(/\.\d{3}Z$/, 'Z'),
+    rolloutDuration(r, now),
     r.cause.actor ?? '-',
-    `${r.fromVersion ?? '?'} → ${r.toVersion}`,
+    `${version(r.fromVersion)} → ${r.toVersion}`,
   ]);
   const more = totalCount > rollouts.length ? `\n(${rollouts.length} of ${totalCount}; use --limit for more)` : '';
-  return table(['ID', 'KIND', 'STATE', 'DONE', 'CREATED', 'ACTOR', 'VERSION'], rows) + more;
+  return table(['ID', 'KIND', 'STATE', 'DONE', 'CREATED', 'DURATION', 'ACTOR', 'VERSION'], rows) + more;
+}
+
+type DriftItem = DriftQuery['drift']['edges'][number]['node'];
+
+export function formatDrift(items: readonly DriftItem[], totalCount: number): string {
+  if (totalCount === 0) return 'no drift: every target runs its desired version';
+  const rows = items.map((d) => [
+    d.kind,
+    d.namespace ? `${d.namespace}/${d.name}` : d.name,
+    version(d.runningVersion),
+    version(d.desiredVersion),
+    d.since ?? '-',
+  ]);
+  const more = totalCount > items.length ? `\n(${items.length} of ${totalCount}; use --limit for more)` : '';
+  return table(['KIND', 'TARGET', 'RUNNING', 'DESIRED', 'SINCE'], rows) + more;
+}
+
+export function formatFleet(fleet: FleetQuery): string {
+  const clusters = fleet.virtualClusters.edges.map((e) => e.node);
+  const nodes = fleet.nodeAgentSets.edges.flatMap((e) => e.node.nodes);
+  const kinds = table(
+    ['KIND', 'TARGETS', 'DRIFTED', 'NOTE'],
+    [
+      ['agent pools', String(fleet.agentPools.totalCount), String(fleet.driftedPools.totalCount), ''],
+      [
+        'virtual clusters',
+        String(fleet.virtualClusters.totalCount),
+        String(clusters.filter((c) => !c.upToDate).length),
+        `${clusters.filter((c) => c.upgrading).length} upgrading; ${fleet.clusterVersions.totalCount} cluster versions`,
+      ],
+      [
+        'node agents',
+        String(nodes.length),
+        String(nodes.filter((n) => !n.upToDate).length),
+        `${fleet.nodeAgentSets.totalCount} DaemonSets; ${nodes.filter((n) => !n.ready).length} not ready`,
+      ],
+    ],
+  );
+  const sets = fleet.nodeAgentSets.edges.map(({ node: s }) => [
+    `${s.namespace}/${s.name}`,
+    s.desiredImage,
+    `${s.nodes.filter((n) => n.upToDate).length}/${s.nodes.length} up to date`,
+    s.drivenBy ?? '-',
+  ]);
+  const active = fleet.active.edges.map(({ node: r }) => [
+    r.id,
+    r.kind,
+    r.state,
+    `${r.progress.percent.toFixed(0)}%`,
+    `${version(r.fromVersion)} → ${r.toVersion}`,
+  ]);
+  return [
+    kinds,
+    `drift: ${fleet.drift.totalCount} target${fleet.drift.totalCount === 1 ? '' : 's'} (rollplane drift lists them)`,
+    ...(sets.length ? ['', table(['NODE-AGENT SET', 'IMAGE', 'NODES', 'ROLLOUT'], sets)] : []),
+    '',
+    active.length ? table(['ACTIVE ROLLOUT', 'KIND', 'STATE', 'DONE', 'VERSION'], active) : 'no active rollouts',
+  ].join('\n');
 }
 
 export function formatTokens(tokens: readonly ApiTokenView[]): string {

@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { SETTINGS } from '../config.js';
 import { VERSION } from '../version.js';
 import { registerBump } from './commands/bump.js';
+import { registerFleet } from './commands/fleet.js';
 import { registerHistory } from './commands/history.js';
 import { registerRollout } from './commands/rollout.js';
 import { registerToken } from './commands/token.js';
@@ -12,7 +13,7 @@ import type { CliIo } from './runtime.js';
 
 /**
  * The `rollplane` command. `serve` (the default) runs the service; `sim` runs the embedded Kubernetes simulator alone;
- * `bump`, `rollout`, `history` and `token` are the API client for people and CI pipelines (docs/ci.md).
+ * `bump`, `rollout`, `history`, `fleet`, `drift` and `token` are the API client for people and CI pipelines (docs/ci.md).
  * Resolves with the exit code: 0 success, 1 failure (rollout failed, aborted or rolled back; request refused),
  * 2 usage error or `--wait` timeout, 3 server unreachable or token refused.
  */
@@ -75,6 +76,7 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
   registerBump(program, io, setExitCode);
   registerRollout(program, io, setExitCode);
   registerHistory(program, io, setExitCode);
+  registerFleet(program, io, setExitCode);
   registerToken(program, io, setExitCode);
 
   try {

@@ -26,6 +26,8 @@ export {
   RevokeTokenDocument as REVOKE_TOKEN_MUTATION,
   RollbackDocument as ROLLBACK_MUTATION,
   RolloutDocument as ROLLOUT_QUERY,
+  DriftDocument as DRIFT_QUERY,
+  FleetDocument as FLEET_QUERY,
   TokensDocument as TOKENS_QUERY,
 } from './generated/graphql.js';
 export type { RolloutState } from './generated/graphql.js';
@@ -34,11 +36,12 @@ export type { RolloutState } from './generated/graphql.js';
  * A rollout as the CLI reads it: lists select the summary, single-rollout requests the full fragment, which adds the
  * first failed targets with their errors (what a CI log needs to explain a failure).
  */
-export type RolloutView = RolloutSummaryFragment & Partial<Pick<RolloutFullFragment, 'failedTargets'>>;
+export type RolloutView = RolloutSummaryFragment & Partial<Pick<RolloutFullFragment, 'failedTargets' | 'inFlight'>>;
 export type RolloutProgress = RolloutSummaryFragment['progress'];
 export type BumpPayload = BumpResultFragment;
 export type PlanItem = BumpResultFragment['plan'][number];
 export type RolloutUpdate = FollowSubscription['rolloutUpdated'];
+export type RolloutEvent = RolloutUpdate['event'];
 export type ApiTokenView = ApiTokenFieldsFragment;
 
 export const BUMP_MUTATIONS = {

@@ -5,7 +5,8 @@ import { ExitCode, exitCodeOf, WaitTimeoutError } from './exitCodes.js';
 import { GraphQLClient } from './GraphQLClient.js';
 import * as flags from './flags.js';
 import { LAST_EVENT_QUERY, ROLLOUT_QUERY, type RolloutView } from './operations.js';
-import { createProgressReporter } from './progressReporter.js';
+import { coloursAllowed, createProgressReporter } from './progressReporter.js';
+import { TargetTracker } from './targetTracker.js';
 import { RolloutFollower } from './RolloutFollower.js';
 import { websocketSubscriber } from './subscriptionTransport.js';
 
@@ -121,15 +122,21 @@ export class CliContext {
     this.io.stderr.write(`${message}\n`);
   }
 
-  /** Follows a rollout to its end with progress on stderr. */
+  /** Follows a rollout to its end with progress on stderr: the rollout's, and each target's as it changes. */
   async follow(id: string, timeoutSeconds: number): Promise<RolloutView> {
     let lastState: string | undefined;
-    const reporter = createProgressReporter(this.io.stderr, this.io.stderr.isTTY === true, undefined, () => this.io.stderr.columns);
+    const isTTY = this.io.stderr.isTTY === true;
+    const reporter = createProgressReporter(this.io.stderr, isTTY, undefined, () => this.io.stderr.columns, coloursAllowed(isTTY, this.io.env));
+    const targets = new TargetTracker();
     const follower = new RolloutFollower({
       fetchRollout: (rolloutId) => this.client.request(ROLLOUT_QUERY, { id: rolloutId }).then((d) => d.rollout),
       lastEventId: () => this.client.request(LAST_EVENT_QUERY).then((d) => d.serverInfo.lastEventId),
       subscribe: websocketSubscriber(this.client.url, this.client.token),
       onUpdate: (rollout) => {
+        if (lastState === undefined && rollout.inFlight) {
+          const seeded = targets.seed(rollout.inFlight.edges.map((e) => e.node));
+          if (seeded.length > 0) reporter.targets(seeded, targets.inFlightNow(), targets.failures());
+        }
         reporter.update(rollout);
         if (rollout.state === 'PAUSED' && lastState !== 'PAUSED') {
           reporter.notice(
@@ -137,6 +144,10 @@ export class CliContext {
           );
         }
         lastState = rollout.state;
+      },
+      onEvent: (event) => {
+        const change = targets.observe(event);
+        if (change) reporter.targets([change], targets.inFlightNow(), targets.failures());
       },
       onNotice: (message) => reporter.notice(message),
     });

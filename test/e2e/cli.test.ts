@@ -138,6 +138,11 @@ describe('rollplane bump (end to end)', () => {
       idempotencyKey: 'github:acme/fleet:4242:deploy:bump:bump-agent-image:all-pools',
     });
     expect(run.stderr).toMatch(/PROGRESSING \d+% \(\d\/3 succeeded/);
+    // Each target's own changes, as they happened (a CI log: plain lines, no colour).
+    for (const pool of ['net-1', 'net-2', 'net-3']) {
+      expect(run.stderr).toMatch(new RegExp(`Z {3}default/${pool} PROGRESSING\n[\\s\\S]*Z {3}default/${pool} SUCCEEDED\n`));
+    }
+    expect(run.stderr).not.toContain('\x1b[');
 
     // "Re-run failed jobs": same run id, next attempt.
     const again = await runCli(['bump', 'agent-image', `${IMAGE}:v0.3.2`, '--max-unavailable', '2', '--wait', '-o', 'json'], {
@@ -220,6 +225,27 @@ describe('rollplane bump (end to end)', () => {
     const run = await runCli(['rollout', 'rollback', id, '--reason', 'bad build', '--wait', '-o', 'json'], { ROLLPLANE_URL: server.url });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).rollout).toMatchObject({ state: 'SUCCEEDED', cause: { message: 'bad build' } });
+  });
+});
+
+describe('rollplane fleet and drift (end to end)', () => {
+  it('fleet shows the targets of each kind, the drift and the active rollouts', async () => {
+    const run = await runCli(['fleet'], { ROLLPLANE_URL: server.url });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^KIND\s+TARGETS\s+DRIFTED\s+NOTE\nagent pools\s+3\s+0\s*\nvirtual clusters\s+1\s+/m);
+    expect(run.stdout).toMatch(/^drift: \d+ targets? \(rollplane drift lists them\)$/m);
+    const json = JSON.parse((await runCli(['fleet', '-o', 'json'], { ROLLPLANE_URL: server.url })).stdout);
+    expect(json).toMatchObject({ agentPools: { totalCount: 3 }, virtualClusters: { totalCount: 1 } });
+  });
+
+  it('drift lists what runs another version than it should and exits 1, or says there is none and exits 0', async () => {
+    const run = await runCli(['drift', '-o', 'json'], { ROLLPLANE_URL: server.url });
+    const doc = JSON.parse(run.stdout) as { totalCount: number; items: { kind: string; name: string }[] };
+    expect(run.code).toBe(doc.totalCount > 0 ? 1 : 0);
+    expect(doc.items).toHaveLength(Math.min(doc.totalCount, 100));
+    const text = await runCli(['drift', '--kind', 'agent-pool'], { ROLLPLANE_URL: server.url });
+    expect(text.code).toBe(0);
+    expect(text.stdout.trim()).toBe('no drift: every target runs its desired version');
   });
 });
 

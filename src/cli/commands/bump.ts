@@ -9,7 +9,7 @@ import {
 } from '../bumpInputs.js';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
-import { formatBump, formatRollout } from '../format.js';
+import { formatBump, formatRollout, PLAN_ROWS } from '../format.js';
 import { BUMP_MUTATIONS, type BumpPayload } from '../operations.js';
 import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
@@ -26,20 +26,21 @@ import {
 } from '../../domain/kinds/limits.js';
 
 /** Sends a bump; with --wait follows the rollout it started (or found under the idempotency key) to its end. */
-async function runBump(ctx: CliContext, send: Promise<BumpPayload>, options: WaitOptions): Promise<number> {
+async function runBump(ctx: CliContext, send: Promise<BumpPayload>, options: WaitOptions & { plan?: boolean }): Promise<number> {
   const payload = await send;
   if (!options.wait || payload.dryRun) {
-    ctx.result(payload, formatBump(payload));
+    ctx.result(payload, formatBump(payload, options.plan));
     return ExitCode.Ok;
   }
-  if (!ctx.json) ctx.result(null, formatBump(payload));
+  if (!ctx.json) ctx.result(null, formatBump(payload, options.plan));
   const final = await ctx.follow(payload.rollout.id, options.timeout);
   ctx.result({ ...payload, rollout: final }, `\n${formatRollout(final)}`);
   return exitCodeForState(final);
 }
 
 /** The flags every bump shares, listed after the command's own. */
-const withSharedFlags = (command: Command) => addCommonOptions(addWaitOptions(addCauseOptions(command)));
+const withSharedFlags = (command: Command) =>
+  addCommonOptions(addWaitOptions(addCauseOptions(command.option('--plan', `list every target of the plan (default: the first ${PLAN_ROWS} and a summary)`))));
 
 export function registerBump(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
   const bump = program.command('bump').description('Start a rollout of a new version (agent image, node agent image, cluster version)');
@@ -74,7 +75,7 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--dry-run', 'show the plan; change nothing'),
   ).action(
     clientAction(io, setExitCode, (ctx, image: string) => {
-      const options = ctx.flags<AgentImageOptions & WaitOptions>();
+      const options = ctx.flags<AgentImageOptions & WaitOptions & { plan?: boolean }>();
       const { input } = agentImageInput(image, options, ctx.ci);
       return runBump(
         ctx,
@@ -119,7 +120,7 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--dry-run', 'show the plan; change nothing'),
   ).action(
     clientAction(io, setExitCode, (ctx, target: string, image: string) => {
-      const options = ctx.flags<NodeAgentImageOptions & WaitOptions>();
+      const options = ctx.flags<NodeAgentImageOptions & WaitOptions & { plan?: boolean }>();
       const { input } = nodeAgentImageInput(target, image, options, ctx.ci);
       return runBump(
         ctx,
@@ -160,7 +161,7 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .option('--dry-run', 'show the plan; change nothing'),
   ).action(
     clientAction(io, setExitCode, (ctx, name: string) => {
-      const options = ctx.flags<ClusterVersionOptions & WaitOptions>();
+      const options = ctx.flags<ClusterVersionOptions & WaitOptions & { plan?: boolean }>();
       const { input } = clusterVersionInput(name, options, ctx.ci);
       return runBump(
         ctx,

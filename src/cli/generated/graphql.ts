@@ -230,7 +230,7 @@ export type CreateApiTokenInput = {
 export type RolloutSummaryFragment = { id: string, kind: RolloutKind, state: RolloutState, fromVersion: string | null, toVersion: string, selector: unknown, message: string | null, idempotencyKey: string | null, createdAt: string, updatedAt: string, startedAt: string | null, finishedAt: string | null, cause: { actor: string | null, runUrl: string | null, commit: string | null, message: string | null }, strategy: { maxUnavailable: string | null, maxConcurrent: number | null, canary: number | null, progressDeadlineSeconds: number, failureThreshold: number, autoRollback: boolean, mode: string | null, minReadySeconds: number | null }, progress: { total: number, pending: number, progressing: number, succeeded: number, failed: number, skipped: number, cancelled: number, percent: number } };
 
 export type RolloutFullFragment = (
-  { failedTargets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, error: string | null } }> } }
+  { failedTargets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, error: string | null } }> }, inFlight: { totalCount: number, edges: Array<{ node: { namespace: string, name: string } }> } }
   & RolloutSummaryFragment
 );
 
@@ -317,7 +317,7 @@ export type FollowSubscriptionVariables = Exact<{
 }>;
 
 
-export type FollowSubscription = { rolloutUpdated: { event: { id: string, type: EventType }, rollout: RolloutFullFragment } };
+export type FollowSubscription = { rolloutUpdated: { event: { id: string, type: EventType, payload: unknown, object: { namespace: string, name: string } | null }, rollout: RolloutFullFragment } };
 
 export type CreateTokenMutationVariables = Exact<{
   input: CreateApiTokenInput;
@@ -340,6 +340,20 @@ export type TokensQueryVariables = Exact<{
 
 
 export type TokensQuery = { apiTokens: { edges: Array<{ node: ApiTokenFieldsFragment }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type DriftQueryVariables = Exact<{
+  kind?: RolloutKind | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type DriftQuery = { drift: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { kind: RolloutKind, namespace: string, name: string, desiredVersion: string | null, runningVersion: string | null, since: string | null } }> } };
+
+export type FleetQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type FleetQuery = { agentPools: { totalCount: number }, driftedPools: { totalCount: number }, virtualClusters: { totalCount: number, edges: Array<{ node: { upToDate: boolean, upgrading: boolean } }> }, clusterVersions: { totalCount: number, edges: Array<{ node: { name: string, specVersion: string, apiServerImage: string | null } }> }, nodeAgentSets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, desiredImage: string, drivenBy: string | null, nodes: Array<{ upToDate: boolean, ready: boolean }> } }> }, drift: { totalCount: number }, active: { totalCount: number, edges: Array<{ node: RolloutSummaryFragment }> } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -411,6 +425,15 @@ export const RolloutFullFragmentDoc = new TypedDocumentString(`
         namespace
         name
         error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
       }
     }
   }
@@ -523,6 +546,15 @@ fragment RolloutFull on Rollout {
       }
     }
   }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
 }`, {"fragmentName":"BumpResult"}) as unknown as TypedDocumentString<BumpResultFragment, unknown>;
 export const ApiTokenFieldsFragmentDoc = new TypedDocumentString(`
     fragment ApiTokenFields on ApiToken {
@@ -590,6 +622,15 @@ fragment RolloutFull on Rollout {
         namespace
         name
         error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
       }
     }
   }
@@ -667,6 +708,15 @@ fragment RolloutFull on Rollout {
       }
     }
   }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
 }
 fragment BumpResult on BumpPayload {
   rollout {
@@ -738,6 +788,15 @@ fragment RolloutFull on Rollout {
         namespace
         name
         error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
       }
     }
   }
@@ -815,6 +874,15 @@ fragment RolloutFull on Rollout {
       }
     }
   }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
 }`) as unknown as TypedDocumentString<RolloutQuery, RolloutQueryVariables>;
 export const LastEventDocument = new TypedDocumentString(`
     query LastEvent {
@@ -881,6 +949,15 @@ fragment RolloutFull on Rollout {
       }
     }
   }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
 }`) as unknown as TypedDocumentString<PauseMutation, PauseMutationVariables>;
 export const ResumeDocument = new TypedDocumentString(`
     mutation Resume($id: ID!) {
@@ -937,6 +1014,15 @@ fragment RolloutFull on Rollout {
         namespace
         name
         error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
       }
     }
   }
@@ -999,6 +1085,15 @@ fragment RolloutFull on Rollout {
       }
     }
   }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
 }`) as unknown as TypedDocumentString<AbortMutation, AbortMutationVariables>;
 export const RollbackDocument = new TypedDocumentString(`
     mutation Rollback($id: ID!, $input: RollbackInput) {
@@ -1055,6 +1150,15 @@ fragment RolloutFull on Rollout {
         namespace
         name
         error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
       }
     }
   }
@@ -1120,6 +1224,11 @@ export const FollowDocument = new TypedDocumentString(`
     event {
       id
       type
+      object {
+        namespace
+        name
+      }
+      payload
     }
     rollout {
       ...RolloutFull
@@ -1175,6 +1284,15 @@ fragment RolloutFull on Rollout {
         namespace
         name
         error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
       }
     }
   }
@@ -1235,3 +1353,118 @@ export const TokensDocument = new TypedDocumentString(`
   revokedAt
   lastUsedAt
 }`) as unknown as TypedDocumentString<TokensQuery, TokensQueryVariables>;
+export const DriftDocument = new TypedDocumentString(`
+    query Drift($kind: RolloutKind, $first: Int, $after: String) {
+  drift(kind: $kind, first: $first, after: $after) {
+    totalCount
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    edges {
+      node {
+        kind
+        namespace
+        name
+        desiredVersion
+        runningVersion
+        since
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<DriftQuery, DriftQueryVariables>;
+export const FleetDocument = new TypedDocumentString(`
+    query Fleet {
+  agentPools(first: 1) {
+    totalCount
+  }
+  driftedPools: agentPools(filter: {drifted: true}, first: 1) {
+    totalCount
+  }
+  virtualClusters(first: 100) {
+    totalCount
+    edges {
+      node {
+        upToDate
+        upgrading
+      }
+    }
+  }
+  clusterVersions(first: 20) {
+    totalCount
+    edges {
+      node {
+        name
+        specVersion
+        apiServerImage
+      }
+    }
+  }
+  nodeAgentSets(first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+        desiredImage
+        drivenBy
+        nodes {
+          upToDate
+          ready
+        }
+      }
+    }
+  }
+  drift(first: 1) {
+    totalCount
+  }
+  active: rollouts(filter: {states: [PENDING, PROGRESSING, PAUSED]}, first: 10) {
+    totalCount
+    edges {
+      node {
+        ...RolloutSummary
+      }
+    }
+  }
+}
+    fragment RolloutSummary on Rollout {
+  id
+  kind
+  state
+  fromVersion
+  toVersion
+  selector
+  message
+  idempotencyKey
+  createdAt
+  updatedAt
+  startedAt
+  finishedAt
+  cause {
+    actor
+    runUrl
+    commit
+    message
+  }
+  strategy {
+    maxUnavailable
+    maxConcurrent
+    canary
+    progressDeadlineSeconds
+    failureThreshold
+    autoRollback
+    mode
+    minReadySeconds
+  }
+  progress {
+    total
+    pending
+    progressing
+    succeeded
+    failed
+    skipped
+    cancelled
+    percent
+  }
+}`) as unknown as TypedDocumentString<FleetQuery, FleetQueryVariables>;

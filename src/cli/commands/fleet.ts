@@ -1,0 +1,48 @@
+import type { Command } from 'commander';
+import { ExitCode } from '../exitCodes.js';
+import * as flags from '../flags.js';
+import { formatDrift, formatFleet } from '../format.js';
+import type { DriftQuery, RolloutKind } from '../generated/graphql.js';
+import { DRIFT_QUERY, FLEET_QUERY } from '../operations.js';
+import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
+
+const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
+const KIND_VALUES: readonly RolloutKind[] = ['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER'];
+const toEnum = (value: string) => value.replace(/-/g, '_').toUpperCase();
+/** Drift items per request; `--limit` beyond it is fetched page by page. */
+const DRIFT_PAGE_SIZE = 100;
+
+/** `rollplane fleet` (the fleet at a glance) and `rollplane drift` (what runs another version than it should). */
+export function registerFleet(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
+  addCommonOptions(program.command('fleet'))
+    .description('The fleet at a glance: targets per kind, how many drifted, the node-agent sets and the active rollouts')
+    .action(
+      clientAction(io, setExitCode, async (ctx) => {
+        const fleet = await ctx.client.request(FLEET_QUERY);
+        ctx.result(fleet, formatFleet(fleet));
+        return ExitCode.Ok;
+      }),
+    );
+
+  addCommonOptions(program.command('drift'))
+    .description('Targets whose running version differs from their desired one; exit 1 when there are any (for CI gates)')
+    .option('--kind <kind>', `only this kind: ${KINDS.join(', ')}`, (raw: string) => flags.oneOf(KINDS, toEnum)(raw.replace(/_/g, '-')))
+    .option('--limit <n>', 'how many targets to list', flags.integer(1, 10_000), 100)
+    .action(
+      clientAction(io, setExitCode, async (ctx) => {
+        const options = ctx.flags<{ kind?: string; limit: number }>();
+        const kind = KIND_VALUES.find((k) => k === options.kind) ?? null;
+        const items: DriftQuery['drift']['edges'][number]['node'][] = [];
+        let totalCount = 0;
+        let after: string | null = null;
+        do {
+          const page: DriftQuery = await ctx.client.request(DRIFT_QUERY, { kind, first: Math.min(DRIFT_PAGE_SIZE, options.limit - items.length), after });
+          totalCount = page.drift.totalCount;
+          items.push(...page.drift.edges.map((e) => e.node));
+          after = page.drift.pageInfo.hasNextPage ? page.drift.pageInfo.endCursor : null;
+        } while (after && items.length < options.limit);
+        ctx.result({ totalCount, items }, formatDrift(items, totalCount));
+        return totalCount > 0 ? ExitCode.Failed : ExitCode.Ok;
+      }),
+    );
+}
