@@ -1,6 +1,6 @@
 import { useMemo } from 'react';
 import uPlot from 'uplot';
-import { QueryStatus, Section } from './components.js';
+import { PageTitle, QueryStatus, ScrollRegion, Section } from './components.js';
 import { formatSeconds, percentile } from './format.js';
 import { useLive, useQuery } from './hooks.js';
 import { UPGRADE_DURATIONS } from './queries.js';
@@ -14,6 +14,7 @@ export function Charts() {
   const live = useLive();
   return (
     <div className="charts">
+      <PageTitle>Charts</PageTitle>
       <UpgradeDurationsOverTime observations={live.observations} />
       <UpgradeDistribution observations={live.observations} />
       <RecreationDurations recreations={live.recreations} />
@@ -124,30 +125,32 @@ function UpgradeDistribution({ observations }: { observations: UpgradeObservatio
       ) : (
         <>
           <UPlotChart options={options} data={histogram} label={`Histogram of ${observations.length} upgrade durations`} />
-          <table className="data" aria-label="Upgrade durations per cluster version">
-            <thead>
-              <tr>
-                <th scope="col">Cluster version</th>
-                <th scope="col">Observations</th>
-                <th scope="col">Failed</th>
-                <th scope="col">p50</th>
-                <th scope="col">p95</th>
-                <th scope="col">Max</th>
-              </tr>
-            </thead>
-            <tbody>
-              {stats.map((s) => (
-                <tr key={s.clusterVersion} data-cluster-version={s.clusterVersion}>
-                  <td>{s.clusterVersion}</td>
-                  <td className="observation-count">{s.count}</td>
-                  <td>{s.failed}</td>
-                  <td>{formatSeconds(s.p50)}</td>
-                  <td>{formatSeconds(s.p95)}</td>
-                  <td>{formatSeconds(s.max)}</td>
+          <ScrollRegion label="Upgrade durations per cluster version">
+            <table className="data" aria-label="Upgrade durations per cluster version">
+              <thead>
+                <tr>
+                  <th scope="col">Cluster version</th>
+                  <th scope="col">Observations</th>
+                  <th scope="col">Failed</th>
+                  <th scope="col">p50</th>
+                  <th scope="col">p95</th>
+                  <th scope="col">Max</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {stats.map((s) => (
+                  <tr key={s.clusterVersion} data-cluster-version={s.clusterVersion}>
+                    <td>{s.clusterVersion}</td>
+                    <td className="observation-count">{s.count}</td>
+                    <td>{s.failed}</td>
+                    <td>{formatSeconds(s.p50)}</td>
+                    <td>{formatSeconds(s.p95)}</td>
+                    <td>{formatSeconds(s.max)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </ScrollRegion>
         </>
       )}
     </Section>
@@ -193,30 +196,32 @@ function ServerUpgradeStats() {
         {rows && rows.length === 0 ? (
           <p className="muted">No upgrades recorded.</p>
         ) : (
-          <table className="data" aria-label="Upgrade duration statistics over the whole history">
-            <thead>
-              <tr>
-                <th scope="col">Cluster version</th>
-                <th scope="col">Observations</th>
-                <th scope="col">Failed</th>
-                <th scope="col">p50</th>
-                <th scope="col">p95</th>
-                <th scope="col">Max</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows?.map((s) => (
-                <tr key={s.clusterVersion}>
-                  <td>{s.clusterVersion}</td>
-                  <td>{s.count}</td>
-                  <td>{s.failed}</td>
-                  <td>{formatSeconds(s.p50Seconds)}</td>
-                  <td>{formatSeconds(s.p95Seconds)}</td>
-                  <td>{formatSeconds(s.maxSeconds)}</td>
+          <ScrollRegion label="Upgrade duration statistics over the whole history">
+            <table className="data" aria-label="Upgrade duration statistics over the whole history">
+              <thead>
+                <tr>
+                  <th scope="col">Cluster version</th>
+                  <th scope="col">Observations</th>
+                  <th scope="col">Failed</th>
+                  <th scope="col">p50</th>
+                  <th scope="col">p95</th>
+                  <th scope="col">Max</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {rows?.map((s) => (
+                  <tr key={s.clusterVersion}>
+                    <td>{s.clusterVersion}</td>
+                    <td>{s.count}</td>
+                    <td>{s.failed}</td>
+                    <td>{formatSeconds(s.p50Seconds)}</td>
+                    <td>{formatSeconds(s.p95Seconds)}</td>
+                    <td>{formatSeconds(s.maxSeconds)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </ScrollRegion>
         )}
       </QueryStatus>
     </Section>

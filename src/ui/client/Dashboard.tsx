@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
-import { Section, StateBadge, Version } from './components.js';
-import { formatClock, formatSeconds } from './format.js';
+import { PageTitle, ScrollRegion, Section, StateBadge, Version } from './components.js';
+import { formatSeconds, formatTime, UNKNOWN_VERSION } from './format.js';
 import { useLive } from './hooks.js';
 import { FEED_LIMIT } from './LiveStore.js';
 import { RolloutCard } from './RolloutCard.js';
@@ -9,6 +9,7 @@ import { ACTIVE_STATES, type FeedRow } from './types.js';
 export function Dashboard() {
   return (
     <div className="dashboard">
+      <PageTitle>Rollouts and live feed</PageTitle>
       <RolloutsPanel />
       <FeedPanel />
     </div>
@@ -72,7 +73,7 @@ function FeedPanel() {
           {rows.length} rows{live.feed.length >= FEED_LIMIT && ` (newest ${FEED_LIMIT} kept)`}
         </span>
       </div>
-      <div className="table-scroll feed-scroll">
+      <ScrollRegion label="Live feed" className="feed-scroll">
         <table className="data feed" aria-label="Live feed">
           <thead>
             <tr>
@@ -97,7 +98,7 @@ function FeedPanel() {
             )}
           </tbody>
         </table>
-      </div>
+      </ScrollRegion>
       {rows.length > shown && (
         <button type="button" onClick={() => setShown((n) => n + PAGE)}>
           Show {Math.min(PAGE, rows.length - shown)} more
@@ -113,12 +114,12 @@ function FeedRowView({ row }: { row: FeedRow }) {
     return (
       <tr data-event-id={row.id} data-feed-kind="agent">
         <td>{row.id}</td>
-        <td>{formatClock(row.at)}</td>
+        <td>{formatTime(row.at)}</td>
         <td>Agent recreated</td>
         <td>
           {r.poolNamespace}/{r.poolName}
         </td>
-        <td title={`${r.oldImage ?? '?'} → ${r.newImage}`}>
+        <td title={`${r.oldImage ?? UNKNOWN_VERSION} → ${r.newImage}`}>
           → <Version value={r.newImage} /> <span className="muted">({r.reason})</span>
         </td>
         <td>{formatSeconds(r.seconds)}</td>
@@ -130,10 +131,10 @@ function FeedRowView({ row }: { row: FeedRow }) {
     return (
       <tr data-event-id={row.id} data-feed-kind="node">
         <td>{row.id}</td>
-        <td>{formatClock(row.at)}</td>
+        <td>{formatTime(row.at)}</td>
         <td>Node agent replaced</td>
         <td>node {n.node}</td>
-        <td title={`${n.daemonSet ?? ''} ${n.oldImage ?? '?'} → ${n.newImage ?? '?'}`}>
+        <td title={`${n.daemonSet ?? ''} ${n.oldImage ?? UNKNOWN_VERSION} → ${n.newImage ?? UNKNOWN_VERSION}`}>
           → <Version value={n.newImage} />
           {n.peerPodsRestarted !== null && <span className="muted"> ({n.peerPodsRestarted} peer pods back)</span>}
         </td>
@@ -145,7 +146,7 @@ function FeedRowView({ row }: { row: FeedRow }) {
   return (
     <tr data-event-id={row.id} data-feed-kind="cluster">
       <td>{row.id}</td>
-      <td>{formatClock(row.at)}</td>
+      <td>{formatTime(row.at)}</td>
       <td>Cluster upgraded</td>
       <td>
         {o.clusterNamespace}/{o.clusterName}

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { Pager, QueryStatus, Section, Version } from './components.js';
+import { PageTitle, Pager, QueryStatus, ScrollRegion, Section, Version } from './components.js';
 import { formatTime, kindLabel } from './format.js';
 import { useCursorPages, useDebounced, useQuery } from './hooks.js';
 import { AGENT_POOLS, CLUSTER_VERSIONS, DRIFT, NODE_AGENT_SETS, VIRTUAL_CLUSTERS } from './queries.js';
@@ -13,6 +13,7 @@ const PAGE_SIZE = 50;
 export function Fleet() {
   return (
     <div className="fleet">
+      <PageTitle>Fleet</PageTitle>
       <DriftSummary />
       <AgentPools />
       <VirtualClusters />
@@ -47,32 +48,34 @@ function DriftSummary() {
           <p className="ok">Every target runs its desired version.</p>
         ) : (
           <>
-            <table className="data" aria-label="Drifted targets">
-              <thead>
-                <tr>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Target</th>
-                  <th scope="col">Desired</th>
-                  <th scope="col">Running</th>
-                  <th scope="col">Since</th>
-                </tr>
-              </thead>
-              <tbody>
-                {drift?.edges.map(({ node: d }) => (
-                  <tr key={`${d.kind}/${d.namespace}/${d.name}`}>
-                    <td>{kindLabel[d.kind] ?? d.kind}</td>
-                    <td>{d.namespace ? `${d.namespace}/${d.name}` : d.name}</td>
-                    <td>
-                      <Version value={d.desiredVersion} />
-                    </td>
-                    <td className="drifted">
-                      <Version value={d.runningVersion} />
-                    </td>
-                    <td>{formatTime(d.since)}</td>
+            <ScrollRegion label="Drifted targets">
+              <table className="data" aria-label="Drifted targets">
+                <thead>
+                  <tr>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Target</th>
+                    <th scope="col">Desired</th>
+                    <th scope="col">Running</th>
+                    <th scope="col">Since</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {drift?.edges.map(({ node: d }) => (
+                    <tr key={`${d.kind}/${d.namespace}/${d.name}`}>
+                      <td>{kindLabel[d.kind] ?? d.kind}</td>
+                      <td>{d.namespace ? `${d.namespace}/${d.name}` : d.name}</td>
+                      <td>
+                        <Version value={d.desiredVersion} />
+                      </td>
+                      <td className="drifted">
+                        <Version value={d.runningVersion} />
+                      </td>
+                      <td>{formatTime(d.since)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </ScrollRegion>
             <Pager
               label="Drift"
               page={pages.page}
@@ -115,40 +118,42 @@ function AgentPools() {
         </label>
       </div>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!pools} what="agent pools">
-        <table className="data" aria-label="Agent pools">
-          <thead>
-            <tr>
-              <th scope="col">Pool</th>
-              <th scope="col">Mode</th>
-              <th scope="col">Desired image</th>
-              <th scope="col">Running image</th>
-              <th scope="col">Agent</th>
-              <th scope="col">Flags</th>
-            </tr>
-          </thead>
-          <tbody>
-            {pools?.edges.map(({ node: p }) => {
-              const drift = p.desiredImage !== p.runningImage;
-              return (
-                <tr key={`${p.namespace}/${p.name}`} data-pool={`${p.namespace}/${p.name}`}>
-                  <td>
-                    {p.namespace}/{p.name}
-                  </td>
-                  <td>{p.mode}</td>
-                  <td>
-                    <Version value={p.desiredImage} />
-                  </td>
-                  <td className={drift ? 'drifted' : undefined}>
-                    <Version value={p.runningImage} />
-                    {drift && <span className="sr-only"> (drifted)</span>}
-                  </td>
-                  <td>{p.agentReady ? <span className="ok">Ready</span> : <span className="warn">Not ready</span>}</td>
-                  <td>{[p.held && 'held', p.paused && 'paused'].filter(Boolean).join(', ')}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <ScrollRegion label="Agent pools">
+          <table className="data" aria-label="Agent pools">
+            <thead>
+              <tr>
+                <th scope="col">Pool</th>
+                <th scope="col">Mode</th>
+                <th scope="col">Desired image</th>
+                <th scope="col">Running image</th>
+                <th scope="col">Agent</th>
+                <th scope="col">Flags</th>
+              </tr>
+            </thead>
+            <tbody>
+              {pools?.edges.map(({ node: p }) => {
+                const drift = p.desiredImage !== p.runningImage;
+                return (
+                  <tr key={`${p.namespace}/${p.name}`} data-pool={`${p.namespace}/${p.name}`}>
+                    <td>
+                      {p.namespace}/{p.name}
+                    </td>
+                    <td>{p.mode}</td>
+                    <td>
+                      <Version value={p.desiredImage} />
+                    </td>
+                    <td className={drift ? 'drifted' : undefined}>
+                      <Version value={p.runningImage} />
+                      {drift && <span className="sr-only"> (drifted)</span>}
+                    </td>
+                    <td>{p.agentReady ? <span className="ok">Ready</span> : <span className="warn">Not ready</span>}</td>
+                    <td>{[p.held && 'held', p.paused && 'paused'].filter(Boolean).join(', ')}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </ScrollRegion>
         <Pager
           label="Agent pools"
           page={pages.page}
@@ -181,34 +186,36 @@ function VirtualClusters() {
         </label>
       </div>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!clusters} what="virtual clusters">
-        <table className="data" aria-label="Virtual clusters">
-          <thead>
-            <tr>
-              <th scope="col">Cluster</th>
-              <th scope="col">Cluster version</th>
-              <th scope="col">Applied</th>
-              <th scope="col">Phase</th>
-              <th scope="col">Up to date</th>
-              <th scope="col">Opted in</th>
-            </tr>
-          </thead>
-          <tbody>
-            {clusters?.edges.map(({ node: c }) => (
-              <tr key={`${c.namespace}/${c.name}`}>
-                <td>
-                  {c.namespace}/{c.name}
-                </td>
-                <td>{c.clusterVersionName}</td>
-                <td>
-                  <code>{c.appliedResourceVersion ?? '—'}</code>
-                </td>
-                <td>{c.phase ?? '—'}</td>
-                <td>{c.upToDate ? <span className="ok">yes</span> : <span className="drifted">behind</span>}</td>
-                <td>{c.readyForUpgrade ? 'yes' : 'no'}</td>
+        <ScrollRegion label="Virtual clusters">
+          <table className="data" aria-label="Virtual clusters">
+            <thead>
+              <tr>
+                <th scope="col">Cluster</th>
+                <th scope="col">Cluster version</th>
+                <th scope="col">Applied</th>
+                <th scope="col">Phase</th>
+                <th scope="col">Up to date</th>
+                <th scope="col">Opted in</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {clusters?.edges.map(({ node: c }) => (
+                <tr key={`${c.namespace}/${c.name}`}>
+                  <td>
+                    {c.namespace}/{c.name}
+                  </td>
+                  <td>{c.clusterVersionName}</td>
+                  <td>
+                    <code>{c.appliedResourceVersion ?? '—'}</code>
+                  </td>
+                  <td>{c.phase ?? '—'}</td>
+                  <td>{c.upToDate ? <span className="ok">yes</span> : <span className="drifted">behind</span>}</td>
+                  <td>{c.readyForUpgrade ? 'yes' : 'no'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollRegion>
         <Pager
           label="Virtual clusters"
           page={pages.page}
@@ -229,36 +236,38 @@ function ClusterVersions() {
   return (
     <Section id="cluster-versions" title={`Cluster versions${versions ? ` · ${versions.totalCount}` : ''}`}>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!versions} what="cluster versions">
-        <table className="data" aria-label="Cluster versions">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">resourceVersion</th>
-              <th scope="col">apiserver</th>
-              <th scope="col">controller-manager</th>
-              <th scope="col">Clusters</th>
-              <th scope="col">Behind</th>
-            </tr>
-          </thead>
-          <tbody>
-            {versions?.edges.map(({ node: v }) => (
-              <tr key={v.name}>
-                <td>{v.name}</td>
-                <td>
-                  <code>{v.resourceVersion}</code>
-                </td>
-                <td>
-                  <Version value={v.apiServerImage} />
-                </td>
-                <td>
-                  <Version value={v.controllerManagerImage} />
-                </td>
-                <td>{v.clusterCount}</td>
-                <td className={v.behindCount ? 'drifted' : undefined}>{v.behindCount}</td>
+        <ScrollRegion label="Cluster versions">
+          <table className="data" aria-label="Cluster versions">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">resourceVersion</th>
+                <th scope="col">apiserver</th>
+                <th scope="col">controller-manager</th>
+                <th scope="col">Clusters</th>
+                <th scope="col">Behind</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {versions?.edges.map(({ node: v }) => (
+                <tr key={v.name}>
+                  <td>{v.name}</td>
+                  <td>
+                    <code>{v.resourceVersion}</code>
+                  </td>
+                  <td>
+                    <Version value={v.apiServerImage} />
+                  </td>
+                  <td>
+                    <Version value={v.controllerManagerImage} />
+                  </td>
+                  <td>{v.clusterCount}</td>
+                  <td className={v.behindCount ? 'drifted' : undefined}>{v.behindCount}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollRegion>
         <Pager
           label="Cluster versions"
           page={pages.page}
@@ -292,30 +301,32 @@ function NodeAgentSets() {
                   {upToDate}/{set.nodes.length} nodes up to date
                 </span>
               </summary>
-              <table className="data" aria-label={`Nodes of ${set.namespace}/${set.name}`}>
-                <thead>
-                  <tr>
-                    <th scope="col">Node</th>
-                    <th scope="col">Running image</th>
-                    <th scope="col">Agent</th>
-                    <th scope="col">Peer pods ({set.peerRuntimeClass})</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {set.nodes.map((n) => (
-                    <tr key={n.node}>
-                      <td>{n.node}</td>
-                      <td className={n.upToDate ? undefined : 'drifted'}>
-                        <Version value={n.image} />
-                      </td>
-                      <td>{n.ready ? <span className="ok">Ready</span> : <span className="warn">Not ready</span>}</td>
-                      <td>
-                        {n.peerPodsReady}/{n.peerPods} ready
-                      </td>
+              <ScrollRegion label={`Nodes of ${set.namespace}/${set.name}`}>
+                <table className="data" aria-label={`Nodes of ${set.namespace}/${set.name}`}>
+                  <thead>
+                    <tr>
+                      <th scope="col">Node</th>
+                      <th scope="col">Running image</th>
+                      <th scope="col">Agent</th>
+                      <th scope="col">Peer pods ({set.peerRuntimeClass})</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {set.nodes.map((n) => (
+                      <tr key={n.node}>
+                        <td>{n.node}</td>
+                        <td className={n.upToDate ? undefined : 'drifted'}>
+                          <Version value={n.image} />
+                        </td>
+                        <td>{n.ready ? <span className="ok">Ready</span> : <span className="warn">Not ready</span>}</td>
+                        <td>
+                          {n.peerPodsReady}/{n.peerPods} ready
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </ScrollRegion>
             </details>
           );
         })}

@@ -1,6 +1,6 @@
 import { useState } from 'react';
-import { Pager, ProgressBar, QueryStatus, Section, StateBadge, Version } from './components.js';
-import { formatTime, kindLabel } from './format.js';
+import { PageTitle, Pager, ProgressBar, QueryStatus, ScrollRegion, Section, StateBadge, Version } from './components.js';
+import { formatDuration, formatTime, kindLabel } from './format.js';
 import { useCursorPages, useDebounced, useHashRoute, useLive, useQuery } from './hooks.js';
 import { EVENTS, ROLLOUTS } from './queries.js';
 import type { EventFilter, RolloutFilter } from './generated/graphql.js';
@@ -13,6 +13,7 @@ export function History() {
   const tab = route[1] === 'events' ? 'events' : 'rollouts';
   return (
     <div className="history">
+      <PageTitle>History</PageTitle>
       <nav className="tabs" aria-label="History">
         <a href="#/history" aria-current={tab === 'rollouts' ? 'page' : undefined}>
           Rollouts
@@ -82,49 +83,53 @@ function RolloutHistory() {
         </label>
       </form>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!rollouts} what="rollouts">
-        <table className="data" aria-label="Rollout history">
-          <thead>
-            <tr>
-              <th scope="col">Rollout</th>
-              <th scope="col">Kind</th>
-              <th scope="col">State</th>
-              <th scope="col">Version</th>
-              <th scope="col">Progress</th>
-              <th scope="col">Who</th>
-              <th scope="col">Created</th>
-              <th scope="col">Finished</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rollouts?.edges.map(({ node: r }) => (
-              <tr key={r.id} data-rollout-id={r.id}>
-                <td>
-                  <a href={`#/rollouts/${encodeURIComponent(r.id)}`}>{r.id}</a>
-                </td>
-                <td>{kindLabel[r.kind] ?? r.kind}</td>
-                <td>
-                  <StateBadge state={r.state} />
-                </td>
-                <td>
-                  <Version value={r.fromVersion} /> → <Version value={r.toVersion} />
-                </td>
-                <td className="progress-cell">
-                  <ProgressBar progress={r.progress} label={`Progress of rollout ${r.id}`} />
-                </td>
-                <td>{r.cause.actor ?? '—'}</td>
-                <td>{formatTime(r.createdAt)}</td>
-                <td>{formatTime(r.finishedAt)}</td>
-              </tr>
-            ))}
-            {rollouts && rollouts.edges.length === 0 && (
+        <ScrollRegion label="Rollout history">
+          <table className="data" aria-label="Rollout history">
+            <thead>
               <tr>
-                <td colSpan={8} className="muted">
-                  No rollouts match.
-                </td>
+                <th scope="col">Rollout</th>
+                <th scope="col">Kind</th>
+                <th scope="col">State</th>
+                <th scope="col">Version</th>
+                <th scope="col">Progress</th>
+                <th scope="col">Who</th>
+                <th scope="col">Created</th>
+                <th scope="col">Finished</th>
+                <th scope="col">Duration</th>
               </tr>
-            )}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {rollouts?.edges.map(({ node: r }) => (
+                <tr key={r.id} data-rollout-id={r.id}>
+                  <td>
+                    <a href={`#/rollouts/${encodeURIComponent(r.id)}`}>{r.id}</a>
+                  </td>
+                  <td>{kindLabel[r.kind] ?? r.kind}</td>
+                  <td>
+                    <StateBadge state={r.state} />
+                  </td>
+                  <td>
+                    <Version value={r.fromVersion} /> → <Version value={r.toVersion} />
+                  </td>
+                  <td className="progress-cell">
+                    <ProgressBar progress={r.progress} state={r.state} label={`Progress of rollout ${r.id}`} />
+                  </td>
+                  <td>{r.cause.actor ?? '—'}</td>
+                  <td>{formatTime(r.createdAt)}</td>
+                  <td>{formatTime(r.finishedAt)}</td>
+                  <td>{formatDuration(r.startedAt ?? r.createdAt, r.finishedAt)}</td>
+                </tr>
+              ))}
+              {rollouts && rollouts.edges.length === 0 && (
+                <tr>
+                  <td colSpan={9} className="muted">
+                    No rollouts match.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </ScrollRegion>
         <Pager
           label="Rollouts"
           page={pages.page}
@@ -219,39 +224,41 @@ function EventHistory() {
 
 export function EventTable({ events, label }: { events: HistoryEvent[]; label: string }) {
   return (
-    <table className="data events" aria-label={label}>
-      <thead>
-        <tr>
-          <th scope="col">Id</th>
-          <th scope="col">Time</th>
-          <th scope="col">Type</th>
-          <th scope="col">Object</th>
-          <th scope="col">Rollout</th>
-          <th scope="col">Detail</th>
-        </tr>
-      </thead>
-      <tbody>
-        {events.map((e) => (
-          <tr key={e.id} data-event-id={e.id}>
-            <td>{e.id}</td>
-            <td>{formatTime(e.createdAt)}</td>
-            <td>{e.type}</td>
-            <td>{e.object ? (e.object.namespace ? `${e.object.namespace}/${e.object.name}` : e.object.name) : '—'}</td>
-            <td>{e.rolloutId ? <a href={`#/rollouts/${encodeURIComponent(e.rolloutId)}`}>{e.rolloutId}</a> : '—'}</td>
-            <td className="payload">
-              <code>{summarize(payloadOf(e))}</code>
-            </td>
-          </tr>
-        ))}
-        {events.length === 0 && (
+    <ScrollRegion label={label}>
+      <table className="data events" aria-label={label}>
+        <thead>
           <tr>
-            <td colSpan={6} className="muted">
-              No events.
-            </td>
+            <th scope="col">Id</th>
+            <th scope="col">Time</th>
+            <th scope="col">Type</th>
+            <th scope="col">Object</th>
+            <th scope="col">Rollout</th>
+            <th scope="col">Detail</th>
           </tr>
-        )}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {events.map((e) => (
+            <tr key={e.id} data-event-id={e.id}>
+              <td>{e.id}</td>
+              <td>{formatTime(e.createdAt)}</td>
+              <td>{e.type}</td>
+              <td>{e.object ? (e.object.namespace ? `${e.object.namespace}/${e.object.name}` : e.object.name) : '—'}</td>
+              <td>{e.rolloutId ? <a href={`#/rollouts/${encodeURIComponent(e.rolloutId)}`}>{e.rolloutId}</a> : '—'}</td>
+              <td className="payload">
+                <code>{summarize(payloadOf(e))}</code>
+              </td>
+            </tr>
+          ))}
+          {events.length === 0 && (
+            <tr>
+              <td colSpan={6} className="muted">
+                No events.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </ScrollRegion>
   );
 }
 

@@ -20,7 +20,7 @@ export function RolloutCard({ rollout, version }: { rollout: RolloutSummary; ver
           <Version value={rollout.fromVersion} /> → <Version value={rollout.toVersion} />
         </span>
       </header>
-      <ProgressBar progress={rollout.progress} label={`Progress of rollout ${rollout.id}`} />
+      <ProgressBar progress={rollout.progress} state={rollout.state} label={`Progress of rollout ${rollout.id}`} />
       <div className="rollout-meta">
         <span>
           by {rollout.cause.actor ?? 'unknown'}

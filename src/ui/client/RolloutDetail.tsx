@@ -1,6 +1,6 @@
 import { useEffect } from 'react';
-import { ProgressBar, QueryStatus, Section, StateBadge, Version, Pager } from './components.js';
-import { formatTime, kindLabel } from './format.js';
+import { PageTitle, ProgressBar, QueryStatus, Section, Settings, StateBadge, Version, Pager } from './components.js';
+import { formatDuration, formatTime, kindLabel } from './format.js';
 import { useCursorPages, useLive, useQuery, useThrottled } from './hooks.js';
 import { EventTable } from './History.js';
 import { ROLLOUT_DETAIL, ROLLOUT_EVENTS } from './queries.js';
@@ -23,6 +23,7 @@ export function RolloutDetail({ id }: { id: string }) {
 
   return (
     <div className="detail">
+      <PageTitle>Rollout {id}</PageTitle>
       <p>
         <a href="#/history">← All rollouts</a>
       </p>
@@ -32,7 +33,7 @@ export function RolloutDetail({ id }: { id: string }) {
         ) : (
           <>
             <Section id="rollout-detail" title={`Rollout ${rollout.id}`} actions={<StateBadge state={rollout.state} />}>
-              <ProgressBar progress={rollout.progress} label={`Progress of rollout ${rollout.id}`} />
+              <ProgressBar progress={rollout.progress} state={rollout.state} label={`Progress of rollout ${rollout.id}`} />
               <RolloutActions rollout={rollout} />
               <dl className="facts">
                 <dt>Kind</dt>
@@ -66,6 +67,8 @@ export function RolloutDetail({ id }: { id: string }) {
                 <dd>{formatTime(rollout.startedAt)}</dd>
                 <dt>Finished</dt>
                 <dd>{formatTime(rollout.finishedAt)}</dd>
+                <dt>Duration</dt>
+                <dd>{formatDuration(rollout.startedAt ?? rollout.createdAt, rollout.finishedAt)}</dd>
                 {rollout.rollbackOf && (
                   <>
                     <dt>Rolls back</dt>
@@ -76,11 +79,11 @@ export function RolloutDetail({ id }: { id: string }) {
                 )}
                 <dt>Selector</dt>
                 <dd>
-                  <code>{JSON.stringify(rollout.selector)}</code>
+                  <Settings value={rollout.selector as Record<string, unknown>} empty="every target" />
                 </dd>
                 <dt>Strategy</dt>
                 <dd>
-                  <code>{JSON.stringify(Object.fromEntries(Object.entries(rollout.strategy).filter(([, v]) => v !== null)))}</code>
+                  <Settings value={rollout.strategy} empty="the defaults" />
                 </dd>
                 {rollout.idempotencyKey && (
                   <>

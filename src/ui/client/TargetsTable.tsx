@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { Pager, QueryStatus, StateBadge, Version } from './components.js';
+import { Pager, QueryStatus, ScrollRegion, StateBadge, Version } from './components.js';
 import { formatSeconds, formatTime } from './format.js';
 import { useCursorPages, useQuery, useThrottled } from './hooks.js';
 import { ROLLOUT_TARGETS } from './queries.js';
@@ -39,7 +39,7 @@ export function TargetsTable({ rolloutId, version, compact = false }: { rolloutI
         </label>
       </div>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!targets} what="targets">
-        <div className="table-scroll">
+        <ScrollRegion label={`Targets of rollout ${rolloutId}`}>
           <table className="data">
             <caption className="sr-only">Targets of rollout {rolloutId}</caption>
             <thead>
@@ -86,7 +86,7 @@ export function TargetsTable({ rolloutId, version, compact = false }: { rolloutI
               )}
             </tbody>
           </table>
-        </div>
+        </ScrollRegion>
         <Pager
           label="Targets"
           page={pages.page}

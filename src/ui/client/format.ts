@@ -1,19 +1,28 @@
-/** Display helpers: times in the browser's locale, durations in s/min, versions shortened for tables. */
+/** Display helpers: dates and times in the browser's locale, durations in s/min, versions shortened for tables. */
 
-/** Today: the time only; otherwise a short date and time (the full ISO instant is in titles where it matters). */
+/** A date and time, always both (a time alone is ambiguous once a page is shared or left open overnight). */
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
-  const time = date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-  if (date.toDateString() === new Date().toDateString()) return time;
-  return `${date.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' })} ${time}`;
+  const sameYear = date.getFullYear() === new Date().getFullYear();
+  const day = date.toLocaleDateString(undefined, { month: 'short', day: 'numeric', ...(sameYear ? {} : { year: 'numeric' }) });
+  return `${day}, ${date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })}`;
 }
 
-export function formatClock(iso: string | null | undefined): string {
-  if (!iso) return '—';
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+/** How long from `from` to `to` (or to now, for something still running): `45 s`, `3 min 07 s`, `2 h 05 min`. */
+export function formatDuration(from: string | null | undefined, to: string | null | undefined, now = Date.now()): string {
+  if (!from) return '—';
+  const ms = (to ? Date.parse(to) : now) - Date.parse(from);
+  if (!Number.isFinite(ms)) return '—';
+  const s = Math.max(0, Math.round(ms / 1000));
+  const text =
+    s < 60
+      ? `${s} s`
+      : s < 3600
+        ? `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`
+        : `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+  return to ? text : `${text} so far`;
 }
 
 export function formatSeconds(seconds: number | null | undefined): string {
@@ -23,9 +32,12 @@ export function formatSeconds(seconds: number | null | undefined): string {
   return `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
 }
 
+/** How the UI spells a version nobody recorded (or targets on different ones), everywhere: as the CLI does. */
+export const UNKNOWN_VERSION = '(unknown)';
+
 /** `registry.example/team/agent:v1.2.3@sha256:…` → `agent:v1.2.3`; the full value goes into a title attribute. */
 export function shortVersion(version: string | null | undefined): string {
-  if (!version) return '—';
+  if (!version) return UNKNOWN_VERSION;
   const withoutDigest = version.split('@')[0]!;
   const last = withoutDigest.split('/').pop() ?? withoutDigest;
   return last.length > 48 ? `${last.slice(0, 45)}…` : last;

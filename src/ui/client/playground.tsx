@@ -37,6 +37,28 @@ subscription Feed {
 }
 `;
 
+/**
+ * GraphiQL marks each operation tab's <li> as the `tab` while the buttons inside it (select, close) are what is
+ * focused: interactive controls nested in an interactive element (axe nested-interactive). The select button becomes
+ * the tab and the <li> a plain list item; re-applied whenever GraphiQL re-renders the tabs.
+ */
+function fixTabRoles(root: ParentNode): void {
+  for (const item of root.querySelectorAll<HTMLElement>('li.graphiql-tab[role="tab"]')) {
+    const button = item.querySelector<HTMLElement>('button.graphiql-tab-button');
+    if (!button) continue;
+    button.setAttribute('role', 'tab');
+    button.setAttribute('aria-selected', item.getAttribute('aria-selected') ?? 'false');
+    item.setAttribute('role', 'presentation');
+    item.removeAttribute('aria-selected');
+  }
+}
+new MutationObserver(() => fixTabRoles(document)).observe(document.body, {
+  subtree: true,
+  childList: true,
+  attributes: true,
+  attributeFilter: ['role', 'aria-selected'],
+});
+
 createRoot(document.getElementById('playground')!).render(
   <StrictMode>
     <GraphiQL fetcher={fetcher} defaultQuery={DEFAULT_QUERY} {...(initialQuery ? { initialQuery } : {})} {...(initialVariables ? { initialVariables } : {})}>

@@ -151,7 +151,7 @@ export type RollbackInput = {
 
 export type ProgressFieldsFragment = { total: number, pending: number, progressing: number, succeeded: number, failed: number, skipped: number, cancelled: number, percent: number };
 
-export type RolloutItemFragment = { id: string, kind: RolloutKind, state: RolloutState, fromVersion: string | null, toVersion: string, message: string | null, createdAt: string, updatedAt: string, finishedAt: string | null, cause: { actor: string | null, commit: string | null, runUrl: string | null, message: string | null }, progress: ProgressFieldsFragment };
+export type RolloutItemFragment = { id: string, kind: RolloutKind, state: RolloutState, fromVersion: string | null, toVersion: string, message: string | null, createdAt: string, updatedAt: string, startedAt: string | null, finishedAt: string | null, cause: { actor: string | null, commit: string | null, runUrl: string | null, message: string | null }, progress: ProgressFieldsFragment };
 
 export type PageFieldsFragment = { hasNextPage: boolean, endCursor: string | null };
 
@@ -183,7 +183,7 @@ export type RolloutDetailQueryVariables = Exact<{
 
 
 export type RolloutDetailQuery = { rollout: (
-    { startedAt: string | null, selector: unknown, idempotencyKey: string | null, rollbackOf: { id: string } | null, strategy: { maxUnavailable: string | null, maxConcurrent: number | null, canary: number | null, progressDeadlineSeconds: number, failureThreshold: number, autoRollback: boolean, mode: string | null, minReadySeconds: number | null } }
+    { selector: unknown, idempotencyKey: string | null, rollbackOf: { id: string } | null, strategy: { maxUnavailable: string | null, maxConcurrent: number | null, canary: number | null, progressDeadlineSeconds: number, failureThreshold: number, autoRollback: boolean, mode: string | null, minReadySeconds: number | null } }
     & RolloutItemFragment
   ) | null };
 
@@ -362,6 +362,7 @@ export const RolloutItemFragmentDoc = new TypedDocumentString(`
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
@@ -490,6 +491,7 @@ fragment RolloutItem on Rollout {
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
@@ -509,7 +511,6 @@ export const RolloutDetailDocument = new TypedDocumentString(`
     query RolloutDetail($id: ID!) {
   rollout(id: $id) {
     ...RolloutItem
-    startedAt
     selector
     idempotencyKey
     rollbackOf {
@@ -546,6 +547,7 @@ fragment RolloutItem on Rollout {
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
@@ -679,6 +681,7 @@ fragment RolloutItem on Rollout {
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
@@ -715,6 +718,7 @@ fragment RolloutItem on Rollout {
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
@@ -751,6 +755,7 @@ fragment RolloutItem on Rollout {
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
@@ -787,6 +792,7 @@ fragment RolloutItem on Rollout {
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
@@ -970,6 +976,7 @@ fragment RolloutItem on Rollout {
   message
   createdAt
   updatedAt
+  startedAt
   finishedAt
   cause {
     actor
