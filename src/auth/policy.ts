@@ -2,8 +2,21 @@ import type { Role } from './roles.js';
 
 /** Root fields only an admin may use; every other mutation needs `deployer`, every other query or subscription `viewer`. */
 const ADMIN_FIELDS = new Set(['apiTokens', 'auditEntries', 'createApiToken', 'revokeApiToken']);
+/**
+ * Bumps a viewer may send as dry runs (`input.dryRun: true`): a CI preview step needs to see the plan, not deployer
+ * rights. A dry run changes nothing; like every authenticated mutation it is an audit entry and spends the caller's
+ * mutation budget.
+ */
+export const DRY_RUN_FIELDS = new Set(['bumpAgentImage', 'bumpNodeAgentImage', 'bumpClusterVersion']);
 
-export function requiredRole(operation: 'query' | 'mutation' | 'subscription', field: string): Role {
+export function requiredRole(operation: 'query' | 'mutation' | 'subscription', field: string, dryRun = false): Role {
   if (ADMIN_FIELDS.has(field)) return 'admin';
+  if (operation === 'mutation' && dryRun && DRY_RUN_FIELDS.has(field)) return 'viewer';
   return operation === 'mutation' ? 'deployer' : 'viewer';
+}
+
+/** Whether a root field's arguments ask for a dry run (`input: { dryRun: true }`). */
+export function isDryRun(args: Readonly<Record<string, unknown>> | undefined): boolean {
+  const input = args?.input;
+  return typeof input === 'object' && input !== null && (input as { dryRun?: unknown }).dryRun === true;
 }

@@ -5,7 +5,7 @@ import { requiredRole } from '../auth/policy.js';
 import { principalName, roleAllows, type Principal } from '../auth/roles.js';
 import type { ReplayCharge } from '../domain/EventLog.js';
 import { ErrorCode } from '../errors.js';
-import { rootFieldsOf } from './operationFields.js';
+import { dryRunOnlyFields, rootFieldsOf } from './operationFields.js';
 import { checkQueryLimits, type ListSizes, type QueryLimits } from './queryLimits.js';
 
 export interface GuardOptions {
@@ -66,7 +66,9 @@ export function guardOperation(
   const afterMutationLimit = (waitMs: number): GuardVerdict | Promise<GuardVerdict> => {
     if (waitMs > 0) return { fields, cost, error: rateLimited('mutations', waitMs) };
     return thenIfPromise(options.queryCostLimiter.take(key, Math.max(1, cost)), (costWaitMs) =>
-      costWaitMs > 0 ? { fields, cost, error: rateLimited('queries (their estimated cost)', costWaitMs) } : checkRoles(fields, cost, operation, principal),
+      costWaitMs > 0
+        ? { fields, cost, error: rateLimited('queries (their estimated cost)', costWaitMs) }
+        : checkRoles(fields, cost, operation, principal, dryRunOnlyFields(options.schema, document, operation, variables)),
     );
   };
   // Synchronous unless a limiter is not (the shared one on PostgreSQL): an operation that needs no round trip does
@@ -87,9 +89,9 @@ function thenIfPromise<T, R>(value: T | Promise<T>, next: (value: T) => R | Prom
   return value instanceof Promise ? value.then(next) : next(value);
 }
 
-function checkRoles(fields: string[], cost: number, operation: OperationDefinitionNode, principal: Principal): GuardVerdict {
+function checkRoles(fields: string[], cost: number, operation: OperationDefinitionNode, principal: Principal, dryRunOnly: ReadonlySet<string>): GuardVerdict {
   for (const field of fields) {
-    const needed = requiredRole(operation.operation, field);
+    const needed = requiredRole(operation.operation, field, dryRunOnly.has(field));
     if (!roleAllows(principal.role, needed)) {
       const error = new GraphQLError(`${field} needs the ${needed} role; token "${principalName(principal)}" has ${principal.role}`, {
         // 200, as for any GraphQL error about what the caller may do (Apollo would answer 500 for a plugin error).

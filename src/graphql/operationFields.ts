@@ -1,4 +1,15 @@
-import { Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import {
+  getArgumentValues,
+  getVariableValues,
+  Kind,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import { DRY_RUN_FIELDS, isDryRun } from '../auth/policy.js';
 
 /** Introspection fields: any caller may use them; they never reach a resolver of ours. */
 const META_FIELDS = new Set(['__typename', '__schema', '__type']);
@@ -13,17 +24,24 @@ const META_FIELDS = new Set(['__typename', '__schema', '__type']);
  * shape is seen differently by one of them.
  */
 export function rootFieldsOf(document: DocumentNode, operation: OperationDefinitionNode): string[] {
+  const fields: string[] = [];
+  for (const node of rootFieldNodesOf(document, operation)) if (!fields.includes(node.name.value)) fields.push(node.name.value);
+  return fields;
+}
+
+/** Every root field node an operation can execute (as rootFieldsOf walks them), each occurrence, aliases included. */
+function rootFieldNodesOf(document: DocumentNode, operation: OperationDefinitionNode): FieldNode[] {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
-  const fields: string[] = [];
+  const nodes: FieldNode[] = [];
   const expanded = new Set<string>();
   const walk = (selectionSet: SelectionSetNode) => {
     for (const selection of selectionSet.selections) {
       switch (selection.kind) {
         case Kind.FIELD:
-          if (!META_FIELDS.has(selection.name.value) && !fields.includes(selection.name.value)) fields.push(selection.name.value);
+          if (!META_FIELDS.has(selection.name.value)) nodes.push(selection);
           break;
         case Kind.INLINE_FRAGMENT:
           walk(selection.selectionSet);
@@ -42,5 +60,37 @@ export function rootFieldsOf(document: DocumentNode, operation: OperationDefinit
     }
   };
   walk(operation.selectionSet);
-  return fields;
+  return nodes;
+}
+
+/**
+ * The mutation's bump fields that run only as dry runs: every occurrence asks `input: { dryRun: true }` (with the
+ * variables as sent). A viewer may send those (auth/policy.ts); one occurrence that does not, or arguments that do not
+ * coerce, keeps the field's usual role.
+ */
+export function dryRunOnlyFields(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | undefined,
+): Set<string> {
+  const mutation = schema.getMutationType();
+  if (operation.operation !== 'mutation' || !mutation) return new Set();
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}).coerced;
+  const dry = new Set<string>();
+  const wet = new Set<string>();
+  for (const node of rootFieldNodesOf(document, operation)) {
+    const name = node.name.value;
+    const definition = mutation.getFields()[name];
+    let args: Record<string, unknown> | undefined;
+    try {
+      args = definition && coerced ? getArgumentValues(definition, node, coerced) : undefined;
+    } catch {
+      args = undefined;
+    }
+    if (DRY_RUN_FIELDS.has(name) && isDryRun(args)) dry.add(name);
+    else wet.add(name);
+  }
+  for (const name of wet) dry.delete(name);
+  return dry;
 }

@@ -1,7 +1,7 @@
 import { defaultFieldResolver, type GraphQLField, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLSchema } from 'graphql';
 
 type OperationType = 'query' | 'mutation' | 'subscription';
-import { requiredRole } from '../auth/policy.js';
+import { isDryRun, requiredRole } from '../auth/policy.js';
 import { principalName, roleAllows } from '../auth/roles.js';
 import { ForbiddenError } from '../errors.js';
 import type { GraphQLContext } from './context.js';
@@ -34,8 +34,8 @@ function guarded(
   field: GraphQLField<unknown, GraphQLContext>,
   inner: GraphQLFieldResolver<unknown, GraphQLContext>,
 ): GraphQLFieldResolver<unknown, GraphQLContext> {
-  const needed = requiredRole(operation, field.name);
   return (source, args: Record<string, unknown>, context, info) => {
+    const needed = requiredRole(operation, field.name, isDryRun(args));
     const principal = context.principal;
     if (!roleAllows(principal.role, needed)) {
       throw new ForbiddenError(`${field.name} needs the ${needed} role; token "${principalName(principal)}" has ${principal.role}`, {
