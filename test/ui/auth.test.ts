@@ -22,13 +22,15 @@ afterAll(async () => {
 });
 
 describe('web UI on a server that requires API tokens', () => {
-  it('says a token is needed, then works over HTTP and WebSocket once one is entered', async () => {
+  it('asks for a token first (no empty views that say there is nothing), then works over HTTP and WebSocket once one is entered', async () => {
     await ui.page.goto(`${app.baseUrl}/`);
-    await ui.page.locator('.banner.error', { hasText: 'requires an API token' }).waitFor({ timeout: 15_000 });
+    await ui.page.locator('#sign-in-title').waitFor({ timeout: 15_000 });
+    expect(await ui.page.locator('#main').textContent()).toContain('This rollplane server requires an API token');
+    expect(await ui.page.locator('#rollouts-title').count()).toBe(0);
+    expect(await ui.page.getByText('No rollouts yet').count()).toBe(0);
 
-    await ui.page.getByRole('button', { name: 'API token' }).click();
-    await ui.page.getByLabel('API token').fill(TOKEN);
-    await ui.page.getByRole('button', { name: 'Save' }).click();
+    await ui.page.locator('#main').getByLabel('API token').fill(TOKEN);
+    await ui.page.getByRole('button', { name: 'Sign in' }).click();
 
     await ui.page.locator('[data-connection="live"]').waitFor({ timeout: 15_000 });
     await expect.poll(() => ui.page.locator('#rollouts-title').textContent(), { timeout: 10_000 }).toMatch(/Rollouts · 0 active/);
@@ -45,5 +47,18 @@ describe('web UI on a server that requires API tokens', () => {
     });
     await ui.page.locator(`tr[data-event-id="${event!.id}"]`).waitFor({ timeout: 15_000 });
     expect(ui.foreign).toEqual([]);
+  });
+
+  it('says a saved token was refused and asks for another', async () => {
+    await ui.page.evaluate(() =>
+      (globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }).localStorage.setItem(
+        'rollplane.apiToken',
+        'rp_revoked-or-unknown-token-000000000000',
+      ),
+    );
+    await ui.page.goto(`${app.baseUrl}/#/fleet`);
+    await ui.page.locator('#sign-in-title').waitFor({ timeout: 15_000 });
+    expect(await ui.page.locator('#main').textContent()).toContain('The server refused the saved token');
+    expect(await ui.page.locator('#agent-pools-title').count()).toBe(0);
   });
 });

@@ -5,7 +5,8 @@ import { Fleet } from './Fleet.js';
 import { History } from './History.js';
 import { useHashRoute, useLive, useLiveStore } from './hooks.js';
 import { RolloutDetail } from './RolloutDetail.js';
-import { TokenButton } from './TokenButton.js';
+import { SignIn, TokenButton } from './TokenButton.js';
+import { getToken } from './token.js';
 
 const NAV = [
   { href: '#/', label: 'Rollouts & feed', view: '' },
@@ -22,6 +23,9 @@ export function App() {
   const store = useLiveStore();
   const view = route[0] ?? '';
   const main = useRef<HTMLElement>(null);
+  // The server refused the (missing or revoked) token: nothing below can load, so ask for one first instead of
+  // showing empty views ("No rollouts yet") that are not true.
+  const signInNeeded = live.errors.some((e) => e.includes('UNAUTHENTICATED'));
 
   // Moving between views moves focus to the new content, as a page load would for keyboard and screen-reader users
   // (but not on the first render: the page starts at the top, with the skip link first).
@@ -72,7 +76,7 @@ export function App() {
         )}
         <TokenButton />
       </header>
-      {live.errors.length > 0 && (
+      {live.errors.length > 0 && !signInNeeded && (
         <div className="banner error" role="alert">
           {live.errors[live.errors.length - 1]}
           {live.errors.some((e) => e.includes('UNAUTHENTICATED')) && ' — this server requires an API token: set one with “API token” above.'}{' '}
@@ -82,11 +86,12 @@ export function App() {
         </div>
       )}
       <main id="main" ref={main} tabIndex={-1}>
-        {view === '' && <Dashboard />}
-        {view === 'fleet' && <Fleet />}
-        {view === 'charts' && <Charts />}
-        {view === 'history' && <History />}
-        {view === 'rollouts' && route[1] && <RolloutDetail key={route[1]} id={route[1]} />}
+        {signInNeeded && <SignIn refused={getToken() !== null} />}
+        {!signInNeeded && view === '' && <Dashboard />}
+        {!signInNeeded && view === 'fleet' && <Fleet />}
+        {!signInNeeded && view === 'charts' && <Charts />}
+        {!signInNeeded && view === 'history' && <History />}
+        {!signInNeeded && view === 'rollouts' && route[1] && <RolloutDetail key={route[1]} id={route[1]} />}
         {!['', 'fleet', 'charts', 'history', 'rollouts'].includes(view) && (
           <p>
             No such view. <a href="#/">Back to the dashboard</a>
