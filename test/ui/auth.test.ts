@@ -29,7 +29,7 @@ describe('web UI on a server that requires API tokens', () => {
     expect(await ui.page.locator('#rollouts-title').count()).toBe(0);
     expect(await ui.page.getByText('No rollouts yet').count()).toBe(0);
 
-    await ui.page.locator('#main').getByLabel('API token').fill(TOKEN);
+    await ui.page.locator('#main input[type="password"]').fill(TOKEN);
     await ui.page.getByRole('button', { name: 'Sign in' }).click();
 
     await ui.page.locator('[data-connection="live"]').waitFor({ timeout: 15_000 });
@@ -57,6 +57,7 @@ describe('web UI on a server that requires API tokens', () => {
       ),
     );
     await ui.page.goto(`${app.baseUrl}/#/fleet`);
+    await ui.page.reload();
     await ui.page.locator('#sign-in-title').waitFor({ timeout: 15_000 });
     expect(await ui.page.locator('#main').textContent()).toContain('The server refused the saved token');
     expect(await ui.page.locator('#agent-pools-title').count()).toBe(0);
