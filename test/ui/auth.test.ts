@@ -1,6 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
+import { gql } from '../helpers/graphql.js';
 import { ensureUiBuilt, launchChromium, openRestrictedPage, type RestrictedPage } from './browser.js';
 
 const TOKEN = 'ui-test-admin-token-0123456789abcdefghijkl';
@@ -61,5 +62,32 @@ describe('web UI on a server that requires API tokens', () => {
     await ui.page.locator('#sign-in-title').waitFor({ timeout: 15_000 });
     expect(await ui.page.locator('#main').textContent()).toContain('The server refused the saved token');
     expect(await ui.page.locator('#agent-pools-title').count()).toBe(0);
+  });
+
+  it("offers only the actions the caller's role allows: none to a viewer, and says who is signed in", async () => {
+    const rolloutId = await seedRollout(app);
+    const created = await gql(
+      app.url,
+      'mutation { createApiToken(input: { name: "wallboard", role: viewer }) { secret } }',
+      {},
+      { authorization: `Bearer ${TOKEN}` },
+    );
+    const setToken = (token: string) =>
+      ui.page.evaluate(
+        (t) => (globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }).localStorage.setItem('rollplane.apiToken', t),
+        token,
+      );
+
+    await setToken(TOKEN);
+    await ui.page.goto(`${app.baseUrl}/#/rollouts/${rolloutId}`);
+    await ui.page.reload();
+    await ui.page.getByRole('button', { name: `Pause rollout ${rolloutId}` }).waitFor({ timeout: 15_000 });
+    expect(await ui.page.locator('.topbar .server').textContent()).toContain('admin (admin)');
+
+    await setToken(created.data.createApiToken.secret);
+    await ui.page.reload();
+    await ui.page.locator('.facts').waitFor({ timeout: 15_000 });
+    await expect.poll(() => ui.page.locator('.topbar .server').textContent()).toContain('wallboard (viewer)');
+    expect(await ui.page.locator('.actions button').count()).toBe(0);
   });
 });

@@ -161,6 +161,17 @@ export type ServerInfo = {
   startedAt: Scalars['DateTime']['output'];
   /** The id of the newest event in the history (0 when empty): a subscription resumed `after` it misses nothing. */
   lastEventId: Scalars['ID']['output'];
+  /** Who is asking: clients offer only the actions this role allows (while authentication is off: `anonymous`, admin). */
+  caller: Caller;
+};
+
+/** The caller of a request, as the server authenticated it. */
+export type Caller = {
+  __typename?: 'Caller';
+  /** The token's name; `anonymous` while authentication is off. */
+  name: Scalars['String']['output'];
+  /** What the caller may do. */
+  role: Role;
 };
 
 /** Standard cursor pagination facts. */
@@ -1361,6 +1372,7 @@ export type ResolversTypes = {
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   ServerInfo: ResolverTypeWrapper<ServerInfo>;
+  Caller: ResolverTypeWrapper<Caller>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   RolloutKind: RolloutKind;
@@ -1451,6 +1463,7 @@ export type ResolversParentTypes = {
   String: Scalars['String']['output'];
   ID: Scalars['ID']['output'];
   ServerInfo: ServerInfo;
+  Caller: Caller;
   PageInfo: PageInfo;
   Boolean: Scalars['Boolean']['output'];
   Cause: Cause;
@@ -1557,6 +1570,12 @@ export type ServerInfoResolvers<ContextType = GraphQLContext, ParentType extends
   kubeMode?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   startedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   lastEventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  caller?: Resolver<ResolversTypes['Caller'], ParentType, ContextType>;
+};
+
+export type CallerResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Caller'] = ResolversParentTypes['Caller']> = {
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  role?: Resolver<ResolversTypes['Role'], ParentType, ContextType>;
 };
 
 export type PageInfoResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
@@ -1986,6 +2005,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   JSON?: GraphQLScalarType;
   Query?: QueryResolvers<ContextType>;
   ServerInfo?: ServerInfoResolvers<ContextType>;
+  Caller?: CallerResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Cause?: CauseResolvers<ContextType>;
   RolloutStrategy?: RolloutStrategyResolvers<ContextType>;

@@ -1,5 +1,6 @@
 import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { ValidationError } from '../../errors.js';
+import { principalName } from '../../auth/roles.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
 import { agentPoolRollbackRules } from '../../domain/agentPools.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
@@ -146,6 +147,7 @@ export const coreResolvers: Resolvers = {
     serverInfo: async (_, __, ctx) => ({
       ...ctx.domain.facts,
       lastEventId: String(await ctx.domain.events.lastEventId()),
+      caller: { name: principalName(ctx.principal), role: ctx.principal.role },
     }),
     rollouts: async (_, args, ctx) => {
       const filter = rolloutFilterFrom(args.filter);

@@ -72,6 +72,7 @@ export function App() {
         {live.server && (
           <span className="server muted small" title={`started ${live.server.startedAt}`}>
             v{live.server.version} · {live.server.kubeMode}
+            {live.server.caller.name !== 'anonymous' && ` · ${live.server.caller.name} (${live.server.caller.role})`}
           </span>
         )}
         <TokenButton />

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { describeError, gql } from './api.js';
-import { useLiveStore } from './hooks.js';
+import { useLive, useLiveStore } from './hooks.js';
 import { ABORT, PAUSE, RESUME, ROLLBACK } from './queries.js';
 import type { RolloutSummary } from './types.js';
 
@@ -27,6 +27,7 @@ function available(rollout: RolloutSummary): Action[] {
 
 export function RolloutActions({ rollout }: { rollout: RolloutSummary }) {
   const store = useLiveStore();
+  const live = useLive();
   const [busy, setBusy] = useState<Action | null>(null);
   const [confirming, setConfirming] = useState<Action | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -66,7 +67,10 @@ export function RolloutActions({ rollout }: { rollout: RolloutSummary }) {
     }
   }
 
-  const actions = available(rollout);
+  // Only what the caller's role allows: a viewer sees no buttons that would all be refused.
+  const role = live.server?.caller.role;
+  const actions = role === 'viewer' ? [] : available(rollout);
+  if (actions.length === 0 && !error && !rollbackId) return null;
   return (
     // biome-ignore lint/a11y/useSemanticElements: a labelled group of buttons, not a form section: a <fieldset> would need a <legend> and its own styling.
     <div className="actions" role="group" aria-label={`Actions for rollout ${rollout.id}`}>

@@ -129,6 +129,15 @@ export type UpgradeOutcome =
   /** The version was already applied (counted as upgraded, as upstream does). */
   | 'ALREADY_APPLIED';
 
+/** What a token may do. */
+export type Role =
+  /** Queries and subscriptions. */
+  | 'viewer'
+  /** viewer + rollout mutations. */
+  | 'deployer'
+  /** deployer + tokens and settings. */
+  | 'admin';
+
 /** Why a change is made; filled from the CI environment by the CLI. */
 export type CauseInput = {
   /** The person or pipeline asking for the change. */
@@ -166,7 +175,7 @@ export type UpgradeObservationFragment = { eventId: string, rolloutId: string | 
 export type ServerInfoQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type ServerInfoQuery = { serverInfo: { version: string, kubeMode: string, startedAt: string, lastEventId: string } };
+export type ServerInfoQuery = { serverInfo: { version: string, kubeMode: string, startedAt: string, lastEventId: string, caller: { name: string, role: Role } } };
 
 export type RolloutsQueryVariables = Exact<{
   filter?: RolloutFilter | null | undefined;
@@ -455,6 +464,10 @@ export const ServerInfoDocument = new TypedDocumentString(`
     kubeMode
     startedAt
     lastEventId
+    caller {
+      name
+      role
+    }
   }
 }
     `) as unknown as TypedDocumentString<ServerInfoQuery, ServerInfoQueryVariables>;
