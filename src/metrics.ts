@@ -64,7 +64,7 @@ export function createMetrics(): AppMetrics {
     }),
     requestsRefused: new Counter({
       name: 'rollplane_requests_refused_total',
-      help: 'Requests refused before GraphQL ran or without an audit entry: unauthenticated, rate_limited, origin, host, connections, subscriptions.',
+      help: 'Requests refused before GraphQL ran or without an audit entry: unauthenticated, rate_limited, origin, host, connections, subscriptions, held_bytes (open WebSocket operations over their memory budget).',
       labelNames: ['reason', 'transport'],
       registers: [registry],
     }),

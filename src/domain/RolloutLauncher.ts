@@ -53,6 +53,13 @@ export function scopedKey(scope: string, key: string | null | undefined): Idempo
   return key == null ? null : { scope, key };
 }
 
+/**
+ * The longest selector a rollout keeps (serialized). Every listing of rollouts returns it, and 900 names of 253
+ * characters made 237 KB a rollout, which a viewer's cheap aliased query multiplied into gigabytes (issue 34, attack 11,
+ * F2). 64 Ki characters still name about a thousand pools.
+ */
+export const MAX_SELECTOR_CHARS = 64 * 1024;
+
 /** The scope of the engine's own keys (auto-rollback): no caller's scope can be it (callers' are `token:…`, `anonymous`). */
 export const ENGINE_IDEMPOTENCY_SCOPE = 'rollplane';
 
@@ -97,6 +104,13 @@ export class RolloutLauncher {
     const { plan } = request;
     const key = request.idempotencyKey ?? undefined;
     if (key !== undefined) checkIdempotencyKey(key);
+    const selectorChars = JSON.stringify(plan.selector).length;
+    if (selectorChars > MAX_SELECTOR_CHARS) {
+      throw new ValidationError(
+        'input',
+        `selects its targets with ${selectorChars} characters of selector; at most ${MAX_SELECTOR_CHARS} are kept with a rollout (select by labels or namespaces rather than by hundreds of names)`,
+      );
+    }
     const items: PlanItem[] = plan.targets.map((t) => ({
       namespace: t.namespace,
       name: t.name,

@@ -14,6 +14,7 @@ import type { GraphQLContext } from './context.js';
 import { compiledExecutionGateway } from './compiledExecutor.js';
 import { clientErrorOf, errorCodeOf, formatError } from './errors.js';
 import type { ResponseCache } from './responseCache.js';
+import { exceedsJsonBytes, MAX_RESPONSE_BYTES } from './responseSize.js';
 import type { BoundedDocumentStore } from './documentStore.js';
 import { rootFieldsOf } from './operationFields.js';
 
@@ -58,6 +59,19 @@ function metricsPlugin(metrics: AppMetrics): ApolloServerPlugin<GraphQLContext> 
   };
 }
 
+/** The answer as JSON, or an error in its place when it would be larger than MAX_RESPONSE_BYTES (responseSize.ts). */
+function stringifyBounded(result: { data?: unknown }): string {
+  if (!exceedsJsonBytes(result.data, MAX_RESPONSE_BYTES)) return JSON.stringify(result);
+  return JSON.stringify({
+    errors: [
+      {
+        message: `the answer would be larger than ${MAX_RESPONSE_BYTES / (1024 * 1024)} MiB; ask for smaller pages, fewer aliases or fewer fields`,
+        extensions: { code: ErrorCode.BadUserInput, limit: 'responseBytes', max: MAX_RESPONSE_BYTES },
+      },
+    ],
+  });
+}
+
 /**
  * Apollo Server 5 on a plain node `http` server (no framework): translates the request into Apollo's
  * HTTPGraphQLRequest and streams the response back.
@@ -87,7 +101,7 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
     // Apollo's default pretty-prints every response (JSON.stringify with indentation): 7–14% of the server's CPU on a
     // page of 50 events or 100 pools, and a third more bytes to write (issue 17 profiles). Clients parse JSON; compact it is.
     // A kept answer (responseCache.ts) was serialized when it was kept.
-    stringifyResult: (result) => options.responseCache?.serialized(result) ?? JSON.stringify(result),
+    stringifyResult: (result) => options.responseCache?.serialized(result) ?? stringifyBounded(result),
     // rollplane's own SIGTERM/SIGINT handler drains everything and exits 0; Apollo's would re-raise the signal first
     // (exit 143 before the drain). Apollo skips it only when NODE_ENV=test, which is why tests never saw it.
     stopOnTerminationSignals: false,

@@ -24,6 +24,7 @@ import type { GraphQLContext } from './context.js';
 import { clientErrorOf, errorCodeOf, formatGraphQLErrors } from './errors.js';
 import { FEED_TARGET, SubscriptionFanOut, type FeedExecutionArgs } from './fanOut.js';
 import { callerKey, guardOperation, replayCharge, type GuardOptions } from './guard.js';
+import { documentBytes } from './documentStore.js';
 import { ReplaySlots } from './replaySlots.js';
 import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 
@@ -75,7 +76,23 @@ interface RunningOperation {
   fields: string[];
   source: string;
   variables: Record<string, unknown> | undefined;
+  /** What it keeps in memory while it runs (heldBytesOf), counted against its caller's and the server's budgets. */
+  held: number;
 }
+
+/**
+ * The heap an operation keeps for as long as it runs, estimated: graphql-ws keeps the whole subscribe message, and the
+ * parsed document keeps its source and tokens (documentStore.ts). A viewer's 800 open subscriptions padded with 250 KB
+ * comments ran the process out of memory (issue 34, attack 11, F1): 2.9 × the message was measured, this counts more.
+ */
+function heldBytesOf(document: DocumentNode, payload: unknown): number {
+  return documentBytes(document) + 2 * (JSON.stringify(payload)?.length ?? 0);
+}
+
+/** What the open operations of one caller (token, or every local caller without authentication) may hold. */
+export const MAX_HELD_BYTES_PER_CALLER = 32 * 1024 * 1024;
+/** What every open operation of the server together may hold: a few callers at their limit, within the heap cap. */
+export const MAX_HELD_BYTES = 128 * 1024 * 1024;
 
 type Extra = {
   socket: WebSocket;
@@ -183,6 +200,15 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
     socket.once('close', release);
   });
   const socketsByToken = new Map<string, Set<WebSocket>>();
+  /** Bytes held by open operations, per caller and in all (RunningOperation.held). */
+  const heldByCaller = new Map<string, number>();
+  let heldInAll = 0;
+  const hold = (caller: string, bytes: number) => {
+    const now = (heldByCaller.get(caller) ?? 0) + bytes;
+    if (now <= 0) heldByCaller.delete(caller);
+    else heldByCaller.set(caller, now);
+    heldInAll += bytes;
+  };
   const socketsByCaller = new Map<string, Set<WebSocket>>();
   const fanOut =
     options.fanOut.mode === 'shared'
@@ -235,8 +261,14 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           expiry = untilExpiry <= MAX_TIMER_MS ? setTimeout(() => socket.close(CloseCode.Forbidden, 'Forbidden: token expired'), untilExpiry) : undefined;
           expiry?.unref();
         }
+        const operations = ctx.extra.operations;
         socket.once('close', () => {
           clearTimeout(expiry);
+          // Whatever graphql-ws still ends after the close holds nothing from now on (onComplete subtracts 0).
+          for (const op of operations.values()) {
+            hold(key, -op.held);
+            op.held = 0;
+          }
           if (principal.kind === 'token') socketsByToken.get(principal.tokenId)?.delete(socket);
           callerSockets.delete(socket);
           if (callerSockets.size === 0 && socketsByCaller.get(key) === callerSockets) socketsByCaller.delete(key);
@@ -266,6 +298,21 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           return [new GraphQLError((error as Error).message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
         }
         const variables = (payload.variables ?? undefined) as Record<string, unknown> | undefined;
+        const caller = callerKey(principal);
+        const held = heldBytesOf(document, payload);
+        if ((heldByCaller.get(caller) ?? 0) + held > MAX_HELD_BYTES_PER_CALLER || heldInAll + held > MAX_HELD_BYTES) {
+          metrics.requestsRefused.inc({ reason: 'held_bytes', transport: 'ws' });
+          const mib = (bytes: number) => `${Math.ceil(bytes / (1024 * 1024))} MiB`;
+          const whose =
+            (heldByCaller.get(caller) ?? 0) + held > MAX_HELD_BYTES_PER_CALLER
+              ? `this token's, at most ${mib(MAX_HELD_BYTES_PER_CALLER)}`
+              : `the server's, at most ${mib(MAX_HELD_BYTES)}`;
+          return [
+            new GraphQLError(`open operations would hold more memory than allowed (${whose}); end some, or send smaller documents and variables`, {
+              extensions: { code: ErrorCode.RateLimited },
+            }),
+          ];
+        }
         const sourceAddress = ctx.extra.request.socket.remoteAddress ?? null;
         const refuseUnresolved = async (errors: GraphQLError[]) => {
           const attempt = { document, operationName: payload.operationName, principal, sourceAddress, source: payload.query, variables, errors };
@@ -308,7 +355,8 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           );
           return [verdict.error];
         }
-        running.set(id, { operation, fields: verdict.fields, source: payload.query, variables });
+        running.set(id, { operation, fields: verdict.fields, source: payload.query, variables, held });
+        hold(caller, held);
         if (operation.operation === 'subscription') metrics.subscriptionsActive.inc();
         const chargeReplay = replayCharge(options.guard, principal, verdict.cost);
         const args: FeedExecutionArgs = {
@@ -357,6 +405,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         const op = ctx.extra.operations?.get(id);
         if (!op) return;
         ctx.extra.operations!.delete(id);
+        hold(callerKey(ctx.extra.principal!), -op.held);
         if (op.operation.operation === 'subscription') {
           metrics.subscriptionsActive.dec();
           countOperation(metrics, 'subscription', op.fields, 'ok', 'ws');

@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../../src/domain/events.js';
 import { startTestApp } from '../../helpers/app.js';
 import { killIfRunning, projectRoot, startService, type ServiceProcess } from '../../helpers/child.js';
+import WebSocket from 'ws';
 import { gql } from '../../helpers/graphql.js';
+import { until } from '../../helpers/until.js';
 
 const ADMIN = 'admin-secret-for-viewer-exhaustion-0123456789';
 /** The attacker's history: 3,300 events. */
@@ -99,6 +101,50 @@ describe('a viewer', () => {
     // Before the fix: +400 MB by 1,600 documents, then out of memory (exit 134) near 1,700.
     expect(child.exitCode).toBeNull();
     expect(after - warm, `RSS ${warm.toFixed(0)} MiB after 200 documents, ${after.toFixed(0)} MiB after 2,000`).toBeLessThan(64);
+  }, 300_000);
+
+  it("(attack 11, F1) cannot hold the heap with open subscriptions: 800 of 250 KB each are refused past the token's budget, RSS bounded", async () => {
+    const { url, child } = service!;
+    const before = rssMiB(child.pid!);
+    const pad = 'x'.repeat(250_000);
+    const refusals: string[] = [];
+    let accepted = 0;
+    const sockets: WebSocket[] = [];
+    for (let s = 0; s < 8; s++) {
+      const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+      sockets.push(socket);
+      await new Promise<void>((resolve, reject) => {
+        socket.once('error', reject);
+        socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${viewer}` } })));
+        socket.once('message', () => resolve());
+      });
+      socket.on('message', (data) => {
+        const message = JSON.parse(String(data)) as { type: string; payload?: { extensions?: { code?: string } }[] };
+        if (message.type === 'error') refusals.push(message.payload?.[0]?.extensions?.code ?? 'none');
+      });
+      for (let i = 0; i < 100; i++) {
+        socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query: `# ${s}-${i}\n#${pad}\nsubscription { events { id type } }` } }));
+      }
+    }
+    // Every refusal is an error message; the accepted ones stay open and silent. Wait until all 800 are decided.
+    await until(
+      'every subscription accepted or refused',
+      async () => {
+        const metrics = await (await fetch(url.replace(/\/graphql$/, '/metrics'))).text();
+        accepted = Number(/rollplane_subscriptions_active (\d+)/.exec(metrics)?.[1] ?? 0);
+        return accepted + refusals.length >= 800;
+      },
+      { timeoutMs: 120_000 },
+    );
+    const after = rssMiB(child.pid!);
+    for (const socket of sockets) socket.terminate();
+    expect(child.exitCode).toBeNull();
+    expect(new Set(refusals)).toEqual(new Set(['RATE_LIMITED']));
+    // 32 MiB counted per token, about 1 MiB counted per subscription here.
+    expect(accepted).toBeGreaterThan(10);
+    expect(accepted).toBeLessThan(40);
+    // Before the fix the process died (heap limit, RSS 724 MB).
+    expect(after - before, `RSS ${before.toFixed(0)} → ${after.toFixed(0)} MiB with ${accepted} open`).toBeLessThan(200);
   }, 300_000);
 
   it('(finding 2) cannot stall the process with replays: /healthz keeps answering while 100 replays of the whole history loop', async () => {
