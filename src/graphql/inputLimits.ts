@@ -45,6 +45,19 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
 const NUL = '\u0000';
 const NUL_REASON = 'must not contain the NUL character (U+0000)';
 
+/**
+ * Why `text` may not be stored, if it may not: U+0000, or a lone surrogate (a half of a UTF-16 pair, `"k\ud800"`),
+ * which SQLite stored as ill-formed UTF-8 (other readers of the file then fail on the row) and PostgreSQL as U+FFFD,
+ * so that two different keys collided (issue 34, attack 11, F8).
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function textReason(text: string): string | undefined {
+  if (text.includes(NUL)) return NUL_REASON;
+  if (LONE_SURROGATE.test(text)) return 'must be well-formed Unicode (it holds a lone surrogate, U+D800 to U+DFFF)';
+  return undefined;
+}
+
 /** Inputs with a format besides their length. */
 const FORMATS: Readonly<Record<string, (value: string) => string | undefined>> = {
   'CauseInput.runUrl': runUrlReason,
@@ -88,7 +101,8 @@ function checkValue(value: unknown, type: GraphQLInputType, path: string, coordi
   if (typeof value !== 'string') return;
   const tooLong = tooLongReason(value, STRING_LIMITS[coordinate] ?? DEFAULT_MAX_STRING);
   if (tooLong) throw new ValidationError(path, tooLong);
-  if (value.includes(NUL)) throw new ValidationError(path, NUL_REASON);
+  const badText = textReason(value);
+  if (badText) throw new ValidationError(path, badText);
   const formatError = FORMATS[coordinate]?.(value);
   if (formatError) throw new ValidationError(path, formatError);
 }
@@ -106,7 +120,8 @@ function checkJson(value: unknown, path: string): void {
     const { value: current, depth } = stack.pop()!;
     if (depth > MAX_JSON_DEPTH) throw new ValidationError(path, `must be nested at most ${MAX_JSON_DEPTH} levels deep`);
     if (typeof current === 'string') {
-      if (current.includes(NUL)) throw new ValidationError(path, NUL_REASON);
+      const badText = textReason(current);
+      if (badText) throw new ValidationError(path, badText);
       add(current.length + 2);
     } else if (Array.isArray(current)) {
       for (const child of current) {
@@ -115,7 +130,8 @@ function checkJson(value: unknown, path: string): void {
       }
     } else if (current !== null && typeof current === 'object') {
       for (const key in current) {
-        if (key.includes(NUL)) throw new ValidationError(path, NUL_REASON);
+        const badKey = textReason(key);
+        if (badKey) throw new ValidationError(path, badKey);
         add(key.length + 4);
         stack.push({ value: (current as Record<string, unknown>)[key], depth: depth + 1 });
       }

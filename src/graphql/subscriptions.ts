@@ -169,29 +169,35 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
   // Sockets that have not (yet) authenticated count against their address, so that nobody can hold thousands of them
   // open for the init timeout each; once authenticated they count against their caller (onConnect).
   const unauthenticatedByAddress = new Map<string, number>();
-  let unauthenticated = 0;
+  /** Sockets waiting to authenticate, oldest first. */
+  const waiting = new Set<WebSocket>();
   const pendingRelease = new WeakMap<WebSocket, () => void>();
   wsServer.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const address = request.socket.remoteAddress ?? 'unknown';
     const pending = unauthenticatedByAddress.get(address) ?? 0;
-    if (pending >= MAX_UNAUTHENTICATED_PER_ADDRESS || unauthenticated >= MAX_UNAUTHENTICATED_SOCKETS) {
+    if (pending >= MAX_UNAUTHENTICATED_PER_ADDRESS) {
       metrics.requestsRefused.inc({ reason: 'connections', transport: 'ws' });
-      const which =
-        pending >= MAX_UNAUTHENTICATED_PER_ADDRESS
-          ? `from this address (at most ${MAX_UNAUTHENTICATED_PER_ADDRESS})`
-          : `(at most ${MAX_UNAUTHENTICATED_SOCKETS})`;
-      socket.close(CLOSE_TOO_MANY, `Too many connections waiting to authenticate ${which}`);
+      socket.close(CLOSE_TOO_MANY, `Too many connections waiting to authenticate from this address (at most ${MAX_UNAUTHENTICATED_PER_ADDRESS})`);
       return;
+    }
+    if (waiting.size >= MAX_UNAUTHENTICATED_SOCKETS) {
+      // Full: the socket that has waited longest goes, not the new one. Refusing new ones let sockets that never
+      // authenticate, reopened from many addresses, keep every client out (attack 11, F6); a client that sends
+      // connection_init at once is now out of reach unless 256 sockets are opened while it does.
+      const oldest = waiting.values().next().value!;
+      metrics.requestsRefused.inc({ reason: 'connections', transport: 'ws' });
+      pendingRelease.get(oldest)?.();
+      oldest.close(CLOSE_TOO_MANY, `Too many connections waiting to authenticate (at most ${MAX_UNAUTHENTICATED_SOCKETS}); this one waited longest`);
     }
     // A socket may hold one operation per allowed subscription, each with its own close listener (fanOut.ts).
     socket.setMaxListeners(options.maxSubscriptionsPerConnection + 10);
     unauthenticatedByAddress.set(address, pending + 1);
-    unauthenticated++;
+    waiting.add(socket);
     let counted = true;
     const release = () => {
       if (!counted) return;
       counted = false;
-      unauthenticated--;
+      waiting.delete(socket);
       const left = (unauthenticatedByAddress.get(address) ?? 1) - 1;
       if (left <= 0) unauthenticatedByAddress.delete(address);
       else unauthenticatedByAddress.set(address, left);

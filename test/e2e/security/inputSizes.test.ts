@@ -96,6 +96,27 @@ describe('input sizes', () => {
     expect(await counts()).toEqual(before);
   });
 
+  it('refuses a lone surrogate in any string input (issue 34, attack 11, F8: SQLite stored ill-formed UTF-8, PostgreSQL made two keys one)', async () => {
+    const before = await counts();
+    for (const k of ['k\ud800', 'q\udbff', 'x\udc00y']) {
+      // Sent as JSON escapes, as the attacker did: JSON.stringify writes a lone surrogate as \udXXX.
+      const key = await gql(app.url, 'mutation($k: String) { bumpAgentImage(input: { image: "a/b:v1", idempotencyKey: $k }) { created } }', { k });
+      expect(key.errors?.[0]?.extensions, JSON.stringify(k)).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.idempotencyKey' });
+      expect(key.errors?.[0]?.message).toContain('lone surrogate');
+    }
+    const query = 'mutation($p: JSON) { bumpClusterVersion(input: { clusterVersion: "cv", specPatch: $p, dryRun: true }) { created } }';
+    for (const patch of [{ a: 'x\ud800' }, { 'k\udfff': 1 }]) {
+      const res = await gql(app.url, query, { p: patch });
+      expect(res.errors?.[0]?.extensions, JSON.stringify(patch)).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.specPatch' });
+    }
+    // A well-formed pair (an emoji) is text like any other.
+    const pair = await gql(app.url, 'mutation($k: String) { bumpAgentImage(input: { image: "a/b:v1", idempotencyKey: $k, dryRun: true }) { created } }', {
+      k: 'ci-\ud83d\ude80',
+    });
+    expect(pair.errors?.[0]?.extensions?.field).not.toBe('input.idempotencyKey');
+    expect(await counts()).toEqual(before);
+  });
+
   it('refuses a deeply nested specPatch with BAD_USER_INPUT (was a RangeError and INTERNAL_SERVER_ERROR)', async () => {
     // Written by hand: JSON.stringify itself overflows the stack on such an object.
     const patch = `${'{"a":'.repeat(5000)}{}${'}'.repeat(5000)}`;
