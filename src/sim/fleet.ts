@@ -23,8 +23,10 @@ import { runningContainer, withCondition } from './behaviour/podStatus.js';
 import { caaConfigMap, caaDaemonSet, caaSecret, caaServiceAccount, CAA_WORKER_LABEL } from './behaviour/upstream/caaChart.js';
 import { parseUpstreamSpec, type UpstreamSelection } from './behaviour/upstream/selection.js';
 import { vcManagerObjects } from './behaviour/upstream/vcManagerInstall.js';
-import { vmDhcpControllerDeployment, vmDhcpServiceAccounts, VM_DHCP_NAMESPACE } from './behaviour/upstream/vmDhcpChart.js';
+import { agentImageValues, CHART_KINDS, renderVmDhcpChart, vmDhcpAddon, VM_DHCP_NAMESPACE } from './behaviour/upstream/vmDhcpChart.js';
+import { ADDON_CRD } from './crds/addons.js';
 import { installProjectCrds } from './crds/index.js';
+import { Resources } from './store/resources.js';
 import type { KubeObject, ObjectStore, ResourceType, WriteOptions } from './types.js';
 
 /** The fleet writes what the schemas accept as is: a pruned field is a fleet bug, so it fails loudly. */
@@ -141,8 +143,33 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
 
   for (const ns of [AGENT_NAMESPACE, POOL_NAMESPACE, VC_NAMESPACE])
     if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'namespaces', namespaceObject(ns));
-  // The ServiceAccounts the upstream charts create (pods naming a missing one are refused, as by the real admission).
-  if (size.pools > 0 || size.clusters > 0) await writer.ensure('', 'serviceaccounts', serviceAccountObject(AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE));
+  // The ServiceAccounts the upstream charts create (pods naming a missing one are refused, as by the real admission):
+  // the vm-dhcp-controller chart's own when it is installed (so that `helm uninstall` removes it), else an equal one.
+  if (size.upstream?.vmDhcp) {
+    await writer.ensure('', 'namespaces', namespaceObject(VM_DHCP_NAMESPACE));
+    const { noAgent, agentImage, version, addon } = size.upstream.vmDhcp;
+    // `helm install` of the chart: ServiceAccounts, RBAC, the controller and webhook Deployments and their Services.
+    // As a Harvester add-on: the Addon, and the chart as its reconcile rendered it from the Addon's valuesContent.
+    if (addon) {
+      if (!store.get(Resources.customresourcedefinitions, undefined, ADDON_CRD.metadata.name)) {
+        store.create(Resources.customresourcedefinitions, ADDON_CRD);
+        writer.created++;
+      }
+      await writer.ensure('harvesterhci.io', 'addons', vmDhcpAddon({ agentImage: agentImage ?? AGENT_IMAGE, ...(version ? { version } : {}) }));
+    }
+    const chart = renderVmDhcpChart({
+      ...(version ? { appVersion: version, chartVersion: version.replace(/^v/, '') } : {}),
+      values: { agent: { image: agentImageValues(agentImage ?? AGENT_IMAGE) } },
+      ...(noAgent ? { noAgent } : {}),
+    });
+    for (const object of chart) {
+      const where = CHART_KINDS[object.kind!]!;
+      await writer.ensure(where.group, where.plural, object);
+    }
+  } else if (size.pools > 0 || size.clusters > 0) {
+    await writer.ensure('', 'serviceaccounts', serviceAccountObject(AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE));
+  }
+
   for (let i = 0; i < nodes.length; i++) await writer.ensure('', 'nodes', nodeObject(nodes[i]!, i));
 
   for (let i = 1; i <= size.pools; i++) {
@@ -167,15 +194,6 @@ export async function applyFleet(store: ObjectStore, fleet: FleetSpec): Promise<
       await writer.ensure('', 'namespaces', namespaceObject(PEER_NAMESPACE));
       for (const node of nodes) await writer.ensure('apps', 'deployments', peerDeployment(node, size.peers));
     }
-  }
-  if (size.upstream?.vmDhcp) {
-    await writer.ensure('', 'namespaces', namespaceObject(VM_DHCP_NAMESPACE));
-    for (const sa of vmDhcpServiceAccounts()) await writer.ensure('', 'serviceaccounts', sa);
-    await writer.ensure(
-      'apps',
-      'deployments',
-      vmDhcpControllerDeployment({ noAgent: size.upstream.vmDhcp.noAgent, agentImage: size.upstream.vmDhcp.agentImage ?? AGENT_IMAGE }),
-    );
   }
   if (size.upstream?.vcManager) {
     const vcm = vcManagerObjects(size.upstream.vcManager);
@@ -246,6 +264,8 @@ export function nodeObject(name: string, index: number, labels: Record<string, s
     kind: 'Node',
     metadata: {
       name,
+      // RKE2 (Harvester's distribution) records each node's arguments; vm-dhcp's v0.3.0 webhook reads the service CIDR here.
+      annotations: { 'rke2.io/node-args': JSON.stringify(['server', '--cluster-cidr', '10.52.0.0/16', '--service-cidr', '10.53.0.0/16']) },
       labels: {
         'kubernetes.io/hostname': name,
         'kubernetes.io/os': 'linux',
@@ -448,7 +468,8 @@ function ipPool(name: string, index: number, agent: KubeObject, now: number): Ku
     },
     status: {
       lastUpdate: stamp,
-      ipv4: { allocated: { [net.router]: 'EXCLUDED', [net.serverIP]: 'RESERVED' }, used: 0, available: 239 },
+      // As upstream's OnChange marks them: the server and router are RESERVED only inside the range (here they are not).
+      ipv4: { used: 0, available: 241 },
       agentPodRef: {
         namespace: agent.metadata.namespace,
         name: agent.metadata.name,

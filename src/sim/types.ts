@@ -127,6 +127,8 @@ export interface ObjectStore {
   delete(type: ResourceType, namespace: string | undefined, name: string, options?: DeleteOptions): KubeObject;
   /** Current resourceVersion counter. */
   currentRevision(): number;
+  /** Webhook servers behind Services, called by ValidatingWebhookConfigurations (absent: no webhook is served). */
+  readonly webhookServers?: import('./admission/webhooks.js').WebhookServers;
   subscribe(listener: (event: StoreEvent) => void): () => void;
 }
 

@@ -184,8 +184,8 @@ describe('the demo fleet', () => {
     behaviour = startBehaviour(store, { delays: zeroDelays });
     await applyFleet(store, 'demo');
     const pods = () => store.list(Resources.pods);
-    // + 1: the demo runs the vm-dhcp-controller (its own Deployment's pod).
-    await settled(() => pods().length === 3 + 2 * 3 + 3 + 6 + 1 && pods().every(ready), 'every pod Ready');
+    // + 2: the demo runs the vm-dhcp-controller chart (the controller's and the webhook's Deployment, a pod each).
+    await settled(() => pods().length === 3 + 2 * 3 + 3 + 6 + 2 && pods().every(ready), 'every pod Ready');
     for (const node of ['sim-node-1', 'sim-node-2', 'sim-node-3']) {
       const onNode = store.list(Resources.pods).filter((p) => p.spec.nodeName === node);
       expect(onNode.filter((p) => p.metadata.namespace === NODE_AGENT_NAMESPACE)).toHaveLength(1);

@@ -7,6 +7,7 @@
  */
 import type { V1Deployment } from '@kubernetes/client-node';
 import type { Informer } from '../../controller/Informer.js';
+import { mapStringBool, parseGoFlags } from '../../util/goFlags.js';
 
 export const PARTIAL_UPGRADE_GATE = 'ClusterVersionPartialUpgrade';
 
@@ -22,20 +23,18 @@ export interface VcManagerState {
   partialUpgrade: boolean;
 }
 
-/** The value of `--feature-gates` (`--feature-gates=A=true,B=false`, or as two args) for `gate`: upstream's default false. */
+/**
+ * Whether `--feature-gates` turns `gate` on, read as the vc-manager reads it (cmd/manager/main.go: Go's flag package
+ * with component-base's MapStringBool): every occurrence of the flag adds to one map, a later pair for the same key
+ * wins, and a value is any `strconv.ParseBool` spelling (`1`, `t`, `TRUE`, …). Upstream's default is off. A gate key
+ * the vc-manager does not know makes it exit at start-up; rollplane still reads the gate as set (it refuses rather than
+ * race a vc-manager that starts once the typo is fixed). Args that Go's flag package cannot parse leave it off.
+ */
 export function gateFromArgs(args: readonly string[], gate = PARTIAL_UPGRADE_GATE): boolean {
-  let value: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    const match = /^--?feature-gates(?:=(.*))?$/.exec(arg);
-    if (!match) continue;
-    value = match[1] ?? args[i + 1] ?? ''; // the last occurrence wins, as with Go's flag package
-  }
-  for (const pair of (value ?? '').split(',')) {
-    const [key, setting] = pair.split('=');
-    if (key?.trim() === gate) return (setting ?? '').trim().toLowerCase() === 'true';
-  }
-  return false;
+  const parsed = parseGoFlags(args, { flags: { 'feature-gates': 'value' }, unknown: 'lenient' });
+  if (parsed instanceof Error) return false;
+  const gates = mapStringBool(parsed.values.get('feature-gates') ?? []);
+  return !(gates instanceof Error) && gates.get(gate) === true;
 }
 
 /** The vc-manager's container args: the container named `vc-manager` (all_in_one.yaml), else the first. */

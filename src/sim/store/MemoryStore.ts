@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Admission, startServiceAccountController } from '../admission/index.js';
+import { callValidatingWebhooks, type WebhookAttributes, WebhookServers } from '../admission/webhooks.js';
 import { crdServing, prepareCrd, type CrdServing } from '../crd/crdDefinition.js';
 import { CustomResourceSchema } from '../crd/CustomResourceSchema.js';
 import { withoutPrunedFields } from '../crd/prune.js';
@@ -102,6 +103,8 @@ export class MemoryStore implements WatchableStore {
   /** Set while `dryRun` runs: writes are computed and validated but neither stored nor announced. */
   private dry = false;
   private readonly admission: Admission | undefined;
+  /** The webhook servers simulated programs run behind Services (ValidatingWebhookConfigurations call them). */
+  readonly webhookServers = new WebhookServers();
 
   constructor(options: MemoryStoreOptions = {}) {
     this.registry = new ResourceRegistry(options.types ?? BUILT_IN_TYPES);
@@ -262,6 +265,7 @@ export class MemoryStore implements WatchableStore {
       this.admitCustom(state, type, object, undefined, undefined, options);
       this.toStorage(state, type, object, undefined, false);
     }
+    this.callWebhooks({ operation: 'CREATE', type, object });
     // A CRD serves before its event goes out, so that a client reacting to the event finds its versions served.
     if (compiled && !this.dry) this.serveCrd(object, compiled);
     const created = this.commit(state, 'ADDED', object, undefined);
@@ -332,6 +336,8 @@ export class MemoryStore implements WatchableStore {
       this.toStorage(state, type, next, subresource, true);
     }
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
+    // Validating webhooks see no-op updates too (kube-apiserver admits before storage finds nothing changed).
+    this.callWebhooks({ operation: 'UPDATE', type, object: next, old: existing, ...(subresource ? { subresource } : {}) });
     if (deepEqual(next, existing)) return this.viewIn(state, type, existing);
 
     if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
@@ -367,6 +373,7 @@ export class MemoryStore implements WatchableStore {
     }
     const policy = options.propagationPolicy ?? 'Background';
     this.admission?.admit({ operation: 'DELETE', type, object: existing });
+    this.callWebhooks({ operation: 'DELETE', type, old: existing });
     if (type === Resources.namespaces) this.emptyNamespace(name);
     if (policy === 'Orphan') this.orphanDependents(existing.metadata.uid!);
     if (policy === 'Foreground') this.deleteDependents(existing.metadata.uid!);
@@ -395,6 +402,12 @@ export class MemoryStore implements WatchableStore {
     // A namespace that finalizers keep is Terminating, and refuses new content (admission's NamespaceLifecycle).
     if (type === Resources.namespaces) next.status = { ...current.status, phase: 'Terminating' };
     return this.commit(state, 'MODIFIED', next, current);
+  }
+
+  /** The validating admission webhooks (after built-in admission and schema validation, as kube-apiserver orders them). */
+  private callWebhooks(attributes: Omit<WebhookAttributes, 'dryRun'>): void {
+    if (!this.admission) return;
+    callValidatingWebhooks(this, this.webhookServers, { ...attributes, dryRun: this.dry });
   }
 
   /**

@@ -58,6 +58,10 @@ export const Resources = Object.freeze({
   clusterroles: rt('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
   clusterrolebindings: rt('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
   servicemonitors: rt('monitoring.coreos.com', 'v1', 'servicemonitors', 'ServiceMonitor', true),
+  // Called on every write they match (src/sim/admission/webhooks.ts).
+  validatingwebhookconfigurations: rt('admissionregistration.k8s.io', 'v1', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', false),
+  // Stored but not called: the simulator models validating webhooks only.
+  mutatingwebhookconfigurations: rt('admissionregistration.k8s.io', 'v1', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', false),
   // Stored but not acted on: so that deployment manifests (deploy/) apply cleanly.
   persistentvolumeclaims: rt('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true, STATUS, ['pvc']),
   jobs: rt('batch', 'v1', 'jobs', 'Job', true, STATUS),

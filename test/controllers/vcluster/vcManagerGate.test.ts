@@ -34,7 +34,16 @@ describe('the vc-manager gate, read from its Deployment args', () => {
     [['--feature-gates=ClusterVersionPartialUpgrade=true'], true],
     [['--feature-gates', 'Other=true,ClusterVersionPartialUpgrade=True'], true],
     [['--feature-gates=ClusterVersionPartialUpgrade=false'], false],
-    [['--feature-gates=ClusterVersionPartialUpgrade=true', '--feature-gates=Other=true'], false], // the last flag wins
+    // Go's flag package calls MapStringBool.Set once per occurrence: every occurrence adds to one map (it was read as
+    // "the last flag wins", so this was off), and a later pair for the same key wins.
+    [['--feature-gates=ClusterVersionPartialUpgrade=true', '--feature-gates=Other=true'], true],
+    [['--feature-gates=SuperClusterLabelling=true', '--feature-gates=ClusterVersionPartialUpgrade=1'], true],
+    [['--feature-gates=A=true', '--feature-gates=ClusterVersionPartialUpgrade=1'], true], // the issue's example
+    [['--feature-gates=ClusterVersionPartialUpgrade=true', '--feature-gates=ClusterVersionPartialUpgrade=false'], false],
+    [['-feature-gates', 'ClusterVersionPartialUpgrade=t'], true],
+    [['--feature-gates=ClusterVersionPartialUpgrade=TRUE'], true],
+    [['--feature-gates=ClusterVersionPartialUpgrade=yes'], false], // not a strconv.ParseBool spelling: the flag is refused
+    [['--', '--feature-gates=ClusterVersionPartialUpgrade=true'], false], // after `--`: not a flag
   ])('%j → %s', (args, on) => {
     expect(gateFromArgs(args)).toBe(on);
   });

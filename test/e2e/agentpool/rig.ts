@@ -25,6 +25,9 @@ export const FAST_ENV: Record<string, string> = {
   ROLLPLANE_KUBE_BURST: '5000',
   ROLLPLANE_MUTATIONS_PER_MINUTE: '100000',
   ROLLPLANE_MUTATION_BURST: '100000',
+  // Tests poll rollouts every 20 ms for as long as the simulated cluster takes: no query-cost budget in the way.
+  ROLLPLANE_QUERY_COST_PER_MINUTE: '1000000000',
+  ROLLPLANE_QUERY_COST_BURST: '1000000000',
   ROLLPLANE_AUTH: 'off',
 };
 

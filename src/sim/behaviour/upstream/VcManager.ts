@@ -8,8 +8,12 @@ import type { Controller } from '../ControllerRuntime.js';
 import type { BehaviourContext } from '../context.js';
 import { isTerminating, keyOf, splitKey } from '../kube.js';
 import { isVcManagerDeployment, parseVcManagerArgs, type VcManagerFlags } from './vcManagerInstall.js';
+import { VC_WEBHOOK_CONFIGURATION, vcWebhookConfiguration, vcWebhookServer, vcWebhookService, VC_WEBHOOK_SERVICE } from './vcManagerWebhook.js';
+import { Resources } from '../../store/resources.js';
 
 export const READY_FOR_UPGRADE = 'tenancy.x-k8s.io/ready-for-upgrade';
+/** The key of the manager's start-up work (the webhook), beside the VirtualCluster keys `namespace/name`. */
+const START_KEY = 'vc-manager:start';
 export const CLUSTER_VERSION_APPLIED = 'tenancy.x-k8s.io/cluster-version-applied';
 const LABEL_CLUSTER = 'tenancy.x-k8s.io/cluster';
 const FIELD_MANAGER = 'virtualcluster/provisioner/native';
@@ -49,6 +53,8 @@ export class VcManager implements Controller {
   readonly name = 'upstream:vc-manager';
   private readonly upgrades = new Map<string, Upgrade>();
   private lastArgs: string | undefined;
+  /** The webhook server of the running process (stopped with it), and the args it was started with. */
+  private webhook: { args: string; stop: () => void } | undefined;
 
   constructor(
     private readonly ctx: BehaviourContext,
@@ -63,6 +69,8 @@ export class VcManager implements Controller {
 
   keysFor(event: StoreEvent): string[] {
     const { group, plural } = event.resource;
+    // The process starts in the manager's pod: its start-up work waits for one to run.
+    if (group === '' && plural === 'pods' && event.object.metadata.labels?.app === 'vc-manager') return [START_KEY];
     if (group === 'tenancy.x-k8s.io' && plural === 'virtualclusters')
       return event.type === 'DELETED' || this.lastArgs === undefined ? [] : [keyOf(event.object)];
     if (group === 'apps' && plural === 'deployments' && (isVcManagerDeployment(event.object) || (event.previous && isVcManagerDeployment(event.previous)))) {
@@ -71,17 +79,18 @@ export class VcManager implements Controller {
       this.lastArgs = args;
       // A restarted manager lists every VirtualCluster; an upgrade it was in the middle of dies with the old process.
       this.upgrades.clear();
-      return args ? this.allKeys() : [];
+      return [START_KEY, ...(args ? this.allKeys() : [])];
     }
     return [];
   }
 
   initialKeys(): string[] {
-    return this.lastArgs === undefined ? [] : this.allKeys();
+    return this.lastArgs === undefined ? [] : [START_KEY, ...this.allKeys()];
   }
 
   reconcile(key: string): number | undefined {
     const flags = this.flags();
+    if (key === START_KEY) return this.start(flags);
     if (!flags) {
       this.upgrades.clear();
       return undefined;
@@ -96,10 +105,35 @@ export class VcManager implements Controller {
     if (current.status?.phase !== 'Running') return undefined;
     if (!flags.partialUpgrade) return undefined;
     if (current.metadata.labels?.[READY_FOR_UPGRADE] !== 'true') return undefined;
-    return this.start(key, deepClone(current), flags);
+    return this.upgrade(key, deepClone(current), flags);
   }
 
-  private start(key: string, vc: KubeObject, flags: VcManagerFlags): number | undefined {
+  /**
+   * What the process does when it starts (or stops): with `--enable-webhook`, `webhook.Add` creates the webhook Service
+   * and re-creates the ValidatingWebhookConfiguration, then serves; a stopped process serves nothing and removes
+   * nothing.
+   */
+  private start(flags: VcManagerFlags | undefined): undefined {
+    const args = this.argsSignature();
+    const deployment = this.deployment();
+    if (!flags?.enableWebhook || !args || !deployment || !this.podRuns(deployment)) {
+      this.webhook?.stop();
+      this.webhook = undefined;
+      return undefined;
+    }
+    if (this.webhook?.args === args) return undefined;
+    this.webhook?.stop();
+    const namespace = deployment.metadata.namespace ?? '';
+    if (!this.ctx.store.get(Resources.services, namespace, VC_WEBHOOK_SERVICE)) this.ctx.store.create(Resources.services, vcWebhookService(namespace));
+    const type = Resources.validatingwebhookconfigurations;
+    if (this.ctx.store.get(type, undefined, VC_WEBHOOK_CONFIGURATION)) this.ctx.store.delete(type, undefined, VC_WEBHOOK_CONFIGURATION);
+    this.ctx.store.create(type, vcWebhookConfiguration(namespace));
+    const stop = this.ctx.store.webhookServers?.serve(namespace, VC_WEBHOOK_SERVICE, vcWebhookServer) ?? (() => undefined);
+    this.webhook = { args, stop };
+    return undefined;
+  }
+
+  private upgrade(key: string, vc: KubeObject, flags: VcManagerFlags): number | undefined {
     const cvName = String(vc.spec?.clusterVersionName ?? '');
     const cvType = this.type('tenancy.x-k8s.io', 'clusterversions');
     const cv = cvType ? this.ctx.store.get(cvType, undefined, cvName) : undefined;
@@ -250,10 +284,23 @@ export class VcManager implements Controller {
     return this.ctx.store.create(type, next);
   }
 
+  /** The running process's flags; undefined when it does not run (absent, scaled to 0, or args it exits on). */
   private flags(): VcManagerFlags | undefined {
     const d = this.deployment();
     if (!d || d.spec?.replicas === 0) return undefined;
-    return parseVcManagerArgs(containerArgs(d));
+    const flags = parseVcManagerArgs(containerArgs(d));
+    return flags instanceof Error ? undefined : flags;
+  }
+
+  private podRuns(deployment: KubeObject): boolean {
+    const selector = (deployment.spec?.selector?.matchLabels ?? {}) as Record<string, string>;
+    return [...this.ctx.index.all('pods')].some(
+      (pod) =>
+        pod.metadata.namespace === deployment.metadata.namespace &&
+        !isTerminating(pod) &&
+        pod.status?.phase === 'Running' &&
+        Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
+    );
   }
 
   private deployment(): KubeObject | undefined {

@@ -27,6 +27,9 @@ export interface VmDhcpTiming {
   slowRetryMs: number;
 }
 
+const LEASE_NAMESPACE = 'kube-system';
+const LEASE_NAME = 'vm-dhcp-controllers';
+
 export const VM_DHCP_TIMING: Readonly<VmDhcpTiming> = Object.freeze({ retryBaseMs: 5, retryMaxMs: 30_000, fastRetries: 30, slowRetryMs: 120_000 });
 
 type Status = Record<string, any>;
@@ -58,13 +61,15 @@ export class VmDhcpController implements Controller {
   /** Agent Pods by key → the pool key their labels name (the relatedresource resolver's view). */
   private readonly agents = new Map<string, string>();
   private lastSignature: string | undefined;
+  /** The pod holding the leader lease (by name). */
+  private holder: string | undefined;
 
   constructor(
     private readonly ctx: BehaviourContext,
     private readonly timing: VmDhcpTiming = VM_DHCP_TIMING,
   ) {
     for (const pod of ctx.index.all('pods')) this.track('ADDED', pod);
-    this.lastSignature = this.deploymentSignature();
+    this.lastSignature = this.leaderSignature();
   }
 
   get delayMs(): number {
@@ -73,23 +78,25 @@ export class VmDhcpController implements Controller {
 
   keysFor(event: StoreEvent): string[] {
     const { group, plural } = event.resource;
-    // Not installed (no controller Deployment as last seen): nothing to do, and nothing queued for rollplane's benchmarks.
+    // Not running (no pod of the controller leads): nothing to do, and nothing queued for rollplane's benchmarks.
     if (group === 'network.harvesterhci.io' && plural === 'ippools')
       return event.type === 'DELETED' || this.lastSignature === undefined ? [] : [keyOf(event.object)];
+    const controllerEvent =
+      (group === '' && plural === 'pods' && (isControllerPod(event.object) || (event.previous !== undefined && isControllerPod(event.previous)))) ||
+      (group === 'apps' &&
+        plural === 'deployments' &&
+        (isVmDhcpControllerDeployment(event.object) || (event.previous && isVmDhcpControllerDeployment(event.previous))));
+    if (controllerEvent) {
+      // Who leads may have changed: a new process (its args) re-lists every pool, as a restarted controller does.
+      const signature = this.leaderSignature();
+      if (signature !== this.lastSignature) {
+        this.lastSignature = signature;
+        return signature ? this.allPoolKeys() : [];
+      }
+    }
     if (group === '' && plural === 'pods') {
       this.track(event.type, event.object);
-      // lastSignature: the controller Deployment as last seen (cheap; reconcile re-checks it properly).
       return this.lastSignature !== undefined && this.agents.size > 0 ? this.poolsOfAgentsIn(event.object.metadata.namespace ?? '') : [];
-    }
-    if (
-      group === 'apps' &&
-      plural === 'deployments' &&
-      (isVmDhcpControllerDeployment(event.object) || (event.previous && isVmDhcpControllerDeployment(event.previous)))
-    ) {
-      const signature = this.deploymentSignature();
-      if (signature === this.lastSignature) return [];
-      this.lastSignature = signature;
-      return signature ? this.allPoolKeys() : [];
     }
     return [];
   }
@@ -128,24 +135,30 @@ export class VmDhcpController implements Controller {
     return failures >= this.timing.fastRetries ? Math.max(exponential, this.timing.slowRetryMs) : Math.max(exponential, 1);
   }
 
-  /** The options of the running controller process, restarting it when its Deployment changed; undefined when not running. */
+  /**
+   * The options of the running controller process — the one in the pod that holds the leader lease — starting a new
+   * process (and writing the Lease) when leadership moved; undefined when no pod leads.
+   */
   private running(): VmDhcpOptions | undefined {
-    const deployment = this.deployment();
-    const signature = deployment ? signatureOf(deployment) : undefined;
-    if (!deployment || !signature) {
+    const leader = this.leader();
+    if (!leader) {
       this.process = undefined;
       return undefined;
     }
+    const signature = podSignature(leader);
     if (this.process?.signature !== signature) {
-      const container = deployment.spec?.template?.spec?.containers?.[0] ?? {};
+      const container = leader.spec?.containers?.[0] ?? {};
       const env: Record<string, string> = {};
       for (const e of container.env ?? []) if (typeof e?.value === 'string') env[e.name] = e.value;
-      const parsed = parseControllerArgs(container.args ?? [], env);
-      // An unparsable --image makes upstream exit 1: the controller is down until its Deployment is fixed.
+      const parsed = parseControllerArgs(container.args ?? [], env, versionOf(String(container.image ?? '')));
+      // An unparsable --image makes upstream exit 1 before it elects: the controller is down until its Deployment is
+      // fixed. (The simulated kubelet does not see the exit: the pod turns Ready and the rollout goes on, where a real
+      // one would stall with the old pod still leading.)
       if (parsed instanceof Error) {
         this.process = undefined;
         return undefined;
       }
+      this.writeLease(leader);
       this.ipam.clear();
       this.failures.clear();
       this.process = { signature, options: parsed };
@@ -158,9 +171,61 @@ export class VmDhcpController implements Controller {
     return undefined;
   }
 
-  private deploymentSignature(): string | undefined {
-    const d = this.deployment();
-    return d ? signatureOf(d) : undefined;
+  /**
+   * The pod whose process leads (wrangler's leader.RunOrDie on the Lease `kube-system/vm-dhcp-controllers`): the
+   * holder keeps it while its pod runs; a pod being deleted releases it at once (ReleaseOnCancel, on SIGTERM); then the
+   * oldest running pod of the Deployment takes it (upstream: within its 2 s retry period). During a rolling update the
+   * old pod therefore keeps reconciling, with the old args, until the new one takes the lease.
+   */
+  private leader(): KubeObject | undefined {
+    const deployment = this.deployment();
+    if (!deployment) {
+      this.holder = undefined;
+      return undefined;
+    }
+    const selector = (deployment.spec?.selector?.matchLabels ?? {}) as Record<string, string>;
+    const candidates = [...this.ctx.index.all('pods')].filter(
+      (pod) =>
+        pod.metadata.namespace === deployment.metadata.namespace &&
+        !isTerminating(pod) &&
+        pod.status?.phase === 'Running' &&
+        Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
+    );
+    const current = candidates.find((pod) => pod.metadata.name === this.holder);
+    if (current) return current;
+    const next = candidates.sort(
+      (a, b) => String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)) || a.metadata.name.localeCompare(b.metadata.name),
+    )[0];
+    this.holder = next?.metadata.name;
+    return next;
+  }
+
+  private leaderSignature(): string | undefined {
+    const leader = this.leader();
+    return leader ? podSignature(leader) : undefined;
+  }
+
+  /** The Lease as client-go's leader election writes it when a new holder acquires it. */
+  private writeLease(leader: KubeObject): void {
+    const type = this.ctx.store.resourceType('coordination.k8s.io', 'leases');
+    if (!type || !this.ctx.store.get(this.ctx.types.pods, leader.metadata.namespace, leader.metadata.name)) return;
+    const now = new Date(this.now()).toISOString().replace('Z', '000Z');
+    const existing = this.ctx.store.get(type, LEASE_NAMESPACE, LEASE_NAME);
+    if (existing?.spec?.holderIdentity === leader.metadata.name) return;
+    const spec = {
+      holderIdentity: leader.metadata.name,
+      leaseDurationSeconds: 45,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: existing ? (existing.spec?.leaseTransitions ?? 0) + 1 : 0,
+    };
+    try {
+      if (existing) this.ctx.store.update(type, { ...existing, spec });
+      else
+        this.ctx.store.create(type, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE_NAME, namespace: LEASE_NAMESPACE }, spec });
+    } catch {
+      // The Lease is the sim's record of who leads, not a lock it depends on.
+    }
   }
 
   // --- ippool-register -------------------------------------------------------------------------------------------
@@ -177,11 +242,16 @@ export class VmDhcpController implements Controller {
 
     const ref = pool.status?.agentPodRef;
     if (ref) {
-      status.agentPodRef.image = pool.metadata.annotations?.[HOLD_ANNOTATION] !== undefined ? ref.image : options.agentImage;
+      // v0.3.0 on: the controller's image unless held. Before (v0.1–v0.2.1): no hold, and the recorded image is kept.
+      if (options.refreshesAgents) status.agentPodRef.image = pool.metadata.annotations?.[HOLD_ANNOTATION] !== undefined ? ref.image : options.agentImage;
       const pod = this.ctx.index.get('pods', `${ref.namespace}/${ref.name}`);
       if (pod) {
-        if (isTerminating(pod)) return [status, new Error(`agent pod ${ref.name} marked for deletion`)];
-        if (pod.metadata.uid !== ref.uid) return [status, new Error(`agent pod ${ref.name} uid mismatch`)];
+        if (options.refreshesAgents && isTerminating(pod)) return [status, new Error(`agent pod ${ref.name} marked for deletion`)];
+        if (pod.metadata.uid !== ref.uid)
+          return [
+            status,
+            new Error(options.refreshesAgents ? `agent pod ${ref.name} uid mismatch` : `agent pod ${ref.name} uid mismatch, waiting for removal then redeploy`),
+          ];
         return [status, undefined];
       }
       // upstream logs "agent pod <name> missing, redeploying" and falls through to create it
@@ -400,10 +470,20 @@ export class VmDhcpController implements Controller {
   }
 }
 
-/** What identifies one run of the controller process: the Deployment and its pod template (args, env, image). */
-function signatureOf(deployment: KubeObject): string | undefined {
-  if (deployment.spec?.replicas === 0) return undefined;
-  return `${deployment.metadata.uid}\u0000${JSON.stringify(deployment.spec?.template?.spec?.containers ?? [])}`;
+/** What identifies one run of the controller process: the pod it runs in and that pod's containers (args, env, image). */
+function podSignature(pod: KubeObject): string {
+  return `${pod.metadata.uid}\u0000${JSON.stringify(pod.spec?.containers ?? [])}`;
+}
+
+/** A pod of the chart's controller Deployment (its template carries the chart's labels). */
+function isControllerPod(pod: KubeObject): boolean {
+  return isVmDhcpControllerDeployment(pod);
+}
+
+/** The controller's release, from its image tag (`rancher/harvester-vm-dhcp-controller:v0.3.0`); '' when it has none. */
+function versionOf(image: string): string {
+  const colon = image.lastIndexOf(':');
+  return colon > image.lastIndexOf('/') ? image.slice(colon + 1) : '';
 }
 
 /** The fields the API server defaults on a new Pod, so an in-process create looks like one made over HTTP. */

@@ -7,6 +7,8 @@ import type { Controller } from '../ControllerRuntime.js';
 import type { BehaviourContext } from '../context.js';
 import { VcManager, VC_MANAGER_TIMING, type VcManagerTiming } from './VcManager.js';
 import { VmDhcpController, VM_DHCP_TIMING, type VmDhcpTiming } from './VmDhcpController.js';
+import { VmDhcpWebhook } from './VmDhcpWebhook.js';
+import { HarvesterAddons } from './HarvesterAddons.js';
 
 export { parseUpstreamSpec, mergeSelections, isEmptySelection, UPSTREAM_TOKENS, type UpstreamSelection } from './selection.js';
 export { VM_DHCP_TIMING, type VmDhcpTiming } from './VmDhcpController.js';
@@ -18,5 +20,10 @@ export interface UpstreamTiming {
 }
 
 export function upstreamControllers(ctx: BehaviourContext, timing: UpstreamTiming = {}): Controller[] {
-  return [new VmDhcpController(ctx, { ...VM_DHCP_TIMING, ...timing.vmDhcp }), new VcManager(ctx, { ...VC_MANAGER_TIMING, ...timing.vcManager })];
+  return [
+    new VmDhcpController(ctx, { ...VM_DHCP_TIMING, ...timing.vmDhcp }),
+    new VmDhcpWebhook(ctx),
+    new HarvesterAddons(ctx),
+    new VcManager(ctx, { ...VC_MANAGER_TIMING, ...timing.vcManager }),
+  ];
 }

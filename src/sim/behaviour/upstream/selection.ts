@@ -7,7 +7,14 @@ import { ValidationError } from '../../../errors.js';
 
 export interface UpstreamSelection {
   /** harvester/vm-dhcp-controller (chart `harvester-vm-dhcp-controller`); `noAgent` adds `--no-agent` to its args. */
-  vmDhcp?: { noAgent?: boolean; agentImage?: string };
+  vmDhcp?: {
+    noAgent?: boolean;
+    agentImage?: string;
+    /** The chart's appVersion (`vm-dhcp@v1.8.1`); default v0.3.0. */
+    version?: string;
+    /** Installed by Harvester as the Addon `harvester-vm-dhcp-controller` (`vm-dhcp:addon`), not by `helm install`. */
+    addon?: boolean;
+  };
   /** The CAPN vc-manager; `partialUpgrade` adds `--feature-gates=ClusterVersionPartialUpgrade=true` (upstream default off). */
   vcManager?: { partialUpgrade?: boolean };
   /** The cloud-api-adaptor DaemonSet and `peer-pods-cm` as the `peerpods` chart installs them. */
@@ -20,6 +27,9 @@ const TOKENS: Record<string, (s: UpstreamSelection) => void> = {
   },
   'vm-dhcp:no-agent': (s) => {
     s.vmDhcp = { ...s.vmDhcp, noAgent: true };
+  },
+  'vm-dhcp:addon': (s) => {
+    s.vmDhcp = { ...s.vmDhcp, addon: true };
   },
   'vc-manager': (s) => {
     s.vcManager = { ...s.vcManager };
@@ -39,10 +49,18 @@ export function parseUpstreamSpec(text: string): UpstreamSelection {
   const selection: UpstreamSelection = {};
   const trimmed = text.trim();
   if (trimmed === 'none') return selection;
-  for (const token of trimmed.split('+').map((t) => t.trim())) {
+  for (const part of trimmed.split('+').map((t) => t.trim())) {
+    // `vm-dhcp@v1.8.1` or `vm-dhcp:no-agent@v0.2.1`: the chart's version.
+    const [token = '', version] = part.split('@');
+    if (version !== undefined) {
+      if (!token.startsWith('vm-dhcp') || !/^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(version)) {
+        throw new ValidationError('fleet', `upstream=${text}: only vm-dhcp takes a version, as vm-dhcp@v1.8.1 (got "${part}")`);
+      }
+    }
     const apply = TOKENS[token];
     if (!apply) throw new ValidationError('fleet', `upstream=${text}: expected none or ${UPSTREAM_TOKENS.join('|')} joined by + (got "${token}")`);
     apply(selection);
+    if (version !== undefined) selection.vmDhcp = { ...selection.vmDhcp, version: version.startsWith('v') ? version : `v${version}` };
   }
   return selection;
 }

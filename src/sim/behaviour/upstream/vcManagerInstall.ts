@@ -1,9 +1,11 @@
 /**
  * The CAPN vc-manager as `virtualcluster/config/setup/all_in_one.yaml` installs it (kubernetes-sigs/
  * cluster-api-provider-nested, commit 4d19ac6): namespace, ServiceAccount and Deployment `vc-manager/vc-manager`.
- * Its flags (cmd/manager/main.go) configure the simulated controller: `--feature-gates` and `--provisioner-timeout`.
+ * Its flags (cmd/manager/main.go) configure the simulated controller: `--feature-gates`, `--provisioner-timeout` and
+ * `--enable-webhook`.
  */
 import type { KubeObject } from '../../types.js';
+import { mapStringBool, parseGoBool, parseGoFlags } from '../../../util/goFlags.js';
 
 export const VC_MANAGER_NAMESPACE = 'vc-manager';
 export const VC_MANAGER_NAME = 'vc-manager';
@@ -47,24 +49,68 @@ export function vcManagerObjects(options: { partialUpgrade?: boolean } = {}): { 
 export interface VcManagerFlags {
   partialUpgrade: boolean;
   provisionerTimeoutMs: number;
+  /** `--enable-webhook`: the manager registers its VirtualCluster validating webhook at start-up. */
+  enableWebhook: boolean;
 }
 
-/** `--feature-gates=A=true,B=false` (also as two args) and `--provisioner-timeout=<Go duration>` (default 10m). */
-export function parseVcManagerArgs(args: readonly string[]): VcManagerFlags {
-  const values = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!.replace(/^--?/, '');
-    const eq = arg.indexOf('=');
-    if (eq >= 0) values.set(arg.slice(0, eq), arg.slice(eq + 1));
-    else if (args[i + 1] !== undefined && !args[i + 1]!.startsWith('-')) values.set(arg, args[++i]!);
-    else values.set(arg, 'true');
-  }
-  const gates = new Map<string, string>();
-  for (const pair of (values.get('feature-gates') ?? '').split(',')) {
-    const [k, v] = pair.split('=');
-    if (k) gates.set(k.trim(), (v ?? '').trim().toLowerCase());
-  }
-  return { partialUpgrade: gates.get(PARTIAL_UPGRADE_GATE) === 'true', provisionerTimeoutMs: goDuration(values.get('provisioner-timeout')) ?? 600_000 };
+/** The flags cmd/manager/main.go defines, and how each takes its value (Go's flag package). */
+const MANAGER_FLAGS = {
+  'metrics-addr': 'value',
+  'health-addr': 'value',
+  'master-prov': 'value',
+  provisioner: 'value',
+  'leader-election': 'bool',
+  'le-cm-name': 'value',
+  'leader-elect-resource-name': 'value',
+  'leader-elect-resource-lock': 'value',
+  'num-reconciles': 'value',
+  'log-file': 'value',
+  version: 'bool',
+  'disable-stacktrace': 'bool',
+  'enable-webhook': 'bool',
+  'provisioner-timeout': 'value',
+  'feature-gates': 'value',
+} as const;
+
+/** The gates `syncer/util/featuregate/gate.go` knows; any other key makes `NewFeatureGate` fail and the manager exit. */
+export const KNOWN_FEATURE_GATES: readonly string[] = [
+  'SuperClusterPooling',
+  'SuperClusterServiceNetwork',
+  'SuperClusterLabelling',
+  'SuperClusterLabelFilter',
+  'VNodeProviderService',
+  'TenantAllowDNSPolicy',
+  'VNodeProviderPodIP',
+  PARTIAL_UPGRADE_GATE,
+  'TenantAllowResourceNoSync',
+  'DisableCRDPreserveUnknownFields',
+  'RootCACertConfigMapSupport',
+  'VServiceExternalIP',
+  'KubeAPIAccessSupport',
+  'SyncTenantPVCStatusPhase',
+];
+
+/**
+ * The manager's flags as cmd/manager/main.go parses them: Go's flag package (an undefined flag, a bad bool or a bad
+ * duration exit with code 2), `--feature-gates` through MapStringBool (every occurrence adds to one map, values in any
+ * `strconv.ParseBool` spelling), then `NewFeatureGate` (an unknown gate exits with code 1). An Error is the reason the
+ * process exits.
+ */
+export function parseVcManagerArgs(args: readonly string[]): VcManagerFlags | Error {
+  const parsed = parseGoFlags(args, { flags: MANAGER_FLAGS, unknown: 'error' });
+  if (parsed instanceof Error) return parsed;
+  const last = (flag: string) => parsed.values.get(flag)?.at(-1);
+  const gates = mapStringBool(parsed.values.get('feature-gates') ?? []);
+  if (gates instanceof Error) return gates;
+  for (const key of gates.keys()) if (!KNOWN_FEATURE_GATES.includes(key)) return new Error(`unrecognized feature-gate key: ${key}`);
+  const timeout = last('provisioner-timeout');
+  const timeoutMs = timeout === undefined ? 600_000 : goDuration(timeout);
+  if (timeoutMs === undefined) return new Error(`invalid value "${timeout}" for flag -provisioner-timeout: parse error`);
+  return {
+    partialUpgrade: gates.get(PARTIAL_UPGRADE_GATE) === true,
+    provisionerTimeoutMs: timeoutMs,
+    enableWebhook: last('enable-webhook') !== undefined && parseGoBool(last('enable-webhook')!) === true,
+  };
 }
 
 /** Go's time.ParseDuration for the units a flag would use (h, m, s, ms); undefined when unparsable. */

@@ -61,7 +61,8 @@ export class VmDhcpIpam {
   }
 }
 
-function toInt(ip: string): number | undefined {
+/** A dotted IPv4 address as a 32-bit unsigned number; undefined when it is not one. */
+export function toInt(ip: string): number | undefined {
   const parts = ip.split('.');
   if (parts.length !== 4) return undefined;
   let n = 0;
@@ -73,7 +74,7 @@ function toInt(ip: string): number | undefined {
   return n;
 }
 
-function toText(n: number): string {
+export function toText(n: number): string {
   return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 }
 

@@ -210,3 +210,100 @@ describe('CAPN vc-manager, ClusterVersionPartialUpgrade on', () => {
     expect(cm.spec!.template).toEqual(cmBefore.spec!.template);
   });
 });
+
+describe('the vc-manager flags, read as Go reads them', () => {
+  async function setArgs(c: Clients, args: string[]) {
+    await c.apps.patchNamespacedDeployment(
+      { name: 'vc-manager', namespace: 'vc-manager', body: [{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: args }] },
+      jsonPatch,
+    );
+  }
+
+  it('accumulates repeated --feature-gates and takes any strconv.ParseBool spelling: the gate is on, and it upgrades', async () => {
+    const c = await start('nodes=1,clusters=1,upstream=vc-manager');
+    await setArgs(c, ['--enable-webhook=true', '--feature-gates=SuperClusterLabelling=true', '--feature-gates=ClusterVersionPartialUpgrade=1']);
+    await upstreamPki(c, (await vc1(c)).status.clusterNamespace, 'rsa');
+    const rv = await bumpClusterVersion(c);
+    await optIn(c);
+    const done = await readUntil(
+      'upgraded by the vc-manager',
+      () => vc1(c),
+      (vc) => vc.metadata.labels?.[READY] === undefined,
+    );
+    expect(done.metadata.labels[APPLIED]).toBe(rv);
+  });
+
+  it('exits on a gate key it does not know: nothing is upgraded', async () => {
+    const c = await start('nodes=1,clusters=1,upstream=vc-manager');
+    await upstreamPki(c, (await vc1(c)).status.clusterNamespace, 'rsa');
+    const rv = await bumpClusterVersion(c);
+    await readUntil(
+      'opted in',
+      () =>
+        optIn(c).then(
+          () => true,
+          () => false,
+        ),
+      (ok) => ok,
+    );
+    await setArgs(c, ['--enable-webhook=true', '--feature-gates=A=true', '--feature-gates=ClusterVersionPartialUpgrade=1']);
+    await sim!.behaviour!.idle();
+    const vc = await vc1(c);
+    expect(vc.metadata.labels[READY]).toBe('true');
+    expect(vc.metadata.labels[APPLIED]).not.toBe(rv);
+  });
+});
+
+describe('the vc-manager VirtualCluster webhook (--enable-webhook, as all_in_one.yaml runs it)', () => {
+  const HOOK = 'virtualcluster.validating.webhook';
+  const URL = 'https://virtualcluster-webhook-service.vc-manager.svc:9443/validate-tenancy-x-k8s-io-v1alpha1-virtualcluster?timeout=10s';
+
+  it('registers at start-up, validates VirtualCluster updates, and refuses every write once the manager is scaled to 0', async () => {
+    const c = await start('nodes=1,clusters=1,upstream=vc-manager');
+    const admission = sim!.kubeConfig.makeApiClient((await import('@kubernetes/client-node')).AdmissionregistrationV1Api);
+    const config = await readUntil(
+      'the webhook registered',
+      () => admission.listValidatingWebhookConfiguration(),
+      (l) => l.items.length === 1,
+    );
+    expect(config.items[0]!.metadata!.name).toBe('virtualcluster-validating-webhook-configuration');
+    expect(config.items[0]!.webhooks![0]).toMatchObject({
+      name: HOOK,
+      failurePolicy: 'Fail',
+      clientConfig: { service: { name: 'virtualcluster-webhook-service', namespace: 'vc-manager', port: 9443 } },
+      rules: [{ operations: ['*'], apiGroups: ['tenancy.x-k8s.io'], apiVersions: ['v1alpha1'], resources: ['virtualclusters'] }],
+    });
+    await readUntil(
+      'the manager pod serving',
+      () =>
+        optIn(c).then(
+          () => 'ok',
+          (e: { body: string }) => JSON.parse(e.body).message,
+        ),
+      (m) => m === 'ok',
+    );
+    // The validator: a phase once set cannot be emptied.
+    const emptied = await c.custom.patchNamespacedCustomObject({ ...VC, name: 'vc-1', body: { status: { phase: '' } } }, mergePatch).then(
+      () => undefined,
+      (e: { code: number; body: string }) => ({ code: e.code, message: JSON.parse(e.body).message }),
+    );
+    expect(emptied).toEqual({
+      code: 422,
+      message: `admission webhook "${HOOK}" denied the request: VirtualCluster.tenancy.x-k8s.io "vc-1" is invalid: status.phase: Invalid value: "vc-1": cannot set virtualcluster.Status.Phase to empty`,
+    });
+    // Scaled to 0: the configuration stays, nothing serves it.
+    await c.apps.patchNamespacedDeployment({ name: 'vc-manager', namespace: 'vc-manager', body: { spec: { replicas: 0 } } }, mergePatch);
+    const refused = await readUntil(
+      'refused for want of endpoints',
+      () =>
+        optIn(c).then(
+          () => 'ok',
+          (e: { code: number; body: string }) => `${e.code} ${JSON.parse(e.body).message}`,
+        ),
+      (m) => m.includes('no endpoints'),
+    );
+    expect(refused).toBe(
+      `500 Internal error occurred: failed calling webhook "${HOOK}": failed to call webhook: Post "${URL}": no endpoints available for service "virtualcluster-webhook-service"`,
+    );
+  });
+});

@@ -330,3 +330,124 @@ describe('vm-dhcp-controller IPPool controller', () => {
     expect(after.status.agentPodRef).toMatchObject({ namespace: NS, name: 'default-net-1-agent', image: OLD });
   });
 });
+
+describe("the controller's own rolling update and its releases", () => {
+  const leaseHolder = async (sim: Simulator) =>
+    sim.store.get(sim.store.resourceType('coordination.k8s.io', 'leases')!, 'kube-system', 'vm-dhcp-controllers')?.spec?.holderIdentity;
+  const controllerPods = (sim: Simulator) =>
+    sim.store.list(sim.store.resourceType('', 'pods')!, NS).filter((p) => p.metadata.labels?.['app.kubernetes.io/component'] === 'controller');
+
+  it('the old pod keeps leading, and recreating agents with the old --image, until the new pod takes the lease', async () => {
+    sim = await startSimulator({
+      fleet: 'pools=1,nodes=1,upstream=vm-dhcp',
+      delays: { ...zeroDelays, podReadyMs: 400, podTerminateMs: 5, controllerMs: 1 },
+      upstreamTiming: { vmDhcp: { retryMaxMs: 50 } },
+    });
+    const s = sim;
+    const core = s.kubeConfig.makeApiClient(CoreV1Api);
+    const apps = s.kubeConfig.makeApiClient(AppsV1Api);
+    const custom = s.kubeConfig.makeApiClient(CustomObjectsApi);
+    const oldLeader = await readUntil(
+      'a leader',
+      () => leaseHolder(s),
+      (h) => h !== undefined,
+    );
+    expect(controllerPods(s).map((p) => p.metadata.name)).toEqual([oldLeader]);
+    await setControllerImage(apps, NEW);
+    // The new pod starts beside the old one (maxSurge 1, maxUnavailable 0); until it is Ready the old pod leads.
+    await readUntil(
+      'a second controller pod',
+      async () => controllerPods(s).length,
+      (n) => n === 2,
+    );
+    await core.deleteNamespacedPod({ name: 'default-net-1-agent', namespace: NS });
+    const recreated = await readUntil(
+      'the agent recreated',
+      () => core.readNamespacedPod({ name: 'default-net-1-agent', namespace: NS }).catch(() => undefined),
+      (p) => p !== undefined && p.metadata?.deletionTimestamp === undefined,
+    );
+    expect(await leaseHolder(s)).toBe(oldLeader);
+    expect(recreated!.spec!.containers[0]!.image).toBe(OLD);
+    // The old pod is scaled down, releases the lease, and the new one takes it: then the pool moves to NEW.
+    const newLeader = await readUntil(
+      'the new pod leads',
+      () => leaseHolder(s),
+      (h) => h !== oldLeader,
+    );
+    expect(controllerPods(s).some((p) => p.metadata.name === newLeader)).toBe(true);
+    await readUntil(
+      'the pool on the new image',
+      () => pool(custom, 'net-1'),
+      (p) => p.status.agentPodRef.image === NEW && allTrue(p),
+    );
+  });
+
+  it('v0.2.1 has no hold and never refreshes a running agent: a new --image reaches only agents created afterwards', async () => {
+    const { core, apps, custom } = await start('pools=2,upstream=vm-dhcp@v0.2.1');
+    await readUntil(
+      'registered',
+      () => Promise.all(['net-1', 'net-2'].map((n) => pool(custom, n))),
+      (ps) => ps.every(allTrue),
+    );
+    await setControllerImage(apps, NEW);
+    await readUntil(
+      'the new controller leads',
+      async () => controllerPods(sim!),
+      (pods) => pods.length === 1 && pods[0]!.spec.containers[0].args.includes(NEW),
+    );
+    await sim!.behaviour!.idle();
+    for (const name of ['net-1', 'net-2']) expect((await pool(custom, name)).status.agentPodRef.image).toBe(OLD);
+    await core.deleteNamespacedPod({ name: 'default-net-2-agent', namespace: NS });
+    await readUntil(
+      'the agent gone',
+      () =>
+        core.readNamespacedPod({ name: 'default-net-2-agent', namespace: NS }).then(
+          () => false,
+          () => true,
+        ),
+      (gone) => gone,
+    );
+    // v0.2.1 does not wait for a terminating agent, so nothing re-queues the pool once its agent is gone: its next sync
+    // (here: any change of the pool) recreates it.
+    await custom.patchNamespacedCustomObject({ ...POOL, name: 'net-2', body: { metadata: { labels: { touched: 'yes' } } } }, mergePatch);
+    await readUntil(
+      'net-2 recreated on the new image',
+      () => pool(custom, 'net-2'),
+      (p) => p.status.agentPodRef.image === NEW && allTrue(p),
+    );
+    expect((await pool(custom, 'net-1')).status.agentPodRef.image).toBe(OLD);
+  });
+
+  it('before v1.5.0 an --image without exactly one colon stops the controller; v1.5.0 on reads it as :latest', async () => {
+    const legacy = await start('pools=1,upstream=vm-dhcp');
+    await setControllerImage(legacy.apps, 'rancher/harvester-vm-dhcp-agent');
+    await readUntil(
+      'the new controller pod alone',
+      async () => controllerPods(sim!),
+      (pods) => pods.length === 1 && pods[0]!.spec.containers[0].args.includes('rancher/harvester-vm-dhcp-agent'),
+    );
+    await legacy.core.deleteNamespacedPod({ name: 'default-net-1-agent', namespace: NS });
+    await readUntil(
+      'the agent gone',
+      () =>
+        legacy.core.readNamespacedPod({ name: 'default-net-1-agent', namespace: NS }).then(
+          () => false,
+          () => true,
+        ),
+      (gone) => gone,
+    );
+    await legacy.custom.patchNamespacedCustomObject({ ...POOL, name: 'net-1', body: { metadata: { labels: { touched: 'yes' } } } }, mergePatch);
+    await sim!.behaviour!.idle();
+    // The process exited ("Error parse agent image name"): nobody recreates the agent.
+    await expect(legacy.core.readNamespacedPod({ name: 'default-net-1-agent', namespace: NS })).rejects.toMatchObject({ code: 404 });
+    await sim!.stop();
+
+    const current = await start('pools=1,upstream=vm-dhcp@v1.8.1');
+    await setControllerImage(current.apps, 'rancher/harvester-vm-dhcp-agent');
+    await readUntil(
+      'the agent on :latest',
+      () => pool(current.custom, 'net-1'),
+      (p) => p.status.agentPodRef.image === 'rancher/harvester-vm-dhcp-agent:latest' && allTrue(p),
+    );
+  });
+});
