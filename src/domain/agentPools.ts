@@ -54,6 +54,16 @@ export interface AgentPoolQueries {
   get(namespace: string, name: string): Promise<AgentPoolView | undefined>;
   /** The mode a rollout would run in now; throws the refusal (an AppError with a code) when the cluster allows none. */
   checkRollout(): Promise<'COEXIST' | 'DIRECT'>;
+  /**
+   * The image a rollout to `image` deploys, as the agents will run it (beside the vm-dhcp-controller: as its release
+   * parses `--image`, e.g. no tag → `:latest`); throws BAD_USER_INPUT for an image that release cannot parse.
+   */
+  admitImage?(image: string): Promise<string>;
+  /**
+   * Dry-runs the first writes of a rollout to `image` of `targets` (holds, the controller's image, or one agent's
+   * creation); throws the refusal (CONFLICT or UNAVAILABLE, `reason: PREFLIGHT_REFUSED`, naming what was refused).
+   */
+  preflight?(image: string, targets: readonly { namespace: string; name: string }[]): Promise<void>;
 }
 
 export interface AgentPoolFilter {
@@ -194,9 +204,11 @@ export async function bumpAgentImage(
   input: BumpAgentImageRequest,
   idempotencyScope: string,
 ): Promise<LaunchResult> {
-  const { image, pools: selection, strategy } = input;
+  const { pools: selection, strategy } = input;
   // Refuse before planning when the cluster does not allow the configured mode (e.g. direct beside the controller).
   const mode = await queries.checkRollout();
+  // The image as the agents will run it (beside the controller: as its release parses --image).
+  const image = queries.admitImage ? await queries.admitImage(input.image) : input.image;
 
   const pools = (await queries.all())
     .filter((p) => matchesPoolSelection(selection, p))
@@ -224,7 +236,11 @@ export async function bumpAgentImage(
       );
     }
   }
-  const fromVersions = new Set(targets.filter((t) => !t.skipReason).map((t) => t.fromVersion));
+  const changing = targets.filter((t) => !t.skipReason);
+  // Before anything is written (dry runs included: they say whether the rollout could start): what the rollout writes
+  // first must be admitted — every hold, the controller's image, or an agent's creation (issue 27).
+  if (changing.length > 0) await queries.preflight?.(image, changing);
+  const fromVersions = new Set(changing.map((t) => t.fromVersion));
   const plan: RolloutPlan<AgentPoolStrategy> = {
     kind: 'AGENT_POOL',
     fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null,
@@ -261,6 +277,7 @@ export function agentPoolRollbackRules(queries: AgentPoolQueries | undefined): R
         { details: { rolloutId: original.id, images } },
       );
     }
+    if (images[0] && targets.length > 0) await queries.preflight?.(images[0], targets);
     // The rollback takes its original's work over (it is aborted first, its admitted pools may still be moving).
     return images[0] ? { guard: refuseOtherControllerImage(images[0], original.id) } : {};
   };

@@ -67,6 +67,11 @@ export interface VirtualClusterQueries {
   partialUpgradeEnabled(): boolean;
   /** Why rollplane must leave upgrades to the CAPN vc-manager (its gate is on, ADR 0018); undefined when it need not. */
   upstreamUpgrades?(): string | undefined;
+  /**
+   * Dry-runs the first write a rollout makes to a cluster (the opt-in label) on the first of `targets`; throws the
+   * refusal (CONFLICT or UNAVAILABLE, `reason: PREFLIGHT_REFUSED`), e.g. the vc-manager's webhook without endpoints.
+   */
+  preflight?(targets: readonly { namespace: string; name: string }[]): Promise<void>;
   /** Every VirtualCluster, in any order. */
   virtualClusters(): Promise<VirtualClusterView[]>;
   virtualCluster(namespace: string, name: string): Promise<VirtualClusterView | undefined>;
@@ -443,6 +448,8 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
   // After validation, so bad input is still named; a dry run too, since the real one would be refused (ADR 0018).
   const upstream = queries.upstreamUpgrades?.();
   if (upstream) throw new ConflictError(`refused: ${upstream}`);
+  const changing = targets.filter((t) => !t.skipReason);
+  if (changing.length > 0) await queries.preflight?.(changing);
   const { cause, dryRun, idempotencyKey, ...request } = input;
   return domain.launcher.launch({
     plan,

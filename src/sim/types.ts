@@ -159,6 +159,8 @@ export interface ApiRequestInfo {
   namespace?: string;
   name?: string;
   subresource?: string;
+  /** `?dryRun=All`: validated and admitted, never stored. */
+  dryRun?: boolean;
 }
 
 /**

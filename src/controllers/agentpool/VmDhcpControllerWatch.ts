@@ -21,8 +21,11 @@ export type VmDhcpControllerState =
   | { kind: 'absent'; detail: string }
   /** Installed with `--no-agent` (or scaled to 0): it deploys and replaces no agent. */
   | { kind: 'no-agent'; ref: string; detail: string }
-  /** It deploys agents with `image` and replaces any whose image differs. */
-  | { kind: 'agents'; ref: string; image: string; container: string; agentNamespace?: string }
+  /**
+   * It deploys agents with `image` and replaces any whose image differs. `version`: its release, the tag of its own
+   * image (`rancher/harvester-vm-dhcp-controller:v0.3.0`), when it has one.
+   */
+  | { kind: 'agents'; ref: string; image: string; container: string; agentNamespace?: string; version?: string }
   /** Found but not usable for coexistence (several candidates, no `--image` argument). */
   | { kind: 'unusable'; ref: string; detail: string };
 
@@ -71,12 +74,14 @@ export class VmDhcpControllerWatch {
     const arg = imageArg(containers);
     if (!arg) return { kind: 'unusable', ref, detail: `${ref} has no --image argument` };
     const agentNamespace = flagValue(containers[arg.containerIndex]!, 'namespace');
+    const version = tagOf(containers[arg.containerIndex]!.image ?? '');
     return {
       kind: 'agents',
       ref,
       image: normalizeImage(arg.value),
       container: containers[arg.containerIndex]!.name,
       ...(agentNamespace ? { agentNamespace } : {}),
+      ...(version ? { version } : {}),
     };
   }
 
@@ -84,7 +89,7 @@ export class VmDhcpControllerWatch {
    * Sets the controller's `--image` (a JSON patch that first tests the old value, so a concurrent `helm upgrade` makes
    * it fail with a conflict instead of being overwritten). Upstream restarts with the new image and re-syncs every pool.
    */
-  async setImage(clients: KubeClients, image: string): Promise<void> {
+  async setImage(clients: KubeClients, image: string, options: { dryRun?: boolean } = {}): Promise<void> {
     const deployment = this.deployment();
     if (!deployment) throw new ConflictError('the vm-dhcp-controller Deployment is gone');
     const arg = imageArg(deployment.spec?.template?.spec?.containers ?? []);
@@ -102,6 +107,7 @@ export class VmDhcpControllerWatch {
             { op: 'test', path, value: old },
             { op: 'replace', path, value },
           ],
+          ...(options.dryRun ? { dryRun: 'All' } : {}),
         },
         setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
       ),
@@ -143,6 +149,12 @@ function imageArg(containers: V1Container[]): ImageArg | undefined {
     }
   }
   return undefined;
+}
+
+/** An image's tag (after the last `:` that follows the last `/`); undefined when it has none. */
+function tagOf(image: string): string | undefined {
+  const colon = image.lastIndexOf(':');
+  return colon > image.lastIndexOf('/') ? image.slice(colon + 1) : undefined;
 }
 
 /** As upstream prints a parsed image: no tag (and no tag after a registry port) means `:latest`. */

@@ -1,4 +1,5 @@
 import { AppError, ErrorCode } from '../../errors.js';
+import { vmDhcpRelease } from '../../util/vmDhcpRelease.js';
 import type { VmDhcpControllerState } from './VmDhcpControllerWatch.js';
 
 /** The configured way of working (ROLLPLANE_AGENT_MODE). */
@@ -8,6 +9,8 @@ export type AgentMode = 'coexist' | 'direct';
 
 /** The error code and reason of every refusal here: the contract a client can match on. */
 export const AGENT_MODE_MISMATCH = 'AGENT_MODE_MISMATCH';
+/** The controller's release cannot run a coexistence rollout (before v0.3.0: no hold, running agents never replaced). */
+export const CONTROLLER_UNSUPPORTED = 'CONTROLLER_UNSUPPORTED';
 
 /**
  * Who deploys and replaces agents right now: upstream when its controller runs with agents (or cannot be read well
@@ -32,6 +35,13 @@ export function resolveAgentMode(configured: ConfiguredAgentMode, state: VmDhcpC
           state,
         );
       }
+      if (!vmDhcpRelease(state.version).hasHold) {
+        return refusal(
+          `the vm-dhcp-controller ${state.ref} runs ${state.version}: releases before v0.3.0 have no hold annotation and never replace a running agent, so a rollout beside it could never finish; upgrade the controller to v0.3.0 or later, or run it with --no-agent to let rollplane manage agents directly`,
+          state,
+          CONTROLLER_UNSUPPORTED,
+        );
+      }
       if (configured === 'direct') {
         return refusal(
           `ROLLPLANE_AGENT_MODE=direct, but the vm-dhcp-controller ${state.ref} deploys agents (--image ${state.image}): rollplane and it would delete each other's agents; use coexist or auto, or run the controller with --no-agent`,
@@ -50,8 +60,8 @@ export function resolveAgentMode(configured: ConfiguredAgentMode, state: VmDhcpC
   }
 }
 
-function refusal(message: string, state: VmDhcpControllerState): AppError {
+function refusal(message: string, state: VmDhcpControllerState, reason = AGENT_MODE_MISMATCH): AppError {
   return new AppError(ErrorCode.Conflict, message, {
-    details: { reason: AGENT_MODE_MISMATCH, controller: state.kind === 'absent' ? null : state.ref, controllerState: state.kind },
+    details: { reason, controller: state.kind === 'absent' ? null : state.ref, controllerState: state.kind },
   });
 }

@@ -60,7 +60,7 @@ export class ControlPlaneApi {
   }
 
   /** The rollout driver's admission: the upstream opt-in label, plus the rollout that set it. */
-  optInToUpgrade(namespace: string, name: string, rolloutId: string): Promise<VirtualClusterObject> {
+  optInToUpgrade(namespace: string, name: string, rolloutId: string, options: { dryRun?: boolean } = {}): Promise<VirtualClusterObject> {
     return kubeCall(`label VirtualCluster ${namespace}/${name} ready for upgrade`, () =>
       this.clients.custom.patchNamespacedCustomObject(
         {
@@ -69,6 +69,7 @@ export class ControlPlaneApi {
           namespace,
           name,
           body: { metadata: { labels: { [LABEL_READY_FOR_UPGRADE]: 'true' }, annotations: { [ANNOTATION_ROLLOUT]: rolloutId } } },
+          ...(options.dryRun ? { dryRun: 'All' } : {}),
         },
         mergePatchOptions(),
       ),

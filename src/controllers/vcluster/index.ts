@@ -122,7 +122,7 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
 
   return {
     driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions, gate, upgrades }),
-    queries: virtualClusterQueries({ virtualClusters, clusterVersions, partialUpgrade: options.partialUpgrade ?? true, vcManager: gate }),
+    queries: virtualClusterQueries({ virtualClusters, clusterVersions, partialUpgrade: options.partialUpgrade ?? true, vcManager: gate, api }),
     controller,
   };
 }

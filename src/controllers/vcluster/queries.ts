@@ -5,6 +5,9 @@ import { ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED } f
 import { lastUpgradeOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
 import type { VcManagerGate } from './vcManagerGate.js';
+import type { ControlPlaneApi } from './ControlPlaneApi.js';
+import { refusal } from '../dryRunRefusal.js';
+import { AppError, ErrorCode, isAppError } from '../../errors.js';
 
 type Cached<T> = T & KubernetesObject;
 
@@ -63,6 +66,8 @@ export interface VirtualClusterQueriesDeps {
   /** Feature gate ClusterVersionPartialUpgrade of rollplane's own reconciler. */
   partialUpgrade: boolean;
   vcManager?: VcManagerGate;
+  /** For the preflight's dry run of the first write a rollout makes to a cluster. */
+  api?: Pick<ControlPlaneApi, 'optInToUpgrade'>;
 }
 
 /** VirtualClusterQueries over the informer caches: no API call per query. */
@@ -76,7 +81,7 @@ class CachedVirtualClusterQueries implements VirtualClusterQueries {
   private readonly gate: boolean;
   private readonly vcManager: VcManagerGate | undefined;
 
-  constructor(deps: VirtualClusterQueriesDeps) {
+  constructor(private readonly deps: VirtualClusterQueriesDeps) {
     this.virtualClustersCache = deps.virtualClusters;
     this.clusterVersionsCache = deps.clusterVersions;
     this.gate = deps.partialUpgrade;
@@ -89,6 +94,30 @@ class CachedVirtualClusterQueries implements VirtualClusterQueries {
 
   upstreamUpgrades(): string | undefined {
     return this.vcManager?.upstreamUpgrades();
+  }
+
+  /**
+   * Dry-runs the opt-in label on the first target (issue 27): the CAPN vc-manager registers a validating webhook over
+   * every VirtualCluster operation with failurePolicy Fail and never removes it, so a vc-manager scaled to 0 (or
+   * crashing) leaves every VirtualCluster write refused — "replicas 0" is not "gone".
+   */
+  async preflight(targets: readonly { namespace: string; name: string }[]): Promise<void> {
+    const first = targets[0];
+    if (!first || !this.deps.api) return;
+    try {
+      await this.deps.api.optInToUpgrade(first.namespace, first.name, 'preflight', { dryRun: true });
+    } catch (error) {
+      if (isAppError(error) && error.code === ErrorCode.NotFound) return; // deleted meanwhile: its target fails later
+      const refused = refusal(error, { virtualCluster: `${first.namespace}/${first.name}` });
+      const scaledDown = this.vcManager?.scaledToZero();
+      const why =
+        scaledDown && refused.message.includes('failed calling webhook')
+          ? `: the vc-manager Deployment ${scaledDown} is scaled to 0, but the ValidatingWebhookConfiguration it registered (failurePolicy Fail, never removed) still sends every VirtualCluster write to it; scale the vc-manager back up, or delete that configuration if the vc-manager is gone for good`
+          : '';
+      throw new AppError(refused.code, `refused before anything was written: ${refused.message}${why}`, {
+        details: { ...refused.details, ...(scaledDown ? { vcManager: scaledDown } : {}) },
+      });
+    }
   }
 
   async virtualClusters(): Promise<VirtualClusterView[]> {

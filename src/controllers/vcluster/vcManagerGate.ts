@@ -58,6 +58,13 @@ export class VcManagerGate {
     return { deployment: `${this.ref.namespace}/${this.ref.name}`, partialUpgrade: gateFromArgs(managerArgs(deployment)) };
   }
 
+  /** `namespace/name` of the vc-manager Deployment when it exists scaled to 0 (its webhook may still be registered). */
+  scaledToZero(): string | undefined {
+    if (!this.ref || !this.deployments) return undefined;
+    const deployment = this.deployments.get(this.ref.namespace, this.ref.name);
+    return deployment && !deployment.metadata?.deletionTimestamp && deployment.spec?.replicas === 0 ? `${this.ref.namespace}/${this.ref.name}` : undefined;
+  }
+
   /** Why rollplane must not upgrade clusters now (the vc-manager does it), or undefined when it may. */
   upstreamUpgrades(): string | undefined {
     // Not known yet (the cache is still listing): assume the worst rather than race an upstream controller.

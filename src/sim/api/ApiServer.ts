@@ -316,5 +316,6 @@ function requestInfo(verb: ApiVerb, r: ResourceRequest): ApiRequestInfo {
   if (r.namespace !== undefined) info.namespace = r.namespace;
   if (r.name !== undefined) info.name = r.name;
   if (r.subresource !== undefined) info.subresource = r.subresource;
+  if (r.query.get('dryRun')) info.dryRun = true;
   return info;
 }

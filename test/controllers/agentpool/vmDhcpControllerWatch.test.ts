@@ -24,6 +24,7 @@ describe('VmDhcpControllerWatch', () => {
       image: 'repo/agent:v1',
       container: 'harvester-vm-dhcp-controller',
       agentNamespace: 'harvester-system',
+      version: 'v0.3.0', // the controller's own image tag: its release
     });
     expect(new VmDhcpControllerWatch(informerOf([chart({ noAgent: true })])).state()).toMatchObject({
       kind: 'no-agent',

@@ -71,7 +71,7 @@ export interface Rig {
   app: App;
   url: string;
   databaseFile: string;
-  /** Kubernetes API writes served by the simulator, by verb. */
+  /** Kubernetes API writes served by the simulator, by verb (dry runs are not writes). */
   writes: Record<string, number>;
   gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<T>;
   pool(name: string): KubeObject | undefined;
@@ -107,7 +107,7 @@ export async function startRig(options: RigOptions = {}): Promise<Rig> {
     kubeconfigPath: path.join(dir, 'kubeconfig'),
     hooks: {
       beforeRequest: (info) => {
-        if (info.verb in writes) writes[info.verb]!++;
+        if (info.verb in writes && !info.dryRun) writes[info.verb]!++;
       },
     },
   });

@@ -6,7 +6,7 @@ import { hasStatus } from '../../store/resources.js';
 import type { KubeObject, ResourceType, StoreEvent } from '../../types.js';
 import type { Controller } from '../ControllerRuntime.js';
 import type { BehaviourContext } from '../context.js';
-import { isTerminating, keyOf, splitKey } from '../kube.js';
+import { isPodReady, isTerminating, keyOf, splitKey } from '../kube.js';
 import { isVcManagerDeployment, parseVcManagerArgs, type VcManagerFlags } from './vcManagerInstall.js';
 import { VC_WEBHOOK_CONFIGURATION, vcWebhookConfiguration, vcWebhookServer, vcWebhookService, VC_WEBHOOK_SERVICE } from './vcManagerWebhook.js';
 import { Resources } from '../../store/resources.js';
@@ -298,7 +298,7 @@ export class VcManager implements Controller {
       (pod) =>
         pod.metadata.namespace === deployment.metadata.namespace &&
         !isTerminating(pod) &&
-        pod.status?.phase === 'Running' &&
+        isPodReady(pod) &&
         Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
     );
   }

@@ -4,7 +4,7 @@ import type { WebhookReview, WebhookServer } from '../../admission/webhooks.js';
 import type { KubeObject, StoreEvent } from '../../types.js';
 import type { Controller } from '../ControllerRuntime.js';
 import type { BehaviourContext } from '../context.js';
-import { isTerminating } from '../kube.js';
+import { isPodReady, isTerminating } from '../kube.js';
 import { parseGoFlags } from '../../../util/goFlags.js';
 import { isVmDhcpWebhookDeployment } from './vmDhcpChart.js';
 import { validateIPPool, type VmDhcpWebhookConfig } from './vmDhcpValidator.js';
@@ -15,7 +15,7 @@ const MUTATION_PATH = '/v1/webhook/mutation';
 
 /**
  * The vm-dhcp webhook process (harvester/vm-dhcp-controller `cmd/webhook`, on harvester/webhook `pkg/server/server.go`),
- * run while a pod of the chart's webhook Deployment runs (replicas ≠ 0), configured by the Deployment's args (`--name`, `--namespace`,
+ * run while a pod of the chart's webhook Deployment is Ready (replicas ≠ 0), configured by the Deployment's args (`--name`, `--namespace`,
  * `--service-cidr`) and its image tag (the validator's generation, see vmDhcpValidator.ts). On start it does what the
  * library does once its CA Secret exists: the CA Secret `<name>-ca` (dynamiclistener), then a
  * ValidatingWebhookConfiguration `<name>` — webhook `validator.<namespace>.<name>`, Service `<namespace>/<name>` port
@@ -50,7 +50,8 @@ export class VmDhcpWebhook implements Controller {
 
   reconcile(): number | undefined {
     const deployment = [...this.ctx.index.all('deployments')].find((d) => isVmDhcpWebhookDeployment(d) && !isTerminating(d));
-    // The process runs in the Deployment's pods: it starts (and registers) once one of them runs.
+    // The process runs in the Deployment's pods; it registers once one of them serves. The chart's webhook has no
+    // readiness probe, so that is Ready, and upstream registers 15 s after it listens: no earlier than Ready.
     const config = deployment && deployment.spec?.replicas !== 0 && this.podRuns(deployment) ? processConfig(deployment) : undefined;
     if (!config) {
       this.stopServing?.();
@@ -77,7 +78,7 @@ export class VmDhcpWebhook implements Controller {
       (pod) =>
         pod.metadata.namespace === deployment.metadata.namespace &&
         !isTerminating(pod) &&
-        pod.status?.phase === 'Running' &&
+        isPodReady(pod) &&
         Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
     );
   }

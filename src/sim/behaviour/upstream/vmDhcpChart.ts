@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { KubeObject, ObjectStore } from '../../types.js';
-import { parseSemverTag } from '../../../util/imageReference.js';
+import { parseAgentImage, vmDhcpRelease } from '../../../util/vmDhcpRelease.js';
 
 export const VM_DHCP_NAMESPACE = 'harvester-system';
 /** Harvester installs the chart as the add-on `harvester-vm-dhcp-controller`, which becomes the Helm release name. */
@@ -326,16 +326,6 @@ export interface VmDhcpOptions {
   refreshesAgents: boolean;
 }
 
-/** What a controller release does differently, from its image tag; a tag that is no version (main-head) is today's code. */
-export function vmDhcpGeneration(version: string): { refreshesAgents: boolean; parse: 'split' | 'parseImageNameAndTag' } {
-  const v = parseSemverTag(version);
-  if (!v) return { refreshesAgents: true, parse: 'parseImageNameAndTag' };
-  const below = (major: number, minor: number) => v.major < major || (v.major === major && v.minor < minor);
-  // 1.5.0's prereleases up to dev.2 still split; the simulator takes every 1.5.0 prerelease as splitting.
-  const beforeParse = below(1, 5) || (v.major === 1 && v.minor === 5 && v.patch === 0 && v.prerelease.length > 0);
-  return { refreshesAgents: !below(0, 3), parse: beforeParse ? 'split' : 'parseImageNameAndTag' };
-}
-
 /**
  * Parses `--flag value`, `--flag=value` and boolean flags; an unparsable `--image` is an error, as upstream exits 1.
  * `version` (the controller's image tag) picks the image parser: before v1.5.0 the image must be exactly `name:tag`.
@@ -352,9 +342,8 @@ export function parseControllerArgs(args: readonly string[], env: Record<string,
     else if (bools.has(name)) values.set(name, 'true');
     else values.set(name, args[++i] ?? '');
   }
-  const generation = vmDhcpGeneration(version);
-  const raw = values.get('image') ?? env.AGENT_IMAGE ?? '';
-  const image = generation.parse === 'split' ? splitImage(raw) : parseImageNameAndTag(raw);
+  const release = vmDhcpRelease(version);
+  const image = parseAgentImage(values.get('image') ?? env.AGENT_IMAGE ?? '', release.imageParser);
   if (image instanceof Error) return image;
   return {
     agentNamespace: values.get('namespace') ?? env.AGENT_NAMESPACE ?? '',
@@ -362,28 +351,13 @@ export function parseControllerArgs(args: readonly string[], env: Record<string,
     agentServiceAccountName: values.get('service-account-name') ?? env.AGENT_SERVICE_ACCOUNT_NAME ?? '',
     noAgent: values.get('no-agent') === 'true',
     noDHCP: values.get('no-dhcp') === 'true',
-    refreshesAgents: generation.refreshesAgents,
+    refreshesAgents: release.hasHold,
   };
 }
 
-/** Before v1.5.0 (cmd/controller/root.go): `strings.Split(image, ":")` must give exactly a name and a tag. */
-function splitImage(image: string): string | Error {
-  const tokens = image.split(':');
-  return tokens.length === 2 ? image : new Error('Error parse agent image name');
-}
-
-/**
- * Upstream `parseImageNameAndTag` (v1.5.0 on): split at the last `:`; no `:`, or a `:` before the last `/` (a
- * registry port) → tag `latest`; a trailing `:` or more than two `:` is an error. Returns the image as upstream
- * re-prints it.
- */
+/** Upstream `parseImageNameAndTag` (v1.5.0 on): the image as upstream re-prints it, or its error. */
 export function parseImageNameAndTag(image: string): string | Error {
-  const idx = image.lastIndexOf(':');
-  if (idx === -1) return `${image}:latest`;
-  if (idx === image.length - 1) return new Error('invalid image name: colon without tag');
-  if (image.split(':').length - 1 > 2) return new Error('invalid image name: multiple colons found');
-  if (idx <= image.lastIndexOf('/')) return `${image}:latest`;
-  return `${image.slice(0, idx)}:${image.slice(idx + 1)}`;
+  return parseAgentImage(image, 'parseImageNameAndTag');
 }
 
 /** `util.SafeAgentConcatName(namespace, name)`. */
