@@ -3,7 +3,10 @@ import type { CacheReader, Informer } from '../../controller/Informer.js';
 import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
-import { AppError, ConflictError, NotFoundError } from '../../errors.js';
+import { AppError, ConflictError, isAppError, NotFoundError, ValidationError } from '../../errors.js';
+import { parseAgentImage, vmDhcpRelease } from '../../util/vmDhcpRelease.js';
+import { PREFLIGHT_REFUSED, refusal } from '../dryRunRefusal.js';
+import { dryRunAgentCreation, dryRunHolds } from './preflight.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 import type { RecordOnce } from '../RecordOnce.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
@@ -19,6 +22,8 @@ export interface AgentPoolDriverDeps {
   /** Recreation intents (shared with the reconciler): a target is done once its recreation is recorded. */
   recreations: RecordOnce<RecreationRecord>;
   agentNamespace: string;
+  /** ServiceAccount of the agents rollplane creates in direct mode (its preflight dry-runs one). */
+  serviceAccountName: string;
   configuredMode: ConfiguredAgentMode;
   controller: VmDhcpControllerWatch;
   /** Conflict retries of one admission before giving up (the engine retries later). */
@@ -77,7 +82,7 @@ export class AgentPoolDriver implements RolloutDriver {
     } catch (error) {
       return `refused (${(error as AppError).details.reason}): ${(error as Error).message}`;
     }
-    if (rollout.state === 'PENDING') return undefined;
+    if (rollout.state === 'PENDING') return this.preflightHalt(rollout);
     if (mode !== 'coexist') {
       // Started beside the controller (its holds are out there), which is gone or no longer deploys agents: direct
       // mode cannot take the rollout over (it would ignore the holds), so it stops here.
@@ -121,24 +126,111 @@ export class AgentPoolDriver implements RolloutDriver {
     if (state.kind === 'agents' && state.image === normalizeImage(image)) return;
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
-    const toHold = this.deps.pools.list().filter(
+    const toHold = this.poolsToHold(image);
+    // Every hold must be in before the image changes; a few at a time (each is one request). haltReason dry-ran them
+    // all (preflight); should one still be refused now, the holds written here come off again before the error goes
+    // up: nothing is left half-held, and the next pass's preflight fails the rollout with the refusal.
+    const held: IPPool[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < toHold.length) {
+        signal.throwIfAborted();
+        const pool = toHold[next++]!;
+        await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: ROLLPLANE_HOLD_VALUE, [ANNOTATION_HELD_BY]: rollout.id });
+        held.push(pool);
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
+      // (b) The controller's new image: upstream restarts and re-syncs every pool; only unheld ones change.
+      await this.setControllerImage(image, rollout.id, signal);
+    } catch (error) {
+      await this.undoHolds(held, rollout.id);
+      throw error;
+    }
+  }
+
+  /** The pools a rollout to `image` holds: every pool the controller would move at once, selected or not. */
+  private poolsToHold(image: string): IPPool[] {
+    return this.deps.pools.list().filter(
       (pool) =>
         !pool.spec?.paused && // upstream runs no agent for it
         !pool.metadata?.deletionTimestamp &&
         pool.metadata?.annotations?.[ANNOTATION_HOLD] === undefined && // held already (by us or someone else)
         !this.runsImage(pool, image),
     );
-    // Every hold must be in before the image changes; a few at a time (each is one request).
-    let next = 0;
-    const worker = async () => {
-      while (next < toHold.length) {
-        signal.throwIfAborted();
-        await this.patchAnnotations(toHold[next++]!, { [ANNOTATION_HOLD]: ROLLPLANE_HOLD_VALUE, [ANNOTATION_HELD_BY]: rollout.id });
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
-    // (b) The controller's new image: upstream restarts and re-syncs every pool; only unheld ones change.
-    await this.setControllerImage(image, rollout.id, signal);
+  }
+
+  /** Takes rollplane's holds of `rolloutId` off `pools` again (best effort: a failed removal is left for finish). */
+  private async undoHolds(pools: readonly IPPool[], rolloutId: string): Promise<void> {
+    for (const pool of pools) {
+      const current = this.deps.pools.get(pool.metadata!.namespace!, pool.metadata!.name!) ?? pool;
+      if (current.metadata?.annotations?.[ANNOTATION_HELD_BY] !== undefined && current.metadata.annotations[ANNOTATION_HELD_BY] !== rolloutId) continue;
+      await this.patchAnnotations(current, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * The image a rollout to `image` deploys, as the agents will run it: beside the controller, as its release parses
+   * `--image` (no tag → `:latest` from v1.5.0 on); refused (BAD_USER_INPUT on `input.image`) when that release cannot
+   * parse it and would exit. In direct mode rollplane writes the image as given.
+   */
+  admitImage(image: string): string {
+    const state = this.deps.controller.state();
+    if (this.mode() !== 'coexist' || state.kind !== 'agents') return image;
+    const release = vmDhcpRelease(state.version);
+    const parsed = parseAgentImage(image, release.imageParser);
+    if (parsed instanceof Error) {
+      const rule =
+        release.imageParser === 'split'
+          ? `${state.version} splits --image on ":" and needs exactly a name and a tag (registry ports are not possible before v1.5.0)`
+          : `${state.version ?? 'it'} reads --image as name[:tag] with at most two ":"`;
+      throw new ValidationError('input.image', `the vm-dhcp-controller ${state.ref} cannot run ${image}: ${rule}; it would exit with "${parsed.message}"`);
+    }
+    return parsed;
+  }
+
+  /**
+   * Dry-runs the first writes of a rollout to `image` (issue 27), so that a refusal comes before anything is written:
+   * beside the controller, the hold of every pool it holds and the change of the controller's --image; in direct mode,
+   * the creation of one target's agent (its ServiceAccount must exist). Throws the refusal (preflight.ts).
+   */
+  async preflight(image: string | undefined, targets: readonly { namespace: string; name: string }[], rolloutId: string): Promise<void> {
+    if (this.mode() === 'coexist') {
+      if (image === undefined) throw new ConflictError(`rollout ${rolloutId} asks for more than one image; the vm-dhcp-controller deploys one`);
+      const state = this.deps.controller.state();
+      if (state.kind === 'agents' && state.image === normalizeImage(image)) return; // holds nothing, changes nothing
+      await dryRunHolds(this.deps.clients, this.poolsToHold(image), rolloutId);
+      await this.deps.controller.setImage(this.deps.clients, image, { dryRun: true }).catch((error: unknown) => {
+        throw refusal(error, { controller: state.kind === 'agents' ? state.ref : null });
+      });
+      return;
+    }
+    const pool = targets.map((t) => this.deps.pools.get(t.namespace, t.name)).find((p) => p && !p.spec?.paused);
+    if (pool && image !== undefined) {
+      await dryRunAgentCreation(this.deps.clients, pool, image, { namespace: this.deps.agentNamespace, serviceAccountName: this.deps.serviceAccountName });
+    }
+  }
+
+  /**
+   * A PENDING rollout is dry-run before prepare writes anything: a refusal fails it with the API server's message (a
+   * rollout launched before the cluster changed). An API server that cannot be reached at all is retried.
+   */
+  private async preflightHalt(rollout: Rollout): Promise<string | undefined> {
+    const selection = rollout.selector as PoolSelection;
+    const targets = this.deps.pools
+      .list()
+      .filter((p) =>
+        matchesPoolSelection(selection, { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', labels: p.metadata?.labels ?? {} }),
+      )
+      .map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! }));
+    try {
+      await this.preflight(this.rolloutImage(rollout), targets, rollout.id);
+      return undefined;
+    } catch (error) {
+      if (isAppError(error) && error.details.reason === PREFLIGHT_REFUSED && error.details.httpStatus === undefined) throw error;
+      return `refused before anything was written: ${(error as Error).message}`;
+    }
   }
 
   /** The rollout other than `rolloutId` that last set the controller's --image, when `image` is what it set. */

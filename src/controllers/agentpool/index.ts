@@ -137,7 +137,8 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: (page) => clients.core.listNode(page) });
 
   const recreations = new RecordOnce<RecreationRecord>(host.inFlight, 'AGENT_POOL');
-  const driver = new AgentPoolDriver({ clients, pools, pods, recreations, agentNamespace, configuredMode, controller: controllerWatch });
+  const serviceAccountName = options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT;
+  const driver = new AgentPoolDriver({ clients, pools, pods, recreations, agentNamespace, serviceAccountName, configuredMode, controller: controllerWatch });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
     clients,
@@ -149,7 +150,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     pods,
     nads,
     nodes,
-    settings: { namespace: agentNamespace, serviceAccountName: options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT },
+    settings: { namespace: agentNamespace, serviceAccountName },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,
@@ -214,6 +215,15 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   pods.addEventHandler(changed(podSignature, (pod) => byLabels(pod)));
   controllers.addEventHandler(changed(controllerSignature, () => allPools()));
 
-  const queries = agentPoolQueries({ pools, pods, agentNamespace, controller: controllerWatch, rolloutMode: () => driver.mode() });
+  const queries = agentPoolQueries({
+    pools,
+    pods,
+    agentNamespace,
+    controller: controllerWatch,
+    rolloutMode: () => driver.mode(),
+    admitImage: (image) => driver.admitImage(image),
+    // The hold's rollout marker in a dry run names no rollout yet.
+    preflight: (image, targets) => driver.preflight(image, targets, 'preflight'),
+  });
   return { driver, queries, controller, controllerWatch, informers: { pools, pods, controllers, nads, nodes } };
 }

@@ -21,6 +21,9 @@ export interface AgentPoolQueriesDeps {
   controller: VmDhcpControllerWatch;
   /** The mode a rollout would run in now; throws the refusal when none. */
   rolloutMode: () => 'coexist' | 'direct';
+  /** The driver's image admission and preflight (AgentPoolQueries.admitImage / preflight). */
+  admitImage: (image: string) => string;
+  preflight: (image: string, targets: readonly { namespace: string; name: string }[]) => Promise<void>;
 }
 
 /**
@@ -42,8 +45,16 @@ class CachedAgentPoolQueries implements AgentPoolQueries {
   private readonly controller: VmDhcpControllerWatch;
   private readonly rolloutMode: () => 'coexist' | 'direct';
 
-  constructor(deps: AgentPoolQueriesDeps) {
+  constructor(private readonly deps: AgentPoolQueriesDeps) {
     ({ pools: this.pools, pods: this.pods, agentNamespace: this.agentNamespace, controller: this.controller, rolloutMode: this.rolloutMode } = deps);
+  }
+
+  async admitImage(image: string): Promise<string> {
+    return this.deps.admitImage(image);
+  }
+
+  async preflight(image: string, targets: readonly { namespace: string; name: string }[]): Promise<void> {
+    await this.deps.preflight(image, targets);
   }
 
   async all(): Promise<AgentPoolView[]> {
