@@ -27,6 +27,7 @@ import { createUiHandler } from './ui/serveUi.js';
 import { Manager } from './controller/Manager.js';
 import { informerCacheChanges } from './controller/Informer.js';
 import { setupRolloutKinds } from './controllers/index.js';
+import { AgentPoolChoices, agentPoolsWithHistory } from './domain/agentPoolChoices.js';
 import { RolloutControllerHost } from './controllers/RolloutControllerHost.js';
 import { createKubeClients } from './kube/index.js';
 import { connectKubernetes, requireReachable, type KubeConnection } from './kubeConnection.js';
@@ -181,6 +182,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     launcher,
     engine,
     ...kinds.queries,
+    // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.
+    ...(kinds.queries.agentPools ? { agentPools: agentPoolsWithHistory(kinds.queries.agentPools, new AgentPoolChoices(rollouts, events)) } : {}),
     workQueues: () => host.queueSnapshots(),
     tokens,
     audit,

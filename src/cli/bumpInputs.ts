@@ -128,7 +128,7 @@ export function agentImageInput(image: string, options: AgentImageOptions, ci: C
   if (options.canary !== undefined) strategy.canary = options.canary;
   if (options.progressDeadline !== undefined) strategy.progressDeadlineSeconds = options.progressDeadline;
   if (options.failureThreshold !== undefined) strategy.failureThreshold = options.failureThreshold;
-  if (options.autoRollback) strategy.autoRollback = true;
+  if (options.autoRollback !== undefined) strategy.autoRollback = options.autoRollback;
 
   const input: BumpAgentImageInput = { image };
   if (Object.keys(pools).length) input.pools = pools;

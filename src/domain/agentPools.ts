@@ -37,8 +37,21 @@ export interface AgentPoolView {
   heldByRollplane: boolean;
   /** COEXIST: the vm-dhcp-controller deploys the agent (desired = its --image); DIRECT: rollplane does. */
   mode: 'COEXIST' | 'DIRECT';
+  /**
+   * The image the pool should run: the last rollout's decision for it (agentPoolChoices.ts) when the history has one,
+   * else what the cluster asks for (the vm-dhcp-controller's --image beside it, else status.agentPodRef.image).
+   */
   desiredImage: string | null;
+  /** The rollout whose decision `desiredImage` is; null when it is the cluster's. */
+  desiredBy: string | null;
   runningImage: string | null;
+  /**
+   * The image the pool's agent would get if it were recreated now (evicted, drained, deleted): beside the controller its
+   * --image, held or not (upstream's DeployAgent ignores the hold when it creates); in direct mode the recorded one.
+   */
+  recreatedWith: string | null;
+  /** `recreatedWith` when it is neither what the pool runs nor what was decided for it: an image nobody chose. */
+  exposedTo: string | null;
   agentRef: string | null;
   agentUid: string | null;
   agentReady: boolean;
@@ -158,6 +171,8 @@ export interface DriftItem {
   desiredVersion: string | null;
   runningVersion: string | null;
   since: Date | null;
+  /** The rollout whose decision is the desired version (null: the cluster's). */
+  desiredBy: string | null;
 }
 
 /** Pools whose agent runs something else than their desired image. */
@@ -169,6 +184,7 @@ export async function agentPoolDrift(queries: AgentPoolQueries): Promise<DriftIt
     desiredVersion: p.desiredImage,
     runningVersion: p.runningImage,
     since: p.driftSince,
+    desiredBy: p.desiredBy,
   }));
 }
 

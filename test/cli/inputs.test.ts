@@ -104,6 +104,8 @@ describe('bump inputs', () => {
       idempotencyKey: 'github:acme/fleet:9001:deploy:bump:bump-agent-image:ns=edge,prod;pools=prod/net-1;selector=tier=a',
     });
     expect(agentImageInput('a:1', {}, detectCi({})).input).toEqual({ image: 'a:1' });
+    // --no-auto-rollback: the server rolls a failed agent-pool rollout back unless told not to (issue 27).
+    expect(agentImageInput('a:1', { autoRollback: false }, detectCi({})).input).toEqual({ image: 'a:1', strategy: { autoRollback: false } });
   });
 
   it('lets flags override the cause and the key, and --no-idempotency-key drop it', () => {

@@ -273,7 +273,8 @@ describe('mutation inputs accepted at the API edge', () => {
       [
         'bumpAgentImage',
         agent({ dryRun: true }),
-        { maxUnavailable: '1', canary: null, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false },
+        // autoRollback: on by default for agent pools (issue 27).
+        { maxUnavailable: '1', canary: null, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: true },
       ],
       [
         'bumpAgentImage',

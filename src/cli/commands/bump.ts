@@ -69,7 +69,8 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
         `failed pools that fail the rollout (server default ${STRATEGY_DEFAULTS.failureThreshold})`,
         flags.intIn(AGENT_POOL_RANGES.failureThreshold),
       )
-      .option('--auto-rollback', 'roll changed pools back when the rollout fails')
+      .option('--auto-rollback', 'roll changed pools back when the rollout fails (the server default)')
+      .option('--no-auto-rollback', 'keep a failed rollout in place instead of rolling it back')
       .option('--allow-downgrade', 'allow a semver downgrade of the image tag')
       .option('--supersede', 'replace active rollouts of the same pools instead of failing with CONFLICT')
       .option('--dry-run', 'show the plan; change nothing'),

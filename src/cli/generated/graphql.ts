@@ -107,7 +107,7 @@ export type AgentRolloutStrategyInput = {
   progressDeadlineSeconds?: number;
   /** Failed pools that fail the rollout. Default 1. */
   failureThreshold?: number;
-  /** Roll the changed pools back when the rollout fails. Default false. */
+  /** Roll the changed pools back when the rollout fails. Default true (pass false to keep a failed rollout in place). */
   autoRollback?: boolean;
 };
 

@@ -1,5 +1,5 @@
-import { PatchStrategy, setHeaderOptions, type V1Container, type V1Deployment } from '@kubernetes/client-node';
-import type { Informer } from '../../controller/Informer.js';
+import { PatchStrategy, setHeaderOptions, type V1Container, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import type { CacheReader, Informer } from '../../controller/Informer.js';
 import { ConflictError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 
@@ -42,7 +42,36 @@ export class VmDhcpControllerWatch {
     private readonly deployments: Informer<V1Deployment>,
     /** Configured `namespace/name`; undefined: the one Deployment carrying the chart's labels. */
     private readonly configured?: { namespace: string; name: string },
+    /** Pods (any namespace; those of the controller Deployment are picked by its selector): for `rolledOut`. */
+    private readonly pods?: CacheReader<V1Pod>,
   ) {}
+
+  /**
+   * Whether the controller's own rolling update to `--image image` is over: the Deployment has seen its spec, and every
+   * pod of it (terminating ones too) runs that `--image`, one of them Ready. Until then the old pod may still hold the
+   * leader lease and reconcile with the old image (wrangler's leader election hands over only when it stops).
+   * Undefined when it cannot tell (no pod cache, or none of its pods in it).
+   */
+  rolledOut(image: string): boolean | undefined {
+    const deployment = this.deployment();
+    if (!deployment || !this.pods) return undefined;
+    if ((deployment.status?.observedGeneration ?? 0) < (deployment.metadata?.generation ?? 0)) return false;
+    const selector = deployment.spec?.selector?.matchLabels ?? {};
+    const mine = this.pods
+      .list()
+      .filter(
+        (pod) => pod.metadata?.namespace === deployment.metadata?.namespace && Object.entries(selector).every(([k, v]) => pod.metadata?.labels?.[k] === v),
+      );
+    const wanted = normalizeImage(image);
+    const runs = (pod: V1Pod) => {
+      const arg = imageArg(pod.spec?.containers ?? []);
+      return arg !== undefined && normalizeImage(arg.value) === wanted;
+    };
+    const ready = (pod: V1Pod) => !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+    // No pod seen (a configured Deployment without the chart's labels, which the pod cache keeps): cannot tell.
+    if (mine.length === 0) return undefined;
+    return mine.every(runs) && mine.some(ready);
+  }
 
   deployment(): V1Deployment | undefined {
     if (this.configured) return this.deployments.get(this.configured.namespace, this.configured.name);
@@ -103,10 +132,13 @@ export class VmDhcpControllerWatch {
         {
           namespace: deployment.metadata!.namespace!,
           name: deployment.metadata!.name!,
-          body: [
-            { op: 'test', path, value: old },
-            { op: 'replace', path, value },
-          ],
+          // A dry run asks only whether the change would be admitted: no test of a value the cache may not show yet.
+          body: options.dryRun
+            ? [{ op: 'replace', path, value }]
+            : [
+                { op: 'test', path, value: old },
+                { op: 'replace', path, value },
+              ],
           ...(options.dryRun ? { dryRun: 'All' } : {}),
         },
         setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),

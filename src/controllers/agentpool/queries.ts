@@ -113,8 +113,13 @@ class CachedAgentPoolQueries implements AgentPoolQueries {
       mode: upstreamImage !== undefined ? 'COEXIST' : 'DIRECT',
       // A paused pool runs no agent, upstream or not: nothing is desired of it.
       desiredImage: pool.spec?.paused === true ? (ref?.image ?? null) : (upstreamImage ?? ref?.image ?? null),
+      desiredBy: null,
       // A Terminating agent still runs (and serves) until it is gone.
       runningImage: (pod && podImage(pod)) || null,
+      // Upstream recreates a missing agent with its own --image, held or not (DeployAgent's create path); rollplane, in
+      // direct mode, with the recorded one. A paused pool gets none.
+      recreatedWith: pool.spec?.paused === true ? null : (upstreamImage ?? ref?.image ?? null),
+      exposedTo: null,
       agentRef: ref?.name ? `${ref.namespace ?? this.agentNamespace}/${ref.name}` : null,
       agentUid: ref?.uid ?? null,
       agentReady: conditionTrue(status.conditions, 'AgentReady'),

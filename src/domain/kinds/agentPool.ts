@@ -15,7 +15,7 @@ import {
   withoutUndefined,
   type BaseStrategy,
 } from './strategy.js';
-import { AGENT_POOL_RANGES } from './limits.js';
+import { AGENT_POOL_RANGES, AGENT_POOL_STRATEGY_DEFAULTS } from './limits.js';
 
 export { AGENT_POOL_RANGES } from './limits.js';
 
@@ -66,7 +66,9 @@ export const agentPoolStrategyInput = z
       ...(s?.canary != null ? { canary: s.canary } : {}),
       progressDeadlineSeconds: s?.progressDeadlineSeconds ?? STRATEGY_DEFAULTS.progressDeadlineSeconds,
       failureThreshold: s?.failureThreshold ?? STRATEGY_DEFAULTS.failureThreshold,
-      autoRollback: s?.autoRollback === true,
+      // On unless the caller turns it off (issue 27): a failed rollout returns to the last good image by itself, as
+      // Argo Rollouts and Flagger do; beside the vm-dhcp-controller a failed image left in place is every pool's next.
+      autoRollback: s?.autoRollback ?? AGENT_POOL_STRATEGY_DEFAULTS.autoRollback,
     }),
   );
 

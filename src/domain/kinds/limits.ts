@@ -12,6 +12,12 @@ export const STRATEGY_DEFAULTS = Object.freeze({
   autoRollback: false,
 });
 
+/**
+ * Agent pools roll a failed rollout back by default (issue 27): beside the vm-dhcp-controller a failed image left in
+ * place is the image every evicted agent comes back with. Other kinds keep the shared default.
+ */
+export const AGENT_POOL_STRATEGY_DEFAULTS = Object.freeze({ ...STRATEGY_DEFAULTS, autoRollback: true });
+
 /** An inclusive integer range. */
 export interface IntRange {
   min: number;

@@ -296,6 +296,11 @@ export type Rollout = {
   targets: RolloutTargetConnection;
   /** This rollout's events, oldest first. */
   events: EventConnection;
+  /**
+   * Changes made outside rollplane (a helm upgrade, an add-on upgrade, kubectl) that undid the image this rollout set on
+   * the vm-dhcp-controller, oldest first; empty for other kinds.
+   */
+  revertedOutsideRollplane: Array<OutsideRevert>;
 };
 
 
@@ -311,6 +316,19 @@ export type RolloutTargetsArgs = {
 export type RolloutEventsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** A change made outside rollplane that replaced the image a rollout had set. */
+export type OutsideRevert = {
+  __typename?: 'OutsideRevert';
+  /** When rollplane saw it. */
+  at: Scalars['DateTime']['output'];
+  /** The image the rollout had set. */
+  fromVersion: Scalars['String']['output'];
+  /** The image it was changed to. */
+  toVersion: Scalars['String']['output'];
+  /** Who owns what was changed, as rollplane found it (a Harvester Addon, a Helm release, no release). */
+  owner?: Maybe<Scalars['String']['output']>;
 };
 
 /** How far a rollout has come. */
@@ -519,10 +537,22 @@ export type AgentPool = {
   heldByRollplane: Scalars['Boolean']['output'];
   /** Who deploys the agent. */
   mode: AgentMode;
-  /** The image the pool should run: the vm-dhcp-controller's --image beside it (COEXIST), else status.agentPodRef.image. */
+  /**
+   * The image the pool should run: the last rollout's decision for it (a failed rollout decides the image the pool ran
+   * before); with none in the history, the vm-dhcp-controller's --image beside it (COEXIST), else status.agentPodRef.image.
+   */
   desiredImage?: Maybe<Scalars['String']['output']>;
+  /** The rollout whose decision desiredImage is; null when it comes from the cluster. */
+  desiredBy?: Maybe<Scalars['ID']['output']>;
   /** The image the agent actually runs. */
   runningImage?: Maybe<Scalars['String']['output']>;
+  /**
+   * The image the agent would get if it were recreated now (evicted, drained, deleted): beside the vm-dhcp-controller its
+   * --image, held or not (upstream recreates a missing agent with it); in DIRECT mode the recorded one.
+   */
+  recreatedWith?: Maybe<Scalars['String']['output']>;
+  /** recreatedWith when it is neither the image the pool runs nor one a rollout decided for it: an image nobody chose for it. */
+  exposedTo?: Maybe<Scalars['String']['output']>;
   /** Namespace/name of the agent Pod. */
   agentRef?: Maybe<Scalars['String']['output']>;
   /** UID of the agent Pod. */
@@ -867,6 +897,8 @@ export type DriftItem = {
   runningVersion?: Maybe<Scalars['String']['output']>;
   /** Since when, if known. */
   since?: Maybe<Scalars['DateTime']['output']>;
+  /** The rollout whose decision desiredVersion is (agent pools); null when it comes from the cluster. */
+  desiredBy?: Maybe<Scalars['ID']['output']>;
 };
 
 export type DriftConnection = {
@@ -1018,7 +1050,7 @@ export type AgentRolloutStrategyInput = {
   progressDeadlineSeconds?: Scalars['Int']['input'];
   /** Failed pools that fail the rollout. Default 1. */
   failureThreshold?: Scalars['Int']['input'];
-  /** Roll the changed pools back when the rollout fails. Default false. */
+  /** Roll the changed pools back when the rollout fails. Default true (pass false to keep a failed rollout in place). */
   autoRollback?: Scalars['Boolean']['input'];
 };
 
@@ -1381,6 +1413,7 @@ export type ResolversTypes = {
   Cause: ResolverTypeWrapper<Cause>;
   RolloutStrategy: ResolverTypeWrapper<RolloutStrategy>;
   Rollout: ResolverTypeWrapper<RolloutModel>;
+  OutsideRevert: ResolverTypeWrapper<OutsideRevert>;
   RolloutProgress: ResolverTypeWrapper<RolloutProgress>;
   Float: ResolverTypeWrapper<Scalars['Float']['output']>;
   RolloutTarget: ResolverTypeWrapper<RolloutTargetModel>;
@@ -1469,6 +1502,7 @@ export type ResolversParentTypes = {
   Cause: Cause;
   RolloutStrategy: RolloutStrategy;
   Rollout: RolloutModel;
+  OutsideRevert: OutsideRevert;
   RolloutProgress: RolloutProgress;
   Float: Scalars['Float']['output'];
   RolloutTarget: RolloutTargetModel;
@@ -1620,6 +1654,14 @@ export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends Re
   progress?: Resolver<ResolversTypes['RolloutProgress'], ParentType, ContextType>;
   targets?: Resolver<ResolversTypes['RolloutTargetConnection'], ParentType, ContextType, RequireFields<RolloutTargetsArgs, 'first'>>;
   events?: Resolver<ResolversTypes['EventConnection'], ParentType, ContextType, RequireFields<RolloutEventsArgs, 'first'>>;
+  revertedOutsideRollplane?: Resolver<Array<ResolversTypes['OutsideRevert']>, ParentType, ContextType>;
+};
+
+export type OutsideRevertResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['OutsideRevert'] = ResolversParentTypes['OutsideRevert']> = {
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  fromVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  toVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  owner?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type RolloutProgressResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RolloutProgress'] = ResolversParentTypes['RolloutProgress']> = {
@@ -1715,7 +1757,10 @@ export type AgentPoolResolvers<ContextType = GraphQLContext, ParentType extends 
   heldByRollplane?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   mode?: Resolver<ResolversTypes['AgentMode'], ParentType, ContextType>;
   desiredImage?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  desiredBy?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   runningImage?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  recreatedWith?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  exposedTo?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   agentRef?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   agentUid?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   agentReady?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
@@ -1886,6 +1931,7 @@ export type DriftItemResolvers<ContextType = GraphQLContext, ParentType extends 
   desiredVersion?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   runningVersion?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   since?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  desiredBy?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
 };
 
 export type DriftConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DriftConnection'] = ResolversParentTypes['DriftConnection']> = {
@@ -2010,6 +2056,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   Cause?: CauseResolvers<ContextType>;
   RolloutStrategy?: RolloutStrategyResolvers<ContextType>;
   Rollout?: RolloutResolvers<ContextType>;
+  OutsideRevert?: OutsideRevertResolvers<ContextType>;
   RolloutProgress?: RolloutProgressResolvers<ContextType>;
   RolloutTarget?: RolloutTargetResolvers<ContextType>;
   RolloutConnection?: RolloutConnectionResolvers<ContextType>;

@@ -1,6 +1,6 @@
 import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from '../../domain/agentPools.js';
 import type { Domain } from '../../domain/Domain.js';
-import type { RolloutKind } from '../../domain/events.js';
+import { EventType, type RolloutKind } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
@@ -89,5 +89,22 @@ export const agentPoolsResolvers: Resolvers = {
 
   Revision: {
     rollout: (revision, _, ctx) => (revision.rolloutId ? ctx.domain.rollouts.get(revision.rolloutId).then((r) => r ?? null) : null),
+  },
+
+  Rollout: {
+    // The controller's image this rollout set, replaced outside rollplane (ControllerImageReconciler records it with
+    // the rollout's id and `reverts`).
+    revertedOutsideRollplane: async (rollout, _, ctx) => {
+      if (rollout.kind !== 'AGENT_POOL') return [];
+      const events = await ctx.domain.events.listAfter({ rolloutId: rollout.id, types: [EventType.UpstreamControllerChanged] }, undefined, 100);
+      return events
+        .filter((e) => e.payload.planned === false && e.payload.reverts === rollout.id)
+        .map((e) => ({
+          at: e.createdAt,
+          fromVersion: String(e.payload.oldImage),
+          toVersion: String(e.payload.newImage),
+          owner: typeof e.payload.owner === 'string' ? e.payload.owner : null,
+        }));
+    },
   },
 };

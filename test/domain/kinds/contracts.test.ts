@@ -3,6 +3,7 @@ import path from 'node:path';
 import { buildSchema, isInputObjectType, valueFromAST, type GraphQLSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { AGENT_POOL_RANGES, bumpAgentImageInput } from '../../../src/domain/kinds/agentPool.js';
+import { AGENT_POOL_STRATEGY_DEFAULTS } from '../../../src/domain/kinds/limits.js';
 import { defaultStrategy, parseStoredStrategy, serializeStrategy, type RolloutStrategy } from '../../../src/domain/kinds/index.js';
 import { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from '../../../src/domain/kinds/nodeAgent.js';
 import { admissionLimit, integerReason, parseInput, rollbackStrategyOf, STRATEGY_DEFAULTS } from '../../../src/domain/kinds/strategy.js';
@@ -175,7 +176,7 @@ describe('the defaults', () => {
       progressDeadlineSeconds: defaultOf('AgentRolloutStrategyInput', 'progressDeadlineSeconds'),
       failureThreshold: defaultOf('AgentRolloutStrategyInput', 'failureThreshold'),
       autoRollback: defaultOf('AgentRolloutStrategyInput', 'autoRollback'),
-    }).toEqual(STRATEGY_DEFAULTS);
+    }).toEqual(AGENT_POOL_STRATEGY_DEFAULTS);
     expect({
       mode: defaultOf('BumpNodeAgentImageInput', 'mode'),
       nodeDeadlineSeconds: defaultOf('BumpNodeAgentImageInput', 'nodeDeadlineSeconds'),
@@ -202,7 +203,7 @@ describe('the defaults', () => {
 
   it('fill in what a caller left out, as the schema would', () => {
     const parsed = parseInput(bumpAgentImageInput, { image: 'a/b:v2' });
-    expect(parsed.strategy).toEqual({ kind: 'AGENT_POOL', ...STRATEGY_DEFAULTS });
+    expect(parsed.strategy).toEqual({ kind: 'AGENT_POOL', ...AGENT_POOL_STRATEGY_DEFAULTS });
     expect(parsed.pools).toEqual({});
   });
 });

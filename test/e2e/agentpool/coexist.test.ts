@@ -384,11 +384,18 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     const succeeded = failed.targets.edges.map((e: any) => e.node).filter((t: any) => t.state === 'SUCCEEDED');
     for (const t of succeeded)
       expect(events.some((e) => e.type === 'AgentRecreated' && e.rolloutId === id && e.object.name === t.name && e.payload.newImage === NEW)).toBe(true);
-    // The pools still held show up as drift against the controller's new image.
+    // The pools still held show up as drift against the controller's new image, and the API says a recreated agent
+    // would get it (issue 27: exposedTo). The pools the failed rollout had moved desire what they ran before it (a
+    // failed rollout's image is never desired) and run the helm image: drift too.
     const drift = await r.gql(`{ drift(kind: AGENT_POOL) { edges { node { name desiredVersion runningVersion } } } }`);
     const held = names(1, 6).filter((p) => r.pool(p)!.metadata.annotations?.[HOLD] !== undefined);
     expect(held.length).toBeGreaterThan(0);
-    for (const p of held) expect(drift.drift.edges.map((e: any) => e.node)).toContainEqual({ name: p, desiredVersion: OTHER, runningVersion: OLD });
+    for (const p of held) {
+      expect(drift.drift.edges.map((e: any) => e.node)).toContainEqual({ name: p, desiredVersion: OTHER, runningVersion: OLD });
+      const view = await r.gql(`{ agentPool(namespace: "default", name: "${p}") { exposedTo recreatedWith } }`);
+      expect(view.agentPool).toEqual({ exposedTo: OTHER, recreatedWith: OTHER });
+    }
+    for (const p of released) expect(drift.drift.edges.map((e: any) => e.node)).toContainEqual({ name: p, desiredVersion: OLD, runningVersion: OTHER });
   });
 
   it('a helm upgrade with no rollout running is drift on held pools and an unplanned change in the history', async () => {

@@ -34,7 +34,8 @@ describe('bumpAgentImage through the GraphQL API', () => {
     const data = await r.gql(BUMP, { input: { image: NEW, strategy: { maxUnavailable: '2' }, cause: { actor: 'ci', commit: 'abc123' } } });
     const payload = data.bumpAgentImage;
     expect(payload.created).toBe(true);
-    expect(payload.rollout.strategy).toEqual({ maxUnavailable: '2', canary: null, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false });
+    // autoRollback is on unless turned off (issue 27).
+    expect(payload.rollout.strategy).toEqual({ maxUnavailable: '2', canary: null, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: true });
     expect(payload.plan.find((p: any) => p.name === 'net-6')).toMatchObject({ action: 'skip', reason: expect.stringContaining('held') });
     expect(payload.plan.filter((p: any) => p.action === 'change')).toHaveLength(5);
     const done = await waitForRollout(r, payload.rollout.id, ['SUCCEEDED', 'FAILED']);

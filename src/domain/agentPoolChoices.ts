@@ -1,0 +1,121 @@
+/**
+ * What rollplane chose for each agent pool, from the history (issue 27, ADR 0030): a pool's desired agent image is
+ * the outcome of the last rollout that decided it, not whatever the vm-dhcp-controller's `--image` says now. So a
+ * `helm upgrade` or an add-on upgrade that reverts a rollout shows as drift, and a failed rollout's image is never
+ * presented as desired. And what upstream would do to a pool: `recreatedWith` (the cluster's answer), `exposedTo` when
+ * that is an image nobody chose for the pool.
+ */
+import type { AgentPoolQueries, AgentPoolView } from './agentPools.js';
+import type { EventLog } from './EventLog.js';
+import { EventType } from './events.js';
+import type { Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
+import { isTerminal } from './rolloutStates.js';
+
+/** The decision of one rollout about one pool. */
+export interface AgentPoolChoice {
+  image: string;
+  rolloutId: string;
+}
+
+/** How many of the newest agent-pool rollouts are read to find each pool's last decision. */
+const ROLLOUTS_READ = 200;
+
+/**
+ * The image a rollout decided for one of its targets, or undefined when it decided nothing for it:
+ * - active: the image it is moving the pool to (PENDING, PROGRESSING and SUCCEEDED targets); a FAILED target keeps
+ *   what it ran;
+ * - FAILED: what the pool ran before, for every target it admitted (a failed rollout's image is never desired);
+ * - SUCCEEDED, ABORTED, ROLLED_BACK: the new image where the target succeeded (or is still finishing), what it ran
+ *   before where it failed;
+ * - an ended rollout decided nothing for a target it never admitted (cancelled): the decision before it stands;
+ * - a target skipped as already on the image was decided too (the rollout chose that image); other skips (held,
+ *   paused) decided nothing.
+ */
+export function decisionOf(
+  rollout: Pick<Rollout, 'state'>,
+  target: Pick<RolloutTarget, 'state' | 'fromVersion' | 'toVersion' | 'skipReason'>,
+): string | undefined {
+  const back = target.fromVersion ?? undefined;
+  const admitted = target.state === 'SUCCEEDED' || target.state === 'FAILED' || target.state === 'PROGRESSING';
+  if (target.state === 'SKIPPED') return target.skipReason === 'already current' && rollout.state !== 'FAILED' ? target.toVersion : undefined;
+  if (rollout.state === 'FAILED') return admitted ? back : undefined;
+  if (target.state === 'FAILED') return back;
+  if (isTerminal(rollout.state) && !admitted) return undefined;
+  return target.toVersion;
+}
+
+/**
+ * The last decision for each pool (`namespace/name`), read from the newest agent-pool rollouts and kept until the
+ * history of agent-pool rollouts changes (one indexed read of the newest such event per call).
+ */
+export class AgentPoolChoices {
+  private cached: { eventId: number; choices: Map<string, AgentPoolChoice>; failedImages: Set<string> } | undefined;
+
+  constructor(
+    private readonly rollouts: Pick<RolloutService, 'list' | 'allTargets'>,
+    private readonly events: Pick<EventLog, 'listBefore'>,
+  ) {}
+
+  /** Pool key → its last decision; and the images of failed rollouts (never desired). */
+  async current(): Promise<{ choices: Map<string, AgentPoolChoice>; failedImages: Set<string> }> {
+    const [newest] = await this.events.listBefore({ kind: 'AGENT_POOL', types: [EventType.RolloutStateChanged, EventType.TargetStateChanged] }, undefined, 1);
+    const eventId = newest?.id ?? 0;
+    if (this.cached?.eventId === eventId) return this.cached;
+    const choices = new Map<string, AgentPoolChoice>();
+    const failedImages = new Set<string>();
+    let after: string | undefined;
+    let read = 0;
+    while (read < ROLLOUTS_READ) {
+      const page = await this.rollouts.list({ kind: 'AGENT_POOL' }, 50, after);
+      for (const rollout of page.items) {
+        read++;
+        if (rollout.state === 'FAILED') failedImages.add(rollout.toVersion);
+        for (const target of await this.rollouts.allTargets(rollout.id)) {
+          const key = `${target.namespace}/${target.name}`;
+          if (choices.has(key)) continue;
+          const image = decisionOf(rollout, target);
+          if (image !== undefined) choices.set(key, { image, rolloutId: rollout.id });
+        }
+      }
+      if (!page.hasNextPage || !page.endCursor) break;
+      after = page.endCursor;
+    }
+    this.cached = { eventId, choices, failedImages };
+    return this.cached;
+  }
+}
+
+/**
+ * The agent-pool queries with the history's decisions applied: `desiredImage` is the pool's last decision, else what
+ * the cluster asks for (the controller's `--image` beside it, unless that is a failed rollout's image: then what the
+ * pool runs); `desiredBy` names the deciding rollout; `exposedTo` is the image a recreated agent would get when that is
+ * neither what the pool runs nor what a rollout decided for it.
+ */
+export function agentPoolsWithHistory(queries: AgentPoolQueries, choices: AgentPoolChoices): AgentPoolQueries {
+  const apply = (view: AgentPoolView, state: Awaited<ReturnType<AgentPoolChoices['current']>>): AgentPoolView => {
+    const choice = state.choices.get(`${view.namespace}/${view.name}`);
+    const fallback = view.desiredImage !== null && state.failedImages.has(view.desiredImage) && view.mode === 'COEXIST' ? view.runningImage : view.desiredImage;
+    const desiredImage = view.paused ? view.desiredImage : (choice?.image ?? fallback);
+    // Exposed: a recreated agent would run an image the pool does not run and no rollout decided for it (a pool no
+    // rollout ever decided is exposed to any image but its own, though it desires the controller's: drift shows both).
+    const exposedTo =
+      view.recreatedWith !== null && view.recreatedWith !== view.runningImage && view.recreatedWith !== choice?.image && !view.paused
+        ? view.recreatedWith
+        : null;
+    if (desiredImage === view.desiredImage && exposedTo === view.exposedTo && (choice?.rolloutId ?? null) === view.desiredBy) return view;
+    return { ...view, desiredImage, desiredBy: choice?.rolloutId ?? null, exposedTo };
+  };
+  return {
+    async all() {
+      const [views, state] = await Promise.all([queries.all(), choices.current()]);
+      return views.map((view) => apply(view, state));
+    },
+    async get(namespace, name) {
+      const view = await queries.get(namespace, name);
+      return view ? apply(view, await choices.current()) : undefined;
+    },
+    checkRollout: () => queries.checkRollout(),
+    ...(queries.admitImage ? { admitImage: (image: string) => queries.admitImage!(image) } : {}),
+    ...(queries.preflight ? { preflight: (image: string, targets: readonly { namespace: string; name: string }[]) => queries.preflight!(image, targets) } : {}),
+  };
+}
