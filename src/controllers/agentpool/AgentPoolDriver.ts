@@ -5,7 +5,8 @@ import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../dom
 import type { Rollout } from '../../domain/RolloutService.js';
 import { AppError, ConflictError, isAppError, NotFoundError, ValidationError } from '../../errors.js';
 import { parseAgentImage, vmDhcpRelease } from '../../util/vmDhcpRelease.js';
-import { PREFLIGHT_REFUSED, refusal } from '../dryRunRefusal.js';
+import { PREFLIGHT_REFUSED } from '../dryRunRefusal.js';
+import type { ControllerImageLever } from './ControllerImageLever.js';
 import { dryRunAgentCreation, dryRunHolds } from './preflight.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 import type { RecordOnce } from '../RecordOnce.js';
@@ -26,10 +27,10 @@ export interface AgentPoolDriverDeps {
   serviceAccountName: string;
   configuredMode: ConfiguredAgentMode;
   controller: VmDhcpControllerWatch;
+  /** The one way the controller's --image changes: through its owner (ControllerImageLever). */
+  lever: ControllerImageLever;
   /** Conflict retries of one admission before giving up (the engine retries later). */
   maxConflictRetries?: number;
-  /** How long prepare waits for the informer cache to show its own write to the controller; default 30 s. */
-  cacheWaitMs?: number;
 }
 
 /** Concurrent hold writes in prepare. */
@@ -48,16 +49,6 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
  */
 export class AgentPoolDriver implements RolloutDriver {
   readonly kind = 'AGENT_POOL' as const;
-  /** Controller images rollplane set and has not yet seen come back (to tell its own changes from a helm upgrade). */
-  private readonly ownImageChanges = new Set<string>();
-  /**
-   * The last image rollplane set on the controller (normalized) and for which rollout, so that a rollout whose image
-   * was replaced by a newer rollplane rollout (a supersede, a rollback taking its original over) says so instead of
-   * blaming a change outside rollplane. Only the last one: an image some older rollout once set, put back by a helm
-   * rollback, is a change outside rollplane. In memory: after a restart or a change of leader the generic message is
-   * all there is.
-   */
-  private lastImageSet: { image: string; rolloutId: string } | undefined;
   /** The prepare running now, if any: prepares run one at a time (see prepare). */
   private preparing: Promise<void> = Promise.resolve();
 
@@ -68,11 +59,6 @@ export class AgentPoolDriver implements RolloutDriver {
     const mode = resolveAgentMode(this.deps.configuredMode, this.deps.controller.state(), this.deps.agentNamespace);
     if (mode instanceof AppError) throw mode;
     return mode;
-  }
-
-  /** True (once) when rollplane itself set the controller to `image`: the change is planned, not a helm upgrade. */
-  takeOwnImageChange(image: string): boolean {
-    return this.ownImageChanges.delete(normalizeImage(image));
   }
 
   async haltReason(rollout: Rollout): Promise<string | undefined> {
@@ -97,7 +83,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
     if (image !== undefined && state.image !== normalizeImage(image)) {
-      const takenOverBy = this.otherRolloutOn(state.image, rollout.id);
+      const takenOverBy = this.deps.lever.otherRolloutOn(state.image, rollout.id);
       if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
       return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
     }
@@ -123,7 +109,7 @@ export class AgentPoolDriver implements RolloutDriver {
     // held already or on its way to the image, released by that rollout. Holding one now would take it back from that
     // rollout, and hold nothing else back.
     const state = this.deps.controller.state();
-    if (state.kind === 'agents' && state.image === normalizeImage(image)) return;
+    if (state.kind === 'agents' && state.image === normalizeImage(image)) return this.deps.lever.waitForRollout(image, signal);
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
     const toHold = this.poolsToHold(image);
@@ -142,12 +128,15 @@ export class AgentPoolDriver implements RolloutDriver {
     };
     try {
       await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
-      // (b) The controller's new image: upstream restarts and re-syncs every pool; only unheld ones change.
-      await this.setControllerImage(image, rollout.id, signal);
+      // (b) The controller's new image, through its owner: upstream restarts and re-syncs every pool; only unheld ones
+      // change.
+      await this.deps.lever.set(image, rollout.id, signal);
     } catch (error) {
       await this.undoHolds(held, rollout.id);
       throw error;
     }
+    // (c) Its own rolling update: until the new pod leads, the old one reconciles with the old --image.
+    await this.deps.lever.waitForRollout(image, signal);
   }
 
   /** The pools a rollout to `image` holds: every pool the controller would move at once, selected or not. */
@@ -201,9 +190,7 @@ export class AgentPoolDriver implements RolloutDriver {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image === normalizeImage(image)) return; // holds nothing, changes nothing
       await dryRunHolds(this.deps.clients, this.poolsToHold(image), rolloutId);
-      await this.deps.controller.setImage(this.deps.clients, image, { dryRun: true }).catch((error: unknown) => {
-        throw refusal(error, { controller: state.kind === 'agents' ? state.ref : null });
-      });
+      await this.deps.lever.dryRun(image);
       return;
     }
     const pool = targets.map((t) => this.deps.pools.get(t.namespace, t.name)).find((p) => p && !p.spec?.paused);
@@ -213,10 +200,27 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   /**
+   * An automatic rollback (the engine's, cause actor `rollplane`) does not undo a change made outside rollplane: when
+   * the controller deploys neither the original's image nor the one the rollback returns to, someone else moved it (a
+   * helm upgrade, an add-on upgrade) — which is why the original failed — and rolling back would silently revert them.
+   * A rollback asked for by a user goes ahead.
+   */
+  private overridesOutsideChange(rollout: Rollout): string | undefined {
+    if (!rollout.rollbackOfId || rollout.cause.actor !== 'rollplane' || this.mode() !== 'coexist') return undefined;
+    const state = this.deps.controller.state();
+    if (state.kind !== 'agents' || rollout.fromVersion === null) return undefined;
+    const known = [rollout.fromVersion, rollout.toVersion].map(normalizeImage);
+    if (known.includes(state.image)) return undefined;
+    return `not rolled back automatically: the vm-dhcp-controller ${state.ref} now deploys ${state.image}, set outside rollplane after rollout ${rollout.rollbackOfId} moved it to ${rollout.fromVersion}; a rollback would revert that change. Decide, then bump (or roll back by hand)`;
+  }
+
+  /**
    * A PENDING rollout is dry-run before prepare writes anything: a refusal fails it with the API server's message (a
    * rollout launched before the cluster changed). An API server that cannot be reached at all is retried.
    */
   private async preflightHalt(rollout: Rollout): Promise<string | undefined> {
+    const overridden = this.overridesOutsideChange(rollout);
+    if (overridden) return overridden;
     const selection = rollout.selector as PoolSelection;
     const targets = this.deps.pools
       .list()
@@ -225,36 +229,13 @@ export class AgentPoolDriver implements RolloutDriver {
       )
       .map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! }));
     try {
+      // After any prepare under way: it may be moving the controller this very moment (a rollout to the same image).
+      await this.preparing;
       await this.preflight(this.rolloutImage(rollout), targets, rollout.id);
       return undefined;
     } catch (error) {
       if (isAppError(error) && error.details.reason === PREFLIGHT_REFUSED && error.details.httpStatus === undefined) throw error;
       return `refused before anything was written: ${(error as Error).message}`;
-    }
-  }
-
-  /** The rollout other than `rolloutId` that last set the controller's --image, when `image` is what it set. */
-  private otherRolloutOn(image: string, rolloutId: string): string | undefined {
-    const last = this.lastImageSet;
-    return last && last.image === normalizeImage(image) && last.rolloutId !== rolloutId ? last.rolloutId : undefined;
-  }
-
-  /**
-   * Sets the controller's --image as rollplane's own change, then waits until the cache shows it: haltReason reads
-   * the cache and must not mistake our own change, not yet in it, for someone else's.
-   */
-  private async setControllerImage(image: string, rolloutId: string, signal: AbortSignal): Promise<void> {
-    const normalized = normalizeImage(image);
-    this.ownImageChanges.add(normalized);
-    this.lastImageSet = { image: normalized, rolloutId };
-    await this.deps.controller.setImage(this.deps.clients, image);
-    const deadline = Date.now() + (this.deps.cacheWaitMs ?? 30_000);
-    for (;;) {
-      const state = this.deps.controller.state();
-      if (state.kind === 'agents' && state.image === normalized) return;
-      if (Date.now() > deadline) throw new ConflictError(`the vm-dhcp-controller Deployment has not shown its --image ${image} yet`);
-      signal.throwIfAborted();
-      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 
@@ -265,6 +246,7 @@ export class AgentPoolDriver implements RolloutDriver {
   async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
     if (this.mode() !== 'coexist') return;
     await this.revertIfNothingReleased(rollout, signal, others);
+    await this.backOutOfFailedImage(rollout, signal, others);
     const state = this.deps.controller.state();
     if (state.kind !== 'agents') return;
     for (const pool of this.deps.pools.list()) {
@@ -289,7 +271,44 @@ export class AgentPoolDriver implements RolloutDriver {
     if (others.some((other) => this.rolloutImage(other) !== undefined && normalizeImage(other.toVersion) === state.image)) return;
     // A pool upstream has moved to the image (its ref names it), even with the new agent not up yet, was released.
     if (this.deps.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
-    await this.setControllerImage(rollout.fromVersion, rollout.id, signal);
+    await this.deps.lever.set(rollout.fromVersion, rollout.id, signal);
+  }
+
+  /**
+   * A FAILED rollout must not leave the controller on its image (issue 27): upstream recreates any missing agent with
+   * the controller's --image, held or not, so every pool would be one eviction away from the failed image. The safe
+   * sequence: (1) hold again every pool that took the failed image (released pools: their agent, or the one being made,
+   * runs it), so that (2) putting --image back to the rollout's previous image moves none of them — they stay for a
+   * rollback (the automatic one, on by default, or a user's) to release in waves; the pools that never moved are on
+   * the controller's image again, and their holds come off (finish). Between (1) and (2) the untouched pools are still
+   * exposed to the failed image, as they were during the rollout: the window is these few requests. Skipped when the
+   * controller no longer deploys the failed image (changed outside rollplane, or already put back by the rollback's
+   * prepare) or another active rollout still needs it.
+   */
+  private async backOutOfFailedImage(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
+    if (rollout.state !== 'FAILED' || !rollout.fromVersion) return;
+    const image = this.rolloutImage(rollout);
+    if (image === undefined) return;
+    const failed = normalizeImage(image);
+    const onFailedImage = () => {
+      const state = this.deps.controller.state();
+      return state.kind === 'agents' && state.image === failed;
+    };
+    if (!onFailedImage()) return;
+    if (others.some((other) => this.rolloutImage(other) !== undefined && normalizeImage(other.toVersion) === failed)) return;
+    for (const pool of this.deps.pools.list()) {
+      signal.throwIfAborted();
+      if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined || pool.spec?.paused) continue;
+      const recorded = normalizeImage(pool.status?.agentPodRef?.image ?? '');
+      const ref = pool.status?.agentPodRef;
+      const agent = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name) : undefined;
+      if (recorded !== failed && normalizeImage((agent && podImage(agent)) || '') !== failed) continue;
+      // Only while the controller still deploys the failed image: a rollback that already put it back releases these
+      // pools itself, and a hold written now would take one back from it.
+      if (!onFailedImage()) return;
+      await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: ROLLPLANE_HOLD_VALUE, [ANNOTATION_HELD_BY]: rollout.id }, pool.metadata?.resourceVersion);
+    }
+    if (onFailedImage()) await this.deps.lever.set(rollout.fromVersion, rollout.id, signal);
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
@@ -362,18 +381,22 @@ export class AgentPoolDriver implements RolloutDriver {
     await this.deps.recreations.intend(target.namespace, target.name, { reason: 'rollout', ...old, rolloutId: rollout.id, plannedImage: target.toVersion });
   }
 
-  private async patchAnnotations(pool: IPPool, annotations: Record<string, string | null>): Promise<void> {
+  /** Merge-patches annotations; with `resourceVersion`, only onto that version of the pool (a changed pool is skipped). */
+  private async patchAnnotations(pool: IPPool, annotations: Record<string, string | null>, resourceVersion?: string): Promise<void> {
     const namespace = pool.metadata!.namespace!;
     const name = pool.metadata!.name!;
+    const metadata = resourceVersion ? { annotations, resourceVersion } : { annotations };
     try {
       await kubeCall(`annotate ippool ${namespace}/${name}`, () =>
         this.deps.clients.custom.patchNamespacedCustomObject(
-          { group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body: { metadata: { annotations } } },
+          { group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body: { metadata } },
           mergePatch,
         ),
       );
     } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error; // a pool deleted meanwhile needs no hold
+      if (error instanceof NotFoundError) return; // a pool deleted meanwhile needs no hold
+      if (resourceVersion && error instanceof ConflictError) return; // changed meanwhile: someone else decided
+      throw error;
     }
   }
 
@@ -407,7 +430,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (coexist) {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
-        const takenOverBy = this.otherRolloutOn(state.image, target.rolloutId);
+        const takenOverBy = this.deps.lever.otherRolloutOn(state.image, target.rolloutId);
         const why = takenOverBy ? `taken over by rollout ${takenOverBy}` : 'its --image was changed outside rollplane';
         return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (${why})` };
       }

@@ -12,6 +12,7 @@ import { agentPoolMetrics } from './metrics.js';
 import type { ConfiguredAgentMode } from './mode.js';
 import { agentPodInputsChanged, controllerSignature, podSignature, poolInputsChanged, poolSignature, readyOf } from './predicates.js';
 import { ControllerImageReconciler } from './ControllerImageReconciler.js';
+import { ControllerImageLever } from './ControllerImageLever.js';
 import {
   IPPOOL_GROUP,
   IPPOOL_PLURAL,
@@ -26,7 +27,7 @@ import {
   splitNetworkName,
 } from './names.js';
 import type { IPPool, NetworkAttachmentDefinition, RecreationRecord } from './types.js';
-import { CONTROLLER_SELECTOR, VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
+import { CHART_COMPONENT_LABEL, CHART_NAME, CHART_NAME_LABEL, CONTROLLER_SELECTOR, VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
 export { agentName } from './names.js';
 export { AGENT_MODE_MISMATCH } from './mode.js';
@@ -128,7 +129,12 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
         labelSelector: CONTROLLER_SELECTOR,
         list: (page) => clients.apps.listDeploymentForAllNamespaces({ labelSelector: CONTROLLER_SELECTOR, ...page }),
       });
-  const controllerWatch = new VmDhcpControllerWatch(controllers, configured);
+  // The controller's own pods: its rolling update is over only once none runs the old --image (VmDhcpControllerWatch.rolledOut).
+  const controllerPods = allPods.view({
+    name: 'vmdhcp-controller-pods',
+    filter: (pod) => pod.metadata?.labels?.[CHART_NAME_LABEL] === CHART_NAME && pod.metadata?.labels?.[CHART_COMPONENT_LABEL] === 'controller',
+  });
+  const controllerWatch = new VmDhcpControllerWatch(controllers, configured, controllerPods);
   const nads = host.informer<NetworkAttachmentDefinition>({
     name: 'network-attachment-definitions',
     path: `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`,
@@ -138,7 +144,22 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
 
   const recreations = new RecordOnce<RecreationRecord>(host.inFlight, 'AGENT_POOL');
   const serviceAccountName = options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT;
-  const driver = new AgentPoolDriver({ clients, pools, pods, recreations, agentNamespace, serviceAccountName, configuredMode, controller: controllerWatch });
+  const lever = new ControllerImageLever({
+    clients,
+    controller: controllerWatch,
+    warn: (message, fields) => host.logger.warn({ controller: 'agentpool', ...fields }, message),
+  });
+  const driver = new AgentPoolDriver({
+    clients,
+    pools,
+    pods,
+    recreations,
+    agentNamespace,
+    serviceAccountName,
+    configuredMode,
+    controller: controllerWatch,
+    lever,
+  });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
     clients,
@@ -169,7 +190,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const changes = host.controller({
     name: 'vmdhcp-controller-changes',
     workers: 1,
-    reconciler: new ControllerImageReconciler({ watch: controllerWatch, driver, host }),
+    reconciler: new ControllerImageReconciler({ watch: controllerWatch, lever, host }),
   });
   feed(controllers, changes, { map: () => [{ namespace: '', name: 'vm-dhcp-controller' }] });
   feed(nads, controller, {
