@@ -117,7 +117,7 @@ export class RolloutLauncher {
       fromVersion: t.fromVersion,
       toVersion: t.toVersion,
       action: t.skipReason ? 'skip' : 'change',
-      reason: t.skipReason ?? null,
+      reason: t.skipReason ?? t.note ?? null,
     }));
     const requestHash = requestHashOf(plan.kind, request.request);
 

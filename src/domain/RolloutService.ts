@@ -90,6 +90,8 @@ export interface NewTarget {
   toVersion: string;
   /** Set for targets that will not be changed (held, paused, already current): they start SKIPPED. */
   skipReason?: string;
+  /** For a target that will be changed: how, when it matters to the caller (shown in the plan, not stored). */
+  note?: string;
 }
 
 export interface NewRollout {

@@ -8,7 +8,14 @@ import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationErro
 import type { Domain } from './Domain.js';
 import { scopedKey } from './RolloutLauncher.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
-import { DEFAULT_PEER_RUNTIME_CLASS, type BumpNodeAgentImageRequest, type NodeAgentStrategy } from './kinds/nodeAgent.js';
+import {
+  DEFAULT_NODE_AGENT_MODE,
+  DEFAULT_PEER_RUNTIME_CLASS,
+  type BumpNodeAgentImageRequest,
+  type NodeAgentMode,
+  type NodeAgentStrategy,
+} from './kinds/nodeAgent.js';
+import { NODE_AGENT_PULL_ALLOWANCE_SECONDS, STRATEGY_DEFAULTS } from './kinds/limits.js';
 import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
 import type { LaunchResult } from './RolloutLauncher.js';
 import type { NewTarget } from './RolloutService.js';
@@ -69,6 +76,11 @@ export interface NodeAgentCandidates {
   annotatedPeerRuntimeClass: string | null;
   /** rollplane's configured default (`ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS`); kata-remote when not told. */
   defaultPeerRuntimeClass?: string;
+  /**
+   * How long the agent may take to start by its own startupProbe (initialDelaySeconds + periodSeconds ×
+   * failureThreshold; the CAA chart's: 20 + 20 × 30 = 620 s); 0 when it has none.
+   */
+  startupBudgetSeconds?: number;
 }
 
 /** The peer runtime class the agent itself is configured with (the CAA's `RUNTIMECLASS_NAME`), and where it is set. */
@@ -128,11 +140,12 @@ export function planNodeAgentBump(
   queries: NodeAgentQueries,
   declared?: DeclaredRuntimeClass,
 ): RolloutPlan<NodeAgentStrategy> {
-  const { mode } = input;
   const canary = input.canaryNodeSelector ? parseLabelSelector(input.canaryNodeSelector, 'input.canaryNodeSelector') : undefined;
 
   const found = queries.candidates(input.namespace, input.name);
   if (!found) throw new NotFoundError(`DaemonSet ${input.namespace}/${input.name} not found`, { details: { namespace: input.namespace, name: input.name } });
+  const mode = input.mode ?? defaultMode(found);
+  const nodeDeadlineSeconds = input.nodeDeadlineSeconds ?? defaultNodeDeadline(found);
   if (mode === 'SURGE' && !found.selectorHasMatchLabels) {
     throw new ValidationError('input.mode', 'SURGE needs a DaemonSet whose selector has matchLabels (the old agent leaves the set by losing them)');
   }
@@ -148,7 +161,7 @@ export function planNodeAgentBump(
     name: n.node,
     fromVersion: n.image,
     toVersion: input.image,
-    ...(n.image === input.image ? { skipReason: `already runs ${input.image}` } : {}),
+    ...(n.image === input.image ? { skipReason: `already runs ${input.image}` } : mode === 'NODE_BY_NODE' ? { note: DELETES_FIRST } : {}),
   }));
   const changing = targets.filter((t) => !t.skipReason);
   const froms = new Set(changing.map((t) => t.fromVersion));
@@ -157,7 +170,7 @@ export function planNodeAgentBump(
     maxUnavailable: '1',
     maxConcurrent: 1,
     mode,
-    progressDeadlineSeconds: input.nodeDeadlineSeconds,
+    progressDeadlineSeconds: nodeDeadlineSeconds,
     minReadySeconds: input.minReadySeconds,
     failureThreshold: input.failureThreshold,
     autoRollback: false,
@@ -175,6 +188,31 @@ export function planNodeAgentBump(
     strategy,
     targets,
   };
+}
+
+/** What the plan says of each node NODE_BY_NODE changes. */
+export const DELETES_FIRST = "deletes the node's agent first: the node has no Ready agent until the new one starts (SURGE starts it beside the old)";
+
+/**
+ * The mode when the caller names none: SURGE for a DaemonSet that updates itself by surge (the CAA chart's RollingUpdate
+ * maxSurge 1, maxUnavailable 0: new beside old, never a node without a Ready agent) when SURGE can run on it (matchLabels,
+ * no hostPort); NODE_BY_NODE otherwise. The strategy a driving rollout saved counts, not its OnDelete.
+ */
+export function defaultMode(found: NodeAgentCandidates): NodeAgentMode {
+  const strategy = (found.set.savedUpdateStrategy ?? found.set.updateStrategy) as {
+    type?: string;
+    rollingUpdate?: { maxSurge?: unknown; maxUnavailable?: unknown };
+  };
+  const rolling = strategy.type === undefined || strategy.type === 'RollingUpdate';
+  const zero = (v: unknown) => v === 0 || v === '0' || v === '0%';
+  const surges = strategy.rollingUpdate?.maxSurge !== undefined && !zero(strategy.rollingUpdate.maxSurge);
+  const byChart = rolling && surges && zero(strategy.rollingUpdate?.maxUnavailable);
+  return byChart && found.selectorHasMatchLabels && !found.usesHostPorts ? 'SURGE' : DEFAULT_NODE_AGENT_MODE;
+}
+
+/** The node deadline when none is given: the agent's own startup budget plus the pull, and never under the default. */
+export function defaultNodeDeadline(found: NodeAgentCandidates): number {
+  return Math.max(STRATEGY_DEFAULTS.progressDeadlineSeconds, (found.startupBudgetSeconds ?? 0) + NODE_AGENT_PULL_ALLOWANCE_SECONDS);
 }
 
 /**

@@ -3,6 +3,7 @@ import { bumpNodeAgentImageInput, type BumpNodeAgentImageInput } from '../../src
 import { parseInput } from '../../src/domain/kinds/strategy.js';
 import { matchesLabelSelector, parseLabelSelector } from '../../src/domain/labelSelector.js';
 import {
+  DELETES_FIRST,
   nodeAgentSelectorOf,
   planNodeAgentBump,
   type NodeAgentCandidate,
@@ -50,9 +51,10 @@ const nodes: NodeAgentCandidate[] = [
 describe('planNodeAgentBump', () => {
   it('orders canary nodes first, then by name, skips nodes already on the image, one node at a time', () => {
     const plan = planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, canaryNodeSelector: 'canary=true' }), clusterWith({ nodes }));
+    // An OnDelete set: NODE_BY_NODE, and the plan says it deletes each agent first (issue 27).
     expect(plan.targets).toEqual([
-      { namespace: '', name: 'n-a', fromVersion: OLD, toVersion: NEW },
-      { namespace: '', name: 'n-b', fromVersion: OLD, toVersion: NEW },
+      { namespace: '', name: 'n-a', fromVersion: OLD, toVersion: NEW, note: DELETES_FIRST },
+      { namespace: '', name: 'n-b', fromVersion: OLD, toVersion: NEW, note: DELETES_FIRST },
       { namespace: '', name: 'n-c', fromVersion: NEW, toVersion: NEW, skipReason: `already runs ${NEW}` },
     ]);
     expect(plan.fromVersion).toBe(OLD);
@@ -67,6 +69,31 @@ describe('planNodeAgentBump', () => {
     });
     // A rollback copies the strategy, not the selector: the DaemonSet is found from either.
     expect(nodeAgentSelectorOf({ selector: { rollbackOf: 'ro_x' }, strategy: plan.strategy })).toMatchObject({ namespace: 'ns', name: 'agent' });
+  });
+
+  it("defaults to the chart's own way: SURGE for a set that updates by surge, a node deadline covering its startup budget", () => {
+    const chart = { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } };
+    const set = { ...clusterWith({ nodes }).getSet('ns', 'agent')!, updateStrategy: chart };
+    // The cloud-api-adaptor chart: startupProbe initialDelaySeconds 20, periodSeconds 20, failureThreshold 30 → 620 s.
+    const surge = planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes, set, startupBudgetSeconds: 620 }));
+    expect(surge.strategy).toMatchObject({ mode: 'SURGE', progressDeadlineSeconds: 740 });
+    expect(surge.targets.filter((t) => !t.skipReason).every((t) => t.note === undefined)).toBe(true);
+    // While a rollout drives it the set is OnDelete: the strategy it saved decides.
+    const driven = { ...set, updateStrategy: { type: 'OnDelete' }, savedUpdateStrategy: chart };
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes, set: driven })).strategy.mode).toBe('SURGE');
+    // SURGE impossible (a hostPort, no matchLabels) or a set that does not surge itself: NODE_BY_NODE; explicit input wins.
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes, set, usesHostPorts: true })).strategy.mode).toBe(
+      'NODE_BY_NODE',
+    );
+    const unavailable = { ...set, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } } };
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes, set: unavailable })).strategy.mode).toBe(
+      'NODE_BY_NODE',
+    );
+    const explicit = planNodeAgentBump(
+      request({ namespace: 'ns', name: 'agent', image: NEW, mode: 'NODE_BY_NODE', nodeDeadlineSeconds: 300 }),
+      clusterWith({ nodes, set }),
+    );
+    expect(explicit.strategy).toMatchObject({ mode: 'NODE_BY_NODE', progressDeadlineSeconds: 300 });
   });
 
   it('names the offending field', () => {

@@ -184,8 +184,7 @@ describe('mutation inputs refused at the API edge', () => {
     ['bumpAgentImage', ['strategy', 'failureThreshold']],
     ['bumpAgentImage', ['strategy', 'autoRollback']],
     ['bumpNodeAgentImage', ['dryRun']],
-    ['bumpNodeAgentImage', ['mode']],
-    ['bumpNodeAgentImage', ['nodeDeadlineSeconds']],
+    // mode and nodeDeadlineSeconds have no schema default (issue 27): the planner reads them off the DaemonSet.
     ['bumpNodeAgentImage', ['minReadySeconds']],
     ['bumpNodeAgentImage', ['failureThreshold']],
     ['bumpNodeAgentImage', ['peerRuntimeClass']],
@@ -298,9 +297,10 @@ describe('mutation inputs accepted at the API edge', () => {
         {
           maxUnavailable: '1',
           maxConcurrent: 1,
-          mode: 'NODE_BY_NODE',
+          // The demo's chart-shaped CAA set: its own surge way, and its startupProbe budget plus the pull (issue 27).
+          mode: 'SURGE',
           minReadySeconds: 0,
-          progressDeadlineSeconds: 600,
+          progressDeadlineSeconds: 740,
           failureThreshold: 1,
           autoRollback: false,
         },

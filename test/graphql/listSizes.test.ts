@@ -14,6 +14,7 @@ const HANDFUL: Record<string, string> = {
   'AgentPool.conditions': "the IPPool's conditions (upstream sets four types)",
   'ClusterUpgradeObservation.components': "a virtual cluster's control-plane components (three)",
   'BumpPayload.plan': "a mutation's answer: mutations are limited per minute on their own, and the plan is the caller's own request",
+  'Rollout.revertedOutsideRollplane': 'changes made outside rollplane that reverted one rollout (read capped at 100)',
 };
 
 const LIMITS = { maxQueryDepth: 12, maxAliases: 30, maxQueryCost: 1_000_000, maxQueryTokens: 2_000, maxBodyBytes: 262_144 };

@@ -94,13 +94,13 @@ export function registerBump(program: Command, io: CliIo, setExitCode: (code: nu
       .argument('<image>', 'OCI image reference', flags.image)
       .option(
         '--mode <mode>',
-        'node-by-node or surge (server default node-by-node)',
+        'node-by-node or surge (server default: surge for a DaemonSet that updates by surge itself, else node-by-node)',
         flags.oneOf(['node-by-node', 'surge'], (v) => v.replace(/-/g, '_').toUpperCase()),
       )
       .option('--canary-node-selector <labels>', 'nodes matching this label selector go first', flags.labelSelector)
       .option(
         '--node-deadline <duration>',
-        `time a node may take (seconds or 10m; server default ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`,
+        `time a node may take (seconds or 10m; server default: the agent's startupProbe budget plus 120 s, at least ${STRATEGY_DEFAULTS.progressDeadlineSeconds})`,
         flags.durationIn(NODE_AGENT_RANGES.nodeDeadlineSeconds),
       )
       .option(

@@ -146,12 +146,19 @@ export type BumpNodeAgentImageInput = {
   name: string;
   /** OCI image reference. */
   image: string;
-  /** How each node's agent is replaced. */
-  mode?: NodeAgentMode;
+  /**
+   * How each node's agent is replaced. Default: SURGE for a DaemonSet that updates by surge itself (RollingUpdate with
+   * maxSurge ≥ 1 and maxUnavailable 0, as the cloud-api-adaptor chart installs it) when SURGE can run on it, else
+   * NODE_BY_NODE (which deletes each node's agent before the new one starts; the plan says so).
+   */
+  mode?: NodeAgentMode | null | undefined;
   /** Nodes matching this label selector go first (canary nodes); the rest follow by name. */
   canaryNodeSelector?: string | null | undefined;
-  /** Seconds a node may take (agent Ready and peer pods back). Default 600. */
-  nodeDeadlineSeconds?: number;
+  /**
+   * Seconds a node may take (agent Ready and peer pods back). Default: the agent's startupProbe budget
+   * (initialDelaySeconds + periodSeconds × failureThreshold) plus 120 s for the image pull, and at least 600.
+   */
+  nodeDeadlineSeconds?: number | null | undefined;
   /** Seconds the new agent must stay Ready before the node counts as done. */
   minReadySeconds?: number;
   /** Failed nodes that fail the rollout. Default 1. */

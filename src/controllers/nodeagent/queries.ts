@@ -75,6 +75,7 @@ export function nodeAgentQueries({ cache, clients, events }: NodeAgentQueriesDep
         usesHostPorts: (ds.spec?.template?.spec?.containers ?? []).some((c) => (c.ports ?? []).some((p) => p.hostPort !== undefined && p.hostPort !== 0)),
         annotatedPeerRuntimeClass: ds.metadata?.annotations?.[PEER_RUNTIME_CLASS_ANNOTATION] ?? null,
         defaultPeerRuntimeClass: cache.defaultPeerRuntimeClass,
+        startupBudgetSeconds: startupBudgetOf(ds, container),
       };
     },
     async agentRuntimeClass(namespace, name) {
@@ -110,6 +111,18 @@ export function nodeAgentQueries({ cache, clients, events }: NodeAgentQueriesDep
       return items;
     },
   };
+}
+
+/**
+ * The agent container's startupProbe budget: the kubelet restarts it after initialDelaySeconds + periodSeconds ×
+ * failureThreshold (Kubernetes' defaults: 0, 10, 3); 0 without a startupProbe.
+ */
+function startupBudgetOf(ds: V1DaemonSet, container: string | undefined): number {
+  const containers = ds.spec?.template?.spec?.containers ?? [];
+  const agent = containers.find((c) => c.name === container) ?? containers[0];
+  const probe = agent?.startupProbe;
+  if (!probe) return 0;
+  return (probe.initialDelaySeconds ?? 0) + (probe.periodSeconds ?? 10) * (probe.failureThreshold ?? 3);
 }
 
 function parseJsonObject(text: string | undefined): Record<string, unknown> | null {

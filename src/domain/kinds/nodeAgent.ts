@@ -32,17 +32,18 @@ export const bumpNodeAgentImageInput = z.object({
   namespace: named('must be a Kubernetes namespace name'),
   name: named('must be a Kubernetes object name'),
   image: imageReferenceInput,
+  // Both left to the planner when not given: it reads them off the DaemonSet (planNodeAgentBump).
   mode: z
     .string()
     .nullish()
-    .transform((mode, ctx): NodeAgentMode => {
-      const value = mode ?? DEFAULT_NODE_AGENT_MODE;
-      if (value !== 'NODE_BY_NODE' && value !== 'SURGE') ctx.addIssue({ code: 'custom', message: `must be NODE_BY_NODE or SURGE (got ${value})` });
-      return value as NodeAgentMode;
+    .transform((mode, ctx): NodeAgentMode | null => {
+      if (mode == null) return null;
+      if (mode !== 'NODE_BY_NODE' && mode !== 'SURGE') ctx.addIssue({ code: 'custom', message: `must be NODE_BY_NODE or SURGE (got ${mode})` });
+      return mode as NodeAgentMode;
     }),
   nodeDeadlineSeconds: intIn(NODE_AGENT_RANGES.nodeDeadlineSeconds)
     .nullish()
-    .transform((v) => v ?? STRATEGY_DEFAULTS.progressDeadlineSeconds),
+    .transform((v) => v ?? null),
   minReadySeconds: intIn(NODE_AGENT_RANGES.minReadySeconds)
     .nullish()
     .transform((v) => v ?? DEFAULT_MIN_READY_SECONDS),

@@ -1089,12 +1089,19 @@ export type BumpNodeAgentImageInput = {
   name: Scalars['String']['input'];
   /** OCI image reference. */
   image: Scalars['String']['input'];
-  /** How each node's agent is replaced. */
-  mode?: NodeAgentMode;
+  /**
+   * How each node's agent is replaced. Default: SURGE for a DaemonSet that updates by surge itself (RollingUpdate with
+   * maxSurge ≥ 1 and maxUnavailable 0, as the cloud-api-adaptor chart installs it) when SURGE can run on it, else
+   * NODE_BY_NODE (which deletes each node's agent before the new one starts; the plan says so).
+   */
+  mode?: InputMaybe<NodeAgentMode>;
   /** Nodes matching this label selector go first (canary nodes); the rest follow by name. */
   canaryNodeSelector?: InputMaybe<Scalars['String']['input']>;
-  /** Seconds a node may take (agent Ready and peer pods back). Default 600. */
-  nodeDeadlineSeconds?: Scalars['Int']['input'];
+  /**
+   * Seconds a node may take (agent Ready and peer pods back). Default: the agent's startupProbe budget
+   * (initialDelaySeconds + periodSeconds × failureThreshold) plus 120 s for the image pull, and at least 600.
+   */
+  nodeDeadlineSeconds?: InputMaybe<Scalars['Int']['input']>;
   /** Seconds the new agent must stay Ready before the node counts as done. */
   minReadySeconds?: Scalars['Int']['input'];
   /** Failed nodes that fail the rollout. Default 1. */
@@ -1176,7 +1183,7 @@ export type PlanItem = {
   toVersion: Scalars['String']['output'];
   /** change, skip (held/paused/current). */
   action: Scalars['String']['output'];
-  /** Why it is skipped, when it is. */
+  /** Why it is skipped, when it is; for a change, how it is made when that matters (NODE_BY_NODE deletes the agent first). */
   reason?: Maybe<Scalars['String']['output']>;
 };
 

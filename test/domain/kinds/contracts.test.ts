@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { AGENT_POOL_RANGES, bumpAgentImageInput } from '../../../src/domain/kinds/agentPool.js';
 import { AGENT_POOL_STRATEGY_DEFAULTS } from '../../../src/domain/kinds/limits.js';
 import { defaultStrategy, parseStoredStrategy, serializeStrategy, type RolloutStrategy } from '../../../src/domain/kinds/index.js';
-import { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from '../../../src/domain/kinds/nodeAgent.js';
+import { DEFAULT_MIN_READY_SECONDS, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from '../../../src/domain/kinds/nodeAgent.js';
 import { admissionLimit, integerReason, parseInput, rollbackStrategyOf, STRATEGY_DEFAULTS } from '../../../src/domain/kinds/strategy.js';
 import { DEFAULT_MAX_CONCURRENT, VIRTUAL_CLUSTER_RANGES } from '../../../src/domain/kinds/virtualCluster.js';
 
@@ -184,8 +184,9 @@ describe('the defaults', () => {
       failureThreshold: defaultOf('BumpNodeAgentImageInput', 'failureThreshold'),
       peerRuntimeClass: defaultOf('BumpNodeAgentImageInput', 'peerRuntimeClass'),
     }).toEqual({
-      mode: DEFAULT_NODE_AGENT_MODE,
-      nodeDeadlineSeconds: STRATEGY_DEFAULTS.progressDeadlineSeconds,
+      // No schema default: the planner reads both off the DaemonSet (its update strategy, its startupProbe).
+      mode: undefined,
+      nodeDeadlineSeconds: undefined,
       minReadySeconds: DEFAULT_MIN_READY_SECONDS,
       failureThreshold: STRATEGY_DEFAULTS.failureThreshold,
       peerRuntimeClass: DEFAULT_PEER_RUNTIME_CLASS,

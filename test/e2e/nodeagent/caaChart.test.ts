@@ -34,7 +34,8 @@ const peersOn = (node: string) =>
  * previous one's peer pods are back; the DaemonSet's strategy is the chart's or OnDelete (rollplane's), never anything
  * else, and its template never carries the readiness gate. Records the order nodes get busy and agent pods created.
  */
-function watchCluster() {
+function watchCluster(options: { everyNodeReady?: boolean } = {}) {
+  const allowedWithoutReady = options.everyNodeReady ? 0 : 1;
   const violations: string[] = [];
   const busyOrder: string[] = [];
   const created = new Map<string, number>();
@@ -54,7 +55,8 @@ function watchCluster() {
       created.set(node, (created.get(node) ?? 0) + 1);
     }
     const withoutReady = NODES.filter((n) => !agentsOn(n).some(serving));
-    if (withoutReady.length > 1) violations.push(`rev ${event.object.metadata.resourceVersion}: no Ready agent on ${withoutReady.join(', ')}`);
+    if (withoutReady.length > allowedWithoutReady)
+      violations.push(`rev ${event.object.metadata.resourceVersion}: no Ready agent on ${withoutReady.join(', ')}`);
     const nowBusy = new Set(
       NODES.filter((n) => {
         const agents = agentsOn(n);
@@ -101,12 +103,51 @@ afterEach(async () => {
 });
 
 describe('node agents beside the cloud-api-adaptor chart', () => {
-  it('rolls node by node, never two nodes without a Ready agent, and leaves the chart strategy and template as they were', async () => {
+  it('by default on the chart (SURGE, issue 27): no node is ever without a Ready agent; strategy and template come back exactly', async () => {
+    const original = structuredClone(daemonSet());
+    expect(original.spec.updateStrategy).toEqual(CHART_STRATEGY);
+    const watch = watchCluster({ everyNodeReady: true });
+    try {
+      const plan = await gql(
+        app!.url,
+        `mutation ($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { rollout { strategy { mode progressDeadlineSeconds } } plan { reason } } }`,
+        {
+          input: { namespace: NS, name: DS, image: NEW, dryRun: true },
+        },
+      );
+      // The chart's startupProbe budget (20 s + 20 s × 30) plus the pull: the chart's 620 s fit in a node's deadline.
+      expect(plan.data.bumpNodeAgentImage.rollout.strategy).toEqual({ mode: 'SURGE', progressDeadlineSeconds: 740 });
+      expect(plan.data.bumpNodeAgentImage.plan.map((p: { reason: string | null }) => p.reason)).toEqual(NODES.map(() => null));
+      const run = await gql(app!.url, BUMP, { input: { namespace: NS, name: DS, image: NEW } });
+      expect(run.errors).toBeUndefined();
+      expect(run.data.bumpNodeAgentImage.rollout.strategy.mode).toBe('SURGE');
+      expect((await waitState(run.data.bumpNodeAgentImage.rollout.id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      await until('the chart strategy back', () => isDeepStrictEqual(daemonSet().spec.updateStrategy, CHART_STRATEGY));
+      await until('no retiring agent left', () => NODES.every((n) => agentsOn(n).length === 1));
+      await settled();
+    } finally {
+      watch.unsubscribe();
+    }
+    expect(watch.violations).toEqual([]);
+    expect(watch.busyOrder).toEqual(NODES);
+    expect(daemonSet().spec.updateStrategy).toEqual(original.spec.updateStrategy);
+    const expected = structuredClone(original.spec.template);
+    expected.spec.containers[0].image = NEW;
+    expect(daemonSet().spec.template).toEqual(expected);
+    expect(Object.keys(daemonSet().metadata.annotations ?? {}).filter((k) => k.startsWith('rollplane.io/'))).toEqual([]);
+  });
+
+  it('rolls node by node when asked, never two nodes without a Ready agent, and leaves the chart strategy and template as they were', async () => {
     const original = structuredClone(daemonSet());
     expect(original.spec.updateStrategy).toEqual(CHART_STRATEGY);
     const watch = watchCluster();
     try {
-      const run = await gql(app!.url, BUMP, { input: { namespace: NS, name: DS, image: NEW } });
+      const dry = await gql(app!.url, `mutation ($input: BumpNodeAgentImageInput!) { bumpNodeAgentImage(input: $input) { plan { reason } } }`, {
+        input: { namespace: NS, name: DS, image: NEW, mode: 'NODE_BY_NODE', dryRun: true },
+      });
+      // The plan says NODE_BY_NODE deletes each agent first.
+      for (const item of dry.data.bumpNodeAgentImage.plan) expect(item.reason).toMatch(/^deletes the node's agent first/);
+      const run = await gql(app!.url, BUMP, { input: { namespace: NS, name: DS, image: NEW, mode: 'NODE_BY_NODE' } });
       expect(run.errors).toBeUndefined();
       const done = await waitState(run.data.bumpNodeAgentImage.rollout.id, ['SUCCEEDED', 'FAILED']);
       expect(done.state).toBe('SUCCEEDED');

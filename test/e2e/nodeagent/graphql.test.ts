@@ -116,9 +116,10 @@ describe('node agents over GraphQL', () => {
     expect(dry.data.bumpNodeAgentImage.rollout.strategy).toEqual({
       maxUnavailable: '1',
       maxConcurrent: 1,
-      mode: 'NODE_BY_NODE',
+      mode: 'NODE_BY_NODE', // an OnDelete set does not update by surge itself
       minReadySeconds: 0,
-      progressDeadlineSeconds: 600,
+      // The agent's startupProbe budget (20 s + 20 s × 30) plus 120 s for the pull (issue 27).
+      progressDeadlineSeconds: 740,
       failureThreshold: 1,
     });
     expect(dry.data.bumpNodeAgentImage.plan.map((p: { name: string; namespace: string; action: string }) => [p.namespace, p.name, p.action])).toEqual([
