@@ -213,7 +213,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     env: 'ROLLPLANE_AGENT_IMAGE',
     flag: '--agent-image',
-    default: 'rancher/harvester-vm-dhcp-agent:v0.3.0',
+    default: 'rancher/harvester-vm-dhcp-agent:v1.8.1',
     description: 'Agent image for pools that have none recorded yet (rollouts change it per pool)',
   },
   {
@@ -539,7 +539,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     }
     return value;
   };
-  const agentImage = read('ROLLPLANE_AGENT_IMAGE') ?? 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+  const agentImage = read('ROLLPLANE_AGENT_IMAGE') ?? 'rancher/harvester-vm-dhcp-agent:v1.8.1';
   try {
     parseImageReference(agentImage, 'ROLLPLANE_AGENT_IMAGE');
   } catch (error) {

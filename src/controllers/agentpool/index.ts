@@ -39,7 +39,7 @@ export interface AgentPoolOptions {
   vmDhcpController?: { namespace: string; name: string };
   /** Where agents run; default `harvester-system`. */
   agentNamespace?: string;
-  /** Image of agents for pools that have none recorded yet; default the upstream v0.3.0 agent. */
+  /** Image of agents for pools that have none recorded yet; default the upstream v1.8.1 agent (a current release). */
   agentImage?: string;
   /** Seconds a Terminating agent on a NotReady node waits before it is force-deleted; default 120; null disables. */
   stuckGraceSeconds?: number | null;
@@ -53,7 +53,7 @@ export interface AgentPoolOptions {
 }
 
 export const DEFAULT_AGENT_NAMESPACE = 'harvester-system';
-export const DEFAULT_AGENT_IMAGE = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+export const DEFAULT_AGENT_IMAGE = 'rancher/harvester-vm-dhcp-agent:v1.8.1';
 /**
  * The chart's `<fullname>-agent` for release `harvester-vm-dhcp-controller` (its README's install command). The old
  * default, `vm-dhcp-controller-agent`, is created by no chart: the ServiceAccount admission refused every agent.

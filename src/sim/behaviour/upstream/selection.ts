@@ -28,9 +28,6 @@ const TOKENS: Record<string, (s: UpstreamSelection) => void> = {
   'vm-dhcp:no-agent': (s) => {
     s.vmDhcp = { ...s.vmDhcp, noAgent: true };
   },
-  'vm-dhcp:addon': (s) => {
-    s.vmDhcp = { ...s.vmDhcp, addon: true };
-  },
   'vc-manager': (s) => {
     s.vcManager = { ...s.vcManager };
   },
@@ -39,6 +36,9 @@ const TOKENS: Record<string, (s: UpstreamSelection) => void> = {
   },
   caa: (s) => {
     s.caa = true;
+  },
+  'vm-dhcp:addon': (s) => {
+    s.vmDhcp = { ...s.vmDhcp, addon: true };
   },
 };
 
@@ -58,7 +58,7 @@ export function parseUpstreamSpec(text: string): UpstreamSelection {
       }
     }
     const apply = TOKENS[token];
-    if (!apply) throw new ValidationError('fleet', `upstream=${text}: expected none or ${UPSTREAM_TOKENS.join('|')} joined by + (got "${token}")`);
+    if (!apply) throw new ValidationError('fleet', `upstream=${text}: expected none or ${UPSTREAM_TOKENS.join('|')} joined by + (vm-dhcp also as vm-dhcp@<version>) (got "${token}")`);
     apply(selection);
     if (version !== undefined) selection.vmDhcp = { ...selection.vmDhcp, version: version.startsWith('v') ? version : `v${version}` };
   }
