@@ -58,6 +58,13 @@ export const PERMISSIONS: readonly Permission[] = [
     scope: 'cluster',
     why: 'the vm-dhcp-controller Deployment: found by its chart labels, its --image argument set by coexistence rollouts',
   },
+  {
+    group: 'harvesterhci.io',
+    resource: 'addons',
+    verbs: ['get', 'patch'],
+    scope: 'cluster',
+    why: "the Harvester Addon that owns the vm-dhcp-controller: the agent image is set in its valuesContent (ADR 31)",
+  },
   // Node agents (cloud-api-adaptor): the DaemonSet's template and update strategy.
   {
     group: 'apps',
