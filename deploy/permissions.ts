@@ -63,7 +63,7 @@ export const PERMISSIONS: readonly Permission[] = [
     resource: 'addons',
     verbs: ['get', 'patch'],
     scope: 'cluster',
-    why: "the Harvester Addon that owns the vm-dhcp-controller: the agent image is set in its valuesContent (ADR 31)",
+    why: 'the Harvester Addon that owns the vm-dhcp-controller: the agent image is set in its valuesContent (ADR 32)',
   },
   // Node agents (cloud-api-adaptor): the DaemonSet's template and update strategy.
   {

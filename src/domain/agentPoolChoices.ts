@@ -1,5 +1,5 @@
 /**
- * What rollplane chose for each agent pool, from the history (issue 27, ADR 0030): a pool's desired agent image is
+ * What rollplane chose for each agent pool, from the history (issue 27, ADR 0032): a pool's desired agent image is
  * the outcome of the last rollout that decided it, not whatever the vm-dhcp-controller's `--image` says now. So a
  * `helm upgrade` or an add-on upgrade that reverts a rollout shows as drift, and a failed rollout's image is never
  * presented as desired. And what upstream would do to a pool: `recreatedWith` (the cluster's answer), `exposedTo` when

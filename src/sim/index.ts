@@ -11,7 +11,7 @@
  * Where the API deliberately differs from a real API server (so tests do not lean on these):
  * - no authentication or authorization (any token); of admission, only what Kubernetes always runs (src/sim/admission,
  *   ADR 14: namespace lifecycle, ServiceAccounts, pod update rules, Secret and ConfigMap rules, names and labels), and
- *   validating webhooks served by simulated programs behind Services (ADR 32; no mutating webhooks, no `url` webhooks);
+ *   validating webhooks served by simulated programs behind Services (ADR 33; no mutating webhooks, no `url` webhooks);
  *   built-in kinds get no schema validation beyond that (their OpenAPI documents are open);
  * - a CRD is established at once (no NamesAccepted/Established delay); only its storage version (or first served one)
  *   is served, without conversion; deleting it removes its objects at once, finalizers or not, then ends the watches

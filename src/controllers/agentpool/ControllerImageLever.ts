@@ -23,7 +23,7 @@ export interface ControllerImageLeverDeps {
 }
 
 /**
- * The one way rollplane changes the vm-dhcp-controller's `--image` (ADR 0030): through its owner. An Addon-owned
+ * The one way rollplane changes the vm-dhcp-controller's `--image` (ADR 0032): through its owner. An Addon-owned
  * controller gets the image in the Addon's `valuesContent` (agent.image.repository/tag), so the add-on reconcile keeps
  * rollplane's choice instead of reverting it; a Helm release without an Addon, or no owner, gets the Deployment's
  * argument patched (the next `helm upgrade` of such a release puts its own values back: logged, and recorded with the

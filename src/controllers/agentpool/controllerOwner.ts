@@ -4,7 +4,7 @@ import { isAppError, ErrorCode } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 
 /**
- * Who owns the vm-dhcp-controller's `--image` (ADR 0030). The chart renders it from `agent.image.repository` and
+ * Who owns the vm-dhcp-controller's `--image` (ADR 0032). The chart renders it from `agent.image.repository` and
  * `agent.image.tag` (chart/templates/deployment.yaml); Harvester installs the chart as the Addon
  * `harvester-system/harvester-vm-dhcp-controller` (harvester/experimental-addons), whose controller renders the chart
  * from `spec.valuesContent` (harvester/harvester pkg/controller/master/addon) and puts its values back on the next

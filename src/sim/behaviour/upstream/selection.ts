@@ -58,7 +58,11 @@ export function parseUpstreamSpec(text: string): UpstreamSelection {
       }
     }
     const apply = TOKENS[token];
-    if (!apply) throw new ValidationError('fleet', `upstream=${text}: expected none or ${UPSTREAM_TOKENS.join('|')} joined by + (vm-dhcp also as vm-dhcp@<version>) (got "${token}")`);
+    if (!apply)
+      throw new ValidationError(
+        'fleet',
+        `upstream=${text}: expected none or ${UPSTREAM_TOKENS.join('|')} joined by + (vm-dhcp also as vm-dhcp@<version>) (got "${token}")`,
+      );
     apply(selection);
     if (version !== undefined) selection.vmDhcp = { ...selection.vmDhcp, version: version.startsWith('v') ? version : `v${version}` };
   }
