@@ -44,6 +44,8 @@ export interface AgentPoolView {
   desiredImage: string | null;
   /** The rollout whose decision `desiredImage` is; null when it is the cluster's. */
   desiredBy: string | null;
+  /** The image the pool's status records (`status.agentPodRef.image`): what planning moves a pool from. */
+  recordedImage: string | null;
   runningImage: string | null;
   /**
    * The image the pool's agent would get if it were recreated now (evicted, drained, deleted): beside the controller its
@@ -232,13 +234,15 @@ export async function bumpAgentImage(
   if (pools.length === 0) throw new ValidationError('input.pools', 'selects no IPPool');
 
   const targets: NewTarget[] = pools.map((p) => {
-    // Beside the controller every pool desires its image; what a pool moves from is what it runs.
-    const from = p.mode === 'COEXIST' ? (p.runningImage ?? p.desiredImage) : p.desiredImage;
+    // Planned from the cluster, not from what rollouts decided (desiredImage): beside the controller a pool moves from
+    // what it runs; in direct mode from the image its status records.
+    const recorded = p.recordedImage ?? p.desiredImage;
+    const from = p.mode === 'COEXIST' ? (p.runningImage ?? recorded) : recorded;
     const skipReason = p.held
       ? 'held: network.harvesterhci.io/hold-ippool-agent-upgrade'
       : p.paused
         ? 'paused: spec.paused is true'
-        : p.desiredImage === image && p.runningImage === image
+        : recorded === image && p.runningImage === image
           ? 'already current'
           : undefined;
     return { namespace: p.namespace, name: p.name, fromVersion: from, toVersion: image, ...(skipReason ? { skipReason } : {}) };

@@ -114,6 +114,7 @@ class CachedAgentPoolQueries implements AgentPoolQueries {
       // A paused pool runs no agent, upstream or not: nothing is desired of it.
       desiredImage: pool.spec?.paused === true ? (ref?.image ?? null) : (upstreamImage ?? ref?.image ?? null),
       desiredBy: null,
+      recordedImage: ref?.image ?? null,
       // A Terminating agent still runs (and serves) until it is gone.
       runningImage: (pod && podImage(pod)) || null,
       // Upstream recreates a missing agent with its own --image, held or not (DeployAgent's create path); rollplane, in
