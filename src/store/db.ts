@@ -9,6 +9,8 @@ import { SqliteAuditStore } from './sqlite/SqliteAuditStore.js';
 import { SqliteTokenStore } from './sqlite/SqliteTokenStore.js';
 import type { TokenStore } from '../auth/TokenStore.js';
 import type { AuditStore } from '../domain/AuditStore.js';
+import type { NotificationStore } from '../domain/notifications/NotificationStore.js';
+import { SqliteNotificationStore } from './sqlite/SqliteNotificationStore.js';
 import { Sql } from './Sql.js';
 import { AnnouncedWriteGeneration, HISTORY_WRITES_CHANNEL, SqliteWriteGeneration, type WriteGeneration } from './writeGeneration.js';
 import { UnavailableError } from '../errors.js';
@@ -21,6 +23,8 @@ export interface Database {
   tokens: TokenStore;
   /** The audit log (domain/AuditStore.ts). */
   audit: AuditStore;
+  /** Notification subscriptions and the outbox (domain/notifications/NotificationStore.ts). */
+  notifications: NotificationStore;
   /** Where the data is: the SQLite file, or the PostgreSQL URL with its password masked. */
   location: string;
   migrations: MigrationReport;
@@ -87,12 +91,13 @@ export async function openDatabase(url: string): Promise<Database> {
  */
 async function openPostgresDatabase(url: string, connectionLimit: number): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg.
-  const [{ openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { PgTokenStore }, { PgAuditStore }] = await Promise.all([
+  const [{ openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { PgTokenStore }, { PgAuditStore }, { PgNotificationStore }] = await Promise.all([
     import('./postgres/open.js'),
     import('./postgres/PgEventNotifier.js'),
     import('./postgres/PgRateLimiter.js'),
     import('./postgres/PgTokenStore.js'),
     import('./postgres/PgAuditStore.js'),
+    import('./postgres/PgNotificationStore.js'),
   ]);
   const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: connectionLimit });
   let open = true;
@@ -101,6 +106,7 @@ async function openPostgresDatabase(url: string, connectionLimit: number): Promi
     store,
     tokens: new PgTokenStore(pool, url),
     audit: new PgAuditStore(pool),
+    notifications: new PgNotificationStore(pool),
     location: redactDatabaseUrl(url),
     migrations,
     isOpen: () => open,
@@ -173,6 +179,7 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
     store,
     tokens: new SqliteTokenStore(sql),
     audit: new SqliteAuditStore(sql),
+    notifications: new SqliteNotificationStore(sql),
     sql,
     file,
     location: file,

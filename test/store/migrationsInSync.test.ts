@@ -53,6 +53,8 @@ function schemaAhead(provider: Provider): string {
   const folder = path.join(tmp, `${provider}-ahead`);
   mkdirSync(path.join(folder, 'models'), { recursive: true });
   cpSync(path.join(projectRoot, 'prisma', provider, 'datasource.prisma'), path.join(folder, 'datasource.prisma'));
+  // Every model file (the models are a multi-file schema), one of them changed.
+  cpSync(path.join(projectRoot, 'prisma/models'), path.join(folder, 'models'), { recursive: true });
   const models = readFileSync(path.join(projectRoot, 'prisma/models/history.prisma'), 'utf8');
   const changed = models.replace(/model WriteProbe \{\n/, 'model WriteProbe {\n  addedByTheTest String?\n');
   expect(changed).not.toBe(models);

@@ -26,6 +26,10 @@ import { checkDistinctTargets } from '../targetBatches.js';
 import { INSERT_REVISIONS, LATEST_REVISIONS, UPDATE_TARGETS, insertRevisionsParams, updateTargetsParams } from './targetBatchStatements.js';
 import { isoOf, numbered, preparedQuery, watchLentConnection } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
+import type { Route } from '../../domain/notifications/model.js';
+import { routeEvents } from '../../domain/notifications/routing.js';
+import { READ_GENERATION, READ_ROUTES } from '../notificationRows.js';
+import { RouteCache, type RouteRow } from '../outbox.js';
 
 /**
  * The PostgreSQL implementation of the history port, on a pg pool (not Prisma: each Prisma 6.19 query is compiled on
@@ -70,7 +74,7 @@ function isRetriable(error: unknown): boolean {
  * The database is unreachable, shutting down or refusing connections, or it cancelled a statement that ran past the
  * pool's statement timeout (57014, see pool.ts): UNAVAILABLE, retry later (no address: clients see it).
  */
-function unavailable(error: unknown): unknown {
+export function unavailable(error: unknown): unknown {
   if (isDatabaseUnreachable(error)) return new UnavailableError(databaseUnreachableMessage(error), { cause: error });
   if ((error as { code?: unknown } | null)?.code === '57014')
     return new UnavailableError('the database did not finish a statement in time (57014)', { cause: error });
@@ -116,6 +120,31 @@ const INSERT_EVENTS = `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock($
      ORDER BY u.ord
     RETURNING "id", "createdAt")
 SELECT array_agg("id" ORDER BY "id") AS ids, MAX("createdAt") AS "createdAt", pg_notify($8, MAX("id")::text) AS notified FROM inserted`;
+
+/**
+ * INSERT_EVENTS with the outbox (docs/adr/0031): the delivery rows of the matching subscriptions go in the same
+ * statement, so they commit with their events or not at all, and cost no round trip. Each row names its event by its
+ * position among the events given (`r.ord`, from 1), matched to the ids drawn in that order. A repeat of a once-per
+ * key already in the table is dropped by its unique index (ON CONFLICT DO NOTHING).
+ */
+const INSERT_EVENTS_ROUTED = `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock($7::int8) AS locked),
+  stamp AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp() AT TIME ZONE 'UTC')::timestamp(3) AS "at" FROM turn),
+  inserted AS (
+    INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
+    SELECT u.t, u.r, u.k, u.ns, u.n, u.p, stamp."at"
+      FROM stamp, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, ord)
+     ORDER BY u.ord
+    RETURNING "id", "createdAt"),
+  numbered AS (SELECT "id", row_number() OVER (ORDER BY "id") AS ord FROM inserted),
+  routed AS (
+    INSERT INTO "NotificationDelivery" ("subscriptionId", "eventId", "onceKey", "lane", "state", "attempts", "nextAttemptAt", "createdAt")
+    SELECT r.s, numbered."id", r.k, r.l, 'PENDING', 0, stamp."at", stamp."at"
+      FROM unnest($9::int8[], $10::text[], $11::text[], $12::text[]) AS r(ord, s, k, l)
+      JOIN numbered ON numbered.ord = r.ord CROSS JOIN stamp
+    ON CONFLICT DO NOTHING
+    RETURNING 1)
+SELECT array_agg("id" ORDER BY "id") AS ids, MAX("createdAt") AS "createdAt", pg_notify($8, MAX("id")::text) AS notified,
+       (SELECT count(*) FROM routed) AS routed FROM inserted`;
 
 function readsOn(db: Queryable): HistoryReads {
   const rows = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> => {
@@ -441,13 +470,13 @@ function txOn(client: pg.PoolClient): HistoryTx {
  * writer queued behind the lock waits again). When the INSERT fails, PostgreSQL ends the aborted transaction at that
  * COMMIT without an error and the INSERT's error is thrown.
  */
-async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent[]): Promise<StoredEvent[]> {
+async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent[], routes: readonly Route[]): Promise<StoredEvent[]> {
   if (events.length === 0) {
     await client.query('COMMIT');
     return [];
   }
   const payloads = events.map((e) => JSON.stringify(e.payload ?? {}));
-  const insert = client.query<{ ids: number[]; createdAt: Date }>(INSERT_EVENTS, [
+  const params: unknown[] = [
     events.map((e) => e.type),
     events.map((e) => e.rolloutId ?? null),
     events.map((e) => e.kind ?? null),
@@ -456,7 +485,17 @@ async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent
     payloads,
     EVENT_LOG_LOCK,
     EVENTS_CHANNEL,
-  ]);
+  ];
+  const entries = routeEvents(events, routes);
+  if (entries.length > 0) {
+    params.push(
+      entries.map((e) => e.eventIndex + 1),
+      entries.map((e) => e.subscriptionId),
+      entries.map((e) => e.onceKey),
+      entries.map((e) => e.lane),
+    );
+  }
+  const insert = client.query<{ ids: number[]; createdAt: Date }>(entries.length > 0 ? INSERT_EVENTS_ROUTED : INSERT_EVENTS, params);
   const commit = client.query('COMMIT');
   // Awaited below, after the INSERT: a failure of both must not go unhandled while the INSERT's is thrown.
   commit.catch(() => undefined);
@@ -478,6 +517,9 @@ export class PgHistoryStore implements HistoryStore {
   readonly provider = 'postgresql' as const;
   readonly read: HistoryReads;
   private readonly commitListeners = new Set<() => void>();
+  private readonly routes = new RouteCache();
+  /** The routing generation each lent connection's transaction read at BEGIN. */
+  private readonly generations = new WeakMap<pg.PoolClient, number | undefined>();
 
   constructor(private readonly pool: pg.Pool) {
     this.read = readsOn(pool);
@@ -500,15 +542,38 @@ export class PgHistoryStore implements HistoryStore {
     );
   }
 
+  /**
+   * The outbox's routes are checked in the round trip of BEGIN (the generation is read with it, pipelined): only when
+   * a subscription changed does the transaction read them, so the outbox costs no round trip (docs/adr/0031).
+   */
   transactionWithEvents<T>(body: (tx: HistoryTx) => Step<WithEvents<T>>, afterCommit?: (committed: Committed<T>) => void): Promise<Committed<T>> {
-    return this.run(body, async (client, { result, events }) => ({ result, stored: await commitWithEvents(client, events) }), afterCommit);
+    return this.run(
+      body,
+      async (client, { result, events }) => {
+        const routes = events.length > 0 ? await this.routesFor(client) : [];
+        return { result, stored: await commitWithEvents(client, events, routes) };
+      },
+      afterCommit,
+      async (client) => {
+        const [, generation] = await Promise.all([client.query('BEGIN'), client.query<{ generation: number }>(READ_GENERATION)]);
+        this.generations.set(client, generation.rows[0]?.generation);
+      },
+    );
   }
 
-  /** BEGIN, the body, then `commit` (which sends COMMIT); retried on serialization failure or deadlock. */
+  /** The routes as of the generation this transaction read at BEGIN (read again, inside it, when they changed). */
+  private async routesFor(client: pg.PoolClient): Promise<readonly Route[]> {
+    const generation = this.generations.get(client);
+    if (this.routes.isStale(generation)) this.routes.update((await client.query<RouteRow>(READ_ROUTES)).rows);
+    return this.routes.current();
+  }
+
+  /** BEGIN (or `begin`), the body, then `commit` (which sends COMMIT); retried on serialization failure or deadlock. */
   private async run<B, R>(
     body: (tx: HistoryTx) => Step<B>,
     commit: (client: pg.PoolClient, value: B) => Promise<R>,
     afterCommit?: (result: R) => void,
+    begin: (client: pg.PoolClient) => Promise<unknown> = (client) => client.query('BEGIN'),
   ): Promise<R> {
     for (let attempt = 1; ; attempt++) {
       let client: pg.PoolClient;
@@ -520,7 +585,7 @@ export class PgHistoryStore implements HistoryStore {
       const giveBack = watchLentConnection(client);
       let broken: Error | undefined;
       try {
-        await client.query('BEGIN');
+        await begin(client);
         const result = await commit(client, await drive(body(txOn(client))));
         for (const listener of this.commitListeners) listener();
         afterCommit?.(result);

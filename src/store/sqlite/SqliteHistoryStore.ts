@@ -31,6 +31,8 @@ import {
 import type { Sql } from '../Sql.js';
 import { insertRevisions, latestRevisions, updateTargets } from '../targetBatches.js';
 import { checkDatabaseWritable } from '../writeProbe.js';
+import { routeEvents } from '../../domain/notifications/routing.js';
+import { currentRoutes, insertDeliveries, RouteCache } from '../outbox.js';
 
 function readsOf(sql: Sql): HistoryReads {
   return {
@@ -100,6 +102,7 @@ export class SqliteHistoryStore implements HistoryStore {
   readonly provider = 'sqlite' as const;
   readonly read: HistoryReads;
   private readonly tx: HistoryTx;
+  private readonly routes = new RouteCache();
 
   constructor(readonly sql: Sql) {
     this.read = readsOf(sql);
@@ -113,7 +116,11 @@ export class SqliteHistoryStore implements HistoryStore {
   transactionWithEvents<T>(body: (tx: HistoryTx) => Step<WithEvents<T>>, afterCommit?: (committed: Committed<T>) => void): Promise<Committed<T>> {
     return this.sql.transaction((sql) => {
       const { result, events } = runSync(body(this.tx));
-      return { result, stored: insertEvents(sql, events) };
+      const now = new Date();
+      const stored = insertEvents(sql, events, now);
+      // The outbox (docs/adr/0031): a delivery row per matching subscription, committed with the events or not at all.
+      if (stored.length > 0) insertDeliveries(sql, routeEvents(events, currentRoutes(sql, this.routes)), stored, now);
+      return { result, stored };
     }, afterCommit);
   }
 

@@ -9,6 +9,8 @@ import { historyContract } from '../historyContract.js';
 import { PgAuditStore } from '../../../src/store/postgres/PgAuditStore.js';
 import { PgTokenStore } from '../../../src/store/postgres/PgTokenStore.js';
 import { tokenAuditContract } from '../tokenAuditContract.js';
+import { notificationContract } from '../notificationContract.js';
+import { PgNotificationStore } from '../../../src/store/postgres/PgNotificationStore.js';
 import { until } from '../../helpers/until.js';
 
 describeWithPostgres('history store contract: PostgreSQL', (server) => {
@@ -35,6 +37,19 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
       return storesOn(tokensUrl);
     },
     connect: () => storesOn(tokensUrl),
+  }));
+
+  let notifyUrl = '';
+  const notificationStoresOn = async (dbUrl: string) => {
+    const { store, pool } = await openPgHistoryStore(dbUrl, { poolSize: 3 });
+    return { history: store, notifications: new PgNotificationStore(pool), close: () => store.close() };
+  };
+  notificationContract(() => ({
+    async open() {
+      notifyUrl = await server().createDatabase();
+      return notificationStoresOn(notifyUrl);
+    },
+    connect: () => notificationStoresOn(notifyUrl),
   }));
 
   it('orders event ids across concurrent writers so that an `id > cursor` reader never misses one, and stamps them in that order', async () => {

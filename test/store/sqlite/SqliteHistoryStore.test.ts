@@ -10,6 +10,8 @@ import { historyContract } from '../historyContract.js';
 import { SqliteAuditStore } from '../../../src/store/sqlite/SqliteAuditStore.js';
 import { SqliteTokenStore } from '../../../src/store/sqlite/SqliteTokenStore.js';
 import { tokenAuditContract } from '../tokenAuditContract.js';
+import { notificationContract } from '../notificationContract.js';
+import { SqliteNotificationStore } from '../../../src/store/sqlite/SqliteNotificationStore.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane contract sqlite '));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,6 +50,24 @@ describe('token and audit store contract: SQLite', () => {
     },
     async connect() {
       return storesOn(Sql.open(tokensFile));
+    },
+  }));
+});
+
+describe('notification store contract: SQLite', () => {
+  let notifyFile = '';
+  const storesOn = (sql: Sql) => ({ history: new SqliteHistoryStore(sql), notifications: new SqliteNotificationStore(sql), close: async () => sql.close() });
+  notificationContract(() => ({
+    async open() {
+      notifyFile = path.join(dir, `n${++databases}.db`);
+      const admin = new Sqlite(notifyFile);
+      admin.pragma('journal_mode = WAL');
+      applyMigrations(admin);
+      admin.close();
+      return storesOn(Sql.open(notifyFile));
+    },
+    async connect() {
+      return storesOn(Sql.open(notifyFile));
     },
   }));
 });
