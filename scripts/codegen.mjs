@@ -65,6 +65,8 @@ const outputs = [
         AuditEntry: '../resolvers/models.js#AuditEntryModel',
         AgentRecreated: '../resolvers/models.js#AgentRecreatedModel',
         ClusterUpgradeObservation: '../resolvers/models.js#ClusterUpgradeObservationModel',
+        NotificationSubscription: '../resolvers/models.js#NotificationSubscriptionModel',
+        NotificationDelivery: '../resolvers/models.js#NotificationDeliveryModel',
       },
       maybeValue: 'T | null',
       inputMaybeValue: 'T | null | undefined',

@@ -43,6 +43,7 @@ import { AuditLog } from './domain/AuditLog.js';
 import { guardPlugin } from './graphql/guardPlugin.js';
 import { bootstrapAdminToken } from './auth/bootstrap.js';
 import type { OriginPolicy } from './http/originPolicy.js';
+import { startNotifications } from './notify/startNotifications.js';
 
 const GRAPHQL_PATH = '/graphql';
 const AUDIT_PRUNE_INTERVAL_MS = 3600_000;
@@ -174,6 +175,9 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     manager.resync();
   };
   reactToRolloutEvents(bus, engine);
+  // Notifications: the admin service here; the outbox is sent by the leader only (a controller of the manager).
+  const notifications = startNotifications({ config, store: db.notifications, manager, bus, metrics, logger });
+  cleanups.push(() => notifications.stop());
 
   const domain: Domain = {
     facts: { version: VERSION, kubeMode: config.kube.mode, startedAt: new Date() },
@@ -187,6 +191,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     workQueues: () => host.queueSnapshots(),
     tokens,
     audit,
+    notifications: notifications.service,
   };
 
   const readiness: ReadinessCheck[] = [
@@ -325,7 +330,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       if (responseCache) metrics.responseCacheBytes.set(responseCache.size().bytes);
       metrics.documentStoreBytes.set(documentStore.size().bytes);
       if (sqliteFile) metrics.databaseDiskFreeBytes.set((await diskSpaceOf(sqliteFile)).freeBytes);
-      if (db.isOpen()) await countActiveRollouts(metrics, db.store.read);
+      if (db.isOpen()) await Promise.all([countActiveRollouts(metrics, db.store.read), notifications.scrape()]);
     },
     originPolicy,
     logger,

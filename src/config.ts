@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -114,6 +115,18 @@ export interface Config {
     readonly auditRetentionDays: number;
     readonly auditMaxEntries: number;
   };
+  /** Notifications (docs/adr/0031): the SSRF guard's exceptions and the delivery policy. */
+  readonly notifications: {
+    readonly allowNetworks: readonly string[];
+    readonly timeoutMs: number;
+    readonly maxAttempts: number;
+    readonly backoffBaseMs: number;
+    readonly backoffMaxMs: number;
+    readonly concurrency: number;
+    readonly retentionDays: number;
+  };
+  /** Where people reach this server (no trailing slash); undefined when not configured. */
+  readonly publicUrl?: string;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** Origins allowed by CORS; empty = CORS off. */
   readonly corsOrigins: readonly string[];
@@ -405,6 +418,56 @@ export const SETTINGS: readonly Setting[] = [
     default: '2000',
     description: 'Most lexical tokens one GraphQL document may hold (bounds parsing and validation before the other limits apply)',
   },
+  {
+    env: 'ROLLPLANE_PUBLIC_URL',
+    flag: '--public-url',
+    default: 'none',
+    description:
+      'The URL people reach this rollplane at (e.g. `https://rollplane.example.com`): the CloudEvents `source` of notifications (`urn:rollplane` without it) and the base of links in Slack messages',
+  },
+  {
+    env: 'ROLLPLANE_NOTIFY_ALLOW_NETWORKS',
+    flag: '--notify-allow-networks',
+    default: 'none',
+    description:
+      'Comma-separated networks (CIDR) that notification sinks may reach although they are not public: loopback, private, link-local and reserved addresses are refused otherwise (e.g. `10.20.0.0/16` for an internal receiver)',
+  },
+  {
+    env: 'ROLLPLANE_NOTIFY_TIMEOUT_MS',
+    flag: '--notify-timeout-ms',
+    default: '10000',
+    description: 'Longest one notification attempt may take (connect, send, answer)',
+  },
+  {
+    env: 'ROLLPLANE_NOTIFY_MAX_ATTEMPTS',
+    flag: '--notify-max-attempts',
+    default: '10',
+    description: 'Attempts of one notification before it is dead-lettered (visible, and replayable)',
+  },
+  {
+    env: 'ROLLPLANE_NOTIFY_BACKOFF_MS',
+    flag: '--notify-backoff-ms',
+    default: '5000',
+    description: 'Wait after a failed notification attempt; doubled each time (with jitter) up to ROLLPLANE_NOTIFY_BACKOFF_MAX_MS',
+  },
+  {
+    env: 'ROLLPLANE_NOTIFY_BACKOFF_MAX_MS',
+    flag: '--notify-backoff-max-ms',
+    default: '3600000',
+    description: 'Longest wait between two attempts of a notification',
+  },
+  {
+    env: 'ROLLPLANE_NOTIFY_CONCURRENCY',
+    flag: '--notify-concurrency',
+    default: '8',
+    description: 'Notifications of one subscription in flight at once (the leader sends; one subscription never waits for another)',
+  },
+  {
+    env: 'ROLLPLANE_NOTIFY_RETENTION_DAYS',
+    flag: '--notify-retention-days',
+    default: '30',
+    description: 'Deliveries that are no longer pending are pruned this many days after they were written (hourly and at start)',
+  },
 ];
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -654,6 +717,40 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     maxQueryCost: integer('ROLLPLANE_MAX_QUERY_COST', read('ROLLPLANE_MAX_QUERY_COST') ?? '20000', 10, 100_000_000),
     maxQueryTokens: integer('ROLLPLANE_MAX_QUERY_TOKENS', read('ROLLPLANE_MAX_QUERY_TOKENS') ?? '2000', 100, 1_000_000),
   };
+  const allowNetworks = (read('ROLLPLANE_NOTIFY_ALLOW_NETWORKS') ?? 'none')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n && n !== 'none');
+  for (const network of allowNetworks) {
+    const [address, prefix, extra] = network.split('/');
+    const family = isIP(address ?? '');
+    if (extra !== undefined || family === 0 || !/^\d{1,3}$/.test(prefix ?? '') || Number(prefix) > (family === 4 ? 32 : 128)) {
+      throw new ConfigError('ROLLPLANE_NOTIFY_ALLOW_NETWORKS', `"${network.slice(0, 80)}" is not a network such as 10.20.0.0/16 or fd00::/8`);
+    }
+  }
+  const notifications = {
+    allowNetworks,
+    timeoutMs: integer('ROLLPLANE_NOTIFY_TIMEOUT_MS', read('ROLLPLANE_NOTIFY_TIMEOUT_MS') ?? '10000', 100, 120_000),
+    maxAttempts: integer('ROLLPLANE_NOTIFY_MAX_ATTEMPTS', read('ROLLPLANE_NOTIFY_MAX_ATTEMPTS') ?? '10', 1, 100),
+    backoffBaseMs: integer('ROLLPLANE_NOTIFY_BACKOFF_MS', read('ROLLPLANE_NOTIFY_BACKOFF_MS') ?? '5000', 1, 86_400_000),
+    backoffMaxMs: integer('ROLLPLANE_NOTIFY_BACKOFF_MAX_MS', read('ROLLPLANE_NOTIFY_BACKOFF_MAX_MS') ?? '3600000', 1, 7 * 86_400_000),
+    concurrency: integer('ROLLPLANE_NOTIFY_CONCURRENCY', read('ROLLPLANE_NOTIFY_CONCURRENCY') ?? '8', 1, 256),
+    retentionDays: integer('ROLLPLANE_NOTIFY_RETENTION_DAYS', read('ROLLPLANE_NOTIFY_RETENTION_DAYS') ?? '30', 1, 36_500),
+  };
+  if (notifications.backoffMaxMs < notifications.backoffBaseMs) {
+    throw new ConfigError('ROLLPLANE_NOTIFY_BACKOFF_MAX_MS', `must be at least ROLLPLANE_NOTIFY_BACKOFF_MS (${notifications.backoffBaseMs})`);
+  }
+  const publicUrlRaw = read('ROLLPLANE_PUBLIC_URL');
+  let publicUrl: string | undefined;
+  if (publicUrlRaw !== undefined && publicUrlRaw !== 'none') {
+    if (!/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(publicUrlRaw)) {
+      throw new ConfigError(
+        'ROLLPLANE_PUBLIC_URL',
+        `must be an http(s) URL without query or fragment, such as https://rollplane.example.com (got "${publicUrlRaw.slice(0, 80)}")`,
+      );
+    }
+    publicUrl = publicUrlRaw.replace(/\/+$/, '');
+  }
   if (queryCostBurst < limits.maxQueryCost) {
     throw new ConfigError(
       'ROLLPLANE_QUERY_COST_BURST',
@@ -692,6 +789,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
       auditRetentionDays,
       auditMaxEntries,
     },
+    notifications,
+    ...(publicUrl ? { publicUrl } : {}),
     ...(certFile && keyFile ? { tls: { certFile, keyFile } } : {}),
     corsOrigins,
     limits,

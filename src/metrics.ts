@@ -28,6 +28,10 @@ export interface AppMetrics {
   eventsAppended: Counter<'type'>;
   rolloutsFinished: Counter<'kind' | 'state'>;
   rolloutsActive: Gauge<'kind'>;
+  notificationDeliveries: Counter<'sink' | 'outcome'>;
+  notificationLatency: Histogram<'sink'>;
+  notificationQueueDepth: Gauge;
+  notificationQueueAge: Gauge;
 }
 
 export function createMetrics(): AppMetrics {
@@ -143,6 +147,30 @@ export function createMetrics(): AppMetrics {
       name: 'rollplane_events_appended_total',
       help: 'History events committed to the store, by type.',
       labelNames: ['type'],
+      registers: [registry],
+    }),
+    // Counted by the leader, which sends (docs/adr/0031); `sink` is the sink kind, never a URL or a subscription name.
+    notificationDeliveries: new Counter({
+      name: 'rollplane_notification_deliveries_total',
+      help: 'Notification attempts by sink kind (webhook, slack) and outcome: delivered, retried (failed, tried again later), dead_lettered (given up).',
+      labelNames: ['sink', 'outcome'],
+      registers: [registry],
+    }),
+    notificationLatency: new Histogram({
+      name: 'rollplane_notification_delivery_latency_seconds',
+      help: "From an event's commit until a sink answered 2xx to its notification, by sink kind (retries included).",
+      labelNames: ['sink'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+      registers: [registry],
+    }),
+    notificationQueueDepth: new Gauge({
+      name: 'rollplane_notification_queue_depth',
+      help: 'Notification deliveries waiting to be sent or retried (PENDING), read from the store at scrape time.',
+      registers: [registry],
+    }),
+    notificationQueueAge: new Gauge({
+      name: 'rollplane_notification_queue_age_seconds',
+      help: 'Age of the oldest PENDING notification delivery (0 when none), read from the store at scrape time: alert when it grows.',
       registers: [registry],
     }),
   };

@@ -1,7 +1,21 @@
 import type { Role } from './roles.js';
 
 /** Root fields only an admin may use; every other mutation needs `deployer`, every other query or subscription `viewer`. */
-const ADMIN_FIELDS = new Set(['apiTokens', 'auditEntries', 'createApiToken', 'revokeApiToken']);
+const ADMIN_FIELDS = new Set([
+  'apiTokens',
+  'auditEntries',
+  'createApiToken',
+  'revokeApiToken',
+  // Notifications: a sink receives every matching event and is called by the server itself (docs/adr/0032).
+  'notificationSubscriptions',
+  'notificationSubscription',
+  'notificationDeliveries',
+  'createNotificationSubscription',
+  'updateNotificationSubscription',
+  'deleteNotificationSubscription',
+  'replayNotificationDelivery',
+  'replayNotificationDeliveries',
+]);
 /**
  * Bumps a viewer may send as dry runs (`input.dryRun: true`): a CI preview step needs to see the plan, not deployer
  * rights. A dry run changes nothing; like every authenticated mutation it is an audit entry and spends the caller's

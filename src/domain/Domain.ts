@@ -3,6 +3,7 @@ import type { AuditLog } from './AuditLog.js';
 import type { AgentPoolQueries } from './agentPools.js';
 import type { EventLog } from './EventLog.js';
 import type { NodeAgentQueries } from './nodeAgents.js';
+import type { NotificationService } from './notifications/NotificationService.js';
 import type { RolloutEngine } from './RolloutEngine.js';
 import type { RolloutLauncher } from './RolloutLauncher.js';
 import type { RolloutService } from './RolloutService.js';
@@ -46,6 +47,8 @@ export interface Domain {
   tokens: TokenService;
   /** Audit log of mutations (admin). */
   audit: AuditLog;
+  /** Notification subscriptions and their deliveries (admin); absent until wired. */
+  notifications?: NotificationService;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -36,6 +36,14 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'RolloutFilter.targetName': 253,
   'EventFilter.namespace': 253,
   'EventFilter.name': 253,
+  'NotificationSinkInput.url': 2000,
+  'NotificationSinkInput.secret': 256,
+  'NotificationSinkInput.token': 256,
+  'NotificationSinkInput.channel': 81,
+  'CreateNotificationSubscriptionInput.name': 100,
+  'UpdateNotificationSubscriptionInput.name': 100,
+  'NotificationFilterInput.clusters': 63,
+  'NotificationFilterInput.rolloutIds': 200,
 };
 
 /**

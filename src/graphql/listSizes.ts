@@ -1,4 +1,7 @@
 import type { Domain } from '../domain/Domain.js';
+import { EventType, ROLLOUT_KINDS } from '../domain/events.js';
+import { NOTIFIABLE_STATES, ONCE_PER_FIELDS } from '../domain/notifications/model.js';
+import { MAX_FILTER_CLUSTERS, MAX_FILTER_ROLLOUTS } from '../domain/notifications/NotificationService.js';
 import type { ListSizes } from './queryLimits.js';
 
 /**
@@ -14,5 +17,12 @@ export function listSizesOf(domain: Domain): ListSizes {
     'Query.workQueues': () => domain.workQueues().length,
     'WorkQueueStatus.inFlight': () => Math.max(0, ...domain.workQueues().map((queue) => queue.inFlight.length)),
     'WorkQueueStatus.retries': () => Math.max(0, ...domain.workQueues().map((queue) => queue.retries.length)),
+    // A subscription's filter lists, bounded by what the API accepts (domain/notifications/NotificationService.ts).
+    'NotificationFilter.types': () => Object.keys(EventType).length,
+    'NotificationFilter.kinds': () => ROLLOUT_KINDS.length,
+    'NotificationFilter.clusters': () => MAX_FILTER_CLUSTERS,
+    'NotificationFilter.states': () => NOTIFIABLE_STATES.length,
+    'NotificationFilter.rolloutIds': () => MAX_FILTER_ROLLOUTS,
+    'NotificationSubscription.oncePer': () => ONCE_PER_FIELDS.length,
   };
 }

@@ -4,6 +4,7 @@ import { principalName, type Principal } from '../auth/roles.js';
 import type { AuditLog } from '../domain/AuditLog.js';
 import { ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
+import { redactSecrets } from './auditRedaction.js';
 import { errorCodeOf } from './errors.js';
 import { callerKey } from './guard.js';
 import { rootFieldsOf } from './operationFields.js';
@@ -39,12 +40,13 @@ export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, l
   const first = outcome.errors[0];
   const result = first ? errorCodeOf(first) : 'OK';
   if (NOT_AUDITED.has(result)) return;
+  const { source, variables } = redactSecrets(outcome.operation, outcome.source, outcome.variables);
   await audit
     .record({
       actor: principalName(outcome.principal),
       role: outcome.principal.role,
       operation: outcome.fields.join(',') || (outcome.operation.name?.value ?? 'mutation'),
-      input: { operation: outcome.source.slice(0, MAX_OPERATION_CHARS), variables: outcome.variables ?? {} },
+      input: { operation: source.slice(0, MAX_OPERATION_CHARS), variables },
       result,
       message: first?.message ?? null,
       sourceAddr: outcome.sourceAddress,

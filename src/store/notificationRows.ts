@@ -184,7 +184,11 @@ export const DUE_DELIVERIES = `SELECT ${D_COLUMNS}, ${E_COLUMNS}, t."threadTs" A
      SELECT 1 FROM "NotificationDelivery" p WHERE p."lane" = d."lane" AND p."state" = 'PENDING' AND p."eventId" < d."eventId"))
  ORDER BY d."nextAttemptAt", d."id" LIMIT ?`;
 
-export const NEXT_ATTEMPT_AT = `SELECT MIN("nextAttemptAt") AS "at" FROM "NotificationDelivery" WHERE "subscriptionId" = ? AND "state" = 'PENDING'`;
+/** When the next of DUE_DELIVERIES will be due (a lane's later deliveries wait for its first, whenever they are due). */
+export const NEXT_ATTEMPT_AT = `SELECT MIN(d."nextAttemptAt") AS "at" FROM "NotificationDelivery" d
+ WHERE d."subscriptionId" = ? AND d."state" = 'PENDING'
+   AND (d."lane" IS NULL OR NOT EXISTS (
+     SELECT 1 FROM "NotificationDelivery" p WHERE p."lane" = d."lane" AND p."state" = 'PENDING' AND p."eventId" < d."eventId"))`;
 
 export const RECORD_ATTEMPT = `UPDATE "NotificationDelivery"
    SET "state" = ?, "attempts" = "attempts" + 1, "lastAttemptAt" = ?, "lastStatusCode" = ?, "lastError" = ?, "nextAttemptAt" = ?,

@@ -92,7 +92,7 @@ export interface NotificationStore {
    * event id) pending delivery, so that a lane is sent in order, one at a time.
    */
   dueDeliveries(subscriptionId: string, now: Date, limit: number): Promise<DueDelivery[]>;
-  /** When the subscription's next pending delivery is due; undefined when none is pending. */
+  /** When the subscription's next due delivery (of dueDeliveries: a lane's first) is due; undefined when none is pending. */
   nextAttemptAt(subscriptionId: string): Promise<Date | undefined>;
   /**
    * Records an attempt on a delivery that is still PENDING with `attempts` attempts (so a replay or a cancellation made

@@ -1,5 +1,5 @@
 import { EventType, type NewEvent } from '../events.js';
-import type { NotifiableState, NotificationFilter, OncePerField, Route } from './model.js';
+import { type NotifiableState, type NotificationFilter, ONCE_PER_FIELDS, type OncePerField, type Route } from './model.js';
 
 /** An event as routing sees it: the same before it is stored (no id yet) and after. */
 export type RoutableEvent = Pick<NewEvent, 'type' | 'rolloutId' | 'kind' | 'namespace' | 'name' | 'payload'>;
@@ -107,7 +107,9 @@ export function matchesNotificationFilter(event: RoutableEvent, filter: Notifica
 export function onceKeyOf(event: RoutableEvent, oncePer: readonly OncePerField[]): string | null {
   if (oncePer.length === 0) return null;
   const parts = [notificationTypeOf(event)];
-  for (const field of oncePer) {
+  // In the fixed order of ONCE_PER_FIELDS: the key must not depend on how the fields were listed.
+  for (const field of ONCE_PER_FIELDS) {
+    if (!oncePer.includes(field)) continue;
     const value = stableValue(event, field);
     if (value === undefined) return null;
     parts.push(`${field.toLowerCase()}=${value}`);

@@ -2,6 +2,7 @@ import type { Resolvers } from '../generated/resolvers.js';
 import { agentPoolsResolvers } from './agentPools.js';
 import { coreResolvers } from './core.js';
 import { nodeAgentsResolvers } from './nodeAgents.js';
+import { notificationsResolvers } from './notifications.js';
 import { virtualClustersResolvers } from './virtualClusters.js';
 
 type ResolverMap = Record<string, unknown>;
@@ -19,4 +20,4 @@ function merge(...maps: Resolvers[]): Resolvers {
   return merged as Resolvers;
 }
 
-export const resolvers = merge(coreResolvers, agentPoolsResolvers, virtualClustersResolvers, nodeAgentsResolvers);
+export const resolvers = merge(coreResolvers, agentPoolsResolvers, virtualClustersResolvers, nodeAgentsResolvers, notificationsResolvers);

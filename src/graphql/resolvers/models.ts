@@ -25,3 +25,9 @@ export type ClusterUpgradeObservationModel = ReturnType<typeof import('./mappers
 
 /** An audit row as AuditLog.list returns it (numeric id, role as stored); the ID scalar and Role enum serialize it. */
 export type AuditEntryModel = Awaited<ReturnType<import('../../domain/AuditLog.js').AuditLog['list']>>['items'][number];
+
+/** A notification subscription as the API shows it (no secret); its `deliveries` counts are resolved per page. */
+export type {
+  SubscriptionView as NotificationSubscriptionModel,
+  DeliveryView as NotificationDeliveryModel,
+} from '../../domain/notifications/NotificationService.js';

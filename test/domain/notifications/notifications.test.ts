@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { EventType, type StoredEvent } from '../../../src/domain/events.js';
+import { EMPTY_FILTER, type Route } from '../../../src/domain/notifications/model.js';
+import { filterFrom, oncePerFrom } from '../../../src/domain/notifications/NotificationService.js';
+import { cloudEventOf, slackTextOf } from '../../../src/domain/notifications/render.js';
+import { backoffMs, retryAfterMs, verdictOf } from '../../../src/domain/notifications/retryPolicy.js';
+import { matchesNotificationFilter, notificationTypeOf, onceKeyOf, routeEvents, type RoutableEvent } from '../../../src/domain/notifications/routing.js';
+import { signatureHeader, verifySignature } from '../../../src/domain/notifications/signature.js';
+
+const rollout = (to: string, extra: Partial<RoutableEvent> = {}): RoutableEvent => ({
+  type: EventType.RolloutStateChanged,
+  rolloutId: 'ro_1',
+  kind: 'AGENT_POOL',
+  payload: { from: 'PROGRESSING', to },
+  ...extra,
+});
+const target = (to: string): RoutableEvent => ({
+  type: EventType.TargetStateChanged,
+  rolloutId: 'ro_1',
+  kind: 'AGENT_POOL',
+  namespace: 'default',
+  name: 'p1',
+  payload: { from: 'PROGRESSING', to },
+});
+const route = (extra: Partial<Route> = {}): Route => ({ subscriptionId: 'ns_1', sinkKind: 'WEBHOOK', filter: EMPTY_FILTER, oncePer: [], ...extra });
+
+describe('notification routing', () => {
+  it('names CloudEvents types by what moved where', () => {
+    expect(notificationTypeOf(rollout('FAILED'))).toBe('io.rollplane.rollout.failed.v1');
+    expect(notificationTypeOf(rollout('ROLLED_BACK'))).toBe('io.rollplane.rollout.rolled_back.v1');
+    expect(notificationTypeOf(target('SUCCEEDED'))).toBe('io.rollplane.target.succeeded.v1');
+    expect(notificationTypeOf({ type: EventType.TargetFailed, payload: {} })).toBe('io.rollplane.target.error.v1');
+    expect(notificationTypeOf({ type: EventType.AgentRecreated, payload: {} })).toBe('io.rollplane.agent.recreated.v1');
+  });
+
+  it('matches a filter on every non-empty list, and an event without the value does not match a list that asks for one', () => {
+    const f = filterFrom({ types: ['RolloutStateChanged', 'TargetFailed'], states: ['FAILED'] });
+    expect(matchesNotificationFilter(rollout('FAILED'), f)).toBe(true);
+    expect(matchesNotificationFilter(rollout('SUCCEEDED'), f)).toBe(false);
+    expect(matchesNotificationFilter({ type: EventType.TargetFailed, rolloutId: 'ro_1', payload: { error: 'x' } }, f)).toBe(true);
+    expect(matchesNotificationFilter(target('FAILED'), f)).toBe(false);
+    expect(matchesNotificationFilter({ type: EventType.AgentRecreated, payload: {} }, filterFrom({ states: ['FAILED'] }))).toBe(false);
+    expect(matchesNotificationFilter(rollout('FAILED'), filterFrom({ clusters: ['local'] }))).toBe(true);
+    expect(matchesNotificationFilter(rollout('FAILED', { payload: { to: 'FAILED', cluster: 'edge-1' } }), filterFrom({ clusters: ['local'] }))).toBe(false);
+    expect(matchesNotificationFilter(rollout('FAILED'), filterFrom({ kinds: ['NODE_AGENT'] }))).toBe(false);
+    expect(matchesNotificationFilter(rollout('FAILED', { rolloutId: null }), filterFrom({ rolloutIds: ['ro_1'] }))).toBe(false);
+    expect(matchesNotificationFilter({ type: EventType.AgentRecreated, payload: {} }, EMPTY_FILTER)).toBe(true);
+  });
+
+  it('keys "once per" on the type and stable fields only, in a fixed order, and sends events that lack a field', () => {
+    const fields = oncePerFrom(['WAVE', 'ROLLOUT', 'WAVE']);
+    expect(fields).toEqual(['ROLLOUT', 'WAVE']);
+    const paused = (message: string) => rollout('PAUSED', { payload: { to: 'PAUSED', wave: 2, message } });
+    expect(onceKeyOf(paused('paused after 3s at 12:00:01'), fields)).toBe('io.rollplane.rollout.paused.v1|rollout=ro_1|wave=2');
+    expect(onceKeyOf(paused('paused after 9s at 12:07:44'), fields)).toBe(onceKeyOf(paused('x'), fields));
+    expect(onceKeyOf(rollout('PAUSED'), fields)).toBeNull();
+    expect(onceKeyOf(target('FAILED'), ['TARGET', 'CLUSTER'])).toBe('io.rollplane.target.failed.v1|cluster=local|target=AGENT_POOL/default/p1');
+    expect(onceKeyOf(rollout('PAUSED'), [])).toBeNull();
+    expect(() => oncePerFrom(['MESSAGE'])).toThrow(/not one of ROLLOUT, WAVE, CLUSTER, GATE, TARGET/);
+  });
+
+  it('routes each event to each matching subscription, keeps the first of a once-per key in a batch, and orders Slack by rollout', () => {
+    const entries = routeEvents(
+      [rollout('PAUSED'), rollout('PROGRESSING'), rollout('PAUSED'), { type: EventType.AgentRecreated, payload: {} }],
+      [
+        route({ subscriptionId: 'ns_all' }),
+        route({ subscriptionId: 'ns_once', filter: filterFrom({ states: ['PAUSED'] }), oncePer: ['ROLLOUT'] }),
+        route({ subscriptionId: 'ns_slack', sinkKind: 'SLACK', filter: filterFrom({ types: ['RolloutStateChanged'] }) }),
+      ],
+    );
+    expect(entries.filter((e) => e.subscriptionId === 'ns_all').map((e) => e.eventIndex)).toEqual([0, 1, 2, 3]);
+    expect(entries.filter((e) => e.subscriptionId === 'ns_once').map((e) => e.eventIndex)).toEqual([0]);
+    expect(entries.filter((e) => e.subscriptionId === 'ns_slack').map((e) => e.lane)).toEqual(['ns_slack|ro_1', 'ns_slack|ro_1', 'ns_slack|ro_1']);
+    expect(entries.find((e) => e.subscriptionId === 'ns_all')!.lane).toBeNull();
+    expect(routeEvents([rollout('PAUSED')], [])).toEqual([]);
+  });
+
+  it('refuses filters outside the vocabulary and bounds its lists', () => {
+    expect(() => filterFrom({ types: ['Nope'] })).toThrow(/input.filter.types/);
+    expect(() => filterFrom({ clusters: ['Not_A_Label'] })).toThrow(/not a valid cluster name/);
+    expect(() => filterFrom({ rolloutIds: Array.from({ length: 101 }, (_, i) => `ro_${i}`) })).toThrow(/at most 100/);
+  });
+});
+
+describe('notification payloads', () => {
+  const event: StoredEvent = {
+    id: 42,
+    type: EventType.TargetStateChanged,
+    rolloutId: 'ro_1',
+    kind: 'AGENT_POOL',
+    namespace: 'default',
+    name: 'p1',
+    payload: { from: 'PROGRESSING', to: 'FAILED', error: 'image <!channel> & <https://evil|click>' },
+    createdAt: new Date('2026-12-05T10:00:00.000Z'),
+  };
+
+  it('renders a CloudEvent from the committed event only', () => {
+    expect(cloudEventOf(event, 'https://rollplane.example.com')).toEqual({
+      specversion: '1.0',
+      id: '42',
+      source: 'https://rollplane.example.com',
+      type: 'io.rollplane.target.failed.v1',
+      subject: 'rollouts/ro_1',
+      time: '2026-12-05T10:00:00.000Z',
+      datacontenttype: 'application/json',
+      data: {
+        id: '42',
+        type: 'TargetStateChanged',
+        rolloutId: 'ro_1',
+        kind: 'AGENT_POOL',
+        namespace: 'default',
+        name: 'p1',
+        payload: event.payload,
+        createdAt: '2026-12-05T10:00:00.000Z',
+      },
+    });
+  });
+
+  it('escapes what events say in Slack text, so an error message cannot mention a channel or open a link', () => {
+    const text = slackTextOf(event, 'https://rollplane.example.com/#/rollouts/ro_1');
+    expect(text).toContain('image &lt;!channel&gt; &amp; &lt;https://evil|click&gt;');
+    expect(text).toContain('<https://rollplane.example.com/#/rollouts/ro_1|ro_1>');
+    expect(text).not.toContain('<!channel>');
+  });
+});
+
+describe('signatures and retries', () => {
+  it('verifies only the body and time that were signed, within the replay window', () => {
+    const header = signatureHeader('s'.repeat(32), 1_800_000_000, '{"a":1}');
+    expect(header).toMatch(/^t=1800000000,v1=[0-9a-f]{64}$/);
+    expect(verifySignature('s'.repeat(32), header, '{"a":1}', 1_800_000_100)).toBe(true);
+    expect(verifySignature('s'.repeat(32), header, '{"a":2}', 1_800_000_100)).toBe(false);
+    expect(verifySignature('t'.repeat(32), header, '{"a":1}', 1_800_000_100)).toBe(false);
+    expect(verifySignature('s'.repeat(32), header, '{"a":1}', 1_800_000_301)).toBe(false);
+    expect(verifySignature('s'.repeat(32), header.replace('t=1800000000', 't=1800000200'), '{"a":1}', 1_800_000_200)).toBe(false);
+    expect(verifySignature('s'.repeat(32), undefined, '{"a":1}', 1_800_000_000)).toBe(false);
+  });
+
+  it('backs off exponentially with jitter between half and all of each step, up to the cap', () => {
+    const policy = { baseMs: 1000, maxMs: 10_000 };
+    expect([1, 2, 3, 4, 5].map((n) => backoffMs(n, policy, () => 0))).toEqual([500, 1000, 2000, 4000, 5000]);
+    expect([1, 2, 3, 4, 5].map((n) => backoffMs(n, policy, () => 1))).toEqual([1000, 2000, 4000, 8000, 10_000]);
+    expect(backoffMs(500, policy, () => 1)).toBe(10_000);
+  });
+
+  it('retries what may pass later and dead-letters what will not', () => {
+    expect([200, 204, 408, 425, 429, 500, 503, 301, 400, 401, 404, 410, 422].map(verdictOf)).toEqual([
+      'delivered',
+      'delivered',
+      'retry',
+      'retry',
+      'retry',
+      'retry',
+      'retry',
+      'permanent',
+      'permanent',
+      'permanent',
+      'permanent',
+      'permanent',
+      'permanent',
+    ]);
+    expect(retryAfterMs('30', 0, 10_000)).toBe(10_000);
+    expect(retryAfterMs('2', 0, 10_000)).toBe(2000);
+    expect(retryAfterMs('soon', 0, 10_000)).toBeUndefined();
+  });
+});
