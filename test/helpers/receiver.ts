@@ -12,6 +12,8 @@ export interface Received {
   at: number;
   /** How many requests this path had got before this one. */
   n: number;
+  /** The status it was answered, or 'hang' (held: the sender timed out, gave up or died). */
+  answer?: number | 'hang';
 }
 
 /** What a path answers to its n-th request: a status (and body), or 'hang' (never answers; the sender times out). */
@@ -42,6 +44,7 @@ export class Receiver {
       const received: Received = { path, headers: req.headers, body, json, at: Date.now(), n: this.requests.filter((r) => r.path === path).length };
       this.requests.push(received);
       const answer: Answer = (this.behaviours.get(path) ?? (() => ({ status: 200 })))(received);
+      received.answer = answer === 'hang' ? 'hang' : answer.status;
       if (answer === 'hang') {
         this.hanging.add(res);
         return;
@@ -87,9 +90,13 @@ export class Receiver {
     return got;
   }
 
-  /** The CloudEvent ids received at `path`, each once (a receiver deduplicates on the id). */
+  /**
+   * The CloudEvent ids that arrived at `path` (answered 2xx, or held: the receiver got the body), each once: what a
+   * receiver that deduplicates on the id keeps. Requests it refused (non-2xx) did not arrive.
+   */
   distinctIds(path: string): string[] {
-    return [...new Set(this.at(path).map((r) => String(r.json?.id)))];
+    const arrived = this.at(path).filter((r) => r.answer === 'hang' || (typeof r.answer === 'number' && r.answer >= 200 && r.answer < 300));
+    return [...new Set(arrived.map((r) => String(r.json?.id)))];
   }
 
   async close(): Promise<void> {
