@@ -75,7 +75,7 @@ const outputs = [
   },
   {
     file: 'src/cli/generated/graphql.ts',
-    documents: ['src/cli/operations.graphql'],
+    documents: ['src/cli/operations.graphql', 'src/cli/notifyOperations.graphql'],
     plugins: [{ 'typescript-operations': {} }, { 'typed-document-node': {} }],
     config: clientConfig,
   },

@@ -6,6 +6,7 @@ import { VERSION } from '../version.js';
 import { registerBump } from './commands/bump.js';
 import { registerFleet } from './commands/fleet.js';
 import { registerHistory } from './commands/history.js';
+import { registerNotify } from './commands/notify.js';
 import { registerRollout } from './commands/rollout.js';
 import { registerToken } from './commands/token.js';
 import { ExitCode } from './exitCodes.js';
@@ -78,6 +79,7 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
   registerHistory(program, io, setExitCode);
   registerFleet(program, io, setExitCode);
   registerToken(program, io, setExitCode);
+  registerNotify(program, io, setExitCode);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -75,6 +75,126 @@ export type Role =
   /** deployer + tokens and settings. */
   | 'admin';
 
+/** Where a subscription's notifications go. */
+export type NotificationSinkKind =
+  /** A POST of each event as a CloudEvents 1.0 structured-mode JSON, signed (X-Rollplane-Signature). */
+  | 'WEBHOOK'
+  /** A Slack message; with a bot token, in one thread per rollout (chat.postMessage); else an incoming webhook. */
+  | 'SLACK';
+
+/**
+ * Stable fields "once per" may use: only identifiers, never text with times or durations. With `oncePer`, the first event
+ * of each notification type and value of these fields is sent and later ones are not; an event that lacks one of them is
+ * sent as usual.
+ */
+export type NotificationOncePer =
+  /** The rollout. */
+  | 'ROLLOUT'
+  /** The wave of a staged rollout (payload `wave`). */
+  | 'WAVE'
+  /** The member cluster (payload `cluster`; `local` until events carry one). */
+  | 'CLUSTER'
+  /** The gate (payload `gate`). */
+  | 'GATE'
+  /** The pool, virtual cluster or node the event is about. */
+  | 'TARGET';
+
+/** A state a rollout or target moved to (RolloutState and TargetState). */
+export type NotifiableState =
+  /** A rollout or target waits for admission. */
+  | 'PENDING'
+  /** A rollout admits targets; a target converges. */
+  | 'PROGRESSING'
+  /** A rollout admits nothing until resumed. */
+  | 'PAUSED'
+  /** A rollout or target finished on the new version. */
+  | 'SUCCEEDED'
+  /** A rollout reached its failure threshold; a target did not converge. */
+  | 'FAILED'
+  /** A rollout was stopped by a user. */
+  | 'ABORTED'
+  /** A rollout's changes were reverted. */
+  | 'ROLLED_BACK'
+  /** A target was left unchanged. */
+  | 'SKIPPED'
+  /** A target was never admitted. */
+  | 'CANCELLED';
+
+/** Where a delivery is. */
+export type NotificationDeliveryState =
+  /** Waiting for its (next) attempt. */
+  | 'PENDING'
+  /** The sink answered 2xx. */
+  | 'DELIVERED'
+  /** Given up: a permanent refusal (4xx but 408/425/429) or too many attempts. Replay it once the sink is fixed. */
+  | 'DEAD_LETTER'
+  /** Its subscription was deleted before it was delivered. */
+  | 'CANCELLED';
+
+/** Filters for `notificationDeliveries`; all given conditions must hold. */
+export type NotificationDeliveryFilter = {
+  /** Only this subscription's. */
+  subscriptionId?: string | number | null | undefined;
+  /** Any of these states. */
+  states?: Array<NotificationDeliveryState> | null | undefined;
+  /** Only deliveries of this event. */
+  eventId?: string | number | null | undefined;
+  /** Only deliveries of this rollout's events. */
+  rolloutId?: string | number | null | undefined;
+};
+
+/** A sink and its secrets (never returned). */
+export type NotificationSinkInput = {
+  /** Webhook or Slack. */
+  kind: NotificationSinkKind;
+  /** http:// or https://; Slack: the incoming webhook URL, or https://slack.com/api/chat.postMessage with a token. */
+  url: string;
+  /** WEBHOOK: the HMAC-SHA256 key (32 to 256 characters); generated and returned once when omitted. */
+  secret?: string | null | undefined;
+  /** SLACK: a bot token for chat.postMessage, which answers with the message's ts: one thread per rollout. */
+  token?: string | null | undefined;
+  /** SLACK with a token: the channel. */
+  channel?: string | null | undefined;
+};
+
+/** Which events; every given non-empty list must contain the event's value. */
+export type NotificationFilterInput = {
+  /** Any of these event types. */
+  types?: Array<EventType> | null | undefined;
+  /** Any of these rollout kinds. */
+  kinds?: Array<RolloutKind> | null | undefined;
+  /** At most 50 member cluster names. */
+  clusters?: Array<string> | null | undefined;
+  /** Any of these states moved to. */
+  states?: Array<NotifiableState> | null | undefined;
+  /** At most 100 rollout ids. */
+  rolloutIds?: Array<string | number> | null | undefined;
+};
+
+/** A new subscription. */
+export type CreateNotificationSubscriptionInput = {
+  /** A name for people (1 to 100 characters). */
+  name: string;
+  /** Where its notifications go. */
+  sink: NotificationSinkInput;
+  /** Every event when omitted. */
+  filter?: NotificationFilterInput | null | undefined;
+  /** Send only the first event of each type per value of these fields. */
+  oncePer?: Array<NotificationOncePer> | null | undefined;
+};
+
+/** Which deliveries to send again. */
+export type ReplayNotificationDeliveriesInput = {
+  /** The subscription whose deliveries. */
+  subscriptionId: string | number;
+  /** First event id of the range (inclusive). */
+  fromEventId: string | number;
+  /** Last event id of the range (inclusive). */
+  toEventId: string | number;
+  /** Deliveries in these states are sent again; DEAD_LETTER when omitted. */
+  states?: Array<NotificationDeliveryState> | null | undefined;
+};
+
 /** Why a change is made; filled from the CI environment by the CLI. */
 export type CauseInput = {
   /** The person or pipeline asking for the change. */
@@ -362,6 +482,55 @@ export type FleetQueryVariables = Exact<{ [key: string]: never; }>;
 
 export type FleetQuery = { agentPools: { totalCount: number }, driftedPools: { totalCount: number }, virtualClusters: { totalCount: number, edges: Array<{ node: { upToDate: boolean, upgrading: boolean } }> }, clusterVersions: { totalCount: number, edges: Array<{ node: { name: string, specVersion: string, apiServerImage: string | null } }> }, nodeAgentSets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, desiredImage: string, drivenBy: string | null, nodes: Array<{ upToDate: boolean, ready: boolean }> } }> }, drift: { totalCount: number }, active: { totalCount: number, edges: Array<{ node: RolloutSummaryFragment }> } };
 
+export type NotificationSubscriptionFieldsFragment = { id: string, name: string, oncePer: Array<NotificationOncePer>, createdAt: string, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, lastDeliveredAt: string | null, sink: { kind: NotificationSinkKind, target: string, channel: string | null, signed: boolean, threaded: boolean }, filter: { types: Array<EventType>, kinds: Array<RolloutKind>, clusters: Array<string>, states: Array<NotifiableState>, rolloutIds: Array<string> }, deliveries: { pending: number, delivered: number, deadLettered: number, cancelled: number } };
+
+export type NotificationDeliveryFieldsFragment = { id: string, state: NotificationDeliveryState, attempts: number, cloudEventType: string, nextAttemptAt: string | null, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, deliveredAt: string | null, event: { id: string, type: EventType, rolloutId: string | null, createdAt: string }, subscription: { id: string, name: string } };
+
+export type NotificationSubscriptionsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type NotificationSubscriptionsQuery = { notificationSubscriptions: { edges: Array<{ node: NotificationSubscriptionFieldsFragment }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type NotificationDeliveriesQueryVariables = Exact<{
+  filter?: NotificationDeliveryFilter | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type NotificationDeliveriesQuery = { notificationDeliveries: { edges: Array<{ node: NotificationDeliveryFieldsFragment }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type CreateNotificationSubscriptionMutationVariables = Exact<{
+  input: CreateNotificationSubscriptionInput;
+}>;
+
+
+export type CreateNotificationSubscriptionMutation = { createNotificationSubscription: { signingSecret: string | null, subscription: NotificationSubscriptionFieldsFragment } };
+
+export type DeleteNotificationSubscriptionMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type DeleteNotificationSubscriptionMutation = { deleteNotificationSubscription: NotificationSubscriptionFieldsFragment };
+
+export type ReplayNotificationDeliveryMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ReplayNotificationDeliveryMutation = { replayNotificationDelivery: NotificationDeliveryFieldsFragment };
+
+export type ReplayNotificationDeliveriesMutationVariables = Exact<{
+  input: ReplayNotificationDeliveriesInput;
+}>;
+
+
+export type ReplayNotificationDeliveriesMutation = { replayNotificationDeliveries: { replayed: number } };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -574,6 +743,61 @@ export const ApiTokenFieldsFragmentDoc = new TypedDocumentString(`
   lastUsedAt
 }
     `, {"fragmentName":"ApiTokenFields"}) as unknown as TypedDocumentString<ApiTokenFieldsFragment, unknown>;
+export const NotificationSubscriptionFieldsFragmentDoc = new TypedDocumentString(`
+    fragment NotificationSubscriptionFields on NotificationSubscription {
+  id
+  name
+  sink {
+    kind
+    target
+    channel
+    signed
+    threaded
+  }
+  filter {
+    types
+    kinds
+    clusters
+    states
+    rolloutIds
+  }
+  oncePer
+  createdAt
+  lastAttemptAt
+  lastStatusCode
+  lastError
+  lastDeliveredAt
+  deliveries {
+    pending
+    delivered
+    deadLettered
+    cancelled
+  }
+}
+    `, {"fragmentName":"NotificationSubscriptionFields"}) as unknown as TypedDocumentString<NotificationSubscriptionFieldsFragment, unknown>;
+export const NotificationDeliveryFieldsFragmentDoc = new TypedDocumentString(`
+    fragment NotificationDeliveryFields on NotificationDelivery {
+  id
+  state
+  attempts
+  cloudEventType
+  nextAttemptAt
+  lastAttemptAt
+  lastStatusCode
+  lastError
+  deliveredAt
+  event {
+    id
+    type
+    rolloutId
+    createdAt
+  }
+  subscription {
+    id
+    name
+  }
+}
+    `, {"fragmentName":"NotificationDeliveryFields"}) as unknown as TypedDocumentString<NotificationDeliveryFieldsFragment, unknown>;
 export const BumpAgentImageDocument = new TypedDocumentString(`
     mutation BumpAgentImage($input: BumpAgentImageInput!) {
   bumpAgentImage(input: $input) {
@@ -1475,3 +1699,191 @@ export const FleetDocument = new TypedDocumentString(`
     percent
   }
 }`) as unknown as TypedDocumentString<FleetQuery, FleetQueryVariables>;
+export const NotificationSubscriptionsDocument = new TypedDocumentString(`
+    query NotificationSubscriptions($first: Int, $after: String) {
+  notificationSubscriptions(first: $first, after: $after) {
+    edges {
+      node {
+        ...NotificationSubscriptionFields
+      }
+    }
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+  }
+}
+    fragment NotificationSubscriptionFields on NotificationSubscription {
+  id
+  name
+  sink {
+    kind
+    target
+    channel
+    signed
+    threaded
+  }
+  filter {
+    types
+    kinds
+    clusters
+    states
+    rolloutIds
+  }
+  oncePer
+  createdAt
+  lastAttemptAt
+  lastStatusCode
+  lastError
+  lastDeliveredAt
+  deliveries {
+    pending
+    delivered
+    deadLettered
+    cancelled
+  }
+}`) as unknown as TypedDocumentString<NotificationSubscriptionsQuery, NotificationSubscriptionsQueryVariables>;
+export const NotificationDeliveriesDocument = new TypedDocumentString(`
+    query NotificationDeliveries($filter: NotificationDeliveryFilter, $first: Int, $after: String) {
+  notificationDeliveries(filter: $filter, first: $first, after: $after) {
+    edges {
+      node {
+        ...NotificationDeliveryFields
+      }
+    }
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+  }
+}
+    fragment NotificationDeliveryFields on NotificationDelivery {
+  id
+  state
+  attempts
+  cloudEventType
+  nextAttemptAt
+  lastAttemptAt
+  lastStatusCode
+  lastError
+  deliveredAt
+  event {
+    id
+    type
+    rolloutId
+    createdAt
+  }
+  subscription {
+    id
+    name
+  }
+}`) as unknown as TypedDocumentString<NotificationDeliveriesQuery, NotificationDeliveriesQueryVariables>;
+export const CreateNotificationSubscriptionDocument = new TypedDocumentString(`
+    mutation CreateNotificationSubscription($input: CreateNotificationSubscriptionInput!) {
+  createNotificationSubscription(input: $input) {
+    signingSecret
+    subscription {
+      ...NotificationSubscriptionFields
+    }
+  }
+}
+    fragment NotificationSubscriptionFields on NotificationSubscription {
+  id
+  name
+  sink {
+    kind
+    target
+    channel
+    signed
+    threaded
+  }
+  filter {
+    types
+    kinds
+    clusters
+    states
+    rolloutIds
+  }
+  oncePer
+  createdAt
+  lastAttemptAt
+  lastStatusCode
+  lastError
+  lastDeliveredAt
+  deliveries {
+    pending
+    delivered
+    deadLettered
+    cancelled
+  }
+}`) as unknown as TypedDocumentString<CreateNotificationSubscriptionMutation, CreateNotificationSubscriptionMutationVariables>;
+export const DeleteNotificationSubscriptionDocument = new TypedDocumentString(`
+    mutation DeleteNotificationSubscription($id: ID!) {
+  deleteNotificationSubscription(id: $id) {
+    ...NotificationSubscriptionFields
+  }
+}
+    fragment NotificationSubscriptionFields on NotificationSubscription {
+  id
+  name
+  sink {
+    kind
+    target
+    channel
+    signed
+    threaded
+  }
+  filter {
+    types
+    kinds
+    clusters
+    states
+    rolloutIds
+  }
+  oncePer
+  createdAt
+  lastAttemptAt
+  lastStatusCode
+  lastError
+  lastDeliveredAt
+  deliveries {
+    pending
+    delivered
+    deadLettered
+    cancelled
+  }
+}`) as unknown as TypedDocumentString<DeleteNotificationSubscriptionMutation, DeleteNotificationSubscriptionMutationVariables>;
+export const ReplayNotificationDeliveryDocument = new TypedDocumentString(`
+    mutation ReplayNotificationDelivery($id: ID!) {
+  replayNotificationDelivery(id: $id) {
+    ...NotificationDeliveryFields
+  }
+}
+    fragment NotificationDeliveryFields on NotificationDelivery {
+  id
+  state
+  attempts
+  cloudEventType
+  nextAttemptAt
+  lastAttemptAt
+  lastStatusCode
+  lastError
+  deliveredAt
+  event {
+    id
+    type
+    rolloutId
+    createdAt
+  }
+  subscription {
+    id
+    name
+  }
+}`) as unknown as TypedDocumentString<ReplayNotificationDeliveryMutation, ReplayNotificationDeliveryMutationVariables>;
+export const ReplayNotificationDeliveriesDocument = new TypedDocumentString(`
+    mutation ReplayNotificationDeliveries($input: ReplayNotificationDeliveriesInput!) {
+  replayNotificationDeliveries(input: $input) {
+    replayed
+  }
+}
+    `) as unknown as TypedDocumentString<ReplayNotificationDeliveriesMutation, ReplayNotificationDeliveriesMutationVariables>;
