@@ -81,7 +81,7 @@ const outputs = [
   },
   {
     file: 'src/ui/client/generated/graphql.ts',
-    documents: ['src/ui/client/queries.graphql'],
+    documents: ['src/ui/client/queries.graphql', 'src/ui/client/notificationQueries.graphql'],
     plugins: [{ 'typescript-operations': {} }, { 'typed-document-node': {} }],
     config: clientConfig,
   },

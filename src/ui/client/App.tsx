@@ -3,6 +3,7 @@ import { Charts } from './Charts.js';
 import { Dashboard } from './Dashboard.js';
 import { Fleet } from './Fleet.js';
 import { History } from './History.js';
+import { Notifications } from './Notifications.js';
 import { useHashRoute, useLive, useLiveStore } from './hooks.js';
 import { RolloutDetail } from './RolloutDetail.js';
 import { SignIn, TokenButton } from './TokenButton.js';
@@ -13,6 +14,7 @@ const NAV = [
   { href: '#/fleet', label: 'Fleet', view: 'fleet' },
   { href: '#/charts', label: 'Charts', view: 'charts' },
   { href: '#/history', label: 'History', view: 'history' },
+  { href: '#/notifications', label: 'Notifications', view: 'notifications' },
 ] as const;
 
 const CONNECTION_TEXT = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' } as const;
@@ -93,7 +95,8 @@ export function App() {
         {!signInNeeded && view === 'charts' && <Charts />}
         {!signInNeeded && view === 'history' && <History />}
         {!signInNeeded && view === 'rollouts' && route[1] && <RolloutDetail key={route[1]} id={route[1]} />}
-        {!['', 'fleet', 'charts', 'history', 'rollouts'].includes(view) && (
+        {!signInNeeded && view === 'notifications' && <Notifications />}
+        {!['', 'fleet', 'charts', 'history', 'rollouts', 'notifications'].includes(view) && (
           <p>
             No such view. <a href="#/">Back to the dashboard</a>
           </p>

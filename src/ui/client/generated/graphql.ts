@@ -138,6 +138,74 @@ export type Role =
   /** deployer + tokens and settings. */
   | 'admin';
 
+/** Where a subscription's notifications go. */
+export type NotificationSinkKind =
+  /** A POST of each event as a CloudEvents 1.0 structured-mode JSON, signed (X-Rollplane-Signature). */
+  | 'WEBHOOK'
+  /** A Slack message; with a bot token, in one thread per rollout (chat.postMessage); else an incoming webhook. */
+  | 'SLACK';
+
+/**
+ * Stable fields "once per" may use: only identifiers, never text with times or durations. With `oncePer`, the first event
+ * of each notification type and value of these fields is sent and later ones are not; an event that lacks one of them is
+ * sent as usual.
+ */
+export type NotificationOncePer =
+  /** The rollout. */
+  | 'ROLLOUT'
+  /** The wave of a staged rollout (payload `wave`). */
+  | 'WAVE'
+  /** The member cluster (payload `cluster`; `local` until events carry one). */
+  | 'CLUSTER'
+  /** The gate (payload `gate`). */
+  | 'GATE'
+  /** The pool, virtual cluster or node the event is about. */
+  | 'TARGET';
+
+/** A state a rollout or target moved to (RolloutState and TargetState). */
+export type NotifiableState =
+  /** A rollout or target waits for admission. */
+  | 'PENDING'
+  /** A rollout admits targets; a target converges. */
+  | 'PROGRESSING'
+  /** A rollout admits nothing until resumed. */
+  | 'PAUSED'
+  /** A rollout or target finished on the new version. */
+  | 'SUCCEEDED'
+  /** A rollout reached its failure threshold; a target did not converge. */
+  | 'FAILED'
+  /** A rollout was stopped by a user. */
+  | 'ABORTED'
+  /** A rollout's changes were reverted. */
+  | 'ROLLED_BACK'
+  /** A target was left unchanged. */
+  | 'SKIPPED'
+  /** A target was never admitted. */
+  | 'CANCELLED';
+
+/** Where a delivery is. */
+export type NotificationDeliveryState =
+  /** Waiting for its (next) attempt. */
+  | 'PENDING'
+  /** The sink answered 2xx. */
+  | 'DELIVERED'
+  /** Given up: a permanent refusal (4xx but 408/425/429) or too many attempts. Replay it once the sink is fixed. */
+  | 'DEAD_LETTER'
+  /** Its subscription was deleted before it was delivered. */
+  | 'CANCELLED';
+
+/** Filters for `notificationDeliveries`; all given conditions must hold. */
+export type NotificationDeliveryFilter = {
+  /** Only this subscription's. */
+  subscriptionId?: string | number | null | undefined;
+  /** Any of these states. */
+  states?: Array<NotificationDeliveryState> | null | undefined;
+  /** Only deliveries of this event. */
+  eventId?: string | number | null | undefined;
+  /** Only deliveries of this rollout's events. */
+  rolloutId?: string | number | null | undefined;
+};
+
 /** Why a change is made; filled from the CI environment by the CLI. */
 export type CauseInput = {
   /** The person or pipeline asking for the change. */
@@ -330,6 +398,22 @@ export type NodeAgentReplacedSubscriptionVariables = Exact<{
 
 
 export type NodeAgentReplacedSubscription = { events: { id: string, type: EventType, rolloutId: string | null, payload: unknown, createdAt: string, object: { namespace: string, name: string } | null } };
+
+export type NotificationOverviewQueryVariables = Exact<{
+  failures?: NotificationDeliveryFilter | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type NotificationOverviewQuery = { notificationSubscriptions: { edges: Array<{ node: { id: string, name: string, oncePer: Array<NotificationOncePer>, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, lastDeliveredAt: string | null, sink: { kind: NotificationSinkKind, target: string, channel: string | null }, filter: { types: Array<EventType>, kinds: Array<RolloutKind>, clusters: Array<string>, states: Array<NotifiableState>, rolloutIds: Array<string> }, deliveries: { pending: number, delivered: number, deadLettered: number } } }> }, notificationDeliveries: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, state: NotificationDeliveryState, attempts: number, cloudEventType: string, nextAttemptAt: string | null, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, event: { id: string, rolloutId: string | null, createdAt: string }, subscription: { id: string, name: string } } }> } };
+
+export type ReplayDeliveryMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ReplayDeliveryMutation = { replayNotificationDelivery: { id: string, state: NotificationDeliveryState, attempts: number, nextAttemptAt: string | null } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -1051,3 +1135,74 @@ export const NodeAgentReplacedDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<NodeAgentReplacedSubscription, NodeAgentReplacedSubscriptionVariables>;
+export const NotificationOverviewDocument = new TypedDocumentString(`
+    query NotificationOverview($failures: NotificationDeliveryFilter, $first: Int, $after: String) {
+  notificationSubscriptions(first: 100) {
+    edges {
+      node {
+        id
+        name
+        sink {
+          kind
+          target
+          channel
+        }
+        filter {
+          types
+          kinds
+          clusters
+          states
+          rolloutIds
+        }
+        oncePer
+        lastAttemptAt
+        lastStatusCode
+        lastError
+        lastDeliveredAt
+        deliveries {
+          pending
+          delivered
+          deadLettered
+        }
+      }
+    }
+  }
+  notificationDeliveries(filter: $failures, first: $first, after: $after) {
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    edges {
+      node {
+        id
+        state
+        attempts
+        cloudEventType
+        nextAttemptAt
+        lastAttemptAt
+        lastStatusCode
+        lastError
+        event {
+          id
+          rolloutId
+          createdAt
+        }
+        subscription {
+          id
+          name
+        }
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<NotificationOverviewQuery, NotificationOverviewQueryVariables>;
+export const ReplayDeliveryDocument = new TypedDocumentString(`
+    mutation ReplayDelivery($id: ID!) {
+  replayNotificationDelivery(id: $id) {
+    id
+    state
+    attempts
+    nextAttemptAt
+  }
+}
+    `) as unknown as TypedDocumentString<ReplayDeliveryMutation, ReplayDeliveryMutationVariables>;
