@@ -25,6 +25,7 @@ describe('generated GraphQL types', () => {
       'src/cli/operations.graphql',
       'src/cli/notifyOperations.graphql',
       'src/ui/client/queries.graphql',
+      'src/ui/client/notificationQueries.graphql',
       ...(await generate()).keys(),
     ]) {
       cpSync(path.join(root, file), path.join(scratch, file), { recursive: true });
