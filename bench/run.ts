@@ -27,6 +27,7 @@ const BENCHMARKS: Record<string, string> = {
   api: `api${ext}`,
   feed: `feed${ext}`,
   'cross-replica': `crossReplica${ext}`,
+  notifications: `notifications${ext}`,
 };
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 if (names.length === 0) {
