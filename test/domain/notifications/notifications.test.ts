@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EventType, type StoredEvent } from '../../../src/domain/events.js';
 import { EMPTY_FILTER, type Route } from '../../../src/domain/notifications/model.js';
@@ -134,6 +136,18 @@ describe('signatures and retries', () => {
     expect(verifySignature('s'.repeat(32), header, '{"a":1}', 1_800_000_301)).toBe(false);
     expect(verifySignature('s'.repeat(32), header.replace('t=1800000000', 't=1800000200'), '{"a":1}', 1_800_000_200)).toBe(false);
     expect(verifySignature('s'.repeat(32), undefined, '{"a":1}', 1_800_000_000)).toBe(false);
+  });
+
+  it('is verified by the snippet docs/notifications.md gives receivers', async () => {
+    const doc = readFileSync(path.join(import.meta.dirname, '../../../docs/notifications.md'), 'utf8');
+    const snippet = /```js\n([\s\S]*?)```/.exec(doc)![1]!;
+    const { verifyRollplane } = (await import(`data:text/javascript,${encodeURIComponent(snippet)}`)) as {
+      verifyRollplane: (secret: string, header: string, body: string, now?: number) => boolean;
+    };
+    const header = signatureHeader('s'.repeat(32), 1_800_000_000, '{"a":1}');
+    expect(verifyRollplane('s'.repeat(32), header, '{"a":1}', 1_800_000_100)).toBe(true);
+    expect(verifyRollplane('s'.repeat(32), header, '{"a":2}', 1_800_000_100)).toBe(false);
+    expect(verifyRollplane('s'.repeat(32), header, '{"a":1}', 1_800_000_301)).toBe(false);
   });
 
   it('backs off exponentially with jitter between half and all of each step, up to the cap', () => {
