@@ -1,10 +1,10 @@
 /**
- * Notifications benchmark (issue 32, docs/adr/0031): the real service, its outbox and its leader's dispatcher, with a
- * local receiver in this process.
+ * Notifications benchmark (issue 32, docs/adr/0031): the real service, its outbox and its leader's dispatcher, with
+ * local receivers (the rollouts' in a child process).
  *
  * 1. The cost of the outbox on a rollout: an agent-pool rollout of NOTIFY_BENCH_POOLS pools (500) with maxUnavailable
  *    100% against the simulator in a child process (no delays), in three configurations run alternately
- *    NOTIFY_BENCH_ROUNDS times (2) in the same run: no subscription; a subscription to every event with a receiver
+ *    NOTIFY_BENCH_ROUNDS times (3) in the same run: no subscription; a subscription to every event with a receiver
  *    answering 200 at once; the same with a receiver that never answers (every attempt waits out the 10 s timeout).
  *    Measured: time to SUCCEEDED and the service's CPU per agent; the ratio of each configuration's median to the one
  *    without a subscription is the outbox's cost (and, for the hanging receiver, proof that a slow sink does not slow
@@ -16,6 +16,7 @@
  *
  * Prints tables and writes bench/results/notifications.json. Run: `npm run bench -- notifications`.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,11 +46,11 @@ interface RolloutRun {
   calibrationMs: number;
 }
 
-async function subscribe(app: App, receiver: Receiver, path: string): Promise<void> {
+async function subscribe(app: App, receiver: Pick<Receiver, 'url'>, path: string): Promise<void> {
   await post(app.url, CREATE, { input: { name: `bench ${path}`, sink: { kind: 'WEBHOOK', url: receiver.url(path) } } });
 }
 
-async function rolloutOnce(sink: Sink, round: number, pools: number, receiver: Receiver): Promise<RolloutRun> {
+async function rolloutOnce(sink: Sink, round: number, pools: number, receiver: Pick<Receiver, 'url'>): Promise<RolloutRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-notify-'));
   const calibration = calibrationMs();
   const sim = await startSimChild({
@@ -111,6 +112,34 @@ interface LatencyRun {
   maxMs: number;
 }
 
+/**
+ * The rollouts' receiver, in a child process of its own, as a receiver would be: the service's CPU figure then counts
+ * only the service. Answers 200 on /fast and never on /hang.
+ */
+const RECEIVER_SCRIPT = `
+const http = require('node:http');
+const server = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => { if (req.url !== '/hang') res.end(); });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
+`;
+
+async function startReceiverChild(): Promise<{ url(path: string): string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', RECEIVER_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`the receiver exited with ${code}`)));
+  });
+  return {
+    url: (path) => `http://127.0.0.1:${port}${path}`,
+    async stop() {
+      child.kill();
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
@@ -166,11 +195,11 @@ function median(values: readonly number[]): number {
 
 export async function run(): Promise<unknown> {
   const pools = Number(process.env.NOTIFY_BENCH_POOLS ?? '500');
-  const rounds = Number(process.env.NOTIFY_BENCH_ROUNDS ?? '2');
+  const rounds = Number(process.env.NOTIFY_BENCH_ROUNDS ?? '3');
   const rate = Number(process.env.NOTIFY_BENCH_RATE ?? '100');
   const seconds = Number(process.env.NOTIFY_BENCH_SECONDS ?? '20');
   const receiver = await Receiver.start();
-  receiver.on('/hang', () => 'hang');
+  const rolloutReceiver = await startReceiverChild();
   try {
     const rollouts: RolloutRun[] = [];
     const sinks: Sink[] = ['none', 'receiver answering 200', 'receiver that hangs'];
@@ -178,7 +207,7 @@ export async function run(): Promise<unknown> {
       // Alternated, so that the machine's drift over the run falls on every configuration alike.
       for (const sink of round % 2 ? sinks : [...sinks].reverse()) {
         process.stderr.write(`  rollout of ${pools} pools, ${sink}, round ${round}\n`);
-        rollouts.push(await rolloutOnce(sink, round, pools, receiver));
+        rollouts.push(await rolloutOnce(sink, round, pools, rolloutReceiver));
       }
     }
     console.table(rollouts.map((r) => ({ ...r })));
@@ -214,6 +243,7 @@ export async function run(): Promise<unknown> {
     return result;
   } finally {
     await receiver.close();
+    await rolloutReceiver.stop();
   }
 }
 

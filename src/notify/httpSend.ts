@@ -1,5 +1,5 @@
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { TargetRefusedError, type TargetGuard } from './targetGuard.js';
 
@@ -14,17 +14,43 @@ export interface HttpAnswer {
 }
 
 /**
+ * Connections kept open between deliveries to the same sink: a webhook receiving a rollout's events gets them over a
+ * few connections instead of one TCP (and TLS) handshake each. Reuse is safe for the SSRF guard: a connection's address
+ * was checked when it was made (lookup and socket), and an open connection cannot be moved to another address.
+ */
+export interface SinkAgents {
+  http: HttpAgent;
+  https: HttpsAgent;
+  destroy(): void;
+}
+
+export function sinkAgents(): SinkAgents {
+  const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 8, timeout: 60_000 };
+  const http = new HttpAgent(options);
+  const https = new HttpsAgent(options);
+  return {
+    http,
+    https,
+    destroy() {
+      http.destroy();
+      https.destroy();
+    },
+  };
+}
+
+/**
  * One POST to a sink, bounded in every way a receiver could stretch it: the whole exchange (connect, TLS, headers,
- * body) ends at `timeoutMs`, the answer is read up to MAX_RESPONSE_BYTES, redirects are not followed, no connection is
- * reused (each one resolves its name through the guard again), and the signal aborts it at once (the leader stepping
- * down). Throws with a short message on any failure before an HTTP status arrived.
+ * body) ends at `timeoutMs`, the answer is read up to MAX_RESPONSE_BYTES, redirects are not followed, a new
+ * connection resolves its name through the guard (and its address is checked once connected; a reused one is checked
+ * again), and the signal aborts it at once (the leader stepping down). Without `agents`, no connection is reused.
+ * Throws with a short message on any failure before an HTTP status arrived.
  */
 export function postOnce(
   guard: TargetGuard,
   url: URL,
   headers: Record<string, string>,
   body: string,
-  options: { timeoutMs: number; signal: AbortSignal },
+  options: { timeoutMs: number; signal: AbortSignal; agents?: SinkAgents },
 ): Promise<HttpAnswer> {
   return new Promise<HttpAnswer>((resolve, reject) => {
     const payload = Buffer.from(body, 'utf8');
@@ -42,7 +68,7 @@ export function postOnce(
       method: 'POST',
       headers: { ...headers, 'content-length': String(payload.length) },
       lookup: guard.lookup,
-      agent: false,
+      agent: options.agents ? (url.protocol === 'https:' ? options.agents.https : options.agents.http) : false,
       // An IP literal is connected to without a lookup: the guard checked it before (check), and the socket is
       // checked again below.
     });
@@ -50,12 +76,15 @@ export function postOnce(
     const onAbort = () => req.destroy(new Error('aborted: this replica stopped delivering'));
     options.signal.addEventListener('abort', onAbort, { once: true });
     req.on('socket', (socket: Socket) => {
-      socket.once('connect', () => {
+      const checkAddress = () => {
         const address = socket.remoteAddress;
         if (address === undefined || !guard.isAllowedAddress(address)) {
           req.destroy(new TargetRefusedError(`connected to ${address ?? 'an unknown address'}, which is not allowed`));
         }
-      });
+      };
+      // A kept-alive connection is connected already (and the operator's allowance may have changed since).
+      if (socket.connecting || socket.remoteAddress === undefined) socket.once('connect', checkAddress);
+      else checkAddress();
     });
     req.on('error', (error) => finish(new Error(shortError(error), { cause: error })));
     req.on('response', (res: IncomingMessage) => {

@@ -2,7 +2,7 @@ import type { SubscriptionRecord } from '../domain/notifications/model.js';
 import type { DueDelivery } from '../domain/notifications/NotificationStore.js';
 import { CLOUDEVENTS_CONTENT_TYPE, cloudEventOf, slackMessageOf } from '../domain/notifications/render.js';
 import { SIGNATURE_HEADER, signatureHeader } from '../domain/notifications/signature.js';
-import { postOnce } from './httpSend.js';
+import { postOnce, type SinkAgents, sinkAgents } from './httpSend.js';
 import type { TargetGuard } from './targetGuard.js';
 
 export interface SinkOptions {
@@ -40,7 +40,14 @@ export function bodyPrefix(body: string, max = 120): string {
  * rollout's thread when there is one. Both are rendered from the delivery's committed event (read with it).
  */
 export class Sinks {
+  private readonly agents: SinkAgents = sinkAgents();
+
   constructor(private readonly options: SinkOptions) {}
+
+  /** Closes the connections kept open to sinks. */
+  close(): void {
+    this.agents.destroy();
+  }
 
   async send(subscription: SubscriptionRecord, delivery: DueDelivery, signal: AbortSignal): Promise<SinkAnswer> {
     const url = this.options.guard.checkForSending(subscription.url);
@@ -50,7 +57,7 @@ export class Sinks {
       'x-rollplane-attempt': String(delivery.attempts + 1),
       'x-rollplane-replica': this.options.replica,
     };
-    const limits = { timeoutMs: this.options.timeoutMs, signal };
+    const limits = { timeoutMs: this.options.timeoutMs, signal, agents: this.agents };
     if (subscription.sinkKind === 'WEBHOOK') {
       const body = JSON.stringify(cloudEventOf(delivery.event, this.options.source));
       const timestamp = Math.floor((this.options.now ?? Date.now)() / 1000);

@@ -109,6 +109,7 @@ export function startNotifications(deps: NotificationsDeps): { service: Notifica
       clearInterval(poll);
       clearInterval(pruner);
       stopListening();
+      sinks.close();
     },
   };
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postOnce } from '../../src/notify/httpSend.js';
+import { postOnce, sinkAgents } from '../../src/notify/httpSend.js';
 import { TargetGuard, TargetRefusedError } from '../../src/notify/targetGuard.js';
 
 /** A resolver answering from a table, as DNS would (the names are made up; nothing leaves the machine). */
@@ -83,12 +83,15 @@ describe('a delivery connection', () => {
   let server: Server;
   let port = 0;
   let received = 0;
+  let connections = 0;
+  let connectionsAtStart = 0;
   beforeAll(async () => {
     server = createServer((req, res) => {
       received++;
       req.resume();
       res.end('ok');
     });
+    server.on('connection', () => connections++);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   });
@@ -113,11 +116,33 @@ describe('a delivery connection', () => {
     expect(received).toBe(1);
   });
 
+  it('reuses a connection to the same sink, and checks its address again on reuse', async () => {
+    connectionsAtStart = connections;
+    const agents = sinkAgents();
+    try {
+      const allowing = new TargetGuard(['127.0.0.0/8'], async () => [{ address: '127.0.0.1', family: 4 }]);
+      const url = new URL(`http://receiver.example.com:${port}/hook`);
+      const before = received;
+      await postOnce(allowing, url, {}, '{}', { ...options(), agents });
+      await postOnce(allowing, url, {}, '{}', { ...options(), agents });
+      expect(received - before).toBe(2);
+      expect(connections).toBe(connectionsAtStart + 1);
+      // The operator withdrew the allowance: the open connection is not used.
+      await expect(postOnce(new TargetGuard([], allowing.lookup as never), url, {}, '{}', { ...options(), agents })).rejects.toThrow(
+        'connected to 127.0.0.1, which is not allowed',
+      );
+      expect(received - before).toBe(2);
+    } finally {
+      agents.destroy();
+    }
+  });
+
   it('checks the connected address too: a literal that reaches a refused address is cut before anything is sent', async () => {
     const guardNoLoopback = new TargetGuard([]);
+    const before = received;
     await expect(postOnce(guardNoLoopback, new URL(`http://127.0.0.1:${port}/hook`), {}, '{}', options())).rejects.toThrow(
       'connected to 127.0.0.1, which is not allowed',
     );
-    expect(received).toBe(1);
+    expect(received).toBe(before);
   });
 });

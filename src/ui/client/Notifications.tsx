@@ -2,7 +2,14 @@ import { useState } from 'react';
 import { describeError, GraphQLRequestError, gql } from './api.js';
 import { Pager, QueryStatus, Section, StateBadge } from './components.js';
 import { formatTime } from './format.js';
-import { NotificationOverviewDocument, type NotificationOverviewQuery, ReplayDeliveryDocument } from './generated/graphql.js';
+import {
+  CreateSubscriptionDocument,
+  DeleteSubscriptionDocument,
+  type NotifiableState,
+  NotificationOverviewDocument,
+  type NotificationOverviewQuery,
+  ReplayDeliveryDocument,
+} from './generated/graphql.js';
 import { useCursorPages, useQuery } from './hooks.js';
 
 /**
@@ -52,6 +59,9 @@ export function Notifications() {
   }
   return (
     <div className="notifications">
+      <Section id="notification-new" title="New subscription">
+        <NewSubscription onCreated={query.reload} />
+      </Section>
       <Section id="notification-subscriptions" title={`Notification subscriptions${subscriptions ? ` · ${subscriptions.length}` : ''}`}>
         <QueryStatus error={query.error} loading={query.loading} hasData={!!subscriptions} what="notification subscriptions">
           <table className="data" aria-label="Notification subscriptions">
@@ -64,6 +74,9 @@ export function Notifications() {
                 <th scope="col">Dead letters</th>
                 <th scope="col">Last delivered</th>
                 <th scope="col">Last attempt</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -82,11 +95,14 @@ export function Notifications() {
                     {formatTime(s.lastAttemptAt)}
                     {s.lastAttemptAt ? ` · ${lastOutcome(s)}` : ''}
                   </td>
+                  <td>
+                    <DeleteButton subscription={s} onDeleted={query.reload} />
+                  </td>
                 </tr>
               ))}
               {subscriptions && subscriptions.length === 0 && (
                 <tr>
-                  <td colSpan={7} className="muted">
+                  <td colSpan={8} className="muted">
                     No subscriptions: create one with <code>rollplane notify create</code> or the createNotificationSubscription mutation.
                   </td>
                 </tr>
@@ -184,5 +200,118 @@ function FailureRow({ delivery: d, onReplayed }: { delivery: Delivery; onReplaye
         )}
       </td>
     </tr>
+  );
+}
+
+const STATES: readonly NotifiableState[] = ['FAILED', 'SUCCEEDED', 'PAUSED', 'ABORTED', 'ROLLED_BACK', 'PROGRESSING', 'PENDING', 'SKIPPED', 'CANCELLED'];
+
+/** A subscription from the UI: a webhook (its generated signing secret shown once) or a Slack incoming webhook. */
+function NewSubscription({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const [kind, setKind] = useState<'WEBHOOK' | 'SLACK'>('WEBHOOK');
+  const [url, setUrl] = useState('');
+  const [states, setStates] = useState<NotifiableState[]>(['FAILED']);
+  const [oncePerRollout, setOncePerRollout] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [secret, setSecret] = useState<string | null>(null);
+  async function create() {
+    setBusy(true);
+    setError(null);
+    setSecret(null);
+    try {
+      const created = await gql(CreateSubscriptionDocument, {
+        input: { name, sink: { kind, url }, filter: states.length ? { states } : {}, ...(oncePerRollout ? { oncePer: ['ROLLOUT'] } : {}) },
+      });
+      setSecret(created.createNotificationSubscription.signingSecret ?? null);
+      setName('');
+      setUrl('');
+      onCreated();
+    } catch (e) {
+      setError(describeError(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <form
+      className="filters"
+      aria-label="New notification subscription"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void create();
+      }}
+    >
+      <label>
+        Name <input required value={name} maxLength={100} onChange={(e) => setName(e.target.value)} />
+      </label>
+      <label>
+        Sink{' '}
+        <select value={kind} onChange={(e) => setKind(e.target.value as 'WEBHOOK' | 'SLACK')}>
+          <option value="WEBHOOK">Webhook (CloudEvents, signed)</option>
+          <option value="SLACK">Slack incoming webhook</option>
+        </select>
+      </label>
+      <label>
+        URL <input required type="url" value={url} maxLength={2000} onChange={(e) => setUrl(e.target.value)} placeholder="https://…" />
+      </label>
+      <label>
+        States{' '}
+        <select multiple value={states} onChange={(e) => setStates([...e.target.selectedOptions].map((o) => o.value as NotifiableState))}>
+          {STATES.map((state) => (
+            <option key={state} value={state}>
+              {state}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        <input type="checkbox" checked={oncePerRollout} onChange={(e) => setOncePerRollout(e.target.checked)} /> once per rollout
+      </label>
+      <button type="submit" disabled={busy}>
+        {busy ? 'Creating…' : 'Create'}
+      </button>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {secret && (
+        <p role="status">
+          Signing secret, shown this once: <code data-signing-secret>{secret}</code>
+        </p>
+      )}
+    </form>
+  );
+}
+
+function DeleteButton({ subscription, onDeleted }: { subscription: Subscription; onDeleted: () => void }) {
+  const [confirming, setConfirming] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function remove() {
+    if (!confirming) {
+      setConfirming(true);
+      return;
+    }
+    setConfirming(false);
+    try {
+      await gql(DeleteSubscriptionDocument, { id: subscription.id });
+      onDeleted();
+    } catch (e) {
+      setError(describeError(e));
+    }
+  }
+  return (
+    <>
+      <button type="button" onClick={() => void remove()} aria-label={`${confirming ? 'Confirm deletion of' : 'Delete'} subscription ${subscription.name}`}>
+        {confirming ? 'Confirm delete' : 'Delete'}
+      </button>
+      {error && (
+        <span className="error" role="alert">
+          {' '}
+          {error}
+        </span>
+      )}
+    </>
   );
 }

@@ -206,6 +206,46 @@ export type NotificationDeliveryFilter = {
   rolloutId?: string | number | null | undefined;
 };
 
+/** A sink and its secrets (never returned). */
+export type NotificationSinkInput = {
+  /** Webhook or Slack. */
+  kind: NotificationSinkKind;
+  /** http:// or https://; Slack: the incoming webhook URL, or https://slack.com/api/chat.postMessage with a token. */
+  url: string;
+  /** WEBHOOK: the HMAC-SHA256 key (32 to 256 characters); generated and returned once when omitted. */
+  secret?: string | null | undefined;
+  /** SLACK: a bot token for chat.postMessage, which answers with the message's ts: one thread per rollout. */
+  token?: string | null | undefined;
+  /** SLACK with a token: the channel. */
+  channel?: string | null | undefined;
+};
+
+/** Which events; every given non-empty list must contain the event's value. */
+export type NotificationFilterInput = {
+  /** Any of these event types. */
+  types?: Array<EventType> | null | undefined;
+  /** Any of these rollout kinds. */
+  kinds?: Array<RolloutKind> | null | undefined;
+  /** At most 50 member cluster names. */
+  clusters?: Array<string> | null | undefined;
+  /** Any of these states moved to. */
+  states?: Array<NotifiableState> | null | undefined;
+  /** At most 100 rollout ids. */
+  rolloutIds?: Array<string | number> | null | undefined;
+};
+
+/** A new subscription. */
+export type CreateNotificationSubscriptionInput = {
+  /** A name for people (1 to 100 characters). */
+  name: string;
+  /** Where its notifications go. */
+  sink: NotificationSinkInput;
+  /** Every event when omitted. */
+  filter?: NotificationFilterInput | null | undefined;
+  /** Send only the first event of each type per value of these fields. */
+  oncePer?: Array<NotificationOncePer> | null | undefined;
+};
+
 /** Why a change is made; filled from the CI environment by the CLI. */
 export type CauseInput = {
   /** The person or pipeline asking for the change. */
@@ -414,6 +454,20 @@ export type ReplayDeliveryMutationVariables = Exact<{
 
 
 export type ReplayDeliveryMutation = { replayNotificationDelivery: { id: string, state: NotificationDeliveryState, attempts: number, nextAttemptAt: string | null } };
+
+export type CreateSubscriptionMutationVariables = Exact<{
+  input: CreateNotificationSubscriptionInput;
+}>;
+
+
+export type CreateSubscriptionMutation = { createNotificationSubscription: { signingSecret: string | null, subscription: { id: string, name: string } } };
+
+export type DeleteSubscriptionMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type DeleteSubscriptionMutation = { deleteNotificationSubscription: { id: string } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -1206,3 +1260,21 @@ export const ReplayDeliveryDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ReplayDeliveryMutation, ReplayDeliveryMutationVariables>;
+export const CreateSubscriptionDocument = new TypedDocumentString(`
+    mutation CreateSubscription($input: CreateNotificationSubscriptionInput!) {
+  createNotificationSubscription(input: $input) {
+    signingSecret
+    subscription {
+      id
+      name
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<CreateSubscriptionMutation, CreateSubscriptionMutationVariables>;
+export const DeleteSubscriptionDocument = new TypedDocumentString(`
+    mutation DeleteSubscription($id: ID!) {
+  deleteNotificationSubscription(id: $id) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<DeleteSubscriptionMutation, DeleteSubscriptionMutationVariables>;
