@@ -108,6 +108,7 @@ const PAGES: { name: string; path: () => string; ready: (page: Page) => Promise<
   { name: 'history', path: () => '/#/history', ready: (page) => page.locator('tr[data-rollout-id]').nth(1).waitFor() },
   { name: 'history-events', path: () => '/#/history/events', ready: (page) => page.locator('table.events tbody tr').first().waitFor() },
   { name: 'rollout', path: () => `/#/rollouts/${abortedId}`, ready: (page) => page.locator('tr[data-target]').first().waitFor() },
+  { name: 'notifications', path: () => '/#/notifications', ready: (page) => page.getByRole('table', { name: 'Notification subscriptions' }).waitFor() },
   { name: 'playground', path: () => '/graphql', ready: (page) => page.locator('.graphiql-container').waitFor() },
 ];
 

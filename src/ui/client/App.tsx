@@ -56,7 +56,8 @@ export function App() {
         <span className="brand">rollplane</span>
         <nav aria-label="Main">
           <ul>
-            {NAV.map((item) => (
+            {/* Notifications are an admin's: other roles are not offered the page. */}
+            {NAV.filter((item) => item.view !== 'notifications' || live.server?.caller.role === 'admin').map((item) => (
               <li key={item.view}>
                 <a href={item.href} aria-current={view === item.view || (item.view === 'history' && view === 'rollouts') ? 'page' : undefined}>
                   {item.label}

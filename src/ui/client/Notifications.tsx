@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { describeError, GraphQLRequestError, gql } from './api.js';
-import { Pager, QueryStatus, Section, StateBadge } from './components.js';
+import { PageTitle, Pager, QueryStatus, ScrollRegion, Section, StateBadge } from './components.js';
 import { formatTime } from './format.js';
 import {
   CreateSubscriptionDocument,
@@ -52,95 +52,103 @@ export function Notifications() {
   const failures = query.data?.notificationDeliveries.edges.map((e) => e.node).filter((d) => d.state === 'DEAD_LETTER' || d.attempts > 0);
   if (forbidden) {
     return (
-      <p className="error" role="alert">
-        Notifications are for admins: set an admin token with “API token” at the top of the page.
-      </p>
+      <>
+        <PageTitle>Notifications</PageTitle>
+        <p className="error" role="alert">
+          Notifications are for admins: sign in with an admin token.
+        </p>
+      </>
     );
   }
   return (
     <div className="notifications">
+      <PageTitle>Notifications</PageTitle>
       <Section id="notification-new" title="New subscription">
         <NewSubscription onCreated={query.reload} />
       </Section>
       <Section id="notification-subscriptions" title={`Notification subscriptions${subscriptions ? ` · ${subscriptions.length}` : ''}`}>
         <QueryStatus error={query.error} loading={query.loading} hasData={!!subscriptions} what="notification subscriptions">
-          <table className="data" aria-label="Notification subscriptions">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Sink</th>
-                <th scope="col">Events</th>
-                <th scope="col">Pending</th>
-                <th scope="col">Dead letters</th>
-                <th scope="col">Last delivered</th>
-                <th scope="col">Last attempt</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {subscriptions?.map((s) => (
-                <tr key={s.id} data-subscription-id={s.id}>
-                  <td>{s.name}</td>
-                  <td>
-                    {s.sink.kind === 'SLACK' ? 'Slack' : 'Webhook'} <code>{s.sink.target}</code>
-                    {s.sink.channel ? ` ${s.sink.channel}` : ''}
-                  </td>
-                  <td>{filterSummary(s)}</td>
-                  <td>{s.deliveries.pending}</td>
-                  <td className={s.deliveries.deadLettered > 0 ? 'failed' : undefined}>{s.deliveries.deadLettered}</td>
-                  <td>{formatTime(s.lastDeliveredAt)}</td>
-                  <td>
-                    {formatTime(s.lastAttemptAt)}
-                    {s.lastAttemptAt ? ` · ${lastOutcome(s)}` : ''}
-                  </td>
-                  <td>
-                    <DeleteButton subscription={s} onDeleted={query.reload} />
-                  </td>
-                </tr>
-              ))}
-              {subscriptions && subscriptions.length === 0 && (
+          <ScrollRegion label="Notification subscriptions">
+            <table className="data" aria-label="Notification subscriptions">
+              <thead>
                 <tr>
-                  <td colSpan={8} className="muted">
-                    No subscriptions: create one with <code>rollplane notify create</code> or the createNotificationSubscription mutation.
-                  </td>
+                  <th scope="col">Name</th>
+                  <th scope="col">Sink</th>
+                  <th scope="col">Events</th>
+                  <th scope="col">Pending</th>
+                  <th scope="col">Dead letters</th>
+                  <th scope="col">Last delivered</th>
+                  <th scope="col">Last attempt</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
                 </tr>
-              )}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {subscriptions?.map((s) => (
+                  <tr key={s.id} data-subscription-id={s.id}>
+                    <td>{s.name}</td>
+                    <td>
+                      {s.sink.kind === 'SLACK' ? 'Slack' : 'Webhook'} <code>{s.sink.target}</code>
+                      {s.sink.channel ? ` ${s.sink.channel}` : ''}
+                    </td>
+                    <td>{filterSummary(s)}</td>
+                    <td>{s.deliveries.pending}</td>
+                    <td className={s.deliveries.deadLettered > 0 ? 'failed' : undefined}>{s.deliveries.deadLettered}</td>
+                    <td>{formatTime(s.lastDeliveredAt)}</td>
+                    <td>
+                      {formatTime(s.lastAttemptAt)}
+                      {s.lastAttemptAt ? ` · ${lastOutcome(s)}` : ''}
+                    </td>
+                    <td>
+                      <DeleteButton subscription={s} onDeleted={query.reload} />
+                    </td>
+                  </tr>
+                ))}
+                {subscriptions && subscriptions.length === 0 && (
+                  <tr>
+                    <td colSpan={8} className="muted">
+                      No subscriptions: create one with <code>rollplane notify create</code> or the createNotificationSubscription mutation.
+                    </td>
+                  </tr>
+                )}
+              </tbody>
+            </table>
+          </ScrollRegion>
         </QueryStatus>
       </Section>
       <Section id="notification-failures" title="Failed deliveries">
         <QueryStatus error={query.error} loading={query.loading} hasData={!!failures} what="failed deliveries">
-          <table className="data" aria-label="Failed deliveries">
-            <thead>
-              <tr>
-                <th scope="col">Delivery</th>
-                <th scope="col">Subscription</th>
-                <th scope="col">Event</th>
-                <th scope="col">State</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Next attempt</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {failures?.map((d) => (
-                <FailureRow key={d.id} delivery={d} onReplayed={query.reload} />
-              ))}
-              {failures && failures.length === 0 && (
+          <ScrollRegion label="Failed deliveries">
+            <table className="data" aria-label="Failed deliveries">
+              <thead>
                 <tr>
-                  <td colSpan={8} className="muted">
-                    No failed deliveries.
-                  </td>
+                  <th scope="col">Delivery</th>
+                  <th scope="col">Subscription</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">Last error</th>
+                  <th scope="col">Next attempt</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
                 </tr>
-              )}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {failures?.map((d) => (
+                  <FailureRow key={d.id} delivery={d} onReplayed={query.reload} />
+                ))}
+                {failures && failures.length === 0 && (
+                  <tr>
+                    <td colSpan={8} className="muted">
+                      No failed deliveries.
+                    </td>
+                  </tr>
+                )}
+              </tbody>
+            </table>
+          </ScrollRegion>
           <Pager
             page={pages.page}
             pageInfo={query.data?.notificationDeliveries.pageInfo}
