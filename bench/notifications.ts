@@ -1,5 +1,5 @@
 /**
- * Notifications benchmark (issue 32, docs/adr/0032): the real service, its outbox and its leader's dispatcher, with
+ * Notifications benchmark (issue 32, docs/adr/0035): the real service, its outbox and its leader's dispatcher, with
  * local receivers (the rollouts' in a child process).
  *
  * 1. The cost of the outbox on a rollout: an agent-pool rollout of NOTIFY_BENCH_POOLS pools (500) with maxUnavailable

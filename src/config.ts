@@ -115,7 +115,7 @@ export interface Config {
     readonly auditRetentionDays: number;
     readonly auditMaxEntries: number;
   };
-  /** Notifications (docs/adr/0032): the SSRF guard's exceptions and the delivery policy. */
+  /** Notifications (docs/adr/0035): the SSRF guard's exceptions and the delivery policy. */
   readonly notifications: {
     readonly allowNetworks: readonly string[];
     readonly timeoutMs: number;

@@ -149,7 +149,7 @@ export function createMetrics(): AppMetrics {
       labelNames: ['type'],
       registers: [registry],
     }),
-    // Counted by the leader, which sends (docs/adr/0032); `sink` is the sink kind, never a URL or a subscription name.
+    // Counted by the leader, which sends (docs/adr/0035); `sink` is the sink kind, never a URL or a subscription name.
     notificationDeliveries: new Counter({
       name: 'rollplane_notification_deliveries_total',
       help: 'Notification attempts by sink kind (webhook, slack) and outcome: delivered, retried (failed, tried again later), dead_lettered (given up).',

@@ -6,7 +6,7 @@ const ADMIN_FIELDS = new Set([
   'auditEntries',
   'createApiToken',
   'revokeApiToken',
-  // Notifications: a sink receives every matching event and is called by the server itself (docs/adr/0032).
+  // Notifications: a sink receives every matching event and is called by the server itself (docs/adr/0035).
   'notificationSubscriptions',
   'notificationSubscription',
   'notificationDeliveries',

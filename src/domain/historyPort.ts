@@ -283,7 +283,7 @@ export interface HistoryStore {
    * store's clock (SQLite: this process's; PostgreSQL: the database server's, read once the event-log lock is held, so
    * it never decreases in id order, whichever replica wrote): the nearest to the commit any store can stamp, and what
    * the live feed's commit → client latency is measured from. The notification outbox is written with the events: a
-   * delivery row per matching subscription, committed with them or not at all (docs/adr/0032-notifications-outbox.md).
+   * delivery row per matching subscription, committed with them or not at all (docs/adr/0035-notifications-outbox.md).
    */
   transactionWithEvents<T>(body: (tx: HistoryTx) => Step<WithEvents<T>>, afterCommit?: (committed: Committed<T>) => void): Promise<Committed<T>>;
   /** Throws UnavailableError when the database cannot be written right now (readiness). */

@@ -26,7 +26,7 @@ export interface DispatcherOptions {
 }
 
 /**
- * Sends the outbox (docs/adr/0032). A reconciler of the controller runtime, keyed by subscription, so that it runs only
+ * Sends the outbox (docs/adr/0035). A reconciler of the controller runtime, keyed by subscription, so that it runs only
  * on the replica holding the leader Lease, as the controllers do, never on the request or reconcile path of a rollout,
  * and stops (aborting what is in flight) the moment that replica steps down. One subscription's deliveries never wait
  * for another's sink: a hanging receiver holds only its own subscription's key.

@@ -32,7 +32,7 @@ export interface NotificationsDeps {
 }
 
 /**
- * Notifications (docs/adr/0032): the admin service on every replica, and the dispatcher as a controller of the
+ * Notifications (docs/adr/0035): the admin service on every replica, and the dispatcher as a controller of the
  * Manager, so it sends only while this replica holds the leader Lease. The leader hears of new deliveries from its
  * event bus (every replica's events reach it: the outbox rows commit with them), wakes the subscriptions they match,
  * and polls all of them every few seconds for what a bus cannot tell (a replay made on another replica).

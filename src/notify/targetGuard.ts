@@ -2,7 +2,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 /**
- * Where notification sinks may point (the SSRF guard; docs/adr/0032): http(s) only, no credentials in the URL, and no
+ * Where notification sinks may point (the SSRF guard; docs/adr/0035): http(s) only, no credentials in the URL, and no
  * address that is not on the public internet — loopback, private, link-local (the cloud metadata endpoint,
  * 169.254.169.254), carrier-grade NAT, multicast, reserved, documentation and their IPv6 twins — unless an operator
  * allows its network (ROLLPLANE_NOTIFY_ALLOW_NETWORKS). A deployer who may create subscriptions must not be able to make

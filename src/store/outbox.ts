@@ -18,7 +18,7 @@ export interface RouteRow {
  * The subscriptions a writer of events routes by, as of a generation of NotificationRouting. Every change of the
  * subscriptions bumps the generation in its own transaction, so a transaction that reads the generation (SQLite: in
  * the transaction; PostgreSQL: in the round trip of its BEGIN) knows whether these routes are current without reading
- * the subscriptions: a subscription committed before the transaction began routes its events (docs/adr/0032).
+ * the subscriptions: a subscription committed before the transaction began routes its events (docs/adr/0035).
  */
 export class RouteCache {
   private generation = -1;

@@ -170,7 +170,7 @@ function deliveryView(delivery: DeliveryWithEvent): DeliveryView {
 }
 
 /**
- * Notification subscriptions and their deliveries, as the admin API manages and reads them (docs/adr/0032). Secrets
+ * Notification subscriptions and their deliveries, as the admin API manages and reads them (docs/adr/0035). Secrets
  * are generated here, returned once, and never again; sink URLs pass the SSRF guard before they are saved.
  */
 export class NotificationService {

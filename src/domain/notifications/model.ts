@@ -1,7 +1,7 @@
 import type { EventType, RolloutKind } from '../events.js';
 
 /**
- * Notifications (docs/adr/0032-notifications-outbox.md): subscriptions to the event log, delivered through a
+ * Notifications (docs/adr/0035-notifications-outbox.md): subscriptions to the event log, delivered through a
  * transactional outbox by the leader. The domain's vocabulary; no GraphQL, HTTP or SQL here.
  */
 

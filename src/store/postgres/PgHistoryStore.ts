@@ -122,7 +122,7 @@ const INSERT_EVENTS = `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock($
 SELECT array_agg("id" ORDER BY "id") AS ids, MAX("createdAt") AS "createdAt", pg_notify($8, MAX("id")::text) AS notified FROM inserted`;
 
 /**
- * INSERT_EVENTS with the outbox (docs/adr/0032): the delivery rows of the matching subscriptions go in the same
+ * INSERT_EVENTS with the outbox (docs/adr/0035): the delivery rows of the matching subscriptions go in the same
  * statement, so they commit with their events or not at all, and cost no round trip. Each row names its event by its
  * position among the events given (`r.ord`, from 1), matched to the ids drawn in that order. A repeat of a once-per
  * key already in the table is dropped by its unique index (ON CONFLICT DO NOTHING).
@@ -544,7 +544,7 @@ export class PgHistoryStore implements HistoryStore {
 
   /**
    * The outbox's routes are checked in the round trip of BEGIN (the generation is read with it, pipelined): only when
-   * a subscription changed does the transaction read them, so the outbox costs no round trip (docs/adr/0032).
+   * a subscription changed does the transaction read them, so the outbox costs no round trip (docs/adr/0035).
    */
   transactionWithEvents<T>(body: (tx: HistoryTx) => Step<WithEvents<T>>, afterCommit?: (committed: Committed<T>) => void): Promise<Committed<T>> {
     return this.run(

@@ -118,7 +118,7 @@ export class SqliteHistoryStore implements HistoryStore {
       const { result, events } = runSync(body(this.tx));
       const now = new Date();
       const stored = insertEvents(sql, events, now);
-      // The outbox (docs/adr/0032): a delivery row per matching subscription, committed with the events or not at all.
+      // The outbox (docs/adr/0035): a delivery row per matching subscription, committed with the events or not at all.
       if (stored.length > 0) insertDeliveries(sql, routeEvents(events, currentRoutes(sql, this.routes)), stored, now);
       return { result, stored };
     }, afterCommit);

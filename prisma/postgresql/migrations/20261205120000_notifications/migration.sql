@@ -1,4 +1,4 @@
--- Notifications through a transactional outbox (issue 32, docs/adr/0032-notifications-outbox.md): subscriptions, one
+-- Notifications through a transactional outbox (issue 32, docs/adr/0035-notifications-outbox.md): subscriptions, one
 -- delivery row per (subscription, event) written in the event's own transaction, the Slack thread of each rollout, and
 -- the generation every writer of events routes by. New tables only: nothing existing changes.
 
