@@ -1,4 +1,5 @@
-import type { HistoryReads, HistoryStore, HistoryTx, Step, WithEvents } from './historyPort.js';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { scanCharge, type EventPage, type HistoryReads, type HistoryStore, type HistoryTx, type Step, type WithEvents } from './historyPort.js';
 import type { EventBus } from './EventBus.js';
 import { matchesFilter, type EventFilter, type NewEvent, type StoredEvent } from './events.js';
 
@@ -147,10 +148,10 @@ export class EventLog {
           this.publishAgain = false;
           for (;;) {
             const page = await this.store.read.listEventsAfter({}, last, PUBLISH_PAGE);
-            this.publish(page);
-            if (page.length > 0) last = page[page.length - 1]!.id;
+            this.publish(page.events);
+            if (page.events.length > 0) last = page.events[page.events.length - 1]!.id;
             this.advanceTo(last);
-            if (page.length < PUBLISH_PAGE) break;
+            if (!page.more) break;
           }
         } while (this.publishAgain);
       } catch {
@@ -198,16 +199,48 @@ export class EventLog {
     for (const event of events) this.bus.publish(event);
   }
 
-  /** A page of history after `afterId` (exclusive), oldest first. */
+  /**
+   * The events after `afterId` (exclusive), oldest first: `limit` of them, or fewer when the history ends. For the
+   * domain's own reads; a reader that must bound its work (a caller's page, a replay) uses pageAfter.
+   */
   async listAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]> {
-    await this.positioned;
-    return this.store.read.listEventsAfter(filter, afterId, limit);
+    return (await this.pageAfter(filter, afterId, limit)).events;
   }
 
-  /** A page of history before `beforeId` (exclusive; the newest when undefined), newest first. */
+  /** As listAfter, before `beforeId` (exclusive; the newest when undefined), newest first. */
   async listBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
+    return (await this.readPages((position, wanted) => this.store.read.listEventsBefore(filter, position, wanted), beforeId, limit, Number.POSITIVE_INFINITY))
+      .events;
+  }
+
+  /**
+   * A page of history after `afterId` (exclusive), oldest first: `limit` events, or fewer when the history ends, or
+   * when its reads have looked at `maxRows` rows (then `more` says whether to go on from `scannedTo`). Each store read
+   * is bounded (EventPage), and the event loop runs other work before each one: a filter that no index serves never
+   * holds it for more than one read, however long the history it walks.
+   */
+  pageAfter(filter: EventFilter, afterId: number | undefined, limit: number, maxRows = Number.POSITIVE_INFINITY): Promise<EventPage> {
+    return this.readPages((position, wanted) => this.store.read.listEventsAfter(filter, position, wanted), afterId, limit, maxRows);
+  }
+
+  private async readPages(
+    read: (position: number | undefined, wanted: number) => Promise<EventPage>,
+    from: number | undefined,
+    limit: number,
+    maxRows: number,
+  ): Promise<EventPage> {
     await this.positioned;
-    return this.store.read.listEventsBefore(filter, beforeId, limit);
+    const events: StoredEvent[] = [];
+    let position = from;
+    let scannedRows = 0;
+    for (;;) {
+      await yieldToEventLoop();
+      const page = await read(position, limit - events.length);
+      events.push(...page.events);
+      scannedRows += page.scannedRows;
+      position = page.scannedTo;
+      if (!page.more || events.length >= limit || scannedRows >= maxRows) return { events, scannedTo: page.scannedTo, more: page.more, scannedRows };
+    }
   }
 
   async lastEventId(): Promise<number> {
@@ -252,6 +285,8 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
   /** The store holds events this stream has not yielded and the live buffer does not have. */
   private behind: boolean;
   private replayed: StoredEvent[] = [];
+  /** How far the read that found `replayed` looked (EventPage.scannedTo). */
+  private replayedTo = 0;
   private closed = false;
   private wake: (() => void) | undefined;
   /** Replaying what `after` asked for, charged to the caller (options.chargeReplay) until the first read finds the end. */
@@ -303,19 +338,25 @@ class EventStream implements AsyncIterableIterator<StoredEvent> {
       if (this.closed) return { done: true, value: undefined };
       const fromReplay = this.replayed.shift();
       if (fromReplay) {
-        this.last = fromReplay.id;
+        // Past the page's last event, the read looked at every id up to replayedTo and none matched.
+        this.last = this.replayed.length > 0 ? fromReplay.id : Math.max(fromReplay.id, this.replayedTo);
         return { done: false, value: fromReplay };
       }
       if (this.behind) {
         this.behind = false;
+        // The event loop runs other work between reads (a filter no index serves reads window by window).
+        await yieldToEventLoop();
+        if (this.closed) continue;
         const page = await this.reads.listEventsAfter(this.filter, this.last, REPLAY_PAGE);
-        this.replayed = page.filter(this.predicate);
-        if (this.charging && this.replayed.length > 0 && !(await paceReplay(this.options.chargeReplay!, this.replayed.length, () => this.closed))) continue;
-        // A full page may have more behind it; a filtered-out page still advances the position.
-        if (page.length < REPLAY_PAGE) this.charging = false;
-        if (page.length === REPLAY_PAGE) {
+        this.replayed = page.events.filter(this.predicate);
+        this.replayedTo = page.scannedTo;
+        // What was sent, and what was looked at to find it (a window of ids for a filter no index serves).
+        const owed = this.replayed.length + scanCharge(page.scannedRows);
+        if (this.charging && owed > 0 && !(await paceReplay(this.options.chargeReplay!, owed, () => this.closed))) continue;
+        if (!page.more) this.charging = false;
+        if (page.more) {
           this.behind = true;
-          if (this.replayed.length === 0) this.last = page[page.length - 1]!.id;
+          if (this.replayed.length === 0) this.last = page.scannedTo;
         }
         continue;
       }

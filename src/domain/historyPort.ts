@@ -1,5 +1,39 @@
 import type { EventFilter, NewEvent, StoredEvent } from './events.js';
 
+/**
+ * Ids one read of the history may look at when no index of Event serves its filter exactly (docs/adr/0032): such a
+ * read walks the table's own id order through a window of this many ids and stops at its end, whatever it found. On
+ * SQLite, about 1 ms of the event loop (the read is synchronous).
+ */
+export const EVENT_SCAN_WINDOW = 10_000;
+/** Rows looked at that cost as much as one event sent, where a caller is charged for what its reads look at. */
+export const SCANNED_ROWS_PER_EVENT = 100;
+
+/** What looking at `rows` rows of the history is charged, in events (see SCANNED_ROWS_PER_EVENT). */
+export function scanCharge(rows: number): number {
+  return Math.ceil(rows / SCANNED_ROWS_PER_EVENT);
+}
+
+/**
+ * One read of the history. A filter that an index of Event serves exactly (every row the index walk meets matches)
+ * is read to `limit` events or to the end; any other filter is read through at most EVENT_SCAN_WINDOW ids, so the page
+ * may hold fewer than `limit` events although more match further on (`more`). Either way the next read starts from
+ * `scannedTo`: every id between the previous position and it has been looked at.
+ */
+export interface EventPage {
+  /** The matching events, in the read's order (oldest first after a position, newest first before one). */
+  events: StoredEvent[];
+  /**
+   * The last id the read looked at (reading after: the highest; reading before: the lowest), or the position it
+   * started from when it looked at nothing. The last event's id when the page is full.
+   */
+  scannedTo: number;
+  /** More may match past `scannedTo`: the page is full, or its window stopped before the end of the history. */
+  more: boolean;
+  /** At most this many rows were looked at: the window's span, or the events returned when an index served the read. */
+  scannedRows: number;
+}
+
 /** The rows the port reads and writes, shaped as Prisma's models so that both stores map them alike. */
 export interface RolloutRow {
   id: string;
@@ -146,10 +180,10 @@ export interface HistoryReads {
   /** latestRevision of several targets with one query (PostgreSQL: one round trip), in the order given. */
   latestRevisions(keys: readonly RevisionKey[]): Promise<(RevisionRow | undefined)[]>;
   allInFlight(): Promise<InFlightRow[]>;
-  /** Events with id > afterId, oldest first. */
-  listEventsAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<StoredEvent[]>;
-  /** Events with id < beforeId, newest first. */
-  listEventsBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<StoredEvent[]>;
+  /** One bounded read of the events with id > afterId, oldest first (see EventPage). */
+  listEventsAfter(filter: EventFilter, afterId: number | undefined, limit: number): Promise<EventPage>;
+  /** One bounded read of the events with id < beforeId (the newest when undefined), newest first (see EventPage). */
+  listEventsBefore(filter: EventFilter, beforeId: number | undefined, limit: number): Promise<EventPage>;
   lastEventId(): Promise<number>;
   /** Newest first (createdAt, then id). */
   listRollouts(filter: RolloutQueryFilter, before: RolloutPosition | undefined, limit: number): Promise<RolloutRow[]>;

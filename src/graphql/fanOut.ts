@@ -4,6 +4,7 @@ import type { WebSocket } from 'ws';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { EventLog, ReplayCharge, StreamOptions } from '../domain/EventLog.js';
 import { streamOptionsOf } from '../domain/EventLog.js';
+import { EVENT_SCAN_WINDOW, scanCharge } from '../domain/historyPort.js';
 import { matchesFilter, type EventFilter, type StoredEvent } from '../domain/events.js';
 import type { Logger } from '../log.js';
 import { SUBSCRIPTION_HANDOFF_SAMPLE, type AppMetrics } from '../metrics.js';
@@ -197,10 +198,13 @@ class FeedGroup {
     return matchesFilter(event, this.filter) && this.predicate(event);
   }
 
-  /** The next page of wanted events after `afterId`; `scannedTo` is the last id the page covered. */
+  /**
+   * The next page of wanted events after `afterId`: one store read, so at most REPLAY_PAGE events or, for a filter no
+   * index serves, one window of EVENT_SCAN_WINDOW ids (EventPage); `scannedTo` is the last id the page covered.
+   */
   async pageAfter(afterId: number): Promise<{ events: StoredEvent[]; scannedTo: number; more: boolean }> {
-    const page = await this.options.events.listAfter(this.filter, afterId, REPLAY_PAGE);
-    return { events: page.filter(this.predicate), scannedTo: page.length ? page[page.length - 1]!.id : afterId, more: page.length === REPLAY_PAGE };
+    const page = await this.options.events.pageAfter(this.filter, afterId, REPLAY_PAGE, EVENT_SCAN_WINDOW);
+    return { events: page.events.filter(this.predicate), scannedTo: page.scannedTo, more: page.more };
   }
 
   /** A subscriber of this group started (+1) or stopped (-1) catching up from the store. */
@@ -562,9 +566,11 @@ class FeedSubscriber {
   private async replayPage(): Promise<'closed' | 'live' | 'more' | 'drain' | number> {
     if (this.isClosed()) return 'closed';
     if (this.charging) {
-      // Charged before the read, for as many events as the page may send: a refused subscriber reads nothing (a
-      // hundred of them waking together once re-read a page each only to be refused, holding the loop 150–300 ms).
-      const mayBe = Math.min(REPLAY_PAGE, Math.max(0, (await this.group.options.events.lastEventId()) - this.last));
+      // Charged before the read, for as many events as the page may send and the rows it may look at: a refused
+      // subscriber reads nothing (a hundred of them waking together once re-read a page each only to be refused,
+      // holding the loop 150–300 ms).
+      const span = Math.max(0, (await this.group.options.events.lastEventId()) - this.last);
+      const mayBe = Math.min(REPLAY_PAGE, span) + scanCharge(Math.min(EVENT_SCAN_WINDOW, span));
       const waitMs = mayBe > 0 ? await this.target.chargeReplay!(mayBe) : 0;
       if (this.isClosed()) return 'closed';
       if (waitMs > 0) return waitMs;

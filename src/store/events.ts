@@ -1,5 +1,7 @@
-import { dateOf, sqlDate, type Sql, type SqlValue } from './Sql.js';
+import { dateOf, sqlDate, type Sql } from './Sql.js';
 import type { EventFilter, NewEvent, RolloutKind, StoredEvent, EventType } from '../domain/events.js';
+import type { EventPage } from '../domain/historyPort.js';
+import { readEventsAfter, readEventsBefore, type EventRead } from './eventReads.js';
 
 interface EventRow {
   id: number;
@@ -27,9 +29,15 @@ export function toStoredEvent(row: EventRow): StoredEvent {
 
 /**
  * Inserts the events in order on rollplane's own connection (inside the caller's transaction); ids come back in
- * insertion order (AUTOINCREMENT, one writer at a time).
+ * insertion order (AUTOINCREMENT, one writer at a time). Stamped no earlier than the last event, so that createdAt
+ * never decreases as ids grow even when the clock is set back: a `since` filter is read as a starting id
+ * (store/eventReads.ts).
  */
-export function insertEvents(sql: Sql, events: readonly NewEvent[], now = new Date()): StoredEvent[] {
+export function insertEvents(sql: Sql, events: readonly NewEvent[], clock = new Date()): StoredEvent[] {
+  if (events.length === 0) return [];
+  const latest = sql.get<{ createdAt: string }>('SELECT "createdAt" FROM "Event" ORDER BY "id" DESC LIMIT 1')?.createdAt;
+  const latestAt = latest === undefined ? undefined : dateOf(latest);
+  const now = latestAt !== undefined && latestAt > clock ? latestAt : clock;
   const createdAt = sqlDate(now);
   return events.map((event) => {
     const payload = JSON.stringify(event.payload ?? {});
@@ -57,34 +65,7 @@ export function insertEvents(sql: Sql, events: readonly NewEvent[], now = new Da
   });
 }
 
-function whereOf(filter: EventFilter): { conditions: string[]; params: SqlValue[] } {
-  const conditions: string[] = [];
-  const params: SqlValue[] = [];
-  if (filter.types && filter.types.length > 0) {
-    conditions.push(`"type" IN (${filter.types.map(() => '?').join(', ')})`);
-    params.push(...filter.types);
-  }
-  for (const column of ['rolloutId', 'kind', 'namespace', 'name'] as const) {
-    const value = filter[column];
-    if (value !== undefined) {
-      conditions.push(`"${column}" = ?`);
-      params.push(value);
-    }
-  }
-  if (filter.since !== undefined) {
-    conditions.push('"createdAt" >= ?');
-    params.push(sqlDate(filter.since));
-  }
-  return { conditions, params };
-}
-
-/**
- * The Event columns in StoredEvent's order. Named rather than `*`, and read in raw mode (`Sql.rawAll`): a page is built
- * straight from the arrays, without better-sqlite3's row object and a spread of it.
- */
-export const EVENT_COLUMNS = '"id", "type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt"';
-
-/** A row of `SELECT ${EVENT_COLUMNS}` in raw mode. */
+/** A row of `SELECT ${EVENT_COLUMNS}` in raw mode (`Sql.rawAll`): a page is built straight from the arrays. */
 function eventFromRaw(v: readonly unknown[]): StoredEvent {
   return {
     id: v[0] as number,
@@ -99,61 +80,30 @@ function eventFromRaw(v: readonly unknown[]): StoredEvent {
 }
 
 /**
- * Events after `afterId` (exclusive), oldest first. Prepared SQL on rollplane's own connection (Prisma would compile
- * each query on the event loop); every filter is served by an index of Event (test/store/queryPlans.test.ts).
+ * Runs a read of store/eventReads.ts on rollplane's own connection: prepared SQL, synchronously (Prisma would compile
+ * each query on the event loop). Each of its statements is bounded (EVENT_SCAN_WINDOW rows at most), so one read
+ * holds the event loop for about a millisecond at most.
  */
-export function listEventsAfter(sql: Sql, filter: EventFilter, afterId: number | undefined, limit: number): StoredEvent[] {
-  const { text, params } = eventListStatement(filter, startAfter(sql, filter, afterId), limit);
-  return sql.rawAll(text, params).map(eventFromRaw);
-}
-
-/**
- * With `since`, starts the id range at the first event at or after it (found through the createdAt index), so that a
- * page of recent history does not walk every older event in id order. Exact: any event created at or after `since` has
- * an id at least that first one's.
- */
-function startAfter(sql: Sql, filter: EventFilter, afterId: number | undefined): number | undefined {
-  if (filter.since === undefined) return afterId;
-  const first = sql.get<{ id: number | null }>('SELECT MIN("id") AS id FROM "Event" WHERE "createdAt" >= ?', sqlDate(filter.since))!.id;
-  if (first === null) return Number.MAX_SAFE_INTEGER;
-  return Math.max(afterId ?? 0, first - 1);
-}
-
-/**
- * The statement behind listEventsAfter (exported for the query-plan test). Several types become one ordered, limited
- * branch per type (each walks the (type, id) index), merged and cut again: an `IN` over types would sort every match.
- */
-export function eventListStatement(filter: EventFilter, afterId: number | undefined, limit: number): { text: string; params: SqlValue[] } {
-  const types = filter.types ?? [];
-  if (types.length > 1) {
-    const branches = types.map((type) => eventListStatement({ ...filter, types: [type] }, afterId, limit));
-    return {
-      // Each branch is aliased: PostgreSQL (before 16) requires a name for a subquery in FROM; SQLite accepts one.
-      text: `${branches.map((b, i) => `SELECT * FROM (${b.text}) AS b${i}`).join(' UNION ALL ')} ORDER BY "id" ASC LIMIT ?`,
-      params: [...branches.flatMap((b) => b.params), limit],
-    };
+function runRead(sql: Sql, read: EventRead): EventPage {
+  let step = read.next();
+  while (!step.done) {
+    const query = step.value;
+    const params = query.params.map((p) => (p instanceof Date ? sqlDate(p) : p));
+    step = read.next(
+      query.returns === 'events' ? sql.rawAll(query.text, params).map(eventFromRaw) : (sql.get<{ id: number | null }>(query.text, ...params)?.id ?? null),
+    );
   }
-  const { conditions, params } = whereOf(filter);
-  conditions.push('"id" > ?');
-  params.push(afterId ?? 0);
-  return { text: `SELECT ${EVENT_COLUMNS} FROM "Event" WHERE ${conditions.join(' AND ')} ORDER BY "id" ASC LIMIT ?`, params: [...params, limit] };
+  return step.value;
 }
 
-/** Events before `beforeId` (exclusive), newest first. */
-export function listEventsBefore(sql: Sql, filter: EventFilter, beforeId: number | undefined, limit: number): StoredEvent[] {
-  const { text, params } = eventListBeforeStatement(filter, beforeId, limit);
-  return sql.rawAll(text, params).map(eventFromRaw);
+/** One bounded read of the events after `afterId` (exclusive), oldest first. */
+export function listEventsAfter(sql: Sql, filter: EventFilter, afterId: number | undefined, limit: number): EventPage {
+  return runRead(sql, readEventsAfter(filter, afterId, limit, 'sqlite'));
 }
 
-/** The statement behind listEventsBefore (exported for the query-plan test). */
-export function eventListBeforeStatement(filter: EventFilter, beforeId: number | undefined, limit: number): { text: string; params: SqlValue[] } {
-  const { conditions, params } = whereOf(filter);
-  if (beforeId !== undefined) {
-    conditions.push('"id" < ?');
-    params.push(beforeId);
-  }
-  const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
-  return { text: `SELECT ${EVENT_COLUMNS} FROM "Event" ${where} ORDER BY "id" DESC LIMIT ?`, params: [...params, limit] };
+/** One bounded read of the events before `beforeId` (exclusive; the newest when undefined), newest first. */
+export function listEventsBefore(sql: Sql, filter: EventFilter, beforeId: number | undefined, limit: number): EventPage {
+  return runRead(sql, readEventsBefore(filter, beforeId, limit, 'sqlite'));
 }
 
 export function lastEventId(sql: Sql): number {

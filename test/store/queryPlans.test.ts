@@ -4,7 +4,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType, type EventFilter } from '../../src/domain/events.js';
 import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } from '../../src/store/db.js';
-import { eventListBeforeStatement, eventListStatement, insertEvents } from '../../src/store/events.js';
+import { insertEvents } from '../../src/store/events.js';
+import {
+  EVENT_ID_INDEXES,
+  eventIndexName,
+  readEventsAfter,
+  readEventsBefore,
+  servedByIndex,
+  type EventQuery,
+  type EventRead,
+} from '../../src/store/eventReads.js';
 import {
   rolloutCountStatement,
   rolloutListStatement,
@@ -105,41 +114,104 @@ describe('query plans of the API reads', () => {
     }
   });
 
-  const eventFilters: [string, EventFilter][] = [
-    ['no filter', {}],
-    ['types', { types: [EventType.AgentRecreated, EventType.TargetFailed] }],
-    ['rolloutId', { rolloutId: 'ro_3' }],
-    ['kind', { kind: 'AGENT_POOL' }],
-    ['namespace and name', { namespace: 'default', name: 'pool-7' }],
-    ['kind, namespace and name', { kind: 'AGENT_POOL', namespace: 'default', name: 'pool-7' }],
-    ['since', { since: new Date(Date.now() - 60_000) }],
-  ];
+  /** Every statement a read runs, each id look-up answered with 250 (the store holds 500 events). */
+  const statementsOf = (read: EventRead): EventQuery[] => {
+    const statements: EventQuery[] = [];
+    let step = read.next();
+    while (!step.done) {
+      statements.push(step.value);
+      step = read.next(step.value.returns === 'id' ? 250 : []);
+    }
+    return statements;
+  };
+  const sqlitePlanOf = (query: EventQuery) =>
+    planOf({ text: query.text, params: query.params.map((p) => (p instanceof Date ? p.toISOString().replace('Z', '+00:00') : p)) });
 
-  it.each(eventFilters)('lists events by %s through an index, in id order without sorting', (_name, filter) => {
-    for (const after of [undefined, 250]) {
-      const plan = planOf(eventListStatement(filter, after, 51));
-      expect(fullScans(plan), plan.join('\n')).toEqual([]);
-      // The Event table is the one that grows without bound: a page must never sort every match. Several types are
-      // merged from one limited branch each, so their sort holds at most (types × page) rows.
-      if ((filter.types?.length ?? 0) > 1) expect(plan.filter((l) => l.includes('USING INDEX Event_type_id_idx'))).toHaveLength(filter.types!.length);
-      else expect(plan.join('\n')).not.toContain('TEMP B-TREE');
+  /** Every combination of EventFilter's fields: none, one or two types, and each other field present or not. */
+  const allEventFilters: EventFilter[] = [];
+  for (const types of [undefined, [EventType.AgentRecreated], [EventType.AgentRecreated, EventType.TargetFailed]]) {
+    for (let mask = 0; mask < 32; mask++) {
+      allEventFilters.push({
+        ...(types ? { types } : {}),
+        ...(mask & 1 ? { rolloutId: 'ro_3' } : {}),
+        ...(mask & 2 ? { kind: 'AGENT_POOL' as const } : {}),
+        ...(mask & 4 ? { namespace: 'default' } : {}),
+        ...(mask & 8 ? { name: 'pool-7' } : {}),
+        ...(mask & 16 ? { since: new Date(Date.now() - 60_000) } : {}),
+      });
+    }
+  }
+  const nameOf = (filter: EventFilter) => JSON.stringify({ ...filter, ...(filter.since ? { since: 'recent' } : {}) });
+
+  /** The columns an index search compares for equality, from `SEARCH Event USING INDEX i (a=? AND b=? AND id>?)`. */
+  const equalitiesOf = (line: string) => [...(/\((.*)\)$/.exec(line)?.[1] ?? '').matchAll(/(\w+)=\?/g)].map((m) => m[1]!).sort();
+
+  // No read of the Event table looks at an unbounded number of rows (docs/adr/0032): a filter that an index serves
+  // exactly searches that index on every one of its columns (each row it meets is one it returns, up to the LIMIT);
+  // any other searches the primary key between two ids (a window of EVENT_SCAN_WINDOW at most), whatever other index
+  // its columns would suggest. `since` is a search of the createdAt index for the starting id.
+  it.each(allEventFilters.map((filter) => [nameOf(filter), filter] as const))('reads events by %s through an index or a window of ids', (_name, filter) => {
+    const reads = [
+      readEventsAfter(filter, undefined, 51, 'sqlite'),
+      readEventsAfter(filter, 100, 51, 'sqlite'),
+      readEventsBefore(filter, undefined, 51, 'sqlite'),
+      readEventsBefore(filter, 100, 51, 'sqlite'),
+    ];
+    const typeBranches = (filter.types?.length ?? 0) > 0 ? filter.types!.length : 1;
+    const columns = [
+      ...(['rolloutId', 'kind', 'namespace', 'name'] as const).filter((c) => filter[c] !== undefined),
+      ...((filter.types?.length ?? 0) > 0 ? ['type'] : []),
+    ].sort();
+    for (const read of reads) {
+      for (const query of statementsOf(read)) {
+        const plan = sqlitePlanOf(query);
+        const text = plan.join('\n');
+        if (query.returns === 'id') {
+          // The window's end (the largest id: SQLite reads it from the end of the primary key, shown as `SEARCH
+          // Event`) or the since look-up (the createdAt index, twice).
+          const lines = plan.map((line) => line.trim()).filter((line) => !/^SCALAR SUBQUERY \d+$/.test(line));
+          expect(
+            lines.every((line) => /^SEARCH Event( USING COVERING INDEX Event_createdAt_idx \(createdAt[=>]\?\))?$/.test(line)),
+            text,
+          ).toBe(true);
+          continue;
+        }
+        const searches = plan.filter((line) => /^(SEARCH|SCAN) Event/.test(line.trim()));
+        if (servedByIndex(filter) && columns.length > 0) {
+          // One search per type, on exactly the filter's columns; several types merged from limited branches only.
+          expect(searches, text).toHaveLength(typeBranches);
+          for (const search of searches) expect(equalitiesOf(search), text).toEqual(columns);
+          expect(fullScans(plan), text).toEqual([]);
+          if (typeBranches === 1) expect(text).not.toContain('TEMP B-TREE');
+        } else if (servedByIndex(filter)) {
+          // No condition: the table itself in id order (newest first from its end, cut by the LIMIT).
+          expect(searches, text).toHaveLength(1);
+          expect(searches[0]!.trim(), text).toMatch(/^(SEARCH Event USING INTEGER PRIMARY KEY \(rowid[<>]=?\?( AND rowid<\?)?\)|SCAN Event)$/);
+          expect(text).not.toContain('TEMP B-TREE');
+        } else {
+          expect(
+            searches.map((l) => l.trim()),
+            text,
+          ).toEqual(['SEARCH Event USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)']);
+          expect(fullScans(plan), text).toEqual([]);
+          expect(text).not.toContain('TEMP B-TREE');
+        }
+      }
     }
   });
 
-  // Newest first (a pool's history, the node agents' external-change look-up): one type at most, as the callers ask.
-  it.each(eventFilters.filter(([, filter]) => (filter.types?.length ?? 0) <= 1 && filter.since === undefined))(
-    'lists events newest first by %s through an index, without sorting',
-    (_name, filter) => {
-      // With no condition at all the newest page is the table's own b-tree walked back from its end and cut by the
-      // LIMIT ("SCAN Event", like the check below would catch): only the page before a cursor is checked then.
-      const noCondition = Object.keys(filter).length === 0;
-      for (const before of noCondition ? [250] : [undefined, 250]) {
-        const plan = planOf(eventListBeforeStatement(filter, before, 51));
-        expect(fullScans(plan), plan.join('\n')).toEqual([]);
-        expect(plan.join('\n')).not.toContain('TEMP B-TREE');
-      }
-    },
-  );
+  it('knows the indexes of Event that serve a filter in id order (EVENT_ID_INDEXES), as the database has them', () => {
+    const indexes = (db.sql.db.prepare(`PRAGMA index_list("Event")`).all() as { name: string }[]).map(({ name }) =>
+      (db.sql.db.prepare(`PRAGMA index_info("${name}")`).all() as { seqno: number; name: string }[]).sort((a, b) => a.seqno - b.seqno).map((c) => c.name),
+    );
+    const byId = indexes.filter((columns) => columns[columns.length - 1] === 'id').map((columns) => columns.slice(0, -1).join(','));
+    expect(byId.sort()).toEqual(EVENT_ID_INDEXES.map((columns) => columns.join(',')).sort());
+    // By the names the SQLite statements give in INDEXED BY.
+    for (const columns of EVENT_ID_INDEXES) {
+      const named = db.sql.db.prepare(`PRAGMA index_info("${eventIndexName(columns)}")`).all() as { name: string }[];
+      expect(named.map((c) => c.name)).toEqual([...columns, 'id']);
+    }
+  });
 
   it('would catch a filter that scans the table', () => {
     const plan = planOf({ text: 'SELECT * FROM "Event" WHERE "payload" = ? ORDER BY "id" LIMIT 5', params: ['{}'] });

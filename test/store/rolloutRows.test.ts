@@ -66,9 +66,9 @@ describe('raw-mode row reads', () => {
   it('reads an event with every column as the table holds it', () => {
     const raw = db.sql.get<Parameters<typeof toStoredEvent>[0] & { createdAt: string }>('SELECT * FROM "Event"')!;
     const expected = toStoredEvent({ ...raw, createdAt: dateOf(raw.createdAt) });
-    expect(listEventsAfter(db.sql, {}, undefined, 5)).toStrictEqual([expected]);
-    expect(listEventsAfter(db.sql, { types: [EventType.TargetFailed, EventType.AgentRecreated] }, undefined, 5)).toStrictEqual([expected]);
-    expect(listEventsBefore(db.sql, { rolloutId: 'ro_1' }, undefined, 5)).toStrictEqual([expected]);
+    expect(listEventsAfter(db.sql, {}, undefined, 5).events).toStrictEqual([expected]);
+    expect(listEventsAfter(db.sql, { types: [EventType.TargetFailed, EventType.AgentRecreated] }, undefined, 5).events).toStrictEqual([expected]);
+    expect(listEventsBefore(db.sql, { rolloutId: 'ro_1' }, undefined, 5).events).toStrictEqual([expected]);
     expect(Object.keys(expected).sort()).toEqual(columnsOf('Event'));
   });
 });

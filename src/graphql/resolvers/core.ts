@@ -4,6 +4,7 @@ import { principalName } from '../../auth/roles.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
 import { agentPoolRollbackRules } from '../../domain/agentPools.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
+import { EVENT_SCAN_WINDOW } from '../../domain/historyPort.js';
 import type { Progress, RolloutFilter } from '../../domain/RolloutService.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type {
@@ -70,14 +71,27 @@ function eventFilterFrom(filter: EventConditions | null | undefined): EventFilte
   };
 }
 
+/**
+ * Rows of the history one page of `events` may look at (docs/adr/0032): a filter that an index serves exactly reads
+ * only the page's own events; any other reads window by window, and the page stops after this many ids.
+ */
+const PAGE_SCAN_ROWS = 5 * EVENT_SCAN_WINDOW;
+
+/**
+ * A page of events oldest first; the cursor is the event id. A page whose reads stopped at PAGE_SCAN_ROWS holds fewer
+ * than `first` events (none, possibly) while hasNextPage is true; its endCursor is then the last id it looked at,
+ * past its last edge, so the next page does not look at those ids again.
+ */
 async function eventPage(ctx: GraphQLContext, filter: EventFilter, first: number | undefined, after: string | undefined) {
   const size = checkPageSize(first, 100);
   const afterId = parseEventId(after);
-  const rows = await ctx.domain.events.listAfter(filter, afterId, size + 1);
-  const items = rows.slice(0, size);
+  const page = await ctx.domain.events.pageAfter(filter, afterId, size + 1, PAGE_SCAN_ROWS);
+  const items = page.events.slice(0, size);
+  const full = page.events.length > size;
+  const lastEdge = items.length ? String(items[items.length - 1]!.id) : (after ?? null);
   return {
     edges: items.map(eventEdge),
-    pageInfo: { hasNextPage: rows.length > size, endCursor: items.length ? String(items[items.length - 1]!.id) : (after ?? null) },
+    pageInfo: { hasNextPage: full || page.more, endCursor: !full && page.more ? String(page.scannedTo) : lastEdge },
   };
 }
 

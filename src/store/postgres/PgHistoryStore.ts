@@ -1,11 +1,13 @@
 import type pg from 'pg';
-import type { EventType, EventFilter, NewEvent, StoredEvent } from '../../domain/events.js';
+import type { EventType, NewEvent, StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
 import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
-import { EVENT_COLUMNS, eventListStatement, toStoredEvent } from '../events.js';
+import { toStoredEvent } from '../events.js';
+import { readEventsAfter, readEventsBefore, type EventRead } from '../eventReads.js';
 import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
   Committed,
+  EventPage,
   CoveredTarget,
   HistoryReads,
   HistoryStore,
@@ -107,12 +109,14 @@ const TARGET_PAGE_IN_STATE_WITH_COUNT = pageWithCount(TARGET_PAGE_IN_STATE, COUN
  * waits for this process's event loop, so the lock is taken by the same statement that inserts, and COMMIT is sent
  * with it (commitWithEvents). Order inside the statement: every row the INSERT reads is joined to `stamp`, which is
  * read from `turn`, so the lock is held before the first id is drawn; `stamp` is the database's clock once the lock is held (truncated to
- * the column's milliseconds), so createdAt never decreases in id order, whichever replica wrote. Ids are drawn in the
+ * the column's milliseconds), and never before the last event's (a clock set back), so createdAt never decreases in id
+ * order, whichever replica wrote: a `since` filter is read as a starting id (store/eventReads.ts). Ids are drawn in the
  * given order (ORDER BY ord) and returned sorted (RETURNING's order is not promised). The NOTIFY payload is only a hint
  * (the last id): feeds read the table.
  */
 const INSERT_EVENTS = `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock($7::int8) AS locked),
-  stamp AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp() AT TIME ZONE 'UTC')::timestamp(3) AS "at" FROM turn),
+  stamp AS MATERIALIZED (SELECT GREATEST(date_trunc('milliseconds', clock_timestamp() AT TIME ZONE 'UTC')::timestamp(3),
+    (SELECT e."createdAt" FROM "Event" e ORDER BY e."id" DESC LIMIT 1)) AS "at" FROM turn),
   inserted AS (
     INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
     SELECT u.t, u.r, u.k, u.ns, u.n, u.p, stamp."at"
@@ -167,12 +171,20 @@ function readsOn(db: Queryable): HistoryReads {
   };
   const one = async <T extends pg.QueryResultRow>(text: string, params: unknown[]) => (await rows<T>(text, params))[0];
   const preparedOne = async <T extends pg.QueryResultRow>(text: string, params: unknown[]) => (await prepared<T>(text, params))[0];
-  /** As store/events.ts: with `since`, start at the first event at or after it; null when there is none. */
-  const startAfter = async (filter: EventFilter, afterId: number | undefined): Promise<number | undefined | null> => {
-    if (filter.since === undefined) return afterId;
-    const first = (await preparedOne<{ id: number | null }>('SELECT MIN("id") AS id FROM "Event" WHERE "createdAt" >= $1', [isoOf(filter.since)]))!.id;
-    if (first === null) return null;
-    return Math.max(afterId ?? 0, first - 1);
+  /** Runs a read of store/eventReads.ts, one prepared statement per step (as store/events.ts does on SQLite). */
+  const runRead = async (read: EventRead): Promise<EventPage> => {
+    let step = read.next();
+    while (!step.done) {
+      const query = step.value;
+      const text = numbered(query.text);
+      const params = query.params.map((p) => (p instanceof Date ? isoOf(p) : p));
+      step = read.next(
+        query.returns === 'events'
+          ? (await prepared<EventRow>(text, params)).map((r) => toStoredEvent(r as never))
+          : ((await preparedOne<{ id: number | null }>(text, params))?.id ?? null),
+      );
+    }
+    return step.value;
   };
   return {
     findRollout: (id) => preparedOne<RolloutRow>(FIND_ROLLOUT, [id]),
@@ -198,32 +210,8 @@ function readsOn(db: Queryable): HistoryReads {
       return keys.map((_, i) => byOrdinal.get(i + 1));
     },
     allInFlight: () => rows<InFlightRow>('SELECT * FROM "InFlightChange"'),
-    async listEventsAfter(filter, afterId, limit) {
-      const start = await startAfter(filter, afterId);
-      if (start === null) return [];
-      const { text, params } = eventListStatement(filter, start, limit);
-      return (await prepared<EventRow>(numbered(text), params)).map((r) => toStoredEvent(r as never));
-    },
-    async listEventsBefore(filter, beforeId, limit) {
-      // Same filter columns as the SQLite statement (store/events.ts), newest first.
-      const conditions: string[] = [];
-      const params: unknown[] = [];
-      const add = (sql: string, value: unknown) => {
-        params.push(value);
-        conditions.push(sql.replace('?', `$${params.length}`));
-      };
-      if (filter.types && filter.types.length > 0) add('"type" = ANY(?::text[])', [...filter.types]);
-      for (const column of ['rolloutId', 'kind', 'namespace', 'name'] as const) {
-        if (filter[column] !== undefined) add(`"${column}" = ?`, filter[column]);
-      }
-      if (filter.since !== undefined) add('"createdAt" >= ?', isoOf(filter.since));
-      if (beforeId !== undefined) add('"id" < ?', beforeId);
-      params.push(limit);
-      const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
-      return (await prepared<EventRow>(`SELECT ${EVENT_COLUMNS} FROM "Event" ${where} ORDER BY "id" DESC LIMIT $${params.length}`, params)).map((r) =>
-        toStoredEvent(r as never),
-      );
-    },
+    listEventsAfter: (filter, afterId, limit) => runRead(readEventsAfter(filter, afterId, limit, 'postgresql')),
+    listEventsBefore: (filter, beforeId, limit) => runRead(readEventsBefore(filter, beforeId, limit, 'postgresql')),
     async lastEventId() {
       return (await preparedOne<{ id: number | null }>('SELECT MAX("id") AS id FROM "Event"', []))!.id ?? 0;
     },

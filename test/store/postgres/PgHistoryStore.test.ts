@@ -68,7 +68,7 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
         // Tight loop like a feed that is always behind; stops after a last read once every writer is done.
         for (let last = false; !last; ) {
           last = !writing;
-          for (const e of await reader.read.listEventsAfter({}, cursor, 1000)) {
+          for (const e of (await reader.read.listEventsAfter({}, cursor, 1000)).events) {
             seen.push(e.id);
             stampedAt.push(e.createdAt.getTime());
             cursor = e.id;
@@ -131,11 +131,11 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
         });
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(done).toBe(false);
-      expect(await store.read.listEventsAfter({}, before, 10)).toEqual([]);
+      expect((await store.read.listEventsAfter({}, before, 10)).events).toEqual([]);
       await other.query('COMMIT');
       const { stored } = await appended;
       expect(stored[0]!.id).toBeGreaterThan(held);
-      expect((await store.read.listEventsAfter({}, before, 10)).map((e) => e.id)).toEqual([held, stored[0]!.id]);
+      expect((await store.read.listEventsAfter({}, before, 10)).events.map((e) => e.id)).toEqual([held, stored[0]!.id]);
     } finally {
       await other.end();
       await store.close();
