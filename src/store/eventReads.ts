@@ -70,7 +70,12 @@ export function servedByIndex(filter: EventFilter): boolean {
 export type Dialect = 'sqlite' | 'postgresql';
 
 /** A statement of a read, and what it answers: a page of events, or one id (null when there is none). */
-export type EventQuery = { text: string; params: (SqlValue | Date)[]; returns: 'events' } | { text: string; params: (SqlValue | Date)[]; returns: 'id' };
+export interface EventQuery {
+  text: string;
+  /** Dates as each store writes them; arrays only for PostgreSQL (`= ANY(?::text[])`). */
+  params: (SqlValue | Date | readonly string[])[];
+  returns: 'events' | 'id';
+}
 /** A read of a page: yields each statement, is given its answer back (StoredEvent[] or an id), returns the page. */
 export type EventRead = Generator<EventQuery, EventPage, unknown>;
 
@@ -92,24 +97,19 @@ function sinceSeek(since: Date): EventQuery {
   };
 }
 
-function equalities(filter: EventFilter, column: (name: string) => string): { conditions: string[]; params: SqlValue[] } {
-  const conditions: string[] = [];
-  const params: SqlValue[] = [];
-  for (const name of FILTER_COLUMNS) {
-    const value = filter[name];
-    if (value === undefined) continue;
-    conditions.push(`${column(name)} = ?`);
-    params.push(value);
-  }
-  return { conditions, params };
-}
-
 type Direction = 'after' | 'before';
 
 /**
  * A read an index serves exactly: `id` beyond the position, in id order, limited. Several types become one ordered,
  * limited branch per type (each walks its own index range), merged and cut again: an `IN` over types would read and
  * sort every match.
+ *
+ * SQLite is told the index (INDEXED BY, see Dialect). PostgreSQL takes no hints, and with `"kind" = ?` it may walk
+ * the primary key in id order and filter, as the (kind, id) index is ordered by id too once kind is a constant: for a
+ * frequent kind it expects a few rows per match, but where that kind stopped occurring it walked the rest of the table.
+ * So on PostgreSQL the index's first column is compared with `= ANY(array)`, which the planner does not treat as a
+ * constant, and the order is the index's own (first column, id): the primary key cannot give that order, so the walk
+ * is through the index, and every row it meets is a match.
  */
 function exactStatement(
   filter: EventFilter,
@@ -120,19 +120,24 @@ function exactStatement(
   limit: number,
 ): EventQuery {
   const types = filter.types ?? [];
+  const order = direction === 'after' ? 'ASC' : 'DESC';
   if (types.length > 1) {
     const branches = types.map((type) => exactStatement({ ...filter, types: [type] }, dialect, direction, from, floor, limit));
     return {
       // Each branch is aliased: PostgreSQL (before 16) requires a name for a subquery in FROM; SQLite accepts one.
-      text: `${branches.map((b, i) => `SELECT * FROM (${b.text}) AS b${i}`).join(' UNION ALL ')} ORDER BY "id" ${direction === 'after' ? 'ASC' : 'DESC'} LIMIT ?`,
+      text: `${branches.map((b, i) => `SELECT * FROM (${b.text}) AS b${i}`).join(' UNION ALL ')} ORDER BY "id" ${order} LIMIT ?`,
       params: [...branches.flatMap((b) => b.params), limit],
       returns: 'events',
     };
   }
-  const { conditions, params } = equalities(filter, (name) => `"${name}"`);
-  if (types.length === 1) {
-    conditions.push('"type" = ?');
-    params.push(types[0] as EventType);
+  const index = indexFor(branchColumns(filter, types.length === 1)) ?? [];
+  const lead = dialect === 'postgresql' ? index[0] : undefined;
+  const conditions: string[] = [];
+  const params: EventQuery['params'] = [];
+  for (const column of index) {
+    const value = column === 'type' ? (types[0] as EventType) : filter[column]!;
+    conditions.push(column === lead ? `"${column}" = ANY(?::text[])` : `"${column}" = ?`);
+    params.push(column === lead ? [value] : value);
   }
   if (direction === 'after') {
     conditions.push('"id" > ?');
@@ -148,10 +153,9 @@ function exactStatement(
     }
   }
   const where = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
-  const index = indexFor(branchColumns(filter, types.length === 1));
-  const hint = dialect === 'sqlite' && index && index.length > 0 ? ` INDEXED BY "${eventIndexName(index)}"` : '';
+  const hint = dialect === 'sqlite' && index.length > 0 ? ` INDEXED BY "${eventIndexName(index)}"` : '';
   return {
-    text: `SELECT ${EVENT_COLUMNS} FROM "Event"${hint} ${where} ORDER BY "id" ${direction === 'after' ? 'ASC' : 'DESC'} LIMIT ?`,
+    text: `SELECT ${EVENT_COLUMNS} FROM "Event"${hint} ${where} ORDER BY ${lead ? `"${lead}" ${order}, ` : ''}"id" ${order} LIMIT ?`,
     params: [...params, limit],
     returns: 'events',
   };
@@ -164,7 +168,13 @@ function exactStatement(
  * start to the end of that kind instead: unbounded again. `|| ''` keeps the comparison's meaning (NULL stays NULL).
  */
 function windowStatement(filter: EventFilter, direction: Direction, low: number, high: number, limit: number): EventQuery {
-  const { conditions, params } = equalities(filter, (name) => `("${name}" || '')`);
+  const conditions: string[] = [];
+  const params: EventQuery['params'] = [];
+  for (const name of FILTER_COLUMNS) {
+    if (filter[name] === undefined) continue;
+    conditions.push(`("${name}" || '') = ?`);
+    params.push(filter[name]!);
+  }
   const types = filter.types ?? [];
   if (types.length > 0) {
     conditions.push(`("type" || '') IN (${types.map(() => '?').join(', ')})`);
@@ -208,6 +218,7 @@ export function* readEventsBefore(filter: EventFilter, beforeId: number | undefi
     const first = (yield sinceSeek(filter.since)) as number | null;
     if (first === null) return { events: [], scannedTo: beforeId ?? 0, more: false, scannedRows: 0 };
     floor = first;
+    if (beforeId !== undefined && beforeId <= first) return { events: [], scannedTo: beforeId, more: false, scannedRows: 0 };
   }
   if (servedByIndex(filter)) {
     const events = (yield exactStatement(filter, dialect, 'before', beforeId, floor, limit)) as StoredEvent[];

@@ -1,4 +1,4 @@
-import { dateOf, sqlDate, type Sql } from './Sql.js';
+import { dateOf, sqlDate, type Sql, type SqlValue } from './Sql.js';
 import type { EventFilter, NewEvent, RolloutKind, StoredEvent, EventType } from '../domain/events.js';
 import type { EventPage } from '../domain/historyPort.js';
 import { readEventsAfter, readEventsBefore, type EventRead } from './eventReads.js';
@@ -88,7 +88,8 @@ function runRead(sql: Sql, read: EventRead): EventPage {
   let step = read.next();
   while (!step.done) {
     const query = step.value;
-    const params = query.params.map((p) => (p instanceof Date ? sqlDate(p) : p));
+    // No arrays: they are PostgreSQL's alone (eventReads.ts builds none for SQLite).
+    const params = query.params.map((p) => (p instanceof Date ? sqlDate(p) : (p as SqlValue)));
     step = read.next(
       query.returns === 'events' ? sql.rawAll(query.text, params).map(eventFromRaw) : (sql.get<{ id: number | null }>(query.text, ...params)?.id ?? null),
     );

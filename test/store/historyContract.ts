@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventType, type NewEvent } from '../../src/domain/events.js';
-import type { HistoryStore, HistoryTx, NewRolloutRow, NewTargetRow, RolloutRow, Step } from '../../src/store/port.js';
+import { EventType, matchesFilter, type EventFilter, type NewEvent, type StoredEvent } from '../../src/domain/events.js';
+import { EVENT_SCAN_WINDOW } from '../../src/domain/historyPort.js';
+import { servedByIndex } from '../../src/store/eventReads.js';
+import type { EventPage, HistoryStore, HistoryTx, NewRolloutRow, NewTargetRow, RolloutRow, Step } from '../../src/store/port.js';
 
 /**
  * The history port's contract (src/store/port.ts), written once and run against every store. `open` gives a fresh,
@@ -10,6 +12,8 @@ import type { HistoryStore, HistoryTx, NewRolloutRow, NewTargetRow, RolloutRow, 
 export interface StoreFactory {
   open(): Promise<HistoryStore>;
   connect(): Promise<HistoryStore>;
+  /** Sets the newest event's createdAt in the database of the last `open`, as a clock set back would leave it. */
+  restampNewestEvent(at: Date): Promise<void>;
 }
 
 const T0 = new Date('2026-12-01T12:00:00.123Z');
@@ -75,9 +79,11 @@ const event = (type: EventType, extra: Partial<NewEvent> = {}): NewEvent => ({ t
 
 export function historyContract(factory: () => StoreFactory): void {
   let store: HistoryStore;
+  let stores: StoreFactory;
   const others: HistoryStore[] = [];
   beforeAll(async () => {
-    store = await factory().open();
+    stores = factory();
+    store = await stores.open();
   });
   afterAll(async () => {
     for (const s of [store, ...others]) await s?.close();
@@ -167,6 +173,57 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(
         (await eventsBefore({ rolloutId: 'r-f2', types: [EventType.RolloutStateChanged, EventType.TargetFailed] }, undefined, 10)).map((e) => e.id),
       ).toEqual([d!.id, c!.id]);
+    });
+
+    it('reads a filter no index serves through a window of ids at a time; paging on finds every match once, in order', async () => {
+      const before = await store.read.lastEventId();
+      // More events than one window, with matches near the start, just past the first window and at the very end.
+      const total = EVENT_SCAN_WINDOW + 2_500;
+      const needles = new Set([3, EVENT_SCAN_WINDOW + 10, total - 1]);
+      for (let from = 0; from < total; from += 2_500) {
+        await append(
+          Array.from({ length: Math.min(2_500, total - from) }, (_, j) =>
+            event(EventType.TargetStateChanged, { rolloutId: `r-w${(from + j) % 7}`, kind: 'AGENT_POOL', namespace: 'ns-w', name: needles.has(from + j) ? 'needle' : `hay-${j % 50}` }),
+          ),
+        );
+      }
+      const ids = [...needles].sort((a, b) => a - b).map((i) => before + 1 + i);
+      const filter: EventFilter = { kind: 'AGENT_POOL', name: 'needle' };
+      expect(servedByIndex(filter)).toBe(false);
+
+      // Oldest first: the first read stops at the end of its window with the one match in it.
+      const first = await store.read.listEventsAfter(filter, before, 10);
+      expect(first).toEqual({ events: [expect.objectContaining({ id: ids[0] })], scannedTo: before + EVENT_SCAN_WINDOW, more: true, scannedRows: EVENT_SCAN_WINDOW });
+      // A full page ends at its last event.
+      expect(await store.read.listEventsAfter(filter, before, 1)).toMatchObject({ scannedTo: ids[0], more: true });
+      const walk = async (read: (position: number | undefined) => Promise<EventPage>, from: number | undefined) => {
+        const found: StoredEvent[] = [];
+        let position = from;
+        for (let reads = 0; ; reads++) {
+          expect(reads).toBeLessThan(10);
+          const page = await read(position);
+          expect(page.scannedRows).toBeLessThanOrEqual(EVENT_SCAN_WINDOW);
+          found.push(...page.events);
+          position = page.scannedTo;
+          if (!page.more) return found;
+        }
+      };
+      expect((await walk((p) => store.read.listEventsAfter(filter, p, 2), before)).map((e) => e.id)).toEqual(ids);
+      // Newest first, down to the first event of the store.
+      expect((await walk((p) => store.read.listEventsBefore(filter, p, 2), undefined)).map((e) => e.id)).toEqual([...ids].reverse());
+      // With types too (one window for all of them), and with since as the starting id.
+      const typed: EventFilter = { types: [EventType.TargetStateChanged, EventType.TargetFailed], namespace: 'ns-w', name: 'needle' };
+      expect(servedByIndex(typed)).toBe(false);
+      expect((await walk((p) => store.read.listEventsAfter(typed, p, 100), before)).map((e) => e.id)).toEqual(ids);
+      const all = await walk((p) => store.read.listEventsAfter({ name: 'needle', since: new Date(0) }, p, 100), undefined);
+      expect(all.filter((e) => e.id > before).map((e) => e.id)).toEqual(ids);
+      // What a read finds is what the filter matches: the same events as the filter applied to everything.
+      const everything = await walk((p) => store.read.listEventsAfter({}, p, 5_000), before);
+      expect(everything).toHaveLength(total);
+      const matching = everything.filter((e) => matchesFilter(e, { namespace: 'ns-w', name: 'hay-7', rolloutId: 'r-w3' }));
+      expect((await walk((p) => store.read.listEventsAfter({ namespace: 'ns-w', name: 'hay-7', rolloutId: 'r-w3' }, p, 7), before)).map((e) => e.id)).toEqual(
+        matching.map((e) => e.id),
+      );
     });
 
     it('keeps nothing of a transaction that fails', async () => {
@@ -618,6 +675,40 @@ export function historyContract(factory: () => StoreFactory): void {
   describe('readiness', () => {
     it('reports a writable database', async () => {
       await expect(store.checkWritable()).resolves.toBeUndefined();
+    });
+  });
+
+  // Last, on a database of its own: it leaves the newest stamp an hour ahead of the clock.
+  describe('event stamps', () => {
+    let own: HistoryStore;
+    beforeAll(async () => {
+      own = await stores.open();
+      others.push(own);
+    });
+    const appendTo = async (events: NewEvent[]) =>
+      (
+        await own.transactionWithEvents(
+          // biome-ignore lint/correctness/useYield: nothing to change but the events.
+          function* () {
+            return { result: undefined, events };
+          },
+        )
+      ).stored;
+
+    it('never go back, even when the clock is behind the newest one (a since filter is read as a starting id)', async () => {
+      const [first] = await appendTo([event(EventType.RolloutStateChanged, { rolloutId: 'r-clock' })]);
+      const ahead = new Date(Math.floor(Date.now() / 1000) * 1000 + 3_600_000);
+      await stores.restampNewestEvent(ahead);
+      const [next] = await appendTo([event(EventType.RolloutStateChanged, { rolloutId: 'r-clock' })]);
+      expect(next!.createdAt.getTime()).toBe(ahead.getTime());
+      const read = (filter: EventFilter) => own.read.listEventsAfter(filter, undefined, 10).then((page) => page.events.map((e) => [e.id, e.createdAt.getTime()]));
+      expect(await read({ rolloutId: 'r-clock' })).toEqual([
+        [first!.id, ahead.getTime()],
+        [next!.id, ahead.getTime()],
+      ]);
+      expect(await read({ rolloutId: 'r-clock', since: new Date(ahead.getTime() + 1) })).toEqual([]);
+      expect((await read({ since: ahead })).map(([id]) => id)).toEqual([first!.id, next!.id]);
+      expect((await own.read.listEventsBefore({ since: ahead }, undefined, 10)).events.map((e) => e.id)).toEqual([next!.id, first!.id]);
     });
   });
 }

@@ -4,6 +4,7 @@ import { EventType } from '../../../src/domain/events.js';
 import type { HistoryStore } from '../../../src/store/port.js';
 import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
 import { EVENT_LOG_LOCK } from '../../../src/store/postgres/PgHistoryStore.js';
+import { isoOf } from '../../../src/store/postgres/pool.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
 import { historyContract } from '../historyContract.js';
 import { PgAuditStore } from '../../../src/store/postgres/PgAuditStore.js';
@@ -22,6 +23,12 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
     },
     async connect() {
       return (await openPgHistoryStore(url)).store;
+    },
+    async restampNewestEvent(at) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query('UPDATE "Event" SET "createdAt" = $1 WHERE "id" = (SELECT MAX("id") FROM "Event")', [isoOf(at)]);
+      await client.end();
     },
   }));
 

@@ -5,7 +5,7 @@ import Sqlite from 'better-sqlite3';
 import { afterAll, describe } from 'vitest';
 import { applyMigrations } from '../../../src/store/migrate.js';
 import { SqliteHistoryStore } from '../../../src/store/sqlite/SqliteHistoryStore.js';
-import { Sql } from '../../../src/store/Sql.js';
+import { Sql, sqlDate } from '../../../src/store/Sql.js';
 import { historyContract } from '../historyContract.js';
 import { SqliteAuditStore } from '../../../src/store/sqlite/SqliteAuditStore.js';
 import { SqliteTokenStore } from '../../../src/store/sqlite/SqliteTokenStore.js';
@@ -31,6 +31,11 @@ describe('history store contract: SQLite', () => {
     },
     async connect() {
       return new SqliteHistoryStore(Sql.open(file));
+    },
+    async restampNewestEvent(at) {
+      const sql = Sql.open(file);
+      sql.run('UPDATE "Event" SET "createdAt" = ? WHERE "id" = (SELECT MAX("id") FROM "Event")', sqlDate(at));
+      sql.close();
     },
   }));
 });
