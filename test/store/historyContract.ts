@@ -183,7 +183,12 @@ export function historyContract(factory: () => StoreFactory): void {
       for (let from = 0; from < total; from += 2_500) {
         await append(
           Array.from({ length: Math.min(2_500, total - from) }, (_, j) =>
-            event(EventType.TargetStateChanged, { rolloutId: `r-w${(from + j) % 7}`, kind: 'AGENT_POOL', namespace: 'ns-w', name: needles.has(from + j) ? 'needle' : `hay-${j % 50}` }),
+            event(EventType.TargetStateChanged, {
+              rolloutId: `r-w${(from + j) % 7}`,
+              kind: 'AGENT_POOL',
+              namespace: 'ns-w',
+              name: needles.has(from + j) ? 'needle' : `hay-${j % 50}`,
+            }),
           ),
         );
       }
@@ -193,7 +198,12 @@ export function historyContract(factory: () => StoreFactory): void {
 
       // Oldest first: the first read stops at the end of its window with the one match in it.
       const first = await store.read.listEventsAfter(filter, before, 10);
-      expect(first).toEqual({ events: [expect.objectContaining({ id: ids[0] })], scannedTo: before + EVENT_SCAN_WINDOW, more: true, scannedRows: EVENT_SCAN_WINDOW });
+      expect(first).toEqual({
+        events: [expect.objectContaining({ id: ids[0] })],
+        scannedTo: before + EVENT_SCAN_WINDOW,
+        more: true,
+        scannedRows: EVENT_SCAN_WINDOW,
+      });
       // A full page ends at its last event.
       expect(await store.read.listEventsAfter(filter, before, 1)).toMatchObject({ scannedTo: ids[0], more: true });
       const walk = async (read: (position: number | undefined) => Promise<EventPage>, from: number | undefined) => {
@@ -701,7 +711,8 @@ export function historyContract(factory: () => StoreFactory): void {
       await stores.restampNewestEvent(ahead);
       const [next] = await appendTo([event(EventType.RolloutStateChanged, { rolloutId: 'r-clock' })]);
       expect(next!.createdAt.getTime()).toBe(ahead.getTime());
-      const read = (filter: EventFilter) => own.read.listEventsAfter(filter, undefined, 10).then((page) => page.events.map((e) => [e.id, e.createdAt.getTime()]));
+      const read = (filter: EventFilter) =>
+        own.read.listEventsAfter(filter, undefined, 10).then((page) => page.events.map((e) => [e.id, e.createdAt.getTime()]));
       expect(await read({ rolloutId: 'r-clock' })).toEqual([
         [first!.id, ahead.getTime()],
         [next!.id, ahead.getTime()],

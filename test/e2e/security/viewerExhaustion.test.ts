@@ -14,6 +14,7 @@ import { killIfRunning, projectRoot, startService, type ServiceProcess } from '.
 import WebSocket from 'ws';
 import { gql } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
+import { percentile, probeBeside, startControl } from './probes.js';
 
 const ADMIN = 'admin-secret-for-viewer-exhaustion-0123456789';
 /** The attacker's history: 3,300 events. */
@@ -28,32 +29,6 @@ let viewer = '';
 function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
-
-async function timedGet(url: string): Promise<number> {
-  const started = performance.now();
-  const res = await fetch(url);
-  await res.text();
-  expect(res.status).toBe(200);
-  return performance.now() - started;
-}
-
-/**
- * A process that answers every request at once: probed beside /healthz, it tells how much of a slow answer is the
- * machine's load (both wait for a core alike) rather than the service's event loop.
- */
-async function startControl(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(
-    process.execPath,
-    ['-e', "const s=require('http').createServer((q,r)=>r.end('ok')).listen(0,'127.0.0.1',()=>console.log(s.address().port))"],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const port = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk) => resolve(String(chunk).trim())));
-  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill('SIGKILL') };
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 beforeAll(async () => {
   // The history the replays read, written before the service starts.
@@ -158,19 +133,8 @@ describe('a viewer', () => {
     let report = '';
     attacker.stdout!.on('data', (chunk) => (report += chunk));
     try {
-      const healthz: number[] = [];
-      const idle: number[] = [];
       // A probe of each every 25 ms, 300 of them: the attack runs for as long as they take.
-      for (let i = 0; i < 300; i++) {
-        idle.push(await timedGet(control.url));
-        healthz.push(await timedGet(`${baseUrl}/healthz`));
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      const h = [...healthz].sort((a, b) => a - b);
-      const c = [...idle].sort((a, b) => a - b);
-      const figures = ([50, 90, 99, 100] as const)
-        .map((p) => `${p === 100 ? 'max' : `p${p}`} ${percentile(h, p).toFixed(1)} ms (control ${percentile(c, p).toFixed(1)})`)
-        .join(', ');
+      const { healthz: h, control: c, figures } = await probeBeside(`${baseUrl}/healthz`, control.url, 300, 25);
       console.log(`/healthz under attack: ${figures}`);
       // Beyond what the machine's load costs any process (the control's): the aim is 100 ms, and the Deployment's
       // liveness probe gives up after 1 s (before the fix: 11.6 s, then out of memory).

@@ -61,7 +61,9 @@ describeWithPostgres('event reads on PostgreSQL', (server) => {
       const query = step.value;
       const text = numbered(query.text);
       const params = query.params.map((p) => (p instanceof Date ? isoOf(p) : p));
-      const [{ 'QUERY PLAN': explained }] = (await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params)).rows as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
+      const [{ 'QUERY PLAN': explained }] = (await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params)).rows as {
+        'QUERY PLAN': { Plan: PlanNode }[];
+      }[];
       plans.push({ text, returns: query.returns, nodes: nodesOf(explained![0]!.Plan) });
       const { rows } = await client.query(text, params);
       step = read.next(query.returns === 'id' ? (rows[0]?.id ?? null) : rows.map((r) => ({ id: r.id })));
@@ -123,7 +125,10 @@ describeWithPostgres('event reads on PostgreSQL', (server) => {
             0,
           );
           const indexScans = nodes.filter((n) => n['Index Name'] !== undefined);
-          expect(nodes.some((n) => n['Node Type'] === 'Seq Scan'), detail).toBe(false);
+          expect(
+            nodes.some((n) => n['Node Type'] === 'Seq Scan'),
+            detail,
+          ).toBe(false);
           if (returns === 'id') {
             // The largest id, or the since look-up: one entry of an index each (plus the events stamped alike).
             expect(looked, detail).toBeLessThanOrEqual(2);
@@ -134,7 +139,10 @@ describeWithPostgres('event reads on PostgreSQL', (server) => {
             // passes over match too), nothing is filtered out after. A page's worth per type, or, where the planner
             // expects few matches, every match beyond the position (read in one go and sorted).
             for (const scan of indexScans) for (const column of columns) expect(scan['Index Cond'], detail).toMatch(new RegExp(`\\b${column}\\b`));
-            expect(scans.every((n) => (n['Rows Removed by Filter'] ?? 0) === 0 && (n['Rows Removed by Index Recheck'] ?? 0) === 0), detail).toBe(true);
+            expect(
+              scans.every((n) => (n['Rows Removed by Filter'] ?? 0) === 0 && (n['Rows Removed by Index Recheck'] ?? 0) === 0),
+              detail,
+            ).toBe(true);
             expect(looked, detail).toBeLessThanOrEqual(Math.max(branches * (LIMIT + 1), await matchesBeyond(filter, direction, position)));
           } else if (servedByIndex(filter)) {
             expect(looked, detail).toBeLessThanOrEqual(LIMIT + 1);
@@ -160,14 +168,21 @@ describeWithPostgres('event reads on PostgreSQL', (server) => {
       nodes
         .filter((n) => /Scan$/.test(n['Node Type']) && n['Node Type'] !== 'Bitmap Index Scan')
         .reduce((sum, n) => sum + (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0)) * n['Actual Loops'], 0);
-    for (const filter of [{ kind: 'AGENT_POOL' as const }, { types: [EventType.AgentRecreated] }, { types: [EventType.AgentRecreated, EventType.TargetFailed] }]) {
+    for (const filter of [
+      { kind: 'AGENT_POOL' as const },
+      { types: [EventType.AgentRecreated] },
+      { types: [EventType.AgentRecreated, EventType.TargetFailed] },
+    ]) {
       const { plans, page } = await explainRead(readEventsAfter(filter, HISTORY, LIMIT, 'postgresql'));
       expect(page.events).toEqual([]);
       for (const { text, nodes } of plans) expect(lookedAt(nodes), `${text}\n${JSON.stringify(nodes)}`).toBeLessThanOrEqual(2);
     }
     // The plain form, for contrast: the planner walks the primary key from the position and filters every row after it.
     const [{ 'QUERY PLAN': plain }] = (
-      await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) SELECT "id" FROM "Event" WHERE "kind" = $1 AND "id" > $2 ORDER BY "id" LIMIT 51`, ['AGENT_POOL', HISTORY])
+      await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) SELECT "id" FROM "Event" WHERE "kind" = $1 AND "id" > $2 ORDER BY "id" LIMIT 51`, [
+        'AGENT_POOL',
+        HISTORY,
+      ])
     ).rows as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
     expect(lookedAt(nodesOf(plain![0]!.Plan))).toBeGreaterThan(EVENT_SCAN_WINDOW);
   });
