@@ -160,15 +160,15 @@ describe('shared subscription fan-out', () => {
     for (let i = 0; i < events; i += 50) {
       await app.domain.events.append(...Array.from({ length: 50 }, (_, k) => recreated('resume-many', `p${i + k}`, i + k, { big })));
     }
-    const log = app.domain.events as unknown as { listAfter: (...args: unknown[]) => Promise<unknown> };
-    const listAfter = log.listAfter;
+    const log = app.domain.events as unknown as { pageAfter: (...args: unknown[]) => Promise<unknown> };
+    const pageAfter = log.pageAfter;
     let inFlight = 0;
     let peak = 0;
-    log.listAfter = async (...args: unknown[]) => {
+    log.pageAfter = async (...args: unknown[]) => {
       inFlight++;
       peak = Math.max(peak, inFlight);
       try {
-        const page = await listAfter.apply(log, args);
+        const page = await pageAfter.apply(log, args);
         await new Promise((resolve) => setImmediate(resolve));
         return page;
       } finally {
@@ -212,7 +212,7 @@ describe('shared subscription fan-out', () => {
       expect(peak).toBeGreaterThan(0);
       expect(peak).toBeLessThanOrEqual(sockets.length);
     } finally {
-      log.listAfter = listAfter;
+      log.pageAfter = pageAfter;
       for (const socket of sockets) socket.terminate();
     }
   });

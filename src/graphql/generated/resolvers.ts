@@ -28,7 +28,14 @@ export type Query = {
   rollouts: RolloutConnection;
   /** One rollout by id; null when there is none. */
   rollout?: Maybe<Rollout>;
-  /** The append-only history, oldest first (cursor = event id). Use `after` with the last id you saw to page forward. */
+  /**
+   * The append-only history, oldest first (cursor = event id). Use `after` with `pageInfo.endCursor` to page forward.
+   * A filter that an index serves exactly (no condition; `types` alone; `rolloutId`, with or without `types`; `kind`;
+   * `namespace` and `name`; `kind`, `namespace` and `name`, with or without `types`; any of them with `since`) gives full
+   * pages. Any other looks at 50,000 events at most per page: the page may then hold fewer than `first` events, none
+   * even, while `hasNextPage` is true, and `endCursor` is the last event id it looked at. Keep paging until
+   * `hasNextPage` is false.
+   */
   events: EventConnection;
   /** IPPools and their DHCP agents, ordered by namespace and name. */
   agentPools: AgentPoolConnection;
@@ -203,7 +210,10 @@ export type PageInfo = {
   __typename?: 'PageInfo';
   /** Whether another page follows `endCursor`. */
   hasNextPage: Scalars['Boolean']['output'];
-  /** Cursor of the last edge; pass it as `after` for the next page. */
+  /**
+   * Cursor of the last edge; pass it as `after` for the next page. `Query.events` may give a cursor past the last edge
+   * (the last event id a page looked at, when it stopped before finding `first` events).
+   */
   endCursor?: Maybe<Scalars['String']['output']>;
 };
 
@@ -505,7 +515,7 @@ export type EventFilter = {
   kind?: InputMaybe<RolloutKind>;
   namespace?: InputMaybe<Scalars['String']['input']>;
   name?: InputMaybe<Scalars['String']['input']>;
-  /** Only events at or after this instant. */
+  /** Only events at or after this instant (from the first event stamped then or later: stamps never go back). */
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
 

@@ -216,6 +216,12 @@ function EventHistory() {
       </form>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!events} what="events">
         <EventTable events={events?.edges.map((e) => e.node) ?? []} label="Event history" />
+        {events?.pageInfo.hasNextPage && events.edges.length < PAGE_SIZE && (
+          // A filter that no index serves: the page stopped after looking at 50,000 events (schema: Query.events).
+          <p className="muted" role="status">
+            Looked at the events up to id {events.pageInfo.endCursor}; Next → looks further.
+          </p>
+        )}
         <Pager label="Events" page={pages.page} pageInfo={events?.pageInfo} onPrevious={pages.previous} onNext={() => events && pages.next(events.pageInfo)} />
       </QueryStatus>
     </Section>

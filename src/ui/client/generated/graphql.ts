@@ -91,7 +91,7 @@ export type EventFilter = {
   kind?: RolloutKind | null | undefined;
   namespace?: string | null | undefined;
   name?: string | null | undefined;
-  /** Only events at or after this instant. */
+  /** Only events at or after this instant (from the first event stamped then or later: stamps never go back). */
   since?: string | null | undefined;
 };
 
