@@ -3,7 +3,7 @@ import { EVENT_SCAN_WINDOW, type EventPage } from '../domain/historyPort.js';
 import type { SqlValue } from './Sql.js';
 
 /**
- * How both stores read pages of the Event table (docs/adr/0032-bounded-event-reads.md): one read touches at most
+ * How both stores read pages of the Event table (docs/adr/0036-bounded-event-reads.md): one read touches at most
  * `limit` rows per type when an index of Event serves its filter exactly, and at most EVENT_SCAN_WINDOW rows
  * otherwise. The logic is written once, as a generator of statements that each store runs its own way (SQLite
  * synchronously, store/events.ts; PostgreSQL with a round trip each, PgHistoryStore.ts), so both read alike.

@@ -7,7 +7,7 @@ import { collect, gqlData, wsClient } from '../helpers/graphql.js';
 
 /**
  * Pages and replays of filters that no index serves, over a history longer than what one page may look at
- * (docs/adr/0032-bounded-event-reads.md): a page of `events` looks at 5 windows of ids at most, a replay reads one
+ * (docs/adr/0036-bounded-event-reads.md): a page of `events` looks at 5 windows of ids at most, a replay reads one
  * window per page; both go on from where they stopped and find every match once, in order.
  */
 const HISTORY = 60_000;

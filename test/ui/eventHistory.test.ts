@@ -7,7 +7,7 @@ import { ensureUiBuilt, launchChromium, openRestrictedPage, screenshot, type Res
 
 /**
  * The Events history over a long history with a filter that no index serves (a name alone): a page looks at 50,000
- * events at most (docs/adr/0032-bounded-event-reads.md), so it may show fewer rows than it could while there are more.
+ * events at most (docs/adr/0036-bounded-event-reads.md), so it may show fewer rows than it could while there are more.
  * The page says how far it looked, and Next goes on from there.
  */
 const HISTORY = 60_000;
