@@ -36,6 +36,15 @@ export function callerKey(principal: Principal): string {
   return principal.kind === 'token' ? `token:${principal.tokenId}` : 'anonymous';
 }
 
+/**
+ * The least an operation costs the caller's query-cost budget, whatever its estimate: answering `{ __typename }` took
+ * 0.37–0.52 ms of CPU here, as much as ~350 estimated units of a real page (`events(first: 50)` with five fields is 351
+ * units and 0.8 ms), so at cost 1 a caller could run ~10,000 cheap operations a second, a whole core (issue 34, attack
+ * 11, F9). At 50, a caller runs at most ~200 of them a second (a tenth of a core) after a burst of ~2,000, which no
+ * screen, CLI or pipeline comes near; charging the full ~350 would leave a shared CI token ~28 a second.
+ */
+export const OPERATION_MIN_COST = 50;
+
 function rateLimited(what: string, waitMs: number): GraphQLError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
   return new GraphQLError(`too many ${what}; retry in ${seconds}s`, {
@@ -65,7 +74,7 @@ export function guardOperation(
   const key = callerKey(principal);
   const afterMutationLimit = (waitMs: number): GuardVerdict | Promise<GuardVerdict> => {
     if (waitMs > 0) return { fields, cost, error: rateLimited('mutations', waitMs) };
-    return thenIfPromise(options.queryCostLimiter.take(key, Math.max(1, cost)), (costWaitMs) =>
+    return thenIfPromise(options.queryCostLimiter.take(key, Math.max(OPERATION_MIN_COST, cost)), (costWaitMs) =>
       costWaitMs > 0
         ? { fields, cost, error: rateLimited('queries (their estimated cost)', costWaitMs) }
         : checkRoles(fields, cost, operation, principal, dryRunOnlyFields(options.schema, document, operation, variables)),

@@ -101,6 +101,14 @@ type Extra = {
   operations?: Map<string, RunningOperation>;
 };
 
+/**
+ * Operations of a connection its client has open besides `id`: graphql-ws reserves an id when its `subscribe` arrives
+ * (before onSubscribe) and forgets it the moment `complete` arrives, whether or not the server has ended it yet.
+ */
+function otherOpenOperations(subscriptions: Readonly<Record<string, unknown>>, id: string): number {
+  return Object.keys(subscriptions).length - (id in subscriptions ? 1 : 0);
+}
+
 function authorizationFrom(params: Readonly<Record<string, unknown>> | undefined): string | undefined {
   const value = params?.authorization ?? params?.Authorization ?? (params?.token ? `Bearer ${String(params.token)}` : undefined);
   return typeof value === 'string' ? value : undefined;
@@ -152,6 +160,10 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
     path: options.path,
     // The same bound as an HTTP body: one message is one request.
     maxPayload: options.guard.limits.maxBodyBytes,
+    // One message per turn of the event loop, as browsers dispatch them: with ws's default, every message of one
+    // socket read ran in the same turn, so 16 sockets sending 99 `subscribe` messages at once held /healthz for
+    // seconds (issue 34, attack 11, F5). Only clients' messages pay for it: subscribe, complete, ping.
+    allowSynchronousEvents: false,
     verifyClient: (info, done) => {
       // Plain text, never the offending header echoed back, and nosniff like every other response.
       const headers = { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' };
@@ -292,7 +304,11 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
             new GraphQLError(`operation id "${id}" is still ending; wait for it to end or use another id`, { extensions: { code: ErrorCode.BadUserInput } }),
           ];
         }
-        if (running.size >= options.maxSubscriptionsPerConnection) {
+        // The cap counts the operations the client has open, those still being checked included: one it completed stops
+        // counting at once, although the server may still be ending it (its memory stays counted in the held-bytes
+        // budget until then). Counted by `running`, a client that completed 99 operations and opened 99 more was
+        // closed (attack 11, F7), and a burst could pass the cap while a shared rate limit was being asked.
+        if (otherOpenOperations(ctx.subscriptions, id) >= options.maxSubscriptionsPerConnection) {
           metrics.requestsRefused.inc({ reason: 'subscriptions', transport: 'ws' });
           ctx.extra.socket.close(CLOSE_TOO_MANY, `Too many operations: at most ${options.maxSubscriptionsPerConnection} per connection`);
           return [new GraphQLError('too many operations on this connection', { extensions: { code: ErrorCode.RateLimited } })];

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATION_MIN_COST } from '../../../src/graphql/guard.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
 
@@ -171,5 +172,30 @@ describe('the query-cost budget per caller', () => {
     expect(refused!.body.errors[0].extensions.code).toBe('RATE_LIMITED');
     const cheap = await gql(app.url, '{ serverInfo { version } }', {}, { authorization: `Bearer ${other}` });
     expect(cheap.status).toBe(200);
+  });
+
+  it('charges every operation at least OPERATION_MIN_COST, so cheap operations cannot take a core (attack 11, F9)', async () => {
+    const chatty = (await app.domain.tokens.create({ name: 'chatty', role: 'viewer' })).secret;
+    let answered = 0;
+    let refused = 0;
+    // 1,000 operations of estimated cost 1, eight at a time: before, the 40,000 burst let 40,000 of them through.
+    for (let i = 0; i < 1_000; i += 8) {
+      const statuses = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          fetch(app.url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${chatty}` },
+            body: JSON.stringify({ query: '{ __typename }' }),
+          }).then(async (res) => (await res.text(), res.status)),
+        ),
+      );
+      answered += statuses.filter((status) => status === 200).length;
+      refused += statuses.filter((status) => status === 429).length;
+    }
+    // The burst holds 40,000 / 50 = 800 of them, plus what refills at 1 unit a second while they run.
+    const allowed = 40_000 / OPERATION_MIN_COST;
+    expect(answered).toBeGreaterThanOrEqual(allowed);
+    expect(answered).toBeLessThan(allowed + 20);
+    expect(answered + refused).toBe(1_000);
   });
 });
