@@ -6,6 +6,7 @@ import type { EventLog, ReplayCharge, StreamOptions } from '../domain/EventLog.j
 import { streamOptionsOf } from '../domain/EventLog.js';
 import { EVENT_SCAN_WINDOW, scanCharge } from '../domain/historyPort.js';
 import { matchesFilter, type EventFilter, type StoredEvent } from '../domain/events.js';
+import { AppError, ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { SUBSCRIPTION_HANDOFF_SAMPLE, type AppMetrics } from '../metrics.js';
 import { formatGraphQLErrors } from './errors.js';
@@ -39,7 +40,10 @@ export interface FeedTarget {
    * `complete`, but the fan-out writes to the socket from the moment the subscriber joins: nothing is sent meanwhile.
    */
   wanted: () => boolean;
-  /** Charges the events replayed for `after:` to the caller's budget; absent: replays are free (tests). */
+  /**
+   * Charges events to the caller's budget at the operation's cost per event: those replayed for `after:`, and its share
+   * of each live event its group executes. Absent: events are free (tests).
+   */
   chargeReplay?: ReplayCharge;
 }
 
@@ -312,10 +316,17 @@ class FeedGroup {
     const handoff = this.options.metrics.subscriptionHandoffLag;
     let i = 0;
     this.frameCache = { batch, byPrefix: new Map() };
+    // Each execution is paid by the group's members, split between them: a thousand screens on one document pay next to
+    // nothing, while a caller with many distinct heavy documents (a group each) pays for every execution it causes
+    // (issue 34, attack 11, F4: such a viewer held /healthz for 45 s).
+    const share = 1 / this.subscribers.size;
     try {
       for (const subscriber of this.subscribers) {
+        const paid = subscriber.payForLive(batch.length, share);
+        const offered = paid === batch.length ? subscriber.offerLive(batch) : paid > 0 && subscriber.offerLive(batch.slice(0, paid));
+        if (paid < batch.length) subscriber.closeOverBudget();
         // Timed in join order, one in SUBSCRIPTION_HANDOFF_SAMPLE: the sample spans the first socket to the last.
-        if (!subscriber.offerLive(batch) || i++ % SUBSCRIPTION_HANDOFF_SAMPLE !== 0) continue;
+        if (!offered || i++ % SUBSCRIPTION_HANDOFF_SAMPLE !== 0) continue;
         const written = Date.now();
         for (const delivery of batch) handoff.observe((written - delivery.committedAt) / 1000);
       }
@@ -482,6 +493,44 @@ class FeedSubscriber {
   private fellBehind(): void {
     this.group.options.metrics.subscriptionCatchUps.inc();
     this.beginCatchUp(true);
+  }
+
+  /**
+   * Charges live events to the caller at `share` of the operation's cost each (see deliver) and returns how many of the
+   * `events` it paid for, the first ones; fewer when its budget cannot pay them all (the caller then ends the
+   * subscription, closeOverBudget). Subscribers not live pay for their replay pages instead.
+   */
+  payForLive(events: number, share: number): number {
+    const charge = this.target.chargeReplay;
+    if (this.phase !== 'live' || charge === undefined) return events;
+    for (let paying = events; paying > 0; paying = Math.floor(paying / 2)) {
+      const waitMs = charge(paying * share);
+      if (typeof waitMs !== 'number') {
+        // A budget asked over the network (none today): the events go out, and the subscription ends if unpaid.
+        waitMs.then(
+          (wait) => wait > 0 && this.closeOverBudget(),
+          (error: unknown) => this.close(error),
+        );
+        return events;
+      }
+      if (waitMs <= 0) return paying;
+    }
+    return 0;
+  }
+
+  /**
+   * Ends the subscription with RATE_LIMITED, naming the last event it received, so that the client can subscribe again
+   * from there (`after:`, a replay paced by its budget) and lose nothing.
+   */
+  closeOverBudget(): void {
+    const after = String(this.last);
+    this.close(
+      new AppError(
+        ErrorCode.RateLimited,
+        `the live events of this subscription cost more than the token's query-cost budget allows; subscribe again with after: "${after}" to go on from the last event received`,
+        { details: { after } },
+      ),
+    );
   }
 
   /** Sends what was held (after the position only) and takes live events from now on. */
