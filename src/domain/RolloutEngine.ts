@@ -1,7 +1,21 @@
 import { AppError, ConflictError, ErrorCode, isAppError } from '../errors.js';
 import type { RolloutKind } from './events.js';
-import { admissionLimit, rollbackStrategyOf } from './kinds/strategy.js';
-import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
+import {
+  admit,
+  admittedTarget,
+  type Arrival,
+  type Decision,
+  decide,
+  finish,
+  halt,
+  observe,
+  type Pass,
+  prepare,
+  requeueAfterMs,
+  rollBack,
+} from './engineSteps.js';
+import { rollbackStrategyOf } from './kinds/strategy.js';
+import type { RolloutDriver } from './ports.js';
 import type { IdempotencyKeyRef } from './historyPort.js';
 import { ENGINE_IDEMPOTENCY_SCOPE, type LaunchResult, type RolloutLauncher } from './RolloutLauncher.js';
 import { changedByRollout, RollbackPlanStale, type RollbackRules } from './launchRules.js';
@@ -12,8 +26,6 @@ import { RolloutView } from './RolloutView.js';
 
 /** Target changes recorded per transaction. */
 const RECORD_BATCH = 500;
-/** Up to this many PROGRESSING targets, every pass observes them all (cheap, and needs no notifications). */
-const FULL_OBSERVATION_BELOW = 256;
 
 export interface EngineOptions {
   /** How often an active rollout is re-evaluated even without a target change (default 1 s). */
@@ -21,7 +33,7 @@ export interface EngineOptions {
   /**
    * Large rollouts observe only the targets their driver reported changed, and every PROGRESSING target at most this
    * often (default 5 s), which bounds how late a missed notification is noticed. Rollouts with few targets in flight
-   * (FULL_OBSERVATION_BELOW) observe all of them on every pass.
+   * (engineSteps.ts: FULL_OBSERVATION_BELOW) observe all of them on every pass.
    */
   fullObservationMs?: number;
   /** Admissions written in parallel within one reconcile (default 16). */
@@ -115,11 +127,35 @@ export class RolloutEngine {
     this.views.clear();
   }
 
+  /**
+   * One pass over the rollout: the steps (engineSteps.ts) each return a decision, which `apply` carries out. Halt and
+   * prepare run before the rollout's view is read (they may change the rollout's state, and with it its targets).
+   */
   async reconcile(rolloutId: string, signal: AbortSignal): Promise<{ requeueAfterMs?: number }> {
-    let rollout = await this.rollouts.get(rolloutId);
+    const arrival = await this.arrive(rolloutId);
+    if (!arrival) return {};
+    for (const step of [halt, prepare]) await this.apply(arrival, await step(arrival), signal);
+    const pass: Pass = {
+      ...arrival,
+      view: await this.viewOf(arrival.rollout),
+      now: this.now,
+      fullObservationMs: this.fullObservationMs,
+      nextDeadline: Infinity,
+      stillProgressing: (target) => this.progressingTargets.set(this.indexKey(arrival.rollout.kind, target), rolloutId),
+    };
+    for (const step of [observe, decide, admit, rollBack, finish]) {
+      const end = await this.apply(pass, await step(pass), signal);
+      if (end) return end;
+    }
+    return { requeueAfterMs: requeueAfterMs(pass.nextDeadline, this.now(), this.pollMs) };
+  }
+
+  /** The rollout and its kind's driver, or undefined when the engine has nothing (more) to do for it. */
+  private async arrive(rolloutId: string): Promise<Arrival | undefined> {
+    const rollout = await this.rollouts.get(rolloutId);
     if (!rollout) {
       this.views.delete(rolloutId);
-      return {};
+      return undefined;
     }
     const driver = this.drivers.get(rollout.kind);
     if (!driver) {
@@ -127,146 +163,107 @@ export class RolloutEngine {
     }
     if (rollout.engineState.finished) {
       this.views.delete(rolloutId);
-      return {};
+      return undefined;
     }
+    return { rollout, driver };
+  }
 
-    const halt = isTerminal(rollout.state) ? undefined : await driver.haltReason?.(rollout);
-    if (halt) rollout = await this.transition(rollout, 'FAILED', halt);
-
-    if (rollout.state === 'PENDING') {
-      await driver.prepare?.(rollout, signal);
-      rollout = await this.transition(rollout, 'PROGRESSING', null);
+  /**
+   * Carries out a step's decision: the only place a pass writes (the store, the cluster through the driver). Returns
+   * the pass's result when the decision ends it.
+   */
+  private async apply(pass: Arrival | Pass, decision: Decision, signal: AbortSignal): Promise<{ requeueAfterMs?: number } | undefined> {
+    const { rollout, driver } = pass;
+    switch (decision.do) {
+      case 'nothing':
+        return undefined;
+      case 'transition':
+        await this.transitionPass(pass, decision.to, decision.message);
+        return undefined;
+      case 'start':
+        await driver.prepare?.(rollout, signal);
+        await this.transitionPass(pass, 'PROGRESSING', null);
+        return undefined;
+      case 'record': {
+        const { changes, allObservedAt, nextDeadline } = decision.outcomes;
+        const viewed = withView(pass);
+        if (allObservedAt !== undefined) {
+          viewed.view.lastFullObservation = allObservedAt;
+          viewed.view.earliestDeadline = nextDeadline;
+          viewed.nextDeadline = nextDeadline;
+        } else viewed.nextDeadline = Math.min(nextDeadline, viewed.view.earliestDeadline);
+        await this.record(rollout, viewed.view, changes);
+        // Only the rollout may have changed under us (a user paused or aborted it): the view is current.
+        pass.rollout = (await this.rollouts.get(rollout.id))!;
+        if (pass.rollout.state === viewed.view.seenState) return undefined;
+        // An abort may have cancelled targets too: decide on a fresh view.
+        this.views.delete(rollout.id);
+        return { requeueAfterMs: 1 };
+      }
+      case 'pause at canary':
+        await this.rollouts.updateEngineState(rollout.id, { canaryPaused: true });
+        await this.transitionPass(pass, 'PAUSED', decision.message);
+        return {};
+      case 'proceed':
+        if (decision.passCanary) await this.rollouts.updateEngineState(rollout.id, { canaryPassed: true });
+        withView(pass).admissionCap = decision.cap;
+        return undefined;
+      case 'succeed':
+        if (decision.passCanary) await this.rollouts.updateEngineState(rollout.id, { canaryPassed: true });
+        await this.transitionPass(pass, 'SUCCEEDED', decision.message);
+        return undefined;
+      case 'admit': {
+        const viewed = withView(pass);
+        await this.admit(driver, rollout, viewed.view, decision.targets, signal);
+        const deadline = this.now() + rollout.strategy.progressDeadlineSeconds * 1000;
+        viewed.nextDeadline = Math.min(viewed.nextDeadline, deadline);
+        viewed.view.earliestDeadline = Math.min(viewed.view.earliestDeadline, deadline);
+        return undefined;
+      }
+      case 'roll back':
+        await this.rollback(rollout.id, {
+          cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` },
+          // In the engine's own scope: no caller can claim it first (issue 34, finding 5).
+          idempotencyKey: { scope: ENGINE_IDEMPOTENCY_SCOPE, key: `auto-rollback:${rollout.id}` },
+        }).catch((error: unknown) => {
+          if (error instanceof ConflictError) return; // nothing changed, or already rolled back
+          throw error;
+        });
+        return undefined;
+      case 'finish':
+        await this.finishRollout(driver, rollout, signal);
+        return {};
+      case 'rest':
+        return {};
     }
+  }
 
-    const view = await this.viewOf(rollout);
-    const deadlineMs = rollout.strategy.progressDeadlineSeconds * 1000;
-    let nextDeadline = Infinity;
-
-    // 1. Admitted targets: record what became of them (also after pause/abort: admitted targets finish). The outcomes
-    //    of one pass are recorded in one transaction. Every target is observed at least every fullObservationMs (and
-    //    when the earliest progress deadline is due); in between, only those whose object changed.
-    const now = this.now();
-    const observeAll =
-      view.count('PROGRESSING') < FULL_OBSERVATION_BELOW || now - view.lastFullObservation >= this.fullObservationMs || now >= view.earliestDeadline;
-    if (observeAll) {
-      view.lastFullObservation = now;
-      view.earliestDeadline = Infinity;
+  /** After the end, with no admitted target left: undo what `prepare` changed, and close a rollback. */
+  private async finishRollout(driver: RolloutDriver, rollout: Rollout, signal: AbortSignal): Promise<void> {
+    if (driver.finish) {
+      const active = await this.rollouts.list({ kind: rollout.kind, states: ACTIVE_ROLLOUT_STATES }, ACTIVE_ROLLOUTS_PAGE, undefined);
+      await driver.finish(
+        rollout,
+        signal,
+        active.items.filter((other) => other.id !== rollout.id),
+      );
     }
-    const outcomes: TargetChange[] = [];
-    for (const target of view.toObserve(observeAll)) {
-      const admitted = this.admitted(rollout, target);
-      let observation: TargetObservation;
-      try {
-        observation = await driver.observe(admitted, rollout);
-      } catch (error) {
-        observation = { phase: 'progressing', message: `cannot observe: ${(error as Error).message}` };
-      }
-      const elapsed = this.now() - admitted.admittedAt.getTime();
-      if (observation.phase === 'progressing' && elapsed >= deadlineMs) {
-        const seconds = Math.round(deadlineMs / 1000);
-        observation = {
-          phase: 'failed',
-          reason: `not converged within the progress deadline of ${seconds}s${observation.message ? `: ${observation.message}` : ''}`,
-        };
-      }
-      if (observation.phase === 'succeeded') {
-        outcomes.push({ target, to: 'SUCCEEDED', error: null, at: new Date(this.now()) });
-      } else if (observation.phase === 'failed') {
-        outcomes.push({ target, to: 'FAILED', error: observation.reason, at: new Date(this.now()) });
-      } else {
-        this.progressingTargets.set(this.indexKey(rollout.kind, target), rolloutId);
-        nextDeadline = Math.min(nextDeadline, admitted.admittedAt.getTime() + deadlineMs);
-      }
-    }
-    if (observeAll) view.earliestDeadline = nextDeadline;
-    else nextDeadline = Math.min(nextDeadline, view.earliestDeadline);
-    await this.record(rollout, view, outcomes);
-    // Only the rollout may have changed under us (a user paused or aborted it): the view is current.
-    rollout = (await this.rollouts.get(rolloutId))!;
-    if (rollout.state !== view.seenState) {
-      // An abort may have cancelled targets too: decide on a fresh view.
-      this.views.delete(rolloutId);
-      return { requeueAfterMs: 1 };
-    }
-
-    const failed = view.count('FAILED');
-    const progressing = view.count('PROGRESSING');
-    const pending = view.count('PENDING');
-    const threshold = rollout.strategy.failureThreshold;
-
-    // 2. Outcome of the rollout as a whole.
-    if (!isTerminal(rollout.state) && threshold > 0 && failed >= threshold) {
-      const firstError = view.firstInState('FAILED')?.error ?? 'unknown error';
-      rollout = await this.transition(rollout, 'FAILED', `${failed} target(s) failed (failure threshold ${threshold}); first: ${firstError}`);
-    } else if (rollout.state === 'PROGRESSING') {
-      const canary = rollout.strategy.canary;
-      let admissionCap = Infinity;
-      if (canary !== undefined && canary > 0 && !rollout.engineState.canaryPassed) {
-        if (rollout.engineState.canaryPaused) {
-          // Paused at the end of the canary phase, and PROGRESSING again: a user resumed it.
-          await this.rollouts.updateEngineState(rolloutId, { canaryPassed: true });
-        } else {
-          const admittedSoFar = view.admittedSoFar();
-          if (admittedSoFar >= canary && progressing === 0 && pending > 0) {
-            await this.rollouts.updateEngineState(rolloutId, { canaryPaused: true });
-            await this.transition(rollout, 'PAUSED', `canary: ${view.count('SUCCEEDED')} of the first ${canary} target(s) upgraded; resume to continue`);
-            return {};
-          }
-          admissionCap = Math.max(0, canary - admittedSoFar);
-        }
-      }
-      const limit = admissionLimit(rollout.strategy, view.changing());
-      let budget = Math.min(admissionCap, limit - progressing);
-      // Only worth asking the cluster when there is something to admit.
-      if (budget > 0 && pending > 0) budget -= (await driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
-      const admitting = budget > 0 ? view.nextPending(budget) : [];
-      await this.admit(driver, rollout, view, admitting, signal);
-      if (admitting.length > 0) {
-        nextDeadline = Math.min(nextDeadline, this.now() + deadlineMs);
-        view.earliestDeadline = Math.min(view.earliestDeadline, this.now() + deadlineMs);
-      }
-      if (pending === 0 && progressing === 0) {
-        rollout = await this.transition(rollout, 'SUCCEEDED', failed > 0 ? `${failed} target(s) failed, below the failure threshold of ${threshold}` : null);
-      }
-    }
-    // A transition of ours may have changed targets too (FAILED cancels the PENDING ones): read them afresh next time.
-    if (rollout.state !== view.seenState) this.views.delete(rolloutId);
-
-    // Level-based, so a crash between FAILED and the rollback's creation still rolls back: the idempotency key makes
-    // the rollback start exactly once however often this runs.
-    if (rollout.state === 'FAILED' && rollout.strategy.autoRollback && !rollout.engineState.finished) {
-      await this.rollback(rollout.id, {
-        cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` },
-        // In the engine's own scope: no caller can claim it first (issue 34, finding 5).
-        idempotencyKey: { scope: ENGINE_IDEMPOTENCY_SCOPE, key: `auto-rollback:${rollout.id}` },
-      }).catch((error: unknown) => {
-        if (error instanceof ConflictError) return; // nothing changed, or already rolled back
-        throw error;
+    await this.rollouts.updateEngineState(rollout.id, { finished: true });
+    this.views.delete(rollout.id);
+    if (rollout.rollbackOfId && rollout.state === 'SUCCEEDED') {
+      await this.rollouts.transition(rollout.rollbackOfId, 'ROLLED_BACK', `rolled back by ${rollout.id}`).catch((error: unknown) => {
+        if (!(error instanceof ConflictError)) throw error;
       });
     }
+  }
 
-    // 3. After the end: once no admitted target is left, undo what `prepare` changed, and close a rollback.
-    if (isTerminal(rollout.state) && view.count('PROGRESSING') === 0 && !rollout.engineState.finished) {
-      if (driver.finish) {
-        const active = await this.rollouts.list({ kind: rollout.kind, states: ACTIVE_ROLLOUT_STATES }, ACTIVE_ROLLOUTS_PAGE, undefined);
-        await driver.finish(
-          rollout,
-          signal,
-          active.items.filter((other) => other.id !== rollout.id),
-        );
-      }
-      await this.rollouts.updateEngineState(rolloutId, { finished: true });
-      this.views.delete(rolloutId);
-      if (rollout.rollbackOfId && rollout.state === 'SUCCEEDED') {
-        await this.rollouts.transition(rollout.rollbackOfId, 'ROLLED_BACK', `rolled back by ${rollout.id}`).catch((error: unknown) => {
-          if (!(error instanceof ConflictError)) throw error;
-        });
-      }
-      return {};
-    }
-    if (rollout.state === 'PAUSED' && view.count('PROGRESSING') === 0) return {};
-    const untilDeadline = Number.isFinite(nextDeadline) ? Math.max(10, nextDeadline - this.now()) : this.pollMs;
-    return { requeueAfterMs: Math.min(this.pollMs, untilDeadline) };
+  /**
+   * A transition decided by a step. Once the view is read, a state it was not read under drops it from the cache (a
+   * transition of ours may change targets too: FAILED cancels the PENDING ones), so the next pass reads targets afresh.
+   */
+  private async transitionPass(pass: Arrival | Pass, to: Rollout['state'], message: string | null): Promise<void> {
+    pass.rollout = await this.transition(pass.rollout, to, message);
+    if ('view' in pass && pass.rollout.state !== pass.view.seenState) this.views.delete(pass.rollout.id);
   }
 
   /** The cached view of the rollout's targets, or a fresh one when there is none or the rollout changed state. */
@@ -360,7 +357,7 @@ export class RolloutEngine {
       while (next < targets.length && !signal.aborted) {
         const target = targets[next++]!;
         const admittedAt = new Date(this.now());
-        const admitted = this.admitted(rollout, { ...target, admittedAt });
+        const admitted = admittedTarget(rollout, { ...target, admittedAt }, this.now());
         try {
           await driver.admit(admitted, rollout, signal);
           admittedChanges.push({ target, to: 'PROGRESSING', countAttempt: true, at: admittedAt });
@@ -392,19 +389,6 @@ export class RolloutEngine {
     }
   }
 
-  private admitted(rollout: Rollout, target: RolloutTarget): AdmittedTarget {
-    return {
-      rolloutId: rollout.id,
-      kind: rollout.kind,
-      namespace: target.namespace,
-      name: target.name,
-      ordinal: target.ordinal,
-      fromVersion: target.fromVersion,
-      toVersion: target.toVersion,
-      admittedAt: target.admittedAt ?? new Date(this.now()),
-    };
-  }
-
   private indexKey(kind: RolloutKind, target: { namespace: string; name: string }): string {
     return `${kind}|${targetKey(target)}`;
   }
@@ -420,4 +404,10 @@ export class RolloutEngine {
       throw error;
     }
   }
+}
+
+/** The pass once its view is read: the decisions that need one come only from the steps that run after. */
+function withView(pass: Arrival | Pass): Pass {
+  if (!('view' in pass)) throw new Error("a decision that needs the rollout's view came before it was read");
+  return pass;
 }
