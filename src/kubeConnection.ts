@@ -97,3 +97,30 @@ function failureCode(error: unknown, depth = 0): string | undefined {
   if (typeof code === 'number' && code >= 400 && code < 600) return `HTTP ${code}`;
   return failureCode(cause, depth + 1);
 }
+
+/** How long a cluster given by kubeconfig or in-cluster may take to answer at start before the service gives up. */
+const KUBE_REACHABLE_TIMEOUT_MS = 15_000;
+
+/**
+ * Connects (starting the simulator in sim mode) and, for a real cluster, waits for it to answer; on failure stops what
+ * it started. The connection's /readyz check logs the detail and answers without the server's address.
+ */
+export async function startKubernetes(config: Config, logger: Logger): Promise<KubeConnection & { readiness: { name: string; check(): Promise<void> } }> {
+  const kube = await connectKubernetes(config, logger);
+  try {
+    if (kube.mode !== 'sim') await requireReachable(kube, KUBE_REACHABLE_TIMEOUT_MS);
+  } catch (error) {
+    await kube.stop();
+    throw error;
+  }
+  logger.info({ kubernetes: kube.describe() }, 'Kubernetes API reachable');
+  const readiness = {
+    name: 'kubernetes',
+    check: () =>
+      kube.check().catch((error: unknown) => {
+        logger.warn({ err: (error as Error).cause ?? error, server: kube.kubeConfig.getCurrentCluster()?.server }, `readiness: ${(error as Error).message}`);
+        throw error;
+      }),
+  };
+  return { ...kube, readiness };
+}

@@ -67,15 +67,15 @@ describe('loadConfig', () => {
   });
 
   it('reads when query documents are compiled: after 2 runs by default, after N, or never', () => {
-    expect(loadConfig({}, [], noFiles).auth.graphqlCompileAfter).toBe(2);
-    expect(loadConfig({ ROLLPLANE_GRAPHQL_COMPILE_AFTER: '0' }, [], noFiles).auth.graphqlCompileAfter).toBe(0);
-    expect(loadConfig({}, ['--graphql-compile-after', 'off'], noFiles).auth.graphqlCompileAfter).toBeNull();
+    expect(loadConfig({}, [], noFiles).graphql.compileAfter).toBe(2);
+    expect(loadConfig({ ROLLPLANE_GRAPHQL_COMPILE_AFTER: '0' }, [], noFiles).graphql.compileAfter).toBe(0);
+    expect(loadConfig({}, ['--graphql-compile-after', 'off'], noFiles).graphql.compileAfter).toBeNull();
   });
 
   it('reads the response cache size in MiB: 16 by default, 0 for none', () => {
-    expect(loadConfig({}, [], noFiles).auth.responseCacheBytes).toBe(16 * 1024 * 1024);
-    expect(loadConfig({ ROLLPLANE_RESPONSE_CACHE_MB: '0' }, [], noFiles).auth.responseCacheBytes).toBe(0);
-    expect(loadConfig({}, ['--response-cache-mb', '64'], noFiles).auth.responseCacheBytes).toBe(64 * 1024 * 1024);
+    expect(loadConfig({}, [], noFiles).graphql.responseCacheBytes).toBe(16 * 1024 * 1024);
+    expect(loadConfig({ ROLLPLANE_RESPONSE_CACHE_MB: '0' }, [], noFiles).graphql.responseCacheBytes).toBe(0);
+    expect(loadConfig({}, ['--response-cache-mb', '64'], noFiles).graphql.responseCacheBytes).toBe(64 * 1024 * 1024);
   });
 
   it('prefers flags over the environment', () => {

@@ -10,10 +10,10 @@ import type { TokenService } from './TokenService.js';
  */
 export async function bootstrapAdminToken(config: Config, tokens: TokenService, logger: Logger): Promise<void> {
   if (config.auth.adminToken) {
-    if (config.auth.adminTokenSource === 'flag') {
+    if (config.auth.adminToken.source === 'flag') {
       logger.warn('--admin-token on the command line is visible to every local user (ps, /proc); use ROLLPLANE_ADMIN_TOKEN or --admin-token-file');
     }
-    if (await tokens.ensureAdmin(config.auth.adminToken)) logger.info('admin token set from configuration');
+    if (await tokens.ensureAdmin(config.auth.adminToken.value)) logger.info('admin token set from configuration');
     else logger.error('the configured admin token was revoked and stays revoked; configure a new secret to rotate it');
   } else if (config.auth.enabled) {
     const secret = await tokens.bootstrapAdmin();

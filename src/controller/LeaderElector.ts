@@ -11,12 +11,12 @@ export interface LeaderElectorOptions {
   name: string;
   /** Unique per replica (e.g. hostname + random suffix). */
   identity: string;
-  /** How long a lease is valid after its last observed renewal; default 15 s. */
-  leaseDurationMs?: number;
-  /** The leader gives up if it has not renewed within this long; default 10 s. Must be < leaseDuration. */
-  renewDeadlineMs?: number;
-  /** Time between acquire / renew attempts; default 2 s. */
-  retryPeriodMs?: number;
+  /** How long a lease is valid after its last observed renewal (ROLLPLANE_LEASE_DURATION_MS). */
+  leaseDurationMs: number;
+  /** The leader gives up if it has not renewed within this long. Must be < leaseDuration. */
+  renewDeadlineMs: number;
+  /** Time between acquire / renew attempts. */
+  retryPeriodMs: number;
   /** Called when this replica becomes leader; `signal` aborts the moment leadership is lost or released. */
   onStartedLeading(signal: AbortSignal): void | Promise<void>;
   /** Called when leadership ends (lost, or released on shutdown); workers must be stopped by now. */
@@ -105,9 +105,9 @@ export class LeaderElector {
     this.identity = options.identity;
     this.name = options.name;
     this.namespace = options.namespace;
-    this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
-    this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
-    this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    this.leaseDurationMs = options.leaseDurationMs;
+    this.renewDeadlineMs = options.renewDeadlineMs;
+    this.retryPeriodMs = options.retryPeriodMs;
     if (!(this.leaseDurationMs > this.renewDeadlineMs && this.renewDeadlineMs > this.retryPeriodMs)) {
       throw new RangeError('leader election needs leaseDuration > renewDeadline > retryPeriod');
     }

@@ -20,6 +20,8 @@ const SECRET_KEYS = /secret|token|password|authorization|^url$/i;
 /** Each entry's input (operation text and variables) is cut to this: rows stay small whatever a caller sends. */
 const MAX_INPUT_CHARS = 4096;
 const DAY_MS = 24 * 3600 * 1000;
+/** How often the retention is applied (and once at start). */
+const PRUNE_INTERVAL_MS = 3600_000;
 
 /** Values visited per entry: an entry keeps at most MAX_INPUT_CHARS anyway, so walking more is wasted (and a lever). */
 const MAX_REDACT_NODES = 2000;
@@ -66,7 +68,7 @@ export interface AuditRetention {
 
 /**
  * Every authenticated mutation, accepted or refused: who, what, result, when, from where. Bounded twice: each entry's
- * size (MAX_INPUT_CHARS), and the log's age and length (`prune`, run by the app at start and hourly).
+ * size (MAX_INPUT_CHARS), and the log's age and length (`startPruning`: at start and hourly).
  */
 export class AuditLog {
   constructor(
@@ -78,6 +80,25 @@ export class AuditLog {
   async prune(retention: AuditRetention): Promise<number> {
     const byAge = await this.store.deleteBefore(new Date(this.now() - retention.days * DAY_MS));
     return byAge + (await this.store.keepNewest(retention.maxEntries));
+  }
+
+  /**
+   * Prunes now and then hourly until stopped; a failure is reported and the next hour tries again. Resolves once the
+   * first prune is over (a start with a long backlog of entries prunes before it serves).
+   */
+  async startPruning(
+    retention: AuditRetention,
+    log: { info(fields: object, message: string): void; warn(fields: object, message: string): void },
+  ): Promise<{ stop(): Promise<void> }> {
+    const prune = () =>
+      this.prune(retention).then(
+        (pruned) => pruned > 0 && log.info({ pruned }, 'pruned audit entries past their retention'),
+        (error: unknown) => log.warn({ err: error }, 'cannot prune the audit log'),
+      );
+    await prune();
+    const timer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
+    timer.unref();
+    return { stop: async () => clearInterval(timer) };
   }
 
   async record(entry: AuditRecord): Promise<void> {

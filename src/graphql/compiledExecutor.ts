@@ -12,6 +12,7 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { CachedAnswer, ResponseCache } from './responseCache.js';
+import { CONFIG_DEFAULTS } from '../config.js';
 
 /**
  * Query documents that clients send again and again run as compiled JavaScript (graphql-jit); everything else runs
@@ -47,8 +48,8 @@ import type { CachedAnswer, ResponseCache } from './responseCache.js';
  * and keep graphql-js (src/graphql/fanOut.ts): each event runs once per distinct document there already.
  */
 
-/** Runs of a document in the interpreter before it is compiled (ROLLPLANE_GRAPHQL_COMPILE_AFTER's default). */
-export const DEFAULT_COMPILE_AFTER = 2;
+/** Runs of a document in the interpreter before it is compiled: ROLLPLANE_GRAPHQL_COMPILE_AFTER's default (src/config.ts). */
+export const DEFAULT_COMPILE_AFTER = CONFIG_DEFAULTS.graphql.compileAfter ?? 0;
 
 /** Documents whose operations select more fields than this, fragment spreads expanded, are never compiled. */
 export const MAX_COMPILED_FIELDS = 250;

@@ -1,11 +1,12 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { type Clock, systemClock } from '../util/clock.js';
 import { TokenBucket } from '../util/TokenBucket.js';
+import { CONFIG_DEFAULTS } from '../config.js';
 
 export interface ApiBudgetOptions {
-  /** Sustained requests per second; default 50. */
+  /** Sustained requests per second; default ROLLPLANE_KUBE_QPS's (src/config.ts). */
   qps?: number;
-  /** Requests allowed at once after a quiet period; default 100. */
+  /** Requests allowed at once after a quiet period; default ROLLPLANE_KUBE_BURST's. */
   burst?: number;
   clock?: Clock;
   registry?: Registry;
@@ -47,7 +48,7 @@ export class ApiBudget {
   waitedMs = 0;
 
   constructor(options: ApiBudgetOptions = {}) {
-    this.bucket = new TokenBucket(options.qps ?? 50, options.burst ?? 100, options.clock ?? systemClock);
+    this.bucket = new TokenBucket(options.qps ?? CONFIG_DEFAULTS.kube.qps, options.burst ?? CONFIG_DEFAULTS.kube.burst, options.clock ?? systemClock);
     this.metrics = options.registry ? metricsFor(options.registry) : undefined;
   }
 

@@ -16,7 +16,7 @@ export interface KubeClientConfig {
   kubeconfigPath?: string;
   /** Context to use instead of the kubeconfig's current-context. */
   context?: string;
-  /** Client-side rate limit shared by every request; default 50 QPS, burst 100. */
+  /** Client-side rate limit shared by every request; default ROLLPLANE_KUBE_QPS's and ROLLPLANE_KUBE_BURST's. */
   qps?: number;
   burst?: number;
   registry?: Registry;

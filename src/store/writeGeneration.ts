@@ -93,3 +93,18 @@ export class AnnouncedWriteGeneration implements WriteGeneration {
     await this.stopListening();
   }
 }
+
+/**
+ * The generation of answers read from the informers' views as well as the history: it moves when either does
+ * (`informerChanges` counts the changes the informer caches took). A bump is the history's.
+ */
+export function withInformerChanges(history: WriteGeneration, informerChanges: () => number): WriteGeneration {
+  return {
+    current: () => {
+      const written = history.current();
+      return written === null ? null : `${written}/${informerChanges()}`;
+    },
+    bump: () => history.bump(),
+    stop: async () => {},
+  };
+}

@@ -28,6 +28,7 @@ import {
 } from './names.js';
 import type { IPPool, NetworkAttachmentDefinition, RecreationRecord } from './types.js';
 import { CHART_COMPONENT_LABEL, CHART_NAME, CHART_NAME_LABEL, CONTROLLER_SELECTOR, VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
+import { CONFIG_DEFAULTS } from '../../config.js';
 
 export { agentName } from './names.js';
 export { AGENT_MODE_MISMATCH } from './mode.js';
@@ -52,13 +53,14 @@ export interface AgentPoolOptions {
   now?: () => number;
 }
 
-export const DEFAULT_AGENT_NAMESPACE = 'harvester-system';
-export const DEFAULT_AGENT_IMAGE = 'rancher/harvester-vm-dhcp-agent:v1.8.1';
+// The defaults are the configuration table's (src/config.ts, docs/adr/0037): written there only.
+export const DEFAULT_AGENT_NAMESPACE = CONFIG_DEFAULTS.agentPools.agentNamespace;
+export const DEFAULT_AGENT_IMAGE = CONFIG_DEFAULTS.agentPools.agentImage;
 /**
  * The chart's `<fullname>-agent` for release `harvester-vm-dhcp-controller` (its README's install command). The old
  * default, `vm-dhcp-controller-agent`, is created by no chart: the ServiceAccount admission refused every agent.
  */
-export const DEFAULT_AGENT_SERVICE_ACCOUNT = 'harvester-vm-dhcp-controller-agent';
+export const DEFAULT_AGENT_SERVICE_ACCOUNT = CONFIG_DEFAULTS.agentPools.serviceAccountName;
 
 export interface AgentPoolRuntime {
   driver: AgentPoolDriver;
@@ -83,7 +85,7 @@ const asList = <T extends KubernetesObject>(value: unknown) => value as Kubernet
  * rollout driver; and the cache-backed queries.
  */
 export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions = {}): AgentPoolRuntime {
-  const configuredMode = options.mode ?? 'auto';
+  const configuredMode = options.mode ?? CONFIG_DEFAULTS.agentPools.mode;
   const agentNamespace = options.agentNamespace ?? DEFAULT_AGENT_NAMESPACE;
   const { clients } = host;
 
@@ -174,10 +176,10 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
     settings: { namespace: agentNamespace, serviceAccountName },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
-    stuckGraceSeconds: options.stuckGraceSeconds === undefined ? 120 : options.stuckGraceSeconds,
+    stuckGraceSeconds: options.stuckGraceSeconds === undefined ? CONFIG_DEFAULTS.agentPools.stuckGraceSeconds : options.stuckGraceSeconds,
     ...(options.now ? { now: options.now } : {}),
   });
-  const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? 16 });
+  const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? CONFIG_DEFAULTS.agentPools.workers });
 
   const byLabels = enqueueByLabels<V1Pod>(LABEL_POOL_NAMESPACE, LABEL_POOL_NAME);
   feed(pools, controller, { predicates: [poolInputsChanged()] });

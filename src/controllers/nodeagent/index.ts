@@ -12,6 +12,7 @@ import { NodeAgentCache } from './NodeAgentCache.js';
 import { NodeAgentDriver, type Replacement } from './NodeAgentDriver.js';
 import { RecordOnce } from '../RecordOnce.js';
 import { nodeAgentQueries } from './queries.js';
+import { CONFIG_DEFAULTS } from '../../config.js';
 
 export { NodeAgentCache } from './NodeAgentCache.js';
 export { NodeAgentDriver } from './NodeAgentDriver.js';
@@ -58,7 +59,7 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
   const controller = host.controller({
     name: 'nodeagent-gate',
     reconciler: new NodeAgentReconciler({ clients: host.clients, cache, metrics, notifyTargetChanged }),
-    workers: options.workers ?? 4,
+    workers: options.workers ?? CONFIG_DEFAULTS.nodeAgents.workers,
   });
   // Pods that can move a gate: their node. DaemonSets: every node they run on (a template or strategy change may open or
   // close gates).

@@ -43,6 +43,7 @@ import { sharedPkiWorkers, type IssuePki } from './PkiWorkers.js';
 import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
 import type { VirtualClusterMetrics } from './metrics.js';
 import type { VcManagerGate } from './vcManagerGate.js';
+import { CONFIG_DEFAULTS } from '../../config.js';
 
 export interface VirtualClusterReconcilerOptions {
   /** Feature gate ClusterVersionPartialUpgrade; when off, the opt-in label is ignored (as upstream). Default true. */
@@ -121,8 +122,8 @@ export class VirtualClusterReconciler implements Reconciler {
 
   constructor(private readonly deps: VirtualClusterReconcilerDeps) {
     this.partialUpgrade = deps.partialUpgrade ?? true;
-    this.readyTimeoutMs = deps.readyTimeoutMs ?? 10 * 60_000;
-    this.pollIntervalMs = deps.pollIntervalMs ?? 2000;
+    this.readyTimeoutMs = deps.readyTimeoutMs ?? CONFIG_DEFAULTS.virtualClusters.readyTimeoutMs;
+    this.pollIntervalMs = deps.pollIntervalMs ?? CONFIG_DEFAULTS.virtualClusters.pollIntervalMs;
     this.keyAlgorithm = deps.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
     this.issuePki = deps.issuePki ?? sharedPkiWorkers.issue;
     this.now = deps.now ?? Date.now;

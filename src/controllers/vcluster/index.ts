@@ -16,6 +16,7 @@ import { VirtualClusterReconciler, type VirtualClusterReconcilerOptions, type Up
 import { RecordOnce } from '../RecordOnce.js';
 import { virtualClusterMetrics } from './metrics.js';
 import { VirtualClusterDriver } from './VirtualClusterDriver.js';
+import { CONFIG_DEFAULTS } from '../../config.js';
 
 export { UPGRADE_SECONDS_BUCKETS } from './metrics.js';
 export * from './names.js';
@@ -27,7 +28,8 @@ export interface VirtualClusterOptions extends VirtualClusterReconcilerOptions {
   vcManager?: VcManagerRef | null;
 }
 
-export const DEFAULT_VC_MANAGER: VcManagerRef = { namespace: 'vc-manager', name: 'vc-manager' };
+/** The configuration table's default (src/config.ts). */
+export const DEFAULT_VC_MANAGER: VcManagerRef | null = CONFIG_DEFAULTS.virtualClusters.vcManager;
 
 export interface VirtualClusterRuntime {
   driver: VirtualClusterDriver;
@@ -88,7 +90,7 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
     notify,
     gate,
   });
-  const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: workers ?? 10 });
+  const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: workers ?? CONFIG_DEFAULTS.virtualClusters.workers });
   feed(virtualClusters, controller);
   // A control-plane StatefulSet's rollout progress wakes the cluster whose namespace it lives in.
   feed(statefulSets, controller, {

@@ -69,8 +69,8 @@ describe('the configured admin token', () => {
       readFile: () => 'token-from-a-mounted-secret-0123456789\n',
       fileExists: () => false,
     });
-    expect(config.auth).toMatchObject({ adminToken: 'token-from-a-mounted-secret-0123456789', adminTokenSource: 'file' });
-    expect(loadConfig({}, ['--admin-token', 'token-from-the-command-line-0123456789'], { fileExists: () => false }).auth.adminTokenSource).toBe('flag');
+    expect(config.auth).toMatchObject({ adminToken: { value: 'token-from-a-mounted-secret-0123456789', source: 'file' } });
+    expect(loadConfig({}, ['--admin-token', 'token-from-the-command-line-0123456789'], { fileExists: () => false }).auth.adminToken?.source).toBe('flag');
     expect(() => loadConfig({ ROLLPLANE_ADMIN_TOKEN_FILE: '/x', ROLLPLANE_ADMIN_TOKEN: 'y'.repeat(40) }, [], { fileExists: () => false })).toThrow(
       /ROLLPLANE_ADMIN_TOKEN_FILE/,
     );

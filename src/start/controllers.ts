@@ -1,0 +1,91 @@
+import type { Config } from '../config.js';
+import { Manager } from '../controller/Manager.js';
+import { setupRolloutKinds } from '../controllers/index.js';
+import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
+import { AgentPoolChoices, agentPoolsWithHistory } from '../domain/agentPoolChoices.js';
+import type { Domain } from '../domain/Domain.js';
+import { runEngineOnManager } from '../domain/engineController.js';
+import { InFlightChanges } from '../domain/InFlightChanges.js';
+import { RolloutEngine } from '../domain/RolloutEngine.js';
+import { RolloutLauncher } from '../domain/RolloutLauncher.js';
+import { createKubeClients } from '../kube/index.js';
+import type { KubeConnection } from '../kubeConnection.js';
+import type { Logger } from '../log.js';
+import type { AppMetrics } from '../metrics.js';
+import { startNotifications } from '../notify/startNotifications.js';
+import { leadershipGuard } from '../store/health.js';
+import { VERSION } from '../version.js';
+import { compose } from './compose.js';
+import type { History } from './history.js';
+
+/**
+ * The controller manager with the rollout kinds (src/controllers/index.ts, the one entry point), the rollout engine on
+ * it and the notifications outbox; and the Domain the API serves. `run()` starts the manager (informers, lease,
+ * controllers) once the API listens; `stop` stops it.
+ */
+export async function startControllers(
+  config: Config,
+  { logger, metrics, history, kube }: { logger: Logger; metrics: AppMetrics; history: History; kube: KubeConnection },
+) {
+  return compose(logger, async (started) => {
+    const { db, bus, events, rollouts } = history;
+    const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
+    const launcher = new RolloutLauncher(rollouts);
+    const clients = createKubeClients({
+      mode: kube.mode,
+      ...((kube.kubeconfigPath ?? config.kube.kubeconfigPath) ? { kubeconfigPath: kube.kubeconfigPath ?? config.kube.kubeconfigPath } : {}),
+      qps: config.kube.qps,
+      burst: config.kube.burst,
+      registry: metrics.registry,
+    });
+    const manager = new Manager({
+      clients,
+      registry: metrics.registry,
+      logger,
+      leaderElection: config.leaderElection,
+      runControllers: config.controllers,
+      ...leadershipGuard(db),
+    });
+    const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight: new InFlightChanges(db.store, events) });
+    const kinds = setupRolloutKinds(host);
+    for (const driver of kinds.drivers) engine.registerDriver(driver);
+    runEngineOnManager({
+      engine,
+      launcher,
+      manager,
+      bus,
+      workers: config.rollouts.workers,
+      onTargetChanged: (listener) => host.onTargetChanged(listener),
+      logger,
+    });
+    // During a database outage every reconcile failed and backed off (up to a minute): resume at once when it is back.
+    history.onDatabaseBack(() => {
+      logger.info('the database is reachable again: resyncing the controllers');
+      manager.resync();
+    });
+    // Notifications: the admin service here; the outbox is sent by the leader only (a controller of the manager).
+    const notifications = started(startNotifications({ config, store: db.notifications, manager, bus, metrics, logger }));
+    started(() => manager.stop());
+    const domain: Domain = {
+      facts: { version: VERSION, kubeMode: config.kube.mode, startedAt: new Date() },
+      events,
+      rollouts,
+      launcher,
+      engine,
+      ...kinds.queries,
+      // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.
+      ...(kinds.queries.agentPools ? { agentPools: agentPoolsWithHistory(kinds.queries.agentPools, new AgentPoolChoices(rollouts, events)) } : {}),
+      workQueues: () => host.queueSnapshots(),
+      tokens: history.tokens,
+      audit: history.audit,
+      notifications: notifications.service,
+    };
+    return {
+      manager,
+      domain,
+      scrape: () => notifications.scrape(),
+      readiness: { name: 'controllers', check: async () => manager.checkReady() },
+      run: () => manager.start(),
+    };
+  });
+}
