@@ -40,7 +40,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     const history = started(await startHistory(config, { logger, metrics }));
     const kube = started(await startKubernetes(config, logger));
     const controllers = started(await startControllers(config, { logger, metrics, history, kube }));
-    const readiness = [...history.readiness.slice(0, 1), kube.readiness, controllers.readiness, ...history.readiness.slice(1)];
+    const readiness = [...history.readiness, kube.readiness, controllers.readiness];
     const api = started(await startApi(config, { logger, metrics, history, domain: controllers.domain, readiness, scrape: controllers.scrape }));
     await controllers.run();
     return {
