@@ -53,6 +53,9 @@ function fallbacks(node: object = TABLE): string[] {
 
 /** A literal written as a fallback: `x ?? 16`, `x === undefined ? 120 : x`, `x ?? 10 * 60_000`, `x ?? 'auto'`. */
 const FALLBACK = /\b(\w+)\s*(?:\?\?|\|\||===\s*undefined\s*\?)\s*('[^']*'|[\d_]+(?:\s*\*\s*[\d_]+)*)/g;
+/** A literal named as a default: `DEFAULT_COMPILE_AFTER = 2` is compileAfter's. */
+const NAMED_DEFAULT = /\bDEFAULT_([A-Z_]+)(?::\s*\w+)?\s*=\s*('[^']*'|[\d_]+(?:\s*\*\s*[\d_]+)*)/g;
+const camel = (snake: string) => snake.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
 function literalValue(text: string): string | number {
   if (text.startsWith("'")) return text.slice(1, -1);
@@ -114,6 +117,12 @@ describe('the configuration table', () => {
         if (HOMONYMS.some((h) => h.file === relative && h.key === key)) continue;
         if ((defaults.get(key!) ?? []).includes(literalValue(literal!))) found.push(`${where(match.index)}: ${match[0]}`);
       }
+      for (const match of text.matchAll(NAMED_DEFAULT)) {
+        const [, name, literal] = match;
+        const value = literalValue(literal!);
+        if (CONTRACT_COPIES.some((c) => c.file === relative && c.value === value)) continue;
+        if ((defaults.get(camel(name!)) ?? []).includes(value)) found.push(`${where(match.index)}: ${match[0]}`);
+      }
       for (const value of distinctive) {
         const quoted = value.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
         for (const match of text.matchAll(new RegExp(`(?:(?<![=!<>])=(?!=)|\\?\\?|\\|\\||return)\\s*['"\`]${quoted}['"\`]`, 'g'))) {
@@ -138,5 +147,8 @@ describe('the configuration table', () => {
     ]);
     expect(parsedDefaults().get('workers')).toContain(16);
     expect(parsedDefaults().get('readyTimeoutMs')).toEqual([600_000]);
+    expect([...'export const DEFAULT_COMPILE_AFTER = 2;'.matchAll(NAMED_DEFAULT)].map((m) => [camel(m[1]!), literalValue(m[2]!)])).toEqual([
+      ['compileAfter', 2],
+    ]);
   });
 });
