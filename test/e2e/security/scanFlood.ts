@@ -25,6 +25,7 @@ const NEEDLES = 'subscription { events(after: "0", filter: { name: "needle" }) {
 
 let subscribes = 0;
 let errors = 0;
+let rateLimited = 0;
 let needlesReceived = 0;
 let needleReplays = 0;
 let pages = 0;
@@ -58,7 +59,12 @@ function openSocket(query: string, count: number, resubscribeMs: number | undefi
       }
       return;
     }
-    if (text.includes('"type":"error"')) errors++;
+    // Refusals for the caller's budget are the limits working (every operation costs at least 50, live events their
+    // share); any other error is a failure of the service.
+    if (text.includes('"type":"error"')) {
+      if (text.includes('"RATE_LIMITED"')) rateLimited++;
+      else errors++;
+    }
     const id = /"id":"([^"]*)"/.exec(text)?.[1];
     if (id === undefined || !text.includes('"type":"next"')) return;
     onNext?.(id, () => {
@@ -108,6 +114,6 @@ openSocket(NEEDLES, 1, undefined, (id, subscribeAgain) => {
 void pageLoop();
 process.on('SIGTERM', () => {
   stopped = true;
-  process.stdout.write(`${JSON.stringify({ subscribes, errors, needlesReceived, needleReplays, pages, refusedPages })}\n`);
+  process.stdout.write(`${JSON.stringify({ subscribes, errors, rateLimited, needlesReceived, needleReplays, pages, refusedPages })}\n`);
   process.exit(0);
 });
