@@ -3,7 +3,7 @@
  * ../shared/upstream with nothing pruned (issue 14), checked two ways (see test/helpers/upstreamSchemas.ts): what is
  * stored after a representative scenario, and what rollplane sent, recorded by a proxy between it and the simulator.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { writeKubeconfig } from '../../src/sim/kubeconfig.js';
 import { startSimulator, type Simulator } from '../../src/sim/index.js';
 import type { KubeObject } from '../../src/sim/types.js';
@@ -17,7 +17,7 @@ import {
   startRecordingProxy,
   type RecordingProxy,
 } from '../helpers/upstreamSchemas.js';
-import { upstreamCrds } from '../helpers/upstreamCrds.js';
+import { describeWithUpstream, upstreamCrd } from '../helpers/upstreamCrds.js';
 import { until as waitUntil } from '../helpers/until.js';
 
 const DELAYS = { podScheduleMs: 0, podStartMs: 5, podReadyMs: 10, podTerminateMs: 5, controllerMs: 0 };
@@ -46,7 +46,7 @@ async function finished(id: string): Promise<string> {
   });
 }
 
-describe('upstream schema dump', () => {
+describeWithUpstream('upstream schema dump', () => {
   it('after agent-pool and virtual-cluster rollouts on the demo fleet, nothing stored or sent by rollplane is pruned or invalid', async () => {
     sim = await startSimulator({ fleet: 'demo', delays: DELAYS });
     proxy = await startRecordingProxy(sim.url);
@@ -110,7 +110,7 @@ describe('upstream schema dump', () => {
   it('names each stored field upstream would prune or reject when the cluster serves a looser CRD than upstream', async () => {
     sim = await startSimulator({ fleet: 'clusters=1,nodes=1', delays: DELAYS });
     // A drifted CRD: the VirtualCluster schema with status left open (preserve-unknown-fields) and spec untyped.
-    const upstream = upstreamCrds().find((c) => c.crd.metadata.name === 'virtualclusters.tenancy.x-k8s.io')!.crd;
+    const upstream = upstreamCrd('virtualclusters.tenancy.x-k8s.io').crd;
     const loose = structuredClone(upstream) as KubeObject;
     const version = loose.spec.versions.find((v: { storage: boolean }) => v.storage);
     version.schema.openAPIV3Schema.properties.status = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };

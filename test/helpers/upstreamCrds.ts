@@ -1,10 +1,45 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { describe, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 
 /** ../shared/upstream from the project root (CI has shared/ beside the clone). */
 export const UPSTREAM_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'upstream');
+
+/** The upstream CRDs rollplane writes to, by name: each must be in UPSTREAM_DIR. */
+export const UPSTREAM_CRD_NAMES = ['clusterversions.tenancy.x-k8s.io', 'ippools.network.harvesterhci.io', 'virtualclusters.tenancy.x-k8s.io'] as const;
+
+/**
+ * Whether the tests that compare with upstream must run: under CI (`CI` set and not `false`/`0`; .ci/run exports
+ * CI=true), where a missing ../shared/upstream is a broken checkout, not a developer's clone without it.
+ */
+export const upstreamRequired = ['true', '1'].includes((process.env.CI ?? '').toLowerCase());
+export const NO_UPSTREAM = `skipped: no upstream CRDs at ${UPSTREAM_DIR} (clone rollplane beside shared/ to run them)`;
+
+/** Whether ../shared/upstream is there. */
+export function upstreamPresent(): boolean {
+  return existsSync(UPSTREAM_DIR);
+}
+
+/**
+ * `describe` for tests that read ../shared/upstream. Without it the block is skipped, its name saying why — unless
+ * under CI, where it fails instead, so that CI never passes without comparing with upstream. `body` must read the
+ * files only inside its tests and hooks (never while the tests are collected).
+ */
+export function describeWithUpstream(name: string, body: () => void): void {
+  if (upstreamPresent()) {
+    describe(name, body);
+  } else if (upstreamRequired) {
+    describe(name, () => {
+      it('needs the upstream CRDs (CI is set)', () => {
+        throw new Error(`no upstream CRDs at ${UPSTREAM_DIR}, and CI is set: check out shared/ beside the clone`);
+      });
+    });
+  } else {
+    describe.skip(`${name} (${NO_UPSTREAM})`, body);
+  }
+}
 
 export interface UpstreamCrd {
   file: string;
@@ -14,6 +49,7 @@ export interface UpstreamCrd {
 
 /** Every CustomResourceDefinition in the upstream reference files. */
 export function upstreamCrds(): UpstreamCrd[] {
+  if (!upstreamPresent()) throw new Error(`no upstream CRDs at ${UPSTREAM_DIR} (a test reading them must be inside describeWithUpstream)`);
   const out: UpstreamCrd[] = [];
   for (const file of readdirSync(UPSTREAM_DIR)
     .filter((f) => f.endsWith('.yaml'))
@@ -25,6 +61,13 @@ export function upstreamCrds(): UpstreamCrd[] {
     }
   }
   return out;
+}
+
+/** The upstream CRD called `name` (one of UPSTREAM_CRD_NAMES). */
+export function upstreamCrd(name: (typeof UPSTREAM_CRD_NAMES)[number]): UpstreamCrd {
+  const found = upstreamCrds().find((u) => u.crd.metadata?.name === name);
+  if (!found) throw new Error(`no CRD ${name} in ${UPSTREAM_DIR}`);
+  return found;
 }
 
 /**

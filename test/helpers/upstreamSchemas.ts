@@ -22,7 +22,7 @@ import { CustomResourceSchema } from '../../src/sim/crd/CustomResourceSchema.js'
 import { crdServing } from '../../src/sim/crd/crdDefinition.js';
 import { pathString } from '../../src/sim/crd/schema.js';
 import type { KubeObject } from '../../src/sim/types.js';
-import { upstreamCrds } from './upstreamCrds.js';
+import { UPSTREAM_CRD_NAMES, upstreamCrds } from './upstreamCrds.js';
 
 export interface UpstreamKind {
   group: string;
@@ -43,7 +43,7 @@ export interface SchemaFinding {
   detail?: string;
 }
 
-const KINDS = ['ippools.network.harvesterhci.io', 'virtualclusters.tenancy.x-k8s.io', 'clusterversions.tenancy.x-k8s.io'];
+const KINDS: readonly string[] = UPSTREAM_CRD_NAMES;
 
 /** The three upstream kinds, keyed by `group/plural`, compiled once per call. */
 export function upstreamKinds(): Map<string, UpstreamKind> {

@@ -9,12 +9,12 @@ import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto'
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { parse as parseYaml } from 'yaml';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { ControlPlaneApi } from '../../../src/controllers/vcluster/ControlPlaneApi.js';
 import { prune } from '../../../src/sim/crd/prune.js';
 import { SchemaValidator } from '../../../src/sim/crd/SchemaValidator.js';
 import { Resources } from '../../../src/sim/store/resources.js';
-import { upstreamCrds } from '../../helpers/upstreamCrds.js';
+import { describeWithUpstream, upstreamCrds } from '../../helpers/upstreamCrds.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { startHarness, VC_NS, type Harness } from './harness.js';
 
@@ -78,7 +78,7 @@ function expectLeaf(pemText: string, root: x509.X509Certificate, rootNode: X509C
   return node;
 }
 
-describe('PKI after a rollplane upgrade, beside the vc-manager with its gate off', () => {
+describeWithUpstream('PKI after a rollplane upgrade, beside the vc-manager with its gate off', () => {
   it("has upstream's secrets, types, keys, subjects, names, usages and PKCS#1 RSA keys for the same VirtualCluster", async () => {
     h = await startHarness({ sim: { upstream: { vcManager: {} } } });
     // Every VirtualCluster body rollplane sends (the strict simulator would store it pruned, hiding the loss).

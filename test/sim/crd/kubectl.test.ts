@@ -3,11 +3,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
 import { Resources } from '../../../src/sim/store/resources.js';
-import { upstreamCrds } from '../../helpers/upstreamCrds.js';
+import { describeWithUpstream, upstreamCrd, upstreamCrds } from '../../helpers/upstreamCrds.js';
 
 const run = promisify(execFile);
 const KUBECTL = process.env.KUBECTL ?? 'kubectl';
@@ -53,7 +53,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe('kubectl and the upstream CRDs on an empty simulator', () => {
+describeWithUpstream('kubectl and the upstream CRDs on an empty simulator', () => {
   it('serves no IPPools before their CRD is applied', async () => {
     expect(await kubectlFails('get', 'ippools', '-A')).toContain(`the server doesn't have a resource type "ippools"`);
   });
@@ -128,7 +128,7 @@ describe('kubectl and the upstream CRDs on an empty simulator', () => {
       /the server doesn't have a resource type "ippools"|\(NotFound\).*the server could not find the requested resource/,
     );
     // Re-applied, the CRD serves an empty collection: the old objects did not survive.
-    await kubectl('apply', '-f', upstreamCrds().find((u) => u.crd.metadata.name === 'ippools.network.harvesterhci.io')!.path);
+    await kubectl('apply', '-f', upstreamCrd('ippools.network.harvesterhci.io').path);
     expect(await kubectl('get', 'ippools', '-A', '-o', 'name')).toBe('');
   });
 });
