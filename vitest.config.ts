@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { HEAVY_GLOBS } from './test/suites.js';
 
 const require = createRequire(import.meta.url);
 
@@ -10,12 +11,19 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     setupFiles: ['test/setup.ts'],
+    // Says once, before the first result, when the tests comparing with ../shared/upstream are skipped (or fail on CI).
+    globalSetup: ['test/globalSetup.ts'],
     // Integration tests start real servers and child processes; the machine has 2 cores.
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // Two projects splitting test/ (ADR 43, test/suites.ts): `npm test` runs `fast`, `npm run test:heavy` runs
+    // `heavy`, `npm run test:all` and CI both. `npx vitest run <file>` finds a file in whichever it belongs to.
+    projects: [
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...HEAVY_GLOBS] } },
+      { extends: true, test: { name: 'heavy', include: HEAVY_GLOBS } },
+    ],
   },
 });
