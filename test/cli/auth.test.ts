@@ -16,7 +16,7 @@ beforeAll(async () => {
     ROLLPLANE_LEADER_ELECT: 'false',
     DATABASE_URL: `file:${process.env.TMPDIR ?? '/tmp'}/rollplane-cli-auth-${process.pid}-${Date.now()}.db`,
   });
-}, 60_000);
+}, 180_000); // above startService's own bound: only a service that never starts should fail here
 
 afterAll(async () => {
   server?.child.kill('SIGTERM');

@@ -30,8 +30,11 @@ export function spawnService(env: Record<string, string>, args: string[] = []): 
   });
 }
 
-/** Starts the service and waits for its "listening on" line. */
-export async function startService(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
+/**
+ * Starts the service and waits for its "listening on" line. The bound only catches a service that never starts: tsx
+ * compiling src/ on a machine at load 20+ took over 30 s (test/cli/auth.test.ts failed at 30 s).
+ */
+export async function startService(env: Record<string, string>, timeoutMs = 120_000): Promise<ServiceProcess> {
   const child = spawnService({ PORT: '0', ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ...env });
   let out = '';
   let err = '';

@@ -77,7 +77,9 @@ describe('PkiWorkers', () => {
     expectSignedByRoot(await workers.issue(input));
   });
 
-  it('resolves every one of concurrent requests, each with certificates of its own', async () => {
+  // Eight RSA PKIs on one worker thread: CPU-bound, so a loaded machine (load 20+) took over the default 60 s. The bound
+  // only catches a worker that never answers.
+  it('resolves every one of concurrent requests, each with certificates of its own', { timeout: 240_000 }, async () => {
     workers = new PkiWorkers();
     const root = (await generateClusterPki(input)).rootCa;
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => workers!.issue({ ...input, clusterName: `vc-${i}`, rootCaData: root })));
@@ -102,7 +104,7 @@ describe('PkiWorkers', () => {
     expectSignedByRoot(await workers.issue(input));
   });
 
-  it('holds the process open while a request is out, and lets it exit once answered without being closed', async () => {
+  it('holds the process open while a request is out, and lets it exit once answered without being closed', { timeout: 180_000 }, async () => {
     const module = pathToFileURL(path.join(projectRoot, 'src/controllers/vcluster/PkiWorkers.ts')).href;
     // Two requests: the first also waits for the worker to start (which holds the process open by itself).
     const script = `
@@ -114,7 +116,8 @@ describe('PkiWorkers', () => {
     `;
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: projectRoot,
-      timeout: 30_000,
+      // Bounds a child that never exits (two RSA PKIs: over 30 s at load 20+).
+      timeout: 120_000,
     });
     expect(stdout.trim()).toBe('6');
   });
