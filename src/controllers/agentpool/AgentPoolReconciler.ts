@@ -2,11 +2,11 @@ import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { Reconciler, Result } from '../../controller/Controller.js';
 import type { Request } from '../../controller/request.js';
-import type { EventLog } from '../../domain/EventLog.js';
 import { EventType } from '../../domain/events.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { kubeCall, type KubeClients } from '../../kube/index.js';
 import type { Logger } from '../../log.js';
+import type { KindEvents } from '../kindHost.js';
 import type { RecordOnce } from '../RecordOnce.js';
 import { agentPodManifest, type AgentSettings } from './manifests.js';
 import { agentsManagedBy } from './mode.js';
@@ -28,7 +28,8 @@ import { normalizeImage, type VmDhcpControllerState } from './VmDhcpControllerWa
 
 export interface AgentPoolReconcilerDeps {
   clients: KubeClients;
-  events: EventLog;
+  /** The kind's history (AgentForceDeleted). */
+  history: Pick<KindEvents, 'append'>;
   /** Recreation intents (durable; recording one appends its AgentRecreated event and removes it in one transaction). */
   recreations: RecordOnce<RecreationRecord>;
   metrics: AgentPoolMetrics;
@@ -242,10 +243,9 @@ export class AgentPoolReconciler implements Reconciler {
     if (this.forceDeleted.size > 10_000) this.forceDeleted.delete(this.forceDeleted.values().next().value!);
     if (!deleted) return;
     this.deps.metrics.forceDeletions.inc();
-    await this.deps.events.append({
+    await this.deps.history.append({
       type: EventType.AgentForceDeleted,
       rolloutId: this.deps.recreations.rolloutOf(namespace, name),
-      kind: 'AGENT_POOL',
       namespace,
       name,
       payload: {

@@ -1,6 +1,7 @@
 import type { Reconciler } from '../../controller/Controller.js';
 import { EventType } from '../../domain/events.js';
 import type { ControllerHost } from '../host.js';
+import type { KindEvents } from '../kindHost.js';
 import type { ControllerImageLever } from './ControllerImageLever.js';
 import { describeOwner, findOwner } from './controllerOwner.js';
 import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
@@ -8,7 +9,9 @@ import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 export interface ControllerImageReconcilerDeps {
   watch: VmDhcpControllerWatch;
   lever: Pick<ControllerImageLever, 'takeOwnChange'>;
-  host: Pick<ControllerHost, 'events' | 'logger' | 'clients'>;
+  host: Pick<ControllerHost, 'logger' | 'clients'>;
+  /** The kind's history: the changes are recorded there and the last one read back. */
+  history: Pick<KindEvents, 'append' | 'listBefore'>;
 }
 
 /**
@@ -31,13 +34,13 @@ export class ControllerImageReconciler implements Reconciler {
     const state = this.deps.watch.state();
     if (state.kind !== 'agents') return;
     const slash = state.ref.indexOf('/');
-    const where = { kind: 'AGENT_POOL' as const, namespace: state.ref.slice(0, slash), name: state.ref.slice(slash + 1) };
+    const where = { namespace: state.ref.slice(0, slash), name: state.ref.slice(slash + 1) };
     const previous = this.lastImage ?? (await this.recordedImage(where));
     this.lastImage = state.image;
     if (previous === undefined || previous === state.image) return;
     const own = this.deps.lever.takeOwnChange(state.image);
     if (own) {
-      await this.deps.host.events.append({
+      await this.deps.history.append({
         type: EventType.UpstreamControllerChanged,
         ...where,
         rolloutId: own.rolloutId,
@@ -55,7 +58,7 @@ export class ControllerImageReconciler implements Reconciler {
     const setBy = await this.rolloutThatSet(where, previous);
     const deployment = this.deps.watch.deployment();
     const owner = deployment ? await findOwner(this.deps.host.clients, deployment).catch(() => undefined) : undefined;
-    await this.deps.host.events.append({
+    await this.deps.history.append({
       type: EventType.UpstreamControllerChanged,
       ...where,
       ...(setBy ? { rolloutId: setBy } : {}),
@@ -77,14 +80,14 @@ export class ControllerImageReconciler implements Reconciler {
   }
 
   /** The image the newest recorded change of the controller names (the baseline after a restart). */
-  private async recordedImage(where: { kind: 'AGENT_POOL'; namespace: string; name: string }): Promise<string | undefined> {
-    const [newest] = await this.deps.host.events.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 1);
+  private async recordedImage(where: { namespace: string; name: string }): Promise<string | undefined> {
+    const [newest] = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 1);
     return typeof newest?.payload.newImage === 'string' ? newest.payload.newImage : undefined;
   }
 
   /** The rollout whose planned change put `image` on the controller, when the newest change to it was rollplane's. */
-  private async rolloutThatSet(where: { kind: 'AGENT_POOL'; namespace: string; name: string }, image: string): Promise<string | undefined> {
-    const changes = await this.deps.host.events.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 20);
+  private async rolloutThatSet(where: { namespace: string; name: string }, image: string): Promise<string | undefined> {
+    const changes = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 20);
     const setIt = changes.find((change) => change.payload.newImage === image);
     return setIt?.payload.planned === true && setIt.rolloutId ? setIt.rolloutId : undefined;
   }

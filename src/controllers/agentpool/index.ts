@@ -1,10 +1,10 @@
-import type { KubernetesListObject, KubernetesObject, V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
 import { feed, enqueueByLabels } from '../../controller/sources.js';
 import type { Controller } from '../../controller/Controller.js';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
 import type { AgentPoolQueries } from '../../domain/agentPools.js';
 import type { ControllerHost } from '../host.js';
-import { RecordOnce } from '../RecordOnce.js';
+import { kindHost } from '../kindHost.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
 import { agentPoolQueries } from './queries.js';
@@ -76,32 +76,28 @@ export interface AgentPoolRuntime {
   };
 }
 
-const asList = <T extends KubernetesObject>(value: unknown) => value as KubernetesListObject<T>;
-
 /**
  * Agent pools on a ControllerHost: informers for IPPools, agent Pods, the vm-dhcp-controller Deployment, NADs and
  * Nodes; the pool reconciler fed by all of them (pod events requeue their pool through its labels, NAD events the
  * pools on that network, node events the pools whose agent runs there, a change of the controller every pool); the
  * rollout driver; and the cache-backed queries.
  */
-export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions = {}): AgentPoolRuntime {
+export function setupAgentPools(controllerHost: ControllerHost, options: AgentPoolOptions = {}): AgentPoolRuntime {
+  const host = kindHost(controllerHost, 'AGENT_POOL');
   const configuredMode = options.mode ?? CONFIG_DEFAULTS.agentPools.mode;
   const agentNamespace = options.agentNamespace ?? DEFAULT_AGENT_NAMESPACE;
   const { clients } = host;
 
-  const pools = host.informer<IPPool>({
-    name: 'ippools',
-    path: `/apis/${IPPOOL_GROUP}/${IPPOOL_VERSION}/${IPPOOL_PLURAL}`,
-    list: async (page) =>
-      asList<IPPool>(await clients.custom.listClusterCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, ...page })),
-    indexers: {
+  const pools = host.informers.custom<IPPool>(
+    { group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL },
+    {
       network: (pool) => {
         const ns = pool.metadata?.namespace ?? '';
         const nad = splitNetworkName(pool.spec?.networkName ?? '', ns);
         return [`${nad.namespace}/${nad.name}`];
       },
     },
-  });
+  );
   const poolIndex = {
     pool: (obj: V1Pod) => {
       const labels = obj.metadata?.labels ?? {};
@@ -110,7 +106,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   };
   // Agent pods are a view of the cluster-wide pods informer, which node agents need anyway: one list and watch of pods
   // and one copy of each, instead of a second watch (and cache) of the agent namespace.
-  const allPods = host.informer<V1Pod>({ name: 'pods', path: '/api/v1/pods', list: (page) => clients.core.listPodForAllNamespaces(page) });
+  const allPods = host.informers.pods();
   const pods = allPods.view({
     name: 'agent-pods',
     filter: (pod) => pod.metadata?.namespace === agentNamespace && pod.metadata?.labels?.[LABEL_AGENT] === LABEL_AGENT_VALUE,
@@ -119,32 +115,18 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   // The vm-dhcp-controller: the configured Deployment (by name), or any carrying the chart's labels.
   const configured = options.vmDhcpController;
   const controllers = configured
-    ? host.informer<V1Deployment>({
-        name: 'vmdhcp-controller',
-        path: `/apis/apps/v1/namespaces/${configured.namespace}/deployments`,
-        fieldSelector: `metadata.name=${configured.name}`,
-        list: (page) => clients.apps.listNamespacedDeployment({ namespace: configured.namespace, fieldSelector: `metadata.name=${configured.name}`, ...page }),
-      })
-    : host.informer<V1Deployment>({
-        name: 'vmdhcp-controller',
-        path: '/apis/apps/v1/deployments',
-        labelSelector: CONTROLLER_SELECTOR,
-        list: (page) => clients.apps.listDeploymentForAllNamespaces({ labelSelector: CONTROLLER_SELECTOR, ...page }),
-      });
+    ? host.informers.deployments('vmdhcp-controller', { namespace: configured.namespace, fieldSelector: `metadata.name=${configured.name}` })
+    : host.informers.deployments('vmdhcp-controller', { labelSelector: CONTROLLER_SELECTOR });
   // The controller's own pods: its rolling update is over only once none runs the old --image (VmDhcpControllerWatch.rolledOut).
   const controllerPods = allPods.view({
     name: 'vmdhcp-controller-pods',
     filter: (pod) => pod.metadata?.labels?.[CHART_NAME_LABEL] === CHART_NAME && pod.metadata?.labels?.[CHART_COMPONENT_LABEL] === 'controller',
   });
   const controllerWatch = new VmDhcpControllerWatch(controllers, configured, controllerPods);
-  const nads = host.informer<NetworkAttachmentDefinition>({
-    name: 'network-attachment-definitions',
-    path: `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`,
-    list: async (page) => asList(await clients.custom.listClusterCustomObject({ group: NAD_GROUP, version: NAD_VERSION, plural: NAD_PLURAL, ...page })),
-  });
-  const nodes = host.informer<V1Node>({ name: 'nodes', path: '/api/v1/nodes', list: (page) => clients.core.listNode(page) });
+  const nads = host.informers.custom<NetworkAttachmentDefinition>({ group: NAD_GROUP, version: NAD_VERSION, plural: NAD_PLURAL });
+  const nodes = host.informers.nodes();
 
-  const recreations = new RecordOnce<RecreationRecord>(host.inFlight, 'AGENT_POOL');
+  const recreations = host.history.once<RecreationRecord>();
   const serviceAccountName = options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT;
   const lever = new ControllerImageLever({
     clients,
@@ -165,7 +147,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
     clients,
-    events: host.events,
+    history: host.history,
     recreations,
     metrics,
     logger: host.logger.child({ controller: 'agentpool' }),
@@ -192,7 +174,7 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   const changes = host.controller({
     name: 'vmdhcp-controller-changes',
     workers: 1,
-    reconciler: new ControllerImageReconciler({ watch: controllerWatch, lever, host }),
+    reconciler: new ControllerImageReconciler({ watch: controllerWatch, lever, host, history: host.history }),
   });
   feed(controllers, changes, { map: () => [{ namespace: '', name: 'vm-dhcp-controller' }] });
   feed(nads, controller, {
@@ -205,38 +187,12 @@ export function setupAgentPools(host: ControllerHost, options: AgentPoolOptions 
   });
 
   // The rollout engine re-evaluates a rollout when one of its pools (or that pool's agent) changes in a way its
-  // observation can see. Notifications are coalesced (one per pool per `notifyIntervalMs`): each one costs the engine
-  // a pass over the whole rollout, and one recreation produces a dozen watch events.
-  const pending = new Set<string>();
-  let timer: NodeJS.Timeout | undefined;
-  const flush = () => {
-    timer = undefined;
-    const keys = [...pending];
-    pending.clear();
-    for (const key of keys) {
-      const slash = key.indexOf('/');
-      host.notifyTargetChanged('AGENT_POOL', key.slice(0, slash), key.slice(slash + 1));
-    }
-  };
-  const notify = (refs: { namespace?: string; name: string }[]) => {
-    for (const r of refs) pending.add(`${r.namespace ?? ''}/${r.name}`);
-    if (!timer && pending.size > 0) {
-      // Each notification costs the engine a pass over the rollout's targets: the more pools, the longer the window.
-      timer = setTimeout(flush, options.notifyIntervalMs ?? Math.min(2000, Math.max(100, pools.list().length / 10)));
-      timer.unref();
-    }
-  };
-  const self = (obj: IPPool) => [{ namespace: obj.metadata?.namespace, name: obj.metadata?.name ?? '' }];
-  const changed = <T>(signature: (obj: T) => string, refs: (obj: T) => { namespace?: string; name: string }[]) => ({
-    onAdd: (obj: T) => notify(refs(obj)),
-    onUpdate: (oldObj: T, newObj: T) => {
-      if (signature(oldObj) !== signature(newObj)) notify(refs(newObj));
-    },
-    onDelete: (obj: T) => notify(refs(obj)),
-  });
-  pools.addEventHandler(changed(poolSignature, self));
-  pods.addEventHandler(changed(podSignature, (pod) => byLabels(pod)));
-  controllers.addEventHandler(changed(controllerSignature, () => allPools()));
+  // observation can see. Notifications are coalesced (one per pool per window): each one costs the engine a pass over
+  // the whole rollout, and one recreation produces a dozen watch events. The more pools, the longer the window.
+  const notifier = host.notifier({ windowMs: () => options.notifyIntervalMs ?? Math.min(2000, Math.max(100, pools.list().length / 10)) });
+  notifier.watch(pools, (pool) => [{ namespace: pool.metadata?.namespace, name: pool.metadata?.name ?? '' }], poolSignature);
+  notifier.watch(pods, (pod) => byLabels(pod), podSignature);
+  notifier.watch(controllers, () => allPools(), controllerSignature);
 
   const queries = agentPoolQueries({
     pools,

@@ -1,12 +1,12 @@
 import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Request } from '../../controller/Controller.js';
 import { EventType } from '../../domain/events.js';
-import type { ControllerHost } from '../host.js';
+import type { KindEvents } from '../kindHost.js';
 import { PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './names.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { agentContainerName, isActive, isReady, podImage, templateImage } from './podFacts.js';
 
-type Events = Pick<ControllerHost['events'], 'append' | 'listBefore'>;
+type Events = Pick<KindEvents, 'append' | 'listBefore'>;
 type Logger = { warn(obj: object, msg: string): void };
 
 export interface ExternalChangeRecorderDeps {
@@ -59,7 +59,6 @@ export class ExternalChangeRecorder {
     else if (previous !== image) {
       await this.events.append({
         type: EventType.UpstreamControllerChanged,
-        kind: 'NODE_AGENT',
         namespace: ds.metadata!.namespace!,
         name: ds.metadata!.name!,
         payload: { controller: ref, daemonSet: ref, oldImage: previous, newImage: image, planned: false },
@@ -81,7 +80,7 @@ export class ExternalChangeRecorder {
   private async firstSight(ds: V1DaemonSet, image: string): Promise<string> {
     const ref = `${ds.metadata!.namespace}/${ds.metadata!.name}`;
     const [last] = await this.events.listBefore(
-      { kind: 'NODE_AGENT', types: [EventType.UpstreamControllerChanged], namespace: ds.metadata!.namespace!, name: ds.metadata!.name! },
+      { types: [EventType.UpstreamControllerChanged], namespace: ds.metadata!.namespace!, name: ds.metadata!.name! },
       undefined,
       1,
     );
@@ -134,7 +133,7 @@ export class ExternalChangeRecorder {
     change: { from: string; to: string; at: Date } | undefined,
   ): Promise<void> {
     // Node-agent events are about namespace "" and the node: the (kind, namespace, name) index answers this one.
-    const [last] = await this.events.listBefore({ kind: 'NODE_AGENT', types: [EventType.NodeAgentReplaced], namespace: '', name: node }, undefined, 1);
+    const [last] = await this.events.listBefore({ types: [EventType.NodeAgentReplaced], namespace: '', name: node }, undefined, 1);
     const lastPod = last?.payload.newPod;
     const lastImage = typeof last?.payload.newImage === 'string' ? last.payload.newImage : undefined;
     if (lastPod === agent.metadata?.name) return; // recorded already (by a rollout, or before a restart)
@@ -146,7 +145,6 @@ export class ExternalChangeRecorder {
     await this.events.append({
       type: EventType.NodeAgentReplaced,
       rolloutId: null,
-      kind: 'NODE_AGENT',
       namespace: '',
       name: node,
       payload: {

@@ -1,6 +1,6 @@
 import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Informer } from '../../controller/Informer.js';
-import type { ControllerHost } from '../host.js';
+import type { ClusterInformers } from '../informers.js';
 import { GATE_RUNTIME_CLASS_ANNOTATION, NODE_AGENT_LABEL, PEER_RUNTIME_CLASS_ANNOTATION, RETIRING_LABEL } from './names.js';
 import { isActive, isOwnedBy } from './podFacts.js';
 
@@ -8,7 +8,7 @@ const BY_NODE = 'node';
 const BY_OWNER = 'owner';
 
 export interface NodeAgentCacheDeps {
-  host: Pick<ControllerHost, 'informer' | 'clients'>;
+  informers: ClusterInformers;
   /** DaemonSets managed although not labelled (`namespace/name`). */
   configured: ReadonlySet<string>;
   defaultPeerRuntimeClass: string;
@@ -28,25 +28,14 @@ export class NodeAgentCache {
   readonly defaultPeerRuntimeClass: string;
 
   constructor(deps: NodeAgentCacheDeps) {
-    const { host } = deps;
     this.configured = deps.configured;
     this.defaultPeerRuntimeClass = deps.defaultPeerRuntimeClass;
-    const { apps, core } = host.clients;
-    this.daemonSets = host.informer<V1DaemonSet>({
-      name: 'nodeagent-daemonsets',
-      path: '/apis/apps/v1/daemonsets',
-      list: (page) => apps.listDaemonSetForAllNamespaces(page),
+    this.daemonSets = deps.informers.daemonSets();
+    this.pods = deps.informers.pods({
+      [BY_NODE]: (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []),
+      [BY_OWNER]: (pod) => (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => r.uid),
     });
-    this.pods = host.informer<V1Pod>({
-      name: 'nodeagent-pods',
-      path: '/api/v1/pods',
-      list: (page) => core.listPodForAllNamespaces(page),
-      indexers: {
-        [BY_NODE]: (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []),
-        [BY_OWNER]: (pod) => (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller === true && r.kind === 'DaemonSet').map((r) => r.uid),
-      },
-    });
-    this.nodes = host.informer<V1Node>({ name: 'nodeagent-nodes', path: '/api/v1/nodes', list: (page) => core.listNode(page) });
+    this.nodes = deps.informers.nodes();
   }
 
   daemonSet(namespace: string, name: string): V1DaemonSet | undefined {

@@ -1,11 +1,12 @@
 import type { V1DaemonSet, V1DaemonSetUpdateStrategy, V1Pod } from '@kubernetes/client-node';
-import { EventType, type RolloutKind } from '../../domain/events.js';
+import { EventType } from '../../domain/events.js';
 import { parseImageReference } from '../../util/imageReference.js';
 import { nodeAgentSelectorOf, nodeAgentStrategyOf } from '../../domain/nodeAgents.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import type { KubeClients } from '../../kube/index.js';
+import type { TargetRef } from '../TargetNotifier.js';
 import type { RecordOnce } from '../RecordOnce.js';
 import { GATE_ADDED_ANNOTATION, GATE_RUNTIME_CLASS_ANNOTATION, ORIGINAL_STRATEGY_ANNOTATION, PEER_PODS_READY, ROLLOUT_ANNOTATION } from './names.js';
 import type { NodeAgentMetrics } from './metrics.js';
@@ -31,7 +32,8 @@ export interface NodeAgentDriverDeps {
   /** Replacement intents: written at admission, before the old agent goes; NodeAgentReplaced removes them. */
   replacements: RecordOnce<Replacement>;
   metrics: NodeAgentMetrics;
-  notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void;
+  /** Tells the engine a node's target changed (TargetNotifier). */
+  notify(ref: TargetRef): void;
   logger?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   now?: () => number;
 }
@@ -320,7 +322,7 @@ export class NodeAgentDriver implements RolloutDriver {
     if (this.timers.has(node)) return;
     const timer = setTimeout(() => {
       this.timers.delete(node);
-      this.deps.notifyTargetChanged('NODE_AGENT', '', node);
+      this.deps.notify({ name: node });
     }, ms + 5);
     timer.unref();
     this.timers.set(node, timer);

@@ -1,7 +1,7 @@
 import type { V1DaemonSet } from '@kubernetes/client-node';
 import type { Reconciler, Request, Result } from '../../controller/Controller.js';
-import type { RolloutKind } from '../../domain/events.js';
 import type { KubeClients } from '../../kube/index.js';
+import type { TargetRef } from '../TargetNotifier.js';
 import type { NodeAgentMetrics } from './metrics.js';
 import type { NodeAgentCache } from './NodeAgentCache.js';
 import { RETIRING_LABEL } from './names.js';
@@ -12,7 +12,8 @@ export interface NodeAgentReconcilerDeps {
   clients: KubeClients;
   cache: NodeAgentCache;
   metrics: NodeAgentMetrics;
-  notifyTargetChanged(kind: RolloutKind, namespace: string, name: string): void;
+  /** Tells the engine a node's target changed (TargetNotifier). */
+  notify(ref: TargetRef): void;
 }
 
 /**
@@ -54,7 +55,7 @@ export class NodeAgentReconciler implements Reconciler {
       if (!ds) continue;
       if (cache.agentPodsOn(ds, node).some((p) => isReady(p) && (!hasGate(p) || gateSatisfied(p)))) await deletePod(this.deps.clients, pod);
     }
-    this.deps.notifyTargetChanged('NODE_AGENT', '', node);
+    this.deps.notify({ name: node });
   }
 }
 

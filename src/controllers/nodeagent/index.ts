@@ -4,13 +4,14 @@ import { feed } from '../../controller/sources.js';
 import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../../domain/nodeAgents.js';
 import type { RolloutDriver } from '../../domain/ports.js';
 import type { ControllerHost } from '../host.js';
+import { kindHost } from '../kindHost.js';
+import type { TargetRef } from '../TargetNotifier.js';
 import { ExternalChangeRecorder, externalSignature } from './ExternalChangeRecorder.js';
 import { NodeAgentReconciler } from './NodeAgentReconciler.js';
 import { mattersToGates } from './podFacts.js';
 import { nodeAgentMetrics } from './metrics.js';
 import { NodeAgentCache } from './NodeAgentCache.js';
 import { NodeAgentDriver, type Replacement } from './NodeAgentDriver.js';
-import { RecordOnce } from '../RecordOnce.js';
 import { nodeAgentQueries } from './queries.js';
 import { CONFIG_DEFAULTS } from '../../config.js';
 
@@ -39,26 +40,29 @@ export interface NodeAgentRuntime {
  * Node-agent rollouts on the host: informers (DaemonSets, pods, nodes), the gate controller (one key per node) and the
  * driver the engine calls. See docs/adr/0006-node-agent-gate.md.
  */
-export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions = {}): NodeAgentRuntime {
+export function setupNodeAgents(controllerHost: ControllerHost, options: NodeAgentOptions = {}): NodeAgentRuntime {
+  const host = kindHost(controllerHost, 'NODE_AGENT');
   const cache = new NodeAgentCache({
-    host,
+    informers: host.informers,
     configured: new Set(options.daemonSets ?? []),
     defaultPeerRuntimeClass: options.peerRuntimeClass ?? DEFAULT_PEER_RUNTIME_CLASS,
   });
   const metrics = nodeAgentMetrics(host.registry);
-  const notifyTargetChanged = host.notifyTargetChanged.bind(host);
+  // Each node's reconcile and observation tells the engine at once (a node is one target; nothing to coalesce).
+  const notifier = host.notifier();
+  const notify = (ref: TargetRef) => notifier.notify(ref);
   const driver = new NodeAgentDriver({
     clients: host.clients,
     cache,
-    replacements: new RecordOnce<Replacement>(host.inFlight, 'NODE_AGENT'),
+    replacements: host.history.once<Replacement>(),
     metrics,
-    notifyTargetChanged,
+    notify,
     logger: host.logger.child({ controller: 'nodeagent' }),
     ...(options.now ? { now: options.now } : {}),
   });
   const controller = host.controller({
     name: 'nodeagent-gate',
-    reconciler: new NodeAgentReconciler({ clients: host.clients, cache, metrics, notifyTargetChanged }),
+    reconciler: new NodeAgentReconciler({ clients: host.clients, cache, metrics, notify }),
     workers: options.workers ?? CONFIG_DEFAULTS.nodeAgents.workers,
   });
   // Pods that can move a gate: their node. DaemonSets: every node they run on (a template or strategy change may open or
@@ -71,7 +75,7 @@ export function setupNodeAgents(host: ControllerHost, options: NodeAgentOptions 
   // Changes made outside rollplane (a helm upgrade of the chart) and the agents they replace are history too.
   const external = host.controller({
     name: 'nodeagent-external-changes',
-    reconciler: new ExternalChangeRecorder({ cache, events: host.events, logger: host.logger.child({ controller: 'nodeagent' }) }),
+    reconciler: new ExternalChangeRecorder({ cache, events: host.history, logger: host.logger.child({ controller: 'nodeagent' }) }),
     workers: 1,
   });
   feed<V1DaemonSet>(cache.daemonSets, external, { predicates: [{ update: (o, n) => externalSignature(o) !== externalSignature(n) }] });

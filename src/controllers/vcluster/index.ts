@@ -2,18 +2,18 @@
  * The VIRTUAL_CLUSTER rollout kind: upstream's ClusterVersionPartialUpgrade reconciler (VirtualClusterReconciler), the
  * rollout driver (VirtualClusterDriver) and the cache-backed queries the API reads.
  */
-import type { KubernetesObject, V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../../controller/Controller.js';
 import { feed } from '../../controller/sources.js';
 import type { VirtualClusterQueries } from '../../domain/virtualClusters.js';
 import type { ControllerHost } from '../host.js';
+import { kindHost } from '../kindHost.js';
 import { CV_PLURAL, DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './names.js';
 import { VcManagerGate, type VcManagerRef } from './vcManagerGate.js';
 import { ControlPlaneApi } from './ControlPlaneApi.js';
 import { virtualClusterQueries } from './queries.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
 import { VirtualClusterReconciler, type VirtualClusterReconcilerOptions, type UpgradeRecord } from './VirtualClusterReconciler.js';
-import { RecordOnce } from '../RecordOnce.js';
 import { virtualClusterMetrics } from './metrics.js';
 import { VirtualClusterDriver } from './VirtualClusterDriver.js';
 import { CONFIG_DEFAULTS } from '../../config.js';
@@ -42,41 +42,29 @@ type CV = ClusterVersionObject & KubernetesObject;
 
 const CLUSTER_NAMESPACE_INDEX = 'clusterNamespace';
 
-export function setupVirtualClusters(host: ControllerHost, options: VirtualClusterOptions = {}): VirtualClusterRuntime {
+const clusterRef = (vc: VC) => ({ namespace: vc.metadata.namespace ?? '', name: vc.metadata.name ?? '' });
+
+export function setupVirtualClusters(controllerHost: ControllerHost, options: VirtualClusterOptions = {}): VirtualClusterRuntime {
+  const host = kindHost(controllerHost, 'VIRTUAL_CLUSTER');
   const { clients } = host;
   const tenancy = { group: TENANCY_GROUP, version: TENANCY_VERSION };
-  const virtualClusters = host.informer<VC>({
-    name: VC_PLURAL,
-    path: `/apis/${TENANCY_GROUP}/${TENANCY_VERSION}/${VC_PLURAL}`,
-    list: () => clients.custom.listClusterCustomObject({ ...tenancy, plural: VC_PLURAL }),
-    indexers: { [CLUSTER_NAMESPACE_INDEX]: (vc) => (vc.status?.clusterNamespace ? [vc.status.clusterNamespace] : []) },
-  });
-  const clusterVersions = host.informer<CV>({
-    name: CV_PLURAL,
-    path: `/apis/${TENANCY_GROUP}/${TENANCY_VERSION}/${CV_PLURAL}`,
-    list: () => clients.custom.listClusterCustomObject({ ...tenancy, plural: CV_PLURAL }),
-  });
-  const statefulSets = host.informer<V1StatefulSet>({
-    name: 'statefulsets',
-    path: '/apis/apps/v1/statefulsets',
-    list: () => clients.apps.listStatefulSetForAllNamespaces(),
-  });
+  const virtualClusters = host.informers.custom<VC>(
+    { ...tenancy, plural: VC_PLURAL },
+    { [CLUSTER_NAMESPACE_INDEX]: (vc) => (vc.status?.clusterNamespace ? [vc.status.clusterNamespace] : []) },
+  );
+  const clusterVersions = host.informers.custom<CV>({ ...tenancy, plural: CV_PLURAL });
+  const statefulSets = host.informers.statefulSets();
 
   // Only the vc-manager's namespace is watched; the Deployment is picked out by name (ADR 0018).
   const vcManager = options.vcManager === undefined ? DEFAULT_VC_MANAGER : options.vcManager;
-  const vcManagerDeployments = vcManager
-    ? host.informer<V1Deployment>({
-        name: 'vc-manager-deployments',
-        path: `/apis/apps/v1/namespaces/${vcManager.namespace}/deployments`,
-        list: (page) => clients.apps.listNamespacedDeployment({ namespace: vcManager.namespace, ...page }),
-      })
-    : undefined;
+  const vcManagerDeployments = vcManager ? host.informers.deployments('vc-manager-deployments', { namespace: vcManager.namespace }) : undefined;
   const gate = new VcManagerGate(vcManager, vcManagerDeployments);
   if ((options.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM) === 'ecdsa-p256') host.logger.warn({ controller: 'virtualcluster-upgrade' }, ECDSA_WARNING);
 
   const api = new ControlPlaneApi(clients);
-  const notify = (namespace: string, name: string) => host.notifyTargetChanged('VIRTUAL_CLUSTER', namespace, name);
-  const upgrades = new RecordOnce<UpgradeRecord>(host.inFlight, 'VIRTUAL_CLUSTER');
+  // Every change of a cluster tells the engine at once: its observation reads the whole object.
+  const notifier = host.notifier();
+  const upgrades = host.history.once<UpgradeRecord>();
   const { workers, vcManager: _vcManager, ...reconcilerOptions } = options;
   const reconciler = new VirtualClusterReconciler({
     ...reconcilerOptions,
@@ -87,7 +75,7 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
     metrics: virtualClusterMetrics(host.registry),
     upgrades,
     logger: host.logger.child({ controller: 'virtualcluster-upgrade' }),
-    notify,
+    notify: (namespace, name) => notifier.notify({ namespace, name }),
     gate,
   });
   const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: workers ?? CONFIG_DEFAULTS.virtualClusters.workers });
@@ -110,17 +98,9 @@ export function setupVirtualClusters(host: ControllerHost, options: VirtualClust
               .filter((vc) => vc.metadata.labels?.[LABEL_READY_FOR_UPGRADE] === 'true')
               .map((vc) => ({ namespace: vc.metadata.namespace, name: vc.metadata.name! })),
     });
-    const wake = (d: V1Deployment) => {
-      if (d.metadata?.name !== vcManager!.name) return;
-      for (const vc of virtualClusters.list()) notify(vc.metadata.namespace ?? '', vc.metadata.name ?? '');
-    };
-    vcManagerDeployments.addEventHandler({ onAdd: wake, onUpdate: (_old, d) => wake(d), onDelete: wake });
+    notifier.watch(vcManagerDeployments, (d) => (d.metadata?.name !== vcManager!.name ? [] : virtualClusters.list().map(clusterRef)));
   }
-  virtualClusters.addEventHandler({
-    onAdd: (vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
-    onUpdate: (_old, vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
-    onDelete: (vc) => notify(vc.metadata.namespace ?? '', vc.metadata.name ?? ''),
-  });
+  notifier.watch(virtualClusters, (vc) => [clusterRef(vc)]);
 
   return {
     driver: new VirtualClusterDriver({ api, virtualClusters, clusterVersions, gate, upgrades }),

@@ -1,0 +1,54 @@
+import type { EventFilter, NewEvent, RolloutKind, StoredEvent } from '../domain/events.js';
+import type { ControllerHost } from './host.js';
+import { clusterInformers, type ClusterInformers } from './informers.js';
+import { RecordOnce } from './RecordOnce.js';
+import { TargetNotifier, type TargetNotifierOptions } from './TargetNotifier.js';
+
+/** An event a kind records: its `kind` is the kind's own, filled in. */
+export type KindEvent = Omit<NewEvent, 'kind'>;
+
+/**
+ * The one way a rollout kind writes history: events appended with the kind filled in, and changes recorded exactly once
+ * across restarts (`once`, see RecordOnce).
+ */
+export class KindEvents {
+  constructor(
+    private readonly host: { events: Pick<ControllerHost['events'], 'append' | 'listBefore'>; inFlight: ControllerHost['inFlight'] },
+    readonly kind: RolloutKind,
+  ) {}
+
+  async append(event: KindEvent): Promise<StoredEvent> {
+    const [stored] = await this.host.events.append({ ...event, kind: this.kind });
+    return stored!;
+  }
+
+  /** The kind's events, newest first, before `beforeId` (all when undefined). */
+  listBefore(filter: Omit<EventFilter, 'kind'>, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
+    return this.host.events.listBefore({ ...filter, kind: this.kind }, beforeId, limit);
+  }
+
+  /** The kind's in-flight changes whose event is recorded once (one per kind: they share the kind's notes). */
+  once<T extends object>(): RecordOnce<T> {
+    return new RecordOnce<T>(this.host.inFlight, this.kind);
+  }
+}
+
+/**
+ * What a rollout kind's `setup` gets: the ControllerHost, plus the three things every kind does the same way — build
+ * informers (`informers`), tell the engine a target changed (`notifier`), record history (`history`).
+ */
+export interface KindHost extends ControllerHost {
+  readonly kind: RolloutKind;
+  readonly informers: ClusterInformers;
+  readonly history: KindEvents;
+  notifier(options?: TargetNotifierOptions): TargetNotifier;
+}
+
+export function kindHost(host: ControllerHost, kind: RolloutKind): KindHost {
+  return Object.assign(Object.create(host) as ControllerHost, {
+    kind,
+    informers: clusterInformers(host),
+    history: new KindEvents(host, kind),
+    notifier: (options?: TargetNotifierOptions) => new TargetNotifier(kind, (k, namespace, name) => host.notifyTargetChanged(k, namespace, name), options),
+  });
+}
