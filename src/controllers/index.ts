@@ -1,28 +1,29 @@
-import type { Domain } from '../domain/Domain.js';
 import type { RolloutDriver } from '../domain/ports.js';
-import { setupAgentPools } from './agentpool/index.js';
+import { agentPoolKind } from './agentpool/module.js';
 import type { ControllerHost } from './host.js';
-import { setupNodeAgents } from './nodeagent/index.js';
-import { setupVirtualClusters } from './vcluster/index.js';
+import type { AnyKindModule, KindQueries } from './kindModule.js';
+import { nodeAgentKind } from './nodeagent/module.js';
+import { virtualClusterKind } from './vcluster/module.js';
 
-/** Domain query ports the rollout kinds provide (the optional fields of Domain that are not core). */
-export type KindQueries = Partial<Omit<Domain, 'facts' | 'events' | 'rollouts' | 'launcher' | 'engine' | 'workQueues' | 'tokens' | 'audit'>>;
+export type { KindQueries } from './kindModule.js';
+
+/** The registered rollout kinds: the one list outside the kinds' folders that names them (ADR 0041). */
+export const ROLLOUT_KIND_MODULES: readonly AnyKindModule[] = [agentPoolKind, nodeAgentKind, virtualClusterKind];
 
 /**
- * Sets up every rollout kind's informers and controllers on the host, and returns their drivers (for the engine) and
- * query ports (for the API). The one place that lists the kinds.
+ * Sets up every registered kind's informers and controllers on the host, and returns their drivers (for the engine)
+ * and query ports (for the API).
  */
-export function setupRolloutKinds(host: ControllerHost): { drivers: RolloutDriver[]; queries: KindQueries } {
+export function setupRolloutKinds(
+  host: ControllerHost,
+  kinds: readonly AnyKindModule[] = ROLLOUT_KIND_MODULES,
+): { drivers: RolloutDriver[]; queries: KindQueries } {
   const drivers: RolloutDriver[] = [];
   const queries: KindQueries = {};
-  const agentPools = setupAgentPools(host, { ...host.config.agentPools });
-  drivers.push(agentPools.driver);
-  queries.agentPools = agentPools.queries;
-  const nodeAgents = setupNodeAgents(host, { ...host.config.nodeAgents });
-  drivers.push(nodeAgents.driver);
-  queries.nodeAgents = nodeAgents.queries;
-  const virtualClusters = setupVirtualClusters(host, { ...host.config.virtualClusters });
-  drivers.push(virtualClusters.driver);
-  queries.virtualClusters = virtualClusters.queries;
+  for (const kind of kinds) {
+    const runtime = kind.setup(host);
+    drivers.push(runtime.driver);
+    Object.assign(queries, runtime.queries);
+  }
   return { drivers, queries };
 }

@@ -282,7 +282,7 @@ export class RolloutEngine {
    * original becomes ROLLED_BACK when the rollback succeeds. A retry with the same key returns the same rollback, even
    * once the original is ROLLED_BACK (the schema's promise; finding 6).
    *
-   * `rules` (the kind's, from the API) may refuse a rollback the cluster cannot run, and give the launch a guard to
+   * `rules` (by default the kind's driver's `rollbackRules`) may refuse a rollback the cluster cannot run, and give the launch a guard to
    * run under the launch lock (launchRules.ts: RollbackRules).
    */
   async rollback(rolloutId: string, options: RollbackOptions = {}): Promise<LaunchResult> {
@@ -316,7 +316,8 @@ export class RolloutEngine {
     }
     if (original.state === 'ROLLED_BACK') throw new ConflictError(`rollout ${rolloutId} is already rolled back`);
     if (targets.length === 0) throw new ConflictError(`rollout ${rolloutId} changed no target; there is nothing to roll back`);
-    const guard = options.rules ? (await options.rules(original, targets)).guard : undefined;
+    const rules = options.rules ?? this.drivers.get(original.kind)?.rollbackRules;
+    const guard = rules ? (await rules(original, targets)).guard : undefined;
     return this.launcher.launch({
       plan: {
         kind: original.kind,

@@ -287,7 +287,7 @@ export async function bumpAgentImage(
  * all (attack finding F7: it was accepted, aborted the original and then stayed PENDING, the reason only in the log).
  * Other kinds, and direct mode, have nothing to add.
  */
-export function agentPoolRollbackRules(queries: AgentPoolQueries | undefined): RollbackRules {
+export function agentPoolRollbackRules(queries: Pick<AgentPoolQueries, 'checkRollout' | 'preflight'> | undefined): RollbackRules {
   return async (original, targets) => {
     if (original.kind !== 'AGENT_POOL' || !queries || (await queries.checkRollout()) !== 'COEXIST') return {};
     const images = [...new Set(targets.map((t) => t.toVersion))].sort();

@@ -4,6 +4,7 @@
  */
 import type { RolloutKind } from './events.js';
 import type { Rollout } from './RolloutService.js';
+import type { RollbackRules } from './launchRules.js';
 
 export interface TargetRef {
   namespace: string;
@@ -53,6 +54,11 @@ export interface RolloutDriver {
    * `others` (the kind's other active rollouts) still rely on it.
    */
   finish?(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void>;
+  /**
+   * The kind's say in a rollback of one of its rollouts (launchRules.ts: RollbackRules): may refuse one the cluster
+   * cannot run, or give its launch a guard. Optional; absent, every rollback the engine plans may run.
+   */
+  readonly rollbackRules?: RollbackRules;
 }
 
 /** `namespace/name`, or `name` for cluster-scoped objects and nodes. */

@@ -1,6 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../controller/Informer.js';
-import { matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
+import { agentPoolRollbackRules, matchesPoolSelection, type PoolSelection } from '../../domain/agentPools.js';
+import type { RollbackRules } from '../../domain/launchRules.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../domain/ports.js';
 import type { Rollout } from '../../domain/RolloutService.js';
 import { AppError, ConflictError, isAppError, NotFoundError, ValidationError } from '../../errors.js';
@@ -60,6 +61,13 @@ export class AgentPoolDriver implements RolloutDriver {
     if (mode instanceof AppError) throw mode;
     return mode;
   }
+
+  /** The kind's say in a rollback (agentPoolRollbackRules), asked of this driver's mode and preflight. */
+  readonly rollbackRules: RollbackRules = (original, targets) =>
+    agentPoolRollbackRules({
+      checkRollout: async () => (this.mode() === 'coexist' ? 'COEXIST' : 'DIRECT'),
+      preflight: (image, refs) => this.preflight(image, refs, 'preflight'),
+    })(original, targets);
 
   async haltReason(rollout: Rollout): Promise<string | undefined> {
     let mode: AgentMode;

@@ -2,6 +2,7 @@
  * The rollout kinds' contracts, together (ADR 0023): the strategy of any rollout, read from and written to the store
  * through the kind's schema, and the plan a kind's planner hands the launcher.
  */
+import type { z } from 'zod';
 import type { RolloutKind } from '../events.js';
 import type { NewTarget } from '../RolloutService.js';
 import { agentPoolStrategyStored, type AgentPoolStrategy } from './agentPool.js';
@@ -12,11 +13,18 @@ import { virtualClusterStrategyStored, type VirtualClusterStrategy } from './vir
 export type RolloutStrategy = AgentPoolStrategy | VirtualClusterStrategy | NodeAgentStrategy;
 export type StrategyOf<K extends RolloutKind> = Extract<RolloutStrategy, { kind: K }>;
 
-const STORED = {
-  AGENT_POOL: agentPoolStrategyStored,
-  VIRTUAL_CLUSTER: virtualClusterStrategyStored,
-  NODE_AGENT: nodeAgentStrategyStored,
-} as const;
+/** A kind's contract as the domain reads it: the schema of its stored strategy (JSON of any age → typed, defaults in). */
+export interface KindContract<K extends RolloutKind = RolloutKind> {
+  readonly kind: K;
+  readonly strategyStored: z.ZodType<StrategyOf<K>, unknown>;
+}
+
+/** Every kind's contract, by kind (the registration objects in src/controllers/<kind>/module.ts carry the same ones). */
+export const KIND_CONTRACTS: { readonly [K in RolloutKind]: KindContract<K> } = {
+  AGENT_POOL: { kind: 'AGENT_POOL', strategyStored: agentPoolStrategyStored },
+  VIRTUAL_CLUSTER: { kind: 'VIRTUAL_CLUSTER', strategyStored: virtualClusterStrategyStored },
+  NODE_AGENT: { kind: 'NODE_AGENT', strategyStored: nodeAgentStrategyStored },
+};
 
 /** Parsed stored strategies by kind and JSON text: a page of rollouts mostly repeats a few strategies. */
 const parsedStrategies = new Map<string, Readonly<RolloutStrategy>>();
@@ -49,7 +57,7 @@ export function parseStoredStrategy<K extends RolloutKind>(kind: K, json: string
     value = {};
   }
   const object = typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {};
-  const parsed = deepFreeze(STORED[kind].parse(object) as StrategyOf<K>);
+  const parsed = deepFreeze(KIND_CONTRACTS[kind].strategyStored.parse(object) as StrategyOf<K>);
   if (parsedStrategies.size >= PARSED_STRATEGIES_KEPT) parsedStrategies.clear();
   parsedStrategies.set(key, parsed);
   return parsed;
@@ -57,7 +65,7 @@ export function parseStoredStrategy<K extends RolloutKind>(kind: K, json: string
 
 /** A kind's strategy with every default: what a stored `{}` reads as. */
 export function defaultStrategy<K extends RolloutKind>(kind: K): StrategyOf<K> {
-  return STORED[kind].parse({}) as StrategyOf<K>;
+  return KIND_CONTRACTS[kind].strategyStored.parse({}) as StrategyOf<K>;
 }
 
 /** The JSON stored for a strategy: everything but `kind`, which the rollout row already has. */

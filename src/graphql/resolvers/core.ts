@@ -2,7 +2,6 @@ import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { ValidationError } from '../../errors.js';
 import { principalName } from '../../auth/roles.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
-import { agentPoolRollbackRules } from '../../domain/agentPools.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { EVENT_SCAN_WINDOW } from '../../domain/historyPort.js';
 import type { Progress, RolloutFilter } from '../../domain/RolloutService.js';
@@ -197,7 +196,6 @@ export const coreResolvers: Resolvers = {
       const result = await ctx.domain.engine.rollback(id, {
         ...(input.cause ? { cause: causeFrom(input.cause) } : {}),
         idempotencyKey: scopedKey(idempotencyScopeOf(ctx), input.idempotencyKey),
-        rules: agentPoolRollbackRules(ctx.domain.agentPools),
       });
       return result.rollout;
     },
