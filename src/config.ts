@@ -89,9 +89,9 @@ const HTTP = 'src/start/api.ts';
 const GUARD = 'src/graphql/guardPlugin.ts';
 const SUBSCRIPTIONS = 'src/graphql/subscriptions.ts';
 const MANAGER = 'src/controller/Manager.ts';
-const AGENT_POOLS = 'src/controllers/agentpool';
-const NODE_AGENTS = 'src/controllers/nodeagent';
-const VIRTUAL_CLUSTERS = 'src/controllers/vcluster';
+const AGENT_POOLS = 'src/controllers/agentPool';
+const NODE_AGENTS = 'src/controllers/nodeAgent';
+const VIRTUAL_CLUSTERS = 'src/controllers/virtualCluster';
 const NOTIFY = 'src/notify';
 
 /** Every setting, in the order of README's table. */

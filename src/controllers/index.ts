@@ -1,9 +1,9 @@
 import type { RolloutDriver } from '../domain/ports.js';
-import { agentPoolKind } from './agentpool/module.js';
+import { agentPoolKind } from './agentPool/module.js';
 import type { ControllerHost } from './host.js';
 import type { AnyKindModule, KindQueries } from './kindModule.js';
-import { nodeAgentKind } from './nodeagent/module.js';
-import { virtualClusterKind } from './vcluster/module.js';
+import { nodeAgentKind } from './nodeAgent/module.js';
+import { virtualClusterKind } from './virtualCluster/module.js';
 
 export type { KindQueries } from './kindModule.js';
 

@@ -39,9 +39,9 @@ export interface Domain {
   engine: RolloutEngine;
   /** IPPools and their DHCP agents (cluster state from the agent-pool controllers' caches); absent when not set up. */
   agentPools?: AgentPoolQueries;
-  /** Node-agent DaemonSets (src/controllers/nodeagent); absent until wired. */
+  /** Node-agent DaemonSets (src/controllers/nodeAgent); absent until wired. */
   nodeAgents?: NodeAgentQueries;
-  /** VirtualClusters and ClusterVersions (src/controllers/vcluster caches); absent until wired. */
+  /** VirtualClusters and ClusterVersions (src/controllers/virtualCluster caches); absent until wired. */
   virtualClusters?: VirtualClusterQueries;
   /** API tokens (admin). */
   tokens: TokenService;

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterEach, expect, it } from 'vitest';
-import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './agentpool/rig.js';
+import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './agentPool/rig.js';
 import { startService, type ServiceProcess } from '../helpers/child.js';
 import { gql } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';

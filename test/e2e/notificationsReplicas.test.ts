@@ -5,7 +5,7 @@ import { gql, gqlData } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { Receiver } from '../helpers/receiver.js';
 import { until } from '../helpers/until.js';
-import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './agentpool/rig.js';
+import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig } from './agentPool/rig.js';
 import { isLeader, LEASE_ENV, START_TIMEOUT_MS } from './replicas.js';
 
 const POOLS = 18;

@@ -4,7 +4,7 @@ import { afterEach, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { BUMP, NEW, ROLLOUT, startRig, waitForRollout, type Rig, agentCreationsPerPool } from './agentpool/rig.js';
+import { BUMP, NEW, ROLLOUT, startRig, waitForRollout, type Rig, agentCreationsPerPool } from './agentPool/rig.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';

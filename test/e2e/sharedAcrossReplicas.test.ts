@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { BUMP, FAST_ENV, NEW, startRig, type Rig } from './agentpool/rig.js';
+import { BUMP, FAST_ENV, NEW, startRig, type Rig } from './agentPool/rig.js';
 import { startService, type ServiceProcess } from '../helpers/child.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';

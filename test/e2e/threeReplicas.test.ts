@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
-import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig, agentCreationsPerPool } from './agentpool/rig.js';
+import { BUMP, FAST_ENV, NEW, ROLLOUT, startRig, type Rig, agentCreationsPerPool } from './agentPool/rig.js';
 import { startService, type ServiceProcess } from '../helpers/child.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';

@@ -7,7 +7,7 @@ import { ResponseCache } from '../../src/graphql/responseCache.js';
 import { AnnouncedWriteGeneration, type WriteGeneration } from '../../src/store/writeGeneration.js';
 import { AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUTS } from '../../src/ui/client/queries.js';
 import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
-import { startRig, type Rig } from '../e2e/agentpool/rig.js';
+import { startRig, type Rig } from '../e2e/agentPool/rig.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { scrape } from '../helpers/promText.js';
 import { until } from '../helpers/until.js';

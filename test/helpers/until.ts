@@ -16,7 +16,7 @@ export const POLL_FLOOR_MS = 20;
  * API, whose per-caller query-cost budget (ROLLPLANE_QUERY_COST_PER_MINUTE: 600,000 a minute, 100,000 of burst) every
  * local client shares without authentication: a rollout query of cost ~800 polled every 20 ms spends ~40,000 a second
  * and was refused RATE_LIMITED after about 4 s of waiting — so a wait that lasted longer on a loaded machine failed
- * (test/e2e/agentpool/coexist.test.ts). Four polls a second of that query spend ~3,200: a third of the budget's rate,
+ * (test/e2e/agentPool/coexist.test.ts). Four polls a second of that query spend ~3,200: a third of the budget's rate,
  * however long the wait.
  */
 export const POLL_CEILING_MS = 250;

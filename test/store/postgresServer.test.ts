@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { startApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { BUMP, FAST_ENV, NEW, startRig, waitForRollout, type Rig } from '../e2e/agentpool/rig.js';
+import { BUMP, FAST_ENV, NEW, startRig, waitForRollout, type Rig } from '../e2e/agentPool/rig.js';
 import { gql } from '../helpers/graphql.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { seedRollout, startTestApp, type TestApp } from '../../helpers/app.js';
 import { gql } from '../../helpers/graphql.js';
-import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from '../agentpool/rig.js';
+import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from '../agentPool/rig.js';
 
 const ROLLBACK = `mutation($id: ID!, $input: RollbackInput) { rollbackRollout(id: $id, input: $input) { id state rollbackOf { id } } }`;
 

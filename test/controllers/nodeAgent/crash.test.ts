@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreEvent } from '../../../src/sim/types.js';
-import { rigPerTest, serviceEnv, startRig } from '../../e2e/agentpool/rig.js';
+import { rigPerTest, serviceEnv, startRig } from '../../e2e/agentPool/rig.js';
 import { startService } from '../../helpers/child.js';
 import { type CrashPoint, podImage, podReady, restartAfterCrash, SERVICE_START_MS } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';

@@ -1,4 +1,4 @@
-import type { ClusterPkiInput } from '../../../src/controllers/vcluster/pki.js';
+import type { ClusterPkiInput } from '../../../src/controllers/virtualCluster/pki.js';
 
 /** A tenant control plane's PKI input as the reconciler builds it, for the PKI tests. */
 export const pkiInput: ClusterPkiInput = {

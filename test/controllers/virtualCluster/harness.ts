@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
 import { hostOverSim, type TestControllerHost } from '../../helpers/controllerHost.js';
-import { setupVirtualClusters, type VirtualClusterOptions, type VirtualClusterRuntime } from '../../../src/controllers/vcluster/index.js';
+import { setupVirtualClusters, type VirtualClusterOptions, type VirtualClusterRuntime } from '../../../src/controllers/virtualCluster/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
 import type { StoredEvent } from '../../../src/domain/events.js';

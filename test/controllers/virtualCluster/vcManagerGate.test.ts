@@ -4,7 +4,7 @@
  */
 import { createPrivateKey } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { gateFromArgs } from '../../../src/controllers/vcluster/vcManagerGate.js';
+import { gateFromArgs } from '../../../src/controllers/virtualCluster/vcManagerGate.js';
 import { Resources } from '../../../src/sim/store/resources.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { startHarness, type Harness } from './harness.js';

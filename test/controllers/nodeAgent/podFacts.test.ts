@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { peerGate, startFailure } from '../../../src/controllers/nodeagent/podFacts.js';
+import { peerGate, startFailure } from '../../../src/controllers/nodeAgent/podFacts.js';
 
 const T0 = Date.parse('2026-01-01T00:00:10.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();

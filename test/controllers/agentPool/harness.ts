@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { loadConfig } from '../../../src/config.js';
 import { hostOverSim, type TestControllerHost } from '../../helpers/controllerHost.js';
-import { setupAgentPools, type AgentPoolOptions, type AgentPoolRuntime } from '../../../src/controllers/agentpool/index.js';
+import { setupAgentPools, type AgentPoolOptions, type AgentPoolRuntime } from '../../../src/controllers/agentPool/index.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/sim/index.js';

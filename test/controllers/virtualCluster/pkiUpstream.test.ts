@@ -10,7 +10,7 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { parse as parseYaml } from 'yaml';
 import { afterEach, expect, it, vi } from 'vitest';
-import { ControlPlaneApi } from '../../../src/controllers/vcluster/ControlPlaneApi.js';
+import { ControlPlaneApi } from '../../../src/controllers/virtualCluster/ControlPlaneApi.js';
 import { prune } from '../../../src/sim/crd/prune.js';
 import { SchemaValidator } from '../../../src/sim/crd/SchemaValidator.js';
 import { Resources } from '../../../src/sim/store/resources.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentName, splitNetworkName } from '../../../src/controllers/agentpool/names.js';
+import { agentName, splitNetworkName } from '../../../src/controllers/agentPool/names.js';
 import { safeAgentName } from '../../../src/sim/behaviour/upstream/vmDhcpChart.js';
 import type { AdmittedTarget } from '../../../src/domain/ports.js';
 import type { Rollout } from '../../../src/domain/RolloutService.js';

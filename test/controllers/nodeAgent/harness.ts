@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../../src/config.js';
 import { hostOverSim, type TestControllerHost } from '../../helpers/controllerHost.js';
-import { setupNodeAgents, type NodeAgentOptions, type NodeAgentRuntime } from '../../../src/controllers/nodeagent/index.js';
+import { setupNodeAgents, type NodeAgentOptions, type NodeAgentRuntime } from '../../../src/controllers/nodeAgent/index.js';
 import type { Domain } from '../../../src/domain/Domain.js';
 import { reactToRolloutEvents } from '../../../src/domain/engineReactions.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';

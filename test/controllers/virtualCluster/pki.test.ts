@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { generateClusterPki, loadRootCa, serial } from '../../../src/controllers/vcluster/pki.js';
+import { generateClusterPki, loadRootCa, serial } from '../../../src/controllers/virtualCluster/pki.js';
 import { pem, pkiInput as input } from './pkiFixtures.js';
 
 describe('cluster PKI', () => {

@@ -1,8 +1,8 @@
 import type { V1Deployment } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { Informer } from '../../../src/controller/Informer.js';
-import { AGENT_MODE_MISMATCH, resolveAgentMode } from '../../../src/controllers/agentpool/mode.js';
-import { normalizeImage, VmDhcpControllerWatch } from '../../../src/controllers/agentpool/VmDhcpControllerWatch.js';
+import { AGENT_MODE_MISMATCH, resolveAgentMode } from '../../../src/controllers/agentPool/mode.js';
+import { normalizeImage, VmDhcpControllerWatch } from '../../../src/controllers/agentPool/VmDhcpControllerWatch.js';
 import { AppError } from '../../../src/errors.js';
 import { vmDhcpControllerDeployment } from '../../../src/sim/behaviour/upstream/vmDhcpChart.js';
 

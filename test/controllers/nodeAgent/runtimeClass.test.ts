@@ -4,7 +4,7 @@
  * settings only when the agent sets none. See docs/beside-upstream.md#node-agents-beside-the-cloud-api-adaptor.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveEnv } from '../../../src/controllers/nodeagent/agentEnv.js';
+import { resolveEnv } from '../../../src/controllers/nodeAgent/agentEnv.js';
 import { ErrorCode } from '../../../src/errors.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { DS_NS, startHarness, type Harness } from './harness.js';

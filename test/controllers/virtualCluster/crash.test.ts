@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, VC_PLURAL } from '../../../src/controllers/vcluster/names.js';
+import {
+  ANNOTATION_LAST_UPGRADE,
+  ANNOTATION_PROGRESS,
+  LABEL_READY_FOR_UPGRADE,
+  TENANCY_GROUP,
+  VC_PLURAL,
+} from '../../../src/controllers/virtualCluster/names.js';
 import type { KubeObject, StoreEvent } from '../../../src/sim/types.js';
-import { rigPerTest, serviceEnv, startRig } from '../../e2e/agentpool/rig.js';
+import { rigPerTest, serviceEnv, startRig } from '../../e2e/agentPool/rig.js';
 import { startService } from '../../helpers/child.js';
 import { type CrashPoint, restartAfterCrash, SERVICE_START_MS } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';

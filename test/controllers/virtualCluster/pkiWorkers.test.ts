@@ -6,9 +6,9 @@ import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/errors.js';
-import { generateClusterPki, type ClusterPki, type ClusterPkiInput } from '../../../src/controllers/vcluster/pki.js';
+import { generateClusterPki, type ClusterPki, type ClusterPkiInput } from '../../../src/controllers/virtualCluster/pki.js';
 import { pem, pkiInput as input } from './pkiFixtures.js';
-import { PkiWorkers } from '../../../src/controllers/vcluster/PkiWorkers.js';
+import { PkiWorkers } from '../../../src/controllers/virtualCluster/PkiWorkers.js';
 import { projectRoot } from '../../helpers/child.js';
 
 /** Makes generateClusterPki itself throw (a RangeError building the etcd peer names), in the worker as in process. */
@@ -105,7 +105,7 @@ describe('PkiWorkers', () => {
   });
 
   it('holds the process open while a request is out, and lets it exit once answered without being closed', { timeout: 180_000 }, async () => {
-    const module = pathToFileURL(path.join(projectRoot, 'src/controllers/vcluster/PkiWorkers.ts')).href;
+    const module = pathToFileURL(path.join(projectRoot, 'src/controllers/virtualCluster/PkiWorkers.ts')).href;
     // Two requests: the first also waits for the worker to start (which holds the process open by itself).
     const script = `
       import { PkiWorkers } from ${JSON.stringify(module)};

@@ -1,6 +1,6 @@
 import type { V1DaemonSet } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { externalChangeOf } from '../../../src/controllers/nodeagent/externalChange.js';
+import { externalChangeOf } from '../../../src/controllers/nodeAgent/externalChange.js';
 import type { EventFilter, StoredEvent } from '../../../src/domain/events.js';
 
 const ds: V1DaemonSet = { metadata: { namespace: 'caa', name: 'agent' } };
