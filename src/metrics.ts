@@ -1,7 +1,8 @@
+import { readPayload } from './domain/eventPayloads.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventBus } from './domain/EventBus.js';
 import { EventType, ROLLOUT_KINDS } from './domain/events.js';
-import { ACTIVE_ROLLOUT_STATES, isTerminal, type RolloutState } from './domain/rolloutStates.js';
+import { ACTIVE_ROLLOUT_STATES, isTerminal } from './domain/rolloutStates.js';
 import type { HistoryReads } from './store/port.js';
 import { REVISION, VERSION } from './version.js';
 
@@ -192,8 +193,8 @@ export function countHistoryEvents(metrics: AppMetrics, bus: EventBus): () => vo
   return bus.subscribe((event) => {
     metrics.eventsAppended.inc({ type: event.type });
     if (event.type !== EventType.RolloutStateChanged || !event.kind) return;
-    const to = String(event.payload.to);
-    if (isTerminal(to as RolloutState)) metrics.rolloutsFinished.inc({ kind: event.kind, state: to });
+    const { to } = readPayload(EventType.RolloutStateChanged, event.payload);
+    if (to && isTerminal(to)) metrics.rolloutsFinished.inc({ kind: event.kind, state: to });
   });
 }
 

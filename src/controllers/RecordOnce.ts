@@ -1,16 +1,22 @@
 import type { InFlightChanges, InFlightNotes } from '../domain/InFlightChanges.js';
-import type { EventType, RolloutKind } from '../domain/events.js';
+import type { EventPayload } from '../domain/eventPayloads.js';
+import type { EventType, NewEvent, RolloutKind } from '../domain/events.js';
 
 /** A change in flight on one target: the rollout it is for (null: nobody's) and what the kind notes of it. */
 export type Intent<T extends object> = T & { rolloutId: string | null };
 
-/** The history event that completes an intent; its object is the target, its rollout the intent's unless disowned. */
-export interface OnceEvent {
-  type: EventType;
-  payload: Record<string, unknown>;
-  /** null: the change turned out to be nobody's (e.g. upstream replaced an agent for another image). */
-  rolloutId?: null;
-}
+/**
+ * The history event that completes an intent; its object is the target, its rollout the intent's unless disowned. Its
+ * payload is checked against its type's schema (eventPayloads.ts).
+ */
+export type OnceEvent = {
+  [T in EventType]: {
+    type: T;
+    payload: EventPayload<T>;
+    /** null: the change turned out to be nobody's (e.g. upstream replaced an agent for another image). */
+    rolloutId?: null;
+  };
+}[EventType];
 
 /**
  * Exactly-once history across a crash, the same way for every rollout kind (on InFlightChanges):
@@ -61,7 +67,14 @@ export class RecordOnce<T extends object> {
     if (!intent || !event) return Promise.resolve(false);
     const done = this.notes
       .complete(namespace, name, [
-        { type: event.type, rolloutId: event.rolloutId === null ? null : intent.rolloutId, kind: this.kind, namespace, name, payload: event.payload },
+        {
+          type: event.type,
+          rolloutId: event.rolloutId === null ? null : intent.rolloutId,
+          kind: this.kind,
+          namespace,
+          name,
+          payload: event.payload,
+        } as NewEvent,
       ])
       .then(() => true)
       .finally(() => this.recording.delete(key));

@@ -265,7 +265,7 @@ export async function bumpAgentImage(
     kind: 'AGENT_POOL',
     fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null,
     toVersion: image,
-    selector: selection as Record<string, unknown>,
+    selector: selection,
     strategy,
     targets,
   };

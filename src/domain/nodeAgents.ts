@@ -16,7 +16,7 @@ import {
   type NodeAgentStrategy,
 } from './kinds/nodeAgent.js';
 import { NODE_AGENT_PULL_ALLOWANCE_SECONDS, STRATEGY_DEFAULTS } from './kinds/limits.js';
-import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
+import { isRollbackSelector, parseStoredSelector, type RolloutPlan, type RolloutStrategy } from './kinds/index.js';
 import type { LaunchResult } from './RolloutLauncher.js';
 import type { NewTarget } from './RolloutService.js';
 
@@ -257,14 +257,14 @@ export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentIma
  * Reads a node-agent rollout's DaemonSet back: from the selector planNodeAgentBump wrote, or, for a rollback (whose
  * selector only names the rollout it reverts), from the strategy it copied.
  */
-export function nodeAgentSelectorOf(rollout: { selector: Record<string, unknown>; strategy: RolloutStrategy }): NodeAgentSelector {
-  const { selector, strategy } = rollout;
-  const text = (v: unknown) => (typeof v === 'string' ? v : '');
-  const copied = strategy.kind === 'NODE_AGENT' ? strategy : undefined;
+export function nodeAgentSelectorOf(rollout: { selector: unknown; strategy: RolloutStrategy }): NodeAgentSelector {
+  const stored = parseStoredSelector('NODE_AGENT', rollout.selector);
+  const own = stored && !isRollbackSelector(stored) ? stored : undefined;
+  const copied = rollout.strategy.kind === 'NODE_AGENT' ? rollout.strategy : undefined;
   return {
-    namespace: text(selector.namespace) || (copied?.daemonSetNamespace ?? ''),
-    name: text(selector.name) || (copied?.daemonSetName ?? ''),
-    canaryNodeSelector: typeof selector.canaryNodeSelector === 'string' ? selector.canaryNodeSelector : null,
+    namespace: own?.namespace || (copied?.daemonSetNamespace ?? ''),
+    name: own?.name || (copied?.daemonSetName ?? ''),
+    canaryNodeSelector: own?.canaryNodeSelector ?? null,
   };
 }
 

@@ -8,6 +8,7 @@
  * only exists after the spec is written, so it cannot name a plan; the spec hash can, it survives restarts, and a
  * rollback's target version is the spec it restores.
  */
+import { readPayload } from './eventPayloads.js';
 import { createHash } from 'node:crypto';
 import { ConflictError, NotImplementedError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
@@ -245,12 +246,13 @@ export async function clusterUpgradeDurations(domain: Domain, clusterVersion?: s
   for (;;) {
     const page = await domain.events.listAfter({ types: [EventType.ClusterUpgradeObserved] }, after, HISTORY_PAGE);
     for (const event of page) {
-      const version = String(event.payload.clusterVersion ?? '');
+      const payload = readPayload(EventType.ClusterUpgradeObserved, event.payload);
+      const version = payload.clusterVersion ?? '';
       if (clusterVersion != null && version !== clusterVersion) continue;
       const entry = byVersion.get(version) ?? { seconds: [], failed: 0 };
       byVersion.set(version, entry);
-      if (typeof event.payload.seconds === 'number') entry.seconds.push(event.payload.seconds);
-      if (event.payload.outcome === 'FAILED') entry.failed++;
+      if (payload.seconds !== undefined) entry.seconds.push(payload.seconds);
+      if (payload.outcome === 'FAILED') entry.failed++;
     }
     if (page.length < HISTORY_PAGE) break;
     after = page[page.length - 1]!.id;

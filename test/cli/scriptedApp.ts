@@ -36,7 +36,7 @@ export async function startScriptedApp(): Promise<ScriptedApp> {
           kind: 'NODE_AGENT',
           fromVersion: 'agent:1',
           toVersion: 'agent:2',
-          selector: { nodes },
+          selector: { namespace: 'kube-system', name: 'node-agent', canaryNodeSelector: null },
           strategy: { ...defaultStrategy('NODE_AGENT'), maxUnavailable: String(count), ...strategy },
           targets: nodes.map((name) => ({ namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
         },

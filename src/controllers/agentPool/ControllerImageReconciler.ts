@@ -1,3 +1,4 @@
+import { readPayload } from '../../domain/eventPayloads.js';
 import type { Reconciler } from '../../controller/Controller.js';
 import { EventType } from '../../domain/events.js';
 import type { ControllerHost } from '../host.js';
@@ -82,13 +83,15 @@ export class ControllerImageReconciler implements Reconciler {
   /** The image the newest recorded change of the controller names (the baseline after a restart). */
   private async recordedImage(where: { namespace: string; name: string }): Promise<string | undefined> {
     const [newest] = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 1);
-    return typeof newest?.payload.newImage === 'string' ? newest.payload.newImage : undefined;
+    return newest ? readPayload(EventType.UpstreamControllerChanged, newest.payload).newImage : undefined;
   }
 
   /** The rollout whose planned change put `image` on the controller, when the newest change to it was rollplane's. */
   private async rolloutThatSet(where: { namespace: string; name: string }, image: string): Promise<string | undefined> {
     const changes = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 20);
-    const setIt = changes.find((change) => change.payload.newImage === image);
-    return setIt?.payload.planned === true && setIt.rolloutId ? setIt.rolloutId : undefined;
+    const setIt = changes
+      .map((change) => ({ rolloutId: change.rolloutId, ...readPayload(EventType.UpstreamControllerChanged, change.payload) }))
+      .find((change) => change.newImage === image);
+    return setIt?.planned === true && setIt.rolloutId ? setIt.rolloutId : undefined;
   }
 }

@@ -1,3 +1,4 @@
+import { readPayload } from '../../domain/eventPayloads.js';
 import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Request } from '../../controller/Controller.js';
 import { EventType } from '../../domain/events.js';
@@ -84,8 +85,9 @@ export class ExternalChangeRecorder {
       undefined,
       1,
     );
-    if (last && last.payload.newImage === image) {
-      if (typeof last.payload.oldImage === 'string') this.changes.set(ref, { from: last.payload.oldImage, to: image, at: last.createdAt });
+    const lastChange = last && readPayload(EventType.UpstreamControllerChanged, last.payload);
+    if (last && lastChange?.newImage === image) {
+      if (typeof lastChange.oldImage === 'string') this.changes.set(ref, { from: lastChange.oldImage, to: image, at: last.createdAt });
       return image;
     }
     const annotated = Object.keys(ds.metadata?.annotations ?? {}).some((k) => k.startsWith('rollplane.io/') && k !== PEER_RUNTIME_CLASS_ANNOTATION);
@@ -134,8 +136,9 @@ export class ExternalChangeRecorder {
   ): Promise<void> {
     // Node-agent events are about namespace "" and the node: the (kind, namespace, name) index answers this one.
     const [last] = await this.events.listBefore({ types: [EventType.NodeAgentReplaced], namespace: '', name: node }, undefined, 1);
-    const lastPod = last?.payload.newPod;
-    const lastImage = typeof last?.payload.newImage === 'string' ? last.payload.newImage : undefined;
+    const lastReplaced = last ? readPayload(EventType.NodeAgentReplaced, last.payload) : {};
+    const lastPod = lastReplaced.newPod;
+    const lastImage = lastReplaced.newImage;
     if (lastPod === agent.metadata?.name) return; // recorded already (by a rollout, or before a restart)
     // A node first seen on the image of the change in effect, the history knowing nothing newer of it: that change
     // replaced its agent (before this process looked) — unless the node joined after the change.

@@ -44,6 +44,7 @@ import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from
 import type { VirtualClusterMetrics } from './metrics.js';
 import type { VcManagerGate } from './vcManagerGate.js';
 import { CONFIG_DEFAULTS } from '../../config.js';
+import type { EventPayload } from '../../domain/eventPayloads.js';
 
 export interface VirtualClusterReconcilerOptions {
   /** Feature gate ClusterVersionPartialUpgrade; when off, the opt-in label is ignored (as upstream). Default true. */
@@ -81,7 +82,7 @@ export interface VirtualClusterReconcilerDeps extends VirtualClusterReconcilerOp
 export interface UpgradeRecord {
   startedAt: number;
   finishedAt: string;
-  payload: Record<string, unknown>;
+  payload: EventPayload<'ClusterUpgradeObserved'>;
 }
 
 type Finish =

@@ -86,3 +86,10 @@ export type BumpAgentImageRequest = z.output<typeof bumpAgentImageInput>;
 
 /** A stored AGENT_POOL strategy (JSON of any age) → the typed strategy with defaults. */
 export const agentPoolStrategyStored = z.object(baseStrategyStored).transform((s): AgentPoolStrategy => ({ kind: AGENT_POOL, ...withoutUndefined(s) }));
+
+/** A stored AGENT_POOL selector: the pool selection as given (`bumpAgentImage(input: { pools })`). */
+export const agentPoolSelectorStored = z.object({
+  namespaces: z.array(z.string()).optional().catch(undefined),
+  names: z.array(z.string()).optional().catch(undefined),
+  labelSelector: z.string().optional().catch(undefined),
+});

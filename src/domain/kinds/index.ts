@@ -2,29 +2,58 @@
  * The rollout kinds' contracts, together (ADR 0023): the strategy of any rollout, read from and written to the store
  * through the kind's schema, and the plan a kind's planner hands the launcher.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { RolloutKind } from '../events.js';
 import type { NewTarget } from '../RolloutService.js';
-import { agentPoolStrategyStored, type AgentPoolStrategy } from './agentPool.js';
-import { nodeAgentStrategyStored, type NodeAgentStrategy } from './nodeAgent.js';
-import { virtualClusterStrategyStored, type VirtualClusterStrategy } from './virtualCluster.js';
+import { agentPoolSelectorStored, agentPoolStrategyStored, type AgentPoolStrategy } from './agentPool.js';
+import { nodeAgentSelectorStored, nodeAgentStrategyStored, type NodeAgentStrategy } from './nodeAgent.js';
+import { rollbackSelectorStored, type RollbackSelector } from './strategy.js';
+import { virtualClusterSelectorStored, virtualClusterStrategyStored, type VirtualClusterStrategy } from './virtualCluster.js';
 
 /** Any rollout's strategy; `kind` tells which (it is the rollout's kind, not stored in the JSON). */
 export type RolloutStrategy = AgentPoolStrategy | VirtualClusterStrategy | NodeAgentStrategy;
 export type StrategyOf<K extends RolloutKind> = Extract<RolloutStrategy, { kind: K }>;
 
-/** A kind's contract as the domain reads it: the schema of its stored strategy (JSON of any age → typed, defaults in). */
+interface Selectors {
+  AGENT_POOL: z.output<typeof agentPoolSelectorStored>;
+  NODE_AGENT: z.output<typeof nodeAgentSelectorStored>;
+  VIRTUAL_CLUSTER: z.output<typeof virtualClusterSelectorStored>;
+}
+/** What a rollout of kind K selects, as stored with it: the kind's own selection, or (a rollback) the rollout it reverts. */
+export type SelectorOf<K extends RolloutKind> = Selectors[K] | RollbackSelector;
+export type RolloutSelector = SelectorOf<RolloutKind>;
+
+/**
+ * A kind's contract as the domain reads it: the schemas of its stored strategy and selector (JSON of any age → typed,
+ * defaults in).
+ */
 export interface KindContract<K extends RolloutKind = RolloutKind> {
   readonly kind: K;
   readonly strategyStored: z.ZodType<StrategyOf<K>, unknown>;
+  readonly selectorStored: z.ZodType<SelectorOf<K>, unknown>;
 }
 
 /** Every kind's contract, by kind (the registration objects in src/controllers/<kind>/module.ts carry the same ones). */
 export const KIND_CONTRACTS: { readonly [K in RolloutKind]: KindContract<K> } = {
-  AGENT_POOL: { kind: 'AGENT_POOL', strategyStored: agentPoolStrategyStored },
-  VIRTUAL_CLUSTER: { kind: 'VIRTUAL_CLUSTER', strategyStored: virtualClusterStrategyStored },
-  NODE_AGENT: { kind: 'NODE_AGENT', strategyStored: nodeAgentStrategyStored },
+  AGENT_POOL: { kind: 'AGENT_POOL', strategyStored: agentPoolStrategyStored, selectorStored: z.union([rollbackSelectorStored, agentPoolSelectorStored]) },
+  VIRTUAL_CLUSTER: {
+    kind: 'VIRTUAL_CLUSTER',
+    strategyStored: virtualClusterStrategyStored,
+    selectorStored: z.union([rollbackSelectorStored, virtualClusterSelectorStored]),
+  },
+  NODE_AGENT: { kind: 'NODE_AGENT', strategyStored: nodeAgentStrategyStored, selectorStored: z.union([rollbackSelectorStored, nodeAgentSelectorStored]) },
 };
+
+/** A stored selector (the `Rollout.selector` JSON, parsed) → the kind's typed one; undefined when it is neither shape. */
+export function parseStoredSelector<K extends RolloutKind>(kind: K, stored: unknown): SelectorOf<K> | undefined {
+  const parsed = KIND_CONTRACTS[kind].selectorStored.safeParse(stored);
+  return parsed.success ? (parsed.data as SelectorOf<K>) : undefined;
+}
+
+/** Whether a selector is a rollback's. */
+export function isRollbackSelector(selector: RolloutSelector): selector is RollbackSelector {
+  return 'rollbackOf' in selector;
+}
 
 /** Parsed stored strategies by kind and JSON text: a page of rollouts mostly repeats a few strategies. */
 const parsedStrategies = new Map<string, Readonly<RolloutStrategy>>();
@@ -79,8 +108,8 @@ export interface RolloutPlan<S extends RolloutStrategy = RolloutStrategy> {
   kind: S['kind'];
   fromVersion: string | null;
   toVersion: string;
-  /** The selection as the user gave it (shown back on the rollout). */
-  selector: Record<string, unknown>;
+  /** The selection as the user gave it (shown back on the rollout), or the rollout a rollback reverts. */
+  selector: SelectorOf<S['kind']>;
   /** Every default filled in (the kind's schema did it). */
   strategy: S;
   targets: NewTarget[];

@@ -71,3 +71,10 @@ export const nodeAgentStrategyStored = z
     daemonSetName: z.string().catch(''),
   })
   .transform((s): NodeAgentStrategy => ({ ...withoutUndefined(s), kind: NODE_AGENT }));
+
+/** A stored NODE_AGENT selector: the DaemonSet (and the canary nodes' selector) the bump named. */
+export const nodeAgentSelectorStored = z.object({
+  namespace: z.string().catch(''),
+  name: z.string().catch(''),
+  canaryNodeSelector: z.string().nullable().catch(null),
+});

@@ -70,6 +70,10 @@ export function checkedBy(parse: (value: string, field: string) => unknown) {
   });
 }
 
+/** A rollback's selector, whatever its kind: the rollout it reverts (its targets are that rollout's). */
+export const rollbackSelectorStored = z.object({ rollbackOf: z.string() });
+export type RollbackSelector = z.output<typeof rollbackSelectorStored>;
+
 /** A label selector field (`kubectl -l` form); empty means "no condition". */
 export const labelSelectorInput = checkedBy((value, field) => (value === '' ? [] : parseLabelSelector(value, field)));
 

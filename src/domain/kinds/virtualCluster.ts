@@ -141,3 +141,9 @@ export const virtualClusterStrategyStored = z
     clusterVersionChange: clusterVersionChangeStored.optional().catch(undefined),
   })
   .transform((s): VirtualClusterStrategy => ({ ...withoutUndefined(s), kind: VIRTUAL_CLUSTER }));
+
+/** A stored VIRTUAL_CLUSTER selector: the ClusterVersion and the clusters the bump named (null: every one using it). */
+export const virtualClusterSelectorStored = z.object({
+  clusterVersion: z.string().catch(''),
+  clusters: z.array(z.string()).nullable().catch(null),
+});

@@ -1,3 +1,4 @@
+import { readPayload } from '../../domain/eventPayloads.js';
 import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from '../../domain/agentPools.js';
 import type { Domain } from '../../domain/Domain.js';
 import { EventType, type RolloutKind } from '../../domain/events.js';
@@ -98,13 +99,9 @@ export const agentPoolsResolvers: Resolvers = {
       if (rollout.kind !== 'AGENT_POOL') return [];
       const events = await ctx.domain.events.listAfter({ rolloutId: rollout.id, types: [EventType.UpstreamControllerChanged] }, undefined, 100);
       return events
-        .filter((e) => e.payload.planned === false && e.payload.reverts === rollout.id)
-        .map((e) => ({
-          at: e.createdAt,
-          fromVersion: String(e.payload.oldImage),
-          toVersion: String(e.payload.newImage),
-          owner: typeof e.payload.owner === 'string' ? e.payload.owner : null,
-        }));
+        .map((e) => ({ at: e.createdAt, p: readPayload(EventType.UpstreamControllerChanged, e.payload) }))
+        .filter(({ p }) => p.planned === false && p.reverts === rollout.id)
+        .map(({ at, p }) => ({ at, fromVersion: String(p.oldImage), toVersion: String(p.newImage), owner: p.owner ?? null }));
     },
   },
 };

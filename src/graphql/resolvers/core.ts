@@ -1,3 +1,4 @@
+import { readPayload } from '../../domain/eventPayloads.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { ValidationError } from '../../errors.js';
 import { principalName } from '../../auth/roles.js';
@@ -213,7 +214,7 @@ export const coreResolvers: Resolvers = {
       clusterUpgradeToGraphQL,
       (args) => {
         const version = args.filter?.clusterVersion;
-        return version ? (event) => event.payload.clusterVersion === version : undefined;
+        return version ? (event) => readPayload(EventType.ClusterUpgradeObserved, event.payload).clusterVersion === version : undefined;
       },
     ),
     rolloutUpdated: subscription(

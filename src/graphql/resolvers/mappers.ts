@@ -1,4 +1,5 @@
-import type { StoredEvent } from '../../domain/events.js';
+import { readPayload } from '../../domain/eventPayloads.js';
+import { EventType, type StoredEvent } from '../../domain/events.js';
 import type { Rollout, RolloutTarget } from '../../domain/RolloutService.js';
 
 /** Domain objects → the GraphQL shapes that are not one-to-one. */
@@ -40,7 +41,7 @@ export function targetDurationSeconds(target: RolloutTarget): number | null {
 
 /** AgentRecreated event → the typed subscription payload. */
 export function agentRecreatedToGraphQL(event: StoredEvent) {
-  const p = event.payload;
+  const p = readPayload(EventType.AgentRecreated, event.payload);
   return {
     eventId: String(event.id),
     rolloutId: event.rolloutId,
@@ -59,7 +60,7 @@ export function agentRecreatedToGraphQL(event: StoredEvent) {
 
 /** ClusterUpgradeObserved event → the typed subscription payload. */
 export function clusterUpgradeToGraphQL(event: StoredEvent) {
-  const p = event.payload;
+  const p = readPayload(EventType.ClusterUpgradeObserved, event.payload);
   return {
     eventId: String(event.id),
     rolloutId: event.rolloutId,
