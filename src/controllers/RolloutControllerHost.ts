@@ -8,6 +8,7 @@ import type { QueueSnapshot } from '../domain/Domain.js';
 import type { EventLog } from '../domain/EventLog.js';
 import type { InFlightChanges } from '../domain/InFlightChanges.js';
 import type { RolloutKind } from '../domain/events.js';
+import type { RolloutService } from '../domain/RolloutService.js';
 import type { KubeClients } from '../kube/index.js';
 import type { Logger } from '../log.js';
 import type { ControllerHost } from './host.js';
@@ -20,6 +21,7 @@ export interface RolloutControllerHostOptions {
   logger: Logger;
   events: EventLog;
   inFlight: InFlightChanges;
+  rollouts?: Pick<RolloutService, 'list' | 'allTargets'>;
 }
 
 /**
@@ -34,6 +36,7 @@ export class RolloutControllerHost implements ControllerHost {
   readonly logger: Logger;
   readonly events: EventLog;
   readonly inFlight: InFlightChanges;
+  readonly rollouts?: Pick<RolloutService, 'list' | 'allTargets'>;
   protected readonly manager: Manager;
   private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
 
@@ -45,6 +48,7 @@ export class RolloutControllerHost implements ControllerHost {
     this.logger = options.logger;
     this.events = options.events;
     this.inFlight = options.inFlight;
+    if (options.rollouts) this.rollouts = options.rollouts;
     // Registered first so that it runs before any other leading listener, and the controllers never start without it:
     // another leader may have moved work on since this replica last led, and they would redo work already in flight.
     this.manager.onStartedLeading(() => this.inFlight.reload());

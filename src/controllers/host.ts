@@ -6,6 +6,7 @@ import type { Informer, InformerOptions } from '../controller/Informer.js';
 import type { EventLog } from '../domain/EventLog.js';
 import type { InFlightChanges } from '../domain/InFlightChanges.js';
 import type { RolloutKind } from '../domain/events.js';
+import type { RolloutService } from '../domain/RolloutService.js';
 import type { KubeClients } from '../kube/index.js';
 import type { Logger } from '../log.js';
 
@@ -20,6 +21,8 @@ export interface ControllerHost {
   logger: Logger;
   /** The history: append AgentRecreated, ClusterUpgradeObserved, NodeAgentReplaced, … events here. */
   events: EventLog;
+  /** The rollouts' history, for a kind whose query port shows what rollouts decided (agent pools); absent in rigs. */
+  rollouts?: Pick<RolloutService, 'list' | 'allTargets'>;
   /** Durable notes of work in flight that completes together with its history event (see InFlightChanges). */
   inFlight: InFlightChanges;
   /**

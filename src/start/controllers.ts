@@ -2,7 +2,6 @@ import type { Config } from '../config.js';
 import { Manager } from '../controller/Manager.js';
 import { setupRolloutKinds } from '../controllers/index.js';
 import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
-import { AgentPoolChoices, agentPoolsWithHistory } from '../domain/agentPoolChoices.js';
 import type { Domain } from '../domain/Domain.js';
 import { runEngineOnManager } from '../domain/engineController.js';
 import { InFlightChanges } from '../domain/InFlightChanges.js';
@@ -46,7 +45,7 @@ export async function startControllers(
       runControllers: config.controllers,
       ...leadershipGuard(db),
     });
-    const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight: new InFlightChanges(db.store, events) });
+    const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight: new InFlightChanges(db.store, events), rollouts });
     const kinds = setupRolloutKinds(host);
     for (const driver of kinds.drivers) engine.registerDriver(driver);
     runEngineOnManager({
@@ -73,8 +72,6 @@ export async function startControllers(
       launcher,
       engine,
       ...kinds.queries,
-      // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.
-      ...(kinds.queries.agentPools ? { agentPools: agentPoolsWithHistory(kinds.queries.agentPools, new AgentPoolChoices(rollouts, events)) } : {}),
       workQueues: () => host.queueSnapshots(),
       tokens: history.tokens,
       audit: history.audit,
