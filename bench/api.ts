@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { EventType } from '../src/domain/events.js';
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { DRIFT, AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
-import { ROLLOUT_QUERY } from '../src/cli/operations.js';
+import { FLEET_QUERY, HISTORY_QUERY, ROLLOUT_QUERY } from '../src/cli/operations.js';
 import type { InterleavedResult, LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
 import type { App } from '../src/app.js';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
@@ -47,6 +47,28 @@ import { defaultStrategy } from '../src/domain/kinds/index.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const numberFrom = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+/**
+ * The execution paths measured side by side in one run (issue 28): each is a fresh server over the same seeded store,
+ * configured so that only that path answers. `API_BENCH_PATHS` picks some of them (comma-separated, in this order).
+ */
+const EXECUTION_PATHS = {
+  /** graphql-js's interpreter for every request. */
+  interpreted: { ROLLPLANE_GRAPHQL_COMPILE_AFTER: 'off', ROLLPLANE_RESPONSE_CACHE_MB: '0' },
+  /** graphql-jit plans for repeated query documents (ADR 0025), no response cache. */
+  compiled: { ROLLPLANE_RESPONSE_CACHE_MB: '0' },
+  /** Answers kept by write generation (ADR 0026) on top of the defaults. */
+  cached: {},
+} as const satisfies Record<string, Record<string, string>>;
+type ExecutionPath = keyof typeof EXECUTION_PATHS;
+
+function pathsFrom(raw: string | undefined): ExecutionPath[] {
+  const known = Object.keys(EXECUTION_PATHS) as ExecutionPath[];
+  if (!raw?.trim()) return known;
+  const paths = raw.split(',').map((p) => p.trim());
+  for (const p of paths) if (!known.includes(p as ExecutionPath)) throw new Error(`API_BENCH_PATHS: unknown path "${p}" (known: ${known.join(', ')})`);
+  return paths as ExecutionPath[];
+}
 
 /** A typed document (the UI's and the CLI's generated ones) with its variables, or a hand-built query string. */
 function request<TVariables>(
@@ -79,24 +101,37 @@ function runLoad(job: LoadJob): Promise<unknown[]> {
   });
 }
 
-type Row = LoadResult & { requestsPerCpuSecond: number; ratioToBaseline: number; cpuRatioToBaseline: number; cachedShare: number };
+type Row = LoadResult & {
+  requestsPerCpuSecond: number;
+  ratioToBaseline: number;
+  cpuRatioToBaseline: number;
+  cachedShare: number;
+  executors: Record<string, number>;
+};
 
-/** One store's measurements: its own seed, server and same-run baseline. */
-interface StoreRun {
-  store: BenchStore;
-  seedSeconds: number;
+/** One execution path's measurements on one store: its own server over the store's seed, its own same-run baseline. */
+interface PathRun {
+  path: ExecutionPath;
   calibrationMs: number;
-  /** os.loadavg()[0] at the start and the end of the store's load: these machines are shared. */
+  /** os.loadavg()[0] at the start and the end of the path's load: these machines are shared. */
   loadAverage: [number, number];
   serverCpuSeconds: number;
-  /** API_BENCH_WRITES_PER_SECOND, and the events the writer appended while the load ran. */
-  writesPerSecond: number;
+  /** The events API_BENCH_WRITES_PER_SECOND's writer appended while the load ran. */
   historyWrites: number;
   results: Row[];
   interleaved: InterleavedResult[];
 }
 
+/** One store's measurements: one seed, then one server per execution path over it. */
+interface StoreRun {
+  store: BenchStore;
+  seedSeconds: number;
+  writesPerSecond: number;
+  paths: PathRun[];
+}
+
 const round1 = (n: number) => Math.round(n * 10) / 10;
+const EXECUTORS = ['compiled', 'interpreted', 'fallback', 'cached'];
 
 /** The server's `rollplane_graphql_executions_total` by executor. */
 async function executions(graphqlUrl: string): Promise<Record<string, number>> {
@@ -132,126 +167,177 @@ function historyWriter(app: App, rolloutId: string, perSecond: number): { stop()
   };
 }
 
-/** Seeds a fresh server on `store`, then loads it with each request kind in turn. */
-async function measure(store: BenchStore, databaseEnv: Record<string, string>, sizes: { rollouts: number; events: number; pools: number }): Promise<StoreRun> {
-  const { rollouts, events, pools } = sizes;
-  process.stderr.write(`  api: ${STORE_LABEL[store]}: seeding ${rollouts} rollouts and ${events} events …\n`);
+/** Seeds `app`'s store with `rollouts` rollouts of 10 targets and `events` events; resolves to the last rollout's id. */
+async function seed(app: App, sizes: { rollouts: number; events: number }): Promise<string> {
+  let lastRollout = '';
+  for (let i = 0; i < sizes.rollouts; i++) {
+    const targets = Array.from({ length: 10 }, (_, t) => ({
+      namespace: 'default',
+      name: `pool-${t}`,
+      fromVersion: 'agent:v1',
+      toVersion: `agent:v${i + 2}`,
+    }));
+    const { rollout } = await app.domain.rollouts.create({
+      kind: 'AGENT_POOL',
+      fromVersion: 'agent:v1',
+      toVersion: `agent:v${i + 2}`,
+      selector: {},
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: { actor: `ci-${i % 7}`, commit: `c${i}`, message: `release ${i}` },
+      targets,
+    });
+    lastRollout = rollout.id;
+  }
+  const already = await app.domain.events.lastEventId();
+  for (let written = already; written < sizes.events; written += 1000) {
+    const batch = Array.from({ length: Math.min(1000, sizes.events - written) }, (_, i) => ({
+      type: EventType.AgentRecreated,
+      rolloutId: lastRollout,
+      kind: 'AGENT_POOL' as const,
+      namespace: 'default',
+      name: `pool-${(written + i) % 200}`,
+      payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
+    }));
+    await app.domain.events.append(...batch);
+  }
+  return lastRollout;
+}
+
+/**
+ * The requests: the baseline, then what the UI (src/ui/client/queries.graphql), the CLI and CI (src/cli/operations.graphql:
+ * `rollplane bump --wait` polls `Rollout`; `history` and `fleet` are the CLI's other reads) send, then a refused mix.
+ */
+function requestsFor(lastRollout: string): LoadRequest[] {
+  return [
+    request('{ __typename } (baseline)', '{ __typename }'),
+    request('UI: rollouts list (first 20)', ROLLOUTS, { first: 20 }),
+    request('UI: rollout detail', ROLLOUT_DETAIL, { id: lastRollout }),
+    request('UI: rollout targets (first 50)', ROLLOUT_TARGETS, { id: lastRollout, first: 50 }),
+    request('UI: events page (first 50)', EVENTS, { first: 50 }),
+    request('UI: events of one pool (first 50)', EVENTS, { first: 50, filter: { namespace: 'default', name: 'pool-7' } }),
+    request('UI: agentPools page (first 100)', AGENT_POOLS, { first: 100 }),
+    request('UI: drift (first 50)', DRIFT, { first: 50 }),
+    request('CLI/CI --wait: rollout(id)', ROLLOUT_QUERY, { id: lastRollout }),
+    request('CLI: history (first 20)', HISTORY_QUERY, { first: 20 }),
+    request('CLI: fleet', FLEET_QUERY, {}),
+    request(
+      'refused: over the cost limit',
+      `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion progress { total succeeded } } } }`).join(' ')} }`,
+      {},
+      400,
+    ),
+    request('refused: unknown field', '{ nope }', {}, 400),
+  ];
+}
+
+/** Loads a running server with each request kind in turn, then the interleaved rounds. */
+async function loadPath(
+  app: App,
+  path: ExecutionPath,
+  store: BenchStore,
+  requests: LoadRequest[],
+  lastRollout: string,
+  writesPerSecond: number,
+): Promise<PathRun> {
+  const writer = writesPerSecond > 0 ? historyWriter(app, lastRollout, writesPerSecond) : undefined;
+  const calibration = calibrationMs();
+  const loadAtStart = os.loadavg()[0]!;
+  const cpuBefore = process.cpuUsage();
+  // One load child per request, so that BENCH_CPU_PROFILE=<dir> records one profile of the server per request kind.
+  const results: Omit<Row, 'ratioToBaseline' | 'cpuRatioToBaseline'>[] = [];
+  for (const [i, one] of requests.entries()) {
+    const profiler = windowProfiler(`api-${store}-${path}-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`);
+    await profiler.start();
+    const cpuOfOne = process.cpuUsage();
+    const executionsBefore = await executions(app.url);
+    const [result] = await runLoad({
+      url: app.url,
+      connections: numberFrom('API_BENCH_CONNECTIONS', 20),
+      seconds: numberFrom('API_BENCH_SECONDS', 8),
+      requests: [one],
+    });
+    const { user, system } = process.cpuUsage(cpuOfOne);
+    const executionsAfter = await executions(app.url);
+    const executors = Object.fromEntries(EXECUTORS.map((e) => [e, (executionsAfter[e] ?? 0) - (executionsBefore[e] ?? 0)]));
+    const all = EXECUTORS.reduce((sum, e) => sum + executors[e]!, 0);
+    // Requests per CPU-second of the server's process: steadier than req/s on a machine shared with other work.
+    results.push({ ...result!, requestsPerCpuSecond: result!.total / ((user + system) / 1e6), cachedShare: all > 0 ? executors.cached! / all : 0, executors });
+    await profiler.stop();
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  const historyWrites = writer ? await writer.stop() : 0;
+  const rounds = numberFrom('API_BENCH_INTERLEAVED_ROUNDS', 300);
+  const interleaved = rounds > 0 ? await runLoad({ url: app.url, connections: 1, seconds: 0, requests, interleavedRounds: rounds }) : [];
+  const baseline = results[0]!;
+  const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
+  return {
+    path,
+    calibrationMs: calibration,
+    loadAverage: [round1(loadAtStart), round1(os.loadavg()[0]!)],
+    serverCpuSeconds: (cpu.user + cpu.system) / 1e6,
+    historyWrites,
+    results: results.map((r) => ({
+      ...r,
+      requestsPerCpuSecond: Math.round(r.requestsPerCpuSecond),
+      ratioToBaseline: ratio(r.requestsPerSecond, baseline.requestsPerSecond),
+      cpuRatioToBaseline: ratio(r.requestsPerCpuSecond, baseline.requestsPerCpuSecond),
+    })),
+    interleaved,
+  };
+}
+
+/**
+ * Seeds a fresh store once, then for each execution path starts a server over it configured for that path alone and
+ * loads it with each request kind in turn (the same simulator throughout).
+ */
+async function measure(
+  store: BenchStore,
+  databaseEnv: Record<string, string>,
+  sizes: { rollouts: number; events: number; pools: number },
+  paths: ExecutionPath[],
+): Promise<StoreRun> {
+  const { pools } = sizes;
+  process.stderr.write(`  api: ${STORE_LABEL[store]}: seeding ${sizes.rollouts} rollouts and ${sizes.events} events …\n`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-api-'));
   const sim = await startSimChild({ fleet: `pools=${pools},nodes=3,peers=0`, kubeconfigPath: path.join(dir, 'kubeconfig'), heapMb: 512 });
-  const app = await startBenchApp(dir, sim.kubeconfigPath, {
+  const env = {
     ROLLPLANE_CONTROLLERS: 'off',
     // The benchmark measures the read path, not the per-caller budget (one address sends everything).
     ROLLPLANE_QUERY_COST_PER_MINUTE: '1000000000',
     ROLLPLANE_QUERY_COST_BURST: '1000000000',
     ...databaseEnv,
-  });
+  };
   try {
     const seedStarted = performance.now();
-    let lastRollout = '';
-    for (let i = 0; i < rollouts; i++) {
-      const targets = Array.from({ length: 10 }, (_, t) => ({
-        namespace: 'default',
-        name: `pool-${t}`,
-        fromVersion: 'agent:v1',
-        toVersion: `agent:v${i + 2}`,
-      }));
-      const { rollout } = await app.domain.rollouts.create({
-        kind: 'AGENT_POOL',
-        fromVersion: 'agent:v1',
-        toVersion: `agent:v${i + 2}`,
-        selector: {},
-        strategy: defaultStrategy('AGENT_POOL'),
-        cause: { actor: `ci-${i % 7}`, commit: `c${i}`, message: `release ${i}` },
-        targets,
-      });
-      lastRollout = rollout.id;
-    }
-    const already = await app.domain.events.lastEventId();
-    for (let written = already; written < events; written += 1000) {
-      const batch = Array.from({ length: Math.min(1000, events - written) }, (_, i) => ({
-        type: EventType.AgentRecreated,
-        rolloutId: lastRollout,
-        kind: 'AGENT_POOL' as const,
-        namespace: 'default',
-        name: `pool-${(written + i) % 200}`,
-        payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
-      }));
-      await app.domain.events.append(...batch);
+    let lastRollout: string;
+    {
+      const app = await startBenchApp(dir, sim.kubeconfigPath, env);
+      try {
+        lastRollout = await seed(app, sizes);
+      } finally {
+        await app.stop();
+      }
     }
     const seedSeconds = (performance.now() - seedStarted) / 1000;
-    for (;;) {
-      const data = await post(app.url, '{ agentPools(first: 1) { totalCount } }');
-      if (data.agentPools.totalCount === pools) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    const requests = [
-      request('{ __typename } (baseline)', '{ __typename }'),
-      request('UI: rollouts list (first 20)', ROLLOUTS, { first: 20 }),
-      request('UI: rollout detail', ROLLOUT_DETAIL, { id: lastRollout }),
-      request('UI: rollout targets (first 50)', ROLLOUT_TARGETS, { id: lastRollout, first: 50 }),
-      request('UI: events page (first 50)', EVENTS, { first: 50 }),
-      request('UI: events of one pool (first 50)', EVENTS, { first: 50, filter: { namespace: 'default', name: 'pool-7' } }),
-      request('UI: agentPools page (first 100)', AGENT_POOLS, { first: 100 }),
-      request('UI: drift (first 50)', DRIFT, { first: 50 }),
-      request('CLI --wait: rollout(id)', ROLLOUT_QUERY, { id: lastRollout }),
-      request(
-        'refused: over the cost limit',
-        `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion progress { total succeeded } } } }`).join(' ')} }`,
-        {},
-        400,
-      ),
-      request('refused: unknown field', '{ nope }', {}, 400),
-    ];
     const writesPerSecond = numberFrom('API_BENCH_WRITES_PER_SECOND', 0);
-    const writer = writesPerSecond > 0 ? historyWriter(app, lastRollout, writesPerSecond) : undefined;
-    const calibration = calibrationMs();
-    const loadAtStart = os.loadavg()[0]!;
-    const cpuBefore = process.cpuUsage();
-    // One load child per request, so that BENCH_CPU_PROFILE=<dir> records one profile of the server per request kind.
-    const results: (LoadResult & { requestsPerCpuSecond: number; cachedShare: number })[] = [];
-    for (const [i, one] of requests.entries()) {
-      const profiler = windowProfiler(`api-${store}-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`);
-      await profiler.start();
-      const cpuOfOne = process.cpuUsage();
-      const executionsBefore = await executions(app.url);
-      const [result] = await runLoad({
-        url: app.url,
-        connections: numberFrom('API_BENCH_CONNECTIONS', 20),
-        seconds: numberFrom('API_BENCH_SECONDS', 8),
-        requests: [one],
-      });
-      const { user, system } = process.cpuUsage(cpuOfOne);
-      const executionsAfter = await executions(app.url);
-      const ran = (executor: string) => (executionsAfter[executor] ?? 0) - (executionsBefore[executor] ?? 0);
-      const all = ['compiled', 'interpreted', 'fallback', 'cached'].reduce((sum, executor) => sum + ran(executor), 0);
-      // Requests per CPU-second of the server's process: steadier than req/s on a machine shared with other work.
-      results.push({ ...result!, requestsPerCpuSecond: result!.total / ((user + system) / 1e6), cachedShare: all > 0 ? ran('cached') / all : 0 });
-      await profiler.stop();
+    const requests = requestsFor(lastRollout);
+    const runs: PathRun[] = [];
+    for (const one of paths) {
+      process.stderr.write(`  api: ${STORE_LABEL[store]}: ${one} …\n`);
+      const app = await startBenchApp(dir, sim.kubeconfigPath, { ...env, ...EXECUTION_PATHS[one] });
+      try {
+        for (;;) {
+          const data = await post(app.url, '{ agentPools(first: 1) { totalCount } }');
+          if (data.agentPools.totalCount === pools) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        runs.push(await loadPath(app, one, store, requests, lastRollout, writesPerSecond));
+      } finally {
+        await app.stop();
+      }
     }
-    const cpu = process.cpuUsage(cpuBefore);
-    const historyWrites = writer ? await writer.stop() : 0;
-    const rounds = numberFrom('API_BENCH_INTERLEAVED_ROUNDS', 300);
-    const interleaved = rounds > 0 ? await runLoad({ url: app.url, connections: 1, seconds: 0, requests, interleavedRounds: rounds }) : [];
-    const baseline = results[0]!;
-    const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
-    return {
-      store,
-      seedSeconds,
-      calibrationMs: calibration,
-      loadAverage: [round1(loadAtStart), round1(os.loadavg()[0]!)],
-      serverCpuSeconds: (cpu.user + cpu.system) / 1e6,
-      writesPerSecond,
-      historyWrites,
-      results: results.map((r) => ({
-        ...r,
-        requestsPerCpuSecond: Math.round(r.requestsPerCpuSecond),
-        ratioToBaseline: ratio(r.requestsPerSecond, baseline.requestsPerSecond),
-        cpuRatioToBaseline: ratio(r.requestsPerCpuSecond, baseline.requestsPerCpuSecond),
-      })),
-      interleaved,
-    };
+    return { store, seedSeconds, writesPerSecond, paths: runs };
   } finally {
-    await app.stop();
     await sim.stop();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -260,46 +346,62 @@ async function measure(store: BenchStore, databaseEnv: Record<string, string>, s
 const cell = (value: number | string | null | undefined, width: number, digits = 0) =>
   (value === null || value === undefined ? '–' : typeof value === 'number' ? value.toFixed(digits) : value).padStart(width);
 
-/** One line per request: each store's req/s, p50, p99 and ratio to its own baseline side by side, then PG ÷ SQLite. */
-function printSideBySide(runs: StoreRun[]): void {
-  const sqlite = runs.find((r) => r.store === 'sqlite');
-  const pg = runs.find((r) => r.store === 'postgresql');
-  const names = runs[0]!.results.map((r) => r.name);
-  const group = (label: string, cols: string) => `${label.padEnd(cols.length)}`;
-  const storeHeader = `${'req/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'× base'.padStart(7)}`;
-  const both = sqlite && pg;
-  process.stdout.write(
-    `\n${''.padEnd(40)} ${runs.map((r) => group(`── ${STORE_LABEL[r.store]} `.padEnd(storeHeader.length, '─'), storeHeader)).join(' │ ')}${both ? ` │ ${'── PG ÷ SQLite ─────────'}` : ''}\n`,
-  );
-  process.stdout.write(
-    `${'request'.padEnd(40)} ${runs.map(() => storeHeader).join(' │ ')}${both ? ` │ ${'req/s'.padStart(7)} ${'p50'.padStart(6)} ${'× base'.padStart(7)}` : ''}\n`,
-  );
-  for (const name of names) {
-    const of = (run: StoreRun | undefined) => run?.results.find((r) => r.name === name);
-    const cols = runs.map((run) => {
-      const r = of(run)!;
-      return `${cell(r.requestsPerSecond, 8)} ${cell(r.p50Ms, 7)} ${cell(r.p99Ms, 7)} ${cell(r.ratioToBaseline, 7, 3)}`;
-    });
-    let tail = '';
-    if (both) {
-      const a = of(sqlite)!;
-      const b = of(pg)!;
-      tail = ` │ ${cell(ratioOf(b.requestsPerSecond, a.requestsPerSecond), 7, 3)} ${cell(ratioOf(b.p50Ms, a.p50Ms), 6, 2)} ${cell(ratioOf(b.ratioToBaseline, a.ratioToBaseline), 7, 3)}`;
+/** What each path buys over the next slower one, per request: req/CPU-s and interleaved median, both as ratios. */
+interface Gain {
+  name: string;
+  /** `<faster>/<slower>` → ratio of requests per CPU-second (higher is better), and of interleaved medians (slower ÷ faster). */
+  cpu: Record<string, number | null>;
+  median: Record<string, number | null>;
+}
+
+const PAIRS: [ExecutionPath, ExecutionPath][] = [
+  ['compiled', 'interpreted'],
+  ['cached', 'compiled'],
+  ['cached', 'interpreted'],
+];
+
+function gainsOf(run: StoreRun): Gain[] {
+  const of = (p: ExecutionPath) => run.paths.find((r) => r.path === p);
+  return run.paths[0]!.results.map(({ name }) => {
+    const cpu: Record<string, number | null> = {};
+    const median: Record<string, number | null> = {};
+    for (const [faster, slower] of PAIRS) {
+      const a = of(faster);
+      const b = of(slower);
+      if (!a || !b) continue;
+      cpu[`${faster}/${slower}`] = ratioOf(
+        a.results.find((r) => r.name === name)?.requestsPerCpuSecond,
+        b.results.find((r) => r.name === name)?.requestsPerCpuSecond,
+      );
+      median[`${faster}/${slower}`] = ratioOf(b.interleaved.find((r) => r.name === name)?.medianMs, a.interleaved.find((r) => r.name === name)?.medianMs);
     }
-    process.stdout.write(`${name.padEnd(40)} ${cols.join(' │ ')}${tail}\n`);
-  }
-  if (both) process.stdout.write('PG ÷ SQLite: req/s and × base below 1, or p50 above 1, mean PostgreSQL is slower for that request.\n');
-  // Requests per CPU-second of the server and the interleaved medians: steadier than req/s on a shared machine.
-  process.stdout.write(
-    `\n${'request'.padEnd(40)} ${runs.map((r) => `${`${STORE_LABEL[r.store]} req/CPU-s`.padStart(22)} ${'× base'.padStart(7)} ${'median ms'.padStart(10)} ${'cached'.padStart(7)} ${'unexp.'.padStart(6)}`).join(' │ ')}\n`,
-  );
+    return { name, cpu, median };
+  });
+}
+
+/** Per store: each path's req/s, × its own baseline and req/CPU-s side by side, then what each path buys. */
+function printStore(run: StoreRun): void {
+  const names = run.paths[0]!.results.map((r) => r.name);
+  const header = `${'req/s'.padStart(8)} ${'× base'.padStart(7)} ${'req/CPU-s'.padStart(9)} ${'med ms'.padStart(7)} ${'cached'.padStart(6)}`;
+  process.stdout.write(`\n${STORE_LABEL[run.store]}\n${''.padEnd(40)} ${run.paths.map((p) => `── ${p.path} `.padEnd(header.length, '─')).join(' │ ')}\n`);
+  process.stdout.write(`${'request'.padEnd(40)} ${run.paths.map(() => header).join(' │ ')}\n`);
   for (const name of names) {
-    const cols = runs.map((run) => {
-      const r = run.results.find((x) => x.name === name)!;
-      const i = run.interleaved.find((x) => x.name === name);
-      return `${cell(r.requestsPerCpuSecond, 22)} ${cell(r.cpuRatioToBaseline, 7, 3)} ${cell(i?.medianMs, 10, 3)} ${cell(`${Math.round(r.cachedShare * 100)}%`, 7)} ${cell(r.unexpected + (i?.unexpected ?? 0), 6)}`;
+    const cols = run.paths.map((p) => {
+      const r = p.results.find((x) => x.name === name)!;
+      const i = p.interleaved.find((x) => x.name === name);
+      const unexpected = r.unexpected + (i?.unexpected ?? 0);
+      return `${cell(r.requestsPerSecond, 8)} ${cell(r.ratioToBaseline, 7, 3)} ${cell(r.requestsPerCpuSecond, 9)} ${cell(i?.medianMs, 7, 2)} ${cell(`${Math.round(r.cachedShare * 100)}%`, 6)}${unexpected ? ` !${unexpected}` : ''}`;
     });
     process.stdout.write(`${name.padEnd(40)} ${cols.join(' │ ')}\n`);
+  }
+  const gains = gainsOf(run);
+  const pairs = Object.keys(gains[0]?.cpu ?? {});
+  if (pairs.length === 0) return;
+  process.stdout.write(
+    `\nwhat each path buys (req/CPU-s ratio, interleaved median ratio; ≥ 1.5 keeps a path)\n${'request'.padEnd(40)} ${pairs.map((p) => p.padStart(24)).join(' ')}\n`,
+  );
+  for (const g of gains) {
+    process.stdout.write(`${g.name.padEnd(40)} ${pairs.map((p) => `${cell(g.cpu[p], 11, 2)} ${cell(g.median[p], 11, 2)}`.padStart(24)).join(' ')}\n`);
   }
 }
 
@@ -309,42 +411,30 @@ export async function run(): Promise<void> {
     events: numberFrom('API_BENCH_EVENTS', 100_000),
     pools: numberFrom('API_BENCH_POOLS', 200),
   };
-  const { runs, skipped } = await forEachStore('API_BENCH_STORES', async (store, databaseEnv) => measure(store, await databaseEnv(), sizes));
+  const paths = pathsFrom(process.env.API_BENCH_PATHS);
+  const { runs, skipped } = await forEachStore('API_BENCH_STORES', async (store, databaseEnv) => measure(store, await databaseEnv(), sizes, paths));
   const measured = runs.map((r) => r.result);
   if (measured.length === 0) throw new Error('api: no store was measured');
-  process.stdout.write(`rollouts ${sizes.rollouts}, events ${sizes.events}, pools ${sizes.pools}\n`);
+  process.stdout.write(`rollouts ${sizes.rollouts}, events ${sizes.events}, pools ${sizes.pools}; paths ${paths.join(', ')}\n`);
   for (const r of measured) {
     process.stdout.write(
-      `${STORE_LABEL[r.store]}: seeded in ${r.seedSeconds.toFixed(1)} s; machine (calibration) ${r.calibrationMs.toFixed(0)} ms; load average ${r.loadAverage.join(' → ')}; history writes during the load ${r.writesPerSecond}/s (${r.historyWrites} events)\n`,
+      `${STORE_LABEL[r.store]}: seeded in ${r.seedSeconds.toFixed(1)} s; history writes during the load ${r.writesPerSecond}/s; ${r.paths
+        .map((p) => `${p.path}: machine (calibration) ${p.calibrationMs.toFixed(0)} ms, load average ${p.loadAverage.join(' → ')}`)
+        .join('; ')}\n`,
     );
   }
   if (skipped) process.stdout.write(`PostgreSQL skipped: ${skipped}\n`);
-  printSideBySide(measured);
+  for (const r of measured) printStore(r);
   const storeSuffix = measured.length === 2 ? '' : measured[0]!.store === 'postgresql' ? '-pg' : '-sqlite';
   const eventsSuffix = sizes.events >= 1_000_000 ? '-1m-events' : sizes.events <= 10_000 ? '-10k-events' : '';
-  const sqlite = measured.find((r) => r.store === 'sqlite');
-  const pg = measured.find((r) => r.store === 'postgresql');
   const file = writeResult(`api${storeSuffix}${eventsSuffix}`, {
     name: 'api',
     date: new Date().toISOString(),
     node: process.version,
     ...sizes,
-    stores: measured,
+    paths,
+    stores: measured.map((r) => ({ ...r, gains: gainsOf(r) })),
     postgresqlSkipped: skipped ?? null,
-    postgresqlToSqlite:
-      sqlite && pg
-        ? sqlite.results.map((a) => {
-            const b = pg.results.find((r) => r.name === a.name)!;
-            return {
-              name: a.name,
-              requestsPerSecond: ratioOf(b.requestsPerSecond, a.requestsPerSecond),
-              p50Ms: ratioOf(b.p50Ms, a.p50Ms),
-              p99Ms: ratioOf(b.p99Ms, a.p99Ms),
-              ratioToBaseline: ratioOf(b.ratioToBaseline, a.ratioToBaseline),
-              requestsPerCpuSecond: ratioOf(b.requestsPerCpuSecond, a.requestsPerCpuSecond),
-            };
-          })
-        : null,
   });
   process.stdout.write(`wrote ${file}\n`);
 }
