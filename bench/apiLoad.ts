@@ -12,6 +12,8 @@ export interface LoadRequest {
   body: string;
   /** Expected HTTP status (200, or 4xx for the refused mix). */
   status: number;
+  /** Another server than the job's (the interleaved rounds of several servers side by side). */
+  url?: string;
 }
 
 export interface LoadJob {
@@ -71,11 +73,12 @@ async function runOne(job: LoadJob, request: LoadRequest): Promise<LoadResult> {
 }
 
 async function runInterleaved(job: LoadJob, rounds: number): Promise<InterleavedResult[]> {
+  // One keep-alive connection per server.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const send = (request: LoadRequest) =>
     new Promise<number>((resolve, reject) => {
       const req = http.request(
-        job.url,
+        request.url ?? job.url,
         { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(request.body) } },
         (res) => {
           res.resume();

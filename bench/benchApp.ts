@@ -26,9 +26,7 @@ export function startBenchApp(dir: string, kubeconfigPath: string, env: Record<s
       ROLLPLANE_AUTH: 'off',
       ROLLPLANE_KUBE_QPS: '100000',
       ROLLPLANE_KUBE_BURST: '100000',
-      // A/B of the executor (ADR 0025): ROLLPLANE_GRAPHQL_COMPILE_AFTER=off measures graphql-js alone.
-      ...(process.env.ROLLPLANE_GRAPHQL_COMPILE_AFTER ? { ROLLPLANE_GRAPHQL_COMPILE_AFTER: process.env.ROLLPLANE_GRAPHQL_COMPILE_AFTER } : {}),
-      // And of the response cache (ADR 0026): ROLLPLANE_RESPONSE_CACHE_MB=0 runs every query.
+      // A/B of the response cache (ADR 0026): ROLLPLANE_RESPONSE_CACHE_MB=0 runs every query.
       ...(process.env.ROLLPLANE_RESPONSE_CACHE_MB ? { ROLLPLANE_RESPONSE_CACHE_MB: process.env.ROLLPLANE_RESPONSE_CACHE_MB } : {}),
       ...env,
     },

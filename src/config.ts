@@ -434,14 +434,6 @@ export const TABLE = {
       description: 'Operations active at once on one WebSocket connection; one more closes it with 4429',
       parse: integer(1, 100_000),
     }),
-    fanOut: row({
-      env: 'ROLLPLANE_SUBSCRIPTION_FAN_OUT',
-      default: 'shared',
-      module: SUBSCRIPTIONS,
-      description:
-        '`shared`: each event is executed once per distinct (document, variables, role) and the serialized message sent to every subscriber sharing it; `per-subscriber`: once per subscriber (the former path, kept for comparison)',
-      parse: oneOf('shared', 'per-subscriber'),
-    }),
     wsMaxBufferedBytes: row({
       env: 'ROLLPLANE_WS_MAX_BUFFERED_BYTES',
       default: '1048576',
@@ -452,14 +444,6 @@ export const TABLE = {
     }),
   },
   graphql: {
-    compileAfter: row({
-      env: 'ROLLPLANE_GRAPHQL_COMPILE_AFTER',
-      default: '2',
-      module: 'src/graphql/compiledExecutor.ts',
-      description:
-        'Runs of a query document in graphql-js before it runs compiled (graphql-jit); one-off documents are never compiled. `off` never compiles, 0 compiles on the first run',
-      parse: integerOrOff(0, 1_000_000),
-    }),
     responseCacheBytes: row({
       env: 'ROLLPLANE_RESPONSE_CACHE_MB',
       default: '16',

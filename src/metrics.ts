@@ -20,7 +20,7 @@ export interface AppMetrics {
   databaseDiskFreeBytes: Gauge;
   graphqlDuration: Histogram<'type'>;
   subscriptionsActive: Gauge;
-  subscriptionExecutions: Counter<'fan_out'>;
+  subscriptionExecutions: Counter;
   subscriptionCatchUps: Counter;
   subscriptionGroups: Gauge;
   subscriptionDeliveryLag: Histogram;
@@ -75,7 +75,7 @@ export function createMetrics(): AppMetrics {
     }),
     graphqlExecutions: new Counter({
       name: 'rollplane_graphql_executions_total',
-      help: 'GraphQL queries and mutations over HTTP by the executor that answered: compiled (a query run often enough to be compiled), interpreted (graphql-js), fallback (a compiled run reported an error; graphql-js ran it again and answered), cached (the response cache had the answer; nothing ran).',
+      help: 'GraphQL queries and mutations over HTTP by the executor that answered: interpreted (graphql-js), cached (the response cache had the answer; nothing ran).',
       labelNames: ['executor'],
       registers: [registry],
     }),
@@ -107,10 +107,9 @@ export function createMetrics(): AppMetrics {
       registers: [registry],
     }),
     subscriptionExecutions: new Counter({
-      // Shared fan-out executes once per event and distinct (document, variables, role); per-subscriber once per delivery.
+      // The fan-out executes once per event and distinct (document, variables, role), not once per delivery.
       name: 'rollplane_subscription_executions_total',
-      help: 'Subscription payloads executed, by fan-out mode (shared or per-subscriber).',
-      labelNames: ['fan_out'],
+      help: 'Subscription payloads executed by the fan-out (once per event and distinct document, variables and role).',
       registers: [registry],
     }),
     subscriptionCatchUps: new Counter({

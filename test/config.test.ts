@@ -66,12 +66,6 @@ describe('loadConfig', () => {
     expect(loadConfig({}, ['--rollout-workers', '1'], noFiles).rollouts.workers).toBe(1);
   });
 
-  it('reads when query documents are compiled: after 2 runs by default, after N, or never', () => {
-    expect(loadConfig({}, [], noFiles).graphql.compileAfter).toBe(2);
-    expect(loadConfig({ ROLLPLANE_GRAPHQL_COMPILE_AFTER: '0' }, [], noFiles).graphql.compileAfter).toBe(0);
-    expect(loadConfig({}, ['--graphql-compile-after', 'off'], noFiles).graphql.compileAfter).toBeNull();
-  });
-
   it('reads the response cache size in MiB: 16 by default, 0 for none', () => {
     expect(loadConfig({}, [], noFiles).graphql.responseCacheBytes).toBe(16 * 1024 * 1024);
     expect(loadConfig({ ROLLPLANE_RESPONSE_CACHE_MB: '0' }, [], noFiles).graphql.responseCacheBytes).toBe(0);
@@ -130,8 +124,6 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_CONTROLLERS: 'sometimes' }, 'ROLLPLANE_CONTROLLERS'],
     [{ ROLLPLANE_ROLLOUT_WORKERS: '0' }, 'ROLLPLANE_ROLLOUT_WORKERS'],
     [{ ROLLPLANE_ROLLOUT_WORKERS: 'many' }, 'ROLLPLANE_ROLLOUT_WORKERS'],
-    [{ ROLLPLANE_GRAPHQL_COMPILE_AFTER: '-1' }, 'ROLLPLANE_GRAPHQL_COMPILE_AFTER'],
-    [{ ROLLPLANE_GRAPHQL_COMPILE_AFTER: 'never' }, 'ROLLPLANE_GRAPHQL_COMPILE_AFTER'],
     [{ ROLLPLANE_RESPONSE_CACHE_MB: '-1' }, 'ROLLPLANE_RESPONSE_CACHE_MB'],
     [{ ROLLPLANE_RESPONSE_CACHE_MB: '1.5' }, 'ROLLPLANE_RESPONSE_CACHE_MB'],
     [{ ROLLPLANE_RESPONSE_CACHE_MB: '5000' }, 'ROLLPLANE_RESPONSE_CACHE_MB'],

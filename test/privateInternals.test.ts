@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { ApolloServer, HeaderMap } from '@apollo/server';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,7 +69,7 @@ describe("client-node: KubeConfig's private `createAgent`, replaced to keep conn
   let connections = 0;
   let dir: string;
   beforeAll(async () => {
-    server = http.createServer((req, res) => {
+    server = http.createServer((_req, res) => {
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [] }));
     });
@@ -131,5 +132,59 @@ describe("prom-client: `registerMetric` taking rollplane's own metric families (
     // reset() is what prom-client calls on registry.resetMetrics().
     registry.resetMetrics();
     expect(await registry.metrics()).toContain('canary_adds_total{queue="q"} 0');
+  });
+});
+
+describe("Apollo Server: what the response cache's plugin relies on beyond the documented hooks", () => {
+  it("sets the response body before executionDidEnd, and hands a plugin-made answer's very data object to stringifyResult", async () => {
+    const kept = { n: 41 };
+    let bodyAtEnd: unknown;
+    const stringified: unknown[] = [];
+    const apollo = new ApolloServer({
+      typeDefs: 'type Query { n: Int }',
+      resolvers: { Query: { n: () => 42 } },
+      stringifyResult: (result) => {
+        stringified.push(result.data);
+        return JSON.stringify(result);
+      },
+      plugins: [
+        {
+          async requestDidStart() {
+            return {
+              async responseForOperation(ctx) {
+                return ctx.operationName === 'Kept'
+                  ? { http: { headers: new HeaderMap(), status: undefined }, body: { kind: 'single', singleResult: { data: kept } } }
+                  : null;
+              },
+              async executionDidStart(ctx) {
+                return {
+                  async executionDidEnd() {
+                    bodyAtEnd = ctx.response.body;
+                  },
+                };
+              },
+            };
+          },
+        },
+      ],
+    });
+    await apollo.start();
+    try {
+      const send = (query: string) =>
+        apollo.executeHTTPGraphQLRequest({
+          httpGraphQLRequest: { method: 'POST', headers: new HeaderMap([['content-type', 'application/json']]), search: '', body: { query } },
+          context: async () => ({}),
+        });
+      const ran = await send('query Ran { n }');
+      // Without the body here, the plugin would never keep an answer (and the cache would silently never hit).
+      expect(bodyAtEnd).toMatchObject({ kind: 'single', singleResult: { data: { n: 42 } } });
+      expect(ran.body.kind === 'complete' && ran.body.string).toBe('{"data":{"n":42}}');
+      const served = await send('query Kept { n }');
+      // The same object: ResponseCache.serialized finds the kept answer's JSON by it instead of serializing again.
+      expect(stringified.at(-1)).toBe(kept);
+      expect(served.body.kind === 'complete' && served.body.string).toBe('{"data":{"n":41}}');
+    } finally {
+      await apollo.stop();
+    }
   });
 });

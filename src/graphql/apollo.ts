@@ -11,9 +11,9 @@ import { sendError } from '../http/sendError.js';
 import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
-import { compiledExecutionGateway } from './compiledExecutor.js';
 import { clientErrorOf, errorCodeOf, formatError } from './errors.js';
 import type { ResponseCache } from './responseCache.js';
+import { responseCachePlugin } from './responseCachePlugin.js';
 import { exceedsJsonBytes, MAX_RESPONSE_BYTES } from './responseSize.js';
 import type { BoundedDocumentStore } from './documentStore.js';
 import { rootFieldsOf } from './operationFields.js';
@@ -24,8 +24,6 @@ export interface ApolloHandlerOptions {
   logger: Logger;
   metrics: AppMetrics;
   maxBodyBytes: number;
-  /** Interpreted runs of a query document before it runs compiled; null: never compiled (compiledExecutor.ts). */
-  graphqlCompileAfter: number | null;
   /** Answers to history queries kept until the history changes (responseCache.ts); absent: every query runs. */
   responseCache?: ResponseCache;
   /** Lexical tokens a document may hold (graphql-js parse option). */
@@ -79,14 +77,7 @@ function stringifyBounded(result: { data?: unknown }): string {
 export async function createApolloHandler(options: ApolloHandlerOptions) {
   const { logger } = options;
   const apollo = new ApolloServer<GraphQLContext>({
-    // The schema, executed by compiled plans (compiledExecutor.ts) rather than graphql-js's interpreter.
-    gateway: compiledExecutionGateway(options.schema, {
-      compileAfter: options.graphqlCompileAfter,
-      onExecute: (executor) => options.metrics.graphqlExecutions.inc({ executor }),
-      ...(options.responseCache ? { responseCache: options.responseCache } : {}),
-      // Answers are kept per role: what a field shows or refuses depends on the role alone, never on who holds it.
-      callerOf: (context) => (context as GraphQLContext).principal.role,
-    }),
+    schema: options.schema,
     // Apollo's own store sizes a document by its JSON, without its source text or tokens: distinct padded documents
     // grew the heap without bound (issue 34, finding 1).
     documentStore: options.documentStore,
@@ -115,6 +106,12 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
       // every resolved field: 5–7% of the server's CPU on a page of 50 events (issue 17 profiles).
       ApolloServerPluginCacheControlDisabled(),
       metricsPlugin(options.metrics),
+      responseCachePlugin<GraphQLContext>({
+        ...(options.responseCache ? { cache: options.responseCache } : {}),
+        onExecute: (executor) => options.metrics.graphqlExecutions.inc({ executor }),
+        // Answers are kept per role: what a field shows or refuses depends on the role alone, never on who holds it.
+        callerOf: (context) => context.principal.role,
+      }),
       ...(options.plugins ?? []),
     ],
   });

@@ -42,11 +42,8 @@ export interface SubscriptionServerOptions {
   /** Authenticates `connection_init`'s payload (`authorization: "Bearer …"`); throws UNAUTHENTICATED. */
   authenticate: (authorization: string | undefined, request: IncomingMessage) => Promise<Principal>;
   context: (principal: Principal, request: IncomingMessage) => Promise<GraphQLContext>;
-  /**
-   * `shared` (with `events`): subscriptions over the event log are executed once per event and distinct (document,
-   * variables, role), see fanOut.ts; `per-subscriber`: graphql-ws executes each subscriber's payload itself.
-   */
-  fanOut: { mode: 'shared' | 'per-subscriber'; events: EventLog; maxBufferedBytes: number };
+  /** Subscriptions over the event log are executed once per event and distinct (document, variables, role): fanOut.ts. */
+  fanOut: { events: EventLog; maxBufferedBytes: number };
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -228,16 +225,13 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
     heldInAll += bytes;
   };
   const socketsByCaller = new Map<string, Set<WebSocket>>();
-  const fanOut =
-    options.fanOut.mode === 'shared'
-      ? new SubscriptionFanOut({
-          events: options.fanOut.events,
-          metrics,
-          logger,
-          maxBufferedBytes: options.fanOut.maxBufferedBytes,
-          replaySlots: new ReplaySlots(REPLAY_PAGES_AT_ONCE),
-        })
-      : undefined;
+  const fanOut = new SubscriptionFanOut({
+    events: options.fanOut.events,
+    metrics,
+    logger,
+    maxBufferedBytes: options.fanOut.maxBufferedBytes,
+    replaySlots: new ReplaySlots(REPLAY_PAGES_AT_ONCE),
+  });
 
   const cleanup = useServer<Record<string, unknown>, Extra>(
     {
@@ -245,7 +239,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
       // (graphql-ws sends the message unless in "production", which it otherwise reads from NODE_ENV).
       isProd: true,
       schema: options.schema,
-      ...(fanOut ? { subscribe: (args: FeedExecutionArgs) => fanOut.subscribe(args) } : {}),
+      subscribe: (args: FeedExecutionArgs) => fanOut.subscribe(args),
       onConnect: async (ctx) => {
         let principal: Principal;
         try {
@@ -389,7 +383,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           contextValue: { ...(await options.context(principal, ctx.extra.request)), chargeReplay },
         };
         // Where the shared fan-out writes this subscription's messages; the role is part of its group key.
-        if (fanOut && operation.operation === 'subscription') {
+        if (operation.operation === 'subscription') {
           args[FEED_TARGET] = {
             socket: ctx.extra.socket,
             id,
@@ -434,9 +428,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         }
       },
       onError: (_ctx, _id, _payload, errors) => formatGraphQLErrors(errors, logger),
-      onNext: (ctx, id, _payload, _args, result) => {
-        // Only the per-subscriber path gets here for subscription events (the shared fan-out writes its own messages).
-        if (ctx.extra.operations?.get(id)?.operation.operation === 'subscription') metrics.subscriptionExecutions.inc({ fan_out: 'per-subscriber' });
+      // The fan-out writes its own messages; this formats errors in what graphql-ws executes itself (queries and
+      // mutations sent over the socket, and a subscription field the event log does not serve).
+      onNext: (_ctx, _id, _payload, _args, result) => {
         return 'errors' in result && result.errors ? { ...result, errors: formatGraphQLErrors(result.errors, logger) } : result;
       },
     },
@@ -444,8 +438,8 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
   );
   return {
     wsServer,
-    /** Distinct executions the shared fan-out serves now (0 per-subscriber). */
-    fanOutGroups: () => fanOut?.groupCount() ?? 0,
+    /** Distinct executions the fan-out serves now. */
+    fanOutGroups: () => fanOut.groupCount(),
     /** Tokens that have sockets open here (checked again when revocations may have been missed). */
     openTokens(): string[] {
       return [...socketsByToken.keys()];
@@ -458,7 +452,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
     /** Closes every socket (1001 Going Away) and stops accepting new ones. */
     async dispose(): Promise<void> {
       await cleanup.dispose();
-      fanOut?.dispose();
+      fanOut.dispose();
       await new Promise<void>((resolve) => wsServer.close(() => resolve()));
     },
   };

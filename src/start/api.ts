@@ -79,7 +79,6 @@ export async function startApi(config: Config, { logger, metrics, history, domai
       metrics,
       maxBodyBytes: config.limits.maxBodyBytes,
       maxQueryTokens: config.limits.maxQueryTokens,
-      graphqlCompileAfter: config.graphql.compileAfter,
       ...(responseCache ? { responseCache } : {}),
       authenticate: (req) => authenticate(req.headers.authorization),
       context: (req, principal) => contextFor(principal, req),
@@ -98,7 +97,7 @@ export async function startApi(config: Config, { logger, metrics, history, domai
       originPolicy,
       maxConnectionsPerClient: config.subscriptions.maxConnectionsPerClient,
       maxSubscriptionsPerConnection: config.subscriptions.maxSubscriptionsPerConnection,
-      fanOut: { mode: config.subscriptions.fanOut, events: domain.events, maxBufferedBytes: config.subscriptions.wsMaxBufferedBytes },
+      fanOut: { events: domain.events, maxBufferedBytes: config.subscriptions.wsMaxBufferedBytes },
       authenticate: (authorization) => authenticate(authorization),
       context: contextFor,
     });
