@@ -269,9 +269,8 @@ async function loadPaths(
   // Warm-up, not measured: every kind on every path for API_BENCH_WARMUP_SECONDS (1) each, so that no path's first
   // window pays for V8's warm-up or for the servers started after it still filling their informers' caches (the first
   // run of this benchmark measured the same `{ __typename }` at 1,957 and 6,327 req/CPU-s on two paths).
-  for (const { app } of apps) {
-    await runLoad({ url: app.url, connections: numberFrom('API_BENCH_CONNECTIONS', 20), seconds: numberFrom('API_BENCH_WARMUP_SECONDS', 1), requests });
-  }
+  // One connection: a slow kind at 20 connections would leave a backlog that the next window pays for.
+  for (const { app } of apps) await runLoad({ url: app.url, connections: 1, seconds: numberFrom('API_BENCH_WARMUP_SECONDS', 1), requests });
   const calibration = calibrationMs();
   const loadAtStart = os.loadavg()[0]!;
   const cpuBefore = process.cpuUsage();
@@ -281,11 +280,15 @@ async function loadPaths(
       // BENCH_CPU_PROFILE=<dir> records one profile of the servers per request kind and path.
       const name = `api-${store}-${path}-${String(i).padStart(2, '0')}-${one.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`;
       results.get(path)!.push(await loadOne(app, name, one));
+      // The window's last requests may still be running (20 connections of a 200 ms query are 4 s of CPU): wait for
+      // every server to answer, so that the next window starts on idle servers.
+      for (const other of apps) await post(other.app.url, '{ __typename }');
     }
   }
   const cpu = process.cpuUsage(cpuBefore);
   const rounds = numberFrom('API_BENCH_INTERLEAVED_ROUNDS', 300);
-  const tagged = apps.flatMap(({ path, app }) => requests.map((r) => ({ ...r, name: `${path}\u0000${r.name}`, url: app.url })));
+  // Kind by kind, each on every path in turn: one kind's requests on the paths are sent back to back.
+  const tagged = requests.flatMap((r) => apps.map(({ path, app }) => ({ ...r, name: `${path}\u0000${r.name}`, url: app.url })));
   const interleaved = rounds > 0 ? await runLoad({ url: apps[0]!.app.url, connections: 1, seconds: 0, requests: tagged, interleavedRounds: rounds }) : [];
   const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
   const loadAverage: [number, number] = [round1(loadAtStart), round1(os.loadavg()[0]!)];
