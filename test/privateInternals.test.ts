@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApolloServer, HeaderMap } from '@apollo/server';
@@ -12,6 +12,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { HistogramFamily, ValueFamily } from '../src/controller/hotMetrics.js';
 import { rawSocketOf, textFrames } from '../src/graphql/textFrames.js';
 import { loadKubeConfig } from '../src/kube/createKubeClients.js';
+import { writeKubeconfig } from '../src/sim/kubeconfig.js';
 import { until } from './helpers/until.js';
 
 /**
@@ -86,24 +87,7 @@ describe("client-node: KubeConfig's private `createAgent`, replaced to keep conn
 
   it('is a method every typed request goes through, so that one kept-alive agent serves them all', async () => {
     expect(typeof (KubeConfig.prototype as unknown as { createAgent?: unknown }).createAgent).toBe('function');
-    const file = path.join(dir, 'kubeconfig');
-    const port = (server.address() as AddressInfo).port;
-    writeFileSync(
-      file,
-      `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: { server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true }
-users:
-- name: u
-  user: { token: t }
-contexts:
-- name: c
-  context: { cluster: c, user: u }
-current-context: c
-`,
-    );
+    const file = await writeKubeconfig({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, path: path.join(dir, 'kubeconfig') });
     const core = loadKubeConfig({ mode: 'kubeconfig', kubeconfigPath: file }).makeApiClient(CoreV1Api);
     connections = 0;
     for (let i = 0; i < 3; i++) await core.listNamespace();
