@@ -62,7 +62,7 @@ const EXECUTION_PATHS = {
   interpreted: { ROLLPLANE_RESPONSE_CACHE_MB: '0' },
   /** Answers kept by write generation (ADR 0026), graphql-js for the rest: the defaults. */
   cached: {},
-  // compiled (graphql-jit, ADR 0025) was measured here too until ADR 0039 deleted it: 0.85–1.2× of interpreted.
+  // compiled (graphql-jit, ADR 0025) was measured here too until ADR 0039 deleted it (under 1.5× of interpreted).
 } as const satisfies Record<string, Record<string, string>>;
 type ExecutionPath = keyof typeof EXECUTION_PATHS;
 
