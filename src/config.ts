@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { parseNamespacedName } from './util/dnsNames.js';
 import {
   adminToken,
   agentMode,
@@ -277,7 +278,7 @@ export const TABLE = {
       module: NODE_AGENTS,
       description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`',
       parse: list((item, { setting }) => {
-        if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/.test(item)) {
+        if (!parseNamespacedName(item)) {
           throw new ConfigError(setting, `"${item}" is not namespace/name`);
         }
       }),

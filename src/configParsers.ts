@@ -4,6 +4,7 @@ import { AppError, ErrorCode } from './errors.js';
 // A leaf module (no simulator code): only the names of the upstream behaviours, for validation.
 import { parseUpstreamSpec, UPSTREAM_TOKENS } from './sim/behaviour/upstream/selection.js';
 import { DatabaseUrlError, parseDatabaseUrl } from './util/databaseUrl.js';
+import { isDns1123Label, isDns1123Subdomain, namesProblem, parseNamespacedName } from './util/dnsNames.js';
 import { parseImageReference } from './util/imageReference.js';
 
 /** The parsers the rows of the configuration table (src/config.ts) share: each names its setting in its errors. */
@@ -60,17 +61,16 @@ export const oneOf =
 export const flag = (raw: string, context: ReadContext): boolean => oneOf('true', 'false')(raw, context) === 'true';
 export const optionalText = (raw: string | undefined): string | undefined => raw;
 
-const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-export const dns1123Label = (raw: string, { setting }: ReadContext): string => {
-  if (!DNS_LABEL_RE.test(raw)) throw new ConfigError(setting, `must be a DNS-1123 label (got "${raw}")`);
-  return raw;
-};
-export const dns1123Subdomain = (raw: string, { setting }: ReadContext): string => {
-  if (raw.length > 253 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(raw)) {
-    throw new ConfigError(setting, `must be a DNS-1123 subdomain (got "${raw}")`);
-  }
-  return raw;
-};
+/** `raw` checked by one of dnsNames' formats; ConfigError with Kubernetes' words for what is wrong with it. */
+const dnsName =
+  (check: (value: string) => readonly string[], format: 'label' | 'subdomain') =>
+  (raw: string, { setting }: ReadContext): string => {
+    const problem = namesProblem(check(raw));
+    if (problem) throw new ConfigError(setting, `must be a DNS-1123 ${format} (got "${raw.slice(0, 80)}"): ${problem}`);
+    return raw;
+  };
+export const dns1123Label = dnsName(isDns1123Label, 'label');
+export const dns1123Subdomain = dnsName(isDns1123Subdomain, 'subdomain');
 
 /** Comma-separated items (`none` or empty for none), each checked. */
 export const list =
@@ -142,19 +142,17 @@ export function agentMode(raw: string, context: ReadContext): 'auto' | 'coexist'
 
 export function vmDhcpControllerRef(raw: string, { setting }: ReadContext): { namespace: string; name: string } | undefined {
   if (raw === 'auto') return undefined;
-  const parts = raw.split('/');
-  if (parts.length !== 2 || !DNS_LABEL_RE.test(parts[0]!) || !DNS_LABEL_RE.test(parts[1]!)) {
-    throw new ConfigError(setting, `expected auto or namespace/name of a Deployment (got "${raw.slice(0, 80)}")`);
-  }
-  return { namespace: parts[0]!, name: parts[1]! };
+  const ref = parseNamespacedName(raw, isDns1123Label);
+  if (!ref) throw new ConfigError(setting, `expected auto or namespace/name of a Deployment (got "${raw.slice(0, 80)}")`);
+  return ref;
 }
 
 /** `namespace/name` of the vc-manager Deployment, or `none`. */
 export function vcManagerRef(raw: string, { setting }: ReadContext): { namespace: string; name: string } | null {
   if (raw === 'none') return null;
-  const match = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(raw);
-  if (!match) throw new ConfigError(setting, `"${raw.slice(0, 80)}" is not namespace/name or none`);
-  return { namespace: match[1]!, name: match[3]! };
+  const ref = parseNamespacedName(raw);
+  if (!ref) throw new ConfigError(setting, `"${raw.slice(0, 80)}" is not namespace/name or none`);
+  return ref;
 }
 
 export function imageReference(raw: string, { setting }: ReadContext): string {

@@ -3,6 +3,7 @@ import { AppError, ConflictError, ErrorCode, NotFoundError, ValidationError } fr
 import { TokenCache } from './TokenCache.js';
 import type { TokenRow, TokenStore } from './TokenStore.js';
 import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
+import { isDns1123Label, namesProblem } from '../util/dnsNames.js';
 import { ROLES, type Principal, type Role } from './roles.js';
 
 export class UnauthenticatedError extends AppError {
@@ -23,7 +24,6 @@ export interface ApiTokenView {
 
 const TOKEN_PREFIX = 'rp_';
 const BAD_TOKEN = 'invalid, expired or revoked token';
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** lastUsedAt is written at most this often per token (it is a hint, not an audit). */
 const LAST_USED_RESOLUTION_MS = 60_000;
 const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
@@ -84,8 +84,8 @@ export class TokenService {
   }
 
   async create(input: { name: string; role: Role; expiresInSeconds?: number | null }): Promise<{ token: ApiTokenView; secret: string }> {
-    if (!DNS1123_LABEL.test(input.name))
-      throw new ValidationError('input.name', 'must be a DNS-1123 label: lowercase letters, digits and "-", at most 63 characters');
+    const nameProblem = namesProblem(isDns1123Label(input.name));
+    if (nameProblem) throw new ValidationError('input.name', `must be a DNS-1123 label: ${nameProblem}`);
     if (!ROLES.includes(input.role)) throw new ValidationError('input.role', `must be one of ${ROLES.join(', ')}`);
     const expires = input.expiresInSeconds;
     if (expires !== undefined && expires !== null && (!Number.isInteger(expires) || expires < 60 || expires > MAX_EXPIRY_SECONDS)) {

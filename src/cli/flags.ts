@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { isDns1123Label, isDns1123Subdomain, namesProblem, parseNamespacedName } from '../util/dnsNames.js';
 import { parseImageReference } from '../util/imageReference.js';
 import { isAppError } from '../errors.js';
 import { normalizeMaxUnavailable, type IntRange } from '../domain/kinds/limits.js';
@@ -9,9 +10,6 @@ export { InvalidArgumentError as InvalidArgument };
  * Parsers for command-line values. Each throws commander's InvalidArgumentError, which commander reports as
  * "option '--x <v>' argument 'y' is invalid. <reason>" and the CLI turns into exit code 2.
  */
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
   return (raw: string): number => {
@@ -79,27 +77,21 @@ export function image(raw: string): string {
   }
 }
 
-export function isDns1123Label(text: string): boolean {
-  return text.length <= 63 && DNS1123_LABEL.test(text);
-}
-
 export function dnsLabel(raw: string): string {
-  if (!isDns1123Label(raw)) throw new InvalidArgumentError('Expected a DNS-1123 label: lowercase letters, digits and "-", at most 63 characters.');
+  const problem = namesProblem(isDns1123Label(raw));
+  if (problem) throw new InvalidArgumentError(`Expected a DNS-1123 label: ${problem}.`);
   return raw;
 }
 
 export function dnsSubdomain(raw: string): string {
-  if (raw.length > 253 || !DNS1123_SUBDOMAIN.test(raw))
-    throw new InvalidArgumentError('Expected a DNS-1123 name: lowercase letters, digits, "-" and ".", at most 253 characters.');
+  const problem = namesProblem(isDns1123Subdomain(raw));
+  if (problem) throw new InvalidArgumentError(`Expected a DNS-1123 name: ${problem}.`);
   return raw;
 }
 
 /** `namespace/name`. */
 export function namespacedName(raw: string): string {
-  const parts = raw.split('/');
-  if (parts.length !== 2 || !isDns1123Label(parts[0]!) || parts[1]!.length > 253 || !DNS1123_SUBDOMAIN.test(parts[1]!)) {
-    throw new InvalidArgumentError('Expected namespace/name (DNS-1123 names).');
-  }
+  if (!parseNamespacedName(raw)) throw new InvalidArgumentError('Expected namespace/name (DNS-1123 names).');
   return raw;
 }
 

@@ -1,13 +1,11 @@
 import { ValidationError } from '../errors.js';
+import { isLabelKey, isLabelValue, namesProblem } from '../util/dnsNames.js';
 
 /** Kubernetes label selectors (`a=b,c!=d,e in (x,y),f notin (z),g,!h`), parsed strictly and matched against labels. */
 export type Requirement =
   | { op: 'eq' | 'neq'; key: string; value: string }
   | { op: 'in' | 'notin'; key: string; values: string[] }
   | { op: 'exists' | 'notexists'; key: string };
-
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^(|[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$/;
 
 /** Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h`; ValidationError naming `field` when malformed. */
 export function parseLabelSelector(text: string, field: string): Requirement[] {
@@ -30,8 +28,14 @@ export function parseLabelSelector(text: string, field: string): Requirement[] {
   }
   if (depth !== 0) fail('unbalanced parentheses');
   parts.push(current);
-  const key = (k: string): string => (LABEL_KEY.test(k) ? k : fail(`"${k}" is not a valid label key`));
-  const value = (v: string): string => (LABEL_VALUE.test(v) ? v : fail(`"${v}" is not a valid label value`));
+  const checked =
+    (check: (s: string) => readonly string[], what: string) =>
+    (s: string): string => {
+      const problem = namesProblem(check(s));
+      return problem ? fail(`"${s}" is not a valid label ${what}: ${problem}`) : s;
+    };
+  const key = checked(isLabelKey, 'key');
+  const value = checked(isLabelValue, 'value');
   return parts.map((raw): Requirement => {
     const part = raw.trim();
     if (part === '') fail('empty requirement');

@@ -3,6 +3,7 @@
  * the input is `BumpAgentImageInput`; the strategy is the shared one (ADR 0023).
  */
 import { z } from 'zod';
+import { isDns1123Label, isDns1123Subdomain, isValidName, parseNamespacedName } from '../../util/dnsNames.js';
 import { launchInputFields } from './cause.js';
 import {
   baseStrategyStored,
@@ -25,19 +26,17 @@ export interface AgentPoolStrategy extends BaseStrategy {
   kind: typeof AGENT_POOL;
 }
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-
 function poolName(name: string): boolean {
-  const parts = name.split('/');
-  return parts.length === 1 ? DNS_SUBDOMAIN.test(parts[0]!) : parts.length === 2 && DNS_LABEL.test(parts[0]!) && DNS_SUBDOMAIN.test(parts[1]!);
+  return name.includes('/') ? parseNamespacedName(name) !== undefined : isValidName(isDns1123Subdomain, name);
 }
 
 /** Which pools (`pools`), stored as the rollout's selector; empty lists and an empty selector mean "no condition". */
 export const poolSelectionInput = z
   .object({
     namespaces: z
-      .array(z.string().refine((ns) => DNS_LABEL.test(ns), { error: (issue) => `"${String(issue.input).slice(0, 80)}" is not a valid namespace name` }))
+      .array(
+        z.string().refine((ns) => isValidName(isDns1123Label, ns), { error: (issue) => `"${String(issue.input).slice(0, 80)}" is not a valid namespace name` }),
+      )
       .nullish(),
     names: z.array(z.string().refine(poolName, { error: (issue) => `"${String(issue.input).slice(0, 80)}" must be "namespace/name" or "name"` })).nullish(),
     labelSelector: labelSelectorInput.nullish(),

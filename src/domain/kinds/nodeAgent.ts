@@ -4,6 +4,7 @@
  * `BumpNodeAgentImageInput` (ADR 0023).
  */
 import { z } from 'zod';
+import { isDns1123Subdomain, isValidName } from '../../util/dnsNames.js';
 import { launchInputFields } from './cause.js';
 import { baseStrategyStored, imageReferenceInput, intIn, labelSelectorInput, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from './strategy.js';
 import { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES, type NodeAgentMode } from './limits.js';
@@ -24,8 +25,7 @@ export interface NodeAgentStrategy extends BaseStrategy {
   daemonSetName: string;
 }
 
-const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-const named = (message: string) => z.string().refine((value) => NAME.test(value), { error: message });
+const named = (message: string) => z.string().refine((value) => isValidName(isDns1123Subdomain, value), { error: message });
 
 /** `bumpNodeAgentImage(input:)`, validated, defaults filled in. The fields are checked in this order. */
 export const bumpNodeAgentImageInput = z.object({

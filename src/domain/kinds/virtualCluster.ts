@@ -5,6 +5,7 @@
  * planning, in `src/domain/virtualClusters.ts`.
  */
 import { z } from 'zod';
+import { parseNamespacedName } from '../../util/dnsNames.js';
 import { launchInputFields } from './cause.js';
 import { baseStrategyStored, imageReferenceInput, intIn, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from './strategy.js';
 import { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
@@ -37,12 +38,10 @@ export type ComponentKey = (typeof COMPONENTS)[number];
 export const ETCD_REFUSED =
   'etcd changes are refused: a partial upgrade never touches etcd (etcd reloads its certificates itself, and etcd upgrades are out of scope)';
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
-const CLUSTER_REF = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/;
 
 /** `namespace/name` of a VirtualCluster, or undefined. */
 export function parseClusterRef(text: string): { namespace: string; name: string } | undefined {
-  const match = CLUSTER_REF.exec(text);
-  return match ? { namespace: match[1]!, name: match[3]! } : undefined;
+  return parseNamespacedName(text);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

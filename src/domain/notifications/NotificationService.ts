@@ -18,6 +18,7 @@ import {
 import type { DeliveryCounts, DeliveryFilter, DeliveryWithEvent, NotificationStore, SubscriptionChange } from './NotificationStore.js';
 import { notificationTypeOf } from './routing.js';
 import { EventType, ROLLOUT_KINDS, type RolloutKind } from '../events.js';
+import { isDns1123Label, isValidName } from '../../util/dnsNames.js';
 
 /**
  * Checks that a sink URL may be called (the SSRF guard, notify/targetGuard.ts): resolves to the URL, or rejects with a
@@ -88,7 +89,6 @@ const MAX_NAME_CHARS = 100;
 const SECRET_RE = /^[\x21-\x7e]{32,256}$/;
 const SLACK_TOKEN_RE = /^xox[a-z]-[\x21-\x7e]{8,250}$/;
 const SLACK_CHANNEL_RE = /^[#@]?[A-Za-z0-9._-]{1,80}$/;
-const CLUSTER_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const ID_RE = /^[\x21-\x7e]{1,200}$/;
 
 const newSubscriptionId = () => `ns_${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
@@ -101,10 +101,10 @@ function distinct<T extends string>(values: readonly string[] | null | undefined
   return out as T[];
 }
 
-function strings(values: readonly string[] | null | undefined, pattern: RegExp, max: number, field: string, what: string): string[] {
+function strings(values: readonly string[] | null | undefined, valid: (value: string) => boolean, max: number, field: string, what: string): string[] {
   const out = [...new Set(values ?? [])];
   if (out.length > max) throw new ValidationError(field, `at most ${max} ${what}`);
-  const bad = out.find((v) => !pattern.test(v));
+  const bad = out.find((v) => !valid(v));
   if (bad !== undefined) throw new ValidationError(field, `"${bad.slice(0, 40)}" is not a valid ${what.replace(/s$/, '')}`);
   return out;
 }
@@ -114,9 +114,9 @@ export function filterFrom(input: FilterInput | null | undefined, field = 'input
   return {
     types: distinct<EventType>(input.types, Object.values(EventType), `${field}.types`),
     kinds: distinct<RolloutKind>(input.kinds, ROLLOUT_KINDS, `${field}.kinds`),
-    clusters: strings(input.clusters, CLUSTER_RE, MAX_FILTER_CLUSTERS, `${field}.clusters`, 'cluster names'),
+    clusters: strings(input.clusters, (c) => isValidName(isDns1123Label, c), MAX_FILTER_CLUSTERS, `${field}.clusters`, 'cluster names'),
     states: distinct<NotifiableState>(input.states, NOTIFIABLE_STATES, `${field}.states`),
-    rolloutIds: strings(input.rolloutIds, ID_RE, MAX_FILTER_ROLLOUTS, `${field}.rolloutIds`, 'rollout ids'),
+    rolloutIds: strings(input.rolloutIds, (id) => ID_RE.test(id), MAX_FILTER_ROLLOUTS, `${field}.rolloutIds`, 'rollout ids'),
   };
 }
 

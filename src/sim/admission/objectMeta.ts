@@ -2,7 +2,7 @@ import { Resources } from '../store/resources.js';
 import { deepEqual, isPlainObject } from '../store/objects.js';
 import type { KubeObject, ResourceType } from '../types.js';
 import { invalidField, requiredField, tooLongField, type FieldError } from './fieldErrors.js';
-import { isDns1035Label, isDns1123Label, isDns1123Subdomain, isLabelKey, isLabelValue, isValidPathSegmentName } from './names.js';
+import { isDns1035Label, isDns1123Label, isDns1123Subdomain, isLabelKey, isLabelValue, isValidPathSegmentName } from '../../util/dnsNames.js';
 import { isResource, type Validator } from './types.js';
 
 /** apimachinery's TotalAnnotationSizeLimitB: keys and values together. */

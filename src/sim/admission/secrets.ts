@@ -2,7 +2,7 @@ import { badRequest } from '../store/errors.js';
 import { deepEqual, isPlainObject } from '../store/objects.js';
 import { Resources } from '../store/resources.js';
 import { forbiddenField, invalidField, requiredField, tooLongField, type FieldError } from './fieldErrors.js';
-import { isConfigMapKey } from './names.js';
+import { isConfigMapKey } from '../../util/dnsNames.js';
 import type { KubeObject } from '../types.js';
 import { isResource, type AdmissionPlugin, type Validator } from './types.js';
 

@@ -1,5 +1,6 @@
 import type { KubeObject, ResourceType } from '../types.js';
 import { invalid, type StatusCause } from '../store/errors.js';
+import { isDns1035Label, isDns1123Label, namesProblem } from '../../util/dnsNames.js';
 import { isObject, type JsonSchemaProps } from './schema.js';
 import { byVersionPriority, compareKubeAwareVersions } from './versionOrder.js';
 
@@ -28,8 +29,6 @@ interface CrdVersion {
 }
 
 const SCOPES = ['Cluster', 'Namespaced'];
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 /**
  * Defaults and validates a CustomResourceDefinition on create and update (the parts of kube-apiserver's CRD strategy
@@ -54,12 +53,9 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subreso
   required('spec.names.plural', names.plural);
   required('spec.names.kind', names.kind);
   required('spec.names.listKind', names.listKind);
-  if (typeof names.plural === 'string' && names.plural !== '' && !DNS_LABEL.test(names.plural)) {
-    causes.push({
-      type: 'FieldValueInvalid',
-      field: 'spec.names.plural',
-      message: `Invalid value: ${JSON.stringify(names.plural)}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`,
-    });
+  const pluralProblem = typeof names.plural === 'string' && names.plural !== '' ? namesProblem(isDns1123Label(names.plural)) : undefined;
+  if (pluralProblem) {
+    causes.push({ type: 'FieldValueInvalid', field: 'spec.names.plural', message: `Invalid value: ${JSON.stringify(names.plural)}: ${pluralProblem}` });
   }
   if (typeof spec.group === 'string' && spec.group !== '' && !spec.group.includes('.')) {
     causes.push({
@@ -102,13 +98,9 @@ export function prepareCrd(crd: KubeObject, old: KubeObject | undefined, subreso
     if (!isObject(version)) return;
     required(`${at}.name`, version.name);
     if (typeof version.name === 'string' && version.name !== '') {
-      if (!DNS_1035_LABEL.test(version.name) || version.name.length > 63) {
-        causes.push({
-          type: 'FieldValueInvalid',
-          field: `${at}.name`,
-          message: `Invalid value: ${JSON.stringify(version.name)}: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`,
-        });
-      }
+      const nameProblem = namesProblem(isDns1035Label(version.name));
+      if (nameProblem)
+        causes.push({ type: 'FieldValueInvalid', field: `${at}.name`, message: `Invalid value: ${JSON.stringify(version.name)}: ${nameProblem}` });
       if (seen.has(version.name))
         causes.push({
           type: 'FieldValueInvalid',

@@ -1,7 +1,10 @@
 /**
- * The string formats of k8s.io/apimachinery (util/validation and api/validate/content), with their exact messages:
- * DNS-1123 subdomains and labels, DNS-1035 labels, label keys and values, config keys. Each returns the list of
- * problems, empty when the value is valid, as upstream does.
+ * The name formats of Kubernetes (k8s.io/apimachinery util/validation and api/validate/content), with their exact
+ * messages: DNS-1123 subdomains and labels, DNS-1035 labels, label keys and values, config keys, and the
+ * `namespace/name` references rollplane takes. Each `is…` returns the list of problems, empty when the value is
+ * valid, as upstream does; `namesProblem` makes one message of them. The one place that spells these formats: the
+ * simulator's admission, the API's inputs, the configuration and the CLI all check names here, so that a name
+ * rollplane accepts is one the API server accepts, and its refusal reads as the API server's would.
  */
 
 const DNS1123_LABEL_FMT = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
@@ -150,4 +153,28 @@ export function isValidPathSegmentName(value: string): string[] {
   if (value === '.' || value === '..') return [`may not be '${value}'`];
   for (const illegal of ['/', '%']) if (value.includes(illegal)) return [`may not contain '${illegal}'`];
   return [];
+}
+
+/** The problems of one value as one message (Kubernetes lists them apart; an AppError carries one), or undefined. */
+export function namesProblem(problems: readonly string[]): string | undefined {
+  return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+/** True when `check` finds nothing wrong with `value` (for the callers that only need a yes or no). */
+export function isValidName(check: (value: string) => readonly string[], value: string): boolean {
+  return check(value).length === 0;
+}
+
+/**
+ * `namespace/name` of a namespaced object: a namespace (a DNS-1123 label) and, by default, a name that is a DNS-1123
+ * subdomain (most kinds'); undefined when it is not one.
+ */
+export function parseNamespacedName(
+  text: string,
+  nameCheck: (value: string) => readonly string[] = isDns1123Subdomain,
+): { namespace: string; name: string } | undefined {
+  const parts = text.split('/');
+  if (parts.length !== 2) return undefined;
+  const [namespace, name] = parts as [string, string];
+  return isValidName(isDns1123Label, namespace) && isValidName(nameCheck, name) ? { namespace, name } : undefined;
 }
