@@ -117,7 +117,7 @@ describe('loadConfig', () => {
     [{ ROLLPLANE_NODE_AGENT_DAEMONSETS: 'just-a-name' }, 'ROLLPLANE_NODE_AGENT_DAEMONSETS'],
     // Names are checked as the API server checks them (src/util/dnsNames.ts): an empty label inside a name is refused.
     [{ ROLLPLANE_NODE_AGENT_DAEMONSETS: 'kube-system/a..b' }, 'ROLLPLANE_NODE_AGENT_DAEMONSETS'],
-    [{ ROLLPLANE_VC_MANAGER: 'vc-system/vc-manager.' }, 'ROLLPLANE_VC_MANAGER'],
+    [{ ROLLPLANE_VC_MANAGER: 'vc-system/vc-.manager' }, 'ROLLPLANE_VC_MANAGER'],
     [{ ROLLPLANE_VC_KEY_ALGORITHM: 'dsa' }, 'ROLLPLANE_VC_KEY_ALGORITHM'],
     [{ ROLLPLANE_VC_READY_TIMEOUT_SECONDS: '0' }, 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS'],
     [{ ROLLPLANE_LEASE_DURATION_MS: '5000', ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '6000' }, 'ROLLPLANE_LEASE_RENEW_DEADLINE_MS'],
