@@ -30,6 +30,7 @@ import {
 import type { LaunchResult } from './RolloutLauncher.js';
 import type { NewTarget } from './RolloutService.js';
 import { busyRolloutName, type LaunchGuard } from './launchRules.js';
+import { canonicalJson } from '../util/canonicalJson.js';
 
 /** One VirtualCluster as the API shows it. */
 export interface VirtualClusterView {
@@ -90,22 +91,6 @@ export interface Connection<T> {
 
 // -------------------------------------------------------------------------------------------------------------------
 // Versions
-
-/** JSON with object keys sorted, so equal values hash equally whatever order they came in. */
-export function canonicalJson(value: unknown): string {
-  const canonical = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(canonical)
-      : v && typeof v === 'object'
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort()
-              .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
-          )
-        : v;
-  return JSON.stringify(canonical(value));
-}
 
 /** The version name of a ClusterVersion spec: `spec-` + the first 12 hex digits of its canonical sha256. */
 export function clusterSpecVersion(spec: unknown): string {

@@ -12,6 +12,7 @@ import { SUBSCRIPTION_HANDOFF_SAMPLE, type AppMetrics } from '../metrics.js';
 import { formatGraphQLErrors } from './errors.js';
 import type { ReplaySlots } from './replaySlots.js';
 import { rawSocketOf, textFrames } from './textFrames.js';
+import { canonicalJson } from '../util/canonicalJson.js';
 
 /**
  * Shared subscription fan-out (ADR 0021). Subscribers whose operation is the same (document text, operation name,
@@ -90,15 +91,6 @@ const NEXT_SUFFIX_BYTES = Buffer.from(NEXT_SUFFIX);
  */
 const FRAME_CHUNK_BYTES = 64 * 1024;
 
-/** JSON with object keys sorted, so that `{a,b}` and `{b,a}` variables share a group. */
-function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
-
 export class SubscriptionFanOut {
   private readonly groups = new Map<string, FeedGroup>();
 
@@ -122,6 +114,7 @@ export class SubscriptionFanOut {
     await (source as unknown as AsyncIterator<unknown>).return?.();
     // A field served by something else than the event log keeps graphql-js's own per-subscriber execution.
     if (!streamOptions) return graphqlSubscribe(args);
+    // Variables as canonical JSON: `{a,b}` and `{b,a}` share a group.
     const key = [target.role, args.operationName ?? '', target.source, canonicalJson(args.variableValues ?? {})].join('\u0000');
     let group = this.groups.get(key);
     if (!group) {

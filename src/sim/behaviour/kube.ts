@@ -1,6 +1,7 @@
 /** Small helpers over Kubernetes objects shared by the simulated kubelet and workload controllers. */
 import { createHash, randomInt } from 'node:crypto';
 import type { KubeObject, OwnerReference } from '../types.js';
+import { canonicalJson } from '../../util/canonicalJson.js';
 
 export function keyOf(obj: KubeObject): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
@@ -87,23 +88,13 @@ export function scaledValue(value: unknown, total: number, roundUp: boolean, fal
   return Number.isFinite(n) ? Math.max(0, Math.trunc(n)) : 0;
 }
 
-/** JSON with object keys sorted, so equal templates hash equally whatever their key order. */
-export function stableStringify(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
-  const keys = Object.keys(value)
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify((value as Record<string, unknown>)[k])}`).join(',')}}`;
-}
-
 /** The alphabet Kubernetes uses for generated names and hashes (no vowels, no look-alike characters). */
 const SAFE = 'bcdfghjklmnpqrstvwxz2456789';
 
 /** A short, name-safe hash of a pod template (as `pod-template-hash` / `controller-revision-hash` values look). */
 export function templateHash(template: unknown, length = 10): string {
   const digest = createHash('sha256')
-    .update(stableStringify(template ?? {}))
+    .update(canonicalJson(template ?? {}))
     .digest();
   let out = '';
   for (let i = 0; i < length; i++) out += SAFE[digest[i]! % SAFE.length];
