@@ -1,36 +1,22 @@
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectPath } from './util/projectRoot.js';
 
 /**
  * rollplane's version (package.json) and the source revision it was built from (dist/build-info.json, written by
  * `npm run build` from git or, in the container image, from the REVISION build argument). `rollplane --version`, the
- * `rollplane_build_info` metric and the image's OCI labels all come from these. Read once; works from src/ and dist/src/.
+ * `rollplane_build_info` metric and the image's OCI labels all come from these. Read once, from the project root
+ * (util/projectRoot.ts); a copy with no project around it (a bundle elsewhere) reads as version 0.0.0.
  */
-function packageRoot(): string | undefined {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const up of ['..', '../..']) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.resolve(here, up, 'package.json'), 'utf8')) as { name?: string };
-      if (pkg.name === 'rollplane') return path.resolve(here, up);
-    } catch {
-      // try the next location
-    }
-  }
-  return undefined;
-}
-
-function readJson(file: string): Record<string, unknown> | undefined {
+function readJson(...segments: string[]): Record<string, unknown> | undefined {
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    return JSON.parse(readFileSync(projectPath(...segments), 'utf8')) as Record<string, unknown>;
   } catch {
     return undefined;
   }
 }
 
-const root = packageRoot();
-const pkg = root ? readJson(path.join(root, 'package.json')) : undefined;
-const build = root ? readJson(path.join(root, 'dist', 'build-info.json')) : undefined;
+const pkg = readJson('package.json');
+const build = readJson('dist', 'build-info.json');
 
 export const VERSION: string = typeof pkg?.version === 'string' ? pkg.version : '0.0.0';
 /** The git commit dist/ was built from, or "unknown" (no build record, or built outside a git checkout). */

@@ -1,26 +1,14 @@
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLSchema } from 'graphql';
 import type { GraphQLContext } from './context.js';
 import { resolvers } from './resolvers/index.js';
 import { enforceRootFieldPolicy } from './rootFieldPolicy.js';
+import { projectPath } from '../util/projectRoot.js';
 
 /** `schema.graphql` at the project root is the contract; the server loads it, it is never generated from code. */
 export function schemaPath(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  // src/graphql → ../..; dist/src/graphql → ../../..
-  for (const up of ['../..', '../../..']) {
-    const candidate = path.resolve(here, up, 'schema.graphql');
-    try {
-      readFileSync(candidate, { flag: 'r' });
-      return candidate;
-    } catch {
-      // try the next location
-    }
-  }
-  throw new Error(`schema.graphql not found above ${here}`);
+  return projectPath('schema.graphql');
 }
 
 export function loadTypeDefs(): string {

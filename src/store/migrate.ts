@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
 import { AppError, ErrorCode } from '../errors.js';
+import { projectPath, projectRoot } from '../util/projectRoot.js';
 
 /**
  * Applies the committed Prisma migrations (`prisma/sqlite/migrations/<name>/migration.sql`) at start-up, recording them in
@@ -21,14 +21,9 @@ export type Provider = 'sqlite' | 'postgresql';
 /** The committed migrations of one provider: `prisma/<provider>/migrations` at the project root. */
 export function migrationsDirFor(provider: Provider, candidate?: string): string {
   if (candidate) return candidate;
-  // From src/store (tsx) the project root is two levels up; from dist/src/store (built) it is three. fileURLToPath,
-  // not URL.pathname: the latter keeps %20 for a space and the folder would not be found.
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const up of ['../..', '../../..']) {
-    const dir = path.resolve(here, up, 'prisma', provider, 'migrations');
-    if (existsSync(dir)) return dir;
-  }
-  throw new AppError(ErrorCode.Internal, `prisma/${provider}/migrations not found near ${here}`);
+  const dir = projectPath('prisma', provider, 'migrations');
+  if (!existsSync(dir)) throw new AppError(ErrorCode.Internal, `prisma/${provider}/migrations not found in ${projectRoot()}`);
+  return dir;
 }
 
 /** Migration folder names in the order they apply (Prisma's: by name, i.e. by timestamp). */

@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectPath } from '../util/projectRoot.js';
 
 /** URL prefix of the built assets (must match `base` in src/ui/client/vite.config.ts). */
 export const UI_ASSET_PREFIX = '/ui/';
@@ -58,7 +58,7 @@ export interface UiHandlerOptions {
  * failing the server.
  */
 export function createUiHandler(options: UiHandlerOptions): UiHandler {
-  const assetsDir = path.resolve(options.assetsDir ?? path.join(findPackageRoot(), 'dist', 'ui'));
+  const assetsDir = path.resolve(options.assetsDir ?? projectPath('dist', 'ui'));
 
   return {
     handles(req, url) {
@@ -143,16 +143,4 @@ function notFound(res: ServerResponse): void {
   res.statusCode = 404;
   res.setHeader('content-type', 'text/plain; charset=utf-8');
   res.end('not found\n');
-}
-
-/** The folder holding rollplane's package.json, both from `src/ui` (tsx) and from `dist/src/ui` (compiled). */
-function findPackageRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = path.join(dir, 'package.json');
-    if (existsSync(candidate) && (JSON.parse(readFileSync(candidate, 'utf8')) as { name?: string }).name === 'rollplane') return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`cannot find the rollplane package root from ${fileURLToPath(import.meta.url)}`);
-    dir = parent;
-  }
 }
