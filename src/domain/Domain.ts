@@ -26,8 +26,8 @@ export interface QueueSnapshot {
 }
 
 /**
- * The domain layer as the API sees it. Fields for parts not built yet are absent; resolvers answer NOT_IMPLEMENTED
- * for them. The composition root (src/app.ts) fills it in.
+ * The domain layer as the API sees it; the composition root fills it in. A rollout kind's query port is there when
+ * the kind is registered (setupRolloutKinds); resolvers answer NOT_IMPLEMENTED for one that is not.
  */
 export interface Domain {
   facts: ServerFacts;
@@ -47,8 +47,8 @@ export interface Domain {
   tokens: TokenService;
   /** Audit log of mutations (admin). */
   audit: AuditLog;
-  /** Notification subscriptions and their deliveries (admin); absent until wired. */
-  notifications?: NotificationService;
+  /** Notification subscriptions and their deliveries (admin). */
+  notifications: NotificationService;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -2,7 +2,7 @@ import { principalName } from '../../auth/roles.js';
 import { type DeliveryState, DELIVERY_STATES } from '../../domain/notifications/model.js';
 import { NO_DELIVERIES } from '../../domain/notifications/NotificationStore.js';
 import { deliveryId, type NotificationService } from '../../domain/notifications/NotificationService.js';
-import { NotImplementedError, ValidationError } from '../../errors.js';
+import { ValidationError } from '../../errors.js';
 import { parseEventId } from '../../util/pagination.js';
 import type { GraphQLContext } from '../context.js';
 import type { NotificationDeliveryFilter, Resolvers } from '../generated/resolvers.js';
@@ -14,12 +14,6 @@ const ID_RE = /^[\x21-\x7e]{1,200}$/;
 function requireId(id: string, field = 'id'): string {
   if (!ID_RE.test(id)) throw new ValidationError(field, 'must be 1 to 200 printable ASCII characters without spaces');
   return id;
-}
-
-function service(ctx: GraphQLContext): NotificationService {
-  const notifications = ctx.domain.notifications;
-  if (!notifications) throw new NotImplementedError('notifications');
-  return notifications;
 }
 
 function connection<T>(items: T[], hasNextPage: boolean, cursorOf: (item: T) => string) {
@@ -41,7 +35,7 @@ function deliveryFilterFrom(filter: NotificationDeliveryFilter | null | undefine
 const countsLoader = perContext(
   (ctx: GraphQLContext) =>
     new BatchLoader(
-      (ids: readonly string[]) => service(ctx).counts(ids),
+      (ids: readonly string[]) => ctx.domain.notifications.counts(ids),
       () => NO_DELIVERIES,
     ),
 );
@@ -52,7 +46,7 @@ const subscriptionLoader = perContext((ctx: GraphQLContext) => {
   return (id: string) => {
     let found = seen.get(id);
     if (!found) {
-      found = service(ctx).get(id);
+      found = ctx.domain.notifications.get(id);
       seen.set(id, found);
     }
     return found;
@@ -63,23 +57,23 @@ const subscriptionLoader = perContext((ctx: GraphQLContext) => {
 export const notificationsResolvers: Resolvers = {
   Query: {
     notificationSubscriptions: async (_, args, ctx) => {
-      const page = await service(ctx).list(args.first, args.after);
+      const page = await ctx.domain.notifications.list(args.first, args.after);
       return connection(page.items, page.hasNextPage, (s) => s.id);
     },
-    notificationSubscription: async (_, args, ctx) => (await service(ctx).get(requireId(args.id))) ?? null,
+    notificationSubscription: async (_, args, ctx) => (await ctx.domain.notifications.get(requireId(args.id))) ?? null,
     notificationDeliveries: async (_, args, ctx) => {
-      const page = await service(ctx).deliveries(deliveryFilterFrom(args.filter), args.first, args.after);
+      const page = await ctx.domain.notifications.deliveries(deliveryFilterFrom(args.filter), args.first, args.after);
       return connection(page.items, page.hasNextPage, (d) => String(d.id));
     },
   },
 
   Mutation: {
-    createNotificationSubscription: (_, args, ctx) => service(ctx).create(args.input, principalName(ctx.principal)),
-    updateNotificationSubscription: (_, args, ctx) => service(ctx).update(requireId(args.id), args.input),
-    deleteNotificationSubscription: (_, args, ctx) => service(ctx).delete(requireId(args.id)),
-    replayNotificationDelivery: (_, args, ctx) => service(ctx).replay(deliveryId(args.id, 'id')),
+    createNotificationSubscription: (_, args, ctx) => ctx.domain.notifications.create(args.input, principalName(ctx.principal)),
+    updateNotificationSubscription: (_, args, ctx) => ctx.domain.notifications.update(requireId(args.id), args.input),
+    deleteNotificationSubscription: (_, args, ctx) => ctx.domain.notifications.delete(requireId(args.id)),
+    replayNotificationDelivery: (_, args, ctx) => ctx.domain.notifications.replay(deliveryId(args.id, 'id')),
     replayNotificationDeliveries: async (_, args, ctx) => ({
-      replayed: await service(ctx).replayRange({
+      replayed: await ctx.domain.notifications.replayRange({
         subscriptionId: requireId(args.input.subscriptionId, 'input.subscriptionId'),
         fromEventId: parseEventId(args.input.fromEventId, 'input.fromEventId')!,
         toEventId: parseEventId(args.input.toEventId, 'input.toEventId')!,
