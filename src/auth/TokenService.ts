@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { AppError, ConflictError, ErrorCode, NotFoundError, ValidationError } from '../errors.js';
 import { TokenCache } from './TokenCache.js';
 import type { TokenRow, TokenStore } from './TokenStore.js';
-import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
+import { checkPageSize, decodeCursor, encodeCursor, pageOfRows } from '../util/pagination.js';
 import { isDns1123Label, namesProblem } from '../util/dnsNames.js';
 import { ROLES, type Principal, type Role } from './roles.js';
 
@@ -219,7 +219,6 @@ export class TokenService {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, (v): v is { id: string } => typeof v === 'object' && v !== null && typeof (v as { id: unknown }).id === 'string');
     const rows = await this.store.page(cursor?.id, size + 1);
-    const items = rows.slice(0, size).map(view);
-    return { items, hasNextPage: rows.length > size, cursorOf: (t: ApiTokenView) => encodeCursor({ id: t.id }) };
+    return { ...pageOfRows(rows, size, view), cursorOf: (t: ApiTokenView) => encodeCursor({ id: t.id }) };
   }
 }

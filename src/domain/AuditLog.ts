@@ -1,5 +1,5 @@
 import type { AuditStore } from './AuditStore.js';
-import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
+import { checkPageSize, decodeCursor, encodeCursor, pageOfRows } from '../util/pagination.js';
 
 export interface AuditRecord {
   actor: string | null;
@@ -123,7 +123,7 @@ export class AuditLog {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, (v): v is { id: number } => typeof v === 'object' && v !== null && typeof (v as { id: unknown }).id === 'number');
     const rows = await this.store.page(cursor?.id, size + 1);
-    const items = rows.slice(0, size).map((r) => ({ ...r, input: JSON.parse(r.input) as unknown, sourceAddress: r.sourceAddr }));
-    return { items, hasNextPage: rows.length > size, cursorOf: (e: { id: number }) => encodeCursor({ id: e.id }) };
+    const page = pageOfRows(rows, size, (r) => ({ ...r, input: JSON.parse(r.input) as unknown, sourceAddress: r.sourceAddr }));
+    return { ...page, cursorOf: (e: { id: number }) => encodeCursor({ id: e.id }) };
   }
 }

@@ -26,7 +26,7 @@ import {
 import type { EventLog } from './EventLog.js';
 import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
-import { checkPageSize, decodeCursor, encodeCursor, type Page } from '../util/pagination.js';
+import { checkPageSize, decodeCursor, encodeCursor, endCursorOf, pageOfRows, type Page } from '../util/pagination.js';
 import { ACTIVE_ROLLOUT_STATES, canTransition, FINISHED_TARGET_STATES, isTerminal, type RolloutState, type TargetState } from './rolloutStates.js';
 
 export interface Cause {
@@ -298,13 +298,12 @@ export class RolloutService {
     const cursor = decodeCursor(after, isRolloutCursor);
     const before = cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined;
     const { rows, counts } = await this.store.read.listRolloutsWithCounts(filter, before, size + 1);
-    const items = rows.slice(0, size).map(toRollout);
+    const page = pageOfRows(rows, size, toRollout);
     const progress = progressByRollout(
-      items.map((item) => item.id),
+      page.items.map((item) => item.id),
       counts,
     );
-    const last = items[items.length - 1];
-    return { items, hasNextPage: rows.length > size, endCursor: last ? this.cursorOf(last) : null, progress };
+    return { ...page, endCursor: endCursorOf(page.items, (r) => this.cursorOf(r)), progress };
   }
 
   cursorOf(rollout: Rollout): string {
@@ -325,9 +324,8 @@ export class RolloutService {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, isOrdinalCursor);
     const { rows, totalCount } = await this.store.read.targetPageWithCount(rolloutId, state, cursor?.o, size + 1);
-    const items = rows.slice(0, size).map(toTarget);
-    const last = items[items.length - 1];
-    return { items, hasNextPage: rows.length > size, endCursor: last ? encodeCursor({ o: last.ordinal }) : null, totalCount };
+    const page = pageOfRows(rows, size, toTarget);
+    return { ...page, endCursor: endCursorOf(page.items, (t) => encodeCursor({ o: t.ordinal })), totalCount };
   }
 
   targetCursor(target: RolloutTarget): string {
@@ -394,13 +392,14 @@ export class RolloutService {
     const size = checkPageSize(first, 20);
     const cursor = decodeCursor(after, isRevisionCursor);
     const rows = await this.store.read.revisionPage(kind, namespace, name, cursor?.n, size + 1);
-    const items = rows.slice(0, size);
-    const last = items[items.length - 1];
-    return {
-      items: items.map((r) => ({ n: r.n, version: r.version, rolloutId: r.rolloutId, appliedAt: r.appliedAt, cursor: encodeCursor({ n: r.n }) })),
-      hasNextPage: rows.length > size,
-      endCursor: last ? encodeCursor({ n: last.n }) : null,
-    };
+    const page = pageOfRows(rows, size, (r) => ({
+      n: r.n,
+      version: r.version,
+      rolloutId: r.rolloutId,
+      appliedAt: r.appliedAt,
+      cursor: encodeCursor({ n: r.n }),
+    }));
+    return { ...page, endCursor: endCursorOf(page.items, (r) => r.cursor) };
   }
 
   /**

@@ -8,7 +8,7 @@ import { ConflictError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
 import { scopedKey } from './RolloutLauncher.js';
 import { isDowngrade } from '../util/imageReference.js';
-import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
+import { pageByKey, type KeyedPage } from '../util/pagination.js';
 import type { AgentPoolStrategy, RolloutPlan } from './kinds/index.js';
 import type { BumpAgentImageRequest } from './kinds/agentPool.js';
 import type { LaunchResult } from './RolloutLauncher.js';
@@ -87,13 +87,6 @@ export interface AgentPoolFilter {
   drifted?: boolean | null;
 }
 
-export interface Connection<T> {
-  items: { cursor: string; node: T }[];
-  hasNextPage: boolean;
-  endCursor: string | null;
-  totalCount: number;
-}
-
 // -------------------------------------------------------------------------------------------------------------------
 // Pool selection (bumpAgentImage `pools`, stored as the rollout's selector)
 
@@ -126,27 +119,10 @@ export function matchesPoolSelection(
 // -------------------------------------------------------------------------------------------------------------------
 // Queries
 
-const isPoolCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
 const sortKey = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
 
 export function isDrifted(pool: AgentPoolView): boolean {
   return pool.desiredImage !== null && pool.runningImage !== pool.desiredImage;
-}
-
-function page<T extends { namespace: string; name: string }>(
-  all: T[],
-  first: number | null | undefined,
-  after: string | null | undefined,
-  fallback: number,
-): Connection<T> {
-  const size = checkPageSize(first, fallback);
-  const cursor = decodeCursor(after, isPoolCursor);
-  // Each key built once (a comparator building them made a page of 200 pools build ~6,000 strings).
-  const sorted = all.map((node) => ({ key: sortKey(node), node })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const start = cursor ? sorted.findIndex((p) => p.key > cursor.k) : 0;
-  const rest = start < 0 ? [] : sorted.slice(start);
-  const items = rest.slice(0, size).map(({ key, node }) => ({ cursor: encodeCursor({ k: key }), node }));
-  return { items, hasNextPage: rest.length > size, endCursor: items.length ? items[items.length - 1]!.cursor : null, totalCount: all.length };
 }
 
 /** Pools ordered by namespace and name, filtered, one page. */
@@ -155,7 +131,7 @@ export async function listAgentPools(
   filter: AgentPoolFilter | null | undefined,
   first?: number | null,
   after?: string | null,
-): Promise<Connection<AgentPoolView>> {
+): Promise<KeyedPage<AgentPoolView>> {
   const requirements = filter?.labelSelector ? parseLabelSelector(filter.labelSelector, 'filter.labelSelector') : [];
   const pools = (await queries.all()).filter(
     (p) =>
@@ -163,7 +139,7 @@ export async function listAgentPools(
       matchesLabelSelector(requirements, p.labels) &&
       (filter?.drifted === null || filter?.drifted === undefined || isDrifted(p) === filter.drifted),
   );
-  return page(pools, first, after, 100);
+  return pageByKey(pools, sortKey, first, after, 100);
 }
 
 export interface DriftItem {
@@ -191,18 +167,8 @@ export async function agentPoolDrift(queries: AgentPoolQueries): Promise<DriftIt
 }
 
 /** Any per-kind drift items → one page ordered by kind, namespace, name. */
-export function pageDrift<T extends { kind: string; namespace: string; name: string }>(
-  items: T[],
-  first?: number | null,
-  after?: string | null,
-): Connection<T> {
-  const size = checkPageSize(first, 100);
-  const cursor = decodeCursor(after, isPoolCursor);
-  const keyed = items.map((node) => ({ key: `${node.kind}|${node.namespace}/${node.name}`, node }));
-  const sorted = keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const rest = cursor ? sorted.filter((item) => item.key > cursor.k) : sorted;
-  const slice = rest.slice(0, size).map(({ key, node }) => ({ cursor: encodeCursor({ k: key }), node }));
-  return { items: slice, hasNextPage: rest.length > size, endCursor: slice.length ? slice[slice.length - 1]!.cursor : null, totalCount: items.length };
+export function pageDrift<T extends { kind: string; namespace: string; name: string }>(items: T[], first?: number | null, after?: string | null): KeyedPage<T> {
+  return pageByKey(items, (node) => `${node.kind}|${node.namespace}/${node.name}`, first, after, 100);
 }
 
 // -------------------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import { matchesLabelSelector, parseLabelSelector } from './labelSelector.js';
 import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationError } from '../errors.js';
 import type { Domain } from './Domain.js';
 import { scopedKey } from './RolloutLauncher.js';
-import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
+import { pageByKey, type KeyedPage } from '../util/pagination.js';
 import {
   DEFAULT_NODE_AGENT_MODE,
   DEFAULT_PEER_RUNTIME_CLASS,
@@ -279,18 +279,7 @@ export function nodeAgentStrategyOf(rollout: { id: string; strategy: RolloutStra
 // Queries with cursor pagination
 // ---------------------------------------------------------------------------------------------------------------------
 
-const isSetCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
-
-export function nodeAgentSetCursor(set: Pick<NodeAgentSet, 'namespace' | 'name'>): string {
-  return encodeCursor({ k: `${set.namespace}/${set.name}` });
-}
-
 /** A page of managed sets after `after` (ordered by namespace and name). */
-export function pageNodeAgentSets(queries: NodeAgentQueries, first: number | null | undefined, after: string | null | undefined) {
-  const size = checkPageSize(first, 100);
-  const cursor = decodeCursor(after, isSetCursor);
-  const all = queries.listSets();
-  const rest = cursor ? all.filter((s) => `${s.namespace}/${s.name}` > cursor.k) : all;
-  const items = rest.slice(0, size);
-  return { items, hasNextPage: rest.length > size, totalCount: all.length };
+export function pageNodeAgentSets(queries: NodeAgentQueries, first: number | null | undefined, after: string | null | undefined): KeyedPage<NodeAgentSet> {
+  return pageByKey(queries.listSets(), (set) => `${set.namespace}/${set.name}`, first, after, 100);
 }

@@ -15,7 +15,7 @@ import type { Domain } from './Domain.js';
 import { scopedKey } from './RolloutLauncher.js';
 import { EventType, type StoredEvent } from './events.js';
 import { parseImageReference } from '../util/imageReference.js';
-import { checkPageSize, decodeCursor, encodeCursor } from '../util/pagination.js';
+import { checkPageSize, pageByKey, pageOfRows, type KeyedPage } from '../util/pagination.js';
 import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
 import {
   ETCD_REFUSED,
@@ -82,13 +82,6 @@ export interface VirtualClusterQueries {
   clusterVersion(name: string): Promise<ClusterVersionView | undefined>;
 }
 
-export interface Connection<T> {
-  items: { cursor: string; node: T }[];
-  hasNextPage: boolean;
-  endCursor: string | null;
-  totalCount: number;
-}
-
 // -------------------------------------------------------------------------------------------------------------------
 // Versions
 
@@ -122,22 +115,10 @@ function ports(domain: Domain): VirtualClusterQueries {
   return domain.virtualClusters;
 }
 
-const isKeyCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
-
-function paginate<T>(
-  sorted: T[],
-  keyOf: (item: T) => string,
-  first: number | null | undefined,
-  after: string | null | undefined,
-  fallback: number,
-): Connection<T> {
-  const size = checkPageSize(first, fallback);
-  const cursor = decodeCursor(after, isKeyCursor);
-  const start = cursor ? sorted.findIndex((item) => keyOf(item) > cursor.k) : 0;
-  const rest = start < 0 ? [] : sorted.slice(start);
-  const page = rest.slice(0, size);
-  const items = page.map((node) => ({ cursor: encodeCursor({ k: keyOf(node) }), node }));
-  return { items, hasNextPage: rest.length > size, endCursor: items.length ? items[items.length - 1]!.cursor : (after ?? null), totalCount: sorted.length };
+/** pageByKey, but an empty page's endCursor is the caller's `after` (so that a reader at the end keeps its place). */
+function paginate<T>(all: T[], keyOf: (item: T) => string, first: number | null | undefined, after: string | null | undefined): KeyedPage<T> {
+  const page = pageByKey(all, keyOf, first, after, 100);
+  return { ...page, endCursor: page.endCursor ?? after ?? null };
 }
 
 const clusterKey = (vc: { namespace: string; name: string }) => `${vc.namespace}/${vc.name}`;
@@ -152,7 +133,7 @@ export async function listVirtualClusters(
   filter: VirtualClusterFilter | null | undefined,
   first?: number | null,
   after?: string | null,
-): Promise<Connection<VirtualClusterView>> {
+): Promise<KeyedPage<VirtualClusterView>> {
   const all = await ports(domain).virtualClusters();
   const matching = all.filter(
     (vc) =>
@@ -160,7 +141,7 @@ export async function listVirtualClusters(
       (filter?.clusterVersionName == null || vc.clusterVersionName === filter.clusterVersionName) &&
       (filter?.behind == null || vc.upToDate === !filter.behind),
   );
-  return paginate(matching.sort(byKey(clusterKey)), clusterKey, first, after, 100);
+  return paginate(matching, clusterKey, first, after);
 }
 
 export async function getVirtualCluster(domain: Domain, namespace: string, name: string): Promise<VirtualClusterView | undefined> {
@@ -181,9 +162,9 @@ async function summarize(domain: Domain, versions: ClusterVersionView[]): Promis
 }
 
 /** ClusterVersions ordered by name, with how many clusters use each and how many of those are behind. */
-export async function listClusterVersions(domain: Domain, first?: number | null, after?: string | null): Promise<Connection<ClusterVersionSummary>> {
+export async function listClusterVersions(domain: Domain, first?: number | null, after?: string | null): Promise<KeyedPage<ClusterVersionSummary>> {
   const versions = (await ports(domain).clusterVersions()).sort(byKey((cv) => cv.name));
-  return paginate(await summarize(domain, versions), (cv) => cv.name, first, after, 100);
+  return paginate(await summarize(domain, versions), (cv) => cv.name, first, after);
 }
 
 export async function getClusterVersion(domain: Domain, name: string): Promise<ClusterVersionSummary | undefined> {
@@ -201,7 +182,7 @@ export async function lastUpgradeOf(domain: Domain, namespace: string, name: str
 export async function clusterHistory(domain: Domain, namespace: string, name: string, first: number | null | undefined, afterId: number | undefined) {
   const size = checkPageSize(first, 50);
   const rows = await domain.events.listBefore({ kind: 'VIRTUAL_CLUSTER', namespace, name }, afterId, size + 1);
-  return { items: rows.slice(0, size), hasNextPage: rows.length > size };
+  return pageOfRows(rows, size);
 }
 
 export interface UpgradeDurationStats {

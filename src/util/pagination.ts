@@ -8,6 +8,56 @@ export interface Page<T> {
   hasNextPage: boolean;
 }
 
+/** An item of a page with its cursor (a GraphQL connection's edge). */
+export interface Edge<T> {
+  cursor: string;
+  node: T;
+}
+
+/** A page whose items carry their cursors, and how many items there are in all: a connection's parts. */
+export interface KeyedPage<T> {
+  items: Edge<T>[];
+  hasNextPage: boolean;
+  /** The last item's cursor; null on an empty page. */
+  endCursor: string | null;
+  totalCount: number;
+}
+
+/** Rows read with one more than `size` asked for: the extra row only tells that another page follows. */
+export function pageOfRows<R>(rows: readonly R[], size: number): Page<R>;
+export function pageOfRows<R, T>(rows: readonly R[], size: number, map: (row: R) => T): Page<T>;
+export function pageOfRows<R, T>(rows: readonly R[], size: number, map?: (row: R) => T): Page<R | T> {
+  const items = rows.slice(0, size);
+  return { items: map ? items.map(map) : items, hasNextPage: rows.length > size };
+}
+
+/** The cursor of the last item of a page, or null on an empty page. */
+export function endCursorOf<T>(items: readonly T[], cursorOf: (item: T) => string): string | null {
+  return items.length ? cursorOf(items[items.length - 1]!) : null;
+}
+
+const isKeyCursor = (v: unknown): v is { k: string } => typeof v === 'object' && v !== null && typeof (v as { k: unknown }).k === 'string';
+
+/**
+ * One page of an in-memory list (informer caches) in the code-unit order of a string key: the items whose key sorts
+ * after `after`'s, at most `first` of them (checked, `fallback` when not given). The cursor is the key, opaque. Keys
+ * are built once per item (a comparator building them made a page of 200 pools build ~6,000 strings).
+ */
+export function pageByKey<T>(
+  all: readonly T[],
+  keyOf: (item: T) => string,
+  first: number | null | undefined,
+  after: string | null | undefined,
+  fallback: number,
+): KeyedPage<T> {
+  const size = checkPageSize(first, fallback);
+  const cursor = decodeCursor(after, isKeyCursor);
+  const keyed = all.map((node) => ({ key: keyOf(node), node })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const rest = cursor ? keyed.filter((item) => item.key > cursor.k) : keyed;
+  const items = rest.slice(0, size).map(({ key, node }) => ({ cursor: encodeCursor({ k: key }), node }));
+  return { items, hasNextPage: rest.length > size, endCursor: endCursorOf(items, (edge) => edge.cursor), totalCount: all.length };
+}
+
 export function checkPageSize(first: number | null | undefined, fallback: number): number {
   const size = first ?? fallback;
   if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) {

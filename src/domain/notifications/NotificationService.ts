@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
-import { checkPageSize } from '../../util/pagination.js';
-import { MAX_EVENT_ID } from '../../util/pagination.js';
+import { checkPageSize, MAX_EVENT_ID, pageOfRows } from '../../util/pagination.js';
 import {
   DELIVERY_STATES,
   type DeliveryState,
@@ -278,7 +277,7 @@ export class NotificationService {
   async list(first: number | null | undefined, after: string | null | undefined): Promise<{ items: SubscriptionView[]; hasNextPage: boolean }> {
     const size = checkPageSize(first, 100);
     const rows = await this.store.listSubscriptions(after ?? undefined, size + 1);
-    return { items: rows.slice(0, size).map(viewOf), hasNextPage: rows.length > size };
+    return pageOfRows(rows, size, viewOf);
   }
 
   counts(ids: readonly string[]): Promise<Map<string, DeliveryCounts>> {
@@ -289,7 +288,7 @@ export class NotificationService {
     const size = checkPageSize(first, 100);
     const before = after == null ? undefined : deliveryId(after, 'after');
     const rows = await this.store.listDeliveries(filter, before, size + 1);
-    return { items: rows.slice(0, size).map(deliveryView), hasNextPage: rows.length > size };
+    return pageOfRows(rows, size, deliveryView);
   }
 
   async delivery(id: number): Promise<DeliveryView | undefined> {

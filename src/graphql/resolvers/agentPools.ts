@@ -2,7 +2,8 @@ import { readPayload } from '../../domain/eventPayloads.js';
 import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from '../../domain/agentPools.js';
 import type { Domain } from '../../domain/Domain.js';
 import { EventType, type RolloutKind } from '../../domain/events.js';
-import { checkPageSize, parseEventId } from '../../util/pagination.js';
+import { checkPageSize, pageOfRows, parseEventId } from '../../util/pagination.js';
+import { connectionOf, connectionOfItems } from './connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
@@ -47,26 +48,15 @@ async function poolHistory(ctx: GraphQLContext, pool: AgentPoolView, first: numb
   const size = checkPageSize(first, 50);
   const before = parseEventId(after);
   const filter = { kind: 'AGENT_POOL' as const, namespace: pool.namespace, name: pool.name };
-  const rows = await ctx.domain.events.listBefore(filter, before, size + 1);
-  const items = rows.slice(0, size);
-  return {
-    edges: items.map(eventEdge),
-    pageInfo: { hasNextPage: rows.length > size, endCursor: items.length ? String(items[items.length - 1]!.id) : null },
-  };
+  return connectionOfItems(pageOfRows(await ctx.domain.events.listBefore(filter, before, size + 1), size), eventEdge);
 }
 
 /** Resolvers for the agentPools part of the schema (merged with the others in index.ts). */
 export const agentPoolsResolvers: Resolvers = {
   Query: {
-    agentPools: async (_, args, ctx) => {
-      const page = await listAgentPools(pools(ctx), args.filter, args.first, args.after);
-      return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
-    },
+    agentPools: async (_, args, ctx) => connectionOf(await listAgentPools(pools(ctx), args.filter, args.first, args.after)),
     agentPool: async (_, args, ctx) => (await pools(ctx).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
-    drift: async (_, args, ctx) => {
-      const page = pageDrift(await driftOf(ctx.domain, args.kind ?? undefined), args.first, args.after);
-      return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
-    },
+    drift: async (_, args, ctx) => connectionOf(pageDrift(await driftOf(ctx.domain, args.kind ?? undefined), args.first, args.after)),
   },
 
   Mutation: {
@@ -80,10 +70,8 @@ export const agentPoolsResolvers: Resolvers = {
   AgentPool: {
     revisions: async (pool, args, ctx) => {
       const page = await ctx.domain.rollouts.revisions('AGENT_POOL', pool.namespace, pool.name, args.first, args.after ?? undefined);
-      return {
-        edges: page.items.map((r) => ({ cursor: r.cursor, node: { n: r.n, version: r.version, rolloutId: r.rolloutId, appliedAt: r.appliedAt } })),
-        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
-      };
+      const items = page.items.map((r) => ({ cursor: r.cursor, node: { n: r.n, version: r.version, rolloutId: r.rolloutId, appliedAt: r.appliedAt } }));
+      return connectionOf({ ...page, items });
     },
     history: (pool, args, ctx) => poolHistory(ctx, pool, args.first, args.after ?? undefined),
   },

@@ -5,6 +5,7 @@ import { principalName } from '../../auth/roles.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { EVENT_SCAN_WINDOW } from '../../domain/historyPort.js';
+import { connectionOf, connectionOfItems } from './connection.js';
 import type { Progress, RolloutFilter } from '../../domain/RolloutService.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type {
@@ -35,11 +36,6 @@ function requireId(id: string, field = 'id'): string {
 /** An optional string input; its size is bounded at the edge (inputLimits.ts) before any resolver runs. */
 function optionalText(value: string | null | undefined): string | undefined {
   return value ?? undefined;
-}
-
-function connection<T>(items: T[], hasNextPage: boolean, cursorOf: (item: T) => string) {
-  const edges = items.map((node) => ({ cursor: cursorOf(node), node }));
-  return { edges, pageInfo: { hasNextPage, endCursor: edges.length ? edges[edges.length - 1]!.cursor : null } };
 }
 
 /** CauseInput → domain Cause (sizes and the runUrl scheme are checked at the edge: inputLimits.ts). */
@@ -168,22 +164,18 @@ export const coreResolvers: Resolvers = {
       const [page, totalCount] = await Promise.all([ctx.domain.rollouts.list(filter, args.first, args.after ?? undefined), ctx.domain.rollouts.count(filter)]);
       const known = progressReadWithPage(ctx);
       for (const node of page.items) known.set(node, page.progress.get(node.id)!);
-      return {
-        edges: page.items.map((node) => ({ cursor: ctx.domain.rollouts.cursorOf(node), node })),
-        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
-        totalCount,
-      };
+      return connectionOf({ ...page, items: page.items.map((node) => ({ cursor: ctx.domain.rollouts.cursorOf(node), node })), totalCount });
     },
     rollout: (_, args, ctx) => ctx.domain.rollouts.get(requireId(args.id)).then((r) => r ?? null),
     events: (_, args, ctx) => eventPage(ctx, eventFilterFrom(args.filter), args.first, args.after ?? undefined),
     workQueues: (_, __, ctx) => ctx.domain.workQueues(),
     apiTokens: async (_, args, ctx) => {
       const page = await ctx.domain.tokens.list(args.first, args.after ?? undefined);
-      return connection(page.items, page.hasNextPage, page.cursorOf);
+      return connectionOfItems(page, (node) => ({ cursor: page.cursorOf(node), node }));
     },
     auditEntries: async (_, args, ctx) => {
       const page = await ctx.domain.audit.list(args.first, args.after ?? undefined);
-      return connection(page.items, page.hasNextPage, page.cursorOf);
+      return connectionOfItems(page, (node) => ({ cursor: page.cursorOf(node), node }));
     },
   },
 
@@ -230,11 +222,7 @@ export const coreResolvers: Resolvers = {
     progress: (rollout, _, ctx) => progressReadWithPage(ctx).get(rollout) ?? progressLoader(ctx).load(rollout.id),
     targets: async (rollout, args, ctx) => {
       const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined);
-      return {
-        edges: page.items.map((node) => ({ cursor: ctx.domain.rollouts.targetCursor(node), node })),
-        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
-        totalCount: page.totalCount,
-      };
+      return connectionOf({ ...page, items: page.items.map((node) => ({ cursor: ctx.domain.rollouts.targetCursor(node), node })) });
     },
     events: (rollout, args, ctx) => eventPage(ctx, { rolloutId: rollout.id }, args.first, args.after ?? undefined),
   },

@@ -1,4 +1,5 @@
-import { bumpNodeAgentImage, nodeAgentSetCursor, pageNodeAgentSets, type NodeAgentQueries } from '../../domain/nodeAgents.js';
+import { bumpNodeAgentImage, pageNodeAgentSets, type NodeAgentQueries } from '../../domain/nodeAgents.js';
+import { connectionOf } from './connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
@@ -18,15 +19,7 @@ function checkName(value: unknown, field: string): string {
 /** Resolvers for the nodeAgents part of the schema (merged with the others in index.ts). */
 export const nodeAgentsResolvers: Resolvers = {
   Query: {
-    nodeAgentSets: (_, args, ctx) => {
-      const page = pageNodeAgentSets(nodeAgents(ctx), args.first, args.after);
-      const last = page.items[page.items.length - 1];
-      return {
-        edges: page.items.map((node) => ({ cursor: nodeAgentSetCursor(node), node })),
-        pageInfo: { hasNextPage: page.hasNextPage, endCursor: last ? nodeAgentSetCursor(last) : null },
-        totalCount: page.totalCount,
-      };
-    },
+    nodeAgentSets: (_, args, ctx) => connectionOf(pageNodeAgentSets(nodeAgents(ctx), args.first, args.after)),
     nodeAgentSet: (_, args, ctx) => nodeAgents(ctx).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
   },
   Mutation: {

@@ -7,6 +7,7 @@ import { parseEventId } from '../../util/pagination.js';
 import type { GraphQLContext } from '../context.js';
 import type { NotificationDeliveryFilter, Resolvers } from '../generated/resolvers.js';
 import { BatchLoader, perContext } from './batchLoader.js';
+import { connectionOfItems } from './connection.js';
 import { eventToGraphQL } from './mappers.js';
 
 const ID_RE = /^[\x21-\x7e]{1,200}$/;
@@ -14,11 +15,6 @@ const ID_RE = /^[\x21-\x7e]{1,200}$/;
 function requireId(id: string, field = 'id'): string {
   if (!ID_RE.test(id)) throw new ValidationError(field, 'must be 1 to 200 printable ASCII characters without spaces');
   return id;
-}
-
-function connection<T>(items: T[], hasNextPage: boolean, cursorOf: (item: T) => string) {
-  const edges = items.map((node) => ({ cursor: cursorOf(node), node }));
-  return { edges, pageInfo: { hasNextPage, endCursor: edges.length ? edges[edges.length - 1]!.cursor : null } };
 }
 
 function deliveryFilterFrom(filter: NotificationDeliveryFilter | null | undefined) {
@@ -58,12 +54,12 @@ export const notificationsResolvers: Resolvers = {
   Query: {
     notificationSubscriptions: async (_, args, ctx) => {
       const page = await ctx.domain.notifications.list(args.first, args.after);
-      return connection(page.items, page.hasNextPage, (s) => s.id);
+      return connectionOfItems(page, (node) => ({ cursor: node.id, node }));
     },
     notificationSubscription: async (_, args, ctx) => (await ctx.domain.notifications.get(requireId(args.id))) ?? null,
     notificationDeliveries: async (_, args, ctx) => {
       const page = await ctx.domain.notifications.deliveries(deliveryFilterFrom(args.filter), args.first, args.after);
-      return connection(page.items, page.hasNextPage, (d) => String(d.id));
+      return connectionOfItems(page, (node) => ({ cursor: String(node.id), node }));
     },
   },
 

@@ -9,12 +9,12 @@ import {
   lastUpgradeOf,
   listClusterVersions,
   listVirtualClusters,
-  type Connection,
 } from '../../domain/virtualClusters.js';
 import { ValidationError } from '../../errors.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import { bumpClusterVersionInput } from '../../domain/kinds/virtualCluster.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
+import { connectionOf, connectionOfItems } from './connection.js';
 import { clusterUpgradeToGraphQL, eventEdge } from './mappers.js';
 
 function checkName(value: unknown, field: string): string {
@@ -22,16 +22,12 @@ function checkName(value: unknown, field: string): string {
   return value;
 }
 
-function connection<T>(page: Connection<T>) {
-  return { edges: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
-}
-
 /** Resolvers for the virtualClusters part of the schema (merged with the others in index.ts). */
 export const virtualClustersResolvers: Resolvers = {
   Query: {
-    virtualClusters: async (_, args, ctx) => connection(await listVirtualClusters(ctx.domain, args.filter, args.first, args.after)),
+    virtualClusters: async (_, args, ctx) => connectionOf(await listVirtualClusters(ctx.domain, args.filter, args.first, args.after)),
     virtualCluster: async (_, args, ctx) => (await getVirtualCluster(ctx.domain, checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
-    clusterVersions: async (_, args, ctx) => connection(await listClusterVersions(ctx.domain, args.first, args.after)),
+    clusterVersions: async (_, args, ctx) => connectionOf(await listClusterVersions(ctx.domain, args.first, args.after)),
     clusterVersion: async (_, args, ctx) => (await getClusterVersion(ctx.domain, checkName(args.name, 'name'))) ?? null,
     clusterUpgradeDurations: (_, args, ctx) =>
       clusterUpgradeDurations(ctx.domain, args.clusterVersion == null ? undefined : checkName(args.clusterVersion, 'clusterVersion')),
@@ -47,11 +43,7 @@ export const virtualClustersResolvers: Resolvers = {
       return event ? clusterUpgradeToGraphQL(event) : null;
     },
     history: async (vc, args, ctx) => {
-      const page = await clusterHistory(ctx.domain, vc.namespace, vc.name, args.first, parseEventId(args.after));
-      return {
-        edges: page.items.map(eventEdge),
-        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.items.length ? String(page.items[page.items.length - 1]!.id) : null },
-      };
+      return connectionOfItems(await clusterHistory(ctx.domain, vc.namespace, vc.name, args.first, parseEventId(args.after)), eventEdge);
     },
   },
 };
