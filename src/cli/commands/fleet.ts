@@ -1,8 +1,9 @@
+import { readPages } from '../pages.js';
 import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatDrift, formatFleet } from '../format.js';
-import type { DriftQuery, RolloutKind } from '../generated/graphql.js';
+import type { RolloutKind } from '../generated/graphql.js';
 import { DRIFT_QUERY, FLEET_QUERY } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
@@ -32,15 +33,11 @@ export function registerFleet(program: Command, io: CliIo, setExitCode: (code: n
       clientAction(io, setExitCode, async (ctx) => {
         const options = ctx.flags<{ kind?: string; limit: number }>();
         const kind = KIND_VALUES.find((k) => k === options.kind) ?? null;
-        const items: DriftQuery['drift']['edges'][number]['node'][] = [];
-        let totalCount = 0;
-        let after: string | null = null;
-        do {
-          const page: DriftQuery = await ctx.client.request(DRIFT_QUERY, { kind, first: Math.min(DRIFT_PAGE_SIZE, options.limit - items.length), after });
-          totalCount = page.drift.totalCount;
-          items.push(...page.drift.edges.map((e) => e.node));
-          after = page.drift.pageInfo.hasNextPage ? page.drift.pageInfo.endCursor : null;
-        } while (after && items.length < options.limit);
+        const { nodes: items, totalCount } = await readPages(
+          async (first, after) => (await ctx.client.request(DRIFT_QUERY, { kind, first, after })).drift,
+          DRIFT_PAGE_SIZE,
+          options.limit,
+        );
         ctx.result({ totalCount, items }, formatDrift(items, totalCount));
         return totalCount > 0 ? ExitCode.Failed : ExitCode.Ok;
       }),

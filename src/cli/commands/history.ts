@@ -1,9 +1,10 @@
+import { readPages } from '../pages.js';
 import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatHistory } from '../format.js';
-import type { HistoryQuery, RolloutFilter, RolloutKind, RolloutState } from '../generated/graphql.js';
-import { HISTORY_PAGE_SIZE, HISTORY_QUERY, type RolloutView } from '../operations.js';
+import type { RolloutFilter, RolloutKind, RolloutState } from '../generated/graphql.js';
+import { HISTORY_PAGE_SIZE, HISTORY_QUERY } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
 const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
@@ -51,19 +52,11 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
         if (options.search !== undefined) filter.search = options.search;
         if (options.target !== undefined) filter.targetName = options.target;
         if (options.since !== undefined) filter.createdAfter = new Date(Date.now() - options.since * 1000).toISOString();
-        const rollouts: RolloutView[] = [];
-        let totalCount = 0;
-        let after: string | null = null;
-        do {
-          const page: HistoryQuery = await ctx.client.request(HISTORY_QUERY, {
-            filter,
-            first: Math.min(HISTORY_PAGE_SIZE, options.limit - rollouts.length),
-            after,
-          });
-          totalCount = page.rollouts.totalCount;
-          rollouts.push(...page.rollouts.edges.map((e) => e.node));
-          after = page.rollouts.pageInfo.hasNextPage ? page.rollouts.pageInfo.endCursor : null;
-        } while (after && rollouts.length < options.limit);
+        const { nodes: rollouts, totalCount } = await readPages(
+          async (first, after) => (await ctx.client.request(HISTORY_QUERY, { filter, first, after })).rollouts,
+          HISTORY_PAGE_SIZE,
+          options.limit,
+        );
         ctx.result({ totalCount, rollouts }, formatHistory(rollouts, totalCount));
         return ExitCode.Ok;
       }),

@@ -1,3 +1,4 @@
+import { readPages } from '../pages.js';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ValidationError } from '../../errors.js';
@@ -9,13 +10,11 @@ import {
   DeleteNotificationSubscriptionDocument,
   type EventType,
   type NotifiableState,
-  type NotificationDeliveriesQuery,
   NotificationDeliveriesDocument,
   type NotificationDeliveryFieldsFragment,
   type NotificationDeliveryState,
   type NotificationOncePer,
   type NotificationSubscriptionFieldsFragment,
-  type NotificationSubscriptionsQuery,
   NotificationSubscriptionsDocument,
   ReplayNotificationDeliveriesDocument,
   ReplayNotificationDeliveryDocument,
@@ -173,13 +172,10 @@ export function registerNotify(program: Command, io: CliIo, setExitCode: (code: 
     .description('List subscriptions with their queue, dead letters and last dispatch or error (never their secrets)')
     .action(
       clientAction(io, setExitCode, async (ctx) => {
-        const subscriptions: NotificationSubscriptionFieldsFragment[] = [];
-        let after: string | null = null;
-        do {
-          const data: NotificationSubscriptionsQuery = await ctx.client.request(NotificationSubscriptionsDocument, { first: PAGE, after });
-          subscriptions.push(...data.notificationSubscriptions.edges.map((e) => e.node));
-          after = data.notificationSubscriptions.pageInfo.hasNextPage ? data.notificationSubscriptions.pageInfo.endCursor : null;
-        } while (after);
+        const { nodes: subscriptions } = await readPages(
+          async (first, after) => (await ctx.client.request(NotificationSubscriptionsDocument, { first, after })).notificationSubscriptions,
+          PAGE,
+        );
         ctx.result({ subscriptions }, formatSubscriptions(subscriptions));
         return ExitCode.Ok;
       }),
@@ -210,17 +206,11 @@ export function registerNotify(program: Command, io: CliIo, setExitCode: (code: 
           ...(f.state ? { states: f.state } : {}),
           ...(f.rollout ? { rolloutId: f.rollout } : {}),
         };
-        const deliveries: NotificationDeliveryFieldsFragment[] = [];
-        let after: string | null = null;
-        do {
-          const data: NotificationDeliveriesQuery = await ctx.client.request(NotificationDeliveriesDocument, {
-            filter,
-            first: Math.min(PAGE, f.limit - deliveries.length),
-            after,
-          });
-          deliveries.push(...data.notificationDeliveries.edges.map((e) => e.node));
-          after = data.notificationDeliveries.pageInfo.hasNextPage ? data.notificationDeliveries.pageInfo.endCursor : null;
-        } while (after && deliveries.length < f.limit);
+        const { nodes: deliveries } = await readPages(
+          async (first, after) => (await ctx.client.request(NotificationDeliveriesDocument, { filter, first, after })).notificationDeliveries,
+          PAGE,
+          f.limit,
+        );
         ctx.result({ deliveries }, formatDeliveries(deliveries));
         return ExitCode.Ok;
       }),

@@ -1,9 +1,10 @@
+import { readPages } from '../pages.js';
 import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatTokens } from '../format.js';
-import type { Role, TokensQuery } from '../generated/graphql.js';
-import { CREATE_TOKEN_MUTATION, REVOKE_TOKEN_MUTATION, TOKENS_QUERY, type ApiTokenView } from '../operations.js';
+import type { Role } from '../generated/graphql.js';
+import { CREATE_TOKEN_MUTATION, REVOKE_TOKEN_MUTATION, TOKENS_QUERY } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
 const tokenId = (raw: string): string => {
@@ -40,13 +41,7 @@ export function registerToken(program: Command, io: CliIo, setExitCode: (code: n
     .description('List tokens (never their secrets)')
     .action(
       clientAction(io, setExitCode, async (ctx) => {
-        const tokens: ApiTokenView[] = [];
-        let after: string | null = null;
-        do {
-          const data: TokensQuery = await ctx.client.request(TOKENS_QUERY, { first: 100, after });
-          tokens.push(...data.apiTokens.edges.map((e) => e.node));
-          after = data.apiTokens.pageInfo.hasNextPage ? data.apiTokens.pageInfo.endCursor : null;
-        } while (after);
+        const { nodes: tokens } = await readPages(async (first, after) => (await ctx.client.request(TOKENS_QUERY, { first, after })).apiTokens, 100);
         ctx.result({ tokens }, formatTokens(tokens));
         return ExitCode.Ok;
       }),
