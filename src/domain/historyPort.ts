@@ -34,7 +34,7 @@ export interface EventPage {
   scannedRows: number;
 }
 
-/** The rows the port reads and writes, shaped as Prisma's models so that both stores map them alike. */
+/** The rows the port reads and writes, shaped as the schema's models (prisma/models), so that both stores map them alike. */
 export interface RolloutRow {
   id: string;
   kind: string;
@@ -86,7 +86,7 @@ export interface RevisionRow {
   version: string;
 }
 
-/** The InFlightChange table (see schema.prisma): one row of work in flight per (kind, namespace, name). */
+/** The InFlightChange table (see prisma/models/history.prisma): one row of work in flight per (kind, namespace, name). */
 export interface InFlightRow {
   kind: string;
   namespace: string;

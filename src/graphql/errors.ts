@@ -89,7 +89,7 @@ export function clientErrorOf(error: unknown): AppError | undefined {
   return undefined;
 }
 
-/** SQLite's (or the Prisma adapter's rendering of) "cannot write": disk full, read-only file or volume, I/O error. */
+/** SQLite's "cannot write": disk full, read-only file or volume, I/O error. */
 function isStorageFailure(error: unknown): boolean {
   for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
     if (typeof e.code === 'string' && /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN)/.test(e.code)) return true;

@@ -4,19 +4,19 @@ import { UnavailableError } from '../errors.js';
 /** A bound parameter: what better-sqlite3 accepts (booleans and Dates are converted by the callers' row helpers). */
 export type SqlValue = string | number | bigint | null | Buffer;
 
-/** How long a write waits for another connection's lock (Prisma's, or another process's) before it fails. */
+/** How long a write waits for another connection's lock (another process's: `rollplane token`, a test's Prisma client) before it fails. */
 const DEFAULT_LOCK_WAIT_MS = 5_000;
 
 /**
- * rollplane's own SQLite connection, for the history's hot path (events, rollout and target changes, revisions,
- * recreation records): prepared statements run synchronously, about 40 µs each, where a Prisma 6.19 query costs
- * about 0.8 ms of compilation on the event loop (docs/adr/0009-history-hot-path-sql.md). Prisma keeps the schema,
- * the migrations and the query side of the API.
+ * rollplane's SQLite connection, for every store on SQLite (history, tokens, audit, notifications): prepared
+ * statements run synchronously, about 40 µs each (a Prisma 6.19 query cost about 0.8 ms of compilation on the event
+ * loop: docs/adr/0009-history-hot-path-sql.md). Prisma keeps only the schema and writes the migrations, at
+ * development time; the service never opens it.
  *
  * Writes never wait for a lock on the event loop: the connection has no busy timeout, and a transaction that finds
- * the database locked (by Prisma's connection in the middle of one of its own transactions, which needs the event
- * loop to finish) is retried after a short timer. A transaction body is synchronous, so it never holds the lock
- * across an await and the other connection never waits on it for long.
+ * the database locked (by another connection to the file: another process, or a test's Prisma client) is retried
+ * after a short timer. A transaction body is synchronous, so it never holds the lock across an await and the other
+ * connection never waits on it for long.
  */
 export class Sql {
   private readonly statements = new Map<string, Sqlite.Statement>();
@@ -172,7 +172,7 @@ function sqlDateFast(text: string): Date | undefined {
   return date.getUTCFullYear() === year && date.getUTCDate() === day ? date : undefined;
 }
 
-/** Reads a DateTime column written by Prisma or by `sqlDate` (or SQLite's CURRENT_TIMESTAMP default). */
+/** Reads a DateTime column written by `sqlDate`, by Prisma (rows from before ADR 9, a test's Prisma client) or by SQLite's CURRENT_TIMESTAMP default. */
 export function dateOf(value: string | number): Date {
   if (typeof value === 'number') return new Date(value);
   const fast = sqlDateFast(value);

@@ -80,9 +80,9 @@ function eventFromRaw(v: readonly unknown[]): StoredEvent {
 }
 
 /**
- * Runs a read of store/eventReads.ts on rollplane's own connection: prepared SQL, synchronously (Prisma would compile
- * each query on the event loop). Each of its statements is bounded (EVENT_SCAN_WINDOW rows at most), so one read
- * holds the event loop for about a millisecond at most.
+ * Runs a read of store/eventReads.ts on rollplane's own connection: prepared SQL, synchronously (ADR 9). Each of its
+ * statements is bounded (EVENT_SCAN_WINDOW rows at most), so one read holds the event loop for about a millisecond
+ * at most.
  */
 function runRead(sql: Sql, read: EventRead): EventPage {
   let step = read.next();

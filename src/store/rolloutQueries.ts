@@ -3,8 +3,8 @@ import type { RolloutPosition, RolloutQueryFilter } from '../domain/historyPort.
 import { rolloutColumns, rolloutFromRaw, TARGET_COLUMNS, targetFromRaw, type RolloutRow, type TargetRow } from './rolloutRows.js';
 
 /**
- * The API's reads of rollouts and targets as prepared SQL (issue 17: each Prisma query costs ~0.8 ms of compilation on
- * the event loop, and a rollouts page asked for 22 of them). Every filter but `search` is served by an index; a test
+ * The API's reads of rollouts and targets as prepared SQL (issue 17: through Prisma, a rollouts page cost 22 queries
+ * of ~0.8 ms of compilation each on the event loop). Every filter but `search` is served by an index; a test
  * (test/store/queryPlans.test.ts) runs EXPLAIN QUERY PLAN on each and fails when one stops using it.
  */
 

@@ -3,7 +3,7 @@ import type { IdempotencyKeyRef, NewRolloutRow, NewTargetRow, RevisionRow, Rollo
 
 /**
  * The history's hot-path statements on Rollout, RolloutTarget and Revision (prepared SQL on rollplane's own
- * connection; see Sql.ts). Rows come back in the same shape as Prisma's models, so both paths map them alike.
+ * connection; see Sql.ts). Rows come back in the shape of the schema's models (prisma/models), as the port declares them.
  * Everything here is synchronous and meant to run inside `Sql.transaction`.
  */
 

@@ -19,7 +19,7 @@ export interface WriteGeneration {
 
 /**
  * SQLite: asked of the database itself on every call, so no write can be missed, whoever makes it. `data_version`
- * changes when another connection commits (Prisma's, or another process's: `rollplane token` on the same file);
+ * changes when another connection commits (another process's: `rollplane token` on the same file);
  * `total_changes()` counts the rows this connection (rollplane's own, the history's) has changed. One prepared
  * statement, about 7 µs.
  */

@@ -1,7 +1,7 @@
 import pg from 'pg';
 
 /**
- * A pg pool that reads Prisma's columns as rollplane expects:
+ * A pg pool that reads the columns of the schema (prisma/models, as Prisma's migrations create them) as rollplane expects:
  * - `TIMESTAMP(3)` (without time zone, holding UTC; OID 1114) as a UTC Date. pg's default parses it in the process's
  *   local zone, which shifts every date by the UTC offset when TZ is not UTC (research/postgres-spike.md §7.8);
  * - int8 (OID 20, e.g. COUNT(*)) as a number; rollplane's counts and ids are far below 2^53.

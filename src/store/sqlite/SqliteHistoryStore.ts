@@ -81,7 +81,7 @@ function runSync<T>(body: Generator<unknown, T, unknown>): T {
 /**
  * The SQLite implementation of the history port, over rollplane's prepared-statement connection (Sql.ts, ADR 9).
  * A transaction body runs synchronously inside Sql.transaction (BEGIN IMMEDIATE … COMMIT): every step returns at once,
- * so the write lock is never held across the event loop and Prisma's connection never waits on it; a lock held by
+ * so the write lock is never held across the event loop and another connection never waits on it long; a lock held by
  * another connection is retried on a timer. One writer at a time orders the event ids, and `afterCommit` runs in the
  * same synchronous step as the commit.
  */

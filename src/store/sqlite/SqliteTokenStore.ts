@@ -12,8 +12,7 @@ const rowOf = (raw: Raw<TokenRow>): TokenRow => ({
 
 /**
  * API tokens on SQLite, on rollplane's prepared-statement connection (authentication reads one row per request: about
- * 40 µs here against about 1 ms for a Prisma query). Writes go through Sql.transaction, which waits out another
- * connection's lock. One process, so a revocation needs no announcement: TokenService closes the sockets itself.
+ * 40 µs). Writes go through Sql.transaction, which waits out another connection's lock. One process, so a revocation needs no announcement: TokenService closes the sockets itself.
  */
 export class SqliteTokenStore implements TokenStore {
   constructor(private readonly sql: Sql) {}
