@@ -87,8 +87,27 @@ export function scanKubeCalls(root: string, dirs: readonly string[]): { calls: K
 
   const calls: KubeCall[] = [];
   const unresolved: string[] = [];
+  /** The group and plural a custom-resource argument list names (`group: X, plural: Y`, or `...spread` of a group). */
+  const customResourceOf = (text: string, args: string) => {
+    const plural = /plural:\s*(\w+)/.exec(args)?.[1];
+    let groupName = /group:\s*(\w+)/.exec(args)?.[1];
+    const spread = /\.\.\.(\w+)/.exec(args)?.[1];
+    if (!groupName && spread) groupName = new RegExp(`const ${spread}\\s*=\\s*\\{\\s*group:\\s*(\\w+)`).exec(text)?.[1];
+    const resource = plural ? constants.get(plural) : undefined;
+    const group = groupName ? constants.get(groupName) : undefined;
+    return resource !== undefined && group !== undefined ? { group, resource } : undefined;
+  };
   for (const [file, text] of texts) {
     const rel = path.relative(root, file);
+    // The kinds' shared informer factory (src/controllers/informers.ts) lists and watches whatever custom resource it
+    // is given: its own list call and path are generic, and each `informers.custom(…)` call site names the resource.
+    const isInformerFactory = rel === path.join('src', 'controllers', 'informers.ts');
+    for (const m of text.matchAll(/\.informers\.custom(?:<[^>()]*>)?\(/g)) {
+      const at = `${rel}:${lineOf(text, m.index!)}`;
+      const found = customResourceOf(text, argumentsAt(text, m.index! + m[0].length - 1));
+      if (!found) unresolved.push(`${at} informers.custom`);
+      else calls.push({ ...found, verb: 'list', at }, { ...found, verb: 'watch', at });
+    }
     for (const m of text.matchAll(/\.((list|read|get|create|patch|replace|delete)(\w+))\(/g)) {
       const [, method, prefix, rest] = m as unknown as [string, string, string, string];
       const at = `${rel}:${lineOf(text, m.index!)}`;
@@ -100,22 +119,22 @@ export function scanKubeCalls(root: string, dirs: readonly string[]): { calls: K
       }
       if (!customMethods.has(method)) continue;
       const args = argumentsAt(text, m.index! + m[0].length - 1);
-      const plural = /plural:\s*(\w+)/.exec(args)?.[1];
-      let groupName = /group:\s*(\w+)/.exec(args)?.[1];
-      const spread = /\.\.\.(\w+)/.exec(args)?.[1];
-      if (!groupName && spread) groupName = new RegExp(`const ${spread}\\s*=\\s*\\{\\s*group:\\s*(\\w+)`).exec(text)?.[1];
-      const resource = plural ? constants.get(plural) : undefined;
-      const group = groupName ? constants.get(groupName) : undefined;
-      if (!resource || group === undefined) {
+      if (isInformerFactory && args.includes('...resource')) continue;
+      const found = customResourceOf(text, args);
+      if (!found) {
         unresolved.push(`${at} ${method}`);
         continue;
       }
-      calls.push({ group, resource: method.endsWith('Status') ? `${resource}/status` : resource, verb, at });
+      calls.push({ group: found.group, resource: method.endsWith('Status') ? `${found.resource}/status` : found.resource, verb, at });
     }
-    // Informers list and then watch their path.
-    for (const m of text.matchAll(/path:\s*[`'](\/apis?\/[^`']*)[`']/g)) {
-      const at = `${rel}:${lineOf(text, m.index!)}`;
-      const resolved = resolve(m[1]!).replace(/\/namespaces\/[^/]+/, '');
+    // Informers list and then watch their path: every literal of a `path:` (a conditional may give two).
+    const paths = [...text.matchAll(/path:([^\n]*)/g)].flatMap((line) =>
+      [...line[1]!.matchAll(/[`'](\/apis?\/[^`']*)[`']/g)].map((literal) => ({ index: line.index!, template: literal[1]! })),
+    );
+    for (const { index, template } of paths) {
+      if (isInformerFactory && template.includes('${resource.')) continue;
+      const at = `${rel}:${lineOf(text, index)}`;
+      const resolved = resolve(template).replace(/\/namespaces\/[^/]+/, '');
       const parts = resolved.split('/').filter(Boolean);
       const parsed =
         parts[0] === 'api' && parts.length === 3
@@ -124,7 +143,7 @@ export function scanKubeCalls(root: string, dirs: readonly string[]): { calls: K
             ? { group: parts[1]!, resource: parts[3]! }
             : undefined;
       if (!parsed || resolved.includes('${')) {
-        unresolved.push(`${at} informer path ${m[1]}`);
+        unresolved.push(`${at} informer path ${template}`);
         continue;
       }
       calls.push({ ...parsed, verb: 'list', at }, { ...parsed, verb: 'watch', at });
