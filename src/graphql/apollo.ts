@@ -2,7 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import type { GraphQLSchema } from 'graphql';
+import type { GraphQLError, GraphQLSchema } from 'graphql';
 import type { Principal } from '../auth/roles.js';
 import { ErrorCode, isAppError } from '../errors.js';
 import { readBody } from '../http/body.js';
@@ -32,6 +32,8 @@ export interface ApolloHandlerOptions {
   authenticate: (req: IncomingMessage) => Promise<Principal>;
   /** Builds the per-request context. */
   context: (req: IncomingMessage, principal: Principal) => Promise<GraphQLContext>;
+  /** Charges an operation's least cost as it arrives (guard.ts admitOperation): the refusal, or undefined. */
+  admit: (principal: Principal) => GraphQLError | undefined | Promise<GraphQLError | undefined>;
   /** Extra plugins (e.g. the subscription server's drain). */
   plugins?: ApolloServerPlugin<GraphQLContext>[];
   /** Parsed and validated documents kept between requests, bounded by the heap they take (documentStore.ts). */
@@ -139,6 +141,14 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
       options.metrics.requestsRefused.inc({ reason: 'unauthenticated', transport: 'http' });
       res.setHeader('www-authenticate', 'Bearer realm="rollplane"');
       return sendError(res, 401, error.message, ErrorCode.Unauthenticated);
+    }
+    // Then the least an operation costs, before its body is read, parsed or validated.
+    const refusal = await options.admit(principal);
+    if (refusal) {
+      options.metrics.requestsRefused.inc({ reason: 'rate_limited', transport: 'http' });
+      const http = refusal.extensions.http as { headers?: Map<string, string> } | undefined;
+      res.setHeader('retry-after', http?.headers?.get('retry-after') ?? '1');
+      return sendError(res, 429, refusal.message, ErrorCode.RateLimited);
     }
     let body: unknown;
     if (req.method === 'POST') {

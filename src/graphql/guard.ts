@@ -45,6 +45,22 @@ export function callerKey(principal: Principal): string {
  */
 export const OPERATION_MIN_COST = 50;
 
+/**
+ * Charges OPERATION_MIN_COST for an operation as it arrives, before its document is read, parsed or validated, and
+ * answers the refusal to send when the caller's budget cannot pay it (undefined when admitted). Charged at the guard
+ * instead, parse and validation errors were free: a viewer's flood of invalid 2,000-token documents, each ~150 ms of
+ * validation, held /healthz for 0.4–0.8 s and never ran out of budget (issue 34, attack 12). guardOperation charges
+ * the rest of the operation's estimate.
+ */
+export function admitOperation(
+  options: Pick<GuardOptions, 'queryCostLimiter'>,
+  principal: Principal,
+): GraphQLError | undefined | Promise<GraphQLError | undefined> {
+  return thenIfPromise(options.queryCostLimiter.take(callerKey(principal), OPERATION_MIN_COST), (waitMs) =>
+    waitMs > 0 ? rateLimited('queries (their estimated cost)', waitMs) : undefined,
+  );
+}
+
 function rateLimited(what: string, waitMs: number): GraphQLError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
   return new GraphQLError(`too many ${what}; retry in ${seconds}s`, {
@@ -74,7 +90,9 @@ export function guardOperation(
   const key = callerKey(principal);
   const afterMutationLimit = (waitMs: number): GuardVerdict | Promise<GuardVerdict> => {
     if (waitMs > 0) return { fields, cost, error: rateLimited('mutations', waitMs) };
-    return thenIfPromise(options.queryCostLimiter.take(key, Math.max(OPERATION_MIN_COST, cost)), (costWaitMs) =>
+    // OPERATION_MIN_COST was paid on arrival (admitOperation); the rest of the estimate now.
+    const rest = Math.max(0, cost - OPERATION_MIN_COST);
+    return thenIfPromise(rest > 0 ? options.queryCostLimiter.take(key, rest) : 0, (costWaitMs) =>
       costWaitMs > 0
         ? { fields, cost, error: rateLimited('queries (their estimated cost)', costWaitMs) }
         : checkRoles(fields, cost, operation, principal, dryRunOnlyFields(options.schema, document, operation, variables)),

@@ -23,7 +23,7 @@ import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { clientErrorOf, errorCodeOf, formatGraphQLErrors } from './errors.js';
 import { FEED_TARGET, SubscriptionFanOut, type FeedExecutionArgs } from './fanOut.js';
-import { callerKey, guardOperation, replayCharge, type GuardOptions } from './guard.js';
+import { admitOperation, callerKey, guardOperation, replayCharge, type GuardOptions } from './guard.js';
 import { documentBytes } from './documentStore.js';
 import { ReplaySlots } from './replaySlots.js';
 import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
@@ -306,6 +306,12 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           metrics.requestsRefused.inc({ reason: 'subscriptions', transport: 'ws' });
           ctx.extra.socket.close(CLOSE_TOO_MANY, `Too many operations: at most ${options.maxSubscriptionsPerConnection} per connection`);
           return [new GraphQLError('too many operations on this connection', { extensions: { code: ErrorCode.RateLimited } })];
+        }
+        // The least an operation costs, before it is parsed or validated (admitOperation).
+        const refusal = await admitOperation(options.guard, principal);
+        if (refusal) {
+          metrics.requestsRefused.inc({ reason: 'rate_limited', transport: 'ws' });
+          return [refusal];
         }
         let document: DocumentNode;
         try {

@@ -11,6 +11,7 @@ import type { Domain } from '../domain/Domain.js';
 import { createApolloHandler } from '../graphql/apollo.js';
 import type { GraphQLContext } from '../graphql/context.js';
 import { BoundedDocumentStore, DOCUMENT_STORE_BYTES } from '../graphql/documentStore.js';
+import { admitOperation } from '../graphql/guard.js';
 import { guardPlugin } from '../graphql/guardPlugin.js';
 import { listSizesOf } from '../graphql/listSizes.js';
 import { ResponseCache } from '../graphql/responseCache.js';
@@ -82,6 +83,7 @@ export async function startApi(config: Config, { logger, metrics, history, domai
       ...(responseCache ? { responseCache } : {}),
       authenticate: (req) => authenticate(req.headers.authorization),
       context: (req, principal) => contextFor(principal, req),
+      admit: (principal) => admitOperation(guard, principal),
       plugins: [guardPlugin({ ...guard, audit, logger })],
     });
     // Before the listener is up there is nothing to drain; Apollo's drain then fails on a server that is not running.

@@ -198,4 +198,26 @@ describe('the query-cost budget per caller', () => {
     expect(answered).toBeLessThan(allowed + 20);
     expect(answered + refused).toBe(1_000);
   });
+
+  it('charges documents that fail to parse or validate too, before parsing them (attack 12, F1)', async () => {
+    const invalid = (await app.domain.tokens.create({ name: 'invalid', role: 'viewer' })).secret;
+    const statuses = new Map<number, number>();
+    // Before, they were free: a flood of slow-to-validate documents never ran out of budget.
+    for (let i = 0; i < 1_000; i += 8) {
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, j) =>
+          fetch(app.url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${invalid}` },
+            body: JSON.stringify({ query: j % 2 === 0 ? '{ noSuchField }' : '{ serverInfo {' }),
+          }).then(async (res) => (await res.text(), res.status)),
+        ),
+      );
+      for (const status of answers) statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+    const allowed = 40_000 / OPERATION_MIN_COST;
+    expect(statuses.get(400) ?? 0).toBeGreaterThanOrEqual(allowed);
+    expect(statuses.get(400) ?? 0).toBeLessThan(allowed + 20);
+    expect(statuses.get(429)).toBe(1_000 - (statuses.get(400) ?? 0));
+  });
 });
