@@ -2,7 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import type { GraphQLError, GraphQLSchema } from 'graphql';
+import { parse, type DocumentNode, type GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Principal } from '../auth/roles.js';
 import { ErrorCode, isAppError } from '../errors.js';
 import { readBody } from '../http/body.js';
@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import { countOperation, type AppMetrics } from '../metrics.js';
 import type { GraphQLContext } from './context.js';
 import { clientErrorOf, errorCodeOf, formatError } from './errors.js';
+import { repeatedSelection, repeatedSelectionMessage } from './repeatedSelections.js';
 import type { ResponseCache } from './responseCache.js';
 import { responseCachePlugin } from './responseCachePlugin.js';
 import { exceedsJsonBytes, MAX_RESPONSE_BYTES } from './responseSize.js';
@@ -70,6 +71,22 @@ function stringifyBounded(result: { data?: unknown }): string {
       },
     ],
   });
+}
+
+/**
+ * A selection repeated past MAX_REPEATED_SELECTIONS in the request's document, checked before Apollo validates it (no
+ * plugin hook runs between Apollo's parse and its validation). A document that does not parse is left to Apollo, which
+ * answers it in its usual shape; one sent by hash only (APQ) was checked when it was registered.
+ */
+function repeatedSelectionIn(query: unknown, maxTokens: number): ReturnType<typeof repeatedSelection> {
+  if (typeof query !== 'string') return undefined;
+  let document: DocumentNode;
+  try {
+    document = parse(query, { maxTokens, noLocation: true });
+  } catch {
+    return undefined;
+  }
+  return repeatedSelection(document);
 }
 
 /**
@@ -169,6 +186,11 @@ export async function createApolloHandler(options: ApolloHandlerOptions) {
         body = raw;
       }
     }
+    const repeated = repeatedSelectionIn(
+      req.method === 'POST' ? (body as { query?: unknown } | undefined)?.query : new URLSearchParams(search).get('query'),
+      options.maxQueryTokens,
+    );
+    if (repeated) return sendError(res, 400, repeatedSelectionMessage(repeated), ErrorCode.BadUserInput);
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },
       context: () => options.context(req, principal),

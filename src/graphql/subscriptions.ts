@@ -26,6 +26,7 @@ import { FEED_TARGET, SubscriptionFanOut, type FeedExecutionArgs } from './fanOu
 import { admitOperation, callerKey, guardOperation, replayCharge, type GuardOptions } from './guard.js';
 import { documentBytes } from './documentStore.js';
 import { ReplaySlots } from './replaySlots.js';
+import { repeatedSelection, repeatedSelectionMessage } from './repeatedSelections.js';
 import { auditMutation, auditUnresolvedMutation } from './operationAudit.js';
 
 export interface SubscriptionServerOptions {
@@ -319,6 +320,8 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         } catch (error) {
           return [new GraphQLError((error as Error).message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
         }
+        const repeated = repeatedSelection(document);
+        if (repeated) return [new GraphQLError(repeatedSelectionMessage(repeated), { extensions: { code: ErrorCode.BadUserInput } })];
         const variables = (payload.variables ?? undefined) as Record<string, unknown> | undefined;
         const caller = callerKey(principal);
         const held = heldBytesOf(document, payload);

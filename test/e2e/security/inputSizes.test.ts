@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATION_MIN_COST } from '../../../src/graphql/guard.js';
+import { MAX_REPEATED_SELECTIONS } from '../../../src/graphql/repeatedSelections.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
 
@@ -219,5 +220,36 @@ describe('the query-cost budget per caller', () => {
     expect(statuses.get(400) ?? 0).toBeGreaterThanOrEqual(allowed);
     expect(statuses.get(400) ?? 0).toBeLessThan(allowed + 20);
     expect(statuses.get(429)).toBe(1_000 - (statuses.get(400) ?? 0));
+  });
+});
+
+describe('documents whose validation is quadratic (attack 12, F2)', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+  // 400 of them took 100–180 ms each to validate for an estimated cost of ~800; a viewer held /healthz for 2.7 s.
+  const repeated = `{ ${Array.from({ length: MAX_REPEATED_SELECTIONS + 1 }, () => 'serverInfo { __typename }').join(' ')} }`;
+
+  it('refuses a response name selected too often, over HTTP (POST and GET) and WebSocket, naming it', async () => {
+    const post = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: repeated }) });
+    expect(post.status).toBe(400);
+    const postBody = (await post.json()) as { errors: Array<{ message: string; extensions: { code: string } }> };
+    expect(postBody.errors[0]!.extensions.code).toBe('BAD_USER_INPUT');
+    expect(postBody.errors[0]!.message).toContain('"serverInfo" is selected 21 times');
+    const get = await fetch(`${app.url}?query=${encodeURIComponent(repeated)}`, { headers: { 'apollo-require-preflight': 'true' } });
+    expect(get.status).toBe(400);
+    const sub = collect(wsClient(app.url), `subscription ${repeated.replace('{ serverInfo', '{ events { id } serverInfo')}`);
+    await sub.waitFor(1);
+    expect(JSON.stringify(sub.errors)).toContain('BAD_USER_INPUT');
+  });
+
+  it('still answers the same field selected up to the limit', async () => {
+    const fine = `{ ${Array.from({ length: MAX_REPEATED_SELECTIONS }, () => 'serverInfo { __typename }').join(' ')} }`;
+    const answer = await gql(app.url, fine);
+    expect(answer.errors).toBeUndefined();
   });
 });
