@@ -104,12 +104,21 @@ export function guardOperation(
 }
 
 /**
- * What replaying stored events for a subscription (its `after:`) costs the caller: the operation's cost per event,
- * from the same budget as its queries (issue 34, finding 2). Waiting callers are paced by it (EventLog.ReplayCharge).
+ * The least an event sent to a subscription costs, replayed or live, whatever the operation's estimate: executing a
+ * payload, serializing it and writing its frame is work of ~10 units at the ~1.1 µs per unit measured on real pages,
+ * and at the estimate of `events { id }` (1–2) a viewer's distinct cheap subscriptions got 25–50× more work per unit
+ * than queries do (issue 34, attack 12, F3: 12.7k executions a second, /healthz p99 363 ms).
+ */
+export const EVENT_MIN_COST = 10;
+
+/**
+ * What events sent to a subscription cost the caller: the operation's cost per event (at least EVENT_MIN_COST), from
+ * the same budget as its queries (issue 34, finding 2) — its replays (`after:`), paced by it (EventLog.ReplayCharge),
+ * and its share of each live execution (fanOut.ts).
  */
 export function replayCharge(options: GuardOptions, principal: Principal, costPerEvent: number): ReplayCharge {
   const key = callerKey(principal);
-  return (events) => options.queryCostLimiter.take(key, Math.max(1, costPerEvent) * events);
+  return (events) => options.queryCostLimiter.take(key, Math.max(EVENT_MIN_COST, costPerEvent) * events);
 }
 
 function thenIfPromise<T, R>(value: T | Promise<T>, next: (value: T) => R | Promise<R>): R | Promise<R> {

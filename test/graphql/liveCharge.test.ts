@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../src/domain/events.js';
+import { EVENT_MIN_COST } from '../../src/graphql/guard.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { until } from '../helpers/until.js';
@@ -40,9 +41,9 @@ describe('live events of the shared fan-out', () => {
     await app?.close();
   });
 
-  const subscriber = async (name: string) => {
+  const subscriber = async (name: string, feed = FEED) => {
     const { secret } = await app.domain.tokens.create({ name, role: 'viewer' });
-    return collect(wsClient(app.url, { connectionParams: { authorization: `Bearer ${secret}` } }), FEED);
+    return collect(wsClient(app.url, { connectionParams: { authorization: `Bearer ${secret}` } }), feed);
   };
   const shared = async () => (await app.metrics.subscriptionsShared.get()).values[0]?.value ?? 0;
 
@@ -73,5 +74,15 @@ describe('live events of the shared fan-out', () => {
     const last = sub.results.at(-1) as { events: { id: string } };
     expect(errors![0]!.extensions.after).toBe(last.events.id);
     expect(errors![0]!.message).toContain(`after: "${last.events.id}"`);
+  });
+
+  it('costs at least EVENT_MIN_COST an event however cheap the document (attack 12, F3)', async () => {
+    await until('the subscribers of the tests before have left', async () => (await shared()) === 0);
+    const sub = await subscriber('cheap', 'subscription { events { id } }');
+    await until('the subscriber is live', async () => (await shared()) === 1);
+    for (let i = 0; i < EVENTS && sub.errors.length === 0; i++) await app.domain.events.append(recreated(i));
+    await until('the subscription ended', () => sub.errors.length > 0);
+    // 150 left after subscribing pays for 15 events at 10 each (before: `events { id }` cost 1–2, all 40 went out).
+    expect(sub.results.length).toBeLessThanOrEqual(150 / EVENT_MIN_COST + 2);
   });
 });
