@@ -25,6 +25,7 @@ export const EVENT_ID_INDEXES: readonly (readonly EqualityColumn[])[] = [
   ['rolloutId'],
   ['rolloutId', 'type'],
   ['kind'],
+  ['kind', 'type'],
   ['kind', 'namespace', 'name'],
   ['kind', 'namespace', 'name', 'type'],
   ['namespace', 'name'],

@@ -213,6 +213,17 @@ describe('query plans of the API reads', () => {
     }
   });
 
+  // Reads the product makes on every query of a page must not walk windows of ids: with 100,000 events of other kinds
+  // the agent pools' history view (AgentPoolChoices: "has any agent-pool rollout or target changed state since?", on
+  // every agentPools and drift query) read ten windows, 20 ms a query, until (kind, type, id) served it.
+  it.each([
+    ['the newest state change of a kind', { kind: 'AGENT_POOL', types: [EventType.RolloutStateChanged, EventType.TargetStateChanged] }],
+    ['a rollout --wait feed', { rolloutId: 'ro_3', types: [EventType.RolloutStateChanged] }],
+    ["a target's latest event of one type", { kind: 'NODE_AGENT', namespace: 'default', name: 'n-1', types: [EventType.TargetStateChanged] }],
+  ] as [string, EventFilter][])('serves %s through an index', (_name, filter) => {
+    expect(servedByIndex(filter)).toBe(true);
+  });
+
   it('would catch a filter that scans the table', () => {
     const plan = planOf({ text: 'SELECT * FROM "Event" WHERE "payload" = ? ORDER BY "id" LIMIT 5', params: ['{}'] });
     // Ordered by the primary key, this is a SCAN of the table's b-tree: the check must see it.
