@@ -5,15 +5,14 @@
  * ran it, over a seeded history; /healthz is probed beside a control process while the attacker replays those
  * filters from the start of the history over and over and pages over HTTP with random names.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp } from '../../helpers/app.js';
-import { killIfRunning, projectRoot, startService, type ServiceProcess } from '../../helpers/child.js';
+import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
 import { seedEventHistory } from '../../helpers/eventHistory.js';
-import { percentile, probeBeside, startControl } from './probes.js';
+import { percentile, underAttack } from './probes.js';
 
 const ADMIN = 'admin-secret-for-filtered-scans-0123456789';
 /**
@@ -51,37 +50,25 @@ afterAll(async () => {
 describe('a viewer', () => {
   it('(F3) cannot stall the process with filtered reads that no index serves: /healthz keeps answering', async () => {
     const { url } = service!;
-    const control = await startControl();
-    const attacker = spawn(
-      process.execPath,
-      ['--import', 'tsx', path.join(projectRoot, 'test/e2e/security/scanFlood.ts'), url, viewer, String(NEEDLES.length)],
-      {
-        cwd: projectRoot,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    let report = '';
-    attacker.stdout!.on('data', (chunk) => (report += chunk));
-    try {
-      // A probe of each every 25 ms, 300 of them: the attack runs for as long as they take.
-      const { healthz, control: idle, figures } = await probeBeside(`${url.replace(/\/graphql$/, '')}/healthz`, control.url, 300, 25);
-      console.log(`/healthz under filtered reads: ${figures}`);
-      // Beyond what the machine's load costs any process (the control's). Before the change a probe waited behind
-      // a read of the whole table as a rule, not by bad luck: p90 331 ms and p99 2.4 s beyond the control here, and
-      // the finding saw 1.3 s with 10 subscriptions at 492,000 events, over 5 s with 100. No bound on the median: on
-      // a machine loaded by other work (load average 20), a process busy with legitimate reads answers its median probe
-      // 25-30 ms later than an idle one without anything blocking its event loop.
-      expect(percentile(healthz, 90) - percentile(idle, 90), figures).toBeLessThan(100);
-      expect(percentile(healthz, 99) - percentile(idle, 99), figures).toBeLessThan(500);
-      // The Deployment's liveness probe gives up after 1 s.
-      expect(percentile(healthz, 100) - percentile(idle, 100), figures).toBeLessThan(1_000);
-    } finally {
-      control.stop();
-      attacker.kill('SIGTERM');
-      await new Promise((resolve) => attacker.once('exit', resolve));
-    }
-    console.log(`attacker: ${report.trim()}`);
-    const stats = JSON.parse(report.trim() || '{}') as {
+    // A probe of each every 25 ms, 300 of them: the attack runs for as long as they take.
+    const {
+      healthz,
+      control: idle,
+      figures,
+      report,
+    } = await underAttack('scanFlood.ts', [url, viewer, String(NEEDLES.length)], `${url.replace(/\/graphql$/, '')}/healthz`);
+    console.log(`/healthz under filtered reads: ${figures}`);
+    console.log(`attacker: ${report}`);
+    // Beyond what the machine's load costs any process (the control's). Before the change a probe waited behind
+    // a read of the whole table as a rule, not by bad luck: p90 331 ms and p99 2.4 s beyond the control here, and
+    // the finding saw 1.3 s with 10 subscriptions at 492,000 events, over 5 s with 100. No bound on the median: on
+    // a machine loaded by other work (load average 20), a process busy with legitimate reads answers its median probe
+    // 25-30 ms later than an idle one without anything blocking its event loop.
+    expect(percentile(healthz, 90) - percentile(idle, 90), figures).toBeLessThan(100);
+    expect(percentile(healthz, 99) - percentile(idle, 99), figures).toBeLessThan(500);
+    // The Deployment's liveness probe gives up after 1 s.
+    expect(percentile(healthz, 100) - percentile(idle, 100), figures).toBeLessThan(1_000);
+    const stats = JSON.parse(report || '{}') as {
       subscribes?: number;
       errors?: number;
       rateLimited?: number;

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { expect } from 'vitest';
+import { projectRoot } from '../../helpers/child.js';
 
 /** Milliseconds one GET of `url` took, its body read; it must answer 200. */
 export async function timedGet(url: string): Promise<number> {
@@ -46,4 +48,29 @@ export async function probeBeside(healthzUrl: string, controlUrl: string, count:
     .map((p) => `${p === 100 ? 'max' : `p${p}`} ${percentile(h, p).toFixed(1)} ms (control ${percentile(c, p).toFixed(1)})`)
     .join(', ');
   return { healthz: h, control: c, figures };
+}
+
+/**
+ * Runs an attacker script (`test/e2e/security/<script>`, under tsx, with `args`) while probing the service's /healthz
+ * beside a control process, 300 probes 25 ms apart (the attack lasts as long as they take); stops both, and returns
+ * the probes and what the attacker printed by the time it exited (its JSON report).
+ */
+export async function underAttack(script: string, args: string[], healthzUrl: string) {
+  const control = await startControl();
+  const attacker = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/e2e/security', script), ...args], {
+    cwd: projectRoot,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let report = '';
+  attacker.stdout!.on('data', (chunk) => (report += chunk));
+  let probes: Awaited<ReturnType<typeof probeBeside>>;
+  try {
+    probes = await probeBeside(healthzUrl, control.url, 300, 25);
+  } finally {
+    control.stop();
+    // The attacker prints its report as it exits.
+    attacker.kill('SIGTERM');
+    await new Promise((resolve) => attacker.once('exit', resolve));
+  }
+  return { ...probes, report: report.trim() };
 }

@@ -4,14 +4,13 @@
  * turn of the event loop; and a client that completed its 99 operations and subscribed 99 new ones was closed "Too
  * many operations", because operations it had completed still counted until the server had finished ending them.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gql } from '../../helpers/graphql.js';
-import { killIfRunning, projectRoot, startService, type ServiceProcess } from '../../helpers/child.js';
-import { percentile, probeBeside, startControl } from './probes.js';
+import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
+import { percentile, underAttack } from './probes.js';
 
 const ADMIN = 'admin-secret-for-subscribe-bursts-0123456789';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bursts-'));
@@ -44,26 +43,13 @@ afterAll(async () => {
 describe('a viewer sending bursts of subscribe messages', () => {
   it('(F5) does not stall the process, and (F7) is not closed for operations it has completed', async () => {
     const { url } = service!;
-    const control = await startControl();
-    const attacker = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/e2e/security/subscribeBurst.ts'), url, viewer], {
-      cwd: projectRoot,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let report = '';
-    attacker.stdout!.on('data', (chunk) => (report += chunk));
-    try {
-      const { healthz: h, control: c, figures } = await probeBeside(`${url.replace(/\/graphql$/, '')}/healthz`, control.url, 300, 25);
-      console.log(`/healthz under bursts: ${figures}`);
-      // Beyond what the machine's load costs any process: the Deployment's liveness probe gives up after 1 s.
-      expect(percentile(h, 90) - percentile(c, 90), figures).toBeLessThan(100);
-      expect(percentile(h, 99) - percentile(c, 99), figures).toBeLessThan(1_000);
-    } finally {
-      control.stop();
-      attacker.kill('SIGTERM');
-      await new Promise((resolve) => attacker.once('exit', resolve));
-    }
-    console.log(`attacker: ${report.trim()}`);
-    const stats = JSON.parse(report.trim()) as { subscribes: number; closes: Record<string, number> };
+    const { healthz: h, control: c, figures, report } = await underAttack('subscribeBurst.ts', [url, viewer], `${url.replace(/\/graphql$/, '')}/healthz`);
+    console.log(`/healthz under bursts: ${figures}`);
+    console.log(`attacker: ${report}`);
+    // Beyond what the machine's load costs any process: the Deployment's liveness probe gives up after 1 s.
+    expect(percentile(h, 90) - percentile(c, 90), figures).toBeLessThan(100);
+    expect(percentile(h, 99) - percentile(c, 99), figures).toBeLessThan(1_000);
+    const stats = JSON.parse(report) as { subscribes: number; closes: Record<string, number> };
     // The bursts were sent, and no socket was closed for holding too many operations.
     expect(stats.subscribes).toBeGreaterThan(16 * 99 * 3);
     expect(

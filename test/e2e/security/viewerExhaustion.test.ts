@@ -3,18 +3,17 @@
  * as a process of its own under the Deployment's heap cap (deploy/40-deployment.yaml: --max-old-space-size=512), with
  * authentication on, as the attacker ran them.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../../src/domain/events.js';
 import { startTestApp } from '../../helpers/app.js';
-import { killIfRunning, projectRoot, startService, type ServiceProcess } from '../../helpers/child.js';
+import { killIfRunning, startService, type ServiceProcess } from '../../helpers/child.js';
 import WebSocket from 'ws';
 import { gql } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
-import { percentile, probeBeside, startControl } from './probes.js';
+import { percentile, underAttack } from './probes.js';
 
 const ADMIN = 'admin-secret-for-viewer-exhaustion-0123456789';
 /** The attacker's history: 3,300 events. */
@@ -125,28 +124,15 @@ describe('a viewer', () => {
   it('(finding 2) cannot stall the process with replays: /healthz keeps answering while 100 replays of the whole history loop', async () => {
     const { url } = service!;
     const baseUrl = url.replace(/\/graphql$/, '');
-    const control = await startControl();
-    const attacker = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/e2e/security/replayFlood.ts'), url, viewer, String(HISTORY)], {
-      cwd: projectRoot,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let report = '';
-    attacker.stdout!.on('data', (chunk) => (report += chunk));
-    try {
-      // A probe of each every 25 ms, 300 of them: the attack runs for as long as they take.
-      const { healthz: h, control: c, figures } = await probeBeside(`${baseUrl}/healthz`, control.url, 300, 25);
-      console.log(`/healthz under attack: ${figures}`);
-      // Beyond what the machine's load costs any process (the control's): the aim is 100 ms, and the Deployment's
-      // liveness probe gives up after 1 s (before the fix: 11.6 s, then out of memory).
-      expect(percentile(h, 90) - percentile(c, 90), figures).toBeLessThan(100);
-      expect(percentile(h, 99) - percentile(c, 99), figures).toBeLessThan(1_000);
-    } finally {
-      control.stop();
-      attacker.kill('SIGTERM');
-      await new Promise((resolve) => attacker.once('exit', resolve));
-    }
-    const stats = JSON.parse(report.trim() || '{}') as { replays?: number; received?: number };
-    console.log(`attacker: ${report.trim()}`);
+    // A probe of each every 25 ms, 300 of them: the attack runs for as long as they take.
+    const { healthz: h, control: c, figures, report } = await underAttack('replayFlood.ts', [url, viewer, String(HISTORY)], `${baseUrl}/healthz`);
+    console.log(`/healthz under attack: ${figures}`);
+    console.log(`attacker: ${report}`);
+    // Beyond what the machine's load costs any process (the control's): the aim is 100 ms, and the Deployment's
+    // liveness probe gives up after 1 s (before the fix: 11.6 s, then out of memory).
+    expect(percentile(h, 90) - percentile(c, 90), figures).toBeLessThan(100);
+    expect(percentile(h, 99) - percentile(c, 99), figures).toBeLessThan(1_000);
+    const stats = JSON.parse(report || '{}') as { replays?: number; received?: number };
     // The attack ran: events were replayed to it (paced by its budget, not refused).
     expect(stats.received ?? 0).toBeGreaterThan(HISTORY);
   }, 300_000);
