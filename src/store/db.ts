@@ -11,6 +11,8 @@ import type { TokenStore } from '../auth/TokenStore.js';
 import type { AuditStore } from '../domain/AuditStore.js';
 import type { NotificationStore } from '../domain/notifications/NotificationStore.js';
 import { SqliteNotificationStore } from './sqlite/SqliteNotificationStore.js';
+import type { MemberClusterStore } from '../domain/clusters/MemberClusterStore.js';
+import { SqliteMemberClusterStore } from './sqlite/SqliteMemberClusterStore.js';
 import { Sql } from './Sql.js';
 import { AnnouncedWriteGeneration, HISTORY_WRITES_CHANNEL, SqliteWriteGeneration, type WriteGeneration } from './writeGeneration.js';
 import { UnavailableError } from '../errors.js';
@@ -25,6 +27,8 @@ export interface Database {
   audit: AuditStore;
   /** Notification subscriptions and the outbox (domain/notifications/NotificationStore.ts). */
   notifications: NotificationStore;
+  /** The member cluster registry (domain/clusters/MemberClusterStore.ts). */
+  memberClusters: MemberClusterStore;
   /** Where the data is: the SQLite file, or the PostgreSQL URL with its password masked. */
   location: string;
   migrations: MigrationReport;
@@ -91,13 +95,22 @@ export async function openDatabase(url: string): Promise<Database> {
  */
 async function openPostgresDatabase(url: string, connectionLimit: number): Promise<Database> {
   // Loaded only here: a SQLite deployment never loads pg.
-  const [{ openPgHistoryStore }, { PgEventNotifier }, { PgRateLimiter }, { PgTokenStore }, { PgAuditStore }, { PgNotificationStore }] = await Promise.all([
+  const [
+    { openPgHistoryStore },
+    { PgEventNotifier },
+    { PgRateLimiter },
+    { PgTokenStore },
+    { PgAuditStore },
+    { PgNotificationStore },
+    { PgMemberClusterStore },
+  ] = await Promise.all([
     import('./postgres/open.js'),
     import('./postgres/PgEventNotifier.js'),
     import('./postgres/PgRateLimiter.js'),
     import('./postgres/PgTokenStore.js'),
     import('./postgres/PgAuditStore.js'),
     import('./postgres/PgNotificationStore.js'),
+    import('./postgres/PgMemberClusterStore.js'),
   ]);
   const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: connectionLimit });
   let open = true;
@@ -107,6 +120,7 @@ async function openPostgresDatabase(url: string, connectionLimit: number): Promi
     tokens: new PgTokenStore(pool, url),
     audit: new PgAuditStore(pool),
     notifications: new PgNotificationStore(pool),
+    memberClusters: new PgMemberClusterStore(pool),
     location: redactDatabaseUrl(url),
     migrations,
     isOpen: () => open,
@@ -180,6 +194,7 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
     tokens: new SqliteTokenStore(sql),
     audit: new SqliteAuditStore(sql),
     notifications: new SqliteNotificationStore(sql),
+    memberClusters: new SqliteMemberClusterStore(sql),
     sql,
     file,
     location: file,
