@@ -90,7 +90,7 @@ export async function requireReachable(kube: KubeConnection, timeoutMs: number):
 }
 
 /** A socket error code (ECONNREFUSED …) or the HTTP status the API server answered, from the error or its causes. */
-function failureCode(error: unknown, depth = 0): string | undefined {
+export function failureCode(error: unknown, depth = 0): string | undefined {
   if (depth > 5 || typeof error !== 'object' || error === null) return undefined;
   const { code, cause } = error as { code?: unknown; cause?: unknown };
   if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;

@@ -1,0 +1,131 @@
+import { createHash } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Gauge, type Registry } from 'prom-client';
+import { CLUSTER_HEALTH_STATES, type ClusterHealth, LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import type { Logger } from '../log.js';
+import { type ConnectionOptions, type ConnectionSnapshot, MemberConnection } from './MemberConnection.js';
+
+/** A member's credentials as a source found them: loaded, and a fingerprint that changes when they do. */
+export interface MemberCredentials {
+  kubeConfig: KubeConfig;
+  /** A hash of the kubeconfig's text (never the text): a changed Secret reconnects, an unchanged one does not. */
+  fingerprint: string;
+}
+
+/** The fingerprint of a kubeconfig's text: SHA-256, so that it says nothing of the credentials. */
+export function fingerprintOf(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export interface MemberClustersOptions extends ConnectionOptions {
+  logger: Logger;
+  registry?: Registry;
+  /** Where each health change is written (the registry in the history store); a failure is logged, never thrown. */
+  recordHealth(name: string, health: ClusterHealth): Promise<unknown>;
+}
+
+/**
+ * Every member cluster's connection, by name (docs/adr/0048-member-clusters.md). `reconcile` makes the set of
+ * connections what the sources found: it starts, replaces (credentials changed) and stops connections in memory, and
+ * never awaits a network call while doing so — each connection probes on its own timer — so one unreachable member
+ * never delays another, nor the sources. Health changes go to the store in order per cluster, and to
+ * `rollplane_cluster_up` and `rollplane_cluster_health`, whose series are the registered clusters' (never input's).
+ */
+export class MemberClusters {
+  private readonly connections = new Map<string, { connection: MemberConnection; fingerprint: string }>();
+  private readonly writes = new Map<string, Promise<unknown>>();
+  private readonly listeners = new Set<(name: string, health: ClusterHealth) => void>();
+  private readonly up: Gauge<'cluster'> | undefined;
+  private readonly state: Gauge<'cluster' | 'state'> | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: MemberClustersOptions) {
+    if (options.registry) {
+      this.up = new Gauge({
+        name: 'rollplane_cluster_up',
+        help: 'Whether the member cluster answers and is ready (1) or not (0)',
+        labelNames: ['cluster'],
+        registers: [options.registry],
+      });
+      this.state = new Gauge({
+        name: 'rollplane_cluster_health',
+        help: "The member cluster's health state: 1 for its current state (CONNECTING, READY, UNREACHABLE, UNAUTHORIZED, VERSION_SKEW), 0 for the others",
+        labelNames: ['cluster', 'state'],
+        registers: [options.registry],
+      });
+    }
+  }
+
+  /**
+   * Connects every cluster of `desired` that is not connected, reconnects those whose fingerprint changed, and stops
+   * the connections of clusters no longer desired (`local` included only when `desired` has it).
+   */
+  reconcile(desired: ReadonlyMap<string, MemberCredentials>): void {
+    if (this.stopped) return;
+    for (const [name, credentials] of desired) {
+      const existing = this.connections.get(name);
+      if (existing?.fingerprint === credentials.fingerprint) continue;
+      if (existing) void existing.connection.stop();
+      const connection = new MemberConnection(name, credentials.kubeConfig, this.options, (cluster, health) => this.healthChanged(cluster, health));
+      this.connections.set(name, { connection, fingerprint: credentials.fingerprint });
+      this.healthChanged(name, connection.health());
+      connection.start();
+      this.options.logger.info(
+        { cluster: name, reconnect: existing !== undefined },
+        existing ? 'member cluster credentials changed: reconnecting' : 'member cluster connecting',
+      );
+    }
+    for (const [name, { connection }] of this.connections) {
+      if (desired.has(name)) continue;
+      this.connections.delete(name);
+      void connection.stop();
+      this.up?.remove({ cluster: name });
+      for (const state of CLUSTER_HEALTH_STATES) this.state?.remove({ cluster: name, state });
+      this.options.logger.info({ cluster: name }, 'member cluster disconnected');
+    }
+  }
+
+  /** The connection of `name`, for the parts that will drive the cluster (informers, reconcilers: issue 29's second half). */
+  get(name: string): MemberConnection | undefined {
+    return this.connections.get(name)?.connection;
+  }
+
+  snapshots(): ConnectionSnapshot[] {
+    return [...this.connections.values()].map(({ connection }) => connection.snapshot()).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Calls `listener` on every health change of any member (tests wait on it; the API's subscription will). */
+  onHealth(listener: (name: string, health: ClusterHealth) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Stops every connection (aborting what is in flight) and waits for the health writes already started. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const connections = [...this.connections.values()];
+    this.connections.clear();
+    await Promise.all(connections.map(({ connection }) => connection.stop()));
+    await Promise.all(this.writes.values());
+  }
+
+  private healthChanged(name: string, health: ClusterHealth): void {
+    if (this.connections.get(name)?.connection.name !== name) return;
+    this.up?.set({ cluster: name }, health.state === 'READY' ? 1 : 0);
+    for (const state of CLUSTER_HEALTH_STATES) this.state?.set({ cluster: name, state }, state === health.state ? 1 : 0);
+    const level = health.state === 'READY' || health.state === 'CONNECTING' ? 'info' : 'warn';
+    this.options.logger[level]({ cluster: name, health: health.state, since: health.since, reason: health.message }, `member cluster ${name}: ${health.state}`);
+    // One write at a time per cluster, so the store ends with the last state; a failed write is logged and passed.
+    const previous = this.writes.get(name) ?? Promise.resolve();
+    const write = previous
+      .then(() => this.options.recordHealth(name, health))
+      .catch((error: unknown) => this.options.logger.warn({ cluster: name, err: error }, 'could not record the member cluster health'))
+      .finally(() => {
+        if (this.writes.get(name) === write) this.writes.delete(name);
+      });
+    this.writes.set(name, write);
+    for (const listener of this.listeners) listener(name, health);
+  }
+}
+
+export { LOCAL_CLUSTER };

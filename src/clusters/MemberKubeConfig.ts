@@ -1,0 +1,39 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { ApiBudget } from '../kube/ApiBudget.js';
+import { BudgetedKubeConfig } from '../kube/createKubeClients.js';
+
+export interface MemberClientOptions {
+  /** The member's own client-side rate limit (ROLLPLANE_MEMBER_CLUSTER_QPS / _BURST): one member never spends another's. */
+  qps: number;
+  burst: number;
+  /** Every request but a watch is aborted after this long (ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS). */
+  requestTimeoutMs: number;
+  /** Aborts every request in flight when the connection stops. */
+  signal: AbortSignal;
+}
+
+/**
+ * A member cluster's KubeConfig: its own API budget (src/kube/ApiBudget.ts, as the local connection's) and a bound on
+ * every request. Typed API calls pass through `applySecurityAuthentication` with their request context, after the
+ * budget's wait: the timer starts when the request is sent, so waiting for the budget is not counted against it.
+ * Watches (long-running by design) go through `applyToHTTPSOptions` and are bounded by their own timeoutSeconds.
+ */
+export class MemberKubeConfig extends BudgetedKubeConfig {
+  private constructor(private readonly options: MemberClientOptions) {
+    super();
+  }
+
+  /** A copy of `source` (its clusters, users, contexts and current context) with the member's budget and timeouts. */
+  static from(source: KubeConfig, options: MemberClientOptions): MemberKubeConfig {
+    const kc = new MemberKubeConfig(options);
+    kc.loadFromOptions({ clusters: source.clusters, users: source.users, contexts: source.contexts, currentContext: source.getCurrentContext() });
+    kc.budget = new ApiBudget({ qps: options.qps, burst: options.burst });
+    return kc;
+  }
+
+  override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    if (context.getSignal()) return;
+    context.setSignal(AbortSignal.any([AbortSignal.timeout(this.options.requestTimeoutMs), this.options.signal]));
+  }
+}

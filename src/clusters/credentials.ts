@@ -1,0 +1,108 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseDocument } from 'yaml';
+import { AppError, ErrorCode } from '../errors.js';
+
+/**
+ * A member cluster's kubeconfig, checked before client-node sees it (docs/adr/0048-member-clusters.md). Credentials
+ * come from people other than the operator (anyone who can write a labelled Secret), so a kubeconfig may not make
+ * rollplane run a command (`exec`, `auth-provider`: unless the operator allows plugins) nor read a file of rollplane's
+ * own host (`token-file`, `client-certificate`, `client-key`, `certificate-authority`: client-node reads `token-file`
+ * while it parses, and would send rollplane's own service-account token to the member). Nothing here ever puts the
+ * kubeconfig, or any part of it, in an error: errors say what is wrong and where, by field and line.
+ */
+
+/** Why a kubeconfig was refused (the error's `details.reason`). */
+export type CredentialProblem = 'MALFORMED' | 'NO_CLUSTER' | 'EXEC_PLUGIN' | 'AUTH_PROVIDER' | 'FILE_REFERENCE' | 'FILE_PERMISSIONS' | 'UNREADABLE';
+
+/** A refused credential: BAD_USER_INPUT with `details.reason`; the message names where it came from, never its content. */
+export class CredentialError extends AppError {
+  constructor(
+    readonly reason: CredentialProblem,
+    message: string,
+  ) {
+    super(ErrorCode.BadUserInput, message, { details: { reason } });
+  }
+}
+
+export interface KubeconfigRules {
+  /** ROLLPLANE_MEMBER_CLUSTER_EXEC_PLUGINS: allow `exec` and `auth-provider` users. */
+  allowExecPlugins: boolean;
+}
+
+const FILE_FIELDS = { user: ['token-file', 'client-certificate', 'client-key'], cluster: ['certificate-authority'] } as const;
+
+function entries(
+  document: Record<string, unknown>,
+  list: 'clusters' | 'users' | 'contexts',
+  field: string,
+  where: string,
+): [string, Record<string, unknown>][] {
+  const value = document[list];
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new CredentialError('MALFORMED', `${where}: "${list}" must be a list`);
+  return value.map((item, i) => {
+    const entry = (item ?? {}) as Record<string, unknown>;
+    const body = entry[field];
+    if (typeof entry !== 'object' || (body !== undefined && (typeof body !== 'object' || body === null))) {
+      throw new CredentialError('MALFORMED', `${where}: ${list}[${i}].${field} must be a map`);
+    }
+    return [typeof entry.name === 'string' ? entry.name : `#${i}`, (body ?? {}) as Record<string, unknown>];
+  });
+}
+
+/**
+ * Parses and checks a kubeconfig (YAML or JSON text) and returns it loaded, on its current context. `where` names its
+ * origin for the errors (a Secret's `namespace/name`, the credentials file and the entry). Throws CredentialError.
+ */
+export function parseMemberKubeconfig(text: string, where: string, rules: KubeconfigRules): KubeConfig {
+  const parsed = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (parsed.errors.length > 0) {
+    // The parser's own message quotes the text around the error: say where only.
+    const line = parsed.errors[0]!.linePos?.[0]?.line;
+    throw new CredentialError('MALFORMED', `${where}: the kubeconfig is not valid YAML${line ? ` (line ${line})` : ''}`);
+  }
+  const document: unknown = parsed.toJS();
+  if (!document || typeof document !== 'object' || Array.isArray(document)) throw new CredentialError('MALFORMED', `${where}: the kubeconfig is not a map`);
+  const doc = document as Record<string, unknown>;
+  for (const [name, user] of entries(doc, 'users', 'user', where)) {
+    if (user.exec !== undefined && !rules.allowExecPlugins) {
+      throw new CredentialError(
+        'EXEC_PLUGIN',
+        `${where}: user "${name}" uses an exec credential plugin, which would run a command inside rollplane; refused (ROLLPLANE_MEMBER_CLUSTER_EXEC_PLUGINS=true allows it)`,
+      );
+    }
+    if (user['auth-provider'] !== undefined && !rules.allowExecPlugins) {
+      throw new CredentialError(
+        'AUTH_PROVIDER',
+        `${where}: user "${name}" uses an auth-provider plugin, which runs code inside rollplane; refused (ROLLPLANE_MEMBER_CLUSTER_EXEC_PLUGINS=true allows it)`,
+      );
+    }
+    const file = FILE_FIELDS.user.find((field) => user[field] !== undefined);
+    if (file)
+      throw new CredentialError(
+        'FILE_REFERENCE',
+        `${where}: user "${name}" names a file of rollplane's host (${file}); give the data inline (${file}-data or token)`,
+      );
+  }
+  for (const [name, cluster] of entries(doc, 'clusters', 'cluster', where)) {
+    const file = FILE_FIELDS.cluster.find((field) => cluster[field] !== undefined);
+    if (file) throw new CredentialError('FILE_REFERENCE', `${where}: cluster "${name}" names a file of rollplane's host (${file}); give ${file}-data instead`);
+  }
+  entries(doc, 'contexts', 'context', where);
+  const kubeConfig = new KubeConfig();
+  try {
+    kubeConfig.loadFromString(text);
+  } catch (error) {
+    // client-node's messages name fields, never values; the cause is left out all the same (a logger would print it).
+    throw new CredentialError('MALFORMED', `${where}: the kubeconfig is incomplete (${firstLine((error as Error).message)})`);
+  }
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!kubeConfig.getCurrentContext() || !cluster?.server) {
+    throw new CredentialError('NO_CLUSTER', `${where}: the kubeconfig's current-context names no cluster with a server`);
+  }
+  return kubeConfig;
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0]!.slice(0, 200);
+}
