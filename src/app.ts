@@ -9,6 +9,7 @@ import { startApi } from './start/api.js';
 import { compose } from './start/compose.js';
 import { startControllers } from './start/controllers.js';
 import { startHistory } from './start/history.js';
+import { type MemberClustersPart, startMemberClusters } from './start/memberClusters.js';
 import type { Database } from './store/db.js';
 
 export interface App {
@@ -24,12 +25,14 @@ export interface App {
   kube: KubeConnection;
   /** The controller manager: informers, controllers and their queues (tests wait on it being quiet). */
   manager: Manager;
+  /** The member cluster registry, connections and sources (docs/adr/0048-member-clusters.md). */
+  memberClusters: MemberClustersPart;
   /** Graceful shutdown; idempotent. */
   stop(): Promise<void>;
 }
 
 /**
- * The composition root (docs/adr/0038): history → Kubernetes → controllers → API, each starter returning `{ stop }`;
+ * The composition root (docs/adr/0038): history → Kubernetes → member clusters → controllers → API, each starter returning `{ stop }`;
  * the manager runs once the API listens. One unwind stops what started in reverse order, on shutdown and when a
  * later starter fails.
  */
@@ -39,6 +42,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
   const app = await compose(logger, async (started) => {
     const history = started(await startHistory(config, { logger, metrics }));
     const kube = started(await startKubernetes(config, logger));
+    const memberClusters = started(await startMemberClusters(config, { logger, metrics, history, kube }));
     const controllers = started(await startControllers(config, { logger, metrics, history, kube }));
     const readiness = [...history.readiness, kube.readiness, controllers.readiness];
     const api = started(await startApi(config, { logger, metrics, history, domain: controllers.domain, readiness, scrape: controllers.scrape }));
@@ -54,6 +58,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       domain: controllers.domain,
       kube,
       manager: controllers.manager,
+      memberClusters,
     };
   });
   let stopping: Promise<void> | undefined;

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseNamespacedName } from './util/dnsNames.js';
 import {
@@ -94,6 +95,8 @@ const AGENT_POOLS = 'src/controllers/agentPool';
 const NODE_AGENTS = 'src/controllers/nodeAgent';
 const VIRTUAL_CLUSTERS = 'src/controllers/virtualCluster';
 const NOTIFY = 'src/notify';
+const MEMBER_CLUSTERS = 'src/start/memberClusters.ts';
+const MEMBER_CONNECTIONS = 'src/clusters/MemberConnection.ts';
 
 /** Every setting, in the order of README's table. */
 export const TABLE = {
@@ -593,7 +596,118 @@ export const TABLE = {
       parse: integer(1, 36_500),
     }),
   },
+  memberClusters: {
+    secretNamespace: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_SECRETS',
+      default: 'rollplane-system',
+      module: MEMBER_CLUSTERS,
+      description:
+        "Namespace (of the cluster rollplane runs against) whose Secrets labelled `rollplane.io/member-cluster=true` register member clusters (kubeconfig under `kubeconfig`; name from the `rollplane.io/cluster-name` annotation, else the Secret's; labels from the Secret's), or `off`",
+      parse: (raw, context) => (raw === 'off' ? undefined : dns1123Label(raw, context)),
+    }),
+    capi: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_CAPI',
+      default: 'off',
+      module: MEMBER_CLUSTERS,
+      description:
+        "Register Cluster API's workload clusters from their `<name>-kubeconfig` Secrets (key `value`, label `cluster.x-k8s.io/cluster-name`): `off`, `all` namespaces, or comma-separated namespaces",
+      parse: (raw, context): 'off' | 'all' | readonly string[] =>
+        raw === 'off' || raw === 'all' ? raw : list((item) => dns1123Label(item, context))(raw, context),
+    }),
+    file: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTERS_FILE',
+      default: 'auto',
+      module: MEMBER_CLUSTERS,
+      description:
+        "Embedded mode's member cluster credentials file (YAML, created 0600, refused when group or others may read it): `auto` is `member-clusters.yaml` beside the SQLite database (none on PostgreSQL), else a path, or `off`",
+      parse: memberClustersFile,
+    }),
+    execPlugins: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_EXEC_PLUGINS',
+      default: 'false',
+      module: 'src/clusters/credentials.ts',
+      description: 'Accept member kubeconfigs whose users run an `exec` or `auth-provider` plugin (it runs a command inside rollplane: refused by default)',
+      parse: flag,
+    }),
+    qps: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_QPS',
+      default: '20',
+      module: MEMBER_CONNECTIONS,
+      description: "Client-side rate limit of each member cluster's connection (requests/s; each member has its own)",
+      parse: integer(1, 100_000),
+    }),
+    burst: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_BURST',
+      default: '40',
+      module: MEMBER_CONNECTIONS,
+      description: "Burst allowed above each member's QPS limit",
+      parse: integer(1, 100_000),
+    }),
+    requestTimeoutMs: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS',
+      default: '10000',
+      module: MEMBER_CONNECTIONS,
+      description: 'Every request to a member cluster but a watch is aborted after this long',
+      parse: integer(100, 600_000),
+    }),
+    probeIntervalMs: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_PROBE_MS',
+      default: '30000',
+      module: MEMBER_CONNECTIONS,
+      description: 'How often a member cluster that answers is probed (/version and discovery of the kinds it serves)',
+      parse: integer(100, 3_600_000),
+    }),
+    backoffBaseMs: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MS',
+      default: '1000',
+      module: MEMBER_CONNECTIONS,
+      description: 'First retry after a member cluster failed to answer; doubled after each further failure (±20% jitter)',
+      parse: integer(10, 600_000),
+    }),
+    backoffMaxMs: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS',
+      default: '300000',
+      module: MEMBER_CONNECTIONS,
+      description: 'Longest wait between two retries of a member cluster that does not answer',
+      parse: integer(10, 3_600_000),
+    }),
+    syncIntervalMs: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_SYNC_MS',
+      default: '30000',
+      module: MEMBER_CLUSTERS,
+      description: 'How often the member cluster sources (Secrets, Cluster API Secrets, the credentials file) are read again',
+      parse: integer(100, 3_600_000),
+    }),
+    kubeVersions: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_KUBE_VERSIONS',
+      default: '1.24-1.34',
+      module: MEMBER_CONNECTIONS,
+      description: 'Kubernetes versions rollplane drives (`MIN-MAX` minor versions, both included); a member outside them is VERSION_SKEW',
+      parse: versionWindow,
+    }),
+  },
 };
+
+/** `auto`: the file beside the SQLite database (none on PostgreSQL, whose replicas share no data directory). */
+function memberClustersFile(raw: string, context: ReadContext): string | undefined {
+  if (raw === 'off') return undefined;
+  if (raw !== 'auto') return path.resolve(raw);
+  const database = context.other('DATABASE_URL') ?? '';
+  if (!database.startsWith('file:')) return undefined;
+  return path.join(path.dirname(path.resolve(database.slice('file:'.length).split('?')[0]!)), 'member-clusters.yaml');
+}
+
+function versionWindow(raw: string, { setting }: ReadContext): { min: { major: number; minor: number }; max: { major: number; minor: number } } {
+  const match = /^(\d+)\.(\d+)-(\d+)\.(\d+)$/.exec(raw.trim());
+  if (!match) throw new ConfigError(setting, `must be MIN-MAX Kubernetes versions such as 1.24-1.34 (got "${raw}")`);
+  const [min, max] = [
+    { major: Number(match[1]), minor: Number(match[2]) },
+    { major: Number(match[3]), minor: Number(match[4]) },
+  ];
+  if (min.major * 1000 + min.minor > max.major * 1000 + max.minor)
+    throw new ConfigError(setting, `the first version must not be above the second (got "${raw}")`);
+  return { min, max };
+}
 
 // --- Config: the type of what the rows parse to ---------------------------------------------------------------------
 
@@ -626,6 +740,10 @@ const CHECKS: ((config: Config) => void)[] = [
     if (notifications.backoffMaxMs < notifications.backoffBaseMs) {
       throw new ConfigError('ROLLPLANE_NOTIFY_BACKOFF_MAX_MS', `must be at least ROLLPLANE_NOTIFY_BACKOFF_MS (${notifications.backoffBaseMs})`);
     }
+  },
+  ({ memberClusters: { backoffBaseMs, backoffMaxMs } }) => {
+    if (backoffMaxMs < backoffBaseMs)
+      throw new ConfigError('ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS', `must be at least ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MS (${backoffBaseMs})`);
   },
   ({ rateLimits, limits }) => {
     if (rateLimits.queryCostBurst < limits.maxQueryCost) {

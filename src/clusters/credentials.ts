@@ -57,9 +57,8 @@ function entries(
 export function parseMemberKubeconfig(text: string, where: string, rules: KubeconfigRules): KubeConfig {
   const parsed = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
   if (parsed.errors.length > 0) {
-    // The parser's own message quotes the text around the error: say where only.
-    const line = parsed.errors[0]!.linePos?.[0]?.line;
-    throw new CredentialError('MALFORMED', `${where}: the kubeconfig is not valid YAML${line ? ` (line ${line})` : ''}`);
+    const line = yamlErrorLine(text, parsed.errors[0]!);
+    throw new CredentialError('MALFORMED', `${where}: the kubeconfig is not valid YAML (line ${line})`);
   }
   const document: unknown = parsed.toJS();
   if (!document || typeof document !== 'object' || Array.isArray(document)) throw new CredentialError('MALFORMED', `${where}: the kubeconfig is not a map`);
@@ -101,6 +100,14 @@ export function parseMemberKubeconfig(text: string, where: string, rules: Kubeco
     throw new CredentialError('NO_CLUSTER', `${where}: the kubeconfig's current-context names no cluster with a server`);
   }
   return kubeConfig;
+}
+
+/**
+ * The line of a YAML error: the parser's own message quotes the text around it, credentials included, so a caller
+ * says where only.
+ */
+export function yamlErrorLine(text: string, error: { pos: [number, number] }): number {
+  return text.slice(0, error.pos[0]).split('\n').length;
 }
 
 function firstLine(message: string): string {

@@ -1,0 +1,135 @@
+import type { MemberClusterRegistry, RefusedRegistration } from '../domain/clusters/MemberClusterRegistry.js';
+import type { ClusterRegistration, ClusterSource } from '../domain/clusters/model.js';
+import type { Logger } from '../log.js';
+import { CredentialError, type KubeconfigRules, parseMemberKubeconfig } from './credentials.js';
+import { fingerprintOf, type MemberClusters, type MemberCredentials } from './MemberClusters.js';
+import type { ClusterSourceReader } from './sources/types.js';
+
+interface Held {
+  registration: ClusterRegistration;
+  credentials: MemberCredentials;
+}
+
+/** What one pass found, per source: refused entries (with the reason, never a credential) and unreadable sources. */
+export interface SyncPass {
+  refused: RefusedRegistration[];
+  /** Sources that could not be read this time (their clusters stay as they were), with the reason. */
+  unreadable: { source: ClusterSource; reason: string }[];
+}
+
+/**
+ * Reads every source, registers what it found (MemberClusterRegistry.sync) and hands the connections their
+ * credentials (MemberClusters.reconcile), every `intervalMs` and on `syncNow`. Credentials live here, in memory, next
+ * to the connections: never in the store, a log line or an error. Bad input changes nothing: an entry whose kubeconfig
+ * is refused keeps the registration and credentials it had (if any), and a source that cannot be read keeps all of
+ * its clusters until it can.
+ */
+export class MemberClusterSync {
+  private readonly held = new Map<ClusterSource, Map<string, Held>>();
+  private running: Promise<SyncPass> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly options: {
+      registry: MemberClusterRegistry;
+      connections: MemberClusters;
+      sources: readonly ClusterSourceReader[];
+      rules: KubeconfigRules;
+      /** `local`'s credentials: always connected, never a source's. */
+      local: MemberCredentials;
+      logger: Logger;
+    },
+  ) {}
+
+  /** Syncs now, then every `intervalMs`. */
+  async start(intervalMs: number): Promise<SyncPass> {
+    const first = await this.syncNow();
+    this.timer = setInterval(() => void this.syncNow(), intervalMs);
+    this.timer.unref();
+    return first;
+  }
+
+  /** One pass (a pass asked for while one runs runs once after it). */
+  syncNow(): Promise<SyncPass> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.pass().finally(() => {
+      this.running = undefined;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        void this.syncNow();
+      }
+    });
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running?.catch(() => {});
+  }
+
+  private async pass(): Promise<SyncPass> {
+    const result: SyncPass = { refused: [], unreadable: [] };
+    for (const reader of this.options.sources) {
+      if (this.stopped) break;
+      try {
+        result.refused.push(...(await this.syncSource(reader)));
+      } catch (error) {
+        const reason = (error as Error).message;
+        result.unreadable.push({ source: reader.source, reason });
+        this.options.logger.warn({ source: reader.source, reason }, 'a member cluster source could not be read; its clusters stay as they were');
+      }
+    }
+    for (const refused of result.refused) {
+      this.options.logger.warn({ cluster: refused.name, sourceRef: refused.sourceRef, reason: refused.reason }, 'member cluster registration refused');
+    }
+    if (!this.stopped) this.options.connections.reconcile(this.desired());
+    return result;
+  }
+
+  private async syncSource(reader: ClusterSourceReader): Promise<RefusedRegistration[]> {
+    const found = await reader.read();
+    const before = this.held.get(reader.source) ?? new Map<string, Held>();
+    const next = new Map<string, Held>();
+    const refused: RefusedRegistration[] = [];
+    for (const { registration, kubeconfig } of found) {
+      try {
+        const kubeConfig = parseMemberKubeconfig(kubeconfig, registration.sourceRef, this.options.rules);
+        if (!next.has(registration.name)) next.set(registration.name, { registration, credentials: { kubeConfig, fingerprint: fingerprintOf(kubeconfig) } });
+      } catch (error) {
+        if (!(error instanceof CredentialError)) throw error;
+        refused.push({ name: registration.name, sourceRef: registration.sourceRef, reason: error.message });
+        const kept = before.get(registration.name);
+        if (kept && !next.has(registration.name)) next.set(registration.name, kept);
+      }
+    }
+    const report = await this.options.registry.sync(
+      reader.source,
+      [...next.values()].map((held) => held.registration),
+    );
+    refused.push(...report.refused);
+    // A registration the registry refused (bad name or labels, a name another source holds) gets no connection, unless
+    // the cluster it names was this source's already (then the registry kept its row).
+    for (const { name } of report.refused) {
+      const kept = before.get(name);
+      if (kept) next.set(name, kept);
+      else next.delete(name);
+    }
+    for (const name of report.removed) next.delete(name);
+    this.held.set(reader.source, next);
+    for (const name of report.created) this.options.logger.info({ cluster: name, source: reader.source }, 'member cluster registered');
+    for (const name of report.removed) this.options.logger.info({ cluster: name, source: reader.source }, 'member cluster deregistered');
+    return refused;
+  }
+
+  private desired(): Map<string, MemberCredentials> {
+    const desired = new Map<string, MemberCredentials>([['local', this.options.local]]);
+    for (const held of this.held.values()) for (const [name, { credentials }] of held) if (!desired.has(name)) desired.set(name, credentials);
+    return desired;
+  }
+}

@@ -1,0 +1,81 @@
+import { constants } from 'node:fs';
+import { mkdir, open, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { parseDocument, stringify } from 'yaml';
+import { CredentialError, yamlErrorLine } from '../credentials.js';
+import type { ClusterSourceReader, FoundCluster } from './types.js';
+
+const TEMPLATE = `# rollplane member clusters (docs/adr/0048-member-clusters.md). Readable by rollplane's user only (mode 0600):
+# rollplane refuses to read this file when its group or others may read it.
+#
+# clusters:
+#   - name: edge-1              # a DNS-1123 label
+#     labels: { env: prod, region: eu }
+#     kubeconfig: |             # inline credentials only: no exec plugins, no file references
+#       apiVersion: v1
+#       ...
+clusters: []
+`;
+
+/**
+ * Creates the credentials file (mode 0600, its folder 0700) when it does not exist yet, so that the one a user edits
+ * starts private. Never changes an existing file.
+ */
+export async function ensureCredentialsFile(file: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    const handle = await open(file, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+    await handle.writeFile(TEMPLATE);
+    await handle.close();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
+/** Refuses a credentials file that its group or others may read or write: the credentials would be anyone's. */
+export async function checkPrivate(file: string): Promise<void> {
+  const mode = (await stat(file)).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new CredentialError(
+      'FILE_PERMISSIONS',
+      `the member cluster credentials file ${file} is readable or writable by its group or others (mode 0${mode.toString(8)}); run chmod 600 ${file}`,
+    );
+  }
+}
+
+/**
+ * The embedded mode's credentials file under the data directory: YAML `clusters: [{ name, labels, kubeconfig }]`,
+ * the kubeconfig as text or as a map. Read only when private (mode 0600 or stricter).
+ */
+export function credentialsFile(file: string): ClusterSourceReader {
+  return {
+    source: 'FILE',
+    async read() {
+      await checkPrivate(file);
+      const text = await readFile(file, 'utf8');
+      const parsed = parseDocument(text, { prettyErrors: false });
+      if (parsed.errors.length > 0) {
+        throw new CredentialError(
+          'MALFORMED',
+          `the member cluster credentials file ${file} is not valid YAML (line ${yamlErrorLine(text, parsed.errors[0]!)})`,
+        );
+      }
+      const document = (parsed.toJS() ?? {}) as { clusters?: unknown };
+      const clusters = document.clusters ?? [];
+      if (!Array.isArray(clusters)) throw new CredentialError('MALFORMED', `${file}: "clusters" must be a list`);
+      return clusters.map((entry: unknown, i): FoundCluster => {
+        const { name, labels, kubeconfig } = (entry ?? {}) as { name?: unknown; labels?: unknown; kubeconfig?: unknown };
+        return {
+          registration: {
+            name: typeof name === 'string' ? name : '',
+            labels:
+              labels && typeof labels === 'object' && !Array.isArray(labels) ? Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])) : {},
+            source: 'FILE',
+            sourceRef: `${file}#clusters[${i}]`,
+          },
+          kubeconfig: typeof kubeconfig === 'string' ? kubeconfig : kubeconfig && typeof kubeconfig === 'object' ? stringify(kubeconfig) : '',
+        };
+      });
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { CoreV1Api } from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import { MemberClusters } from '../clusters/MemberClusters.js';
+import { MemberClusterSync } from '../clusters/MemberClusterSync.js';
+import { credentialsFile, ensureCredentialsFile } from '../clusters/sources/credentialsFile.js';
+import { capiKubeconfigSecrets, memberClusterSecrets } from '../clusters/sources/secretSources.js';
+import type { ClusterSourceReader } from '../clusters/sources/types.js';
+import { MemberClusterRegistry } from '../domain/clusters/MemberClusterRegistry.js';
+import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import type { KubeConnection } from '../kubeConnection.js';
+import type { Logger } from '../log.js';
+import type { AppMetrics } from '../metrics.js';
+import { compose } from './compose.js';
+import type { History } from './history.js';
+
+/**
+ * The member clusters (docs/adr/0048-member-clusters.md): `local` registered, a connection per member with its health,
+ * and the sources (labelled Secrets, Cluster API kubeconfig Secrets, the credentials file) read now and every
+ * ROLLPLANE_MEMBER_CLUSTER_SYNC_MS. Nothing here is a readiness check: a member that is down is its own health state,
+ * never a reason for /readyz to fail (`local`'s reachability stays the `kubernetes` check).
+ */
+export async function startMemberClusters(
+  config: Config,
+  { logger, metrics, history, kube }: { logger: Logger; metrics: AppMetrics; history: History; kube: KubeConnection },
+) {
+  return compose(logger, async (started) => {
+    const log = logger.child({ component: 'member-clusters' });
+    const settings = config.memberClusters;
+    const registry = new MemberClusterRegistry(history.db.memberClusters);
+    if (await registry.ensureLocal()) log.info({ cluster: LOCAL_CLUSTER }, 'member cluster registered');
+    const connections = started(
+      new MemberClusters({
+        qps: settings.qps,
+        burst: settings.burst,
+        requestTimeoutMs: settings.requestTimeoutMs,
+        probeIntervalMs: settings.probeIntervalMs,
+        backoffBaseMs: settings.backoffBaseMs,
+        backoffMaxMs: settings.backoffMaxMs,
+        versions: settings.kubeVersions,
+        logger: log,
+        registry: metrics.registry,
+        recordHealth: (name, health) => registry.recordHealth(name, health),
+      }),
+    );
+    // `local` is the operator's own connection (it may use an exec plugin or the pod's token file): trusted as given.
+    const local = { kubeConfig: kube.kubeConfig, fingerprint: LOCAL_CLUSTER };
+    connections.reconcile(new Map([[LOCAL_CLUSTER, local]]));
+    // The Secrets are read through local's connection: its own budget and bounded requests.
+    const core = connections.get(LOCAL_CLUSTER)!.kubeConfig.makeApiClient(CoreV1Api);
+    const sources: ClusterSourceReader[] = [];
+    if (settings.secretNamespace) sources.push(memberClusterSecrets(core, settings.secretNamespace));
+    if (settings.capi !== 'off') sources.push(capiKubeconfigSecrets(core, settings.capi === 'all' ? undefined : settings.capi));
+    if (settings.file) {
+      await ensureCredentialsFile(settings.file);
+      sources.push(credentialsFile(settings.file));
+    }
+    const sync = started(new MemberClusterSync({ registry, connections, sources, rules: { allowExecPlugins: settings.execPlugins }, local, logger: log }));
+    // Not awaited: the first pass reads the sources (each request bounded) while the rest of the service starts.
+    void sync.start(settings.syncIntervalMs);
+    return { registry, connections, sync };
+  });
+}
+
+export type MemberClustersPart = Awaited<ReturnType<typeof startMemberClusters>>;

@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { CredentialError, parseMemberKubeconfig } from '../../src/clusters/credentials.js';
+import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
+
+const PLANTED = 'planted-kubeconfig-token-5e1d0c';
+const STRICT = { allowExecPlugins: false };
+const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane credentials '));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function withUser(user: Record<string, unknown>, cluster: Record<string, unknown> = {}): string {
+  const doc = kubeconfigFor('https://member.example:6443', PLANTED) as { users: { user: unknown }[]; clusters: { cluster: Record<string, unknown> }[] };
+  doc.users[0]!.user = user;
+  Object.assign(doc.clusters[0]!.cluster, cluster);
+  return stringify(doc);
+}
+
+/** The error `parse` throws, checked to carry no part of the credentials. */
+function refusal(text: string, rules = STRICT): CredentialError {
+  try {
+    parseMemberKubeconfig(text, 'rollplane-system/edge-1', rules);
+  } catch (error) {
+    expect(error).toBeInstanceOf(CredentialError);
+    const e = error as CredentialError;
+    expect(`${e.message} ${JSON.stringify(e.details)} ${String(e.cause)}`).not.toContain(PLANTED);
+    expect(e.cause).toBeUndefined();
+    return e;
+  }
+  throw new Error('not refused');
+}
+
+describe('member kubeconfigs', () => {
+  it('loads an inline kubeconfig on its current context', () => {
+    const kc = parseMemberKubeconfig(stringify(kubeconfigFor('https://member.example:6443', PLANTED)), 'x', STRICT);
+    expect(kc.getCurrentCluster()?.server).toBe('https://member.example:6443');
+  });
+
+  it('refuses exec and auth-provider plugins with a coded error unless the operator allows them', () => {
+    const exec = withUser({ exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'sh', args: ['-c', `echo ${PLANTED}`] } });
+    const e = refusal(exec);
+    expect(e).toMatchObject({ code: 'BAD_USER_INPUT', reason: 'EXEC_PLUGIN', details: { reason: 'EXEC_PLUGIN' } });
+    expect(e.message).toContain('rollplane-system/edge-1: user "rollplane-sim" uses an exec credential plugin');
+    expect(e.message).toContain('ROLLPLANE_MEMBER_CLUSTER_EXEC_PLUGINS=true');
+    expect(refusal(withUser({ 'auth-provider': { name: 'oidc', config: { 'id-token': PLANTED } } })).reason).toBe('AUTH_PROVIDER');
+    expect(parseMemberKubeconfig(exec, 'x', { allowExecPlugins: true }).getCurrentUser()?.exec).toBeDefined();
+  });
+
+  it("refuses references to files of rollplane's host, and reads none of them", () => {
+    const file = path.join(dir, 'token');
+    writeFileSync(file, PLANTED);
+    expect(refusal(withUser({ 'token-file': file })).message).toContain('(token-file)');
+    expect(refusal(withUser({ 'client-certificate': file, 'client-key': file })).reason).toBe('FILE_REFERENCE');
+    expect(refusal(withUser({ token: 'x' }, { 'certificate-authority': file })).message).toContain('cluster "rollplane-sim" names a file');
+  });
+
+  it('says what is wrong with a malformed one without quoting it', () => {
+    const broken = `apiVersion: v1\nusers:\n- name: u\n  user:\n    token: ${PLANTED}\n   bad: [indent\n`;
+    const e = refusal(broken);
+    expect(e.reason).toBe('MALFORMED');
+    expect(e.message).toMatch(/^rollplane-system\/edge-1: the kubeconfig is not valid YAML \(line \d+\)$/);
+    expect(refusal('').reason).toBe('MALFORMED');
+    expect(refusal('users: 3').message).toContain('"users" must be a list');
+    const noContext = stringify({ ...kubeconfigFor('https://m:6443', PLANTED), 'current-context': '' });
+    expect(refusal(noContext).reason).toBe('NO_CLUSTER');
+  });
+});
