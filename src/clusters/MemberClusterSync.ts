@@ -46,6 +46,7 @@ export class MemberClusterSync {
   /** Syncs now, then every `intervalMs`. */
   async start(intervalMs: number): Promise<SyncPass> {
     const first = await this.syncNow();
+    if (this.stopped) return first;
     this.timer = setInterval(() => void this.syncNow(), intervalMs);
     this.timer.unref();
     return first;

@@ -66,7 +66,10 @@ export class MemberClusters {
       const existing = this.connections.get(name);
       if (existing?.fingerprint === credentials.fingerprint) continue;
       if (existing) void existing.connection.stop();
-      const connection = new MemberConnection(name, credentials.kubeConfig, this.options, (cluster, health) => this.healthChanged(cluster, health));
+      // Only the connection in the map reports: one replaced or stopped a moment ago is no longer this cluster's.
+      const connection: MemberConnection = new MemberConnection(name, credentials.kubeConfig, this.options, (cluster, health) => {
+        if (this.connections.get(cluster)?.connection === connection) this.healthChanged(cluster, health);
+      });
       this.connections.set(name, { connection, fingerprint: credentials.fingerprint });
       this.healthChanged(name, connection.health());
       connection.start();
@@ -110,7 +113,6 @@ export class MemberClusters {
   }
 
   private healthChanged(name: string, health: ClusterHealth): void {
-    if (this.connections.get(name)?.connection.name !== name) return;
     this.up?.set({ cluster: name }, health.state === 'READY' ? 1 : 0);
     for (const state of CLUSTER_HEALTH_STATES) this.state?.set({ cluster: name, state }, state === health.state ? 1 : 0);
     const level = health.state === 'READY' || health.state === 'CONNECTING' ? 'info' : 'warn';

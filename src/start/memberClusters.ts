@@ -56,7 +56,7 @@ export async function startMemberClusters(
     }
     const sync = started(new MemberClusterSync({ registry, connections, sources, rules: { allowExecPlugins: settings.execPlugins }, local, logger: log }));
     // Not awaited: the first pass reads the sources (each request bounded) while the rest of the service starts.
-    void sync.start(settings.syncIntervalMs);
+    sync.start(settings.syncIntervalMs).catch((error: unknown) => log.error({ err: error }, 'the member cluster sources failed to start'));
     return { registry, connections, sync };
   });
 }
