@@ -113,6 +113,7 @@ export class MemberConnection {
     this.timer = undefined;
     this.stopping.abort();
     await this.probing;
+    this.kubeConfig.releaseConnections();
   }
 
   private schedule(delayMs: number): void {

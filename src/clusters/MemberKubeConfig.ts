@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiBudget } from '../kube/ApiBudget.js';
-import { BudgetedKubeConfig } from '../kube/createKubeClients.js';
+import { BudgetedKubeConfig, reuseConnections } from '../kube/createKubeClients.js';
 
 export interface MemberClientOptions {
   /** The member's own client-side rate limit (ROLLPLANE_MEMBER_CLUSTER_QPS / _BURST): one member never spends another's. */
@@ -28,8 +28,13 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
     const kc = new MemberKubeConfig(options);
     kc.loadFromOptions({ clusters: source.clusters, users: source.users, contexts: source.contexts, currentContext: source.getCurrentContext() });
     kc.budget = new ApiBudget({ qps: options.qps, burst: options.burst });
+    // Keep-alive connections, as local's: a probe every 30 s would otherwise open (and TLS-handshake) four each time.
+    kc.releaseConnections = reuseConnections(kc);
     return kc;
   }
+
+  /** Closes the kept connections' sockets: the connection goes away (src/kube/createKubeClients.ts). */
+  releaseConnections: () => void = () => {};
 
   override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
     await super.applySecurityAuthentication(context);

@@ -46,9 +46,10 @@ export class BudgetedKubeConfig extends KubeConfig {
 /**
  * client-node 1.4 builds a new http(s).Agent for every request, so every call opens (and closes) a TCP connection —
  * measurable in a profile of a 1,000-pool rollout. Its private `createAgent` is replaced on the instance by one that
- * keeps one keep-alive agent per distinct cluster and TLS settings.
+ * keeps one keep-alive agent per distinct cluster and TLS settings. Returns what closes those agents' sockets, for a
+ * KubeConfig that goes away before the process does (a member cluster's, src/clusters).
  */
-function reuseConnections(kubeConfig: KubeConfig): void {
+export function reuseConnections(kubeConfig: KubeConfig): () => void {
   const target = kubeConfig as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => unknown };
   const create = target.createAgent.bind(kubeConfig);
   const agents = new Map<string, unknown>();
@@ -69,6 +70,10 @@ function reuseConnections(kubeConfig: KubeConfig): void {
       agents.set(key, agent);
     }
     return agent;
+  };
+  return () => {
+    for (const agent of agents.values()) (agent as { destroy(): void }).destroy();
+    agents.clear();
   };
 }
 

@@ -178,6 +178,24 @@ describe('member cluster connections', () => {
     }
   });
 
+  it('keeps one connection to a member across probes, and closes it when the member goes', async () => {
+    const front = await startMemberProxy(bare.url);
+    const seen: ConnectionSnapshot[] = [];
+    const solo = new MemberClusters({ ...OPTIONS, logger, recordHealth: async () => {}, onProbed: (p) => seen.push(p) });
+    try {
+      solo.reconcile(new Map([['solo', credentials(front.url)]]));
+      await until('three ready probes', () => seen.filter((p) => p.health.state === 'READY').length >= 3);
+      // Four requests a probe (/version and three discovery reads) over the connection of the first.
+      expect(front.requests).toBeGreaterThanOrEqual(12);
+      expect(front.connections).toBeLessThan(front.requests / 4);
+      solo.reconcile(new Map());
+      await until('the member connection closed', () => front.openConnections === 0, 5_000);
+    } finally {
+      await solo.stop();
+      await front.close();
+    }
+  });
+
   it('a member whose Kubernetes is outside the supported window is VERSION_SKEW', async () => {
     const skewed = new MemberClusters({
       ...OPTIONS,

@@ -11,6 +11,9 @@ export interface MemberProxy {
   mode: 'pass' | 'unauthorized' | 'blackhole';
   /** Requests that reached the proxy so far. */
   readonly requests: number;
+  /** TCP connections open to the proxy now, and accepted so far. */
+  readonly openConnections: number;
+  readonly connections: number;
   readonly authorizations: Set<string>;
   close(): Promise<void>;
 }
@@ -34,7 +37,11 @@ export async function startMemberProxy(target: string): Promise<MemberProxy> {
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
+  // Idle keep-alive connections stay until the client closes them, so a test sees whether it does.
+  server.keepAliveTimeout = 0;
+  let accepted = 0;
   server.on('connection', (socket) => {
+    accepted++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -49,6 +56,12 @@ export async function startMemberProxy(target: string): Promise<MemberProxy> {
     },
     get requests() {
       return state.requests;
+    },
+    get openConnections() {
+      return sockets.size;
+    },
+    get connections() {
+      return accepted;
     },
     authorizations: state.authorizations,
     close: () =>
