@@ -30,6 +30,7 @@ export class MemberClusterSync {
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private refusalsSaid = new Set<string>();
 
   constructor(
     private readonly options: {
@@ -86,9 +87,15 @@ export class MemberClusterSync {
         this.options.logger.warn({ source: reader.source, reason }, 'a member cluster source could not be read; its clusters stay as they were');
       }
     }
+    // Said once, not every pass: a Secret that stays bad would fill the log every ROLLPLANE_MEMBER_CLUSTER_SYNC_MS.
+    const said = new Set<string>();
     for (const refused of result.refused) {
+      const key = `${refused.sourceRef}\0${refused.reason}`;
+      said.add(key);
+      if (this.refusalsSaid.has(key)) continue;
       this.options.logger.warn({ cluster: refused.name, sourceRef: refused.sourceRef, reason: refused.reason }, 'member cluster registration refused');
     }
+    this.refusalsSaid = said;
     if (!this.stopped) this.options.connections.reconcile(this.desired());
     return result;
   }
