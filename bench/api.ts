@@ -158,7 +158,7 @@ function historyWriter(app: App, rolloutId: string, perSecond: number): { stop()
         kind: 'AGENT_POOL',
         namespace: 'default',
         name: `pool-${written % 200}`,
-        payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
+        payload: { pool: `default/pool-${written % 200}`, oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
       });
       written += 1;
     });
@@ -201,7 +201,7 @@ async function seed(app: App, sizes: { rollouts: number; events: number }): Prom
       kind: 'AGENT_POOL' as const,
       namespace: 'default',
       name: `pool-${(written + i) % 200}`,
-      payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
+      payload: { pool: `default/pool-${(written + i) % 200}`, oldImage: 'agent:v1', newImage: 'agent:v2', seconds: 3.2 },
     }));
     await app.domain.events.append(...batch);
   }

@@ -162,7 +162,7 @@ async function latencyOnce(receiver: Receiver, rate: number, seconds: number, po
         type: EventType.RolloutStateChanged,
         rolloutId: `ro_bench_${i}`,
         kind: 'AGENT_POOL',
-        payload: { to: 'PROGRESSING' },
+        payload: { from: 'PENDING', to: 'PROGRESSING' },
       });
       committedAt.set(String(event!.id), event!.createdAt.getTime());
     }

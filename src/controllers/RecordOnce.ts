@@ -1,6 +1,6 @@
 import type { InFlightChanges, InFlightNotes } from '../domain/InFlightChanges.js';
 import type { EventPayload } from '../domain/eventPayloads.js';
-import type { EventType, NewEvent, RolloutKind } from '../domain/events.js';
+import type { EventType, RolloutKind } from '../domain/events.js';
 
 /** A change in flight on one target: the rollout it is for (null: nobody's) and what the kind notes of it. */
 export type Intent<T extends object> = T & { rolloutId: string | null };
@@ -66,16 +66,7 @@ export class RecordOnce<T extends object> {
     const event = intent && describe(intent);
     if (!intent || !event) return Promise.resolve(false);
     const done = this.notes
-      .complete(namespace, name, [
-        {
-          type: event.type,
-          rolloutId: event.rolloutId === null ? null : intent.rolloutId,
-          kind: this.kind,
-          namespace,
-          name,
-          payload: event.payload,
-        } as NewEvent,
-      ])
+      .complete(namespace, name, [{ ...event, rolloutId: event.rolloutId === null ? null : intent.rolloutId, kind: this.kind, namespace, name }])
       .then(() => true)
       .finally(() => this.recording.delete(key));
     this.recording.set(key, done);

@@ -1,12 +1,11 @@
-import type { EventPayload } from '../domain/eventPayloads.js';
-import type { EventFilter, EventType, NewEvent, RolloutKind, StoredEvent } from '../domain/events.js';
+import type { EventFilter, EventType, NewEventOf, RolloutKind, StoredEvent } from '../domain/events.js';
 import type { ControllerHost } from './host.js';
 import { clusterInformers, type ClusterInformers } from './informers.js';
 import { RecordOnce } from './RecordOnce.js';
 import { TargetNotifier, type TargetNotifierOptions } from './TargetNotifier.js';
 
 /** An event a kind records, its payload checked against its type's schema: its `kind` is the kind's own, filled in. */
-export type KindEvent = { [T in EventType]: Omit<NewEvent, 'type' | 'payload' | 'kind'> & { type: T; payload: EventPayload<T> } }[EventType];
+export type KindEvent = { [T in EventType]: Omit<NewEventOf<T>, 'kind'> }[EventType];
 
 /**
  * The one way a rollout kind writes history: events appended with the kind filled in, and changes recorded exactly once
@@ -19,7 +18,7 @@ export class KindEvents {
   ) {}
 
   async append(event: KindEvent): Promise<StoredEvent> {
-    const [stored] = await this.host.events.append({ ...event, kind: this.kind } as NewEvent);
+    const [stored] = await this.host.events.append({ ...event, kind: this.kind });
     return stored!;
   }
 

@@ -446,7 +446,11 @@ export class RolloutService {
           const row = outcome.target;
           if (to === 'SUCCEEDED') succeeded.push({ row, at: change.at ?? now });
           const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
-          events.push({ type: EventType.TargetStateChanged, ...base, payload: { from: outcome.previousState, to, error: change.error ?? null } });
+          events.push({
+            type: EventType.TargetStateChanged,
+            ...base,
+            payload: { from: outcome.previousState as TargetState, to, error: change.error ?? null },
+          });
           if (to === 'FAILED') events.push({ type: EventType.TargetFailed, ...base, payload: { error: change.error ?? null } });
           results.push(toTarget(row));
         }

@@ -1,10 +1,10 @@
 /**
- * The payload of each history event type, as a schema (ADR 0042). Writers are checked against it at compile time
- * (`TypedNewEvent`, a union over the types, which the rollout kinds' KindEvents and RecordOnce take), and readers get it typed through `readPayload`, never by string key on an
- * untyped record. Stored payloads of any age stay readable: a field that is absent or does not match reads as absent.
+ * The payload of each history event type, as a schema (ADR 0042, 0046). Every writer is checked against it at compile
+ * time (`NewEvent` in events.ts is a union over the types whose payload is `EventPayload<T>`), and readers get it typed
+ * through `readPayload`, never by string key on an untyped record. Stored payloads of any age stay readable: a field that is absent or does not match reads as absent.
  */
 import { z } from 'zod';
-import type { EventType, NewEvent } from './events.js';
+import type { EventType } from './events.js';
 
 const rolloutState = z.enum(['PENDING', 'PROGRESSING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK']);
 const targetState = z.enum(['PENDING', 'PROGRESSING', 'SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED']);
@@ -83,9 +83,6 @@ export const EVENT_PAYLOADS = {
 /** What a writer puts in an event of type `T`. */
 export type EventPayload<T extends EventType> = z.input<(typeof EVENT_PAYLOADS)[T]>;
 
-/** An event whose payload is checked against its type's schema at compile time (writers use it; see KindEvents). */
-export type TypedNewEvent = { [T in EventType]: Omit<NewEvent, 'type' | 'payload'> & { type: T; payload: EventPayload<T> } }[EventType];
-
 /**
  * An event's stored payload read as its type's: each field that is present and matches its schema, the rest absent
  * (a payload written by an older rollplane, or by hand, never stops a reader).
@@ -99,4 +96,30 @@ export function readPayload<T extends EventType>(type: T, stored: unknown): Part
     if (parsed.success) out[key] = parsed.data;
   }
   return out as Partial<z.output<(typeof EVENT_PAYLOADS)[T]>>;
+}
+
+/** A routing field's value as a key part: non-empty text, or a finite number written as text. */
+const routingValue = z.union([z.string().min(1), z.number().transform(String)]);
+
+/**
+ * Fields any event may carry beside its type's own, for notification routing (ADR 0035): the member cluster (issue
+ * 29) and a staged rollout's wave and gate (issue 30). No writer sets them yet; routing reads them through this
+ * schema. A type whose own schema gives one of these names another meaning does not carry it: ClusterUpgradeObserved's
+ * `cluster` is the VirtualCluster (`namespace/name`), not a member cluster.
+ */
+export const ROUTING_FIELDS = z.object({ cluster: routingValue, wave: routingValue, gate: routingValue });
+
+export type RoutingFields = Partial<z.output<typeof ROUTING_FIELDS>>;
+
+/** The routing fields an event of type `type` carries in its stored payload (absent when missing or malformed). */
+export function readRoutingFields(type: EventType, stored: unknown): RoutingFields {
+  const raw = typeof stored === 'object' && stored !== null ? (stored as Record<string, unknown>) : {};
+  const own = EVENT_PAYLOADS[type]?.shape as Record<string, unknown> | undefined;
+  const out: Record<string, string> = {};
+  for (const [key, field] of Object.entries(ROUTING_FIELDS.shape)) {
+    if (raw[key] === undefined || (own && key in own)) continue;
+    const parsed = field.safeParse(raw[key]);
+    if (parsed.success) out[key] = parsed.data;
+  }
+  return out;
 }

@@ -1,4 +1,6 @@
 /** History event types and shapes. The domain's vocabulary; no GraphQL or Kubernetes types here. */
+import type { EventPayload } from './eventPayloads.js';
+
 export const EventType = {
   RolloutStateChanged: 'RolloutStateChanged',
   TargetStateChanged: 'TargetStateChanged',
@@ -14,15 +16,21 @@ export type EventType = (typeof EventType)[keyof typeof EventType];
 export type RolloutKind = 'AGENT_POOL' | 'NODE_AGENT' | 'VIRTUAL_CLUSTER';
 export const ROLLOUT_KINDS: readonly RolloutKind[] = ['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER'];
 
-/** An event about to be appended. */
-export interface NewEvent {
-  type: EventType;
+/**
+ * An event of type `T` about to be appended: its payload is what the type's schema says (eventPayloads.ts), checked at
+ * compile time, so a wrong key or a missing field is an error at the writer (ADR 0042, 0046).
+ */
+export interface NewEventOf<T extends EventType> {
+  type: T;
   rolloutId?: string | null;
   kind?: RolloutKind | null;
   namespace?: string | null;
   name?: string | null;
-  payload?: Record<string, unknown>;
+  payload: EventPayload<T>;
 }
+
+/** An event about to be appended: a union discriminated by `type` (narrowing on `type` gives its payload's type). */
+export type NewEvent = { [T in EventType]: NewEventOf<T> }[EventType];
 
 /** An event as stored: `id` increases monotonically and is the resume cursor. */
 export interface StoredEvent {

@@ -11,6 +11,7 @@ import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
 import { startService } from '../helpers/child.js';
 import { until } from '../helpers/until.js';
+import { eventOf } from '../helpers/events.js';
 
 const ADMIN = 'admin-secret-for-tests-0123456789abcdef';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -261,7 +262,7 @@ describe('authentication settings', () => {
         retryAttempts: 0,
       });
       const sub = collect(client, 'subscription { events(after: "0") { id } }');
-      await app.domain.events.append({ type: 'AgentRecreated', payload: {} });
+      await app.domain.events.append(eventOf('AgentRecreated'));
       await sub.waitFor(1);
       expect(sub.errors).toEqual([]);
       await client.dispose();

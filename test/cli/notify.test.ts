@@ -66,7 +66,12 @@ describe('rollplane notify', () => {
     const generated = await run('notify', 'create', 'everything', '--webhook', receiver.url('/all'), '-o', 'json');
     expect(JSON.parse(generated.stdout).signingSecret).toMatch(/^whsec_/);
 
-    const [event] = await app.domain.events.append({ type: EventType.RolloutStateChanged, rolloutId: 'ro_cli', kind: 'AGENT_POOL', payload: { to: 'FAILED' } });
+    const [event] = await app.domain.events.append({
+      type: EventType.RolloutStateChanged,
+      rolloutId: 'ro_cli',
+      kind: 'AGENT_POOL',
+      payload: { from: 'PROGRESSING', to: 'FAILED' },
+    });
     await until('the 503 to be dead-lettered (one attempt allowed)', async () =>
       (await run('notify', 'deliveries', '--state', 'dead_letter')).stdout.includes('DEAD_LETTER'),
     );

@@ -8,6 +8,7 @@ import { EventType, type StoredEvent } from '../../src/domain/events.js';
 import type { HistoryStore } from '../../src/domain/historyPort.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
 import { until } from '../helpers/until.js';
+import { eventOf } from '../helpers/events.js';
 
 /**
  * Issue 34: the live-feed test on PostgreSQL timed out on a loaded machine. A replica publishing from the store reads
@@ -61,11 +62,11 @@ it('feeds a subscriber every event committed by another writer while its own sta
   // Let the subscriber's first read run (SQLite answers within the microtasks one turn of the loop flushes), then
   // another replica commits, then the reader learns its position.
   await new Promise((resolve) => setImmediate(resolve));
-  const committed = await writer.append({ type: EventType.AgentRecreated, name: 'between' });
+  const committed = await writer.append(eventOf(EventType.AgentRecreated, { name: 'between' }));
   slow.release();
   await reader.catchUp();
   // A later commit, announced to the reader as another replica's would be.
-  const later = await writer.append({ type: EventType.AgentRecreated, name: 'after' });
+  const later = await writer.append(eventOf(EventType.AgentRecreated, { name: 'after' }));
   await reader.catchUp(later[0]!.id);
   await until('the subscriber to have both events', () => seen.length >= 2, 5_000);
   await stream.return?.();

@@ -8,6 +8,8 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql, gqlData } from '../helpers/graphql.js';
 import { Receiver } from '../helpers/receiver.js';
 import { until } from '../helpers/until.js';
+import type { EventPayload } from '../../src/domain/eventPayloads.js';
+import type { RolloutState } from '../../src/domain/rolloutStates.js';
 
 /**
  * Notifications through the real server (in process, SQLite, the leader's dispatcher running): local receivers answer
@@ -39,7 +41,7 @@ const DELIVERIES = `query($filter: NotificationDeliveryFilter) {
   }
 }`;
 
-function rolloutEvent(rolloutId: string, to: string, extra: Record<string, unknown> = {}): NewEvent {
+function rolloutEvent(rolloutId: string, to: RolloutState, extra: Partial<EventPayload<'RolloutStateChanged'>> = {}): NewEvent {
   return { type: EventType.RolloutStateChanged, rolloutId, kind: 'AGENT_POOL', payload: { from: 'PENDING', to, message: null, ...extra } };
 }
 
@@ -99,7 +101,7 @@ describe('notifications', () => {
       kind: 'AGENT_POOL',
       namespace: 'default',
       name: 'p',
-      payload: {},
+      payload: { pool: 'default/p', newImage: 'agent:v2' },
     });
     await until('both rollout events at the receiver', () => receiver.at('/hooks/a?token=abc').length >= 2);
     const got = receiver.verified('/hooks/a?token=abc', SECRET);
@@ -237,7 +239,7 @@ describe('notifications', () => {
       oncePer: ['ROLLOUT'],
     });
     expect(once.subscription.oncePer).toEqual(['ROLLOUT']);
-    for (const to of ['PAUSED', 'PROGRESSING', 'PAUSED', 'PROGRESSING'])
+    for (const to of ['PAUSED', 'PROGRESSING', 'PAUSED', 'PROGRESSING'] as const)
       await app.domain.events.append(rolloutEvent('ro_flap', to, { message: `at ${Date.now()}` }));
     await app.domain.events.append(rolloutEvent('ro_flap', 'PAUSED'), rolloutEvent('ro_flap_2', 'PAUSED'));
     await until('both rollouts once at the receiver', () => receiver.distinctIds('/once').length >= 2);

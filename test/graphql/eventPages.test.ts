@@ -4,6 +4,7 @@ import { EVENT_SCAN_WINDOW, scanCharge } from '../../src/domain/historyPort.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { seedEventHistory } from '../helpers/eventHistory.js';
 import { collect, gqlData, wsClient } from '../helpers/graphql.js';
+import { eventOf } from '../helpers/events.js';
 
 /**
  * Pages and replays of filters that no index serves, over a history longer than what one page may look at
@@ -98,7 +99,7 @@ describe('event pages and replays of a filter no index serves', () => {
         'subscription { events(after: "0", filter: { name: "needle" }) { id object { name } } }',
       );
       await sub.waitFor(3, 30_000);
-      const [live] = await app.domain.events.append({ type: EventType.TargetFailed, kind: 'AGENT_POOL', namespace: 'ns-1', name: 'needle' });
+      const [live] = await app.domain.events.append(eventOf(EventType.TargetFailed, { kind: 'AGENT_POOL', namespace: 'ns-1', name: 'needle' }));
       await sub.waitFor(4, 30_000);
       expect(sub.errors).toEqual([]);
       expect(sub.results.map((e) => Number(e.events.id))).toEqual([...needles, live!.id]);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { EventType } from '../../src/domain/events.js';
+import type { EventPayload } from '../../src/domain/eventPayloads.js';
+import { EventType, type NewEvent } from '../../src/domain/events.js';
 import type { AppMetrics } from '../../src/metrics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { collect, wsClient } from '../helpers/graphql.js';
@@ -9,12 +10,13 @@ import { until } from '../helpers/until.js';
 const ADMIN = 'fan-out-admin-token-0123456789abcdefghijklmnop';
 const FEED = `subscription($filter: EventFilter) { events(filter: $filter) { id type object { namespace name } payload } }`;
 
-const recreated = (namespace: string, name: string, seq: number, extra: Record<string, unknown> = {}) => ({
+/** An AgentRecreated event numbered `seq` (its `seconds`: the order the tests check); `reason` may pad it. */
+const recreated = (namespace: string, name: string, seq: number, extra: Partial<EventPayload<'AgentRecreated'>> = {}): NewEvent => ({
   type: EventType.AgentRecreated,
   kind: 'AGENT_POOL' as const,
   namespace,
   name,
-  payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seq, reason: 'drift', seconds: 1, ...extra },
+  payload: { pool: `${namespace}/${name}`, oldImage: 'agent:v1', newImage: 'agent:v2', reason: 'drift', seconds: seq, ...extra },
 });
 
 /** Subscription payloads the fan-out executed. */
@@ -84,7 +86,7 @@ describe('shared subscription fan-out', () => {
     expect(await executions(app.metrics)).toBe(before + 10);
     for (const sub of subs) {
       expect(sub.errors).toEqual([]);
-      expect(sub.results.map((r: any) => r.events.payload.seq)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+      expect(sub.results.map((r: any) => r.events.payload.seconds)).toEqual(Array.from({ length: 10 }, (_, i) => i));
     }
     // Byte-identical payloads: each subscriber got the one serialized result, under its own operation id.
     expect(new Set(subs.map((s) => JSON.stringify(s.results))).size).toBe(1);
@@ -104,11 +106,11 @@ describe('shared subscription fan-out', () => {
     for (let i = 0; i < 4; i++) await app.domain.events.append(recreated(i % 2 ? 'vars-b' : 'vars-a', `p${i}`, i));
     await subA.waitFor(2);
     await subB.waitFor(2);
-    expect(subA.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([
+    expect(subA.results.map((r: any) => [r.events.object.namespace, r.events.payload.seconds])).toEqual([
       ['vars-a', 0],
       ['vars-a', 2],
     ]);
-    expect(subB.results.map((r: any) => [r.events.object.namespace, r.events.payload.seq])).toEqual([
+    expect(subB.results.map((r: any) => [r.events.object.namespace, r.events.payload.seconds])).toEqual([
       ['vars-b', 1],
       ['vars-b', 3],
     ]);
@@ -130,14 +132,14 @@ describe('shared subscription fan-out', () => {
     let appended = 0;
     while (((await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0) === catchUpsBefore) {
       if (appended >= 4000) throw new Error('the slow subscriber never fell behind');
-      await app.domain.events.append(recreated('slow', `p${appended}`, appended, { big }));
+      await app.domain.events.append(recreated('slow', `p${appended}`, appended, { reason: big }));
       appended++;
       await fastSub.waitFor(appended);
     }
     // A few more while it is behind; the fast subscriber gets them all without waiting for the slow one.
-    for (let i = 0; i < 20; i++, appended++) await app.domain.events.append(recreated('slow', `p${appended}`, appended, { big }));
+    for (let i = 0; i < 20; i++, appended++) await app.domain.events.append(recreated('slow', `p${appended}`, appended, { reason: big }));
     await fastSub.waitFor(appended);
-    expect(fastSub.results.map((r: any) => r.events.payload.seq)).toEqual(Array.from({ length: appended }, (_, i) => i));
+    expect(fastSub.results.map((r: any) => r.events.payload.seconds)).toEqual(Array.from({ length: appended }, (_, i) => i));
     expect(slow.next().length).toBeLessThan(appended);
 
     slow.resumeReading();
@@ -145,7 +147,7 @@ describe('shared subscription fan-out', () => {
     // Events appended after it caught up arrive live, still once and in order.
     for (let i = 0; i < 5; i++, appended++) await app.domain.events.append(recreated('slow', `p${appended}`, appended));
     await until('the live events after catching up', () => slow.next().length >= appended);
-    const seqs = slow.next().map((m) => m.payload.data.events.payload.seq);
+    const seqs = slow.next().map((m) => m.payload.data.events.payload.seconds);
     expect(seqs).toEqual(Array.from({ length: appended }, (_, i) => i));
     expect(slow.closed()).toBeUndefined();
     slow.close();
@@ -159,7 +161,7 @@ describe('shared subscription fan-out', () => {
     const events = 300;
     const big = 'y'.repeat(2048);
     for (let i = 0; i < events; i += 50) {
-      await app.domain.events.append(...Array.from({ length: 50 }, (_, k) => recreated('resume-many', `p${i + k}`, i + k, { big })));
+      await app.domain.events.append(...Array.from({ length: 50 }, (_, k) => recreated('resume-many', `p${i + k}`, i + k, { reason: big })));
     }
     const log = app.domain.events as unknown as { pageAfter: (...args: unknown[]) => Promise<unknown> };
     const pageAfter = log.pageAfter;
@@ -185,7 +187,7 @@ describe('shared subscription fan-out', () => {
         socket.on('message', (data) => {
           const m = JSON.parse(String(data));
           messages.push(m);
-          if (m.type === 'next') received.get(`${c}/${m.id}`)!.push(m.payload.data.events.payload.seq);
+          if (m.type === 'next') received.get(`${c}/${m.id}`)!.push(m.payload.data.events.payload.seconds);
         });
         await new Promise<void>((resolve, reject) => (socket.once('open', () => resolve()), socket.once('error', reject)));
         socket.send(JSON.stringify({ type: 'connection_init', payload: {} }));
@@ -233,7 +235,7 @@ describe('shared subscription fan-out', () => {
     let appended = 0;
     while ((await catchUps()) === catchUpsBefore) {
       if (appended >= 20_000) throw new Error('the slow subscriber never fell behind');
-      await app.domain.events.append(...Array.from({ length: 100 }, (_, i) => recreated('slow-burst', `p${appended + i}`, appended + i, { big })));
+      await app.domain.events.append(...Array.from({ length: 100 }, (_, i) => recreated('slow-burst', `p${appended + i}`, appended + i, { reason: big })));
       appended += 100;
       await fastSub.waitFor(appended);
     }
@@ -244,8 +246,8 @@ describe('shared subscription fan-out', () => {
     appended += 2;
     await until('the live events after catching up', () => slow.next().length >= appended);
     const seq = Array.from({ length: appended }, (_, i) => i);
-    expect(slow.next().map((m) => m.payload.data.events.payload.seq)).toEqual(seq);
-    expect(fastSub.results.map((r: any) => r.events.payload.seq)).toEqual(seq);
+    expect(slow.next().map((m) => m.payload.data.events.payload.seconds)).toEqual(seq);
+    expect(fastSub.results.map((r: any) => r.events.payload.seconds)).toEqual(seq);
     expect(slow.closed()).toBeUndefined();
     slow.close();
     await fast.dispose();
@@ -261,9 +263,9 @@ describe('shared subscription fan-out', () => {
     await resumedSub.waitFor(2);
     await app.domain.events.append(recreated('resume', 'c', 2));
     await resumedSub.waitFor(3);
-    expect(resumedSub.results.map((r: any) => r.events.payload.seq)).toEqual([0, 1, 2]);
+    expect(resumedSub.results.map((r: any) => r.events.payload.seconds)).toEqual([0, 1, 2]);
     await liveSub.waitFor(1);
-    expect(liveSub.results.map((r: any) => r.events.payload.seq)).toEqual([2]);
+    expect(liveSub.results.map((r: any) => r.events.payload.seconds)).toEqual([2]);
     await live.dispose();
     await resumed.dispose();
   });
@@ -301,14 +303,14 @@ describe('shared subscription fan-out, frames written directly', () => {
     const catchUpsBefore = (await app.metrics.subscriptionCatchUps.get()).values[0]?.value ?? 0;
     // One commit of 300 events of about 1 KiB (one delivery, more than one 64 KiB piece of frames), then one more.
     const note = 'ü✓'.repeat(300);
-    await app.domain.events.append(...Array.from({ length: 300 }, (_, i) => recreated('burst', `p${i}`, i + 1, { note })));
+    await app.domain.events.append(...Array.from({ length: 300 }, (_, i) => recreated('burst', `p${i}`, i + 1, { reason: note })));
     await app.domain.events.append(recreated('burst', 'last', 301));
     const seqs = Array.from({ length: 302 }, (_, i) => i);
     await sub.waitFor(302);
-    expect(sub.results.map((r: any) => r.events.payload.seq)).toEqual(seqs);
+    expect(sub.results.map((r: any) => r.events.payload.seconds)).toEqual(seqs);
     for (const raw of [...same, other]) {
       await until('every event reached the raw subscriber', () => raw.next().length >= 302);
-      expect(raw.next().map((m) => m.payload.data.events.payload.seq)).toEqual(seqs);
+      expect(raw.next().map((m) => m.payload.data.events.payload.seconds)).toEqual(seqs);
       // Exactly graphql-ws's serialization of the same message (JSON.stringify of id, type, payload), one per frame.
       for (const text of raw.texts().filter((t) => t.includes('"type":"next"'))) {
         const message = JSON.parse(text);

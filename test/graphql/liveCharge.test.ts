@@ -19,7 +19,7 @@ const recreated = (seq: number) => ({
   kind: 'AGENT_POOL' as const,
   namespace: 'charged',
   name: `p${seq}`,
-  payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seq, reason: 'drift', seconds: 1 },
+  payload: { pool: `charged/p${seq}`, oldImage: 'agent:v1', newImage: 'agent:v2', reason: 'drift', seconds: seq },
 });
 
 describe('live events of the shared fan-out', () => {

@@ -22,7 +22,7 @@ describe('subscriptions over graphql-ws', () => {
     kind: 'AGENT_POOL' as const,
     namespace: 'default',
     name,
-    payload: { oldImage: 'agent:v1', newImage: 'agent:v2', seq: i, reason: 'drift', seconds: 1.5 },
+    payload: { pool: `default/${name}`, oldImage: 'agent:v1', newImage: 'agent:v2', newPodUid: `uid-${i}`, reason: 'drift', seconds: 1.5 },
   });
 
   it('delivers events appended through the domain layer, live', async () => {
@@ -70,7 +70,7 @@ describe('subscriptions over graphql-ws', () => {
     // would be there too (no wait on time for "nothing more came").
     await app.domain.events.append({ ...recreated('marker', 73), namespace: 'resume-ns' });
     await sub2.waitFor(71);
-    const seqs = sub2.results.map((r: any) => r.events.payload.seq);
+    const seqs = sub2.results.map((r: any) => Number(r.events.payload.newPodUid.slice(4)));
     expect(seqs).toEqual(Array.from({ length: 71 }, (_, k) => k + 3));
     const ids = sub2.results.map((r: any) => Number(r.events.id));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
@@ -88,7 +88,9 @@ describe('subscriptions over graphql-ws', () => {
     const ids = sub.results.map((r: any) => Number(r.events.id));
     expect(new Set(ids).size).toBe(100);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    expect(sub.results.map((r: any) => r.events.payload.seq).sort((a: number, b: number) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(sub.results.map((r: any) => Number(r.events.payload.newPodUid.slice(4))).sort((a: number, b: number) => a - b)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i),
+    );
     sub.unsubscribe();
     await client.dispose();
   });

@@ -13,6 +13,7 @@ import { UnavailableError } from '../../src/errors.js';
 import type { PrismaClient } from '../../src/store/generated/client.js';
 import { openTestPrisma } from '../helpers/prisma.js';
 import { until } from '../helpers/until.js';
+import { eventOf } from '../helpers/events.js';
 
 describe('Sql (the history hot path)', () => {
   let dir: string;
@@ -157,7 +158,13 @@ describe('InFlightChanges', () => {
     expect(after.get('default', 'net-1')).toEqual({ oldUid: 'u1' });
     expect(after.get('default', 'net-2')).toBeUndefined();
     await after.complete('default', 'net-1', [
-      { type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', payload: { oldPodUid: 'u1' } },
+      {
+        type: 'AgentRecreated',
+        kind: 'AGENT_POOL',
+        namespace: 'default',
+        name: 'net-1',
+        payload: { pool: 'default/net-1', newImage: 'agent:v2', oldPodUid: 'u1' },
+      },
     ]);
     expect(after.get('default', 'net-1')).toBeUndefined();
     const again = new InFlightChanges(db.store, log);
@@ -177,7 +184,7 @@ describe('InFlightChanges', () => {
     const slowStore = new SqliteHistoryStore(slow);
     const failing = new InFlightChanges(slowStore, new EventLog(slowStore, new InProcessEventBus())).of<{ n: number }>('AGENT_POOL');
     await expect(
-      failing.complete('default', 'net-1', [{ type: 'AgentRecreated', kind: 'AGENT_POOL', namespace: 'default', name: 'net-1' }]),
+      failing.complete('default', 'net-1', [eventOf('AgentRecreated', { kind: 'AGENT_POOL', namespace: 'default', name: 'net-1' })]),
     ).rejects.toBeInstanceOf(UnavailableError);
     other.prepare('ROLLBACK').run();
     other.close();

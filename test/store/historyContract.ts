@@ -3,6 +3,7 @@ import { EventType, matchesFilter, type EventFilter, type NewEvent, type StoredE
 import { EVENT_SCAN_WINDOW } from '../../src/domain/historyPort.js';
 import { servedByIndex } from '../../src/store/eventReads.js';
 import type { EventPage, HistoryStore, HistoryTx, NewRolloutRow, NewTargetRow, RolloutRow, Step } from '../../src/store/port.js';
+import { untypedEvent } from '../helpers/events.js';
 
 /**
  * The history port's contract (src/store/port.ts), written once and run against every store. `open` gives a fresh,
@@ -75,7 +76,8 @@ function* createWithRecord(tx: HistoryTx, key: string, id: string, requestHash: 
 /** The scope of the keys these tests use, unless a test says otherwise. */
 const SCOPE = 'token:ci';
 
-const event = (type: EventType, extra: Partial<NewEvent> = {}): NewEvent => ({ type, ...extra });
+/** The store keeps whatever JSON it is given: these events' payloads need not be their type's (untypedEvent). */
+const event = (type: EventType, extra: Omit<Parameters<typeof untypedEvent>[0], 'type'> = {}): NewEvent => untypedEvent({ type, ...extra });
 
 export function historyContract(factory: () => StoreFactory): void {
   let store: HistoryStore;
@@ -255,7 +257,10 @@ export function historyContract(factory: () => StoreFactory): void {
           yield* tx.insertRollout(rolloutRow('r-bad-event'), T0);
           // A type the Event table refuses (NOT NULL): the events fail after the body's writes (PostgreSQL: with its
           // COMMIT already sent, which then ends the failed transaction without keeping anything).
-          return { result: undefined, events: [event(EventType.RolloutStateChanged, { rolloutId: 'r-bad-event' }), { type: null as unknown as EventType }] };
+          return {
+            result: undefined,
+            events: [event(EventType.RolloutStateChanged, { rolloutId: 'r-bad-event' }), untypedEvent({ type: null as unknown as EventType })],
+          };
         }),
       ).rejects.toThrow();
       expect(await store.read.findRollout('r-bad-event')).toBeUndefined();

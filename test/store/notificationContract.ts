@@ -3,6 +3,9 @@ import { EventType, type NewEvent, type StoredEvent } from '../../src/domain/eve
 import { EMPTY_FILTER, type NotificationFilter, type OncePerField, type SinkKind } from '../../src/domain/notifications/model.js';
 import type { NewSubscription, NotificationStore } from '../../src/domain/notifications/NotificationStore.js';
 import type { HistoryStore } from '../../src/store/port.js';
+import type { EventPayload } from '../../src/domain/eventPayloads.js';
+import type { RolloutState } from '../../src/domain/rolloutStates.js';
+import { untypedEvent } from '../helpers/events.js';
 
 /**
  * The notification store's contract (domain/notifications/NotificationStore.ts) and the outbox that
@@ -40,7 +43,7 @@ function subscription(extra: Partial<Omit<NewSubscription, 'filter'>> & { filter
   };
 }
 
-function rolloutEvent(rolloutId: string, to: string, extra: Record<string, unknown> = {}): NewEvent {
+function rolloutEvent(rolloutId: string, to: RolloutState, extra: Partial<EventPayload<'RolloutStateChanged'>> = {}): NewEvent {
   return { type: EventType.RolloutStateChanged, rolloutId, kind: 'AGENT_POOL', payload: { from: 'PENDING', to, message: null, ...extra } };
 }
 
@@ -120,7 +123,7 @@ export function notificationContract(factory: () => NotificationStoreFactory): v
       await expect(
         // biome-ignore lint/correctness/useYield: nothing to change but the events.
         stores.history.transactionWithEvents(function* () {
-          return { result: undefined, events: [rolloutEvent('r-bad', 'PROGRESSING'), { type: null as unknown as EventType }] };
+          return { result: undefined, events: [rolloutEvent('r-bad', 'PROGRESSING'), untypedEvent({ type: null as unknown as EventType })] };
         }),
       ).rejects.toThrow();
       expect(await deliveriesOf(all.id)).toEqual([]);
@@ -132,16 +135,21 @@ export function notificationContract(factory: () => NotificationStoreFactory): v
     it('sends once per stable fields: a wave that flaps, in one transaction or several, makes one delivery', async () => {
       const { notifications } = stores;
       const perWave = await notifications.insertSubscription(subscription({ filter: { states: ['PAUSED'] }, oncePer: ['ROLLOUT', 'WAVE'] }), T0);
+      // `wave` is a routing field no writer sets yet (eventPayloads.ts ROUTING_FIELDS): written here as issue 30's will.
+      const waved = (rolloutId: string, to: RolloutState, wave: string, message?: string) => {
+        const event = rolloutEvent(rolloutId, to, message ? { message } : {});
+        return untypedEvent({ ...event, payload: { ...event.payload, wave } });
+      };
       const flapping = [
-        rolloutEvent('r-wave', 'PAUSED', { wave: 'canary', message: 'paused at 12:00:01 after 3s' }),
-        rolloutEvent('r-wave', 'PROGRESSING', { wave: 'canary' }),
-        rolloutEvent('r-wave', 'PAUSED', { wave: 'canary', message: 'paused at 12:00:09 after 11s' }),
+        waved('r-wave', 'PAUSED', 'canary', 'paused at 12:00:01 after 3s'),
+        waved('r-wave', 'PROGRESSING', 'canary'),
+        waved('r-wave', 'PAUSED', 'canary', 'paused at 12:00:09 after 11s'),
       ];
       const first = await append(flapping);
-      await append([rolloutEvent('r-wave', 'PAUSED', { wave: 'canary', message: 'paused again' })]);
+      await append([waved('r-wave', 'PAUSED', 'canary', 'paused again')]);
       // Another wave, another rollout: each its own.
-      const [otherWave] = await append([rolloutEvent('r-wave', 'PAUSED', { wave: 'prod' })]);
-      const [otherRollout] = await append([rolloutEvent('r-wave-2', 'PAUSED', { wave: 'canary' })]);
+      const [otherWave] = await append([waved('r-wave', 'PAUSED', 'prod')]);
+      const [otherRollout] = await append([waved('r-wave-2', 'PAUSED', 'canary')]);
       const sent = await deliveriesOf(perWave.id);
       expect(sent.map((d) => d.eventId)).toEqual([first[0]!.id, otherWave!.id, otherRollout!.id]);
       expect(sent[0]!.onceKey).toBe('io.rollplane.rollout.paused.v1|rollout=r-wave|wave=canary');

@@ -21,6 +21,7 @@ import {
   targetStateCountsStatement,
   type RolloutQueryFilter,
 } from '../../src/store/rolloutQueries.js';
+import { eventOf } from '../helpers/events.js';
 
 /**
  * Every filter of RolloutFilter and EventFilter is answered through an index, so that history queries stay as fast
@@ -52,13 +53,9 @@ describe('query plans of the API reads', () => {
     }
     insertEvents(
       db.sql,
-      Array.from({ length: 500 }, (_, i) => ({
-        type: EventType.AgentRecreated,
-        rolloutId: `ro_${i % 50}`,
-        kind: 'AGENT_POOL' as const,
-        namespace: 'default',
-        name: `pool-${i % 50}`,
-      })),
+      Array.from({ length: 500 }, (_, i) =>
+        eventOf(EventType.AgentRecreated, { rolloutId: `ro_${i % 50}`, kind: 'AGENT_POOL', namespace: 'default', name: `pool-${i % 50}` }),
+      ),
     );
   });
   afterAll(async () => {

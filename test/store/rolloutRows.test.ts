@@ -8,6 +8,7 @@ import { insertEvents, listEventsAfter, listEventsBefore, toStoredEvent } from '
 import { listRollouts, targetPage } from '../../src/store/rolloutQueries.js';
 import { findRollout, rolloutOf, targetOf, targetsOf, type Raw, type RolloutRow, type TargetRow } from '../../src/store/rolloutRows.js';
 import { dateOf, sqlDate } from '../../src/store/Sql.js';
+import { untypedEvent } from '../helpers/events.js';
 
 /**
  * The API's reads take rows in raw mode with named columns (rolloutColumns, TARGET_COLUMNS, the Event columns) and
@@ -41,7 +42,9 @@ describe('raw-mode row reads', () => {
       at(6),
       at(7),
     );
-    insertEvents(db.sql, [{ type: EventType.TargetFailed, rolloutId: 'ro_1', kind: 'AGENT_POOL', namespace: 'default', name: 'pool-1', payload: { n: 1 } }]);
+    insertEvents(db.sql, [
+      untypedEvent({ type: EventType.TargetFailed, rolloutId: 'ro_1', kind: 'AGENT_POOL', namespace: 'default', name: 'pool-1', payload: { n: 1 } }),
+    ]);
   });
   afterAll(async () => {
     await db.close();

@@ -44,7 +44,7 @@ describe('web UI on a server that requires API tokens', () => {
       kind: 'AGENT_POOL',
       namespace: 'default',
       name: 'token-probe',
-      payload: { oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 1 },
+      payload: { pool: 'default/token-probe', oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 1 },
     });
     await ui.page.locator(`tr[data-event-id="${event!.id}"]`).waitFor({ timeout: 15_000 });
     expect(ui.foreign).toEqual([]);

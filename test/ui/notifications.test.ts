@@ -43,7 +43,12 @@ describe('the notifications page', () => {
     );
     const [{ node: subscription }] = listed.data!.notificationSubscriptions.edges as [{ node: { id: string; filter: { states: string[] } } }];
     expect(subscription.filter.states).toEqual(['FAILED']);
-    const [event] = await app.domain.events.append({ type: EventType.RolloutStateChanged, rolloutId: 'ro_ui', kind: 'AGENT_POOL', payload: { to: 'FAILED' } });
+    const [event] = await app.domain.events.append({
+      type: EventType.RolloutStateChanged,
+      rolloutId: 'ro_ui',
+      kind: 'AGENT_POOL',
+      payload: { from: 'PROGRESSING', to: 'FAILED' },
+    });
     await until('the 502 to be dead-lettered', () => receiver.at('/ui').length === 1);
 
     await ui.page.goto(`${app.baseUrl}/#/notifications`);

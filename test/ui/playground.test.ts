@@ -70,7 +70,7 @@ describe('GraphQL playground', () => {
       kind: 'AGENT_POOL',
       namespace: 'default',
       name: 'playground-probe',
-      payload: { oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 1 },
+      payload: { pool: 'default/playground-probe', oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 1 },
     });
     await expect.poll(() => responseText(ui.page), { timeout: 15_000 }).toContain('playground-probe');
     expect(await responseText(ui.page)).toContain(`"id": "${event!.id}"`);

@@ -14,7 +14,7 @@ const recreation = (name: string): NewEvent => ({
   kind: 'AGENT_POOL',
   namespace: 'restart',
   name,
-  payload: { oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 1, readyAt: new Date().toISOString() },
+  payload: { pool: `restart/${name}`, oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 1, readyAt: new Date().toISOString() },
 });
 
 beforeAll(async () => {

@@ -51,7 +51,14 @@ describe('web UI at 1,000 pools', () => {
           kind: 'AGENT_POOL' as const,
           namespace: 'default',
           name: `net-${((i + j) % 1000) + 1}`,
-          payload: { oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 1 + ((i + j) % 7), readyAt: new Date().toISOString() },
+          payload: {
+            pool: `default/net-${((i + j) % 1000) + 1}`,
+            oldImage: 'x/agent:v1',
+            newImage: 'x/agent:v2',
+            reason: 'drift',
+            seconds: 1 + ((i + j) % 7),
+            readyAt: new Date().toISOString(),
+          },
         })),
       );
     }
@@ -62,7 +69,16 @@ describe('web UI at 1,000 pools', () => {
           kind: 'VIRTUAL_CLUSTER' as const,
           namespace: 'tenants',
           name: `vc-${(i + j) % 20}`,
-          payload: { clusterVersion: `cv-${(i + j) % 3}`, resourceVersion: '1', seconds: 10 + ((i + j) % 50), outcome: 'SUCCEEDED', components: [] },
+          payload: {
+            cluster: `tenants/vc-${(i + j) % 20}`,
+            clusterVersion: `cv-${(i + j) % 3}`,
+            resourceVersion: '1',
+            specVersion: '1',
+            seconds: 10 + ((i + j) % 50),
+            outcome: 'SUCCEEDED' as const,
+            components: [],
+            error: null,
+          },
         })),
       );
     }

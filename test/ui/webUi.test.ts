@@ -178,7 +178,7 @@ describe('web UI', () => {
       { version: 'ui-cv-a', seconds: 12.5 },
       { version: 'ui-cv-a', seconds: 30 },
       { version: 'ui-cv-a', seconds: 41 },
-      { version: 'ui-cv-b', seconds: 95, outcome: 'FAILED' },
+      { version: 'ui-cv-b', seconds: 95, outcome: 'FAILED' as const },
       { version: 'ui-cv-b', seconds: 60 },
     ];
     await app.domain.events.append(
@@ -187,7 +187,16 @@ describe('web UI', () => {
         kind: 'VIRTUAL_CLUSTER' as const,
         namespace: 'tenants',
         name: `vc-${i}`,
-        payload: { clusterVersion: o.version, resourceVersion: String(100 + i), seconds: o.seconds, outcome: o.outcome ?? 'SUCCEEDED', components: [] },
+        payload: {
+          cluster: `tenants/vc-${i}`,
+          clusterVersion: o.version,
+          resourceVersion: String(100 + i),
+          specVersion: String(100 + i),
+          seconds: o.seconds,
+          outcome: o.outcome ?? ('SUCCEEDED' as const),
+          components: [],
+          error: o.outcome ? 'failed' : null,
+        },
       })),
     );
     await ui.page.getByRole('link', { name: 'Charts' }).click();
@@ -228,14 +237,30 @@ describe('web UI', () => {
         kind: 'AGENT_POOL' as const,
         namespace: 'ui-reconnect',
         name,
-        payload: { oldImage: 'x/agent:v1', newImage: 'x/agent:v2', reason: 'drift', seconds: 2, readyAt: new Date().toISOString() },
+        payload: {
+          pool: `ui-reconnect/${name}`,
+          oldImage: 'x/agent:v1',
+          newImage: 'x/agent:v2',
+          reason: 'drift',
+          seconds: 2,
+          readyAt: new Date().toISOString(),
+        },
       })),
       {
         type: 'NodeAgentReplaced' as const,
         kind: 'NODE_AGENT' as const,
         namespace: '',
         name: 'gap-node',
-        payload: { node: 'gap-node', daemonSet: 'ns/agent', oldImage: 'x/node-agent:v1', newImage: 'x/node-agent:v2', peerPodsRestarted: 2, seconds: 4 },
+        payload: {
+          node: 'gap-node',
+          daemonSet: 'ns/agent',
+          oldPod: null,
+          newPod: null,
+          oldImage: 'x/node-agent:v1',
+          newImage: 'x/node-agent:v2',
+          peerPodsRestarted: 2,
+          seconds: 4,
+        },
       },
     );
     for (const event of stored) await ui.page.locator(`tr[data-event-id="${event.id}"]`).waitFor({ timeout: 15_000 });

@@ -1,3 +1,4 @@
+import { readPayload } from '../eventPayloads.js';
 import { EventType, type StoredEvent } from '../events.js';
 import { notificationTypeOf, stateOf } from './routing.js';
 
@@ -90,27 +91,31 @@ const ICONS: Record<string, string> = {
   CANCELLED: ':heavy_minus_sign:',
 };
 
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
+/** Text worth showing: present and not empty. */
+function text(value: string | null | undefined): string | undefined {
+  return value ? value : undefined;
 }
 
 /** One line about the event; `rolloutLink` (the UI's page of the rollout) when the server knows its public URL. */
 export function slackTextOf(event: StoredEvent, rolloutLink?: string): string {
-  const p = event.payload;
   const state = stateOf(event);
   const icon = state ? `${ICONS[state] ?? ''} ` : '';
   const rollout = event.rolloutId ? (rolloutLink ? `<${rolloutLink}|${event.rolloutId}>` : `\`${event.rolloutId}\``) : '';
   const object = event.name ? `\`${escapeSlack(event.namespace ? `${event.namespace}/${event.name}` : event.name)}\`` : '';
-  const detail = (value: unknown) => (text(value) ? `: ${escapeSlack(text(value)!)}` : '');
+  const detail = (value: string | null | undefined) => (text(value) ? `: ${escapeSlack(value!)}` : '');
   switch (event.type) {
-    case EventType.RolloutStateChanged:
+    case EventType.RolloutStateChanged: {
+      const p = readPayload(event.type, event.payload);
       return `${icon}Rollout ${rollout}${event.kind ? ` (${event.kind})` : ''} ${text(p.from) ?? 'new'} → *${state ?? '?'}*${
-        text(p.toVersion) ? ` to \`${escapeSlack(text(p.toVersion)!)}\`` : ''
+        text(p.toVersion) ? ` to \`${escapeSlack(p.toVersion!)}\`` : ''
       }${detail(p.message)}`;
-    case EventType.TargetStateChanged:
+    }
+    case EventType.TargetStateChanged: {
+      const p = readPayload(event.type, event.payload);
       return `${icon}${object} in ${rollout} ${text(p.from) ?? '?'} → *${state ?? '?'}*${detail(p.error)}`;
+    }
     case EventType.TargetFailed:
-      return `:x: ${object} failed in ${rollout}${detail(p.error)}`;
+      return `:x: ${object} failed in ${rollout}${detail(readPayload(event.type, event.payload).error)}`;
     default:
       return `${escapeSlack(notificationTypeOf(event))}${object ? ` ${object}` : ''}${rollout ? ` in ${rollout}` : ''}`;
   }

@@ -1,8 +1,19 @@
-import { EventType, type NewEvent } from '../events.js';
+import { readPayload, readRoutingFields } from '../eventPayloads.js';
+import { EventType, type RolloutKind } from '../events.js';
 import { type NotifiableState, type NotificationFilter, ONCE_PER_FIELDS, type OncePerField, type Route } from './model.js';
 
-/** An event as routing sees it: the same before it is stored (no id yet) and after. */
-export type RoutableEvent = Pick<NewEvent, 'type' | 'rolloutId' | 'kind' | 'namespace' | 'name' | 'payload'>;
+/**
+ * An event as routing sees it: the same before it is stored (no id yet) and after. Its payload is read through its
+ * type's schema (readPayload, readRoutingFields), never by key: a stored payload of any age routes.
+ */
+export interface RoutableEvent {
+  type: EventType;
+  rolloutId?: string | null;
+  kind?: RolloutKind | null;
+  namespace?: string | null;
+  name?: string | null;
+  payload?: unknown;
+}
 
 /** A delivery row to write with the event at `eventIndex` of the transaction's events. */
 export interface OutboxEntry {
@@ -19,10 +30,8 @@ export const LOCAL_CLUSTER = 'local';
 export function stateOf(event: RoutableEvent): NotifiableState | undefined {
   switch (event.type) {
     case EventType.RolloutStateChanged:
-    case EventType.TargetStateChanged: {
-      const to = event.payload?.to;
-      return typeof to === 'string' ? (to as NotifiableState) : undefined;
-    }
+    case EventType.TargetStateChanged:
+      return readPayload(event.type, event.payload).to;
     case EventType.TargetFailed:
       return 'FAILED';
     default:
@@ -55,15 +64,8 @@ export function notificationTypeOf(event: Pick<RoutableEvent, 'type' | 'payload'
   return `io.rollplane.${base}.v1`;
 }
 
-function payloadText(event: RoutableEvent, field: string): string | undefined {
-  const value = event.payload?.[field];
-  if (typeof value === 'string' && value !== '') return value;
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  return undefined;
-}
-
 export function clusterOf(event: RoutableEvent): string {
-  return payloadText(event, 'cluster') ?? LOCAL_CLUSTER;
+  return readRoutingFields(event.type, event.payload).cluster ?? LOCAL_CLUSTER;
 }
 
 /** The value of a stable field on an event, or undefined when the event has none. */
@@ -72,9 +74,9 @@ function stableValue(event: RoutableEvent, field: OncePerField): string | undefi
     case 'ROLLOUT':
       return event.rolloutId ?? undefined;
     case 'WAVE':
-      return payloadText(event, 'wave');
+      return readRoutingFields(event.type, event.payload).wave;
     case 'GATE':
-      return payloadText(event, 'gate');
+      return readRoutingFields(event.type, event.payload).gate;
     case 'CLUSTER':
       return clusterOf(event);
     case 'TARGET':

@@ -47,6 +47,17 @@ describe('notification routing', () => {
     expect(matchesNotificationFilter(rollout('FAILED'), filterFrom({ kinds: ['NODE_AGENT'] }))).toBe(false);
     expect(matchesNotificationFilter(rollout('FAILED', { rolloutId: null }), filterFrom({ rolloutIds: ['ro_1'] }))).toBe(false);
     expect(matchesNotificationFilter({ type: EventType.AgentRecreated, payload: {} }, EMPTY_FILTER)).toBe(true);
+    // Payloads are read through their type's schema (ADR 0046): a ClusterUpgradeObserved's `cluster` is its
+    // VirtualCluster, not a member cluster, so the event is in `local`; a state that is not one is no state.
+    const upgraded: RoutableEvent = {
+      type: EventType.ClusterUpgradeObserved,
+      kind: 'VIRTUAL_CLUSTER',
+      payload: { cluster: 'tenants/vc-1', outcome: 'FAILED' },
+    };
+    expect(matchesNotificationFilter(upgraded, filterFrom({ clusters: ['local'] }))).toBe(true);
+    expect(onceKeyOf(upgraded, ['CLUSTER'])).toBe('io.rollplane.cluster_upgrade.observed.v1|cluster=local');
+    expect(matchesNotificationFilter(rollout('DONE'), filterFrom({ states: ['SUCCEEDED'] }))).toBe(false);
+    expect(notificationTypeOf(rollout('DONE'))).toBe('io.rollplane.rollout.changed.v1');
   });
 
   it('keys "once per" on the type and stable fields only, in a fixed order, and sends events that lack a field', () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../../src/domain/events.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { gql } from '../../helpers/graphql.js';
+import { untypedEvent } from '../../helpers/events.js';
 
 /**
  * Issue 34, attack 11, F2: the cost estimate counts fields, not bytes. Selectors of 900 names of 253 characters
@@ -14,7 +15,7 @@ describe('large answers', () => {
     app = await startTestApp({ env: { ROLLPLANE_SIM_FLEET: 'pools=2,nodes=1' } });
     // Twenty events whose payloads are 250 KB each (rollplane writes none that large; the store takes them).
     for (let i = 0; i < 20; i++) {
-      await app.domain.events.append({ type: EventType.AgentRecreated, name: `big-${i}`, payload: { note: `${i}`.padEnd(250_000, 'z') } });
+      await app.domain.events.append(untypedEvent({ type: EventType.AgentRecreated, name: `big-${i}`, payload: { note: `${i}`.padEnd(250_000, 'z') } }));
     }
   });
   afterAll(async () => {

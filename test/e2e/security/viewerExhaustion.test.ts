@@ -38,7 +38,7 @@ beforeAll(async () => {
         type: EventType.RolloutStateChanged,
         rolloutId: `ro_seed${i + j}`,
         kind: 'AGENT_POOL' as const,
-        payload: { from: 'PENDING', to: 'PROGRESSING', message: `seeded event ${i + j} of the attacker's history` },
+        payload: { from: 'PENDING' as const, to: 'PROGRESSING' as const, message: `seeded event ${i + j} of the attacker's history` },
       })),
     );
   }

@@ -6,6 +6,7 @@ import { EventType } from '../../../src/domain/events.js';
 import { gql } from '../../helpers/graphql.js';
 import { startTestApp } from '../../helpers/app.js';
 import { defaultStrategy } from '../../../src/domain/kinds/index.js';
+import { eventOf } from '../../helpers/events.js';
 
 describe('history across a restart', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-restart-'));
@@ -25,7 +26,13 @@ describe('history across a restart', () => {
       targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'a:1', toVersion: 'a:2' }],
     });
     await first.domain.rollouts.pause(rollout.id, 'before restart');
-    await first.domain.events.append({ type: EventType.AgentRecreated, kind: 'AGENT_POOL', namespace: 'default', name: 'net-1', payload: { newImage: 'a:2' } });
+    await first.domain.events.append({
+      type: EventType.AgentRecreated,
+      kind: 'AGENT_POOL',
+      namespace: 'default',
+      name: 'net-1',
+      payload: { pool: 'default/net-1', newImage: 'a:2' },
+    });
     const lastId = await first.domain.events.lastEventId();
     await first.close();
 
@@ -45,7 +52,7 @@ describe('history across a restart', () => {
       expect(res.data.rollout.events.edges.map((e: any) => e.node.type)).toEqual(['RolloutStateChanged', 'RolloutStateChanged']);
       expect(res.data.serverInfo.lastEventId).toBe(String(lastId));
       // Ids keep increasing after the restart; nothing is reused.
-      const [next] = await second.domain.events.append({ type: EventType.AgentRecreated, payload: {} });
+      const [next] = await second.domain.events.append(eventOf(EventType.AgentRecreated));
       expect(next!.id).toBe(lastId + 1);
       // The idempotency key still finds the same rollout.
       const again = await second.domain.rollouts.create({

@@ -7,6 +7,7 @@ import { openDatabase, type Database } from '../../../src/store/db.js';
 import { LISTENER_APPLICATION_NAME } from '../../../src/store/postgres/PgEventNotifier.js';
 import { describeWithPostgres } from '../../helpers/postgres.js';
 import { until } from '../../helpers/until.js';
+import { eventOf, untypedEvent } from '../../helpers/events.js';
 
 /** One replica as app.ts wires it: its own pools, its own LISTEN connection, an EventLog publishing from the store. */
 interface Replica {
@@ -74,7 +75,7 @@ describeWithPostgres('the live feed of replicas on PostgreSQL', (server) => {
     cleanups.push(() => subscriber.stop());
     const append = async (n: number, phase: string) => {
       // One transaction each, as reconcilers finishing one by one commit them.
-      for (let i = 0; i < n; i++) await writer.events.append({ type: EventType.AgentRecreated, name: `${phase}-${i}`, payload: { phase } });
+      for (let i = 0; i < n; i++) await writer.events.append(untypedEvent({ type: EventType.AgentRecreated, name: `${phase}-${i}`, payload: { phase } }));
     };
     await append(10, 'before');
     await until('the reader to see the first events', () => subscriber.seen.length === 10);
@@ -138,7 +139,7 @@ describeWithPostgres('the live feed of replicas on PostgreSQL', (server) => {
           // biome-ignore lint/correctness/useYield: nothing to change but the events.
           function* () {
             // The second event is refused (NOT NULL) after the first drew its id: the transaction rolls back.
-            return { result: undefined, events: [{ type: EventType.AgentRecreated, name: 'never' }, { type: null as unknown as EventType }] };
+            return { result: undefined, events: [eventOf(EventType.AgentRecreated, { name: 'never' }), untypedEvent({ type: null as unknown as EventType })] };
           },
         )
         .catch(() => undefined);
@@ -148,7 +149,9 @@ describeWithPostgres('the live feed of replicas on PostgreSQL', (server) => {
           if (i % 7 === 3) await rolledBack(r);
           // Alone or several in one transaction (appends in one tick are grouped).
           await Promise.all(
-            Array.from({ length: 1 + (i % 3) }, (_, j) => r.events.append({ type: EventType.AgentRecreated, name: `${name}-${i}-${j}`, payload: { i, j } })),
+            Array.from({ length: 1 + (i % 3) }, (_, j) =>
+              r.events.append(untypedEvent({ type: EventType.AgentRecreated, name: `${name}-${i}-${j}`, payload: { i, j } })),
+            ),
           );
         }
       })();

@@ -13,6 +13,7 @@ import { tokenAuditContract } from '../tokenAuditContract.js';
 import { notificationContract } from '../notificationContract.js';
 import { PgNotificationStore } from '../../../src/store/postgres/PgNotificationStore.js';
 import { until } from '../../helpers/until.js';
+import { eventOf } from '../../helpers/events.js';
 
 describeWithPostgres('history store contract: PostgreSQL', (server) => {
   let url = '';
@@ -88,7 +89,7 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
             const { stored: events } = await store.transactionWithEvents(function* () {
               return {
                 result: undefined,
-                events: Array.from({ length: 1 + ((i + l) % 3) }, () => ({ type: EventType.TargetStateChanged, rolloutId: `w${w}`, name: `l${l}-${i}` })),
+                events: Array.from({ length: 1 + ((i + l) % 3) }, () => eventOf(EventType.TargetStateChanged, { rolloutId: `w${w}`, name: `l${l}-${i}` })),
               };
             });
             committed.push(...events.map((e) => e.id));
@@ -130,7 +131,7 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
         .transactionWithEvents(
           // biome-ignore lint/correctness/useYield: nothing to change but the events.
           function* () {
-            return { result: undefined, events: [{ type: EventType.AgentRecreated, name: 'behind' }] };
+            return { result: undefined, events: [eventOf(EventType.AgentRecreated, { name: 'behind' })] };
           },
         )
         .finally(() => {
