@@ -171,7 +171,7 @@ describe('InFlightChanges', () => {
     await again.reload();
     expect(again.get('AGENT_POOL', 'default', 'net-1')).toBeUndefined();
     const events = await log.listAfter({ types: ['AgentRecreated'] }, 0, 10);
-    expect(events.map((e) => e.payload)).toEqual([{ oldPodUid: 'u1' }]);
+    expect(events.map((e) => e.payload)).toEqual([{ pool: 'default/net-1', newImage: 'agent:v2', oldPodUid: 'u1' }]);
   });
 
   it('leaves the note in place when the completing transaction fails', async () => {
