@@ -322,7 +322,8 @@ export class RolloutEngine {
       plan: {
         kind: original.kind,
         fromVersion: original.toVersion,
-        toVersion: original.fromVersion ?? 'previous revision of each target',
+        // Null when the original started from several versions: each target goes back to its own (Rollout.toVersion).
+        toVersion: original.fromVersion,
         selector: { rollbackOf: rolloutId },
         strategy: rollbackStrategyOf(original.strategy),
         targets,

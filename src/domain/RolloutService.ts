@@ -41,7 +41,12 @@ export interface Rollout {
   kind: RolloutKind;
   state: RolloutState;
   fromVersion: string | null;
-  toVersion: string;
+  /**
+   * The version every target goes to; null for a rollback whose targets each go back to their own previous version
+   * (its original started from several: each target's `toVersion` says which). Never a made-up text: the API renders
+   * that case at its edge (ADR 0046).
+   */
+  toVersion: string | null;
   selector: Record<string, unknown>;
   /** The kind's typed strategy, defaults filled in (src/domain/kinds). */
   strategy: RolloutStrategy;
@@ -97,7 +102,8 @@ export interface NewTarget {
 export interface NewRollout {
   kind: RolloutKind;
   fromVersion: string | null;
-  toVersion: string;
+  /** See Rollout.toVersion. */
+  toVersion: string | null;
   selector: Record<string, unknown>;
   strategy: RolloutStrategy;
   cause: Cause;

@@ -69,7 +69,7 @@ export class AgentPoolChoices {
       const page = await this.rollouts.list({ kind: 'AGENT_POOL' }, 50, after);
       for (const rollout of page.items) {
         read++;
-        if (rollout.state === 'FAILED') failedImages.add(rollout.toVersion);
+        if (rollout.state === 'FAILED' && rollout.toVersion !== null) failedImages.add(rollout.toVersion);
         for (const target of await this.rollouts.allTargets(rollout.id)) {
           const key = `${target.namespace}/${target.name}`;
           if (choices.has(key)) continue;

@@ -14,6 +14,7 @@ import type { BumpAgentImageRequest } from './kinds/agentPool.js';
 import type { LaunchResult } from './RolloutLauncher.js';
 import { busyRolloutName, type LaunchGuard, type RollbackRules } from './launchRules.js';
 import type { NewTarget } from './RolloutService.js';
+import { toVersionText } from './toVersionText.js';
 
 export interface PoolCondition {
   type: string;
@@ -281,7 +282,7 @@ function refuseOtherControllerImage(image: string, takingOver?: string): LaunchG
     const other = busy.find((rollout) => rollout.toVersion !== image && rollout.id !== takingOver && !superseding.has(rollout.id));
     if (other) {
       throw new ConflictError(
-        `the vm-dhcp-controller runs one --image for every pool, and ${busyRolloutName(other)} is moving it to ${other.toVersion}; wait for it, or abort it first`,
+        `the vm-dhcp-controller runs one --image for every pool, and ${busyRolloutName(other)} is moving it to ${toVersionText(other.toVersion)}; wait for it, or abort it first`,
         { details: { rolloutIds: [other.id] } },
       );
     }

@@ -16,8 +16,11 @@ export const EVENT_PAYLOADS = {
     from: orNull(rolloutState),
     to: rolloutState,
     message: orNull(text).optional(),
-    /** On the launch (from null): the version the rollout goes to and how many targets it has. */
-    toVersion: text.optional(),
+    /**
+     * On the launch (from null): the version the rollout goes to (null: each target's previous version, see
+     * Rollout.toVersion) and how many targets it has.
+     */
+    toVersion: orNull(text).optional(),
     targets: z.number().optional(),
   }),
   TargetStateChanged: z.object({ from: orNull(targetState), to: targetState, error: orNull(text) }),

@@ -40,7 +40,8 @@ export interface RolloutRow {
   kind: string;
   state: string;
   fromVersion: string | null;
-  toVersion: string;
+  /** Null: each target goes back to its own previous version (a rollback; see Rollout.toVersion). */
+  toVersion: string | null;
   selector: string;
   strategy: string;
   causeActor: string | null;

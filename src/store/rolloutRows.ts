@@ -62,7 +62,7 @@ export function rolloutFromRaw(v: readonly unknown[]): RolloutRow {
     kind: v[1] as string,
     state: v[2] as string,
     fromVersion: v[3] as string | null,
-    toVersion: v[4] as string,
+    toVersion: v[4] as string | null,
     selector: v[5] as string,
     strategy: v[6] as string,
     causeActor: v[7] as string | null,

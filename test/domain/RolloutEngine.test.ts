@@ -149,6 +149,19 @@ describe('RolloutEngine', () => {
     expect((await rollouts.get(rollout.id))!.state).toBe('ROLLED_BACK');
   });
 
+  it('rolls back a rollout that started from several versions with no single toVersion: each target goes back to its own (ADR 0046)', async () => {
+    const mixed = plan(4, { maxUnavailable: '2', failureThreshold: 2, autoRollback: true }, 'agent:bad');
+    const rollout = await launch({ ...mixed, fromVersion: null, targets: mixed.targets.map((t, i) => ({ ...t, fromVersion: `agent:v${i % 2}` })) });
+    await drive(rollout.id);
+    const rollback = (await rollouts.list({ kind: 'AGENT_POOL' }, 10, undefined)).items.find((r) => r.rollbackOfId === rollout.id)!;
+    expect(rollback.toVersion).toBeNull();
+    expect(rollback.fromVersion).toBe('agent:bad');
+    const [launched] = await prisma.event.findMany({ where: { rolloutId: rollback.id }, orderBy: { id: 'asc' }, take: 1 });
+    expect(JSON.parse(launched!.payload)).toEqual({ from: null, to: 'PENDING', toVersion: null, targets: 2 });
+    await drive(rollback.id);
+    expect(driver.admissions.filter((a) => !a.endsWith('agent:bad')).sort()).toEqual(['pool-0->agent:v0', 'pool-1->agent:v1']);
+  });
+
   it('still starts the automatic rollback, once, when the process died right after failing the rollout', async () => {
     const rollout = await launch(plan(2, { maxUnavailable: '2', failureThreshold: 1, autoRollback: true }, 'agent:bad'));
     await engine.reconcile(rollout.id, signal); // admits both

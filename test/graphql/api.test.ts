@@ -33,6 +33,31 @@ describe('GraphQL over HTTP', () => {
     return rollout;
   }
 
+  it("shows a rollback to each target's previous version as the text it always read, with a typed field beside it (ADR 0046)", async () => {
+    const original = await seedRollout('agent:v9');
+    const { rollout } = await app.domain.rollouts.create({
+      kind: 'AGENT_POOL',
+      fromVersion: 'agent:v9',
+      toVersion: null,
+      selector: { rollbackOf: original.id },
+      strategy: defaultStrategy('AGENT_POOL'),
+      cause: { actor: 'ci-bot' },
+      rollbackOfId: original.id,
+      targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'agent:v9', toVersion: 'v0.3.0' }],
+    });
+    const read = await gql(app.url, 'query($id: ID!) { rollout(id: $id) { toVersion toEachPreviousRevision targets { edges { node { toVersion } } } } }', {
+      id: rollout.id,
+    });
+    expect(read.errors).toBeUndefined();
+    expect(read.data.rollout).toEqual({
+      toVersion: 'previous revision of each target',
+      toEachPreviousRevision: true,
+      targets: { edges: [{ node: { toVersion: 'v0.3.0' } }] },
+    });
+    const plain = await gql(app.url, 'query($id: ID!) { rollout(id: $id) { toVersion toEachPreviousRevision } }', { id: original.id });
+    expect(plain.data.rollout).toEqual({ toVersion: 'agent:v9', toEachPreviousRevision: false });
+  });
+
   it('gives each rollout of a page its own progress (one grouped query for the page), as rollout(id) does', async () => {
     const ids: string[] = [];
     for (const targets of [1, 3, 0]) {

@@ -217,7 +217,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (!rollout.rollbackOfId || rollout.cause.actor !== 'rollplane' || this.mode() !== 'coexist') return undefined;
     const state = this.deps.controller.state();
     if (state.kind !== 'agents' || rollout.fromVersion === null) return undefined;
-    const known = [rollout.fromVersion, rollout.toVersion].map(normalizeImage);
+    const known = [rollout.fromVersion, rollout.toVersion ?? rollout.fromVersion].map(normalizeImage);
     if (known.includes(state.image)) return undefined;
     return `not rolled back automatically: the vm-dhcp-controller ${state.ref} now deploys ${state.image}, set outside rollplane after rollout ${rollout.rollbackOfId} moved it to ${rollout.fromVersion}; a rollback would revert that change. Decide, then bump (or roll back by hand)`;
   }
@@ -276,7 +276,7 @@ export class AgentPoolDriver implements RolloutDriver {
     const state = this.deps.controller.state();
     if (image === undefined || state.kind !== 'agents' || state.image !== normalizeImage(image)) return;
     // Another rollout to the same image still needs the controller on it (finding 3: rollouts to one image cooperate).
-    if (others.some((other) => this.rolloutImage(other) !== undefined && normalizeImage(other.toVersion) === state.image)) return;
+    if (others.some((other) => other.toVersion !== null && normalizeImage(other.toVersion) === state.image)) return;
     // A pool upstream has moved to the image (its ref names it), even with the new agent not up yet, was released.
     if (this.deps.pools.list().some((pool) => normalizeImage(pool.status?.agentPodRef?.image ?? '') === normalizeImage(image))) return;
     await this.deps.lever.set(rollout.fromVersion, rollout.id, signal);
@@ -303,7 +303,7 @@ export class AgentPoolDriver implements RolloutDriver {
       return state.kind === 'agents' && state.image === failed;
     };
     if (!onFailedImage()) return;
-    if (others.some((other) => this.rolloutImage(other) !== undefined && normalizeImage(other.toVersion) === failed)) return;
+    if (others.some((other) => other.toVersion !== null && normalizeImage(other.toVersion) === failed)) return;
     for (const pool of this.deps.pools.list()) {
       signal.throwIfAborted();
       if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined || pool.spec?.paused) continue;
@@ -468,8 +468,8 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /** The one image a coexistence rollout asks the controller for (a rollback's targets may differ: undefined then). */
   private rolloutImage(rollout: Rollout): string | undefined {
-    // A rollback's toVersion is its original's fromVersion, or this placeholder when the original started from mixed images.
-    return rollout.toVersion === 'previous revision of each target' ? undefined : rollout.toVersion;
+    // A rollback's toVersion is its original's fromVersion, or null when the original started from mixed images.
+    return rollout.toVersion ?? undefined;
   }
 
   async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {

@@ -68,7 +68,7 @@ export class NodeAgentDriver implements RolloutDriver {
     const { namespace, name } = nodeAgentSelectorOf(rollout);
     const ds = await readDaemonSet(this.deps.clients, namespace, name);
     // A rollback of mixed versions has no single image: each admission then sets its target's.
-    await this.takeOver(ds, rollout, isImage(rollout.toVersion) ? rollout.toVersion : undefined);
+    await this.takeOver(ds, rollout, rollout.toVersion !== null && isImage(rollout.toVersion) ? rollout.toVersion : undefined);
   }
 
   /**

@@ -107,7 +107,7 @@ export function serializeStrategy(strategy: RolloutStrategy): string {
 export interface RolloutPlan<S extends RolloutStrategy = RolloutStrategy> {
   kind: S['kind'];
   fromVersion: string | null;
-  toVersion: string;
+  toVersion: string | null; // null: each target goes back to its own previous version (a rollback; Rollout.toVersion)
   /** The selection as the user gave it (shown back on the rollout), or the rollout a rollback reverts. */
   selector: SelectorOf<S['kind']>;
   /** Every default filled in (the kind's schema did it). */

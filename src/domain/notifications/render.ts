@@ -1,5 +1,6 @@
 import { readPayload } from '../eventPayloads.js';
 import { EventType, type StoredEvent } from '../events.js';
+import { toVersionText } from '../toVersionText.js';
 import { notificationTypeOf, stateOf } from './routing.js';
 
 /**
@@ -107,7 +108,7 @@ export function slackTextOf(event: StoredEvent, rolloutLink?: string): string {
     case EventType.RolloutStateChanged: {
       const p = readPayload(event.type, event.payload);
       return `${icon}Rollout ${rollout}${event.kind ? ` (${event.kind})` : ''} ${text(p.from) ?? 'new'} → *${state ?? '?'}*${
-        text(p.toVersion) ? ` to \`${escapeSlack(p.toVersion!)}\`` : ''
+        p.toVersion !== undefined && p.toVersion !== '' ? ` to \`${escapeSlack(toVersionText(p.toVersion))}\`` : ''
       }${detail(p.message)}`;
     }
     case EventType.TargetStateChanged: {

@@ -303,8 +303,10 @@ export type Rollout = {
   state: RolloutState;
   /** The version most targets ran before (image or cluster-version resourceVersion); null when mixed or unknown. */
   fromVersion?: Maybe<Scalars['String']['output']>;
-  /** The version being rolled out. */
+  /** The version being rolled out; `previous revision of each target` for a rollback whose targets each go back to their own previous version (see toEachPreviousRevision and each target's toVersion). */
   toVersion: Scalars['String']['output'];
+  /** True for a rollback whose targets each go back to their own previous version (its original started from several): it has no one version to go to, and toVersion reads `previous revision of each target`. */
+  toEachPreviousRevision: Scalars['Boolean']['output'];
   /** Which targets, as given (JSON: namespaces, names, labelSelector, …). */
   selector: Scalars['JSON']['output'];
   /** How targets are admitted. */
@@ -2038,6 +2040,7 @@ export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends Re
   state?: Resolver<ResolversTypes['RolloutState'], ParentType, ContextType>;
   fromVersion?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   toVersion?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  toEachPreviousRevision?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   selector?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
   strategy?: Resolver<ResolversTypes['RolloutStrategy'], ParentType, ContextType>;
   cause?: Resolver<ResolversTypes['Cause'], ParentType, ContextType>;

@@ -3,6 +3,7 @@ import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { ValidationError } from '../../errors.js';
 import { principalName } from '../../auth/roles.js';
 import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
+import { toVersionText } from '../../domain/toVersionText.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { EVENT_SCAN_WINDOW } from '../../domain/historyPort.js';
 import { connectionOf, connectionOfItems } from './connection.js';
@@ -217,6 +218,8 @@ export const coreResolvers: Resolvers = {
   },
 
   Rollout: {
+    toVersion: (rollout) => toVersionText(rollout.toVersion),
+    toEachPreviousRevision: (rollout) => rollout.toVersion === null,
     strategy: (rollout) => strategyToGraphQL(rollout),
     rollbackOf: (rollout, _, ctx) => (rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null),
     progress: (rollout, _, ctx) => progressReadWithPage(ctx).get(rollout) ?? progressLoader(ctx).load(rollout.id),

@@ -52,7 +52,7 @@ const target = (rollout: Rollout, name: string): AdmittedTarget => ({
   name,
   ordinal: 0,
   fromVersion: rollout.fromVersion,
-  toVersion: rollout.toVersion,
+  toVersion: rollout.toVersion!,
   admittedAt: new Date(),
 });
 
