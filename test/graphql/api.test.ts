@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { untypedEvent } from '../helpers/events.js';
 
 const ROLLOUT_FIELDS = `id kind state toVersion fromVersion message progress { total pending skipped percent }
   cause { actor commit } strategy { maxUnavailable failureThreshold progressDeadlineSeconds autoRollback }
@@ -56,6 +57,43 @@ describe('GraphQL over HTTP', () => {
     });
     const plain = await gql(app.url, 'query($id: ID!) { rollout(id: $id) { toVersion toEachPreviousRevision } }', { id: original.id });
     expect(plain.data.rollout).toEqual({ toVersion: 'agent:v9', toEachPreviousRevision: false });
+  });
+
+  it('types a NodeAgentReplaced payload for clients (Event.nodeAgentReplacement, read through its schema)', async () => {
+    const [whole, old] = await app.domain.events.append(
+      {
+        type: 'NodeAgentReplaced',
+        kind: 'NODE_AGENT',
+        name: 'typed-node',
+        payload: {
+          node: 'typed-node',
+          daemonSet: 'ns/agent',
+          oldPod: 'a-1',
+          newPod: 'a-2',
+          oldImage: 'agent:v1',
+          newImage: 'agent:v2',
+          peerPodsRestarted: 2,
+          seconds: 4.5,
+        },
+      },
+      untypedEvent({ type: 'NodeAgentReplaced', kind: 'NODE_AGENT', name: 'old-node', payload: { newImage: 7, seconds: 'slow' } }),
+    );
+    const read = await gql(
+      app.url,
+      'query($after: String) { events(after: $after, first: 3) { edges { node { type nodeAgentReplacement { node daemonSet newImage peerPodsRestarted seconds planned } } } } }',
+      {
+        after: String(whole!.id - 1),
+      },
+    );
+    expect(read.errors).toBeUndefined();
+    expect(read.data.events.edges.map((e: any) => e.node.nodeAgentReplacement)).toEqual([
+      { node: 'typed-node', daemonSet: 'ns/agent', newImage: 'agent:v2', peerPodsRestarted: 2, seconds: 4.5, planned: null },
+      // An older payload: what does not match its schema is null, the node is the event's object.
+      { node: 'old-node', daemonSet: null, newImage: null, peerPodsRestarted: null, seconds: null, planned: null },
+    ]);
+    expect(old!.id).toBe(whole!.id + 1);
+    const other = await gql(app.url, '{ events(first: 1) { edges { node { type nodeAgentReplacement { node } } } } }');
+    expect(other.data.events.edges.filter((e: any) => e.node.type !== 'NodeAgentReplaced').every((e: any) => e.node.nodeAgentReplacement === null)).toBe(true);
   });
 
   it('gives each rollout of a page its own progress (one grouped query for the page), as rollout(id) does', async () => {

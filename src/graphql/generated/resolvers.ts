@@ -505,6 +505,33 @@ export type Event = {
   /** Type-specific detail (see EventType). */
   payload: Scalars['JSON']['output'];
   createdAt: Scalars['DateTime']['output'];
+  /** A NodeAgentReplaced event's payload, typed (read through its schema, as every reader does); null for other types. */
+  nodeAgentReplacement?: Maybe<NodeAgentReplacement>;
+};
+
+/** What a NodeAgentReplaced event says. A field the stored payload lacks (an older rollplane's) is null. */
+export type NodeAgentReplacement = {
+  __typename?: 'NodeAgentReplacement';
+  /** The node whose agent was replaced. */
+  node: Scalars['String']['output'];
+  /** `namespace/name` of the DaemonSet. */
+  daemonSet?: Maybe<Scalars['String']['output']>;
+  /** The replaced agent pod's name. */
+  oldPod?: Maybe<Scalars['String']['output']>;
+  /** The new agent pod's name. */
+  newPod?: Maybe<Scalars['String']['output']>;
+  /** Image of the replaced agent. */
+  oldImage?: Maybe<Scalars['String']['output']>;
+  /** Image of the new agent. */
+  newImage?: Maybe<Scalars['String']['output']>;
+  /** Peer pods restarted on the node for the replacement. */
+  peerPodsRestarted?: Maybe<Scalars['Int']['output']>;
+  /** From the old agent's deletion to the new one's readiness. */
+  seconds?: Maybe<Scalars['Float']['output']>;
+  /** False for a replacement made outside rollplane (reason then says why). */
+  planned?: Maybe<Scalars['Boolean']['output']>;
+  /** Why an unplanned replacement happened. */
+  reason?: Maybe<Scalars['String']['output']>;
 };
 
 /** Filters for `events` and the `events` subscription; all given conditions must hold. */
@@ -1783,6 +1810,7 @@ export type ResolversTypes = {
   EventType: EventType;
   ObjectRef: ResolverTypeWrapper<ObjectRef>;
   Event: ResolverTypeWrapper<Event>;
+  NodeAgentReplacement: ResolverTypeWrapper<NodeAgentReplacement>;
   EventFilter: EventFilter;
   EventConnection: ResolverTypeWrapper<EventConnection>;
   EventEdge: ResolverTypeWrapper<EventEdge>;
@@ -1892,6 +1920,7 @@ export type ResolversParentTypes = {
   RolloutTargetEdge: Omit<RolloutTargetEdge, 'node'> & { node: ResolversParentTypes['RolloutTarget'] };
   ObjectRef: ObjectRef;
   Event: Event;
+  NodeAgentReplacement: NodeAgentReplacement;
   EventFilter: EventFilter;
   EventConnection: EventConnection;
   EventEdge: EventEdge;
@@ -2127,6 +2156,20 @@ export type EventResolvers<ContextType = GraphQLContext, ParentType extends Reso
   object?: Resolver<Maybe<ResolversTypes['ObjectRef']>, ParentType, ContextType>;
   payload?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  nodeAgentReplacement?: Resolver<Maybe<ResolversTypes['NodeAgentReplacement']>, ParentType, ContextType>;
+};
+
+export type NodeAgentReplacementResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['NodeAgentReplacement'] = ResolversParentTypes['NodeAgentReplacement']> = {
+  node?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  daemonSet?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  oldPod?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  newPod?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  oldImage?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  newImage?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  peerPodsRestarted?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  seconds?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  planned?: Resolver<Maybe<ResolversTypes['Boolean']>, ParentType, ContextType>;
+  reason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type EventConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['EventConnection'] = ResolversParentTypes['EventConnection']> = {
@@ -2554,6 +2597,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   RolloutTargetEdge?: RolloutTargetEdgeResolvers<ContextType>;
   ObjectRef?: ObjectRefResolvers<ContextType>;
   Event?: EventResolvers<ContextType>;
+  NodeAgentReplacement?: NodeAgentReplacementResolvers<ContextType>;
   EventConnection?: EventConnectionResolvers<ContextType>;
   EventEdge?: EventEdgeResolvers<ContextType>;
   Condition?: ConditionResolvers<ContextType>;

@@ -19,7 +19,15 @@ import type {
   SubscriptionEventsArgs,
   SubscriptionRolloutUpdatedArgs,
 } from '../generated/resolvers.js';
-import { agentRecreatedToGraphQL, clusterUpgradeToGraphQL, eventEdge, eventToGraphQL, strategyToGraphQL, targetDurationSeconds } from './mappers.js';
+import {
+  agentRecreatedToGraphQL,
+  clusterUpgradeToGraphQL,
+  eventEdge,
+  eventToGraphQL,
+  nodeAgentReplacementToGraphQL,
+  strategyToGraphQL,
+  targetDurationSeconds,
+} from './mappers.js';
 import { BatchLoader, perContext } from './batchLoader.js';
 import { DateTime, JSONScalar } from './scalars.js';
 import { rollbackInput } from '../../domain/kinds/cause.js';
@@ -232,5 +240,9 @@ export const coreResolvers: Resolvers = {
 
   RolloutTarget: {
     durationSeconds: targetDurationSeconds,
+  },
+
+  Event: {
+    nodeAgentReplacement: (event) => (event.type === EventType.NodeAgentReplaced ? nodeAgentReplacementToGraphQL(event) : null),
   },
 };

@@ -14,6 +14,23 @@ export function eventToGraphQL(event: StoredEvent) {
   };
 }
 
+/** A NodeAgentReplaced event's payload read through its schema; the node is the event's object when the payload lacks it. */
+export function nodeAgentReplacementToGraphQL(event: { payload: unknown; object?: { name: string } | null }) {
+  const p = readPayload(EventType.NodeAgentReplaced, event.payload);
+  return {
+    node: p.node ?? event.object?.name ?? '',
+    daemonSet: p.daemonSet ?? null,
+    oldPod: p.oldPod ?? null,
+    newPod: p.newPod ?? null,
+    oldImage: p.oldImage ?? null,
+    newImage: p.newImage ?? null,
+    peerPodsRestarted: p.peerPodsRestarted ?? null,
+    seconds: p.seconds ?? null,
+    planned: p.planned ?? null,
+    reason: p.reason ?? null,
+  };
+}
+
 export function eventEdge(event: StoredEvent) {
   return { cursor: String(event.id), node: eventToGraphQL(event) };
 }

@@ -2,15 +2,7 @@ import { describeError, gql, isUnauthenticated } from './api.js';
 import { backoffMs, type ConnectionState, type LiveConnection } from './live.js';
 import { ROLLOUTS, SERVER_INFO, SUB_AGENT_RECREATED, SUB_CLUSTER_UPGRADE_OBSERVED, SUB_NODE_AGENT_REPLACED, SUB_ROLLOUT_UPDATED } from './queries.js';
 import type { NodeAgentReplacedSubscription, ServerInfoQuery } from './generated/graphql.js';
-import {
-  ACTIVE_STATES,
-  payloadOf,
-  type AgentRecreation,
-  type FeedRow,
-  type NodeAgentReplacement,
-  type RolloutSummary,
-  type UpgradeObservation,
-} from './types.js';
+import { ACTIVE_STATES, type AgentRecreation, type FeedRow, type NodeAgentReplacement, type RolloutSummary, type UpgradeObservation } from './types.js';
 
 /** How far back (in event ids, all types) the feed and charts replay on first load. */
 export const HISTORY_WINDOW = 20_000;
@@ -228,19 +220,18 @@ export class LiveStore {
   }
 }
 
+/** The feed row of a NodeAgentReplaced event: its typed payload (Event.nodeAgentReplacement, read by the server through its schema). */
 function toNodeAgentReplacement(event: NodeAgentReplacedSubscription['events']): NodeAgentReplacement {
-  const p = payloadOf(event);
-  const text = (v: unknown) => (typeof v === 'string' ? v : null);
-  const num = (v: unknown) => (typeof v === 'number' ? v : null);
+  const replaced = event.nodeAgentReplacement;
   return {
     eventId: event.id,
     rolloutId: event.rolloutId,
-    node: text(p.node) ?? event.object?.name ?? '',
-    daemonSet: text(p.daemonSet),
-    oldImage: text(p.oldImage),
-    newImage: text(p.newImage),
-    peerPodsRestarted: num(p.peerPodsRestarted),
-    seconds: num(p.seconds),
+    node: replaced?.node ?? '',
+    daemonSet: replaced?.daemonSet ?? null,
+    oldImage: replaced?.oldImage ?? null,
+    newImage: replaced?.newImage ?? null,
+    peerPodsRestarted: replaced?.peerPodsRestarted ?? null,
+    seconds: replaced?.seconds ?? null,
     at: event.createdAt,
   };
 }

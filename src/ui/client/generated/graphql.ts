@@ -437,7 +437,7 @@ export type NodeAgentReplacedSubscriptionVariables = Exact<{
 }>;
 
 
-export type NodeAgentReplacedSubscription = { events: { id: string, type: EventType, rolloutId: string | null, payload: unknown, createdAt: string, object: { namespace: string, name: string } | null } };
+export type NodeAgentReplacedSubscription = { events: { id: string, type: EventType, rolloutId: string | null, createdAt: string, nodeAgentReplacement: { node: string, daemonSet: string | null, oldImage: string | null, newImage: string | null, peerPodsRestarted: number | null, seconds: number | null } | null } };
 
 export type NotificationOverviewQueryVariables = Exact<{
   failures?: NotificationDeliveryFilter | null | undefined;
@@ -1180,12 +1180,15 @@ export const NodeAgentReplacedDocument = new TypedDocumentString(`
     id
     type
     rolloutId
-    object {
-      namespace
-      name
-    }
-    payload
     createdAt
+    nodeAgentReplacement {
+      node
+      daemonSet
+      oldImage
+      newImage
+      peerPodsRestarted
+      seconds
+    }
   }
 }
     `) as unknown as TypedDocumentString<NodeAgentReplacedSubscription, NodeAgentReplacedSubscriptionVariables>;
