@@ -1,3 +1,5 @@
+import { readPayload } from '../domain/eventPayloads.js';
+import { EventType } from '../domain/events.js';
 import type { RolloutEvent } from './operations.js';
 
 /** A target's new state, as `--wait` shows it. */
@@ -30,10 +32,11 @@ export class TargetTracker {
 
   /** The change an event reports, if it is a target's and news (a seeded target's own event is not). */
   observe(event: RolloutEvent): TargetChange | undefined {
-    if (event.type !== 'TargetStateChanged' || !event.object) return undefined;
-    const payload = (event.payload ?? {}) as { to?: unknown; error?: unknown };
-    if (typeof payload.to !== 'string') return undefined;
-    return this.record(label(event.object), payload.to, typeof payload.error === 'string' && payload.error ? payload.error : undefined);
+    if (event.type !== EventType.TargetStateChanged || !event.object) return undefined;
+    // Read through the payload's schema (ADR 0046), as the server's readers do.
+    const { to, error } = readPayload(EventType.TargetStateChanged, event.payload);
+    if (to === undefined) return undefined;
+    return this.record(label(event.object), to, error ? error : undefined);
   }
 
   private record(target: string, state: string, error?: string): TargetChange | undefined {

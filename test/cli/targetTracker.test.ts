@@ -25,6 +25,8 @@ describe('TargetTracker', () => {
     const tracker = new TargetTracker();
     expect(tracker.observe(event('net-1', 'PROGRESSING', undefined, 'RolloutStateChanged'))).toBeUndefined();
     expect(tracker.observe({ id: '9', type: 'TargetStateChanged', object: null, payload: {} } as RolloutEvent)).toBeUndefined();
+    // Read through the payload's schema (ADR 0046): a `to` that is no target state is no change.
+    expect(tracker.observe(event('net-1', 'DONE'))).toBeUndefined();
     expect(tracker.inFlightNow()).toEqual([]);
   });
 
