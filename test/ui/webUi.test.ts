@@ -265,6 +265,8 @@ describe('web UI', () => {
     );
     for (const event of stored) await ui.page.locator(`tr[data-event-id="${event.id}"]`).waitFor({ timeout: 15_000 });
     expect(await ui.page.locator(`tr[data-event-id="${stored[3]!.id}"]`).getAttribute('data-feed-kind')).toBe('node');
+    // Its typed payload (Event.nodeAgentReplacement, ADR 0046) reached the row.
+    expect(await ui.page.locator(`tr[data-event-id="${stored[3]!.id}"]`).textContent()).toMatch(/node gap-node.*\(2 peer pods back\)/);
     await ui.page.locator('[data-connection="live"]').waitFor();
     const ids = await ui.page.locator('table.feed tr[data-event-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')));
     expect(new Set(ids).size).toBe(ids.length);
