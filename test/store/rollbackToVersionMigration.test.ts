@@ -20,12 +20,13 @@ const SENTINEL = 'previous revision of each target';
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rollplane sentinel migration '));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** A copy of the provider's migrations: those before this one (`upTo: 'before'`), or all of them. */
-function migrationsCopy(provider: 'sqlite' | 'postgresql', upTo: 'before' | 'all'): string {
+/** A copy of the provider's migrations before this one (`upTo: 'before'`), or up to this one (later ones are not its business). */
+function migrationsCopy(provider: 'sqlite' | 'postgresql', upTo: 'before' | 'this'): string {
   const from = path.join(projectRoot, 'prisma', provider, 'migrations');
   const to = path.join(tmp, `${provider}-${upTo}-${Math.random().toString(36).slice(2)}`);
   mkdirSync(to);
-  for (const name of migrationNames(from)) if (upTo === 'all' || name < MIGRATION) cpSync(path.join(from, name), path.join(to, name), { recursive: true });
+  for (const name of migrationNames(from))
+    if (name < MIGRATION || (upTo === 'this' && name === MIGRATION)) cpSync(path.join(from, name), path.join(to, name), { recursive: true });
   return to;
 }
 
@@ -51,7 +52,7 @@ describe(`${MIGRATION} on SQLite`, () => {
       }
       db.prepare(`${INSERT_REVISION}('AGENT_POOL', '', 'p0', 1, 'agent:v1', 'ro_mixed_rollback')`).run();
 
-      expect(applyMigrations(db, migrationsCopy('sqlite', 'all')).applied).toEqual([MIGRATION]);
+      expect(applyMigrations(db, migrationsCopy('sqlite', 'this')).applied).toEqual([MIGRATION]);
       expect(db.prepare('SELECT "id", "toVersion" FROM "Rollout" ORDER BY "id"').all()).toEqual([
         { id: 'ro_bump', toVersion: 'agent:v2' },
         { id: 'ro_mixed_rollback', toVersion: null },
@@ -80,7 +81,7 @@ describeWithPostgres(`${MIGRATION} on PostgreSQL`, (server) => {
       }
       await client.query(`${INSERT_REVISION}('AGENT_POOL', '', 'p0', 1, 'agent:v1', 'ro_mixed_rollback')`);
 
-      expect((await applyPgMigrations(client, migrationsCopy('postgresql', 'all'))).applied).toEqual([MIGRATION]);
+      expect((await applyPgMigrations(client, migrationsCopy('postgresql', 'this'))).applied).toEqual([MIGRATION]);
       expect((await client.query('SELECT "id", "toVersion" FROM "Rollout" ORDER BY "id"')).rows).toEqual([
         { id: 'ro_bump', toVersion: 'agent:v2' },
         { id: 'ro_mixed_rollback', toVersion: null },
