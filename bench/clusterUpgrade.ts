@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { zeroDelays } from '../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../src/sim/index.js';
 import { Resources } from '../src/sim/store/resources.js';
-import { generateClusterPki, type KeyAlgorithm } from '../src/controllers/virtualCluster/pki.js';
+import { generateClusterPki, type KeyAlgorithm } from '../src/kinds/virtualCluster/controller/pki.js';
 import type { KubeObject } from '../src/sim/types.js';
 
 const CV = 'cv-sample-np';

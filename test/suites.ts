@@ -11,9 +11,9 @@
  * names something, and that a file using the crash or browser rigs is listed.
  */
 export const HEAVY_SUITES = [
-  'test/controllers/agentPool/crash.test.ts',
-  'test/controllers/nodeAgent/crash.test.ts',
-  'test/controllers/virtualCluster/crash.test.ts',
+  'test/kinds/agentPool/controller/crash.test.ts',
+  'test/kinds/nodeAgent/controller/crash.test.ts',
+  'test/kinds/virtualCluster/controller/crash.test.ts',
   'test/e2e/',
   'test/store/postgres/',
   'test/store/postgresHarness.test.ts',

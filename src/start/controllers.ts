@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { Manager } from '../controller/Manager.js';
-import { setupRolloutKinds } from '../controllers/index.js';
+import { setupRolloutKinds } from '../kinds/index.js';
 import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
 import type { Domain } from '../domain/Domain.js';
 import { runEngineOnManager } from '../domain/engineController.js';

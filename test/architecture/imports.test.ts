@@ -33,6 +33,9 @@ function withoutDebts(g: ImportGraph): ImportGraph {
  */
 const CONTROLLER_MAY_IMPORT = new Set(['kube', 'util', 'errors.ts']);
 
+/** The parts that may import src/kinds (ADR 0045): the composition root, which hands the registered kinds to the rest. */
+const KINDS_MAY_BE_IMPORTED_BY = new Set(['start']);
+
 describe('the import graph of src', () => {
   it('has no cycle between folders (or the files directly in src) but the known debts', () => {
     const checked = withoutDebts(graph);
@@ -50,8 +53,13 @@ describe('the import graph of src', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('keeps GraphQL and the rollout kinds apart (only the composition root wires them)', () => {
+  it('keeps GraphQL and the controllers apart (only a kind’s module and the composition root wire them)', () => {
     expect([...(graph.edges.get('graphql')?.get('controllers') ?? []), ...(graph.edges.get('controllers')?.get('graphql') ?? [])]).toEqual([]);
+  });
+
+  it('lets only the composition root import the rollout kinds (generic code reaches them through interfaces it owns)', () => {
+    const importers = [...graph.edges].filter(([from, to]) => to.has('kinds') && !KINDS_MAY_BE_IMPORTED_BY.has(from)).flatMap(([, to]) => to.get('kinds')!);
+    expect(importers).toEqual([]);
   });
 
   it('sees the imports it checks (a broken walker would pass everything)', () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import ts from 'typescript';
 
 /** Where the rollout kinds' modules live: one folder each under it, registered through its `module.ts`. */
-export const KINDS_FOLDER = 'controllers';
+export const KINDS_FOLDER = 'kinds';
 /** The one file outside the kinds' folders that may name them: the list of registered kinds, through `module.ts`. */
 const REGISTRY = path.join(KINDS_FOLDER, 'index.ts');
 const REGISTRATION = 'module.ts';
@@ -19,7 +19,7 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-/** The kinds' folders under `srcDir` (relative to it, e.g. `controllers/agentPool`). */
+/** The kinds' folders under `srcDir` (relative to it, e.g. `kinds/agentPool`). */
 export function kindFolders(srcDir: string): string[] {
   return fs
     .readdirSync(path.join(srcDir, KINDS_FOLDER), { withFileTypes: true })

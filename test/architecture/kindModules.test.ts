@@ -26,22 +26,22 @@ describe('rollout kinds as modules (ADR 0041)', () => {
       fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
       fs.writeFileSync(path.join(root, rel), text);
     };
-    write('controllers/index.ts', "import { a } from './alpha/module.js';\nimport { x } from './alpha/inner.js';\n");
-    write('controllers/alpha/module.ts', "import { x } from './inner.js';\n");
-    write('controllers/alpha/inner.ts', 'export const x = 1;\n');
-    write('controllers/beta/module.ts', "import type { X } from '../alpha/inner.js';\n");
-    write('graphql/resolver.ts', "import { x } from '../controllers/alpha/inner.js';\n");
+    write('kinds/index.ts', "import { a } from './alpha/module.js';\nimport { x } from './alpha/inner.js';\n");
+    write('kinds/alpha/module.ts', "import { x } from './inner.js';\n");
+    write('kinds/alpha/inner.ts', 'export const x = 1;\n');
+    write('kinds/beta/module.ts', "import type { X } from '../alpha/inner.js';\n");
+    write('graphql/resolver.ts', "import { x } from '../kinds/alpha/inner.js';\n");
 
     it('reports imports into a kind from the rest of src, from another kind and from the registry past module.ts', () => {
       expect(kindBoundaryViolations(root)).toEqual([
-        'controllers/beta/module.ts → controllers/alpha/inner.ts',
-        'controllers/index.ts → controllers/alpha/inner.ts',
-        'graphql/resolver.ts → controllers/alpha/inner.ts',
+        'graphql/resolver.ts → kinds/alpha/inner.ts',
+        'kinds/beta/module.ts → kinds/alpha/inner.ts',
+        'kinds/index.ts → kinds/alpha/inner.ts',
       ]);
     });
 
     it('reports a kind folder the registry does not list', () => {
-      expect(unregisteredKinds(root)).toEqual(['controllers/beta']);
+      expect(unregisteredKinds(root)).toEqual(['kinds/beta']);
     });
   });
 });

@@ -41,7 +41,7 @@ function counterpart(folder: string): string {
 describe('the test tree mirrors src/', () => {
   it('finds the folders it checks', () => {
     // Guards the walk itself: a broken walk would find nothing and the next test would pass vacuously.
-    expect(testFolders()).toEqual(expect.arrayContaining(['controllers/agentPool', 'sim/behaviour/upstream', 'store']));
+    expect(testFolders()).toEqual(expect.arrayContaining(['kinds/agentPool/controller', 'sim/behaviour/upstream', 'store']));
   });
 
   it('has no test folder without a counterpart (end-to-end scenarios go in test/e2e, shared rigs in test/helpers)', () => {

@@ -23,7 +23,7 @@ describe('the split of the tests between npm test and npm run test:heavy (ADR 43
   const files = testFiles();
 
   it('finds the test files', () => {
-    expect(files).toEqual(expect.arrayContaining(['test/architecture/testSuites.test.ts', 'test/controllers/agentPool/crash.test.ts']));
+    expect(files).toEqual(expect.arrayContaining(['test/architecture/testSuites.test.ts', 'test/kinds/agentPool/controller/crash.test.ts']));
   });
 
   it('lists only heavy entries that still name test files', () => {

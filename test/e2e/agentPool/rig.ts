@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
-import type { AgentPoolOptions } from '../../../src/controllers/agentPool/index.js';
+import type { AgentPoolOptions } from '../../../src/kinds/agentPool/controller/index.js';
 import { zeroDelays, type SimDelays } from '../../../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
-import type { VirtualClusterOptions } from '../../../src/controllers/virtualCluster/index.js';
+import type { VirtualClusterOptions } from '../../../src/kinds/virtualCluster/controller/index.js';
 import { gql } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 

@@ -1,6 +1,6 @@
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UPGRADE_SECONDS_BUCKETS } from '../../../src/controllers/virtualCluster/index.js';
+import { UPGRADE_SECONDS_BUCKETS } from '../../../src/kinds/virtualCluster/controller/index.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';

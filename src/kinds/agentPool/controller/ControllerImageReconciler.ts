@@ -1,0 +1,97 @@
+import { readPayload } from '../../../domain/eventPayloads.js';
+import type { Reconciler } from '../../../controller/Controller.js';
+import { EventType } from '../../../domain/events.js';
+import type { ControllerHost } from '../../../controllers/host.js';
+import type { KindEvents } from '../../../controllers/kindHost.js';
+import type { ControllerImageLever } from './ControllerImageLever.js';
+import { describeOwner, findOwner } from './controllerOwner.js';
+import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
+
+export interface ControllerImageReconcilerDeps {
+  watch: VmDhcpControllerWatch;
+  lever: Pick<ControllerImageLever, 'takeOwnChange'>;
+  host: Pick<ControllerHost, 'logger' | 'clients'>;
+  /** The kind's history: the changes are recorded there and the last one read back. */
+  history: Pick<KindEvents, 'append' | 'listBefore'>;
+}
+
+/**
+ * Records each change of the vm-dhcp-controller's `--image` once (an UpstreamControllerChanged event). Runs on the
+ * leader only, like every controller, so replicas do not record one change twice.
+ * - A change rollplane made is `planned: true`, with the rollout that made it (its `rolloutId`) and where it was
+ *   written (`changedThrough`: the Addon's values or the Deployment).
+ * - Any other change is `planned: false`. When the image it replaced was set by a rollout of rollplane, it reverted
+ *   that rollout's choice outside rollplane (a helm upgrade, an add-on upgrade, kubectl): the event carries that
+ *   rollout's id (so the rollout's own events show it) and `reverts: <rollout id>`.
+ * Exactly once across restarts of rollplane: the image the history last recorded is the baseline, so a change made
+ * while rollplane was down is recorded when it starts; with no history the first image seen is the baseline.
+ */
+export class ControllerImageReconciler implements Reconciler {
+  private lastImage: string | undefined;
+
+  constructor(private readonly deps: ControllerImageReconcilerDeps) {}
+
+  async reconcile(): Promise<void> {
+    const state = this.deps.watch.state();
+    if (state.kind !== 'agents') return;
+    const slash = state.ref.indexOf('/');
+    const where = { namespace: state.ref.slice(0, slash), name: state.ref.slice(slash + 1) };
+    const previous = this.lastImage ?? (await this.recordedImage(where));
+    this.lastImage = state.image;
+    if (previous === undefined || previous === state.image) return;
+    const own = this.deps.lever.takeOwnChange(state.image);
+    if (own) {
+      await this.deps.history.append({
+        type: EventType.UpstreamControllerChanged,
+        ...where,
+        rolloutId: own.rolloutId,
+        payload: {
+          controller: state.ref,
+          oldImage: previous,
+          newImage: state.image,
+          planned: true,
+          changedThrough: own.through,
+          owner: describeOwner(own.owner),
+        },
+      });
+      return;
+    }
+    const setBy = await this.rolloutThatSet(where, previous);
+    const deployment = this.deps.watch.deployment();
+    const owner = deployment ? await findOwner(this.deps.host.clients, deployment).catch(() => undefined) : undefined;
+    await this.deps.history.append({
+      type: EventType.UpstreamControllerChanged,
+      ...where,
+      ...(setBy ? { rolloutId: setBy } : {}),
+      payload: {
+        controller: state.ref,
+        oldImage: previous,
+        newImage: state.image,
+        planned: false,
+        ...(setBy ? { reverts: setBy } : {}),
+        ...(owner ? { owner: describeOwner(owner) } : {}),
+      },
+    });
+    this.deps.host.logger.warn(
+      { controller: state.ref, oldImage: previous, newImage: state.image, ...(setBy ? { reverts: setBy } : {}) },
+      setBy
+        ? `the vm-dhcp-controller --image set by rollout ${setBy} was changed outside rollplane`
+        : 'the vm-dhcp-controller --image was changed outside rollplane',
+    );
+  }
+
+  /** The image the newest recorded change of the controller names (the baseline after a restart). */
+  private async recordedImage(where: { namespace: string; name: string }): Promise<string | undefined> {
+    const [newest] = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 1);
+    return newest ? readPayload(EventType.UpstreamControllerChanged, newest.payload).newImage : undefined;
+  }
+
+  /** The rollout whose planned change put `image` on the controller, when the newest change to it was rollplane's. */
+  private async rolloutThatSet(where: { namespace: string; name: string }, image: string): Promise<string | undefined> {
+    const changes = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 20);
+    const setIt = changes
+      .map((change) => ({ rolloutId: change.rolloutId, ...readPayload(EventType.UpstreamControllerChanged, change.payload) }))
+      .find((change) => change.newImage === image);
+    return setIt?.planned === true && setIt.rolloutId ? setIt.rolloutId : undefined;
+  }
+}

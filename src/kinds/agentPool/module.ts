@@ -1,0 +1,16 @@
+import { AgentPoolChoices, agentPoolsWithHistory } from '../../domain/agentPoolChoices.js';
+import { KIND_CONTRACTS } from '../../domain/kinds/index.js';
+import type { RolloutKindModule } from '../kindModule.js';
+import { setupAgentPools } from './controller/index.js';
+
+/** The AGENT_POOL rollout kind — agent pools (IPPools' DHCP agents) — as registered (ADR 0041). */
+export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
+  kind: 'AGENT_POOL',
+  contract: KIND_CONTRACTS.AGENT_POOL,
+  setup(host) {
+    const runtime = setupAgentPools(host, { ...host.config.agentPools });
+    // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.
+    const agentPools = host.rollouts ? agentPoolsWithHistory(runtime.queries, new AgentPoolChoices(host.rollouts, host.events)) : runtime.queries;
+    return { driver: runtime.driver, queries: { agentPools } };
+  },
+};

@@ -1,0 +1,29 @@
+import type { RolloutDriver } from '../domain/ports.js';
+import { agentPoolKind } from './agentPool/module.js';
+import type { ControllerHost } from '../controllers/host.js';
+import type { AnyKindModule, KindQueries } from './kindModule.js';
+import { nodeAgentKind } from './nodeAgent/module.js';
+import { virtualClusterKind } from './virtualCluster/module.js';
+
+export type { KindQueries } from './kindModule.js';
+
+/** The registered rollout kinds: the one list outside the kinds' folders that names them (ADR 0041). */
+export const ROLLOUT_KIND_MODULES: readonly AnyKindModule[] = [agentPoolKind, nodeAgentKind, virtualClusterKind];
+
+/**
+ * Sets up every registered kind's informers and controllers on the host, and returns their drivers (for the engine)
+ * and query ports (for the API).
+ */
+export function setupRolloutKinds(
+  host: ControllerHost,
+  kinds: readonly AnyKindModule[] = ROLLOUT_KIND_MODULES,
+): { drivers: RolloutDriver[]; queries: KindQueries } {
+  const drivers: RolloutDriver[] = [];
+  const queries: KindQueries = {};
+  for (const kind of kinds) {
+    const runtime = kind.setup(host);
+    drivers.push(runtime.driver);
+    Object.assign(queries, runtime.queries);
+  }
+  return { drivers, queries };
+}

@@ -1,0 +1,29 @@
+import type { Domain } from '../domain/Domain.js';
+import type { RolloutKind } from '../domain/events.js';
+import type { KindContract } from '../domain/kinds/index.js';
+import type { RolloutDriver } from '../domain/ports.js';
+import type { ControllerHost } from '../controllers/host.js';
+
+/** Domain query ports the rollout kinds provide (the optional fields of Domain that are not core). */
+export type KindQueries = Partial<Omit<Domain, 'facts' | 'events' | 'rollouts' | 'launcher' | 'engine' | 'workQueues' | 'tokens' | 'audit' | 'notifications'>>;
+
+/** What a kind's setup hands back: the driver the engine calls (with its rollback rules) and the API's query port. */
+export interface KindRuntime {
+  driver: RolloutDriver;
+  queries: KindQueries;
+}
+
+/**
+ * A rollout kind, registered as one object (ADR 0041): its contract (strategy and selector schemas), and `setup`,
+ * which builds its informers and controllers on the host (through the shared KindHost: informers, notifications,
+ * history) and returns its driver and query port. The kind's folder holds everything else it needs; the list of
+ * registered kinds (./index.ts) is the one place outside it that names it.
+ */
+export interface RolloutKindModule<K extends RolloutKind = RolloutKind> {
+  readonly kind: K;
+  readonly contract: KindContract<K>;
+  setup(host: ControllerHost): KindRuntime;
+}
+
+/** Any registered kind's module. */
+export type AnyKindModule = { [K in RolloutKind]: RolloutKindModule<K> }[RolloutKind];
