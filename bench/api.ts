@@ -33,6 +33,7 @@
  * `API_BENCH_INTERLEAVED_ROUNDS` (300) rounds of every kind on every path in turn, one connection per server, give each
  * kind's median latency beside the baseline's under the same machine load (0 skips them).
  */
+import { KIND_CONTRACTS } from '../src/kinds/index.js';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -187,7 +188,7 @@ async function seed(app: App, sizes: { rollouts: number; events: number }): Prom
       fromVersion: 'agent:v1',
       toVersion: `agent:v${i + 2}`,
       selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
       cause: { actor: `ci-${i % 7}`, commit: `c${i}`, message: `release ${i}` },
       targets,
     });

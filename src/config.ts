@@ -288,7 +288,7 @@ export const TABLE = {
     }),
     peerRuntimeClass: row({
       env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS',
-      // Also the bump's default, DEFAULT_PEER_RUNTIME_CLASS in domain/kinds/limits.ts (a leaf without imports, for the
+      // Also the bump's default, DEFAULT_PEER_RUNTIME_CLASS in src/kinds/nodeAgent/limits.ts (a leaf without imports, for the
       // CLI): a bump naming it names no class of its own. test/config.table.test.ts checks the two are the same.
       default: 'kata-remote',
       module: NODE_AGENTS,

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_DEFAULTS, SETTINGS, TABLE } from '../src/config.js';
-import { DEFAULT_PEER_RUNTIME_CLASS } from '../src/domain/kinds/limits.js';
+import { DEFAULT_PEER_RUNTIME_CLASS } from '../src/kinds/nodeAgent/limits.js';
 import { projectRoot } from './helpers/child.js';
 
 const README = path.join(projectRoot, 'README.md');
@@ -27,10 +27,10 @@ function settingsTable(): string {
 const NOT_SERVER_SETTINGS = [path.join('src', 'sim') + path.sep, path.join('src', 'cli') + path.sep];
 /**
  * The one default a contract must hold too: the bump's peer runtime class is the server's default (a bump naming it
- * names no class of its own), and domain/kinds/limits.ts may import nothing (the CLI loads it), so it cannot read
+ * names no class of its own), and src/kinds/nodeAgent/limits.ts imports only the shared limits (the CLI loads it), so it cannot read
  * the table. The test below checks that the two are the same value.
  */
-const CONTRACT_COPIES = [{ file: path.join('src', 'domain', 'kinds', 'limits.ts'), value: 'kata-remote' }];
+const CONTRACT_COPIES = [{ file: path.join('src', 'kinds', 'nodeAgent', 'limits.ts'), value: 'kata-remote' }];
 /** Same field name, another setting: `key` in `file` is not the row's. */
 const HOMONYMS = [
   { file: path.join('src', 'controller', 'rateLimiters.ts'), key: 'burst', why: "a controller's per-item retry bucket, not ROLLPLANE_KUBE_BURST" },

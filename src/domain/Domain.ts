@@ -1,13 +1,10 @@
 import type { TokenService } from '../auth/TokenService.js';
 import type { AuditLog } from './AuditLog.js';
-import type { AgentPoolQueries } from './agentPools.js';
 import type { EventLog } from './EventLog.js';
-import type { NodeAgentQueries } from './nodeAgents.js';
 import type { NotificationService } from './notifications/NotificationService.js';
 import type { RolloutEngine } from './RolloutEngine.js';
 import type { RolloutLauncher } from './RolloutLauncher.js';
 import type { RolloutService } from './RolloutService.js';
-import type { VirtualClusterQueries } from './virtualClusters.js';
 
 /** Runtime facts shown by `serverInfo`. */
 export interface ServerFacts {
@@ -26,10 +23,15 @@ export interface QueueSnapshot {
 }
 
 /**
- * The domain layer as the API sees it; the composition root fills it in. A rollout kind's query port is there when
- * the kind is registered (setupRolloutKinds); resolvers answer NOT_IMPLEMENTED for one that is not.
+ * The query ports the rollout kinds add to the Domain, each under its own field: empty here, filled in by each kind's
+ * planner (`src/kinds/<kind>/plan.ts`) by declaration merging (ADR 0045), so that the domain names no kind. A port is
+ * there when its kind is registered and set up (setupRolloutKinds); resolvers answer NOT_IMPLEMENTED for one that is not.
  */
-export interface Domain {
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by the kinds' planners (declaration merging)
+export interface KindPorts {}
+
+/** The domain layer as the API sees it; the composition root fills it in, the kinds' query ports included. */
+export interface Domain extends KindPorts {
   facts: ServerFacts;
   events: EventLog;
   rollouts: RolloutService;
@@ -37,12 +39,6 @@ export interface Domain {
   launcher: RolloutLauncher;
   /** Admission and outcomes of every rollout; `rollback` starts a rollback rollout. */
   engine: RolloutEngine;
-  /** IPPools and their DHCP agents (cluster state from the agent-pool controllers' caches); absent when not set up. */
-  agentPools?: AgentPoolQueries;
-  /** Node-agent DaemonSets (src/controllers/nodeAgent); absent until wired. */
-  nodeAgents?: NodeAgentQueries;
-  /** VirtualClusters and ClusterVersions (src/controllers/virtualCluster caches); absent until wired. */
-  virtualClusters?: VirtualClusterQueries;
   /** API tokens (admin). */
   tokens: TokenService;
   /** Audit log of mutations (admin). */

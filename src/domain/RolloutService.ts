@@ -24,7 +24,7 @@ import {
   SUPERSEDED,
 } from './launchRules.js';
 import type { EventLog } from './EventLog.js';
-import { parseStoredStrategy, serializeStrategy, type RolloutStrategy } from './kinds/index.js';
+import { parseStoredStrategy, serializeStrategy, type KindContracts, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, endCursorOf, pageOfRows, type Page } from '../util/pagination.js';
 import { ACTIVE_ROLLOUT_STATES, canTransition, FINISHED_TARGET_STATES, isTerminal, type RolloutState, type TargetState } from './rolloutStates.js';
@@ -142,7 +142,14 @@ export function newRolloutId(now = Date.now()): string {
   return `ro_${lastIdTime.toString(36)}${idSequence.toString(36).padStart(3, '0')}${randomBytes(5).toString('hex')}`;
 }
 
-function toRollout(row: RolloutRow): Rollout {
+/** Reads a stored rollout row, its strategy through its kind's contract. */
+type RolloutReader = (row: RolloutRow) => Rollout;
+
+function rolloutReader(contracts: KindContracts): RolloutReader {
+  return (row) => toRollout(contracts, row);
+}
+
+function toRollout(contracts: KindContracts, row: RolloutRow): Rollout {
   const kind = row.kind as RolloutKind;
   return {
     id: row.id,
@@ -151,7 +158,7 @@ function toRollout(row: RolloutRow): Rollout {
     fromVersion: row.fromVersion,
     toVersion: row.toVersion,
     selector: JSON.parse(row.selector) as Record<string, unknown>,
-    strategy: parseStoredStrategy(kind, row.strategy),
+    strategy: parseStoredStrategy(contracts[kind], row.strategy),
     cause: { actor: row.causeActor, runUrl: row.causeRunUrl, commit: row.causeCommit, message: row.causeMessage },
     idempotencyKey: row.idempotencyKey,
     rollbackOfId: row.rollbackOfId,
@@ -183,10 +190,16 @@ const isOrdinalCursor = (v: unknown): v is { o: number } => typeof v === 'object
  * and counts, go through the history port (`store`: prepared SQL on SQLite, pg on PostgreSQL; src/store/port.ts).
  */
 export class RolloutService {
+  private readonly toRollout: RolloutReader;
+
+  /** `contracts`: the registered kinds' (src/kinds), which read each rollout's stored strategy. */
   constructor(
     private readonly store: HistoryStore,
     private readonly log: EventLog,
-  ) {}
+    contracts: KindContracts,
+  ) {
+    this.toRollout = rolloutReader(contracts);
+  }
 
   /**
    * Creates a rollout with its targets (PENDING, or SKIPPED with a reason). With an idempotency key that already
@@ -198,14 +211,15 @@ export class RolloutService {
    * their events committed with the new rollout's). Without `rules` nothing is checked (seeding, tests).
    */
   async create(spec: NewRollout, rules?: LaunchRules): Promise<{ rollout: Rollout; created: boolean }> {
+    const toRollout = this.toRollout;
     return this.log.commit<{ rollout: Rollout; created: boolean }>(function* (tx) {
       // First of the transaction's locks (lock order: historyPort.ts, HistoryTx).
       if (rules) yield* tx.lockLaunches(spec.kind);
       if (spec.idempotencyKey) {
-        const existing = yield* replayStep(tx, spec);
+        const existing = yield* replayStep(tx, toRollout, spec);
         if (existing) return { result: { rollout: existing, created: false }, events: [] };
       }
-      const events: NewEvent[] = rules ? yield* launchRulesStep(tx, spec, rules) : [];
+      const events: NewEvent[] = rules ? yield* launchRulesStep(tx, toRollout, spec, rules) : [];
       const id = newRolloutId();
       const now = new Date();
       const row = yield* tx.insertRollout(
@@ -229,7 +243,7 @@ export class RolloutService {
       if (!row) {
         // Another writer took the key meanwhile (another kind's launch, or a create without rules, which the launch
         // lock does not serialize with this one): that rollout is the answer, and nothing of this one is written.
-        const existing = (yield* replayStep(tx, spec))!;
+        const existing = (yield* replayStep(tx, toRollout, spec))!;
         if (events.length > 0) {
           // The aborts of a supersede were for a rollout that is not created: none of them may commit.
           throw new ConflictError(`idempotency key "${spec.idempotencyKey!.key}" was taken meanwhile by rollout ${existing.id}; nothing was changed`, {
@@ -270,7 +284,7 @@ export class RolloutService {
 
   async get(id: string): Promise<Rollout | undefined> {
     const row = await this.store.read.findRollout(id);
-    return row ? toRollout(row) : undefined;
+    return row ? this.toRollout(row) : undefined;
   }
 
   async require(id: string): Promise<Rollout> {
@@ -281,7 +295,7 @@ export class RolloutService {
 
   async findByIdempotencyKey(key: IdempotencyKeyRef): Promise<Rollout | undefined> {
     const row = await this.store.read.findRolloutByIdempotencyKey(key);
-    return row ? toRollout(row) : undefined;
+    return row ? this.toRollout(row) : undefined;
   }
 
   /** Which request made the key's rollout (undefined for a key never used, or used before records were kept). */
@@ -304,7 +318,7 @@ export class RolloutService {
     const cursor = decodeCursor(after, isRolloutCursor);
     const before = cursor ? { createdAt: new Date(cursor.t), id: cursor.id } : undefined;
     const { rows, counts } = await this.store.read.listRolloutsWithCounts(filter, before, size + 1);
-    const page = pageOfRows(rows, size, toRollout);
+    const page = pageOfRows(rows, size, this.toRollout);
     const progress = progressByRollout(
       page.items.map((item) => item.id),
       counts,
@@ -377,8 +391,9 @@ export class RolloutService {
    * machine permits it (engine). Refusals are CONFLICT and change nothing.
    */
   transition(id: string, to: RolloutState, message: string | null, allowed?: readonly RolloutState[]): Promise<Rollout> {
+    const toRollout = this.toRollout;
     return this.log.commit(function* (tx) {
-      const { rollout, events } = yield* transitionStep(tx, id, to, message, allowed);
+      const { rollout, events } = yield* transitionStep(tx, toRollout, id, to, message, allowed);
       return { result: rollout, events };
     });
   }
@@ -483,7 +498,7 @@ export interface TargetChange extends TargetChangeDetail {
  * The key's rollout, if the key has one (committed, by any replica); CONFLICT when the key's record names a different
  * request than `spec.requestHash`.
  */
-function* replayStep(tx: HistoryTx, spec: NewRollout): Step<Rollout | undefined> {
+function* replayStep(tx: HistoryTx, toRollout: RolloutReader, spec: NewRollout): Step<Rollout | undefined> {
   const key = spec.idempotencyKey!;
   const existing = yield* tx.findRolloutByIdempotencyKey(key);
   if (!existing) return undefined;
@@ -496,7 +511,7 @@ function* replayStep(tx: HistoryTx, spec: NewRollout): Step<Rollout | undefined>
  * failed) with admitted targets still finishing (`finishing`), which still change the cluster (attack finding: a bump
  * of another pool landed while an aborted rollout's pool was still moving).
  */
-function* busyRolloutsStep(tx: HistoryTx, kind: RolloutKind, finishing: readonly CoveredTarget[]): Step<Rollout[]> {
+function* busyRolloutsStep(tx: HistoryTx, toRollout: RolloutReader, kind: RolloutKind, finishing: readonly CoveredTarget[]): Step<Rollout[]> {
   const out: Rollout[] = [];
   for (let before: RolloutPosition | undefined; ; ) {
     const page = yield* tx.listRollouts({ kind, states: ACTIVE_ROLLOUT_STATES }, before, ACTIVE_PAGE);
@@ -517,7 +532,7 @@ const ACTIVE_PAGE = 500;
  * A launch's decision, under the launch lock: the kind's guard, then the overlap rule. Returns the events of the
  * rollouts it aborted (supersede), to commit with the new rollout.
  */
-function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): Step<NewEvent[]> {
+function* launchRulesStep(tx: HistoryTx, toRollout: RolloutReader, spec: NewRollout, rules: LaunchRules): Step<NewEvent[]> {
   const changing = spec.targets.filter((t) => !t.skipReason);
   if (changing.length === 0 && !rules.guard && !rules.takeOver) return [];
   // The original a rollback takes over covers the same targets by nature: they are the rollback's to change back.
@@ -529,7 +544,7 @@ function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): 
   if (rules.guard) {
     const superseding = new Set(rules.supersede ? overlapping.map((o) => o.rolloutId) : []);
     if (rules.takeOver) superseding.add(rules.takeOver);
-    rules.guard(yield* busyRolloutsStep(tx, spec.kind, finishing), { superseding });
+    rules.guard(yield* busyRolloutsStep(tx, toRollout, spec.kind, finishing), { superseding });
   }
   if (!rules.supersede) {
     // A plain launch waits for them, or its change would land on a target mid-change (attack finding F6); a rollback
@@ -547,7 +562,7 @@ function* launchRulesStep(tx: HistoryTx, spec: NewRollout, rules: LaunchRules): 
   if (rules.takeOver) aborts.set(rules.takeOver, ABORTED_FOR_ROLLBACK);
   for (const [rolloutId, message] of aborts) {
     try {
-      events.push(...(yield* transitionStep(tx, rolloutId, 'ABORTED', message, ACTIVE_ROLLOUT_STATES)).events);
+      events.push(...(yield* transitionStep(tx, toRollout, rolloutId, 'ABORTED', message, ACTIVE_ROLLOUT_STATES)).events);
     } catch (error) {
       // Ended meanwhile (the engine's transitions do not take the launch lock), or a rollback's original that had
       // ended already: nothing to abort.
@@ -573,6 +588,7 @@ const ENDED_WITH_ADMITTED_TARGETS: readonly RolloutState[] = ['ABORTED', 'FAILED
  */
 function* transitionStep(
   tx: HistoryTx,
+  toRollout: RolloutReader,
   id: string,
   to: RolloutState,
   message: string | null,

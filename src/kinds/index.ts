@@ -1,3 +1,5 @@
+import { ROLLOUT_KINDS, type RolloutKind } from '../domain/events.js';
+import type { KindContract, KindContracts } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import { agentPoolKind } from './agentPool/module.js';
 import type { ControllerHost } from '../controllers/host.js';
@@ -9,6 +11,16 @@ export type { KindQueries } from './kindModule.js';
 
 /** The registered rollout kinds: the one list outside the kinds' folders that names them (ADR 0041). */
 export const ROLLOUT_KIND_MODULES: readonly AnyKindModule[] = [agentPoolKind, nodeAgentKind, virtualClusterKind];
+
+/** The registered kinds' contracts, by kind: what the domain reads stored rollouts with (given to RolloutService). */
+export const KIND_CONTRACTS: KindContracts = contractsOf(ROLLOUT_KIND_MODULES);
+
+function contractsOf(modules: readonly AnyKindModule[]): KindContracts {
+  const byKind = new Map<RolloutKind, KindContract>(modules.map((m) => [m.kind, m.contract as KindContract]));
+  const missing = ROLLOUT_KINDS.filter((kind) => !byKind.has(kind));
+  if (missing.length > 0) throw new Error(`no registered module for the rollout kind(s) ${missing.join(', ')}`);
+  return Object.fromEntries(byKind) as unknown as KindContracts;
+}
 
 /**
  * Sets up every registered kind's informers and controllers on the host, and returns their drivers (for the engine)

@@ -1,11 +1,11 @@
-import type { Domain } from '../domain/Domain.js';
+import type { KindPorts } from '../domain/Domain.js';
 import type { RolloutKind } from '../domain/events.js';
 import type { KindContract } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import type { ControllerHost } from '../controllers/host.js';
 
-/** Domain query ports the rollout kinds provide (the optional fields of Domain that are not core). */
-export type KindQueries = Partial<Omit<Domain, 'facts' | 'events' | 'rollouts' | 'launcher' | 'engine' | 'workQueues' | 'tokens' | 'audit' | 'notifications'>>;
+/** Domain query ports the rollout kinds provide (each kind's field of KindPorts). */
+export type KindQueries = Partial<KindPorts>;
 
 /** What a kind's setup hands back: the driver the engine calls (with its rollback rules) and the API's query port. */
 export interface KindRuntime {

@@ -6,6 +6,7 @@ import { AuditLog } from '../domain/AuditLog.js';
 import { InProcessEventBus } from '../domain/EventBus.js';
 import { EventLog } from '../domain/EventLog.js';
 import { RolloutService } from '../domain/RolloutService.js';
+import { KIND_CONTRACTS } from '../kinds/index.js';
 import type { Logger } from '../log.js';
 import { countHistoryEvents, type AppMetrics } from '../metrics.js';
 import { openDatabase } from '../store/db.js';
@@ -26,7 +27,7 @@ export async function startHistory(config: Config, { logger, metrics }: { logger
     countHistoryEvents(metrics, bus);
     // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
     const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
-    const rollouts = new RolloutService(db.store, events);
+    const rollouts = new RolloutService(db.store, events, KIND_CONTRACTS);
     // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only); whoever
     // backs off while the database is away hears when it is back.
     const databaseBack: (() => void)[] = [];

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
 import { afterAll, beforeAll } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -37,7 +38,7 @@ export async function startScriptedApp(): Promise<ScriptedApp> {
           fromVersion: 'agent:1',
           toVersion: 'agent:2',
           selector: { namespace: 'kube-system', name: 'node-agent', canaryNodeSelector: null },
-          strategy: { ...defaultStrategy('NODE_AGENT'), maxUnavailable: String(count), ...strategy },
+          strategy: { ...defaultStrategy(KIND_CONTRACTS.NODE_AGENT), maxUnavailable: String(count), ...strategy },
           targets: nodes.map((name) => ({ namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
         },
         cause: { actor: 'test' },

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { RolloutService } from '../../src/domain/RolloutService.js';
 import { openDatabase, type Database } from '../../src/store/db.js';
 import type { PrismaClient } from '../../src/store/generated/client.js';
 import { openTestPrisma } from '../helpers/prisma.js';
-import type { AgentPoolStrategy } from '../../src/domain/kinds/agentPool.js';
+import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
 
 /** A fleet in memory: a target converges `steps` observations after admission, or fails when its version is bad. */
 class FakeDriver implements RolloutDriver {
@@ -60,7 +61,7 @@ describe('RolloutEngine', () => {
     db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
     prisma = await openTestPrisma(path.join(dir, 'e.db'));
     const log = new EventLog(db.store, new InProcessEventBus());
-    rollouts = new RolloutService(db.store, log);
+    rollouts = new RolloutService(db.store, log, KIND_CONTRACTS);
     now = Date.parse('2026-11-30T00:00:00Z');
     engine = new RolloutEngine(rollouts, logger, { now: () => now });
     launcher = new RolloutLauncher(rollouts);

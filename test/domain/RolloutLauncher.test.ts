@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { describe, expect, it } from 'vitest';
 import type { IdempotencyRecord } from '../../src/domain/historyPort.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
@@ -37,7 +38,7 @@ const request: LaunchRequest = {
     fromVersion: 'agent:v1',
     toVersion: 'agent:v2',
     selector: {},
-    strategy: defaultStrategy('AGENT_POOL'),
+    strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
     targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'agent:v1', toVersion: 'agent:v2' }],
   },
   cause: { actor: 'ci' },

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +23,7 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
   beforeAll(async () => {
     db = await open();
     log = new EventLog(db.store, new InProcessEventBus(), { publishFromStore: db.provider === 'postgresql' });
-    rollouts = new RolloutService(db.store, log);
+    rollouts = new RolloutService(db.store, log, KIND_CONTRACTS);
   });
   afterAll(async () => {
     await db?.close();
@@ -34,7 +35,7 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
       fromVersion: 'agent:v1',
       toVersion,
       selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
       cause: { actor: 'test' },
       targets: names.map((name) => ({ namespace: 'default', name, fromVersion: 'agent:v1', toVersion })),
     });
@@ -111,7 +112,7 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
       fromVersion: 'agent:v1',
       toVersion: 'agent:v3',
       selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
       cause: { actor: 'test' },
       targets: [{ namespace: 'default', name, fromVersion: 'agent:v1', toVersion: 'agent:v3' }],
     });
@@ -144,7 +145,7 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
         fromVersion: 'agent:v1',
         toVersion: 'agent:v5',
         selector: {},
-        strategy: defaultStrategy('AGENT_POOL'),
+        strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
         cause: { actor: 'test' },
         targets: [{ namespace: 'default', name: 'g2', fromVersion: 'agent:v1', toVersion: 'agent:v5' }],
       },

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +22,7 @@ describe('the stored payload of each core write (ADR 0046: byte-identical to bef
   beforeAll(async () => {
     db = await openSqliteDatabase(`file:${path.join(dir, 'w.db')}`);
     log = new EventLog(db.store, new InProcessEventBus());
-    rollouts = new RolloutService(db.store, log);
+    rollouts = new RolloutService(db.store, log, KIND_CONTRACTS);
   });
   afterAll(async () => {
     await db?.close();
@@ -39,7 +40,7 @@ describe('the stored payload of each core write (ADR 0046: byte-identical to bef
       fromVersion: 'agent:v1',
       toVersion: 'agent:v2',
       selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
       cause: { actor: 'test' },
       targets: ['p0', 'p1', 'p2'].map((name) => ({ namespace: 'default', name, fromVersion: 'agent:v1', toVersion: 'agent:v2' })),
     });

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -23,7 +24,7 @@ describe('the engine reacting to rollout events', () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-reactions-'));
     db = await openDatabase(`file:${path.join(dir, 'r.db')}`);
     const bus = new InProcessEventBus();
-    rollouts = new RolloutService(db.store, new EventLog(db.store, bus));
+    rollouts = new RolloutService(db.store, new EventLog(db.store, bus), KIND_CONTRACTS);
     const engine = new RolloutEngine(rollouts, { info: () => {}, warn: () => {} });
     launcher = new RolloutLauncher(rollouts);
     enqueued = [];
@@ -40,7 +41,7 @@ describe('the engine reacting to rollout events', () => {
     fromVersion: 'agent:v1',
     toVersion: 'agent:v2',
     selector: {},
-    strategy: defaultStrategy('AGENT_POOL'),
+    strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
     targets: [{ namespace: 'default', name: 'pool-0', fromVersion: 'agent:v1', toVersion: 'agent:v2' }],
   };
 

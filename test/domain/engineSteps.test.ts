@@ -13,7 +13,7 @@ import {
   requeueAfterMs,
   rollBack,
 } from '../../src/domain/engineSteps.js';
-import type { AgentPoolStrategy } from '../../src/domain/kinds/agentPool.js';
+import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
 import type { EngineState, Rollout, RolloutTarget } from '../../src/domain/RolloutService.js';
 import type { RolloutState, TargetState } from '../../src/domain/rolloutStates.js';

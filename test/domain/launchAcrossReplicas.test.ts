@@ -1,14 +1,15 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import type { Domain } from '../../src/domain/Domain.js';
 import { InProcessEventBus } from '../../src/domain/EventBus.js';
 import { EventLog } from '../../src/domain/EventLog.js';
-import type { AgentPoolStrategy } from '../../src/domain/kinds/agentPool.js';
-import { bumpClusterVersionInput } from '../../src/domain/kinds/virtualCluster.js';
+import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
+import { bumpClusterVersionInput } from '../../src/kinds/virtualCluster/contract.js';
 import { RolloutLauncher, type LaunchRequest, type LaunchResult } from '../../src/domain/RolloutLauncher.js';
 import { RolloutEngine } from '../../src/domain/RolloutEngine.js';
 import { RolloutService } from '../../src/domain/RolloutService.js';
-import { bumpClusterVersion, type ClusterVersionView, type VirtualClusterQueries, type VirtualClusterView } from '../../src/domain/virtualClusters.js';
+import { bumpClusterVersion, type ClusterVersionView, type VirtualClusterQueries, type VirtualClusterView } from '../../src/kinds/virtualCluster/plan.js';
 import type { PgHistoryStore } from '../../src/store/postgres/PgHistoryStore.js';
 import { openPgHistoryStore } from '../../src/store/postgres/open.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
@@ -72,7 +73,7 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
     const url = await server().createDatabase();
     for (let i = 0; i < 2; i++) {
       const { store } = await openPgHistoryStore(url, { poolSize: 6 });
-      const rollouts = new RolloutService(store, new EventLog(store, new InProcessEventBus(), { publishFromStore: true }));
+      const rollouts = new RolloutService(store, new EventLog(store, new InProcessEventBus(), { publishFromStore: true }), KIND_CONTRACTS);
       const launcher = new RolloutLauncher(rollouts);
       // Only for `rollback` (a launch with supersede); nothing is enqueued or run.
       const engine = new RolloutEngine(rollouts, { info: () => {}, warn: () => {} });

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { buildSchema, isInputObjectType, isNonNullType } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTypeDefs } from '../../src/graphql/schema.js';
@@ -143,7 +144,7 @@ describe('mutation inputs refused at the API edge', () => {
       fromVersion: AGENT_IMAGE,
       toVersion: IMAGE,
       selector: {},
-      strategy: defaultStrategy('AGENT_POOL'),
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
       cause: {},
       targets: [{ namespace: 'default', name: 'pool-1', fromVersion: AGENT_IMAGE, toVersion: IMAGE }],
     });

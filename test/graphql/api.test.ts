@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { collect, gql, wsClient } from '../helpers/graphql.js';
@@ -41,7 +42,7 @@ describe('GraphQL over HTTP', () => {
       fromVersion: 'agent:v9',
       toVersion: null,
       selector: { rollbackOf: original.id },
-      strategy: defaultStrategy('AGENT_POOL'),
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
       cause: { actor: 'ci-bot' },
       rollbackOfId: original.id,
       targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'agent:v9', toVersion: 'v0.3.0' }],
@@ -104,7 +105,7 @@ describe('GraphQL over HTTP', () => {
         fromVersion: 'v1',
         toVersion: `v-page-${targets}`,
         selector: {},
-        strategy: defaultStrategy('AGENT_POOL'),
+        strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
         cause: { actor: 'ci-bot' },
         targets: Array.from({ length: targets }, (_, i) => ({
           namespace: 'default',

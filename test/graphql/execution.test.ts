@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { getIntrospectionQuery } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLLOUT_QUERY } from '../../src/cli/operations.js';
@@ -27,7 +28,7 @@ describe('every run of a query answers alike', () => {
         fromVersion: 'v1',
         toVersion,
         selector: {},
-        strategy: defaultStrategy('AGENT_POOL'),
+        strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
         cause: { actor: 'ci-bot', commit: 'abc123', message: 'bump' },
         targets: [
           { namespace: 'default', name: 'net-1', fromVersion: 'v1', toVersion },

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../src/domain/events.js';
 import { collect, wsClient } from '../helpers/graphql.js';
@@ -109,7 +110,7 @@ describe('subscriptions over graphql-ws', () => {
       fromVersion: '1',
       toVersion: '2',
       selector: {},
-      strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+      strategy: defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER),
       cause: {},
       targets: [{ namespace: 'tenant', name: 'vc-1', fromVersion: '1', toVersion: '2' }],
     });

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -68,7 +69,7 @@ export async function seedRollout(app: App, cause: Record<string, unknown> = {})
     fromVersion: 'a:1',
     toVersion: 'a:2',
     selector: {},
-    strategy: defaultStrategy('AGENT_POOL'),
+    strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
     cause,
     targets: [{ namespace: 'default', name: 'p', fromVersion: 'a:1', toVersion: 'a:2' }],
   });

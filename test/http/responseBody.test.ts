@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
@@ -36,7 +37,7 @@ describe('HTTP response niceties (issue 17)', () => {
         fromVersion: '1',
         toVersion: `${i}`,
         selector: {},
-        strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+        strategy: defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER),
         cause: { message: `release ${i}` },
         targets: [],
       });
@@ -80,7 +81,7 @@ describe('HTTP response niceties (issue 17)', () => {
       fromVersion: '1',
       toVersion: 'new',
       selector: {},
-      strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+      strategy: defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER),
       cause: {},
       targets: [],
     });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clusterSpecVersion } from '../../src/domain/virtualClusters.js';
+import { clusterSpecVersion } from '../../src/kinds/virtualCluster/plan.js';
 import { templateHash } from '../../src/sim/behaviour/kube.js';
 import { canonicalJson } from '../../src/util/canonicalJson.js';
 

@@ -13,17 +13,12 @@ import { formatBump, formatRollout, PLAN_ROWS } from '../format.js';
 import { BUMP_MUTATIONS, type BumpPayload } from '../operations.js';
 import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
-// The flags' ranges and the documented defaults are the kind contracts' own (limits.ts: no zod on every CLI start),
+// The flags' ranges and the documented defaults are the kind contracts' own (limits.ts files: no zod on every CLI start),
 // so the CLI refuses what the server would.
-import {
-  AGENT_POOL_RANGES,
-  DEFAULT_MAX_CONCURRENT,
-  DEFAULT_MIN_READY_SECONDS,
-  DEFAULT_PEER_RUNTIME_CLASS,
-  NODE_AGENT_RANGES,
-  STRATEGY_DEFAULTS,
-  VIRTUAL_CLUSTER_RANGES,
-} from '../../domain/kinds/limits.js';
+import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
+import { AGENT_POOL_RANGES } from '../../kinds/agentPool/limits.js';
+import { DEFAULT_MIN_READY_SECONDS, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from '../../kinds/nodeAgent/limits.js';
+import { DEFAULT_MAX_CONCURRENT, VIRTUAL_CLUSTER_RANGES } from '../../kinds/virtualCluster/limits.js';
 
 /** Sends a bump; with --wait follows the rollout it started (or found under the idempotency key) to its end. */
 async function runBump(ctx: CliContext, send: Promise<BumpPayload>, options: WaitOptions & { plan?: boolean }): Promise<number> {

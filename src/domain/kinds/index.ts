@@ -1,31 +1,36 @@
 /**
- * The rollout kinds' contracts, together (ADR 0023): the strategy of any rollout, read from and written to the store
- * through the kind's schema, and the plan a kind's planner hands the launcher.
+ * What the domain knows of a rollout kind's contract (ADRs 0023, 0045): the shape every kind's contract has, the
+ * strategy of any rollout read from and written to the store through its kind's schema, and the plan a kind's planner
+ * hands the launcher. The kinds themselves live in src/kinds/<kind>; the domain gets their contracts at composition
+ * (`KindContracts`) and their types by declaration merging (`KindShapes`), and names none of them.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { RolloutKind } from '../events.js';
 import type { NewTarget } from '../RolloutService.js';
-import { agentPoolSelectorStored, agentPoolStrategyStored, type AgentPoolStrategy } from './agentPool.js';
-import { nodeAgentSelectorStored, nodeAgentStrategyStored, type NodeAgentStrategy } from './nodeAgent.js';
-import { rollbackSelectorStored, type RollbackSelector } from './strategy.js';
-import { virtualClusterSelectorStored, virtualClusterStrategyStored, type VirtualClusterStrategy } from './virtualCluster.js';
+import type { RollbackSelector } from './strategy.js';
 
-/** Any rollout's strategy; `kind` tells which (it is the rollout's kind, not stored in the JSON). */
-export type RolloutStrategy = AgentPoolStrategy | VirtualClusterStrategy | NodeAgentStrategy;
-export type StrategyOf<K extends RolloutKind> = Extract<RolloutStrategy, { kind: K }>;
+/**
+ * What each rollout kind's contract adds to the domain's types, keyed by its `RolloutKind`: `{ strategy, selector }`.
+ * Empty here: each kind fills its entry in by declaration merging from its own folder (`src/kinds/<kind>/contract.ts`,
+ * ADR 0045), so the domain types every kind's strategy and selection without importing, or naming, any kind.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by the kinds' contracts (declaration merging)
+export interface KindShapes {}
 
-interface Selectors {
-  AGENT_POOL: z.output<typeof agentPoolSelectorStored>;
-  NODE_AGENT: z.output<typeof nodeAgentSelectorStored>;
-  VIRTUAL_CLUSTER: z.output<typeof virtualClusterSelectorStored>;
-}
+type ShapeOf<K extends RolloutKind> = K extends keyof KindShapes ? KindShapes[K] : never;
+
+/** A kind's strategy; `kind` tells which (it is the rollout's kind, not stored in the JSON). */
+export type StrategyOf<K extends RolloutKind> = ShapeOf<K> extends { strategy: infer S } ? S : never;
+/** Any rollout's strategy. */
+export type RolloutStrategy = { [K in RolloutKind]: StrategyOf<K> }[RolloutKind];
+
 /** What a rollout of kind K selects, as stored with it: the kind's own selection, or (a rollback) the rollout it reverts. */
-export type SelectorOf<K extends RolloutKind> = Selectors[K] | RollbackSelector;
+export type SelectorOf<K extends RolloutKind> = (ShapeOf<K> extends { selector: infer S } ? S : never) | RollbackSelector;
 export type RolloutSelector = SelectorOf<RolloutKind>;
 
 /**
  * A kind's contract as the domain reads it: the schemas of its stored strategy and selector (JSON of any age → typed,
- * defaults in).
+ * defaults in). Each kind's module carries its own; the composition root hands them to the domain (`KindContracts`).
  */
 export interface KindContract<K extends RolloutKind = RolloutKind> {
   readonly kind: K;
@@ -33,20 +38,12 @@ export interface KindContract<K extends RolloutKind = RolloutKind> {
   readonly selectorStored: z.ZodType<SelectorOf<K>, unknown>;
 }
 
-/** Every kind's contract, by kind (the registration objects in src/controllers/<kind>/module.ts carry the same ones). */
-export const KIND_CONTRACTS: { readonly [K in RolloutKind]: KindContract<K> } = {
-  AGENT_POOL: { kind: 'AGENT_POOL', strategyStored: agentPoolStrategyStored, selectorStored: z.union([rollbackSelectorStored, agentPoolSelectorStored]) },
-  VIRTUAL_CLUSTER: {
-    kind: 'VIRTUAL_CLUSTER',
-    strategyStored: virtualClusterStrategyStored,
-    selectorStored: z.union([rollbackSelectorStored, virtualClusterSelectorStored]),
-  },
-  NODE_AGENT: { kind: 'NODE_AGENT', strategyStored: nodeAgentStrategyStored, selectorStored: z.union([rollbackSelectorStored, nodeAgentSelectorStored]) },
-};
+/** Every kind's contract, by kind: built from the registered kinds (src/kinds/index.ts) and given to RolloutService. */
+export type KindContracts = { readonly [K in RolloutKind]: KindContract<K> };
 
 /** A stored selector (the `Rollout.selector` JSON, parsed) → the kind's typed one; undefined when it is neither shape. */
-export function parseStoredSelector<K extends RolloutKind>(kind: K, stored: unknown): SelectorOf<K> | undefined {
-  const parsed = KIND_CONTRACTS[kind].selectorStored.safeParse(stored);
+export function parseStoredSelector<K extends RolloutKind>(contract: KindContract<K>, stored: unknown): SelectorOf<K> | undefined {
+  const parsed = contract.selectorStored.safeParse(stored);
   return parsed.success ? (parsed.data as SelectorOf<K>) : undefined;
 }
 
@@ -56,7 +53,7 @@ export function isRollbackSelector(selector: RolloutSelector): selector is Rollb
 }
 
 /** Parsed stored strategies by kind and JSON text: a page of rollouts mostly repeats a few strategies. */
-const parsedStrategies = new Map<string, Readonly<RolloutStrategy>>();
+const parsedStrategies = new Map<string, unknown>();
 const PARSED_STRATEGIES_KEPT = 256;
 
 function deepFreeze<T>(value: T): T {
@@ -75,8 +72,8 @@ function deepFreeze<T>(value: T): T {
  * profiles), so equal texts share one parsed value. It is deeply frozen: a reader that changed it would change it for
  * every other rollout with the same text, so changing it throws instead.
  */
-export function parseStoredStrategy<K extends RolloutKind>(kind: K, json: string): StrategyOf<K> {
-  const key = `${kind}\u0000${json}`;
+export function parseStoredStrategy<K extends RolloutKind>(contract: KindContract<K>, json: string): StrategyOf<K> {
+  const key = `${contract.kind}\u0000${json}`;
   const known = parsedStrategies.get(key);
   if (known) return known as StrategyOf<K>;
   let value: unknown;
@@ -86,15 +83,15 @@ export function parseStoredStrategy<K extends RolloutKind>(kind: K, json: string
     value = {};
   }
   const object = typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {};
-  const parsed = deepFreeze(KIND_CONTRACTS[kind].strategyStored.parse(object) as StrategyOf<K>);
+  const parsed = deepFreeze(contract.strategyStored.parse(object) as StrategyOf<K>);
   if (parsedStrategies.size >= PARSED_STRATEGIES_KEPT) parsedStrategies.clear();
   parsedStrategies.set(key, parsed);
   return parsed;
 }
 
 /** A kind's strategy with every default: what a stored `{}` reads as. */
-export function defaultStrategy<K extends RolloutKind>(kind: K): StrategyOf<K> {
-  return KIND_CONTRACTS[kind].strategyStored.parse({}) as StrategyOf<K>;
+export function defaultStrategy<K extends RolloutKind>(contract: KindContract<K>): StrategyOf<K> {
+  return contract.strategyStored.parse({}) as StrategyOf<K>;
 }
 
 /** The JSON stored for a strategy: everything but `kind`, which the rollout row already has. */
@@ -114,5 +111,3 @@ export interface RolloutPlan<S extends RolloutStrategy = RolloutStrategy> {
   strategy: S;
   targets: NewTarget[];
 }
-
-export type { AgentPoolStrategy, NodeAgentStrategy, VirtualClusterStrategy };

@@ -1,5 +1,5 @@
 import { readPayload } from '../../domain/eventPayloads.js';
-import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from '../../domain/agentPools.js';
+import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from '../../kinds/agentPool/plan.js';
 import type { Domain } from '../../domain/Domain.js';
 import { EventType, type RolloutKind } from '../../domain/events.js';
 import { checkPageSize, pageOfRows, parseEventId } from '../../util/pagination.js';
@@ -8,7 +8,7 @@ import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import { eventEdge } from './mappers.js';
-import { bumpAgentImageInput } from '../../domain/kinds/agentPool.js';
+import { bumpAgentImageInput } from '../../kinds/agentPool/contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
 function pools(ctx: GraphQLContext): AgentPoolQueries {

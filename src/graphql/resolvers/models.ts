@@ -4,8 +4,8 @@
  * a domain Rollout where the schema says `Rollout` and the Rollout field resolvers receive one as their parent.
  */
 export type { Rollout as RolloutModel, RolloutTarget as RolloutTargetModel } from '../../domain/RolloutService.js';
-export type { AgentPoolView as AgentPoolModel } from '../../domain/agentPools.js';
-export type { VirtualClusterView as VirtualClusterModel } from '../../domain/virtualClusters.js';
+export type { AgentPoolView as AgentPoolModel } from '../../kinds/agentPool/plan.js';
+export type { VirtualClusterView as VirtualClusterModel } from '../../kinds/virtualCluster/plan.js';
 
 /** One revision of a target (RolloutService.revisions); `rollout` is resolved from its id. */
 export interface RevisionModel {

@@ -1,9 +1,9 @@
-import { bumpNodeAgentImage, pageNodeAgentSets, type NodeAgentQueries } from '../../domain/nodeAgents.js';
+import { bumpNodeAgentImage, pageNodeAgentSets, type NodeAgentQueries } from '../../kinds/nodeAgent/plan.js';
 import { connectionOf } from './connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type { Resolvers } from '../generated/resolvers.js';
-import { bumpNodeAgentImageInput } from '../../domain/kinds/nodeAgent.js';
+import { bumpNodeAgentImageInput } from '../../kinds/nodeAgent/contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
 function nodeAgents(ctx: GraphQLContext): NodeAgentQueries {

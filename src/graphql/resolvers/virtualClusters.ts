@@ -9,10 +9,10 @@ import {
   lastUpgradeOf,
   listClusterVersions,
   listVirtualClusters,
-} from '../../domain/virtualClusters.js';
+} from '../../kinds/virtualCluster/plan.js';
 import { ValidationError } from '../../errors.js';
 import type { Resolvers } from '../generated/resolvers.js';
-import { bumpClusterVersionInput } from '../../domain/kinds/virtualCluster.js';
+import { bumpClusterVersionInput } from '../../kinds/virtualCluster/contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 import { connectionOf, connectionOfItems } from './connection.js';
 import { clusterUpgradeToGraphQL, eventEdge } from './mappers.js';

@@ -1,12 +1,12 @@
-import { AgentPoolChoices, agentPoolsWithHistory } from '../../domain/agentPoolChoices.js';
-import { KIND_CONTRACTS } from '../../domain/kinds/index.js';
+import { AgentPoolChoices, agentPoolsWithHistory } from './choices.js';
+import { agentPoolContract } from './contract.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { setupAgentPools } from './controller/index.js';
 
 /** The AGENT_POOL rollout kind — agent pools (IPPools' DHCP agents) — as registered (ADR 0041). */
 export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
   kind: 'AGENT_POOL',
-  contract: KIND_CONTRACTS.AGENT_POOL,
+  contract: agentPoolContract,
   setup(host) {
     const runtime = setupAgentPools(host, { ...host.config.agentPools });
     // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.

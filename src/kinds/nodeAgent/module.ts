@@ -1,11 +1,11 @@
-import { KIND_CONTRACTS } from '../../domain/kinds/index.js';
+import { nodeAgentContract } from './contract.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { setupNodeAgents } from './controller/index.js';
 
 /** The NODE_AGENT rollout kind — node agents (DaemonSets on nodes) — as registered (ADR 0041). */
 export const nodeAgentKind: RolloutKindModule<'NODE_AGENT'> = {
   kind: 'NODE_AGENT',
-  contract: KIND_CONTRACTS.NODE_AGENT,
+  contract: nodeAgentContract,
   setup(host) {
     const runtime = setupNodeAgents(host, { ...host.config.nodeAgents });
     return { driver: runtime.driver, queries: { nodeAgents: runtime.queries } };

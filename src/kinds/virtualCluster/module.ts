@@ -1,11 +1,11 @@
-import { KIND_CONTRACTS } from '../../domain/kinds/index.js';
+import { virtualClusterContract } from './contract.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { setupVirtualClusters } from './controller/index.js';
 
 /** The VIRTUAL_CLUSTER rollout kind — virtual clusters (VirtualClusters and their ClusterVersion) — as registered (ADR 0041). */
 export const virtualClusterKind: RolloutKindModule<'VIRTUAL_CLUSTER'> = {
   kind: 'VIRTUAL_CLUSTER',
-  contract: KIND_CONTRACTS.VIRTUAL_CLUSTER,
+  contract: virtualClusterContract,
   setup(host) {
     const runtime = setupVirtualClusters(host, { ...host.config.virtualClusters });
     return { driver: runtime.driver, queries: { virtualClusters: runtime.queries } };

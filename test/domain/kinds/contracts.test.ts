@@ -1,19 +1,20 @@
+import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { buildSchema, isInputObjectType, valueFromAST, type GraphQLSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { AGENT_POOL_RANGES, bumpAgentImageInput } from '../../../src/domain/kinds/agentPool.js';
-import { AGENT_POOL_STRATEGY_DEFAULTS } from '../../../src/domain/kinds/limits.js';
+import { AGENT_POOL_RANGES, bumpAgentImageInput } from '../../../src/kinds/agentPool/contract.js';
+import { AGENT_POOL_STRATEGY_DEFAULTS } from '../../../src/kinds/agentPool/limits.js';
 import { defaultStrategy, parseStoredStrategy, serializeStrategy, type RolloutStrategy } from '../../../src/domain/kinds/index.js';
-import { DEFAULT_MIN_READY_SECONDS, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from '../../../src/domain/kinds/nodeAgent.js';
+import { DEFAULT_MIN_READY_SECONDS, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from '../../../src/kinds/nodeAgent/contract.js';
 import { admissionLimit, integerReason, parseInput, rollbackStrategyOf, STRATEGY_DEFAULTS } from '../../../src/domain/kinds/strategy.js';
-import { DEFAULT_MAX_CONCURRENT, VIRTUAL_CLUSTER_RANGES } from '../../../src/domain/kinds/virtualCluster.js';
+import { DEFAULT_MAX_CONCURRENT, VIRTUAL_CLUSTER_RANGES } from '../../../src/kinds/virtualCluster/contract.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
 describe('stored strategies', () => {
   it('read rows written before a field existed with the defaults, per kind', () => {
-    expect(parseStoredStrategy('AGENT_POOL', '{"maxUnavailable":"25%"}')).toEqual({
+    expect(parseStoredStrategy(KIND_CONTRACTS.AGENT_POOL, '{"maxUnavailable":"25%"}')).toEqual({
       kind: 'AGENT_POOL',
       maxUnavailable: '25%',
       progressDeadlineSeconds: 600,
@@ -21,14 +22,14 @@ describe('stored strategies', () => {
       autoRollback: false,
     });
     // A virtual-cluster row of the first releases: no autoRollback, no maxUnavailable (the API shows null for it).
-    expect(parseStoredStrategy('VIRTUAL_CLUSTER', '{"maxConcurrent":2,"failureThreshold":3,"progressDeadlineSeconds":900}')).toEqual({
+    expect(parseStoredStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER, '{"maxConcurrent":2,"failureThreshold":3,"progressDeadlineSeconds":900}')).toEqual({
       kind: 'VIRTUAL_CLUSTER',
       maxConcurrent: 2,
       failureThreshold: 3,
       progressDeadlineSeconds: 900,
       autoRollback: false,
     });
-    expect(parseStoredStrategy('NODE_AGENT', '{"mode":"SURGE","daemonSetNamespace":"ns","daemonSetName":"ds"}')).toMatchObject({
+    expect(parseStoredStrategy(KIND_CONTRACTS.NODE_AGENT, '{"mode":"SURGE","daemonSetNamespace":"ns","daemonSetName":"ds"}')).toMatchObject({
       kind: 'NODE_AGENT',
       mode: 'SURGE',
       minReadySeconds: 0,
@@ -41,19 +42,19 @@ describe('stored strategies', () => {
   });
 
   it('read a value of the wrong type, or unreadable JSON, as the default instead of stopping the engine', () => {
-    expect(parseStoredStrategy('AGENT_POOL', '{"progressDeadlineSeconds":"soon","failureThreshold":-2,"autoRollback":"yes","canary":0}')).toEqual(
-      defaultStrategy('AGENT_POOL'),
+    expect(parseStoredStrategy(KIND_CONTRACTS.AGENT_POOL, '{"progressDeadlineSeconds":"soon","failureThreshold":-2,"autoRollback":"yes","canary":0}')).toEqual(
+      defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
     );
-    expect(parseStoredStrategy('NODE_AGENT', '{"mode":"SIDEWAYS","minReadySeconds":-1}')).toEqual(defaultStrategy('NODE_AGENT'));
-    expect(parseStoredStrategy('VIRTUAL_CLUSTER', 'not json')).toEqual(defaultStrategy('VIRTUAL_CLUSTER'));
-    expect(parseStoredStrategy('AGENT_POOL', '[1,2]')).toEqual(defaultStrategy('AGENT_POOL'));
+    expect(parseStoredStrategy(KIND_CONTRACTS.NODE_AGENT, '{"mode":"SIDEWAYS","minReadySeconds":-1}')).toEqual(defaultStrategy(KIND_CONTRACTS.NODE_AGENT));
+    expect(parseStoredStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER, 'not json')).toEqual(defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER));
+    expect(parseStoredStrategy(KIND_CONTRACTS.AGENT_POOL, '[1,2]')).toEqual(defaultStrategy(KIND_CONTRACTS.AGENT_POOL));
   });
 
   it('keep what was planned through a write and a read (kind is the row’s, not stored)', () => {
     const planned: RolloutStrategy[] = [
       parseInput(bumpAgentImageInput, { image: 'a/b:v2', strategy: { maxUnavailable: '3', canary: 2, autoRollback: true } }).strategy,
       {
-        ...defaultStrategy('NODE_AGENT'),
+        ...defaultStrategy(KIND_CONTRACTS.NODE_AGENT),
         maxUnavailable: '1',
         maxConcurrent: 1,
         mode: 'SURGE',
@@ -63,7 +64,7 @@ describe('stored strategies', () => {
         daemonSetName: 'ds',
       },
       {
-        ...defaultStrategy('VIRTUAL_CLUSTER'),
+        ...defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER),
         maxConcurrent: 4,
         clusterVersionChange: {
           name: 'cv',
@@ -78,12 +79,12 @@ describe('stored strategies', () => {
     for (const strategy of planned) {
       const json = serializeStrategy(strategy);
       expect(JSON.parse(json)).not.toHaveProperty('kind');
-      expect(parseStoredStrategy(strategy.kind, json)).toEqual(strategy);
+      expect(parseStoredStrategy(KIND_CONTRACTS[strategy.kind], json)).toEqual(strategy);
     }
   });
 
   it('make a rollback’s strategy from the original: no canary, never rolling itself back', () => {
-    const original = { ...defaultStrategy('AGENT_POOL'), maxUnavailable: '2', canary: 3, autoRollback: true };
+    const original = { ...defaultStrategy(KIND_CONTRACTS.AGENT_POOL), maxUnavailable: '2', canary: 3, autoRollback: true };
     expect(rollbackStrategyOf(original)).toEqual({
       kind: 'AGENT_POOL',
       maxUnavailable: '2',
@@ -95,10 +96,10 @@ describe('stored strategies', () => {
   });
 
   it('admit maxConcurrent when present, else maxUnavailable of the changing targets (percent rounded down, at least 1)', () => {
-    expect(admissionLimit({ ...defaultStrategy('VIRTUAL_CLUSTER'), maxConcurrent: 3 }, 100)).toBe(3);
-    expect(admissionLimit({ ...defaultStrategy('AGENT_POOL'), maxUnavailable: '25%' }, 10)).toBe(2);
-    expect(admissionLimit({ ...defaultStrategy('AGENT_POOL'), maxUnavailable: '25%' }, 0)).toBe(1);
-    expect(admissionLimit(defaultStrategy('AGENT_POOL'), 10)).toBe(1);
+    expect(admissionLimit({ ...defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER), maxConcurrent: 3 }, 100)).toBe(3);
+    expect(admissionLimit({ ...defaultStrategy(KIND_CONTRACTS.AGENT_POOL), maxUnavailable: '25%' }, 10)).toBe(2);
+    expect(admissionLimit({ ...defaultStrategy(KIND_CONTRACTS.AGENT_POOL), maxUnavailable: '25%' }, 0)).toBe(1);
+    expect(admissionLimit(defaultStrategy(KIND_CONTRACTS.AGENT_POOL), 10)).toBe(1);
   });
 });
 
@@ -151,13 +152,18 @@ describe('strategy reads', () => {
 });
 
 describe('the CLI', () => {
-  it('reads the contracts’ numbers from limits.ts only, which loads no schema library (a CLI start stays cheap)', () => {
+  it('reads the contracts’ numbers from limits.ts files only, which load no schema library (a CLI start stays cheap)', () => {
     const imported = sources(path.join(ROOT, 'src/cli')).flatMap((file) =>
-      [...readFileSync(file, 'utf8').matchAll(/from '[./]*domain\/kinds\/(\w+)\.js'/g)].map((m) => m[1]),
+      [...readFileSync(file, 'utf8').matchAll(/from '([./]*(?:domain\/kinds|kinds\/\w+)\/\w+\.js)'/g)].map((m) => path.basename(m[1]!)),
     );
     expect(imported.length).toBeGreaterThan(0);
-    expect([...new Set(imported)]).toEqual(['limits']);
+    expect([...new Set(imported)]).toEqual(['limits.js']);
+    // The shared limits import nothing; a kind's import only the shared ones.
     expect(readFileSync(path.join(ROOT, 'src/domain/kinds/limits.ts'), 'utf8')).not.toMatch(/^import /m);
+    for (const kind of ['agentPool', 'nodeAgent', 'virtualCluster']) {
+      const imports = [...readFileSync(path.join(ROOT, 'src/kinds', kind, 'limits.ts'), 'utf8').matchAll(/^import .* from '([^']+)';$/gm)].map((m) => m[1]);
+      expect(imports, kind).toEqual(['../../domain/kinds/limits.js']);
+    }
   });
 });
 

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
 import { Writable } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -22,7 +23,7 @@ describe('search treats % and _ literally', () => {
         fromVersion: '1',
         toVersion: '2',
         selector: {},
-        strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+        strategy: defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER),
         cause: { message },
         targets: [],
       });

@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -52,7 +53,7 @@ describe('health, readiness and metrics', () => {
         fromVersion: '1',
         toVersion: '2',
         selector: {},
-        strategy: defaultStrategy('VIRTUAL_CLUSTER'),
+        strategy: defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER),
         cause: {},
         targets: [],
       });

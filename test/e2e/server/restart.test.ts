@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +21,7 @@ describe('history across a restart', () => {
       fromVersion: 'a:1',
       toVersion: 'a:2',
       selector: { namespaces: ['default'] },
-      strategy: defaultStrategy('AGENT_POOL'),
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
       cause: { actor: 'me' },
       idempotencyKey: { scope: 'anonymous', key: 'run-42' },
       targets: [{ namespace: 'default', name: 'net-1', fromVersion: 'a:1', toVersion: 'a:2' }],
@@ -60,7 +61,7 @@ describe('history across a restart', () => {
         fromVersion: null,
         toVersion: 'a:2',
         selector: {},
-        strategy: defaultStrategy('AGENT_POOL'),
+        strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
         cause: {},
         idempotencyKey: { scope: 'anonymous', key: 'run-42' },
         targets: [],

@@ -1,6 +1,6 @@
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../../controller/Informer.js';
-import { agentPoolRollbackRules, matchesPoolSelection, type PoolSelection } from '../../../domain/agentPools.js';
+import { agentPoolRollbackRules, matchesPoolSelection, type PoolSelection } from '../plan.js';
 import type { RollbackRules } from '../../../domain/launchRules.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../../domain/ports.js';
 import type { Rollout } from '../../../domain/RolloutService.js';

@@ -2,7 +2,7 @@ import type { V1Deployment, V1Node, V1Pod } from '@kubernetes/client-node';
 import { feed, enqueueByLabels } from '../../../controller/sources.js';
 import type { Controller } from '../../../controller/Controller.js';
 import type { CacheReader, Informer } from '../../../controller/Informer.js';
-import type { AgentPoolQueries } from '../../../domain/agentPools.js';
+import type { AgentPoolQueries } from '../plan.js';
 import type { ControllerHost } from '../../../controllers/host.js';
 import { kindHost } from '../../../controllers/kindHost.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';

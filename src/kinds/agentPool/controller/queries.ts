@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../../controller/Informer.js';
-import type { AgentPoolQueries, AgentPoolView } from '../../../domain/agentPools.js';
+import type { AgentPoolQueries, AgentPoolView } from '../plan.js';
 import { agentsManagedBy } from './mode.js';
 import { holdOf } from './names.js';
 import { conditionTrue, podImage } from './podFacts.js';

@@ -1,7 +1,7 @@
 import type { V1DaemonSet, V1DaemonSetUpdateStrategy, V1Pod } from '@kubernetes/client-node';
 import { EventType } from '../../../domain/events.js';
 import { parseImageReference } from '../../../util/imageReference.js';
-import { nodeAgentSelectorOf, nodeAgentStrategyOf } from '../../../domain/nodeAgents.js';
+import { nodeAgentSelectorOf, nodeAgentStrategyOf } from '../plan.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../../domain/ports.js';
 import type { Rollout } from '../../../domain/RolloutService.js';
 import { NotFoundError, ValidationError } from '../../../errors.js';

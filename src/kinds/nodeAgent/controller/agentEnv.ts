@@ -10,7 +10,7 @@
 import type { V1Container, V1DaemonSet } from '@kubernetes/client-node';
 import { NotFoundError } from '../../../errors.js';
 import { kubeCall, type KubeClients } from '../../../kube/index.js';
-import type { DeclaredRuntimeClass } from '../../../domain/nodeAgents.js';
+import type { DeclaredRuntimeClass } from '../plan.js';
 import { agentContainerName } from './podFacts.js';
 
 export const RUNTIMECLASS_ENV = 'RUNTIMECLASS_NAME';

@@ -1,7 +1,7 @@
 import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
 import type { Controller } from '../../../controller/Controller.js';
 import { feed } from '../../../controller/sources.js';
-import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../../../domain/nodeAgents.js';
+import { DEFAULT_PEER_RUNTIME_CLASS, type NodeAgentQueries } from '../plan.js';
 import type { RolloutDriver } from '../../../domain/ports.js';
 import type { ControllerHost } from '../../../controllers/host.js';
 import { kindHost } from '../../../controllers/kindHost.js';

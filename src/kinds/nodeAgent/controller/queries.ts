@@ -1,5 +1,5 @@
 import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
-import type { NodeAgentCandidates, NodeAgentDriftItem, NodeAgentQueries, NodeAgentSet, NodeAgentState } from '../../../domain/nodeAgents.js';
+import type { NodeAgentCandidates, NodeAgentDriftItem, NodeAgentQueries, NodeAgentSet, NodeAgentState } from '../plan.js';
 import { ORIGINAL_STRATEGY_ANNOTATION, PEER_RUNTIME_CLASS_ANNOTATION, ROLLOUT_ANNOTATION } from './names.js';
 import type { KubeClients } from '../../../kube/index.js';
 import type { EventLog } from '../../../domain/EventLog.js';

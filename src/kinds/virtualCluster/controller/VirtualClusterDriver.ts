@@ -2,7 +2,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Informer } from '../../../controller/Informer.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../../domain/ports.js';
 import type { Rollout } from '../../../domain/RolloutService.js';
-import { clusterVersionChangeOf } from '../../../domain/virtualClusters.js';
+import { clusterVersionChangeOf } from '../plan.js';
 import { AppError, ErrorCode, NotFoundError } from '../../../errors.js';
 import { ANNOTATION_ROLLOUT, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED, REASON_UPGRADE_COMPLETED, REASON_UPGRADE_FAILED } from './names.js';
 import type { ControlPlaneApi } from './ControlPlaneApi.js';

@@ -5,7 +5,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../../../controller/Controller.js';
 import { feed } from '../../../controller/sources.js';
-import type { VirtualClusterQueries } from '../../../domain/virtualClusters.js';
+import type { VirtualClusterQueries } from '../plan.js';
 import type { ControllerHost } from '../../../controllers/host.js';
 import { kindHost } from '../../../controllers/kindHost.js';
 import { CV_PLURAL, DEFAULT_KEY_ALGORITHM, ECDSA_WARNING, LABEL_READY_FOR_UPGRADE, TENANCY_GROUP, TENANCY_VERSION, VC_PLURAL } from './names.js';

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { V1StatefulSet } from '@kubernetes/client-node';
-import { clusterSpecVersion } from '../../../domain/virtualClusters.js';
+import { clusterSpecVersion } from '../plan.js';
 import { canonicalJson } from '../../../util/canonicalJson.js';
 import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, type UpgradeComponent } from './names.js';
 import type { ClusterVersionSpec, EmbeddedObject } from './types.js';

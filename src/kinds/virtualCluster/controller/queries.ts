@@ -1,6 +1,6 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Informer } from '../../../controller/Informer.js';
-import type { ClusterVersionView, VirtualClusterQueries, VirtualClusterView } from '../../../domain/virtualClusters.js';
+import type { ClusterVersionView, VirtualClusterQueries, VirtualClusterView } from '../plan.js';
 import { ANNOTATION_PROGRESS, LABEL_READY_FOR_UPGRADE, LABEL_VERSION_APPLIED } from './names.js';
 import { lastUpgradeOf, specVersion } from './objects.js';
 import type { ClusterVersionObject, VirtualClusterObject } from './types.js';

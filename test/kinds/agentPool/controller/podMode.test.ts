@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../../../src/kinds/index.js';
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentName, splitNetworkName } from '../../../../src/kinds/agentPool/controller/names.js';
@@ -19,7 +20,7 @@ function rollout(id = 'ro_test'): Rollout {
     fromVersion: null,
     toVersion: NEW,
     selector: {},
-    strategy: defaultStrategy('AGENT_POOL'),
+    strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
     cause: {},
     idempotencyKey: null,
     rollbackOfId: null,

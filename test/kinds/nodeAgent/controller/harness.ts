@@ -1,3 +1,4 @@
+import { KIND_CONTRACTS } from '../../../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,9 +10,9 @@ import type { Domain } from '../../../../src/domain/Domain.js';
 import { reactToRolloutEvents } from '../../../../src/domain/engineReactions.js';
 import { InProcessEventBus } from '../../../../src/domain/EventBus.js';
 import { EventLog } from '../../../../src/domain/EventLog.js';
-import { bumpNodeAgentImageInput } from '../../../../src/domain/kinds/nodeAgent.js';
+import { bumpNodeAgentImageInput } from '../../../../src/kinds/nodeAgent/contract.js';
 import { parseInput } from '../../../../src/domain/kinds/strategy.js';
-import { bumpNodeAgentImage, type BumpNodeAgentImageInput } from '../../../../src/domain/nodeAgents.js';
+import { bumpNodeAgentImage, type BumpNodeAgentImageInput } from '../../../../src/kinds/nodeAgent/plan.js';
 import { RolloutEngine } from '../../../../src/domain/RolloutEngine.js';
 import { RolloutLauncher } from '../../../../src/domain/RolloutLauncher.js';
 import { RolloutService, type Rollout } from '../../../../src/domain/RolloutService.js';
@@ -61,7 +62,7 @@ export async function startHarness(
   const db = await openDatabase(dbUrl);
   const bus = new InProcessEventBus();
   const events = new EventLog(db.store, bus);
-  const rollouts = new RolloutService(db.store, events);
+  const rollouts = new RolloutService(db.store, events, KIND_CONTRACTS);
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ROLLPLANE_KUBE: 'sim', DATABASE_URL: dbUrl }, []);
 

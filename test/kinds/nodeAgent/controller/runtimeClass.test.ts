@@ -8,7 +8,7 @@ import { resolveEnv } from '../../../../src/kinds/nodeAgent/controller/agentEnv.
 import { ErrorCode } from '../../../../src/errors.js';
 import type { KubeObject } from '../../../../src/sim/types.js';
 import { DS_NS, startHarness, type Harness } from './harness.js';
-import { nodeAgentStrategyOf } from '../../../../src/domain/nodeAgents.js';
+import { nodeAgentStrategyOf } from '../../../../src/kinds/nodeAgent/plan.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,7 +1,8 @@
+import { KIND_CONTRACTS } from '../../../../src/kinds/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AdmittedTarget } from '../../../../src/domain/ports.js';
 import type { Rollout } from '../../../../src/domain/RolloutService.js';
-import { clusterSpecVersion, type ClusterVersionChange } from '../../../../src/domain/virtualClusters.js';
+import { clusterSpecVersion, type ClusterVersionChange } from '../../../../src/kinds/virtualCluster/plan.js';
 import { Resources } from '../../../../src/sim/store/resources.js';
 import { CV_NAME, startHarness, type Harness } from './harness.js';
 import { defaultStrategy } from '../../../../src/domain/kinds/index.js';
@@ -32,7 +33,7 @@ function rolloutFor(h: Harness, edit: (spec: any) => void, extra: Partial<Rollou
     fromVersion: change.previousVersion,
     toVersion: change.desiredVersion,
     selector: { clusterVersion: CV_NAME },
-    strategy: { ...defaultStrategy('VIRTUAL_CLUSTER'), maxConcurrent: 1, clusterVersionChange: change },
+    strategy: { ...defaultStrategy(KIND_CONTRACTS.VIRTUAL_CLUSTER), maxConcurrent: 1, clusterVersionChange: change },
     cause: {},
     idempotencyKey: null,
     rollbackOfId: null,

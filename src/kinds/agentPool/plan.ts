@@ -3,18 +3,18 @@
  * agent image becomes a rollout plan. No GraphQL or Kubernetes types here; `src/controllers/agentPool` implements
  * `AgentPoolQueries` from its informer caches.
  */
-import { matchesLabelSelector, parseLabelSelector, type Requirement } from './labelSelector.js';
-import { ConflictError, ValidationError } from '../errors.js';
-import type { Domain } from './Domain.js';
-import { scopedKey } from './RolloutLauncher.js';
-import { isDowngrade } from '../util/imageReference.js';
-import { pageByKey, type KeyedPage } from '../util/pagination.js';
-import type { AgentPoolStrategy, RolloutPlan } from './kinds/index.js';
-import type { BumpAgentImageRequest } from './kinds/agentPool.js';
-import type { LaunchResult } from './RolloutLauncher.js';
-import { busyRolloutName, type LaunchGuard, type RollbackRules } from './launchRules.js';
-import type { NewTarget } from './RolloutService.js';
-import { toVersionText } from './toVersionText.js';
+import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../../domain/labelSelector.js';
+import { ConflictError, ValidationError } from '../../errors.js';
+import type { Domain } from '../../domain/Domain.js';
+import { scopedKey } from '../../domain/RolloutLauncher.js';
+import { isDowngrade } from '../../util/imageReference.js';
+import { pageByKey, type KeyedPage } from '../../util/pagination.js';
+import type { RolloutPlan } from '../../domain/kinds/index.js';
+import type { AgentPoolStrategy, BumpAgentImageRequest } from './contract.js';
+import type { LaunchResult } from '../../domain/RolloutLauncher.js';
+import { busyRolloutName, type LaunchGuard, type RollbackRules } from '../../domain/launchRules.js';
+import type { NewTarget } from '../../domain/RolloutService.js';
+import { toVersionText } from '../../domain/toVersionText.js';
 
 export interface PoolCondition {
   type: string;
@@ -176,7 +176,7 @@ export function pageDrift<T extends { kind: string; namespace: string; name: str
 // bumpAgentImage
 
 /** What `bumpAgentImage` takes: the input as the agent-pool contract validated it (`bumpAgentImageInput`). */
-export type { BumpAgentImageRequest } from './kinds/agentPool.js';
+export type { BumpAgentImageRequest } from './contract.js';
 
 /**
  * Plans a new agent image for the selected pools and launches it. Held (hold annotation) and paused pools are skipped
@@ -294,5 +294,12 @@ function safeIsDowngrade(from: string, to: string): boolean {
     return isDowngrade(from, to);
   } catch {
     return false; // an unparsable recorded image cannot be compared
+  }
+}
+
+declare module '../../domain/Domain.js' {
+  interface KindPorts {
+    /** IPPools and their DHCP agents (cluster state from the agent-pool controllers' caches); absent when not set up. */
+    agentPools?: AgentPoolQueries;
   }
 }

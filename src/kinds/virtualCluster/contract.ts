@@ -6,8 +6,10 @@
  */
 import { z } from 'zod';
 import { parseNamespacedName } from '../../util/dnsNames.js';
-import { launchInputFields } from './cause.js';
-import { baseStrategyStored, imageReferenceInput, intIn, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from './strategy.js';
+import { launchInputFields } from '../../domain/kinds/cause.js';
+import { baseStrategyStored, imageReferenceInput, intIn, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from '../../domain/kinds/strategy.js';
+import { rollbackSelectorStored } from '../../domain/kinds/strategy.js';
+import type { KindContract } from '../../domain/kinds/index.js';
 import { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
 
 export { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
@@ -146,3 +148,17 @@ export const virtualClusterSelectorStored = z.object({
   clusterVersion: z.string().catch(''),
   clusters: z.array(z.string()).nullable().catch(null),
 });
+
+/** The VIRTUAL_CLUSTER contract the domain reads stored rollouts with (strategy and selector schemas), carried by the kind's module. */
+export const virtualClusterContract: KindContract<'VIRTUAL_CLUSTER'> = {
+  kind: VIRTUAL_CLUSTER,
+  strategyStored: virtualClusterStrategyStored,
+  selectorStored: z.union([rollbackSelectorStored, virtualClusterSelectorStored]),
+};
+
+declare module '../../domain/kinds/index.js' {
+  /** The VIRTUAL_CLUSTER kind's strategy and stored selection, as the domain types them (ADR 0045). */
+  interface KindShapes {
+    VIRTUAL_CLUSTER: { strategy: VirtualClusterStrategy; selector: z.output<typeof virtualClusterSelectorStored> };
+  }
+}

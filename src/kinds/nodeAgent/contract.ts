@@ -5,11 +5,27 @@
  */
 import { z } from 'zod';
 import { isDns1123Subdomain, isValidName } from '../../util/dnsNames.js';
-import { launchInputFields } from './cause.js';
-import { baseStrategyStored, imageReferenceInput, intIn, labelSelectorInput, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from './strategy.js';
+import { launchInputFields } from '../../domain/kinds/cause.js';
+import {
+  baseStrategyStored,
+  imageReferenceInput,
+  intIn,
+  labelSelectorInput,
+  STRATEGY_DEFAULTS,
+  withoutUndefined,
+  type BaseStrategy,
+} from '../../domain/kinds/strategy.js';
+import { rollbackSelectorStored } from '../../domain/kinds/strategy.js';
+import type { KindContract } from '../../domain/kinds/index.js';
 import { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES, type NodeAgentMode } from './limits.js';
 
-export { DEFAULT_MIN_READY_SECONDS, DEFAULT_NODE_AGENT_MODE, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES, type NodeAgentMode } from './limits.js';
+export {
+  DEFAULT_MIN_READY_SECONDS,
+  DEFAULT_NODE_AGENT_MODE,
+  DEFAULT_PEER_RUNTIME_CLASS,
+  NODE_AGENT_RANGES,
+  type NodeAgentMode,
+} from './limits.js';
 
 export const NODE_AGENT = 'NODE_AGENT' as const;
 /** The planner always writes one node at a time and no automatic rollback (`planNodeAgentBump`). */
@@ -78,3 +94,17 @@ export const nodeAgentSelectorStored = z.object({
   name: z.string().catch(''),
   canaryNodeSelector: z.string().nullable().catch(null),
 });
+
+/** The NODE_AGENT contract the domain reads stored rollouts with (strategy and selector schemas), carried by the kind's module. */
+export const nodeAgentContract: KindContract<'NODE_AGENT'> = {
+  kind: NODE_AGENT,
+  strategyStored: nodeAgentStrategyStored,
+  selectorStored: z.union([rollbackSelectorStored, nodeAgentSelectorStored]),
+};
+
+declare module '../../domain/kinds/index.js' {
+  /** The NODE_AGENT kind's strategy and stored selection, as the domain types them (ADR 0045). */
+  interface KindShapes {
+    NODE_AGENT: { strategy: NodeAgentStrategy; selector: z.output<typeof nodeAgentSelectorStored> };
+  }
+}

@@ -3,22 +3,24 @@
  * it serves. The domain side: the query port the Kubernetes side implements, input validation and planning of a bump.
  * No GraphQL or Kubernetes types here.
  */
-import { matchesLabelSelector, parseLabelSelector } from './labelSelector.js';
-import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationError } from '../errors.js';
-import type { Domain } from './Domain.js';
-import { scopedKey } from './RolloutLauncher.js';
-import { pageByKey, type KeyedPage } from '../util/pagination.js';
+import { matchesLabelSelector, parseLabelSelector } from '../../domain/labelSelector.js';
+import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationError } from '../../errors.js';
+import type { Domain } from '../../domain/Domain.js';
+import { scopedKey } from '../../domain/RolloutLauncher.js';
+import { pageByKey, type KeyedPage } from '../../util/pagination.js';
 import {
   DEFAULT_NODE_AGENT_MODE,
   DEFAULT_PEER_RUNTIME_CLASS,
+  nodeAgentContract,
   type BumpNodeAgentImageRequest,
   type NodeAgentMode,
   type NodeAgentStrategy,
-} from './kinds/nodeAgent.js';
-import { NODE_AGENT_PULL_ALLOWANCE_SECONDS, STRATEGY_DEFAULTS } from './kinds/limits.js';
-import { isRollbackSelector, parseStoredSelector, type RolloutPlan, type RolloutStrategy } from './kinds/index.js';
-import type { LaunchResult } from './RolloutLauncher.js';
-import type { NewTarget } from './RolloutService.js';
+} from './contract.js';
+import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
+import { NODE_AGENT_PULL_ALLOWANCE_SECONDS } from './limits.js';
+import { isRollbackSelector, parseStoredSelector, type RolloutPlan, type RolloutStrategy } from '../../domain/kinds/index.js';
+import type { LaunchResult } from '../../domain/RolloutLauncher.js';
+import type { NewTarget } from '../../domain/RolloutService.js';
 
 export {
   DEFAULT_PEER_RUNTIME_CLASS,
@@ -26,7 +28,7 @@ export {
   type NodeAgentStrategy,
   type BumpNodeAgentImageInput,
   type BumpNodeAgentImageRequest,
-} from './kinds/nodeAgent.js';
+} from './contract.js';
 
 /** The agent on one node, as the `NodeAgentState` GraphQL type shows it. */
 export interface NodeAgentState {
@@ -258,7 +260,7 @@ export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentIma
  * selector only names the rollout it reverts), from the strategy it copied.
  */
 export function nodeAgentSelectorOf(rollout: { selector: unknown; strategy: RolloutStrategy }): NodeAgentSelector {
-  const stored = parseStoredSelector('NODE_AGENT', rollout.selector);
+  const stored = parseStoredSelector(nodeAgentContract, rollout.selector);
   const own = stored && !isRollbackSelector(stored) ? stored : undefined;
   const copied = rollout.strategy.kind === 'NODE_AGENT' ? rollout.strategy : undefined;
   return {
@@ -282,4 +284,11 @@ export function nodeAgentStrategyOf(rollout: { id: string; strategy: RolloutStra
 /** A page of managed sets after `after` (ordered by namespace and name). */
 export function pageNodeAgentSets(queries: NodeAgentQueries, first: number | null | undefined, after: string | null | undefined): KeyedPage<NodeAgentSet> {
   return pageByKey(queries.listSets(), (set) => `${set.namespace}/${set.name}`, first, after, 100);
+}
+
+declare module '../../domain/Domain.js' {
+  interface KindPorts {
+    /** Node-agent DaemonSets (this kind's controller caches); absent when not set up. */
+    nodeAgents?: NodeAgentQueries;
+  }
 }

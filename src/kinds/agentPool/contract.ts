@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { isDns1123Label, isDns1123Subdomain, isValidName, parseNamespacedName } from '../../util/dnsNames.js';
-import { launchInputFields } from './cause.js';
+import { launchInputFields } from '../../domain/kinds/cause.js';
 import {
   baseStrategyStored,
   labelSelectorInput,
@@ -15,7 +15,9 @@ import {
   STRATEGY_DEFAULTS,
   withoutUndefined,
   type BaseStrategy,
-} from './strategy.js';
+} from '../../domain/kinds/strategy.js';
+import { rollbackSelectorStored } from '../../domain/kinds/strategy.js';
+import type { KindContract } from '../../domain/kinds/index.js';
 import { AGENT_POOL_RANGES, AGENT_POOL_STRATEGY_DEFAULTS } from './limits.js';
 
 export { AGENT_POOL_RANGES } from './limits.js';
@@ -92,3 +94,17 @@ export const agentPoolSelectorStored = z.object({
   names: z.array(z.string()).optional().catch(undefined),
   labelSelector: z.string().optional().catch(undefined),
 });
+
+/** The AGENT_POOL contract the domain reads stored rollouts with (strategy and selector schemas), carried by the kind's module. */
+export const agentPoolContract: KindContract<'AGENT_POOL'> = {
+  kind: AGENT_POOL,
+  strategyStored: agentPoolStrategyStored,
+  selectorStored: z.union([rollbackSelectorStored, agentPoolSelectorStored]),
+};
+
+declare module '../../domain/kinds/index.js' {
+  /** The AGENT_POOL kind's strategy and stored selection, as the domain types them (ADR 0045). */
+  interface KindShapes {
+    AGENT_POOL: { strategy: AgentPoolStrategy; selector: z.output<typeof agentPoolSelectorStored> };
+  }
+}

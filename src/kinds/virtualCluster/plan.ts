@@ -8,15 +8,15 @@
  * only exists after the spec is written, so it cannot name a plan; the spec hash can, it survives restarts, and a
  * rollback's target version is the spec it restores.
  */
-import { readPayload } from './eventPayloads.js';
+import { readPayload } from '../../domain/eventPayloads.js';
 import { createHash } from 'node:crypto';
-import { ConflictError, NotImplementedError, ValidationError } from '../errors.js';
-import type { Domain } from './Domain.js';
-import { scopedKey } from './RolloutLauncher.js';
-import { EventType, type StoredEvent } from './events.js';
-import { parseImageReference } from '../util/imageReference.js';
-import { checkPageSize, pageByKey, pageOfRows, type KeyedPage } from '../util/pagination.js';
-import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
+import { ConflictError, NotImplementedError, ValidationError } from '../../errors.js';
+import type { Domain } from '../../domain/Domain.js';
+import { scopedKey } from '../../domain/RolloutLauncher.js';
+import { EventType, type StoredEvent } from '../../domain/events.js';
+import { parseImageReference } from '../../util/imageReference.js';
+import { checkPageSize, pageByKey, pageOfRows, type KeyedPage } from '../../util/pagination.js';
+import type { RolloutPlan, RolloutStrategy } from '../../domain/kinds/index.js';
 import {
   ETCD_REFUSED,
   parseClusterRef,
@@ -26,11 +26,11 @@ import {
   type ComponentChange,
   type ComponentKey,
   type VirtualClusterStrategy,
-} from './kinds/virtualCluster.js';
-import type { LaunchResult } from './RolloutLauncher.js';
-import type { NewTarget } from './RolloutService.js';
-import { busyRolloutName, type LaunchGuard } from './launchRules.js';
-import { canonicalJson } from '../util/canonicalJson.js';
+} from './contract.js';
+import type { LaunchResult } from '../../domain/RolloutLauncher.js';
+import type { NewTarget } from '../../domain/RolloutService.js';
+import { busyRolloutName, type LaunchGuard } from '../../domain/launchRules.js';
+import { canonicalJson } from '../../util/canonicalJson.js';
 
 /** One VirtualCluster as the API shows it. */
 export interface VirtualClusterView {
@@ -93,7 +93,7 @@ export function clusterSpecVersion(spec: unknown): string {
     .slice(0, 12)}`;
 }
 
-export type { ClusterVersionChange } from './kinds/virtualCluster.js';
+export type { ClusterVersionChange } from './contract.js';
 
 /** The ClusterVersion change a VIRTUAL_CLUSTER rollout carries in its strategy; undefined for any other rollout. */
 export function clusterVersionChangeOf(strategy: RolloutStrategy): ClusterVersionChange | undefined {
@@ -241,7 +241,7 @@ export async function clusterUpgradeDurations(domain: Domain, clusterVersion?: s
 // -------------------------------------------------------------------------------------------------------------------
 // bumpClusterVersion
 
-export type { BumpClusterVersionRequest, ComponentChange } from './kinds/virtualCluster.js';
+export type { BumpClusterVersionRequest, ComponentChange } from './contract.js';
 
 type Json = Record<string, any>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -427,4 +427,11 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
     request,
     guard: refuseConcurrentChange(cv.name),
   });
+}
+
+declare module '../../domain/Domain.js' {
+  interface KindPorts {
+    /** VirtualClusters and ClusterVersions (this kind's controller caches); absent when not set up. */
+    virtualClusters?: VirtualClusterQueries;
+  }
 }

@@ -5,11 +5,11 @@
  * presented as desired. And what upstream would do to a pool: `recreatedWith` (the cluster's answer), `exposedTo` when
  * that is an image nobody chose for the pool.
  */
-import type { AgentPoolQueries, AgentPoolView } from './agentPools.js';
-import type { EventLog } from './EventLog.js';
-import { EventType } from './events.js';
-import type { Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
-import { isTerminal } from './rolloutStates.js';
+import type { AgentPoolQueries, AgentPoolView } from './plan.js';
+import type { EventLog } from '../../domain/EventLog.js';
+import { EventType } from '../../domain/events.js';
+import type { Rollout, RolloutService, RolloutTarget } from '../../domain/RolloutService.js';
+import { isTerminal } from '../../domain/rolloutStates.js';
 
 /** The decision of one rollout about one pool. */
 export interface AgentPoolChoice {

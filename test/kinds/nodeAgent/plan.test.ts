@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { bumpNodeAgentImageInput, type BumpNodeAgentImageInput } from '../../src/domain/kinds/nodeAgent.js';
-import { parseInput } from '../../src/domain/kinds/strategy.js';
-import { matchesLabelSelector, parseLabelSelector } from '../../src/domain/labelSelector.js';
+import { bumpNodeAgentImageInput, type BumpNodeAgentImageInput } from '../../../src/kinds/nodeAgent/contract.js';
+import { parseInput } from '../../../src/domain/kinds/strategy.js';
+import { matchesLabelSelector, parseLabelSelector } from '../../../src/domain/labelSelector.js';
 import {
   DELETES_FIRST,
   nodeAgentSelectorOf,
@@ -9,7 +9,7 @@ import {
   type NodeAgentCandidate,
   type NodeAgentCandidates,
   type NodeAgentQueries,
-} from '../../src/domain/nodeAgents.js';
+} from '../../../src/kinds/nodeAgent/plan.js';
 
 const OLD = 'example.com/agent:v1';
 /** The planner takes input the node-agent contract validated (the resolver parses it at the API edge). */
