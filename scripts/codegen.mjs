@@ -59,8 +59,9 @@ const outputs = [
       mappers: {
         Rollout: '../resolvers/models.js#RolloutModel',
         RolloutTarget: '../resolvers/models.js#RolloutTargetModel',
-        AgentPool: '../resolvers/models.js#AgentPoolModel',
-        VirtualCluster: '../resolvers/models.js#VirtualClusterModel',
+        // A kind's object types are its views (src/kinds/<kind>/plan.ts, ADR 0045): only generated code names them here.
+        AgentPool: '../../kinds/agentPool/plan.js#AgentPoolView',
+        VirtualCluster: '../../kinds/virtualCluster/plan.js#VirtualClusterView',
         Revision: '../resolvers/models.js#RevisionModel',
         AuditEntry: '../resolvers/models.js#AuditEntryModel',
         AgentRecreated: '../resolvers/models.js#AgentRecreatedModel',

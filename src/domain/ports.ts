@@ -1,5 +1,5 @@
 /**
- * What the domain needs from the world, as interfaces. `src/controllers/<kind>` implements them on Kubernetes (informer
+ * What the domain needs from the world, as interfaces. `src/kinds/<kind>/controller` implements them on Kubernetes (informer
  * caches and API writes); the composition root hands the implementations to the domain. No Kubernetes types here.
  */
 import type { RolloutKind } from './events.js';

@@ -3,6 +3,7 @@ import type { RolloutKind } from '../domain/events.js';
 import type { KindContract } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import type { ControllerHost } from '../controllers/host.js';
+import type { Resolvers } from '../graphql/generated/resolvers.js';
 
 /** Domain query ports the rollout kinds provide (each kind's field of KindPorts). */
 export type KindQueries = Partial<KindPorts>;
@@ -22,6 +23,8 @@ export interface KindRuntime {
 export interface RolloutKindModule<K extends RolloutKind = RolloutKind> {
   readonly kind: K;
   readonly contract: KindContract<K>;
+  /** Its part of the API: root fields and types of schema.graphql it answers (its `graphql.ts`). */
+  readonly resolvers: Resolvers;
   setup(host: ControllerHost): KindRuntime;
 }
 

@@ -18,7 +18,7 @@ import { compose } from './compose.js';
 import type { History } from './history.js';
 
 /**
- * The controller manager with the rollout kinds (src/controllers/index.ts, the one entry point), the rollout engine on
+ * The controller manager with the rollout kinds (src/kinds/index.ts, the one list of them), the rollout engine on
  * it and the notifications outbox; and the Domain the API serves. `run()` starts the manager (informers, lease,
  * controllers) once the API listens; `stop` stops it.
  */

@@ -10,22 +10,13 @@ const REGISTRATION = 'module.ts';
 
 /**
  * Generic code that still imports a kind's part (ADR 0045, what is left), as `importer → imported`: each entry goes
- * when that part moves into the kind's folder and reaches the generic code through the registry — the per-kind
- * resolvers (and the models codegen maps to) into `src/kinds/<kind>/graphql.ts`, the CLI's bump subcommands into
- * `src/kinds/<kind>/cli.ts`. The list only shrinks: a test fails on an entry that no longer exists.
+ * when that part moves into the kind's folder and reaches the generic code through the registry — the CLI's bump
+ * subcommands into `src/kinds/<kind>/cli.ts`. The list only shrinks: a test fails on an entry that no longer exists.
  */
 export const KIND_IMPORT_DEBTS: readonly string[] = [
   'cli/commands/bump.ts → kinds/agentPool/limits.ts',
   'cli/commands/bump.ts → kinds/nodeAgent/limits.ts',
   'cli/commands/bump.ts → kinds/virtualCluster/limits.ts',
-  'graphql/resolvers/agentPools.ts → kinds/agentPool/contract.ts',
-  'graphql/resolvers/agentPools.ts → kinds/agentPool/plan.ts',
-  'graphql/resolvers/models.ts → kinds/agentPool/plan.ts',
-  'graphql/resolvers/models.ts → kinds/virtualCluster/plan.ts',
-  'graphql/resolvers/nodeAgents.ts → kinds/nodeAgent/contract.ts',
-  'graphql/resolvers/nodeAgents.ts → kinds/nodeAgent/plan.ts',
-  'graphql/resolvers/virtualClusters.ts → kinds/virtualCluster/contract.ts',
-  'graphql/resolvers/virtualClusters.ts → kinds/virtualCluster/plan.ts',
 ];
 
 function sourceFiles(dir: string): string[] {
@@ -104,6 +95,36 @@ export function domainHalfViolations(srcDir: string): string[] {
         const to = path.relative(srcDir, path.resolve(path.dirname(path.join(srcDir, from)), fileName.replace(/\.(m?js)$/, '.ts')));
         if (isDomainHalf(to) || DOMAIN_HALF_MAY_IMPORT.includes(to.split(path.sep)[0]!)) continue;
         found.push(`${from} → ${to}`);
+      }
+    }
+  }
+  return found.sort();
+}
+
+/**
+ * A kind's controllers and its GraphQL part kept apart, as the controllers and GraphQL are (only its `module.ts` wires
+ * them): `controller/` imports neither GraphQL nor the kind's `graphql.ts`, which imports neither the controllers'
+ * host nor the kind's `controller/`. Each as `importer → imported`.
+ */
+export function controllerGraphqlCrossings(srcDir: string): string[] {
+  const found: string[] = [];
+  for (const kind of kindFolders(srcDir)) {
+    const controller = path.join(kind, 'controller') + path.sep;
+    const graphql = path.join(kind, 'graphql.ts');
+    for (const file of sourceFiles(path.join(srcDir, kind))) {
+      const from = path.relative(srcDir, file);
+      const forbidden =
+        from === graphql
+          ? (to: string) => to.startsWith(controller) || to.startsWith(`controllers${path.sep}`)
+          : from.startsWith(controller)
+            ? (to: string) => to === graphql || to.startsWith(`graphql${path.sep}`)
+            : undefined;
+      if (!forbidden) continue;
+      const { importedFiles } = ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, false);
+      for (const { fileName } of importedFiles) {
+        if (!fileName.startsWith('.')) continue;
+        const to = path.relative(srcDir, path.resolve(path.dirname(file), fileName.replace(/\.(m?js)$/, '.ts')));
+        if (forbidden(to)) found.push(`${from} → ${to}`);
       }
     }
   }

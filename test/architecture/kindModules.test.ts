@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { domainHalfViolations, KIND_IMPORT_DEBTS, kindBoundaryViolations, kindFolders, unregisteredKinds } from './kindBoundaries.js';
+import {
+  controllerGraphqlCrossings,
+  domainHalfViolations,
+  KIND_IMPORT_DEBTS,
+  kindBoundaryViolations,
+  kindFolders,
+  unregisteredKinds,
+} from './kindBoundaries.js';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
 
@@ -28,6 +35,10 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
     expect(domainHalfViolations(SRC)).toEqual([]);
   });
 
+  it('keeps each kind’s controllers and its GraphQL part apart (its module.ts wires them)', () => {
+    expect(controllerGraphqlCrossings(SRC)).toEqual([]);
+  });
+
   describe('on a tree that breaks the rule', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kind-boundaries-'));
     afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -45,7 +56,14 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
       "import { z } from 'zod';\nimport { y } from './contract.js';\nimport type { D } from '../../domain/Domain.js';\nimport { c } from './controller/index.js';\nimport { g } from '../../graphql/context.js';\n",
     );
     write('kinds/alpha/contract.ts', "import { e } from '../../errors.js';\nimport { u } from '../../util/dnsNames.js';\n");
-    write('kinds/alpha/controller/index.ts', "import { p } from '../plan.js';\nimport { h } from '../../../controllers/kindHost.js';\n");
+    write(
+      'kinds/alpha/controller/index.ts',
+      "import { p } from '../plan.js';\nimport { h } from '../../../controllers/kindHost.js';\nimport { c } from '../../../graphql/resolvers/connection.js';\n",
+    );
+    write(
+      'kinds/alpha/graphql.ts',
+      "import { p } from './plan.js';\nimport { c } from '../../graphql/resolvers/connection.js';\nimport { q } from './controller/queries.js';\n",
+    );
 
     it('reports imports into a kind from the rest of src, from another kind and from the registry past module.ts', () => {
       expect(kindBoundaryViolations(root)).toEqual([
@@ -57,6 +75,13 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
 
     it('reports a kind’s domain half importing its controllers or anything but the domain, util and errors', () => {
       expect(domainHalfViolations(root)).toEqual(['kinds/alpha/plan.ts → graphql/context.ts', 'kinds/alpha/plan.ts → kinds/alpha/controller/index.ts']);
+    });
+
+    it('reports a kind’s controllers importing GraphQL, and its GraphQL part importing its controllers', () => {
+      expect(controllerGraphqlCrossings(root)).toEqual([
+        'kinds/alpha/controller/index.ts → graphql/resolvers/connection.ts',
+        'kinds/alpha/graphql.ts → kinds/alpha/controller/queries.ts',
+      ]);
     });
 
     it('reports a kind folder the registry does not list', () => {

@@ -1,9 +1,6 @@
 import type { Resolvers } from '../generated/resolvers.js';
-import { agentPoolsResolvers } from './agentPools.js';
 import { coreResolvers } from './core.js';
-import { nodeAgentsResolvers } from './nodeAgents.js';
 import { notificationsResolvers } from './notifications.js';
-import { virtualClustersResolvers } from './virtualClusters.js';
 
 type ResolverMap = Record<string, unknown>;
 
@@ -20,4 +17,10 @@ function merge(...maps: Resolvers[]): Resolvers {
   return merged as Resolvers;
 }
 
-export const resolvers = merge(coreResolvers, agentPoolsResolvers, virtualClustersResolvers, nodeAgentsResolvers, notificationsResolvers);
+/**
+ * The API's resolvers: the core ones and the notifications', with each registered rollout kind's (its `graphql.ts`,
+ * handed over by the composition root from src/kinds: ADR 0045) merged in.
+ */
+export function resolversWith(kindResolvers: readonly Resolvers[]): Resolvers {
+  return merge(coreResolvers, ...kindResolvers, notificationsResolvers);
+}

@@ -1,11 +1,10 @@
 /**
  * What resolvers return for the GraphQL object types that have field resolvers: the domain objects, as they are today.
  * scripts/codegen.mjs maps these types to them (the `mappers` option), so that the generated `Resolvers` types expect
- * a domain Rollout where the schema says `Rollout` and the Rollout field resolvers receive one as their parent.
+ * a domain Rollout where the schema says `Rollout` and the Rollout field resolvers receive one as their parent. A
+ * rollout kind's object types map to its own views (src/kinds/<kind>/plan.ts) in codegen.mjs, not through here.
  */
 export type { Rollout as RolloutModel, RolloutTarget as RolloutTargetModel } from '../../domain/RolloutService.js';
-export type { AgentPoolView as AgentPoolModel } from '../../kinds/agentPool/plan.js';
-export type { VirtualClusterView as VirtualClusterModel } from '../../kinds/virtualCluster/plan.js';
 
 /** One revision of a target (RolloutService.revisions); `rollout` is resolved from its id. */
 export interface RevisionModel {

@@ -1,5 +1,6 @@
 import { AgentPoolChoices, agentPoolsWithHistory } from './choices.js';
 import { agentPoolContract } from './contract.js';
+import { agentPoolsResolvers } from './graphql.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { setupAgentPools } from './controller/index.js';
 
@@ -7,6 +8,7 @@ import { setupAgentPools } from './controller/index.js';
 export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
   kind: 'AGENT_POOL',
   contract: agentPoolContract,
+  resolvers: agentPoolsResolvers,
   setup(host) {
     const runtime = setupAgentPools(host, { ...host.config.agentPools });
     // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.

@@ -1,6 +1,6 @@
 /**
  * Agent pools in the domain's terms: what the API can ask about IPPools and their DHCP agents, and how a bump of the
- * agent image becomes a rollout plan. No GraphQL or Kubernetes types here; `src/controllers/agentPool` implements
+ * agent image becomes a rollout plan. No GraphQL or Kubernetes types here; `./controller` implements
  * `AgentPoolQueries` from its informer caches.
  */
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../../domain/labelSelector.js';

@@ -1,4 +1,5 @@
 import { nodeAgentContract } from './contract.js';
+import { nodeAgentsResolvers } from './graphql.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { setupNodeAgents } from './controller/index.js';
 
@@ -6,6 +7,7 @@ import { setupNodeAgents } from './controller/index.js';
 export const nodeAgentKind: RolloutKindModule<'NODE_AGENT'> = {
   kind: 'NODE_AGENT',
   contract: nodeAgentContract,
+  resolvers: nodeAgentsResolvers,
   setup(host) {
     const runtime = setupNodeAgents(host, { ...host.config.nodeAgents });
     return { driver: runtime.driver, queries: { nodeAgents: runtime.queries } };

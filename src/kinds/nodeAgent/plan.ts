@@ -103,7 +103,7 @@ export interface NodeAgentDriftItem {
   since: Date | null;
 }
 
-/** Implemented by src/controllers/nodeAgent from informer caches. */
+/** Implemented by ./controller from informer caches. */
 export interface NodeAgentQueries {
   /** Managed sets (labelled `rollplane.io/node-agent: "true"` or configured), ordered by namespace and name. */
   listSets(): NodeAgentSet[];

@@ -2,7 +2,7 @@
  * The VIRTUAL_CLUSTER rollout kind's contract: a target is one VirtualCluster (`namespace/name`) upgraded to a
  * ClusterVersion spec; the rollout carries the spec change in its strategy. The input is `BumpClusterVersionInput`
  * (ADR 0023). What depends on the cluster (the ClusterVersion's containers, the clusters using it) is checked when
- * planning, in `src/domain/virtualClusters.ts`.
+ * planning, in `plan.ts`.
  */
 import { z } from 'zod';
 import { parseNamespacedName } from '../../util/dnsNames.js';

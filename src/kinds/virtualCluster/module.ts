@@ -1,4 +1,5 @@
 import { virtualClusterContract } from './contract.js';
+import { virtualClustersResolvers } from './graphql.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { setupVirtualClusters } from './controller/index.js';
 
@@ -6,6 +7,7 @@ import { setupVirtualClusters } from './controller/index.js';
 export const virtualClusterKind: RolloutKindModule<'VIRTUAL_CLUSTER'> = {
   kind: 'VIRTUAL_CLUSTER',
   contract: virtualClusterContract,
+  resolvers: virtualClustersResolvers,
   setup(host) {
     const runtime = setupVirtualClusters(host, { ...host.config.virtualClusters });
     return { driver: runtime.driver, queries: { virtualClusters: runtime.queries } };

@@ -1,7 +1,7 @@
 /**
  * Virtual clusters in the domain's terms: what the API can ask about VirtualClusters and ClusterVersions, upgrade
  * statistics from the ClusterUpgradeObserved history, and how `bumpClusterVersion` becomes a rollout plan. No GraphQL
- * or Kubernetes types here; `src/controllers/virtualCluster` implements `VirtualClusterQueries` from its informer caches.
+ * or Kubernetes types here; `./controller` implements `VirtualClusterQueries` from its informer caches.
  *
  * Versions: a rollout of this kind goes from one ClusterVersion *spec* to another, named by `clusterSpecVersion`
  * (`spec-` + 12 hex of the spec's sha256). The ClusterVersion's resourceVersion, which clusters record once applied,

@@ -9,7 +9,7 @@ import { canonicalJson } from '../../../util/canonicalJson.js';
 import { ANNOTATION_LAST_UPGRADE, ANNOTATION_PROGRESS, type UpgradeComponent } from './names.js';
 import type { ClusterVersionSpec, EmbeddedObject } from './types.js';
 
-/** The version name of a ClusterVersion spec (see src/domain/virtualClusters.ts). */
+/** The version name of a ClusterVersion spec (see ../plan.ts). */
 export function specVersion(spec: ClusterVersionSpec | undefined): string {
   return clusterSpecVersion(spec);
 }

@@ -1,14 +1,14 @@
 import { readPayload } from '../../domain/eventPayloads.js';
-import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from '../../kinds/agentPool/plan.js';
+import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from './plan.js';
 import type { Domain } from '../../domain/Domain.js';
 import { EventType, type RolloutKind } from '../../domain/events.js';
 import { checkPageSize, pageOfRows, parseEventId } from '../../util/pagination.js';
-import { connectionOf, connectionOfItems } from './connection.js';
+import { connectionOf, connectionOfItems } from '../../graphql/resolvers/connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
-import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
-import type { Resolvers } from '../generated/resolvers.js';
-import { eventEdge } from './mappers.js';
-import { bumpAgentImageInput } from '../../kinds/agentPool/contract.js';
+import { idempotencyScopeOf, type GraphQLContext } from '../../graphql/context.js';
+import type { Resolvers } from '../../graphql/generated/resolvers.js';
+import { eventEdge } from '../../graphql/resolvers/mappers.js';
+import { bumpAgentImageInput } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
 function pools(ctx: GraphQLContext): AgentPoolQueries {

@@ -1,4 +1,4 @@
-import { idempotencyScopeOf } from '../context.js';
+import { idempotencyScopeOf } from '../../graphql/context.js';
 import { parseEventId } from '../../util/pagination.js';
 import {
   bumpClusterVersion,
@@ -9,13 +9,13 @@ import {
   lastUpgradeOf,
   listClusterVersions,
   listVirtualClusters,
-} from '../../kinds/virtualCluster/plan.js';
+} from './plan.js';
 import { ValidationError } from '../../errors.js';
-import type { Resolvers } from '../generated/resolvers.js';
-import { bumpClusterVersionInput } from '../../kinds/virtualCluster/contract.js';
+import type { Resolvers } from '../../graphql/generated/resolvers.js';
+import { bumpClusterVersionInput } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
-import { connectionOf, connectionOfItems } from './connection.js';
-import { clusterUpgradeToGraphQL, eventEdge } from './mappers.js';
+import { connectionOf, connectionOfItems } from '../../graphql/resolvers/connection.js';
+import { clusterUpgradeToGraphQL, eventEdge } from '../../graphql/resolvers/mappers.js';
 
 function checkName(value: unknown, field: string): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 253) throw new ValidationError(field, 'must be 1 to 253 characters');

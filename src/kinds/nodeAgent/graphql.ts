@@ -1,9 +1,9 @@
-import { bumpNodeAgentImage, pageNodeAgentSets, type NodeAgentQueries } from '../../kinds/nodeAgent/plan.js';
-import { connectionOf } from './connection.js';
+import { bumpNodeAgentImage, pageNodeAgentSets, type NodeAgentQueries } from './plan.js';
+import { connectionOf } from '../../graphql/resolvers/connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
-import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
-import type { Resolvers } from '../generated/resolvers.js';
-import { bumpNodeAgentImageInput } from '../../kinds/nodeAgent/contract.js';
+import { idempotencyScopeOf, type GraphQLContext } from '../../graphql/context.js';
+import type { Resolvers } from '../../graphql/generated/resolvers.js';
+import { bumpNodeAgentImageInput } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
 function nodeAgents(ctx: GraphQLContext): NodeAgentQueries {
