@@ -19,7 +19,7 @@ const INPUTS = ['package.json', 'package-lock.json', 'schema.graphql', 'tsconfig
 /** Under src/, what the build does not read: the Prisma clients the tests generate. */
 const IGNORED = new Set(['src/store/generated', 'src/store/generated-pg']);
 /** What the build must have produced for dist/ to be usable at all. */
-const OUTPUTS = ['dist/src/main.js', 'dist/src/cli/main.js', 'dist/ui/index.html'];
+const OUTPUTS = ['dist/src/main.js', 'dist/src/rollplane.js', 'dist/ui/index.html'];
 
 function listFiles(base, rel) {
   const files = [];

@@ -1,9 +1,7 @@
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { SETTINGS } from '../config.js';
 import { VERSION } from '../version.js';
-import { registerBump } from './commands/bump.js';
+import { registerBump, type BumpSubcommand } from './commands/bump.js';
 import { registerFleet } from './commands/fleet.js';
 import { registerHistory } from './commands/history.js';
 import { registerNotify } from './commands/notify.js';
@@ -18,7 +16,21 @@ import type { CliIo } from './runtime.js';
  * Resolves with the exit code: 0 success, 1 failure (rollout failed, aborted or rolled back; request refused),
  * 2 usage error or `--wait` timeout, 3 server unreachable or token refused.
  */
-export async function main(argv: readonly string[], io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+/**
+ * What the CLI's entry point (src/rollplane.ts, ADR 0045) gives it: the registered kinds' bump subcommands, and the
+ * server for `serve` (loaded on demand there). Given, not imported, so that the CLI imports neither the kinds nor
+ * the server (src/kinds imports the CLI's helpers).
+ */
+export interface CliParts {
+  bumpSubcommands: readonly BumpSubcommand[];
+  serve(flags: string[]): Promise<void>;
+}
+
+export async function main(
+  argv: readonly string[],
+  parts: CliParts,
+  io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
   let exitCode: number = ExitCode.Ok;
   const setExitCode = (code: number) => (exitCode = code);
   const program = new Command('rollplane')
@@ -39,9 +51,7 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
     )
     .argument('[flags...]')
     .action(async (flags: string[]) => {
-      // Loaded on demand: the client commands should not pay for the server's start-up imports.
-      const { serve } = await import('../serve.js');
-      await serve(flags);
+      await parts.serve(flags);
     });
 
   program
@@ -74,7 +84,7 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
       process.once('SIGINT', stop);
     });
 
-  registerBump(program, io, setExitCode);
+  registerBump(program, io, setExitCode, parts.bumpSubcommands);
   registerRollout(program, io, setExitCode);
   registerHistory(program, io, setExitCode);
   registerFleet(program, io, setExitCode);
@@ -91,25 +101,10 @@ export async function main(argv: readonly string[], io: CliIo = { env: process.e
   return exitCode;
 }
 
-function isEntryPoint(): boolean {
-  const script = process.argv[1];
-  if (!script) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(script)).href;
-  } catch {
-    return false;
-  }
-}
-
 /** `rollplane history | head -1`: a reader that goes away is not an error. */
 export function ignoreClosedStdout(): void {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw error;
   });
-}
-
-if (isEntryPoint()) {
-  ignoreClosedStdout();
-  process.exitCode = await main(process.argv.slice(2));
 }

@@ -4,20 +4,22 @@ import ts from 'typescript';
 
 /** Where the rollout kinds' modules live: one folder each under it, registered through its `module.ts`. */
 export const KINDS_FOLDER = 'kinds';
-/** The one file outside the kinds' folders that may name them: the list of registered kinds, through `module.ts`. */
-const REGISTRY = path.join(KINDS_FOLDER, 'index.ts');
-const REGISTRATION = 'module.ts';
+/**
+ * The files outside the kinds' folders that may name them, each the list of registered kinds for one program and the
+ * one file of a kind it imports: the server's (`index.ts`, each kind's `module.ts`) and the CLI's (`cli.ts`, each
+ * kind's `cli.ts`, so that the CLI loads no server code).
+ */
+const REGISTRIES = new Map([
+  [path.join(KINDS_FOLDER, 'index.ts'), 'module'],
+  [path.join(KINDS_FOLDER, 'cli.ts'), 'cli'],
+]);
 
 /**
  * Generic code that still imports a kind's part (ADR 0045, what is left), as `importer → imported`: each entry goes
- * when that part moves into the kind's folder and reaches the generic code through the registry — the CLI's bump
- * subcommands into `src/kinds/<kind>/cli.ts`. The list only shrinks: a test fails on an entry that no longer exists.
+ * when that part moves into the kind's folder and reaches the generic code through a registry. The list only shrinks:
+ * a test fails on an entry that no longer exists. Empty since the CLI's bump subcommands moved (src/kinds/<kind>/cli.ts).
  */
-export const KIND_IMPORT_DEBTS: readonly string[] = [
-  'cli/commands/bump.ts → kinds/agentPool/limits.ts',
-  'cli/commands/bump.ts → kinds/nodeAgent/limits.ts',
-  'cli/commands/bump.ts → kinds/virtualCluster/limits.ts',
-];
+export const KIND_IMPORT_DEBTS: readonly string[] = [];
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
@@ -54,7 +56,7 @@ export function kindBoundaryViolations(srcDir: string, debts: readonly string[] 
       const to = path.relative(srcDir, path.resolve(path.dirname(file), fileName.replace(/\.(m?js)$/, '.ts')));
       const kind = kindOf(to);
       if (!kind || kindOf(from) === kind) continue;
-      if (from === REGISTRY && to === path.join(kind, REGISTRATION)) continue;
+      if (REGISTRIES.has(from) && to === path.join(kind, `${REGISTRIES.get(from)}.ts`)) continue;
       if (debts.includes(`${from} → ${to}`)) continue;
       found.push(`${from} → ${to}`);
     }
@@ -62,10 +64,34 @@ export function kindBoundaryViolations(srcDir: string, debts: readonly string[] 
   return found.sort();
 }
 
-/** Kind folders the registry does not register (through their `module.ts`). */
+/** Kind folders a registry does not register (the server's through their `module.ts`, the CLI's through `cli.ts`). */
 export function unregisteredKinds(srcDir: string): string[] {
-  const registry = fs.readFileSync(path.join(srcDir, REGISTRY), 'utf8');
-  return kindFolders(srcDir).filter((k) => !registry.includes(`'./${path.basename(k)}/module.js'`));
+  const missing: string[] = [];
+  for (const [registry, file] of REGISTRIES) {
+    const text = fs.existsSync(path.join(srcDir, registry)) ? fs.readFileSync(path.join(srcDir, registry), 'utf8') : '';
+    for (const kind of kindFolders(srcDir)) if (!text.includes(`'./${path.basename(kind)}/${file}.js'`)) missing.push(`${registry}: ${kind}`);
+  }
+  return missing;
+}
+
+/** What a kind's `cli.ts` may import (the CLI loads it): the CLI, util, errors, the shared limits and its own. */
+export function cliPartViolations(srcDir: string): string[] {
+  const found: string[] = [];
+  for (const kind of kindFolders(srcDir)) {
+    const from = path.join(kind, 'cli.ts');
+    if (!fs.existsSync(path.join(srcDir, from))) continue;
+    const { importedFiles } = ts.preProcessFile(fs.readFileSync(path.join(srcDir, from), 'utf8'), true, false);
+    for (const { fileName } of importedFiles) {
+      if (!fileName.startsWith('.')) continue;
+      const to = path.relative(srcDir, path.resolve(path.dirname(path.join(srcDir, from)), fileName.replace(/\.(m?js)$/, '.ts')));
+      const allowed =
+        ['cli', 'util', 'errors.ts'].includes(to.split(path.sep)[0]!) ||
+        to === path.join('domain', 'kinds', 'limits.ts') ||
+        to === path.join(kind, 'limits.ts');
+      if (!allowed) found.push(`${from} → ${to}`);
+    }
+  }
+  return found.sort();
 }
 
 /**

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  cliPartViolations,
   controllerGraphqlCrossings,
   domainHalfViolations,
   KIND_IMPORT_DEBTS,
@@ -35,6 +36,10 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
     expect(domainHalfViolations(SRC)).toEqual([]);
   });
 
+  it('lets a kind’s CLI part import only the CLI, util, errors and the contracts’ numbers (the CLI loads no server code)', () => {
+    expect(cliPartViolations(SRC)).toEqual([]);
+  });
+
   it('keeps each kind’s controllers and its GraphQL part apart (its module.ts wires them)', () => {
     expect(controllerGraphqlCrossings(SRC)).toEqual([]);
   });
@@ -55,6 +60,8 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
       'kinds/alpha/plan.ts',
       "import { z } from 'zod';\nimport { y } from './contract.js';\nimport type { D } from '../../domain/Domain.js';\nimport { c } from './controller/index.js';\nimport { g } from '../../graphql/context.js';\n",
     );
+    write('kinds/cli.ts', "import { a } from './alpha/cli.js';\n");
+    write('kinds/alpha/cli.ts', "import { f } from '../../cli/flags.js';\nimport { l } from './limits.js';\nimport { p } from './plan.js';\n");
     write('kinds/alpha/contract.ts', "import { e } from '../../errors.js';\nimport { u } from '../../util/dnsNames.js';\n");
     write(
       'kinds/alpha/controller/index.ts',
@@ -84,8 +91,12 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
       ]);
     });
 
-    it('reports a kind folder the registry does not list', () => {
-      expect(unregisteredKinds(root)).toEqual(['kinds/beta']);
+    it('reports a kind’s CLI part importing more than the CLI and the contract’s numbers', () => {
+      expect(cliPartViolations(root)).toEqual(['kinds/alpha/cli.ts → kinds/alpha/plan.ts']);
+    });
+
+    it('reports a kind folder a registry does not list', () => {
+      expect(unregisteredKinds(root)).toEqual(['kinds/index.ts: kinds/beta', 'kinds/cli.ts: kinds/beta']);
     });
   });
 });

@@ -27,9 +27,9 @@ export interface RunningCli {
   kill(): void;
 }
 
-/** Starts `rollplane …` (src/cli/main.ts through tsx) as a child process. */
+/** Starts `rollplane …` (src/rollplane.ts, its entry point, through tsx) as a child process. */
 export function startCli(args: string[], env: Record<string, string> = {}, timeoutMs = 45_000): RunningCli {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/cli/main.ts'), ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/rollplane.ts'), ...args], {
     cwd: projectRoot,
     env: cleanEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { agentImageInput, clusterVersionInput, nodeAgentImageInput } from '../../src/cli/bumpInputs.js';
+import { agentImageInput } from '../../src/kinds/agentPool/cli.js';
+import { nodeAgentImageInput } from '../../src/kinds/nodeAgent/cli.js';
+import { clusterVersionInput } from '../../src/kinds/virtualCluster/cli.js';
 import { defaultIdempotencyKey, detectCi } from '../../src/cli/ciContext.js';
 
 const github = {

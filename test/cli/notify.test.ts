@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
+import { main } from '../../src/rollplane.js';
 import { EventType } from '../../src/domain/events.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { Receiver } from '../helpers/receiver.js';

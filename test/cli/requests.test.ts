@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
+import { main } from '../../src/rollplane.js';
 import type { RolloutView } from '../../src/cli/operations.js';
 import { rolloutView } from './rolloutView.js';
 

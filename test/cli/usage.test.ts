@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
+import { main } from '../../src/rollplane.js';
 
 /** `main()` in-process: usage errors never reach the network, so no server is needed. */
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

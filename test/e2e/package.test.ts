@@ -65,7 +65,7 @@ describe('the npm package (npm pack)', () => {
     for (const file of [
       'bin/rollplane.js',
       'dist/src/main.js',
-      'dist/src/cli/main.js',
+      'dist/src/rollplane.js',
       'dist/ui/index.html',
       'dist/build-info.json',
       'schema.graphql',

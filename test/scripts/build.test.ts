@@ -23,7 +23,7 @@ beforeEach(async () => {
   await write('schema.graphql', 'type Query { a: Int }');
   await write('src/main.ts', 'export {};');
   await write('src/store/generated/client.ts', '// the tests’ Prisma client');
-  for (const output of ['dist/src/main.js', 'dist/src/cli/main.js', 'dist/ui/index.html']) await write(output, '');
+  for (const output of ['dist/src/main.js', 'dist/src/rollplane.js', 'dist/ui/index.html']) await write(output, '');
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
