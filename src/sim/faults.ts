@@ -195,13 +195,15 @@ export function parseFaultConfig(input: unknown): FaultConfig {
   throw new SimApiError(400, 'BadRequest', `invalid fault configuration: ${causes.map((c) => `${c.field || '(root)'}: ${c.message}`).join('; ')}`, { causes });
 }
 
-function send(res: ServerResponse, code: number, body: unknown): true {
+/** Answers JSON (the admin endpoints'). */
+export function send(res: ServerResponse, code: number, body: unknown): true {
   const text = JSON.stringify(body);
   res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
   return true;
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+/** A request's JSON body ({} when empty); a 400 SimApiError when it is not JSON. */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const text = Buffer.concat(chunks).toString('utf8');

@@ -36,3 +36,27 @@ export async function writeKubeconfig(options: KubeconfigOptions): Promise<strin
   await writeFile(path, stringify(kubeconfigFor(options.server, options.token)), { mode: 0o600 });
   return path;
 }
+
+/** One simulated cluster of a kubeconfig with a context per cluster. */
+export interface KubeconfigCluster {
+  /** The context's, cluster entry's and user's name. */
+  name: string;
+  server: string;
+  token?: string;
+}
+
+/**
+ * One kubeconfig with a context per cluster (kubectl's `--context NAME`), each naming its own cluster and user entries
+ * after the cluster; the current context is `current` (default: the first cluster).
+ */
+export function kubeconfigForClusters(clusters: readonly KubeconfigCluster[], current = clusters[0]?.name): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: clusters.map(({ name, server }) => ({ name, cluster: { server, 'insecure-skip-tls-verify': true } })),
+    users: clusters.map(({ name, token }) => ({ name, user: { token: token ?? 'rollplane-sim-token' } })),
+    contexts: clusters.map(({ name }) => ({ name, context: { cluster: name, user: name, namespace: 'default' } })),
+    ...(current !== undefined ? { 'current-context': current } : {}),
+    preferences: {},
+  };
+}
