@@ -359,6 +359,19 @@ export const TABLE = {
         'Simulator fleet: `demo`, `empty`, or sizes like `pools=1000,clusters=100,nodes=50`, optionally followed by `,upstream=` and upstream controllers joined by `+`: `vm-dhcp` (or `vm-dhcp:no-agent`), `vc-manager` (or `vc-manager:partial-upgrade` for the gate on), `caa`; e.g. `demo,upstream=vm-dhcp+vc-manager`. `demo` installs `vm-dhcp` and `caa`; an `upstream=` part replaces that (see below)',
       parse: simFleet,
     }),
+    memberClusters: row({
+      env: 'ROLLPLANE_SIM_MEMBER_CLUSTERS',
+      default: 'auto',
+      shown: '`demo` with the `demo` fleet, else `off`',
+      module: 'src/sim/simulatedClusters.ts',
+      description:
+        'Simulated member clusters beside the embedded simulator (`ROLLPLANE_KUBE=sim` only): `demo` starts `edge-1` and `edge-2` (labels `tier=edge`, `region=…`, each with its own fleet and vm-dhcp-controller) and registers them in the credentials file (ROLLPLANE_MEMBER_CLUSTERS_FILE), so the cluster dimension shows out of the box; `off` gives `local` alone',
+      parse: (raw, { setting, other }): 'demo' | 'off' => {
+        if (raw === 'auto') return other('ROLLPLANE_SIM_FLEET') === 'demo' ? 'demo' : 'off';
+        if (raw === 'demo' || raw === 'off') return raw;
+        throw new ConfigError(setting, `must be auto, demo or off (got "${raw}")`);
+      },
+    }),
   },
   shutdownTimeoutMs: row({
     env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS',

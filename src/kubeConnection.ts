@@ -9,6 +9,8 @@ export interface KubeConnection {
   kubeConfig: KubeConfig;
   /** Where the simulator's kubeconfig was written (sim mode only), so kubectl can be pointed at it. */
   kubeconfigPath?: string;
+  /** The simulated member clusters started beside the embedded simulator (ROLLPLANE_SIM_MEMBER_CLUSTERS), to register. */
+  simulatedMembers?: readonly SimulatedMember[];
   /** Resolves when the API server answers /version; rejects with the reason otherwise. */
   check(): Promise<void>;
   /** Which Kubernetes this is, for people: the simulator, or the context, its server and the kubeconfig it came from. */
@@ -17,10 +19,18 @@ export interface KubeConnection {
   stop(): Promise<void>;
 }
 
+/** A simulated member cluster as the credentials file registers it: its kubeconfig text holds a loopback token. */
+export interface SimulatedMember {
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  kubeconfig: string;
+}
+
 export async function connectKubernetes(config: Config, logger: Logger): Promise<KubeConnection> {
   const kubeConfig = new KubeConfig();
   let stop = async () => {};
   let kubeconfigPath: string | undefined;
+  let simulatedMembers: SimulatedMember[] | undefined;
   switch (config.kube.mode) {
     case 'sim': {
       // Imported lazily: a process driving a real cluster never loads the simulator.
@@ -33,6 +43,26 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
       kubeConfig.loadFromFile(sim.kubeconfigPath);
       stop = () => sim.stop();
       logger.info({ kubeconfig: sim.kubeconfigPath, url: sim.url, fleet: config.sim.fleet }, 'embedded Kubernetes simulator started');
+      if (config.sim.memberClusters === 'demo') {
+        const { DEMO_MEMBER_CLUSTERS, startSimulatedClusters } = await import('./sim/simulatedClusters.js');
+        const members = await startSimulatedClusters({
+          clusters: DEMO_MEMBER_CLUSTERS,
+          adminPort: 0,
+          logger: logger.child({ component: 'sim-members' }),
+        }).catch(async (error: unknown) => {
+          await sim.stop();
+          throw error;
+        });
+        simulatedMembers = [...members.clusters.values()].map(({ name, labels, kubeconfig }) => ({ name, labels, kubeconfig }));
+        stop = async () => {
+          await members.stop();
+          await sim.stop();
+        };
+        logger.info(
+          { clusters: simulatedMembers.map((m) => m.name), kubeconfig: members.kubeconfigPath, admin: members.adminUrl },
+          'simulated member clusters started (PUT <admin>/sim/clusters/<name> {"state":"unreachable"} and so on)',
+        );
+      }
       break;
     }
     case 'kubeconfig':
@@ -47,6 +77,7 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
     mode: config.kube.mode,
     kubeConfig,
     ...(kubeconfigPath ? { kubeconfigPath } : {}),
+    ...(simulatedMembers ? { simulatedMembers } : {}),
     async check() {
       try {
         await versionApi.getCode();

@@ -36,6 +36,8 @@ export interface SimulatedClusterSpec {
   upstream?: UpstreamSelection;
   /** Run its simulated kubelets and controllers (default true). */
   behaviour?: boolean;
+  /** Install the project's CRDs (default true); false serves a cluster without IPPools and VirtualClusters. */
+  crds?: boolean;
 }
 
 export interface SimulatedClustersOptions {
@@ -74,6 +76,15 @@ export interface SimulatedClusters {
   set(name: string, state: ClusterState, latencyMs?: number): Promise<FrontDoorState>;
   stop(): Promise<void>;
 }
+
+/**
+ * The embedded mode's edge clusters (ROLLPLANE_SIM_MEMBER_CLUSTERS=demo): two small Harvester-like clusters, each with
+ * its own pools and vm-dhcp-controller, labelled as an edge fleet is.
+ */
+export const DEMO_MEMBER_CLUSTERS: readonly SimulatedClusterSpec[] = Object.freeze([
+  { name: 'edge-1', labels: { tier: 'edge', region: 'eu-west' }, fleet: 'pools=2,nodes=2,peers=0,upstream=vm-dhcp' },
+  { name: 'edge-2', labels: { tier: 'edge', region: 'us-east' }, fleet: 'pools=1,nodes=1,peers=0,upstream=vm-dhcp' },
+]);
 
 const stateInput = z.strictObject({
   state: z.enum(CLUSTER_STATES),
@@ -118,6 +129,7 @@ export async function startSimulatedClusters(options: SimulatedClustersOptions):
       ...(spec.fleet !== undefined ? { fleet: spec.fleet } : {}),
       ...(spec.upstream !== undefined ? { upstream: spec.upstream } : {}),
       ...(spec.behaviour !== undefined ? { behaviour: spec.behaviour } : {}),
+      ...(spec.crds !== undefined ? { crds: spec.crds } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
     const door = new ClusterFrontDoor(simulator.url, host);

@@ -7,7 +7,8 @@ import { capiKubeconfigSecrets, memberClusterSecrets } from '../clusters/sources
 import type { ClusterSourceReader } from '../clusters/sources/types.js';
 import { MemberClusterRegistry } from '../domain/clusters/MemberClusterRegistry.js';
 import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
-import type { KubeConnection } from '../kubeConnection.js';
+import { writeSimulatedMembers } from '../clusters/sources/simulatedMembers.js';
+import type { KubeConnection, SimulatedMember } from '../kubeConnection.js';
 import type { Logger } from '../log.js';
 import type { AppMetrics } from '../metrics.js';
 import { compose } from './compose.js';
@@ -52,13 +53,33 @@ export async function startMemberClusters(
     if (settings.capi !== 'off') sources.push(capiKubeconfigSecrets(core, settings.capi === 'all' ? undefined : settings.capi));
     if (settings.file) {
       await ensureCredentialsFile(settings.file);
+      await registerSimulatedMembers(settings.file, kube.simulatedMembers ?? [], log);
       sources.push(credentialsFile(settings.file));
+    } else if (kube.simulatedMembers?.length) {
+      log.warn(
+        { clusters: kube.simulatedMembers.map((m) => m.name) },
+        'the simulated member clusters are not registered: there is no credentials file (ROLLPLANE_MEMBER_CLUSTERS_FILE is off, or the store is PostgreSQL)',
+      );
     }
     const sync = started(new MemberClusterSync({ registry, connections, sources, rules: { allowExecPlugins: settings.execPlugins }, local, logger: log }));
     // Not awaited: the first pass reads the sources (each request bounded) while the rest of the service starts.
     sync.start(settings.syncIntervalMs).catch((error: unknown) => log.error({ err: error }, 'the member cluster sources failed to start'));
     return { registry, connections, sync };
   });
+}
+
+/**
+ * Puts the embedded mode's simulated members (or none) into the credentials file, and takes out those of an earlier
+ * start that are gone. A file that cannot be written is logged: the service runs on with the members it has.
+ */
+async function registerSimulatedMembers(file: string, members: readonly SimulatedMember[], log: Logger): Promise<void> {
+  try {
+    const { written, removed, skipped } = await writeSimulatedMembers(file, members);
+    if (written.length + removed.length > 0) log.info({ file, written, removed }, 'simulated member clusters written to the credentials file');
+    if (skipped.length > 0) log.warn({ file, clusters: skipped }, 'simulated member clusters skipped: the credentials file has entries of these names');
+  } catch (error) {
+    log.warn({ err: error, file }, 'the simulated member clusters could not be written to the credentials file');
+  }
 }
 
 export type MemberClustersPart = Awaited<ReturnType<typeof startMemberClusters>>;

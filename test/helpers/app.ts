@@ -39,6 +39,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       LOG_LEVEL: 'silent',
       ROLLPLANE_KUBE: 'sim',
       ROLLPLANE_SIM_FLEET: 'empty',
+      // `local` alone, whatever the fleet: a test that wants the simulated members asks for them.
+      ROLLPLANE_SIM_MEMBER_CLUSTERS: 'off',
       ROLLPLANE_CONTROLLERS: 'off',
       ...options.env,
     },

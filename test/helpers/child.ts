@@ -25,7 +25,7 @@ export function spawnService(env: Record<string, string>, args: string[] = []): 
   return spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/main.ts'), ...args], {
     cwd: projectRoot,
     // NODE_ENV as in a deployment: vitest sets `test`, which changes what libraries do (Apollo skips its signal handlers).
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env },
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ROLLPLANE_SIM_MEMBER_CLUSTERS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

@@ -3,11 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { type Simulator, startSimulator } from '../../src/sim/index.js';
-import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
+import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
 import { openSqliteDatabase } from '../../src/store/db.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { startMemberProxy, type MemberProxy } from '../helpers/memberProxy.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -24,18 +22,17 @@ describe('the service with member clusters', () => {
     ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS: '400',
     ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS: '3000',
   };
-  let member: Simulator;
-  let proxy: MemberProxy;
+  let member: SimulatedClusters;
   let app: TestApp | undefined;
 
   beforeAll(async () => {
-    member = await startSimulator({ behaviour: false, crds: false });
-    proxy = await startMemberProxy(member.url);
-    writeFileSync(file, stringify({ clusters: [{ name: 'edge-a', labels: { env: 'prod' }, kubeconfig: kubeconfigFor(proxy.url) }] }), { mode: 0o600 });
+    // Without the project CRDs: edge-a serves node agents alone.
+    member = await startSimulatedClusters({ clusters: [{ name: 'edge-a', behaviour: false, crds: false }] });
+    const kubeconfig = member.clusters.get('edge-a')!.kubeconfig;
+    writeFileSync(file, stringify({ clusters: [{ name: 'edge-a', labels: { env: 'prod' }, kubeconfig }] }), { mode: 0o600 });
   });
   afterAll(async () => {
     await app?.close();
-    await proxy?.close();
     await member?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -53,7 +50,7 @@ describe('the service with member clusters', () => {
     ]);
     expect(await readyz()).toBe(200);
 
-    proxy.mode = 'blackhole';
+    await member.set('edge-a', 'blackhole');
     await until('edge-a UNREACHABLE', () => state('edge-a') === 'UNREACHABLE');
     expect(await readyz()).toBe(200);
     expect(state('local')).not.toBe('UNREACHABLE');
@@ -61,7 +58,7 @@ describe('the service with member clusters', () => {
     expect(metrics).toContain('rollplane_cluster_up{cluster="edge-a"} 0');
     expect(metrics).toContain('rollplane_cluster_health{cluster="edge-a",state="UNREACHABLE"} 1');
     await until('the store says edge-a is UNREACHABLE', async () => (await app!.memberClusters.registry.find('edge-a'))?.health.state === 'UNREACHABLE');
-    proxy.mode = 'pass';
+    await member.set('edge-a', 'ready');
     await app.close();
     app = undefined;
   });

@@ -1,0 +1,83 @@
+import { constants } from 'node:fs';
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { isMap, isSeq, parseDocument, type YAMLMap, YAMLSeq } from 'yaml';
+import type { SimulatedMember } from '../../kubeConnection.js';
+import { CredentialError } from '../credentials.js';
+import { checkPrivate } from './credentialsFile.js';
+
+/** Marks the entries the embedded simulator writes, so that it replaces or removes its own and never a user's. */
+export const SIMULATED_MARK = { key: 'managedBy', value: 'rollplane-sim' } as const;
+
+export interface SimulatedMembersWrite {
+  /** Entries added or rewritten (their ports change at every start). */
+  written: string[];
+  /** Simulated entries of an earlier start that are no longer simulated. */
+  removed: string[];
+  /** Simulated members not written because a user's entry has their name. */
+  skipped: string[];
+}
+
+/**
+ * Writes the embedded mode's simulated member clusters into the credentials file as the file source reads them
+ * (`clusters: [{ name, labels, kubeconfig }]`, docs/adr/0050-simulated-member-clusters.md), marked `managedBy:
+ * rollplane-sim`: an entry marked so is rewritten at every start (the simulators' ports change) and removed once that
+ * cluster is no longer simulated; a user's entry of the same name is kept and the simulated one skipped. The file must
+ * be private already (the source refuses it otherwise); it is replaced whole (a 0600 file renamed over it), comments
+ * kept, and not written at all when nothing changes. Malformed YAML is left as it is (the source reports it).
+ */
+export async function writeSimulatedMembers(file: string, members: readonly SimulatedMember[]): Promise<SimulatedMembersWrite> {
+  await checkPrivate(file);
+  const text = await readFile(file, 'utf8');
+  const document = parseDocument(text);
+  if (document.errors.length > 0) throw new CredentialError('MALFORMED', `the member cluster credentials file ${file} is not valid YAML`);
+  let clusters = document.get('clusters');
+  if (clusters === undefined || clusters === null) {
+    clusters = new YAMLSeq();
+    document.set('clusters', clusters);
+  }
+  if (!isSeq(clusters)) throw new CredentialError('MALFORMED', `${file}: "clusters" must be a list`);
+  const entries = clusters.items.filter((item): item is YAMLMap => isMap(item));
+  const isSimulated = (entry: YAMLMap) => entry.get(SIMULATED_MARK.key) === SIMULATED_MARK.value;
+  const wanted = new Map(members.map((member) => [member.name, member]));
+  const result: SimulatedMembersWrite = { written: [], removed: [], skipped: [] };
+
+  for (const entry of entries) {
+    const name = String(entry.get('name'));
+    if (!isSimulated(entry)) {
+      if (wanted.delete(name)) result.skipped.push(name);
+      continue;
+    }
+    const member = wanted.get(name);
+    if (!member) {
+      clusters.items.splice(clusters.items.indexOf(entry), 1);
+      result.removed.push(name);
+      continue;
+    }
+    wanted.delete(name);
+    if (entry.get('kubeconfig') !== member.kubeconfig || JSON.stringify(entry.toJSON().labels ?? {}) !== JSON.stringify(member.labels)) {
+      entry.set('labels', document.createNode({ ...member.labels }));
+      entry.set('kubeconfig', member.kubeconfig);
+      result.written.push(name);
+    }
+  }
+  for (const member of wanted.values()) {
+    clusters.add(
+      document.createNode({ name: member.name, labels: { ...member.labels }, [SIMULATED_MARK.key]: SIMULATED_MARK.value, kubeconfig: member.kubeconfig }),
+    );
+    result.written.push(member.name);
+  }
+  if (result.written.length === 0 && result.removed.length === 0) return result;
+  clusters.flow = false;
+  const next = `${file}.${process.pid}.tmp`;
+  const handle = await open(next, constants.O_CREAT | constants.O_TRUNC | constants.O_WRONLY, 0o600);
+  try {
+    await handle.writeFile(document.toString());
+  } finally {
+    await handle.close();
+  }
+  await rename(next, file).catch(async (error: unknown) => {
+    await rm(next, { force: true });
+    throw error;
+  });
+  return result;
+}
