@@ -65,13 +65,20 @@ export async function main(
       'demo',
     )
     .option('--kubeconfig <path>', 'where to write the kubeconfig (default: a temporary file)')
-    .action(async (options: { host: string; port: string; fleet: string; kubeconfig?: string }) => {
-      const port = Number(options.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) {
-        process.stderr.write(`rollplane sim: --port must be an integer between 0 and 65535 (got "${options.port}")\n`);
+    .option('--clusters <clusters>', 'also run simulated member clusters: `demo` (edge-1, edge-2), a count N (sim-1 … sim-N) or names a,b,c')
+    .option('--cluster-fleet <fleet>', "each simulated member cluster's own fleet (with --clusters N or names)", 'pools=3,nodes=1,peers=0')
+    .option('--admin-port <port>', 'the simulated clusters\' admin endpoint (PUT /sim/clusters/NAME {"state":"unreachable"})', '0')
+    .action(async (options: { host: string; port: string; fleet: string; kubeconfig?: string; clusters?: string; clusterFleet: string; adminPort: string }) => {
+      const port = portOption('--port', options.port);
+      const { startSimulator } = await import('../sim/index.js');
+      const { simulatedClusterSpecs, startSimulatedClusters } = await import('../sim/simulatedClusters.js');
+      let specs: ReturnType<typeof simulatedClusterSpecs> = [];
+      try {
+        specs = options.clusters ? simulatedClusterSpecs(options.clusters, options.clusterFleet) : [];
+      } catch (error) {
+        process.stderr.write(`rollplane sim: --clusters: ${(error as Error).message}\n`);
         process.exit(2);
       }
-      const { startSimulator } = await import('../sim/index.js');
       const sim = await startSimulator({
         host: options.host,
         port,
@@ -79,7 +86,16 @@ export async function main(
         ...(options.kubeconfig ? { kubeconfigPath: options.kubeconfig } : {}),
       });
       process.stdout.write(`rollplane simulator listening on ${sim.url}\nKUBECONFIG=${sim.kubeconfigPath}\n`);
-      const stop = () => void sim.stop().then(() => process.exit(0));
+      const members =
+        specs.length > 0
+          ? await startSimulatedClusters({ clusters: specs, host: options.host, adminPort: portOption('--admin-port', options.adminPort) })
+          : undefined;
+      if (members) {
+        for (const cluster of members.clusters.values())
+          process.stdout.write(`cluster ${cluster.name} listening on ${cluster.url} (${cluster.kubeconfigPath})\n`);
+        process.stdout.write(`clusters KUBECONFIG=${members.kubeconfigPath} (a context per cluster)\nclusters admin ${members.adminUrl}/sim/clusters\n`);
+      }
+      const stop = () => void Promise.all([sim.stop(), members?.stop()]).then(() => process.exit(0));
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
     });
@@ -107,4 +123,13 @@ export function ignoreClosedStdout(): void {
     if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw error;
   });
+}
+/** A port option's value, or exit 2 saying what is wrong. */
+function portOption(flag: string, text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`rollplane sim: ${flag} must be an integer between 0 and 65535 (got "${text}")\n`);
+    process.exit(2);
+  }
+  return port;
 }

@@ -86,6 +86,17 @@ export const DEMO_MEMBER_CLUSTERS: readonly SimulatedClusterSpec[] = Object.free
   { name: 'edge-2', labels: { tier: 'edge', region: 'us-east' }, fleet: 'pools=1,nodes=1,peers=0,upstream=vm-dhcp' },
 ]);
 
+/** `demo`, a count N (`sim-1` … `sim-N`, at most 5,000) or names `a,b,c`, each of the last two with `fleet`. */
+export function simulatedClusterSpecs(text: string, fleet: string): SimulatedClusterSpec[] {
+  if (text === 'demo') return DEMO_MEMBER_CLUSTERS.map((spec) => ({ ...spec }));
+  const count = /^\d+$/.test(text) ? Number(text) : undefined;
+  if (count !== undefined && (count < 1 || count > 5_000)) throw new SimApiError(400, 'BadRequest', `a count of clusters is 1 to 5000 (got ${count})`);
+  const names = count !== undefined ? Array.from({ length: count }, (_, i) => `sim-${i + 1}`) : text.split(',').map((name) => name.trim());
+  const specs = names.map((name) => ({ name, labels: { 'rollplane.io/simulated': 'true' }, fleet }));
+  checkClusterSpecs(specs);
+  return specs;
+}
+
 const stateInput = z.strictObject({
   state: z.enum(CLUSTER_STATES),
   latencyMs: z.number().int().min(0).max(600_000).optional(),

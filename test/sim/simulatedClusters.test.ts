@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMemberKubeconfig } from '../../src/clusters/credentials.js';
 import { fingerprintOf, MemberClusters } from '../../src/clusters/MemberClusters.js';
 import type { ClusterHealth } from '../../src/domain/clusters/model.js';
-import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
+import { DEMO_MEMBER_CLUSTERS, type SimulatedClusters, simulatedClusterSpecs, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -158,6 +158,18 @@ describe('simulated clusters', () => {
 
     expect((await put('edge-2', { state: 'ready' })).status).toBe(200);
     expect(sims.clusters.get('edge-2')!.state()).toEqual({ state: 'ready', latencyMs: 0 });
+  });
+
+  it('reads `rollplane sim --clusters`: demo, a count or names, each with the fleet given', () => {
+    expect(simulatedClusterSpecs('demo', 'pools=9')).toEqual(DEMO_MEMBER_CLUSTERS);
+    expect(simulatedClusterSpecs('3', 'pools=3').map((s) => [s.name, s.fleet])).toEqual([
+      ['sim-1', 'pools=3'],
+      ['sim-2', 'pools=3'],
+      ['sim-3', 'pools=3'],
+    ]);
+    expect(simulatedClusterSpecs('a, b', 'empty').map((s) => s.name)).toEqual(['a', 'b']);
+    expect(() => simulatedClusterSpecs('0', 'empty')).toThrow(/1 to 5000/);
+    expect(() => simulatedClusterSpecs('a,A', 'empty')).toThrow(/"A"/);
   });
 
   it('refuses a bad cluster name or a duplicate before starting anything', async () => {
