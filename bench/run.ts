@@ -28,6 +28,7 @@ const BENCHMARKS: Record<string, string> = {
   feed: `feed${ext}`,
   'cross-replica': `crossReplica${ext}`,
   notifications: `notifications${ext}`,
+  clusters: `clusters${ext}`,
 };
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 if (names.length === 0) {
