@@ -124,6 +124,7 @@ export function ignoreClosedStdout(): void {
     throw error;
   });
 }
+
 /** A port option's value, or exit 2 saying what is wrong. */
 function portOption(flag: string, text: string): number {
   const port = Number(text);
