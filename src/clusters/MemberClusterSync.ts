@@ -3,7 +3,7 @@ import type { ClusterRegistration, ClusterSource } from '../domain/clusters/mode
 import type { Logger } from '../log.js';
 import { CredentialError, type KubeconfigRules, parseMemberKubeconfig } from './credentials.js';
 import { fingerprintOf, type MemberClusters, type MemberCredentials } from './MemberClusters.js';
-import type { ClusterSourceReader } from './sources/types.js';
+import type { ClusterSourceReader, FoundCluster } from './sources/types.js';
 
 interface Held {
   registration: ClusterRegistration;
@@ -105,15 +105,30 @@ export class MemberClusterSync {
     const before = this.held.get(reader.source) ?? new Map<string, Held>();
     const next = new Map<string, Held>();
     const refused: RefusedRegistration[] = [];
-    for (const { registration, kubeconfig } of found) {
+    for (const { registration, kubeconfig } of claimsInOrder(found, before)) {
+      const claimed = next.get(registration.name);
+      if (claimed || registration.name === 'local') {
+        // Two entries of one source naming one cluster (two Secrets with one cluster-name annotation): the one that
+        // holds the name keeps it, whatever the order of a listing; the other is refused and said so (attack 13, F6).
+        const holder = claimed ? `${claimed.registration.sourceRef}` : 'the cluster rollplane runs in (it cannot be registered)';
+        refused.push({
+          name: registration.name,
+          sourceRef: registration.sourceRef,
+          reason: `${registration.sourceRef}: the name "${registration.name}" is taken by ${holder}`,
+        });
+        continue;
+      }
       try {
         const kubeConfig = parseMemberKubeconfig(kubeconfig, registration.sourceRef, this.options.rules);
-        if (!next.has(registration.name)) next.set(registration.name, { registration, credentials: { kubeConfig, fingerprint: fingerprintOf(kubeconfig) } });
+        next.set(registration.name, { registration, credentials: { kubeConfig, fingerprint: fingerprintOf(kubeconfig) } });
       } catch (error) {
-        if (!(error instanceof CredentialError)) throw error;
-        refused.push({ name: registration.name, sourceRef: registration.sourceRef, reason: error.message });
+        // Any failure to read one entry refuses that entry only: one bad Secret must not freeze its whole source (a
+        // deleted Secret's credentials would stay in use: attack 13, F3). Only a CredentialError's message is known to
+        // carry no part of the kubeconfig.
+        const reason = error instanceof CredentialError ? error.message : `${registration.sourceRef}: the kubeconfig could not be read`;
+        refused.push({ name: registration.name, sourceRef: registration.sourceRef, reason });
         const kept = before.get(registration.name);
-        if (kept && !next.has(registration.name)) next.set(registration.name, kept);
+        if (kept && kept.registration.sourceRef === registration.sourceRef) next.set(registration.name, kept);
       }
     }
     const report = await this.options.registry.sync(
@@ -140,4 +155,13 @@ export class MemberClusterSync {
     for (const held of this.held.values()) for (const [name, { credentials }] of held) if (!desired.has(name)) desired.set(name, credentials);
     return desired;
   }
+}
+
+/**
+ * A source's entries with the entry that held each name last pass first, so that it keeps the name: a new Secret
+ * whose name sorts first must not take over a registered cluster by claiming the same name.
+ */
+function claimsInOrder(found: readonly FoundCluster[], before: ReadonlyMap<string, Held>): FoundCluster[] {
+  const holds = (entry: FoundCluster) => before.get(entry.registration.name)?.registration.sourceRef === entry.registration.sourceRef;
+  return [...found.filter(holds), ...found.filter((entry) => !holds(entry))];
 }

@@ -1,5 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { parseDocument } from 'yaml';
+import { isScalar, parseDocument, visit } from 'yaml';
 import { AppError, ErrorCode } from '../errors.js';
 
 /**
@@ -55,11 +55,12 @@ function entries(
  * origin for the errors (a Secret's `namespace/name`, the credentials file and the entry). Throws CredentialError.
  */
 export function parseMemberKubeconfig(text: string, where: string, rules: KubeconfigRules): KubeConfig {
-  const parsed = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const parsed = parseDocument(text, { prettyErrors: false, uniqueKeys: true, merge: false });
   if (parsed.errors.length > 0) {
     const line = yamlErrorLine(text, parsed.errors[0]!);
     throw new CredentialError('MALFORMED', `${where}: the kubeconfig is not valid YAML (line ${line})`);
   }
+  refuseIndirection(parsed, text, where);
   const document: unknown = parsed.toJS();
   if (!document || typeof document !== 'object' || Array.isArray(document)) throw new CredentialError('MALFORMED', `${where}: the kubeconfig is not a map`);
   const doc = document as Record<string, unknown>;
@@ -90,7 +91,9 @@ export function parseMemberKubeconfig(text: string, where: string, rules: Kubeco
   entries(doc, 'contexts', 'context', where);
   const kubeConfig = new KubeConfig();
   try {
-    kubeConfig.loadFromString(text);
+    // client-node parses YAML again with another parser (js-yaml, which resolves merge keys): it is given the document
+    // checked here, as JSON, so that what it loads is what was checked, whatever the two parsers disagree on.
+    kubeConfig.loadFromString(JSON.stringify(document));
   } catch (error) {
     // client-node's messages name fields, never values; the cause is left out all the same (a logger would print it).
     throw new CredentialError('MALFORMED', `${where}: the kubeconfig is incomplete (${firstLine((error as Error).message)})`);
@@ -100,6 +103,40 @@ export function parseMemberKubeconfig(text: string, where: string, rules: Kubeco
     throw new CredentialError('NO_CLUSTER', `${where}: the kubeconfig's current-context names no cluster with a server`);
   }
   return kubeConfig;
+}
+
+/**
+ * Anchors, aliases and merge keys (`<<`) are refused: kubeconfigs written by kubectl, Cluster API or any provider never
+ * use them, and they are how a document says one thing to one parser and another to the next (a merge key hid an
+ * `exec` user from this check while client-node's parser resolved it and ran the command: attack 13, finding 1), or
+ * grows a small text into a huge tree (alias bombs).
+ */
+function refuseIndirection(document: ReturnType<typeof parseDocument>, text: string, where: string): void {
+  let found: { what: string; offset: number } | undefined;
+  visit(document, {
+    Alias(_key, node) {
+      found = { what: 'an alias', offset: node.range?.[0] ?? 0 };
+      return visit.BREAK;
+    },
+    Node(_key, node) {
+      if (!node.anchor) return undefined;
+      found = { what: 'an anchor', offset: node.range?.[0] ?? 0 };
+      return visit.BREAK;
+    },
+    Pair(_key, pair) {
+      const key = pair.key;
+      if (!isScalar(key) || key.value !== '<<') return undefined;
+      found = { what: 'a merge key (<<)', offset: key.range?.[0] ?? 0 };
+      return visit.BREAK;
+    },
+  });
+  if (found) {
+    const line = text.slice(0, found.offset).split('\n').length;
+    throw new CredentialError(
+      'MALFORMED',
+      `${where}: the kubeconfig uses ${found.what} (line ${line}); anchors, aliases and merge keys are not accepted in a member cluster's kubeconfig`,
+    );
+  }
 }
 
 /**

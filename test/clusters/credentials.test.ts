@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -65,5 +65,42 @@ describe('member kubeconfigs', () => {
     expect(refusal('users: 3').message).toContain('"users" must be a list');
     const noContext = stringify({ ...kubeconfigFor('https://m:6443', PLANTED), 'current-context': '' });
     expect(refusal(noContext).reason).toBe('NO_CLUSTER');
+  });
+
+  // Attack 13, finding 1: a merge key hid an exec user from the check (this parser leaves `<<` alone) while client-node's
+  // parser resolved it and ran the command inside rollplane. Each form refused, and nothing runs.
+  it.each([
+    ['an anchored map merged into the user', (exec: string) => `x: &E {exec: ${exec}}\nusers:\n- name: u\n  user:\n    <<: *E\n`],
+    ['an inline map merged into the user', (exec: string) => `users:\n- name: u\n  user:\n    <<: {exec: ${exec}}\n`],
+    ['a list of maps merged', (exec: string) => `a: &F {token: t}\nb: &E {exec: ${exec}}\nusers:\n- name: u\n  user:\n    <<: [*F, *E]\n`],
+    ['the whole users entry merged', (exec: string) => `u: &U {name: u, user: {exec: ${exec}}}\nusers:\n- <<: *U\n`],
+  ])('refuses %s (no exec hidden by a merge key runs)', (_name, build) => {
+    const marker = path.join(dir, `merged-exec-${Math.random().toString(36).slice(2)}`);
+    const exec = `{apiVersion: client.authentication.k8s.io/v1beta1, command: sh, args: ["-c", "touch '${marker}'"]}`;
+    const rest =
+      'clusters:\n- name: c\n  cluster: {server: "https://member.example:6443"}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n';
+    const e = refusal(build(exec) + rest);
+    expect(e.reason).toBe('MALFORMED');
+    expect(e.message).toMatch(/uses (an anchor|an alias|a merge key \(<<\)) \(line \d+\); anchors, aliases and merge keys are not accepted/);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('refuses an alias bomb as one bad kubeconfig, quickly, without expanding it', () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 9; i++)
+      levels.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(', ')}]`,
+      );
+    const e = refusal(`${levels.join('\n')}\nusers: []\n`);
+    expect(e.reason).toBe('MALFORMED');
+  });
+
+  it('hands client-node the document it checked, not the text (a quoted key is no merge key to either)', () => {
+    const text = `${stringify(kubeconfigFor('https://member.example:6443', PLANTED))}`;
+    const kc = parseMemberKubeconfig(text, 'x', STRICT);
+    expect(kc.getCurrentUser()?.token).toBe(PLANTED);
+    expect(kc.getCurrentUser()?.exec).toBeUndefined();
   });
 });

@@ -172,6 +172,68 @@ describe('member cluster sources', () => {
     expect(connections.get('workload-a')).toBeUndefined();
   });
 
+  // Attack 13: F3 (one unreadable Secret froze its whole source: a deleted Secret's token stayed in use), F6 (a Secret
+  // whose name sorts first took over a registered cluster by claiming its name, silently), F10 (a Secret could label
+  // itself as a Cluster API registration).
+  it('refuses one bad or conflicting Secret alone: the others sync, the holder of a name keeps it, rollplane.io/ labels are not taken', async () => {
+    const secret = async (name: string, kubeconfig: string, extra: { annotations?: Record<string, string>; labels?: Record<string, string> } = {}) =>
+      core.createNamespacedSecret({
+        namespace: NS,
+        body: {
+          metadata: {
+            name,
+            labels: { 'rollplane.io/member-cluster': 'true', ...extra.labels },
+            ...(extra.annotations ? { annotations: extra.annotations } : {}),
+          },
+          data: { kubeconfig: b64(kubeconfig) },
+        },
+      });
+    await secret('shared-b', memberConfig(), {
+      annotations: { 'rollplane.io/cluster-name': 'shared' },
+      labels: { env: 'x', 'rollplane.io/capi-namespace': 'posing' },
+    });
+    await secret('victim', memberConfig());
+    await syncNow();
+    expect(await names()).toEqual(expect.arrayContaining(['shared:SECRET', 'victim:SECRET']));
+    expect((await db.memberClusters.find('shared'))?.labels).toEqual({ env: 'x' });
+    const holder = connections.get('shared');
+    expect(holder).toBeDefined();
+
+    // Sorts before the holder, claims its name with other credentials.
+    await secret('shared-a', memberConfig(`${PLANTED}-usurper`), { annotations: { 'rollplane.io/cluster-name': 'shared' } });
+    await secret('claims-local', memberConfig(), { annotations: { 'rollplane.io/cluster-name': 'local' } });
+    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 9; i++)
+      bomb.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(', ')}]`,
+      );
+    await secret('bomb', bomb.join('\n'));
+    const pass = await syncNow();
+    expect(pass.unreadable).toEqual([]);
+    expect(pass.refused).toEqual(
+      expect.arrayContaining([
+        { name: 'shared', sourceRef: `${NS}/shared-a`, reason: `${NS}/shared-a: the name "shared" is taken by ${NS}/shared-b` },
+        { name: 'local', sourceRef: `${NS}/claims-local`, reason: expect.stringContaining('the name "local" is taken by the cluster rollplane runs in') },
+        { name: 'bomb', sourceRef: `${NS}/bomb`, reason: expect.stringContaining('anchors, aliases and merge keys are not accepted') },
+      ]),
+    );
+    expect(connections.get('shared')).toBe(holder);
+    expect((await db.memberClusters.find('local'))?.source).toBe('LOCAL');
+
+    // With the bomb still there, deleting a Secret deregisters it.
+    await core.deleteNamespacedSecret({ namespace: NS, name: 'victim' });
+    await syncNow();
+    expect(await names()).not.toContain('victim:SECRET');
+    expect(connections.get('victim')).toBeUndefined();
+
+    for (const name of ['shared-a', 'shared-b', 'claims-local', 'bomb']) await core.deleteNamespacedSecret({ namespace: NS, name });
+    await syncNow();
+    expect(await names()).toEqual(['file-1:FILE', 'local:LOCAL']);
+    expect(proxy.authorizations.has(`Bearer ${PLANTED}-usurper`)).toBe(false);
+  });
+
   it('refuses a credentials file that group or others may read, with a clear error, and changes nothing', async () => {
     chmodSync(file, 0o644);
     try {

@@ -4,6 +4,8 @@ import type { ClusterSourceReader, FoundCluster } from './types.js';
 
 /** The label that makes a Secret in rollplane's namespace a member cluster's (docs/adr/0048-member-clusters.md). */
 export const MEMBER_CLUSTER_LABEL = 'rollplane.io/member-cluster';
+/** The prefix of the labels rollplane gives member clusters; a Secret's own labels under it are not taken. */
+export const RESERVED_LABEL_PREFIX = 'rollplane.io/';
 /** The member cluster's name when it is not the Secret's name. */
 export const CLUSTER_NAME_ANNOTATION = 'rollplane.io/cluster-name';
 /** The key of the kubeconfig in a member cluster Secret. */
@@ -39,7 +41,7 @@ async function listSecrets(core: CoreV1Api, namespace: string | undefined, label
 /**
  * Secrets in rollplane's namespace labelled `rollplane.io/member-cluster=true`, each holding a kubeconfig under
  * `kubeconfig`. The cluster's name is the `rollplane.io/cluster-name` annotation, else the Secret's name; its labels
- * are the Secret's labels but the marker (as Argo CD's cluster Secrets). A Secret without the key is skipped with a
+ * are the Secret's labels but those under `rollplane.io/` (the marker among them; as Argo CD's cluster Secrets). A Secret without the key is skipped with a
  * reason the caller logs.
  */
 export function memberClusterSecrets(core: CoreV1Api, namespace: string): ClusterSourceReader {
@@ -48,7 +50,9 @@ export function memberClusterSecrets(core: CoreV1Api, namespace: string): Cluste
     async read() {
       const found: FoundCluster[] = [];
       for (const secret of await listSecrets(core, namespace, `${MEMBER_CLUSTER_LABEL}=true`)) {
-        const { [MEMBER_CLUSTER_LABEL]: _marker, ...labels } = secret.metadata?.labels ?? {};
+        // Labels under rollplane.io/ are rollplane's to set (the marker, the CAPI namespace): a Secret's own are dropped,
+        // so that no Secret can pass for a Cluster API registration (attack 13, F10).
+        const labels = Object.fromEntries(Object.entries(secret.metadata?.labels ?? {}).filter(([key]) => !key.startsWith(RESERVED_LABEL_PREFIX)));
         found.push({
           registration: {
             name: secret.metadata?.annotations?.[CLUSTER_NAME_ANNOTATION] ?? secret.metadata?.name ?? '',
