@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiBudget } from '../kube/ApiBudget.js';
 import { BudgetedKubeConfig, reuseConnections } from '../kube/createKubeClients.js';
+import { boundedSignal } from '../util/boundedSignal.js';
 
 export interface MemberClientOptions {
   /** The member's own client-side rate limit (ROLLPLANE_MEMBER_CLUSTER_QPS / _BURST): one member never spends another's. */
@@ -39,6 +40,6 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
   override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
     await super.applySecurityAuthentication(context);
     if (context.getSignal()) return;
-    context.setSignal(AbortSignal.any([AbortSignal.timeout(this.options.requestTimeoutMs), this.options.signal]));
+    context.setSignal(boundedSignal(this.options.requestTimeoutMs, this.options.signal));
   }
 }
