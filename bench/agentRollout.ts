@@ -29,6 +29,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
 import { writeResult } from './results.js';
+import type { AgentChecks } from './agentTracker.js';
+import { checkAgainstBaseline, keyOf as caseKey, saveBaseline } from './agentBaseline.js';
 import { startInlineSim, startSimChild } from './simChild.js';
 
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
@@ -38,6 +40,9 @@ interface RunResult {
   pools: number;
   budget: string;
   simulator: 'child process' | 'inline';
+  /** `direct`: rollplane recreates the agents; `vm-dhcp`: beside the simulated vm-dhcp-controller (coexistence). */
+  upstream: 'direct' | 'vm-dhcp';
+  maxUnavailable: string;
   secondsToAllNewImage: number;
   secondsToSucceeded: number;
   /** Peak RSS of the service process (with an inline simulator: of both). */
@@ -55,18 +60,31 @@ interface RunResult {
   requestsPerAgent: number;
   /** requests ÷ QPS, for the budgeted run. */
   budgetFloorSeconds: number | null;
+  /** Each agent recreated exactly once, the most pools down at once (counted at the simulator). */
+  agents: AgentChecks;
+  /** What broke a correctness property; empty when all hold. */
+  failures: string[];
   /** calibrationMs() just before the run: how fast the machine was. */
   calibrationMs: number;
 }
 
-async function runOnce(pools: number, budget: { qps: number; burst: number } | undefined, postgresUrl?: string): Promise<RunResult> {
+interface RunOptions {
+  pools: number;
+  budget?: { qps: number; burst: number };
+  postgresUrl?: string;
+  inline: boolean;
+  upstream?: 'vm-dhcp';
+  /** The rollout's maxUnavailable (a percentage). */
+  maxUnavailable: string;
+}
+
+async function runOnce({ pools, budget, postgresUrl, inline, upstream, maxUnavailable }: RunOptions): Promise<RunResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-agent-'));
   const calibration = calibrationMs();
-  const inline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
   const simOptions = {
-    // AGENT_BENCH_UPSTREAM=vm-dhcp runs the simulated vm-dhcp-controller beside it: rollplane then coexists with it
+    // upstream vm-dhcp runs the simulated vm-dhcp-controller beside it: rollplane then coexists with it
     // (holds every pool, sets the controller's --image, releases pools; upstream recreates the agents).
-    fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0${process.env.AGENT_BENCH_UPSTREAM ? `,upstream=${process.env.AGENT_BENCH_UPSTREAM}` : ''}`,
+    fleet: `pools=${pools},nodes=${Math.max(3, Math.ceil(pools / 100))},peers=0${upstream ? `,upstream=${upstream}` : ''}`,
     kubeconfigPath: path.join(dir, 'kubeconfig'),
     heapMb: Number(process.env.BENCH_HEAP_MB ?? '512'),
   };
@@ -91,7 +109,8 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       if (data.agentPools.totalCount === pools) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const profiler = windowProfiler(`agent-rollout-${pools}${budget ? '-budget' : ''}`);
+    const profileName = `agent-rollout-${postgresUrl ? 'pg-' : ''}${pools}${budget ? '-budget' : ''}${upstream ? `-${upstream}` : ''}`;
+    const profiler = windowProfiler(`${profileName}${inline ? '-inline' : '-service'}`);
     // The end of the rollout, from the service's event bus (no polling load on the process being measured).
     const ended = new Promise<string>((resolve) => {
       const unsubscribe = app.bus.subscribe((event) => {
@@ -101,7 +120,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
         }
       });
     });
-    await sim.start();
+    await sim.start(`${profileName}-sim`);
     const allNew = sim.podsOnImage(NEW, pools);
     await profiler.start();
     peakRss = 0;
@@ -119,7 +138,7 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       );
     }, 5000);
     await post(app.url, 'mutation B($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
-      input: { image: NEW, strategy: { maxUnavailable: '100%' } },
+      input: { image: NEW, strategy: { maxUnavailable } },
     });
     const state = await ended;
     const succeededAt = Date.now();
@@ -130,13 +149,33 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
     if (state !== 'SUCCEEDED') throw new Error(`rollout ended ${state}`);
     const allNewAt = await allNew;
     const simStats = await sim.stats();
+    if (simStats.profile) process.stderr.write(`  CPU profile of the simulator: ${simStats.profile}\n`);
     const totalWrites = Object.values(simStats.writes).reduce((a, b) => a + b, 0);
     const perAgent = (n: number) => Math.round((n / pools) * 100) / 100;
+    const failures: string[] = [];
+    const agents = simStats.agents;
+    if (agents.pools !== pools) failures.push(`${agents.pools} pools with an agent, expected ${pools}`);
+    if (agents.createdOnce !== pools) {
+      failures.push(
+        `agents recreated exactly once: ${agents.createdOnce} of ${pools} (${agents.createdMoreThanOnce} more than once, ${agents.notCreated} never)`,
+      );
+    }
+    const allowed = Math.floor((pools * Number.parseFloat(maxUnavailable)) / 100);
+    if (agents.maxDown > allowed) failures.push(`${agents.maxDown} pools down at once, maxUnavailable ${maxUnavailable} allows ${allowed}`);
+    const floor = budget ? Math.max(0, simStats.requests - budget.burst) / budget.qps : null;
+    const seconds = (succeededAt - started) / 1000;
+    // The limiter must be the bottleneck under a budget: not faster than its floor (it would be bypassed), and not
+    // far slower (something else would be).
+    if (floor !== null && (seconds < floor * 0.95 || seconds > floor * 1.3 + 2)) {
+      failures.push(`under the budget the rollout took ${seconds.toFixed(1)} s, requests ÷ QPS is ${floor.toFixed(1)} s`);
+    }
     return {
       store: postgresUrl ? 'postgresql' : 'sqlite',
       pools,
       budget: budget ? `${budget.qps} QPS, burst ${budget.burst}` : 'unthrottled',
       simulator: inline ? 'inline' : 'child process',
+      upstream: upstream ?? 'direct',
+      maxUnavailable,
       secondsToAllNewImage: Math.round((allNewAt - started) / 10) / 100,
       secondsToSucceeded: Math.round((succeededAt - started) / 10) / 100,
       servicePeakRssMb: Math.round(peakRss / 1048576),
@@ -148,7 +187,9 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
       writesPerAgent: perAgent(totalWrites),
       requests: simStats.requests,
       requestsPerAgent: perAgent(simStats.requests),
-      budgetFloorSeconds: budget ? Math.round((Math.max(0, simStats.requests - budget.burst) / budget.qps) * 100) / 100 : null,
+      budgetFloorSeconds: floor === null ? null : Math.round(floor * 100) / 100,
+      agents,
+      failures,
       calibrationMs: calibration,
     };
   } finally {
@@ -159,19 +200,29 @@ async function runOnce(pools: number, budget: { qps: number; burst: number } | u
   }
 }
 
+function sizes(name: string, fallback: string): number[] {
+  return (process.env[name] ?? fallback)
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
+}
+
 export async function run(): Promise<RunResult[]> {
-  const sizes = (process.env.AGENT_BENCH_SIZES ?? '1000,10000')
-    .split(',')
-    .map(Number)
-    .filter((n) => n > 0);
-  const budgetPools = Number(process.env.AGENT_BENCH_BUDGET_POOLS ?? '200');
+  const args = process.argv.slice(2);
+  const allInline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
+  const allUpstream = process.env.AGENT_BENCH_UPSTREAM === 'vm-dhcp';
+  const direct: Omit<RunOptions, 'pools'> = { inline: allInline, maxUnavailable: '100%', ...(allUpstream ? { upstream: 'vm-dhcp' } : {}) };
   const results: RunResult[] = [];
-  for (const pools of sizes) results.push(await runOnce(pools, undefined));
-  if (budgetPools > 0) results.push(await runOnce(budgetPools, { qps: 50, burst: 100 }));
-  const pgSizes = (process.env.AGENT_BENCH_PG_SIZES ?? '1000')
-    .split(',')
-    .map(Number)
-    .filter((n) => n > 0);
+  for (const pools of sizes('AGENT_BENCH_SIZES', '1000,10000')) results.push(await runOnce({ ...direct, pools }));
+  // Coexistence at scale, in the same run as direct mode (the ratio is printed below).
+  if (!allUpstream) {
+    for (const pools of sizes('AGENT_BENCH_UPSTREAM_SIZES', '1000,10000')) results.push(await runOnce({ ...direct, pools, upstream: 'vm-dhcp' }));
+  }
+  // Under the default API budget, in waves of a quarter, so that maxUnavailable is checked too.
+  for (const pools of sizes('AGENT_BENCH_BUDGET_POOLS', '200')) {
+    results.push(await runOnce({ ...direct, pools, budget: { qps: 50, burst: 100 }, maxUnavailable: '25%' }));
+  }
+  const pgSizes = sizes('AGENT_BENCH_PG_SIZES', '1000');
   if (pgSizes.length > 0) {
     // The tests' helper, imported only here: a SQLite-only run never loads it.
     const { findPostgresBinaries, startPostgres } = await import('../test/helpers/postgres.js');
@@ -180,17 +231,23 @@ export async function run(): Promise<RunResult[]> {
     else {
       const server = await startPostgres(binaries);
       try {
-        for (const pools of pgSizes) results.push(await runOnce(pools, undefined, await server.createDatabase(`rollplane_bench_${pools}`)));
+        for (const pools of pgSizes) {
+          results.push(await runOnce({ ...direct, pools, postgresUrl: await server.createDatabase(`rollplane_bench_${pools}`) }));
+        }
       } finally {
         await server.stop();
       }
     }
   }
+  // Embedded mode (the simulator in the service's process, as `npm start` runs it), last: it shares this process's heap.
+  if (!allInline) for (const pools of sizes('AGENT_BENCH_INLINE_SIZES', '10000')) results.push(await runOnce({ ...direct, pools, inline: true }));
 
   const rows = results.map((r) => ({
     store: r.store,
     pools: r.pools,
-    budget: r.budget,
+    budget: r.budget === 'unthrottled' ? r.budget : `${r.budget}, maxUnavailable ${r.maxUnavailable}`,
+    simulator: r.simulator === 'inline' ? 'embedded' : 'own process',
+    upstream: r.upstream,
     'all new image (s)': r.secondsToAllNewImage,
     'SUCCEEDED (s)': r.secondsToSucceeded,
     'peak RSS service, sim, together (MB)': `${r.servicePeakRssMb}, ${r.simulatorPeakRssMb}, ${r.togetherPeakRssMb}`,
@@ -198,17 +255,38 @@ export async function run(): Promise<RunResult[]> {
     'writes/agent': r.writesPerAgent,
     'requests/agent': r.requestsPerAgent,
     'requests ÷ QPS (s)': r.budgetFloorSeconds ?? '',
-    'machine (calibration ms)': r.calibrationMs,
+    'recreated once / most down': `${r.agents.createdOnce}/${r.pools}, ${r.agents.maxDown}`,
+    'calibration ms': r.calibrationMs,
   }));
   const heapCap = getHeapStatistics().heap_size_limit / 1048576;
-  console.log(`simulator: ${results[0]?.simulator ?? ''}; service V8 heap limit ${Math.round(heapCap)} MB`);
+  console.log(
+    `service V8 heap limit ${Math.round(heapCap)} MB; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   console.table(rows);
-  for (const r of results) console.log(`${r.pools} pools on ${r.store} (${r.budget}) writes:`, r.writes);
+  for (const r of results) console.log(`${caseKey(r)} writes:`, r.writes);
+  const same = (a: RunResult, b: RunResult) => a.pools === b.pools && a.budget === b.budget && a.simulator === b.simulator;
   for (const pg of results.filter((r) => r.store === 'postgresql')) {
-    const sqlite = results.find((r) => r.store === 'sqlite' && r.pools === pg.pools && r.budget === pg.budget);
+    const sqlite = results.find((r) => r.store === 'sqlite' && r.upstream === pg.upstream && same(r, pg));
     if (sqlite) console.log(`${pg.pools} pools, PostgreSQL ÷ SQLite time to SUCCEEDED: ${(pg.secondsToSucceeded / sqlite.secondsToSucceeded).toFixed(2)}`);
   }
-  writeResult('agent-rollout', { name: 'agent-rollout', date: new Date().toISOString(), node: process.version, results });
+  for (const beside of results.filter((r) => r.upstream === 'vm-dhcp' && r.store === 'sqlite')) {
+    const alone = results.find((r) => r.store === 'sqlite' && r.upstream === 'direct' && same(r, beside));
+    if (alone) {
+      const ratio = beside.secondsToSucceeded / alone.secondsToSucceeded;
+      console.log(`${beside.pools} pools, beside vm-dhcp-controller ÷ direct time to SUCCEEDED: ${ratio.toFixed(2)} (aim ≤ 1.5)`);
+    }
+  }
+  const failed = results.filter((r) => r.failures.length > 0);
+  for (const r of failed) console.log(`CORRECTNESS ${caseKey(r)}: ${r.failures.join('; ')}`);
+  if (failed.length === 0) console.log('correctness: every agent recreated exactly once, never more down than maxUnavailable, the limiter floor held');
+  writeResult('agent-rollout', { name: 'agent-rollout', date: new Date().toISOString(), node: process.version, loadAverage: os.loadavg(), results });
+  if (args.includes('--save-baseline')) console.log(`baseline written: ${saveBaseline(results)}`);
+  let regressed = false;
+  if (args.includes('--check')) regressed = checkAgainstBaseline(results);
+  if (failed.length > 0 || regressed) process.exitCode = 1;
   return results;
 }
 

@@ -1,10 +1,10 @@
 /** What the rollout benchmarks share: the real service pointed at a simulator's kubeconfig, and a GraphQL client. */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
 import path from 'node:path';
 import { pino } from 'pino';
 import { startApp, type App } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
+
+export { windowProfiler } from './cpuProfile.js';
 
 /**
  * Starts rollplane on port 0 with its database in `dir`, driving the cluster behind `kubeconfigPath`, as one leader
@@ -41,33 +41,6 @@ export async function post(url: string, query: string, variables: Record<string,
   const body = (await res.json()) as { data?: any; errors?: { message: string }[] };
   if (body.errors) throw new Error(body.errors.map((e) => e.message).join('; '));
   return body.data;
-}
-
-/**
- * With `BENCH_CPU_PROFILE=<dir>` set, records a V8 CPU profile of this process from `start()` to `stop()` (the measured
- * window only, not start-up) into `<dir>/<name>.cpuprofile`, to open in Chrome DevTools or speedscope. A no-op otherwise.
- */
-export function windowProfiler(name: string): { start(): Promise<void>; stop(): Promise<string | undefined> } {
-  const dir = process.env.BENCH_CPU_PROFILE;
-  if (!dir) return { start: async () => {}, stop: async () => undefined };
-  const session = new Session();
-  const post = <T>(method: string, params?: object) =>
-    new Promise<T>((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result as T))));
-  return {
-    async start() {
-      session.connect();
-      await post('Profiler.enable');
-      await post('Profiler.start');
-    },
-    async stop() {
-      const { profile } = await post<{ profile: object }>('Profiler.stop');
-      session.disconnect();
-      mkdirSync(dir, { recursive: true });
-      const file = path.join(dir, `${name}.cpuprofile`);
-      writeFileSync(file, JSON.stringify(profile));
-      return file;
-    },
-  };
 }
 
 /**

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ApiRequestInfo, KubeObject } from '../src/sim/types.js';
+import { type AgentChecks, AgentTracker } from './agentTracker.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -29,6 +30,10 @@ export interface SimChildOptions {
 
 export interface SimChildStats {
   requests: number;
+  /** The simulator's CPU profile of the counted window, when one was asked for (`start(profileName)`). */
+  profile?: string;
+  /** Agent recreations and the most pools down at once, during the counted window (bench/agentTracker.ts). */
+  agents: AgentChecks;
   /** `verb plural` → count, for create/update/patch/delete. */
   writes: Record<string, number>;
   cpuMs: number;
@@ -39,8 +44,11 @@ export interface SimChild {
   kubeconfigPath: string;
   /** The child's RSS in bytes right now (0 when it cannot be read, or for an inline simulator). */
   rss(): number;
-  /** Starts counting requests, CPU and peak RSS. */
-  start(): Promise<void>;
+  /**
+   * Starts counting requests, CPU and peak RSS; with a profile directory set (bench/cpuProfile.ts), also records the
+   * simulator's CPU profile as `<dir>/<profileName>.cpuprofile` until `stats()`.
+   */
+  start(profileName?: string): Promise<void>;
   /** Resolves with the child's wall-clock time (ms) once `count` pods run `image` (first container) and are Ready. */
   podsOnImage(image: string, count: number): Promise<number>;
   /** Stops counting and returns what was counted since `start()`. */
@@ -95,7 +103,7 @@ export async function startSimChild(options: SimChildOptions): Promise<SimChild>
   return {
     kubeconfigPath,
     rss: () => rssOf(child.pid),
-    start: () => ask<boolean>({ start: true }, 'started').then(() => undefined),
+    start: (profileName) => ask<boolean>({ start: true, profileName }, 'started').then(() => undefined),
     podsOnImage: (image, count) => ask<number>({ podsOnImage: { image, count } }, 'podsOnImageAt'),
     stats: () => ask<SimChildStats>({ stats: true }, 'stats'),
     stop: () =>
@@ -111,11 +119,15 @@ export async function startSimChild(options: SimChildOptions): Promise<SimChild>
 async function instrumentedSimulator(options: SimChildOptions) {
   const { startSimulator } = await import('../src/sim/index.js');
   const { defaultDelays, zeroDelays } = await import('../src/sim/behaviour/index.js');
+  const { windowProfiler } = await import('./cpuProfile.js');
+  let profiler: ReturnType<typeof windowProfiler> | undefined;
   let counting = false;
   let requests = 0;
   let writes: Record<string, number> = {};
   let cpu = process.cpuUsage();
   let peakRss = 0;
+  let tracker: AgentTracker | undefined;
+  let untrack: (() => void) | undefined;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
   sampler.unref();
   const sim = await startSimulator({
@@ -135,7 +147,15 @@ async function instrumentedSimulator(options: SimChildOptions) {
   return {
     sim,
     kubeconfigPath: sim.kubeconfigPath,
-    start() {
+    async start(profileName?: string) {
+      if (profileName) {
+        profiler = windowProfiler(profileName);
+        await profiler.start();
+      }
+      untrack?.();
+      const t = new AgentTracker(sim.store.list(sim.store.resourceType('', 'pods')!));
+      tracker = t;
+      untrack = sim.store.subscribe((event) => t.onEvent(event));
       counting = true;
       requests = 0;
       writes = {};
@@ -162,10 +182,22 @@ async function instrumentedSimulator(options: SimChildOptions) {
         });
       });
     },
-    stats(): SimChildStats {
+    async stats(): Promise<SimChildStats> {
       counting = false;
       const used = process.cpuUsage(cpu);
-      return { requests, writes, cpuMs: (used.user + used.system) / 1000, peakRssMb: Math.round(peakRss / 1048576) };
+      untrack?.();
+      untrack = undefined;
+      const agents = tracker?.checks() ?? new AgentTracker([]).checks();
+      const profile = await profiler?.stop();
+      profiler = undefined;
+      return {
+        requests,
+        writes,
+        cpuMs: (used.user + used.system) / 1000,
+        peakRssMb: Math.round(peakRss / 1048576),
+        agents,
+        ...(profile ? { profile } : {}),
+      };
     },
     async stop() {
       clearInterval(sampler);
@@ -183,9 +215,10 @@ export async function startInlineSim(options: SimChildOptions): Promise<SimChild
   return {
     kubeconfigPath: sim.kubeconfigPath,
     rss: () => 0,
-    start: async () => sim.start(),
+    // Inline, the service's profile already holds the simulator: no second profiler.
+    start: () => sim.start(),
     podsOnImage: (image, count) => sim.podsOnImage(image, count),
-    stats: async () => sim.stats(),
+    stats: () => sim.stats(),
     stop: () => sim.stop(),
   };
 }
@@ -195,13 +228,12 @@ async function runChild(options: SimChildOptions): Promise<void> {
   const send = (m: Message) => process.send!(m);
   process.on('message', (m: Message) => {
     if (m.start) {
-      sim.start();
-      send({ started: true });
+      void sim.start(m.profileName as string | undefined).then(() => send({ started: true }));
     } else if (m.podsOnImage) {
       const { image, count } = m.podsOnImage as { image: string; count: number };
       void sim.podsOnImage(image, count).then((at) => send({ podsOnImageAt: at }));
     } else if (m.stats) {
-      send({ stats: sim.stats() });
+      void sim.stats().then((stats) => send({ stats }));
     } else if (m.stop) {
       void sim.stop().then(() => process.exit(0));
     }
