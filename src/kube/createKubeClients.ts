@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';
 import { AppError, ErrorCode } from '../errors.js';
 import { ApiBudget } from './ApiBudget.js';
+import { JsonRequests, routeHotWrites } from './jsonRequests.js';
 
 export type KubeMode = 'sim' | 'kubeconfig' | 'in-cluster';
 
@@ -122,13 +123,17 @@ export function createKubeClients(config: KubeClientConfig): KubeClients {
   const kubeConfig = loadKubeConfig(config);
   const budget = new ApiBudget({ qps: config.qps, burst: config.burst, clock: config.clock, registry: config.registry });
   kubeConfig.budget = budget;
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  // The per-target writes of a rollout skip client-node's generated path (jsonRequests.ts, ADR 0047).
+  if (JsonRequests.applies(kubeConfig)) routeHotWrites(core, custom, new JsonRequests(kubeConfig));
   return {
     kubeConfig,
     budget,
-    core: kubeConfig.makeApiClient(CoreV1Api),
+    core,
     apps: kubeConfig.makeApiClient(AppsV1Api),
     coordination: kubeConfig.makeApiClient(CoordinationV1Api),
-    custom: kubeConfig.makeApiClient(CustomObjectsApi),
+    custom,
     objects: KubernetesObjectApi.makeApiClient(kubeConfig),
     watch: new Watch(kubeConfig),
   };

@@ -78,6 +78,11 @@ export interface WriteOptions {
    * throw to refuse the write (`?fieldValidation=Strict`) or collect warnings (`Warn`). Without it they are pruned.
    */
   onUnknownFields?: (paths: string[]) => void;
+  /**
+   * The caller hands the input over (the API writer's object, freshly parsed from the request body, that nothing else
+   * references): the store keeps it instead of a deep copy. The same checks run on it; only the copy is saved.
+   */
+  handOver?: boolean;
 }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';

@@ -65,7 +65,8 @@ export class ResourceWriter {
     const managed = trackUpdate(undefined, object, this.context(r, manager));
     if (managed) object.metadata.managedFields = managed;
     const fields = unknownFields(r, 'decode');
-    return fields.result(201, this.store.create(r.type, object, fields.options));
+    // Parsed from this request's body above: nothing else holds it, the store may keep it as it is.
+    return fields.result(201, this.store.create(r.type, object, { ...fields.options, handOver: true }));
   }
 
   update({ r, body, manager }: WriteInput): WriteResult {
@@ -176,7 +177,9 @@ export class ResourceWriter {
     if (managed) next.metadata.managedFields = managed;
     else delete next.metadata.managedFields;
     const fields = unknownFields(r, how);
-    return fields.result(200, this.store.update(r.type, next, r.subresource, fields.options));
+    // A decoded body was parsed from this request alone (a patched one shares the stored object's frozen parts).
+    const options = how === 'decode' ? { ...fields.options, handOver: true } : fields.options;
+    return fields.result(200, this.store.update(r.type, next, r.subresource, options));
   }
 
   private existing(r: ResourceRequest): KubeObject {

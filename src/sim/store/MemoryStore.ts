@@ -234,7 +234,7 @@ export class MemoryStore implements WatchableStore {
   create(requested: ResourceType, input: KubeObject, options?: WriteOptions): KubeObject {
     const state = this.state(requested);
     const type = this.typeIn(state, requested);
-    const object = deepClone(input);
+    const object = options?.handOver ? input : deepClone(input);
     this.checkTypeMeta(type, object);
     object.metadata ??= { name: '' };
     const meta = object.metadata;
@@ -293,13 +293,13 @@ export class MemoryStore implements WatchableStore {
       next = { ...existing, metadata: { ...existing.metadata } };
       if (type.custom) next.apiVersion = apiVersionOf(type);
       if (input.status === undefined) delete next.status;
-      else next.status = deepClone(input.status);
+      else next.status = options?.handOver ? input.status : deepClone(input.status);
       if (meta.managedFields !== undefined) next.metadata.managedFields = deepClone(meta.managedFields);
     } else if (subresource !== undefined && !(subresource === 'binding' && type === Resources.pods)) {
       // pods/binding is the in-process scheduler's bind: a main-resource write that admission limits to spec.nodeName.
       throw new SimApiError(404, 'NotFound', `${type.plural} has no ${subresource} subresource`);
     } else {
-      next = deepClone(input);
+      next = options?.handOver ? input : deepClone(input);
       this.checkTypeMeta(type, next);
       const m = next.metadata;
       const old = existing.metadata;
