@@ -79,8 +79,11 @@ export interface WriteOptions {
    */
   onUnknownFields?: (paths: string[]) => void;
   /**
-   * The caller hands the input over (the API writer's object, freshly parsed from the request body, that nothing else
-   * references): the store keeps it instead of a deep copy. The same checks run on it; only the copy is saved.
+   * The caller hands the input over: the store keeps it instead of a deep copy (the same checks run on it; only the
+   * copy is saved). The input's own object and its `metadata` must be fresh (the store sets fields on them); below
+   * that, it may share parts with stored versions, which never change (frozen in the test suite), as long as the type
+   * is built in (a custom type's schema prunes and defaults in place). The API writer hands over what it parsed from
+   * the request body; the built-in kubelet and scheduler hand over the pods they write.
    */
   handOver?: boolean;
 }

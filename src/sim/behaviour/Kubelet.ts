@@ -259,7 +259,8 @@ export class Kubelet implements Controller {
   }
 
   private writeStatus(pod: KubeObject, status: Record<string, unknown>): void {
-    this.ctx.store.update(this.ctx.types.pods, { ...pod, status }, 'status');
+    // A fresh object and metadata over the stored pod's unchanged parts: handed over, not copied again.
+    this.ctx.store.update(this.ctx.types.pods, { ...pod, metadata: { ...pod.metadata }, status }, 'status', { handOver: true });
   }
 
   private isBadImage(image: string): boolean {

@@ -57,13 +57,21 @@ export class PodScheduler implements Controller {
           'Unschedulable',
           `0/${total} nodes are available: ${total} node(s) didn't match Pod's node affinity/selector, had untolerated taints or were not ready.`,
         );
-        this.ctx.store.update(this.ctx.types.pods, { ...pod, status: { phase: 'Pending', ...pod.status, conditions } }, 'status');
+        this.ctx.store.update(
+          this.ctx.types.pods,
+          { ...pod, metadata: { ...pod.metadata }, status: { phase: 'Pending', ...pod.status, conditions } },
+          'status',
+          { handOver: true },
+        );
       }
       return undefined;
     }
     this.firstSeen.delete(uid);
     // pods/binding, as the real scheduler binds: pod spec updates may not set the node.
-    this.ctx.store.update(this.ctx.types.pods, { ...pod, spec: { ...pod.spec, nodeName: node.metadata.name } }, 'binding');
+    // A fresh object, metadata and spec over the stored pod's unchanged parts: handed over, not copied again.
+    this.ctx.store.update(this.ctx.types.pods, { ...pod, metadata: { ...pod.metadata }, spec: { ...pod.spec, nodeName: node.metadata.name } }, 'binding', {
+      handOver: true,
+    });
     return undefined;
   }
 

@@ -77,7 +77,8 @@ const NOT_SPEC = new Set(['metadata', 'status', 'apiVersion', 'kind']);
  * The simulator's etcd: one revision counter, maps keyed type → namespace → name, and a bounded event history.
  *
  * Contract beyond ObjectStore: every object handed out (get/list/events/return values) is shared and must never be
- * modified (deeply frozen under the `freeze` option) — clone before modifying (`structuredClone` works). Inputs are copied, never retained. Events reach subscribers
+ * modified (deeply frozen under the `freeze` option) — clone before modifying (`structuredClone` works). Inputs are copied, never retained, unless the writer hands one
+ * over (WriteOptions.handOver). Events reach subscribers
  * synchronously and in commit order, also when a subscriber writes to the store from inside its listener (such writes
  * are queued behind the event being delivered).
  */

@@ -43,37 +43,45 @@ export function leafPaths(object: Record<string, unknown>, scope: Scope): Map<st
     if (key === 'metadata' && isPlainObject(value)) {
       for (const [mk, mv] of Object.entries(value)) {
         if (SERVER_METADATA.has(mk) || mv === undefined) continue;
-        walk(['f:metadata', `f:${mk}`], mk, mv, out);
+        walk(`f:metadata${SEP}f:${mk}`, mk, mv, out);
       }
       continue;
     }
-    walk([`f:${key}`], key, value, out);
+    walk(`f:${key}`, key, value, out);
   }
   return out;
 }
 
-function walk(path: FieldPath, field: string, value: unknown, out: Map<string, unknown>): void {
+/** The segment separator of a path key (pathKey); keys are built segment by segment as strings, not joined arrays. */
+const SEP = '\u0001';
+
+function walk(key: string, field: string, value: unknown, out: Map<string, unknown>): void {
   if (isPlainObject(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined);
-    if (keys.length === 0) out.set(pathKey(path), value);
-    for (const k of keys) walk([...path, `f:${k}`], k, value[k], out);
+    let empty = true;
+    for (const k in value) {
+      const v = value[k];
+      if (v === undefined) continue;
+      empty = false;
+      walk(`${key}${SEP}f:${k}`, k, v, out);
+    }
+    if (empty) out.set(key, value);
     return;
   }
   if (Array.isArray(value) && value.length > 0) {
     if (isSetList(field) && value.every((v) => !isPlainObject(v) && !Array.isArray(v))) {
-      for (const v of value) out.set(pathKey([...path, `v:${JSON.stringify(v)}`]), v);
+      for (const v of value) out.set(`${key}${SEP}v:${JSON.stringify(v)}`, v);
       return;
     }
-    const key = mergeKeyFor(field, value);
-    if (key && value.every((v) => isPlainObject(v) && v[key] !== undefined)) {
+    const mergeKey = mergeKeyFor(field, value);
+    if (mergeKey && value.every((v) => isPlainObject(v) && v[mergeKey] !== undefined)) {
       for (const item of value as Record<string, unknown>[]) {
-        const itemPath = [...path, itemSegment(key, item[key])];
-        for (const [k, v] of Object.entries(item)) if (v !== undefined) walk([...itemPath, `f:${k}`], k, v, out);
+        const itemKey = `${key}${SEP}${itemSegment(mergeKey, item[mergeKey])}`;
+        for (const k in item) if (item[k] !== undefined) walk(`${itemKey}${SEP}f:${k}`, k, item[k], out);
       }
       return;
     }
   }
-  out.set(pathKey(path), value);
+  out.set(key, value);
 }
 
 export function itemSegment(key: string, id: unknown): string {
@@ -96,15 +104,18 @@ export function toFieldsV1(paths: Iterable<string>): Record<string, unknown> {
 /** Leaf path keys of a FieldsV1 tree. */
 export function fromFieldsV1(tree: unknown): Set<string> {
   const out = new Set<string>();
-  const visit = (node: unknown, path: FieldPath): void => {
-    const children = isPlainObject(node) ? Object.keys(node).filter((k) => k !== '.') : [];
-    if (children.length === 0) {
-      if (path.length > 0) out.add(pathKey(path));
-      return;
+  const visit = (node: unknown, key: string): void => {
+    let leaf = true;
+    if (isPlainObject(node)) {
+      for (const child in node) {
+        if (child === '.') continue;
+        leaf = false;
+        visit(node[child], key === '' ? child : `${key}${SEP}${child}`);
+      }
     }
-    for (const child of children) visit((node as Record<string, unknown>)[child], [...path, child]);
+    if (leaf && key !== '') out.add(key);
   };
-  visit(tree, []);
+  visit(tree, '');
   return out;
 }
 

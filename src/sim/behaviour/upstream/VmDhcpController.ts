@@ -63,6 +63,23 @@ export class VmDhcpController implements Controller {
   private lastSignature: string | undefined;
   /** The pod holding the leader lease (by name). */
   private holder: string | undefined;
+  /**
+   * The relatedresource trigger without its quadratic cost. Queuing every pool with an agent in a namespace on each
+   * pod event there cost O(pools) per event even though the runtime drops a key already pending; at 10,000 pools that
+   * was most of the simulator's time. So this remembers which pool keys it handed the runtime that have not been
+   * reconciled since (`queued`: the runtime would drop them again) and, per namespace, the pools with an agent there
+   * that are not queued (`idle`): an event hands over exactly those, which is what the runtime would have added.
+   */
+  private readonly queued = new Set<string>();
+  private readonly idle = new Map<string, Set<string>>();
+  /** namespace → pool key → how many agent Pods there name it. */
+  private readonly agentCounts = new Map<string, Map<string, number>>();
+  /**
+   * The keys of the pods the controller Deployment's selector matches in its namespace (leader election's
+   * candidates before their phase is checked), for that Deployment version; rebuilt when it changes or when a pod
+   * the selector matches (before or after the event) comes, goes or changes labels.
+   */
+  private selected: { deployment: KubeObject; keys: string[] } | undefined;
 
   constructor(
     private readonly ctx: BehaviourContext,
@@ -78,9 +95,18 @@ export class VmDhcpController implements Controller {
 
   keysFor(event: StoreEvent): string[] {
     const { group, plural } = event.resource;
+    const selected = this.selected?.deployment;
+    if (
+      selected &&
+      group === '' &&
+      plural === 'pods' &&
+      (matchesSelector(selected, event.object) || (event.previous !== undefined && matchesSelector(selected, event.previous)))
+    ) {
+      this.selected = undefined;
+    }
     // Not running (no pod of the controller leads): nothing to do, and nothing queued for rollplane's benchmarks.
     if (group === 'network.harvesterhci.io' && plural === 'ippools')
-      return event.type === 'DELETED' || this.lastSignature === undefined ? [] : [keyOf(event.object)];
+      return event.type === 'DELETED' || this.lastSignature === undefined ? [] : this.handOver([keyOf(event.object)]);
     const controllerEvent =
       (group === '' && plural === 'pods' && (isControllerPod(event.object) || (event.previous !== undefined && isControllerPod(event.previous)))) ||
       (group === 'apps' &&
@@ -91,21 +117,40 @@ export class VmDhcpController implements Controller {
       const signature = this.leaderSignature();
       if (signature !== this.lastSignature) {
         this.lastSignature = signature;
-        return signature ? this.allPoolKeys() : [];
+        return signature ? this.handOver(this.allPoolKeys()) : [];
       }
     }
     if (group === '' && plural === 'pods') {
       this.track(event.type, event.object);
-      return this.lastSignature !== undefined && this.agents.size > 0 ? this.poolsOfAgentsIn(event.object.metadata.namespace ?? '') : [];
+      return this.lastSignature !== undefined && this.agents.size > 0 ? this.relatedPools(event.object.metadata.namespace ?? '') : [];
     }
     return [];
   }
 
   initialKeys(): string[] {
-    return this.lastSignature === undefined ? [] : this.allPoolKeys();
+    return this.lastSignature === undefined ? [] : this.handOver(this.allPoolKeys());
+  }
+
+  /** The pools of all agent Pods in `namespace` that the runtime does not hold already (see `queued`). */
+  private relatedPools(namespace: string): string[] {
+    const idle = this.idle.get(namespace);
+    if (!idle || idle.size === 0) return [];
+    return this.handOver([...idle]);
+  }
+
+  /** Marks pool keys as handed to the runtime (pending until reconciled). */
+  private handOver(keys: string[]): string[] {
+    for (const key of keys) {
+      this.queued.add(key);
+      for (const idle of this.idle.values()) idle.delete(key);
+    }
+    return keys;
   }
 
   reconcile(key: string): number | undefined {
+    // Out of the runtime's queue: the next related event queues it again.
+    this.queued.delete(key);
+    for (const [namespace, counts] of this.agentCounts) if (counts.has(key)) this.idleIn(namespace).add(key);
     const options = this.running();
     const ippools = this.type('network.harvesterhci.io', 'ippools');
     if (!options || !ippools) return undefined;
@@ -183,14 +228,11 @@ export class VmDhcpController implements Controller {
       this.holder = undefined;
       return undefined;
     }
-    const selector = (deployment.spec?.selector?.matchLabels ?? {}) as Record<string, string>;
-    const candidates = [...this.ctx.index.all('pods')].filter(
-      (pod) =>
-        pod.metadata.namespace === deployment.metadata.namespace &&
-        !isTerminating(pod) &&
-        pod.status?.phase === 'Running' &&
-        Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
-    );
+    const candidates: KubeObject[] = [];
+    for (const key of this.selectedPods(deployment)) {
+      const pod = this.ctx.index.get('pods', key);
+      if (pod && !isTerminating(pod) && pod.status?.phase === 'Running') candidates.push(pod);
+    }
     const current = candidates.find((pod) => pod.metadata.name === this.holder);
     if (current) return current;
     const next = candidates.sort(
@@ -198,6 +240,16 @@ export class VmDhcpController implements Controller {
     )[0];
     this.holder = next?.metadata.name;
     return next;
+  }
+
+  /** Keys of the pods in the Deployment's namespace its selector matches (cached, see `selected`). */
+  private selectedPods(deployment: KubeObject): string[] {
+    if (this.selected?.deployment !== deployment) {
+      const keys: string[] = [];
+      for (const pod of this.ctx.index.all('pods')) if (matchesSelector(deployment, pod)) keys.push(keyOf(pod));
+      this.selected = { deployment, keys };
+    }
+    return this.selected.keys;
   }
 
   private leaderSignature(): string | undefined {
@@ -445,15 +497,46 @@ export class VmDhcpController implements Controller {
   private track(type: StoreEvent['type'], pod: KubeObject): void {
     const key = keyOf(pod);
     const labels = pod.metadata.labels ?? {};
-    if (type !== 'DELETED' && labels[AGENT_LABEL] === 'agent') this.agents.set(key, `${labels[POOL_NAMESPACE_LABEL] ?? ''}/${labels[POOL_NAME_LABEL] ?? ''}`);
-    else this.agents.delete(key);
+    const namespace = pod.metadata.namespace ?? '';
+    const before = this.agents.get(key);
+    if (type !== 'DELETED' && labels[AGENT_LABEL] === 'agent') {
+      const pool = `${labels[POOL_NAMESPACE_LABEL] ?? ''}/${labels[POOL_NAME_LABEL] ?? ''}`;
+      this.agents.set(key, pool);
+      if (before !== pool) {
+        if (before !== undefined) this.countAgent(namespace, before, -1);
+        this.countAgent(namespace, pool, 1);
+      }
+    } else if (before !== undefined) {
+      this.agents.delete(key);
+      this.countAgent(namespace, before, -1);
+    }
   }
 
-  private poolsOfAgentsIn(namespace: string): string[] {
-    const keys = new Set<string>();
-    const prefix = `${namespace}/`;
-    for (const [podKey, poolKey] of this.agents) if (podKey.startsWith(prefix) && !poolKey.endsWith('/')) keys.add(poolKey);
-    return [...keys];
+  /** Keeps `agentCounts` and `idle` in step with an agent Pod naming `pool` in `namespace` coming (+1) or going (-1). */
+  private countAgent(namespace: string, pool: string, delta: 1 | -1): void {
+    if (pool.endsWith('/')) return; // no pool named: upstream's resolver skips it
+    let counts = this.agentCounts.get(namespace);
+    if (!counts) {
+      counts = new Map();
+      this.agentCounts.set(namespace, counts);
+    }
+    const n = (counts.get(pool) ?? 0) + delta;
+    if (n > 0) {
+      counts.set(pool, n);
+      if (!this.queued.has(pool)) this.idleIn(namespace).add(pool);
+    } else {
+      counts.delete(pool);
+      this.idle.get(namespace)?.delete(pool);
+    }
+  }
+
+  private idleIn(namespace: string): Set<string> {
+    let idle = this.idle.get(namespace);
+    if (!idle) {
+      idle = new Set();
+      this.idle.set(namespace, idle);
+    }
+    return idle;
   }
 
   private allPoolKeys(): string[] {
@@ -476,6 +559,14 @@ function podSignature(pod: KubeObject): string {
 }
 
 /** A pod of the chart's controller Deployment (its template carries the chart's labels). */
+/** Whether `pod` is in the Deployment's namespace and carries every label of its selector's matchLabels. */
+function matchesSelector(deployment: KubeObject, pod: KubeObject): boolean {
+  if (pod.metadata.namespace !== deployment.metadata.namespace) return false;
+  const selector = (deployment.spec?.selector?.matchLabels ?? {}) as Record<string, string>;
+  for (const k in selector) if (pod.metadata.labels?.[k] !== selector[k]) return false;
+  return true;
+}
+
 function isControllerPod(pod: KubeObject): boolean {
   return isVmDhcpControllerDeployment(pod);
 }
