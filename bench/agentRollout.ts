@@ -3,19 +3,20 @@
  * the simulator with zero delays. One `bumpAgentImage` with maxUnavailable 100% over every pool; measured: time until
  * every agent runs the new image and is Ready (and until the rollout is SUCCEEDED), peak RSS of the service and of the
  * simulator, CPU of each per recreated agent, and Kubernetes API writes per recreated agent counted at the simulator.
- * A last run uses the default API budget (50 QPS, burst 100) to compare the rollout time with requests ÷ QPS.
+ * A budgeted run uses the default API budget (50 QPS, burst 100) to compare the rollout time with requests ÷ QPS.
  *
  * The simulator runs in a child process by default, as a real API server would: rollplane's process then holds only
- * rollplane. `ROLLPLANE_BENCH_SIM=inline` runs it inside the service's process instead (rollplane's embedded default).
+ * rollplane; the embedded runs (and every run with `ROLLPLANE_BENCH_SIM=inline`) put it in the service's process.
  * Both processes run with the V8 heap capped at 512 MB and 16 MB semi-spaces (`npm run bench` starts node so; the
  * child gets the same), as deploy/40-deployment.yaml runs the service: uncapped, V8 sizes the heap from the host's
  * memory and lets garbage grow to several times the live set before it collects, which says more about the host than
  * about rollplane. `BENCH_HEAP_MB=0 node dist/bench/run.js agent-rollout` (after `npx tsc -p tsconfig.bench.json`)
  * runs both uncapped.
- * Prints a table and writes bench/results/agent-rollout.json. Run: `npm run bench -- agent-rollout`
- * (`AGENT_BENCH_SIZES=1000,10000` and `AGENT_BENCH_BUDGET_POOLS=200` to change the sizes; `AGENT_BENCH_UPSTREAM=vm-dhcp`
- * to roll out beside the simulated vm-dhcp-controller (coexistence, docs/adr/0017); `BENCH_CPU_PROFILE=<dir>` to
- * write a CPU profile of the service during each rollout).
+ * Prints a table and writes bench/results/agent-rollout.json. Run: `npm run bench -- agent-rollout`. One run holds
+ * direct mode, the same beside the simulated vm-dhcp-controller (coexistence, docs/adr/0017) with the ratio, the
+ * budgeted run, PostgreSQL and embedded mode, each checked for correctness (bench/agentTracker.ts); `--check` compares
+ * with the committed baseline, `--save-baseline` writes it (bench/agentBaseline.ts). Sizes, profiles
+ * (`AGENT_BENCH_CPU_PROF=<dir>`: service and simulator) and the rest: bench/README.md, docs/adr/0047.
  *
  * Stores: the same runs on SQLite, then (where PostgreSQL's binaries are found) the 1,000-pool run again on a throwaway
  * PostgreSQL server (the tests' helper: initdb in a temporary directory, fsync off; a fresh database per run), and the
