@@ -23,7 +23,8 @@
  * ratio of the two rollout times (issue 15's aim: PostgreSQL within 1.5× of SQLite). `AGENT_BENCH_PG_SIZES` (1000;
  * empty: none) picks the PostgreSQL sizes.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import path from 'node:path';
@@ -67,6 +68,8 @@ interface RunResult {
   failures: string[];
   /** calibrationMs() just before the run: how fast the machine was. */
   calibrationMs: number;
+  /** The V8 heap limit of the run's process (the service's; embedded: of both). */
+  heapLimitMb: number;
 }
 
 interface RunOptions {
@@ -192,12 +195,47 @@ async function runOnce({ pools, budget, postgresUrl, inline, upstream, maxUnavai
       agents,
       failures,
       calibrationMs: calibration,
+      heapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 1048576),
     };
   } finally {
     clearInterval(sampler);
     await app.stop();
     await sim.stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The V8 old-space cap of a run's own process in MB (0: V8's default). */
+function heapMbFor(options: RunOptions): number {
+  // Embedded mode holds the service and the simulator in one heap: twice the service's cap by default.
+  return options.inline ? Number(process.env.BENCH_INLINE_HEAP_MB ?? '1024') : Number(process.env.BENCH_HEAP_MB ?? '512');
+}
+
+/**
+ * Runs one case in a process of its own (this module, told the case by AGENT_BENCH_CASE), with the V8 flags of
+ * heapMbFor: no run inherits the garbage or the heap of the runs before it, and embedded mode gets a heap that holds
+ * both halves. A case that fails (out of memory, a crash) is reported and the others go on.
+ */
+async function runIsolated(options: RunOptions): Promise<RunResult | undefined> {
+  const out = path.join(os.tmpdir(), `rollplane-bench-case-${process.pid}-${Date.now()}.json`);
+  const heapMb = heapMbFor(options);
+  const heap = heapMb ? [`--max-old-space-size=${heapMb}`, '--max-semi-space-size=16'] : [];
+  const self = fileURLToPath(import.meta.url);
+  const loader = path.extname(self) === '.ts' ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...heap, ...loader, self], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, AGENT_BENCH_CASE: JSON.stringify({ options, out }) },
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  try {
+    if (code !== 0) throw new Error(`exited with ${code}`);
+    return JSON.parse(readFileSync(out, 'utf8')) as RunResult;
+  } catch (error) {
+    process.stderr.write(`  ${options.pools} pools (${JSON.stringify({ ...options, postgresUrl: undefined })}) failed: ${String(error)}\n`);
+    process.exitCode = 1;
+    return undefined;
+  } finally {
+    rmSync(out, { force: true });
   }
 }
 
@@ -213,15 +251,15 @@ export async function run(): Promise<RunResult[]> {
   const allInline = process.env.ROLLPLANE_BENCH_SIM === 'inline';
   const allUpstream = process.env.AGENT_BENCH_UPSTREAM === 'vm-dhcp';
   const direct: Omit<RunOptions, 'pools'> = { inline: allInline, maxUnavailable: '100%', ...(allUpstream ? { upstream: 'vm-dhcp' } : {}) };
-  const results: RunResult[] = [];
-  for (const pools of sizes('AGENT_BENCH_SIZES', '1000,10000')) results.push(await runOnce({ ...direct, pools }));
+  const results: (RunResult | undefined)[] = [];
+  for (const pools of sizes('AGENT_BENCH_SIZES', '1000,10000')) results.push(await runIsolated({ ...direct, pools }));
   // Coexistence at scale, in the same run as direct mode (the ratio is printed below).
   if (!allUpstream) {
-    for (const pools of sizes('AGENT_BENCH_UPSTREAM_SIZES', '1000,10000')) results.push(await runOnce({ ...direct, pools, upstream: 'vm-dhcp' }));
+    for (const pools of sizes('AGENT_BENCH_UPSTREAM_SIZES', '1000,10000')) results.push(await runIsolated({ ...direct, pools, upstream: 'vm-dhcp' }));
   }
   // Under the default API budget, in waves of a quarter, so that maxUnavailable is checked too.
   for (const pools of sizes('AGENT_BENCH_BUDGET_POOLS', '200')) {
-    results.push(await runOnce({ ...direct, pools, budget: { qps: 50, burst: 100 }, maxUnavailable: '25%' }));
+    results.push(await runIsolated({ ...direct, pools, budget: { qps: 50, burst: 100 }, maxUnavailable: '25%' }));
   }
   const pgSizes = sizes('AGENT_BENCH_PG_SIZES', '1000');
   if (pgSizes.length > 0) {
@@ -233,7 +271,7 @@ export async function run(): Promise<RunResult[]> {
       const server = await startPostgres(binaries);
       try {
         for (const pools of pgSizes) {
-          results.push(await runOnce({ ...direct, pools, postgresUrl: await server.createDatabase(`rollplane_bench_${pools}`) }));
+          results.push(await runIsolated({ ...direct, pools, postgresUrl: await server.createDatabase(`rollplane_bench_${pools}`) }));
         }
       } finally {
         await server.stop();
@@ -241,8 +279,17 @@ export async function run(): Promise<RunResult[]> {
     }
   }
   // Embedded mode (the simulator in the service's process, as `npm start` runs it), last: it shares this process's heap.
-  if (!allInline) for (const pools of sizes('AGENT_BENCH_INLINE_SIZES', '10000')) results.push(await runOnce({ ...direct, pools, inline: true }));
+  if (!allInline) for (const pools of sizes('AGENT_BENCH_INLINE_SIZES', '10000')) results.push(await runIsolated({ ...direct, pools, inline: true }));
 
+  const failedCases = results.filter((r) => r === undefined).length;
+  return report(
+    results.filter((r): r is RunResult => r !== undefined),
+    args,
+    failedCases,
+  );
+}
+
+function report(results: RunResult[], args: string[], failedCases: number): RunResult[] {
   const rows = results.map((r) => ({
     store: r.store,
     pools: r.pools,
@@ -259,13 +306,14 @@ export async function run(): Promise<RunResult[]> {
     'recreated once / most down': `${r.agents.createdOnce}/${r.pools}, ${r.agents.maxDown}`,
     'calibration ms': r.calibrationMs,
   }));
-  const heapCap = getHeapStatistics().heap_size_limit / 1048576;
+  const heaps = [...new Set(results.map((r) => `${r.simulator === 'inline' ? 'embedded' : 'service'} ${r.heapLimitMb} MB`))].join(', ');
   console.log(
-    `service V8 heap limit ${Math.round(heapCap)} MB; load average ${os
+    `each run in a process of its own; V8 heap limits: ${heaps}; load average ${os
       .loadavg()
       .map((l) => l.toFixed(1))
       .join(' ')}`,
   );
+  if (failedCases > 0) console.log(`${failedCases} run(s) failed (see above): not in the table`);
   console.table(rows);
   for (const r of results) console.log(`${caseKey(r)} writes:`, r.writes);
   const same = (a: RunResult, b: RunResult) => a.pools === b.pools && a.budget === b.budget && a.simulator === b.simulator;
@@ -287,9 +335,17 @@ export async function run(): Promise<RunResult[]> {
   if (args.includes('--save-baseline')) console.log(`baseline written: ${saveBaseline(results)}`);
   let regressed = false;
   if (args.includes('--check')) regressed = checkAgainstBaseline(results);
-  if (failed.length > 0 || regressed) process.exitCode = 1;
+  if (failed.length > 0 || regressed || failedCases > 0) process.exitCode = 1;
   return results;
 }
 
+const isMain = process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1]);
+const childCase = process.env.AGENT_BENCH_CASE;
+if (isMain && childCase) {
+  // One case, in its own process (runIsolated): the result goes to the file the parent reads.
+  const { options, out } = JSON.parse(childCase) as { options: RunOptions; out: string };
+  writeFileSync(out, JSON.stringify(await runOnce(options)));
+  process.exit(0);
+}
 // A path, not a URL: the URL percent-encodes a space (or any other special character) in the checkout's path.
-if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();
+else if (isMain) await run();
