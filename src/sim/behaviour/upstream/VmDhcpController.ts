@@ -463,7 +463,8 @@ export class VmDhcpController implements Controller {
     cond: string,
     handler: (pool: KubeObject, status: Status) => HandlerResult,
   ): [KubeObject, Error | undefined] {
-    const original: Status = deepClone(pool.status ?? {});
+    // The stored status never changes: compared as it is; only the handler's working copy is cloned.
+    const original: Status = pool.status ?? {};
     let [status, error] = handler(pool, deepClone(original));
     if (error) status = deepClone(original);
     const now = this.now();
