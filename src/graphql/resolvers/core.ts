@@ -25,7 +25,6 @@ import {
   eventEdge,
   eventToGraphQL,
   nodeAgentReplacementToGraphQL,
-  strategyToGraphQL,
   targetDurationSeconds,
 } from './mappers.js';
 import { BatchLoader, perContext } from './batchLoader.js';
@@ -228,7 +227,8 @@ export const coreResolvers: Resolvers = {
   Rollout: {
     toVersion: (rollout) => toVersionText(rollout.toVersion),
     toEachPreviousRevision: (rollout) => rollout.toVersion === null,
-    strategy: (rollout) => strategyToGraphQL(rollout),
+    // Its kind's fields are resolved by the kind's graphql.ts (`RolloutStrategy`), the shared ones by name.
+    strategy: (rollout) => rollout.strategy,
     rollbackOf: (rollout, _, ctx) => (rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null),
     progress: (rollout, _, ctx) => progressReadWithPage(ctx).get(rollout) ?? progressLoader(ctx).load(rollout.id),
     targets: async (rollout, args, ctx) => {

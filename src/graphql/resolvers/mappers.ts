@@ -1,6 +1,6 @@
 import { readPayload } from '../../domain/eventPayloads.js';
 import { EventType, type StoredEvent } from '../../domain/events.js';
-import type { Rollout, RolloutTarget } from '../../domain/RolloutService.js';
+import type { RolloutTarget } from '../../domain/RolloutService.js';
 
 /** Domain objects → the GraphQL shapes that are not one-to-one. */
 export function eventToGraphQL(event: StoredEvent) {
@@ -33,22 +33,6 @@ export function nodeAgentReplacementToGraphQL(event: { payload: unknown; object?
 
 export function eventEdge(event: StoredEvent) {
   return { cursor: String(event.id), node: eventToGraphQL(event) };
-}
-
-/** The typed strategy (defaults already filled in by the kind's contract) → `RolloutStrategy`. */
-export function strategyToGraphQL(rollout: Rollout) {
-  const s = rollout.strategy;
-  const nodeAgent = s.kind === 'NODE_AGENT' ? s : undefined;
-  return {
-    maxUnavailable: s.maxUnavailable ?? null,
-    maxConcurrent: s.maxConcurrent ?? null,
-    canary: s.canary ?? null,
-    progressDeadlineSeconds: s.progressDeadlineSeconds,
-    failureThreshold: s.failureThreshold,
-    autoRollback: s.autoRollback,
-    mode: nodeAgent?.mode ?? null,
-    minReadySeconds: nodeAgent?.minReadySeconds ?? null,
-  };
 }
 
 export function targetDurationSeconds(target: RolloutTarget): number | null {

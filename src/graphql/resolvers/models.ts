@@ -6,6 +6,12 @@
  */
 export type { Rollout as RolloutModel, RolloutTarget as RolloutTargetModel } from '../../domain/RolloutService.js';
 
+/**
+ * A rollout's typed strategy (defaults filled in by its kind's contract). `RolloutStrategy`'s shared fields resolve by
+ * name; the fields of one kind are resolved by that kind's `graphql.ts` (ADR 0045), so no shared code maps them.
+ */
+export type { RolloutStrategy as RolloutStrategyModel } from '../../domain/kinds/index.js';
+
 /** One revision of a target (RolloutService.revisions); `rollout` is resolved from its id. */
 export interface RevisionModel {
   n: number;

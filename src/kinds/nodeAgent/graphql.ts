@@ -3,7 +3,7 @@ import { connectionOf } from '../../graphql/resolvers/connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../../graphql/context.js';
 import type { Resolvers } from '../../graphql/generated/resolvers.js';
-import { bumpNodeAgentImageInput } from './contract.js';
+import { bumpNodeAgentImageInput, NODE_AGENT } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
 function nodeAgents(ctx: GraphQLContext): NodeAgentQueries {
@@ -24,5 +24,11 @@ export const nodeAgentsResolvers: Resolvers = {
   },
   Mutation: {
     bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, parseInput(bumpNodeAgentImageInput, args.input), idempotencyScopeOf(ctx)),
+  },
+
+  // This kind's fields of a rollout's strategy (the shared ones resolve by name); null on the other kinds' rollouts.
+  RolloutStrategy: {
+    mode: (strategy) => (strategy.kind === NODE_AGENT ? strategy.mode : null),
+    minReadySeconds: (strategy) => (strategy.kind === NODE_AGENT ? strategy.minReadySeconds : null),
   },
 };
