@@ -1,7 +1,6 @@
 import { ROLLOUT_KINDS, type RolloutKind } from '../domain/events.js';
 import type { KindContract, KindContracts } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
-import type { Resolvers } from '../graphql/generated/resolvers.js';
 import { agentPoolKind } from './agentPool/module.js';
 import type { ControllerHost } from '../controllers/host.js';
 import type { AnyKindModule, KindQueries } from './kindModule.js';
@@ -10,11 +9,8 @@ import { virtualClusterKind } from './virtualCluster/module.js';
 
 export type { KindQueries } from './kindModule.js';
 
-/** The registered rollout kinds: the one list outside the kinds' folders that names them (ADR 0041). */
+/** The registered rollout kinds: the one list outside the kinds' folders that names them (ADR 0041); the API's schema is built with them (buildSchema). */
 export const ROLLOUT_KIND_MODULES: readonly AnyKindModule[] = [agentPoolKind, nodeAgentKind, virtualClusterKind];
-
-/** The registered kinds' resolvers, for the API's schema (buildSchema). */
-export const KIND_RESOLVERS: readonly Resolvers[] = ROLLOUT_KIND_MODULES.map((m) => m.resolvers);
 
 /** The registered kinds' contracts, by kind: what the domain reads stored rollouts with (given to RolloutService). */
 export const KIND_CONTRACTS: KindContracts = contractsOf(ROLLOUT_KIND_MODULES);

@@ -3,6 +3,7 @@ import type { RolloutKind } from '../domain/events.js';
 import type { KindContract } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import type { ControllerHost } from '../controllers/host.js';
+import type { KindApi } from '../graphql/kindApi.js';
 import type { Resolvers } from '../graphql/generated/resolvers.js';
 
 /** Domain query ports the rollout kinds provide (each kind's field of KindPorts). */
@@ -15,12 +16,13 @@ export interface KindRuntime {
 }
 
 /**
- * A rollout kind, registered as one object (ADR 0041): its contract (strategy and selector schemas), and `setup`,
+ * A rollout kind, registered as one object (ADR 0041): its contract (strategy and selector schemas), its part of the
+ * API (`KindApi`: its resolvers and its `drift` port, ADR 0045), and `setup`,
  * which builds its informers and controllers on the host (through the shared KindHost: informers, notifications,
  * history) and returns its driver and query port. The kind's folder holds everything else it needs; the list of
  * registered kinds (./index.ts) is the one place outside it that names it.
  */
-export interface RolloutKindModule<K extends RolloutKind = RolloutKind> {
+export interface RolloutKindModule<K extends RolloutKind = RolloutKind> extends KindApi {
   readonly kind: K;
   readonly contract: KindContract<K>;
   /** Its part of the API: root fields and types of schema.graphql it answers (its `graphql.ts`). */

@@ -16,7 +16,7 @@ import { guardPlugin } from '../graphql/guardPlugin.js';
 import { listSizesOf } from '../graphql/listSizes.js';
 import { ResponseCache } from '../graphql/responseCache.js';
 import { buildSchema } from '../graphql/schema.js';
-import { KIND_RESOLVERS } from '../kinds/index.js';
+import { ROLLOUT_KIND_MODULES } from '../kinds/index.js';
 import { startSubscriptionServer } from '../graphql/subscriptions.js';
 import type { ReadinessCheck } from '../http/health.js';
 import type { OriginPolicy } from '../http/originPolicy.js';
@@ -49,7 +49,7 @@ export interface ApiDeps {
 export async function startApi(config: Config, { logger, metrics, history, domain, readiness, scrape }: ApiDeps) {
   return compose(logger, async (started) => {
     const { db, audit, tokens } = history;
-    const schema = buildSchema(KIND_RESOLVERS);
+    const schema = buildSchema(ROLLOUT_KIND_MODULES);
     const httpServer = httpServerFor(config);
     const authenticate = (authorization: string | undefined): Promise<Principal> =>
       config.auth.enabled ? tokens.authenticate(authorization) : Promise.resolve(ANONYMOUS);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSchema } from '../../src/graphql/schema.js';
-import { KIND_RESOLVERS } from '../../src/kinds/index.js';
+import { ROLLOUT_KIND_MODULES } from '../../src/kinds/index.js';
 import { collect, wsClient } from '../helpers/graphql.js';
 import { privilegedCases } from '../helpers/privilegedShapes.js';
 import { seedRollout, startTestApp, type TestApp } from '../helpers/app.js';
@@ -227,7 +227,7 @@ const cases: Case[] = [
 
 // Every privileged root field wrapped in every fragment/alias/directive shape, for each role that may not use it;
 // generated from the schema, so a new field is covered without editing this file.
-for (const c of privilegedCases(buildSchema(KIND_RESOLVERS))) {
+for (const c of privilegedCases(buildSchema(ROLLOUT_KIND_MODULES))) {
   cases.push({ name: `privileged: ${c.name}`, body: q(c.query, c.variables), as: c.role as 'viewer' | 'deployer' });
 }
 

@@ -242,6 +242,7 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
       virtualCluster: async (namespace, name) => clusters.find((c) => c.namespace === namespace && c.name === name),
       clusterVersions: async () => [cv],
       clusterVersion: async (name) => (name === CV ? cv : undefined),
+      driftItems: async () => [],
     };
     const domainOf = (r: Replica) => ({ rollouts: r.rollouts, launcher: r.launcher, virtualClusters: queries }) as unknown as Domain;
     for (let round = 0; round < ROUNDS; round++) {

@@ -4,7 +4,7 @@ import type { Domain } from '../../src/domain/Domain.js';
 import { listSizesOf } from '../../src/graphql/listSizes.js';
 import { checkQueryLimits } from '../../src/graphql/queryLimits.js';
 import { buildSchema } from '../../src/graphql/schema.js';
-import { KIND_RESOLVERS } from '../../src/kinds/index.js';
+import { ROLLOUT_KIND_MODULES } from '../../src/kinds/index.js';
 
 /**
  * Lists without `first` that count as UNKNOWN_LIST_SIZE (10) on purpose: each holds a handful by nature, or is bounded
@@ -26,7 +26,7 @@ function operationOf(query: string) {
 }
 
 describe('list sizes in the cost estimate', () => {
-  const schema = buildSchema(KIND_RESOLVERS);
+  const schema = buildSchema(ROLLOUT_KIND_MODULES);
 
   it('bound every list without `first` (connection edges aside) by its current size, or name why it holds a handful', () => {
     const sizes = listSizesOf({ workQueues: () => [], nodeAgents: { listSets: () => [] } } as unknown as Domain);

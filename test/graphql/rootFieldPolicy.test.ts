@@ -3,13 +3,13 @@ import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/auth/roles.js';
 import type { GraphQLContext } from '../../src/graphql/context.js';
 import { buildSchema } from '../../src/graphql/schema.js';
-import { KIND_RESOLVERS } from '../../src/kinds/index.js';
+import { ROLLOUT_KIND_MODULES } from '../../src/kinds/index.js';
 
 /**
  * The schema itself refuses a root field the caller's role does not allow, and oversized inputs, with no guard in
  * front of it: the backstop that makes a gap in the request guard harmless.
  */
-const schema = buildSchema(KIND_RESOLVERS);
+const schema = buildSchema(ROLLOUT_KIND_MODULES);
 const viewer: Principal = { kind: 'token', tokenId: 't1', name: 'wall', role: 'viewer', expiresAt: null };
 let touched = false;
 const domain = new Proxy(

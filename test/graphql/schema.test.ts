@@ -3,15 +3,15 @@ import { buildSchema as buildSdlOnly, isEnumType, isInputObjectType, isObjectTyp
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { buildSchema, loadTypeDefs } from '../../src/graphql/schema.js';
 import { resolversWith } from '../../src/graphql/resolvers/index.js';
-import { KIND_RESOLVERS } from '../../src/kinds/index.js';
+import { ROLLOUT_KIND_MODULES } from '../../src/kinds/index.js';
 
-const resolvers = resolversWith(KIND_RESOLVERS);
+const resolvers = resolversWith(ROLLOUT_KIND_MODULES);
 
 describe('schema.graphql and the resolvers', () => {
   const sdl = buildSdlOnly(loadTypeDefs());
 
   it('builds, with no resolver for a field the schema lacks', () => {
-    expect(() => buildSchema(KIND_RESOLVERS)).not.toThrow();
+    expect(() => buildSchema(ROLLOUT_KIND_MODULES)).not.toThrow();
   });
 
   it('has a resolver for every query, mutation and subscription field', () => {

@@ -1,5 +1,7 @@
 import type { Resolvers } from '../generated/resolvers.js';
+import type { KindApi } from '../kindApi.js';
 import { coreResolvers } from './core.js';
+import { driftResolvers } from './drift.js';
 import { notificationsResolvers } from './notifications.js';
 
 type ResolverMap = Record<string, unknown>;
@@ -19,8 +21,9 @@ function merge(...maps: Resolvers[]): Resolvers {
 
 /**
  * The API's resolvers: the core ones and the notifications', with each registered rollout kind's (its `graphql.ts`,
- * handed over by the composition root from src/kinds: ADR 0045) merged in.
+ * handed over by the composition root from src/kinds: ADR 0045) merged in, and the shared root fields the kinds
+ * contribute ports to (`drift`).
  */
-export function resolversWith(kindResolvers: readonly Resolvers[]): Resolvers {
-  return merge(coreResolvers, ...kindResolvers, notificationsResolvers);
+export function resolversWith(kinds: readonly KindApi[]): Resolvers {
+  return merge(coreResolvers, ...kinds.map((kind) => kind.resolvers), driftResolvers(kinds), notificationsResolvers);
 }

@@ -1,7 +1,6 @@
 import { readPayload } from '../../domain/eventPayloads.js';
-import { agentPoolDrift, bumpAgentImage, listAgentPools, pageDrift, type AgentPoolQueries, type AgentPoolView } from './plan.js';
-import type { Domain } from '../../domain/Domain.js';
-import { EventType, type RolloutKind } from '../../domain/events.js';
+import { bumpAgentImage, listAgentPools, type AgentPoolQueries, type AgentPoolView } from './plan.js';
+import { EventType } from '../../domain/events.js';
 import { checkPageSize, pageOfRows, parseEventId } from '../../util/pagination.js';
 import { connectionOf, connectionOfItems } from '../../graphql/resolvers/connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
@@ -21,25 +20,6 @@ function checkName(value: unknown, field: string): string {
   return value;
 }
 
-/** A kind's drift port, duck-typed so that other kinds can add theirs to the Domain without touching this file. */
-interface DriftProvider {
-  driftItems(): Promise<
-    { kind: RolloutKind; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]
-  >;
-}
-const isDriftProvider = (value: unknown): value is DriftProvider =>
-  typeof value === 'object' && value !== null && typeof (value as DriftProvider).driftItems === 'function';
-
-async function driftOf(domain: Domain, kind: string | undefined) {
-  const items: Awaited<ReturnType<DriftProvider['driftItems']>> = [];
-  if ((!kind || kind === 'AGENT_POOL') && domain.agentPools) items.push(...(await agentPoolDrift(domain.agentPools)));
-  for (const [field, port] of Object.entries(domain)) {
-    if (field === 'agentPools' || !isDriftProvider(port)) continue;
-    for (const item of await port.driftItems()) if (!kind || item.kind === kind) items.push(item);
-  }
-  return items;
-}
-
 /**
  * The pool's events, newest first; the cursor is the event id (`after` = older than it). One indexed statement per
  * page ((kind, namespace, name, id) walked backwards): it used to read the pool's whole history to return one page.
@@ -56,7 +36,6 @@ export const agentPoolsResolvers: Resolvers = {
   Query: {
     agentPools: async (_, args, ctx) => connectionOf(await listAgentPools(pools(ctx), args.filter, args.first, args.after)),
     agentPool: async (_, args, ctx) => (await pools(ctx).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
-    drift: async (_, args, ctx) => connectionOf(pageDrift(await driftOf(ctx.domain, args.kind ?? undefined), args.first, args.after)),
   },
 
   Mutation: {

@@ -1,6 +1,7 @@
 import { AgentPoolChoices, agentPoolsWithHistory } from './choices.js';
 import { agentPoolContract } from './contract.js';
 import { agentPoolsResolvers } from './graphql.js';
+import { agentPoolDrift } from './plan.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { setupAgentPools } from './controller/index.js';
 
@@ -9,6 +10,7 @@ export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
   kind: 'AGENT_POOL',
   contract: agentPoolContract,
   resolvers: agentPoolsResolvers,
+  drift: async (domain) => (domain.agentPools ? agentPoolDrift(domain.agentPools) : []),
   setup(host) {
     const runtime = setupAgentPools(host, { ...host.config.agentPools });
     // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.

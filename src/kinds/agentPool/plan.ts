@@ -6,6 +6,7 @@
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../../domain/labelSelector.js';
 import { ConflictError, ValidationError } from '../../errors.js';
 import type { Domain } from '../../domain/Domain.js';
+import type { DriftItem } from '../../domain/drift.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { isDowngrade } from '../../util/imageReference.js';
 import { pageByKey, type KeyedPage } from '../../util/pagination.js';
@@ -143,19 +144,14 @@ export async function listAgentPools(
   return pageByKey(pools, sortKey, first, after, 100);
 }
 
-export interface DriftItem {
+export interface AgentPoolDriftItem extends DriftItem {
   kind: 'AGENT_POOL';
-  namespace: string;
-  name: string;
-  desiredVersion: string | null;
-  runningVersion: string | null;
-  since: Date | null;
   /** The rollout whose decision is the desired version (null: the cluster's). */
   desiredBy: string | null;
 }
 
 /** Pools whose agent runs something else than their desired image. */
-export async function agentPoolDrift(queries: AgentPoolQueries): Promise<DriftItem[]> {
+export async function agentPoolDrift(queries: AgentPoolQueries): Promise<AgentPoolDriftItem[]> {
   return (await queries.all()).filter(isDrifted).map((p) => ({
     kind: 'AGENT_POOL' as const,
     namespace: p.namespace,
@@ -165,11 +161,6 @@ export async function agentPoolDrift(queries: AgentPoolQueries): Promise<DriftIt
     since: p.driftSince,
     desiredBy: p.desiredBy,
   }));
-}
-
-/** Any per-kind drift items → one page ordered by kind, namespace, name. */
-export function pageDrift<T extends { kind: string; namespace: string; name: string }>(items: T[], first?: number | null, after?: string | null): KeyedPage<T> {
-  return pageByKey(items, (node) => `${node.kind}|${node.namespace}/${node.name}`, first, after, 100);
 }
 
 // -------------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ export const nodeAgentKind: RolloutKindModule<'NODE_AGENT'> = {
   kind: 'NODE_AGENT',
   contract: nodeAgentContract,
   resolvers: nodeAgentsResolvers,
+  drift: async (domain) => (await domain.nodeAgents?.driftItems()) ?? [],
   setup(host) {
     const runtime = setupNodeAgents(host, { ...host.config.nodeAgents });
     return { driver: runtime.driver, queries: { nodeAgents: runtime.queries } };

@@ -6,6 +6,7 @@
 import { matchesLabelSelector, parseLabelSelector } from '../../domain/labelSelector.js';
 import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationError } from '../../errors.js';
 import type { Domain } from '../../domain/Domain.js';
+import type { DriftItem } from '../../domain/drift.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { pageByKey, type KeyedPage } from '../../util/pagination.js';
 import {
@@ -94,13 +95,8 @@ export interface DeclaredRuntimeClass {
   caveat?: string;
 }
 
-export interface NodeAgentDriftItem {
+export interface NodeAgentDriftItem extends DriftItem {
   kind: 'NODE_AGENT';
-  namespace: string;
-  name: string;
-  desiredVersion: string | null;
-  runningVersion: string | null;
-  since: Date | null;
 }
 
 /** Implemented by ./controller from informer caches. */
@@ -116,8 +112,8 @@ export interface NodeAgentQueries {
    */
   agentRuntimeClass?(namespace: string, name: string): Promise<DeclaredRuntimeClass | undefined>;
   /**
-   * One item per node whose agent does not run its set's template image (namespace "" and name = node). Named for the
-   * drift resolver, which collects `driftItems()` from every kind's port on the Domain.
+   * One item per node whose agent does not run its set's template image (namespace "" and name = node), for the
+   * `drift` query (the kind's module contributes it: `drift`).
    */
   driftItems(): Promise<NodeAgentDriftItem[]>;
 }

@@ -8,6 +8,7 @@ export const virtualClusterKind: RolloutKindModule<'VIRTUAL_CLUSTER'> = {
   kind: 'VIRTUAL_CLUSTER',
   contract: virtualClusterContract,
   resolvers: virtualClustersResolvers,
+  drift: async (domain) => (await domain.virtualClusters?.driftItems()) ?? [],
   setup(host) {
     const runtime = setupVirtualClusters(host, { ...host.config.virtualClusters });
     return { driver: runtime.driver, queries: { virtualClusters: runtime.queries } };

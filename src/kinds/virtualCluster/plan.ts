@@ -12,6 +12,7 @@ import { readPayload } from '../../domain/eventPayloads.js';
 import { createHash } from 'node:crypto';
 import { ConflictError, NotImplementedError, ValidationError } from '../../errors.js';
 import type { Domain } from '../../domain/Domain.js';
+import type { DriftItem } from '../../domain/drift.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { EventType, type StoredEvent } from '../../domain/events.js';
 import { parseImageReference } from '../../util/imageReference.js';
@@ -80,6 +81,12 @@ export interface VirtualClusterQueries {
   /** Every ClusterVersion, in any order. */
   clusterVersions(): Promise<ClusterVersionView[]>;
   clusterVersion(name: string): Promise<ClusterVersionView | undefined>;
+  /** Clusters behind their ClusterVersion, for the `drift` query (versions are ClusterVersion resourceVersions). */
+  driftItems(): Promise<VirtualClusterDriftItem[]>;
+}
+
+export interface VirtualClusterDriftItem extends DriftItem {
+  kind: 'VIRTUAL_CLUSTER';
 }
 
 // -------------------------------------------------------------------------------------------------------------------

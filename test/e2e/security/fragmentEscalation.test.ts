@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSchema } from '../../../src/graphql/schema.js';
-import { KIND_RESOLVERS } from '../../../src/kinds/index.js';
+import { ROLLOUT_KIND_MODULES } from '../../../src/kinds/index.js';
 import { seedRollout, startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect, gql, wsClient } from '../../helpers/graphql.js';
 import { privilegedCases } from '../../helpers/privilegedShapes.js';
@@ -11,7 +11,7 @@ import { privilegedCases } from '../../helpers/privilegedShapes.js';
  * in every shape that hides it, over both transports, for every role that may not use it: refused, nothing written.
  */
 const ADMIN = 'admin-secret-for-escalation-tests-0123456789';
-const cases = privilegedCases(buildSchema(KIND_RESOLVERS));
+const cases = privilegedCases(buildSchema(ROLLOUT_KIND_MODULES));
 
 describe(`privileged fields hidden in fragments (${cases.length} shapes per transport)`, () => {
   let app: TestApp;
