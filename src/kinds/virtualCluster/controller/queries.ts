@@ -139,8 +139,8 @@ class CachedVirtualClusterQueries implements VirtualClusterQueries {
   }
 
   /**
-   * Clusters behind their ClusterVersion, for the `drift` query (found by the agent-pool resolver's duck-typed drift
-   * port): versions are ClusterVersion resourceVersions, as upstream records them.
+   * Clusters behind their ClusterVersion, for the `drift` query (through the kind module's drift port, ADR 0045):
+   * versions are ClusterVersion resourceVersions, as upstream records them.
    */
   async driftItems(): Promise<
     { kind: 'VIRTUAL_CLUSTER'; namespace: string; name: string; desiredVersion: string | null; runningVersion: string | null; since: Date | null }[]
