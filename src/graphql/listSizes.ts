@@ -2,18 +2,18 @@ import type { Domain } from '../domain/Domain.js';
 import { EventType, ROLLOUT_KINDS } from '../domain/events.js';
 import { NOTIFIABLE_STATES, ONCE_PER_FIELDS } from '../domain/notifications/model.js';
 import { MAX_FILTER_CLUSTERS, MAX_FILTER_ROLLOUTS } from '../domain/notifications/NotificationService.js';
+import type { KindApi } from './kindApi.js';
 import type { ListSizes } from './queryLimits.js';
 
 /**
  * The real size of every list the schema returns without a `first` argument, for the cost estimate (queryLimits.ts).
  * Read just before the operation runs: the answer holds what is there now. A list missing here counts as
  * UNKNOWN_LIST_SIZE; test/graphql/listSizes.test.ts names the few left to it on purpose, so a new unbounded list
- * cannot slip in as 10.
+ * cannot slip in as 10. A rollout kind's lists are its own (`KindApi.listSizes`).
  */
-export function listSizesOf(domain: Domain): ListSizes {
+export function listSizesOf(domain: Domain, kinds: readonly KindApi[]): ListSizes {
   return {
-    // Every node that runs the agent: the largest set's (a cluster of 5,000 nodes is 5,000 items, not 10).
-    'NodeAgentSet.nodes': () => Math.max(0, ...(domain.nodeAgents?.listSets().map((set) => set.nodes.length) ?? [])),
+    ...Object.assign({}, ...kinds.map((kind) => kind.listSizes?.(domain) ?? {})),
     'Query.workQueues': () => domain.workQueues().length,
     'WorkQueueStatus.inFlight': () => Math.max(0, ...domain.workQueues().map((queue) => queue.inFlight.length)),
     'WorkQueueStatus.retries': () => Math.max(0, ...domain.workQueues().map((queue) => queue.retries.length)),

@@ -67,7 +67,7 @@ export async function startApi(config: Config, { logger, metrics, history, domai
       mutationLimiter: db.sharedRateLimiter?.(mutationsPerMinute, mutationBurst) ?? new CallerRateLimiter(mutationsPerMinute, mutationBurst),
       // Query cost stays per replica: every query pays it, and a round trip per query would cost more than it protects.
       queryCostLimiter: new CallerRateLimiter(queryCostPerMinute, queryCostBurst),
-      listSizes: listSizesOf(domain),
+      listSizes: listSizesOf(domain, ROLLOUT_KIND_MODULES),
     };
     const originPolicy: OriginPolicy = { corsOrigins: config.corsOrigins, authEnabled: config.auth.enabled, bindHost: config.host };
     const responseCache = await startResponseCache(config, history, logger, started);

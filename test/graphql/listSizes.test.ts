@@ -29,7 +29,7 @@ describe('list sizes in the cost estimate', () => {
   const schema = buildSchema(ROLLOUT_KIND_MODULES);
 
   it('bound every list without `first` (connection edges aside) by its current size, or name why it holds a handful', () => {
-    const sizes = listSizesOf({ workQueues: () => [], nodeAgents: { listSets: () => [] } } as unknown as Domain);
+    const sizes = listSizesOf({ workQueues: () => [], nodeAgents: { listSets: () => [] } } as unknown as Domain, ROLLOUT_KIND_MODULES);
     const unbounded: string[] = [];
     for (const type of Object.values(schema.getTypeMap())) {
       if (!isObjectType(type) || type.name.startsWith('__')) continue;
@@ -51,7 +51,7 @@ describe('list sizes in the cost estimate', () => {
       nodeAgents: { listSets: () => [{ nodes: Array.from({ length: nodes }) }] },
     } as unknown as Domain;
     const { document, operation } = operationOf('{ nodeAgentSets(first: 1) { edges { node { nodes { node image ready } } } } }');
-    const cost = () => checkQueryLimits(schema, document, operation, {}, LIMITS, listSizesOf(domain)).cost;
+    const cost = () => checkQueryLimits(schema, document, operation, {}, LIMITS, listSizesOf(domain, ROLLOUT_KIND_MODULES)).cost;
     const ten = cost();
     nodes = 5_000;
     // Three fields per node: 5,000 nodes add about 15,000 where 10 added 30.

@@ -9,6 +9,10 @@ export const nodeAgentKind: RolloutKindModule<'NODE_AGENT'> = {
   contract: nodeAgentContract,
   resolvers: nodeAgentsResolvers,
   drift: async (domain) => (await domain.nodeAgents?.driftItems()) ?? [],
+  listSizes: (domain) => ({
+    // Every node that runs the agent: the largest set's (a cluster of 5,000 nodes is 5,000 items, not 10).
+    'NodeAgentSet.nodes': () => Math.max(0, ...(domain.nodeAgents?.listSets().map((set) => set.nodes.length) ?? [])),
+  }),
   setup(host) {
     const runtime = setupNodeAgents(host, { ...host.config.nodeAgents });
     return { driver: runtime.driver, queries: { nodeAgents: runtime.queries } };
