@@ -131,6 +131,13 @@ describe('GraphQL over HTTP', () => {
     }
   });
 
+  it("answers another kind's strategy fields as null on an agent-pool rollout (each kind resolves its own, ADR 0045)", async () => {
+    const seeded = await seedRollout();
+    const res = await gql(app.url, 'query($id: ID!) { rollout(id: $id) { strategy { mode minReadySeconds maxConcurrent canary } } }', { id: seeded.id });
+    expect(res.errors).toBeUndefined();
+    expect(res.data.rollout.strategy).toEqual({ mode: null, minReadySeconds: null, maxConcurrent: null, canary: null });
+  });
+
   it('answers a query with the stored rollout, its targets and progress', async () => {
     const seeded = await seedRollout();
     const res = await gql(app.url, `query($id: ID!) { rollout(id: $id) { ${ROLLOUT_FIELDS} } }`, { id: seeded.id });
