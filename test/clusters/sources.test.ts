@@ -249,7 +249,13 @@ describe('member cluster sources', () => {
     } finally {
       chmodSync(file, 0o600);
     }
-    writeFileSync(file, 'clusters: []\n');
+    // Removing the file removes its clusters (attack 13, F8: they stayed for good); an empty file registers none either.
+    rmSync(file);
+    const gone = await syncNow();
+    expect(gone.unreadable).toEqual([]);
+    expect(await names()).toEqual(['local:LOCAL']);
+    expect(connections.get('file-1')).toBeUndefined();
+    writeFileSync(file, 'clusters: []\n', { mode: 0o600 });
     await syncNow();
     expect(await names()).toEqual(['local:LOCAL']);
   });

@@ -18,7 +18,7 @@ clusters: []
 `;
 
 /**
- * Creates the credentials file (mode 0600, its folder 0700) when it does not exist yet, so that the one a user edits
+ * Creates the credentials file (mode 0600; its folder 0700 if it creates that too) when it does not exist yet, so that the one a user edits
  * starts private. Never changes an existing file.
  */
 export async function ensureCredentialsFile(file: string): Promise<void> {
@@ -43,6 +43,16 @@ export async function checkPrivate(file: string): Promise<void> {
   }
 }
 
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}
+
 /**
  * The embedded mode's credentials file under the data directory: YAML `clusters: [{ name, labels, kubeconfig }]`,
  * the kubeconfig as text or as a map. Read only when private (mode 0600 or stricter).
@@ -51,6 +61,9 @@ export function credentialsFile(file: string): ClusterSourceReader {
   return {
     source: 'FILE',
     async read() {
+      // A removed file registers nothing: its clusters are deregistered (each said in the log), as a removed Secret's
+      // are. Before, it read as "could not be read" and its members stayed for good (attack 13, F8).
+      if (!(await exists(file))) return [];
       await checkPrivate(file);
       const text = await readFile(file, 'utf8');
       const parsed = parseDocument(text, { prettyErrors: false });
