@@ -63,7 +63,13 @@ describe('shared subscription fan-out', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ROLLPLANE_WS_MAX_BUFFERED_BYTES: '65536' } });
+    // The caller's query-cost budget is out of the way: these tests are about the fan-out's mechanics, and one caller
+    // sends them all, replays of 2 KB events to 60 subscriptions included (every event sent costs at least 10, ADR
+    // 0030): in a fresh-clone CI run a subscribe was refused for the budget the earlier tests had spent, and the 60
+    // subscriptions never all registered. The budget's own tests: test/graphql/liveCharge.test.ts, e2e/security.
+    app = await startTestApp({
+      env: { ROLLPLANE_WS_MAX_BUFFERED_BYTES: '65536', ROLLPLANE_QUERY_COST_PER_MINUTE: '1000000000', ROLLPLANE_QUERY_COST_BURST: '1000000000' },
+    });
   });
   afterAll(async () => {
     await app?.close();
@@ -180,6 +186,7 @@ describe('shared subscription fan-out', () => {
     };
     const sockets: WebSocket[] = [];
     const received = new Map<string, number[]>();
+    const allMessages: any[] = [];
     try {
       for (let c = 0; c < 3; c++) {
         const socket = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
@@ -187,6 +194,7 @@ describe('shared subscription fan-out', () => {
         socket.on('message', (data) => {
           const m = JSON.parse(String(data));
           messages.push(m);
+          allMessages.push(m);
           if (m.type === 'next') received.get(`${c}/${m.id}`)!.push(m.payload.data.events.payload.seconds);
         });
         await new Promise<void>((resolve, reject) => (socket.once('open', () => resolve()), socket.once('error', reject)));
@@ -208,7 +216,10 @@ describe('shared subscription fan-out', () => {
         }
         sockets.push(socket);
       }
-      await until('all 60 subscriptions are registered', async () => (await gauge(app.metrics.subscriptionsShared)) === 60);
+      await until(
+        () => `all 60 subscriptions are registered (errors: ${JSON.stringify(allMessages.filter((m) => m.type === 'error').slice(0, 3))})`,
+        async () => (await gauge(app.metrics.subscriptionsShared)) === 60,
+      );
       for (const socket of sockets) (socket as unknown as { _socket: import('node:net').Socket })._socket.resume();
       await until(`every subscription has all ${events} events`, () => [...received.values()].every((seqs) => seqs.length >= events), 60_000);
       for (const seqs of received.values()) expect(seqs).toEqual(Array.from({ length: events }, (_, i) => i));
