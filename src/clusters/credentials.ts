@@ -102,6 +102,14 @@ export function parseMemberKubeconfig(text: string, where: string, rules: Kubeco
   if (!kubeConfig.getCurrentContext() || !cluster?.server) {
     throw new CredentialError('NO_CLUSTER', `${where}: the kubeconfig's current-context names no cluster with a server`);
   }
+  // client-node refuses plain HTTP unless TLS verification is off, before sending anything: say so at registration
+  // rather than as an unreachable member with no reason (attack 13, F9). Its address is not quoted.
+  if (cluster.server.toLowerCase().startsWith('http://') && !cluster.skipTLSVerify) {
+    throw new CredentialError(
+      'MALFORMED',
+      `${where}: cluster "${cluster.name}" is served over plain http://, which the Kubernetes client accepts only with insecure-skip-tls-verify: true; use https:// (or set that flag for a test cluster)`,
+    );
+  }
   return kubeConfig;
 }
 

@@ -103,4 +103,15 @@ describe('member kubeconfigs', () => {
     expect(kc.getCurrentUser()?.token).toBe(PLANTED);
     expect(kc.getCurrentUser()?.exec).toBeUndefined();
   });
+
+  it('refuses a plain http:// server without insecure-skip-tls-verify, saying why (the client would send nothing)', () => {
+    const doc = kubeconfigFor('http://member.example:8080', PLANTED) as { clusters: { cluster: Record<string, unknown> }[] };
+    delete doc.clusters[0]!.cluster['insecure-skip-tls-verify'];
+    const e = refusal(stringify(doc));
+    expect(e.reason).toBe('MALFORMED');
+    expect(e.message).toContain('is served over plain http://, which the Kubernetes client accepts only with insecure-skip-tls-verify: true');
+    expect(e.message).not.toContain('member.example');
+    doc.clusters[0]!.cluster['insecure-skip-tls-verify'] = true;
+    expect(parseMemberKubeconfig(stringify(doc), 'x', STRICT).getCurrentCluster()?.server).toBe('http://member.example:8080');
+  });
 });
