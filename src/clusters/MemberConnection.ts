@@ -94,9 +94,9 @@ export class MemberConnection {
     this.current = { state: 'CONNECTING', since: this.now(), message: null, serverVersion: null, kinds: [] };
   }
 
-  /** Probes now, then keeps probing until `stop`. */
-  start(): void {
-    this.schedule(0);
+  /** Probes after `delayMs` (now by default), then keeps probing until `stop`. */
+  start(delayMs = 0): void {
+    this.schedule(delayMs);
   }
 
   health(): ClusterHealth {

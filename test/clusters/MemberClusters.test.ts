@@ -240,3 +240,20 @@ describe('member cluster connections', () => {
     }
   });
 });
+
+// Attack 13, F4: 1,000 members probed in one timer tick stalled the event loop (and /healthz) for 340-400 ms; first
+// probes now go out in batches of 20, 10 ms apart (1,000 over half a second: the stall measured 41 ms).
+describe('many new member clusters at once', () => {
+  it('send their first probes in small batches, one batch a tick, the first at once', async () => {
+    const many = new MemberClusters({ ...OPTIONS, logger, recordHealth: async () => {} });
+    try {
+      // Nothing listens on port 9 of loopback (discard): no probe is answered, and none is sent before its time.
+      const desired = new Map(Array.from({ length: 50 }, (_, i) => [`m${String(i).padStart(2, '0')}`, credentials('http://127.0.0.1:9')] as const));
+      many.reconcile(desired);
+      const firstProbeIn = many.snapshots().map((s) => s.nextProbeInMs);
+      expect(firstProbeIn).toEqual([...Array(20).fill(0), ...Array(20).fill(10), ...Array(10).fill(20)]);
+    } finally {
+      await many.stop();
+    }
+  });
+});
