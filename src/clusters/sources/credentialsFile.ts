@@ -43,16 +43,6 @@ export async function checkPrivate(file: string): Promise<void> {
   }
 }
 
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
-
 /**
  * The embedded mode's credentials file under the data directory: YAML `clusters: [{ name, labels, kubeconfig }]`,
  * the kubeconfig as text or as a map. Read only when private (mode 0600 or stricter).
@@ -63,8 +53,12 @@ export function credentialsFile(file: string): ClusterSourceReader {
     async read() {
       // A removed file registers nothing: its clusters are deregistered (each said in the log), as a removed Secret's
       // are. Before, it read as "could not be read" and its members stayed for good (attack 13, F8).
-      if (!(await exists(file))) return [];
-      await checkPrivate(file);
+      try {
+        await checkPrivate(file);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        throw error;
+      }
       const text = await readFile(file, 'utf8');
       const parsed = parseDocument(text, { prettyErrors: false });
       if (parsed.errors.length > 0) {
