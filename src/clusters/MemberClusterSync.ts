@@ -1,5 +1,5 @@
 import type { MemberClusterRegistry, RefusedRegistration } from '../domain/clusters/MemberClusterRegistry.js';
-import type { ClusterRegistration, ClusterSource } from '../domain/clusters/model.js';
+import { type ClusterRegistration, type ClusterSource, LOCAL_CLUSTER } from '../domain/clusters/model.js';
 import type { Logger } from '../log.js';
 import { CredentialError, type KubeconfigRules, parseMemberKubeconfig } from './credentials.js';
 import { fingerprintOf, type MemberClusters, type MemberCredentials } from './MemberClusters.js';
@@ -107,10 +107,10 @@ export class MemberClusterSync {
     const refused: RefusedRegistration[] = [];
     for (const { registration, kubeconfig } of claimsInOrder(found, before)) {
       const claimed = next.get(registration.name);
-      if (claimed || registration.name === 'local') {
+      if (claimed || registration.name === LOCAL_CLUSTER) {
         // Two entries of one source naming one cluster (two Secrets with one cluster-name annotation): the one that
         // holds the name keeps it, whatever the order of a listing; the other is refused and said so (attack 13, F6).
-        const holder = claimed ? `${claimed.registration.sourceRef}` : 'the cluster rollplane runs in (it cannot be registered)';
+        const holder = claimed ? claimed.registration.sourceRef : 'the cluster rollplane runs in (it cannot be registered)';
         refused.push({
           name: registration.name,
           sourceRef: registration.sourceRef,
@@ -151,7 +151,7 @@ export class MemberClusterSync {
   }
 
   private desired(): Map<string, MemberCredentials> {
-    const desired = new Map<string, MemberCredentials>([['local', this.options.local]]);
+    const desired = new Map<string, MemberCredentials>([[LOCAL_CLUSTER, this.options.local]]);
     for (const held of this.held.values()) for (const [name, { credentials }] of held) if (!desired.has(name)) desired.set(name, credentials);
     return desired;
   }
