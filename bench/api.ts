@@ -3,7 +3,7 @@
  * simulated fleet of pools and a history of rollouts and events, driven over loopback by autocannon in a separate
  * process (apiLoad.ts), one request kind at a time. The same-run baseline is `{ __typename }` (the framework's floor);
  * every other request is reported as req/s, p50, p99 and its ratio to that baseline. The requests are the ones the UI
- * (src/ui/client/queries.graphql), the CLI and CI (src/cli/operations.graphql; `rollplane bump --wait` polls
+ * (src/ui/client/queries.graphql and the kinds' src/kinds/<kind>/ui/queries.graphql), the CLI and CI (src/cli/operations.graphql; `rollplane bump --wait` polls
  * `Rollout`) send, plus a refused mix to show refusals stay cheap.
  *
  * Execution paths (EXECUTION_PATHS; `API_BENCH_PATHS` picks some): one server per path over the same seeded store, in
@@ -41,7 +41,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventType } from '../src/domain/events.js';
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
-import { DRIFT, AGENT_POOLS, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
+import { AGENT_POOLS } from '../src/kinds/agentPool/ui/queries.js';
+import { DRIFT, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
 import { FLEET_QUERY, HISTORY_QUERY, ROLLOUT_QUERY } from '../src/cli/operations.js';
 import type { InterleavedResult, LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
 import type { App } from '../src/app.js';
@@ -210,7 +211,7 @@ async function seed(app: App, sizes: { rollouts: number; events: number }): Prom
 }
 
 /**
- * The requests: the baseline, then what the UI (src/ui/client/queries.graphql), the CLI and CI (src/cli/operations.graphql:
+ * The requests: the baseline, then what the UI (src/ui/client/queries.graphql and the kinds' src/kinds/<kind>/ui/queries.graphql), the CLI and CI (src/cli/operations.graphql:
  * `rollplane bump --wait` polls `Rollout`; `history` and `fleet` are the CLI's other reads) send, then a refused mix.
  */
 function requestsFor(lastRollout: string): LoadRequest[] {

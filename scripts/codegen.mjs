@@ -6,7 +6,7 @@
 //   node scripts/codegen.mjs --check  exit 1 and name the stale files instead of writing them
 //
 // It reads only local files, so it runs offline. test/graphql/codegen.test.ts calls generate() and compares.
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { codegen } from '@graphql-codegen/core';
@@ -83,11 +83,33 @@ const outputs = [
   },
   {
     file: 'src/ui/client/generated/graphql.ts',
-    documents: ['src/ui/client/queries.graphql', 'src/ui/client/notificationQueries.graphql'],
+    // The shared UI's documents, then each kind's (src/kinds/<kind>/ui/*.graphql, ADR 0052): one generated module,
+    // so that a kind's documents may use the shared fragments and its views import their types from one place.
+    documents: (base) => ['src/ui/client/queries.graphql', 'src/ui/client/notificationQueries.graphql', ...kindUiDocuments(base)],
     plugins: [{ 'typescript-operations': {} }, { 'typed-document-node': {} }],
     config: clientConfig,
   },
 ];
+
+/** The rollout kinds' UI documents, `src/kinds/<kind>/ui/*.graphql`, in path order (the generated file's order). */
+export function kindUiDocuments(base = root) {
+  const kinds = path.join(base, 'src/kinds');
+  const found = [];
+  if (!existsSync(kinds)) return found;
+  for (const kind of readdirSync(kinds, { withFileTypes: true })) {
+    const ui = path.join(kinds, kind.name, 'ui');
+    if (!kind.isDirectory() || !existsSync(ui)) continue;
+    for (const file of readdirSync(ui)) if (file.endsWith('.graphql')) found.push(`src/kinds/${kind.name}/ui/${file}`);
+  }
+  return found.sort();
+}
+
+/** Every document file the generated clients are built from (relative to `base`). */
+export function documentFiles(base = root) {
+  return outputs.flatMap((output) => documentsOf(output, base));
+}
+
+const documentsOf = (output, base) => (typeof output.documents === 'function' ? output.documents(base) : output.documents);
 
 /** Every generated file's path (relative to `base`) and text, generated in memory. */
 export async function generate(base = root) {
@@ -95,7 +117,7 @@ export async function generate(base = root) {
   const schema = buildASTSchema(schemaAst);
   const files = new Map();
   for (const output of outputs) {
-    const documents = output.documents.map((location) => ({
+    const documents = documentsOf(output, base).map((location) => ({
       location,
       document: parse(readFileSync(path.join(base, location), 'utf8')),
     }));

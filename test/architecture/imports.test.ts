@@ -36,9 +36,11 @@ const CONTROLLER_MAY_IMPORT = new Set(['kube', 'util', 'errors.ts']);
 
 /**
  * Who may import src/kinds (ADR 0045), and what: the composition root (src/start) the server's list of kinds, which it
- * hands to the rest; the CLI's entry point (src/rollplane.ts) the CLI's list (its bump subcommands).
+ * hands to the rest; the CLI's entry point (src/rollplane.ts) the CLI's list (its bump subcommands); the web UI's entry
+ * point (src/webUi.ts) the UI's list (the kinds' views, ADR 0052).
  */
-const mayImportKinds = (edge: string) => /^start\/[^ ]+ → kinds\/index\.ts$/.test(edge) || edge === 'rollplane.ts → kinds/cli.ts';
+const mayImportKinds = (edge: string) =>
+  /^start\/[^ ]+ → kinds\/index\.ts$/.test(edge) || edge === 'rollplane.ts → kinds/cli.ts' || edge === 'webUi.ts → kinds/ui.ts';
 
 describe('the import graph of src', () => {
   it('has no cycle between folders (or the files directly in src) but the known debts', () => {

@@ -6,12 +6,13 @@ import ts from 'typescript';
 export const KINDS_FOLDER = 'kinds';
 /**
  * The files outside the kinds' folders that may name them, each the list of registered kinds for one program and the
- * one file of a kind it imports: the server's (`index.ts`, each kind's `module.ts`) and the CLI's (`cli.ts`, each
- * kind's `cli.ts`, so that the CLI loads no server code).
+ * one file of a kind it imports: the server's (`index.ts`, each kind's `module.ts`), the CLI's (`cli.ts`, each
+ * kind's `cli.ts`, so that the CLI loads no server code) and the web UI's (`ui.ts`, each kind's `ui/index.ts`, ADR 0052).
  */
 const REGISTRIES = new Map([
   [path.join(KINDS_FOLDER, 'index.ts'), 'module'],
   [path.join(KINDS_FOLDER, 'cli.ts'), 'cli'],
+  [path.join(KINDS_FOLDER, 'ui.ts'), path.join('ui', 'index')],
 ]);
 
 /**

@@ -61,6 +61,7 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
       "import { z } from 'zod';\nimport { y } from './contract.js';\nimport type { D } from '../../domain/Domain.js';\nimport { c } from './controller/index.js';\nimport { g } from '../../graphql/context.js';\n",
     );
     write('kinds/cli.ts', "import { a } from './alpha/cli.js';\n");
+    write('kinds/ui.ts', "import { a } from './alpha/ui/index.js';\n");
     write('kinds/alpha/cli.ts', "import { f } from '../../cli/flags.js';\nimport { l } from './limits.js';\nimport { p } from './plan.js';\n");
     write('kinds/alpha/contract.ts', "import { e } from '../../errors.js';\nimport { u } from '../../util/dnsNames.js';\n");
     write(
@@ -96,7 +97,7 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
     });
 
     it('reports a kind folder a registry does not list', () => {
-      expect(unregisteredKinds(root)).toEqual(['kinds/index.ts: kinds/beta', 'kinds/cli.ts: kinds/beta']);
+      expect(unregisteredKinds(root)).toEqual(['kinds/index.ts: kinds/beta', 'kinds/cli.ts: kinds/beta', 'kinds/ui.ts: kinds/beta']);
     });
   });
 });

@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generate, root, staleFiles } from '../../scripts/codegen.mjs';
+import { documentFiles, generate, kindUiDocuments, root, staleFiles } from '../../scripts/codegen.mjs';
 
 // The generated API types are committed; this fails when schema.graphql or a client's documents changed without
 // `npm run codegen` (the build regenerates them too, but a stale commit would type-check against the old contract).
@@ -20,14 +20,7 @@ describe('generated GraphQL types', () => {
 
   it('notices a schema change that was not regenerated', async () => {
     // A copy of the inputs and outputs, with one field added to the schema and nothing regenerated.
-    for (const file of [
-      'schema.graphql',
-      'src/cli/operations.graphql',
-      'src/cli/notifyOperations.graphql',
-      'src/ui/client/queries.graphql',
-      'src/ui/client/notificationQueries.graphql',
-      ...(await generate()).keys(),
-    ]) {
+    for (const file of ['schema.graphql', ...documentFiles(), ...(await generate()).keys()]) {
       cpSync(path.join(root, file), path.join(scratch, file), { recursive: true });
     }
     expect(await staleFiles(scratch)).toEqual([]);
@@ -43,5 +36,21 @@ describe('generated GraphQL types', () => {
       documents.replace('query LastEvent { serverInfo { lastEventId } }', 'query LastEvent { serverInfo { lastEventId version } }'),
     );
     expect(await staleFiles(scratch)).toContain('src/cli/generated/graphql.ts');
+  });
+
+  it('generates the UI types from each kind’s documents too (src/kinds/<kind>/ui, ADR 0052)', () => {
+    expect(kindUiDocuments()).toEqual([
+      'src/kinds/agentPool/ui/queries.graphql',
+      'src/kinds/nodeAgent/ui/queries.graphql',
+      'src/kinds/virtualCluster/ui/queries.graphql',
+    ]);
+    expect(documentFiles()).toEqual(expect.arrayContaining(kindUiDocuments()));
+  });
+
+  it('notices a kind’s UI document that was not regenerated', async () => {
+    const file = 'src/kinds/nodeAgent/ui/queries.graphql';
+    const documents = readFileSync(path.join(scratch, file), 'utf8');
+    writeFileSync(path.join(scratch, file), documents.replace('desiredImage peerRuntimeClass', 'desiredImage'));
+    expect(await staleFiles(scratch)).toContain('src/ui/client/generated/graphql.ts');
   });
 });

@@ -3,7 +3,8 @@ import { getIntrospectionQuery } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLLOUT_QUERY } from '../../src/cli/operations.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
-import { AGENT_POOLS, DRIFT, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../../src/ui/client/queries.js';
+import { AGENT_POOLS } from '../../src/kinds/agentPool/ui/queries.js';
+import { DRIFT, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../../src/ui/client/queries.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scrape } from '../helpers/promText.js';
 

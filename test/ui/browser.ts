@@ -29,15 +29,22 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 /**
- * Builds the UI when dist/ui is missing or older than any file in src/ui/client, so that the tests always run the
- * current code (npm install and npm run build do the same build).
+ * Builds the UI when dist/ui is missing or older than any of its sources (the shared UI in src/ui/client, its entry
+ * point src/webUi.ts, the kinds' list src/kinds/ui.ts and their views src/kinds/<kind>/ui: ADR 0052), so that the
+ * tests always run the current code (npm install and npm run build do the same build).
  */
 export function ensureUiBuilt(): void {
   const built = path.join(ROOT, 'dist', 'ui', 'index.html');
-  const sources = path.join(ROOT, 'src', 'ui', 'client');
-  const newest = Math.max(...readdirSync(sources).map((f) => statSync(path.join(sources, f)).mtimeMs));
+  const client = path.join(ROOT, 'src', 'ui', 'client');
+  const kinds = path.join(ROOT, 'src', 'kinds');
+  const kindViews = readdirSync(kinds, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && existsSync(path.join(kinds, e.name, 'ui')))
+    .map((e) => path.join(kinds, e.name, 'ui'));
+  const sources = [client, ...kindViews].flatMap((dir) => readdirSync(dir).map((f) => path.join(dir, f)));
+  sources.push(path.join(ROOT, 'src', 'webUi.ts'), path.join(kinds, 'ui.ts'));
+  const newest = Math.max(...sources.map((f) => statSync(f).mtimeMs));
   if (existsSync(built) && statSync(built).mtimeMs >= newest) return;
-  execFileSync(process.execPath, [path.join(sources, 'build.mjs')], { cwd: ROOT, stdio: 'pipe' });
+  execFileSync(process.execPath, [path.join(client, 'build.mjs')], { cwd: ROOT, stdio: 'pipe' });
 }
 
 export interface RestrictedPage {

@@ -1,10 +1,12 @@
 import { useMemo, useState } from 'react';
-import { PageTitle, ScrollRegion, Section, StateBadge, Version } from './components.js';
-import { formatSeconds, formatTime, UNKNOWN_VERSION } from './format.js';
+import { PageTitle, ScrollRegion, Section } from './components.js';
+import { formatTime } from './format.js';
 import { useLive } from './hooks.js';
+import { listed, useKinds } from './kindUi.js';
+import type { FeedRow } from './liveStream.js';
 import { FEED_LIMIT } from './LiveStore.js';
 import { RolloutCard } from './RolloutCard.js';
-import { ACTIVE_STATES, type FeedRow } from './types.js';
+import { ACTIVE_STATES } from './types.js';
 
 export function Dashboard() {
   return (
@@ -38,13 +40,15 @@ const PAGE = 50;
 
 function FeedPanel() {
   const live = useLive();
-  const [kind, setKind] = useState<'' | FeedRow['kind']>('');
+  const kinds = useKinds();
+  const streams = kinds.flatMap((k) => k.live);
+  const [stream, setStream] = useState('');
   const [search, setSearch] = useState('');
   const [shown, setShown] = useState(PAGE);
   const rows = useMemo(() => {
     const needle = search.trim().toLowerCase();
-    return live.feed.filter((row) => (!kind || row.kind === kind) && (!needle || feedText(row).includes(needle)));
-  }, [live.feed, kind, search]);
+    return live.feed.filter((row) => (!stream || row.stream === stream) && (!needle || feedText(row).includes(needle)));
+  }, [live.feed, stream, search]);
 
   return (
     <Section
@@ -52,22 +56,26 @@ function FeedPanel() {
       title="Live feed"
       actions={
         <span className="muted small">
-          agent recreations, node-agent replacements and cluster upgrades{live.replayedFrom !== null && ` since event ${live.replayedFrom}`}
+          {listed(streams.map((s) => s.label))}
+          {live.replayedFrom !== null && ` since event ${live.replayedFrom}`}
         </span>
       }
     >
       <div className="filters">
         <label>
           Show{' '}
-          <select value={kind} onChange={(e) => setKind(e.target.value as '' | FeedRow['kind'])}>
+          <select value={stream} onChange={(e) => setStream(e.target.value)}>
             <option value="">everything</option>
-            <option value="agent">agent recreations</option>
-            <option value="node">node-agent replacements</option>
-            <option value="cluster">cluster upgrades</option>
+            {streams.map((s) => (
+              <option key={s.key} value={s.key}>
+                {s.label}
+              </option>
+            ))}
           </select>
         </label>
         <label>
-          Search <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="pool, cluster, image…" />
+          Search{' '}
+          <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder={`${kinds.map((k) => k.target).join(', ')}, image…`} />
         </label>
         <span className="muted small" aria-live="polite">
           {rows.length} rows{live.feed.length >= FEED_LIMIT && ` (newest ${FEED_LIMIT} kept)`}
@@ -92,7 +100,7 @@ function FeedPanel() {
             {rows.length === 0 && (
               <tr>
                 <td colSpan={6} className="muted">
-                  Nothing yet. Rows appear here as agents are recreated and clusters upgraded.
+                  Nothing yet. Rows appear here as they happen: {listed(streams.map((s) => s.label))}.
                 </td>
               </tr>
             )}
@@ -108,61 +116,19 @@ function FeedPanel() {
   );
 }
 
+/** The row's id and time, then its stream's cells (LiveStream: what, target, detail, duration). */
 function FeedRowView({ row }: { row: FeedRow }) {
-  if (row.kind === 'agent') {
-    const r = row.item;
-    return (
-      <tr data-event-id={row.id} data-feed-kind="agent">
-        <td>{row.id}</td>
-        <td>{formatTime(row.at)}</td>
-        <td>Agent recreated</td>
-        <td>
-          {r.poolNamespace}/{r.poolName}
-        </td>
-        <td title={`${r.oldImage ?? UNKNOWN_VERSION} → ${r.newImage}`}>
-          → <Version value={r.newImage} /> <span className="muted">({r.reason})</span>
-        </td>
-        <td>{formatSeconds(r.seconds)}</td>
-      </tr>
-    );
-  }
-  if (row.kind === 'node') {
-    const n = row.item;
-    return (
-      <tr data-event-id={row.id} data-feed-kind="node">
-        <td>{row.id}</td>
-        <td>{formatTime(row.at)}</td>
-        <td>Node agent replaced</td>
-        <td>node {n.node}</td>
-        <td title={`${n.daemonSet ?? ''} ${n.oldImage ?? UNKNOWN_VERSION} → ${n.newImage ?? UNKNOWN_VERSION}`}>
-          → <Version value={n.newImage} />
-          {n.peerPodsRestarted !== null && <span className="muted"> ({n.peerPodsRestarted} peer pods back)</span>}
-        </td>
-        <td>{formatSeconds(n.seconds)}</td>
-      </tr>
-    );
-  }
-  const o = row.item;
   return (
-    <tr data-event-id={row.id} data-feed-kind="cluster">
+    <tr data-event-id={row.id} data-feed-kind={row.stream}>
       <td>{row.id}</td>
       <td>{formatTime(row.at)}</td>
-      <td>Cluster upgraded</td>
-      <td>
-        {o.clusterNamespace}/{o.clusterName}
-      </td>
-      <td>
-        {o.clusterVersion} @ {o.resourceVersion} <StateBadge state={o.outcome} />
-        {o.error && <span className="error small"> {o.error}</span>}
-      </td>
-      <td>{formatSeconds(o.seconds)}</td>
+      {row.cells}
     </tr>
   );
 }
 
 function feedText(row: FeedRow): string {
-  const item = row.item as unknown as Record<string, unknown>;
-  return Object.values(item)
+  return Object.values(row.item)
     .filter((v) => typeof v === 'string')
     .join(' ')
     .toLowerCase();

@@ -1,10 +1,11 @@
 import { useState } from 'react';
 import { PageTitle, Pager, ProgressBar, QueryStatus, ScrollRegion, Section, StateBadge, Version } from './components.js';
-import { formatDuration, formatTime, kindLabel } from './format.js';
+import { formatDuration, formatTime } from './format.js';
 import { useCursorPages, useDebounced, useHashRoute, useLive, useQuery } from './hooks.js';
+import { kindLabel, listed, useKinds } from './kindUi.js';
 import { EVENTS, ROLLOUTS } from './queries.js';
 import type { EventFilter, RolloutFilter } from './generated/graphql.js';
-import { EVENT_TYPES, ROLLOUT_STATES, payloadOf, type HistoryEvent, type RolloutKind, type RolloutState } from './types.js';
+import { eventTypesOf, ROLLOUT_STATES, payloadOf, type HistoryEvent, type RolloutKind, type RolloutState } from './types.js';
 
 const PAGE_SIZE = 25;
 
@@ -28,6 +29,7 @@ export function History() {
 }
 
 function RolloutHistory() {
+  const kinds = useKinds();
   const [search, setSearch] = useState('');
   const [kind, setKind] = useState<RolloutKind | ''>('');
   const [state, setState] = useState<RolloutState | ''>('');
@@ -73,7 +75,15 @@ function RolloutHistory() {
           </select>
         </label>
         <label>
-          Target <input value={target} onChange={(e) => setTarget(e.target.value)} placeholder="pool, cluster or node" />
+          Target{' '}
+          <input
+            value={target}
+            onChange={(e) => setTarget(e.target.value)}
+            placeholder={listed(
+              kinds.map((k) => k.target),
+              'or',
+            )}
+          />
         </label>
         <label>
           Created from <input type="datetime-local" value={from} onChange={(e) => setFrom(e.target.value)} />
@@ -104,7 +114,7 @@ function RolloutHistory() {
                   <td>
                     <a href={`#/rollouts/${encodeURIComponent(r.id)}`}>{r.id}</a>
                   </td>
-                  <td>{kindLabel[r.kind] ?? r.kind}</td>
+                  <td>{kindLabel(kinds, r.kind)}</td>
                   <td>
                     <StateBadge state={r.state} />
                   </td>
@@ -149,6 +159,7 @@ function RolloutHistory() {
  */
 function EventHistory() {
   const live = useLive();
+  const kinds = useKinds();
   const [types, setTypes] = useState<string[]>([]);
   const [rolloutId, setRolloutId] = useState('');
   const [namespace, setNamespace] = useState('');
@@ -181,7 +192,7 @@ function EventHistory() {
       <form className="filters" role="search" aria-label="Filter events" onSubmit={(e) => e.preventDefault()}>
         <fieldset className="checkboxes">
           <legend>Types</legend>
-          {EVENT_TYPES.map((t) => (
+          {eventTypesOf(kinds).map((t) => (
             <label key={t}>
               <input
                 type="checkbox"
@@ -270,14 +281,15 @@ export function EventTable({ events, label }: { events: HistoryEvent[]; label: s
 
 /** The rollout-kind filter both history tables offer. */
 function KindFilter({ value, onChange }: { value: RolloutKind | ''; onChange: (kind: RolloutKind | '') => void }) {
+  const kinds = useKinds();
   return (
     <label>
       Kind{' '}
       <select value={value} onChange={(e) => onChange(e.target.value as RolloutKind | '')}>
         <option value="">all</option>
-        {Object.entries(kindLabel).map(([kind, label]) => (
-          <option key={kind} value={kind}>
-            {label}
+        {kinds.map((k) => (
+          <option key={k.kind} value={k.kind}>
+            {k.label}
           </option>
         ))}
       </select>

@@ -1,8 +1,9 @@
 import { describeError, gql, isUnauthenticated } from './api.js';
 import { backoffMs, type ConnectionState, type LiveConnection } from './live.js';
-import { ROLLOUTS, SERVER_INFO, SUB_AGENT_RECREATED, SUB_CLUSTER_UPGRADE_OBSERVED, SUB_NODE_AGENT_REPLACED, SUB_ROLLOUT_UPDATED } from './queries.js';
-import type { NodeAgentReplacedSubscription, ServerInfoQuery } from './generated/graphql.js';
-import { ACTIVE_STATES, type AgentRecreation, type FeedRow, type NodeAgentReplacement, type RolloutSummary, type UpgradeObservation } from './types.js';
+import type { FeedRow, LiveStream } from './liveStream.js';
+import { ROLLOUTS, SERVER_INFO, SUB_ROLLOUT_UPDATED } from './queries.js';
+import type { ServerInfoQuery } from './generated/graphql.js';
+import { ACTIVE_STATES, type RolloutSummary } from './types.js';
 
 /** How far back (in event ids, all types) the feed and charts replay on first load. */
 export const HISTORY_WINDOW = 20_000;
@@ -24,16 +25,16 @@ export interface LiveSnapshot {
   rolloutVersions: ReadonlyMap<string, number>;
   /** Newest first, at most FEED_LIMIT. */
   feed: FeedRow[];
-  observations: UpgradeObservation[];
-  recreations: AgentRecreation[];
+  /** The items of each stream that keeps a series (by its key), oldest first, at most SERIES_LIMIT: see useLiveSeries. */
+  series: ReadonlyMap<string, readonly unknown[]>;
   /** Event id the feed replayed from. */
   replayedFrom: string | null;
   errors: string[];
 }
 
 /**
- * The page's live state: rollouts kept current by `rolloutUpdated`, and the feed and chart series by
- * `agentRecreated` and `clusterUpgradeObserved`, all resuming after reconnects (see LiveConnection). Views read
+ * The page's live state: rollouts kept current by `rolloutUpdated`, and the feed and chart series by the kinds' live
+ * streams (KindUi.live), all resuming after reconnects (see LiveConnection). Views read
  * snapshots through `subscribe`/`snapshot` (React's useSyncExternalStore); notifications are batched per frame so a
  * replay of thousands of events renders once.
  */
@@ -44,24 +45,28 @@ export class LiveStore {
     rollouts: [],
     rolloutVersions: new Map(),
     feed: [],
-    observations: [],
-    recreations: [],
+    series: new Map(),
     replayedFrom: null,
     errors: [],
   };
   private readonly rollouts = new Map<string, RolloutSummary>();
   private readonly versions = new Map<string, number>();
   private feed: FeedRow[] = [];
-  private observations: UpgradeObservation[] = [];
-  private recreations: AgentRecreation[] = [];
+  private readonly series = new Map<string, unknown[]>();
   private readonly listeners = new Set<() => void>();
   private readonly stops: (() => void)[] = [];
   private scheduled = false;
   private dirty: Partial<LiveSnapshot> = {};
   /** Collections changed since the last notification; copied once per notification, not once per event. */
-  private readonly changed = new Set<'rollouts' | 'feed' | 'observations' | 'recreations'>();
+  private readonly changed = new Set<'rollouts' | 'feed'>();
+  /** Series changed since the last notification, by stream key. */
+  private readonly changedSeries = new Set<string>();
 
-  constructor(private readonly live: LiveConnection) {}
+  /** `streams`: the kinds' live subscriptions (KindUi.live), subscribed in this order. */
+  constructor(
+    private readonly live: LiveConnection,
+    private readonly streams: readonly LiveStream[] = [],
+  ) {}
 
   readonly subscribe = (listener: () => void): (() => void) => {
     this.listeners.add(listener);
@@ -100,46 +105,16 @@ export class LiveStore {
         onItem: (update) => this.applyRollout(update.rollout),
         onError: (message) => this.reportError(`rollout updates: ${message}`),
       }),
-      this.live.subscribe({
-        query: SUB_AGENT_RECREATED,
-        after: replayFrom,
-        select: (data) => data.agentRecreated,
-        idOf: (item) => Number(item.eventId),
-        onItem: (item) => {
-          this.recreations.push(item);
-          if (this.recreations.length > SERIES_LIMIT) this.recreations = this.recreations.slice(-SERIES_LIMIT);
-          this.addFeedRow({ kind: 'agent', id: Number(item.eventId), at: item.readyAt ?? '', item });
-          this.changed.add('recreations');
-          this.update({});
-        },
-        onError: (message) => this.reportError(`agent recreations: ${message}`),
-      }),
-      this.live.subscribe({
-        query: SUB_CLUSTER_UPGRADE_OBSERVED,
-        after: replayFrom,
-        select: (data) => data.clusterUpgradeObserved,
-        idOf: (item) => Number(item.eventId),
-        onItem: (item) => {
-          this.observations.push(item);
-          if (this.observations.length > SERIES_LIMIT) this.observations = this.observations.slice(-SERIES_LIMIT);
-          this.addFeedRow({ kind: 'cluster', id: Number(item.eventId), at: item.observedAt, item });
-          this.changed.add('observations');
-          this.update({});
-        },
-        onError: (message) => this.reportError(`cluster upgrades: ${message}`),
-      }),
-      this.live.subscribe({
-        query: SUB_NODE_AGENT_REPLACED,
-        after: replayFrom,
-        select: (data) => data.events,
-        idOf: (event) => Number(event.id),
-        onItem: (event) => {
-          const item = toNodeAgentReplacement(event);
-          this.addFeedRow({ kind: 'node', id: Number(event.id), at: event.createdAt, item });
-          this.update({});
-        },
-        onError: (message) => this.reportError(`node agents: ${message}`),
-      }),
+      ...this.streams.map((stream) =>
+        stream.start(this.live, replayFrom, {
+          item: (row, item) => {
+            if (stream.series) this.addToSeries(stream.key, item);
+            this.addFeedRow(row);
+            this.update({});
+          },
+          error: (message) => this.reportError(message),
+        }),
+      ),
     );
   }
 
@@ -183,8 +158,16 @@ export class LiveStore {
     return [...active, ...finished];
   }
 
+  private addToSeries(key: string, item: unknown): void {
+    const series = this.series.get(key) ?? [];
+    this.series.set(key, series);
+    series.push(item);
+    if (series.length > SERIES_LIMIT) this.series.set(key, series.slice(-SERIES_LIMIT));
+    this.changedSeries.add(key);
+  }
+
   private addFeedRow(row: FeedRow): void {
-    // Two subscriptions feed one list: insert by id (newest first); the common case is a new head.
+    // Several subscriptions feed one list: insert by id (newest first); the common case is a new head.
     if (this.feed.some((r) => r.id === row.id)) return;
     let index = 0;
     while (index < this.feed.length && this.feed[index]!.id > row.id) index++;
@@ -210,28 +193,16 @@ export class LiveStore {
         next.rolloutVersions = new Map(this.versions);
       }
       if (this.changed.has('feed')) next.feed = this.feed.slice();
-      if (this.changed.has('observations')) next.observations = this.observations.slice();
-      if (this.changed.has('recreations')) next.recreations = this.recreations.slice();
+      if (this.changedSeries.size > 0) {
+        const series = new Map(this.snap.series);
+        for (const key of this.changedSeries) series.set(key, this.series.get(key)!.slice());
+        next.series = series;
+      }
       this.changed.clear();
+      this.changedSeries.clear();
       this.snap = next;
       this.dirty = {};
       for (const listener of this.listeners) listener();
     }, 50);
   }
-}
-
-/** The feed row of a NodeAgentReplaced event: its typed payload (Event.nodeAgentReplacement, read by the server through its schema). */
-function toNodeAgentReplacement(event: NodeAgentReplacedSubscription['events']): NodeAgentReplacement {
-  const replaced = event.nodeAgentReplacement;
-  return {
-    eventId: event.id,
-    rolloutId: event.rolloutId,
-    node: replaced?.node ?? '',
-    daemonSet: replaced?.daemonSet ?? null,
-    oldImage: replaced?.oldImage ?? null,
-    newImage: replaced?.newImage ?? null,
-    peerPodsRestarted: replaced?.peerPodsRestarted ?? null,
-    seconds: replaced?.seconds ?? null,
-    at: event.createdAt,
-  };
 }

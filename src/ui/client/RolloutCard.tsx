@@ -1,11 +1,13 @@
 import { useState } from 'react';
 import { ProgressBar, StateBadge, Version } from './components.js';
-import { formatTime, kindLabel } from './format.js';
+import { formatTime } from './format.js';
+import { kindLabel, useKinds } from './kindUi.js';
 import { RolloutActions } from './RolloutActions.js';
 import { TargetsTable } from './TargetsTable.js';
 import type { RolloutSummary } from './types.js';
 
 export function RolloutCard({ rollout, version }: { rollout: RolloutSummary; version: number }) {
+  const kinds = useKinds();
   const [open, setOpen] = useState(false);
   const targetsId = `targets-${rollout.id}`;
   return (
@@ -15,7 +17,7 @@ export function RolloutCard({ rollout, version }: { rollout: RolloutSummary; ver
         <a className="rollout-id" href={`#/rollouts/${encodeURIComponent(rollout.id)}`}>
           {rollout.id}
         </a>
-        <span className="muted">{kindLabel[rollout.kind] ?? rollout.kind}</span>
+        <span className="muted">{kindLabel(kinds, rollout.kind)}</span>
         <span className="versions">
           <Version value={rollout.fromVersion} /> → <Version value={rollout.toVersion} />
         </span>

@@ -1,8 +1,9 @@
 import { useEffect } from 'react';
 import { PageTitle, ProgressBar, QueryStatus, Section, Settings, StateBadge, Version, Pager } from './components.js';
-import { formatDuration, formatTime, kindLabel } from './format.js';
+import { formatDuration, formatTime } from './format.js';
 import { useCursorPages, useLive, useQuery, useThrottled } from './hooks.js';
 import { EventTable } from './History.js';
+import { kindLabel, useKinds } from './kindUi.js';
 import { ROLLOUT_DETAIL, ROLLOUT_EVENTS } from './queries.js';
 import { RolloutActions } from './RolloutActions.js';
 import { TargetsTable } from './TargetsTable.js';
@@ -13,6 +14,7 @@ type Detail = NonNullable<RolloutDetailQuery['rollout']>;
 
 export function RolloutDetail({ id }: { id: string }) {
   const live = useLive();
+  const kinds = useKinds();
   const version = live.rolloutVersions.get(id) ?? 0;
   const query = useQuery(ROLLOUT_DETAIL, { id });
   useReloadOn(version, query.reload);
@@ -37,7 +39,7 @@ export function RolloutDetail({ id }: { id: string }) {
               <RolloutActions rollout={rollout} />
               <dl className="facts">
                 <dt>Kind</dt>
-                <dd>{kindLabel[rollout.kind] ?? rollout.kind}</dd>
+                <dd>{kindLabel(kinds, rollout.kind)}</dd>
                 <dt>Version</dt>
                 <dd>
                   <Version value={rollout.fromVersion} /> → <Version value={rollout.toVersion} />

@@ -48,9 +48,3 @@ export function percentile(sorted: readonly number[], p: number): number | null 
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[index]!;
 }
-
-export const kindLabel: Record<string, string> = {
-  AGENT_POOL: 'Agent pools',
-  VIRTUAL_CLUSTER: 'Virtual clusters',
-  NODE_AGENT: 'Node agents',
-};

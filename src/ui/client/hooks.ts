@@ -2,6 +2,7 @@ import { createContext, useCallback, useContext, useEffect, useState, useSyncExt
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { gql } from './api.js';
 import type { LiveConnection } from './live.js';
+import type { LiveStream } from './liveStream.js';
 import type { LiveSnapshot, LiveStore } from './LiveStore.js';
 import type { PageInfo } from './types.js';
 
@@ -21,6 +22,14 @@ function useLiveContext(): LiveContextValue {
 export function useLive(): LiveSnapshot {
   const { store } = useLiveContext();
   return useSyncExternalStore(store.subscribe, store.snapshot);
+}
+
+const NO_ITEMS: readonly never[] = [];
+
+/** The items a kind's live stream kept for its charts (LiveStream.series), oldest first. */
+export function useLiveSeries<T>(stream: LiveStream<T>): readonly T[] {
+  // The store keeps exactly the items this stream delivered under its key (LiveStore.addToSeries).
+  return (useLive().series.get(stream.key) ?? NO_ITEMS) as readonly T[];
 }
 
 export function useLiveStore(): LiveStore {

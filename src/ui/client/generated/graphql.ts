@@ -276,10 +276,6 @@ export type HistoryEventFragment = { id: string, type: EventType, rolloutId: str
 
 export type TargetRowFragment = { id: string, namespace: string, name: string, ordinal: number, state: TargetState, fromVersion: string | null, toVersion: string, attempts: number, skipReason: string | null, error: string | null, admittedAt: string | null, finishedAt: string | null, durationSeconds: number | null };
 
-export type AgentRecreationFragment = { eventId: string, rolloutId: string | null, poolNamespace: string, poolName: string, oldImage: string | null, newImage: string, reason: string, readyAt: string | null, seconds: number | null };
-
-export type UpgradeObservationFragment = { eventId: string, rolloutId: string | null, clusterNamespace: string, clusterName: string, clusterVersion: string, resourceVersion: string, seconds: number, outcome: UpgradeOutcome, error: string | null, observedAt: string };
-
 export type ServerInfoQueryVariables = Exact<{ [key: string]: never; }>;
 
 
@@ -363,40 +359,6 @@ export type RollbackMutationVariables = Exact<{
 
 export type RollbackMutation = { rollbackRollout: RolloutItemFragment };
 
-export type AgentPoolsQueryVariables = Exact<{
-  filter?: AgentPoolFilter | null | undefined;
-  first?: number | null | undefined;
-  after?: string | null | undefined;
-}>;
-
-
-export type AgentPoolsQuery = { agentPools: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { namespace: string, name: string, mode: AgentMode, desiredImage: string | null, runningImage: string | null, agentReady: boolean, held: boolean, paused: boolean } }> } };
-
-export type VirtualClustersQueryVariables = Exact<{
-  filter?: VirtualClusterFilter | null | undefined;
-  first?: number | null | undefined;
-  after?: string | null | undefined;
-}>;
-
-
-export type VirtualClustersQuery = { virtualClusters: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { namespace: string, name: string, clusterVersionName: string, phase: string | null, appliedResourceVersion: string | null, upToDate: boolean, readyForUpgrade: boolean } }> } };
-
-export type ClusterVersionsQueryVariables = Exact<{
-  first?: number | null | undefined;
-  after?: string | null | undefined;
-}>;
-
-
-export type ClusterVersionsQuery = { clusterVersions: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { name: string, resourceVersion: string, apiServerImage: string | null, controllerManagerImage: string | null, clusterCount: number, behindCount: number } }> } };
-
-export type NodeAgentSetsQueryVariables = Exact<{
-  first?: number | null | undefined;
-  after?: string | null | undefined;
-}>;
-
-
-export type NodeAgentSetsQuery = { nodeAgentSets: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { namespace: string, name: string, desiredImage: string, peerRuntimeClass: string, nodes: Array<{ node: string, image: string | null, ready: boolean, upToDate: boolean, peerPods: number, peerPodsReady: number }> } }> } };
-
 export type DriftQueryVariables = Exact<{
   kind?: RolloutKind | null | undefined;
   first?: number | null | undefined;
@@ -406,38 +368,12 @@ export type DriftQueryVariables = Exact<{
 
 export type DriftQuery = { drift: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { kind: RolloutKind, namespace: string, name: string, desiredVersion: string | null, runningVersion: string | null, since: string | null } }> } };
 
-export type UpgradeDurationsQueryVariables = Exact<{ [key: string]: never; }>;
-
-
-export type UpgradeDurationsQuery = { clusterUpgradeDurations: Array<{ clusterVersion: string, count: number, failed: number, p50Seconds: number | null, p95Seconds: number | null, maxSeconds: number | null }> };
-
 export type RolloutUpdatedSubscriptionVariables = Exact<{
   after?: string | number | null | undefined;
 }>;
 
 
 export type RolloutUpdatedSubscription = { rolloutUpdated: { event: { id: string, type: EventType, payload: unknown, object: { namespace: string, name: string } | null }, rollout: RolloutItemFragment } };
-
-export type AgentRecreatedSubscriptionVariables = Exact<{
-  after?: string | number | null | undefined;
-}>;
-
-
-export type AgentRecreatedSubscription = { agentRecreated: AgentRecreationFragment };
-
-export type ClusterUpgradeObservedSubscriptionVariables = Exact<{
-  after?: string | number | null | undefined;
-}>;
-
-
-export type ClusterUpgradeObservedSubscription = { clusterUpgradeObserved: UpgradeObservationFragment };
-
-export type NodeAgentReplacedSubscriptionVariables = Exact<{
-  after?: string | number | null | undefined;
-}>;
-
-
-export type NodeAgentReplacedSubscription = { events: { id: string, type: EventType, rolloutId: string | null, createdAt: string, nodeAgentReplacement: { node: string, daemonSet: string | null, oldImage: string | null, newImage: string | null, peerPodsRestarted: number | null, seconds: number | null } | null } };
 
 export type NotificationOverviewQueryVariables = Exact<{
   failures?: NotificationDeliveryFilter | null | undefined;
@@ -468,6 +404,70 @@ export type DeleteSubscriptionMutationVariables = Exact<{
 
 
 export type DeleteSubscriptionMutation = { deleteNotificationSubscription: { id: string } };
+
+export type AgentRecreationFragment = { eventId: string, rolloutId: string | null, poolNamespace: string, poolName: string, oldImage: string | null, newImage: string, reason: string, readyAt: string | null, seconds: number | null };
+
+export type AgentPoolsQueryVariables = Exact<{
+  filter?: AgentPoolFilter | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type AgentPoolsQuery = { agentPools: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { namespace: string, name: string, mode: AgentMode, desiredImage: string | null, runningImage: string | null, agentReady: boolean, held: boolean, paused: boolean } }> } };
+
+export type AgentRecreatedSubscriptionVariables = Exact<{
+  after?: string | number | null | undefined;
+}>;
+
+
+export type AgentRecreatedSubscription = { agentRecreated: AgentRecreationFragment };
+
+export type NodeAgentSetsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type NodeAgentSetsQuery = { nodeAgentSets: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { namespace: string, name: string, desiredImage: string, peerRuntimeClass: string, nodes: Array<{ node: string, image: string | null, ready: boolean, upToDate: boolean, peerPods: number, peerPodsReady: number }> } }> } };
+
+export type NodeAgentReplacedSubscriptionVariables = Exact<{
+  after?: string | number | null | undefined;
+}>;
+
+
+export type NodeAgentReplacedSubscription = { events: { id: string, type: EventType, rolloutId: string | null, createdAt: string, nodeAgentReplacement: { node: string, daemonSet: string | null, oldImage: string | null, newImage: string | null, peerPodsRestarted: number | null, seconds: number | null } | null } };
+
+export type UpgradeObservationFragment = { eventId: string, rolloutId: string | null, clusterNamespace: string, clusterName: string, clusterVersion: string, resourceVersion: string, seconds: number, outcome: UpgradeOutcome, error: string | null, observedAt: string };
+
+export type VirtualClustersQueryVariables = Exact<{
+  filter?: VirtualClusterFilter | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type VirtualClustersQuery = { virtualClusters: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { namespace: string, name: string, clusterVersionName: string, phase: string | null, appliedResourceVersion: string | null, upToDate: boolean, readyForUpgrade: boolean } }> } };
+
+export type ClusterVersionsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type ClusterVersionsQuery = { clusterVersions: { totalCount: number, pageInfo: PageFieldsFragment, edges: Array<{ node: { name: string, resourceVersion: string, apiServerImage: string | null, controllerManagerImage: string | null, clusterCount: number, behindCount: number } }> } };
+
+export type UpgradeDurationsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type UpgradeDurationsQuery = { clusterUpgradeDurations: Array<{ clusterVersion: string, count: number, failed: number, p50Seconds: number | null, p95Seconds: number | null, maxSeconds: number | null }> };
+
+export type ClusterUpgradeObservedSubscriptionVariables = Exact<{
+  after?: string | number | null | undefined;
+}>;
+
+
+export type ClusterUpgradeObservedSubscription = { clusterUpgradeObserved: UpgradeObservationFragment };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -955,107 +955,6 @@ fragment RolloutItem on Rollout {
     ...ProgressFields
   }
 }`) as unknown as TypedDocumentString<RollbackMutation, RollbackMutationVariables>;
-export const AgentPoolsDocument = new TypedDocumentString(`
-    query AgentPools($filter: AgentPoolFilter, $first: Int, $after: String) {
-  agentPools(filter: $filter, first: $first, after: $after) {
-    totalCount
-    pageInfo {
-      ...PageFields
-    }
-    edges {
-      node {
-        namespace
-        name
-        mode
-        desiredImage
-        runningImage
-        agentReady
-        held
-        paused
-      }
-    }
-  }
-}
-    fragment PageFields on PageInfo {
-  hasNextPage
-  endCursor
-}`) as unknown as TypedDocumentString<AgentPoolsQuery, AgentPoolsQueryVariables>;
-export const VirtualClustersDocument = new TypedDocumentString(`
-    query VirtualClusters($filter: VirtualClusterFilter, $first: Int, $after: String) {
-  virtualClusters(filter: $filter, first: $first, after: $after) {
-    totalCount
-    pageInfo {
-      ...PageFields
-    }
-    edges {
-      node {
-        namespace
-        name
-        clusterVersionName
-        phase
-        appliedResourceVersion
-        upToDate
-        readyForUpgrade
-      }
-    }
-  }
-}
-    fragment PageFields on PageInfo {
-  hasNextPage
-  endCursor
-}`) as unknown as TypedDocumentString<VirtualClustersQuery, VirtualClustersQueryVariables>;
-export const ClusterVersionsDocument = new TypedDocumentString(`
-    query ClusterVersions($first: Int, $after: String) {
-  clusterVersions(first: $first, after: $after) {
-    totalCount
-    pageInfo {
-      ...PageFields
-    }
-    edges {
-      node {
-        name
-        resourceVersion
-        apiServerImage
-        controllerManagerImage
-        clusterCount
-        behindCount
-      }
-    }
-  }
-}
-    fragment PageFields on PageInfo {
-  hasNextPage
-  endCursor
-}`) as unknown as TypedDocumentString<ClusterVersionsQuery, ClusterVersionsQueryVariables>;
-export const NodeAgentSetsDocument = new TypedDocumentString(`
-    query NodeAgentSets($first: Int, $after: String) {
-  nodeAgentSets(first: $first, after: $after) {
-    totalCount
-    pageInfo {
-      ...PageFields
-    }
-    edges {
-      node {
-        namespace
-        name
-        desiredImage
-        peerRuntimeClass
-        nodes {
-          node
-          image
-          ready
-          upToDate
-          peerPods
-          peerPodsReady
-        }
-      }
-    }
-  }
-}
-    fragment PageFields on PageInfo {
-  hasNextPage
-  endCursor
-}`) as unknown as TypedDocumentString<NodeAgentSetsQuery, NodeAgentSetsQueryVariables>;
 export const DriftDocument = new TypedDocumentString(`
     query Drift($kind: RolloutKind, $first: Int, $after: String) {
   drift(kind: $kind, first: $first, after: $after) {
@@ -1079,18 +978,6 @@ export const DriftDocument = new TypedDocumentString(`
   hasNextPage
   endCursor
 }`) as unknown as TypedDocumentString<DriftQuery, DriftQueryVariables>;
-export const UpgradeDurationsDocument = new TypedDocumentString(`
-    query UpgradeDurations {
-  clusterUpgradeDurations {
-    clusterVersion
-    count
-    failed
-    p50Seconds
-    p95Seconds
-    maxSeconds
-  }
-}
-    `) as unknown as TypedDocumentString<UpgradeDurationsQuery, UpgradeDurationsQueryVariables>;
 export const RolloutUpdatedDocument = new TypedDocumentString(`
     subscription RolloutUpdated($after: ID) {
   rolloutUpdated(after: $after) {
@@ -1139,59 +1026,6 @@ fragment RolloutItem on Rollout {
     ...ProgressFields
   }
 }`) as unknown as TypedDocumentString<RolloutUpdatedSubscription, RolloutUpdatedSubscriptionVariables>;
-export const AgentRecreatedDocument = new TypedDocumentString(`
-    subscription AgentRecreated($after: ID) {
-  agentRecreated(after: $after) {
-    ...AgentRecreation
-  }
-}
-    fragment AgentRecreation on AgentRecreated {
-  eventId
-  rolloutId
-  poolNamespace
-  poolName
-  oldImage
-  newImage
-  reason
-  readyAt
-  seconds
-}`) as unknown as TypedDocumentString<AgentRecreatedSubscription, AgentRecreatedSubscriptionVariables>;
-export const ClusterUpgradeObservedDocument = new TypedDocumentString(`
-    subscription ClusterUpgradeObserved($after: ID) {
-  clusterUpgradeObserved(after: $after) {
-    ...UpgradeObservation
-  }
-}
-    fragment UpgradeObservation on ClusterUpgradeObservation {
-  eventId
-  rolloutId
-  clusterNamespace
-  clusterName
-  clusterVersion
-  resourceVersion
-  seconds
-  outcome
-  error
-  observedAt
-}`) as unknown as TypedDocumentString<ClusterUpgradeObservedSubscription, ClusterUpgradeObservedSubscriptionVariables>;
-export const NodeAgentReplacedDocument = new TypedDocumentString(`
-    subscription NodeAgentReplaced($after: ID) {
-  events(filter: {types: [NodeAgentReplaced]}, after: $after) {
-    id
-    type
-    rolloutId
-    createdAt
-    nodeAgentReplacement {
-      node
-      daemonSet
-      oldImage
-      newImage
-      peerPodsRestarted
-      seconds
-    }
-  }
-}
-    `) as unknown as TypedDocumentString<NodeAgentReplacedSubscription, NodeAgentReplacedSubscriptionVariables>;
 export const NotificationOverviewDocument = new TypedDocumentString(`
     query NotificationOverview($failures: NotificationDeliveryFilter, $first: Int, $after: String) {
   notificationSubscriptions(first: 100) {
@@ -1281,3 +1115,169 @@ export const DeleteSubscriptionDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<DeleteSubscriptionMutation, DeleteSubscriptionMutationVariables>;
+export const AgentPoolsDocument = new TypedDocumentString(`
+    query AgentPools($filter: AgentPoolFilter, $first: Int, $after: String) {
+  agentPools(filter: $filter, first: $first, after: $after) {
+    totalCount
+    pageInfo {
+      ...PageFields
+    }
+    edges {
+      node {
+        namespace
+        name
+        mode
+        desiredImage
+        runningImage
+        agentReady
+        held
+        paused
+      }
+    }
+  }
+}
+    fragment PageFields on PageInfo {
+  hasNextPage
+  endCursor
+}`) as unknown as TypedDocumentString<AgentPoolsQuery, AgentPoolsQueryVariables>;
+export const AgentRecreatedDocument = new TypedDocumentString(`
+    subscription AgentRecreated($after: ID) {
+  agentRecreated(after: $after) {
+    ...AgentRecreation
+  }
+}
+    fragment AgentRecreation on AgentRecreated {
+  eventId
+  rolloutId
+  poolNamespace
+  poolName
+  oldImage
+  newImage
+  reason
+  readyAt
+  seconds
+}`) as unknown as TypedDocumentString<AgentRecreatedSubscription, AgentRecreatedSubscriptionVariables>;
+export const NodeAgentSetsDocument = new TypedDocumentString(`
+    query NodeAgentSets($first: Int, $after: String) {
+  nodeAgentSets(first: $first, after: $after) {
+    totalCount
+    pageInfo {
+      ...PageFields
+    }
+    edges {
+      node {
+        namespace
+        name
+        desiredImage
+        peerRuntimeClass
+        nodes {
+          node
+          image
+          ready
+          upToDate
+          peerPods
+          peerPodsReady
+        }
+      }
+    }
+  }
+}
+    fragment PageFields on PageInfo {
+  hasNextPage
+  endCursor
+}`) as unknown as TypedDocumentString<NodeAgentSetsQuery, NodeAgentSetsQueryVariables>;
+export const NodeAgentReplacedDocument = new TypedDocumentString(`
+    subscription NodeAgentReplaced($after: ID) {
+  events(filter: {types: [NodeAgentReplaced]}, after: $after) {
+    id
+    type
+    rolloutId
+    createdAt
+    nodeAgentReplacement {
+      node
+      daemonSet
+      oldImage
+      newImage
+      peerPodsRestarted
+      seconds
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<NodeAgentReplacedSubscription, NodeAgentReplacedSubscriptionVariables>;
+export const VirtualClustersDocument = new TypedDocumentString(`
+    query VirtualClusters($filter: VirtualClusterFilter, $first: Int, $after: String) {
+  virtualClusters(filter: $filter, first: $first, after: $after) {
+    totalCount
+    pageInfo {
+      ...PageFields
+    }
+    edges {
+      node {
+        namespace
+        name
+        clusterVersionName
+        phase
+        appliedResourceVersion
+        upToDate
+        readyForUpgrade
+      }
+    }
+  }
+}
+    fragment PageFields on PageInfo {
+  hasNextPage
+  endCursor
+}`) as unknown as TypedDocumentString<VirtualClustersQuery, VirtualClustersQueryVariables>;
+export const ClusterVersionsDocument = new TypedDocumentString(`
+    query ClusterVersions($first: Int, $after: String) {
+  clusterVersions(first: $first, after: $after) {
+    totalCount
+    pageInfo {
+      ...PageFields
+    }
+    edges {
+      node {
+        name
+        resourceVersion
+        apiServerImage
+        controllerManagerImage
+        clusterCount
+        behindCount
+      }
+    }
+  }
+}
+    fragment PageFields on PageInfo {
+  hasNextPage
+  endCursor
+}`) as unknown as TypedDocumentString<ClusterVersionsQuery, ClusterVersionsQueryVariables>;
+export const UpgradeDurationsDocument = new TypedDocumentString(`
+    query UpgradeDurations {
+  clusterUpgradeDurations {
+    clusterVersion
+    count
+    failed
+    p50Seconds
+    p95Seconds
+    maxSeconds
+  }
+}
+    `) as unknown as TypedDocumentString<UpgradeDurationsQuery, UpgradeDurationsQueryVariables>;
+export const ClusterUpgradeObservedDocument = new TypedDocumentString(`
+    subscription ClusterUpgradeObserved($after: ID) {
+  clusterUpgradeObserved(after: $after) {
+    ...UpgradeObservation
+  }
+}
+    fragment UpgradeObservation on ClusterUpgradeObservation {
+  eventId
+  rolloutId
+  clusterNamespace
+  clusterName
+  clusterVersion
+  resourceVersion
+  seconds
+  outcome
+  error
+  observedAt
+}`) as unknown as TypedDocumentString<ClusterUpgradeObservedSubscription, ClusterUpgradeObservedSubscriptionVariables>;
