@@ -22,7 +22,8 @@ const REGISTRIES = new Map([
  */
 export const KIND_IMPORT_DEBTS: readonly string[] = [];
 
-function sourceFiles(dir: string): string[] {
+/** The TypeScript sources under `dir`, generated code left out. */
+export function sourceFiles(dir: string): string[] {
   const out: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     if (entry.name === 'generated' || entry.name === 'node_modules') continue;

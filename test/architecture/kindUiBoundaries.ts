@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import ts from 'typescript';
-import { KINDS_FOLDER, kindFolders } from './kindBoundaries.js';
+import { KINDS_FOLDER, kindFolders, sourceFiles } from './kindBoundaries.js';
 
 /**
  * The web UI's program (ADR 0052), relative to src: the shared UI, its entry point, the UI's list of kinds and each
@@ -17,17 +17,6 @@ function kindUiOf(srcDir: string, rel: string): string | undefined {
   return kindFolders(srcDir)
     .map((kind) => path.join(kind, 'ui') + path.sep)
     .find((ui) => rel.startsWith(ui));
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'generated' || entry.name === 'node_modules') continue;
-    const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...sourceFiles(p));
-    else if (/\.(ts|tsx|mts)$/.test(entry.name) && !entry.name.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
 }
 
 /** Each import of each source file under srcDir: `to` relative to srcDir for relative imports, else the package name. */
