@@ -66,7 +66,12 @@ export class LiveStore {
   constructor(
     private readonly live: LiveConnection,
     private readonly streams: readonly LiveStream[] = [],
-  ) {}
+  ) {
+    // A stream's key names its feed rows and its series: two kinds sharing one would mix theirs.
+    const keys = streams.map((s) => s.key);
+    const repeated = keys.filter((key, i) => keys.indexOf(key) !== i);
+    if (repeated.length > 0) throw new Error(`live streams share the key(s) ${repeated.join(', ')}`);
+  }
 
   readonly subscribe = (listener: () => void): (() => void) => {
     this.listeners.add(listener);

@@ -1,4 +1,4 @@
-/** The API shapes the UI selects: aliases of the generated types (see queries.graphql), plus the UI's own view rows. */
+/** The API shapes the shared UI selects: aliases of the generated types (see queries.graphql), and the enums' values it lists. */
 import type {
   EventType,
   HistoryEventFragment,
