@@ -44,7 +44,10 @@ export function ensureUiBuilt(): void {
   sources.push(path.join(ROOT, 'src', 'webUi.ts'), path.join(kinds, 'ui.ts'));
   const newest = Math.max(...sources.map((f) => statSync(f).mtimeMs));
   if (existsSync(built) && statSync(built).mtimeMs >= newest) return;
-  execFileSync(process.execPath, [path.join(client, 'build.mjs')], { cwd: ROOT, stdio: 'pipe' });
+  // Without vitest's NODE_ENV=test, which Vite would keep and so bundle React's development build: the tests drive the
+  // bundle `npm run build` ships.
+  const { NODE_ENV: _testEnv, ...env } = process.env;
+  execFileSync(process.execPath, [path.join(client, 'build.mjs')], { cwd: ROOT, stdio: 'pipe', env });
 }
 
 export interface RestrictedPage {
