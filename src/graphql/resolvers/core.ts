@@ -1,8 +1,6 @@
-import { readPayload } from '../../domain/eventPayloads.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
-import { ValidationError } from '../../errors.js';
 import { principalName } from '../../auth/roles.js';
-import { EventType, type EventFilter, type StoredEvent } from '../../domain/events.js';
+import { EventType, type EventFilter } from '../../domain/events.js';
 import { toVersionText } from '../../domain/toVersionText.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
 import { EVENT_SCAN_WINDOW } from '../../domain/historyPort.js';
@@ -11,40 +9,17 @@ import type { Progress, RolloutFilter } from '../../domain/RolloutService.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../context.js';
 import type {
   CauseInput,
-  EventFilter as EventFilterInput,
   Resolvers,
   RolloutFilter as RolloutFilterInput,
-  SubscriptionAgentRecreatedArgs,
-  SubscriptionClusterUpgradeObservedArgs,
   SubscriptionEventsArgs,
   SubscriptionRolloutUpdatedArgs,
 } from '../generated/resolvers.js';
-import {
-  agentRecreatedToGraphQL,
-  clusterUpgradeToGraphQL,
-  eventEdge,
-  eventToGraphQL,
-  nodeAgentReplacementToGraphQL,
-  targetDurationSeconds,
-} from './mappers.js';
+import { eventEdge, eventToGraphQL, targetDurationSeconds } from './mappers.js';
+import { eventFilterFrom, eventSubscription, optionalText, requireId } from './eventSubscription.js';
 import { BatchLoader, perContext } from './batchLoader.js';
 import { DateTime, JSONScalar } from './scalars.js';
 import { rollbackInput } from '../../domain/kinds/cause.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
-
-const MAX_ID_LENGTH = 200;
-
-function requireId(id: string, field = 'id'): string {
-  if (id.length === 0 || id.length > MAX_ID_LENGTH) throw new ValidationError(field, `must be 1 to ${MAX_ID_LENGTH} characters`);
-  // Ids rollplane hands out are printable ASCII; anything else is a mistake worth saying so.
-  if (!/^[\x21-\x7e]+$/.test(id)) throw new ValidationError(field, 'must be printable ASCII without spaces or control characters');
-  return id;
-}
-
-/** An optional string input; its size is bounded at the edge (inputLimits.ts) before any resolver runs. */
-function optionalText(value: string | null | undefined): string | undefined {
-  return value ?? undefined;
-}
 
 /** CauseInput → domain Cause (sizes and the runUrl scheme are checked at the edge: inputLimits.ts). */
 export function causeFrom(cause: CauseInput | null | undefined) {
@@ -53,25 +28,6 @@ export function causeFrom(cause: CauseInput | null | undefined) {
     runUrl: optionalText(cause?.runUrl) ?? null,
     commit: optionalText(cause?.commit) ?? null,
     message: optionalText(cause?.message) ?? null,
-  };
-}
-
-/**
- * The event conditions of any subscription or query filter: EventFilter has them all; AgentRecreatedFilter,
- * ClusterUpgradeFilter and RolloutUpdateFilter have a subset (their other fields are read by their own resolver).
- */
-type EventConditions = Partial<Pick<EventFilterInput, 'types' | 'rolloutId' | 'kind' | 'namespace' | 'name' | 'since'>>;
-
-function eventFilterFrom(filter: EventConditions | null | undefined): EventFilter {
-  if (!filter) return {};
-  return {
-    // Deduplicated: a list of the same enum value repeated a thousand times is still one condition.
-    ...(filter.types ? { types: [...new Set(filter.types)] } : {}),
-    ...(filter.rolloutId != null ? { rolloutId: requireId(filter.rolloutId, 'filter.rolloutId') } : {}),
-    ...(filter.kind != null ? { kind: filter.kind } : {}),
-    ...(filter.namespace != null ? { namespace: optionalText(filter.namespace) } : {}),
-    ...(filter.name != null ? { name: optionalText(filter.name) } : {}),
-    ...(filter.since != null ? { since: filter.since } : {}),
   };
 }
 
@@ -108,34 +64,6 @@ function rolloutFilterFrom(filter: RolloutFilterInput | null | undefined): Rollo
     ...(filter.createdAfter ? { createdAfter: filter.createdAfter } : {}),
     ...(filter.createdBefore ? { createdBefore: filter.createdBefore } : {}),
     ...(filter.search ? { search: optionalText(filter.search) } : {}),
-  };
-}
-
-/** Subscription arguments all have `after` (the event id to resume from). */
-interface ResumableArgs {
-  after?: string | null | undefined;
-}
-
-function subscription<TArgs extends ResumableArgs, T>(
-  types: readonly EventType[] | undefined,
-  filterOf: (args: TArgs) => EventFilter,
-  resolve: (event: StoredEvent, ctx: GraphQLContext) => T | Promise<T>,
-  predicateOf?: (args: TArgs) => ((event: StoredEvent) => boolean) | undefined,
-) {
-  return {
-    subscribe: (_: unknown, args: TArgs, ctx: GraphQLContext) => {
-      const after = parseEventId(args.after);
-      const base = filterOf(args);
-      const filter: EventFilter = types ? { ...base, types: base.types?.length ? base.types.filter((t) => types.includes(t)) : types } : base;
-      const predicate = predicateOf?.(args);
-      return ctx.domain.events.stream({
-        filter,
-        ...(predicate ? { predicate } : {}),
-        ...(after !== undefined ? { after } : {}),
-        ...(ctx.chargeReplay ? { chargeReplay: ctx.chargeReplay } : {}),
-      });
-    },
-    resolve: (event: StoredEvent, _: TArgs, ctx: GraphQLContext) => resolve(event, ctx),
   };
 }
 
@@ -206,18 +134,8 @@ export const coreResolvers: Resolvers = {
   },
 
   Subscription: {
-    events: subscription(undefined, (args: SubscriptionEventsArgs) => eventFilterFrom(args.filter), eventToGraphQL),
-    agentRecreated: subscription([EventType.AgentRecreated], (args: SubscriptionAgentRecreatedArgs) => eventFilterFrom(args.filter), agentRecreatedToGraphQL),
-    clusterUpgradeObserved: subscription(
-      [EventType.ClusterUpgradeObserved],
-      (args: SubscriptionClusterUpgradeObservedArgs) => eventFilterFrom(args.filter),
-      clusterUpgradeToGraphQL,
-      (args) => {
-        const version = args.filter?.clusterVersion;
-        return version ? (event) => readPayload(EventType.ClusterUpgradeObserved, event.payload).clusterVersion === version : undefined;
-      },
-    ),
-    rolloutUpdated: subscription(
+    events: eventSubscription(undefined, (args: SubscriptionEventsArgs) => eventFilterFrom(args.filter), eventToGraphQL),
+    rolloutUpdated: eventSubscription(
       [EventType.RolloutStateChanged, EventType.TargetStateChanged, EventType.TargetFailed],
       (args: SubscriptionRolloutUpdatedArgs) => eventFilterFrom(args.filter),
       async (event, ctx) => ({ event: eventToGraphQL(event), rollout: await ctx.domain.rollouts.require(event.rolloutId ?? '') }),
@@ -240,9 +158,5 @@ export const coreResolvers: Resolvers = {
 
   RolloutTarget: {
     durationSeconds: targetDurationSeconds,
-  },
-
-  Event: {
-    nodeAgentReplacement: (event) => (event.type === EventType.NodeAgentReplaced ? nodeAgentReplacementToGraphQL(event) : null),
   },
 };

@@ -20,14 +20,6 @@ export interface RevisionModel {
   appliedAt: Date;
 }
 
-/**
- * The typed subscription payloads, built from an event's stored JSON payload by mappers.ts. Their values come from
- * rollplane's own history rows (not from a caller), so they pass through as stored and GraphQL's output coercion
- * checks them, as before the types were generated.
- */
-export type AgentRecreatedModel = ReturnType<typeof import('./mappers.js').agentRecreatedToGraphQL>;
-export type ClusterUpgradeObservationModel = ReturnType<typeof import('./mappers.js').clusterUpgradeToGraphQL>;
-
 /** An audit row as AuditLog.list returns it (numeric id, role as stored); the ID scalar and Role enum serialize it. */
 export type AuditEntryModel = Awaited<ReturnType<import('../../domain/AuditLog.js').AuditLog['list']>>['items'][number];
 

@@ -7,6 +7,9 @@ import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../../graphql/context.js';
 import type { Resolvers } from '../../graphql/generated/resolvers.js';
 import { eventEdge } from '../../graphql/resolvers/mappers.js';
+import { eventFilterFrom, eventSubscription } from '../../graphql/resolvers/eventSubscription.js';
+import type { SubscriptionAgentRecreatedArgs } from '../../graphql/generated/resolvers.js';
+import { agentRecreatedView } from './eventViews.js';
 import { bumpAgentImageInput } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
@@ -44,6 +47,10 @@ export const agentPoolsResolvers: Resolvers = {
       const input = parseInput(bumpAgentImageInput, args.input);
       return bumpAgentImage(ctx.domain, pools(ctx), input, idempotencyScopeOf(ctx));
     },
+  },
+
+  Subscription: {
+    agentRecreated: eventSubscription([EventType.AgentRecreated], (args: SubscriptionAgentRecreatedArgs) => eventFilterFrom(args.filter), agentRecreatedView),
   },
 
   AgentPool: {

@@ -5,6 +5,8 @@ import { idempotencyScopeOf, type GraphQLContext } from '../../graphql/context.j
 import type { Resolvers } from '../../graphql/generated/resolvers.js';
 import { bumpNodeAgentImageInput, NODE_AGENT } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
+import { EventType } from '../../domain/events.js';
+import { nodeAgentReplacementView } from './eventViews.js';
 
 function nodeAgents(ctx: GraphQLContext): NodeAgentQueries {
   if (!ctx.domain.nodeAgents) throw new NotImplementedError('node agent sets (no node-agent controller runs in this rollplane)');
@@ -30,5 +32,10 @@ export const nodeAgentsResolvers: Resolvers = {
   RolloutStrategy: {
     mode: (strategy) => (strategy.kind === NODE_AGENT ? strategy.mode : null),
     minReadySeconds: (strategy) => (strategy.kind === NODE_AGENT ? strategy.minReadySeconds : null),
+  },
+
+  // Its typed field of a shared type (ADR 0046): the node-agent feed's payload; null on other events.
+  Event: {
+    nodeAgentReplacement: (event) => (event.type === EventType.NodeAgentReplaced ? nodeAgentReplacementView(event) : null),
   },
 };

@@ -15,7 +15,11 @@ import type { Resolvers } from '../../graphql/generated/resolvers.js';
 import { bumpClusterVersionInput } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 import { connectionOf, connectionOfItems } from '../../graphql/resolvers/connection.js';
-import { clusterUpgradeToGraphQL, eventEdge } from '../../graphql/resolvers/mappers.js';
+import { eventEdge } from '../../graphql/resolvers/mappers.js';
+import { eventFilterFrom, eventSubscription } from '../../graphql/resolvers/eventSubscription.js';
+import { EventType } from '../../domain/events.js';
+import type { SubscriptionClusterUpgradeObservedArgs } from '../../graphql/generated/resolvers.js';
+import { clusterUpgradeView, upgradeIsTo } from './eventViews.js';
 
 function checkName(value: unknown, field: string): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 253) throw new ValidationError(field, 'must be 1 to 253 characters');
@@ -37,10 +41,22 @@ export const virtualClustersResolvers: Resolvers = {
     bumpClusterVersion: (_, args, ctx) => bumpClusterVersion(ctx.domain, parseInput(bumpClusterVersionInput, args.input), idempotencyScopeOf(ctx)),
   },
 
+  Subscription: {
+    clusterUpgradeObserved: eventSubscription(
+      [EventType.ClusterUpgradeObserved],
+      (args: SubscriptionClusterUpgradeObservedArgs) => eventFilterFrom(args.filter),
+      clusterUpgradeView,
+      (args) => {
+        const version = args.filter?.clusterVersion;
+        return version ? (event) => upgradeIsTo(event, version) : undefined;
+      },
+    ),
+  },
+
   VirtualCluster: {
     lastUpgrade: async (vc, _, ctx) => {
       const event = await lastUpgradeOf(ctx.domain, vc.namespace, vc.name);
-      return event ? clusterUpgradeToGraphQL(event) : null;
+      return event ? clusterUpgradeView(event) : null;
     },
     history: async (vc, args, ctx) => {
       return connectionOfItems(await clusterHistory(ctx.domain, vc.namespace, vc.name, args.first, parseEventId(args.after)), eventEdge);
