@@ -1,104 +1,121 @@
 /**
- * The payload of each history event type, as a schema (ADR 0042, 0046). Every writer is checked against it at compile
- * time (`NewEvent` in events.ts is a union over the types whose payload is `EventPayload<T>`), and readers get it typed
- * through `readPayload`, never by string key on an untyped record. Stored payloads of any age stay readable: a field that is absent or does not match reads as absent.
+ * The payload of each history event type, as a schema (ADR 0042, 0046), and its name in notifications (ADR 0051).
+ * Every writer is checked against it at compile time (`NewEvent` in events.ts is a union over the types whose payload
+ * is `EventPayload<T>`), and readers get it typed through `readPayload`, never by string key on an untyped record.
+ * Stored payloads of any age stay readable: a field that is absent or does not match reads as absent.
+ *
+ * The shared types are defined here; a rollout kind's own types (an agent recreated, a cluster upgrade observed …)
+ * in its folder's `events.ts` (ADR 0051), with `defineEvent`, and typed here by declaration merging (`KindEvents`), as
+ * its contract is (`KindShapes`): the domain names none of them.
  */
 import { z } from 'zod';
 import type { EventType } from './events.js';
 
 const rolloutState = z.enum(['PENDING', 'PROGRESSING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK']);
 const targetState = z.enum(['PENDING', 'PROGRESSING', 'SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED']);
-const text = z.string();
-const orNull = <T extends z.ZodType>(schema: T) => schema.nullable();
+/** Text in a payload (the kinds' schemas build on these too). */
+export const text = z.string();
+export const orNull = <T extends z.ZodType>(schema: T) => schema.nullable();
 
-export const EVENT_PAYLOADS = {
-  RolloutStateChanged: z.object({
-    from: orNull(rolloutState),
-    to: rolloutState,
-    message: orNull(text).optional(),
-    /**
-     * On the launch (from null): the version the rollout goes to (null: each target's previous version, see
-     * Rollout.toVersion) and how many targets it has.
-     */
-    toVersion: orNull(text).optional(),
-    targets: z.number().optional(),
-  }),
-  TargetStateChanged: z.object({ from: orNull(targetState), to: targetState, error: orNull(text) }),
-  TargetFailed: z.object({ error: orNull(text) }),
-  AgentRecreated: z.object({
-    pool: text,
-    oldImage: orNull(text).optional(),
-    newImage: text,
-    oldPodUid: orNull(text).optional(),
-    newPodUid: orNull(text).optional(),
-    reason: text.optional(),
-    planned: z.boolean().optional(),
-    deletedAt: orNull(text).optional(),
-    readyAt: orNull(text).optional(),
-    seconds: z.number().optional(),
-  }),
-  AgentForceDeleted: z.object({
-    pool: text,
-    pod: text,
-    podUid: orNull(text),
-    node: text,
-    terminatingSeconds: z.number(),
-    graceSeconds: z.number(),
-  }),
-  UpstreamControllerChanged: z.object({
-    /** `namespace/name` of the upstream controller (the vm-dhcp-controller Deployment, a node-agent DaemonSet). */
-    controller: text,
-    daemonSet: text.optional(),
-    oldImage: orNull(text).optional(),
-    newImage: text,
-    planned: z.boolean(),
-    changedThrough: z.enum(['addon', 'deployment']).optional(),
-    owner: text.optional(),
-    /** The rollout whose change this one undid. */
-    reverts: text.optional(),
-  }),
-  ClusterUpgradeObserved: z.object({
-    cluster: text,
-    clusterVersion: text,
-    resourceVersion: text,
-    specVersion: text,
-    seconds: z.number(),
-    outcome: z.enum(['SUCCEEDED', 'FAILED', 'ALREADY_APPLIED']),
-    components: z.array(z.object({ component: z.enum(['apiserver-service', 'pki', 'apiserver', 'controller-manager']), seconds: z.number() })),
-    error: orNull(text),
-    rootCaGenerated: z.boolean().optional(),
-  }),
-  NodeAgentReplaced: z.object({
-    node: text,
-    daemonSet: text,
-    oldPod: orNull(text),
-    newPod: orNull(text),
-    oldImage: orNull(text),
-    newImage: text,
-    peerPodsRestarted: z.number().optional(),
-    seconds: z.number().optional(),
-    planned: z.boolean().optional(),
-    reason: text.optional(),
-    strategy: text.optional(),
-  }),
-} as const satisfies { [T in EventType]: z.ZodObject };
+/**
+ * One event type as rollplane knows it: its payload's schema and its notification name (the `<subject>.<what>` of
+ * its CloudEvents type, `io.rollplane.<notification>.v1`).
+ */
+export interface EventDefinition<T extends EventType = EventType, S extends z.ZodObject = z.ZodObject> {
+  readonly type: T;
+  readonly payload: S;
+  readonly notification: string;
+}
+
+/** Every defined event type's definition, the shared ones and those of the kinds whose `events.ts` is loaded. */
+const DEFINED = new Map<EventType, EventDefinition>();
+
+/**
+ * Defines an event type (once): what `readPayload`, routing and the notifications' names read it by. A kind defines
+ * its own in its `events.ts`; the server's list of kinds (src/kinds/index.ts) loads them all, and checks at start that
+ * every `EventType` is defined.
+ */
+export function defineEvent<T extends EventType, S extends z.ZodObject>(type: T, payload: S, notification: string): EventDefinition<T, S> {
+  if (DEFINED.has(type)) throw new Error(`event type ${type} is defined twice`);
+  const definition = { type, payload, notification };
+  DEFINED.set(type, definition);
+  return definition;
+}
+
+/** The event types shared by every kind (rollouts, targets, an upstream controller changed). */
+export const SHARED_EVENTS = {
+  RolloutStateChanged: defineEvent(
+    'RolloutStateChanged',
+    z.object({
+      from: orNull(rolloutState),
+      to: rolloutState,
+      message: orNull(text).optional(),
+      /**
+       * On the launch (from null): the version the rollout goes to (null: each target's previous version, see
+       * Rollout.toVersion) and how many targets it has.
+       */
+      toVersion: orNull(text).optional(),
+      targets: z.number().optional(),
+    }),
+    'rollout',
+  ),
+  TargetStateChanged: defineEvent('TargetStateChanged', z.object({ from: orNull(targetState), to: targetState, error: orNull(text) }), 'target'),
+  TargetFailed: defineEvent('TargetFailed', z.object({ error: orNull(text) }), 'target.error'),
+  UpstreamControllerChanged: defineEvent(
+    'UpstreamControllerChanged',
+    z.object({
+      /** `namespace/name` of the upstream controller (the vm-dhcp-controller Deployment, a node-agent DaemonSet). */
+      controller: text,
+      daemonSet: text.optional(),
+      oldImage: orNull(text).optional(),
+      newImage: text,
+      planned: z.boolean(),
+      changedThrough: z.enum(['addon', 'deployment']).optional(),
+      owner: text.optional(),
+      /** The rollout whose change this one undid. */
+      reverts: text.optional(),
+    }),
+    'upstream.changed',
+  ),
+} as const;
+
+/**
+ * Each kind's own event types, keyed by type: `{ AgentRecreated: typeof agentRecreated }`. Empty here: each kind fills
+ * its entries in by declaration merging from its `events.ts` (ADR 0051), so the domain types every event's payload
+ * without importing, or naming, any kind.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by the kinds' events (declaration merging)
+export interface KindEvents {}
+
+type Definitions = typeof SHARED_EVENTS & KindEvents;
+type SchemaOf<T extends EventType> = T extends keyof Definitions ? (Definitions[T] extends EventDefinition<T, infer S> ? S : never) : never;
 
 /** What a writer puts in an event of type `T`. */
-export type EventPayload<T extends EventType> = z.input<(typeof EVENT_PAYLOADS)[T]>;
+export type EventPayload<T extends EventType> = z.input<SchemaOf<T>>;
+
+/** The event types not defined yet (none once every kind's `events.ts` is compiled in): the registry checks it. */
+export type UndefinedEventTypes = Exclude<EventType, keyof Definitions>;
+
+/** An event type's definition; undefined when neither shared nor defined by a loaded kind. */
+export function eventDefinition(type: EventType): EventDefinition | undefined {
+  return DEFINED.get(type);
+}
 
 /**
  * An event's stored payload read as its type's: each field that is present and matches its schema, the rest absent
  * (a payload written by an older rollplane, or by hand, never stops a reader).
  */
-export function readPayload<T extends EventType>(type: T, stored: unknown): Partial<z.output<(typeof EVENT_PAYLOADS)[T]>> {
+export function readPayload<T extends EventType>(type: T, stored: unknown): Partial<z.output<SchemaOf<T>>> {
+  const definition = DEFINED.get(type);
+  if (!definition) throw new Error(`event type ${type} is not defined (its kind's events.ts is not loaded)`);
   const raw = typeof stored === 'object' && stored !== null ? (stored as Record<string, unknown>) : {};
   const out: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(EVENT_PAYLOADS[type].shape as Record<string, z.ZodType>)) {
+  for (const [key, field] of Object.entries(definition.payload.shape as Record<string, z.ZodType>)) {
     if (raw[key] === undefined) continue;
     const parsed = field.safeParse(raw[key]);
     if (parsed.success) out[key] = parsed.data;
   }
-  return out as Partial<z.output<(typeof EVENT_PAYLOADS)[T]>>;
+  return out as Partial<z.output<SchemaOf<T>>>;
 }
 
 /** A routing field's value as a key part: non-empty text, or a finite number written as text. */
@@ -117,7 +134,7 @@ export type RoutingFields = Partial<z.output<typeof ROUTING_FIELDS>>;
 /** The routing fields an event of type `type` carries in its stored payload (absent when missing or malformed). */
 export function readRoutingFields(type: EventType, stored: unknown): RoutingFields {
   const raw = typeof stored === 'object' && stored !== null ? (stored as Record<string, unknown>) : {};
-  const own = EVENT_PAYLOADS[type]?.shape as Record<string, unknown> | undefined;
+  const own = DEFINED.get(type)?.payload.shape as Record<string, unknown> | undefined;
   const out: Record<string, string> = {};
   for (const [key, field] of Object.entries(ROUTING_FIELDS.shape)) {
     if (raw[key] === undefined || (own && key in own)) continue;

@@ -1,4 +1,5 @@
-import { ROLLOUT_KINDS, type RolloutKind } from '../domain/events.js';
+import { eventDefinition, type UndefinedEventTypes } from '../domain/eventPayloads.js';
+import { EventType, ROLLOUT_KINDS, type RolloutKind } from '../domain/events.js';
 import type { KindContract, KindContracts } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import { agentPoolKind } from './agentPool/module.js';
@@ -14,6 +15,20 @@ export const ROLLOUT_KIND_MODULES: readonly AnyKindModule[] = [agentPoolKind, no
 
 /** The registered kinds' contracts, by kind: what the domain reads stored rollouts with (given to RolloutService). */
 export const KIND_CONTRACTS: KindContracts = contractsOf(ROLLOUT_KIND_MODULES);
+
+/**
+ * Every event type is defined (ADR 0051): the shared ones by the domain, each other one by the registered kind whose
+ * `events.ts` its module lists. Checked when compiling (a kind's event type missing its definition is a type error
+ * here) and when the list loads (each module's `events` are defined by then).
+ */
+const allEventTypesDefined: [UndefinedEventTypes] extends [never] ? true : { undefinedEventTypes: UndefinedEventTypes } = true;
+const undefinedEventTypes = Object.values(EventType).filter((type) => !eventDefinition(type));
+if (!allEventTypesDefined || undefinedEventTypes.length > 0) throw new Error(`no definition for the event type(s) ${undefinedEventTypes.join(', ')}`);
+for (const module of ROLLOUT_KIND_MODULES) {
+  for (const definition of module.events) {
+    if (eventDefinition(definition.type) !== definition) throw new Error(`the event type ${definition.type} of ${module.kind} is defined elsewhere too`);
+  }
+}
 
 function contractsOf(modules: readonly AnyKindModule[]): KindContracts {
   const byKind = new Map<RolloutKind, KindContract>(modules.map((m) => [m.kind, m.contract as KindContract]));

@@ -1,4 +1,5 @@
 import type { KindPorts } from '../domain/Domain.js';
+import type { EventDefinition } from '../domain/eventPayloads.js';
 import type { RolloutKind } from '../domain/events.js';
 import type { KindContract } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
@@ -25,6 +26,8 @@ export interface KindRuntime {
 export interface RolloutKindModule<K extends RolloutKind = RolloutKind> extends KindApi {
   readonly kind: K;
   readonly contract: KindContract<K>;
+  /** Its own event types (its `events.ts`): payload schemas and notification names (ADR 0051). */
+  readonly events: readonly EventDefinition[];
   /** Its part of the API: root fields and types of schema.graphql it answers (its `graphql.ts`). */
   readonly resolvers: Resolvers;
   setup(host: ControllerHost): KindRuntime;

@@ -1,14 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { KindEvent } from '../../src/controllers/kindHost.js';
-import { EVENT_PAYLOADS, readPayload, readRoutingFields } from '../../src/domain/eventPayloads.js';
+import { eventDefinition, readPayload, readRoutingFields, SHARED_EVENTS } from '../../src/domain/eventPayloads.js';
 import type { EventLog } from '../../src/domain/EventLog.js';
 import { EventType, type NewEvent } from '../../src/domain/events.js';
 import type { InFlightChanges } from '../../src/domain/InFlightChanges.js';
 import type { WithEvents } from '../../src/domain/historyPort.js';
+import { ROLLOUT_KIND_MODULES } from '../../src/kinds/index.js';
 
 describe('event payloads (ADR 0042)', () => {
-  it('has a schema for every event type', () => {
-    expect(Object.keys(EVENT_PAYLOADS).sort()).toEqual(Object.values(EventType).sort());
+  it('has a schema for every event type: the shared ones in the domain, each other one in exactly one registered kind (ADR 0051)', () => {
+    const kinds = ROLLOUT_KIND_MODULES.flatMap((module) => module.events.map((definition) => definition.type));
+    expect([...Object.keys(SHARED_EVENTS), ...kinds].sort()).toEqual(Object.values(EventType).sort());
+    for (const type of Object.values(EventType)) expect(eventDefinition(type)?.payload.shape).toBeDefined();
   });
 
   it('reads a stored payload as its type’s: matching fields kept, mismatching and unknown ones left out', () => {

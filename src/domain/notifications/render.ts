@@ -32,7 +32,7 @@ export interface CloudEvent {
 
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
 
-/** `rollouts/<id>`, or the object the event is about (`AGENT_POOL/<namespace>/<name>`), or none. */
+/** `rollouts/<id>`, or the object the event is about (`<kind>/<namespace>/<name>`), or none. */
 function subjectOf(event: StoredEvent): string | undefined {
   if (event.rolloutId) return `rollouts/${event.rolloutId}`;
   if (event.name) return `${event.kind ?? 'objects'}/${event.namespace ? `${event.namespace}/` : ''}${event.name}`;

@@ -1,4 +1,4 @@
-import { readPayload, readRoutingFields } from '../eventPayloads.js';
+import { eventDefinition, readPayload, readRoutingFields } from '../eventPayloads.js';
 import { EventType, type RolloutKind } from '../events.js';
 import { type NotifiableState, type NotificationFilter, ONCE_PER_FIELDS, type OncePerField, type Route } from './model.js';
 
@@ -39,24 +39,14 @@ export function stateOf(event: RoutableEvent): NotifiableState | undefined {
   }
 }
 
-const TYPE_NAMES: Record<EventType, string> = {
-  RolloutStateChanged: 'rollout',
-  TargetStateChanged: 'target',
-  TargetFailed: 'target.error',
-  AgentRecreated: 'agent.recreated',
-  AgentForceDeleted: 'agent.force_deleted',
-  UpstreamControllerChanged: 'upstream.changed',
-  ClusterUpgradeObserved: 'cluster_upgrade.observed',
-  NodeAgentReplaced: 'node_agent.replaced',
-};
-
 /**
  * The CloudEvents `type` of an event: `io.rollplane.<subject>.<what>.v1`, e.g. `io.rollplane.rollout.failed.v1` for a
  * rollout that moved to FAILED, `io.rollplane.target.succeeded.v1`, `io.rollplane.agent.recreated.v1`. A receiver
  * routes on it without parsing the payload; `v1` changes only with the payload's shape.
  */
 export function notificationTypeOf(event: Pick<RoutableEvent, 'type' | 'payload'>): string {
-  const base = TYPE_NAMES[event.type] ?? String(event.type).toLowerCase();
+  // Its definition's name (a kind's event types are defined in the kind's events.ts, ADR 0051).
+  const base = eventDefinition(event.type)?.notification ?? String(event.type).toLowerCase();
   if (event.type === EventType.RolloutStateChanged || event.type === EventType.TargetStateChanged) {
     const state = stateOf(event as RoutableEvent);
     return `io.rollplane.${base}.${(state ?? 'changed').toLowerCase()}.v1`;

@@ -1,9 +1,10 @@
 import { readPayload } from '../../domain/eventPayloads.js';
-import { EventType, type StoredEvent } from '../../domain/events.js';
+import { agentRecreated } from './events.js';
+import type { StoredEvent } from '../../domain/events.js';
 
 /** An AgentRecreated event as the `agentRecreated` subscription returns it (`AgentRecreated`, mapped in codegen). */
 export function agentRecreatedView(event: StoredEvent) {
-  const p = readPayload(EventType.AgentRecreated, event.payload);
+  const p = readPayload(agentRecreated.type, event.payload);
   return {
     eventId: String(event.id),
     rolloutId: event.rolloutId,

@@ -3,12 +3,14 @@ import { agentPoolContract } from './contract.js';
 import { agentPoolsResolvers } from './graphql.js';
 import { agentPoolDrift } from './plan.js';
 import type { RolloutKindModule } from '../kindModule.js';
+import { AGENT_POOL_EVENTS } from './events.js';
 import { setupAgentPools } from './controller/index.js';
 
 /** The AGENT_POOL rollout kind — agent pools (IPPools' DHCP agents) — as registered (ADR 0041). */
 export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
   kind: 'AGENT_POOL',
   contract: agentPoolContract,
+  events: AGENT_POOL_EVENTS,
   resolvers: agentPoolsResolvers,
   drift: async (domain) => (domain.agentPools ? agentPoolDrift(domain.agentPools) : []),
   setup(host) {

@@ -1,12 +1,12 @@
 import { readPayload } from '../../domain/eventPayloads.js';
-import { EventType } from '../../domain/events.js';
+import { nodeAgentReplaced } from './events.js';
 
 /**
  * A NodeAgentReplaced event's payload read through its schema (`Event.nodeAgentReplacement`); the node is the event's
  * object when the payload lacks it.
  */
 export function nodeAgentReplacementView(event: { payload: unknown; object?: { name: string } | null }) {
-  const p = readPayload(EventType.NodeAgentReplaced, event.payload);
+  const p = readPayload(nodeAgentReplaced.type, event.payload);
   return {
     node: p.node ?? event.object?.name ?? '',
     daemonSet: p.daemonSet ?? null,

@@ -1,12 +1,14 @@
 import { nodeAgentContract } from './contract.js';
 import { nodeAgentsResolvers } from './graphql.js';
 import type { RolloutKindModule } from '../kindModule.js';
+import { NODE_AGENT_EVENTS } from './events.js';
 import { setupNodeAgents } from './controller/index.js';
 
 /** The NODE_AGENT rollout kind — node agents (DaemonSets on nodes) — as registered (ADR 0041). */
 export const nodeAgentKind: RolloutKindModule<'NODE_AGENT'> = {
   kind: 'NODE_AGENT',
   contract: nodeAgentContract,
+  events: NODE_AGENT_EVENTS,
   resolvers: nodeAgentsResolvers,
   drift: async (domain) => (await domain.nodeAgents?.driftItems()) ?? [],
   listSizes: (domain) => ({

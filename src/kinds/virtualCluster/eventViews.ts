@@ -1,12 +1,13 @@
 import { readPayload } from '../../domain/eventPayloads.js';
-import { EventType, type StoredEvent } from '../../domain/events.js';
+import { clusterUpgradeObserved } from './events.js';
+import type { StoredEvent } from '../../domain/events.js';
 
 /**
  * A ClusterUpgradeObserved event as the API shows it (`ClusterUpgradeObservation`, mapped in codegen): the
  * `clusterUpgradeObserved` subscription and `VirtualCluster.lastUpgrade`.
  */
 export function clusterUpgradeView(event: StoredEvent) {
-  const p = readPayload(EventType.ClusterUpgradeObserved, event.payload);
+  const p = readPayload(clusterUpgradeObserved.type, event.payload);
   return {
     eventId: String(event.id),
     rolloutId: event.rolloutId,
@@ -27,5 +28,5 @@ export type ClusterUpgradeView = ReturnType<typeof clusterUpgradeView>;
 
 /** Whether a ClusterUpgradeObserved event's payload names `clusterVersion` (the subscription's filter). */
 export function upgradeIsTo(event: StoredEvent, clusterVersion: string): boolean {
-  return readPayload(EventType.ClusterUpgradeObserved, event.payload).clusterVersion === clusterVersion;
+  return readPayload(clusterUpgradeObserved.type, event.payload).clusterVersion === clusterVersion;
 }

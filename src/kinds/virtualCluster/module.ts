@@ -1,12 +1,14 @@
 import { virtualClusterContract } from './contract.js';
 import { virtualClustersResolvers } from './graphql.js';
 import type { RolloutKindModule } from '../kindModule.js';
+import { VIRTUAL_CLUSTER_EVENTS } from './events.js';
 import { setupVirtualClusters } from './controller/index.js';
 
 /** The VIRTUAL_CLUSTER rollout kind — virtual clusters (VirtualClusters and their ClusterVersion) — as registered (ADR 0041). */
 export const virtualClusterKind: RolloutKindModule<'VIRTUAL_CLUSTER'> = {
   kind: 'VIRTUAL_CLUSTER',
   contract: virtualClusterContract,
+  events: VIRTUAL_CLUSTER_EVENTS,
   resolvers: virtualClustersResolvers,
   drift: async (domain) => (await domain.virtualClusters?.driftItems()) ?? [],
   setup(host) {

@@ -9,6 +9,7 @@
  * rollback's target version is the spec it restores.
  */
 import { readPayload } from '../../domain/eventPayloads.js';
+import { clusterUpgradeObserved } from './events.js';
 import { createHash } from 'node:crypto';
 import { ConflictError, NotImplementedError, ValidationError } from '../../errors.js';
 import type { Domain } from '../../domain/Domain.js';
@@ -219,7 +220,7 @@ export async function clusterUpgradeDurations(domain: Domain, clusterVersion?: s
   for (;;) {
     const page = await domain.events.listAfter({ types: [EventType.ClusterUpgradeObserved] }, after, HISTORY_PAGE);
     for (const event of page) {
-      const payload = readPayload(EventType.ClusterUpgradeObserved, event.payload);
+      const payload = readPayload(clusterUpgradeObserved.type, event.payload);
       const version = payload.clusterVersion ?? '';
       if (clusterVersion != null && version !== clusterVersion) continue;
       const entry = byVersion.get(version) ?? { seconds: [], failed: 0 };

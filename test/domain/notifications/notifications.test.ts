@@ -8,6 +8,9 @@ import { cloudEventOf, slackTextOf } from '../../../src/domain/notifications/ren
 import { backoffMs, retryAfterMs, verdictOf } from '../../../src/domain/notifications/retryPolicy.js';
 import { matchesNotificationFilter, notificationTypeOf, onceKeyOf, routeEvents, type RoutableEvent } from '../../../src/domain/notifications/routing.js';
 import { signatureHeader, verifySignature } from '../../../src/domain/notifications/signature.js';
+// The kinds' own event types (their notification names, their payloads' fields) are defined by the registered kinds
+// (ADR 0051), as in the server, which loads this list.
+import '../../../src/kinds/index.js';
 
 const rollout = (to: string, extra: Partial<RoutableEvent> = {}): RoutableEvent => ({
   type: EventType.RolloutStateChanged,

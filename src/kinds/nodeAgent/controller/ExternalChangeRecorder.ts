@@ -1,4 +1,5 @@
 import { readPayload } from '../../../domain/eventPayloads.js';
+import { nodeAgentReplaced } from '../events.js';
 import type { V1DaemonSet, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { Request } from '../../../controller/Controller.js';
 import { EventType } from '../../../domain/events.js';
@@ -136,7 +137,7 @@ export class ExternalChangeRecorder {
   ): Promise<void> {
     // Node-agent events are about namespace "" and the node: the (kind, namespace, name) index answers this one.
     const [last] = await this.events.listBefore({ types: [EventType.NodeAgentReplaced], namespace: '', name: node }, undefined, 1);
-    const lastReplaced = last ? readPayload(EventType.NodeAgentReplaced, last.payload) : {};
+    const lastReplaced = last ? readPayload(nodeAgentReplaced.type, last.payload) : {};
     const lastPod = lastReplaced.newPod;
     const lastImage = lastReplaced.newImage;
     if (lastPod === agent.metadata?.name) return; // recorded already (by a rollout, or before a restart)
