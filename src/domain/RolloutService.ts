@@ -196,7 +196,7 @@ export class RolloutService {
   constructor(
     private readonly store: HistoryStore,
     private readonly log: EventLog,
-    contracts: KindContracts,
+    private readonly contracts: KindContracts,
   ) {
     this.toRollout = rolloutReader(contracts);
   }
@@ -212,6 +212,7 @@ export class RolloutService {
    */
   async create(spec: NewRollout, rules?: LaunchRules): Promise<{ rollout: Rollout; created: boolean }> {
     const toRollout = this.toRollout;
+    const offersSupersede = this.contracts[spec.kind].offersSupersede === true;
     return this.log.commit<{ rollout: Rollout; created: boolean }>(function* (tx) {
       // First of the transaction's locks (lock order: historyPort.ts, HistoryTx).
       if (rules) yield* tx.lockLaunches(spec.kind);
@@ -219,7 +220,7 @@ export class RolloutService {
         const existing = yield* replayStep(tx, toRollout, spec);
         if (existing) return { result: { rollout: existing, created: false }, events: [] };
       }
-      const events: NewEvent[] = rules ? yield* launchRulesStep(tx, toRollout, spec, rules) : [];
+      const events: NewEvent[] = rules ? yield* launchRulesStep(tx, toRollout, spec, rules, offersSupersede) : [];
       const id = newRolloutId();
       const now = new Date();
       const row = yield* tx.insertRollout(
@@ -532,7 +533,7 @@ const ACTIVE_PAGE = 500;
  * A launch's decision, under the launch lock: the kind's guard, then the overlap rule. Returns the events of the
  * rollouts it aborted (supersede), to commit with the new rollout.
  */
-function* launchRulesStep(tx: HistoryTx, toRollout: RolloutReader, spec: NewRollout, rules: LaunchRules): Step<NewEvent[]> {
+function* launchRulesStep(tx: HistoryTx, toRollout: RolloutReader, spec: NewRollout, rules: LaunchRules, offersSupersede: boolean): Step<NewEvent[]> {
   const changing = spec.targets.filter((t) => !t.skipReason);
   if (changing.length === 0 && !rules.guard && !rules.takeOver) return [];
   // The original a rollback takes over covers the same targets by nature: they are the rollback's to change back.
@@ -555,7 +556,7 @@ function* launchRulesStep(tx: HistoryTx, toRollout: RolloutReader, spec: NewRoll
     );
     if (changingUnderEnded.length > 0) throw stillChangingConflict(changingUnderEnded);
   }
-  if (overlapping.length > 0 && !rules.supersede) throw overlapConflict(spec.kind, overlapping, spec.rollbackOfId != null);
+  if (overlapping.length > 0 && !rules.supersede) throw overlapConflict(offersSupersede, overlapping, spec.rollbackOfId != null);
   // Every refusal is above: from here on the launch happens, and what it aborts commits with it.
   const events: NewEvent[] = [];
   const aborts = new Map<string, string>(overlapping.map((o) => [o.rolloutId, SUPERSEDED]));

@@ -1,5 +1,4 @@
 import { ConflictError } from '../errors.js';
-import type { RolloutKind } from './events.js';
 import type { CoveredTarget, IdempotencyRecord } from './historyPort.js';
 import type { NewTarget, Rollout } from './RolloutService.js';
 
@@ -57,18 +56,15 @@ export function overlapsOf(covered: readonly CoveredTarget[], targets: readonly 
 }
 
 /**
- * The kinds whose bump input offers `supersede` (schema.graphql: BumpAgentImageInput). A refusal advises it only there:
- * advice to pass an argument the mutation does not have ends in a validation error (attack finding F9).
+ * The refusal of a launch whose targets an active rollout already covers. It advises `supersede` only where the kind's
+ * bump offers it (`KindContract.offersSupersede`) and the launch is no rollback.
  */
-const SUPERSEDE_OFFERED: ReadonlySet<RolloutKind> = new Set(['AGENT_POOL']);
-
-/** The refusal of a launch whose targets an active rollout already covers. */
-export function overlapConflict(kind: RolloutKind, overlapping: readonly CoveredTarget[], rollback = false): ConflictError {
+export function overlapConflict(offersSupersede: boolean, overlapping: readonly CoveredTarget[], rollback = false): ConflictError {
   const first = overlapping[0]!;
   return new ConflictError(
     `active rollout ${first.rolloutId} already covers ${first.namespace ? `${first.namespace}/` : ''}${first.name}` +
       (overlapping.length > 1 ? ` (and ${overlapping.length - 1} more targets)` : '') +
-      (SUPERSEDE_OFFERED.has(kind) && !rollback ? '; wait for it, abort it, or pass supersede: true' : '; wait for it, or abort it'),
+      (offersSupersede && !rollback ? '; wait for it, abort it, or pass supersede: true' : '; wait for it, or abort it'),
     { details: { rolloutIds: [...new Set(overlapping.map((o) => o.rolloutId))] } },
   );
 }

@@ -96,7 +96,11 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
       const winner = created[0]!.rollout.id;
       for (const error of refused) {
         expect(error.code).toBe('CONFLICT');
-        expect(error.message).toMatch(new RegExp(`^active rollout ${winner} already covers default/same-${round}-[ab] \\(and 1 more targets\\); wait for it`));
+        expect(error.message).toMatch(
+          new RegExp(
+            `^active rollout ${winner} already covers default/same-${round}-[ab] \\(and 1 more targets\\); wait for it, abort it, or pass supersede: true$`,
+          ),
+        );
         expect(error.details).toEqual({ rolloutIds: [winner] });
       }
       const active = await on(round).rollouts.list({ kind: 'AGENT_POOL', states: ['PENDING', 'PROGRESSING', 'PAUSED'], targetName: pools[0]! }, 50, undefined);

@@ -36,6 +36,11 @@ export interface KindContract<K extends RolloutKind = RolloutKind> {
   readonly kind: K;
   readonly strategyStored: z.ZodType<StrategyOf<K>, unknown>;
   readonly selectorStored: z.ZodType<SelectorOf<K>, unknown>;
+  /**
+   * Its bump input offers `supersede` (its mutation's input in schema.graphql): an overlap refusal advises it only then,
+   * since advice to pass an argument the mutation does not have ends in a validation error (attack finding F9).
+   */
+  readonly offersSupersede?: boolean;
 }
 
 /** Every kind's contract, by kind: built from the registered kinds (src/kinds/index.ts) and given to RolloutService. */

@@ -100,6 +100,8 @@ export const agentPoolContract: KindContract<'AGENT_POOL'> = {
   kind: AGENT_POOL,
   strategyStored: agentPoolStrategyStored,
   selectorStored: z.union([rollbackSelectorStored, agentPoolSelectorStored]),
+  // bumpAgentImage's input has `supersede` (bumpAgentImageInput).
+  offersSupersede: true,
 };
 
 declare module '../../domain/kinds/index.js' {
