@@ -3,13 +3,10 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatDrift, formatFleet } from '../format.js';
-import type { RolloutKind } from '../generated/graphql.js';
+import { KIND_FLAG_HELP, kindOfFlag, parseKindFlag } from '../kindFlag.js';
 import { DRIFT_QUERY, FLEET_QUERY } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
-const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
-const KIND_VALUES: readonly RolloutKind[] = ['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER'];
-const toEnum = (value: string) => value.replace(/-/g, '_').toUpperCase();
 /** Drift items per request; `--limit` beyond it is fetched page by page. */
 const DRIFT_PAGE_SIZE = 100;
 
@@ -27,12 +24,12 @@ export function registerFleet(program: Command, io: CliIo, setExitCode: (code: n
 
   addCommonOptions(program.command('drift'))
     .description('Targets whose running version differs from their desired one; exit 1 when there are any (for CI gates)')
-    .option('--kind <kind>', `only this kind: ${KINDS.join(', ')}`, (raw: string) => flags.oneOf(KINDS, toEnum)(raw.replace(/_/g, '-')))
+    .option('--kind <kind>', KIND_FLAG_HELP, parseKindFlag)
     .option('--limit <n>', 'how many targets to list', flags.integer(1, 10_000), 100)
     .action(
       clientAction(io, setExitCode, async (ctx) => {
         const options = ctx.flags<{ kind?: string; limit: number }>();
-        const kind = KIND_VALUES.find((k) => k === options.kind) ?? null;
+        const kind = kindOfFlag(options.kind) ?? null;
         const { nodes: items, totalCount } = await readPages(
           async (first, after) => (await ctx.client.request(DRIFT_QUERY, { kind, first, after })).drift,
           DRIFT_PAGE_SIZE,

@@ -3,16 +3,15 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatHistory } from '../format.js';
-import type { RolloutFilter, RolloutKind, RolloutState } from '../generated/graphql.js';
+import type { RolloutFilter, RolloutState } from '../generated/graphql.js';
+import { KIND_FLAG_HELP, kindOfFlag, parseKindFlag } from '../kindFlag.js';
 import { HISTORY_PAGE_SIZE, HISTORY_QUERY } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
-const KINDS = ['agent-pool', 'node-agent', 'virtual-cluster'] as const;
 const STATES = ['pending', 'progressing', 'paused', 'succeeded', 'failed', 'aborted', 'rolled-back'] as const;
 const toEnum = (value: string) => value.replace(/-/g, '_').toUpperCase();
 
 /** The API's enum values, to turn a validated flag (`toEnum` form) into a typed filter value. */
-const KIND_VALUES: readonly RolloutKind[] = ['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER'];
 const STATE_VALUES: readonly RolloutState[] = ['PENDING', 'PROGRESSING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'];
 
 interface HistoryOptions {
@@ -36,7 +35,7 @@ const stateList = (raw: string, previous: string[] | undefined): string[] => [
 export function registerHistory(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
   addCommonOptions(program.command('history'))
     .description('List rollouts, newest first')
-    .option('--kind <kind>', `only this kind: ${KINDS.join(', ')}`, (raw: string) => flags.oneOf(KINDS, toEnum)(raw.replace(/_/g, '-')))
+    .option('--kind <kind>', KIND_FLAG_HELP, parseKindFlag)
     .option('--state <states>', `only these states (comma-separated or repeated): ${STATES.join(', ')}`, stateList)
     .option('--limit <n>', 'how many rollouts', flags.integer(1, 500), 20)
     .option('--search <text>', 'case-insensitive substring of the version, actor, commit or message', flags.text(256))
@@ -46,7 +45,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
       clientAction(io, setExitCode, async (ctx) => {
         const options = ctx.flags<HistoryOptions>();
         const filter: RolloutFilter = {};
-        const kind = KIND_VALUES.find((k) => k === options.kind);
+        const kind = kindOfFlag(options.kind);
         if (kind) filter.kind = kind;
         if (options.state?.length) filter.states = [...new Set(options.state)].flatMap((s) => STATE_VALUES.filter((v) => v === s));
         if (options.search !== undefined) filter.search = options.search;

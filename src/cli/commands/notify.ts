@@ -2,6 +2,7 @@ import { readPages } from '../pages.js';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ValidationError } from '../../errors.js';
+import { EventType as EVENT_TYPE, ROLLOUT_KINDS } from '../../domain/events.js';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { table } from '../format.js';
@@ -24,17 +25,9 @@ import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
 /** `rollplane notify`: notification subscriptions and their deliveries (admin token required; docs/notifications.md). */
 
-const EVENT_TYPES: readonly EventType[] = [
-  'RolloutStateChanged',
-  'TargetStateChanged',
-  'TargetFailed',
-  'AgentRecreated',
-  'AgentForceDeleted',
-  'UpstreamControllerChanged',
-  'ClusterUpgradeObserved',
-  'NodeAgentReplaced',
-];
-const KINDS: readonly RolloutKind[] = ['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER'];
+/** The API's EventType and RolloutKind enums' values, in their order: the domain's lists of them. */
+const EVENT_TYPES: readonly EventType[] = Object.values(EVENT_TYPE);
+const KINDS: readonly RolloutKind[] = ROLLOUT_KINDS;
 const STATES: readonly NotifiableState[] = ['PENDING', 'PROGRESSING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK', 'SKIPPED', 'CANCELLED'];
 const ONCE_PER: readonly NotificationOncePer[] = ['ROLLOUT', 'WAVE', 'CLUSTER', 'GATE', 'TARGET'];
 const DELIVERY_STATES: readonly NotificationDeliveryState[] = ['PENDING', 'DELIVERED', 'DEAD_LETTER', 'CANCELLED'];
