@@ -3,16 +3,13 @@
  * result and variables types are generated from schema.graphql into generated/graphql.ts (scripts/codegen.mjs), so a
  * schema change that breaks the CLI fails the type check instead of a CI run. Nothing here declares a response by hand.
  */
-import {
-  BumpAgentImageDocument,
-  BumpClusterVersionDocument,
-  BumpNodeAgentImageDocument,
-  type ApiTokenFieldsFragment,
-  type BumpResultFragment,
-  type FollowSubscription,
-  type RolloutFullFragment,
-  type RolloutState,
-  type RolloutSummaryFragment,
+import type {
+  ApiTokenFieldsFragment,
+  BumpResultFragment,
+  FollowSubscription,
+  RolloutFullFragment,
+  RolloutState,
+  RolloutSummaryFragment,
 } from './generated/graphql.js';
 
 export {
@@ -43,13 +40,6 @@ export type PlanItem = BumpResultFragment['plan'][number];
 export type RolloutUpdate = FollowSubscription['rolloutUpdated'];
 export type RolloutEvent = RolloutUpdate['event'];
 export type ApiTokenView = ApiTokenFieldsFragment;
-
-export const BUMP_MUTATIONS = {
-  bumpAgentImage: BumpAgentImageDocument,
-  bumpNodeAgentImage: BumpNodeAgentImageDocument,
-  bumpClusterVersion: BumpClusterVersionDocument,
-} as const;
-export type BumpMutation = keyof typeof BUMP_MUTATIONS;
 
 /** Rollouts per history request; `--limit` beyond it is fetched page by page. */
 export const HISTORY_PAGE_SIZE = 20;

@@ -7,8 +7,7 @@ import type { BumpKit, BumpSubcommand } from '../../cli/commands/bump.js';
 import { type BuiltInput, type CauseOptions, withCommon, sorted } from '../../cli/bumpInputs.js';
 import type { CiContext } from '../../cli/ciContext.js';
 import * as flags from '../../cli/flags.js';
-import type { AgentRolloutStrategyInput, BumpAgentImageInput, PoolSelectorInput } from '../../cli/generated/graphql.js';
-import { BUMP_MUTATIONS } from '../../cli/operations.js';
+import { BumpAgentImageDocument, type AgentRolloutStrategyInput, type BumpAgentImageInput, type PoolSelectorInput } from '../../cli/generated/graphql.js';
 import { clientAction, type WaitOptions } from '../../cli/runtime.js';
 import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
 import { AGENT_POOL_RANGES } from './limits.js';
@@ -97,7 +96,7 @@ export const agentPoolBump: BumpSubcommand = (bump: Command, { io, setExitCode, 
       const { input } = agentImageInput(image, options, ctx.ci);
       return runBump(
         ctx,
-        ctx.client.request(BUMP_MUTATIONS.bumpAgentImage, { input }).then((d) => d.bumpAgentImage),
+        ctx.client.request(BumpAgentImageDocument, { input }).then((d) => d.bumpAgentImage),
         options,
       );
     }),

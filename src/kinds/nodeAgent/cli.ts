@@ -7,8 +7,7 @@ import type { BumpKit, BumpSubcommand } from '../../cli/commands/bump.js';
 import { type BuiltInput, type CauseOptions, withCommon } from '../../cli/bumpInputs.js';
 import type { CiContext } from '../../cli/ciContext.js';
 import * as flags from '../../cli/flags.js';
-import type { BumpNodeAgentImageInput } from '../../cli/generated/graphql.js';
-import { BUMP_MUTATIONS } from '../../cli/operations.js';
+import { BumpNodeAgentImageDocument, type BumpNodeAgentImageInput } from '../../cli/generated/graphql.js';
 import { clientAction, type WaitOptions } from '../../cli/runtime.js';
 import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
 import { DEFAULT_MIN_READY_SECONDS, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from './limits.js';
@@ -76,7 +75,7 @@ export const nodeAgentBump: BumpSubcommand = (bump: Command, { io, setExitCode, 
       const { input } = nodeAgentImageInput(target, image, options, ctx.ci);
       return runBump(
         ctx,
-        ctx.client.request(BUMP_MUTATIONS.bumpNodeAgentImage, { input }).then((d) => d.bumpNodeAgentImage),
+        ctx.client.request(BumpNodeAgentImageDocument, { input }).then((d) => d.bumpNodeAgentImage),
         options,
       );
     }),

@@ -7,8 +7,7 @@ import type { BumpKit, BumpSubcommand } from '../../cli/commands/bump.js';
 import { type BuiltInput, type CauseOptions, withCommon, sorted } from '../../cli/bumpInputs.js';
 import type { CiContext } from '../../cli/ciContext.js';
 import * as flags from '../../cli/flags.js';
-import type { BumpClusterVersionInput, ComponentChangeInput } from '../../cli/generated/graphql.js';
-import { BUMP_MUTATIONS } from '../../cli/operations.js';
+import { BumpClusterVersionDocument, type BumpClusterVersionInput, type ComponentChangeInput } from '../../cli/generated/graphql.js';
 import { clientAction, type WaitOptions } from '../../cli/runtime.js';
 import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
 import { ValidationError } from '../../errors.js';
@@ -99,7 +98,7 @@ export const virtualClusterBump: BumpSubcommand = (bump: Command, { io, setExitC
       const { input } = clusterVersionInput(name, options, ctx.ci);
       return runBump(
         ctx,
-        ctx.client.request(BUMP_MUTATIONS.bumpClusterVersion, { input }).then((d) => d.bumpClusterVersion),
+        ctx.client.request(BumpClusterVersionDocument, { input }).then((d) => d.bumpClusterVersion),
         options,
       );
     }),
