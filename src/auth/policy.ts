@@ -17,15 +17,14 @@ const ADMIN_FIELDS = new Set([
   'replayNotificationDeliveries',
 ]);
 /**
- * Bumps a viewer may send as dry runs (`input.dryRun: true`): a CI preview step needs to see the plan, not deployer
- * rights. A dry run changes nothing; like every authenticated mutation it is an audit entry and spends the caller's
- * mutation budget.
+ * The role a root field needs. `dryRun`: the mutation offers dry runs (its input has `dryRun`: the kinds' bumps, found
+ * in the schema by `offersDryRun`, graphql/operationFields.ts) and this call asks for one (`input.dryRun: true`). A
+ * viewer may send those: a CI preview step needs to see the plan, not deployer rights. A dry run changes nothing; like
+ * every authenticated mutation it is an audit entry and spends the caller's mutation budget.
  */
-export const DRY_RUN_FIELDS = new Set(['bumpAgentImage', 'bumpNodeAgentImage', 'bumpClusterVersion']);
-
 export function requiredRole(operation: 'query' | 'mutation' | 'subscription', field: string, dryRun = false): Role {
   if (ADMIN_FIELDS.has(field)) return 'admin';
-  if (operation === 'mutation' && dryRun && DRY_RUN_FIELDS.has(field)) return 'viewer';
+  if (operation === 'mutation' && dryRun) return 'viewer';
   return operation === 'mutation' ? 'deployer' : 'viewer';
 }
 

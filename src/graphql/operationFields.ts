@@ -5,11 +5,14 @@ import {
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
+  getNamedType,
+  type GraphQLField,
   type GraphQLSchema,
+  isInputObjectType,
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { DRY_RUN_FIELDS, isDryRun } from '../auth/policy.js';
+import { isDryRun } from '../auth/policy.js';
 
 /** Introspection fields: any caller may use them; they never reach a resolver of ours. */
 const META_FIELDS = new Set(['__typename', '__schema', '__type']);
@@ -64,7 +67,17 @@ function rootFieldNodesOf(document: DocumentNode, operation: OperationDefinition
 }
 
 /**
- * The mutation's bump fields that run only as dry runs: every occurrence asks `input: { dryRun: true }` (with the
+ * Whether a mutation offers dry runs: its `input` argument's type has a `dryRun` field (schema.graphql: each kind's
+ * bump input). Such a mutation changes nothing when asked for one, which is why a viewer may send it then.
+ */
+export function offersDryRun<TContext>(field: GraphQLField<unknown, TContext>): boolean {
+  const input = field.args.find((arg) => arg.name === 'input');
+  const type = input && getNamedType(input.type);
+  return isInputObjectType(type) && 'dryRun' in type.getFields();
+}
+
+/**
+ * The mutation's fields that offer dry runs (offersDryRun) and run only as dry runs: every occurrence asks `input: { dryRun: true }` (with the
  * variables as sent). A viewer may send those (auth/policy.ts); one occurrence that does not, or arguments that do not
  * coerce, keeps the field's usual role.
  */
@@ -88,7 +101,7 @@ export function dryRunOnlyFields(
     } catch {
       args = undefined;
     }
-    if (DRY_RUN_FIELDS.has(name) && isDryRun(args)) dry.add(name);
+    if (definition && offersDryRun(definition) && isDryRun(args)) dry.add(name);
     else wet.add(name);
   }
   for (const name of wet) dry.delete(name);

@@ -6,6 +6,7 @@ import { principalName, roleAllows } from '../auth/roles.js';
 import { ForbiddenError } from '../errors.js';
 import type { GraphQLContext } from './context.js';
 import { checkInputLimits } from './inputLimits.js';
+import { offersDryRun } from './operationFields.js';
 
 /**
  * Wraps every root field of the schema (queries and mutations: `resolve`; subscriptions: `subscribe`) with the role
@@ -34,8 +35,9 @@ function guarded(
   field: GraphQLField<unknown, GraphQLContext>,
   inner: GraphQLFieldResolver<unknown, GraphQLContext>,
 ): GraphQLFieldResolver<unknown, GraphQLContext> {
+  const dryRunnable = offersDryRun(field);
   return (source, args: Record<string, unknown>, context, info) => {
-    const needed = requiredRole(operation, field.name, isDryRun(args));
+    const needed = requiredRole(operation, field.name, dryRunnable && isDryRun(args));
     const principal = context.principal;
     if (!roleAllows(principal.role, needed)) {
       throw new ForbiddenError(`${field.name} needs the ${needed} role; token "${principalName(principal)}" has ${principal.role}`, {

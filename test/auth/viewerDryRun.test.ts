@@ -1,4 +1,8 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { buildSchema } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { offersDryRun } from '../../src/graphql/operationFields.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
 
@@ -27,6 +31,12 @@ afterAll(async () => {
 const rollouts = async () => (await gql(app.url, '{ rollouts { totalCount } }', {}, bearer(ADMIN))).data.rollouts.totalCount as number;
 
 describe('dry runs for viewers', () => {
+  it('offers them exactly on the mutations whose input has dryRun: the kinds’ bumps (ADR 0051: no list names them)', () => {
+    const schema = buildSchema(readFileSync(path.resolve(import.meta.dirname, '../../schema.graphql'), 'utf8'));
+    const offering = Object.values(schema.getMutationType()!.getFields()).filter((field) => offersDryRun(field));
+    expect(offering.map((field) => field.name).sort()).toEqual(['bumpAgentImage', 'bumpClusterVersion', 'bumpNodeAgentImage']);
+  });
+
   it('lets a viewer preview a bump, changes nothing, and audits it', async () => {
     const before = await rollouts();
     const res = await gql(app.url, BUMP, { input: { image: IMAGE, dryRun: true } }, bearer(viewer));
