@@ -3,6 +3,7 @@ import type { DriftItem } from '../domain/drift.js';
 import type { RolloutKind } from '../domain/events.js';
 import type { Resolvers } from './generated/resolvers.js';
 import type { ListSizes } from './queryLimits.js';
+import type { CachedRootFields } from './responseCache.js';
 
 /**
  * What a rollout kind contributes to the API (ADR 0045): its resolvers (root fields, its object types, its fields of
@@ -16,4 +17,9 @@ export interface KindApi {
   drift(domain: Domain): Promise<readonly DriftItem[]>;
   /** The current sizes of its lists that take no `first` (`Type.field` → size), for the cost estimate (listSizes.ts). */
   listSizes?(domain: Domain): ListSizes;
+  /**
+   * Its root fields whose answers the response cache may keep, by what they are read from (responseCache.ts): only
+   * fields that read nothing but the history (`history`), or it and the informers' caches (`cluster`).
+   */
+  readonly cachedRootFields?: CachedRootFields;
 }

@@ -1,5 +1,6 @@
 import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import type { WriteGeneration } from '../store/writeGeneration.js';
+import type { KindApi } from './kindApi.js';
 import { rootFieldsOf } from './operationFields.js';
 
 /**
@@ -14,9 +15,10 @@ import { rootFieldsOf } from './operationFields.js';
  * milliseconds), and an answer whose reads straddled a change is never served at all.
  *
  * What may be kept:
- * - queries whose root fields all read the history store and nothing else ({@link HISTORY_ROOT_FIELDS}), or the
- *   history and the informers' caches and nothing else ({@link CLUSTER_VIEW_ROOT_FIELDS}: nothing below them reads the
- *   clock, the Kubernetes API or the engine's memory). Everything else (work queues, tokens, the audit log,
+ * - queries whose root fields all read the history store and nothing else (`CachedRootFields.history`), or the
+ *   history and the informers' caches and nothing else (`CachedRootFields.cluster`: nothing below them reads the
+ *   clock, the Kubernetes API or the engine's memory); the shared ones are below, each kind names its own
+ *   (`KindApi.cachedRootFields`, ADR 0051). Everything else (work queues, tokens, the audit log,
  *   `serverInfo`, the views not listed) is answered afresh every time, and so is a query that mixes them;
  * - answers without errors;
  * - per role: the same document and variables may be answered differently to another role.
@@ -25,17 +27,26 @@ import { rootFieldsOf } from './operationFields.js';
  * and rate limits, the metrics. Only the execution and the serialization are saved.
  */
 
-/** Root fields whose answers (and everything below them) depend on the history store's rows and nothing else. */
-export const HISTORY_ROOT_FIELDS: ReadonlySet<string> = new Set(['rollouts', 'rollout', 'events', 'clusterUpgradeDurations']);
+/**
+ * Root fields whose answers may be kept, by what they (and everything below them) are read from: `history`, the
+ * history store's rows and nothing else; `cluster`, the informers' caches and the history store and nothing else.
+ */
+export interface CachedRootFields {
+  readonly history?: readonly string[];
+  readonly cluster?: readonly string[];
+}
 
 /**
- * Root fields whose answers depend on the informers' caches and the history store and nothing else: agent-pool views
- * (IPPools, agent pods, the vm-dhcp-controller Deployment; revisions and history from the store) and drift (those, the
- * VirtualCluster and ClusterVersion caches, the node-agent caches and the store's events).
+ * The shared root fields whose answers may be kept: the rollouts and the events (the history), and drift (every kind's
+ * caches through its port, and the store's events).
  */
-export const CLUSTER_VIEW_ROOT_FIELDS: ReadonlySet<string> = new Set(['agentPools', 'agentPool', 'drift']);
+const SHARED_CACHED_ROOT_FIELDS: CachedRootFields = { history: ['rollouts', 'rollout', 'events'], cluster: ['drift'] };
 
-const HISTORY_OR_CLUSTER_VIEW_FIELDS: ReadonlySet<string> = new Set([...HISTORY_ROOT_FIELDS, ...CLUSTER_VIEW_ROOT_FIELDS]);
+/** The shared cached root fields with the registered kinds' (`KindApi.cachedRootFields`). */
+export function cachedRootFieldsOf(kinds: readonly Pick<KindApi, 'cachedRootFields'>[]): Required<CachedRootFields> {
+  const all = [SHARED_CACHED_ROOT_FIELDS, ...kinds.map((kind) => kind.cachedRootFields ?? {})];
+  return { history: all.flatMap((fields) => fields.history ?? []), cluster: all.flatMap((fields) => fields.cluster ?? []) };
+}
 
 /** What a kept answer was read from: its generation says when it stops being valid. */
 export type AnswerSource = 'history' | 'cluster';
@@ -76,12 +87,19 @@ export class ResponseCache {
   private readonly reads = new Map<string, { generation: string; answer: Promise<CachedAnswer | undefined> }>();
   /** Per parsed operation: what its answers are read from; null: not kept. */
   private readonly sources = new WeakMap<OperationDefinitionNode, AnswerSource | null>();
+  private readonly historyFields: ReadonlySet<string>;
+  private readonly historyOrClusterFields: ReadonlySet<string>;
 
   constructor(
     /** `history`: the history store's write generation; `cluster`: it and the informers' cache changes together. */
     private readonly generations: Record<AnswerSource, WriteGeneration>,
     private readonly budgetBytes: number,
-  ) {}
+    /** The root fields that may be kept (cachedRootFieldsOf: the shared ones and the registered kinds'). */
+    rootFields: Required<CachedRootFields>,
+  ) {
+    this.historyFields = new Set(rootFields.history);
+    this.historyOrClusterFields = new Set([...rootFields.history, ...rootFields.cluster]);
+  }
 
   /** What answers to `operation` are read from, when they may be kept; undefined when they may not. */
   sourceOf(document: DocumentNode, operation: OperationDefinitionNode): AnswerSource | undefined {
@@ -89,7 +107,7 @@ export class ResponseCache {
     if (source === undefined) {
       const fields = operation.operation === 'query' ? rootFieldsOf(document, operation) : [];
       const all = (set: ReadonlySet<string>) => fields.length > 0 && fields.every((field) => set.has(field));
-      source = all(HISTORY_ROOT_FIELDS) ? 'history' : all(HISTORY_OR_CLUSTER_VIEW_FIELDS) ? 'cluster' : null;
+      source = all(this.historyFields) ? 'history' : all(this.historyOrClusterFields) ? 'cluster' : null;
       this.sources.set(operation, source);
     }
     return source ?? undefined;

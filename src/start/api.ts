@@ -14,7 +14,7 @@ import { BoundedDocumentStore, DOCUMENT_STORE_BYTES } from '../graphql/documentS
 import { admitOperation } from '../graphql/guard.js';
 import { guardPlugin } from '../graphql/guardPlugin.js';
 import { listSizesOf } from '../graphql/listSizes.js';
-import { ResponseCache } from '../graphql/responseCache.js';
+import { cachedRootFieldsOf, ResponseCache } from '../graphql/responseCache.js';
 import { buildSchema } from '../graphql/schema.js';
 import { ROLLOUT_KIND_MODULES } from '../kinds/index.js';
 import { startSubscriptionServer } from '../graphql/subscriptions.js';
@@ -162,5 +162,9 @@ async function startResponseCache(config: Config, { db, bus }: History, logger: 
   // Subscribed before any subscriber of the feed (the bus calls its listeners in order, synchronously).
   const stopBumping = bus.subscribe(() => writes.bump());
   started(async () => stopBumping());
-  return new ResponseCache({ history: writes, cluster: withInformerChanges(writes, informerCacheChanges) }, config.graphql.responseCacheBytes);
+  return new ResponseCache(
+    { history: writes, cluster: withInformerChanges(writes, informerCacheChanges) },
+    config.graphql.responseCacheBytes,
+    cachedRootFieldsOf(ROLLOUT_KIND_MODULES),
+  );
 }

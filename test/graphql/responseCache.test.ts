@@ -3,7 +3,8 @@ import { parse } from 'graphql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLLOUT_QUERY } from '../../src/cli/operations.js';
-import { ResponseCache } from '../../src/graphql/responseCache.js';
+import { cachedRootFieldsOf, ResponseCache } from '../../src/graphql/responseCache.js';
+import { ROLLOUT_KIND_MODULES } from '../../src/kinds/index.js';
 import { AnnouncedWriteGeneration, type WriteGeneration } from '../../src/store/writeGeneration.js';
 import { AGENT_POOLS } from '../../src/kinds/agentPool/ui/queries.js';
 import { EVENTS, ROLLOUT_DETAIL, ROLLOUTS } from '../../src/ui/client/queries.js';
@@ -192,9 +193,11 @@ describe('ResponseCache', () => {
     async stop() {},
   });
   const both = (generation: WriteGeneration) => ({ history: generation, cluster: generation });
+  /** The shared root fields and the registered kinds', as the server keeps them. */
+  const ROOT_FIELDS = cachedRootFieldsOf(ROLLOUT_KIND_MODULES);
 
   it('keys answers on the document, the operation, the role and the variables', () => {
-    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20, ROOT_FIELDS);
     const keys = new Set([
       cache.keyOf('h', undefined, 'viewer', { id: '1' }),
       cache.keyOf('h', undefined, 'admin', { id: '1' }),
@@ -210,13 +213,14 @@ describe('ResponseCache', () => {
   });
 
   it('keeps only queries whose every root field reads the history, or it and the informers, and nothing else', () => {
-    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20, ROOT_FIELDS);
     const source = (text: string) => {
       const document = parse(text);
       return cache.sourceOf(document, document.definitions.find((d) => d.kind === 'OperationDefinition')!);
     };
     expect(source('{ rollouts { totalCount } events { pageInfo { hasNextPage } } }')).toBe('history');
     expect(source('query { ...F } fragment F on Query { rollout(id: "1") { id } }')).toBe('history');
+    expect(source('{ rollouts { totalCount } clusterUpgradeDurations { seconds } }')).toBe('history');
     expect(source('{ rollouts { totalCount } agentPools { totalCount } }')).toBe('cluster');
     expect(source('query { ...F } fragment F on Query { drift { totalCount } }')).toBe('cluster');
     expect(source('{ agentPools { totalCount } workQueues { name } }')).toBeUndefined();
@@ -228,7 +232,7 @@ describe('ResponseCache', () => {
 
   it('serves an answer only in the generation it was read in, and nothing while the generation is unknown', () => {
     const generation = fixed('1');
-    const cache = new ResponseCache(both(generation), 1 << 20);
+    const cache = new ResponseCache(both(generation), 1 << 20, ROOT_FIELDS);
     cache.keep('k', '1', { a: 1 });
     expect(cache.lookup('k', cache.generationNow('history')!)).toEqual({ data: { a: 1 } });
     expect(cache.lookup('k', '2')).toBeUndefined();
@@ -242,7 +246,7 @@ describe('ResponseCache', () => {
 
   it('stays within its budget, dropping the least recently used answers first', () => {
     // Each entry is estimated at 2 × (116-byte answer + 2-byte key) + 256 ≈ 492 bytes: ten fit in 5,000.
-    const cache = new ResponseCache(both(fixed('1')), 5_000);
+    const cache = new ResponseCache(both(fixed('1')), 5_000, ROOT_FIELDS);
     const data = (i: number) => ({ i, pad: 'x'.repeat(100) });
     for (let i = 0; i < 5; i += 1) cache.keep(`k${i}`, '1', data(i));
     expect(cache.size().bytes).toBeGreaterThan(5 * 2 * 118);
@@ -260,7 +264,7 @@ describe('ResponseCache', () => {
   });
 
   it('lets identical questions wait for the one read in progress in the same generation', async () => {
-    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20, ROOT_FIELDS);
     expect(cache.readInProgress('k', '1')).toBeUndefined();
     const finish = cache.startRead('k', '1');
     const waiting = cache.readInProgress('k', '1');
@@ -279,7 +283,7 @@ describe('ResponseCache', () => {
   });
 
   it('gives the body JSON.stringify would give, from the answer it kept', () => {
-    const cache = new ResponseCache(both(fixed('1')), 1 << 20);
+    const cache = new ResponseCache(both(fixed('1')), 1 << 20, ROOT_FIELDS);
     const data = { rollouts: { totalCount: 2, edges: [{ node: { id: 'é"\u2028' } }] } };
     cache.keep('k', '1', data);
     const answer = cache.lookup('k', '1')!;

@@ -12,6 +12,8 @@ export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
   contract: agentPoolContract,
   events: AGENT_POOL_EVENTS,
   resolvers: agentPoolsResolvers,
+  // Its views read the informers' caches (IPPools, agent pods, the controller's Deployment) and the history only.
+  cachedRootFields: { cluster: ['agentPools', 'agentPool'] },
   drift: async (domain) => (domain.agentPools ? agentPoolDrift(domain.agentPools) : []),
   setup(host) {
     const runtime = setupAgentPools(host, { ...host.config.agentPools });

@@ -10,6 +10,8 @@ export const virtualClusterKind: RolloutKindModule<'VIRTUAL_CLUSTER'> = {
   contract: virtualClusterContract,
   events: VIRTUAL_CLUSTER_EVENTS,
   resolvers: virtualClustersResolvers,
+  // Read from the history's ClusterUpgradeObserved events alone.
+  cachedRootFields: { history: ['clusterUpgradeDurations'] },
   drift: async (domain) => (await domain.virtualClusters?.driftItems()) ?? [],
   setup(host) {
     const runtime = setupVirtualClusters(host, { ...host.config.virtualClusters });
