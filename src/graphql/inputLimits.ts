@@ -19,7 +19,8 @@ export const MAX_JSON_CHARS = 65_536;
 
 /**
  * Per-coordinate string limits: `InputType.field` for input fields, `rootField.argument` for arguments. The cause and
- * idempotency-key limits are the kind contracts' (src/domain/kinds/cause.ts), so every mutation has the same ones.
+ * idempotency-key limits are the kind contracts' (src/domain/kinds/cause.ts), so every mutation has the same ones: an
+ * `idempotencyKey` anywhere (RollbackInput, each kind's bump input) has MAX_IDEMPOTENCY_KEY (`BY_NAME`).
  */
 const STRING_LIMITS: Readonly<Record<string, number>> = {
   'CauseInput.actor': CAUSE_LIMITS.actor,
@@ -28,10 +29,6 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'CauseInput.message': CAUSE_LIMITS.message,
   'pauseRollout.reason': 500,
   'abortRollout.reason': 500,
-  'BumpAgentImageInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
-  'BumpNodeAgentImageInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
-  'BumpClusterVersionInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
-  'RollbackInput.idempotencyKey': MAX_IDEMPOTENCY_KEY,
   'RolloutFilter.search': 200,
   'RolloutFilter.targetName': 253,
   'EventFilter.namespace': 253,
@@ -45,6 +42,13 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'NotificationFilterInput.clusters': 63,
   'NotificationFilterInput.rolloutIds': 200,
 };
+
+/** String limits by field or argument name, wherever it is (a coordinate's own limit comes first). */
+const BY_NAME: ReadonlyMap<string, number> = new Map([['idempotencyKey', MAX_IDEMPOTENCY_KEY]]);
+
+function stringLimit(coordinate: string): number {
+  return STRING_LIMITS[coordinate] ?? BY_NAME.get(coordinate.slice(coordinate.lastIndexOf('.') + 1)) ?? DEFAULT_MAX_STRING;
+}
 
 /**
  * No input may hold U+0000: PostgreSQL's text and jsonb refuse it (the write would fail as an internal error after the
@@ -107,7 +111,7 @@ function checkValue(value: unknown, type: GraphQLInputType, path: string, coordi
     return;
   }
   if (typeof value !== 'string') return;
-  const tooLong = tooLongReason(value, STRING_LIMITS[coordinate] ?? DEFAULT_MAX_STRING);
+  const tooLong = tooLongReason(value, stringLimit(coordinate));
   if (tooLong) throw new ValidationError(path, tooLong);
   const badText = textReason(value);
   if (badText) throw new ValidationError(path, badText);
