@@ -10,7 +10,7 @@ const KIND_FLAGS: readonly string[] = ROLLOUT_KINDS.map((kind) => kind.toLowerCa
 
 export const KIND_FLAG_HELP = `only this kind: ${KIND_FLAGS.join(', ')}`;
 
-/** Parses the flag to the enum's spelling (`AGENT_POOL`); commander keeps it as the option's value. */
+/** Parses the flag to the enum's spelling (upper case, underscores); commander keeps it as the option's value. */
 export function parseKindFlag(raw: string): string {
   return flags.oneOf(KIND_FLAGS, (value) => value.replace(/-/g, '_').toUpperCase())(raw.replace(/_/g, '-'));
 }

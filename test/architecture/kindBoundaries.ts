@@ -158,3 +158,68 @@ export function controllerGraphqlCrossings(srcDir: string): string[] {
   }
   return found.sort();
 }
+
+/**
+ * How a kind's folder name is spelled in code and text: its words in any case, joined directly or by `_` (`agentPool`,
+ * `AGENT_POOL`, `AgentPoolView`, `NodeAgentReplaced`), the grep of ADR 0045's measure (`agent_?pool` …).
+ */
+export function kindNamePattern(srcDir: string): RegExp {
+  const words = kindFolders(srcDir).map((kind) =>
+    path
+      .basename(kind)
+      .split(/(?=[A-Z])/)
+      .map((word) => word.toLowerCase())
+      .join('_?'),
+  );
+  return new RegExp(words.join('|'), 'i');
+}
+
+/**
+ * Files under `srcDir` outside the kinds' folders that name a kind (any file: code, SDL documents, READMEs), relative
+ * to it, but those under `skipped` (folders, relative to `srcDir`) and generated code.
+ */
+export function filesNamingKinds(srcDir: string, skipped: readonly string[]): string[] {
+  const pattern = kindNamePattern(srcDir);
+  const kinds = kindFolders(srcDir);
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, entry.name);
+      const rel = path.relative(srcDir, p);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'generated' && !kinds.includes(rel) && !skipped.includes(rel)) walk(p);
+      } else if (pattern.test(fs.readFileSync(p, 'utf8'))) {
+        found.push(rel);
+      }
+    }
+  };
+  walk(srcDir);
+  return found.sort();
+}
+
+/**
+ * Where the kinds' names are not checked: the simulator plays the upstream controllers and clusters (it is what a kind
+ * talks to, not rollplane's code), and the UI has its own rule (its kind views, issue 28).
+ */
+export const KIND_NAMES_UNCHECKED = ['sim', 'ui'];
+
+/**
+ * The files outside the kinds' folders that still name a kind (ADRs 0045, 0051), each with why. The list only shrinks:
+ * a new file naming a kind fails the test (reach the kind through a port it contributes instead), and so does an entry
+ * whose file no longer names one (remove it).
+ */
+export const KIND_NAME_DEBTS: Readonly<Record<string, string>> = {
+  'kinds/index.ts': 'the server’s list of kinds',
+  'kinds/cli.ts': 'the CLI’s list of kinds',
+  'domain/events.ts': 'data: the schema’s RolloutKind and EventType enums (the store and the API share them)',
+  'domain/eventPayloads.ts': 'comment: why routing does not read a cluster upgrade’s `cluster` as a member cluster',
+  'domain/clusters/model.ts': 'comment: a member cluster is not the VirtualCluster a kind upgrades',
+  'clusters/kindDiscovery.ts': 'data: the upstream API kinds each rollout kind needs on a member cluster (issue 29)',
+  'config.ts': 'the kinds’ settings rows (config.agentPools …; the settings table’s module column)',
+  'cli/format.ts': 'the fleet summary: one table across kinds, in the CLI’s fixed row order',
+  'cli/operations.graphql': 'the CLI’s documents: the fleet query and the kinds’ bump mutations',
+  'controllers/host.ts': 'comment: the events the kinds append',
+  'controllers/README.md': 'docs: the kinds’ controllers as examples',
+  'graphql/queryLimits.ts': 'comment: an example schema coordinate',
+  'util/goFlags.ts': 'comment: where upstream registers the flag',
+};

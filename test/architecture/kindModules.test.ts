@@ -6,7 +6,10 @@ import {
   cliPartViolations,
   controllerGraphqlCrossings,
   domainHalfViolations,
+  filesNamingKinds,
   KIND_IMPORT_DEBTS,
+  KIND_NAME_DEBTS,
+  KIND_NAMES_UNCHECKED,
   kindBoundaryViolations,
   kindFolders,
   unregisteredKinds,
@@ -26,6 +29,16 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
   it('lists only import debts that still exist (remove an entry once its part moved into the kind)', () => {
     const all = kindBoundaryViolations(SRC);
     expect(KIND_IMPORT_DEBTS.filter((d) => !all.includes(d))).toEqual([]);
+  });
+
+  it('names a kind nowhere outside its folder but in the listed files (ADR 0051: reach it through a port it contributes)', () => {
+    const debts = Object.keys(KIND_NAME_DEBTS);
+    expect(filesNamingKinds(SRC, KIND_NAMES_UNCHECKED).filter((file) => !debts.includes(file))).toEqual([]);
+  });
+
+  it('lists only files that still name a kind (remove an entry once its file names none)', () => {
+    const naming = filesNamingKinds(SRC, KIND_NAMES_UNCHECKED);
+    expect(Object.keys(KIND_NAME_DEBTS).filter((file) => !naming.includes(file))).toEqual([]);
   });
 
   it('registers every kind folder in the list of kinds', () => {
@@ -94,6 +107,13 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
 
     it('reports a kind’s CLI part importing more than the CLI and the contract’s numbers', () => {
       expect(cliPartViolations(root)).toEqual(['kinds/alpha/cli.ts → kinds/alpha/plan.ts']);
+    });
+
+    it('reports files outside the kinds’ folders that name a kind, in any spelling, but in the folders it skips', () => {
+      write('graphql/text.md', 'Alpha only.\n');
+      write('domain/fleet.ts', "export const KINDS = ['BETA'];\n");
+      write('sim/beta.ts', 'export const beta = 1;\n');
+      expect(filesNamingKinds(root, ['sim'])).toEqual(['domain/fleet.ts', 'graphql/resolver.ts', 'graphql/text.md', 'kinds/cli.ts', 'kinds/index.ts']);
     });
 
     it('reports a kind folder a registry does not list', () => {
