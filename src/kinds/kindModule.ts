@@ -17,8 +17,9 @@ export interface KindRuntime {
 }
 
 /**
- * A rollout kind, registered as one object (ADR 0041): its contract (strategy and selector schemas), its part of the
- * API (`KindApi`: its resolvers and its `drift` port, ADR 0045), and `setup`,
+ * A rollout kind, registered as one object (ADR 0041): its contract (strategy and selector schemas), its event types
+ * (ADR 0051), its part of the API (`KindApi`: its resolvers with its subscriptions, its `drift` port, its cached root
+ * fields, ADRs 0045, 0051), and `setup`,
  * which builds its informers and controllers on the host (through the shared KindHost: informers, notifications,
  * history) and returns its driver and query port. The kind's folder holds everything else it needs; the list of
  * registered kinds (./index.ts) is the one place outside it that names it.
