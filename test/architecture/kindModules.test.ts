@@ -113,7 +113,14 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
       write('graphql/text.md', 'Alpha only.\n');
       write('domain/fleet.ts', "export const KINDS = ['BETA'];\n");
       write('sim/beta.ts', 'export const beta = 1;\n');
-      expect(filesNamingKinds(root, ['sim'])).toEqual(['domain/fleet.ts', 'graphql/resolver.ts', 'graphql/text.md', 'kinds/cli.ts', 'kinds/index.ts']);
+      expect(filesNamingKinds(root, ['sim'])).toEqual([
+        'domain/fleet.ts',
+        'graphql/resolver.ts',
+        'graphql/text.md',
+        'kinds/cli.ts',
+        'kinds/index.ts',
+        'kinds/ui.ts',
+      ]);
     });
 
     it('reports a kind folder a registry does not list', () => {
