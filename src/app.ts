@@ -45,7 +45,8 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     const memberClusters = started(await startMemberClusters(config, { logger, metrics, history, kube }));
     const controllers = started(await startControllers(config, { logger, metrics, history, kube }));
     const readiness = [...history.readiness, kube.readiness, controllers.readiness];
-    const api = started(await startApi(config, { logger, metrics, history, domain: controllers.domain, readiness, scrape: controllers.scrape }));
+    const domain: Domain = { ...controllers.domain, clusters: memberClusters.admin };
+    const api = started(await startApi(config, { logger, metrics, history, domain, readiness, scrape: controllers.scrape }));
     await controllers.run();
     return {
       url: api.url,
@@ -55,7 +56,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       metrics,
       db: history.db,
       bus: history.bus,
-      domain: controllers.domain,
+      domain,
       kube,
       manager: controllers.manager,
       memberClusters,

@@ -691,6 +691,22 @@ export const TABLE = {
       description: 'How often the member cluster sources (Secrets, Cluster API Secrets, the credentials file) are read again',
       parse: integer(100, 3_600_000),
     }),
+    denyNetworks: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS',
+      default: 'none',
+      module: 'src/clusters/memberNetwork.ts',
+      description:
+        "Comma-separated networks (CIDR) no member cluster's server may be in, checked at registration and on every connection after DNS resolution (e.g. `169.254.0.0/16` for link-local and the cloud metadata endpoint, plus rollplane's own pod network); none by default, since member clusters live on private networks",
+      parse: list(network),
+    }),
+    maxDiscoveryBytes: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_MAX_DISCOVERY_BYTES',
+      default: '8388608',
+      module: 'src/clusters/memberNetwork.ts',
+      description:
+        'Largest /version or discovery answer read from a member cluster (bytes); a larger one ends the request and the member is UNREACHABLE with `ERESPONSE_TOO_LARGE`',
+      parse: integer(65_536, 1_073_741_824),
+    }),
     kubeVersions: row({
       env: 'ROLLPLANE_MEMBER_CLUSTER_KUBE_VERSIONS',
       default: '1.24-1.34',

@@ -15,6 +15,10 @@ const ADMIN_FIELDS = new Set([
   'deleteNotificationSubscription',
   'replayNotificationDelivery',
   'replayNotificationDeliveries',
+  // Member clusters: a registration hands rollplane credentials and makes it connect somewhere (docs/adr/0056).
+  'registerCluster',
+  'updateClusterLabels',
+  'deregisterCluster',
 ]);
 /**
  * The role a root field needs. `dryRun`: the mutation offers dry runs (its input has `dryRun`: the kinds' bumps, found

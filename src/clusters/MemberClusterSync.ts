@@ -69,6 +69,19 @@ export class MemberClusterSync {
     return this.running;
   }
 
+  /**
+   * A pass that starts after this call (a pass running now may have read the sources before a write the caller just
+   * made: the API's registration waits for one that reads it).
+   */
+  async syncFresh(): Promise<SyncPass> {
+    if (this.running) {
+      this.again = true;
+      await this.running.catch(() => {});
+      if (this.running) return this.running;
+    }
+    return this.syncNow();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);

@@ -72,7 +72,9 @@ export class MemberClusters {
       if (existing?.fingerprint === credentials.fingerprint) continue;
       if (existing) void existing.connection.stop();
       // Only the connection in the map reports: one replaced or stopped a moment ago is no longer this cluster's.
-      const connection: MemberConnection = new MemberConnection(name, credentials.kubeConfig, this.options, (cluster, health) => {
+      // `local` is the operator's own connection: the deny list is for the clusters others register (its cap holds).
+      const options = name === LOCAL_CLUSTER ? { ...this.options, network: this.options.network?.withoutDenyList() } : this.options;
+      const connection: MemberConnection = new MemberConnection(name, credentials.kubeConfig, options, (cluster, health) => {
         if (this.connections.get(cluster)?.connection === connection) this.healthChanged(cluster, health);
       });
       this.connections.set(name, { connection, fingerprint: credentials.fingerprint });
@@ -98,6 +100,11 @@ export class MemberClusters {
   /** The connection of `name`, for the parts that will drive the cluster (informers, reconcilers: issue 29's second half). */
   get(name: string): MemberConnection | undefined {
     return this.connections.get(name)?.connection;
+  }
+
+  /** How many members are connected (every registered cluster, once the sources' pass reconciled them). */
+  get size(): number {
+    return this.connections.size;
   }
 
   snapshots(): ConnectionSnapshot[] {

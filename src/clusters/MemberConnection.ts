@@ -4,6 +4,7 @@ import type { RolloutKind } from '../domain/events.js';
 import { failureCode } from '../kubeConnection.js';
 import { discoverKinds } from './kindDiscovery.js';
 import { MemberKubeConfig } from './MemberKubeConfig.js';
+import type { MemberNetwork } from './memberNetwork.js';
 
 /** The Kubernetes minor versions rollplane drives (ROLLPLANE_MEMBER_CLUSTER_KUBE_VERSIONS), both ends included. */
 export interface VersionWindow {
@@ -21,6 +22,8 @@ export interface ConnectionOptions {
   backoffBaseMs: number;
   backoffMaxMs: number;
   versions: VersionWindow;
+  /** The deny list and the cap on discovery bodies (memberNetwork.ts). */
+  network?: MemberNetwork | undefined;
   /** Spreads retries by ±20% so that clusters that failed together do not retry together; tests fix it. */
   random?: () => number;
   now?: () => Date;
@@ -89,6 +92,7 @@ export class MemberConnection {
       burst: options.burst,
       requestTimeoutMs: options.requestTimeoutMs,
       signal: this.stopping.signal,
+      network: options.network,
     });
     this.versionApi = this.kubeConfig.makeApiClient(VersionApi);
     this.current = { state: 'CONNECTING', since: this.now(), message: null, serverVersion: null, kinds: [] };
@@ -105,6 +109,12 @@ export class MemberConnection {
 
   snapshot(): ConnectionSnapshot {
     return { name: this.name, health: this.current, failures: this.failures, nextProbeInMs: this.nextProbeInMs, requests: this.kubeConfig.budget.admitted };
+  }
+
+  /** One probe now, outside the loop, without recording it (registration's `verify`): the health it would record. */
+  async probeNow(): Promise<ClusterHealth> {
+    const probe = await this.probe();
+    return { state: probe.state, since: this.now(), message: probe.message, serverVersion: probe.serverVersion ?? null, kinds: probe.kinds ?? [] };
   }
 
   /** Stops probing and aborts what is in flight; does not wait for the network. */

@@ -12,7 +12,15 @@ import { AppError, ErrorCode } from '../errors.js';
  */
 
 /** Why a kubeconfig was refused (the error's `details.reason`). */
-export type CredentialProblem = 'MALFORMED' | 'NO_CLUSTER' | 'EXEC_PLUGIN' | 'AUTH_PROVIDER' | 'FILE_REFERENCE' | 'FILE_PERMISSIONS' | 'UNREADABLE';
+export type CredentialProblem =
+  | 'MALFORMED'
+  | 'NO_CLUSTER'
+  | 'EXEC_PLUGIN'
+  | 'AUTH_PROVIDER'
+  | 'FILE_REFERENCE'
+  | 'FILE_PERMISSIONS'
+  | 'UNREADABLE'
+  | 'DENIED_ADDRESS';
 
 /** A refused credential: BAD_USER_INPUT with `details.reason`; the message names where it came from, never its content. */
 export class CredentialError extends AppError {

@@ -13,10 +13,10 @@ export interface AuditRecord {
 }
 
 /**
- * Keys whose values never reach the audit log (token secrets and the like; `url`: a notification sink's, which for a
+ * Keys whose values never reach the audit log (token secrets, a member cluster's kubeconfig; `url`: a notification sink's, which for a
  * Slack incoming webhook is its secret).
  */
-const SECRET_KEYS = /secret|token|password|authorization|^url$/i;
+const SECRET_KEYS = /secret|token|password|authorization|kubeconfig|^url$/i;
 /** Each entry's input (operation text and variables) is cut to this: rows stay small whatever a caller sends. */
 const MAX_INPUT_CHARS = 4096;
 const DAY_MS = 24 * 3600 * 1000;

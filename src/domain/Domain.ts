@@ -1,5 +1,6 @@
 import type { TokenService } from '../auth/TokenService.js';
 import type { AuditLog } from './AuditLog.js';
+import type { MemberClusterAdmin } from './clusters/MemberClusterAdmin.js';
 import type { EventLog } from './EventLog.js';
 import type { NotificationService } from './notifications/NotificationService.js';
 import type { RolloutEngine } from './RolloutEngine.js';
@@ -45,6 +46,11 @@ export interface Domain extends KindPorts {
   audit: AuditLog;
   /** Notification subscriptions and their deliveries (admin). */
   notifications: NotificationService;
+  /**
+   * The member cluster registry as the API serves it (docs/adr/0056-clusters-api.md); set by the composition root once
+   * the member clusters started (src/app.ts).
+   */
+  clusters?: MemberClusterAdmin;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -7,45 +7,82 @@ export type Requirement =
   | { op: 'in' | 'notin'; key: string; values: string[] }
   | { op: 'exists' | 'notexists'; key: string };
 
-/** Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h`; ValidationError naming `field` when malformed. */
+/** Characters that end a key or a value (Kubernetes' selector lexer splits on the same). */
+const DELIMITERS = new Set([' ', '\t', '\n', '\r', ',', '(', ')', '=', '!', '<', '>']);
+
+/**
+ * Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h` (Kubernetes' label selector syntax, without the numeric `<`/`>`);
+ * ValidationError naming `field` when malformed, whose message and `details.position` say where (0-based character).
+ */
 export function parseLabelSelector(text: string, field: string): Requirement[] {
-  const fail = (reason: string): never => {
-    throw new ValidationError(field, `"${text.slice(0, 80)}" is not a label selector: ${reason}`);
+  const fail = (reason: string, position: number): never => {
+    throw new ValidationError(field, `"${text.slice(0, 80)}" is not a label selector: ${reason} (at position ${position})`, { details: { position } });
   };
-  if (text.length > 1000) fail('longer than 1000 characters');
-  // Split on commas outside parentheses.
-  const parts: string[] = [];
-  let depth = 0;
-  let current = '';
-  for (const ch of text) {
-    if (ch === '(') depth++;
-    if (ch === ')') depth--;
-    if (depth < 0) fail('unbalanced parentheses');
-    if (ch === ',' && depth === 0) {
-      parts.push(current);
-      current = '';
-    } else current += ch;
-  }
-  if (depth !== 0) fail('unbalanced parentheses');
-  parts.push(current);
-  const checked =
-    (check: (s: string) => readonly string[], what: string) =>
-    (s: string): string => {
-      const problem = namesProblem(check(s));
-      return problem ? fail(`"${s}" is not a valid label ${what}: ${problem}`) : s;
-    };
+  if (text.length > 1000) fail('longer than 1000 characters', 1000);
+  let pos = 0;
+  const skipSpace = () => {
+    while (pos < text.length && /\s/.test(text[pos]!)) pos++;
+  };
+  const word = (): { text: string; at: number } => {
+    const at = pos;
+    while (pos < text.length && !DELIMITERS.has(text[pos]!)) pos++;
+    return { text: text.slice(at, pos), at };
+  };
+  const checked = (check: (s: string) => readonly string[], what: string) => (w: { text: string; at: number }) => {
+    const problem = namesProblem(check(w.text));
+    return problem ? fail(`"${w.text}" is not a valid label ${what}: ${problem}`, w.at) : w.text;
+  };
   const key = checked(isLabelKey, 'key');
   const value = checked(isLabelValue, 'value');
-  return parts.map((raw): Requirement => {
-    const part = raw.trim();
-    if (part === '') fail('empty requirement');
-    let m = /^(\S+?)\s+(in|notin)\s*\(([^)]*)\)$/.exec(part);
-    if (m) return { op: m[2] as 'in' | 'notin', key: key(m[1]!), values: m[3]!.split(',').map((v) => value(v.trim())) };
-    m = /^(.+?)\s*(!=|==|=)\s*(.*)$/.exec(part);
-    if (m) return { op: m[2] === '!=' ? 'neq' : 'eq', key: key(m[1]!.trim()), value: value(m[3]!.trim()) };
-    if (part.startsWith('!')) return { op: 'notexists', key: key(part.slice(1).trim()) };
-    return { op: 'exists', key: key(part) };
-  });
+  const requireKey = () => {
+    skipSpace();
+    const w = word();
+    if (w.text === '') fail(pos >= text.length || text[pos] === ',' ? 'empty requirement' : `expected a label key, found "${text[pos]}"`, w.at);
+    return key(w);
+  };
+  const requirements: Requirement[] = [];
+  for (;;) {
+    skipSpace();
+    let requirement: Requirement;
+    if (text[pos] === '!') {
+      pos++;
+      requirement = { op: 'notexists', key: requireKey() };
+    } else {
+      const k = requireKey();
+      skipSpace();
+      const opAt = pos;
+      if (text.startsWith('!=', pos) || text.startsWith('==', pos) || text[pos] === '=') {
+        const op = text[pos] === '!' ? 'neq' : 'eq';
+        pos += text.startsWith('=', pos) && !text.startsWith('==', pos) ? 1 : 2;
+        skipSpace();
+        requirement = { op, key: k, value: value(word()) };
+      } else if (pos >= text.length || text[pos] === ',') {
+        requirement = { op: 'exists', key: k };
+      } else {
+        const op = word().text;
+        if (op !== 'in' && op !== 'notin') fail('expected =, ==, !=, in, notin, "," or the end', opAt);
+        skipSpace();
+        if (text[pos] !== '(') fail(`expected "(" after ${op}`, pos);
+        pos++;
+        const values: string[] = [];
+        for (;;) {
+          skipSpace();
+          values.push(value(word()));
+          skipSpace();
+          if (text[pos] === ',') pos++;
+          else if (text[pos] === ')') break;
+          else fail('expected "," or ")" in the list of values', pos);
+        }
+        pos++;
+        requirement = { op: op as 'in' | 'notin', key: k, values };
+      }
+    }
+    requirements.push(requirement);
+    skipSpace();
+    if (pos >= text.length) return requirements;
+    if (text[pos] !== ',') fail('expected "," or the end', pos);
+    pos++;
+  }
 }
 
 export function matchesLabelSelector(requirements: readonly Requirement[], labels: Record<string, string>): boolean {

@@ -41,6 +41,8 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'UpdateNotificationSubscriptionInput.name': 100,
   'NotificationFilterInput.clusters': 63,
   'NotificationFilterInput.rolloutIds': 200,
+  // A kubeconfig with inline certificates is a few KB; the request body limit (ROLLPLANE_MAX_BODY_BYTES) bounds it too.
+  'RegisterClusterInput.kubeconfig': 200_000,
 };
 
 /** String limits by field or argument name, wherever it is (a coordinate's own limit comes first). */

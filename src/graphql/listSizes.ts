@@ -1,3 +1,4 @@
+import { MAX_CLUSTER_LABELS } from '../domain/clusters/MemberClusterRegistry.js';
 import type { Domain } from '../domain/Domain.js';
 import { EventType, ROLLOUT_KINDS } from '../domain/events.js';
 import { NOTIFIABLE_STATES, ONCE_PER_FIELDS } from '../domain/notifications/model.js';
@@ -15,6 +16,10 @@ export function listSizesOf(domain: Domain, kinds: readonly KindApi[]): ListSize
   return {
     ...Object.assign({}, ...kinds.map((kind) => kind.listSizes?.(domain) ?? {})),
     'Query.workQueues': () => domain.workQueues().length,
+    // Every registered cluster is connected (the registry and the connections are reconciled by the sync).
+    'Query.clusters': () => domain.clusters?.size() ?? 1,
+    'MemberCluster.labels': () => MAX_CLUSTER_LABELS,
+    'MemberCluster.kinds': () => ROLLOUT_KINDS.length,
     'WorkQueueStatus.inFlight': () => Math.max(0, ...domain.workQueues().map((queue) => queue.inFlight.length)),
     'WorkQueueStatus.retries': () => Math.max(0, ...domain.workQueues().map((queue) => queue.retries.length)),
     // A subscription's filter lists, bounded by what the API accepts (domain/notifications/NotificationService.ts).

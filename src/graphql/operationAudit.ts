@@ -4,7 +4,7 @@ import { principalName, type Principal } from '../auth/roles.js';
 import type { AuditLog } from '../domain/AuditLog.js';
 import { ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
-import { redactSecrets } from './auditRedaction.js';
+import { redactMessage, redactSecrets } from './auditRedaction.js';
 import { errorCodeOf } from './errors.js';
 import { callerKey } from './guard.js';
 import { rootFieldsOf } from './operationFields.js';
@@ -48,7 +48,7 @@ export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, l
       operation: outcome.fields.join(',') || (outcome.operation.name?.value ?? 'mutation'),
       input: { operation: source.slice(0, MAX_OPERATION_CHARS), variables },
       result,
-      message: first?.message ?? null,
+      message: first ? redactMessage(first.message, outcome.operation, outcome.variables) : null,
       sourceAddr: outcome.sourceAddress,
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not write the audit entry'));

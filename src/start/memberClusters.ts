@@ -2,6 +2,8 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import { MemberClusters } from '../clusters/MemberClusters.js';
 import { MemberClusterSync } from '../clusters/MemberClusterSync.js';
+import { apiCredentialsFor, memberClusterAdmin } from '../clusters/clusterAdmin.js';
+import { MemberNetwork } from '../clusters/memberNetwork.js';
 import { credentialsFile, ensureCredentialsFile } from '../clusters/sources/credentialsFile.js';
 import { capiKubeconfigSecrets, memberClusterSecrets } from '../clusters/sources/secretSources.js';
 import type { ClusterSourceReader } from '../clusters/sources/types.js';
@@ -29,15 +31,19 @@ export async function startMemberClusters(
     const settings = config.memberClusters;
     const registry = new MemberClusterRegistry(history.db.memberClusters);
     if (await registry.ensureLocal()) log.info({ cluster: LOCAL_CLUSTER }, 'member cluster registered');
+    const connectionOptions = {
+      qps: settings.qps,
+      burst: settings.burst,
+      requestTimeoutMs: settings.requestTimeoutMs,
+      probeIntervalMs: settings.probeIntervalMs,
+      backoffBaseMs: settings.backoffBaseMs,
+      backoffMaxMs: settings.backoffMaxMs,
+      versions: settings.kubeVersions,
+      network: new MemberNetwork({ denyNetworks: settings.denyNetworks, maxDiscoveryBytes: settings.maxDiscoveryBytes }),
+    };
     const connections = started(
       new MemberClusters({
-        qps: settings.qps,
-        burst: settings.burst,
-        requestTimeoutMs: settings.requestTimeoutMs,
-        probeIntervalMs: settings.probeIntervalMs,
-        backoffBaseMs: settings.backoffBaseMs,
-        backoffMaxMs: settings.backoffMaxMs,
-        versions: settings.kubeVersions,
+        ...connectionOptions,
         logger: log,
         registry: metrics.registry,
         recordHealth: (name, health) => registry.recordHealth(name, health),
@@ -61,10 +67,26 @@ export async function startMemberClusters(
         'the simulated member clusters are not registered: there is no credentials file (ROLLPLANE_MEMBER_CLUSTERS_FILE is off, or the store is PostgreSQL)',
       );
     }
-    const sync = started(new MemberClusterSync({ registry, connections, sources, rules: { allowExecPlugins: settings.execPlugins }, local, logger: log }));
+    // Clusters registered through the API (docs/adr/0056-clusters-api.md): a source like the others.
+    const apiCredentials = apiCredentialsFor({ inCluster: kube.mode === 'in-cluster', secretNamespace: settings.secretNamespace, file: settings.file, core });
+    if (apiCredentials) sources.push(apiCredentials.reader);
+    const rules = { allowExecPlugins: settings.execPlugins };
+    const sync = started(new MemberClusterSync({ registry, connections, sources, rules, local, logger: log }));
+    const admin = memberClusterAdmin({
+      registry,
+      sync,
+      connections,
+      credentials: apiCredentials,
+      rules,
+      network: connectionOptions.network,
+      connectionOptions,
+      // Rollout targets are not keyed by cluster yet: every rollout runs in `local`, which cannot be deregistered, so no
+      // other cluster has an active rollout. The clusters-data part of issue 29 gives this port its store query.
+      activeRolloutIds: async () => [],
+    });
     // Not awaited: the first pass reads the sources (each request bounded) while the rest of the service starts.
     sync.start(settings.syncIntervalMs).catch((error: unknown) => log.error({ err: error }, 'the member cluster sources failed to start'));
-    return { registry, connections, sync };
+    return { registry, connections, sync, admin };
   });
 }
 

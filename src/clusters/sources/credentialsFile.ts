@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
-import { mkdir, open, readFile, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseDocument, stringify } from 'yaml';
+import { type Document, isSeq, parseDocument, stringify, YAMLSeq } from 'yaml';
 import { CredentialError, yamlErrorLine } from '../credentials.js';
 import type { ClusterSourceReader, FoundCluster } from './types.js';
 
@@ -44,12 +44,55 @@ export async function checkPrivate(file: string): Promise<void> {
 }
 
 /**
+ * Entries the API wrote (`registerCluster`, docs/adr/0056-clusters-api.md) carry this mark: the API source owns them,
+ * and this file's own source (FILE) skips them.
+ */
+export const API_MARK = { key: 'managedBy', value: 'rollplane-api' } as const;
+
+/**
+ * The credentials file as a YAML document (comments kept), for rollplane's own writes (the embedded simulator's
+ * members, the API's registrations): refused when not private, or when it is not valid YAML (the source reports it).
+ */
+export async function readCredentialsDocument(file: string): Promise<{ document: Document; clusters: YAMLSeq }> {
+  await checkPrivate(file);
+  const text = await readFile(file, 'utf8');
+  const document = parseDocument(text);
+  if (document.errors.length > 0) throw new CredentialError('MALFORMED', `the member cluster credentials file ${file} is not valid YAML`);
+  let clusters = document.get('clusters');
+  if (clusters === undefined || clusters === null) {
+    clusters = new YAMLSeq();
+    document.set('clusters', clusters);
+  }
+  if (!isSeq(clusters)) throw new CredentialError('MALFORMED', `${file}: "clusters" must be a list`);
+  return { document, clusters };
+}
+
+/** Replaces the credentials file whole with `document`: a 0600 file renamed over it, so no reader sees half of it. */
+export async function replaceCredentialsFile(file: string, document: Document): Promise<void> {
+  const clusters = document.get('clusters');
+  if (isSeq(clusters)) clusters.flow = false;
+  const next = `${file}.${process.pid}.tmp`;
+  const handle = await open(next, constants.O_CREAT | constants.O_TRUNC | constants.O_WRONLY, 0o600);
+  try {
+    await handle.writeFile(document.toString());
+  } finally {
+    await handle.close();
+  }
+  await rename(next, file).catch(async (error: unknown) => {
+    await rm(next, { force: true });
+    throw error;
+  });
+}
+
+/**
  * The embedded mode's credentials file under the data directory: YAML `clusters: [{ name, labels, kubeconfig }]`,
  * the kubeconfig as text or as a map. Read only when private (mode 0600 or stricter).
  */
-export function credentialsFile(file: string): ClusterSourceReader {
+export function credentialsFile(file: string, source: 'FILE' | 'API' = 'FILE'): ClusterSourceReader {
+  // FILE reads a person's entries (and the embedded simulator's); API reads those marked as the API's.
+  const owns = (entry: unknown) => ((entry as Record<string, unknown> | null)?.[API_MARK.key] === API_MARK.value) === (source === 'API');
   return {
-    source: 'FILE',
+    source,
     async read() {
       // A removed file registers nothing: its clusters are deregistered (each said in the log), as a removed Secret's
       // are. Before, it read as "could not be read" and its members stayed for good (attack 13, F8).
@@ -70,18 +113,20 @@ export function credentialsFile(file: string): ClusterSourceReader {
       const document = (parsed.toJS() ?? {}) as { clusters?: unknown };
       const clusters = document.clusters ?? [];
       if (!Array.isArray(clusters)) throw new CredentialError('MALFORMED', `${file}: "clusters" must be a list`);
-      return clusters.map((entry: unknown, i): FoundCluster => {
+      return clusters.flatMap((entry: unknown, i): FoundCluster[] => {
+        if (!owns(entry)) return [];
         const { name, labels, kubeconfig } = (entry ?? {}) as { name?: unknown; labels?: unknown; kubeconfig?: unknown };
-        return {
+        const found: FoundCluster = {
           registration: {
             name: typeof name === 'string' ? name : '',
             labels:
               labels && typeof labels === 'object' && !Array.isArray(labels) ? Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])) : {},
-            source: 'FILE',
+            source,
             sourceRef: `${file}#clusters[${i}]`,
           },
           kubeconfig: typeof kubeconfig === 'string' ? kubeconfig : kubeconfig && typeof kubeconfig === 'object' ? stringify(kubeconfig) : '',
         };
+        return [found];
       });
     },
   };

@@ -6,6 +6,8 @@ import type { ClusterSourceReader, FoundCluster } from './types.js';
 export const MEMBER_CLUSTER_LABEL = 'rollplane.io/member-cluster';
 /** The prefix of the labels rollplane gives member clusters; a Secret's own labels under it are not taken. */
 export const RESERVED_LABEL_PREFIX = 'rollplane.io/';
+/** Marks the Secrets `registerCluster` writes (sources/apiCredentials.ts); this source leaves them to the API source. */
+export const API_REGISTERED_BY_LABEL = 'rollplane.io/registered-by';
 /** The member cluster's name when it is not the Secret's name. */
 export const CLUSTER_NAME_ANNOTATION = 'rollplane.io/cluster-name';
 /** The key of the kubeconfig in a member cluster Secret. */
@@ -25,7 +27,7 @@ function decoded(secret: V1Secret, key: string): string | undefined {
 const refOf = (secret: V1Secret) => `${secret.metadata?.namespace}/${secret.metadata?.name}`;
 
 /** Lists Secrets; a namespace that does not exist has none. Failures become AppErrors (translateKubeError). */
-async function listSecrets(core: CoreV1Api, namespace: string | undefined, labelSelector: string): Promise<V1Secret[]> {
+export async function listSecrets(core: CoreV1Api, namespace: string | undefined, labelSelector: string): Promise<V1Secret[]> {
   try {
     const list =
       namespace === undefined ? await core.listSecretForAllNamespaces({ labelSelector }) : await core.listNamespacedSecret({ namespace, labelSelector });
@@ -50,6 +52,8 @@ export function memberClusterSecrets(core: CoreV1Api, namespace: string): Cluste
     async read() {
       const found: FoundCluster[] = [];
       for (const secret of await listSecrets(core, namespace, `${MEMBER_CLUSTER_LABEL}=true`)) {
+        // The API's own Secrets are the API source's (docs/adr/0056-clusters-api.md).
+        if (secret.metadata?.labels?.[API_REGISTERED_BY_LABEL] !== undefined) continue;
         // Labels under rollplane.io/ are rollplane's to set (the marker, the CAPI namespace): a Secret's own are dropped,
         // so that no Secret can pass for a Cluster API registration (attack 13, F10).
         const labels = Object.fromEntries(Object.entries(secret.metadata?.labels ?? {}).filter(([key]) => !key.startsWith(RESERVED_LABEL_PREFIX)));

@@ -1,9 +1,6 @@
-import { constants } from 'node:fs';
-import { open, readFile, rename, rm } from 'node:fs/promises';
-import { isMap, isSeq, parseDocument, type YAMLMap, YAMLSeq } from 'yaml';
+import { isMap, type YAMLMap } from 'yaml';
 import type { SimulatedMember } from '../../kubeConnection.js';
-import { CredentialError } from '../credentials.js';
-import { checkPrivate } from './credentialsFile.js';
+import { readCredentialsDocument, replaceCredentialsFile } from './credentialsFile.js';
 
 /** Marks the entries the embedded simulator writes, so that it replaces or removes its own and never a user's. */
 export const SIMULATED_MARK = { key: 'managedBy', value: 'rollplane-sim' } as const;
@@ -26,16 +23,7 @@ export interface SimulatedMembersWrite {
  * kept, and not written at all when nothing changes. Malformed YAML is left as it is (the source reports it).
  */
 export async function writeSimulatedMembers(file: string, members: readonly SimulatedMember[]): Promise<SimulatedMembersWrite> {
-  await checkPrivate(file);
-  const text = await readFile(file, 'utf8');
-  const document = parseDocument(text);
-  if (document.errors.length > 0) throw new CredentialError('MALFORMED', `the member cluster credentials file ${file} is not valid YAML`);
-  let clusters = document.get('clusters');
-  if (clusters === undefined || clusters === null) {
-    clusters = new YAMLSeq();
-    document.set('clusters', clusters);
-  }
-  if (!isSeq(clusters)) throw new CredentialError('MALFORMED', `${file}: "clusters" must be a list`);
+  const { document, clusters } = await readCredentialsDocument(file);
   const entries = clusters.items.filter((item): item is YAMLMap => isMap(item));
   const isSimulated = (entry: YAMLMap) => entry.get(SIMULATED_MARK.key) === SIMULATED_MARK.value;
   const wanted = new Map(members.map((member) => [member.name, member]));
@@ -67,17 +55,6 @@ export async function writeSimulatedMembers(file: string, members: readonly Simu
     result.written.push(member.name);
   }
   if (result.written.length === 0 && result.removed.length === 0) return result;
-  clusters.flow = false;
-  const next = `${file}.${process.pid}.tmp`;
-  const handle = await open(next, constants.O_CREAT | constants.O_TRUNC | constants.O_WRONLY, 0o600);
-  try {
-    await handle.writeFile(document.toString());
-  } finally {
-    await handle.close();
-  }
-  await rename(next, file).catch(async (error: unknown) => {
-    await rm(next, { force: true });
-    throw error;
-  });
+  await replaceCredentialsFile(file, document);
   return result;
 }

@@ -54,6 +54,11 @@ export class MemberClusterRegistry {
     return this.store.putIfAbsent({ name: LOCAL_CLUSTER, labels: {}, source: 'LOCAL', sourceRef: '' }, this.now());
   }
 
+  /** Sets `local`'s labels (checked by the caller): they live in its row, since it has no source (ADR 0056). */
+  async relabelLocal(labels: Record<string, string>): Promise<void> {
+    await this.store.put({ name: LOCAL_CLUSTER, labels, source: 'LOCAL', sourceRef: '' }, this.now());
+  }
+
   list(): Promise<MemberClusterRecord[]> {
     return this.store.list();
   }

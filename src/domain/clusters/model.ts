@@ -11,9 +11,10 @@ export const LOCAL_CLUSTER = 'local';
 /**
  * Where a registration comes from; only its source may change or remove it. LOCAL: the start itself. SECRET: a Secret
  * labelled `rollplane.io/member-cluster=true` in rollplane's namespace. CAPI: a Cluster API `<name>-kubeconfig` Secret.
- * FILE: the embedded mode's credentials file.
+ * FILE: the embedded mode's credentials file. API: `registerCluster` (admin), kept where ADR 0056 says (a Secret or the
+ * credentials file, each marked as the API's).
  */
-export const CLUSTER_SOURCES = ['LOCAL', 'SECRET', 'CAPI', 'FILE'] as const;
+export const CLUSTER_SOURCES = ['LOCAL', 'SECRET', 'CAPI', 'FILE', 'API'] as const;
 export type ClusterSource = (typeof CLUSTER_SOURCES)[number];
 
 /**

@@ -73,6 +73,13 @@ export type Query = {
   notificationSubscription?: Maybe<NotificationSubscription>;
   /** Notification deliveries, newest first: state, attempts, last status code or error, next attempt. Admin only. */
   notificationDeliveries: NotificationDeliveryConnection;
+  /**
+   * Registered member clusters (`local` among them), by name: those named in `names` (all when omitted) that match
+   * `selector`, a Kubernetes label selector (`env=prod,tier!=edge,region in (eu,us)`). Never a credential.
+   */
+  clusters: Array<MemberCluster>;
+  /** One member cluster; null when none of that name is registered. */
+  cluster?: Maybe<MemberCluster>;
 };
 
 
@@ -183,6 +190,17 @@ export type QueryNotificationDeliveriesArgs = {
   filter?: InputMaybe<NotificationDeliveryFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QueryClustersArgs = {
+  names?: InputMaybe<Array<Scalars['String']['input']>>;
+  selector?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QueryClusterArgs = {
+  name: Scalars['String']['input'];
 };
 
 /** Facts about the serving process. */
@@ -1584,6 +1602,23 @@ export type Mutation = {
   replayNotificationDelivery: NotificationDelivery;
   /** Send a subscription's deliveries of a range of events again. Admin only. */
   replayNotificationDeliveries: ReplayNotificationDeliveriesPayload;
+  /**
+   * Register a member cluster from a kubeconfig (its current context; no exec plugins or file references unless the
+   * operator allows them). Its credentials are kept where docs/adr/0056 says, never returned, logged or audited; it shows
+   * CONNECTING, then READY or why not. With `verify: true` a cluster that does not answer READY is refused instead.
+   * Admin only.
+   */
+  registerCluster: MemberCluster;
+  /**
+   * Set (`labels`) and remove (`remove`, keys) labels of a cluster registered through the API, or of `local`. A cluster
+   * another source registered (a Secret, Cluster API, the credentials file) is relabelled there. Admin only.
+   */
+  updateClusterLabels: MemberCluster;
+  /**
+   * Deregister a cluster registered through the API; CONFLICT while a rollout with targets in it is running, or when
+   * another source registered it. Answers the cluster as it was. Admin only.
+   */
+  deregisterCluster: MemberCluster;
 };
 
 
@@ -1658,6 +1693,119 @@ export type MutationReplayNotificationDeliveryArgs = {
 
 export type MutationReplayNotificationDeliveriesArgs = {
   input: ReplayNotificationDeliveriesInput;
+};
+
+
+export type MutationRegisterClusterArgs = {
+  input: RegisterClusterInput;
+};
+
+
+export type MutationUpdateClusterLabelsArgs = {
+  name: Scalars['String']['input'];
+  labels?: InputMaybe<Array<ClusterLabelInput>>;
+  remove?: InputMaybe<Array<Scalars['String']['input']>>;
+};
+
+
+export type MutationDeregisterClusterArgs = {
+  name: Scalars['String']['input'];
+};
+
+/** A Kubernetes cluster rollplane drives. `local` is the one it runs against (in-cluster, its kubeconfig or the simulator). */
+export type MemberCluster = {
+  __typename?: 'MemberCluster';
+  /** A DNS-1123 label, unique. */
+  name: Scalars['String']['output'];
+  /** Kubernetes labels (`env=prod`), by key; cluster selections match them. */
+  labels: Array<ClusterLabel>;
+  /** Which registration source owns it: only that source changes or removes it. */
+  source: MemberClusterSource;
+  /** Where its credentials are kept (a Secret's `namespace/name`, the credentials file's entry), never what they are. */
+  sourceRef: Scalars['String']['output'];
+  /** What rollplane's connection to it sees. */
+  health: MemberClusterHealth;
+  /** The rollout kinds whose resources the cluster serves (from discovery; kept while it does not answer). */
+  kinds: Array<RolloutKind>;
+  /** When it was registered. */
+  createdAt: Scalars['DateTime']['output'];
+  /** When its registration (labels, where its credentials are) last changed. */
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+/** One label of a member cluster. */
+export type ClusterLabel = {
+  __typename?: 'ClusterLabel';
+  /** The label key (`example.com/tier`). */
+  key: Scalars['String']['output'];
+  /** Its value (may be empty). */
+  value: Scalars['String']['output'];
+};
+
+/** A label to set: a Kubernetes label key (`example.com/tier`, not under `rollplane.io/`) and value. */
+export type ClusterLabelInput = {
+  /** A Kubernetes label key. */
+  key: Scalars['String']['input'];
+  /** A Kubernetes label value. */
+  value: Scalars['String']['input'];
+};
+
+/**
+ * LOCAL: rollplane's own cluster. SECRET: a Secret labelled `rollplane.io/member-cluster=true` in rollplane's namespace.
+ * CAPI: a Cluster API `<name>-kubeconfig` Secret. FILE: the embedded mode's credentials file. API: `registerCluster`.
+ */
+export type MemberClusterSource =
+  /** rollplane's own cluster, registered at every start. */
+  | 'LOCAL'
+  /** A labelled Secret in rollplane's namespace. */
+  | 'SECRET'
+  /** A Cluster API kubeconfig Secret. */
+  | 'CAPI'
+  /** The embedded mode's credentials file. */
+  | 'FILE'
+  /** `registerCluster`. */
+  | 'API';
+
+/**
+ * CONNECTING: registered, no answer yet. READY: it answers and its Kubernetes is supported. UNREACHABLE: no answer
+ * (refused, timed out, 5xx, a denied address, a discovery answer past the cap). UNAUTHORIZED: its credentials were refused
+ * (401/403). VERSION_SKEW: it answers, outside the supported Kubernetes versions.
+ */
+export type MemberClusterHealthState =
+  /** Registered, no answer yet. */
+  | 'CONNECTING'
+  /** It answers and its Kubernetes is supported. */
+  | 'READY'
+  /** No answer since `since`. */
+  | 'UNREACHABLE'
+  /** Its credentials were refused. */
+  | 'UNAUTHORIZED'
+  /** It answers with an unsupported Kubernetes version. */
+  | 'VERSION_SKEW';
+
+/** A member cluster's health as rollplane's connection to it saw it last. */
+export type MemberClusterHealth = {
+  __typename?: 'MemberClusterHealth';
+  /** The state. */
+  state: MemberClusterHealthState;
+  /** When it entered `state` (for UNREACHABLE: the first failure of the run). */
+  since: Scalars['DateTime']['output'];
+  /** Why, for people: an HTTP status or socket error code (never an address or a credential). */
+  message?: Maybe<Scalars['String']['output']>;
+  /** Its Kubernetes version (gitVersion), once it answered. */
+  serverVersion?: Maybe<Scalars['String']['output']>;
+};
+
+/** A member cluster to register. */
+export type RegisterClusterInput = {
+  /** A DNS-1123 label; not `local`, and not registered yet. */
+  name: Scalars['String']['input'];
+  /** The kubeconfig (YAML or JSON text) whose current context reaches the cluster. Never returned, logged or audited. */
+  kubeconfig: Scalars['String']['input'];
+  /** Its labels. */
+  labels?: InputMaybe<Array<ClusterLabelInput>>;
+  /** Probe it first and refuse it (nothing registered) unless it answers READY. Omitted or false: registered as it is. */
+  verify?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 /** A change to a rollout: the event that caused it and the rollout as it is after it. */
@@ -1893,6 +2041,13 @@ export type ResolversTypes = {
   RollbackInput: RollbackInput;
   CreateApiTokenInput: CreateApiTokenInput;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  MemberCluster: ResolverTypeWrapper<MemberCluster>;
+  ClusterLabel: ResolverTypeWrapper<ClusterLabel>;
+  ClusterLabelInput: ClusterLabelInput;
+  MemberClusterSource: MemberClusterSource;
+  MemberClusterHealthState: MemberClusterHealthState;
+  MemberClusterHealth: ResolverTypeWrapper<MemberClusterHealth>;
+  RegisterClusterInput: RegisterClusterInput;
   RolloutUpdate: ResolverTypeWrapper<Omit<RolloutUpdate, 'rollout'> & { rollout: ResolversTypes['Rollout'] }>;
   RolloutUpdateFilter: RolloutUpdateFilter;
   Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
@@ -1995,6 +2150,11 @@ export type ResolversParentTypes = {
   RollbackInput: RollbackInput;
   CreateApiTokenInput: CreateApiTokenInput;
   Mutation: Record<PropertyKey, never>;
+  MemberCluster: MemberCluster;
+  ClusterLabel: ClusterLabel;
+  ClusterLabelInput: ClusterLabelInput;
+  MemberClusterHealth: MemberClusterHealth;
+  RegisterClusterInput: RegisterClusterInput;
   RolloutUpdate: Omit<RolloutUpdate, 'rollout'> & { rollout: ResolversParentTypes['Rollout'] };
   RolloutUpdateFilter: RolloutUpdateFilter;
   Subscription: Record<PropertyKey, never>;
@@ -2029,6 +2189,8 @@ export type QueryResolvers<ContextType = GraphQLContext, ParentType extends Reso
   notificationSubscriptions?: Resolver<ResolversTypes['NotificationSubscriptionConnection'], ParentType, ContextType, RequireFields<QueryNotificationSubscriptionsArgs, 'first'>>;
   notificationSubscription?: Resolver<Maybe<ResolversTypes['NotificationSubscription']>, ParentType, ContextType, RequireFields<QueryNotificationSubscriptionArgs, 'id'>>;
   notificationDeliveries?: Resolver<ResolversTypes['NotificationDeliveryConnection'], ParentType, ContextType, RequireFields<QueryNotificationDeliveriesArgs, 'first'>>;
+  clusters?: Resolver<Array<ResolversTypes['MemberCluster']>, ParentType, ContextType, Partial<QueryClustersArgs>>;
+  cluster?: Resolver<Maybe<ResolversTypes['MemberCluster']>, ParentType, ContextType, RequireFields<QueryClusterArgs, 'name'>>;
 };
 
 export type ServerInfoResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ServerInfo'] = ResolversParentTypes['ServerInfo']> = {
@@ -2568,6 +2730,32 @@ export type MutationResolvers<ContextType = GraphQLContext, ParentType extends R
   deleteNotificationSubscription?: Resolver<ResolversTypes['NotificationSubscription'], ParentType, ContextType, RequireFields<MutationDeleteNotificationSubscriptionArgs, 'id'>>;
   replayNotificationDelivery?: Resolver<ResolversTypes['NotificationDelivery'], ParentType, ContextType, RequireFields<MutationReplayNotificationDeliveryArgs, 'id'>>;
   replayNotificationDeliveries?: Resolver<ResolversTypes['ReplayNotificationDeliveriesPayload'], ParentType, ContextType, RequireFields<MutationReplayNotificationDeliveriesArgs, 'input'>>;
+  registerCluster?: Resolver<ResolversTypes['MemberCluster'], ParentType, ContextType, RequireFields<MutationRegisterClusterArgs, 'input'>>;
+  updateClusterLabels?: Resolver<ResolversTypes['MemberCluster'], ParentType, ContextType, RequireFields<MutationUpdateClusterLabelsArgs, 'name'>>;
+  deregisterCluster?: Resolver<ResolversTypes['MemberCluster'], ParentType, ContextType, RequireFields<MutationDeregisterClusterArgs, 'name'>>;
+};
+
+export type MemberClusterResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MemberCluster'] = ResolversParentTypes['MemberCluster']> = {
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  labels?: Resolver<Array<ResolversTypes['ClusterLabel']>, ParentType, ContextType>;
+  source?: Resolver<ResolversTypes['MemberClusterSource'], ParentType, ContextType>;
+  sourceRef?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  health?: Resolver<ResolversTypes['MemberClusterHealth'], ParentType, ContextType>;
+  kinds?: Resolver<Array<ResolversTypes['RolloutKind']>, ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type ClusterLabelResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ClusterLabel'] = ResolversParentTypes['ClusterLabel']> = {
+  key?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  value?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type MemberClusterHealthResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MemberClusterHealth'] = ResolversParentTypes['MemberClusterHealth']> = {
+  state?: Resolver<ResolversTypes['MemberClusterHealthState'], ParentType, ContextType>;
+  since?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  message?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  serverVersion?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type RolloutUpdateResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RolloutUpdate'] = ResolversParentTypes['RolloutUpdate']> = {
@@ -2651,6 +2839,9 @@ export type Resolvers<ContextType = GraphQLContext> = {
   BumpPayload?: BumpPayloadResolvers<ContextType>;
   PlanItem?: PlanItemResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
+  MemberCluster?: MemberClusterResolvers<ContextType>;
+  ClusterLabel?: ClusterLabelResolvers<ContextType>;
+  MemberClusterHealth?: MemberClusterHealthResolvers<ContextType>;
   RolloutUpdate?: RolloutUpdateResolvers<ContextType>;
   Subscription?: SubscriptionResolvers<ContextType>;
 };

@@ -1,5 +1,6 @@
 import type { Resolvers } from '../generated/resolvers.js';
 import type { KindApi } from '../kindApi.js';
+import { clustersResolvers } from './clusters.js';
 import { coreResolvers } from './core.js';
 import { driftResolvers } from './drift.js';
 import { notificationsResolvers } from './notifications.js';
@@ -25,5 +26,5 @@ function merge(...maps: Resolvers[]): Resolvers {
  * contribute ports to (`drift`).
  */
 export function resolversWith(kinds: readonly KindApi[]): Resolvers {
-  return merge(coreResolvers, ...kinds.map((kind) => kind.resolvers), driftResolvers(kinds), notificationsResolvers);
+  return merge(coreResolvers, ...kinds.map((kind) => kind.resolvers), driftResolvers(kinds), notificationsResolvers, clustersResolvers);
 }

@@ -1,0 +1,163 @@
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseCidr } from '../notify/targetGuard.js';
+import { CredentialError } from './credentials.js';
+
+/**
+ * What a member connection may reach and read (attack 13, F2/F4 and F7; docs/adr/0056-clusters-api.md):
+ * - an opt-in deny list of networks (ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS, e.g. the metadata endpoint's link-local
+ *   169.254.0.0/16): a member's server in one is refused at registration (its address, or every address its name
+ *   resolves to) and again by the lookup each connection makes (so a name that resolves elsewhere later, DNS
+ *   rebinding, is refused on connect: there is no second resolution to race). Private networks are where member
+ *   clusters live, so nothing is denied unless the operator says so.
+ * - a cap on the bodies of /version and discovery (ROLLPLANE_MEMBER_CLUSTER_MAX_DISCOVERY_BYTES): an endless or huge
+ *   answer (a 100,000-resource discovery cost 702 MB RSS) ends the request once past it.
+ */
+export interface MemberNetworkRules {
+  denyNetworks: readonly string[];
+  maxDiscoveryBytes: number;
+}
+
+type Resolve = (hostname: string) => Promise<{ address: string; family: number }[]>;
+
+/** A connection refused by the deny list: its code is what the member's health message shows (never the address). */
+export class DeniedAddressError extends Error {
+  override readonly name = 'DeniedAddressError';
+  readonly code = 'EADDRDENIED';
+}
+
+/** A /version or discovery answer past the cap: the request is ended, and the health message is this code. */
+export class ResponseTooLargeError extends Error {
+  override readonly name = 'ResponseTooLargeError';
+  readonly code = 'ERESPONSE_TOO_LARGE';
+}
+
+export class MemberNetwork {
+  private readonly denied = new BlockList();
+  readonly denies: boolean;
+
+  constructor(
+    readonly rules: MemberNetworkRules,
+    private readonly resolve: Resolve = (hostname) => dnsLookup(hostname, { all: true, verbatim: true }),
+  ) {
+    for (const cidr of rules.denyNetworks) {
+      const [network, prefix, family] = parseCidr(cidr);
+      this.denied.addSubnet(network, prefix, family);
+    }
+    this.denies = rules.denyNetworks.length > 0;
+  }
+
+  /** The same cap on discovery bodies without the deny list (for `local`, the operator's own connection). */
+  withoutDenyList(): MemberNetwork {
+    return new MemberNetwork({ ...this.rules, denyNetworks: [] }, this.resolve);
+  }
+
+  isDenied(address: string): boolean {
+    const family = isIP(address);
+    if (family === 0) return false;
+    const mapped = family === 6 ? /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address)?.[1] : undefined;
+    if (mapped) return this.isDenied(mapped);
+    return this.denied.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  }
+
+  /**
+   * At registration: refuses a server whose address, or any address its name resolves to now, is denied. Says which
+   * setting refused it; names no address (the answers would make rollplane a scanner of its own network).
+   */
+  async checkServer(server: string, where: string): Promise<void> {
+    if (!this.denies) return;
+    const host = hostOf(server);
+    const refuse = () =>
+      new CredentialError('DENIED_ADDRESS', `${where}: the cluster's server is in a network ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS denies; refused`);
+    if (isIP(host)) {
+      if (this.isDenied(host)) throw refuse();
+      return;
+    }
+    let addresses: { address: string }[];
+    try {
+      addresses = await this.resolve(host);
+    } catch {
+      // Not resolvable now: the connection's own lookup checks it when it resolves.
+      return;
+    }
+    if (addresses.some((a) => this.isDenied(a.address))) throw refuse();
+  }
+
+  /** The lookup a member connection uses: resolves once and refuses when any address is denied. */
+  readonly lookup: LookupFunction = (hostname, options, callback) => {
+    this.resolve(hostname).then(
+      (addresses) => {
+        if (addresses.length === 0) return callback(Object.assign(new Error('no address'), { code: 'ENOTFOUND' }), '', 0);
+        if (addresses.some((a) => this.isDenied(a.address))) return callback(new DeniedAddressError('the address is denied'), '', 0);
+        const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
+        const usable = wanted.length > 0 ? wanted : addresses;
+        if (options.all) (callback as unknown as (error: null, all: { address: string; family: number }[]) => void)(null, usable);
+        else callback(null, usable[0]!.address, usable[0]!.family);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, '', 0),
+    );
+  };
+
+  /**
+   * Makes `kubeConfig`'s connections obey the rules: the deny list's lookup (and, for a server given as an IP
+   * literal, which no lookup sees, a refusal before the request goes out), and the cap on discovery bodies.
+   */
+  guard(kubeConfig: KubeConfig): void {
+    const target = kubeConfig as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => unknown };
+    const create = target.createAgent.bind(kubeConfig);
+    const patched = new WeakSet<object>();
+    target.createAgent = (cluster, options) => {
+      const server = (cluster as { server?: string } | null)?.server ?? '';
+      const literal = hostOf(server);
+      const deniedLiteral = this.denies && isIP(literal) !== 0 && this.isDenied(literal);
+      const agent = create(cluster, this.denies ? { ...options, lookup: this.lookup } : options) as {
+        addRequest(request: ClientRequest, options: unknown): void;
+      };
+      if (patched.has(agent)) return agent;
+      patched.add(agent);
+      const addRequest = agent.addRequest.bind(agent);
+      agent.addRequest = (request, requestOptions) => {
+        if (deniedLiteral) {
+          process.nextTick(() => request.destroy(new DeniedAddressError('the address is denied')));
+          return;
+        }
+        if (isDiscoveryPath(request.path)) capResponse(request, this.rules.maxDiscoveryBytes);
+        addRequest(request, requestOptions);
+      };
+      return agent;
+    };
+  }
+}
+
+/** /version and discovery documents (`/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/<version>`). */
+function isDiscoveryPath(path: string): boolean {
+  const clean = path.split('?')[0]!;
+  return clean === '/version' || /^\/api(?:\/[^/]+)?\/?$/.test(clean) || /^\/apis(?:\/[^/]+(?:\/[^/]+)?)?\/?$/.test(clean);
+}
+
+/** Ends `request` once its response announces or delivers more than `max` bytes. */
+function capResponse(request: ClientRequest, max: number): void {
+  request.once('response', (response: IncomingMessage) => {
+    const tooLarge = () => request.destroy(new ResponseTooLargeError(`the answer is larger than ${max} bytes`));
+    if (Number(response.headers['content-length'] ?? 0) > max) {
+      tooLarge();
+      return;
+    }
+    let read = 0;
+    response.on('data', (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > max) tooLarge();
+    });
+  });
+}
+
+function hostOf(server: string): string {
+  try {
+    const { hostname } = new URL(server);
+    return hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  } catch {
+    return '';
+  }
+}
