@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { SETTINGS } from '../config.js';
 import { VERSION } from '../version.js';
 import { registerBump, type BumpSubcommand } from './commands/bump.js';
+import { registerCluster } from './commands/cluster.js';
 import { registerFleet } from './commands/fleet.js';
 import { registerHistory } from './commands/history.js';
 import { registerNotify } from './commands/notify.js';
@@ -12,7 +13,7 @@ import type { CliIo } from './runtime.js';
 
 /**
  * The `rollplane` command. `serve` (the default) runs the service; `sim` runs the embedded Kubernetes simulator alone;
- * `bump`, `rollout`, `history`, `fleet`, `drift` and `token` are the API client for people and CI pipelines (docs/ci.md).
+ * `bump`, `rollout`, `history`, `fleet`, `drift`, `token` and `cluster` are the API client for people and CI pipelines (docs/ci.md).
  * Resolves with the exit code: 0 success, 1 failure (rollout failed, aborted or rolled back; request refused),
  * 2 usage error or `--wait` timeout, 3 server unreachable or token refused.
  */
@@ -105,6 +106,7 @@ export async function main(
   registerHistory(program, io, setExitCode);
   registerFleet(program, io, setExitCode);
   registerToken(program, io, setExitCode);
+  registerCluster(program, io, setExitCode);
   registerNotify(program, io, setExitCode);
 
   try {

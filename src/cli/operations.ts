@@ -5,6 +5,7 @@
  */
 import type {
   ApiTokenFieldsFragment,
+  MemberClusterFieldsFragment,
   BumpResultFragment,
   FollowSubscription,
   RolloutFullFragment,
@@ -14,6 +15,10 @@ import type {
 
 export {
   AbortDocument as ABORT_MUTATION,
+  ClustersDocument as CLUSTERS_QUERY,
+  DeregisterClusterDocument as DEREGISTER_CLUSTER_MUTATION,
+  RegisterClusterDocument as REGISTER_CLUSTER_MUTATION,
+  UpdateClusterLabelsDocument as UPDATE_CLUSTER_LABELS_MUTATION,
   CreateTokenDocument as CREATE_TOKEN_MUTATION,
   FollowDocument as ROLLOUT_UPDATED_SUBSCRIPTION,
   HistoryDocument as HISTORY_QUERY,
@@ -40,6 +45,7 @@ export type PlanItem = BumpResultFragment['plan'][number];
 export type RolloutUpdate = FollowSubscription['rolloutUpdated'];
 export type RolloutEvent = RolloutUpdate['event'];
 export type ApiTokenView = ApiTokenFieldsFragment;
+export type MemberClusterView = MemberClusterFieldsFragment;
 
 /** Rollouts per history request; `--limit` beyond it is fetched page by page. */
 export const HISTORY_PAGE_SIZE = 20;

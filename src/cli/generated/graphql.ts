@@ -354,6 +354,59 @@ export type CreateApiTokenInput = {
   expiresInSeconds?: number | null | undefined;
 };
 
+/** A label to set: a Kubernetes label key (`example.com/tier`, not under `rollplane.io/`) and value. */
+export type ClusterLabelInput = {
+  /** A Kubernetes label key. */
+  key: string;
+  /** A Kubernetes label value. */
+  value: string;
+};
+
+/**
+ * LOCAL: rollplane's own cluster. SECRET: a Secret labelled `rollplane.io/member-cluster=true` in rollplane's namespace.
+ * CAPI: a Cluster API `<name>-kubeconfig` Secret. FILE: the embedded mode's credentials file. API: `registerCluster`.
+ */
+export type MemberClusterSource =
+  /** rollplane's own cluster, registered at every start. */
+  | 'LOCAL'
+  /** A labelled Secret in rollplane's namespace. */
+  | 'SECRET'
+  /** A Cluster API kubeconfig Secret. */
+  | 'CAPI'
+  /** The embedded mode's credentials file. */
+  | 'FILE'
+  /** `registerCluster`. */
+  | 'API';
+
+/**
+ * CONNECTING: registered, no answer yet. READY: it answers and its Kubernetes is supported. UNREACHABLE: no answer
+ * (refused, timed out, 5xx, a denied address, a discovery answer past the cap). UNAUTHORIZED: its credentials were refused
+ * (401/403). VERSION_SKEW: it answers, outside the supported Kubernetes versions.
+ */
+export type MemberClusterHealthState =
+  /** Registered, no answer yet. */
+  | 'CONNECTING'
+  /** It answers and its Kubernetes is supported. */
+  | 'READY'
+  /** No answer since `since`. */
+  | 'UNREACHABLE'
+  /** Its credentials were refused. */
+  | 'UNAUTHORIZED'
+  /** It answers with an unsupported Kubernetes version. */
+  | 'VERSION_SKEW';
+
+/** A member cluster to register. */
+export type RegisterClusterInput = {
+  /** A DNS-1123 label; not `local`, and not registered yet. */
+  name: string;
+  /** The kubeconfig (YAML or JSON text) whose current context reaches the cluster. Never returned, logged or audited. */
+  kubeconfig: string;
+  /** Its labels. */
+  labels?: Array<ClusterLabelInput> | null | undefined;
+  /** Probe it first and refuse it (nothing registered) unless it answers READY. Omitted or false: registered as it is. */
+  verify?: boolean | null | undefined;
+};
+
 export type RolloutSummaryFragment = { id: string, kind: RolloutKind, state: RolloutState, fromVersion: string | null, toVersion: string, selector: unknown, message: string | null, idempotencyKey: string | null, createdAt: string, updatedAt: string, startedAt: string | null, finishedAt: string | null, cause: { actor: string | null, runUrl: string | null, commit: string | null, message: string | null }, strategy: { maxUnavailable: string | null, maxConcurrent: number | null, canary: number | null, progressDeadlineSeconds: number, failureThreshold: number, autoRollback: boolean, mode: string | null, minReadySeconds: number | null }, progress: { total: number, pending: number, progressing: number, succeeded: number, failed: number, skipped: number, cancelled: number, percent: number } };
 
 export type RolloutFullFragment = (
@@ -481,6 +534,39 @@ export type FleetQueryVariables = Exact<{ [key: string]: never; }>;
 
 
 export type FleetQuery = { agentPools: { totalCount: number }, driftedPools: { totalCount: number }, virtualClusters: { totalCount: number, edges: Array<{ node: { upToDate: boolean, upgrading: boolean } }> }, clusterVersions: { totalCount: number, edges: Array<{ node: { name: string, specVersion: string, apiServerImage: string | null } }> }, nodeAgentSets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, desiredImage: string, drivenBy: string | null, nodes: Array<{ upToDate: boolean, ready: boolean }> } }> }, drift: { totalCount: number }, active: { totalCount: number, edges: Array<{ node: RolloutSummaryFragment }> } };
+
+export type MemberClusterFieldsFragment = { name: string, source: MemberClusterSource, sourceRef: string, kinds: Array<RolloutKind>, createdAt: string, updatedAt: string, labels: Array<{ key: string, value: string }>, health: { state: MemberClusterHealthState, since: string, message: string | null, serverVersion: string | null } };
+
+export type ClustersQueryVariables = Exact<{
+  names?: Array<string> | string | null | undefined;
+  selector?: string | null | undefined;
+}>;
+
+
+export type ClustersQuery = { clusters: Array<MemberClusterFieldsFragment> };
+
+export type RegisterClusterMutationVariables = Exact<{
+  input: RegisterClusterInput;
+}>;
+
+
+export type RegisterClusterMutation = { registerCluster: MemberClusterFieldsFragment };
+
+export type UpdateClusterLabelsMutationVariables = Exact<{
+  name: string;
+  labels?: Array<ClusterLabelInput> | ClusterLabelInput | null | undefined;
+  remove?: Array<string> | string | null | undefined;
+}>;
+
+
+export type UpdateClusterLabelsMutation = { updateClusterLabels: MemberClusterFieldsFragment };
+
+export type DeregisterClusterMutationVariables = Exact<{
+  name: string;
+}>;
+
+
+export type DeregisterClusterMutation = { deregisterCluster: MemberClusterFieldsFragment };
 
 export type NotificationSubscriptionFieldsFragment = { id: string, name: string, oncePer: Array<NotificationOncePer>, createdAt: string, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, lastDeliveredAt: string | null, sink: { kind: NotificationSinkKind, target: string, channel: string | null, signed: boolean, threaded: boolean }, filter: { types: Array<EventType>, kinds: Array<RolloutKind>, clusters: Array<string>, states: Array<NotifiableState>, rolloutIds: Array<string> }, deliveries: { pending: number, delivered: number, deadLettered: number, cancelled: number } };
 
@@ -743,6 +829,26 @@ export const ApiTokenFieldsFragmentDoc = new TypedDocumentString(`
   lastUsedAt
 }
     `, {"fragmentName":"ApiTokenFields"}) as unknown as TypedDocumentString<ApiTokenFieldsFragment, unknown>;
+export const MemberClusterFieldsFragmentDoc = new TypedDocumentString(`
+    fragment MemberClusterFields on MemberCluster {
+  name
+  labels {
+    key
+    value
+  }
+  source
+  sourceRef
+  health {
+    state
+    since
+    message
+    serverVersion
+  }
+  kinds
+  createdAt
+  updatedAt
+}
+    `, {"fragmentName":"MemberClusterFields"}) as unknown as TypedDocumentString<MemberClusterFieldsFragment, unknown>;
 export const NotificationSubscriptionFieldsFragmentDoc = new TypedDocumentString(`
     fragment NotificationSubscriptionFields on NotificationSubscription {
   id
@@ -1699,6 +1805,102 @@ export const FleetDocument = new TypedDocumentString(`
     percent
   }
 }`) as unknown as TypedDocumentString<FleetQuery, FleetQueryVariables>;
+export const ClustersDocument = new TypedDocumentString(`
+    query Clusters($names: [String!], $selector: String) {
+  clusters(names: $names, selector: $selector) {
+    ...MemberClusterFields
+  }
+}
+    fragment MemberClusterFields on MemberCluster {
+  name
+  labels {
+    key
+    value
+  }
+  source
+  sourceRef
+  health {
+    state
+    since
+    message
+    serverVersion
+  }
+  kinds
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<ClustersQuery, ClustersQueryVariables>;
+export const RegisterClusterDocument = new TypedDocumentString(`
+    mutation RegisterCluster($input: RegisterClusterInput!) {
+  registerCluster(input: $input) {
+    ...MemberClusterFields
+  }
+}
+    fragment MemberClusterFields on MemberCluster {
+  name
+  labels {
+    key
+    value
+  }
+  source
+  sourceRef
+  health {
+    state
+    since
+    message
+    serverVersion
+  }
+  kinds
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<RegisterClusterMutation, RegisterClusterMutationVariables>;
+export const UpdateClusterLabelsDocument = new TypedDocumentString(`
+    mutation UpdateClusterLabels($name: String!, $labels: [ClusterLabelInput!], $remove: [String!]) {
+  updateClusterLabels(name: $name, labels: $labels, remove: $remove) {
+    ...MemberClusterFields
+  }
+}
+    fragment MemberClusterFields on MemberCluster {
+  name
+  labels {
+    key
+    value
+  }
+  source
+  sourceRef
+  health {
+    state
+    since
+    message
+    serverVersion
+  }
+  kinds
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<UpdateClusterLabelsMutation, UpdateClusterLabelsMutationVariables>;
+export const DeregisterClusterDocument = new TypedDocumentString(`
+    mutation DeregisterCluster($name: String!) {
+  deregisterCluster(name: $name) {
+    ...MemberClusterFields
+  }
+}
+    fragment MemberClusterFields on MemberCluster {
+  name
+  labels {
+    key
+    value
+  }
+  source
+  sourceRef
+  health {
+    state
+    since
+    message
+    serverVersion
+  }
+  kinds
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<DeregisterClusterMutation, DeregisterClusterMutationVariables>;
 export const NotificationSubscriptionsDocument = new TypedDocumentString(`
     query NotificationSubscriptions($first: Int, $after: String) {
   notificationSubscriptions(first: $first, after: $after) {
