@@ -85,7 +85,12 @@ const outputs = [
     file: 'src/ui/client/generated/graphql.ts',
     // The shared UI's documents, then each kind's (src/kinds/<kind>/ui/*.graphql, ADR 0052): one generated module,
     // so that a kind's documents may use the shared fragments and its views import their types from one place.
-    documents: (base) => ['src/ui/client/queries.graphql', 'src/ui/client/notificationQueries.graphql', ...kindUiDocuments(base)],
+    documents: (base) => [
+      'src/ui/client/queries.graphql',
+      'src/ui/client/notificationQueries.graphql',
+      'src/ui/client/clusterQueries.graphql',
+      ...kindUiDocuments(base),
+    ],
     plugins: [{ 'typescript-operations': {} }, { 'typed-document-node': {} }],
     config: clientConfig,
   },

@@ -104,6 +104,7 @@ async function inspect(page: Page): Promise<Findings> {
 const PAGES: { name: string; path: () => string; ready: (page: Page) => Promise<unknown> }[] = [
   { name: 'dashboard', path: () => '/', ready: (page) => page.locator('[data-connection="live"]').waitFor() },
   { name: 'fleet', path: () => '/#/fleet', ready: (page) => page.locator('tr[data-pool]').first().waitFor() },
+  { name: 'clusters', path: () => '/#/clusters', ready: (page) => page.locator('tr[data-cluster="local"]').waitFor() },
   { name: 'charts', path: () => '/#/charts', ready: (page) => page.locator('#main h2').first().waitFor() },
   { name: 'history', path: () => '/#/history', ready: (page) => page.locator('tr[data-rollout-id]').nth(1).waitFor() },
   { name: 'history-events', path: () => '/#/history/events', ready: (page) => page.locator('table.events tbody tr').first().waitFor() },

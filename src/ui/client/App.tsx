@@ -1,5 +1,6 @@
 import { useEffect, useRef } from 'react';
 import { Charts } from './Charts.js';
+import { Clusters } from './Clusters.js';
 import { Dashboard } from './Dashboard.js';
 import { Fleet } from './Fleet.js';
 import { History } from './History.js';
@@ -12,6 +13,7 @@ import { getToken } from './token.js';
 const NAV = [
   { href: '#/', label: 'Rollouts & feed', view: '' },
   { href: '#/fleet', label: 'Fleet', view: 'fleet' },
+  { href: '#/clusters', label: 'Clusters', view: 'clusters' },
   { href: '#/charts', label: 'Charts', view: 'charts' },
   { href: '#/history', label: 'History', view: 'history' },
   { href: '#/notifications', label: 'Notifications', view: 'notifications' },
@@ -93,11 +95,12 @@ export function App() {
         {signInNeeded && <SignIn refused={getToken() !== null} />}
         {!signInNeeded && view === '' && <Dashboard />}
         {!signInNeeded && view === 'fleet' && <Fleet />}
+        {!signInNeeded && view === 'clusters' && <Clusters />}
         {!signInNeeded && view === 'charts' && <Charts />}
         {!signInNeeded && view === 'history' && <History />}
         {!signInNeeded && view === 'rollouts' && route[1] && <RolloutDetail key={route[1]} id={route[1]} />}
         {!signInNeeded && view === 'notifications' && <Notifications />}
-        {!['', 'fleet', 'charts', 'history', 'rollouts', 'notifications'].includes(view) && (
+        {!['', 'fleet', 'clusters', 'charts', 'history', 'rollouts', 'notifications'].includes(view) && (
           <p>
             No such view. <a href="#/">Back to the dashboard</a>
           </p>

@@ -266,6 +266,39 @@ export type RollbackInput = {
   idempotencyKey?: string | null | undefined;
 };
 
+/**
+ * LOCAL: rollplane's own cluster. SECRET: a Secret labelled `rollplane.io/member-cluster=true` in rollplane's namespace.
+ * CAPI: a Cluster API `<name>-kubeconfig` Secret. FILE: the embedded mode's credentials file. API: `registerCluster`.
+ */
+export type MemberClusterSource =
+  /** rollplane's own cluster, registered at every start. */
+  | 'LOCAL'
+  /** A labelled Secret in rollplane's namespace. */
+  | 'SECRET'
+  /** A Cluster API kubeconfig Secret. */
+  | 'CAPI'
+  /** The embedded mode's credentials file. */
+  | 'FILE'
+  /** `registerCluster`. */
+  | 'API';
+
+/**
+ * CONNECTING: registered, no answer yet. READY: it answers and its Kubernetes is supported. UNREACHABLE: no answer
+ * (refused, timed out, 5xx, a denied address, a discovery answer past the cap). UNAUTHORIZED: its credentials were refused
+ * (401/403). VERSION_SKEW: it answers, outside the supported Kubernetes versions.
+ */
+export type MemberClusterHealthState =
+  /** Registered, no answer yet. */
+  | 'CONNECTING'
+  /** It answers and its Kubernetes is supported. */
+  | 'READY'
+  /** No answer since `since`. */
+  | 'UNREACHABLE'
+  /** Its credentials were refused. */
+  | 'UNAUTHORIZED'
+  /** It answers with an unsupported Kubernetes version. */
+  | 'VERSION_SKEW';
+
 export type ProgressFieldsFragment = { total: number, pending: number, progressing: number, succeeded: number, failed: number, skipped: number, cancelled: number, percent: number };
 
 export type RolloutItemFragment = { id: string, kind: RolloutKind, state: RolloutState, fromVersion: string | null, toVersion: string, message: string | null, createdAt: string, updatedAt: string, startedAt: string | null, finishedAt: string | null, cause: { actor: string | null, commit: string | null, runUrl: string | null, message: string | null }, progress: ProgressFieldsFragment };
@@ -404,6 +437,13 @@ export type DeleteSubscriptionMutationVariables = Exact<{
 
 
 export type DeleteSubscriptionMutation = { deleteNotificationSubscription: { id: string } };
+
+export type ClustersPageQueryVariables = Exact<{
+  selector?: string | null | undefined;
+}>;
+
+
+export type ClustersPageQuery = { clusters: Array<{ name: string, source: MemberClusterSource, kinds: Array<RolloutKind>, labels: Array<{ key: string, value: string }>, health: { state: MemberClusterHealthState, since: string, message: string | null, serverVersion: string | null } }> };
 
 export type AgentRecreationFragment = { eventId: string, rolloutId: string | null, poolNamespace: string, poolName: string, oldImage: string | null, newImage: string, reason: string, readyAt: string | null, seconds: number | null };
 
@@ -1115,6 +1155,25 @@ export const DeleteSubscriptionDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<DeleteSubscriptionMutation, DeleteSubscriptionMutationVariables>;
+export const ClustersPageDocument = new TypedDocumentString(`
+    query ClustersPage($selector: String) {
+  clusters(selector: $selector) {
+    name
+    labels {
+      key
+      value
+    }
+    source
+    health {
+      state
+      since
+      message
+      serverVersion
+    }
+    kinds
+  }
+}
+    `) as unknown as TypedDocumentString<ClustersPageQuery, ClustersPageQueryVariables>;
 export const AgentPoolsDocument = new TypedDocumentString(`
     query AgentPools($filter: AgentPoolFilter, $first: Int, $after: String) {
   agentPools(filter: $filter, first: $first, after: $after) {
