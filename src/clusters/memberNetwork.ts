@@ -1,6 +1,6 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { BlockList, isIP, type LookupFunction, Socket } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseCidr } from '../notify/targetGuard.js';
 import { CredentialError } from './credentials.js';
@@ -117,12 +117,16 @@ export class MemberNetwork {
       };
       if (patched.has(agent)) return agent;
       patched.add(agent);
+      if (deniedLiteral) {
+        // No connection at all (not even a SYN): the request gets a socket that fails at once.
+        (agent as unknown as { createConnection: () => Socket }).createConnection = () => {
+          const socket = new Socket();
+          process.nextTick(() => socket.destroy(new DeniedAddressError('the address is denied')));
+          return socket;
+        };
+      }
       const addRequest = agent.addRequest.bind(agent);
       agent.addRequest = (request, requestOptions) => {
-        if (deniedLiteral) {
-          process.nextTick(() => request.destroy(new DeniedAddressError('the address is denied')));
-          return;
-        }
         if (isDiscoveryPath(request.path)) capResponse(request, this.rules.maxDiscoveryBytes);
         addRequest(request, requestOptions);
       };
