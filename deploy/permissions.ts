@@ -14,7 +14,7 @@ export interface Permission {
   /** Plural resource, `plural/subresource` for a subresource. */
   resource: string;
   verbs: readonly Verb[];
-  /** `cluster`: the ClusterRole; `lease-namespace`: the Role in rollplane-system (leader election). */
+  /** `cluster`: the ClusterRole; `lease-namespace`: the Role in rollplane-system (leader election, API-registered member clusters). */
   scope: 'cluster' | 'lease-namespace';
   why: string;
 }
@@ -112,6 +112,14 @@ export const PERMISSIONS: readonly Permission[] = [
   },
   // Leader election, only in rollplane's own namespace.
   { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'create', 'update'], scope: 'lease-namespace', why: 'the leader Lease' },
+  // Member clusters registered through the API keep their kubeconfig in a Secret of rollplane's namespace (ADR 0056).
+  {
+    group: '',
+    resource: 'secrets',
+    verbs: ['get', 'create', 'update', 'delete'],
+    scope: 'lease-namespace',
+    why: "registerCluster / updateClusterLabels / deregisterCluster: one Secret per API-registered member cluster, in rollplane's namespace only",
+  },
 ];
 
 /** Calls the code makes that the manifests deliberately do not allow, and how rollplane copes without them. */

@@ -28,7 +28,7 @@ const tableTriples = (scope: 'cluster' | 'lease-namespace') =>
   PERMISSIONS.filter((p) => p.scope === scope).flatMap((p) => p.verbs.map((v) => `${p.group}|${p.resource}|${v}`));
 
 // The reconcilers, their runtime (informers, leader election) and the Kubernetes client wrappers.
-const scanned = scanKubeCalls(projectRoot, ['src/controller', 'src/controllers', 'src/kinds', 'src/kube']);
+const scanned = scanKubeCalls(projectRoot, ['src/controller', 'src/controllers', 'src/kinds', 'src/kube', 'src/clusters']);
 
 describe('deploy/base/10-rbac.yaml', () => {
   it('grants in its ClusterRole exactly the cluster-wide rows of deploy/permissions.ts', () => {

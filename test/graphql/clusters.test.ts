@@ -30,6 +30,7 @@ let fleet: SimulatedClusters;
 let app: App;
 let url: string;
 let viewer: string;
+let config: ReturnType<typeof loadConfig>;
 const logs: string[] = [];
 const responses: string[] = [];
 
@@ -57,7 +58,7 @@ beforeAll(async () => {
       { name: 'edge-b', labels: {}, fleet: 'empty', behaviour: false },
     ],
   });
-  const config = loadConfig(
+  config = loadConfig(
     {
       PORT: '0',
       HOST: '127.0.0.1',
@@ -261,7 +262,7 @@ describe('clusters over GraphQL', () => {
     expect(readFileSync(file(), 'utf8')).toBe(before.file);
   });
 
-  it('deregisters an API cluster: gone from the registry, the connections and the file, and the change survives a restart', async () => {
+  it('deregisters an API cluster: gone from the registry, the connections and the file', async () => {
     const res = await call('mutation { deregisterCluster(name: "edge-b") { name source } }');
     expect(res.data.deregisterCluster).toEqual({ name: 'edge-b', source: 'API' });
     expect(await registry()).not.toContain(expect.stringMatching(/^edge-b:/));
@@ -293,5 +294,14 @@ describe('clusters over GraphQL', () => {
     } finally {
       await prisma.$disconnect();
     }
+  });
+
+  it('keeps what the API registered across a restart: the source reads it back from the file', async () => {
+    await app.stop();
+    app = await startApp(config, { logger: pino({ level: 'silent' }) });
+    url = app.url;
+    await app.memberClusters.sync.syncFresh();
+    expect(await registry()).toEqual(['by-hand:FILE:{}', 'edge-a:API:{"env":"prod","tier":"edge"}', 'local:LOCAL:{"env":"mgmt"}']);
+    await until('edge-a READY again', () => app.domain.clusters!.find('edge-a').then((c) => c?.health.state === 'READY'));
   });
 });

@@ -3,7 +3,7 @@ import { isMap, type YAMLMap } from 'yaml';
 import type { ApiClusterEntry, ApiCredentialStore } from '../../domain/clusters/MemberClusterAdmin.js';
 import { ConflictError } from '../../errors.js';
 import { translateKubeError } from '../../kube/errors.js';
-import { API_MARK, credentialsFile, readCredentialsDocument, replaceCredentialsFile } from './credentialsFile.js';
+import { API_MARK, credentialsFile, readCredentialsDocument, replaceCredentialsFile, yamlNode } from './credentialsFile.js';
 import { API_REGISTERED_BY_LABEL as REGISTERED_BY_LABEL, CLUSTER_NAME_ANNOTATION, KUBECONFIG_KEY, listSecrets, MEMBER_CLUSTER_LABEL } from './secretSources.js';
 import type { ClusterSourceReader } from './types.js';
 
@@ -47,7 +47,7 @@ export function apiCredentialsInFile(file: string): ApiCredentials {
         if (clusters.items.some((item) => isMap(item) && item.get('name') === name)) {
           throw new ConflictError(`the credentials file ${file} has an entry named "${name}" already`);
         }
-        clusters.add(document.createNode({ name, labels: { ...labels }, [API_MARK.key]: API_MARK.value, kubeconfig }));
+        clusters.add(yamlNode({ name, labels: { ...labels }, [API_MARK.key]: API_MARK.value, kubeconfig }));
         await replaceCredentialsFile(file, document);
       },
       relabel: (name, labels) => edit(name, (entry) => entry.set('labels', { ...labels })),

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { type Document, isSeq, parseDocument, stringify, YAMLSeq } from 'yaml';
+import { Document, isSeq, parseDocument, stringify, YAMLSeq } from 'yaml';
 import { CredentialError, yamlErrorLine } from '../credentials.js';
 import type { ClusterSourceReader, FoundCluster } from './types.js';
 
@@ -65,6 +65,11 @@ export async function readCredentialsDocument(file: string): Promise<{ document:
   }
   if (!isSeq(clusters)) throw new CredentialError('MALFORMED', `${file}: "clusters" must be a list`);
   return { document, clusters };
+}
+
+/** A YAML node for `value`, to put into the credentials document (a plain value would lose its block layout). */
+export function yamlNode(value: unknown): ReturnType<Document['createNode']> {
+  return new Document(value).contents as ReturnType<Document['createNode']>;
 }
 
 /** Replaces the credentials file whole with `document`: a 0600 file renamed over it, so no reader sees half of it. */

@@ -1,6 +1,6 @@
 import { isMap, type YAMLMap } from 'yaml';
 import type { SimulatedMember } from '../../kubeConnection.js';
-import { readCredentialsDocument, replaceCredentialsFile } from './credentialsFile.js';
+import { readCredentialsDocument, replaceCredentialsFile, yamlNode } from './credentialsFile.js';
 
 /** Marks the entries the embedded simulator writes, so that it replaces or removes its own and never a user's. */
 export const SIMULATED_MARK = { key: 'managedBy', value: 'rollplane-sim' } as const;
@@ -43,15 +43,13 @@ export async function writeSimulatedMembers(file: string, members: readonly Simu
     }
     wanted.delete(name);
     if (entry.get('kubeconfig') !== member.kubeconfig || JSON.stringify(entry.toJSON().labels ?? {}) !== JSON.stringify(member.labels)) {
-      entry.set('labels', document.createNode({ ...member.labels }));
+      entry.set('labels', yamlNode({ ...member.labels }));
       entry.set('kubeconfig', member.kubeconfig);
       result.written.push(name);
     }
   }
   for (const member of wanted.values()) {
-    clusters.add(
-      document.createNode({ name: member.name, labels: { ...member.labels }, [SIMULATED_MARK.key]: SIMULATED_MARK.value, kubeconfig: member.kubeconfig }),
-    );
+    clusters.add(yamlNode({ name: member.name, labels: { ...member.labels }, [SIMULATED_MARK.key]: SIMULATED_MARK.value, kubeconfig: member.kubeconfig }));
     result.written.push(member.name);
   }
   if (result.written.length === 0 && result.removed.length === 0) return result;
