@@ -11,7 +11,7 @@ import { MemberClusterSync } from '../../src/clusters/MemberClusterSync.js';
 import { MemberNetwork } from '../../src/clusters/memberNetwork.js';
 import { apiCredentialsInSecrets, apiSecretName } from '../../src/clusters/sources/apiCredentials.js';
 import { memberClusterSecrets } from '../../src/clusters/sources/secretSources.js';
-import type { MemberClusterAdmin } from '../../src/domain/clusters/MemberClusterAdmin.js';
+import { MemberClusterAdmin } from '../../src/domain/clusters/MemberClusterAdmin.js';
 import { MemberClusterRegistry } from '../../src/domain/clusters/MemberClusterRegistry.js';
 import { type Simulator, startSimulator } from '../../src/sim/index.js';
 import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
@@ -138,5 +138,34 @@ describe('API-registered member clusters kept as Secrets', () => {
     expect(await names()).toEqual(['by-hand:SECRET:{"team":"a"}', 'local:LOCAL:{}']);
     expect((await secrets()).map((s) => s.split(':')[0])).toEqual(['by-hand']);
     expect(connections.get('edge-1')).toBeUndefined();
+  });
+});
+
+describe('with nowhere to keep credentials', () => {
+  it('refuses to register (NOT_IMPLEMENTED, naming the settings) and changes nothing', async () => {
+    const own = mkdtempSync(path.join(os.tmpdir(), 'rollplane-cluster-admin-nowhere-'));
+    const db = await openSqliteDatabase(`file:${path.join(own, 'rollplane.db')}`);
+    try {
+      const registry = new MemberClusterRegistry(db.memberClusters);
+      const admin = new MemberClusterAdmin({
+        registry,
+        credentials: undefined,
+        checkKubeconfig: async () => {},
+        probe: async () => {
+          throw new Error('not probed');
+        },
+        sync: async () => ({ refused: [] }),
+        activeRolloutIds: async () => [],
+        size: () => 0,
+      });
+      await expect(admin.register({ name: 'edge-9', kubeconfig: 'x', labels: {}, verify: false })).rejects.toMatchObject({
+        code: 'NOT_IMPLEMENTED',
+        message: expect.stringContaining('ROLLPLANE_MEMBER_CLUSTER_SECRETS'),
+      });
+      expect(await registry.list()).toEqual([]);
+    } finally {
+      await db.close();
+      rmSync(own, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../../errors.js';
+import { AppError, ConflictError, ErrorCode, NotFoundError, ValidationError } from '../../errors.js';
 import { matchesLabelSelector, parseLabelSelector } from '../labelSelector.js';
 import { type MemberClusterRegistry, validateClusterLabels, validateClusterName } from './MemberClusterRegistry.js';
 import { type ClusterHealth, LOCAL_CLUSTER, type MemberClusterRecord } from './model.js';
@@ -182,8 +182,11 @@ export class MemberClusterAdmin {
   private credentialStore(): ApiCredentialStore {
     const store = this.ports.credentials;
     if (!store) {
-      throw new UnavailableError(
-        'rollplane has nowhere to keep member cluster credentials: set ROLLPLANE_MEMBER_CLUSTER_SECRETS (a namespace) or ROLLPLANE_MEMBER_CLUSTERS_FILE',
+      // Not UNAVAILABLE: that is retried by clients, and this deployment's settings will not change by retrying.
+      throw new AppError(
+        ErrorCode.NotImplemented,
+        'rollplane has nowhere to keep member cluster credentials here: set ROLLPLANE_MEMBER_CLUSTER_SECRETS (a namespace) or ROLLPLANE_MEMBER_CLUSTERS_FILE',
+        { details: { feature: 'registering member clusters through the API' } },
       );
     }
     return store;
