@@ -50,7 +50,7 @@ function redact(value: unknown): unknown {
           break;
         }
         const child = (v as Record<string, unknown>)[key];
-        out[key] = SECRET_KEYS.test(key) && typeof child === 'string' ? '[redacted]' : copy(child, depth + 1);
+        out[key] = SECRET_KEYS.test(key) ? '[redacted]' : copy(child, depth + 1);
       }
       return out;
     }

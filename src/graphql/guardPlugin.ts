@@ -38,6 +38,7 @@ export function guardPlugin(options: GuardOptions & { audit: AuditLog; logger: L
             // Parsed but invalid, or no operation could be chosen: audited when it names mutations.
             await auditUnresolvedMutation(
               options.audit,
+              options.schema,
               options.mutationLimiter,
               {
                 document: rc.document,
@@ -54,6 +55,7 @@ export function guardPlugin(options: GuardOptions & { audit: AuditLog; logger: L
           }
           await auditMutation(
             options.audit,
+            options.schema,
             {
               principal: rc.contextValue.principal,
               sourceAddress: rc.contextValue.sourceAddress,

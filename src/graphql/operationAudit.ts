@@ -1,4 +1,4 @@
-import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { Kind, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { RateLimiter } from '../auth/RateLimiter.js';
 import { principalName, type Principal } from '../auth/roles.js';
 import type { AuditLog } from '../domain/AuditLog.js';
@@ -35,12 +35,12 @@ const NOT_AUDITED = new Set<string>([ErrorCode.Unauthenticated, ErrorCode.RateLi
  * The one audit path for mutations, used by the Apollo plugin (HTTP) and the graphql-ws server (WebSocket): every
  * mutation that was authenticated and not rate-limited is an entry, accepted or refused, naming the root fields it ran.
  */
-export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, logger: Logger): Promise<void> {
+export async function auditMutation(audit: AuditLog, schema: GraphQLSchema, outcome: MutationOutcome, logger: Logger): Promise<void> {
   if (outcome.operation.operation !== 'mutation') return;
   const first = outcome.errors[0];
   const result = first ? errorCodeOf(first) : 'OK';
   if (NOT_AUDITED.has(result)) return;
-  const { source, variables } = redactSecrets(outcome.operation, outcome.source, outcome.variables);
+  const { source, variables } = redactSecrets(outcome.source, outcome.variables, { schema, operation: outcome.operation });
   await audit
     .record({
       actor: principalName(outcome.principal),
@@ -48,7 +48,7 @@ export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, l
       operation: outcome.fields.join(',') || (outcome.operation.name?.value ?? 'mutation'),
       input: { operation: source.slice(0, MAX_OPERATION_CHARS), variables },
       result,
-      message: first ? redactMessage(first.message, outcome.operation, outcome.variables) : null,
+      message: first ? redactMessage(first.message, outcome.source, outcome.variables) : null,
       sourceAddr: outcome.sourceAddress,
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not write the audit entry'));
@@ -62,6 +62,7 @@ export async function auditMutation(audit: AuditLog, outcome: MutationOutcome, l
  */
 export async function auditUnresolvedMutation(
   audit: AuditLog,
+  schema: GraphQLSchema,
   mutationLimiter: RateLimiter,
   attempt: Omit<MutationOutcome, 'operation' | 'fields'> & { document: DocumentNode; operationName: string | null | undefined },
   logger: Logger,
@@ -74,5 +75,5 @@ export async function auditUnresolvedMutation(
   if (!first) return;
   if ((await mutationLimiter.take(callerKey(attempt.principal))) > 0) return;
   const fields = [...new Set(mutations.flatMap((operation) => rootFieldsOf(attempt.document, operation)))];
-  await auditMutation(audit, { ...attempt, operation: first, fields }, logger);
+  await auditMutation(audit, schema, { ...attempt, operation: first, fields }, logger);
 }

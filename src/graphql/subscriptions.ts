@@ -341,7 +341,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         const sourceAddress = ctx.extra.request.socket.remoteAddress ?? null;
         const refuseUnresolved = async (errors: GraphQLError[]) => {
           const attempt = { document, operationName: payload.operationName, principal, sourceAddress, source: payload.query, variables, errors };
-          await auditUnresolvedMutation(options.audit, options.guard.mutationLimiter, attempt, logger);
+          await auditUnresolvedMutation(options.audit, options.schema, options.guard.mutationLimiter, attempt, logger);
           return errors;
         };
         const validationErrors = validate(options.schema, document);
@@ -375,6 +375,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           countOperation(metrics, operation.operation, verdict.fields, codeOf([verdict.error]), 'ws');
           await auditMutation(
             options.audit,
+            options.schema,
             { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] },
             logger,
           );
@@ -414,6 +415,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
         const principal = ctx.extra.principal!;
         await auditMutation(
           options.audit,
+          options.schema,
           {
             principal,
             sourceAddress: ctx.extra.request.socket.remoteAddress ?? null,

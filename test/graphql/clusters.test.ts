@@ -270,6 +270,43 @@ describe('clusters over GraphQL', () => {
     expect((parse(readFileSync(file(), 'utf8')) as { clusters: { name: string }[] }).clusters.map((c) => c.name)).toEqual(['by-hand', 'edge-a']);
   });
 
+  it('keeps the kubeconfig out of the audit log however the document carries it (attack 14, F1)', async () => {
+    const kc = JSON.stringify(kubeconfigOf('edge-b'));
+    const before = await registry();
+    const shapes: [string, Record<string, unknown>?][] = [
+      // A named fragment carries its own arguments; the chosen operation holds none.
+      [`mutation { ...F } fragment F on Mutation { registerCluster(input: { name: "Not A Name", kubeconfig: ${kc} }) { name } }`],
+      // A variable's default value, bound to the kubeconfig.
+      [`mutation($k: String! = ${kc}) { registerCluster(input: { name: "Not A Name", kubeconfig: $k }) { name } }`],
+      // A variable the document never declares.
+      [REGISTER, { input: { name: 'Not A Name', kubeconfig: 'apiVersion: v1' }, unused: kc }],
+      // Values GraphQL refuses: an unknown field, a wrong type, a list.
+      [REGISTER, { input: { name: 'edge-c', kubeconfig: 'apiVersion: v1', other: kc } }],
+      [REGISTER, { input: { name: 'edge-c', kubeconfig: { nested: kc } } }],
+      [REGISTER, { input: { name: 'edge-c', kubeconfig: [kc] } }],
+    ];
+    for (const token of [ADMIN, viewer]) {
+      for (const [query, variables] of shapes) {
+        const res = await call(query, variables, token);
+        expect(res.errors?.[0]?.extensions?.code, query).toMatch(/^(BAD_USER_INPUT|FORBIDDEN)$/);
+        // GraphQL's refusal of a variable quotes it back to the caller who sent it; what is scanned is what is kept.
+        responses.pop();
+      }
+    }
+    expect(await registry()).toEqual(before);
+    const prisma = await openTestPrisma(path.join(dir, 'rollplane.db'));
+    try {
+      const entries = await prisma.auditEntry.findMany({ orderBy: { id: 'desc' }, take: shapes.length * 2 });
+      expect(entries).toHaveLength(shapes.length * 2);
+      expect(JSON.stringify(entries)).not.toContain(PLANTED);
+      // What the entries keep instead: the redaction marker, and which variable GraphQL refused.
+      expect(JSON.stringify(entries)).toContain('[redacted]');
+      expect(entries.map((e) => e.message).join('\n')).toContain('got an invalid value (the value and');
+    } finally {
+      await prisma.$disconnect();
+    }
+  });
+
   it('never puts the planted token in a response, a log line, the audit log, the database or /metrics', async () => {
     const prisma = await openTestPrisma(path.join(dir, 'rollplane.db'));
     try {
