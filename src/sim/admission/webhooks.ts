@@ -215,9 +215,29 @@ function reach(store: Pick<ObjectStore, 'get' | 'list'>, namespace: string, name
   if (!ports.some((p) => p.port === port)) return `no service port ${port} found for service "${name}"`;
   const selector = (svc.spec?.selector ?? {}) as Record<string, string>;
   // The EndpointSlice controller's view: Ready pods, not terminating, whose labels the selector matches.
-  const ready = Object.keys(selector).length > 0 && store.list(Resources.pods, namespace).some((pod) => isReadyEndpoint(pod, selector));
-  return ready ? undefined : `no endpoints available for service "${name}"`;
+  if (Object.keys(selector).length === 0) return `no endpoints available for service "${name}"`;
+  // Whether one exists, not which: the endpoint found last time, while it still is one, answers without a scan of
+  // every pod in the namespace (there the vm-dhcp agents live: a scan per IPPool write was quadratic in pools).
+  let found = lastEndpoint.get(store);
+  if (!found) {
+    found = new Map();
+    lastEndpoint.set(store, found);
+  }
+  const key = `${namespace}/${name}`;
+  const last = found.get(key);
+  const lastPod = last === undefined ? undefined : store.get(Resources.pods, namespace, last);
+  if (lastPod && isReadyEndpoint(lastPod, selector)) return undefined;
+  const endpoint = store.list(Resources.pods, namespace).find((pod) => isReadyEndpoint(pod, selector));
+  if (endpoint) {
+    found.set(key, endpoint.metadata.name);
+    return undefined;
+  }
+  found.delete(key);
+  return `no endpoints available for service "${name}"`;
 }
+
+/** store → `namespace/service` → the name of the pod last found serving it (see `reach`). */
+const lastEndpoint = new WeakMap<object, Map<string, string>>();
 
 function isReadyEndpoint(pod: KubeObject, selector: Record<string, string>): boolean {
   if (pod.metadata.deletionTimestamp) return false;

@@ -137,6 +137,45 @@ describe('validating admission webhooks', () => {
     expect(await stored()).toBe('5');
   });
 
+  it('follows the endpoints from one write to the next: the serving pod going unready, away or out of the selector, another one taking over', async () => {
+    await backend(true);
+    await register();
+    await patchCm('2');
+    const readiness = (name: string, ready: boolean) =>
+      sim.store.update(
+        Resources.pods,
+        {
+          ...structuredClone(sim.store.get(Resources.pods, NS, name)!),
+          status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+        },
+        'status',
+      );
+    const noEndpoints = async () => {
+      const status = await expectStatus(patchCm('x'), 500, 'InternalError');
+      expect(status.message).toContain('no endpoints available for service "guard"');
+    };
+    readiness('guard-0', false);
+    await noEndpoints();
+    sim.store.create(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'guard-1', namespace: NS, labels: { app: 'guard' } },
+      spec: { containers: [{ name: 'guard', image: 'guard:1' }] },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    await patchCm('3');
+    readiness('guard-0', true);
+    // The pod that served last is deleted: the other one still serves.
+    sim.store.delete(Resources.pods, NS, 'guard-1');
+    await patchCm('4');
+    // Its labels no longer match the selector.
+    const pod = structuredClone(sim.store.get(Resources.pods, NS, 'guard-0')!);
+    sim.store.update(Resources.pods, { ...pod, metadata: { ...pod.metadata, labels: { app: 'other' } } });
+    await noEndpoints();
+    expect(await stored()).toBe('4');
+    expect(calls).toHaveLength(3);
+  });
+
   it('matches rules by resource, subresource and object selector', async () => {
     await backend(true);
     answer = () => ({ allowed: false, status: { message: 'no' } });

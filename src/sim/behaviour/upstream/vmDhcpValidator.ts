@@ -133,23 +133,43 @@ function checkCIDR(cidr: string, net: Net, serviceCIDR: string): string | undefi
 function checkCIDRFromNodes(store: Pick<ObjectStore, 'list' | 'resourceType'>, cidr: string, net: Net): string | undefined {
   const nodes = store.resourceType('', 'nodes');
   for (const node of nodes ? store.list(nodes) : []) {
-    const name = node.metadata.name;
-    const annotations = node.metadata.annotations;
-    if (!annotations) return `service CIDR not found for node ${name}`;
-    const raw = annotations['rke2.io/node-args'];
-    if (raw === undefined) return `annotation rke2.io/node-args not found for node ${name}`;
-    let args: unknown;
-    try {
-      args = JSON.parse(raw);
-    } catch (error) {
-      return (error as Error).message;
-    }
-    const list = Array.isArray(args) ? args.map(String) : [];
-    const at = list.indexOf('--service-cidr');
-    if (at < 0 || at + 1 >= list.length) return `serviceCIDR not found for node ${name}`;
-    const svc = loadCIDR(list[at + 1]!);
+    const svc = nodeServiceCIDR(node);
     if (typeof svc === 'string') return svc;
-    if (overlaps(net, svc)) return `cidr ${cidr} overlaps service cidr ${list[at + 1]}`;
+    if (overlaps(net, svc.net)) return `cidr ${cidr} overlaps service cidr ${svc.text}`;
   }
   return undefined;
+}
+
+/**
+ * A node's service CIDR as v0.3.0 reads it from `rke2.io/node-args`, or the error it returns. Kept per stored node
+ * version (never modified): each IPPool write reads every node, and parsing them all again was quadratic in pools.
+ */
+const serviceCIDRs = new WeakMap<KubeObject, { net: Net; text: string } | string>();
+
+function nodeServiceCIDR(node: KubeObject): { net: Net; text: string } | string {
+  let svc = serviceCIDRs.get(node);
+  if (svc === undefined) {
+    svc = parseNodeServiceCIDR(node);
+    serviceCIDRs.set(node, svc);
+  }
+  return svc;
+}
+
+function parseNodeServiceCIDR(node: KubeObject): { net: Net; text: string } | string {
+  const name = node.metadata.name;
+  const annotations = node.metadata.annotations;
+  if (!annotations) return `service CIDR not found for node ${name}`;
+  const raw = annotations['rke2.io/node-args'];
+  if (raw === undefined) return `annotation rke2.io/node-args not found for node ${name}`;
+  let args: unknown;
+  try {
+    args = JSON.parse(raw);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  const list = Array.isArray(args) ? args.map(String) : [];
+  const at = list.indexOf('--service-cidr');
+  if (at < 0 || at + 1 >= list.length) return `serviceCIDR not found for node ${name}`;
+  const svc = loadCIDR(list[at + 1]!);
+  return typeof svc === 'string' ? svc : { net: svc, text: list[at + 1]! };
 }
