@@ -80,10 +80,13 @@ export interface WriteOptions {
   onUnknownFields?: (paths: string[]) => void;
   /**
    * The caller hands the input over: the store keeps it instead of a deep copy (the same checks run on it; only the
-   * copy is saved). The input's own object and its `metadata` must be fresh (the store sets fields on them); below
-   * that, it may share parts with stored versions, which never change (frozen in the test suite), as long as the type
-   * is built in (a custom type's schema prunes and defaults in place). The API writer hands over what it parsed from
-   * the request body; the built-in kubelet and scheduler hand over the pods they write.
+   * copy is saved). The input's own object and its `metadata` must be fresh (the store sets fields on them), and so
+   * must every part the caller changed; the rest may be shared with the stored version, which never changes (frozen in
+   * the test suite). A custom type's schema prunes and defaults in place, which leaves a stored part as it is only
+   * under the schema it was normalized by: an update of a custom type through another version than its storage one,
+   * or onto an object stored in another version, is copied anyway (MemoryStore's mayKeepHandedOver). The API writer
+   * hands over what it parsed from a request body and what a patch made of the stored version; the built-in kubelet
+   * and scheduler the pods they write; the simulated vm-dhcp-controller the statuses its handlers write.
    */
   handOver?: boolean;
 }

@@ -177,9 +177,9 @@ export class ResourceWriter {
     if (managed) next.metadata.managedFields = managed;
     else delete next.metadata.managedFields;
     const fields = unknownFields(r, how);
-    // A decoded body was parsed from this request alone (a patched one shares the stored object's frozen parts).
-    const options = how === 'decode' ? { ...fields.options, handOver: true } : fields.options;
-    return fields.result(200, this.store.update(r.type, next, r.subresource, options));
+    // A decoded body was parsed from this request alone; a patched one is fresh where the patch changed it (and at its
+    // root and metadata) and shares the stored version's immutable parts elsewhere: both may be kept as they are.
+    return fields.result(200, this.store.update(r.type, next, r.subresource, { ...fields.options, handOver: true }));
   }
 
   private existing(r: ResourceRequest): KubeObject {

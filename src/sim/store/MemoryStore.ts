@@ -288,19 +288,20 @@ export class MemoryStore implements WatchableStore {
       throw conflict(type.plural, meta.name, 'the object has been modified; please apply your changes to the latest version and try again', type.group);
     }
 
+    const keep = options?.handOver === true && mayKeepHandedOver(state, type, existing);
     let next: KubeObject;
     if (subresource === 'status') {
       if (!hasStatus(type)) throw new SimApiError(404, 'NotFound', `${type.plural} has no status subresource`);
       next = { ...existing, metadata: { ...existing.metadata } };
       if (type.custom) next.apiVersion = apiVersionOf(type);
       if (input.status === undefined) delete next.status;
-      else next.status = options?.handOver ? input.status : deepClone(input.status);
-      if (meta.managedFields !== undefined) next.metadata.managedFields = deepClone(meta.managedFields);
+      else next.status = keep ? input.status : deepClone(input.status);
+      if (meta.managedFields !== undefined) next.metadata.managedFields = keep ? meta.managedFields : deepClone(meta.managedFields);
     } else if (subresource !== undefined && !(subresource === 'binding' && type === Resources.pods)) {
       // pods/binding is the in-process scheduler's bind: a main-resource write that admission limits to spec.nodeName.
       throw new SimApiError(404, 'NotFound', `${type.plural} has no ${subresource} subresource`);
     } else {
-      next = options?.handOver ? input : deepClone(input);
+      next = keep ? input : deepClone(input);
       this.checkTypeMeta(type, next);
       const m = next.metadata;
       const old = existing.metadata;
@@ -785,6 +786,16 @@ export class MemoryStore implements WatchableStore {
       type.group,
     );
   }
+}
+
+/**
+ * Whether an update may keep the input handed over (WriteOptions.handOver) instead of copying it. Its parts shared
+ * with stored versions are normalized already, so the schema's in-place pruning, null dropping and defaulting leave
+ * them as they are — when the schema is the one they were normalized by: a built-in type has none; a custom type's
+ * write must go through its storage version onto an object stored in that version. Anything else is copied.
+ */
+function mayKeepHandedOver(state: TypeState, type: ResourceType, existing: KubeObject): boolean {
+  return !type.custom || (type === state.type && existing.apiVersion === apiVersionOf(state.type));
 }
 
 function newState(type: ResourceType, key: string): TypeState {

@@ -1,4 +1,4 @@
-import { deepClone, deepEqual } from '../../store/objects.js';
+import { deepEqual, isPlainObject } from '../../store/objects.js';
 import type { KubeObject, ResourceType, StoreEvent } from '../../types.js';
 import type { Controller } from '../ControllerRuntime.js';
 import type { BehaviourContext } from '../context.js';
@@ -374,7 +374,7 @@ export class VmDhcpController implements Controller {
     const network = String(pool.spec?.networkName ?? '');
     const labelled = this.ensureNadLabels(pool);
     if (labelled) return [pool, labelled];
-    const status: Status = deepClone(pool.status ?? {});
+    const status = workingCopy(pool.status);
     const now = this.now();
     if (pool.spec?.paused === true) {
       const failed = this.cleanup(pool);
@@ -463,10 +463,10 @@ export class VmDhcpController implements Controller {
     cond: string,
     handler: (pool: KubeObject, status: Status) => HandlerResult,
   ): [KubeObject, Error | undefined] {
-    // The stored status never changes: compared as it is; only the handler's working copy is cloned.
+    // The stored status never changes: compared as it is; the handler gets a working copy of the parts it may change.
     const original: Status = pool.status ?? {};
-    let [status, error] = handler(pool, deepClone(original));
-    if (error) status = deepClone(original);
+    let [status, error] = handler(pool, workingCopy(original));
+    if (error) status = workingCopy(original);
     const now = this.now();
     const conflict = (error as { code?: number } | undefined)?.code === 409;
     setError(status, cond, conflict ? undefined : error, now);
@@ -478,7 +478,11 @@ export class VmDhcpController implements Controller {
 
   private writeIfChanged(type: ResourceType, pool: KubeObject, status: Status): [KubeObject, Error | undefined] {
     if (deepEqual(status, pool.status ?? {})) return [pool, undefined];
-    return this.write(() => this.ctx.store.update(type, { ...pool, status }, type.subresources.includes('status') ? 'status' : undefined), pool);
+    // Handed over: `status` is this sync's own working copy (workingCopy) over the stored version's immutable parts.
+    return this.write(
+      () => this.ctx.store.update(type, { ...pool, status }, type.subresources.includes('status') ? 'status' : undefined, { handOver: true }),
+      pool,
+    );
   }
 
   private write(fn: () => KubeObject, fallback: KubeObject): [KubeObject, Error | undefined] {
@@ -554,9 +558,17 @@ export class VmDhcpController implements Controller {
   }
 }
 
+/** Signatures by stored pod version (never modified): asked on every sync, the same pod leading through all of them. */
+const signatures = new WeakMap<KubeObject, string>();
+
 /** What identifies one run of the controller process: the pod it runs in and that pod's containers (args, env, image). */
 function podSignature(pod: KubeObject): string {
-  return `${pod.metadata.uid}\u0000${JSON.stringify(pod.spec?.containers ?? [])}`;
+  let signature = signatures.get(pod);
+  if (signature === undefined) {
+    signature = `${pod.metadata.uid}\u0000${JSON.stringify(pod.spec?.containers ?? [])}`;
+    signatures.set(pod, signature);
+  }
+  return signature;
 }
 
 /** A pod of the chart's controller Deployment (its template carries the chart's labels). */
@@ -585,6 +597,20 @@ function withPodDefaults(pod: KubeObject): KubeObject {
     spec: { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', ...pod.spec },
     status: { phase: 'Pending' },
   };
+}
+
+/**
+ * What a sync may change of a pool's status, copied; the rest shared with the stored version. The handlers and OnChange
+ * set top-level fields, `agentPodRef`'s fields and conditions' fields, and replace `ipv4` whole; everything below
+ * (`ipv4.allocated`, which grows with the pool's leases) is only read. A deep copy of all of it per handler was most of
+ * the simulator's time beside rollplane (ADR 0053). The test suite freezes stored versions, so a sync mutating a shared
+ * part would throw there.
+ */
+function workingCopy(stored: Status | undefined): Status {
+  const status: Status = { ...stored };
+  if (isPlainObject(status.agentPodRef)) status.agentPodRef = { ...status.agentPodRef };
+  if (Array.isArray(status.conditions)) status.conditions = status.conditions.map((c: unknown) => (isPlainObject(c) ? { ...c } : c));
+  return status;
 }
 
 // --- wrangler's condition package over plain JSON (genericcondition.GenericCondition) ---------------------------
