@@ -125,6 +125,17 @@ async function runOnce({ pools, budget, postgresUrl, inline, upstream, maxUnavai
         }
       });
     });
+    const traceStart = { at: 0 };
+    const trace = new Map<string, number[]>();
+    if (process.env.AGENT_BENCH_TRACE) {
+      app.bus.subscribe((event) => {
+        const key = event.type === 'TargetStateChanged' ? `Target→${String(event.payload.to)}` : event.type;
+        const bucket = Math.floor((Date.now() - traceStart.at) / 250);
+        const counts = trace.get(key) ?? [];
+        counts[bucket] = (counts[bucket] ?? 0) + 1;
+        trace.set(key, counts);
+      });
+    }
     await sim.start(`${profileName}-sim`);
     const allNew = sim.podsOnImage(NEW, pools);
     await profiler.start();
@@ -133,6 +144,7 @@ async function runOnce({ pools, budget, postgresUrl, inline, upstream, maxUnavai
     sample();
     const cpu = process.cpuUsage();
     const started = Date.now();
+    traceStart.at = started;
     const progress = setInterval(() => {
       const queues = app.domain
         .workQueues()
@@ -153,6 +165,7 @@ async function runOnce({ pools, budget, postgresUrl, inline, upstream, maxUnavai
     if (profile) process.stderr.write(`  CPU profile of the rollout: ${profile}\n`);
     if (state !== 'SUCCEEDED') throw new Error(`rollout ended ${state}`);
     const allNewAt = await allNew;
+    for (const [key, counts] of trace) process.stderr.write(`  trace ${key}: ${Array.from(counts, (n) => n ?? 0).join(' ')}\n`);
     const simStats = await sim.stats();
     if (simStats.profile) process.stderr.write(`  CPU profile of the simulator: ${simStats.profile}\n`);
     const totalWrites = Object.values(simStats.writes).reduce((a, b) => a + b, 0);
