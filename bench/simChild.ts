@@ -128,7 +128,7 @@ async function instrumentedSimulator(options: SimChildOptions) {
   let peakRss = 0;
   let tracker: AgentTracker | undefined;
   let untrack: (() => void) | undefined;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100);
   sampler.unref();
   const sim = await startSimulator({
     fleet: options.fleet,
@@ -160,7 +160,7 @@ async function instrumentedSimulator(options: SimChildOptions) {
       requests = 0;
       writes = {};
       cpu = process.cpuUsage();
-      peakRss = process.memoryUsage().rss;
+      peakRss = process.memoryUsage.rss();
     },
     podsOnImage(image: string, count: number): Promise<number> {
       const isOn = (pod: KubeObject) =>
