@@ -64,6 +64,9 @@ export function parseLabelSelector(text: string, field: string): Requirement[] {
         skipSpace();
         if (text[pos] !== '(') fail(`expected "(" after ${op}`, pos);
         pos++;
+        skipSpace();
+        // As Kubernetes: `in ()` selects nothing and `notin ()` everything, which no one means.
+        if (text[pos] === ')') fail(`the values of ${op} cannot be empty`, pos);
         const values: string[] = [];
         for (;;) {
           skipSpace();

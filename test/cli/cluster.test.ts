@@ -88,6 +88,9 @@ describe('rollplane cluster', () => {
     const expectations: [string[], number, RegExp, string?][] = [
       [['add', 'edge-2', '--kubeconfig', path.join(dir, 'broken.kubeconfig')], 2, /not valid YAML \(line \d+\).*\[BAD_USER_INPUT\]/],
       [['add', 'edge-2', '--kubeconfig', path.join(dir, 'missing.kubeconfig')], 2, /--kubeconfig: .*missing\.kubeconfig cannot be read \(ENOENT\)/],
+      // A device never ends and a directory holds nothing (attack 14, F10): refused before any read.
+      [['add', 'edge-2', '--kubeconfig', '/dev/zero'], 2, /--kubeconfig: \/dev\/zero is not a regular file/],
+      [['add', 'edge-2', '--kubeconfig', dir], 2, /--kubeconfig: .* is not a regular file/],
       [['add', 'Not_A_Name', '--kubeconfig', path.join(dir, 'edge-1.kubeconfig')], 2, /DNS-1123|name/],
       [['add', 'local', '--kubeconfig', path.join(dir, 'edge-1.kubeconfig')], 1, /\[CONFLICT\]/],
       [['list', '--selector', 'env in (prod'], 2, /at position 12.*\[BAD_USER_INPUT\]/],

@@ -113,6 +113,8 @@ describe('clusters over GraphQL', () => {
       },
     });
     expect(res.errors).toBeUndefined();
+    // Verified at registration: the answer says READY with the version it saw, not CONNECTING (attack 14, F6).
+    expect(res.data.registerCluster.health).toMatchObject({ state: 'READY', serverVersion: expect.stringMatching(/^v1\./) });
     expect(res.data.registerCluster).toMatchObject({
       name: 'edge-a',
       source: 'API',
@@ -137,6 +139,10 @@ describe('clusters over GraphQL', () => {
     const bad = await call('{ clusters(selector: "env=prod,region in (eu") { name } }');
     expect(bad.errors![0]!.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'selector', position: 22 });
     expect(bad.errors![0]!.message).toContain('at position 22');
+    // As Kubernetes: an empty set of values is refused, not read as the one empty value (attack 14, F9).
+    const empty = await call('{ clusters(selector: "tier in ()") { name } }');
+    expect(empty.errors![0]!.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'selector', position: 9 });
+    expect(empty.errors![0]!.message).toContain('the values of in cannot be empty');
   });
 
   it('refuses bad registrations with a clear code and changes nothing (registry and file unchanged)', async () => {
@@ -162,6 +168,8 @@ describe('clusters over GraphQL', () => {
       [{ name: 'edge-b', kubeconfig: denied }, 'BAD_USER_INPUT', /ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS/],
       [{ name: 'edge-b', kubeconfig: kc, labels: [{ key: 'rollplane.io/capi-namespace', value: 'x' }] }, 'BAD_USER_INPUT', /rollplane's own/],
       [{ name: 'edge-b', kubeconfig: kc, labels: [{ key: 'env', value: 'not valid!' }] }, 'BAD_USER_INPUT', /label "env"/],
+      // Refused as the bad key it is, not dropped by a prototype setter (attack 14, F7).
+      [{ name: 'edge-b', kubeconfig: kc, labels: [{ key: '__proto__', value: 'bad value!' }] }, 'BAD_USER_INPUT', /label key "__proto__"/],
     ];
     for (const [input, code, message] of cases) {
       const res = await call(REGISTER, { input });
@@ -223,6 +231,16 @@ describe('clusters over GraphQL', () => {
     }
     expect(await registry()).toEqual(before.registry);
     expect(readFileSync(file(), 'utf8')).toBe(before.file);
+    // Keys to remove are label keys too (attack 14, F7 and F9): refused, and nothing changes.
+    const labelsBefore = await registry();
+    for (const mutation of [
+      'mutation { updateClusterLabels(name: "edge-a", labels: [], remove: ["bad key!"]) { name } }',
+      'mutation { updateClusterLabels(name: "edge-a", labels: [{ key: "__proto__", value: "x" }]) { name } }',
+    ]) {
+      const refused = await call(mutation);
+      expect(refused.errors![0]!.extensions!.code, mutation).toBe('BAD_USER_INPUT');
+    }
+    expect(await registry()).toEqual(labelsBefore);
     expect((await call('mutation { deregisterCluster(name: "local") { name } }')).errors![0]!.extensions!.code).toBe('CONFLICT');
     expect((await call('mutation { deregisterCluster(name: "nope") { name } }')).errors![0]!.extensions!.code).toBe('NOT_FOUND');
   });

@@ -34,8 +34,12 @@ function labelChange(raw: string): { key: string; value: string | null } {
 async function readKubeconfig(file: string): Promise<string> {
   let size: number;
   try {
-    size = (await stat(file)).size;
+    const info = await stat(file);
+    // A directory, a device (/dev/zero never ends), a socket: none holds a kubeconfig.
+    if (!info.isFile()) throw new ValidationError('--kubeconfig', `${file} is not a regular file`);
+    size = info.size;
   } catch (error) {
+    if (error instanceof ValidationError) throw error;
     throw new ValidationError('--kubeconfig', `${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   if (size > MAX_KUBECONFIG_BYTES) throw new ValidationError('--kubeconfig', `${file} is larger than ${MAX_KUBECONFIG_BYTES} bytes`);

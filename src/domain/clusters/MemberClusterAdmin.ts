@@ -101,8 +101,10 @@ export class MemberClusterAdmin {
         throw new ConflictError(`member cluster "${input.name}" is registered already (${ownerOf(existing)})`, { details: { source: existing.source } });
       const credentials = this.credentialStore();
       await this.ports.checkKubeconfig(input.kubeconfig, 'input.kubeconfig');
+      let verified: ClusterHealth | undefined;
       if (input.verify) {
         const health = await this.ports.probe(input.name, input.kubeconfig);
+        verified = health;
         if (health.state !== 'READY') {
           throw new ValidationError(
             'input.verify',
@@ -114,7 +116,13 @@ export class MemberClusterAdmin {
       await credentials.add({ name: input.name, labels: input.labels, kubeconfig: input.kubeconfig });
       const pass = await this.ports.sync();
       const record = await this.ports.registry.find(input.name);
-      if (record?.source === 'API') return record;
+      if (record?.source === 'API') {
+        // Verified just now: the answer says so, rather than CONNECTING until the new connection's first probe.
+        if (verified && record.health.state === 'CONNECTING' && (await this.ports.registry.recordHealth(input.name, verified))) {
+          return (await this.ports.registry.find(input.name)) ?? record;
+        }
+        return record;
+      }
       // The sources' pass did not register it (another source took the name meanwhile): take the entry out again.
       await credentials.remove(input.name);
       await this.ports.sync();
@@ -133,6 +141,7 @@ export class MemberClusterAdmin {
         delete labels[key];
       }
       validateApiLabels(set, 'labels');
+      validateClusterLabels(Object.fromEntries(remove.map((key) => [key, ''])), 'remove');
       validateClusterLabels(labels, 'labels');
       if (record.source === 'LOCAL') {
         // `local`'s labels live in its row (it has no credentials to keep elsewhere), kept across restarts (ADR 0056).

@@ -44,7 +44,8 @@ function admin(ctx: GraphQLContext): MemberClusterAdmin {
 
 /** `[{ key, value }]` → a map; a key given twice is refused (which value would win is not the caller's to guess). */
 function labelsFrom(list: readonly ClusterLabelInput[] | null | undefined, field: string): Record<string, string> {
-  const labels: Record<string, string> = {};
+  // No prototype: a key `__proto__` is then a key like any other, and refused as one (not silently dropped).
+  const labels: Record<string, string> = Object.create(null);
   for (const { key, value } of list ?? []) {
     if (Object.hasOwn(labels, key)) throw new ValidationError(field, `label "${key}" is given twice`);
     labels[key] = value;
