@@ -72,9 +72,11 @@ export interface EngineState {
 }
 
 /** One target of a rollout: the stored row, with the domain's types for its kind and state. */
-export interface RolloutTarget extends Omit<TargetRow, 'kind' | 'state' | 'updatedAt'> {
+export interface RolloutTarget extends Omit<TargetRow, 'kind' | 'state' | 'updatedAt' | 'cluster'> {
   kind: RolloutKind;
   state: TargetState;
+  /** The member cluster the target is in; absent: `local` (ADR 0054; the store always says). */
+  cluster?: string;
 }
 
 export interface Progress {

@@ -1,4 +1,5 @@
 /** History event types and shapes. The domain's vocabulary; no GraphQL or Kubernetes types here. */
+import { LOCAL_CLUSTER } from './clusters/model.js';
 import type { EventPayload } from './eventPayloads.js';
 
 export const EventType = {
@@ -26,6 +27,11 @@ export interface NewEventOf<T extends EventType> {
   kind?: RolloutKind | null;
   namespace?: string | null;
   name?: string | null;
+  /**
+   * The member cluster of the object the event is about (ADR 0054). Absent: `local` when the event names an object
+   * (`name`), none otherwise (see clusterOfEvent).
+   */
+  cluster?: string | null;
   payload: EventPayload<T>;
 }
 
@@ -40,6 +46,11 @@ export interface StoredEvent {
   kind: RolloutKind | null;
   namespace: string | null;
   name: string | null;
+  /**
+   * The member cluster of the object the event is about; null for an event about no one object (ADR 0054). Every
+   * event the stores return has it; absent (an event built by hand) reads as clusterOfEvent says.
+   */
+  cluster?: string | null;
   payload: Record<string, unknown>;
   createdAt: Date;
 }
@@ -51,6 +62,8 @@ export interface EventFilter {
   kind?: RolloutKind;
   namespace?: string;
   name?: string;
+  /** The member cluster of the object the event is about. */
+  cluster?: string;
   since?: Date;
 }
 
@@ -60,6 +73,17 @@ export function matchesFilter(event: StoredEvent, filter: EventFilter): boolean 
   if (filter.kind !== undefined && event.kind !== filter.kind) return false;
   if (filter.namespace !== undefined && event.namespace !== filter.namespace) return false;
   if (filter.name !== undefined && event.name !== filter.name) return false;
+  if (filter.cluster !== undefined && clusterOfEvent(event) !== filter.cluster) return false;
   if (filter.since !== undefined && event.createdAt < filter.since) return false;
   return true;
+}
+
+/**
+ * The cluster an event is stored with: the one it names, else `local` when it is about an object (every writer that
+ * predates member clusters drove `local` only), else none (a rollout's own events: a rollout may span clusters).
+ * The migration 20261208100000_cluster_key filled the events written before by the same rule.
+ */
+export function clusterOfEvent(event: { cluster?: string | null; name?: string | null }): string | null {
+  if (event.cluster !== undefined) return event.cluster;
+  return event.name != null ? LOCAL_CLUSTER : null;
 }

@@ -76,19 +76,23 @@ export interface TargetRow {
   admittedAt: Date | null;
   finishedAt: Date | null;
   updatedAt: Date;
+  /** The member cluster the target is in (ADR 0054). */
+  cluster: string;
 }
 
 export type NewRolloutRow = Omit<RolloutRow, 'state' | 'message' | 'engineState' | 'createdAt' | 'updatedAt' | 'startedAt' | 'finishedAt'>;
 
-export type NewTargetRow = Omit<TargetRow, 'attempts' | 'error' | 'admittedAt' | 'updatedAt'>;
+/** `cluster` absent: `local` (every caller that predates member clusters). */
+export type NewTargetRow = Omit<TargetRow, 'attempts' | 'error' | 'admittedAt' | 'updatedAt' | 'cluster'> & { cluster?: string };
 
 export interface RevisionRow {
   n: number;
   version: string;
 }
 
-/** The InFlightChange table (see prisma/models/history.prisma): one row of work in flight per (kind, namespace, name). */
+/** The InFlightChange table (see prisma/models/history.prisma): one row of work in flight per (cluster, kind, namespace, name). */
 export interface InFlightRow {
+  cluster: string;
   kind: string;
   namespace: string;
   name: string;
@@ -142,6 +146,8 @@ export interface RevisionEntry {
 /** A target of an active rollout (the overlap rule of RolloutLauncher). */
 export interface CoveredTarget {
   rolloutId: string;
+  /** Absent: `local` (the stores always say). */
+  cluster?: string;
   namespace: string;
   name: string;
 }
@@ -161,13 +167,16 @@ export interface CoveredTarget {
 
 export type RolloutStateChange = { state: string; message: string | null; startedAt?: Date; finishedAt?: Date };
 export type TargetUpdate = { state: string; error?: string | null; countAttempt?: boolean; admittedAt?: Date; finishedAt?: Date };
-export type NewRevision = { kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null };
-/** One target of a rollout named by namespace and name, and its change (updateTargets). */
-export type NamedTargetUpdate = TargetUpdate & { namespace: string; name: string };
+/** `cluster` absent, in this and the keys below: `local` (ADR 0054). */
+export type NewRevision = { cluster?: string; kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null };
+/** One target of a rollout named by cluster, namespace and name, and its change (updateTargets). */
+export type NamedTargetUpdate = TargetUpdate & { cluster?: string; namespace: string; name: string };
 /** A target after a change, with the state it had before (what a TargetStateChanged event reports as `from`). */
 export type UpdatedTarget = { previousState: string; target: TargetRow };
 /** A target whose revisions are asked for. */
-export type RevisionKey = { kind: string; namespace: string; name: string };
+export type RevisionKey = { cluster?: string; kind: string; namespace: string; name: string };
+/** A new in-flight row; `cluster` absent: `local`. */
+export type NewInFlightRow = Omit<InFlightRow, 'createdAt' | 'cluster'> & { cluster?: string };
 
 /** Reads; outside a transaction they see the latest committed state. */
 export interface HistoryReads {
@@ -176,8 +185,9 @@ export interface HistoryReads {
   /** Every target of a rollout, in admission order. */
   targetsOf(rolloutId: string): Promise<TargetRow[]>;
   targetsInState(rolloutId: string, state: string): Promise<TargetRow[]>;
-  findTarget(rolloutId: string, namespace: string, name: string): Promise<TargetRow | undefined>;
-  latestRevision(kind: string, namespace: string, name: string): Promise<RevisionRow | undefined>;
+  /** `cluster` absent: `local` (as in latestRevision, revisionPage and deleteInFlight). */
+  findTarget(rolloutId: string, namespace: string, name: string, cluster?: string): Promise<TargetRow | undefined>;
+  latestRevision(kind: string, namespace: string, name: string, cluster?: string): Promise<RevisionRow | undefined>;
   /** latestRevision of several targets with one query (PostgreSQL: one round trip), in the order given. */
   latestRevisions(keys: readonly RevisionKey[]): Promise<(RevisionRow | undefined)[]>;
   allInFlight(): Promise<InFlightRow[]>;
@@ -218,9 +228,14 @@ export interface HistoryReads {
   /** Ids of rollouts the engine still has work for (active, or ended with their finish step not done), oldest first. */
   rolloutIdsNeedingEngine(): Promise<string[]>;
   /** Revisions of one target with n < beforeN, newest first. */
-  revisionPage(kind: string, namespace: string, name: string, beforeN: number | undefined, limit: number): Promise<RevisionEntry[]>;
+  revisionPage(kind: string, namespace: string, name: string, beforeN: number | undefined, limit: number, cluster?: string): Promise<RevisionEntry[]>;
   /** Targets of `kind` in one of `targetStates` whose rollout is in one of `rolloutStates`. */
   coveredTargets(kind: string, targetStates: readonly string[], rolloutStates: readonly string[]): Promise<CoveredTarget[]>;
+  /**
+   * Ids of the active rollouts (PENDING, PROGRESSING, PAUSED) with at least one target in the member cluster, oldest
+   * first: what deregistering a cluster must not pull from under (issue 29).
+   */
+  activeRolloutIdsInCluster(cluster: string): Promise<string[]>;
 }
 
 /** One database step inside a transaction body: `yield*` it. SQLite's complete without yielding. */
@@ -282,9 +297,9 @@ export interface HistoryTx extends TxReads {
   insertRevision(revision: NewRevision, now: Date): Step<void>;
   /** insertRevision of several revisions with one statement, each applied at its own `appliedAt`. */
   insertRevisions(revisions: readonly (NewRevision & { appliedAt: Date })[]): Step<void>;
-  /** Inserts or replaces the row of (kind, namespace, name). */
-  putInFlight(row: Omit<InFlightRow, 'createdAt'>, now: Date): Step<void>;
-  deleteInFlight(kind: string, namespace: string, name: string): Step<void>;
+  /** Inserts or replaces the row of (cluster, kind, namespace, name). */
+  putInFlight(row: NewInFlightRow, now: Date): Step<void>;
+  deleteInFlight(kind: string, namespace: string, name: string, cluster?: string): Step<void>;
 }
 
 /** What a body of `transactionWithEvents` returns: its result, and the events to append with its writes. */

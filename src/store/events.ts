@@ -1,5 +1,5 @@
 import { dateOf, sqlDate, type Sql, type SqlValue } from './Sql.js';
-import type { EventFilter, NewEvent, RolloutKind, StoredEvent, EventType } from '../domain/events.js';
+import { clusterOfEvent, type EventFilter, type NewEvent, type RolloutKind, type StoredEvent, type EventType } from '../domain/events.js';
 import type { EventPage } from '../domain/historyPort.js';
 import { readEventsAfter, readEventsBefore, type EventRead } from './eventReads.js';
 
@@ -10,6 +10,7 @@ interface EventRow {
   kind: string | null;
   namespace: string | null;
   name: string | null;
+  cluster: string | null;
   payload: string;
   createdAt: Date;
 }
@@ -22,6 +23,7 @@ export function toStoredEvent(row: EventRow): StoredEvent {
     kind: row.kind as RolloutKind | null,
     namespace: row.namespace,
     name: row.name,
+    cluster: row.cluster,
     payload: JSON.parse(row.payload) as Record<string, unknown>,
     createdAt: row.createdAt,
   };
@@ -41,13 +43,15 @@ export function insertEvents(sql: Sql, events: readonly NewEvent[], clock = new 
   const createdAt = sqlDate(now);
   return events.map((event) => {
     const payload = JSON.stringify(event.payload ?? {});
+    const cluster = clusterOfEvent(event);
     const { lastInsertRowid } = sql.run(
-      'INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt") VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "cluster", "payload", "createdAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       event.type,
       event.rolloutId ?? null,
       event.kind ?? null,
       event.namespace ?? null,
       event.name ?? null,
+      cluster,
       payload,
       createdAt,
     );
@@ -58,6 +62,7 @@ export function insertEvents(sql: Sql, events: readonly NewEvent[], clock = new 
       kind: event.kind ?? null,
       namespace: event.namespace ?? null,
       name: event.name ?? null,
+      cluster,
       // The stored form, so that a live event and its replay from the store are alike.
       payload: JSON.parse(payload) as Record<string, unknown>,
       createdAt: now,
@@ -74,6 +79,7 @@ function eventFromRaw(v: readonly unknown[]): StoredEvent {
     kind: v[3] as RolloutKind | null,
     namespace: v[4] as string | null,
     name: v[5] as string | null,
+    cluster: v[8] as string | null,
     payload: JSON.parse(v[6] as string) as Record<string, unknown>,
     createdAt: dateOf(v[7] as string),
   };

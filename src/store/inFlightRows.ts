@@ -1,5 +1,6 @@
 import { dateOf, sqlDate, type Sql } from './Sql.js';
-import type { InFlightRow } from '../domain/historyPort.js';
+import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import type { InFlightRow, NewInFlightRow } from '../domain/historyPort.js';
 
 export function allInFlight(sql: Sql): InFlightRow[] {
   return sql
@@ -7,10 +8,11 @@ export function allInFlight(sql: Sql): InFlightRow[] {
     .map((row) => ({ ...row, createdAt: dateOf(row.createdAt) }));
 }
 
-/** Inserts or replaces the row of (kind, namespace, name). */
-export function putInFlight(sql: Sql, row: Omit<InFlightRow, 'createdAt'>, now: Date): void {
+/** Inserts or replaces the row of (cluster, kind, namespace, name). */
+export function putInFlight(sql: Sql, row: NewInFlightRow, now: Date): void {
   sql.run(
-    'INSERT OR REPLACE INTO "InFlightChange" ("kind", "namespace", "name", "payload", "createdAt") VALUES (?, ?, ?, ?, ?)',
+    'INSERT OR REPLACE INTO "InFlightChange" ("cluster", "kind", "namespace", "name", "payload", "createdAt") VALUES (?, ?, ?, ?, ?, ?)',
+    row.cluster ?? LOCAL_CLUSTER,
     row.kind,
     row.namespace,
     row.name,
@@ -19,8 +21,8 @@ export function putInFlight(sql: Sql, row: Omit<InFlightRow, 'createdAt'>, now: 
   );
 }
 
-export function deleteInFlight(sql: Sql, kind: string, namespace: string, name: string): void {
-  sql.run('DELETE FROM "InFlightChange" WHERE "kind" = ? AND "namespace" = ? AND "name" = ?', kind, namespace, name);
+export function deleteInFlight(sql: Sql, kind: string, namespace: string, name: string, cluster = LOCAL_CLUSTER): void {
+  sql.run('DELETE FROM "InFlightChange" WHERE "cluster" = ? AND "kind" = ? AND "namespace" = ? AND "name" = ?', cluster, kind, namespace, name);
 }
 
 export type { InFlightRow };

@@ -1,3 +1,4 @@
+import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
 import { dateOf, sqlDate, type Sql } from './Sql.js';
 import type { CoveredTarget, IdempotencyKeyRef, IdempotencyRecord, RevisionEntry } from '../domain/historyPort.js';
 
@@ -37,10 +38,19 @@ export function rolloutIdsNeedingEngine(sql: Sql): string[] {
   return sql.all<{ id: string }>(ROLLOUTS_NEEDING_ENGINE).map((r) => r.id);
 }
 
-export function revisionPage(sql: Sql, kind: string, namespace: string, name: string, beforeN: number | undefined, limit: number): RevisionEntry[] {
+export function revisionPage(
+  sql: Sql,
+  kind: string,
+  namespace: string,
+  name: string,
+  beforeN: number | undefined,
+  limit: number,
+  cluster = LOCAL_CLUSTER,
+): RevisionEntry[] {
   return sql
     .all<Omit<RevisionEntry, 'appliedAt'> & { appliedAt: string }>(
-      'SELECT "n", "version", "rolloutId", "appliedAt" FROM "Revision" WHERE "kind" = ? AND "namespace" = ? AND "name" = ? AND "n" < ? ORDER BY "n" DESC LIMIT ?',
+      'SELECT "n", "version", "rolloutId", "appliedAt" FROM "Revision" WHERE "cluster" = ? AND "kind" = ? AND "namespace" = ? AND "name" = ? AND "n" < ? ORDER BY "n" DESC LIMIT ?',
+      cluster,
       kind,
       namespace,
       name,
@@ -52,12 +62,25 @@ export function revisionPage(sql: Sql, kind: string, namespace: string, name: st
 
 export function coveredTargets(sql: Sql, kind: string, targetStates: readonly string[], rolloutStates: readonly string[]): CoveredTarget[] {
   return sql.all<CoveredTarget>(
-    `SELECT t."rolloutId", t."namespace", t."name" FROM "RolloutTarget" t JOIN "Rollout" r ON r."id" = t."rolloutId"
+    `SELECT t."rolloutId", t."cluster", t."namespace", t."name" FROM "RolloutTarget" t JOIN "Rollout" r ON r."id" = t."rolloutId"
       WHERE t."kind" = ? AND t."state" IN (SELECT value FROM json_each(?)) AND r."state" IN (SELECT value FROM json_each(?))`,
     kind,
     JSON.stringify(targetStates),
     JSON.stringify(rolloutStates),
   );
+}
+
+/**
+ * Active rollouts with a target in the cluster: the active ones by the state index, then each one's targets by its
+ * (rolloutId, ordinal) index until one is in the cluster. Only active rollouts' targets are looked at.
+ */
+export const ACTIVE_ROLLOUTS_IN_CLUSTER = `SELECT r."id" FROM "Rollout" r
+  WHERE r."state" IN ('PENDING', 'PROGRESSING', 'PAUSED')
+    AND EXISTS (SELECT 1 FROM "RolloutTarget" t WHERE t."rolloutId" = r."id" AND t."cluster" = ?)
+  ORDER BY r."createdAt", r."id"`;
+
+export function activeRolloutIdsInCluster(sql: Sql, cluster: string): string[] {
+  return sql.all<{ id: string }>(ACTIVE_ROLLOUTS_IN_CLUSTER, cluster).map((r) => r.id);
 }
 
 export type { CoveredTarget, IdempotencyRecord, RevisionEntry };

@@ -25,7 +25,7 @@ const D_COLUMNS = DELIVERY_COLUMNS.split(', ')
   .map((c) => `d.${c}`)
   .join(', ');
 const E_COLUMNS = `e."type" AS "e_type", e."rolloutId" AS "e_rolloutId", e."kind" AS "e_kind", e."namespace" AS "e_namespace", e."name" AS "e_name",
-  e."payload" AS "e_payload", e."createdAt" AS "e_createdAt"`;
+  e."payload" AS "e_payload", e."createdAt" AS "e_createdAt", e."cluster" AS "e_cluster"`;
 
 export type DateValue = Date | string;
 
@@ -70,6 +70,7 @@ export interface DeliveryEventRow extends DeliveryRow {
   e_kind: string | null;
   e_namespace: string | null;
   e_name: string | null;
+  e_cluster: string | null;
   e_payload: string;
   e_createdAt: DateValue;
   threadTs?: string | null;
@@ -136,6 +137,7 @@ export function eventOfDelivery(row: DeliveryEventRow, date: (value: DateValue) 
     kind: row.e_kind as RolloutKind | null,
     namespace: row.e_namespace,
     name: row.e_name,
+    cluster: row.e_cluster,
     payload: JSON.parse(row.e_payload) as Record<string, unknown>,
     createdAt: date(row.e_createdAt),
   };

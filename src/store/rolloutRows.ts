@@ -1,5 +1,6 @@
 import { dateOf, dateOrNull, sqlDate, sqlDateOrNull, type Sql, type SqlValue } from './Sql.js';
-import type { IdempotencyKeyRef, NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } from '../domain/historyPort.js';
+import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import type { IdempotencyKeyRef, NewRevision, NewRolloutRow, NewTargetRow, RevisionRow, RolloutRow, TargetRow } from '../domain/historyPort.js';
 
 /**
  * The history's hot-path statements on Rollout, RolloutTarget and Revision (prepared SQL on rollplane's own
@@ -97,6 +98,7 @@ const TARGET_COLUMN_NAMES = [
   'admittedAt',
   'finishedAt',
   'updatedAt',
+  'cluster',
 ] as const satisfies readonly (keyof TargetRow)[];
 
 /** The RolloutTarget columns in TargetRow's order, for raw-mode reads (see rolloutColumns). */
@@ -120,6 +122,7 @@ export function targetFromRaw(v: readonly unknown[]): TargetRow {
     admittedAt: dateOrNull(v[12] as string | null),
     finishedAt: dateOrNull(v[13] as string | null),
     updatedAt: dateOf(v[14] as string),
+    cluster: v[15] as string,
   };
 }
 
@@ -199,8 +202,8 @@ export function updateEngineState(sql: Sql, id: string, engineState: string, now
 }
 
 export function insertTargets(sql: Sql, rows: readonly NewTargetRow[], now: Date): void {
-  const insert = `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "fromVersion",
-      "toVersion", "attempts", "skipReason", "finishedAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`;
+  const insert = `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "cluster", "namespace", "name", "ordinal", "state", "fromVersion",
+      "toVersion", "attempts", "skipReason", "finishedAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`;
   const updatedAt = sqlDate(now);
   for (const row of rows) {
     sql.run(
@@ -208,6 +211,7 @@ export function insertTargets(sql: Sql, rows: readonly NewTargetRow[], now: Date
       row.id,
       row.rolloutId,
       row.kind,
+      row.cluster ?? LOCAL_CLUSTER,
       row.namespace,
       row.name,
       row.ordinal,
@@ -230,8 +234,14 @@ export function targetsInState(sql: Sql, rolloutId: string, state: string): Targ
   return sql.all<Raw<TargetRow>>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? ORDER BY "ordinal"', rolloutId, state).map(targetOf);
 }
 
-export function findTarget(sql: Sql, rolloutId: string, namespace: string, name: string): TargetRow | undefined {
-  const raw = sql.get<Raw<TargetRow>>('SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "namespace" = ? AND "name" = ?', rolloutId, namespace, name);
+export function findTarget(sql: Sql, rolloutId: string, namespace: string, name: string, cluster = LOCAL_CLUSTER): TargetRow | undefined {
+  const raw = sql.get<Raw<TargetRow>>(
+    'SELECT * FROM "RolloutTarget" WHERE "rolloutId" = ? AND "cluster" = ? AND "namespace" = ? AND "name" = ?',
+    rolloutId,
+    cluster,
+    namespace,
+    name,
+  );
   return raw ? targetOf(raw) : undefined;
 }
 
@@ -274,22 +284,20 @@ export function cancelPendingTargets(sql: Sql, rolloutId: string, now: Date): Ta
   return pending;
 }
 
-export function latestRevision(sql: Sql, kind: string, namespace: string, name: string): RevisionRow | undefined {
+export function latestRevision(sql: Sql, kind: string, namespace: string, name: string, cluster = LOCAL_CLUSTER): RevisionRow | undefined {
   return sql.get<RevisionRow>(
-    'SELECT "n", "version" FROM "Revision" WHERE "kind" = ? AND "namespace" = ? AND "name" = ? ORDER BY "n" DESC LIMIT 1',
+    'SELECT "n", "version" FROM "Revision" WHERE "cluster" = ? AND "kind" = ? AND "namespace" = ? AND "name" = ? ORDER BY "n" DESC LIMIT 1',
+    cluster,
     kind,
     namespace,
     name,
   );
 }
 
-export function insertRevision(
-  sql: Sql,
-  revision: { kind: string; namespace: string; name: string; n: number; version: string; rolloutId: string | null },
-  now: Date,
-): void {
+export function insertRevision(sql: Sql, revision: NewRevision, now: Date): void {
   sql.run(
-    'INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES (?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO "Revision" ("cluster", "kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    revision.cluster ?? LOCAL_CLUSTER,
     revision.kind,
     revision.namespace,
     revision.name,

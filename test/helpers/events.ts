@@ -43,6 +43,7 @@ export function untypedEvent(event: {
   kind?: NewEvent['kind'];
   namespace?: string | null;
   name?: string | null;
+  cluster?: string | null;
   payload?: Record<string, unknown>;
 }): NewEvent {
   return event as NewEvent;

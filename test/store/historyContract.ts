@@ -681,9 +681,135 @@ export function historyContract(factory: () => StoreFactory): void {
       await store.transaction((tx) => tx.putInFlight({ kind: 'AGENT_POOL', namespace: 'x', name: 'p', payload: '{"step":1}' }, T0));
       await store.transaction((tx) => tx.putInFlight({ kind: 'AGENT_POOL', namespace: 'x', name: 'p', payload: '{"step":2}' }, at(1)));
       const rows = await store.read.allInFlight();
-      expect(rows).toEqual([{ kind: 'AGENT_POOL', namespace: 'x', name: 'p', payload: '{"step":2}', createdAt: at(1) }]);
+      expect(rows).toEqual([{ cluster: 'local', kind: 'AGENT_POOL', namespace: 'x', name: 'p', payload: '{"step":2}', createdAt: at(1) }]);
       await store.transaction((tx) => tx.deleteInFlight('AGENT_POOL', 'x', 'p'));
       expect(await store.read.allInFlight()).toEqual([]);
+    });
+  });
+
+  // ADR 0054: every record carries its member cluster; a call that names none means `local`.
+  describe('the cluster key', () => {
+    const inCluster = (rolloutId: string, ordinal: number, cluster: string | undefined): NewTargetRow => ({
+      ...targetRow(rolloutId, 0, 'PENDING', 'AGENT_POOL', 'ns', 'same'),
+      id: `${rolloutId}.${ordinal}`,
+      ordinal,
+      ...(cluster === undefined ? {} : { cluster }),
+    });
+
+    it('keeps one target of a name per cluster in a rollout, found, updated and covered per cluster', async () => {
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-cl'), T0);
+        yield* tx.insertTargets([inCluster('r-cl', 0, undefined), inCluster('r-cl', 1, 'edge-1'), inCluster('r-cl', 2, 'edge-2')], T0);
+      });
+      // The same namespace and name twice in one cluster is refused by the unique key.
+      await expect(store.transaction((tx) => tx.insertTargets([inCluster('r-cl', 3, 'edge-1')], T0))).rejects.toThrow();
+      expect((await store.read.targetsOf('r-cl')).map((t) => t.cluster)).toEqual(['local', 'edge-1', 'edge-2']);
+      expect((await store.read.findTarget('r-cl', 'ns', 'same-0'))?.id).toBe('r-cl.0');
+      expect((await store.read.findTarget('r-cl', 'ns', 'same-0', 'edge-2'))?.id).toBe('r-cl.2');
+      expect(await store.read.findTarget('r-cl', 'ns', 'same-0', 'edge-9')).toBeUndefined();
+      const updated = await store.transaction((tx) =>
+        tx.updateTargets(
+          'r-cl',
+          [
+            { cluster: 'edge-1', namespace: 'ns', name: 'same-0', state: 'PROGRESSING', admittedAt: at(1) },
+            { namespace: 'ns', name: 'same-0', state: 'FAILED' },
+          ],
+          at(1),
+        ),
+      );
+      expect(updated.map((u) => [u?.target.id, u?.previousState, u?.target.state])).toEqual([
+        ['r-cl.1', 'PENDING', 'PROGRESSING'],
+        ['r-cl.0', 'PENDING', 'FAILED'],
+      ]);
+      // One target of each cluster may appear in one batch; one target twice may not.
+      await expect(
+        store.transaction((tx) =>
+          tx.updateTargets(
+            'r-cl',
+            [
+              { cluster: 'edge-2', namespace: 'ns', name: 'same-0', state: 'FAILED' },
+              { cluster: 'edge-2', namespace: 'ns', name: 'same-0', state: 'FAILED' },
+            ],
+            at(2),
+          ),
+        ),
+      ).rejects.toThrow(/edge-2:ns\/same-0/);
+      const covered = await store.read.coveredTargets('AGENT_POOL', ['PENDING', 'PROGRESSING'], ['PENDING']);
+      expect(
+        covered
+          .filter((c) => c.rolloutId === 'r-cl')
+          .map((c) => `${c.cluster}:${c.name}`)
+          .sort(),
+      ).toEqual(['edge-1:same-0', 'edge-2:same-0']);
+    });
+
+    it('says which active rollouts have a target in a cluster', async () => {
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-act-1'), at(300));
+        yield* tx.insertTargets([inCluster('r-act-1', 0, 'edge-act')], at(300));
+        yield* tx.insertRollout(rolloutRow('r-act-2'), at(301));
+        yield* tx.insertTargets([inCluster('r-act-2', 0, undefined), inCluster('r-act-2', 1, 'edge-act')], at(301));
+        yield* tx.insertRollout(rolloutRow('r-act-done'), at(302));
+        yield* tx.insertTargets([inCluster('r-act-done', 0, 'edge-act')], at(302));
+        yield* tx.updateRolloutState('r-act-done', { state: 'SUCCEEDED', message: null, finishedAt: at(303) }, at(303));
+        yield* tx.updateRolloutState('r-act-1', { state: 'PAUSED', message: null }, at(303));
+      });
+      expect(await store.read.activeRolloutIdsInCluster('edge-act')).toEqual(['r-act-1', 'r-act-2']);
+      expect(await store.read.activeRolloutIdsInCluster('edge-none')).toEqual([]);
+      expect(await store.transaction((tx) => tx.activeRolloutIdsInCluster('edge-act'))).toEqual(['r-act-1', 'r-act-2']);
+    });
+
+    it('numbers revisions per cluster and keeps in-flight work per cluster', async () => {
+      const key = { kind: 'AGENT_POOL', namespace: 'revs-cl', name: 'p' };
+      await store.transaction(function* (tx) {
+        yield* tx.insertRevisions([
+          { ...key, n: 1, version: 'v1', rolloutId: null, appliedAt: at(1) },
+          { ...key, cluster: 'edge-1', n: 1, version: 'e1', rolloutId: null, appliedAt: at(1) },
+          { ...key, cluster: 'edge-1', n: 2, version: 'e2', rolloutId: null, appliedAt: at(2) },
+        ]);
+        yield* tx.insertRevision({ ...key, cluster: 'edge-2', n: 1, version: 'x1', rolloutId: null }, at(3));
+      });
+      expect(await store.read.latestRevisions([key, { ...key, cluster: 'edge-1' }, { ...key, cluster: 'edge-2' }, { ...key, cluster: 'edge-3' }])).toEqual([
+        { n: 1, version: 'v1' },
+        { n: 2, version: 'e2' },
+        { n: 1, version: 'x1' },
+        undefined,
+      ]);
+      expect(await store.read.latestRevision('AGENT_POOL', 'revs-cl', 'p', 'edge-1')).toEqual({ n: 2, version: 'e2' });
+      expect(await store.read.latestRevision('AGENT_POOL', 'revs-cl', 'p')).toEqual({ n: 1, version: 'v1' });
+      expect((await store.read.revisionPage('AGENT_POOL', 'revs-cl', 'p', undefined, 10, 'edge-1')).map((r) => r.version)).toEqual(['e2', 'e1']);
+      expect((await store.read.revisionPage('AGENT_POOL', 'revs-cl', 'p', undefined, 10)).map((r) => r.version)).toEqual(['v1']);
+
+      await store.transaction(function* (tx) {
+        yield* tx.putInFlight({ kind: 'AGENT_POOL', namespace: 'x', name: 'q', payload: '{}' }, T0);
+        yield* tx.putInFlight({ cluster: 'edge-1', kind: 'AGENT_POOL', namespace: 'x', name: 'q', payload: '{"edge":1}' }, T0);
+      });
+      expect((await store.read.allInFlight()).map((r) => `${r.cluster}:${r.payload}`).sort()).toEqual(['edge-1:{"edge":1}', 'local:{}']);
+      await store.transaction((tx) => tx.deleteInFlight('AGENT_POOL', 'x', 'q', 'edge-1'));
+      expect((await store.read.allInFlight()).map((r) => r.cluster)).toEqual(['local']);
+      await store.transaction((tx) => tx.deleteInFlight('AGENT_POOL', 'x', 'q'));
+      expect(await store.read.allInFlight()).toEqual([]);
+    });
+
+    it('stores an event with its cluster: the one named, local for an object, none for a rollout', async () => {
+      const { stored } = await store.transactionWithEvents(function* (tx) {
+        yield* tx.lastEventId();
+        return {
+          result: undefined,
+          events: [
+            event(EventType.TargetFailed, { rolloutId: 'r-ev-cl', kind: 'AGENT_POOL', namespace: 'ns', name: 'p', cluster: 'edge-1', payload: {} }),
+            event(EventType.TargetFailed, { rolloutId: 'r-ev-cl', kind: 'AGENT_POOL', namespace: 'ns', name: 'p', payload: {} }),
+            event(EventType.RolloutStateChanged, { rolloutId: 'r-ev-cl', kind: 'AGENT_POOL', payload: {} }),
+          ],
+        };
+      });
+      expect(stored.map((e) => e.cluster)).toEqual(['edge-1', 'local', null]);
+      const read = await store.read.listEventsAfter({ rolloutId: 'r-ev-cl' }, undefined, 10);
+      expect(read.events).toEqual(stored);
+      // No index of Event has the cluster yet: the read looks through a window of ids, here the newest (ADR 0054).
+      const edge = await store.read.listEventsBefore({ rolloutId: 'r-ev-cl', cluster: 'edge-1' }, undefined, 10);
+      expect(edge.events.map((e) => e.id)).toEqual([stored[0]!.id]);
+      expect(servedByIndex({ cluster: 'edge-1' })).toBe(false);
     });
   });
 

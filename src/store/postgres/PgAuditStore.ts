@@ -6,10 +6,10 @@ import { isoOf } from './pool.js';
 export class PgAuditStore implements AuditStore {
   constructor(private readonly pool: Pick<pg.Pool, 'query'>) {}
 
-  async insert(entry: Omit<AuditRow, 'id' | 'createdAt'>, now: Date): Promise<void> {
+  async insert(entry: Parameters<AuditStore['insert']>[0], now: Date): Promise<void> {
     await this.pool.query(
-      'INSERT INTO "AuditEntry" ("actor", "role", "operation", "input", "result", "message", "sourceAddr", "createdAt") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
-      [entry.actor, entry.role, entry.operation, entry.input, entry.result, entry.message, entry.sourceAddr, isoOf(now)],
+      'INSERT INTO "AuditEntry" ("actor", "role", "operation", "input", "result", "message", "sourceAddr", "cluster", "createdAt") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+      [entry.actor, entry.role, entry.operation, entry.input, entry.result, entry.message, entry.sourceAddr, entry.cluster ?? null, isoOf(now)],
     );
   }
 

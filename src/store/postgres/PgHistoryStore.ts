@@ -1,10 +1,11 @@
 import type pg from 'pg';
-import type { EventType, NewEvent, StoredEvent } from '../../domain/events.js';
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
+import { clusterOfEvent, type EventType, type NewEvent, type StoredEvent } from '../../domain/events.js';
 import { UnavailableError } from '../../errors.js';
 import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { toStoredEvent } from '../events.js';
 import { readEventsAfter, readEventsBefore, type EventRead } from '../eventReads.js';
-import { ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
+import { ACTIVE_ROLLOUTS_IN_CLUSTER, ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
   Committed,
   EventPage,
@@ -89,7 +90,7 @@ const ROLLOUT_COLUMNS = rolloutColumns();
 const FIND_ROLLOUT = `SELECT ${ROLLOUT_COLUMNS} FROM "Rollout" WHERE "id" = $1`;
 const TARGETS_OF = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 ORDER BY "ordinal"`;
 const TARGETS_IN_STATE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $2 ORDER BY "ordinal"`;
-const FIND_TARGET = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "namespace" = $2 AND "name" = $3`;
+const FIND_TARGET = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "namespace" = $2 AND "name" = $3 AND "cluster" = $4`;
 const TARGET_PAGE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3`;
 const TARGET_PAGE_IN_STATE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = $4 AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3`;
 const COUNT_TARGETS = 'SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = $1';
@@ -118,9 +119,9 @@ const INSERT_EVENTS = `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock($
   stamp AS MATERIALIZED (SELECT GREATEST(date_trunc('milliseconds', clock_timestamp() AT TIME ZONE 'UTC')::timestamp(3),
     (SELECT e."createdAt" FROM "Event" e ORDER BY e."id" DESC LIMIT 1)) AS "at" FROM turn),
   inserted AS (
-    INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
-    SELECT u.t, u.r, u.k, u.ns, u.n, u.p, stamp."at"
-      FROM stamp, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, ord)
+    INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "cluster", "createdAt")
+    SELECT u.t, u.r, u.k, u.ns, u.n, u.p, u.c, stamp."at"
+      FROM stamp, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $9::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, c, ord)
      ORDER BY u.ord
     RETURNING "id", "createdAt")
 SELECT array_agg("id" ORDER BY "id") AS ids, MAX("createdAt") AS "createdAt", pg_notify($8, MAX("id")::text) AS notified FROM inserted`;
@@ -134,16 +135,16 @@ SELECT array_agg("id" ORDER BY "id") AS ids, MAX("createdAt") AS "createdAt", pg
 const INSERT_EVENTS_ROUTED = `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock($7::int8) AS locked),
   stamp AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp() AT TIME ZONE 'UTC')::timestamp(3) AS "at" FROM turn),
   inserted AS (
-    INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "createdAt")
-    SELECT u.t, u.r, u.k, u.ns, u.n, u.p, stamp."at"
-      FROM stamp, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, ord)
+    INSERT INTO "Event" ("type", "rolloutId", "kind", "namespace", "name", "payload", "cluster", "createdAt")
+    SELECT u.t, u.r, u.k, u.ns, u.n, u.p, u.c, stamp."at"
+      FROM stamp, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $9::text[]) WITH ORDINALITY AS u(t, r, k, ns, n, p, c, ord)
      ORDER BY u.ord
     RETURNING "id", "createdAt"),
   numbered AS (SELECT "id", row_number() OVER (ORDER BY "id") AS ord FROM inserted),
   routed AS (
     INSERT INTO "NotificationDelivery" ("subscriptionId", "eventId", "onceKey", "lane", "state", "attempts", "nextAttemptAt", "createdAt")
     SELECT r.s, numbered."id", r.k, r.l, 'PENDING', 0, stamp."at", stamp."at"
-      FROM unnest($9::int8[], $10::text[], $11::text[], $12::text[]) AS r(ord, s, k, l)
+      FROM unnest($10::int8[], $11::text[], $12::text[], $13::text[]) AS r(ord, s, k, l)
       JOIN numbered ON numbered.ord = r.ord CROSS JOIN stamp
     ON CONFLICT DO NOTHING
     RETURNING 1)
@@ -192,19 +193,19 @@ function readsOn(db: Queryable): HistoryReads {
       one<RolloutRow>('SELECT * FROM "Rollout" WHERE "idempotencyScope" = $1 AND "idempotencyKey" = $2', [scope, key]),
     targetsOf: (rolloutId) => prepared<TargetRow>(TARGETS_OF, [rolloutId]),
     targetsInState: (rolloutId, state) => prepared<TargetRow>(TARGETS_IN_STATE, [rolloutId, state]),
-    findTarget: (rolloutId, namespace, name) => preparedOne<TargetRow>(FIND_TARGET, [rolloutId, namespace, name]),
-    latestRevision: (kind, namespace, name) =>
-      one<RevisionRow>('SELECT "n", "version" FROM "Revision" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3 ORDER BY "n" DESC LIMIT 1', [
-        kind,
-        namespace,
-        name,
-      ]),
+    findTarget: (rolloutId, namespace, name, cluster = LOCAL_CLUSTER) => preparedOne<TargetRow>(FIND_TARGET, [rolloutId, namespace, name, cluster]),
+    latestRevision: (kind, namespace, name, cluster = LOCAL_CLUSTER) =>
+      one<RevisionRow>(
+        'SELECT "n", "version" FROM "Revision" WHERE "cluster" = $4 AND "kind" = $1 AND "namespace" = $2 AND "name" = $3 ORDER BY "n" DESC LIMIT 1',
+        [kind, namespace, name, cluster],
+      ),
     async latestRevisions(keys) {
       if (keys.length === 0) return [];
       const found = await rows<RevisionRow & { ord: number }>(LATEST_REVISIONS, [
         keys.map((k) => k.kind),
         keys.map((k) => k.namespace),
         keys.map((k) => k.name),
+        keys.map((k) => k.cluster ?? LOCAL_CLUSTER),
       ]);
       const byOrdinal = new Map(found.map(({ ord, ...revision }) => [ord, revision]));
       return keys.map((_, i) => byOrdinal.get(i + 1));
@@ -286,17 +287,20 @@ function readsOn(db: Queryable): HistoryReads {
     async rolloutIdsNeedingEngine() {
       return (await rows<{ id: string }>(ROLLOUTS_NEEDING_ENGINE)).map((r) => r.id);
     },
-    revisionPage: (kind, namespace, name, beforeN, limit) =>
+    revisionPage: (kind, namespace, name, beforeN, limit, cluster = LOCAL_CLUSTER) =>
       rows<RevisionEntry>(
-        'SELECT "n", "version", "rolloutId", "appliedAt" FROM "Revision" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3 AND "n" < $4 ORDER BY "n" DESC LIMIT $5',
-        [kind, namespace, name, beforeN ?? 2 ** 31 - 1, limit],
+        'SELECT "n", "version", "rolloutId", "appliedAt" FROM "Revision" WHERE "cluster" = $6 AND "kind" = $1 AND "namespace" = $2 AND "name" = $3 AND "n" < $4 ORDER BY "n" DESC LIMIT $5',
+        [kind, namespace, name, beforeN ?? 2 ** 31 - 1, limit, cluster],
       ),
     coveredTargets: (kind, targetStates, rolloutStates) =>
       rows<CoveredTarget>(
-        `SELECT t."rolloutId", t."namespace", t."name" FROM "RolloutTarget" t JOIN "Rollout" r ON r."id" = t."rolloutId"
+        `SELECT t."rolloutId", t."cluster", t."namespace", t."name" FROM "RolloutTarget" t JOIN "Rollout" r ON r."id" = t."rolloutId"
           WHERE t."kind" = $1 AND t."state" = ANY($2::text[]) AND r."state" = ANY($3::text[])`,
         [kind, [...targetStates], [...rolloutStates]],
       ),
+    async activeRolloutIdsInCluster(cluster) {
+      return (await rows<{ id: string }>(numbered(ACTIVE_ROLLOUTS_IN_CLUSTER), [cluster])).map((r) => r.id);
+    },
   };
 }
 
@@ -363,9 +367,9 @@ function txOn(client: pg.PoolClient): HistoryTx {
       // One statement for the whole batch.
       yield* run(
         `INSERT INTO "RolloutTarget" ("id", "rolloutId", "kind", "namespace", "name", "ordinal", "state", "fromVersion", "toVersion", "skipReason",
-           "finishedAt", "attempts", "updatedAt")
+           "finishedAt", "cluster", "attempts", "updatedAt")
          SELECT u.*, 0, $12::timestamp(3)
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamp(3)[]) AS u`,
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamp(3)[], $13::text[]) AS u`,
         [
           targets.map((t) => t.id),
           targets.map((t) => t.rolloutId),
@@ -379,6 +383,7 @@ function txOn(client: pg.PoolClient): HistoryTx {
           targets.map((t) => t.skipReason),
           targets.map((t) => isoOf(t.finishedAt)),
           isoOf(now),
+          targets.map((t) => t.cluster ?? LOCAL_CLUSTER),
         ],
       );
     },
@@ -424,15 +429,10 @@ function txOn(client: pg.PoolClient): HistoryTx {
       return cancelled.sort((a, b) => a.ordinal - b.ordinal);
     },
     *insertRevision(revision, now) {
-      yield* run('INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-        revision.kind,
-        revision.namespace,
-        revision.name,
-        revision.n,
-        revision.version,
-        revision.rolloutId,
-        isoOf(now),
-      ]);
+      yield* run(
+        'INSERT INTO "Revision" ("cluster", "kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt") VALUES ($8, $1, $2, $3, $4, $5, $6, $7)',
+        [revision.kind, revision.namespace, revision.name, revision.n, revision.version, revision.rolloutId, isoOf(now), revision.cluster ?? LOCAL_CLUSTER],
+      );
     },
     *insertRevisions(revisions) {
       if (revisions.length === 0) return;
@@ -440,13 +440,13 @@ function txOn(client: pg.PoolClient): HistoryTx {
     },
     *putInFlight(row, now) {
       yield* run(
-        `INSERT INTO "InFlightChange" ("kind", "namespace", "name", "payload", "createdAt") VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT ("kind", "namespace", "name") DO UPDATE SET "payload" = EXCLUDED."payload", "createdAt" = EXCLUDED."createdAt"`,
-        [row.kind, row.namespace, row.name, row.payload, isoOf(now)],
+        `INSERT INTO "InFlightChange" ("cluster", "kind", "namespace", "name", "payload", "createdAt") VALUES ($6, $1, $2, $3, $4, $5)
+         ON CONFLICT ("cluster", "kind", "namespace", "name") DO UPDATE SET "payload" = EXCLUDED."payload", "createdAt" = EXCLUDED."createdAt"`,
+        [row.kind, row.namespace, row.name, row.payload, isoOf(now), row.cluster ?? LOCAL_CLUSTER],
       );
     },
-    *deleteInFlight(kind, namespace, name) {
-      yield* run('DELETE FROM "InFlightChange" WHERE "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name]);
+    *deleteInFlight(kind, namespace, name, cluster = LOCAL_CLUSTER) {
+      yield* run('DELETE FROM "InFlightChange" WHERE "cluster" = $4 AND "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name, cluster]);
     },
   };
 }
@@ -464,6 +464,7 @@ async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent
     return [];
   }
   const payloads = events.map((e) => JSON.stringify(e.payload ?? {}));
+  const clusters = events.map(clusterOfEvent);
   const params: unknown[] = [
     events.map((e) => e.type),
     events.map((e) => e.rolloutId ?? null),
@@ -473,6 +474,7 @@ async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent
     payloads,
     EVENT_LOG_LOCK,
     EVENTS_CHANNEL,
+    clusters,
   ];
   const entries = routeEvents(events, routes);
   if (entries.length > 0) {
@@ -496,6 +498,7 @@ async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent
     kind: event.kind ?? null,
     namespace: event.namespace ?? null,
     name: event.name ?? null,
+    cluster: clusters[i]!,
     payload: JSON.parse(payloads[i]!) as Record<string, unknown>,
     createdAt,
   }));

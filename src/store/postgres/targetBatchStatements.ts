@@ -1,4 +1,5 @@
 import type { NamedTargetUpdate, NewRevision } from '../../domain/historyPort.js';
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 import { isoOf } from './pool.js';
 
 /**
@@ -16,12 +17,12 @@ import { isoOf } from './pool.js';
  */
 export const UPDATE_TARGETS = `
 WITH c AS (
-  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::int[], $8::timestamp(3)[], $9::timestamp(3)[])
-    WITH ORDINALITY AS c(ns, nm, to_state, set_error, new_error, add_attempts, admitted_at, finished_at, ord)
+  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::int[], $8::timestamp(3)[], $9::timestamp(3)[], $11::text[])
+    WITH ORDINALITY AS c(ns, nm, to_state, set_error, new_error, add_attempts, admitted_at, finished_at, cl, ord)
 ),
 old AS (
   SELECT t."id", t."state" AS "previousState", c.*
-    FROM "RolloutTarget" t JOIN c ON t."namespace" = c.ns AND t."name" = c.nm
+    FROM "RolloutTarget" t JOIN c ON t."cluster" = c.cl AND t."namespace" = c.ns AND t."name" = c.nm
    WHERE t."rolloutId" = $1
      FOR UPDATE OF t
 )
@@ -47,20 +48,21 @@ export function updateTargetsParams(rolloutId: string, changes: readonly NamedTa
     changes.map((c) => isoOf(c.admittedAt)),
     changes.map((c) => isoOf(c.finishedAt)),
     isoOf(now),
+    changes.map((c) => c.cluster ?? LOCAL_CLUSTER),
   ];
 }
 
-/** The newest revision of each key; LATERAL … LIMIT 1 walks the (kind, namespace, name, n) index backwards per key. */
+/** The newest revision of each key; LATERAL … LIMIT 1 walks the (cluster, kind, namespace, name, n) index backwards per key. */
 export const LATEST_REVISIONS = `
 SELECT k.ord AS ord, r."n", r."version"
-  FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(kind, ns, nm, ord)
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS k(kind, ns, nm, cl, ord)
   CROSS JOIN LATERAL (
-    SELECT "n", "version" FROM "Revision" WHERE "kind" = k.kind AND "namespace" = k.ns AND "name" = k.nm ORDER BY "n" DESC LIMIT 1
+    SELECT "n", "version" FROM "Revision" WHERE "cluster" = k.cl AND "kind" = k.kind AND "namespace" = k.ns AND "name" = k.nm ORDER BY "n" DESC LIMIT 1
   ) r`;
 
 export const INSERT_REVISIONS = `
-INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt")
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::timestamp(3)[])`;
+INSERT INTO "Revision" ("kind", "namespace", "name", "n", "version", "rolloutId", "appliedAt", "cluster")
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::timestamp(3)[], $8::text[])`;
 
 export function insertRevisionsParams(revisions: readonly (NewRevision & { appliedAt: Date })[]): unknown[] {
   return [
@@ -71,5 +73,6 @@ export function insertRevisionsParams(revisions: readonly (NewRevision & { appli
     revisions.map((r) => r.version),
     revisions.map((r) => r.rolloutId),
     revisions.map((r) => isoOf(r.appliedAt)),
+    revisions.map((r) => r.cluster ?? LOCAL_CLUSTER),
   ];
 }

@@ -5,10 +5,10 @@ import { dateOf, sqlDate, type Sql } from '../Sql.js';
 export class SqliteAuditStore implements AuditStore {
   constructor(private readonly sql: Sql) {}
 
-  async insert(entry: Omit<AuditRow, 'id' | 'createdAt'>, now: Date): Promise<void> {
+  async insert(entry: Parameters<AuditStore['insert']>[0], now: Date): Promise<void> {
     await this.sql.transaction((sql) =>
       sql.run(
-        'INSERT INTO "AuditEntry" ("actor", "role", "operation", "input", "result", "message", "sourceAddr", "createdAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO "AuditEntry" ("actor", "role", "operation", "input", "result", "message", "sourceAddr", "cluster", "createdAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
         entry.actor,
         entry.role,
         entry.operation,
@@ -16,6 +16,7 @@ export class SqliteAuditStore implements AuditStore {
         entry.result,
         entry.message,
         entry.sourceAddr,
+        entry.cluster ?? null,
         sqlDate(now),
       ),
     );

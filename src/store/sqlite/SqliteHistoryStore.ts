@@ -1,7 +1,14 @@
 import type { EventFilter } from '../../domain/events.js';
 import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../events.js';
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
-import { coveredTargets, findIdempotencyRecord, insertIdempotencyRecord, revisionPage, rolloutIdsNeedingEngine } from '../launchRows.js';
+import {
+  activeRolloutIdsInCluster,
+  coveredTargets,
+  findIdempotencyRecord,
+  insertIdempotencyRecord,
+  revisionPage,
+  rolloutIdsNeedingEngine,
+} from '../launchRows.js';
 import type { Committed, HistoryReads, HistoryStore, HistoryTx, Step, WithEvents } from '../port.js';
 import {
   countRollouts,
@@ -40,8 +47,8 @@ function readsOf(sql: Sql): HistoryReads {
     findRolloutByIdempotencyKey: async (key) => findRolloutByIdempotencyKey(sql, key),
     targetsOf: async (rolloutId) => targetsOf(sql, rolloutId),
     targetsInState: async (rolloutId, state) => targetsInState(sql, rolloutId, state),
-    findTarget: async (rolloutId, namespace, name) => findTarget(sql, rolloutId, namespace, name),
-    latestRevision: async (kind, namespace, name) => latestRevision(sql, kind, namespace, name),
+    findTarget: async (rolloutId, namespace, name, cluster) => findTarget(sql, rolloutId, namespace, name, cluster),
+    latestRevision: async (kind, namespace, name, cluster) => latestRevision(sql, kind, namespace, name, cluster),
     latestRevisions: async (keys) => latestRevisions(sql, keys),
     allInFlight: async () => allInFlight(sql),
     listEventsAfter: async (filter: EventFilter, afterId, limit) => listEventsAfter(sql, filter, afterId, limit),
@@ -60,8 +67,9 @@ function readsOf(sql: Sql): HistoryReads {
     }),
     findIdempotencyRecord: async (key) => findIdempotencyRecord(sql, key),
     rolloutIdsNeedingEngine: async () => rolloutIdsNeedingEngine(sql),
-    revisionPage: async (kind, namespace, name, beforeN, limit) => revisionPage(sql, kind, namespace, name, beforeN, limit),
+    revisionPage: async (kind, namespace, name, beforeN, limit, cluster) => revisionPage(sql, kind, namespace, name, beforeN, limit, cluster),
     coveredTargets: async (kind, targetStates, rolloutStates) => coveredTargets(sql, kind, targetStates, rolloutStates),
+    activeRolloutIdsInCluster: async (cluster) => activeRolloutIdsInCluster(sql, cluster),
   };
 }
 
@@ -139,8 +147,8 @@ function txOf(sql: Sql): HistoryTx {
     findRolloutByIdempotencyKey: (key) => done(findRolloutByIdempotencyKey(sql, key)),
     targetsOf: (rolloutId) => done(targetsOf(sql, rolloutId)),
     targetsInState: (rolloutId, state) => done(targetsInState(sql, rolloutId, state)),
-    findTarget: (rolloutId, namespace, name) => done(findTarget(sql, rolloutId, namespace, name)),
-    latestRevision: (kind, namespace, name) => done(latestRevision(sql, kind, namespace, name)),
+    findTarget: (rolloutId, namespace, name, cluster) => done(findTarget(sql, rolloutId, namespace, name, cluster)),
+    latestRevision: (kind, namespace, name, cluster) => done(latestRevision(sql, kind, namespace, name, cluster)),
     latestRevisions: (keys) => done(latestRevisions(sql, keys)),
     allInFlight: () => done(allInFlight(sql)),
     listEventsAfter: (filter, afterId, limit) => done(listEventsAfter(sql, filter, afterId, limit)),
@@ -157,8 +165,9 @@ function txOf(sql: Sql): HistoryTx {
       done({ rows: targetPage(sql, rolloutId, state, afterOrdinal, limit), totalCount: countTargets(sql, rolloutId, state) }),
     findIdempotencyRecord: (key) => done(findIdempotencyRecord(sql, key)),
     rolloutIdsNeedingEngine: () => done(rolloutIdsNeedingEngine(sql)),
-    revisionPage: (kind, namespace, name, beforeN, limit) => done(revisionPage(sql, kind, namespace, name, beforeN, limit)),
+    revisionPage: (kind, namespace, name, beforeN, limit, cluster) => done(revisionPage(sql, kind, namespace, name, beforeN, limit, cluster)),
     coveredTargets: (kind, targetStates, rolloutStates) => done(coveredTargets(sql, kind, targetStates, rolloutStates)),
+    activeRolloutIdsInCluster: (cluster) => done(activeRolloutIdsInCluster(sql, cluster)),
     insertIdempotencyRecord: (record, now) => done(insertIdempotencyRecord(sql, record, now)),
     // The transaction already holds SQLite's only write lock (BEGIN IMMEDIATE): writers are serialized, launches too.
     lockLaunches: () => done(undefined),
@@ -173,6 +182,6 @@ function txOf(sql: Sql): HistoryTx {
     insertRevision: (revision, now) => done(insertRevision(sql, revision, now)),
     insertRevisions: (revisions) => done(insertRevisions(sql, revisions)),
     putInFlight: (row, now) => done(putInFlight(sql, row, now)),
-    deleteInFlight: (kind, namespace, name) => done(deleteInFlight(sql, kind, namespace, name)),
+    deleteInFlight: (kind, namespace, name, cluster) => done(deleteInFlight(sql, kind, namespace, name, cluster)),
   };
 }
