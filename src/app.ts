@@ -7,6 +7,7 @@ import { createLogger, type Logger } from './log.js';
 import { createMetrics, type AppMetrics } from './metrics.js';
 import { startApi } from './start/api.js';
 import { compose } from './start/compose.js';
+import type { MemberRuntimes } from './clusters/MemberRuntimes.js';
 import { startControllers } from './start/controllers.js';
 import { startHistory } from './start/history.js';
 import { type MemberClustersPart, startMemberClusters } from './start/memberClusters.js';
@@ -27,6 +28,8 @@ export interface App {
   manager: Manager;
   /** The member cluster registry, connections and sources (docs/adr/0048-member-clusters.md). */
   memberClusters: MemberClustersPart;
+  /** The members' own controllers, while this replica leads (docs/adr/0055-runtime-per-member.md). */
+  memberRuntimes: MemberRuntimes | undefined;
   /** Graceful shutdown; idempotent. */
   stop(): Promise<void>;
 }
@@ -43,7 +46,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     const history = started(await startHistory(config, { logger, metrics }));
     const kube = started(await startKubernetes(config, logger));
     const memberClusters = started(await startMemberClusters(config, { logger, metrics, history, kube }));
-    const controllers = started(await startControllers(config, { logger, metrics, history, kube }));
+    const controllers = started(await startControllers(config, { logger, metrics, history, kube, members: memberClusters.connections }));
     const readiness = [...history.readiness, kube.readiness, controllers.readiness];
     const domain: Domain = { ...controllers.domain, clusters: memberClusters.admin };
     const api = started(await startApi(config, { logger, metrics, history, domain, readiness, scrape: controllers.scrape }));
@@ -60,6 +63,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
       kube,
       manager: controllers.manager,
       memberClusters,
+      memberRuntimes: controllers.memberRuntimes,
     };
   });
   let stopping: Promise<void> | undefined;

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { ApiException, type KubeConfig, VersionApi } from '@kubernetes/client-node';
 import type { ClusterHealth, ClusterHealthState } from '../domain/clusters/model.js';
 import type { RolloutKind } from '../domain/events.js';
@@ -85,6 +86,9 @@ export class MemberConnection {
     private readonly options: ConnectionOptions,
     private readonly onHealth: (name: string, health: ClusterHealth) => void,
   ) {
+    // Every request of the member's runtime (each informer's list and watch, each write) listens on it: more than the
+    // default ten at once is normal, not a leak.
+    setMaxListeners(0, this.stopping.signal);
     this.now = options.now ?? (() => new Date());
     this.random = options.random ?? Math.random;
     this.kubeConfig = MemberKubeConfig.from(source, {

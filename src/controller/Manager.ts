@@ -43,6 +43,7 @@ export class Manager {
   private readonly controllers: Controller[] = [];
   private readonly clients: ManagerOptions['clients'];
   private readonly leadingListeners: (() => void | Promise<void>)[] = [];
+  private readonly stoppedListeners: (() => void | Promise<void>)[] = [];
   private readonly canLead: ManagerOptions['canLead'];
   private readonly settings: LeaderElectionSettings;
   private readonly runControllers: boolean;
@@ -99,6 +100,11 @@ export class Manager {
     this.leadingListeners.push(listener);
   }
 
+  /** Runs each time this replica stops its controllers (it lost the lease, or stops), after they stopped. */
+  onStoppedLeading(listener: () => void | Promise<void>): void {
+    this.stoppedListeners.push(listener);
+  }
+
   isLeader(): boolean {
     return this.leading;
   }
@@ -150,6 +156,7 @@ export class Manager {
       this.leading = false;
       await Promise.all(this.controllers.map((c) => c.stop()));
       this.logger.info({ identity: this.identity }, 'not leading: controllers stopped');
+      await this.stoppedLeading();
     };
     if (!this.runControllers) {
       this.logger.info('controllers off (ROLLPLANE_CONTROLLERS=off): serving the API only');
@@ -184,9 +191,20 @@ export class Manager {
     else if (this.leading) {
       this.leading = false;
       await Promise.all(this.controllers.map((c) => c.stop()));
+      await this.stoppedLeading();
     }
     await Promise.all(this.informers.map((i) => i.stop()));
     this.started = false;
+  }
+
+  private async stoppedLeading(): Promise<void> {
+    for (const listener of this.stoppedListeners) {
+      try {
+        await listener();
+      } catch (error) {
+        this.logger.warn({ err: error }, 'a listener of the end of leadership failed');
+      }
+    }
   }
 
   private async ensureNamespace(name: string): Promise<void> {

@@ -15,6 +15,8 @@ import type { ControllerHost } from './host.js';
 import { registerRuntimeMetrics } from './runtimeMetrics.js';
 
 export interface RolloutControllerHostOptions {
+  /** The member cluster driven (ADR 0055); absent: `local`. */
+  cluster?: string;
   config: Config;
   clients: KubeClients;
   manager: Manager;
@@ -30,6 +32,7 @@ export interface RolloutControllerHostOptions {
  * and the queue snapshots the API shows).
  */
 export class RolloutControllerHost implements ControllerHost {
+  readonly cluster?: string;
   readonly config: Config;
   readonly clients: KubeClients;
   readonly registry: Registry;
@@ -41,6 +44,7 @@ export class RolloutControllerHost implements ControllerHost {
   private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
 
   constructor(options: RolloutControllerHostOptions) {
+    if (options.cluster !== undefined) this.cluster = options.cluster;
     this.config = options.config;
     this.clients = options.clients;
     this.manager = options.manager;

@@ -15,6 +15,11 @@ import type { Logger } from '../log.js';
  * any controller; controllers run only while this replica holds the leader lease and stop at once when it loses it.
  */
 export interface ControllerHost {
+  /**
+   * The member cluster these controllers drive (ADR 0055); absent: `local`. The events they record and their in-flight
+   * notes carry it; their target notifications reach the engine with it.
+   */
+  readonly cluster?: string;
   config: Config;
   clients: KubeClients;
   registry: Registry;

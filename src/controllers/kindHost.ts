@@ -1,3 +1,4 @@
+import { clusterField } from '../domain/ports.js';
 import type { EventFilter, EventType, NewEventOf, RolloutKind, StoredEvent } from '../domain/events.js';
 import type { ControllerHost } from './host.js';
 import { clusterInformers, type ClusterInformers } from './informers.js';
@@ -13,18 +14,27 @@ export type KindEvent = { [T in EventType]: Omit<NewEventOf<T>, 'kind'> }[EventT
  */
 export class KindEvents {
   constructor(
-    private readonly host: { events: Pick<ControllerHost['events'], 'append' | 'listBefore'>; inFlight: ControllerHost['inFlight'] },
+    private readonly host: {
+      events: Pick<ControllerHost['events'], 'append' | 'listBefore'>;
+      inFlight: ControllerHost['inFlight'];
+      cluster?: string | undefined;
+    },
     readonly kind: RolloutKind,
   ) {}
 
+  /** Appended with the kind, and (outside `local`) the host's member cluster unless the event names one. */
   async append(event: KindEvent): Promise<StoredEvent> {
-    const [stored] = await this.host.events.append({ ...event, kind: this.kind });
+    const cluster = event.cluster === undefined ? clusterField(this.host.cluster) : {};
+    const [stored] = await this.host.events.append({ ...event, ...cluster, kind: this.kind });
     return stored!;
   }
 
-  /** The kind's events, newest first, before `beforeId` (all when undefined). */
+  /**
+   * The kind's events, newest first, before `beforeId` (all when undefined); a member's host reads its cluster's only.
+   * `local`'s reads name no cluster, as before member clusters: Event's per-target indexes have no cluster yet (ADR 0054).
+   */
   listBefore(filter: Omit<EventFilter, 'kind'>, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
-    return this.host.events.listBefore({ ...filter, kind: this.kind }, beforeId, limit);
+    return this.host.events.listBefore({ ...filter, ...clusterField(this.host.cluster), kind: this.kind }, beforeId, limit);
   }
 
   /** The kind's in-flight changes whose event is recorded once (one per kind: they share the kind's notes). */

@@ -1,3 +1,4 @@
+import { LOCAL_CLUSTER } from './clusters/model.js';
 import type { HistoryStore } from './historyPort.js';
 import type { EventLog } from './EventLog.js';
 import type { NewEvent, RolloutKind } from './events.js';
@@ -15,6 +16,7 @@ const COMPLETE_MAX_BATCH = 500;
 
 interface Completion {
   key: string;
+  cluster: string;
   kind: RolloutKind;
   namespace: string;
   name: string;
@@ -33,22 +35,35 @@ interface Completion {
  * running controllers: another leader may have moved things on) and kept current by `put` and `complete`.
  */
 export class InFlightChanges {
-  private readonly mirror = new Map<string, object>();
-  private completions: Completion[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  /** The mirror and the pending completions, shared by every cluster's view (forCluster). */
+  private readonly shared: { mirror: Map<string, object>; completions: Completion[]; timer: NodeJS.Timeout | undefined };
 
   constructor(
     private readonly store: HistoryStore,
     private readonly log: EventLog,
-  ) {}
+    /** The member cluster whose targets this view notes (ADR 0054); every view shares one table and one mirror. */
+    readonly cluster: string = LOCAL_CLUSTER,
+    shared?: InFlightChanges['shared'],
+  ) {
+    this.shared = shared ?? { mirror: new Map(), completions: [], timer: undefined };
+  }
 
-  /** Fills the mirror from the table; call (and await) before controllers read it. */
+  /** The same notes, for the targets of another member cluster (a member's controllers get this view). */
+  forCluster(cluster: string): InFlightChanges {
+    return cluster === this.cluster ? this : new InFlightChanges(this.store, this.log, cluster, this.shared);
+  }
+
+  private get mirror(): Map<string, object> {
+    return this.shared.mirror;
+  }
+
+  /** Fills the mirror from the table (every cluster's notes); call (and await) before controllers read it. */
   async reload(): Promise<void> {
     const rows = await this.store.read.allInFlight();
     this.mirror.clear();
     for (const row of rows) {
       try {
-        this.mirror.set(keyOf(row.kind as RolloutKind, row.namespace, row.name), JSON.parse(row.payload) as object);
+        this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), JSON.parse(row.payload) as object);
       } catch {
         // A row that is not JSON cannot describe any work; completing its target overwrites it.
       }
@@ -65,15 +80,16 @@ export class InFlightChanges {
   }
 
   get(kind: RolloutKind, namespace: string, name: string): object | undefined {
-    return this.mirror.get(keyOf(kind, namespace, name));
+    return this.mirror.get(keyOf(this.cluster, kind, namespace, name));
   }
 
   /** Notes work in flight (replacing any note of the target); resolves once the note is committed. */
   async put(kind: RolloutKind, namespace: string, name: string, note: object): Promise<void> {
     const payload = JSON.stringify(note);
+    const cluster = this.cluster;
     await this.store.transaction(
-      (tx) => tx.putInFlight({ kind, namespace, name, payload }, new Date()),
-      () => this.mirror.set(keyOf(kind, namespace, name), JSON.parse(payload) as object),
+      (tx) => tx.putInFlight({ ...(cluster === LOCAL_CLUSTER ? {} : { cluster }), kind, namespace, name, payload }, new Date()),
+      () => this.mirror.set(keyOf(cluster, kind, namespace, name), JSON.parse(payload) as object),
     );
   }
 
@@ -82,22 +98,27 @@ export class InFlightChanges {
    * milliseconds of each other share a transaction (many agents become ready together).
    */
   complete(kind: RolloutKind, namespace: string, name: string, events: readonly NewEvent[]): Promise<void> {
+    const cluster = this.cluster;
+    // The events of a member's work are about its objects: they carry its name unless they name a cluster themselves.
+    const stamped = cluster === LOCAL_CLUSTER ? events : events.map((e) => (e.cluster === undefined ? { ...e, cluster } : e));
+    const shared = this.shared;
     return new Promise((resolve, reject) => {
-      this.completions.push({ key: keyOf(kind, namespace, name), kind, namespace, name, events, resolve, reject });
-      if (this.completions.length >= COMPLETE_MAX_BATCH) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), COMPLETE_WINDOW_MS);
+      shared.completions.push({ key: keyOf(cluster, kind, namespace, name), cluster, kind, namespace, name, events: stamped, resolve, reject });
+      if (shared.completions.length >= COMPLETE_MAX_BATCH) this.flush();
+      else shared.timer ??= setTimeout(() => this.flush(), COMPLETE_WINDOW_MS);
     });
   }
 
   private flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.completions;
-    this.completions = [];
+    const shared = this.shared;
+    if (shared.timer) clearTimeout(shared.timer);
+    shared.timer = undefined;
+    const batch = shared.completions;
+    shared.completions = [];
     if (batch.length === 0) return;
     this.log
       .commit(function* (tx) {
-        for (const c of batch) yield* tx.deleteInFlight(c.kind, c.namespace, c.name);
+        for (const c of batch) yield* tx.deleteInFlight(c.kind, c.namespace, c.name, c.cluster);
         return { result: undefined, events: batch.flatMap((c) => c.events) };
       })
       .then(
@@ -114,6 +135,6 @@ export class InFlightChanges {
   }
 }
 
-function keyOf(kind: RolloutKind, namespace: string, name: string): string {
-  return `${kind}|${namespace}/${name}`;
+function keyOf(cluster: string, kind: RolloutKind, namespace: string, name: string): string {
+  return `${cluster}|${kind}|${namespace}/${name}`;
 }

@@ -20,7 +20,7 @@ import type { IdempotencyKeyRef } from './historyPort.js';
 import { ENGINE_IDEMPOTENCY_SCOPE, type LaunchResult, type RolloutLauncher } from './RolloutLauncher.js';
 import { changedByRollout, RollbackPlanStale, type RollbackRules } from './launchRules.js';
 import type { Cause, NewTarget, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
-import { targetKey } from './ports.js';
+import { clusterField, targetKey, type TargetRef } from './ports.js';
 import { ACTIVE_ROLLOUT_STATES, isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
 
@@ -108,9 +108,9 @@ export class RolloutEngine {
     this.enqueueFn(rolloutId);
   }
 
-  /** A target changed in the cluster: re-evaluate the rollout that is changing it, if any. */
-  targetChanged(kind: RolloutKind, namespace: string, name: string): void {
-    const key = targetKey({ namespace, name });
+  /** A target changed in its cluster (`local` when none is named): re-evaluate the rollout that is changing it, if any. */
+  targetChanged(kind: RolloutKind, namespace: string, name: string, cluster?: string): void {
+    const key = targetKey({ ...clusterField(cluster), namespace, name });
     const rolloutId = this.progressingTargets.get(`${kind}|${key}`);
     if (!rolloutId) return;
     this.views.get(rolloutId)?.markChanged(key);
@@ -345,7 +345,7 @@ export class RolloutEngine {
   private async rollbackTargets(rolloutId: string): Promise<NewTarget[]> {
     return (await this.rollouts.allTargets(rolloutId))
       .filter(changedByRollout)
-      .map((t) => ({ namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! }));
+      .map((t) => ({ ...clusterField(t.cluster), namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! }));
   }
 
   /**
@@ -391,7 +391,7 @@ export class RolloutEngine {
     }
   }
 
-  private indexKey(kind: RolloutKind, target: { namespace: string; name: string }): string {
+  private indexKey(kind: RolloutKind, target: TargetRef): string {
     return `${kind}|${targetKey(target)}`;
   }
 

@@ -1,3 +1,5 @@
+import { LOCAL_CLUSTER } from './clusters/model.js';
+import { clusterField, clusterOf } from './ports.js';
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 import { MAX_IDEMPOTENCY_KEY } from './kinds/cause.js';
@@ -33,12 +35,31 @@ export interface LaunchRequest {
 }
 
 export interface PlanItem {
+  /** The member cluster of the target; absent: `local` (ADR 0054). */
+  cluster?: string;
   namespace: string;
   name: string;
   fromVersion: string | null;
   toVersion: string;
   action: 'change' | 'skip';
   reason: string | null;
+}
+
+/**
+ * A plan's items grouped by member cluster (what a plan and a dry run show once a rollout spans clusters): `local` first,
+ * then the others by name; each group in admission order.
+ */
+export function planByCluster(items: readonly PlanItem[]): { cluster: string; items: PlanItem[] }[] {
+  const groups = new Map<string, PlanItem[]>();
+  for (const item of items) {
+    const cluster = clusterOf(item);
+    let group = groups.get(cluster);
+    if (!group) groups.set(cluster, (group = []));
+    group.push(item);
+  }
+  return [...groups]
+    .sort(([a], [b]) => (a === LOCAL_CLUSTER ? -1 : b === LOCAL_CLUSTER ? 1 : a.localeCompare(b)))
+    .map(([cluster, group]) => ({ cluster, items: group }));
 }
 
 export interface LaunchResult {
@@ -112,6 +133,7 @@ export class RolloutLauncher {
       );
     }
     const items: PlanItem[] = plan.targets.map((t) => ({
+      ...clusterField(t.cluster),
       namespace: t.namespace,
       name: t.name,
       fromVersion: t.fromVersion,

@@ -1,3 +1,4 @@
+import { clusterField, targetKey, type TargetRef } from './ports.js';
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type {
@@ -91,6 +92,8 @@ export interface Progress {
 }
 
 export interface NewTarget {
+  /** The member cluster the target is in; absent: `local` (ADR 0054). */
+  cluster?: string;
   namespace: string;
   name: string;
   fromVersion: string | null;
@@ -173,8 +176,8 @@ function toRollout(contracts: KindContracts, row: RolloutRow): Rollout {
   };
 }
 
-function toTarget(row: TargetRow): RolloutTarget {
-  return { ...row, kind: row.kind as RolloutKind, state: row.state as TargetState };
+function toTarget({ cluster, ...row }: TargetRow): RolloutTarget {
+  return { ...row, ...clusterField(cluster), kind: row.kind as RolloutKind, state: row.state as TargetState };
 }
 
 interface RolloutCursor {
@@ -264,6 +267,7 @@ export class RolloutService {
           id: `${id}.${ordinal}`,
           rolloutId: id,
           kind: spec.kind,
+          ...clusterField(target.cluster),
           namespace: target.namespace,
           name: target.name,
           ordinal,
@@ -412,10 +416,10 @@ export class RolloutService {
   }
 
   /** Revisions of one target, newest first. */
-  async revisions(kind: RolloutKind, namespace: string, name: string, first: number | undefined, after: string | undefined) {
+  async revisions(kind: RolloutKind, namespace: string, name: string, first: number | undefined, after: string | undefined, cluster?: string) {
     const size = checkPageSize(first, 20);
     const cursor = decodeCursor(after, isRevisionCursor);
-    const rows = await this.store.read.revisionPage(kind, namespace, name, cursor?.n, size + 1);
+    const rows = await this.store.read.revisionPage(kind, namespace, name, cursor?.n, size + 1, cluster);
     const page = pageOfRows(rows, size, (r) => ({
       n: r.n,
       version: r.version,
@@ -430,7 +434,7 @@ export class RolloutService {
    * Engine: records a target's new state (and error) with a TargetStateChanged event. A target that SUCCEEDED gets a
    * new Revision (its first recorded revision being the version it ran before, when known).
    */
-  setTargetState(rolloutId: string, target: { namespace: string; name: string }, to: TargetState, detail: TargetChangeDetail = {}): Promise<RolloutTarget> {
+  setTargetState(rolloutId: string, target: TargetRef, to: TargetState, detail: TargetChangeDetail = {}): Promise<RolloutTarget> {
     return this.setTargetStates(rolloutId, [{ target, to, ...detail }]).then((updated) => updated[0]!);
   }
 
@@ -452,6 +456,7 @@ export class RolloutService {
           const { target, to } = change;
           const at = change.at ?? now;
           return {
+            ...clusterField(target.cluster),
             namespace: target.namespace,
             name: target.name,
             state: to,
@@ -466,10 +471,10 @@ export class RolloutService {
         for (const [i, change] of batch.entries()) {
           const { target, to } = change;
           const outcome = updated[i];
-          if (!outcome) throw new NotFoundError(`rollout ${rolloutId} has no target ${target.namespace}/${target.name}`);
+          if (!outcome) throw new NotFoundError(`rollout ${rolloutId} has no target ${targetKey(target)}`);
           const row = outcome.target;
           if (to === 'SUCCEEDED') succeeded.push({ row, at: change.at ?? now });
-          const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name };
+          const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name, ...clusterField(row.cluster) };
           events.push({
             type: EventType.TargetStateChanged,
             ...base,
@@ -493,7 +498,7 @@ export interface TargetChangeDetail {
 }
 
 export interface TargetChange extends TargetChangeDetail {
-  target: { namespace: string; name: string };
+  target: TargetRef;
   to: TargetState;
 }
 
@@ -575,9 +580,9 @@ function* launchRulesStep(tx: HistoryTx, toRollout: RolloutReader, spec: NewRoll
   if (rules.takeOver) {
     // The rollback was planned from the original's targets before this transaction; its row is locked (or ended)
     // now, so what it changed can no longer grow: a target admitted in between would be left on the new version.
-    const planned = new Set(spec.targets.map((t) => `${t.namespace}/${t.name}`));
-    const missed = (yield* tx.targetsOf(rules.takeOver)).find((t) => changedByRollout(t) && !planned.has(`${t.namespace}/${t.name}`));
-    if (missed) throw new RollbackPlanStale(`rollout ${rules.takeOver} admitted ${missed.namespace}/${missed.name} while its rollback was planned`);
+    const planned = new Set(spec.targets.map(targetKey));
+    const missed = (yield* tx.targetsOf(rules.takeOver)).find((t) => changedByRollout(t) && !planned.has(targetKey(t)));
+    if (missed) throw new RollbackPlanStale(`rollout ${rules.takeOver} admitted ${targetKey(missed)} while its rollback was planned`);
   }
   return events;
 }
@@ -625,6 +630,7 @@ function* transitionStep(
         kind,
         namespace: t.namespace,
         name: t.name,
+        ...clusterField(t.cluster),
         payload: { from: 'PENDING', to: 'CANCELLED', error: null },
       });
     }
@@ -638,7 +644,7 @@ function batchesOfDistinctTargets(changes: readonly TargetChange[]): TargetChang
   let batch: TargetChange[] = [];
   let names = new Set<string>();
   for (const change of changes) {
-    const key = `${change.target.namespace}/${change.target.name}`;
+    const key = targetKey(change.target);
     if (names.has(key)) {
       batches.push(batch);
       batch = [];
@@ -657,10 +663,12 @@ function batchesOfDistinctTargets(changes: readonly TargetChange[]): TargetChang
  */
 function* recordRevisions(tx: HistoryTx, rolloutId: string, succeeded: readonly { row: TargetRow; at: Date }[]): Step<void> {
   if (succeeded.length === 0) return;
-  const latest = yield* tx.latestRevisions(succeeded.map(({ row }) => ({ kind: row.kind, namespace: row.namespace, name: row.name })));
+  const latest = yield* tx.latestRevisions(
+    succeeded.map(({ row }) => ({ ...clusterField(row.cluster), kind: row.kind, namespace: row.namespace, name: row.name })),
+  );
   const revisions: (NewRevision & { appliedAt: Date })[] = [];
   for (const [i, { row, at }] of succeeded.entries()) {
-    const where = { kind: row.kind, namespace: row.namespace, name: row.name, appliedAt: at };
+    const where = { ...clusterField(row.cluster), kind: row.kind, namespace: row.namespace, name: row.name, appliedAt: at };
     const last = latest[i];
     let n = last?.n ?? 0;
     if (!last && row.fromVersion) {

@@ -1,5 +1,5 @@
 import { admissionLimit } from './kinds/strategy.js';
-import type { AdmittedTarget, RolloutDriver, TargetObservation } from './ports.js';
+import { clusterField, type AdmittedTarget, type RolloutDriver, type TargetObservation } from './ports.js';
 import type { Rollout, RolloutTarget, TargetChange } from './RolloutService.js';
 import { isTerminal, type RolloutState } from './rolloutStates.js';
 import type { RolloutView } from './RolloutView.js';
@@ -216,6 +216,7 @@ export function admittedTarget(rollout: Rollout, target: RolloutTarget, now: num
   return {
     rolloutId: rollout.id,
     kind: rollout.kind,
+    ...clusterField(target.cluster),
     namespace: target.namespace,
     name: target.name,
     ordinal: target.ordinal,

@@ -1,3 +1,4 @@
+import { targetKey, type TargetRef } from './ports.js';
 import { ConflictError } from '../errors.js';
 import type { CoveredTarget, IdempotencyRecord } from './historyPort.js';
 import type { NewTarget, Rollout } from './RolloutService.js';
@@ -49,10 +50,10 @@ export class RollbackPlanStale extends ConflictError {}
 export const SUPERSEDED = 'superseded by a newer rollout';
 
 /** The covered targets that are among `targets` (the launch's targets that will change). */
-export function overlapsOf(covered: readonly CoveredTarget[], targets: readonly { namespace: string; name: string }[]): CoveredTarget[] {
+export function overlapsOf(covered: readonly CoveredTarget[], targets: readonly TargetRef[]): CoveredTarget[] {
   if (targets.length === 0) return [];
-  const wanted = new Set(targets.map((t) => `${t.namespace}/${t.name}`));
-  return covered.filter((row) => wanted.has(`${row.namespace}/${row.name}`));
+  const wanted = new Set(targets.map(targetKey));
+  return covered.filter((row) => wanted.has(targetKey(row)));
 }
 
 /**

@@ -2,11 +2,17 @@
  * What the domain needs from the world, as interfaces. `src/kinds/<kind>/controller` implements them on Kubernetes (informer
  * caches and API writes); the composition root hands the implementations to the domain. No Kubernetes types here.
  */
+import { LOCAL_CLUSTER } from './clusters/model.js';
 import type { RolloutKind } from './events.js';
 import type { Rollout } from './RolloutService.js';
 import type { RollbackRules } from './launchRules.js';
 
+/**
+ * One target: an object of a member cluster. `cluster` absent is `local` (ADR 0054): every caller that predates member
+ * clusters names local's targets as before.
+ */
 export interface TargetRef {
+  cluster?: string;
   namespace: string;
   name: string;
 }
@@ -61,7 +67,28 @@ export interface RolloutDriver {
   readonly rollbackRules?: RollbackRules;
 }
 
-/** `namespace/name`, or `name` for cluster-scoped objects and nodes. */
+/**
+ * `namespace/name`, or `name` for cluster-scoped objects and nodes; prefixed by `cluster:` outside `local` (no
+ * namespace or name has a colon), so local's keys read as before clusters.
+ */
 export function targetKey(ref: TargetRef): string {
-  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
+  const key = ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
+  return isLocal(ref.cluster) ? key : `${ref.cluster}:${key}`;
+}
+
+/** The cluster of a target, `local` when it names none. */
+export function clusterOf(ref: { cluster?: string | undefined }): string {
+  return ref.cluster ?? LOCAL_CLUSTER;
+}
+
+function isLocal(cluster: string | undefined): boolean {
+  return cluster === undefined || cluster === LOCAL_CLUSTER;
+}
+
+/**
+ * `{ cluster }` for a cluster other than `local`, else nothing: what a domain object, an event or a port call carries,
+ * so that everything about `local` has the shape it had before member clusters (the stores read absent as local).
+ */
+export function clusterField(cluster: string | undefined): { cluster?: string } {
+  return isLocal(cluster) ? {} : { cluster: cluster! };
 }

@@ -121,8 +121,13 @@ export function loadKubeConfig(config: KubeClientConfig): BudgetedKubeConfig {
 /** Builds every client rollplane uses from one KubeConfig, all behind one API budget. */
 export function createKubeClients(config: KubeClientConfig): KubeClients {
   const kubeConfig = loadKubeConfig(config);
-  const budget = new ApiBudget({ qps: config.qps, burst: config.burst, clock: config.clock, registry: config.registry });
-  kubeConfig.budget = budget;
+  kubeConfig.budget = new ApiBudget({ qps: config.qps, burst: config.burst, clock: config.clock, registry: config.registry });
+  return kubeClientsOf(kubeConfig);
+}
+
+/** The clients of a loaded KubeConfig, on its budget (a member cluster's connection has its own: src/clusters). */
+export function kubeClientsOf(kubeConfig: BudgetedKubeConfig): KubeClients {
+  const budget = kubeConfig.budget;
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   // The per-target writes of a rollout skip client-node's generated path (jsonRequests.ts, ADR 0047).

@@ -1,6 +1,8 @@
 import type { Config } from '../config.js';
 import { Manager } from '../controller/Manager.js';
-import { setupRolloutKinds } from '../kinds/index.js';
+import { ROLLOUT_KIND_MODULES, setupRolloutKinds } from '../kinds/index.js';
+import { MemberRuntimes, type MemberRuntimesOptions } from '../clusters/MemberRuntimes.js';
+import { ClusterRoutedDriver, clustersOfRollout } from '../domain/ClusterRoutedDriver.js';
 import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
 import type { Domain } from '../domain/Domain.js';
 import { runEngineOnManager } from '../domain/engineController.js';
@@ -24,7 +26,20 @@ import type { History } from './history.js';
  */
 export async function startControllers(
   config: Config,
-  { logger, metrics, history, kube }: { logger: Logger; metrics: AppMetrics; history: History; kube: KubeConnection },
+  {
+    logger,
+    metrics,
+    history,
+    kube,
+    members,
+  }: {
+    logger: Logger;
+    metrics: AppMetrics;
+    history: History;
+    kube: KubeConnection;
+    /** The member clusters' connections: each READY member gets its own runtime while this replica leads (ADR 0055). */
+    members?: MemberRuntimesOptions['connections'];
+  },
 ) {
   return compose(logger, async (started) => {
     const { db, bus, events, rollouts } = history;
@@ -45,9 +60,29 @@ export async function startControllers(
       runControllers: config.controllers,
       ...leadershipGuard(db),
     });
-    const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight: new InFlightChanges(db.store, events), rollouts });
+    const inFlight = new InFlightChanges(db.store, events);
+    const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight, rollouts });
     const kinds = setupRolloutKinds(host);
-    for (const driver of kinds.drivers) engine.registerDriver(driver);
+    const runtimes = members
+      ? new MemberRuntimes({
+          config,
+          connections: members,
+          modules: ROLLOUT_KIND_MODULES,
+          events,
+          inFlight,
+          rollouts,
+          targetChanged: (kind, namespace, name, cluster) => engine.targetChanged(kind, namespace, name, cluster),
+          logger: logger.child({ component: 'member-runtimes' }),
+          resyncMs: config.memberClusters.probeIntervalMs,
+        })
+      : undefined;
+    for (const driver of kinds.drivers) engine.registerDriver(runtimes ? new ClusterRoutedDriver(driver, runtimes, clustersOfRollout(rollouts)) : driver);
+    if (runtimes) {
+      // Leader-only, as local's controllers: started with them, stopped with them (and before the manager's informers).
+      manager.onStartedLeading(() => runtimes.startLeading());
+      manager.onStoppedLeading(() => runtimes.stopLeading());
+      started(() => runtimes.close());
+    }
     runEngineOnManager({
       engine,
       launcher,
@@ -79,6 +114,7 @@ export async function startControllers(
     };
     return {
       manager,
+      memberRuntimes: runtimes,
       domain,
       scrape: () => notifications.scrape(),
       readiness: { name: 'controllers', check: async () => manager.checkReady() },

@@ -1,0 +1,152 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { EventType } from '../../src/domain/events.js';
+import { defaultStrategy, type RolloutPlan } from '../../src/domain/kinds/index.js';
+import { planByCluster } from '../../src/domain/RolloutLauncher.js';
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
+import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
+import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { gql } from '../helpers/graphql.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * One rollout over three simulated member clusters, each driven by its own runtime over HTTP (docs/adr/0055): edge-2
+ * is made unreachable mid-rollout. edge-1's and edge-3's pools finish; edge-2's targets wait and fail at their progress
+ * deadline with a reason that names the cluster; the history records every target with its cluster.
+ */
+const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
+const MEMBERS = ['edge-1', 'edge-2', 'edge-3'];
+const DEADLINE_SECONDS = 4;
+
+describe('a rollout across member clusters', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane rollout across clusters '));
+  let fleet: SimulatedClusters;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
+    const clusters = MEMBERS.map((name) => ({ name, labels: { tier: 'edge' }, kubeconfig: fleet.clusters.get(name)!.kubeconfig }));
+    writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters }), { mode: 0o600 });
+    app = await startTestApp({
+      databaseFile: path.join(dir, 'rollplane.db'),
+      env: {
+        ROLLPLANE_CONTROLLERS: 'on',
+        ROLLPLANE_LEADER_ELECT: 'false',
+        ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: '200',
+        ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MS: '100',
+        ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS: '400',
+        ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS: '1000',
+        ROLLPLANE_AUTH: 'off',
+      },
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await fleet?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const pool = (cluster: string, name: string) => {
+    const sim = fleet.clusters.get(cluster)!.simulator;
+    return sim.store.get(sim.store.resourceType('network.harvesterhci.io', 'ippools')!, 'default', name);
+  };
+
+  it('finishes the reachable clusters and fails the unreachable one at its deadline, naming it', async () => {
+    await until('every member driven by its own runtime', () =>
+      MEMBERS.every((name) => app.memberRuntimes?.snapshot().some((r) => r.cluster === name && r.running && r.kinds.includes('AGENT_POOL'))),
+    );
+    // edge-2's targets last but one in admission order: edge-1 moves first, and edge-2 is cut off while it waits.
+    const order = [
+      ['edge-1', 'net-1'],
+      ['edge-3', 'net-1'],
+      ['edge-1', 'net-2'],
+      ['edge-2', 'net-1'],
+      ['edge-2', 'net-2'],
+      ['edge-3', 'net-2'],
+    ] as const;
+    const plan: RolloutPlan<AgentPoolStrategy> = {
+      kind: 'AGENT_POOL',
+      fromVersion: OLD,
+      toVersion: NEW,
+      selector: {},
+      strategy: {
+        ...defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
+        maxUnavailable: '2',
+        progressDeadlineSeconds: DEADLINE_SECONDS,
+        failureThreshold: 3,
+        autoRollback: false,
+      },
+      targets: order.map(([cluster, name]) => ({ cluster, namespace: 'default', name, fromVersion: OLD, toVersion: NEW })),
+    };
+    const launched = await app.domain.launcher.launch({ plan, cause: { actor: 'test' }, dryRun: false, supersede: false, request: {} });
+    expect(planByCluster(launched.plan).map((g) => [g.cluster, g.items.map((i) => i.name)])).toEqual([
+      ['edge-1', ['net-1', 'net-2']],
+      ['edge-2', ['net-1', 'net-2']],
+      ['edge-3', ['net-1', 'net-2']],
+    ]);
+    const id = launched.rollout.id;
+    const targets = () => app.domain.rollouts.allTargets(id);
+    await until('edge-1/net-1 SUCCEEDED', async () => (await targets()).find((t) => t.cluster === 'edge-1' && t.name === 'net-1')?.state === 'SUCCEEDED');
+    await fleet.set('edge-2', 'blackhole');
+
+    const done = await until(
+      'the rollout ended',
+      async () => {
+        const rollout = await app.domain.rollouts.get(id);
+        return rollout && ['SUCCEEDED', 'FAILED'].includes(rollout.state) ? rollout : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const byCluster = (await targets()).map((t) => [t.cluster, t.name, t.state]);
+    // The reachable clusters finished, whatever became of edge-2.
+    for (const [cluster, name] of order.filter(([c]) => c !== 'edge-2')) {
+      expect(byCluster).toContainEqual([cluster, name, 'SUCCEEDED']);
+      expect(pool(cluster, name)?.status.agentPodRef.image).toBe(NEW);
+    }
+    // edge-2/net-2 was admitted after edge-2 went away (edge-1/net-1 had to succeed first, and maxUnavailable is 2 with
+    // edge-1/net-2 or edge-3/net-1 still ahead of it): it waited, then failed at its deadline naming the cluster.
+    const cut = (await targets()).find((t) => t.cluster === 'edge-2' && t.name === 'net-2')!;
+    expect(cut.state).toBe('FAILED');
+    expect(cut.error).toContain(`not converged within the progress deadline of ${DEADLINE_SECONDS}s`);
+    expect(cut.error).toContain('member cluster edge-2 is UNREACHABLE');
+    expect(pool('edge-2', 'net-2')?.status.agentPodRef.image).toBe(OLD);
+    expect(done.state).toBe('SUCCEEDED');
+    expect(done.message).toMatch(/target\(s\) failed, below the failure threshold/);
+
+    // The history: each target's events carry its cluster; edge-2's failure is recorded against edge-2.
+    const failed = await app.domain.events.listBefore({ rolloutId: id, types: [EventType.TargetFailed] }, undefined, 50);
+    expect(failed.map((e) => [e.cluster, e.name])).toContainEqual(['edge-2', 'net-2']);
+    expect(failed.every((e) => e.cluster === 'edge-2')).toBe(true);
+    const changes = await app.domain.events.listBefore({ rolloutId: id, types: [EventType.TargetStateChanged] }, undefined, 100);
+    expect(new Set(changes.map((e) => e.cluster))).toEqual(new Set(MEMBERS));
+    const recreated = await app.domain.events.listBefore({ kind: 'AGENT_POOL', cluster: 'edge-3' }, undefined, 100);
+    expect(
+      recreated
+        .filter((e) => e.type === EventType.AgentRecreated)
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['net-1', 'net-2']);
+    // Revisions are numbered per cluster: the same pool name in two clusters has its own.
+    expect((await app.domain.rollouts.revisions('AGENT_POOL', 'default', 'net-1', 10, undefined, 'edge-3')).items.map((r) => r.version)).toEqual([NEW, OLD]);
+    expect((await app.domain.rollouts.revisions('AGENT_POOL', 'default', 'net-2', 10, undefined, 'edge-2')).items).toEqual([]);
+
+    // Over HTTP: the rollout's targets as the API lists them, edge-2's error naming the cluster.
+    const res = await gql(app.url, `query ($id: ID!) { rollout(id: $id) { state targets(first: 10) { edges { node { name state error } } } } }`, { id });
+    const errors = res.data.rollout.targets.edges.map((e: { node: { error: string | null } }) => e.node.error).filter(Boolean);
+    expect(errors.some((e: string) => e.includes('member cluster edge-2'))).toBe(true);
+
+    // The deregistration question the clusters API asks: no active rollout left in edge-2.
+    expect(await app.db.store.read.activeRolloutIdsInCluster('edge-2')).toEqual([]);
+  });
+
+  it('stops a member runtime cleanly when its cluster goes away', async () => {
+    await until('edge-2 runtime stopped while it is unreachable', () => !app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-2'));
+    await fleet.set('edge-2', 'ready');
+    await until('edge-2 driven again', () => app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-2' && r.running));
+  });
+});
