@@ -10,7 +10,7 @@ import type { InFlightChanges } from '../domain/InFlightChanges.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import type { RolloutService } from '../domain/RolloutService.js';
 import { kubeClientsOf } from '../kube/createKubeClients.js';
-import type { AnyKindModule } from '../kinds/kindModule.js';
+import type { AnyKindModule, KindQueries } from '../kinds/kindModule.js';
 import type { Logger } from '../log.js';
 import type { MemberClusters } from './MemberClusters.js';
 import type { MemberConnection } from './MemberConnection.js';
@@ -34,6 +34,8 @@ export interface MemberRuntimesOptions {
 /** One member cluster's own controllers: a Manager (informers, work queues) on the member's connection. */
 class MemberRuntime {
   readonly drivers = new Map<RolloutKind, RolloutDriver>();
+  /** The kinds' query ports on this member's caches: what a bump plans a member's targets from (clusterSelection.ts). */
+  readonly queries: KindQueries = {};
   private readonly manager: Manager;
   private synced = false;
   private stopped = false;
@@ -68,7 +70,11 @@ class MemberRuntime {
       ...(options.rollouts ? { rollouts: options.rollouts } : {}),
     });
     host.onTargetChanged((kind, namespace, target) => options.targetChanged(kind, namespace, target, name));
-    for (const module of options.modules.filter((m) => kinds.includes(m.kind))) this.drivers.set(module.kind, module.setup(host).driver);
+    for (const module of options.modules.filter((m) => kinds.includes(m.kind))) {
+      const runtime = module.setup(host);
+      this.drivers.set(module.kind, runtime.driver);
+      Object.assign(this.queries, runtime.queries);
+    }
   }
 
   /** Starts the informers and, once their caches synced, the controllers; drivers are handed out only from then on. */
@@ -140,9 +146,18 @@ export class MemberRuntimes implements ClusterDrivers {
   }
 
   driverOf(cluster: string, kind: RolloutKind): RolloutDriver | undefined {
+    return this.driven(cluster)?.drivers.get(kind);
+  }
+
+  /** The member's query ports (its caches), while its runtime runs and it is READY; undefined otherwise. */
+  queriesOf(cluster: string): KindQueries | undefined {
+    return this.driven(cluster)?.queries;
+  }
+
+  /** The member's runtime while it runs (caches synced) and the member is READY. */
+  private driven(cluster: string): MemberRuntime | undefined {
     const runtime = this.runtimes.get(cluster);
-    if (!runtime?.isRunning() || this.options.connections.get(cluster)?.health().state !== 'READY') return undefined;
-    return runtime.drivers.get(kind);
+    return runtime?.isRunning() && this.options.connections.get(cluster)?.health().state === 'READY' ? runtime : undefined;
   }
 
   whyNotDriven(cluster: string, kind: RolloutKind): string {
