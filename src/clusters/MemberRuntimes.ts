@@ -10,16 +10,29 @@ import type { InFlightChanges } from '../domain/InFlightChanges.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import type { RolloutService } from '../domain/RolloutService.js';
 import { kubeClientsOf } from '../kube/createKubeClients.js';
-import type { AnyKindModule, KindQueries } from '../kinds/kindModule.js';
+import type { ControllerHost } from '../controllers/host.js';
+import type { KindPorts } from '../domain/Domain.js';
 import type { Logger } from '../log.js';
 import type { MemberClusters } from './MemberClusters.js';
 import type { MemberConnection } from './MemberConnection.js';
+
+/** The kinds' query ports on a member's caches (each kind's field of KindPorts). */
+export type MemberQueries = Partial<KindPorts>;
+
+/**
+ * What a member's runtime needs of a rollout kind: its name and its setup on a host (the kinds' modules are this; the
+ * composition root hands them in, so nothing here names a kind).
+ */
+export interface KindSetup {
+  readonly kind: RolloutKind;
+  setup(host: ControllerHost): { driver: RolloutDriver; queries: MemberQueries };
+}
 
 export interface MemberRuntimesOptions {
   config: Config;
   connections: Pick<MemberClusters, 'get' | 'snapshots' | 'onHealth'>;
   /** The kinds' modules; each member sets up those its discovery found. */
-  modules: readonly AnyKindModule[];
+  modules: readonly KindSetup[];
   events: EventLog;
   /** `local`'s view; each member's runtime gets its own (InFlightChanges.forCluster). */
   inFlight: InFlightChanges;
@@ -35,7 +48,7 @@ export interface MemberRuntimesOptions {
 class MemberRuntime {
   readonly drivers = new Map<RolloutKind, RolloutDriver>();
   /** The kinds' query ports on this member's caches: what a bump plans a member's targets from (clusterSelection.ts). */
-  readonly queries: KindQueries = {};
+  readonly queries: MemberQueries = {};
   private readonly manager: Manager;
   private synced = false;
   private stopped = false;
@@ -150,7 +163,7 @@ export class MemberRuntimes implements ClusterDrivers {
   }
 
   /** The member's query ports (its caches), while its runtime runs and it is READY; undefined otherwise. */
-  queriesOf(cluster: string): KindQueries | undefined {
+  queriesOf(cluster: string): MemberQueries | undefined {
     return this.driven(cluster)?.queries;
   }
 
