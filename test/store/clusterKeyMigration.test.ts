@@ -1,12 +1,12 @@
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyMigrations, migrationNames } from '../../src/store/migrate.js';
+import { applyMigrations } from '../../src/store/migrate.js';
 import { applyPgMigrations } from '../../src/store/postgres/migrate.js';
-import { projectRoot } from '../helpers/child.js';
+import { migrationsCopy } from '../helpers/migrations.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 
 /**
@@ -18,15 +18,6 @@ import { describeWithPostgres } from '../helpers/postgres.js';
 const MIGRATION = '20261208100000_cluster_key';
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rollplane cluster key migration '));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-function migrationsCopy(provider: 'sqlite' | 'postgresql', upTo: 'before' | 'this'): string {
-  const from = path.join(projectRoot, 'prisma', provider, 'migrations');
-  const to = path.join(tmp, `${provider}-${upTo}-${Math.random().toString(36).slice(2)}`);
-  mkdirSync(to);
-  for (const name of migrationNames(from))
-    if (name < MIGRATION || (upTo === 'this' && name === MIGRATION)) cpSync(path.join(from, name), path.join(to, name), { recursive: true });
-  return to;
-}
 
 /** The rows as the previous release wrote them, in statements both databases take ($n and ? alike by position). */
 const SEED = [
@@ -74,10 +65,10 @@ describe(`${MIGRATION} on SQLite`, () => {
     const db = new Sqlite(path.join(tmp, 'cluster-key.db'));
     try {
       db.pragma('foreign_keys = ON');
-      applyMigrations(db, migrationsCopy('sqlite', 'before'));
+      applyMigrations(db, migrationsCopy(tmp, 'sqlite', MIGRATION, 'before'));
       for (const statement of SEED) db.prepare(statement).run();
 
-      expect(applyMigrations(db, migrationsCopy('sqlite', 'this')).applied).toEqual([MIGRATION]);
+      expect(applyMigrations(db, migrationsCopy(tmp, 'sqlite', MIGRATION, 'this')).applied).toEqual([MIGRATION]);
       for (const { sql, rows } of CHECKS) expect(db.prepare(sql).all()).toEqual(rows);
       for (const statement of SECOND_CLUSTER) db.prepare(statement).run();
       expect(() => db.prepare(DUPLICATE).run()).toThrow(/UNIQUE/);
@@ -97,10 +88,10 @@ describeWithPostgres(`${MIGRATION} on PostgreSQL`, (server) => {
     const client = new pg.Client({ connectionString: await server().createDatabase() });
     await client.connect();
     try {
-      await applyPgMigrations(client, migrationsCopy('postgresql', 'before'));
+      await applyPgMigrations(client, migrationsCopy(tmp, 'postgresql', MIGRATION, 'before'));
       for (const statement of SEED) await client.query(statement);
 
-      expect((await applyPgMigrations(client, migrationsCopy('postgresql', 'this'))).applied).toEqual([MIGRATION]);
+      expect((await applyPgMigrations(client, migrationsCopy(tmp, 'postgresql', MIGRATION, 'this'))).applied).toEqual([MIGRATION]);
       for (const { sql, rows } of CHECKS) expect((await client.query(sql)).rows).toEqual(rows);
       for (const statement of SECOND_CLUSTER) await client.query(statement);
       await expect(client.query(DUPLICATE)).rejects.toThrow(/unique/);

@@ -1,12 +1,12 @@
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyMigrations, migrationNames } from '../../src/store/migrate.js';
+import { applyMigrations } from '../../src/store/migrate.js';
 import { applyPgMigrations } from '../../src/store/postgres/migrate.js';
-import { projectRoot } from '../helpers/child.js';
+import { migrationsCopy } from '../helpers/migrations.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 
 /**
@@ -19,16 +19,6 @@ const MIGRATION = '20261207100000_rollback_to_each_previous_revision';
 const SENTINEL = 'previous revision of each target';
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rollplane sentinel migration '));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** A copy of the provider's migrations before this one (`upTo: 'before'`), or up to this one (later ones are not its business). */
-function migrationsCopy(provider: 'sqlite' | 'postgresql', upTo: 'before' | 'this'): string {
-  const from = path.join(projectRoot, 'prisma', provider, 'migrations');
-  const to = path.join(tmp, `${provider}-${upTo}-${Math.random().toString(36).slice(2)}`);
-  mkdirSync(to);
-  for (const name of migrationNames(from))
-    if (name < MIGRATION || (upTo === 'this' && name === MIGRATION)) cpSync(path.join(from, name), path.join(to, name), { recursive: true });
-  return to;
-}
 
 /** The rows as an older rollplane wrote them: a rollback with the sentinel, a rollback to one version, a bump. */
 const ROLLOUTS = [
@@ -44,7 +34,7 @@ describe(`${MIGRATION} on SQLite`, () => {
   it('turns the sentinel rollback into NULL and keeps every other row', () => {
     const db = new Sqlite(path.join(tmp, 'sentinel.db'));
     try {
-      applyMigrations(db, migrationsCopy('sqlite', 'before'));
+      applyMigrations(db, migrationsCopy(tmp, 'sqlite', MIGRATION, 'before'));
       const now = new Date().toISOString();
       for (const [id, rollbackOf, toVersion] of ROLLOUTS) {
         db.prepare(`${INSERT_ROLLOUT}(?, 'AGENT_POOL', 'SUCCEEDED', ?, ?, ?)`).run(id, toVersion, rollbackOf, now);
@@ -52,7 +42,7 @@ describe(`${MIGRATION} on SQLite`, () => {
       }
       db.prepare(`${INSERT_REVISION}('AGENT_POOL', '', 'p0', 1, 'agent:v1', 'ro_mixed_rollback')`).run();
 
-      expect(applyMigrations(db, migrationsCopy('sqlite', 'this')).applied).toEqual([MIGRATION]);
+      expect(applyMigrations(db, migrationsCopy(tmp, 'sqlite', MIGRATION, 'this')).applied).toEqual([MIGRATION]);
       expect(db.prepare('SELECT "id", "toVersion" FROM "Rollout" ORDER BY "id"').all()).toEqual([
         { id: 'ro_bump', toVersion: 'agent:v2' },
         { id: 'ro_mixed_rollback', toVersion: null },
@@ -74,14 +64,14 @@ describeWithPostgres(`${MIGRATION} on PostgreSQL`, (server) => {
     const client = new pg.Client({ connectionString: await server().createDatabase() });
     await client.connect();
     try {
-      await applyPgMigrations(client, migrationsCopy('postgresql', 'before'));
+      await applyPgMigrations(client, migrationsCopy(tmp, 'postgresql', MIGRATION, 'before'));
       for (const [id, rollbackOf, toVersion] of ROLLOUTS) {
         await client.query(`${INSERT_ROLLOUT}($1, 'AGENT_POOL', 'SUCCEEDED', $2, $3, now())`, [id, toVersion, rollbackOf]);
         await client.query(`${INSERT_TARGET}($1, $2, 'AGENT_POOL', 'p0', 0, 'SUCCEEDED', 'agent:v1', now())`, [`${id}.0`, id]);
       }
       await client.query(`${INSERT_REVISION}('AGENT_POOL', '', 'p0', 1, 'agent:v1', 'ro_mixed_rollback')`);
 
-      expect((await applyPgMigrations(client, migrationsCopy('postgresql', 'this'))).applied).toEqual([MIGRATION]);
+      expect((await applyPgMigrations(client, migrationsCopy(tmp, 'postgresql', MIGRATION, 'this'))).applied).toEqual([MIGRATION]);
       expect((await client.query('SELECT "id", "toVersion" FROM "Rollout" ORDER BY "id"')).rows).toEqual([
         { id: 'ro_bump', toVersion: 'agent:v2' },
         { id: 'ro_mixed_rollback', toVersion: null },
