@@ -147,10 +147,21 @@ describe('a rollout across member clusters', () => {
     expect((await app.domain.rollouts.revisions('AGENT_POOL', 'default', 'net-1', 10, undefined, 'edge-3')).items.map((r) => r.version)).toEqual([NEW, OLD]);
     expect((await app.domain.rollouts.revisions('AGENT_POOL', 'default', 'net-1', 10, undefined, 'edge-2')).items).toEqual([]);
 
-    // Over HTTP: the rollout's targets as the API lists them, edge-2's error naming the cluster.
-    const res = await gql(app.url, `query ($id: ID!) { rollout(id: $id) { state targets(first: 10) { edges { node { name state error } } } } }`, { id });
-    const errors = res.data.rollout.targets.edges.map((e: { node: { error: string | null } }) => e.node.error).filter(Boolean);
-    expect(errors.some((e: string) => e.includes('member cluster edge-2'))).toBe(true);
+    // Over HTTP: the rollout's targets and events with their clusters, edge-2's errors naming it.
+    const res = await gql(
+      app.url,
+      `query ($id: ID!) { rollout(id: $id) { targets(first: 10) { edges { node { cluster name state error } } }
+        events(first: 100) { edges { node { type cluster object { name } } } } } }`,
+      { id },
+    );
+    const nodes: { cluster: string; name: string; state: string; error: string | null }[] = res.data.rollout.targets.edges.map(
+      (e: { node: unknown }) => e.node,
+    );
+    expect(nodes.map((t) => `${t.cluster}/${t.name}`).sort()).toEqual(MEMBERS.flatMap((c) => [`${c}/net-1`, `${c}/net-2`]));
+    expect(nodes.filter((t) => t.cluster === 'edge-2').every((t) => t.state === 'FAILED' && t.error?.includes('member cluster edge-2'))).toBe(true);
+    const events: { type: string; cluster: string | null }[] = res.data.rollout.events.edges.map((e: { node: unknown }) => e.node);
+    expect(events.filter((e) => e.type === 'TargetFailed').map((e) => e.cluster)).toEqual(['edge-2', 'edge-2']);
+    expect(events.filter((e) => e.type === 'RolloutStateChanged').every((e) => e.cluster === null)).toBe(true);
 
     // The deregistration question the clusters API asks: no active rollout left in edge-2.
     expect(await app.db.store.read.activeRolloutIdsInCluster('edge-2')).toEqual([]);

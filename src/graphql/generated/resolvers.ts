@@ -416,6 +416,8 @@ export type RolloutTarget = {
   id: Scalars['ID']['output'];
   /** The rollout's kind. */
   kind: RolloutKind;
+  /** The member cluster the target is in (`local` for the cluster rollplane runs against). */
+  cluster: Scalars['String']['output'];
   /** Namespace of the target; empty for cluster-scoped targets and nodes. */
   namespace: Scalars['String']['output'];
   /** Pool, VirtualCluster or node name. */
@@ -524,6 +526,8 @@ export type Event = {
   rolloutId?: Maybe<Scalars['ID']['output']>;
   /** The object it is about, if any. */
   object?: Maybe<ObjectRef>;
+  /** The member cluster of the object it is about; null for an event about no one object (a rollout's state change). */
+  cluster?: Maybe<Scalars['String']['output']>;
   /** Type-specific detail (see EventType). */
   payload: Scalars['JSON']['output'];
   createdAt: Scalars['DateTime']['output'];
@@ -2273,6 +2277,7 @@ export type RolloutProgressResolvers<ContextType = GraphQLContext, ParentType ex
 export type RolloutTargetResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RolloutTarget'] = ResolversParentTypes['RolloutTarget']> = {
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   kind?: Resolver<ResolversTypes['RolloutKind'], ParentType, ContextType>;
+  cluster?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   namespace?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   ordinal?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
@@ -2320,6 +2325,7 @@ export type EventResolvers<ContextType = GraphQLContext, ParentType extends Reso
   type?: Resolver<ResolversTypes['EventType'], ParentType, ContextType>;
   rolloutId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   object?: Resolver<Maybe<ResolversTypes['ObjectRef']>, ParentType, ContextType>;
+  cluster?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   payload?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   nodeAgentReplacement?: Resolver<Maybe<ResolversTypes['NodeAgentReplacement']>, ParentType, ContextType>;

@@ -1,5 +1,6 @@
 import type { Resolvers } from '../generated/resolvers.js';
 import type { KindApi } from '../kindApi.js';
+import { clusterFieldResolvers } from './clusterFields.js';
 import { clustersResolvers } from './clusters.js';
 import { coreResolvers } from './core.js';
 import { driftResolvers } from './drift.js';
@@ -26,5 +27,5 @@ function merge(...maps: Resolvers[]): Resolvers {
  * contribute ports to (`drift`).
  */
 export function resolversWith(kinds: readonly KindApi[]): Resolvers {
-  return merge(coreResolvers, ...kinds.map((kind) => kind.resolvers), driftResolvers(kinds), notificationsResolvers, clustersResolvers);
+  return merge(coreResolvers, clusterFieldResolvers, ...kinds.map((kind) => kind.resolvers), driftResolvers(kinds), notificationsResolvers, clustersResolvers);
 }

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '../../domain/events.js';
+import { clusterOfEvent, type StoredEvent } from '../../domain/events.js';
 import type { RolloutTarget } from '../../domain/RolloutService.js';
 
 /** Domain objects → the GraphQL shapes that are not one-to-one. */
@@ -8,6 +8,7 @@ export function eventToGraphQL(event: StoredEvent) {
     type: event.type,
     rolloutId: event.rolloutId,
     object: event.name ? { kind: event.kind, namespace: event.namespace ?? '', name: event.name } : null,
+    cluster: clusterOfEvent(event),
     payload: event.payload,
     createdAt: event.createdAt,
   };
