@@ -42,6 +42,7 @@ describe('a rollout across member clusters', () => {
         ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MS: '100',
         ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS: '400',
         ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS: '1000',
+        ROLLPLANE_MEMBER_CLUSTER_SYNC_MS: '200',
         ROLLPLANE_AUTH: 'off',
       },
     });
@@ -167,9 +168,30 @@ describe('a rollout across member clusters', () => {
     expect(await app.db.store.read.activeRolloutIdsInCluster('edge-2')).toEqual([]);
   });
 
-  it('stops a member runtime cleanly when its cluster goes away', async () => {
-    await until('edge-2 runtime stopped while it is unreachable', () => !app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-2'));
+  it('stops a member runtime cleanly when its cluster goes away, when it is deregistered and when leadership ends', async () => {
+    const runtimes = app.memberRuntimes!;
+    const has = (cluster: string) => runtimes.snapshot().some((r) => r.cluster === cluster && r.running);
+    await until('edge-2 runtime stopped while it is unreachable', () => !runtimes.snapshot().some((r) => r.cluster === 'edge-2'));
     await fleet.set('edge-2', 'ready');
-    await until('edge-2 driven again', () => app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-2' && r.running));
+    await until('edge-2 driven again', () => has('edge-2'));
+
+    // Leader-only: when this replica stops leading, every member's runtime stops (and waits for it); back when it leads.
+    await runtimes.stopLeading();
+    expect(runtimes.snapshot()).toEqual([]);
+    expect(runtimes.whyNotDriven('edge-1', 'AGENT_POOL')).toContain('this replica does not drive it');
+    runtimes.startLeading();
+    await until('every member driven again', () => MEMBERS.every(has));
+
+    // Deregistered (gone from the credentials file): its runtime stops; a target of it would wait, naming why.
+    const kept = MEMBERS.filter((name) => name !== 'edge-3').map((name) => ({
+      name,
+      labels: { tier: 'edge' },
+      kubeconfig: fleet.clusters.get(name)!.kubeconfig,
+    }));
+    writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters: kept }), { mode: 0o600 });
+    await until('edge-3 runtime stopped', () => !runtimes.snapshot().some((r) => r.cluster === 'edge-3'));
+    expect(runtimes.driverOf('edge-3', 'AGENT_POOL')).toBeUndefined();
+    expect(runtimes.whyNotDriven('edge-3', 'AGENT_POOL')).toContain('member cluster edge-3 is not registered');
+    expect(has('edge-1')).toBe(true);
   });
 });
