@@ -367,6 +367,14 @@ export class RolloutService {
     return this.store.read.rolloutIdsNeedingEngine();
   }
 
+  /**
+   * Ids of the active rollouts (PENDING, PROGRESSING, PAUSED) with a target in the member cluster, oldest first: what
+   * deregistering the cluster must answer to (a CONFLICT naming them, or their targets fail naming the deregistration).
+   */
+  activeRolloutIdsInCluster(cluster: string): Promise<string[]> {
+    return this.store.read.activeRolloutIdsInCluster(cluster);
+  }
+
   async allTargets(rolloutId: string): Promise<RolloutTarget[]> {
     return (await this.store.read.targetsOf(rolloutId)).map(toTarget);
   }

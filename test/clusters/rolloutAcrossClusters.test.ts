@@ -98,6 +98,8 @@ describe('a rollout across member clusters', () => {
       ['edge-3', ['net-1', 'net-2']],
     ]);
     const id = launched.rollout.id;
+    expect(await app.domain.rollouts.activeRolloutIdsInCluster('edge-2')).toEqual([id]);
+    expect(await app.domain.rollouts.activeRolloutIdsInCluster('local')).toEqual([]);
     const targets = () => app.domain.rollouts.allTargets(id);
     await until('edge-2 cut off', () => cut);
     await cut;
@@ -165,7 +167,7 @@ describe('a rollout across member clusters', () => {
     expect(events.filter((e) => e.type === 'RolloutStateChanged').every((e) => e.cluster === null)).toBe(true);
 
     // The deregistration question the clusters API asks: no active rollout left in edge-2.
-    expect(await app.db.store.read.activeRolloutIdsInCluster('edge-2')).toEqual([]);
+    expect(await app.domain.rollouts.activeRolloutIdsInCluster('edge-2')).toEqual([]);
   });
 
   it('stops a member runtime cleanly when its cluster goes away, when it is deregistered and when leadership ends', async () => {
