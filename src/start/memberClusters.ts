@@ -80,9 +80,8 @@ export async function startMemberClusters(
       rules,
       network: connectionOptions.network,
       connectionOptions,
-      // Rollout targets are not keyed by cluster yet: every rollout runs in `local`, which cannot be deregistered, so no
-      // other cluster has an active rollout. The clusters-data part of issue 29 gives this port its store query.
-      activeRolloutIds: async () => [],
+      // The active rollouts with a target in the cluster (ADR 0054): deregistering it answers CONFLICT naming them.
+      activeRolloutIds: (cluster) => history.db.store.read.activeRolloutIdsInCluster(cluster),
     });
     // Not awaited: the first pass reads the sources (each request bounded) while the rest of the service starts.
     sync.start(settings.syncIntervalMs).catch((error: unknown) => log.error({ err: error }, 'the member cluster sources failed to start'));

@@ -196,4 +196,21 @@ describe('a rollout across member clusters', () => {
     expect(runtimes.whyNotDriven('edge-3', 'AGENT_POOL')).toContain('member cluster edge-3 is not registered');
     expect(has('edge-1')).toBe(true);
   });
+
+  it('refuses to deregister a cluster an active rollout has targets in (CONFLICT naming it), and lets it go once it ended', async () => {
+    const admin = app.memberClusters.admin;
+    await admin.register({ name: 'edge-api', kubeconfig: fleet.clusters.get('edge-1')!.kubeconfig, labels: {}, verify: false });
+    const { rollout } = await app.domain.rollouts.create({
+      kind: 'AGENT_POOL',
+      fromVersion: OLD,
+      toVersion: NEW,
+      selector: {},
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
+      cause: { actor: 'test' },
+      targets: [{ cluster: 'edge-api', namespace: 'default', name: 'net-9', fromVersion: OLD, toVersion: NEW }],
+    });
+    await expect(admin.deregister('edge-api')).rejects.toMatchObject({ code: 'CONFLICT', details: { rolloutIds: [rollout.id] } });
+    await app.domain.rollouts.transition(rollout.id, 'ABORTED', 'test');
+    await expect(admin.deregister('edge-api')).resolves.toMatchObject({ name: 'edge-api' });
+  });
 });
