@@ -53,9 +53,9 @@ export function planByCluster(items: readonly PlanItem[]): { cluster: string; it
   const groups = new Map<string, PlanItem[]>();
   for (const item of items) {
     const cluster = clusterOf(item);
-    let group = groups.get(cluster);
-    if (!group) groups.set(cluster, (group = []));
-    group.push(item);
+    const group = groups.get(cluster);
+    if (group) group.push(item);
+    else groups.set(cluster, [item]);
   }
   return [...groups]
     .sort(([a], [b]) => (a === LOCAL_CLUSTER ? -1 : b === LOCAL_CLUSTER ? 1 : a.localeCompare(b)))
