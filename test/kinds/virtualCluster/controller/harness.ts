@@ -28,8 +28,11 @@ export interface Harness {
   manager: TestControllerHost;
   runtime: VirtualClusterRuntime;
   registry: Registry;
-  /** Stops the controllers and starts a fresh manager (new caches, queues and metrics) on the same simulator and history: a restart or failover. */
-  restart(): Promise<void>;
+  /**
+   * Stops the controllers and starts a fresh manager (new caches, queues and metrics) on the same simulator and history:
+   * a restart or failover, with `vcluster` options changed when given.
+   */
+  restart(vcluster?: VirtualClusterOptions): Promise<void>;
   vc(name: string): KubeObject;
   cv(): KubeObject;
   /** The cluster's control-plane object of `type` in its cluster namespace. */
@@ -75,11 +78,11 @@ export async function startHarness(options: { sim?: SimulatorOptions; vcluster?:
     manager,
     runtime,
     registry,
-    async restart() {
+    async restart(vcluster) {
       await harness.manager.stop();
       harness.registry = new Registry();
       harness.manager = newManager(harness.registry);
-      harness.runtime = setupVirtualClusters(harness.manager, { pollIntervalMs: 50, ...options.vcluster });
+      harness.runtime = setupVirtualClusters(harness.manager, { pollIntervalMs: 50, ...options.vcluster, ...vcluster });
       await harness.manager.start();
     },
     vc,

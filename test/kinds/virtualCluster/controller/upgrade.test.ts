@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Resources } from '../../../../src/sim/store/resources.js';
 import type { KubeObject } from '../../../../src/sim/types.js';
 import { CV_NAME, startHarness, type Harness } from './harness.js';
+import { CONFIG_DEFAULTS } from '../../../../src/config.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -148,6 +149,9 @@ describe('virtual cluster partial upgrade (ClusterVersionPartialUpgrade)', () =>
     expect(failure!.payload.seconds as number).toBeGreaterThanOrEqual(0.4);
 
     // Relabelled without a fix: upstream would report Completed (its marker was written first); rollplane retries and fails again.
+    // The fixed version must not race the 400 ms that made the bad one fail fast: on a busy machine its StatefulSet
+    // may take longer to roll (this test failed so at load 11–13). A restart with the default timeout, as an operator's.
+    await h.restart({ readyTimeoutMs: CONFIG_DEFAULTS.virtualClusters.readyTimeoutMs });
     const goodRv = h.editClusterVersion((spec) => (containerOf(spec.apiServer.statefulset).image = 'virtualcluster/apiserver-v1.16.3'));
     h.optIn('vc-1');
     vc = await h.upgradeEnded('vc-1', 20_000);
