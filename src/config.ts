@@ -696,7 +696,7 @@ export const TABLE = {
       default: 'none',
       module: 'src/clusters/memberNetwork.ts',
       description:
-        "Comma-separated networks (CIDR) no member cluster's server may be in, checked at registration and on every connection after DNS resolution (e.g. `169.254.0.0/16` for link-local and the cloud metadata endpoint, plus rollplane's own pod network); none by default, since member clusters live on private networks",
+        "Comma-separated networks (CIDR) no member cluster's server may be in, checked at registration and on every connection after DNS resolution (e.g. `169.254.0.0/16` for link-local and the cloud metadata endpoint, plus rollplane's own pod network); a list that denies loopback also denies the unspecified addresses (`0.0.0.0/8`, `::`), which reach the host itself; none by default, since member clusters live on private networks",
       parse: list(network),
     }),
     maxDiscoveryBytes: row({
@@ -704,7 +704,7 @@ export const TABLE = {
       default: '8388608',
       module: 'src/clusters/memberNetwork.ts',
       description:
-        'Largest /version or discovery answer read from a member cluster (bytes); a larger one ends the request and the member is UNREACHABLE with `ERESPONSE_TOO_LARGE`',
+        'Largest /version or discovery answer read from a member cluster (bytes); a larger one ends the request and the member is UNREACHABLE with `ERESPONSE_TOO_LARGE`. Members are asked for uncompressed answers, and a compressed one is refused unread (`ECONTENT_ENCODING`), so the cap counts what is read',
       parse: integer(65_536, 1_073_741_824),
     }),
     kubeVersions: row({

@@ -46,6 +46,12 @@ export interface ConnectionSnapshot {
 
 const JITTER = 0.2;
 
+/**
+ * The health message of a failure with no code: the member answered, but not as the Kubernetes API does (no JSON
+ * content type, not JSON, a document of another shape). Not "no answer" (attack 14, F12).
+ */
+export const UNREADABLE = "unreadable answer (not the Kubernetes API's JSON)";
+
 /** `v1.31.0` / major "1", minor "31+" → { major, minor }; undefined when unreadable. */
 function versionOf(info: { major?: string; minor?: string; gitVersion?: string }): { major: number; minor: number } | undefined {
   const major = Number.parseInt(info.major ?? '', 10);
@@ -180,7 +186,7 @@ export class MemberConnection {
       return { state: 'UNREACHABLE', message: `no answer within ${this.options.requestTimeoutMs} ms` };
     }
     const code = status !== undefined ? `HTTP ${status}` : failureCode(error);
-    return { state: 'UNREACHABLE', message: code ?? 'no answer' };
+    return { state: 'UNREACHABLE', message: code ?? UNREADABLE };
   }
 
   private record(probe: Probe): void {

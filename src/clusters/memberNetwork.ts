@@ -6,14 +6,18 @@ import { parseCidr } from '../notify/targetGuard.js';
 import { CredentialError } from './credentials.js';
 
 /**
- * What a member connection may reach and read (attack 13, F2/F4 and F7; docs/adr/0056-clusters-api.md):
+ * What a member connection may reach and read (attack 13, F2/F4 and F7; attack 14, F2-F4; docs/adr/0056-clusters-api.md):
  * - an opt-in deny list of networks (ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS, e.g. the metadata endpoint's link-local
  *   169.254.0.0/16): a member's server in one is refused at registration (its address, or every address its name
  *   resolves to) and again by the lookup each connection makes (so a name that resolves elsewhere later, DNS
  *   rebinding, is refused on connect: there is no second resolution to race). Private networks are where member
- *   clusters live, so nothing is denied unless the operator says so.
+ *   clusters live, so nothing is denied unless the operator says so. The unspecified addresses (0.0.0.0/8, ::) reach
+ *   the host itself: a deny list that denies loopback denies them too.
  * - a cap on the bodies of /version and discovery (ROLLPLANE_MEMBER_CLUSTER_MAX_DISCOVERY_BYTES): an endless or huge
  *   answer (a 100,000-resource discovery cost 702 MB RSS) ends the request once past it.
+ * - on every request (lists and watches too): no compression (`Accept-Encoding: identity`, and an encoded answer is
+ *   refused unread: client-node inflated whatever it was sent, so 1 MB of gzip became 1 GiB past any cap), and no
+ *   redirect followed (a kube-apiserver does not redirect API calls; a followed one reached a denied address).
  */
 export interface MemberNetworkRules {
   denyNetworks: readonly string[];
@@ -34,9 +38,28 @@ export class ResponseTooLargeError extends Error {
   readonly code = 'ERESPONSE_TOO_LARGE';
 }
 
+/** An answer compressed though none was asked for: refused before a byte of it is inflated. */
+export class EncodedResponseError extends Error {
+  override readonly name = 'EncodedResponseError';
+  readonly code = 'ECONTENT_ENCODING';
+}
+
+/** A redirect: not followed (its target is not even read), and the request fails with this code. */
+export class RedirectRefusedError extends Error {
+  override readonly name = 'RedirectRefusedError';
+  readonly code = 'EREDIRECT';
+}
+
+/** 0.0.0.0/8 and :: (v4-mapped forms included): a connection to them reaches the host itself. */
+const UNSPECIFIED = new BlockList();
+UNSPECIFIED.addSubnet('0.0.0.0', 8, 'ipv4');
+UNSPECIFIED.addAddress('::', 'ipv6');
+
 export class MemberNetwork {
   private readonly denied = new BlockList();
   readonly denies: boolean;
+  /** Whether the deny list denies the host itself (a loopback address): the unspecified addresses are then denied. */
+  private readonly deniesHost: boolean;
 
   constructor(
     readonly rules: MemberNetworkRules,
@@ -47,6 +70,7 @@ export class MemberNetwork {
       this.denied.addSubnet(network, prefix, family);
     }
     this.denies = rules.denyNetworks.length > 0;
+    this.deniesHost = this.denied.check('127.0.0.1', 'ipv4') || this.denied.check('::1', 'ipv6');
   }
 
   /** The same cap on discovery bodies without the deny list (for `local`, the operator's own connection). */
@@ -59,7 +83,8 @@ export class MemberNetwork {
     if (family === 0) return false;
     const mapped = family === 6 ? /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address)?.[1] : undefined;
     if (mapped) return this.isDenied(mapped);
-    return this.denied.check(address, family === 4 ? 'ipv4' : 'ipv6');
+    const type = family === 4 ? 'ipv4' : 'ipv6';
+    return this.denied.check(address, type) || (this.deniesHost && UNSPECIFIED.check(address, type));
   }
 
   /**
@@ -102,7 +127,9 @@ export class MemberNetwork {
 
   /**
    * Makes `kubeConfig`'s connections obey the rules: the deny list's lookup (and, for a server given as an IP
-   * literal, which no lookup sees, a refusal before the request goes out), and the cap on discovery bodies.
+   * literal, which no lookup sees, a refusal before the request goes out), the cap on discovery bodies, and no
+   * compression nor redirect. Here, in the agent, because every request of every client-node door (typed APIs,
+   * Watch) passes through it, whatever options its fetch call was given.
    */
   guard(kubeConfig: KubeConfig): void {
     const target = kubeConfig as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => unknown };
@@ -127,7 +154,9 @@ export class MemberNetwork {
       }
       const addRequest = agent.addRequest.bind(agent);
       agent.addRequest = (request, requestOptions) => {
-        if (isDiscoveryPath(request.path)) capResponse(request, this.rules.maxDiscoveryBytes);
+        // Headers are not sent yet: client-node's fetch asked for gzip and deflate.
+        request.setHeader('accept-encoding', 'identity');
+        refuseUnsafeAnswers(request, isDiscoveryPath(request.path) ? this.rules.maxDiscoveryBytes : undefined);
         addRequest(request, requestOptions);
       };
       return agent;
@@ -141,20 +170,48 @@ function isDiscoveryPath(path: string): boolean {
   return clean === '/version' || /^\/api(?:\/[^/]+)?\/?$/.test(clean) || /^\/apis(?:\/[^/]+(?:\/[^/]+)?)?\/?$/.test(clean);
 }
 
-/** Ends `request` once its response announces or delivers more than `max` bytes. */
-function capResponse(request: ClientRequest, max: number): void {
+/**
+ * Fails `request` when its response is a redirect, is encoded, or announces or delivers more than `max` bytes. This
+ * listener runs before client-node's fetch sees the response (it was added first, when the request was made).
+ */
+function refuseUnsafeAnswers(request: ClientRequest, max: number | undefined): void {
   request.once('response', (response: IncomingMessage) => {
-    const tooLarge = () => request.destroy(new ResponseTooLargeError(`the answer is larger than ${max} bytes`));
+    const status = response.statusCode ?? 0;
+    if (status >= 300 && status < 400 && status !== 304) {
+      refuseAnswer(request, response, new RedirectRefusedError(`the member answered ${status}: redirects are not followed`));
+      return;
+    }
+    const encoding = response.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') {
+      refuseAnswer(request, response, new EncodedResponseError('the answer is encoded though none was asked for'));
+      return;
+    }
+    if (max === undefined) return;
+    const tooLarge = new ResponseTooLargeError(`the answer is larger than ${max} bytes`);
     if (Number(response.headers['content-length'] ?? 0) > max) {
-      tooLarge();
+      refuseAnswer(request, response, tooLarge);
       return;
     }
     let read = 0;
     response.on('data', (chunk: Buffer) => {
       read += chunk.length;
-      if (read > max) tooLarge();
+      // client-node's fetch has the response by now: the error reaches whoever reads its body.
+      if (read > max) request.destroy(tooLarge);
     });
   });
+}
+
+/**
+ * Refuses an answer before client-node's fetch sees it: the error is emitted now, so that the fetch rejects with it
+ * rather than resolving (a Watch given a response whose body is already destroyed would wait for it forever); its
+ * Location and Content-Encoding are dropped, so that the fetch, which still looks at the response, neither follows nor
+ * inflates anything; and the connection is closed unread.
+ */
+function refuseAnswer(request: ClientRequest, response: IncomingMessage, error: Error): void {
+  delete response.headers.location;
+  delete response.headers['content-encoding'];
+  request.emit('error', error);
+  request.destroy();
 }
 
 function hostOf(server: string): string {

@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { CoreV1Api, Watch } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseMemberKubeconfig } from '../../src/clusters/credentials.js';
-import { MemberConnection } from '../../src/clusters/MemberConnection.js';
+import { MemberConnection, UNREADABLE } from '../../src/clusters/MemberConnection.js';
 import { MemberNetwork } from '../../src/clusters/memberNetwork.js';
 import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
 
@@ -11,6 +13,8 @@ import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
  * What a member connection may reach and read (attack 13, F2/F4 and F7; docs/adr/0056-clusters-api.md): discovery and
  * /version bodies past the cap end the request (an endless body was read until the timeout: RSS 122 → 613 MB), and a
  * server in a denied network is never sent a request — an IP literal, or a name that resolves into it on connect.
+ * Attack 14 (docs/adr/0057-member-answers-a-kube-apiserver-never-gives.md): compressed answers, redirects and the
+ * unspecified addresses got past both.
  */
 
 const OPTIONS = {
@@ -25,22 +29,24 @@ const OPTIONS = {
 };
 const VERSION = JSON.stringify({ major: '1', minor: '31', gitVersion: 'v1.31.0' });
 
-let server: Server | undefined;
+const servers: Server[] = [];
 const requests: string[] = [];
 afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
-  server = undefined;
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
   requests.length = 0;
 });
 
-/** A member API server answering with `handler`; its port. */
-async function member(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<number> {
-  server = createServer((req, res) => {
-    requests.push(req.url ?? '');
+/** A member API server answering with `handler` (on `host`, 127.0.0.1 by default); its port. */
+async function member(handler: (req: IncomingMessage, res: ServerResponse) => void, host = '127.0.0.1', seen = requests): Promise<number> {
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? '');
     handler(req, res);
   });
-  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return (server.address() as AddressInfo).port;
 }
 
@@ -55,10 +61,29 @@ function endless(res: ServerResponse): void {
   more();
 }
 
-function probe(server: string, network: MemberNetwork) {
-  const kubeConfig = parseMemberKubeconfig(stringify(kubeconfigFor(server)), 'test', { allowExecPlugins: false });
-  const connection = new MemberConnection('m', kubeConfig, { ...OPTIONS, network }, () => {});
-  return connection.probeNow().finally(() => connection.stop());
+/** The member's bearer token: no health message may carry it. */
+const TOKEN = 'planted-member-token-7f3a91';
+
+function connect(server: string, network: MemberNetwork): MemberConnection {
+  const kubeConfig = parseMemberKubeconfig(stringify(kubeconfigFor(server, TOKEN)), 'test', { allowExecPlugins: false });
+  return new MemberConnection('m', kubeConfig, { ...OPTIONS, network }, () => {});
+}
+
+async function probe(server: string, network: MemberNetwork) {
+  const connection = connect(server, network);
+  try {
+    const health = await connection.probeNow();
+    expect(JSON.stringify(health)).not.toContain(TOKEN);
+    return health;
+  } finally {
+    await connection.stop();
+  }
+}
+
+/** A /version answer, then `discovery` for every discovery read. */
+function versionThen(discovery: (req: IncomingMessage, res: ServerResponse) => void) {
+  return (req: IncomingMessage, res: ServerResponse) =>
+    req.url === '/version' ? res.writeHead(200, { 'content-type': 'application/json' }).end(VERSION) : discovery(req, res);
 }
 
 const capped = (maxDiscoveryBytes = 65_536) => new MemberNetwork({ denyNetworks: [], maxDiscoveryBytes });
@@ -79,6 +104,126 @@ describe('the cap on /version and discovery bodies', () => {
     });
     expect(await probe(`http://127.0.0.1:${port}`, capped())).toMatchObject({ state: 'UNREACHABLE', message: 'ERESPONSE_TOO_LARGE' });
     expect(await probe(`http://127.0.0.1:${port}`, capped(1_048_576))).toMatchObject({ state: 'READY' });
+  });
+
+  // Attack 14, F12: an endless discovery list ended at the cap, but the member said "no answer".
+  it('ends an endless discovery body past the cap with the same reason as /version', async () => {
+    const port = await member(
+      versionThen((req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"kind":"APIGroupList","groups":[');
+        let n = 0;
+        const more = () => {
+          while (!res.destroyed && res.write(`{"name":"g${n}.example.com","versions":[{"groupVersion":"g${n}.example.com/v1","version":"v1"}]},`)) n++;
+          if (!res.destroyed) res.once('drain', more);
+        };
+        req.on('close', () => res.destroy());
+        more();
+      }),
+    );
+    expect(await probe(`http://127.0.0.1:${port}`, capped(8 * 1_048_576))).toMatchObject({ state: 'UNREACHABLE', message: 'ERESPONSE_TOO_LARGE' });
+  });
+});
+
+// Attack 14, F12 as it happened: the member's /version had no Content-Type, so client-node could not read it, and the
+// health said "no answer" (its endless discovery list was never asked for). An answer that cannot be read says so.
+describe('an answer that is not the Kubernetes API', () => {
+  it.each([
+    ['a /version without a content type', (res: ServerResponse) => res.writeHead(200).end(VERSION)],
+    ['a /version that is not JSON', (res: ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"major":')],
+  ])('%s is an unreadable answer, not "no answer"', async (_name, answer) => {
+    const port = await member((_req, res) => answer(res));
+    expect(await probe(`http://127.0.0.1:${port}`, capped())).toMatchObject({ state: 'UNREACHABLE', message: UNREADABLE });
+  });
+});
+
+/**
+ * Attack 14, F2: the cap counted the bytes on the wire, and client-node's fetch inflated a gzip answer it had asked for
+ * (1 MB that inflates to 1 GiB took the service from 173 MB to 2.2 GB RSS, on every retry). A member is asked for no
+ * encoding, and an encoded answer is refused unread, on every request (a list is not capped: inflating it would be
+ * unbounded).
+ */
+describe('compressed answers', () => {
+  const bomb = gzipSync(Buffer.alloc(16 * 1_048_576, 0x20)); // 16 KB on the wire, 16 MiB inflated
+  const gzipped = (req: IncomingMessage, res: ServerResponse) => {
+    encodings.push(req.headers['accept-encoding']);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': bomb.length }).end(bomb);
+  };
+  const encodings: (string | undefined)[] = [];
+  afterEach(() => {
+    encodings.length = 0;
+  });
+
+  it('asks for no encoding and refuses a gzip /version answer unread (a gzip bomb)', async () => {
+    const port = await member(gzipped);
+    expect(await probe(`http://127.0.0.1:${port}`, capped())).toMatchObject({ state: 'UNREACHABLE', message: 'ECONTENT_ENCODING' });
+    expect(encodings).toEqual(['identity']);
+  });
+
+  it('refuses a gzip discovery answer, even a small one', async () => {
+    const small = gzipSync(JSON.stringify({ kind: 'APIResourceList', groupVersion: 'apps/v1', resources: [] }));
+    const port = await member(
+      versionThen((_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': small.length }).end(small),
+      ),
+    );
+    expect(await probe(`http://127.0.0.1:${port}`, capped())).toMatchObject({ state: 'UNREACHABLE', message: 'ECONTENT_ENCODING' });
+  });
+
+  it('refuses a gzip answer to a list (not capped) and to a watch', async () => {
+    const port = await member(gzipped);
+    const connection = connect(`http://127.0.0.1:${port}`, capped());
+    try {
+      const list = connection.kubeConfig.makeApiClient(CoreV1Api).listNamespace();
+      await expect(list).rejects.toMatchObject({ code: 'ECONTENT_ENCODING' });
+      const watched = await watchError(connection, '/api/v1/namespaces');
+      expect(watched).toMatchObject({ code: 'ECONTENT_ENCODING' });
+      expect(encodings).toEqual(['identity', 'identity']);
+    } finally {
+      await connection.stop();
+    }
+  });
+});
+
+/** The error a watch of `path` ends with (client-node's Watch: another door than the typed APIs'). */
+function watchError(connection: MemberConnection, path: string): Promise<unknown> {
+  return new Promise((resolve) => {
+    void new Watch(connection.kubeConfig).watch(path, {}, () => {}, resolve);
+  });
+}
+
+/**
+ * Attack 14, F3: a member's 302 to a denied address was followed (8 GETs in 4 s). A kube-apiserver does not redirect
+ * API calls: a redirect is not followed, on any door, and the member is UNREACHABLE saying so.
+ */
+describe('redirects', () => {
+  it('follows no redirect from a member, to a denied address or anywhere else', async () => {
+    const reached: string[] = [];
+    const elsewhere = await member(
+      versionThen((_req, res) => res.writeHead(404).end()),
+      '127.0.0.2',
+      reached,
+    );
+    const port = await member((_req, res) => res.writeHead(302, { location: `http://127.0.0.2:${elsewhere}/version` }).end());
+    const denying = new MemberNetwork({ denyNetworks: ['127.0.0.2/32'], maxDiscoveryBytes: 65_536 });
+    expect(await probe(`http://127.0.0.1:${port}`, denying)).toMatchObject({ state: 'UNREACHABLE', message: 'EREDIRECT' });
+    expect(await probe(`http://127.0.0.1:${port}`, capped())).toMatchObject({ state: 'UNREACHABLE', message: 'EREDIRECT' });
+    const connection = connect(`http://127.0.0.1:${port}`, capped());
+    try {
+      await expect(connection.kubeConfig.makeApiClient(CoreV1Api).listNamespace()).rejects.toMatchObject({ code: 'EREDIRECT' });
+      expect(await watchError(connection, '/api/v1/namespaces')).toMatchObject({ code: 'EREDIRECT' });
+    } finally {
+      await connection.stop();
+    }
+    expect(reached).toEqual([]);
+  });
+
+  it('follows no redirect to another path of the same server either', async () => {
+    const port = await member((req, res) =>
+      req.url === '/version' ? res.writeHead(307, { location: '/version?again' }).end() : res.writeHead(200).end(VERSION),
+    );
+    expect(await probe(`http://127.0.0.1:${port}`, capped())).toMatchObject({ state: 'UNREACHABLE', message: 'EREDIRECT' });
+    expect(requests).toEqual(['/version']);
   });
 });
 
@@ -103,6 +248,29 @@ describe('the deny list (ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS)', () => {
     expect(await probe(`http://member.test:${port}`, network)).toMatchObject({ state: 'UNREACHABLE', message: 'EADDRDENIED' });
     expect(requests).toEqual([]);
     await expect(network.checkServer(`https://member.test:${port}`, 'input.kubeconfig')).rejects.toThrow(/denies; refused$/);
+  });
+
+  // Attack 14, F4: 0.0.0.0, 0 and [::ffff:0.0.0.0] reached a listener on 127.0.0.1 (with the bearer token) while the
+  // deny list named 127.0.0.0/8 and ::1/128: connecting to the unspecified address reaches the host itself.
+  it.each(['http://0.0.0.0', 'http://0', 'http://[::ffff:0.0.0.0]', 'http://[::]', 'http://0.1.2.3'])(
+    'takes %s for the host itself: denied with loopback',
+    async (server) => {
+      const port = await answering();
+      const network = new MemberNetwork({ denyNetworks: ['127.0.0.0/8', '::1/128'], maxDiscoveryBytes: 65_536 });
+      await expect(network.checkServer(`${server}:${port}`, 'input.kubeconfig')).rejects.toMatchObject({ reason: 'DENIED_ADDRESS' });
+      expect(await probe(`${server}:${port}`, network)).toMatchObject({ state: 'UNREACHABLE', message: 'EADDRDENIED' });
+      expect(requests).toEqual([]);
+    },
+  );
+
+  it('takes a name that resolves to the unspecified address for the host itself', async () => {
+    const port = await answering();
+    const network = new MemberNetwork({ denyNetworks: ['::1/128'], maxDiscoveryBytes: 65_536 }, async () => [{ address: '0.0.0.0', family: 4 }]);
+    await expect(network.checkServer(`https://member.test:${port}`, 'input.kubeconfig')).rejects.toMatchObject({ reason: 'DENIED_ADDRESS' });
+    expect(await probe(`http://member.test:${port}`, network)).toMatchObject({ state: 'UNREACHABLE', message: 'EADDRDENIED' });
+    expect(requests).toEqual([]);
+    // A deny list that does not name the host leaves it (and so the unspecified address) allowed, as 127.0.0.1 is.
+    expect(new MemberNetwork({ denyNetworks: ['169.254.0.0/16'], maxDiscoveryBytes: 1 }).isDenied('0.0.0.0')).toBe(false);
   });
 
   it('lets through what it does not deny, and denies nothing by default', async () => {
