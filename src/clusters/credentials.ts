@@ -1,14 +1,17 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { isScalar, parseDocument, visit } from 'yaml';
 import { AppError, ErrorCode } from '../errors.js';
+import { authorityProblem, clientProblem } from './pemData.js';
 
 /**
  * A member cluster's kubeconfig, checked before client-node sees it (docs/adr/0048-member-clusters.md). Credentials
  * come from people other than the operator (anyone who can write a labelled Secret), so a kubeconfig may not make
  * rollplane run a command (`exec`, `auth-provider`: unless the operator allows plugins) nor read a file of rollplane's
  * own host (`token-file`, `client-certificate`, `client-key`, `certificate-authority`: client-node reads `token-file`
- * while it parses, and would send rollplane's own service-account token to the member). Nothing here ever puts the
- * kubeconfig, or any part of it, in an error: errors say what is wrong and where, by field and line.
+ * while it parses, and would send rollplane's own service-account token to the member; kubectl's `tokenFile`, which
+ * client-node ignores). Nor may it name a proxy (`proxy-url`: the deny list would see the proxy, not where it
+ * connects), a server that is not an http(s) URL, or TLS data that does not parse (attack 14, F5 and F8). Nothing here
+ * ever puts the kubeconfig, or any part of it, in an error: errors say what is wrong and where, by field and line.
  */
 
 /** Why a kubeconfig was refused (the error's `details.reason`). */
@@ -20,7 +23,8 @@ export type CredentialProblem =
   | 'FILE_REFERENCE'
   | 'FILE_PERMISSIONS'
   | 'UNREADABLE'
-  | 'DENIED_ADDRESS';
+  | 'DENIED_ADDRESS'
+  | 'PROXY_URL';
 
 /** A refused credential: BAD_USER_INPUT with `details.reason`; the message names where it came from, never its content. */
 export class CredentialError extends AppError {
@@ -37,7 +41,27 @@ export interface KubeconfigRules {
   allowExecPlugins: boolean;
 }
 
-const FILE_FIELDS = { user: ['token-file', 'client-certificate', 'client-key'], cluster: ['certificate-authority'] } as const;
+/** The fields that name a file of rollplane's host, and what gives the same inline. */
+const FILE_FIELDS = {
+  user: { 'token-file': 'token', tokenFile: 'token', 'client-certificate': 'client-certificate-data', 'client-key': 'client-key-data' },
+  cluster: { 'certificate-authority': 'certificate-authority-data' },
+} as const;
+
+function fileField<T extends Record<string, string>>(fields: T, entry: Record<string, unknown>): [keyof T & string, string] | undefined {
+  const field = Object.keys(fields).find((name) => entry[name] !== undefined);
+  return field === undefined ? undefined : [field, fields[field]!];
+}
+
+/** https://host[:port][/path] or http://…: anything else (file:, unix:, no host) is no Kubernetes API server. */
+function isHttpUrl(server: unknown): boolean {
+  if (typeof server !== 'string') return false;
+  try {
+    const url = new URL(server);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
 
 function entries(
   document: Record<string, unknown>,
@@ -85,16 +109,27 @@ export function parseMemberKubeconfig(text: string, where: string, rules: Kubeco
         `${where}: user "${name}" uses an auth-provider plugin, which runs code inside rollplane; refused (ROLLPLANE_MEMBER_CLUSTER_EXEC_PLUGINS=true allows it)`,
       );
     }
-    const file = FILE_FIELDS.user.find((field) => user[field] !== undefined);
-    if (file)
-      throw new CredentialError(
-        'FILE_REFERENCE',
-        `${where}: user "${name}" names a file of rollplane's host (${file}); give the data inline (${file}-data or token)`,
-      );
+    const file = fileField(FILE_FIELDS.user, user);
+    if (file) throw new CredentialError('FILE_REFERENCE', `${where}: user "${name}" names a file of rollplane's host (${file[0]}); give ${file[1]} instead`);
+    const certData = user['client-certificate-data'];
+    const keyData = user['client-key-data'];
+    const tls = certData === undefined && keyData === undefined ? undefined : clientProblem(certData, keyData);
+    if (tls) throw new CredentialError('MALFORMED', `${where}: user "${name}" ${tls}`);
   }
   for (const [name, cluster] of entries(doc, 'clusters', 'cluster', where)) {
-    const file = FILE_FIELDS.cluster.find((field) => cluster[field] !== undefined);
-    if (file) throw new CredentialError('FILE_REFERENCE', `${where}: cluster "${name}" names a file of rollplane's host (${file}); give ${file}-data instead`);
+    const file = fileField(FILE_FIELDS.cluster, cluster);
+    if (file) throw new CredentialError('FILE_REFERENCE', `${where}: cluster "${name}" names a file of rollplane's host (${file[0]}); give ${file[1]} instead`);
+    if (cluster['proxy-url'] !== undefined) {
+      throw new CredentialError(
+        'PROXY_URL',
+        `${where}: cluster "${name}" names a proxy (proxy-url); member clusters are reached directly, where ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS can check the address`,
+      );
+    }
+    if (cluster.server !== undefined && !isHttpUrl(cluster.server)) {
+      throw new CredentialError('MALFORMED', `${where}: cluster "${name}" has a server that is not an https:// (or http://) URL with a host`);
+    }
+    const ca = cluster['certificate-authority-data'] === undefined ? undefined : authorityProblem(cluster['certificate-authority-data']);
+    if (ca) throw new CredentialError('MALFORMED', `${where}: cluster "${name}" ${ca}`);
   }
   entries(doc, 'contexts', 'context', where);
   const kubeConfig = new KubeConfig();

@@ -1,9 +1,11 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { CredentialError, parseMemberKubeconfig } from '../../src/clusters/credentials.js';
+import { certificatePem, issueCertificate } from '../../src/kinds/virtualCluster/controller/certificates.js';
 import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
 
 const PLANTED = 'planted-kubeconfig-token-5e1d0c';
@@ -113,5 +115,95 @@ describe('member kubeconfigs', () => {
     expect(e.message).not.toContain('member.example');
     doc.clusters[0]!.cluster['insecure-skip-tls-verify'] = true;
     expect(parseMemberKubeconfig(stringify(doc), 'x', STRICT).getCurrentCluster()?.server).toBe('http://member.example:8080');
+  });
+});
+
+/** A self-signed certificate (a CA, and a client certificate for the tests alike) and its key, in PEM. */
+function certifiedKey(): { cert: string; key: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const der = issueCertificate(
+    undefined,
+    {
+      subject: [['CN', 'member']],
+      publicKeySpki: publicKey.export({ type: 'spki', format: 'der' }),
+      serialNumber: Buffer.from([1]),
+      notBefore: new Date(),
+      notAfter: new Date(Date.now() + 86_400_000),
+      ca: true,
+      keyUsage: 0,
+      extendedKeyUsage: [],
+      dns: [],
+      ips: [],
+    },
+    { key: privateKey, signature: 'ecdsa-p256' },
+  );
+  return { cert: certificatePem(der), key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+}
+
+const base64 = (text: string) => Buffer.from(text).toString('base64');
+
+/** Attack 14, F5 and F8: what was accepted at registration and then failed, or did something else, on connect. */
+describe('member kubeconfigs refused at registration (attack 14)', () => {
+  it("refuses kubectl's tokenFile, which client-node ignores (the member was contacted with no credentials)", () => {
+    const file = path.join(dir, 'token-camel');
+    writeFileSync(file, PLANTED);
+    const e = refusal(withUser({ tokenFile: file }));
+    expect(e).toMatchObject({ reason: 'FILE_REFERENCE' });
+    expect(e.message).toContain("names a file of rollplane's host (tokenFile); give token instead");
+    expect(refusal(withUser({ 'client-key': file })).message).toContain('give client-key-data instead');
+  });
+
+  it('refuses a proxy-url, which the deny list cannot see through, naming no address', () => {
+    const e = refusal(withUser({ token: PLANTED }, { 'proxy-url': 'http://127.0.0.2:47101' }));
+    expect(e).toMatchObject({ reason: 'PROXY_URL' });
+    expect(e.message).toBe(
+      'rollplane-system/edge-1: cluster "rollplane-sim" names a proxy (proxy-url); member clusters are reached directly, where ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS can check the address',
+    );
+    expect(refusal(withUser({ token: PLANTED }, { 'proxy-url': 'socks5://127.0.0.2:1080' })).reason).toBe('PROXY_URL');
+  });
+
+  it.each(['file:///etc/passwd', 'unix:///var/run/docker.sock', '::::<garbage>', 'ftp://member.example:21', 'https://'])(
+    'refuses the server %s: not an http(s) URL, and does not quote it',
+    (server) => {
+      const e = refusal(withUser({ token: PLANTED }, { server }));
+      expect(e).toMatchObject({ reason: 'MALFORMED' });
+      expect(e.message).toBe('rollplane-system/edge-1: cluster "rollplane-sim" has a server that is not an https:// (or http://) URL with a host');
+    },
+  );
+
+  it('refuses certificate and key data that do not parse, or that do not match, naming the field and never the data', () => {
+    const { cert, key } = certifiedKey();
+    const other = certifiedKey();
+    const user = { token: 'x', 'client-certificate-data': base64(cert), 'client-key-data': base64(key) };
+    expect(parseMemberKubeconfig(withUser(user, { 'certificate-authority-data': base64(`${cert}${other.cert}`) }), 'x', STRICT).getCurrentUser()?.keyData).toBe(
+      base64(key),
+    );
+    const cases: [Record<string, unknown>, Record<string, unknown>, string][] = [
+      [{ ...user, 'client-key-data': base64(PLANTED) }, {}, 'user "rollplane-sim" has client-key-data that is not a private key in PEM'],
+      [
+        { ...user, 'client-key-data': base64(`-----BEGIN PRIVATE KEY-----\n${base64(PLANTED)}\n-----END PRIVATE KEY-----\n`) },
+        {},
+        'client-key-data that is not a private key in PEM',
+      ],
+      [{ ...user, 'client-certificate-data': base64(PLANTED) }, {}, 'user "rollplane-sim" has client-certificate-data that is not a certificate in PEM'],
+      [{ ...user, 'client-key-data': base64(other.key) }, {}, 'user "rollplane-sim" has client-key-data that is not the key of its client-certificate-data'],
+      [
+        { token: 'x' },
+        { 'certificate-authority-data': base64(PLANTED) },
+        'cluster "rollplane-sim" has certificate-authority-data that is not a certificate in PEM',
+      ],
+      [
+        { token: 'x' },
+        { 'certificate-authority-data': base64(`${cert}-----BEGIN CERTIFICATE-----\n${base64(PLANTED)}\n-----END CERTIFICATE-----\n`) },
+        'certificate-authority-data that is not a certificate in PEM',
+      ],
+      [{ token: 'x', 'client-key-data': 42 }, {}, 'client-key-data that is not a private key in PEM'],
+    ];
+    for (const [u, cluster, message] of cases) {
+      const e = refusal(withUser(u, cluster));
+      expect(e.reason).toBe('MALFORMED');
+      expect(e.message).toContain(message);
+      expect(e.message).not.toContain(base64(PLANTED));
+    }
   });
 });
