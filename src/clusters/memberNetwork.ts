@@ -26,28 +26,19 @@ export interface MemberNetworkRules {
 
 type Resolve = (hostname: string) => Promise<{ address: string; family: number }[]>;
 
-/** A connection refused by the deny list: its code is what the member's health message shows (never the address). */
-export class DeniedAddressError extends Error {
-  override readonly name = 'DeniedAddressError';
-  readonly code = 'EADDRDENIED';
-}
-
-/** A /version or discovery answer past the cap: the request is ended, and the health message is this code. */
-export class ResponseTooLargeError extends Error {
-  override readonly name = 'ResponseTooLargeError';
-  readonly code = 'ERESPONSE_TOO_LARGE';
-}
-
-/** An answer compressed though none was asked for: refused before a byte of it is inflated. */
-export class EncodedResponseError extends Error {
-  override readonly name = 'EncodedResponseError';
-  readonly code = 'ECONTENT_ENCODING';
-}
-
-/** A redirect: not followed (its target is not even read), and the request fails with this code. */
-export class RedirectRefusedError extends Error {
-  override readonly name = 'RedirectRefusedError';
-  readonly code = 'EREDIRECT';
+/**
+ * What a member connection refused, by code (the member's health message: never an address): EADDRDENIED (the deny
+ * list), ERESPONSE_TOO_LARGE (a /version or discovery answer past the cap), ECONTENT_ENCODING (an answer compressed
+ * though none was asked for, refused before a byte of it is inflated), EREDIRECT (a redirect, not followed).
+ */
+export class MemberNetworkError extends Error {
+  override readonly name = 'MemberNetworkError';
+  constructor(
+    readonly code: 'EADDRDENIED' | 'ERESPONSE_TOO_LARGE' | 'ECONTENT_ENCODING' | 'EREDIRECT',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** 0.0.0.0/8 and :: (v4-mapped forms included): a connection to them reaches the host itself. */
@@ -115,7 +106,7 @@ export class MemberNetwork {
     this.resolve(hostname).then(
       (addresses) => {
         if (addresses.length === 0) return callback(Object.assign(new Error('no address'), { code: 'ENOTFOUND' }), '', 0);
-        if (addresses.some((a) => this.isDenied(a.address))) return callback(new DeniedAddressError('the address is denied'), '', 0);
+        if (addresses.some((a) => this.isDenied(a.address))) return callback(new MemberNetworkError('EADDRDENIED', 'the address is denied'), '', 0);
         const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
         const usable = wanted.length > 0 ? wanted : addresses;
         if (options.all) (callback as unknown as (error: null, all: { address: string; family: number }[]) => void)(null, usable);
@@ -148,7 +139,7 @@ export class MemberNetwork {
         // No connection at all (not even a SYN): the request gets a socket that fails at once.
         (agent as unknown as { createConnection: () => Socket }).createConnection = () => {
           const socket = new Socket();
-          process.nextTick(() => socket.destroy(new DeniedAddressError('the address is denied')));
+          process.nextTick(() => socket.destroy(new MemberNetworkError('EADDRDENIED', 'the address is denied')));
           return socket;
         };
       }
@@ -178,16 +169,16 @@ function refuseUnsafeAnswers(request: ClientRequest, max: number | undefined): v
   request.once('response', (response: IncomingMessage) => {
     const status = response.statusCode ?? 0;
     if (status >= 300 && status < 400 && status !== 304) {
-      refuseAnswer(request, response, new RedirectRefusedError(`the member answered ${status}: redirects are not followed`));
+      refuseAnswer(request, response, new MemberNetworkError('EREDIRECT', `the member answered ${status}: redirects are not followed`));
       return;
     }
     const encoding = response.headers['content-encoding']?.trim().toLowerCase();
     if (encoding && encoding !== 'identity') {
-      refuseAnswer(request, response, new EncodedResponseError('the answer is encoded though none was asked for'));
+      refuseAnswer(request, response, new MemberNetworkError('ECONTENT_ENCODING', 'the answer is encoded though none was asked for'));
       return;
     }
     if (max === undefined) return;
-    const tooLarge = new ResponseTooLargeError(`the answer is larger than ${max} bytes`);
+    const tooLarge = new MemberNetworkError('ERESPONSE_TOO_LARGE', `the answer is larger than ${max} bytes`);
     if (Number(response.headers['content-length'] ?? 0) > max) {
       refuseAnswer(request, response, tooLarge);
       return;
