@@ -3,7 +3,7 @@ import { ApiException, type KubeConfig, VersionApi } from '@kubernetes/client-no
 import type { ClusterHealth, ClusterHealthState } from '../domain/clusters/model.js';
 import type { RolloutKind } from '../domain/events.js';
 import { failureCode } from '../kubeConnection.js';
-import { discoverKinds } from './kindDiscovery.js';
+import { discoverKinds, type KindResources } from './kindDiscovery.js';
 import { MemberKubeConfig } from './MemberKubeConfig.js';
 import type { MemberNetwork } from './memberNetwork.js';
 
@@ -23,6 +23,8 @@ export interface ConnectionOptions {
   backoffBaseMs: number;
   backoffMaxMs: number;
   versions: VersionWindow;
+  /** The registered kinds and the resources each needs served (their contracts'), looked for by discovery. */
+  kindResources: KindResources;
   /** The deny list and the cap on discovery bodies (memberNetwork.ts). */
   network?: MemberNetwork | undefined;
   /** Spreads retries by ±20% so that clusters that failed together do not retry together; tests fix it. */
@@ -172,7 +174,7 @@ export class MemberConnection {
         const { min, max } = this.options.versions;
         return { state: 'VERSION_SKEW', message: `Kubernetes ${serverVersion} is outside ${min.major}.${min.minor}-${max.major}.${max.minor}`, serverVersion };
       }
-      return { state: 'READY', message: null, serverVersion, kinds: await discoverKinds(this.kubeConfig) };
+      return { state: 'READY', message: null, serverVersion, kinds: await discoverKinds(this.kubeConfig, this.options.kindResources) };
     } catch (error) {
       return this.failed(error);
     }

@@ -1,20 +1,14 @@
 import { ApiException, type KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { RolloutKind } from '../domain/events.js';
+import type { ServedResource } from '../domain/kinds/index.js';
 
 /**
  * Which rollout kinds a member cluster has, from its discovery documents (`/apis/<group>/<version>`: every
  * authenticated user may read them, unlike the CustomResourceDefinitions): a kind is there when every resource its
- * controllers watch is served. A Harvester cluster without the vm-dhcp-controller has no IPPools, so no agent pools.
- * The kind modules will declare these themselves once they are keyed by cluster (issue 29, second half).
+ * controllers watch is served. Each kind declares those resources in its contract (`servedResources`); the start gives
+ * them here in the registered kinds' order.
  */
-export const KIND_RESOURCES: { readonly [K in RolloutKind]: readonly { apiVersion: string; kind: string }[] } = {
-  AGENT_POOL: [{ apiVersion: 'network.harvesterhci.io/v1alpha1', kind: 'IPPool' }],
-  VIRTUAL_CLUSTER: [
-    { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' },
-    { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion' },
-  ],
-  NODE_AGENT: [{ apiVersion: 'apps/v1', kind: 'DaemonSet' }],
-};
+export type KindResources = readonly { readonly kind: RolloutKind; readonly resources: readonly ServedResource[] }[];
 
 /** client-node's discovery read (`resource`, protected) made callable; `kc.makeApiClient` builds it with the budget. */
 class DiscoveryApi extends KubernetesObjectApi {
@@ -24,11 +18,11 @@ class DiscoveryApi extends KubernetesObjectApi {
 }
 
 /**
- * The kinds `kubeConfig`'s cluster serves, in KIND_RESOURCES order. One discovery read per group version (a fresh
+ * The kinds `kubeConfig`'s cluster serves, in `kinds`' order. One discovery read per group version (a fresh
  * client each time: client-node caches a group version's resources forever, and a CRD may come or go). A group version
  * that is not served (404) means its kinds are absent; any other failure is thrown, for the caller's health state.
  */
-export async function discoverKinds(kubeConfig: KubeConfig): Promise<RolloutKind[]> {
+export async function discoverKinds(kubeConfig: KubeConfig, kinds: KindResources): Promise<RolloutKind[]> {
   const api = kubeConfig.makeApiClient(DiscoveryApi);
   const served = new Map<string, Promise<boolean>>();
   const has = (apiVersion: string, kind: string) => {
@@ -46,12 +40,12 @@ export async function discoverKinds(kubeConfig: KubeConfig): Promise<RolloutKind
     }
     return answer;
   };
-  const kinds: RolloutKind[] = [];
-  for (const [kind, resources] of Object.entries(KIND_RESOURCES) as [RolloutKind, (typeof KIND_RESOURCES)[RolloutKind]][]) {
+  const found: RolloutKind[] = [];
+  for (const { kind, resources } of kinds) {
     // In order, not at once: the first group version read is cached for the kinds after it.
     let all = true;
     for (const r of resources) all &&= await has(r.apiVersion, r.kind);
-    if (all) kinds.push(kind);
+    if (all) found.push(kind);
   }
-  return kinds;
+  return found;
 }

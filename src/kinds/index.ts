@@ -4,6 +4,7 @@ import type { KindContract, KindContracts } from '../domain/kinds/index.js';
 import type { RolloutDriver } from '../domain/ports.js';
 import { agentPoolKind } from './agentPool/module.js';
 import type { ControllerHost } from '../controllers/host.js';
+import type { KindResources } from '../clusters/kindDiscovery.js';
 import type { AnyKindModule, KindQueries } from './kindModule.js';
 import { nodeAgentKind } from './nodeAgent/module.js';
 import { virtualClusterKind } from './virtualCluster/module.js';
@@ -15,6 +16,8 @@ export const ROLLOUT_KIND_MODULES: readonly AnyKindModule[] = [agentPoolKind, no
 
 /** The registered kinds' contracts, by kind: what the domain reads stored rollouts with (given to RolloutService). */
 export const KIND_CONTRACTS: KindContracts = contractsOf(ROLLOUT_KIND_MODULES);
+/** The resources each kind needs served, in the registered order: what discovery looks for on a member cluster. */
+export const KIND_SERVED_RESOURCES: KindResources = ROLLOUT_KIND_MODULES.map((m) => ({ kind: m.kind, resources: m.contract.servedResources }));
 
 /**
  * Every event type is defined (ADR 0051): the shared ones by the domain, each other one by the registered kind whose

@@ -1,5 +1,6 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
+import { KIND_SERVED_RESOURCES } from '../kinds/index.js';
 import { MemberClusters } from '../clusters/MemberClusters.js';
 import { MemberClusterSync } from '../clusters/MemberClusterSync.js';
 import { apiCredentialsFor, memberClusterAdmin } from '../clusters/clusterAdmin.js';
@@ -39,6 +40,7 @@ export async function startMemberClusters(
       backoffBaseMs: settings.backoffBaseMs,
       backoffMaxMs: settings.backoffMaxMs,
       versions: settings.kubeVersions,
+      kindResources: KIND_SERVED_RESOURCES,
       network: new MemberNetwork({ denyNetworks: settings.denyNetworks, maxDiscoveryBytes: settings.maxDiscoveryBytes }),
     };
     const connections = started(

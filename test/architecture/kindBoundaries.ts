@@ -215,7 +215,6 @@ export const KIND_NAME_DEBTS: Readonly<Record<string, string>> = {
   'domain/events.ts': 'data: the schema’s RolloutKind and EventType enums (the store and the API share them)',
   'domain/eventPayloads.ts': 'comment: why routing does not read a cluster upgrade’s `cluster` as a member cluster',
   'domain/clusters/model.ts': 'comment: a member cluster is not the VirtualCluster a kind upgrades',
-  'clusters/kindDiscovery.ts': 'data: the upstream API kinds each rollout kind needs on a member cluster (issue 29)',
   'config.ts': 'the kinds’ settings rows (config.agentPools …; the settings table’s module column)',
   'cli/format.ts': 'the fleet summary: one table across kinds, in the CLI’s fixed row order',
   'cli/operations.graphql': 'the CLI’s documents: the fleet query and the kinds’ bump mutations',

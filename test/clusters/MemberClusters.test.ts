@@ -1,3 +1,4 @@
+import { KIND_SERVED_RESOURCES } from '../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +50,7 @@ const OPTIONS = {
   backoffBaseMs: 50,
   backoffMaxMs: 400,
   versions: { min: { major: 1, minor: 24 }, max: { major: 1, minor: 34 } },
+  kindResources: KIND_SERVED_RESOURCES,
   random: () => 0.5, // no jitter: the delays are the schedule's own
 };
 
@@ -108,7 +110,7 @@ describe('member cluster connections', () => {
 
   it('connects each member, discovers the kinds it serves and records its health', async () => {
     const [f, b, h] = await Promise.all([waitFor('full', 'READY'), waitFor('bare', 'READY'), waitFor('behind', 'READY')]);
-    expect(f.kinds).toEqual(['AGENT_POOL', 'VIRTUAL_CLUSTER', 'NODE_AGENT']);
+    expect(f.kinds).toEqual(['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER']);
     expect(b.kinds).toEqual(['NODE_AGENT']);
     expect(h.serverVersion).toBe('v1.31.0-rollplane-sim');
     // Every member's first state was CONNECTING.
@@ -126,7 +128,7 @@ describe('member cluster connections', () => {
     await full.stop();
     const down = await waitFor('full', 'UNREACHABLE');
     expect(down.message).toBe('ECONNREFUSED');
-    expect(down.kinds).toEqual(['AGENT_POOL', 'VIRTUAL_CLUSTER', 'NODE_AGENT']); // what it served when it last answered
+    expect(down.kinds).toEqual(['AGENT_POOL', 'NODE_AGENT', 'VIRTUAL_CLUSTER']); // what it served when it last answered
     await until('five failed probes of full', () => probes.slice(from).filter((p) => p.name === 'full' && p.failures > 0).length >= 5);
     const failed = probes.slice(from).filter((p) => p.name === 'full' && p.failures > 0);
     expect(failed.slice(0, 5).map((p) => [p.failures, p.nextProbeInMs])).toEqual([

@@ -1,3 +1,4 @@
+import { KIND_SERVED_RESOURCES } from '../../src/kinds/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +58,7 @@ describe('API-registered member clusters kept as Secrets', () => {
       backoffBaseMs: 50,
       backoffMaxMs: 400,
       versions: { min: { major: 1, minor: 24 }, max: { major: 1, minor: 34 } },
+      kindResources: KIND_SERVED_RESOURCES,
       network: new MemberNetwork({ denyNetworks: [], maxDiscoveryBytes: 1_048_576 }),
     };
     const logger = pino({ level: 'silent' });

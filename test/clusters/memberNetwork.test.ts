@@ -1,3 +1,4 @@
+import { KIND_SERVED_RESOURCES } from '../../src/kinds/index.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
@@ -26,6 +27,7 @@ const OPTIONS = {
   backoffBaseMs: 60_000,
   backoffMaxMs: 60_000,
   versions: { min: { major: 1, minor: 24 }, max: { major: 1, minor: 34 } },
+  kindResources: KIND_SERVED_RESOURCES,
 };
 const VERSION = JSON.stringify({ major: '1', minor: '31', gitVersion: 'v1.31.0' });
 

@@ -1,3 +1,4 @@
+import { KIND_SERVED_RESOURCES } from '../../src/kinds/index.js';
 import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -73,6 +74,7 @@ describe('member cluster sources', () => {
       backoffBaseMs: 50,
       backoffMaxMs: 400,
       versions: { min: { major: 1, minor: 24 }, max: { major: 1, minor: 34 } },
+      kindResources: KIND_SERVED_RESOURCES,
       logger,
       recordHealth: (name, health) => registry.recordHealth(name, health),
     });

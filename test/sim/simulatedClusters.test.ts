@@ -1,3 +1,4 @@
+import { KIND_SERVED_RESOURCES } from '../../src/kinds/index.js';
 import { readFileSync, statSync } from 'node:fs';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -23,6 +24,7 @@ const OPTIONS = {
   backoffBaseMs: 50,
   backoffMaxMs: 400,
   versions: { min: { major: 1, minor: 24 }, max: { major: 1, minor: 34 } },
+  kindResources: KIND_SERVED_RESOURCES,
   random: () => 0.5,
 };
 

@@ -41,6 +41,17 @@ export interface KindContract<K extends RolloutKind = RolloutKind> {
    * since advice to pass an argument the mutation does not have ends in a validation error (attack finding F9).
    */
   readonly offersSupersede?: boolean;
+  /**
+   * The resources its controllers watch: a member cluster has this kind when discovery finds every one served
+   * (src/clusters/kindDiscovery.ts). A Harvester cluster without the vm-dhcp-controller has no IPPools, so no agent pools.
+   */
+  readonly servedResources: readonly ServedResource[];
+}
+
+/** A resource by its apiVersion and kind, as discovery answers for it. */
+export interface ServedResource {
+  readonly apiVersion: string;
+  readonly kind: string;
 }
 
 /** Every kind's contract, by kind: built from the registered kinds (src/kinds/index.ts) and given to RolloutService. */

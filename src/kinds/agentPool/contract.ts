@@ -102,6 +102,7 @@ export const agentPoolContract: KindContract<'AGENT_POOL'> = {
   selectorStored: z.union([rollbackSelectorStored, agentPoolSelectorStored]),
   // bumpAgentImage's input has `supersede` (bumpAgentImageInput).
   offersSupersede: true,
+  servedResources: [{ apiVersion: 'network.harvesterhci.io/v1alpha1', kind: 'IPPool' }],
 };
 
 declare module '../../domain/kinds/index.js' {

@@ -100,6 +100,7 @@ export const nodeAgentContract: KindContract<'NODE_AGENT'> = {
   kind: NODE_AGENT,
   strategyStored: nodeAgentStrategyStored,
   selectorStored: z.union([rollbackSelectorStored, nodeAgentSelectorStored]),
+  servedResources: [{ apiVersion: 'apps/v1', kind: 'DaemonSet' }],
 };
 
 declare module '../../domain/kinds/index.js' {

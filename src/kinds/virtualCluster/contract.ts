@@ -154,6 +154,10 @@ export const virtualClusterContract: KindContract<'VIRTUAL_CLUSTER'> = {
   kind: VIRTUAL_CLUSTER,
   strategyStored: virtualClusterStrategyStored,
   selectorStored: z.union([rollbackSelectorStored, virtualClusterSelectorStored]),
+  servedResources: [
+    { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' },
+    { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion' },
+  ],
 };
 
 declare module '../../domain/kinds/index.js' {
