@@ -2,20 +2,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseNamespacedName } from './util/dnsNames.js';
 import {
   adminToken,
-  agentMode,
   authEnabled,
   ConfigError,
   databaseUrl,
   dns1123Label,
-  dns1123Subdomain,
   flag,
   hostName,
-  imageReference,
   integer,
-  integerOrOff,
   kubeconfigFiles,
   kubeTarget,
   list,
@@ -26,9 +21,9 @@ import {
   type ReadContext,
   simFleet,
   tlsFile,
-  vcManagerRef,
-  vmDhcpControllerRef,
 } from './configParsers.js';
+import { parseRows, type Row, row, rowsOf, type Section } from './configRows.js';
+import { KIND_SETTINGS } from './kinds/settings.js';
 
 export { ConfigError, isLoopback, type KubeMode } from './configParsers.js';
 
@@ -36,7 +31,8 @@ export { ConfigError, isLoopback, type KubeMode } from './configParsers.js';
  * All of rollplane's configuration, from one table (docs/adr/0037): a row per setting carries its environment
  * variable (the flag is derived from it), its default, how it is parsed, what it means and the module it configures.
  * `Config` is the type of what the rows parse to; README.md's table is generated from them (`npm run docs:config`);
- * the defaults are written here only (a test checks).
+ * the defaults are written in the rows only (a test checks). Each rollout kind's rows live in its folder
+ * (src/kinds/<kind>/settings.ts, ADR 0051); the table takes them from the settings' list of kinds.
  */
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type LogFormat = 'json' | 'pretty';
@@ -51,49 +47,12 @@ export interface LoadConfigContext {
   readFile?: (file: string) => string;
 }
 
-export interface Row<T> {
-  readonly env: string;
-  /** `--` and the variable without `ROLLPLANE_`, in kebab case. */
-  readonly flag: string;
-  /** The default as the README and `--help` show it. */
-  readonly default: string;
-  /** The text parsed when the setting is unset; undefined: the parser decides (a default that depends on the host). */
-  readonly fallback: string | undefined;
-  readonly description: string;
-  /** The module the setting configures. */
-  readonly module: string;
-  readonly parse: (raw: string | undefined, context: ReadContext) => T;
-}
-
-type RowInput<T> = { env: string; description: string; module: string } & (
-  | { default: string; shown?: string; parse: (raw: string, context: ReadContext) => T }
-  | { default?: undefined; shown: string; parse: (raw: string | undefined, context: ReadContext) => T }
-);
-
-function row<T>(input: RowInput<T>): Row<T> {
-  return {
-    env: input.env,
-    flag: `--${input.env
-      .replace(/^ROLLPLANE_/, '')
-      .toLowerCase()
-      .replaceAll('_', '-')}`,
-    default: input.shown ?? input.default!,
-    fallback: input.default,
-    description: input.description,
-    module: input.module,
-    parse: input.parse as (raw: string | undefined, context: ReadContext) => T,
-  };
-}
-
 // --- the table ------------------------------------------------------------------------------------------------------
 
 const HTTP = 'src/start/api.ts';
 const GUARD = 'src/graphql/guardPlugin.ts';
 const SUBSCRIPTIONS = 'src/graphql/subscriptions.ts';
 const MANAGER = 'src/controller/Manager.ts';
-const AGENT_POOLS = 'src/kinds/agentPool';
-const NODE_AGENTS = 'src/kinds/nodeAgent';
-const VIRTUAL_CLUSTERS = 'src/kinds/virtualCluster';
 const NOTIFY = 'src/notify';
 const MEMBER_CLUSTERS = 'src/start/memberClusters.ts';
 const MEMBER_CONNECTIONS = 'src/clusters/MemberConnection.ts';
@@ -226,130 +185,8 @@ export const TABLE = {
       parse: integer(100, 3_600_000),
     }),
   },
-  agentPools: {
-    mode: row({
-      env: 'ROLLPLANE_AGENT_MODE',
-      default: 'auto',
-      module: AGENT_POOLS,
-      description:
-        'How agent-pool rollouts work: `coexist` (beside a vm-dhcp-controller that deploys agents: hold pools, change its `--image`, release them in waves), `direct` (rollplane recreates agents; only without such a controller), `auto` (coexist when the controller deploys agents, else direct). A mode the cluster does not allow refuses the rollout (`CONFLICT`, reason `AGENT_MODE_MISMATCH`); `deployment` was removed and is an error',
-      parse: agentMode,
-    }),
-    vmDhcpController: row({
-      env: 'ROLLPLANE_VMDHCP_CONTROLLER',
-      default: 'auto',
-      module: AGENT_POOLS,
-      description:
-        "The vm-dhcp-controller Deployment as `namespace/name`; `auto` finds it by the chart's labels (`app.kubernetes.io/name=harvester-vm-dhcp-controller`, `app.kubernetes.io/component=controller`)",
-      parse: vmDhcpControllerRef,
-    }),
-    agentNamespace: row({
-      env: 'ROLLPLANE_AGENT_NAMESPACE',
-      default: 'harvester-system',
-      module: AGENT_POOLS,
-      description: 'Namespace of the DHCP agents',
-      parse: dns1123Label,
-    }),
-    agentImage: row({
-      env: 'ROLLPLANE_AGENT_IMAGE',
-      default: 'rancher/harvester-vm-dhcp-agent:v1.8.1',
-      module: AGENT_POOLS,
-      description: 'Agent image for pools that have none recorded yet (rollouts change it per pool)',
-      parse: imageReference,
-    }),
-    serviceAccountName: row({
-      env: 'ROLLPLANE_AGENT_SERVICE_ACCOUNT',
-      default: 'harvester-vm-dhcp-controller-agent',
-      module: AGENT_POOLS,
-      description:
-        "ServiceAccount of the agents rollplane creates (direct mode only): the vm-dhcp-controller chart's `<release fullname>-agent` (this default is release `harvester-vm-dhcp-controller`, as its README installs it)",
-      parse: dns1123Subdomain,
-    }),
-    stuckGraceSeconds: row({
-      env: 'ROLLPLANE_AGENT_STUCK_GRACE_SECONDS',
-      default: '120',
-      module: AGENT_POOLS,
-      description: 'Force-delete an agent Terminating this long on a NotReady node (`off` disables)',
-      parse: integerOrOff(0, 86_400),
-    }),
-    workers: row({ env: 'ROLLPLANE_AGENT_WORKERS', default: '16', module: AGENT_POOLS, description: 'Concurrent IPPool reconciles', parse: integer(1, 256) }),
-  },
-  nodeAgents: {
-    daemonSets: row({
-      env: 'ROLLPLANE_NODE_AGENT_DAEMONSETS',
-      default: 'none',
-      module: NODE_AGENTS,
-      description: 'Comma-separated `namespace/name` DaemonSets to manage besides those labelled `rollplane.io/node-agent: "true"`',
-      parse: list((item, { setting }) => {
-        if (!parseNamespacedName(item)) {
-          throw new ConfigError(setting, `"${item}" is not namespace/name`);
-        }
-      }),
-    }),
-    peerRuntimeClass: row({
-      env: 'ROLLPLANE_NODE_AGENT_PEER_RUNTIME_CLASS',
-      // Also the bump's default, DEFAULT_PEER_RUNTIME_CLASS in src/kinds/nodeAgent/limits.ts (a leaf without imports, for the
-      // CLI): a bump naming it names no class of its own. test/config.table.test.ts checks the two are the same.
-      default: 'kata-remote',
-      module: NODE_AGENTS,
-      description:
-        "Runtime class of the peer pods gating each node when the agent sets no `RUNTIMECLASS_NAME` (the CAA's `peer-pods-cm`) and neither the bump nor the DaemonSet names one",
-      parse: dns1123Label,
-    }),
-    workers: row({
-      env: 'ROLLPLANE_NODE_AGENT_WORKERS',
-      default: '4',
-      module: NODE_AGENTS,
-      description: 'Concurrent node gate reconciles',
-      parse: integer(1, 256),
-    }),
-  },
-  virtualClusters: {
-    partialUpgrade: row({
-      env: 'ROLLPLANE_VC_PARTIAL_UPGRADE',
-      default: 'true',
-      module: VIRTUAL_CLUSTERS,
-      description: 'Feature gate ClusterVersionPartialUpgrade: `false` ignores the ready-for-upgrade label and refuses bumpClusterVersion',
-      parse: flag,
-    }),
-    readyTimeoutMs: row({
-      env: 'ROLLPLANE_VC_READY_TIMEOUT_SECONDS',
-      default: '600',
-      module: VIRTUAL_CLUSTERS,
-      description: 'How long one control-plane StatefulSet may take to roll',
-      parse: integer(1, 86_400, 1000),
-    }),
-    pollIntervalMs: row({
-      env: 'ROLLPLANE_VC_POLL_SECONDS',
-      default: '2',
-      module: VIRTUAL_CLUSTERS,
-      description: 'Re-check interval while waiting for a StatefulSet',
-      parse: integer(1, 3600, 1000),
-    }),
-    keyAlgorithm: row({
-      env: 'ROLLPLANE_VC_KEY_ALGORITHM',
-      default: 'rsa-2048',
-      module: VIRTUAL_CLUSTERS,
-      description:
-        'Key type of regenerated control-plane certificates: `rsa-2048` (PKCS#1, as upstream) or `ecdsa-p256` (cheaper; breaks the CAPN vc-manager, which reads root-ca only as PKCS#1 RSA)',
-      parse: oneOf('ecdsa-p256', 'rsa-2048'),
-    }),
-    vcManager: row({
-      env: 'ROLLPLANE_VC_MANAGER',
-      default: 'vc-manager/vc-manager',
-      module: VIRTUAL_CLUSTERS,
-      description:
-        '`namespace/name` of the CAPN vc-manager Deployment whose `--feature-gates` rollplane reads (gate `ClusterVersionPartialUpgrade` on: rollplane leaves upgrades to it, see docs/beside-upstream.md#virtual-clusters-beside-the-capn-vc-manager), or `none`',
-      parse: vcManagerRef,
-    }),
-    workers: row({
-      env: 'ROLLPLANE_VC_WORKERS',
-      default: '10',
-      module: VIRTUAL_CLUSTERS,
-      description: 'Concurrent VirtualCluster upgrade reconciles',
-      parse: integer(1, 256),
-    }),
-  },
+  // Each rollout kind's group of rows, under its key and in the order of the settings' list of kinds.
+  ...KIND_SETTINGS,
   sim: {
     fleet: row({
       env: 'ROLLPLANE_SIM_FLEET',
@@ -740,20 +577,7 @@ function versionWindow(raw: string, { setting }: ReadContext): { min: { major: n
 
 // --- Config: the type of what the rows parse to ---------------------------------------------------------------------
 
-type ValueOf<R> = R extends Row<infer T> ? T : Section<R>;
-/** A group of rows; a row that may parse to undefined is an optional field (absent when unset). */
-type Section<R> = { readonly [K in keyof R as undefined extends ValueOf<R[K]> ? never : K]: ValueOf<R[K]> } & {
-  readonly [K in keyof R as undefined extends ValueOf<R[K]> ? K : never]?: Exclude<ValueOf<R[K]>, undefined>;
-};
 export type Config = Section<typeof TABLE>;
-
-function isRow(value: unknown): value is Row<unknown> {
-  return typeof value === 'object' && value !== null && 'parse' in value && 'env' in value;
-}
-
-function rowsOf(node: object): Row<unknown>[] {
-  return Object.values(node).flatMap((child) => (isRow(child) ? [child] : rowsOf(child as object)));
-}
 
 /** The rows in table order: `--help`, README's table and the deployment manifests' check read these. */
 export const SETTINGS: readonly Row<unknown>[] = rowsOf(TABLE);
@@ -808,28 +632,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[], cont
     homeDir: context.homeDir ?? os.homedir(),
     isTty: context.isTty ?? false,
   };
-  const build = (node: object): Record<string, unknown> => {
-    const out: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(node)) {
-      const value = isRow(child)
-        ? child.parse(given(child) ?? child.fallback, { ...base, setting: child.env, fromFlag: flags[child.flag.slice(2)] !== undefined })
-        : build(child as object);
-      if (value !== undefined) out[key] = value;
-    }
-    return out;
-  };
-  const config = build(TABLE) as Config;
+  const config: Config = parseRows(TABLE, base, (setting) => ({ text: given(setting), fromFlag: flags[setting.flag.slice(2)] !== undefined }));
   for (const check of CHECKS) check(config);
-  return deepFreeze(config);
+  return config;
 }
 
 /** Every setting at its default (in the simulator): what a module may fall back to when a test leaves an option out. */
 export const CONFIG_DEFAULTS: Config = loadConfig({}, [], { fileExists: () => false, homeDir: '/nonexistent', isTty: false });
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object') {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-}

@@ -2,6 +2,8 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_DEFAULTS, SETTINGS, TABLE } from '../src/config.js';
+import { defaultsOf } from '../src/configRows.js';
+import { KIND_SETTINGS } from '../src/kinds/settings.js';
 import { DEFAULT_PEER_RUNTIME_CLASS } from '../src/kinds/nodeAgent/limits.js';
 import { projectRoot } from './helpers/child.js';
 
@@ -35,6 +37,17 @@ const CONTRACT_COPIES = [{ file: path.join('src', 'kinds', 'nodeAgent', 'limits.
 const HOMONYMS = [
   { file: path.join('src', 'controller', 'rateLimiters.ts'), key: 'burst', why: "a controller's per-item retry bucket, not ROLLPLANE_KUBE_BURST" },
 ];
+
+/** The table's files: src/config.ts and each rollout kind's rows (src/kinds/<kind>/settings.ts, ADR 0051). */
+function tableFiles(): string[] {
+  const kinds = path.join('src', 'kinds');
+  return [
+    path.join('src', 'config.ts'),
+    ...readdirSync(path.join(projectRoot, kinds), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => path.join(kinds, e.name, 'settings.ts')),
+  ];
+}
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -101,7 +114,8 @@ describe('the configuration table', () => {
 
   it('writes no default twice: nothing in src falls back to a literal that is a setting’s default', () => {
     const defaults = parsedDefaults();
-    const config = readFileSync(path.join(projectRoot, 'src', 'config.ts'), 'utf8');
+    const table = tableFiles();
+    const config = table.map((file) => readFileSync(path.join(projectRoot, file), 'utf8')).join('\n');
     // Distinctive texts (an image, a namespace, a Deployment): assigned or returned nowhere else. A row may take its
     // default from the module that owns it (the peer runtime class is the bump's default too): then from there only.
     const distinctive = fallbacks().filter((v) => /[/:.-]/.test(v) && v.length >= 5);
@@ -109,7 +123,7 @@ describe('the configuration table', () => {
     const places = new Map<string, string[]>();
     for (const file of sourceFiles(path.join(projectRoot, 'src'))) {
       const relative = path.relative(projectRoot, file);
-      if (relative === path.join('src', 'config.ts') || NOT_SERVER_SETTINGS.some((dir) => relative.startsWith(dir))) continue;
+      if (table.includes(relative) || NOT_SERVER_SETTINGS.some((dir) => relative.startsWith(dir))) continue;
       const text = readFileSync(file, 'utf8');
       const where = (index: number) => `${relative}:${text.slice(0, index).split('\n').length}`;
       for (const match of text.matchAll(FALLBACK)) {
@@ -135,7 +149,14 @@ describe('the configuration table', () => {
       if (config.includes(`'${value}'`) ? copies.length > 0 : at.length > 1) found.push(...copies);
     }
     expect(DEFAULT_PEER_RUNTIME_CLASS).toBe(CONFIG_DEFAULTS.nodeAgents.peerRuntimeClass);
-    expect(found, 'read these from CONFIG_DEFAULTS (src/config.ts) instead').toEqual([]);
+    expect(found, 'read these from CONFIG_DEFAULTS (src/config.ts) or a kind’s own defaults (its settings.ts) instead').toEqual([]);
+  });
+
+  it('gives each kind’s controllers the defaults the configuration has (their settings rows, read once)', () => {
+    for (const [key, rows] of Object.entries(KIND_SETTINGS)) {
+      expect(defaultsOf(rows), key).toEqual(CONFIG_DEFAULTS[key as keyof typeof KIND_SETTINGS]);
+      expect(Object.keys(TABLE)).toContain(key);
+    }
   });
 
   it('sees a default written twice (a broken scan would pass everything)', () => {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cycles, describeCycle, importGraph, type ImportGraph } from './importGraph.js';
+import { cycles, describeCycle, type ImportGraph, importGraph, KIND_SETTINGS_PART } from './importGraph.js';
 import { KIND_IMPORT_DEBTS } from './kindBoundaries.js';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
@@ -37,7 +37,8 @@ const CONTROLLER_MAY_IMPORT = new Set(['kube', 'util', 'errors.ts']);
 /**
  * Who may import src/kinds (ADR 0045), and what: the composition root (src/start) the server's list of kinds, which it
  * hands to the rest; the CLI's entry point (src/rollplane.ts) the CLI's list (its bump subcommands); the web UI's entry
- * point (src/webUi.ts) the UI's list (the kinds' views, ADR 0052).
+ * point (src/webUi.ts) the UI's list (the kinds' views, ADR 0052). The kinds' settings rows are a part of their own
+ * (KIND_SETTINGS_PART), which only config.ts imports.
  */
 const mayImportKinds = (edge: string) =>
   /^start\/[^ ]+ → kinds\/index\.ts$/.test(edge) || edge === 'rollplane.ts → kinds/cli.ts' || edge === 'webUi.ts → kinds/ui.ts';
@@ -66,6 +67,15 @@ describe('the import graph of src', () => {
   it('lets only the composition roots import the rollout kinds, through their lists (generic code reaches a kind through interfaces it owns)', () => {
     const importers = [...graph.edges].flatMap(([, to]) => to.get('kinds') ?? []).filter((edge) => !mayImportKinds(edge));
     expect(importers.filter((i) => !KIND_IMPORT_DEBTS.includes(i)).sort()).toEqual([]);
+  });
+
+  it('lets only the configuration import the kinds’ settings rows, through their list (and each kind its own)', () => {
+    const importers = [...graph.edges]
+      .filter(([from]) => from !== 'kinds')
+      .flatMap(([, to]) => to.get(KIND_SETTINGS_PART) ?? [])
+      .filter((edge) => edge !== 'config.ts → kinds/settings.ts');
+    expect(importers).toEqual([]);
+    expect(graph.edges.get('config.ts')?.get(KIND_SETTINGS_PART)).toEqual(['config.ts → kinds/settings.ts']);
   });
 
   it('sees the imports it checks (a broken walker would pass everything)', () => {

@@ -7,12 +7,14 @@ export const KINDS_FOLDER = 'kinds';
 /**
  * The files outside the kinds' folders that may name them, each the list of registered kinds for one program and the
  * one file of a kind it imports: the server's (`index.ts`, each kind's `module.ts`), the CLI's (`cli.ts`, each
- * kind's `cli.ts`, so that the CLI loads no server code) and the web UI's (`ui.ts`, each kind's `ui/index.ts`, ADR 0052).
+ * kind's `cli.ts`, so that the CLI loads no server code), the web UI's (`ui.ts`, each kind's `ui/index.ts`, ADR 0052)
+ * and the configuration's (`settings.ts`, each kind's `settings.ts`: its rows of the settings table, ADR 0051).
  */
 const REGISTRIES = new Map([
   [path.join(KINDS_FOLDER, 'index.ts'), 'module'],
   [path.join(KINDS_FOLDER, 'cli.ts'), 'cli'],
   [path.join(KINDS_FOLDER, 'ui.ts'), path.join('ui', 'index')],
+  [path.join(KINDS_FOLDER, 'settings.ts'), 'settings'],
 ]);
 
 /**
@@ -66,7 +68,7 @@ export function kindBoundaryViolations(srcDir: string, debts: readonly string[] 
   return found.sort();
 }
 
-/** Kind folders a registry does not register (the server's through their `module.ts`, the CLI's through `cli.ts`). */
+/** Kind folders a registry does not register (the server's through their `module.ts`, the CLI's through `cli.ts` …). */
 export function unregisteredKinds(srcDir: string): string[] {
   const missing: string[] = [];
   for (const [registry, file] of REGISTRIES) {
@@ -97,11 +99,32 @@ export function cliPartViolations(srcDir: string): string[] {
 }
 
 /**
- * A kind's wiring (ADR 0045): its registration (`module.ts`), its GraphQL part (`graphql.ts`), its CLI part (`cli.ts`)
- * and its subfolders (`controller/`). Every other file directly in a kind's folder is its domain half (contract,
- * limits, planner): what the domain's consumers may use, built on the domain alone.
+ * What a kind's `settings.ts` may import (src/config.ts composes it, and the CLI loads config for `--help`): the rows'
+ * helpers and parsers, util and errors. Nothing else of its kind (not even its domain half, which would tie config to
+ * the domain in the import graph) and nothing of the configuration, so that config loads no controller.
  */
-const WIRING_FILES = new Set(['module.ts', 'graphql.ts', 'cli.ts']);
+export function settingsPartViolations(srcDir: string): string[] {
+  const found: string[] = [];
+  for (const kind of kindFolders(srcDir)) {
+    const from = path.join(kind, 'settings.ts');
+    if (!fs.existsSync(path.join(srcDir, from))) continue;
+    const { importedFiles } = ts.preProcessFile(fs.readFileSync(path.join(srcDir, from), 'utf8'), true, false);
+    for (const { fileName } of importedFiles) {
+      if (!fileName.startsWith('.')) continue;
+      const to = path.relative(srcDir, path.resolve(path.dirname(path.join(srcDir, from)), fileName.replace(/\.(m?js)$/, '.ts')));
+      const allowed = ['configRows.ts', 'configParsers.ts', 'util', 'errors.ts'].includes(to.split(path.sep)[0]!);
+      if (!allowed) found.push(`${from} → ${to}`);
+    }
+  }
+  return found.sort();
+}
+
+/**
+ * A kind's wiring (ADR 0045): its registration (`module.ts`), its GraphQL part (`graphql.ts`), its CLI part (`cli.ts`),
+ * its settings rows (`settings.ts`, ADR 0051) and its subfolders (`controller/`). Every other file directly in a kind's
+ * folder is its domain half (contract, limits, planner): what the domain's consumers may use, built on the domain alone.
+ */
+const WIRING_FILES = new Set(['module.ts', 'graphql.ts', 'cli.ts', 'settings.ts']);
 /** What a kind's domain half may import besides its own domain half and npm packages. */
 const DOMAIN_HALF_MAY_IMPORT = ['domain', 'util', 'errors.ts'];
 
@@ -212,10 +235,11 @@ export const KIND_NAME_DEBTS: Readonly<Record<string, string>> = {
   'kinds/index.ts': 'the server’s list of kinds',
   'kinds/cli.ts': 'the CLI’s list of kinds',
   'kinds/ui.ts': 'the web UI’s list of kinds',
+  'kinds/settings.ts': 'the configuration’s list of kinds (their settings rows)',
   'domain/events.ts': 'data: the schema’s RolloutKind and EventType enums (the store and the API share them)',
   'domain/eventPayloads.ts': 'comment: why routing does not read a cluster upgrade’s `cluster` as a member cluster',
   'domain/clusters/model.ts': 'comment: a member cluster is not the VirtualCluster a kind upgrades',
-  'config.ts': 'the kinds’ settings rows (config.agentPools …; the settings table’s module column)',
+  'config.ts': 'doc: ROLLPLANE_RESPONSE_CACHE_MB’s description (README, --help) names the root fields the cache serves',
   'cli/format.ts': 'the fleet summary: one table across kinds, in the CLI’s fixed row order',
   'cli/operations.graphql': 'the CLI’s documents: the fleet query and the kinds’ bump mutations',
   'controllers/host.ts': 'comment: the events the kinds append',

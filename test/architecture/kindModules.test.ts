@@ -12,6 +12,7 @@ import {
   KIND_NAMES_UNCHECKED,
   kindBoundaryViolations,
   kindFolders,
+  settingsPartViolations,
   unregisteredKinds,
 } from './kindBoundaries.js';
 
@@ -53,6 +54,10 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
     expect(cliPartViolations(SRC)).toEqual([]);
   });
 
+  it('lets a kind’s settings rows import only the rows’ helpers, util and errors (config loads no controller)', () => {
+    expect(settingsPartViolations(SRC)).toEqual([]);
+  });
+
   it('keeps each kind’s controllers and its GraphQL part apart (its module.ts wires them)', () => {
     expect(controllerGraphqlCrossings(SRC)).toEqual([]);
   });
@@ -75,6 +80,11 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
     );
     write('kinds/cli.ts', "import { a } from './alpha/cli.js';\n");
     write('kinds/ui.ts', "import { a } from './alpha/ui/index.js';\n");
+    write('kinds/settings.ts', "import { a } from './alpha/settings.js';\n");
+    write(
+      'kinds/alpha/settings.ts',
+      "import { row } from '../../configRows.js';\nimport { p } from '../../configParsers.js';\nimport { l } from './limits.js';\nimport { c } from '../../config.js';\nimport { r } from './controller/index.js';\n",
+    );
     write('kinds/alpha/cli.ts', "import { f } from '../../cli/flags.js';\nimport { l } from './limits.js';\nimport { p } from './plan.js';\n");
     write('kinds/alpha/contract.ts', "import { e } from '../../errors.js';\nimport { u } from '../../util/dnsNames.js';\n");
     write(
@@ -109,6 +119,14 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
       expect(cliPartViolations(root)).toEqual(['kinds/alpha/cli.ts → kinds/alpha/plan.ts']);
     });
 
+    it('reports a kind’s settings rows importing more than the rows’ helpers (the configuration, its controllers, its domain half)', () => {
+      expect(settingsPartViolations(root)).toEqual([
+        'kinds/alpha/settings.ts → config.ts',
+        'kinds/alpha/settings.ts → kinds/alpha/controller/index.ts',
+        'kinds/alpha/settings.ts → kinds/alpha/limits.ts',
+      ]);
+    });
+
     it('reports files outside the kinds’ folders that name a kind, in any spelling, but in the folders it skips', () => {
       write('graphql/text.md', 'Alpha only.\n');
       write('domain/fleet.ts', "export const KINDS = ['BETA'];\n");
@@ -119,12 +137,18 @@ describe('rollout kinds as modules (ADRs 0041, 0045)', () => {
         'graphql/text.md',
         'kinds/cli.ts',
         'kinds/index.ts',
+        'kinds/settings.ts',
         'kinds/ui.ts',
       ]);
     });
 
     it('reports a kind folder a registry does not list', () => {
-      expect(unregisteredKinds(root)).toEqual(['kinds/index.ts: kinds/beta', 'kinds/cli.ts: kinds/beta', 'kinds/ui.ts: kinds/beta']);
+      expect(unregisteredKinds(root)).toEqual([
+        'kinds/index.ts: kinds/beta',
+        'kinds/cli.ts: kinds/beta',
+        'kinds/ui.ts: kinds/beta',
+        'kinds/settings.ts: kinds/beta',
+      ]);
     });
   });
 });

@@ -28,7 +28,7 @@ import {
 } from './names.js';
 import type { IPPool, NetworkAttachmentDefinition, RecreationRecord } from './types.js';
 import { CHART_COMPONENT_LABEL, CHART_NAME, CHART_NAME_LABEL, CONTROLLER_SELECTOR, VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
-import { CONFIG_DEFAULTS } from '../../../config.js';
+import { AGENT_POOL_DEFAULTS } from '../settings.js';
 
 export { agentName } from './names.js';
 export { AGENT_MODE_MISMATCH } from './mode.js';
@@ -54,13 +54,13 @@ export interface AgentPoolOptions {
 }
 
 // The defaults are the configuration table's (src/config.ts, docs/adr/0037): written there only.
-export const DEFAULT_AGENT_NAMESPACE = CONFIG_DEFAULTS.agentPools.agentNamespace;
-export const DEFAULT_AGENT_IMAGE = CONFIG_DEFAULTS.agentPools.agentImage;
+export const DEFAULT_AGENT_NAMESPACE = AGENT_POOL_DEFAULTS.agentNamespace;
+export const DEFAULT_AGENT_IMAGE = AGENT_POOL_DEFAULTS.agentImage;
 /**
  * The chart's `<fullname>-agent` for release `harvester-vm-dhcp-controller` (its README's install command). The old
  * default, `vm-dhcp-controller-agent`, is created by no chart: the ServiceAccount admission refused every agent.
  */
-export const DEFAULT_AGENT_SERVICE_ACCOUNT = CONFIG_DEFAULTS.agentPools.serviceAccountName;
+export const DEFAULT_AGENT_SERVICE_ACCOUNT = AGENT_POOL_DEFAULTS.serviceAccountName;
 
 export interface AgentPoolRuntime {
   driver: AgentPoolDriver;
@@ -84,7 +84,7 @@ export interface AgentPoolRuntime {
  */
 export function setupAgentPools(controllerHost: ControllerHost, options: AgentPoolOptions = {}): AgentPoolRuntime {
   const host = kindHost(controllerHost, 'AGENT_POOL');
-  const configuredMode = options.mode ?? CONFIG_DEFAULTS.agentPools.mode;
+  const configuredMode = options.mode ?? AGENT_POOL_DEFAULTS.mode;
   const agentNamespace = options.agentNamespace ?? DEFAULT_AGENT_NAMESPACE;
   const { clients } = host;
 
@@ -158,10 +158,10 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     settings: { namespace: agentNamespace, serviceAccountName },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
-    stuckGraceSeconds: options.stuckGraceSeconds === undefined ? CONFIG_DEFAULTS.agentPools.stuckGraceSeconds : options.stuckGraceSeconds,
+    stuckGraceSeconds: options.stuckGraceSeconds === undefined ? AGENT_POOL_DEFAULTS.stuckGraceSeconds : options.stuckGraceSeconds,
     ...(options.now ? { now: options.now } : {}),
   });
-  const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? CONFIG_DEFAULTS.agentPools.workers });
+  const controller = host.controller({ name: 'agentpool', reconciler, workers: options.workers ?? AGENT_POOL_DEFAULTS.workers });
 
   const byLabels = enqueueByLabels<V1Pod>(LABEL_POOL_NAMESPACE, LABEL_POOL_NAME);
   feed(pools, controller, { predicates: [poolInputsChanged()] });

@@ -13,7 +13,7 @@ import { nodeAgentMetrics } from './metrics.js';
 import { NodeAgentCache } from './NodeAgentCache.js';
 import { NodeAgentDriver, type Replacement } from './NodeAgentDriver.js';
 import { nodeAgentQueries } from './queries.js';
-import { CONFIG_DEFAULTS } from '../../../config.js';
+import { NODE_AGENT_DEFAULTS } from '../settings.js';
 
 export { NodeAgentCache } from './NodeAgentCache.js';
 export { NodeAgentDriver } from './NodeAgentDriver.js';
@@ -63,7 +63,7 @@ export function setupNodeAgents(controllerHost: ControllerHost, options: NodeAge
   const controller = host.controller({
     name: 'nodeagent-gate',
     reconciler: new NodeAgentReconciler({ clients: host.clients, cache, metrics, notify }),
-    workers: options.workers ?? CONFIG_DEFAULTS.nodeAgents.workers,
+    workers: options.workers ?? NODE_AGENT_DEFAULTS.workers,
   });
   // Pods that can move a gate: their node. DaemonSets: every node they run on (a template or strategy change may open or
   // close gates).

@@ -43,7 +43,7 @@ import { sharedPkiWorkers, type IssuePki } from './PkiWorkers.js';
 import type { ClusterVersionObject, ComponentBundle, VirtualClusterObject } from './types.js';
 import type { VirtualClusterMetrics } from './metrics.js';
 import type { VcManagerGate } from './vcManagerGate.js';
-import { CONFIG_DEFAULTS } from '../../../config.js';
+import { VIRTUAL_CLUSTER_DEFAULTS } from '../settings.js';
 import type { EventPayload } from '../../../domain/eventPayloads.js';
 
 export interface VirtualClusterReconcilerOptions {
@@ -123,8 +123,8 @@ export class VirtualClusterReconciler implements Reconciler {
 
   constructor(private readonly deps: VirtualClusterReconcilerDeps) {
     this.partialUpgrade = deps.partialUpgrade ?? true;
-    this.readyTimeoutMs = deps.readyTimeoutMs ?? CONFIG_DEFAULTS.virtualClusters.readyTimeoutMs;
-    this.pollIntervalMs = deps.pollIntervalMs ?? CONFIG_DEFAULTS.virtualClusters.pollIntervalMs;
+    this.readyTimeoutMs = deps.readyTimeoutMs ?? VIRTUAL_CLUSTER_DEFAULTS.readyTimeoutMs;
+    this.pollIntervalMs = deps.pollIntervalMs ?? VIRTUAL_CLUSTER_DEFAULTS.pollIntervalMs;
     this.keyAlgorithm = deps.keyAlgorithm ?? DEFAULT_KEY_ALGORITHM;
     this.issuePki = deps.issuePki ?? sharedPkiWorkers.issue;
     this.now = deps.now ?? Date.now;

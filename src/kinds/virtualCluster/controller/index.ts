@@ -16,7 +16,7 @@ import type { ClusterVersionObject, VirtualClusterObject } from './types.js';
 import { VirtualClusterReconciler, type VirtualClusterReconcilerOptions, type UpgradeRecord } from './VirtualClusterReconciler.js';
 import { virtualClusterMetrics } from './metrics.js';
 import { VirtualClusterDriver } from './VirtualClusterDriver.js';
-import { CONFIG_DEFAULTS } from '../../../config.js';
+import { VIRTUAL_CLUSTER_DEFAULTS } from '../settings.js';
 
 export { UPGRADE_SECONDS_BUCKETS } from './metrics.js';
 export * from './names.js';
@@ -29,7 +29,7 @@ export interface VirtualClusterOptions extends VirtualClusterReconcilerOptions {
 }
 
 /** The configuration table's default (src/config.ts). */
-export const DEFAULT_VC_MANAGER: VcManagerRef | null = CONFIG_DEFAULTS.virtualClusters.vcManager;
+export const DEFAULT_VC_MANAGER: VcManagerRef | null = VIRTUAL_CLUSTER_DEFAULTS.vcManager;
 
 export interface VirtualClusterRuntime {
   driver: VirtualClusterDriver;
@@ -78,7 +78,7 @@ export function setupVirtualClusters(controllerHost: ControllerHost, options: Vi
     notify: (namespace, name) => notifier.notify({ namespace, name }),
     gate,
   });
-  const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: workers ?? CONFIG_DEFAULTS.virtualClusters.workers });
+  const controller = host.controller({ name: 'virtualcluster-upgrade', reconciler, workers: workers ?? VIRTUAL_CLUSTER_DEFAULTS.workers });
   feed(virtualClusters, controller);
   // A control-plane StatefulSet's rollout progress wakes the cluster whose namespace it lives in.
   feed(statefulSets, controller, {

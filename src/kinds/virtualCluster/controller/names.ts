@@ -1,4 +1,4 @@
-import { CONFIG_DEFAULTS } from '../../../config.js';
+import { VIRTUAL_CLUSTER_DEFAULTS } from '../settings.js';
 
 /** Names shared with upstream cluster-api-provider-nested (spec/virtual-clusters.md) and rollplane's own bookkeeping. */
 export const TENANCY_GROUP = 'tenancy.x-k8s.io';
@@ -19,7 +19,7 @@ export const LABEL_EXTERNAL_APISERVER_DOMAIN = 'tenancy.x-k8s.io/external-apiser
 
 export type KeyAlgorithm = 'ecdsa-p256' | 'rsa-2048';
 /** Upstream's key type and encoding (RSA-2048, PKCS#1): the vc-manager reads root-ca only that way. */
-export const DEFAULT_KEY_ALGORITHM: KeyAlgorithm = CONFIG_DEFAULTS.virtualClusters.keyAlgorithm;
+export const DEFAULT_KEY_ALGORITHM: KeyAlgorithm = VIRTUAL_CLUSTER_DEFAULTS.keyAlgorithm;
 /** Why ECDSA is not the default; logged at start-up and returned with every PKI issued with it. */
 export const ECDSA_WARNING =
   'keyAlgorithm ecdsa-p256 breaks the CAPN vc-manager: it decodes root-ca only as a PKCS#1 RSA key, so it fails every reconcile of a cluster whose root CA rollplane generated';
