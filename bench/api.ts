@@ -43,7 +43,9 @@ import { EventType } from '../src/domain/events.js';
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 import { AGENT_POOLS } from '../src/kinds/agentPool/ui/queries.js';
 import { DRIFT, EVENTS, ROLLOUT_DETAIL, ROLLOUT_TARGETS, ROLLOUTS } from '../src/ui/client/queries.js';
-import { FLEET_QUERY, HISTORY_QUERY, ROLLOUT_QUERY } from '../src/cli/operations.js';
+import { fleetQuery } from '../src/cli/fleet.js';
+import { HISTORY_QUERY, ROLLOUT_QUERY } from '../src/cli/operations.js';
+import { KIND_FLEET_PARTS } from '../src/kinds/cli.js';
 import type { InterleavedResult, LoadJob, LoadRequest, LoadResult } from './apiLoad.js';
 import type { App } from '../src/app.js';
 import { calibrationMs, post, startBenchApp, windowProfiler } from './benchApp.js';
@@ -226,7 +228,7 @@ function requestsFor(lastRollout: string): LoadRequest[] {
     request('UI: drift (first 50)', DRIFT, { first: 50 }),
     request('CLI/CI --wait: rollout(id)', ROLLOUT_QUERY, { id: lastRollout }),
     request('CLI: history (first 20)', HISTORY_QUERY, { first: 20 }),
-    request('CLI: fleet', FLEET_QUERY, {}),
+    request('CLI: fleet', fleetQuery(KIND_FLEET_PARTS), {}),
     request(
       'refused: over the cost limit',
       `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: rollouts(first: 100) { edges { node { id state kind toVersion fromVersion progress { total succeeded } } } }`).join(' ')} }`,

@@ -77,7 +77,9 @@ const outputs = [
   },
   {
     file: 'src/cli/generated/graphql.ts',
-    documents: ['src/cli/operations.graphql', 'src/cli/notifyOperations.graphql'],
+    // The CLI's documents, then each kind's (src/kinds/<kind>/cli.graphql, ADR 0051: its bump mutation, its part of
+    // the fleet query), so that a kind's documents may use the shared fragments.
+    documents: (base) => ['src/cli/operations.graphql', 'src/cli/notifyOperations.graphql', ...kindCliDocuments(base)],
     plugins: [{ 'typescript-operations': {} }, { 'typed-document-node': {} }],
     config: clientConfig,
   },
@@ -107,6 +109,16 @@ export function kindUiDocuments(base = root) {
     for (const file of readdirSync(ui)) if (file.endsWith('.graphql')) found.push(`src/kinds/${kind.name}/ui/${file}`);
   }
   return found.sort();
+}
+
+/** The rollout kinds' CLI documents, `src/kinds/<kind>/cli.graphql`, in path order. */
+export function kindCliDocuments(base = root) {
+  const kinds = path.join(base, 'src/kinds');
+  if (!existsSync(kinds)) return [];
+  return readdirSync(kinds, { withFileTypes: true })
+    .filter((kind) => kind.isDirectory() && existsSync(path.join(kinds, kind.name, 'cli.graphql')))
+    .map((kind) => `src/kinds/${kind.name}/cli.graphql`)
+    .sort();
 }
 
 /** Every document file the generated clients are built from (relative to `base`). */

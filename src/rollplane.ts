@@ -8,12 +8,13 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { ignoreClosedStdout, main as cliMain, type CliParts } from './cli/main.js';
 import type { CliIo } from './cli/runtime.js';
-import { KIND_BUMP_SUBCOMMANDS } from './kinds/cli.js';
+import { KIND_BUMP_SUBCOMMANDS, KIND_FLEET_PARTS } from './kinds/cli.js';
 
 export { ignoreClosedStdout };
 
 const PARTS: CliParts = {
   bumpSubcommands: KIND_BUMP_SUBCOMMANDS,
+  fleetParts: KIND_FLEET_PARTS,
   // Loaded on demand: the client commands should not pay for the server's start-up imports.
   serve: async (flags) => (await import('./serve.js')).serve(flags),
 };

@@ -1,4 +1,4 @@
-import type { DriftQuery, FleetQuery } from './generated/graphql.js';
+import type { DriftQuery } from './generated/graphql.js';
 import type { ApiTokenView, BumpPayload, PlanItem, RolloutView } from './operations.js';
 import { describeProgress } from './progressReporter.js';
 
@@ -136,49 +136,6 @@ export function formatDrift(items: readonly DriftItem[], totalCount: number): st
   ]);
   const more = totalCount > items.length ? `\n(${items.length} of ${totalCount}; use --limit for more)` : '';
   return table(['KIND', 'TARGET', 'RUNNING', 'DESIRED', 'SINCE'], rows) + more;
-}
-
-export function formatFleet(fleet: FleetQuery): string {
-  const clusters = fleet.virtualClusters.edges.map((e) => e.node);
-  const nodes = fleet.nodeAgentSets.edges.flatMap((e) => e.node.nodes);
-  const kinds = table(
-    ['KIND', 'TARGETS', 'DRIFTED', 'NOTE'],
-    [
-      ['agent pools', String(fleet.agentPools.totalCount), String(fleet.driftedPools.totalCount), ''],
-      [
-        'virtual clusters',
-        String(fleet.virtualClusters.totalCount),
-        String(clusters.filter((c) => !c.upToDate).length),
-        `${clusters.filter((c) => c.upgrading).length} upgrading; ${fleet.clusterVersions.totalCount} cluster versions`,
-      ],
-      [
-        'node agents',
-        String(nodes.length),
-        String(nodes.filter((n) => !n.upToDate).length),
-        `${fleet.nodeAgentSets.totalCount} DaemonSets; ${nodes.filter((n) => !n.ready).length} not ready`,
-      ],
-    ],
-  );
-  const sets = fleet.nodeAgentSets.edges.map(({ node: s }) => [
-    `${s.namespace}/${s.name}`,
-    s.desiredImage,
-    `${s.nodes.filter((n) => n.upToDate).length}/${s.nodes.length} up to date`,
-    s.drivenBy ?? '-',
-  ]);
-  const active = fleet.active.edges.map(({ node: r }) => [
-    r.id,
-    r.kind,
-    r.state,
-    `${r.progress.percent.toFixed(0)}%`,
-    `${version(r.fromVersion)} → ${r.toVersion}`,
-  ]);
-  return [
-    kinds,
-    `drift: ${fleet.drift.totalCount} target${fleet.drift.totalCount === 1 ? '' : 's'} (rollplane drift lists them)`,
-    ...(sets.length ? ['', table(['NODE-AGENT SET', 'IMAGE', 'NODES', 'ROLLOUT'], sets)] : []),
-    '',
-    active.length ? table(['ACTIVE ROLLOUT', 'KIND', 'STATE', 'DONE', 'VERSION'], active) : 'no active rollouts',
-  ].join('\n');
 }
 
 export function formatTokens(tokens: readonly ApiTokenView[]): string {

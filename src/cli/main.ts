@@ -4,6 +4,7 @@ import { VERSION } from '../version.js';
 import { registerBump, type BumpSubcommand } from './commands/bump.js';
 import { registerCluster } from './commands/cluster.js';
 import { registerFleet } from './commands/fleet.js';
+import type { AnyFleetPart } from './fleet.js';
 import { registerHistory } from './commands/history.js';
 import { registerNotify } from './commands/notify.js';
 import { registerRollout } from './commands/rollout.js';
@@ -24,6 +25,8 @@ import type { CliIo } from './runtime.js';
  */
 export interface CliParts {
   bumpSubcommands: readonly BumpSubcommand[];
+  /** The kinds' parts of `rollplane fleet`, in the order it shows them. */
+  fleetParts: readonly AnyFleetPart[];
   serve(flags: string[]): Promise<void>;
 }
 
@@ -104,7 +107,7 @@ export async function main(
   registerBump(program, io, setExitCode, parts.bumpSubcommands);
   registerRollout(program, io, setExitCode);
   registerHistory(program, io, setExitCode);
-  registerFleet(program, io, setExitCode);
+  registerFleet(program, io, setExitCode, parts.fleetParts);
   registerToken(program, io, setExitCode);
   registerCluster(program, io, setExitCode);
   registerNotify(program, io, setExitCode);

@@ -29,7 +29,6 @@ export {
   RollbackDocument as ROLLBACK_MUTATION,
   RolloutDocument as ROLLOUT_QUERY,
   DriftDocument as DRIFT_QUERY,
-  FleetDocument as FLEET_QUERY,
   TokensDocument as TOKENS_QUERY,
 } from './generated/graphql.js';
 export type { RolloutState } from './generated/graphql.js';

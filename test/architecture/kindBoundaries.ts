@@ -240,8 +240,6 @@ export const KIND_NAME_DEBTS: Readonly<Record<string, string>> = {
   'domain/eventPayloads.ts': 'comment: why routing does not read a cluster upgrade’s `cluster` as a member cluster',
   'domain/clusters/model.ts': 'comment: a member cluster is not the VirtualCluster a kind upgrades',
   'config.ts': 'doc: ROLLPLANE_RESPONSE_CACHE_MB’s description (README, --help) names the root fields the cache serves',
-  'cli/format.ts': 'the fleet summary: one table across kinds, in the CLI’s fixed row order',
-  'cli/operations.graphql': 'the CLI’s documents: the fleet query and the kinds’ bump mutations',
   'controllers/host.ts': 'comment: the events the kinds append',
   'controllers/README.md': 'docs: the kinds’ controllers as examples',
   'graphql/queryLimits.ts': 'comment: an example schema coordinate',

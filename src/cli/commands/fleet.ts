@@ -2,22 +2,27 @@ import { readPages } from '../pages.js';
 import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
 import * as flags from '../flags.js';
-import { formatDrift, formatFleet } from '../format.js';
+import { type AnyFleetPart, fleetQuery, formatFleet } from '../fleet.js';
+import { formatDrift } from '../format.js';
 import { KIND_FLAG_HELP, kindOfFlag, parseKindFlag } from '../kindFlag.js';
-import { DRIFT_QUERY, FLEET_QUERY } from '../operations.js';
+import { DRIFT_QUERY } from '../operations.js';
 import { addCommonOptions, clientAction, type CliIo } from '../runtime.js';
 
 /** Drift items per request; `--limit` beyond it is fetched page by page. */
 const DRIFT_PAGE_SIZE = 100;
 
-/** `rollplane fleet` (the fleet at a glance) and `rollplane drift` (what runs another version than it should). */
-export function registerFleet(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
+/**
+ * `rollplane fleet` (the fleet at a glance, from the kinds' parts in the CLI's list order) and `rollplane drift` (what
+ * runs another version than it should).
+ */
+export function registerFleet(program: Command, io: CliIo, setExitCode: (code: number) => void, fleetParts: readonly AnyFleetPart[]): void {
+  const query = fleetQuery(fleetParts);
   addCommonOptions(program.command('fleet'))
     .description('The fleet at a glance: targets per kind, how many drifted, the node-agent sets and the active rollouts')
     .action(
       clientAction(io, setExitCode, async (ctx) => {
-        const fleet = await ctx.client.request(FLEET_QUERY);
-        ctx.result(fleet, formatFleet(fleet));
+        const fleet = await ctx.client.request(query);
+        ctx.result(fleet, formatFleet(fleet, fleetParts));
         return ExitCode.Ok;
       }),
     );

@@ -418,27 +418,6 @@ export type BumpResultFragment = { created: boolean, dryRun: boolean, rollout: R
 
 export type ApiTokenFieldsFragment = { id: string, name: string, role: Role, createdAt: string, expiresAt: string | null, revokedAt: string | null, lastUsedAt: string | null };
 
-export type BumpAgentImageMutationVariables = Exact<{
-  input: BumpAgentImageInput;
-}>;
-
-
-export type BumpAgentImageMutation = { bumpAgentImage: BumpResultFragment };
-
-export type BumpNodeAgentImageMutationVariables = Exact<{
-  input: BumpNodeAgentImageInput;
-}>;
-
-
-export type BumpNodeAgentImageMutation = { bumpNodeAgentImage: BumpResultFragment };
-
-export type BumpClusterVersionMutationVariables = Exact<{
-  input: BumpClusterVersionInput;
-}>;
-
-
-export type BumpClusterVersionMutation = { bumpClusterVersion: BumpResultFragment };
-
 export type RolloutQueryVariables = Exact<{
   id: string | number;
 }>;
@@ -533,7 +512,7 @@ export type DriftQuery = { drift: { totalCount: number, pageInfo: { hasNextPage:
 export type FleetQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type FleetQuery = { agentPools: { totalCount: number }, driftedPools: { totalCount: number }, virtualClusters: { totalCount: number, edges: Array<{ node: { upToDate: boolean, upgrading: boolean } }> }, clusterVersions: { totalCount: number, edges: Array<{ node: { name: string, specVersion: string, apiServerImage: string | null } }> }, nodeAgentSets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, desiredImage: string, drivenBy: string | null, nodes: Array<{ upToDate: boolean, ready: boolean }> } }> }, drift: { totalCount: number }, active: { totalCount: number, edges: Array<{ node: RolloutSummaryFragment }> } };
+export type FleetQuery = { drift: { totalCount: number }, active: { totalCount: number, edges: Array<{ node: RolloutSummaryFragment }> } };
 
 export type MemberClusterFieldsFragment = { name: string, source: MemberClusterSource, sourceRef: string, kinds: Array<RolloutKind>, createdAt: string, updatedAt: string, labels: Array<{ key: string, value: string }>, health: { state: MemberClusterHealthState, since: string, message: string | null, serverVersion: string | null } };
 
@@ -616,6 +595,33 @@ export type ReplayNotificationDeliveriesMutationVariables = Exact<{
 
 
 export type ReplayNotificationDeliveriesMutation = { replayNotificationDeliveries: { replayed: number } };
+
+export type BumpAgentImageMutationVariables = Exact<{
+  input: BumpAgentImageInput;
+}>;
+
+
+export type BumpAgentImageMutation = { bumpAgentImage: BumpResultFragment };
+
+export type AgentPoolFleetFragment = { agentPools: { totalCount: number }, driftedPools: { totalCount: number } };
+
+export type BumpNodeAgentImageMutationVariables = Exact<{
+  input: BumpNodeAgentImageInput;
+}>;
+
+
+export type BumpNodeAgentImageMutation = { bumpNodeAgentImage: BumpResultFragment };
+
+export type NodeAgentFleetFragment = { nodeAgentSets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, desiredImage: string, drivenBy: string | null, nodes: Array<{ upToDate: boolean, ready: boolean }> } }> } };
+
+export type BumpClusterVersionMutationVariables = Exact<{
+  input: BumpClusterVersionInput;
+}>;
+
+
+export type BumpClusterVersionMutation = { bumpClusterVersion: BumpResultFragment };
+
+export type VirtualClusterFleetFragment = { virtualClusters: { totalCount: number, edges: Array<{ node: { upToDate: boolean, upgrading: boolean } }> }, clusterVersions: { totalCount: number, edges: Array<{ node: { name: string, specVersion: string, apiServerImage: string | null } }> } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -904,255 +910,58 @@ export const NotificationDeliveryFieldsFragmentDoc = new TypedDocumentString(`
   }
 }
     `, {"fragmentName":"NotificationDeliveryFields"}) as unknown as TypedDocumentString<NotificationDeliveryFieldsFragment, unknown>;
-export const BumpAgentImageDocument = new TypedDocumentString(`
-    mutation BumpAgentImage($input: BumpAgentImageInput!) {
-  bumpAgentImage(input: $input) {
-    ...BumpResult
+export const AgentPoolFleetFragmentDoc = new TypedDocumentString(`
+    fragment AgentPoolFleet on Query {
+  agentPools(first: 1) {
+    totalCount
+  }
+  driftedPools: agentPools(filter: {drifted: true}, first: 1) {
+    totalCount
   }
 }
-    fragment RolloutSummary on Rollout {
-  id
-  kind
-  state
-  fromVersion
-  toVersion
-  selector
-  message
-  idempotencyKey
-  createdAt
-  updatedAt
-  startedAt
-  finishedAt
-  cause {
-    actor
-    runUrl
-    commit
-    message
-  }
-  strategy {
-    maxUnavailable
-    maxConcurrent
-    canary
-    progressDeadlineSeconds
-    failureThreshold
-    autoRollback
-    mode
-    minReadySeconds
-  }
-  progress {
-    total
-    pending
-    progressing
-    succeeded
-    failed
-    skipped
-    cancelled
-    percent
-  }
-}
-fragment RolloutFull on Rollout {
-  ...RolloutSummary
-  failedTargets: targets(state: FAILED, first: 10) {
+    `, {"fragmentName":"AgentPoolFleet"}) as unknown as TypedDocumentString<AgentPoolFleetFragment, unknown>;
+export const NodeAgentFleetFragmentDoc = new TypedDocumentString(`
+    fragment NodeAgentFleet on Query {
+  nodeAgentSets(first: 20) {
     totalCount
     edges {
       node {
         namespace
         name
-        error
+        desiredImage
+        drivenBy
+        nodes {
+          upToDate
+          ready
+        }
       }
     }
   }
-  inFlight: targets(state: PROGRESSING, first: 20) {
+}
+    `, {"fragmentName":"NodeAgentFleet"}) as unknown as TypedDocumentString<NodeAgentFleetFragment, unknown>;
+export const VirtualClusterFleetFragmentDoc = new TypedDocumentString(`
+    fragment VirtualClusterFleet on Query {
+  virtualClusters(first: 100) {
     totalCount
     edges {
       node {
-        namespace
-        name
+        upToDate
+        upgrading
       }
     }
   }
-}
-fragment BumpResult on BumpPayload {
-  rollout {
-    ...RolloutFull
-  }
-  plan {
-    namespace
-    name
-    fromVersion
-    toVersion
-    action
-    reason
-  }
-  created
-  dryRun
-}`) as unknown as TypedDocumentString<BumpAgentImageMutation, BumpAgentImageMutationVariables>;
-export const BumpNodeAgentImageDocument = new TypedDocumentString(`
-    mutation BumpNodeAgentImage($input: BumpNodeAgentImageInput!) {
-  bumpNodeAgentImage(input: $input) {
-    ...BumpResult
-  }
-}
-    fragment RolloutSummary on Rollout {
-  id
-  kind
-  state
-  fromVersion
-  toVersion
-  selector
-  message
-  idempotencyKey
-  createdAt
-  updatedAt
-  startedAt
-  finishedAt
-  cause {
-    actor
-    runUrl
-    commit
-    message
-  }
-  strategy {
-    maxUnavailable
-    maxConcurrent
-    canary
-    progressDeadlineSeconds
-    failureThreshold
-    autoRollback
-    mode
-    minReadySeconds
-  }
-  progress {
-    total
-    pending
-    progressing
-    succeeded
-    failed
-    skipped
-    cancelled
-    percent
-  }
-}
-fragment RolloutFull on Rollout {
-  ...RolloutSummary
-  failedTargets: targets(state: FAILED, first: 10) {
+  clusterVersions(first: 20) {
     totalCount
     edges {
       node {
-        namespace
         name
-        error
-      }
-    }
-  }
-  inFlight: targets(state: PROGRESSING, first: 20) {
-    totalCount
-    edges {
-      node {
-        namespace
-        name
+        specVersion
+        apiServerImage
       }
     }
   }
 }
-fragment BumpResult on BumpPayload {
-  rollout {
-    ...RolloutFull
-  }
-  plan {
-    namespace
-    name
-    fromVersion
-    toVersion
-    action
-    reason
-  }
-  created
-  dryRun
-}`) as unknown as TypedDocumentString<BumpNodeAgentImageMutation, BumpNodeAgentImageMutationVariables>;
-export const BumpClusterVersionDocument = new TypedDocumentString(`
-    mutation BumpClusterVersion($input: BumpClusterVersionInput!) {
-  bumpClusterVersion(input: $input) {
-    ...BumpResult
-  }
-}
-    fragment RolloutSummary on Rollout {
-  id
-  kind
-  state
-  fromVersion
-  toVersion
-  selector
-  message
-  idempotencyKey
-  createdAt
-  updatedAt
-  startedAt
-  finishedAt
-  cause {
-    actor
-    runUrl
-    commit
-    message
-  }
-  strategy {
-    maxUnavailable
-    maxConcurrent
-    canary
-    progressDeadlineSeconds
-    failureThreshold
-    autoRollback
-    mode
-    minReadySeconds
-  }
-  progress {
-    total
-    pending
-    progressing
-    succeeded
-    failed
-    skipped
-    cancelled
-    percent
-  }
-}
-fragment RolloutFull on Rollout {
-  ...RolloutSummary
-  failedTargets: targets(state: FAILED, first: 10) {
-    totalCount
-    edges {
-      node {
-        namespace
-        name
-        error
-      }
-    }
-  }
-  inFlight: targets(state: PROGRESSING, first: 20) {
-    totalCount
-    edges {
-      node {
-        namespace
-        name
-      }
-    }
-  }
-}
-fragment BumpResult on BumpPayload {
-  rollout {
-    ...RolloutFull
-  }
-  plan {
-    namespace
-    name
-    fromVersion
-    toVersion
-    action
-    reason
-  }
-  created
-  dryRun
-}`) as unknown as TypedDocumentString<BumpClusterVersionMutation, BumpClusterVersionMutationVariables>;
+    `, {"fragmentName":"VirtualClusterFleet"}) as unknown as TypedDocumentString<VirtualClusterFleetFragment, unknown>;
 export const RolloutDocument = new TypedDocumentString(`
     query Rollout($id: ID!) {
   rollout(id: $id) {
@@ -1713,46 +1522,6 @@ export const DriftDocument = new TypedDocumentString(`
     `) as unknown as TypedDocumentString<DriftQuery, DriftQueryVariables>;
 export const FleetDocument = new TypedDocumentString(`
     query Fleet {
-  agentPools(first: 1) {
-    totalCount
-  }
-  driftedPools: agentPools(filter: {drifted: true}, first: 1) {
-    totalCount
-  }
-  virtualClusters(first: 100) {
-    totalCount
-    edges {
-      node {
-        upToDate
-        upgrading
-      }
-    }
-  }
-  clusterVersions(first: 20) {
-    totalCount
-    edges {
-      node {
-        name
-        specVersion
-        apiServerImage
-      }
-    }
-  }
-  nodeAgentSets(first: 20) {
-    totalCount
-    edges {
-      node {
-        namespace
-        name
-        desiredImage
-        drivenBy
-        nodes {
-          upToDate
-          ready
-        }
-      }
-    }
-  }
   drift(first: 1) {
     totalCount
   }
@@ -2089,3 +1858,252 @@ export const ReplayNotificationDeliveriesDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ReplayNotificationDeliveriesMutation, ReplayNotificationDeliveriesMutationVariables>;
+export const BumpAgentImageDocument = new TypedDocumentString(`
+    mutation BumpAgentImage($input: BumpAgentImageInput!) {
+  bumpAgentImage(input: $input) {
+    ...BumpResult
+  }
+}
+    fragment RolloutSummary on Rollout {
+  id
+  kind
+  state
+  fromVersion
+  toVersion
+  selector
+  message
+  idempotencyKey
+  createdAt
+  updatedAt
+  startedAt
+  finishedAt
+  cause {
+    actor
+    runUrl
+    commit
+    message
+  }
+  strategy {
+    maxUnavailable
+    maxConcurrent
+    canary
+    progressDeadlineSeconds
+    failureThreshold
+    autoRollback
+    mode
+    minReadySeconds
+  }
+  progress {
+    total
+    pending
+    progressing
+    succeeded
+    failed
+    skipped
+    cancelled
+    percent
+  }
+}
+fragment RolloutFull on Rollout {
+  ...RolloutSummary
+  failedTargets: targets(state: FAILED, first: 10) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+        error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
+}
+fragment BumpResult on BumpPayload {
+  rollout {
+    ...RolloutFull
+  }
+  plan {
+    namespace
+    name
+    fromVersion
+    toVersion
+    action
+    reason
+  }
+  created
+  dryRun
+}`) as unknown as TypedDocumentString<BumpAgentImageMutation, BumpAgentImageMutationVariables>;
+export const BumpNodeAgentImageDocument = new TypedDocumentString(`
+    mutation BumpNodeAgentImage($input: BumpNodeAgentImageInput!) {
+  bumpNodeAgentImage(input: $input) {
+    ...BumpResult
+  }
+}
+    fragment RolloutSummary on Rollout {
+  id
+  kind
+  state
+  fromVersion
+  toVersion
+  selector
+  message
+  idempotencyKey
+  createdAt
+  updatedAt
+  startedAt
+  finishedAt
+  cause {
+    actor
+    runUrl
+    commit
+    message
+  }
+  strategy {
+    maxUnavailable
+    maxConcurrent
+    canary
+    progressDeadlineSeconds
+    failureThreshold
+    autoRollback
+    mode
+    minReadySeconds
+  }
+  progress {
+    total
+    pending
+    progressing
+    succeeded
+    failed
+    skipped
+    cancelled
+    percent
+  }
+}
+fragment RolloutFull on Rollout {
+  ...RolloutSummary
+  failedTargets: targets(state: FAILED, first: 10) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+        error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
+}
+fragment BumpResult on BumpPayload {
+  rollout {
+    ...RolloutFull
+  }
+  plan {
+    namespace
+    name
+    fromVersion
+    toVersion
+    action
+    reason
+  }
+  created
+  dryRun
+}`) as unknown as TypedDocumentString<BumpNodeAgentImageMutation, BumpNodeAgentImageMutationVariables>;
+export const BumpClusterVersionDocument = new TypedDocumentString(`
+    mutation BumpClusterVersion($input: BumpClusterVersionInput!) {
+  bumpClusterVersion(input: $input) {
+    ...BumpResult
+  }
+}
+    fragment RolloutSummary on Rollout {
+  id
+  kind
+  state
+  fromVersion
+  toVersion
+  selector
+  message
+  idempotencyKey
+  createdAt
+  updatedAt
+  startedAt
+  finishedAt
+  cause {
+    actor
+    runUrl
+    commit
+    message
+  }
+  strategy {
+    maxUnavailable
+    maxConcurrent
+    canary
+    progressDeadlineSeconds
+    failureThreshold
+    autoRollback
+    mode
+    minReadySeconds
+  }
+  progress {
+    total
+    pending
+    progressing
+    succeeded
+    failed
+    skipped
+    cancelled
+    percent
+  }
+}
+fragment RolloutFull on Rollout {
+  ...RolloutSummary
+  failedTargets: targets(state: FAILED, first: 10) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+        error
+      }
+    }
+  }
+  inFlight: targets(state: PROGRESSING, first: 20) {
+    totalCount
+    edges {
+      node {
+        namespace
+        name
+      }
+    }
+  }
+}
+fragment BumpResult on BumpPayload {
+  rollout {
+    ...RolloutFull
+  }
+  plan {
+    namespace
+    name
+    fromVersion
+    toVersion
+    action
+    reason
+  }
+  created
+  dryRun
+}`) as unknown as TypedDocumentString<BumpClusterVersionMutation, BumpClusterVersionMutationVariables>;

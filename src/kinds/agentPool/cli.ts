@@ -6,8 +6,16 @@ import type { Command } from 'commander';
 import type { BumpKit, BumpSubcommand } from '../../cli/commands/bump.js';
 import { type BuiltInput, type CauseOptions, withCommon, sorted } from '../../cli/bumpInputs.js';
 import type { CiContext } from '../../cli/ciContext.js';
+import type { FleetPart } from '../../cli/fleet.js';
 import * as flags from '../../cli/flags.js';
-import { BumpAgentImageDocument, type AgentRolloutStrategyInput, type BumpAgentImageInput, type PoolSelectorInput } from '../../cli/generated/graphql.js';
+import {
+  BumpAgentImageDocument,
+  type AgentRolloutStrategyInput,
+  type BumpAgentImageInput,
+  type PoolSelectorInput,
+  AgentPoolFleetFragmentDoc,
+  type AgentPoolFleetFragment,
+} from '../../cli/generated/graphql.js';
 import { clientAction, type WaitOptions } from '../../cli/runtime.js';
 import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
 import { AGENT_POOL_RANGES } from './limits.js';
@@ -101,4 +109,10 @@ export const agentPoolBump: BumpSubcommand = (bump: Command, { io, setExitCode, 
       );
     }),
   );
+};
+
+/** Its row of `rollplane fleet`: the pools and how many drifted. */
+export const agentPoolFleet: FleetPart<AgentPoolFleetFragment> = {
+  fragment: AgentPoolFleetFragmentDoc,
+  row: (answer) => ['agent pools', String(answer.agentPools.totalCount), String(answer.driftedPools.totalCount), ''],
 };

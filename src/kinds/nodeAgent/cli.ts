@@ -6,8 +6,15 @@ import type { Command } from 'commander';
 import type { BumpKit, BumpSubcommand } from '../../cli/commands/bump.js';
 import { type BuiltInput, type CauseOptions, withCommon } from '../../cli/bumpInputs.js';
 import type { CiContext } from '../../cli/ciContext.js';
+import type { FleetPart } from '../../cli/fleet.js';
+import { table } from '../../cli/format.js';
 import * as flags from '../../cli/flags.js';
-import { BumpNodeAgentImageDocument, type BumpNodeAgentImageInput } from '../../cli/generated/graphql.js';
+import {
+  BumpNodeAgentImageDocument,
+  type BumpNodeAgentImageInput,
+  NodeAgentFleetFragmentDoc,
+  type NodeAgentFleetFragment,
+} from '../../cli/generated/graphql.js';
 import { clientAction, type WaitOptions } from '../../cli/runtime.js';
 import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
 import { DEFAULT_MIN_READY_SECONDS, DEFAULT_PEER_RUNTIME_CLASS, NODE_AGENT_RANGES } from './limits.js';
@@ -80,4 +87,27 @@ export const nodeAgentBump: BumpSubcommand = (bump: Command, { io, setExitCode, 
       );
     }),
   );
+};
+
+/** Its row of `rollplane fleet` (the nodes of its sets) and its table of sets after the drift line. */
+export const nodeAgentFleet: FleetPart<NodeAgentFleetFragment> = {
+  fragment: NodeAgentFleetFragmentDoc,
+  row: (answer) => {
+    const nodes = answer.nodeAgentSets.edges.flatMap((e) => e.node.nodes);
+    return [
+      'node agents',
+      String(nodes.length),
+      String(nodes.filter((n) => !n.upToDate).length),
+      `${answer.nodeAgentSets.totalCount} DaemonSets; ${nodes.filter((n) => !n.ready).length} not ready`,
+    ];
+  },
+  details: (answer) => {
+    const sets = answer.nodeAgentSets.edges.map(({ node: s }) => [
+      `${s.namespace}/${s.name}`,
+      s.desiredImage,
+      `${s.nodes.filter((n) => n.upToDate).length}/${s.nodes.length} up to date`,
+      s.drivenBy ?? '-',
+    ]);
+    return sets.length ? table(['NODE-AGENT SET', 'IMAGE', 'NODES', 'ROLLOUT'], sets) : undefined;
+  },
 };

@@ -6,8 +6,15 @@ import type { Command } from 'commander';
 import type { BumpKit, BumpSubcommand } from '../../cli/commands/bump.js';
 import { type BuiltInput, type CauseOptions, withCommon, sorted } from '../../cli/bumpInputs.js';
 import type { CiContext } from '../../cli/ciContext.js';
+import type { FleetPart } from '../../cli/fleet.js';
 import * as flags from '../../cli/flags.js';
-import { BumpClusterVersionDocument, type BumpClusterVersionInput, type ComponentChangeInput } from '../../cli/generated/graphql.js';
+import {
+  BumpClusterVersionDocument,
+  type BumpClusterVersionInput,
+  type ComponentChangeInput,
+  VirtualClusterFleetFragmentDoc,
+  type VirtualClusterFleetFragment,
+} from '../../cli/generated/graphql.js';
 import { clientAction, type WaitOptions } from '../../cli/runtime.js';
 import { STRATEGY_DEFAULTS } from '../../domain/kinds/limits.js';
 import { ValidationError } from '../../errors.js';
@@ -103,4 +110,18 @@ export const virtualClusterBump: BumpSubcommand = (bump: Command, { io, setExitC
       );
     }),
   );
+};
+
+/** Its row of `rollplane fleet`: the clusters, how many are behind or upgrading, and the cluster versions. */
+export const virtualClusterFleet: FleetPart<VirtualClusterFleetFragment> = {
+  fragment: VirtualClusterFleetFragmentDoc,
+  row: (answer) => {
+    const clusters = answer.virtualClusters.edges.map((e) => e.node);
+    return [
+      'virtual clusters',
+      String(answer.virtualClusters.totalCount),
+      String(clusters.filter((c) => !c.upToDate).length),
+      `${clusters.filter((c) => c.upgrading).length} upgrading; ${answer.clusterVersions.totalCount} cluster versions`,
+    ];
+  },
 };
