@@ -1,7 +1,8 @@
 /**
- * The GraphQL documents the CLI sends and the shapes it reads back. The documents live in operations.graphql; their
- * result and variables types are generated from schema.graphql into generated/graphql.ts (scripts/codegen.mjs), so a
- * schema change that breaks the CLI fails the type check instead of a CI run. Nothing here declares a response by hand.
+ * The GraphQL documents the CLI sends and the shapes it reads back. The documents live in operations.graphql (each
+ * kind's bump mutation and part of the fleet query in its cli.graphql); their result and variables types are generated
+ * from schema.graphql into generated/graphql.ts (scripts/codegen.mjs), so a schema change that breaks the CLI fails the
+ * type check instead of a CI run. Nothing here declares a response by hand.
  */
 import type {
   ApiTokenFieldsFragment,
