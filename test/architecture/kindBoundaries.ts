@@ -78,24 +78,30 @@ export function unregisteredKinds(srcDir: string): string[] {
   return missing;
 }
 
-/** What a kind's `cli.ts` may import (the CLI loads it): the CLI, util, errors, the shared limits and its own. */
-export function cliPartViolations(srcDir: string): string[] {
+/** Each kind's `file` importing a file of src that `allowed` refuses, as `importer → imported` (relative to srcDir). */
+function partViolations(srcDir: string, file: string, allowed: (to: string, kind: string) => boolean): string[] {
   const found: string[] = [];
   for (const kind of kindFolders(srcDir)) {
-    const from = path.join(kind, 'cli.ts');
+    const from = path.join(kind, file);
     if (!fs.existsSync(path.join(srcDir, from))) continue;
     const { importedFiles } = ts.preProcessFile(fs.readFileSync(path.join(srcDir, from), 'utf8'), true, false);
     for (const { fileName } of importedFiles) {
       if (!fileName.startsWith('.')) continue;
       const to = path.relative(srcDir, path.resolve(path.dirname(path.join(srcDir, from)), fileName.replace(/\.(m?js)$/, '.ts')));
-      const allowed =
-        ['cli', 'util', 'errors.ts'].includes(to.split(path.sep)[0]!) ||
-        to === path.join('domain', 'kinds', 'limits.ts') ||
-        to === path.join(kind, 'limits.ts');
-      if (!allowed) found.push(`${from} → ${to}`);
+      if (!allowed(to, kind)) found.push(`${from} → ${to}`);
     }
   }
   return found.sort();
+}
+
+/** What a kind's `cli.ts` may import (the CLI loads it): the CLI, util, errors, the shared limits and its own. */
+export function cliPartViolations(srcDir: string): string[] {
+  return partViolations(
+    srcDir,
+    'cli.ts',
+    (to, kind) =>
+      ['cli', 'util', 'errors.ts'].includes(to.split(path.sep)[0]!) || to === path.join('domain', 'kinds', 'limits.ts') || to === path.join(kind, 'limits.ts'),
+  );
 }
 
 /**
@@ -104,19 +110,7 @@ export function cliPartViolations(srcDir: string): string[] {
  * the domain in the import graph) and nothing of the configuration, so that config loads no controller.
  */
 export function settingsPartViolations(srcDir: string): string[] {
-  const found: string[] = [];
-  for (const kind of kindFolders(srcDir)) {
-    const from = path.join(kind, 'settings.ts');
-    if (!fs.existsSync(path.join(srcDir, from))) continue;
-    const { importedFiles } = ts.preProcessFile(fs.readFileSync(path.join(srcDir, from), 'utf8'), true, false);
-    for (const { fileName } of importedFiles) {
-      if (!fileName.startsWith('.')) continue;
-      const to = path.relative(srcDir, path.resolve(path.dirname(path.join(srcDir, from)), fileName.replace(/\.(m?js)$/, '.ts')));
-      const allowed = ['configRows.ts', 'configParsers.ts', 'util', 'errors.ts'].includes(to.split(path.sep)[0]!);
-      if (!allowed) found.push(`${from} → ${to}`);
-    }
-  }
-  return found.sort();
+  return partViolations(srcDir, 'settings.ts', (to) => ['configRows.ts', 'configParsers.ts', 'util', 'errors.ts'].includes(to.split(path.sep)[0]!));
 }
 
 /**
