@@ -1,8 +1,8 @@
 /**
  * The `rollplane` command's entry point (bin/rollplane.js runs its build): the CLI (src/cli/main.ts) composed with the
- * registered kinds' bump subcommands (src/kinds/cli.ts: their `cli.ts`, no controllers) and, loaded on demand for
- * `rollplane serve`, the server. A file of its own, outside src/cli, because the kinds' CLI parts import the CLI's
- * helpers: the CLI importing them back would be a cycle (ADR 0045).
+ * registered kinds' bump subcommands and fleet parts (src/kinds/cli.ts: their `cli.ts`, no controllers) and, loaded
+ * on demand for `rollplane serve`, the server. A file of its own, outside src/cli, because the kinds' CLI parts import
+ * the CLI's helpers: the CLI importing them back would be a cycle (ADR 0045).
  */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
