@@ -257,6 +257,10 @@ export class AgentPoolDriver implements RolloutDriver {
     await this.backOutOfFailedImage(rollout, signal, others);
     const state = this.deps.controller.state();
     if (state.kind !== 'agents') return;
+    // The controller may just have been put back (above). Until its new pod leads, the old one reconciles with the old
+    // --image, and a pool released now is handled by it: the exposure test saw the failed image's pod write its image
+    // into a just-released pool's agentPodRef and delete that pool's good agent.
+    await this.deps.lever.waitForRollout(state.image, signal);
     for (const pool of this.deps.pools.list()) {
       signal.throwIfAborted();
       if (holdOf(pool.metadata?.annotations) !== 'rollplane' || !this.runsImage(pool, state.image)) continue;
