@@ -44,6 +44,9 @@ export const REMOVE_MEMBER_CLUSTER = 'DELETE FROM "MemberCluster" WHERE "name" =
 export const RECORD_MEMBER_CLUSTER_HEALTH =
   'UPDATE "MemberCluster" SET "health" = ?, "healthSince" = ?, "healthMessage" = ?, "serverVersion" = ?, "kinds" = ? WHERE "name" = ?';
 
+/** The same, only while the row's health is still the given state (one statement: no probe's write is overwritten). */
+export const RECORD_MEMBER_CLUSTER_HEALTH_IF = `${RECORD_MEMBER_CLUSTER_HEALTH} AND "health" = ?`;
+
 /** Labels as stored: keys sorted, so that equal labels compare equal in SQL. */
 export function labelsText(labels: Record<string, string>): string {
   return canonicalJson(labels);

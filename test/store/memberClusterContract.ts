@@ -70,6 +70,12 @@ export function memberClusterContract(factory: () => MemberClusterStoreFactory):
     };
     expect(await store.recordHealth('edge-2', health)).toBe(true);
     expect(await store.recordHealth('no-such-cluster', health)).toBe(false);
+    // Conditional: only while the recorded state is the one named (registration's verified answer never overwrites a probe).
+    expect(await store.recordHealth('edge-2', { ...health, state: 'READY', message: null }, 'CONNECTING')).toBe(false);
+    expect((await other.find('edge-2'))?.health.state).toBe('UNREACHABLE');
+    expect(await store.recordHealth('edge-2', { ...health, message: 'again' }, 'UNREACHABLE')).toBe(true);
+    expect((await other.find('edge-2'))?.health.message).toBe('again');
+    expect(await store.recordHealth('edge-2', health)).toBe(true);
     const read = await other.find('edge-2');
     expect(read?.health).toEqual({ ...health, kinds: ['AGENT_POOL', 'NODE_AGENT'] });
     expect(read?.updatedAt).toEqual(at(20));

@@ -117,8 +117,9 @@ export class MemberClusterAdmin {
       const pass = await this.ports.sync();
       const record = await this.ports.registry.find(input.name);
       if (record?.source === 'API') {
-        // Verified just now: the answer says so, rather than CONNECTING until the new connection's first probe.
-        if (verified && record.health.state === 'CONNECTING' && (await this.ports.registry.recordHealth(input.name, verified))) {
+        // Verified just now: the answer says so, rather than CONNECTING until the new connection's first probe — only
+        // while no probe has recorded anything yet (one conditional statement: a probe's answer is never overwritten).
+        if (verified && (await this.ports.registry.recordHealth(input.name, verified, 'CONNECTING'))) {
           return (await this.ports.registry.find(input.name)) ?? record;
         }
         return record;

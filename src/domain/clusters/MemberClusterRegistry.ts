@@ -117,7 +117,7 @@ export class MemberClusterRegistry {
     return report;
   }
 
-  recordHealth(name: string, health: ClusterHealth): Promise<boolean> {
-    return this.store.recordHealth(name, health);
+  recordHealth(name: string, health: ClusterHealth, onlyIf?: ClusterHealth['state']): Promise<boolean> {
+    return this.store.recordHealth(name, health, onlyIf);
   }
 }

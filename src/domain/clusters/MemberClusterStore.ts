@@ -21,6 +21,9 @@ export interface MemberClusterStore {
   putIfAbsent(registration: ClusterRegistration, now: Date): Promise<boolean>;
   /** Removes the row when `source` owns it; true when it did. */
   remove(name: string, source: ClusterSource): Promise<boolean>;
-  /** Writes the cluster's health (not its `updatedAt`: that is the registration's); false when it is not registered. */
-  recordHealth(name: string, health: ClusterHealth): Promise<boolean>;
+  /**
+   * Writes the cluster's health (not its `updatedAt`: that is the registration's); false when it is not registered, or
+   * when `onlyIf` is given and the recorded state is another one by then (checked in the same statement).
+   */
+  recordHealth(name: string, health: ClusterHealth, onlyIf?: ClusterHealth['state']): Promise<boolean>;
 }

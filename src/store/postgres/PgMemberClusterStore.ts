@@ -11,6 +11,7 @@ import {
   PUT_MEMBER_CLUSTER,
   PUT_MEMBER_CLUSTER_IF_ABSENT,
   RECORD_MEMBER_CLUSTER_HEALTH,
+  RECORD_MEMBER_CLUSTER_HEALTH_IF,
   REMOVE_MEMBER_CLUSTER,
 } from '../memberClusterRows.js';
 import { isoOf, numbered } from './pool.js';
@@ -53,9 +54,12 @@ export class PgMemberClusterStore implements MemberClusterStore {
     return ((await this.pool.query(numbered(REMOVE_MEMBER_CLUSTER), [name, source])).rowCount ?? 0) > 0;
   }
 
-  async recordHealth(name: string, health: ClusterHealth): Promise<boolean> {
+  async recordHealth(name: string, health: ClusterHealth, onlyIf?: ClusterHealth['state']): Promise<boolean> {
     const { state, since, message, serverVersion, kinds } = health;
-    const result = await this.pool.query(numbered(RECORD_MEMBER_CLUSTER_HEALTH), [state, isoOf(since), message, serverVersion, kindsText(kinds), name]);
+    const values = [state, isoOf(since), message, serverVersion, kindsText(kinds), name];
+    const result = onlyIf
+      ? await this.pool.query(numbered(RECORD_MEMBER_CLUSTER_HEALTH_IF), [...values, onlyIf])
+      : await this.pool.query(numbered(RECORD_MEMBER_CLUSTER_HEALTH), values);
     return (result.rowCount ?? 0) > 0;
   }
 }

@@ -10,6 +10,7 @@ import {
   PUT_MEMBER_CLUSTER,
   PUT_MEMBER_CLUSTER_IF_ABSENT,
   RECORD_MEMBER_CLUSTER_HEALTH,
+  RECORD_MEMBER_CLUSTER_HEALTH_IF,
   REMOVE_MEMBER_CLUSTER,
 } from '../memberClusterRows.js';
 import { dateOf, sqlDate, type Sql } from '../Sql.js';
@@ -54,8 +55,10 @@ export class SqliteMemberClusterStore implements MemberClusterStore {
     return this.sql.run(REMOVE_MEMBER_CLUSTER, name, source).changes > 0;
   }
 
-  async recordHealth(name: string, health: ClusterHealth): Promise<boolean> {
+  async recordHealth(name: string, health: ClusterHealth, onlyIf?: ClusterHealth['state']): Promise<boolean> {
     const { state, since, message, serverVersion, kinds } = health;
-    return this.sql.run(RECORD_MEMBER_CLUSTER_HEALTH, state, sqlDate(since), message, serverVersion, kindsText(kinds), name).changes > 0;
+    const values = [state, sqlDate(since), message, serverVersion, kindsText(kinds), name];
+    if (onlyIf) return this.sql.run(RECORD_MEMBER_CLUSTER_HEALTH_IF, ...values, onlyIf).changes > 0;
+    return this.sql.run(RECORD_MEMBER_CLUSTER_HEALTH, ...values).changes > 0;
   }
 }
