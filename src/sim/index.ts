@@ -28,6 +28,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { agentMetricsRoute } from './agentMetrics.js';
 import { ApiServer } from './api/ApiServer.js';
 import { startBehaviour, type Behaviour, type BehaviourOptions } from './behaviour/index.js';
 import { FaultInjector, type FaultConfigInput } from './faults.js';
@@ -72,6 +73,11 @@ export interface SimulatorOptions extends BehaviourOptions {
    * where IPPools and the rest are not served until someone applies their CRDs (e.g. the files in ../shared/upstream).
    */
   crds?: boolean;
+  /**
+   * Image globs whose agents run Ready but degraded in the metrics of `GET /metrics` (src/sim/agentMetrics.ts).
+   * Default `['*:degraded*']`.
+   */
+  degradedImagePatterns?: string[];
   /** One image glob that fails to pull; shorthand for `badImagePatterns: [pattern]`. */
   badImagePattern?: string;
   /** Run the simulated kubelets and controllers (default true); false serves a bare API over the store. */
@@ -136,7 +142,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       behaviour = startBehaviour(store, behaviourOptions);
     }
     faults = new FaultInjector(options.faults ?? {}, { api, nodes: behaviour?.nodes });
-    api.hooks = { ...faults.hooks(), ...options.hooks };
+    // GET /metrics: what the fleet's agents export (src/sim/agentMetrics.ts); then the admin routes.
+    const metrics = agentMetricsRoute(store, {
+      ...(options.degradedImagePatterns ? { degradedImagePatterns: options.degradedImagePatterns } : {}),
+      ...(options.scheduler ? { now: () => options.scheduler!.now() } : {}),
+    });
+    const faultHooks = faults.hooks();
+    api.hooks = { ...faultHooks, extraRoute: async (req, res) => metrics(req, res) || (await faultHooks.extraRoute!(req, res)), ...options.hooks };
     if (options.crds !== false) installProjectCrds(store);
     if (options.upstream !== undefined) {
       const size = resolveFleet(options.fleet ?? 'empty');

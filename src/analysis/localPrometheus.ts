@@ -1,0 +1,172 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { AnalysisUnavailableError } from './errors.js';
+
+/**
+ * A Prometheus of the machine's own (Debian's `prometheus` package: /usr/bin/prometheus), started on a free loopback
+ * port with a configuration and a data directory of its own in a temporary directory, scraping the targets given.
+ * Tests use it (test/helpers/prometheus.ts), and so can a demo: analysis measures against a real Prometheus, never a
+ * stand-in. Nothing is ever downloaded: without the binary, starting one fails with AnalysisUnavailableError.
+ */
+
+export interface ScrapeTarget {
+  /** Base URL of the target, e.g. the simulator's `http://127.0.0.1:41234`. */
+  url: string;
+  /** Default `/metrics`. */
+  metricsPath?: string;
+  /** Default `rollplane-sim`. */
+  job?: string;
+}
+
+export interface LocalPrometheusOptions {
+  /** Default: `prometheus` on PATH, then /usr/bin/prometheus. */
+  binary?: string;
+  targets: readonly ScrapeTarget[];
+  /** Scrape and rule evaluation interval; default 1 s (Prometheus's own default is 1 m). */
+  scrapeIntervalMs?: number;
+  /** Called with each line Prometheus logs (it logs to stderr); default: kept for the error of a failed start. */
+  onLog?: (line: string) => void;
+}
+
+export interface LocalPrometheus {
+  /** http://127.0.0.1:<port> */
+  readonly url: string;
+  readonly port: number;
+  readonly scrapeIntervalMs: number;
+  /** Resolves when the process is gone and its directory removed. */
+  stop(): Promise<void>;
+}
+
+function executable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The Prometheus binary of the machine, or undefined when it has none. */
+export function findPrometheusBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const dirs = [...(env.PATH ?? '').split(path.delimiter).filter(Boolean), '/usr/bin', '/usr/local/bin'];
+  for (const dir of dirs) {
+    const file = path.join(dir, 'prometheus');
+    if (executable(file)) return file;
+  }
+  return undefined;
+}
+
+export const PROMETHEUS_NOT_INSTALLED =
+  "no Prometheus binary on this machine (PATH, /usr/bin, /usr/local/bin): install Debian's `prometheus` package (`apt-get install prometheus`) or point analysis at a running Prometheus";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A Prometheus duration of whole milliseconds. */
+function duration(ms: number): string {
+  return `${Math.max(1, Math.round(ms))}ms`;
+}
+
+/** The configuration file: one job per target, scraped every `intervalMs`. */
+export function prometheusConfig(targets: readonly ScrapeTarget[], intervalMs: number): string {
+  return stringify({
+    global: { scrape_interval: duration(intervalMs), evaluation_interval: duration(intervalMs), scrape_timeout: duration(intervalMs) },
+    scrape_configs: targets.map((target, i) => {
+      const url = new URL(target.url);
+      return {
+        job_name: target.job ?? (targets.length === 1 ? 'rollplane-sim' : `rollplane-sim-${i + 1}`),
+        metrics_path: target.metricsPath ?? '/metrics',
+        scheme: url.protocol.replace(':', ''),
+        static_configs: [{ targets: [url.host] }],
+      };
+    }),
+  });
+}
+
+/**
+ * Starts Prometheus and resolves once its /-/ready answers 200 (it then serves queries). A port taken between the probe
+ * and Prometheus's bind is retried on another (a few times). Fails with the last lines Prometheus logged.
+ */
+export async function startLocalPrometheus(options: LocalPrometheusOptions): Promise<LocalPrometheus> {
+  const binary = options.binary ?? findPrometheusBinary();
+  if (!binary || !executable(binary)) throw new AnalysisUnavailableError('PROMETHEUS_NOT_INSTALLED', PROMETHEUS_NOT_INSTALLED);
+  const scrapeIntervalMs = options.scrapeIntervalMs ?? 1000;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-prometheus-'));
+  const config = path.join(dir, 'prometheus.yml');
+  writeFileSync(config, prometheusConfig(options.targets, scrapeIntervalMs));
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const log: string[] = [];
+    const child = spawn(
+      binary,
+      [
+        `--config.file=${config}`,
+        `--storage.tsdb.path=${path.join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        // No console templates or libraries outside Debian's paths: the UI is not used.
+        '--log.level=warn',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      for (const line of chunk.split('\n').filter(Boolean)) {
+        options.onLog?.(line);
+        log.push(line);
+        if (log.length > 50) log.shift();
+      }
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const ready = await waitReady(url, child);
+    if (ready === 'ready') {
+      return { url, port, scrapeIntervalMs, stop: () => stopProcess(child, dir) };
+    }
+    await stopProcess(child, undefined);
+    if (attempt >= 3 || !log.some((line) => /address already in use/.test(line))) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new AnalysisUnavailableError('PROMETHEUS_DID_NOT_START', `Prometheus (${binary}) did not start: ${ready}\n${log.join('\n')}`);
+    }
+  }
+}
+
+/** Polls /-/ready every 100 ms (a local process's start, not a scrape) until 200, the process exits, or 60 s. */
+async function waitReady(url: string, child: ChildProcess): Promise<'ready' | string> {
+  let exited: string | undefined;
+  child.once('exit', (code, signal) => {
+    exited = `exited (${signal ?? code})`;
+  });
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (exited) return exited;
+    try {
+      const response = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2_000) });
+      await response.text();
+      if (response.status === 200) return 'ready';
+    } catch {}
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return 'not ready within 60 s';
+}
+
+function stopProcess(child: ChildProcess, dir: string | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+      resolve();
+    };
+    if (child.exitCode !== null || child.signalCode !== null) return done();
+    child.once('exit', done);
+    child.kill('SIGKILL');
+  });
+}
