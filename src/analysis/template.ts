@@ -1,0 +1,310 @@
+/**
+ * Analysis templates: the Prometheus-provider subset of Argo Rollouts' `AnalysisTemplate` (argoproj.io/v1alpha1), as
+ * JSON or YAML, with rollplane's own `noData` and `minSamples` per metric (ADR 0061). Whatever is outside the subset is
+ * refused here, at submit time, with a ValidationError (BAD_USER_INPUT) naming the field path — never accepted and then
+ * ignored, and never discovered mid-rollout.
+ *
+ * Argo's defaults and rules kept: failureLimit 0, inconclusiveLimit 0, consecutiveErrorLimit 4; one measurement when
+ * neither count nor interval is given; count > 1 needs an interval; limits may not exceed count. Refused where Argo
+ * accepts: an interval without count (Argo then measures until the run is stopped; a gate must end), providers other
+ * than prometheus, `valueFrom` args, `measurementRetention` (rollplane keeps every measurement), `consecutiveSuccessLimit`.
+ */
+import { parse as parseYaml } from 'yaml';
+import { ValidationError } from '../errors.js';
+import { type Condition, parseCondition } from './condition.js';
+import { checkPromQL } from './promql.js';
+
+/** What an empty or NaN measurement means: decided per metric, never by accident. */
+export type NoDataPolicy = { kind: 'FAIL' } | { kind: 'PASS' } | { kind: 'INCONCLUSIVE' } | { kind: 'WAIT'; maxMs: number };
+
+/** Arguments rollplane resolves for each analysis run, usable as `{{args.<name>}}` without a value in the template. */
+export const BUILT_IN_ARGS = ['version', 'cluster', 'namespace', 'name', 'wave'] as const;
+export type BuiltInArg = (typeof BUILT_IN_ARGS)[number];
+
+export interface AnalysisMetric {
+  name: string;
+  /** Between the end of a measurement and the start of the next; undefined for a single measurement. */
+  intervalMs: number | undefined;
+  initialDelayMs: number;
+  count: number;
+  successCondition: Condition | undefined;
+  failureCondition: Condition | undefined;
+  failureLimit: number;
+  inconclusiveLimit: number;
+  consecutiveErrorLimit: number;
+  /** Measured and recorded, never deciding the run. */
+  dryRun: boolean;
+  /** With `{{args.…}}` placeholders; resolved per run. */
+  query: string;
+  /** Prometheus base URL; undefined → the one rollplane is configured with. */
+  address: string | undefined;
+  timeoutMs: number;
+  noData: NoDataPolicy;
+  /** Fewer series than this in a vector is no data. */
+  minSamples: number;
+}
+
+export interface AnalysisTemplate {
+  name: string;
+  /** The document as submitted, as JSON: what a run records. */
+  source: string;
+  /** Declared arguments: a value, or none for a built-in one. */
+  args: { name: string; value: string | undefined }[];
+  metrics: AnalysisMetric[];
+}
+
+export const DEFAULT_CONSECUTIVE_ERROR_LIMIT = 4;
+export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Bounds of a query's timeout (Argo's `timeout`, seconds). */
+export const MAX_TIMEOUT_MS = 120_000;
+/** Shortest interval: measuring faster than Prometheus scrapes measures nothing new. */
+export const MIN_INTERVAL_MS = 1_000;
+const MAX_METRICS = 32;
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Argo's durations (Go's time.ParseDuration without µs/ns): `30s`, `5m`, `1h30m`, `500ms`. */
+export function parseDuration(text: string, field: string): number {
+  const parts = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(text) ? [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)] : [];
+  if (parts.length === 0) throw new ValidationError(field, `${JSON.stringify(text)} is not a duration like 30s, 5m or 1h30m`);
+  return Math.round(parts.reduce((sum, [, n, unit]) => sum + Number(n) * UNITS[unit!]!, 0));
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function only(object: Record<string, unknown>, allowed: readonly string[], path: string, why: Record<string, string> = {}): void {
+  for (const key of Object.keys(object)) {
+    if (allowed.includes(key)) continue;
+    const field = path ? `${path}.${key}` : key;
+    throw new ValidationError(field, why[key] ?? `is not supported (rollplane accepts ${allowed.join(', ')} here)`);
+  }
+}
+
+function text(value: unknown, field: string): string {
+  if (typeof value !== 'string') throw new ValidationError(field, 'must be a string');
+  return value;
+}
+
+/** An integer ≥ min, given as a number or a numeric string (Argo's IntOrString). */
+function integer(value: unknown, field: string, min: number): number {
+  const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new ValidationError(field, `must be a whole number ≥ ${min}`);
+  return n;
+}
+
+export function parseNoData(value: unknown, field: string): NoDataPolicy {
+  const policy = typeof value === 'string' ? value.trim() : '';
+  if (policy === 'FAIL' || policy === 'PASS' || policy === 'INCONCLUSIVE') return { kind: policy };
+  const wait = /^WAIT\((.+)\)$/.exec(policy);
+  if (wait) return { kind: 'WAIT', maxMs: parseDuration(wait[1]!.trim(), field) };
+  throw new ValidationError(field, 'must be FAIL, PASS, INCONCLUSIVE or WAIT(<duration>), e.g. WAIT(2m)');
+}
+
+const PLACEHOLDER = /\{\{\s*args\.([A-Za-z0-9_-]+)\s*\}\}/g;
+
+function placeholders(value: string): string[] {
+  return [...value.matchAll(PLACEHOLDER)].map((m) => m[1]!);
+}
+
+/** Reads a template given as JSON or YAML text, or as an already-parsed object. */
+export function parseAnalysisTemplate(input: string | unknown): AnalysisTemplate {
+  let document: unknown = input;
+  if (typeof input === 'string') {
+    try {
+      document = parseYaml(input, { maxAliasCount: 0 }); // YAML is a superset of JSON: one reader for both
+    } catch (error) {
+      throw new ValidationError('template', `is neither JSON nor YAML: ${(error as Error).message.split('\n')[0]}`);
+    }
+  }
+  if (!isObject(document)) throw new ValidationError('template', 'must be an AnalysisTemplate object');
+  let spec: unknown = document;
+  let name = '';
+  let specPath = '';
+  if ('kind' in document || 'apiVersion' in document || 'spec' in document) {
+    only(document, ['apiVersion', 'kind', 'metadata', 'spec'], '');
+    if (document.apiVersion !== 'argoproj.io/v1alpha1') throw new ValidationError('apiVersion', 'must be argoproj.io/v1alpha1');
+    if (document.kind !== 'AnalysisTemplate' && document.kind !== 'ClusterAnalysisTemplate')
+      throw new ValidationError('kind', 'must be AnalysisTemplate or ClusterAnalysisTemplate');
+    const metadata = document.metadata;
+    if (metadata !== undefined && !isObject(metadata)) throw new ValidationError('metadata', 'must be an object');
+    if (metadata?.name !== undefined) name = text(metadata.name, 'metadata.name');
+    spec = document.spec;
+    specPath = 'spec';
+  }
+  const at = (field: string) => (specPath ? `${specPath}.${field}` : field);
+  if (!isObject(spec)) throw new ValidationError(specPath || 'template', 'must be an object with metrics');
+  only(spec, ['args', 'metrics', 'dryRun'], specPath, {
+    measurementRetention: 'is not supported: rollplane keeps every measurement',
+  });
+
+  const args = parseArgs(spec.args, at('args'));
+  const dryRunPatterns = parseDryRun(spec.dryRun, at('dryRun'));
+  if (!Array.isArray(spec.metrics) || spec.metrics.length === 0) throw new ValidationError(at('metrics'), 'must list at least one metric');
+  if (spec.metrics.length > MAX_METRICS) throw new ValidationError(at('metrics'), `lists more than ${MAX_METRICS} metrics`);
+  const declared = new Set(args.map((a) => a.name));
+  const metrics = spec.metrics.map((metric, i) => parseMetric(metric, at(`metrics[${i}]`), declared, dryRunPatterns));
+  const names = new Set<string>();
+  for (const [i, metric] of metrics.entries()) {
+    if (names.has(metric.name)) throw new ValidationError(at(`metrics[${i}].name`), `${JSON.stringify(metric.name)} is used twice`);
+    names.add(metric.name);
+  }
+  return { name, source: JSON.stringify(document), args, metrics };
+}
+
+function parseArgs(value: unknown, path: string): AnalysisTemplate['args'] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ValidationError(path, 'must be a list of {name, value}');
+  const seen = new Set<string>();
+  return value.map((arg, i) => {
+    const field = `${path}[${i}]`;
+    if (!isObject(arg)) throw new ValidationError(field, 'must be {name, value}');
+    only(arg, ['name', 'value'], field, {
+      valueFrom: 'is not supported: give the value, or use a built-in argument (version, cluster, namespace, name, wave)',
+    });
+    const name = text(arg.name, `${field}.name`);
+    if (!/^[A-Za-z0-9_-]{1,63}$/.test(name)) throw new ValidationError(`${field}.name`, 'must be 1-63 letters, digits, - or _');
+    if (seen.has(name)) throw new ValidationError(`${field}.name`, `${JSON.stringify(name)} is declared twice`);
+    seen.add(name);
+    const builtIn = (BUILT_IN_ARGS as readonly string[]).includes(name);
+    if (arg.value === undefined) {
+      if (!builtIn)
+        throw new ValidationError(
+          `${field}.value`,
+          `argument ${JSON.stringify(name)} has no value (only ${BUILT_IN_ARGS.join(', ')} are resolved by rollplane)`,
+        );
+      return { name, value: undefined };
+    }
+    if (builtIn) throw new ValidationError(`${field}.value`, `argument ${JSON.stringify(name)} is resolved by rollplane for each run: give it no value`);
+    return { name, value: text(arg.value, `${field}.value`) };
+  });
+}
+
+/** Argo's `spec.dryRun: [{metricName: <regex>}]`. */
+function parseDryRun(value: unknown, path: string): RegExp[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ValidationError(path, 'must be a list of {metricName}');
+  return value.map((entry, i) => {
+    const field = `${path}[${i}]`;
+    if (!isObject(entry)) throw new ValidationError(field, 'must be {metricName}');
+    only(entry, ['metricName'], field);
+    const pattern = text(entry.metricName, `${field}.metricName`);
+    if (pattern.length > 256) throw new ValidationError(`${field}.metricName`, 'is longer than 256 characters');
+    try {
+      return new RegExp(`^(?:${pattern})$`);
+    } catch {
+      throw new ValidationError(`${field}.metricName`, 'is not a regular expression');
+    }
+  });
+}
+
+const METRIC_FIELDS = [
+  'name',
+  'interval',
+  'initialDelay',
+  'count',
+  'successCondition',
+  'failureCondition',
+  'failureLimit',
+  'inconclusiveLimit',
+  'consecutiveErrorLimit',
+  'dryRun',
+  'provider',
+  'noData',
+  'minSamples',
+] as const;
+
+function parseMetric(value: unknown, path: string, declared: Set<string>, dryRunPatterns: RegExp[]): AnalysisMetric {
+  if (!isObject(value)) throw new ValidationError(path, 'must be an object');
+  only(value, METRIC_FIELDS, path, {
+    consecutiveSuccessLimit: 'is not supported (count and failureLimit decide)',
+  });
+  const name = text(value.name, `${path}.name`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(name))
+    throw new ValidationError(`${path}.name`, 'must be 1-63 letters, digits, -, _ or . (a letter or digit first)');
+  const intervalMs = value.interval === undefined ? undefined : parseDuration(text(value.interval, `${path}.interval`), `${path}.interval`);
+  if (intervalMs !== undefined && intervalMs < MIN_INTERVAL_MS) throw new ValidationError(`${path}.interval`, `must be at least ${MIN_INTERVAL_MS / 1000}s`);
+  const initialDelayMs = value.initialDelay === undefined ? 0 : parseDuration(text(value.initialDelay, `${path}.initialDelay`), `${path}.initialDelay`);
+  let count = 1;
+  if (value.count !== undefined) count = integer(value.count, `${path}.count`, 1);
+  else if (intervalMs !== undefined)
+    throw new ValidationError(`${path}.count`, 'is required with an interval: an analysis gate must end (Argo would measure until stopped)');
+  if (count > 1 && intervalMs === undefined) throw new ValidationError(`${path}.interval`, 'is required when count is more than 1');
+  const failureLimit = value.failureLimit === undefined ? 0 : integer(value.failureLimit, `${path}.failureLimit`, 0);
+  const inconclusiveLimit = value.inconclusiveLimit === undefined ? 0 : integer(value.inconclusiveLimit, `${path}.inconclusiveLimit`, 0);
+  if (failureLimit > count) throw new ValidationError(`${path}.failureLimit`, `is more than count (${count}): the metric could never fail`);
+  if (inconclusiveLimit > count)
+    throw new ValidationError(`${path}.inconclusiveLimit`, `is more than count (${count}): the metric could never be inconclusive`);
+  const consecutiveErrorLimit =
+    value.consecutiveErrorLimit === undefined ? DEFAULT_CONSECUTIVE_ERROR_LIMIT : integer(value.consecutiveErrorLimit, `${path}.consecutiveErrorLimit`, 0);
+  if (value.dryRun !== undefined && typeof value.dryRun !== 'boolean') throw new ValidationError(`${path}.dryRun`, 'must be true or false');
+  const dryRun = value.dryRun === true || dryRunPatterns.some((re) => re.test(name));
+  const successCondition =
+    value.successCondition === undefined ? undefined : parseCondition(text(value.successCondition, `${path}.successCondition`), `${path}.successCondition`);
+  const failureCondition =
+    value.failureCondition === undefined ? undefined : parseCondition(text(value.failureCondition, `${path}.failureCondition`), `${path}.failureCondition`);
+  const noData = value.noData === undefined ? ({ kind: 'INCONCLUSIVE' } as const) : parseNoData(value.noData, `${path}.noData`);
+  const minSamples = value.minSamples === undefined ? 1 : integer(value.minSamples, `${path}.minSamples`, 1);
+
+  const providerPath = `${path}.provider`;
+  if (!isObject(value.provider)) throw new ValidationError(providerPath, 'must be {prometheus: {query}}');
+  const providers = Object.keys(value.provider);
+  const other = providers.find((p) => p !== 'prometheus');
+  if (other) throw new ValidationError(`${providerPath}.${other}`, 'is not a supported provider: rollplane measures with prometheus only');
+  const prometheus = value.provider.prometheus;
+  if (!isObject(prometheus)) throw new ValidationError(`${providerPath}.prometheus`, 'must be {query, address?, timeout?}');
+  only(prometheus, ['query', 'address', 'timeout'], `${providerPath}.prometheus`);
+  const queryPath = `${providerPath}.prometheus.query`;
+  const query = text(prometheus.query, queryPath);
+  checkPromQL(query, queryPath);
+  let address: string | undefined;
+  if (prometheus.address !== undefined) {
+    address = text(prometheus.address, `${providerPath}.prometheus.address`);
+    if (!/^https?:\/\/[^\s]+$/.test(address.replace(PLACEHOLDER, 'x')))
+      throw new ValidationError(`${providerPath}.prometheus.address`, 'must be an http:// or https:// URL');
+  }
+  const timeoutMs = prometheus.timeout === undefined ? DEFAULT_TIMEOUT_MS : integer(prometheus.timeout, `${providerPath}.prometheus.timeout`, 1) * 1000;
+  if (timeoutMs > MAX_TIMEOUT_MS) throw new ValidationError(`${providerPath}.prometheus.timeout`, `must be at most ${MAX_TIMEOUT_MS / 1000} (seconds)`);
+  for (const [field, textValue] of [
+    [queryPath, query],
+    [`${providerPath}.prometheus.address`, address ?? ''],
+  ] as const) {
+    const unknown = placeholders(textValue).find((arg) => !declared.has(arg) && !(BUILT_IN_ARGS as readonly string[]).includes(arg));
+    if (unknown) throw new ValidationError(field, `uses {{args.${unknown}}}, which the template does not declare`);
+  }
+  return {
+    name,
+    intervalMs,
+    initialDelayMs,
+    count,
+    successCondition,
+    failureCondition,
+    failureLimit,
+    inconclusiveLimit,
+    consecutiveErrorLimit,
+    dryRun,
+    query,
+    address,
+    timeoutMs,
+    noData,
+    minSamples,
+  };
+}
+
+/** The values of a run's arguments: the built-ins rollplane resolves, the template's own for the rest. */
+export type ResolvedArgs = Partial<Record<BuiltInArg, string>> & Record<string, string | undefined>;
+
+/**
+ * Replaces `{{args.name}}` in `value`. A value that could change the query's structure (quotes, backslashes, braces,
+ * newlines) is refused: args name things (versions, namespaces, clusters), they are not PromQL.
+ */
+export function resolveArgs(value: string, template: AnalysisTemplate, args: ResolvedArgs): string {
+  const own = new Map(template.args.filter((a) => a.value !== undefined).map((a) => [a.name, a.value!]));
+  return value.replace(PLACEHOLDER, (_, name: string) => {
+    const resolved = own.get(name) ?? args[name];
+    if (resolved === undefined) throw new Error(`{{args.${name}}} has no value for this run`);
+    if (/["'`\\{}\n\r]/.test(resolved)) throw new Error(`{{args.${name}}} = ${JSON.stringify(resolved)} contains a quote, backslash, brace or newline`);
+    return resolved;
+  });
+}
