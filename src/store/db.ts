@@ -12,6 +12,8 @@ import type { AuditStore } from '../domain/AuditStore.js';
 import type { NotificationStore } from '../domain/notifications/NotificationStore.js';
 import { SqliteNotificationStore } from './sqlite/SqliteNotificationStore.js';
 import type { MemberClusterStore } from '../domain/clusters/MemberClusterStore.js';
+import type { AnalysisStore } from '../analysis/model.js';
+import { SqliteAnalysisStore } from './sqlite/SqliteAnalysisStore.js';
 import { SqliteMemberClusterStore } from './sqlite/SqliteMemberClusterStore.js';
 import { Sql } from './Sql.js';
 import { AnnouncedWriteGeneration, HISTORY_WRITES_CHANNEL, SqliteWriteGeneration, type WriteGeneration } from './writeGeneration.js';
@@ -29,6 +31,8 @@ export interface Database {
   notifications: NotificationStore;
   /** The member cluster registry (domain/clusters/MemberClusterStore.ts). */
   memberClusters: MemberClusterStore;
+  /** Analysis runs and every measurement they took (analysis/model.ts, ADR 0061). */
+  analysis: AnalysisStore;
   /** Where the data is: the SQLite file, or the PostgreSQL URL with its password masked. */
   location: string;
   migrations: MigrationReport;
@@ -103,6 +107,7 @@ async function openPostgresDatabase(url: string, connectionLimit: number): Promi
     { PgAuditStore },
     { PgNotificationStore },
     { PgMemberClusterStore },
+    { PgAnalysisStore },
   ] = await Promise.all([
     import('./postgres/open.js'),
     import('./postgres/PgEventNotifier.js'),
@@ -111,6 +116,7 @@ async function openPostgresDatabase(url: string, connectionLimit: number): Promi
     import('./postgres/PgAuditStore.js'),
     import('./postgres/PgNotificationStore.js'),
     import('./postgres/PgMemberClusterStore.js'),
+    import('./postgres/PgAnalysisStore.js'),
   ]);
   const { store, migrations, pool } = await openPgHistoryStore(url, { poolSize: connectionLimit });
   let open = true;
@@ -121,6 +127,7 @@ async function openPostgresDatabase(url: string, connectionLimit: number): Promi
     audit: new PgAuditStore(pool),
     notifications: new PgNotificationStore(pool),
     memberClusters: new PgMemberClusterStore(pool),
+    analysis: new PgAnalysisStore(pool),
     location: redactDatabaseUrl(url),
     migrations,
     isOpen: () => open,
@@ -195,6 +202,7 @@ export async function openSqliteDatabase(url: string): Promise<SqliteDatabase> {
     audit: new SqliteAuditStore(sql),
     notifications: new SqliteNotificationStore(sql),
     memberClusters: new SqliteMemberClusterStore(sql),
+    analysis: new SqliteAnalysisStore(sql),
     sql,
     file,
     location: file,

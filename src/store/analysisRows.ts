@@ -1,0 +1,96 @@
+import type { AnalysisPhase, AnalysisRunRecord, MeasurementRecord, MeasurementVerdict } from '../analysis/model.js';
+import { valuesOf } from '../analysis/model.js';
+
+/** The analysis tables' statements, shared by both stores (`?` placeholders; PostgreSQL numbers them). */
+
+const RUN_COLUMNS =
+  '"id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "message", "metricPhases", "previousRunId", "startedAt", "finishedAt"';
+const MEASUREMENT_COLUMNS =
+  '"id", "runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "startedAt", "finishedAt"';
+
+export const INSERT_ANALYSIS_RUN = `INSERT INTO "AnalysisRun" ("id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "previousRunId", "startedAt")
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'RUNNING', ?, ?)`;
+export const FINISH_ANALYSIS_RUN = `UPDATE "AnalysisRun" SET "phase" = ?, "message" = ?, "metricPhases" = ?, "finishedAt" = ? WHERE "id" = ?`;
+export const FIND_ANALYSIS_RUN = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "id" = ?`;
+export const ANALYSIS_RUNS_OF = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "rolloutId" = ? ORDER BY "startedAt", "id"`;
+export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "startedAt", "finishedAt")
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING "id"`;
+export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id"`;
+
+export interface AnalysisRunRow {
+  id: string;
+  rolloutId: string;
+  cluster: string;
+  target: string | null;
+  wave: number | null;
+  templateName: string;
+  template: string;
+  args: string;
+  phase: string;
+  message: string | null;
+  metricPhases: string;
+  previousRunId: string | null;
+  startedAt: Date | string;
+  finishedAt: Date | string | null;
+}
+
+export interface MeasurementRow {
+  id: number;
+  runId: string;
+  metricName: string;
+  query: string;
+  result: string;
+  condition: string | null;
+  threshold: number | null;
+  verdict: string;
+  noData: boolean | number;
+  dryRun: boolean | number;
+  message: string | null;
+  startedAt: Date | string;
+  finishedAt: Date | string;
+}
+
+function objectOf<T>(text: string): Record<string, T> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, T>;
+  } catch {}
+  return {};
+}
+
+export function analysisRunOf(row: AnalysisRunRow, date: (value: Date | string) => Date): AnalysisRunRecord {
+  return {
+    id: row.id,
+    rolloutId: row.rolloutId,
+    cluster: row.cluster,
+    target: row.target,
+    wave: row.wave === null ? null : Number(row.wave),
+    templateName: row.templateName,
+    template: row.template,
+    args: objectOf<string>(row.args),
+    phase: row.phase as AnalysisPhase,
+    message: row.message,
+    metricPhases: objectOf<AnalysisPhase>(row.metricPhases),
+    previousRunId: row.previousRunId,
+    startedAt: date(row.startedAt),
+    finishedAt: row.finishedAt === null ? null : date(row.finishedAt),
+  };
+}
+
+export function measurementOf(row: MeasurementRow, date: (value: Date | string) => Date): MeasurementRecord {
+  return {
+    id: Number(row.id),
+    runId: row.runId,
+    metricName: row.metricName,
+    query: row.query,
+    values: valuesOf(row.result),
+    condition: row.condition,
+    threshold: row.threshold === null ? null : Number(row.threshold),
+    verdict: row.verdict as MeasurementVerdict,
+    noData: Boolean(row.noData),
+    dryRun: Boolean(row.dryRun),
+    message: row.message,
+    startedAt: date(row.startedAt),
+    finishedAt: date(row.finishedAt),
+  };
+}

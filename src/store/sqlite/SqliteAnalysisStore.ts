@@ -1,0 +1,64 @@
+import type { AnalysisRunRecord, AnalysisStore, MeasurementRecord, NewAnalysisRun, NewMeasurement } from '../../analysis/model.js';
+import { valuesText } from '../../analysis/model.js';
+import {
+  ANALYSIS_RUNS_OF,
+  type AnalysisRunRow,
+  analysisRunOf,
+  FIND_ANALYSIS_RUN,
+  FINISH_ANALYSIS_RUN,
+  INSERT_ANALYSIS_RUN,
+  INSERT_MEASUREMENT,
+  MEASUREMENTS_OF,
+  type MeasurementRow,
+  measurementOf,
+} from '../analysisRows.js';
+import { dateOf, type Sql, sqlDate, sqlDateOrNull } from '../Sql.js';
+
+const date = (value: Date | string) => (typeof value === 'string' ? dateOf(value) : value);
+
+/** Analysis runs and measurements on SQLite, on rollplane's prepared-statement connection (Sql.ts). */
+export class SqliteAnalysisStore implements AnalysisStore {
+  constructor(private readonly sql: Sql) {}
+
+  async createRun(run: NewAnalysisRun): Promise<AnalysisRunRecord> {
+    const { id, rolloutId, cluster, target, wave, templateName, template, args, previousRunId, startedAt } = run;
+    this.sql.run(INSERT_ANALYSIS_RUN, id, rolloutId, cluster, target, wave, templateName, template, JSON.stringify(args), previousRunId, sqlDate(startedAt));
+    return (await this.findRun(id))!;
+  }
+
+  async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord> {
+    const row = this.sql.get<{ id: number }>(
+      INSERT_MEASUREMENT,
+      m.runId,
+      m.metricName,
+      m.query,
+      valuesText(m.values),
+      m.condition,
+      m.threshold,
+      m.verdict,
+      m.noData ? 1 : 0,
+      m.dryRun ? 1 : 0,
+      m.message,
+      sqlDate(m.startedAt),
+      sqlDate(m.finishedAt),
+    )!;
+    return { ...m, id: Number(row.id) };
+  }
+
+  async finishRun(id: string, end: Parameters<AnalysisStore['finishRun']>[1]): Promise<void> {
+    this.sql.run(FINISH_ANALYSIS_RUN, end.phase, end.message, JSON.stringify(end.metricPhases), sqlDateOrNull(end.finishedAt), id);
+  }
+
+  async runsOf(rolloutId: string): Promise<AnalysisRunRecord[]> {
+    return this.sql.all<AnalysisRunRow>(ANALYSIS_RUNS_OF, rolloutId).map((row) => analysisRunOf(row, date));
+  }
+
+  async findRun(id: string): Promise<AnalysisRunRecord | undefined> {
+    const row = this.sql.get<AnalysisRunRow>(FIND_ANALYSIS_RUN, id);
+    return row && analysisRunOf(row, date);
+  }
+
+  async measurementsOf(runId: string): Promise<MeasurementRecord[]> {
+    return this.sql.all<MeasurementRow>(MEASUREMENTS_OF, runId).map((row) => measurementOf(row, date));
+  }
+}

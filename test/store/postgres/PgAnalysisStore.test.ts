@@ -1,0 +1,13 @@
+import { openPgHistoryStore } from '../../../src/store/postgres/open.js';
+import { PgAnalysisStore } from '../../../src/store/postgres/PgAnalysisStore.js';
+import { describeWithPostgres } from '../../helpers/postgres.js';
+import { analysisStoreContract } from '../analysisContract.js';
+
+describeWithPostgres('analysis store contract: PostgreSQL', (server) => {
+  analysisStoreContract(() => ({
+    async open() {
+      const { store, pool } = await openPgHistoryStore(await server().createDatabase(), { poolSize: 2 });
+      return { store: new PgAnalysisStore(pool), close: () => store.close() };
+    },
+  }));
+});
