@@ -1,0 +1,260 @@
+/**
+ * Runs one analysis: a template with its arguments resolved, against one rollout (a target of one cluster, or a wave),
+ * to a decision — SUCCESSFUL, FAILED, INCONCLUSIVE or ERROR — by Argo Rollouts' rules (ADR 0061):
+ *
+ * - each metric's first measurement after `initialDelay`, then one `interval` after the previous one ended, until it
+ *   has `count` counted measurements (Successful, Failed or Inconclusive; errors are not counted), or is decided;
+ * - a metric is FAILED when its failed measurements exceed `failureLimit`, INCONCLUSIVE when its inconclusive ones
+ *   exceed `inconclusiveLimit`, ERROR when its consecutive errors exceed `consecutiveErrorLimit`, SUCCESSFUL at `count`;
+ *   an error is measured again after `interval` (10 s without one, as Argo);
+ * - the run is the worst of its metrics (Successful < Inconclusive < Error < Failed); once a metric that is not a dry
+ *   run is Failed, Error or Inconclusive, no further measurement starts and the metrics not yet decided count as
+ *   Successful (Argo's termination);
+ * - a dry-run metric is measured and recorded as any other, and never decides the run.
+ *
+ * Every measurement is written to the store as it is taken, with its resolved query, values, condition, threshold,
+ * verdict and times; the run's row is written at the start and at the decision. Time comes from the injected Clock.
+ */
+import { randomUUID } from 'node:crypto';
+import { type Clock, sleep } from '../util/clock.js';
+import { AnalysisUnavailableError } from './errors.js';
+import { applyNoData, judge } from './judge.js';
+import { type AnalysisMetrics, countDecision } from './metrics.js';
+import type { AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict } from './model.js';
+import { PrometheusError, type PrometheusClient } from './PrometheusClient.js';
+import { type AnalysisMetric, type AnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
+
+/** Argo's DefaultErrorRetryInterval: when a metric without an interval must measure again. */
+export const RETRY_WITHOUT_INTERVAL_MS = 10_000;
+
+export interface AnalysisRunInput {
+  template: AnalysisTemplate;
+  /** The built-in arguments (version, cluster, namespace, name, wave) for this run. */
+  args: ResolvedArgs;
+  rolloutId: string;
+  cluster: string;
+  /** `namespace/name`, or null for a wave or the whole rollout. */
+  target: string | null;
+  wave: number | null;
+  /** The run this one retries. */
+  previousRunId?: string | null;
+}
+
+export interface AnalysisRunnerDeps {
+  store: AnalysisStore;
+  clock: Clock;
+  /** The client for a metric's `address`, or rollplane's configured Prometheus when it has none (undefined: none). */
+  prometheus(address: string | undefined): PrometheusClient | undefined;
+  metrics?: AnalysisMetrics;
+  /** Stops the run: no further measurement; it is recorded ERROR with the reason. */
+  signal?: AbortSignal;
+  newId?: () => string;
+}
+
+export interface AnalysisDecision {
+  run: AnalysisRunRecord;
+  phase: AnalysisOutcome;
+  message: string | null;
+  metricPhases: Record<string, AnalysisPhase>;
+}
+
+interface MetricState {
+  metric: AnalysisMetric;
+  client: PrometheusClient;
+  phase: AnalysisPhase;
+  /** Clock.now() of the next measurement. */
+  nextAt: number;
+  successful: number;
+  failed: number;
+  inconclusive: number;
+  errors: number;
+  consecutiveErrors: number;
+  /** Wall time of the first of the current streak of no-data answers (noData: WAIT). */
+  noDataSince: number | undefined;
+  lastMessage: string | null;
+}
+
+const SEVERITY: Record<AnalysisOutcome, number> = { SUCCESSFUL: 0, INCONCLUSIVE: 1, ERROR: 2, FAILED: 3 };
+
+function decided(phase: AnalysisPhase): phase is AnalysisOutcome {
+  return phase !== 'RUNNING';
+}
+
+/** The run's arguments as recorded: the built-ins given and the template's own values. */
+function recordedArgs(template: AnalysisTemplate, args: ResolvedArgs): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(args)) if (value !== undefined) out[name] = value;
+  for (const arg of template.args) if (arg.value !== undefined) out[arg.name] = arg.value;
+  return out;
+}
+
+function conditionText(metric: AnalysisMetric): string | null {
+  const parts = [
+    metric.successCondition && `success: ${metric.successCondition.text}`,
+    metric.failureCondition && `failure: ${metric.failureCondition.text}`,
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join('; ') : null;
+}
+
+function thresholdOf(metric: AnalysisMetric): number | null {
+  return metric.successCondition?.threshold ?? metric.failureCondition?.threshold ?? null;
+}
+
+/** Argo's assessMetricStatus, for a metric whose last measurement is finished. */
+function assess(state: MetricState): { phase: AnalysisPhase; why: string | null } {
+  const { metric } = state;
+  if (state.failed > metric.failureLimit) return { phase: 'FAILED', why: `failed (${state.failed}) > failureLimit (${metric.failureLimit})` };
+  if (state.inconclusive > metric.inconclusiveLimit) {
+    return { phase: 'INCONCLUSIVE', why: `inconclusive (${state.inconclusive}) > inconclusiveLimit (${metric.inconclusiveLimit})` };
+  }
+  if (state.consecutiveErrors > metric.consecutiveErrorLimit) {
+    return { phase: 'ERROR', why: `consecutive errors (${state.consecutiveErrors}) > consecutiveErrorLimit (${metric.consecutiveErrorLimit})` };
+  }
+  const counted = state.successful + state.failed + state.inconclusive;
+  if (counted >= metric.count) return { phase: 'SUCCESSFUL', why: `count (${metric.count}) reached` };
+  return { phase: 'RUNNING', why: null };
+}
+
+export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
+  const { template } = input;
+  const { store, clock } = deps;
+  const states: MetricState[] = template.metrics.map((metric) => {
+    const client = deps.prometheus(metric.address ? resolveArgs(metric.address, template, input.args) : undefined);
+    if (!client) {
+      throw new AnalysisUnavailableError(
+        'PROMETHEUS_NOT_CONFIGURED',
+        `metric ${JSON.stringify(metric.name)} gives no provider.prometheus.address and rollplane has no Prometheus configured`,
+      );
+    }
+    return {
+      metric,
+      client,
+      phase: 'RUNNING',
+      nextAt: clock.now() + metric.initialDelayMs,
+      successful: 0,
+      failed: 0,
+      inconclusive: 0,
+      errors: 0,
+      consecutiveErrors: 0,
+      noDataSince: undefined,
+      lastMessage: null,
+    };
+  });
+  const run = await store.createRun({
+    id: (deps.newId ?? randomUUID)(),
+    rolloutId: input.rolloutId,
+    cluster: input.cluster,
+    target: input.target,
+    wave: input.wave,
+    templateName: template.name,
+    template: template.source,
+    args: recordedArgs(template, input.args),
+    previousRunId: input.previousRunId ?? null,
+    startedAt: new Date(clock.wallNow()),
+  });
+  const labels = (metric: AnalysisMetric) => ({ template: template.name, metric: metric.name });
+  for (const { metric } of states) {
+    const threshold = thresholdOf(metric);
+    if (threshold !== null) deps.metrics?.threshold.set(labels(metric), threshold);
+  }
+
+  const measure = async (state: MetricState): Promise<void> => {
+    const { metric } = state;
+    const startedAt = clock.wallNow();
+    let query = metric.query;
+    let verdict: MeasurementVerdict;
+    let values: number[] = [];
+    let message: string | null = null;
+    let noData = false;
+    try {
+      query = resolveArgs(metric.query, template, input.args);
+      const answer = await state.client.query(query, { timeoutMs: metric.timeoutMs, ...(deps.signal ? { signal: deps.signal } : {}) });
+      const judgement = judge(metric, answer);
+      values = judgement.values;
+      message = judgement.message;
+      if (judgement.verdict === 'NO_DATA') {
+        noData = true;
+        state.noDataSince ??= startedAt;
+        const decision = applyNoData(metric.noData, state.noDataSince, clock.wallNow());
+        verdict = decision.verdict;
+        message = `${message} (${decision.because})`;
+      } else {
+        state.noDataSince = undefined;
+        verdict = judgement.verdict;
+      }
+    } catch (error) {
+      if (deps.signal?.aborted) throw error;
+      verdict = 'ERROR';
+      message = error instanceof PrometheusError ? `${error.reason}: ${error.message}` : `cannot measure: ${(error as Error).message}`;
+    }
+    const finishedAt = clock.wallNow();
+    await store.addMeasurement({
+      runId: run.id,
+      metricName: metric.name,
+      query,
+      values,
+      condition: conditionText(metric),
+      threshold: thresholdOf(metric),
+      verdict,
+      noData,
+      dryRun: metric.dryRun,
+      message,
+      startedAt: new Date(startedAt),
+      finishedAt: new Date(finishedAt),
+    });
+    if (values.length > 0) deps.metrics?.value.set(labels(metric), values[0]!);
+    state.lastMessage = message;
+    if (verdict === 'ERROR') {
+      state.errors++;
+      state.consecutiveErrors++;
+    } else if (verdict !== 'WAITING') {
+      state.consecutiveErrors = 0;
+      if (verdict === 'SUCCESSFUL') state.successful++;
+      else if (verdict === 'FAILED') state.failed++;
+      else state.inconclusive++;
+    }
+    const { phase, why } = assess(state);
+    state.phase = phase;
+    if (why && phase !== 'SUCCESSFUL') state.lastMessage = `${why}${message ? `; last: ${message}` : ''}`;
+    const again = verdict === 'ERROR' || verdict === 'WAITING' ? (metric.intervalMs ?? RETRY_WITHOUT_INTERVAL_MS) : metric.intervalMs;
+    state.nextAt = again === undefined ? Number.POSITIVE_INFINITY : clock.now() + again;
+  };
+
+  const gating = (s: MetricState) => !s.metric.dryRun;
+  let stopped: string | undefined;
+  try {
+    for (;;) {
+      const terminating = states.some((s) => gating(s) && (s.phase === 'FAILED' || s.phase === 'ERROR' || s.phase === 'INCONCLUSIVE'));
+      const open = states.filter((s) => !decided(s.phase));
+      if (terminating) for (const s of open) s.phase = 'SUCCESSFUL';
+      if (terminating || open.length === 0) break;
+      const next = Math.min(...open.map((s) => s.nextAt));
+      if (next > clock.now()) await sleep(clock, next - clock.now(), deps.signal);
+      const due = open.filter((s) => s.nextAt <= clock.now());
+      const settled = await Promise.allSettled(due.map(measure));
+      const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failure) throw failure.reason;
+    }
+  } catch (error) {
+    if (!deps.signal?.aborted) throw error;
+    stopped = `stopped before deciding: ${String((deps.signal.reason as Error)?.message ?? deps.signal.reason ?? 'cancelled')}`;
+  }
+
+  const metricPhases = Object.fromEntries(states.map((s) => [s.metric.name, s.phase]));
+  let phase: AnalysisOutcome = 'SUCCESSFUL';
+  let message: string | null = stopped ?? null;
+  if (stopped) phase = 'ERROR';
+  else {
+    for (const s of states.filter(gating)) {
+      const p = s.phase as AnalysisOutcome;
+      if (SEVERITY[p] > SEVERITY[phase]) {
+        phase = p;
+        message = `metric ${JSON.stringify(s.metric.name)}: ${s.lastMessage ?? p}`;
+      }
+    }
+  }
+  const finishedAt = new Date(clock.wallNow());
+  await store.finishRun(run.id, { phase, message, metricPhases, finishedAt });
+  countDecision(deps.metrics, phase);
+  return { run: { ...run, phase, message, metricPhases, finishedAt }, phase, message, metricPhases };
+}

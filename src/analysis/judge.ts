@@ -1,0 +1,65 @@
+import { EvaluationError, evaluateCondition, NoDataSignal } from './condition.js';
+import type { AnalysisOutcome, MeasurementVerdict } from './model.js';
+import type { QueryResult } from './PrometheusClient.js';
+import type { AnalysisMetric, NoDataPolicy } from './template.js';
+
+/** What one answer of Prometheus says under a metric's conditions, before the noData policy. */
+export interface Judgement {
+  verdict: AnalysisOutcome | 'NO_DATA';
+  values: number[];
+  message: string | null;
+}
+
+/**
+ * Argo Rollouts' rules for one measurement: with no condition, Successful; with only a success condition, Failed when
+ * it is false; with only a failure condition, Successful when it is false; with both, Failed when the failure condition
+ * holds (even if the success one does too), Successful when only the success one holds, Inconclusive when neither does.
+ * rollplane's own: a vector with fewer series than `minSamples` (none, by default) and a comparison that met NaN are
+ * no data, for the noData policy to decide (applyNoData).
+ */
+export function judge(metric: AnalysisMetric, answer: QueryResult): Judgement {
+  const values = answer.type === 'scalar' ? [answer.value] : answer.samples.map((s) => s.value);
+  if (answer.type === 'vector' && values.length < metric.minSamples) {
+    const message =
+      values.length === 0
+        ? 'no data: the query returned no series'
+        : `no data: the query returned ${values.length} series, fewer than minSamples (${metric.minSamples})`;
+    return { verdict: 'NO_DATA', values, message };
+  }
+  const result = answer.type === 'scalar' ? answer.value : values;
+  let success = false;
+  let failure = false;
+  try {
+    if (metric.successCondition) success = evaluateCondition(metric.successCondition, result);
+    if (metric.failureCondition) failure = evaluateCondition(metric.failureCondition, result);
+  } catch (error) {
+    if (error instanceof NoDataSignal) return { verdict: 'NO_DATA', values, message: `no data: ${error.message}` };
+    if (error instanceof EvaluationError) return { verdict: 'ERROR', values, message: `the condition cannot be evaluated: ${error.message}` };
+    throw error;
+  }
+  if (!metric.successCondition && !metric.failureCondition) return { verdict: 'SUCCESSFUL', values, message: null };
+  if (!metric.failureCondition) failure = !success;
+  if (!metric.successCondition) success = !failure;
+  if (failure) return { verdict: 'FAILED', values, message: null };
+  if (!success) return { verdict: 'INCONCLUSIVE', values, message: 'neither the success nor the failure condition holds' };
+  return { verdict: 'SUCCESSFUL', values, message: null };
+}
+
+/**
+ * The noData policy: FAIL, PASS and INCONCLUSIVE decide at once; WAIT(max) waits (the measurement is WAITING, not
+ * counted, and taken again) until no data has lasted `max` since the first empty answer, then is INCONCLUSIVE.
+ */
+export function applyNoData(policy: NoDataPolicy, noDataSinceMs: number, nowMs: number): { verdict: MeasurementVerdict; because: string } {
+  switch (policy.kind) {
+    case 'FAIL':
+      return { verdict: 'FAILED', because: 'noData: FAIL' };
+    case 'PASS':
+      return { verdict: 'SUCCESSFUL', because: 'noData: PASS' };
+    case 'INCONCLUSIVE':
+      return { verdict: 'INCONCLUSIVE', because: 'noData: INCONCLUSIVE' };
+    case 'WAIT':
+      return nowMs - noDataSinceMs < policy.maxMs
+        ? { verdict: 'WAITING', because: `noData: WAIT(${policy.maxMs / 1000}s), waiting` }
+        : { verdict: 'INCONCLUSIVE', because: `noData: WAIT(${policy.maxMs / 1000}s) ran out` };
+  }
+}
