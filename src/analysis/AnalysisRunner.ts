@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, sleep } from '../util/clock.js';
 import { AnalysisUnavailableError } from './errors.js';
-import { applyNoData, judge } from './judge.js';
+import { applyNoData, compareWithBaseline, judge } from './judge.js';
 import { type AnalysisMetrics, countDecision } from './metrics.js';
 import type { AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict } from './model.js';
 import { PrometheusError, type PrometheusClient } from './PrometheusClient.js';
@@ -72,6 +72,8 @@ interface MetricState {
   /** Wall time of the first of the current streak of no-data answers (noData: WAIT). */
   noDataSince: number | undefined;
   lastMessage: string | null;
+  /** A critical baseline comparison failed: the metric fails at once. */
+  criticalFailure: string | undefined;
 }
 
 const SEVERITY: Record<AnalysisOutcome, number> = { SUCCESSFUL: 0, INCONCLUSIVE: 1, ERROR: 2, FAILED: 3 };
@@ -103,6 +105,7 @@ function thresholdOf(metric: AnalysisMetric): number | null {
 /** Argo's assessMetricStatus, for a metric whose last measurement is finished. */
 function assess(state: MetricState): { phase: AnalysisPhase; why: string | null } {
   const { metric } = state;
+  if (state.criticalFailure) return { phase: 'FAILED', why: `critical baseline comparison failed` };
   if (state.failed > metric.failureLimit) return { phase: 'FAILED', why: `failed (${state.failed}) > failureLimit (${metric.failureLimit})` };
   if (state.inconclusive > metric.inconclusiveLimit) {
     return { phase: 'INCONCLUSIVE', why: `inconclusive (${state.inconclusive}) > inconclusiveLimit (${metric.inconclusiveLimit})` };
@@ -138,6 +141,7 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
       consecutiveErrors: 0,
       noDataSince: undefined,
       lastMessage: null,
+      criticalFailure: undefined,
     };
   });
   const run = await store.createRun({
@@ -166,12 +170,26 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
     let values: number[] = [];
     let message: string | null = null;
     let noData = false;
+    let baselineQuery: string | null = null;
+    let baselineValues: number[] | null = null;
+    const ask = (q: string) => state.client.query(q, { timeoutMs: metric.timeoutMs, ...(deps.signal ? { signal: deps.signal } : {}) });
     try {
       query = resolveArgs(metric.query, template, input.args);
-      const answer = await state.client.query(query, { timeoutMs: metric.timeoutMs, ...(deps.signal ? { signal: deps.signal } : {}) });
-      const judgement = judge(metric, answer);
+      const judgement = judge(metric, await ask(query));
       values = judgement.values;
       message = judgement.message;
+      if (metric.baseline && (judgement.verdict === 'SUCCESSFUL' || judgement.verdict === 'INCONCLUSIVE' || judgement.verdict === 'FAILED')) {
+        // The same measure over the targets not yet upgraded: a move the bad way fails the measurement.
+        baselineQuery = resolveArgs(metric.baseline.query, template, input.args);
+        const comparison = compareWithBaseline(metric.baseline, values, await ask(baselineQuery));
+        baselineValues = comparison.baselineValues;
+        message = message ? `${message}; ${comparison.message}` : comparison.message;
+        if (comparison.outcome === 'NO_DATA') judgement.verdict = 'NO_DATA';
+        else if (comparison.outcome === 'FAIL') {
+          judgement.verdict = 'FAILED';
+          if (metric.baseline.critical) state.criticalFailure = comparison.message;
+        }
+      }
       if (judgement.verdict === 'NO_DATA') {
         noData = true;
         state.noDataSince ??= startedAt;
@@ -199,6 +217,8 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
       noData,
       dryRun: metric.dryRun,
       message,
+      baselineQuery,
+      baselineValues,
       startedAt: new Date(startedAt),
       finishedAt: new Date(finishedAt),
     });

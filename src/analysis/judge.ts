@@ -1,7 +1,7 @@
 import { EvaluationError, evaluateCondition, NoDataSignal } from './condition.js';
 import type { AnalysisOutcome, MeasurementVerdict } from './model.js';
 import type { QueryResult } from './PrometheusClient.js';
-import type { AnalysisMetric, NoDataPolicy } from './template.js';
+import type { AnalysisMetric, BaselineComparison, NoDataPolicy } from './template.js';
 
 /** What one answer of Prometheus says under a metric's conditions, before the noData policy. */
 export interface Judgement {
@@ -62,4 +62,29 @@ export function applyNoData(policy: NoDataPolicy, noDataSinceMs: number, nowMs: 
         ? { verdict: 'WAITING', because: `noData: WAIT(${policy.maxMs / 1000}s), waiting` }
         : { verdict: 'INCONCLUSIVE', because: `noData: WAIT(${policy.maxMs / 1000}s) ran out` };
   }
+}
+
+/** A measurement against its baseline: PASS, FAIL (moved the bad way beyond both bounds) or NO_DATA. */
+export interface BaselineJudgement {
+  outcome: 'PASS' | 'FAIL' | 'NO_DATA';
+  baselineValues: number[];
+  message: string;
+}
+
+/**
+ * Compares the canary's first value with the baseline's first value (ADR 0061). NaN or an empty answer on either side
+ * is no data — never a ratio; a baseline of 0 fails only by more than `minDelta`, so equal levels (0 and 0) pass.
+ */
+export function compareWithBaseline(comparison: BaselineComparison, canary: readonly number[], baseline: QueryResult): BaselineJudgement {
+  const baselineValues = baseline.type === 'scalar' ? [baseline.value] : baseline.samples.map((s) => s.value);
+  const c = canary[0];
+  const b = baselineValues[0];
+  if (c === undefined || b === undefined || Number.isNaN(c) || Number.isNaN(b)) {
+    return { outcome: 'NO_DATA', baselineValues, message: `no data to compare: canary ${c ?? 'none'}, baseline ${b ?? 'none'}` };
+  }
+  const { direction, maxRatio, minDelta } = comparison;
+  const worse = direction === 'increase' ? c > b * maxRatio && c - b > minDelta : c < b / maxRatio && b - c > minDelta;
+  const ratio = b === 0 ? (c === 0 ? 1 : Number.POSITIVE_INFINITY) : c / b;
+  const described = `canary ${c} vs baseline ${b} (ratio ${Number.isFinite(ratio) ? ratio.toFixed(3) : '∞'}, allowed ${direction} up to ${maxRatio}×${minDelta ? ` or ${minDelta}` : ''})`;
+  return { outcome: worse ? 'FAIL' : 'PASS', baselineValues, message: `${worse ? 'worse than the baseline' : 'within the baseline'}: ${described}` };
 }

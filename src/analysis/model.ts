@@ -44,6 +44,9 @@ export interface MeasurementRecord {
   noData: boolean;
   dryRun: boolean;
   message: string | null;
+  /** The baseline query as sent and its values, when the metric compares with the targets not yet upgraded. */
+  baselineQuery: string | null;
+  baselineValues: number[] | null;
   startedAt: Date;
   finishedAt: Date;
 }

@@ -17,8 +17,11 @@ import { checkPromQL } from './promql.js';
 /** What an empty or NaN measurement means: decided per metric, never by accident. */
 export type NoDataPolicy = { kind: 'FAIL' } | { kind: 'PASS' } | { kind: 'INCONCLUSIVE' } | { kind: 'WAIT'; maxMs: number };
 
-/** Arguments rollplane resolves for each analysis run, usable as `{{args.<name>}}` without a value in the template. */
-export const BUILT_IN_ARGS = ['version', 'cluster', 'namespace', 'name', 'wave'] as const;
+/**
+ * Arguments rollplane resolves for each analysis run, usable as `{{args.<name>}}` without a value in the template;
+ * `baselineVersion` is the version the targets not yet upgraded run (the rollout's from-version).
+ */
+export const BUILT_IN_ARGS = ['version', 'cluster', 'namespace', 'name', 'wave', 'baselineVersion'] as const;
 export type BuiltInArg = (typeof BUILT_IN_ARGS)[number];
 
 export interface AnalysisMetric {
@@ -42,6 +45,23 @@ export interface AnalysisMetric {
   noData: NoDataPolicy;
   /** Fewer series than this in a vector is no data. */
   minSamples: number;
+  /** rollplane's own: each measurement also compared with the same measure over the targets not yet upgraded. */
+  baseline: BaselineComparison | undefined;
+}
+
+/**
+ * A measurement's first value (the canary) against the baseline query's first value: bad when it moves in
+ * `direction` beyond `maxRatio` times the baseline AND by more than `minDelta` — the absolute slack that keeps a
+ * baseline near zero (0.001 → 0.002 is a ratio of 2) from failing on noise.
+ */
+export interface BaselineComparison {
+  query: string;
+  /** Which move is bad: `increase` (errors, latency) or `decrease` (leases served, success rate). */
+  direction: 'increase' | 'decrease';
+  maxRatio: number;
+  minDelta: number;
+  /** A failed comparison fails the metric at once, whatever its failureLimit. */
+  critical: boolean;
 }
 
 export interface AnalysisTemplate {
@@ -161,7 +181,7 @@ function parseArgs(value: unknown, path: string): AnalysisTemplate['args'] {
     const field = `${path}[${i}]`;
     if (!isObject(arg)) throw new ValidationError(field, 'must be {name, value}');
     only(arg, ['name', 'value'], field, {
-      valueFrom: 'is not supported: give the value, or use a built-in argument (version, cluster, namespace, name, wave)',
+      valueFrom: 'is not supported: give the value, or use a built-in argument (version, cluster, namespace, name, wave, baselineVersion)',
     });
     const name = text(arg.name, `${field}.name`);
     if (!/^[A-Za-z0-9_-]{1,63}$/.test(name)) throw new ValidationError(`${field}.name`, 'must be 1-63 letters, digits, - or _');
@@ -213,6 +233,7 @@ const METRIC_FIELDS = [
   'provider',
   'noData',
   'minSamples',
+  'baseline',
 ] as const;
 
 function parseMetric(value: unknown, path: string, declared: Set<string>, dryRunPatterns: RegExp[]): AnalysisMetric {
@@ -266,13 +287,9 @@ function parseMetric(value: unknown, path: string, declared: Set<string>, dryRun
   }
   const timeoutMs = prometheus.timeout === undefined ? DEFAULT_TIMEOUT_MS : integer(prometheus.timeout, `${providerPath}.prometheus.timeout`, 1) * 1000;
   if (timeoutMs > MAX_TIMEOUT_MS) throw new ValidationError(`${providerPath}.prometheus.timeout`, `must be at most ${MAX_TIMEOUT_MS / 1000} (seconds)`);
-  for (const [field, textValue] of [
-    [queryPath, query],
-    [`${providerPath}.prometheus.address`, address ?? ''],
-  ] as const) {
-    const unknown = placeholders(textValue).find((arg) => !declared.has(arg) && !(BUILT_IN_ARGS as readonly string[]).includes(arg));
-    if (unknown) throw new ValidationError(field, `uses {{args.${unknown}}}, which the template does not declare`);
-  }
+  checkPlaceholders(query, queryPath, declared);
+  checkPlaceholders(address ?? '', `${providerPath}.prometheus.address`, declared);
+  const baseline = value.baseline === undefined ? undefined : parseBaseline(value.baseline, `${path}.baseline`, declared);
   return {
     name,
     intervalMs,
@@ -289,7 +306,33 @@ function parseMetric(value: unknown, path: string, declared: Set<string>, dryRun
     timeoutMs,
     noData,
     minSamples,
+    baseline,
   };
+}
+
+function checkPlaceholders(value: string, field: string, declared: Set<string>): void {
+  const unknown = placeholders(value).find((arg) => !declared.has(arg) && !(BUILT_IN_ARGS as readonly string[]).includes(arg));
+  if (unknown) throw new ValidationError(field, `uses {{args.${unknown}}}, which the template does not declare`);
+}
+
+function parseBaseline(value: unknown, path: string, declared: Set<string>): BaselineComparison {
+  if (!isObject(value)) throw new ValidationError(path, 'must be {query, direction, maxRatio, minDelta?, critical?}');
+  only(value, ['query', 'direction', 'maxRatio', 'minDelta', 'critical'], path);
+  const query = text(value.query, `${path}.query`);
+  checkPromQL(query, `${path}.query`);
+  checkPlaceholders(query, `${path}.query`, declared);
+  const direction = value.direction ?? 'increase';
+  if (direction !== 'increase' && direction !== 'decrease')
+    throw new ValidationError(`${path}.direction`, 'must be increase or decrease (the move that is bad)');
+  const positive = (v: unknown, field: string, min: number, strict: boolean) => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || (strict ? v <= min : v < min))
+      throw new ValidationError(field, `must be a number ${strict ? '>' : '≥'} ${min}`);
+    return v;
+  };
+  const maxRatio = positive(value.maxRatio, `${path}.maxRatio`, 0, true);
+  const minDelta = value.minDelta === undefined ? 0 : positive(value.minDelta, `${path}.minDelta`, 0, false);
+  if (value.critical !== undefined && typeof value.critical !== 'boolean') throw new ValidationError(`${path}.critical`, 'must be true or false');
+  return { query, direction, maxRatio, minDelta, critical: value.critical === true };
 }
 
 /** The values of a run's arguments: the built-ins rollplane resolves, the template's own for the rest. */

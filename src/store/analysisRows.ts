@@ -6,15 +6,15 @@ import { valuesOf } from '../analysis/model.js';
 const RUN_COLUMNS =
   '"id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "message", "metricPhases", "previousRunId", "startedAt", "finishedAt"';
 const MEASUREMENT_COLUMNS =
-  '"id", "runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "startedAt", "finishedAt"';
+  '"id", "runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt"';
 
 export const INSERT_ANALYSIS_RUN = `INSERT INTO "AnalysisRun" ("id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "previousRunId", "startedAt")
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'RUNNING', ?, ?)`;
 export const FINISH_ANALYSIS_RUN = `UPDATE "AnalysisRun" SET "phase" = ?, "message" = ?, "metricPhases" = ?, "finishedAt" = ? WHERE "id" = ?`;
 export const FIND_ANALYSIS_RUN = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "id" = ?`;
 export const ANALYSIS_RUNS_OF = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "rolloutId" = ? ORDER BY "startedAt", "id"`;
-export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "startedAt", "finishedAt")
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING "id"`;
+export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt")
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING "id"`;
 export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id"`;
 
 export interface AnalysisRunRow {
@@ -46,6 +46,8 @@ export interface MeasurementRow {
   noData: boolean | number;
   dryRun: boolean | number;
   message: string | null;
+  baselineQuery: string | null;
+  baselineResult: string | null;
   startedAt: Date | string;
   finishedAt: Date | string;
 }
@@ -90,6 +92,8 @@ export function measurementOf(row: MeasurementRow, date: (value: Date | string) 
     noData: Boolean(row.noData),
     dryRun: Boolean(row.dryRun),
     message: row.message,
+    baselineQuery: row.baselineQuery,
+    baselineValues: row.baselineResult === null ? null : valuesOf(row.baselineResult),
     startedAt: date(row.startedAt),
     finishedAt: date(row.finishedAt),
   };

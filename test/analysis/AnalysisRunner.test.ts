@@ -59,13 +59,13 @@ function metric(name: string, change: Record<string, unknown> = {}) {
 async function analyse(
   metrics: unknown[],
   script: Record<string, Answer[]>,
-  options: { registry?: Registry; signal?: AbortSignal; store?: AnalysisStore; client?: PrometheusClient | undefined } = {},
+  options: { registry?: Registry; signal?: AbortSignal; store?: AnalysisStore; client?: PrometheusClient | undefined; args?: Record<string, string> } = {},
 ) {
   const clock = new FakeClock();
   const client = 'client' in options ? options.client : scripted(script);
   const input: AnalysisRunInput = {
     template: parseAnalysisTemplate({ metrics }),
-    args: { version: 'v2', cluster: 'local', namespace: 'default', name: 'net-1' },
+    args: { version: 'v2', cluster: 'local', namespace: 'default', name: 'net-1', ...options.args },
     rolloutId: `rollout-${++runs}`,
     cluster: 'local',
     target: 'default/net-1',
@@ -208,6 +208,50 @@ describe('analysis runs: no data is decided by the metric, never by accident', (
     const guarded = await analyse([metric('a', { successCondition: 'isNaN(result[0]) || result[0] < 0.5', noData: 'FAIL' })], { a: [Number.NaN] });
     expect(guarded.phase).toBe('SUCCESSFUL');
     expect(guarded.measurements[0]!.noData).toBe(false);
+  });
+});
+
+describe('analysis runs: the targets not yet upgraded as a live baseline', () => {
+  const compared = (change: Record<string, unknown> = {}, metricChange: Record<string, unknown> = {}) =>
+    metric('errors', {
+      successCondition: undefined,
+      count: 2,
+      interval: '1s',
+      baseline: { query: 'baseline_total{version="{{args.baselineVersion}}"}', direction: 'increase', maxRatio: 1.2, ...change },
+      ...metricChange,
+    });
+  const ARGS = { version: 'v2', baselineVersion: 'v1' };
+
+  it('fails a 30 % error increase on the upgraded targets; passes the same absolute level on both groups', async () => {
+    const worse = await analyse([compared()], { errors: [13], baseline: [10] }, { args: ARGS });
+    expect(worse.phase).toBe('FAILED');
+    expect(worse.measurements[0]).toMatchObject({ verdict: 'FAILED', values: [13], baselineValues: [10], baselineQuery: 'baseline_total{version="v1"}' });
+    expect(worse.measurements[0]!.message).toBe('worse than the baseline: canary 13 vs baseline 10 (ratio 1.300, allowed increase up to 1.2×)');
+    const same = await analyse([compared()], { errors: [10], baseline: [10] }, { args: ARGS });
+    expect(same.phase).toBe('SUCCESSFUL');
+    expect(same.measurements.map((m) => m.verdict)).toEqual(['SUCCESSFUL', 'SUCCESSFUL']);
+    // Nothing on either side is the same level, not an infinite ratio.
+    expect((await analyse([compared()], { errors: [0], baseline: [0] }, { args: ARGS })).phase).toBe('SUCCESSFUL');
+  });
+
+  it('minDelta keeps a baseline near zero from failing on noise; decrease watches the other way', async () => {
+    expect((await analyse([compared({ minDelta: 0.01 })], { errors: [0.002], baseline: [0.001] }, { args: ARGS })).phase).toBe('SUCCESSFUL');
+    expect((await analyse([compared({ minDelta: 0.01 })], { errors: [0.5], baseline: [0.001] }, { args: ARGS })).phase).toBe('FAILED');
+    expect((await analyse([compared({ direction: 'decrease' })], { errors: [1.5], baseline: [2] }, { args: ARGS })).phase).toBe('FAILED');
+    expect((await analyse([compared({ direction: 'decrease' })], { errors: [3], baseline: [2] }, { args: ARGS })).phase).toBe('SUCCESSFUL');
+  });
+
+  it('a critical comparison fails the metric at once, whatever its failureLimit; no baseline data is no data', async () => {
+    const critical = await analyse([compared({ critical: true }, { count: 4, failureLimit: 3 })], { errors: [13], baseline: [10] }, { args: ARGS });
+    expect(critical.phase).toBe('FAILED');
+    expect(critical.measurements).toHaveLength(1);
+    expect(critical.message).toMatch(/critical baseline comparison failed/);
+    const tolerant = await analyse([compared({}, { count: 4, failureLimit: 3 })], { errors: [13], baseline: [10] }, { args: ARGS });
+    expect(tolerant.measurements).toHaveLength(4);
+    const missing = await analyse([compared({}, { noData: 'FAIL' })], { errors: [1], baseline: [EMPTY] }, { args: ARGS });
+    expect(missing.phase).toBe('FAILED');
+    expect(missing.measurements[0]).toMatchObject({ noData: true, baselineValues: [] });
+    expect(missing.measurements[0]!.message).toMatch(/no data to compare: canary 1, baseline none/);
   });
 });
 

@@ -135,6 +135,42 @@ describeWithPrometheus('analysis against a real Prometheus scraping the simulato
     expect(measurements.find((m) => m.metricName === 'errors' && m.verdict === 'FAILED')?.values[0]).toBeGreaterThan(0);
   });
 
+  it('compares the upgraded pool with the pools not yet upgraded: more errors fail, the same lease rate passes', async () => {
+    // Runs after the degraded test: net-1 is degraded-v0.3.1, net-2 and net-3 still v0.3.0.
+    await scraped('net-3', 'v0.3.0');
+    const template = {
+      metrics: [
+        {
+          name: 'errors-vs-baseline',
+          interval: '1s',
+          count: 2,
+          provider: { prometheus: { query: 'avg(rate(sim_dhcp_errors_total{version="{{args.version}}"}[5s]))' } },
+          baseline: { query: 'avg(rate(sim_dhcp_errors_total{version="{{args.baselineVersion}}"}[5s]))', direction: 'increase', maxRatio: 1.3, minDelta: 0.1 },
+        },
+      ],
+    };
+    const degraded = await analyse(template, { version: 'degraded-v0.3.1', baselineVersion: 'v0.3.0' });
+    expect(degraded.phase).toBe('FAILED');
+    const [m] = await db.analysis.measurementsOf(degraded.run.id);
+    expect(m).toMatchObject({ verdict: 'FAILED', baselineQuery: 'avg(rate(sim_dhcp_errors_total{version="v0.3.0"}[5s]))', baselineValues: [0] });
+    expect(m!.values[0]).toBeGreaterThan(0.1);
+    // Two pools of the same version against each other: the same level, whatever its exact value.
+    const leases = {
+      metrics: [
+        {
+          name: 'leases-vs-baseline',
+          interval: '1s',
+          count: 2,
+          provider: { prometheus: { query: 'avg(rate(sim_dhcp_leases_total{pool="net-2"}[5s]))' } },
+          baseline: { query: 'avg(rate(sim_dhcp_leases_total{pool="net-3",version="{{args.baselineVersion}}"}[5s]))', direction: 'decrease', maxRatio: 1.3 },
+        },
+      ],
+    };
+    const same = await analyse(leases, { baselineVersion: 'v0.3.0' });
+    expect(same.phase).toBe('SUCCESSFUL');
+    expect((await db.analysis.measurementsOf(same.run.id)).every((x) => x.baselineValues![0]! > 0 && x.message!.startsWith('within the baseline'))).toBe(true);
+  });
+
   it('decides a query with no data by each noData policy', async () => {
     const template = (noData: string) => ({
       metrics: [

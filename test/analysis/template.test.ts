@@ -179,6 +179,21 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
     expect(refusal({ metrics: [withMetric({}), withMetric({})].map((t) => (t as { metrics: unknown[] }).metrics[0]) }).message).toMatch(/used twice/);
   });
 
+  it("reads rollplane's baseline comparison and refuses a bad one", () => {
+    const baseline = {
+      query: 'sum(rate(sim_dhcp_errors_total{version="{{args.baselineVersion}}"}[1m]))',
+      direction: 'increase',
+      maxRatio: 1.2,
+      critical: true,
+    };
+    expect(parseAnalysisTemplate(withMetric({ baseline })).metrics[0]!.baseline).toEqual({ ...baseline, minDelta: 0 });
+    expect(refusal(withMetric({ baseline: { ...baseline, direction: 'up' } })).field).toBe('metrics[0].baseline.direction');
+    expect(refusal(withMetric({ baseline: { ...baseline, maxRatio: 0 } })).field).toBe('metrics[0].baseline.maxRatio');
+    expect(refusal(withMetric({ baseline: { ...baseline, window: '5m' } })).field).toBe('metrics[0].baseline.window');
+    expect(refusal(withMetric({ baseline: { ...baseline, query: 'sum(' } })).field).toBe('metrics[0].baseline.query');
+    expect(refusal(withMetric({ baseline: { ...baseline, query: 'x{v="{{args.old}}"}' } })).message).toMatch(/\{\{args\.old\}\}/);
+  });
+
   it('reads durations as Argo writes them', () => {
     expect(parseDuration('500ms', 'f')).toBe(500);
     expect(parseDuration('1h30m', 'f')).toBe(5_400_000);

@@ -30,6 +30,8 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
     noData: false,
     dryRun: false,
     message: null,
+    baselineQuery: null,
+    baselineValues: null,
     startedAt: at(n),
     finishedAt: at(n + 0.25),
     ...change,
@@ -59,6 +61,8 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
         noData: true,
         message: 'no data',
         dryRun: true,
+        baselineQuery: 'sum(rate(sim_dhcp_errors_total{version="v1"}[30s]))',
+        baselineValues: [0.5, Number.NaN],
       }),
     );
     await store.finishRun('run-1', {
@@ -75,7 +79,16 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
     const last = measurements.at(-1)!;
     expect(last.values[0]).toBeNaN();
     expect(last.values.slice(1)).toEqual([Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]);
-    expect(last).toMatchObject({ verdict: 'WAITING', noData: true, dryRun: true, message: 'no data' });
+    expect(last).toMatchObject({
+      verdict: 'WAITING',
+      noData: true,
+      dryRun: true,
+      message: 'no data',
+      baselineQuery: 'sum(rate(sim_dhcp_errors_total{version="v1"}[30s]))',
+    });
+    expect(last.baselineValues![0]).toBe(0.5);
+    expect(last.baselineValues![1]).toBeNaN();
+    expect(measurements[0]).toMatchObject({ baselineQuery: null, baselineValues: null });
     expect(measurements.every((m, i) => i === 0 || m.id > measurements[i - 1]!.id)).toBe(true);
     const found = await store.findRun('run-1');
     expect(found).toMatchObject({ phase: 'FAILED', metricPhases: { errors: 'FAILED' }, message: 'metric "errors": failed (1) > failureLimit (0)' });

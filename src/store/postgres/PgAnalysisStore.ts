@@ -50,6 +50,8 @@ export class PgAnalysisStore implements AnalysisStore {
       m.noData,
       m.dryRun,
       m.message,
+      m.baselineQuery,
+      m.baselineValues === null ? null : valuesText(m.baselineValues),
       isoOf(m.startedAt),
       isoOf(m.finishedAt),
     ]);

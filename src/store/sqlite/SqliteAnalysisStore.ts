@@ -39,6 +39,8 @@ export class SqliteAnalysisStore implements AnalysisStore {
       m.noData ? 1 : 0,
       m.dryRun ? 1 : 0,
       m.message,
+      m.baselineQuery,
+      m.baselineValues === null ? null : valuesText(m.baselineValues),
       sqlDate(m.startedAt),
       sqlDate(m.finishedAt),
     )!;

@@ -34,6 +34,8 @@ CREATE TABLE "AnalysisMeasurement" (
     "noData" BOOLEAN NOT NULL DEFAULT false,
     "dryRun" BOOLEAN NOT NULL DEFAULT false,
     "message" TEXT,
+    "baselineQuery" TEXT,
+    "baselineResult" TEXT,
     "startedAt" TIMESTAMP(3) NOT NULL,
     "finishedAt" TIMESTAMP(3) NOT NULL,
 

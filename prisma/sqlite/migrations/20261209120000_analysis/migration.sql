@@ -32,6 +32,8 @@ CREATE TABLE "AnalysisMeasurement" (
     "noData" BOOLEAN NOT NULL DEFAULT false,
     "dryRun" BOOLEAN NOT NULL DEFAULT false,
     "message" TEXT,
+    "baselineQuery" TEXT,
+    "baselineResult" TEXT,
     "startedAt" DATETIME NOT NULL,
     "finishedAt" DATETIME NOT NULL,
     CONSTRAINT "AnalysisMeasurement_runId_fkey" FOREIGN KEY ("runId") REFERENCES "AnalysisRun" ("id") ON DELETE CASCADE ON UPDATE CASCADE
