@@ -37,6 +37,9 @@ export interface LocalPrometheus {
   readonly url: string;
   readonly port: number;
   readonly scrapeIntervalMs: number;
+  /** Kills the process but keeps its data and port, for outage tests; `restart` brings it back on both. */
+  shutDown(): Promise<void>;
+  restart(): Promise<void>;
   /** Resolves when the process is gone and its directory removed. */
   stop(): Promise<void>;
 }
@@ -95,6 +98,36 @@ export function prometheusConfig(targets: readonly ScrapeTarget[], intervalMs: n
   });
 }
 
+/** One Prometheus process on `port`: resolves 'ready' once /-/ready answers 200, else why not (with its last log lines). */
+async function spawnPrometheus(
+  binary: string,
+  dir: string,
+  port: number,
+  onLog: ((line: string) => void) | undefined,
+): Promise<{ child: ChildProcess; ready: string; log: string[] }> {
+  const log: string[] = [];
+  const child = spawn(
+    binary,
+    [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    for (const line of chunk.split('\n').filter(Boolean)) {
+      onLog?.(line);
+      log.push(line);
+      if (log.length > 50) log.shift();
+    }
+  });
+  const ready = await waitReady(`http://127.0.0.1:${port}`, child);
+  if (ready !== 'ready') await stopProcess(child, undefined);
+  return { child, ready, log };
+}
+
 /**
  * Starts Prometheus and resolves once its /-/ready answers 200 (it then serves queries). A port taken between the probe
  * and Prometheus's bind is retried on another (a few times). Fails with the last lines Prometheus logged.
@@ -104,39 +137,29 @@ export async function startLocalPrometheus(options: LocalPrometheusOptions): Pro
   if (!binary || !executable(binary)) throw new AnalysisUnavailableError('PROMETHEUS_NOT_INSTALLED', PROMETHEUS_NOT_INSTALLED);
   const scrapeIntervalMs = options.scrapeIntervalMs ?? 1000;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-prometheus-'));
-  const config = path.join(dir, 'prometheus.yml');
-  writeFileSync(config, prometheusConfig(options.targets, scrapeIntervalMs));
+  writeFileSync(path.join(dir, 'prometheus.yml'), prometheusConfig(options.targets, scrapeIntervalMs));
+  const failed = (why: string, log: string[]) => {
+    rmSync(dir, { recursive: true, force: true });
+    return new AnalysisUnavailableError('PROMETHEUS_DID_NOT_START', `Prometheus (${binary}) did not start: ${why}\n${log.join('\n')}`);
+  };
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const log: string[] = [];
-    const child = spawn(
-      binary,
-      [
-        `--config.file=${config}`,
-        `--storage.tsdb.path=${path.join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        // No console templates or libraries outside Debian's paths: the UI is not used.
-        '--log.level=warn',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      for (const line of chunk.split('\n').filter(Boolean)) {
-        options.onLog?.(line);
-        log.push(line);
-        if (log.length > 50) log.shift();
-      }
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const ready = await waitReady(url, child);
+    let { child, ready, log } = await spawnPrometheus(binary, dir, port, options.onLog);
     if (ready === 'ready') {
-      return { url, port, scrapeIntervalMs, stop: () => stopProcess(child, dir) };
+      return {
+        url: `http://127.0.0.1:${port}`,
+        port,
+        scrapeIntervalMs,
+        shutDown: () => stopProcess(child, undefined),
+        async restart() {
+          // The port was free while it was down: another process may have taken it, which fails here, loudly.
+          ({ child, ready, log } = await spawnPrometheus(binary, dir, port, options.onLog));
+          if (ready !== 'ready') throw failed(ready, log);
+        },
+        stop: () => stopProcess(child, dir),
+      };
     }
-    await stopProcess(child, undefined);
-    if (attempt >= 3 || !log.some((line) => /address already in use/.test(line))) {
-      rmSync(dir, { recursive: true, force: true });
-      throw new AnalysisUnavailableError('PROMETHEUS_DID_NOT_START', `Prometheus (${binary}) did not start: ${ready}\n${log.join('\n')}`);
-    }
+    if (attempt >= 3 || !log.some((line) => /address already in use/.test(line))) throw failed(ready, log);
   }
 }
 

@@ -13,6 +13,7 @@ import { Resources } from '../../src/sim/store/resources.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
 import { systemClock } from '../../src/util/clock.js';
 import { describeWithPrometheus, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Analysis end to end below the engine: Debian's Prometheus scrapes the simulator's agents every second, and analysis
@@ -237,5 +238,51 @@ describeWithPrometheus('analysis against a real Prometheus scraping the simulato
     );
     expect(decision.phase).toBe('ERROR');
     expect((await db.analysis.measurementsOf(decision.run.id))[0]).toMatchObject({ verdict: 'ERROR', message: expect.stringMatching(/^UNSUPPORTED_RESULT/) });
+  });
+  it('rides out Prometheus going down mid-analysis: errors recorded with their reason, then recovery within consecutiveErrorLimit', async () => {
+    const template = {
+      metrics: [
+        {
+          name: 'leases',
+          interval: '1s',
+          count: 3,
+          successCondition: 'result[0] > 0',
+          noData: 'WAIT(30s)',
+          provider: { prometheus: { query: 'sum(rate(sim_dhcp_leases_total{pool="net-2"}[30s]))' } },
+        },
+      ],
+    };
+    const running = analyse(template, {});
+    const rolloutId = `rollout-${rollouts}`;
+    const measurements = async () => {
+      const [run] = await db.analysis.runsOf(rolloutId);
+      return run ? db.analysis.measurementsOf(run.id) : [];
+    };
+    await until('a first measurement', async () => (await measurements()).length >= 1);
+    await prometheus.shutDown();
+    await until('two measurements failing while Prometheus is down', async () => (await measurements()).filter((m) => m.verdict === 'ERROR').length >= 2);
+    await prometheus.restart();
+    const decision = await running;
+    expect(decision.phase).toBe('SUCCESSFUL');
+    const taken = await measurements();
+    const errors = taken.filter((m) => m.verdict === 'ERROR');
+    expect(errors.length).toBeGreaterThanOrEqual(2);
+    expect(errors.length).toBeLessThanOrEqual(4);
+    expect(errors.every((m) => /^UNREACHABLE: cannot reach Prometheus at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED$/.test(m.message ?? ''))).toBe(true);
+    expect(taken.filter((m) => m.verdict === 'SUCCESSFUL')).toHaveLength(3);
+  });
+  it('decides Error once Prometheus stays down past consecutiveErrorLimit, with the reason', async () => {
+    await prometheus.shutDown();
+    try {
+      const template = {
+        metrics: [{ name: 'leases', interval: '1s', count: 2, consecutiveErrorLimit: 1, provider: { prometheus: { query: 'sum(sim_dhcp_leases_total)' } } }],
+      };
+      const decision = await analyse(template, {});
+      expect(decision.phase).toBe('ERROR');
+      expect(decision.message).toMatch(/^metric "leases": consecutive errors \(2\) > consecutiveErrorLimit \(1\); last: UNREACHABLE: cannot reach Prometheus/);
+      expect((await db.analysis.measurementsOf(decision.run.id)).map((m) => m.verdict)).toEqual(['ERROR', 'ERROR']);
+    } finally {
+      await prometheus.restart();
+    }
   });
 });
