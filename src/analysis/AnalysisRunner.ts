@@ -17,12 +17,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Clock, sleep } from '../util/clock.js';
+import { NotFoundError } from '../errors.js';
 import { AnalysisUnavailableError } from './errors.js';
-import { applyNoData, compareWithBaseline, judge } from './judge.js';
+import { applyNoData, BASELINE_WORSE, compareWithBaseline, judge } from './judge.js';
 import { type AnalysisMetrics, countDecision } from './metrics.js';
 import type { AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict } from './model.js';
 import { PrometheusError, type PrometheusClient } from './PrometheusClient.js';
-import { type AnalysisMetric, type AnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
+import { type AnalysisMetric, type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
 
 /** Argo's DefaultErrorRetryInterval: when a metric without an interval must measure again. */
 export const RETRY_WITHOUT_INTERVAL_MS = 10_000;
@@ -118,11 +119,9 @@ function assess(state: MetricState): { phase: AnalysisPhase; why: string | null 
   return { phase: 'RUNNING', why: null };
 }
 
-export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
-  const { template } = input;
-  const { store, clock } = deps;
-  const states: MetricState[] = template.metrics.map((metric) => {
-    const client = deps.prometheus(metric.address ? resolveArgs(metric.address, template, input.args) : undefined);
+function newStates(template: AnalysisTemplate, args: ResolvedArgs, deps: AnalysisRunnerDeps): MetricState[] {
+  return template.metrics.map((metric) => {
+    const client = deps.prometheus(metric.address ? resolveArgs(metric.address, template, args) : undefined);
     if (!client) {
       throw new AnalysisUnavailableError(
         'PROMETHEUS_NOT_CONFIGURED',
@@ -133,7 +132,7 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
       metric,
       client,
       phase: 'RUNNING',
-      nextAt: clock.now() + metric.initialDelayMs,
+      nextAt: deps.clock.now() + metric.initialDelayMs,
       successful: 0,
       failed: 0,
       inconclusive: 0,
@@ -144,7 +143,34 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
       criticalFailure: undefined,
     };
   });
-  const run = await store.createRun({
+}
+
+/** Counts one finished measurement into its metric and decides the metric's phase (both when measuring and replaying). */
+function count(state: MetricState, verdict: MeasurementVerdict, message: string | null): void {
+  state.lastMessage = message;
+  if (verdict === 'ERROR') {
+    state.errors++;
+    state.consecutiveErrors++;
+  } else if (verdict !== 'WAITING') {
+    state.consecutiveErrors = 0;
+    if (verdict === 'SUCCESSFUL') state.successful++;
+    else if (verdict === 'FAILED') state.failed++;
+    else state.inconclusive++;
+  }
+  const { phase, why } = assess(state);
+  state.phase = phase;
+  if (why && phase !== 'SUCCESSFUL') state.lastMessage = `${why}${message ? `; last: ${message}` : ''}`;
+}
+
+/** Wait after a measurement: the interval; after an error or no data being waited out, the interval or 10 s. */
+function pauseAfter(metric: AnalysisMetric, verdict: MeasurementVerdict): number | undefined {
+  return verdict === 'ERROR' || verdict === 'WAITING' ? (metric.intervalMs ?? RETRY_WITHOUT_INTERVAL_MS) : metric.intervalMs;
+}
+
+export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
+  const { template } = input;
+  const states = newStates(template, input.args, deps);
+  const run = await deps.store.createRun({
     id: (deps.newId ?? randomUUID)(),
     rolloutId: input.rolloutId,
     cluster: input.cluster,
@@ -154,8 +180,48 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
     template: template.source,
     args: recordedArgs(template, input.args),
     previousRunId: input.previousRunId ?? null,
-    startedAt: new Date(clock.wallNow()),
+    startedAt: new Date(deps.clock.wallNow()),
   });
+  return drive(run, template, input.args, states, deps);
+}
+
+/**
+ * Continues a run another process started (a leader killed mid-analysis): its recorded measurements are counted as
+ * they were decided, none is taken again, and the next is due where the schedule put it (at once when overdue). A run
+ * already decided is returned as recorded.
+ */
+export async function resumeAnalysis(runId: string, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
+  const run = await deps.store.findRun(runId);
+  if (!run) throw new NotFoundError(`analysis run ${runId} does not exist`);
+  if (run.phase !== 'RUNNING') return { run, phase: run.phase, message: run.message, metricPhases: run.metricPhases };
+  const template = parseAnalysisTemplate(run.template);
+  const states = newStates(template, run.args, deps);
+  const byName = new Map(states.map((state) => [state.metric.name, state]));
+  const wallNow = deps.clock.wallNow();
+  const dueIn = (wall: number) => deps.clock.now() + Math.max(0, wall - wallNow);
+  for (const state of states) state.nextAt = dueIn(run.startedAt.getTime() + state.metric.initialDelayMs);
+  for (const m of await deps.store.measurementsOf(run.id)) {
+    const state = byName.get(m.metricName);
+    if (!state) continue;
+    if (m.noData) state.noDataSince ??= m.startedAt.getTime();
+    else state.noDataSince = undefined;
+    if (m.verdict === 'FAILED' && state.metric.baseline?.critical && m.message?.includes(BASELINE_WORSE)) state.criticalFailure = m.message;
+    count(state, m.verdict, m.message);
+    const again = pauseAfter(state.metric, m.verdict);
+    state.nextAt = again === undefined ? Number.POSITIVE_INFINITY : dueIn(m.finishedAt.getTime() + again);
+  }
+  return drive(run, template, run.args, states, deps);
+}
+
+/** Measures each metric when due until the run is decided, then records the decision. */
+async function drive(
+  run: AnalysisRunRecord,
+  template: AnalysisTemplate,
+  args: ResolvedArgs,
+  states: MetricState[],
+  deps: AnalysisRunnerDeps,
+): Promise<AnalysisDecision> {
+  const { store, clock } = deps;
   const labels = (metric: AnalysisMetric) => ({ template: template.name, metric: metric.name });
   for (const { metric } of states) {
     const threshold = thresholdOf(metric);
@@ -174,13 +240,13 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
     let baselineValues: number[] | null = null;
     const ask = (q: string) => state.client.query(q, { timeoutMs: metric.timeoutMs, ...(deps.signal ? { signal: deps.signal } : {}) });
     try {
-      query = resolveArgs(metric.query, template, input.args);
+      query = resolveArgs(metric.query, template, args);
       const judgement = judge(metric, await ask(query));
       values = judgement.values;
       message = judgement.message;
       if (metric.baseline && (judgement.verdict === 'SUCCESSFUL' || judgement.verdict === 'INCONCLUSIVE' || judgement.verdict === 'FAILED')) {
         // The same measure over the targets not yet upgraded: a move the bad way fails the measurement.
-        baselineQuery = resolveArgs(metric.baseline.query, template, input.args);
+        baselineQuery = resolveArgs(metric.baseline.query, template, args);
         const comparison = compareWithBaseline(metric.baseline, values, await ask(baselineQuery));
         baselineValues = comparison.baselineValues;
         message = message ? `${message}; ${comparison.message}` : comparison.message;
@@ -223,20 +289,8 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
       finishedAt: new Date(finishedAt),
     });
     if (values.length > 0) deps.metrics?.value.set(labels(metric), values[0]!);
-    state.lastMessage = message;
-    if (verdict === 'ERROR') {
-      state.errors++;
-      state.consecutiveErrors++;
-    } else if (verdict !== 'WAITING') {
-      state.consecutiveErrors = 0;
-      if (verdict === 'SUCCESSFUL') state.successful++;
-      else if (verdict === 'FAILED') state.failed++;
-      else state.inconclusive++;
-    }
-    const { phase, why } = assess(state);
-    state.phase = phase;
-    if (why && phase !== 'SUCCESSFUL') state.lastMessage = `${why}${message ? `; last: ${message}` : ''}`;
-    const again = verdict === 'ERROR' || verdict === 'WAITING' ? (metric.intervalMs ?? RETRY_WITHOUT_INTERVAL_MS) : metric.intervalMs;
+    count(state, verdict, message);
+    const again = pauseAfter(metric, verdict);
     state.nextAt = again === undefined ? Number.POSITIVE_INFINITY : clock.now() + again;
   };
 

@@ -64,6 +64,9 @@ export function applyNoData(policy: NoDataPolicy, noDataSinceMs: number, nowMs: 
   }
 }
 
+/** How a failed comparison's message begins (a resumed run recognises a critical failure by it). */
+export const BASELINE_WORSE = 'worse than the baseline';
+
 /** A measurement against its baseline: PASS, FAIL (moved the bad way beyond both bounds) or NO_DATA. */
 export interface BaselineJudgement {
   outcome: 'PASS' | 'FAIL' | 'NO_DATA';
@@ -86,5 +89,5 @@ export function compareWithBaseline(comparison: BaselineComparison, canary: read
   const worse = direction === 'increase' ? c > b * maxRatio && c - b > minDelta : c < b / maxRatio && b - c > minDelta;
   const ratio = b === 0 ? (c === 0 ? 1 : Number.POSITIVE_INFINITY) : c / b;
   const described = `canary ${c} vs baseline ${b} (ratio ${Number.isFinite(ratio) ? ratio.toFixed(3) : '∞'}, allowed ${direction} up to ${maxRatio}×${minDelta ? ` or ${minDelta}` : ''})`;
-  return { outcome: worse ? 'FAIL' : 'PASS', baselineValues, message: `${worse ? 'worse than the baseline' : 'within the baseline'}: ${described}` };
+  return { outcome: worse ? 'FAIL' : 'PASS', baselineValues, message: `${worse ? BASELINE_WORSE : 'within the baseline'}: ${described}` };
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AnalysisRunInput, runAnalysis } from '../../src/analysis/AnalysisRunner.js';
+import { type AnalysisRunInput, resumeAnalysis, runAnalysis } from '../../src/analysis/AnalysisRunner.js';
 import { AnalysisUnavailableError } from '../../src/analysis/errors.js';
 import { createAnalysisMetrics } from '../../src/analysis/metrics.js';
 import type { AnalysisStore } from '../../src/analysis/model.js';
@@ -281,5 +281,45 @@ describe('analysis runs: around the measurements', () => {
     expect(result.phase).toBe('ERROR');
     expect(result.message).toBe('stopped before deciding: superseded by rollout 7');
     expect((await db.analysis.findRun(result.run.id))!.phase).toBe('ERROR');
+  });
+
+  it('a run whose process died is resumed: recorded measurements count, none is taken again, the schedule holds', async () => {
+    // The first "leader" takes two measurements, then hangs in its third query and is never heard of again.
+    const first = new FakeClock();
+    let asked = 0;
+    const hanging = {
+      baseUrl: 'http://prometheus.test',
+      query: async () => (++asked <= 2 ? { type: 'vector', samples: [{ labels: {}, value: 0.9 }] } : new Promise(() => {})),
+    } as unknown as PrometheusClient;
+    const template = parseAnalysisTemplate({ metrics: [metric('errors', { count: 4, interval: '5s', failureLimit: 2 })] });
+    const input: AnalysisRunInput = { template, args: { version: 'v2' }, rolloutId: `rollout-${++runs}`, cluster: 'local', target: null, wave: null };
+    void runAnalysis(input, { store: db.analysis, clock: first, prometheus: () => hanging });
+    for (let i = 0; i < 20 && asked < 3; i++) await first.advance(1000);
+    const [run] = await db.analysis.runsOf(input.rolloutId);
+    expect(run!.phase).toBe('RUNNING');
+    expect((await db.analysis.measurementsOf(run!.id)).map((m) => m.verdict)).toEqual(['FAILED', 'FAILED']);
+
+    // Another replica takes over 3 s after the second measurement ended: the next is due 2 s later, not at once.
+    const second = new FakeClock(0, run!.startedAt.getTime() + 5_000 + 3_000);
+    const client = scripted({ errors: [0.1] });
+    const resumed = resumeAnalysis(run!.id, { store: db.analysis, clock: second, prometheus: () => client });
+    await second.advance(1_000);
+    expect(client.asked).toHaveLength(0);
+    let settled = false;
+    void resumed.finally(() => {
+      settled = true;
+    });
+    for (let i = 0; i < 60 && !settled; i++) await second.advance(1000);
+    const decision = await resumed;
+    // failureLimit 2: the two failures recorded before still count; two more successes reach count 4.
+    expect(decision.phase).toBe('SUCCESSFUL');
+    const measurements = await db.analysis.measurementsOf(run!.id);
+    expect(measurements.map((m) => m.verdict)).toEqual(['FAILED', 'FAILED', 'SUCCESSFUL', 'SUCCESSFUL']);
+    expect(measurements[2]!.startedAt.getTime() - measurements[1]!.finishedAt.getTime()).toBe(5_000);
+    expect(client.asked).toHaveLength(2);
+    // A decided run is returned as recorded, without measuring.
+    expect((await resumeAnalysis(run!.id, { store: db.analysis, clock: second, prometheus: () => client })).phase).toBe('SUCCESSFUL');
+    expect(client.asked).toHaveLength(2);
+    await expect(resumeAnalysis('nope', { store: db.analysis, clock: second, prometheus: () => client })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
