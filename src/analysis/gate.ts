@@ -1,0 +1,28 @@
+import type { GateProgress } from '../domain/waves/progress.js';
+import type { AnalysisRunRecord } from './model.js';
+
+/**
+ * An analysis run as a staged run's gate (src/domain/waves/progress.ts), as issue 33 asks: Successful passes; Failed
+ * fails (the run's failure policy follows, rollback among them); Inconclusive holds the run with the reason until
+ * someone retries or overrides it; Error — Prometheus unreachable past consecutiveErrorLimit — holds it too, unless
+ * the gate says errors fail. A run still measuring waits. The wiring that opens the gate (starts the run, resumes it
+ * on a new leader, retries it) comes with the staged-run engine.
+ */
+export function analysisGateProgress(run: AnalysisRunRecord | undefined, options: { errorFails?: boolean } = {}): GateProgress {
+  if (!run) return { state: 'WAITING', reason: 'analysis not started' };
+  const why = run.message ? `: ${run.message}` : '';
+  switch (run.phase) {
+    case 'RUNNING':
+      return { state: 'WAITING', reason: `analysis ${run.id} measuring` };
+    case 'SUCCESSFUL':
+      return { state: 'PASSED', reason: `analysis ${run.id} successful` };
+    case 'FAILED':
+      return { state: 'FAILED', reason: `analysis ${run.id} failed${why}` };
+    case 'INCONCLUSIVE':
+      return { state: 'WAITING', reason: `analysis ${run.id} inconclusive${why}; retry it or decide`, until: null };
+    case 'ERROR':
+      return options.errorFails
+        ? { state: 'FAILED', reason: `analysis ${run.id} errored${why}` }
+        : { state: 'WAITING', reason: `analysis ${run.id} errored${why}; retry it or decide`, until: null };
+  }
+}
