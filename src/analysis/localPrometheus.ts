@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { freeLoopbackPort, isExecutable } from '../util/localProcess.js';
 import { AnalysisUnavailableError } from './errors.js';
 
 /**
@@ -44,38 +44,18 @@ export interface LocalPrometheus {
   stop(): Promise<void>;
 }
 
-function executable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The Prometheus binary of the machine, or undefined when it has none. */
 export function findPrometheusBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const dirs = [...(env.PATH ?? '').split(path.delimiter).filter(Boolean), '/usr/bin', '/usr/local/bin'];
   for (const dir of dirs) {
     const file = path.join(dir, 'prometheus');
-    if (executable(file)) return file;
+    if (isExecutable(file)) return file;
   }
   return undefined;
 }
 
 export const PROMETHEUS_NOT_INSTALLED =
   "no Prometheus binary on this machine (PATH, /usr/bin, /usr/local/bin): install Debian's `prometheus` package (`apt-get install prometheus`) or point analysis at a running Prometheus";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A Prometheus duration of whole milliseconds. */
 function duration(ms: number): string {
@@ -134,7 +114,7 @@ async function spawnPrometheus(
  */
 export async function startLocalPrometheus(options: LocalPrometheusOptions): Promise<LocalPrometheus> {
   const binary = options.binary ?? findPrometheusBinary();
-  if (!binary || !executable(binary)) throw new AnalysisUnavailableError('PROMETHEUS_NOT_INSTALLED', PROMETHEUS_NOT_INSTALLED);
+  if (!binary || !isExecutable(binary)) throw new AnalysisUnavailableError('PROMETHEUS_NOT_INSTALLED', PROMETHEUS_NOT_INSTALLED);
   const scrapeIntervalMs = options.scrapeIntervalMs ?? 1000;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-prometheus-'));
   writeFileSync(path.join(dir, 'prometheus.yml'), prometheusConfig(options.targets, scrapeIntervalMs));
@@ -143,7 +123,7 @@ export async function startLocalPrometheus(options: LocalPrometheusOptions): Pro
     return new AnalysisUnavailableError('PROMETHEUS_DID_NOT_START', `Prometheus (${binary}) did not start: ${why}\n${log.join('\n')}`);
   };
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     let { child, ready, log } = await spawnPrometheus(binary, dir, port, options.onLog);
     if (ready === 'ready') {
       return {

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
-import { accessSync, chownSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, it } from 'vitest';
+import { freeLoopbackPort, isExecutable } from '../../src/util/localProcess.js';
 
 /**
  * A throwaway PostgreSQL server for a test file: `initdb` in a temporary directory, a free TCP port on 127.0.0.1,
@@ -24,15 +24,6 @@ export interface PostgresBinaries {
   pgCtl: string;
 }
 
-function executable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** PATH first, then /usr/local/bin, then the newest /usr/lib/postgresql/<version>/bin. */
 export function findPostgresBinaries(env: NodeJS.ProcessEnv = process.env): PostgresBinaries | undefined {
   const debian = '/usr/lib/postgresql';
@@ -47,7 +38,7 @@ export function findPostgresBinaries(env: NodeJS.ProcessEnv = process.env): Post
     const initdb = path.join(dir, 'initdb');
     const pgCtl = path.join(dir, 'pg_ctl');
     // pg_ctl starts the `postgres` beside it (symlinks resolved), so all three must be there.
-    if (executable(initdb) && executable(pgCtl) && executable(path.join(dir, 'postgres'))) return { dir, initdb, pgCtl };
+    if (isExecutable(initdb) && isExecutable(pgCtl) && isExecutable(path.join(dir, 'postgres'))) return { dir, initdb, pgCtl };
   }
   return undefined;
 }
@@ -70,17 +61,6 @@ export interface PostgresServer {
   shutDown(mode?: 'fast' | 'immediate'): Promise<void>;
   restart(): Promise<void>;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**
@@ -130,7 +110,7 @@ export async function startPostgres(bin: PostgresBinaries, options: { durable?: 
     ].join(' ');
   const startServer = () => as(bin.pgCtl, ['-D', data, '-l', log, '-w', '-t', '60', '-o', serverOptions(), 'start']);
   for (let attempt = 1; ; attempt++) {
-    port = await freePort();
+    port = await freeLoopbackPort();
     try {
       await startServer();
       break;
