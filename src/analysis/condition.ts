@@ -171,7 +171,7 @@ class Parser {
     const target = this.primary();
     if (!this.accept('[')) return target;
     const token = this.peek();
-    if (!token || token.kind !== 'number' || !Number.isInteger(token.value)) {
+    if (token?.kind !== 'number' || !Number.isInteger(token.value)) {
       throw new ValidationError(this.field, 'an index must be a whole number (result[0], result[1], …)');
     }
     this.pos++;
