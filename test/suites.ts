@@ -6,7 +6,8 @@
  *   replicas, the packed tarball, attacks and floods);
  * - it needs a PostgreSQL server for all of its tests (files that test both stores keep their SQLite half in
  *   `npm test`; their PostgreSQL half runs wherever the binaries are, and always on CI);
- * - it drives Chromium (test/ui).
+ * - it drives Chromium (test/ui);
+ * - it measures rollouts against a real Prometheus server (Debian's binary) for all of its tests.
  * A path ending in `/` takes the folder's whole tree. test/architecture/testSuites.test.ts checks each entry still
  * names something, and that a file using the crash or browser rigs is listed.
  */
@@ -19,6 +20,7 @@ export const HEAVY_SUITES = [
   'test/store/postgresHarness.test.ts',
   'test/store/postgresServer.test.ts',
   'test/domain/launchAcrossReplicas.test.ts',
+  'test/analysis/prometheusAnalysis.test.ts',
   'test/ui/',
 ] as const;
 
