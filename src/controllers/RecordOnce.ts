@@ -31,9 +31,16 @@ export class RecordOnce<T extends object> {
   /** Targets whose event is being committed: a second `record` meanwhile waits for it instead of writing another. */
   private readonly recording = new Map<string, Promise<boolean>>();
 
+  /**
+   * @param settled called once a target's intent is gone (recorded or dropped), after the commit. A driver whose
+   * observation waits for the intent to go (a target is done once its change is recorded) learns of it here: no watch
+   * event follows when nothing in the cluster changes with the record (beside the vm-dhcp-controller, upstream writes
+   * the pool before rollplane records the recreation), and the engine would only see it at its next full observation.
+   */
   constructor(
     inFlight: InFlightChanges,
     private readonly kind: RolloutKind,
+    private readonly settled?: (namespace: string, name: string) => void,
   ) {
     this.notes = inFlight.of<Intent<T>>(kind);
   }
@@ -67,7 +74,10 @@ export class RecordOnce<T extends object> {
     if (!intent || !event) return Promise.resolve(false);
     const done = this.notes
       .complete(namespace, name, [{ ...event, rolloutId: event.rolloutId === null ? null : intent.rolloutId, kind: this.kind, namespace, name }])
-      .then(() => true)
+      .then(() => {
+        this.settled?.(namespace, name);
+        return true;
+      })
       .finally(() => this.recording.delete(key));
     this.recording.set(key, done);
     return done;
@@ -75,6 +85,8 @@ export class RecordOnce<T extends object> {
 
   /** Removes the intent without an event: the change it announced will not happen (nothing to record). */
   async drop(namespace: string, name: string): Promise<void> {
-    if (this.get(namespace, name)) await this.notes.complete(namespace, name, []);
+    if (!this.get(namespace, name)) return;
+    await this.notes.complete(namespace, name, []);
+    this.settled?.(namespace, name);
   }
 }

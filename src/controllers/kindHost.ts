@@ -37,9 +37,12 @@ export class KindEvents {
     return this.host.events.listBefore({ ...filter, ...clusterField(this.host.cluster), kind: this.kind }, beforeId, limit);
   }
 
-  /** The kind's in-flight changes whose event is recorded once (one per kind: they share the kind's notes). */
-  once<T extends object>(): RecordOnce<T> {
-    return new RecordOnce<T>(this.host.inFlight, this.kind);
+  /**
+   * The kind's in-flight changes whose event is recorded once (one per kind: they share the kind's notes). `settled`:
+   * told of each target whose intent is gone (see RecordOnce).
+   */
+  once<T extends object>(settled?: (namespace: string, name: string) => void): RecordOnce<T> {
+    return new RecordOnce<T>(this.host.inFlight, this.kind, settled);
   }
 }
 

@@ -126,7 +126,13 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
   const nads = host.informers.custom<NetworkAttachmentDefinition>({ group: NAD_GROUP, version: NAD_VERSION, plural: NAD_PLURAL });
   const nodes = host.informers.nodes();
 
-  const recreations = host.history.once<RecreationRecord>();
+  // The rollout engine re-evaluates a rollout when one of its pools (or that pool's agent) changes in a way its
+  // observation can see. Notifications are coalesced (one per pool per window): each one costs the engine a pass over
+  // the whole rollout, and one recreation produces a dozen watch events. The more pools, the longer the window.
+  const notifier = host.notifier({ windowMs: () => options.notifyIntervalMs ?? Math.min(2000, Math.max(100, pools.list().length / 10)) });
+  // observe() also waits for the recreation's record to go: beside the vm-dhcp-controller nothing in the cluster changes
+  // when it does (upstream wrote the pool and the agent is Ready before rollplane records), so its removal notifies too.
+  const recreations = host.history.once<RecreationRecord>((namespace, name) => notifier.notify({ namespace, name }));
   const serviceAccountName = options.serviceAccountName ?? DEFAULT_AGENT_SERVICE_ACCOUNT;
   const lever = new ControllerImageLever({
     clients,
@@ -186,10 +192,6 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     predicates: [{ create: () => false, update: (o, n) => readyOf(o) !== readyOf(n) }],
   });
 
-  // The rollout engine re-evaluates a rollout when one of its pools (or that pool's agent) changes in a way its
-  // observation can see. Notifications are coalesced (one per pool per window): each one costs the engine a pass over
-  // the whole rollout, and one recreation produces a dozen watch events. The more pools, the longer the window.
-  const notifier = host.notifier({ windowMs: () => options.notifyIntervalMs ?? Math.min(2000, Math.max(100, pools.list().length / 10)) });
   notifier.watch(pools, (pool) => [{ namespace: pool.metadata?.namespace, name: pool.metadata?.name ?? '' }], poolSignature);
   notifier.watch(pods, (pod) => byLabels(pod), podSignature);
   notifier.watch(controllers, () => allPools(), controllerSignature);
