@@ -360,12 +360,20 @@ export class RolloutEngine {
         const target = targets[next++]!;
         const admittedAt = new Date(this.now());
         const admitted = admittedTarget(rollout, { ...target, admittedAt }, this.now());
+        // Routed to this rollout from its write on, not from when its batch is recorded PROGRESSING: a change noticed
+        // in between (the target converges while the pass admits the others) would be dropped, and a large rollout
+        // would see it only at its next full observation. `record` keeps or drops the route with the outcome.
+        const route = this.indexKey(rollout.kind, target);
+        this.progressingTargets.set(route, rollout.id);
         try {
           await driver.admit(admitted, rollout, signal);
           admittedChanges.push({ target, to: 'PROGRESSING', countAttempt: true, at: admittedAt });
         } catch (error) {
           // A target that vanished or cannot take the change fails; anything else (API down, conflict) is retried.
-          if (!(isAppError(error) && (error.code === ErrorCode.NotFound || error.code === ErrorCode.BadUserInput))) throw error;
+          if (!(isAppError(error) && (error.code === ErrorCode.NotFound || error.code === ErrorCode.BadUserInput))) {
+            this.progressingTargets.delete(route); // still PENDING: admitted again on a later pass
+            throw error;
+          }
           admittedChanges.push({ target, to: 'FAILED', countAttempt: true, error: error.message, at: admittedAt });
         }
         if (admittedChanges.length >= RECORD_BATCH) await this.record(rollout, view, admittedChanges.splice(0));

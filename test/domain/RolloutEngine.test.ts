@@ -7,6 +7,7 @@ import { InProcessEventBus } from '../../src/domain/EventBus.js';
 import { EventLog } from '../../src/domain/EventLog.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../src/domain/ports.js';
 import { RolloutEngine } from '../../src/domain/RolloutEngine.js';
+import { FULL_OBSERVATION_BELOW } from '../../src/domain/engineSteps.js';
 import { resolveMaxUnavailable } from '../../src/domain/kinds/strategy.js';
 import { RolloutLauncher, type RolloutPlan } from '../../src/domain/RolloutLauncher.js';
 import { RolloutService } from '../../src/domain/RolloutService.js';
@@ -122,6 +123,25 @@ describe('RolloutEngine', () => {
       [1, 'agent:v1'],
       [2, 'agent:v2'],
     ]);
+  });
+
+  it('keeps a change notified while its target is being admitted: a large rollout observes it on its next pass, not at its next full observation', async () => {
+    // More targets in flight than FULL_OBSERVATION_BELOW: between full observations a pass observes only notified ones.
+    const n = FULL_OBSERVATION_BELOW + 44;
+    driver = new FakeDriver(1); // converges at its first observation
+    engine.registerDriver(driver);
+    const admit = driver.admit.bind(driver);
+    // Each target's change arrives while the pass still admits the others (before its batch is recorded PROGRESSING).
+    driver.admit = async (target) => {
+      await admit(target);
+      engine.targetChanged('AGENT_POOL', target.namespace, target.name);
+    };
+    const rollout = await launch(plan(n, { maxUnavailable: '100%' }));
+    await engine.reconcile(rollout.id, signal); // admits all of them
+    expect((await rollouts.allTargets(rollout.id)).filter((t) => t.state === 'PROGRESSING')).toHaveLength(n);
+    now += 1000; // the poll, well before the next full observation
+    await engine.reconcile(rollout.id, signal);
+    expect((await rollouts.allTargets(rollout.id)).filter((t) => t.state === 'SUCCEEDED')).toHaveLength(n);
   });
 
   it('admits targets in plan order and never admits skipped ones', async () => {
