@@ -2,9 +2,11 @@ import http from 'node:http';
 import https from 'node:https';
 import { ApiException, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { BudgetedKubeConfig } from './createKubeClients.js';
+import { isMergePatchOptions } from './patch.js';
 
 /**
- * The writes a rollout makes once per target (create a pod, delete a pod, replace a custom object's status) as plain
+ * The writes a rollout makes once per target (create a pod, delete a pod, replace a custom object's status, and beside
+ * the vm-dhcp-controller merge-patch a custom object's annotations: the hold and its release) as plain
  * JSON over node's own http(s), instead of client-node's generated path: that path builds and parses two URLs, runs
  * a promise-based middleware chain, walks the body and the answer through its ObjectSerializer (type lookups for
  * every nested field) and hands the request to node-fetch, which sends the headers and the body in two writes. In a
@@ -31,14 +33,14 @@ export class JsonRequests {
     return !!cluster && !cluster.proxyUrl && /^https?:/.test(cluster.server);
   }
 
-  async send<T>(method: string, path: string, query: Record<string, unknown>, body?: unknown): Promise<T> {
+  async send<T>(method: string, path: string, query: Record<string, unknown>, body?: unknown, contentType = 'application/json'): Promise<T> {
     const options: https.RequestOptions = { headers: {} };
     await this.kubeConfig.applyToHTTPSOptions(options);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers = options.headers as Record<string, string | number>;
     headers.Accept = 'application/json';
     if (payload !== undefined) {
-      headers['Content-Type'] = 'application/json';
+      headers['Content-Type'] = contentType;
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
     const basePath = this.base.pathname.replace(/\/$/, '');
@@ -93,7 +95,7 @@ const e = encodeURIComponent;
 
 /**
  * Routes the per-target writes of `core` and `custom` through `requests`; every other method, and these with
- * client-node options, stay client-node's.
+ * client-node options (but a merge patch's own, from mergePatchOptions), stay client-node's.
  */
 export function routeHotWrites(core: CoreV1Api, custom: CustomObjectsApi, requests: JsonRequests): void {
   const createPod = core.createNamespacedPod.bind(core);
@@ -114,4 +116,11 @@ export function routeHotWrites(core: CoreV1Api, custom: CustomObjectsApi, reques
     const { group, version, namespace, plural, name, body, ...query } = param;
     return requests.send('PUT', `/apis/${e(group)}/${e(version)}/namespaces/${e(namespace)}/${e(plural)}/${e(name)}/status`, query, body);
   }) as CustomObjectsApi['replaceNamespacedCustomObjectStatus'];
+  const patchObject = custom.patchNamespacedCustomObject.bind(custom);
+  custom.patchNamespacedCustomObject = ((param, options) => {
+    if (!isMergePatchOptions(options)) return patchObject(param, options);
+    const { group, version, namespace, plural, name, body, ...query } = param;
+    const path = `/apis/${e(group)}/${e(version)}/namespaces/${e(namespace)}/${e(plural)}/${e(name)}`;
+    return requests.send('PATCH', path, query, body, 'application/merge-patch+json');
+  }) as CustomObjectsApi['patchNamespacedCustomObject'];
 }

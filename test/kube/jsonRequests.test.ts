@@ -2,11 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConflictError, NotFoundError } from '../../src/errors.js';
 import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
 import { kubeCall } from '../../src/kube/errors.js';
+import { JsonRequests } from '../../src/kube/jsonRequests.js';
+import { jsonPatchOptions, mergePatchOptions } from '../../src/kube/patch.js';
 import { Resources, startSimulator, type Simulator } from '../../src/sim/index.js';
+import type { KubeObject } from '../../src/sim/types.js';
 
 // The per-target writes (create and delete a pod, replace an IPPool's status) go over plain JSON requests rather than
 // client-node's generated path (src/kube/jsonRequests.ts): against the simulator over HTTP, the same outcomes, the same
@@ -69,6 +72,47 @@ describe('per-target writes over JSON requests', () => {
     expect(updated.status.lastUpdate).toBe('2026-12-05T00:00:00Z');
     expect(sim.store.get(type, ids.namespace, ids.name)?.status?.lastUpdate).toBe('2026-12-05T00:00:00Z');
     await expect(kubeCall('stale', () => clients.custom.replaceNamespacedCustomObjectStatus({ ...ids, body }))).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  it("merge-patches a custom object's annotations on the fast path (mergePatchOptions): null removes one, a stale resourceVersion and a missing object are refused", async () => {
+    const type = sim.store.resourceType('network.harvesterhci.io', 'ippools')!;
+    const [pool] = sim.store.list(type);
+    const ids = { group: 'network.harvesterhci.io', version: 'v1alpha1', plural: 'ippools', namespace: pool!.metadata.namespace! };
+    const send = vi.spyOn(JsonRequests.prototype, 'send');
+    try {
+      const patch = (name: string, metadata: object, query: object = {}) =>
+        kubeCall('patch', () => clients.custom.patchNamespacedCustomObject({ ...ids, name, body: { metadata }, ...query }, mergePatchOptions()));
+      const held = (await patch(pool!.metadata.name, { annotations: { 'example.com/hold': 'x', 'example.com/other': 'y' } })) as KubeObject;
+      expect(held.metadata.annotations).toMatchObject({ 'example.com/hold': 'x', 'example.com/other': 'y' });
+      // The fast path answered: the request went as a merge patch over JsonRequests.
+      expect(send).toHaveBeenLastCalledWith(
+        'PATCH',
+        expect.stringContaining('/ippools/'),
+        {},
+        { metadata: expect.any(Object) },
+        'application/merge-patch+json',
+      );
+      await patch(pool!.metadata.name, { annotations: { 'example.com/other': 'z' } }, { dryRun: 'All' });
+      expect(sim.store.get(type, ids.namespace, pool!.metadata.name)?.metadata.annotations?.['example.com/other']).toBe('y');
+      await patch(pool!.metadata.name, { annotations: { 'example.com/hold': null } });
+      const stored = sim.store.get(type, ids.namespace, pool!.metadata.name)!;
+      expect(stored.metadata.annotations?.['example.com/hold']).toBeUndefined();
+      expect(stored.metadata.annotations?.['example.com/other']).toBe('y');
+      await expect(patch(pool!.metadata.name, { annotations: { a: 'b' }, resourceVersion: '1' })).rejects.toBeInstanceOf(ConflictError);
+      await expect(patch('no-such-pool', { annotations: { a: 'b' } })).rejects.toBeInstanceOf(NotFoundError);
+      // Any other options (a JSON patch here) keep client-node's path.
+      send.mockClear();
+      await kubeCall('json patch', () =>
+        clients.custom.patchNamespacedCustomObject(
+          { ...ids, name: pool!.metadata.name, body: [{ op: 'add', path: '/metadata/annotations/example.com~1j', value: 'v' }] },
+          jsonPatchOptions(),
+        ),
+      );
+      expect(send).not.toHaveBeenCalled();
+      expect(sim.store.get(type, ids.namespace, pool!.metadata.name)?.metadata.annotations?.['example.com/j']).toBe('v');
+    } finally {
+      send.mockRestore();
+    }
   });
 
   it('takes a token from the API budget for each call', async () => {

@@ -1,4 +1,4 @@
-import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { CacheReader, Informer } from '../../../controller/Informer.js';
 import { agentPoolRollbackRules, matchesPoolSelection, type PoolSelection } from '../plan.js';
 import type { RollbackRules } from '../../../domain/launchRules.js';
@@ -9,7 +9,7 @@ import { parseAgentImage, vmDhcpRelease } from '../../../util/vmDhcpRelease.js';
 import { PREFLIGHT_REFUSED } from '../../../controllers/dryRunRefusal.js';
 import type { ControllerImageLever } from './ControllerImageLever.js';
 import { dryRunAgentCreation, dryRunHolds } from './preflight.js';
-import { kubeCall, type KubeClients } from '../../../kube/index.js';
+import { kubeCall, mergePatchOptions, type KubeClients } from '../../../kube/index.js';
 import type { RecordOnce } from '../../../controllers/RecordOnce.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
 import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, ROLLPLANE_HOLD_VALUE } from './names.js';
@@ -37,7 +37,8 @@ export interface AgentPoolDriverDeps {
 /** Concurrent hold writes in prepare. */
 const HOLD_CONCURRENCY = 16;
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** One merge patch's options for every hold and release: they take the plain JSON path (src/kube/jsonRequests.ts). */
+const mergePatch = mergePatchOptions();
 
 /**
  * What a rollout does to agent pools, in one of two modes (docs/adr/0017):
