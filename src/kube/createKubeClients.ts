@@ -4,6 +4,7 @@ import type { Clock } from '../util/clock.js';
 import { AppError, ErrorCode } from '../errors.js';
 import { ApiBudget } from './ApiBudget.js';
 import { JsonRequests, routeHotWrites } from './jsonRequests.js';
+import { JsonWatch } from './jsonWatch.js';
 
 export type KubeMode = 'sim' | 'kubeconfig' | 'in-cluster';
 
@@ -130,8 +131,10 @@ export function kubeClientsOf(kubeConfig: BudgetedKubeConfig): KubeClients {
   const budget = kubeConfig.budget;
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  // The per-target writes of a rollout skip client-node's generated path (jsonRequests.ts, ADR 0047).
-  if (JsonRequests.applies(kubeConfig)) routeHotWrites(core, custom, new JsonRequests(kubeConfig));
+  // The per-target writes of a rollout skip client-node's generated path (jsonRequests.ts, ADR 0047), and watches
+  // read their stream without node-fetch and readline (jsonWatch.ts, ADR 0062).
+  const plain = JsonRequests.applies(kubeConfig);
+  if (plain) routeHotWrites(core, custom, new JsonRequests(kubeConfig));
   return {
     kubeConfig,
     budget,
@@ -140,6 +143,6 @@ export function kubeClientsOf(kubeConfig: BudgetedKubeConfig): KubeClients {
     coordination: kubeConfig.makeApiClient(CoordinationV1Api),
     custom,
     objects: KubernetesObjectApi.makeApiClient(kubeConfig),
-    watch: new Watch(kubeConfig),
+    watch: plain ? new JsonWatch(kubeConfig) : new Watch(kubeConfig),
   };
 }
