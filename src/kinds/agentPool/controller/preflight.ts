@@ -1,7 +1,7 @@
-import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { AppError, ErrorCode, isAppError } from '../../../errors.js';
 import { refusal } from '../../../controllers/dryRunRefusal.js';
-import { kubeCall, type KubeClients } from '../../../kube/index.js';
+import { kubeCall, mergePatchOptions, type KubeClients } from '../../../kube/index.js';
 import { type AgentSettings, agentPodManifest } from './manifests.js';
 import { ANNOTATION_HELD_BY, ANNOTATION_HOLD, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, LABEL_CLUSTER_NETWORK, ROLLPLANE_HOLD_VALUE } from './names.js';
 import type { IPPool } from './types.js';
@@ -15,7 +15,8 @@ import type { IPPool } from './types.js';
  * answer (the webhook has no endpoints, times out). `details.reason` is PREFLIGHT_REFUSED (../dryRunRefusal.ts).
  */
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** The dry-run holds (one per pool) take the plain JSON path, as the holds themselves (src/kube/jsonRequests.ts). */
+const mergePatch = mergePatchOptions();
 const CONCURRENCY = 16;
 
 /** The hold a rollout writes on a pool (the same merge patch `prepare` sends). */
