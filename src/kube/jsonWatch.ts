@@ -29,8 +29,8 @@ export class JsonWatch extends Watch {
   override async watch(
     path: string,
     queryParams: Record<string, unknown>,
-    callback: (phase: string, apiObj: any, watchObj?: any) => void,
-    done: (err: any) => void,
+    callback: WatchCallback,
+    done: Parameters<Watch['watch']>[3],
   ): Promise<AbortController> {
     const options: https.RequestOptions = { headers: {} };
     await this.kubeConfig.applyToHTTPSOptions(options);
@@ -91,7 +91,9 @@ export class JsonWatch extends Watch {
   }
 }
 
-function deliver(line: string, callback: (phase: string, apiObj: any, watchObj?: any) => void): void {
+type WatchCallback = Parameters<Watch['watch']>[2];
+
+function deliver(line: string, callback: WatchCallback): void {
   let event: { type: string; object: unknown };
   try {
     event = JSON.parse(line) as { type: string; object: unknown };
