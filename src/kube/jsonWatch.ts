@@ -52,7 +52,6 @@ export class JsonWatch extends Watch {
         hostname: this.base.hostname,
         port: this.base.port,
         path: `${this.base.pathname.replace(/\/$/, '')}${path}?${query}`,
-        signal: controller.signal,
       },
       (response) => {
         response.on('error', doneOnce);
@@ -86,6 +85,9 @@ export class JsonWatch extends Watch {
       },
     );
     request.on('error', doneOnce);
+    // Ended by destroying the request, with no error: http's own `signal` option destroys it with an AbortError, which
+    // surfaced as an uncaught exception when the watch was ended from inside an event (an informer's 410 relist).
+    controller.signal.addEventListener('abort', () => request.destroy(), { once: true });
     request.end();
     return controller;
   }
