@@ -23,7 +23,9 @@ export default defineConfig({
     // `heavy`, `npm run test:all` and CI both. `npx vitest run <file>` finds a file in whichever it belongs to.
     projects: [
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...HEAVY_GLOBS] } },
-      { extends: true, test: { name: 'heavy', include: HEAVY_GLOBS } },
+      // End-to-end scenarios wait on conditions, each with a safety net against a hang; the test's own limit is a net
+      // too, wide enough for a scenario of many phases on a loaded 2-core machine (one took 60 s at load 16).
+      { extends: true, test: { name: 'heavy', include: HEAVY_GLOBS, testTimeout: 300_000 } },
     ],
   },
 });

@@ -156,7 +156,9 @@ export async function startRig(options: RigOptions = {}): Promise<Rig> {
       }
       return out;
     },
-    waitFor: (what, check, timeoutMs = 20_000) => until(what, check, timeoutMs),
+    // A safety net for a hang, not a measure: it waits on the condition, and on a loaded 2-core machine (CI beside other
+    // work) an upstream rolling update takes several times what it takes idle. 20 s was reached at load 16.
+    waitFor: (what, check, timeoutMs = 120_000) => until(what, check, timeoutMs),
     async stopApp() {
       await app?.stop();
       app = undefined;
@@ -181,7 +183,7 @@ export const BUMP = `mutation Bump($input: BumpAgentImageInput!) {
 export const ROLLOUT = `query R($id: ID!) { rollout(id: $id) { id state message progress { total pending progressing succeeded failed skipped cancelled }
   targets { edges { node { namespace name state error fromVersion toVersion } } } } }`;
 
-export async function waitForRollout(rig: Rig, id: string, states: string[], timeoutMs = 30_000): Promise<any> {
+export async function waitForRollout(rig: Rig, id: string, states: string[], timeoutMs = 120_000): Promise<any> {
   return rig.waitFor(
     `rollout ${id} in ${states.join('|')}`,
     async () => {
