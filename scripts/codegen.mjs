@@ -59,6 +59,7 @@ const outputs = [
       mappers: {
         Rollout: '../resolvers/models.js#RolloutModel',
         RolloutTarget: '../resolvers/models.js#RolloutTargetModel',
+        PlanItem: '../resolvers/models.js#PlanItemModel',
         RolloutStrategy: '../resolvers/models.js#RolloutStrategyModel',
         // A kind's object types are its views (src/kinds/<kind>/plan.ts, ADR 0045): only generated code names them here.
         AgentPool: '../../kinds/agentPool/plan.js#AgentPoolView',

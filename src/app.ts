@@ -6,6 +6,7 @@ import { startKubernetes, type KubeConnection } from './kubeConnection.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics, type AppMetrics } from './metrics.js';
 import { startApi } from './start/api.js';
+import { clusterPortsOf } from './start/clusterPorts.js';
 import { compose } from './start/compose.js';
 import type { MemberRuntimes } from './clusters/MemberRuntimes.js';
 import { startControllers } from './start/controllers.js';
@@ -48,7 +49,11 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     const memberClusters = started(await startMemberClusters(config, { logger, metrics, history, kube }));
     const controllers = started(await startControllers(config, { logger, metrics, history, kube, members: memberClusters.connections }));
     const readiness = [...history.readiness, kube.readiness, controllers.readiness];
-    const domain: Domain = { ...controllers.domain, clusters: memberClusters.admin };
+    const domain: Domain = {
+      ...controllers.domain,
+      clusters: memberClusters.admin,
+      clusterPorts: clusterPortsOf(controllers.domain, memberClusters.registry, memberClusters.connections, controllers.memberRuntimes),
+    };
     const api = started(await startApi(config, { logger, metrics, history, domain, readiness, scrape: controllers.scrape }));
     await controllers.run();
     return {

@@ -1,5 +1,6 @@
 import type { TokenService } from '../auth/TokenService.js';
 import type { AuditLog } from './AuditLog.js';
+import type { ClusterPorts } from './clusterSelection.js';
 import type { MemberClusterAdmin } from './clusters/MemberClusterAdmin.js';
 import type { EventLog } from './EventLog.js';
 import type { NotificationService } from './notifications/NotificationService.js';
@@ -51,6 +52,11 @@ export interface Domain extends KindPorts {
    * the member clusters started (src/app.ts).
    */
   clusters?: MemberClusterAdmin;
+  /**
+   * The kinds' query ports per member cluster, what a bump across clusters plans from and a list's `cluster` reads
+   * (docs/adr/0058-bump-across-clusters.md); set by the composition root. Absent: `local` alone.
+   */
+  clusterPorts?: ClusterPorts;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

@@ -4,6 +4,7 @@
  * any resolver runs, and again by each kind's input schema, so that a caller other than GraphQL gets the same rules.
  */
 import { z } from 'zod';
+import { memberClusterSelectionInput } from '../clusterSelection.js';
 
 /** Longest accepted value of each cause field, in characters. */
 export const CAUSE_LIMITS = Object.freeze({ actor: 200, runUrl: 2000, commit: 200, message: 2000 });
@@ -54,6 +55,8 @@ export const launchInputFields = {
     })
     .nullish(),
   dryRun: z.boolean().nullish(),
+  /** Which member clusters the bump spans (ADR 0058); absent: `local`. */
+  memberClusters: memberClusterSelectionInput,
 };
 
 /** `rollbackRollout(input:)`. */

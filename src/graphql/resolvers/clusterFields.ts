@@ -7,4 +7,6 @@ import type { Resolvers } from '../generated/resolvers.js';
  */
 export const clusterFieldResolvers: Resolvers = {
   RolloutTarget: { cluster: (target) => target.cluster ?? LOCAL_CLUSTER },
+  // A plan's items, as a bump answers them (ADR 0058): grouped by cluster, each naming its own.
+  PlanItem: { cluster: (item) => item.cluster ?? LOCAL_CLUSTER },
 };

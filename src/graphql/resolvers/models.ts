@@ -5,6 +5,7 @@
  * rollout kind's object types map to its own views (src/kinds/<kind>/plan.ts) in codegen.mjs, not through here.
  */
 export type { Rollout as RolloutModel, RolloutTarget as RolloutTargetModel } from '../../domain/RolloutService.js';
+export type { PlanItem as PlanItemModel } from '../../domain/RolloutLauncher.js';
 
 /**
  * A rollout's typed strategy (defaults filled in by its kind's contract). `RolloutStrategy`'s shared fields resolve by

@@ -45,7 +45,7 @@ export const agentPoolsResolvers: Resolvers = {
     // Validated before anything else: bad input is BAD_USER_INPUT even where no agent-pool controller runs.
     bumpAgentImage: (_, args, ctx) => {
       const input = parseInput(bumpAgentImageInput, args.input);
-      return bumpAgentImage(ctx.domain, pools(ctx), input, idempotencyScopeOf(ctx));
+      return bumpAgentImage(ctx.domain, input, idempotencyScopeOf(ctx));
     },
   },
 

@@ -4,7 +4,8 @@
  * `AgentPoolQueries` from its informer caches.
  */
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../../domain/labelSelector.js';
-import { ConflictError, ValidationError } from '../../errors.js';
+import { ConflictError, NotImplementedError, ValidationError } from '../../errors.js';
+import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { Domain } from '../../domain/Domain.js';
 import type { DriftItem } from '../../domain/drift.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
@@ -169,28 +170,86 @@ export async function agentPoolDrift(queries: AgentPoolQueries): Promise<AgentPo
 /** What `bumpAgentImage` takes: the input as the agent-pool contract validated it (`bumpAgentImageInput`). */
 export type { BumpAgentImageRequest } from './contract.js';
 
+/** How the agent-pool kind reaches its query port in a cluster (src/domain/clusterSelection.ts). */
+export const AGENT_POOL_PORT: KindPortRequest<AgentPoolQueries> = {
+  kind: 'AGENT_POOL',
+  pick: (ports) => ports.agentPools,
+  missingLocal: () => new NotImplementedError('agent pools (no agent-pool controller runs in this rollplane)'),
+};
+
+/** One cluster's part of a bump: its targets, the mode its pools run in there, and the image as that cluster admits it. */
+interface ClusterPart {
+  cluster: string;
+  queries: AgentPoolQueries;
+  mode: 'COEXIST' | 'DIRECT';
+  image: string;
+  plan: RolloutPlan<AgentPoolStrategy>;
+}
+
 /**
  * Plans a new agent image for the selected pools and launches it. Held (hold annotation) and paused pools are skipped
  * with their reason, as are pools already on the image; a semver downgrade of any changing pool is refused unless
- * `allowDowngrade`. Dry runs, idempotency keys and overlap rules are the launcher's.
+ * `allowDowngrade`. Across member clusters (`memberClusters`, ADR 0058) each cluster is planned from its own caches
+ * with its own checks (mode, image admission, preflight); a selection of pools that matches nothing in one cluster
+ * leaves it out, and nothing at all is BAD_USER_INPUT. Dry runs, idempotency keys and overlap rules are the launcher's.
  */
 export async function bumpAgentImage(
-  domain: Pick<Domain, 'launcher'>,
-  queries: AgentPoolQueries,
+  domain: Pick<Domain, 'launcher' | 'clusterPorts' | 'agentPools'>,
   input: BumpAgentImageRequest,
   idempotencyScope: string,
 ): Promise<LaunchResult> {
   const { pools: selection, strategy } = input;
+  const clusters = await kindPortsAcross(domain, input.memberClusters, AGENT_POOL_PORT);
+  const parts = await Promise.all(clusters.map(({ cluster, queries }) => planInCluster(cluster, queries, input)));
+  const planned = parts.filter((part) => part.plan.targets.length > 0);
+  if (planned.length === 0)
+    throw new ValidationError('input.pools', clusters.length > 1 ? 'selects no IPPool in any selected member cluster' : 'selects no IPPool');
+  const byCluster = new Map(planned.map((part) => [part.cluster, part]));
+  const plan = await planAcrossClusters<AgentPoolStrategy>(
+    planned.map((part) => part.cluster),
+    async (cluster) => byCluster.get(cluster)!.plan,
+  );
+  // The clusters admitted the same image (planAcrossClusters refuses different ones).
+  const image = planned[0]!.image;
+  const changing = plan.targets.filter((t) => !t.skipReason);
+  if (!input.allowDowngrade) {
+    const downgrade = changing.find((t) => t.fromVersion && safeIsDowngrade(t.fromVersion, image));
+    if (downgrade) {
+      throw new ValidationError(
+        'input.image',
+        `${image} is a downgrade of ${downgrade.fromVersion} (pool ${downgrade.cluster ? `${downgrade.cluster}:` : ''}${downgrade.namespace}/${downgrade.name}); pass allowDowngrade: true to do it anyway`,
+      );
+    }
+  }
+  // Before anything is written (dry runs included: they say whether the rollout could start): what the rollout writes
+  // first must be admitted in each cluster — every hold, the controller's image, or an agent's creation (issue 27).
+  for (const part of planned) {
+    const own = part.plan.targets.filter((t) => !t.skipReason);
+    if (own.length > 0) await part.queries.preflight?.(image, own);
+  }
+  const fromVersions = new Set(changing.map((t) => t.fromVersion));
+  const { cause: _cause, dryRun: _dryRun, ...request } = input;
+  return domain.launcher.launch({
+    plan: { ...plan, fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null, selector: selection, strategy },
+    cause: input.cause ?? {},
+    idempotencyKey: scopedKey(idempotencyScope, input.idempotencyKey),
+    dryRun: input.dryRun === true,
+    supersede: input.supersede === true,
+    request,
+    // One cluster beside the vm-dhcp-controller is enough for its one-image rule (ADR 0058: a mix of modes).
+    ...(planned.some((part) => part.mode === 'COEXIST') ? { guard: refuseOtherControllerImage(image) } : {}),
+  });
+}
+
+/** One cluster's pools planned from its own caches, with its own refusals (mode, image admission). */
+async function planInCluster(cluster: string, queries: AgentPoolQueries, input: BumpAgentImageRequest): Promise<ClusterPart> {
   // Refuse before planning when the cluster does not allow the configured mode (e.g. direct beside the controller).
   const mode = await queries.checkRollout();
   // The image as the agents will run it (beside the controller: as its release parses --image).
   const image = queries.admitImage ? await queries.admitImage(input.image) : input.image;
-
   const pools = (await queries.all())
-    .filter((p) => matchesPoolSelection(selection, p))
+    .filter((p) => matchesPoolSelection(input.pools, p))
     .sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0));
-  if (pools.length === 0) throw new ValidationError('input.pools', 'selects no IPPool');
-
   const targets: NewTarget[] = pools.map((p) => {
     // Planned from the cluster, not from what rollouts decided (desiredImage): beside the controller a pool moves from
     // what it runs; in direct mode from the image its status records.
@@ -205,38 +264,13 @@ export async function bumpAgentImage(
           : undefined;
     return { namespace: p.namespace, name: p.name, fromVersion: from, toVersion: image, ...(skipReason ? { skipReason } : {}) };
   });
-  if (!input.allowDowngrade) {
-    const downgrade = targets.find((t) => !t.skipReason && t.fromVersion && safeIsDowngrade(t.fromVersion, image));
-    if (downgrade) {
-      throw new ValidationError(
-        'input.image',
-        `${image} is a downgrade of ${downgrade.fromVersion} (pool ${downgrade.namespace}/${downgrade.name}); pass allowDowngrade: true to do it anyway`,
-      );
-    }
-  }
-  const changing = targets.filter((t) => !t.skipReason);
-  // Before anything is written (dry runs included: they say whether the rollout could start): what the rollout writes
-  // first must be admitted — every hold, the controller's image, or an agent's creation (issue 27).
-  if (changing.length > 0) await queries.preflight?.(image, changing);
-  const fromVersions = new Set(changing.map((t) => t.fromVersion));
-  const plan: RolloutPlan<AgentPoolStrategy> = {
-    kind: 'AGENT_POOL',
-    fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null,
-    toVersion: image,
-    selector: selection,
-    strategy,
-    targets,
+  return {
+    cluster,
+    queries,
+    mode,
+    image,
+    plan: { kind: 'AGENT_POOL', fromVersion: null, toVersion: image, selector: input.pools, strategy: input.strategy, targets },
   };
-  const { cause: _cause, dryRun: _dryRun, ...request } = input;
-  return domain.launcher.launch({
-    plan,
-    cause: input.cause ?? {},
-    idempotencyKey: scopedKey(idempotencyScope, input.idempotencyKey),
-    dryRun: input.dryRun === true,
-    supersede: input.supersede === true,
-    request,
-    ...(mode === 'COEXIST' ? { guard: refuseOtherControllerImage(image) } : {}),
-  });
 }
 
 /**

@@ -6,6 +6,7 @@
 import { matchesLabelSelector, parseLabelSelector } from '../../domain/labelSelector.js';
 import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationError } from '../../errors.js';
 import type { Domain } from '../../domain/Domain.js';
+import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { DriftItem } from '../../domain/drift.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { pageByKey, type KeyedPage } from '../../util/pagination.js';
@@ -237,10 +238,16 @@ export function choosePeerRuntimeClass(requested: string | null | undefined, fou
 
 /** The `bumpNodeAgentImage` mutation: validate, plan, launch (dry run, idempotency, overlap rules). */
 export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentImageRequest, idempotencyScope: string): Promise<LaunchResult> {
-  const queries = domain.nodeAgents;
-  if (!queries) throw new NotImplementedError('bumpNodeAgentImage (node agent rollouts)');
-  const declared = await queries.agentRuntimeClass?.(input.namespace, input.name);
-  const plan = planNodeAgentBump(input, queries, declared);
+  const clusters = await kindPortsAcross(domain, input.memberClusters, NODE_AGENT_PORT);
+  // Each cluster's DaemonSet planned from its own caches; one rollout has one strategy (mode, deadline), so clusters
+  // whose DaemonSets would default them differently are refused by planAcrossClusters (ADR 0058).
+  const plan = await planAcrossClusters(
+    clusters.map((c) => c.cluster),
+    async (cluster) => {
+      const queries = clusters.find((c) => c.cluster === cluster)!.queries;
+      return planNodeAgentBump(input, queries, await queries.agentRuntimeClass?.(input.namespace, input.name));
+    },
+  );
   const { cause, dryRun, ...request } = input;
   return domain.launcher.launch({
     plan,
@@ -250,6 +257,13 @@ export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentIma
     request,
   });
 }
+
+/** How the node-agent kind reaches its query port in a cluster (src/domain/clusterSelection.ts). */
+export const NODE_AGENT_PORT: KindPortRequest<NodeAgentQueries> = {
+  kind: 'NODE_AGENT',
+  pick: (ports) => ports.nodeAgents,
+  missingLocal: () => new NotImplementedError('bumpNodeAgentImage (node agent rollouts)'),
+};
 
 /**
  * Reads a node-agent rollout's DaemonSet back: from the selector planNodeAgentBump wrote, or, for a rollback (whose

@@ -13,6 +13,7 @@ import { clusterUpgradeObserved } from './events.js';
 import { createHash } from 'node:crypto';
 import { ConflictError, NotImplementedError, ValidationError } from '../../errors.js';
 import type { Domain } from '../../domain/Domain.js';
+import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { DriftItem } from '../../domain/drift.js';
 import { scopedKey } from '../../domain/RolloutLauncher.js';
 import { EventType, type StoredEvent } from '../../domain/events.js';
@@ -119,7 +120,7 @@ export interface VirtualClusterFilter {
 }
 
 function ports(domain: Domain): VirtualClusterQueries {
-  if (!domain.virtualClusters) throw new NotImplementedError('virtual clusters (no vcluster controller is set up)');
+  if (!domain.virtualClusters) throw VIRTUAL_CLUSTER_PORT.missingLocal();
   return domain.virtualClusters;
 }
 
@@ -356,7 +357,37 @@ function refuseConcurrentChange(clusterVersion: string): LaunchGuard {
  * to the launcher (dry run, idempotency, overlap rules).
  */
 export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersionRequest, idempotencyScope: string): Promise<LaunchResult> {
-  const queries = ports(domain);
+  const clusters = await kindPortsAcross(domain, input.memberClusters, VIRTUAL_CLUSTER_PORT);
+  const planned = await Promise.all(clusters.map(async ({ cluster, queries }) => ({ cluster, planned: await planClusterVersionIn(queries, input) })));
+  const byCluster = new Map(planned.map((p) => [p.cluster, p.planned.plan]));
+  // One rollout, one strategy: the ClusterVersion change each cluster's was planned from must be the same (ADR 0058).
+  const plan = await planAcrossClusters<VirtualClusterStrategy>(
+    clusters.map((c) => c.cluster),
+    async (cluster) => byCluster.get(cluster)!,
+  );
+  const { cause, dryRun, idempotencyKey, ...request } = input;
+  return domain.launcher.launch({
+    plan,
+    cause: cause ?? {},
+    idempotencyKey: scopedKey(idempotencyScope, idempotencyKey),
+    dryRun: dryRun === true,
+    request,
+    guard: refuseConcurrentChange(planned[0]!.planned.clusterVersion),
+  });
+}
+
+/** How the virtual-cluster kind reaches its query port in a cluster (src/domain/clusterSelection.ts). */
+export const VIRTUAL_CLUSTER_PORT: KindPortRequest<VirtualClusterQueries> = {
+  kind: 'VIRTUAL_CLUSTER',
+  pick: (ports) => ports.virtualClusters,
+  missingLocal: () => new NotImplementedError('virtual clusters (no vcluster controller is set up)'),
+};
+
+/** One member cluster's plan of a ClusterVersion change, from its own caches, with its own refusals and preflight. */
+async function planClusterVersionIn(
+  queries: VirtualClusterQueries,
+  input: BumpClusterVersionRequest,
+): Promise<{ plan: RolloutPlan<VirtualClusterStrategy>; clusterVersion: string }> {
   if (!queries.partialUpgradeEnabled()) {
     throw new ConflictError('the ClusterVersionPartialUpgrade feature gate is off: no virtual cluster would be upgraded');
   }
@@ -426,15 +457,7 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
   if (upstream) throw new ConflictError(`refused: ${upstream}`);
   const changing = targets.filter((t) => !t.skipReason);
   if (changing.length > 0) await queries.preflight?.(changing);
-  const { cause, dryRun, idempotencyKey, ...request } = input;
-  return domain.launcher.launch({
-    plan,
-    cause: cause ?? {},
-    idempotencyKey: scopedKey(idempotencyScope, idempotencyKey),
-    dryRun: dryRun === true,
-    request,
-    guard: refuseConcurrentChange(cv.name),
-  });
+  return { plan, clusterVersion: cv.name };
 }
 
 declare module '../../domain/Domain.js' {
