@@ -1,4 +1,4 @@
-import type { CauseInput } from './generated/graphql.js';
+import type { CauseInput, MemberClusterSelectorInput } from './generated/graphql.js';
 import { defaultIdempotencyKey, type CauseFields, type CiContext } from './ciContext.js';
 
 /**
@@ -15,6 +15,10 @@ export interface CauseOptions {
   message?: string;
   /** A key, or false for `--no-idempotency-key`. */
   idempotencyKey?: string | false;
+  /** `--clusters a,b` (repeatable): member clusters by name. */
+  clusters?: string[];
+  /** `--cluster-selector tier=edge`: member clusters by label. */
+  clusterSelector?: string;
 }
 
 /** A mutation input (typed by the generated schema types) and what it targets. */
@@ -52,9 +56,19 @@ interface CommonInput {
   cause?: CauseInput | null;
   idempotencyKey?: string | null;
   dryRun?: boolean | null;
+  memberClusters?: MemberClusterSelectorInput | null;
 }
 
-/** Adds what every bump input has (cause, idempotency key, dry run) to a kind's input. */
+/** `--clusters` and `--cluster-selector` → the bump's `memberClusters`; undefined when neither is given (`local`). */
+export function memberClustersFrom(options: CauseOptions): MemberClusterSelectorInput | undefined {
+  const names = sorted(options.clusters);
+  const selection: MemberClusterSelectorInput = {};
+  if (names.length) selection.names = names;
+  if (options.clusterSelector !== undefined) selection.labelSelector = options.clusterSelector;
+  return Object.keys(selection).length ? selection : undefined;
+}
+
+/** Adds what every bump input has (member clusters, cause, idempotency key, dry run) to a kind's input. */
 export function withCommon<TInput extends CommonInput>(
   input: TInput,
   ci: CiContext,
@@ -64,9 +78,20 @@ export function withCommon<TInput extends CommonInput>(
   dryRun: boolean,
 ): BuiltInput<TInput> {
   const cause = causeFrom(ci, options);
-  const key = idempotencyKeyFor(ci, options, operation, target, dryRun);
+  const memberClusters = memberClustersFrom(options);
+  // The clusters are part of what is targeted: the same pools in edge-1 and in edge-2 are two bumps with two keys.
+  const targeted = memberClusters
+    ? `${target};memberClusters=${[...(memberClusters.names ?? []), ...(memberClusters.labelSelector !== undefined ? [`selector=${memberClusters.labelSelector}`] : [])].join(',')}`
+    : target;
+  const key = idempotencyKeyFor(ci, options, operation, targeted, dryRun);
   return {
-    input: { ...input, ...(cause ? { cause } : {}), ...(key ? { idempotencyKey: key } : {}), ...(dryRun ? { dryRun: true } : {}) },
-    target,
+    input: {
+      ...input,
+      ...(memberClusters ? { memberClusters } : {}),
+      ...(cause ? { cause } : {}),
+      ...(key ? { idempotencyKey: key } : {}),
+      ...(dryRun ? { dryRun: true } : {}),
+    },
+    target: targeted,
   };
 }

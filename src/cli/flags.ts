@@ -83,6 +83,16 @@ export function dnsLabel(raw: string): string {
   return raw;
 }
 
+/** `a,b,c` of DNS-1123 labels (member cluster names), repeatable: the lists add up. */
+export function dnsLabelList(raw: string, previous: string[] | undefined): string[] {
+  const names = raw
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (names.length === 0) throw new InvalidArgumentError('Expected one or more names separated by commas.');
+  return [...(previous ?? []), ...names.map(dnsLabel)];
+}
+
 export function dnsSubdomain(raw: string): string {
   const problem = namesProblem(isDns1123Subdomain(raw));
   if (problem) throw new InvalidArgumentError(`Expected a DNS-1123 name: ${problem}.`);

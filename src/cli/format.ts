@@ -76,19 +76,33 @@ export function formatPlan(plan: readonly PlanItem[], full = false): string {
   if (plan.length === 0) return 'plan: no targets matched';
   const shown =
     full || plan.length <= PLAN_ROWS ? plan : [...plan].sort((a, b) => Number(b.action === 'change') - Number(a.action === 'change')).slice(0, PLAN_ROWS);
-  const rows = table(
-    ['TARGET', 'ACTION', 'FROM', 'TO', 'REASON'],
-    shown.map((item) => [
-      item.namespace ? `${item.namespace}/${item.name}` : item.name,
-      item.action,
-      version(item.fromVersion),
-      item.toVersion,
-      item.reason ?? '',
-    ]),
-  );
+  const rows = (items: readonly PlanItem[]) =>
+    table(
+      ['TARGET', 'ACTION', 'FROM', 'TO', 'REASON'],
+      items.map((item) => [
+        item.namespace ? `${item.namespace}/${item.name}` : item.name,
+        item.action,
+        version(item.fromVersion),
+        item.toVersion,
+        item.reason ?? '',
+      ]),
+    );
   const rest = plan.length - shown.length;
-  return [`plan: ${describePlan(plan)}`, rows, ...(rest > 0 ? [`… and ${rest} more targets (--plan lists them all)`] : [])].join('\n');
+  const more = rest > 0 ? [`… and ${rest} more targets (--plan lists them all)`] : [];
+  const clusters = [...new Set(plan.map(clusterOfItem))];
+  // A plan in `local` alone reads as it always did; across member clusters, one table per cluster, in the plan's order.
+  if (clusters.length === 1 && clusters[0] === LOCAL) return [`plan: ${describePlan(plan)}`, rows(shown), ...more].join('\n');
+  const groups = clusters.map((cluster) => {
+    const own = plan.filter((item) => clusterOfItem(item) === cluster);
+    const visible = shown.filter((item) => clusterOfItem(item) === cluster);
+    return [`cluster ${cluster}: ${describePlan(own)}`, ...(visible.length > 0 ? [rows(visible)] : [])].join('\n');
+  });
+  return [`plan: ${describePlan(plan)} in ${clusters.length} member cluster${clusters.length === 1 ? '' : 's'}`, ...groups, ...more].join('\n');
 }
+
+/** The member cluster rollplane runs against: a plan item names it (an older server's answer has no cluster). */
+const LOCAL = 'local';
+const clusterOfItem = (item: PlanItem) => item.cluster ?? LOCAL;
 
 export function formatBump(payload: BumpPayload, fullPlan = false): string {
   if (payload.dryRun) {

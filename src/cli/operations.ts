@@ -41,7 +41,8 @@ export type { RolloutState } from './generated/graphql.js';
 export type RolloutView = RolloutSummaryFragment & Partial<Pick<RolloutFullFragment, 'failedTargets' | 'inFlight'>>;
 export type RolloutProgress = RolloutSummaryFragment['progress'];
 export type BumpPayload = BumpResultFragment;
-export type PlanItem = BumpResultFragment['plan'][number];
+/** A plan's target; `cluster` may be absent in an older server's answer (it is then `local`). */
+export type PlanItem = Omit<BumpResultFragment['plan'][number], 'cluster'> & { cluster?: string };
 export type RolloutUpdate = FollowSubscription['rolloutUpdated'];
 export type RolloutEvent = RolloutUpdate['event'];
 export type ApiTokenView = ApiTokenFieldsFragment;

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { ExitCode } from '../exitCodes.js';
+import * as flags from '../flags.js';
 import { formatBump, formatRollout, PLAN_ROWS } from '../format.js';
 import type { BumpPayload } from '../operations.js';
 import { addCommonOptions, addWaitOptions, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
@@ -20,7 +21,24 @@ async function runBump(ctx: CliContext, send: Promise<BumpPayload>, options: Wai
 
 /** The flags every bump shares, listed after the command's own. */
 const withSharedFlags = (command: Command) =>
-  addCommonOptions(addWaitOptions(addCauseOptions(command.option('--plan', `list every target of the plan (default: the first ${PLAN_ROWS} and a summary)`))));
+  addCommonOptions(
+    addWaitOptions(
+      addCauseOptions(
+        command
+          .option(
+            '--clusters <name,…>',
+            "member clusters the bump spans, by name (comma-separated, repeatable; default: local); each one's targets are selected inside it",
+            flags.dnsLabelList,
+          )
+          .option(
+            '--cluster-selector <labels>',
+            'member clusters the bump spans, by label selector, e.g. tier=edge (with --clusters: both)',
+            flags.labelSelector,
+          )
+          .option('--plan', `list every target of the plan (default: the first ${PLAN_ROWS} and a summary)`),
+      ),
+    ),
+  );
 
 /** What a kind's bump subcommand is registered with: the CLI's I/O, and the bump's shared flags and run. */
 export interface BumpKit {

@@ -245,6 +245,11 @@ export type BumpAgentImageInput = {
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
   dryRun?: boolean;
+  /**
+   * Which member clusters the bump spans: by name and/or label selector (the union); default `local`. Each cluster's
+   * targets are selected inside it as the rest of this input says, from that cluster's own state.
+   */
+  memberClusters?: MemberClusterSelectorInput | null | undefined;
   /** Allow a semver downgrade of the image tag. */
   allowDowngrade?: boolean;
   /** Replace active rollouts that cover the same pools instead of refusing with CONFLICT. */
@@ -291,6 +296,11 @@ export type BumpNodeAgentImageInput = {
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
   dryRun?: boolean;
+  /**
+   * Which member clusters the bump spans: by name and/or label selector (the union); default `local`. Each cluster's
+   * targets are selected inside it as the rest of this input says, from that cluster's own state.
+   */
+  memberClusters?: MemberClusterSelectorInput | null | undefined;
 };
 
 /** Changes to one control-plane component of a ClusterVersion. */
@@ -334,6 +344,23 @@ export type BumpClusterVersionInput = {
   idempotencyKey?: string | null | undefined;
   /** Return the plan without changing anything. */
   dryRun?: boolean;
+  /**
+   * Which member clusters the bump spans: by name and/or label selector (the union); default `local`. Each cluster's
+   * targets are selected inside it as the rest of this input says, from that cluster's own state.
+   */
+  memberClusters?: MemberClusterSelectorInput | null | undefined;
+};
+
+/**
+ * Member clusters a bump spans (docs/adr/0058-bump-across-clusters.md): those named and those whose labels match the
+ * selector. Empty or omitted: `local` alone. An unknown name, a selector matching no cluster, or a malformed selector is
+ * BAD_USER_INPUT; a selected cluster this rollplane cannot read now (unreachable, syncing) is UNAVAILABLE naming it.
+ */
+export type MemberClusterSelectorInput = {
+  /** Member cluster names (`local` among them when wanted). */
+  names?: Array<string> | null | undefined;
+  /** A Kubernetes label selector on the clusters' labels, e.g. `tier=edge,region in (eu-west)`. */
+  labelSelector?: string | null | undefined;
 };
 
 /** Options for a rollback. */
@@ -414,7 +441,7 @@ export type RolloutFullFragment = (
   & RolloutSummaryFragment
 );
 
-export type BumpResultFragment = { created: boolean, dryRun: boolean, rollout: RolloutFullFragment, plan: Array<{ namespace: string, name: string, fromVersion: string | null, toVersion: string, action: string, reason: string | null }> };
+export type BumpResultFragment = { created: boolean, dryRun: boolean, rollout: RolloutFullFragment, plan: Array<{ cluster: string, namespace: string, name: string, fromVersion: string | null, toVersion: string, action: string, reason: string | null }> };
 
 export type ApiTokenFieldsFragment = { id: string, name: string, role: Role, createdAt: string, expiresAt: string | null, revokedAt: string | null, lastUsedAt: string | null };
 
@@ -752,6 +779,7 @@ export const BumpResultFragmentDoc = new TypedDocumentString(`
     ...RolloutFull
   }
   plan {
+    cluster
     namespace
     name
     fromVersion
@@ -1931,6 +1959,7 @@ fragment BumpResult on BumpPayload {
     ...RolloutFull
   }
   plan {
+    cluster
     namespace
     name
     fromVersion
@@ -2014,6 +2043,7 @@ fragment BumpResult on BumpPayload {
     ...RolloutFull
   }
   plan {
+    cluster
     namespace
     name
     fromVersion
@@ -2097,6 +2127,7 @@ fragment BumpResult on BumpPayload {
     ...RolloutFull
   }
   plan {
+    cluster
     namespace
     name
     fromVersion
