@@ -64,6 +64,7 @@ const outputs = [
         // A kind's object types are its views (src/kinds/<kind>/plan.ts, ADR 0045): only generated code names them here.
         AgentPool: '../../kinds/agentPool/plan.js#AgentPoolView',
         VirtualCluster: '../../kinds/virtualCluster/plan.js#VirtualClusterView',
+        NodeAgentSet: '../../kinds/nodeAgent/plan.js#NodeAgentSet as NodeAgentSetView',
         Revision: '../resolvers/models.js#RevisionModel',
         AuditEntry: '../resolvers/models.js#AuditEntryModel',
         AgentRecreated: '../../kinds/agentPool/eventViews.js#AgentRecreatedView',

@@ -33,7 +33,7 @@ export function rootFieldsOf(document: DocumentNode, operation: OperationDefinit
 }
 
 /** Every root field node an operation can execute (as rootFieldsOf walks them), each occurrence, aliases included. */
-function rootFieldNodesOf(document: DocumentNode, operation: OperationDefinitionNode): FieldNode[] {
+export function rootFieldNodesOf(document: DocumentNode, operation: OperationDefinitionNode): FieldNode[] {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);

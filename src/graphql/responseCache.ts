@@ -1,7 +1,7 @@
 import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import type { WriteGeneration } from '../store/writeGeneration.js';
 import type { KindApi } from './kindApi.js';
-import { rootFieldsOf } from './operationFields.js';
+import { rootFieldNodesOf, rootFieldsOf } from './operationFields.js';
 
 /**
  * Answers to history and cluster-view queries, kept and served again until what they were read from changes
@@ -46,6 +46,14 @@ const SHARED_CACHED_ROOT_FIELDS: CachedRootFields = { history: ['rollouts', 'rol
 export function cachedRootFieldsOf(kinds: readonly Pick<KindApi, 'cachedRootFields'>[]): Required<CachedRootFields> {
   const all = [SHARED_CACHED_ROOT_FIELDS, ...kinds.map((kind) => kind.cachedRootFields ?? {})];
   return { history: all.flatMap((fields) => fields.history ?? []), cluster: all.flatMap((fields) => fields.cluster ?? []) };
+}
+
+/**
+ * Whether a root field names a member cluster (a `cluster` argument, ADR 0058): its answer is read from that member's
+ * runtime caches, whose changes the `cluster` generation (local's informers) does not follow, so it is not kept.
+ */
+function readsAMember(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+  return rootFieldNodesOf(document, operation).some((field) => field.arguments?.some((argument) => argument.name.value === 'cluster'));
 }
 
 /** What a kept answer was read from: its generation says when it stops being valid. */
@@ -107,7 +115,7 @@ export class ResponseCache {
     if (source === undefined) {
       const fields = operation.operation === 'query' ? rootFieldsOf(document, operation) : [];
       const all = (set: ReadonlySet<string>) => fields.length > 0 && fields.every((field) => set.has(field));
-      source = all(this.historyFields) ? 'history' : all(this.historyOrClusterFields) ? 'cluster' : null;
+      source = all(this.historyFields) ? 'history' : all(this.historyOrClusterFields) && !readsAMember(document, operation) ? 'cluster' : null;
       this.sources.set(operation, source);
     }
     return source ?? undefined;

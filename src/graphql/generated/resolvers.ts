@@ -4,6 +4,7 @@ import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } f
 import type { RolloutModel, RolloutTargetModel, PlanItemModel, RolloutStrategyModel, RevisionModel, AuditEntryModel, NotificationSubscriptionModel, NotificationDeliveryModel } from '../resolvers/models.js';
 import type { AgentPoolView } from '../../kinds/agentPool/plan.js';
 import type { VirtualClusterView } from '../../kinds/virtualCluster/plan.js';
+import type { NodeAgentSet as NodeAgentSetView } from '../../kinds/nodeAgent/plan.js';
 import type { AgentRecreatedView } from '../../kinds/agentPool/eventViews.js';
 import type { ClusterUpgradeView } from '../../kinds/virtualCluster/eventViews.js';
 import type { GraphQLContext } from '../context.js';
@@ -106,12 +107,14 @@ export type QueryAgentPoolsArgs = {
   filter?: InputMaybe<AgentPoolFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
 export type QueryAgentPoolArgs = {
   namespace: Scalars['String']['input'];
   name: Scalars['String']['input'];
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -119,18 +122,21 @@ export type QueryVirtualClustersArgs = {
   filter?: InputMaybe<VirtualClusterFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
 export type QueryVirtualClusterArgs = {
   namespace: Scalars['String']['input'];
   name: Scalars['String']['input'];
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
 export type QueryClusterVersionsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -142,12 +148,14 @@ export type QueryClusterVersionArgs = {
 export type QueryNodeAgentSetsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
 export type QueryNodeAgentSetArgs = {
   namespace: Scalars['String']['input'];
   name: Scalars['String']['input'];
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -612,6 +620,8 @@ export type AgentMode =
 /** An IPPool and its DHCP agent. */
 export type AgentPool = {
   __typename?: 'AgentPool';
+  /** The member cluster the pool is in (`local` for the cluster rollplane runs against). */
+  cluster: Scalars['String']['output'];
   namespace: Scalars['String']['output'];
   name: Scalars['String']['output'];
   /** The NetworkAttachmentDefinition `<namespace>/<name>`. */
@@ -757,6 +767,8 @@ export type AgentRecreatedFilter = {
 /** A tenant VirtualCluster and its control plane. */
 export type VirtualCluster = {
   __typename?: 'VirtualCluster';
+  /** The member cluster the VirtualCluster is in (`local` for the cluster rollplane runs against). */
+  cluster: Scalars['String']['output'];
   namespace: Scalars['String']['output'];
   name: Scalars['String']['output'];
   /** spec.clusterVersionName. */
@@ -924,6 +936,8 @@ export type UpgradeDurationStats = {
 /** A DaemonSet agent that rollplane updates node by node. */
 export type NodeAgentSet = {
   __typename?: 'NodeAgentSet';
+  /** The member cluster the DaemonSet is in (`local` for the cluster rollplane runs against). */
+  cluster: Scalars['String']['output'];
   namespace: Scalars['String']['output'];
   name: Scalars['String']['output'];
   /** Runtime class of the peer pods the agent serves (default kata-remote). */
@@ -2022,10 +2036,10 @@ export type ResolversTypes = {
   ClusterUpgradeObservation: ResolverTypeWrapper<ClusterUpgradeView>;
   ClusterUpgradeFilter: ClusterUpgradeFilter;
   UpgradeDurationStats: ResolverTypeWrapper<UpgradeDurationStats>;
-  NodeAgentSet: ResolverTypeWrapper<NodeAgentSet>;
+  NodeAgentSet: ResolverTypeWrapper<NodeAgentSetView>;
   NodeAgentState: ResolverTypeWrapper<NodeAgentState>;
-  NodeAgentSetConnection: ResolverTypeWrapper<NodeAgentSetConnection>;
-  NodeAgentSetEdge: ResolverTypeWrapper<NodeAgentSetEdge>;
+  NodeAgentSetConnection: ResolverTypeWrapper<Omit<NodeAgentSetConnection, 'edges'> & { edges: Array<ResolversTypes['NodeAgentSetEdge']> }>;
+  NodeAgentSetEdge: ResolverTypeWrapper<Omit<NodeAgentSetEdge, 'node'> & { node: ResolversTypes['NodeAgentSet'] }>;
   DriftItem: ResolverTypeWrapper<DriftItem>;
   DriftConnection: ResolverTypeWrapper<DriftConnection>;
   DriftEdge: ResolverTypeWrapper<DriftEdge>;
@@ -2138,10 +2152,10 @@ export type ResolversParentTypes = {
   ClusterUpgradeObservation: ClusterUpgradeView;
   ClusterUpgradeFilter: ClusterUpgradeFilter;
   UpgradeDurationStats: UpgradeDurationStats;
-  NodeAgentSet: NodeAgentSet;
+  NodeAgentSet: NodeAgentSetView;
   NodeAgentState: NodeAgentState;
-  NodeAgentSetConnection: NodeAgentSetConnection;
-  NodeAgentSetEdge: NodeAgentSetEdge;
+  NodeAgentSetConnection: Omit<NodeAgentSetConnection, 'edges'> & { edges: Array<ResolversParentTypes['NodeAgentSetEdge']> };
+  NodeAgentSetEdge: Omit<NodeAgentSetEdge, 'node'> & { node: ResolversParentTypes['NodeAgentSet'] };
   DriftItem: DriftItem;
   DriftConnection: DriftConnection;
   DriftEdge: DriftEdge;
@@ -2394,6 +2408,7 @@ export type ConditionResolvers<ContextType = GraphQLContext, ParentType extends 
 };
 
 export type AgentPoolResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['AgentPool'] = ResolversParentTypes['AgentPool']> = {
+  cluster?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   namespace?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   networkName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2459,6 +2474,7 @@ export type AgentRecreatedResolvers<ContextType = GraphQLContext, ParentType ext
 };
 
 export type VirtualClusterResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['VirtualCluster'] = ResolversParentTypes['VirtualCluster']> = {
+  cluster?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   namespace?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   clusterVersionName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2538,6 +2554,7 @@ export type UpgradeDurationStatsResolvers<ContextType = GraphQLContext, ParentTy
 };
 
 export type NodeAgentSetResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['NodeAgentSet'] = ResolversParentTypes['NodeAgentSet']> = {
+  cluster?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   namespace?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   peerRuntimeClass?: Resolver<ResolversTypes['String'], ParentType, ContextType>;

@@ -1,9 +1,11 @@
 import { readPayload } from '../../domain/eventPayloads.js';
-import { bumpAgentImage, listAgentPools, type AgentPoolQueries, type AgentPoolView } from './plan.js';
+import { AGENT_POOL_PORT, bumpAgentImage, listAgentPools, type AgentPoolQueries, type AgentPoolView } from './plan.js';
 import { EventType } from '../../domain/events.js';
 import { checkPageSize, pageOfRows, parseEventId } from '../../util/pagination.js';
 import { connectionOf, connectionOfItems } from '../../graphql/resolvers/connection.js';
-import { NotImplementedError, ValidationError } from '../../errors.js';
+import { ValidationError } from '../../errors.js';
+import { kindPortIn } from '../../domain/clusterSelection.js';
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../../graphql/context.js';
 import type { Resolvers } from '../../graphql/generated/resolvers.js';
 import { eventEdge } from '../../graphql/resolvers/mappers.js';
@@ -13,9 +15,19 @@ import { agentRecreatedView } from './eventViews.js';
 import { bumpAgentImageInput } from './contract.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
-function pools(ctx: GraphQLContext): AgentPoolQueries {
-  if (!ctx.domain.agentPools) throw new NotImplementedError('agent pools (no agent-pool controller runs in this rollplane)');
-  return ctx.domain.agentPools;
+/** The pools of one member cluster (its caches; `local` when none is named), each view naming a member's cluster. */
+async function poolsIn(ctx: GraphQLContext, cluster: string | null | undefined): Promise<AgentPoolQueries> {
+  const queries = await kindPortIn(ctx.domain, cluster, AGENT_POOL_PORT);
+  if (cluster == null || cluster === LOCAL_CLUSTER) return queries;
+  const named = (pool: AgentPoolView): AgentPoolView => ({ ...pool, cluster });
+  return {
+    ...queries,
+    all: async () => (await queries.all()).map(named),
+    get: async (namespace, name) => {
+      const pool = await queries.get(namespace, name);
+      return pool && named(pool);
+    },
+  };
 }
 
 function checkName(value: unknown, field: string): string {
@@ -30,15 +42,16 @@ function checkName(value: unknown, field: string): string {
 async function poolHistory(ctx: GraphQLContext, pool: AgentPoolView, first: number | undefined, after: string | undefined) {
   const size = checkPageSize(first, 50);
   const before = parseEventId(after);
-  const filter = { kind: 'AGENT_POOL' as const, namespace: pool.namespace, name: pool.name };
+  const filter = { kind: 'AGENT_POOL' as const, namespace: pool.namespace, name: pool.name, ...(pool.cluster ? { cluster: pool.cluster } : {}) };
   return connectionOfItems(pageOfRows(await ctx.domain.events.listBefore(filter, before, size + 1), size), eventEdge);
 }
 
 /** Resolvers for the agentPools part of the schema (merged with the others in index.ts). */
 export const agentPoolsResolvers: Resolvers = {
   Query: {
-    agentPools: async (_, args, ctx) => connectionOf(await listAgentPools(pools(ctx), args.filter, args.first, args.after)),
-    agentPool: async (_, args, ctx) => (await pools(ctx).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
+    agentPools: async (_, args, ctx) => connectionOf(await listAgentPools(await poolsIn(ctx, args.cluster), args.filter, args.first, args.after)),
+    agentPool: async (_, args, ctx) =>
+      (await (await poolsIn(ctx, args.cluster)).get(checkName(args.namespace, 'namespace'), checkName(args.name, 'name'))) ?? null,
   },
 
   Mutation: {
@@ -54,8 +67,9 @@ export const agentPoolsResolvers: Resolvers = {
   },
 
   AgentPool: {
+    cluster: (pool) => pool.cluster ?? LOCAL_CLUSTER,
     revisions: async (pool, args, ctx) => {
-      const page = await ctx.domain.rollouts.revisions('AGENT_POOL', pool.namespace, pool.name, args.first, args.after ?? undefined);
+      const page = await ctx.domain.rollouts.revisions('AGENT_POOL', pool.namespace, pool.name, args.first, args.after ?? undefined, pool.cluster);
       const items = page.items.map((r) => ({ cursor: r.cursor, node: { n: r.n, version: r.version, rolloutId: r.rolloutId, appliedAt: r.appliedAt } }));
       return connectionOf({ ...page, items });
     },

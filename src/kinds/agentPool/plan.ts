@@ -28,6 +28,8 @@ export interface PoolCondition {
 
 /** One IPPool and its agent, as the API shows it. */
 export interface AgentPoolView {
+  /** The member cluster whose caches it was read from, when another than `local` (a list's `cluster`, ADR 0058). */
+  cluster?: string;
   namespace: string;
   name: string;
   labels: Record<string, string>;

@@ -1,4 +1,6 @@
-import { bumpNodeAgentImage, pageNodeAgentSets, type NodeAgentQueries } from './plan.js';
+import { bumpNodeAgentImage, NODE_AGENT_PORT, pageNodeAgentSets, type NodeAgentQueries, type NodeAgentSet } from './plan.js';
+import { kindPortIn } from '../../domain/clusterSelection.js';
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 import { connectionOf } from '../../graphql/resolvers/connection.js';
 import { NotImplementedError, ValidationError } from '../../errors.js';
 import { idempotencyScopeOf, type GraphQLContext } from '../../graphql/context.js';
@@ -8,9 +10,22 @@ import { parseInput } from '../../domain/kinds/strategy.js';
 import { EventType } from '../../domain/events.js';
 import { nodeAgentReplacementView } from './eventViews.js';
 
-function nodeAgents(ctx: GraphQLContext): NodeAgentQueries {
-  if (!ctx.domain.nodeAgents) throw new NotImplementedError('node agent sets (no node-agent controller runs in this rollplane)');
-  return ctx.domain.nodeAgents;
+/** The node-agent sets of one member cluster (its caches; `local` when none is named), each naming a member's cluster. */
+async function nodeAgentsIn(ctx: GraphQLContext, cluster: string | null | undefined): Promise<NodeAgentQueries> {
+  const queries = await kindPortIn(ctx.domain, cluster, {
+    ...NODE_AGENT_PORT,
+    missingLocal: () => new NotImplementedError('node agent sets (no node-agent controller runs in this rollplane)'),
+  });
+  if (cluster == null || cluster === LOCAL_CLUSTER) return queries;
+  const named = (set: NodeAgentSet): NodeAgentSet => ({ ...set, cluster });
+  return {
+    ...queries,
+    listSets: () => queries.listSets().map(named),
+    getSet: (namespace, name) => {
+      const set = queries.getSet(namespace, name);
+      return set && named(set);
+    },
+  };
 }
 
 function checkName(value: unknown, field: string): string {
@@ -21,12 +36,15 @@ function checkName(value: unknown, field: string): string {
 /** Resolvers for the nodeAgents part of the schema (merged with the others in index.ts). */
 export const nodeAgentsResolvers: Resolvers = {
   Query: {
-    nodeAgentSets: (_, args, ctx) => connectionOf(pageNodeAgentSets(nodeAgents(ctx), args.first, args.after)),
-    nodeAgentSet: (_, args, ctx) => nodeAgents(ctx).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
+    nodeAgentSets: async (_, args, ctx) => connectionOf(pageNodeAgentSets(await nodeAgentsIn(ctx, args.cluster), args.first, args.after)),
+    nodeAgentSet: async (_, args, ctx) =>
+      (await nodeAgentsIn(ctx, args.cluster)).getSet(checkName(args.namespace, 'namespace'), checkName(args.name, 'name')) ?? null,
   },
   Mutation: {
     bumpNodeAgentImage: (_, args, ctx) => bumpNodeAgentImage(ctx.domain, parseInput(bumpNodeAgentImageInput, args.input), idempotencyScopeOf(ctx)),
   },
+
+  NodeAgentSet: { cluster: (set) => set.cluster ?? LOCAL_CLUSTER },
 
   // This kind's fields of a rollout's strategy (the shared ones resolve by name); null on the other kinds' rollouts.
   RolloutStrategy: {

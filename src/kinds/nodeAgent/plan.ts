@@ -47,6 +47,8 @@ export interface NodeAgentState {
 
 /** A DaemonSet rollplane manages as a node agent. */
 export interface NodeAgentSet {
+  /** The member cluster whose caches it was read from, when another than `local` (a list's `cluster`, ADR 0058). */
+  cluster?: string;
   namespace: string;
   name: string;
   peerRuntimeClass: string;

@@ -37,6 +37,8 @@ import { canonicalJson } from '../../util/canonicalJson.js';
 
 /** One VirtualCluster as the API shows it. */
 export interface VirtualClusterView {
+  /** The member cluster whose caches it was read from, when another than `local` (a list's `cluster`, ADR 0058). */
+  cluster?: string;
   namespace: string;
   name: string;
   clusterVersionName: string;
@@ -182,15 +184,26 @@ export async function getClusterVersion(domain: Domain, name: string): Promise<C
 }
 
 /** The cluster's newest ClusterUpgradeObserved event, if any. */
-export async function lastUpgradeOf(domain: Domain, namespace: string, name: string): Promise<StoredEvent | undefined> {
-  const [event] = await domain.events.listBefore({ types: [EventType.ClusterUpgradeObserved], kind: 'VIRTUAL_CLUSTER', namespace, name }, undefined, 1);
+export async function lastUpgradeOf(domain: Domain, namespace: string, name: string, cluster?: string): Promise<StoredEvent | undefined> {
+  const [event] = await domain.events.listBefore(
+    { types: [EventType.ClusterUpgradeObserved], kind: 'VIRTUAL_CLUSTER', namespace, name, ...(cluster ? { cluster } : {}) },
+    undefined,
+    1,
+  );
   return event;
 }
 
 /** The cluster's events (upgrade observations, rollout target changes), newest first; `after` is an event id. */
-export async function clusterHistory(domain: Domain, namespace: string, name: string, first: number | null | undefined, afterId: number | undefined) {
+export async function clusterHistory(
+  domain: Domain,
+  namespace: string,
+  name: string,
+  first: number | null | undefined,
+  afterId: number | undefined,
+  cluster?: string,
+) {
   const size = checkPageSize(first, 50);
-  const rows = await domain.events.listBefore({ kind: 'VIRTUAL_CLUSTER', namespace, name }, afterId, size + 1);
+  const rows = await domain.events.listBefore({ kind: 'VIRTUAL_CLUSTER', namespace, name, ...(cluster ? { cluster } : {}) }, afterId, size + 1);
   return pageOfRows(rows, size);
 }
 
