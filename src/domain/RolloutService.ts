@@ -124,6 +124,8 @@ export interface RolloutFilter {
   kind?: RolloutKind;
   states?: readonly RolloutState[];
   targetName?: string;
+  /** Only rollouts with a target in any of these member clusters. */
+  clusters?: readonly string[];
   createdAfter?: Date;
   createdBefore?: Date;
   search?: string;

@@ -104,6 +104,8 @@ export interface RolloutQueryFilter {
   kind?: string;
   states?: readonly string[];
   targetName?: string;
+  /** Only rollouts with a target in any of these member clusters (ADR 0058). */
+  clusters?: readonly string[];
   createdAfter?: Date;
   createdBefore?: Date;
   /** Case-insensitive (ASCII) substring of the versions, actor, commit, message or id; `%` and `_` are literal. */

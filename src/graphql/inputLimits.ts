@@ -33,6 +33,12 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'RolloutFilter.targetName': 253,
   'EventFilter.namespace': 253,
   'EventFilter.name': 253,
+  // Member cluster names are DNS-1123 labels (ADR 0048).
+  'EventFilter.cluster': 63,
+  'RolloutFilter.clusters': 63,
+  'AgentRecreatedFilter.clusters': 63,
+  'ClusterUpgradeFilter.clusters': 63,
+  'RolloutUpdateFilter.clusters': 63,
   'NotificationSinkInput.url': 2000,
   'NotificationSinkInput.secret': 256,
   'NotificationSinkInput.token': 256,

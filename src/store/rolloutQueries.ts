@@ -26,6 +26,12 @@ function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition, dialect: 
     conditions.push('r."id" IN (SELECT t."rolloutId" FROM "RolloutTarget" t WHERE t."name" = ?)');
     params.push(filter.targetName);
   }
+  if (filter.clusters && filter.clusters.length > 0) {
+    // Per rollout, its targets by the (rolloutId, cluster, namespace, name) key: a page of newest rollouts probes each
+    // one's key rather than scanning every target of the history for the cluster.
+    conditions.push(`EXISTS (SELECT 1 FROM "RolloutTarget" t WHERE t."rolloutId" = r."id" AND t."cluster" IN (${filter.clusters.map(() => '?').join(', ')}))`);
+    params.push(...filter.clusters);
+  }
   if (filter.createdAfter) {
     conditions.push('r."createdAt" >= ?');
     params.push(sqlDate(filter.createdAfter));

@@ -20,6 +20,7 @@ interface HistoryOptions {
   limit: number;
   search?: string;
   target?: string;
+  cluster?: string[];
   since?: number;
 }
 
@@ -40,6 +41,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
     .option('--limit <n>', 'how many rollouts', flags.integer(1, 500), 20)
     .option('--search <text>', 'case-insensitive substring of the version, actor, commit or message', flags.text(256))
     .option('--target <name>', 'only rollouts with a target of this name', flags.text(253))
+    .option('--cluster <name,…>', 'only rollouts with a target in any of these member clusters (comma-separated or repeated)', flags.dnsLabelList)
     .option('--since <duration>', 'only rollouts created in the last duration (e.g. 24h, 7d)', flags.duration(1, 10 * 365 * 86_400))
     .action(
       clientAction(io, setExitCode, async (ctx) => {
@@ -50,6 +52,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
         if (options.state?.length) filter.states = [...new Set(options.state)].flatMap((s) => STATE_VALUES.filter((v) => v === s));
         if (options.search !== undefined) filter.search = options.search;
         if (options.target !== undefined) filter.targetName = options.target;
+        if (options.cluster?.length) filter.clusters = [...new Set(options.cluster)].sort();
         if (options.since !== undefined) filter.createdAfter = new Date(Date.now() - options.since * 1000).toISOString();
         const { nodes: rollouts, totalCount } = await readPages(
           async (first, after) => (await ctx.client.request(HISTORY_QUERY, { filter, first, after })).rollouts,

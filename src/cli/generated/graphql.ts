@@ -39,6 +39,8 @@ export type RolloutFilter = {
   states?: Array<RolloutState> | null | undefined;
   /** Only rollouts with a target of this name (pool, cluster or node). */
   targetName?: string | null | undefined;
+  /** Only rollouts with a target in any of these member clusters (a rollout may span several). */
+  clusters?: Array<string> | null | undefined;
   /** Only rollouts created at or after this instant. */
   createdAfter?: string | null | undefined;
   /** Only rollouts created before this instant. */

@@ -459,6 +459,8 @@ export type RolloutFilter = {
   states?: InputMaybe<Array<RolloutState>>;
   /** Only rollouts with a target of this name (pool, cluster or node). */
   targetName?: InputMaybe<Scalars['String']['input']>;
+  /** Only rollouts with a target in any of these member clusters (a rollout may span several). */
+  clusters?: InputMaybe<Array<Scalars['String']['input']>>;
   /** Only rollouts created at or after this instant. */
   createdAfter?: InputMaybe<Scalars['DateTime']['input']>;
   /** Only rollouts created before this instant. */
@@ -578,6 +580,8 @@ export type EventFilter = {
   kind?: InputMaybe<RolloutKind>;
   namespace?: InputMaybe<Scalars['String']['input']>;
   name?: InputMaybe<Scalars['String']['input']>;
+  /** Only events about objects in this member cluster (a rollout's own state changes name none). */
+  cluster?: InputMaybe<Scalars['String']['input']>;
   /** Only events at or after this instant (from the first event stamped then or later: stamps never go back). */
   since?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -760,6 +764,8 @@ export type AgentRecreated = {
 export type AgentRecreatedFilter = {
   namespace?: InputMaybe<Scalars['String']['input']>;
   name?: InputMaybe<Scalars['String']['input']>;
+  /** Only events about objects in any of these member clusters: follow one cluster or a list. */
+  clusters?: InputMaybe<Array<Scalars['String']['input']>>;
   /** Only recreations caused by this rollout. */
   rolloutId?: InputMaybe<Scalars['ID']['input']>;
 };
@@ -910,6 +916,8 @@ export type ClusterUpgradeObservation = {
 export type ClusterUpgradeFilter = {
   /** Only upgrades to this ClusterVersion. */
   clusterVersion?: InputMaybe<Scalars['String']['input']>;
+  /** Only events about objects in any of these member clusters: follow one cluster or a list. */
+  clusters?: InputMaybe<Array<Scalars['String']['input']>>;
   namespace?: InputMaybe<Scalars['String']['input']>;
   name?: InputMaybe<Scalars['String']['input']>;
   /** Only upgrades admitted by this rollout. */
@@ -1868,6 +1876,8 @@ export type RolloutUpdate = {
 export type RolloutUpdateFilter = {
   /** Only this rollout. */
   rolloutId?: InputMaybe<Scalars['ID']['input']>;
+  /** Only target changes in any of these member clusters (a rollout's own state changes name none and are left out). */
+  clusters?: InputMaybe<Array<Scalars['String']['input']>>;
   /** Only rollouts of this kind. */
   kind?: InputMaybe<RolloutKind>;
 };

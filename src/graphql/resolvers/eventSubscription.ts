@@ -1,5 +1,5 @@
 import { ValidationError } from '../../errors.js';
-import type { EventFilter, EventType, StoredEvent } from '../../domain/events.js';
+import { clusterOfEvent, type EventFilter, type EventType, type StoredEvent } from '../../domain/events.js';
 import { parseEventId } from '../../util/pagination.js';
 import type { GraphQLContext } from '../context.js';
 import type { EventFilter as EventFilterInput } from '../generated/resolvers.js';
@@ -28,7 +28,7 @@ export function optionalText(value: string | null | undefined): string | undefin
  * The event conditions of any subscription or query filter: EventFilter has them all; a kind's subscription filters
  * and RolloutUpdateFilter have a subset (their other fields are read by their own resolver).
  */
-export type EventConditions = Partial<Pick<EventFilterInput, 'types' | 'rolloutId' | 'kind' | 'namespace' | 'name' | 'since'>>;
+export type EventConditions = Partial<Pick<EventFilterInput, 'types' | 'rolloutId' | 'kind' | 'namespace' | 'name' | 'cluster' | 'since'>>;
 
 export function eventFilterFrom(filter: EventConditions | null | undefined): EventFilter {
   if (!filter) return {};
@@ -39,6 +39,7 @@ export function eventFilterFrom(filter: EventConditions | null | undefined): Eve
     ...(filter.kind != null ? { kind: filter.kind } : {}),
     ...(filter.namespace != null ? { namespace: optionalText(filter.namespace) } : {}),
     ...(filter.name != null ? { name: optionalText(filter.name) } : {}),
+    ...(filter.cluster != null ? { cluster: optionalText(filter.cluster) } : {}),
     ...(filter.since != null ? { since: filter.since } : {}),
   };
 }
@@ -46,6 +47,24 @@ export function eventFilterFrom(filter: EventConditions | null | undefined): Eve
 /** Subscription arguments all have `after` (the event id to resume from). */
 interface ResumableArgs {
   after?: string | null | undefined;
+  /** A subscription's filter may name member clusters to follow (ADR 0058): events about objects in any of them. */
+  filter?: object | null | undefined;
+}
+
+/** The member clusters a subscription's filter follows, when its input type has `clusters`. */
+function clustersOf(filter: object | null | undefined): readonly string[] | undefined {
+  const clusters = filter && 'clusters' in filter ? filter.clusters : undefined;
+  return Array.isArray(clusters) ? clusters.filter((c): c is string => typeof c === 'string') : undefined;
+}
+
+/** The events about objects in any of `clusters` (a rollout's own events name none and are left out); undefined: all. */
+function inClusters(clusters: readonly string[] | null | undefined): ((event: StoredEvent) => boolean) | undefined {
+  if (!clusters?.length) return undefined;
+  const wanted = new Set(clusters);
+  return (event) => {
+    const cluster = clusterOfEvent(event);
+    return cluster !== null && wanted.has(cluster);
+  };
 }
 
 /**
@@ -63,7 +82,9 @@ export function eventSubscription<TArgs extends ResumableArgs, T>(
       const after = parseEventId(args.after);
       const base = filterOf(args);
       const filter: EventFilter = types ? { ...base, types: base.types?.length ? base.types.filter((t) => types.includes(t)) : types } : base;
-      const predicate = predicateOf?.(args);
+      const own = predicateOf?.(args);
+      const clusters = inClusters(clustersOf(args.filter));
+      const predicate = own && clusters ? (event: StoredEvent) => clusters(event) && own(event) : (own ?? clusters);
       return ctx.domain.events.stream({
         filter,
         ...(predicate ? { predicate } : {}),

@@ -7,7 +7,7 @@ import { EventType, type StoredEvent } from '../../../src/domain/events.js';
 import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
 import { startCli } from '../../cli/cliHarness.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
-import { gql } from '../../helpers/graphql.js';
+import { collect as collectResults, gql, wsClient } from '../../helpers/graphql.js';
 import { until } from '../../helpers/until.js';
 
 /**
@@ -144,6 +144,33 @@ describe('a bump across member clusters', () => {
     const local = await app.domain.agentPools!.all();
     expect(local.map((p) => p.runningImage)).toEqual([NEW, NEW]);
 
+    // The history by cluster: the recreations of each cluster, read by the events query and followed by a subscription
+    // of a list of clusters (replayed from the start, so nothing races the rollout).
+    const recreatedIn = async (cluster: string): Promise<string[]> =>
+      (
+        await gql(
+          app.url,
+          'query ($id: ID!, $c: String) { events(filter: { types: [AgentRecreated], rolloutId: $id, cluster: $c }, first: 50) { edges { node { id } } } }',
+          { id, c: cluster },
+        )
+      ).data.events.edges.map((e: { node: { id: string } }) => e.node.id);
+    const [inLocal, inEdge1, inEdge2] = [await recreatedIn('local'), await recreatedIn('edge-1'), await recreatedIn('edge-2')];
+    expect([inLocal.length, inEdge1.length, inEdge2.length]).toEqual([2, 2, 2]);
+    const client = wsClient(app.url);
+    try {
+      const followed = collectResults<{ agentRecreated: { eventId: string } }>(
+        client,
+        'subscription ($id: ID!) { agentRecreated(filter: { rolloutId: $id, clusters: ["local", "edge-2"] }, after: "0") { eventId } }',
+        { id },
+      );
+      await followed.waitFor(4);
+      expect(followed.errors).toEqual([]);
+      expect(followed.results.map((r) => r.agentRecreated.eventId).sort()).toEqual([...inLocal, ...inEdge2].sort());
+      followed.unsubscribe();
+    } finally {
+      await client.dispose();
+    }
+
     // The kinds' lists answer from one cluster's caches.
     const lists = await gql(
       app.url,
@@ -242,6 +269,17 @@ describe('a bump across member clusters', () => {
     // The history shows it: the failures recorded against edge-3.
     const events: { type: string; cluster: string | null }[] = rollout.events.edges.map((e: { node: unknown }) => e.node);
     expect(events.filter((e) => e.type === 'TargetFailed').map((e) => e.cluster)).toEqual(['edge-3', 'edge-3']);
+
+    // The rollouts list by cluster: only this rollout has targets in edge-3.
+    const listed = await gql(
+      app.url,
+      '{ edge3: rollouts(filter: { clusters: ["edge-3"] }) { edges { node { id } } } local: rollouts(filter: { clusters: ["local"] }) { edges { node { id } } } }',
+    );
+    expect(listed.data.edge3.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([id]);
+    expect(listed.data.local.edges.map((e: { node: { id: string } }) => e.node.id)).not.toContain(id);
+    const history = await startCli(['history', '--cluster', 'edge-3', '-o', 'json', '--url', app.url]).done;
+    expect(history.code).toBe(0);
+    expect(JSON.parse(history.stdout).rollouts.map((r: { id: string }) => r.id)).toEqual([id]);
 
     // While edge-3 is away, a bump that selects it is UNAVAILABLE naming it, and starts nothing.
     await until('edge-3 not driven', () => !app.memberRuntimes!.snapshot().some((r) => r.cluster === 'edge-3'));

@@ -54,6 +54,8 @@ export type RolloutFilter = {
   states?: Array<RolloutState> | null | undefined;
   /** Only rollouts with a target of this name (pool, cluster or node). */
   targetName?: string | null | undefined;
+  /** Only rollouts with a target in any of these member clusters (a rollout may span several). */
+  clusters?: Array<string> | null | undefined;
   /** Only rollouts created at or after this instant. */
   createdAfter?: string | null | undefined;
   /** Only rollouts created before this instant. */
@@ -91,6 +93,8 @@ export type EventFilter = {
   kind?: RolloutKind | null | undefined;
   namespace?: string | null | undefined;
   name?: string | null | undefined;
+  /** Only events about objects in this member cluster (a rollout's own state changes name none). */
+  cluster?: string | null | undefined;
   /** Only events at or after this instant (from the first event stamped then or later: stamps never go back). */
   since?: string | null | undefined;
 };
