@@ -181,11 +181,11 @@ export async function kindPortsAcross<Q>(
   const clusters = selection ? selectClusters(selection, await seam.registered(), field) : [LOCAL_CLUSTER];
   const named = new Set(selection?.names ?? (selection ? [] : [LOCAL_CLUSTER]));
   const found: ClusterQueries<Q>[] = [];
-  const unavailable: string[] = [];
+  const unavailable: { cluster: string; why: string }[] = [];
   for (const cluster of clusters) {
     const answer = seam.portsOf(cluster, request.kind);
     if ('unavailable' in answer) {
-      unavailable.push(answer.unavailable);
+      unavailable.push({ cluster, why: answer.unavailable });
       continue;
     }
     const queries = request.pick(answer.ports);
@@ -195,8 +195,8 @@ export async function kindPortsAcross<Q>(
       throw new ValidationError(`${field}.names`, `member cluster ${cluster} does not serve ${request.kind} (its discovery found no such resources)`);
   }
   if (unavailable.length > 0) {
-    throw new UnavailableError(`cannot plan in every selected cluster: ${unavailable.join('; ')}`, {
-      details: { clusters: clusters.filter((c) => !found.some((f) => f.cluster === c)) },
+    throw new UnavailableError(`cannot plan in every selected cluster: ${unavailable.map((u) => u.why).join('; ')}`, {
+      details: { clusters: unavailable.map((u) => u.cluster) },
     });
   }
   if (found.length === 0) throw new ValidationError(field, `selects no member cluster that serves ${request.kind}`);

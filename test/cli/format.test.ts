@@ -34,6 +34,24 @@ describe('the plan', () => {
     expect(formatPlan([item(1), item(2)]).split('\n')).toHaveLength(4);
   });
 
+  it("across member clusters is one table per cluster, each with its counts, in the plan's order", () => {
+    const across = [
+      { ...item(1), cluster: 'local' },
+      { ...item(1), cluster: 'edge-1' },
+      { ...item(2, 'skip', 'held'), cluster: 'edge-1' },
+    ];
+    const lines = formatPlan(across).split('\n');
+    expect(lines[0]).toBe('plan: 3 targets: 2 change, 1 skip (1 held) in 2 member clusters');
+    expect(lines.filter((line) => line.startsWith('cluster '))).toEqual([
+      'cluster local: 1 target: 1 change',
+      'cluster edge-1: 2 targets: 1 change, 1 skip (1 held)',
+    ]);
+    // Each cluster's rows under its own header (a header, the table's header row, its targets).
+    expect(lines.indexOf('cluster edge-1: 2 targets: 1 change, 1 skip (1 held)')).toBe(1 + 3);
+    // A plan in local alone reads as it always did.
+    expect(formatPlan([{ ...item(1), cluster: 'local' }])).toBe(formatPlan([item(1)]));
+  });
+
   it('spells a missing version one way', () => {
     const payload = {
       rollout: rolloutView({ fromVersion: null }),

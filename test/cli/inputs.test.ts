@@ -78,6 +78,21 @@ describe('defaultIdempotencyKey', () => {
 describe('bump inputs', () => {
   const ci = detectCi(github);
 
+  it('sends member clusters only when given, and keys a CI bump of other clusters apart', () => {
+    const ci = detectCi(github);
+    expect(agentImageInput('a:1', {}, ci).input.memberClusters).toBeUndefined();
+    const across = agentImageInput('a:1', { clusters: ['edge-2', 'edge-1', 'edge-2'], clusterSelector: 'tier=edge' }, ci);
+    expect(across.input.memberClusters).toEqual({ names: ['edge-1', 'edge-2'], labelSelector: 'tier=edge' });
+    expect(across.target).toBe('all-pools;memberClusters=edge-1,edge-2,selector=tier=edge');
+    // The same step bumping edge-1 and then edge-2 derives two keys, not one (a retry would otherwise CONFLICT).
+    const one = agentImageInput('a:1', { clusters: ['edge-1'] }, ci).input.idempotencyKey;
+    const two = agentImageInput('a:1', { clusters: ['edge-2'] }, ci).input.idempotencyKey;
+    expect(one).not.toBe(two);
+    // Without clusters, the derived key is what it was.
+    expect(agentImageInput('a:1', {}, ci).input.idempotencyKey).toBe(defaultIdempotencyKey(ci, 'bump-agent-image', 'all-pools'));
+    expect(nodeAgentImageInput('ns/ds', 'a:1', { clusters: ['edge-1'] }, ci).input.memberClusters).toEqual({ names: ['edge-1'] });
+  });
+
   it('maps agent-image flags to BumpAgentImageInput, sending only what was given', () => {
     const { input } = agentImageInput(
       'registry.example.com/agent:v2',
