@@ -1,5 +1,6 @@
 import type { DriftQuery } from './generated/graphql.js';
 import type { ApiTokenView, BumpPayload, PlanItem, RolloutView } from './operations.js';
+import { targetLabel } from './targetTracker.js';
 import { describeProgress } from './progressReporter.js';
 
 /** Human-readable output of the client commands (json mode prints the documents instead). */
@@ -45,7 +46,7 @@ export function formatRollout(rollout: RolloutView): string {
   const failed = rollout.failedTargets;
   if (failed && failed.totalCount > 0) {
     lines.push(`  failed targets (${failed.totalCount}):`);
-    for (const { node } of failed.edges) lines.push(`    ${node.namespace ? `${node.namespace}/` : ''}${node.name}: ${node.error ?? 'failed'}`);
+    for (const { node } of failed.edges) lines.push(`    ${targetLabel(node, node.cluster)}: ${node.error ?? 'failed'}`);
     if (failed.totalCount > failed.edges.length) lines.push(`    … and ${failed.totalCount - failed.edges.length} more`);
   }
   const cause = [rollout.cause.actor, rollout.cause.commit?.slice(0, 12), rollout.cause.runUrl].filter(Boolean).join('  ');

@@ -9,7 +9,14 @@ export interface TargetChange {
   error?: string | undefined;
 }
 
-const label = (object: { namespace: string; name: string }) => (object.namespace ? `${object.namespace}/${object.name}` : object.name);
+/**
+ * How a target is named on the terminal: `namespace/name`, prefixed by its member cluster outside `local`
+ * (`edge-1:default/net-1`, as the domain's target keys): a rollout across clusters has the same pool name in several.
+ */
+export const targetLabel = (object: { namespace: string; name: string }, cluster?: string | null) => {
+  const name = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  return cluster && cluster !== 'local' ? `${cluster}:${name}` : name;
+};
 
 /**
  * Per-target states from the rollout's own events (TargetStateChanged: the target, `from`, `to`, `error`), which the
@@ -26,8 +33,8 @@ export class TargetTracker {
    * The targets in flight when following starts (read with the rollout): they were admitted before the first event
    * the subscription delivers. Returns the ones not known yet.
    */
-  seed(inFlight: readonly { namespace: string; name: string }[]): TargetChange[] {
-    return inFlight.map((object) => this.record(label(object), 'PROGRESSING')).filter((change) => change !== undefined);
+  seed(inFlight: readonly { cluster?: string | null; namespace: string; name: string }[]): TargetChange[] {
+    return inFlight.map((object) => this.record(targetLabel(object, object.cluster), 'PROGRESSING')).filter((change) => change !== undefined);
   }
 
   /** The change an event reports, if it is a target's and news (a seeded target's own event is not). */
@@ -36,7 +43,7 @@ export class TargetTracker {
     // Read through the payload's schema (ADR 0046), as the server's readers do.
     const { to, error } = readPayload(EventType.TargetStateChanged, event.payload);
     if (to === undefined) return undefined;
-    return this.record(label(event.object), to, error ? error : undefined);
+    return this.record(targetLabel(event.object, event.cluster), to, error ? error : undefined);
   }
 
   private record(target: string, state: string, error?: string): TargetChange | undefined {

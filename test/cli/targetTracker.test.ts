@@ -36,4 +36,14 @@ describe('TargetTracker', () => {
     expect(tracker.observe(event('net-1', 'PROGRESSING'))).toBeUndefined();
     expect(tracker.observe(event('net-1', 'SUCCEEDED'))).toEqual({ target: 'default/net-1', state: 'SUCCEEDED' });
   });
+
+  it('tells the same pool in two member clusters apart, naming the cluster outside local', () => {
+    const tracker = new TargetTracker();
+    const inCluster = (cluster: string, to: string) => ({ ...event('net-1', to), cluster }) as RolloutEvent;
+    expect(tracker.seed([{ cluster: 'local', namespace: 'default', name: 'net-1' }])).toEqual([{ target: 'default/net-1', state: 'PROGRESSING' }]);
+    expect(tracker.observe(inCluster('edge-1', 'PROGRESSING'))).toEqual({ target: 'edge-1:default/net-1', state: 'PROGRESSING' });
+    expect(tracker.observe(inCluster('edge-2', 'PROGRESSING'))).toEqual({ target: 'edge-2:default/net-1', state: 'PROGRESSING' });
+    tracker.observe(inCluster('edge-1', 'SUCCEEDED'));
+    expect(tracker.inFlightNow()).toEqual(['default/net-1', 'edge-2:default/net-1']);
+  });
 });

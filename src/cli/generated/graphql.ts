@@ -439,7 +439,7 @@ export type RegisterClusterInput = {
 export type RolloutSummaryFragment = { id: string, kind: RolloutKind, state: RolloutState, fromVersion: string | null, toVersion: string, selector: unknown, message: string | null, idempotencyKey: string | null, createdAt: string, updatedAt: string, startedAt: string | null, finishedAt: string | null, cause: { actor: string | null, runUrl: string | null, commit: string | null, message: string | null }, strategy: { maxUnavailable: string | null, maxConcurrent: number | null, canary: number | null, progressDeadlineSeconds: number, failureThreshold: number, autoRollback: boolean, mode: string | null, minReadySeconds: number | null }, progress: { total: number, pending: number, progressing: number, succeeded: number, failed: number, skipped: number, cancelled: number, percent: number } };
 
 export type RolloutFullFragment = (
-  { failedTargets: { totalCount: number, edges: Array<{ node: { namespace: string, name: string, error: string | null } }> }, inFlight: { totalCount: number, edges: Array<{ node: { namespace: string, name: string } }> } }
+  { failedTargets: { totalCount: number, edges: Array<{ node: { cluster: string, namespace: string, name: string, error: string | null } }> }, inFlight: { totalCount: number, edges: Array<{ node: { cluster: string, namespace: string, name: string } }> } }
   & RolloutSummaryFragment
 );
 
@@ -505,7 +505,7 @@ export type FollowSubscriptionVariables = Exact<{
 }>;
 
 
-export type FollowSubscription = { rolloutUpdated: { event: { id: string, type: EventType, payload: unknown, object: { namespace: string, name: string } | null }, rollout: RolloutFullFragment } };
+export type FollowSubscription = { rolloutUpdated: { event: { id: string, type: EventType, cluster: string | null, payload: unknown, object: { namespace: string, name: string } | null }, rollout: RolloutFullFragment } };
 
 export type CreateTokenMutationVariables = Exact<{
   input: CreateApiTokenInput;
@@ -719,6 +719,7 @@ export const RolloutFullFragmentDoc = new TypedDocumentString(`
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -729,6 +730,7 @@ export const RolloutFullFragmentDoc = new TypedDocumentString(`
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -838,6 +840,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -848,6 +851,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -1044,6 +1048,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -1054,6 +1059,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -1119,6 +1125,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -1129,6 +1136,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -1187,6 +1195,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -1197,6 +1206,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -1255,6 +1265,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -1265,6 +1276,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -1323,6 +1335,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -1333,6 +1346,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -1400,6 +1414,7 @@ export const FollowDocument = new TypedDocumentString(`
     event {
       id
       type
+      cluster
       object {
         namespace
         name
@@ -1457,6 +1472,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -1467,6 +1483,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -1940,6 +1957,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -1950,6 +1968,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -2024,6 +2043,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -2034,6 +2054,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
@@ -2108,6 +2129,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
         error
@@ -2118,6 +2140,7 @@ fragment RolloutFull on Rollout {
     totalCount
     edges {
       node {
+        cluster
         namespace
         name
       }
