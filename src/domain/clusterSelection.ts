@@ -96,11 +96,7 @@ export async function planAcrossClusters<S extends RolloutStrategy>(
   const strategyOf = (plan: RolloutPlan<S>) => canonical(plan.strategy);
   const differing = plans.find(({ plan }) => strategyOf(plan) !== strategyOf(first));
   if (differing) {
-    const fields = Object.keys({ ...first.strategy, ...differing.plan.strategy }).filter(
-      (key) =>
-        canonical((first.strategy as unknown as Record<string, unknown>)[key]) !==
-        canonical((differing.plan.strategy as unknown as Record<string, unknown>)[key]),
-    );
+    const fields = fieldsThatDiffer(first.strategy, differing.plan.strategy);
     throw new ValidationError(
       'input.memberClusters',
       `${plans[0]!.cluster} and ${differing.cluster} would need different strategies (${fields.join(', ')} differ): bump them one at a time, or give those fields explicitly`,
@@ -113,6 +109,13 @@ export async function planAcrossClusters<S extends RolloutStrategy>(
     fromVersion: fromVersions.size === 1 ? first.fromVersion : null,
     targets: plans.flatMap(({ cluster, plan }) => plan.targets.map((target) => (cluster === LOCAL_CLUSTER ? target : { ...target, cluster }))),
   };
+}
+
+/** The top-level fields two objects disagree on, by content. */
+function fieldsThatDiffer(a: object, b: object): string[] {
+  const left = new Map(Object.entries(a));
+  const right = new Map(Object.entries(b));
+  return [...new Set([...left.keys(), ...right.keys()])].filter((key) => canonical(left.get(key)) !== canonical(right.get(key)));
 }
 
 /** JSON with sorted keys: strategies compared by content. */
