@@ -1,8 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { EventType } from '../../src/domain/events.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { planAcrossClusters, selectClusters } from '../../src/domain/clusterSelection.js';
@@ -12,6 +11,7 @@ import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
 import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
+import { MEMBER_FLEET_ENV, memberPool, registerMembers } from '../helpers/memberFleet.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -31,21 +31,8 @@ describe('a rollout across member clusters', () => {
 
   beforeAll(async () => {
     fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
-    const clusters = MEMBERS.map((name) => ({ name, labels: { tier: 'edge' }, kubeconfig: fleet.clusters.get(name)!.kubeconfig }));
-    writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters }), { mode: 0o600 });
-    app = await startTestApp({
-      databaseFile: path.join(dir, 'rollplane.db'),
-      env: {
-        ROLLPLANE_CONTROLLERS: 'on',
-        ROLLPLANE_LEADER_ELECT: 'false',
-        ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: '200',
-        ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MS: '100',
-        ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS: '400',
-        ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS: '1000',
-        ROLLPLANE_MEMBER_CLUSTER_SYNC_MS: '200',
-        ROLLPLANE_AUTH: 'off',
-      },
-    });
+    registerMembers(dir, fleet, MEMBERS, () => ({ tier: 'edge' }));
+    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV } });
   });
   afterAll(async () => {
     await app?.close();
@@ -53,10 +40,7 @@ describe('a rollout across member clusters', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const pool = (cluster: string, name: string) => {
-    const sim = fleet.clusters.get(cluster)!.simulator;
-    return sim.store.get(sim.store.resourceType('network.harvesterhci.io', 'ippools')!, 'default', name);
-  };
+  const pool = (cluster: string, name: string) => memberPool(fleet, cluster, name);
 
   it('finishes the reachable clusters and fails the unreachable one at its deadline, naming it', async () => {
     await until('every member driven by its own runtime', () =>
@@ -185,12 +169,12 @@ describe('a rollout across member clusters', () => {
     await until('every member driven again', () => MEMBERS.every(has));
 
     // Deregistered (gone from the credentials file): its runtime stops; a target of it would wait, naming why.
-    const kept = MEMBERS.filter((name) => name !== 'edge-3').map((name) => ({
-      name,
-      labels: { tier: 'edge' },
-      kubeconfig: fleet.clusters.get(name)!.kubeconfig,
-    }));
-    writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters: kept }), { mode: 0o600 });
+    registerMembers(
+      dir,
+      fleet,
+      MEMBERS.filter((name) => name !== 'edge-3'),
+      () => ({ tier: 'edge' }),
+    );
     await until('edge-3 runtime stopped', () => !runtimes.snapshot().some((r) => r.cluster === 'edge-3'));
     expect(runtimes.driverOf('edge-3', 'AGENT_POOL')).toBeUndefined();
     expect(runtimes.whyNotDriven('edge-3', 'AGENT_POOL')).toContain('member cluster edge-3 is not registered');

@@ -1,13 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { EventType, type StoredEvent } from '../../../src/domain/events.js';
 import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
 import { startCli } from '../../cli/cliHarness.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect as collectResults, gql, wsClient } from '../../helpers/graphql.js';
+import { MEMBER_FLEET_ENV, memberPool as memberPoolOf, registerMembers } from '../../helpers/memberFleet.js';
 import { until } from '../../helpers/until.js';
 
 /**
@@ -46,26 +46,8 @@ describe('a bump across member clusters', () => {
 
   beforeAll(async () => {
     fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
-    const clusters = MEMBERS.map((name) => ({
-      name,
-      labels: { tier: 'edge', ...(name === 'edge-3' ? { region: 'us-east' } : { region: 'eu-west' }) },
-      kubeconfig: fleet.clusters.get(name)!.kubeconfig,
-    }));
-    writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters }), { mode: 0o600 });
-    app = await startTestApp({
-      databaseFile: path.join(dir, 'rollplane.db'),
-      env: {
-        ROLLPLANE_SIM_FLEET: 'pools=2,nodes=2',
-        ROLLPLANE_CONTROLLERS: 'on',
-        ROLLPLANE_LEADER_ELECT: 'false',
-        ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: '200',
-        ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MS: '100',
-        ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS: '400',
-        ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS: '1000',
-        ROLLPLANE_MEMBER_CLUSTER_SYNC_MS: '200',
-        ROLLPLANE_AUTH: 'off',
-      },
-    });
+    registerMembers(dir, fleet, MEMBERS, (name) => ({ tier: 'edge', region: name === 'edge-3' ? 'us-east' : 'eu-west' }));
+    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV, ROLLPLANE_SIM_FLEET: 'pools=2,nodes=2' } });
     await until('every member driven by its own runtime', () =>
       MEMBERS.every((name) => app.memberRuntimes?.snapshot().some((r) => r.cluster === name && r.running && r.kinds.includes('AGENT_POOL'))),
     );
@@ -77,10 +59,7 @@ describe('a bump across member clusters', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const memberPool = (cluster: string, name: string) => {
-    const sim = fleet.clusters.get(cluster)!.simulator;
-    return sim.store.get(sim.store.resourceType('network.harvesterhci.io', 'ippools')!, 'default', name);
-  };
+  const memberPool = (cluster: string, name: string) => memberPoolOf(fleet, cluster, name);
   const rolloutCount = async () => (await gql(app.url, '{ rollouts(first: 1) { totalCount } }')).data.rollouts.totalCount as number;
   const bump = (input: Record<string, unknown>) => gql(app.url, BUMP, { input });
   /** Resolves with the events the bus commits that `match` picks, once `done` says they are all there. */
