@@ -759,6 +759,24 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(await store.transaction((tx) => tx.activeRolloutIdsInCluster('edge-act'))).toEqual(['r-act-1', 'r-act-2']);
     });
 
+    it('lists and counts the rollouts with a target in any of some clusters (ADR 0058), newest first', async () => {
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-in-1'), at(400));
+        yield* tx.insertTargets([inCluster('r-in-1', 0, 'edge-in-a')], at(400));
+        yield* tx.insertRollout(rolloutRow('r-in-2'), at(401));
+        yield* tx.insertTargets([inCluster('r-in-2', 0, undefined), inCluster('r-in-2', 1, 'edge-in-b')], at(401));
+        yield* tx.insertRollout(rolloutRow('r-in-3'), at(402));
+        yield* tx.insertTargets([inCluster('r-in-3', 0, 'edge-in-c')], at(402));
+      });
+      const ids = async (clusters: string[]) => (await store.read.listRollouts({ clusters }, undefined, 10)).map((r) => r.id);
+      expect(await ids(['edge-in-a'])).toEqual(['r-in-1']);
+      expect(await ids(['edge-in-a', 'edge-in-b'])).toEqual(['r-in-2', 'r-in-1']);
+      expect(await ids(['edge-in-none'])).toEqual([]);
+      expect(await store.read.countRollouts({ clusters: ['edge-in-b', 'edge-in-c'] })).toBe(2);
+      const { rows } = await store.read.listRolloutsWithCounts({ clusters: ['edge-in-c'] }, undefined, 10);
+      expect(rows.map((r) => r.id)).toEqual(['r-in-3']);
+    });
+
     it('numbers revisions per cluster and keeps in-flight work per cluster', async () => {
       const key = { kind: 'AGENT_POOL', namespace: 'revs-cl', name: 'p' };
       await store.transaction(function* (tx) {

@@ -75,6 +75,8 @@ describe('query plans of the API reads', () => {
     ['createdAfter', { createdAfter: new Date(Date.now() - 3600_000) }],
     ['createdBefore', { createdBefore: new Date() }],
     ['kind and states', { kind: 'NODE_AGENT', states: ['FAILED'] }],
+    // Rollouts walked newest first by their index, each one's targets probed by its (rolloutId, cluster, …) key.
+    ['clusters', { clusters: ['edge-1'] }],
   ];
 
   it.each(rolloutFilters)('lists rollouts by %s through an index', (_name, filter) => {
