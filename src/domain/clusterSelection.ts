@@ -99,7 +99,7 @@ export async function planAcrossClusters<S extends RolloutStrategy>(
     const fields = fieldsThatDiffer(first.strategy, differing.plan.strategy);
     throw new ValidationError(
       'input.memberClusters',
-      `${plans[0]!.cluster} and ${differing.cluster} would need different strategies (${fields.join(', ')} differ): bump them one at a time, or give those fields explicitly`,
+      `${plans[0]!.cluster} and ${differing.cluster} would need different strategies (${fields.join(', ')} differ), and one rollout has one: bump them one at a time, or give those fields explicitly where they are inputs`,
       { details: { clusters: [plans[0]!.cluster, differing.cluster], fields } },
     );
   }
