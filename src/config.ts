@@ -507,6 +507,14 @@ export const TABLE = {
       description: 'How often a member cluster that answers is probed (/version and discovery of the kinds it serves)',
       parse: integer(100, 3_600_000),
     }),
+    shards: row({
+      env: 'ROLLPLANE_MEMBER_SHARDS',
+      default: '8',
+      module: 'src/clusters/ShardLeases.ts',
+      description:
+        "Shards the member clusters are spread over between replicas (with leader election): one Lease `<ROLLPLANE_LEASE_NAME>-shard-<n>` per shard in the Lease namespace, a member's shard a hash of its name; each replica holds at most ceil(shards / live replicas). More shards spread more evenly over more replicas, and cost each holder two requests per shard per retry period against the management cluster",
+      parse: integer(1, 256),
+    }),
     backoffBaseMs: row({
       env: 'ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MS',
       default: '1000',

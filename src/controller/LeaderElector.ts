@@ -121,6 +121,16 @@ export class LeaderElector {
     return this.leading !== undefined;
   }
 
+  /**
+   * Whether this replica holds the lease by its own clock right now: leading, and its last renewal was sent less than
+   * the renew deadline ago. Unlike isLeader(), it is false the moment the deadline passes, even while the timer that
+   * steps down has not fired yet (a process resumed after SIGSTOP runs other callbacks before that timer): a fence for
+   * writes only the holder may make (src/clusters/ShardLeases.ts).
+   */
+  holdsFreshly(): boolean {
+    return this.leading !== undefined && this.clock.now() < this.leading.lastRenew + this.renewDeadlineMs;
+  }
+
   /** The holder this replica last observed ('' when unheld). */
   observedLeader(): string | undefined {
     return this.observed?.holderIdentity;
