@@ -38,11 +38,19 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
     return kc;
   }
 
+  /**
+   * Asked before every request is sent (after the budget's wait): the member's runtime sets it to stamp the replica's
+   * User-Agent and to refuse a write this replica may no longer make (its shard's hold past the renew deadline by its
+   * own clock, docs/adr/0059-shard-leases.md). Throws to refuse.
+   */
+  beforeSend: ((request: { method: string; url: string; setHeader(name: string, value: string): void }) => void) | undefined;
+
   /** Closes the kept connections' sockets: the connection goes away (src/kube/createKubeClients.ts). */
   releaseConnections: () => void = () => {};
 
   override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
     await super.applySecurityAuthentication(context);
+    this.beforeSend?.({ method: context.getHttpMethod(), url: context.getUrl(), setHeader: (name, value) => context.setHeaderParam(name, value) });
     if (context.getSignal()) return;
     context.setSignal(boundedSignal(this.options.requestTimeoutMs, this.options.signal));
   }

@@ -15,6 +15,22 @@ import type { KindPorts } from '../domain/Domain.js';
 import type { Logger } from '../log.js';
 import type { MemberClusters } from './MemberClusters.js';
 import type { MemberConnection } from './MemberConnection.js';
+import { MemberTargetExecutor } from './MemberTargetExecutor.js';
+import type { EventBus } from '../domain/EventBus.js';
+import { UnavailableError } from '../errors.js';
+import { VERSION } from '../version.js';
+
+/**
+ * Which member clusters' controllers this replica runs (ShardLeases implements it): a member belongs to a shard, and
+ * its controllers run on the replica holding that shard's Lease.
+ */
+export interface ShardHolds {
+  shardOf(cluster: string): number;
+  /** This replica holds the shard (its controllers may run). */
+  holds(shard: number): boolean;
+  /** …and by its own clock at this instant (the fence every write to a member passes). */
+  holdsFreshly(shard: number): boolean;
+}
 
 /** The kinds' query ports on a member's caches (each kind's field of KindPorts). */
 export type MemberQueries = Partial<KindPorts>;
@@ -36,7 +52,13 @@ export interface MemberRuntimesOptions {
   events: EventLog;
   /** `local`'s view; each member's runtime gets its own (InFlightChanges.forCluster). */
   inFlight: InFlightChanges;
-  rollouts?: Pick<RolloutService, 'list' | 'allTargets'>;
+  rollouts?: Pick<RolloutService, 'list' | 'allTargets' | 'get' | 'activeRolloutIdsInCluster'>;
+  /** The history's bus (every replica's events on PostgreSQL): each member's target executor hears admissions on it. */
+  bus?: Pick<EventBus, 'subscribe'>;
+  /** This replica's identity, sent as the User-Agent of its requests to members (audits tell the replicas apart). */
+  identity?: string;
+  /** Run members' controllers at all (false on an API-only replica: caches only). Default true. */
+  runControllers?: boolean;
   /** Where a member's controllers report a target change (the engine's targetChanged, with the member's name). */
   targetChanged(kind: RolloutKind, namespace: string, name: string, cluster: string): void;
   logger: Logger;
@@ -44,20 +66,30 @@ export interface MemberRuntimesOptions {
   resyncMs?: number;
 }
 
-/** One member cluster's own controllers: a Manager (informers, work queues) on the member's connection. */
+/**
+ * One member cluster's runtime: a Manager (informers, work queues) on the member's connection. Its informers run on
+ * every replica (the API plans and answers from them); its controllers and its target executor only while this
+ * replica holds the member's shard (`lead`, `unlead`).
+ */
 class MemberRuntime {
   readonly drivers = new Map<RolloutKind, RolloutDriver>();
   /** The kinds' query ports on this member's caches: what a bump plans a member's targets from (clusterSelection.ts). */
   readonly queries: MemberQueries = {};
+  readonly executor: MemberTargetExecutor | undefined;
   private readonly manager: Manager;
   private synced = false;
   private stopped = false;
+  /** Whether the controllers should run; `transition` makes it so, one change at a time. */
+  private wantLead = false;
+  private leading = false;
+  private transition: Promise<void> = Promise.resolve();
 
   constructor(
     readonly name: string,
     readonly kinds: readonly RolloutKind[],
     readonly connection: MemberConnection,
     options: MemberRuntimesOptions,
+    private readonly onSynced: () => void,
   ) {
     const logger = options.logger.child({ cluster: name });
     const clients = kubeClientsOf(connection.kubeConfig);
@@ -65,12 +97,14 @@ class MemberRuntime {
     // the second cluster's (rollplane_cluster_* say each member's health; per-member runtime metrics are ADR 0055's
     // next step).
     const registry = new Registry();
-    // No Lease of its own: the runtime runs only while this replica leads (MemberRuntimes), so its controllers run at once.
+    // No Lease of its own: its controllers run while this replica holds the member's shard (MemberRuntimes says when).
     this.manager = new Manager({
       clients,
       registry,
       logger,
       leaderElection: { ...options.config.leaderElection, enabled: false },
+      leadOnDemand: true,
+      runControllers: options.runControllers ?? true,
     });
     const host = new RolloutControllerHost({
       cluster: name,
@@ -88,16 +122,26 @@ class MemberRuntime {
       this.drivers.set(module.kind, runtime.driver);
       Object.assign(this.queries, runtime.queries);
     }
+    if (options.rollouts && options.bus) {
+      const executor = new MemberTargetExecutor({ cluster: name, drivers: this.drivers, rollouts: options.rollouts, bus: options.bus, logger });
+      this.executor = executor;
+      // After the host's own listener (the in-flight notes reloaded) and before the controllers; stopped after them.
+      this.manager.onStartedLeading(() => executor.start());
+      this.manager.onStoppedLeading(() => executor.stop());
+    }
   }
 
-  /** Starts the informers and, once their caches synced, the controllers; drivers are handed out only from then on. */
+  /** Starts the informers; once their caches synced, the drivers (for observing) are handed out. */
   start(log: Logger): void {
     this.manager.start().then(
       () => {
         this.synced = !this.stopped;
-        if (this.synced) log.info({ cluster: this.name, kinds: this.kinds }, 'member cluster controllers running');
+        if (this.synced) {
+          log.info({ cluster: this.name, kinds: this.kinds }, 'member cluster caches synced');
+          this.onSynced();
+        }
       },
-      (error: unknown) => log.warn({ cluster: this.name, err: error }, 'member cluster controllers failed to start'),
+      (error: unknown) => log.warn({ cluster: this.name, err: error }, 'member cluster runtime failed to start'),
     );
   }
 
@@ -105,28 +149,58 @@ class MemberRuntime {
     return this.synced && !this.stopped;
   }
 
+  /** Whether its controllers (and target executor) run now. */
+  isLeading(): boolean {
+    return this.leading && !this.stopped;
+  }
+
+  /** Starts or stops its controllers (and executor); resolves once that is done, and with every earlier change. */
+  setLeading(want: boolean, log: Logger): Promise<void> {
+    if (want === this.wantLead && want === this.leading) return this.transition;
+    this.wantLead = want;
+    this.transition = this.transition.then(async () => {
+      try {
+        if (this.wantLead && !this.stopped && this.synced) {
+          this.leading = await this.manager.lead();
+          if (this.leading) log.info({ cluster: this.name }, 'member cluster controllers running');
+        } else if (!this.wantLead && this.leading) {
+          this.leading = false;
+          await this.manager.unlead();
+          log.info({ cluster: this.name }, 'member cluster controllers stopped');
+        }
+      } catch (error) {
+        log.warn({ cluster: this.name, err: error }, 'member cluster controllers did not change cleanly');
+      }
+    });
+    return this.transition;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    this.wantLead = false;
+    await this.transition;
+    this.leading = false;
     await this.manager.stop();
   }
 }
 
 /**
- * The member clusters' runtimes (docs/adr/0055-runtime-per-member.md): while this replica leads, every member other
- * than `local` that is READY with discovered kinds has its own runtime — informers and work queues on its own
- * connection (client, API budget, bounded requests) — running the kinds it serves. Nothing is shared between members
- * and nothing here awaits a network call while deciding: a slow or black-holed member delays its own queues only.
- * A member that stops being READY, is deregistered, or changes its kinds has its runtime stopped (and a new one
+ * The member clusters' runtimes (docs/adr/0055-runtime-per-member.md, docs/adr/0059-shard-leases.md): every member
+ * other than `local` that is READY with discovered kinds has its own runtime on every replica — informers and work
+ * queues on its own connection (client, API budget, bounded requests) — running the kinds it serves. Its caches serve
+ * the API and the engine's observations on any replica; its controllers and target executor run only on the replica
+ * that holds the member's shard (ShardHolds; without shards, on the replica that leads). Nothing is shared between
+ * members and nothing here awaits a network call while deciding: a slow or black-holed member delays its own queues
+ * only. A member that stops being READY, is deregistered, or changes its kinds has its runtime stopped (and a new one
  * started when it is back). `local` keeps the runtime it always had (src/start/controllers.ts).
- *
- * The seam for sharding (ADR 0055): `shouldRun(name)` is where a replica will ask whether it holds the member's shard
- * Lease; today it is "this replica leads".
  */
 export class MemberRuntimes implements ClusterDrivers {
   private readonly runtimes = new Map<string, MemberRuntime>();
   private readonly stopping = new Set<Promise<void>>();
+  private started = false;
   private leading = false;
   private closed = false;
+  private shards: ShardHolds | undefined;
   private readonly unsubscribe: () => void;
   private timer: NodeJS.Timeout | undefined;
 
@@ -134,20 +208,46 @@ export class MemberRuntimes implements ClusterDrivers {
     this.unsubscribe = options.connections.onHealth(() => this.reconcile());
   }
 
-  /** This replica started leading: run the members' runtimes. */
-  startLeading(): void {
-    this.leading = true;
+  /** Runs the members' runtimes (caches) from now on; controllers where this replica drives the member. */
+  start(): void {
+    this.started = true;
     this.reconcile();
     if (this.options.resyncMs && !this.timer) {
-      this.timer = setInterval(() => this.reconcile(), this.options.resyncMs);
+      this.timer = setInterval(() => {
+        this.reconcile();
+        for (const runtime of this.runtimes.values()) if (runtime.isLeading()) runtime.executor?.resync();
+      }, this.options.resyncMs);
       this.timer.unref();
     }
   }
 
-  /** This replica stopped leading: stop every member's runtime, and wait for them. */
+  /** From now on, a member's controllers run where this replica holds the member's shard (instead of where it leads). */
+  useShards(shards: ShardHolds): void {
+    this.shards = shards;
+    this.reconcile();
+  }
+
+  /** This replica started leading (without shards: the members' controllers run here). */
+  startLeading(): void {
+    this.leading = true;
+    this.start();
+  }
+
+  /** This replica stopped leading (without shards: stop every member's controllers, and wait for them). */
   async stopLeading(): Promise<void> {
     this.leading = false;
     this.reconcile();
+    await Promise.all([...this.runtimes.values()].map((runtime) => runtime.setLeading(this.shouldDrive(runtime.name), this.options.logger)));
+    await this.drain();
+  }
+
+  /** A shard is being given up: stop its members' controllers and executors, and wait for them (and for every runtime stopping). */
+  async releaseShard(shard: number): Promise<void> {
+    const waits: Promise<void>[] = [];
+    for (const runtime of this.runtimes.values()) {
+      if (this.shards?.shardOf(runtime.name) === shard) waits.push(runtime.setLeading(false, this.options.logger));
+    }
+    await Promise.all(waits);
     await this.drain();
   }
 
@@ -155,20 +255,32 @@ export class MemberRuntimes implements ClusterDrivers {
     this.closed = true;
     this.unsubscribe();
     clearInterval(this.timer);
-    await this.stopLeading();
+    this.reconcile();
+    await this.drain();
   }
 
+  /** The kind's driver on the member's caches (for observing: any replica), while they are synced and it is READY. */
   driverOf(cluster: string, kind: RolloutKind): RolloutDriver | undefined {
-    return this.driven(cluster)?.drivers.get(kind);
+    return this.synced(cluster)?.drivers.get(kind);
   }
 
-  /** The member's query ports (its caches), while its runtime runs and it is READY; undefined otherwise. */
+  /**
+   * Where this replica makes the member's writes itself (it holds the member's shard, freshly, and its controllers
+   * run): the member's target executor; undefined elsewhere (the holder's executor writes from the history).
+   */
+  writerOf(cluster: string): MemberTargetExecutor | undefined {
+    const runtime = this.synced(cluster);
+    if (!runtime?.isLeading() || !this.mayWrite(cluster)) return undefined;
+    return runtime.executor?.running ? runtime.executor : undefined;
+  }
+
+  /** The member's query ports (its caches), while they are synced and it is READY; undefined otherwise. */
   queriesOf(cluster: string): MemberQueries | undefined {
-    return this.driven(cluster)?.queries;
+    return this.synced(cluster)?.queries;
   }
 
-  /** The member's runtime while it runs (caches synced) and the member is READY. */
-  private driven(cluster: string): MemberRuntime | undefined {
+  /** The member's runtime while its caches are synced and the member is READY. */
+  private synced(cluster: string): MemberRuntime | undefined {
     const runtime = this.runtimes.get(cluster);
     return runtime?.isRunning() && this.options.connections.get(cluster)?.health().state === 'READY' ? runtime : undefined;
   }
@@ -181,24 +293,24 @@ export class MemberRuntimes implements ClusterDrivers {
       return `member cluster ${cluster} is ${health.state} since ${health.since.toISOString()}${health.message ? ` (${health.message})` : ''}: its targets wait`;
     }
     if (!health.kinds.includes(kind)) return `member cluster ${cluster} does not serve ${kind} (discovery): its targets wait`;
-    if (!this.leading) return `member cluster ${cluster}: this replica does not drive it`;
-    return `member cluster ${cluster}: its controllers are starting (caches syncing)`;
+    if (!this.started || this.closed) return `member cluster ${cluster}: this replica does not drive it`;
+    return `member cluster ${cluster}: its caches are syncing`;
   }
 
-  /** The members with a runtime, and whether it runs (diagnostics, tests). */
-  snapshot(): { cluster: string; kinds: readonly RolloutKind[]; running: boolean }[] {
+  /** The members with a runtime: whether its caches are synced (`running`) and its controllers run here (`leading`). */
+  snapshot(): { cluster: string; kinds: readonly RolloutKind[]; running: boolean; leading: boolean }[] {
     return [...this.runtimes.values()]
-      .map((r) => ({ cluster: r.name, kinds: r.kinds, running: r.isRunning() }))
+      .map((r) => ({ cluster: r.name, kinds: r.kinds, running: r.isRunning(), leading: r.isLeading() }))
       .sort((a, b) => a.cluster.localeCompare(b.cluster));
   }
 
-  /** Makes the set of runtimes what the members' health says; starts and stops without waiting for either. */
+  /** Makes the set of runtimes what the members' health says, and their controllers what the shards say; never waits. */
   reconcile(): void {
     const desired = new Map<string, { connection: MemberConnection; health: ClusterHealth }>();
-    if (this.leading && !this.closed) {
+    if (this.started && !this.closed) {
       for (const { name } of this.options.connections.snapshots()) {
         const connection = this.options.connections.get(name);
-        if (!connection || !this.shouldRun(name)) continue;
+        if (!connection || name === LOCAL_CLUSTER) continue;
         const health = connection.health();
         if (health.state === 'READY' && health.kinds.length > 0) desired.set(name, { connection, health });
       }
@@ -211,22 +323,49 @@ export class MemberRuntimes implements ClusterDrivers {
     }
     for (const [name, { connection, health }] of desired) {
       if (this.runtimes.has(name)) continue;
-      const runtime = new MemberRuntime(name, [...health.kinds], connection, this.options);
+      this.fence(name, connection);
+      const runtime = new MemberRuntime(name, [...health.kinds], connection, this.options, () => this.reconcile());
       this.runtimes.set(name, runtime);
       runtime.start(this.options.logger);
     }
+    for (const runtime of this.runtimes.values()) {
+      if (runtime.isRunning()) void runtime.setLeading(this.shouldDrive(runtime.name), this.options.logger);
+    }
   }
 
-  /** Whether this replica drives the member: the shard seam (ADR 0055). */
-  private shouldRun(name: string): boolean {
-    return name !== LOCAL_CLUSTER;
+  /** Whether this replica runs the member's controllers: the shard seam (ADR 0055, 0059). */
+  private shouldDrive(name: string): boolean {
+    if (this.closed || this.options.runControllers === false) return false;
+    return this.shards ? this.shards.holds(this.shards.shardOf(name)) : this.leading;
+  }
+
+  /** Whether a write to the member may be sent now: this replica holds its shard by its own clock (or leads, without shards). */
+  private mayWrite(name: string): boolean {
+    if (this.closed) return false;
+    return this.shards ? this.shards.holdsFreshly(this.shards.shardOf(name)) : this.leading;
+  }
+
+  /**
+   * Every request to the member names this replica (User-Agent), and a write is refused unless this replica may write
+   * now: a process resumed after SIGSTOP, past its renew deadline, must not write before it notices that it lost the shard.
+   * Dry runs change nothing and pass.
+   */
+  private fence(name: string, connection: MemberConnection): void {
+    const userAgent = `rollplane/${VERSION} (${this.options.identity ?? 'replica'})`;
+    connection.kubeConfig.beforeSend = (request) => {
+      request.setHeader('User-Agent', userAgent);
+      if (request.method === 'GET' || request.method === 'HEAD' || /[?&]dryRun=All(&|$)/.test(request.url)) return;
+      if (!this.mayWrite(name)) {
+        throw new UnavailableError(`member cluster ${name}: not written from this replica, which does not hold its shard now`);
+      }
+    };
   }
 
   private stopRuntime(runtime: MemberRuntime): void {
-    this.options.logger.info({ cluster: runtime.name }, 'member cluster controllers stopping');
+    this.options.logger.info({ cluster: runtime.name }, 'member cluster runtime stopping');
     const stop = runtime
       .stop()
-      .catch((error: unknown) => this.options.logger.warn({ cluster: runtime.name, err: error }, 'member cluster controllers did not stop cleanly'))
+      .catch((error: unknown) => this.options.logger.warn({ cluster: runtime.name, err: error }, 'member cluster runtime did not stop cleanly'))
       .finally(() => this.stopping.delete(stop));
     this.stopping.add(stop);
   }

@@ -27,6 +27,12 @@ export interface ManagerOptions {
   runControllers?: boolean;
   /** Whether this replica can do a leader's work right now (LeaderElectorOptions.canLead); default: always. */
   canLead?: () => boolean | Promise<boolean>;
+  /**
+   * Controllers start and stop when the owner says (`lead()`, `unlead()`), not on a Lease of the Manager's own: a member
+   * cluster's runtime, whose controllers run while this replica holds the member's shard (src/clusters/ShardLeases.ts).
+   * `leaderElection` is then ignored.
+   */
+  leadOnDemand?: boolean;
 }
 
 /**
@@ -47,6 +53,8 @@ export class Manager {
   private readonly canLead: ManagerOptions['canLead'];
   private readonly settings: LeaderElectionSettings;
   private readonly runControllers: boolean;
+  private readonly leadOnDemand: boolean;
+  private synced = false;
   private elector: LeaderElector | undefined;
   private leading = false;
   private started = false;
@@ -58,6 +66,7 @@ export class Manager {
     this.settings = options.leaderElection;
     this.runControllers = options.runControllers ?? true;
     this.canLead = options.canLead;
+    this.leadOnDemand = options.leadOnDemand ?? false;
   }
 
   /**
@@ -140,30 +149,15 @@ export class Manager {
     this.started = true;
     for (const informer of this.informers) informer.start();
     await Promise.all(this.informers.map((i) => i.waitForSync()));
+    this.synced = this.started;
     this.logger.info({ informers: this.informers.length }, 'informer caches synced');
-    const startControllers = async () => {
-      this.leading = true;
-      // Listeners run in order, each awaited; the controllers never start before they are all done (state a listener
-      // reloads is what the controllers work from).
-      for (const listener of this.leadingListeners) {
-        await listener();
-        if (!this.leading) return; // lost the lease meanwhile
-      }
-      for (const controller of this.controllers) controller.start();
-      this.logger.info({ identity: this.identity, controllers: this.controllers.map((c) => c.name) }, 'leading: controllers started');
-    };
-    const stopControllers = async () => {
-      this.leading = false;
-      await Promise.all(this.controllers.map((c) => c.stop()));
-      this.logger.info({ identity: this.identity }, 'not leading: controllers stopped');
-      await this.stoppedLeading();
-    };
     if (!this.runControllers) {
       this.logger.info('controllers off (ROLLPLANE_CONTROLLERS=off): serving the API only');
       return;
     }
+    if (this.leadOnDemand) return;
     if (!this.settings.enabled) {
-      await startControllers();
+      await this.startControllers();
       return;
     }
     await this.ensureNamespace(this.settings.namespace);
@@ -176,13 +170,47 @@ export class Manager {
       renewDeadlineMs: this.settings.renewDeadlineMs,
       retryPeriodMs: this.settings.retryPeriodMs,
       registry: this.registry,
-      onStartedLeading: () => startControllers(),
-      onStoppedLeading: () => stopControllers(),
+      onStartedLeading: () => this.startControllers(),
+      onStoppedLeading: () => this.stopControllers(),
       onNewLeader: (identity) => this.logger.info({ leader: identity }, 'leader observed'),
       onError: (error) => this.logger.warn({ err: error }, 'leader election error'),
       ...(this.canLead && { canLead: this.canLead }),
     });
     this.elector.start();
+  }
+
+  /**
+   * A Manager with `leadOnDemand`: starts its controllers (after the onStartedLeading listeners), once its caches have
+   * synced; false (nothing started) before that.
+   */
+  async lead(): Promise<boolean> {
+    if (!this.leadOnDemand || !this.synced || !this.runControllers) return false;
+    if (!this.leading) await this.startControllers();
+    return this.leading;
+  }
+
+  /** A Manager with `leadOnDemand`: stops its controllers, draining in-flight reconciles, then the onStoppedLeading listeners. */
+  async unlead(): Promise<void> {
+    if (this.leadOnDemand && this.leading) await this.stopControllers();
+  }
+
+  private async startControllers(): Promise<void> {
+    this.leading = true;
+    // Listeners run in order, each awaited; the controllers never start before they are all done (state a listener
+    // reloads is what the controllers work from).
+    for (const listener of this.leadingListeners) {
+      await listener();
+      if (!this.leading) return; // lost the lease meanwhile
+    }
+    for (const controller of this.controllers) controller.start();
+    this.logger.info({ identity: this.identity, controllers: this.controllers.map((c) => c.name) }, 'leading: controllers started');
+  }
+
+  private async stopControllers(): Promise<void> {
+    this.leading = false;
+    await Promise.all(this.controllers.map((c) => c.stop()));
+    this.logger.info({ identity: this.identity }, 'not leading: controllers stopped');
+    await this.stoppedLeading();
   }
 
   /** Stops controllers (draining in-flight reconciles), releases the lease, stops informers. */
@@ -195,6 +223,7 @@ export class Manager {
     }
     await Promise.all(this.informers.map((i) => i.stop()));
     this.started = false;
+    this.synced = false;
   }
 
   private async stoppedLeading(): Promise<void> {

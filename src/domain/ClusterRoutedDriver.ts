@@ -1,14 +1,29 @@
 import { LOCAL_CLUSTER } from './clusters/model.js';
 import type { RolloutKind } from './events.js';
-import { type AdmittedTarget, clusterOf, type RolloutDriver, type TargetObservation, targetKey } from './ports.js';
+import { type AdmittedTarget, clusterOf, type RolloutDriver, type TargetObservation } from './ports.js';
 import type { Rollout, RolloutService } from './RolloutService.js';
 
 /** What the routing driver asks of the member clusters' runtimes (src/clusters/MemberRuntimes.ts implements it). */
 export interface ClusterDrivers {
-  /** The kind's driver on the cluster's own runtime, while it runs; undefined while the cluster is not driven. */
+  /**
+   * The kind's driver on the cluster's own runtime, while its caches are synced (on any replica): what the engine
+   * observes with. Undefined while the cluster is not driven.
+   */
   driverOf(cluster: string, kind: RolloutKind): RolloutDriver | undefined;
+  /**
+   * Where this replica writes to the cluster itself (it holds the cluster's shard, docs/adr/0059): the writes of the
+   * cluster's targets. Undefined elsewhere: an admission is then the history's row only, and the holder's executor writes.
+   */
+  writerOf(cluster: string): MemberWriter | undefined;
   /** Why the cluster is not driven now, for people (names the cluster); asked only when driverOf said undefined. */
   whyNotDriven(cluster: string, kind: RolloutKind): string;
+}
+
+/** A member cluster's writes for its targets, made by the replica that holds its shard (MemberTargetExecutor). */
+export interface MemberWriter {
+  prepare(rollout: Rollout, signal: AbortSignal): Promise<void>;
+  admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void>;
+  finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void>;
 }
 
 /** The member clusters a rollout has targets in (its targets never change after the launch, so it is asked once). */
@@ -26,32 +41,36 @@ export function clustersOfRollout(rollouts: Pick<RolloutService, 'allTargets'>):
 const REMEMBERED_ROLLOUTS = 1_000;
 
 /**
- * One rollout kind's driver over every member cluster (ADR 0055): the engine keeps one driver per kind, and this one
- * sends each target to its cluster's own runtime (own client, informers and work queues), so a slow or unreachable
- * member delays only its own targets. `local`'s driver is the one rollplane always had; a rollout that has only
- * `local` targets never asks anything more.
+ * One rollout kind's driver over every member cluster (ADR 0055, 0059): the engine keeps one driver per kind — and one
+ * engine per rollout, on the main leader, since maxUnavailable counts across the rollout — and this one sends each
+ * target to its cluster's own runtime (own client, informers and work queues), so a slow or unreachable member delays
+ * only its own targets. `local`'s driver is the one rollplane always had; a rollout that has only `local` targets never
+ * asks anything more.
  *
- * A target in a cluster that is not driven (unreachable, unauthorized, deregistered, or without the kind) is admitted
- * in the history only: its write waits in memory, and `observe` reports it progressing with the reason, which names
- * the cluster — so it fails at its progress deadline with that reason, as any target that does not converge. Once the
- * cluster is driven again, the waiting write is made (drivers' writes are idempotent) before it is observed. After a
- * restart nothing waits in memory: such a target is observed as it is in its cluster and fails at its deadline unless
- * it converged. `prepare` runs per cluster the first time the rollout needs that cluster (and again after a restart;
- * it is idempotent); `finish` on every cluster that is driven then.
+ * Reads (observe, haltReason, unavailableOutsideRollout) use the member's caches, which run on every replica. Writes
+ * (prepare, admit, finish) are made by the replica that holds the member's shard: here, through the member's
+ * executor, when this replica holds it; otherwise an admission is the history's row only (PROGRESSING with its
+ * admittedAt, written by the engine), and the holder's executor hears it and writes. A target in a cluster nobody
+ * drives (unreachable, unauthorized, deregistered, without the kind) waits the same way: `observe` reports it
+ * progressing with a reason that names the cluster, so it fails at its progress deadline as any target that does not
+ * converge — unless the cluster is back first, when its holder's executor writes it.
  */
 export class ClusterRoutedDriver implements RolloutDriver {
   readonly kind: RolloutKind;
   readonly rollbackRules: RolloutDriver['rollbackRules'];
   private readonly clustersByRollout = new Map<string, readonly string[]>();
-  /** `rolloutId|cluster` once that cluster's `prepare` ran for the rollout. */
+  /** `rolloutId|cluster` once `local`'s prepare ran for the rollout. */
   private readonly prepared = new Set<string>();
-  /** `rolloutId|targetKey` of targets admitted while their cluster was not driven. */
-  private readonly waiting = new Set<string>();
 
   constructor(
     private readonly local: RolloutDriver,
     private readonly members: ClusterDrivers,
     private readonly clustersOf: RolloutClusters,
+    /**
+     * Reads a cluster's in-flight notes again from the history before observing one of its targets where another
+     * replica writes them (the notes' mirror here is current only for the clusters this replica writes).
+     */
+    private readonly refreshNotes?: (cluster: string) => Promise<void>,
   ) {
     this.kind = local.kind;
     this.rollbackRules = local.rollbackRules;
@@ -67,33 +86,24 @@ export class ClusterRoutedDriver implements RolloutDriver {
   }
 
   async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
-    for (const cluster of await this.clusters(rollout)) await this.prepareIn(cluster, rollout, signal);
+    for (const cluster of await this.clusters(rollout)) {
+      if (cluster === LOCAL_CLUSTER) await this.prepareLocal(rollout, signal);
+      else await this.members.writerOf(cluster)?.prepare(rollout, signal);
+    }
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
     const cluster = clusterOf(target);
-    const driver = this.driverOf(cluster);
-    if (!driver) {
-      this.waiting.add(`${rollout.id}|${targetKey(target)}`);
-      return;
-    }
-    await this.prepareIn(cluster, rollout, signal);
-    await driver.admit(target, rollout, signal);
+    if (cluster !== LOCAL_CLUSTER) return this.members.writerOf(cluster)?.admit(target, rollout, signal);
+    await this.prepareLocal(rollout, signal);
+    await this.local.admit(target, rollout, signal);
   }
 
   async observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation> {
     const cluster = clusterOf(target);
     const driver = this.driverOf(cluster);
     if (!driver) return { phase: 'progressing', message: this.members.whyNotDriven(cluster, this.kind) };
-    const key = `${rollout.id}|${targetKey(target)}`;
-    if (this.waiting.has(key)) {
-      // Its write waited for the cluster: make it now, then observe from the next pass on.
-      const signal = AbortSignal.timeout(60_000);
-      await this.prepareIn(cluster, rollout, signal);
-      await driver.admit(target, rollout, signal);
-      this.waiting.delete(key);
-      return { phase: 'progressing', message: `written to member cluster ${cluster} once it was back` };
-    }
+    if (cluster !== LOCAL_CLUSTER && !this.members.writerOf(cluster)) await this.refreshNotes?.(cluster);
     return driver.observe(target, rollout);
   }
 
@@ -108,22 +118,22 @@ export class ClusterRoutedDriver implements RolloutDriver {
   }
 
   async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
-    for (const cluster of await this.clusters(rollout)) await this.driverOf(cluster)?.finish?.(rollout, signal, others);
+    for (const cluster of await this.clusters(rollout)) {
+      if (cluster === LOCAL_CLUSTER) await this.local.finish?.(rollout, signal, others);
+      else await this.members.writerOf(cluster)?.finish(rollout, signal, others);
+    }
     this.clustersByRollout.delete(rollout.id);
-    for (const key of this.prepared) if (key.startsWith(`${rollout.id}|`)) this.prepared.delete(key);
-    for (const key of this.waiting) if (key.startsWith(`${rollout.id}|`)) this.waiting.delete(key);
+    this.prepared.delete(`${rollout.id}|${LOCAL_CLUSTER}`);
   }
 
   private driverOf(cluster: string): RolloutDriver | undefined {
     return cluster === LOCAL_CLUSTER ? this.local : this.members.driverOf(cluster, this.kind);
   }
 
-  private async prepareIn(cluster: string, rollout: Rollout, signal: AbortSignal): Promise<void> {
-    const key = `${rollout.id}|${cluster}`;
+  private async prepareLocal(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    const key = `${rollout.id}|${LOCAL_CLUSTER}`;
     if (this.prepared.has(key)) return;
-    const driver = this.driverOf(cluster);
-    if (!driver) return;
-    await driver.prepare?.(rollout, signal);
+    await this.local.prepare?.(rollout, signal);
     this.prepared.add(key);
   }
 

@@ -70,6 +70,24 @@ export class InFlightChanges {
     }
   }
 
+  /**
+   * Reads one cluster's notes again from the table, leaving the others' alone: the mirror is kept current by this
+   * replica's own writes only, so a cluster whose controllers run on another replica (its shard's holder, ADR 0059)
+   * is read again before its targets are observed here.
+   */
+  async reloadCluster(cluster: string): Promise<void> {
+    const rows = (await this.store.read.allInFlight()).filter((row) => row.cluster === cluster);
+    const prefix = `${cluster}|`;
+    for (const key of [...this.mirror.keys()]) if (key.startsWith(prefix)) this.mirror.delete(key);
+    for (const row of rows) {
+      try {
+        this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), JSON.parse(row.payload) as object);
+      } catch {
+        // As in reload.
+      }
+    }
+  }
+
   /** The notes of one kind, typed as that kind writes them. */
   of<T extends object>(kind: RolloutKind): InFlightNotes<T> {
     return {

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { Manager } from '../controller/Manager.js';
 import { ROLLOUT_KIND_MODULES, setupRolloutKinds } from '../kinds/index.js';
 import { MemberRuntimes, type MemberRuntimesOptions } from '../clusters/MemberRuntimes.js';
+import { ShardLeases } from '../clusters/ShardLeases.js';
 import { ClusterRoutedDriver, clustersOfRollout } from '../domain/ClusterRoutedDriver.js';
 import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
 import type { Domain } from '../domain/Domain.js';
@@ -71,16 +72,46 @@ export async function startControllers(
           events,
           inFlight,
           rollouts,
+          bus,
+          identity: manager.identity,
+          runControllers: config.controllers,
           targetChanged: (kind, namespace, name, cluster) => engine.targetChanged(kind, namespace, name, cluster),
           logger: logger.child({ component: 'member-runtimes' }),
           resyncMs: config.memberClusters.probeIntervalMs,
         })
       : undefined;
-    for (const driver of kinds.drivers) engine.registerDriver(runtimes ? new ClusterRoutedDriver(driver, runtimes, clustersOfRollout(rollouts)) : driver);
+    for (const driver of kinds.drivers) {
+      engine.registerDriver(
+        runtimes ? new ClusterRoutedDriver(driver, runtimes, clustersOfRollout(rollouts), (cluster) => inFlight.reloadCluster(cluster)) : driver,
+      );
+    }
+    // With leader election, the members are spread over the replicas by shard Leases (ADR 0059); without it this one
+    // replica drives them all while it runs (as local's controllers).
+    const shards =
+      runtimes && config.controllers && config.leaderElection.enabled
+        ? new ShardLeases({
+            coordination: clients.coordination,
+            namespace: config.leaderElection.namespace,
+            name: config.leaderElection.name,
+            shards: config.memberClusters.shards,
+            identity: manager.identity,
+            leaseDurationMs: config.leaderElection.leaseDurationMs,
+            renewDeadlineMs: config.leaderElection.renewDeadlineMs,
+            retryPeriodMs: config.leaderElection.retryPeriodMs,
+            ...leadershipGuard(db),
+            onAcquired: () => runtimes.reconcile(),
+            onReleased: (shard) => runtimes.releaseShard(shard),
+            registry: metrics.registry,
+            logger: logger.child({ component: 'shard-leases' }),
+          })
+        : undefined;
     if (runtimes) {
-      // Leader-only, as local's controllers: started with them, stopped with them (and before the manager's informers).
-      manager.onStartedLeading(() => runtimes.startLeading());
-      manager.onStoppedLeading(() => runtimes.stopLeading());
+      if (shards) runtimes.useShards(shards);
+      else {
+        // Leader-only, as local's controllers: started with them, stopped with them (and before the manager's informers).
+        manager.onStartedLeading(() => runtimes.startLeading());
+        manager.onStoppedLeading(() => runtimes.stopLeading());
+      }
       started(() => runtimes.close());
     }
     runEngineOnManager({
@@ -118,7 +149,16 @@ export async function startControllers(
       domain,
       scrape: () => notifications.scrape(),
       readiness: { name: 'controllers', check: async () => manager.checkReady() },
-      run: () => manager.start(),
+      run: async () => {
+        // The members' caches on every replica (the API plans and answers from them); their controllers where this
+        // replica holds their shard. Stopped before the runtimes close (compose stops in reverse order).
+        if (shards || !config.controllers) runtimes?.start();
+        if (shards) {
+          shards.start();
+          started(() => shards.stop());
+        }
+        await manager.start();
+      },
     };
   });
 }

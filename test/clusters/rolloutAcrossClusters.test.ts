@@ -161,12 +161,15 @@ describe('a rollout across member clusters', () => {
     await fleet.set('edge-2', 'ready');
     await until('edge-2 driven again', () => has('edge-2'));
 
-    // Leader-only: when this replica stops leading, every member's runtime stops (and waits for it); back when it leads.
+    // Without shards, leader-only: when this replica stops leading, every member's controllers stop (and it waits for
+    // them) while its caches keep serving reads (docs/adr/0059); they run again when it leads.
     await runtimes.stopLeading();
-    expect(runtimes.snapshot()).toEqual([]);
-    expect(runtimes.whyNotDriven('edge-1', 'AGENT_POOL')).toContain('this replica does not drive it');
+    expect(runtimes.snapshot().map((r) => [r.cluster, r.running, r.leading])).toEqual(MEMBERS.map((name) => [name, true, false]));
+    expect(runtimes.writerOf('edge-1')).toBeUndefined();
+    expect(runtimes.driverOf('edge-1', 'AGENT_POOL')).toBeDefined();
     runtimes.startLeading();
-    await until('every member driven again', () => MEMBERS.every(has));
+    await until('every member driven again', () => MEMBERS.every((name) => runtimes.snapshot().some((r) => r.cluster === name && r.leading)));
+    expect(runtimes.writerOf('edge-1')).toBeDefined();
 
     // Deregistered (gone from the credentials file): its runtime stops; a target of it would wait, naming why.
     registerMembers(

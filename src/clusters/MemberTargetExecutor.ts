@@ -1,0 +1,169 @@
+import type { EventBus } from '../domain/EventBus.js';
+import { admittedTarget } from '../domain/engineSteps.js';
+import { EventType, type RolloutKind, type StoredEvent } from '../domain/events.js';
+import { type AdmittedTarget, clusterOf, type RolloutDriver, targetKey } from '../domain/ports.js';
+import type { Rollout, RolloutService } from '../domain/RolloutService.js';
+import { ACTIVE_ROLLOUT_STATES, isTerminal } from '../domain/rolloutStates.js';
+import type { Logger } from '../log.js';
+
+export interface MemberTargetExecutorOptions {
+  cluster: string;
+  /** The member runtime's drivers, by kind. */
+  drivers: ReadonlyMap<RolloutKind, RolloutDriver>;
+  rollouts: Pick<RolloutService, 'get' | 'allTargets' | 'activeRolloutIdsInCluster' | 'list'>;
+  /** The history's bus: on PostgreSQL it carries every replica's events. */
+  bus: Pick<EventBus, 'subscribe'>;
+  logger: Logger;
+}
+
+/** The kind's other active rollouts a driver's finish is told of (as the engine's FINISH_OTHERS). */
+const OTHERS = 100;
+
+/**
+ * A member cluster's writes for its targets, made on the replica that holds the member's shard (docs/adr/0059): the
+ * engine — one per rollout, on the main leader — admits a target of a member it does not hold by recording it
+ * PROGRESSING in the history only; this executor, running while its member's controllers run, makes the write. It
+ * reads the PROGRESSING targets of its cluster when it starts (and on each resync), and hears each admission and each
+ * rollout's end on the bus; then it runs the rollout's `prepare` in its cluster once, the driver's `admit` for each
+ * target (the kinds' writes are idempotent: a target already at its version is left alone), and the driver's
+ * `finish` once the rollout is terminal. Where this replica leads too, the routing driver admits through the same
+ * executor, which then does not admit the target a second time when the event arrives.
+ */
+export class MemberTargetExecutor {
+  private unsubscribe: (() => void) | undefined;
+  private abort = new AbortController();
+  private readonly work = new Set<Promise<void>>();
+  /** `rolloutId|targetKey` admitted by this executor (or being admitted: the promise). */
+  private readonly admitted = new Map<string, Promise<void>>();
+  /** `rolloutId` whose prepare ran (or runs) here. */
+  private readonly prepared = new Map<string, Promise<void>>();
+  private readonly finished = new Set<string>();
+
+  constructor(private readonly options: MemberTargetExecutorOptions) {}
+
+  get running(): boolean {
+    return this.unsubscribe !== undefined;
+  }
+
+  /** Starts hearing the bus, then admits what the history says is in flight in its cluster. */
+  start(): void {
+    if (this.unsubscribe) return;
+    this.abort = new AbortController();
+    this.unsubscribe = this.options.bus.subscribe((event) => this.heard(event));
+    this.resync();
+  }
+
+  /** Stops hearing, aborts what runs and waits for it (the shard is being given up: no write may follow). */
+  async stop(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.abort.abort(new Error(`member cluster ${this.options.cluster}: this replica no longer drives it`));
+    while (this.work.size > 0) await Promise.allSettled([...this.work]);
+    this.admitted.clear();
+    this.prepared.clear();
+    this.finished.clear();
+  }
+
+  /** Admits every PROGRESSING target of its cluster in the active rollouts (level-based: a missed event is caught here). */
+  resync(): void {
+    if (!this.running) return;
+    this.track(async () => {
+      for (const id of await this.options.rollouts.activeRolloutIdsInCluster(this.options.cluster)) {
+        if (!this.running) return;
+        await this.admitInFlight(id);
+      }
+    });
+  }
+
+  /** Prepare (once per rollout) and admit, unless this executor admitted the target already. */
+  admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
+    const key = `${rollout.id}|${targetKey(target)}`;
+    const known = this.admitted.get(key);
+    if (known) return known;
+    const driver = this.options.drivers.get(rollout.kind);
+    if (!driver) return Promise.resolve();
+    const both = AbortSignal.any([signal, this.abort.signal]);
+    const run = this.prepare(rollout, both).then(() => driver.admit(target, rollout, both));
+    this.admitted.set(key, run);
+    // A failed admission is tried again (by the engine's next pass here, or the next resync).
+    run.catch(() => this.admitted.delete(key));
+    return run;
+  }
+
+  /** The rollout's prepare in this cluster, once. */
+  prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    const known = this.prepared.get(rollout.id);
+    if (known) return known;
+    const driver = this.options.drivers.get(rollout.kind);
+    const run = Promise.resolve(driver?.prepare?.(rollout, AbortSignal.any([signal, this.abort.signal])));
+    this.prepared.set(rollout.id, run);
+    run.catch(() => this.prepared.delete(rollout.id));
+    return run;
+  }
+
+  /** The rollout's finish in this cluster, once. */
+  async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
+    if (this.finished.has(rollout.id)) return;
+    this.finished.add(rollout.id);
+    try {
+      await this.options.drivers.get(rollout.kind)?.finish?.(rollout, AbortSignal.any([signal, this.abort.signal]), others);
+    } catch (error) {
+      this.finished.delete(rollout.id);
+      throw error;
+    }
+    this.forget(rollout.id);
+  }
+
+  private heard(event: StoredEvent): void {
+    if (!event.rolloutId) return;
+    const rolloutId = event.rolloutId;
+    if (event.type === EventType.TargetStateChanged && event.cluster === this.options.cluster) {
+      // Admitted: write it. Done (a rollout may end before its last targets do): the rollout's finish, once it is over.
+      if (event.payload.to === 'PROGRESSING') this.track(() => this.admitInFlight(rolloutId, `${event.namespace}/${event.name}`));
+      else this.track(() => this.finishHere(rolloutId));
+    } else if (event.type === EventType.RolloutStateChanged && isTerminal(event.payload.to as Rollout['state'])) {
+      this.track(() => this.finishHere(rolloutId));
+    }
+  }
+
+  /** Admits the rollout's PROGRESSING targets in its cluster (only `only`, namespace/name, when given). */
+  private async admitInFlight(rolloutId: string, only?: string): Promise<void> {
+    const rollout = await this.options.rollouts.get(rolloutId);
+    if (!rollout || !ACTIVE_ROLLOUT_STATES.includes(rollout.state)) return;
+    const targets = (await this.options.rollouts.allTargets(rolloutId)).filter(
+      (t) => clusterOf(t) === this.options.cluster && t.state === 'PROGRESSING' && (only === undefined || `${t.namespace}/${t.name}` === only),
+    );
+    for (const target of targets) {
+      if (!this.running) return;
+      await this.admit(admittedTarget(rollout, target, Date.now()), rollout, this.abort.signal);
+    }
+  }
+
+  /** The rollout ended: its finish here, if it had targets in this cluster and none of them is still in flight. */
+  private async finishHere(rolloutId: string): Promise<void> {
+    const rollout = await this.options.rollouts.get(rolloutId);
+    if (!rollout || !isTerminal(rollout.state)) return;
+    const mine = (await this.options.rollouts.allTargets(rolloutId)).filter((t) => clusterOf(t) === this.options.cluster);
+    if (mine.length === 0 || mine.some((t) => t.state === 'PROGRESSING')) return;
+    const others = (await this.options.rollouts.list({ kind: rollout.kind, states: [...ACTIVE_ROLLOUT_STATES] }, OTHERS, undefined)).items.filter(
+      (other) => other.id !== rollout.id,
+    );
+    await this.finish(rollout, this.abort.signal, others);
+  }
+
+  private forget(rolloutId: string): void {
+    const prefix = `${rolloutId}|`;
+    for (const key of this.admitted.keys()) if (key.startsWith(prefix)) this.admitted.delete(key);
+    this.prepared.delete(rolloutId);
+  }
+
+  private track(task: () => Promise<void>): void {
+    const run: Promise<void> = task()
+      .catch((error: unknown) => {
+        if (!this.abort.signal.aborted)
+          this.options.logger.warn({ cluster: this.options.cluster, err: error }, 'member target write failed; retried at the next resync');
+      })
+      .finally(() => this.work.delete(run));
+    this.work.add(run);
+  }
+}
