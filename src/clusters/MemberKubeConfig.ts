@@ -1,3 +1,4 @@
+import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiBudget } from '../kube/ApiBudget.js';
 import { BudgetedKubeConfig, reuseConnections } from '../kube/createKubeClients.js';
@@ -47,6 +48,16 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
 
   /** Closes the kept connections' sockets: the connection goes away (src/kube/createKubeClients.ts). */
   releaseConnections: () => void = () => {};
+
+  /** Requests that skip client-node's generated path (watches, the hot writes of src/kube/jsonRequests.ts) pass here. */
+  override async applyToHTTPSOptions(opts: Parameters<KubeConfig['applyToHTTPSOptions']>[0]): Promise<void> {
+    await super.applyToHTTPSOptions(opts);
+    if (!this.beforeSend) return;
+    const request = opts as RequestOptions;
+    const headers = (request.headers ??= {}) as Record<string, string | number | string[]>;
+    // A watch names no method here: it reads.
+    this.beforeSend({ method: request.method ?? 'GET', url: request.path ?? '', setHeader: (name, value) => void (headers[name] = value) });
+  }
 
   override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
     await super.applySecurityAuthentication(context);

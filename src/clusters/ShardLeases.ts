@@ -86,6 +86,8 @@ interface Presence {
 export class ShardLeases {
   private readonly electors: (LeaderElector | undefined)[];
   private readonly held = new Set<number>();
+  /** Holds begun per shard: tells a hold's end from a later hold's. */
+  private readonly holdCount: number[] = [];
   private readonly clock: Clock;
   private readonly gauge: Gauge<'shard'> | undefined;
   private readonly presenceName: string;
@@ -112,9 +114,12 @@ export class ShardLeases {
     return shardOf(cluster, this.options.shards);
   }
 
-  /** Whether this replica holds shard `n` (its elector leads: the controllers of its members may run). */
+  /**
+   * Whether this replica holds shard `n` (its elector leads: the controllers of its members may run). False from the
+   * moment the hold ends, while its work is still stopping (it still counts toward this replica's limit then).
+   */
   holds(shard: number): boolean {
-    return this.held.has(shard);
+    return this.held.has(shard) && (this.electors[shard]?.isLeader() ?? false);
   }
 
   /**
@@ -123,7 +128,7 @@ export class ShardLeases {
    * timer fires; this says no already.
    */
   holdsFreshly(shard: number): boolean {
-    return this.held.has(shard) && (this.electors[shard]?.holdsFreshly() ?? false);
+    return this.holds(shard) && (this.electors[shard]?.holdsFreshly() ?? false);
   }
 
   /** The shards this replica holds, ascending. */
@@ -184,18 +189,24 @@ export class ShardLeases {
       canLead: () => this.able && (this.held.has(n) || this.held.size < this.limit()),
       onStartedLeading: () => {
         if (this.electors[n] !== elector) return;
+        this.holdCount[n] = (this.holdCount[n] ?? 0) + 1;
         this.held.add(n);
         this.gauge?.set({ shard: String(n) }, 1);
         o.logger.info({ shard: n, lease: shardLeaseName(o.name, n) }, 'shard acquired');
         o.onAcquired(n);
       },
       onStoppedLeading: async () => {
+        // The elector may take the shard again while this hold's work is still stopping (it keeps campaigning): the end
+        // of this hold must not end that next one.
+        const hold = this.holdCount[n];
         try {
           await o.onReleased(n);
         } finally {
-          this.held.delete(n);
-          this.gauge?.set({ shard: String(n) }, 0);
-          o.logger.info({ shard: n, lease: shardLeaseName(o.name, n) }, 'shard released');
+          if (this.holdCount[n] === hold && !elector.isLeader()) {
+            this.held.delete(n);
+            this.gauge?.set({ shard: String(n) }, 0);
+            o.logger.info({ shard: n, lease: shardLeaseName(o.name, n) }, 'shard released');
+          }
         }
       },
       onError: (error) => o.logger.debug({ err: error, shard: n }, 'shard lease error'),

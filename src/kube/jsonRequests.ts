@@ -34,7 +34,9 @@ export class JsonRequests {
   }
 
   async send<T>(method: string, path: string, query: Record<string, unknown>, body?: unknown, contentType = 'application/json'): Promise<T> {
-    const options: https.RequestOptions = { headers: {} };
+    const basePath = this.base.pathname.replace(/\/$/, '');
+    // Method and path given to the KubeConfig too: a member's fences its writes there (MemberKubeConfig).
+    const options: https.RequestOptions = { method, path: `${basePath}${path}${queryString(query)}`, headers: {} };
     await this.kubeConfig.applyToHTTPSOptions(options);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers = options.headers as Record<string, string | number>;
@@ -43,7 +45,6 @@ export class JsonRequests {
       headers['Content-Type'] = contentType;
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
-    const basePath = this.base.pathname.replace(/\/$/, '');
     return new Promise<T>((resolve, reject) => {
       const request = this.transport.request(
         {
@@ -52,7 +53,7 @@ export class JsonRequests {
           protocol: this.base.protocol,
           hostname: this.base.hostname,
           port: this.base.port,
-          path: `${basePath}${path}${queryString(query)}`,
+          path: options.path,
         },
         (response) => {
           const chunks: Buffer[] = [];

@@ -4,6 +4,7 @@
  * state — ready, unreachable, blackhole, slow, unauthorized — is switched at run time by `set` or the admin endpoint:
  *   GET /sim/clusters          → every cluster: name, labels, url, kubeconfig file, state, latencyMs
  *   PUT /sim/clusters/<name>   → {"state": "slow", "latencyMs": 2000}: switches it, answers its new state
+ *   GET /sim/clusters/<name>/audit?after=<seq> → the writes made through its API (AuditRecord: who, what, in order)
  * The admin endpoint listens on a port of its own, so it answers while every cluster is unreachable.
  *
  * Kubeconfigs, in `dir`: `kubeconfig` with a context per cluster (named after the cluster; kubectl --context edge-1),
@@ -218,6 +219,18 @@ async function adminRoute(
       res,
       200,
       [...clusters.values()].map(({ name, labels, url, kubeconfigPath, state }) => ({ name, labels, url, kubeconfigPath, ...state() })),
+    );
+    return;
+  }
+  const audit = /^\/sim\/clusters\/([^/]+)\/audit$/.exec(path);
+  if (audit && method === 'GET') {
+    const cluster = clusters.get(decodeURIComponent(audit[1]!));
+    if (!cluster) throw new SimApiError(404, 'NotFound', `no simulated cluster "${decodeURIComponent(audit[1]!)}"`);
+    const after = Number(new URL(req.url ?? '/', 'http://sim').searchParams.get('after') ?? 0);
+    send(
+      res,
+      200,
+      cluster.simulator.api.audit.filter((record) => record.seq > after),
     );
     return;
   }

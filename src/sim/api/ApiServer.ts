@@ -13,6 +13,25 @@ import { parseFieldSelector, parseLabelSelector } from './selectors.js';
 import { TABLE_CONTENT_TYPE, toTable, wantsTable } from './table.js';
 import { WatchHub } from './WatchHub.js';
 
+/** One write through the API (not the simulated controllers' own, which go to the store directly). */
+export interface AuditRecord {
+  /** Increases across every simulator of the process: orders writes to different simulated clusters. */
+  seq: number;
+  at: number;
+  verb: 'create' | 'update' | 'patch' | 'delete';
+  /** `ippools`, `ippools/status`, … */
+  resource: string;
+  namespace: string | null;
+  name: string | null;
+  userAgent: string;
+  /** A Lease's holderIdentity after the write. */
+  holder?: string;
+}
+
+/** Writes kept in the audit (the oldest go first). */
+const AUDIT_CAP = 200_000;
+let auditSeq = 0;
+
 export interface ApiServerOptions {
   store: WatchableStore;
   host?: string;
@@ -38,6 +57,8 @@ const NOT_FOUND = 'the server could not find the requested resource';
 export class ApiServer implements ApiControl {
   /** Replaceable at run time (fault injection). */
   hooks: ApiHooks;
+  /** The writes made through the API, in order (AuditRecord): which client (User-Agent) changed what, and when. */
+  readonly audit: AuditRecord[] = [];
   private readonly store: WatchableStore;
   private readonly registry: ResourceRegistry;
   private readonly server: Server;
@@ -173,12 +194,12 @@ export class ApiServer implements ApiControl {
       case 'update':
       case 'patch':
       case 'delete':
-        return this.write(verb, await this.writeInput(req, r), res);
+        return this.write(verb, await this.writeInput(req, r), res, req.headers['user-agent'] ?? '');
     }
   }
 
   /** A write, all synchronous once the body is in, so that `dryRun=All` can wrap it in the store's dry-run scope. */
-  private write(verb: 'create' | 'update' | 'patch' | 'delete', input: WriteInput, res: ServerResponse): void {
+  private write(verb: 'create' | 'update' | 'patch' | 'delete', input: WriteInput, res: ServerResponse, userAgent: string): void {
     const run = (): WriteResult => {
       if (input.r.subresource === 'scale') {
         if (verb !== 'update' && verb !== 'patch') throw methodNotAllowed();
@@ -197,11 +218,35 @@ export class ApiServer implements ApiControl {
     };
     const dryRun = input.r.query.get('dryRun');
     if (dryRun === null || dryRun === '') {
-      this.sendResult(res, run());
+      const result = run();
+      if (result.code < 300) this.audited(verb, input, userAgent, result);
+      this.sendResult(res, result);
       return;
     }
     if (dryRun !== 'All') throw badRequest(`unsupported dryRun value "${dryRun}" (only "All")`);
     this.sendResult(res, this.store.dryRun(run));
+  }
+
+  /** Notes a write that changed something (a dry run changes nothing), as kube-apiserver's audit log would. */
+  private audited(verb: AuditRecord['verb'], input: WriteInput, userAgent: string, result: WriteResult): void {
+    const { r } = input;
+    // A create names its object in the body, not the path; a Lease's holder is what it says after the write.
+    const object =
+      r.name === undefined || r.type.plural === 'leases'
+        ? (JSON.parse(result.json) as { metadata?: { name?: string }; spec?: { holderIdentity?: string } })
+        : undefined;
+    const holder = r.type.plural === 'leases' ? (object?.spec?.holderIdentity ?? '') : undefined;
+    if (this.audit.length >= AUDIT_CAP) this.audit.splice(0, this.audit.length - AUDIT_CAP + 1);
+    this.audit.push({
+      seq: ++auditSeq,
+      at: Date.now(),
+      verb,
+      resource: r.subresource ? `${r.type.plural}/${r.subresource}` : r.type.plural,
+      namespace: r.namespace ?? null,
+      name: r.name ?? object?.metadata?.name ?? null,
+      userAgent,
+      ...(holder !== undefined ? { holder } : {}),
+    });
   }
 
   private async writeInput(req: IncomingMessage, r: ResourceRequest): Promise<WriteInput> {
