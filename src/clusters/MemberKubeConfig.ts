@@ -54,9 +54,16 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
     await super.applyToHTTPSOptions(opts);
     if (!this.beforeSend) return;
     const request = opts as RequestOptions;
-    const headers = (request.headers ??= {}) as Record<string, string | number | string[]>;
+    request.headers = request.headers ?? {};
+    const headers = request.headers as Record<string, string | number | string[]>;
     // A watch names no method here: it reads.
-    this.beforeSend({ method: request.method ?? 'GET', url: request.path ?? '', setHeader: (name, value) => void (headers[name] = value) });
+    this.beforeSend({
+      method: request.method ?? 'GET',
+      url: request.path ?? '',
+      setHeader: (name, value) => {
+        headers[name] = value;
+      },
+    });
   }
 
   override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
