@@ -111,7 +111,13 @@ export const PERMISSIONS: readonly Permission[] = [
     why: 'tenant PKI and kubeconfig Secrets: one list per control-plane namespace, server-side apply',
   },
   // Leader election, only in rollplane's own namespace.
-  { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'create', 'update'], scope: 'lease-namespace', why: 'the leader Lease' },
+  {
+    group: 'coordination.k8s.io',
+    resource: 'leases',
+    verbs: ['get', 'list', 'create', 'update', 'delete'],
+    scope: 'lease-namespace',
+    why: "the leader Lease, the member clusters' shard Leases and each replica's presence Lease (listed to count the live replicas, deleted when it stops; docs/adr/0059-shard-leases.md)",
+  },
   // Member clusters registered through the API keep their kubeconfig in a Secret of rollplane's namespace (ADR 0056).
   {
     group: '',

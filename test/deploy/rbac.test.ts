@@ -30,7 +30,7 @@ const tableTriples = (scope: 'cluster' | 'lease-namespace') =>
 // The reconcilers, their runtime (informers, leader election) and the Kubernetes client wrappers.
 // src/clusters/sources: the member cluster Secrets rollplane reads and writes in its own cluster (a member's own calls
 // are made with the member's credentials, not this RBAC).
-const scanned = scanKubeCalls(projectRoot, ['src/controller', 'src/controllers', 'src/kinds', 'src/kube', 'src/clusters/sources']);
+const scanned = scanKubeCalls(projectRoot, ['src/controller', 'src/controllers', 'src/kinds', 'src/kube', 'src/clusters']);
 
 describe('deploy/base/10-rbac.yaml', () => {
   it('grants in its ClusterRole exactly the cluster-wide rows of deploy/permissions.ts', () => {
@@ -72,7 +72,7 @@ describe('deploy/permissions.ts against the code', () => {
     expect(scanned.unresolved).toEqual([]);
     // The scan itself must see the calls it is meant to see (a broken scanner would pass the next test vacuously).
     expect(used.get('network.harvesterhci.io|ippools/status|update')).toBeDefined();
-    expect(used.get('coordination.k8s.io|leases|create')?.[0]).toMatch(/LeaderElector\.ts/);
+    expect(used.get('coordination.k8s.io|leases|create')?.filter((at) => /LeaderElector\.ts/.test(at))).toHaveLength(1);
     expect(used.get('|pods|watch')).toBeDefined();
   });
 
