@@ -61,6 +61,10 @@ export class InFlightChanges {
   async reload(): Promise<void> {
     const rows = await this.store.read.allInFlight();
     this.mirror.clear();
+    this.fill(rows);
+  }
+
+  private fill(rows: readonly { cluster: string; kind: string; namespace: string; name: string; payload: string }[]): void {
     for (const row of rows) {
       try {
         this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), JSON.parse(row.payload) as object);
@@ -79,13 +83,7 @@ export class InFlightChanges {
     const rows = (await this.store.read.allInFlight()).filter((row) => row.cluster === cluster);
     const prefix = `${cluster}|`;
     for (const key of [...this.mirror.keys()]) if (key.startsWith(prefix)) this.mirror.delete(key);
-    for (const row of rows) {
-      try {
-        this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), JSON.parse(row.payload) as object);
-      } catch {
-        // As in reload.
-      }
-    }
+    this.fill(rows);
   }
 
   /** The notes of one kind, typed as that kind writes them. */

@@ -142,6 +142,18 @@ async function checkOneWriterPerCluster(fleet: Fleet, from: number): Promise<Map
   return writers;
 }
 
+/** The rollout once it has ended. */
+function ended(rollouts: RolloutService, id: string) {
+  return until(
+    'the rollout to end',
+    async () => {
+      const rollout = await rollouts.get(id);
+      return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(rollout.state) ? rollout : undefined;
+    },
+    240_000,
+  );
+}
+
 function alive(service: ServiceProcess): boolean {
   return service.child.exitCode === null && service.child.signalCode === null;
 }
@@ -256,15 +268,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
     await other.exited;
     await until('the survivor to hold every shard', async () => (await heldShards(leader)).length === SHARDS, 60_000);
 
-    const done = await until(
-      'the rollout to end',
-      async () => {
-        const rollout = await rollouts.get(id);
-        return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(rollout.state) ? rollout : undefined;
-      },
-      240_000,
-    );
-    expect(done.state).toBe('SUCCEEDED');
+    expect((await ended(rollouts, id)).state).toBe('SUCCEEDED');
     await expectEachPoolOnceAt(IMAGES[0]!, id, from, rollouts, events);
     const writers = await checkOneWriterPerCluster(fleet, from);
     // Both replicas wrote to members: the work was shared, and moved.
@@ -280,7 +284,6 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
     const [stopped, other] = (await isLeader(a)) ? [a, b] : [b, a];
     stopped.child.kill('SIGSTOP');
     await until('the other replica to lead and hold every shard', async () => (await isLeader(other)) && (await heldShards(other)).length === SHARDS, 60_000);
-    const resumedAt = Math.max(0, ...(await audit(fleet, 'mgmt')).map((r) => r.seq));
     stopped.child.kill('SIGCONT');
     await until('the resumed replica to answer and say it holds no shard it lost', async () => {
       try {
@@ -291,18 +294,10 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
         return false;
       }
     });
-    const done = await until(
-      'the rollout to end',
-      async () => {
-        const rollout = await rollouts.get(id);
-        return rollout && ['SUCCEEDED', 'FAILED', 'ABORTED', 'ROLLED_BACK'].includes(rollout.state) ? rollout : undefined;
-      },
-      240_000,
-    );
-    expect(done.state).toBe('SUCCEEDED');
+    expect((await ended(rollouts, id)).state).toBe('SUCCEEDED');
     await expectEachPoolOnceAt(IMAGES[1]!, id, from, rollouts, events);
+    // Its writes after SIGCONT included: none to a member whose shard it did not hold at that point.
     await checkOneWriterPerCluster(fleet, from);
-    expect(resumedAt).toBeGreaterThan(from);
   }, 600_000);
 
   /** Every pool of every member at `image`, its agent created exactly once since `from`, and one AgentRecreated each. */
