@@ -3,6 +3,7 @@ import { Manager } from '../controller/Manager.js';
 import { ROLLOUT_KIND_MODULES, setupRolloutKinds } from '../kinds/index.js';
 import { MemberRuntimes, type MemberRuntimesOptions } from '../clusters/MemberRuntimes.js';
 import { ShardLeases } from '../clusters/ShardLeases.js';
+import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
 import { ClusterRoutedDriver, clustersOfRollout } from '../domain/ClusterRoutedDriver.js';
 import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
 import type { Domain } from '../domain/Domain.js';
@@ -153,9 +154,16 @@ export async function startControllers(
         // The members' caches on every replica (the API plans and answers from them); their controllers where this
         // replica holds their shard. Stopped before the runtimes close (compose stops in reverse order).
         if (shards || !config.controllers) runtimes?.start();
-        if (shards) {
-          shards.start();
+        if (shards && members) {
+          // Only once there is a member to share: a deployment of `local` alone takes no shard Leases.
+          const startShards = () => {
+            if (members.snapshots().some((member) => member.name !== LOCAL_CLUSTER)) shards.start();
+          };
           started(() => shards.stop());
+          // Registered after the stop, so undone before it: no health change starts them again while they stop.
+          const unsubscribe = members.onHealth(startShards);
+          started(async () => unsubscribe());
+          startShards();
         }
         await manager.start();
       },
