@@ -134,6 +134,38 @@ describe('ShardLeases', () => {
     expect(b.liveReplicas()).toBe(1);
   });
 
+  it("keeps a shard taken again while its last hold's work was still stopping", async () => {
+    const holdings = new Holdings();
+    const cut = { on: false };
+    let finishStopping: () => void = () => {};
+    const stopping = new Promise<void>((resolve) => {
+      finishStopping = resolve;
+    });
+    const a = replica('a', holdings, {
+      shards: 1,
+      coordination: cuttable(cut),
+      onReleased: async (shard) => {
+        holdings.release('a', shard);
+        await stopping;
+      },
+    });
+    a.start();
+    await until('a to hold the shard', () => a.holds(0), { timeoutMs: 30_000 });
+    // Its renewals fail: it steps down at the renew deadline, and its work starts stopping (slowly).
+    cut.on = true;
+    await until('a to step down', () => holdings.released.length === 1, { timeoutMs: 30_000 });
+    expect(a.holds(0)).toBe(false);
+    // Back before the work has stopped: it takes the Lease again (nobody else held it).
+    cut.on = false;
+    await until('a to take the shard again', () => holdings.acquired.length === 2 && a.holds(0), { timeoutMs: 30_000 });
+    // The old hold's work is done now: that must not end the new hold.
+    finishStopping();
+    await stopping;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(a.holds(0)).toBe(true);
+    expect(a.heldShards()).toEqual([0]);
+  });
+
   it('keeps each replica to its presence Lease, removed when it stops', async () => {
     const holdings = new Holdings();
     const a = replica('a', holdings);
