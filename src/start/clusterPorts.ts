@@ -7,8 +7,8 @@ import type { KindPorts } from '../domain/Domain.js';
 
 /**
  * The domain's one way to a kind's query port in a cluster (docs/adr/0058-bump-across-clusters.md): `local`'s own ports,
- * a member's from its runtime's caches while this replica drives it. When member caches are shared across replicas
- * (shards), this is the one place that changes.
+ * a member's from its runtime's caches, which every replica keeps whichever replica holds the member's shard (ADR 0059):
+ * a bump is planned alike on any replica.
  */
 export function clusterPortsOf(
   local: Partial<KindPorts>,
