@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { EventBus } from './domain/EventBus.js';
 import { EventType, ROLLOUT_KINDS } from './domain/events.js';
 import { ACTIVE_ROLLOUT_STATES, isTerminal } from './domain/rolloutStates.js';
+import { ClusterRegistries } from './metricsByCluster.js';
 import type { HistoryReads } from './store/port.js';
 import { REVISION, VERSION } from './version.js';
 
@@ -12,6 +13,8 @@ import { REVISION, VERSION } from './version.js';
  */
 export interface AppMetrics {
   registry: Registry;
+  /** The member runtimes' registries, rendered into /metrics with a `cluster` label (metricsByCluster.ts). */
+  members: ClusterRegistries;
   graphqlOperations: Counter<'field' | 'type' | 'result' | 'transport'>;
   requestsRefused: Counter<'reason' | 'transport'>;
   graphqlExecutions: Counter<'executor'>;
@@ -48,6 +51,7 @@ export function createMetrics(): AppMetrics {
   }).set({ version: VERSION, revision: REVISION, nodejs: process.versions.node }, 1);
   return {
     registry,
+    members: new ClusterRegistries(),
     rolloutsFinished: new Counter({
       name: 'rollplane_rollouts_finished_total',
       help: 'Rollouts that reached a final state, by kind and state (SUCCEEDED, FAILED, ABORTED, ROLLED_BACK).',

@@ -62,6 +62,8 @@ export interface MemberRuntimesOptions {
   /** Where a member's controllers report a target change (the engine's targetChanged, with the member's name). */
   targetChanged(kind: RolloutKind, namespace: string, name: string, cluster: string): void;
   logger: Logger;
+  /** Where a member's runtime registers its metrics (labelled with its cluster on /metrics); a private registry if absent. */
+  registries?: { registryFor(cluster: string): Registry; release(cluster: string, registry: Registry): void };
   /** Between the runtimes' reconciles when nothing else triggers one (health changes and leadership do). */
   resyncMs?: number;
 }
@@ -77,6 +79,8 @@ class MemberRuntime {
   readonly queries: MemberQueries = {};
   readonly executor: MemberTargetExecutor | undefined;
   private readonly manager: Manager;
+  /** Takes its series off /metrics. */
+  private readonly releaseMetrics: () => void;
   private synced = false;
   private stopped = false;
   /** Whether the controllers should run; `transition` makes it so, one change at a time. */
@@ -93,10 +97,10 @@ class MemberRuntime {
   ) {
     const logger = options.logger.child({ cluster: name });
     const clients = kubeClientsOf(connection.kubeConfig);
-    // Its own registry: the kinds' and the runtime's metrics are registered per runtime, and one registry would refuse
-    // the second cluster's (rollplane_cluster_* say each member's health; per-member runtime metrics are ADR 0055's
-    // next step).
-    const registry = new Registry();
+    // Its own registry: one registry would refuse the second cluster's metrics of a name. /metrics shows it with a
+    // `cluster` label while the runtime runs (ADR 0060).
+    const registry = options.registries?.registryFor(name) ?? new Registry();
+    this.releaseMetrics = () => options.registries?.release(name, registry);
     // No Lease of its own: its controllers run while this replica holds the member's shard (MemberRuntimes says when).
     this.manager = new Manager({
       clients,
@@ -177,6 +181,7 @@ class MemberRuntime {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.releaseMetrics();
     this.wantLead = false;
     await this.transition;
     this.leading = false;

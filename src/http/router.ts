@@ -65,7 +65,7 @@ export function attachRoutes(server: Server, options: RouterOptions): void {
       case '/metrics':
         await options.beforeScrape().catch((error: unknown) => logger.warn({ err: error }, 'cannot refresh the metrics counted at scrape time'));
         res.setHeader('content-type', metrics.registry.contentType);
-        res.end(await metrics.registry.metrics());
+        res.end(await metrics.members.render(metrics.registry));
         return;
       default:
         sendError(res, 404, `no route for ${url.pathname}`, 'NOT_FOUND');

@@ -79,6 +79,7 @@ export async function startControllers(
           targetChanged: (kind, namespace, name, cluster) => engine.targetChanged(kind, namespace, name, cluster),
           logger: logger.child({ component: 'member-runtimes' }),
           resyncMs: config.memberClusters.probeIntervalMs,
+          registries: metrics.members,
         })
       : undefined;
     for (const driver of kinds.drivers) {

@@ -12,6 +12,7 @@ import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/si
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
 import { MEMBER_FLEET_ENV, memberPool, registerMembers } from '../helpers/memberFleet.js';
+import { scrape } from '../helpers/promText.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -171,6 +172,11 @@ describe('a rollout across member clusters', () => {
     await until('every member driven again', () => MEMBERS.every((name) => runtimes.snapshot().some((r) => r.cluster === name && r.leading)));
     expect(runtimes.writerOf('edge-1')).toBeDefined();
 
+    // Each member's runtime metrics are on /metrics with its cluster; local's series are as they were, unlabelled.
+    const queueDepth = async () =>
+      (await scrape(`${app.baseUrl}/metrics`)).filter((s) => s.name === 'workqueue_depth').map((s) => `${s.labels.cluster ?? ''}/${s.labels.name}`);
+    for (const cluster of ['', ...MEMBERS]) expect(await queueDepth()).toContain(`${cluster}/agentpool`);
+
     // Deregistered (gone from the credentials file): its runtime stops; a target of it would wait, naming why.
     registerMembers(
       dir,
@@ -180,6 +186,9 @@ describe('a rollout across member clusters', () => {
     );
     await until('edge-3 runtime stopped', () => !runtimes.snapshot().some((r) => r.cluster === 'edge-3'));
     expect(runtimes.driverOf('edge-3', 'AGENT_POOL')).toBeUndefined();
+    // Its series left /metrics with its runtime (and its health series with its registration): none names it.
+    expect((await scrape(`${app.baseUrl}/metrics`)).filter((s) => s.labels.cluster === 'edge-3')).toEqual([]);
+    expect(await queueDepth()).toContain('edge-1/agentpool');
     expect(runtimes.whyNotDriven('edge-3', 'AGENT_POOL')).toContain('member cluster edge-3 is not registered');
     expect(has('edge-1')).toBe(true);
   });
