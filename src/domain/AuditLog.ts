@@ -10,6 +10,8 @@ export interface AuditRecord {
   result: string;
   message?: string | null;
   sourceAddr?: string | null;
+  /** The one member cluster the operation addressed (a name, never a credential), or null (ADR 0054). */
+  cluster?: string | null;
 }
 
 /**
@@ -113,6 +115,7 @@ export class AuditLog {
         result: entry.result,
         message: entry.message?.slice(0, 2000) ?? null,
         sourceAddr: entry.sourceAddr ?? null,
+        cluster: entry.cluster ?? null,
       },
       new Date(this.now()),
     );

@@ -59,6 +59,7 @@ export function guardPlugin(options: GuardOptions & { audit: AuditLog; logger: L
             {
               principal: rc.contextValue.principal,
               sourceAddress: rc.contextValue.sourceAddress,
+              document: rc.document,
               operation: rc.operation,
               fields: rootFieldsOf(rc.document, rc.operation),
               source: rc.source ?? rc.request.query ?? '',

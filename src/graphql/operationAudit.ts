@@ -7,12 +7,13 @@ import type { Logger } from '../log.js';
 import { redactMessage, redactSecrets } from './auditRedaction.js';
 import { errorCodeOf } from './errors.js';
 import { callerKey } from './guard.js';
-import { rootFieldsOf } from './operationFields.js';
+import { clusterOfMutation, rootFieldsOf } from './operationFields.js';
 
 /** A mutation as it ended, on either transport. */
 export interface MutationOutcome {
   principal: Principal;
   sourceAddress: string | null;
+  document: DocumentNode;
   operation: OperationDefinitionNode;
   /** Root fields the operation could run (rootFieldsOf): what the audit entry names. */
   fields: readonly string[];
@@ -50,6 +51,7 @@ export async function auditMutation(audit: AuditLog, schema: GraphQLSchema, outc
       result,
       message: first ? redactMessage(first.message, outcome.source, outcome.variables) : null,
       sourceAddr: outcome.sourceAddress,
+      cluster: clusterOfMutation(schema, outcome.document, outcome.operation, outcome.variables),
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not write the audit entry'));
 }

@@ -13,6 +13,8 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { isDryRun } from '../auth/policy.js';
+import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import { isDns1123Label } from '../util/dnsNames.js';
 
 /** Introspection fields: any caller may use them; they never reach a resolver of ours. */
 const META_FIELDS = new Set(['__typename', '__schema', '__type']);
@@ -106,4 +108,60 @@ export function dryRunOnlyFields(
   }
   for (const name of wet) dry.delete(name);
   return dry;
+}
+
+/** What a bump's payload is (schema.graphql): a root field that returns it launches a rollout from its `input`. */
+const BUMP_PAYLOAD = 'BumpPayload';
+
+/**
+ * The one member cluster a mutation addresses, for its audit entry (AuditEntry.cluster, ADR 0054/0060), read from its
+ * arguments as sent: `registerCluster`'s `input.name`, `updateClusterLabels`' and `deregisterCluster`'s `name`, and a
+ * bump's cluster selection (`input.memberClusters`) when it names one cluster and no label selector, or none (a bump
+ * that names no cluster is `local`'s). Every root field that runs must address the same cluster, and it must be a
+ * valid cluster name; otherwise (no cluster: tokens, settings; several; a label selection; arguments that do not
+ * coerce) null: an entry never claims a cluster the operation did not name. Never a credential: a name only.
+ */
+export function clusterOfMutation(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | null | undefined,
+): string | null {
+  const mutation = schema.getMutationType();
+  if (operation.operation !== 'mutation' || !mutation) return null;
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}).coerced;
+  if (!coerced) return null;
+  const clusters = new Set<string | null>();
+  for (const node of rootFieldNodesOf(document, operation)) {
+    const definition = mutation.getFields()[node.name.value];
+    if (!definition) return null;
+    try {
+      clusters.add(clusterOfField(definition, getArgumentValues(definition, node, coerced)));
+    } catch {
+      return null;
+    }
+  }
+  const [only] = clusters;
+  return clusters.size === 1 && typeof only === 'string' && isDns1123Label(only).length === 0 ? only : null;
+}
+
+function clusterOfField<TContext>(field: GraphQLField<unknown, TContext>, args: Record<string, unknown>): string | null {
+  switch (field.name) {
+    case 'registerCluster':
+      return textOf((args.input as { name?: unknown } | undefined)?.name);
+    case 'updateClusterLabels':
+    case 'deregisterCluster':
+      return textOf(args.name);
+  }
+  if (getNamedType(field.type).name !== BUMP_PAYLOAD) return null;
+  const selection = (args.input as { memberClusters?: { names?: unknown; labelSelector?: unknown } | null } | undefined)?.memberClusters;
+  const names = Array.isArray(selection?.names) ? [...new Set(selection.names)] : [];
+  const selector = typeof selection?.labelSelector === 'string' ? selection.labelSelector.trim() : '';
+  if (selector !== '') return null;
+  if (names.length === 0) return LOCAL_CLUSTER;
+  return names.length === 1 ? textOf(names[0]) : null;
+}
+
+function textOf(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
 }

@@ -70,6 +70,7 @@ const REPLAY_PAGES_AT_ONCE = 8;
 
 /** What the server remembers of one running operation, for the audit entry and the metrics when it ends. */
 interface RunningOperation {
+  document: DocumentNode;
   operation: OperationDefinitionNode;
   fields: string[];
   source: string;
@@ -376,12 +377,12 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           await auditMutation(
             options.audit,
             options.schema,
-            { principal, sourceAddress, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] },
+            { principal, sourceAddress, document, operation, fields: verdict.fields, source: payload.query, variables, errors: [verdict.error] },
             logger,
           );
           return [verdict.error];
         }
-        running.set(id, { operation, fields: verdict.fields, source: payload.query, variables, held });
+        running.set(id, { document, operation, fields: verdict.fields, source: payload.query, variables, held });
         hold(caller, held);
         if (operation.operation === 'subscription') metrics.subscriptionsActive.inc();
         const chargeReplay = replayCharge(options.guard, principal, verdict.cost);
@@ -419,6 +420,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions) {
           {
             principal,
             sourceAddress: ctx.extra.request.socket.remoteAddress ?? null,
+            document: op.document,
             operation: op.operation,
             fields: op.fields,
             source: op.source,

@@ -288,6 +288,39 @@ describe('clusters over GraphQL', () => {
     expect((parse(readFileSync(file(), 'utf8')) as { clusters: { name: string }[] }).clusters.map((c) => c.name)).toEqual(['by-hand', 'edge-a']);
   });
 
+  it('writes the one cluster a mutation addressed into its audit entry, and nothing for none or several', async () => {
+    const mark = Number((await call('{ auditEntries(first: 1) { edges { node { id } } } }')).data.auditEntries.edges[0].node.id);
+    await call('mutation { deregisterCluster(name: "edge-a") { name } }', {}, viewer);
+    await call('mutation { a: updateClusterLabels(name: "edge-a", labels: []) { name } b: updateClusterLabels(name: "local", labels: []) { name } }');
+    await call('mutation { deregisterCluster(name: "Not A Name") { name } }');
+    await call('mutation { createApiToken(input: { name: "audit-cluster-probe", role: viewer }) { secret } }');
+    await call('mutation($i: BumpAgentImageInput!) { bumpAgentImage(input: $i) { rollout { id } } }', {
+      i: { image: 'rancher/harvester-vm-dhcp-agent:v9.9.9', dryRun: true },
+    });
+    const res = await call('{ auditEntries(first: 100) { edges { node { id operation result cluster input } } } }');
+    const entries: { id: string; operation: string; result: string; cluster: string | null; input: unknown }[] = res.data.auditEntries.edges.map(
+      (e: { node: unknown }) => e.node,
+    );
+    const cluster = (operation: string, result = 'OK') => entries.filter((e) => e.operation === operation && e.result === result).map((e) => e.cluster);
+    // The mutations of the tests before: each entry names the cluster its operation addressed.
+    expect(cluster('registerCluster')).toEqual(['edge-b', 'edge-a']);
+    expect(cluster('updateClusterLabels')).toEqual(expect.arrayContaining(['edge-a', 'local']));
+    expect(cluster('updateClusterLabels', 'CONFLICT')).toEqual(['by-hand']);
+    expect(cluster('deregisterCluster')).toEqual(['edge-b']);
+    expect(cluster('deregisterCluster', 'NOT_FOUND')).toEqual(['nope']);
+    // A refused attempt still says which cluster it was about; a name that is none, several clusters, or none at all: null.
+    const since = entries.filter((e) => Number(e.id) > mark).reverse();
+    expect(since.map((e) => [e.operation, e.result, e.cluster])).toEqual([
+      ['deregisterCluster', 'FORBIDDEN', 'edge-a'],
+      ['updateClusterLabels', 'OK', null],
+      ['deregisterCluster', 'BAD_USER_INPUT', null],
+      ['createApiToken', 'OK', null],
+      // A bump that names no cluster bumps local's targets (whatever became of it here, with no controllers).
+      ['bumpAgentImage', expect.any(String), 'local'],
+    ]);
+    expect(JSON.stringify(entries)).not.toContain(PLANTED);
+  });
+
   it('keeps the kubeconfig out of the audit log however the document carries it (attack 14, F1)', async () => {
     const kc = JSON.stringify(kubeconfigOf('edge-b'));
     const before = await registry();

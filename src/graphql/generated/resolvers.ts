@@ -1114,6 +1114,12 @@ export type AuditEntry = {
   message?: Maybe<Scalars['String']['output']>;
   /** The client's IP address. */
   sourceAddress?: Maybe<Scalars['String']['output']>;
+  /**
+   * The one member cluster the mutation addressed: the cluster registered, relabelled or deregistered, or a bump's when
+   * its selection names one cluster (`local` when it names none). Null for mutations about no cluster or several, and
+   * for entries written before clusters.
+   */
+  cluster?: Maybe<Scalars['String']['output']>;
   createdAt: Scalars['DateTime']['output'];
 };
 
@@ -2666,6 +2672,7 @@ export type AuditEntryResolvers<ContextType = GraphQLContext, ParentType extends
   result?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   message?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   sourceAddress?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  cluster?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
 };
 
