@@ -47,6 +47,7 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'CreateNotificationSubscriptionInput.name': 100,
   'UpdateNotificationSubscriptionInput.name': 100,
   'NotificationFilterInput.clusters': 63,
+  'NotificationFilterInput.clusterSelector': 1000,
   'NotificationFilterInput.rolloutIds': 200,
   // A kubeconfig with inline certificates is a few KB; the request body limit (ROLLPLANE_MAX_BODY_BYTES) bounds it too.
   'RegisterClusterInput.kubeconfig': 200_000,

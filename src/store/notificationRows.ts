@@ -82,6 +82,7 @@ export function parseFilter(text: string): NotificationFilter {
     types: raw.types ?? [],
     kinds: raw.kinds ?? [],
     clusters: raw.clusters ?? [],
+    clusterSelector: raw.clusterSelector ?? '',
     states: raw.states ?? [],
     rolloutIds: raw.rolloutIds ?? [],
   };

@@ -1,6 +1,13 @@
 import type { StoredEvent } from '../domain/events.js';
 import type { Route } from '../domain/notifications/model.js';
-import type { OutboxEntry } from '../domain/notifications/routing.js';
+import {
+  type ClusterFacts,
+  clusterFactsWanted,
+  clustersToLabel,
+  NO_CLUSTER_FACTS,
+  type OutboxEntry,
+  type RoutableEvent,
+} from '../domain/notifications/routing.js';
 import { routeOf } from './notificationRows.js';
 import { sqlDate, type Sql } from './Sql.js';
 import { READ_GENERATION, READ_ROUTES } from './notificationRows.js';
@@ -68,4 +75,47 @@ export function insertDeliveries(sql: Sql, entries: readonly OutboxEntry[], stor
       at,
     );
   }
+}
+
+/** The rows ClusterFacts are made of (both stores read the same two statements). */
+export interface RolloutClusterRow {
+  rolloutId: string;
+  cluster: string;
+}
+export interface ClusterLabelsRow {
+  name: string;
+  labels: string;
+}
+
+/** `SELECT` of the distinct clusters of the rollouts' targets; `list` is the placeholders of the rollout ids. */
+export const rolloutClustersSql = (list: string) => `SELECT DISTINCT "rolloutId", "cluster" FROM "RolloutTarget" WHERE "rolloutId" IN (${list})`;
+/** `SELECT` of the clusters' labels; `list` is the placeholders of their names. */
+export const clusterLabelsSql = (list: string) => `SELECT "name", "labels" FROM "MemberCluster" WHERE "name" IN (${list})`;
+
+/** The clusters of each rollout, from RolloutClusterRow rows. */
+export function clustersByRollout(rows: readonly RolloutClusterRow[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const row of rows) out.set(row.rolloutId, [...(out.get(row.rolloutId) ?? []), row.cluster]);
+  return out;
+}
+
+export function labelsByCluster(rows: readonly ClusterLabelsRow[]): Map<string, Record<string, string>> {
+  return new Map(rows.map((r) => [r.name, JSON.parse(r.labels) as Record<string, string>]));
+}
+
+/**
+ * SQLite, inside the transaction: what routing by cluster needs (routing.ts ClusterFacts), read only when a
+ * subscription selects clusters — two small reads, by RolloutTarget's (rolloutId, …) index and MemberCluster's key.
+ */
+export function clusterFactsOn(sql: Sql, events: readonly RoutableEvent[], routes: readonly Route[]): ClusterFacts {
+  const wanted = clusterFactsWanted(events, routes);
+  if (!wanted) return NO_CLUSTER_FACTS;
+  const placeholders = (values: readonly string[]) => values.map(() => '?').join(', ');
+  const clustersOfRollout =
+    wanted.rolloutIds.length > 0
+      ? clustersByRollout(sql.all<RolloutClusterRow>(rolloutClustersSql(placeholders(wanted.rolloutIds)), ...wanted.rolloutIds))
+      : new Map();
+  const clusters = wanted.labels ? clustersToLabel(events, clustersOfRollout) : [];
+  const labelsOf = clusters.length > 0 ? labelsByCluster(sql.all<ClusterLabelsRow>(clusterLabelsSql(placeholders(clusters)), ...clusters)) : new Map();
+  return { clustersOfRollout, labelsOf };
 }

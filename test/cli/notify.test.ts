@@ -112,4 +112,26 @@ describe('rollplane notify', () => {
     expect(deleted.stdout).toBe(`deleted notification subscription ${delivery.subscription.id}\n`);
     expect((await run('notify', 'list')).stdout).not.toContain('ci failures');
   });
+
+  it('selects clusters by name and label selector; a bad selector is a usage error that sends nothing', async () => {
+    const created = await run(
+      'notify',
+      'create',
+      'edge',
+      '--webhook',
+      receiver.url('/edge'),
+      '--cluster',
+      'edge-1',
+      '--cluster-selector',
+      'tier=edge',
+      '-o',
+      'json',
+    );
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout).subscription.filter).toMatchObject({ clusters: ['edge-1'], clusterSelector: 'tier=edge' });
+    const bad = await run('notify', 'create', 'edge', '--webhook', receiver.url('/edge'), '--cluster-selector', 'tier in ()');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/not a label selector/);
+    await run('notify', 'delete', JSON.parse(created.stdout).subscription.id);
+  });
 });

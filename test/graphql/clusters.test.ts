@@ -321,6 +321,21 @@ describe('clusters over GraphQL', () => {
     expect(JSON.stringify(entries)).not.toContain(PLANTED);
   });
 
+  it('takes a cluster selection on a notification subscription; a bad label selector is BAD_USER_INPUT and creates nothing', async () => {
+    const create = (clusterSelector: string) =>
+      call(
+        `mutation($f: NotificationFilterInput) { createNotificationSubscription(input: { name: "edge", sink: { kind: WEBHOOK, url: "https://hooks.example.com/x" }, filter: $f }) {
+          subscription { filter { clusters clusterSelector } } } }`,
+        { f: { clusters: ['edge-a'], clusterSelector } },
+      );
+    const count = async () => (await call('{ notificationSubscriptions { edges { node { id } } } }')).data.notificationSubscriptions.edges.length;
+    const before = await count();
+    const refused = await create('tier in ()');
+    expect(refused.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', field: 'input.filter.clusterSelector' } });
+    expect(refused.errors?.[0]?.message).toMatch(/not a label selector/);
+    expect(await count()).toBe(before);
+  });
+
   it('keeps the kubeconfig out of the audit log however the document carries it (attack 14, F1)', async () => {
     const kc = JSON.stringify(kubeconfigOf('edge-b'));
     const before = await registry();

@@ -20,7 +20,7 @@ export interface StoreFactory {
 const T0 = new Date('2026-12-01T12:00:00.123Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 
-function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewRolloutRow {
+export function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewRolloutRow {
   return {
     id,
     kind: 'AGENT_POOL',
@@ -40,7 +40,7 @@ function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewRolloutR
 }
 
 /** Target `ordinal` of a rollout, named `<prefix>-<ordinal>`, changing v1 → v2. */
-function targetRow(rolloutId: string, ordinal: number, state: string, kind = 'AGENT_POOL', namespace = 'ns', prefix = 'pool'): NewTargetRow {
+export function targetRow(rolloutId: string, ordinal: number, state: string, kind = 'AGENT_POOL', namespace = 'ns', prefix = 'pool'): NewTargetRow {
   return {
     id: `${rolloutId}.${ordinal}`,
     rolloutId,

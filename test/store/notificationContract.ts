@@ -3,9 +3,11 @@ import { EventType, type NewEvent, type StoredEvent } from '../../src/domain/eve
 import { EMPTY_FILTER, type NotificationFilter, type OncePerField, type SinkKind } from '../../src/domain/notifications/model.js';
 import type { NewSubscription, NotificationStore } from '../../src/domain/notifications/NotificationStore.js';
 import type { HistoryStore } from '../../src/store/port.js';
+import type { MemberClusterStore } from '../../src/domain/clusters/MemberClusterStore.js';
 import type { EventPayload } from '../../src/domain/eventPayloads.js';
 import type { RolloutState } from '../../src/domain/rolloutStates.js';
 import { untypedEvent } from '../helpers/events.js';
+import { rolloutRow, targetRow } from './historyContract.js';
 
 /**
  * The notification store's contract (domain/notifications/NotificationStore.ts) and the outbox that
@@ -15,6 +17,8 @@ import { untypedEvent } from '../helpers/events.js';
 export interface NotificationStores {
   history: HistoryStore;
   notifications: NotificationStore;
+  /** The member cluster registry on the same database (routing by a cluster label selector reads its labels). */
+  clusters: MemberClusterStore;
   close(): Promise<void>;
 }
 
@@ -115,6 +119,48 @@ export function notificationContract(factory: () => NotificationStoreFactory): v
       expect((await deliveriesOf(failures.id)).map((d) => d.eventId)).toEqual([stored[1]!.id]);
       expect(await deliveriesOf(nothing.id)).toEqual([]);
       for (const s of [all, failures, nothing]) await notifications.deleteSubscription(s.id, at(1));
+    });
+
+    it("routes by cluster: names and a label selector over the registry, a rollout's own events by its targets' clusters", async () => {
+      const { notifications, history, clusters } = stores;
+      await clusters.put({ name: 'edge-1', labels: { tier: 'edge' }, source: 'FILE', sourceRef: 'f' }, T0);
+      await clusters.put({ name: 'core-1', labels: { tier: 'core' }, source: 'FILE', sourceRef: 'f' }, T0);
+      const byName = await notifications.insertSubscription(subscription({ filter: { clusters: ['core-1'] } }), T0);
+      const bySelector = await notifications.insertSubscription(subscription({ filter: { clusterSelector: 'tier=edge' } }), T0);
+      const local = await notifications.insertSubscription(subscription({ filter: { clusters: ['local'] } }), T0);
+      const failed = (cluster: string): NewEvent => ({
+        type: EventType.TargetFailed,
+        rolloutId: 'r-clusters',
+        kind: 'AGENT_POOL',
+        namespace: 'default',
+        name: 'net-1',
+        cluster,
+        payload: { error: 'x' },
+      });
+      // A rollout with targets in edge-1 and local: its own state change is in both.
+      const stored = await history
+        .transactionWithEvents(function* (tx) {
+          yield* tx.insertRollout(rolloutRow('r-clusters'), T0);
+          yield* tx.insertTargets(
+            ['edge-1', 'local'].map((cluster, ordinal) => ({
+              ...targetRow('r-clusters', ordinal, 'PENDING', 'AGENT_POOL', 'default'),
+              name: 'net-1',
+              cluster,
+            })),
+            T0,
+          );
+          return { result: undefined, events: [rolloutEvent('r-clusters', 'PROGRESSING'), failed('edge-1'), failed('core-1'), failed('local')] };
+        })
+        .then((c) => c.stored);
+      const ids = async (subscriptionId: string) => (await deliveriesOf(subscriptionId)).map((d) => stored.findIndex((e) => e.id === d.eventId));
+      expect(await ids(byName.id)).toEqual([2]);
+      expect(await ids(bySelector.id)).toEqual([0, 1]);
+      expect(await ids(local.id)).toEqual([0, 3]);
+      // Labels are read when the events are: relabelled, core-1 is selected from then on.
+      await clusters.put({ name: 'core-1', labels: { tier: 'edge' }, source: 'FILE', sourceRef: 'f' }, at(1));
+      const later = await append([failed('core-1')]);
+      expect((await deliveriesOf(bySelector.id)).map((d) => d.eventId)).toContain(later[0]!.id);
+      for (const s of [byName, bySelector, local]) await notifications.deleteSubscription(s.id, at(2));
     });
 
     it('keeps no delivery of a transaction whose events cannot be stored', async () => {

@@ -109,6 +109,7 @@ interface CreateFlags {
   state?: NotifiableState[];
   rollout?: string[];
   cluster?: string[];
+  clusterSelector?: string;
   oncePer?: NotificationOncePer[];
 }
 
@@ -128,6 +129,7 @@ export function registerNotify(program: Command, io: CliIo, setExitCode: (code: 
     .option('--state <state>', 'only events of rollouts or targets moving to these states (repeatable)', flags.repeatable(choice(STATES)))
     .option('--rollout <id>', 'only these rollouts (repeatable)', flags.repeatable(id('a rollout id')))
     .option('--cluster <name>', 'only these member clusters (repeatable)', flags.repeatable(flags.dnsLabel))
+    .option('--cluster-selector <selector>', 'only member clusters matching this label selector (with --cluster: either)', flags.labelSelector)
     .option('--once-per <field>', `send once per these stable fields (repeatable): ${ONCE_PER.join(', ')}`, flags.repeatable(choice(ONCE_PER)))
     .action(
       clientAction(io, setExitCode, async (ctx, name: string) => {
@@ -144,6 +146,7 @@ export function registerNotify(program: Command, io: CliIo, setExitCode: (code: 
           ...(f.state ? { states: f.state } : {}),
           ...(f.rollout ? { rolloutIds: f.rollout } : {}),
           ...(f.cluster ? { clusters: f.cluster } : {}),
+          ...(f.clusterSelector ? { clusterSelector: f.clusterSelector } : {}),
         };
         const data = await ctx.client.request(CreateNotificationSubscriptionDocument, {
           input: { name, sink, filter, ...(f.oncePer ? { oncePer: f.oncePer } : {}) },

@@ -165,8 +165,10 @@ export type NotificationFilterInput = {
   types?: Array<EventType> | null | undefined;
   /** Any of these rollout kinds. */
   kinds?: Array<RolloutKind> | null | undefined;
-  /** At most 50 member cluster names. */
+  /** At most 50 member cluster names (with `clusterSelector`: either selects). */
   clusters?: Array<string> | null | undefined;
+  /** A Kubernetes label selector over the member clusters' labels (`tier=edge,region in (eu)`); BAD_USER_INPUT when malformed. */
+  clusterSelector?: string | null | undefined;
   /** Any of these states moved to. */
   states?: Array<NotifiableState> | null | undefined;
   /** At most 100 rollout ids. */
@@ -576,7 +578,7 @@ export type DeregisterClusterMutationVariables = Exact<{
 
 export type DeregisterClusterMutation = { deregisterCluster: MemberClusterFieldsFragment };
 
-export type NotificationSubscriptionFieldsFragment = { id: string, name: string, oncePer: Array<NotificationOncePer>, createdAt: string, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, lastDeliveredAt: string | null, sink: { kind: NotificationSinkKind, target: string, channel: string | null, signed: boolean, threaded: boolean }, filter: { types: Array<EventType>, kinds: Array<RolloutKind>, clusters: Array<string>, states: Array<NotifiableState>, rolloutIds: Array<string> }, deliveries: { pending: number, delivered: number, deadLettered: number, cancelled: number } };
+export type NotificationSubscriptionFieldsFragment = { id: string, name: string, oncePer: Array<NotificationOncePer>, createdAt: string, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, lastDeliveredAt: string | null, sink: { kind: NotificationSinkKind, target: string, channel: string | null, signed: boolean, threaded: boolean }, filter: { types: Array<EventType>, kinds: Array<RolloutKind>, clusters: Array<string>, clusterSelector: string, states: Array<NotifiableState>, rolloutIds: Array<string> }, deliveries: { pending: number, delivered: number, deadLettered: number, cancelled: number } };
 
 export type NotificationDeliveryFieldsFragment = { id: string, state: NotificationDeliveryState, attempts: number, cloudEventType: string, nextAttemptAt: string | null, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, deliveredAt: string | null, event: { id: string, type: EventType, rolloutId: string | null, createdAt: string }, subscription: { id: string, name: string } };
 
@@ -904,6 +906,7 @@ export const NotificationSubscriptionFieldsFragmentDoc = new TypedDocumentString
     types
     kinds
     clusters
+    clusterSelector
     states
     rolloutIds
   }
@@ -1745,6 +1748,7 @@ export const NotificationSubscriptionsDocument = new TypedDocumentString(`
     types
     kinds
     clusters
+    clusterSelector
     states
     rolloutIds
   }
@@ -1819,6 +1823,7 @@ export const CreateNotificationSubscriptionDocument = new TypedDocumentString(`
     types
     kinds
     clusters
+    clusterSelector
     states
     rolloutIds
   }
@@ -1855,6 +1860,7 @@ export const DeleteNotificationSubscriptionDocument = new TypedDocumentString(`
     types
     kinds
     clusters
+    clusterSelector
     states
     rolloutIds
   }

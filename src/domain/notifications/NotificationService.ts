@@ -18,6 +18,7 @@ import type { DeliveryCounts, DeliveryFilter, DeliveryWithEvent, NotificationSto
 import { notificationTypeOf } from './routing.js';
 import { EventType, ROLLOUT_KINDS, type RolloutKind } from '../events.js';
 import { isDns1123Label, isValidName } from '../../util/dnsNames.js';
+import { parseLabelSelector } from '../labelSelector.js';
 
 /**
  * Checks that a sink URL may be called (the SSRF guard, notify/targetGuard.ts): resolves to the URL, or rejects with a
@@ -38,6 +39,7 @@ export interface FilterInput {
   types?: readonly string[] | null;
   kinds?: readonly string[] | null;
   clusters?: readonly string[] | null;
+  clusterSelector?: string | null;
   states?: readonly string[] | null;
   rolloutIds?: readonly string[] | null;
 }
@@ -114,9 +116,17 @@ export function filterFrom(input: FilterInput | null | undefined, field = 'input
     types: distinct<EventType>(input.types, Object.values(EventType), `${field}.types`),
     kinds: distinct<RolloutKind>(input.kinds, ROLLOUT_KINDS, `${field}.kinds`),
     clusters: strings(input.clusters, (c) => isValidName(isDns1123Label, c), MAX_FILTER_CLUSTERS, `${field}.clusters`, 'cluster names'),
+    clusterSelector: clusterSelectorFrom(input.clusterSelector, `${field}.clusterSelector`),
     states: distinct<NotifiableState>(input.states, NOTIFIABLE_STATES, `${field}.states`),
     rolloutIds: strings(input.rolloutIds, (id) => ID_RE.test(id), MAX_FILTER_ROLLOUTS, `${field}.rolloutIds`, 'rollout ids'),
   };
+}
+
+/** A label selector over the clusters' labels, checked as Kubernetes would (BAD_USER_INPUT with the position). */
+function clusterSelectorFrom(input: string | null | undefined, field: string): string {
+  const selector = input?.trim() ?? '';
+  if (selector !== '') parseLabelSelector(selector, field);
+  return selector;
 }
 
 /** In the fixed order of ONCE_PER_FIELDS, so that the key is the same however the caller ordered them. */

@@ -25,14 +25,20 @@ export type NotifiableState = (typeof NOTIFIABLE_STATES)[number];
 export interface NotificationFilter {
   types: readonly EventType[];
   kinds: readonly RolloutKind[];
-  /** Member clusters (issue 29); every event is in `local` until events carry a cluster. */
+  /**
+   * Member clusters by name (issue 29). With `clusterSelector`, the union: an event matches when a cluster it is in is
+   * named or has matching labels. An event is in the cluster of the object it is about; a rollout's own event is in
+   * every cluster its rollout has targets in (routing.ts, ADR 0060). Both empty: every event.
+   */
   clusters: readonly string[];
+  /** A Kubernetes label selector over the clusters' labels (`tier=edge,region in (eu)`); '' for none. */
+  clusterSelector: string;
   /** The state a rollout or target moved to (RolloutStateChanged, TargetStateChanged; FAILED for TargetFailed). */
   states: readonly NotifiableState[];
   rolloutIds: readonly string[];
 }
 
-export const EMPTY_FILTER: NotificationFilter = { types: [], kinds: [], clusters: [], states: [], rolloutIds: [] };
+export const EMPTY_FILTER: NotificationFilter = { types: [], kinds: [], clusters: [], clusterSelector: '', states: [], rolloutIds: [] };
 
 /** What the outbox routes by: the part of a subscription that decides which events get a delivery row. */
 export interface Route {

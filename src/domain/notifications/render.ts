@@ -1,5 +1,6 @@
 import { readPayload } from '../eventPayloads.js';
-import { EventType, type StoredEvent } from '../events.js';
+import { clusterOfEvent, EventType, type StoredEvent } from '../events.js';
+import { LOCAL_CLUSTER } from '../clusters/model.js';
 import { toVersionText } from '../toVersionText.js';
 import { notificationTypeOf, stateOf } from './routing.js';
 
@@ -25,6 +26,8 @@ export interface CloudEvent {
     kind: string | null;
     namespace: string | null;
     name: string | null;
+    /** The member cluster of the object the event is about (`local` for rollplane's own); null for a rollout's own. */
+    cluster: string | null;
     payload: Record<string, unknown>;
     createdAt: string;
   };
@@ -60,6 +63,7 @@ export function cloudEventOf(event: StoredEvent, source: string): CloudEvent {
       kind: event.kind,
       namespace: event.namespace,
       name: event.name,
+      cluster: clusterOfEvent(event),
       payload: event.payload,
       createdAt: event.createdAt.toISOString(),
     },
@@ -102,7 +106,10 @@ export function slackTextOf(event: StoredEvent, rolloutLink?: string): string {
   const state = stateOf(event);
   const icon = state ? `${ICONS[state] ?? ''} ` : '';
   const rollout = event.rolloutId ? (rolloutLink ? `<${rolloutLink}|${event.rolloutId}>` : `\`${event.rolloutId}\``) : '';
-  const object = event.name ? `\`${escapeSlack(event.namespace ? `${event.namespace}/${event.name}` : event.name)}\`` : '';
+  const cluster = clusterOfEvent(event);
+  // A member cluster's object says which cluster it is in; `local`'s read as they always did.
+  const where = cluster !== null && cluster !== LOCAL_CLUSTER ? ` in cluster \`${escapeSlack(cluster)}\`` : '';
+  const object = event.name ? `\`${escapeSlack(event.namespace ? `${event.namespace}/${event.name}` : event.name)}\`${where}` : '';
   const detail = (value: string | null | undefined) => (text(value) ? `: ${escapeSlack(value!)}` : '');
   switch (event.type) {
     case EventType.RolloutStateChanged: {

@@ -1,5 +1,6 @@
 import { eventDefinition, readPayload, readRoutingFields } from '../eventPayloads.js';
-import { EventType, type RolloutKind } from '../events.js';
+import { clusterOfEvent, EventType, type RolloutKind } from '../events.js';
+import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../labelSelector.js';
 import { type NotifiableState, type NotificationFilter, ONCE_PER_FIELDS, type OncePerField, type Route } from './model.js';
 
 /**
@@ -12,8 +13,22 @@ export interface RoutableEvent {
   kind?: RolloutKind | null;
   namespace?: string | null;
   name?: string | null;
+  /** The member cluster of the object it is about (ADR 0054); null for a rollout's own events. */
+  cluster?: string | null;
   payload?: unknown;
 }
+
+/**
+ * What routing by cluster needs beyond the event (ADR 0060), read by the store inside the transaction that appends the
+ * events, and only when a subscription selects clusters: the clusters a rollout's targets are in (a rollout's own
+ * events name no cluster: it may span several), and the labels of the clusters involved (for label selectors).
+ */
+export interface ClusterFacts {
+  clustersOfRollout: ReadonlyMap<string, readonly string[]>;
+  labelsOf: ReadonlyMap<string, Readonly<Record<string, string>>>;
+}
+
+export const NO_CLUSTER_FACTS: ClusterFacts = { clustersOfRollout: new Map(), labelsOf: new Map() };
 
 /** A delivery row to write with the event at `eventIndex` of the transaction's events. */
 export interface OutboxEntry {
@@ -54,8 +69,84 @@ export function notificationTypeOf(event: Pick<RoutableEvent, 'type' | 'payload'
   return `io.rollplane.${base}.v1`;
 }
 
+/** The cluster an event names: its column, else a payload's `cluster` (ADR 0046's routing fields); null for none. */
+function namedClusterOf(event: RoutableEvent): string | null {
+  return clusterOfEvent(event) ?? readRoutingFields(event.type, event.payload).cluster ?? null;
+}
+
+/** The cluster "once per CLUSTER" keys on: the one the event names, `local` for an event that names none. */
 export function clusterOf(event: RoutableEvent): string {
-  return readRoutingFields(event.type, event.payload).cluster ?? LOCAL_CLUSTER;
+  return namedClusterOf(event) ?? LOCAL_CLUSTER;
+}
+
+/**
+ * The clusters an event is in, for a subscription's cluster selection: the one it names, else (a rollout's own event)
+ * every cluster its rollout has targets in; `local` when neither is known (as every event was before clusters).
+ */
+export function clustersOfEvent(event: RoutableEvent, facts: ClusterFacts): readonly string[] {
+  const named = namedClusterOf(event);
+  if (named !== null) return [named];
+  const ofRollout = event.rolloutId ? facts.clustersOfRollout.get(event.rolloutId) : undefined;
+  return ofRollout && ofRollout.length > 0 ? ofRollout : [LOCAL_CLUSTER];
+}
+
+/** Whether a filter selects clusters at all (names or a label selector): only then does routing need ClusterFacts. */
+export function selectsClusters(filter: NotificationFilter): boolean {
+  return filter.clusters.length > 0 || filter.clusterSelector !== '';
+}
+
+/**
+ * Parsed label selectors, by their text: routes are matched for every event, a selector parsed once. A selector that
+ * does not parse (never stored: filterFrom refuses it) selects nothing rather than failing the events' transaction.
+ */
+const parsedSelectors = new Map<string, readonly Requirement[] | null>();
+function requirementsOf(selector: string): readonly Requirement[] | null {
+  let parsed = parsedSelectors.get(selector);
+  if (parsed === undefined) {
+    try {
+      parsed = parseLabelSelector(selector, 'filter.clusterSelector');
+    } catch {
+      parsed = null;
+    }
+    if (parsedSelectors.size > 1000) parsedSelectors.clear();
+    parsedSelectors.set(selector, parsed);
+  }
+  return parsed;
+}
+
+function labelsMatch(selector: string, labels: Readonly<Record<string, string>> | undefined): boolean {
+  const requirements = selector === '' ? null : requirementsOf(selector);
+  return requirements !== null && matchesLabelSelector(requirements, { ...labels });
+}
+
+/** The cluster selection of a filter: names and the label selector, the union of both (as a bump's selection). */
+function clusterSelected(event: RoutableEvent, filter: NotificationFilter, facts: ClusterFacts): boolean {
+  if (!selectsClusters(filter)) return true;
+  return clustersOfEvent(event, facts).some((cluster) => filter.clusters.includes(cluster) || labelsMatch(filter.clusterSelector, facts.labelsOf.get(cluster)));
+}
+
+/**
+ * What ClusterFacts a store must read for these events and routes: the rollouts whose clusters it needs (a rollout's
+ * own events, when a route selects clusters), and whether labels are needed (a route has a label selector). Undefined:
+ * no route selects clusters, read nothing.
+ */
+export function clusterFactsWanted(events: readonly RoutableEvent[], routes: readonly Route[]): { rolloutIds: string[]; labels: boolean } | undefined {
+  if (!routes.some((r) => selectsClusters(r.filter))) return undefined;
+  const rolloutIds = new Set<string>();
+  for (const event of events) if (event.rolloutId && namedClusterOf(event) === null) rolloutIds.add(event.rolloutId);
+  return { rolloutIds: [...rolloutIds], labels: routes.some((r) => r.filter.clusterSelector !== '') };
+}
+
+/** The clusters whose labels a store must read: those the events name, and those of the rollouts read for them. */
+export function clustersToLabel(events: readonly RoutableEvent[], clustersOfRollout: ReadonlyMap<string, readonly string[]>): string[] {
+  const clusters = new Set<string>();
+  for (const event of events) {
+    const named = namedClusterOf(event);
+    if (named !== null) clusters.add(named);
+  }
+  for (const list of clustersOfRollout.values()) for (const cluster of list) clusters.add(cluster);
+  if (events.some((e) => namedClusterOf(e) === null)) clusters.add(LOCAL_CLUSTER);
+  return [...clusters];
 }
 
 /** The value of a stable field on an event, or undefined when the event has none. */
@@ -78,10 +169,10 @@ function stableValue(event: RoutableEvent, field: OncePerField): string | undefi
   }
 }
 
-export function matchesNotificationFilter(event: RoutableEvent, filter: NotificationFilter): boolean {
+export function matchesNotificationFilter(event: RoutableEvent, filter: NotificationFilter, facts: ClusterFacts = NO_CLUSTER_FACTS): boolean {
   if (filter.types.length > 0 && !filter.types.includes(event.type)) return false;
   if (filter.kinds.length > 0 && (!event.kind || !filter.kinds.includes(event.kind))) return false;
-  if (filter.clusters.length > 0 && !filter.clusters.includes(clusterOf(event))) return false;
+  if (!clusterSelected(event, filter, facts)) return false;
   if (filter.states.length > 0) {
     const state = stateOf(event);
     if (!state || !filter.states.includes(state)) return false;
@@ -122,13 +213,13 @@ export function laneOf(event: RoutableEvent, route: Route): string | null {
  * key within the batch (the store's unique index drops repeats across transactions). Pure: the stores call it inside
  * the transaction that appends the events (HistoryStore.transactionWithEvents).
  */
-export function routeEvents(events: readonly RoutableEvent[], routes: readonly Route[]): OutboxEntry[] {
+export function routeEvents(events: readonly RoutableEvent[], routes: readonly Route[], facts: ClusterFacts = NO_CLUSTER_FACTS): OutboxEntry[] {
   if (routes.length === 0) return [];
   const out: OutboxEntry[] = [];
   const seenKeys = new Set<string>();
   events.forEach((event, eventIndex) => {
     for (const route of routes) {
-      if (!matchesNotificationFilter(event, route.filter)) continue;
+      if (!matchesNotificationFilter(event, route.filter, facts)) continue;
       const onceKey = onceKeyOf(event, route.oncePer);
       if (onceKey !== null) {
         const seen = `${route.subscriptionId}\u0000${onceKey}`;

@@ -1198,8 +1198,14 @@ export type NotificationFilter = {
   types: Array<EventType>;
   /** Rollout kinds of the object or rollout. */
   kinds: Array<RolloutKind>;
-  /** Member clusters (every event is in `local` until events carry a cluster). */
+  /**
+   * Member clusters by name. With `clusterSelector`, the union: an event matches when a cluster it is in is named or
+   * has matching labels. An object's event is in the object's cluster; a rollout's own event in every cluster its
+   * rollout has targets in. Both empty: every event.
+   */
   clusters: Array<Scalars['String']['output']>;
+  /** A Kubernetes label selector over the member clusters' labels; empty for none. */
+  clusterSelector: Scalars['String']['output'];
   /** The state a rollout or target moved to; events without one do not match a non-empty list. */
   states: Array<NotifiableState>;
   /** Only these rollouts' events. */
@@ -1357,8 +1363,10 @@ export type NotificationFilterInput = {
   types?: InputMaybe<Array<EventType>>;
   /** Any of these rollout kinds. */
   kinds?: InputMaybe<Array<RolloutKind>>;
-  /** At most 50 member cluster names. */
+  /** At most 50 member cluster names (with `clusterSelector`: either selects). */
   clusters?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** A Kubernetes label selector over the member clusters' labels (`tier=edge,region in (eu)`); BAD_USER_INPUT when malformed. */
+  clusterSelector?: InputMaybe<Scalars['String']['input']>;
   /** Any of these states moved to. */
   states?: InputMaybe<Array<NotifiableState>>;
   /** At most 100 rollout ids. */
@@ -2690,6 +2698,7 @@ export type NotificationFilterResolvers<ContextType = GraphQLContext, ParentType
   types?: Resolver<Array<ResolversTypes['EventType']>, ParentType, ContextType>;
   kinds?: Resolver<Array<ResolversTypes['RolloutKind']>, ParentType, ContextType>;
   clusters?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  clusterSelector?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   states?: Resolver<Array<ResolversTypes['NotifiableState']>, ParentType, ContextType>;
   rolloutIds?: Resolver<Array<ResolversTypes['ID']>, ParentType, ContextType>;
 };

@@ -30,9 +30,18 @@ import { INSERT_REVISIONS, LATEST_REVISIONS, UPDATE_TARGETS, insertRevisionsPara
 import { isoOf, numbered, preparedQuery, watchLentConnection } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
 import type { Route } from '../../domain/notifications/model.js';
-import { routeEvents } from '../../domain/notifications/routing.js';
+import { type ClusterFacts, clusterFactsWanted, clustersToLabel, NO_CLUSTER_FACTS, routeEvents } from '../../domain/notifications/routing.js';
 import { READ_GENERATION, READ_ROUTES } from '../notificationRows.js';
-import { RouteCache, type RouteRow } from '../outbox.js';
+import {
+  type ClusterLabelsRow,
+  clusterLabelsSql,
+  clustersByRollout,
+  labelsByCluster,
+  type RolloutClusterRow,
+  RouteCache,
+  type RouteRow,
+  rolloutClustersSql,
+} from '../outbox.js';
 
 /**
  * The PostgreSQL implementation of the history port, on a pg pool (not Prisma: each Prisma 6.19 query is compiled on
@@ -452,13 +461,31 @@ function txOn(client: pg.PoolClient): HistoryTx {
 }
 
 /**
+ * What routing by cluster needs (routing.ts ClusterFacts), read in the transaction only when a subscription selects
+ * clusters: one round trip for the rollouts' clusters (when a rollout's own event is routed), one for the labels.
+ */
+async function clusterFactsIn(client: pg.PoolClient, events: readonly NewEvent[], routes: readonly Route[]): Promise<ClusterFacts> {
+  const wanted = clusterFactsWanted(events, routes);
+  if (!wanted) return NO_CLUSTER_FACTS;
+  const placeholders = (values: readonly string[]) => values.map((_, i) => `$${i + 1}`).join(', ');
+  const clustersOfRollout =
+    wanted.rolloutIds.length > 0
+      ? clustersByRollout((await client.query<RolloutClusterRow>(rolloutClustersSql(placeholders(wanted.rolloutIds)), wanted.rolloutIds)).rows)
+      : new Map<string, string[]>();
+  const clusters = wanted.labels ? clustersToLabel(events, clustersOfRollout) : [];
+  const labelsOf =
+    clusters.length > 0 ? labelsByCluster((await client.query<ClusterLabelsRow>(clusterLabelsSql(placeholders(clusters)), clusters)).rows) : new Map();
+  return { clustersOfRollout, labelsOf };
+}
+
+/**
  * Appends `events` and commits, in one round trip: INSERT_EVENTS and COMMIT go out together (the pool's connections
  * pipeline their queries), so the event-log lock is held while the server runs the two and its WAL is flushed, not
  * also while this process's event loop gets round to sending COMMIT (under load, tens of milliseconds that every
  * writer queued behind the lock waits again). When the INSERT fails, PostgreSQL ends the aborted transaction at that
  * COMMIT without an error and the INSERT's error is thrown.
  */
-async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent[], routes: readonly Route[]): Promise<StoredEvent[]> {
+async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent[], routes: readonly Route[], facts: ClusterFacts): Promise<StoredEvent[]> {
   if (events.length === 0) {
     await client.query('COMMIT');
     return [];
@@ -476,7 +503,7 @@ async function commitWithEvents(client: pg.PoolClient, events: readonly NewEvent
     EVENTS_CHANNEL,
     clusters,
   ];
-  const entries = routeEvents(events, routes);
+  const entries = routeEvents(events, routes, facts);
   if (entries.length > 0) {
     params.push(
       entries.map((e) => e.eventIndex + 1),
@@ -542,7 +569,7 @@ export class PgHistoryStore implements HistoryStore {
       body,
       async (client, { result, events }) => {
         const routes = events.length > 0 ? await this.routesFor(client) : [];
-        return { result, stored: await commitWithEvents(client, events, routes) };
+        return { result, stored: await commitWithEvents(client, events, routes, await clusterFactsIn(client, events, routes)) };
       },
       afterCommit,
       async (client) => {

@@ -39,7 +39,7 @@ import type { Sql } from '../Sql.js';
 import { insertRevisions, latestRevisions, updateTargets } from '../targetBatches.js';
 import { checkDatabaseWritable } from '../writeProbe.js';
 import { routeEvents } from '../../domain/notifications/routing.js';
-import { currentRoutes, insertDeliveries, RouteCache } from '../outbox.js';
+import { clusterFactsOn, currentRoutes, insertDeliveries, RouteCache } from '../outbox.js';
 
 function readsOf(sql: Sql): HistoryReads {
   return {
@@ -127,7 +127,10 @@ export class SqliteHistoryStore implements HistoryStore {
       const now = new Date();
       const stored = insertEvents(sql, events, now);
       // The outbox (docs/adr/0035): a delivery row per matching subscription, committed with the events or not at all.
-      if (stored.length > 0) insertDeliveries(sql, routeEvents(events, currentRoutes(sql, this.routes)), stored, now);
+      if (stored.length > 0) {
+        const routes = currentRoutes(sql, this.routes);
+        insertDeliveries(sql, routeEvents(events, routes, clusterFactsOn(sql, events, routes)), stored, now);
+      }
       return { result, stored };
     }, afterCommit);
   }

@@ -91,6 +91,36 @@ describe('notification routing', () => {
     expect(routeEvents([rollout('PAUSED')], [])).toEqual([]);
   });
 
+  it("selects clusters by name and by label selector (either), a rollout's own events by its targets' clusters", () => {
+    const facts = {
+      clustersOfRollout: new Map([['ro_1', ['edge-1', 'local']]]),
+      labelsOf: new Map([
+        ['edge-1', { tier: 'edge' }],
+        ['core-1', { tier: 'core' }],
+      ]),
+    };
+    const inCluster = (cluster: string): RoutableEvent => ({ ...target('FAILED'), cluster });
+    const edge = filterFrom({ clusterSelector: ' tier=edge ' });
+    expect(edge.clusterSelector).toBe('tier=edge');
+    expect(matchesNotificationFilter(inCluster('edge-1'), edge, facts)).toBe(true);
+    expect(matchesNotificationFilter(inCluster('core-1'), edge, facts)).toBe(false);
+    // Unregistered (no labels): only a name selects it.
+    expect(matchesNotificationFilter(inCluster('gone'), edge, facts)).toBe(false);
+    expect(matchesNotificationFilter(inCluster('core-1'), filterFrom({ clusters: ['core-1'], clusterSelector: 'tier=edge' }), facts)).toBe(true);
+    // A rollout's own event is in each cluster its targets are in; without facts, in local (as before clusters).
+    expect(matchesNotificationFilter(rollout('FAILED'), edge, facts)).toBe(true);
+    expect(matchesNotificationFilter(rollout('FAILED'), filterFrom({ clusters: ['core-1'] }), facts)).toBe(false);
+    expect(matchesNotificationFilter(rollout('FAILED'), filterFrom({ clusters: ['local'] }))).toBe(true);
+    expect(matchesNotificationFilter(rollout('FAILED'), edge)).toBe(false);
+    // An object's event in local names no cluster column when built by hand: local.
+    expect(matchesNotificationFilter(target('FAILED'), filterFrom({ clusters: ['local'] }))).toBe(true);
+    expect(matchesNotificationFilter(inCluster('edge-1'), EMPTY_FILTER, facts)).toBe(true);
+    expect(routeEvents([rollout('FAILED'), inCluster('core-1')], [route({ subscriptionId: 'ns_edge', filter: edge })], facts).map((e) => e.eventIndex)).toEqual(
+      [0],
+    );
+    expect(() => filterFrom({ clusterSelector: 'tier in ()' })).toThrow(/input.filter.clusterSelector.*not a label selector/);
+  });
+
   it('refuses filters outside the vocabulary and bounds its lists', () => {
     expect(() => filterFrom({ types: ['Nope'] })).toThrow(/input.filter.types/);
     expect(() => filterFrom({ clusters: ['Not_A_Label'] })).toThrow(/not a valid cluster name/);
@@ -126,10 +156,19 @@ describe('notification payloads', () => {
         kind: 'AGENT_POOL',
         namespace: 'default',
         name: 'p1',
+        cluster: 'local',
         payload: event.payload,
         createdAt: '2026-12-05T10:00:00.000Z',
       },
     });
+  });
+
+  it("says a member cluster's object's cluster: in the CloudEvent's data, and in Slack text when it is not local", () => {
+    const member: StoredEvent = { ...event, cluster: 'edge-1' };
+    expect(cloudEventOf(member, 'https://r.example.com').data.cluster).toBe('edge-1');
+    expect(cloudEventOf({ ...event, type: EventType.RolloutStateChanged, name: null, namespace: null, cluster: null }, 'https://r').data.cluster).toBeNull();
+    expect(slackTextOf(member)).toContain('`default/p1` in cluster `edge-1` in `ro_1`');
+    expect(slackTextOf(event)).not.toContain('cluster');
   });
 
   it('escapes what events say in Slack text, so an error message cannot mention a channel or open a link', () => {

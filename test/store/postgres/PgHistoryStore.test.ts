@@ -12,6 +12,7 @@ import { PgTokenStore } from '../../../src/store/postgres/PgTokenStore.js';
 import { tokenAuditContract } from '../tokenAuditContract.js';
 import { notificationContract } from '../notificationContract.js';
 import { PgNotificationStore } from '../../../src/store/postgres/PgNotificationStore.js';
+import { PgMemberClusterStore } from '../../../src/store/postgres/PgMemberClusterStore.js';
 import { until } from '../../helpers/until.js';
 import { eventOf } from '../../helpers/events.js';
 
@@ -50,7 +51,7 @@ describeWithPostgres('history store contract: PostgreSQL', (server) => {
   let notifyUrl = '';
   const notificationStoresOn = async (dbUrl: string) => {
     const { store, pool } = await openPgHistoryStore(dbUrl, { poolSize: 3 });
-    return { history: store, notifications: new PgNotificationStore(pool), close: () => store.close() };
+    return { history: store, notifications: new PgNotificationStore(pool), clusters: new PgMemberClusterStore(pool), close: () => store.close() };
   };
   notificationContract(() => ({
     async open() {

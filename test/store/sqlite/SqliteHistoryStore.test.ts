@@ -12,6 +12,7 @@ import { SqliteTokenStore } from '../../../src/store/sqlite/SqliteTokenStore.js'
 import { tokenAuditContract } from '../tokenAuditContract.js';
 import { notificationContract } from '../notificationContract.js';
 import { SqliteNotificationStore } from '../../../src/store/sqlite/SqliteNotificationStore.js';
+import { SqliteMemberClusterStore } from '../../../src/store/sqlite/SqliteMemberClusterStore.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane contract sqlite '));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -61,7 +62,12 @@ describe('token and audit store contract: SQLite', () => {
 
 describe('notification store contract: SQLite', () => {
   let notifyFile = '';
-  const storesOn = (sql: Sql) => ({ history: new SqliteHistoryStore(sql), notifications: new SqliteNotificationStore(sql), close: async () => sql.close() });
+  const storesOn = (sql: Sql) => ({
+    history: new SqliteHistoryStore(sql),
+    notifications: new SqliteNotificationStore(sql),
+    clusters: new SqliteMemberClusterStore(sql),
+    close: async () => sql.close(),
+  });
   notificationContract(() => ({
     async open() {
       notifyFile = path.join(dir, `n${++databases}.db`);

@@ -230,8 +230,10 @@ export type NotificationFilterInput = {
   types?: Array<EventType> | null | undefined;
   /** Any of these rollout kinds. */
   kinds?: Array<RolloutKind> | null | undefined;
-  /** At most 50 member cluster names. */
+  /** At most 50 member cluster names (with `clusterSelector`: either selects). */
   clusters?: Array<string> | null | undefined;
+  /** A Kubernetes label selector over the member clusters' labels (`tier=edge,region in (eu)`); BAD_USER_INPUT when malformed. */
+  clusterSelector?: string | null | undefined;
   /** Any of these states moved to. */
   states?: Array<NotifiableState> | null | undefined;
   /** At most 100 rollout ids. */
