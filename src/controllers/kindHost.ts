@@ -30,8 +30,8 @@ export class KindEvents {
   }
 
   /**
-   * The kind's events, newest first, before `beforeId` (all when undefined); a member's host reads its cluster's only.
-   * `local`'s reads name no cluster, as before member clusters: Event's per-target indexes have no cluster yet (ADR 0054).
+   * The kind's events, newest first, before `beforeId` (all when undefined), of the host's cluster only: a member's
+   * host names its cluster, `local`'s names none, which reads `local` for a read about one object (ADR 0060).
    */
   listBefore(filter: Omit<EventFilter, 'kind'>, beforeId: number | undefined, limit: number): Promise<StoredEvent[]> {
     return this.host.events.listBefore({ ...filter, ...clusterField(this.host.cluster), kind: this.kind }, beforeId, limit);

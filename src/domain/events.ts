@@ -62,7 +62,7 @@ export interface EventFilter {
   kind?: RolloutKind;
   namespace?: string;
   name?: string;
-  /** The member cluster of the object the event is about. */
+  /** The member cluster of the object the event is about; absent: every cluster, or `local` when `name` is given. */
   cluster?: string;
   since?: Date;
 }
@@ -73,9 +73,24 @@ export function matchesFilter(event: StoredEvent, filter: EventFilter): boolean 
   if (filter.kind !== undefined && event.kind !== filter.kind) return false;
   if (filter.namespace !== undefined && event.namespace !== filter.namespace) return false;
   if (filter.name !== undefined && event.name !== filter.name) return false;
-  if (filter.cluster !== undefined && clusterOfEvent(event) !== filter.cluster) return false;
+  const cluster = clusterOfFilter(filter);
+  if (cluster !== undefined && clusterOfEvent(event) !== cluster) return false;
   if (filter.since !== undefined && event.createdAt < filter.since) return false;
   return true;
+}
+
+/**
+ * The cluster a filter reads (ADR 0060): the one it names; else `local` when it names an object (`name`), since an
+ * object is in one cluster and `local`'s readers name none (ADR 0054: absent means local); else every cluster.
+ */
+export function clusterOfFilter(filter: EventFilter): string | undefined {
+  return filter.cluster ?? (filter.name !== undefined ? LOCAL_CLUSTER : undefined);
+}
+
+/** The filter with the cluster it reads made explicit (clusterOfFilter): what the stores plan their reads from. */
+export function withFilterCluster(filter: EventFilter): EventFilter {
+  const cluster = clusterOfFilter(filter);
+  return cluster === filter.cluster ? filter : { ...filter, cluster: cluster! };
 }
 
 /**

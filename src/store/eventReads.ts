@@ -1,4 +1,4 @@
-import type { EventFilter, EventType, StoredEvent } from '../domain/events.js';
+import { type EventFilter, type EventType, type StoredEvent, withFilterCluster } from '../domain/events.js';
 import { EVENT_SCAN_WINDOW, type EventPage } from '../domain/historyPort.js';
 import type { SqlValue } from './Sql.js';
 
@@ -26,12 +26,15 @@ export const EVENT_ID_INDEXES: readonly (readonly EqualityColumn[])[] = [
   ['rolloutId', 'type'],
   ['kind'],
   ['kind', 'type'],
-  ['kind', 'namespace', 'name'],
-  ['kind', 'namespace', 'name', 'type'],
-  ['namespace', 'name'],
+  ['kind', 'cluster', 'namespace', 'name'],
+  ['kind', 'cluster', 'namespace', 'name', 'type'],
+  ['cluster', 'namespace', 'name'],
 ];
 
-/** `cluster` is in no index of Event yet (ADR 0054): a filter on it reads through a window. */
+/**
+ * The columns a filter compares. A filter that names an object reads its cluster (`local` when it names none:
+ * withFilterCluster, ADR 0060), so the per-object indexes, which have the cluster, serve it exactly.
+ */
 const FILTER_COLUMNS = ['rolloutId', 'kind', 'namespace', 'name', 'cluster'] as const;
 
 /** The equality columns of one branch of a filter: its conditions, with `type` when the branch is one type's. */
@@ -60,7 +63,7 @@ function indexFor(columns: readonly EqualityColumn[]): readonly EqualityColumn[]
  * condition at all walks the table itself in id order.
  */
 export function servedByIndex(filter: EventFilter): boolean {
-  const columns = branchColumns(filter, (filter.types?.length ?? 0) > 0);
+  const columns = branchColumns(withFilterCluster(filter), (filter.types?.length ?? 0) > 0);
   return columns.length === 0 || indexFor(columns) !== undefined;
 }
 
@@ -191,7 +194,8 @@ function windowStatement(filter: EventFilter, direction: Direction, low: number,
 }
 
 /** The page of events with id > afterId (oldest first) that one bounded read finds. */
-export function* readEventsAfter(filter: EventFilter, afterId: number | undefined, limit: number, dialect: Dialect): EventRead {
+export function* readEventsAfter(given: EventFilter, afterId: number | undefined, limit: number, dialect: Dialect): EventRead {
+  const filter = withFilterCluster(given);
   let start = afterId ?? 0;
   if (filter.since !== undefined) {
     const first = (yield sinceSeek(filter.since)) as number | null;
@@ -214,7 +218,8 @@ export function* readEventsAfter(filter: EventFilter, afterId: number | undefine
 }
 
 /** The page of events with id < beforeId (the newest when undefined), newest first, that one bounded read finds. */
-export function* readEventsBefore(filter: EventFilter, beforeId: number | undefined, limit: number, dialect: Dialect): EventRead {
+export function* readEventsBefore(given: EventFilter, beforeId: number | undefined, limit: number, dialect: Dialect): EventRead {
+  const filter = withFilterCluster(given);
   let floor: number | undefined;
   if (filter.since !== undefined) {
     const first = (yield sinceSeek(filter.since)) as number | null;

@@ -824,10 +824,42 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(stored.map((e) => e.cluster)).toEqual(['edge-1', 'local', null]);
       const read = await store.read.listEventsAfter({ rolloutId: 'r-ev-cl' }, undefined, 10);
       expect(read.events).toEqual(stored);
-      // No index of Event has the cluster yet: the read looks through a window of ids, here the newest (ADR 0054).
+      // A rollout's events by cluster: no index has (rolloutId, cluster); the read looks through a window of ids.
       const edge = await store.read.listEventsBefore({ rolloutId: 'r-ev-cl', cluster: 'edge-1' }, undefined, 10);
       expect(edge.events.map((e) => e.id)).toEqual([stored[0]!.id]);
       expect(servedByIndex({ cluster: 'edge-1' })).toBe(false);
+    });
+
+    it("keeps one object's history per cluster: a member's pool never shows local's pool of the same name (ADR 0060)", async () => {
+      const pool = (cluster: string | undefined, type: EventType = EventType.AgentRecreated) =>
+        event(type, { kind: 'AGENT_POOL', namespace: 'same-ns', name: 'net-1', ...(cluster ? { cluster } : {}), payload: {} });
+      const { stored } = await store.transactionWithEvents(function* (tx) {
+        yield* tx.lastEventId();
+        return { result: undefined, events: [pool(undefined), pool('edge-1'), pool('local', EventType.TargetFailed), pool('edge-1', EventType.TargetFailed)] };
+      });
+      const ids = (events: readonly { id: number }[]) => events.map((e) => e.id);
+      const eventsBefore = async (...args: Parameters<HistoryStore['read']['listEventsBefore']>) => (await store.read.listEventsBefore(...args)).events;
+      const eventsAfter = async (...args: Parameters<HistoryStore['read']['listEventsAfter']>) => (await store.read.listEventsAfter(...args)).events;
+      const [local1, edge1, local2, edge2] = ids(stored);
+      const object = { kind: 'AGENT_POOL' as const, namespace: 'same-ns', name: 'net-1' };
+      // Each per-object read is served by an index that has the cluster: a page holds only its cluster's events.
+      for (const filter of [
+        object,
+        { ...object, cluster: 'edge-1' },
+        { ...object, types: [EventType.TargetFailed] },
+        { namespace: 'same-ns', name: 'net-1' },
+      ]) {
+        expect(servedByIndex(filter), JSON.stringify(filter)).toBe(true);
+      }
+      // Naming no cluster reads local's object (absent means local); a member's history names its cluster.
+      expect(ids(await eventsBefore(object, undefined, 10))).toEqual([local2, local1]);
+      expect(ids(await eventsBefore({ ...object, cluster: 'local' }, undefined, 10))).toEqual([local2, local1]);
+      expect(ids(await eventsBefore({ ...object, cluster: 'edge-1' }, undefined, 10))).toEqual([edge2, edge1]);
+      expect(ids(await eventsBefore({ ...object, cluster: 'edge-1', types: [EventType.TargetFailed] }, undefined, 10))).toEqual([edge2]);
+      expect(ids(await eventsAfter({ namespace: 'same-ns', name: 'net-1', cluster: 'edge-1' }, undefined, 10))).toEqual([edge1, edge2]);
+      // A page of one cluster's history is full however many events the other cluster's object has in between.
+      expect(ids(await eventsBefore({ ...object, cluster: 'edge-1' }, undefined, 1))).toEqual([edge2]);
+      expect(ids(await eventsBefore({ ...object, cluster: 'edge-1' }, edge2, 1))).toEqual([edge1]);
     });
   });
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventType, type EventFilter } from '../../src/domain/events.js';
+import { EventType, type EventFilter, withFilterCluster } from '../../src/domain/events.js';
 import { openSqliteDatabase as openDatabase, type SqliteDatabase as Database } from '../../src/store/db.js';
 import { insertEvents } from '../../src/store/events.js';
 import {
@@ -139,6 +139,16 @@ describe('query plans of the API reads', () => {
         ...(mask & 16 ? { since: new Date(Date.now() - 60_000) } : {}),
       });
     }
+    // A member's object: the cluster named.
+    for (const mask of [8, 10, 12, 14]) {
+      allEventFilters.push({
+        ...(types ? { types } : {}),
+        cluster: 'edge-1',
+        ...(mask & 2 ? { kind: 'AGENT_POOL' as const } : {}),
+        ...(mask & 4 ? { namespace: 'default' } : {}),
+        name: 'pool-7',
+      });
+    }
   }
   const nameOf = (filter: EventFilter) => JSON.stringify({ ...filter, ...(filter.since ? { since: 'recent' } : {}) });
 
@@ -157,8 +167,10 @@ describe('query plans of the API reads', () => {
       readEventsBefore(filter, 100, 51, 'sqlite'),
     ];
     const typeBranches = (filter.types?.length ?? 0) > 0 ? filter.types!.length : 1;
+    // A filter that names an object reads its cluster (`local` when it names none, ADR 0060): one more equality.
+    const scoped = withFilterCluster(filter);
     const columns = [
-      ...(['rolloutId', 'kind', 'namespace', 'name'] as const).filter((c) => filter[c] !== undefined),
+      ...(['rolloutId', 'kind', 'namespace', 'name', 'cluster'] as const).filter((c) => scoped[c] !== undefined),
       ...((filter.types?.length ?? 0) > 0 ? ['type'] : []),
     ].sort();
     for (const read of reads) {
