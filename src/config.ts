@@ -552,6 +552,22 @@ export const TABLE = {
         'Largest /version or discovery answer read from a member cluster (bytes); a larger one ends the request and the member is UNREACHABLE with `ERESPONSE_TOO_LARGE`. Members are asked for uncompressed answers, and a compressed one is refused unread (`ECONTENT_ENCODING`), so the cap counts what is read',
       parse: integer(65_536, 1_073_741_824),
     }),
+    maxListBytes: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_MAX_LIST_BYTES',
+      default: '134217728',
+      module: 'src/clusters/memberNetwork.ts',
+      description:
+        "Largest answer but a watch's read from a member cluster (bytes): a list (10,000 agent pools are about 30 MB), a get or a write's answer; a larger one ends the request, and the member is UNREACHABLE with `ERESPONSE_TOO_LARGE` naming this setting until its next probe",
+      parse: integer(1_048_576, 4_294_967_296),
+    }),
+    maxWatchEventBytes: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_MAX_WATCH_EVENT_BYTES',
+      default: '8388608',
+      module: 'src/clusters/memberNetwork.ts',
+      description:
+        'Largest watch event (one line of a watch) read from a member cluster (bytes; a kube-apiserver stores objects of at most about 1.5 MiB); a longer line, or one that never ends, ends the watch, and the member is UNREACHABLE with `ERESPONSE_TOO_LARGE` naming this setting until its next probe',
+      parse: integer(65_536, 1_073_741_824),
+    }),
     kubeVersions: row({
       env: 'ROLLPLANE_MEMBER_CLUSTER_KUBE_VERSIONS',
       default: '1.24-1.34',

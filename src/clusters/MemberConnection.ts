@@ -5,7 +5,7 @@ import type { RolloutKind } from '../domain/events.js';
 import { failureCode } from '../kubeConnection.js';
 import { discoverKinds, type KindResources } from './kindDiscovery.js';
 import { MemberKubeConfig } from './MemberKubeConfig.js';
-import type { MemberNetwork } from './memberNetwork.js';
+import type { MemberNetwork, MemberNetworkError } from './memberNetwork.js';
 
 /** The Kubernetes minor versions rollplane drives (ROLLPLANE_MEMBER_CLUSTER_KUBE_VERSIONS), both ends included. */
 export interface VersionWindow {
@@ -105,6 +105,7 @@ export class MemberConnection {
       requestTimeoutMs: options.requestTimeoutMs,
       signal: this.stopping.signal,
       network: options.network,
+      onRefused: (error) => this.refused(error),
     });
     this.versionApi = this.kubeConfig.makeApiClient(VersionApi);
     this.current = { state: 'CONNECTING', since: this.now(), message: null, serverVersion: null, kinds: [] };
@@ -156,6 +157,20 @@ export class MemberConnection {
     this.failures = answered ? 0 : this.failures + 1;
     this.schedule(answered ? this.options.probeIntervalMs : this.backoff());
     this.options.onProbed?.(this.snapshot());
+  }
+
+  /**
+   * A list or watch answer of the member's runtime passed its cap (memberNetwork.ts): the member sent what a
+   * kube-apiserver would not, so it is UNREACHABLE with the reason (its runtime stops, as for any member not READY)
+   * until its next probe, a probe interval later: a member that answers its probes but keeps sending such answers is
+   * READY again and refused again, once per probe interval, each refusal costing no more than the cap (ADR 0060).
+   */
+  private refused(error: MemberNetworkError): void {
+    if (this.stopping.signal.aborted || this.current.state !== 'READY') return;
+    this.record({ state: 'UNREACHABLE', message: `${error.code}: ${error.message}` });
+    if (this.probing) return;
+    clearTimeout(this.timer);
+    this.schedule(this.options.probeIntervalMs);
   }
 
   /** base·2^(failures−1), at most the maximum, spread by ±20%. */

@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiBudget } from '../kube/ApiBudget.js';
 import { BudgetedKubeConfig, reuseConnections } from '../kube/createKubeClients.js';
 import { boundedSignal } from '../util/boundedSignal.js';
-import type { MemberNetwork } from './memberNetwork.js';
+import type { MemberNetwork, MemberNetworkError } from './memberNetwork.js';
 
 export interface MemberClientOptions {
   /** The member's own client-side rate limit (ROLLPLANE_MEMBER_CLUSTER_QPS / _BURST): one member never spends another's. */
@@ -13,8 +13,10 @@ export interface MemberClientOptions {
   requestTimeoutMs: number;
   /** Aborts every request in flight when the connection stops. */
   signal: AbortSignal;
-  /** The operator's deny list and the cap on discovery bodies (memberNetwork.ts); none: neither. */
+  /** The operator's deny list and the caps on answers (memberNetwork.ts); none: neither. */
   network?: MemberNetwork | undefined;
+  /** Told when an answer of the member's runtime (a list, a watch) passed its cap: the connection's health says so. */
+  onRefused?: ((error: MemberNetworkError) => void) | undefined;
 }
 
 /**
@@ -35,7 +37,7 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
     kc.budget = new ApiBudget({ qps: options.qps, burst: options.burst });
     // Keep-alive connections, as local's: a probe every 30 s would otherwise open (and TLS-handshake) four each time.
     kc.releaseConnections = reuseConnections(kc);
-    options.network?.guard(kc);
+    options.network?.guard(kc, options.onRefused);
     return kc;
   }
 

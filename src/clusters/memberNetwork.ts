@@ -15,6 +15,11 @@ import { CredentialError } from './credentials.js';
  *   the host itself: a deny list that denies loopback denies them too.
  * - a cap on the bodies of /version and discovery (ROLLPLANE_MEMBER_CLUSTER_MAX_DISCOVERY_BYTES): an endless or huge
  *   answer (a 100,000-resource discovery cost 702 MB RSS) ends the request once past it.
+ * - a cap on every other answer's body (ROLLPLANE_MEMBER_CLUSTER_MAX_LIST_BYTES: a list, a get, a write's answer) and
+ *   on each line of a watch (ROLLPLANE_MEMBER_CLUSTER_MAX_WATCH_EVENT_BYTES: one event; the watch itself is long-lived),
+ *   so that a hostile or broken member cannot exhaust rollplane's memory with a list that never ends or a watch line
+ *   that never does (client-node reads a list whole, and its Watch holds an unterminated line whole). The request
+ *   fails, and the connection is told (`onRefused`), so that the member's health says why (ADR 0060).
  * - on every request (lists and watches too): no compression (`Accept-Encoding: identity`, and an encoded answer is
  *   refused unread: client-node inflated whatever it was sent, so 1 MB of gzip became 1 GiB past any cap), and no
  *   redirect followed (a kube-apiserver does not redirect API calls; a followed one reached a denied address).
@@ -22,6 +27,21 @@ import { CredentialError } from './credentials.js';
 export interface MemberNetworkRules {
   denyNetworks: readonly string[];
   maxDiscoveryBytes: number;
+  /** Largest body of any other answer but a watch's (a list, a get, a write's answer); none: uncapped. */
+  maxListBytes?: number;
+  /** Largest line of a watch (one event); none: uncapped. */
+  maxWatchEventBytes?: number;
+}
+
+/** Which cap an answer is under, and what to say when it is passed. */
+interface AnswerCap {
+  max: number;
+  /** Counted per line (a watch's events) rather than over the whole body. */
+  perLine: boolean;
+  /** What was too large, for the error: `a list answer`, `a watch event`, `the /version or discovery answer`. */
+  what: string;
+  /** The setting that sets it, named in the error. */
+  setting: string;
 }
 
 type Resolve = (hostname: string) => Promise<{ address: string; family: number }[]>;
@@ -122,7 +142,7 @@ export class MemberNetwork {
    * compression nor redirect. Here, in the agent, because every request of every client-node door (typed APIs,
    * Watch) passes through it, whatever options its fetch call was given.
    */
-  guard(kubeConfig: KubeConfig): void {
+  guard(kubeConfig: KubeConfig, onRefused?: (error: MemberNetworkError) => void): void {
     const target = kubeConfig as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => unknown };
     const create = target.createAgent.bind(kubeConfig);
     const patched = new WeakSet<object>();
@@ -147,12 +167,39 @@ export class MemberNetwork {
       agent.addRequest = (request, requestOptions) => {
         // Headers are not sent yet: client-node's fetch asked for gzip and deflate.
         request.setHeader('accept-encoding', 'identity');
-        refuseUnsafeAnswers(request, isDiscoveryPath(request.path) ? this.rules.maxDiscoveryBytes : undefined);
+        const cap = this.capOf(request.path);
+        refuseUnsafeAnswers(request, cap, cap && !isDiscoveryPath(request.path) ? onRefused : undefined);
         addRequest(request, requestOptions);
       };
       return agent;
     };
   }
+
+  /** The cap an answer to `path` is under: discovery's, a watch's per line, or any other answer's. */
+  private capOf(path: string): AnswerCap | undefined {
+    if (isDiscoveryPath(path)) {
+      return {
+        max: this.rules.maxDiscoveryBytes,
+        perLine: false,
+        what: 'the /version or discovery answer',
+        setting: 'ROLLPLANE_MEMBER_CLUSTER_MAX_DISCOVERY_BYTES',
+      };
+    }
+    if (isWatchPath(path)) {
+      const max = this.rules.maxWatchEventBytes;
+      return max === undefined ? undefined : { max, perLine: true, what: 'a watch event', setting: 'ROLLPLANE_MEMBER_CLUSTER_MAX_WATCH_EVENT_BYTES' };
+    }
+    const max = this.rules.maxListBytes;
+    return max === undefined ? undefined : { max, perLine: false, what: 'a list answer', setting: 'ROLLPLANE_MEMBER_CLUSTER_MAX_LIST_BYTES' };
+  }
+}
+
+/** A watch (client-node's Watch and informers ask `?watch=true`; `watch=1` is the same to a kube-apiserver). */
+function isWatchPath(path: string): boolean {
+  const query = path.split('?')[1];
+  if (!query) return false;
+  const watch = new URLSearchParams(query).get('watch');
+  return watch === 'true' || watch === '1';
 }
 
 /** /version and discovery documents (`/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/<version>`). */
@@ -162,10 +209,11 @@ function isDiscoveryPath(path: string): boolean {
 }
 
 /**
- * Fails `request` when its response is a redirect, is encoded, or announces or delivers more than `max` bytes. This
- * listener runs before client-node's fetch sees the response (it was added first, when the request was made).
+ * Fails `request` when its response is a redirect, is encoded, or announces or delivers more than its cap allows (the
+ * whole body, or one line of a watch). This listener runs before client-node's fetch sees the response (it was added
+ * first, when the request was made). `onRefused` hears of a body past its cap.
  */
-function refuseUnsafeAnswers(request: ClientRequest, max: number | undefined): void {
+function refuseUnsafeAnswers(request: ClientRequest, cap: AnswerCap | undefined, onRefused?: (error: MemberNetworkError) => void): void {
   request.once('response', (response: IncomingMessage) => {
     const status = response.statusCode ?? 0;
     if (status >= 300 && status < 400 && status !== 304) {
@@ -177,18 +225,28 @@ function refuseUnsafeAnswers(request: ClientRequest, max: number | undefined): v
       refuseAnswer(request, response, new MemberNetworkError('ECONTENT_ENCODING', 'the answer is encoded though none was asked for'));
       return;
     }
-    if (max === undefined) return;
-    const tooLarge = new MemberNetworkError('ERESPONSE_TOO_LARGE', `the answer is larger than ${max} bytes`);
-    if (Number(response.headers['content-length'] ?? 0) > max) {
+    if (cap === undefined) return;
+    const { max, perLine } = cap;
+    const tooLarge = new MemberNetworkError('ERESPONSE_TOO_LARGE', `${cap.what} is larger than ${max} bytes (${cap.setting})`);
+    if (!perLine && Number(response.headers['content-length'] ?? 0) > max) {
+      onRefused?.(tooLarge);
       refuseAnswer(request, response, tooLarge);
       return;
     }
+    // The bytes of the body, or of the line being read (a watch: since the last newline).
     let read = 0;
-    response.on('data', (chunk: Buffer) => {
-      read += chunk.length;
+    const onData = (chunk: Buffer) => {
+      const last = perLine ? chunk.lastIndexOf(0x0a) : -1;
+      // A line that ends in this chunk ends at its first newline: it may have passed the cap there.
+      const ended = last >= 0 ? read + chunk.indexOf(0x0a) : 0;
+      read = last >= 0 ? chunk.length - last - 1 : read + chunk.length;
+      if (read <= max && ended <= max) return;
+      response.off('data', onData);
+      onRefused?.(tooLarge);
       // client-node's fetch has the response by now: the error reaches whoever reads its body.
-      if (read > max) request.destroy(tooLarge);
-    });
+      request.destroy(tooLarge);
+    };
+    response.on('data', onData);
   });
 }
 

@@ -41,7 +41,12 @@ export async function startMemberClusters(
       backoffMaxMs: settings.backoffMaxMs,
       versions: settings.kubeVersions,
       kindResources: KIND_SERVED_RESOURCES,
-      network: new MemberNetwork({ denyNetworks: settings.denyNetworks, maxDiscoveryBytes: settings.maxDiscoveryBytes }),
+      network: new MemberNetwork({
+        denyNetworks: settings.denyNetworks,
+        maxDiscoveryBytes: settings.maxDiscoveryBytes,
+        maxListBytes: settings.maxListBytes,
+        maxWatchEventBytes: settings.maxWatchEventBytes,
+      }),
     };
     const connections = started(
       new MemberClusters({

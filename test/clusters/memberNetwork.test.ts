@@ -9,6 +9,7 @@ import { parseMemberKubeconfig } from '../../src/clusters/credentials.js';
 import { MemberConnection, UNREADABLE } from '../../src/clusters/MemberConnection.js';
 import { MemberNetwork } from '../../src/clusters/memberNetwork.js';
 import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
+import { JsonWatch } from '../../src/kube/jsonWatch.js';
 
 /**
  * What a member connection may reach and read (attack 13, F2/F4 and F7; docs/adr/0056-clusters-api.md): discovery and
@@ -281,5 +282,153 @@ describe('the deny list (ROLLPLANE_MEMBER_CLUSTER_DENY_CIDRS)', () => {
     expect(await probe(`http://member.test:${port}`, network)).toMatchObject({ state: 'READY' });
     expect(await probe(`http://127.0.0.1:${port}`, capped())).toMatchObject({ state: 'READY' });
     expect(requests.filter((url) => url === '/version')).toHaveLength(2);
+  });
+});
+
+/**
+ * ADR 0060: lists and watches of the member's runtime are capped too — a list's whole body, a watch per line (one
+ * event) — so a hostile or broken member cannot exhaust rollplane's memory with a list that never ends or a watch line
+ * that never does; the request fails, and the member's health says why until its next probe.
+ */
+describe('the caps on list answers and watch events', () => {
+  const listCapped = () => new MemberNetwork({ denyNetworks: [], maxDiscoveryBytes: 65_536, maxListBytes: 1_048_576, maxWatchEventBytes: 65_536 });
+  /** /version answers, discovery finds nothing (READY, no kinds), and `/api/v1/namespaces` is `api`'s. */
+  const hostile = (api: (req: IncomingMessage, res: ServerResponse) => void) =>
+    versionThen((req, res) => {
+      if (req.url?.startsWith('/api/v1/namespaces')) return api(req, res);
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
+    });
+  const ready = async (connection: MemberConnection) => {
+    connection.start();
+    const deadline = Date.now() + 30_000;
+    while (connection.health().state !== 'READY') {
+      if (Date.now() > deadline) throw new Error(`not READY: ${JSON.stringify(connection.health())}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const watchLines = (lines: number, bytes: number) => (req: IncomingMessage, res: ServerResponse) => {
+    if (!req.url?.includes('watch=true')) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"NamespaceList","items":[]}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    for (let i = 0; i < lines; i++) {
+      const object = {
+        kind: 'Namespace',
+        apiVersion: 'v1',
+        metadata: { name: `ns-${i}`, resourceVersion: String(i + 1), annotations: { pad: 'x'.repeat(bytes) } },
+      };
+      res.write(`${JSON.stringify({ type: 'ADDED', object })}\n`);
+    }
+  };
+
+  /** An empty list, then a watch whose first line never ends. */
+  const endlessWatchLine = (req: IncomingMessage, res: ServerResponse) => {
+    if (!req.url?.includes('watch=true')) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"NamespaceList","items":[]}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"type":"ADDED","object":{"kind":"Namespace","metadata":{"name":"');
+    const chunk = 'x'.repeat(65_536);
+    const more = () => {
+      while (!res.destroyed && res.write(chunk));
+      if (!res.destroyed) res.once('drain', more);
+    };
+    more();
+  };
+
+  it('ends an endless list answer past the cap; the member is UNREACHABLE naming the setting', async () => {
+    const port = await member(hostile((_req, res) => endless(res)));
+    const connection = connect(`http://127.0.0.1:${port}`, listCapped());
+    try {
+      await ready(connection);
+      await expect(connection.kubeConfig.makeApiClient(CoreV1Api).listNamespace()).rejects.toMatchObject({ code: 'ERESPONSE_TOO_LARGE' });
+      expect(connection.health()).toMatchObject({
+        state: 'UNREACHABLE',
+        message: 'ERESPONSE_TOO_LARGE: a list answer is larger than 1048576 bytes (ROLLPLANE_MEMBER_CLUSTER_MAX_LIST_BYTES)',
+      });
+      expect(JSON.stringify(connection.health())).not.toContain(TOKEN);
+    } finally {
+      await connection.stop();
+    }
+  });
+
+  it('refuses a list announced larger than the cap unread, and reads one under it', async () => {
+    const list = (bytes: number) => JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [], padding: 'x'.repeat(bytes) });
+    let size = 2_000_000;
+    const port = await member(
+      hostile((_req, res) => {
+        const body = list(size);
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+      }),
+    );
+    const connection = connect(`http://127.0.0.1:${port}`, listCapped());
+    try {
+      await ready(connection);
+      await expect(connection.kubeConfig.makeApiClient(CoreV1Api).listNamespace()).rejects.toMatchObject({ code: 'ERESPONSE_TOO_LARGE' });
+      size = 500_000;
+      await expect(connection.kubeConfig.makeApiClient(CoreV1Api).listNamespace()).resolves.toMatchObject({ kind: 'NamespaceList' });
+    } finally {
+      await connection.stop();
+    }
+  });
+
+  it('ends a watch whose line never ends; the member is UNREACHABLE naming the setting', async () => {
+    const port = await member(hostile(endlessWatchLine));
+    const connection = connect(`http://127.0.0.1:${port}`, listCapped());
+    try {
+      await ready(connection);
+      expect(await watchError(connection, '/api/v1/namespaces')).toMatchObject({ code: 'ERESPONSE_TOO_LARGE' });
+      expect(connection.health()).toMatchObject({
+        state: 'UNREACHABLE',
+        message: 'ERESPONSE_TOO_LARGE: a watch event is larger than 65536 bytes (ROLLPLANE_MEMBER_CLUSTER_MAX_WATCH_EVENT_BYTES)',
+      });
+    } finally {
+      await connection.stop();
+    }
+  });
+
+  it("caps the runtime's own watch too (JsonWatch, what member informers use): the member is UNREACHABLE naming the setting", async () => {
+    const port = await member(hostile(endlessWatchLine));
+    const connection = connect(`http://127.0.0.1:${port}`, listCapped());
+    try {
+      await ready(connection);
+      const ended = await new Promise<unknown>((resolve) => {
+        void new JsonWatch(connection.kubeConfig).watch('/api/v1/namespaces', {}, () => {}, resolve);
+      });
+      expect(ended).toBeTruthy();
+      expect(connection.health()).toMatchObject({
+        state: 'UNREACHABLE',
+        message: 'ERESPONSE_TOO_LARGE: a watch event is larger than 65536 bytes (ROLLPLANE_MEMBER_CLUSTER_MAX_WATCH_EVENT_BYTES)',
+      });
+    } finally {
+      await connection.stop();
+    }
+  });
+
+  it('counts a watch per event: many events under the cap pass, however much they add up to', async () => {
+    // 64 events of about 20 KB: 1.3 MB in all, more than both caps, each line under the watch event's.
+    const port = await member(hostile(watchLines(64, 20_000)));
+    const connection = connect(`http://127.0.0.1:${port}`, listCapped());
+    try {
+      await ready(connection);
+      const names: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        void new Watch(connection.kubeConfig).watch(
+          '/api/v1/namespaces',
+          {},
+          (_type, object: { metadata: { name: string } }) => {
+            names.push(object.metadata.name);
+            if (names.length === 64) resolve();
+          },
+          (error) => (error ? reject(error) : undefined),
+        );
+      });
+      expect(names).toHaveLength(64);
+      expect(connection.health().state).toBe('READY');
+    } finally {
+      await connection.stop();
+    }
   });
 });
