@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 
 /**
- * The member clusters' runtime metrics on /metrics (docs/adr/0060-member-metrics-and-body-caps.md).
+ * The member clusters' runtime metrics on /metrics (docs/adr/0060-member-metrics-routing-and-caps.md).
  *
  * Each member's runtime registers the kinds' and the runtime's metrics (workqueue_*, controller_runtime_*,
  * rollplane_agent_*, …) in a registry of its own, since one registry refuses a second metric of a name. This keeps
