@@ -1,4 +1,5 @@
 import { ValidationError } from '../../errors.js';
+import { isDns1123Label, namesProblem } from '../../util/dnsNames.js';
 import { addDays, instantsOf, isTimeZone, type LocalTime, localTimeAt, weekdayOf } from '../../util/zonedTime.js';
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../labelSelector.js';
 import { type CronSchedule, cronMatchesDay, parseCron } from './cron.js';
@@ -83,9 +84,8 @@ export function parseWindowPolicies(inputs: readonly WindowPolicyInput[], field 
 }
 
 export function parseWindowPolicy(input: WindowPolicyInput, field: string): WindowPolicy {
-  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(input.name ?? '')) {
-    throw new ValidationError(`${field}.name`, 'must be 1 to 63 lower-case letters, digits or "-", starting and ending with a letter or digit');
-  }
+  const nameProblem = namesProblem(isDns1123Label(String(input.name ?? '')));
+  if (nameProblem) throw new ValidationError(`${field}.name`, nameProblem);
   if (input.kind !== 'ALLOW' && input.kind !== 'DENY') throw new ValidationError(`${field}.kind`, 'must be ALLOW or DENY');
   const timeZone = input.timeZone?.trim() || 'UTC';
   if (!isTimeZone(timeZone)) throw new ValidationError(`${field}.timeZone`, `"${timeZone.slice(0, 60)}" is not an IANA time zone (e.g. Europe/Berlin)`);

@@ -1,4 +1,5 @@
 import { ValidationError } from '../../errors.js';
+import { isDns1123Label, namesProblem } from '../../util/dnsNames.js';
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../labelSelector.js';
 import { parseDuration } from '../gates/maintenanceWindows.js';
 
@@ -66,9 +67,9 @@ export function planWaves(
   const waves: PlannedWave[] = [];
   inputs.forEach((input, i) => {
     const at = `${field}[${i}]`;
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(input.name ?? '') || input.name === REMAINDER_WAVE) {
-      throw new ValidationError(`${at}.name`, `must be 1 to 63 lower-case letters, digits or "-" (and not "${REMAINDER_WAVE}")`);
-    }
+    const nameProblem = namesProblem(isDns1123Label(String(input.name ?? '')));
+    if (nameProblem) throw new ValidationError(`${at}.name`, nameProblem);
+    if (input.name === REMAINDER_WAVE) throw new ValidationError(`${at}.name`, `"${REMAINDER_WAVE}" names the wave of the clusters no wave picks`);
     if (names.has(input.name)) throw new ValidationError(`${at}.name`, `"${input.name}" is used by an earlier wave`);
     names.add(input.name);
     const picked = pick(input, known, clusters, at).filter((c) => !taken.has(c.name));
