@@ -11,8 +11,9 @@
  * and its idle CPU over BENCH_IDLE_MS (default 60 s) with nothing happening but the members' probes (every 30 s,
  * ROLLPLANE_MEMBER_CLUSTER_PROBE_MS). Per cluster = (size's figure − the 0-cluster baseline's) / size.
  *
- * Not measured yet: one rollout over every cluster's pools, and the same with 10% black-holed — rollouts are not keyed
- * by cluster yet (issue 29's second half); the black hole is there to switch (`PUT /sim/clusters/<name>`).
+ * Then, for each of BENCH_CLUSTER_ROLLOUT_SIZES (default the same sizes but 0; empty: none), the rollout part
+ * (bench/clusterRollout.ts), in two fresh processes of its own: one rollout over N clusters' 3×N pools against 3×N
+ * pools in one cluster, and the same with every tenth cluster black-holed mid-rollout.
  *
  * Writes bench/results/clusters.json.
  */
@@ -22,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { blackholedOf, labelsOf, type RolloutFigures, runRolloutApp, startRolloutClusters } from './clusterRollout.js';
 import { writeResult } from './results.js';
 
 const HERE = fileURLToPath(import.meta.url);
@@ -49,7 +51,9 @@ interface AppFigures {
 }
 
 /** Spawns this file as a child in `role`, with `options`; resolves with its first message and the child. */
-function child(role: 'sim' | 'app', options: unknown): Promise<{ first: Message; child: ReturnType<typeof spawn>; next: (key: string) => Promise<unknown> }> {
+type Role = 'sim' | 'app' | 'rollout-sim' | 'rollout-app';
+
+function child(role: Role, options: unknown): Promise<{ first: Message; child: ReturnType<typeof spawn>; next: (key: string) => Promise<unknown> }> {
   const loader = EXT === '.ts' ? ['--import', 'tsx'] : [];
   const proc = spawn(process.execPath, [...loader, HERE], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -73,7 +77,12 @@ function child(role: 'sim' | 'app', options: unknown): Promise<{ first: Message;
 function stopChild(proc: ReturnType<typeof spawn>): Promise<void> {
   return new Promise((resolve) => {
     if (proc.exitCode !== null) return resolve();
-    proc.once('exit', () => resolve());
+    // A child whose service does not stop (a hung rollout holds it) is killed after a while: the run goes on.
+    const kill = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+    proc.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
     proc.send({ stop: true });
   });
 }
@@ -95,8 +104,44 @@ async function measure(size: number, idleMs: number): Promise<AppFigures & { sim
   }
 }
 
+/** The rollout part for `size` member clusters (bench/clusterRollout.ts), in a simulator and a rollplane child of its own. */
+async function measureRollout(size: number, deadlineSeconds: number): Promise<RolloutFigures & { simStartMs: number }> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-cluster-rollout-'));
+  const sim = await child('rollout-sim', { size, dir: path.join(dir, 'sim') });
+  try {
+    const ready = sim.first as unknown as SimReady & { adminUrl: string };
+    const clusters = ready.members.map(({ name, kubeconfig }) => ({ name, labels: labelsOf(name), kubeconfig: readFileSync(kubeconfig, 'utf8') }));
+    writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters }), { mode: 0o600 });
+    const app = await child('rollout-app', { dir, local: ready.local, size, adminUrl: ready.adminUrl, deadlineSeconds });
+    await stopChild(app.child);
+    return { ...(app.first as unknown as RolloutFigures), simStartMs: ready.startMs };
+  } finally {
+    await stopChild(sim.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function printRollouts(rollouts: RolloutFigures[]): void {
+  process.stdout.write(
+    `\n${'clusters'.padStart(8)} ${'run'.padStart(10)} ${'targets'.padStart(7)} ${'end s'.padStart(7)} ${'healthy s'.padStart(9)} ${'ratio'.padStart(6)} ${'succeeded'.padStart(9)} ${'failed'.padStart(6)} ${'naming cl'.padStart(9)} ${'CPU s'.padStart(6)} ${'RSS MB'.padStart(6)} ${'load 1m'.padStart(7)}\n`,
+  );
+  for (const r of rollouts) {
+    const [baseline, spread] = r.runs;
+    for (const run of r.runs) {
+      const ratio =
+        run.name === 'spread' ? run.seconds / baseline!.seconds : run.name === 'blackholed' ? run.healthySeconds / spread!.healthySeconds : undefined;
+      process.stdout.write(
+        `${String(r.clusters).padStart(8)} ${run.name.padStart(10)} ${String(run.targets).padStart(7)} ${run.seconds.toFixed(1).padStart(7)} ${run.healthySeconds.toFixed(1).padStart(9)} ${(ratio === undefined ? '-' : ratio.toFixed(2)).padStart(6)} ${String(run.succeeded).padStart(9)} ${String(run.failed).padStart(6)} ${String(run.failedNamingCluster).padStart(9)} ${(run.cpuMs / 1000).toFixed(1).padStart(6)} ${String(run.peakRssMb).padStart(6)} ${String(run.loadAverage[0]).padStart(7)}\n`,
+      );
+    }
+  }
+  process.stdout.write(
+    '  ratio: spread ÷ baseline end to end (aim ≤ 1.5); black-holed: healthy clusters ÷ spread (aim ≤ 1.1). Black-holed mid-rollout (at the first admission).\n',
+  );
+}
+
 export async function run(): Promise<unknown> {
-  const sizes = (process.env.BENCH_CLUSTER_SIZES ?? '0,100,1000').split(',').map(Number);
+  const sizes = (process.env.BENCH_CLUSTER_SIZES ?? '0,100,1000').split(',').filter(Boolean).map(Number);
   const idleMs = Number(process.env.BENCH_IDLE_MS ?? 60_000);
   const rows: Awaited<ReturnType<typeof measure>>[] = [];
   for (const size of sizes) {
@@ -121,7 +166,18 @@ export async function run(): Promise<unknown> {
       `${String(r.clusters).padStart(8)} ${(r.readyMs / 1000).toFixed(1).padStart(8)} ${String(Math.round(r.startCpuMs)).padStart(12)} ${String(Math.round(r.rssIdleMb)).padStart(7)} ${String(r.rssKbPerCluster ?? '-').padStart(10)} ${String(r.heapKbPerCluster ?? '-').padStart(10)} ${String(r.startCpuMsPerCluster ?? '-').padStart(15)} ${String(Math.round(r.idleCpuMsPerMinute)).padStart(15)} ${String(r.idleCpuMsPerClusterPerMinute ?? '-').padStart(14)}\n`,
     );
   }
-  const file = writeResult('clusters', { fleetPerCluster: POOLS_FLEET, idleMs, rows: table, notMeasured: 'rollouts over clusters (not keyed by cluster yet)' });
+  const rolloutSizes = (process.env.BENCH_CLUSTER_ROLLOUT_SIZES ?? sizes.join(','))
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
+  const deadlineSeconds = Number(process.env.BENCH_CLUSTER_DEADLINE_S ?? 15);
+  const rollouts: RolloutFigures[] = [];
+  for (const size of rolloutSizes) {
+    process.stdout.write(`rollout over ${size} clusters (${blackholedOf(size).length} black-holed in the third run) …\n`);
+    rollouts.push(await measureRollout(size, deadlineSeconds));
+  }
+  if (rollouts.length > 0) printRollouts(rollouts);
+  const file = writeResult('clusters', { fleetPerCluster: POOLS_FLEET, idleMs, loadAverage: os.loadavg(), rows: table, rollouts });
   process.stdout.write(`\nwrote ${file}\n`);
   return table;
 }
@@ -190,9 +246,41 @@ async function runApp({ dir, local, size, idleMs }: { dir: string; local: string
   process.send!({ ready: figures });
 }
 
-const role = process.env.ROLLPLANE_BENCH_CLUSTERS_ROLE;
+/** The rollout part's simulator child: its clusters (bench/clusterRollout.ts) and the admin endpoint's URL. */
+async function runRolloutSim({ size, dir }: { size: number; dir: string }): Promise<void> {
+  const started = performance.now();
+  const sims = await startRolloutClusters(size, dir);
+  process.on('message', (m: Message) => {
+    if (m.stop) void sims.stop().then(() => process.exit(0));
+  });
+  process.on('disconnect', () => process.exit(0));
+  process.send!({
+    ready: {
+      local: sims.clusters.get('mgmt')!.kubeconfigPath,
+      members: [...sims.clusters.values()].filter((c) => c.name !== 'mgmt').map((c) => ({ name: c.name, kubeconfig: c.kubeconfigPath })),
+      adminUrl: sims.adminUrl,
+      startMs: Math.round(performance.now() - started),
+      rssMb: Math.round(process.memoryUsage().rss / 1048576),
+    },
+  });
+}
+
+async function runRolloutAppChild(options: Parameters<typeof runRolloutApp>[0]): Promise<void> {
+  // The parent gone (killed, or a run abandoned) ends this child at once, rollouts or not.
+  process.on('disconnect', () => process.exit(0));
+  const { app, figures } = await runRolloutApp(options);
+  process.on('message', (m: Message) => {
+    if (m.stop) void app.stop().then(() => process.exit(0));
+  });
+  process.on('disconnect', () => process.exit(0));
+  process.send!({ ready: figures });
+}
+
+const role = process.env.ROLLPLANE_BENCH_CLUSTERS_ROLE as Role | undefined;
 if (role && process.send) {
   const options = JSON.parse(process.env.ROLLPLANE_BENCH_CLUSTERS_OPTIONS ?? '{}');
   if (role === 'sim') await runSim(options);
-  else await runApp(options);
+  else if (role === 'app') await runApp(options);
+  else if (role === 'rollout-sim') await runRolloutSim(options);
+  else await runRolloutAppChild(options);
 }

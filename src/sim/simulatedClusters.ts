@@ -19,6 +19,7 @@ import { stringify } from 'yaml';
 import { z } from 'zod';
 import { isDns1123Label, isLabelKey, isLabelValue, namesProblem } from '../util/dnsNames.js';
 import type { UpstreamSelection } from './behaviour/upstream/index.js';
+import type { SimDelays } from './behaviour/delays.js';
 import { CLUSTER_STATES, ClusterFrontDoor, type ClusterState, type FrontDoorState } from './clusterFrontDoor.js';
 import { type FleetOption, type SimLogger, type Simulator, startSimulator } from './index.js';
 import { kubeconfigForClusters } from './kubeconfig.js';
@@ -37,6 +38,8 @@ export interface SimulatedClusterSpec {
   upstream?: UpstreamSelection;
   /** Run its simulated kubelets and controllers (default true). */
   behaviour?: boolean;
+  /** Overrides of its behaviour's delays (default: the simulator's, pods Ready in about 1.5 s); `zeroDelays` for benchmarks. */
+  delays?: Partial<SimDelays>;
   /** Install the project's CRDs (default true); false serves a cluster without IPPools and VirtualClusters. */
   crds?: boolean;
 }
@@ -141,6 +144,7 @@ export async function startSimulatedClusters(options: SimulatedClustersOptions):
       ...(spec.fleet !== undefined ? { fleet: spec.fleet } : {}),
       ...(spec.upstream !== undefined ? { upstream: spec.upstream } : {}),
       ...(spec.behaviour !== undefined ? { behaviour: spec.behaviour } : {}),
+      ...(spec.delays !== undefined ? { delays: spec.delays } : {}),
       ...(spec.crds !== undefined ? { crds: spec.crds } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
