@@ -51,8 +51,8 @@ export interface RolloutFigures {
   runs: RolloutRun[];
   /** spread ÷ baseline (aim ≤ 1.5). */
   spreadRatio: number;
-  /** the black-holed run's healthy clusters ÷ spread (aim ≤ 1.1). */
-  healthyRatio: number;
+  /** the black-holed run's healthy clusters ÷ spread (aim ≤ 1.1); null when that run stalled. */
+  healthyRatio: number | null;
 }
 
 const FLEET_EDGE = 'pools=3,nodes=1,peers=0';
@@ -158,7 +158,9 @@ export async function runRollouts(
       await cutting;
       const profile = await profiler.stop();
       if (state === 'STALLED')
-        process.stderr.write(`  ${name}: no end after ${stallSeconds} s; targets by cluster and state: ${await targetStates(app, rolloutId!)}\n`);
+        process.stderr.write(
+          `  ${name}: no end after ${stallSeconds} s; targets by cluster and state: ${await targetStates(app, rolloutId!).catch((error: unknown) => String(error))}\n`,
+        );
       if (profile) process.stderr.write(`  CPU profile of the ${name} rollout: ${profile}\n`);
       const round = (n: number) => Math.round(n * 100) / 100;
       return {
@@ -195,17 +197,23 @@ export async function runRollouts(
     deadlineSeconds,
     runs: [baseline, spread, cut],
     spreadRatio: Math.round((spread.seconds / baseline.seconds) * 100) / 100,
-    healthyRatio: Math.round((cut.healthySeconds / spread.healthySeconds) * 100) / 100,
+    healthyRatio: cut.state === 'STALLED' ? null : Math.round((cut.healthySeconds / spread.healthySeconds) * 100) / 100,
   };
 }
 
-/** `cluster state×count` of a rollout's targets, from its first 4,000 (the API's field limit) (what a stalled run reports). */
+/** `state@cluster×count` of a rollout's targets, a page of 1,000 at a time (what a stalled run reports). */
 async function targetStates(app: App, id: string): Promise<string> {
-  const data = await post(app.url, 'query ($id: ID!) { rollout(id: $id) { targets(first: 4000) { edges { node { cluster state } } } } }', { id });
   const counts = new Map<string, number>();
-  for (const { node } of data.rollout.targets.edges as { node: { cluster: string; state: string } }[]) {
-    const key = `${node.state}${node.state === 'SUCCEEDED' ? '' : `@${node.cluster}`}`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
+  const query =
+    'query ($id: ID!, $after: String) { rollout(id: $id) { targets(first: 1000, after: $after) { pageInfo { hasNextPage endCursor } edges { node { cluster state } } } } }';
+  for (let after: string | undefined; ; ) {
+    const { targets } = (await post(app.url, query, { id, after })).rollout;
+    for (const { node } of targets.edges as { node: { cluster: string; state: string } }[]) {
+      const key = `${node.state}${node.state === 'SUCCEEDED' ? '' : `@${node.cluster}`}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    if (!targets.pageInfo.hasNextPage) break;
+    after = targets.pageInfo.endCursor;
   }
   return [...counts].map(([key, n]) => `${key}×${n}`).join(', ');
 }

@@ -123,15 +123,19 @@ async function measureRollout(size: number, deadlineSeconds: number): Promise<Ro
 
 function printRollouts(rollouts: RolloutFigures[]): void {
   process.stdout.write(
-    `\n${'clusters'.padStart(8)} ${'run'.padStart(10)} ${'targets'.padStart(7)} ${'end s'.padStart(7)} ${'healthy s'.padStart(9)} ${'ratio'.padStart(6)} ${'succeeded'.padStart(9)} ${'failed'.padStart(6)} ${'naming cl'.padStart(9)} ${'CPU s'.padStart(6)} ${'RSS MB'.padStart(6)} ${'load 1m'.padStart(7)}\n`,
+    `\n${'clusters'.padStart(8)} ${'run'.padStart(10)} ${'targets'.padStart(7)} ${'end s'.padStart(7)} ${'healthy s'.padStart(9)} ${'ratio'.padStart(6)} ${'succeeded'.padStart(9)} ${'failed'.padStart(6)} ${'naming cl'.padStart(9)} ${'CPU s'.padStart(6)} ${'RSS MB'.padStart(6)} ${'load 1m'.padStart(7)} state\n`,
   );
   for (const r of rollouts) {
     const [baseline, spread] = r.runs;
     for (const run of r.runs) {
       const ratio =
-        run.name === 'spread' ? run.seconds / baseline!.seconds : run.name === 'blackholed' ? run.healthySeconds / spread!.healthySeconds : undefined;
+        run.name === 'spread'
+          ? run.seconds / baseline!.seconds
+          : run.name === 'blackholed' && run.state !== 'STALLED'
+            ? run.healthySeconds / spread!.healthySeconds
+            : undefined;
       process.stdout.write(
-        `${String(r.clusters).padStart(8)} ${run.name.padStart(10)} ${String(run.targets).padStart(7)} ${run.seconds.toFixed(1).padStart(7)} ${run.healthySeconds.toFixed(1).padStart(9)} ${(ratio === undefined ? '-' : ratio.toFixed(2)).padStart(6)} ${String(run.succeeded).padStart(9)} ${String(run.failed).padStart(6)} ${String(run.failedNamingCluster).padStart(9)} ${(run.cpuMs / 1000).toFixed(1).padStart(6)} ${String(run.peakRssMb).padStart(6)} ${String(run.loadAverage[0]).padStart(7)}\n`,
+        `${String(r.clusters).padStart(8)} ${run.name.padStart(10)} ${String(run.targets).padStart(7)} ${run.seconds.toFixed(1).padStart(7)} ${run.healthySeconds.toFixed(1).padStart(9)} ${(ratio === undefined ? '-' : ratio.toFixed(2)).padStart(6)} ${String(run.succeeded).padStart(9)} ${String(run.failed).padStart(6)} ${String(run.failedNamingCluster).padStart(9)} ${(run.cpuMs / 1000).toFixed(1).padStart(6)} ${String(run.peakRssMb).padStart(6)} ${String(run.loadAverage[0]).padStart(7)} ${run.state}\n`,
       );
     }
   }
