@@ -22,7 +22,9 @@ export interface MemberClientOptions {
 /**
  * A member cluster's KubeConfig: its own API budget (src/kube/ApiBudget.ts, as the local connection's) and a bound on
  * every request. Typed API calls pass through `applySecurityAuthentication` with their request context, after the
- * budget's wait: the timer starts when the request is sent, so waiting for the budget is not counted against it.
+ * budget's wait: the timer starts when the request is sent, so waiting for the budget is not counted against it. The
+ * per-target writes (src/kube/jsonRequests.ts) skip that door and ask `requestSignal()` after the budget's wait: without
+ * it a write to a black-holed member was never aborted, and the rollout's admission pass waited on it for ever.
  * Watches (long-running by design) go through `applyToHTTPSOptions` and are bounded by their own timeoutSeconds.
  */
 export class MemberKubeConfig extends BudgetedKubeConfig {
@@ -72,6 +74,11 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
     await super.applySecurityAuthentication(context);
     this.beforeSend?.({ method: context.getHttpMethod(), url: context.getUrl(), setHeader: (name, value) => context.setHeaderParam(name, value) });
     if (context.getSignal()) return;
-    context.setSignal(boundedSignal(this.options.requestTimeoutMs, this.options.signal));
+    context.setSignal(this.requestSignal());
+  }
+
+  /** The same bound for the per-target writes, which take the plain JSON path (src/kube/jsonRequests.ts). */
+  override requestSignal(): AbortSignal {
+    return boundedSignal(this.options.requestTimeoutMs, this.options.signal);
   }
 }

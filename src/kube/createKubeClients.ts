@@ -43,6 +43,15 @@ export class BudgetedKubeConfig extends KubeConfig {
     await this.budget.take();
     return super.applyToHTTPSOptions(opts);
   }
+
+  /**
+   * What bounds one request that is not a watch, taken when it is sent (after the budget's wait): none for `local`;
+   * a member cluster's aborts after its request timeout (src/clusters/MemberKubeConfig.ts). The plain JSON path
+   * (jsonRequests.ts) asks for it, since it does not pass through applySecurityAuthentication.
+   */
+  requestSignal(): AbortSignal | undefined {
+    return undefined;
+  }
 }
 
 /**

@@ -13,7 +13,8 @@ import { isMergePatchOptions } from './patch.js';
  * profile of a 10,000-pool rollout that was ~1 ms of the service's ~3.5 ms CPU per agent (ADR 0047).
  *
  * Same semantics: authentication, TLS settings and the keep-alive agent come from the same KubeConfig door
- * (`applyToHTTPSOptions`, which also takes the API budget's token); a non-2xx answer throws client-node's
+ * (`applyToHTTPSOptions`, which also takes the API budget's token), and so does the bound on one request
+ * (`requestSignal()`: a member cluster's timeout); a non-2xx answer throws client-node's
  * ApiException with the parsed Status as its body, so translateKubeError (errors.ts) reads it as before. Answers come
  * back as the API's JSON (timestamps as strings, as the informers' watch objects always were), not as client-node's
  * model classes. A call with per-call client-node options, or through a proxy, takes client-node's own path.
@@ -38,6 +39,8 @@ export class JsonRequests {
     // Method and path given to the KubeConfig too: a member's fences its writes there (MemberKubeConfig).
     const options: https.RequestOptions = { method, path: `${basePath}${path}${queryString(query)}`, headers: {} };
     await this.kubeConfig.applyToHTTPSOptions(options);
+    // After the budget's wait: a member cluster's request timeout (none for local's).
+    const signal = this.kubeConfig.requestSignal();
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers = options.headers as Record<string, string | number>;
     headers.Accept = 'application/json';
@@ -54,6 +57,7 @@ export class JsonRequests {
           hostname: this.base.hostname,
           port: this.base.port,
           path: options.path,
+          ...(signal ? { signal } : {}),
         },
         (response) => {
           const chunks: Buffer[] = [];
