@@ -199,7 +199,11 @@ async function runSim({ size, dir }: { size: number; dir: string }): Promise<voi
       ...Array.from({ length: size }, (_, i) => ({ name: `edge-${i + 1}`, fleet: POOLS_FLEET, behaviour: false })),
     ],
   });
-  const members = [...sims.clusters.values()].filter((c) => c.name !== 'mgmt').map((c) => ({ name: c.name, kubeconfig: c.kubeconfigPath }));
+  serveSims(sims, started);
+}
+
+/** A simulator child's life: tells the parent its clusters (and admin endpoint), stops on the parent's word or loss. */
+function serveSims(sims: Awaited<ReturnType<typeof startRolloutClusters>>, started: number): void {
   process.on('message', (m: Message) => {
     if (m.stop) void sims.stop().then(() => process.exit(0));
   });
@@ -207,7 +211,8 @@ async function runSim({ size, dir }: { size: number; dir: string }): Promise<voi
   process.send!({
     ready: {
       local: sims.clusters.get('mgmt')!.kubeconfigPath,
-      members,
+      members: [...sims.clusters.values()].filter((c) => c.name !== 'mgmt').map((c) => ({ name: c.name, kubeconfig: c.kubeconfigPath })),
+      adminUrl: sims.adminUrl,
       startMs: Math.round(performance.now() - started),
       rssMb: Math.round(process.memoryUsage().rss / 1048576),
     },
@@ -254,19 +259,7 @@ async function runApp({ dir, local, size, idleMs }: { dir: string; local: string
 async function runRolloutSim({ size, dir }: { size: number; dir: string }): Promise<void> {
   const started = performance.now();
   const sims = await startRolloutClusters(size, dir);
-  process.on('message', (m: Message) => {
-    if (m.stop) void sims.stop().then(() => process.exit(0));
-  });
-  process.on('disconnect', () => process.exit(0));
-  process.send!({
-    ready: {
-      local: sims.clusters.get('mgmt')!.kubeconfigPath,
-      members: [...sims.clusters.values()].filter((c) => c.name !== 'mgmt').map((c) => ({ name: c.name, kubeconfig: c.kubeconfigPath })),
-      adminUrl: sims.adminUrl,
-      startMs: Math.round(performance.now() - started),
-      rssMb: Math.round(process.memoryUsage().rss / 1048576),
-    },
-  });
+  serveSims(sims, started);
 }
 
 async function runRolloutAppChild(options: Parameters<typeof runRolloutApp>[0]): Promise<void> {
