@@ -71,6 +71,7 @@ const outputs = [
         ClusterUpgradeObservation: '../../kinds/virtualCluster/eventViews.js#ClusterUpgradeView',
         NotificationSubscription: '../resolvers/models.js#NotificationSubscriptionModel',
         NotificationDelivery: '../resolvers/models.js#NotificationDeliveryModel',
+        MemberCluster: '../resolvers/models.js#MemberClusterModel',
       },
       maybeValue: 'T | null',
       inputMaybeValue: 'T | null | undefined',

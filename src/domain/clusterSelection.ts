@@ -152,7 +152,7 @@ export interface KindPortRequest<Q> {
 /** Where a Domain's cluster seam is: the composition root's, else `local` alone (a Domain built by hand in a test). */
 type WithClusterPorts = Partial<KindPorts> & { clusterPorts?: ClusterPorts | undefined };
 
-function portsHere(domain: WithClusterPorts): ClusterPorts {
+export function portsHere(domain: WithClusterPorts): ClusterPorts {
   return (
     domain.clusterPorts ?? {
       registered: async () => [{ name: LOCAL_CLUSTER, labels: {} }],

@@ -1,4 +1,5 @@
-import type { Domain } from '../domain/Domain.js';
+import type { KindClusterFigures } from '../domain/clusterFigures.js';
+import type { Domain, KindPorts } from '../domain/Domain.js';
 import type { DriftItem } from '../domain/drift.js';
 import type { RolloutKind } from '../domain/events.js';
 import type { Resolvers } from './generated/resolvers.js';
@@ -15,6 +16,11 @@ export interface KindApi {
   readonly resolvers: Resolvers;
   /** Its targets whose running version differs from what they should run (the `drift` query); none when not set up. */
   drift(domain: Domain): Promise<readonly DriftItem[]>;
+  /**
+   * Its figures in one cluster (`MemberCluster.kindFigures`: versions with counts, drifted count), from that cluster's
+   * query ports, one pass over its caches; undefined when the ports have none of the kind (the cluster does not serve it).
+   */
+  clusterFigures(ports: Partial<KindPorts>): Promise<KindClusterFigures | undefined>;
   /** The current sizes of its lists that take no `first` (`Type.field` → size), for the cost estimate (listSizes.ts). */
   listSizes?(domain: Domain): ListSizes;
   /**

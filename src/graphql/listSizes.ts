@@ -1,3 +1,4 @@
+import { MAX_LISTED_VERSIONS } from '../domain/clusterFigures.js';
 import { MAX_CLUSTER_LABELS } from '../domain/clusters/MemberClusterRegistry.js';
 import type { Domain } from '../domain/Domain.js';
 import { EventType, ROLLOUT_KINDS } from '../domain/events.js';
@@ -20,6 +21,8 @@ export function listSizesOf(domain: Domain, kinds: readonly KindApi[]): ListSize
     'Query.clusters': () => domain.clusters?.size() ?? 1,
     'MemberCluster.labels': () => MAX_CLUSTER_LABELS,
     'MemberCluster.kinds': () => ROLLOUT_KINDS.length,
+    'MemberCluster.kindFigures': () => ROLLOUT_KINDS.length,
+    'ClusterKindFigures.versions': () => MAX_LISTED_VERSIONS,
     'WorkQueueStatus.inFlight': () => Math.max(0, ...domain.workQueues().map((queue) => queue.inFlight.length)),
     'WorkQueueStatus.retries': () => Math.max(0, ...domain.workQueues().map((queue) => queue.retries.length)),
     // A subscription's filter lists, bounded by what the API accepts (domain/notifications/NotificationService.ts).

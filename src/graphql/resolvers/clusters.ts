@@ -2,7 +2,8 @@ import type { MemberClusterAdmin } from '../../domain/clusters/MemberClusterAdmi
 import type { MemberClusterRecord } from '../../domain/clusters/model.js';
 import { UnavailableError, ValidationError } from '../../errors.js';
 import type { GraphQLContext } from '../context.js';
-import type { ClusterLabelInput, MemberCluster, Resolvers } from '../generated/resolvers.js';
+import type { ClusterLabelInput, Resolvers } from '../generated/resolvers.js';
+import type { MemberClusterModel } from './models.js';
 
 /**
  * The member cluster registry over GraphQL (docs/adr/0056-clusters-api.md). Reads are a viewer's; the three mutations
@@ -53,7 +54,7 @@ function labelsFrom(list: readonly ClusterLabelInput[] | null | undefined, field
   return labels;
 }
 
-function toGraphQL(record: MemberClusterRecord): MemberCluster {
+function toGraphQL(record: MemberClusterRecord): MemberClusterModel {
   return {
     name: record.name,
     labels: Object.entries(record.labels).map(([key, value]) => ({ key, value })),

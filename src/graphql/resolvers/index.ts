@@ -1,6 +1,7 @@
 import type { Resolvers } from '../generated/resolvers.js';
 import type { KindApi } from '../kindApi.js';
 import { clusterFieldResolvers } from './clusterFields.js';
+import { clusterKindFiguresResolvers } from './clusterKindFigures.js';
 import { clustersResolvers } from './clusters.js';
 import { coreResolvers } from './core.js';
 import { driftResolvers } from './drift.js';
@@ -27,5 +28,13 @@ function merge(...maps: Resolvers[]): Resolvers {
  * contribute ports to (`drift`).
  */
 export function resolversWith(kinds: readonly KindApi[]): Resolvers {
-  return merge(coreResolvers, clusterFieldResolvers, ...kinds.map((kind) => kind.resolvers), driftResolvers(kinds), notificationsResolvers, clustersResolvers);
+  return merge(
+    coreResolvers,
+    clusterFieldResolvers,
+    ...kinds.map((kind) => kind.resolvers),
+    driftResolvers(kinds),
+    notificationsResolvers,
+    clustersResolvers,
+    clusterKindFiguresResolvers(kinds),
+  );
 }

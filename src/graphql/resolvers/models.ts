@@ -29,3 +29,6 @@ export type {
   SubscriptionView as NotificationSubscriptionModel,
   DeliveryView as NotificationDeliveryModel,
 } from '../../domain/notifications/NotificationService.js';
+
+/** A member cluster as its record maps to the API (resolvers/clusters.ts); its kinds' figures are resolved per query. */
+export type MemberClusterModel = Omit<import('../generated/resolvers.js').MemberCluster, 'kindFigures'>;

@@ -1,3 +1,4 @@
+import { agentPoolFigures } from './figures.js';
 import { AgentPoolChoices, agentPoolsWithHistory } from './choices.js';
 import { agentPoolContract } from './contract.js';
 import { agentPoolsResolvers } from './graphql.js';
@@ -15,6 +16,7 @@ export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
   // Its views read the informers' caches (IPPools, agent pods, the controller's Deployment) and the history only.
   cachedRootFields: { cluster: ['agentPools', 'agentPool'] },
   drift: async (domain) => (domain.agentPools ? agentPoolDrift(domain.agentPools) : []),
+  clusterFigures: async (ports) => (ports.agentPools ? agentPoolFigures(ports.agentPools) : undefined),
   setup(host) {
     const runtime = setupAgentPools(host, { ...host.config.agentPools });
     // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.

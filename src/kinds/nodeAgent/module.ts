@@ -1,3 +1,4 @@
+import { nodeAgentFigures } from './figures.js';
 import { nodeAgentContract } from './contract.js';
 import { nodeAgentsResolvers } from './graphql.js';
 import type { RolloutKindModule } from '../kindModule.js';
@@ -11,6 +12,7 @@ export const nodeAgentKind: RolloutKindModule<'NODE_AGENT'> = {
   events: NODE_AGENT_EVENTS,
   resolvers: nodeAgentsResolvers,
   drift: async (domain) => (await domain.nodeAgents?.driftItems()) ?? [],
+  clusterFigures: async (ports) => (ports.nodeAgents ? nodeAgentFigures(ports.nodeAgents) : undefined),
   listSizes: (domain) => ({
     // Every node that runs the agent: the largest set's (a cluster of 5,000 nodes is 5,000 items, not 10).
     'NodeAgentSet.nodes': () => Math.max(0, ...(domain.nodeAgents?.listSets().map((set) => set.nodes.length) ?? [])),

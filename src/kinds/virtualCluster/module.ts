@@ -1,3 +1,4 @@
+import { virtualClusterFigures } from './figures.js';
 import { virtualClusterContract } from './contract.js';
 import { virtualClustersResolvers } from './graphql.js';
 import type { RolloutKindModule } from '../kindModule.js';
@@ -13,6 +14,7 @@ export const virtualClusterKind: RolloutKindModule<'VIRTUAL_CLUSTER'> = {
   // Read from the history's ClusterUpgradeObserved events alone.
   cachedRootFields: { history: ['clusterUpgradeDurations'] },
   drift: async (domain) => (await domain.virtualClusters?.driftItems()) ?? [],
+  clusterFigures: async (ports) => (ports.virtualClusters ? virtualClusterFigures(ports.virtualClusters) : undefined),
   setup(host) {
     const runtime = setupVirtualClusters(host, { ...host.config.virtualClusters });
     return { driver: runtime.driver, queries: { virtualClusters: runtime.queries } };

@@ -24,6 +24,7 @@ const kindApi = (kind: RolloutKind, items: DriftItem[] | 'must not be asked'): K
     if (items === 'must not be asked') throw new Error(`${kind}'s drift was read for another kind's query`);
     return items;
   },
+  clusterFigures: async () => undefined,
 });
 
 async function drift(kinds: KindApi[], args: { kind?: RolloutKind | null; first?: number; after?: string | null }) {
