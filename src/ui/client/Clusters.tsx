@@ -1,12 +1,16 @@
 import { useState } from 'react';
 import { PageTitle, QueryStatus, ScrollRegion, Section, StateBadge } from './components.js';
 import { formatTime } from './format.js';
-import { ClustersPageDocument } from './generated/graphql.js';
+import { type ClustersPageQuery, ClustersPageDocument } from './generated/graphql.js';
 import { useDebounced, useQuery } from './hooks.js';
+import { useKinds } from './kindUi.js';
+
+type KindFigures = ClustersPageQuery['clusters'][number]['kindFigures'][number];
 
 /**
  * Member clusters (docs/adr/0048-member-clusters.md): each one's health and since when, its Kubernetes version, labels
- * and the rollout kinds it serves, filtered by a label selector as `rollplane cluster list --selector` is. Registering
+ * and, a column per registered kind, the versions its targets run with counts and how many drifted (or why they cannot
+ * be read: unreachable, syncing; a dash where the cluster does not serve the kind), filtered by a label selector as `rollplane cluster list --selector` is. Registering
  * is an admin's, from the CLI or the API (credentials never pass through the browser).
  */
 export function Clusters() {
@@ -14,6 +18,7 @@ export function Clusters() {
   const debounced = useDebounced(selector.trim(), 300);
   const query = useQuery(ClustersPageDocument, debounced ? { selector: debounced } : {}, { pollMs: 5_000 });
   const clusters = query.data?.clusters;
+  const kinds = useKinds();
   return (
     <div className="clusters">
       <PageTitle>Clusters</PageTitle>
@@ -36,7 +41,11 @@ export function Clusters() {
                   <th scope="col">Since</th>
                   <th scope="col">Version</th>
                   <th scope="col">Labels</th>
-                  <th scope="col">Kinds</th>
+                  {kinds.map((k) => (
+                    <th scope="col" key={k.kind}>
+                      {k.label}
+                    </th>
+                  ))}
                   <th scope="col">Source</th>
                 </tr>
               </thead>
@@ -61,13 +70,17 @@ export function Clusters() {
                         ))
                       )}
                     </td>
-                    <td>{c.kinds.length ? c.kinds.map((k) => k.toLowerCase().replace('_', ' ')).join(', ') : <span className="muted">none</span>}</td>
+                    {kinds.map((k) => (
+                      <td key={k.kind} data-kind={k.kind}>
+                        <KindFiguresCell figures={c.kindFigures.find((f) => f.kind === k.kind)} />
+                      </td>
+                    ))}
                     <td>{c.source.toLowerCase()}</td>
                   </tr>
                 ))}
                 {clusters && clusters.length === 0 && (
                   <tr>
-                    <td colSpan={7} className="muted">
+                    <td colSpan={6 + kinds.length} className="muted">
                       No member cluster matches. Register one with <code>rollplane cluster add NAME --kubeconfig FILE</code>.
                     </td>
                   </tr>
@@ -78,5 +91,25 @@ export function Clusters() {
         </QueryStatus>
       </Section>
     </div>
+  );
+}
+
+/** One kind's figures in one cluster: its versions with counts, then its drift; why not, when they cannot be read. */
+function KindFiguresCell({ figures }: { figures: KindFigures | undefined }) {
+  if (!figures) return <span className="muted">—</span>;
+  if (figures.unavailable !== null || figures.versions === null) return <span className="muted small">unavailable: {figures.unavailable}</span>;
+  if (figures.versions.length === 0) return <span className="muted">none</span>;
+  return (
+    <>
+      <ul className="version-counts">
+        {figures.versions.map((v) => (
+          <li key={v.version ?? ''}>
+            {v.version ? <code>{v.version}</code> : <span className="muted">unknown</span>} × {v.count}
+          </li>
+        ))}
+        {figures.otherVersionsCount ? <li className="muted">{figures.otherVersionsCount} on other versions</li> : null}
+      </ul>
+      {figures.drifted ? <span className="drifted">{figures.drifted} drifted</span> : <span className="ok">in sync</span>}
+    </>
   );
 }

@@ -449,7 +449,7 @@ export type ClustersPageQueryVariables = Exact<{
 }>;
 
 
-export type ClustersPageQuery = { clusters: Array<{ name: string, source: MemberClusterSource, kinds: Array<RolloutKind>, labels: Array<{ key: string, value: string }>, health: { state: MemberClusterHealthState, since: string, message: string | null, serverVersion: string | null } }> };
+export type ClustersPageQuery = { clusters: Array<{ name: string, source: MemberClusterSource, kinds: Array<RolloutKind>, labels: Array<{ key: string, value: string }>, health: { state: MemberClusterHealthState, since: string, message: string | null, serverVersion: string | null }, kindFigures: Array<{ kind: RolloutKind, otherVersionsCount: number | null, drifted: number | null, unavailable: string | null, versions: Array<{ version: string | null, count: number }> | null }> }> };
 
 export type AgentRecreationFragment = { eventId: string, rolloutId: string | null, poolNamespace: string, poolName: string, oldImage: string | null, newImage: string, reason: string, readyAt: string | null, seconds: number | null };
 
@@ -1177,6 +1177,16 @@ export const ClustersPageDocument = new TypedDocumentString(`
       serverVersion
     }
     kinds
+    kindFigures {
+      kind
+      versions {
+        version
+        count
+      }
+      otherVersionsCount
+      drifted
+      unavailable
+    }
   }
 }
     `) as unknown as TypedDocumentString<ClustersPageQuery, ClustersPageQueryVariables>;
