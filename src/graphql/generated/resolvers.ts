@@ -1811,6 +1811,7 @@ export type MemberCluster = {
 /** One rollout kind's figures in one member cluster. */
 export type ClusterKindFigures = {
   __typename?: 'ClusterKindFigures';
+  /** The rollout kind these figures are of. */
   kind: RolloutKind;
   /** The versions its targets run, most common first, at most 10; null when the cluster's caches are not available. */
   versions?: Maybe<Array<VersionCount>>;
@@ -1827,6 +1828,7 @@ export type VersionCount = {
   __typename?: 'VersionCount';
   /** The version (an image, a spec version); null for targets whose version is not known (no agent running). */
   version?: Maybe<Scalars['String']['output']>;
+  /** How many targets run it. */
   count: Scalars['Int']['output'];
 };
 
