@@ -736,6 +736,8 @@ export type AgentRecreated = {
   __typename?: 'AgentRecreated';
   /** The event id (the resume cursor). */
   eventId: Scalars['ID']['output'];
+  /** The member cluster of the pool (`local` for the cluster rollplane runs against): the same pool name may be in several. */
+  cluster: Scalars['String']['output'];
   /** The rollout that caused the recreation, if any. */
   rolloutId?: Maybe<Scalars['ID']['output']>;
   /** The IPPool's namespace. */
@@ -888,6 +890,8 @@ export type ComponentDuration = {
 /** One `clusters_upgrade_seconds` observation. */
 export type ClusterUpgradeObservation = {
   __typename?: 'ClusterUpgradeObservation';
+  /** The member cluster of the virtual cluster (`local` for the cluster rollplane runs against). */
+  cluster: Scalars['String']['output'];
   /** The event id (the resume cursor). */
   eventId: Scalars['ID']['output'];
   /** The rollout that admitted the upgrade, if any. */
@@ -2518,6 +2522,7 @@ export type RevisionEdgeResolvers<ContextType = GraphQLContext, ParentType exten
 
 export type AgentRecreatedResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['AgentRecreated'] = ResolversParentTypes['AgentRecreated']> = {
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  cluster?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   rolloutId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   poolNamespace?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   poolName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -2589,6 +2594,7 @@ export type ComponentDurationResolvers<ContextType = GraphQLContext, ParentType 
 };
 
 export type ClusterUpgradeObservationResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ClusterUpgradeObservation'] = ResolversParentTypes['ClusterUpgradeObservation']> = {
+  cluster?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   eventId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   rolloutId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   clusterNamespace?: Resolver<ResolversTypes['String'], ParentType, ContextType>;

@@ -1,12 +1,14 @@
 import { readPayload } from '../../domain/eventPayloads.js';
 import { agentRecreated } from './events.js';
 import type { StoredEvent } from '../../domain/events.js';
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 
 /** An AgentRecreated event as the `agentRecreated` subscription returns it (`AgentRecreated`, mapped in codegen). */
 export function agentRecreatedView(event: StoredEvent) {
   const p = readPayload(agentRecreated.type, event.payload);
   return {
     eventId: String(event.id),
+    cluster: event.cluster ?? LOCAL_CLUSTER,
     rolloutId: event.rolloutId,
     poolNamespace: event.namespace ?? '',
     poolName: event.name ?? '',

@@ -1,3 +1,4 @@
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 import { readPayload } from '../../domain/eventPayloads.js';
 import { clusterUpgradeObserved } from './events.js';
 import type { StoredEvent } from '../../domain/events.js';
@@ -10,6 +11,7 @@ export function clusterUpgradeView(event: StoredEvent) {
   const p = readPayload(clusterUpgradeObserved.type, event.payload);
   return {
     eventId: String(event.id),
+    cluster: event.cluster ?? LOCAL_CLUSTER,
     rolloutId: event.rolloutId,
     clusterNamespace: event.namespace ?? '',
     clusterName: event.name ?? '',

@@ -137,14 +137,21 @@ describe('a bump across member clusters', () => {
     expect([inLocal.length, inEdge1.length, inEdge2.length]).toEqual([2, 2, 2]);
     const client = wsClient(app.url);
     try {
-      const followed = collectResults<{ agentRecreated: { eventId: string } }>(
+      const followed = collectResults<{ agentRecreated: { eventId: string; cluster: string; poolName: string } }>(
         client,
-        'subscription ($id: ID!) { agentRecreated(filter: { rolloutId: $id, clusters: ["local", "edge-2"] }, after: "0") { eventId } }',
+        'subscription ($id: ID!) { agentRecreated(filter: { rolloutId: $id, clusters: ["local", "edge-2"] }, after: "0") { eventId cluster poolName } }',
         { id },
       );
       await followed.waitFor(4);
       expect(followed.errors).toEqual([]);
       expect(followed.results.map((r) => r.agentRecreated.eventId).sort()).toEqual([...inLocal, ...inEdge2].sort());
+      // Each recreation says its cluster: the same pool names are in both (attack 15, F3).
+      expect(followed.results.map((r) => `${r.agentRecreated.cluster}/${r.agentRecreated.poolName}`).sort()).toEqual([
+        'edge-2/net-1',
+        'edge-2/net-2',
+        'local/net-1',
+        'local/net-2',
+      ]);
       followed.unsubscribe();
     } finally {
       await client.dispose();
