@@ -38,6 +38,8 @@ export class MemberTargetExecutor {
   /** `rolloutId` whose prepare ran (or runs) here. */
   private readonly prepared = new Map<string, Promise<void>>();
   private readonly finished = new Set<string>();
+  /** Aborted when the rollout is heard terminal: its prepare and admissions under way stop writing (attack 15, F2). */
+  private readonly rolloutAborts = new Map<string, AbortController>();
 
   constructor(private readonly options: MemberTargetExecutorOptions) {}
 
@@ -62,6 +64,7 @@ export class MemberTargetExecutor {
     this.admitted.clear();
     this.prepared.clear();
     this.finished.clear();
+    this.rolloutAborts.clear();
   }
 
   /** Admits every PROGRESSING target of its cluster in the active rollouts (level-based: a missed event is caught here). */
@@ -82,8 +85,12 @@ export class MemberTargetExecutor {
     if (known) return known;
     const driver = this.options.drivers.get(rollout.kind);
     if (!driver) return Promise.resolve();
-    const both = AbortSignal.any([signal, this.abort.signal]);
-    const run = this.prepare(rollout, both).then(() => driver.admit(target, rollout, both));
+    const both = AbortSignal.any([signal, this.abort.signal, this.rolloutSignal(rollout.id)]);
+    const run = this.prepare(rollout, both).then(() => {
+      // A rollout that ended while its prepare ran (waiting for the controller's own rollout, say) admits nothing more.
+      both.throwIfAborted();
+      return driver.admit(target, rollout, both);
+    });
     this.admitted.set(key, run);
     // A failed admission is tried again (by the engine's next pass here, or the next resync).
     run.catch(() => this.admitted.delete(key));
@@ -95,7 +102,7 @@ export class MemberTargetExecutor {
     const known = this.prepared.get(rollout.id);
     if (known) return known;
     const driver = this.options.drivers.get(rollout.kind);
-    const run = Promise.resolve(driver?.prepare?.(rollout, AbortSignal.any([signal, this.abort.signal])));
+    const run = Promise.resolve(driver?.prepare?.(rollout, AbortSignal.any([signal, this.abort.signal, this.rolloutSignal(rollout.id)])));
     this.prepared.set(rollout.id, run);
     run.catch(() => this.prepared.delete(rollout.id));
     return run;
@@ -122,6 +129,7 @@ export class MemberTargetExecutor {
       if (event.payload.to === 'PROGRESSING') this.track(() => this.admitInFlight(rolloutId, `${event.namespace}/${event.name}`));
       else this.track(() => this.finishHere(rolloutId));
     } else if (event.type === EventType.RolloutStateChanged && isTerminal(event.payload.to as Rollout['state'])) {
+      this.rolloutAborts.get(rolloutId)?.abort(new Error(`rollout ${rolloutId} is ${String(event.payload.to)}: no more writes for it`));
       this.track(() => this.finishHere(rolloutId));
     }
   }
@@ -151,7 +159,17 @@ export class MemberTargetExecutor {
     await this.finish(rollout, this.abort.signal, others);
   }
 
+  private rolloutSignal(rolloutId: string): AbortSignal {
+    let controller = this.rolloutAborts.get(rolloutId);
+    if (!controller) {
+      controller = new AbortController();
+      this.rolloutAborts.set(rolloutId, controller);
+    }
+    return controller.signal;
+  }
+
   private forget(rolloutId: string): void {
+    this.rolloutAborts.delete(rolloutId);
     const prefix = `${rolloutId}|`;
     for (const key of this.admitted.keys()) if (key.startsWith(prefix)) this.admitted.delete(key);
     this.prepared.delete(rolloutId);

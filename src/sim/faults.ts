@@ -41,6 +41,11 @@ export const faultConfigSchema = z.strictObject({
    * resources when absent.
    */
   resources: z.array(z.string().min(1)).optional(),
+  /**
+   * Whether faults also hit server-side dry runs (`?dryRun=All`); default true. False: only writes that would be
+   * stored fail — a preflight's dry run passes, the write after it is refused (a member that fails mid-rollout).
+   */
+  dryRuns: z.boolean().default(true),
 });
 
 export type FaultConfig = z.output<typeof faultConfigSchema>;
@@ -114,8 +119,9 @@ export class FaultInjector {
 
   /** Waits the configured latency, then maybe fails the request: resolves normally or rejects with a SimApiError. */
   async beforeRequest(info: ApiRequestInfo): Promise<void> {
-    const { latencyMs, errorRate, errorCode, conflictRate, resources } = this.current;
+    const { latencyMs, errorRate, errorCode, conflictRate, resources, dryRuns } = this.current;
     if (resources && !resources.some((r) => r === info.resource.plural || r === `${info.resource.plural}.${info.resource.group}`)) return;
+    if (info.dryRun && !dryRuns) return;
     const delay = latencyMs[info.verb] ?? latencyMs['*'] ?? 0;
     if (delay > 0) {
       this.counters.delayed++;

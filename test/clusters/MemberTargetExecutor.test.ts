@@ -156,6 +156,42 @@ describe('MemberTargetExecutor', () => {
     expect(calls.filter((c) => c.startsWith('finish'))).toEqual(['finish r1']);
   });
 
+  it('stops the writes of a rollout heard ending: a prepare under way is aborted and nothing is admitted after it', async () => {
+    const calls: string[] = [];
+    let prepareSignal: AbortSignal | undefined;
+    const driver: RolloutDriver = {
+      kind: 'AGENT_POOL',
+      rollbackRules: async () => ({}) as never,
+      // Waits as prepare waits for the controller's own rolling update, until told to stop.
+      prepare: (r, signal) =>
+        new Promise<void>((_resolve, reject) => {
+          calls.push(`prepare ${r.id}`);
+          prepareSignal = signal;
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        }),
+      admit: async (t: AdmittedTarget, r) => void calls.push(`admit ${r.id} ${t.cluster}/${t.name}`),
+      observe: async () => ({ phase: 'progressing' }),
+      finish: async (r) => void calls.push(`finish ${r.id}`),
+    };
+    const bus = new InProcessEventBus();
+    const r1 = rollout('r1');
+    const targets = [target('r1', 'net-1', 'PROGRESSING')];
+    const run = executor([r1], targets, driver, bus);
+    run.start();
+    await until('the prepare under way', () => prepareSignal !== undefined);
+    r1.state = 'FAILED';
+    bus.publish(event(EventType.RolloutStateChanged, 'r1', { from: 'PROGRESSING', to: 'FAILED' }, null, null));
+    expect(prepareSignal!.aborted).toBe(true);
+    expect(String(prepareSignal!.reason)).toMatch(/rollout r1 is FAILED: no more writes for it/);
+    // Its target ends (the engine records it): the rollout's finish runs here, and still nothing was admitted.
+    targets[0]!.state = 'FAILED';
+    bus.publish(event(EventType.TargetStateChanged, 'r1', { from: 'PROGRESSING', to: 'FAILED', error: 'x' }, 'net-1'));
+    await until('finish', () => calls.includes('finish r1'));
+    run.resync();
+    await run.stop();
+    expect(calls).toEqual(['prepare r1', 'finish r1']);
+  });
+
   it('stops hearing and waits for the write under way (the shard is being given up: nothing may follow)', async () => {
     const recording = recordingDriver();
     const bus = new InProcessEventBus();

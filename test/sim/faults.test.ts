@@ -156,7 +156,7 @@ describe('fault injection through the HTTP API', () => {
 
   it('serves the admin endpoint: read, replace and validate the fault configuration', async () => {
     const initial = await admin('GET', '/sim/admin/faults');
-    expect(initial.body).toEqual({ latencyMs: {}, errorRate: {}, errorCode: 500, conflictRate: 0, dropWatchesEveryMs: 0 });
+    expect(initial.body).toEqual({ latencyMs: {}, errorRate: {}, errorCode: 500, conflictRate: 0, dropWatchesEveryMs: 0, dryRuns: true });
     const put = await admin('PUT', '/sim/admin/faults', { latencyMs: { list: 5 }, errorRate: { delete: 0.5 }, errorCode: 503 });
     expect(put.status).toBe(200);
     expect((await admin('GET', '/sim/admin/faults')).body).toMatchObject({ latencyMs: { list: 5 }, errorRate: { delete: 0.5 }, errorCode: 503 });

@@ -92,6 +92,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
     if (image !== undefined && state.image !== normalizeImage(image)) {
+      if (this.notSetHereYet(rollout, state.image)) return undefined; // observe says what its targets wait for
       const takenOverBy = this.deps.lever.otherRolloutOn(state.image, rollout.id);
       if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
       return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
@@ -430,7 +431,22 @@ export class AgentPoolDriver implements RolloutDriver {
     }
   }
 
-  async observe(target: AdmittedTarget): Promise<TargetObservation> {
+  /**
+   * The controller still deploys the image the rollout started from, and this process has not seen its own change of
+   * --image for the rollout land: the change is not made in this cluster yet (a member's writes are made by its
+   * target executor, which may lag the rollout's admissions — the member was unreachable, its write failed and is
+   * retried — or run on another replica), so nothing was changed outside rollplane (attack 15, F2: a healthy rollout
+   * failed as "changed outside rollplane" when a member came back). Its targets wait, and fail at their progress
+   * deadline if the change never comes. A helm rollback to the old image after rollplane's change is still told
+   * apart here when this process made the change; after a restart it shows as targets that do not converge.
+   */
+  private notSetHereYet(rollout: Pick<Rollout, 'id' | 'fromVersion' | 'toVersion'>, deployed: string): boolean {
+    if (rollout.fromVersion === null || normalizeImage(rollout.fromVersion) !== deployed) return false;
+    const wanted = rollout.toVersion === null ? undefined : normalizeImage(rollout.toVersion);
+    return this.deps.lever.confirmedFor(rollout.id) !== wanted;
+  }
+
+  async observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation> {
     const pool = this.deps.pools.get(target.namespace, target.name);
     if (!pool) return { phase: 'failed', reason: `ippool ${target.namespace}/${target.name} was deleted` };
     const annotations = pool.metadata?.annotations ?? {};
@@ -443,6 +459,12 @@ export class AgentPoolDriver implements RolloutDriver {
     if (coexist) {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
+        if (this.notSetHereYet(rollout, state.image)) {
+          return {
+            phase: 'progressing',
+            message: `waiting for rollplane to set the vm-dhcp-controller's --image to ${target.toVersion} here (it deploys ${state.image})`,
+          };
+        }
         const takenOverBy = this.deps.lever.otherRolloutOn(state.image, target.rolloutId);
         const why = takenOverBy ? `taken over by rollout ${takenOverBy}` : 'its --image was changed outside rollplane';
         return { phase: 'failed', reason: `the vm-dhcp-controller now deploys ${state.image}, not ${target.toVersion} (${why})` };

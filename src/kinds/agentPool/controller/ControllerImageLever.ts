@@ -4,6 +4,9 @@ import { type ControllerOwner, describeOwner, findOwner, setAddonAgentImage } fr
 import { refusal } from '../../../controllers/dryRunRefusal.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
+/** Rollouts whose confirmed image is remembered (a few bytes each; far more than run at once). */
+const CONFIRMED_KEPT = 1_000;
+
 /** A change of the controller's image that rollplane made (to tell it from a helm upgrade when it shows). */
 export interface OwnImageChange {
   rolloutId: string;
@@ -33,6 +36,8 @@ export class ControllerImageLever {
   private readonly own = new Map<string, OwnImageChange>();
   /** The last image rollplane set, and for which rollout (in memory: after a restart only the history knows). */
   private last: { image: string; rolloutId: string } | undefined;
+  /** The image each rollout's `set` saw the cache show, by rollout id (in memory; the newest CONFIRMED_KEPT). */
+  private readonly confirmed = new Map<string, string>();
 
   constructor(private readonly deps: ControllerImageLeverDeps) {}
 
@@ -58,11 +63,26 @@ export class ControllerImageLever {
     const deadline = Date.now() + (this.deps.cacheWaitMs ?? 30_000);
     for (;;) {
       const state = this.deps.controller.state();
-      if (state.kind === 'agents' && state.image === normalized) return;
+      if (state.kind === 'agents' && state.image === normalized) return this.confirm(rolloutId, normalized);
       if (Date.now() > deadline) throw new ConflictError(`the vm-dhcp-controller Deployment has not shown its --image ${image} yet`);
       signal.throwIfAborted();
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+  }
+
+  /**
+   * The image this process's `set` put the controller on for the rollout and saw in the cache; undefined when it has
+   * not (yet): a member's prepare may lag the rollout's admissions, or fail and be retried, or have run on another
+   * replica or before a restart.
+   */
+  confirmedFor(rolloutId: string): string | undefined {
+    return this.confirmed.get(rolloutId);
+  }
+
+  private confirm(rolloutId: string, image: string): void {
+    this.confirmed.delete(rolloutId);
+    this.confirmed.set(rolloutId, image);
+    if (this.confirmed.size > CONFIRMED_KEPT) this.confirmed.delete(this.confirmed.keys().next().value!);
   }
 
   /** The same change as a server-side dry run (preflight): throws the refusal. */

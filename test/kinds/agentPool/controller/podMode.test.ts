@@ -138,7 +138,7 @@ describe('agent pool reconciler, Pod mode', () => {
       reason: 'drift',
     });
     expect(typeof events[0]!.payload.seconds).toBe('number');
-    expect(await h.runtime.driver.observe(target('net-2'))).toEqual({ phase: 'succeeded' });
+    expect(await h.runtime.driver.observe(target('net-2'), rollout())).toEqual({ phase: 'succeeded' });
     const metrics = await h.registry.getSingleMetricAsString('rollplane_agent_recreations_total');
     expect(metrics).toContain('reason="drift"} 1');
     const used = {
@@ -163,7 +163,7 @@ describe('agent pool reconciler, Pod mode', () => {
     );
     await h.runtime.driver.admit(target('net-1'), rollout(), new AbortController().signal);
     expect(h.pool('net-1')!.status.agentPodRef.image).toBe('rancher/harvester-vm-dhcp-agent:v0.3.0');
-    expect(await h.runtime.driver.observe(target('net-1'))).toMatchObject({ phase: 'failed' });
+    expect(await h.runtime.driver.observe(target('net-1'), rollout())).toMatchObject({ phase: 'failed' });
   });
 
   it('recreates a deleted agent and handles a uid mismatch', async () => {

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventType, type StoredEvent } from '../../../src/domain/events.js';
+import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
+import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { gql } from '../../helpers/graphql.js';
+import { MEMBER_FLEET_ENV, memberPool, registerMembers } from '../../helpers/memberFleet.js';
+import { scrape, type Sample } from '../../helpers/promText.js';
+import { until } from '../../helpers/until.js';
+
+/**
+ * Attack 15, F2: beside a member's vm-dhcp-controller, the engine records a member's targets PROGRESSING before the
+ * member's target executor has made the rollout's writes there (prepare: the holds and the controller's --image). When
+ * those writes lag — the member was unreachable, or its API server refuses them for a while and the executor retries —
+ * the member's caches still show the controller on the image the rollout started from. That is not a change made
+ * outside rollplane: the rollout must wait for its own write, not fail, and end SUCCEEDED once the write lands.
+ */
+const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
+
+/** The sum of a metric's samples whose `label` is `value`. */
+function sum(samples: readonly Sample[], name: string, value: string, label = 'controller'): number {
+  return samples.filter((s) => s.name === name && s.labels[label] === value).reduce((total, s) => total + s.value, 0);
+}
+
+describe("a member's prepare that lags the rollout's admissions", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane member prepare lag '));
+  let fleet: SimulatedClusters;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    fleet = await startSimulatedClusters({ clusters: [{ name: 'edge-1', fleet: 'pools=2,nodes=2,peers=0,upstream=vm-dhcp' }] });
+    registerMembers(dir, fleet, ['edge-1'], () => ({ tier: 'edge' }));
+    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV, ROLLPLANE_SIM_FLEET: 'pools=1,nodes=1' } });
+    await until('edge-1 driven by its own runtime', () =>
+      app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-1' && r.running && r.kinds.includes('AGENT_POOL')),
+    );
+  });
+  afterAll(async () => {
+    await app?.close();
+    await fleet?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('waits for its own --image write instead of failing as "changed outside rollplane", then SUCCEEDS', async () => {
+    const sim = fleet.clusters.get('edge-1')!.simulator;
+    // The member's API server refuses every Deployment patch but dry runs: the bump's preflight passes, and no prepare
+    // can set the controller's image — so the engine cannot have prepared edge-1 before it is cut off below.
+    sim.faults.set({ errorRate: { patch: 1 }, resources: ['deployments'], dryRuns: false });
+
+    const seen: StoredEvent[] = [];
+    const unsubscribe = app.bus.subscribe((event) => {
+      if (event.cluster === 'edge-1' || event.type === EventType.RolloutStateChanged) seen.push(event);
+    });
+    const ended = () => seen.find((e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED'].includes(String(e.payload.to)));
+    try {
+      const res = await gql(app.url, `mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }`, {
+        input: { image: NEW, memberClusters: { names: ['edge-1'] }, strategy: { maxUnavailable: '2', progressDeadlineSeconds: 600, autoRollback: false } },
+      });
+      expect(res.errors).toBeUndefined();
+      const id: string = res.data.bumpAgentImage.rollout.id;
+      // Cut off: once nobody drives edge-1, the rollout starts without its writes there and admits its targets in the
+      // history (the member's executor is to write them when it is back).
+      await fleet.set('edge-1', 'unreachable');
+      await until('edge-1 targets admitted', () => seen.filter((e) => e.type === EventType.TargetStateChanged && e.payload.to === 'PROGRESSING').length === 2);
+
+      // Back, still refusing the write: its caches show the controller on the old image while the executor retries.
+      await fleet.set('edge-1', 'ready');
+      await until('edge-1 driven again', () => app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-1' && r.running));
+      const errorsBack = sim.faults.stats().errors;
+      const passes = async () => sum(await scrape(new URL('/metrics', app.url)), 'controller_runtime_reconcile_total', 'rollouts');
+      const passesBack = await passes();
+      // The engine passed over the rollout several times meanwhile, each time with edge-1's caches synced and showing
+      // the old image, and the executor's write was refused again and again.
+      await until('the write refused three more times', () => sim.faults.stats().errors - errorsBack >= 3 || ended());
+      await until('three more engine passes', async () => (await passes()) - passesBack >= 3 || ended());
+      const during = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state message } }', { id });
+      expect(during.data.rollout).toEqual({ state: 'PROGRESSING', message: null });
+
+      // The member takes writes again: the executor's retry sets the image, upstream replaces the agents.
+      sim.faults.set({});
+      await until('the rollout ended', ended);
+      expect(ended()!.payload).toMatchObject({ to: 'SUCCEEDED' });
+      for (const name of ['net-1', 'net-2']) expect(memberPool(fleet, 'edge-1', name)?.status.agentPodRef.image).toBe(NEW);
+      // The controller's change is rollplane's own, recorded as planned, once; nothing put it back.
+      const changes = seen.filter((e) => e.type === EventType.UpstreamControllerChanged);
+      expect(changes.map((e) => [e.payload.oldImage, e.payload.newImage, e.payload.planned])).toEqual([[OLD, NEW, true]]);
+    } finally {
+      unsubscribe();
+      sim.faults.set({});
+      await fleet.set('edge-1', 'ready');
+    }
+  });
+});
