@@ -14,8 +14,11 @@ import type { CachedRootFields } from './responseCache.js';
 export interface KindApi {
   readonly kind: RolloutKind;
   readonly resolvers: Resolvers;
-  /** Its targets whose running version differs from what they should run (the `drift` query); none when not set up. */
-  drift(domain: Domain): Promise<readonly DriftItem[]>;
+  /**
+   * Its targets whose running version differs from what they should run (the `drift` query), from one cluster's query
+   * ports; none when the ports have none of the kind (not set up, or the cluster does not serve it).
+   */
+  drift(ports: Partial<KindPorts>): Promise<readonly DriftItem[]>;
   /**
    * Its figures in one cluster (`MemberCluster.kindFigures`: versions with counts, drifted count), from that cluster's
    * query ports, one pass over its caches; undefined when the ports have none of the kind (the cluster does not serve it).

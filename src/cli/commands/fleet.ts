@@ -31,12 +31,14 @@ export function registerFleet(program: Command, io: CliIo, setExitCode: (code: n
     .description('Targets whose running version differs from their desired one; exit 1 when there are any (for CI gates)')
     .option('--kind <kind>', KIND_FLAG_HELP, parseKindFlag)
     .option('--limit <n>', 'how many targets to list', flags.integer(1, 10_000), 100)
+    .option('--cluster <name>', 'the member cluster to read (default local)')
     .action(
       clientAction(io, setExitCode, async (ctx) => {
-        const options = ctx.flags<{ kind?: string; limit: number }>();
+        const options = ctx.flags<{ kind?: string; limit: number; cluster?: string }>();
         const kind = kindOfFlag(options.kind) ?? null;
+        const cluster = options.cluster ?? null;
         const { nodes: items, totalCount } = await readPages(
-          async (first, after) => (await ctx.client.request(DRIFT_QUERY, { kind, first, after })).drift,
+          async (first, after) => (await ctx.client.request(DRIFT_QUERY, { kind, first, after, cluster })).drift,
           DRIFT_PAGE_SIZE,
           options.limit,
         );

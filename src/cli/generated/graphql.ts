@@ -535,10 +535,11 @@ export type DriftQueryVariables = Exact<{
   kind?: RolloutKind | null | undefined;
   first?: number | null | undefined;
   after?: string | null | undefined;
+  cluster?: string | null | undefined;
 }>;
 
 
-export type DriftQuery = { drift: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { kind: RolloutKind, namespace: string, name: string, desiredVersion: string | null, runningVersion: string | null, since: string | null } }> } };
+export type DriftQuery = { drift: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { kind: RolloutKind, namespace: string, name: string, desiredVersion: string | null, runningVersion: string | null, since: string | null, cluster: string } }> } };
 
 export type FleetQueryVariables = Exact<{ [key: string]: never; }>;
 
@@ -1550,8 +1551,8 @@ export const TokensDocument = new TypedDocumentString(`
   lastUsedAt
 }`) as unknown as TypedDocumentString<TokensQuery, TokensQueryVariables>;
 export const DriftDocument = new TypedDocumentString(`
-    query Drift($kind: RolloutKind, $first: Int, $after: String) {
-  drift(kind: $kind, first: $first, after: $after) {
+    query Drift($kind: RolloutKind, $first: Int, $after: String, $cluster: String) {
+  drift(kind: $kind, first: $first, after: $after, cluster: $cluster) {
     totalCount
     pageInfo {
       hasNextPage
@@ -1565,6 +1566,7 @@ export const DriftDocument = new TypedDocumentString(`
         desiredVersion
         runningVersion
         since
+        cluster
       }
     }
   }

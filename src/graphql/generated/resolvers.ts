@@ -163,6 +163,7 @@ export type QueryDriftArgs = {
   kind?: InputMaybe<RolloutKind>;
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+  cluster?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -1014,6 +1015,8 @@ export type DriftItem = {
   since?: Maybe<Scalars['DateTime']['output']>;
   /** The rollout whose decision desiredVersion is (agent pools); null when it comes from the cluster. */
   desiredBy?: Maybe<Scalars['ID']['output']>;
+  /** The member cluster the target is in (`local`: the cluster rollplane runs in). */
+  cluster: Scalars['String']['output'];
 };
 
 export type DriftConnection = {
@@ -2659,6 +2662,7 @@ export type DriftItemResolvers<ContextType = GraphQLContext, ParentType extends 
   runningVersion?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   since?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   desiredBy?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+  cluster?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type DriftConnectionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['DriftConnection'] = ResolversParentTypes['DriftConnection']> = {

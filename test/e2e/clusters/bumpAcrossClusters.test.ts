@@ -274,5 +274,17 @@ describe('a bump across member clusters', () => {
     expect(refused.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
     expect(refused.errors?.[0]?.message).toMatch(/member cluster edge-3 is UNREACHABLE/);
     expect(await rolloutCount()).toBe(before);
+
+    // Drift by member (attack 15, F6): edge-3's cannot be read now (UNAVAILABLE, not an empty "no drift"); edge-1's
+    // is read from its caches: its pools run what the rollout decided.
+    const drift = await gql(app.url, '{ edge3: drift(cluster: "edge-3") { totalCount } }');
+    expect(drift.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
+    expect(drift.errors?.[0]?.message).toMatch(/edge-3/);
+    const cliDrift = await startCli(['drift', '--cluster', 'edge-1', '-o', 'json', '--url', app.url]).done;
+    expect(cliDrift.code).toBe(0);
+    expect(JSON.parse(cliDrift.stdout)).toEqual({ totalCount: 0, items: [] });
+    const unknown = await startCli(['drift', '--cluster', 'nope', '--url', app.url]).done;
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/no member cluster named "nope" is registered/);
   });
 });

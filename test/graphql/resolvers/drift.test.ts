@@ -27,10 +27,16 @@ const kindApi = (kind: RolloutKind, items: DriftItem[] | 'must not be asked'): K
   clusterFigures: async () => undefined,
 });
 
-async function drift(kinds: KindApi[], args: { kind?: RolloutKind | null; first?: number; after?: string | null }) {
-  const resolve = (driftResolvers(kinds).Query as { drift: (...a: unknown[]) => Promise<{ edges: { node: DriftItem }[] }> }).drift;
-  const connection = await resolve({}, args, { domain: {} as Domain } as GraphQLContext, {});
-  return connection.edges.map((edge) => `${edge.node.kind}/${edge.node.name}`);
+type DriftArgs = { kind?: RolloutKind | null; first?: number; after?: string | null; cluster?: string | null };
+
+async function driftNodes(kinds: KindApi[], args: DriftArgs, domain = {} as Domain) {
+  const resolve = (driftResolvers(kinds).Query as { drift: (...a: unknown[]) => Promise<{ edges: { node: DriftItem & { cluster: string } }[] }> }).drift;
+  const connection = await resolve({}, args, { domain } as GraphQLContext, {});
+  return connection.edges.map((edge) => edge.node);
+}
+
+async function drift(kinds: KindApi[], args: DriftArgs) {
+  return (await driftNodes(kinds, args)).map((node) => `${node.kind}/${node.name}`);
 }
 
 describe('drift: a port each kind contributes, composed by one resolver (ADR 0045)', () => {
@@ -43,6 +49,39 @@ describe('drift: a port each kind contributes, composed by one resolver (ADR 004
   it('asks only the named kind when the query names one', async () => {
     const kinds = [kindApi('AGENT_POOL', 'must not be asked'), kindApi('NODE_AGENT', [item('NODE_AGENT', 'node-1')])];
     expect(await drift(kinds, { kind: 'NODE_AGENT', first: 10 })).toEqual(['NODE_AGENT/node-1']);
+  });
+
+  it("reads one member cluster's ports when asked (attack 15, F6); unknown is BAD_USER_INPUT, unreadable UNAVAILABLE", async () => {
+    const edgePorts = { marker: 'edge-1' };
+    const asked: unknown[] = [];
+    const kinds: KindApi[] = [
+      {
+        ...kindApi('AGENT_POOL', []),
+        drift: async (ports) => {
+          asked.push(ports);
+          return (ports as unknown) === edgePorts ? [item('AGENT_POOL', 'net-1')] : [];
+        },
+      },
+    ];
+    const domain = {
+      clusterPorts: {
+        registered: async () => [{ name: 'local', labels: {} }, { name: 'edge-1', labels: {} }, { name: 'edge-2', labels: {} }],
+        portsOf: (cluster: string) =>
+          cluster === 'edge-1' ? { ports: edgePorts } : cluster === 'edge-2' ? { unavailable: 'member cluster edge-2 is UNREACHABLE' } : { ports: {} },
+      },
+    } as unknown as Domain;
+    const nodes = await driftNodes(kinds, { cluster: 'edge-1', first: 10 }, domain);
+    expect(nodes.map((n) => `${n.cluster}:${n.kind}/${n.name}`)).toEqual(['edge-1:AGENT_POOL/net-1']);
+    expect(asked).toEqual([edgePorts]);
+    expect((await driftNodes(kinds, { first: 10 }, domain)).length).toBe(0);
+    await expect(driftNodes(kinds, { cluster: 'nope', first: 10 }, domain)).rejects.toMatchObject({
+      code: 'BAD_USER_INPUT',
+      message: expect.stringContaining('no member cluster named "nope" is registered'),
+    });
+    await expect(driftNodes(kinds, { cluster: 'edge-2', first: 10 }, domain)).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      message: expect.stringContaining('edge-2 is UNREACHABLE'),
+    });
   });
 
   it('has every registered kind answer none where its controllers are not set up', async () => {
