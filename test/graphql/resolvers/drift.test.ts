@@ -65,7 +65,11 @@ describe('drift: a port each kind contributes, composed by one resolver (ADR 004
     ];
     const domain = {
       clusterPorts: {
-        registered: async () => [{ name: 'local', labels: {} }, { name: 'edge-1', labels: {} }, { name: 'edge-2', labels: {} }],
+        registered: async () => [
+          { name: 'local', labels: {} },
+          { name: 'edge-1', labels: {} },
+          { name: 'edge-2', labels: {} },
+        ],
         portsOf: (cluster: string) =>
           cluster === 'edge-1' ? { ports: edgePorts } : cluster === 'edge-2' ? { unavailable: 'member cluster edge-2 is UNREACHABLE' } : { ports: {} },
       },
