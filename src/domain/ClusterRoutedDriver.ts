@@ -1,7 +1,7 @@
 import { LOCAL_CLUSTER } from './clusters/model.js';
 import type { RolloutKind } from './events.js';
 import { type AdmittedTarget, clusterOf, type RolloutDriver, type TargetObservation } from './ports.js';
-import type { Rollout, RolloutService } from './RolloutService.js';
+import type { Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
 
 /** What the routing driver asks of the member clusters' runtimes (src/clusters/MemberRuntimes.ts implements it). */
 export interface ClusterDrivers {
@@ -105,6 +105,12 @@ export class ClusterRoutedDriver implements RolloutDriver {
     if (!driver) return { phase: 'progressing', message: this.members.whyNotDriven(cluster, this.kind) };
     if (cluster !== LOCAL_CLUSTER && !this.members.writerOf(cluster)) await this.refreshNotes?.(cluster);
     return driver.observe(target, rollout);
+  }
+
+  /** A target of a member nobody drives now waits behind every other pending target (see RolloutDriver). */
+  deferAdmission(target: Pick<RolloutTarget, 'cluster'>): boolean {
+    const cluster = clusterOf(target);
+    return cluster !== LOCAL_CLUSTER && this.members.driverOf(cluster, this.kind) === undefined;
   }
 
   async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {

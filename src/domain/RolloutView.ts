@@ -59,14 +59,20 @@ export class RolloutView {
   }
 
   /** Up to `limit` PENDING targets in admission order. */
-  nextPending(limit: number): RolloutTarget[] {
+  nextPending(limit: number, deferred?: (target: RolloutTarget) => boolean): RolloutTarget[] {
     const out: RolloutTarget[] = [];
+    const later: RolloutTarget[] = [];
     let i = this.pendingFrom;
     for (; i < this.targets.length && out.length < limit; i++) {
-      if (this.targets[i]!.state === 'PENDING') out.push(this.targets[i]!);
-      else if (out.length === 0) this.pendingFrom = i + 1;
+      const target = this.targets[i]!;
+      if (target.state !== 'PENDING') {
+        if (out.length === 0 && later.length === 0) this.pendingFrom = i + 1;
+      } else if (deferred?.(target)) {
+        if (later.length < limit) later.push(target);
+      } else out.push(target);
     }
-    return out;
+    // Deferred targets only once no other is pending: they fill what is left of the limit.
+    return out.length < limit ? [...out, ...later.slice(0, limit - out.length)] : out;
   }
 
   /** A target's object changed in the cluster: observe it on the next pass. */

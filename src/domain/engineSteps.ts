@@ -183,7 +183,8 @@ export async function admit(pass: Pass): Promise<Decision> {
   const limit = admissionLimit(rollout.strategy, view.changing());
   let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING'));
   if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
-  const targets = budget > 0 ? view.nextPending(budget) : [];
+  const deferred = pass.driver.deferAdmission?.bind(pass.driver);
+  const targets = budget > 0 ? view.nextPending(budget, deferred) : [];
   return targets.length > 0 ? { do: 'admit', targets } : NOTHING;
 }
 

@@ -4,7 +4,7 @@
  */
 import { LOCAL_CLUSTER } from './clusters/model.js';
 import type { RolloutKind } from './events.js';
-import type { Rollout } from './RolloutService.js';
+import type { Rollout, RolloutTarget } from './RolloutService.js';
 import type { RollbackRules } from './launchRules.js';
 
 /**
@@ -50,6 +50,13 @@ export interface RolloutDriver {
   admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void>;
   /** Reports the target's state; reads informer caches, so it is cheap to call often. */
   observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation>;
+  /**
+   * Whether admitting this PENDING target now would only hold a slot of maxUnavailable until its progress deadline
+   * (its member cluster is not driven: unreachable, unauthorized, syncing). Such targets are admitted after every
+   * other pending one, so a dead cluster does not slow the healthy ones; they still are admitted, and fail at their
+   * deadline naming the cluster unless it is back first. Optional; never deferred when absent.
+   */
+  deferAdmission?(target: Pick<RolloutTarget, 'cluster'>): boolean;
   /**
    * Targets of this rollout's selection that are unavailable right now although the rollout is not changing them
    * (they count against maxUnavailable). Optional; 0 when absent.

@@ -300,6 +300,26 @@ describe('admit', () => {
     if (expected.length === 0) expect(decision).toEqual({ do: 'nothing' });
     expect(d.asked.includes('unavailableOutsideRollout')).toBe(askedCluster);
   });
+
+  it('admits the targets of a member nobody drives after every other pending one (a dead cluster holds no slot the healthy ones could use)', async () => {
+    // pool-0 and pool-1 are in a cluster nobody drives now; plan order would admit them first.
+    const deferredNames = new Set(['pool-0', 'pool-1']);
+    const d: RolloutDriver = { ...driver(), deferAdmission: (t) => t.cluster === 'dead' };
+    const p = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'PPPP', { driver: d, admissionCap: Infinity });
+    for (const t of p.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const first = await admit(p);
+    expect(first.do === 'admit' ? first.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-3']);
+    // Once the others are admitted, the deferred ones fill the slots left (they fail at their deadline, naming the cluster).
+    const later = pass(rollout('PROGRESSING', { maxUnavailable: '3' }), 'PPSS', { driver: d, admissionCap: Infinity });
+    for (const t of later.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const second = await admit(later);
+    expect(second.do === 'admit' ? second.targets.map((t) => t.name) : []).toEqual(['pool-0', 'pool-1']);
+    // Mixed: one slot of two for the healthy one, the next for a deferred one.
+    const mixed = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'PPPS', { driver: d, admissionCap: Infinity });
+    for (const t of mixed.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const third = await admit(mixed);
+    expect(third.do === 'admit' ? third.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-0']);
+  });
 });
 
 describe('rollBack', () => {

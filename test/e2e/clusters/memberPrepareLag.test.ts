@@ -33,7 +33,10 @@ describe("a member's prepare that lags the rollout's admissions", () => {
   beforeAll(async () => {
     fleet = await startSimulatedClusters({ clusters: [{ name: 'edge-1', fleet: 'pools=2,nodes=2,peers=0,upstream=vm-dhcp' }] });
     registerMembers(dir, fleet, ['edge-1'], () => ({ tier: 'edge' }));
-    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV, ROLLPLANE_SIM_FLEET: 'pools=1,nodes=1' } });
+    // The member is cut off by refusing connections (noticed at once), never by silence: a request timeout as long as
+    // the product's keeps a loaded machine's slow answer from reading as UNREACHABLE.
+    const env = { ...MEMBER_FLEET_ENV, ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS: '10000', ROLLPLANE_SIM_FLEET: 'pools=1,nodes=1' };
+    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env });
     await until('edge-1 driven by its own runtime', () =>
       app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-1' && r.running && r.kinds.includes('AGENT_POOL')),
     );
