@@ -1,6 +1,14 @@
-import { targetKey } from './ports.js';
+import { clusterOf, targetKey } from './ports.js';
 import type { RolloutTarget } from './RolloutService.js';
 import type { TargetState } from './rolloutStates.js';
+
+/** How `nextPending` chooses among the PENDING targets, beyond plan order. */
+export interface PendingChoice {
+  /** Targets admitted only after every other pending one (a member nobody drives now). */
+  deferred?: (target: RolloutTarget) => boolean;
+  /** Takes a slot for the target, or says there is none (a per-cluster limit); asked once per target chosen. */
+  take?: (target: RolloutTarget) => boolean;
+}
 
 /**
  * The engine's picture of one rollout's targets between passes: every target in admission order, counts per state,
@@ -13,7 +21,7 @@ export class RolloutView {
   readonly targets: RolloutTarget[];
   private readonly indexById = new Map<string, number>();
   private readonly counts = new Map<TargetState, number>();
-  /** Targets before this index are not PENDING (admission goes in ordinal order, and nothing becomes PENDING again). */
+  /** Targets before this index are not PENDING (nothing becomes PENDING again). */
   private pendingFrom = 0;
   readonly keys: ReadonlySet<string>;
   /** Keys of targets whose object changed since they were last observed (the driver's notifications). */
@@ -59,20 +67,41 @@ export class RolloutView {
   }
 
   /** Up to `limit` PENDING targets in admission order. */
-  nextPending(limit: number, deferred?: (target: RolloutTarget) => boolean): RolloutTarget[] {
+  nextPending(limit: number, options: PendingChoice = {}): RolloutTarget[] {
+    const { deferred, take } = options;
     const out: RolloutTarget[] = [];
     const later: RolloutTarget[] = [];
-    let i = this.pendingFrom;
-    for (; i < this.targets.length && out.length < limit; i++) {
+    let sawPending = false;
+    for (let i = this.pendingFrom; i < this.targets.length && out.length < limit; i++) {
       const target = this.targets[i]!;
       if (target.state !== 'PENDING') {
-        if (out.length === 0 && later.length === 0) this.pendingFrom = i + 1;
-      } else if (deferred?.(target)) {
-        if (later.length < limit) later.push(target);
-      } else out.push(target);
+        if (!sawPending) this.pendingFrom = i + 1;
+        continue;
+      }
+      sawPending = true;
+      if (deferred?.(target)) later.push(target);
+      else if (!take || take(target)) out.push(target);
     }
     // Deferred targets only once no other is pending: they fill what is left of the limit.
-    return out.length < limit ? [...out, ...later.slice(0, limit - out.length)] : out;
+    for (const target of later) {
+      if (out.length >= limit) break;
+      if (!take || take(target)) out.push(target);
+    }
+    return out;
+  }
+
+  /** Per cluster: its targets that change (not skipped) and those in flight now. */
+  byCluster(): Map<string, { changing: number; progressing: number }> {
+    const counts = new Map<string, { changing: number; progressing: number }>();
+    for (const target of this.targets) {
+      if (target.state === 'SKIPPED') continue;
+      const cluster = clusterOf(target);
+      const entry = counts.get(cluster) ?? { changing: 0, progressing: 0 };
+      entry.changing++;
+      if (target.state === 'PROGRESSING') entry.progressing++;
+      counts.set(cluster, entry);
+    }
+    return counts;
   }
 
   /** A target's object changed in the cluster: observe it on the next pass. */

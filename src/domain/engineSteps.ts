@@ -1,5 +1,5 @@
-import { admissionLimit } from './kinds/strategy.js';
-import { clusterField, type AdmittedTarget, type RolloutDriver, type TargetObservation } from './ports.js';
+import { admissionLimit, resolveMaxUnavailable } from './kinds/strategy.js';
+import { clusterField, clusterOf, type AdmittedTarget, type RolloutDriver, type TargetObservation } from './ports.js';
 import type { Rollout, RolloutTarget, TargetChange } from './RolloutService.js';
 import { isTerminal, type RolloutState } from './rolloutStates.js';
 import type { RolloutView } from './RolloutView.js';
@@ -184,8 +184,31 @@ export async function admit(pass: Pass): Promise<Decision> {
   let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING'));
   if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
   const deferred = pass.driver.deferAdmission?.bind(pass.driver);
-  const targets = budget > 0 ? view.nextPending(budget, deferred) : [];
+  const take = perClusterSlots(rollout.strategy, view);
+  const targets = budget > 0 ? view.nextPending(budget, { ...(deferred ? { deferred } : {}), ...(take ? { take } : {}) }) : [];
   return targets.length > 0 ? { do: 'admit', targets } : NOTHING;
+}
+
+/**
+ * The per-cluster limit (`maxUnavailablePerMemberCluster`, issue 29): each cluster's targets in flight stay within it, as
+ * maxUnavailable read against that cluster's own changing targets; undefined when the strategy sets none.
+ */
+function perClusterSlots(strategy: Rollout['strategy'], view: RolloutView): ((target: RolloutTarget) => boolean) | undefined {
+  if (strategy.maxUnavailablePerMemberCluster === undefined) return undefined;
+  const free = new Map<string, number>();
+  for (const [cluster, counts] of view.byCluster()) {
+    free.set(
+      cluster,
+      resolveMaxUnavailable(strategy.maxUnavailablePerMemberCluster, counts.changing, 'strategy.maxUnavailablePerMemberCluster') - counts.progressing,
+    );
+  }
+  return (target) => {
+    const cluster = clusterOf(target);
+    const left = free.get(cluster) ?? 0;
+    if (left <= 0) return false;
+    free.set(cluster, left - 1);
+    return true;
+  };
 }
 
 /**

@@ -320,6 +320,24 @@ describe('admit', () => {
     const third = await admit(mixed);
     expect(third.do === 'admit' ? third.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-0']);
   });
+
+  it('keeps each member cluster within maxUnavailablePerMemberCluster, beside the rollout-wide limit (issue 29)', async () => {
+    // pool-0..2 in edge-1 (pool-0 in flight), pool-3..5 in edge-2: one per cluster at once, five rollout-wide.
+    const clusterOf = (i: number) => (i < 3 ? 'edge-1' : 'edge-2');
+    const p = pass(rollout('PROGRESSING', { maxUnavailable: '5', maxUnavailablePerMemberCluster: '1' }), 'RPPPPP', { admissionCap: Infinity });
+    p.view.targets.forEach((t, i) => {
+      t.cluster = clusterOf(i);
+    });
+    const decision = await admit(p);
+    expect(decision.do === 'admit' ? decision.targets.map((t) => t.name) : []).toEqual(['pool-3']);
+    // A percentage of each cluster's changing targets (2 of edge-1's 4, rounded down; at least 1 of edge-2's 2).
+    const q = pass(rollout('PROGRESSING', { maxUnavailable: '10', maxUnavailablePerMemberCluster: '50%' }), 'PPPPPP', { admissionCap: Infinity });
+    q.view.targets.forEach((t, i) => {
+      t.cluster = i < 4 ? 'edge-1' : 'edge-2';
+    });
+    const second = await admit(q);
+    expect(second.do === 'admit' ? second.targets.map((t) => t.name) : []).toEqual(['pool-0', 'pool-1', 'pool-4']);
+  });
 });
 
 describe('rollBack', () => {

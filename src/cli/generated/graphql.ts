@@ -225,6 +225,11 @@ export type PoolSelectorInput = {
 export type AgentRolloutStrategyInput = {
   /** Count (`1`) or percent (`25%`) of pools unavailable or in progress at once. Default 1. */
   maxUnavailable?: string;
+  /**
+   * Across member clusters: at most this many pools of one cluster in progress at once (count, or percent of that
+   * cluster's changing pools), beside maxUnavailable over the whole rollout. Default: no per-cluster limit.
+   */
+  maxUnavailablePerMemberCluster?: string | null | undefined;
   /** Pause after the first N pools until resumed. */
   canary?: number | null | undefined;
   /** Seconds a pool may take to become Ready on the new image. Default 600. */
@@ -338,6 +343,8 @@ export type BumpClusterVersionInput = {
   clusters?: Array<string> | null | undefined;
   /** Clusters upgrading at once. Default 1. */
   maxConcurrent?: number;
+  /** Across member clusters: at most this many VirtualClusters of one member cluster upgrading at once. Default: no per-member limit. */
+  maxConcurrentPerMemberCluster?: number | null | undefined;
   /** Failed clusters that fail the rollout. Default 1. */
   failureThreshold?: number;
   /** Seconds one cluster may take. Default 600. */

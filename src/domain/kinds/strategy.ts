@@ -20,6 +20,11 @@ export interface BaseStrategy {
   maxUnavailable?: string;
   /** A fixed number of targets in progress at once; wins over maxUnavailable when present. */
   maxConcurrent?: number;
+  /**
+   * Count (`"1"`) or percentage (`"10%"`, of that cluster's changing targets) of one member cluster's targets in
+   * progress at once, beside the rollout-wide limit (issue 29); absent: only the rollout-wide one.
+   */
+  maxUnavailablePerMemberCluster?: string;
   /** Pause after this many targets until resumed. */
   canary?: number;
   progressDeadlineSeconds: number;
@@ -90,6 +95,7 @@ export const baseStrategyStored = {
     .optional()
     .catch(undefined),
   maxConcurrent: z.number().int().positive().optional().catch(undefined),
+  maxUnavailablePerMemberCluster: z.string().optional().catch(undefined),
   canary: z.number().int().positive().optional().catch(undefined),
   progressDeadlineSeconds: z.number().int().positive().catch(STRATEGY_DEFAULTS.progressDeadlineSeconds).default(STRATEGY_DEFAULTS.progressDeadlineSeconds),
   failureThreshold: z.number().int().nonnegative().catch(STRATEGY_DEFAULTS.failureThreshold).default(STRATEGY_DEFAULTS.failureThreshold),

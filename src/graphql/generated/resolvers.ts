@@ -309,6 +309,11 @@ export type RolloutStrategy = {
   maxUnavailable?: Maybe<Scalars['String']['output']>;
   /** Virtual clusters: how many upgrade at once. */
   maxConcurrent?: Maybe<Scalars['Int']['output']>;
+  /**
+   * At most this many targets of one member cluster in progress at once (count, or percent of that cluster's changing
+   * targets), beside the rollout-wide limit; null: only the rollout-wide one.
+   */
+  maxUnavailablePerMemberCluster?: Maybe<Scalars['String']['output']>;
   /** Pause after this many targets until resumed; null for no canary. */
   canary?: Maybe<Scalars['Int']['output']>;
   /** Seconds a target may take to converge before it counts as failed. */
@@ -1451,6 +1456,11 @@ export type PoolSelectorInput = {
 export type AgentRolloutStrategyInput = {
   /** Count (`1`) or percent (`25%`) of pools unavailable or in progress at once. Default 1. */
   maxUnavailable?: Scalars['String']['input'];
+  /**
+   * Across member clusters: at most this many pools of one cluster in progress at once (count, or percent of that
+   * cluster's changing pools), beside maxUnavailable over the whole rollout. Default: no per-cluster limit.
+   */
+  maxUnavailablePerMemberCluster?: InputMaybe<Scalars['String']['input']>;
   /** Pause after the first N pools until resumed. */
   canary?: InputMaybe<Scalars['Int']['input']>;
   /** Seconds a pool may take to become Ready on the new image. Default 600. */
@@ -1564,6 +1574,8 @@ export type BumpClusterVersionInput = {
   clusters?: InputMaybe<Array<Scalars['String']['input']>>;
   /** Clusters upgrading at once. Default 1. */
   maxConcurrent?: Scalars['Int']['input'];
+  /** Across member clusters: at most this many VirtualClusters of one member cluster upgrading at once. Default: no per-member limit. */
+  maxConcurrentPerMemberCluster?: InputMaybe<Scalars['Int']['input']>;
   /** Failed clusters that fail the rollout. Default 1. */
   failureThreshold?: Scalars['Int']['input'];
   /** Seconds one cluster may take. Default 600. */
@@ -2335,6 +2347,7 @@ export type CauseResolvers<ContextType = GraphQLContext, ParentType extends Reso
 export type RolloutStrategyResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['RolloutStrategy'] = ResolversParentTypes['RolloutStrategy']> = {
   maxUnavailable?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   maxConcurrent?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  maxUnavailablePerMemberCluster?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   canary?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   progressDeadlineSeconds?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   failureThreshold?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;

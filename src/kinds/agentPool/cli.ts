@@ -25,6 +25,7 @@ export interface AgentImageOptions extends CauseOptions {
   pool?: string[];
   selector?: string;
   maxUnavailable?: string;
+  maxUnavailablePerMemberCluster?: string;
   canary?: number;
   progressDeadline?: number;
   failureThreshold?: number;
@@ -44,6 +45,7 @@ export function agentImageInput(image: string, options: AgentImageOptions, ci: C
 
   const strategy: AgentRolloutStrategyInput = {};
   if (options.maxUnavailable !== undefined) strategy.maxUnavailable = options.maxUnavailable;
+  if (options.maxUnavailablePerMemberCluster !== undefined) strategy.maxUnavailablePerMemberCluster = options.maxUnavailablePerMemberCluster;
   if (options.canary !== undefined) strategy.canary = options.canary;
   if (options.progressDeadline !== undefined) strategy.progressDeadlineSeconds = options.progressDeadline;
   if (options.failureThreshold !== undefined) strategy.failureThreshold = options.failureThreshold;
@@ -80,6 +82,11 @@ export const agentPoolBump: BumpSubcommand = (bump: Command, { io, setExitCode, 
       .option(
         '--max-unavailable <n|%>',
         `pools unavailable or in progress at once, count or percent (server default ${STRATEGY_DEFAULTS.maxUnavailable})`,
+        flags.countOrPercent,
+      )
+      .option(
+        '--max-unavailable-per-member-cluster <n|%>',
+        'across member clusters: pools of one cluster in progress at once, count or percent (default: no per-cluster limit)',
         flags.countOrPercent,
       )
       .option('--canary <n>', 'pause after the first N pools until resumed', flags.intIn(AGENT_POOL_RANGES.canary))

@@ -54,6 +54,7 @@ export type PoolSelection = z.output<typeof poolSelectionInput>;
 export const agentPoolStrategyInput = z
   .object({
     maxUnavailable: maxUnavailableInput.nullish(),
+    maxUnavailablePerMemberCluster: maxUnavailableInput.nullish(),
     canary: intIn(AGENT_POOL_RANGES.canary).nullish(),
     progressDeadlineSeconds: intIn(AGENT_POOL_RANGES.progressDeadlineSeconds).nullish(),
     failureThreshold: intIn(AGENT_POOL_RANGES.failureThreshold).nullish(),
@@ -64,6 +65,7 @@ export const agentPoolStrategyInput = z
     (s): AgentPoolStrategy => ({
       kind: AGENT_POOL,
       maxUnavailable: normalizeMaxUnavailable(s?.maxUnavailable ?? STRATEGY_DEFAULTS.maxUnavailable) ?? STRATEGY_DEFAULTS.maxUnavailable,
+      ...(s?.maxUnavailablePerMemberCluster != null ? { maxUnavailablePerMemberCluster: normalizeMaxUnavailable(s.maxUnavailablePerMemberCluster) } : {}),
       ...(s?.canary != null ? { canary: s.canary } : {}),
       progressDeadlineSeconds: s?.progressDeadlineSeconds ?? STRATEGY_DEFAULTS.progressDeadlineSeconds,
       failureThreshold: s?.failureThreshold ?? STRATEGY_DEFAULTS.failureThreshold,

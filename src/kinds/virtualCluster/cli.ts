@@ -30,6 +30,7 @@ export interface ClusterVersionOptions extends CauseOptions {
   specPatch?: unknown;
   cluster?: string[];
   maxConcurrent?: number;
+  maxConcurrentPerMemberCluster?: number;
   failureThreshold?: number;
   progressDeadline?: number;
   dryRun?: boolean;
@@ -62,6 +63,7 @@ export function clusterVersionInput(clusterVersion: string, options: ClusterVers
   if (options.specPatch !== undefined) input.specPatch = options.specPatch;
   if (clusters.length) input.clusters = clusters;
   if (options.maxConcurrent !== undefined) input.maxConcurrent = options.maxConcurrent;
+  if (options.maxConcurrentPerMemberCluster !== undefined) input.maxConcurrentPerMemberCluster = options.maxConcurrentPerMemberCluster;
   if (options.failureThreshold !== undefined) input.failureThreshold = options.failureThreshold;
   if (options.progressDeadline !== undefined) input.progressDeadlineSeconds = options.progressDeadline;
   const target = clusters.length ? `${clusterVersion};clusters=${clusters.join(',')}` : clusterVersion;
@@ -86,6 +88,11 @@ export const virtualClusterBump: BumpSubcommand = (bump: Command, { io, setExitC
       .option(
         '--max-concurrent <n>',
         `clusters upgrading at once (server default ${DEFAULT_MAX_CONCURRENT})`,
+        flags.intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent),
+      )
+      .option(
+        '--max-concurrent-per-member-cluster <n>',
+        'across member clusters: VirtualClusters of one member cluster upgrading at once (default: no per-member limit)',
         flags.intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent),
       )
       .option(

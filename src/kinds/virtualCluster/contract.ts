@@ -95,6 +95,7 @@ export const bumpClusterVersionInput = z
     maxConcurrent: intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent)
       .nullish()
       .transform((v) => v ?? DEFAULT_MAX_CONCURRENT),
+    maxConcurrentPerMemberCluster: intIn(VIRTUAL_CLUSTER_RANGES.maxConcurrent).nullish(),
     failureThreshold: intIn(VIRTUAL_CLUSTER_RANGES.failureThreshold)
       .nullish()
       .transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
@@ -118,6 +119,7 @@ export function virtualClusterStrategy(input: BumpClusterVersionRequest, change:
   return {
     kind: VIRTUAL_CLUSTER,
     maxConcurrent: input.maxConcurrent,
+    ...(input.maxConcurrentPerMemberCluster != null ? { maxUnavailablePerMemberCluster: String(input.maxConcurrentPerMemberCluster) } : {}),
     failureThreshold: input.failureThreshold,
     progressDeadlineSeconds: input.progressDeadlineSeconds,
     autoRollback: STRATEGY_DEFAULTS.autoRollback,

@@ -21,7 +21,8 @@ const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
 const MEMBERS = ['edge-1', 'edge-2', 'edge-3'];
-const DEADLINE_SECONDS = 4;
+/** Long enough for a healthy pool on a loaded machine (a healthy target past it fails the rollout: threshold 3). */
+const DEADLINE_SECONDS = 10;
 
 const BUMP = `mutation ($input: BumpAgentImageInput!) {
   bumpAgentImage(input: $input) {
@@ -77,7 +78,12 @@ describe('a bump across member clusters', () => {
   };
 
   it('plans local and two members cluster by cluster, dry-runs grouped, and runs to SUCCEEDED in each', async () => {
-    const input = { image: NEW, memberClusters: { names: ['edge-2', 'local', 'edge-1'] }, strategy: { maxUnavailable: '2', autoRollback: false } };
+    // Four at once over the rollout, one at once per cluster: each cluster's two pools go one after the other.
+    const input = {
+      image: NEW,
+      memberClusters: { names: ['edge-2', 'local', 'edge-1'] },
+      strategy: { maxUnavailable: '4', maxUnavailablePerMemberCluster: '1', autoRollback: false },
+    };
     const dry = await bump({ ...input, dryRun: true });
     expect(dry.errors).toBeUndefined();
     expect(dry.data.bumpAgentImage).toMatchObject({ dryRun: true, created: false, rollout: { id: 'dry-run' } });
@@ -106,12 +112,35 @@ describe('a bump across member clusters', () => {
       (e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED'].includes(String(e.payload.to)),
       (seen) => seen.length > 0,
     );
+    // In flight per cluster and over the rollout, from the targets' state changes in the order they were committed.
+    const inFlight = new Map<string, number>();
+    let mostInOneCluster = 0;
+    let mostOverall = 0;
+    const stopCounting = app.bus.subscribe((event) => {
+      if (event.type !== EventType.TargetStateChanged || !event.cluster) return;
+      const delta = event.payload.to === 'PROGRESSING' ? 1 : event.payload.from === 'PROGRESSING' ? -1 : 0;
+      inFlight.set(event.cluster, (inFlight.get(event.cluster) ?? 0) + delta);
+      mostInOneCluster = Math.max(mostInOneCluster, ...inFlight.values());
+      mostOverall = Math.max(
+        mostOverall,
+        [...inFlight.values()].reduce((a, b) => a + b, 0),
+      );
+    });
     const run = await bump(input);
     expect(run.errors).toBeUndefined();
     const id: string = run.data.bumpAgentImage.rollout.id;
     expect(run.data.bumpAgentImage.created).toBe(true);
     const [end] = await succeeded;
+    stopCounting();
     expect(end!.payload.to).toBe('SUCCEEDED');
+    // The first pass admits one pool in each of the three clusters (three of the four slots), never two in one.
+    expect(mostInOneCluster).toBe(1);
+    expect(mostOverall).toBe(3);
+    const shown = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { strategy { maxUnavailable maxUnavailablePerMemberCluster } } }', { id });
+    expect(shown.data.rollout.strategy).toEqual({ maxUnavailable: '4', maxUnavailablePerMemberCluster: '1' });
+    const bad = await bump({ ...input, strategy: { maxUnavailablePerMemberCluster: 'half' } });
+    expect(bad.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(bad.errors?.[0]?.message).toMatch(/maxUnavailablePerMemberCluster/);
 
     const res = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state targets(first: 10) { edges { node { cluster name state } } } } }', { id });
     const targets = res.data.rollout.targets.edges.map(
@@ -228,7 +257,7 @@ describe('a bump across member clusters', () => {
     const failures = await failed;
     for (const event of failures) expect(String(event.payload.error)).toMatch(/member cluster edge-3 is UNREACHABLE/);
     const [end] = await ended;
-    expect(end!.payload.to).toBe('SUCCEEDED');
+    expect(end!.payload).toMatchObject({ to: 'SUCCEEDED' });
 
     const res = await gql(
       app.url,
