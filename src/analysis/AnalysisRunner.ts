@@ -13,7 +13,12 @@
  * - a dry-run metric is measured and recorded as any other, and never decides the run.
  *
  * Every measurement is written to the store as it is taken, with its resolved query, values, condition, threshold,
- * verdict and times; the run's row is written at the start and at the decision. Time comes from the injected Clock.
+ * verdict and times, numbered per metric (`seq`); the run's row is written at the start and at the decision. Time
+ * comes from the injected Clock.
+ *
+ * Two processes may drive the same run for a moment (a leader that was not quite dead, and its successor): the store
+ * keeps one measurement per number and none once the run ended, so the one that finds its measurement's number taken
+ * stops without deciding (AnalysisTakenOver) and the other goes on (ADR 0067).
  */
 import { randomUUID } from 'node:crypto';
 import { type Clock, sleep } from '../util/clock.js';
@@ -21,7 +26,7 @@ import { NotFoundError } from '../errors.js';
 import { AnalysisUnavailableError } from './errors.js';
 import { applyNoData, BASELINE_WORSE, compareWithBaseline, judge } from './judge.js';
 import { type AnalysisMetrics, countDecision } from './metrics.js';
-import type { AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict } from './model.js';
+import type { AnalysisEnd, AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict } from './model.js';
 import { PrometheusError, type PrometheusClient } from './PrometheusClient.js';
 import { type AnalysisMetric, type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
 
@@ -39,6 +44,9 @@ export interface AnalysisRunInput {
   wave: number | null;
   /** The run this one retries. */
   previousRunId?: string | null;
+  /** The rollout's gate this run decides, and its attempt (1, then one more per retry). */
+  gateKey?: string | null;
+  attempt?: number;
 }
 
 export interface AnalysisRunnerDeps {
@@ -47,14 +55,18 @@ export interface AnalysisRunnerDeps {
   /** The client for a metric's `address`, or rollplane's configured Prometheus when it has none (undefined: none). */
   prometheus(address: string | undefined): PrometheusClient | undefined;
   metrics?: AnalysisMetrics;
-  /** Stops the run: no further measurement; it is recorded ERROR with the reason. */
+  /**
+   * Stops the run: no further measurement; it is recorded ERROR with the reason — unless the reason is an
+   * AnalysisDetached, which records nothing (this process lets go of the run; another continues it).
+   */
   signal?: AbortSignal;
   newId?: () => string;
 }
 
 export interface AnalysisDecision {
   run: AnalysisRunRecord;
-  phase: AnalysisOutcome;
+  /** CANCELLED only when someone cancelled the run while this process measured it. */
+  phase: AnalysisEnd;
   message: string | null;
   metricPhases: Record<string, AnalysisPhase>;
 }
@@ -65,6 +77,8 @@ interface MetricState {
   phase: AnalysisPhase;
   /** Clock.now() of the next measurement. */
   nextAt: number;
+  /** Measurements recorded so far (errors and waits included): the next one's `seq`. */
+  taken: number;
   successful: number;
   failed: number;
   inconclusive: number;
@@ -78,6 +92,22 @@ interface MetricState {
 }
 
 const SEVERITY: Record<AnalysisOutcome, number> = { SUCCESSFUL: 0, INCONCLUSIVE: 1, ERROR: 2, FAILED: 3 };
+
+/** An abort reason that lets go of a run without recording anything: a leader stepping down, a run being cancelled. */
+export class AnalysisDetached extends Error {
+  constructor(why: string) {
+    super(why);
+    this.name = 'AnalysisDetached';
+  }
+}
+
+/** This process found a measurement's number taken, or its run ended, in the store: someone else drives (or ended) it. */
+export class AnalysisTakenOver extends Error {
+  constructor(readonly runId: string) {
+    super(`analysis run ${runId} is driven or ended elsewhere: this process stopped measuring it`);
+    this.name = 'AnalysisTakenOver';
+  }
+}
 
 function decided(phase: AnalysisPhase): phase is AnalysisOutcome {
   return phase !== 'RUNNING';
@@ -133,6 +163,7 @@ function newStates(template: AnalysisTemplate, args: ResolvedArgs, deps: Analysi
       client,
       phase: 'RUNNING',
       nextAt: deps.clock.now() + metric.initialDelayMs,
+      taken: 0,
       successful: 0,
       failed: 0,
       inconclusive: 0,
@@ -167,11 +198,16 @@ function pauseAfter(metric: AnalysisMetric, verdict: MeasurementVerdict): number
   return verdict === 'ERROR' || verdict === 'WAITING' ? (metric.intervalMs ?? RETRY_WITHOUT_INTERVAL_MS) : metric.intervalMs;
 }
 
+/**
+ * Records a new run and measures it to its decision. For a gate's attempt another process already recorded, that
+ * run is continued instead (as resumeAnalysis): a gate's attempt is one run, whoever opened it first.
+ */
 export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
   const { template } = input;
   const states = newStates(template, input.args, deps);
+  const id = (deps.newId ?? randomUUID)();
   const run = await deps.store.createRun({
-    id: (deps.newId ?? randomUUID)(),
+    id,
     rolloutId: input.rolloutId,
     cluster: input.cluster,
     target: input.target,
@@ -180,8 +216,11 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
     template: template.source,
     args: recordedArgs(template, input.args),
     previousRunId: input.previousRunId ?? null,
+    gateKey: input.gateKey ?? null,
+    attempt: input.attempt ?? 1,
     startedAt: new Date(deps.clock.wallNow()),
   });
+  if (run.id !== id) return continueRun(run, deps);
   return drive(run, template, input.args, states, deps);
 }
 
@@ -193,7 +232,16 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
 export async function resumeAnalysis(runId: string, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
   const run = await deps.store.findRun(runId);
   if (!run) throw new NotFoundError(`analysis run ${runId} does not exist`);
-  if (run.phase !== 'RUNNING') return { run, phase: run.phase, message: run.message, metricPhases: run.metricPhases };
+  return continueRun(run, deps);
+}
+
+/** The decision of a run that ended: as recorded. */
+function recorded(run: AnalysisRunRecord): AnalysisDecision {
+  return { run, phase: run.phase as AnalysisEnd, message: run.message, metricPhases: run.metricPhases };
+}
+
+async function continueRun(run: AnalysisRunRecord, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
+  if (run.phase !== 'RUNNING') return recorded(run);
   const template = parseAnalysisTemplate(run.template);
   const states = newStates(template, run.args, deps);
   const byName = new Map(states.map((state) => [state.metric.name, state]));
@@ -206,6 +254,7 @@ export async function resumeAnalysis(runId: string, deps: AnalysisRunnerDeps): P
     if (m.noData) state.noDataSince ??= m.startedAt.getTime();
     else state.noDataSince = undefined;
     if (m.verdict === 'FAILED' && state.metric.baseline?.critical && m.message?.includes(BASELINE_WORSE)) state.criticalFailure = m.message;
+    state.taken = Math.max(state.taken, m.seq + 1);
     count(state, m.verdict, m.message);
     const again = pauseAfter(state.metric, m.verdict);
     state.nextAt = again === undefined ? Number.POSITIVE_INFINITY : dueIn(m.finishedAt.getTime() + again);
@@ -272,9 +321,10 @@ async function drive(
       message = error instanceof PrometheusError ? `${error.reason}: ${error.message}` : `cannot measure: ${(error as Error).message}`;
     }
     const finishedAt = clock.wallNow();
-    await store.addMeasurement({
+    const kept = await store.addMeasurement({
       runId: run.id,
       metricName: metric.name,
+      seq: state.taken,
       query,
       values,
       condition: conditionText(metric),
@@ -288,6 +338,8 @@ async function drive(
       startedAt: new Date(startedAt),
       finishedAt: new Date(finishedAt),
     });
+    if (!kept) throw new AnalysisTakenOver(run.id);
+    state.taken++;
     if (values.length > 0) deps.metrics?.value.set(labels(metric), values[0]!);
     count(state, verdict, message);
     const again = pauseAfter(metric, verdict);
@@ -310,7 +362,7 @@ async function drive(
       if (failure) throw failure.reason;
     }
   } catch (error) {
-    if (!deps.signal?.aborted) throw error;
+    if (!deps.signal?.aborted || deps.signal.reason instanceof AnalysisDetached) throw error;
     stopped = `stopped before deciding: ${String((deps.signal.reason as Error)?.message ?? deps.signal.reason ?? 'cancelled')}`;
   }
 
@@ -328,7 +380,12 @@ async function drive(
     }
   }
   const finishedAt = new Date(clock.wallNow());
-  await store.finishRun(run.id, { phase, message, metricPhases, finishedAt });
+  if (!(await store.finishRun(run.id, { phase, message, metricPhases, finishedAt }))) {
+    // Ended meanwhile (cancelled, or decided by another process): that record stands.
+    const ended = await store.findRun(run.id);
+    if (!ended) throw new NotFoundError(`analysis run ${run.id} does not exist`);
+    return recorded(ended);
+  }
   countDecision(deps.metrics, phase);
   return { run: { ...run, phase, message, metricPhases, finishedAt }, phase, message, metricPhases };
 }

@@ -24,5 +24,8 @@ export function analysisGateProgress(run: AnalysisRunRecord | undefined, options
       return options.errorFails
         ? { state: 'FAILED', reason: `analysis ${run.id} errored${why}` }
         : { state: 'WAITING', reason: `analysis ${run.id} errored${why}; retry it or decide`, until: null };
+    case 'CANCELLED':
+      // Never a pass, and never a failure that would set off a rollback: whoever cancelled it decides what follows.
+      return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}; retry it to measure again`, until: null };
   }
 }

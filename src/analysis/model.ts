@@ -4,10 +4,12 @@
  * here trims, caps or rolls up (Argo keeps 10 per metric; the issue's users could not see why a gate decided).
  */
 
-/** Argo's phases; RUNNING until decided. */
-export type AnalysisPhase = 'RUNNING' | 'SUCCESSFUL' | 'FAILED' | 'INCONCLUSIVE' | 'ERROR';
+/** Argo's phases; RUNNING until decided. CANCELLED: stopped undecided by someone, with their reason (ADR 0067). */
+export type AnalysisPhase = 'RUNNING' | 'SUCCESSFUL' | 'FAILED' | 'INCONCLUSIVE' | 'ERROR' | 'CANCELLED';
 export const ANALYSIS_OUTCOMES = ['SUCCESSFUL', 'FAILED', 'INCONCLUSIVE', 'ERROR'] as const;
 export type AnalysisOutcome = (typeof ANALYSIS_OUTCOMES)[number];
+/** How a run ended: decided, or cancelled. */
+export type AnalysisEnd = Exclude<AnalysisPhase, 'RUNNING'>;
 
 /** A measurement's verdict; WAITING is no data under `noData: WAIT(max)`, not counted, measured again. */
 export type MeasurementVerdict = AnalysisOutcome | 'WAITING';
@@ -27,6 +29,10 @@ export interface AnalysisRunRecord {
   message: string | null;
   metricPhases: Record<string, AnalysisPhase>;
   previousRunId: string | null;
+  /** The rollout's gate this run decides (`before:<wave>`, …), or null for a run no gate opened. */
+  gateKey: string | null;
+  /** 1, then one more per retry of the gate. */
+  attempt: number;
   startedAt: Date;
   finishedAt: Date | null;
 }
@@ -35,6 +41,8 @@ export interface MeasurementRecord {
   id: number;
   runId: string;
   metricName: string;
+  /** The metric's measurement number in its run (0, 1, …, errors and waits included); unique per run and metric. */
+  seq: number;
   query: string;
   /** NaN and ±Inf kept as numbers. */
   values: number[];
@@ -51,15 +59,29 @@ export interface MeasurementRecord {
   finishedAt: Date;
 }
 
-export type NewAnalysisRun = Omit<AnalysisRunRecord, 'phase' | 'message' | 'metricPhases' | 'finishedAt'>;
+export type NewAnalysisRun = Omit<AnalysisRunRecord, 'phase' | 'message' | 'metricPhases' | 'finishedAt' | 'gateKey' | 'attempt'> &
+  Partial<Pick<AnalysisRunRecord, 'gateKey' | 'attempt'>>;
 export type NewMeasurement = Omit<MeasurementRecord, 'id'>;
 
 export interface AnalysisStore {
+  /**
+   * Records a RUNNING run. A gate's attempt is recorded once: when the rollout's gate already has a run with this
+   * attempt (another leader opened it first), nothing is written and that run is returned — compare the ids.
+   */
   createRun(run: NewAnalysisRun): Promise<AnalysisRunRecord>;
-  addMeasurement(measurement: NewMeasurement): Promise<MeasurementRecord>;
-  finishRun(id: string, end: { phase: AnalysisOutcome; message: string | null; metricPhases: Record<string, AnalysisPhase>; finishedAt: Date }): Promise<void>;
+  /**
+   * Records a measurement while its run is RUNNING and its (metric, seq) is free; otherwise writes nothing and
+   * returns undefined: another process took that measurement, or the run ended (decided, cancelled) meanwhile.
+   */
+  addMeasurement(measurement: NewMeasurement): Promise<MeasurementRecord | undefined>;
+  /** Ends a RUNNING run; false (nothing written) when it had already ended. */
+  finishRun(id: string, end: { phase: AnalysisEnd; message: string | null; metricPhases: Record<string, AnalysisPhase>; finishedAt: Date }): Promise<boolean>;
   /** A rollout's runs, oldest first. */
   runsOf(rolloutId: string): Promise<AnalysisRunRecord[]>;
+  /** A rollout's gate's runs, one per attempt, oldest first. */
+  gateRuns(rolloutId: string, gateKey: string): Promise<AnalysisRunRecord[]>;
+  /** Every gate's run still RUNNING (a new leader continues them), oldest first. */
+  runningGateRuns(): Promise<AnalysisRunRecord[]>;
   findRun(id: string): Promise<AnalysisRunRecord | undefined>;
   /** A run's measurements in the order taken, all of them. */
   measurementsOf(runId: string): Promise<MeasurementRecord[]>;

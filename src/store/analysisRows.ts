@@ -4,17 +4,27 @@ import { valuesOf } from '../analysis/model.js';
 /** The analysis tables' statements, shared by both stores (`?` placeholders; PostgreSQL numbers them). */
 
 const RUN_COLUMNS =
-  '"id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "message", "metricPhases", "previousRunId", "startedAt", "finishedAt"';
+  '"id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "message", "metricPhases", "previousRunId", "gateKey", "attempt", "startedAt", "finishedAt"';
 const MEASUREMENT_COLUMNS =
-  '"id", "runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt"';
+  '"id", "runId", "metricName", "seq", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt"';
 
-export const INSERT_ANALYSIS_RUN = `INSERT INTO "AnalysisRun" ("id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "previousRunId", "startedAt")
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'RUNNING', ?, ?)`;
-export const FINISH_ANALYSIS_RUN = `UPDATE "AnalysisRun" SET "phase" = ?, "message" = ?, "metricPhases" = ?, "finishedAt" = ? WHERE "id" = ?`;
+/** A gate's attempt is written once (unique rolloutId, gateKey, attempt): a second opener writes nothing. */
+export const INSERT_ANALYSIS_RUN = `INSERT INTO "AnalysisRun" ("id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "previousRunId", "gateKey", "attempt", "startedAt")
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'RUNNING', ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
+/** Only a RUNNING run ends: a decision never overwrites a cancellation, nor the reverse. */
+export const FINISH_ANALYSIS_RUN = `UPDATE "AnalysisRun" SET "phase" = ?, "message" = ?, "metricPhases" = ?, "finishedAt" = ? WHERE "id" = ? AND "phase" = 'RUNNING'`;
 export const FIND_ANALYSIS_RUN = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "id" = ?`;
 export const ANALYSIS_RUNS_OF = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "rolloutId" = ? ORDER BY "startedAt", "id"`;
-export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "metricName", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt")
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING "id"`;
+export const GATE_RUNS = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "rolloutId" = ? AND "gateKey" = ? ORDER BY "attempt"`;
+export const RUNNING_GATE_RUNS = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE "phase" = 'RUNNING' AND "gateKey" IS NOT NULL ORDER BY "startedAt", "id"`;
+/**
+ * A measurement is written only into a RUNNING run and only once per (run, metric, seq): a leader that was not quite
+ * dead and its successor cannot both record measurement n, nor anyone record one after the run ended. The run id is
+ * bound twice (the row, and the RUNNING check).
+ */
+export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "metricName", "seq", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt")
+  SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM "AnalysisRun" WHERE "id" = ? AND "phase" = 'RUNNING')
+  ON CONFLICT DO NOTHING RETURNING "id"`;
 export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id"`;
 
 export interface AnalysisRunRow {
@@ -30,6 +40,8 @@ export interface AnalysisRunRow {
   message: string | null;
   metricPhases: string;
   previousRunId: string | null;
+  gateKey: string | null;
+  attempt: number | string;
   startedAt: Date | string;
   finishedAt: Date | string | null;
 }
@@ -38,6 +50,7 @@ export interface MeasurementRow {
   id: number;
   runId: string;
   metricName: string;
+  seq: number | string;
   query: string;
   result: string;
   condition: string | null;
@@ -74,6 +87,8 @@ export function analysisRunOf(row: AnalysisRunRow, date: (value: Date | string) 
     message: row.message,
     metricPhases: objectOf<AnalysisPhase>(row.metricPhases),
     previousRunId: row.previousRunId,
+    gateKey: row.gateKey,
+    attempt: Number(row.attempt),
     startedAt: date(row.startedAt),
     finishedAt: row.finishedAt === null ? null : date(row.finishedAt),
   };
@@ -84,6 +99,7 @@ export function measurementOf(row: MeasurementRow, date: (value: Date | string) 
     id: Number(row.id),
     runId: row.runId,
     metricName: row.metricName,
+    seq: Number(row.seq),
     query: row.query,
     values: valuesOf(row.result),
     condition: row.condition,

@@ -15,6 +15,8 @@ const run = (phase: AnalysisPhase, message: string | null = null): AnalysisRunRe
   message,
   metricPhases: {},
   previousRunId: null,
+  gateKey: 'after:canary',
+  attempt: 1,
   startedAt: new Date(0),
   finishedAt: null,
 });
@@ -34,5 +36,11 @@ describe('an analysis run as a staged run gate', () => {
     });
     expect(analysisGateProgress(run('ERROR', 'UNREACHABLE')).state).toBe('WAITING');
     expect(analysisGateProgress(run('ERROR', 'UNREACHABLE'), { errorFails: true }).state).toBe('FAILED');
+    // Cancelled (a superseding rollout): held with the reason, never passed, never a failure that sets off a rollback.
+    expect(analysisGateProgress(run('CANCELLED', 'superseded by rollout r2'))).toEqual({
+      state: 'WAITING',
+      reason: 'analysis run-1 cancelled: superseded by rollout r2; retry it to measure again',
+      until: null,
+    });
   });
 });

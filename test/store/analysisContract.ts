@@ -22,6 +22,7 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
   const measurement = (runId: string, n: number, change: Partial<NewMeasurement> = {}): NewMeasurement => ({
     runId,
     metricName: 'errors',
+    seq: n,
     query: 'sum(rate(sim_dhcp_errors_total{pool="net-1"}[30s]))',
     values: [n / 10],
     condition: 'success: result[0] < 0.5',
@@ -107,5 +108,49 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
     expect(await store.runsOf('rollout-none')).toEqual([]);
     expect(await store.findRun('nope')).toBeUndefined();
     expect(await store.measurementsOf('run-a')).toEqual([]);
+  });
+
+  it('keeps one measurement per (run, metric, seq), and none once the run ended: a second writer writes nothing', async () => {
+    const base = { rolloutId: 'rollout-3', cluster: 'local', target: null, wave: null, templateName: 't', template: '{}', args: {}, previousRunId: null };
+    await store.createRun({ ...base, id: 'run-c', startedAt: at(0) });
+    expect(await store.addMeasurement(measurement('run-c', 0))).toMatchObject({ seq: 0, values: [0] });
+    // The same measurement number again (a leader not quite dead, and its successor): kept once, the first.
+    expect(await store.addMeasurement(measurement('run-c', 0, { values: [9] }))).toBeUndefined();
+    // The same number for another metric is another measurement.
+    expect(await store.addMeasurement(measurement('run-c', 0, { metricName: 'leases' }))).toBeDefined();
+    expect((await store.measurementsOf('run-c')).map((m) => [m.metricName, m.seq, m.values[0]])).toEqual([
+      ['errors', 0, 0],
+      ['leases', 0, 0],
+    ]);
+    const end = { phase: 'CANCELLED' as const, message: 'cancelled: superseded by rollout-4', metricPhases: {}, finishedAt: at(5) };
+    expect(await store.finishRun('run-c', end)).toBe(true);
+    // Ended: no decision overwrites the cancellation, and no measurement lands after it.
+    expect(await store.finishRun('run-c', { ...end, phase: 'SUCCESSFUL', message: null })).toBe(false);
+    expect(await store.addMeasurement(measurement('run-c', 1))).toBeUndefined();
+    expect(await store.findRun('run-c')).toMatchObject({ phase: 'CANCELLED', message: 'cancelled: superseded by rollout-4' });
+    expect(await store.measurementsOf('run-c')).toHaveLength(2);
+  });
+
+  it("records a gate's attempt once, lists its attempts in order and the gates' runs still RUNNING", async () => {
+    const base = { rolloutId: 'rollout-5', cluster: 'local', target: null, wave: 1, templateName: 't', template: '{}', args: {} };
+    const first = await store.createRun({ ...base, id: 'gate-1', gateKey: 'after:canary', attempt: 1, previousRunId: null, startedAt: at(0) });
+    expect(first).toMatchObject({ id: 'gate-1', gateKey: 'after:canary', attempt: 1, phase: 'RUNNING' });
+    // A second leader opening the same attempt writes nothing and is told whose run holds it.
+    const again = await store.createRun({ ...base, id: 'gate-1-other', gateKey: 'after:canary', attempt: 1, previousRunId: null, startedAt: at(1) });
+    expect(again.id).toBe('gate-1');
+    expect(await store.findRun('gate-1-other')).toBeUndefined();
+    await store.createRun({ ...base, id: 'other-gate', gateKey: 'before:canary', attempt: 1, previousRunId: null, startedAt: at(2) });
+    await store.finishRun('gate-1', { phase: 'FAILED', message: 'failed', metricPhases: {}, finishedAt: at(3) });
+    await store.createRun({ ...base, id: 'gate-2', gateKey: 'after:canary', attempt: 2, previousRunId: 'gate-1', startedAt: at(4) });
+    expect((await store.gateRuns('rollout-5', 'after:canary')).map((r) => [r.id, r.attempt, r.previousRunId, r.phase])).toEqual([
+      ['gate-1', 1, null, 'FAILED'],
+      ['gate-2', 2, 'gate-1', 'RUNNING'],
+    ]);
+    expect(await store.gateRuns('rollout-5', 'after:none')).toEqual([]);
+    const running = (await store.runningGateRuns()).map((r) => r.id);
+    expect(running).toEqual(expect.arrayContaining(['other-gate', 'gate-2']));
+    expect(running).not.toContain('gate-1');
+    // Runs no gate opened (gateKey null) are not a gate's to continue.
+    expect(running).not.toContain('run-a');
   });
 }

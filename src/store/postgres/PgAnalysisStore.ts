@@ -7,11 +7,13 @@ import {
   analysisRunOf,
   FIND_ANALYSIS_RUN,
   FINISH_ANALYSIS_RUN,
+  GATE_RUNS,
   INSERT_ANALYSIS_RUN,
   INSERT_MEASUREMENT,
   MEASUREMENTS_OF,
   type MeasurementRow,
   measurementOf,
+  RUNNING_GATE_RUNS,
 } from '../analysisRows.js';
 import { isoOf, numbered } from './pool.js';
 
@@ -22,7 +24,7 @@ export class PgAnalysisStore implements AnalysisStore {
   constructor(private readonly pool: Pick<pg.Pool, 'query'>) {}
 
   async createRun(run: NewAnalysisRun): Promise<AnalysisRunRecord> {
-    const { id, rolloutId, cluster, target, wave, templateName, template, args, previousRunId, startedAt } = run;
+    const { id, rolloutId, cluster, target, wave, templateName, template, args, previousRunId, gateKey = null, attempt = 1, startedAt } = run;
     await this.pool.query(numbered(INSERT_ANALYSIS_RUN), [
       id,
       rolloutId,
@@ -33,15 +35,20 @@ export class PgAnalysisStore implements AnalysisStore {
       template,
       JSON.stringify(args),
       previousRunId,
+      gateKey,
+      attempt,
       isoOf(startedAt),
     ]);
-    return (await this.findRun(id))!;
+    const created = await this.findRun(id);
+    if (created || gateKey === null) return created!;
+    return (await this.gateRuns(rolloutId, gateKey)).find((r) => r.attempt === attempt)!;
   }
 
-  async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord> {
+  async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord | undefined> {
     const result = await this.pool.query<{ id: number }>(numbered(INSERT_MEASUREMENT), [
       m.runId,
       m.metricName,
+      m.seq,
       m.query,
       valuesText(m.values),
       m.condition,
@@ -54,16 +61,27 @@ export class PgAnalysisStore implements AnalysisStore {
       m.baselineValues === null ? null : valuesText(m.baselineValues),
       isoOf(m.startedAt),
       isoOf(m.finishedAt),
+      m.runId,
     ]);
-    return { ...m, id: Number(result.rows[0]!.id) };
+    const row = result.rows[0];
+    return row && { ...m, id: Number(row.id) };
   }
 
-  async finishRun(id: string, end: Parameters<AnalysisStore['finishRun']>[1]): Promise<void> {
-    await this.pool.query(numbered(FINISH_ANALYSIS_RUN), [end.phase, end.message, JSON.stringify(end.metricPhases), isoOf(end.finishedAt), id]);
+  async finishRun(id: string, end: Parameters<AnalysisStore['finishRun']>[1]): Promise<boolean> {
+    const result = await this.pool.query(numbered(FINISH_ANALYSIS_RUN), [end.phase, end.message, JSON.stringify(end.metricPhases), isoOf(end.finishedAt), id]);
+    return (result.rowCount ?? 0) > 0;
   }
 
   async runsOf(rolloutId: string): Promise<AnalysisRunRecord[]> {
     return (await this.pool.query<AnalysisRunRow>(numbered(ANALYSIS_RUNS_OF), [rolloutId])).rows.map((row) => analysisRunOf(row, date));
+  }
+
+  async gateRuns(rolloutId: string, gateKey: string): Promise<AnalysisRunRecord[]> {
+    return (await this.pool.query<AnalysisRunRow>(numbered(GATE_RUNS), [rolloutId, gateKey])).rows.map((row) => analysisRunOf(row, date));
+  }
+
+  async runningGateRuns(): Promise<AnalysisRunRecord[]> {
+    return (await this.pool.query<AnalysisRunRow>(RUNNING_GATE_RUNS)).rows.map((row) => analysisRunOf(row, date));
   }
 
   async findRun(id: string): Promise<AnalysisRunRecord | undefined> {

@@ -6,11 +6,13 @@ import {
   analysisRunOf,
   FIND_ANALYSIS_RUN,
   FINISH_ANALYSIS_RUN,
+  GATE_RUNS,
   INSERT_ANALYSIS_RUN,
   INSERT_MEASUREMENT,
   MEASUREMENTS_OF,
   type MeasurementRow,
   measurementOf,
+  RUNNING_GATE_RUNS,
 } from '../analysisRows.js';
 import { dateOf, type Sql, sqlDate, sqlDateOrNull } from '../Sql.js';
 
@@ -21,16 +23,33 @@ export class SqliteAnalysisStore implements AnalysisStore {
   constructor(private readonly sql: Sql) {}
 
   async createRun(run: NewAnalysisRun): Promise<AnalysisRunRecord> {
-    const { id, rolloutId, cluster, target, wave, templateName, template, args, previousRunId, startedAt } = run;
-    this.sql.run(INSERT_ANALYSIS_RUN, id, rolloutId, cluster, target, wave, templateName, template, JSON.stringify(args), previousRunId, sqlDate(startedAt));
-    return (await this.findRun(id))!;
+    const { id, rolloutId, cluster, target, wave, templateName, template, args, previousRunId, gateKey = null, attempt = 1, startedAt } = run;
+    this.sql.run(
+      INSERT_ANALYSIS_RUN,
+      id,
+      rolloutId,
+      cluster,
+      target,
+      wave,
+      templateName,
+      template,
+      JSON.stringify(args),
+      previousRunId,
+      gateKey,
+      attempt,
+      sqlDate(startedAt),
+    );
+    const created = await this.findRun(id);
+    if (created || gateKey === null) return created!;
+    return (await this.gateRuns(rolloutId, gateKey)).find((r) => r.attempt === attempt)!;
   }
 
-  async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord> {
+  async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord | undefined> {
     const row = this.sql.get<{ id: number }>(
       INSERT_MEASUREMENT,
       m.runId,
       m.metricName,
+      m.seq,
       m.query,
       valuesText(m.values),
       m.condition,
@@ -43,16 +62,25 @@ export class SqliteAnalysisStore implements AnalysisStore {
       m.baselineValues === null ? null : valuesText(m.baselineValues),
       sqlDate(m.startedAt),
       sqlDate(m.finishedAt),
-    )!;
-    return { ...m, id: Number(row.id) };
+      m.runId,
+    );
+    return row && { ...m, id: Number(row.id) };
   }
 
-  async finishRun(id: string, end: Parameters<AnalysisStore['finishRun']>[1]): Promise<void> {
-    this.sql.run(FINISH_ANALYSIS_RUN, end.phase, end.message, JSON.stringify(end.metricPhases), sqlDateOrNull(end.finishedAt), id);
+  async finishRun(id: string, end: Parameters<AnalysisStore['finishRun']>[1]): Promise<boolean> {
+    return this.sql.run(FINISH_ANALYSIS_RUN, end.phase, end.message, JSON.stringify(end.metricPhases), sqlDateOrNull(end.finishedAt), id).changes > 0;
   }
 
   async runsOf(rolloutId: string): Promise<AnalysisRunRecord[]> {
     return this.sql.all<AnalysisRunRow>(ANALYSIS_RUNS_OF, rolloutId).map((row) => analysisRunOf(row, date));
+  }
+
+  async gateRuns(rolloutId: string, gateKey: string): Promise<AnalysisRunRecord[]> {
+    return this.sql.all<AnalysisRunRow>(GATE_RUNS, rolloutId, gateKey).map((row) => analysisRunOf(row, date));
+  }
+
+  async runningGateRuns(): Promise<AnalysisRunRecord[]> {
+    return this.sql.all<AnalysisRunRow>(RUNNING_GATE_RUNS).map((row) => analysisRunOf(row, date));
   }
 
   async findRun(id: string): Promise<AnalysisRunRecord | undefined> {
