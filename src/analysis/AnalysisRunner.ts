@@ -114,7 +114,7 @@ function decided(phase: AnalysisPhase): phase is AnalysisOutcome {
 }
 
 /** The run's arguments as recorded: the built-ins given and the template's own values. */
-function recordedArgs(template: AnalysisTemplate, args: ResolvedArgs): Record<string, string> {
+export function recordedArgs(template: AnalysisTemplate, args: ResolvedArgs): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(args)) if (value !== undefined) out[name] = value;
   for (const arg of template.args) if (arg.value !== undefined) out[arg.name] = arg.value;
@@ -174,6 +174,11 @@ function newStates(template: AnalysisTemplate, args: ResolvedArgs, deps: Analysi
       criticalFailure: undefined,
     };
   });
+}
+
+/** Throws AnalysisUnavailableError (PROMETHEUS_NOT_CONFIGURED) when a metric has no Prometheus to ask: check before recording a run. */
+export function assertMeasurable(template: AnalysisTemplate, args: ResolvedArgs, deps: AnalysisRunnerDeps): void {
+  newStates(template, args, deps);
 }
 
 /** Counts one finished measurement into its metric and decides the metric's phase (both when measuring and replaying). */
