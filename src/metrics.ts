@@ -1,3 +1,4 @@
+import { type AnalysisMetrics, createAnalysisMetrics } from './analysis/metrics.js';
 import { readPayload } from './domain/eventPayloads.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventBus } from './domain/EventBus.js';
@@ -36,6 +37,8 @@ export interface AppMetrics {
   notificationLatency: Histogram<'sink'>;
   notificationQueueDepth: Gauge;
   notificationQueueAge: Gauge;
+  /** Analysis gates' measured values, thresholds and decisions (src/analysis/metrics.ts, ADR 0061). */
+  analysis: AnalysisMetrics;
 }
 
 export function createMetrics(): AppMetrics {
@@ -52,6 +55,7 @@ export function createMetrics(): AppMetrics {
   return {
     registry,
     members: new ClusterRegistries(),
+    analysis: createAnalysisMetrics(registry),
     rolloutsFinished: new Counter({
       name: 'rollplane_rollouts_finished_total',
       help: 'Rollouts that reached a final state, by kind and state (SUCCEEDED, FAILED, ABORTED, ROLLED_BACK).',

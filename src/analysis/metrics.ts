@@ -16,7 +16,7 @@ export function createAnalysisMetrics(registry: Registry): AnalysisMetrics {
   return {
     value: new Gauge({
       name: 'rollplane_analysis_value',
-      help: "The last value an analysis measured (a vector's first series), by template and metric; NaN when it had none.",
+      help: "The last value an analysis measured (a vector's first series; NaN as Prometheus answered it), by template and metric; a measurement with no value (an error, an empty answer) leaves it as it was.",
       labelNames: ['template', 'metric'],
       registers: [registry],
     }),
