@@ -22,6 +22,7 @@ export const HEAVY_SUITES = [
   'test/domain/launchAcrossReplicas.test.ts',
   'test/analysis/prometheusAnalysis.test.ts',
   'test/analysis/analysisGateResume.test.ts',
+  'test/analysis/alertGatePrometheus.test.ts',
   'test/ui/',
 ] as const;
 

@@ -30,6 +30,8 @@ export interface LocalPrometheusOptions {
   scrapeIntervalMs?: number;
   /** Called with each line Prometheus logs (it logs to stderr); default: kept for the error of a failed start. */
   onLog?: (line: string) => void;
+  /** A rule file (Prometheus's YAML: `groups: [{name, rules: [{alert, expr, for}]}]`), evaluated every interval. */
+  rules?: string;
 }
 
 export interface LocalPrometheus {
@@ -62,10 +64,11 @@ function duration(ms: number): string {
   return `${Math.max(1, Math.round(ms))}ms`;
 }
 
-/** The configuration file: one job per target, scraped every `intervalMs`. */
-export function prometheusConfig(targets: readonly ScrapeTarget[], intervalMs: number): string {
+/** The configuration file: one job per target, scraped every `intervalMs`; the rule files given, evaluated as often. */
+export function prometheusConfig(targets: readonly ScrapeTarget[], intervalMs: number, ruleFiles: readonly string[] = []): string {
   return stringify({
     global: { scrape_interval: duration(intervalMs), evaluation_interval: duration(intervalMs), scrape_timeout: duration(intervalMs) },
+    ...(ruleFiles.length > 0 ? { rule_files: ruleFiles } : {}),
     scrape_configs: targets.map((target, i) => {
       const url = new URL(target.url);
       return {
@@ -117,7 +120,9 @@ export async function startLocalPrometheus(options: LocalPrometheusOptions): Pro
   if (!binary || !isExecutable(binary)) throw new AnalysisUnavailableError('PROMETHEUS_NOT_INSTALLED', PROMETHEUS_NOT_INSTALLED);
   const scrapeIntervalMs = options.scrapeIntervalMs ?? 1000;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-prometheus-'));
-  writeFileSync(path.join(dir, 'prometheus.yml'), prometheusConfig(options.targets, scrapeIntervalMs));
+  const ruleFiles = options.rules === undefined ? [] : [path.join(dir, 'rules.yml')];
+  if (options.rules !== undefined) writeFileSync(ruleFiles[0]!, options.rules);
+  writeFileSync(path.join(dir, 'prometheus.yml'), prometheusConfig(options.targets, scrapeIntervalMs, ruleFiles));
   const failed = (why: string, log: string[]) => {
     rmSync(dir, { recursive: true, force: true });
     return new AnalysisUnavailableError('PROMETHEUS_DID_NOT_START', `Prometheus (${binary}) did not start: ${why}\n${log.join('\n')}`);

@@ -31,8 +31,12 @@ export interface TestPrometheus extends LocalPrometheus {
   waitForSeries(query: string, options?: { min?: number; timeoutMs?: number }): Promise<{ metric: Record<string, string>; value: number }[]>;
 }
 
-export async function startTestPrometheus(targets: readonly ScrapeTarget[], scrapeIntervalMs = 1000): Promise<TestPrometheus> {
-  const server = await startLocalPrometheus({ targets, scrapeIntervalMs });
+export async function startTestPrometheus(
+  targets: readonly ScrapeTarget[],
+  scrapeIntervalMs = 1000,
+  options: { rules?: string } = {},
+): Promise<TestPrometheus> {
+  const server = await startLocalPrometheus({ targets, scrapeIntervalMs, ...options });
   const vector: TestPrometheus['vector'] = async (query) => {
     const response = await fetch(`${server.url}/api/v1/query?${new URLSearchParams({ query })}`, { signal: AbortSignal.timeout(10_000) });
     const body = (await response.json()) as {
