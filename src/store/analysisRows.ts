@@ -1,4 +1,4 @@
-import type { AnalysisPhase, AnalysisRunRecord, MeasurementRecord, MeasurementVerdict } from '../analysis/model.js';
+import type { AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementRecord, MeasurementVerdict, NewAnalysisRun } from '../analysis/model.js';
 import { valuesOf } from '../analysis/model.js';
 
 /** The analysis tables' statements, shared by both stores (`?` placeholders; PostgreSQL numbers them). */
@@ -26,6 +26,14 @@ export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "
   SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM "AnalysisRun" WHERE "id" = ? AND "phase" = 'RUNNING')
   ON CONFLICT DO NOTHING RETURNING "id"`;
 export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id"`;
+
+/** After INSERT_ANALYSIS_RUN: the run recorded or, for a gate's attempt another opener recorded first, that run. */
+export async function runRecorded(store: Pick<AnalysisStore, 'findRun' | 'gateRuns'>, run: NewAnalysisRun): Promise<AnalysisRunRecord> {
+  const created = await store.findRun(run.id);
+  if (created || !run.gateKey) return created!;
+  const attempt = run.attempt ?? 1;
+  return (await store.gateRuns(run.rolloutId, run.gateKey)).find((r) => r.attempt === attempt)!;
+}
 
 export interface AnalysisRunRow {
   id: string;

@@ -14,6 +14,7 @@ import {
   type MeasurementRow,
   measurementOf,
   RUNNING_GATE_RUNS,
+  runRecorded,
 } from '../analysisRows.js';
 import { isoOf, numbered } from './pool.js';
 
@@ -39,9 +40,7 @@ export class PgAnalysisStore implements AnalysisStore {
       attempt,
       isoOf(startedAt),
     ]);
-    const created = await this.findRun(id);
-    if (created || gateKey === null) return created!;
-    return (await this.gateRuns(rolloutId, gateKey)).find((r) => r.attempt === attempt)!;
+    return runRecorded(this, run);
   }
 
   async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord | undefined> {

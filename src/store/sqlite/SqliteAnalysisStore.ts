@@ -13,6 +13,7 @@ import {
   type MeasurementRow,
   measurementOf,
   RUNNING_GATE_RUNS,
+  runRecorded,
 } from '../analysisRows.js';
 import { dateOf, type Sql, sqlDate, sqlDateOrNull } from '../Sql.js';
 
@@ -39,9 +40,7 @@ export class SqliteAnalysisStore implements AnalysisStore {
       attempt,
       sqlDate(startedAt),
     );
-    const created = await this.findRun(id);
-    if (created || gateKey === null) return created!;
-    return (await this.gateRuns(rolloutId, gateKey)).find((r) => r.attempt === attempt)!;
+    return runRecorded(this, run);
   }
 
   async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord | undefined> {
