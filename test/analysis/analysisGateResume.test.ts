@@ -51,14 +51,14 @@ function stoppable(store: AnalysisStore, killAfter: number) {
   let written = 0;
   let stopped = false;
   let held: (() => void)[] = [];
-  let inFlight: NewMeasurement | undefined;
+  const inFlight: NewMeasurement[] = [];
   const gate = async () => {
     if (stopped) await new Promise<void>((resolve) => held.push(resolve));
   };
   const wrapped: AnalysisStore = {
     createRun: async (run) => (await gate(), store.createRun(run)),
     addMeasurement: async (m) => {
-      if (stopped) inFlight = m;
+      if (stopped) inFlight.push(m);
       await gate();
       const kept = await store.addMeasurement(m);
       if (kept && ++written >= killAfter) stopped = true;
@@ -75,7 +75,7 @@ function stoppable(store: AnalysisStore, killAfter: number) {
     store: wrapped,
     isStopped: () => stopped,
     heldCalls: () => held.length,
-    /** The measurement whose write was in flight when the process was stopped. */
+    /** The measurements whose writes were in flight when the process was stopped. */
     inFlight: () => inFlight,
     wake() {
       stopped = false;
@@ -127,12 +127,14 @@ describeWithPrometheus('a leader killed mid-analysis', () => {
     const successor = new AnalysisGates({ store: successorDb.analysis, clock: systemClock, prometheus: prometheusFor, onEnded: (r) => ended.push(r.phase) });
     expect((await successor.resume()).map((r) => r.id)).toEqual([run.id]);
 
-    // The old leader wakes (SIGCONT) once its successor took that same measurement anew, while the run still runs:
-    // its write is refused (one row per number), it stops measuring and records nothing.
-    const { metricName, seq } = first.inFlight()!;
-    await until(`the successor's measurement ${seq} of ${metricName}`, async () =>
-      (await successorDb.analysis.measurementsOf(run.id)).some((m) => m.metricName === metricName && m.seq === seq),
-    );
+    // The old leader wakes (SIGCONT) once its successor took those same measurements anew, while the run still
+    // runs: its writes are refused (one row per number), it stops measuring and records nothing.
+    const held = first.inFlight().map((m) => `${m.metricName}#${m.seq}`);
+    expect(held.length).toBeGreaterThan(0);
+    await until(`the successor's ${held.join(', ')}`, async () => {
+      const taken = new Set((await successorDb.analysis.measurementsOf(run.id)).map((m) => `${m.metricName}#${m.seq}`));
+      return held.every((key) => taken.has(key));
+    });
     first.wake();
     await leader.settled(run.id);
     expect(leader.measuring()).toEqual([]);
