@@ -21,7 +21,7 @@ export const HEAVY_SUITES = [
   'test/store/postgresServer.test.ts',
   'test/domain/launchAcrossReplicas.test.ts',
   'test/analysis/prometheusAnalysis.test.ts',
-  'test/analysis/analysisGateResume.test.ts',
+  'test/analysis/analysisGatePrometheus.test.ts',
   'test/analysis/alertGatePrometheus.test.ts',
   'test/ui/',
 ] as const;

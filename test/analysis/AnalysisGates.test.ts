@@ -11,7 +11,7 @@ import { FakeClock } from '../../src/util/FakeClock.js';
 /**
  * The analysis gate service on a fake clock with answers scripted per call, on a real SQLite file. Two services on
  * two connections to the same file stand for two leaders: whatever one recorded, the other reads and continues.
- * test/analysis/analysisGateResume.test.ts kills one mid-run against a real Prometheus.
+ * test/analysis/analysisGatePrometheus.test.ts kills one mid-run against a real Prometheus.
  */
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane analysis gates '));

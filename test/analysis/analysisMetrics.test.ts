@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 /**
  * The analysis series on the service's own /metrics (issue 33): registered on the app's registry, and moved by the
  * measurements and decisions of the gates that use the app's metrics — read back over HTTP as Prometheus scrapes them.
- * The measured values are scripted (a real Prometheus measures in test/analysis/analysisGateResume.test.ts).
+ * The measured values are scripted (a real Prometheus measures in test/analysis/analysisGatePrometheus.test.ts).
  */
 
 function answering(values: number[]): PrometheusClient {

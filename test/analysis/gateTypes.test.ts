@@ -11,7 +11,7 @@ import { FakeClock } from '../../src/util/FakeClock.js';
 /**
  * The ANALYSIS and ALERT gate types as a staged run's registry would hold them: the "engine" below knows only the
  * entry's interface and a gate's `type` and JSON `config`, as issue 30's gate model gives them. Prometheus's answers
- * are scripted by query (the real one: analysisGateResume.test.ts, alertGatePrometheus.test.ts).
+ * are scripted by query (the real one: analysisGatePrometheus.test.ts, alertGatePrometheus.test.ts).
  */
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane gate types '));

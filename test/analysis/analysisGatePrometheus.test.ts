@@ -6,14 +6,18 @@ import { type AnalysisGateRef, AnalysisGates } from '../../src/analysis/Analysis
 import type { AnalysisStore, MeasurementRecord, NewMeasurement } from '../../src/analysis/model.js';
 import { PrometheusClient } from '../../src/analysis/PrometheusClient.js';
 import { parseAnalysisTemplate } from '../../src/analysis/template.js';
+import { AGENT_NAMESPACE, agentPodName } from '../../src/sim/fleet.js';
 import { type Simulator, startSimulator } from '../../src/sim/index.js';
+import { Resources } from '../../src/sim/store/resources.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
 import { systemClock } from '../../src/util/clock.js';
 import { describeWithPrometheus, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
 import { until } from '../helpers/until.js';
 
 /**
- * A leader killed mid-analysis (issue 33): its successor, on its own connection to the same SQLite file, continues the
+ * Analysis gates against a real Prometheus scraping the simulator (issue 33).
+ *
+ * A leader killed mid-analysis: its successor, on its own connection to the same SQLite file, continues the
  * gate's run from the recorded measurements against a real Prometheus scraping the simulator — no measurement lost,
  * none repeated, the schedule kept. "Killed" is a store that stops answering at a chosen write: from the database's
  * side that is a SIGKILL (nothing more is written, the write in flight never lands). Then the dead leader wakes up
@@ -85,7 +89,7 @@ function stoppable(store: AnalysisStore, killAfter: number) {
   };
 }
 
-describeWithPrometheus('a leader killed mid-analysis', () => {
+describeWithPrometheus('analysis gates against a real Prometheus', () => {
   let sim: Simulator;
   let prometheus: TestPrometheus;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane analysis gate resume '));
@@ -108,7 +112,7 @@ describeWithPrometheus('a leader killed mid-analysis', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('is continued by its successor on the same database: no measurement lost or repeated, and the woken one writes nothing', async () => {
+  it('a leader killed mid-analysis is continued by its successor on the same database: no measurement lost or repeated, and the woken one writes nothing', async () => {
     await prometheus.waitForSeries('rate(sim_dhcp_leases_total{pool="net-2"}[5s]) > 0');
     const prometheusFor = () => new PrometheusClient(prometheus.url, { timeoutMs: 10_000 });
     const ref: AnalysisGateRef = { rolloutId: 'rollout-1', gateKey: 'after:canary', cluster: 'local', target: 'default/net-2', wave: 0 };
@@ -157,6 +161,57 @@ describeWithPrometheus('a leader killed mid-analysis', () => {
       for (let i = 1; i < taken.length; i++) expect(gap(taken[i - 1]!, taken[i]!)).toBeGreaterThanOrEqual(990);
     }
     expect(await successorDb.analysis.gateRuns(ref.rolloutId, ref.gateKey)).toHaveLength(1);
+  });
+
+  const setImage = (pool: string, image: string) => {
+    const pod = structuredClone(sim.store.get(Resources.pods, AGENT_NAMESPACE, agentPodName('default', pool))!);
+    const before: string = pod.spec.containers[0].image;
+    pod.spec.containers[0].image = image;
+    sim.store.update(Resources.pods, pod);
+    return before;
+  };
+
+  it('a Ready-but-degraded agent fails the gate; retried after the fix, the gate measures again and passes; a superseding rollout cancels', async () => {
+    const db = await open();
+    const gates = new AnalysisGates({ store: db.analysis, clock: systemClock, prometheus: () => new PrometheusClient(prometheus.url, { timeoutMs: 10_000 }) });
+    const ref: AnalysisGateRef = { rolloutId: 'rollout-2', gateKey: 'after:canary', cluster: 'local', target: 'default/net-1', wave: 0 };
+    const healthy = setImage('net-1', 'rancher/harvester-vm-dhcp-agent:degraded-v0.3.1');
+    await prometheus.waitForSeries('rate(sim_dhcp_errors_total{pool="net-1",version="degraded-v0.3.1"}[5s]) > 0');
+
+    const failed = await gates.open(ref, TEMPLATE, { name: 'net-1' });
+    await gates.settled(failed.id);
+    const verdict = await gates.progress(ref);
+    expect(verdict.state).toBe('FAILED');
+    expect(verdict.reason).toMatch(/failed \(1\) > failureLimit \(0\)/);
+
+    // The agent fixed: once Prometheus sees it serve again without errors, the retry measures anew and passes.
+    setImage('net-1', healthy);
+    await prometheus.waitForSeries(`rate(sim_dhcp_leases_total{pool="net-1",version="${healthy.split(':')[1]}"}[5s]) > 0`);
+    await until(
+      'no DHCP errors on net-1 in Prometheus',
+      async () => (await prometheus.vector('sum(rate(sim_dhcp_errors_total{pool="net-1"}[5s])) > 0')).length === 0,
+      {
+        intervalMs: prometheus.scrapeIntervalMs,
+        timeoutMs: 60_000,
+      },
+    );
+    const retried = await gates.retry(ref);
+    expect(retried).toMatchObject({ attempt: 2, previousRunId: failed.id });
+    await gates.settled(retried.id);
+    expect(await gates.progress(ref)).toEqual({ state: 'PASSED', reason: `attempt 2: analysis ${retried.id} successful` });
+    const measured = await db.analysis.measurementsOf(retried.id);
+    expect(measured.filter((m) => m.metricName === 'lease-rate').map((m) => m.verdict)).toEqual(['SUCCESSFUL', 'SUCCESSFUL', 'SUCCESSFUL', 'SUCCESSFUL']);
+    expect((await db.analysis.measurementsOf(failed.id)).some((m) => m.verdict === 'FAILED')).toBe(true);
+
+    // A rollout superseded while its gate measures: cancelled with the reason, nothing measured after.
+    const next: AnalysisGateRef = { ...ref, gateKey: 'after:wave-2' };
+    const running = await gates.open(next, TEMPLATE, { name: 'net-1' });
+    await until('a first measurement', async () => (await db.analysis.measurementsOf(running.id)).length > 0);
+    const cancelled = await gates.cancel(next, 'superseded by rollout rollout-3');
+    expect(cancelled).toMatchObject({ phase: 'CANCELLED', message: 'superseded by rollout rollout-3' });
+    // Its driver ended with the cancellation (the store refuses any later write: SqliteAnalysisStore's contract).
+    expect(gates.measuring()).toEqual([]);
+    expect(await gates.progress(next)).toMatchObject({ state: 'WAITING', reason: expect.stringMatching(/cancelled: superseded by rollout rollout-3/) });
   });
 });
 
