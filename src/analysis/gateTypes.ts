@@ -1,8 +1,8 @@
 import type { GateProgress } from '../domain/waves/progress.js';
 import { ValidationError } from '../errors.js';
 import { type AlertGateConfig, alertGateProgress, parseAlertGateConfig } from './alertGate.js';
-import type { AnalysisGateRef, AnalysisGates } from './AnalysisGates.js';
-import type { PrometheusClient } from './PrometheusClient.js';
+import { type AnalysisGateRef, AnalysisGates, type AnalysisGatesDeps } from './AnalysisGates.js';
+import { PrometheusClient, type PrometheusClientOptions } from './PrometheusClient.js';
 import { type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs } from './template.js';
 
 /**
@@ -91,4 +91,39 @@ export function alertGateType(prometheus: (address: string | undefined) => Prome
     retry: async () => {},
     cancel: async () => {},
   };
+}
+
+/**
+ * Prometheus clients by address, one per address: a gate's own `address`, or `defaultUrl` (rollplane's configured
+ * Prometheus) when it names none; undefined when neither exists, which analysis answers UNAVAILABLE and the alert gate
+ * WAITING with the reason.
+ */
+export function prometheusClients(
+  defaultUrl: string | undefined,
+  options: PrometheusClientOptions = {},
+): (address: string | undefined) => PrometheusClient | undefined {
+  const clients = new Map<string, PrometheusClient>();
+  return (address) => {
+    const url = address ?? defaultUrl;
+    if (!url) return undefined;
+    let client = clients.get(url);
+    if (!client) clients.set(url, (client = new PrometheusClient(url, options)));
+    return client;
+  };
+}
+
+export interface GateTypesDeps extends Omit<AnalysisGatesDeps, 'prometheus'> {
+  /** rollplane's Prometheus, for gates that name no address. */
+  prometheusUrl: string | undefined;
+}
+
+/**
+ * What wiring needs: the service (call `resume()` when this replica starts leading, `close()` when it stops) and the
+ * two registry entries, sharing one set of Prometheus clients.
+ */
+export function createGateTypes(deps: GateTypesDeps): { gates: AnalysisGates; entries: [GateTypeEntry<AnalysisGateConfig>, GateTypeEntry<AlertGateConfig>] } {
+  const { prometheusUrl, ...rest } = deps;
+  const prometheus = prometheusClients(prometheusUrl);
+  const gates = new AnalysisGates({ ...rest, prometheus });
+  return { gates, entries: [analysisGateType(gates), alertGateType(prometheus)] };
 }

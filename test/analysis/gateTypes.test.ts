@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnalysisGates } from '../../src/analysis/AnalysisGates.js';
-import { alertGateType, analysisGateType, type GateContext, type GateTypeEntry } from '../../src/analysis/gateTypes.js';
+import { pino } from 'pino';
+import { alertGateType, analysisGateType, createGateTypes, type GateContext, type GateTypeEntry, prometheusClients } from '../../src/analysis/gateTypes.js';
 import type { PrometheusClient, QueryResult } from '../../src/analysis/PrometheusClient.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
 import { FakeClock } from '../../src/util/FakeClock.js';
@@ -125,5 +126,27 @@ describe('analysis and alert gates as registry entries', () => {
       reason: expect.stringMatching(/cancelled: superseded by rollout rollout-2/),
     });
     await registry.ALERT!.cancel(context('before:canary'), 'superseded');
+  });
+
+  it('are built for wiring from a Prometheus URL: one client per address; without any, analysis is UNAVAILABLE and alerts wait', async () => {
+    const clients = prometheusClients('http://prometheus.default:9090');
+    expect(clients(undefined)?.baseUrl).toBe('http://prometheus.default:9090');
+    expect(clients(undefined)).toBe(clients(undefined));
+    expect(clients('http://other:9090')?.baseUrl).toBe('http://other:9090');
+    expect(prometheusClients(undefined)(undefined)).toBeUndefined();
+
+    const { gates, entries } = createGateTypes({ store: db.analysis, clock: new FakeClock(), prometheusUrl: undefined, logger: pino({ level: 'silent' }) });
+    const [analysis, alert] = entries;
+    expect([analysis.type, alert.type]).toEqual(['ANALYSIS', 'ALERT']);
+    const context: GateContext = { rolloutId: 'rollout-9', gateKey: 'before:canary', cluster: 'local', target: null, wave: 0, args: {}, now: new Date(0) };
+    await expect(analysis.open(context, analysis.parseConfig({ template: TEMPLATE_YAML }, 'config'))).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      reason: 'PROMETHEUS_NOT_CONFIGURED',
+    });
+    expect(await alert.progress(context, alert.parseConfig({ alerts: ['DhcpErrors'] }, 'config'))).toMatchObject({
+      state: 'WAITING',
+      reason: expect.stringMatching(/no Prometheus configured/),
+    });
+    await gates.close();
   });
 });
