@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { alertGateProgress, parseAlertGateConfig } from '../../src/analysis/alertGate.js';
 import { PrometheusClient } from '../../src/analysis/PrometheusClient.js';
-import { AGENT_NAMESPACE, agentPodName } from '../../src/sim/fleet.js';
 import { type Simulator, startSimulator } from '../../src/sim/index.js';
-import { Resources } from '../../src/sim/store/resources.js';
-import { describeWithPrometheus, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
+import { describeWithPrometheus, setDhcpAgentImage, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -40,14 +38,6 @@ describeWithPrometheus('the alert gate against a real Prometheus', () => {
     await sim?.stop();
   });
 
-  const setImage = (pool: string, image: string) => {
-    const pod = structuredClone(sim.store.get(Resources.pods, AGENT_NAMESPACE, agentPodName('default', pool))!);
-    const before: string = pod.spec.containers[0].image;
-    pod.spec.containers[0].image = image;
-    sim.store.update(Resources.pods, pod);
-    return before;
-  };
-
   it('waits while a named alert fires, naming it, and passes once it resolved; a pending alert does not hold it', async () => {
     const client = new PrometheusClient(prometheus.url, { timeoutMs: 10_000 });
     const config = parseAlertGateConfig({ alerts: ['DhcpErrors', 'AlwaysPending', 'NeverFires'] });
@@ -58,7 +48,7 @@ describeWithPrometheus('the alert gate against a real Prometheus', () => {
     expect(await look()).toEqual({ state: 'PASSED', reason: 'no alert firing among DhcpErrors, AlwaysPending, NeverFires' });
 
     // A Ready-but-degraded agent: its errors make DhcpErrors fire, and the gate waits with the alert's name.
-    const healthy = setImage('net-1', 'rancher/harvester-vm-dhcp-agent:degraded-v0.3.1');
+    const healthy = setDhcpAgentImage(sim, 'net-1', 'rancher/harvester-vm-dhcp-agent:degraded-v0.3.1');
     const waiting = await until(
       'the gate waiting on DhcpErrors',
       async () => {
@@ -76,7 +66,7 @@ describeWithPrometheus('the alert gate against a real Prometheus', () => {
     expect((await alertGateProgress(thisPool, client, new Date())).state).toBe('WAITING');
 
     // The agent put back: the alert resolves, and the gate passes again.
-    setImage('net-1', healthy);
+    setDhcpAgentImage(sim, 'net-1', healthy);
     await until('the gate passing again', async () => (await look()).state === 'PASSED', { timeoutMs: 60_000, intervalMs: prometheus.scrapeIntervalMs });
   });
 

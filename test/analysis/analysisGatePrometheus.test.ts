@@ -6,12 +6,10 @@ import { type AnalysisGateRef, AnalysisGates } from '../../src/analysis/Analysis
 import type { AnalysisStore, MeasurementRecord, NewMeasurement } from '../../src/analysis/model.js';
 import { PrometheusClient } from '../../src/analysis/PrometheusClient.js';
 import { parseAnalysisTemplate } from '../../src/analysis/template.js';
-import { AGENT_NAMESPACE, agentPodName } from '../../src/sim/fleet.js';
 import { type Simulator, startSimulator } from '../../src/sim/index.js';
-import { Resources } from '../../src/sim/store/resources.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
 import { systemClock } from '../../src/util/clock.js';
-import { describeWithPrometheus, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
+import { describeWithPrometheus, setDhcpAgentImage, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -163,19 +161,11 @@ describeWithPrometheus('analysis gates against a real Prometheus', () => {
     expect(await successorDb.analysis.gateRuns(ref.rolloutId, ref.gateKey)).toHaveLength(1);
   });
 
-  const setImage = (pool: string, image: string) => {
-    const pod = structuredClone(sim.store.get(Resources.pods, AGENT_NAMESPACE, agentPodName('default', pool))!);
-    const before: string = pod.spec.containers[0].image;
-    pod.spec.containers[0].image = image;
-    sim.store.update(Resources.pods, pod);
-    return before;
-  };
-
   it('a Ready-but-degraded agent fails the gate; retried after the fix, the gate measures again and passes; a superseding rollout cancels', async () => {
     const db = await open();
     const gates = new AnalysisGates({ store: db.analysis, clock: systemClock, prometheus: () => new PrometheusClient(prometheus.url, { timeoutMs: 10_000 }) });
     const ref: AnalysisGateRef = { rolloutId: 'rollout-2', gateKey: 'after:canary', cluster: 'local', target: 'default/net-1', wave: 0 };
-    const healthy = setImage('net-1', 'rancher/harvester-vm-dhcp-agent:degraded-v0.3.1');
+    const healthy = setDhcpAgentImage(sim, 'net-1', 'rancher/harvester-vm-dhcp-agent:degraded-v0.3.1');
     await prometheus.waitForSeries('rate(sim_dhcp_errors_total{pool="net-1",version="degraded-v0.3.1"}[5s]) > 0');
 
     const failed = await gates.open(ref, TEMPLATE, { name: 'net-1' });
@@ -185,7 +175,7 @@ describeWithPrometheus('analysis gates against a real Prometheus', () => {
     expect(verdict.reason).toMatch(/failed \(1\) > failureLimit \(0\)/);
 
     // The agent fixed: once Prometheus sees it serve again without errors, the retry measures anew and passes.
-    setImage('net-1', healthy);
+    setDhcpAgentImage(sim, 'net-1', healthy);
     await prometheus.waitForSeries(`rate(sim_dhcp_leases_total{pool="net-1",version="${healthy.split(':')[1]}"}[5s]) > 0`);
     await until(
       'no DHCP errors on net-1 in Prometheus',

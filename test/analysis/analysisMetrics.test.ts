@@ -4,6 +4,7 @@ import type { PrometheusClient } from '../../src/analysis/PrometheusClient.js';
 import { parseAnalysisTemplate } from '../../src/analysis/template.js';
 import { FakeClock } from '../../src/util/FakeClock.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { parsePrometheusText } from '../helpers/promText.js';
 
 /**
  * The analysis series on the service's own /metrics (issue 33): registered on the app's registry, and moved by the
@@ -37,11 +38,13 @@ const template = (name: string) =>
     },
   });
 
-/** The samples of one series family in a /metrics text, as `labels → value`. */
+/** One series family of a /metrics text, as `label values joined by "/" → value`. */
 function samples(text: string, name: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [, labels, value] of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm'))) out[labels ?? ''] = Number(value);
-  return out;
+  return Object.fromEntries(
+    parsePrometheusText(text)
+      .filter((sample) => sample.name === name)
+      .map((sample) => [Object.values(sample.labels).join('/'), sample.value]),
+  );
 }
 
 describe('analysis on /metrics', () => {
@@ -71,14 +74,8 @@ describe('analysis on /metrics', () => {
     expect(await run('degraded', [0.9], 'rollout-2')).toBe('FAILED');
 
     const text = await scrape();
-    expect(samples(text, 'rollplane_analysis_value')).toEqual({
-      '{template="healthy",metric="error-rate"}': 0.2,
-      '{template="degraded",metric="error-rate"}': 0.9,
-    });
-    expect(samples(text, 'rollplane_analysis_threshold')).toEqual({
-      '{template="healthy",metric="error-rate"}': 0.25,
-      '{template="degraded",metric="error-rate"}': 0.25,
-    });
-    expect(samples(text, 'rollplane_analysis_decisions_total')).toEqual({ '{outcome="SUCCESSFUL"}': 1, '{outcome="FAILED"}': 1 });
+    expect(samples(text, 'rollplane_analysis_value')).toEqual({ 'healthy/error-rate': 0.2, 'degraded/error-rate': 0.9 });
+    expect(samples(text, 'rollplane_analysis_threshold')).toEqual({ 'healthy/error-rate': 0.25, 'degraded/error-rate': 0.25 });
+    expect(samples(text, 'rollplane_analysis_decisions_total')).toEqual({ SUCCESSFUL: 1, FAILED: 1 });
   });
 });

@@ -12,7 +12,7 @@ import { type Simulator, startSimulator } from '../../src/sim/index.js';
 import { Resources } from '../../src/sim/store/resources.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
 import { systemClock } from '../../src/util/clock.js';
-import { describeWithPrometheus, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
+import { describeWithPrometheus, setDhcpAgentImage, startTestPrometheus, type TestPrometheus } from '../helpers/prometheus.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -109,10 +109,7 @@ describeWithPrometheus('analysis against a real Prometheus scraping the simulato
   });
 
   it('measures a degraded-but-Ready agent Failed, and keeps the measurements and the decision', async () => {
-    const image = 'rancher/harvester-vm-dhcp-agent:degraded-v0.3.1';
-    const pod = structuredClone(sim.store.get(Resources.pods, AGENT_NAMESPACE, agentPodName('default', 'net-1'))!);
-    pod.spec.containers[0].image = image;
-    sim.store.update(Resources.pods, pod);
+    setDhcpAgentImage(sim, 'net-1', 'rancher/harvester-vm-dhcp-agent:degraded-v0.3.1');
     const series = await prometheus.waitForSeries('rate(sim_dhcp_errors_total{pool="net-1",version="degraded-v0.3.1"}[5s]) > 0');
     expect(series).toHaveLength(1);
     // Ready all along, as far as Kubernetes can tell.

@@ -6,6 +6,9 @@ import {
   type ScrapeTarget,
   startLocalPrometheus,
 } from '../../src/analysis/localPrometheus.js';
+import { AGENT_NAMESPACE, agentPodName } from '../../src/sim/fleet.js';
+import type { Simulator } from '../../src/sim/index.js';
+import { Resources } from '../../src/sim/store/resources.js';
 import { until } from './until.js';
 
 /**
@@ -82,4 +85,16 @@ export function describeWithPrometheus(name: string, body: () => void): void {
     return;
   }
   describe.skip(`${name} (${NO_PROMETHEUS})`, body);
+}
+
+/**
+ * Sets the image of a pool's DHCP agent pod in the simulator (a `degraded*` tag stays Ready and degrades its metrics)
+ * and returns the image it had. For a simulator without upstream controllers, which would put it back.
+ */
+export function setDhcpAgentImage(sim: Simulator, pool: string, image: string, namespace = 'default'): string {
+  const pod = structuredClone(sim.store.get(Resources.pods, AGENT_NAMESPACE, agentPodName(namespace, pool))!);
+  const before: string = pod.spec.containers[0].image;
+  pod.spec.containers[0].image = image;
+  sim.store.update(Resources.pods, pod);
+  return before;
 }
