@@ -105,7 +105,7 @@ export class AnalysisGates {
    */
   async cancel(ref: Pick<AnalysisGateRef, 'rolloutId' | 'gateKey'>, reason: string): Promise<AnalysisRunRecord | undefined> {
     const latest = await this.latest(ref);
-    if (!latest || latest.phase !== 'RUNNING') return latest;
+    if (latest?.phase !== 'RUNNING') return latest;
     // Let go here first, so that no measurement of ours lands after the cancellation; another process's would be
     // refused by the store, as the run is no longer RUNNING.
     await this.letGo(latest.id, `cancelled: ${reason}`);

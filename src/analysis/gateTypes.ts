@@ -106,8 +106,10 @@ export function prometheusClients(
   return (address) => {
     const url = address ?? defaultUrl;
     if (!url) return undefined;
-    let client = clients.get(url);
-    if (!client) clients.set(url, (client = new PrometheusClient(url, options)));
+    const known = clients.get(url);
+    if (known) return known;
+    const client = new PrometheusClient(url, options);
+    clients.set(url, client);
     return client;
   };
 }

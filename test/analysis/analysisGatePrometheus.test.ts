@@ -57,8 +57,13 @@ function stoppable(store: AnalysisStore, killAfter: number) {
   const gate = async () => {
     if (stopped) await new Promise<void>((resolve) => held.push(resolve));
   };
+  /** `call` once the process runs (at once, or when woken). */
+  const whenRunning = async <T>(call: () => Promise<T>): Promise<T> => {
+    await gate();
+    return call();
+  };
   const wrapped: AnalysisStore = {
-    createRun: async (run) => (await gate(), store.createRun(run)),
+    createRun: (run) => whenRunning(() => store.createRun(run)),
     addMeasurement: async (m) => {
       if (stopped) inFlight.push(m);
       await gate();
@@ -66,12 +71,12 @@ function stoppable(store: AnalysisStore, killAfter: number) {
       if (kept && ++written >= killAfter) stopped = true;
       return kept;
     },
-    finishRun: async (id, end) => (await gate(), store.finishRun(id, end)),
-    runsOf: async (id) => (await gate(), store.runsOf(id)),
-    gateRuns: async (id, key) => (await gate(), store.gateRuns(id, key)),
-    runningGateRuns: async () => (await gate(), store.runningGateRuns()),
-    findRun: async (id) => (await gate(), store.findRun(id)),
-    measurementsOf: async (id) => (await gate(), store.measurementsOf(id)),
+    finishRun: (id, end) => whenRunning(() => store.finishRun(id, end)),
+    runsOf: (id) => whenRunning(() => store.runsOf(id)),
+    gateRuns: (id, key) => whenRunning(() => store.gateRuns(id, key)),
+    runningGateRuns: () => whenRunning(() => store.runningGateRuns()),
+    findRun: (id) => whenRunning(() => store.findRun(id)),
+    measurementsOf: (id) => whenRunning(() => store.measurementsOf(id)),
   };
   return {
     store: wrapped,
