@@ -121,6 +121,7 @@ export class AnalysisGates {
    * measurements. Returns the runs it picked up; those already measured here are skipped.
    */
   async resume(): Promise<AnalysisRunRecord[]> {
+    this.assertOpen();
     const picked: AnalysisRunRecord[] = [];
     for (const run of await this.deps.store.runningGateRuns()) {
       if (this.driving.has(run.id)) continue;

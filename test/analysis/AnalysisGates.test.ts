@@ -154,6 +154,7 @@ describe('the analysis gate service', () => {
     for (let i = 0; i < 20 && (await db.analysis.measurementsOf(run.id)).length < 2; i++) await first.clock.advance(1000);
     await first.gates.close();
     await expect(first.gates.open(gate(), TEMPLATE, { version: 'v2' })).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(first.gates.resume()).rejects.toMatchObject({ code: 'CONFLICT' });
     expect((await db.analysis.findRun(run.id))!.phase).toBe('RUNNING');
 
     const next = service(answering([0.2]), new FakeClock(0, Date.now()));
