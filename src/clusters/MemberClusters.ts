@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Gauge, type Registry } from 'prom-client';
-import { CLUSTER_HEALTH_STATES, type ClusterHealth, LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import { CLUSTER_HEALTH_STATES, type ClusterHealth, isDriven, LOCAL_CLUSTER } from '../domain/clusters/model.js';
 import type { Logger } from '../log.js';
 import { type ConnectionOptions, type ConnectionSnapshot, MemberConnection } from './MemberConnection.js';
 
@@ -47,7 +47,7 @@ export class MemberClusters {
     if (options.registry) {
       this.up = new Gauge({
         name: 'rollplane_cluster_up',
-        help: 'Whether the member cluster answers and is ready (1) or not (0)',
+        help: 'Whether the member cluster answers and is driven (1: READY or DEGRADED) or not (0)',
         labelNames: ['cluster'],
         registers: [options.registry],
       });
@@ -127,7 +127,7 @@ export class MemberClusters {
   }
 
   private healthChanged(name: string, health: ClusterHealth): void {
-    this.up?.set({ cluster: name }, health.state === 'READY' ? 1 : 0);
+    this.up?.set({ cluster: name }, isDriven(health.state) ? 1 : 0);
     for (const state of CLUSTER_HEALTH_STATES) this.state?.set({ cluster: name, state }, state === health.state ? 1 : 0);
     const level = health.state === 'READY' || health.state === 'CONNECTING' ? 'info' : 'warn';
     this.options.logger[level]({ cluster: name, health: health.state, since: health.since, reason: health.message }, `member cluster ${name}: ${health.state}`);

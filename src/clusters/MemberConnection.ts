@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { ApiException, type KubeConfig, VersionApi } from '@kubernetes/client-node';
-import type { ClusterHealth, ClusterHealthState } from '../domain/clusters/model.js';
+import { type ClusterHealth, type ClusterHealthState, isDriven } from '../domain/clusters/model.js';
 import type { RolloutKind } from '../domain/events.js';
+import { httpStatusOf } from '../kube/errors.js';
 import { failureCode } from '../kubeConnection.js';
 import { discoverKinds, type KindResources } from './kindDiscovery.js';
 import { MemberKubeConfig } from './MemberKubeConfig.js';
@@ -22,6 +23,12 @@ export interface ConnectionOptions {
   /** The first retry after a failed probe; each further failure doubles it, up to `backoffMaxMs`. */
   backoffBaseMs: number;
   backoffMaxMs: number;
+  /**
+   * While targets wait on the member (the engine observed one it cannot drive: `workWaiting`), a member that does not
+   * answer is probed again after at most this long, whatever its backoff grew to (attack 15, F5). Default: the smaller
+   * of 5 s and `backoffMaxMs`.
+   */
+  waitingProbeMs?: number;
   versions: VersionWindow;
   /** The registered kinds and the resources each needs served (their contracts'), looked for by discovery. */
   kindResources: KindResources;
@@ -48,11 +55,44 @@ export interface ConnectionSnapshot {
 
 const JITTER = 0.2;
 
+/** Lists of a kind's collection that fail in a row, before its cache is first synced, before the kind is set aside. */
+export const FAILED_LISTS_BEFORE_DEGRADED = 3;
+
+/**
+ * A kind discovery found that the member's runtime cannot read (docs/adr/0066-member-kind-caches.md). NOT_SERVED: its
+ * list answered 404 (a CRD removed, or discovery stale); the kind is treated as not served, as if discovery had not
+ * found it. FAILING: its list keeps failing (5xx, no answer in time, an unreadable answer); the cluster is DEGRADED.
+ * Either way the kind is left out of `kinds` (the member's runtime runs the others) and tried again at `retryAt`.
+ */
+export interface KindIssue {
+  state: 'NOT_SERVED' | 'FAILING';
+  /** For people: the collection and the failure in a code (`ippools list: HTTP 500`), never an address. */
+  reason: string;
+  since: Date;
+  /** Times set aside in a row; the wait before the next try doubles with each. */
+  attempts: number;
+  retryAt: number;
+  /** A one-object list of the failing collection: the next try, made before the kind is given back to the runtime. */
+  check: () => Promise<unknown>;
+}
+
 /**
  * The health message of a failure with no code: the member answered, but not as the Kubernetes API does (no JSON
  * content type, not JSON, a document of another shape). Not "no answer" (attack 14, F12).
  */
 export const UNREADABLE = "unreadable answer (not the Kubernetes API's JSON)";
+
+/**
+ * A failed request to a member in one code: `HTTP 500`, a socket error code, `no answer within N ms`, or the
+ * unreadable answer; never the server's address or anything of the credentials.
+ */
+export function failureMessage(error: unknown, requestTimeoutMs: number): string {
+  if ((error as { name?: string } | null)?.name === 'AbortError' || (error as { type?: string } | null)?.type === 'aborted') {
+    return `no answer within ${requestTimeoutMs} ms`;
+  }
+  const status = httpStatusOf(error);
+  return (status !== undefined ? `HTTP ${status}` : failureCode(error)) ?? UNREADABLE;
+}
 
 /** `v1.31.0` / major "1", minor "31+" → { major, minor }; undefined when unreadable. */
 function versionOf(info: { major?: string; minor?: string; gitVersion?: string }): { major: number; minor: number } | undefined {
@@ -87,6 +127,16 @@ export class MemberConnection {
   private timer: NodeJS.Timeout | undefined;
   private nextProbeInMs: number | undefined;
   private probing: Promise<void> | undefined;
+  /** When the timer set by `schedule` fires (ms since the epoch). */
+  private nextProbeAt = 0;
+  /** Until when targets are known to wait on this member (`workWaiting`). */
+  private waitingUntil = 0;
+  /** Kinds discovery found that cannot be read, set aside from `kinds` (ADR 0066). */
+  private readonly issues = new Map<RolloutKind, KindIssue>();
+  /** The kinds the last answered discovery found, before `issues` are set aside. */
+  private discovered: RolloutKind[] = [];
+  /** Times each kind was set aside since its caches last synced: the retry delay doubles with each. */
+  private readonly setAside = new Map<RolloutKind, number>();
 
   constructor(
     readonly name: string,
@@ -111,6 +161,11 @@ export class MemberConnection {
     this.current = { state: 'CONNECTING', since: this.now(), message: null, serverVersion: null, kinds: [] };
   }
 
+  /** Every request to the member but a watch is aborted after this long. */
+  get requestTimeoutMs(): number {
+    return this.options.requestTimeoutMs;
+  }
+
   /** Probes after `delayMs` (now by default), then keeps probing until `stop`. */
   start(delayMs = 0): void {
     this.schedule(delayMs);
@@ -130,6 +185,47 @@ export class MemberConnection {
     return { state: probe.state, since: this.now(), message: probe.message, serverVersion: probe.serverVersion ?? null, kinds: probe.kinds ?? [] };
   }
 
+  /** The kinds set aside because they cannot be read, with why (ADR 0066). */
+  kindIssues(): ReadonlyMap<RolloutKind, Readonly<KindIssue>> {
+    return this.issues;
+  }
+
+  /**
+   * The member's runtime could not read `kind` (its list answered 404, or failed FAILED_LISTS_BEFORE_DEGRADED times in
+   * a row before its cache synced): the kind is set aside — left out of `kinds`, so the runtime restarts with the kinds
+   * it can read — and `check` is tried again after a probe interval, then twice as long each time it fails, up to the
+   * maximum backoff. The cluster is DEGRADED while a kind FAILING; a kind NOT_SERVED is one it does not serve.
+   */
+  kindUnreadable(kind: RolloutKind, issue: Pick<KindIssue, 'state' | 'reason' | 'check'>): void {
+    if (this.stopping.signal.aborted || !this.discovered.includes(kind) || !isDriven(this.current.state)) return;
+    const before = this.issues.get(kind);
+    const attempts = (this.setAside.get(kind) ?? 0) + 1;
+    this.setAside.set(kind, attempts);
+    const since = before?.state === issue.state ? before.since : this.now();
+    this.issues.set(kind, { ...issue, since, attempts, retryAt: this.now().getTime() + this.kindRetryDelay(attempts) });
+    this.record({ state: 'READY', message: null, kinds: this.discovered });
+  }
+
+  /** The member's runtime read `kind` (its caches synced): a later failure starts from the first retry delay again. */
+  kindReadable(kind: RolloutKind): void {
+    this.setAside.delete(kind);
+  }
+
+  /**
+   * The engine has targets in this member it cannot drive now: while that lasts (a few probe intervals after the last
+   * call), a member that does not answer is probed again within `waitingProbeMs` instead of its grown backoff, so its
+   * targets are driven soon after it answers again (attack 15, F5).
+   */
+  workWaiting(): void {
+    const cap = this.waitingCap();
+    this.waitingUntil = this.now().getTime() + 2 * Math.max(cap, this.options.probeIntervalMs);
+    if (isDriven(this.current.state) || this.probing || this.timer === undefined || this.stopping.signal.aborted) return;
+    const left = this.nextProbeAt - Date.now();
+    if (left <= cap) return;
+    clearTimeout(this.timer);
+    this.schedule(cap);
+  }
+
   /** Stops probing and aborts what is in flight; does not wait for the network. */
   async stop(): Promise<void> {
     clearTimeout(this.timer);
@@ -142,6 +238,7 @@ export class MemberConnection {
   private schedule(delayMs: number): void {
     if (this.stopping.signal.aborted) return;
     this.nextProbeInMs = delayMs;
+    this.nextProbeAt = Date.now() + delayMs;
     this.timer = setTimeout(() => {
       this.nextProbeInMs = undefined;
       this.probing = this.probeOnce().finally(() => (this.probing = undefined));
@@ -152,6 +249,11 @@ export class MemberConnection {
   private async probeOnce(): Promise<void> {
     const result = await this.probe();
     if (this.stopping.signal.aborted) return;
+    if (result.state === 'READY') {
+      this.discovered = result.kinds ?? [];
+      await this.retryKindIssues();
+      if (this.stopping.signal.aborted) return;
+    }
     this.record(result);
     const answered = result.state === 'READY' || result.state === 'VERSION_SKEW';
     this.failures = answered ? 0 : this.failures + 1;
@@ -166,18 +268,59 @@ export class MemberConnection {
    * READY again and refused again, once per probe interval, each refusal costing no more than the cap (ADR 0060).
    */
   private refused(error: MemberNetworkError): void {
-    if (this.stopping.signal.aborted || this.current.state !== 'READY') return;
+    if (this.stopping.signal.aborted || !isDriven(this.current.state)) return;
     this.record({ state: 'UNREACHABLE', message: `${error.code}: ${error.message}` });
     if (this.probing) return;
     clearTimeout(this.timer);
     this.schedule(this.options.probeIntervalMs);
   }
 
-  /** base·2^(failures−1), at most the maximum, spread by ±20%. */
+  /** base·2^(failures−1), at most the maximum, spread by ±20%; at most `waitingProbeMs` while targets wait on it. */
   private backoff(): number {
     const { backoffBaseMs, backoffMaxMs } = this.options;
-    const delay = Math.min(backoffMaxMs, backoffBaseMs * 2 ** Math.min(this.failures - 1, 30));
-    return Math.round(delay * (1 + JITTER * (this.random() * 2 - 1)));
+    const delay = Math.round(Math.min(backoffMaxMs, backoffBaseMs * 2 ** Math.min(this.failures - 1, 30)) * (1 + JITTER * (this.random() * 2 - 1)));
+    return this.now().getTime() < this.waitingUntil ? Math.min(delay, this.waitingCap()) : delay;
+  }
+
+  private waitingCap(): number {
+    return this.options.waitingProbeMs ?? Math.min(5_000, this.options.backoffMaxMs);
+  }
+
+  /** A probe interval after the first time a kind is set aside, doubling with each further time, at most the maximum backoff. */
+  private kindRetryDelay(attempts: number): number {
+    const { probeIntervalMs, backoffMaxMs } = this.options;
+    return Math.min(Math.max(backoffMaxMs, probeIntervalMs), probeIntervalMs * 2 ** Math.min(attempts - 1, 30));
+  }
+
+  /**
+   * After a probe that answered: kinds set aside that discovery no longer finds are forgotten (not served, plainly);
+   * those whose retry is due are tried with their one-object list, and given back to the runtime when it answers.
+   */
+  private async retryKindIssues(): Promise<void> {
+    for (const [kind, issue] of [...this.issues]) {
+      if (!this.discovered.includes(kind)) {
+        this.issues.delete(kind);
+        continue;
+      }
+      if (this.now().getTime() < issue.retryAt) continue;
+      try {
+        await issue.check();
+        this.issues.delete(kind);
+      } catch (error) {
+        const attempts = issue.attempts + 1;
+        this.setAside.set(kind, attempts);
+        const state = httpStatusOf(error) === 404 ? 'NOT_SERVED' : 'FAILING';
+        const reason = `${issue.reason.split(':')[0]}: ${failureMessage(error, this.options.requestTimeoutMs)}`;
+        this.issues.set(kind, {
+          ...issue,
+          state,
+          reason,
+          since: state === issue.state ? issue.since : this.now(),
+          attempts,
+          retryAt: this.now().getTime() + this.kindRetryDelay(attempts),
+        });
+      }
+    }
   }
 
   private async probe(): Promise<Probe> {
@@ -199,14 +342,24 @@ export class MemberConnection {
   private failed(error: unknown): Probe {
     const status = error instanceof ApiException ? error.code : undefined;
     if (status === 401 || status === 403) return { state: 'UNAUTHORIZED', message: `HTTP ${status}: the credentials were refused` };
-    if ((error as { name?: string } | null)?.name === 'AbortError' || (error as { type?: string } | null)?.type === 'aborted') {
-      return { state: 'UNREACHABLE', message: `no answer within ${this.options.requestTimeoutMs} ms` };
-    }
-    const code = status !== undefined ? `HTTP ${status}` : failureCode(error);
-    return { state: 'UNREACHABLE', message: code ?? UNREADABLE };
+    return { state: 'UNREACHABLE', message: failureMessage(error, this.options.requestTimeoutMs) };
   }
 
-  private record(probe: Probe): void {
+  /** A probe's answer with the kinds set aside (ADR 0066): left out of `kinds`, said in the message, DEGRADED while one fails. */
+  private withKindIssues(probe: Probe): Probe {
+    if (probe.state !== 'READY' || this.issues.size === 0) return probe;
+    const kinds = (probe.kinds ?? this.current.kinds).filter((kind) => !this.issues.has(kind));
+    const described = [...this.issues].map(([kind, issue]) =>
+      issue.state === 'NOT_SERVED'
+        ? `${kind} not served (${issue.reason}, though discovery lists it)`
+        : `${kind} cannot be read (${issue.reason}; tried ${issue.attempts} time${issue.attempts === 1 ? '' : 's'}, retrying with backoff)`,
+    );
+    const failing = [...this.issues.values()].some((issue) => issue.state === 'FAILING');
+    return { ...probe, state: failing ? 'DEGRADED' : 'READY', message: described.join('; '), kinds };
+  }
+
+  private record(answer: Probe): void {
+    const probe = this.withKindIssues(answer);
     const before = this.current;
     const next: ClusterHealth = {
       state: probe.state,

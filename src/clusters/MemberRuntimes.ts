@@ -3,7 +3,10 @@ import type { Config } from '../config.js';
 import { Manager } from '../controller/Manager.js';
 import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
 import type { ClusterDrivers } from '../domain/ClusterRoutedDriver.js';
-import { type ClusterHealth, LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Informer, InformerOptions } from '../controller/Informer.js';
+import { type ClusterHealth, isDriven, LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import { httpStatusOf } from '../kube/errors.js';
 import type { EventLog } from '../domain/EventLog.js';
 import type { RolloutKind } from '../domain/events.js';
 import type { InFlightChanges } from '../domain/InFlightChanges.js';
@@ -14,7 +17,7 @@ import type { ControllerHost } from '../controllers/host.js';
 import type { KindPorts } from '../domain/Domain.js';
 import type { Logger } from '../log.js';
 import type { MemberClusters } from './MemberClusters.js';
-import type { MemberConnection } from './MemberConnection.js';
+import { FAILED_LISTS_BEFORE_DEGRADED, failureMessage, type MemberConnection } from './MemberConnection.js';
 import { MemberTargetExecutor } from './MemberTargetExecutor.js';
 import type { EventBus } from '../domain/EventBus.js';
 import { UnavailableError } from '../errors.js';
@@ -83,6 +86,10 @@ class MemberRuntime {
   private readonly releaseMetrics: () => void;
   private synced = false;
   private stopped = false;
+  /** The informers each kind asked for (shared ones under each kind that asked). */
+  private readonly informersOf = new Map<RolloutKind, Set<Informer<KubernetesObject>>>();
+  /** The last list failure of an informer not synced yet, in a code, and how many in a row. */
+  private readonly syncFailures = new Map<Informer<KubernetesObject>, { reason: string; failures: number }>();
   /** Whether the controllers should run; `transition` makes it so, one change at a time. */
   private wantLead = false;
   private leading = false;
@@ -122,7 +129,7 @@ class MemberRuntime {
     });
     host.onTargetChanged((kind, namespace, target) => options.targetChanged(kind, namespace, target, name));
     for (const module of options.modules.filter((m) => kinds.includes(m.kind))) {
-      const runtime = module.setup(host);
+      const runtime = module.setup(this.hostOfKind(host, module.kind, connection));
       this.drivers.set(module.kind, runtime.driver);
       Object.assign(this.queries, runtime.queries);
     }
@@ -135,12 +142,59 @@ class MemberRuntime {
     }
   }
 
+  /**
+   * The host a kind is set up on: the runtime's, but every informer the kind asks for is noted under it, and a list that
+   * fails before its cache first synced is told to the connection — at once when it answers 404 (the kind is not served),
+   * after FAILED_LISTS_BEFORE_DEGRADED failures in a row otherwise — which sets the kind aside so that the runtime
+   * restarts with the kinds it can read (ADR 0066). Without it one kind's failing list kept every kind unread for ever.
+   */
+  private hostOfKind(host: RolloutControllerHost, kind: RolloutKind, connection: MemberConnection): RolloutControllerHost {
+    const used = new Set<Informer<KubernetesObject>>();
+    this.informersOf.set(kind, used);
+    const scoped = Object.create(host) as RolloutControllerHost;
+    scoped.informer = <T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T> => {
+      let informer: Informer<T> | undefined;
+      informer = host.informer<T>({
+        ...options,
+        onSyncFailure: (error, failures) => {
+          options.onSyncFailure?.(error, failures);
+          if (informer) this.listFailed(informer as unknown as Informer<KubernetesObject>, error, failures, connection);
+        },
+      });
+      used.add(informer as unknown as Informer<KubernetesObject>);
+      return informer;
+    };
+    return scoped;
+  }
+
+  private listFailed(informer: Informer<KubernetesObject>, error: unknown, failures: number, connection: MemberConnection): void {
+    if (this.stopped) return;
+    const notServed = httpStatusOf(error) === 404;
+    const reason = `${informer.name} list: ${failureMessage(error, connection.requestTimeoutMs)}`;
+    this.syncFailures.set(informer, { reason, failures });
+    if (!notServed && failures < FAILED_LISTS_BEFORE_DEGRADED) return;
+    for (const [kind, used] of this.informersOf) {
+      if (!used.has(informer)) continue;
+      connection.kindUnreadable(kind, { state: notServed ? 'NOT_SERVED' : 'FAILING', reason, check: () => informer.listOnePage() });
+    }
+  }
+
+  /** Why a kind's caches are not synced yet, when one of its lists failed (`ippools list: HTTP 500, 2 times in a row`). */
+  syncingBecause(kind: RolloutKind): string | undefined {
+    for (const informer of this.informersOf.get(kind) ?? []) {
+      const failed = informer.hasSynced() ? undefined : this.syncFailures.get(informer);
+      if (failed) return `${failed.reason}, ${failed.failures} time${failed.failures === 1 ? '' : 's'} in a row`;
+    }
+    return undefined;
+  }
+
   /** Starts the informers; once their caches synced, the drivers (for observing) are handed out. */
   start(log: Logger): void {
     this.manager.start().then(
       () => {
         this.synced = !this.stopped;
         if (this.synced) {
+          for (const kind of this.kinds) this.connection.kindReadable(kind);
           log.info({ cluster: this.name, kinds: this.kinds }, 'member cluster caches synced');
           this.onSynced();
         }
@@ -284,22 +338,40 @@ export class MemberRuntimes implements ClusterDrivers {
     return this.synced(cluster)?.queries;
   }
 
-  /** The member's runtime while its caches are synced and the member is READY. */
+  /** The member's runtime while its caches are synced and the member is driven (READY, or DEGRADED for its other kinds). */
   private synced(cluster: string): MemberRuntime | undefined {
     const runtime = this.runtimes.get(cluster);
-    return runtime?.isRunning() && this.options.connections.get(cluster)?.health().state === 'READY' ? runtime : undefined;
+    const state = this.options.connections.get(cluster)?.health().state;
+    return runtime?.isRunning() && state !== undefined && isDriven(state) ? runtime : undefined;
   }
 
+  /**
+   * Why the engine cannot drive `kind` in the member now, asked for a target of it that waits: the member is told that
+   * work waits on it, so it is probed again sooner than its grown backoff while it does not answer (attack 15, F5).
+   */
   whyNotDriven(cluster: string, kind: RolloutKind): string {
+    this.options.connections.get(cluster)?.workWaiting();
+    return `${this.whyUnreadable(cluster, kind)}: its targets wait`;
+  }
+
+  /** Why `kind` cannot be read from the member's caches here, naming the member and the cause (for reads and plans). */
+  whyUnreadable(cluster: string, kind: RolloutKind): string {
     const connection = this.options.connections.get(cluster);
-    if (!connection) return `member cluster ${cluster} is not registered (or was deregistered): its targets wait`;
+    if (!connection) return `member cluster ${cluster} is not registered (or was deregistered)`;
     const health = connection.health();
-    if (health.state !== 'READY') {
-      return `member cluster ${cluster} is ${health.state} since ${health.since.toISOString()}${health.message ? ` (${health.message})` : ''}: its targets wait`;
+    const issue = connection.kindIssues().get(kind);
+    if (issue && isDriven(health.state)) {
+      return issue.state === 'NOT_SERVED'
+        ? `member cluster ${cluster} does not serve ${kind} (${issue.reason})`
+        : `member cluster ${cluster} is DEGRADED: ${kind} cannot be read since ${issue.since.toISOString()} (${issue.reason}; retrying with backoff)`;
     }
-    if (!health.kinds.includes(kind)) return `member cluster ${cluster} does not serve ${kind} (discovery): its targets wait`;
+    if (!isDriven(health.state)) {
+      return `member cluster ${cluster} is ${health.state} since ${health.since.toISOString()}${health.message ? ` (${health.message})` : ''}`;
+    }
+    if (!health.kinds.includes(kind)) return `member cluster ${cluster} does not serve ${kind} (discovery)`;
     if (!this.started || this.closed) return `member cluster ${cluster}: this replica does not drive it`;
-    return `member cluster ${cluster}: its caches are syncing`;
+    const because = this.runtimes.get(cluster)?.syncingBecause(kind);
+    return `member cluster ${cluster}: its caches are syncing${because ? ` (${because})` : ''}`;
   }
 
   /** The members with a runtime: whether its caches are synced (`running`) and its controllers run here (`leading`). */
@@ -317,7 +389,7 @@ export class MemberRuntimes implements ClusterDrivers {
         const connection = this.options.connections.get(name);
         if (!connection || name === LOCAL_CLUSTER) continue;
         const health = connection.health();
-        if (health.state === 'READY' && health.kinds.length > 0) desired.set(name, { connection, health });
+        if (isDriven(health.state) && health.kinds.length > 0) desired.set(name, { connection, health });
       }
     }
     for (const [name, runtime] of this.runtimes) {

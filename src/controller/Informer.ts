@@ -1,6 +1,7 @@
 import type { KubernetesListObject, KubernetesObject, Watch } from '@kubernetes/client-node';
 import { ResourceExpiredError, translateKubeError } from '../kube/errors.js';
 import { type Clock, sleep, systemClock, type TimerHandle } from '../util/clock.js';
+import { malformedObject } from './decodeObject.js';
 import { IndexedCache, objectKey, type CacheReader, type Indexers, type InformerEventHandler } from './IndexedCache.js';
 import { InformerView, type ViewOptions } from './InformerView.js';
 
@@ -42,6 +43,17 @@ export interface InformerOptions<T extends KubernetesObject> {
   /** Server-side watch timeout; the client re-watches after it. Default 300 s. */
   watchTimeoutSeconds?: number;
   onError?(error: unknown): void;
+  /**
+   * A list failed before the informer's first sync (its cache cannot be read yet): the failure as thrown and how many
+   * lists in a row failed so far. The informer retries with backoff whatever this does; a member cluster's runtime
+   * uses it to say which kind cannot be read and why (docs/adr/0066-member-kind-caches.md).
+   */
+  onSyncFailure?(error: unknown, failuresInARow: number): void;
+  /**
+   * An object of a list or watch was skipped because it is not a Kubernetes object (no metadata, a name that is not a
+   * string or not a valid name, not an object at all): why, and where it came from. Counted in `stats.skipped`.
+   */
+  onMalformed?(reason: string, from: 'list' | 'watch'): void;
   /** Uniform [0, 1) for backoff jitter; injectable so tests get exact delays. */
   random?: () => number;
   /**
@@ -89,7 +101,9 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
   /** Events delivered by the current (or last) watch. */
   private watchEvents = 0;
   /** Counters for tests and diagnostics. */
-  readonly stats = { lists: 0, watches: 0, errors: 0, expired: 0 };
+  readonly stats = { lists: 0, watches: 0, errors: 0, expired: 0, skipped: 0 };
+  /** Lists in a row that failed before the first sync. */
+  private syncFailures = 0;
 
   constructor(options: InformerOptions<T>) {
     this.options = options;
@@ -158,6 +172,11 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
     return { name: this.name, path, ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) };
   }
 
+  /** One list request of a single object: whether the collection can be listed now (a retry before relisting it all). */
+  async listOnePage(): Promise<void> {
+    await this.options.list({ limit: 1 });
+  }
+
   /** The resourceVersion the informer is current with. */
   lastSyncResourceVersion(): string | undefined {
     return this.resourceVersion;
@@ -193,6 +212,7 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
           continue;
         case 'error': {
           this.stats.errors++;
+          if (!this.synced) this.options.onSyncFailure?.(end.error, ++this.syncFailures);
           this.options.onError?.(translateKubeError(end.error, `informer ${this.name}`));
           this.resourceVersion = undefined;
           // Full jitter keeps many informers from retrying in lockstep after an API server restart.
@@ -218,7 +238,14 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
       const list = await this.options.list({ limit: LIST_PAGE_SIZE, ...(continueToken ? { _continue: continueToken } : {}) });
       if (first) resourceVersion = list.metadata?.resourceVersion ?? '';
       const kind = list.kind?.endsWith('List') ? list.kind.slice(0, -'List'.length) : undefined;
-      for (const item of list.items) {
+      for (const item of list.items ?? []) {
+        // One object a kube-apiserver would never send must not keep the whole collection unread: it is skipped and
+        // said, as client-go's decoder drops what it cannot decode, and the good objects are cached.
+        const malformed = malformedObject(item);
+        if (malformed) {
+          this.skip(malformed, 'list');
+          continue;
+        }
         const obj = toWireForm(item, list.apiVersion, kind);
         const key = objectKey(obj);
         seen.add(key);
@@ -232,6 +259,7 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
       if (!seen.has(key)) this.remove(key, old);
     }
     this.resourceVersion = resourceVersion;
+    this.syncFailures = 0;
     if (!this.synced) {
       this.synced = true;
       const ws = this.syncWaiters;
@@ -308,6 +336,13 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
 
   private onWatchEvent(type: string, raw: unknown): void {
     const obj = raw as T;
+    if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
+      const malformed = malformedObject(raw);
+      if (malformed) {
+        this.skip(malformed, 'watch');
+        return;
+      }
+    }
     switch (type) {
       case 'ADDED':
       case 'MODIFIED':
@@ -349,6 +384,11 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
     if (!this.cache.delete(key)) return;
     cacheChanges += 1;
     for (const h of this.handlers) this.safely(() => h.onDelete?.(last));
+  }
+
+  private skip(reason: string, from: 'list' | 'watch'): void {
+    this.stats.skipped++;
+    this.options.onMalformed?.(reason, from);
   }
 
   /** A failing handler must not break the watch (which would relist) nor keep other handlers from the event. */

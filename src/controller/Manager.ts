@@ -87,6 +87,10 @@ export class Manager {
         this.logger.warn({ err: error, informer: options.name }, 'informer error; retrying with backoff');
         options.onError?.(error);
       },
+      onMalformed: (reason, from) => {
+        this.logger.warn({ informer: options.name, reason, from }, 'informer skipped an object that is not a Kubernetes object');
+        options.onMalformed?.(reason, from);
+      },
     });
     this.informers.push(informer as unknown as Informer<KubernetesObject>);
     this.informersByKey.set(key, informer as unknown as Informer<KubernetesObject>);
@@ -137,8 +141,16 @@ export class Manager {
    * Each informer's collection and the resourceVersion it is current with: compared with the API server's, it tells
    * whether every watch has caught up (with snapshots(), whether the controllers are quiet).
    */
-  informerVersions(): { name: string; path: string; labelSelector?: string; fieldSelector?: string; resourceVersion: string | undefined }[] {
-    return this.informers.map((i) => ({ ...i.selection(), resourceVersion: i.lastSyncResourceVersion() }));
+  informerVersions(): {
+    name: string;
+    path: string;
+    labelSelector?: string;
+    fieldSelector?: string;
+    resourceVersion: string | undefined;
+    /** Objects skipped as malformed since the informer started (Informer.stats.skipped). */
+    skipped: number;
+  }[] {
+    return this.informers.map((i) => ({ ...i.selection(), resourceVersion: i.lastSyncResourceVersion(), skipped: i.stats.skipped }));
   }
 
   snapshots(): ControllerSnapshot[] {

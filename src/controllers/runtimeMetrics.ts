@@ -1,4 +1,4 @@
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Manager } from '../controller/Manager.js';
 
 /**
@@ -8,6 +8,8 @@ import type { Manager } from '../controller/Manager.js';
  *   informer is current with (watch events and bookmarks), to compare with the API server's; NaN until the informer
  *   has listed, or when the API server's resourceVersions are not integers (Kubernetes only promises opaque strings;
  *   etcd-backed servers and the simulator use integers).
+ * - `rollplane_informer_skipped_objects_total{informer}`: objects of a list or watch skipped because they were not
+ *   Kubernetes objects (no metadata, an invalid name; a broken or hostile member cluster sends them, ADR 0066).
  * - `rollplane_workqueue_delayed{name}`: keys waiting for an addAfter / addRateLimited delay, which client-go's
  *   workqueue_depth does not count.
  * Every label value comes from code or configuration (informer names, paths and selectors; controller names), never
@@ -31,6 +33,16 @@ export function registerRuntimeMetrics(registry: Registry, manager: Pick<Manager
         const rv = i.resourceVersion !== undefined && /^\d+$/.test(i.resourceVersion) ? Number(i.resourceVersion) : Number.NaN;
         this.set({ informer: i.name, resource: i.path, label_selector: i.labelSelector ?? '', field_selector: i.fieldSelector ?? '' }, rv);
       }
+    },
+  });
+  new Counter({
+    name: 'rollplane_informer_skipped_objects_total',
+    help: 'Objects of a list or watch each informer skipped because they were not Kubernetes objects (missing metadata, an invalid name).',
+    labelNames: ['informer'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const i of manager.informerVersions()) this.inc({ informer: i.name }, i.skipped);
     },
   });
   new Gauge({

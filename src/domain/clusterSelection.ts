@@ -138,8 +138,12 @@ function canonical(value: unknown): string {
 export interface ClusterPorts {
   /** The registered clusters with their labels. */
   registered(): Promise<readonly { name: string; labels: Record<string, string> }[]>;
-  /** The kinds' query ports answering for `cluster` here, or why there are none (not registered, not READY, syncing). */
-  portsOf(cluster: string, kind: RolloutKind): { ports: Partial<KindPorts> } | { unavailable: string };
+  /**
+   * The kinds' query ports answering for `cluster` here, or why there are none (not registered, not READY, syncing).
+   * `notServed`: why the cluster does not serve the kind, when not for the usual reason (discovery found none of its
+   * resources), e.g. its list answers 404 (docs/adr/0066-member-kind-caches.md).
+   */
+  portsOf(cluster: string, kind: RolloutKind): { ports: Partial<KindPorts>; notServed?: string } | { unavailable: string };
 }
 
 /** What a kind asks of the seam: its field of the ports, and its own refusal when `local` has none (NOT_IMPLEMENTED). */
@@ -195,7 +199,10 @@ export async function kindPortsAcross<Q>(
     if (queries) found.push({ cluster, queries });
     else if (cluster === LOCAL_CLUSTER && named.has(cluster)) throw request.missingLocal();
     else if (named.has(cluster))
-      throw new ValidationError(`${field}.names`, `member cluster ${cluster} does not serve ${request.kind} (its discovery found no such resources)`);
+      throw new ValidationError(
+        `${field}.names`,
+        `member cluster ${cluster} does not serve ${request.kind} (${'notServed' in answer && answer.notServed ? answer.notServed : 'its discovery found no such resources'})`,
+      );
   }
   if (unavailable.length > 0) {
     throw new UnavailableError(`cannot plan in every selected cluster: ${unavailable.map((u) => u.why).join('; ')}`, {

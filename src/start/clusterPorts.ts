@@ -2,7 +2,7 @@ import type { MemberClusters } from '../clusters/MemberClusters.js';
 import type { MemberRuntimes } from '../clusters/MemberRuntimes.js';
 import type { ClusterPorts } from '../domain/clusterSelection.js';
 import type { MemberClusterRegistry } from '../domain/clusters/MemberClusterRegistry.js';
-import { LOCAL_CLUSTER } from '../domain/clusters/model.js';
+import { isDriven, LOCAL_CLUSTER } from '../domain/clusters/model.js';
 import type { KindPorts } from '../domain/Domain.js';
 
 /**
@@ -14,19 +14,25 @@ export function clusterPortsOf(
   local: Partial<KindPorts>,
   registry: Pick<MemberClusterRegistry, 'list'>,
   connections: Pick<MemberClusters, 'get'>,
-  runtimes: Pick<MemberRuntimes, 'queriesOf' | 'whyNotDriven'> | undefined,
+  runtimes: Pick<MemberRuntimes, 'queriesOf' | 'whyUnreadable'> | undefined,
 ): ClusterPorts {
   return {
     registered: async () => (await registry.list()).map(({ name, labels }) => ({ name, labels })),
     portsOf(cluster, kind) {
       if (cluster === LOCAL_CLUSTER) return { ports: local };
+      const connection = connections.get(cluster);
+      const health = connection?.health();
+      const why = () => runtimes?.whyUnreadable(cluster, kind) ?? `member cluster ${cluster} is not driven by this rollplane`;
+      const issue = health && isDriven(health.state) ? connection?.kindIssues().get(kind) : undefined;
+      // A kind set aside because its list keeps failing is unavailable, with the cause (its runtime runs the others).
+      if (issue?.state === 'FAILING') return { unavailable: why() };
       const ports = runtimes?.queriesOf(cluster);
-      if (ports) return { ports };
-      const health = connections.get(cluster)?.health();
-      // Ready, but its discovery found none of the kind's resources: it does not serve the kind (no caches to wait for).
-      if (health?.state === 'READY' && !health.kinds.includes(kind)) return { ports: {} };
-      const why = runtimes?.whyNotDriven(cluster, kind) ?? `member cluster ${cluster} is not driven by this rollplane`;
-      return { unavailable: why.replace(/: its targets wait$/, '') };
+      if (ports) return issue ? { ports, notServed: `its ${issue.reason}, though discovery lists it` } : { ports };
+      // It answers, but its discovery found none of the kind's resources (or their list answers 404): it does not serve
+      // the kind (no caches to wait for).
+      if (health && isDriven(health.state) && !health.kinds.includes(kind))
+        return issue ? { ports: {}, notServed: `its ${issue.reason}, though discovery lists it` } : { ports: {} };
+      return { unavailable: why() };
     },
   };
 }

@@ -20,10 +20,11 @@ describe('registerRuntimeMetrics', () => {
     const registry = new Registry();
     let rv: string | undefined;
     let delayed = 2;
+    let skipped = 0;
     const manager = {
       informerVersions: () => [
-        { name: 'pods', path: '/api/v1/pods', resourceVersion: rv },
-        { name: 'agents', path: '/api/v1/namespaces/x/pods', labelSelector: 'app=a,tier!=b', resourceVersion: 'opaque-7' },
+        { name: 'pods', path: '/api/v1/pods', resourceVersion: rv, skipped: 0 },
+        { name: 'agents', path: '/api/v1/namespaces/x/pods', labelSelector: 'app=a,tier!=b', resourceVersion: 'opaque-7', skipped },
       ],
       snapshots: () => [snapshot('pools', delayed)],
     };
@@ -39,10 +40,17 @@ describe('registerRuntimeMetrics', () => {
     expect(before.find((s) => s.labels.informer === 'agents')?.value).toBeNaN();
     expect(before.find((s) => s.name === 'rollplane_workqueue_delayed')).toMatchObject({ labels: { name: 'pools' }, value: 2 });
 
+    const skippedOf = (series: Awaited<ReturnType<typeof read>>, informer: string) =>
+      series.find((s) => s.name === 'rollplane_informer_skipped_objects_total' && s.labels.informer === informer)?.value;
+    expect(skippedOf(before, 'agents')).toBe(0);
+
     rv = '4711';
     delayed = 0;
+    skipped = 3;
     const after = await read();
     expect(after.find((s) => s.labels.informer === 'pods')?.value).toBe(4711);
     expect(after.find((s) => s.name === 'rollplane_workqueue_delayed')?.value).toBe(0);
+    expect(skippedOf(after, 'agents')).toBe(3);
+    expect(skippedOf(after, 'pods')).toBe(0);
   });
 });

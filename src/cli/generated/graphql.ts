@@ -417,15 +417,22 @@ export type MemberClusterSource =
   | 'API';
 
 /**
- * CONNECTING: registered, no answer yet. READY: it answers and its Kubernetes is supported. UNREACHABLE: no answer
- * (refused, timed out, 5xx, a denied address, a discovery answer past the cap). UNAUTHORIZED: its credentials were refused
- * (401/403). VERSION_SKEW: it answers, outside the supported Kubernetes versions.
+ * CONNECTING: registered, no answer yet. READY: it answers and its Kubernetes is supported. DEGRADED: it answers, but a
+ * kind it serves cannot be read (its list keeps failing); `message` names the kind and the cause, its other kinds are
+ * driven. UNREACHABLE: no answer (refused, timed out, 5xx, a denied address, a discovery answer past the cap).
+ * UNAUTHORIZED: its credentials were refused (401/403). VERSION_SKEW: it answers, outside the supported Kubernetes
+ * versions. Clients should expect more states to come.
  */
 export type MemberClusterHealthState =
   /** Registered, no answer yet. */
   | 'CONNECTING'
   /** It answers and its Kubernetes is supported. */
   | 'READY'
+  /**
+   * It answers, but the list of a kind it serves keeps failing (5xx, no answer in time): that kind is left out of `kinds`,
+   * retried with backoff, and `message` names it and the cause; the kinds it can read are driven.
+   */
+  | 'DEGRADED'
   /** No answer since `since`. */
   | 'UNREACHABLE'
   /** Its credentials were refused. */

@@ -19,11 +19,18 @@ export type ClusterSource = (typeof CLUSTER_SOURCES)[number];
 
 /**
  * CONNECTING: registered, not answered yet. READY: /version and discovery answered, its Kubernetes is supported.
- * UNREACHABLE: no answer (refused, timed out, 5xx) since `since`. UNAUTHORIZED: it answered 401 or 403 to the
- * credentials. VERSION_SKEW: it answers, but its Kubernetes version is outside the supported window.
+ * DEGRADED: it answers, but the list of a kind it serves keeps failing: that kind is left out of `kinds` and the
+ * message names it and the cause; its other kinds are driven (docs/adr/0066-member-kind-caches.md). UNREACHABLE: no
+ * answer (refused, timed out, 5xx) since `since`. UNAUTHORIZED: it answered 401 or 403 to the credentials.
+ * VERSION_SKEW: it answers, but its Kubernetes version is outside the supported window.
  */
-export const CLUSTER_HEALTH_STATES = ['CONNECTING', 'READY', 'UNREACHABLE', 'UNAUTHORIZED', 'VERSION_SKEW'] as const;
+export const CLUSTER_HEALTH_STATES = ['CONNECTING', 'READY', 'DEGRADED', 'UNREACHABLE', 'UNAUTHORIZED', 'VERSION_SKEW'] as const;
 export type ClusterHealthState = (typeof CLUSTER_HEALTH_STATES)[number];
+
+/** A member in this state answers and its `kinds` are driven (READY, or DEGRADED: some kind set aside). */
+export function isDriven(state: ClusterHealthState): boolean {
+  return state === 'READY' || state === 'DEGRADED';
+}
 
 export interface ClusterHealth {
   state: ClusterHealthState;
