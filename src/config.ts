@@ -529,6 +529,14 @@ export const TABLE = {
       description: 'Longest wait between two retries of a member cluster that does not answer',
       parse: integer(10, 3_600_000),
     }),
+    waitingProbeMs: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_WAITING_PROBE_MS',
+      default: '5000',
+      module: MEMBER_CONNECTIONS,
+      description:
+        'Longest wait between two retries of a member cluster that does not answer while targets of a rollout wait on it (instead of its grown backoff, at most ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS), so they are driven soon after it answers again',
+      parse: integer(10, 3_600_000),
+    }),
     syncIntervalMs: row({
       env: 'ROLLPLANE_MEMBER_CLUSTER_SYNC_MS',
       default: '30000',

@@ -25,8 +25,8 @@ export interface ConnectionOptions {
   backoffMaxMs: number;
   /**
    * While targets wait on the member (the engine observed one it cannot drive: `workWaiting`), a member that does not
-   * answer is probed again after at most this long, whatever its backoff grew to (attack 15, F5). Default: the smaller
-   * of 5 s and `backoffMaxMs`.
+   * answer is probed again after at most this long, whatever its backoff grew to (attack 15, F5;
+   * ROLLPLANE_MEMBER_CLUSTER_WAITING_PROBE_MS). Default: the smaller of 5 s and `backoffMaxMs`.
    */
   waitingProbeMs?: number;
   versions: VersionWindow;
@@ -54,6 +54,12 @@ export interface ConnectionSnapshot {
 }
 
 const JITTER = 0.2;
+
+/**
+ * How long a `workWaiting` mark lasts: the engine looks at a rollout at least every second while it runs (and asks why a
+ * waiting target's cluster is not driven each time), so a mark outlives the gaps between its looks.
+ */
+const WAITING_MARK_MS = 10_000;
 
 /** Lists of a kind's collection that fail in a row, before its cache is first synced, before the kind is set aside. */
 export const FAILED_LISTS_BEFORE_DEGRADED = 3;
@@ -212,13 +218,13 @@ export class MemberConnection {
   }
 
   /**
-   * The engine has targets in this member it cannot drive now: while that lasts (a few probe intervals after the last
-   * call), a member that does not answer is probed again within `waitingProbeMs` instead of its grown backoff, so its
+   * The engine has targets in this member it cannot drive now: while that lasts (WAITING_MARK_MS after the last call,
+   * or two probe intervals if longer), a member that does not answer is probed again within `waitingProbeMs` instead of its grown backoff, so its
    * targets are driven soon after it answers again (attack 15, F5).
    */
   workWaiting(): void {
     const cap = this.waitingCap();
-    this.waitingUntil = this.now().getTime() + 2 * Math.max(cap, this.options.probeIntervalMs);
+    this.waitingUntil = this.now().getTime() + Math.max(WAITING_MARK_MS, 2 * cap, 2 * this.options.probeIntervalMs);
     if (isDriven(this.current.state) || this.probing || this.timer === undefined || this.stopping.signal.aborted) return;
     const left = this.nextProbeAt - Date.now();
     if (left <= cap) return;

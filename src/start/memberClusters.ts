@@ -39,6 +39,7 @@ export async function startMemberClusters(
       probeIntervalMs: settings.probeIntervalMs,
       backoffBaseMs: settings.backoffBaseMs,
       backoffMaxMs: settings.backoffMaxMs,
+      waitingProbeMs: Math.min(settings.waitingProbeMs, settings.backoffMaxMs),
       versions: settings.kubeVersions,
       kindResources: KIND_SERVED_RESOURCES,
       network: new MemberNetwork({
