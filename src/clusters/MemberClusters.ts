@@ -53,7 +53,7 @@ export class MemberClusters {
       });
       this.state = new Gauge({
         name: 'rollplane_cluster_health',
-        help: "The member cluster's health state: 1 for its current state (CONNECTING, READY, UNREACHABLE, UNAUTHORIZED, VERSION_SKEW), 0 for the others",
+        help: "The member cluster's health state: 1 for its current state (CONNECTING, READY, DEGRADED, UNREACHABLE, UNAUTHORIZED, VERSION_SKEW), 0 for the others",
         labelNames: ['cluster', 'state'],
         registers: [options.registry],
       });

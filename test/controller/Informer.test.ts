@@ -361,3 +361,81 @@ describe('Informer', () => {
     await controller.stop();
   });
 });
+
+describe('Informer and objects a kube-apiserver never sends (attack 15, F4)', () => {
+  const good = (name: string, rv: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', resourceVersion: rv } });
+
+  it('skips them in a list and in a watch, counting and telling each, and caches the good objects', async () => {
+    let send: ((type: string, obj: unknown) => void) | undefined;
+    const watch = {
+      watch: async (_path: string, _query: unknown, onEvent: (type: string, obj: unknown) => void) => {
+        send = onEvent;
+        return new AbortController();
+      },
+    };
+    const malformed: string[] = [];
+    const informer = new Informer<KubernetesObject>({
+      name: 'configmaps',
+      path: '/api/v1/namespaces/default/configmaps',
+      list: async () => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMapList',
+        metadata: { resourceVersion: '5' },
+        items: [
+          good('a', '1'),
+          null,
+          'str',
+          { kind: 'ConfigMap' },
+          { metadata: null },
+          { metadata: { name: 7 } },
+          good('__proto__', '2'),
+          good('b', '3'),
+        ] as KubernetesObject[],
+      }),
+      watch: watch as never,
+      onMalformed: (reason, from) => malformed.push(`${from}: ${reason}`),
+    });
+    informersAny.push(informer);
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.list().map((o) => o.metadata?.name)).toEqual(['a', 'b']);
+    expect(malformed).toEqual([
+      'list: not an object (null)',
+      'list: not an object (string)',
+      'list: metadata is missing or not an object',
+      'list: metadata is missing or not an object',
+      'list: metadata.name is not a string',
+      'list: metadata.name is not a valid name (DNS-1123 subdomain)',
+    ]);
+    await until('the watch', () => send !== undefined, { timeoutMs: 5_000, intervalMs: 5 });
+    send!('ADDED', { metadata: { name: 'c', namespace: ['x'] } });
+    send!('MODIFIED', null);
+    send!('ADDED', good('c', '6'));
+    expect(informer.list().map((o) => o.metadata?.name)).toEqual(['a', 'b', 'c']);
+    expect(malformed.slice(6)).toEqual(['watch: metadata.namespace is not a valid namespace (DNS-1123 label)', 'watch: not an object (null)']);
+    expect(informer.stats.skipped).toBe(8);
+    expect(Object.getPrototypeOf({})).toBe(Object.prototype);
+  });
+
+  it('tells each failed list before its first sync, counting the failures in a row', async () => {
+    let lists = 0;
+    const failures: number[] = [];
+    const informer = new Informer<V1ConfigMap>({
+      name: 'configmaps',
+      path: '/api/v1/namespaces/default/configmaps',
+      list: (page) => {
+        lists++;
+        if (lists <= 3) throw Object.assign(new Error('boom'), { statusCode: 500 });
+        return kube.core.listNamespacedConfigMap({ namespace: 'default', ...page });
+      },
+      watch: kube.watch,
+      initialBackoffMs: 5,
+      maxBackoffMs: 20,
+      onSyncFailure: (error, inARow) => failures.push(inARow, (error as { statusCode: number }).statusCode),
+    });
+    informers.push(informer);
+    informer.start();
+    await informer.waitForSync();
+    expect(failures).toEqual([1, 500, 2, 500, 3, 500]);
+  });
+});
