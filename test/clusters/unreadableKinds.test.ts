@@ -15,13 +15,20 @@ import { until } from '../helpers/until.js';
 /**
  * Attack 15, F4 (docs/adr/0066-member-kind-caches.md): member clusters whose discovery is real (each is a simulated
  * cluster behind an HTTP proxy of this test) but whose IPPool list answers 404, 500, or carries objects a
- * kube-apiserver never sends among the good ones. Through the real server's `clusters` query: a 404 is "not served"
- * (the kind is left out, READY, the message says why); a 500 that keeps coming is DEGRADED naming the kind and the
- * cause, reads say it, and the kind comes back once the list answers; a malformed object is skipped (and counted),
+ * kube-apiserver never sends among the good ones, or never answers. Through the real server's `clusters` query: a 404
+ * is "not served" (the kind is left out, READY, the message says why); a 500 that keeps coming, or a list that never
+ * arrives, is DEGRADED naming the kind and the cause, reads say it, and the kind comes back once the list answers; a malformed object is skipped (and counted),
  * and the good pools are read.
  */
-type Mode = 'list404' | 'list500' | 'malformed' | 'nullMetadata' | 'proto' | 'pass';
-const MEMBERS: Record<string, Mode> = { 'k-404': 'list404', 'k-500': 'list500', 'k-malformed': 'malformed', 'k-null': 'nullMetadata', 'k-proto': 'proto' };
+type Mode = 'list404' | 'list500' | 'listHang' | 'malformed' | 'nullMetadata' | 'proto' | 'pass';
+const MEMBERS: Record<string, Mode> = {
+  'k-404': 'list404',
+  'k-500': 'list500',
+  'k-hang': 'listHang',
+  'k-malformed': 'malformed',
+  'k-null': 'nullMetadata',
+  'k-proto': 'proto',
+};
 const POOLS_LIST = /^\/apis\/network\.harvesterhci\.io\/v1alpha1\/ippools(\?|$)/;
 
 /** Objects a kube-apiserver never sends, put among the real pools of a list answer. */
@@ -89,6 +96,8 @@ async function startModeProxy(target: string, initial: Mode): Promise<ModeProxy>
     if (!list || state.mode === 'pass') return forward(req, res);
     if (state.mode === 'list404') return status(res, 404, 'NotFound');
     if (state.mode === 'list500') return status(res, 500, 'InternalError');
+    // Never answered (a list too large or too slow to arrive within the member timeout): the socket closes on stop.
+    if (state.mode === 'listHang') return;
     const mode = state.mode;
     forward(req, res, (body) => {
       const parsed = JSON.parse(body) as { items: Record<string, unknown>[] };
@@ -217,6 +226,15 @@ describe('member clusters whose list of a kind fails or carries malformed object
       return r.errors ? undefined : r.names;
     });
     expect(pools).toEqual(upstreamPools('k-500'));
+  });
+
+  it('a kind whose list never arrives within the member timeout is DEGRADED saying so', async () => {
+    const c = await clusterWhere('k-hang', (v) => v.health.state === 'DEGRADED');
+    expect(c.kinds).toEqual(['NODE_AGENT', 'VIRTUAL_CLUSTER']);
+    expect(c.health.message).toMatch(/^AGENT_POOL cannot be read \(ippools list: no answer within 1000 ms; tried \d+ times?, retrying with backoff\)$/);
+    const read = await poolNames('k-hang');
+    expect(read.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
+    expect(read.errors?.[0]?.message).toContain('ippools list: no answer within 1000 ms');
   });
 
   it.each([
