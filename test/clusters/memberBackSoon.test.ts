@@ -2,13 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planAcrossClusters } from '../../src/domain/clusterSelection.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
-import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
 import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { MEMBER_FLEET_ENV, memberPool, registerMembers } from '../helpers/memberFleet.js';
+import { MEMBER_FLEET_ENV, memberPool, planMemberPools, registerMembers, untilRolloutEnded } from '../helpers/memberFleet.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -55,17 +53,7 @@ describe('a member back from a black hole while targets wait on it (attack 15, F
     );
     const strategy = { ...defaultStrategy(KIND_CONTRACTS.AGENT_POOL), maxUnavailable: '2', progressDeadlineSeconds: DEADLINE_SECONDS, autoRollback: false };
     // Planned while it answers (a bump would be refused UNAVAILABLE while it does not).
-    const plan = await planAcrossClusters<AgentPoolStrategy>([MEMBER], async (cluster) => {
-      const pools = await app.memberRuntimes!.queriesOf(cluster)!.agentPools!.all();
-      return {
-        kind: 'AGENT_POOL',
-        fromVersion: OLD,
-        toVersion: NEW,
-        selector: {},
-        strategy,
-        targets: pools.map((p) => ({ namespace: p.namespace, name: p.name, fromVersion: p.recordedImage, toVersion: NEW })),
-      };
-    });
+    const plan = await planMemberPools(app, [MEMBER], strategy, OLD, NEW);
 
     await fleet.set(MEMBER, 'blackhole');
     await until('the member UNREACHABLE', () => connection().health().state === 'UNREACHABLE');
@@ -83,14 +71,7 @@ describe('a member back from a black hole while targets wait on it (attack 15, F
     expect(scheduled).toBeLessThanOrEqual(300);
 
     await fleet.set(MEMBER, 'ready');
-    const done = await until(
-      'the rollout ended',
-      async () => {
-        const rollout = await app.domain.rollouts.get(id);
-        return rollout && ['SUCCEEDED', 'FAILED'].includes(rollout.state) ? rollout : undefined;
-      },
-      { timeoutMs: 60_000 },
-    );
+    const done = await untilRolloutEnded(app, id);
     const targets = await app.domain.rollouts.allTargets(id);
     expect(targets.map((t) => [t.name, t.state, t.error])).toEqual([
       ['net-1', 'SUCCEEDED', null],

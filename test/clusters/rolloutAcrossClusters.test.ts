@@ -4,14 +4,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventType } from '../../src/domain/events.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
-import { planAcrossClusters, selectClusters } from '../../src/domain/clusterSelection.js';
+import { selectClusters } from '../../src/domain/clusterSelection.js';
 import { planByCluster } from '../../src/domain/RolloutLauncher.js';
 import { KIND_CONTRACTS } from '../../src/kinds/index.js';
-import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
 import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
-import { MEMBER_FLEET_ENV, memberPool, registerMembers } from '../helpers/memberFleet.js';
+import { MEMBER_FLEET_ENV, memberPool, planMemberPools, registerMembers, untilRolloutEnded } from '../helpers/memberFleet.js';
 import { scrape } from '../helpers/promText.js';
 import { until } from '../helpers/until.js';
 
@@ -58,19 +57,7 @@ describe('a rollout across member clusters', () => {
       autoRollback: false,
     };
     // edge-2 planned last: its targets are admitted only after two of the others have finished.
-    const plan = await planAcrossClusters<AgentPoolStrategy>(['edge-1', 'edge-3', 'edge-2'], async (cluster) => {
-      const pools = await app.memberRuntimes!.queriesOf(cluster)!.agentPools!.all();
-      return {
-        kind: 'AGENT_POOL',
-        fromVersion: OLD,
-        toVersion: NEW,
-        selector: {},
-        strategy,
-        targets: pools
-          .sort((a, b) => a.name.localeCompare(b.name))
-          .map((p) => ({ namespace: p.namespace, name: p.name, fromVersion: p.recordedImage, toVersion: NEW })),
-      };
-    });
+    const plan = await planMemberPools(app, ['edge-1', 'edge-3', 'edge-2'], strategy, OLD, NEW);
     // Mid-rollout: edge-2 goes away as soon as the first target is admitted, before any of its own is.
     let cut: Promise<unknown> | undefined;
     const unsubscribe = app.bus.subscribe((event) => {
@@ -90,14 +77,7 @@ describe('a rollout across member clusters', () => {
     await cut;
     unsubscribe();
 
-    const done = await until(
-      'the rollout ended',
-      async () => {
-        const rollout = await app.domain.rollouts.get(id);
-        return rollout && ['SUCCEEDED', 'FAILED'].includes(rollout.state) ? rollout : undefined;
-      },
-      { timeoutMs: 60_000 },
-    );
+    const done = await untilRolloutEnded(app, id);
     const byCluster = (await targets()).map((t) => [t.cluster, t.name, t.state]);
     // The reachable clusters finished, whatever became of edge-2.
     for (const cluster of ['edge-1', 'edge-3']) {

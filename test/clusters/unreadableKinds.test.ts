@@ -1,6 +1,4 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +7,7 @@ import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/si
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
 import { MEMBER_FLEET_ENV } from '../helpers/memberFleet.js';
+import { answerStatus, type MemberProxy, type MemberProxyOptions, startMemberProxy } from '../helpers/memberProxy.js';
 import { parsePrometheusText } from '../helpers/promText.js';
 import { until } from '../helpers/until.js';
 
@@ -58,72 +57,26 @@ function extraItems(mode: Mode, good: Record<string, unknown>): unknown[] {
   }
 }
 
-interface ModeProxy {
-  url: string;
-  mode: Mode;
-  close(): Promise<void>;
-}
+/** What each member's proxy does with its IPPool lists now (the test switches k-500 to `pass`). */
+const modes = new Map<string, Mode>(Object.entries(MEMBERS));
 
-/** A member's front door: passes everything to the simulated cluster but its IPPool lists (not watches), per mode. */
-async function startModeProxy(target: string, initial: Mode): Promise<ModeProxy> {
-  const state = { mode: initial };
-  const sockets = new Set<Socket>();
-  const forward = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, rewrite?: (body: string) => string) => {
-    const upstream = request(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
-      if (!rewrite) {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      answer.on('data', (c: Buffer) => chunks.push(c));
-      answer.on('end', () => {
-        const body = rewrite(Buffer.concat(chunks).toString('utf8'));
-        res.writeHead(answer.statusCode ?? 502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        res.end(body);
-      });
-    });
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  };
-  const status = (res: import('node:http').ServerResponse, code: number, reason: string) => {
-    res.writeHead(code, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: reason, reason, code }));
-  };
-  const server: Server = createServer((req, res) => {
+/** Passes everything to the simulated cluster but its IPPool lists (not watches), which it answers per the member's mode. */
+function poolLists(member: string): MemberProxyOptions['intercept'] {
+  return (req, res, forward) => {
     const url = req.url ?? '';
-    const list = req.method === 'GET' && POOLS_LIST.test(url) && !/[?&]watch=(true|1)/.test(url);
-    if (!list || state.mode === 'pass') return forward(req, res);
-    if (state.mode === 'list404') return status(res, 404, 'NotFound');
-    if (state.mode === 'list500') return status(res, 500, 'InternalError');
+    const mode = modes.get(member)!;
+    if (req.method !== 'GET' || !POOLS_LIST.test(url) || /[?&]watch=(true|1)/.test(url) || mode === 'pass') return false;
+    if (mode === 'list404') answerStatus(res, 404, 'NotFound');
+    else if (mode === 'list500') answerStatus(res, 500, 'InternalError');
     // Never answered (a list too large or too slow to arrive within the member timeout): the socket closes on stop.
-    if (state.mode === 'listHang') return;
-    const mode = state.mode;
-    forward(req, res, (body) => {
-      const parsed = JSON.parse(body) as { items: Record<string, unknown>[] };
-      parsed.items = [...parsed.items, ...extraItems(mode, parsed.items[0] ?? {})] as Record<string, unknown>[];
-      return JSON.stringify(parsed);
-    });
-  });
-  server.keepAliveTimeout = 0;
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get mode() {
-      return state.mode;
-    },
-    set mode(mode) {
-      state.mode = mode;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    else if (mode === 'listHang') return true;
+    else
+      forward((body) => {
+        const parsed = JSON.parse(body) as { items: Record<string, unknown>[] };
+        parsed.items = [...parsed.items, ...extraItems(mode, parsed.items[0] ?? {})] as Record<string, unknown>[];
+        return JSON.stringify(parsed);
+      });
+    return true;
   };
 }
 
@@ -139,16 +92,16 @@ const POOLS = 'query($c: String) { agentPools(cluster: $c) { edges { node { clus
 describe('member clusters whose list of a kind fails or carries malformed objects (attack 15, F4)', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane unreadable kinds '));
   let fleet: SimulatedClusters;
-  const proxies = new Map<string, ModeProxy>();
+  const proxies: MemberProxy[] = [];
   let app: TestApp;
 
   beforeAll(async () => {
     fleet = await startSimulatedClusters({ clusters: Object.keys(MEMBERS).map((name) => ({ name, fleet: 'pools=2,nodes=1' })) });
     const clusters = [];
-    for (const [name, mode] of Object.entries(MEMBERS)) {
+    for (const name of Object.keys(MEMBERS)) {
       const member = fleet.clusters.get(name)!;
-      const proxy = await startModeProxy(member.url, mode);
-      proxies.set(name, proxy);
+      const proxy = await startMemberProxy(member.url, { intercept: poolLists(name) });
+      proxies.push(proxy);
       clusters.push({ name, labels: { hostile: 'yes' }, kubeconfig: member.kubeconfig.replaceAll(member.url, proxy.url) });
     }
     writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters }), { mode: 0o600 });
@@ -156,7 +109,7 @@ describe('member clusters whose list of a kind fails or carries malformed object
   });
   afterAll(async () => {
     await app?.close();
-    await Promise.all([...proxies.values()].map((p) => p.close()));
+    await Promise.all(proxies.map((p) => p.close()));
     await fleet?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -218,7 +171,7 @@ describe('member clusters whose list of a kind fails or carries malformed object
     expect(read.errors?.[0]?.message).toContain('ippools list: HTTP 500');
 
     // The list answers again: the kind is retried (with backoff) and read; the cluster is READY with every kind.
-    proxies.get('k-500')!.mode = 'pass';
+    modes.set('k-500', 'pass');
     const back = await clusterWhere('k-500', (v) => v.health.state === 'READY' && v.kinds.includes('AGENT_POOL'));
     expect(back.health.message).toBeNull();
     const pools = await until('k-500 pools read', async () => {

@@ -1,7 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { planAcrossClusters } from '../../src/domain/clusterSelection.js';
+import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
 import type { SimulatedClusters } from '../../src/sim/simulatedClusters.js';
+import type { TestApp } from './app.js';
+import { until } from './until.js';
 
 /**
  * What a test app driving simulated member clusters runs with: its controllers on, this replica leading without a
@@ -29,4 +33,36 @@ export function registerMembers(dir: string, fleet: SimulatedClusters, names: re
 export function memberPool(fleet: SimulatedClusters, cluster: string, name: string) {
   const sim = fleet.clusters.get(cluster)!.simulator;
   return sim.store.get(sim.store.resourceType('network.harvesterhci.io', 'ippools')!, 'default', name);
+}
+
+/**
+ * An agent-pool plan from `from` to `to` over the pools of `clusters` (in that order), each cluster's read from its
+ * member runtime's caches and sorted by name, as a bump across clusters plans it.
+ */
+export function planMemberPools(app: TestApp, clusters: readonly string[], strategy: AgentPoolStrategy, from: string, to: string) {
+  return planAcrossClusters<AgentPoolStrategy>(clusters, async (cluster) => {
+    const pools = await app.memberRuntimes!.queriesOf(cluster)!.agentPools!.all();
+    return {
+      kind: 'AGENT_POOL',
+      fromVersion: from,
+      toVersion: to,
+      selector: {},
+      strategy,
+      targets: pools
+        .sort((a, b) => a.name.localeCompare(b.name))
+        .map((p) => ({ namespace: p.namespace, name: p.name, fromVersion: p.recordedImage, toVersion: to })),
+    };
+  });
+}
+
+/** Waits until the rollout ended (SUCCEEDED or FAILED) and returns it. */
+export function untilRolloutEnded(app: TestApp, id: string) {
+  return until(
+    'the rollout ended',
+    async () => {
+      const rollout = await app.domain.rollouts.get(id);
+      return rollout && ['SUCCEEDED', 'FAILED'].includes(rollout.state) ? rollout : undefined;
+    },
+    { timeoutMs: 60_000 },
+  );
 }
