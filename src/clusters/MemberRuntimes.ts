@@ -275,6 +275,7 @@ export class MemberRuntimes implements ClusterDrivers {
       this.timer = setInterval(() => {
         this.reconcile();
         for (const runtime of this.runtimes.values()) if (runtime.isLeading()) runtime.executor?.resync();
+        this.markWaitingWork();
       }, this.options.resyncMs);
       this.timer.unref();
     }
@@ -407,6 +408,27 @@ export class MemberRuntimes implements ClusterDrivers {
     }
     for (const runtime of this.runtimes.values()) {
       if (runtime.isRunning()) void runtime.setLeading(this.shouldDrive(runtime.name), this.options.logger);
+    }
+  }
+
+  /**
+   * Members this replica would drive (it holds their shard) that do not answer while an active rollout has targets in
+   * them: their connections hear that work waits, so they are probed again soon (ADR 0066). The engine's own look at a
+   * waiting target does the same, but only on the engine's replica; the writes are made by the shard's holder, whose
+   * connection must see the member answer too.
+   */
+  private markWaitingWork(): void {
+    const rollouts = this.options.rollouts;
+    if (!rollouts || !this.started || this.closed) return;
+    for (const { name } of this.options.connections.snapshots()) {
+      const connection = this.options.connections.get(name);
+      if (name === LOCAL_CLUSTER || !connection || isDriven(connection.health().state) || !this.shouldDrive(name)) continue;
+      rollouts.activeRolloutIdsInCluster(name).then(
+        (ids) => {
+          if (ids.length > 0) connection.workWaiting();
+        },
+        (error: unknown) => this.options.logger.debug({ cluster: name, err: error }, 'could not read the active rollouts of a member'),
+      );
     }
   }
 
