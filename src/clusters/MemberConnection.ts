@@ -72,6 +72,8 @@ export const FAILED_LISTS_BEFORE_DEGRADED = 3;
  */
 export interface KindIssue {
   state: 'NOT_SERVED' | 'FAILING';
+  /** The collection whose list failed (the informer's name: `ippools`). */
+  collection: string;
   /** For people: the collection and the failure in a code (`ippools list: HTTP 500`), never an address. */
   reason: string;
   since: Date;
@@ -98,6 +100,11 @@ export function failureMessage(error: unknown, requestTimeoutMs: number): string
   }
   const status = httpStatusOf(error);
   return (status !== undefined ? `HTTP ${status}` : failureCode(error)) ?? UNREADABLE;
+}
+
+/** Why a collection's list failed, for people: `ippools list: HTTP 500`. */
+export function listFailure(collection: string, error: unknown, requestTimeoutMs: number): string {
+  return `${collection} list: ${failureMessage(error, requestTimeoutMs)}`;
 }
 
 /** `v1.31.0` / major "1", minor "31+" → { major, minor }; undefined when unreadable. */
@@ -202,7 +209,7 @@ export class MemberConnection {
    * it can read — and `check` is tried again after a probe interval, then twice as long each time it fails, up to the
    * maximum backoff. The cluster is DEGRADED while a kind FAILING; a kind NOT_SERVED is one it does not serve.
    */
-  kindUnreadable(kind: RolloutKind, issue: Pick<KindIssue, 'state' | 'reason' | 'check'>): void {
+  kindUnreadable(kind: RolloutKind, issue: Pick<KindIssue, 'state' | 'collection' | 'reason' | 'check'>): void {
     if (this.stopping.signal.aborted || !this.discovered.includes(kind) || !isDriven(this.current.state)) return;
     const before = this.issues.get(kind);
     const attempts = (this.setAside.get(kind) ?? 0) + 1;
@@ -218,9 +225,10 @@ export class MemberConnection {
   }
 
   /**
-   * The engine has targets in this member it cannot drive now: while that lasts (WAITING_MARK_MS after the last call,
-   * or two probe intervals if longer), a member that does not answer is probed again within `waitingProbeMs` instead of its grown backoff, so its
-   * targets are driven soon after it answers again (attack 15, F5).
+   * Targets of a rollout wait on this member, which cannot be driven now: while that lasts (WAITING_MARK_MS after the
+   * last call, or two probe intervals if longer), a member that does not answer is probed again within
+   * `waitingProbeMs` instead of its grown backoff, so its targets are driven soon after it answers again (attack 15,
+   * F5). A probe already scheduled further away is brought forward.
    */
   workWaiting(): void {
     const cap = this.waitingCap();
@@ -316,7 +324,7 @@ export class MemberConnection {
         const attempts = issue.attempts + 1;
         this.setAside.set(kind, attempts);
         const state = httpStatusOf(error) === 404 ? 'NOT_SERVED' : 'FAILING';
-        const reason = `${issue.reason.split(':')[0]}: ${failureMessage(error, this.options.requestTimeoutMs)}`;
+        const reason = listFailure(issue.collection, error, this.options.requestTimeoutMs);
         this.issues.set(kind, {
           ...issue,
           state,

@@ -17,7 +17,7 @@ import type { ControllerHost } from '../controllers/host.js';
 import type { KindPorts } from '../domain/Domain.js';
 import type { Logger } from '../log.js';
 import type { MemberClusters } from './MemberClusters.js';
-import { FAILED_LISTS_BEFORE_DEGRADED, failureMessage, type MemberConnection } from './MemberConnection.js';
+import { FAILED_LISTS_BEFORE_DEGRADED, listFailure, type MemberConnection } from './MemberConnection.js';
 import { MemberTargetExecutor } from './MemberTargetExecutor.js';
 import type { EventBus } from '../domain/EventBus.js';
 import { UnavailableError } from '../errors.js';
@@ -153,12 +153,13 @@ class MemberRuntime {
     this.informersOf.set(kind, used);
     const scoped = Object.create(host) as RolloutControllerHost;
     scoped.informer = <T extends KubernetesObject>(options: Omit<InformerOptions<T>, 'watch'>): Informer<T> => {
-      let informer: Informer<T> | undefined;
-      informer = host.informer<T>({
+      // The callback runs after a list failed, long after `informer` is assigned (a shared informer keeps its first
+      // caller's options: that caller's callback, about the same informer, serves every kind that uses it).
+      const informer: Informer<T> = host.informer<T>({
         ...options,
         onSyncFailure: (error, failures) => {
           options.onSyncFailure?.(error, failures);
-          if (informer) this.listFailed(informer as unknown as Informer<KubernetesObject>, error, failures, connection);
+          this.listFailed(informer as unknown as Informer<KubernetesObject>, error, failures, connection);
         },
       });
       used.add(informer as unknown as Informer<KubernetesObject>);
@@ -170,12 +171,12 @@ class MemberRuntime {
   private listFailed(informer: Informer<KubernetesObject>, error: unknown, failures: number, connection: MemberConnection): void {
     if (this.stopped) return;
     const notServed = httpStatusOf(error) === 404;
-    const reason = `${informer.name} list: ${failureMessage(error, connection.requestTimeoutMs)}`;
+    const reason = listFailure(informer.name, error, connection.requestTimeoutMs);
     this.syncFailures.set(informer, { reason, failures });
     if (!notServed && failures < FAILED_LISTS_BEFORE_DEGRADED) return;
     for (const [kind, used] of this.informersOf) {
       if (!used.has(informer)) continue;
-      connection.kindUnreadable(kind, { state: notServed ? 'NOT_SERVED' : 'FAILING', reason, check: () => informer.listOnePage() });
+      connection.kindUnreadable(kind, { state: notServed ? 'NOT_SERVED' : 'FAILING', collection: informer.name, reason, check: () => informer.listOnePage() });
     }
   }
 
