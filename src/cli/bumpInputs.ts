@@ -1,4 +1,5 @@
-import type { CauseInput, MemberClusterSelectorInput } from './generated/graphql.js';
+import { createHash } from 'node:crypto';
+import type { CauseInput, MemberClusterSelectorInput, WaveStrategyInput } from './generated/graphql.js';
 import { defaultIdempotencyKey, type CauseFields, type CiContext } from './ciContext.js';
 
 /**
@@ -19,6 +20,8 @@ export interface CauseOptions {
   clusters?: string[];
   /** `--cluster-selector tier=edge`: member clusters by label. */
   clusterSelector?: string;
+  /** `--wave-strategy <file>`: the file's waves, as read (the server checks them). */
+  waveStrategy?: WaveStrategyInput;
 }
 
 /** A mutation input (typed by the generated schema types) and what it targets. */
@@ -57,6 +60,7 @@ interface CommonInput {
   idempotencyKey?: string | null;
   dryRun?: boolean | null;
   memberClusters?: MemberClusterSelectorInput | null;
+  waveStrategy?: WaveStrategyInput | null;
 }
 
 /** `--clusters` and `--cluster-selector` → the bump's `memberClusters`; undefined when neither is given (`local`). */
@@ -80,14 +84,18 @@ export function withCommon<TInput extends CommonInput>(
   const cause = causeFrom(ci, options);
   const memberClusters = memberClustersFrom(options);
   // The clusters are part of what is targeted: the same pools in edge-1 and in edge-2 are two bumps with two keys.
-  const targeted = memberClusters
+  const clustered = memberClusters
     ? `${target};memberClusters=${[...(memberClusters.names ?? []), ...(memberClusters.labelSelector !== undefined ? [`selector=${memberClusters.labelSelector}`] : [])].join(',')}`
     : target;
+  // The waves too: the same bump staged differently is another request.
+  const waveStrategy = options.waveStrategy;
+  const targeted = waveStrategy ? `${clustered};waves=${createHash('sha256').update(JSON.stringify(waveStrategy)).digest('hex').slice(0, 16)}` : clustered;
   const key = idempotencyKeyFor(ci, options, operation, targeted, dryRun);
   return {
     input: {
       ...input,
       ...(memberClusters ? { memberClusters } : {}),
+      ...(waveStrategy ? { waveStrategy } : {}),
       ...(cause ? { cause } : {}),
       ...(key ? { idempotencyKey: key } : {}),
       ...(dryRun ? { dryRun: true } : {}),

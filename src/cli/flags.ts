@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError } from 'commander';
 import { isDns1123Label, isDns1123Subdomain, namesProblem, parseNamespacedName } from '../util/dnsNames.js';
 import { parseImageReference } from '../util/imageReference.js';
@@ -146,5 +148,22 @@ export function json(raw: string): unknown {
     return JSON.parse(raw);
   } catch {
     throw new InvalidArgumentError('Expected a JSON document.');
+  }
+}
+
+/** `--wave-strategy <file>`: a staged bump's waves (docs/waves.md), a JSON or YAML file holding a WaveStrategyInput. */
+export function waveStrategyFile(raw: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(raw, 'utf8');
+  } catch (error) {
+    throw new InvalidArgumentError(`Cannot read ${raw}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  try {
+    const value: unknown = parseYaml(text);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a mapping');
+    return value;
+  } catch {
+    throw new InvalidArgumentError(`Expected ${raw} to hold a JSON or YAML mapping with \`waves\` (see docs/waves.md).`);
   }
 }

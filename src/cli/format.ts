@@ -106,12 +106,14 @@ const LOCAL = 'local';
 const clusterOfItem = (item: PlanItem) => item.cluster ?? LOCAL;
 
 export function formatBump(payload: BumpPayload, fullPlan = false): string {
+  const waves = payload.wavePlan ? ['', formatWavePlan(payload.wavePlan)] : [];
   if (payload.dryRun) {
     const r = payload.rollout;
     const changing = payload.plan.filter((p) => p.action === 'change').length;
     return [
       `dry run: nothing was changed; a ${r.kind} rollout would change ${changing} of ${payload.plan.length} targets`,
       `  version:  ${version(r.fromVersion)} → ${r.toVersion}`,
+      ...waves,
       '',
       formatPlan(payload.plan, fullPlan),
     ].join('\n');
@@ -119,7 +121,24 @@ export function formatBump(payload: BumpPayload, fullPlan = false): string {
   const head = payload.created
     ? `started rollout ${payload.rollout.id}`
     : `rollout ${payload.rollout.id} already exists for this idempotency key; not starting another`;
-  return [head, formatRollout(payload.rollout), '', formatPlan(payload.plan, fullPlan)].join('\n');
+  return [head, formatRollout(payload.rollout), ...waves, '', formatPlan(payload.plan, fullPlan)].join('\n');
+}
+
+/** A staged bump's frozen waves: one line per wave with its clusters in order, then the clusters in no wave. */
+export function formatWavePlan(plan: NonNullable<BumpPayload['wavePlan']>): string {
+  const lines = plan.waves.map((w, i) => {
+    const gates = [w.before ? `before: ${w.before.type}` : '', w.after ? `after: ${w.after.type}` : ''].filter(Boolean);
+    const rules = [
+      `${w.maxConcurrency} at once`,
+      `tolerates ${w.maxFailures} failed`,
+      ...(w.mandatory ? ['mandatory'] : []),
+      ...(w.minSuccessSeconds > 0 ? [`soak ${formatDuration(w.minSuccessSeconds * 1000)}`] : []),
+      ...gates,
+    ];
+    return `  ${i + 1}. ${w.name}: ${w.clusters.join(', ') || '(no cluster)'} (${rules.join('; ')})`;
+  });
+  const excluded = plan.excluded.length > 0 ? [`  excluded (in no wave): ${plan.excluded.join(', ')}`] : [];
+  return [`waves (${plan.waves.length}; on a failed wave: ${plan.failurePolicy}):`, ...lines, ...excluded].join('\n');
 }
 
 export function formatHistory(rollouts: readonly RolloutView[], totalCount: number, now = Date.now()): string {

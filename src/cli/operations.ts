@@ -16,6 +16,8 @@ import type {
 
 export {
   AbortDocument as ABORT_MUTATION,
+  ApproveGateDocument as APPROVE_GATE_MUTATION,
+  RejectGateDocument as REJECT_GATE_MUTATION,
   ClustersDocument as CLUSTERS_QUERY,
   DeregisterClusterDocument as DEREGISTER_CLUSTER_MUTATION,
   RegisterClusterDocument as REGISTER_CLUSTER_MUTATION,

@@ -23,6 +23,8 @@ import type { Cause, NewTarget, Rollout, RolloutService, RolloutTarget, TargetCh
 import { clusterField, targetKey, type TargetRef } from './ports.js';
 import { ACTIVE_ROLLOUT_STATES, isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
+import { decideStage } from './waves/engineStage.js';
+import type { StoredRun } from './waves/StagedRuns.js';
 
 /** Target changes recorded per transaction. */
 const RECORD_BATCH = 500;
@@ -143,11 +145,83 @@ export class RolloutEngine {
       nextDeadline: Infinity,
       stillProgressing: (target) => this.progressingTargets.set(this.indexKey(arrival.rollout.kind, target), rolloutId),
     };
+    const run = await this.rollouts.runs.runOf(rolloutId);
+    if (run) return this.stagedPass(pass, run, signal);
     for (const step of [observe, decide, admit, rollBack, finish]) {
       const end = await this.apply(pass, await step(pass), signal);
       if (end) return end;
     }
     return { requeueAfterMs: requeueAfterMs(pass.nextDeadline, this.now(), this.pollMs) };
+  }
+
+  /**
+   * A staged rollout's pass (issue 30, ADR 0065): observe as any rollout, then — instead of the kind's failure
+   * threshold and canary — the run's next step from what is recorded (engineStage.ts): admit only the clusters it
+   * names, open a gate, wait, or end as the failure policy says. Nothing decided here is kept in memory: a leader that
+   * takes over reads the same rows and decides the same step.
+   */
+  private async stagedPass(pass: Pass, run: StoredRun, signal: AbortSignal): Promise<{ requeueAfterMs?: number }> {
+    const end = await this.apply(pass, await observe(pass), signal);
+    if (end) return end;
+    let wake: { requeueAfterMs?: number } | undefined;
+    if (pass.rollout.state === 'PROGRESSING') {
+      const decided = await this.decideStaged(pass, run);
+      if ('end' in decided) return decided.end;
+      wake = decided.wake;
+      if (wake === undefined) {
+        const end = await this.apply(pass, await admit(pass), signal);
+        if (end) return end;
+      }
+    }
+    for (const step of [rollBack, finish]) {
+      const end = await this.apply(pass, await step(pass), signal);
+      if (end) return end;
+    }
+    return wake ?? { requeueAfterMs: requeueAfterMs(pass.nextDeadline, this.now(), this.pollMs) };
+  }
+
+  /**
+   * Records what moved (gates, waves), then carries out the run's step. Returns `end` when the pass ends here, `wake`
+   * when nothing is in flight and the run waits (at the step's time, or for a decision or a user when it has none).
+   */
+  private async decideStaged(pass: Pass, run: StoredRun): Promise<{ end: { requeueAfterMs?: number } } | { wake?: { requeueAfterMs?: number } }> {
+    const { rollout } = pass;
+    const now = new Date(this.now());
+    let accepted = rollout.engineState.acceptedWaves ?? [];
+    if (rollout.engineState.pausedWave) {
+      // PROGRESSING again after the engine paused on a wave's failure: a user resumed, accepting it.
+      accepted = [...accepted, rollout.engineState.pausedWave];
+      await this.rollouts.updateEngineState(rollout.id, { pausedWave: null, acceptedWaves: accepted });
+    }
+    const gates = await this.rollouts.runs.gates(rollout.id, now);
+    await this.rollouts.runs.recordGates(rollout.id, rollout.kind, gates, now);
+    const { decision, waves } = decideStage({ run, gates, accepted: new Set(accepted), now }, pass.view.targets);
+    await this.rollouts.runs.recordWaves(rollout.id, rollout.kind, run, waves, now);
+    switch (decision.do) {
+      case 'admit in': {
+        pass.admitClusters = decision.clusters;
+        pass.admissionCap = Infinity;
+        if (decision.waiting === null || pass.view.count('PROGRESSING') > 0) return {};
+        // Nothing in flight: look again when the step says (a soak's end, a gate's deadline), else when woken.
+        return { wake: decision.wakeAt ? { requeueAfterMs: Math.max(10, decision.wakeAt.getTime() - this.now()) } : {} };
+      }
+      case 'open gate':
+        await this.rollouts.runs.openGate(rollout.id, rollout.kind, decision.key, decision.spec, now);
+        return { end: { requeueAfterMs: 1 } };
+      case 'succeed':
+        await this.transitionPass(pass, 'SUCCEEDED', decision.message);
+        return {};
+      case 'pause':
+        // In this order: a crash in between leaves a pause that a resume does not take as accepting the failure (the
+        // engine pauses again), never a PROGRESSING run that looks resumed.
+        await this.transitionPass(pass, 'PAUSED', decision.message);
+        if (pass.rollout.state === 'PAUSED') await this.rollouts.updateEngineState(rollout.id, { pausedWave: decision.wave });
+        return {};
+      case 'fail':
+        await this.rollouts.updateEngineState(rollout.id, { rollBackRun: decision.rollBack });
+        await this.transitionPass(pass, 'FAILED', decision.message);
+        return {};
+    }
   }
 
   /** The rollout and its kind's driver, or undefined when the engine has nothing (more) to do for it. */

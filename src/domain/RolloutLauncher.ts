@@ -7,6 +7,8 @@ import type { RolloutPlan } from './kinds/index.js';
 import type { IdempotencyKeyRef } from './historyPort.js';
 import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { checkReplay, type LaunchGuard } from './launchRules.js';
+import { type ClusterPorts, portsHere } from './clusterSelection.js';
+import { excludedReason, type FrozenRun, freezeRun, type WaveStrategy } from './waves/strategy.js';
 
 export type { RolloutPlan } from './kinds/index.js';
 
@@ -32,6 +34,31 @@ export interface LaunchRequest {
   takeOver?: string;
   /** The kind's own rule over its active rollouts, decided under the launch lock (not run for dry runs). */
   guard?: LaunchGuard;
+  /** A staged rollout's waves (issue 30): planned over the plan's clusters and frozen with the rollout. */
+  staged?: StagedLaunch;
+}
+
+/** What a staged launch plans its waves from (stagedLaunch). */
+export interface StagedLaunch {
+  strategy: WaveStrategy;
+  /** The registered clusters with their labels, as now. */
+  registered: readonly { name: string; labels: Record<string, string> }[];
+  /** Who launches (token id or `anonymous`). */
+  startedBy: string | null;
+}
+
+/**
+ * The `staged` part of a kind's launch request for a bump's `waveStrategy` (nothing when it has none): the kinds pass
+ * it through without knowing waves.
+ */
+export async function stagedLaunch(
+  domain: { clusterPorts?: ClusterPorts | undefined },
+  strategy: WaveStrategy | undefined,
+  idempotencyScope: string,
+): Promise<{ staged?: StagedLaunch }> {
+  if (!strategy) return {};
+  const registered = await portsHere(domain).registered();
+  return { staged: { strategy, registered, startedBy: idempotencyScope.startsWith('token:') ? idempotencyScope.slice('token:'.length) : idempotencyScope } };
 }
 
 export interface PlanItem {
@@ -65,8 +92,28 @@ export function planByCluster(items: readonly PlanItem[]): { cluster: string; it
 export interface LaunchResult {
   rollout: Rollout;
   plan: PlanItem[];
+  /** A staged launch's frozen waves (also on a dry run, where nothing is stored). */
+  run?: FrozenRun;
   created: boolean;
   dryRun: boolean;
+}
+
+/**
+ * A staged request's frozen run over the plan's clusters, and the plan with the targets of excluded clusters SKIPPED
+ * (they are in no wave: never admitted, and the plan says why). Unstaged requests pass unchanged.
+ */
+function staged(request: LaunchRequest): { run?: FrozenRun; plan: RolloutPlan } {
+  const { staged: s, plan } = request;
+  if (!s) return { plan };
+  const labels = new Map(s.registered.map((c) => [c.name, c.labels]));
+  const clusters = [...new Set(plan.targets.map(clusterOf))].map((name) => ({ name, labels: labels.get(name) ?? {} }));
+  const run = freezeRun(s.strategy, clusters, s.startedBy);
+  if (run.excluded.length === 0) return { run, plan };
+  const excluded = new Set(run.excluded);
+  const targets = plan.targets.map((t) =>
+    excluded.has(clusterOf(t)) && !t.skipReason ? { ...t, skipReason: excludedReason(clusterOf(t)), note: undefined } : t,
+  );
+  return { run, plan: { ...plan, targets } };
 }
 
 /** The key a caller sent, in the caller's scope; null when it sent none. */
@@ -122,7 +169,7 @@ export class RolloutLauncher {
   constructor(private readonly rollouts: RolloutService) {}
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
-    const { plan } = request;
+    const { run, plan } = staged(request);
     const key = request.idempotencyKey ?? undefined;
     if (key !== undefined) checkIdempotencyKey(key);
     const selectorChars = JSON.stringify(plan.selector).length;
@@ -147,8 +194,9 @@ export class RolloutLauncher {
       const existing = await this.replay(key, requestHash);
       if (existing) return { rollout: existing, plan: items, created: false, dryRun: request.dryRun === true };
     }
+    const withRun = run ? { run } : {};
     if (request.dryRun) {
-      return { rollout: this.preview(request), plan: items, created: false, dryRun: true };
+      return { rollout: this.preview(request), plan: items, created: false, dryRun: true, ...withRun };
     }
 
     // The overlap rule, supersede and the kind's guard are decided in the creating transaction, under the kind's launch
@@ -165,6 +213,7 @@ export class RolloutLauncher {
         requestHash: key !== undefined ? requestHash : null,
         rollbackOfId: request.rollbackOfId ?? null,
         targets: plan.targets,
+        ...withRun,
       },
       {
         supersede: request.supersede === true,
@@ -172,7 +221,7 @@ export class RolloutLauncher {
         ...(request.takeOver ? { takeOver: request.takeOver } : {}),
       },
     );
-    return { rollout, plan: items, created, dryRun: false };
+    return { rollout, plan: items, created, dryRun: false, ...withRun };
   }
 
   /**

@@ -25,6 +25,8 @@ import {
   SUPERSEDED,
 } from './launchRules.js';
 import type { EventLog } from './EventLog.js';
+import { type FrozenRun, runRows } from './waves/strategy.js';
+import { StagedRuns } from './waves/StagedRuns.js';
 import { parseStoredStrategy, serializeStrategy, type KindContracts, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, endCursorOf, pageOfRows, type Page } from '../util/pagination.js';
@@ -70,6 +72,12 @@ export interface EngineState {
   canaryPassed?: boolean;
   /** The driver's finish hook ran after the rollout ended. */
   finished?: boolean;
+  /** A staged rollout paused on this wave's failure (a resume accepts it: acceptedWaves). */
+  pausedWave?: string | null;
+  /** Waves of a staged rollout whose failure a user accepted by resuming. */
+  acceptedWaves?: string[];
+  /** A staged rollout that failed rolls back (its failure policy said so), or not; absent: the kind's autoRollback. */
+  rollBackRun?: boolean;
 }
 
 /** One target of a rollout: the stored row, with the domain's types for its kind and state. */
@@ -118,6 +126,8 @@ export interface NewRollout {
   requestHash?: string | null;
   rollbackOfId?: string | null;
   targets: readonly NewTarget[];
+  /** A staged rollout's frozen waves (issue 30), stored with it in its creating transaction. */
+  run?: FrozenRun;
 }
 
 export interface RolloutFilter {
@@ -198,6 +208,8 @@ const isOrdinalCursor = (v: unknown): v is { o: number } => typeof v === 'object
  */
 export class RolloutService {
   private readonly toRollout: RolloutReader;
+  /** Staged rollouts' runs, waves, gates and decisions (issue 30). */
+  readonly runs: StagedRuns;
 
   /** `contracts`: the registered kinds' (src/kinds), which read each rollout's stored strategy. */
   constructor(
@@ -206,6 +218,7 @@ export class RolloutService {
     private readonly contracts: KindContracts,
   ) {
     this.toRollout = rolloutReader(contracts);
+    this.runs = new StagedRuns(store, log);
   }
 
   /**
@@ -281,6 +294,10 @@ export class RolloutService {
         })),
         now,
       );
+      if (spec.run) {
+        const rows = runRows(id, spec.run, now);
+        yield* tx.insertRun(rows.run, rows.waves);
+      }
       events.push({
         type: EventType.RolloutStateChanged,
         rolloutId: id,

@@ -34,6 +34,8 @@ export interface Pass extends Arrival {
   nextDeadline: number;
   /** How many targets `decide` lets this pass admit at most (undefined: admit none). */
   admissionCap?: number;
+  /** A staged rollout's pass admits only targets of these clusters (engineStage.ts); undefined: any. */
+  admitClusters?: ReadonlySet<string>;
   /**
    * Told at once of each admitted target `observe` finds still progressing, so that a change of its object during the
    * rest of the pass already reaches this rollout (the engine's routing index; in memory, nothing is written).
@@ -184,7 +186,10 @@ export async function admit(pass: Pass): Promise<Decision> {
   let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING'));
   if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
   const deferred = pass.driver.deferAdmission?.bind(pass.driver);
-  const take = perClusterSlots(rollout.strategy, view);
+  const perCluster = perClusterSlots(rollout.strategy, view);
+  // A staged rollout's wave, or the clusters inside their maintenance windows: only their targets (ADR 0065).
+  const allowed = pass.admitClusters;
+  const take = allowed ? (target: RolloutTarget) => allowed.has(clusterOf(target)) && (!perCluster || perCluster(target)) : perCluster;
   const targets = budget > 0 ? view.nextPending(budget, { ...(deferred ? { deferred } : {}), ...(take ? { take } : {}) }) : [];
   return targets.length > 0 ? { do: 'admit', targets } : NOTHING;
 }
@@ -217,7 +222,9 @@ function perClusterSlots(strategy: Rollout['strategy'], view: RolloutView): ((ta
  */
 export function rollBack(pass: Pass): Decision {
   const { rollout } = pass;
-  return rollout.state === 'FAILED' && rollout.strategy.autoRollback && !rollout.engineState.finished ? { do: 'roll back' } : NOTHING;
+  // A staged run's failure policy decides for itself (rollBackRun); otherwise the kind's strategy does.
+  const wanted = rollout.engineState.rollBackRun ?? rollout.strategy.autoRollback;
+  return rollout.state === 'FAILED' && wanted && !rollout.engineState.finished ? { do: 'roll back' } : NOTHING;
 }
 
 /** finish: once the rollout ended and no admitted target is left in flight, finish it; a paused one rests. */

@@ -77,6 +77,22 @@ export const SHARED_EVENTS = {
     }),
     'upstream.changed',
   ),
+  // A staged rollout's waves and gates (issue 30, ADR 0065). `waveName`/`gateKey`, not `wave`/`gate`: those names
+  // are routing fields (ROUTING_FIELDS), which an event's own schema must not take over.
+  WaveStarted: defineEvent('WaveStarted', z.object({ waveName: text, clusters: z.array(text) }), 'wave.started'),
+  WaveFinished: defineEvent(
+    'WaveFinished',
+    z.object({ waveName: text, outcome: z.enum(['SUCCEEDED', 'FAILED']), reason: orNull(text), durationSeconds: z.number().optional() }),
+    'wave.finished',
+  ),
+  GateWaiting: defineEvent('GateWaiting', z.object({ gateKey: text, type: text, reason: text }), 'gate.waiting'),
+  GateApproved: defineEvent('GateApproved', z.object({ gateKey: text, by: text, role: text, comment: orNull(text) }), 'gate.approved'),
+  GateRejected: defineEvent('GateRejected', z.object({ gateKey: text, by: text, role: text, comment: orNull(text) }), 'gate.rejected'),
+  GateEnded: defineEvent(
+    'GateEnded',
+    z.object({ gateKey: text, type: text, state: z.enum(['PASSED', 'FAILED']), reason: text, waitedSeconds: z.number().optional() }),
+    'gate.ended',
+  ),
 } as const;
 
 /**

@@ -11,6 +11,12 @@ export const EventType = {
   UpstreamControllerChanged: 'UpstreamControllerChanged',
   ClusterUpgradeObserved: 'ClusterUpgradeObserved',
   NodeAgentReplaced: 'NodeAgentReplaced',
+  WaveStarted: 'WaveStarted',
+  WaveFinished: 'WaveFinished',
+  GateWaiting: 'GateWaiting',
+  GateApproved: 'GateApproved',
+  GateRejected: 'GateRejected',
+  GateEnded: 'GateEnded',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 

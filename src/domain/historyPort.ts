@@ -154,6 +154,61 @@ export interface CoveredTarget {
   name: string;
 }
 
+/** A staged rollout's frozen strategy (issue 30; ADR 0065). JSON columns are text here; the domain parses them. */
+export interface RunRow {
+  rolloutId: string;
+  strategy: string;
+  excluded: string;
+  failurePolicy: string;
+  startedBy: string | null;
+  createdAt: Date;
+}
+
+/** One wave of a staged rollout as planned at launch. */
+export interface WaveRow {
+  rolloutId: string;
+  ordinal: number;
+  name: string;
+  /** JSON array of cluster names, in the order they are taken. */
+  clusters: string;
+  maxConcurrency: number;
+  maxFailures: number;
+  minSuccessMs: number;
+  mandatory: boolean;
+  remainder: boolean;
+  beforeGate: string | null;
+  afterGate: string | null;
+  /** PENDING | RUNNING | SUCCEEDED | FAILED. */
+  state: string;
+  reason: string | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** A gate of a staged rollout, once opened. */
+export interface GateRow {
+  id: string;
+  rolloutId: string;
+  key: string;
+  type: string;
+  config: string;
+  state: string;
+  reason: string;
+  openedAt: Date;
+  endedAt: Date | null;
+}
+
+/** One decision kept at a gate. */
+export interface GateDecisionRow {
+  id: number;
+  gateId: string;
+  tokenId: string;
+  role: string;
+  decision: string;
+  comment: string | null;
+  at: Date;
+}
+
 /**
  * The history's persistence port (docs/adr/0020-persistence-port-and-postgresql.md). It lives in the domain, which
  * owns what it asks of the store; src/store implements it (and re-exports it from store/port.ts): what the domain may ask of the
@@ -238,6 +293,12 @@ export interface HistoryReads {
    * first: what deregistering a cluster must not pull from under (issue 29).
    */
   activeRolloutIdsInCluster(cluster: string): Promise<string[]>;
+  /** A staged rollout's frozen strategy and waves (in order); undefined for a rollout without waves. */
+  runOf(rolloutId: string): Promise<{ run: RunRow; waves: WaveRow[] } | undefined>;
+  /** The gates a staged rollout opened so far, in the order they opened. */
+  gatesOf(rolloutId: string): Promise<GateRow[]>;
+  /** Every decision kept at a gate, oldest first. */
+  gateDecisions(gateId: string): Promise<GateDecisionRow[]>;
 }
 
 /** One database step inside a transaction body: `yield*` it. SQLite's complete without yielding. */
@@ -302,6 +363,15 @@ export interface HistoryTx extends TxReads {
   /** Inserts or replaces the row of (cluster, kind, namespace, name). */
   putInFlight(row: NewInFlightRow, now: Date): Step<void>;
   deleteInFlight(kind: string, namespace: string, name: string, cluster?: string): Step<void>;
+  /** Freezes a staged rollout's strategy and waves (in the rollout's creating transaction). */
+  insertRun(run: RunRow, waves: readonly WaveRow[]): Step<void>;
+  /** Opens a gate; a gate already open at that key stays as it is (returns false). */
+  insertGate(gate: GateRow): Step<boolean>;
+  /** A gate's computed state; `endedAt` only when given. */
+  updateGate(id: string, state: string, reason: string, endedAt: Date | null): Step<void>;
+  insertGateDecision(decision: Omit<GateDecisionRow, 'id'>): Step<void>;
+  /** A wave's state; `startedAt`/`finishedAt` only when given. */
+  updateWave(rolloutId: string, ordinal: number, state: string, reason: string | null, startedAt: Date | null, finishedAt: Date | null): Step<void>;
 }
 
 /** What a body of `transactionWithEvents` returns: its result, and the events to append with its writes. */

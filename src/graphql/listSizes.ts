@@ -5,6 +5,8 @@ import { EventType, ROLLOUT_KINDS } from '../domain/events.js';
 import { NOTIFIABLE_STATES, ONCE_PER_FIELDS } from '../domain/notifications/model.js';
 import { MAX_FILTER_CLUSTERS, MAX_FILTER_ROLLOUTS } from '../domain/notifications/NotificationService.js';
 import type { KindApi } from './kindApi.js';
+import { MAX_WAVES } from '../domain/waves/plan.js';
+import { MAX_GATE_DECISIONS } from '../domain/waves/StagedRuns.js';
 import type { ListSizes } from './queryLimits.js';
 
 /**
@@ -32,5 +34,11 @@ export function listSizesOf(domain: Domain, kinds: readonly KindApi[]): ListSize
     'NotificationFilter.states': () => NOTIFIABLE_STATES.length,
     'NotificationFilter.rolloutIds': () => MAX_FILTER_ROLLOUTS,
     'NotificationSubscription.oncePer': () => ONCE_PER_FIELDS.length,
+    // Staged rollouts (issue 30): at most MAX_WAVES waves and a remainder, two gates each, the registered clusters.
+    'WavePlan.waves': () => MAX_WAVES + 1,
+    'WavePlan.excluded': () => domain.clusters?.size() ?? 1,
+    'PlannedWave.clusters': () => domain.clusters?.size() ?? 1,
+    'Rollout.gates': () => 2 * (MAX_WAVES + 1),
+    'Gate.decisions': () => MAX_GATE_DECISIONS,
   };
 }

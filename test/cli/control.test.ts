@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { runCli } from './cliHarness.js';
 import { scriptedAppPerFile } from './scriptedApp.js';
+import { defaultStrategy } from '../../src/domain/kinds/index.js';
+import { waveStrategyInput } from '../../src/domain/waves/strategy.js';
+import { KIND_CONTRACTS } from '../../src/kinds/index.js';
+import { until } from '../helpers/until.js';
 
 /** `rollplane rollout status | pause | resume | abort` against the real server, on rollouts the engine drives. */
 
@@ -42,5 +46,43 @@ describe('rollplane rollout pause | resume | abort', () => {
     const run = await runCli(['rollout', 'resume', id], env());
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('[CONFLICT]');
+  });
+});
+
+describe('rollplane rollout approve | reject', () => {
+  it("approves a staged rollout's gate with a comment, then a late rejection is CONFLICT (exit 1)", async () => {
+    const nodes = ['gate-node-0'];
+    const result = await scripted.app.domain.launcher.launch({
+      plan: {
+        kind: 'NODE_AGENT',
+        fromVersion: 'agent:1',
+        toVersion: 'agent:2',
+        selector: { namespace: 'kube-system', name: 'node-agent', canaryNodeSelector: null },
+        strategy: { ...defaultStrategy(KIND_CONTRACTS.NODE_AGENT), maxUnavailable: '1' },
+        targets: nodes.map((name) => ({ namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
+      },
+      cause: { actor: 'test' },
+      request: { nodes, staged: true },
+      staged: {
+        strategy: waveStrategyInput.parse({ waves: [{ name: 'only', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } }] })!,
+        registered: [{ name: 'local', labels: {} }],
+        startedBy: 'someone-else',
+      },
+    });
+    const id = result.rollout.id;
+    await until('the gate opened', async () => (await scripted.app.domain.rollouts.runs.gates(id, new Date())).length === 1);
+    const approved = await runCli(['rollout', 'approve', id, '--gate', 'before:only', '--comment', 'canary looks fine', '-o', 'json'], env());
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(JSON.parse(approved.stdout).gate).toMatchObject({
+      key: 'before:only',
+      state: 'PASSED',
+      decisions: [{ by: 'anonymous', role: 'admin', decision: 'APPROVE', comment: 'canary looks fine' }],
+    });
+    const rejected = await runCli(['rollout', 'reject', id, '--gate', 'before:only'], env());
+    expect(rejected.code).toBe(1);
+    expect(rejected.stderr).toContain('[CONFLICT]');
+    const unknown = await runCli(['rollout', 'approve', id, '--gate', 'after:only'], env());
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('[NOT_FOUND]');
   });
 });

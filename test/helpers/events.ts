@@ -21,6 +21,12 @@ const LEAST: { [T in EventType]: EventPayload<T> } = {
     error: null,
   },
   NodeAgentReplaced: { node: 'n1', daemonSet: 'kube-system/agent', oldPod: null, newPod: null, oldImage: null, newImage: 'agent:v2' },
+  WaveStarted: { waveName: 'canary', clusters: ['edge-1'] },
+  WaveFinished: { waveName: 'canary', outcome: 'SUCCEEDED', reason: null },
+  GateWaiting: { gateKey: 'before:prod', type: 'APPROVAL', reason: 'waiting' },
+  GateApproved: { gateKey: 'before:prod', by: 't1', role: 'deployer', comment: null },
+  GateRejected: { gateKey: 'before:prod', by: 't1', role: 'deployer', comment: null },
+  GateEnded: { gateKey: 'before:prod', type: 'APPROVAL', state: 'PASSED', reason: 'approved' },
 };
 
 /** An event of `type` with the least whole payload, `fields` (and `payload` fields) over it. */

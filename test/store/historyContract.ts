@@ -601,6 +601,75 @@ export function historyContract(factory: () => StoreFactory): void {
     });
   });
 
+  describe('staged runs (issue 30)', () => {
+    it("keeps a run, its waves in order, its gates once each, their decisions, and the waves' states", async () => {
+      const wave = (ordinal: number, name: string, clusters: string[]) => ({
+        rolloutId: 'r-run',
+        ordinal,
+        name,
+        clusters: JSON.stringify(clusters),
+        maxConcurrency: 1,
+        maxFailures: 0,
+        minSuccessMs: ordinal * 1000,
+        mandatory: ordinal === 0,
+        remainder: ordinal === 1,
+        beforeGate: ordinal === 0 ? '{"type":"APPROVAL","config":{}}' : null,
+        afterGate: null,
+        state: 'PENDING',
+        reason: null,
+        startedAt: null,
+        finishedAt: null,
+      });
+      const gate = {
+        id: 'r-run:before:a',
+        rolloutId: 'r-run',
+        key: 'before:a',
+        type: 'APPROVAL',
+        config: '{}',
+        state: 'WAITING',
+        reason: 'w',
+        openedAt: at(301),
+        endedAt: null,
+      };
+      const opened: boolean[] = [];
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-run'), at(300));
+        yield* tx.insertRun({ rolloutId: 'r-run', strategy: '{"waves":[]}', excluded: '["x"]', failurePolicy: 'PAUSE', startedBy: 'tok', createdAt: at(300) }, [
+          wave(1, 'remainder', ['c']),
+          wave(0, 'a', ['b', 'a']),
+        ]);
+        opened.push(yield* tx.insertGate(gate));
+        opened.push(yield* tx.insertGate({ ...gate, reason: 'second' }));
+        yield* tx.insertGateDecision({ gateId: gate.id, tokenId: 'tok-2', role: 'deployer', decision: 'APPROVE', comment: 'ok', at: at(302) });
+        yield* tx.insertGateDecision({ gateId: gate.id, tokenId: 'tok-3', role: 'admin', decision: 'REJECT', comment: null, at: at(303) });
+        yield* tx.updateGate(gate.id, 'FAILED', 'rejected', at(303));
+        yield* tx.updateWave('r-run', 0, 'RUNNING', null, at(301), null);
+        yield* tx.updateWave('r-run', 0, 'FAILED', 'gate', null, at(304));
+      });
+      expect(opened).toEqual([true, false]);
+      const run = await store.read.runOf('r-run');
+      expect(run?.run).toEqual({
+        rolloutId: 'r-run',
+        strategy: '{"waves":[]}',
+        excluded: '["x"]',
+        failurePolicy: 'PAUSE',
+        startedBy: 'tok',
+        createdAt: at(300),
+      });
+      expect(run?.waves).toEqual([
+        { ...wave(0, 'a', ['b', 'a']), state: 'FAILED', reason: 'gate', startedAt: at(301), finishedAt: at(304) },
+        wave(1, 'remainder', ['c']),
+      ]);
+      expect(await store.read.gatesOf('r-run')).toEqual([{ ...gate, state: 'FAILED', reason: 'rejected', endedAt: at(303) }]);
+      const decisions = await store.read.gateDecisions(gate.id);
+      expect(decisions.map(({ id: _, ...d }) => d)).toEqual([
+        { gateId: gate.id, tokenId: 'tok-2', role: 'deployer', decision: 'APPROVE', comment: 'ok', at: at(302) },
+        { gateId: gate.id, tokenId: 'tok-3', role: 'admin', decision: 'REJECT', comment: null, at: at(303) },
+      ]);
+      expect(await store.read.runOf('r-none')).toBeUndefined();
+    });
+  });
+
   describe('launch lock', () => {
     it('serializes read-then-write launches of one kind, in one process and across two', async () => {
       const second = await another();

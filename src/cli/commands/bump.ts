@@ -35,6 +35,11 @@ const withSharedFlags = (command: Command) =>
             'member clusters the bump spans, by label selector, e.g. tier=edge (with --clusters: both)',
             flags.labelSelector,
           )
+          .option(
+            '--wave-strategy <file>',
+            'stage the bump in ordered waves over its member clusters: a JSON or YAML file (docs/waves.md); --dry-run shows the waves',
+            flags.waveStrategyFile,
+          )
           .option('--plan', `list every target of the plan (default: the first ${PLAN_ROWS} and a summary)`),
       ),
     ),

@@ -4,7 +4,17 @@ import { causeFrom, idempotencyKeyFor, type CauseOptions } from '../bumpInputs.j
 import { ExitCode, RemoteError } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatRollout } from '../format.js';
-import { ABORT_MUTATION, isTerminalState, PAUSE_MUTATION, RESUME_MUTATION, ROLLBACK_MUTATION, ROLLOUT_QUERY, type RolloutView } from '../operations.js';
+import {
+  ABORT_MUTATION,
+  APPROVE_GATE_MUTATION,
+  isTerminalState,
+  REJECT_GATE_MUTATION,
+  PAUSE_MUTATION,
+  RESUME_MUTATION,
+  ROLLBACK_MUTATION,
+  ROLLOUT_QUERY,
+  type RolloutView,
+} from '../operations.js';
 import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
 import { addCauseOptions } from './causeOptions.js';
 
@@ -106,6 +116,32 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       return ExitCode.Ok;
     }),
   );
+
+  // A staged rollout's approval gates (issue 30): one decision, kept with the token, its role and the comment.
+  for (const [verb, description] of [
+    ['approve', "Approve a staged rollout's approval gate (approving twice counts once)"],
+    ['reject', "Reject a staged rollout's approval gate (one rejection fails it)"],
+  ] as const) {
+    addCommonOptions(
+      rollout
+        .command(verb)
+        .description(description)
+        .argument('<id>', 'rollout id', rolloutId)
+        .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80))
+        .option('--comment <text>', 'why (kept with the decision)', flags.text(1000)),
+    ).action(
+      clientAction(io, setExitCode, async (ctx, id: string) => {
+        const { gate, comment } = ctx.flags<{ gate: string; comment?: string }>();
+        const variables = { id, gate, comment: comment ?? null };
+        const decided =
+          verb === 'approve'
+            ? (await ctx.client.request(APPROVE_GATE_MUTATION, variables)).approveGate
+            : (await ctx.client.request(REJECT_GATE_MUTATION, variables)).rejectGate;
+        ctx.result({ gate: decided }, `gate ${decided.key} (${decided.type}): ${decided.state}: ${decided.reason}`);
+        return ExitCode.Ok;
+      }),
+    );
+  }
 
   addCommonOptions(
     addWaitOptions(

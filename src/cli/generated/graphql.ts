@@ -65,6 +65,18 @@ export type EventType =
   | 'UpstreamControllerChanged'
   /** A VirtualCluster control-plane upgrade finished, successfully or not (see ClusterUpgradeObservation). */
   | 'ClusterUpgradeObserved'
+  /** A staged rollout started a wave (payload: waveName, clusters). */
+  | 'WaveStarted'
+  /** A staged rollout's wave ended (payload: waveName, outcome SUCCEEDED or FAILED, reason, durationSeconds). */
+  | 'WaveFinished'
+  /** A staged rollout's gate opened and waits (payload: gateKey `before:<wave>` or `after:<wave>`, type, reason). */
+  | 'GateWaiting'
+  /** Someone approved a gate (payload: gateKey, by (token id), role, comment). */
+  | 'GateApproved'
+  /** Someone rejected a gate (payload: gateKey, by, role, comment). */
+  | 'GateRejected'
+  /** A gate passed or failed (payload: gateKey, type, state PASSED or FAILED, reason, waitedSeconds). */
+  | 'GateEnded'
   /** A node's agent was replaced (payload: node, daemonSet, old/new pod, old/new image, peer pods restarted, seconds; planned: false and reason: unplanned, with no rollout, when the DaemonSet replaced it after a change made outside rollplane). */
   | 'NodeAgentReplaced';
 
@@ -259,6 +271,12 @@ export type BumpAgentImageInput = {
    * targets are selected inside it as the rest of this input says, from that cluster's own state.
    */
   memberClusters?: MemberClusterSelectorInput | null | undefined;
+  /**
+   * Ordered waves over those member clusters (docs/waves.md): the plan is frozen at launch, each wave admits only its
+   * clusters, and gates can stand before or after a wave. Omitted: not staged (as before waves). Named `waveStrategy`
+   * because `strategy` already says how targets are admitted inside a cluster.
+   */
+  waveStrategy?: WaveStrategyInput | null | undefined;
   /** Allow a semver downgrade of the image tag. */
   allowDowngrade?: boolean;
   /** Replace active rollouts that cover the same pools instead of refusing with CONFLICT. */
@@ -310,6 +328,12 @@ export type BumpNodeAgentImageInput = {
    * targets are selected inside it as the rest of this input says, from that cluster's own state.
    */
   memberClusters?: MemberClusterSelectorInput | null | undefined;
+  /**
+   * Ordered waves over those member clusters (docs/waves.md): the plan is frozen at launch, each wave admits only its
+   * clusters, and gates can stand before or after a wave. Omitted: not staged (as before waves). Named `waveStrategy`
+   * because `strategy` already says how targets are admitted inside a cluster.
+   */
+  waveStrategy?: WaveStrategyInput | null | undefined;
 };
 
 /** Changes to one control-plane component of a ClusterVersion. */
@@ -360,6 +384,12 @@ export type BumpClusterVersionInput = {
    * targets are selected inside it as the rest of this input says, from that cluster's own state.
    */
   memberClusters?: MemberClusterSelectorInput | null | undefined;
+  /**
+   * Ordered waves over those member clusters (docs/waves.md): the plan is frozen at launch, each wave admits only its
+   * clusters, and gates can stand before or after a wave. Omitted: not staged (as before waves). Named `waveStrategy`
+   * because `strategy` already says how targets are admitted inside a cluster.
+   */
+  waveStrategy?: WaveStrategyInput | null | undefined;
 };
 
 /**
@@ -373,6 +403,83 @@ export type MemberClusterSelectorInput = {
   /** A Kubernetes label selector on the clusters' labels, e.g. `tier=edge,region in (eu-west)`. */
   labelSelector?: string | null | undefined;
 };
+
+/**
+ * Ordered waves over a bump's member clusters (issue 30, docs/waves.md). A cluster two waves pick goes to the first; the
+ * clusters no wave picks go to a last wave named `remainder` (LAST_WAVE, the default) or are EXCLUDED (their targets
+ * start SKIPPED, and the plan lists them): never dropped silently.
+ */
+export type WaveStrategyInput = {
+  /** The waves, in order (1 to 50). */
+  waves: Array<WaveInput>;
+  /** Where the clusters no wave picks go. Default LAST_WAVE. */
+  remainder?: WaveRemainder | null | undefined;
+  /** What a failed wave does to the run. Default PAUSE. */
+  failurePolicy?: WaveFailurePolicy | null | undefined;
+};
+
+/** One wave of a staged rollout. */
+export type WaveInput = {
+  /** A DNS-1123 label, unique in the strategy; `remainder` is reserved. */
+  name: string;
+  /** The wave's clusters: by name and/or label selector (the union), among the bump's member clusters. */
+  clusters: MemberClusterSelectorInput;
+  /** A cluster label whose value orders the wave's clusters (numeric-aware), then the name; by name when omitted. */
+  sortKey?: string | null | undefined;
+  /** Clusters changing at once: a count (`2`) or a percentage of the wave rounded down (`50%`), at least 1. Default 1. */
+  maxConcurrency?: string | null | undefined;
+  /** Failed clusters the wave tolerates: a count or a percentage rounded down. Default 0. */
+  maxFailures?: string | null | undefined;
+  /** Seconds to wait after the wave's last cluster succeeded before the wave counts as done (soak). Default 0. */
+  minSuccessSeconds?: number | null | undefined;
+  /** Any failed cluster fails the wave, whatever maxFailures says. */
+  mandatory?: boolean | null | undefined;
+  /** A gate the run passes before the wave starts. */
+  before?: GateInput | null | undefined;
+  /** A gate the run passes after the wave (and its soak) before the next wave. */
+  after?: GateInput | null | undefined;
+};
+
+/**
+ * A gate: its type and its configuration (JSON). APPROVAL: {required (default 1), role (deployer|admin, default deployer),
+ * excludeStarter (default true), deadline (`24h`), onDeadline (FAIL|WAIT, default FAIL)}. TIMED_WAIT: {seconds}.
+ */
+export type GateInput = {
+  /** What the gate waits for. */
+  type: GateType;
+  /** The type's configuration (see above); refused with its field path when malformed. */
+  config?: unknown;
+};
+
+/** What a gate waits for. */
+export type GateType =
+  /** Approvals by distinct tokens holding a role (approveGate / rejectGate); one rejection fails the gate. */
+  | 'APPROVAL'
+  /** A fixed wait from the moment the gate opened. */
+  | 'TIMED_WAIT';
+
+/** Where the clusters no wave picks go. */
+export type WaveRemainder =
+  /** Into a last wave named `remainder`. */
+  | 'LAST_WAVE'
+  /** Nowhere: their targets start SKIPPED, and the plan lists them. */
+  | 'EXCLUDED';
+
+/** What a failed wave (too many failed clusters, a failure in a mandatory wave, a failed gate) does to the run. */
+export type WaveFailurePolicy =
+  /** Pause the run with the reason; resuming accepts the failure and goes on with the next wave. */
+  | 'PAUSE'
+  /** Fail the run and roll back the targets it changed. */
+  | 'ROLLBACK_COMPLETED'
+  /** Go on with the next waves; the run ends FAILED naming the failed waves. */
+  | 'CONTINUE';
+
+/** A decision at an approval gate. */
+export type GateVerdict =
+  /** Counts toward the gate's required approvers. */
+  | 'APPROVE'
+  /** Fails the gate. */
+  | 'REJECT';
 
 /** Options for a rollback. */
 export type RollbackInput = {
@@ -459,7 +566,7 @@ export type RolloutFullFragment = (
   & RolloutSummaryFragment
 );
 
-export type BumpResultFragment = { created: boolean, dryRun: boolean, rollout: RolloutFullFragment, plan: Array<{ cluster: string, namespace: string, name: string, fromVersion: string | null, toVersion: string, action: string, reason: string | null }> };
+export type BumpResultFragment = { created: boolean, dryRun: boolean, rollout: RolloutFullFragment, plan: Array<{ cluster: string, namespace: string, name: string, fromVersion: string | null, toVersion: string, action: string, reason: string | null }>, wavePlan: { excluded: Array<string>, failurePolicy: WaveFailurePolicy, waves: Array<{ name: string, clusters: Array<string>, maxConcurrency: number, maxFailures: number, minSuccessSeconds: number, mandatory: boolean, remainder: boolean, before: { type: GateType } | null, after: { type: GateType } | null }> } | null };
 
 export type ApiTokenFieldsFragment = { id: string, name: string, role: Role, createdAt: string, expiresAt: string | null, revokedAt: string | null, lastUsedAt: string | null };
 
@@ -505,6 +612,26 @@ export type RollbackMutationVariables = Exact<{
 
 
 export type RollbackMutation = { rollbackRollout: RolloutFullFragment };
+
+export type GateFieldsFragment = { key: string, type: GateType, state: string, reason: string, decisions: Array<{ by: string, role: Role, decision: GateVerdict, comment: string | null, at: string }> };
+
+export type ApproveGateMutationVariables = Exact<{
+  id: string | number;
+  gate: string;
+  comment?: string | null | undefined;
+}>;
+
+
+export type ApproveGateMutation = { approveGate: GateFieldsFragment };
+
+export type RejectGateMutationVariables = Exact<{
+  id: string | number;
+  gate: string;
+  comment?: string | null | undefined;
+}>;
+
+
+export type RejectGateMutation = { rejectGate: GateFieldsFragment };
 
 export type HistoryQueryVariables = Exact<{
   filter?: RolloutFilter | null | undefined;
@@ -810,6 +937,25 @@ export const BumpResultFragmentDoc = new TypedDocumentString(`
   }
   created
   dryRun
+  wavePlan {
+    waves {
+      name
+      clusters
+      maxConcurrency
+      maxFailures
+      minSuccessSeconds
+      mandatory
+      remainder
+      before {
+        type
+      }
+      after {
+        type
+      }
+    }
+    excluded
+    failurePolicy
+  }
 }
     fragment RolloutSummary on Rollout {
   id
@@ -886,6 +1032,21 @@ export const ApiTokenFieldsFragmentDoc = new TypedDocumentString(`
   lastUsedAt
 }
     `, {"fragmentName":"ApiTokenFields"}) as unknown as TypedDocumentString<ApiTokenFieldsFragment, unknown>;
+export const GateFieldsFragmentDoc = new TypedDocumentString(`
+    fragment GateFields on Gate {
+  key
+  type
+  state
+  reason
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}
+    `, {"fragmentName":"GateFields"}) as unknown as TypedDocumentString<GateFieldsFragment, unknown>;
 export const MemberClusterFieldsFragmentDoc = new TypedDocumentString(`
     fragment MemberClusterFields on MemberCluster {
   name
@@ -1371,6 +1532,44 @@ fragment RolloutFull on Rollout {
     }
   }
 }`) as unknown as TypedDocumentString<RollbackMutation, RollbackMutationVariables>;
+export const ApproveGateDocument = new TypedDocumentString(`
+    mutation ApproveGate($id: ID!, $gate: String!, $comment: String) {
+  approveGate(rolloutId: $id, gate: $gate, comment: $comment) {
+    ...GateFields
+  }
+}
+    fragment GateFields on Gate {
+  key
+  type
+  state
+  reason
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}`) as unknown as TypedDocumentString<ApproveGateMutation, ApproveGateMutationVariables>;
+export const RejectGateDocument = new TypedDocumentString(`
+    mutation RejectGate($id: ID!, $gate: String!, $comment: String) {
+  rejectGate(rolloutId: $id, gate: $gate, comment: $comment) {
+    ...GateFields
+  }
+}
+    fragment GateFields on Gate {
+  key
+  type
+  state
+  reason
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}`) as unknown as TypedDocumentString<RejectGateMutation, RejectGateMutationVariables>;
 export const HistoryDocument = new TypedDocumentString(`
     query History($filter: RolloutFilter, $first: Int, $after: String) {
   rollouts(filter: $filter, first: $first, after: $after) {
@@ -2012,6 +2211,25 @@ fragment BumpResult on BumpPayload {
   }
   created
   dryRun
+  wavePlan {
+    waves {
+      name
+      clusters
+      maxConcurrency
+      maxFailures
+      minSuccessSeconds
+      mandatory
+      remainder
+      before {
+        type
+      }
+      after {
+        type
+      }
+    }
+    excluded
+    failurePolicy
+  }
 }`) as unknown as TypedDocumentString<BumpAgentImageMutation, BumpAgentImageMutationVariables>;
 export const BumpNodeAgentImageDocument = new TypedDocumentString(`
     mutation BumpNodeAgentImage($input: BumpNodeAgentImageInput!) {
@@ -2098,6 +2316,25 @@ fragment BumpResult on BumpPayload {
   }
   created
   dryRun
+  wavePlan {
+    waves {
+      name
+      clusters
+      maxConcurrency
+      maxFailures
+      minSuccessSeconds
+      mandatory
+      remainder
+      before {
+        type
+      }
+      after {
+        type
+      }
+    }
+    excluded
+    failurePolicy
+  }
 }`) as unknown as TypedDocumentString<BumpNodeAgentImageMutation, BumpNodeAgentImageMutationVariables>;
 export const BumpClusterVersionDocument = new TypedDocumentString(`
     mutation BumpClusterVersion($input: BumpClusterVersionInput!) {
@@ -2184,4 +2421,23 @@ fragment BumpResult on BumpPayload {
   }
   created
   dryRun
+  wavePlan {
+    waves {
+      name
+      clusters
+      maxConcurrency
+      maxFailures
+      minSuccessSeconds
+      mandatory
+      remainder
+      before {
+        type
+      }
+      after {
+        type
+      }
+    }
+    excluded
+    failurePolicy
+  }
 }`) as unknown as TypedDocumentString<BumpClusterVersionMutation, BumpClusterVersionMutationVariables>;

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { memberClusterSelectionInput } from '../clusterSelection.js';
+import { waveStrategyInput } from '../waves/strategy.js';
 
 /** Longest accepted value of each cause field, in characters. */
 export const CAUSE_LIMITS = Object.freeze({ actor: 200, runUrl: 2000, commit: 200, message: 2000 });
@@ -57,6 +58,8 @@ export const launchInputFields = {
   dryRun: z.boolean().nullish(),
   /** Which member clusters the bump spans (ADR 0058); absent: `local`. */
   memberClusters: memberClusterSelectionInput,
+  /** Ordered waves over those clusters (issue 30, ADR 0065); absent: not staged. */
+  waveStrategy: waveStrategyInput,
 };
 
 /** `rollbackRollout(input:)`. */

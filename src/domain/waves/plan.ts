@@ -50,7 +50,8 @@ export interface WavePlan {
 }
 
 export const REMAINDER_WAVE = 'remainder';
-const MAX_WAVES = 50;
+/** The most waves a strategy names (a remainder wave may come after them). */
+export const MAX_WAVES = 50;
 
 /** The frozen plan of `waves` over the registered clusters (those of the run's cluster selection). */
 export function planWaves(

@@ -373,6 +373,10 @@ export type Rollout = {
    * the vm-dhcp-controller, oldest first; empty for other kinds.
    */
   revertedOutsideRollplane: Array<OutsideRevert>;
+  /** A staged rollout's frozen waves and their states; null when not staged. */
+  wavePlan?: Maybe<WavePlan>;
+  /** A staged rollout's gates once reached, with their decisions, in the order they opened. */
+  gates: Array<Gate>;
 };
 
 
@@ -518,6 +522,18 @@ export type EventType =
   | 'UpstreamControllerChanged'
   /** A VirtualCluster control-plane upgrade finished, successfully or not (see ClusterUpgradeObservation). */
   | 'ClusterUpgradeObserved'
+  /** A staged rollout started a wave (payload: waveName, clusters). */
+  | 'WaveStarted'
+  /** A staged rollout's wave ended (payload: waveName, outcome SUCCEEDED or FAILED, reason, durationSeconds). */
+  | 'WaveFinished'
+  /** A staged rollout's gate opened and waits (payload: gateKey `before:<wave>` or `after:<wave>`, type, reason). */
+  | 'GateWaiting'
+  /** Someone approved a gate (payload: gateKey, by (token id), role, comment). */
+  | 'GateApproved'
+  /** Someone rejected a gate (payload: gateKey, by, role, comment). */
+  | 'GateRejected'
+  /** A gate passed or failed (payload: gateKey, type, state PASSED or FAILED, reason, waitedSeconds). */
+  | 'GateEnded'
   /** A node's agent was replaced (payload: node, daemonSet, old/new pod, old/new image, peer pods restarted, seconds; planned: false and reason: unplanned, with no rollout, when the DaemonSet replaced it after a change made outside rollplane). */
   | 'NodeAgentReplaced';
 
@@ -1490,6 +1506,12 @@ export type BumpAgentImageInput = {
    * targets are selected inside it as the rest of this input says, from that cluster's own state.
    */
   memberClusters?: InputMaybe<MemberClusterSelectorInput>;
+  /**
+   * Ordered waves over those member clusters (docs/waves.md): the plan is frozen at launch, each wave admits only its
+   * clusters, and gates can stand before or after a wave. Omitted: not staged (as before waves). Named `waveStrategy`
+   * because `strategy` already says how targets are admitted inside a cluster.
+   */
+  waveStrategy?: InputMaybe<WaveStrategyInput>;
   /** Allow a semver downgrade of the image tag. */
   allowDowngrade?: Scalars['Boolean']['input'];
   /** Replace active rollouts that cover the same pools instead of refusing with CONFLICT. */
@@ -1541,6 +1563,12 @@ export type BumpNodeAgentImageInput = {
    * targets are selected inside it as the rest of this input says, from that cluster's own state.
    */
   memberClusters?: InputMaybe<MemberClusterSelectorInput>;
+  /**
+   * Ordered waves over those member clusters (docs/waves.md): the plan is frozen at launch, each wave admits only its
+   * clusters, and gates can stand before or after a wave. Omitted: not staged (as before waves). Named `waveStrategy`
+   * because `strategy` already says how targets are admitted inside a cluster.
+   */
+  waveStrategy?: InputMaybe<WaveStrategyInput>;
 };
 
 /** Changes to one control-plane component of a ClusterVersion. */
@@ -1591,6 +1619,12 @@ export type BumpClusterVersionInput = {
    * targets are selected inside it as the rest of this input says, from that cluster's own state.
    */
   memberClusters?: InputMaybe<MemberClusterSelectorInput>;
+  /**
+   * Ordered waves over those member clusters (docs/waves.md): the plan is frozen at launch, each wave admits only its
+   * clusters, and gates can stand before or after a wave. Omitted: not staged (as before waves). Named `waveStrategy`
+   * because `strategy` already says how targets are admitted inside a cluster.
+   */
+  waveStrategy?: InputMaybe<WaveStrategyInput>;
 };
 
 /**
@@ -1605,6 +1639,170 @@ export type MemberClusterSelectorInput = {
   labelSelector?: InputMaybe<Scalars['String']['input']>;
 };
 
+/**
+ * Ordered waves over a bump's member clusters (issue 30, docs/waves.md). A cluster two waves pick goes to the first; the
+ * clusters no wave picks go to a last wave named `remainder` (LAST_WAVE, the default) or are EXCLUDED (their targets
+ * start SKIPPED, and the plan lists them): never dropped silently.
+ */
+export type WaveStrategyInput = {
+  /** The waves, in order (1 to 50). */
+  waves: Array<WaveInput>;
+  /** Where the clusters no wave picks go. Default LAST_WAVE. */
+  remainder?: InputMaybe<WaveRemainder>;
+  /** What a failed wave does to the run. Default PAUSE. */
+  failurePolicy?: InputMaybe<WaveFailurePolicy>;
+};
+
+/** One wave of a staged rollout. */
+export type WaveInput = {
+  /** A DNS-1123 label, unique in the strategy; `remainder` is reserved. */
+  name: Scalars['String']['input'];
+  /** The wave's clusters: by name and/or label selector (the union), among the bump's member clusters. */
+  clusters: MemberClusterSelectorInput;
+  /** A cluster label whose value orders the wave's clusters (numeric-aware), then the name; by name when omitted. */
+  sortKey?: InputMaybe<Scalars['String']['input']>;
+  /** Clusters changing at once: a count (`2`) or a percentage of the wave rounded down (`50%`), at least 1. Default 1. */
+  maxConcurrency?: InputMaybe<Scalars['String']['input']>;
+  /** Failed clusters the wave tolerates: a count or a percentage rounded down. Default 0. */
+  maxFailures?: InputMaybe<Scalars['String']['input']>;
+  /** Seconds to wait after the wave's last cluster succeeded before the wave counts as done (soak). Default 0. */
+  minSuccessSeconds?: InputMaybe<Scalars['Int']['input']>;
+  /** Any failed cluster fails the wave, whatever maxFailures says. */
+  mandatory?: InputMaybe<Scalars['Boolean']['input']>;
+  /** A gate the run passes before the wave starts. */
+  before?: InputMaybe<GateInput>;
+  /** A gate the run passes after the wave (and its soak) before the next wave. */
+  after?: InputMaybe<GateInput>;
+};
+
+/**
+ * A gate: its type and its configuration (JSON). APPROVAL: {required (default 1), role (deployer|admin, default deployer),
+ * excludeStarter (default true), deadline (`24h`), onDeadline (FAIL|WAIT, default FAIL)}. TIMED_WAIT: {seconds}.
+ */
+export type GateInput = {
+  /** What the gate waits for. */
+  type: GateType;
+  /** The type's configuration (see above); refused with its field path when malformed. */
+  config?: InputMaybe<Scalars['JSON']['input']>;
+};
+
+/** What a gate waits for. */
+export type GateType =
+  /** Approvals by distinct tokens holding a role (approveGate / rejectGate); one rejection fails the gate. */
+  | 'APPROVAL'
+  /** A fixed wait from the moment the gate opened. */
+  | 'TIMED_WAIT';
+
+/** Where the clusters no wave picks go. */
+export type WaveRemainder =
+  /** Into a last wave named `remainder`. */
+  | 'LAST_WAVE'
+  /** Nowhere: their targets start SKIPPED, and the plan lists them. */
+  | 'EXCLUDED';
+
+/** What a failed wave (too many failed clusters, a failure in a mandatory wave, a failed gate) does to the run. */
+export type WaveFailurePolicy =
+  /** Pause the run with the reason; resuming accepts the failure and goes on with the next wave. */
+  | 'PAUSE'
+  /** Fail the run and roll back the targets it changed. */
+  | 'ROLLBACK_COMPLETED'
+  /** Go on with the next waves; the run ends FAILED naming the failed waves. */
+  | 'CONTINUE';
+
+/** A staged rollout's plan, frozen at launch. */
+export type WavePlan = {
+  __typename?: 'WavePlan';
+  /** The waves in order, each with its clusters in the order they are taken. */
+  waves: Array<PlannedWave>;
+  /** Clusters in no wave under remainder EXCLUDED (their targets are SKIPPED). */
+  excluded: Array<Scalars['String']['output']>;
+  /** What a failed wave does to the run. */
+  failurePolicy: WaveFailurePolicy;
+};
+
+/** One wave of a frozen plan, with its state once the run reached it. */
+export type PlannedWave = {
+  __typename?: 'PlannedWave';
+  /** The wave's name (`remainder` for the clusters no wave picked). */
+  name: Scalars['String']['output'];
+  /** Its member clusters, in the order they are taken. */
+  clusters: Array<Scalars['String']['output']>;
+  /** Clusters changing at once (a percentage resolved against the wave's size). */
+  maxConcurrency: Scalars['Int']['output'];
+  /** Failed clusters the wave tolerates. */
+  maxFailures: Scalars['Int']['output'];
+  /** Soak after the wave succeeded, in seconds. */
+  minSuccessSeconds: Scalars['Int']['output'];
+  /** Any failure fails the wave. */
+  mandatory: Scalars['Boolean']['output'];
+  /** True for the wave of the clusters no wave picked. */
+  remainder: Scalars['Boolean']['output'];
+  /** The gate before the wave, if any. */
+  before?: Maybe<GateSpec>;
+  /** The gate after the wave, if any. */
+  after?: Maybe<GateSpec>;
+  /** PENDING, RUNNING, SUCCEEDED or FAILED (a dry run's waves are PENDING). */
+  state: Scalars['String']['output'];
+  /** Why it failed, when it did. */
+  reason?: Maybe<Scalars['String']['output']>;
+  /** When the run reached the wave. */
+  startedAt?: Maybe<Scalars['DateTime']['output']>;
+  /** When the wave ended. */
+  finishedAt?: Maybe<Scalars['DateTime']['output']>;
+};
+
+/** A gate as configured. */
+export type GateSpec = {
+  __typename?: 'GateSpec';
+  /** What the gate waits for. */
+  type: GateType;
+  /** Its configuration as given. */
+  config: Scalars['JSON']['output'];
+};
+
+/** A gate of a staged rollout once the run reached it, with every decision kept. */
+export type Gate = {
+  __typename?: 'Gate';
+  /** `before:<wave>` or `after:<wave>`. */
+  key: Scalars['String']['output'];
+  /** What the gate waits for. */
+  type: GateType;
+  /** Its configuration as frozen at launch. */
+  config: Scalars['JSON']['output'];
+  /** WAITING, PASSED or FAILED. */
+  state: Scalars['String']['output'];
+  /** What it waits for, or why it ended. */
+  reason: Scalars['String']['output'];
+  /** When the run reached it. */
+  openedAt: Scalars['DateTime']['output'];
+  /** When it passed or failed. */
+  endedAt?: Maybe<Scalars['DateTime']['output']>;
+  /** Every decision kept at it, oldest first (approving twice is kept twice and counts once). */
+  decisions: Array<GateDecision>;
+};
+
+/** One decision at an approval gate. */
+export type GateDecision = {
+  __typename?: 'GateDecision';
+  /** The deciding token's id (`anonymous` with authentication off). */
+  by: Scalars['String']['output'];
+  /** The token's role when it decided. */
+  role: Role;
+  /** Approve or reject. */
+  decision: GateVerdict;
+  /** Why, as given. */
+  comment?: Maybe<Scalars['String']['output']>;
+  /** When. */
+  at: Scalars['DateTime']['output'];
+};
+
+/** A decision at an approval gate. */
+export type GateVerdict =
+  /** Counts toward the gate's required approvers. */
+  | 'APPROVE'
+  /** Fails the gate. */
+  | 'REJECT';
+
 /** What a bump did (or, for a dry run, would do). */
 export type BumpPayload = {
   __typename?: 'BumpPayload';
@@ -1616,6 +1814,8 @@ export type BumpPayload = {
   created: Scalars['Boolean']['output'];
   /** Whether this was a dry run (nothing was changed). */
   dryRun: Scalars['Boolean']['output'];
+  /** A staged bump's waves and which clusters went where; null when not staged. */
+  wavePlan?: Maybe<WavePlan>;
 };
 
 /** One target in a plan. */
@@ -1672,6 +1872,13 @@ export type Mutation = {
    * same step as the rollback is created: a refused rollback (CONFLICT) leaves it as it was.
    */
   rollbackRollout: Rollout;
+  /**
+   * Approve a staged rollout's approval gate (`before:<wave>` or `after:<wave>`). Approving twice counts once; a role
+   * below the gate's, or the run's starter when excluded, is FORBIDDEN; a gate or run that ended is CONFLICT.
+   */
+  approveGate: Gate;
+  /** Reject a staged rollout's approval gate: one rejection fails it (the run's failure policy applies). */
+  rejectGate: Gate;
   /** Create an API token. Admin only. */
   createApiToken: CreatedApiToken;
   /** Revoke an API token at once, closing its subscriptions. Admin only. */
@@ -1745,6 +1952,20 @@ export type MutationAbortRolloutArgs = {
 export type MutationRollbackRolloutArgs = {
   id: Scalars['ID']['input'];
   input?: InputMaybe<RollbackInput>;
+};
+
+
+export type MutationApproveGateArgs = {
+  rolloutId: Scalars['ID']['input'];
+  gate: Scalars['String']['input'];
+  comment?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type MutationRejectGateArgs = {
+  rolloutId: Scalars['ID']['input'];
+  gate: Scalars['String']['input'];
+  comment?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -2167,6 +2388,18 @@ export type ResolversTypes = {
   EnvVarInput: EnvVarInput;
   BumpClusterVersionInput: BumpClusterVersionInput;
   MemberClusterSelectorInput: MemberClusterSelectorInput;
+  WaveStrategyInput: WaveStrategyInput;
+  WaveInput: WaveInput;
+  GateInput: GateInput;
+  GateType: GateType;
+  WaveRemainder: WaveRemainder;
+  WaveFailurePolicy: WaveFailurePolicy;
+  WavePlan: ResolverTypeWrapper<WavePlan>;
+  PlannedWave: ResolverTypeWrapper<PlannedWave>;
+  GateSpec: ResolverTypeWrapper<GateSpec>;
+  Gate: ResolverTypeWrapper<Gate>;
+  GateDecision: ResolverTypeWrapper<GateDecision>;
+  GateVerdict: GateVerdict;
   BumpPayload: ResolverTypeWrapper<Omit<BumpPayload, 'rollout' | 'plan'> & { rollout: ResolversTypes['Rollout'], plan: Array<ResolversTypes['PlanItem']> }>;
   PlanItem: ResolverTypeWrapper<PlanItemModel>;
   RollbackInput: RollbackInput;
@@ -2279,6 +2512,14 @@ export type ResolversParentTypes = {
   EnvVarInput: EnvVarInput;
   BumpClusterVersionInput: BumpClusterVersionInput;
   MemberClusterSelectorInput: MemberClusterSelectorInput;
+  WaveStrategyInput: WaveStrategyInput;
+  WaveInput: WaveInput;
+  GateInput: GateInput;
+  WavePlan: WavePlan;
+  PlannedWave: PlannedWave;
+  GateSpec: GateSpec;
+  Gate: Gate;
+  GateDecision: GateDecision;
   BumpPayload: Omit<BumpPayload, 'rollout' | 'plan'> & { rollout: ResolversParentTypes['Rollout'], plan: Array<ResolversParentTypes['PlanItem']> };
   PlanItem: PlanItemModel;
   RollbackInput: RollbackInput;
@@ -2387,6 +2628,8 @@ export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends Re
   targets?: Resolver<ResolversTypes['RolloutTargetConnection'], ParentType, ContextType, RequireFields<RolloutTargetsArgs, 'first'>>;
   events?: Resolver<ResolversTypes['EventConnection'], ParentType, ContextType, RequireFields<RolloutEventsArgs, 'first'>>;
   revertedOutsideRollplane?: Resolver<Array<ResolversTypes['OutsideRevert']>, ParentType, ContextType>;
+  wavePlan?: Resolver<Maybe<ResolversTypes['WavePlan']>, ParentType, ContextType>;
+  gates?: Resolver<Array<ResolversTypes['Gate']>, ParentType, ContextType>;
 };
 
 export type OutsideRevertResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['OutsideRevert'] = ResolversParentTypes['OutsideRevert']> = {
@@ -2846,11 +3089,58 @@ export type ReplayNotificationDeliveriesPayloadResolvers<ContextType = GraphQLCo
   replayed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
+export type WavePlanResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['WavePlan'] = ResolversParentTypes['WavePlan']> = {
+  waves?: Resolver<Array<ResolversTypes['PlannedWave']>, ParentType, ContextType>;
+  excluded?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  failurePolicy?: Resolver<ResolversTypes['WaveFailurePolicy'], ParentType, ContextType>;
+};
+
+export type PlannedWaveResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['PlannedWave'] = ResolversParentTypes['PlannedWave']> = {
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  clusters?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  maxConcurrency?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  maxFailures?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  minSuccessSeconds?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  mandatory?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  remainder?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  before?: Resolver<Maybe<ResolversTypes['GateSpec']>, ParentType, ContextType>;
+  after?: Resolver<Maybe<ResolversTypes['GateSpec']>, ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  reason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  startedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  finishedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+};
+
+export type GateSpecResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['GateSpec'] = ResolversParentTypes['GateSpec']> = {
+  type?: Resolver<ResolversTypes['GateType'], ParentType, ContextType>;
+  config?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+};
+
+export type GateResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Gate'] = ResolversParentTypes['Gate']> = {
+  key?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  type?: Resolver<ResolversTypes['GateType'], ParentType, ContextType>;
+  config?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  reason?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  openedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  endedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  decisions?: Resolver<Array<ResolversTypes['GateDecision']>, ParentType, ContextType>;
+};
+
+export type GateDecisionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['GateDecision'] = ResolversParentTypes['GateDecision']> = {
+  by?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  role?: Resolver<ResolversTypes['Role'], ParentType, ContextType>;
+  decision?: Resolver<ResolversTypes['GateVerdict'], ParentType, ContextType>;
+  comment?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
 export type BumpPayloadResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['BumpPayload'] = ResolversParentTypes['BumpPayload']> = {
   rollout?: Resolver<ResolversTypes['Rollout'], ParentType, ContextType>;
   plan?: Resolver<Array<ResolversTypes['PlanItem']>, ParentType, ContextType>;
   created?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   dryRun?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  wavePlan?: Resolver<Maybe<ResolversTypes['WavePlan']>, ParentType, ContextType>;
 };
 
 export type PlanItemResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['PlanItem'] = ResolversParentTypes['PlanItem']> = {
@@ -2871,6 +3161,8 @@ export type MutationResolvers<ContextType = GraphQLContext, ParentType extends R
   resumeRollout?: Resolver<ResolversTypes['Rollout'], ParentType, ContextType, RequireFields<MutationResumeRolloutArgs, 'id'>>;
   abortRollout?: Resolver<ResolversTypes['Rollout'], ParentType, ContextType, RequireFields<MutationAbortRolloutArgs, 'id'>>;
   rollbackRollout?: Resolver<ResolversTypes['Rollout'], ParentType, ContextType, RequireFields<MutationRollbackRolloutArgs, 'id'>>;
+  approveGate?: Resolver<ResolversTypes['Gate'], ParentType, ContextType, RequireFields<MutationApproveGateArgs, 'rolloutId' | 'gate'>>;
+  rejectGate?: Resolver<ResolversTypes['Gate'], ParentType, ContextType, RequireFields<MutationRejectGateArgs, 'rolloutId' | 'gate'>>;
   createApiToken?: Resolver<ResolversTypes['CreatedApiToken'], ParentType, ContextType, RequireFields<MutationCreateApiTokenArgs, 'input'>>;
   revokeApiToken?: Resolver<ResolversTypes['ApiToken'], ParentType, ContextType, RequireFields<MutationRevokeApiTokenArgs, 'id'>>;
   createNotificationSubscription?: Resolver<ResolversTypes['NotificationSubscriptionWithSecret'], ParentType, ContextType, RequireFields<MutationCreateNotificationSubscriptionArgs, 'input'>>;
@@ -2998,6 +3290,11 @@ export type Resolvers<ContextType = GraphQLContext> = {
   NotificationDeliveryConnection?: NotificationDeliveryConnectionResolvers<ContextType>;
   NotificationDeliveryEdge?: NotificationDeliveryEdgeResolvers<ContextType>;
   ReplayNotificationDeliveriesPayload?: ReplayNotificationDeliveriesPayloadResolvers<ContextType>;
+  WavePlan?: WavePlanResolvers<ContextType>;
+  PlannedWave?: PlannedWaveResolvers<ContextType>;
+  GateSpec?: GateSpecResolvers<ContextType>;
+  Gate?: GateResolvers<ContextType>;
+  GateDecision?: GateDecisionResolvers<ContextType>;
   BumpPayload?: BumpPayloadResolvers<ContextType>;
   PlanItem?: PlanItemResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;

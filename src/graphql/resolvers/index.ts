@@ -6,6 +6,7 @@ import { clustersResolvers } from './clusters.js';
 import { coreResolvers } from './core.js';
 import { driftResolvers } from './drift.js';
 import { notificationsResolvers } from './notifications.js';
+import { wavesResolvers } from './waves.js';
 
 type ResolverMap = Record<string, unknown>;
 
@@ -35,6 +36,7 @@ export function resolversWith(kinds: readonly KindApi[]): Resolvers {
     driftResolvers(kinds),
     notificationsResolvers,
     clustersResolvers,
+    wavesResolvers,
     clusterKindFiguresResolvers(kinds),
   );
 }

@@ -8,7 +8,7 @@ import { ConflictError, NotImplementedError, ValidationError } from '../../error
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { Domain } from '../../domain/Domain.js';
 import type { DriftItem } from '../../domain/drift.js';
-import { scopedKey } from '../../domain/RolloutLauncher.js';
+import { scopedKey, stagedLaunch } from '../../domain/RolloutLauncher.js';
 import { isDowngrade } from '../../util/imageReference.js';
 import { pageByKey, type KeyedPage } from '../../util/pagination.js';
 import type { RolloutPlan } from '../../domain/kinds/index.js';
@@ -240,6 +240,7 @@ export async function bumpAgentImage(
     request,
     // One cluster beside the vm-dhcp-controller is enough for its one-image rule (ADR 0058: a mix of modes).
     ...(planned.some((part) => part.mode === 'COEXIST') ? { guard: refuseOtherControllerImage(image) } : {}),
+    ...(await stagedLaunch(domain, input.waveStrategy, idempotencyScope)),
   });
 }
 

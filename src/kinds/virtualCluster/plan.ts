@@ -15,7 +15,7 @@ import { ConflictError, NotImplementedError, ValidationError } from '../../error
 import type { Domain } from '../../domain/Domain.js';
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { DriftItem } from '../../domain/drift.js';
-import { scopedKey } from '../../domain/RolloutLauncher.js';
+import { scopedKey, stagedLaunch } from '../../domain/RolloutLauncher.js';
 import { EventType, type StoredEvent } from '../../domain/events.js';
 import { parseImageReference } from '../../util/imageReference.js';
 import { checkPageSize, pageByKey, pageOfRows, type KeyedPage } from '../../util/pagination.js';
@@ -386,6 +386,7 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
     dryRun: dryRun === true,
     request,
     guard: refuseConcurrentChange(planned[0]!.planned.clusterVersion),
+    ...(await stagedLaunch(domain, input.waveStrategy, idempotencyScope)),
   });
 }
 

@@ -8,6 +8,10 @@ import { readEventsAfter, readEventsBefore, type EventRead } from '../eventReads
 import { ACTIVE_ROLLOUTS_IN_CLUSTER, ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
   Committed,
+  GateDecisionRow,
+  GateRow,
+  RunRow,
+  WaveRow,
   EventPage,
   CoveredTarget,
   HistoryReads,
@@ -29,6 +33,25 @@ import { checkDistinctTargets } from '../targetBatches.js';
 import { INSERT_REVISIONS, LATEST_REVISIONS, UPDATE_TARGETS, insertRevisionsParams, updateTargetsParams } from './targetBatchStatements.js';
 import { isoOf, numbered, preparedQuery, watchLentConnection } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
+import {
+  decisionOfRow,
+  FIND_RUN,
+  GATE_DECISIONS,
+  GATES_OF,
+  gateOfRow,
+  INSERT_GATE,
+  INSERT_GATE_DECISION,
+  INSERT_RUN,
+  INSERT_WAVE,
+  runOfRow,
+  UPDATE_GATE,
+  UPDATE_WAVE,
+  WAVES_OF,
+  waveOfRow,
+  waveValues,
+} from '../runRows.js';
+
+const pgDate = (value: Date | string) => (typeof value === 'string' ? new Date(value) : value);
 import type { Route } from '../../domain/notifications/model.js';
 import { type ClusterFacts, clusterFactsWanted, clustersToLabel, NO_CLUSTER_FACTS, routeEvents } from '../../domain/notifications/routing.js';
 import { READ_GENERATION, READ_ROUTES } from '../notificationRows.js';
@@ -310,6 +333,13 @@ function readsOn(db: Queryable): HistoryReads {
     async activeRolloutIdsInCluster(cluster) {
       return (await rows<{ id: string }>(numbered(ACTIVE_ROLLOUTS_IN_CLUSTER), [cluster])).map((r) => r.id);
     },
+    async runOf(rolloutId) {
+      const [run] = await rows<RunRow>(numbered(FIND_RUN), [rolloutId]);
+      if (!run) return undefined;
+      return { run: runOfRow(run, pgDate), waves: (await rows<WaveRow>(numbered(WAVES_OF), [rolloutId])).map((row) => waveOfRow(row, pgDate)) };
+    },
+    gatesOf: async (rolloutId) => (await rows<GateRow>(numbered(GATES_OF), [rolloutId])).map((row) => gateOfRow(row, pgDate)),
+    gateDecisions: async (gateId) => (await rows<GateDecisionRow>(numbered(GATE_DECISIONS), [gateId])).map((row) => decisionOfRow(row, pgDate)),
   };
 }
 
@@ -456,6 +486,37 @@ function txOn(client: pg.PoolClient): HistoryTx {
     },
     *deleteInFlight(kind, namespace, name, cluster = LOCAL_CLUSTER) {
       yield* run('DELETE FROM "InFlightChange" WHERE "cluster" = $4 AND "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name, cluster]);
+    },
+    *insertRun(r, waves) {
+      yield* run(numbered(INSERT_RUN), [r.rolloutId, r.strategy, r.excluded, r.failurePolicy, r.startedBy, isoOf(r.createdAt)]);
+      for (const wave of waves)
+        yield* run(
+          numbered(INSERT_WAVE),
+          waveValues(wave, (b) => b),
+        );
+    },
+    *insertGate(g) {
+      const inserted = yield* rows<{ id: string }>(`${numbered(INSERT_GATE)} RETURNING "id"`, [
+        g.id,
+        g.rolloutId,
+        g.key,
+        g.type,
+        g.config,
+        g.state,
+        g.reason,
+        isoOf(g.openedAt),
+        isoOf(g.endedAt),
+      ]);
+      return inserted.length > 0;
+    },
+    *updateGate(id, state, reason, endedAt) {
+      yield* run(numbered(UPDATE_GATE), [state, reason, isoOf(endedAt), id]);
+    },
+    *updateWave(rolloutId, ordinal, state, reason, startedAt, finishedAt) {
+      yield* run(numbered(UPDATE_WAVE), [state, reason, isoOf(startedAt), isoOf(finishedAt), rolloutId, ordinal]);
+    },
+    *insertGateDecision(d) {
+      yield* run(numbered(INSERT_GATE_DECISION), [d.gateId, d.tokenId, d.role, d.decision, d.comment, isoOf(d.at)]);
     },
   };
 }

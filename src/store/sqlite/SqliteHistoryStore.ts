@@ -36,6 +36,7 @@ import {
   updateTarget,
 } from '../rolloutRows.js';
 import type { Sql } from '../Sql.js';
+import { gateDecisions, gatesOf, insertGate, insertGateDecision, insertRun, runOf, updateGate, updateWave } from '../runRows.js';
 import { insertRevisions, latestRevisions, updateTargets } from '../targetBatches.js';
 import { checkDatabaseWritable } from '../writeProbe.js';
 import { routeEvents } from '../../domain/notifications/routing.js';
@@ -70,6 +71,9 @@ function readsOf(sql: Sql): HistoryReads {
     revisionPage: async (kind, namespace, name, beforeN, limit, cluster) => revisionPage(sql, kind, namespace, name, beforeN, limit, cluster),
     coveredTargets: async (kind, targetStates, rolloutStates) => coveredTargets(sql, kind, targetStates, rolloutStates),
     activeRolloutIdsInCluster: async (cluster) => activeRolloutIdsInCluster(sql, cluster),
+    runOf: async (rolloutId) => runOf(sql, rolloutId),
+    gatesOf: async (rolloutId) => gatesOf(sql, rolloutId),
+    gateDecisions: async (gateId) => gateDecisions(sql, gateId),
   };
 }
 
@@ -171,6 +175,9 @@ function txOf(sql: Sql): HistoryTx {
     revisionPage: (kind, namespace, name, beforeN, limit, cluster) => done(revisionPage(sql, kind, namespace, name, beforeN, limit, cluster)),
     coveredTargets: (kind, targetStates, rolloutStates) => done(coveredTargets(sql, kind, targetStates, rolloutStates)),
     activeRolloutIdsInCluster: (cluster) => done(activeRolloutIdsInCluster(sql, cluster)),
+    runOf: (rolloutId) => done(runOf(sql, rolloutId)),
+    gatesOf: (rolloutId) => done(gatesOf(sql, rolloutId)),
+    gateDecisions: (gateId) => done(gateDecisions(sql, gateId)),
     insertIdempotencyRecord: (record, now) => done(insertIdempotencyRecord(sql, record, now)),
     // The transaction already holds SQLite's only write lock (BEGIN IMMEDIATE): writers are serialized, launches too.
     lockLaunches: () => done(undefined),
@@ -186,5 +193,10 @@ function txOf(sql: Sql): HistoryTx {
     insertRevisions: (revisions) => done(insertRevisions(sql, revisions)),
     putInFlight: (row, now) => done(putInFlight(sql, row, now)),
     deleteInFlight: (kind, namespace, name, cluster) => done(deleteInFlight(sql, kind, namespace, name, cluster)),
+    insertRun: (run, waves) => done(insertRun(sql, run, waves)),
+    insertGate: (gate) => done(insertGate(sql, gate)),
+    updateGate: (id, state, reason, endedAt) => done(updateGate(sql, id, state, reason, endedAt)),
+    insertGateDecision: (decision) => done(insertGateDecision(sql, decision)),
+    updateWave: (rolloutId, ordinal, state, reason, startedAt, finishedAt) => done(updateWave(sql, rolloutId, ordinal, state, reason, startedAt, finishedAt)),
   };
 }

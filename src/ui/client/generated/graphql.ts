@@ -80,6 +80,18 @@ export type EventType =
   | 'UpstreamControllerChanged'
   /** A VirtualCluster control-plane upgrade finished, successfully or not (see ClusterUpgradeObservation). */
   | 'ClusterUpgradeObserved'
+  /** A staged rollout started a wave (payload: waveName, clusters). */
+  | 'WaveStarted'
+  /** A staged rollout's wave ended (payload: waveName, outcome SUCCEEDED or FAILED, reason, durationSeconds). */
+  | 'WaveFinished'
+  /** A staged rollout's gate opened and waits (payload: gateKey `before:<wave>` or `after:<wave>`, type, reason). */
+  | 'GateWaiting'
+  /** Someone approved a gate (payload: gateKey, by (token id), role, comment). */
+  | 'GateApproved'
+  /** Someone rejected a gate (payload: gateKey, by, role, comment). */
+  | 'GateRejected'
+  /** A gate passed or failed (payload: gateKey, type, state PASSED or FAILED, reason, waitedSeconds). */
+  | 'GateEnded'
   /** A node's agent was replaced (payload: node, daemonSet, old/new pod, old/new image, peer pods restarted, seconds; planned: false and reason: unplanned, with no rollout, when the DaemonSet replaced it after a change made outside rollplane). */
   | 'NodeAgentReplaced';
 

@@ -1,0 +1,72 @@
+-- Staged rollouts (issue 30, docs/adr/0065-staged-runs-in-the-engine.md): the frozen wave plan of a rollout, its gates
+-- and every decision taken at them. New tables only: nothing existing is rebuilt, so nothing cascades (ADR 0046).
+
+-- CreateTable
+CREATE TABLE "RolloutRun" (
+    "rolloutId" TEXT NOT NULL,
+    "strategy" TEXT NOT NULL,
+    "excluded" TEXT NOT NULL DEFAULT '[]',
+    "failurePolicy" TEXT NOT NULL,
+    "startedBy" TEXT,
+    "createdAt" TIMESTAMP(3) NOT NULL,
+
+    CONSTRAINT "RolloutRun_pkey" PRIMARY KEY ("rolloutId")
+);
+
+-- CreateTable
+CREATE TABLE "RolloutWave" (
+    "rolloutId" TEXT NOT NULL,
+    "ordinal" INTEGER NOT NULL,
+    "name" TEXT NOT NULL,
+    "clusters" TEXT NOT NULL,
+    "maxConcurrency" INTEGER NOT NULL,
+    "maxFailures" INTEGER NOT NULL,
+    "minSuccessMs" INTEGER NOT NULL DEFAULT 0,
+    "mandatory" BOOLEAN NOT NULL DEFAULT false,
+    "remainder" BOOLEAN NOT NULL DEFAULT false,
+    "beforeGate" TEXT,
+    "afterGate" TEXT,
+    "state" TEXT NOT NULL DEFAULT 'PENDING',
+    "reason" TEXT,
+    "startedAt" TIMESTAMP(3),
+    "finishedAt" TIMESTAMP(3),
+
+    CONSTRAINT "RolloutWave_pkey" PRIMARY KEY ("rolloutId","ordinal")
+);
+
+-- CreateTable
+CREATE TABLE "RolloutGate" (
+    "id" TEXT NOT NULL,
+    "rolloutId" TEXT NOT NULL,
+    "key" TEXT NOT NULL,
+    "type" TEXT NOT NULL,
+    "config" TEXT NOT NULL DEFAULT '{}',
+    "state" TEXT NOT NULL,
+    "reason" TEXT NOT NULL DEFAULT '',
+    "openedAt" TIMESTAMP(3) NOT NULL,
+    "endedAt" TIMESTAMP(3),
+
+    CONSTRAINT "RolloutGate_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "GateDecision" (
+    "id" SERIAL NOT NULL,
+    "gateId" TEXT NOT NULL,
+    "tokenId" TEXT NOT NULL,
+    "role" TEXT NOT NULL,
+    "decision" TEXT NOT NULL,
+    "comment" TEXT,
+    "at" TIMESTAMP(3) NOT NULL,
+
+    CONSTRAINT "GateDecision_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateIndex
+CREATE UNIQUE INDEX "RolloutGate_rolloutId_key_key" ON "RolloutGate"("rolloutId", "key");
+
+-- CreateIndex
+CREATE INDEX "GateDecision_gateId_id_idx" ON "GateDecision"("gateId", "id");
+
+-- AddForeignKey
+ALTER TABLE "GateDecision" ADD CONSTRAINT "GateDecision_gateId_fkey" FOREIGN KEY ("gateId") REFERENCES "RolloutGate"("id") ON DELETE CASCADE ON UPDATE CASCADE;

@@ -1,0 +1,230 @@
+import type { Role } from '../../auth/roles.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
+import type { EventLog } from '../EventLog.js';
+import { EventType, type NewEvent, type RolloutKind } from '../events.js';
+import { checkDecision, parseApprovalRule, type ApprovalRuleInput, approvalStatus } from '../gates/approval.js';
+import { type GateFacts, gateTypeOf } from '../gates/registry.js';
+import type { GateDecisionRow, GateRow, HistoryStore } from '../historyPort.js';
+import { ACTIVE_ROLLOUT_STATES, type RolloutState } from '../rolloutStates.js';
+import type { GateProgress } from './progress.js';
+import { type FrozenRun, type GateSpec, runOfRows } from './strategy.js';
+
+/** A wave's recorded state (RolloutWave row). */
+export interface WaveState {
+  state: 'PENDING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+  reason: string | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** A staged rollout's frozen run with each wave's recorded state (in wave order). */
+export interface StoredRun extends FrozenRun {
+  readonly waveStates: readonly WaveState[];
+}
+
+/** A gate as opened, with its kept decisions and its progress as computed now. */
+export interface GateView {
+  row: GateRow;
+  decisions: GateDecisionRow[];
+  progress: GateProgress;
+}
+
+/** A wave's change of state, with its event (RolloutEngine writes it before acting on the step). */
+export interface WaveUpdate {
+  ordinal: number;
+  name: string;
+  clusters: readonly string[];
+  to: WaveState['state'];
+  reason: string | null;
+}
+
+/** A decision at an approval gate, as the API asks for it. */
+export interface GateDecisionRequest {
+  rolloutId: string;
+  gateKey: string;
+  verdict: 'APPROVE' | 'REJECT';
+  comment: string | null;
+  /** Token id, or `anonymous`. */
+  deciderId: string;
+  role: Role;
+}
+
+/**
+ * Decisions one gate keeps at most (what its `decisions` list holds, and so what a query of a rollout's gates costs):
+ * twice the most approvers a gate may need (approval.ts); approving twice is kept, and counts once.
+ */
+export const MAX_GATE_DECISIONS = 20;
+
+/**
+ * The store side of staged rollouts (issue 30, ADR 0065): the frozen run, its waves' recorded states, its gates and
+ * their decisions. Every write commits with its event (WaveStarted/WaveFinished, GateWaiting/GateEnded,
+ * GateApproved/GateRejected), so what the history shows and what the engine decides from never disagree.
+ */
+export class StagedRuns {
+  constructor(
+    private readonly store: HistoryStore,
+    private readonly log: EventLog,
+  ) {}
+
+  async runOf(rolloutId: string): Promise<StoredRun | undefined> {
+    const rows = await this.store.read.runOf(rolloutId);
+    if (!rows) return undefined;
+    return {
+      ...runOfRows(rows),
+      waveStates: rows.waves.map((w) => ({ state: w.state as WaveState['state'], reason: w.reason, startedAt: w.startedAt, finishedAt: w.finishedAt })),
+    };
+  }
+
+  /** Every gate the rollout opened, with its decisions and its progress as of `now`. */
+  async gates(rolloutId: string, now: Date): Promise<GateView[]> {
+    const rows = await this.store.read.gatesOf(rolloutId);
+    return Promise.all(
+      rows.map(async (row) => {
+        const decisions = await this.store.read.gateDecisions(row.id);
+        return { row, decisions, progress: gateProgress(row, decisions, now) };
+      }),
+    );
+  }
+
+  /** Opens the gate at `key` (once: a gate already open stays as it is) with a GateWaiting event. */
+  async openGate(rolloutId: string, kind: RolloutKind, key: string, spec: GateSpec, now: Date): Promise<void> {
+    const row: GateRow = {
+      id: `${rolloutId}:${key}`,
+      rolloutId,
+      key,
+      type: spec.type,
+      config: JSON.stringify(spec.config),
+      state: 'WAITING',
+      reason: '',
+      openedAt: now,
+      endedAt: null,
+    };
+    const progress = gateProgress(row, [], now);
+    await this.log.commit(function* (tx) {
+      const opened = yield* tx.insertGate({ ...row, reason: progress.reason });
+      const events: NewEvent[] = opened
+        ? [{ type: EventType.GateWaiting, rolloutId, kind, payload: { gateKey: key, type: spec.type, reason: progress.reason } }]
+        : [];
+      return { result: undefined, events };
+    });
+  }
+
+  /** Records gates whose computed state changed since it was last written (PASSED or FAILED: they ended). */
+  async recordGates(rolloutId: string, kind: RolloutKind, gates: readonly GateView[], now: Date): Promise<void> {
+    const changed = gates.filter((g) => g.row.state !== g.progress.state || (g.progress.state === 'WAITING' && g.row.reason !== g.progress.reason));
+    if (changed.length === 0) return;
+    await this.log.commit(function* (tx) {
+      const events: NewEvent[] = [];
+      for (const { row, progress } of changed) {
+        const ended = progress.state !== 'WAITING';
+        yield* tx.updateGate(row.id, progress.state, progress.reason, ended ? now : null);
+        if (ended && row.state === 'WAITING') {
+          events.push({
+            type: EventType.GateEnded,
+            rolloutId,
+            kind,
+            payload: {
+              gateKey: row.key,
+              type: row.type,
+              state: progress.state as 'PASSED' | 'FAILED',
+              reason: progress.reason,
+              waitedSeconds: (now.getTime() - row.openedAt.getTime()) / 1000,
+            },
+          });
+        }
+      }
+      return { result: undefined, events };
+    });
+  }
+
+  /** Writes waves' new states with their WaveStarted/WaveFinished events. */
+  async recordWaves(rolloutId: string, kind: RolloutKind, run: StoredRun, updates: readonly WaveUpdate[], now: Date): Promise<void> {
+    if (updates.length === 0) return;
+    await this.log.commit(function* (tx) {
+      const events: NewEvent[] = [];
+      for (const u of updates) {
+        const was = run.waveStates[u.ordinal]!;
+        const starts = was.state === 'PENDING';
+        const ends = u.to === 'SUCCEEDED' || u.to === 'FAILED';
+        yield* tx.updateWave(rolloutId, u.ordinal, u.to, u.reason, starts ? now : null, ends ? now : null);
+        if (starts) events.push({ type: EventType.WaveStarted, rolloutId, kind, payload: { waveName: u.name, clusters: [...u.clusters] } });
+        if (ends) {
+          const startedAt = was.startedAt ?? now;
+          events.push({
+            type: EventType.WaveFinished,
+            rolloutId,
+            kind,
+            payload: {
+              waveName: u.name,
+              outcome: u.to as 'SUCCEEDED' | 'FAILED',
+              reason: u.reason,
+              durationSeconds: (now.getTime() - startedAt.getTime()) / 1000,
+            },
+          });
+        }
+      }
+      return { result: undefined, events };
+    });
+  }
+
+  /**
+   * Approves or rejects a gate. Under the rollout's row lock, so that two decisions and the run's end are ordered:
+   * the rules (approval.ts) see every decision kept before this one. FORBIDDEN (role, the starter) and CONFLICT (the
+   * gate or the run ended; not an approval gate) change nothing; approving twice is kept and counts once.
+   */
+  async decide(request: GateDecisionRequest, now: Date): Promise<GateView> {
+    const { rolloutId, gateKey } = request;
+    return this.log.commit<GateView>(function* (tx) {
+      const rollout = yield* tx.lockRollout(rolloutId);
+      if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
+      const run = yield* tx.runOf(rolloutId);
+      if (!run) throw new ConflictError(`rollout ${rolloutId} is not staged: it has no gates`);
+      const gate = (yield* tx.gatesOf(rolloutId)).find((g) => g.key === gateKey);
+      if (!gate) {
+        const known = run.waves.flatMap((w) => [w.beforeGate ? `before:${w.name}` : null, w.afterGate ? `after:${w.name}` : null]).filter(Boolean);
+        if (!known.includes(gateKey)) throw new NotFoundError(`rollout ${rolloutId} has no gate ${gateKey} (its gates: ${known.join(', ') || 'none'})`);
+        throw new ConflictError(`gate ${gateKey} of rollout ${rolloutId} has not opened yet`);
+      }
+      if (!gateTypeOf(gate.type).takesDecisions) throw new ConflictError(`gate ${gateKey} is a ${gate.type} gate: nobody decides on it`);
+      const decisions = yield* tx.gateDecisions(gate.id);
+      if (decisions.length >= MAX_GATE_DECISIONS) throw new ConflictError(`gate ${gateKey} already keeps ${MAX_GATE_DECISIONS} decisions`);
+      const rule = parseApprovalRule(JSON.parse(gate.config) as ApprovalRuleInput, 'config');
+      const status = approvalStatus(rule, decisions.map(approvalDecisionOf), gate.openedAt, now);
+      const kept = checkDecision(
+        rule,
+        status,
+        { by: { id: request.deciderId, name: request.deciderId, role: request.role }, verdict: request.verdict, comment: request.comment, at: now },
+        { startedBy: run.run.startedBy, runActive: ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState) },
+      );
+      const row = { gateId: gate.id, tokenId: request.deciderId, role: request.role, decision: request.verdict, comment: kept.comment, at: now };
+      yield* tx.insertGateDecision(row);
+      const all = [...decisions, { ...row, id: 0 }];
+      const payload = { gateKey, by: request.deciderId, role: request.role, comment: kept.comment };
+      const event: NewEvent =
+        request.verdict === 'APPROVE'
+          ? { type: EventType.GateApproved, rolloutId, kind: rollout.kind as RolloutKind, payload }
+          : { type: EventType.GateRejected, rolloutId, kind: rollout.kind as RolloutKind, payload };
+      return { result: { row: gate, decisions: all, progress: gateProgress(gate, all, now) }, events: [event] };
+    });
+  }
+}
+
+function approvalDecisionOf(d: GateDecisionRow) {
+  return { by: { id: d.tokenId, name: d.tokenId, role: d.role as Role }, verdict: d.decision as 'APPROVE' | 'REJECT', at: d.at, comment: d.comment };
+}
+
+/** A gate's progress from its type's rule, its kept decisions and the clock. */
+export function gateProgress(row: GateRow, decisions: readonly GateDecisionRow[], now: Date): GateProgress {
+  const facts: GateFacts = {
+    openedAt: row.openedAt,
+    now,
+    decisions: decisions.map((d) => ({
+      deciderId: d.tokenId,
+      role: d.role as Role,
+      verdict: d.decision as 'APPROVE' | 'REJECT',
+      at: d.at,
+      comment: d.comment,
+    })),
+  };
+  return gateTypeOf(row.type).progress(JSON.parse(row.config) as Record<string, unknown>, facts);
+}

@@ -1,0 +1,152 @@
+import { clusterOf } from '../ports.js';
+import type { RolloutTarget } from '../RolloutService.js';
+import type { GateSpec } from './strategy.js';
+import { type ClusterProgress, type GateProgress, gateKey, nextStep, type RunFacts, type RunStep } from './progress.js';
+import type { GateView, StoredRun, WaveUpdate } from './StagedRuns.js';
+
+/**
+ * A staged rollout's engine pass (issue 30, ADR 0065), decided from what is recorded: each cluster's outcome is
+ * aggregated from its targets' recorded states (a target is SUCCEEDED only once the engine observed it converged
+ * after writing its change), the gates from their kept rows, the waves from the frozen plan. `nextStep` (progress.ts)
+ * says what the run does next; this module turns that into what the engine does: which clusters' targets it may admit,
+ * which gate it opens, when it looks again, and how the waves' recorded states move.
+ */
+
+/** What the engine reads before deciding (RolloutEngine.stageOf). */
+export interface StagedPass {
+  run: StoredRun;
+  gates: readonly GateView[];
+  /** Waves whose failure a user accepted by resuming the run it paused (EngineState.acceptedWaves). */
+  accepted: ReadonlySet<string>;
+  now: Date;
+}
+
+export type StageDecision =
+  /** Admit only targets of these clusters (those the step starts and those already under way). */
+  | { do: 'admit in'; clusters: ReadonlySet<string>; wakeAt: Date | null; waiting: string | null }
+  | { do: 'open gate'; key: string; spec: GateSpec }
+  | { do: 'succeed'; message: string | null }
+  | { do: 'pause'; wave: string; message: string }
+  | { do: 'fail'; message: string; rollBack: boolean };
+
+/** Each cluster's progress from its targets' recorded states. */
+export function clusterOutcomes(targets: readonly RolloutTarget[]): Map<string, ClusterProgress> {
+  const byCluster = new Map<string, RolloutTarget[]>();
+  for (const t of targets) {
+    const cluster = clusterOf(t);
+    const list = byCluster.get(cluster);
+    if (list) list.push(t);
+    else byCluster.set(cluster, [t]);
+  }
+  const out = new Map<string, ClusterProgress>();
+  for (const [cluster, list] of byCluster) {
+    const changing = list.filter((t) => t.state !== 'SKIPPED' && t.state !== 'CANCELLED');
+    const endedAt = Math.max(0, ...list.map((t) => t.finishedAt?.getTime() ?? 0));
+    const ended = endedAt > 0 ? new Date(endedAt) : null;
+    if (changing.length === 0) out.set(cluster, { outcome: 'SKIPPED', endedAt: ended });
+    else if (changing.every((t) => t.state === 'PENDING')) out.set(cluster, { outcome: 'PENDING' });
+    else if (changing.some((t) => t.state === 'PENDING' || t.state === 'PROGRESSING')) out.set(cluster, { outcome: 'ACTIVE' });
+    else out.set(cluster, { outcome: changing.some((t) => t.state === 'FAILED') ? 'FAILED' : 'SUCCEEDED', endedAt: ended });
+  }
+  return out;
+}
+
+/** The facts `nextStep` decides from; a wave whose failure was accepted tolerates every failure, its gates pass. */
+export function runFacts(pass: StagedPass, clusters: ReadonlyMap<string, ClusterProgress>): RunFacts {
+  const { run, accepted } = pass;
+  const waves = run.waves.map((w) => (accepted.has(w.name) ? { ...w, maxFailures: w.clusters.length, mandatory: false } : w));
+  const gates = new Map<string, GateProgress>();
+  for (const g of pass.gates) {
+    const wave = g.row.key.slice(g.row.key.indexOf(':') + 1);
+    gates.set(
+      g.row.key,
+      g.progress.state === 'FAILED' && accepted.has(wave) ? { state: 'PASSED', reason: `failed, accepted: ${g.progress.reason}` } : g.progress,
+    );
+  }
+  const gatePositions = new Set(
+    run.waves.flatMap((w) => [w.before ? gateKey('before', w.name) : null, w.after ? gateKey('after', w.name) : null].filter((k): k is string => k !== null)),
+  );
+  return {
+    plan: { waves, excluded: run.excluded },
+    clusters,
+    gates,
+    gatePositions,
+    // Maintenance windows are not wired yet: every cluster may start.
+    window: () => ({ open: true, reason: '', until: null }),
+    failurePolicy: run.failurePolicy,
+    now: pass.now,
+  };
+}
+
+/** The engine's decision for a staged pass, and the waves' state changes to record first. */
+export function decideStage(pass: StagedPass, targets: readonly RolloutTarget[]): { decision: StageDecision; waves: WaveUpdate[]; step: RunStep } {
+  const clusters = clusterOutcomes(targets);
+  const facts = runFacts(pass, clusters);
+  const step = nextStep(facts);
+  const active = new Set([...clusters].filter(([, p]) => p.outcome === 'ACTIVE').map(([c]) => c));
+  return { decision: decisionOf(pass, step, active), waves: waveUpdates(pass, facts, step), step };
+}
+
+function decisionOf(pass: StagedPass, step: RunStep, active: Set<string>): StageDecision {
+  switch (step.do) {
+    case 'admit':
+      return { do: 'admit in', clusters: new Set([...active, ...step.clusters]), wakeAt: null, waiting: null };
+    case 'wait':
+      return { do: 'admit in', clusters: active, wakeAt: step.until, waiting: step.reason };
+    case 'open-gate': {
+      const [position, wave] = [step.gate.slice(0, step.gate.indexOf(':')), step.gate.slice(step.gate.indexOf(':') + 1)];
+      const spec = pass.run.waves.find((w) => w.name === wave)?.[position === 'before' ? 'before' : 'after'];
+      return { do: 'open gate', key: step.gate, spec: spec! };
+    }
+    case 'succeed': {
+      const notes = [
+        step.toleratedFailures.length > 0 ? `tolerated failures in ${step.toleratedFailures.join(', ')}` : '',
+        pass.run.excluded.length > 0 ? `excluded (in no wave): ${pass.run.excluded.join(', ')}` : '',
+      ].filter(Boolean);
+      return { do: 'succeed', message: notes.length > 0 ? notes.join('; ') : null };
+    }
+    case 'pause':
+      return { do: 'pause', wave: step.wave, message: `${step.reason}; resume to accept it and go on with the next wave, or abort` };
+    case 'roll-back':
+      return { do: 'fail', message: `${step.reason}; rolling back what the run changed`, rollBack: true };
+    case 'fail':
+      return { do: 'fail', message: step.reason, rollBack: false };
+  }
+}
+
+/**
+ * How the waves' recorded states move with this step: the waves before the step's wave have ended (SUCCEEDED, or
+ * FAILED when their failures went past what they tolerate or a gate failed), the step's wave runs (or ended FAILED on
+ * pause, roll-back), and every reached wave ended when the run ends.
+ */
+function waveUpdates(pass: StagedPass, facts: RunFacts, step: RunStep): WaveUpdate[] {
+  const { run } = pass;
+  const names = run.waves.map((w) => w.name);
+  const stepWave = 'wave' in step && step.wave ? step.wave : step.do === 'open-gate' ? step.gate.slice(step.gate.indexOf(':') + 1) : null;
+  const current = stepWave === null ? names.length : names.indexOf(stepWave);
+  const failedHere = step.do === 'pause' || step.do === 'roll-back';
+  const updates: WaveUpdate[] = [];
+  run.waves.forEach((wave, ordinal) => {
+    const was = run.waveStates[ordinal]?.state ?? 'PENDING';
+    let to: WaveUpdate['to'] = was;
+    let reason: string | null = run.waveStates[ordinal]?.reason ?? null;
+    if (ordinal < current || (ordinal === current && failedHere)) {
+      const failure = ordinal === current && failedHere ? ('reason' in step ? step.reason : null) : waveFailure(facts, pass, wave.name);
+      to = failure ? 'FAILED' : 'SUCCEEDED';
+      reason = failure;
+    } else if (ordinal === current) to = 'RUNNING';
+    if ((was === 'SUCCEEDED' || was === 'FAILED') && to !== was) return; // an ended wave stays as recorded
+    if (to !== was) updates.push({ ordinal, name: wave.name, clusters: wave.clusters, to, reason });
+  });
+  return updates;
+}
+
+/** Why a wave the run went past failed (CONTINUE, or a failure accepted on resume); null when it did not. */
+function waveFailure(facts: RunFacts, pass: StagedPass, name: string): string | null {
+  const wave = pass.run.waves.find((w) => w.name === name)!;
+  const failed = wave.clusters.filter((c) => facts.clusters.get(c)?.outcome === 'FAILED');
+  const gateFailed = pass.gates.find((g) => g.row.key.endsWith(`:${name}`) && g.progress.state === 'FAILED');
+  if (gateFailed) return `gate ${gateFailed.row.key}: ${gateFailed.progress.reason}`;
+  if (failed.length > 0 && (wave.mandatory || failed.length > wave.maxFailures)) return `${failed.length} cluster(s) failed (${failed.join(', ')})`;
+  return null;
+}

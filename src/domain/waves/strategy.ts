@@ -1,0 +1,159 @@
+import { z } from 'zod';
+import type { RunRow, WaveRow } from '../historyPort.js';
+import { gateTypeOf } from '../gates/registry.js';
+import { type PlannedWave, planWaves, type WaveInput, type WavePlan } from './plan.js';
+import type { FailurePolicy } from './progress.js';
+
+/**
+ * A bump's `waveStrategy` (issue 30, ADR 0065): ordered waves over the bump's member clusters, what happens to the
+ * clusters no wave picks, and what a failed wave does to the run. Frozen at launch (`freezeRun`) into the rollout's
+ * RolloutRun and RolloutWave rows: labels changed later move no cluster, and the engine decides every step from the
+ * rows and the recorded outcomes (progress.ts), never from memory.
+ */
+export interface GateSpec {
+  type: string;
+  config: Record<string, unknown>;
+}
+
+export interface FrozenWave extends PlannedWave {
+  readonly before: GateSpec | null;
+  readonly after: GateSpec | null;
+}
+
+export interface FrozenRun extends WavePlan {
+  readonly waves: readonly FrozenWave[];
+  readonly failurePolicy: FailurePolicy;
+  /** The strategy as given (normalized), for the record. */
+  readonly strategy: WaveStrategy;
+  /** Who launched the run (token id or `anonymous`); null when unknown. */
+  readonly startedBy: string | null;
+}
+
+const MAX_SECONDS = 31 * 24 * 3600;
+/** A count as the API sends it (`"2"`, `"50%"`) or a number; `"2"` becomes 2 (plan.ts takes strings as percentages). */
+const count = z
+  .union([z.number(), z.string().max(10)])
+  .nullish()
+  .transform((v) => (typeof v === 'string' && /^\s*\d{1,6}\s*$/.test(v) ? Number(v) : v));
+const gateInput = z.object({ type: z.string().max(40), config: z.unknown().nullish() }).nullish();
+
+const waveInput = z.object({
+  name: z.string().max(63),
+  clusters: z.object({ names: z.array(z.string().max(63)).max(1000).nullish(), labelSelector: z.string().max(4096).nullish() }).nullish(),
+  sortKey: z.string().max(317).nullish(),
+  maxConcurrency: count,
+  maxFailures: count,
+  minSuccessSeconds: z.number().int().min(0).max(MAX_SECONDS).nullish(),
+  mandatory: z.boolean().nullish(),
+  before: gateInput,
+  after: gateInput,
+});
+
+/** `waveStrategy` as given; absent or null: the bump is not staged (exactly as before waves). */
+export const waveStrategyInput = z
+  .object({
+    waves: z.array(waveInput).min(1).max(50),
+    remainder: z.enum(['LAST_WAVE', 'EXCLUDED']).nullish(),
+    failurePolicy: z.enum(['PAUSE', 'ROLLBACK_COMPLETED', 'CONTINUE']).nullish(),
+  })
+  .nullish()
+  .transform((s) => s ?? undefined);
+export type WaveStrategy = NonNullable<z.output<typeof waveStrategyInput>>;
+/** The strategy as a caller writes it (counts as numbers or text). */
+export type WaveStrategyRequest = NonNullable<z.input<typeof waveStrategyInput>>;
+
+/**
+ * The run's frozen plan over `clusters` (the bump's member clusters with their labels, as registered now). Refuses,
+ * with the field path and before anything is stored: a wave naming a cluster outside the bump, a bad selector, count
+ * or gate.
+ */
+export function freezeRun(
+  strategy: WaveStrategy,
+  clusters: readonly { name: string; labels: Record<string, string> }[],
+  startedBy: string | null,
+  field = 'input.waveStrategy',
+): FrozenRun {
+  const inputs: WaveInput[] = strategy.waves.map((w) => ({
+    name: w.name,
+    clusters: w.clusters?.names ?? null,
+    clusterSelector: w.clusters?.labelSelector ?? null,
+    sortByLabel: w.sortKey ?? null,
+    maxConcurrency: w.maxConcurrency ?? null,
+    maxFailures: w.maxFailures ?? null,
+    mandatory: w.mandatory ?? null,
+  }));
+  const plan = planWaves(inputs, clusters, strategy.remainder === 'EXCLUDED' ? 'EXCLUDE' : 'LAST_WAVE', `${field}.waves`);
+  const waves = plan.waves.map((wave, i): FrozenWave => {
+    const given = wave.remainder ? undefined : strategy.waves[i];
+    return {
+      ...wave,
+      minSuccessMs: (given?.minSuccessSeconds ?? 0) * 1000,
+      before: gateSpec(given?.before, `${field}.waves[${i}].before`),
+      after: gateSpec(given?.after, `${field}.waves[${i}].after`),
+    };
+  });
+  return { waves, excluded: plan.excluded, failurePolicy: strategy.failurePolicy ?? 'PAUSE', strategy, startedBy };
+}
+
+function gateSpec(input: { type: string; config?: unknown } | null | undefined, field: string): GateSpec | null {
+  if (!input) return null;
+  const type = gateTypeOf(input.type, `${field}.type`);
+  return { type: input.type, config: type.check(input.config, `${field}.config`) };
+}
+
+/** The rows a frozen run is stored as. */
+export function runRows(rolloutId: string, run: FrozenRun, now: Date): { run: RunRow; waves: WaveRow[] } {
+  return {
+    run: {
+      rolloutId,
+      strategy: JSON.stringify(run.strategy),
+      excluded: JSON.stringify(run.excluded),
+      failurePolicy: run.failurePolicy,
+      startedBy: run.startedBy,
+      createdAt: now,
+    },
+    waves: run.waves.map((w, ordinal) => ({
+      rolloutId,
+      ordinal,
+      name: w.name,
+      clusters: JSON.stringify(w.clusters),
+      maxConcurrency: w.maxConcurrency,
+      maxFailures: w.maxFailures,
+      minSuccessMs: w.minSuccessMs,
+      mandatory: w.mandatory,
+      remainder: w.remainder,
+      beforeGate: w.before ? JSON.stringify(w.before) : null,
+      afterGate: w.after ? JSON.stringify(w.after) : null,
+      state: 'PENDING',
+      reason: null,
+      startedAt: null,
+      finishedAt: null,
+    })),
+  };
+}
+
+/** A stored run read back. */
+export function runOfRows(rows: { run: RunRow; waves: readonly WaveRow[] }): FrozenRun {
+  return {
+    waves: rows.waves.map((w) => ({
+      name: w.name,
+      clusters: JSON.parse(w.clusters) as string[],
+      maxConcurrency: w.maxConcurrency,
+      maxFailures: w.maxFailures,
+      minSuccessMs: w.minSuccessMs,
+      mandatory: w.mandatory,
+      remainder: w.remainder,
+      before: w.beforeGate ? (JSON.parse(w.beforeGate) as GateSpec) : null,
+      after: w.afterGate ? (JSON.parse(w.afterGate) as GateSpec) : null,
+    })),
+    excluded: JSON.parse(rows.run.excluded) as string[],
+    failurePolicy: rows.run.failurePolicy as FailurePolicy,
+    strategy: JSON.parse(rows.run.strategy) as WaveStrategy,
+    startedBy: rows.run.startedBy,
+  };
+}
+
+/** Why an excluded cluster's targets start SKIPPED. */
+export function excludedReason(cluster: string): string {
+  return `member cluster ${cluster} is in no wave (remainder: EXCLUDED)`;
+}

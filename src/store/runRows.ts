@@ -1,0 +1,112 @@
+import type { GateDecisionRow, GateRow, RunRow, WaveRow } from '../domain/historyPort.js';
+import { dateOf, type Sql, sqlDate, sqlDateOrNull } from './Sql.js';
+
+/**
+ * The staged-rollout tables (issue 30, ADR 0065): a rollout's frozen run and waves, its gates and their decisions.
+ * Statements shared by both stores (`?` placeholders; PostgreSQL numbers them), and the SQLite side of them.
+ */
+
+export const INSERT_RUN = 'INSERT INTO "RolloutRun" ("rolloutId", "strategy", "excluded", "failurePolicy", "startedBy", "createdAt") VALUES (?, ?, ?, ?, ?, ?)';
+export const INSERT_WAVE = `INSERT INTO "RolloutWave" ("rolloutId", "ordinal", "name", "clusters", "maxConcurrency", "maxFailures", "minSuccessMs", "mandatory",
+  "remainder", "beforeGate", "afterGate") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+export const FIND_RUN = 'SELECT "rolloutId", "strategy", "excluded", "failurePolicy", "startedBy", "createdAt" FROM "RolloutRun" WHERE "rolloutId" = ?';
+export const WAVES_OF = `SELECT "rolloutId", "ordinal", "name", "clusters", "maxConcurrency", "maxFailures", "minSuccessMs", "mandatory", "remainder",
+  "beforeGate", "afterGate", "state", "reason", "startedAt", "finishedAt" FROM "RolloutWave" WHERE "rolloutId" = ? ORDER BY "ordinal"`;
+export const UPDATE_WAVE = `UPDATE "RolloutWave" SET "state" = ?, "reason" = ?, "startedAt" = COALESCE(?, "startedAt"), "finishedAt" = COALESCE(?, "finishedAt")
+  WHERE "rolloutId" = ? AND "ordinal" = ?`;
+export const INSERT_GATE = `INSERT INTO "RolloutGate" ("id", "rolloutId", "key", "type", "config", "state", "reason", "openedAt", "endedAt")
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("rolloutId", "key") DO NOTHING`;
+export const UPDATE_GATE = 'UPDATE "RolloutGate" SET "state" = ?, "reason" = ?, "endedAt" = COALESCE(?, "endedAt") WHERE "id" = ?';
+export const GATES_OF = `SELECT "id", "rolloutId", "key", "type", "config", "state", "reason", "openedAt", "endedAt" FROM "RolloutGate"
+  WHERE "rolloutId" = ? ORDER BY "openedAt", "id"`;
+export const INSERT_GATE_DECISION = 'INSERT INTO "GateDecision" ("gateId", "tokenId", "role", "decision", "comment", "at") VALUES (?, ?, ?, ?, ?, ?)';
+export const GATE_DECISIONS = 'SELECT "id", "gateId", "tokenId", "role", "decision", "comment", "at" FROM "GateDecision" WHERE "gateId" = ? ORDER BY "id"';
+
+type Stored<T> = {
+  [K in keyof T]: T[K] extends Date ? Date | string : T[K] extends Date | null ? Date | string | null : T[K] extends boolean ? boolean | number : T[K];
+};
+
+/** A wave's values for INSERT_WAVE; `flag` stores a boolean (SQLite: 0/1, PostgreSQL: the boolean itself). */
+export function waveValues<B>(w: WaveRow, flag: (value: boolean) => B): (string | number | B | null)[] {
+  return [
+    w.rolloutId,
+    w.ordinal,
+    w.name,
+    w.clusters,
+    w.maxConcurrency,
+    w.maxFailures,
+    w.minSuccessMs,
+    flag(w.mandatory),
+    flag(w.remainder),
+    w.beforeGate,
+    w.afterGate,
+  ];
+}
+
+export function runOfRow(row: Stored<RunRow>, date: (v: Date | string) => Date): RunRow {
+  return { ...row, createdAt: date(row.createdAt) };
+}
+
+export function waveOfRow(row: Stored<WaveRow>, date: (v: Date | string) => Date): WaveRow {
+  return {
+    ...row,
+    ordinal: Number(row.ordinal),
+    mandatory: Boolean(row.mandatory),
+    remainder: Boolean(row.remainder),
+    startedAt: row.startedAt === null ? null : date(row.startedAt),
+    finishedAt: row.finishedAt === null ? null : date(row.finishedAt),
+  };
+}
+
+export function gateOfRow(row: Stored<GateRow>, date: (v: Date | string) => Date): GateRow {
+  return { ...row, openedAt: date(row.openedAt), endedAt: row.endedAt === null ? null : date(row.endedAt) };
+}
+
+export function decisionOfRow(row: Stored<GateDecisionRow>, date: (v: Date | string) => Date): GateDecisionRow {
+  return { ...row, id: Number(row.id), at: date(row.at) };
+}
+
+const sqliteDate = (v: Date | string) => (typeof v === 'string' ? dateOf(v) : v);
+
+export function runOf(sql: Sql, rolloutId: string): { run: RunRow; waves: WaveRow[] } | undefined {
+  const run = sql.get<Stored<RunRow>>(FIND_RUN, rolloutId);
+  if (!run) return undefined;
+  return { run: runOfRow(run, sqliteDate), waves: sql.all<Stored<WaveRow>>(WAVES_OF, rolloutId).map((row) => waveOfRow(row, sqliteDate)) };
+}
+
+export function gatesOf(sql: Sql, rolloutId: string): GateRow[] {
+  return sql.all<Stored<GateRow>>(GATES_OF, rolloutId).map((row) => gateOfRow(row, sqliteDate));
+}
+
+export function gateDecisions(sql: Sql, gateId: string): GateDecisionRow[] {
+  return sql.all<Stored<GateDecisionRow>>(GATE_DECISIONS, gateId).map((row) => decisionOfRow(row, sqliteDate));
+}
+
+export function insertRun(sql: Sql, run: RunRow, waves: readonly WaveRow[]): void {
+  sql.run(INSERT_RUN, run.rolloutId, run.strategy, run.excluded, run.failurePolicy, run.startedBy, sqlDate(run.createdAt));
+  for (const wave of waves) sql.run(INSERT_WAVE, ...waveValues(wave, (b) => (b ? 1 : 0)));
+}
+
+export function updateWave(
+  sql: Sql,
+  rolloutId: string,
+  ordinal: number,
+  state: string,
+  reason: string | null,
+  startedAt: Date | null,
+  finishedAt: Date | null,
+): void {
+  sql.run(UPDATE_WAVE, state, reason, sqlDateOrNull(startedAt), sqlDateOrNull(finishedAt), rolloutId, ordinal);
+}
+
+export function insertGate(sql: Sql, g: GateRow): boolean {
+  return sql.run(INSERT_GATE, g.id, g.rolloutId, g.key, g.type, g.config, g.state, g.reason, sqlDate(g.openedAt), sqlDateOrNull(g.endedAt)).changes > 0;
+}
+
+export function updateGate(sql: Sql, id: string, state: string, reason: string, endedAt: Date | null): void {
+  sql.run(UPDATE_GATE, state, reason, sqlDateOrNull(endedAt), id);
+}
+
+export function insertGateDecision(sql: Sql, d: Omit<GateDecisionRow, 'id'>): void {
+  sql.run(INSERT_GATE_DECISION, d.gateId, d.tokenId, d.role, d.decision, d.comment, sqlDate(d.at));
+}

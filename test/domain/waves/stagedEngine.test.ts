@@ -1,0 +1,301 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InProcessEventBus } from '../../../src/domain/EventBus.js';
+import { EventLog } from '../../../src/domain/EventLog.js';
+import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../../src/domain/ports.js';
+import { RolloutEngine } from '../../../src/domain/RolloutEngine.js';
+import { RolloutLauncher, type RolloutPlan, type StagedLaunch } from '../../../src/domain/RolloutLauncher.js';
+import { RolloutService } from '../../../src/domain/RolloutService.js';
+import { type WaveStrategyRequest as WaveStrategy, waveStrategyInput } from '../../../src/domain/waves/strategy.js';
+import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
+import { openDatabase, type Database } from '../../../src/store/db.js';
+
+/** Member clusters in memory: a target converges at its second observation, or fails when its cluster is "bad". */
+class FakeDriver implements RolloutDriver {
+  readonly kind = 'AGENT_POOL' as const;
+  readonly admissions: string[] = [];
+  readonly observations = new Map<string, number>();
+  readonly failing = new Set<string>();
+
+  async admit(target: AdmittedTarget): Promise<void> {
+    this.admissions.push(`${target.cluster ?? 'local'}/${target.name}`);
+  }
+
+  async observe(target: AdmittedTarget): Promise<TargetObservation> {
+    const key = `${target.cluster ?? 'local'}/${target.name}`;
+    const seen = (this.observations.get(key) ?? 0) + 1;
+    this.observations.set(key, seen);
+    if (this.failing.has(target.cluster ?? 'local')) return { phase: 'failed', reason: 'ImagePullBackOff' };
+    return seen < 2 ? { phase: 'progressing' } : { phase: 'succeeded' };
+  }
+}
+
+const CLUSTERS: { name: string; labels: Record<string, string> }[] = [
+  { name: 'canary-1', labels: { stage: 'canary' } },
+  { name: 'prod-a', labels: { stage: 'prod', order: '2' } },
+  { name: 'prod-b', labels: { stage: 'prod', order: '1' } },
+  { name: 'other', labels: {} },
+];
+
+describe('a staged rollout in the engine', () => {
+  let dir: string;
+  let db: Database;
+  let rollouts: RolloutService;
+  let launcher: RolloutLauncher;
+  let engine: RolloutEngine;
+  let driver: FakeDriver;
+  let now: number;
+  const signal = new AbortController().signal;
+  const logger = { info: () => {}, warn: () => {} };
+
+  function newEngine(): RolloutEngine {
+    const e = new RolloutEngine(rollouts, logger, { now: () => now });
+    e.connect(() => {}, launcher);
+    e.registerDriver(driver);
+    return e;
+  }
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-staged-'));
+    db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
+    rollouts = new RolloutService(db.store, new EventLog(db.store, new InProcessEventBus()), KIND_CONTRACTS);
+    now = Date.parse('2026-12-05T10:00:00Z');
+    launcher = new RolloutLauncher(rollouts);
+    driver = new FakeDriver();
+    engine = newEngine();
+  });
+  afterEach(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Two pools in each cluster; maxUnavailable 100%: only the waves hold admission back. */
+  function plan(): RolloutPlan {
+    return {
+      kind: 'AGENT_POOL',
+      fromVersion: 'agent:v1',
+      toVersion: 'agent:v2',
+      selector: {},
+      strategy: { kind: 'AGENT_POOL', maxUnavailable: '100%', progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false },
+      targets: CLUSTERS.flatMap((c) =>
+        ['p0', 'p1'].map((name) => ({ cluster: c.name, namespace: 'default', name, fromVersion: 'agent:v1', toVersion: 'agent:v2' })),
+      ),
+    };
+  }
+
+  function staged(strategy: WaveStrategy, startedBy = 'starter'): StagedLaunch {
+    return { strategy: waveStrategyInput.parse(strategy)!, registered: CLUSTERS, startedBy };
+  }
+
+  const THREE_WAVES: WaveStrategy = {
+    waves: [
+      { name: 'canary', clusters: { labelSelector: 'stage=canary' } },
+      { name: 'prod', clusters: { labelSelector: 'stage=prod' }, sortKey: 'order', maxConcurrency: '1' },
+    ],
+  };
+
+  async function launch(strategy: WaveStrategy, extra: Partial<StagedLaunch> = {}) {
+    const p = plan();
+    const result = await launcher.launch({ plan: p, cause: {}, request: { p, strategy }, staged: { ...staged(strategy), ...extra } });
+    return result;
+  }
+
+  /** Reconciles until the rollout stops asking to be requeued (a fake clock jumps to each requeue). */
+  async function drive(id: string, maxSteps = 200) {
+    const clustersInFlight: string[][] = [];
+    let last: { requeueAfterMs?: number } = {};
+    for (let i = 0; i < maxSteps; i++) {
+      last = await engine.reconcile(id, signal);
+      const targets = await rollouts.allTargets(id);
+      clustersInFlight.push([...new Set(targets.filter((t) => t.state === 'PROGRESSING').map((t) => t.cluster ?? 'local'))]);
+      if (last.requeueAfterMs === undefined) break;
+      now += last.requeueAfterMs;
+    }
+    return { rollout: (await rollouts.get(id))!, targets: await rollouts.allTargets(id), clustersInFlight, last };
+  }
+
+  const clusterOrder = () => [...new Set(driver.admissions.map((a) => a.split('/')[0]))];
+
+  it('freezes the plan at launch: waves in order, sorted by the sort key, the rest in a remainder wave', async () => {
+    const { run, rollout } = await launch(THREE_WAVES);
+    expect(run?.waves.map((w) => [w.name, w.clusters])).toEqual([
+      ['canary', ['canary-1']],
+      ['prod', ['prod-b', 'prod-a']],
+      ['remainder', ['other']],
+    ]);
+    const stored = await rollouts.runs.runOf(rollout.id);
+    expect(stored?.waves.map((w) => w.clusters)).toEqual([['canary-1'], ['prod-b', 'prod-a'], ['other']]);
+    expect(stored?.waveStates.every((w) => w.state === 'PENDING')).toBe(true);
+  });
+
+  it('admits wave by wave, one prod cluster at a time, and records each wave with its events', async () => {
+    const { rollout } = await launch(THREE_WAVES);
+    const { rollout: done, clustersInFlight } = await drive(rollout.id);
+    expect(done.state).toBe('SUCCEEDED');
+    expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+    // Never two clusters at once (canary has one, prod maxConcurrency 1, remainder one).
+    expect(Math.max(...clustersInFlight.map((c) => c.length))).toBe(1);
+    const stored = await rollouts.runs.runOf(rollout.id);
+    expect(stored?.waveStates.map((w) => w.state)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    const events = await rollouts.runs.runOf(rollout.id).then(() => db.store.read.listEventsAfter({ rolloutId: rollout.id }, undefined, 500));
+    const waveEvents = events.events.filter((e) => e.type === 'WaveStarted' || e.type === 'WaveFinished').map((e) => `${e.type}:${e.payload.waveName}`);
+    expect(waveEvents).toEqual([
+      'WaveStarted:canary',
+      'WaveFinished:canary',
+      'WaveStarted:prod',
+      'WaveFinished:prod',
+      'WaveStarted:remainder',
+      'WaveFinished:remainder',
+    ]);
+  });
+
+  it('a failing wave pauses the run and the next wave does not start; resuming accepts the failure and goes on', async () => {
+    driver.failing.add('canary-1');
+    const { rollout } = await launch(THREE_WAVES);
+    const paused = await drive(rollout.id);
+    expect(paused.rollout.state).toBe('PAUSED');
+    expect(paused.rollout.message).toMatch(/wave canary failed: 1 cluster failed \(canary-1\)/);
+    expect(clusterOrder()).toEqual(['canary-1']);
+    expect(paused.targets.filter((t) => t.cluster !== 'canary-1').every((t) => t.state === 'PENDING')).toBe(true);
+    expect((await rollouts.runs.runOf(rollout.id))?.waveStates[0]?.state).toBe('FAILED');
+    await rollouts.resume(rollout.id);
+    const done = await drive(rollout.id);
+    expect(done.rollout.state).toBe('SUCCEEDED');
+    expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+  });
+
+  it('keeps the kind failure threshold out of it: maxFailures decides, and CONTINUE ends FAILED naming the waves', async () => {
+    driver.failing.add('prod-b');
+    const { rollout } = await launch({ ...THREE_WAVES, failurePolicy: 'CONTINUE' });
+    const done = await drive(rollout.id);
+    expect(done.rollout.state).toBe('FAILED');
+    expect(done.rollout.message).toMatch(/failed: prod/);
+    // The failed wave starts no more clusters (prod-a stays out), the next wave runs.
+    expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'other']);
+    expect(done.targets.filter((t) => t.cluster === 'prod-a').map((t) => t.state)).toEqual(['CANCELLED', 'CANCELLED']);
+  });
+
+  it('ROLLBACK_COMPLETED fails the run and rolls back what it changed', async () => {
+    driver.failing.add('prod-b');
+    const { rollout } = await launch({ ...THREE_WAVES, failurePolicy: 'ROLLBACK_COMPLETED' });
+    const done = await drive(rollout.id);
+    expect(done.rollout.state).toBe('FAILED');
+    const all = await rollouts.list({}, 10, undefined);
+    const rollback = all.items.find((r) => r.rollbackOfId === rollout.id);
+    expect(rollback).toBeDefined();
+    // What it changed or was changing: canary's two pools and prod-b's two; never prod-a or other.
+    expect((await rollouts.allTargets(rollback!.id)).map((t) => t.cluster).sort()).toEqual(['canary-1', 'canary-1', 'prod-b', 'prod-b']);
+  });
+
+  it('soaks after a wave: looks again when the soak ends, and not before, and admits nothing meanwhile', async () => {
+    const { rollout } = await launch({
+      waves: [
+        { name: 'canary', clusters: { names: ['canary-1'] }, minSuccessSeconds: 600 },
+        { name: 'rest', clusters: { labelSelector: 'stage' } },
+      ],
+      remainder: 'EXCLUDED',
+    });
+    let result: { requeueAfterMs?: number } = {};
+    for (let i = 0; i < 10; i++) {
+      result = await engine.reconcile(rollout.id, signal);
+      if (result.requeueAfterMs && result.requeueAfterMs > 1000) break;
+      now += result.requeueAfterMs ?? 0;
+    }
+    // Wave one ended; the soak's remaining time is the requeue (600 s less the few passes' worth).
+    expect(result.requeueAfterMs).toBeGreaterThan(590_000);
+    expect(clusterOrder()).toEqual(['canary-1']);
+    // A leader taking over mid-soak (a new engine, nothing in memory) neither re-admits canary-1 nor cuts the soak short.
+    engine = newEngine();
+    now += 1000;
+    const again = await engine.reconcile(rollout.id, signal);
+    expect(again.requeueAfterMs).toBeGreaterThan(580_000);
+    expect(driver.admissions.filter((a) => a.startsWith('canary-1'))).toHaveLength(2);
+    now += again.requeueAfterMs!;
+    const done = await drive(rollout.id);
+    expect(done.rollout.state).toBe('SUCCEEDED');
+    expect(done.rollout.message).toMatch(/excluded \(in no wave\): other/);
+    expect(done.targets.filter((t) => t.cluster === 'other').map((t) => t.state)).toEqual(['SKIPPED', 'SKIPPED']);
+    expect(driver.admissions.filter((a) => a.startsWith('canary-1'))).toHaveLength(2);
+  });
+
+  describe('an approval gate', () => {
+    const GATED: WaveStrategy = {
+      waves: [
+        { name: 'canary', clusters: { names: ['canary-1'] } },
+        { name: 'prod', clusters: { labelSelector: 'stage=prod' }, maxConcurrency: '100%', before: { type: 'APPROVAL', config: { required: 2 } } },
+      ],
+      remainder: 'EXCLUDED',
+    };
+    const decide = (rolloutId: string, deciderId: string, verdict: 'APPROVE' | 'REJECT' = 'APPROVE', role: 'deployer' | 'admin' | 'viewer' = 'deployer') =>
+      rollouts.runs.decide({ rolloutId, gateKey: 'before:prod', verdict, comment: `by ${deciderId}`, deciderId, role }, new Date(now));
+
+    it('waits without polling, counts a token once, refuses the starter and a viewer, and passes at two approvers', async () => {
+      const { rollout } = await launch(GATED);
+      const waiting = await drive(rollout.id);
+      expect(waiting.last.requeueAfterMs).toBeUndefined(); // nothing in flight, no deadline: woken by a decision
+      expect(waiting.rollout.state).toBe('PROGRESSING');
+      expect(clusterOrder()).toEqual(['canary-1']);
+      const [gate] = await rollouts.runs.gates(rollout.id, new Date(now));
+      expect(gate?.progress).toMatchObject({ state: 'WAITING' });
+
+      await expect(decide(rollout.id, 'starter')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      await expect(decide(rollout.id, 'v', 'APPROVE', 'viewer')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      await decide(rollout.id, 'alice');
+      const twice = await decide(rollout.id, 'alice');
+      expect(twice.progress.state).toBe('WAITING');
+      await drive(rollout.id);
+      expect(clusterOrder()).toEqual(['canary-1']);
+
+      const passed = await decide(rollout.id, 'bob');
+      expect(passed.progress.state).toBe('PASSED');
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder().sort()).toEqual(['canary-1', 'prod-a', 'prod-b']);
+      const [kept] = await rollouts.runs.gates(rollout.id, new Date(now));
+      expect(kept?.row.state).toBe('PASSED');
+      expect(kept?.decisions.map((d) => [d.tokenId, d.decision, d.comment])).toEqual([
+        ['alice', 'APPROVE', 'by alice'],
+        ['alice', 'APPROVE', 'by alice'],
+        ['bob', 'APPROVE', 'by bob'],
+      ]);
+      await expect(decide(rollout.id, 'carol')).rejects.toMatchObject({ code: 'CONFLICT' });
+    });
+
+    it('one rejection fails the gate (the run pauses); a decision after an abort is CONFLICT', async () => {
+      const { rollout } = await launch(GATED);
+      await drive(rollout.id);
+      await decide(rollout.id, 'alice', 'REJECT');
+      const paused = await drive(rollout.id);
+      expect(paused.rollout.state).toBe('PAUSED');
+      expect(paused.rollout.message).toMatch(/gate before:prod: rejected by alice/);
+      expect(clusterOrder()).toEqual(['canary-1']);
+      await rollouts.abort(rollout.id);
+      await expect(decide(rollout.id, 'bob')).rejects.toMatchObject({ code: 'CONFLICT' });
+    });
+  });
+
+  it('refuses a bad strategy with its field path and stores nothing', async () => {
+    const bad: [WaveStrategy, string][] = [
+      [{ waves: [{ name: 'a', clusters: { names: ['nowhere'] } }] }, 'input.waveStrategy.waves[0].clusters[0]'],
+      [{ waves: [{ name: 'a', clusters: { names: ['canary-1'] }, maxConcurrency: 'lots' }] }, 'input.waveStrategy.waves[0].maxConcurrency'],
+      [
+        { waves: [{ name: 'a', clusters: { names: ['canary-1'] }, before: { type: 'APPROVAL', config: { role: 'viewer' } } }] },
+        'input.waveStrategy.waves[0].before.config.role',
+      ],
+      [{ waves: [{ name: 'a', clusters: { names: ['canary-1'] }, after: { type: 'NOPE' } }] }, 'input.waveStrategy.waves[0].after.type'],
+      [{ waves: [{ name: 'Bad_Name', clusters: { names: ['canary-1'] } }] }, 'input.waveStrategy.waves[0].name'],
+    ];
+    for (const [strategy, field] of bad) {
+      await expect(launch(strategy)).rejects.toMatchObject({ code: 'BAD_USER_INPUT', details: expect.objectContaining({ field }) });
+    }
+    expect(await rollouts.count({})).toBe(0);
+  });
+
+  it('a rollout without waves is not staged (no run rows)', async () => {
+    const p = plan();
+    const { rollout } = await launcher.launch({ plan: p, cause: {}, request: p });
+    expect(await rollouts.runs.runOf(rollout.id)).toBeUndefined();
+  });
+});

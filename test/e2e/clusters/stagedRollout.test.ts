@@ -1,0 +1,211 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventType, type StoredEvent } from '../../../src/domain/events.js';
+import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
+import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { gql } from '../../helpers/graphql.js';
+import { MEMBER_FLEET_ENV, memberPool as memberPoolOf, registerMembers } from '../../helpers/memberFleet.js';
+import { until } from '../../helpers/until.js';
+
+/**
+ * A staged bump over HTTP (issue 30, docs/waves.md): the real app on port 0 with three simulated member clusters,
+ * each driven by its own runtime. Three waves (canary by label, one cluster behind an approval gate, the remainder);
+ * the plan is frozen and shown by a dry run; a wave starts only once the one before ended on recorded outcomes; the
+ * gate holds the run until approved; a failing wave pauses the run and the next wave does not start.
+ */
+const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
+const BAD = 'rancher/harvester-vm-dhcp-agent:bad';
+const MEMBERS = ['edge-1', 'edge-2', 'edge-3'];
+
+const BUMP = `mutation ($input: BumpAgentImageInput!) {
+  bumpAgentImage(input: $input) {
+    created dryRun rollout { id state }
+    plan { cluster name action reason }
+    wavePlan { waves { name clusters maxConcurrency remainder state before { type } } excluded failurePolicy }
+  }
+}`;
+const ROLLOUT = `query ($id: ID!) { rollout(id: $id) {
+  state message
+  wavePlan { waves { name state reason startedAt finishedAt } }
+  gates { key type state reason decisions { by role decision comment } }
+  targets(first: 20) { edges { node { cluster name state } } }
+} }`;
+
+describe('a staged rollout across member clusters', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane staged rollout '));
+  let fleet: SimulatedClusters;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
+    registerMembers(dir, fleet, MEMBERS, (name) => ({ tier: 'edge', ring: name.slice(-1) }));
+    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV, ROLLPLANE_SIM_FLEET: 'pools=2,nodes=2' } });
+    await until('every member driven by its own runtime', () =>
+      MEMBERS.every((name) => app.memberRuntimes?.snapshot().some((r) => r.cluster === name && r.running && r.kinds.includes('AGENT_POOL'))),
+    );
+  });
+  afterAll(async () => {
+    await app?.close();
+    await fleet?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const image = (cluster: string, name: string) => memberPoolOf(fleet, cluster, name)?.status.agentPodRef.image;
+  const bump = (input: Record<string, unknown>) => gql(app.url, BUMP, { input });
+  const rolloutCount = async () => (await gql(app.url, '{ rollouts(first: 1) { totalCount } }')).data.rollouts.totalCount as number;
+  /** Resolves with the bus's events `match` picks once `done` says they are all there. */
+  const collect = (match: (e: StoredEvent) => boolean, done: (seen: StoredEvent[]) => boolean) => {
+    const seen: StoredEvent[] = [];
+    let unsubscribe = () => {};
+    const promise = new Promise<StoredEvent[]>((resolve) => {
+      unsubscribe = app.bus.subscribe((event) => {
+        if (!match(event)) return;
+        seen.push(event);
+        if (done(seen)) resolve(seen);
+      });
+    });
+    return promise.finally(() => unsubscribe());
+  };
+
+  it('runs three waves in order, holds at an approval gate until approved, and shows the frozen plan', async () => {
+    const input = {
+      image: NEW,
+      memberClusters: { labelSelector: 'tier=edge' },
+      strategy: { maxUnavailable: '100%', autoRollback: false },
+      waveStrategy: {
+        waves: [
+          { name: 'canary', clusters: { labelSelector: 'ring=1' } },
+          // With authentication off every caller is `anonymous`, who also started the run: let it approve.
+          { name: 'early', clusters: { names: ['edge-2'] }, before: { type: 'APPROVAL', config: { excludeStarter: false } } },
+        ],
+      },
+    };
+    const dry = await bump({ ...input, dryRun: true });
+    expect(dry.errors).toBeUndefined();
+    expect(dry.data.bumpAgentImage.wavePlan).toEqual({
+      waves: [
+        { name: 'canary', clusters: ['edge-1'], maxConcurrency: 1, remainder: false, state: 'PENDING', before: null },
+        { name: 'early', clusters: ['edge-2'], maxConcurrency: 1, remainder: false, state: 'PENDING', before: { type: 'APPROVAL' } },
+        { name: 'remainder', clusters: ['edge-3'], maxConcurrency: 1, remainder: true, state: 'PENDING', before: null },
+      ],
+      excluded: [],
+      failurePolicy: 'PAUSE',
+    });
+    expect(await rolloutCount()).toBe(0);
+
+    const gateWaiting = collect(
+      (e) => e.type === EventType.GateWaiting,
+      (seen) => seen.length > 0,
+    );
+    const ended = collect(
+      (e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED', 'PAUSED'].includes(String(e.payload.to)),
+      (seen) => seen.length > 0,
+    );
+    const run = await bump(input);
+    expect(run.errors).toBeUndefined();
+    const id: string = run.data.bumpAgentImage.rollout.id;
+    const [waiting] = await gateWaiting;
+    expect(waiting!.payload).toMatchObject({ gateKey: 'before:early', type: 'APPROVAL' });
+    // At the gate: the canary wave is done on recorded outcomes, nothing of the next waves was touched.
+    for (const name of ['net-1', 'net-2']) {
+      expect(image('edge-1', name)).toBe(NEW);
+      expect(image('edge-2', name)).toBe(OLD);
+      expect(image('edge-3', name)).toBe(OLD);
+    }
+    const held = (await gql(app.url, ROLLOUT, { id })).data.rollout;
+    expect(held.state).toBe('PROGRESSING');
+    expect(held.wavePlan.waves.map((w: { state: string }) => w.state)).toEqual(['SUCCEEDED', 'RUNNING', 'PENDING']);
+    expect(held.gates).toEqual([
+      { key: 'before:early', type: 'APPROVAL', state: 'WAITING', reason: expect.stringMatching(/waiting for 1 more approval/), decisions: [] },
+    ]);
+
+    const approved = await gql(
+      app.url,
+      'mutation ($id: ID!) { approveGate(rolloutId: $id, gate: "before:early", comment: "looks good") { state decisions { by decision comment } } }',
+      {
+        id,
+      },
+    );
+    expect(approved.errors).toBeUndefined();
+    expect(approved.data.approveGate).toEqual({ state: 'PASSED', decisions: [{ by: 'anonymous', decision: 'APPROVE', comment: 'looks good' }] });
+    const [end] = await ended;
+    expect(end!.payload.to).toBe('SUCCEEDED');
+    for (const cluster of MEMBERS) for (const name of ['net-1', 'net-2']) expect(image(cluster, name)).toBe(NEW);
+
+    // The history: each wave started after the one before finished, and no pool of a wave was recreated before its wave.
+    const events = (
+      await gql(app.url, 'query ($id: ID!) { events(filter: { rolloutId: $id }, first: 500) { edges { node { id type cluster payload } } } }', { id })
+    ).data.events.edges.map((e: { node: { id: string; type: string; cluster: string | null; payload: Record<string, unknown> } }) => e.node);
+    const at = (type: string, wave: string) =>
+      events.findIndex((e: { type: string; payload: Record<string, unknown> }) => e.type === type && e.payload.waveName === wave);
+    const firstAdmission = (cluster: string) =>
+      events.findIndex(
+        (e: { type: string; cluster: string | null; payload: Record<string, unknown> }) =>
+          e.type === 'TargetStateChanged' && e.cluster === cluster && e.payload.to === 'PROGRESSING',
+      );
+    expect(at('WaveFinished', 'canary')).toBeLessThan(at('WaveStarted', 'early'));
+    expect(at('WaveFinished', 'early')).toBeLessThan(at('WaveStarted', 'remainder'));
+    expect(at('WaveFinished', 'canary')).toBeLessThan(firstAdmission('edge-2'));
+    expect(at('WaveFinished', 'early')).toBeLessThan(firstAdmission('edge-3'));
+    const gateApproved = events.findIndex((e: { type: string }) => e.type === 'GateApproved');
+    expect(gateApproved).toBeLessThan(firstAdmission('edge-2'));
+    const done = (await gql(app.url, ROLLOUT, { id })).data.rollout;
+    expect(done.wavePlan.waves.map((w: { state: string }) => w.state)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+
+    // A decision once the run ended is CONFLICT, and changes nothing.
+    const late = await gql(app.url, 'mutation ($id: ID!) { rejectGate(rolloutId: $id, gate: "before:early") { state } }', { id });
+    expect(late.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+  });
+
+  it('a failing wave pauses the run, and the next wave does not start', async () => {
+    const ended = collect(
+      (e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED', 'PAUSED'].includes(String(e.payload.to)),
+      (seen) => seen.length > 0,
+    );
+    const run = await bump({
+      image: BAD,
+      memberClusters: { labelSelector: 'tier=edge' },
+      strategy: { maxUnavailable: '100%', progressDeadlineSeconds: 3, autoRollback: false },
+      waveStrategy: {
+        waves: [
+          { name: 'canary', clusters: { names: ['edge-1'] } },
+          { name: 'rest', clusters: { labelSelector: 'ring in (2,3)' } },
+        ],
+      },
+      allowDowngrade: true,
+    });
+    expect(run.errors).toBeUndefined();
+    const id: string = run.data.bumpAgentImage.rollout.id;
+    const [end] = await ended;
+    expect(end!.payload.to).toBe('PAUSED');
+    const paused = (await gql(app.url, ROLLOUT, { id })).data.rollout;
+    expect(paused.message).toMatch(/wave canary failed: 1 cluster failed \(edge-1\)/);
+    expect(paused.wavePlan.waves.map((w: { state: string }) => w.state)).toEqual(['FAILED', 'PENDING']);
+    const states = paused.targets.edges.map((e: { node: { cluster: string; state: string } }) => `${e.node.cluster}:${e.node.state}`);
+    expect(states.sort()).toEqual(['edge-1:FAILED', 'edge-1:FAILED', 'edge-2:PENDING', 'edge-2:PENDING', 'edge-3:PENDING', 'edge-3:PENDING']);
+    for (const cluster of ['edge-2', 'edge-3']) for (const name of ['net-1', 'net-2']) expect(image(cluster, name)).toBe(NEW);
+    const aborted = await gql(app.url, 'mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id });
+    expect(aborted.data.abortRollout.state).toBe('ABORTED');
+  });
+
+  it('refuses a bad wave strategy with its field path and starts nothing', async () => {
+    const before = await rolloutCount();
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ waves: [{ name: 'a', clusters: { names: ['edge-9'] } }] }, /waves\[0\]\.clusters\[0\]: no member cluster named "edge-9" is in the run/],
+      [{ waves: [{ name: 'a', clusters: { names: ['edge-1'] }, maxConcurrency: 'many' }] }, /waves\[0\]\.maxConcurrency/],
+      [
+        { waves: [{ name: 'a', clusters: { names: ['edge-1'] }, after: { type: 'TIMED_WAIT', config: { seconds: -1 } } }] },
+        /waves\[0\]\.after\.config\.seconds/,
+      ],
+    ];
+    for (const [waveStrategy, message] of cases) {
+      const res = await bump({ image: NEW, memberClusters: { labelSelector: 'tier=edge' }, waveStrategy, allowDowngrade: true });
+      expect(res.errors?.[0]?.extensions?.code, JSON.stringify(waveStrategy)).toBe('BAD_USER_INPUT');
+      expect(res.errors?.[0]?.message).toMatch(message);
+    }
+    expect(await rolloutCount()).toBe(before);
+  });
+});
