@@ -119,7 +119,7 @@ export async function startApi(config: Config, { logger, metrics, history, domai
         if (responseCache) metrics.responseCacheBytes.set(responseCache.size().bytes);
         metrics.documentStoreBytes.set(documentStore.size().bytes);
         if (history.sqliteFile) metrics.databaseDiskFreeBytes.set((await diskSpaceOf(history.sqliteFile)).freeBytes);
-        if (db.isOpen()) await Promise.all([countActiveRollouts(metrics, db.store.read), scrape()]);
+        if (db.isOpen()) await Promise.all([countActiveRollouts(metrics, db.store.read), history.waveMetrics.scrape(history.rollouts), scrape()]);
       },
       originPolicy,
       logger,

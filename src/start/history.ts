@@ -9,6 +9,7 @@ import { RolloutService } from '../domain/RolloutService.js';
 import { KIND_CONTRACTS } from '../kinds/index.js';
 import type { Logger } from '../log.js';
 import { countHistoryEvents, type AppMetrics } from '../metrics.js';
+import { startWaveMetrics } from '../waveMetrics.js';
 import { openDatabase } from '../store/db.js';
 import { historyReadiness } from '../store/health.js';
 import { parseDatabaseUrl } from '../util/databaseUrl.js';
@@ -25,6 +26,7 @@ export async function startHistory(config: Config, { logger, metrics }: { logger
     if (db.migrations.applied.length > 0) logger.info({ applied: db.migrations.applied, database: db.location }, 'database migrated');
     const bus = new InProcessEventBus();
     countHistoryEvents(metrics, bus);
+    const waveMetrics = startWaveMetrics(metrics.registry, bus);
     // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
     const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
     const rollouts = new RolloutService(db.store, events, KIND_CONTRACTS);
@@ -55,6 +57,7 @@ export async function startHistory(config: Config, { logger, metrics }: { logger
       tokens,
       audit,
       sqliteFile,
+      waveMetrics,
       readiness: historyReadiness(db, sqliteFile, logger),
       onDatabaseBack: (listener: () => void) => void databaseBack.push(listener),
     };

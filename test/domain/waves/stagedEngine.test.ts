@@ -10,6 +10,8 @@ import { RolloutLauncher, type RolloutPlan, type StagedLaunch } from '../../../s
 import { RolloutService } from '../../../src/domain/RolloutService.js';
 import { type WaveStrategyRequest as WaveStrategy, waveStrategyInput } from '../../../src/domain/waves/strategy.js';
 import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
+import { Registry } from 'prom-client';
+import { startWaveMetrics } from '../../../src/waveMetrics.js';
 import { openDatabase, type Database } from '../../../src/store/db.js';
 
 /** Member clusters in memory: a target converges at its second observation, or fails when its cluster is "bad". */
@@ -46,6 +48,7 @@ describe('a staged rollout in the engine', () => {
   let launcher: RolloutLauncher;
   let engine: RolloutEngine;
   let driver: FakeDriver;
+  let bus: InProcessEventBus;
   let now: number;
   const signal = new AbortController().signal;
   const logger = { info: () => {}, warn: () => {} };
@@ -60,7 +63,8 @@ describe('a staged rollout in the engine', () => {
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-staged-'));
     db = await openDatabase(`file:${path.join(dir, 'e.db')}`);
-    rollouts = new RolloutService(db.store, new EventLog(db.store, new InProcessEventBus()), KIND_CONTRACTS);
+    bus = new InProcessEventBus();
+    rollouts = new RolloutService(db.store, new EventLog(db.store, bus), KIND_CONTRACTS);
     now = Date.parse('2026-12-05T10:00:00Z');
     launcher = new RolloutLauncher(rollouts);
     driver = new FakeDriver();
@@ -130,9 +134,17 @@ describe('a staged rollout in the engine', () => {
     expect(stored?.waveStates.every((w) => w.state === 'PENDING')).toBe(true);
   });
 
-  it('admits wave by wave, one prod cluster at a time, and records each wave with its events', async () => {
+  it('admits wave by wave, one prod cluster at a time, and records each wave with its events and metrics', async () => {
+    const registry = new Registry();
+    const metrics = startWaveMetrics(registry, bus);
     const { rollout } = await launch(THREE_WAVES);
+    await metrics.scrape(rollouts);
+    expect(await registry.getSingleMetricAsString('rollplane_wave_clusters')).toContain('rollplane_wave_clusters{state="PENDING"} 4');
     const { rollout: done, clustersInFlight } = await drive(rollout.id);
+    expect(await registry.getSingleMetricAsString('rollplane_wave_duration_seconds')).toContain(
+      'rollplane_wave_duration_seconds_count{kind="AGENT_POOL",outcome="SUCCEEDED"} 3',
+    );
+    metrics.stop();
     expect(done.state).toBe('SUCCEEDED');
     expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
     // Never two clusters at once (canary has one, prod maxConcurrency 1, remainder one).
