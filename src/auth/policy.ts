@@ -19,6 +19,10 @@ const ADMIN_FIELDS = new Set([
   'registerCluster',
   'updateClusterLabels',
   'deregisterCluster',
+  // Maintenance windows hold or release every rollout of the fleet (issue 30).
+  'createMaintenanceWindow',
+  'updateMaintenanceWindow',
+  'deleteMaintenanceWindow',
 ]);
 /**
  * The role a root field needs. `dryRun`: the mutation offers dry runs (its input has `dryRun`: the kinds' bumps, found

@@ -153,6 +153,16 @@ export function json(raw: string): unknown {
 
 /** `--wave-strategy <file>`: a staged bump's waves (docs/waves.md), a JSON or YAML file holding a WaveStrategyInput. */
 export function waveStrategyFile(raw: string): unknown {
+  return mappingFile(raw, 'with `waves` (see docs/waves.md)');
+}
+
+/** `window create|update --file <file>`: a maintenance-window policy, a JSON or YAML file (docs/waves.md). */
+export function policyFile(raw: string): unknown {
+  return mappingFile(raw, 'with name, kind and windows (see docs/waves.md)');
+}
+
+/** A JSON or YAML file holding one mapping (the server checks its fields). */
+function mappingFile(raw: string, what: string): unknown {
   let text: string;
   try {
     text = readFileSync(raw, 'utf8');
@@ -164,6 +174,6 @@ export function waveStrategyFile(raw: string): unknown {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a mapping');
     return value;
   } catch {
-    throw new InvalidArgumentError(`Expected ${raw} to hold a JSON or YAML mapping with \`waves\` (see docs/waves.md).`);
+    throw new InvalidArgumentError(`Expected ${raw} to hold a JSON or YAML mapping ${what}.`);
   }
 }

@@ -9,6 +9,7 @@ import { registerHistory } from './commands/history.js';
 import { registerNotify } from './commands/notify.js';
 import { registerRollout } from './commands/rollout.js';
 import { registerToken } from './commands/token.js';
+import { registerWindow } from './commands/window.js';
 import { ExitCode } from './exitCodes.js';
 import type { CliIo } from './runtime.js';
 
@@ -111,6 +112,7 @@ export async function main(
   registerToken(program, io, setExitCode);
   registerCluster(program, io, setExitCode);
   registerNotify(program, io, setExitCode);
+  registerWindow(program, io, setExitCode);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

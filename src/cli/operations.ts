@@ -17,6 +17,10 @@ import type {
 export {
   AbortDocument as ABORT_MUTATION,
   ApproveGateDocument as APPROVE_GATE_MUTATION,
+  CreateMaintenanceWindowDocument as CREATE_WINDOW_MUTATION,
+  DeleteMaintenanceWindowDocument as DELETE_WINDOW_MUTATION,
+  MaintenanceWindowsDocument as WINDOWS_QUERY,
+  UpdateMaintenanceWindowDocument as UPDATE_WINDOW_MUTATION,
   RejectGateDocument as REJECT_GATE_MUTATION,
   ClustersDocument as CLUSTERS_QUERY,
   DeregisterClusterDocument as DEREGISTER_CLUSTER_MUTATION,

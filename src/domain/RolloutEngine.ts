@@ -20,11 +20,15 @@ import type { IdempotencyKeyRef } from './historyPort.js';
 import { ENGINE_IDEMPOTENCY_SCOPE, type LaunchResult, type RolloutLauncher } from './RolloutLauncher.js';
 import { changedByRollout, RollbackPlanStale, type RollbackRules } from './launchRules.js';
 import type { Cause, NewTarget, Rollout, RolloutService, RolloutTarget, TargetChange } from './RolloutService.js';
-import { clusterField, targetKey, type TargetRef } from './ports.js';
+import { clusterField, clusterOf, targetKey, type TargetRef } from './ports.js';
 import { ACTIVE_ROLLOUT_STATES, isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
 import { decideStage } from './waves/engineStage.js';
+import { decide as decideWindow } from './gates/maintenanceWindows.js';
 import type { StoredRun } from './waves/StagedRuns.js';
+
+/** How often a rollout whose clusters are all outside any window within the horizon looks again (a policy may change). */
+const WINDOW_RECHECK_MS = 60_000;
 
 /** Target changes recorded per transaction. */
 const RECORD_BATCH = 500;
@@ -40,6 +44,11 @@ export interface EngineOptions {
   fullObservationMs?: number;
   /** Admissions written in parallel within one reconcile (default 16). */
   admissionConcurrency?: number;
+  /**
+   * The registered member clusters' labels, which maintenance-window policies select by (a cluster missing here has
+   * none, as `local`). Default: none.
+   */
+  clusterLabels?: () => Promise<ReadonlyMap<string, Record<string, string>>>;
   now?: () => number;
 }
 
@@ -78,6 +87,7 @@ export class RolloutEngine {
   private readonly fullObservationMs: number;
   private readonly admissionConcurrency: number;
   private readonly now: () => number;
+  private readonly clusterLabels: () => Promise<ReadonlyMap<string, Record<string, string>>>;
   private enqueueFn: (rolloutId: string, afterMs?: number) => void = () => {};
   private launcher: RolloutLauncher | undefined;
 
@@ -90,6 +100,7 @@ export class RolloutEngine {
     this.fullObservationMs = options.fullObservationMs ?? 5000;
     this.admissionConcurrency = options.admissionConcurrency ?? 16;
     this.now = options.now ?? Date.now;
+    this.clusterLabels = options.clusterLabels ?? (async () => new Map());
   }
 
   registerDriver(driver: RolloutDriver): void {
@@ -147,11 +158,43 @@ export class RolloutEngine {
     };
     const run = await this.rollouts.runs.runOf(rolloutId);
     if (run) return this.stagedPass(pass, run, signal);
-    for (const step of [observe, decide, admit, rollBack, finish]) {
+    for (const step of [observe, decide]) {
       const end = await this.apply(pass, await step(pass), signal);
       if (end) return end;
     }
+    const windowOpensAt = await this.closedClusters(pass);
+    for (const step of [admit, rollBack, finish]) {
+      const end = await this.apply(pass, await step(pass), signal);
+      if (end) return end;
+    }
+    if (windowOpensAt !== undefined && pass.view.count('PROGRESSING') === 0) {
+      // Nothing in flight and every pending cluster outside its window: look again when the first one opens.
+      return { requeueAfterMs: Number.isFinite(windowOpensAt) ? Math.max(10, windowOpensAt - this.now()) : WINDOW_RECHECK_MS };
+    }
     return { requeueAfterMs: requeueAfterMs(pass.nextDeadline, this.now(), this.pollMs) };
+  }
+
+  /**
+   * Maintenance windows for a rollout without waves (issue 30): when any policy exists, only the pending targets of
+   * clusters inside an allowed window are admitted (`admitClusters`). Returns when the earliest closed cluster opens
+   * if no pending cluster may start now (Infinity: none within the horizon); undefined when windows hold nothing back.
+   * With no policy, nothing is read beyond the policy list, and the pass is what it was before windows.
+   */
+  private async closedClusters(pass: Pass): Promise<number | undefined> {
+    if (pass.admissionCap === undefined || pass.view.count('PENDING') === 0) return undefined;
+    const policies = await this.rollouts.windows.policies();
+    if (policies.length === 0) return undefined;
+    const labels = await this.clusterLabels();
+    const now = new Date(this.now());
+    const open = new Set<string>();
+    let opensAt = Infinity;
+    for (const cluster of new Set(pass.view.inState('PENDING').map(clusterOf))) {
+      const decision = decideWindow(policies, labels.get(cluster) ?? {}, now);
+      if (decision.open) open.add(cluster);
+      else if (decision.until) opensAt = Math.min(opensAt, decision.until.getTime());
+    }
+    pass.admitClusters = open;
+    return open.size === 0 ? opensAt : undefined;
   }
 
   /**
@@ -195,7 +238,9 @@ export class RolloutEngine {
     }
     const gates = await this.rollouts.runs.gates(rollout.id, now);
     await this.rollouts.runs.recordGates(rollout.id, rollout.kind, gates, now);
-    const { decision, waves } = decideStage({ run, gates, accepted: new Set(accepted), now }, pass.view.targets);
+    const [policies, labels] = await Promise.all([this.rollouts.windows.policies(), this.clusterLabels()]);
+    const window = (cluster: string) => decideWindow(policies, labels.get(cluster) ?? {}, now);
+    const { decision, waves } = decideStage({ run, gates, accepted: new Set(accepted), now, window }, pass.view.targets);
     await this.rollouts.runs.recordWaves(rollout.id, rollout.kind, run, waves, now);
     switch (decision.do) {
       case 'admit in': {

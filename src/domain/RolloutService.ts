@@ -27,6 +27,7 @@ import {
 import type { EventLog } from './EventLog.js';
 import { type FrozenRun, runRows } from './waves/strategy.js';
 import { StagedRuns } from './waves/StagedRuns.js';
+import { WindowPolicies } from './gates/WindowPolicies.js';
 import { parseStoredStrategy, serializeStrategy, type KindContracts, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
 import { checkPageSize, decodeCursor, encodeCursor, endCursorOf, pageOfRows, type Page } from '../util/pagination.js';
@@ -210,6 +211,8 @@ export class RolloutService {
   private readonly toRollout: RolloutReader;
   /** Staged rollouts' runs, waves, gates and decisions (issue 30). */
   readonly runs: StagedRuns;
+  /** Maintenance-window policies, asked before a staged rollout admits a cluster (issue 30). */
+  readonly windows: WindowPolicies;
 
   /** `contracts`: the registered kinds' (src/kinds), which read each rollout's stored strategy. */
   constructor(
@@ -219,6 +222,7 @@ export class RolloutService {
   ) {
     this.toRollout = rolloutReader(contracts);
     this.runs = new StagedRuns(store, log);
+    this.windows = new WindowPolicies(store);
   }
 
   /**

@@ -198,6 +198,15 @@ export interface GateRow {
   endedAt: Date | null;
 }
 
+/** A named maintenance-window policy as stored (its definition is the checked input, as JSON). */
+export interface WindowPolicyRow {
+  name: string;
+  kind: string;
+  definition: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
 /** One decision kept at a gate. */
 export interface GateDecisionRow {
   id: number;
@@ -299,6 +308,8 @@ export interface HistoryReads {
   gatesOf(rolloutId: string): Promise<GateRow[]>;
   /** Every decision kept at a gate, oldest first. */
   gateDecisions(gateId: string): Promise<GateDecisionRow[]>;
+  /** Every maintenance-window policy, by name. */
+  windowPolicies(): Promise<WindowPolicyRow[]>;
 }
 
 /** One database step inside a transaction body: `yield*` it. SQLite's complete without yielding. */
@@ -370,6 +381,12 @@ export interface HistoryTx extends TxReads {
   /** A gate's computed state; `endedAt` only when given. */
   updateGate(id: string, state: string, reason: string, endedAt: Date | null): Step<void>;
   insertGateDecision(decision: Omit<GateDecisionRow, 'id'>): Step<void>;
+  /** Adds a policy; false (nothing changed) when the name is taken. */
+  insertWindowPolicy(row: WindowPolicyRow): Step<boolean>;
+  /** Replaces a policy's kind and definition; false when there is none of that name. */
+  updateWindowPolicy(row: Omit<WindowPolicyRow, 'createdAt'>): Step<boolean>;
+  /** false when there is none of that name. */
+  deleteWindowPolicy(name: string): Step<boolean>;
   /** A wave's state; `startedAt`/`finishedAt` only when given. */
   updateWave(rolloutId: string, ordinal: number, state: string, reason: string | null, startedAt: Date | null, finishedAt: Date | null): Step<void>;
 }

@@ -7,6 +7,7 @@ import { MAX_FILTER_CLUSTERS, MAX_FILTER_ROLLOUTS } from '../domain/notification
 import type { KindApi } from './kindApi.js';
 import { MAX_WAVES } from '../domain/waves/plan.js';
 import { MAX_GATE_DECISIONS } from '../domain/waves/StagedRuns.js';
+import { MAX_WINDOW_POLICIES } from '../domain/gates/WindowPolicies.js';
 import type { ListSizes } from './queryLimits.js';
 
 /**
@@ -40,5 +41,6 @@ export function listSizesOf(domain: Domain, kinds: readonly KindApi[]): ListSize
     'PlannedWave.clusters': () => domain.clusters?.size() ?? 1,
     'Rollout.gates': () => 2 * (MAX_WAVES + 1),
     'Gate.decisions': () => MAX_GATE_DECISIONS,
+    'Query.maintenanceWindows': () => MAX_WINDOW_POLICIES,
   };
 }

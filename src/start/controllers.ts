@@ -45,7 +45,10 @@ export async function startControllers(
 ) {
   return compose(logger, async (started) => {
     const { db, bus, events, rollouts } = history;
-    const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }));
+    const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }), {
+      // Maintenance windows select clusters by their labels as registered now (issue 30).
+      clusterLabels: async () => new Map((await db.memberClusters.list()).map((c) => [c.name, c.labels])),
+    });
     const launcher = new RolloutLauncher(rollouts);
     const clients = createKubeClients({
       mode: kube.mode,

@@ -1,4 +1,4 @@
-import type { GateDecisionRow, GateRow, RunRow, WaveRow } from '../domain/historyPort.js';
+import type { GateDecisionRow, GateRow, RunRow, WaveRow, WindowPolicyRow } from '../domain/historyPort.js';
 import { dateOf, type Sql, sqlDate, sqlDateOrNull } from './Sql.js';
 
 /**
@@ -21,6 +21,12 @@ export const GATES_OF = `SELECT "id", "rolloutId", "key", "type", "config", "sta
   WHERE "rolloutId" = ? ORDER BY "openedAt", "id"`;
 export const INSERT_GATE_DECISION = 'INSERT INTO "GateDecision" ("gateId", "tokenId", "role", "decision", "comment", "at") VALUES (?, ?, ?, ?, ?, ?)';
 export const GATE_DECISIONS = 'SELECT "id", "gateId", "tokenId", "role", "decision", "comment", "at" FROM "GateDecision" WHERE "gateId" = ? ORDER BY "id"';
+
+export const INSERT_WINDOW =
+  'INSERT INTO "MaintenanceWindow" ("name", "kind", "definition", "createdAt", "updatedAt") VALUES (?, ?, ?, ?, ?) ON CONFLICT ("name") DO NOTHING';
+export const UPDATE_WINDOW = 'UPDATE "MaintenanceWindow" SET "kind" = ?, "definition" = ?, "updatedAt" = ? WHERE "name" = ?';
+export const DELETE_WINDOW = 'DELETE FROM "MaintenanceWindow" WHERE "name" = ?';
+export const WINDOWS = 'SELECT "name", "kind", "definition", "createdAt", "updatedAt" FROM "MaintenanceWindow" ORDER BY "name"';
 
 type Stored<T> = {
   [K in keyof T]: T[K] extends Date ? Date | string : T[K] extends Date | null ? Date | string | null : T[K] extends boolean ? boolean | number : T[K];
@@ -109,4 +115,24 @@ export function updateGate(sql: Sql, id: string, state: string, reason: string, 
 
 export function insertGateDecision(sql: Sql, d: Omit<GateDecisionRow, 'id'>): void {
   sql.run(INSERT_GATE_DECISION, d.gateId, d.tokenId, d.role, d.decision, d.comment, sqlDate(d.at));
+}
+
+export function windowOfRow(row: Stored<WindowPolicyRow>, date: (v: Date | string) => Date): WindowPolicyRow {
+  return { ...row, createdAt: date(row.createdAt), updatedAt: date(row.updatedAt) };
+}
+
+export function windowPolicies(sql: Sql): WindowPolicyRow[] {
+  return sql.all<Stored<WindowPolicyRow>>(WINDOWS).map((row) => windowOfRow(row, sqliteDate));
+}
+
+export function insertWindowPolicy(sql: Sql, row: WindowPolicyRow): boolean {
+  return sql.run(INSERT_WINDOW, row.name, row.kind, row.definition, sqlDate(row.createdAt), sqlDate(row.updatedAt)).changes > 0;
+}
+
+export function updateWindowPolicy(sql: Sql, row: Omit<WindowPolicyRow, 'createdAt'>): boolean {
+  return sql.run(UPDATE_WINDOW, row.kind, row.definition, sqlDate(row.updatedAt), row.name).changes > 0;
+}
+
+export function deleteWindowPolicy(sql: Sql, name: string): boolean {
+  return sql.run(DELETE_WINDOW, name).changes > 0;
 }

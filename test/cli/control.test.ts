@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from './cliHarness.js';
 import { scriptedAppPerFile } from './scriptedApp.js';
@@ -84,5 +87,41 @@ describe('rollplane rollout approve | reject', () => {
     const unknown = await runCli(['rollout', 'approve', id, '--gate', 'after:only'], env());
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('[NOT_FOUND]');
+  });
+});
+
+describe('rollplane window list | create | update | delete', () => {
+  it('creates a policy from a YAML file, lists it, refuses a bad one naming the field, updates and deletes it', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-window-'));
+    try {
+      const file = path.join(dir, 'freeze.yaml');
+      writeFileSync(
+        file,
+        'name: xmas\nkind: DENY\ntimeZone: Europe/Berlin\nclusterSelector: env=prod\nranges:\n  - from: 2026-12-24T00:00\n    to: 2026-12-27T00:00\n',
+      );
+      const created = await runCli(['window', 'create', '--file', file], env());
+      expect(created.code, created.stderr).toBe(0);
+      expect(created.stdout).toContain('created DENY window policy xmas');
+      const listed = await runCli(['window', 'list'], env());
+      expect(listed.stdout).toMatch(/xmas\s+DENY\s+Europe\/Berlin\s+env=prod\s+range 2026-12-24T00:00 → 2026-12-27T00:00/);
+      writeFileSync(file, 'name: xmas\nkind: DENY\ntimeZone: Europe/Berlin\nweekly:\n  - days: [SAT]\n    start: "25:00"\n    end: "02:00"\n');
+      const refused = await runCli(['window', 'update', '--file', file], env());
+      expect(refused.code).toBe(2); // BAD_USER_INPUT: the input is wrong
+      expect(refused.stderr).toContain('input.weekly[0].start');
+      writeFileSync(file, 'name: xmas\nkind: DENY\nweekly:\n  - days: [SAT, SUN]\n    start: "22:00"\n    end: "02:00"\n');
+      const updated = await runCli(['window', 'update', '--file', file, '-o', 'json'], env());
+      expect(updated.code, updated.stderr).toBe(0);
+      expect(JSON.parse(updated.stdout).maintenanceWindow.definition).toEqual({
+        name: 'xmas',
+        kind: 'DENY',
+        timeZone: 'UTC',
+        weekly: [{ days: ['SAT', 'SUN'], start: '22:00', end: '02:00' }],
+      });
+      const deleted = await runCli(['window', 'delete', 'xmas'], env());
+      expect(deleted.code, deleted.stderr).toBe(0);
+      expect((await runCli(['window', 'delete', 'xmas'], env())).stderr).toContain('[NOT_FOUND]');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

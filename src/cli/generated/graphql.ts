@@ -474,6 +474,61 @@ export type WaveFailurePolicy =
   /** Go on with the next waves; the run ends FAILED naming the failed waves. */
   | 'CONTINUE';
 
+/** Whether a maintenance-window policy allows or denies changes while one of its windows is active. */
+export type WindowKind =
+  /** Changes only inside its windows (when any ALLOW policy applies to a cluster, one must be active). */
+  | 'ALLOW'
+  /** No change inside its windows (overrides every ALLOW). */
+  | 'DENY';
+
+/** Days and a wall-clock start and end; an end at or before the start crosses midnight (the day is the day it starts). */
+export type WeeklyWindowInput = {
+  /** MON, TUE, WED, THU, FRI, SAT, SUN. */
+  days: Array<string>;
+  /** HH:MM on the policy's clock. */
+  start: string;
+  /** HH:MM on the policy's clock (24:00 ends a day). */
+  end: string;
+};
+
+/** A five-field cron schedule (crontab(5)) and how long each opening lasts. */
+export type CronWindowInput = {
+  /** e.g. `0 22 * * 1-5`. */
+  schedule: string;
+  /** `90m`, `4h`, `1d12h` (at most 31d). */
+  duration: string;
+};
+
+/** A one-off range (a freeze, as a DENY policy). */
+export type WindowRangeInput = {
+  /** `2026-12-24T00:00` on the policy's clock, or an instant with `Z` or an offset. */
+  from: string;
+  /** As `from`; after it. */
+  to: string;
+};
+
+/**
+ * A named maintenance-window policy (docs/waves.md): ALLOW or DENY changes to the clusters its label selector picks, on
+ * a wall clock in an IANA time zone. No target of a staged rollout is admitted in a cluster outside an allowed window;
+ * one already admitted finishes.
+ */
+export type MaintenanceWindowInput = {
+  /** A DNS-1123 label, unique. */
+  name: string;
+  /** ALLOW or DENY changes while one of its windows is active. */
+  kind: WindowKind;
+  /** IANA time zone (`Europe/Berlin`). Default UTC. */
+  timeZone?: string | null | undefined;
+  /** Kubernetes label selector on the clusters' labels; every cluster when omitted. */
+  clusterSelector?: string | null | undefined;
+  /** Weekly windows. */
+  weekly?: Array<WeeklyWindowInput> | null | undefined;
+  /** Cron windows. */
+  cron?: Array<CronWindowInput> | null | undefined;
+  /** One-off ranges. */
+  ranges?: Array<WindowRangeInput> | null | undefined;
+};
+
 /** A decision at an approval gate. */
 export type GateVerdict =
   /** Counts toward the gate's required approvers. */
@@ -719,6 +774,34 @@ export type DeregisterClusterMutationVariables = Exact<{
 
 
 export type DeregisterClusterMutation = { deregisterCluster: MemberClusterFieldsFragment };
+
+export type MaintenanceWindowFieldsFragment = { name: string, kind: WindowKind, definition: unknown, createdAt: string, updatedAt: string };
+
+export type MaintenanceWindowsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type MaintenanceWindowsQuery = { maintenanceWindows: Array<MaintenanceWindowFieldsFragment> };
+
+export type CreateMaintenanceWindowMutationVariables = Exact<{
+  input: MaintenanceWindowInput;
+}>;
+
+
+export type CreateMaintenanceWindowMutation = { createMaintenanceWindow: MaintenanceWindowFieldsFragment };
+
+export type UpdateMaintenanceWindowMutationVariables = Exact<{
+  input: MaintenanceWindowInput;
+}>;
+
+
+export type UpdateMaintenanceWindowMutation = { updateMaintenanceWindow: MaintenanceWindowFieldsFragment };
+
+export type DeleteMaintenanceWindowMutationVariables = Exact<{
+  name: string;
+}>;
+
+
+export type DeleteMaintenanceWindowMutation = { deleteMaintenanceWindow: MaintenanceWindowFieldsFragment };
 
 export type NotificationSubscriptionFieldsFragment = { id: string, name: string, oncePer: Array<NotificationOncePer>, createdAt: string, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, lastDeliveredAt: string | null, sink: { kind: NotificationSinkKind, target: string, channel: string | null, signed: boolean, threaded: boolean }, filter: { types: Array<EventType>, kinds: Array<RolloutKind>, clusters: Array<string>, clusterSelector: string, states: Array<NotifiableState>, rolloutIds: Array<string> }, deliveries: { pending: number, delivered: number, deadLettered: number, cancelled: number } };
 
@@ -1067,6 +1150,15 @@ export const MemberClusterFieldsFragmentDoc = new TypedDocumentString(`
   updatedAt
 }
     `, {"fragmentName":"MemberClusterFields"}) as unknown as TypedDocumentString<MemberClusterFieldsFragment, unknown>;
+export const MaintenanceWindowFieldsFragmentDoc = new TypedDocumentString(`
+    fragment MaintenanceWindowFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}
+    `, {"fragmentName":"MaintenanceWindowFields"}) as unknown as TypedDocumentString<MaintenanceWindowFieldsFragment, unknown>;
 export const NotificationSubscriptionFieldsFragmentDoc = new TypedDocumentString(`
     fragment NotificationSubscriptionFields on NotificationSubscription {
   id
@@ -1935,6 +2027,58 @@ export const DeregisterClusterDocument = new TypedDocumentString(`
   createdAt
   updatedAt
 }`) as unknown as TypedDocumentString<DeregisterClusterMutation, DeregisterClusterMutationVariables>;
+export const MaintenanceWindowsDocument = new TypedDocumentString(`
+    query MaintenanceWindows {
+  maintenanceWindows {
+    ...MaintenanceWindowFields
+  }
+}
+    fragment MaintenanceWindowFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<MaintenanceWindowsQuery, MaintenanceWindowsQueryVariables>;
+export const CreateMaintenanceWindowDocument = new TypedDocumentString(`
+    mutation CreateMaintenanceWindow($input: MaintenanceWindowInput!) {
+  createMaintenanceWindow(input: $input) {
+    ...MaintenanceWindowFields
+  }
+}
+    fragment MaintenanceWindowFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<CreateMaintenanceWindowMutation, CreateMaintenanceWindowMutationVariables>;
+export const UpdateMaintenanceWindowDocument = new TypedDocumentString(`
+    mutation UpdateMaintenanceWindow($input: MaintenanceWindowInput!) {
+  updateMaintenanceWindow(input: $input) {
+    ...MaintenanceWindowFields
+  }
+}
+    fragment MaintenanceWindowFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<UpdateMaintenanceWindowMutation, UpdateMaintenanceWindowMutationVariables>;
+export const DeleteMaintenanceWindowDocument = new TypedDocumentString(`
+    mutation DeleteMaintenanceWindow($name: String!) {
+  deleteMaintenanceWindow(name: $name) {
+    ...MaintenanceWindowFields
+  }
+}
+    fragment MaintenanceWindowFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<DeleteMaintenanceWindowMutation, DeleteMaintenanceWindowMutationVariables>;
 export const NotificationSubscriptionsDocument = new TypedDocumentString(`
     query NotificationSubscriptions($first: Int, $after: String) {
   notificationSubscriptions(first: $first, after: $after) {

@@ -19,6 +19,8 @@ export interface StagedPass {
   /** Waves whose failure a user accepted by resuming the run it paused (EngineState.acceptedWaves). */
   accepted: ReadonlySet<string>;
   now: Date;
+  /** Whether the cluster may be admitted now (maintenance windows), why not, and until when; absent: always. */
+  window?: RunFacts['window'];
 }
 
 export type StageDecision =
@@ -71,8 +73,7 @@ export function runFacts(pass: StagedPass, clusters: ReadonlyMap<string, Cluster
     clusters,
     gates,
     gatePositions,
-    // Maintenance windows are not wired yet: every cluster may start.
-    window: () => ({ open: true, reason: '', until: null }),
+    window: pass.window ?? (() => ({ open: true, reason: '', until: null })),
     failurePolicy: run.failurePolicy,
     now: pass.now,
   };

@@ -29,6 +29,8 @@ export type Query = {
   __typename?: 'Query';
   /** Name, version and runtime facts of this rollplane server. */
   serverInfo: ServerInfo;
+  /** The maintenance-window policies, by name (docs/waves.md). */
+  maintenanceWindows: Array<MaintenanceWindow>;
   /** Rollouts, newest first. */
   rollouts: RolloutConnection;
   /** One rollout by id; null when there is none. */
@@ -377,6 +379,8 @@ export type Rollout = {
   wavePlan?: Maybe<WavePlan>;
   /** A staged rollout's gates once reached, with their decisions, in the order they opened. */
   gates: Array<Gate>;
+  /** What a PROGRESSING staged rollout waits for now (a gate, a soak, a maintenance window, clusters in progress); null otherwise. */
+  waitingFor?: Maybe<Scalars['String']['output']>;
 };
 
 
@@ -1709,6 +1713,87 @@ export type WaveFailurePolicy =
   /** Go on with the next waves; the run ends FAILED naming the failed waves. */
   | 'CONTINUE';
 
+/** Whether a maintenance-window policy allows or denies changes while one of its windows is active. */
+export type WindowKind =
+  /** Changes only inside its windows (when any ALLOW policy applies to a cluster, one must be active). */
+  | 'ALLOW'
+  /** No change inside its windows (overrides every ALLOW). */
+  | 'DENY';
+
+/** Days and a wall-clock start and end; an end at or before the start crosses midnight (the day is the day it starts). */
+export type WeeklyWindowInput = {
+  /** MON, TUE, WED, THU, FRI, SAT, SUN. */
+  days: Array<Scalars['String']['input']>;
+  /** HH:MM on the policy's clock. */
+  start: Scalars['String']['input'];
+  /** HH:MM on the policy's clock (24:00 ends a day). */
+  end: Scalars['String']['input'];
+};
+
+/** A five-field cron schedule (crontab(5)) and how long each opening lasts. */
+export type CronWindowInput = {
+  /** e.g. `0 22 * * 1-5`. */
+  schedule: Scalars['String']['input'];
+  /** `90m`, `4h`, `1d12h` (at most 31d). */
+  duration: Scalars['String']['input'];
+};
+
+/** A one-off range (a freeze, as a DENY policy). */
+export type WindowRangeInput = {
+  /** `2026-12-24T00:00` on the policy's clock, or an instant with `Z` or an offset. */
+  from: Scalars['String']['input'];
+  /** As `from`; after it. */
+  to: Scalars['String']['input'];
+};
+
+/**
+ * A named maintenance-window policy (docs/waves.md): ALLOW or DENY changes to the clusters its label selector picks, on
+ * a wall clock in an IANA time zone. No target of a staged rollout is admitted in a cluster outside an allowed window;
+ * one already admitted finishes.
+ */
+export type MaintenanceWindowInput = {
+  /** A DNS-1123 label, unique. */
+  name: Scalars['String']['input'];
+  /** ALLOW or DENY changes while one of its windows is active. */
+  kind: WindowKind;
+  /** IANA time zone (`Europe/Berlin`). Default UTC. */
+  timeZone?: InputMaybe<Scalars['String']['input']>;
+  /** Kubernetes label selector on the clusters' labels; every cluster when omitted. */
+  clusterSelector?: InputMaybe<Scalars['String']['input']>;
+  /** Weekly windows. */
+  weekly?: InputMaybe<Array<WeeklyWindowInput>>;
+  /** Cron windows. */
+  cron?: InputMaybe<Array<CronWindowInput>>;
+  /** One-off ranges. */
+  ranges?: InputMaybe<Array<WindowRangeInput>>;
+};
+
+/** A stored maintenance-window policy. */
+export type MaintenanceWindow = {
+  __typename?: 'MaintenanceWindow';
+  /** Its name. */
+  name: Scalars['String']['output'];
+  /** ALLOW or DENY. */
+  kind: WindowKind;
+  /** The policy as written (timeZone, clusterSelector, weekly, cron, ranges). */
+  definition: Scalars['JSON']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+/** What the maintenance windows say about a cluster now. */
+export type WindowState = {
+  __typename?: 'WindowState';
+  /** Whether a new change may be admitted in the cluster now. */
+  open: Scalars['Boolean']['output'];
+  /** Which policy opened or closed it, or that none applies. */
+  reason: Scalars['String']['output'];
+  /** The policy that decided, if any. */
+  policy?: Maybe<Scalars['String']['output']>;
+  /** When the answer changes next (the next window opening or closing); null when it does not within 400 days. */
+  until?: Maybe<Scalars['DateTime']['output']>;
+};
+
 /** A staged rollout's plan, frozen at launch. */
 export type WavePlan = {
   __typename?: 'WavePlan';
@@ -1877,6 +1962,12 @@ export type Mutation = {
    * below the gate's, or the run's starter when excluded, is FORBIDDEN; a gate or run that ended is CONFLICT.
    */
   approveGate: Gate;
+  /** Create a maintenance-window policy (refused with the field path when malformed; CONFLICT when the name exists). Admin only. */
+  createMaintenanceWindow: MaintenanceWindow;
+  /** Replace a maintenance-window policy of that name (NOT_FOUND when none). Admin only. */
+  updateMaintenanceWindow: MaintenanceWindow;
+  /** Delete a maintenance-window policy (NOT_FOUND when none). Admin only. */
+  deleteMaintenanceWindow: MaintenanceWindow;
   /** Reject a staged rollout's approval gate: one rejection fails it (the run's failure policy applies). */
   rejectGate: Gate;
   /** Create an API token. Admin only. */
@@ -1959,6 +2050,21 @@ export type MutationApproveGateArgs = {
   rolloutId: Scalars['ID']['input'];
   gate: Scalars['String']['input'];
   comment?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type MutationCreateMaintenanceWindowArgs = {
+  input: MaintenanceWindowInput;
+};
+
+
+export type MutationUpdateMaintenanceWindowArgs = {
+  input: MaintenanceWindowInput;
+};
+
+
+export type MutationDeleteMaintenanceWindowArgs = {
+  name: Scalars['String']['input'];
 };
 
 
@@ -2046,6 +2152,8 @@ export type MemberCluster = {
    * figures and says why.
    */
   kindFigures: Array<ClusterKindFigures>;
+  /** What the maintenance-window policies say about the cluster now, and until when (its next window). */
+  maintenanceWindow: WindowState;
 };
 
 /** One rollout kind's figures in one member cluster. */
@@ -2394,6 +2502,13 @@ export type ResolversTypes = {
   GateType: GateType;
   WaveRemainder: WaveRemainder;
   WaveFailurePolicy: WaveFailurePolicy;
+  WindowKind: WindowKind;
+  WeeklyWindowInput: WeeklyWindowInput;
+  CronWindowInput: CronWindowInput;
+  WindowRangeInput: WindowRangeInput;
+  MaintenanceWindowInput: MaintenanceWindowInput;
+  MaintenanceWindow: ResolverTypeWrapper<MaintenanceWindow>;
+  WindowState: ResolverTypeWrapper<WindowState>;
   WavePlan: ResolverTypeWrapper<WavePlan>;
   PlannedWave: ResolverTypeWrapper<PlannedWave>;
   GateSpec: ResolverTypeWrapper<GateSpec>;
@@ -2515,6 +2630,12 @@ export type ResolversParentTypes = {
   WaveStrategyInput: WaveStrategyInput;
   WaveInput: WaveInput;
   GateInput: GateInput;
+  WeeklyWindowInput: WeeklyWindowInput;
+  CronWindowInput: CronWindowInput;
+  WindowRangeInput: WindowRangeInput;
+  MaintenanceWindowInput: MaintenanceWindowInput;
+  MaintenanceWindow: MaintenanceWindow;
+  WindowState: WindowState;
   WavePlan: WavePlan;
   PlannedWave: PlannedWave;
   GateSpec: GateSpec;
@@ -2547,6 +2668,7 @@ export interface JsonScalarConfig extends GraphQLScalarTypeConfig<ResolversTypes
 
 export type QueryResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   serverInfo?: Resolver<ResolversTypes['ServerInfo'], ParentType, ContextType>;
+  maintenanceWindows?: Resolver<Array<ResolversTypes['MaintenanceWindow']>, ParentType, ContextType>;
   rollouts?: Resolver<ResolversTypes['RolloutConnection'], ParentType, ContextType, RequireFields<QueryRolloutsArgs, 'first'>>;
   rollout?: Resolver<Maybe<ResolversTypes['Rollout']>, ParentType, ContextType, RequireFields<QueryRolloutArgs, 'id'>>;
   events?: Resolver<ResolversTypes['EventConnection'], ParentType, ContextType, RequireFields<QueryEventsArgs, 'first'>>;
@@ -2630,6 +2752,7 @@ export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends Re
   revertedOutsideRollplane?: Resolver<Array<ResolversTypes['OutsideRevert']>, ParentType, ContextType>;
   wavePlan?: Resolver<Maybe<ResolversTypes['WavePlan']>, ParentType, ContextType>;
   gates?: Resolver<Array<ResolversTypes['Gate']>, ParentType, ContextType>;
+  waitingFor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type OutsideRevertResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['OutsideRevert'] = ResolversParentTypes['OutsideRevert']> = {
@@ -3089,6 +3212,21 @@ export type ReplayNotificationDeliveriesPayloadResolvers<ContextType = GraphQLCo
   replayed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
+export type MaintenanceWindowResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MaintenanceWindow'] = ResolversParentTypes['MaintenanceWindow']> = {
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  kind?: Resolver<ResolversTypes['WindowKind'], ParentType, ContextType>;
+  definition?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type WindowStateResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['WindowState'] = ResolversParentTypes['WindowState']> = {
+  open?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  reason?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  policy?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  until?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+};
+
 export type WavePlanResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['WavePlan'] = ResolversParentTypes['WavePlan']> = {
   waves?: Resolver<Array<ResolversTypes['PlannedWave']>, ParentType, ContextType>;
   excluded?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
@@ -3162,6 +3300,9 @@ export type MutationResolvers<ContextType = GraphQLContext, ParentType extends R
   abortRollout?: Resolver<ResolversTypes['Rollout'], ParentType, ContextType, RequireFields<MutationAbortRolloutArgs, 'id'>>;
   rollbackRollout?: Resolver<ResolversTypes['Rollout'], ParentType, ContextType, RequireFields<MutationRollbackRolloutArgs, 'id'>>;
   approveGate?: Resolver<ResolversTypes['Gate'], ParentType, ContextType, RequireFields<MutationApproveGateArgs, 'rolloutId' | 'gate'>>;
+  createMaintenanceWindow?: Resolver<ResolversTypes['MaintenanceWindow'], ParentType, ContextType, RequireFields<MutationCreateMaintenanceWindowArgs, 'input'>>;
+  updateMaintenanceWindow?: Resolver<ResolversTypes['MaintenanceWindow'], ParentType, ContextType, RequireFields<MutationUpdateMaintenanceWindowArgs, 'input'>>;
+  deleteMaintenanceWindow?: Resolver<ResolversTypes['MaintenanceWindow'], ParentType, ContextType, RequireFields<MutationDeleteMaintenanceWindowArgs, 'name'>>;
   rejectGate?: Resolver<ResolversTypes['Gate'], ParentType, ContextType, RequireFields<MutationRejectGateArgs, 'rolloutId' | 'gate'>>;
   createApiToken?: Resolver<ResolversTypes['CreatedApiToken'], ParentType, ContextType, RequireFields<MutationCreateApiTokenArgs, 'input'>>;
   revokeApiToken?: Resolver<ResolversTypes['ApiToken'], ParentType, ContextType, RequireFields<MutationRevokeApiTokenArgs, 'id'>>;
@@ -3185,6 +3326,7 @@ export type MemberClusterResolvers<ContextType = GraphQLContext, ParentType exte
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   kindFigures?: Resolver<Array<ResolversTypes['ClusterKindFigures']>, ParentType, ContextType>;
+  maintenanceWindow?: Resolver<ResolversTypes['WindowState'], ParentType, ContextType>;
 };
 
 export type ClusterKindFiguresResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['ClusterKindFigures'] = ResolversParentTypes['ClusterKindFigures']> = {
@@ -3290,6 +3432,8 @@ export type Resolvers<ContextType = GraphQLContext> = {
   NotificationDeliveryConnection?: NotificationDeliveryConnectionResolvers<ContextType>;
   NotificationDeliveryEdge?: NotificationDeliveryEdgeResolvers<ContextType>;
   ReplayNotificationDeliveriesPayload?: ReplayNotificationDeliveriesPayloadResolvers<ContextType>;
+  MaintenanceWindow?: MaintenanceWindowResolvers<ContextType>;
+  WindowState?: WindowStateResolvers<ContextType>;
   WavePlan?: WavePlanResolvers<ContextType>;
   PlannedWave?: PlannedWaveResolvers<ContextType>;
   GateSpec?: GateSpecResolvers<ContextType>;

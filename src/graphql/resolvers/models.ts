@@ -31,4 +31,4 @@ export type {
 } from '../../domain/notifications/NotificationService.js';
 
 /** A member cluster as its record maps to the API (resolvers/clusters.ts); its kinds' figures are resolved per query. */
-export type MemberClusterModel = Omit<import('../generated/resolvers.js').MemberCluster, 'kindFigures'>;
+export type MemberClusterModel = Omit<import('../generated/resolvers.js').MemberCluster, 'kindFigures' | 'maintenanceWindow'>;

@@ -1,9 +1,13 @@
 import type { Principal } from '../../auth/roles.js';
 import type { GateView, StoredRun } from '../../domain/waves/StagedRuns.js';
 import type { FrozenRun } from '../../domain/waves/strategy.js';
-import type { Gate, Resolvers, WavePlan } from '../generated/resolvers.js';
+import type { Gate, MaintenanceWindowInput, Resolvers, WavePlan } from '../generated/resolvers.js';
 import { optionalText, requireId } from './eventSubscription.js';
 import { ValidationError } from '../../errors.js';
+import { portsHere } from '../../domain/clusterSelection.js';
+import { decide as decideWindow, type WindowDecision, type WindowPolicyInput } from '../../domain/gates/maintenanceWindows.js';
+import { decideStage } from '../../domain/waves/engineStage.js';
+import type { GraphQLContext } from '../context.js';
 
 /**
  * Staged rollouts in the API (issue 30, docs/waves.md): a bump's and a rollout's frozen wave plan, a rollout's gates
@@ -64,8 +68,42 @@ function gateKeyOf(value: unknown): string {
   return value;
 }
 
+/** A window policy input as GraphQL gives it (nulls for omitted lists) → the rules' input. */
+function windowInputOf(input: MaintenanceWindowInput): WindowPolicyInput {
+  return {
+    name: input.name,
+    kind: input.kind,
+    timeZone: input.timeZone ?? null,
+    clusterSelector: input.clusterSelector ?? null,
+    weekly: input.weekly ?? null,
+    cron: input.cron ?? null,
+    ranges: input.ranges ?? null,
+  };
+}
+
+function windowStateOf(decision: WindowDecision) {
+  return { open: decision.open, reason: decision.reason, policy: decision.policy, until: decision.until };
+}
+
+/** The registered clusters' labels (`local` has none). */
+async function labelsByCluster(ctx: GraphQLContext): Promise<Map<string, Record<string, string>>> {
+  return new Map((await portsHere(ctx.domain).registered()).map((c) => [c.name, c.labels]));
+}
+
 export const wavesResolvers: Resolvers = {
+  Query: {
+    maintenanceWindows: (_, __, ctx) => ctx.domain.rollouts.windows.list(),
+  },
+  MemberCluster: {
+    maintenanceWindow: async (cluster, _, ctx) => {
+      const labels = Object.fromEntries(cluster.labels.map((l) => [l.key, l.value]));
+      return windowStateOf(await ctx.domain.rollouts.windows.decide(labels, new Date()));
+    },
+  },
   Mutation: {
+    createMaintenanceWindow: (_, args, ctx) => ctx.domain.rollouts.windows.create(windowInputOf(args.input)),
+    updateMaintenanceWindow: (_, args, ctx) => ctx.domain.rollouts.windows.update(windowInputOf(args.input)),
+    deleteMaintenanceWindow: (_, args, ctx) => ctx.domain.rollouts.windows.delete(args.name),
     approveGate: async (_, args, ctx) => {
       const request = {
         rolloutId: requireId(args.rolloutId),
@@ -100,5 +138,23 @@ export const wavesResolvers: Resolvers = {
       return stored ? wavePlanOf(stored) : null;
     },
     gates: async (rollout, _, ctx) => (rollout.id === 'dry-run' ? [] : (await ctx.domain.rollouts.runs.gates(rollout.id, new Date())).map(gateOf)),
+    // The step the engine would take now, computed from the same rows it reads (nothing is written here).
+    waitingFor: async (rollout, _, ctx) => {
+      if (rollout.state !== 'PROGRESSING') return null;
+      const { runs, windows } = ctx.domain.rollouts;
+      const run = await runs.runOf(rollout.id);
+      if (!run) return null;
+      const now = new Date();
+      const [gates, policies, labels, targets] = await Promise.all([
+        runs.gates(rollout.id, now),
+        windows.policies(),
+        labelsByCluster(ctx),
+        ctx.domain.rollouts.allTargets(rollout.id),
+      ]);
+      const window = (cluster: string) => decideWindow(policies, labels.get(cluster) ?? {}, now);
+      const { step } = decideStage({ run, gates, accepted: new Set(rollout.engineState.acceptedWaves ?? []), now, window }, targets);
+      if (step.do === 'wait') return step.reason;
+      return step.do === 'open-gate' ? `gate ${step.gate} is opening` : null;
+    },
   },
 };

@@ -12,6 +12,7 @@ import type {
   GateRow,
   RunRow,
   WaveRow,
+  WindowPolicyRow,
   EventPage,
   CoveredTarget,
   HistoryReads,
@@ -49,6 +50,11 @@ import {
   WAVES_OF,
   waveOfRow,
   waveValues,
+  DELETE_WINDOW,
+  INSERT_WINDOW,
+  UPDATE_WINDOW,
+  WINDOWS,
+  windowOfRow,
 } from '../runRows.js';
 
 const pgDate = (value: Date | string) => (typeof value === 'string' ? new Date(value) : value);
@@ -340,6 +346,7 @@ function readsOn(db: Queryable): HistoryReads {
     },
     gatesOf: async (rolloutId) => (await rows<GateRow>(numbered(GATES_OF), [rolloutId])).map((row) => gateOfRow(row, pgDate)),
     gateDecisions: async (gateId) => (await rows<GateDecisionRow>(numbered(GATE_DECISIONS), [gateId])).map((row) => decisionOfRow(row, pgDate)),
+    windowPolicies: async () => (await rows<WindowPolicyRow>(WINDOWS)).map((row) => windowOfRow(row, pgDate)),
   };
 }
 
@@ -514,6 +521,22 @@ function txOn(client: pg.PoolClient): HistoryTx {
     },
     *updateWave(rolloutId, ordinal, state, reason, startedAt, finishedAt) {
       yield* run(numbered(UPDATE_WAVE), [state, reason, isoOf(startedAt), isoOf(finishedAt), rolloutId, ordinal]);
+    },
+    *insertWindowPolicy(w) {
+      const inserted = yield* rows<{ name: string }>(`${numbered(INSERT_WINDOW)} RETURNING "name"`, [
+        w.name,
+        w.kind,
+        w.definition,
+        isoOf(w.createdAt),
+        isoOf(w.updatedAt),
+      ]);
+      return inserted.length > 0;
+    },
+    *updateWindowPolicy(w) {
+      return (yield* rows<{ name: string }>(`${numbered(UPDATE_WINDOW)} RETURNING "name"`, [w.kind, w.definition, isoOf(w.updatedAt), w.name])).length > 0;
+    },
+    *deleteWindowPolicy(name) {
+      return (yield* rows<{ name: string }>(`${numbered(DELETE_WINDOW)} RETURNING "name"`, [name])).length > 0;
     },
     *insertGateDecision(d) {
       yield* run(numbered(INSERT_GATE_DECISION), [d.gateId, d.tokenId, d.role, d.decision, d.comment, isoOf(d.at)]);

@@ -36,7 +36,20 @@ import {
   updateTarget,
 } from '../rolloutRows.js';
 import type { Sql } from '../Sql.js';
-import { gateDecisions, gatesOf, insertGate, insertGateDecision, insertRun, runOf, updateGate, updateWave } from '../runRows.js';
+import {
+  deleteWindowPolicy,
+  gateDecisions,
+  gatesOf,
+  insertGate,
+  insertGateDecision,
+  insertRun,
+  insertWindowPolicy,
+  runOf,
+  updateGate,
+  updateWave,
+  updateWindowPolicy,
+  windowPolicies,
+} from '../runRows.js';
 import { insertRevisions, latestRevisions, updateTargets } from '../targetBatches.js';
 import { checkDatabaseWritable } from '../writeProbe.js';
 import { routeEvents } from '../../domain/notifications/routing.js';
@@ -74,6 +87,7 @@ function readsOf(sql: Sql): HistoryReads {
     runOf: async (rolloutId) => runOf(sql, rolloutId),
     gatesOf: async (rolloutId) => gatesOf(sql, rolloutId),
     gateDecisions: async (gateId) => gateDecisions(sql, gateId),
+    windowPolicies: async () => windowPolicies(sql),
   };
 }
 
@@ -178,6 +192,10 @@ function txOf(sql: Sql): HistoryTx {
     runOf: (rolloutId) => done(runOf(sql, rolloutId)),
     gatesOf: (rolloutId) => done(gatesOf(sql, rolloutId)),
     gateDecisions: (gateId) => done(gateDecisions(sql, gateId)),
+    windowPolicies: () => done(windowPolicies(sql)),
+    insertWindowPolicy: (row) => done(insertWindowPolicy(sql, row)),
+    updateWindowPolicy: (row) => done(updateWindowPolicy(sql, row)),
+    deleteWindowPolicy: (name) => done(deleteWindowPolicy(sql, name)),
     insertIdempotencyRecord: (record, now) => done(insertIdempotencyRecord(sql, record, now)),
     // The transaction already holds SQLite's only write lock (BEGIN IMMEDIATE): writers are serialized, launches too.
     lockLaunches: () => done(undefined),

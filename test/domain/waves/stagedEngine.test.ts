@@ -54,7 +54,7 @@ describe('a staged rollout in the engine', () => {
   const logger = { info: () => {}, warn: () => {} };
 
   function newEngine(): RolloutEngine {
-    const e = new RolloutEngine(rollouts, logger, { now: () => now });
+    const e = new RolloutEngine(rollouts, logger, { now: () => now, clusterLabels: async () => new Map(CLUSTERS.map((c) => [c.name, c.labels])) });
     e.connect(() => {}, launcher);
     e.registerDriver(driver);
     return e;
@@ -232,6 +232,53 @@ describe('a staged rollout in the engine', () => {
     expect(driver.admissions.filter((a) => a.startsWith('canary-1'))).toHaveLength(2);
   });
 
+  it('admits no cluster outside its maintenance window: waits until the window opens, saying why, and no sooner', async () => {
+    // A freeze on prod for the next two hours (a DENY range), written through the policies' API.
+    const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const freezeEnds = now + 2 * 3600_000;
+    await rollouts.windows.create({
+      name: 'prod-freeze',
+      kind: 'DENY',
+      clusterSelector: 'stage=prod',
+      ranges: [{ from: iso(now - 3600_000), to: iso(freezeEnds) }],
+    });
+    await expect(rollouts.windows.create({ name: 'prod-freeze', kind: 'DENY', ranges: [{ from: iso(now), to: iso(freezeEnds) }] })).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
+    await expect(rollouts.windows.create({ name: 'bad', kind: 'ALLOW', timeZone: 'Mars/Olympus', weekly: [] })).rejects.toMatchObject({
+      code: 'BAD_USER_INPUT',
+      details: { field: 'input.timeZone' },
+    });
+    const { rollout } = await launch(THREE_WAVES);
+    let result: { requeueAfterMs?: number } = {};
+    for (let i = 0; i < 20; i++) {
+      result = await engine.reconcile(rollout.id, signal);
+      if (result.requeueAfterMs && result.requeueAfterMs > 1000) break;
+      now += result.requeueAfterMs ?? 0;
+    }
+    // Canary done; prod frozen: the next look is when the freeze ends, and nothing of prod was admitted.
+    expect(clusterOrder()).toEqual(['canary-1']);
+    expect(now + result.requeueAfterMs!).toBe(freezeEnds);
+    const { decision } = await (async () => {
+      const run = (await rollouts.runs.runOf(rollout.id))!;
+      const policies = await rollouts.windows.policies();
+      const { decideStage } = await import('../../../src/domain/waves/engineStage.js');
+      const { decide } = await import('../../../src/domain/gates/maintenanceWindows.js');
+      const labels = new Map(CLUSTERS.map((c) => [c.name, c.labels]));
+      return decideStage(
+        { run, gates: [], accepted: new Set(), now: new Date(now), window: (c) => decide(policies, labels.get(c) ?? {}, new Date(now)) },
+        await rollouts.allTargets(rollout.id),
+      );
+    })();
+    expect(decision).toMatchObject({ do: 'admit in', waiting: expect.stringMatching(/no cluster may start now \(prod-b: .*prod-freeze/) });
+    now = freezeEnds;
+    const done = await drive(rollout.id);
+    expect(done.rollout.state).toBe('SUCCEEDED');
+    expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+    expect((await rollouts.windows.delete('prod-freeze')).name).toBe('prod-freeze');
+    expect(await rollouts.windows.list()).toEqual([]);
+  });
+
   describe('an approval gate', () => {
     const GATED: WaveStrategy = {
       waves: [
@@ -303,6 +350,31 @@ describe('a staged rollout in the engine', () => {
       await expect(launch(strategy)).rejects.toMatchObject({ code: 'BAD_USER_INPUT', details: expect.objectContaining({ field }) });
     }
     expect(await rollouts.count({})).toBe(0);
+  });
+
+  it('a rollout without waves admits no target in a cluster outside its window either, and looks again when it opens', async () => {
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const freezeEnds = now + 3600_000;
+    await rollouts.windows.create({
+      name: 'freeze-all-prod',
+      kind: 'DENY',
+      clusterSelector: 'stage=prod',
+      ranges: [{ from: iso(now - 60_000), to: iso(freezeEnds) }],
+    });
+    const p = plan();
+    const { rollout } = await launcher.launch({ plan: p, cause: {}, request: p });
+    let result: { requeueAfterMs?: number } = {};
+    for (let i = 0; i < 20; i++) {
+      result = await engine.reconcile(rollout.id, signal);
+      if (result.requeueAfterMs && result.requeueAfterMs > 1000) break;
+      now += result.requeueAfterMs ?? 0;
+    }
+    expect(clusterOrder().sort()).toEqual(['canary-1', 'other']);
+    expect(now + result.requeueAfterMs!).toBe(freezeEnds);
+    now = freezeEnds;
+    const done = await drive(rollout.id);
+    expect(done.rollout.state).toBe('SUCCEEDED');
+    expect(clusterOrder().sort()).toEqual(['canary-1', 'other', 'prod-a', 'prod-b']);
   });
 
   it('a rollout without waves is not staged (no run rows)', async () => {

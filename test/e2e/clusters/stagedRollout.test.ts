@@ -1,4 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { stringify } from 'yaml';
+import { startCli } from '../../cli/cliHarness.js';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,6 +97,17 @@ describe('a staged rollout across member clusters', () => {
       failurePolicy: 'PAUSE',
     });
     expect(await rolloutCount()).toBe(0);
+    // The CLI takes the same strategy from a file and prints the waves above the plan.
+    const file = path.join(dir, 'waves.yaml');
+    writeFileSync(file, stringify(input.waveStrategy));
+    const cli = await startCli(['bump', 'agent-image', NEW, '--cluster-selector', 'tier=edge', '--wave-strategy', file, '--dry-run', '--url', app.url]).done;
+    expect(cli.stderr).toBe('');
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain('waves (3; on a failed wave: PAUSE):');
+    expect(cli.stdout).toContain('  1. canary: edge-1 (1 at once; tolerates 0 failed)');
+    expect(cli.stdout).toContain('  2. early: edge-2 (1 at once; tolerates 0 failed; before: APPROVAL)');
+    expect(cli.stdout).toContain('  3. remainder: edge-3 (1 at once; tolerates 0 failed)');
+    expect(await rolloutCount()).toBe(0);
 
     const gateWaiting = collect(
       (e) => e.type === EventType.GateWaiting,
@@ -189,6 +202,78 @@ describe('a staged rollout across member clusters', () => {
     for (const cluster of ['edge-2', 'edge-3']) for (const name of ['net-1', 'net-2']) expect(image(cluster, name)).toBe(NEW);
     const aborted = await gql(app.url, 'mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id });
     expect(aborted.data.abortRollout.state).toBe('ABORTED');
+  });
+
+  it('holds a wave behind a maintenance window, says why, and admits it once the window allows', async () => {
+    const freezeEnds = Date.now() + 4000;
+    const created = await gql(app.url, 'mutation ($input: MaintenanceWindowInput!) { createMaintenanceWindow(input: $input) { name kind definition } }', {
+      input: {
+        name: 'freeze-3',
+        kind: 'DENY',
+        clusterSelector: 'ring=3',
+        ranges: [{ from: new Date(freezeEnds - 60_000).toISOString(), to: new Date(freezeEnds).toISOString() }],
+      },
+    });
+    expect(created.errors).toBeUndefined();
+    expect(created.data.createMaintenanceWindow).toMatchObject({ name: 'freeze-3', kind: 'DENY', definition: { clusterSelector: 'ring=3' } });
+    const refused = await gql(
+      app.url,
+      'mutation { createMaintenanceWindow(input: { name: "x", kind: ALLOW, weekly: [{ days: ["FUN"], start: "22:00", end: "02:00" }] }) { name } }',
+    );
+    expect(refused.errors?.[0]?.message).toMatch(/input\.weekly\[0\]\.days\[0\]/);
+    const clusters = await gql(app.url, '{ clusters { name maintenanceWindow { open policy until } } }');
+    const edge3 = clusters.data.clusters.find((c: { name: string }) => c.name === 'edge-3');
+    expect(edge3.maintenanceWindow).toEqual({ open: false, policy: 'freeze-3', until: new Date(freezeEnds).toISOString() });
+
+    const ended = collect(
+      (e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED', 'PAUSED'].includes(String(e.payload.to)),
+      (seen) => seen.length > 0,
+    );
+    const run = await bump({
+      image: 'rancher/harvester-vm-dhcp-agent:v0.4.0',
+      memberClusters: { labelSelector: 'tier=edge' },
+      strategy: { maxUnavailable: '100%', autoRollback: false },
+      waveStrategy: {
+        waves: [
+          { name: 'two', clusters: { names: ['edge-2'] } },
+          { name: 'three', clusters: { names: ['edge-3'] } },
+        ],
+        remainder: 'EXCLUDED',
+      },
+    });
+    expect(run.errors).toBeUndefined();
+    expect(run.data.bumpAgentImage.wavePlan.excluded).toEqual(['edge-1']);
+    expect(
+      run.data.bumpAgentImage.plan
+        .filter((p: { cluster: string }) => p.cluster === 'edge-1')
+        .map((p: { action: string; reason: string }) => [p.action, p.reason]),
+    ).toEqual([
+      ['skip', 'member cluster edge-1 is in no wave (remainder: EXCLUDED)'],
+      ['skip', 'member cluster edge-1 is in no wave (remainder: EXCLUDED)'],
+    ]);
+    const id: string = run.data.bumpAgentImage.rollout.id;
+    // Polled at the until helper's pace; the rollout says why it waits while edge-3 is frozen.
+    const waiting = await until('the run waits for the window', async () => {
+      const r = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { waitingFor } }', { id })).data.rollout;
+      return /freeze-3/.test(r.waitingFor ?? '') ? r.waitingFor : undefined;
+    });
+    expect(Date.now()).toBeLessThan(freezeEnds);
+    expect(waiting).toMatch(/wave three: no cluster may start now \(edge-3: .*freeze-3/);
+    expect(image('edge-3', 'net-1')).toBe(NEW);
+    const [end] = await ended;
+    expect(end!.payload.to).toBe('SUCCEEDED');
+    const events = (
+      await gql(
+        app.url,
+        'query ($id: ID!) { events(filter: { rolloutId: $id, cluster: "edge-3" }, first: 50) { edges { node { type createdAt payload } } } }',
+        { id },
+      )
+    ).data.events.edges.map((e: { node: { type: string; createdAt: string; payload: Record<string, unknown> } }) => e.node);
+    const admitted = events.find((e: { type: string; payload: Record<string, unknown> }) => e.type === 'TargetStateChanged' && e.payload.to === 'PROGRESSING');
+    expect(Date.parse(admitted.createdAt)).toBeGreaterThanOrEqual(freezeEnds);
+    const deleted = await gql(app.url, 'mutation { deleteMaintenanceWindow(name: "freeze-3") { name } }');
+    expect(deleted.data.deleteMaintenanceWindow.name).toBe('freeze-3');
+    expect((await gql(app.url, '{ maintenanceWindows { name } }')).data.maintenanceWindows).toEqual([]);
   });
 
   it('refuses a bad wave strategy with its field path and starts nothing', async () => {

@@ -62,6 +62,17 @@ CREATE TABLE "GateDecision" (
     CONSTRAINT "GateDecision_pkey" PRIMARY KEY ("id")
 );
 
+-- CreateTable
+CREATE TABLE "MaintenanceWindow" (
+    "name" TEXT NOT NULL,
+    "kind" TEXT NOT NULL,
+    "definition" TEXT NOT NULL,
+    "createdAt" TIMESTAMP(3) NOT NULL,
+    "updatedAt" TIMESTAMP(3) NOT NULL,
+
+    CONSTRAINT "MaintenanceWindow_pkey" PRIMARY KEY ("name")
+);
+
 -- CreateIndex
 CREATE UNIQUE INDEX "RolloutGate_rolloutId_key_key" ON "RolloutGate"("rolloutId", "key");
 

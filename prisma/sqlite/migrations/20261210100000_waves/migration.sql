@@ -57,6 +57,15 @@ CREATE TABLE "GateDecision" (
     CONSTRAINT "GateDecision_gateId_fkey" FOREIGN KEY ("gateId") REFERENCES "RolloutGate" ("id") ON DELETE CASCADE ON UPDATE CASCADE
 );
 
+-- CreateTable
+CREATE TABLE "MaintenanceWindow" (
+    "name" TEXT NOT NULL PRIMARY KEY,
+    "kind" TEXT NOT NULL,
+    "definition" TEXT NOT NULL,
+    "createdAt" DATETIME NOT NULL,
+    "updatedAt" DATETIME NOT NULL
+);
+
 -- CreateIndex
 CREATE UNIQUE INDEX "RolloutGate_rolloutId_key_key" ON "RolloutGate"("rolloutId", "key");
 
