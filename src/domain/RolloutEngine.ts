@@ -240,8 +240,19 @@ export class RolloutEngine {
     await this.rollouts.runs.recordGates(rollout.id, rollout.kind, gates, now);
     const [policies, labels] = await Promise.all([this.rollouts.windows.policies(), this.clusterLabels()]);
     const window = (cluster: string) => decideWindow(policies, labels.get(cluster) ?? {}, now);
-    const { decision, waves } = decideStage({ run, gates, accepted: new Set(accepted), now, window }, pass.view.targets);
+    const { decision, waves, step } = decideStage({ run, gates, accepted: new Set(accepted), now, window }, pass.view.targets);
     await this.rollouts.runs.recordWaves(rollout.id, rollout.kind, run, waves, now);
+    const held = rollout.engineState.windowHeld ?? null;
+    if (step.do === 'wait' && step.heldByWindows && held !== step.wave) {
+      await this.rollouts.runs.recordWindow(
+        rollout.id,
+        rollout.kind,
+        { held: true, wave: step.wave, clusters: step.heldByWindows, reason: step.reason, until: step.until },
+        now,
+      );
+    } else if (step.do === 'admit' && held !== null) {
+      await this.rollouts.runs.recordWindow(rollout.id, rollout.kind, { held: false, wave: step.wave, clusters: step.clusters }, now);
+    }
     switch (decision.do) {
       case 'admit in': {
         pass.admitClusters = decision.clusters;
@@ -462,9 +473,11 @@ export class RolloutEngine {
 
   /** What a rollback of the rollout changes: each target it changed (or was changing) back to where it was. */
   private async rollbackTargets(rolloutId: string): Promise<NewTarget[]> {
-    return (await this.rollouts.allTargets(rolloutId))
-      .filter(changedByRollout)
-      .map((t) => ({ ...clusterField(t.cluster), namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! }));
+    const changed = (await this.rollouts.allTargets(rolloutId)).filter(changedByRollout);
+    // A staged original is rolled back last wave first, each wave's clusters in reverse order (issue 30).
+    const run = await this.rollouts.runs.runOf(rolloutId);
+    const ordered = run ? reverseWaveOrder(changed, run) : changed;
+    return ordered.map((t) => ({ ...clusterField(t.cluster), namespace: t.namespace, name: t.name, fromVersion: t.toVersion, toVersion: t.fromVersion! }));
   }
 
   /**
@@ -533,6 +546,12 @@ export class RolloutEngine {
       throw error;
     }
   }
+}
+
+/** Targets by their cluster's place in the run, last wave and last cluster first (a stable sort: in-cluster order kept). */
+function reverseWaveOrder(targets: readonly RolloutTarget[], run: StoredRun): RolloutTarget[] {
+  const rank = new Map(run.waves.flatMap((w) => w.clusters).map((cluster, i) => [cluster, i]));
+  return [...targets].sort((a, b) => (rank.get(clusterOf(b)) ?? -1) - (rank.get(clusterOf(a)) ?? -1));
 }
 
 /** The pass once its view is read: the decisions that need one come only from the steps that run after. */

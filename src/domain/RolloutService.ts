@@ -75,6 +75,8 @@ export interface EngineState {
   finished?: boolean;
   /** A staged rollout paused on this wave's failure (a resume accepts it: acceptedWaves). */
   pausedWave?: string | null;
+  /** The wave of a staged rollout that maintenance windows hold (a WindowClosed event was written for it). */
+  windowHeld?: string | null;
   /** Waves of a staged rollout whose failure a user accepted by resuming. */
   acceptedWaves?: string[];
   /** A staged rollout that failed rolls back (its failure policy said so), or not; absent: the kind's autoRollback. */

@@ -93,6 +93,8 @@ export const SHARED_EVENTS = {
     z.object({ gateKey: text, type: text, state: z.enum(['PASSED', 'FAILED']), reason: text, waitedSeconds: z.number().optional() }),
     'gate.ended',
   ),
+  WindowClosed: defineEvent('WindowClosed', z.object({ waveName: text, clusters: z.array(text), reason: text, until: orNull(text) }), 'window.closed'),
+  WindowOpened: defineEvent('WindowOpened', z.object({ waveName: text, clusters: z.array(text) }), 'window.opened'),
 } as const;
 
 /**

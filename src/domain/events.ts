@@ -17,6 +17,8 @@ export const EventType = {
   GateApproved: 'GateApproved',
   GateRejected: 'GateRejected',
   GateEnded: 'GateEnded',
+  WindowClosed: 'WindowClosed',
+  WindowOpened: 'WindowOpened',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 

@@ -27,6 +27,8 @@ const LEAST: { [T in EventType]: EventPayload<T> } = {
   GateApproved: { gateKey: 'before:prod', by: 't1', role: 'deployer', comment: null },
   GateRejected: { gateKey: 'before:prod', by: 't1', role: 'deployer', comment: null },
   GateEnded: { gateKey: 'before:prod', type: 'APPROVAL', state: 'PASSED', reason: 'approved' },
+  WindowClosed: { waveName: 'prod', clusters: ['edge-1'], reason: 'frozen', until: null },
+  WindowOpened: { waveName: 'prod', clusters: ['edge-1'] },
 };
 
 /** An event of `type` with the least whole payload, `fields` (and `payload` fields) over it. */

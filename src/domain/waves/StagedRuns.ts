@@ -137,6 +137,36 @@ export class StagedRuns {
     });
   }
 
+  /**
+   * A wave held by maintenance windows (WindowClosed), or admitted again (WindowOpened): the event and the rollout's
+   * `windowHeld` in one transaction, so each is written once per hold whatever crashes.
+   */
+  async recordWindow(
+    rolloutId: string,
+    kind: RolloutKind,
+    change:
+      | { held: true; wave: string; clusters: readonly string[]; reason: string; until: Date | null }
+      | { held: false; wave: string; clusters: readonly string[] },
+    now: Date,
+  ): Promise<void> {
+    await this.log.commit(function* (tx) {
+      const row = yield* tx.lockRollout(rolloutId);
+      if (!row) return { result: undefined, events: [] };
+      const engineState = JSON.parse(row.engineState) as { windowHeld?: string | null };
+      if ((engineState.windowHeld ?? null) === (change.held ? change.wave : null)) return { result: undefined, events: [] };
+      yield* tx.updateEngineState(rolloutId, JSON.stringify({ ...engineState, windowHeld: change.held ? change.wave : null }), now);
+      const event: NewEvent = change.held
+        ? {
+            type: EventType.WindowClosed,
+            rolloutId,
+            kind,
+            payload: { waveName: change.wave, clusters: [...change.clusters], reason: change.reason, until: change.until?.toISOString() ?? null },
+          }
+        : { type: EventType.WindowOpened, rolloutId, kind, payload: { waveName: change.wave, clusters: [...change.clusters] } };
+      return { result: undefined, events: [event] };
+    });
+  }
+
   /** Writes waves' new states with their WaveStarted/WaveFinished events. */
   async recordWaves(rolloutId: string, kind: RolloutKind, run: StoredRun, updates: readonly WaveUpdate[], now: Date): Promise<void> {
     if (updates.length === 0) return;

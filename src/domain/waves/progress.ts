@@ -47,7 +47,8 @@ export interface RunFacts {
 export type RunStep =
   | { do: 'admit'; wave: string; clusters: string[] }
   | { do: 'open-gate'; gate: string }
-  | { do: 'wait'; wave: string; reason: string; until: Date | null }
+  /** `heldByWindows`: the wave's pending clusters, when maintenance windows are what holds them all. */
+  | { do: 'wait'; wave: string; reason: string; until: Date | null; heldByWindows?: string[] }
   | { do: 'succeed'; toleratedFailures: string[]; skipped: string[] }
   | { do: 'pause'; wave: string; reason: string }
   | { do: 'roll-back'; wave: string; reason: string; clusters: string[] }
@@ -144,6 +145,7 @@ function closedWindows(facts: RunFacts, wave: PlannedWave, pending: readonly str
     wave: wave.name,
     reason: `wave ${wave.name}: no cluster may start now (${first.cluster}: ${first.reason}${windows.length > 1 ? `; and ${windows.length - 1} more` : ''})`,
     until: opening.length > 0 ? new Date(Math.min(...opening)) : null,
+    heldByWindows: [...pending],
   };
 }
 

@@ -538,6 +538,10 @@ export type EventType =
   | 'GateRejected'
   /** A gate passed or failed (payload: gateKey, type, state PASSED or FAILED, reason, waitedSeconds). */
   | 'GateEnded'
+  /** A staged rollout's wave is held: maintenance windows keep every pending cluster of it from starting (payload: waveName, clusters, reason, until). */
+  | 'WindowClosed'
+  /** A window opened for a held wave: its clusters are admitted again (payload: waveName, clusters). */
+  | 'WindowOpened'
   /** A node's agent was replaced (payload: node, daemonSet, old/new pod, old/new image, peer pods restarted, seconds; planned: false and reason: unplanned, with no rollout, when the DaemonSet replaced it after a change made outside rollplane). */
   | 'NodeAgentReplaced';
 

@@ -125,6 +125,7 @@ describe('the next step of a staged run', () => {
       wave: 'europe',
       reason: 'wave europe: no cluster may start now (eu-1: outside every ALLOW window ("nights"); and 2 more)',
       until: minutes(30),
+      heldByWindows: ['eu-1', 'eu-2', 'eu-3'],
     });
   });
 

@@ -197,8 +197,8 @@ describe('a staged rollout in the engine', () => {
     const all = await rollouts.list({}, 10, undefined);
     const rollback = all.items.find((r) => r.rollbackOfId === rollout.id);
     expect(rollback).toBeDefined();
-    // What it changed or was changing: canary's two pools and prod-b's two; never prod-a or other.
-    expect((await rollouts.allTargets(rollback!.id)).map((t) => t.cluster).sort()).toEqual(['canary-1', 'canary-1', 'prod-b', 'prod-b']);
+    // What it changed or was changing: canary's two pools and prod-b's two, never prod-a or other; last wave first.
+    expect((await rollouts.allTargets(rollback!.id)).map((t) => t.cluster)).toEqual(['prod-b', 'prod-b', 'canary-1', 'canary-1']);
   });
 
   it('soaks after a wave: looks again when the soak ends, and not before, and admits nothing meanwhile', async () => {
@@ -275,6 +275,13 @@ describe('a staged rollout in the engine', () => {
     const done = await drive(rollout.id);
     expect(done.rollout.state).toBe('SUCCEEDED');
     expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+    // Written once each, however many passes looked while the wave was held.
+    const windowEvents = (await db.store.read.listEventsAfter({ rolloutId: rollout.id, types: ['WindowClosed', 'WindowOpened'] }, undefined, 50)).events;
+    expect(windowEvents.map((e) => [e.type, e.payload.waveName, e.payload.clusters])).toEqual([
+      ['WindowClosed', 'prod', ['prod-b', 'prod-a']],
+      ['WindowOpened', 'prod', ['prod-b']],
+    ]);
+    expect(windowEvents[0]?.payload.until).toBe(new Date(freezeEnds).toISOString());
     expect((await rollouts.windows.delete('prod-freeze')).name).toBe('prod-freeze');
     expect(await rollouts.windows.list()).toEqual([]);
   });
