@@ -1,3 +1,4 @@
+import type { StoredEvent } from '../../src/domain/events.js';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -65,4 +66,18 @@ export function untilRolloutEnded(app: TestApp, id: string) {
     },
     { timeoutMs: 60_000 },
   );
+}
+
+/** Resolves with the events the app's bus commits that `match` picks, once `done` says they are all there. */
+export function collectEvents(app: TestApp, match: (e: StoredEvent) => boolean, done: (seen: StoredEvent[]) => boolean): Promise<StoredEvent[]> {
+  const seen: StoredEvent[] = [];
+  let unsubscribe = () => {};
+  const promise = new Promise<StoredEvent[]>((resolve) => {
+    unsubscribe = app.bus.subscribe((event) => {
+      if (!match(event)) return;
+      seen.push(event);
+      if (done(seen)) resolve(seen);
+    });
+  });
+  return promise.finally(() => unsubscribe());
 }

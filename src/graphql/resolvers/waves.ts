@@ -90,6 +90,16 @@ async function labelsByCluster(ctx: GraphQLContext): Promise<Map<string, Record<
   return new Map((await portsHere(ctx.domain).registered()).map((c) => [c.name, c.labels]));
 }
 
+/** approveGate / rejectGate: the caller's decision, kept with its token id and role (StagedRuns.decide). */
+async function decideGate(
+  ctx: GraphQLContext,
+  verdict: 'APPROVE' | 'REJECT',
+  args: { rolloutId: string; gate: string; comment?: string | null },
+): Promise<Gate> {
+  const request = { rolloutId: requireId(args.rolloutId), gateKey: gateKeyOf(args.gate), verdict, comment: optionalText(args.comment) ?? null };
+  return gateOf(await ctx.domain.rollouts.runs.decide({ ...request, ...deciderOf(ctx.principal) }, new Date()));
+}
+
 export const wavesResolvers: Resolvers = {
   Query: {
     maintenanceWindows: (_, __, ctx) => ctx.domain.rollouts.windows.list(),
@@ -104,24 +114,8 @@ export const wavesResolvers: Resolvers = {
     createMaintenanceWindow: (_, args, ctx) => ctx.domain.rollouts.windows.create(windowInputOf(args.input)),
     updateMaintenanceWindow: (_, args, ctx) => ctx.domain.rollouts.windows.update(windowInputOf(args.input)),
     deleteMaintenanceWindow: (_, args, ctx) => ctx.domain.rollouts.windows.delete(args.name),
-    approveGate: async (_, args, ctx) => {
-      const request = {
-        rolloutId: requireId(args.rolloutId),
-        gateKey: gateKeyOf(args.gate),
-        verdict: 'APPROVE' as const,
-        comment: optionalText(args.comment) ?? null,
-      };
-      return gateOf(await ctx.domain.rollouts.runs.decide({ ...request, ...deciderOf(ctx.principal) }, new Date()));
-    },
-    rejectGate: async (_, args, ctx) => {
-      const request = {
-        rolloutId: requireId(args.rolloutId),
-        gateKey: gateKeyOf(args.gate),
-        verdict: 'REJECT' as const,
-        comment: optionalText(args.comment) ?? null,
-      };
-      return gateOf(await ctx.domain.rollouts.runs.decide({ ...request, ...deciderOf(ctx.principal) }, new Date()));
-    },
+    approveGate: (_, args, ctx) => decideGate(ctx, 'APPROVE', args),
+    rejectGate: (_, args, ctx) => decideGate(ctx, 'REJECT', args),
   },
   BumpPayload: {
     wavePlan: async (payload, _, ctx) => {

@@ -7,7 +7,7 @@ import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim
 import { startCli } from '../../cli/cliHarness.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { collect as collectResults, gql, wsClient } from '../../helpers/graphql.js';
-import { MEMBER_FLEET_ENV, memberPool as memberPoolOf, registerMembers } from '../../helpers/memberFleet.js';
+import { collectEvents, MEMBER_FLEET_ENV, memberPool as memberPoolOf, registerMembers } from '../../helpers/memberFleet.js';
 import { until } from '../../helpers/until.js';
 
 /**
@@ -63,19 +63,7 @@ describe('a bump across member clusters', () => {
   const memberPool = (cluster: string, name: string) => memberPoolOf(fleet, cluster, name);
   const rolloutCount = async () => (await gql(app.url, '{ rollouts(first: 1) { totalCount } }')).data.rollouts.totalCount as number;
   const bump = (input: Record<string, unknown>) => gql(app.url, BUMP, { input });
-  /** Resolves with the events the bus commits that `match` picks, once `done` says they are all there. */
-  const collect = (match: (e: StoredEvent) => boolean, done: (seen: StoredEvent[]) => boolean) => {
-    const seen: StoredEvent[] = [];
-    let unsubscribe = () => {};
-    const promise = new Promise<StoredEvent[]>((resolve) => {
-      unsubscribe = app.bus.subscribe((event) => {
-        if (!match(event)) return;
-        seen.push(event);
-        if (done(seen)) resolve(seen);
-      });
-    });
-    return promise.finally(() => unsubscribe());
-  };
+  const collect = (match: (e: StoredEvent) => boolean, done: (seen: StoredEvent[]) => boolean) => collectEvents(app, match, done);
 
   it('plans local and two members cluster by cluster, dry-runs grouped, and runs to SUCCEEDED in each', async () => {
     // Four at once over the rollout, one at once per cluster: each cluster's two pools go one after the other.

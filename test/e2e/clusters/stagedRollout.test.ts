@@ -8,7 +8,7 @@ import { EventType, type StoredEvent } from '../../../src/domain/events.js';
 import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { gql } from '../../helpers/graphql.js';
-import { MEMBER_FLEET_ENV, memberPool as memberPoolOf, registerMembers } from '../../helpers/memberFleet.js';
+import { collectEvents, MEMBER_FLEET_ENV, memberPool as memberPoolOf, registerMembers } from '../../helpers/memberFleet.js';
 import { until } from '../../helpers/until.js';
 
 /**
@@ -58,19 +58,7 @@ describe('a staged rollout across member clusters', () => {
   const image = (cluster: string, name: string) => memberPoolOf(fleet, cluster, name)?.status.agentPodRef.image;
   const bump = (input: Record<string, unknown>) => gql(app.url, BUMP, { input });
   const rolloutCount = async () => (await gql(app.url, '{ rollouts(first: 1) { totalCount } }')).data.rollouts.totalCount as number;
-  /** Resolves with the bus's events `match` picks once `done` says they are all there. */
-  const collect = (match: (e: StoredEvent) => boolean, done: (seen: StoredEvent[]) => boolean) => {
-    const seen: StoredEvent[] = [];
-    let unsubscribe = () => {};
-    const promise = new Promise<StoredEvent[]>((resolve) => {
-      unsubscribe = app.bus.subscribe((event) => {
-        if (!match(event)) return;
-        seen.push(event);
-        if (done(seen)) resolve(seen);
-      });
-    });
-    return promise.finally(() => unsubscribe());
-  };
+  const collect = (match: (e: StoredEvent) => boolean, done: (seen: StoredEvent[]) => boolean) => collectEvents(app, match, done);
 
   it('runs three waves in order, holds at an approval gate until approved, and shows the frozen plan', async () => {
     const input = {
