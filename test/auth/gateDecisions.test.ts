@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { gql } from '../helpers/graphql.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * Decisions at a staged rollout's approval gate over HTTP with authentication on (issue 30, docs/waves.md): who decides
+ * is the token (its id and role); the same token approving twice counts once; the run's starter and a viewer are
+ * FORBIDDEN, and the refusal is audited; once the run is aborted a decision is CONFLICT. Every decision is kept.
+ */
+const ADMIN = 'admin-secret-for-gate-decisions-0123456789';
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+const APPROVE =
+  'mutation ($id: ID!, $c: String) { approveGate(rolloutId: $id, gate: "before:one", comment: $c) { state reason decisions { by role decision comment } } }';
+
+let app: TestApp;
+const secrets: Record<string, string> = {};
+
+beforeAll(async () => {
+  app = await startTestApp({
+    env: {
+      ROLLPLANE_AUTH: 'on',
+      ROLLPLANE_ADMIN_TOKEN: ADMIN,
+      ROLLPLANE_SIM_FLEET: 'pools=2,nodes=1',
+      ROLLPLANE_CONTROLLERS: 'on',
+      ROLLPLANE_LEADER_ELECT: 'false',
+    },
+  });
+  for (const [name, role] of [
+    ['alice', 'deployer'],
+    ['bob', 'deployer'],
+    ['watcher', 'viewer'],
+  ] as const) {
+    const created = await gql(app.url, `mutation { createApiToken(input: { name: "${name}", role: ${role} }) { secret } }`, {}, bearer(ADMIN));
+    secrets[name] = created.data.createApiToken.secret;
+  }
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+describe('approval gate decisions', () => {
+  it('counts a token once, refuses the starter and a viewer (audited), and takes no decision after an abort', async () => {
+    const bump = await gql(
+      app.url,
+      `mutation { bumpAgentImage(input: { image: "rancher/harvester-vm-dhcp-agent:v0.3.7", strategy: { autoRollback: false },
+         waveStrategy: { waves: [{ name: "one", clusters: { names: ["local"] }, before: { type: APPROVAL, config: { required: 2 } } }] } }) { rollout { id } } }`,
+      {},
+      bearer(ADMIN),
+    );
+    expect(bump.errors).toBeUndefined();
+    const id: string = bump.data.bumpAgentImage.rollout.id;
+    await until('the gate opened', async () => {
+      const r = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { gates { state } } }', { id }, bearer(ADMIN))).data.rollout;
+      return r.gates.length === 1;
+    });
+
+    const starter = await gql(app.url, APPROVE, { id, c: 'mine' }, bearer(ADMIN));
+    expect(starter.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(starter.errors?.[0]?.message).toMatch(/started the run and may not decide/);
+    const viewer = await gql(app.url, APPROVE, { id, c: 'lgtm' }, bearer(secrets.watcher!));
+    expect(viewer.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+
+    const once = await gql(app.url, APPROVE, { id, c: 'canary fine' }, bearer(secrets.alice!));
+    expect(once.errors).toBeUndefined();
+    const twice = await gql(app.url, APPROVE, { id, c: 'again' }, bearer(secrets.alice!));
+    expect(twice.data.approveGate.state).toBe('WAITING');
+    expect(twice.data.approveGate.reason).toMatch(/waiting for 1 more approval/);
+    expect(twice.data.approveGate.decisions.map((d: { role: string; comment: string }) => [d.role, d.comment])).toEqual([
+      ['deployer', 'canary fine'],
+      ['deployer', 'again'],
+    ]);
+
+    const aborted = await gql(app.url, 'mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id }, bearer(ADMIN));
+    expect(aborted.data.abortRollout.state).toBe('ABORTED');
+    const late = await gql(app.url, APPROVE, { id, c: 'too late' }, bearer(secrets.bob!));
+    expect(late.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    const gate = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { gates { state decisions { comment } } } }', { id }, bearer(ADMIN))).data.rollout
+      .gates[0];
+    expect(gate.decisions.map((d: { comment: string }) => d.comment)).toEqual(['canary fine', 'again']);
+
+    // The refusals are in the audit log, with who tried.
+    const audit = await app.prisma.auditEntry.findMany({ where: { operation: { contains: 'approveGate' } }, orderBy: { id: 'asc' } });
+    expect(audit.map((e) => [e.actor, e.role, e.result])).toEqual([
+      [expect.any(String), 'admin', 'FORBIDDEN'],
+      ['watcher', 'viewer', 'FORBIDDEN'],
+      ['alice', 'deployer', 'OK'],
+      ['alice', 'deployer', 'OK'],
+      ['bob', 'deployer', 'CONFLICT'],
+    ]);
+  });
+});
