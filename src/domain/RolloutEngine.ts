@@ -204,6 +204,10 @@ export class RolloutEngine {
    * takes over reads the same rows and decides the same step.
    */
   private async stagedPass(pass: Pass, run: StoredRun, signal: AbortSignal): Promise<{ requeueAfterMs?: number }> {
+    const waveDeadlines = new Map(
+      run.waves.flatMap((w) => (w.progressDeadlineSeconds === null ? [] : w.clusters.map((c) => [c, w.progressDeadlineSeconds!] as const))),
+    );
+    if (waveDeadlines.size > 0) pass.deadlineSecondsOf = (target) => waveDeadlines.get(clusterOf(target)) ?? pass.rollout.strategy.progressDeadlineSeconds;
     const end = await this.apply(pass, await observe(pass), signal);
     if (end) return end;
     let wake: { requeueAfterMs?: number } | undefined;
@@ -345,7 +349,8 @@ export class RolloutEngine {
       case 'admit': {
         const viewed = withView(pass);
         await this.admit(driver, rollout, viewed.view, decision.targets, signal);
-        const deadline = this.now() + rollout.strategy.progressDeadlineSeconds * 1000;
+        const seconds = (target: RolloutTarget) => viewed.deadlineSecondsOf?.(target) ?? rollout.strategy.progressDeadlineSeconds;
+        const deadline = this.now() + Math.min(...decision.targets.map(seconds)) * 1000;
         viewed.nextDeadline = Math.min(viewed.nextDeadline, deadline);
         viewed.view.earliestDeadline = Math.min(viewed.view.earliestDeadline, deadline);
         return undefined;

@@ -34,6 +34,8 @@ export interface Pass extends Arrival {
   nextDeadline: number;
   /** How many targets `decide` lets this pass admit at most (undefined: admit none). */
   admissionCap?: number;
+  /** A target's progress deadline in seconds (a staged rollout's wave may set its own); undefined: the strategy's. */
+  deadlineSecondsOf?: (target: RolloutTarget) => number;
   /** A staged rollout's pass admits only targets of these clusters (engineStage.ts); undefined: any. */
   admitClusters?: ReadonlySet<string>;
   /**
@@ -101,11 +103,12 @@ export async function observe(pass: Pass): Promise<Decision> {
   const { view, rollout } = pass;
   const now = pass.now();
   const all = view.count('PROGRESSING') < FULL_OBSERVATION_BELOW || now - view.lastFullObservation >= pass.fullObservationMs || now >= view.earliestDeadline;
-  const deadlineMs = rollout.strategy.progressDeadlineSeconds * 1000;
+  const deadlineMsOf = (target: RolloutTarget) => (pass.deadlineSecondsOf?.(target) ?? rollout.strategy.progressDeadlineSeconds) * 1000;
   const changes: TargetChange[] = [];
   let nextDeadline = Infinity;
   for (const target of view.toObserve(all)) {
     const admitted = admittedTarget(rollout, target, pass.now());
+    const deadlineMs = deadlineMsOf(target);
     let observation: TargetObservation;
     try {
       observation = await pass.driver.observe(admitted, rollout);

@@ -174,6 +174,8 @@ export interface WaveRow {
   maxConcurrency: number;
   maxFailures: number;
   minSuccessMs: number;
+  /** Null: the rollout strategy's. */
+  progressDeadlineSeconds: number | null;
   mandatory: boolean;
   remainder: boolean;
   beforeGate: string | null;

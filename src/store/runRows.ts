@@ -8,10 +8,10 @@ import { dateOf, type Sql, sqlDate, sqlDateOrNull } from './Sql.js';
 
 export const INSERT_RUN = 'INSERT INTO "RolloutRun" ("rolloutId", "strategy", "excluded", "failurePolicy", "startedBy", "createdAt") VALUES (?, ?, ?, ?, ?, ?)';
 export const INSERT_WAVE = `INSERT INTO "RolloutWave" ("rolloutId", "ordinal", "name", "clusters", "maxConcurrency", "maxFailures", "minSuccessMs", "mandatory",
-  "remainder", "beforeGate", "afterGate") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  "remainder", "beforeGate", "afterGate", "progressDeadlineSeconds") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 export const FIND_RUN = 'SELECT "rolloutId", "strategy", "excluded", "failurePolicy", "startedBy", "createdAt" FROM "RolloutRun" WHERE "rolloutId" = ?';
 export const WAVES_OF = `SELECT "rolloutId", "ordinal", "name", "clusters", "maxConcurrency", "maxFailures", "minSuccessMs", "mandatory", "remainder",
-  "beforeGate", "afterGate", "state", "reason", "startedAt", "finishedAt" FROM "RolloutWave" WHERE "rolloutId" = ? ORDER BY "ordinal"`;
+  "beforeGate", "afterGate", "state", "reason", "startedAt", "finishedAt", "progressDeadlineSeconds" FROM "RolloutWave" WHERE "rolloutId" = ? ORDER BY "ordinal"`;
 export const UPDATE_WAVE = `UPDATE "RolloutWave" SET "state" = ?, "reason" = ?, "startedAt" = COALESCE(?, "startedAt"), "finishedAt" = COALESCE(?, "finishedAt")
   WHERE "rolloutId" = ? AND "ordinal" = ?`;
 export const INSERT_GATE = `INSERT INTO "RolloutGate" ("id", "rolloutId", "key", "type", "config", "state", "reason", "openedAt", "endedAt")
@@ -46,6 +46,7 @@ export function waveValues<B>(w: WaveRow, flag: (value: boolean) => B): (string 
     flag(w.remainder),
     w.beforeGate,
     w.afterGate,
+    w.progressDeadlineSeconds,
   ];
 }
 
@@ -57,6 +58,7 @@ export function waveOfRow(row: Stored<WaveRow>, date: (v: Date | string) => Date
   return {
     ...row,
     ordinal: Number(row.ordinal),
+    progressDeadlineSeconds: row.progressDeadlineSeconds === null ? null : Number(row.progressDeadlineSeconds),
     mandatory: Boolean(row.mandatory),
     remainder: Boolean(row.remainder),
     startedAt: row.startedAt === null ? null : date(row.startedAt),

@@ -611,6 +611,7 @@ export function historyContract(factory: () => StoreFactory): void {
         maxConcurrency: 1,
         maxFailures: 0,
         minSuccessMs: ordinal * 1000,
+        progressDeadlineSeconds: ordinal === 0 ? 120 : null,
         mandatory: ordinal === 0,
         remainder: ordinal === 1,
         beforeGate: ordinal === 0 ? '{"type":"APPROVAL","config":{}}' : null,

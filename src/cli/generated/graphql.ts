@@ -436,6 +436,8 @@ export type WaveInput = {
   maxFailures?: string | null | undefined;
   /** Seconds to wait after the wave's last cluster succeeded before the wave counts as done (soak). Default 0. */
   minSuccessSeconds?: number | null | undefined;
+  /** Seconds one target of the wave may take before it fails; default the rollout strategy's progressDeadlineSeconds. */
+  progressDeadlineSeconds?: number | null | undefined;
   /** Any failed cluster fails the wave, whatever maxFailures says. */
   mandatory?: boolean | null | undefined;
   /** A gate the run passes before the wave starts. */

@@ -16,6 +16,8 @@ export interface GateSpec {
 }
 
 export interface FrozenWave extends PlannedWave {
+  /** Seconds one target of the wave may take; null: the rollout strategy's progressDeadlineSeconds. */
+  readonly progressDeadlineSeconds: number | null;
   readonly before: GateSpec | null;
   readonly after: GateSpec | null;
 }
@@ -44,6 +46,7 @@ const waveInput = z.object({
   maxConcurrency: count,
   maxFailures: count,
   minSuccessSeconds: z.number().int().min(0).max(MAX_SECONDS).nullish(),
+  progressDeadlineSeconds: z.number().int().min(1).max(MAX_SECONDS).nullish(),
   mandatory: z.boolean().nullish(),
   before: gateInput,
   after: gateInput,
@@ -88,6 +91,7 @@ export function freezeRun(
     return {
       ...wave,
       minSuccessMs: (given?.minSuccessSeconds ?? 0) * 1000,
+      progressDeadlineSeconds: given?.progressDeadlineSeconds ?? null,
       before: gateSpec(given?.before, `${field}.waves[${i}].before`),
       after: gateSpec(given?.after, `${field}.waves[${i}].after`),
     };
@@ -120,6 +124,7 @@ export function runRows(rolloutId: string, run: FrozenRun, now: Date): { run: Ru
       maxConcurrency: w.maxConcurrency,
       maxFailures: w.maxFailures,
       minSuccessMs: w.minSuccessMs,
+      progressDeadlineSeconds: w.progressDeadlineSeconds,
       mandatory: w.mandatory,
       remainder: w.remainder,
       beforeGate: w.before ? JSON.stringify(w.before) : null,
@@ -141,6 +146,7 @@ export function runOfRows(rows: { run: RunRow; waves: readonly WaveRow[] }): Fro
       maxConcurrency: w.maxConcurrency,
       maxFailures: w.maxFailures,
       minSuccessMs: w.minSuccessMs,
+      progressDeadlineSeconds: w.progressDeadlineSeconds,
       mandatory: w.mandatory,
       remainder: w.remainder,
       before: w.beforeGate ? (JSON.parse(w.beforeGate) as GateSpec) : null,

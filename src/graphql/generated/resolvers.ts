@@ -1675,6 +1675,8 @@ export type WaveInput = {
   maxFailures?: InputMaybe<Scalars['String']['input']>;
   /** Seconds to wait after the wave's last cluster succeeded before the wave counts as done (soak). Default 0. */
   minSuccessSeconds?: InputMaybe<Scalars['Int']['input']>;
+  /** Seconds one target of the wave may take before it fails; default the rollout strategy's progressDeadlineSeconds. */
+  progressDeadlineSeconds?: InputMaybe<Scalars['Int']['input']>;
   /** Any failed cluster fails the wave, whatever maxFailures says. */
   mandatory?: InputMaybe<Scalars['Boolean']['input']>;
   /** A gate the run passes before the wave starts. */
@@ -1822,6 +1824,8 @@ export type PlannedWave = {
   maxFailures: Scalars['Int']['output'];
   /** Soak after the wave succeeded, in seconds. */
   minSuccessSeconds: Scalars['Int']['output'];
+  /** Seconds one target of the wave may take; null: the rollout strategy's. */
+  progressDeadlineSeconds?: Maybe<Scalars['Int']['output']>;
   /** Any failure fails the wave. */
   mandatory: Scalars['Boolean']['output'];
   /** True for the wave of the clusters no wave picked. */
@@ -3243,6 +3247,7 @@ export type PlannedWaveResolvers<ContextType = GraphQLContext, ParentType extend
   maxConcurrency?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   maxFailures?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   minSuccessSeconds?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  progressDeadlineSeconds?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   mandatory?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   remainder?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   before?: Resolver<Maybe<ResolversTypes['GateSpec']>, ParentType, ContextType>;

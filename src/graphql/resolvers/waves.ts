@@ -22,6 +22,7 @@ export function wavePlanOf(run: FrozenRun | StoredRun): WavePlan {
       maxConcurrency: w.maxConcurrency,
       maxFailures: w.maxFailures,
       minSuccessSeconds: Math.round(w.minSuccessMs / 1000),
+      progressDeadlineSeconds: w.progressDeadlineSeconds,
       mandatory: w.mandatory,
       remainder: w.remainder,
       before: w.before ? { type: w.before.type as 'APPROVAL', config: w.before.config } : null,

@@ -20,6 +20,8 @@ class FakeDriver implements RolloutDriver {
   readonly admissions: string[] = [];
   readonly observations = new Map<string, number>();
   readonly failing = new Set<string>();
+  /** Clusters whose targets never converge. */
+  readonly stuck = new Set<string>();
 
   async admit(target: AdmittedTarget): Promise<void> {
     this.admissions.push(`${target.cluster ?? 'local'}/${target.name}`);
@@ -30,6 +32,7 @@ class FakeDriver implements RolloutDriver {
     const seen = (this.observations.get(key) ?? 0) + 1;
     this.observations.set(key, seen);
     if (this.failing.has(target.cluster ?? 'local')) return { phase: 'failed', reason: 'ImagePullBackOff' };
+    if (this.stuck.has(target.cluster ?? 'local')) return { phase: 'progressing' };
     return seen < 2 ? { phase: 'progressing' } : { phase: 'succeeded' };
   }
 }
@@ -176,6 +179,21 @@ describe('a staged rollout in the engine', () => {
     const done = await drive(rollout.id);
     expect(done.rollout.state).toBe('SUCCEEDED');
     expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+  });
+
+  it("fails a wave's targets at the wave's own progress deadline, not the rollout strategy's", async () => {
+    driver.stuck.add('canary-1');
+    const { rollout, run } = await launch({ waves: [{ name: 'canary', clusters: { names: ['canary-1'] }, progressDeadlineSeconds: 30 }] });
+    expect(run?.waves[0]?.progressDeadlineSeconds).toBe(30);
+    expect((await rollouts.runs.runOf(rollout.id))?.waves[0]?.progressDeadlineSeconds).toBe(30);
+    const started = now;
+    const paused = await drive(rollout.id);
+    expect(paused.rollout.state).toBe('PAUSED');
+    const canary = paused.targets.filter((t) => t.cluster === 'canary-1');
+    expect(canary.map((t) => t.state)).toEqual(['FAILED', 'FAILED']);
+    expect(canary[0]?.error).toMatch(/not converged within the progress deadline of 30s/);
+    // Well before the strategy's 600 s.
+    expect(now - started).toBeLessThan(60_000);
   });
 
   it('keeps the kind failure threshold out of it: maxFailures decides, and CONTINUE ends FAILED naming the waves', async () => {

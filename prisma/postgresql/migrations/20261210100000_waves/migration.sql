@@ -22,6 +22,7 @@ CREATE TABLE "RolloutWave" (
     "maxConcurrency" INTEGER NOT NULL,
     "maxFailures" INTEGER NOT NULL,
     "minSuccessMs" INTEGER NOT NULL DEFAULT 0,
+    "progressDeadlineSeconds" INTEGER,
     "mandatory" BOOLEAN NOT NULL DEFAULT false,
     "remainder" BOOLEAN NOT NULL DEFAULT false,
     "beforeGate" TEXT,
