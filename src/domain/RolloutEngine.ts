@@ -27,6 +27,9 @@ import { decideStage } from './waves/engineStage.js';
 import { decide as decideWindow } from './gates/maintenanceWindows.js';
 import type { StoredRun } from './waves/StagedRuns.js';
 
+/** How soon a staged run waiting for an UNREACHABLE cluster (unreachable: WAIT) looks again. */
+const UNREACHABLE_RECHECK_MS = 5_000;
+
 /** How often a rollout whose clusters are all outside any window within the horizon looks again (a policy may change). */
 const WINDOW_RECHECK_MS = 60_000;
 
@@ -49,6 +52,8 @@ export interface EngineOptions {
    * none, as `local`). Default: none.
    */
   clusterLabels?: () => Promise<ReadonlyMap<string, Record<string, string>>>;
+  /** The registered member clusters' health states (a staged run's unreachable policy reads UNREACHABLE). Default: none. */
+  clusterHealth?: () => Promise<ReadonlyMap<string, string>>;
   now?: () => number;
 }
 
@@ -88,6 +93,7 @@ export class RolloutEngine {
   private readonly admissionConcurrency: number;
   private readonly now: () => number;
   private readonly clusterLabels: () => Promise<ReadonlyMap<string, Record<string, string>>>;
+  private readonly clusterHealth: () => Promise<ReadonlyMap<string, string>>;
   private enqueueFn: (rolloutId: string, afterMs?: number) => void = () => {};
   private launcher: RolloutLauncher | undefined;
 
@@ -101,6 +107,7 @@ export class RolloutEngine {
     this.admissionConcurrency = options.admissionConcurrency ?? 16;
     this.now = options.now ?? Date.now;
     this.clusterLabels = options.clusterLabels ?? (async () => new Map());
+    this.clusterHealth = options.clusterHealth ?? (async () => new Map());
   }
 
   registerDriver(driver: RolloutDriver): void {
@@ -242,12 +249,30 @@ export class RolloutEngine {
     }
     const gates = await this.rollouts.runs.gates(rollout.id, now);
     await this.rollouts.runs.recordGates(rollout.id, rollout.kind, gates, now);
-    const [policies, labels] = await Promise.all([this.rollouts.windows.policies(), this.clusterLabels()]);
-    const window = (cluster: string) => decideWindow(policies, labels.get(cluster) ?? {}, now);
+    const [policies, labels, health] = await Promise.all([this.rollouts.windows.policies(), this.clusterLabels(), this.clusterHealth()]);
+    const unreachable = (cluster: string) => health.get(cluster) === 'UNREACHABLE';
+    const waitsUnreachable = (cluster: string) => run.unreachable === 'WAIT' && unreachable(cluster);
+    const window = (cluster: string) =>
+      // Unreachable under WAIT: not started, looked at again shortly (a member's health change does not wake the engine).
+      waitsUnreachable(cluster)
+        ? { open: false, reason: `member cluster ${cluster} is UNREACHABLE (unreachable: WAIT)`, until: new Date(now.getTime() + UNREACHABLE_RECHECK_MS) }
+        : decideWindow(policies, labels.get(cluster) ?? {}, now);
     const { decision, waves, step } = decideStage({ run, gates, accepted: new Set(accepted), now, window }, pass.view.targets);
     await this.rollouts.runs.recordWaves(rollout.id, rollout.kind, run, waves, now);
+    if (step.do === 'admit' && run.unreachable !== 'WAIT') {
+      // Unreachable under SKIP or FAIL: its pending targets end now, with the reason, instead of being started.
+      const gone = new Set(step.clusters.filter(unreachable));
+      const to = run.unreachable === 'SKIP' ? ('SKIPPED' as const) : ('FAILED' as const);
+      const changes = pass.view.targets
+        .filter((t) => t.state === 'PENDING' && gone.has(clusterOf(t)))
+        .map((target) => ({ target, to, error: `member cluster ${clusterOf(target)} is UNREACHABLE (unreachable: ${run.unreachable})`, at: now }));
+      if (changes.length > 0) {
+        await this.record(rollout, pass.view, changes);
+        return { end: { requeueAfterMs: 1 } };
+      }
+    }
     const held = rollout.engineState.windowHeld ?? null;
-    if (step.do === 'wait' && step.heldByWindows && held !== step.wave) {
+    if (step.do === 'wait' && step.heldByWindows?.some((c) => !waitsUnreachable(c)) && held !== step.wave) {
       await this.rollouts.runs.recordWindow(
         rollout.id,
         rollout.kind,

@@ -160,6 +160,8 @@ export interface RunRow {
   strategy: string;
   excluded: string;
   failurePolicy: string;
+  /** WAIT | SKIP | FAIL. */
+  unreachable: string;
   startedBy: string | null;
   createdAt: Date;
 }

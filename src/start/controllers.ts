@@ -48,6 +48,7 @@ export async function startControllers(
     const engine = new RolloutEngine(rollouts, logger.child({ component: 'engine' }), {
       // Maintenance windows select clusters by their labels as registered now (issue 30).
       clusterLabels: async () => new Map((await db.memberClusters.list()).map((c) => [c.name, c.labels])),
+      clusterHealth: async () => new Map((await db.memberClusters.list()).map((c) => [c.name, c.health.state])),
     });
     const launcher = new RolloutLauncher(rollouts);
     const clients = createKubeClients({

@@ -6,10 +6,12 @@ import { dateOf, type Sql, sqlDate, sqlDateOrNull } from './Sql.js';
  * Statements shared by both stores (`?` placeholders; PostgreSQL numbers them), and the SQLite side of them.
  */
 
-export const INSERT_RUN = 'INSERT INTO "RolloutRun" ("rolloutId", "strategy", "excluded", "failurePolicy", "startedBy", "createdAt") VALUES (?, ?, ?, ?, ?, ?)';
+export const INSERT_RUN =
+  'INSERT INTO "RolloutRun" ("rolloutId", "strategy", "excluded", "failurePolicy", "unreachable", "startedBy", "createdAt") VALUES (?, ?, ?, ?, ?, ?, ?)';
 export const INSERT_WAVE = `INSERT INTO "RolloutWave" ("rolloutId", "ordinal", "name", "clusters", "maxConcurrency", "maxFailures", "minSuccessMs", "mandatory",
   "remainder", "beforeGate", "afterGate", "progressDeadlineSeconds") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-export const FIND_RUN = 'SELECT "rolloutId", "strategy", "excluded", "failurePolicy", "startedBy", "createdAt" FROM "RolloutRun" WHERE "rolloutId" = ?';
+export const FIND_RUN =
+  'SELECT "rolloutId", "strategy", "excluded", "failurePolicy", "unreachable", "startedBy", "createdAt" FROM "RolloutRun" WHERE "rolloutId" = ?';
 export const WAVES_OF = `SELECT "rolloutId", "ordinal", "name", "clusters", "maxConcurrency", "maxFailures", "minSuccessMs", "mandatory", "remainder",
   "beforeGate", "afterGate", "state", "reason", "startedAt", "finishedAt", "progressDeadlineSeconds" FROM "RolloutWave" WHERE "rolloutId" = ? ORDER BY "ordinal"`;
 export const UPDATE_WAVE = `UPDATE "RolloutWave" SET "state" = ?, "reason" = ?, "startedAt" = COALESCE(?, "startedAt"), "finishedAt" = COALESCE(?, "finishedAt")
@@ -91,7 +93,7 @@ export function gateDecisions(sql: Sql, gateId: string): GateDecisionRow[] {
 }
 
 export function insertRun(sql: Sql, run: RunRow, waves: readonly WaveRow[]): void {
-  sql.run(INSERT_RUN, run.rolloutId, run.strategy, run.excluded, run.failurePolicy, run.startedBy, sqlDate(run.createdAt));
+  sql.run(INSERT_RUN, run.rolloutId, run.strategy, run.excluded, run.failurePolicy, run.unreachable, run.startedBy, sqlDate(run.createdAt));
   for (const wave of waves) sql.run(INSERT_WAVE, ...waveValues(wave, (b) => (b ? 1 : 0)));
 }
 

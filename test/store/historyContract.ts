@@ -635,10 +635,18 @@ export function historyContract(factory: () => StoreFactory): void {
       const opened: boolean[] = [];
       await store.transaction(function* (tx) {
         yield* tx.insertRollout(rolloutRow('r-run'), at(300));
-        yield* tx.insertRun({ rolloutId: 'r-run', strategy: '{"waves":[]}', excluded: '["x"]', failurePolicy: 'PAUSE', startedBy: 'tok', createdAt: at(300) }, [
-          wave(1, 'remainder', ['c']),
-          wave(0, 'a', ['b', 'a']),
-        ]);
+        yield* tx.insertRun(
+          {
+            rolloutId: 'r-run',
+            strategy: '{"waves":[]}',
+            excluded: '["x"]',
+            failurePolicy: 'PAUSE',
+            unreachable: 'SKIP',
+            startedBy: 'tok',
+            createdAt: at(300),
+          },
+          [wave(1, 'remainder', ['c']), wave(0, 'a', ['b', 'a'])],
+        );
         opened.push(yield* tx.insertGate(gate));
         opened.push(yield* tx.insertGate({ ...gate, reason: 'second' }));
         yield* tx.insertGateDecision({ gateId: gate.id, tokenId: 'tok-2', role: 'deployer', decision: 'APPROVE', comment: 'ok', at: at(302) });
@@ -654,6 +662,7 @@ export function historyContract(factory: () => StoreFactory): void {
         strategy: '{"waves":[]}',
         excluded: '["x"]',
         failurePolicy: 'PAUSE',
+        unreachable: 'SKIP',
         startedBy: 'tok',
         createdAt: at(300),
       });

@@ -420,7 +420,18 @@ export type WaveStrategyInput = {
   remainder?: WaveRemainder | null | undefined;
   /** What a failed wave does to the run. Default PAUSE. */
   failurePolicy?: WaveFailurePolicy | null | undefined;
+  /** What a cluster the run reaches while it is UNREACHABLE gets. Default WAIT. */
+  unreachable?: UnreachablePolicy | null | undefined;
 };
+
+/** What a staged run does with a cluster it reaches (to start it) while the cluster is UNREACHABLE. */
+export type UnreachablePolicy =
+  /** Do not start it; look again every few seconds (Rollout.waitingFor says so); the wave waits for it. */
+  | 'WAIT'
+  /** Its pending targets become SKIPPED with the reason; the wave goes on. */
+  | 'SKIP'
+  /** Its pending targets FAIL with the reason; the wave's maxFailures and the failure policy apply. */
+  | 'FAIL';
 
 /** One wave of a staged rollout. */
 export type WaveInput = {

@@ -22,9 +22,13 @@ export interface FrozenWave extends PlannedWave {
   readonly after: GateSpec | null;
 }
 
+/** What a cluster the run reaches while it is UNREACHABLE gets: the run waits for it, skips it, or fails it. */
+export type UnreachablePolicy = 'WAIT' | 'SKIP' | 'FAIL';
+
 export interface FrozenRun extends WavePlan {
   readonly waves: readonly FrozenWave[];
   readonly failurePolicy: FailurePolicy;
+  readonly unreachable: UnreachablePolicy;
   /** The strategy as given (normalized), for the record. */
   readonly strategy: WaveStrategy;
   /** Who launched the run (token id or `anonymous`); null when unknown. */
@@ -58,6 +62,7 @@ export const waveStrategyInput = z
     waves: z.array(waveInput).min(1).max(50),
     remainder: z.enum(['LAST_WAVE', 'EXCLUDED']).nullish(),
     failurePolicy: z.enum(['PAUSE', 'ROLLBACK_COMPLETED', 'CONTINUE']).nullish(),
+    unreachable: z.enum(['WAIT', 'SKIP', 'FAIL']).nullish(),
   })
   .nullish()
   .transform((s) => s ?? undefined);
@@ -96,7 +101,7 @@ export function freezeRun(
       after: gateSpec(given?.after, `${field}.waves[${i}].after`),
     };
   });
-  return { waves, excluded: plan.excluded, failurePolicy: strategy.failurePolicy ?? 'PAUSE', strategy, startedBy };
+  return { waves, excluded: plan.excluded, failurePolicy: strategy.failurePolicy ?? 'PAUSE', unreachable: strategy.unreachable ?? 'WAIT', strategy, startedBy };
 }
 
 function gateSpec(input: { type: string; config?: unknown } | null | undefined, field: string): GateSpec | null {
@@ -113,6 +118,7 @@ export function runRows(rolloutId: string, run: FrozenRun, now: Date): { run: Ru
       strategy: JSON.stringify(run.strategy),
       excluded: JSON.stringify(run.excluded),
       failurePolicy: run.failurePolicy,
+      unreachable: run.unreachable,
       startedBy: run.startedBy,
       createdAt: now,
     },
@@ -154,6 +160,7 @@ export function runOfRows(rows: { run: RunRow; waves: readonly WaveRow[] }): Fro
     })),
     excluded: JSON.parse(rows.run.excluded) as string[],
     failurePolicy: rows.run.failurePolicy as FailurePolicy,
+    unreachable: rows.run.unreachable as UnreachablePolicy,
     strategy: JSON.parse(rows.run.strategy) as WaveStrategy,
     startedBy: rows.run.startedBy,
   };

@@ -1659,7 +1659,18 @@ export type WaveStrategyInput = {
   remainder?: InputMaybe<WaveRemainder>;
   /** What a failed wave does to the run. Default PAUSE. */
   failurePolicy?: InputMaybe<WaveFailurePolicy>;
+  /** What a cluster the run reaches while it is UNREACHABLE gets. Default WAIT. */
+  unreachable?: InputMaybe<UnreachablePolicy>;
 };
+
+/** What a staged run does with a cluster it reaches (to start it) while the cluster is UNREACHABLE. */
+export type UnreachablePolicy =
+  /** Do not start it; look again every few seconds (Rollout.waitingFor says so); the wave waits for it. */
+  | 'WAIT'
+  /** Its pending targets become SKIPPED with the reason; the wave goes on. */
+  | 'SKIP'
+  /** Its pending targets FAIL with the reason; the wave's maxFailures and the failure policy apply. */
+  | 'FAIL';
 
 /** One wave of a staged rollout. */
 export type WaveInput = {
@@ -1809,6 +1820,8 @@ export type WavePlan = {
   excluded: Array<Scalars['String']['output']>;
   /** What a failed wave does to the run. */
   failurePolicy: WaveFailurePolicy;
+  /** What a cluster reached while UNREACHABLE gets. */
+  unreachable: UnreachablePolicy;
 };
 
 /** One wave of a frozen plan, with its state once the run reached it. */
@@ -2505,6 +2518,7 @@ export type ResolversTypes = {
   BumpClusterVersionInput: BumpClusterVersionInput;
   MemberClusterSelectorInput: MemberClusterSelectorInput;
   WaveStrategyInput: WaveStrategyInput;
+  UnreachablePolicy: UnreachablePolicy;
   WaveInput: WaveInput;
   GateInput: GateInput;
   GateType: GateType;
@@ -3239,6 +3253,7 @@ export type WavePlanResolvers<ContextType = GraphQLContext, ParentType extends R
   waves?: Resolver<Array<ResolversTypes['PlannedWave']>, ParentType, ContextType>;
   excluded?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   failurePolicy?: Resolver<ResolversTypes['WaveFailurePolicy'], ParentType, ContextType>;
+  unreachable?: Resolver<ResolversTypes['UnreachablePolicy'], ParentType, ContextType>;
 };
 
 export type PlannedWaveResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['PlannedWave'] = ResolversParentTypes['PlannedWave']> = {

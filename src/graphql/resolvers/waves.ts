@@ -34,6 +34,7 @@ export function wavePlanOf(run: FrozenRun | StoredRun): WavePlan {
     })),
     excluded: [...run.excluded],
     failurePolicy: run.failurePolicy,
+    unreachable: run.unreachable,
   };
 }
 

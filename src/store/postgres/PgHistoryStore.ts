@@ -495,7 +495,7 @@ function txOn(client: pg.PoolClient): HistoryTx {
       yield* run('DELETE FROM "InFlightChange" WHERE "cluster" = $4 AND "kind" = $1 AND "namespace" = $2 AND "name" = $3', [kind, namespace, name, cluster]);
     },
     *insertRun(r, waves) {
-      yield* run(numbered(INSERT_RUN), [r.rolloutId, r.strategy, r.excluded, r.failurePolicy, r.startedBy, isoOf(r.createdAt)]);
+      yield* run(numbered(INSERT_RUN), [r.rolloutId, r.strategy, r.excluded, r.failurePolicy, r.unreachable, r.startedBy, isoOf(r.createdAt)]);
       for (const wave of waves)
         yield* run(
           numbered(INSERT_WAVE),

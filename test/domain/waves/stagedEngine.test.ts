@@ -53,11 +53,16 @@ describe('a staged rollout in the engine', () => {
   let driver: FakeDriver;
   let bus: InProcessEventBus;
   let now: number;
+  let health: Map<string, string>;
   const signal = new AbortController().signal;
   const logger = { info: () => {}, warn: () => {} };
 
   function newEngine(): RolloutEngine {
-    const e = new RolloutEngine(rollouts, logger, { now: () => now, clusterLabels: async () => new Map(CLUSTERS.map((c) => [c.name, c.labels])) });
+    const e = new RolloutEngine(rollouts, logger, {
+      now: () => now,
+      clusterLabels: async () => new Map(CLUSTERS.map((c) => [c.name, c.labels])),
+      clusterHealth: async () => health,
+    });
     e.connect(() => {}, launcher);
     e.registerDriver(driver);
     return e;
@@ -69,6 +74,7 @@ describe('a staged rollout in the engine', () => {
     bus = new InProcessEventBus();
     rollouts = new RolloutService(db.store, new EventLog(db.store, bus), KIND_CONTRACTS);
     now = Date.parse('2026-12-05T10:00:00Z');
+    health = new Map();
     launcher = new RolloutLauncher(rollouts);
     driver = new FakeDriver();
     engine = newEngine();
@@ -194,6 +200,49 @@ describe('a staged rollout in the engine', () => {
     expect(canary[0]?.error).toMatch(/not converged within the progress deadline of 30s/);
     // Well before the strategy's 600 s.
     expect(now - started).toBeLessThan(60_000);
+  });
+
+  describe('a cluster the run reaches while it is UNREACHABLE', () => {
+    it('WAIT (default): not started; the run looks again shortly and starts it once it answers', async () => {
+      health.set('prod-b', 'UNREACHABLE');
+      const { rollout } = await launch(THREE_WAVES);
+      let result: { requeueAfterMs?: number } = {};
+      for (let i = 0; i < 30; i++) {
+        result = await engine.reconcile(rollout.id, signal);
+        if (result.requeueAfterMs === 5000) break;
+        now += result.requeueAfterMs ?? 0;
+      }
+      // The wave's other cluster went ahead; the wave waits for prod-b, looked at again in 5 s (not polled faster).
+      expect(result.requeueAfterMs).toBe(5000);
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-a']);
+      health.set('prod-b', 'READY');
+      now += 5000;
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-a', 'prod-b', 'other']);
+    });
+
+    it('SKIP: its targets are SKIPPED with the reason and the wave goes on', async () => {
+      health.set('prod-b', 'UNREACHABLE');
+      const { rollout } = await launch({ ...THREE_WAVES, unreachable: 'SKIP' });
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-a', 'other']);
+      const skipped = done.targets.filter((t) => t.cluster === 'prod-b');
+      expect(skipped.map((t) => [t.state, t.error])).toEqual([
+        ['SKIPPED', 'member cluster prod-b is UNREACHABLE (unreachable: SKIP)'],
+        ['SKIPPED', 'member cluster prod-b is UNREACHABLE (unreachable: SKIP)'],
+      ]);
+    });
+
+    it('FAIL: its targets fail with the reason, and the failure policy applies', async () => {
+      health.set('prod-b', 'UNREACHABLE');
+      const { rollout } = await launch({ ...THREE_WAVES, unreachable: 'FAIL' });
+      const paused = await drive(rollout.id);
+      expect(paused.rollout.state).toBe('PAUSED');
+      expect(paused.rollout.message).toMatch(/wave prod failed: 1 cluster failed \(prod-b\)/);
+      expect(clusterOrder()).toEqual(['canary-1']);
+    });
   });
 
   it('keeps the kind failure threshold out of it: maxFailures decides, and CONTINUE ends FAILED naming the waves', async () => {

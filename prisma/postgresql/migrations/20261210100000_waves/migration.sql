@@ -7,6 +7,7 @@ CREATE TABLE "RolloutRun" (
     "strategy" TEXT NOT NULL,
     "excluded" TEXT NOT NULL DEFAULT '[]',
     "failurePolicy" TEXT NOT NULL,
+    "unreachable" TEXT NOT NULL DEFAULT 'WAIT',
     "startedBy" TEXT,
     "createdAt" TIMESTAMP(3) NOT NULL,
 
