@@ -4,6 +4,7 @@ import type { FrozenRun } from '../../domain/waves/strategy.js';
 import type { Gate, MaintenanceWindowInput, Resolvers, WavePlan } from '../generated/resolvers.js';
 import { optionalText, requireId } from './eventSubscription.js';
 import { ValidationError } from '../../errors.js';
+import { isDns1123Label } from '../../util/dnsNames.js';
 import { portsHere } from '../../domain/clusterSelection.js';
 import { decide as decideWindow, type WindowDecision, type WindowPolicyInput } from '../../domain/gates/maintenanceWindows.js';
 import { decideStage } from '../../domain/waves/engineStage.js';
@@ -63,11 +64,13 @@ function deciderOf(principal: Principal): { deciderId: string; role: Principal['
   return { deciderId: principal.kind === 'token' ? principal.tokenId : 'anonymous', role: principal.role };
 }
 
+/** A gate's key as the API takes it: `before:<wave>` or `after:<wave>`, the wave a DNS label (as waves are named). */
 function gateKeyOf(value: unknown): string {
-  if (typeof value !== 'string' || !/^(before|after):[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) {
+  const [position, wave, ...rest] = typeof value === 'string' ? value.split(':') : [];
+  if ((position !== 'before' && position !== 'after') || wave === undefined || rest.length > 0 || isDns1123Label(wave).length > 0) {
     throw new ValidationError('gate', 'must be `before:<wave>` or `after:<wave>`');
   }
-  return value;
+  return value as string;
 }
 
 /** A window policy input as GraphQL gives it (nulls for omitted lists) → the rules' input. */
