@@ -10,6 +10,12 @@ import type { EventLog } from '../../domain/EventLog.js';
 import { EventType } from '../../domain/events.js';
 import type { Rollout, RolloutService, RolloutTarget } from '../../domain/RolloutService.js';
 import { isTerminal } from '../../domain/rolloutStates.js';
+import { clusterOf } from '../../domain/ports.js';
+
+/** A pool's key among every cluster's decisions: the same `namespace/name` may be in several member clusters. */
+function choiceKey(cluster: string, namespace: string, name: string): string {
+  return `${cluster}|${namespace}/${name}`;
+}
 
 /** The decision of one rollout about one pool. */
 export interface AgentPoolChoice {
@@ -45,7 +51,7 @@ export function decisionOf(
 }
 
 /**
- * The last decision for each pool (`namespace/name`), read from the newest agent-pool rollouts and kept until the
+ * The last decision for each pool (its cluster and `namespace/name`), read from the newest agent-pool rollouts and kept until the
  * history of agent-pool rollouts changes (one indexed read of the newest such event per call).
  */
 export class AgentPoolChoices {
@@ -71,7 +77,7 @@ export class AgentPoolChoices {
         read++;
         if (rollout.state === 'FAILED' && rollout.toVersion !== null) failedImages.add(rollout.toVersion);
         for (const target of await this.rollouts.allTargets(rollout.id)) {
-          const key = `${target.namespace}/${target.name}`;
+          const key = choiceKey(clusterOf(target), target.namespace, target.name);
           if (choices.has(key)) continue;
           const image = decisionOf(rollout, target);
           if (image !== undefined) choices.set(key, { image, rolloutId: rollout.id });
@@ -91,9 +97,10 @@ export class AgentPoolChoices {
  * pool runs); `desiredBy` names the deciding rollout; `exposedTo` is the image a recreated agent would get when that is
  * neither what the pool runs nor what a rollout decided for it.
  */
-export function agentPoolsWithHistory(queries: AgentPoolQueries, choices: AgentPoolChoices): AgentPoolQueries {
+export function agentPoolsWithHistory(queries: AgentPoolQueries, choices: AgentPoolChoices, cluster: string): AgentPoolQueries {
   const apply = (view: AgentPoolView, state: Awaited<ReturnType<AgentPoolChoices['current']>>): AgentPoolView => {
-    const choice = state.choices.get(`${view.namespace}/${view.name}`);
+    // This runtime's cluster's decisions only (attack 16, G3: a bump of edge-2 made local's pool of the same name drift).
+    const choice = state.choices.get(choiceKey(cluster, view.namespace, view.name));
     const fallback = view.desiredImage !== null && state.failedImages.has(view.desiredImage) && view.mode === 'COEXIST' ? view.runningImage : view.desiredImage;
     const desiredImage = view.paused ? view.desiredImage : (choice?.image ?? fallback);
     // Exposed: a recreated agent would run an image the pool does not run and no rollout decided for it (a pool no

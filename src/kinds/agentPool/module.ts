@@ -3,6 +3,7 @@ import { AgentPoolChoices, agentPoolsWithHistory } from './choices.js';
 import { agentPoolContract } from './contract.js';
 import { agentPoolsResolvers } from './graphql.js';
 import { agentPoolDrift } from './plan.js';
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 import type { RolloutKindModule } from '../kindModule.js';
 import { AGENT_POOL_EVENTS } from './events.js';
 import { setupAgentPools } from './controller/index.js';
@@ -20,7 +21,9 @@ export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
   setup(host) {
     const runtime = setupAgentPools(host, { ...host.config.agentPools });
     // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.
-    const agentPools = host.rollouts ? agentPoolsWithHistory(runtime.queries, new AgentPoolChoices(host.rollouts, host.events)) : runtime.queries;
+    const agentPools = host.rollouts
+      ? agentPoolsWithHistory(runtime.queries, new AgentPoolChoices(host.rollouts, host.events), host.cluster ?? LOCAL_CLUSTER)
+      : runtime.queries;
     return { driver: runtime.driver, queries: { agentPools } };
   },
 };

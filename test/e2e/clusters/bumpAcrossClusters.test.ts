@@ -181,6 +181,14 @@ describe('a bump across member clusters', () => {
     );
     expect(lists.errors).toBeUndefined();
     expect(lists.data.edge3.edges.map((e: { node: { runningImage: string } }) => e.node.runningImage)).toEqual([OLD, OLD]);
+    // What each pool should run is its own cluster's decision: edge-3's pools, which no rollout touched, do not desire
+    // the image the same-named pools of the other clusters were moved to, and show no drift (attack 16, G3).
+    const edge3 = await gql(app.url, '{ agentPools(cluster: "edge-3") { edges { node { desiredImage desiredBy } } } drift(cluster: "edge-3") { totalCount } }');
+    expect(edge3.data.agentPools.edges.map((e: { node: unknown }) => e.node)).toEqual([
+      { desiredImage: OLD, desiredBy: null },
+      { desiredImage: OLD, desiredBy: null },
+    ]);
+    expect(edge3.data.drift.totalCount).toBe(0);
 
     // The same request under the same key is the same rollout; the clusters are part of the request.
     const keyed = { ...input, idempotencyKey: 'across-1', image: NEW };
