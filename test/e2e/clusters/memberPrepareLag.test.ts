@@ -96,4 +96,37 @@ describe("a member's prepare that lags the rollout's admissions", () => {
       await fleet.set('edge-1', 'ready');
     }
   });
+
+  it("retries a member's server errors in the preflight of a PENDING rollout instead of failing it (attack 16, G2)", async () => {
+    const sim = fleet.clusters.get('edge-1')!.simulator;
+    const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
+    const seen: StoredEvent[] = [];
+    let errorsAtLaunch = -1;
+    // From the moment the rollout is stored: every IPPool patch of edge-1 (the preflight's dry-run holds too) is a 500.
+    const unsubscribe = app.bus.subscribe((event) => {
+      if (event.type !== EventType.RolloutStateChanged) return;
+      if (event.payload.to === 'PENDING' && errorsAtLaunch < 0) {
+        errorsAtLaunch = sim.faults.stats().errors;
+        sim.faults.set({ errorRate: { patch: 1 }, resources: ['ippools.network.harvesterhci.io'] });
+      }
+      seen.push(event);
+    });
+    const ended = () => seen.find((e) => ['SUCCEEDED', 'FAILED'].includes(String(e.payload.to)));
+    try {
+      const res = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
+        input: { image: NEWER, memberClusters: { names: ['edge-1'] }, strategy: { maxUnavailable: '2', autoRollback: false } },
+      });
+      expect(res.errors).toBeUndefined();
+      // The engine tried three times against the failing server, and the rollout is still waiting to start.
+      await until('three refused preflights', () => (errorsAtLaunch >= 0 && sim.faults.stats().errors - errorsAtLaunch >= 3) || ended());
+      expect(ended()).toBeUndefined();
+      sim.faults.set({});
+      await until('the rollout ended', ended);
+      expect(ended()!.payload).toMatchObject({ to: 'SUCCEEDED' });
+      for (const name of ['net-1', 'net-2']) expect(memberPool(fleet, 'edge-1', name)?.status.agentPodRef.image).toBe(NEWER);
+    } finally {
+      unsubscribe();
+      sim.faults.set({});
+    }
+  });
 });

@@ -34,6 +34,14 @@ export interface AgentPoolDriverDeps {
   maxConflictRetries?: number;
 }
 
+/** Whether a preflight's UNAVAILABLE refusal is the API server's own passing trouble (retried) rather than a refusal. */
+function passing(error: AppError): boolean {
+  const status = error.details.httpStatus as number | undefined;
+  if (status === undefined) return true;
+  if (status < 500 && status !== 429) return false;
+  return !/denied the request|failed calling webhook/.test(error.message);
+}
+
 /** Concurrent hold writes in prepare. */
 const HOLD_CONCURRENCY = 16;
 
@@ -226,7 +234,9 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /**
    * A PENDING rollout is dry-run before prepare writes anything: a refusal fails it with the API server's message (a
-   * rollout launched before the cluster changed). An API server that cannot be reached at all is retried.
+   * rollout launched before the cluster changed). An API server that cannot be reached at all, or that answers with a
+   * server error of its own (500, 503, 429: not a webhook's denial, not a webhook it could not call), is retried: a
+   * blip of a member's API server must not fail a rollout over every cluster (attack 16, G2).
    */
   private async preflightHalt(rollout: Rollout): Promise<string | undefined> {
     const overridden = this.overridesOutsideChange(rollout);
@@ -244,7 +254,7 @@ export class AgentPoolDriver implements RolloutDriver {
       await this.preflight(this.rolloutImage(rollout), targets, rollout.id);
       return undefined;
     } catch (error) {
-      if (isAppError(error) && error.details.reason === PREFLIGHT_REFUSED && error.details.httpStatus === undefined) throw error;
+      if (isAppError(error) && error.details.reason === PREFLIGHT_REFUSED && passing(error)) throw error;
       return `refused before anything was written: ${(error as Error).message}`;
     }
   }
