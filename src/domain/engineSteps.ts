@@ -186,15 +186,28 @@ export async function admit(pass: Pass): Promise<Decision> {
   const { rollout, view } = pass;
   if (pass.admissionCap === undefined) return NOTHING;
   const limit = admissionLimit(rollout.strategy, view.changing());
-  let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING'));
-  if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
   const deferred = pass.driver.deferAdmission?.bind(pass.driver);
+  let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING') + inFlightNowhere(view, deferred));
+  if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
   const perCluster = perClusterSlots(rollout.strategy, view);
   // A staged rollout's wave, or the clusters inside their maintenance windows: only their targets (ADR 0065).
   const allowed = pass.admitClusters;
   const take = allowed ? (target: RolloutTarget) => allowed.has(clusterOf(target)) && (!perCluster || perCluster(target)) : perCluster;
   const targets = budget > 0 ? view.nextPending(budget, { ...(deferred ? { deferred } : {}), ...(take ? { take } : {}) }) : [];
   return targets.length > 0 ? { do: 'admit', targets } : NOTHING;
+}
+
+/**
+ * Targets in flight in member clusters nobody drives now (deferAdmission): they hold no slot of the rollout-wide limit,
+ * or a member that went away mid-rollout would keep its admitted targets' slots until their deadline and slow every
+ * other cluster (the benchmark's black-holed run: 5.2× the healthy one). They can neither progress nor be observed;
+ * the per-cluster limit still bounds them, and when their member is back they count again.
+ */
+function inFlightNowhere(view: RolloutView, deferred: ((target: RolloutTarget) => boolean) | undefined): number {
+  if (!deferred) return 0;
+  let count = 0;
+  for (const target of view.inState('PROGRESSING')) if (deferred(target)) count++;
+  return count;
 }
 
 /**

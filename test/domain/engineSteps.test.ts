@@ -319,6 +319,11 @@ describe('admit', () => {
     for (const t of mixed.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
     const third = await admit(mixed);
     expect(third.do === 'admit' ? third.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-0']);
+    // In flight in the dead cluster: they hold no slot of the rollout-wide limit (they can neither progress nor be seen).
+    const stuck = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'RRPP', { driver: d, admissionCap: Infinity });
+    for (const t of stuck.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const fourth = await admit(stuck);
+    expect(fourth.do === 'admit' ? fourth.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-3']);
   });
 
   it('keeps each member cluster within maxUnavailablePerMemberCluster, beside the rollout-wide limit (issue 29)', async () => {
