@@ -76,10 +76,22 @@ export class ClusterRoutedDriver implements RolloutDriver {
     this.rollbackRules = local.rollbackRules;
   }
 
+  /**
+   * The first cluster's reason to halt, `local` first. The clusters are asked at once; a member that cannot answer now
+   * (its preflight's dry run times out or its API server errs) holds nothing back: its targets wait, and fail at their
+   * deadline if it never answers (attack 16, G1/G4: one member whose writes hang kept the whole rollout PENDING). A
+   * failure to answer in `local` is retried, as before.
+   */
   async haltReason(rollout: Rollout): Promise<string | undefined> {
-    for (const cluster of await this.clusters(rollout)) {
-      const driver = this.driverOf(cluster);
-      const reason = await driver?.haltReason?.(rollout);
+    const clusters = await this.clusters(rollout);
+    const reasons = await Promise.all(
+      clusters.map((cluster) => {
+        const asked = this.driverOf(cluster)?.haltReason?.(rollout);
+        return cluster === LOCAL_CLUSTER ? asked : asked?.catch(() => undefined);
+      }),
+    );
+    for (const [i, reason] of reasons.entries()) {
+      const cluster = clusters[i]!;
       if (reason) return cluster === LOCAL_CLUSTER ? reason : `in member cluster ${cluster}: ${reason}`;
     }
     return undefined;

@@ -129,4 +129,42 @@ describe("a member's prepare that lags the rollout's admissions", () => {
       sim.faults.set({});
     }
   });
+
+  it('waits for its own write in a member that starts from another image than the rollout (attack 16, N1)', async () => {
+    // edge-1 deploys v0.3.2 (the tests above); local's pool runs v0.3.0: the rollout's from-version is not edge-1's.
+    const sim = fleet.clusters.get('edge-1')!.simulator;
+    const NEXT = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+    sim.faults.set({ errorRate: { patch: 1 }, resources: ['deployments'], dryRuns: false });
+    const errorsBefore = sim.faults.stats().errors;
+    const seen: StoredEvent[] = [];
+    const unsubscribe = app.bus.subscribe((event) => {
+      if (event.type === EventType.RolloutStateChanged || event.type === EventType.TargetStateChanged) seen.push(event);
+    });
+    const ended = () => seen.find((e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED'].includes(String(e.payload.to)));
+    try {
+      const res = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id fromVersion } } }', {
+        input: {
+          image: NEXT,
+          memberClusters: { names: ['local', 'edge-1'] },
+          strategy: { maxUnavailable: '3', progressDeadlineSeconds: 600, autoRollback: false },
+        },
+      });
+      expect(res.errors).toBeUndefined();
+      expect(res.data.bumpAgentImage.rollout.fromVersion).not.toBe('rancher/harvester-vm-dhcp-agent:v0.3.2');
+      // Admitted everywhere, local's pool done, edge-1's write refused three times: still going, nothing blamed.
+      await until('edge-1 admitted and its write refused three times', () => sim.faults.stats().errors - errorsBefore >= 3 || ended());
+      await until(
+        'local done',
+        () => seen.some((e) => e.type === EventType.TargetStateChanged && e.cluster === 'local' && e.payload.to === 'SUCCEEDED') || ended(),
+      );
+      expect(ended()).toBeUndefined();
+      sim.faults.set({});
+      await until('the rollout ended', ended);
+      expect(ended()!.payload).toMatchObject({ to: 'SUCCEEDED' });
+      for (const name of ['net-1', 'net-2']) expect(memberPool(fleet, 'edge-1', name)?.status.agentPodRef.image).toBe(NEXT);
+    } finally {
+      unsubscribe();
+      sim.faults.set({});
+    }
+  });
 });

@@ -100,7 +100,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
     if (image !== undefined && state.image !== normalizeImage(image)) {
-      if (this.notSetHereYet(rollout, state.image)) return undefined; // observe says what its targets wait for
+      if (this.notSetHereYet(rollout)) return undefined; // observe says what its targets wait for
       const takenOverBy = this.deps.lever.otherRolloutOn(state.image, rollout.id);
       if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
       return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
@@ -127,7 +127,11 @@ export class AgentPoolDriver implements RolloutDriver {
     // held already or on its way to the image, released by that rollout. Holding one now would take it back from that
     // rollout, and hold nothing else back.
     const state = this.deps.controller.state();
-    if (state.kind === 'agents' && state.image === normalizeImage(image)) return this.deps.lever.waitForRollout(image, signal);
+    if (state.kind === 'agents' && state.image === normalizeImage(image)) {
+      // Deploying it is this rollout's too from here on: a later change of it is someone else's (notSetHereYet).
+      this.deps.lever.confirm(rollout.id, state.image);
+      return this.deps.lever.waitForRollout(image, signal);
+    }
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
     const toHold = this.poolsToHold(image);
@@ -442,16 +446,17 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   /**
-   * The controller still deploys the image the rollout started from, and this process has not seen its own change of
-   * --image for the rollout land: the change is not made in this cluster yet (a member's writes are made by its
-   * target executor, which may lag the rollout's admissions — the member was unreachable, its write failed and is
-   * retried — or run on another replica), so nothing was changed outside rollplane (attack 15, F2: a healthy rollout
-   * failed as "changed outside rollplane" when a member came back). Its targets wait, and fail at their progress
-   * deadline if the change never comes. A helm rollback to the old image after rollplane's change is still told
-   * apart here when this process made the change; after a restart it shows as targets that do not converge.
+   * This process has not seen its own change of --image for the rollout land in this cluster: the change is not made
+   * here yet, so whatever the controller deploys was not changed outside rollplane. A member's writes are made by its
+   * target executor, which may lag the rollout's admissions (the member was unreachable, its write failed and is
+   * retried, or the engine does not wait for it) or run on another replica; and a member may start from another image
+   * than the rollout's `fromVersion` (another cluster's). Attack 15, F2 and attack 16, N1: healthy rollouts failed as
+   * "changed outside rollplane" or "taken over" while their own write was on its way. Its targets wait, and fail at
+   * their progress deadline if the change never comes. Once this process's change is seen, any other image is someone
+   * else's (a helm upgrade or rollback); where another replica made the change, or after a restart, an outside change
+   * shows as targets that do not converge, and as the UpstreamControllerChanged event it records.
    */
-  private notSetHereYet(rollout: Pick<Rollout, 'id' | 'fromVersion' | 'toVersion'>, deployed: string): boolean {
-    if (rollout.fromVersion === null || normalizeImage(rollout.fromVersion) !== deployed) return false;
+  private notSetHereYet(rollout: Pick<Rollout, 'id' | 'toVersion'>): boolean {
     const wanted = rollout.toVersion === null ? undefined : normalizeImage(rollout.toVersion);
     return this.deps.lever.confirmedFor(rollout.id) !== wanted;
   }
@@ -469,7 +474,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (coexist) {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
-        if (this.notSetHereYet(rollout, state.image)) {
+        if (this.notSetHereYet(rollout)) {
           return {
             phase: 'progressing',
             message: `waiting for rollplane to set the vm-dhcp-controller's --image to ${target.toVersion} here (it deploys ${state.image})`,

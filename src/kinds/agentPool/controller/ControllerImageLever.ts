@@ -79,7 +79,8 @@ export class ControllerImageLever {
     return this.confirmed.get(rolloutId);
   }
 
-  private confirm(rolloutId: string, image: string): void {
+  /** Notes that the controller deploys `image` for the rollout as this process saw it (set here, or already there). */
+  confirm(rolloutId: string, image: string): void {
     this.confirmed.delete(rolloutId);
     this.confirmed.set(rolloutId, image);
     if (this.confirmed.size > CONFIRMED_KEPT) this.confirmed.delete(this.confirmed.keys().next().value!);
