@@ -113,6 +113,16 @@ describe("a member's prepare that lags the rollout's admissions", () => {
     });
     const ended = () => seen.find((e) => ['SUCCEEDED', 'FAILED'].includes(String(e.payload.to)));
     try {
+      // Refused at launch by the member's preflight (faults from now on, dry runs included): the error names the
+      // member, since `default/net-1` is in every cluster; nothing is created.
+      sim.faults.set({ errorRate: { patch: 1 }, resources: ['ippools.network.harvesterhci.io'] });
+      const refused = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
+        input: { image: NEWER, memberClusters: { names: ['edge-1'] }, strategy: { maxUnavailable: '2', autoRollback: false } },
+      });
+      expect(refused.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
+      expect(refused.errors?.[0]?.message).toMatch(/^in member cluster edge-1: /);
+      expect(seen).toEqual([]);
+      sim.faults.set({});
       const res = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
         input: { image: NEWER, memberClusters: { names: ['edge-1'] }, strategy: { maxUnavailable: '2', autoRollback: false } },
       });
