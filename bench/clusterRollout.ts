@@ -62,18 +62,27 @@ export function blackholedOf(size: number, every = Number(process.env.BENCH_CLUS
   return Array.from({ length: Math.floor(size / every) }, (_, i) => `edge-${(i + 1) * every}`);
 }
 
-/** The simulator child's clusters for the rollout part. */
-export async function startRolloutClusters(size: number, dir: string) {
+/**
+ * How many simulator children the rollout part's clusters are spread over: one process holding 1,001 simulated
+ * clusters with their behaviour answered too slowly for any member timeout at load 9–13 (the 1,000-cluster try of
+ * 2026-12-05), so a child holds at most BENCH_CLUSTER_SIMS_PER_PROCESS (250) edges.
+ */
+export function simProcessesFor(size: number, perProcess = Number(process.env.BENCH_CLUSTER_SIMS_PER_PROCESS ?? 250)): number {
+  return Math.max(1, Math.ceil(size / perProcess));
+}
+
+/** The simulator child `part` of `parts`: child 0 holds `mgmt` and `solo`, every child its share of the edges. */
+export async function startRolloutClusters(size: number, dir: string, part = 0, parts = 1) {
   const { startSimulatedClusters } = await import('../src/sim/simulatedClusters.js');
   const { zeroDelays } = await import('../src/sim/behaviour/index.js');
+  const edges = Array.from({ length: size }, (_, i) => i + 1).filter((n) => n % parts === part);
   return startSimulatedClusters({
     dir,
     concurrency: 64,
     adminPort: 0,
     clusters: [
-      { name: 'mgmt', behaviour: false },
-      { name: 'solo', fleet: soloFleet(size), delays: zeroDelays },
-      ...Array.from({ length: size }, (_, i) => ({ name: `edge-${i + 1}`, fleet: FLEET_EDGE, delays: zeroDelays })),
+      ...(part === 0 ? [{ name: 'mgmt', behaviour: false as const }, { name: 'solo', fleet: soloFleet(size), delays: zeroDelays }] : []),
+      ...edges.map((n) => ({ name: `edge-${n}`, fleet: FLEET_EDGE, delays: zeroDelays })),
     ],
   });
 }
@@ -85,14 +94,24 @@ const BUMP = 'mutation B($input: BumpAgentImageInput!) { bumpAgentImage(input: $
 /** In the rollplane child: the three rollouts, once every member is driven. */
 export async function runRollouts(
   app: App,
-  { size, adminUrl, deadlineSeconds }: { size: number; adminUrl: string; deadlineSeconds: number },
+  { size, adminUrls, deadlineSeconds }: { size: number; adminUrls: Record<string, string>; deadlineSeconds: number },
 ): Promise<RolloutFigures> {
   const members = ['solo', ...Array.from({ length: size }, (_, i) => `edge-${i + 1}`)];
+  const waitStarted = performance.now();
+  let toldAt = 0;
   for (;;) {
     const running = new Set((app.memberRuntimes?.snapshot() ?? []).filter((r) => r.running && r.kinds.includes('AGENT_POOL')).map((r) => r.cluster));
-    if (members.every((m) => running.has(m))) break;
+    const driven = members.filter((m) => running.has(m)).length;
+    if (driven === members.length) break;
+    // At 1,000 clusters this wait is minutes: say how far it got, every 10 s.
+    const seconds = Math.floor((performance.now() - waitStarted) / 10_000) * 10;
+    if (seconds > toldAt) {
+      toldAt = seconds;
+      process.stderr.write(`  ${size} clusters: ${driven} of ${members.length} members driven after ${seconds} s; load ${os.loadavg()[0]!.toFixed(1)}\n`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  process.stderr.write(`  ${size} clusters: every member driven after ${((performance.now() - waitStarted) / 1000).toFixed(1)} s\n`);
   const blackholed = blackholedOf(size);
   const stallSeconds = Number(process.env.BENCH_CLUSTER_STALL_S ?? 4 * deadlineSeconds + 120);
   const strategy = { maxUnavailable: '10%', autoRollback: false, progressDeadlineSeconds: deadlineSeconds, failureThreshold: 100_000 };
@@ -113,7 +132,7 @@ export async function runRollouts(
           // Mid-rollout: the first admission switches the black holes on (each PUT answers once its door is switched).
           cutting = Promise.all(
             cut.map((c) =>
-              fetch(`${adminUrl}/sim/clusters/${c}`, {
+              fetch(`${adminUrls[c]}/sim/clusters/${c}`, {
                 method: 'PUT',
                 headers: { 'content-type': 'application/json' },
                 body: JSON.stringify({ state: 'blackhole' }),
@@ -223,13 +242,14 @@ export async function runRolloutApp({
   dir,
   local,
   size,
-  adminUrl,
+  adminUrls,
   deadlineSeconds,
 }: {
   dir: string;
   local: string;
   size: number;
-  adminUrl: string;
+  /** Each member's simulator child's admin endpoint. */
+  adminUrls: Record<string, string>;
   deadlineSeconds: number;
 }) {
   const app = await startBenchApp(dir, local, {
@@ -239,10 +259,11 @@ export async function runRolloutApp({
     // its budget (one wave of 30 pools per 10 s) while N members spent N budgets.
     ROLLPLANE_MEMBER_CLUSTER_QPS: process.env.BENCH_CLUSTER_MEMBER_QPS ?? '100000',
     ROLLPLANE_MEMBER_CLUSTER_BURST: process.env.BENCH_CLUSTER_MEMBER_QPS ?? '100000',
-    // A black-holed member noticed within seconds, not the default 30 s probe and 10 s timeout.
-    ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: process.env.BENCH_CLUSTER_PROBE_MS ?? '2000',
+    // A black-holed member noticed within seconds, not the default 30 s probe and 10 s timeout; at 1,000 members a
+    // probe every 2 s is 500 a second, so the interval grows with the size (10 ms a member, at least 2 s).
+    ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: process.env.BENCH_CLUSTER_PROBE_MS ?? String(Math.max(2000, 10 * size)),
     ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS: process.env.BENCH_CLUSTER_TIMEOUT_MS ?? '2000',
   });
-  const figures = await runRollouts(app, { size, adminUrl, deadlineSeconds });
+  const figures = await runRollouts(app, { size, adminUrls, deadlineSeconds });
   return { app, figures };
 }

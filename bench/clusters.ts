@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { blackholedOf, labelsOf, type RolloutFigures, runRolloutApp, startRolloutClusters } from './clusterRollout.js';
+import { blackholedOf, labelsOf, type RolloutFigures, runRolloutApp, simProcessesFor, startRolloutClusters } from './clusterRollout.js';
 import { writeResult } from './results.js';
 
 const HERE = fileURLToPath(import.meta.url);
@@ -33,7 +33,7 @@ const POOLS_FLEET = 'pools=3,nodes=1,peers=0';
 type Message = Record<string, unknown>;
 
 interface SimReady {
-  local: string;
+  local: string | undefined;
   members: { name: string; kubeconfig: string }[];
   startMs: number;
   rssMb: number;
@@ -105,18 +105,24 @@ async function measure(size: number, idleMs: number): Promise<AppFigures & { sim
 }
 
 /** The rollout part for `size` member clusters (bench/clusterRollout.ts), in a simulator and a rollplane child of its own. */
-async function measureRollout(size: number, deadlineSeconds: number): Promise<RolloutFigures & { simStartMs: number }> {
+async function measureRollout(size: number, deadlineSeconds: number): Promise<RolloutFigures & { simStartMs: number; simProcesses: number }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-cluster-rollout-'));
-  const sim = await child('rollout-sim', { size, dir: path.join(dir, 'sim') });
+  const parts = simProcessesFor(size);
+  const started = Promise.allSettled(Array.from({ length: parts }, (_, part) => child('rollout-sim', { size, dir: path.join(dir, `sim-${part}`), part, parts })));
+  const sims = (await started).flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   try {
-    const ready = sim.first as unknown as SimReady & { adminUrl: string };
-    const clusters = ready.members.map(({ name, kubeconfig }) => ({ name, labels: labelsOf(name), kubeconfig: readFileSync(kubeconfig, 'utf8') }));
+    const failed = (await started).find((s) => s.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const ready = sims.map((s) => s.first as unknown as SimReady & { adminUrl: string });
+    const members = ready.flatMap((r) => r.members.map((m) => ({ ...m, adminUrl: r.adminUrl })));
+    const clusters = members.map(({ name, kubeconfig }) => ({ name, labels: labelsOf(name), kubeconfig: readFileSync(kubeconfig, 'utf8') }));
     writeFileSync(path.join(dir, 'member-clusters.yaml'), stringify({ clusters }), { mode: 0o600 });
-    const app = await child('rollout-app', { dir, local: ready.local, size, adminUrl: ready.adminUrl, deadlineSeconds });
+    const adminUrls = Object.fromEntries(members.map((m) => [m.name, m.adminUrl]));
+    const app = await child('rollout-app', { dir, local: ready[0]!.local, size, adminUrls, deadlineSeconds });
     await stopChild(app.child);
-    return { ...(app.first as unknown as RolloutFigures), simStartMs: ready.startMs };
+    return { ...(app.first as unknown as RolloutFigures), simStartMs: Math.max(...ready.map((r) => r.startMs)), simProcesses: parts };
   } finally {
-    await stopChild(sim.child);
+    await Promise.all(sims.map((s) => stopChild(s.child)));
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -177,7 +183,9 @@ export async function run(): Promise<unknown> {
   const deadlineSeconds = Number(process.env.BENCH_CLUSTER_DEADLINE_S ?? 15);
   const rollouts: RolloutFigures[] = [];
   for (const size of rolloutSizes) {
-    process.stdout.write(`rollout over ${size} clusters (${blackholedOf(size).length} black-holed in the third run) …\n`);
+    process.stdout.write(
+      `rollout over ${size} clusters (${blackholedOf(size).length} black-holed in the third run; simulators in ${simProcessesFor(size)} process(es)) …\n`,
+    );
     rollouts.push(await measureRollout(size, deadlineSeconds));
   }
   if (rollouts.length > 0) printRollouts(rollouts);
@@ -210,7 +218,7 @@ function serveSims(sims: Awaited<ReturnType<typeof startRolloutClusters>>, start
   process.on('disconnect', () => process.exit(0));
   process.send!({
     ready: {
-      local: sims.clusters.get('mgmt')!.kubeconfigPath,
+      local: sims.clusters.get('mgmt')?.kubeconfigPath,
       members: [...sims.clusters.values()].filter((c) => c.name !== 'mgmt').map((c) => ({ name: c.name, kubeconfig: c.kubeconfigPath })),
       adminUrl: sims.adminUrl,
       startMs: Math.round(performance.now() - started),
@@ -256,9 +264,9 @@ async function runApp({ dir, local, size, idleMs }: { dir: string; local: string
 }
 
 /** The rollout part's simulator child: its clusters (bench/clusterRollout.ts) and the admin endpoint's URL. */
-async function runRolloutSim({ size, dir }: { size: number; dir: string }): Promise<void> {
+async function runRolloutSim({ size, dir, part, parts }: { size: number; dir: string; part: number; parts: number }): Promise<void> {
   const started = performance.now();
-  const sims = await startRolloutClusters(size, dir);
+  const sims = await startRolloutClusters(size, dir, part, parts);
   serveSims(sims, started);
 }
 

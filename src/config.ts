@@ -537,6 +537,14 @@ export const TABLE = {
         'Longest wait between two retries of a member cluster that does not answer while targets of a rollout wait on it (instead of its grown backoff, at most ROLLPLANE_MEMBER_CLUSTER_BACKOFF_MAX_MS), so they are driven soon after it answers again',
       parse: integer(10, 3_600_000),
     }),
+    cacheGraceMs: row({
+      env: 'ROLLPLANE_MEMBER_CLUSTER_CACHE_GRACE_MS',
+      default: '60000',
+      module: 'src/clusters/MemberRuntimes.ts',
+      description:
+        "How long a member cluster that stopped answering its probes keeps its caches (informers) before they are dropped: it is not driven meanwhile, but one that answers again within this time needs no full re-list. 0 drops them at once. At a fleet's scale a missed probe under load otherwise dropped caches, whose re-lists made more probes miss",
+      parse: integer(0, 3_600_000),
+    }),
     syncIntervalMs: row({
       env: 'ROLLPLANE_MEMBER_CLUSTER_SYNC_MS',
       default: '30000',

@@ -268,9 +268,10 @@ export class MemberConnection {
       await this.retryKindIssues();
       if (this.stopping.signal.aborted) return;
     }
-    this.record(result);
     const answered = result.state === 'READY' || result.state === 'VERSION_SKEW';
+    // Counted before the health is told: its listeners ask whether a probe failed (MemberRuntimes keeps the caches).
     this.failures = answered ? 0 : this.failures + 1;
+    this.record(result);
     this.schedule(answered ? this.options.probeIntervalMs : this.backoff());
     this.options.onProbed?.(this.snapshot());
   }

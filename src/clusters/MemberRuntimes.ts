@@ -263,6 +263,8 @@ export class MemberRuntimes implements ClusterDrivers {
   private shards: ShardHolds | undefined;
   private readonly unsubscribe: () => void;
   private timer: NodeJS.Timeout | undefined;
+  /** The next reconcile for a member whose caches are kept past its last answer (cacheGraceMs). */
+  private graceTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: MemberRuntimesOptions) {
     this.unsubscribe = options.connections.onHealth(() => this.reconcile());
@@ -316,6 +318,7 @@ export class MemberRuntimes implements ClusterDrivers {
     this.closed = true;
     this.unsubscribe();
     clearInterval(this.timer);
+    clearTimeout(this.graceTimer);
     this.reconcile();
     await this.drain();
   }
@@ -394,12 +397,19 @@ export class MemberRuntimes implements ClusterDrivers {
         if (isDriven(health.state) && health.kinds.length > 0) desired.set(name, { connection, health });
       }
     }
+    let graceEnds = Number.POSITIVE_INFINITY;
     for (const [name, runtime] of this.runtimes) {
       const want = desired.get(name);
       if (want && want.connection === runtime.connection && want.health.kinds.join() === runtime.kinds.join()) continue;
+      const keptUntil = want ? undefined : this.cachesKeptUntil(runtime);
+      if (keptUntil !== undefined) {
+        graceEnds = Math.min(graceEnds, keptUntil);
+        continue;
+      }
       this.runtimes.delete(name);
       this.stopRuntime(runtime);
     }
+    this.reconcileAt(graceEnds);
     for (const [name, { connection, health }] of desired) {
       if (this.runtimes.has(name)) continue;
       this.fence(name, connection);
@@ -408,8 +418,35 @@ export class MemberRuntimes implements ClusterDrivers {
       runtime.start(this.options.logger);
     }
     for (const runtime of this.runtimes.values()) {
-      if (runtime.isRunning()) void runtime.setLeading(this.shouldDrive(runtime.name), this.options.logger);
+      if (runtime.isRunning()) void runtime.setLeading(desired.has(runtime.name) && this.shouldDrive(runtime.name), this.options.logger);
     }
+  }
+
+  /**
+   * Until when a member's caches are kept although it is not driven: it stopped answering its probes (UNREACHABLE
+   * after a failed probe, not a refused answer: that one's informers are what sent it) less than cacheGraceMs ago, on
+   * the same connection. Its controllers stop and nothing reads its caches (synced() asks for a driven member), but its
+   * informers keep retrying their watches, so a member back within the grace needs no re-list. At 1,000 members a
+   * loaded replica missed probes; dropping every missed member's caches and re-listing them all when it answered made
+   * the load that made the next probes miss (the 1,000-cluster rollout bench never got every member driven).
+   */
+  private cachesKeptUntil(runtime: MemberRuntime): number | undefined {
+    const graceMs = this.options.config.memberClusters.cacheGraceMs;
+    const connection = this.options.connections.get(runtime.name);
+    if (!this.started || this.closed || graceMs === 0 || connection !== runtime.connection) return undefined;
+    const health = connection.health();
+    if (health.state !== 'UNREACHABLE' || connection.snapshot().failures === 0) return undefined;
+    const until = health.since.getTime() + graceMs;
+    return until > Date.now() ? until : undefined;
+  }
+
+  /** One reconcile when the earliest kept member's grace ends (none pending when no member is kept). */
+  private reconcileAt(at: number): void {
+    clearTimeout(this.graceTimer);
+    this.graceTimer = undefined;
+    if (!Number.isFinite(at) || this.closed) return;
+    this.graceTimer = setTimeout(() => this.reconcile(), Math.max(0, at - Date.now()) + 10);
+    this.graceTimer.unref();
   }
 
   /**

@@ -32,7 +32,9 @@ describe('a rollout across member clusters', () => {
   beforeAll(async () => {
     fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
     registerMembers(dir, fleet, MEMBERS, () => ({ tier: 'edge' }));
-    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV } });
+    // A short cache grace: the unreachable member's runtime stops a second after it stopped answering (its caches are
+    // kept that long in case it answers again; test/clusters/memberCacheGrace.test.ts).
+    app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV, ROLLPLANE_MEMBER_CLUSTER_CACHE_GRACE_MS: '1000' } });
   });
   afterAll(async () => {
     await app?.close();

@@ -5,10 +5,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/sim/types.js';
-import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
+import { BUMP, CONTROLLER, helmUpgrade, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
 
 const HOLD = 'network.harvesterhci.io/hold-ippool-agent-upgrade';
-const CONTROLLER = { namespace: 'harvester-system', name: 'harvester-vm-dhcp-controller' };
 const OTHER = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
 
 let rig: Rig | undefined;
@@ -24,14 +23,6 @@ function controllerImage(r: Rig): string {
 }
 
 /** The "helm upgrade": someone else sets the controller's --image. */
-function helmUpgrade(r: Rig, image: string): void {
-  const type = r.sim.store.resourceType('apps', 'deployments')!;
-  const d = structuredClone(r.sim.store.get(type, CONTROLLER.namespace, CONTROLLER.name)!) as KubeObject;
-  const args: string[] = d.spec.template.spec.containers[0].args;
-  args[args.indexOf('--image') + 1] = image;
-  r.sim.store.update(type, d);
-}
-
 /** At every store event: which agent uids each pool had, and how many of `selected` lacked a Ready agent (worst). */
 function watchAgents(r: Rig, selected: string[]) {
   const uids = new Map<string, Set<string>>();

@@ -16,6 +16,17 @@ import { until } from '../../helpers/until.js';
 export const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
 export const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
 export const AGENT_NS = 'harvester-system';
+/** The simulated vm-dhcp-controller's Deployment (fleets with `upstream=vm-dhcp`). */
+export const CONTROLLER = { namespace: 'harvester-system', name: 'harvester-vm-dhcp-controller' };
+
+/** A helm upgrade of the simulated vm-dhcp-controller to another agent image: its Deployment's `--image` changes. */
+export function helmUpgrade(r: Pick<Rig, 'sim'>, image: string): void {
+  const type = r.sim.store.resourceType('apps', 'deployments')!;
+  const d = structuredClone(r.sim.store.get(type, CONTROLLER.namespace, CONTROLLER.name)!) as KubeObject;
+  const args: string[] = d.spec.template.spec.containers[0].args;
+  args[args.indexOf('--image') + 1] = image;
+  r.sim.store.update(type, d);
+}
 
 /** Environment that makes the service fast and unthrottled for tests (settings it does not know are ignored). */
 export const FAST_ENV: Record<string, string> = {

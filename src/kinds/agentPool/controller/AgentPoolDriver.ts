@@ -100,7 +100,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
     if (image !== undefined && state.image !== normalizeImage(image)) {
-      if (this.notSetHereYet(rollout)) return undefined; // observe says what its targets wait for
+      if (await this.notSetHereYet(rollout)) return undefined; // observe says what its targets wait for
       const takenOverBy = this.deps.lever.otherRolloutOn(state.image, rollout.id);
       if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
       return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
@@ -446,19 +446,18 @@ export class AgentPoolDriver implements RolloutDriver {
   }
 
   /**
-   * This process has not seen its own change of --image for the rollout land in this cluster: the change is not made
-   * here yet, so whatever the controller deploys was not changed outside rollplane. A member's writes are made by its
-   * target executor, which may lag the rollout's admissions (the member was unreachable, its write failed and is
-   * retried, or the engine does not wait for it) or run on another replica; and a member may start from another image
-   * than the rollout's `fromVersion` (another cluster's). Attack 15, F2 and attack 16, N1: healthy rollouts failed as
-   * "changed outside rollplane" or "taken over" while their own write was on its way. Its targets wait, and fail at
-   * their progress deadline if the change never comes. Once this process's change is seen, any other image is someone
-   * else's (a helm upgrade or rollback); where another replica made the change, or after a restart, an outside change
-   * shows as targets that do not converge, and as the UpstreamControllerChanged event it records.
+   * The controller has not deployed the rollout's image since the rollout started (ControllerImageLever.deployedFor:
+   * this process's memory, then the cluster's recorded changes): the rollout's own change is not made here yet, so
+   * whatever the controller deploys was not changed outside rollplane. A member's writes are made by its target
+   * executor, which may lag the rollout's admissions (the member was unreachable, its write failed and is retried, or
+   * the engine does not wait for it) or run on another replica; and a member may start from another image than the
+   * rollout's `fromVersion` (another cluster's). Attack 15, F2 and attack 16, N1: healthy rollouts failed as "changed
+   * outside rollplane" or "taken over" while their own write was on its way. Its targets wait, and fail at their
+   * progress deadline if the change never comes. Once the image was deployed, any other image is someone else's (a
+   * helm upgrade or rollback), on every replica and after a restart alike.
    */
-  private notSetHereYet(rollout: Pick<Rollout, 'id' | 'toVersion'>): boolean {
-    const wanted = rollout.toVersion === null ? undefined : normalizeImage(rollout.toVersion);
-    return this.deps.lever.confirmedFor(rollout.id) !== wanted;
+  private async notSetHereYet(rollout: Pick<Rollout, 'id' | 'toVersion' | 'createdAt'>): Promise<boolean> {
+    return !(await this.deps.lever.deployedFor(rollout));
   }
 
   async observe(target: AdmittedTarget, rollout: Rollout): Promise<TargetObservation> {
@@ -474,7 +473,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (coexist) {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
-        if (this.notSetHereYet(rollout)) {
+        if (await this.notSetHereYet(rollout)) {
           return {
             phase: 'progressing',
             message: `waiting for rollplane to set the vm-dhcp-controller's --image to ${target.toVersion} here (it deploys ${state.image})`,

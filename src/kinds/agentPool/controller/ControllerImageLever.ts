@@ -1,3 +1,6 @@
+import { readPayload } from '../../../domain/eventPayloads.js';
+import { EventType } from '../../../domain/events.js';
+import type { KindEvents } from '../../../controllers/kindHost.js';
 import { ConflictError, UnavailableError } from '../../../errors.js';
 import type { KubeClients } from '../../../kube/index.js';
 import { type ControllerOwner, describeOwner, findOwner, setAddonAgentImage } from './controllerOwner.js';
@@ -6,6 +9,12 @@ import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWa
 
 /** Rollouts whose confirmed image is remembered (a few bytes each; far more than run at once). */
 const CONFIRMED_KEPT = 1_000;
+
+/** How often one rollout asks the history again while the controller is not on its image (each pass would ask). */
+const HISTORY_RECHECK_MS = 2_000;
+
+/** The controller's recorded changes read back to find the rollout's image among them (far more than in one rollout). */
+const CHANGES_READ = 50;
 
 /** A change of the controller's image that rollplane made (to tell it from a helm upgrade when it shows). */
 export interface OwnImageChange {
@@ -23,6 +32,13 @@ export interface ControllerImageLeverDeps {
   /** How long prepare waits for the controller's own rolling update to end; default 10 min. */
   rolloutWaitMs?: number;
   warn?: (message: string, fields: Record<string, unknown>) => void;
+  /**
+   * This cluster's history (its UpstreamControllerChanged events, written by ControllerImageReconciler): whether the
+   * controller deployed a rollout's image since it started, for a process that did not see it itself (another replica
+   * made the change, or this one restarted). Without it only this process's memory answers.
+   */
+  history?: Pick<KindEvents, 'listBefore'>;
+  now?: () => number;
 }
 
 /**
@@ -38,6 +54,8 @@ export class ControllerImageLever {
   private last: { image: string; rolloutId: string } | undefined;
   /** The image each rollout's `set` saw the cache show, by rollout id (in memory; the newest CONFIRMED_KEPT). */
   private readonly confirmed = new Map<string, string>();
+  /** When each rollout last asked the history and found nothing (HISTORY_RECHECK_MS apart). */
+  private readonly askedAt = new Map<string, number>();
 
   constructor(private readonly deps: ControllerImageLeverDeps) {}
 
@@ -71,12 +89,45 @@ export class ControllerImageLever {
   }
 
   /**
-   * The image this process's `set` put the controller on for the rollout and saw in the cache; undefined when it has
-   * not (yet): a member's prepare may lag the rollout's admissions, or fail and be retried, or have run on another
-   * replica or before a restart.
+   * Whether the controller has deployed the rollout's image since the rollout started: seen by this process (`set`, or
+   * found there by prepare), or recorded in the cluster's history by whichever replica watched it — a change to the
+   * image after the rollout started, or the image the history last recorded before it started. Once true, any other
+   * image the controller deploys was put there by someone else; until then the rollout's own change is on its way
+   * (attack 15 F2, attack 16 N1). Durable: another replica, or this one after a restart, answers the same.
    */
-  confirmedFor(rolloutId: string): string | undefined {
-    return this.confirmed.get(rolloutId);
+  async deployedFor(rollout: { id: string; toVersion: string | null; createdAt: Date }): Promise<boolean> {
+    if (rollout.toVersion === null) return false;
+    const wanted = normalizeImage(rollout.toVersion);
+    if (this.confirmed.get(rollout.id) === wanted) return true;
+    const history = this.deps.history;
+    const state = this.deps.controller.state();
+    if (!history || state.kind !== 'agents') return false;
+    const now = (this.deps.now ?? Date.now)();
+    const asked = this.askedAt.get(rollout.id);
+    if (asked !== undefined && now - asked < HISTORY_RECHECK_MS) return false;
+    this.askedAt.delete(rollout.id);
+    this.askedAt.set(rollout.id, now);
+    if (this.askedAt.size > CONFIRMED_KEPT) this.askedAt.delete(this.askedAt.keys().next().value!);
+    const slash = state.ref.indexOf('/');
+    const changes = await history.listBefore(
+      { namespace: state.ref.slice(0, slash), name: state.ref.slice(slash + 1), types: [EventType.UpstreamControllerChanged] },
+      undefined,
+      CHANGES_READ,
+    );
+    const started = rollout.createdAt.getTime();
+    let deployed = false;
+    for (const change of changes) {
+      const { oldImage, newImage } = readPayload(EventType.UpstreamControllerChanged, change.payload);
+      if (change.createdAt.getTime() >= started) {
+        if (newImage === wanted || oldImage === wanted) deployed = true;
+        continue;
+      }
+      // The newest change before the rollout started says what the controller deployed when it did.
+      if (newImage === wanted) deployed = true;
+      break;
+    }
+    if (deployed) this.confirm(rollout.id, wanted);
+    return deployed;
   }
 
   /** Notes that the controller deploys `image` for the rollout as this process saw it (set here, or already there). */

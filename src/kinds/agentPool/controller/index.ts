@@ -138,6 +138,7 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     clients,
     controller: controllerWatch,
     warn: (message, fields) => host.logger.warn({ controller: 'agentpool', ...fields }, message),
+    history: host.history,
   });
   const driver = new AgentPoolDriver({
     clients,
