@@ -81,7 +81,12 @@ export async function startRolloutClusters(size: number, dir: string, part = 0, 
     concurrency: 64,
     adminPort: 0,
     clusters: [
-      ...(part === 0 ? [{ name: 'mgmt', behaviour: false as const }, { name: 'solo', fleet: soloFleet(size), delays: zeroDelays }] : []),
+      ...(part === 0
+        ? [
+            { name: 'mgmt', behaviour: false as const },
+            { name: 'solo', fleet: soloFleet(size), delays: zeroDelays },
+          ]
+        : []),
       ...edges.map((n) => ({ name: `edge-${n}`, fleet: FLEET_EDGE, delays: zeroDelays })),
     ],
   });

@@ -108,7 +108,9 @@ async function measure(size: number, idleMs: number): Promise<AppFigures & { sim
 async function measureRollout(size: number, deadlineSeconds: number): Promise<RolloutFigures & { simStartMs: number; simProcesses: number }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-bench-cluster-rollout-'));
   const parts = simProcessesFor(size);
-  const started = Promise.allSettled(Array.from({ length: parts }, (_, part) => child('rollout-sim', { size, dir: path.join(dir, `sim-${part}`), part, parts })));
+  const started = Promise.allSettled(
+    Array.from({ length: parts }, (_, part) => child('rollout-sim', { size, dir: path.join(dir, `sim-${part}`), part, parts })),
+  );
   const sims = (await started).flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   try {
     const failed = (await started).find((s) => s.status === 'rejected');

@@ -80,10 +80,7 @@ describe('a service restarted mid-rollout beside the vm-dhcp-controller', () => 
     const done = await finishedRollout<{ state: string; message: string }>(service.url, id, ROLLOUT, 60_000);
     expect(done.state).toBe('FAILED');
     expect(done.message).toContain('changed outside rollplane');
-    const changes = await gqlData(
-      service.url,
-      '{ events(filter: { types: [UpstreamControllerChanged] }, first: 10) { edges { node { payload } } } }',
-    );
+    const changes = await gqlData(service.url, '{ events(filter: { types: [UpstreamControllerChanged] }, first: 10) { edges { node { payload } } } }');
     // Recorded as the outside change it was, never as rollplane's own.
     expect(changes.events.edges.map((e: any) => e.node.payload)).toContainEqual(expect.objectContaining({ oldImage: NEW, newImage: OTHER, planned: false }));
   }, 120_000);

@@ -295,7 +295,11 @@ describe('a bump across member clusters', () => {
     // While edge-3 is away, a bump that selects it is UNAVAILABLE naming it, and starts nothing.
     // (Its caches may be kept a while in case it answers again, ROLLPLANE_MEMBER_CLUSTER_CACHE_GRACE_MS; nothing drives
     // or reads it meanwhile.)
-    await until('edge-3 not driven', () => app.memberRuntimes!.driverOf('edge-3', 'AGENT_POOL') === undefined && !app.memberRuntimes!.snapshot().some((r) => r.cluster === 'edge-3' && r.leading));
+    await until(
+      'edge-3 not driven',
+      () =>
+        app.memberRuntimes!.driverOf('edge-3', 'AGENT_POOL') === undefined && !app.memberRuntimes!.snapshot().some((r) => r.cluster === 'edge-3' && r.leading),
+    );
     const before = await rolloutCount();
     const refused = await bump({ image: NEW, memberClusters: { names: ['edge-1', 'edge-3'] }, allowDowngrade: true });
     expect(refused.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
