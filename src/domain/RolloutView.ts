@@ -26,6 +26,8 @@ export class RolloutView {
   readonly keys: ReadonlySet<string>;
   /** Keys of targets whose object changed since they were last observed (the driver's notifications). */
   private readonly changed = new Set<string>();
+  /** Per cluster: its targets not SKIPPED and those PROGRESSING, kept with every update (read on each admission pass). */
+  private readonly perCluster = new Map<string, { changing: number; progressing: number }>();
   /** When every PROGRESSING target was last observed (0: never). */
   lastFullObservation = 0;
   /** The earliest progress deadline of a PROGRESSING target, as of the last full observation and later admissions. */
@@ -40,6 +42,7 @@ export class RolloutView {
     targets.forEach((t, i) => {
       this.indexById.set(t.id, i);
       this.counts.set(t.state, (this.counts.get(t.state) ?? 0) + 1);
+      this.countInCluster(t, 1);
     });
     this.keys = new Set(targets.map((t) => targetKey(t)));
   }
@@ -90,18 +93,18 @@ export class RolloutView {
     return out;
   }
 
-  /** Per cluster: its targets that change (not skipped) and those in flight now. */
-  byCluster(): Map<string, { changing: number; progressing: number }> {
-    const counts = new Map<string, { changing: number; progressing: number }>();
-    for (const target of this.targets) {
-      if (target.state === 'SKIPPED') continue;
-      const cluster = clusterOf(target);
-      const entry = counts.get(cluster) ?? { changing: 0, progressing: 0 };
-      entry.changing++;
-      if (target.state === 'PROGRESSING') entry.progressing++;
-      counts.set(cluster, entry);
-    }
-    return counts;
+  /** Per cluster: its targets that change (not skipped) and those in flight now (kept current; read it, never keep it). */
+  byCluster(): ReadonlyMap<string, Readonly<{ changing: number; progressing: number }>> {
+    return this.perCluster;
+  }
+
+  private countInCluster(target: RolloutTarget, by: 1 | -1): void {
+    if (target.state === 'SKIPPED') return;
+    const cluster = clusterOf(target);
+    const entry = this.perCluster.get(cluster) ?? { changing: 0, progressing: 0 };
+    entry.changing += by;
+    if (target.state === 'PROGRESSING') entry.progressing += by;
+    this.perCluster.set(cluster, entry);
   }
 
   /** A target's object changed in the cluster: observe it on the next pass. */
@@ -127,6 +130,8 @@ export class RolloutView {
     const old = this.targets[index]!;
     this.counts.set(old.state, (this.counts.get(old.state) ?? 1) - 1);
     this.counts.set(target.state, (this.counts.get(target.state) ?? 0) + 1);
+    this.countInCluster(old, -1);
+    this.countInCluster(target, 1);
     this.targets[index] = target;
   }
 }

@@ -203,10 +203,11 @@ export async function admit(pass: Pass): Promise<Decision> {
  * other cluster (the benchmark's black-holed run: 5.2× the healthy one). They can neither progress nor be observed;
  * the per-cluster limit still bounds them, and when their member is back they count again.
  */
-function inFlightNowhere(view: RolloutView, deferred: ((target: RolloutTarget) => boolean) | undefined): number {
+function inFlightNowhere(view: RolloutView, deferred: ((target: Pick<RolloutTarget, 'cluster'>) => boolean) | undefined): number {
   if (!deferred) return 0;
   let count = 0;
-  for (const target of view.inState('PROGRESSING')) if (deferred(target)) count++;
+  // Asked per cluster, not per target: this runs on every admission pass of every rollout, local-only ones too.
+  for (const [cluster, { progressing }] of view.byCluster()) if (progressing > 0 && deferred({ cluster })) count += progressing;
   return count;
 }
 

@@ -94,12 +94,18 @@ function driver(
   };
 }
 
-function pass(r: Rollout, states: string, extra: Partial<Pass> & { driver?: RolloutDriver; admittedAgoMs?: number } = {}): Pass & { progressing: string[] } {
+function pass(
+  r: Rollout,
+  states: string,
+  extra: Partial<Pass> & { driver?: RolloutDriver; admittedAgoMs?: number; clusterOf?: (target: RolloutTarget, index: number) => string } = {},
+): Pass & { progressing: string[] } {
   const progressing: string[] = [];
+  // Clusters set before the view counts them (it keeps per-cluster counts with its own updates only).
+  const planned = targets(states, extra.admittedAgoMs).map((t, i) => (extra.clusterOf ? { ...t, cluster: extra.clusterOf(t, i) } : t));
   return {
     rollout: r,
     driver: driver(),
-    view: new RolloutView(targets(states, extra.admittedAgoMs), r.state),
+    view: new RolloutView(planned, r.state),
     now: () => NOW,
     fullObservationMs: 5000,
     nextDeadline: Infinity,
@@ -305,40 +311,36 @@ describe('admit', () => {
     // pool-0 and pool-1 are in a cluster nobody drives now; plan order would admit them first.
     const deferredNames = new Set(['pool-0', 'pool-1']);
     const d: RolloutDriver = { ...driver(), deferAdmission: (t) => t.cluster === 'dead' };
-    const p = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'PPPP', { driver: d, admissionCap: Infinity });
-    for (const t of p.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const dead = (t: RolloutTarget) => (deferredNames.has(t.name) ? 'dead' : 'local');
+    const p = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'PPPP', { driver: d, admissionCap: Infinity, clusterOf: dead });
     const first = await admit(p);
     expect(first.do === 'admit' ? first.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-3']);
     // Once the others are admitted, the deferred ones fill the slots left (they fail at their deadline, naming the cluster).
-    const later = pass(rollout('PROGRESSING', { maxUnavailable: '3' }), 'PPSS', { driver: d, admissionCap: Infinity });
-    for (const t of later.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const later = pass(rollout('PROGRESSING', { maxUnavailable: '3' }), 'PPSS', { driver: d, admissionCap: Infinity, clusterOf: dead });
     const second = await admit(later);
     expect(second.do === 'admit' ? second.targets.map((t) => t.name) : []).toEqual(['pool-0', 'pool-1']);
     // Mixed: one slot of two for the healthy one, the next for a deferred one.
-    const mixed = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'PPPS', { driver: d, admissionCap: Infinity });
-    for (const t of mixed.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const mixed = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'PPPS', { driver: d, admissionCap: Infinity, clusterOf: dead });
     const third = await admit(mixed);
     expect(third.do === 'admit' ? third.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-0']);
     // In flight in the dead cluster: they hold no slot of the rollout-wide limit (they can neither progress nor be seen).
-    const stuck = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'RRPP', { driver: d, admissionCap: Infinity });
-    for (const t of stuck.view.targets) if (deferredNames.has(t.name)) t.cluster = 'dead';
+    const stuck = pass(rollout('PROGRESSING', { maxUnavailable: '2' }), 'RRPP', { driver: d, admissionCap: Infinity, clusterOf: dead });
     const fourth = await admit(stuck);
     expect(fourth.do === 'admit' ? fourth.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-3']);
   });
 
   it('keeps each member cluster within maxUnavailablePerMemberCluster, beside the rollout-wide limit (issue 29)', async () => {
     // pool-0..2 in edge-1 (pool-0 in flight), pool-3..5 in edge-2: one per cluster at once, five rollout-wide.
-    const clusterOf = (i: number) => (i < 3 ? 'edge-1' : 'edge-2');
-    const p = pass(rollout('PROGRESSING', { maxUnavailable: '5', maxUnavailablePerMemberCluster: '1' }), 'RPPPPP', { admissionCap: Infinity });
-    p.view.targets.forEach((t, i) => {
-      t.cluster = clusterOf(i);
+    const p = pass(rollout('PROGRESSING', { maxUnavailable: '5', maxUnavailablePerMemberCluster: '1' }), 'RPPPPP', {
+      admissionCap: Infinity,
+      clusterOf: (_, i) => (i < 3 ? 'edge-1' : 'edge-2'),
     });
     const decision = await admit(p);
     expect(decision.do === 'admit' ? decision.targets.map((t) => t.name) : []).toEqual(['pool-3']);
     // A percentage of each cluster's changing targets (2 of edge-1's 4, rounded down; at least 1 of edge-2's 2).
-    const q = pass(rollout('PROGRESSING', { maxUnavailable: '10', maxUnavailablePerMemberCluster: '50%' }), 'PPPPPP', { admissionCap: Infinity });
-    q.view.targets.forEach((t, i) => {
-      t.cluster = i < 4 ? 'edge-1' : 'edge-2';
+    const q = pass(rollout('PROGRESSING', { maxUnavailable: '10', maxUnavailablePerMemberCluster: '50%' }), 'PPPPPP', {
+      admissionCap: Infinity,
+      clusterOf: (_, i) => (i < 4 ? 'edge-1' : 'edge-2'),
     });
     const second = await admit(q);
     expect(second.do === 'admit' ? second.targets.map((t) => t.name) : []).toEqual(['pool-0', 'pool-1', 'pool-4']);
