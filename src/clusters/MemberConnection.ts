@@ -79,6 +79,8 @@ export interface KindIssue {
   since: Date;
   /** Times set aside in a row; the wait before the next try doubles with each. */
   attempts: number;
+  /** Failed lists in a row: the runtime's before it set the kind aside, then one per failed re-check (for people). */
+  failedLists: number;
   retryAt: number;
   /** A one-object list of the failing collection: the next try, made before the kind is given back to the runtime. */
   check: () => Promise<unknown>;
@@ -99,7 +101,12 @@ export function failureMessage(error: unknown, requestTimeoutMs: number): string
     return `no answer within ${requestTimeoutMs} ms`;
   }
   const status = httpStatusOf(error);
-  return (status !== undefined ? `HTTP ${status}` : failureCode(error)) ?? UNREADABLE;
+  const code = status !== undefined ? `HTTP ${status}` : failureCode(error);
+  // A body cut off before its end: most often a list longer than the request timeout (attack 16, G6: a 120 MB list).
+  if (code === 'ERR_STREAM_PREMATURE_CLOSE') {
+    return `${code}: the answer was cut off before its end (a request not finished within ${requestTimeoutMs} ms, ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS, is cut off)`;
+  }
+  return code ?? UNREADABLE;
 }
 
 /** Why a collection's list failed, for people: `ippools list: HTTP 500`. */
@@ -209,7 +216,7 @@ export class MemberConnection {
    * it can read — and `check` is tried again after a probe interval, then twice as long each time it fails, up to the
    * maximum backoff. The cluster is DEGRADED while a kind FAILING; a kind NOT_SERVED is one it does not serve.
    */
-  kindUnreadable(kind: RolloutKind, issue: Pick<KindIssue, 'state' | 'collection' | 'reason' | 'check'>): void {
+  kindUnreadable(kind: RolloutKind, issue: Pick<KindIssue, 'state' | 'collection' | 'reason' | 'check' | 'failedLists'>): void {
     if (this.stopping.signal.aborted || !this.discovered.includes(kind) || !isDriven(this.current.state)) return;
     const before = this.issues.get(kind);
     const attempts = (this.setAside.get(kind) ?? 0) + 1;
@@ -332,6 +339,7 @@ export class MemberConnection {
           reason,
           since: state === issue.state ? issue.since : this.now(),
           attempts,
+          failedLists: issue.failedLists + 1,
           retryAt: this.now().getTime() + this.kindRetryDelay(attempts),
         });
       }
@@ -367,7 +375,7 @@ export class MemberConnection {
     const described = [...this.issues].map(([kind, issue]) =>
       issue.state === 'NOT_SERVED'
         ? `${kind} not served (${issue.reason}, though discovery lists it)`
-        : `${kind} cannot be read (${issue.reason}; tried ${issue.attempts} time${issue.attempts === 1 ? '' : 's'}, retrying with backoff)`,
+        : `${kind} cannot be read (${issue.reason}; ${issue.failedLists} failed list${issue.failedLists === 1 ? '' : 's'} in a row, retrying with backoff)`,
     );
     const failing = [...this.issues.values()].some((issue) => issue.state === 'FAILING');
     return { ...probe, state: failing ? 'DEGRADED' : 'READY', message: described.join('; '), kinds };

@@ -176,7 +176,13 @@ class MemberRuntime {
     if (!notServed && failures < FAILED_LISTS_BEFORE_DEGRADED) return;
     for (const [kind, used] of this.informersOf) {
       if (!used.has(informer)) continue;
-      connection.kindUnreadable(kind, { state: notServed ? 'NOT_SERVED' : 'FAILING', collection: informer.name, reason, check: () => informer.listOnePage() });
+      connection.kindUnreadable(kind, {
+        state: notServed ? 'NOT_SERVED' : 'FAILING',
+        collection: informer.name,
+        reason,
+        failedLists: failures,
+        check: () => informer.listOnePage(),
+      });
     }
   }
 

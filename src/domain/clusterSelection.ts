@@ -53,6 +53,11 @@ export const memberClusterSelectionInput = z
     return names || labelSelector ? { ...(names ? { names } : {}), ...(labelSelector ? { labelSelector } : {}) } : undefined;
   });
 
+/** The refusal of a cluster name nobody registered (BAD_USER_INPUT on `field`). */
+export function notRegistered(name: string, field: string): ValidationError {
+  return new ValidationError(field, `no member cluster named "${name}" is registered`);
+}
+
 /** The clusters a selection names, `local` first then by name; refuses an unknown name and a selection of none. */
 export function selectClusters(
   selection: ClusterSelection | undefined,
@@ -65,7 +70,7 @@ export function selectClusters(
   const known = new Map(registered.map((c) => [c.name, c]));
   const chosen = new Set<string>();
   for (const name of names) {
-    if (!known.has(name)) throw new ValidationError(`${field}.names`, `no member cluster named "${name}" is registered`);
+    if (!known.has(name)) throw notRegistered(name, `${field}.names`);
     chosen.add(name);
   }
   if (selector !== '') {
@@ -184,6 +189,16 @@ export async function kindPortsAcross<Q>(
   request: KindPortRequest<Q>,
   field = 'input.memberClusters',
 ): Promise<ClusterQueries<Q>[]> {
+  return portsAcross(domain, selection, request, { field, namesField: `${field}.names`, cannot: 'cannot plan in every selected cluster' });
+}
+
+async function portsAcross<Q>(
+  domain: WithClusterPorts,
+  selection: ClusterSelection | undefined,
+  request: KindPortRequest<Q>,
+  words: { field: string; namesField: string; cannot: string },
+): Promise<ClusterQueries<Q>[]> {
+  const { field, namesField } = words;
   const seam = portsHere(domain);
   const clusters = selection ? selectClusters(selection, await seam.registered(), field) : [LOCAL_CLUSTER];
   const named = new Set(selection?.names ?? (selection ? [] : [LOCAL_CLUSTER]));
@@ -200,12 +215,12 @@ export async function kindPortsAcross<Q>(
     else if (cluster === LOCAL_CLUSTER && named.has(cluster)) throw request.missingLocal();
     else if (named.has(cluster))
       throw new ValidationError(
-        `${field}.names`,
+        namesField,
         `member cluster ${cluster} does not serve ${request.kind} (${'notServed' in answer && answer.notServed ? answer.notServed : 'its discovery found no such resources'})`,
       );
   }
   if (unavailable.length > 0) {
-    throw new UnavailableError(`cannot plan in every selected cluster: ${unavailable.map((u) => u.why).join('; ')}`, {
+    throw new UnavailableError(`${words.cannot}: ${unavailable.map((u) => u.why).join('; ')}`, {
       details: { clusters: unavailable.map((u) => u.cluster) },
     });
   }
@@ -225,6 +240,8 @@ export async function kindPortIn<Q>(domain: WithClusterPorts, cluster: string | 
     if (!queries) throw request.missingLocal();
     return queries;
   }
-  const [only] = await kindPortsAcross(domain, { names: [cluster] }, request, field);
+  // A read names one cluster in a plain argument: its errors say `cluster`, not `cluster.names`, and "read", not "plan"
+  // (attack 16, G7).
+  const [only] = await portsAcross(domain, { names: [cluster] }, request, { field, namesField: field, cannot: `cannot read ${request.kind}` });
   return only!.queries;
 }

@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { gql } from '../helpers/graphql.js';
+import { FAILED_LISTS_BEFORE_DEGRADED } from '../../src/clusters/MemberConnection.js';
 import { MEMBER_FLEET_ENV } from '../helpers/memberFleet.js';
 import { answerStatus, type MemberProxy, type MemberProxyOptions, startMemberProxy } from '../helpers/memberProxy.js';
 import { parsePrometheusText } from '../helpers/promText.js';
@@ -152,14 +153,18 @@ describe('member clusters whose list of a kind fails or carries malformed object
     const read = await poolNames('k-404');
     expect(read.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     expect(read.errors?.[0]?.message).toBe(
-      'cluster.names: member cluster k-404 does not serve AGENT_POOL (its ippools list: HTTP 404, though discovery lists it)',
+      // The read's argument is `cluster` (attack 16, G7: it said `cluster.names`, a bump's field).
+      'cluster: member cluster k-404 does not serve AGENT_POOL (its ippools list: HTTP 404, though discovery lists it)',
     );
   });
 
   it('a kind whose list keeps answering 500 is DEGRADED naming the kind and the cause, and comes back once it answers', async () => {
     const c = await clusterWhere('k-500', (v) => v.health.state === 'DEGRADED');
     expect(c.kinds).toEqual(['NODE_AGENT', 'VIRTUAL_CLUSTER']);
-    expect(c.health.message).toMatch(/^AGENT_POOL cannot be read \(ippools list: HTTP 500; tried \d+ times?, retrying with backoff\)$/);
+    // DEGRADED only after FAILED_LISTS_BEFORE_DEGRADED lists failed in a row, and the message counts them (attack 16, G5).
+    const failed = /^AGENT_POOL cannot be read \(ippools list: HTTP 500; (\d+) failed lists in a row, retrying with backoff\)$/.exec(c.health.message ?? '');
+    expect(failed, c.health.message ?? '').not.toBeNull();
+    expect(Number(failed![1])).toBeGreaterThanOrEqual(FAILED_LISTS_BEFORE_DEGRADED);
     const figures = await until('k-500 AGENT_POOL figures unavailable', async () => {
       const f = (await clusters()).get('k-500')!.kindFigures;
       return f.length === 3 ? f : undefined;
@@ -168,6 +173,8 @@ describe('member clusters whose list of a kind fails or carries malformed object
     const read = await poolNames('k-500');
     expect(read.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
     expect(read.errors?.[0]?.message).toContain('member cluster k-500 is DEGRADED: AGENT_POOL cannot be read since');
+    // A read, not a plan (attack 16, G7).
+    expect(read.errors?.[0]?.message).toMatch(/^cannot read AGENT_POOL: /);
     expect(read.errors?.[0]?.message).toContain('ippools list: HTTP 500');
 
     // The list answers again: the kind is retried (with backoff) and read; the cluster is READY with every kind.
@@ -184,7 +191,9 @@ describe('member clusters whose list of a kind fails or carries malformed object
   it('a kind whose list never arrives within the member timeout is DEGRADED saying so', async () => {
     const c = await clusterWhere('k-hang', (v) => v.health.state === 'DEGRADED');
     expect(c.kinds).toEqual(['NODE_AGENT', 'VIRTUAL_CLUSTER']);
-    expect(c.health.message).toMatch(/^AGENT_POOL cannot be read \(ippools list: no answer within 1000 ms; tried \d+ times?, retrying with backoff\)$/);
+    expect(c.health.message).toMatch(
+      /^AGENT_POOL cannot be read \(ippools list: no answer within 1000 ms; \d+ failed lists in a row, retrying with backoff\)$/,
+    );
     const read = await poolNames('k-hang');
     expect(read.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
     expect(read.errors?.[0]?.message).toContain('ippools list: no answer within 1000 ms');

@@ -1,8 +1,8 @@
-import { portsHere } from '../../domain/clusterSelection.js';
+import { notRegistered, portsHere } from '../../domain/clusterSelection.js';
 import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 import type { DriftItem } from '../../domain/drift.js';
 import { pageDrift } from '../../domain/drift.js';
-import { UnavailableError, ValidationError } from '../../errors.js';
+import { UnavailableError } from '../../errors.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import type { KindApi } from '../kindApi.js';
 import { connectionOf } from './connection.js';
@@ -19,7 +19,7 @@ export function driftResolvers(kinds: readonly KindApi[]): Resolvers {
         const cluster = args.cluster ?? LOCAL_CLUSTER;
         const seam = portsHere(ctx.domain);
         if (cluster !== LOCAL_CLUSTER && !(await seam.registered()).some((c) => c.name === cluster)) {
-          throw new ValidationError('cluster', `no member cluster named "${cluster}" is registered`);
+          throw notRegistered(cluster, 'cluster');
         }
         const items: (DriftItem & { cluster: string })[] = [];
         for (const kind of kinds) {
