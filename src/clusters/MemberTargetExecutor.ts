@@ -85,8 +85,8 @@ export class MemberTargetExecutor {
     if (known) return known;
     const driver = this.options.drivers.get(rollout.kind);
     if (!driver) return Promise.resolve();
-    const both = AbortSignal.any([signal, this.abort.signal, this.rolloutSignal(rollout.id)]);
-    const run = this.prepare(rollout, both).then(() => {
+    const both = this.signalFor(rollout.id, signal);
+    const run = this.prepareOnce(rollout, both).then(() => {
       // A rollout that ended while its prepare ran (waiting for the controller's own rollout, say) admits nothing more.
       both.throwIfAborted();
       return driver.admit(target, rollout, both);
@@ -99,10 +99,20 @@ export class MemberTargetExecutor {
 
   /** The rollout's prepare in this cluster, once. */
   prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
+    return this.prepareOnce(rollout, this.signalFor(rollout.id, signal));
+  }
+
+  /** The caller's signal, this executor's (stopped) and the rollout's (ended here): any of them aborts the rollout's writes. */
+  private signalFor(rolloutId: string, signal: AbortSignal): AbortSignal {
+    return AbortSignal.any([signal, this.abort.signal, this.rolloutSignal(rolloutId)]);
+  }
+
+  /** prepare, with the signal already combined (admit's). */
+  private prepareOnce(rollout: Rollout, signal: AbortSignal): Promise<void> {
     const known = this.prepared.get(rollout.id);
     if (known) return known;
     const driver = this.options.drivers.get(rollout.kind);
-    const run = Promise.resolve(driver?.prepare?.(rollout, AbortSignal.any([signal, this.abort.signal, this.rolloutSignal(rollout.id)])));
+    const run = Promise.resolve(driver?.prepare?.(rollout, signal));
     this.prepared.set(rollout.id, run);
     run.catch(() => this.prepared.delete(rollout.id));
     return run;
