@@ -40,6 +40,8 @@ export class MemberTargetExecutor {
   private readonly finished = new Set<string>();
   /** Aborted when the rollout is heard terminal: its prepare and admissions under way stop writing (attack 15, F2). */
   private readonly rolloutAborts = new Map<string, AbortController>();
+  /** Each rollout's last failed write here (prepare or admission), until one succeeds: what its waiting targets say. */
+  private readonly writeFailures = new Map<string, string>();
 
   constructor(private readonly options: MemberTargetExecutorOptions) {}
 
@@ -93,7 +95,13 @@ export class MemberTargetExecutor {
     });
     this.admitted.set(key, run);
     // A failed admission is tried again (by the engine's next pass here, or the next resync).
-    run.catch(() => this.admitted.delete(key));
+    run.then(
+      () => this.writeFailures.delete(rollout.id),
+      (error: unknown) => {
+        this.admitted.delete(key);
+        this.noteFailure(rollout.id, error, both);
+      },
+    );
     return run;
   }
 
@@ -114,7 +122,10 @@ export class MemberTargetExecutor {
     const driver = this.options.drivers.get(rollout.kind);
     const run = Promise.resolve(driver?.prepare?.(rollout, signal));
     this.prepared.set(rollout.id, run);
-    run.catch(() => this.prepared.delete(rollout.id));
+    run.catch((error: unknown) => {
+      this.prepared.delete(rollout.id);
+      this.noteFailure(rollout.id, error, signal);
+    });
     return run;
   }
 
@@ -178,7 +189,24 @@ export class MemberTargetExecutor {
     return controller.signal;
   }
 
+  /**
+   * Why this executor's last write for the rollout here failed, while no later one succeeded (attack 16, G1: targets
+   * waiting on a member whose writes were never answered failed at their deadline saying only what they waited for).
+   * Known on the replica that writes to the member (the shard holder) only.
+   */
+  lastWriteFailure(rolloutId: string): string | undefined {
+    return this.writeFailures.get(rolloutId);
+  }
+
+  private noteFailure(rolloutId: string, error: unknown, signal: AbortSignal): void {
+    // An abort because the rollout ended or this executor stopped is no failure of the member's.
+    if (signal.aborted && !(signal.reason instanceof Error && signal.reason.name === 'TimeoutError')) return;
+    const message = error instanceof Error ? error.message : String(error);
+    this.writeFailures.set(rolloutId, `${new Date().toISOString()}: ${message.slice(0, 300)}`);
+  }
+
   private forget(rolloutId: string): void {
+    this.writeFailures.delete(rolloutId);
     this.rolloutAborts.delete(rolloutId);
     const prefix = `${rolloutId}|`;
     for (const key of this.admitted.keys()) if (key.startsWith(prefix)) this.admitted.delete(key);

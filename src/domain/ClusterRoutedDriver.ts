@@ -24,6 +24,8 @@ export interface MemberWriter {
   prepare(rollout: Rollout, signal: AbortSignal): Promise<void>;
   admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void>;
   finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void>;
+  /** Why its last write for the rollout failed (when, and the error), while no later one succeeded. */
+  lastWriteFailure(rolloutId: string): string | undefined;
 }
 
 /** The member clusters a rollout has targets in (its targets never change after the launch, so it is asked once). */
@@ -126,8 +128,14 @@ export class ClusterRoutedDriver implements RolloutDriver {
     const cluster = clusterOf(target);
     const driver = this.driverOf(cluster);
     if (!driver) return { phase: 'progressing', message: this.members.whyNotDriven(cluster, this.kind) };
-    if (cluster !== LOCAL_CLUSTER && !this.members.writerOf(cluster)) await this.refreshNotes?.(cluster);
-    return driver.observe(target, rollout);
+    if (cluster === LOCAL_CLUSTER) return driver.observe(target, rollout);
+    const writer = this.members.writerOf(cluster);
+    if (!writer) await this.refreshNotes?.(cluster);
+    const observation = await driver.observe(target, rollout);
+    // A target that waits on rollplane's own writes there says why they have not landed (the deadline's error repeats it).
+    const failed = observation.phase === 'progressing' ? writer?.lastWriteFailure(rollout.id) : undefined;
+    if (observation.phase !== 'progressing' || !failed) return observation;
+    return { ...observation, message: `${observation.message ?? 'waiting'}; rollplane's last write there failed at ${failed}` };
   }
 
   /** A target of a member nobody drives now waits behind every other pending target (see RolloutDriver). */

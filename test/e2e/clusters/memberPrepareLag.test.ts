@@ -177,4 +177,33 @@ describe("a member's prepare that lags the rollout's admissions", () => {
       sim.faults.set({});
     }
   });
+
+  it("fails a target whose member never takes rollplane's write at its deadline, saying the write failed (attack 16, G1)", async () => {
+    // After the tests above edge-1 deploys v0.3.3. Its API server refuses every Deployment patch but dry runs, for good.
+    const sim = fleet.clusters.get('edge-1')!.simulator;
+    sim.faults.set({ errorRate: { patch: 1 }, resources: ['deployments'], dryRuns: false });
+    const failed: StoredEvent[] = [];
+    const unsubscribe = app.bus.subscribe((event) => {
+      if (event.type === EventType.TargetFailed && event.cluster === 'edge-1') failed.push(event);
+    });
+    try {
+      const res = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
+        input: {
+          image: 'rancher/harvester-vm-dhcp-agent:v0.3.4',
+          memberClusters: { names: ['edge-1'] },
+          strategy: { maxUnavailable: '2', progressDeadlineSeconds: 5, autoRollback: false },
+        },
+      });
+      expect(res.errors).toBeUndefined();
+      await until('both edge-1 targets failed', () => failed.length === 2, { timeoutMs: 60_000 });
+      for (const event of failed) {
+        // What it waited for, and why that never came: the member refused rollplane's write.
+        expect(String(event.payload.error)).toMatch(/^not converged within the progress deadline of 5s: /);
+        expect(String(event.payload.error)).toMatch(/rollplane's last write there failed at \d{4}-\d\d-\d\dT[^:]+:\d\d:\d\d\.\d+Z: /);
+      }
+    } finally {
+      unsubscribe();
+      sim.faults.set({});
+    }
+  });
 });
