@@ -102,21 +102,26 @@ export async function runRollouts(
   { size, adminUrls, deadlineSeconds }: { size: number; adminUrls: Record<string, string>; deadlineSeconds: number },
 ): Promise<RolloutFigures> {
   const members = ['solo', ...Array.from({ length: size }, (_, i) => `edge-${i + 1}`)];
-  const waitStarted = performance.now();
-  let toldAt = 0;
-  for (;;) {
-    const running = new Set((app.memberRuntimes?.snapshot() ?? []).filter((r) => r.running && r.kinds.includes('AGENT_POOL')).map((r) => r.cluster));
-    const driven = members.filter((m) => running.has(m)).length;
-    if (driven === members.length) break;
-    // At 1,000 clusters this wait is minutes: say how far it got, every 10 s.
-    const seconds = Math.floor((performance.now() - waitStarted) / 10_000) * 10;
-    if (seconds > toldAt) {
-      toldAt = seconds;
-      process.stderr.write(`  ${size} clusters: ${driven} of ${members.length} members driven after ${seconds} s; load ${os.loadavg()[0]!.toFixed(1)}\n`);
+  // Before each run: a bump refuses (UNAVAILABLE) when a selected member is not driven at that instant.
+  const everyMemberDriven = async (before: string) => {
+    const waitStarted = performance.now();
+    let toldAt = 0;
+    for (;;) {
+      const running = new Set((app.memberRuntimes?.snapshot() ?? []).filter((r) => r.running && r.kinds.includes('AGENT_POOL')).map((r) => r.cluster));
+      const driven = members.filter((m) => running.has(m) && app.memberClusters.connections.get(m)?.health().state === 'READY').length;
+      if (driven === members.length) break;
+      // At 1,000 clusters this wait is minutes: say how far it got, every 10 s.
+      const seconds = Math.floor((performance.now() - waitStarted) / 10_000) * 10;
+      if (seconds > toldAt) {
+        toldAt = seconds;
+        process.stderr.write(
+          `  ${size} clusters, before ${before}: ${driven} of ${members.length} members driven after ${seconds} s; load ${os.loadavg()[0]!.toFixed(1)}\n`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  process.stderr.write(`  ${size} clusters: every member driven after ${((performance.now() - waitStarted) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(`  ${size} clusters, before ${before}: every member driven after ${((performance.now() - waitStarted) / 1000).toFixed(1)} s\n`);
+  };
   const blackholed = blackholedOf(size);
   const stallSeconds = Number(process.env.BENCH_CLUSTER_STALL_S ?? 4 * deadlineSeconds + 120);
   const strategy = { maxUnavailable: '10%', autoRollback: false, progressDeadlineSeconds: deadlineSeconds, failureThreshold: 100_000 };
@@ -159,6 +164,7 @@ export async function runRollouts(
         }
       });
     });
+    await everyMemberDriven(name);
     const profiler = windowProfiler(`clusters-rollout-${size}-${name}-service`);
     await profiler.start();
     const cpu = process.cpuUsage();
