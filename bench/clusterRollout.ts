@@ -40,6 +40,8 @@ export interface RolloutRun {
   state: string;
   cpuMs: number;
   peakRssMb: number;
+  /** Bumps refused UNAVAILABLE (a member not driven at that instant) and sent again; their time is in `seconds`. */
+  refusedBumps: number;
   loadAverage: number[];
 }
 
@@ -169,13 +171,27 @@ export async function runRollouts(
     await profiler.start();
     const cpu = process.cpuUsage();
     const started = performance.now();
+    let refusedBumps = 0;
     const progress = setInterval(() => {
       process.stderr.write(
         `  ${size} clusters, ${name}: ${Math.round((performance.now() - started) / 1000)} s, ${succeeded} succeeded, ${failed} failed; load ${os.loadavg()[0]!.toFixed(1)}\n`,
       );
     }, 10_000);
     try {
-      const data = await post(app.url, BUMP, { input: { image, memberClusters, strategy } });
+      // A bump refused because a selected member was not driven at that instant (a probe missed on a loaded machine)
+      // is sent again once every member is driven, as a pipeline retries UNAVAILABLE; the refusals are reported.
+      let data: Awaited<ReturnType<typeof post>>;
+      for (;;) {
+        try {
+          data = await post(app.url, BUMP, { input: { image, memberClusters, strategy } });
+          break;
+        } catch (error) {
+          if (!String(error).includes('cannot plan in every selected cluster') || refusedBumps >= 10) throw error;
+          refusedBumps++;
+          process.stderr.write(`  ${size} clusters, ${name}: bump refused (${String(error).slice(0, 160)}…); again\n`);
+          await everyMemberDriven(name);
+        }
+      }
       rolloutId = data.bumpAgentImage.rollout.id;
       const targets = data.bumpAgentImage.plan.length as number;
       // A rollout that stops moving is reported, not waited on forever (the stall seen with a black-holed member).
@@ -205,6 +221,7 @@ export async function runRollouts(
         state,
         cpuMs: Math.round((used.user + used.system) / 1000),
         peakRssMb: Math.round(peakRss / 1048576),
+        refusedBumps,
         loadAverage: os.loadavg().map((l) => Math.round(l * 10) / 10),
       };
     } finally {
