@@ -54,6 +54,7 @@ const GUARD = 'src/graphql/guardPlugin.ts';
 const SUBSCRIPTIONS = 'src/graphql/subscriptions.ts';
 const MANAGER = 'src/controller/Manager.ts';
 const NOTIFY = 'src/notify';
+const GATES = 'src/start/gateTypes.ts';
 const MEMBER_CLUSTERS = 'src/start/memberClusters.ts';
 const MEMBER_CONNECTIONS = 'src/clusters/MemberConnection.ts';
 
@@ -444,6 +445,24 @@ export const TABLE = {
       module: NOTIFY,
       description: 'Deliveries that are no longer pending are pruned this many days after they were written (hourly and at start)',
       parse: integer(1, 36_500),
+    }),
+  },
+  gates: {
+    prometheusUrl: row({
+      env: 'ROLLPLANE_PROMETHEUS_URL',
+      shown: 'none',
+      module: GATES,
+      description:
+        "rollplane's Prometheus (e.g. `http://prometheus:9090`), asked by ANALYSIS and ALERT gates that name no address of their own; unset, such a gate is refused when the rollout is submitted (UNAVAILABLE, `PROMETHEUS_NOT_CONFIGURED`)",
+      parse: publicUrl,
+    }),
+    externalCheckSecretsFile: row({
+      env: 'ROLLPLANE_EXTERNAL_CHECK_SECRETS_FILE',
+      shown: 'none',
+      module: GATES,
+      description:
+        'YAML map of signing-secret names to secrets for EXTERNAL_CHECK gates (read at start): a gate names one as `secret`, so the secret itself is never in a gate config, the API or the history; unset, no external check can be submitted',
+      parse: (raw) => (raw === undefined || raw === 'none' ? undefined : path.resolve(raw)),
     }),
   },
   memberClusters: {

@@ -59,6 +59,8 @@ interface Driving {
 export class AnalysisGates {
   private readonly driving = new Map<string, Driving>();
   private closed = false;
+  /** Stood down (this replica stopped leading): measures nothing until `resume`. */
+  private down = false;
 
   constructor(private readonly deps: AnalysisGatesDeps) {}
 
@@ -122,6 +124,7 @@ export class AnalysisGates {
    */
   async resume(): Promise<AnalysisRunRecord[]> {
     this.assertOpen();
+    this.down = false;
     const picked: AnalysisRunRecord[] = [];
     for (const run of await this.deps.store.runningGateRuns()) {
       if (this.driving.has(run.id)) continue;
@@ -142,7 +145,16 @@ export class AnalysisGates {
   }
 
   /**
-   * Stops measuring everything, recording nothing (stepping down, shutting down): the runs stay RUNNING for the next
+   * Stops measuring everything, recording nothing, until `resume` (this replica stopped leading): the runs stay
+   * RUNNING for whoever leads next.
+   */
+  async standDown(): Promise<void> {
+    this.down = true;
+    await Promise.all([...this.driving.keys()].map((id) => this.letGo(id, 'this process stopped leading')));
+  }
+
+  /**
+   * Stops measuring everything, recording nothing (shutting down): the runs stay RUNNING for the next
    * leader's `resume`. Nothing can be opened, retried or resumed afterwards.
    */
   async close(): Promise<void> {
@@ -183,7 +195,7 @@ export class AnalysisGates {
   }
 
   private drive(run: AnalysisRunRecord): void {
-    if (this.closed || this.driving.has(run.id)) return;
+    if (this.closed || this.down || this.driving.has(run.id)) return;
     const controller = new AbortController();
     const done = resumeAnalysis(run.id, this.runnerDeps(controller.signal)).then(
       (decision) => {

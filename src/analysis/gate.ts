@@ -3,10 +3,9 @@ import type { AnalysisRunRecord } from './model.js';
 
 /**
  * An analysis run as a staged run's gate (src/domain/waves/progress.ts), as issue 33 asks: Successful passes; Failed
- * fails (the run's failure policy follows, rollback among them); Inconclusive holds the run with the reason until
- * someone retries or overrides it; Error — Prometheus unreachable past consecutiveErrorLimit — holds it too, unless
- * the gate says errors fail. A run still measuring waits. The wiring that opens the gate (starts the run, resumes it
- * on a new leader, retries it) comes with the staged-run engine.
+ * fails (the run's failure policy follows, rollback among them); Inconclusive holds the run (`holds`: it pauses, with
+ * the reason) until someone retries the gate or resumes the run to accept it; Error — Prometheus unreachable past
+ * consecutiveErrorLimit — holds it too, unless the gate says errors fail. A run still measuring waits.
  */
 export function analysisGateProgress(run: AnalysisRunRecord | undefined, options: { errorFails?: boolean } = {}): GateProgress {
   if (!run) return { state: 'WAITING', reason: 'analysis not started' };
@@ -19,11 +18,11 @@ export function analysisGateProgress(run: AnalysisRunRecord | undefined, options
     case 'FAILED':
       return { state: 'FAILED', reason: `analysis ${run.id} failed${why}` };
     case 'INCONCLUSIVE':
-      return { state: 'WAITING', reason: `analysis ${run.id} inconclusive${why}; retry it or decide`, until: null };
+      return { state: 'WAITING', reason: `analysis ${run.id} inconclusive${why}; retry it or decide`, until: null, holds: true };
     case 'ERROR':
       return options.errorFails
         ? { state: 'FAILED', reason: `analysis ${run.id} errored${why}` }
-        : { state: 'WAITING', reason: `analysis ${run.id} errored${why}; retry it or decide`, until: null };
+        : { state: 'WAITING', reason: `analysis ${run.id} errored${why}; retry it or decide`, until: null, holds: true };
     case 'CANCELLED':
       // Never a pass, and never a failure that would set off a rollback: whoever cancelled it decides what follows.
       return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}; retry it to measure again`, until: null };

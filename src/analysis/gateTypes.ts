@@ -1,40 +1,25 @@
+import type { GateAttempt, GateFacts, GateRef, GateType } from '../domain/gates/registry.js';
+import { type GateLooks, nextAttemptAt } from '../domain/gates/looks.js';
 import type { GateProgress } from '../domain/waves/progress.js';
 import { ValidationError } from '../errors.js';
 import { type AlertGateConfig, alertGateProgress, parseAlertGateConfig } from './alertGate.js';
 import { type AnalysisGateRef, AnalysisGates, type AnalysisGatesDeps } from './AnalysisGates.js';
+import { AnalysisUnavailableError } from './errors.js';
 import { PrometheusClient, type PrometheusClientOptions } from './PrometheusClient.js';
-import { type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs } from './template.js';
+import { type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
 
 /**
- * The ANALYSIS and ALERT gate types as entries of a staged run's gate registry (issue 30 gives each gate a `type` and
- * a JSON `config`; ADR 0067). The engine reads a gate's config once, when the rollout is submitted (`parseConfig`:
- * BAD_USER_INPUT with the field path, nothing started), opens the gate at its 'open-gate' step, asks `progress` on
- * each pass, and calls `retry` / `cancel` from the API or a superseding rollout. Every answer is computed from the
- * store (analysis) or asked of Prometheus (alerts), never remembered, so a new leader answers the same.
+ * The ANALYSIS and ALERT gate types as entries of a staged run's gate registry (src/domain/gates/registry.ts; ADR
+ * 0067, ADR 0068). Each checks its JSON config at submit time (BAD_USER_INPUT with the field path; UNAVAILABLE when
+ * a metric or the alert gate has no Prometheus to ask), starts its work when the gate opens — an analysis run, an
+ * alert look in the background — and answers its progress from SQL only: the gate's analysis runs, or its kept looks.
+ * So a new leader answers the same, and no engine pass waits on Prometheus.
  */
-
-/** What the engine says about the gate it asks for: its place in the rollout and the run's built-in arguments. */
-export interface GateContext extends AnalysisGateRef {
-  /** version, cluster, namespace, name, wave, baselineVersion: `{{args.…}}` of a template. */
-  args: ResolvedArgs;
-  now: Date;
-}
-
-export interface GateTypeEntry<Config> {
-  readonly type: 'ANALYSIS' | 'ALERT';
-  /** Reads the gate's JSON config at submit time; `path` prefixes the field paths of refusals (`waves[1].after.config`). */
-  parseConfig(config: unknown, path: string): Config;
-  /** The gate is reached: start what it measures (idempotent: a second open is the same gate). */
-  open(context: GateContext, config: Config): Promise<void>;
-  progress(context: GateContext, config: Config): Promise<GateProgress>;
-  /** Measure again (argo-rollouts#2897). */
-  retry(context: GateContext, config: Config): Promise<void>;
-  /** Stop measuring, recording why (a superseding rollout). */
-  cancel(context: GateContext, reason: string): Promise<void>;
-}
 
 export interface AnalysisGateConfig {
   template: AnalysisTemplate;
+  /** Values of the template's own arguments (never the built-ins rollplane resolves). */
+  args: Record<string, string>;
   /** An Error decision (Prometheus unreachable past consecutiveErrorLimit) fails the gate instead of holding it. */
   errorFails: boolean;
 }
@@ -51,57 +36,135 @@ function templateOf(value: unknown, path: string): AnalysisTemplate {
   }
 }
 
+const ANALYSIS_FIELDS = ['template', 'args', 'errorFails'];
+
 export function parseAnalysisGateConfig(input: unknown, path = 'config'): AnalysisGateConfig {
   if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ValidationError(path, 'must be an object');
   const config = input as Record<string, unknown>;
   for (const key of Object.keys(config)) {
-    if (key !== 'template' && key !== 'errorFails')
-      throw new ValidationError(`${path}.${key}`, 'is not supported (an analysis gate takes template, errorFails)');
+    if (!ANALYSIS_FIELDS.includes(key)) throw new ValidationError(`${path}.${key}`, `is not supported (an analysis gate takes ${ANALYSIS_FIELDS.join(', ')})`);
   }
   if (config.template === undefined) throw new ValidationError(`${path}.template`, 'is required: an Argo Rollouts AnalysisTemplate (YAML or JSON)');
   if (config.errorFails !== undefined && typeof config.errorFails !== 'boolean') throw new ValidationError(`${path}.errorFails`, 'must be true or false');
-  return { template: templateOf(config.template, path), errorFails: config.errorFails === true };
+  const template = templateOf(config.template, path);
+  const args: Record<string, string> = {};
+  if (config.args !== undefined) {
+    if (!config.args || typeof config.args !== 'object' || Array.isArray(config.args))
+      throw new ValidationError(`${path}.args`, 'must be an object of argument values');
+    const declared = new Set(template.args.map((a) => a.name));
+    for (const [name, value] of Object.entries(config.args)) {
+      if (!declared.has(name)) throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, 'is not an argument the template declares');
+      if (typeof value !== 'string') throw new ValidationError(`${path}.args.${name}`, 'must be a string');
+      args[name] = value;
+    }
+  }
+  return { template, args, errorFails: config.errorFails === true };
 }
 
-export function analysisGateType(gates: AnalysisGates): GateTypeEntry<AnalysisGateConfig> {
+/** A version's tag when it is an image reference (`repo/name:tag`), else the version itself (ADR 0068). */
+export function versionArg(version: string): string {
+  const slash = version.lastIndexOf('/');
+  const colon = version.lastIndexOf(':');
+  const at = version.indexOf('@');
+  if (at >= 0) return version.slice(at + 1);
+  return colon > slash ? version.slice(colon + 1) : version;
+}
+
+/** The built-in arguments of a wave's gate: the run's version, the wave's clusters (a regex alternation), its name. */
+export function gateArgs(gate: GateRef): ResolvedArgs {
   return {
-    type: 'ANALYSIS',
-    parseConfig: parseAnalysisGateConfig,
-    async open(context, config) {
-      await gates.open(context, config.template, context.args);
+    version: versionArg(gate.version),
+    ...(gate.baselineVersion ? { baselineVersion: versionArg(gate.baselineVersion) } : {}),
+    cluster: gate.wave.clusters.join('|'),
+    wave: gate.wave.name,
+  };
+}
+
+function analysisRef(gate: GateRef): AnalysisGateRef {
+  return { rolloutId: gate.rolloutId, gateKey: gate.key, cluster: gate.wave.clusters.join(','), target: null, wave: gate.wave.ordinal };
+}
+
+/** `prometheus(address)`: the client for an address, or rollplane's configured Prometheus (undefined: none). */
+type Clients = (address: string | undefined) => PrometheusClient | undefined;
+
+/** Refused at submit, UNAVAILABLE, when a metric gives no address and rollplane has no Prometheus (ROLLPLANE_PROMETHEUS_URL). */
+function assertPrometheus(template: AnalysisTemplate, args: Record<string, string>, prometheus: Clients, path: string): void {
+  for (const [i, metric] of template.metrics.entries()) {
+    let address: string | undefined;
+    try {
+      address = metric.address ? resolveArgs(metric.address, template, args) : undefined;
+    } catch {
+      continue; // an address from a built-in argument: resolved when the run starts
+    }
+    if (!prometheus(address)) {
+      throw new AnalysisUnavailableError(
+        'PROMETHEUS_NOT_CONFIGURED',
+        `${path}.template.metrics[${i}]: metric ${JSON.stringify(metric.name)} gives no provider.prometheus.address and rollplane has no Prometheus (set ROLLPLANE_PROMETHEUS_URL)`,
+      );
+    }
+  }
+}
+
+export function analysisGateType(gates: AnalysisGates, prometheus: Clients): GateType {
+  return {
+    takesDecisions: false,
+    check(config, field) {
+      const parsed = parseAnalysisGateConfig(config, field);
+      assertPrometheus(parsed.template, parsed.args, prometheus, field);
+      return config as Record<string, unknown>;
     },
-    progress: (context, config) => gates.progress(context, { errorFails: config.errorFails }),
-    async retry(context) {
-      await gates.retry(context);
-    },
-    async cancel(context, reason) {
-      await gates.cancel(context, reason);
+    // From SQL only: the gate's latest analysis run.
+    progress: (config, facts) => gates.progress(analysisRef(facts.gate), { errorFails: config.errorFails === true }),
+    // Idempotent: records attempt 1 once (across leaders), or continues the latest run here if it still measures.
+    async open(config, facts) {
+      const parsed = parseAnalysisGateConfig(config, 'config');
+      await gates.open(analysisRef(facts.gate), parsed.template, { ...gateArgs(facts.gate), ...parsed.args });
     },
   };
 }
 
-/** `prometheus(address)`: the client for the gate's address, or rollplane's configured Prometheus (undefined: none). */
-export function alertGateType(prometheus: (address: string | undefined) => PrometheusClient | undefined): GateTypeEntry<AlertGateConfig> {
+/** The alert gate's answer from its kept looks (none yet: it is asking). */
+export function alertProgress(config: AlertGateConfig, attempts: readonly GateAttempt[]): GateProgress {
+  const last = attempts.at(-1);
+  if (!last) return { state: 'WAITING', reason: `asking Prometheus whether ${config.alerts.join(', ')} fire`, until: null };
+  if (last.answer === 'PROCEED') return { state: 'PASSED', reason: last.reason };
+  return { state: 'WAITING', reason: last.reason, until: nextAttemptAt(last.at, attempts, config.recheckMs) };
+}
+
+export function alertGateType(prometheus: Clients, looks: GateLooks): GateType {
   return {
-    type: 'ALERT',
-    parseConfig: parseAlertGateConfig,
-    // Nothing to start or stop: each look asks Prometheus what fires now.
-    open: async () => {},
-    progress: (context, config) => alertGateProgress(config, prometheus(config.address), context.now),
-    retry: async () => {},
-    cancel: async () => {},
+    takesDecisions: false,
+    check(config, field) {
+      const parsed = parseAlertGateConfig(config, field);
+      if (!prometheus(parsed.address)) {
+        throw new AnalysisUnavailableError(
+          'PROMETHEUS_NOT_CONFIGURED',
+          `${field}: the alert gate gives no address and rollplane has no Prometheus (set ROLLPLANE_PROMETHEUS_URL)`,
+        );
+      }
+      return config as Record<string, unknown>;
+    },
+    progress: (config, facts) => alertProgress(parseAlertGateConfig(config), facts.attempts),
+    // Asks Prometheus in the background when the next look is due; the answer is kept, then the rollout is woken.
+    async open(config, facts: GateFacts) {
+      const parsed = parseAlertGateConfig(config);
+      const due = nextAttemptAt(facts.openedAt, facts.attempts, parsed.recheckMs);
+      if (!due) return;
+      looks.start(facts.gate, facts.attempts.length, due, parsed.timeoutMs + 1000, async (signal) => {
+        const answer = await alertGateProgress(parsed, prometheus(parsed.address), new Date(), { signal });
+        return answer.state === 'PASSED'
+          ? { answer: 'PROCEED', afterMs: null, reason: answer.reason }
+          : { answer: 'WAIT', afterMs: parsed.recheckMs, reason: answer.reason };
+      });
+    },
   };
 }
 
 /**
  * Prometheus clients by address, one per address: a gate's own `address`, or `defaultUrl` (rollplane's configured
- * Prometheus) when it names none; undefined when neither exists, which analysis answers UNAVAILABLE and the alert gate
- * WAITING with the reason.
+ * Prometheus) when it names none; undefined when neither exists.
  */
-export function prometheusClients(
-  defaultUrl: string | undefined,
-  options: PrometheusClientOptions = {},
-): (address: string | undefined) => PrometheusClient | undefined {
+export function prometheusClients(defaultUrl: string | undefined, options: PrometheusClientOptions = {}): Clients {
   const clients = new Map<string, PrometheusClient>();
   return (address) => {
     const url = address ?? defaultUrl;
@@ -117,15 +180,16 @@ export function prometheusClients(
 export interface GateTypesDeps extends Omit<AnalysisGatesDeps, 'prometheus'> {
   /** rollplane's Prometheus, for gates that name no address. */
   prometheusUrl: string | undefined;
+  looks: GateLooks;
 }
 
 /**
- * What wiring needs: the service (call `resume()` when this replica starts leading, `close()` when it stops) and the
- * two registry entries, sharing one set of Prometheus clients.
+ * What wiring needs: the service (call `resume()` when this replica starts leading, `standDown()` when it stops) and
+ * the two registry entries, sharing one set of Prometheus clients.
  */
-export function createGateTypes(deps: GateTypesDeps): { gates: AnalysisGates; entries: [GateTypeEntry<AnalysisGateConfig>, GateTypeEntry<AlertGateConfig>] } {
-  const { prometheusUrl, ...rest } = deps;
+export function createGateTypes(deps: GateTypesDeps): { gates: AnalysisGates; types: { ANALYSIS: GateType; ALERT: GateType } } {
+  const { prometheusUrl, looks, ...rest } = deps;
   const prometheus = prometheusClients(prometheusUrl);
   const gates = new AnalysisGates({ ...rest, prometheus });
-  return { gates, entries: [analysisGateType(gates), alertGateType(prometheus)] };
+  return { gates, types: { ANALYSIS: analysisGateType(gates, prometheus), ALERT: alertGateType(prometheus, looks) } };
 }

@@ -247,8 +247,11 @@ export class RolloutEngine {
       accepted = [...accepted, rollout.engineState.pausedWave];
       await this.rollouts.updateEngineState(rollout.id, { pausedWave: null, acceptedWaves: accepted });
     }
-    const gates = await this.rollouts.runs.gates(rollout.id, now);
+    // Gates' progress is read from what was kept (their rows, attempts, analysis runs): no network call and no lock held
+    // here. Then each waiting gate's own work is (re)started — in the background, so a slow endpoint delays no pass.
+    const gates = await this.rollouts.runs.gates(rollout.id, now, { run, rollout });
     await this.rollouts.runs.recordGates(rollout.id, rollout.kind, gates, now);
+    await this.rollouts.runs.startWaiting(gates, { run, rollout }, now);
     const [policies, labels, health] = await Promise.all([this.rollouts.windows.policies(), this.clusterLabels(), this.clusterHealth()]);
     const unreachable = (cluster: string) => health.get(cluster) === 'UNREACHABLE';
     const waitsUnreachable = (cluster: string) => run.unreachable === 'WAIT' && unreachable(cluster);
@@ -291,7 +294,7 @@ export class RolloutEngine {
         return { wake: decision.wakeAt ? { requeueAfterMs: Math.max(10, decision.wakeAt.getTime() - this.now()) } : {} };
       }
       case 'open gate':
-        await this.rollouts.runs.openGate(rollout.id, rollout.kind, decision.key, decision.spec, now);
+        await this.rollouts.runs.openGate(rollout, run, decision.key, decision.spec, now);
         return { end: { requeueAfterMs: 1 } };
       case 'succeed':
         await this.transitionPass(pass, 'SUCCEEDED', decision.message);

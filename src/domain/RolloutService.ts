@@ -27,6 +27,7 @@ import {
 import type { EventLog } from './EventLog.js';
 import { type FrozenRun, runRows } from './waves/strategy.js';
 import { StagedRuns } from './waves/StagedRuns.js';
+import { GATE_TYPES, type GateTypes } from './gates/registry.js';
 import { WindowPolicies } from './gates/WindowPolicies.js';
 import { parseStoredStrategy, serializeStrategy, type KindContracts, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
@@ -221,9 +222,11 @@ export class RolloutService {
     private readonly store: HistoryStore,
     private readonly log: EventLog,
     private readonly contracts: KindContracts,
+    /** The gate types staged runs may use: the built-ins and those the composition root adds (ADR 0068). */
+    gateTypes: GateTypes = GATE_TYPES,
   ) {
     this.toRollout = rolloutReader(contracts);
-    this.runs = new StagedRuns(store, log);
+    this.runs = new StagedRuns(store, log, gateTypes);
     this.windows = new WindowPolicies(store);
   }
 

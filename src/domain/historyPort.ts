@@ -202,6 +202,21 @@ export interface GateRow {
   endedAt: Date | null;
 }
 
+/**
+ * One answer kept at a gate that asks outside (an external check's attempt, an alert gate's look; ADR 0068): numbered
+ * per gate from 0, each number written once (two leaders answering at once keep one).
+ */
+export interface GateAttemptRow {
+  gateId: string;
+  seq: number;
+  startedAt: Date;
+  at: Date;
+  /** PROCEED | WAIT | FAILURE */
+  answer: string;
+  afterMs: number | null;
+  reason: string;
+}
+
 /** A named maintenance-window policy as stored (its definition is the checked input, as JSON). */
 export interface WindowPolicyRow {
   name: string;
@@ -312,6 +327,8 @@ export interface HistoryReads {
   gatesOf(rolloutId: string): Promise<GateRow[]>;
   /** Every decision kept at a gate, oldest first. */
   gateDecisions(gateId: string): Promise<GateDecisionRow[]>;
+  /** Every attempt kept at a gate, by number. */
+  gateAttempts(gateId: string): Promise<GateAttemptRow[]>;
   /** Every maintenance-window policy, by name. */
   windowPolicies(): Promise<WindowPolicyRow[]>;
 }
@@ -385,6 +402,8 @@ export interface HistoryTx extends TxReads {
   /** A gate's computed state; `endedAt` only when given. */
   updateGate(id: string, state: string, reason: string, endedAt: Date | null): Step<void>;
   insertGateDecision(decision: Omit<GateDecisionRow, 'id'>): Step<void>;
+  /** Keeps a gate's attempt; false (nothing written) when its number is taken. */
+  insertGateAttempt(attempt: GateAttemptRow): Step<boolean>;
   /** Adds a policy; false (nothing changed) when the name is taken. */
   insertWindowPolicy(row: WindowPolicyRow): Step<boolean>;
   /** Replaces a policy's kind and definition; false when there is none of that name. */

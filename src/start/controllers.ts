@@ -51,6 +51,8 @@ export async function startControllers(
       clusterHealth: async () => new Map((await db.memberClusters.list()).map((c) => [c.name, c.health.state])),
     });
     const launcher = new RolloutLauncher(rollouts);
+    // A gate that got an answer (an analysis decided, a check answered) wakes its rollout; gates work while leading.
+    history.gateTypes.wakeWith((rolloutId) => engine.enqueue(rolloutId));
     const clients = createKubeClients({
       mode: kube.mode,
       ...((kube.kubeconfigPath ?? config.kube.kubeconfigPath) ? { kubeconfigPath: kube.kubeconfigPath ?? config.kube.kubeconfigPath } : {}),
@@ -66,6 +68,7 @@ export async function startControllers(
       runControllers: config.controllers,
       ...leadershipGuard(db),
     });
+    history.gateTypes.lead(manager);
     const inFlight = new InFlightChanges(db.store, events);
     const host = new RolloutControllerHost({ config, clients, manager, logger, events, inFlight, rollouts });
     const kinds = setupRolloutKinds(host);

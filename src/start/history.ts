@@ -14,6 +14,7 @@ import { openDatabase } from '../store/db.js';
 import { historyReadiness } from '../store/health.js';
 import { parseDatabaseUrl } from '../util/databaseUrl.js';
 import { compose } from './compose.js';
+import { startGateTypes } from './gateTypes.js';
 
 /**
  * The history: the database (migrated), the event log and its bus, the rollout service, tokens (the admin token
@@ -29,7 +30,10 @@ export async function startHistory(config: Config, { logger, metrics }: { logger
     const waveMetrics = startWaveMetrics(metrics.registry, bus);
     // PostgreSQL: commits of concurrent transactions (and of other replicas) finish out of id order; publish from the store.
     const events = new EventLog(db.store, bus, { publishFromStore: db.provider === 'postgresql' });
-    const rollouts = new RolloutService(db.store, events, KIND_CONTRACTS);
+    // The gate types staged runs may use (ADR 0068); their background work runs while the controllers lead.
+    const gateTypes = startGateTypes(config, { db, metrics, logger });
+    started(() => gateTypes.stop());
+    const rollouts = new RolloutService(db.store, events, KIND_CONTRACTS, gateTypes.types);
     // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only); whoever
     // backs off while the database is away hears when it is back.
     const databaseBack: (() => void)[] = [];
@@ -54,6 +58,7 @@ export async function startHistory(config: Config, { logger, metrics }: { logger
       bus,
       events,
       rollouts,
+      gateTypes,
       tokens,
       audit,
       sqliteFile,

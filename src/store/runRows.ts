@@ -1,4 +1,4 @@
-import type { GateDecisionRow, GateRow, RunRow, WaveRow, WindowPolicyRow } from '../domain/historyPort.js';
+import type { GateAttemptRow, GateDecisionRow, GateRow, RunRow, WaveRow, WindowPolicyRow } from '../domain/historyPort.js';
 import { dateOf, type Sql, sqlDate, sqlDateOrNull } from './Sql.js';
 
 /**
@@ -23,6 +23,10 @@ export const GATES_OF = `SELECT "id", "rolloutId", "key", "type", "config", "sta
   WHERE "rolloutId" = ? ORDER BY "openedAt", "id"`;
 export const INSERT_GATE_DECISION = 'INSERT INTO "GateDecision" ("gateId", "tokenId", "role", "decision", "comment", "at") VALUES (?, ?, ?, ?, ?, ?)';
 export const GATE_DECISIONS = 'SELECT "id", "gateId", "tokenId", "role", "decision", "comment", "at" FROM "GateDecision" WHERE "gateId" = ? ORDER BY "id"';
+
+export const INSERT_GATE_ATTEMPT = `INSERT INTO "GateAttempt" ("gateId", "seq", "startedAt", "at", "answer", "afterMs", "reason")
+  VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("gateId", "seq") DO NOTHING`;
+export const GATE_ATTEMPTS = 'SELECT "gateId", "seq", "startedAt", "at", "answer", "afterMs", "reason" FROM "GateAttempt" WHERE "gateId" = ? ORDER BY "seq"';
 
 export const INSERT_WINDOW =
   'INSERT INTO "MaintenanceWindow" ("name", "kind", "definition", "createdAt", "updatedAt") VALUES (?, ?, ?, ?, ?) ON CONFLICT ("name") DO NOTHING';
@@ -76,6 +80,15 @@ export function decisionOfRow(row: Stored<GateDecisionRow>, date: (v: Date | str
   return { ...row, id: Number(row.id), at: date(row.at) };
 }
 
+export function attemptOfRow(row: Stored<GateAttemptRow>, date: (v: Date | string) => Date): GateAttemptRow {
+  return { ...row, seq: Number(row.seq), afterMs: row.afterMs === null ? null : Number(row.afterMs), startedAt: date(row.startedAt), at: date(row.at) };
+}
+
+/** A gate attempt's values for INSERT_GATE_ATTEMPT, dates as the store writes them. */
+export function attemptValues<D>(a: GateAttemptRow, date: (value: Date) => D): (string | number | D | null)[] {
+  return [a.gateId, a.seq, date(a.startedAt), date(a.at), a.answer, a.afterMs, a.reason];
+}
+
 const sqliteDate = (v: Date | string) => (typeof v === 'string' ? dateOf(v) : v);
 
 export function runOf(sql: Sql, rolloutId: string): { run: RunRow; waves: WaveRow[] } | undefined {
@@ -90,6 +103,14 @@ export function gatesOf(sql: Sql, rolloutId: string): GateRow[] {
 
 export function gateDecisions(sql: Sql, gateId: string): GateDecisionRow[] {
   return sql.all<Stored<GateDecisionRow>>(GATE_DECISIONS, gateId).map((row) => decisionOfRow(row, sqliteDate));
+}
+
+export function gateAttempts(sql: Sql, gateId: string): GateAttemptRow[] {
+  return sql.all<Stored<GateAttemptRow>>(GATE_ATTEMPTS, gateId).map((row) => attemptOfRow(row, sqliteDate));
+}
+
+export function insertGateAttempt(sql: Sql, a: GateAttemptRow): boolean {
+  return sql.run(INSERT_GATE_ATTEMPT, ...attemptValues(a, sqlDate)).changes > 0;
 }
 
 export function insertRun(sql: Sql, run: RunRow, waves: readonly WaveRow[]): void {

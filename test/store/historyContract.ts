@@ -677,6 +677,27 @@ export function historyContract(factory: () => StoreFactory): void {
         { gateId: gate.id, tokenId: 'tok-3', role: 'admin', decision: 'REJECT', comment: null, at: at(303) },
       ]);
       expect(await store.read.runOf('r-none')).toBeUndefined();
+
+      // A gate's attempts (external checks, alert looks): each number kept once, read back in order.
+      const attempt = (seq: number, answer: string, afterMs: number | null) => ({
+        gateId: gate.id,
+        seq,
+        startedAt: at(310 + seq),
+        at: at(311 + seq),
+        answer,
+        afterMs,
+        reason: `answer ${seq}`,
+      });
+      const kept = await store.transaction(function* (tx) {
+        return [
+          yield* tx.insertGateAttempt(attempt(1, 'WAIT', 30_000)),
+          yield* tx.insertGateAttempt(attempt(0, 'FAILURE', null)),
+          yield* tx.insertGateAttempt({ ...attempt(1, 'PROCEED', null), reason: 'a second answer to attempt 1' }),
+        ];
+      });
+      expect(kept).toEqual([true, true, false]);
+      expect(await store.read.gateAttempts(gate.id)).toEqual([attempt(0, 'FAILURE', null), attempt(1, 'WAIT', 30_000)]);
+      expect(await store.read.gateAttempts('no-gate')).toEqual([]);
     });
   });
 

@@ -473,7 +473,24 @@ export type GateType =
   /** Approvals by distinct tokens holding a role (approveGate / rejectGate); one rejection fails the gate. */
   | 'APPROVAL'
   /** A fixed wait from the moment the gate opened. */
-  | 'TIMED_WAIT';
+  | 'TIMED_WAIT'
+  /**
+   * An analysis on Prometheus (issue 33, docs/analysis.md): config `{template, args?, errorFails?}` with an Argo Rollouts
+   * AnalysisTemplate (Prometheus provider). Successful passes, Failed fails (the failure policy applies), Inconclusive
+   * or Error past its limit pauses the run with the reason (retryGate, or resume to accept it).
+   */
+  | 'ANALYSIS'
+  /**
+   * Holds while named Prometheus alerts fire: config `{alerts, matchLabels?, address?, timeout?, recheck?}`; the firing
+   * alerts are the reason.
+   */
+  | 'ALERT'
+  /**
+   * POSTs the run's context, signed, to a URL: config `{url, secret, maxAttempts?, retryInterval?}` where `secret` names
+   * a signing secret the operator gave rollplane. 2xx proceeds, `retryAfterSeconds` (or 429/503 with Retry-After) waits,
+   * anything else is a failure; the gate fails after `maxAttempts` failures in a row. Every attempt is kept.
+   */
+  | 'EXTERNAL_CHECK';
 
 /** Where the clusters no wave picks go. */
 export type WaveRemainder =

@@ -4,25 +4,67 @@ import type { GateProgress } from '../waves/progress.js';
 import { type ApprovalDecision, type ApprovalRuleInput, approvalStatus, parseApprovalRule } from './approval.js';
 
 /**
- * The gate types a staged rollout may put before or after a wave (issue 30, ADR 0065). A gate is a `type` and a JSON
- * `config`: the type's entry here checks the config at launch (with its field path) and computes the gate's progress
- * from what was kept about it (decisions, the time it opened) and the clock. Nothing else names a type, so a new one
- * (ANALYSIS, ALERT) is one entry here.
+ * The gate types a staged rollout may put before or after a wave (issue 30, ADR 0065, ADR 0068). A gate is a `type`
+ * and a JSON `config`: the type's entry checks the config at launch (with its field path), may start work when the gate
+ * opens (`open`: an analysis run, an external check's attempt), and computes the gate's progress from what was kept
+ * about it (decisions, attempts, analysis runs in SQL) and the clock — never from memory and never from a network
+ * call, so a new leader reads the same answer and a slow endpoint delays nobody's pass. APPROVAL and TIMED_WAIT are
+ * built in (GATE_TYPES); the types that need rollplane's services (ANALYSIS, ALERT, EXTERNAL_CHECK) are entries the
+ * composition root adds (src/start/gateTypes.ts).
  */
+
+/** Which gate of which run: what a gate type's `open` and its progress may need to know beyond its config. */
+export interface GateRef {
+  /** The RolloutGate row's id. */
+  id: string;
+  rolloutId: string;
+  /** `before:<wave>` or `after:<wave>`. */
+  key: string;
+  /** The wave the gate stands before or after: its name, position in the run and clusters (frozen). */
+  wave: { name: string; ordinal: number; clusters: readonly string[] };
+  /** The rollout's target version, and the version it started from (null when several). */
+  version: string;
+  baselineVersion: string | null;
+}
+
+/** One answer kept at a gate that asks something outside (an external check's attempt, an alert gate's look). */
+export interface GateAttempt {
+  seq: number;
+  startedAt: Date;
+  at: Date;
+  answer: 'PROCEED' | 'WAIT' | 'FAILURE';
+  /** For WAIT: how long the answer asked to wait before the next attempt. */
+  afterMs: number | null;
+  reason: string;
+}
+
 export interface GateFacts {
   openedAt: Date;
   now: Date;
   /** Decisions kept at the gate, oldest first (approval gates). */
   decisions: readonly { deciderId: string; role: Role; verdict: 'APPROVE' | 'REJECT'; at: Date; comment: string | null }[];
+  /** Attempts kept at the gate, oldest first (external checks, alert looks). */
+  attempts: readonly GateAttempt[];
+  gate: GateRef;
 }
 
 export interface GateType {
-  /** Checks a config at launch; throws ValidationError naming the field. Returns the config as it is kept. */
+  /** Checks a config at launch; throws an AppError naming the field (BAD_USER_INPUT, or UNAVAILABLE). Returns the config as it is kept. */
   check(config: unknown, field: string): Record<string, unknown>;
-  progress(config: Record<string, unknown>, facts: GateFacts): GateProgress;
+  /** From kept facts and the clock only: no network call (a new leader computes the same). */
+  progress(config: Record<string, unknown>, facts: GateFacts): GateProgress | Promise<GateProgress>;
+  /**
+   * Starts what the gate waits on, when it opens and again on each engine pass while it waits (so a new leader picks
+   * up where the last left off): idempotent, and it only starts work — whatever asks a network runs in the background,
+   * bounded by a timeout, and records its answer; the pass never waits on it.
+   */
+  open?(config: Record<string, unknown>, facts: GateFacts): Promise<void>;
   /** Whether people decide on it (approve/reject). */
   readonly takesDecisions: boolean;
 }
+
+/** The gate types a rollplane knows, by name. */
+export type GateTypes = Readonly<Record<string, GateType>>;
 
 const MAX_WAIT_SECONDS = 31 * 24 * 3600;
 
@@ -83,10 +125,11 @@ export const TIMED_WAIT: GateType = {
   },
 };
 
-export const GATE_TYPES: Readonly<Record<string, GateType>> = { APPROVAL, TIMED_WAIT };
+/** The built-in gate types (no service needed). */
+export const GATE_TYPES: GateTypes = { APPROVAL, TIMED_WAIT };
 
-export function gateTypeOf(type: string, field = 'type'): GateType {
-  const found = Object.hasOwn(GATE_TYPES, type) ? GATE_TYPES[type] : undefined;
-  if (!found) throw new ValidationError(field, `"${type.slice(0, 40)}" is not a gate type (known: ${Object.keys(GATE_TYPES).join(', ')})`);
+export function gateTypeOf(type: string, field = 'type', types: GateTypes = GATE_TYPES): GateType {
+  const found = Object.hasOwn(types, type) ? types[type] : undefined;
+  if (!found) throw new ValidationError(field, `"${type.slice(0, 40)}" is not a gate type (known: ${Object.keys(types).join(', ')})`);
   return found;
 }

@@ -3,8 +3,8 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import type { EventLog } from '../EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from '../events.js';
 import { checkDecision, parseApprovalRule, type ApprovalRuleInput, approvalStatus } from '../gates/approval.js';
-import { type GateFacts, gateTypeOf } from '../gates/registry.js';
-import type { GateDecisionRow, GateRow, HistoryStore } from '../historyPort.js';
+import { GATE_TYPES, type GateAttempt, type GateFacts, type GateRef, type GateTypes, gateTypeOf } from '../gates/registry.js';
+import type { GateAttemptRow, GateDecisionRow, GateRow, HistoryStore } from '../historyPort.js';
 import { ACTIVE_ROLLOUT_STATES, type RolloutState } from '../rolloutStates.js';
 import type { GateProgress } from './progress.js';
 import { type FrozenRun, type GateSpec, runOfRows } from './strategy.js';
@@ -22,11 +22,19 @@ export interface StoredRun extends FrozenRun {
   readonly waveStates: readonly WaveState[];
 }
 
-/** A gate as opened, with its kept decisions and its progress as computed now. */
+/** A gate as opened, with its kept decisions and attempts and its progress as computed now. */
 export interface GateView {
   row: GateRow;
   decisions: GateDecisionRow[];
+  attempts: GateAttemptRow[];
   progress: GateProgress;
+}
+
+/** What a gate's reference needs from its rollout (GateRef.version, baselineVersion). */
+export interface GateRollout {
+  id: string;
+  toVersion: string | null;
+  fromVersion: string | null;
 }
 
 /** A wave's change of state, with its event (RolloutEngine writes it before acting on the step). */
@@ -64,6 +72,8 @@ export class StagedRuns {
   constructor(
     private readonly store: HistoryStore,
     private readonly log: EventLog,
+    /** The gate types this rollplane knows (the built-ins, and those the composition root adds: ADR 0068). */
+    readonly types: GateTypes = GATE_TYPES,
   ) {}
 
   async runOf(rolloutId: string): Promise<StoredRun | undefined> {
@@ -75,19 +85,32 @@ export class StagedRuns {
     };
   }
 
-  /** Every gate the rollout opened, with its decisions and its progress as of `now`. */
-  async gates(rolloutId: string, now: Date): Promise<GateView[]> {
+  /**
+   * Every gate the rollout opened, with its decisions, its attempts and its progress as of `now` — computed from what
+   * was kept (a type's progress reads SQL, never a network). `known`: the run and the rollout, when the caller has
+   * them (the engine's pass), saving their reads.
+   */
+  async gates(rolloutId: string, now: Date, known?: { run: StoredRun; rollout: GateRollout }): Promise<GateView[]> {
     const rows = await this.store.read.gatesOf(rolloutId);
+    if (rows.length === 0) return [];
+    const context = known ?? (await this.contextOf(rolloutId));
     return Promise.all(
       rows.map(async (row) => {
-        const decisions = await this.store.read.gateDecisions(row.id);
-        return { row, decisions, progress: gateProgress(row, decisions, now) };
+        const [decisions, attempts] = await Promise.all([this.store.read.gateDecisions(row.id), this.store.read.gateAttempts(row.id)]);
+        const progress = context ? await this.progressOf(row, decisions, attempts, context, now) : { state: 'WAITING' as const, reason: 'rollout not found' };
+        return { row, decisions, attempts, progress };
       }),
     );
   }
 
-  /** Opens the gate at `key` (once: a gate already open stays as it is) with a GateWaiting event. */
-  async openGate(rolloutId: string, kind: RolloutKind, key: string, spec: GateSpec, now: Date): Promise<void> {
+  /**
+   * Opens the gate at `key` (once: a gate already open stays as it is) with a GateWaiting event, then starts what its
+   * type waits on (`open`: an analysis run, a first check). A crash between the two is harmless: the engine calls
+   * `open` again on each pass while the gate waits (startWaiting).
+   */
+  async openGate(rollout: GateRollout & { kind: RolloutKind }, run: StoredRun, key: string, spec: GateSpec, now: Date): Promise<void> {
+    const rolloutId = rollout.id;
+    const kind = rollout.kind;
     const row: GateRow = {
       id: `${rolloutId}:${key}`,
       rolloutId,
@@ -99,7 +122,7 @@ export class StagedRuns {
       openedAt: now,
       endedAt: null,
     };
-    const progress = gateProgress(row, [], now);
+    const progress = await this.progressOf(row, [], [], { run, rollout }, now);
     await this.log.commit(function* (tx) {
       const opened = yield* tx.insertGate({ ...row, reason: progress.reason });
       const events: NewEvent[] = opened
@@ -107,6 +130,42 @@ export class StagedRuns {
         : [];
       return { result: undefined, events };
     });
+    const [opened] = await this.gates(rolloutId, now, { run, rollout }).then((all) => all.filter((g) => g.row.key === key));
+    if (opened) await this.startWaiting([opened], { run, rollout }, now);
+  }
+
+  /**
+   * Starts (again) what each WAITING gate's type waits on — idempotent: an analysis already measured here, an
+   * attempt already under way, start nothing. Called by the engine on each pass, so a new leader picks up every gate
+   * the last one left waiting. Returns once the work is started; nothing here waits on a network.
+   */
+  async startWaiting(gates: readonly GateView[], known: { run: StoredRun; rollout: GateRollout }, now: Date): Promise<void> {
+    await Promise.all(
+      gates
+        .filter((g) => g.progress.state === 'WAITING')
+        .map(async (g) => {
+          const type = gateTypeOf(g.row.type, 'type', this.types);
+          if (!type.open) return;
+          await type.open(JSON.parse(g.row.config) as Record<string, unknown>, factsOf(g.row, g.decisions, g.attempts, refOf(g.row, known), now));
+        }),
+    );
+  }
+
+  /** A gate's progress from its type's rule and what was kept about it. */
+  private async progressOf(
+    row: GateRow,
+    decisions: readonly GateDecisionRow[],
+    attempts: readonly GateAttemptRow[],
+    known: { run: StoredRun; rollout: GateRollout },
+    now: Date,
+  ): Promise<GateProgress> {
+    const type = gateTypeOf(row.type, 'type', this.types);
+    return type.progress(JSON.parse(row.config) as Record<string, unknown>, factsOf(row, decisions, attempts, refOf(row, known), now));
+  }
+
+  private async contextOf(rolloutId: string): Promise<{ run: StoredRun; rollout: GateRollout } | undefined> {
+    const [run, rollout] = await Promise.all([this.runOf(rolloutId), this.store.read.findRollout(rolloutId)]);
+    return run && rollout ? { run, rollout } : undefined;
   }
 
   /** Records gates whose computed state changed since it was last written (PASSED or FAILED: they ended). */
@@ -204,7 +263,8 @@ export class StagedRuns {
    */
   async decide(request: GateDecisionRequest, now: Date): Promise<GateView> {
     const { rolloutId, gateKey } = request;
-    return this.log.commit<GateView>(function* (tx) {
+    const types = this.types;
+    const view = await this.log.commit<Omit<GateView, 'progress'>>(function* (tx) {
       const rollout = yield* tx.lockRollout(rolloutId);
       if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
       const run = yield* tx.runOf(rolloutId);
@@ -215,7 +275,7 @@ export class StagedRuns {
         if (!known.includes(gateKey)) throw new NotFoundError(`rollout ${rolloutId} has no gate ${gateKey} (its gates: ${known.join(', ') || 'none'})`);
         throw new ConflictError(`gate ${gateKey} of rollout ${rolloutId} has not opened yet`);
       }
-      if (!gateTypeOf(gate.type).takesDecisions) throw new ConflictError(`gate ${gateKey} is a ${gate.type} gate: nobody decides on it`);
+      if (!gateTypeOf(gate.type, 'type', types).takesDecisions) throw new ConflictError(`gate ${gateKey} is a ${gate.type} gate: nobody decides on it`);
       const decisions = yield* tx.gateDecisions(gate.id);
       if (decisions.length >= MAX_GATE_DECISIONS) throw new ConflictError(`gate ${gateKey} already keeps ${MAX_GATE_DECISIONS} decisions`);
       const rule = parseApprovalRule(JSON.parse(gate.config) as ApprovalRuleInput, 'config');
@@ -234,8 +294,10 @@ export class StagedRuns {
         request.verdict === 'APPROVE'
           ? { type: EventType.GateApproved, rolloutId, kind: rollout.kind as RolloutKind, payload }
           : { type: EventType.GateRejected, rolloutId, kind: rollout.kind as RolloutKind, payload };
-      return { result: { row: gate, decisions: all, progress: gateProgress(gate, all, now) }, events: [event] };
+      return { result: { row: gate, decisions: all, attempts: [] }, events: [event] };
     });
+    const known = await this.contextOf(rolloutId);
+    return { ...view, progress: known ? await this.progressOf(view.row, view.decisions, [], known, now) : { state: 'WAITING', reason: '' } };
   }
 }
 
@@ -243,9 +305,9 @@ function approvalDecisionOf(d: GateDecisionRow) {
   return { by: { id: d.tokenId, name: d.tokenId, role: d.role as Role }, verdict: d.decision as 'APPROVE' | 'REJECT', at: d.at, comment: d.comment };
 }
 
-/** A gate's progress from its type's rule, its kept decisions and the clock. */
-export function gateProgress(row: GateRow, decisions: readonly GateDecisionRow[], now: Date): GateProgress {
-  const facts: GateFacts = {
+/** What a gate's type computes its progress from. */
+function factsOf(row: GateRow, decisions: readonly GateDecisionRow[], attempts: readonly GateAttemptRow[], gate: GateRef, now: Date): GateFacts {
+  return {
     openedAt: row.openedAt,
     now,
     decisions: decisions.map((d) => ({
@@ -255,6 +317,23 @@ export function gateProgress(row: GateRow, decisions: readonly GateDecisionRow[]
       at: d.at,
       comment: d.comment,
     })),
+    attempts: attempts.map(
+      (a): GateAttempt => ({ seq: a.seq, startedAt: a.startedAt, at: a.at, answer: a.answer as GateAttempt['answer'], afterMs: a.afterMs, reason: a.reason }),
+    ),
+    gate,
   };
-  return gateTypeOf(row.type).progress(JSON.parse(row.config) as Record<string, unknown>, facts);
+}
+
+/** The gate's place in its run (the wave it stands before or after) and the rollout's versions. */
+function refOf(row: GateRow, known: { run: StoredRun; rollout: GateRollout }): GateRef {
+  const name = row.key.slice(row.key.indexOf(':') + 1);
+  const ordinal = known.run.waves.findIndex((w) => w.name === name);
+  return {
+    id: row.id,
+    rolloutId: row.rolloutId,
+    key: row.key,
+    wave: { name, ordinal, clusters: known.run.waves[ordinal]?.clusters ?? [] },
+    version: known.rollout.toVersion ?? '',
+    baselineVersion: known.rollout.fromVersion,
+  };
 }

@@ -62,7 +62,9 @@ export function runFacts(pass: StagedPass, clusters: ReadonlyMap<string, Cluster
     const wave = g.row.key.slice(g.row.key.indexOf(':') + 1);
     gates.set(
       g.row.key,
-      g.progress.state === 'FAILED' && accepted.has(wave) ? { state: 'PASSED', reason: `failed, accepted: ${g.progress.reason}` } : g.progress,
+      (g.progress.state === 'FAILED' || g.progress.holds) && accepted.has(wave)
+        ? { state: 'PASSED', reason: `${g.progress.state === 'FAILED' ? 'failed' : 'held'}, accepted: ${g.progress.reason}` }
+        : g.progress,
     );
   }
   const gatePositions = new Set(
@@ -107,7 +109,9 @@ function decisionOf(pass: StagedPass, step: RunStep, active: Set<string>): Stage
       return { do: 'succeed', message: notes.length > 0 ? notes.join('; ') : null };
     }
     case 'pause':
-      return { do: 'pause', wave: step.wave, message: `${step.reason}; resume to accept it and go on with the next wave, or abort` };
+      return step.held
+        ? { do: 'pause', wave: step.wave, message: `${step.reason}; retry the gate, resume to accept it and go on, or abort` }
+        : { do: 'pause', wave: step.wave, message: `${step.reason}; resume to accept it and go on with the next wave, or abort` };
     case 'roll-back':
       return { do: 'fail', message: `${step.reason}; rolling back what the run changed`, rollBack: true };
     case 'fail':
@@ -125,7 +129,8 @@ function waveUpdates(pass: StagedPass, facts: RunFacts, step: RunStep): WaveUpda
   const names = run.waves.map((w) => w.name);
   const stepWave = 'wave' in step && step.wave ? step.wave : step.do === 'open-gate' ? step.gate.slice(step.gate.indexOf(':') + 1) : null;
   const current = stepWave === null ? names.length : names.indexOf(stepWave);
-  const failedHere = step.do === 'pause' || step.do === 'roll-back';
+  // A gate holding the run (an inconclusive analysis) is no wave failure: the wave stays RUNNING while paused.
+  const failedHere = (step.do === 'pause' && !step.held) || step.do === 'roll-back';
   const updates: WaveUpdate[] = [];
   run.waves.forEach((wave, ordinal) => {
     const was = run.waveStates[ordinal]?.state ?? 'PENDING';

@@ -26,6 +26,12 @@ export interface GateProgress {
   reason: string;
   /** When a WAITING gate should be looked at again without anything else happening (a check's next attempt). */
   until?: Date | null;
+  /**
+   * A WAITING that only a person ends (an analysis Inconclusive, or in Error past its limit: issue 33): the run pauses
+   * with the reason — not a failure, so the failure policy does not apply — until someone retries the gate, or resumes
+   * the run to accept it.
+   */
+  holds?: boolean;
 }
 
 export type FailurePolicy = 'PAUSE' | 'ROLLBACK_COMPLETED' | 'CONTINUE';
@@ -50,7 +56,8 @@ export type RunStep =
   /** `heldByWindows`: the wave's pending clusters, when maintenance windows are what holds them all. */
   | { do: 'wait'; wave: string; reason: string; until: Date | null; heldByWindows?: string[] }
   | { do: 'succeed'; toleratedFailures: string[]; skipped: string[] }
-  | { do: 'pause'; wave: string; reason: string }
+  /** `held`: a gate holds the run (GateProgress.holds), no wave failed. */
+  | { do: 'pause'; wave: string; reason: string; held?: boolean }
   | { do: 'roll-back'; wave: string; reason: string; clusters: string[] }
   | { do: 'fail'; wave: string | null; reason: string };
 
@@ -132,6 +139,7 @@ function gateStep(facts: RunFacts, key: string, wave: PlannedWave): WaveStep | u
   if (!gate) return { do: 'open-gate', gate: key };
   if (gate.state === 'PASSED') return undefined;
   if (gate.state === 'FAILED') return { do: 'failed', reason: `gate ${key}: ${gate.reason}`, failed: [] };
+  if (gate.holds) return { do: 'pause', wave: wave.name, reason: `gate ${key}: ${gate.reason}`, held: true };
   return { do: 'wait', wave: wave.name, reason: `gate ${key}: ${gate.reason}`, until: gate.until ?? null };
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RunRow, WaveRow } from '../historyPort.js';
-import { gateTypeOf } from '../gates/registry.js';
+import { GATE_TYPES, type GateTypes, gateTypeOf } from '../gates/registry.js';
 import { type PlannedWave, planWaves, type WaveInput, type WavePlan } from './plan.js';
 import type { FailurePolicy } from './progress.js';
 
@@ -80,6 +80,7 @@ export function freezeRun(
   clusters: readonly { name: string; labels: Record<string, string> }[],
   startedBy: string | null,
   field = 'input.waveStrategy',
+  types: GateTypes = GATE_TYPES,
 ): FrozenRun {
   const inputs: WaveInput[] = strategy.waves.map((w) => ({
     name: w.name,
@@ -97,16 +98,16 @@ export function freezeRun(
       ...wave,
       minSuccessMs: (given?.minSuccessSeconds ?? 0) * 1000,
       progressDeadlineSeconds: given?.progressDeadlineSeconds ?? null,
-      before: gateSpec(given?.before, `${field}.waves[${i}].before`),
-      after: gateSpec(given?.after, `${field}.waves[${i}].after`),
+      before: gateSpec(given?.before, `${field}.waves[${i}].before`, types),
+      after: gateSpec(given?.after, `${field}.waves[${i}].after`, types),
     };
   });
   return { waves, excluded: plan.excluded, failurePolicy: strategy.failurePolicy ?? 'PAUSE', unreachable: strategy.unreachable ?? 'WAIT', strategy, startedBy };
 }
 
-function gateSpec(input: { type: string; config?: unknown } | null | undefined, field: string): GateSpec | null {
+function gateSpec(input: { type: string; config?: unknown } | null | undefined, field: string, types: GateTypes): GateSpec | null {
   if (!input) return null;
-  const type = gateTypeOf(input.type, `${field}.type`);
+  const type = gateTypeOf(input.type, `${field}.type`, types);
   return { type: input.type, config: type.check(input.config, `${field}.config`) };
 }
 

@@ -8,6 +8,7 @@ import { readEventsAfter, readEventsBefore, type EventRead } from '../eventReads
 import { ACTIVE_ROLLOUTS_IN_CLUSTER, ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
   Committed,
+  GateAttemptRow,
   GateDecisionRow,
   GateRow,
   RunRow,
@@ -35,7 +36,11 @@ import { INSERT_REVISIONS, LATEST_REVISIONS, UPDATE_TARGETS, insertRevisionsPara
 import { isoOf, numbered, preparedQuery, watchLentConnection } from './pool.js';
 import { HOLDER } from '../writeProbe.js';
 import {
+  attemptOfRow,
+  attemptValues,
   decisionOfRow,
+  GATE_ATTEMPTS,
+  INSERT_GATE_ATTEMPT,
   FIND_RUN,
   GATE_DECISIONS,
   GATES_OF,
@@ -346,6 +351,7 @@ function readsOn(db: Queryable): HistoryReads {
     },
     gatesOf: async (rolloutId) => (await rows<GateRow>(numbered(GATES_OF), [rolloutId])).map((row) => gateOfRow(row, pgDate)),
     gateDecisions: async (gateId) => (await rows<GateDecisionRow>(numbered(GATE_DECISIONS), [gateId])).map((row) => decisionOfRow(row, pgDate)),
+    gateAttempts: async (gateId) => (await rows<GateAttemptRow>(numbered(GATE_ATTEMPTS), [gateId])).map((row) => attemptOfRow(row, pgDate)),
     windowPolicies: async () => (await rows<WindowPolicyRow>(WINDOWS)).map((row) => windowOfRow(row, pgDate)),
   };
 }
@@ -540,6 +546,9 @@ function txOn(client: pg.PoolClient): HistoryTx {
     },
     *insertGateDecision(d) {
       yield* run(numbered(INSERT_GATE_DECISION), [d.gateId, d.tokenId, d.role, d.decision, d.comment, isoOf(d.at)]);
+    },
+    *insertGateAttempt(a) {
+      return (yield* rows<{ seq: number }>(`${numbered(INSERT_GATE_ATTEMPT)} RETURNING "seq"`, attemptValues(a, isoOf))).length > 0;
     },
   };
 }

@@ -38,9 +38,11 @@ import {
 import type { Sql } from '../Sql.js';
 import {
   deleteWindowPolicy,
+  gateAttempts,
   gateDecisions,
   gatesOf,
   insertGate,
+  insertGateAttempt,
   insertGateDecision,
   insertRun,
   insertWindowPolicy,
@@ -87,6 +89,7 @@ function readsOf(sql: Sql): HistoryReads {
     runOf: async (rolloutId) => runOf(sql, rolloutId),
     gatesOf: async (rolloutId) => gatesOf(sql, rolloutId),
     gateDecisions: async (gateId) => gateDecisions(sql, gateId),
+    gateAttempts: async (gateId) => gateAttempts(sql, gateId),
     windowPolicies: async () => windowPolicies(sql),
   };
 }
@@ -192,6 +195,7 @@ function txOf(sql: Sql): HistoryTx {
     runOf: (rolloutId) => done(runOf(sql, rolloutId)),
     gatesOf: (rolloutId) => done(gatesOf(sql, rolloutId)),
     gateDecisions: (gateId) => done(gateDecisions(sql, gateId)),
+    gateAttempts: (gateId) => done(gateAttempts(sql, gateId)),
     windowPolicies: () => done(windowPolicies(sql)),
     insertWindowPolicy: (row) => done(insertWindowPolicy(sql, row)),
     updateWindowPolicy: (row) => done(updateWindowPolicy(sql, row)),
@@ -215,6 +219,7 @@ function txOf(sql: Sql): HistoryTx {
     insertGate: (gate) => done(insertGate(sql, gate)),
     updateGate: (id, state, reason, endedAt) => done(updateGate(sql, id, state, reason, endedAt)),
     insertGateDecision: (decision) => done(insertGateDecision(sql, decision)),
+    insertGateAttempt: (attempt) => done(insertGateAttempt(sql, attempt)),
     updateWave: (rolloutId, ordinal, state, reason, startedAt, finishedAt) => done(updateWave(sql, rolloutId, ordinal, state, reason, startedAt, finishedAt)),
   };
 }

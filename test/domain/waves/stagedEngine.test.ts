@@ -8,6 +8,8 @@ import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../../
 import { RolloutEngine } from '../../../src/domain/RolloutEngine.js';
 import { RolloutLauncher, type RolloutPlan, type StagedLaunch } from '../../../src/domain/RolloutLauncher.js';
 import { RolloutService } from '../../../src/domain/RolloutService.js';
+import { GATE_TYPES, type GateType } from '../../../src/domain/gates/registry.js';
+import type { GateProgress } from '../../../src/domain/waves/progress.js';
 import { type WaveStrategyRequest as WaveStrategy, waveStrategyInput } from '../../../src/domain/waves/strategy.js';
 import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
 import { Registry } from 'prom-client';
@@ -449,6 +451,89 @@ describe('a staged rollout in the engine', () => {
     const done = await drive(rollout.id);
     expect(done.rollout.state).toBe('SUCCEEDED');
     expect(clusterOrder().sort()).toEqual(['canary-1', 'other', 'prod-a', 'prod-b']);
+  });
+
+  describe('a gate type that starts work and answers asynchronously (ANALYSIS, ALERT, EXTERNAL_CHECK)', () => {
+    /** What the gate "measured", kept outside the engine (as the gate types keep theirs in SQL). */
+    const kept = new Map<string, GateProgress>();
+    const opens: string[] = [];
+    const SCRIPTED: GateType = {
+      takesDecisions: false,
+      check: (config) => (config ?? {}) as Record<string, unknown>,
+      async progress(_config, facts) {
+        await new Promise((resolve) => setImmediate(resolve));
+        return kept.get(facts.gate.id) ?? { state: 'WAITING', reason: 'not measured yet' };
+      },
+      async open(_config, facts) {
+        opens.push(`${facts.gate.key} ${facts.gate.wave.clusters.join(',')} ${facts.gate.version}`);
+      },
+    };
+    const GATED: WaveStrategy = {
+      waves: [
+        { name: 'canary', clusters: { names: ['canary-1'] }, after: { type: 'SCRIPTED' } },
+        { name: 'prod', clusters: { labelSelector: 'stage=prod' }, maxConcurrency: '100%' },
+      ],
+      remainder: 'EXCLUDED',
+    };
+
+    beforeEach(() => {
+      kept.clear();
+      opens.length = 0;
+      rollouts = new RolloutService(db.store, new EventLog(db.store, bus), KIND_CONTRACTS, { ...GATE_TYPES, SCRIPTED });
+      launcher = new RolloutLauncher(rollouts);
+      engine = newEngine();
+    });
+
+    it('is opened when reached and on each pass while it waits, holds the run while it answers WAITING, and a new leader reads the same answer', async () => {
+      const refused = launcher.launch({
+        plan: plan(),
+        cause: {},
+        request: {},
+        staged: staged({ waves: [{ name: 'w', clusters: { names: ['other'] }, after: { type: 'NOPE' } }] }),
+      });
+      await expect(refused).rejects.toMatchObject({ code: 'BAD_USER_INPUT' });
+      await expect(refused).rejects.toThrow('"NOPE" is not a gate type (known: APPROVAL, TIMED_WAIT, SCRIPTED)');
+      const { rollout } = await launch(GATED);
+      const gateId = `${rollout.id}:after:canary`;
+      const waiting = await drive(rollout.id);
+      expect(waiting.rollout.state).toBe('PROGRESSING');
+      expect(clusterOrder()).toEqual(['canary-1']);
+      expect(opens[0]).toBe('after:canary canary-1 agent:v2');
+      const opened = opens.length;
+      await engine.reconcile(rollout.id, signal);
+      expect(opens.length).toBe(opened + 1); // a pass while it waits starts its work again (idempotent in the type)
+      const [gate] = await rollouts.runs.gates(rollout.id, new Date(now));
+      expect(gate?.progress).toEqual({ state: 'WAITING', reason: 'not measured yet' });
+
+      // Inconclusive: the run pauses with the reason; no wave failed.
+      kept.set(gateId, { state: 'WAITING', reason: 'analysis a-1 inconclusive', until: null, holds: true });
+      const held = await drive(rollout.id);
+      expect(held.rollout.state).toBe('PAUSED');
+      expect(held.rollout.message).toMatch(/gate after:canary: analysis a-1 inconclusive; retry the gate, resume to accept it and go on, or abort/);
+      expect((await rollouts.runs.runOf(rollout.id))?.waveStates.map((w) => w.state)).toEqual(['RUNNING', 'PENDING']);
+      expect(clusterOrder()).toEqual(['canary-1']);
+
+      // The measurement passes; a new leader (a new engine) reads it from what was kept, and a resume goes on.
+      kept.set(gateId, { state: 'PASSED', reason: 'analysis a-2 successful' });
+      engine = newEngine();
+      await rollouts.resume(rollout.id);
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder().sort()).toEqual(['canary-1', 'prod-a', 'prod-b']);
+      const [ended] = await rollouts.runs.gates(rollout.id, new Date(now));
+      expect(ended?.row).toMatchObject({ state: 'PASSED', reason: 'analysis a-2 successful' });
+    });
+
+    it('fails the wave when the gate fails: the failure policy applies', async () => {
+      const { rollout } = await launch(GATED);
+      await drive(rollout.id);
+      kept.set(`${rollout.id}:after:canary`, { state: 'FAILED', reason: 'analysis a-1 failed: errors > 0' });
+      const failed = await drive(rollout.id);
+      expect(failed.rollout.state).toBe('PAUSED');
+      expect(failed.rollout.message).toMatch(/wave canary failed: gate after:canary: analysis a-1 failed/);
+      expect((await rollouts.runs.runOf(rollout.id))?.waveStates.map((w) => w.state)).toEqual(['FAILED', 'PENDING']);
+      expect(clusterOrder()).toEqual(['canary-1']);
+    });
   });
 
   it('a rollout without waves is not staged (no run rows)', async () => {
