@@ -72,6 +72,8 @@ const outputs = [
         NotificationSubscription: '../resolvers/models.js#NotificationSubscriptionModel',
         NotificationDelivery: '../resolvers/models.js#NotificationDeliveryModel',
         MemberCluster: '../resolvers/models.js#MemberClusterModel',
+        Gate: '../resolvers/models.js#GateModel',
+        AnalysisRun: '../resolvers/models.js#AnalysisRunModel',
       },
       maybeValue: 'T | null',
       inputMaybeValue: 'T | null | undefined',

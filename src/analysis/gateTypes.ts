@@ -120,6 +120,10 @@ export function analysisGateType(gates: AnalysisGates, prometheus: Clients): Gat
       const parsed = parseAnalysisGateConfig(config, 'config');
       await gates.open(analysisRef(facts.gate), parsed.template, { ...gateArgs(facts.gate), ...parsed.args });
     },
+    // Attempt n+1, linked to the latest, with the same template and arguments; its progress is read from it.
+    async retry(_config, facts) {
+      await gates.retry(analysisRef(facts.gate));
+    },
   };
 }
 

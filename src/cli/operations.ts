@@ -22,6 +22,8 @@ export {
   MaintenanceWindowsDocument as WINDOWS_QUERY,
   UpdateMaintenanceWindowDocument as UPDATE_WINDOW_MUTATION,
   RejectGateDocument as REJECT_GATE_MUTATION,
+  RetryGateDocument as RETRY_GATE_MUTATION,
+  GateMeasurementsDocument as GATE_MEASUREMENTS_QUERY,
   ClustersDocument as CLUSTERS_QUERY,
   DeregisterClusterDocument as DEREGISTER_CLUSTER_MUTATION,
   RegisterClusterDocument as REGISTER_CLUSTER_MUTATION,

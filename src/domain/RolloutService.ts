@@ -26,7 +26,7 @@ import {
 } from './launchRules.js';
 import type { EventLog } from './EventLog.js';
 import { type FrozenRun, runRows } from './waves/strategy.js';
-import { StagedRuns } from './waves/StagedRuns.js';
+import { type GateView, StagedRuns } from './waves/StagedRuns.js';
 import { GATE_TYPES, type GateTypes } from './gates/registry.js';
 import { WindowPolicies } from './gates/WindowPolicies.js';
 import { parseStoredStrategy, serializeStrategy, type KindContracts, type RolloutStrategy } from './kinds/index.js';
@@ -439,6 +439,23 @@ export class RolloutService {
       const { rollout, events } = yield* transitionStep(tx, toRollout, id, to, message, allowed);
       return { result: rollout, events };
     });
+  }
+
+  /**
+   * retryGate: the gate measures again (StagedRuns.retry). A run the gate paused (its wave's failure or hold) goes on
+   * without accepting the old outcome: the pause's mark is cleared first, then the run resumes, so the engine waits on
+   * the new attempt (a crash in between leaves a pause whose resume does not accept anything).
+   */
+  async retryGate(rolloutId: string, gateKey: string, now = new Date()): Promise<GateView> {
+    const rollout = await this.get(rolloutId);
+    if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
+    const gate = await this.runs.retry(rollout, gateKey, now);
+    const wave = gateKey.slice(gateKey.indexOf(':') + 1);
+    if (rollout.state === 'PAUSED' && rollout.engineState.pausedWave === wave) {
+      await this.updateEngineState(rolloutId, { pausedWave: null });
+      await this.transition(rolloutId, 'PROGRESSING', `gate ${gateKey} retried`, ['PAUSED']);
+    }
+    return gate;
   }
 
   /** Engine: merges `patch` into the rollout's engine bookkeeping. */

@@ -33,6 +33,8 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'rejectGate.comment': 1000,
   'approveGate.gate': 80,
   'rejectGate.gate': 80,
+  'retryGate.gate': 80,
+  'Rollout.gate.key': 80,
   'MaintenanceWindowInput.name': 63,
   'MaintenanceWindowInput.timeZone': 64,
   'MaintenanceWindowInput.clusterSelector': 1000,

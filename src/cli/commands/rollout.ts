@@ -4,11 +4,14 @@ import { causeFrom, idempotencyKeyFor, type CauseOptions } from '../bumpInputs.j
 import { ExitCode, RemoteError } from '../exitCodes.js';
 import * as flags from '../flags.js';
 import { formatRollout } from '../format.js';
+import type { GateMeasurementsQuery } from '../generated/graphql.js';
 import {
   ABORT_MUTATION,
   APPROVE_GATE_MUTATION,
   isTerminalState,
   REJECT_GATE_MUTATION,
+  RETRY_GATE_MUTATION,
+  GATE_MEASUREMENTS_QUERY,
   PAUSE_MUTATION,
   RESUME_MUTATION,
   ROLLBACK_MUTATION,
@@ -50,6 +53,27 @@ async function finishWith(ctx: CliContext, rollout: RolloutView, options: WaitOp
   const final = await ctx.follow(rollout.id, options.timeout);
   ctx.result({ rollout: final }, formatRollout(final));
   return exitCodeForState(final);
+}
+
+type GateReport = NonNullable<NonNullable<GateMeasurementsQuery['rollout']>['gate']>;
+
+/** A gate, its attempts and its analysis runs with every measurement, one line each. */
+function formatGate(gate: GateReport): string {
+  const lines = [`gate ${gate.key} (${gate.type}): ${gate.state}: ${gate.reason}`];
+  for (const a of gate.attempts) {
+    lines.push(`  attempt ${a.number} at ${String(a.at)}: ${a.answer}${a.retryAfterSeconds != null ? ` (retry after ${a.retryAfterSeconds}s)` : ''}: ${a.reason}`);
+  }
+  for (const run of gate.analysisRuns) {
+    lines.push(`  analysis ${run.id} (attempt ${run.attempt}${run.previousRunId ? `, retries ${run.previousRunId}` : ''}): ${run.phase}${run.message ? `: ${run.message}` : ''}`);
+    for (const m of run.measurements) {
+      const values = JSON.stringify(m.values);
+      lines.push(
+        `    ${m.metric} #${m.number} ${String(m.finishedAt)} ${m.verdict}${m.dryRun ? ' (dry run)' : ''} values=${values}${m.condition ? ` [${m.condition}]` : ''}${m.message ? ` ${m.message}` : ''}`,
+      );
+      lines.push(`      query: ${m.query}`);
+    }
+  }
+  return lines.join('\n');
 }
 
 export function registerRollout(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
@@ -142,6 +166,40 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       }),
     );
   }
+
+  // An analysis gate that failed or holds the run (issue 33): measured again, as a new attempt linked to the old one.
+  addCommonOptions(
+    rollout
+      .command('retry-gate')
+      .description("Retry a staged rollout's analysis gate that failed or holds the run (a new analysis run; a run it paused resumes)")
+      .argument('<id>', 'rollout id', rolloutId)
+      .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80)),
+  ).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const { gate } = ctx.flags<{ gate: string }>();
+      const retried = (await ctx.client.request(RETRY_GATE_MUTATION, { id, gate })).retryGate;
+      ctx.result({ gate: retried }, `gate ${retried.key} (${retried.type}): ${retried.state}: ${retried.reason}`);
+      return ExitCode.Ok;
+    }),
+  );
+
+  // Why a gate decided: every analysis measurement (resolved query, values, condition, verdict) and every attempt.
+  addCommonOptions(
+    rollout
+      .command('gate')
+      .description("Print a staged rollout's gate with its latest attempts and analysis runs, every measurement of them")
+      .argument('<id>', 'rollout id', rolloutId)
+      .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80)),
+  ).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const { gate } = ctx.flags<{ gate: string }>();
+      const data = await ctx.client.request(GATE_MEASUREMENTS_QUERY, { id, gate });
+      if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`);
+      if (!data.rollout.gate) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} has no open gate ${gate}`);
+      ctx.result({ gate: data.rollout.gate }, formatGate(data.rollout.gate));
+      return ExitCode.Ok;
+    }),
+  );
 
   addCommonOptions(
     addWaitOptions(

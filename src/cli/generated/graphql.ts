@@ -722,6 +722,25 @@ export type RejectGateMutationVariables = Exact<{
 
 export type RejectGateMutation = { rejectGate: GateFieldsFragment };
 
+export type RetryGateMutationVariables = Exact<{
+  id: string | number;
+  gate: string;
+}>;
+
+
+export type RetryGateMutation = { retryGate: GateFieldsFragment };
+
+export type GateMeasurementsQueryVariables = Exact<{
+  id: string | number;
+  gate: string;
+}>;
+
+
+export type GateMeasurementsQuery = { rollout: { id: string, gate: (
+      { attempts: Array<{ number: number, at: string, answer: string, retryAfterSeconds: number | null, reason: string }>, analysisRuns: Array<{ id: string, attempt: number, previousRunId: string | null, phase: string, message: string | null, templateName: string, startedAt: string, finishedAt: string | null, measurements: Array<{ metric: string, number: number, query: string, values: unknown, condition: string | null, threshold: number | null, verdict: string, noData: boolean, dryRun: boolean, message: string | null, startedAt: string, finishedAt: string }> }> }
+      & GateFieldsFragment
+    ) | null } | null };
+
 export type HistoryQueryVariables = Exact<{
   filter?: RolloutFilter | null | undefined;
   first?: number | null | undefined;
@@ -1696,6 +1715,78 @@ export const RejectGateDocument = new TypedDocumentString(`
     at
   }
 }`) as unknown as TypedDocumentString<RejectGateMutation, RejectGateMutationVariables>;
+export const RetryGateDocument = new TypedDocumentString(`
+    mutation RetryGate($id: ID!, $gate: String!) {
+  retryGate(rolloutId: $id, gate: $gate) {
+    ...GateFields
+  }
+}
+    fragment GateFields on Gate {
+  key
+  type
+  state
+  reason
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}`) as unknown as TypedDocumentString<RetryGateMutation, RetryGateMutationVariables>;
+export const GateMeasurementsDocument = new TypedDocumentString(`
+    query GateMeasurements($id: ID!, $gate: String!) {
+  rollout(id: $id) {
+    id
+    gate(key: $gate) {
+      ...GateFields
+      attempts {
+        number
+        at
+        answer
+        retryAfterSeconds
+        reason
+      }
+      analysisRuns {
+        id
+        attempt
+        previousRunId
+        phase
+        message
+        templateName
+        startedAt
+        finishedAt
+        measurements {
+          metric
+          number
+          query
+          values
+          condition
+          threshold
+          verdict
+          noData
+          dryRun
+          message
+          startedAt
+          finishedAt
+        }
+      }
+    }
+  }
+}
+    fragment GateFields on Gate {
+  key
+  type
+  state
+  reason
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}`) as unknown as TypedDocumentString<GateMeasurementsQuery, GateMeasurementsQueryVariables>;
 export const HistoryDocument = new TypedDocumentString(`
     query History($filter: RolloutFilter, $first: Int, $after: String) {
   rollouts(filter: $filter, first: $first, after: $after) {

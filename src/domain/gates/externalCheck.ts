@@ -54,8 +54,17 @@ export function parseExternalCheck(input: ExternalCheckInput, field: string): Ex
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_ATTEMPTS) {
     throw new ValidationError(`${field}.maxAttempts`, `must be a whole number from 1 to ${MAX_ATTEMPTS}`);
   }
-  const retryIntervalMs = input.retryInterval ? parseDuration(input.retryInterval, `${field}.retryInterval`) : 60_000;
+  const retryIntervalMs = input.retryInterval ? retryInterval(input.retryInterval, `${field}.retryInterval`) : 60_000;
   return { url: url.toString(), maxAttempts, retryIntervalMs };
+}
+
+/** Seconds (`30s`, 1 to 86400) or a duration of minutes and more (`5m`, `1h`, as windows take them). */
+function retryInterval(text: string, field: string): number {
+  const seconds = /^(\d{1,5})s$/.exec(text);
+  if (!seconds) return parseDuration(text, field);
+  const n = Number(seconds[1]);
+  if (n < 1 || n > 86_400) throw new ValidationError(field, `"${text}" is not between 1s and 86400s`);
+  return n * 1000;
 }
 
 /** What one HTTP answer means (status, the `Retry-After` header, the start of the body). */

@@ -59,6 +59,11 @@ export interface GateType {
    * bounded by a timeout, and records its answer; the pass never waits on it.
    */
   open?(config: Record<string, unknown>, facts: GateFacts): Promise<void>;
+  /**
+   * Measures again (argo-rollouts#2897): a new attempt linked to the one it retries (retryGate). Only types that
+   * have it can be retried; called for a gate that FAILED or holds the run.
+   */
+  retry?(config: Record<string, unknown>, facts: GateFacts): Promise<void>;
   /** Whether people decide on it (approve/reject). */
   readonly takesDecisions: boolean;
 }

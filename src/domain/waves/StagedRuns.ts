@@ -135,6 +135,31 @@ export class StagedRuns {
   }
 
   /**
+   * Retries a gate (retryGate; argo-rollouts#2897): its type measures again, as a new attempt linked to the old one.
+   * NOT_FOUND for a gate the run does not have; CONFLICT for a run that is not staged or not active, a gate not
+   * opened yet, a type that cannot be retried (only ANALYSIS), and a gate that neither failed nor holds the run.
+   */
+  async retry(rollout: GateRollout & { state: string }, gateKey: string, now: Date): Promise<GateView> {
+    const run = await this.runOf(rollout.id);
+    if (!run) throw new ConflictError(`rollout ${rollout.id} is not staged: it has no gates`);
+    const known = { run, rollout };
+    const gate = (await this.gates(rollout.id, now, known)).find((g) => g.row.key === gateKey);
+    if (!gate) {
+      const keys = run.waves.flatMap((w) => [w.before ? `before:${w.name}` : null, w.after ? `after:${w.name}` : null]).filter(Boolean);
+      if (!keys.includes(gateKey)) throw new NotFoundError(`rollout ${rollout.id} has no gate ${gateKey} (its gates: ${keys.join(', ') || 'none'})`);
+      throw new ConflictError(`gate ${gateKey} of rollout ${rollout.id} has not opened yet`);
+    }
+    const type = gateTypeOf(gate.row.type, 'type', this.types);
+    if (!type.retry) throw new ConflictError(`gate ${gateKey} is a ${gate.row.type} gate: only an analysis gate can be retried`);
+    if (!ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState)) throw new ConflictError(`rollout ${rollout.id} is ${rollout.state}: its gates can no longer be retried`);
+    if (gate.progress.state !== 'FAILED' && !gate.progress.holds) {
+      throw new ConflictError(`gate ${gateKey} is ${gate.progress.state} (${gate.progress.reason}): only a failed, inconclusive or errored gate can be retried`);
+    }
+    await type.retry(JSON.parse(gate.row.config) as Record<string, unknown>, factsOf(gate.row, gate.decisions, gate.attempts, refOf(gate.row, known), now));
+    return (await this.gates(rollout.id, now, known)).find((g) => g.row.key === gateKey)!;
+  }
+
+  /**
    * Starts (again) what each WAITING gate's type waits on — idempotent: an analysis already measured here, an
    * attempt already under way, start nothing. Called by the engine on each pass, so a new leader picks up every gate
    * the last one left waiting. Returns once the work is started; nothing here waits on a network.

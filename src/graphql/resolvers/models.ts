@@ -32,3 +32,9 @@ export type {
 
 /** A member cluster as its record maps to the API (resolvers/clusters.ts); its kinds' figures are resolved per query. */
 export type MemberClusterModel = Omit<import('../generated/resolvers.js').MemberCluster, 'kindFigures' | 'maintenanceWindow'>;
+
+/** A gate as StagedRuns.gates reads it (its row, decisions, attempts and progress); its lists resolve from it. */
+export type { GateView as GateModel } from '../../domain/waves/StagedRuns.js';
+
+/** An analysis run as recorded (its measurements resolve from its id). */
+export type { AnalysisRunRecord as AnalysisRunModel } from '../../analysis/model.js';

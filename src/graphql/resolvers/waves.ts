@@ -4,6 +4,8 @@ import type { FrozenRun } from '../../domain/waves/strategy.js';
 import type { Gate, MaintenanceWindowInput, Resolvers, WavePlan } from '../generated/resolvers.js';
 import { optionalText, requireId } from './eventSubscription.js';
 import { ValidationError } from '../../errors.js';
+import { valuesText } from '../../analysis/model.js';
+import { checkPageSize } from '../../util/pagination.js';
 import { isDns1123Label } from '../../util/dnsNames.js';
 import { portsHere } from '../../domain/clusterSelection.js';
 import { decide as decideWindow, type WindowDecision, type WindowPolicyInput } from '../../domain/gates/maintenanceWindows.js';
@@ -39,24 +41,68 @@ export function wavePlanOf(run: FrozenRun | StoredRun): WavePlan {
   };
 }
 
-export function gateOf(view: GateView): Gate {
-  const { row } = view;
-  return {
-    key: row.key,
-    type: row.type as Gate['type'],
-    config: JSON.parse(row.config) as unknown,
-    state: view.progress.state,
-    reason: view.progress.reason,
-    openedAt: row.openedAt,
-    endedAt: row.endedAt,
-    decisions: view.decisions.map((d) => ({
+/**
+ * A gate's fields from what StagedRuns read (GateView): its row, decisions, attempts and progress as computed now.
+ * Its analysis runs are read when asked for (the analysis store, by rollout and gate key).
+ */
+const gateFields: Resolvers['Gate'] = {
+  key: (view) => view.row.key,
+  type: (view) => view.row.type as Gate['type'],
+  config: (view) => JSON.parse(view.row.config) as unknown,
+  state: (view) => view.progress.state,
+  reason: (view) => view.progress.reason,
+  openedAt: (view) => view.row.openedAt,
+  endedAt: (view) => view.row.endedAt,
+  decisions: (view) =>
+    view.decisions.map((d) => ({
       by: d.tokenId,
       role: d.role as Gate['decisions'][number]['role'],
       decision: d.decision as 'APPROVE' | 'REJECT',
       comment: d.comment,
       at: d.at,
     })),
-  };
+  attempts: (view, args) =>
+    view.attempts.slice(-checkPageSize(args.first, 50)).map((a) => ({
+      number: a.seq,
+      startedAt: a.startedAt,
+      at: a.at,
+      answer: a.answer,
+      retryAfterSeconds: a.afterMs === null ? null : a.afterMs / 1000,
+      reason: a.reason,
+    })),
+  analysisRuns: async (view, args, ctx) => {
+    const runs = (await ctx.domain.analysis?.gateRuns(view.row.rolloutId, view.row.key)) ?? [];
+    return runs.slice(-checkPageSize(args.first, 3));
+  },
+};
+
+const analysisRunFields: Resolvers['AnalysisRun'] = {
+  measurements: async (run, args, ctx) => {
+    const all = (await ctx.domain.analysis?.measurementsOf(run.id)) ?? [];
+    const after = args.after ?? 0;
+    if (!Number.isInteger(after) || after < 0) throw new ValidationError('after', 'must be a whole number of measurements to skip');
+    return all.slice(after, after + checkPageSize(args.first, 200)).map((m) => ({
+      metric: m.metricName,
+      number: m.seq,
+      query: m.query,
+      values: jsonValues(m.values),
+      condition: m.condition,
+      threshold: m.threshold,
+      verdict: m.verdict,
+      noData: m.noData,
+      dryRun: m.dryRun,
+      message: m.message,
+      baselineQuery: m.baselineQuery,
+      baselineValues: m.baselineValues ? jsonValues(m.baselineValues) : null,
+      startedAt: m.startedAt,
+      finishedAt: m.finishedAt,
+    }));
+  },
+};
+
+/** Values as JSON: NaN and ±Inf as the strings Prometheus writes (JSON has no such numbers). */
+function jsonValues(values: readonly number[]): unknown[] {
+  return JSON.parse(valuesText(values)) as unknown[];
 }
 
 /** Who decides at a gate: the token's id, or `anonymous` with authentication off. */
@@ -100,9 +146,9 @@ async function decideGate(
   ctx: GraphQLContext,
   verdict: 'APPROVE' | 'REJECT',
   args: { rolloutId: string; gate: string; comment?: string | null },
-): Promise<Gate> {
+): Promise<GateView> {
   const request = { rolloutId: requireId(args.rolloutId), gateKey: gateKeyOf(args.gate), verdict, comment: optionalText(args.comment) ?? null };
-  return gateOf(await ctx.domain.rollouts.runs.decide({ ...request, ...deciderOf(ctx.principal) }, new Date()));
+  return ctx.domain.rollouts.runs.decide({ ...request, ...deciderOf(ctx.principal) }, new Date());
 }
 
 export const wavesResolvers: Resolvers = {
@@ -121,7 +167,10 @@ export const wavesResolvers: Resolvers = {
     deleteMaintenanceWindow: (_, args, ctx) => ctx.domain.rollouts.windows.delete(args.name),
     approveGate: (_, args, ctx) => decideGate(ctx, 'APPROVE', args),
     rejectGate: (_, args, ctx) => decideGate(ctx, 'REJECT', args),
+    retryGate: (_, args, ctx) => ctx.domain.rollouts.retryGate(requireId(args.rolloutId), gateKeyOf(args.gate)),
   },
+  Gate: gateFields,
+  AnalysisRun: analysisRunFields,
   BumpPayload: {
     wavePlan: async (payload, _, ctx) => {
       const result = payload as { run?: FrozenRun; rollout: { id: string }; dryRun: boolean };
@@ -136,7 +185,9 @@ export const wavesResolvers: Resolvers = {
       const stored = await ctx.domain.rollouts.runs.runOf(rollout.id);
       return stored ? wavePlanOf(stored) : null;
     },
-    gates: async (rollout, _, ctx) => (rollout.id === 'dry-run' ? [] : (await ctx.domain.rollouts.runs.gates(rollout.id, new Date())).map(gateOf)),
+    gates: async (rollout, _, ctx) => (rollout.id === 'dry-run' ? [] : ctx.domain.rollouts.runs.gates(rollout.id, new Date())),
+    gate: async (rollout, args, ctx) =>
+      rollout.id === 'dry-run' ? null : ((await ctx.domain.rollouts.runs.gates(rollout.id, new Date())).find((g) => g.row.key === gateKeyOf(args.key)) ?? null),
     // The step the engine would take now, computed from the same rows it reads (nothing is written here).
     waitingFor: async (rollout, _, ctx) => {
       if (rollout.state !== 'PROGRESSING') return null;
