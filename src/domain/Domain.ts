@@ -1,4 +1,3 @@
-import type { AnalysisStore } from '../analysis/model.js';
 import type { TokenService } from '../auth/TokenService.js';
 import type { AuditLog } from './AuditLog.js';
 import type { ClusterPorts } from './clusterSelection.js';
@@ -58,8 +57,6 @@ export interface Domain extends KindPorts {
    * (docs/adr/0058-bump-across-clusters.md); set by the composition root. Absent: `local` alone.
    */
   clusterPorts?: ClusterPorts;
-  /** Analysis runs and their measurements (ANALYSIS gates, ADR 0067/0068), as the API reads them. */
-  analysis?: Pick<AnalysisStore, 'gateRuns' | 'measurementsOf'>;
   /** Work-queue snapshots of the running controllers (empty when none run on this replica). */
   workQueues(): QueueSnapshot[];
 }

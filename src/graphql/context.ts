@@ -1,3 +1,4 @@
+import type { AnalysisStore } from '../analysis/model.js';
 import type { Principal } from '../auth/roles.js';
 import type { Domain } from '../domain/Domain.js';
 import type { ReplayCharge } from '../domain/EventLog.js';
@@ -12,6 +13,8 @@ export interface GraphQLContext {
   principal: Principal;
   /** The client's address, for the audit log. */
   sourceAddress: string | null;
+  /** Analysis runs and their measurements (ANALYSIS gates, ADR 0067/0068), as the API reads them. */
+  analysis?: Pick<AnalysisStore, 'gateRuns' | 'measurementsOf'>;
   /** A subscription's: charges the events its `after:` replays to the caller's budget (set by the WebSocket server). */
   chargeReplay?: ReplayCharge;
 }

@@ -58,6 +58,7 @@ export async function startApi(config: Config, { logger, metrics, history, domai
       logger,
       principal,
       sourceAddress: req.socket.remoteAddress ?? null,
+      analysis: db.analysis,
     });
     const { mutationsPerMinute, mutationBurst, queryCostPerMinute, queryCostBurst } = config.rateLimits;
     const guard = {

@@ -151,7 +151,6 @@ export async function startControllers(
       tokens: history.tokens,
       audit: history.audit,
       notifications: notifications.service,
-      analysis: db.analysis,
     };
     return {
       manager,

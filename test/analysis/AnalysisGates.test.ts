@@ -170,6 +170,24 @@ describe('the analysis gate service', () => {
     expect((await db.analysis.findRun(run.id))!.phase).toBe('SUCCESSFUL');
   });
 
+  it('stands down when the replica stops leading (measures nothing, records nothing) and resumes when it leads again', async () => {
+    const { gates, clock } = service(answering([0.1]));
+    const run = await gates.open(gate(), TEMPLATE, { version: 'v2' });
+    for (let i = 0; i < 20 && (await db.analysis.measurementsOf(run.id)).length < 1; i++) await clock.advance(1000);
+    await gates.standDown();
+    expect(gates.measuring()).toEqual([]);
+    const taken = (await db.analysis.measurementsOf(run.id)).length;
+    await clock.advance(30_000);
+    expect(await db.analysis.measurementsOf(run.id)).toHaveLength(taken);
+    // Opening the gate again while stood down drives nothing (the engine runs only on the leader anyway).
+    await gates.open({ ...gate(), rolloutId: run.rolloutId }, TEMPLATE, { version: 'v2' });
+    expect(gates.measuring()).toEqual([]);
+    expect((await gates.resume()).map((r) => r.id)).toContain(run.id);
+    await untilSettled(gates, clock, run.id);
+    expect((await db.analysis.findRun(run.id))!.phase).toBe('SUCCESSFUL');
+    expect((await db.analysis.measurementsOf(run.id)).map((m) => m.seq)).toEqual([0, 1, 2]);
+  });
+
   it('refuses to open without a Prometheus to ask (UNAVAILABLE), recording nothing', async () => {
     const { gates } = service(undefined);
     const ref = gate();

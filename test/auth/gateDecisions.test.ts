@@ -60,6 +60,13 @@ describe('approval gate decisions', () => {
     expect(starter.errors?.[0]?.message).toMatch(/started the run and may not decide/);
     const viewer = await gql(app.url, APPROVE, { id, c: 'lgtm' }, bearer(secrets.watcher!));
     expect(viewer.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    // Retrying a gate is a deployer's too: a viewer is FORBIDDEN (before anything is looked up); an approval gate is
+    // not one that can be retried (CONFLICT).
+    const RETRY = 'mutation ($id: ID!) { retryGate(rolloutId: $id, gate: "before:one") { state } }';
+    expect((await gql(app.url, RETRY, { id }, bearer(secrets.watcher!))).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    const notAnalysis = await gql(app.url, RETRY, { id }, bearer(secrets.alice!));
+    expect(notAnalysis.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(notAnalysis.errors?.[0]?.message).toMatch(/gate before:one is of type APPROVAL: only an ANALYSIS gate can be retried/);
 
     const once = await gql(app.url, APPROVE, { id, c: 'canary fine' }, bearer(secrets.alice!));
     expect(once.errors).toBeUndefined();

@@ -61,10 +61,14 @@ type GateReport = NonNullable<NonNullable<GateMeasurementsQuery['rollout']>['gat
 function formatGate(gate: GateReport): string {
   const lines = [`gate ${gate.key} (${gate.type}): ${gate.state}: ${gate.reason}`];
   for (const a of gate.attempts) {
-    lines.push(`  attempt ${a.number} at ${String(a.at)}: ${a.answer}${a.retryAfterSeconds != null ? ` (retry after ${a.retryAfterSeconds}s)` : ''}: ${a.reason}`);
+    lines.push(
+      `  attempt ${a.number} at ${String(a.at)}: ${a.answer}${a.retryAfterSeconds != null ? ` (retry after ${a.retryAfterSeconds}s)` : ''}: ${a.reason}`,
+    );
   }
   for (const run of gate.analysisRuns) {
-    lines.push(`  analysis ${run.id} (attempt ${run.attempt}${run.previousRunId ? `, retries ${run.previousRunId}` : ''}): ${run.phase}${run.message ? `: ${run.message}` : ''}`);
+    lines.push(
+      `  analysis ${run.id} (attempt ${run.attempt}${run.previousRunId ? `, retries ${run.previousRunId}` : ''}): ${run.phase}${run.message ? `: ${run.message}` : ''}`,
+    );
     for (const m of run.measurements) {
       const values = JSON.stringify(m.values);
       lines.push(

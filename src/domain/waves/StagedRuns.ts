@@ -150,10 +150,13 @@ export class StagedRuns {
       throw new ConflictError(`gate ${gateKey} of rollout ${rollout.id} has not opened yet`);
     }
     const type = gateTypeOf(gate.row.type, 'type', this.types);
-    if (!type.retry) throw new ConflictError(`gate ${gateKey} is a ${gate.row.type} gate: only an analysis gate can be retried`);
-    if (!ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState)) throw new ConflictError(`rollout ${rollout.id} is ${rollout.state}: its gates can no longer be retried`);
+    if (!type.retry) throw new ConflictError(`gate ${gateKey} is of type ${gate.row.type}: only an ANALYSIS gate can be retried`);
+    if (!ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState))
+      throw new ConflictError(`rollout ${rollout.id} is ${rollout.state}: its gates can no longer be retried`);
     if (gate.progress.state !== 'FAILED' && !gate.progress.holds) {
-      throw new ConflictError(`gate ${gateKey} is ${gate.progress.state} (${gate.progress.reason}): only a failed, inconclusive or errored gate can be retried`);
+      throw new ConflictError(
+        `gate ${gateKey} is ${gate.progress.state} (${gate.progress.reason}): only a failed, inconclusive or errored gate can be retried`,
+      );
     }
     await type.retry(JSON.parse(gate.row.config) as Record<string, unknown>, factsOf(gate.row, gate.decisions, gate.attempts, refOf(gate.row, known), now));
     return (await this.gates(rollout.id, now, known)).find((g) => g.row.key === gateKey)!;

@@ -1956,6 +1956,7 @@ export type AnalysisRun = {
   phase: Scalars['String']['output'];
   /** Why it decided (or was cancelled). */
   message?: Maybe<Scalars['String']['output']>;
+  /** The template's metadata.name. */
   templateName: Scalars['String']['output'];
   /** The arguments as resolved for this run (version, cluster, wave, and the template's own). */
   args: Scalars['JSON']['output'];
@@ -1977,6 +1978,7 @@ export type AnalysisRunMeasurementsArgs = {
 /** One measurement of a metric: the resolved query, what Prometheus answered, the condition and the verdict. */
 export type AnalysisMeasurement = {
   __typename?: 'AnalysisMeasurement';
+  /** The metric's name in its template. */
   metric: Scalars['String']['output'];
   /** The metric's measurement number in its run (0, 1, …). */
   number: Scalars['Int']['output'];
@@ -1986,15 +1988,23 @@ export type AnalysisMeasurement = {
   values: Scalars['JSON']['output'];
   /** The conditions, e.g. `failure: result[0] > 0`. */
   condition?: Maybe<Scalars['String']['output']>;
+  /** The number the condition compares with, when it has one (drawn on a chart). */
   threshold?: Maybe<Scalars['Float']['output']>;
   /** SUCCESSFUL, FAILED, INCONCLUSIVE, ERROR or WAITING (no data, waited out). */
   verdict: Scalars['String']['output'];
+  /** Whether Prometheus answered no data (empty, or NaN). */
   noData: Scalars['Boolean']['output'];
+  /** Measured and kept, never deciding (the metric's dryRun). */
   dryRun: Scalars['Boolean']['output'];
+  /** Why it decided so (an error's reason, no data's policy). */
   message?: Maybe<Scalars['String']['output']>;
+  /** The baseline query as sent, when the metric compares with the targets not yet upgraded. */
   baselineQuery?: Maybe<Scalars['String']['output']>;
+  /** The baseline's values (as `values`). */
   baselineValues?: Maybe<Scalars['JSON']['output']>;
+  /** When the query was sent. */
   startedAt: Scalars['DateTime']['output'];
+  /** When it was answered and judged. */
   finishedAt: Scalars['DateTime']['output'];
 };
 

@@ -71,14 +71,14 @@ const gateFields: Resolvers['Gate'] = {
       reason: a.reason,
     })),
   analysisRuns: async (view, args, ctx) => {
-    const runs = (await ctx.domain.analysis?.gateRuns(view.row.rolloutId, view.row.key)) ?? [];
+    const runs = (await ctx.analysis?.gateRuns(view.row.rolloutId, view.row.key)) ?? [];
     return runs.slice(-checkPageSize(args.first, 3));
   },
 };
 
 const analysisRunFields: Resolvers['AnalysisRun'] = {
   measurements: async (run, args, ctx) => {
-    const all = (await ctx.domain.analysis?.measurementsOf(run.id)) ?? [];
+    const all = (await ctx.analysis?.measurementsOf(run.id)) ?? [];
     const after = args.after ?? 0;
     if (!Number.isInteger(after) || after < 0) throw new ValidationError('after', 'must be a whole number of measurements to skip');
     return all.slice(after, after + checkPageSize(args.first, 200)).map((m) => ({
