@@ -103,12 +103,12 @@ export interface LaunchResult {
  * A staged request's frozen run over the plan's clusters, and the plan with the targets of excluded clusters SKIPPED
  * (they are in no wave: never admitted, and the plan says why). Unstaged requests pass unchanged.
  */
-function staged(request: LaunchRequest, types: GateTypes): { run?: FrozenRun; plan: RolloutPlan } {
+function staged(request: LaunchRequest, types: () => GateTypes): { run?: FrozenRun; plan: RolloutPlan } {
   const { staged: s, plan } = request;
   if (!s) return { plan };
   const labels = new Map(s.registered.map((c) => [c.name, c.labels]));
   const clusters = [...new Set(plan.targets.map(clusterOf))].map((name) => ({ name, labels: labels.get(name) ?? {} }));
-  const run = freezeRun(s.strategy, clusters, s.startedBy, undefined, types);
+  const run = freezeRun(s.strategy, clusters, s.startedBy, undefined, types());
   if (run.excluded.length === 0) return { run, plan };
   const excluded = new Set(run.excluded);
   const targets = plan.targets.map((t) =>
@@ -170,7 +170,7 @@ export class RolloutLauncher {
   constructor(private readonly rollouts: RolloutService) {}
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
-    const { run, plan } = staged(request, this.rollouts.runs.types);
+    const { run, plan } = staged(request, () => this.rollouts.runs.types);
     const key = request.idempotencyKey ?? undefined;
     if (key !== undefined) checkIdempotencyKey(key);
     const selectorChars = JSON.stringify(plan.selector).length;

@@ -43,7 +43,9 @@ describe('external check answers', () => {
     [{ url: 'ftp://checks.example.com/' }, 'gate.url'],
     [{ url: 'https://user:pass@checks.example.com/' }, 'gate.url'],
     [{ url: 'https://checks.example.com/', maxAttempts: 0 }, 'gate.maxAttempts'],
-    [{ url: 'https://checks.example.com/', retryInterval: '1s' }, 'gate.retryInterval'],
+    [{ url: 'https://checks.example.com/', retryInterval: '0s' }, 'gate.retryInterval'],
+    [{ url: 'https://checks.example.com/', retryInterval: '90000s' }, 'gate.retryInterval'],
+    [{ url: 'https://checks.example.com/', retryInterval: '1x' }, 'gate.retryInterval'],
   ])('refuses a bad check with BAD_USER_INPUT naming the field (%#)', (input, field) => {
     try {
       parseExternalCheck(input, 'gate');
@@ -52,5 +54,10 @@ describe('external check answers', () => {
       expect((error as { code: string }).code).toBe(ErrorCode.BadUserInput);
       expect((error as { details: { field: string } }).details.field).toBe(field);
     }
+  });
+
+  it('takes a retry interval in seconds or as a window duration', () => {
+    expect(parseExternalCheck({ url: 'https://checks.example.com/', retryInterval: '30s' }, 'gate').retryIntervalMs).toBe(30_000);
+    expect(parseExternalCheck({ url: 'https://checks.example.com/', retryInterval: '2m' }, 'gate').retryIntervalMs).toBe(120_000);
   });
 });
