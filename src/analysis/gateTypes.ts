@@ -113,8 +113,14 @@ export function analysisGateType(gates: AnalysisGates, prometheus: Clients): Gat
       assertPrometheus(parsed.template, parsed.args, prometheus, field);
       return config as Record<string, unknown>;
     },
-    // From SQL only: the gate's latest analysis run.
-    progress: (config, facts) => gates.progress(analysisRef(facts.gate), { errorFails: config.errorFails === true }),
+    // From SQL only: the gate's latest analysis run. While it measures, the engine is woken when it decides (onEnded)
+    // and looks again every RELOOK_MS anyway, so a lost wake-up (a store error, a leader change) costs a delay only.
+    async progress(config, facts) {
+      const progress = await gates.progress(analysisRef(facts.gate), { errorFails: config.errorFails === true });
+      return progress.state === 'WAITING' && !progress.holds && progress.until === undefined
+        ? { ...progress, until: new Date(facts.now.getTime() + RELOOK_MS) }
+        : progress;
+    },
     // Idempotent: records attempt 1 once (across leaders), or continues the latest run here if it still measures.
     async open(config, facts) {
       const parsed = parseAnalysisGateConfig(config, 'config');
@@ -127,10 +133,15 @@ export function analysisGateType(gates: AnalysisGates, prometheus: Clients): Gat
   };
 }
 
-/** The alert gate's answer from its kept looks (none yet: it is asking). */
-export function alertProgress(config: AlertGateConfig, attempts: readonly GateAttempt[]): GateProgress {
+/** How often the engine looks again at a gate whose answer is on its way (woken at once when it comes). */
+const RELOOK_MS = 30_000;
+
+/** The alert gate's answer from its kept looks (none yet: it is asking, and is looked at again if no answer comes). */
+export function alertProgress(config: AlertGateConfig, attempts: readonly GateAttempt[], now: Date): GateProgress {
   const last = attempts.at(-1);
-  if (!last) return { state: 'WAITING', reason: `asking Prometheus whether ${config.alerts.join(', ')} fire`, until: null };
+  if (!last) {
+    return { state: 'WAITING', reason: `asking Prometheus whether ${config.alerts.join(', ')} fire`, until: new Date(now.getTime() + config.timeoutMs + 1000) };
+  }
   if (last.answer === 'PROCEED') return { state: 'PASSED', reason: last.reason };
   return { state: 'WAITING', reason: last.reason, until: nextAttemptAt(last.at, attempts, config.recheckMs) };
 }
@@ -148,7 +159,7 @@ export function alertGateType(prometheus: Clients, looks: GateLooks): GateType {
       }
       return config as Record<string, unknown>;
     },
-    progress: (config, facts) => alertProgress(parseAlertGateConfig(config), facts.attempts),
+    progress: (config, facts) => alertProgress(parseAlertGateConfig(config), facts.attempts, facts.now),
     // Asks Prometheus in the background when the next look is due; the answer is kept, then the rollout is woken.
     async open(config, facts: GateFacts) {
       const parsed = parseAlertGateConfig(config);

@@ -78,8 +78,12 @@ export function externalCheckGateType(deps: ExternalCheckGateDeps): GateType {
         case 'FAILED':
           return { state: 'FAILED', reason: status.reason };
         default:
-          // The first attempt wakes the rollout when it is answered; later ones are due at nextAttemptAt.
-          return { state: 'WAITING', reason: status.reason, until: status.state === 'PENDING' ? null : status.nextAttemptAt };
+          // An attempt under way wakes the rollout when answered; if that is lost, the engine looks again after its timeout.
+          return {
+            state: 'WAITING',
+            reason: status.reason,
+            until: status.nextAttemptAt && status.nextAttemptAt > facts.now ? status.nextAttemptAt : new Date(facts.now.getTime() + deps.timeoutMs + 1000),
+          };
       }
     },
     async open(config, facts) {

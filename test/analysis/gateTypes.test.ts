@@ -164,7 +164,7 @@ describe('analysis and alert gates as registry entries', () => {
     expect(await progress(alert, 'before:canary')).toEqual({ state: 'PASSED', reason: 'no alert firing among DhcpErrors' });
 
     // The analysis gate: opened (twice: one run), measured to Failed with the built-in and configured arguments.
-    expect(await progress(analysis, 'after:canary')).toEqual({ state: 'WAITING', reason: 'analysis not started' });
+    expect(await progress(analysis, 'after:canary')).toEqual({ state: 'WAITING', reason: 'analysis not started', until: new Date(clock.wallNow() + 30_000) });
     await open(analysis, 'after:canary');
     await open(analysis, 'after:canary');
     await settle();
