@@ -9,6 +9,8 @@ import { RolloutEngine } from '../../../src/domain/RolloutEngine.js';
 import { RolloutLauncher, type RolloutPlan, type StagedLaunch } from '../../../src/domain/RolloutLauncher.js';
 import { RolloutService } from '../../../src/domain/RolloutService.js';
 import { GATE_TYPES, type GateType } from '../../../src/domain/gates/registry.js';
+import { GateLooks, type LookAnswer } from '../../../src/domain/gates/looks.js';
+import { until } from '../../helpers/until.js';
 import type { GateProgress } from '../../../src/domain/waves/progress.js';
 import { type WaveStrategyRequest as WaveStrategy, waveStrategyInput } from '../../../src/domain/waves/strategy.js';
 import { KIND_CONTRACTS } from '../../../src/kinds/index.js';
@@ -522,6 +524,50 @@ describe('a staged rollout in the engine', () => {
       expect(clusterOrder().sort()).toEqual(['canary-1', 'prod-a', 'prod-b']);
       const [ended] = await rollouts.runs.gates(rollout.id, new Date(now));
       expect(ended?.row).toMatchObject({ state: 'PASSED', reason: 'analysis a-2 successful' });
+    });
+
+    it('never waits on the network: a pass returns while the gate attempt hangs, and the kept answer wakes the rollout', async () => {
+      const woken: string[] = [];
+      const looks = new GateLooks({
+        record: (attempt) =>
+          db.store.transaction(function* (tx) {
+            return yield* tx.insertGateAttempt(attempt);
+          }),
+        wake: (id) => woken.push(id),
+        now: () => now,
+      });
+      let answer: (value: LookAnswer) => void = () => {};
+      let asked = 0;
+      const ASKING: GateType = {
+        takesDecisions: false,
+        check: (config) => (config ?? {}) as Record<string, unknown>,
+        progress: (_config, facts) => {
+          const last = facts.attempts.at(-1);
+          return last?.answer === 'PROCEED' ? { state: 'PASSED', reason: last.reason } : { state: 'WAITING', reason: 'asking' };
+        },
+        async open(_config, facts) {
+          looks.start(facts.gate, facts.attempts.length, facts.openedAt, 60_000, () => {
+            asked++;
+            return new Promise<LookAnswer>((resolve) => (answer = resolve));
+          });
+        },
+      };
+      rollouts = new RolloutService(db.store, new EventLog(db.store, bus), KIND_CONTRACTS, { ...GATE_TYPES, ASKING });
+      launcher = new RolloutLauncher(rollouts);
+      engine = newEngine();
+      const { rollout } = await launch({ waves: [{ name: 'canary', clusters: { names: ['canary-1'] }, before: { type: 'ASKING' } }], remainder: 'EXCLUDED' });
+      // Every pass returns although the endpoint has not answered (it never will until the test says so).
+      const waiting = await drive(rollout.id);
+      await engine.reconcile(rollout.id, signal);
+      expect(asked).toBe(1);
+      expect(waiting.rollout.state).toBe('PROGRESSING');
+      expect(driver.admissions).toEqual([]);
+      answer({ answer: 'PROCEED', afterMs: null, reason: 'answered proceed' });
+      await until('the answer kept and the rollout woken', () => woken.includes(rollout.id));
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect((await rollouts.runs.gates(rollout.id, new Date(now)))[0]?.attempts.map((a) => [a.seq, a.answer])).toEqual([[0, 'PROCEED']]);
+      looks.stop();
     });
 
     it('fails the wave when the gate fails: the failure policy applies', async () => {
