@@ -55,11 +55,24 @@ async function finishWith(ctx: CliContext, rollout: RolloutView, options: WaitOp
   return exitCodeForState(final);
 }
 
+/** `rollplane rollout <name> <id> --gate <key>`: the commands about one gate of a staged rollout. */
+function gateCommand(rollout: Command, name: string, description: string): Command {
+  return rollout
+    .command(name)
+    .description(description)
+    .argument('<id>', 'rollout id', rolloutId)
+    .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80));
+}
+
+function gateLine(gate: { key: string; type: string; state: string; reason: string }): string {
+  return `gate ${gate.key} (${gate.type}): ${gate.state}: ${gate.reason}`;
+}
+
 type GateReport = NonNullable<NonNullable<GateMeasurementsQuery['rollout']>['gate']>;
 
 /** A gate, its attempts and its analysis runs with every measurement, one line each. */
 function formatGate(gate: GateReport): string {
-  const lines = [`gate ${gate.key} (${gate.type}): ${gate.state}: ${gate.reason}`];
+  const lines = [gateLine(gate)];
   for (const a of gate.attempts) {
     lines.push(
       `  attempt ${a.number} at ${String(a.at)}: ${a.answer}${a.retryAfterSeconds != null ? ` (retry after ${a.retryAfterSeconds}s)` : ''}: ${a.reason}`,
@@ -150,14 +163,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
     ['approve', "Approve a staged rollout's approval gate (approving twice counts once)"],
     ['reject', "Reject a staged rollout's approval gate (one rejection fails it)"],
   ] as const) {
-    addCommonOptions(
-      rollout
-        .command(verb)
-        .description(description)
-        .argument('<id>', 'rollout id', rolloutId)
-        .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80))
-        .option('--comment <text>', 'why (kept with the decision)', flags.text(1000)),
-    ).action(
+    addCommonOptions(gateCommand(rollout, verb, description).option('--comment <text>', 'why (kept with the decision)', flags.text(1000))).action(
       clientAction(io, setExitCode, async (ctx, id: string) => {
         const { gate, comment } = ctx.flags<{ gate: string; comment?: string }>();
         const variables = { id, gate, comment: comment ?? null };
@@ -165,7 +171,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
           verb === 'approve'
             ? (await ctx.client.request(APPROVE_GATE_MUTATION, variables)).approveGate
             : (await ctx.client.request(REJECT_GATE_MUTATION, variables)).rejectGate;
-        ctx.result({ gate: decided }, `gate ${decided.key} (${decided.type}): ${decided.state}: ${decided.reason}`);
+        ctx.result({ gate: decided }, gateLine(decided));
         return ExitCode.Ok;
       }),
     );
@@ -173,28 +179,18 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
 
   // An analysis gate that failed or holds the run (issue 33): measured again, as a new attempt linked to the old one.
   addCommonOptions(
-    rollout
-      .command('retry-gate')
-      .description("Retry a staged rollout's analysis gate that failed or holds the run (a new analysis run; a run it paused resumes)")
-      .argument('<id>', 'rollout id', rolloutId)
-      .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80)),
+    gateCommand(rollout, 'retry-gate', "Retry a staged rollout's analysis gate that failed or holds the run (a new analysis run; a run it paused resumes)"),
   ).action(
     clientAction(io, setExitCode, async (ctx, id: string) => {
       const { gate } = ctx.flags<{ gate: string }>();
       const retried = (await ctx.client.request(RETRY_GATE_MUTATION, { id, gate })).retryGate;
-      ctx.result({ gate: retried }, `gate ${retried.key} (${retried.type}): ${retried.state}: ${retried.reason}`);
+      ctx.result({ gate: retried }, gateLine(retried));
       return ExitCode.Ok;
     }),
   );
 
   // Why a gate decided: every analysis measurement (resolved query, values, condition, verdict) and every attempt.
-  addCommonOptions(
-    rollout
-      .command('gate')
-      .description("Print a staged rollout's gate with its latest attempts and analysis runs, every measurement of them")
-      .argument('<id>', 'rollout id', rolloutId)
-      .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80)),
-  ).action(
+  addCommonOptions(gateCommand(rollout, 'gate', "Print a staged rollout's gate with its latest attempts and analysis runs, every measurement of them")).action(
     clientAction(io, setExitCode, async (ctx, id: string) => {
       const { gate } = ctx.flags<{ gate: string }>();
       const data = await ctx.client.request(GATE_MEASUREMENTS_QUERY, { id, gate });
