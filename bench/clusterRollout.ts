@@ -129,6 +129,7 @@ export async function runRollouts(
   const strategy = { maxUnavailable: '10%', autoRollback: false, progressDeadlineSeconds: deadlineSeconds, failureThreshold: 100_000 };
   const one = async (name: RolloutRun['name'], image: string, memberClusters: Record<string, unknown>, cut: string[]): Promise<RolloutRun> => {
     const lost = new Set(cut);
+    const errors = new Map<string, number>();
     let rolloutId: string | undefined;
     let succeeded = 0;
     let failed = 0;
@@ -158,6 +159,12 @@ export async function runRollouts(
         }
         if (event.type === 'TargetFailed') {
           failed++;
+          // The errors, by their first words with the cluster's name taken out: what made targets fail.
+          const why = String(event.payload.error)
+            .replaceAll(String(event.cluster), '<cluster>')
+            .replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, '<time>')
+            .slice(0, 140);
+          errors.set(why, (errors.get(why) ?? 0) + 1);
           if (String(event.payload.error).includes(`member cluster ${event.cluster} `)) failedNamingCluster++;
         }
         if (event.type === 'RolloutStateChanged' && ['SUCCEEDED', 'FAILED', 'ABORTED'].includes(String(event.payload.to))) {
@@ -208,6 +215,7 @@ export async function runRollouts(
           `  ${name}: no end after ${stallSeconds} s; targets by cluster and state: ${await targetStates(app, rolloutId!).catch((error: unknown) => String(error))}\n`,
         );
       if (profile) process.stderr.write(`  CPU profile of the ${name} rollout: ${profile}\n`);
+      for (const [why, count] of [...errors].sort((a, b) => b[1] - a[1]).slice(0, 5)) process.stderr.write(`  ${name}: ${count} failed: ${why}\n`);
       const round = (n: number) => Math.round(n * 100) / 100;
       return {
         name,
