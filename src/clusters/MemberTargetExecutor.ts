@@ -40,7 +40,10 @@ export class MemberTargetExecutor {
   private readonly finished = new Set<string>();
   /** Aborted when the rollout is heard terminal: its prepare and admissions under way stop writing (attack 15, F2). */
   private readonly rolloutAborts = new Map<string, AbortController>();
-  /** Each rollout's last failed write here (prepare or admission), until one succeeds: what its waiting targets say. */
+  /**
+   * The last failed write here, until one succeeds: by rollout (its prepare) and by `rollout|target` (the target's own
+   * admission): what a waiting target says.
+   */
   private readonly writeFailures = new Map<string, string>();
 
   constructor(private readonly options: MemberTargetExecutorOptions) {}
@@ -96,10 +99,11 @@ export class MemberTargetExecutor {
     this.admitted.set(key, run);
     // A failed admission is tried again (by the engine's next pass here, or the next resync).
     run.then(
-      () => this.writeFailures.delete(rollout.id),
+      () => this.writeFailures.delete(key),
       (error: unknown) => {
         this.admitted.delete(key);
-        this.noteFailure(rollout.id, error, both);
+        // A prepare that failed is the rollout's (noted by prepareOnce); else the target's own admission failed.
+        if (this.prepared.has(rollout.id)) this.noteFailure(key, error, both);
       },
     );
     return run;
@@ -122,10 +126,13 @@ export class MemberTargetExecutor {
     const driver = this.options.drivers.get(rollout.kind);
     const run = Promise.resolve(driver?.prepare?.(rollout, signal));
     this.prepared.set(rollout.id, run);
-    run.catch((error: unknown) => {
-      this.prepared.delete(rollout.id);
-      this.noteFailure(rollout.id, error, signal);
-    });
+    run.then(
+      () => this.writeFailures.delete(rollout.id),
+      (error: unknown) => {
+        this.prepared.delete(rollout.id);
+        this.noteFailure(rollout.id, error, signal);
+      },
+    );
     return run;
   }
 
@@ -194,19 +201,19 @@ export class MemberTargetExecutor {
    * waiting on a member whose writes were never answered failed at their deadline saying only what they waited for).
    * Known on the replica that writes to the member (the shard holder) only.
    */
-  lastWriteFailure(rolloutId: string): string | undefined {
-    return this.writeFailures.get(rolloutId);
+  lastWriteFailure(rolloutId: string, target: Pick<AdmittedTarget, 'namespace' | 'name'>): string | undefined {
+    return this.writeFailures.get(rolloutId) ?? this.writeFailures.get(`${rolloutId}|${targetKey(target)}`);
   }
 
-  private noteFailure(rolloutId: string, error: unknown, signal: AbortSignal): void {
+  private noteFailure(key: string, error: unknown, signal: AbortSignal): void {
     // An abort because the rollout ended or this executor stopped is no failure of the member's.
     if (signal.aborted && !(signal.reason instanceof Error && signal.reason.name === 'TimeoutError')) return;
     const message = error instanceof Error ? error.message : String(error);
-    this.writeFailures.set(rolloutId, `${new Date().toISOString()}: ${message.slice(0, 300)}`);
+    this.writeFailures.set(key, `${new Date().toISOString()}: ${message.slice(0, 300)}`);
   }
 
   private forget(rolloutId: string): void {
-    this.writeFailures.delete(rolloutId);
+    for (const key of this.writeFailures.keys()) if (key === rolloutId || key.startsWith(`${rolloutId}|`)) this.writeFailures.delete(key);
     this.rolloutAborts.delete(rolloutId);
     const prefix = `${rolloutId}|`;
     for (const key of this.admitted.keys()) if (key.startsWith(prefix)) this.admitted.delete(key);

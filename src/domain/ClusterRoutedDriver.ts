@@ -25,7 +25,7 @@ export interface MemberWriter {
   admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void>;
   finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void>;
   /** Why its last write for the rollout failed (when, and the error), while no later one succeeded. */
-  lastWriteFailure(rolloutId: string): string | undefined;
+  lastWriteFailure(rolloutId: string, target: Pick<AdmittedTarget, 'namespace' | 'name'>): string | undefined;
 }
 
 /** The member clusters a rollout has targets in (its targets never change after the launch, so it is asked once). */
@@ -133,7 +133,7 @@ export class ClusterRoutedDriver implements RolloutDriver {
     if (!writer) await this.refreshNotes?.(cluster);
     const observation = await driver.observe(target, rollout);
     // A target that waits on rollplane's own writes there says why they have not landed (the deadline's error repeats it).
-    const failed = observation.phase === 'progressing' ? writer?.lastWriteFailure(rollout.id) : undefined;
+    const failed = observation.phase === 'progressing' ? writer?.lastWriteFailure(rollout.id, target) : undefined;
     if (observation.phase !== 'progressing' || !failed) return observation;
     return { ...observation, message: `${observation.message ?? 'waiting'}; rollplane's last write there failed at ${failed}` };
   }

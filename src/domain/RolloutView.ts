@@ -6,6 +6,8 @@ import type { TargetState } from './rolloutStates.js';
 export interface PendingChoice {
   /** Targets admitted only after every other pending one (a member nobody drives now). */
   deferred?: (target: RolloutTarget) => boolean;
+  /** Deferred targets are taken only while fewer than this many targets were chosen in all (default: the limit). */
+  deferredLimit?: number;
   /** Takes a slot for the target, or says there is none (a per-cluster limit); asked once per target chosen. */
   take?: (target: RolloutTarget) => boolean;
 }
@@ -72,6 +74,7 @@ export class RolloutView {
   /** Up to `limit` PENDING targets in admission order. */
   nextPending(limit: number, options: PendingChoice = {}): RolloutTarget[] {
     const { deferred, take } = options;
+    const deferredLimit = Math.min(limit, options.deferredLimit ?? limit);
     const out: RolloutTarget[] = [];
     const later: RolloutTarget[] = [];
     let sawPending = false;
@@ -87,7 +90,7 @@ export class RolloutView {
     }
     // Deferred targets only once no other is pending: they fill what is left of the limit.
     for (const target of later) {
-      if (out.length >= limit) break;
+      if (out.length >= deferredLimit) break;
       if (!take || take(target)) out.push(target);
     }
     return out;

@@ -63,6 +63,7 @@ export function selectClusters(
   selection: ClusterSelection | undefined,
   registered: readonly { name: string; labels: Record<string, string> }[],
   field = 'input.clusters',
+  namesField = `${field}.names`,
 ): string[] {
   const names = selection?.names ?? [];
   const selector = selection?.labelSelector?.trim() ?? '';
@@ -70,7 +71,7 @@ export function selectClusters(
   const known = new Map(registered.map((c) => [c.name, c]));
   const chosen = new Set<string>();
   for (const name of names) {
-    if (!known.has(name)) throw notRegistered(name, `${field}.names`);
+    if (!known.has(name)) throw notRegistered(name, namesField);
     chosen.add(name);
   }
   if (selector !== '') {
@@ -200,7 +201,7 @@ async function portsAcross<Q>(
 ): Promise<ClusterQueries<Q>[]> {
   const { field, namesField } = words;
   const seam = portsHere(domain);
-  const clusters = selection ? selectClusters(selection, await seam.registered(), field) : [LOCAL_CLUSTER];
+  const clusters = selection ? selectClusters(selection, await seam.registered(), field, namesField) : [LOCAL_CLUSTER];
   const named = new Set(selection?.names ?? (selection ? [] : [LOCAL_CLUSTER]));
   const found: ClusterQueries<Q>[] = [];
   const unavailable: { cluster: string; why: string }[] = [];

@@ -187,13 +187,18 @@ export async function admit(pass: Pass): Promise<Decision> {
   if (pass.admissionCap === undefined) return NOTHING;
   const limit = admissionLimit(rollout.strategy, view.changing());
   const deferred = pass.driver.deferAdmission?.bind(pass.driver);
-  let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING') + inFlightNowhere(view, deferred));
+  const nowhere = inFlightNowhere(view, deferred);
+  let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING') + nowhere);
   if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
+  // The slots of targets stuck in dead members are lent to the healthy clusters only: a dead member's own targets are
+  // admitted within the budget that counts them, or a member black-holed under maxUnavailable 1 had all its targets
+  // admitted one after another, and recreated at once when it came back (attack 17, M1).
+  const deferredBudget = budget - nowhere;
   const perCluster = perClusterSlots(rollout.strategy, view);
   // A staged rollout's wave, or the clusters inside their maintenance windows: only their targets (ADR 0065).
   const allowed = pass.admitClusters;
   const take = allowed ? (target: RolloutTarget) => allowed.has(clusterOf(target)) && (!perCluster || perCluster(target)) : perCluster;
-  const targets = budget > 0 ? view.nextPending(budget, { ...(deferred ? { deferred } : {}), ...(take ? { take } : {}) }) : [];
+  const targets = budget > 0 ? view.nextPending(budget, { ...(deferred ? { deferred, deferredLimit: deferredBudget } : {}), ...(take ? { take } : {}) }) : [];
   return targets.length > 0 ? { do: 'admit', targets } : NOTHING;
 }
 

@@ -156,6 +156,10 @@ describe('member clusters whose list of a kind fails or carries malformed object
       // The read's argument is `cluster` (attack 16, G7: it said `cluster.names`, a bump's field).
       'cluster: member cluster k-404 does not serve AGENT_POOL (its ippools list: HTTP 404, though discovery lists it)',
     );
+    // So is an unknown cluster's (attack 17, L4).
+    const unknown = await poolNames('nosuch');
+    expect(unknown.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(unknown.errors?.[0]?.message).toBe('cluster: no member cluster named "nosuch" is registered');
   });
 
   it('a kind whose list keeps answering 500 is DEGRADED naming the kind and the cause, and comes back once it answers', async () => {

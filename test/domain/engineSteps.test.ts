@@ -329,6 +329,19 @@ describe('admit', () => {
     expect(fourth.do === 'admit' ? fourth.targets.map((t) => t.name) : []).toEqual(['pool-2', 'pool-3']);
   });
 
+  it("lends a dead member's stuck slots to the healthy clusters only, never to that member's other targets (attack 17, M1)", async () => {
+    // pool-0..2 in a member nobody drives, pool-0 in flight there; maxUnavailable 1.
+    const d: RolloutDriver = { ...driver(), deferAdmission: (t) => t.cluster === 'dead' };
+    const clusterOf = (_: RolloutTarget, i: number) => (i < 3 ? 'dead' : 'local');
+    const mixed = pass(rollout('PROGRESSING', { maxUnavailable: '1' }), 'RPPP', { driver: d, admissionCap: Infinity, clusterOf });
+    const first = await admit(mixed);
+    expect(first.do === 'admit' ? first.targets.map((t) => t.name) : []).toEqual(['pool-3']);
+    // Only the dead member's targets left: none admitted while one of them holds the only slot (before: one a pass,
+    // all recreated at once when the member came back).
+    const onlyDead = pass(rollout('PROGRESSING', { maxUnavailable: '1' }), 'RPPS', { driver: d, admissionCap: Infinity, clusterOf });
+    expect((await admit(onlyDead)).do).toBe('nothing');
+  });
+
   it('keeps each member cluster within maxUnavailablePerMemberCluster, beside the rollout-wide limit (issue 29)', async () => {
     // pool-0..2 in edge-1 (pool-0 in flight), pool-3..5 in edge-2: one per cluster at once, five rollout-wide.
     const p = pass(rollout('PROGRESSING', { maxUnavailable: '5', maxUnavailablePerMemberCluster: '1' }), 'RPPPPP', {
