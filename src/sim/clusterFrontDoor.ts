@@ -45,7 +45,10 @@ export class ClusterFrontDoor {
     private readonly backend: string,
     private readonly host = '127.0.0.1',
   ) {
-    this.server = createServer((req, res) => this.serve(req, res));
+    // Idle connections kept as long as the API server behind keeps them (ApiServer: 65 s). Node's default 5 s closed
+    // kept-alive connections under clients that were about to reuse them: requests reset (ECONNRESET) that a real
+    // kube-apiserver would have taken — the 300-cluster bench's members flapped UNREACHABLE on them.
+    this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.serve(req, res));
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
