@@ -102,9 +102,11 @@ function decisionOf(pass: StagedPass, step: RunStep, active: Set<string>): Stage
       return { do: 'open gate', key: step.gate, spec: spec! };
     }
     case 'succeed': {
+      // A run that left clusters out says which (fleet#3828, an offline cluster skipped): not only their targets do.
       const notes = [
         step.toleratedFailures.length > 0 ? `tolerated failures in ${step.toleratedFailures.join(', ')}` : '',
-        pass.run.excluded.length > 0 ? `excluded (in no wave): ${pass.run.excluded.join(', ')}` : '',
+        step.skipped.length > 0 ? `skipped (each target says why): ${namesOf(step.skipped)}` : '',
+        pass.run.excluded.length > 0 ? `excluded (in no wave): ${namesOf(pass.run.excluded)}` : '',
       ].filter(Boolean);
       return { do: 'succeed', message: notes.length > 0 ? notes.join('; ') : null };
     }
@@ -117,6 +119,11 @@ function decisionOf(pass: StagedPass, step: RunStep, active: Set<string>): Stage
     case 'fail':
       return { do: 'fail', message: step.reason, rollBack: false };
   }
+}
+
+/** Cluster names for a message: the first few, and how many more (a run may leave out a thousand). */
+function namesOf(clusters: readonly string[], shown = 10): string {
+  return clusters.length > shown ? `${clusters.slice(0, shown).join(', ')} and ${clusters.length - shown} more` : clusters.join(', ');
 }
 
 /**

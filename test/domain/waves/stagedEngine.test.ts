@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EventType } from '../../../src/domain/events.js';
 import { InProcessEventBus } from '../../../src/domain/EventBus.js';
 import { EventLog } from '../../../src/domain/EventLog.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../../src/domain/ports.js';
@@ -26,6 +27,10 @@ class FakeDriver implements RolloutDriver {
   readonly failing = new Set<string>();
   /** Clusters whose targets never converge. */
   readonly stuck = new Set<string>();
+  /** Clusters whose status says Ready at every look, before any change was written (a stale Ready). */
+  readonly alreadyReady = new Set<string>();
+  /** Targets looked at before they were admitted (the engine must never ask: it would read a stale status). */
+  readonly observedUnadmitted: string[] = [];
 
   async admit(target: AdmittedTarget): Promise<void> {
     this.admissions.push(`${target.cluster ?? 'local'}/${target.name}`);
@@ -33,10 +38,12 @@ class FakeDriver implements RolloutDriver {
 
   async observe(target: AdmittedTarget): Promise<TargetObservation> {
     const key = `${target.cluster ?? 'local'}/${target.name}`;
+    if (!this.admissions.includes(key)) this.observedUnadmitted.push(key);
     const seen = (this.observations.get(key) ?? 0) + 1;
     this.observations.set(key, seen);
     if (this.failing.has(target.cluster ?? 'local')) return { phase: 'failed', reason: 'ImagePullBackOff' };
     if (this.stuck.has(target.cluster ?? 'local')) return { phase: 'progressing' };
+    if (this.alreadyReady.has(target.cluster ?? 'local')) return { phase: 'succeeded' };
     return seen < 2 ? { phase: 'progressing' } : { phase: 'succeeded' };
   }
 }
@@ -580,6 +587,267 @@ describe('a staged rollout in the engine', () => {
       expect((await rollouts.runs.runOf(rollout.id))?.waveStates.map((w) => w.state)).toEqual(['FAILED', 'PENDING']);
       expect(clusterOrder()).toEqual(['canary-1']);
     });
+  });
+
+  /**
+   * Issue 30's "Why": the complaints of the anchors' users, each as the outcome that user wanted, over the real engine
+   * and store (fake members and clock). Named after the complaint; the e2e file has those about real clusters.
+   */
+  describe("the anchors' users' complaints", () => {
+    const eventsOf = async (rolloutId: string, types: EventType[]) => (await db.store.read.listEventsAfter({ rolloutId, types }, undefined, 500)).events;
+    const admittedAt = (targets: readonly { cluster?: string; admittedAt: Date | null }[], cluster: string) =>
+      Math.min(...targets.filter((t) => t.cluster === cluster).map((t) => t.admittedAt?.getTime() ?? Infinity));
+    const finishedAt = (targets: readonly { cluster?: string; finishedAt: Date | null }[], cluster: string) =>
+      Math.max(...targets.filter((t) => t.cluster === cluster).map((t) => t.finishedAt?.getTime() ?? -Infinity));
+
+    it('rancher/fleet#3586, open-cluster-management-io/ocm#327: a failing wave blocks the next, however long and whoever leads', async () => {
+      driver.failing.add('canary-1');
+      const { rollout } = await launch(THREE_WAVES);
+      expect((await drive(rollout.id)).rollout.state).toBe('PAUSED');
+      // A day of resyncs, under a new leader: the later waves never start on their own.
+      engine = newEngine();
+      for (let hour = 0; hour < 24; hour++) {
+        now += 3600_000;
+        await engine.reconcile(rollout.id, signal);
+      }
+      expect(clusterOrder()).toEqual(['canary-1']);
+      expect((await rollouts.get(rollout.id))?.state).toBe('PAUSED');
+      expect((await rollouts.runs.runOf(rollout.id))?.waveStates.map((w) => w.state)).toEqual(['FAILED', 'PENDING', 'PENDING']);
+      expect((await rollouts.allTargets(rollout.id)).filter((t) => t.cluster !== 'canary-1').every((t) => t.state === 'PENDING')).toBe(true);
+    });
+
+    it('karmada-io/karmada#7767: a cluster that never turns healthy fails at its deadline, and the next cluster is never started', async () => {
+      driver.stuck.add('prod-b');
+      const { rollout } = await launch({
+        waves: [
+          { name: 'canary', clusters: { names: ['canary-1'] } },
+          { name: 'prod', clusters: { labelSelector: 'stage=prod' }, sortKey: 'order', progressDeadlineSeconds: 30 },
+        ],
+        remainder: 'EXCLUDED',
+      });
+      const paused = await drive(rollout.id);
+      expect(paused.rollout.state).toBe('PAUSED');
+      expect(paused.rollout.message).toMatch(/wave prod failed: 1 cluster failed \(prod-b\)/);
+      // prod-b comes first by its sort key; prod-a, next in order, was never started.
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-b']);
+      expect(paused.targets.filter((t) => t.cluster === 'prod-b').map((t) => t.error)).toEqual([
+        expect.stringMatching(/not converged within the progress deadline of 30s/),
+        expect.stringMatching(/not converged within the progress deadline of 30s/),
+      ]);
+      expect(paused.targets.filter((t) => t.cluster === 'prod-a').map((t) => t.state)).toEqual(['PENDING', 'PENDING']);
+    });
+
+    it('argoproj/argo-cd#29410, open-cluster-management-io/ocm#1201: a Ready read before the change was written advances no wave; production never before dev', async () => {
+      // Every later cluster already says Ready (its status from before the change); the first wave takes its time.
+      for (const cluster of ['prod-a', 'prod-b', 'other']) driver.alreadyReady.add(cluster);
+      driver.stuck.add('canary-1');
+      const { rollout } = await launch(THREE_WAVES);
+      for (let pass = 0; pass < 30; pass++) {
+        now += (await engine.reconcile(rollout.id, signal)).requeueAfterMs ?? 1000;
+      }
+      expect(clusterOrder()).toEqual(['canary-1']);
+      const held = await rollouts.allTargets(rollout.id);
+      expect(held.filter((t) => t.cluster !== 'canary-1').map((t) => t.state)).toEqual(Array(6).fill('PENDING'));
+      expect((await rollouts.runs.runOf(rollout.id))?.waveStates.map((w) => w.state)).toEqual(['RUNNING', 'PENDING', 'PENDING']);
+      driver.stuck.delete('canary-1');
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+      // No status was ever read of a target before the engine wrote its change.
+      expect(driver.observedUnadmitted).toEqual([]);
+      for (const cluster of ['prod-a', 'prod-b']) expect(admittedAt(done.targets, cluster)).toBeGreaterThanOrEqual(finishedAt(done.targets, 'canary-1'));
+    });
+
+    it("akuity/kargo#7032: a wave that succeeded but is not verified yet holds the next one, whatever the leader's memory", async () => {
+      const { rollout } = await launch({
+        waves: [
+          { name: 'dev', clusters: { names: ['canary-1'] }, after: { type: 'TIMED_WAIT', config: { seconds: 300 } } },
+          { name: 'prod', clusters: { labelSelector: 'stage=prod' }, maxConcurrency: '100%' },
+        ],
+        remainder: 'EXCLUDED',
+      });
+      let result: { requeueAfterMs?: number } = {};
+      for (let pass = 0; pass < 20 && !(result.requeueAfterMs && result.requeueAfterMs > 1000); pass++) {
+        result = await engine.reconcile(rollout.id, signal);
+        if (!(result.requeueAfterMs && result.requeueAfterMs > 1000)) now += result.requeueAfterMs ?? 0;
+      }
+      const [verification] = await rollouts.runs.gates(rollout.id, new Date(now));
+      expect(verification?.row.key).toBe('after:dev');
+      expect(verification?.progress.state).toBe('WAITING');
+      expect((await rollouts.allTargets(rollout.id)).filter((t) => t.cluster === 'canary-1').map((t) => t.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
+      // A new leader in the middle of the verification does not take the success as enough.
+      engine = newEngine();
+      now += 1000;
+      await engine.reconcile(rollout.id, signal);
+      expect(clusterOrder()).toEqual(['canary-1']);
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      const opened = verification!.row.openedAt.getTime();
+      for (const cluster of ['prod-a', 'prod-b']) expect(admittedAt(done.targets, cluster)).toBeGreaterThanOrEqual(opened + 300_000);
+    });
+
+    it('argoproj/argo-cd#17974: a whole fleet rollout can be paused mid-wave and resumed; in-flight clusters finish, none starts meanwhile', async () => {
+      const { rollout } = await launch({ waves: [{ name: 'fleet', clusters: { labelSelector: 'stage' }, maxConcurrency: '1' }], remainder: 'EXCLUDED' });
+      await engine.reconcile(rollout.id, signal);
+      expect(clusterOrder()).toEqual(['canary-1']);
+      await rollouts.pause(rollout.id, 'change freeze called by on-call');
+      for (let minute = 0; minute < 30; minute++) {
+        now += 60_000;
+        await engine.reconcile(rollout.id, signal);
+        if (minute === 15) engine = newEngine();
+      }
+      const paused = await rollouts.allTargets(rollout.id);
+      expect(clusterOrder()).toEqual(['canary-1']);
+      expect(paused.filter((t) => t.cluster === 'canary-1').map((t) => t.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
+      expect((await rollouts.get(rollout.id))?.state).toBe('PAUSED');
+      await rollouts.resume(rollout.id);
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-a', 'prod-b']);
+    });
+
+    it('argoproj/argo-cd#10048: the run waits between batches as long as asked before the next starts', async () => {
+      const { rollout } = await launch({
+        waves: [
+          { name: 'first', clusters: { names: ['canary-1'] }, minSuccessSeconds: 900 },
+          { name: 'second', clusters: { labelSelector: 'stage=prod' }, maxConcurrency: '100%', minSuccessSeconds: 1800 },
+        ],
+      });
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      const secondStarts = Math.min(admittedAt(done.targets, 'prod-a'), admittedAt(done.targets, 'prod-b'));
+      const secondEnds = Math.max(finishedAt(done.targets, 'prod-a'), finishedAt(done.targets, 'prod-b'));
+      expect(secondStarts - finishedAt(done.targets, 'canary-1')).toBeGreaterThanOrEqual(900_000);
+      expect(admittedAt(done.targets, 'other') - secondEnds).toBeGreaterThanOrEqual(1800_000);
+    });
+
+    it('rancher/fleet#3828: clusters that match no wave are not silently dropped: they get a last wave, or are listed as excluded', async () => {
+      const { rollout, run } = await launch({ waves: [{ name: 'prod', clusters: { labelSelector: 'stage=prod' } }] });
+      expect(run?.waves.map((w) => [w.name, w.clusters])).toEqual([
+        ['prod', ['prod-a', 'prod-b']],
+        ['remainder', ['canary-1', 'other']],
+      ]);
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(done.targets.every((t) => t.state === 'SUCCEEDED')).toBe(true);
+      expect(clusterOrder().sort()).toEqual(['canary-1', 'other', 'prod-a', 'prod-b']);
+    });
+
+    it('an offline cluster does not block its partition forever: the others go on, and the run ends saying which was skipped', async () => {
+      health.set('prod-b', 'UNREACHABLE');
+      const { rollout } = await launch({ ...THREE_WAVES, unreachable: 'SKIP' });
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-a', 'other']);
+      expect(done.rollout.message).toBe('skipped (each target says why): prod-b');
+    });
+
+    it('system-upgrade-controller#63: no cluster starts outside its maintenance window; one in flight when it closes finishes', async () => {
+      // prod may change from 02:00 to 04:00 UTC, every day; it is Saturday 10:00.
+      await rollouts.windows.create({
+        name: 'prod-nights',
+        kind: 'ALLOW',
+        clusterSelector: 'stage=prod',
+        weekly: [{ days: ['MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT', 'SUN'], start: '02:00', end: '04:00' }],
+      });
+      driver.stuck.add('prod-b');
+      const { rollout } = await launch({ ...THREE_WAVES, waves: THREE_WAVES.waves.map((w) => ({ ...w, progressDeadlineSeconds: 4 * 3600 })) });
+      let result: { requeueAfterMs?: number } = {};
+      for (let pass = 0; pass < 20 && !(result.requeueAfterMs && result.requeueAfterMs > 60_000); pass++) {
+        result = await engine.reconcile(rollout.id, signal);
+        if (!(result.requeueAfterMs && result.requeueAfterMs > 60_000)) now += result.requeueAfterMs ?? 0;
+      }
+      expect(clusterOrder()).toEqual(['canary-1']);
+      expect(now + result.requeueAfterMs!).toBe(Date.parse('2026-12-06T02:00:00Z'));
+      now = Date.parse('2026-12-06T02:00:00Z');
+      await engine.reconcile(rollout.id, signal);
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-b']);
+      // The window closes with prod-b still changing: it finishes; prod-a waits for the next night.
+      now = Date.parse('2026-12-06T04:30:00Z');
+      driver.stuck.delete('prod-b');
+      for (let pass = 0; pass < 5; pass++) result = await engine.reconcile(rollout.id, signal);
+      const targets = await rollouts.allTargets(rollout.id);
+      expect(targets.filter((t) => t.cluster === 'prod-b').map((t) => t.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-b']);
+      expect(now + result.requeueAfterMs!).toBe(Date.parse('2026-12-07T02:00:00Z'));
+      now = Date.parse('2026-12-07T02:00:00Z');
+      expect((await drive(rollout.id)).rollout.state).toBe('SUCCEEDED');
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+    });
+
+    it('Keel, Kargo: an approval is not "anyone in the channel": only the role asked, never the starter, each kept with who and why', async () => {
+      const { rollout } = await launch({
+        waves: [
+          { name: 'canary', clusters: { names: ['canary-1'] } },
+          { name: 'prod', clusters: { labelSelector: 'stage=prod' }, before: { type: 'APPROVAL', config: { role: 'admin' } } },
+        ],
+        remainder: 'EXCLUDED',
+      });
+      await drive(rollout.id);
+      const decide = (deciderId: string, role: 'viewer' | 'deployer' | 'admin') =>
+        rollouts.runs.decide(
+          { rolloutId: rollout.id, gateKey: 'before:prod', verdict: 'APPROVE', comment: `ok from ${deciderId}`, deciderId, role },
+          new Date(now),
+        );
+      await expect(decide('vic', 'viewer')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      await expect(decide('dan', 'deployer')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      await expect(decide('starter', 'admin')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+      await drive(rollout.id);
+      expect(clusterOrder()).toEqual(['canary-1']);
+      expect((await decide('ada', 'admin')).progress.state).toBe('PASSED');
+      expect((await drive(rollout.id)).rollout.state).toBe('SUCCEEDED');
+      const [gate] = await rollouts.runs.gates(rollout.id, new Date(now));
+      expect(gate?.decisions.map((d) => [d.tokenId, d.role, d.decision, d.comment])).toEqual([['ada', 'admin', 'APPROVE', 'ok from ada']]);
+      expect((await eventsOf(rollout.id, [EventType.GateApproved])).map((e) => e.payload.by)).toEqual(['ada']);
+    });
+  });
+
+  it('property: a stale Ready cannot advance a wave (random fleets, waves and member behaviours, seeded)', async () => {
+    // mulberry32: the same cases on every run; a failure names its seed.
+    const random = (seed: number) => () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const names = CLUSTERS.map((c) => c.name);
+    for (let seed = 1; seed <= 25; seed++) {
+      const rand = random(seed);
+      const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;
+      for (const set of [driver.failing, driver.stuck, driver.alreadyReady]) set.clear();
+      // Each cluster: already Ready (its status from before any write), failing, slow (stuck a while) or normal.
+      const behaviour = new Map(names.map((c) => [c, pick(['ready', 'ready', 'normal', 'fail', 'stuck'] as const)]));
+      for (const [c, b] of behaviour) (b === 'ready' ? driver.alreadyReady : b === 'fail' ? driver.failing : b === 'stuck' ? driver.stuck : new Set()).add(c);
+      const order = [...names].sort(() => rand() - 0.5);
+      const cut = 1 + Math.floor(rand() * (names.length - 1));
+      const strategy: WaveStrategy = {
+        waves: [
+          { name: 'one', clusters: { names: order.slice(0, cut) }, maxConcurrency: pick(['1', '2', '100%']), maxFailures: pick(['0', '1']) },
+          { name: 'two', clusters: { names: order.slice(cut) }, maxConcurrency: pick(['1', '50%', '100%']), progressDeadlineSeconds: 20 },
+        ],
+      };
+      const p = { ...plan(), toVersion: `agent:v${seed + 1}` };
+      p.targets = p.targets.map((t) => ({ ...t, toVersion: p.toVersion }));
+      const { rollout } = await launcher.launch({ plan: p, cause: {}, request: { p, strategy }, staged: staged(strategy) });
+      const waveOf = (cluster: string) => (order.indexOf(cluster) < cut ? 0 : 1);
+      for (let pass = 0; pass < 120; pass++) {
+        const result = await engine.reconcile(rollout.id, signal);
+        const targets = await rollouts.allTargets(rollout.id);
+        const firstSettled = targets.filter((t) => waveOf(t.cluster!) === 0).every((t) => ['SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'].includes(t.state));
+        const secondTouched = targets.filter((t) => waveOf(t.cluster!) === 1 && t.state !== 'PENDING' && t.state !== 'CANCELLED');
+        expect(secondTouched.length === 0 || firstSettled, `seed ${seed}: wave two moved before wave one settled`).toBe(true);
+        // A target counts as done only after the engine wrote its change and then looked: never on a status read first.
+        for (const t of targets.filter((t) => t.state === 'SUCCEEDED')) expect(t.admittedAt, `seed ${seed}`).not.toBeNull();
+        if (result.requeueAfterMs === undefined) break;
+        now += result.requeueAfterMs;
+      }
+      expect(driver.observedUnadmitted, `seed ${seed}`).toEqual([]);
+      const ended = (await rollouts.get(rollout.id))!;
+      if (ended.state === 'PAUSED' || ended.state === 'PROGRESSING') await rollouts.abort(rollout.id);
+      // Let what is still in flight converge, so that the next case may change the same pools.
+      driver.stuck.clear();
+      await drive(rollout.id);
+    }
   });
 
   it('a rollout without waves is not staged (no run rows)', async () => {
