@@ -26,9 +26,7 @@ import { RolloutView } from './RolloutView.js';
 import { decideStage } from './waves/engineStage.js';
 import { decide as decideWindow } from './gates/maintenanceWindows.js';
 import type { StoredRun } from './waves/StagedRuns.js';
-
-/** How soon a staged run waiting for an UNREACHABLE cluster (unreachable: WAIT) looks again. */
-const UNREACHABLE_RECHECK_MS = 5_000;
+import { stagedAdmission } from './waves/unreachable.js';
 
 /** How often a rollout whose clusters are all outside any window within the horizon looks again (a policy may change). */
 const WINDOW_RECHECK_MS = 60_000;
@@ -253,22 +251,26 @@ export class RolloutEngine {
     await this.rollouts.runs.recordGates(rollout.id, rollout.kind, gates, now);
     await this.rollouts.runs.startWaiting(gates, { run, rollout }, now);
     const [policies, labels, health] = await Promise.all([this.rollouts.windows.policies(), this.clusterLabels(), this.clusterHealth()]);
-    const unreachable = (cluster: string) => health.get(cluster) === 'UNREACHABLE';
-    const waitsUnreachable = (cluster: string) => run.unreachable === 'WAIT' && unreachable(cluster);
-    const window = (cluster: string) =>
-      // Unreachable under WAIT: not started, looked at again shortly (a member's health change does not wake the engine).
-      waitsUnreachable(cluster)
-        ? { open: false, reason: `member cluster ${cluster} is UNREACHABLE (unreachable: WAIT)`, until: new Date(now.getTime() + UNREACHABLE_RECHECK_MS) }
-        : decideWindow(policies, labels.get(cluster) ?? {}, now);
+    const since = rollout.engineState.unreachableSince ?? {};
+    // Unreachable under WAIT: not started, looked at again shortly (a member's health change does not wake the engine).
+    const { verdict, window, waitedFor } = stagedAdmission(run, health, since, now, (cluster) => decideWindow(policies, labels.get(cluster) ?? {}, now));
+    const waitsUnreachable = (cluster: string) => verdict(cluster).do === 'wait';
     const { decision, waves, step } = decideStage({ run, gates, accepted: new Set(accepted), now, window }, pass.view.targets);
     await this.rollouts.runs.recordWaves(rollout.id, rollout.kind, run, waves, now);
-    if (step.do === 'admit' && run.unreachable !== 'WAIT') {
-      // Unreachable under SKIP or FAIL: its pending targets end now, with the reason, instead of being started.
-      const gone = new Set(step.clusters.filter(unreachable));
-      const to = run.unreachable === 'SKIP' ? ('SKIPPED' as const) : ('FAILED' as const);
-      const changes = pass.view.targets
-        .filter((t) => t.state === 'PENDING' && gone.has(clusterOf(t)))
-        .map((target) => ({ target, to, error: `member cluster ${clusterOf(target)} is UNREACHABLE (unreachable: ${run.unreachable})`, at: now }));
+    const firstSeen = run.unreachableWait ? [...waitedFor].filter((c) => since[c] === undefined) : [];
+    if (firstSeen.length > 0) {
+      // WAIT's bound counts from when the run first found the cluster down: kept, so a new leader counts from it too.
+      await this.rollouts.updateEngineState(rollout.id, {
+        unreachableSince: { ...since, ...Object.fromEntries(firstSeen.map((c) => [c, now.toISOString()])) },
+      });
+    }
+    if (step.do === 'admit') {
+      // Unreachable under SKIP or FAIL (or WAIT past its bound): its pending targets end now, with the reason.
+      const ends = new Map(step.clusters.map((c) => [c, verdict(c)] as const));
+      const changes = pass.view.targets.flatMap((target) => {
+        const v = target.state === 'PENDING' ? ends.get(clusterOf(target)) : undefined;
+        return v?.do === 'end' ? [{ target, to: v.to, error: v.reason, at: now }] : [];
+      });
       if (changes.length > 0) {
         await this.record(rollout, pass.view, changes);
         return { end: { requeueAfterMs: 1 } };

@@ -78,6 +78,11 @@ export interface EngineState {
   pausedWave?: string | null;
   /** The wave of a staged rollout that maintenance windows hold (a WindowClosed event was written for it). */
   windowHeld?: string | null;
+  /**
+   * A staged rollout under `unreachable: WAIT` with a bound: when it first found each cluster it reached UNREACHABLE
+   * (ISO time by cluster), which the bound counts from.
+   */
+  unreachableSince?: Record<string, string>;
   /** Waves of a staged rollout whose failure a user accepted by resuming. */
   acceptedWaves?: string[];
   /** A staged rollout that failed rolls back (its failure policy said so), or not; absent: the kind's autoRollback. */

@@ -422,6 +422,14 @@ export type WaveStrategyInput = {
   failurePolicy?: WaveFailurePolicy | null | undefined;
   /** What a cluster the run reaches while it is UNREACHABLE gets. Default WAIT. */
   unreachable?: UnreachablePolicy | null | undefined;
+  /**
+   * Under WAIT, how long (1 s to 31 days) the run waits for a cluster it reached while UNREACHABLE, counted from when it
+   * first found it so; then WAIT acts as `unreachableAfterWait`, with the reason on the cluster's targets. Default: no
+   * bound (the run waits until the cluster answers or someone aborts, saying why). Refused with SKIP or FAIL.
+   */
+  unreachableWaitSeconds?: number | null | undefined;
+  /** What WAIT does once `unreachableWaitSeconds` passed: SKIP or FAIL (default FAIL). Only with unreachableWaitSeconds. */
+  unreachableAfterWait?: UnreachablePolicy | null | undefined;
 };
 
 /** What a staged run does with a cluster it reaches (to start it) while the cluster is UNREACHABLE. */

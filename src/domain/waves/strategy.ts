@@ -1,8 +1,10 @@
+import { ValidationError } from '../../errors.js';
 import { z } from 'zod';
 import type { RunRow, WaveRow } from '../historyPort.js';
 import { GATE_TYPES, type GateTypes, gateTypeOf } from '../gates/registry.js';
 import { type PlannedWave, planWaves, type WaveInput, type WavePlan } from './plan.js';
 import type { FailurePolicy } from './progress.js';
+import type { UnreachableWait } from './unreachable.js';
 
 /**
  * A bump's `waveStrategy` (issue 30, ADR 0065): ordered waves over the bump's member clusters, what happens to the
@@ -29,6 +31,8 @@ export interface FrozenRun extends WavePlan {
   readonly waves: readonly FrozenWave[];
   readonly failurePolicy: FailurePolicy;
   readonly unreachable: UnreachablePolicy;
+  /** Under WAIT: how long the run waits for an UNREACHABLE cluster before WAIT acts as SKIP or FAIL; null: no bound. */
+  readonly unreachableWait: UnreachableWait | null;
   /** The strategy as given (normalized), for the record. */
   readonly strategy: WaveStrategy;
   /** Who launched the run (token id or `anonymous`); null when unknown. */
@@ -63,6 +67,8 @@ export const waveStrategyInput = z
     remainder: z.enum(['LAST_WAVE', 'EXCLUDED']).nullish(),
     failurePolicy: z.enum(['PAUSE', 'ROLLBACK_COMPLETED', 'CONTINUE']).nullish(),
     unreachable: z.enum(['WAIT', 'SKIP', 'FAIL']).nullish(),
+    unreachableWaitSeconds: z.number().int().nullish(),
+    unreachableAfterWait: z.enum(['WAIT', 'SKIP', 'FAIL']).nullish(),
   })
   .nullish()
   .transform((s) => s ?? undefined);
@@ -102,7 +108,33 @@ export function freezeRun(
       after: gateSpec(given?.after, `${field}.waves[${i}].after`, types),
     };
   });
-  return { waves, excluded: plan.excluded, failurePolicy: strategy.failurePolicy ?? 'PAUSE', unreachable: strategy.unreachable ?? 'WAIT', strategy, startedBy };
+  const unreachable = strategy.unreachable ?? 'WAIT';
+  return {
+    waves,
+    excluded: plan.excluded,
+    failurePolicy: strategy.failurePolicy ?? 'PAUSE',
+    unreachable,
+    unreachableWait: unreachableWaitOf(strategy, unreachable, field),
+    strategy,
+    startedBy,
+  };
+}
+
+/**
+ * WAIT's bound as given (`unreachableWaitSeconds`, then `unreachableAfterWait`, default FAIL: a cluster the run gave
+ * up waiting for counts against the wave unless the strategy says to skip it). Only under WAIT; refused otherwise.
+ */
+function unreachableWaitOf(strategy: WaveStrategy, unreachable: UnreachablePolicy, field: string): UnreachableWait | null {
+  const seconds = strategy.unreachableWaitSeconds ?? null;
+  const then = strategy.unreachableAfterWait ?? null;
+  if (seconds === null) {
+    if (then !== null) throw new ValidationError(`${field}.unreachableAfterWait`, 'applies only with unreachableWaitSeconds');
+    return null;
+  }
+  if (unreachable !== 'WAIT') throw new ValidationError(`${field}.unreachableWaitSeconds`, `bounds WAIT; unreachable is ${unreachable}`);
+  if (seconds < 1 || seconds > MAX_SECONDS) throw new ValidationError(`${field}.unreachableWaitSeconds`, `must be from 1 to ${MAX_SECONDS} (31 days)`);
+  if (then === 'WAIT') throw new ValidationError(`${field}.unreachableAfterWait`, 'must be SKIP or FAIL (what WAIT does once the wait is over)');
+  return { seconds, fallback: then ?? 'FAIL' };
 }
 
 function gateSpec(input: { type: string; config?: unknown } | null | undefined, field: string, types: GateTypes): GateSpec | null {
@@ -146,6 +178,7 @@ export function runRows(rolloutId: string, run: FrozenRun, now: Date): { run: Ru
 
 /** A stored run read back. */
 export function runOfRows(rows: { run: RunRow; waves: readonly WaveRow[] }): FrozenRun {
+  const strategy = JSON.parse(rows.run.strategy) as WaveStrategy;
   return {
     waves: rows.waves.map((w) => ({
       name: w.name,
@@ -162,7 +195,11 @@ export function runOfRows(rows: { run: RunRow; waves: readonly WaveRow[] }): Fro
     excluded: JSON.parse(rows.run.excluded) as string[],
     failurePolicy: rows.run.failurePolicy as FailurePolicy,
     unreachable: rows.run.unreachable as UnreachablePolicy,
-    strategy: JSON.parse(rows.run.strategy) as WaveStrategy,
+    // Kept in the strategy as given (no column of its own): a run stored before the bound existed has none.
+    unreachableWait: strategy.unreachableWaitSeconds
+      ? { seconds: strategy.unreachableWaitSeconds, fallback: strategy.unreachableAfterWait === 'SKIP' ? 'SKIP' : 'FAIL' }
+      : null,
+    strategy,
     startedBy: rows.run.startedBy,
   };
 }

@@ -1669,6 +1669,14 @@ export type WaveStrategyInput = {
   failurePolicy?: InputMaybe<WaveFailurePolicy>;
   /** What a cluster the run reaches while it is UNREACHABLE gets. Default WAIT. */
   unreachable?: InputMaybe<UnreachablePolicy>;
+  /**
+   * Under WAIT, how long (1 s to 31 days) the run waits for a cluster it reached while UNREACHABLE, counted from when it
+   * first found it so; then WAIT acts as `unreachableAfterWait`, with the reason on the cluster's targets. Default: no
+   * bound (the run waits until the cluster answers or someone aborts, saying why). Refused with SKIP or FAIL.
+   */
+  unreachableWaitSeconds?: InputMaybe<Scalars['Int']['input']>;
+  /** What WAIT does once `unreachableWaitSeconds` passed: SKIP or FAIL (default FAIL). Only with unreachableWaitSeconds. */
+  unreachableAfterWait?: InputMaybe<UnreachablePolicy>;
 };
 
 /** What a staged run does with a cluster it reaches (to start it) while the cluster is UNREACHABLE. */
@@ -1847,6 +1855,10 @@ export type WavePlan = {
   failurePolicy: WaveFailurePolicy;
   /** What a cluster reached while UNREACHABLE gets. */
   unreachable: UnreachablePolicy;
+  /** Under WAIT, how long the run waits for an UNREACHABLE cluster before acting as unreachableAfterWait; null: no bound. */
+  unreachableWaitSeconds?: Maybe<Scalars['Int']['output']>;
+  /** What WAIT does once unreachableWaitSeconds passed (SKIP or FAIL); null without a bound. */
+  unreachableAfterWait?: Maybe<UnreachablePolicy>;
 };
 
 /** One wave of a frozen plan, with its state once the run reached it. */
@@ -3395,6 +3407,8 @@ export type WavePlanResolvers<ContextType = GraphQLContext, ParentType extends R
   excluded?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
   failurePolicy?: Resolver<ResolversTypes['WaveFailurePolicy'], ParentType, ContextType>;
   unreachable?: Resolver<ResolversTypes['UnreachablePolicy'], ParentType, ContextType>;
+  unreachableWaitSeconds?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  unreachableAfterWait?: Resolver<Maybe<ResolversTypes['UnreachablePolicy']>, ParentType, ContextType>;
 };
 
 export type PlannedWaveResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['PlannedWave'] = ResolversParentTypes['PlannedWave']> = {

@@ -10,6 +10,7 @@ import { isDns1123Label } from '../../util/dnsNames.js';
 import { portsHere } from '../../domain/clusterSelection.js';
 import { decide as decideWindow, type WindowDecision, type WindowPolicyInput } from '../../domain/gates/maintenanceWindows.js';
 import { decideStage } from '../../domain/waves/engineStage.js';
+import { stagedAdmission } from '../../domain/waves/unreachable.js';
 import type { GraphQLContext } from '../context.js';
 
 /**
@@ -38,6 +39,8 @@ export function wavePlanOf(run: FrozenRun | StoredRun): WavePlan {
     excluded: [...run.excluded],
     failurePolicy: run.failurePolicy,
     unreachable: run.unreachable,
+    unreachableWaitSeconds: run.unreachableWait?.seconds ?? null,
+    unreachableAfterWait: run.unreachableWait?.fallback ?? null,
   };
 }
 
@@ -195,13 +198,17 @@ export const wavesResolvers: Resolvers = {
       const run = await runs.runOf(rollout.id);
       if (!run) return null;
       const now = new Date();
-      const [gates, policies, labels, targets] = await Promise.all([
+      const [gates, policies, labels, targets, registered] = await Promise.all([
         runs.gates(rollout.id, now),
         windows.policies(),
         labelsByCluster(ctx),
         ctx.domain.rollouts.allTargets(rollout.id),
+        ctx.domain.clusters?.list({}) ?? [],
       ]);
-      const window = (cluster: string) => decideWindow(policies, labels.get(cluster) ?? {}, now);
+      const health = new Map(registered.map((c) => [c.name, c.health.state]));
+      const { window } = stagedAdmission(run, health, rollout.engineState.unreachableSince ?? {}, now, (cluster) =>
+        decideWindow(policies, labels.get(cluster) ?? {}, now),
+      );
       const { step } = decideStage({ run, gates, accepted: new Set(rollout.engineState.acceptedWaves ?? []), now, window }, targets);
       if (step.do === 'wait') return step.reason;
       return step.do === 'open-gate' ? `gate ${step.gate} is opening` : null;

@@ -246,6 +246,69 @@ describe('a staged rollout in the engine', () => {
       ]);
     });
 
+    it('WAIT with unreachableWaitSeconds: waits that long from when it first found the cluster down, under any leader, then acts as the fallback', async () => {
+      health.set('prod-b', 'UNREACHABLE');
+      const { rollout, run } = await launch({ ...THREE_WAVES, unreachableWaitSeconds: 60, unreachableAfterWait: 'SKIP' });
+      expect(run?.unreachableWait).toEqual({ seconds: 60, fallback: 'SKIP' });
+      let firstSeen: number | undefined;
+      for (let pass = 0; pass < 40 && firstSeen === undefined; pass++) {
+        const result = await engine.reconcile(rollout.id, signal);
+        const since = (await rollouts.get(rollout.id))?.engineState.unreachableSince?.['prod-b'];
+        if (since) firstSeen = Date.parse(since);
+        else now += result.requeueAfterMs ?? 0;
+      }
+      expect(firstSeen).toBe(now);
+      // Looked at again every 5 s, the last look at the bound's end, never past it; a new leader counts from the same instant.
+      const looks: number[] = [];
+      for (let pass = 0; pass < 40 && now < firstSeen! + 60_000; pass++) {
+        if (pass === 3) engine = newEngine();
+        const result = await engine.reconcile(rollout.id, signal);
+        now += result.requeueAfterMs ?? 0;
+        looks.push(now);
+      }
+      expect(now).toBe(firstSeen! + 60_000);
+      expect(looks.every((at, i) => i === 0 || at - looks[i - 1]! <= 5000)).toBe(true);
+      expect((await rollouts.allTargets(rollout.id)).filter((t) => t.cluster === 'prod-b').map((t) => t.state)).toEqual(['PENDING', 'PENDING']);
+      const done = await drive(rollout.id);
+      expect(done.rollout.state).toBe('SUCCEEDED');
+      expect(done.rollout.message).toBe('skipped (each target says why): prod-b');
+      expect(clusterOrder()).toEqual(['canary-1', 'prod-a', 'other']);
+      expect(done.targets.filter((t) => t.cluster === 'prod-b').map((t) => [t.state, t.error])).toEqual([
+        ['SKIPPED', `member cluster prod-b is UNREACHABLE: waited 60s since ${new Date(firstSeen!).toISOString()} (unreachable: WAIT, then SKIP)`],
+        ['SKIPPED', `member cluster prod-b is UNREACHABLE: waited 60s since ${new Date(firstSeen!).toISOString()} (unreachable: WAIT, then SKIP)`],
+      ]);
+    });
+
+    it('WAIT with a bound and no fallback given fails the cluster once the wait is over (the failure policy applies); a cluster back in time is started', async () => {
+      health.set('prod-b', 'UNREACHABLE');
+      health.set('prod-a', 'UNREACHABLE');
+      const { rollout } = await launch({ ...THREE_WAVES, waves: THREE_WAVES.waves.map((w) => ({ ...w, maxConcurrency: '100%' })), unreachableWaitSeconds: 30 });
+      let result: { requeueAfterMs?: number } = {};
+      for (let pass = 0; pass < 40 && !(await rollouts.get(rollout.id))?.engineState.unreachableSince; pass++) {
+        result = await engine.reconcile(rollout.id, signal);
+        now += result.requeueAfterMs ?? 0;
+      }
+      health.delete('prod-a');
+      const paused = await drive(rollout.id);
+      expect(paused.rollout.state).toBe('PAUSED');
+      expect(paused.rollout.message).toMatch(/wave prod failed: 1 cluster failed \(prod-b\)/);
+      expect(paused.targets.find((t) => t.cluster === 'prod-b')?.error).toMatch(/waited 30s since .* \(unreachable: WAIT, then FAIL\)/);
+      expect(paused.targets.filter((t) => t.cluster === 'prod-a').map((t) => t.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
+    });
+
+    it('refuses a bound that does not apply, with its field', async () => {
+      const cases: [WaveStrategy, string][] = [
+        [{ ...THREE_WAVES, unreachable: 'SKIP', unreachableWaitSeconds: 60 }, 'input.waveStrategy.unreachableWaitSeconds'],
+        [{ ...THREE_WAVES, unreachableWaitSeconds: 0 }, 'input.waveStrategy.unreachableWaitSeconds'],
+        [{ ...THREE_WAVES, unreachableWaitSeconds: 60, unreachableAfterWait: 'WAIT' }, 'input.waveStrategy.unreachableAfterWait'],
+        [{ ...THREE_WAVES, unreachableAfterWait: 'SKIP' }, 'input.waveStrategy.unreachableAfterWait'],
+      ];
+      for (const [strategy, field] of cases) {
+        await expect(launch(strategy)).rejects.toMatchObject({ code: 'BAD_USER_INPUT', details: expect.objectContaining({ field }) });
+      }
+      expect(await rollouts.count({})).toBe(0);
+    });
+
     it('FAIL: its targets fail with the reason, and the failure policy applies', async () => {
       health.set('prod-b', 'UNREACHABLE');
       const { rollout } = await launch({ ...THREE_WAVES, unreachable: 'FAIL' });

@@ -264,6 +264,71 @@ describe('a staged rollout across member clusters', () => {
     expect((await gql(app.url, '{ maintenanceWindows { name } }')).data.maintenanceWindows).toEqual([]);
   });
 
+  it('an offline cluster does not block its wave forever: the run waits for it as long as asked, says why, then skips it', async () => {
+    const ended = collect(
+      (e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED', 'PAUSED'].includes(String(e.payload.to)),
+      (seen) => seen.length > 0,
+    );
+    const gateWaiting = collect(
+      (e) => e.type === EventType.GateWaiting,
+      (seen) => seen.length > 0,
+    );
+    // Planned while every member answers (a bump refuses a cluster it cannot read); edge-3 goes offline mid-run.
+    const run = await bump({
+      image: 'rancher/harvester-vm-dhcp-agent:v0.5.0',
+      memberClusters: { names: ['edge-2', 'edge-3'] },
+      strategy: { maxUnavailable: '100%', autoRollback: false },
+      waveStrategy: {
+        waves: [
+          { name: 'first', clusters: { names: ['edge-2'] } },
+          { name: 'offline', clusters: { names: ['edge-3'] }, before: { type: 'APPROVAL', config: { excludeStarter: false } } },
+        ],
+        unreachableWaitSeconds: 4,
+        unreachableAfterWait: 'SKIP',
+      },
+    });
+    expect(run.errors).toBeUndefined();
+    const id: string = run.data.bumpAgentImage.rollout.id;
+    const plan = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { wavePlan { unreachable unreachableWaitSeconds unreachableAfterWait } } }', { id }))
+      .data.rollout.wavePlan;
+    expect(plan).toEqual({ unreachable: 'WAIT', unreachableWaitSeconds: 4, unreachableAfterWait: 'SKIP' });
+    await gateWaiting;
+    await fleet.set('edge-3', 'unreachable');
+    try {
+      const health = async (name: string) =>
+        (await gql(app.url, '{ clusters { name health { state } } }')).data.clusters.find((c: { name: string }) => c.name === name)?.health.state;
+      await until('edge-3 is UNREACHABLE in the registry', async () => (await health('edge-3')) === 'UNREACHABLE');
+      const approved = await gql(app.url, 'mutation ($id: ID!) { approveGate(rolloutId: $id, gate: "before:offline") { state } }', { id });
+      expect(approved.data.approveGate.state).toBe('PASSED');
+      // While it waits, the rollout says for what (polled at the until helper's pace).
+      const waiting = await until('the run says it waits for edge-3', async () => {
+        const r = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state waitingFor } }', { id })).data.rollout;
+        return /edge-3 is UNREACHABLE/.test(r.waitingFor ?? '') || r.state !== 'PROGRESSING' ? r : undefined;
+      });
+      expect(waiting.waitingFor).toMatch(/member cluster edge-3 is UNREACHABLE \(unreachable: WAIT until .*, then SKIP\)/);
+      const [end] = await ended;
+      expect(end!.payload.to).toBe('SUCCEEDED');
+      const done = (await gql(app.url, ROLLOUT, { id })).data.rollout;
+      expect(done.message).toBe('skipped (each target says why): edge-3');
+      const states = done.targets.edges.map((e: { node: { cluster: string; state: string } }) => `${e.node.cluster}:${e.node.state}`);
+      expect(states.sort()).toEqual(['edge-2:SUCCEEDED', 'edge-2:SUCCEEDED', 'edge-3:SKIPPED', 'edge-3:SKIPPED']);
+      for (const name of ['net-1', 'net-2']) expect(image('edge-2', name)).toBe('rancher/harvester-vm-dhcp-agent:v0.5.0');
+      const skipped = (
+        await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { targets(first: 10, state: SKIPPED) { edges { node { cluster error } } } } }', { id })
+      ).data.rollout.targets.edges.map((e: { node: { cluster: string; error: string } }) => e.node);
+      expect(skipped.map((t: { error: string }) => t.error)).toEqual([
+        expect.stringMatching(/^member cluster edge-3 is UNREACHABLE: waited 4s since .* \(unreachable: WAIT, then SKIP\)$/),
+        expect.stringMatching(/^member cluster edge-3 is UNREACHABLE: waited 4s since .* \(unreachable: WAIT, then SKIP\)$/),
+      ]);
+    } finally {
+      // Back for the next test: answering, and driven by its runtime again (a bump reads its caches).
+      await fleet.set('edge-3', 'ready');
+      await until('edge-3 driven by its runtime again', () =>
+        app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-3' && r.running && r.kinds.includes('AGENT_POOL')),
+      );
+    }
+  });
+
   it('refuses a bad wave strategy with its field path and starts nothing', async () => {
     const before = await rolloutCount();
     const cases: [Record<string, unknown>, RegExp][] = [
