@@ -1,5 +1,5 @@
 import type { DriftQuery } from './generated/graphql.js';
-import type { ApiTokenView, BumpPayload, PlanItem, RolloutView } from './operations.js';
+import type { ApiTokenView, BumpPayload, PlanItem, RolloutView, TargetView } from './operations.js';
 import { targetLabel } from './targetTracker.js';
 import { describeProgress } from './progressReporter.js';
 
@@ -139,6 +139,14 @@ export function formatWavePlan(plan: NonNullable<BumpPayload['wavePlan']>): stri
   });
   const excluded = plan.excluded.length > 0 ? [`  excluded (in no wave): ${plan.excluded.join(', ')}`] : [];
   return [`waves (${plan.waves.length}; on a failed wave: ${plan.failurePolicy}):`, ...lines, ...excluded].join('\n');
+}
+
+/** A rollout's targets (`rollout targets`): one row each, in admission order, and how many matched. */
+export function formatTargets(targets: readonly TargetView[], totalCount: number, scope: string): string {
+  if (totalCount === 0) return `no targets${scope}`;
+  const rows = targets.map((t) => [t.cluster, t.namespace ? `${t.namespace}/${t.name}` : t.name, t.state, t.toVersion, t.error ?? '']);
+  const more = totalCount > targets.length ? [`… ${totalCount - targets.length} more (--limit)`] : [];
+  return [`${totalCount} target${totalCount === 1 ? '' : 's'}${scope}`, table(['CLUSTER', 'TARGET', 'STATE', 'TO', 'ERROR'], rows), ...more].join('\n');
 }
 
 export function formatHistory(rollouts: readonly RolloutView[], totalCount: number, now = Date.now()): string {

@@ -12,6 +12,7 @@ import type {
   RolloutFullFragment,
   RolloutState,
   RolloutSummaryFragment,
+  RolloutTargetsQuery,
 } from './generated/graphql.js';
 
 export {
@@ -37,6 +38,7 @@ export {
   RevokeTokenDocument as REVOKE_TOKEN_MUTATION,
   RollbackDocument as ROLLBACK_MUTATION,
   RolloutDocument as ROLLOUT_QUERY,
+  RolloutTargetsDocument as ROLLOUT_TARGETS_QUERY,
   DriftDocument as DRIFT_QUERY,
   TokensDocument as TOKENS_QUERY,
 } from './generated/graphql.js';
@@ -54,6 +56,7 @@ export type PlanItem = Omit<BumpResultFragment['plan'][number], 'cluster'> & { c
 export type RolloutUpdate = FollowSubscription['rolloutUpdated'];
 export type RolloutEvent = RolloutUpdate['event'];
 export type ApiTokenView = ApiTokenFieldsFragment;
+export type TargetView = NonNullable<RolloutTargetsQuery['rollout']>['targets']['edges'][number]['node'];
 export type MemberClusterView = MemberClusterFieldsFragment;
 
 /** Rollouts per history request; `--limit` beyond it is fetched page by page. */

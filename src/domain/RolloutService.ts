@@ -374,16 +374,17 @@ export class RolloutService {
     return this.store.read.countRollouts(filter);
   }
 
-  /** Targets in admission order. */
+  /** Targets in admission order; `clusters`: only those in these clusters (a staged run's wave). */
   async targets(
     rolloutId: string,
     state: TargetState | undefined,
     first: number | undefined,
     after: string | undefined,
+    clusters?: readonly string[],
   ): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, isOrdinalCursor);
-    const { rows, totalCount } = await this.store.read.targetPageWithCount(rolloutId, state, cursor?.o, size + 1);
+    const { rows, totalCount } = await this.store.read.targetPageWithCount(rolloutId, state, cursor?.o, size + 1, clusters);
     const page = pageOfRows(rows, size, toTarget);
     return { ...page, endCursor: endCursorOf(page.items, (t) => encodeCursor({ o: t.ordinal })), totalCount };
   }

@@ -300,13 +300,14 @@ export interface HistoryReads {
   countTargets(rolloutId: string, state: string | undefined): Promise<number>;
   /**
    * targetPage and countTargets together (a rollout's targets connection asks for both): PostgreSQL answers them in one
-   * round trip instead of two in a row.
+   * round trip instead of two in a row. `clusters`: only the targets in these clusters (a staged run's wave).
    */
   targetPageWithCount(
     rolloutId: string,
     state: string | undefined,
     afterOrdinal: number | undefined,
     limit: number,
+    clusters?: readonly string[],
   ): Promise<{ rows: TargetRow[]; totalCount: number }>;
   /** The record of the request that made the key's rollout (its hash tells a retry from a different request). */
   findIdempotencyRecord(key: IdempotencyKeyRef): Promise<IdempotencyRecord | undefined>;

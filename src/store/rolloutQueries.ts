@@ -145,6 +145,26 @@ export function targetPageStatement(
 const TARGET_PAGE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`;
 const TARGET_PAGE_IN_STATE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`;
 
+/**
+ * targetPage and countTargets over the targets in some clusters only (a staged run's wave: Rollout.targets(wave)). The
+ * clusters go as one JSON parameter: a wave may hold hundreds, beyond what a list of placeholders should carry.
+ */
+export function targetPageInClusters(
+  sql: Sql,
+  rolloutId: string,
+  state: string | undefined,
+  clusters: readonly string[],
+  afterOrdinal: number | undefined,
+  limit: number,
+): { rows: TargetRow[]; totalCount: number } {
+  const where = `"rolloutId" = ?${state ? ' AND "state" = ?' : ''} AND "cluster" IN (SELECT value FROM json_each(?))`;
+  const params: SqlValue[] = [rolloutId, ...(state ? [state] : []), JSON.stringify(clusters)];
+  const rows = sql
+    .rawAll(`SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE ${where} AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`, [...params, afterOrdinal ?? -1, limit])
+    .map(targetFromRaw);
+  return { rows, totalCount: sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE ${where}`, ...params)!.n };
+}
+
 export function countTargets(sql: Sql, rolloutId: string, state: string | undefined): number {
   return state
     ? sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ?', rolloutId, state)!.n

@@ -7,6 +7,7 @@ import { scriptedAppPerFile } from './scriptedApp.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { waveStrategyInput } from '../../src/domain/waves/strategy.js';
 import { KIND_CONTRACTS } from '../../src/kinds/index.js';
+import { gql } from '../helpers/graphql.js';
 import { until } from '../helpers/until.js';
 
 /** `rollplane rollout status | pause | resume | abort` against the real server, on rollouts the engine drives. */
@@ -87,6 +88,74 @@ describe('rollplane rollout approve | reject', () => {
     const unknown = await runCli(['rollout', 'approve', id, '--gate', 'after:only'], env());
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('[NOT_FOUND]');
+  });
+});
+
+describe('rollplane rollout targets --wave', () => {
+  it("lists one wave's targets (CLI and GraphQL); a wave the rollout does not have is BAD_USER_INPUT", async () => {
+    const target = (cluster: string, name: string) => ({ cluster, namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' });
+    // Held at the first wave's gate: nothing is admitted, the plan's targets stay where they are.
+    const result = await scripted.app.domain.launcher.launch({
+      plan: {
+        kind: 'NODE_AGENT',
+        fromVersion: 'agent:1',
+        toVersion: 'agent:2',
+        selector: { namespace: 'kube-system', name: 'node-agent', canaryNodeSelector: null },
+        strategy: { ...defaultStrategy(KIND_CONTRACTS.NODE_AGENT), maxUnavailable: '1' },
+        targets: [target('local', 'wave-node-0'), target('edge-w', 'wave-node-1'), target('edge-w', 'wave-node-2')],
+      },
+      cause: { actor: 'test' },
+      request: { staged: 'by wave' },
+      staged: {
+        strategy: waveStrategyInput.parse({
+          waves: [
+            { name: 'first', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } },
+            { name: 'second', clusters: { names: ['edge-w'] } },
+          ],
+        })!,
+        registered: [
+          { name: 'local', labels: {} },
+          { name: 'edge-w', labels: {} },
+        ],
+        startedBy: 'someone-else',
+      },
+    });
+    const id = result.rollout.id;
+    const targetsOf = (wave: string, state?: string) =>
+      gql(
+        scripted.app.url,
+        'query ($id: ID!, $wave: String, $state: TargetState) { rollout(id: $id) { targets(wave: $wave, state: $state) { totalCount edges { node { cluster name } } } } }',
+        { id, wave, state },
+      );
+    const second = await targetsOf('second');
+    expect(second.errors).toBeUndefined();
+    expect(second.data.rollout.targets).toEqual({
+      totalCount: 2,
+      edges: [{ node: { cluster: 'edge-w', name: 'wave-node-1' } }, { node: { cluster: 'edge-w', name: 'wave-node-2' } }],
+    });
+    expect((await targetsOf('second', 'PENDING')).data.rollout.targets.totalCount).toBe(2);
+    expect((await targetsOf('second', 'FAILED')).data.rollout.targets.totalCount).toBe(0);
+    const unknown = await targetsOf('third');
+    expect(unknown.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(unknown.errors?.[0]?.message).toMatch(/has no wave "third" \(its waves: first, second\)/);
+
+    const cli = await runCli(['rollout', 'targets', id, '--wave', 'first', '-o', 'json'], env());
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ totalCount: 1, targets: [{ cluster: 'local', name: 'wave-node-0', state: 'PENDING' }] });
+    const table = await runCli(['rollout', 'targets', id, '--wave', 'second', '--state', 'pending'], env());
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toContain('2 targets of wave second in state PENDING');
+    expect(table.stdout).toMatch(/edge-w\s+wave-node-1\s+PENDING\s+agent:2/);
+    const bad = await runCli(['rollout', 'targets', id, '--wave', 'nope'], env());
+    expect(bad.code).toBe(2); // the request's input was refused: a usage error
+    expect(bad.stderr).toContain('[BAD_USER_INPUT]');
+    await scripted.app.domain.rollouts.abort(id);
+
+    // A rollout without waves has none to filter by.
+    const { id: plain } = await launch(1, { maxUnavailable: '1' });
+    const none = await gql(scripted.app.url, 'query ($id: ID!) { rollout(id: $id) { targets(wave: "first") { totalCount } } }', { id: plain });
+    expect(none.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(none.errors?.[0]?.message).toMatch(/is not staged/);
   });
 });
 

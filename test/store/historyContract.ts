@@ -459,6 +459,11 @@ export function historyContract(factory: () => StoreFactory): void {
       const paged = await store.read.targetPageWithCount('r-life', undefined, undefined, 10);
       expect(paged.rows).toEqual(await store.read.targetPage('r-life', undefined, undefined, 10));
       expect(await store.read.targetPageWithCount('r-none', undefined, undefined, 10)).toEqual({ rows: [], totalCount: 0 });
+      // In some clusters only (a staged run's wave): the same page when they hold every target, none in others.
+      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, ['local', 'edge-1'])).toEqual(paged);
+      expect(await store.read.targetPageWithCount('r-life', undefined, 0, 1, ['local'])).toEqual({ rows: [paged.rows[1]], totalCount: 3 });
+      expect((await store.read.targetPageWithCount('r-life', 'CANCELLED', undefined, 10, ['local'])).totalCount).toBe(1);
+      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, ['edge-1'])).toEqual({ rows: [], totalCount: 0 });
     });
 
     it('changes several targets of one rollout in one batch, answering in the order given, and refuses a target named twice', async () => {

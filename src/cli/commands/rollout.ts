@@ -3,8 +3,9 @@ import { ErrorCode } from '../../errors.js';
 import { causeFrom, idempotencyKeyFor, type CauseOptions } from '../bumpInputs.js';
 import { ExitCode, RemoteError } from '../exitCodes.js';
 import * as flags from '../flags.js';
-import { formatRollout } from '../format.js';
-import type { GateMeasurementsQuery } from '../generated/graphql.js';
+import { formatRollout, formatTargets } from '../format.js';
+import type { GateMeasurementsQuery, TargetState } from '../generated/graphql.js';
+import { readPages } from '../pages.js';
 import {
   ABORT_MUTATION,
   APPROVE_GATE_MUTATION,
@@ -16,6 +17,7 @@ import {
   RESUME_MUTATION,
   ROLLBACK_MUTATION,
   ROLLOUT_QUERY,
+  ROLLOUT_TARGETS_QUERY,
   type RolloutView,
 } from '../operations.js';
 import { addCommonOptions, addWaitOptions, clientAction, exitCodeForState, type CliContext, type CliIo, type WaitOptions } from '../runtime.js';
@@ -108,6 +110,38 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       const data = await ctx.client.request(ROLLOUT_QUERY, { id });
       if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`, { id });
       return finishWith(ctx, data.rollout, ctx.flags<WaitOptions>());
+    }),
+  );
+
+  const TARGET_STATES = ['pending', 'progressing', 'succeeded', 'failed', 'skipped', 'cancelled'] as const;
+  addCommonOptions(
+    rollout
+      .command('targets')
+      .description("List a rollout's targets in admission order, optionally of one wave and/or in one state")
+      .argument('<id>', 'rollout id', rolloutId)
+      .option('--wave <name>', "only the targets of this wave's clusters (a staged rollout)", flags.dnsLabel)
+      .option(
+        '--state <state>',
+        `only targets in this state: ${TARGET_STATES.join(', ')}`,
+        flags.oneOf(TARGET_STATES, (s) => s.toUpperCase()),
+      )
+      .option('--limit <n>', 'how many targets', flags.integer(1, 10_000), 100),
+  ).action(
+    clientAction(io, setExitCode, async (ctx, id: string) => {
+      const options = ctx.flags<{ wave?: string; state?: TargetState; limit: number }>();
+      const filter = { id, wave: options.wave ?? null, state: options.state ?? null };
+      const { nodes, totalCount } = await readPages(
+        async (first, after) => {
+          const data = await ctx.client.request(ROLLOUT_TARGETS_QUERY, { ...filter, first, after });
+          if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`, { id });
+          return data.rollout.targets;
+        },
+        100,
+        options.limit,
+      );
+      const scope = [options.wave ? ` of wave ${options.wave}` : '', options.state ? ` in state ${options.state}` : ''].join('');
+      ctx.result({ totalCount, targets: nodes }, formatTargets(nodes, totalCount, scope));
+      return ExitCode.Ok;
     }),
   );
 

@@ -31,6 +31,21 @@ export type RolloutState =
   /** Its changes were reverted by an automatic or requested rollback. */
   | 'ROLLED_BACK';
 
+/** One target's progress inside a rollout. */
+export type TargetState =
+  /** Waiting for admission. */
+  | 'PENDING'
+  /** Admitted: the change was written; waiting for it to converge. */
+  | 'PROGRESSING'
+  /** Converged on the new version. */
+  | 'SUCCEEDED'
+  /** Did not converge (bad image, deadline exceeded, error). */
+  | 'FAILED'
+  /** Not changed: held, paused, or already on the version. */
+  | 'SKIPPED'
+  /** Never admitted because the rollout was aborted or failed. */
+  | 'CANCELLED';
+
 /** Filters for `rollouts`; all given conditions must hold. */
 export type RolloutFilter = {
   /** Only rollouts of this kind. */
@@ -673,6 +688,17 @@ export type RolloutQueryVariables = Exact<{
 
 
 export type RolloutQuery = { rollout: RolloutFullFragment | null };
+
+export type RolloutTargetsQueryVariables = Exact<{
+  id: string | number;
+  wave?: string | null | undefined;
+  state?: TargetState | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type RolloutTargetsQuery = { rollout: { id: string, targets: { totalCount: number, pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { cluster: string, namespace: string, name: string, state: TargetState, toVersion: string, error: string | null } }> } } | null };
 
 export type LastEventQueryVariables = Exact<{ [key: string]: never; }>;
 
@@ -1398,6 +1424,30 @@ fragment RolloutFull on Rollout {
     }
   }
 }`) as unknown as TypedDocumentString<RolloutQuery, RolloutQueryVariables>;
+export const RolloutTargetsDocument = new TypedDocumentString(`
+    query RolloutTargets($id: ID!, $wave: String, $state: TargetState, $first: Int, $after: String) {
+  rollout(id: $id) {
+    id
+    targets(wave: $wave, state: $state, first: $first, after: $after) {
+      totalCount
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      edges {
+        node {
+          cluster
+          namespace
+          name
+          state
+          toVersion
+          error
+        }
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<RolloutTargetsQuery, RolloutTargetsQueryVariables>;
 export const LastEventDocument = new TypedDocumentString(`
     query LastEvent {
   serverInfo {

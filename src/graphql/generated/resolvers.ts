@@ -391,6 +391,7 @@ export type RolloutTargetsArgs = {
   state?: InputMaybe<TargetState>;
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+  wave?: InputMaybe<Scalars['String']['input']>;
 };
 
 

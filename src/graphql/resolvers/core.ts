@@ -18,6 +18,7 @@ import { eventEdge, eventToGraphQL, targetDurationSeconds } from './mappers.js';
 import { eventFilterFrom, eventSubscription, optionalText, requireId } from './eventSubscription.js';
 import { BatchLoader, perContext } from './batchLoader.js';
 import { DateTime, JSONScalar } from './scalars.js';
+import { clustersOfWave } from './waves.js';
 import { rollbackInput } from '../../domain/kinds/cause.js';
 import { parseInput } from '../../domain/kinds/strategy.js';
 
@@ -151,7 +152,8 @@ export const coreResolvers: Resolvers = {
     rollbackOf: (rollout, _, ctx) => (rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null),
     progress: (rollout, _, ctx) => progressReadWithPage(ctx).get(rollout) ?? progressLoader(ctx).load(rollout.id),
     targets: async (rollout, args, ctx) => {
-      const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined);
+      const clusters = args.wave == null ? undefined : await clustersOfWave(ctx, rollout.id, args.wave);
+      const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined, clusters);
       return connectionOf({ ...page, items: page.items.map((node) => ({ cursor: ctx.domain.rollouts.targetCursor(node), node })) });
     },
     events: (rollout, args, ctx) => eventPage(ctx, { rolloutId: rollout.id }, args.first, args.after ?? undefined),

@@ -144,6 +144,19 @@ async function labelsByCluster(ctx: GraphQLContext): Promise<Map<string, Record<
   return new Map((await portsHere(ctx.domain).registered()).map((c) => [c.name, c.labels]));
 }
 
+/**
+ * The clusters of a staged rollout's wave (Rollout.targets(wave)): BAD_USER_INPUT naming the rollout's waves when it
+ * has no such wave, or none at all (not staged).
+ */
+export async function clustersOfWave(ctx: GraphQLContext, rolloutId: string, wave: string): Promise<readonly string[]> {
+  const run = rolloutId === 'dry-run' ? undefined : await ctx.domain.rollouts.runs.runOf(rolloutId);
+  const found = run?.waves.find((w) => w.name === wave);
+  if (found) return found.clusters;
+  const shown = JSON.stringify(wave.slice(0, 63));
+  if (!run) throw new ValidationError('wave', `rollout ${rolloutId} is not staged: it has no wave ${shown}`);
+  throw new ValidationError('wave', `rollout ${rolloutId} has no wave ${shown} (its waves: ${run.waves.map((w) => w.name).join(', ')})`);
+}
+
 /** approveGate / rejectGate: the caller's decision, kept with its token id and role (StagedRuns.decide). */
 async function decideGate(
   ctx: GraphQLContext,

@@ -146,6 +146,12 @@ const pageWithCount = (page: string, count: string) =>
   `SELECT c.n AS "totalCount", t.* FROM (${count}) c LEFT JOIN LATERAL (${page}) t ON true ORDER BY t."ordinal"`;
 const TARGET_PAGE_WITH_COUNT = pageWithCount(TARGET_PAGE, COUNT_TARGETS);
 const TARGET_PAGE_IN_STATE_WITH_COUNT = pageWithCount(TARGET_PAGE_IN_STATE, COUNT_TARGETS_IN_STATE.replace('$2', '$4'));
+/** In some clusters only (a staged run's wave), in one state or any ($4 null). */
+const IN_CLUSTERS = '"rolloutId" = $1 AND ($4::text IS NULL OR "state" = $4) AND "cluster" = ANY($5::text[])';
+const TARGET_PAGE_IN_CLUSTERS_WITH_COUNT = pageWithCount(
+  `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE ${IN_CLUSTERS} AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3`,
+  `SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE ${IN_CLUSTERS}`,
+);
 
 /**
  * The events of a transaction in one statement (see EVENT_LOG_LOCK): the event-log lock, the time stamp, the rows and
@@ -317,10 +323,18 @@ function readsOn(db: Queryable): HistoryReads {
         : await preparedOne<{ n: number }>(COUNT_TARGETS, [rolloutId]);
       return row!.n;
     },
-    async targetPageWithCount(rolloutId, state, afterOrdinal, limit) {
-      const found = state
-        ? await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_IN_STATE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit, state])
-        : await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit]);
+    async targetPageWithCount(rolloutId, state, afterOrdinal, limit, clusters) {
+      const found = clusters
+        ? await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_IN_CLUSTERS_WITH_COUNT, [
+            rolloutId,
+            afterOrdinal ?? -1,
+            limit,
+            state ?? null,
+            [...clusters],
+          ])
+        : state
+          ? await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_IN_STATE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit, state])
+          : await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit]);
       const totalCount = found[0]?.totalCount ?? 0;
       // An empty page is the count's row alone, its target columns null.
       const rows = found.filter((r) => r.id !== null).map(({ totalCount: _, ...target }) => target);

@@ -15,6 +15,7 @@ import {
   countTargets,
   listRollouts,
   targetPage,
+  targetPageInClusters,
   targetStateCounts,
   targetStateCountsOf,
   type RolloutPosition,
@@ -77,10 +78,7 @@ function readsOf(sql: Sql): HistoryReads {
     listRolloutsWithCounts: async (filter, before, limit) => rolloutsWithCounts(sql, filter, before, limit),
     targetPage: async (rolloutId, state, afterOrdinal, limit) => targetPage(sql, rolloutId, state, afterOrdinal, limit),
     countTargets: async (rolloutId, state) => countTargets(sql, rolloutId, state),
-    targetPageWithCount: async (rolloutId, state, afterOrdinal, limit) => ({
-      rows: targetPage(sql, rolloutId, state, afterOrdinal, limit),
-      totalCount: countTargets(sql, rolloutId, state),
-    }),
+    targetPageWithCount: async (rolloutId, state, afterOrdinal, limit, clusters) => pageWithCount(sql, rolloutId, state, afterOrdinal, limit, clusters),
     findIdempotencyRecord: async (key) => findIdempotencyRecord(sql, key),
     rolloutIdsNeedingEngine: async () => rolloutIdsNeedingEngine(sql),
     revisionPage: async (kind, namespace, name, beforeN, limit, cluster) => revisionPage(sql, kind, namespace, name, beforeN, limit, cluster),
@@ -92,6 +90,12 @@ function readsOf(sql: Sql): HistoryReads {
     gateAttempts: async (gateId) => gateAttempts(sql, gateId),
     windowPolicies: async () => windowPolicies(sql),
   };
+}
+
+/** A page of a rollout's targets and the count it pages through, optionally in some clusters only (a wave's). */
+function pageWithCount(sql: Sql, rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number, clusters?: readonly string[]) {
+  if (clusters) return targetPageInClusters(sql, rolloutId, state, clusters, afterOrdinal, limit);
+  return { rows: targetPage(sql, rolloutId, state, afterOrdinal, limit), totalCount: countTargets(sql, rolloutId, state) };
 }
 
 /** A step that is already done: SQLite's statements run synchronously. */
@@ -185,8 +189,7 @@ function txOf(sql: Sql): HistoryTx {
     listRolloutsWithCounts: (filter, before, limit) => done(rolloutsWithCounts(sql, filter, before, limit)),
     targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
     countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
-    targetPageWithCount: (rolloutId, state, afterOrdinal, limit) =>
-      done({ rows: targetPage(sql, rolloutId, state, afterOrdinal, limit), totalCount: countTargets(sql, rolloutId, state) }),
+    targetPageWithCount: (rolloutId, state, afterOrdinal, limit, clusters) => done(pageWithCount(sql, rolloutId, state, afterOrdinal, limit, clusters)),
     findIdempotencyRecord: (key) => done(findIdempotencyRecord(sql, key)),
     rolloutIdsNeedingEngine: () => done(rolloutIdsNeedingEngine(sql)),
     revisionPage: (kind, namespace, name, beforeN, limit, cluster) => done(revisionPage(sql, kind, namespace, name, beforeN, limit, cluster)),
