@@ -93,8 +93,32 @@ export const SHARED_EVENTS = {
     z.object({ gateKey: text, type: text, state: z.enum(['PASSED', 'FAILED']), reason: text, waitedSeconds: z.number().optional() }),
     'gate.ended',
   ),
-  WindowClosed: defineEvent('WindowClosed', z.object({ waveName: text, clusters: z.array(text), reason: text, until: orNull(text) }), 'window.closed'),
-  WindowOpened: defineEvent('WindowOpened', z.object({ waveName: text, clusters: z.array(text) }), 'window.opened'),
+  // Two sources (issue 30): a staged run's wave held or admitted again (waveName, with the rollout), or a window policy's
+  // own opening or closing (policy, no rollout: the clusters it selects, the first ANNOUNCED_CLUSTERS of clusterCount).
+  WindowClosed: defineEvent(
+    'WindowClosed',
+    z.object({
+      waveName: text.optional(),
+      policy: text.optional(),
+      clusters: z.array(text),
+      clusterCount: z.number().optional(),
+      reason: text,
+      until: orNull(text),
+    }),
+    'window.closed',
+  ),
+  WindowOpened: defineEvent(
+    'WindowOpened',
+    z.object({
+      waveName: text.optional(),
+      policy: text.optional(),
+      clusters: z.array(text),
+      clusterCount: z.number().optional(),
+      reason: text.optional(),
+      until: orNull(text).optional(),
+    }),
+    'window.opened',
+  ),
 } as const;
 
 /**

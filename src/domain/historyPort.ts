@@ -224,6 +224,8 @@ export interface WindowPolicyRow {
   definition: string;
   createdAt: Date;
   updatedAt: Date;
+  /** OPEN or CLOSED: the policy's own state last announced by a window event; null (or absent on insert): not yet. */
+  announced?: string | null;
 }
 
 /** One decision kept at a gate. */
@@ -411,6 +413,8 @@ export interface HistoryTx extends TxReads {
   updateWindowPolicy(row: Omit<WindowPolicyRow, 'createdAt'>): Step<boolean>;
   /** false when there is none of that name. */
   deleteWindowPolicy(name: string): Step<boolean>;
+  /** Sets the state a policy last announced if it is still `from` (compare and set); false when it was not. */
+  announceWindow(name: string, from: string | null, to: string): Step<boolean>;
   /** A wave's state; `startedAt`/`finishedAt` only when given. */
   updateWave(rolloutId: string, ordinal: number, state: string, reason: string | null, startedAt: Date | null, finishedAt: Date | null): Step<void>;
 }

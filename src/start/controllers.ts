@@ -11,6 +11,7 @@ import { runEngineOnManager } from '../domain/engineController.js';
 import { InFlightChanges } from '../domain/InFlightChanges.js';
 import { RolloutEngine } from '../domain/RolloutEngine.js';
 import { RolloutLauncher } from '../domain/RolloutLauncher.js';
+import { WindowAnnouncer } from '../domain/waves/WindowAnnouncer.js';
 import { createKubeClients } from '../kube/index.js';
 import type { KubeConnection } from '../kubeConnection.js';
 import type { Logger } from '../log.js';
@@ -123,6 +124,16 @@ export async function startControllers(
       }
       started(() => runtimes.close());
     }
+    // Window policies opening and closing, announced by the leader (issue 30); each change once, whoever leads.
+    const announcer = new WindowAnnouncer({
+      windows: rollouts.windows,
+      log: events,
+      clusters: async () => (await db.memberClusters.list()).map((c) => ({ name: c.name, labels: c.labels })),
+      logger: logger.child({ component: 'window-announcer' }),
+    });
+    manager.onStartedLeading(() => announcer.start());
+    manager.onStoppedLeading(() => announcer.stop());
+    started(async () => announcer.stop());
     runEngineOnManager({
       engine,
       launcher,

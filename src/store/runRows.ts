@@ -32,7 +32,7 @@ export const INSERT_WINDOW =
   'INSERT INTO "MaintenanceWindow" ("name", "kind", "definition", "createdAt", "updatedAt") VALUES (?, ?, ?, ?, ?) ON CONFLICT ("name") DO NOTHING';
 export const UPDATE_WINDOW = 'UPDATE "MaintenanceWindow" SET "kind" = ?, "definition" = ?, "updatedAt" = ? WHERE "name" = ?';
 export const DELETE_WINDOW = 'DELETE FROM "MaintenanceWindow" WHERE "name" = ?';
-export const WINDOWS = 'SELECT "name", "kind", "definition", "createdAt", "updatedAt" FROM "MaintenanceWindow" ORDER BY "name"';
+export const WINDOWS = 'SELECT "name", "kind", "definition", "createdAt", "updatedAt", "announced" FROM "MaintenanceWindow" ORDER BY "name"';
 
 type Stored<T> = {
   [K in keyof T]: T[K] extends Date ? Date | string : T[K] extends Date | null ? Date | string | null : T[K] extends boolean ? boolean | number : T[K];
@@ -156,6 +156,10 @@ export function insertWindowPolicy(sql: Sql, row: WindowPolicyRow): boolean {
 
 export function updateWindowPolicy(sql: Sql, row: Omit<WindowPolicyRow, 'createdAt'>): boolean {
   return sql.run(UPDATE_WINDOW, row.kind, row.definition, sqlDate(row.updatedAt), row.name).changes > 0;
+}
+
+export function announceWindow(sql: Sql, name: string, from: string | null, to: string): boolean {
+  return sql.run('UPDATE "MaintenanceWindow" SET "announced" = ? WHERE "name" = ? AND "announced" IS ?', to, name, from).changes > 0;
 }
 
 export function deleteWindowPolicy(sql: Sql, name: string): boolean {

@@ -92,9 +92,17 @@ export type EventType =
   | 'GateRejected'
   /** A gate passed or failed (payload: gateKey, type, state PASSED or FAILED, reason, waitedSeconds). */
   | 'GateEnded'
-  /** A staged rollout's wave is held: maintenance windows keep every pending cluster of it from starting (payload: waveName, clusters, reason, until). */
+  /**
+   * A staged rollout's wave is held: maintenance windows keep every pending cluster of it from starting (payload: waveName,
+   * clusters, reason, until); or, with no rollout, a window policy closed for the clusters it selects (payload: policy,
+   * clusters (the first 50), clusterCount, reason, until: its next opening).
+   */
   | 'WindowClosed'
-  /** A window opened for a held wave: its clusters are admitted again (payload: waveName, clusters). */
+  /**
+   * A window opened for a held wave: its clusters are admitted again (payload: waveName, clusters); or, with no rollout, a
+   * window policy opened for the clusters it selects (payload: policy, clusters (the first 50), clusterCount, reason,
+   * until: its next closing).
+   */
   | 'WindowOpened'
   /** A node's agent was replaced (payload: node, daemonSet, old/new pod, old/new image, peer pods restarted, seconds; planned: false and reason: unplanned, with no rollout, when the DaemonSet replaced it after a change made outside rollplane). */
   | 'NodeAgentReplaced';

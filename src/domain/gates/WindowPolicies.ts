@@ -1,6 +1,8 @@
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import type { EventLog } from '../EventLog.js';
+import { EventType, type NewEvent } from '../events.js';
 import type { HistoryStore, WindowPolicyRow } from '../historyPort.js';
-import { decide, parseWindowPolicy, type WindowDecision, type WindowPolicy, type WindowPolicyInput } from './maintenanceWindows.js';
+import { decide, parseWindowPolicy, policiesFor, type WindowDecision, type WindowPolicy, type WindowPolicyInput } from './maintenanceWindows.js';
 
 /** A stored policy as the API shows it: the input it was written with, and when. */
 export interface WindowPolicyView {
@@ -16,6 +18,9 @@ const POLICY_CACHE_MS = 1000;
 
 /** The most policies kept (each is asked on every admission of every cluster it applies to). */
 export const MAX_WINDOW_POLICIES = 200;
+
+/** Cluster names one policy's WindowOpened/WindowClosed event lists at most (`clusterCount` says how many it selects). */
+export const ANNOUNCED_CLUSTERS = 50;
 
 /**
  * Named maintenance-window policies (issue 30, docs/waves.md): written through the API, each checked as a whole before
@@ -56,6 +61,47 @@ export class WindowPolicies {
   /** Whether a cluster with these labels may take a new change at `at`, why, and until when. */
   async decide(labels: Record<string, string>, at: Date, policies?: readonly WindowPolicy[]): Promise<WindowDecision> {
     return decide(policies ?? (await this.policies()), labels, at);
+  }
+
+  /**
+   * Per-policy window events (issue 30): each policy's own state now — an ALLOW policy inside one of its windows, a
+   * DENY policy outside its freezes, is OPEN — for the registered clusters it selects, announced with WindowOpened or
+   * WindowClosed when it differs from the state last announced (the first look announces the current state). The
+   * row's compare-and-set commits with the event, so two replicas or a restart announce each change once; one event
+   * per policy and change (at most MAX_WINDOW_POLICIES per change instant), never one per cluster. A policy that
+   * selects no registered cluster announces nothing. Returns when the earliest policy changes next (null: none within
+   * the horizon), for the caller to look again then.
+   */
+  async announce(clusters: readonly { name: string; labels: Record<string, string> }[], log: EventLog, now = new Date()): Promise<Date | null> {
+    let next: number | null = null;
+    for (const row of await this.store.read.windowPolicies()) {
+      let policy: WindowPolicy;
+      try {
+        policy = parseWindowPolicy(JSON.parse(row.definition) as WindowPolicyInput, row.name);
+      } catch {
+        continue; // checked when written; one that no longer parses decides nothing either
+      }
+      const covered = clusters.filter((c) => policiesFor([policy], c.labels).length > 0).map((c) => c.name);
+      if (covered.length === 0) continue;
+      // The policy alone, for every cluster it selects (its selector is what `covered` applied).
+      const own = decide([{ ...policy, selector: [] }], {}, now);
+      if (own.until) next = Math.min(next ?? Infinity, own.until.getTime());
+      const state = own.open ? 'OPEN' : 'CLOSED';
+      if ((row.announced ?? null) === state) continue;
+      const payload = {
+        policy: policy.name,
+        clusters: covered.slice(0, ANNOUNCED_CLUSTERS),
+        clusterCount: covered.length,
+        reason: `${policy.kind} window policy "${policy.name}" ${own.open ? 'opened' : 'closed'}`,
+        until: own.until?.toISOString() ?? null,
+      };
+      const event: NewEvent = own.open ? { type: EventType.WindowOpened, payload } : { type: EventType.WindowClosed, payload };
+      await log.commit(function* (tx) {
+        const changed = yield* tx.announceWindow(row.name, row.announced ?? null, state);
+        return { result: undefined, events: changed ? [event] : [] };
+      });
+    }
+    return next === null ? null : new Date(next);
   }
 
   async create(input: WindowPolicyInput, now = new Date()): Promise<WindowPolicyView> {

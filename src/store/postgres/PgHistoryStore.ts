@@ -555,6 +555,10 @@ function txOn(client: pg.PoolClient): HistoryTx {
     *updateWindowPolicy(w) {
       return (yield* rows<{ name: string }>(`${numbered(UPDATE_WINDOW)} RETURNING "name"`, [w.kind, w.definition, isoOf(w.updatedAt), w.name])).length > 0;
     },
+    *announceWindow(name, from, to) {
+      const sql = 'UPDATE "MaintenanceWindow" SET "announced" = $1 WHERE "name" = $2 AND "announced" IS NOT DISTINCT FROM $3 RETURNING "name"';
+      return (yield* rows<{ name: string }>(sql, [to, name, from])).length > 0;
+    },
     *deleteWindowPolicy(name) {
       return (yield* rows<{ name: string }>(`${numbered(DELETE_WINDOW)} RETURNING "name"`, [name])).length > 0;
     },

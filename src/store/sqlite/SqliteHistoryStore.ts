@@ -51,6 +51,7 @@ import {
   updateGate,
   updateWave,
   updateWindowPolicy,
+  announceWindow,
   windowPolicies,
 } from '../runRows.js';
 import { insertRevisions, latestRevisions, updateTargets } from '../targetBatches.js';
@@ -202,6 +203,7 @@ function txOf(sql: Sql): HistoryTx {
     windowPolicies: () => done(windowPolicies(sql)),
     insertWindowPolicy: (row) => done(insertWindowPolicy(sql, row)),
     updateWindowPolicy: (row) => done(updateWindowPolicy(sql, row)),
+    announceWindow: (name, from, to) => done(announceWindow(sql, name, from, to)),
     deleteWindowPolicy: (name) => done(deleteWindowPolicy(sql, name)),
     insertIdempotencyRecord: (record, now) => done(insertIdempotencyRecord(sql, record, now)),
     // The transaction already holds SQLite's only write lock (BEGIN IMMEDIATE): writers are serialized, launches too.
