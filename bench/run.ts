@@ -29,6 +29,7 @@ const BENCHMARKS: Record<string, string> = {
   'cross-replica': `crossReplica${ext}`,
   notifications: `notifications${ext}`,
   clusters: `clusters${ext}`,
+  waves: `waves${ext}`,
 };
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 if (names.length === 0) {
