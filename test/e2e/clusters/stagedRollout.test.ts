@@ -321,11 +321,13 @@ describe('a staged rollout across member clusters', () => {
         expect.stringMatching(/^member cluster edge-3 is UNREACHABLE: waited 4s since .* \(unreachable: WAIT, then SKIP\)$/),
       ]);
     } finally {
-      // Back for the next test: answering, and driven by its runtime again (a bump reads its caches).
+      // Back for the next test: READY, and driven by its runtime again (a bump reads its caches; while UNREACHABLE
+      // the runtime keeps its caches for a grace period, ADR 0055, so running alone does not say it is driven).
       await fleet.set('edge-3', 'ready');
-      await until('edge-3 driven by its runtime again', () =>
-        app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-3' && r.running && r.kinds.includes('AGENT_POOL')),
-      );
+      await until('edge-3 READY and driven by its runtime again', async () => {
+        const state = (await gql(app.url, '{ clusters(names: ["edge-3"]) { health { state } } }')).data.clusters[0]?.health.state;
+        return state === 'READY' && app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-3' && r.running && r.kinds.includes('AGENT_POOL'));
+      });
     }
   });
 
