@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from './cliHarness.js';
 import { scriptedAppPerFile } from './scriptedApp.js';
 import { defaultStrategy } from '../../src/domain/kinds/index.js';
-import { waveStrategyInput } from '../../src/domain/waves/strategy.js';
+import { type WaveStrategyRequest, waveStrategyInput } from '../../src/domain/waves/strategy.js';
 import { KIND_CONTRACTS } from '../../src/kinds/index.js';
 import { gql } from '../helpers/graphql.js';
 import { until } from '../helpers/until.js';
@@ -53,27 +53,33 @@ describe('rollplane rollout pause | resume | abort', () => {
   });
 });
 
+/** A staged NODE_AGENT rollout over these nodes (each in its cluster), started by someone else than the CLI's caller. */
+async function launchStaged(nodes: readonly { cluster: string; name: string }[], strategy: WaveStrategyRequest): Promise<string> {
+  const result = await scripted.app.domain.launcher.launch({
+    plan: {
+      kind: 'NODE_AGENT',
+      fromVersion: 'agent:1',
+      toVersion: 'agent:2',
+      selector: { namespace: 'kube-system', name: 'node-agent', canaryNodeSelector: null },
+      strategy: { ...defaultStrategy(KIND_CONTRACTS.NODE_AGENT), maxUnavailable: '1' },
+      targets: nodes.map(({ cluster, name }) => ({ cluster, namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
+    },
+    cause: { actor: 'test' },
+    request: { nodes, strategy },
+    staged: {
+      strategy: waveStrategyInput.parse(strategy)!,
+      registered: [...new Set(nodes.map((n) => n.cluster))].map((name) => ({ name, labels: {} })),
+      startedBy: 'someone-else',
+    },
+  });
+  return result.rollout.id;
+}
+
 describe('rollplane rollout approve | reject', () => {
   it("approves a staged rollout's gate with a comment, then a late rejection is CONFLICT (exit 1)", async () => {
-    const nodes = ['gate-node-0'];
-    const result = await scripted.app.domain.launcher.launch({
-      plan: {
-        kind: 'NODE_AGENT',
-        fromVersion: 'agent:1',
-        toVersion: 'agent:2',
-        selector: { namespace: 'kube-system', name: 'node-agent', canaryNodeSelector: null },
-        strategy: { ...defaultStrategy(KIND_CONTRACTS.NODE_AGENT), maxUnavailable: '1' },
-        targets: nodes.map((name) => ({ namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' })),
-      },
-      cause: { actor: 'test' },
-      request: { nodes, staged: true },
-      staged: {
-        strategy: waveStrategyInput.parse({ waves: [{ name: 'only', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } }] })!,
-        registered: [{ name: 'local', labels: {} }],
-        startedBy: 'someone-else',
-      },
+    const id = await launchStaged([{ cluster: 'local', name: 'gate-node-0' }], {
+      waves: [{ name: 'only', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } }],
     });
-    const id = result.rollout.id;
     await until('the gate opened', async () => (await scripted.app.domain.rollouts.runs.gates(id, new Date())).length === 1);
     const approved = await runCli(['rollout', 'approve', id, '--gate', 'before:only', '--comment', 'canary looks fine', '-o', 'json'], env());
     expect(approved.code, approved.stderr).toBe(0);
@@ -93,34 +99,20 @@ describe('rollplane rollout approve | reject', () => {
 
 describe('rollplane rollout targets --wave', () => {
   it("lists one wave's targets (CLI and GraphQL); a wave the rollout does not have is BAD_USER_INPUT", async () => {
-    const target = (cluster: string, name: string) => ({ cluster, namespace: '', name, fromVersion: 'agent:1', toVersion: 'agent:2' });
     // Held at the first wave's gate: nothing is admitted, the plan's targets stay where they are.
-    const result = await scripted.app.domain.launcher.launch({
-      plan: {
-        kind: 'NODE_AGENT',
-        fromVersion: 'agent:1',
-        toVersion: 'agent:2',
-        selector: { namespace: 'kube-system', name: 'node-agent', canaryNodeSelector: null },
-        strategy: { ...defaultStrategy(KIND_CONTRACTS.NODE_AGENT), maxUnavailable: '1' },
-        targets: [target('local', 'wave-node-0'), target('edge-w', 'wave-node-1'), target('edge-w', 'wave-node-2')],
-      },
-      cause: { actor: 'test' },
-      request: { staged: 'by wave' },
-      staged: {
-        strategy: waveStrategyInput.parse({
-          waves: [
-            { name: 'first', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } },
-            { name: 'second', clusters: { names: ['edge-w'] } },
-          ],
-        })!,
-        registered: [
-          { name: 'local', labels: {} },
-          { name: 'edge-w', labels: {} },
+    const id = await launchStaged(
+      [
+        { cluster: 'local', name: 'wave-node-0' },
+        { cluster: 'edge-w', name: 'wave-node-1' },
+        { cluster: 'edge-w', name: 'wave-node-2' },
+      ],
+      {
+        waves: [
+          { name: 'first', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } },
+          { name: 'second', clusters: { names: ['edge-w'] } },
         ],
-        startedBy: 'someone-else',
       },
-    });
-    const id = result.rollout.id;
+    );
     const targetsOf = (wave: string, state?: string) =>
       gql(
         scripted.app.url,
