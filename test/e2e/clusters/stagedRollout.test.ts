@@ -45,10 +45,18 @@ describe('a staged rollout across member clusters', () => {
     fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
     registerMembers(dir, fleet, MEMBERS, (name) => ({ tier: 'edge', ring: name.slice(-1) }));
     app = await startTestApp({ databaseFile: path.join(dir, 'rollplane.db'), env: { ...MEMBER_FLEET_ENV, ROLLPLANE_SIM_FLEET: 'pools=2,nodes=2' } });
-    await until('every member driven by its own runtime', () =>
-      MEMBERS.every((name) => app.memberRuntimes?.snapshot().some((r) => r.cluster === name && r.running && r.kinds.includes('AGENT_POOL'))),
-    );
+    await until('every member READY and driven by its own runtime', () => membersDriven(MEMBERS));
   });
+
+  /** READY in the registry and driven by a runtime: a runtime keeps running through its cache grace (ADR 0055). */
+  const membersDriven = async (names: readonly string[]) => {
+    const clusters: { name: string; health: { state: string } }[] = (await gql(app.url, '{ clusters { name health { state } } }')).data.clusters;
+    return names.every(
+      (name) =>
+        clusters.some((c) => c.name === name && c.health.state === 'READY') &&
+        app.memberRuntimes?.snapshot().some((r) => r.cluster === name && r.running && r.kinds.includes('AGENT_POOL')),
+    );
+  };
   afterAll(async () => {
     await app?.close();
     await fleet?.stop();
@@ -321,13 +329,9 @@ describe('a staged rollout across member clusters', () => {
         expect.stringMatching(/^member cluster edge-3 is UNREACHABLE: waited 4s since .* \(unreachable: WAIT, then SKIP\)$/),
       ]);
     } finally {
-      // Back for the next test: READY, and driven by its runtime again (a bump reads its caches; while UNREACHABLE
-      // the runtime keeps its caches for a grace period, ADR 0055, so running alone does not say it is driven).
+      // Back for the next test: READY, and driven by its runtime again (a bump reads its caches).
       await fleet.set('edge-3', 'ready');
-      await until('edge-3 READY and driven by its runtime again', async () => {
-        const state = (await gql(app.url, '{ clusters(names: ["edge-3"]) { health { state } } }')).data.clusters[0]?.health.state;
-        return state === 'READY' && app.memberRuntimes?.snapshot().some((r) => r.cluster === 'edge-3' && r.running && r.kinds.includes('AGENT_POOL'));
-      });
+      await until('edge-3 READY and driven by its runtime again', () => membersDriven(['edge-3']));
     }
   });
 
