@@ -385,10 +385,18 @@ export class MemberRuntimes implements ClusterDrivers {
     return `member cluster ${cluster}: its caches are syncing${because ? ` (${because})` : ''}`;
   }
 
-  /** The members with a runtime: whether its caches are synced (`running`) and its controllers run here (`leading`). */
-  snapshot(): { cluster: string; kinds: readonly RolloutKind[]; running: boolean; leading: boolean }[] {
+  /**
+   * The members with a runtime: `running` while its caches are synced and it is driven (what the engine and the API
+   * use); `cachesKept` while its caches are synced but it is not driven (missed probes, within cacheGraceMs);
+   * `leading` while its controllers run here.
+   */
+  snapshot(): { cluster: string; kinds: readonly RolloutKind[]; running: boolean; cachesKept: boolean; leading: boolean }[] {
     return [...this.runtimes.values()]
-      .map((r) => ({ cluster: r.name, kinds: r.kinds, running: r.isRunning(), leading: r.isLeading() }))
+      .map((r) => {
+        const synced = r.isRunning();
+        const driven = synced && this.synced(r.name) !== undefined;
+        return { cluster: r.name, kinds: r.kinds, running: driven, cachesKept: synced && !driven, leading: r.isLeading() };
+      })
       .sort((a, b) => a.cluster.localeCompare(b.cluster));
   }
 
