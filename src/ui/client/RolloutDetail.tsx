@@ -6,6 +6,7 @@ import { EventTable } from './History.js';
 import { kindLabel, useKinds } from './kindUi.js';
 import { ROLLOUT_DETAIL, ROLLOUT_EVENTS } from './queries.js';
 import { RolloutActions } from './RolloutActions.js';
+import { RolloutRun } from './RolloutRun.js';
 import { TargetsTable } from './TargetsTable.js';
 import type { RolloutDetailQuery } from './generated/graphql.js';
 
@@ -97,6 +98,7 @@ export function RolloutDetail({ id }: { id: string }) {
                 )}
               </dl>
             </Section>
+            <RolloutRun id={rollout.id} version={version} />
             <Section id="rollout-targets" title={`Targets · ${rollout.progress.total}`}>
               <TargetsTable rolloutId={rollout.id} version={version} />
             </Section>

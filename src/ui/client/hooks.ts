@@ -36,6 +36,11 @@ export function useLiveStore(): LiveStore {
   return useLiveContext().store;
 }
 
+/** The page's one WebSocket connection, for a view's own resumable subscription (LiveConnection.subscribe). */
+export function useLiveConnection(): LiveConnection {
+  return useLiveContext().connection;
+}
+
 export interface QueryState<T> {
   data: T | undefined;
   error: unknown;

@@ -5,9 +5,11 @@ import { authorizationHeader } from './token.js';
 
 export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
 
-export interface ResumableOptions<TData, T> {
-  /** A typed subscription document (generated/graphql.ts) whose only variable is `after`. */
-  query: DocumentTypeDecoration<TData, { after?: string | null }>;
+export interface ResumableOptions<TData, T, TVariables extends { after?: string | null } = { after?: string | null }> {
+  /** A typed subscription document (generated/graphql.ts) with an `after` variable. */
+  query: DocumentTypeDecoration<TData, TVariables>;
+  /** Its other variables (a filter), sent with every (re)subscription. */
+  variables?: Omit<TVariables, 'after'>;
   /** Resume position: only events with a larger id are wanted ("0" replays the whole history). */
   after: string;
   /** Picks the item out of `data` (the subscription's root field). */
@@ -64,7 +66,7 @@ export class LiveConnection {
   }
 
   /** Subscribes until the returned function is called, resuming after every disconnect. */
-  subscribe<TData, T>(options: ResumableOptions<TData, T>): () => void {
+  subscribe<TData, T, TVariables extends { after?: string | null } = { after?: string | null }>(options: ResumableOptions<TData, T, TVariables>): () => void {
     let after = options.after;
     let stopped = false;
     let failures = 0;
@@ -80,7 +82,7 @@ export class LiveConnection {
       timer = undefined;
       if (stopped) return;
       unsubscribe = this.client.subscribe<TData>(
-        { query: String(options.query), variables: { after } },
+        { query: String(options.query), variables: { ...options.variables, after } },
         {
           next: (result) => {
             if (result.errors?.length) {

@@ -288,6 +288,110 @@ export type CauseInput = {
   message?: string | null | undefined;
 };
 
+/** What a staged run does with a cluster it reaches (to start it) while the cluster is UNREACHABLE. */
+export type UnreachablePolicy =
+  /** Do not start it; look again every few seconds (Rollout.waitingFor says so); the wave waits for it. */
+  | 'WAIT'
+  /** Its pending targets become SKIPPED with the reason; the wave goes on. */
+  | 'SKIP'
+  /** Its pending targets FAIL with the reason; the wave's maxFailures and the failure policy apply. */
+  | 'FAIL';
+
+/** What a gate waits for. */
+export type GateType =
+  /** Approvals by distinct tokens holding a role (approveGate / rejectGate); one rejection fails the gate. */
+  | 'APPROVAL'
+  /** A fixed wait from the moment the gate opened. */
+  | 'TIMED_WAIT'
+  /**
+   * An analysis on Prometheus (issue 33, docs/analysis.md): config `{template, args?, errorFails?}` with an Argo Rollouts
+   * AnalysisTemplate (Prometheus provider). Successful passes, Failed fails (the failure policy applies), Inconclusive
+   * or Error past its limit pauses the run with the reason (retryGate, or resume to accept it).
+   */
+  | 'ANALYSIS'
+  /**
+   * Holds while named Prometheus alerts fire: config `{alerts, matchLabels?, address?, timeout?, recheck?}`; the firing
+   * alerts are the reason.
+   */
+  | 'ALERT'
+  /**
+   * POSTs the run's context, signed, to a URL: config `{url, secret, maxAttempts?, retryInterval?}` where `secret` names
+   * a signing secret the operator gave rollplane. 2xx proceeds, `retryAfterSeconds` (or 429/503 with Retry-After) waits,
+   * anything else is a failure; the gate fails after `maxAttempts` failures in a row. Every attempt is kept.
+   */
+  | 'EXTERNAL_CHECK';
+
+/** What a failed wave (too many failed clusters, a failure in a mandatory wave, a failed gate) does to the run. */
+export type WaveFailurePolicy =
+  /** Pause the run with the reason; resuming accepts the failure and goes on with the next wave. */
+  | 'PAUSE'
+  /** Fail the run and roll back the targets it changed. */
+  | 'ROLLBACK_COMPLETED'
+  /** Go on with the next waves; the run ends FAILED naming the failed waves. */
+  | 'CONTINUE';
+
+/** Whether a maintenance-window policy allows or denies changes while one of its windows is active. */
+export type WindowKind =
+  /** Changes only inside its windows (when any ALLOW policy applies to a cluster, one must be active). */
+  | 'ALLOW'
+  /** No change inside its windows (overrides every ALLOW). */
+  | 'DENY';
+
+/** Days and a wall-clock start and end; an end at or before the start crosses midnight (the day is the day it starts). */
+export type WeeklyWindowInput = {
+  /** MON, TUE, WED, THU, FRI, SAT, SUN. */
+  days: Array<string>;
+  /** HH:MM on the policy's clock. */
+  start: string;
+  /** HH:MM on the policy's clock (24:00 ends a day). */
+  end: string;
+};
+
+/** A five-field cron schedule (crontab(5)) and how long each opening lasts. */
+export type CronWindowInput = {
+  /** e.g. `0 22 * * 1-5`. */
+  schedule: string;
+  /** `90m`, `4h`, `1d12h` (at most 31d). */
+  duration: string;
+};
+
+/** A one-off range (a freeze, as a DENY policy). */
+export type WindowRangeInput = {
+  /** `2026-12-24T00:00` on the policy's clock, or an instant with `Z` or an offset. */
+  from: string;
+  /** As `from`; after it. */
+  to: string;
+};
+
+/**
+ * A named maintenance-window policy (docs/waves.md): ALLOW or DENY changes to the clusters its label selector picks, on
+ * a wall clock in an IANA time zone. No target of a staged rollout is admitted in a cluster outside an allowed window;
+ * one already admitted finishes.
+ */
+export type MaintenanceWindowInput = {
+  /** A DNS-1123 label, unique. */
+  name: string;
+  /** ALLOW or DENY changes while one of its windows is active. */
+  kind: WindowKind;
+  /** IANA time zone (`Europe/Berlin`). Default UTC. */
+  timeZone?: string | null | undefined;
+  /** Kubernetes label selector on the clusters' labels; every cluster when omitted. */
+  clusterSelector?: string | null | undefined;
+  /** Weekly windows. */
+  weekly?: Array<WeeklyWindowInput> | null | undefined;
+  /** Cron windows. */
+  cron?: Array<CronWindowInput> | null | undefined;
+  /** One-off ranges. */
+  ranges?: Array<WindowRangeInput> | null | undefined;
+};
+
+/** A decision at an approval gate. */
+export type GateVerdict =
+  /** Counts toward the gate's required approvers. */
+  | 'APPROVE'
+  /** Fails the gate. */
+  | 'REJECT';
+
 /** Options for a rollback. */
 export type RollbackInput = {
   /** Why the rollback is made. */
@@ -445,6 +549,51 @@ export type RolloutUpdatedSubscriptionVariables = Exact<{
 
 export type RolloutUpdatedSubscription = { rolloutUpdated: { event: { id: string, type: EventType, payload: unknown, object: { namespace: string, name: string } | null }, rollout: RolloutItemFragment } };
 
+export type RunGateFieldsFragment = { key: string, type: GateType, config: unknown, state: string, reason: string, openedAt: string, endedAt: string | null, decisions: Array<{ by: string, role: Role, decision: GateVerdict, comment: string | null, at: string }> };
+
+export type RunGateSpecFieldsFragment = { type: GateType, config: unknown };
+
+export type RolloutRunQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type RolloutRunQuery = { rollout: { id: string, state: RolloutState, waitingFor: string | null, wavePlan: { excluded: Array<string>, failurePolicy: WaveFailurePolicy, unreachable: UnreachablePolicy, waves: Array<{ name: string, clusters: Array<string>, maxConcurrency: number, maxFailures: number, minSuccessSeconds: number, progressDeadlineSeconds: number | null, mandatory: boolean, remainder: boolean, state: string, reason: string | null, startedAt: string | null, finishedAt: string | null, before: RunGateSpecFieldsFragment | null, after: RunGateSpecFieldsFragment | null }> } | null, gates: Array<RunGateFieldsFragment> } | null };
+
+export type RolloutClusterTargetsQueryVariables = Exact<{
+  id: string | number;
+  first?: number | null | undefined;
+}>;
+
+
+export type RolloutClusterTargetsQuery = { rollout: { id: string, targets: { totalCount: number, edges: Array<{ node: { cluster: string, state: TargetState } }> } } | null };
+
+export type RolloutRunEventsSubscriptionVariables = Exact<{
+  filter?: EventFilter | null | undefined;
+  after?: string | number | null | undefined;
+}>;
+
+
+export type RolloutRunEventsSubscription = { events: { id: string, type: EventType } };
+
+export type ApproveGateMutationVariables = Exact<{
+  rolloutId: string | number;
+  gate: string;
+  comment?: string | null | undefined;
+}>;
+
+
+export type ApproveGateMutation = { approveGate: RunGateFieldsFragment };
+
+export type RejectGateMutationVariables = Exact<{
+  rolloutId: string | number;
+  gate: string;
+  comment?: string | null | undefined;
+}>;
+
+
+export type RejectGateMutation = { rejectGate: RunGateFieldsFragment };
+
 export type NotificationOverviewQueryVariables = Exact<{
   failures?: NotificationDeliveryFilter | null | undefined;
   first?: number | null | undefined;
@@ -480,7 +629,28 @@ export type ClustersPageQueryVariables = Exact<{
 }>;
 
 
-export type ClustersPageQuery = { clusters: Array<{ name: string, source: MemberClusterSource, kinds: Array<RolloutKind>, labels: Array<{ key: string, value: string }>, health: { state: MemberClusterHealthState, since: string, message: string | null, serverVersion: string | null }, kindFigures: Array<{ kind: RolloutKind, otherVersionsCount: number | null, drifted: number | null, unavailable: string | null, versions: Array<{ version: string | null, count: number }> | null }> }> };
+export type ClustersPageQuery = { clusters: Array<{ name: string, source: MemberClusterSource, kinds: Array<RolloutKind>, labels: Array<{ key: string, value: string }>, health: { state: MemberClusterHealthState, since: string, message: string | null, serverVersion: string | null }, kindFigures: Array<{ kind: RolloutKind, otherVersionsCount: number | null, drifted: number | null, unavailable: string | null, versions: Array<{ version: string | null, count: number }> | null }>, maintenanceWindow: { open: boolean, reason: string, policy: string | null, until: string | null } }> };
+
+export type WindowPolicyFieldsFragment = { name: string, kind: WindowKind, definition: unknown, createdAt: string, updatedAt: string };
+
+export type MaintenanceWindowsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type MaintenanceWindowsQuery = { maintenanceWindows: Array<WindowPolicyFieldsFragment> };
+
+export type CreateMaintenanceWindowMutationVariables = Exact<{
+  input: MaintenanceWindowInput;
+}>;
+
+
+export type CreateMaintenanceWindowMutation = { createMaintenanceWindow: WindowPolicyFieldsFragment };
+
+export type DeleteMaintenanceWindowMutationVariables = Exact<{
+  name: string;
+}>;
+
+
+export type DeleteMaintenanceWindowMutation = { deleteMaintenanceWindow: { name: string } };
 
 export type AgentRecreationFragment = { eventId: string, rolloutId: string | null, poolNamespace: string, poolName: string, oldImage: string | null, newImage: string, reason: string, readyAt: string | null, seconds: number | null };
 
@@ -645,6 +815,39 @@ export const TargetRowFragmentDoc = new TypedDocumentString(`
   durationSeconds
 }
     `, {"fragmentName":"TargetRow"}) as unknown as TypedDocumentString<TargetRowFragment, unknown>;
+export const RunGateFieldsFragmentDoc = new TypedDocumentString(`
+    fragment RunGateFields on Gate {
+  key
+  type
+  config
+  state
+  reason
+  openedAt
+  endedAt
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}
+    `, {"fragmentName":"RunGateFields"}) as unknown as TypedDocumentString<RunGateFieldsFragment, unknown>;
+export const RunGateSpecFieldsFragmentDoc = new TypedDocumentString(`
+    fragment RunGateSpecFields on GateSpec {
+  type
+  config
+}
+    `, {"fragmentName":"RunGateSpecFields"}) as unknown as TypedDocumentString<RunGateSpecFieldsFragment, unknown>;
+export const WindowPolicyFieldsFragmentDoc = new TypedDocumentString(`
+    fragment WindowPolicyFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}
+    `, {"fragmentName":"WindowPolicyFields"}) as unknown as TypedDocumentString<WindowPolicyFieldsFragment, unknown>;
 export const AgentRecreationFragmentDoc = new TypedDocumentString(`
     fragment AgentRecreation on AgentRecreated {
   eventId
@@ -1103,6 +1306,130 @@ fragment RolloutItem on Rollout {
     ...ProgressFields
   }
 }`) as unknown as TypedDocumentString<RolloutUpdatedSubscription, RolloutUpdatedSubscriptionVariables>;
+export const RolloutRunDocument = new TypedDocumentString(`
+    query RolloutRun($id: ID!) {
+  rollout(id: $id) {
+    id
+    state
+    waitingFor
+    wavePlan {
+      excluded
+      failurePolicy
+      unreachable
+      waves {
+        name
+        clusters
+        maxConcurrency
+        maxFailures
+        minSuccessSeconds
+        progressDeadlineSeconds
+        mandatory
+        remainder
+        state
+        reason
+        startedAt
+        finishedAt
+        before {
+          ...RunGateSpecFields
+        }
+        after {
+          ...RunGateSpecFields
+        }
+      }
+    }
+    gates {
+      ...RunGateFields
+    }
+  }
+}
+    fragment RunGateFields on Gate {
+  key
+  type
+  config
+  state
+  reason
+  openedAt
+  endedAt
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}
+fragment RunGateSpecFields on GateSpec {
+  type
+  config
+}`) as unknown as TypedDocumentString<RolloutRunQuery, RolloutRunQueryVariables>;
+export const RolloutClusterTargetsDocument = new TypedDocumentString(`
+    query RolloutClusterTargets($id: ID!, $first: Int) {
+  rollout(id: $id) {
+    id
+    targets(first: $first) {
+      totalCount
+      edges {
+        node {
+          cluster
+          state
+        }
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<RolloutClusterTargetsQuery, RolloutClusterTargetsQueryVariables>;
+export const RolloutRunEventsDocument = new TypedDocumentString(`
+    subscription RolloutRunEvents($filter: EventFilter, $after: ID) {
+  events(filter: $filter, after: $after) {
+    id
+    type
+  }
+}
+    `) as unknown as TypedDocumentString<RolloutRunEventsSubscription, RolloutRunEventsSubscriptionVariables>;
+export const ApproveGateDocument = new TypedDocumentString(`
+    mutation ApproveGate($rolloutId: ID!, $gate: String!, $comment: String) {
+  approveGate(rolloutId: $rolloutId, gate: $gate, comment: $comment) {
+    ...RunGateFields
+  }
+}
+    fragment RunGateFields on Gate {
+  key
+  type
+  config
+  state
+  reason
+  openedAt
+  endedAt
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}`) as unknown as TypedDocumentString<ApproveGateMutation, ApproveGateMutationVariables>;
+export const RejectGateDocument = new TypedDocumentString(`
+    mutation RejectGate($rolloutId: ID!, $gate: String!, $comment: String) {
+  rejectGate(rolloutId: $rolloutId, gate: $gate, comment: $comment) {
+    ...RunGateFields
+  }
+}
+    fragment RunGateFields on Gate {
+  key
+  type
+  config
+  state
+  reason
+  openedAt
+  endedAt
+  decisions {
+    by
+    role
+    decision
+    comment
+    at
+  }
+}`) as unknown as TypedDocumentString<RejectGateMutation, RejectGateMutationVariables>;
 export const NotificationOverviewDocument = new TypedDocumentString(`
     query NotificationOverview($failures: NotificationDeliveryFilter, $first: Int, $after: String) {
   notificationSubscriptions(first: 100) {
@@ -1218,9 +1545,48 @@ export const ClustersPageDocument = new TypedDocumentString(`
       drifted
       unavailable
     }
+    maintenanceWindow {
+      open
+      reason
+      policy
+      until
+    }
   }
 }
     `) as unknown as TypedDocumentString<ClustersPageQuery, ClustersPageQueryVariables>;
+export const MaintenanceWindowsDocument = new TypedDocumentString(`
+    query MaintenanceWindows {
+  maintenanceWindows {
+    ...WindowPolicyFields
+  }
+}
+    fragment WindowPolicyFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<MaintenanceWindowsQuery, MaintenanceWindowsQueryVariables>;
+export const CreateMaintenanceWindowDocument = new TypedDocumentString(`
+    mutation CreateMaintenanceWindow($input: MaintenanceWindowInput!) {
+  createMaintenanceWindow(input: $input) {
+    ...WindowPolicyFields
+  }
+}
+    fragment WindowPolicyFields on MaintenanceWindow {
+  name
+  kind
+  definition
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<CreateMaintenanceWindowMutation, CreateMaintenanceWindowMutationVariables>;
+export const DeleteMaintenanceWindowDocument = new TypedDocumentString(`
+    mutation DeleteMaintenanceWindow($name: String!) {
+  deleteMaintenanceWindow(name: $name) {
+    name
+  }
+}
+    `) as unknown as TypedDocumentString<DeleteMaintenanceWindowMutation, DeleteMaintenanceWindowMutationVariables>;
 export const AgentPoolsDocument = new TypedDocumentString(`
     query AgentPools($filter: AgentPoolFilter, $first: Int, $after: String) {
   agentPools(filter: $filter, first: $first, after: $after) {

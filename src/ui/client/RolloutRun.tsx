@@ -1,0 +1,358 @@
+import { useEffect, useState } from 'react';
+import { describeError, gql } from './api.js';
+import { QueryStatus, Section, Settings, StateBadge } from './components.js';
+import { formatDuration, formatTime } from './format.js';
+import {
+  ApproveGateDocument,
+  type EventType,
+  RejectGateDocument,
+  RolloutClusterTargetsDocument,
+  type RolloutClusterTargetsQuery,
+  RolloutRunDocument,
+  RolloutRunEventsDocument,
+  type RolloutRunQuery,
+  type RunGateFieldsFragment,
+  type RunGateSpecFieldsFragment,
+} from './generated/graphql.js';
+import { useLive, useLiveConnection, useQuery, useThrottled } from './hooks.js';
+
+type Plan = NonNullable<NonNullable<RolloutRunQuery['rollout']>['wavePlan']>;
+type PlannedWave = Plan['waves'][number];
+type Gate = RunGateFieldsFragment;
+type Role = 'viewer' | 'deployer' | 'admin';
+
+/** The events that move a run without a target or the rollout changing state (those come through rolloutUpdated). */
+const RUN_EVENT_TYPES: EventType[] = [
+  'WaveStarted',
+  'WaveFinished',
+  'GateWaiting',
+  'GateApproved',
+  'GateRejected',
+  'GateEnded',
+  'WindowClosed',
+  'WindowOpened',
+];
+
+/** Targets read to tell each cluster's outcome: one page at most (the API's largest), so that a page never loops. */
+const OUTCOME_TARGETS = 1000;
+
+/**
+ * A staged rollout's run (issue 30, docs/waves.md): its waves in order, each with its state, its clusters in the order
+ * they are taken and their outcomes, its soak and its gates (state, reason, every decision kept); the clusters in no
+ * wave; and what the run waits for. Kept current by the rollout's updates (`version`) and by its wave, gate and window
+ * events. Renders nothing for a rollout without waves.
+ */
+export function RolloutRun({ id, version }: { id: string; version: number }) {
+  const query = useQuery(RolloutRunDocument, { id });
+  const rollout = query.data?.rollout;
+  const staged = !!rollout && (rollout.wavePlan !== null || rollout.gates.length > 0);
+  const runEvents = useRunEvents(id, staged);
+  const changes = useThrottled(version + runEvents, 500);
+  const { reload } = query;
+  useEffect(() => {
+    if (changes > 0) reload();
+  }, [changes, reload]);
+  const outcomes = useClusterOutcomes(id, version + runEvents, !staged);
+
+  if (query.data && !staged) return null;
+  const plan = rollout?.wavePlan;
+  const gates = new Map((rollout?.gates ?? []).map((g) => [g.key, g]));
+  return (
+    <Section id="rollout-run" title={plan ? `Waves · ${plan.waves.length}` : 'Gates'}>
+      <QueryStatus error={query.error} loading={query.loading} hasData={!!rollout} what="the run's waves">
+        {rollout?.waitingFor && (
+          <p className="waiting-for" role="status" data-waiting-for="">
+            <strong>Waiting for:</strong> {rollout.waitingFor}
+          </p>
+        )}
+        {plan && (
+          <>
+            <p className="muted small">
+              On a failed wave: <code>{plan.failurePolicy}</code> · an unreachable cluster: <code>{plan.unreachable}</code>
+            </p>
+            <ol className="waves" aria-label={`Waves of rollout ${id}, in order`}>
+              {plan.waves.map((wave, i) => (
+                <WaveItem key={wave.name} rolloutId={id} wave={wave} position={i + 1} gates={gates} outcomes={outcomes.byCluster} onDecided={reload} />
+              ))}
+            </ol>
+            <p className="small" data-excluded="">
+              <span className="muted">Excluded (in no wave, their targets SKIPPED):</span>{' '}
+              {plan.excluded.length === 0 ? 'none' : plan.excluded.map((c) => <code key={c}>{c} </code>)}
+            </p>
+            {outcomes.note && <p className="muted small">{outcomes.note}</p>}
+          </>
+        )}
+        {!plan && rollout && (
+          <ul className="gates">
+            {rollout.gates.map((g) => (
+              <li key={g.key}>
+                <GatePanel rolloutId={id} gateKey={g.key} spec={g} gate={g} onDecided={reload} />
+              </li>
+            ))}
+          </ul>
+        )}
+      </QueryStatus>
+    </Section>
+  );
+}
+
+function WaveItem(props: {
+  rolloutId: string;
+  wave: PlannedWave;
+  position: number;
+  gates: ReadonlyMap<string, Gate>;
+  outcomes: ReadonlyMap<string, ClusterOutcome> | null;
+  onDecided: () => void;
+}) {
+  const { wave, rolloutId } = props;
+  const limits = [
+    `${wave.maxConcurrency} at once`,
+    `tolerates ${wave.maxFailures} failed`,
+    `soak ${wave.minSuccessSeconds} s`,
+    wave.progressDeadlineSeconds !== null ? `deadline ${wave.progressDeadlineSeconds} s a target` : null,
+    wave.mandatory ? 'mandatory' : null,
+  ].filter((l): l is string => l !== null);
+  return (
+    <li className="wave" data-wave={wave.name} data-state={wave.state}>
+      <h3>
+        {props.position}. {wave.name}
+        {wave.remainder && <span className="muted small"> (the clusters no wave picked)</span>} <StateBadge state={wave.state} />
+      </h3>
+      <p className="muted small">
+        {limits.join(' · ')}
+        {wave.startedAt && (
+          <>
+            {' '}
+            · started {formatTime(wave.startedAt)} · {formatDuration(wave.startedAt, wave.finishedAt)}
+          </>
+        )}
+      </p>
+      {wave.reason && <p className="error small">{wave.reason}</p>}
+      {wave.before && (
+        <GatePanel
+          rolloutId={rolloutId}
+          gateKey={`before:${wave.name}`}
+          spec={wave.before}
+          gate={props.gates.get(`before:${wave.name}`)}
+          onDecided={props.onDecided}
+        />
+      )}
+      <ul className="wave-clusters" aria-label={`Clusters of wave ${wave.name}, in the order they are taken`}>
+        {wave.clusters.map((cluster) => {
+          const outcome = props.outcomes?.get(cluster);
+          return (
+            <li key={cluster} data-cluster={cluster} data-outcome={outcome ?? ''}>
+              <code>{cluster}</code> {outcome ? <StateBadge state={outcome} /> : <span className="muted">—</span>}
+            </li>
+          );
+        })}
+      </ul>
+      {wave.after && (
+        <GatePanel
+          rolloutId={rolloutId}
+          gateKey={`after:${wave.name}`}
+          spec={wave.after}
+          gate={props.gates.get(`after:${wave.name}`)}
+          onDecided={props.onDecided}
+        />
+      )}
+    </li>
+  );
+}
+
+/** A gate as configured and, once the run reached it, its state, reason and decisions; the decision form for those who may. */
+function GatePanel(props: { rolloutId: string; gateKey: string; spec: RunGateSpecFieldsFragment; gate: Gate | undefined; onDecided: () => void }) {
+  const { gate, gateKey, spec } = props;
+  const role = useLive().server?.caller.role;
+  const approval = spec.type === 'APPROVAL' ? approvalConfigOf(spec.config) : null;
+  const mayDecide = gate?.state === 'WAITING' && approval !== null && role !== undefined && ROLE_RANK[role] >= ROLE_RANK[approval.role];
+  return (
+    <div className="gate" data-gate={gateKey} data-state={gate?.state ?? 'NOT_REACHED'}>
+      <h4>
+        {gateKey.startsWith('before:') ? 'Before' : 'After'} the wave: {spec.type.replace('_', ' ').toLowerCase()}{' '}
+        <StateBadge state={gate?.state ?? 'NOT_REACHED'} />
+      </h4>
+      <p className="small">
+        {approval ? describeApproval(approval) : spec.type === 'TIMED_WAIT' ? `waits ${secondsOf(spec.config)} s` : <Settings value={recordOf(spec.config)} />}
+      </p>
+      {gate && (
+        <p className="small gate-reason">
+          {gate.reason} <span className="muted">· opened {formatTime(gate.openedAt)}</span>
+          {gate.endedAt && <span className="muted"> · ended {formatTime(gate.endedAt)}</span>}
+        </p>
+      )}
+      {gate && gate.decisions.length > 0 && (
+        <ul className="decisions" aria-label={`Decisions at gate ${gateKey}`}>
+          {gate.decisions.map((d, i) => (
+            // Decisions are kept in order and never edited: the position is their identity.
+            // biome-ignore lint/suspicious/noArrayIndexKey: see above.
+            <li key={i} data-decision={d.decision}>
+              <StateBadge state={d.decision === 'APPROVE' ? 'APPROVED' : 'REJECTED'} /> by <code>{d.by}</code> ({d.role}) at {formatTime(d.at)}
+              {d.comment && <> · “{d.comment}”</>}
+            </li>
+          ))}
+        </ul>
+      )}
+      {mayDecide && <GateDecisionForm rolloutId={props.rolloutId} gateKey={gateKey} onDecided={props.onDecided} />}
+    </div>
+  );
+}
+
+/**
+ * Approve or reject, with a comment. Offered to roles the gate accepts; the server still decides (the run's starter,
+ * a gate that ended), and its refusal is shown with its code. A rejection fails the gate: it takes a second click.
+ */
+function GateDecisionForm({ rolloutId, gateKey, onDecided }: { rolloutId: string; gateKey: string; onDecided: () => void }) {
+  const [comment, setComment] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [confirmingReject, setConfirmingReject] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function decide(verdict: 'approve' | 'reject') {
+    if (verdict === 'reject' && !confirmingReject) {
+      setConfirmingReject(true);
+      return;
+    }
+    setConfirmingReject(false);
+    setBusy(true);
+    setError(null);
+    try {
+      const variables = { rolloutId, gate: gateKey, comment: comment.trim() || null };
+      if (verdict === 'approve') await gql(ApproveGateDocument, variables);
+      else await gql(RejectGateDocument, variables);
+      setComment('');
+      onDecided();
+    } catch (e) {
+      setError(`Not ${verdict === 'approve' ? 'approved' : 'rejected'}: ${describeError(e)}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form className="gate-decision" aria-label={`Decide at gate ${gateKey}`} onSubmit={(e) => e.preventDefault()}>
+      <label>
+        Comment <input type="text" value={comment} maxLength={1000} placeholder="why (kept with the decision)" onChange={(e) => setComment(e.target.value)} />
+      </label>
+      <button type="button" className="action action-approve" disabled={busy} onClick={() => void decide('approve')} aria-label={`Approve gate ${gateKey}`}>
+        Approve
+      </button>
+      <button
+        type="button"
+        className={`action action-reject${confirmingReject ? ' confirming' : ''}`}
+        disabled={busy}
+        onClick={() => void decide('reject')}
+        onBlur={() => setConfirmingReject(false)}
+        aria-label={confirmingReject ? `Confirm rejecting gate ${gateKey}` : `Reject gate ${gateKey}`}
+      >
+        {confirmingReject ? 'Confirm reject?' : 'Reject'}
+      </button>
+      {error && (
+        <span className="error small" role="alert">
+          {error}
+        </span>
+      )}
+    </form>
+  );
+}
+
+/** Counts the run's wave, gate and window events as they arrive over the page's WebSocket (resuming after reconnects). */
+function useRunEvents(rolloutId: string, enabled: boolean): number {
+  const connection = useLiveConnection();
+  const after = useLive().server?.lastEventId;
+  const [count, setCount] = useState(0);
+  useEffect(() => {
+    if (!enabled || after === undefined) return undefined;
+    return connection.subscribe({
+      query: RolloutRunEventsDocument,
+      variables: { filter: { rolloutId, types: RUN_EVENT_TYPES } },
+      after,
+      select: (data) => data.events,
+      idOf: (event) => Number(event.id),
+      onItem: () => setCount((c) => c + 1),
+    });
+  }, [connection, rolloutId, enabled, after]);
+  return count;
+}
+
+export type ClusterOutcome = 'PENDING' | 'ACTIVE' | 'SUCCEEDED' | 'FAILED' | 'SKIPPED';
+
+/**
+ * Each cluster's outcome from its targets' recorded states, by the engine's rule (src/domain/waves/engineStage.ts):
+ * SKIPPED when none of its targets changes, PENDING while none started, ACTIVE while any is pending or in flight, then
+ * FAILED if any failed, else SUCCEEDED.
+ */
+export function clusterOutcomes(targets: readonly { cluster: string; state: string }[]): Map<string, ClusterOutcome> {
+  const byCluster = new Map<string, string[]>();
+  for (const t of targets) byCluster.set(t.cluster, [...(byCluster.get(t.cluster) ?? []), t.state]);
+  const out = new Map<string, ClusterOutcome>();
+  for (const [cluster, states] of byCluster) {
+    const changing = states.filter((s) => s !== 'SKIPPED' && s !== 'CANCELLED');
+    if (changing.length === 0) out.set(cluster, 'SKIPPED');
+    else if (changing.every((s) => s === 'PENDING')) out.set(cluster, 'PENDING');
+    else if (changing.some((s) => s === 'PENDING' || s === 'PROGRESSING')) out.set(cluster, 'ACTIVE');
+    else out.set(cluster, changing.includes('FAILED') ? 'FAILED' : 'SUCCEEDED');
+  }
+  return out;
+}
+
+/**
+ * The clusters' outcomes, refetched at most every 2 s while the rollout changes. A rollout with more targets than one
+ * page shows none (a partial list could call a cluster done while a target of it is still pending) and says so.
+ */
+function useClusterOutcomes(rolloutId: string, version: number, skip: boolean): { byCluster: Map<string, ClusterOutcome> | null; note: string | null } {
+  const query = useQuery(RolloutClusterTargetsDocument, { id: rolloutId, first: OUTCOME_TARGETS }, { skip });
+  const throttled = useThrottled(version, 2000);
+  const { reload } = query;
+  useEffect(() => {
+    if (throttled > 0) reload();
+  }, [throttled, reload]);
+  return outcomesOf(query.data);
+}
+
+function outcomesOf(data: RolloutClusterTargetsQuery | undefined): { byCluster: Map<string, ClusterOutcome> | null; note: string | null } {
+  const targets = data?.rollout?.targets;
+  if (!targets) return { byCluster: null, note: null };
+  if (targets.totalCount > targets.edges.length) {
+    return {
+      byCluster: null,
+      note: `Cluster outcomes are not shown: the rollout has ${targets.totalCount} targets, more than the ${OUTCOME_TARGETS} one page reads.`,
+    };
+  }
+  return { byCluster: clusterOutcomes(targets.edges.map((e) => e.node)), note: null };
+}
+
+const ROLE_RANK: Readonly<Record<Role, number>> = { viewer: 0, deployer: 1, admin: 2 };
+
+/** An APPROVAL gate's configuration with docs/waves.md's defaults. */
+interface ApprovalConfig {
+  required: number;
+  role: Role;
+  excludeStarter: boolean;
+  deadline: string | null;
+  onDeadline: string;
+}
+
+function approvalConfigOf(config: unknown): ApprovalConfig {
+  const c = recordOf(config);
+  return {
+    required: typeof c.required === 'number' ? c.required : 1,
+    role: c.role === 'admin' ? 'admin' : 'deployer',
+    excludeStarter: c.excludeStarter !== false,
+    deadline: typeof c.deadline === 'string' ? c.deadline : null,
+    onDeadline: c.onDeadline === 'WAIT' ? 'WAIT' : 'FAIL',
+  };
+}
+
+function describeApproval(c: ApprovalConfig): string {
+  const who = `${c.required} approval${c.required === 1 ? '' : 's'} by distinct ${c.role} tokens${c.excludeStarter ? ', not the run’s starter' : ''}`;
+  return c.deadline ? `${who}; deadline ${c.deadline}, then ${c.onDeadline}` : who;
+}
+
+function secondsOf(config: unknown): string {
+  const seconds = recordOf(config).seconds;
+  return typeof seconds === 'number' ? String(seconds) : '?';
+}
+
+const recordOf = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};

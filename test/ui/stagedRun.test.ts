@@ -1,0 +1,156 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { gql } from '../helpers/graphql.js';
+import { MEMBER_FLEET_ENV, registerMembers } from '../helpers/memberFleet.js';
+import { until } from '../helpers/until.js';
+import { inspect } from './axe.js';
+import { ensureUiBuilt, launchChromium, openRestrictedPage, type RestrictedPage, screenshot } from './browser.js';
+
+/**
+ * The run page of a staged rollout in Chromium (issue 30, docs/ui.md): the real app with authentication on and two
+ * simulated member clusters, each driven by its own runtime. The admin starts two waves, the second behind an approval
+ * gate; the page shows the waves, their clusters with outcomes and the gate as the run moves (no reload); a viewer is
+ * offered no decision, the starter's click is refused with the server's FORBIDDEN, and a deployer's Approve passes the
+ * gate (read back through the API) with the decision listed under it.
+ */
+const ADMIN = 'ui-staged-admin-token-0123456789abcdefghijkl';
+const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
+const MEMBERS = ['edge-1', 'edge-2'];
+
+let dir: string;
+let fleet: SimulatedClusters;
+let app: TestApp;
+let browser: Browser;
+let ui: RestrictedPage;
+let approver: { id: string; secret: string };
+let viewer: string;
+
+const asAdmin = (query: string, variables: Record<string, unknown> = {}) => gql(app.url, query, variables, { authorization: `Bearer ${ADMIN}` });
+
+async function createToken(name: string, role: string): Promise<{ id: string; secret: string }> {
+  const created = await asAdmin('mutation ($name: String!, $role: Role!) { createApiToken(input: { name: $name, role: $role }) { token { id } secret } }', {
+    name,
+    role,
+  });
+  expect(created.errors).toBeUndefined();
+  return { id: created.data.createApiToken.token.id, secret: created.data.createApiToken.secret };
+}
+
+/** Signs the page in with `token` (as the token button does) and opens `hash`. */
+async function openAs(token: string, hash: string): Promise<void> {
+  await ui.page.goto(`${app.baseUrl}/`);
+  await ui.page.evaluate(
+    (t) => (globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }).localStorage.setItem('rollplane.apiToken', t),
+    token,
+  );
+  await ui.page.goto(`${app.baseUrl}/${hash}`);
+  await ui.page.reload();
+  await ui.page.locator('[data-connection="live"]').waitFor({ timeout: 15_000 });
+}
+
+beforeAll(async () => {
+  ensureUiBuilt();
+  dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane ui staged run '));
+  fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=1' })) });
+  registerMembers(dir, fleet, MEMBERS, (name) => ({ tier: 'edge', ring: name.slice(-1) }));
+  app = await startTestApp({
+    databaseFile: path.join(dir, 'rollplane.db'),
+    env: { ...MEMBER_FLEET_ENV, ROLLPLANE_AUTH: 'on', ROLLPLANE_ADMIN_TOKEN: ADMIN, ROLLPLANE_SIM_FLEET: 'pools=1,nodes=1' },
+  });
+  await until('every member driven by its own runtime', () =>
+    MEMBERS.every((name) => app.memberRuntimes?.snapshot().some((r) => r.cluster === name && r.running && r.kinds.includes('AGENT_POOL'))),
+  );
+  approver = await createToken('approver', 'deployer');
+  viewer = (await createToken('wallboard', 'viewer')).secret;
+  browser = await launchChromium();
+  ui = await openRestrictedPage(browser, app.baseUrl);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await fleet?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the run page of a staged rollout', () => {
+  it('shows the waves as the run moves; a viewer gets no button, the starter is refused, a deployer approves', async () => {
+    const bump = await asAdmin(`mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }`, {
+      input: {
+        image: NEW,
+        memberClusters: { labelSelector: 'tier=edge' },
+        strategy: { maxUnavailable: '100%', autoRollback: false },
+        waveStrategy: {
+          waves: [
+            { name: 'canary', clusters: { names: ['edge-1'] } },
+            { name: 'prod', clusters: { labelSelector: 'ring=2' }, before: { type: 'APPROVAL', config: { required: 1 } } },
+          ],
+        },
+      },
+    });
+    expect(bump.errors).toBeUndefined();
+    const id: string = bump.data.bumpAgentImage.rollout.id;
+    const wave = (name: string) => ui.page.locator(`li[data-wave="${name}"]`);
+    const gate = ui.page.locator('[data-gate="before:prod"]');
+
+    // A viewer opens the page while the canary runs: the page follows the run to the gate without a reload.
+    await openAs(viewer, `#/rollouts/${id}`);
+    await wave('canary').waitFor({ timeout: 15_000 });
+    expect(await ui.page.locator('ol.waves > li').evaluateAll((items) => items.map((i) => i.getAttribute('data-wave')))).toEqual(['canary', 'prod']);
+    await expect.poll(() => gate.getAttribute('data-state'), { timeout: 60_000 }).toBe('WAITING');
+    await expect.poll(() => wave('canary').getAttribute('data-state')).toBe('SUCCEEDED');
+    await expect.poll(() => wave('canary').locator('li[data-cluster="edge-1"]').getAttribute('data-outcome'), { timeout: 10_000 }).toBe('SUCCEEDED');
+    expect(await wave('prod').getAttribute('data-state')).toBe('RUNNING');
+    expect(await wave('prod').locator('li[data-cluster="edge-2"]').getAttribute('data-outcome')).toBe('PENDING');
+    await expect.poll(() => ui.page.locator('[data-waiting-for]').textContent()).toMatch(/before:prod/);
+    expect(await gate.textContent()).toContain('1 approval by distinct deployer tokens, not the run’s starter');
+    expect(await gate.locator('.gate-reason').textContent()).toMatch(/waiting for 1 more approval/);
+    expect(await ui.page.locator('[data-excluded]').textContent()).toContain('none');
+    // A viewer may not decide: no form, no button.
+    expect(await ui.page.locator('.gate-decision').count()).toBe(0);
+    expect(await ui.page.getByRole('button', { name: /gate before:prod/ }).count()).toBe(0);
+
+    // The admin started the run: offered the buttons (its role may decide), refused by the server, which says why.
+    await openAs(ADMIN, `#/rollouts/${id}`);
+    await ui.page.getByRole('button', { name: 'Approve gate before:prod' }).click();
+    const refusal = gate.getByRole('alert');
+    await refusal.waitFor({ timeout: 15_000 });
+    expect(await refusal.textContent()).toMatch(/^Not approved: .*\(FORBIDDEN\)$/);
+    const held = await asAdmin('query ($id: ID!) { rollout(id: $id) { gates { key state decisions { by } } } }', { id });
+    expect(held.data.rollout.gates).toEqual([{ key: 'before:prod', state: 'WAITING', decisions: [] }]);
+
+    // A deployer approves with a comment: the gate passes, in the page and in the API, and the run finishes.
+    await openAs(approver.secret, `#/rollouts/${id}`);
+    await gate.locator('.gate-decision').waitFor({ timeout: 15_000 });
+    // The page with the decision form passes the accessibility checks on a desktop and a phone.
+    for (const width of [1440, 390]) {
+      await ui.page.setViewportSize({ width, height: 900 });
+      const findings = await inspect(ui.page);
+      await screenshot(ui.page, `staged-run-gate-waiting-${width}`);
+      expect(findings).toEqual({ violations: [], h1: 1, overflow: [] });
+    }
+    await ui.page.setViewportSize({ width: 1440, height: 900 });
+    await gate.getByLabel('Comment').fill('canary looks good');
+    await ui.page.getByRole('button', { name: 'Approve gate before:prod' }).click();
+    await expect.poll(() => gate.getAttribute('data-state'), { timeout: 15_000 }).toBe('PASSED');
+    expect(await gate.locator('li[data-decision="APPROVE"]').textContent()).toMatch(
+      new RegExp(`^APPROVED by ${approver.id} \\(deployer\\) at .* · “canary looks good”$`),
+    );
+    expect(await ui.page.locator('.gate-decision').count()).toBe(0);
+    const passed = await asAdmin('query ($id: ID!) { rollout(id: $id) { gates { key state decisions { by role decision comment } } } }', { id });
+    expect(passed.data.rollout.gates).toEqual([
+      { key: 'before:prod', state: 'PASSED', decisions: [{ by: approver.id, role: 'deployer', decision: 'APPROVE', comment: 'canary looks good' }] },
+    ]);
+    await expect.poll(() => wave('prod').getAttribute('data-state'), { timeout: 60_000 }).toBe('SUCCEEDED');
+    await expect.poll(() => wave('prod').locator('li[data-cluster="edge-2"]').getAttribute('data-outcome'), { timeout: 10_000 }).toBe('SUCCEEDED');
+    await expect.poll(() => ui.page.locator('[data-waiting-for]').count()).toBe(0);
+    await screenshot(ui.page, 'staged-run-done');
+    expect(ui.errors).toEqual([]);
+    expect(ui.foreign).toEqual([]);
+  });
+});
