@@ -16,7 +16,8 @@ import { ensureUiBuilt, launchChromium, openRestrictedPage, type RestrictedPage,
  * simulated member clusters, each driven by its own runtime. The admin starts two waves, the second behind an approval
  * gate; the page shows the waves, their clusters with outcomes and the gate as the run moves (no reload); a viewer is
  * offered no decision, the starter's click is refused with the server's FORBIDDEN, and a deployer's Approve passes the
- * gate (read back through the API) with the decision listed under it.
+ * gate (read back through the API) with the decision listed under it. Then the Clusters page: the window policies and
+ * each cluster's window now; an admin creates (a bad one refused with its field path) and deletes a policy there.
  */
 const ADMIN = 'ui-staged-admin-token-0123456789abcdefghijkl';
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
@@ -150,6 +151,72 @@ describe('the run page of a staged rollout', () => {
     await expect.poll(() => wave('prod').locator('li[data-cluster="edge-2"]').getAttribute('data-outcome'), { timeout: 10_000 }).toBe('SUCCEEDED');
     await expect.poll(() => ui.page.locator('[data-waiting-for]').count()).toBe(0);
     await screenshot(ui.page, 'staged-run-done');
+    expect(ui.errors).toEqual([]);
+    expect(ui.foreign).toEqual([]);
+  });
+});
+
+describe('maintenance windows in the UI', () => {
+  const row = (cluster: string) => ui.page.locator(`tr[data-cluster="${cluster}"] td[data-window-state]`);
+  const form = () => ui.page.getByRole('form', { name: 'Create a maintenance window' });
+
+  it("lists the policies and each cluster's window; only an admin creates and deletes, a bad policy is refused with its field", async () => {
+    // A viewer sees each cluster open (no policy) and is offered neither the form nor a delete button.
+    await openAs(viewer, '#/clusters');
+    await expect.poll(() => row('edge-2').textContent(), { timeout: 15_000 }).toMatch(/^OPEN no window policy applies/);
+    await expect.poll(() => ui.page.locator('#maintenance-windows-title').textContent()).toBe('Maintenance windows · 0');
+    expect(await form().count()).toBe(0);
+
+    await openAs(ADMIN, '#/clusters');
+    await form().waitFor({ timeout: 15_000 });
+    // A malformed day: the server's refusal names the field, and nothing is stored.
+    await form().getByLabel('Name').fill('bad-days');
+    await form()
+      .getByLabel(/^Weekly/)
+      .fill('FUN 22:00 02:00');
+    await form().getByRole('button', { name: 'Create window' }).click();
+    await expect
+      .poll(() => form().getByRole('alert').textContent(), { timeout: 15_000 })
+      .toMatch(/^Not created: .*input\.weekly\[0\]\.days\[0\].*\(BAD_USER_INPUT\)$/);
+    expect((await asAdmin('{ maintenanceWindows { name } }')).data.maintenanceWindows).toEqual([]);
+
+    // A freeze of ring 2 for the next hour: edge-2 closes, edge-1 stays open.
+    const minute = (offset: number) => `${new Date(Date.now() + offset).toISOString().slice(0, 16)}Z`;
+    await form().getByLabel('Name').fill('ring2-freeze');
+    await form()
+      .getByLabel(/^Weekly/)
+      .fill('');
+    await form().getByLabel('Kind').selectOption('DENY');
+    await form().getByLabel('Cluster selector').fill('ring=2');
+    await form()
+      .getByLabel(/^Ranges/)
+      .fill(`${minute(-3_600_000)} ${minute(3_600_000)}`);
+    await form().getByRole('button', { name: 'Create window' }).click();
+    await ui.page.locator('tr[data-window="ring2-freeze"]').waitFor({ timeout: 15_000 });
+    expect(await ui.page.locator('tr[data-window="ring2-freeze"]').textContent()).toContain('ring=2');
+    await expect.poll(() => row('edge-2').textContent(), { timeout: 15_000 }).toMatch(/^CLOSED inside DENY window policy "ring2-freeze" · next change /);
+    expect(await row('edge-1').textContent()).toMatch(/^OPEN /);
+    const stored = await asAdmin('{ maintenanceWindows { name kind definition } clusters { name maintenanceWindow { open policy } } }');
+    expect(stored.data.maintenanceWindows).toEqual([
+      { name: 'ring2-freeze', kind: 'DENY', definition: expect.objectContaining({ clusterSelector: 'ring=2', ranges: [expect.any(Object)] }) },
+    ]);
+    expect(stored.data.clusters.find((c: { name: string }) => c.name === 'edge-2').maintenanceWindow).toEqual({ open: false, policy: 'ring2-freeze' });
+    const findings = await inspect(ui.page);
+    await screenshot(ui.page, 'clusters-maintenance-windows');
+    expect(findings).toEqual({ violations: [], h1: 1, overflow: [] });
+
+    // A viewer sees the policy but no delete button.
+    await openAs(viewer, '#/clusters');
+    await ui.page.locator('tr[data-window="ring2-freeze"]').waitFor({ timeout: 15_000 });
+    expect(await ui.page.getByRole('button', { name: /window ring2-freeze/ }).count()).toBe(0);
+
+    // Delete takes a second click; then the policy is gone and edge-2 is open again.
+    await openAs(ADMIN, '#/clusters');
+    await ui.page.getByRole('button', { name: 'Delete window ring2-freeze' }).click();
+    await ui.page.getByRole('button', { name: 'Confirm deleting window ring2-freeze' }).click();
+    await expect.poll(() => ui.page.locator('tr[data-window]').count(), { timeout: 15_000 }).toBe(0);
+    await expect.poll(() => row('edge-2').textContent(), { timeout: 15_000 }).toMatch(/^OPEN /);
+    expect((await asAdmin('{ maintenanceWindows { name } }')).data.maintenanceWindows).toEqual([]);
     expect(ui.errors).toEqual([]);
     expect(ui.foreign).toEqual([]);
   });

@@ -4,13 +4,15 @@ import { formatTime } from './format.js';
 import { type ClustersPageQuery, ClustersPageDocument } from './generated/graphql.js';
 import { useDebounced, useQuery } from './hooks.js';
 import { useKinds } from './kindUi.js';
+import { MaintenanceWindows, WindowCell } from './MaintenanceWindows.js';
 
 type KindFigures = ClustersPageQuery['clusters'][number]['kindFigures'][number];
 
 /**
  * Member clusters (docs/adr/0048-member-clusters.md): each one's health and since when, its Kubernetes version, labels
  * and, a column per registered kind, the versions its targets run with counts and how many drifted (or why they cannot
- * be read: unreachable, syncing; a dash where the cluster does not serve the kind), filtered by a label selector as `rollplane cluster list --selector` is. Registering
+ * be read: unreachable, syncing; a dash where the cluster does not serve the kind), its maintenance window now and its next change,
+ * filtered by a label selector as `rollplane cluster list --selector` is; then the window policies. Registering
  * is an admin's, from the CLI or the API (credentials never pass through the browser).
  */
 export function Clusters() {
@@ -46,6 +48,7 @@ export function Clusters() {
                       {k.label}
                     </th>
                   ))}
+                  <th scope="col">Maintenance window</th>
                   <th scope="col">Source</th>
                 </tr>
               </thead>
@@ -75,12 +78,15 @@ export function Clusters() {
                         <KindFiguresCell figures={c.kindFigures.find((f) => f.kind === k.kind)} />
                       </td>
                     ))}
+                    <td data-window-state={c.maintenanceWindow.open ? 'open' : 'closed'}>
+                      <WindowCell state={c.maintenanceWindow} />
+                    </td>
                     <td>{c.source.toLowerCase()}</td>
                   </tr>
                 ))}
                 {clusters && clusters.length === 0 && (
                   <tr>
-                    <td colSpan={6 + kinds.length} className="muted">
+                    <td colSpan={7 + kinds.length} className="muted">
                       No member cluster matches. Register one with <code>rollplane cluster add NAME --kubeconfig FILE</code>.
                     </td>
                   </tr>
@@ -90,6 +96,7 @@ export function Clusters() {
           </ScrollRegion>
         </QueryStatus>
       </Section>
+      <MaintenanceWindows onChange={query.reload} />
     </div>
   );
 }

@@ -15,6 +15,7 @@ import {
   type RunGateSpecFieldsFragment,
 } from './generated/graphql.js';
 import { useLive, useLiveConnection, useQuery, useThrottled } from './hooks.js';
+import { recordOf } from './types.js';
 
 type Plan = NonNullable<NonNullable<RolloutRunQuery['rollout']>['wavePlan']>;
 type PlannedWave = Plan['waves'][number];
@@ -353,6 +354,3 @@ function secondsOf(config: unknown): string {
   const seconds = recordOf(config).seconds;
   return typeof seconds === 'number' ? String(seconds) : '?';
 }
-
-const recordOf = (value: unknown): Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};

@@ -41,4 +41,9 @@ export function payloadOf(event: { payload: unknown }): Readonly<Record<string, 
   return isRecord(event.payload) ? event.payload : {};
 }
 
+/** A JSON field as an object (`{}` when it is not one), for the typed readers of a gate's config or a window's definition. */
+export function recordOf(value: unknown): Record<string, unknown> {
+  return isRecord(value) ? value : {};
+}
+
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -1,0 +1,299 @@
+import { useState } from 'react';
+import { describeError, gql } from './api.js';
+import { QueryStatus, ScrollRegion, Section, StateBadge } from './components.js';
+import { formatTime } from './format.js';
+import {
+  type ClustersPageQuery,
+  CreateMaintenanceWindowDocument,
+  DeleteMaintenanceWindowDocument,
+  type MaintenanceWindowInput,
+  MaintenanceWindowsDocument,
+  type WindowKind,
+} from './generated/graphql.js';
+import { useLive, useQuery } from './hooks.js';
+import { recordOf } from './types.js';
+
+type WindowState = ClustersPageQuery['clusters'][number]['maintenanceWindow'];
+
+/**
+ * The maintenance-window policies (docs/waves.md): each one's kind, clock, clusters and windows. An admin may create
+ * and delete them here (the API refuses the others); `onChange` lets the clusters' window column follow.
+ */
+export function MaintenanceWindows({ onChange }: { onChange: () => void }) {
+  const isAdmin = useLive().server?.caller.role === 'admin';
+  const query = useQuery(MaintenanceWindowsDocument, {}, { pollMs: 30_000 });
+  const policies = query.data?.maintenanceWindows;
+  const changed = () => {
+    query.reload();
+    onChange();
+  };
+  return (
+    <Section id="maintenance-windows" title={`Maintenance windows${policies ? ` · ${policies.length}` : ''}`}>
+      <QueryStatus error={query.error} loading={query.loading} hasData={!!policies} what="maintenance windows">
+        <ScrollRegion label="Maintenance-window policies">
+          <table className="data" aria-label="Maintenance-window policies">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Time zone</th>
+                <th scope="col">Clusters</th>
+                <th scope="col">Windows</th>
+                <th scope="col">Updated</th>
+                {isAdmin && <th scope="col">Actions</th>}
+              </tr>
+            </thead>
+            <tbody>
+              {policies?.map((p) => {
+                const d = definitionOf(p.definition);
+                return (
+                  <tr key={p.name} data-window={p.name}>
+                    <td>{p.name}</td>
+                    <td>{p.kind}</td>
+                    <td>{d.timeZone ?? 'UTC'}</td>
+                    <td>{d.clusterSelector ? <code>{d.clusterSelector}</code> : <span className="muted">every cluster</span>}</td>
+                    <td>
+                      <ul className="version-counts">
+                        {windowLines(d).map((line) => (
+                          <li key={line}>
+                            <code>{line}</code>
+                          </li>
+                        ))}
+                      </ul>
+                    </td>
+                    <td>{formatTime(p.updatedAt)}</td>
+                    {isAdmin && (
+                      <td>
+                        <DeleteWindowButton name={p.name} onDeleted={changed} />
+                      </td>
+                    )}
+                  </tr>
+                );
+              })}
+              {policies && policies.length === 0 && (
+                <tr>
+                  <td colSpan={isAdmin ? 7 : 6} className="muted">
+                    No policy: every cluster is open to changes.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </ScrollRegion>
+      </QueryStatus>
+      {isAdmin && <CreateWindowForm onCreated={changed} />}
+    </Section>
+  );
+}
+
+/** A cluster's window now: open or closed, the policy that decided, and when that changes next. */
+export function WindowCell({ state }: { state: WindowState }) {
+  return (
+    <>
+      <StateBadge state={state.open ? 'OPEN' : 'CLOSED'} /> <span className="small">{state.reason}</span>
+      <span className="muted small"> · {state.until ? `next change ${formatTime(state.until)}` : 'no change within 400 days'}</span>
+    </>
+  );
+}
+
+function DeleteWindowButton({ name, onDeleted }: { name: string; onDeleted: () => void }) {
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function click() {
+    if (!confirming) {
+      setConfirming(true);
+      return;
+    }
+    setConfirming(false);
+    setBusy(true);
+    setError(null);
+    try {
+      await gql(DeleteMaintenanceWindowDocument, { name });
+      onDeleted();
+    } catch (e) {
+      setError(describeError(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <>
+      <button
+        type="button"
+        className={`action action-abort${confirming ? ' confirming' : ''}`}
+        disabled={busy}
+        onClick={() => void click()}
+        onBlur={() => setConfirming(false)}
+        aria-label={confirming ? `Confirm deleting window ${name}` : `Delete window ${name}`}
+      >
+        {confirming ? 'Confirm delete?' : 'Delete'}
+      </button>
+      {error && (
+        <span className="error small" role="alert">
+          {error}
+        </span>
+      )}
+    </>
+  );
+}
+
+/**
+ * A new policy: one window a line, as `rollplane window` takes them in YAML. The server checks every rule and answers
+ * a bad one with its field path (`input.weekly[0].days[0]`), shown as it is.
+ */
+function CreateWindowForm({ onCreated }: { onCreated: () => void }) {
+  const [fields, setFields] = useState({ name: '', kind: 'DENY' as WindowKind, timeZone: '', clusterSelector: '', weekly: '', cron: '', ranges: '' });
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [created, setCreated] = useState<string | null>(null);
+  const set = (key: keyof typeof fields) => (e: { target: { value: string } }) => setFields((f) => ({ ...f, [key]: e.target.value }));
+
+  async function submit() {
+    setError(null);
+    setCreated(null);
+    let input: MaintenanceWindowInput;
+    try {
+      input = windowInputOf(fields);
+    } catch (e) {
+      setError(describeError(e));
+      return;
+    }
+    setBusy(true);
+    try {
+      const policy = (await gql(CreateMaintenanceWindowDocument, { input })).createMaintenanceWindow;
+      setCreated(policy.name);
+      setFields((f) => ({ ...f, name: '', weekly: '', cron: '', ranges: '' }));
+      onCreated();
+    } catch (e) {
+      setError(`Not created: ${describeError(e)}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form
+      className="window-form"
+      aria-label="Create a maintenance window"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void submit();
+      }}
+    >
+      <label>
+        Name
+        <input type="text" required value={fields.name} onChange={set('name')} placeholder="weekend-freeze" />
+      </label>
+      <label>
+        Kind
+        <select value={fields.kind} onChange={set('kind')}>
+          <option value="DENY">DENY (no change inside)</option>
+          <option value="ALLOW">ALLOW (changes only inside)</option>
+        </select>
+      </label>
+      <label>
+        Time zone
+        <input type="text" value={fields.timeZone} onChange={set('timeZone')} placeholder="UTC" />
+      </label>
+      <label>
+        Cluster selector
+        <input type="text" value={fields.clusterSelector} onChange={set('clusterSelector')} placeholder="every cluster" />
+      </label>
+      <label>
+        Weekly, one a line: DAYS START END
+        <textarea rows={2} value={fields.weekly} onChange={set('weekly')} placeholder="SAT,SUN 00:00 24:00" />
+      </label>
+      <label>
+        Cron, one a line: SCHEDULE DURATION
+        <textarea rows={2} value={fields.cron} onChange={set('cron')} placeholder="0 22 * * 1-5 4h" />
+      </label>
+      <label>
+        Ranges, one a line: FROM TO
+        <textarea rows={2} value={fields.ranges} onChange={set('ranges')} placeholder="2026-12-24T00:00 2026-12-27T00:00" />
+      </label>
+      <button type="submit" disabled={busy}>
+        {busy ? 'Creating…' : 'Create window'}
+      </button>
+      {error && (
+        <span className="error small" role="alert">
+          {error}
+        </span>
+      )}
+      {created && (
+        <span className="small" role="status">
+          Created {created}.
+        </span>
+      )}
+    </form>
+  );
+}
+
+const lines = (text: string): string[][] =>
+  text
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((words) => words[0] !== '');
+
+/** The form's text → the API's input; a line of the wrong shape is refused here, every rule by the server. */
+export function windowInputOf(fields: {
+  name: string;
+  kind: WindowKind;
+  timeZone: string;
+  clusterSelector: string;
+  weekly: string;
+  cron: string;
+  ranges: string;
+}): MaintenanceWindowInput {
+  const weekly = lines(fields.weekly).map((words, i) => {
+    if (words.length !== 3) throw new Error(`weekly line ${i + 1}: write DAYS START END, e.g. SAT,SUN 00:00 24:00`);
+    return { days: words[0]!.split(',').filter(Boolean), start: words[1]!, end: words[2]! };
+  });
+  const cron = lines(fields.cron).map((words, i) => {
+    if (words.length !== 6) throw new Error(`cron line ${i + 1}: write five cron fields and a duration, e.g. 0 22 * * 1-5 4h`);
+    return { schedule: words.slice(0, 5).join(' '), duration: words[5]! };
+  });
+  const ranges = lines(fields.ranges).map((words, i) => {
+    if (words.length !== 2) throw new Error(`range line ${i + 1}: write FROM TO, e.g. 2026-12-24T00:00 2026-12-27T00:00`);
+    return { from: words[0]!, to: words[1]! };
+  });
+  return {
+    name: fields.name.trim(),
+    kind: fields.kind,
+    ...(fields.timeZone.trim() ? { timeZone: fields.timeZone.trim() } : {}),
+    ...(fields.clusterSelector.trim() ? { clusterSelector: fields.clusterSelector.trim() } : {}),
+    ...(weekly.length ? { weekly } : {}),
+    ...(cron.length ? { cron } : {}),
+    ...(ranges.length ? { ranges } : {}),
+  };
+}
+
+/** A stored policy's definition (JSON as written: timeZone, clusterSelector, weekly, cron, ranges), read defensively. */
+interface Definition {
+  timeZone: string | null;
+  clusterSelector: string | null;
+  weekly: { days: string[]; start: string; end: string }[];
+  cron: { schedule: string; duration: string }[];
+  ranges: { from: string; to: string }[];
+}
+
+function definitionOf(value: unknown): Definition {
+  const d = recordOf(value);
+  const list = (v: unknown) => (Array.isArray(v) ? v.map(recordOf) : []);
+  const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  return {
+    timeZone: typeof d.timeZone === 'string' ? d.timeZone : null,
+    clusterSelector: typeof d.clusterSelector === 'string' && d.clusterSelector !== '' ? d.clusterSelector : null,
+    weekly: list(d.weekly).map((w) => ({ days: Array.isArray(w.days) ? w.days.map(String) : [], start: text(w.start), end: text(w.end) })),
+    cron: list(d.cron).map((c) => ({ schedule: text(c.schedule), duration: text(c.duration) })),
+    ranges: list(d.ranges).map((r) => ({ from: text(r.from), to: text(r.to) })),
+  };
+}
+
+function windowLines(d: Definition): string[] {
+  return [
+    ...d.weekly.map((w) => `${w.days.join(',')} ${w.start}–${w.end}`),
+    ...d.cron.map((c) => `cron ${c.schedule} for ${c.duration}`),
+    ...d.ranges.map((r) => `${r.from} → ${r.to}`),
+  ];
+}
