@@ -2,16 +2,9 @@ import { useState } from 'react';
 import { describeError, gql } from './api.js';
 import { QueryStatus, ScrollRegion, Section, StateBadge } from './components.js';
 import { formatTime } from './format.js';
-import {
-  type ClustersPageQuery,
-  CreateMaintenanceWindowDocument,
-  DeleteMaintenanceWindowDocument,
-  type MaintenanceWindowInput,
-  MaintenanceWindowsDocument,
-  type WindowKind,
-} from './generated/graphql.js';
+import { type ClustersPageQuery, CreateMaintenanceWindowDocument, DeleteMaintenanceWindowDocument, MaintenanceWindowsDocument } from './generated/graphql.js';
 import { useLive, useQuery } from './hooks.js';
-import { recordOf } from './types.js';
+import { definitionOf, type WindowFormFields, windowInputOf, windowLines } from './windowPolicyText.js';
 
 type WindowState = ClustersPageQuery['clusters'][number]['maintenanceWindow'];
 
@@ -143,16 +136,16 @@ function DeleteWindowButton({ name, onDeleted }: { name: string; onDeleted: () =
  * a bad one with its field path (`input.weekly[0].days[0]`), shown as it is.
  */
 function CreateWindowForm({ onCreated }: { onCreated: () => void }) {
-  const [fields, setFields] = useState({ name: '', kind: 'DENY' as WindowKind, timeZone: '', clusterSelector: '', weekly: '', cron: '', ranges: '' });
+  const [fields, setFields] = useState<WindowFormFields>({ name: '', kind: 'DENY', timeZone: '', clusterSelector: '', weekly: '', cron: '', ranges: '' });
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [created, setCreated] = useState<string | null>(null);
-  const set = (key: keyof typeof fields) => (e: { target: { value: string } }) => setFields((f) => ({ ...f, [key]: e.target.value }));
+  const set = (key: keyof WindowFormFields) => (e: { target: { value: string } }) => setFields((f) => ({ ...f, [key]: e.target.value }));
 
   async function submit() {
     setError(null);
     setCreated(null);
-    let input: MaintenanceWindowInput;
+    let input: ReturnType<typeof windowInputOf>;
     try {
       input = windowInputOf(fields);
     } catch (e) {
@@ -227,73 +220,4 @@ function CreateWindowForm({ onCreated }: { onCreated: () => void }) {
       )}
     </form>
   );
-}
-
-const lines = (text: string): string[][] =>
-  text
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter((words) => words[0] !== '');
-
-/** The form's text → the API's input; a line of the wrong shape is refused here, every rule by the server. */
-export function windowInputOf(fields: {
-  name: string;
-  kind: WindowKind;
-  timeZone: string;
-  clusterSelector: string;
-  weekly: string;
-  cron: string;
-  ranges: string;
-}): MaintenanceWindowInput {
-  const weekly = lines(fields.weekly).map((words, i) => {
-    if (words.length !== 3) throw new Error(`weekly line ${i + 1}: write DAYS START END, e.g. SAT,SUN 00:00 24:00`);
-    return { days: words[0]!.split(',').filter(Boolean), start: words[1]!, end: words[2]! };
-  });
-  const cron = lines(fields.cron).map((words, i) => {
-    if (words.length !== 6) throw new Error(`cron line ${i + 1}: write five cron fields and a duration, e.g. 0 22 * * 1-5 4h`);
-    return { schedule: words.slice(0, 5).join(' '), duration: words[5]! };
-  });
-  const ranges = lines(fields.ranges).map((words, i) => {
-    if (words.length !== 2) throw new Error(`range line ${i + 1}: write FROM TO, e.g. 2026-12-24T00:00 2026-12-27T00:00`);
-    return { from: words[0]!, to: words[1]! };
-  });
-  return {
-    name: fields.name.trim(),
-    kind: fields.kind,
-    ...(fields.timeZone.trim() ? { timeZone: fields.timeZone.trim() } : {}),
-    ...(fields.clusterSelector.trim() ? { clusterSelector: fields.clusterSelector.trim() } : {}),
-    ...(weekly.length ? { weekly } : {}),
-    ...(cron.length ? { cron } : {}),
-    ...(ranges.length ? { ranges } : {}),
-  };
-}
-
-/** A stored policy's definition (JSON as written: timeZone, clusterSelector, weekly, cron, ranges), read defensively. */
-interface Definition {
-  timeZone: string | null;
-  clusterSelector: string | null;
-  weekly: { days: string[]; start: string; end: string }[];
-  cron: { schedule: string; duration: string }[];
-  ranges: { from: string; to: string }[];
-}
-
-function definitionOf(value: unknown): Definition {
-  const d = recordOf(value);
-  const list = (v: unknown) => (Array.isArray(v) ? v.map(recordOf) : []);
-  const text = (v: unknown) => (typeof v === 'string' ? v : '');
-  return {
-    timeZone: typeof d.timeZone === 'string' ? d.timeZone : null,
-    clusterSelector: typeof d.clusterSelector === 'string' && d.clusterSelector !== '' ? d.clusterSelector : null,
-    weekly: list(d.weekly).map((w) => ({ days: Array.isArray(w.days) ? w.days.map(String) : [], start: text(w.start), end: text(w.end) })),
-    cron: list(d.cron).map((c) => ({ schedule: text(c.schedule), duration: text(c.duration) })),
-    ranges: list(d.ranges).map((r) => ({ from: text(r.from), to: text(r.to) })),
-  };
-}
-
-function windowLines(d: Definition): string[] {
-  return [
-    ...d.weekly.map((w) => `${w.days.join(',')} ${w.start}–${w.end}`),
-    ...d.cron.map((c) => `cron ${c.schedule} for ${c.duration}`),
-    ...d.ranges.map((r) => `${r.from} → ${r.to}`),
-  ];
 }

@@ -15,12 +15,19 @@ import {
   type RunGateSpecFieldsFragment,
 } from './generated/graphql.js';
 import { useLive, useLiveConnection, useQuery, useThrottled } from './hooks.js';
-import { recordOf } from './types.js';
+import { approvalConfigOf, type ClusterOutcome, clusterOutcomes, describeApproval, mayDecide, secondsOf } from './runModel.js';
+import { recordOf } from './json.js';
+import { ACTIVE_STATES } from './types.js';
 
 type Plan = NonNullable<NonNullable<RolloutRunQuery['rollout']>['wavePlan']>;
 type PlannedWave = Plan['waves'][number];
 type Gate = RunGateFieldsFragment;
-type Role = 'viewer' | 'deployer' | 'admin';
+/** The run a gate belongs to: whether it still goes (a decision is offered only then), and what to do after one. */
+interface RunRef {
+  id: string;
+  active: boolean;
+  onDecided: () => void;
+}
 
 /** The events that move a run without a target or the rollout changing state (those come through rolloutUpdated). */
 const RUN_EVENT_TYPES: EventType[] = [
@@ -58,6 +65,7 @@ export function RolloutRun({ id, version }: { id: string; version: number }) {
   if (query.data && !staged) return null;
   const plan = rollout?.wavePlan;
   const gates = new Map((rollout?.gates ?? []).map((g) => [g.key, g]));
+  const run: RunRef = { id, active: !!rollout && ACTIVE_STATES.includes(rollout.state), onDecided: reload };
   return (
     <Section id="rollout-run" title={plan ? `Waves · ${plan.waves.length}` : 'Gates'}>
       <QueryStatus error={query.error} loading={query.loading} hasData={!!rollout} what="the run's waves">
@@ -73,7 +81,7 @@ export function RolloutRun({ id, version }: { id: string; version: number }) {
             </p>
             <ol className="waves" aria-label={`Waves of rollout ${id}, in order`}>
               {plan.waves.map((wave, i) => (
-                <WaveItem key={wave.name} rolloutId={id} wave={wave} position={i + 1} gates={gates} outcomes={outcomes.byCluster} onDecided={reload} />
+                <WaveItem key={wave.name} run={run} wave={wave} position={i + 1} gates={gates} outcomes={outcomes.byCluster} />
               ))}
             </ol>
             <p className="small" data-excluded="">
@@ -87,7 +95,7 @@ export function RolloutRun({ id, version }: { id: string; version: number }) {
           <ul className="gates">
             {rollout.gates.map((g) => (
               <li key={g.key}>
-                <GatePanel rolloutId={id} gateKey={g.key} spec={g} gate={g} onDecided={reload} />
+                <GatePanel run={run} gateKey={g.key} spec={g} gate={g} />
               </li>
             ))}
           </ul>
@@ -98,14 +106,13 @@ export function RolloutRun({ id, version }: { id: string; version: number }) {
 }
 
 function WaveItem(props: {
-  rolloutId: string;
+  run: RunRef;
   wave: PlannedWave;
   position: number;
   gates: ReadonlyMap<string, Gate>;
   outcomes: ReadonlyMap<string, ClusterOutcome> | null;
-  onDecided: () => void;
 }) {
-  const { wave, rolloutId } = props;
+  const { wave, run } = props;
   const limits = [
     `${wave.maxConcurrency} at once`,
     `tolerates ${wave.maxFailures} failed`,
@@ -129,15 +136,7 @@ function WaveItem(props: {
         )}
       </p>
       {wave.reason && <p className="error small">{wave.reason}</p>}
-      {wave.before && (
-        <GatePanel
-          rolloutId={rolloutId}
-          gateKey={`before:${wave.name}`}
-          spec={wave.before}
-          gate={props.gates.get(`before:${wave.name}`)}
-          onDecided={props.onDecided}
-        />
-      )}
+      {wave.before && <GatePanel run={run} gateKey={`before:${wave.name}`} spec={wave.before} gate={props.gates.get(`before:${wave.name}`)} />}
       <ul className="wave-clusters" aria-label={`Clusters of wave ${wave.name}, in the order they are taken`}>
         {wave.clusters.map((cluster) => {
           const outcome = props.outcomes?.get(cluster);
@@ -148,25 +147,17 @@ function WaveItem(props: {
           );
         })}
       </ul>
-      {wave.after && (
-        <GatePanel
-          rolloutId={rolloutId}
-          gateKey={`after:${wave.name}`}
-          spec={wave.after}
-          gate={props.gates.get(`after:${wave.name}`)}
-          onDecided={props.onDecided}
-        />
-      )}
+      {wave.after && <GatePanel run={run} gateKey={`after:${wave.name}`} spec={wave.after} gate={props.gates.get(`after:${wave.name}`)} />}
     </li>
   );
 }
 
 /** A gate as configured and, once the run reached it, its state, reason and decisions; the decision form for those who may. */
-function GatePanel(props: { rolloutId: string; gateKey: string; spec: RunGateSpecFieldsFragment; gate: Gate | undefined; onDecided: () => void }) {
+function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecFieldsFragment; gate: Gate | undefined }) {
   const { gate, gateKey, spec } = props;
   const role = useLive().server?.caller.role;
   const approval = spec.type === 'APPROVAL' ? approvalConfigOf(spec.config) : null;
-  const mayDecide = gate?.state === 'WAITING' && approval !== null && role !== undefined && ROLE_RANK[role] >= ROLE_RANK[approval.role];
+  const offered = mayDecide({ type: spec.type, config: spec.config, state: gate?.state }, role, props.run.active);
   return (
     <div className="gate" data-gate={gateKey} data-state={gate?.state ?? 'NOT_REACHED'}>
       <h4>
@@ -194,7 +185,7 @@ function GatePanel(props: { rolloutId: string; gateKey: string; spec: RunGateSpe
           ))}
         </ul>
       )}
-      {mayDecide && <GateDecisionForm rolloutId={props.rolloutId} gateKey={gateKey} onDecided={props.onDecided} />}
+      {offered && <GateDecisionForm rolloutId={props.run.id} gateKey={gateKey} onDecided={props.run.onDecided} />}
     </div>
   );
 }
@@ -276,27 +267,6 @@ function useRunEvents(rolloutId: string, enabled: boolean): number {
   return count;
 }
 
-export type ClusterOutcome = 'PENDING' | 'ACTIVE' | 'SUCCEEDED' | 'FAILED' | 'SKIPPED';
-
-/**
- * Each cluster's outcome from its targets' recorded states, by the engine's rule (src/domain/waves/engineStage.ts):
- * SKIPPED when none of its targets changes, PENDING while none started, ACTIVE while any is pending or in flight, then
- * FAILED if any failed, else SUCCEEDED.
- */
-export function clusterOutcomes(targets: readonly { cluster: string; state: string }[]): Map<string, ClusterOutcome> {
-  const byCluster = new Map<string, string[]>();
-  for (const t of targets) byCluster.set(t.cluster, [...(byCluster.get(t.cluster) ?? []), t.state]);
-  const out = new Map<string, ClusterOutcome>();
-  for (const [cluster, states] of byCluster) {
-    const changing = states.filter((s) => s !== 'SKIPPED' && s !== 'CANCELLED');
-    if (changing.length === 0) out.set(cluster, 'SKIPPED');
-    else if (changing.every((s) => s === 'PENDING')) out.set(cluster, 'PENDING');
-    else if (changing.some((s) => s === 'PENDING' || s === 'PROGRESSING')) out.set(cluster, 'ACTIVE');
-    else out.set(cluster, changing.includes('FAILED') ? 'FAILED' : 'SUCCEEDED');
-  }
-  return out;
-}
-
 /**
  * The clusters' outcomes, refetched at most every 2 s while the rollout changes. A rollout with more targets than one
  * page shows none (a partial list could call a cluster done while a target of it is still pending) and says so.
@@ -321,36 +291,4 @@ function outcomesOf(data: RolloutClusterTargetsQuery | undefined): { byCluster: 
     };
   }
   return { byCluster: clusterOutcomes(targets.edges.map((e) => e.node)), note: null };
-}
-
-const ROLE_RANK: Readonly<Record<Role, number>> = { viewer: 0, deployer: 1, admin: 2 };
-
-/** An APPROVAL gate's configuration with docs/waves.md's defaults. */
-interface ApprovalConfig {
-  required: number;
-  role: Role;
-  excludeStarter: boolean;
-  deadline: string | null;
-  onDeadline: string;
-}
-
-function approvalConfigOf(config: unknown): ApprovalConfig {
-  const c = recordOf(config);
-  return {
-    required: typeof c.required === 'number' ? c.required : 1,
-    role: c.role === 'admin' ? 'admin' : 'deployer',
-    excludeStarter: c.excludeStarter !== false,
-    deadline: typeof c.deadline === 'string' ? c.deadline : null,
-    onDeadline: c.onDeadline === 'WAIT' ? 'WAIT' : 'FAIL',
-  };
-}
-
-function describeApproval(c: ApprovalConfig): string {
-  const who = `${c.required} approval${c.required === 1 ? '' : 's'} by distinct ${c.role} tokens${c.excludeStarter ? ', not the run’s starter' : ''}`;
-  return c.deadline ? `${who}; deadline ${c.deadline}, then ${c.onDeadline}` : who;
-}
-
-function secondsOf(config: unknown): string {
-  const seconds = recordOf(config).seconds;
-  return typeof seconds === 'number' ? String(seconds) : '?';
 }
