@@ -154,6 +154,41 @@ describe('the run page of a staged rollout', () => {
     expect(ui.errors).toEqual([]);
     expect(ui.foreign).toEqual([]);
   });
+  it("a deployer's Reject (a second click) fails the gate and pauses the run; the excluded clusters are listed", async () => {
+    const bump = await asAdmin(`mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }`, {
+      input: {
+        image: 'rancher/harvester-vm-dhcp-agent:v0.3.2',
+        memberClusters: { labelSelector: 'tier=edge' },
+        strategy: { maxUnavailable: '100%', autoRollback: false },
+        waveStrategy: { waves: [{ name: 'prod', clusters: { names: ['edge-2'] }, before: { type: 'APPROVAL', config: {} } }], remainder: 'EXCLUDED' },
+      },
+    });
+    expect(bump.errors).toBeUndefined();
+    const id: string = bump.data.bumpAgentImage.rollout.id;
+    const gate = ui.page.locator('[data-gate="before:prod"]');
+    await openAs(approver.secret, `#/rollouts/${id}`);
+    await expect.poll(() => gate.getAttribute('data-state'), { timeout: 30_000 }).toBe('WAITING');
+    expect(await ui.page.locator('[data-excluded]').textContent()).toContain('edge-1');
+    await gate.getByLabel('Comment').fill('not tonight');
+    await ui.page.getByRole('button', { name: 'Reject gate before:prod' }).click();
+    // The first click only asks: nothing was decided yet.
+    const asked = await asAdmin('query ($id: ID!) { rollout(id: $id) { gates { state decisions { decision } } } }', { id });
+    expect(asked.data.rollout.gates).toEqual([{ state: 'WAITING', decisions: [] }]);
+    await ui.page.getByRole('button', { name: 'Confirm rejecting gate before:prod' }).click();
+    await expect.poll(() => gate.getAttribute('data-state'), { timeout: 15_000 }).toBe('FAILED');
+    await expect.poll(() => ui.page.locator('li[data-wave="prod"]').getAttribute('data-state'), { timeout: 15_000 }).toBe('FAILED');
+    expect(await gate.locator('li[data-decision="REJECT"]').textContent()).toMatch(
+      new RegExp(`^REJECTED by ${approver.id} \\(deployer\\) at .* · “not tonight”$`),
+    );
+    expect(await ui.page.locator('.gate-decision').count()).toBe(0);
+    const rejected = await asAdmin('query ($id: ID!) { rollout(id: $id) { state gates { state decisions { by role decision comment } } } }', { id });
+    expect(rejected.data.rollout).toEqual({
+      state: 'PAUSED',
+      gates: [{ state: 'FAILED', decisions: [{ by: approver.id, role: 'deployer', decision: 'REJECT', comment: 'not tonight' }] }],
+    });
+    expect((await asAdmin('mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id })).data.abortRollout.state).toBe('ABORTED');
+    expect(ui.errors).toEqual([]);
+  });
 });
 
 describe('maintenance windows in the UI', () => {
