@@ -151,6 +151,14 @@ describe('the run page of a staged rollout', () => {
     await expect.poll(() => wave('prod').locator('li[data-cluster="edge-2"]').getAttribute('data-outcome'), { timeout: 10_000 }).toBe('SUCCEEDED');
     await expect.poll(() => ui.page.locator('[data-waiting-for]').count()).toBe(0);
     await screenshot(ui.page, 'staged-run-done');
+    // The History page's event filter offers the run's event types: the approval is found by its type.
+    await ui.page.goto(`${app.baseUrl}/#/history/events`);
+    const search = ui.page.getByRole('search', { name: 'Filter events' });
+    await search.getByRole('checkbox', { name: 'GateApproved' }).check();
+    await search.getByRole('textbox', { name: 'Rollout' }).fill(id);
+    const rows = ui.page.locator('table[aria-label="Event history"] tbody tr[data-event-id]');
+    await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(1);
+    expect(await rows.first().textContent()).toContain('GateApproved');
     expect(ui.errors).toEqual([]);
     expect(ui.foreign).toEqual([]);
   });

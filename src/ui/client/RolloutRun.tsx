@@ -4,7 +4,6 @@ import { QueryStatus, Section, Settings, StateBadge } from './components.js';
 import { formatDuration, formatTime } from './format.js';
 import {
   ApproveGateDocument,
-  type EventType,
   RejectGateDocument,
   RolloutClusterTargetsDocument,
   type RolloutClusterTargetsQuery,
@@ -17,7 +16,7 @@ import {
 import { useLive, useLiveConnection, useQuery, useThrottled } from './hooks.js';
 import { approvalConfigOf, type ClusterOutcome, clusterOutcomes, describeApproval, mayDecide, secondsOf } from './runModel.js';
 import { recordOf } from './json.js';
-import { ACTIVE_STATES } from './types.js';
+import { ACTIVE_STATES, RUN_EVENT_TYPES } from './types.js';
 
 type Plan = NonNullable<NonNullable<RolloutRunQuery['rollout']>['wavePlan']>;
 type PlannedWave = Plan['waves'][number];
@@ -28,18 +27,6 @@ interface RunRef {
   active: boolean;
   onDecided: () => void;
 }
-
-/** The events that move a run without a target or the rollout changing state (those come through rolloutUpdated). */
-const RUN_EVENT_TYPES: EventType[] = [
-  'WaveStarted',
-  'WaveFinished',
-  'GateWaiting',
-  'GateApproved',
-  'GateRejected',
-  'GateEnded',
-  'WindowClosed',
-  'WindowOpened',
-];
 
 /** Targets read to tell each cluster's outcome: one page at most (the API's largest), so that a page never loops. */
 const OUTCOME_TARGETS = 1000;
@@ -257,7 +244,7 @@ function useRunEvents(rolloutId: string, enabled: boolean): number {
     if (!enabled || after === undefined) return undefined;
     return connection.subscribe({
       query: RolloutRunEventsDocument,
-      variables: { filter: { rolloutId, types: RUN_EVENT_TYPES } },
+      variables: { filter: { rolloutId, types: [...RUN_EVENT_TYPES] } },
       after,
       select: (data) => data.events,
       idOf: (event) => Number(event.id),

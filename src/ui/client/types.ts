@@ -18,8 +18,20 @@ export const ROLLOUT_STATES: readonly RolloutState[] = ['PENDING', 'PROGRESSING'
 export const ACTIVE_STATES: readonly RolloutState[] = ['PENDING', 'PROGRESSING', 'PAUSED'];
 export const TARGET_STATES: readonly TargetState[] = ['PENDING', 'PROGRESSING', 'SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
 
+/** What moves a staged rollout's run without a target or the rollout changing state (docs/waves.md): its waves, gates and windows. */
+export const RUN_EVENT_TYPES: readonly EventType[] = [
+  'WaveStarted',
+  'WaveFinished',
+  'GateWaiting',
+  'GateApproved',
+  'GateRejected',
+  'GateEnded',
+  'WindowClosed',
+  'WindowOpened',
+];
+
 /** The event types every kind's rollouts record; each kind adds its own (KindUi.eventTypes). */
-const SHARED_EVENT_TYPES: readonly EventType[] = ['RolloutStateChanged', 'TargetStateChanged', 'TargetFailed'];
+const SHARED_EVENT_TYPES: readonly EventType[] = ['RolloutStateChanged', 'TargetStateChanged', 'TargetFailed', ...RUN_EVENT_TYPES];
 
 /** Every event type History's filter offers: the shared ones, then each kind's in the kinds' order, once each. */
 export function eventTypesOf(kinds: readonly KindUi[]): EventType[] {
