@@ -98,7 +98,7 @@ export function RolloutDetail({ id }: { id: string }) {
                 )}
               </dl>
             </Section>
-            <RolloutRun id={rollout.id} version={version} />
+            <RolloutRun id={rollout.id} version={version} targets={rollout.progress.total} />
             <Section id="rollout-targets" title={`Targets · ${rollout.progress.total}`}>
               <TargetsTable rolloutId={rollout.id} version={version} />
             </Section>

@@ -1,10 +1,11 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { describeError, gql } from './api.js';
 import { QueryStatus, Section, Settings, StateBadge } from './components.js';
 import { formatDuration, formatTime } from './format.js';
 import {
   ApproveGateDocument,
   RejectGateDocument,
+  RolloutGatesDocument,
   RolloutClusterTargetsDocument,
   type RolloutClusterTargetsQuery,
   RolloutRunDocument,
@@ -35,27 +36,39 @@ const OUTCOME_TARGETS = 1000;
  * A staged rollout's run (issue 30, docs/waves.md): its waves in order, each with its state, its clusters in the order
  * they are taken and their outcomes, its soak and its gates (state, reason, every decision kept); the clusters in no
  * wave; and what the run waits for. Kept current by the rollout's updates (`version`) and by its wave, gate and window
- * events. Renders nothing for a rollout without waves.
+ * events, each read at a pace its cost allows (ADR 0070). Renders nothing for a rollout without waves or gates, and
+ * then reads nothing again. `targets`: how many the rollout has (its progress), the page of targets outcomes need.
  */
-export function RolloutRun({ id, version }: { id: string; version: number }) {
-  const query = useQuery(RolloutRunDocument, { id });
-  const rollout = query.data?.rollout;
-  const staged = !!rollout && (rollout.wavePlan !== null || rollout.gates.length > 0);
-  const runEvents = useRunEvents(id, staged);
-  const changes = useThrottled(version + runEvents, 500);
-  const { reload } = query;
-  useEffect(() => {
-    if (changes > 0) reload();
-  }, [changes, reload]);
-  const outcomes = useClusterOutcomes(id, version + runEvents, !staged);
+export function RolloutRun({ id, version, targets }: { id: string; version: number; targets: number }) {
+  const planQuery = useQuery(RolloutRunDocument, { id });
+  const gatesQuery = useQuery(RolloutGatesDocument, { id });
+  const rollout = planQuery.data?.rollout;
+  const gateList = gatesQuery.data?.rollout?.gates;
+  const staged = !!rollout && (rollout.wavePlan !== null || (gateList?.length ?? 0) > 0);
+  const events = useRunEvents(id, staged);
+  useReloadWhile(staged, version + events.all, 1000, planQuery.reload);
+  useReloadWhile(staged, events.gates + useStateChanges(rollout?.state), 500, gatesQuery.reload);
+  const outcomes = useClusterOutcomes(id, targets, version + events.all, !staged);
 
-  if (query.data && !staged) return null;
+  if (planQuery.data && gatesQuery.data && !staged) return null;
   const plan = rollout?.wavePlan;
-  const gates = new Map((rollout?.gates ?? []).map((g) => [g.key, g]));
-  const run: RunRef = { id, active: !!rollout && ACTIVE_STATES.includes(rollout.state), onDecided: reload };
+  const gates = new Map((gateList ?? []).map((g) => [g.key, g]));
+  const run: RunRef = {
+    id,
+    active: !!rollout && ACTIVE_STATES.includes(rollout.state),
+    onDecided: () => {
+      gatesQuery.reload();
+      planQuery.reload();
+    },
+  };
   return (
     <Section id="rollout-run" title={plan ? `Waves · ${plan.waves.length}` : 'Gates'}>
-      <QueryStatus error={query.error} loading={query.loading} hasData={!!rollout} what="the run's waves">
+      <QueryStatus
+        error={planQuery.error ?? gatesQuery.error}
+        loading={planQuery.loading || gatesQuery.loading}
+        hasData={!!rollout && !!gateList}
+        what="the run's waves and gates"
+      >
         {rollout?.waitingFor && (
           <p className="waiting-for" role="status" data-waiting-for="">
             <strong>Waiting for:</strong> {rollout.waitingFor}
@@ -78,9 +91,9 @@ export function RolloutRun({ id, version }: { id: string; version: number }) {
             {outcomes.note && <p className="muted small">{outcomes.note}</p>}
           </>
         )}
-        {!plan && rollout && (
+        {!plan && gateList && (
           <ul className="gates">
-            {rollout.gates.map((g) => (
+            {gateList.map((g) => (
               <li key={g.key}>
                 <GatePanel run={run} gateKey={g.key} spec={g} gate={g} />
               </li>
@@ -90,6 +103,22 @@ export function RolloutRun({ id, version }: { id: string; version: number }) {
       </QueryStatus>
     </Section>
   );
+}
+
+/** Calls `reload` when `changes` moves, at most once per `ms`, while `enabled`. */
+function useReloadWhile(enabled: boolean, changes: number, ms: number, reload: () => void): void {
+  const throttled = useThrottled(changes, ms);
+  const first = useRef(throttled);
+  useEffect(() => {
+    if (enabled && throttled !== first.current) reload();
+  }, [enabled, throttled, reload]);
+}
+
+/** A counter that moves each time `state` changes (a rollout's state: its gates may have ended with it). */
+function useStateChanges(state: string | undefined): number {
+  const seen = useRef<{ state: string | undefined; count: number }>({ state, count: 0 });
+  if (seen.current.state !== state) seen.current = { state, count: seen.current.count + 1 };
+  return seen.current.count;
 }
 
 function WaveItem(props: {
@@ -235,11 +264,14 @@ function GateDecisionForm({ rolloutId, gateKey, onDecided }: { rolloutId: string
   );
 }
 
-/** Counts the run's wave, gate and window events as they arrive over the page's WebSocket (resuming after reconnects). */
-function useRunEvents(rolloutId: string, enabled: boolean): number {
+/**
+ * Counts the run's wave, gate and window events (`all`) and its gate events (`gates`) as they arrive over the page's
+ * WebSocket, resuming after reconnects.
+ */
+function useRunEvents(rolloutId: string, enabled: boolean): { all: number; gates: number } {
   const connection = useLiveConnection();
   const after = useLive().server?.lastEventId;
-  const [count, setCount] = useState(0);
+  const [count, setCount] = useState({ all: 0, gates: 0 });
   useEffect(() => {
     if (!enabled || after === undefined) return undefined;
     return connection.subscribe({
@@ -248,23 +280,25 @@ function useRunEvents(rolloutId: string, enabled: boolean): number {
       after,
       select: (data) => data.events,
       idOf: (event) => Number(event.id),
-      onItem: () => setCount((c) => c + 1),
+      onItem: (event) => setCount((c) => ({ all: c.all + 1, gates: c.gates + (event.type.startsWith('Gate') ? 1 : 0) })),
     });
   }, [connection, rolloutId, enabled, after]);
   return count;
 }
 
 /**
- * The clusters' outcomes, refetched at most every 2 s while the rollout changes. A rollout with more targets than one
- * page shows none (a partial list could call a cluster done while a target of it is still pending) and says so.
+ * The clusters' outcomes from a page of as many targets as the rollout has (up to OUTCOME_TARGETS), refetched at most
+ * every 2 s while the rollout changes. A rollout with more targets than that shows none (a partial list could call a
+ * cluster done while a target of it is still pending) and says so.
  */
-function useClusterOutcomes(rolloutId: string, version: number, skip: boolean): { byCluster: Map<string, ClusterOutcome> | null; note: string | null } {
-  const query = useQuery(RolloutClusterTargetsDocument, { id: rolloutId, first: OUTCOME_TARGETS }, { skip });
-  const throttled = useThrottled(version, 2000);
-  const { reload } = query;
-  useEffect(() => {
-    if (throttled > 0) reload();
-  }, [throttled, reload]);
+function useClusterOutcomes(
+  rolloutId: string,
+  targets: number,
+  changes: number,
+  skip: boolean,
+): { byCluster: Map<string, ClusterOutcome> | null; note: string | null } {
+  const query = useQuery(RolloutClusterTargetsDocument, { id: rolloutId, first: Math.min(OUTCOME_TARGETS, Math.max(1, targets)) }, { skip });
+  useReloadWhile(!skip, changes, 2000, query.reload);
   return outcomesOf(query.data);
 }
 

@@ -558,7 +558,14 @@ export type RolloutRunQueryVariables = Exact<{
 }>;
 
 
-export type RolloutRunQuery = { rollout: { id: string, state: RolloutState, waitingFor: string | null, wavePlan: { excluded: Array<string>, failurePolicy: WaveFailurePolicy, unreachable: UnreachablePolicy, waves: Array<{ name: string, clusters: Array<string>, maxConcurrency: number, maxFailures: number, minSuccessSeconds: number, progressDeadlineSeconds: number | null, mandatory: boolean, remainder: boolean, state: string, reason: string | null, startedAt: string | null, finishedAt: string | null, before: RunGateSpecFieldsFragment | null, after: RunGateSpecFieldsFragment | null }> } | null, gates: Array<RunGateFieldsFragment> } | null };
+export type RolloutRunQuery = { rollout: { id: string, state: RolloutState, waitingFor: string | null, wavePlan: { excluded: Array<string>, failurePolicy: WaveFailurePolicy, unreachable: UnreachablePolicy, waves: Array<{ name: string, clusters: Array<string>, maxConcurrency: number, maxFailures: number, minSuccessSeconds: number, progressDeadlineSeconds: number | null, mandatory: boolean, remainder: boolean, state: string, reason: string | null, startedAt: string | null, finishedAt: string | null, before: RunGateSpecFieldsFragment | null, after: RunGateSpecFieldsFragment | null }> } | null } | null };
+
+export type RolloutGatesQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type RolloutGatesQuery = { rollout: { id: string, gates: Array<RunGateFieldsFragment> } | null };
 
 export type RolloutClusterTargetsQueryVariables = Exact<{
   id: string | number;
@@ -1337,6 +1344,16 @@ export const RolloutRunDocument = new TypedDocumentString(`
         }
       }
     }
+  }
+}
+    fragment RunGateSpecFields on GateSpec {
+  type
+  config
+}`) as unknown as TypedDocumentString<RolloutRunQuery, RolloutRunQueryVariables>;
+export const RolloutGatesDocument = new TypedDocumentString(`
+    query RolloutGates($id: ID!) {
+  rollout(id: $id) {
+    id
     gates {
       ...RunGateFields
     }
@@ -1357,11 +1374,7 @@ export const RolloutRunDocument = new TypedDocumentString(`
     comment
     at
   }
-}
-fragment RunGateSpecFields on GateSpec {
-  type
-  config
-}`) as unknown as TypedDocumentString<RolloutRunQuery, RolloutRunQueryVariables>;
+}`) as unknown as TypedDocumentString<RolloutGatesQuery, RolloutGatesQueryVariables>;
 export const RolloutClusterTargetsDocument = new TypedDocumentString(`
     query RolloutClusterTargets($id: ID!, $first: Int) {
   rollout(id: $id) {
