@@ -3,7 +3,7 @@ import { describeError, gql } from './api.js';
 import { QueryStatus, ScrollRegion, Section, StateBadge } from './components.js';
 import { formatTime } from './format.js';
 import { type ClustersPageQuery, CreateMaintenanceWindowDocument, DeleteMaintenanceWindowDocument, MaintenanceWindowsDocument } from './generated/graphql.js';
-import { useLive, useQuery } from './hooks.js';
+import { useAction, useLive, useQuery } from './hooks.js';
 import { definitionOf, type WindowFormFields, windowInputOf, windowLines } from './windowPolicyText.js';
 
 type WindowState = ClustersPageQuery['clusters'][number]['maintenanceWindow'];
@@ -91,40 +91,30 @@ export function WindowCell({ state }: { state: WindowState }) {
 
 function DeleteWindowButton({ name, onDeleted }: { name: string; onDeleted: () => void }) {
   const [confirming, setConfirming] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const action = useAction();
   async function click() {
     if (!confirming) {
       setConfirming(true);
       return;
     }
     setConfirming(false);
-    setBusy(true);
-    setError(null);
-    try {
-      await gql(DeleteMaintenanceWindowDocument, { name });
-      onDeleted();
-    } catch (e) {
-      setError(describeError(e));
-    } finally {
-      setBusy(false);
-    }
+    if (await action.run(async () => void (await gql(DeleteMaintenanceWindowDocument, { name })))) onDeleted();
   }
   return (
     <>
       <button
         type="button"
         className={`action action-abort${confirming ? ' confirming' : ''}`}
-        disabled={busy}
+        disabled={action.busy}
         onClick={() => void click()}
         onBlur={() => setConfirming(false)}
         aria-label={confirming ? `Confirm deleting window ${name}` : `Delete window ${name}`}
       >
         {confirming ? 'Confirm delete?' : 'Delete'}
       </button>
-      {error && (
+      {action.error && (
         <span className="error small" role="alert">
-          {error}
+          {action.error}
         </span>
       )}
     </>
@@ -137,32 +127,25 @@ function DeleteWindowButton({ name, onDeleted }: { name: string; onDeleted: () =
  */
 function CreateWindowForm({ onCreated }: { onCreated: () => void }) {
   const [fields, setFields] = useState<WindowFormFields>({ name: '', kind: 'DENY', timeZone: '', clusterSelector: '', weekly: '', cron: '', ranges: '' });
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const [created, setCreated] = useState<string | null>(null);
+  const action = useAction();
   const set = (key: keyof WindowFormFields) => (e: { target: { value: string } }) => setFields((f) => ({ ...f, [key]: e.target.value }));
 
   async function submit() {
-    setError(null);
     setCreated(null);
     let input: ReturnType<typeof windowInputOf>;
     try {
       input = windowInputOf(fields);
     } catch (e) {
-      setError(describeError(e));
+      action.fail(describeError(e));
       return;
     }
-    setBusy(true);
-    try {
-      const policy = (await gql(CreateMaintenanceWindowDocument, { input })).createMaintenanceWindow;
-      setCreated(policy.name);
-      setFields((f) => ({ ...f, name: '', weekly: '', cron: '', ranges: '' }));
-      onCreated();
-    } catch (e) {
-      setError(`Not created: ${describeError(e)}`);
-    } finally {
-      setBusy(false);
-    }
+    const done = await action.run(async () => {
+      setCreated((await gql(CreateMaintenanceWindowDocument, { input })).createMaintenanceWindow.name);
+    }, 'Not created: ');
+    if (!done) return;
+    setFields((f) => ({ ...f, name: '', weekly: '', cron: '', ranges: '' }));
+    onCreated();
   }
 
   return (
@@ -205,12 +188,12 @@ function CreateWindowForm({ onCreated }: { onCreated: () => void }) {
         Ranges, one a line: FROM TO
         <textarea rows={2} value={fields.ranges} onChange={set('ranges')} placeholder="2026-12-24T00:00 2026-12-27T00:00" />
       </label>
-      <button type="submit" disabled={busy}>
-        {busy ? 'Creating…' : 'Create window'}
+      <button type="submit" disabled={action.busy}>
+        {action.busy ? 'Creating…' : 'Create window'}
       </button>
-      {error && (
+      {action.error && (
         <span className="error small" role="alert">
-          {error}
+          {action.error}
         </span>
       )}
       {created && (

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import { describeError, gql } from './api.js';
+import { gql } from './api.js';
 import { QueryStatus, Section, Settings, StateBadge } from './components.js';
 import { formatDuration, formatTime } from './format.js';
 import {
@@ -14,7 +14,7 @@ import {
   type RunGateFieldsFragment,
   type RunGateSpecFieldsFragment,
 } from './generated/graphql.js';
-import { useLive, useLiveConnection, useQuery, useThrottled } from './hooks.js';
+import { useAction, useLive, useLiveConnection, useQuery, useThrottled } from './hooks.js';
 import { approvalConfigOf, type ClusterOutcome, clusterOutcomes, describeApproval, mayDecide, secondsOf } from './runModel.js';
 import { recordOf } from './json.js';
 import { ACTIVE_STATES, RUN_EVENT_TYPES } from './types.js';
@@ -212,9 +212,8 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
  */
 function GateDecisionForm({ rolloutId, gateKey, onDecided }: { rolloutId: string; gateKey: string; onDecided: () => void }) {
   const [comment, setComment] = useState('');
-  const [busy, setBusy] = useState(false);
   const [confirmingReject, setConfirmingReject] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const action = useAction();
 
   async function decide(verdict: 'approve' | 'reject') {
     if (verdict === 'reject' && !confirmingReject) {
@@ -222,19 +221,17 @@ function GateDecisionForm({ rolloutId, gateKey, onDecided }: { rolloutId: string
       return;
     }
     setConfirmingReject(false);
-    setBusy(true);
-    setError(null);
-    try {
-      const variables = { rolloutId, gate: gateKey, comment: comment.trim() || null };
-      if (verdict === 'approve') await gql(ApproveGateDocument, variables);
-      else await gql(RejectGateDocument, variables);
-      setComment('');
-      onDecided();
-    } catch (e) {
-      setError(`Not ${verdict === 'approve' ? 'approved' : 'rejected'}: ${describeError(e)}`);
-    } finally {
-      setBusy(false);
-    }
+    const variables = { rolloutId, gate: gateKey, comment: comment.trim() || null };
+    const decided = await action.run(
+      async () => {
+        if (verdict === 'approve') await gql(ApproveGateDocument, variables);
+        else await gql(RejectGateDocument, variables);
+      },
+      `Not ${verdict === 'approve' ? 'approved' : 'rejected'}: `,
+    );
+    if (!decided) return;
+    setComment('');
+    onDecided();
   }
 
   return (
@@ -242,22 +239,28 @@ function GateDecisionForm({ rolloutId, gateKey, onDecided }: { rolloutId: string
       <label>
         Comment <input type="text" value={comment} maxLength={1000} placeholder="why (kept with the decision)" onChange={(e) => setComment(e.target.value)} />
       </label>
-      <button type="button" className="action action-approve" disabled={busy} onClick={() => void decide('approve')} aria-label={`Approve gate ${gateKey}`}>
+      <button
+        type="button"
+        className="action action-approve"
+        disabled={action.busy}
+        onClick={() => void decide('approve')}
+        aria-label={`Approve gate ${gateKey}`}
+      >
         Approve
       </button>
       <button
         type="button"
         className={`action action-reject${confirmingReject ? ' confirming' : ''}`}
-        disabled={busy}
+        disabled={action.busy}
         onClick={() => void decide('reject')}
         onBlur={() => setConfirmingReject(false)}
         aria-label={confirmingReject ? `Confirm rejecting gate ${gateKey}` : `Reject gate ${gateKey}`}
       >
         {confirmingReject ? 'Confirm reject?' : 'Reject'}
       </button>
-      {error && (
+      {action.error && (
         <span className="error small" role="alert">
-          {error}
+          {action.error}
         </span>
       )}
     </form>

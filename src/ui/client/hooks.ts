@@ -1,6 +1,6 @@
 import { createContext, useCallback, useContext, useEffect, useState, useSyncExternalStore } from 'react';
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
-import { gql } from './api.js';
+import { describeError, gql } from './api.js';
 import type { LiveConnection } from './live.js';
 import type { LiveStream } from './liveStream.js';
 import type { LiveSnapshot, LiveStore } from './LiveStore.js';
@@ -147,4 +147,34 @@ export function useThrottled<T>(value: T, ms: number): T {
     return () => clearTimeout(timer);
   }, [value, ms, lastAt]);
   return throttled;
+}
+
+export interface Action {
+  busy: boolean;
+  /** The last failure, described with its code and prefixed (`Not created: … (BAD_USER_INPUT)`); null after a success. */
+  error: string | null;
+  /** Runs `work` unless one is running; true when it succeeded. */
+  run: (work: () => Promise<void>, failurePrefix?: string) => Promise<boolean>;
+  /** Shows a failure found before any request (a form's own check). */
+  fail: (message: string) => void;
+}
+
+/** A mutation run from a control: busy while it runs (the control disabled), its failure kept to show next to it. */
+export function useAction(): Action {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const run = async (work: () => Promise<void>, failurePrefix = '') => {
+    setBusy(true);
+    setError(null);
+    try {
+      await work();
+      return true;
+    } catch (e) {
+      setError(`${failurePrefix}${describeError(e)}`);
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, run, fail: setError };
 }
