@@ -263,4 +263,42 @@ describe('maintenance windows in the UI', () => {
     expect(ui.errors).toEqual([]);
     expect(ui.foreign).toEqual([]);
   });
+
+  it('shows a wave held by a window as the reason the run waits, and follows it once the window opens', async () => {
+    // Long enough for the page to open and show the hold on a loaded machine; the run waits for its end.
+    const freezeEnds = Date.now() + 15_000;
+    const freeze = await asAdmin('mutation ($input: MaintenanceWindowInput!) { createMaintenanceWindow(input: $input) { name } }', {
+      input: {
+        name: 'short-freeze',
+        kind: 'DENY',
+        clusterSelector: 'ring=2',
+        ranges: [{ from: new Date(freezeEnds - 60_000).toISOString(), to: new Date(freezeEnds).toISOString() }],
+      },
+    });
+    expect(freeze.errors).toBeUndefined();
+    const bump = await asAdmin(`mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }`, {
+      input: {
+        image: 'rancher/harvester-vm-dhcp-agent:v0.3.3',
+        memberClusters: { labelSelector: 'tier=edge' },
+        strategy: { maxUnavailable: '100%', autoRollback: false },
+        waveStrategy: { waves: [{ name: 'held', clusters: { names: ['edge-2'] } }], remainder: 'EXCLUDED' },
+      },
+    });
+    expect(bump.errors).toBeUndefined();
+    const id: string = bump.data.bumpAgentImage.rollout.id;
+    await openAs(viewer, `#/rollouts/${id}`);
+    const waiting = ui.page.locator('[data-waiting-for]');
+    await expect.poll(() => waiting.textContent(), { timeout: 15_000 }).toMatch(/wave held: no cluster may start now \(edge-2: .*short-freeze/);
+    expect(Date.now()).toBeLessThan(freezeEnds);
+    expect(await ui.page.locator('li[data-wave="held"] li[data-cluster="edge-2"]').getAttribute('data-outcome')).toBe('PENDING');
+    // Once the freeze ends the run goes on: the page follows it to the end without a reload.
+    await expect.poll(() => ui.page.locator('li[data-wave="held"]').getAttribute('data-state'), { timeout: 60_000 }).toBe('SUCCEEDED');
+    await expect
+      .poll(() => ui.page.locator('li[data-wave="held"] li[data-cluster="edge-2"]').getAttribute('data-outcome'), { timeout: 10_000 })
+      .toBe('SUCCEEDED');
+    expect(Date.now()).toBeGreaterThanOrEqual(freezeEnds);
+    expect(await waiting.count()).toBe(0);
+    await asAdmin('mutation { deleteMaintenanceWindow(name: "short-freeze") { name } }');
+    expect(ui.errors).toEqual([]);
+  });
 });
