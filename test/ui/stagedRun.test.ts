@@ -17,6 +17,7 @@ import { ensureUiBuilt, launchChromium, openRestrictedPage, type RestrictedPage,
  * gate; the page shows the waves, their clusters with outcomes and the gate as the run moves (no reload); a viewer is
  * offered no decision, the starter's click is refused with the server's FORBIDDEN, and a deployer's Approve passes the
  * gate (read back through the API) with the decision listed under it; a Reject fails the gate and pauses the run; a
+ * decision the run overtook shows the server's CONFLICT; a
  * wave held by a window shows why the run waits, until it opens. Then the Clusters page: the window policies and
  * each cluster's window now; an admin creates (a bad one refused with its field path) and deletes a policy there.
  */
@@ -197,6 +198,39 @@ describe('the run page of a staged rollout', () => {
     });
     expect((await asAdmin('mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id })).data.abortRollout.state).toBe('ABORTED');
     expect(ui.errors).toEqual([]);
+  });
+  it('a decision the run overtook (aborted while the page still showed the gate) is refused CONFLICT, and the page says so', async () => {
+    const bump = await asAdmin(`mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }`, {
+      input: {
+        image: 'rancher/harvester-vm-dhcp-agent:v0.3.4',
+        memberClusters: { labelSelector: 'tier=edge' },
+        strategy: { maxUnavailable: '100%', autoRollback: false },
+        waveStrategy: { waves: [{ name: 'late', clusters: { names: ['edge-2'] }, before: { type: 'APPROVAL', config: {} } }], remainder: 'EXCLUDED' },
+      },
+    });
+    expect(bump.errors).toBeUndefined();
+    const id: string = bump.data.bumpAgentImage.rollout.id;
+    await openAs(approver.secret, `#/rollouts/${id}`);
+    const gate = ui.page.locator('[data-gate="before:late"]');
+    await gate.locator('.gate-decision').waitFor({ timeout: 30_000 });
+    // The page's reads are held (not its mutations): it keeps showing the gate as waiting while the run is aborted.
+    const held: { continue(): Promise<void> }[] = [];
+    await ui.page.route('**/graphql', (route) => {
+      if (route.request().method() === 'POST' && !(route.request().postData() ?? '').includes('mutation ')) held.push(route);
+      else void route.continue();
+    });
+    expect((await asAdmin('mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id })).data.abortRollout.state).toBe('ABORTED');
+    await ui.page.getByRole('button', { name: 'Approve gate before:late' }).click();
+    const refusal = gate.getByRole('alert');
+    await refusal.waitFor({ timeout: 15_000 });
+    expect(await refusal.textContent()).toMatch(/^Not approved: .*\(CONFLICT\)$/);
+    await ui.page.unroute('**/graphql');
+    for (const route of held) await route.continue();
+    const after = await asAdmin('query ($id: ID!) { rollout(id: $id) { state gates { state decisions { by } } } }', { id });
+    expect(after.data.rollout.state).toBe('ABORTED');
+    expect(after.data.rollout.gates[0].decisions).toEqual([]);
+    // Once its reads go through again, the page offers no decision on the aborted run.
+    await expect.poll(() => ui.page.locator('.gate-decision').count(), { timeout: 15_000 }).toBe(0);
   });
 });
 
