@@ -17,9 +17,9 @@ import { ensureUiBuilt, launchChromium, openRestrictedPage, type RestrictedPage,
  * gate; the page shows the waves, their clusters with outcomes and the gate as the run moves (no reload); a viewer is
  * offered no decision, the starter's click is refused with the server's FORBIDDEN, and a deployer's Approve passes the
  * gate (read back through the API) with the decision listed under it; a Reject fails the gate and pauses the run; a
- * decision the run overtook shows the server's CONFLICT; a
- * wave held by a window shows why the run waits, until it opens. Then the Clusters page: the window policies and
- * each cluster's window now; an admin creates (a bad one refused with its field path) and deletes a policy there.
+ * decision the run overtook shows the server's CONFLICT; a wave held by a window shows why the run waits, until it
+ * opens. Then the Clusters page: the window policies and each cluster's window now; an admin creates (a bad one
+ * refused with its field path) and deletes a policy there.
  */
 const ADMIN = 'ui-staged-admin-token-0123456789abcdefghijkl';
 const NEW = 'rancher/harvester-vm-dhcp-agent:v0.3.1';
