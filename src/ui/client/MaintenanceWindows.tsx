@@ -46,7 +46,7 @@ export function MaintenanceWindows({ onChange }: { onChange: () => void }) {
                     <td>{d.timeZone ?? 'UTC'}</td>
                     <td>{d.clusterSelector ? <code>{d.clusterSelector}</code> : <span className="muted">every cluster</span>}</td>
                     <td>
-                      <ul className="version-counts">
+                      <ul className="window-lines">
                         {windowLines(d).map((line) => (
                           <li key={line}>
                             <code>{line}</code>
