@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Request, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SimulatedClusters, startSimulatedClusters } from '../../src/sim/simulatedClusters.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -210,22 +210,34 @@ describe('the run page of a staged rollout', () => {
     });
     expect(bump.errors).toBeUndefined();
     const id: string = bump.data.bumpAgentImage.rollout.id;
+    const isRead = (request: Request) => request.method() === 'POST' && request.url().endsWith('/graphql') && !(request.postData() ?? '').includes('mutation ');
+    const unanswered = new Set<Request>();
+    const answered = (request: Request) => unanswered.delete(request);
+    const sent = (request: Request) => isRead(request) && unanswered.add(request);
+    ui.page.on('request', sent);
+    ui.page.on('requestfinished', answered);
+    ui.page.on('requestfailed', answered);
     await openAs(approver.secret, `#/rollouts/${id}`);
     const gate = ui.page.locator('[data-gate="before:late"]');
     await gate.locator('.gate-decision').waitFor({ timeout: 30_000 });
-    // The page's reads are held (not its mutations): it keeps showing the gate as waiting while the run is aborted.
-    const held: { continue(): Promise<void> }[] = [];
+    // The page's reads are held (not its mutations): it keeps showing the gate as waiting while the run is aborted. The
+    // reads it sent before the hold (tracked from the page's load) are let answer first, so that none brings the abort in.
+    const held: Route[] = [];
     await ui.page.route('**/graphql', (route) => {
-      if (route.request().method() === 'POST' && !(route.request().postData() ?? '').includes('mutation ')) held.push(route);
+      if (isRead(route.request())) held.push(route);
       else void route.continue();
     });
+    await until('the reads sent before the hold answered', () => [...unanswered].every((r) => held.some((route) => route.request() === r)));
+    expect(await gate.locator('.gate-decision').count()).toBe(1);
     expect((await asAdmin('mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id })).data.abortRollout.state).toBe('ABORTED');
     await ui.page.getByRole('button', { name: 'Approve gate before:late' }).click();
     const refusal = gate.getByRole('alert');
     await refusal.waitFor({ timeout: 15_000 });
     expect(await refusal.textContent()).toMatch(/^Not approved: .*\(CONFLICT\)$/);
     await ui.page.unroute('**/graphql');
-    for (const route of held) await route.continue();
+    // A held read the page cancelled since (a newer reload replaced it) needs no answer.
+    for (const route of held) await route.continue().catch(() => undefined);
+    ui.page.off('request', sent).off('requestfinished', answered).off('requestfailed', answered);
     const after = await asAdmin('query ($id: ID!) { rollout(id: $id) { state gates { state decisions { by } } } }', { id });
     expect(after.data.rollout.state).toBe('ABORTED');
     expect(after.data.rollout.gates[0].decisions).toEqual([]);
