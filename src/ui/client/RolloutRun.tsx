@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
+import { AnalysisCharts } from './AnalysisCharts.js';
 import { gql } from './api.js';
 import { QueryStatus, Section, Settings, StateBadge } from './components.js';
 import { formatDuration, formatTime } from './format.js';
@@ -114,7 +115,7 @@ function useReloadWhile(enabled: boolean, changes: number, ms: number, reload: (
   }, [enabled, throttled, reload]);
 }
 
-/** A counter that moves each time `state` changes (a rollout's state: its gates may have ended with it). */
+/** A counter that moves each time `state` changes (a rollout's state: its gates may have ended with it; a gate's). */
 function useStateChanges(state: string | undefined): number {
   const seen = useRef<{ state: string | undefined; count: number }>({ state, count: 0 });
   if (seen.current.state !== state) seen.current = { state, count: seen.current.count + 1 };
@@ -173,6 +174,7 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
   const { gate, gateKey, spec } = props;
   const role = useLive().server?.caller.role;
   const approval = spec.type === 'APPROVAL' ? approvalConfigOf(spec.config) : null;
+  const analysisChanges = useStateChanges(gate ? `${gate.state}:${gate.reason}` : undefined);
   const offered = mayDecide({ type: spec.type, config: spec.config, state: gate?.state }, role, props.run.active);
   return (
     <div className="gate" data-gate={gateKey} data-state={gate?.state ?? 'NOT_REACHED'}>
@@ -181,7 +183,15 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
         <StateBadge state={gate?.state ?? 'NOT_REACHED'} />
       </h4>
       <p className="small">
-        {approval ? describeApproval(approval) : spec.type === 'TIMED_WAIT' ? `waits ${secondsOf(spec.config)} s` : <Settings value={recordOf(spec.config)} />}
+        {approval ? (
+          describeApproval(approval)
+        ) : spec.type === 'TIMED_WAIT' ? (
+          `waits ${secondsOf(spec.config)} s`
+        ) : spec.type === 'ANALYSIS' ? (
+          'measures on Prometheus (an Argo Rollouts AnalysisTemplate; its runs below)'
+        ) : (
+          <Settings value={recordOf(spec.config)} />
+        )}
       </p>
       {gate && (
         <p className="small gate-reason">
@@ -200,6 +210,9 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
             </li>
           ))}
         </ul>
+      )}
+      {gate && spec.type === 'ANALYSIS' && (
+        <AnalysisCharts rolloutId={props.run.id} gateKey={gateKey} waiting={gate.state === 'WAITING'} changes={analysisChanges} />
       )}
       {offered && <GateDecisionForm rolloutId={props.run.id} gateKey={gateKey} onDecided={props.run.onDecided} />}
     </div>

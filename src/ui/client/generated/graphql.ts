@@ -601,6 +601,14 @@ export type RejectGateMutationVariables = Exact<{
 
 export type RejectGateMutation = { rejectGate: RunGateFieldsFragment };
 
+export type RolloutGateAnalysisQueryVariables = Exact<{
+  id: string | number;
+  gate: string;
+}>;
+
+
+export type RolloutGateAnalysisQuery = { rollout: { id: string, gate: { key: string, state: string, analysisRuns: Array<{ id: string, attempt: number, phase: string, message: string | null, templateName: string, measurements: Array<{ metric: string, number: number, values: unknown, baselineValues: unknown, threshold: number | null, condition: string | null, verdict: string, dryRun: boolean, finishedAt: string }> }> } | null } | null };
+
 export type NotificationOverviewQueryVariables = Exact<{
   failures?: NotificationDeliveryFilter | null | undefined;
   first?: number | null | undefined;
@@ -1443,6 +1451,35 @@ export const RejectGateDocument = new TypedDocumentString(`
     at
   }
 }`) as unknown as TypedDocumentString<RejectGateMutation, RejectGateMutationVariables>;
+export const RolloutGateAnalysisDocument = new TypedDocumentString(`
+    query RolloutGateAnalysis($id: ID!, $gate: String!) {
+  rollout(id: $id) {
+    id
+    gate(key: $gate) {
+      key
+      state
+      analysisRuns(first: 1) {
+        id
+        attempt
+        phase
+        message
+        templateName
+        measurements(first: 500) {
+          metric
+          number
+          values
+          baselineValues
+          threshold
+          condition
+          verdict
+          dryRun
+          finishedAt
+        }
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<RolloutGateAnalysisQuery, RolloutGateAnalysisQueryVariables>;
 export const NotificationOverviewDocument = new TypedDocumentString(`
     query NotificationOverview($failures: NotificationDeliveryFilter, $first: Int, $after: String) {
   notificationSubscriptions(first: 100) {
