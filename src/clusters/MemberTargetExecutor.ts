@@ -1,8 +1,8 @@
 import type { EventBus } from '../domain/EventBus.js';
 import { admittedTarget } from '../domain/engineSteps.js';
 import { EventType, type RolloutKind, type StoredEvent } from '../domain/events.js';
-import { type AdmittedTarget, clusterOf, type RolloutDriver, targetKey } from '../domain/ports.js';
-import type { Rollout, RolloutService } from '../domain/RolloutService.js';
+import { type AdmittedTarget, type RolloutDriver, targetKey } from '../domain/ports.js';
+import type { Rollout, RolloutService, RolloutTarget } from '../domain/RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES, isTerminal } from '../domain/rolloutStates.js';
 import type { Logger } from '../log.js';
 
@@ -10,7 +10,7 @@ export interface MemberTargetExecutorOptions {
   cluster: string;
   /** The member runtime's drivers, by kind. */
   drivers: ReadonlyMap<RolloutKind, RolloutDriver>;
-  rollouts: Pick<RolloutService, 'get' | 'allTargets' | 'activeRolloutIdsInCluster' | 'list'>;
+  rollouts: Pick<RolloutService, 'get' | 'targets' | 'activeRolloutIdsInCluster' | 'list'>;
   /** The history's bus: on PostgreSQL it carries every replica's events. */
   bus: Pick<EventBus, 'subscribe'>;
   logger: Logger;
@@ -18,6 +18,8 @@ export interface MemberTargetExecutorOptions {
 
 /** The kind's other active rollouts a driver's finish is told of (as the engine's FINISH_OTHERS). */
 const OTHERS = 100;
+/** Targets read per page by targetsHere (the API's largest page). */
+const TARGET_PAGE = 1000;
 
 /**
  * A member cluster's writes for its targets, made on the replica that holds the member's shard (docs/adr/0059): the
@@ -166,9 +168,7 @@ export class MemberTargetExecutor {
   private async admitInFlight(rolloutId: string, only?: string): Promise<void> {
     const rollout = await this.options.rollouts.get(rolloutId);
     if (!rollout || !ACTIVE_ROLLOUT_STATES.includes(rollout.state)) return;
-    const targets = (await this.options.rollouts.allTargets(rolloutId)).filter(
-      (t) => clusterOf(t) === this.options.cluster && t.state === 'PROGRESSING' && (only === undefined || `${t.namespace}/${t.name}` === only),
-    );
+    const targets = (await this.targetsHere(rolloutId, 'PROGRESSING')).filter((t) => only === undefined || `${t.namespace}/${t.name}` === only);
     for (const target of targets) {
       if (!this.running) return;
       await this.admit(admittedTarget(rollout, target, Date.now()), rollout, this.abort.signal);
@@ -179,12 +179,27 @@ export class MemberTargetExecutor {
   private async finishHere(rolloutId: string): Promise<void> {
     const rollout = await this.options.rollouts.get(rolloutId);
     if (!rollout || !isTerminal(rollout.state)) return;
-    const mine = (await this.options.rollouts.allTargets(rolloutId)).filter((t) => clusterOf(t) === this.options.cluster);
+    const mine = await this.targetsHere(rolloutId);
     if (mine.length === 0 || mine.some((t) => t.state === 'PROGRESSING')) return;
     const others = (await this.options.rollouts.list({ kind: rollout.kind, states: [...ACTIVE_ROLLOUT_STATES] }, OTHERS, undefined)).items.filter(
       (other) => other.id !== rollout.id,
     );
     await this.finish(rollout, this.abort.signal, others);
+  }
+
+  /**
+   * The rollout's targets in this cluster (in `state`), read by the store in pages: each member's executor hears every
+   * admission of its cluster, and reading the whole rollout each time was most of the service's CPU over 300 clusters
+   * (900 targets parsed per admission, 300 executors: 4× the CPU of the same pools in one cluster).
+   */
+  private async targetsHere(rolloutId: string, state?: RolloutTarget['state']): Promise<RolloutTarget[]> {
+    const found: RolloutTarget[] = [];
+    for (let after: string | undefined; ; ) {
+      const page = await this.options.rollouts.targets(rolloutId, state, TARGET_PAGE, after, [this.options.cluster]);
+      found.push(...page.items);
+      if (!page.hasNextPage || page.endCursor === null) return found;
+      after = page.endCursor;
+    }
   }
 
   private rolloutSignal(rolloutId: string): AbortSignal {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MemberTargetExecutor } from '../../src/clusters/MemberTargetExecutor.js';
 import { InProcessEventBus } from '../../src/domain/EventBus.js';
 import { EventType, type StoredEvent } from '../../src/domain/events.js';
-import type { AdmittedTarget, RolloutDriver } from '../../src/domain/ports.js';
+import { type AdmittedTarget, clusterOf, type RolloutDriver } from '../../src/domain/ports.js';
 import type { Rollout, RolloutTarget } from '../../src/domain/RolloutService.js';
 import { until } from '../helpers/until.js';
 
@@ -64,7 +64,11 @@ function recordingDriver() {
 function history(rollouts: Rollout[], targets: RolloutTarget[]) {
   return {
     get: async (id: string) => rollouts.find((r) => r.id === id),
-    allTargets: async (id: string) => targets.filter((t) => t.rolloutId === id),
+    // One page holds them all here; the cluster filter is the store's (contract-tested on both stores).
+    targets: async (id: string, state: string | undefined, _first: number | undefined, _after: string | undefined, clusters?: readonly string[]) => {
+      const items = targets.filter((t) => t.rolloutId === id && (!state || t.state === state) && (!clusters || clusters.includes(clusterOf(t))));
+      return { items, hasNextPage: false, endCursor: null, totalCount: items.length };
+    },
     activeRolloutIdsInCluster: async (cluster: string) =>
       rollouts
         .filter((r) => ['PENDING', 'PROGRESSING', 'PAUSED'].includes(r.state) && targets.some((t) => t.rolloutId === r.id && t.cluster === cluster))
