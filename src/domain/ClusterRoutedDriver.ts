@@ -188,7 +188,27 @@ export class ClusterRoutedDriver implements RolloutDriver {
 function ignored(): void {}
 
 /** The keys of `cluster`'s targets among a rollout's target keys, as its own driver names them (without the cluster). */
-function keysIn(cluster: string, keys: ReadonlySet<string>): Set<string> {
-  const prefix = `${cluster}:`;
-  return new Set([...keys].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
+/** A rollout view's keys grouped by member cluster, once per keys set (the view keeps the same set across passes). */
+const keysByCluster = new WeakMap<ReadonlySet<string>, Map<string, Set<string>>>();
+const NO_KEYS: ReadonlySet<string> = new Set();
+
+/**
+ * The keys of `cluster`'s targets, without its prefix. Grouped once per set: filtering every key for every cluster on
+ * each pass was the largest cost of a rollout over 1,000 clusters (clusters × targets per admission pass).
+ */
+function keysIn(cluster: string, keys: ReadonlySet<string>): ReadonlySet<string> {
+  let grouped = keysByCluster.get(keys);
+  if (!grouped) {
+    grouped = new Map();
+    for (const key of keys) {
+      const colon = key.indexOf(':');
+      if (colon < 0) continue;
+      const member = key.slice(0, colon);
+      let mine = grouped.get(member);
+      if (!mine) grouped.set(member, (mine = new Set()));
+      mine.add(key.slice(colon + 1));
+    }
+    keysByCluster.set(keys, grouped);
+  }
+  return grouped.get(cluster) ?? NO_KEYS;
 }
