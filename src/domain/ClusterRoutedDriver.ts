@@ -204,9 +204,9 @@ function keysIn(cluster: string, keys: ReadonlySet<string>): ReadonlySet<string>
       const colon = key.indexOf(':');
       if (colon < 0) continue;
       const member = key.slice(0, colon);
-      let mine = grouped.get(member);
-      if (!mine) grouped.set(member, (mine = new Set()));
+      const mine = grouped.get(member) ?? new Set<string>();
       mine.add(key.slice(colon + 1));
+      grouped.set(member, mine);
     }
     keysByCluster.set(keys, grouped);
   }
