@@ -187,7 +187,6 @@ export class ClusterRoutedDriver implements RolloutDriver {
 /** A member write's failure: the member's executor logs it when it tries again (MemberTargetExecutor). */
 function ignored(): void {}
 
-/** The keys of `cluster`'s targets among a rollout's target keys, as its own driver names them (without the cluster). */
 /** A rollout view's keys grouped by member cluster, once per keys set (the view keeps the same set across passes). */
 const keysByCluster = new WeakMap<ReadonlySet<string>, Map<string, Set<string>>>();
 const NO_KEYS: ReadonlySet<string> = new Set();

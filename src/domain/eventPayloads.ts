@@ -74,6 +74,8 @@ export const SHARED_EVENTS = {
       owner: text.optional(),
       /** The rollout whose change this one undid. */
       reverts: text.optional(),
+      /** Not a change: the image the controller deployed when rollplane first saw it (`oldImage` null), the baseline. */
+      firstSeen: z.boolean().optional(),
     }),
     'upstream.changed',
   ),

@@ -76,7 +76,7 @@ export type EventType =
   | 'AgentRecreated'
   /** A stuck Terminating agent on a NotReady node was force-deleted. */
   | 'AgentForceDeleted'
-  /** The vm-dhcp-controller's --image, or a node-agent DaemonSet's template image (kind NODE_AGENT, payload daemonSet), changed (payload: controller, oldImage, newImage, planned: false for a change made outside rollplane, activeRollouts). */
+  /** The vm-dhcp-controller's --image, or a node-agent DaemonSet's template image (kind NODE_AGENT, payload daemonSet), changed (payload: controller, oldImage, newImage, planned: false for a change made outside rollplane, activeRollouts; firstSeen: true, with oldImage null, records the image rollplane first saw the vm-dhcp-controller deploy). */
   | 'UpstreamControllerChanged'
   /** A VirtualCluster control-plane upgrade finished, successfully or not (see ClusterUpgradeObservation). */
   | 'ClusterUpgradeObserved'

@@ -47,7 +47,8 @@ async function agentEvents(r: Rig): Promise<any[]> {
   const data = await r.gql(
     `{ events(filter: { types: [AgentRecreated, UpstreamControllerChanged] }, first: 500) { edges { node { type rolloutId object { namespace name } payload } } } }`,
   );
-  return data.events.edges.map((e: any) => e.node);
+  // The controller's first-seen image is the history's baseline, not a change (outsideChangeBeforeOwnWrite.test.ts).
+  return data.events.edges.map((e: any) => e.node).filter((e: any) => e.payload.firstSeen !== true);
 }
 
 const names = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `net-${from + i}`);

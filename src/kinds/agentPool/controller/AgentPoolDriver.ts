@@ -85,7 +85,7 @@ export class AgentPoolDriver implements RolloutDriver {
     } catch (error) {
       return `refused (${(error as AppError).details.reason}): ${(error as Error).message}`;
     }
-    if (rollout.state === 'PENDING') return this.preflightHalt(rollout);
+    if (rollout.state === 'PENDING') return (mode === 'coexist' ? await this.imageHalt(rollout) : undefined) ?? this.preflightHalt(rollout);
     if (mode !== 'coexist') {
       // Started beside the controller (its holds are out there), which is gone or no longer deploys agents: direct
       // mode cannot take the rollout over (it would ignore the holds), so it stops here.
@@ -96,16 +96,35 @@ export class AgentPoolDriver implements RolloutDriver {
       const why = state.kind === 'agents' ? state.ref : state.detail;
       return `the vm-dhcp-controller no longer deploys agents (${why}) during a coexistence rollout; its pools stay held`;
     }
+    return this.imageHalt(rollout);
+  }
+
+  /** Beside the controller: it deploys an image that is neither the rollout's nor on its way to it from rollplane. */
+  private async imageHalt(rollout: Rollout): Promise<string | undefined> {
     const state = this.deps.controller.state();
     if (state.kind !== 'agents') return undefined;
     const image = this.rolloutImage(rollout);
-    if (image !== undefined && state.image !== normalizeImage(image)) {
-      if (await this.notSetHereYet(rollout)) return undefined; // observe says what its targets wait for
-      const takenOverBy = this.deps.lever.otherRolloutOn(state.image, rollout.id);
-      if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
-      return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
-    }
-    return undefined;
+    if (image === undefined || state.image === normalizeImage(image)) return undefined;
+    // observe says what its targets wait for, unless the image was changed outside rollplane before that write.
+    if (await this.notSetHereYet(rollout)) return this.changedBeforeOwnWrite(rollout);
+    const takenOverBy = this.deps.lever.otherRolloutOn(state.image, rollout.id);
+    if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
+    return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
+  }
+
+  /**
+   * Before rollplane set the rollout's image here: the controller deploys neither it nor the image it deployed when the
+   * rollout started, nor one another rollout of rollplane set since (ControllerImageLever.changedOutsideSinceStart).
+   * Someone changed it outside rollplane meanwhile (a helm upgrade while rollplane was down, or while its write hung):
+   * writing now would revert that change, so the rollout stops without writing (attack 17, H1).
+   */
+  private async changedBeforeOwnWrite(rollout: Rollout): Promise<string | undefined> {
+    const state = this.deps.controller.state();
+    const image = this.rolloutImage(rollout);
+    if (state.kind !== 'agents' || image === undefined || state.image === normalizeImage(image)) return undefined;
+    const outside = await this.deps.lever.changedOutsideSinceStart(rollout, state.image);
+    if (!outside) return undefined;
+    return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, neither ${image} nor ${outside.startImage} (what it deployed when the rollout started): its --image was changed outside rollplane (a helm upgrade?) before rollplane set it; stopped without writing, so that the change is not reverted`;
   }
 
   /**
@@ -132,6 +151,9 @@ export class AgentPoolDriver implements RolloutDriver {
       this.deps.lever.confirm(rollout.id, state.image);
       return this.deps.lever.waitForRollout(image, signal);
     }
+    // Never over a change made outside rollplane since the rollout started (the next pass's haltReason fails it).
+    const outside = await this.changedBeforeOwnWrite(rollout);
+    if (outside) throw new ConflictError(outside);
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
     const toHold = this.poolsToHold(image);
@@ -151,7 +173,10 @@ export class AgentPoolDriver implements RolloutDriver {
     try {
       await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, toHold.length) }, worker));
       // (b) The controller's new image, through its owner: upstream restarts and re-syncs every pool; only unheld ones
-      // change.
+      // change. Asked again: the holds take time (or hung), and a helm upgrade may have come meanwhile. The write
+      // itself replaces only the image the cache shows (ControllerImageLever.set), the one just asked about.
+      const changed = await this.changedBeforeOwnWrite(rollout);
+      if (changed) throw new ConflictError(changed);
       await this.deps.lever.set(image, rollout.id, signal);
     } catch (error) {
       await this.undoHolds(held, rollout.id);
@@ -474,6 +499,8 @@ export class AgentPoolDriver implements RolloutDriver {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
         if (await this.notSetHereYet(rollout)) {
+          const outside = await this.changedBeforeOwnWrite(rollout);
+          if (outside) return { phase: 'failed', reason: outside };
           return {
             phase: 'progressing',
             message: `waiting for rollplane to set the vm-dhcp-controller's --image to ${target.toVersion} here (it deploys ${state.image})`,

@@ -16,6 +16,19 @@ const HISTORY_RECHECK_MS = 2_000;
 /** The controller's recorded changes read back to find the rollout's image among them (far more than in one rollout). */
 const CHANGES_READ = 50;
 
+/** The rollout as the lever asks the history about it. */
+type RolloutRef = { id: string; toVersion: string | null; createdAt: Date };
+
+/** What a cluster's recorded changes of the controller's image say of one rollout (ControllerImageLever.historyOf). */
+interface HistoryFacts {
+  /** The rollout's image was deployed since it started (or already when it started). */
+  deployed: boolean;
+  /** The image the controller deployed when the rollout started; undefined when nothing was recorded before. */
+  startImage: string | undefined;
+  /** The images rollouts of rollplane set since the rollout started (planned changes). */
+  setByRollplane: Set<string>;
+}
+
 /** A change of the controller's image that rollplane made (to tell it from a helm upgrade when it shows). */
 export interface OwnImageChange {
   rolloutId: string;
@@ -54,8 +67,8 @@ export class ControllerImageLever {
   private last: { image: string; rolloutId: string } | undefined;
   /** The image each rollout's `set` saw the cache show, by rollout id (in memory; the newest CONFIRMED_KEPT). */
   private readonly confirmed = new Map<string, string>();
-  /** When each rollout last asked the history and found nothing (HISTORY_RECHECK_MS apart). */
-  private readonly askedAt = new Map<string, number>();
+  /** What the history said of each rollout, and when it was read (HISTORY_RECHECK_MS apart; the newest CONFIRMED_KEPT). */
+  private readonly facts = new Map<string, { at: number; facts: HistoryFacts }>();
 
   constructor(private readonly deps: ControllerImageLeverDeps) {}
 
@@ -95,39 +108,69 @@ export class ControllerImageLever {
    * image the controller deploys was put there by someone else; until then the rollout's own change is on its way
    * (attack 15 F2, attack 16 N1). Durable: another replica, or this one after a restart, answers the same.
    */
-  async deployedFor(rollout: { id: string; toVersion: string | null; createdAt: Date }): Promise<boolean> {
+  async deployedFor(rollout: RolloutRef): Promise<boolean> {
     if (rollout.toVersion === null) return false;
     const wanted = normalizeImage(rollout.toVersion);
     if (this.confirmed.get(rollout.id) === wanted) return true;
+    const facts = await this.historyOf(rollout);
+    if (facts?.deployed) this.confirm(rollout.id, wanted);
+    return facts?.deployed === true;
+  }
+
+  /**
+   * Before the rollout's own change landed: whether `image`, which the controller deploys now, was put there outside
+   * rollplane after the rollout started. It was when it is neither the image the controller deployed when the rollout
+   * started (the newest change the history recorded before it) nor one a rollout of rollplane set since (recorded, or
+   * set by this process and not recorded yet). Writing the rollout's image then would revert someone's helm upgrade
+   * (attack 17, H1: a restarted or retried prepare did). Undefined when it was not, or when the history does not say
+   * what the controller deployed at the start (no recorded change before it).
+   */
+  async changedOutsideSinceStart(rollout: RolloutRef, image: string): Promise<{ startImage: string } | undefined> {
+    const current = normalizeImage(image);
+    if (rollout.toVersion !== null && current === normalizeImage(rollout.toVersion)) return undefined;
+    if (this.own.has(current) || this.last?.image === current) return undefined;
+    const facts = await this.historyOf(rollout, { fresh: true });
+    if (facts?.startImage === undefined || facts.startImage === current || facts.setByRollplane.has(current)) return undefined;
+    return { startImage: facts.startImage };
+  }
+
+  /**
+   * What the cluster's recorded changes say of a rollout: its start image (immutable once found) and, since it started,
+   * whether its image was deployed and which images rollouts of rollplane set. Read at most every HISTORY_RECHECK_MS per
+   * rollout (each pass would ask); `fresh` reads again whenever the last answer is older than that.
+   */
+  private async historyOf(rollout: RolloutRef, options: { fresh?: boolean } = {}): Promise<HistoryFacts | undefined> {
     const history = this.deps.history;
     const state = this.deps.controller.state();
-    if (!history || state.kind !== 'agents') return false;
+    if (!history || state.kind !== 'agents') return undefined;
     const now = (this.deps.now ?? Date.now)();
-    const asked = this.askedAt.get(rollout.id);
-    if (asked !== undefined && now - asked < HISTORY_RECHECK_MS) return false;
-    this.askedAt.delete(rollout.id);
-    this.askedAt.set(rollout.id, now);
-    if (this.askedAt.size > CONFIRMED_KEPT) this.askedAt.delete(this.askedAt.keys().next().value!);
+    const known = this.facts.get(rollout.id);
+    if (known && now - known.at < HISTORY_RECHECK_MS) return options.fresh ? known.facts : undefined;
     const slash = state.ref.indexOf('/');
     const changes = await history.listBefore(
       { namespace: state.ref.slice(0, slash), name: state.ref.slice(slash + 1), types: [EventType.UpstreamControllerChanged] },
       undefined,
       CHANGES_READ,
     );
+    const wanted = rollout.toVersion === null ? undefined : normalizeImage(rollout.toVersion);
     const started = rollout.createdAt.getTime();
-    let deployed = false;
+    const facts: HistoryFacts = { deployed: false, startImage: undefined, setByRollplane: new Set() };
     for (const change of changes) {
-      const { oldImage, newImage } = readPayload(EventType.UpstreamControllerChanged, change.payload);
+      const { oldImage, newImage, planned } = readPayload(EventType.UpstreamControllerChanged, change.payload);
       if (change.createdAt.getTime() >= started) {
-        if (newImage === wanted || oldImage === wanted) deployed = true;
+        if (newImage === wanted || oldImage === wanted) facts.deployed = true;
+        if (planned && newImage !== undefined) facts.setByRollplane.add(newImage);
         continue;
       }
       // The newest change before the rollout started says what the controller deployed when it did.
-      if (newImage === wanted) deployed = true;
+      facts.startImage = newImage;
+      if (newImage === wanted) facts.deployed = true;
       break;
     }
-    if (deployed) this.confirm(rollout.id, wanted);
-    return deployed;
+    this.facts.delete(rollout.id);
+    this.facts.set(rollout.id, { at: now, facts });
+    if (this.facts.size > CONFIRMED_KEPT) this.facts.delete(this.facts.keys().next().value!);
+    return facts;
   }
 
   /** Notes that the controller deploys `image` for the rollout as this process saw it (set here, or already there). */

@@ -24,7 +24,9 @@ export interface ControllerImageReconcilerDeps {
  *   that rollout's choice outside rollplane (a helm upgrade, an add-on upgrade, kubectl): the event carries that
  *   rollout's id (so the rollout's own events show it) and `reverts: <rollout id>`.
  * Exactly once across restarts of rollplane: the image the history last recorded is the baseline, so a change made
- * while rollplane was down is recorded when it starts; with no history the first image seen is the baseline.
+ * while rollplane was down is recorded when it starts. With no history, the first image seen is the baseline, recorded
+ * as `firstSeen` (no old image): what the controller deployed when a rollout started is then always in the history,
+ * which tells a change made outside rollplane before the rollout's own change landed (ControllerImageLever).
  */
 export class ControllerImageReconciler implements Reconciler {
   private lastImage: string | undefined;
@@ -37,8 +39,17 @@ export class ControllerImageReconciler implements Reconciler {
     const slash = state.ref.indexOf('/');
     const where = { namespace: state.ref.slice(0, slash), name: state.ref.slice(slash + 1) };
     const previous = this.lastImage ?? (await this.recordedImage(where));
+    if (previous === undefined) {
+      await this.deps.history.append({
+        type: EventType.UpstreamControllerChanged,
+        ...where,
+        payload: { controller: state.ref, oldImage: null, newImage: state.image, planned: false, firstSeen: true },
+      });
+      this.lastImage = state.image;
+      return;
+    }
     this.lastImage = state.image;
-    if (previous === undefined || previous === state.image) return;
+    if (previous === state.image) return;
     const own = this.deps.lever.takeOwnChange(state.image);
     if (own) {
       await this.deps.history.append({
