@@ -9,6 +9,7 @@ import { gql } from '../../helpers/graphql.js';
 import { MEMBER_FLEET_ENV, memberPool, registerMembers } from '../../helpers/memberFleet.js';
 import { scrape, type Sample } from '../../helpers/promText.js';
 import { until } from '../../helpers/until.js';
+import { CONTROLLER, helmUpgrade } from '../agentPool/rig.js';
 
 /**
  * Attack 15, F2: beside a member's vm-dhcp-controller, the engine records a member's targets PROGRESSING before the
@@ -204,6 +205,62 @@ describe("a member's prepare that lags the rollout's admissions", () => {
     } finally {
       unsubscribe();
       sim.faults.set({});
+    }
+  });
+
+  it("never writes over a helm upgrade made while the member's first write hung (attack 17, H1)", async () => {
+    // edge-1 deploys v0.3.3 (the tests above), once the last one's rollout ended (its targets failed first, and until it
+    // ends its write is retried). Its IPPool writes (the holds, not their dry runs) hang until released.
+    await until('no rollout active', async () => {
+      const active = await gql(app.url, '{ rollouts(filter: { states: [PENDING, PROGRESSING, PAUSED] }) { totalCount } }');
+      return active.data.rollouts.totalCount === 0;
+    });
+    const sim = fleet.clusters.get('edge-1')!.simulator;
+    const TARGET = 'rancher/harvester-vm-dhcp-agent:v0.3.6';
+    const HELM = 'rancher/harvester-vm-dhcp-agent:v0.3.7';
+    const before = sim.api.hooks.beforeRequest;
+    let held = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    sim.api.hooks = {
+      ...sim.api.hooks,
+      beforeRequest: async (info) => {
+        await before?.(info);
+        if (info.verb === 'patch' && info.resource.plural === 'ippools' && !info.dryRun) {
+          held++;
+          await released;
+        }
+      },
+    };
+    const seen: StoredEvent[] = [];
+    const unsubscribe = app.bus.subscribe((event) => {
+      if (event.cluster === 'edge-1' || event.type === EventType.RolloutStateChanged) seen.push(event);
+    });
+    const ended = () => seen.find((e) => e.type === EventType.RolloutStateChanged && ['SUCCEEDED', 'FAILED'].includes(String(e.payload.to)));
+    try {
+      const res = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
+        input: { image: TARGET, memberClusters: { names: ['edge-1'] }, strategy: { maxUnavailable: '2', progressDeadlineSeconds: 600, autoRollback: false } },
+      });
+      expect(res.errors).toBeUndefined();
+      await until('a hold write of edge-1 in flight', () => held >= 1);
+      helmUpgrade({ sim }, HELM);
+      await until('the helm upgrade recorded', () => seen.some((e) => e.type === EventType.UpstreamControllerChanged && e.payload.newImage === HELM));
+      release();
+      await until('the rollout ended', ended);
+      expect(ended()!.payload).toMatchObject({ to: 'FAILED' });
+      expect(String(ended()!.payload.message)).toContain(`now deploys ${HELM}, neither ${TARGET} nor`);
+      // Nothing written over it: the controller keeps the helm upgrade's image, and no change of rollplane's is recorded.
+      const deployments = sim.store.resourceType('apps', 'deployments')!;
+      const args: string[] = sim.store.get(deployments, CONTROLLER.namespace, CONTROLLER.name)!.spec.template.spec.containers[0].args;
+      expect(args[args.indexOf('--image') + 1]).toBe(HELM);
+      // No write of any rollout's, this one's or the failed one's above (whose prepare was retried until it ended).
+      expect(seen.filter((e) => e.type === EventType.UpstreamControllerChanged && e.payload.planned === true)).toEqual([]);
+    } finally {
+      release();
+      sim.api.hooks = { ...sim.api.hooks, beforeRequest: before };
+      unsubscribe();
     }
   });
 });

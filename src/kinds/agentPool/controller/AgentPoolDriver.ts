@@ -177,6 +177,7 @@ export class AgentPoolDriver implements RolloutDriver {
       // itself replaces only the image the cache shows (ControllerImageLever.set), the one just asked about.
       const changed = await this.changedBeforeOwnWrite(rollout);
       if (changed) throw new ConflictError(changed);
+      signal.throwIfAborted();
       await this.deps.lever.set(image, rollout.id, signal);
     } catch (error) {
       await this.undoHolds(held, rollout.id);

@@ -74,10 +74,14 @@ export class ControllerImageLever {
 
   /** Sets the controller's image through its owner, and waits until the informer cache shows it. */
   async set(image: string, rolloutId: string, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
     const normalized = normalizeImage(image);
     const deployment = this.deps.controller.deployment();
     if (!deployment) throw new ConflictError('the vm-dhcp-controller Deployment is gone');
     const owner = await findOwner(this.deps.clients, deployment);
+    // A rollout that ended meanwhile writes nothing more (seen: a failed rollout's retried prepare set its image 200 ms
+    // after the rollout was FAILED, once the member took writes again).
+    signal.throwIfAborted();
     const through = owner.kind === 'addon' ? 'addon' : 'deployment';
     this.own.set(normalized, { rolloutId, through, owner });
     this.last = { image: normalized, rolloutId };
