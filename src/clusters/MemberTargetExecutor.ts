@@ -87,7 +87,7 @@ export class MemberTargetExecutor {
 
   /** Prepare (once per rollout) and admit, unless this executor admitted the target already. */
   admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {
-    const key = `${rollout.id}|${targetKey(target)}`;
+    const key = admissionKey(rollout.id, target);
     const known = this.admitted.get(key);
     if (known) return known;
     const driver = this.options.drivers.get(rollout.kind);
@@ -217,7 +217,7 @@ export class MemberTargetExecutor {
    * Known on the replica that writes to the member (the shard holder) only.
    */
   lastWriteFailure(rolloutId: string, target: Pick<AdmittedTarget, 'namespace' | 'name'>): string | undefined {
-    return this.writeFailures.get(rolloutId) ?? this.writeFailures.get(`${rolloutId}|${targetKey(target)}`);
+    return this.writeFailures.get(rolloutId) ?? this.writeFailures.get(admissionKey(rolloutId, target));
   }
 
   private noteFailure(key: string, error: unknown, signal: AbortSignal): void {
@@ -228,9 +228,9 @@ export class MemberTargetExecutor {
   }
 
   private forget(rolloutId: string): void {
-    for (const key of this.writeFailures.keys()) if (key === rolloutId || key.startsWith(`${rolloutId}|`)) this.writeFailures.delete(key);
+    const prefix = admissionKey(rolloutId);
+    for (const key of this.writeFailures.keys()) if (key === rolloutId || key.startsWith(prefix)) this.writeFailures.delete(key);
     this.rolloutAborts.delete(rolloutId);
-    const prefix = `${rolloutId}|`;
     for (const key of this.admitted.keys()) if (key.startsWith(prefix)) this.admitted.delete(key);
     this.prepared.delete(rolloutId);
   }
@@ -244,4 +244,12 @@ export class MemberTargetExecutor {
       .finally(() => this.work.delete(run));
     this.work.add(run);
   }
+}
+
+/**
+ * A target's key among a rollout's admissions and write failures (`rolloutId|namespace/name`); without a target, the
+ * prefix every one of the rollout's keys starts with. A rollout's own failures (its prepare's) are keyed by its id.
+ */
+function admissionKey(rolloutId: string, target?: Pick<AdmittedTarget, 'namespace' | 'name'>): string {
+  return `${rolloutId}|${target ? targetKey(target) : ''}`;
 }
