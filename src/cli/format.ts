@@ -49,6 +49,12 @@ export function formatRollout(rollout: RolloutView): string {
     for (const { node } of failed.edges) lines.push(`    ${targetLabel(node, node.cluster)}: ${node.error ?? 'failed'}`);
     if (failed.totalCount > failed.edges.length) lines.push(`    … and ${failed.totalCount - failed.edges.length} more`);
   }
+  // In flight, yet waiting on a write of rollplane's that the member refused or never answered (attack 17, L2).
+  const waiting = (rollout.inFlight?.edges ?? []).filter(({ node }) => node.error);
+  if (waiting.length > 0) {
+    lines.push(`  waiting targets (${waiting.length} of the first ${rollout.inFlight!.edges.length} in progress):`);
+    for (const { node } of waiting) lines.push(`    ${targetLabel(node, node.cluster)}: ${node.error}`);
+  }
   const cause = [rollout.cause.actor, rollout.cause.commit?.slice(0, 12), rollout.cause.runUrl].filter(Boolean).join('  ');
   if (cause) lines.push(`  cause:    ${cause}`);
   if (rollout.idempotencyKey) lines.push(`  key:      ${rollout.idempotencyKey}`);

@@ -55,7 +55,7 @@ export interface MemberRuntimesOptions {
   events: EventLog;
   /** `local`'s view; each member's runtime gets its own (InFlightChanges.forCluster). */
   inFlight: InFlightChanges;
-  rollouts?: Pick<RolloutService, 'list' | 'allTargets' | 'targets' | 'get' | 'activeRolloutIdsInCluster'>;
+  rollouts?: Pick<RolloutService, 'list' | 'allTargets' | 'targets' | 'get' | 'activeRolloutIdsInCluster' | 'noteWaiting'>;
   /** The history's bus (every replica's events on PostgreSQL): each member's target executor hears admissions on it. */
   bus?: Pick<EventBus, 'subscribe'>;
   /** This replica's identity, sent as the User-Agent of its requests to members (audits tell the replicas apart). */

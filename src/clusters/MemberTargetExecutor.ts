@@ -10,7 +10,7 @@ export interface MemberTargetExecutorOptions {
   cluster: string;
   /** The member runtime's drivers, by kind. */
   drivers: ReadonlyMap<RolloutKind, RolloutDriver>;
-  rollouts: Pick<RolloutService, 'get' | 'targets' | 'activeRolloutIdsInCluster' | 'list'>;
+  rollouts: Pick<RolloutService, 'get' | 'targets' | 'activeRolloutIdsInCluster' | 'list' | 'noteWaiting'>;
   /** The history's bus: on PostgreSQL it carries every replica's events. */
   bus: Pick<EventBus, 'subscribe'>;
   logger: Logger;
@@ -101,11 +101,11 @@ export class MemberTargetExecutor {
     this.admitted.set(key, run);
     // A failed admission is tried again (by the engine's next pass here, or the next resync).
     run.then(
-      () => this.writeFailures.delete(key),
+      () => this.wrote(key, rollout.id, target),
       (error: unknown) => {
         this.admitted.delete(key);
         // A prepare that failed is the rollout's (noted by prepareOnce); else the target's own admission failed.
-        if (this.prepared.has(rollout.id)) this.noteFailure(key, error, both);
+        if (this.prepared.has(rollout.id)) this.noteFailure(key, error, both, rollout.id, target);
       },
     );
     return run;
@@ -129,10 +129,10 @@ export class MemberTargetExecutor {
     const run = Promise.resolve(driver?.prepare?.(rollout, signal));
     this.prepared.set(rollout.id, run);
     run.then(
-      () => this.writeFailures.delete(rollout.id),
+      () => this.wrote(rollout.id, rollout.id),
       (error: unknown) => {
         this.prepared.delete(rollout.id);
-        this.noteFailure(rollout.id, error, signal);
+        this.noteFailure(rollout.id, error, signal, rollout.id);
       },
     );
     return run;
@@ -220,11 +220,27 @@ export class MemberTargetExecutor {
     return this.writeFailures.get(rolloutId) ?? this.writeFailures.get(admissionKey(rolloutId, target));
   }
 
-  private noteFailure(key: string, error: unknown, signal: AbortSignal): void {
+  /**
+   * A write failed: kept for the observation (lastWriteFailure) and noted on the waiting targets' rows (all of the
+   * rollout's here for its prepare, else the one target), so every replica and `rollout status` say why they wait.
+   */
+  private noteFailure(key: string, error: unknown, signal: AbortSignal, rolloutId: string, target?: AdmittedTarget): void {
     // An abort because the rollout ended or this executor stopped is no failure of the member's.
     if (signal.aborted && !(signal.reason instanceof Error && signal.reason.name === 'TimeoutError')) return;
     const message = error instanceof Error ? error.message : String(error);
-    this.writeFailures.set(key, `${new Date().toISOString()}: ${message.slice(0, 300)}`);
+    const failure = `${new Date().toISOString()}: ${message.slice(0, 300)}`;
+    this.writeFailures.set(key, failure);
+    this.noteWaiting(rolloutId, target, `waiting: rollplane's last write here failed at ${failure}`);
+  }
+
+  /** A write went through: a failure noted before is cleared from the waiting targets' rows. */
+  private wrote(key: string, rolloutId: string, target?: AdmittedTarget): void {
+    if (this.writeFailures.delete(key)) this.noteWaiting(rolloutId, target, null);
+  }
+
+  private noteWaiting(rolloutId: string, target: AdmittedTarget | undefined, error: string | null): void {
+    const where = target ? { namespace: target.namespace, name: target.name } : undefined;
+    this.track(() => this.options.rollouts.noteWaiting(rolloutId, this.options.cluster, where, error));
   }
 
   private forget(rolloutId: string): void {

@@ -464,6 +464,17 @@ export class RolloutService {
     return gate;
   }
 
+  /**
+   * A member's target executor: why the rollout's targets still PROGRESSING in `cluster` (all, or only `target`) wait —
+   * rollplane's last write for them there failed — as their `error`; null clears it once a write went through. Seen by
+   * every replica and `rollout status` while they wait, not only at their progress deadline (attack 17, L2).
+   */
+  async noteWaiting(rolloutId: string, cluster: string, target: TargetRef | undefined, error: string | null): Promise<void> {
+    await this.store.transaction(function* (tx) {
+      yield* tx.noteWaiting(rolloutId, cluster, target, error, new Date());
+    });
+  }
+
   /** Engine: merges `patch` into the rollout's engine bookkeeping. */
   async updateEngineState(id: string, patch: Partial<EngineState>): Promise<void> {
     await this.store.transaction(function* (tx) {

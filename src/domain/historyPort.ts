@@ -390,6 +390,11 @@ export interface HistoryTx extends TxReads {
    * appear only once per call (throws otherwise, changing nothing): a second change of one target goes in a later call.
    */
   updateTargets(rolloutId: string, changes: readonly NamedTargetUpdate[], now: Date): Step<(UpdatedTarget | undefined)[]>;
+  /**
+   * Why a rollout's targets still PROGRESSING in `cluster` (all of them, or only `target`) wait: their `error` set, or
+   * with null cleared, their state unchanged; a target that moved on meanwhile is left alone. How many changed.
+   */
+  noteWaiting(rolloutId: string, cluster: string, target: { namespace: string; name: string } | undefined, error: string | null, now: Date): Step<number>;
   /** PENDING → CANCELLED for a rollout that ended; returns the targets it cancelled (as they were). */
   cancelPendingTargets(rolloutId: string, now: Date): Step<TargetRow[]>;
   insertRevision(revision: NewRevision, now: Date): Step<void>;

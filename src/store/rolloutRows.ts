@@ -271,6 +271,20 @@ export function updateTarget(
 }
 
 /** PENDING → CANCELLED for a rollout that ended; returns the targets it cancelled. */
+/** HistoryTx.noteWaiting: only rows still PROGRESSING (an outcome the engine recorded meanwhile stays). */
+export function noteWaiting(
+  sql: Sql,
+  rolloutId: string,
+  cluster: string,
+  target: { namespace: string; name: string } | undefined,
+  error: string | null,
+  now: Date,
+): number {
+  const update = `UPDATE "RolloutTarget" SET "error" = ?, "updatedAt" = ? WHERE "rolloutId" = ? AND "cluster" = ? AND "state" = 'PROGRESSING'`;
+  if (!target) return sql.run(update, error, sqlDate(now), rolloutId, cluster).changes;
+  return sql.run(`${update} AND "namespace" = ? AND "name" = ?`, error, sqlDate(now), rolloutId, cluster, target.namespace, target.name).changes;
+}
+
 export function cancelPendingTargets(sql: Sql, rolloutId: string, now: Date): TargetRow[] {
   const pending = targetsInState(sql, rolloutId, 'PENDING');
   if (pending.length > 0) {

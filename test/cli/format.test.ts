@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBump, formatDuration, formatHistory, formatPlan, PLAN_ROWS, rolloutDuration, UNKNOWN_VERSION } from '../../src/cli/format.js';
+import { formatBump, formatDuration, formatHistory, formatPlan, formatRollout, PLAN_ROWS, rolloutDuration, UNKNOWN_VERSION } from '../../src/cli/format.js';
 import type { BumpPayload, PlanItem } from '../../src/cli/operations.js';
 import { rolloutView } from './rolloutView.js';
 
@@ -80,5 +80,20 @@ describe('durations', () => {
     const text = formatHistory([rolloutView({ state: 'SUCCEEDED', startedAt: '2026-11-30T00:00:00.000Z', finishedAt: '2026-11-30T00:01:00.000Z' })], 1);
     expect(text.split('\n')[0]).toMatch(/^ID\s+KIND\s+STATE\s+DONE\s+CREATED\s+DURATION\s+ACTOR\s+VERSION$/);
     expect(text.split('\n')[1]).toMatch(/\s1m00s\s/);
+  });
+});
+
+describe('a rollout', () => {
+  it('names the targets in flight that wait on a write the member refused, with why (attack 17, L2)', () => {
+    const node = (name: string, error: string | null) => ({ node: { cluster: 'edge-1', namespace: 'default', name, error } });
+    const text = formatRollout({
+      ...rolloutView({ state: 'PROGRESSING' }),
+      inFlight: { totalCount: 3, edges: [node('net-1', "waiting: rollplane's last write here failed at T: injected 403"), node('net-2', null)] },
+    } as never);
+    const lines = text.split('\n');
+    const at = lines.indexOf('  waiting targets (1 of the first 2 in progress):');
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at + 1]).toMatch(/edge-1.*net-1: waiting: rollplane's last write here failed at T: injected 403$/);
+    expect(text).not.toContain('net-2');
   });
 });

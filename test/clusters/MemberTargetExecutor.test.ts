@@ -74,6 +74,14 @@ function history(rollouts: Rollout[], targets: RolloutTarget[]) {
         .filter((r) => ['PENDING', 'PROGRESSING', 'PAUSED'].includes(r.state) && targets.some((t) => t.rolloutId === r.id && t.cluster === cluster))
         .map((r) => r.id),
     list: async () => ({ items: rollouts }) as never,
+    // As the store: only targets still PROGRESSING in the cluster (all, or the one named) get the note.
+    noteWaiting: async (id: string, cluster: string, target: { namespace: string; name: string } | undefined, error: string | null) => {
+      for (const t of targets) {
+        if (t.rolloutId !== id || clusterOf(t) !== cluster || t.state !== 'PROGRESSING') continue;
+        if (target && (t.namespace !== target.namespace || t.name !== target.name)) continue;
+        t.error = error;
+      }
+    },
   };
 }
 
@@ -117,6 +125,27 @@ describe('MemberTargetExecutor', () => {
     run.resync();
     await run.stop();
     expect(calls).toHaveLength(3);
+  });
+
+  it("notes on its waiting targets' rows why they wait while a write fails, and clears it once one goes through (attack 17, L2)", async () => {
+    const { driver } = recordingDriver();
+    let refuse = true;
+    driver.prepare = async () => {
+      if (refuse) throw new Error('injected 403');
+    };
+    const rollouts = [rollout('r1')];
+    const targets = [target('r1', 'net-1', 'PROGRESSING'), target('r1', 'net-2', 'SUCCEEDED'), target('r1', 'net-3', 'PROGRESSING', 'edge-2')];
+    const run = executor(rollouts, targets, driver);
+    run.start();
+    await until('the refused prepare noted', () => targets[0]!.error);
+    expect(targets[0]!.error).toMatch(/^waiting: rollplane's last write here failed at \d{4}-[^ ]+Z: injected 403$/);
+    // Only its cluster's targets still in flight.
+    expect(targets[1]!.error).toBeUndefined();
+    expect(targets[2]!.error).toBeUndefined();
+    refuse = false;
+    run.resync();
+    await until('cleared once the write went through', () => targets[0]!.error === null);
+    await run.stop();
   });
 
   it('hears admissions on the bus, once each, also when this replica admitted it in-process first', async () => {

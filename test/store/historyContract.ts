@@ -423,8 +423,18 @@ export function historyContract(factory: () => StoreFactory): void {
         const again = yield* tx.updateTarget('r-life.0', { state: 'PROGRESSING', countAttempt: true }, at(4));
         expect(again).toMatchObject({ error: 'pull failed', attempts: 2 }); // error undefined: kept
         expect(again.admittedAt?.toISOString()).toBe(at(3).toISOString());
+        // Why targets in flight wait: only those still PROGRESSING, in the cluster (and with the name) given.
+        expect(yield* tx.noteWaiting('r-life', 'local', undefined, 'waiting: refused', at(4))).toBe(1);
+        expect(yield* tx.noteWaiting('r-life', 'edge-9', undefined, 'elsewhere', at(4))).toBe(0);
+        expect(yield* tx.noteWaiting('r-life', 'local', { namespace: 'zz', name: 'pool-0' }, 'not that one', at(4))).toBe(0);
+        expect((yield* tx.findTarget('r-life', again.namespace, 'pool-0'))?.error).toBe('waiting: refused');
+        expect((yield* tx.findTarget('r-life', 'b', 'pool-2'))?.error).toBeNull(); // PENDING: untouched
+        expect(yield* tx.noteWaiting('r-life', 'local', { namespace: again.namespace, name: 'pool-0' }, null, at(4))).toBe(1);
+        expect((yield* tx.findTarget('r-life', again.namespace, 'pool-0'))?.error).toBeNull();
         const cleared = yield* tx.updateTarget('r-life.0', { state: 'SUCCEEDED', error: null, finishedAt: at(5) }, at(5));
         expect(cleared).toMatchObject({ state: 'SUCCEEDED', error: null, attempts: 2 });
+        // A note that comes after the outcome changes nothing.
+        expect(yield* tx.noteWaiting('r-life', 'local', undefined, 'too late', at(5))).toBe(0);
         yield* tx.updateEngineState('r-life', '{"canaryReleased":true}', at(5));
       });
       expect((await store.read.findRollout('r-life'))!.engineState).toBe('{"canaryReleased":true}');

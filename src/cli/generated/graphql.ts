@@ -682,7 +682,7 @@ export type RegisterClusterInput = {
 export type RolloutSummaryFragment = { id: string, kind: RolloutKind, state: RolloutState, fromVersion: string | null, toVersion: string, selector: unknown, message: string | null, idempotencyKey: string | null, createdAt: string, updatedAt: string, startedAt: string | null, finishedAt: string | null, cause: { actor: string | null, runUrl: string | null, commit: string | null, message: string | null }, strategy: { maxUnavailable: string | null, maxConcurrent: number | null, canary: number | null, progressDeadlineSeconds: number, failureThreshold: number, autoRollback: boolean, mode: string | null, minReadySeconds: number | null }, progress: { total: number, pending: number, progressing: number, succeeded: number, failed: number, skipped: number, cancelled: number, percent: number } };
 
 export type RolloutFullFragment = (
-  { failedTargets: { totalCount: number, edges: Array<{ node: { cluster: string, namespace: string, name: string, error: string | null } }> }, inFlight: { totalCount: number, edges: Array<{ node: { cluster: string, namespace: string, name: string } }> } }
+  { failedTargets: { totalCount: number, edges: Array<{ node: { cluster: string, namespace: string, name: string, error: string | null } }> }, inFlight: { totalCount: number, edges: Array<{ node: { cluster: string, namespace: string, name: string, error: string | null } }> } }
   & RolloutSummaryFragment
 );
 
@@ -1055,6 +1055,7 @@ export const RolloutFullFragmentDoc = new TypedDocumentString(`
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -1195,6 +1196,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -1428,6 +1430,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -1529,6 +1532,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -1599,6 +1603,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -1669,6 +1674,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -1739,6 +1745,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -1986,6 +1993,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -2527,6 +2535,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -2632,6 +2641,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }
@@ -2737,6 +2747,7 @@ fragment RolloutFull on Rollout {
         cluster
         namespace
         name
+        error
       }
     }
   }

@@ -465,7 +465,7 @@ export type RolloutTarget = {
   attempts: Scalars['Int']['output'];
   /** Why the target was skipped (held, paused, already current). */
   skipReason?: Maybe<Scalars['String']['output']>;
-  /** The last error, when failed. */
+  /** Why it failed; while PROGRESSING in a member cluster, why it still waits when rollplane's last write for it there failed (cleared once one goes through). */
   error?: Maybe<Scalars['String']['output']>;
   /** When the change was written for this target. */
   admittedAt?: Maybe<Scalars['DateTime']['output']>;

@@ -485,6 +485,13 @@ function txOn(client: pg.PoolClient): HistoryTx {
       const byOrdinal = new Map(updated.map(({ ord, previousState, ...target }) => [ord, { previousState, target }]));
       return changes.map((_, i) => byOrdinal.get(i + 1));
     },
+    *noteWaiting(rolloutId, cluster, target, error, now) {
+      const update = `UPDATE "RolloutTarget" SET "error" = $1, "updatedAt" = $2 WHERE "rolloutId" = $3 AND "cluster" = $4 AND "state" = 'PROGRESSING'`;
+      const changed = target
+        ? yield* rows<{ id: string }>(`${update} AND "namespace" = $5 AND "name" = $6 RETURNING "id"`, [error, isoOf(now), rolloutId, cluster, target.namespace, target.name])
+        : yield* rows<{ id: string }>(`${update} RETURNING "id"`, [error, isoOf(now), rolloutId, cluster]);
+      return changed.length;
+    },
     *cancelPendingTargets(rolloutId, now) {
       const cancelled = yield* rows<TargetRow>(
         `WITH pending AS (SELECT * FROM "RolloutTarget" WHERE "rolloutId" = $1 AND "state" = 'PENDING' FOR UPDATE)

@@ -23,6 +23,7 @@ import {
 } from '../rolloutQueries.js';
 import {
   cancelPendingTargets,
+  noteWaiting,
   findRollout,
   findRolloutByIdempotencyKey,
   findTarget,
@@ -216,6 +217,7 @@ function txOf(sql: Sql): HistoryTx {
     updateTarget: (id, change, now) => done(updateTarget(sql, id, change, now)),
     updateTargets: (rolloutId, changes, now) => done(updateTargets(sql, rolloutId, changes, now)),
     cancelPendingTargets: (rolloutId, now) => done(cancelPendingTargets(sql, rolloutId, now)),
+    noteWaiting: (rolloutId, cluster, target, error, now) => done(noteWaiting(sql, rolloutId, cluster, target, error, now)),
     insertRevision: (revision, now) => done(insertRevision(sql, revision, now)),
     insertRevisions: (revisions) => done(insertRevisions(sql, revisions)),
     putInFlight: (row, now) => done(putInFlight(sql, row, now)),

@@ -80,13 +80,25 @@ describe("a member's prepare that lags the rollout's admissions", () => {
       // the old image, and the executor's write was refused again and again.
       await until('the write refused three more times', () => sim.faults.stats().errors - errorsBack >= 3 || ended());
       await until('three more engine passes', async () => (await passes()) - passesBack >= 3 || ended());
-      const during = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state message } }', { id });
-      expect(during.data.rollout).toEqual({ state: 'PROGRESSING', message: null });
+      const during = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state message targets { edges { node { state error } } } } }', {
+        id,
+      });
+      expect(during.data.rollout).toMatchObject({ state: 'PROGRESSING', message: null });
+      // Each waiting target says why, while it waits (attack 17, L2): the member refused rollplane's write.
+      for (const { node } of during.data.rollout.targets.edges) {
+        expect(node.state).toBe('PROGRESSING');
+        expect(node.error).toMatch(/^waiting: rollplane's last write here failed at \d{4}-[^ ]+Z: /);
+      }
 
       // The member takes writes again: the executor's retry sets the image, upstream replaces the agents.
       sim.faults.set({});
       await until('the rollout ended', ended);
       expect(ended()!.payload).toMatchObject({ to: 'SUCCEEDED' });
+      const after = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { targets { edges { node { state error } } } } }', { id });
+      expect(after.data.rollout.targets.edges.map((e: any) => e.node)).toEqual([
+        { state: 'SUCCEEDED', error: null },
+        { state: 'SUCCEEDED', error: null },
+      ]);
       for (const name of ['net-1', 'net-2']) expect(memberPool(fleet, 'edge-1', name)?.status.agentPodRef.image).toBe(NEW);
       // The controller's change is rollplane's own, recorded as planned, once; nothing put it back.
       const changes = seen.filter((e) => e.type === EventType.UpstreamControllerChanged);
