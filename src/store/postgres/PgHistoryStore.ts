@@ -487,9 +487,10 @@ function txOn(client: pg.PoolClient): HistoryTx {
     },
     *noteWaiting(rolloutId, cluster, target, error, now) {
       const update = `UPDATE "RolloutTarget" SET "error" = $1, "updatedAt" = $2 WHERE "rolloutId" = $3 AND "cluster" = $4 AND "state" = 'PROGRESSING'`;
+      const params = [error, isoOf(now), rolloutId, cluster];
       const changed = target
-        ? yield* rows<{ id: string }>(`${update} AND "namespace" = $5 AND "name" = $6 RETURNING "id"`, [error, isoOf(now), rolloutId, cluster, target.namespace, target.name])
-        : yield* rows<{ id: string }>(`${update} RETURNING "id"`, [error, isoOf(now), rolloutId, cluster]);
+        ? yield* rows<{ id: string }>(`${update} AND "namespace" = $5 AND "name" = $6 RETURNING "id"`, [...params, target.namespace, target.name])
+        : yield* rows<{ id: string }>(`${update} RETURNING "id"`, params);
       return changed.length;
     },
     *cancelPendingTargets(rolloutId, now) {
