@@ -52,7 +52,7 @@ export async function startApp(config: Config, options: { logger?: Logger } = {}
     const domain: Domain = {
       ...controllers.domain,
       clusters: memberClusters.admin,
-      clusterPorts: clusterPortsOf(controllers.domain, memberClusters.registry, memberClusters.connections, controllers.memberRuntimes),
+      clusterPorts: clusterPortsOf(controllers.domain, memberClusters.registry, memberClusters.connections, controllers.memberRuntimes, logger),
     };
     const api = started(await startApi(config, { logger, metrics, history, domain, readiness, scrape: controllers.scrape }));
     await controllers.run();

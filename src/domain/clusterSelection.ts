@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { type AppError, UnavailableError, ValidationError } from '../errors.js';
 import { isDns1123Label, isValidName } from '../util/dnsNames.js';
 import { LOCAL_CLUSTER } from './clusters/model.js';
+import type { PreflightProgress } from './clusterPreflight.js';
 import type { KindPorts } from './Domain.js';
 import type { RolloutKind } from './events.js';
 import type { RolloutPlan, RolloutStrategy } from './kinds/index.js';
@@ -150,6 +151,8 @@ export interface ClusterPorts {
    * resources), e.g. its list answers 404 (docs/adr/0066-member-kind-caches.md).
    */
   portsOf(cluster: string, kind: RolloutKind): { ports: Partial<KindPorts>; notServed?: string } | { unavailable: string };
+  /** Hears how far a long preflight across clusters got (the composition root logs it; clusterPreflight.ts). */
+  preflightProgress?(progress: PreflightProgress): void;
 }
 
 /** What a kind asks of the seam: its field of the ports, and its own refusal when `local` has none (NOT_IMPLEMENTED). */

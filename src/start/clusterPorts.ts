@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { MemberClusters } from '../clusters/MemberClusters.js';
 import type { MemberRuntimes } from '../clusters/MemberRuntimes.js';
 import type { ClusterPorts } from '../domain/clusterSelection.js';
@@ -15,8 +16,11 @@ export function clusterPortsOf(
   registry: Pick<MemberClusterRegistry, 'list'>,
   connections: Pick<MemberClusters, 'get'>,
   runtimes: Pick<MemberRuntimes, 'queriesOf' | 'whyUnreadable'> | undefined,
+  logger?: Pick<Logger, 'info'>,
 ): ClusterPorts {
   return {
+    preflightProgress: ({ checked, total, refused, elapsedMs }) =>
+      logger?.info({ checked, total, refused, elapsedMs }, `bump preflight: ${checked} of ${total} clusters checked, ${refused} refused`),
     registered: async () => (await registry.list()).map(({ name, labels }) => ({ name, labels })),
     portsOf(cluster, kind) {
       if (cluster === LOCAL_CLUSTER) return { ports: local };

@@ -6,6 +6,7 @@
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../../domain/labelSelector.js';
 import { AppError, ConflictError, isAppError, NotImplementedError, ValidationError } from '../../errors.js';
 import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
+import { preflightAcrossClusters } from '../../domain/clusterPreflight.js';
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { Domain } from '../../domain/Domain.js';
 import type { DriftItem } from '../../domain/drift.js';
@@ -226,10 +227,16 @@ export async function bumpAgentImage(
   }
   // Before anything is written (dry runs included: they say whether the rollout could start): what the rollout writes
   // first must be admitted in each cluster — every hold, the controller's image, or an agent's creation (issue 27).
-  for (const part of planned) {
-    const own = part.plan.targets.filter((t) => !t.skipReason);
-    if (own.length > 0) await part.queries.preflight?.(image, own).catch((error: unknown) => rethrowIn(part.cluster, error));
-  }
+  // Each cluster on its own connection, so a bounded number at once, and every refusing cluster named (issue 29: over
+  // 1,000 members one after another took 67 s, and one reset refused the bump).
+  await preflightAcrossClusters(
+    planned,
+    async (part) => {
+      const own = part.plan.targets.filter((t) => !t.skipReason);
+      if (own.length > 0) await part.queries.preflight?.(image, own).catch((error: unknown) => rethrowIn(part.cluster, error));
+    },
+    { onProgress: domain.clusterPorts?.preflightProgress?.bind(domain.clusterPorts) },
+  );
   const fromVersions = new Set(changing.map((t) => t.fromVersion));
   const { cause: _cause, dryRun: _dryRun, ...request } = input;
   return domain.launcher.launch({
