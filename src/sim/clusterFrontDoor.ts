@@ -11,6 +11,7 @@
  */
 import { Agent, createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { API_SERVER_KEEP_ALIVE_MS } from './api/ApiServer.js';
 
 export const CLUSTER_STATES = ['ready', 'unreachable', 'blackhole', 'slow', 'unauthorized'] as const;
 export type ClusterState = (typeof CLUSTER_STATES)[number];
@@ -31,12 +32,21 @@ const UNAUTHORIZED = JSON.stringify({
   code: 401,
 });
 
+/** The front door's idle connections to its API server are closed after this long: 5 s below the server's own. */
+export const UPSTREAM_IDLE_MS = API_SERVER_KEEP_ALIVE_MS - 5_000;
+
 export class ClusterFrontDoor {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   /** Requests held unanswered by the black hole, cut when it ends so that their clients reconnect. */
   private readonly held = new Set<ServerResponse>();
-  private readonly agent = new Agent({ keepAlive: true, maxFreeSockets: 4 });
+  /**
+   * Its kept-alive connections to the API server, each closed after `upstreamIdleMs` idle: below the API server's own
+   * idle timeout (API_SERVER_KEEP_ALIVE_MS), so the front door never hands a request a connection the server is closing
+   * at that instant (a reset the bench saw over 1,000 members). Node's agent honours a server's `Keep-Alive: timeout`
+   * hint only below a timeout of its own, and has none by default: its idle sockets waited for the server to close them.
+   */
+  private readonly agent: Agent;
   private current: FrontDoorState = { state: 'ready', latencyMs: 0 };
   private port = 0;
   private listening = false;
@@ -44,11 +54,13 @@ export class ClusterFrontDoor {
   constructor(
     private readonly backend: string,
     private readonly host = '127.0.0.1',
+    options: { upstreamIdleMs?: number } = {},
   ) {
-    // Idle connections kept as long as the API server behind keeps them (ApiServer: 65 s). Node's default 5 s closed
-    // kept-alive connections under clients that were about to reuse them: requests reset (ECONNRESET) that a real
-    // kube-apiserver would have taken — the 300-cluster bench's members flapped UNREACHABLE on them.
-    this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.serve(req, res));
+    this.agent = new Agent({ keepAlive: true, maxFreeSockets: 4, timeout: options.upstreamIdleMs ?? UPSTREAM_IDLE_MS });
+    // Idle connections kept as long as the API server behind keeps them. Node's default 5 s closed kept-alive
+    // connections under clients that were about to reuse them: requests reset (ECONNRESET) that a real kube-apiserver
+    // would have taken — the 300-cluster bench's members flapped UNREACHABLE on them.
+    this.server = createServer({ keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS }, (req, res) => this.serve(req, res));
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));

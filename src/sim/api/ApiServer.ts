@@ -54,6 +54,12 @@ const NOT_FOUND = 'the server could not find the requested resource';
  * here plus the write verbs in ResourceWriter, over the store. Plain HTTP on loopback by default; clients need
  * `insecure-skip-tls-verify`.
  */
+/**
+ * How long an idle kept-alive connection stays open (kube-apiserver keeps its own far longer than Node's default 5 s).
+ * A client that keeps idle connections must close its own before this (the front door's agent does: clusterFrontDoor.ts).
+ */
+export const API_SERVER_KEEP_ALIVE_MS = 65_000;
+
 export class ApiServer implements ApiControl {
   /** Replaceable at run time (fault injection). */
   hooks: ApiHooks;
@@ -83,7 +89,7 @@ export class ApiServer implements ApiControl {
     this.onInternalError = options.onInternalError ?? (() => undefined);
     this.watches = new WatchHub(this.store, { bookmarkIntervalMs: options.bookmarkIntervalMs ?? 30_000 });
     this.writer = new ResourceWriter(this.store, this.now);
-    this.server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    this.server = createServer({ keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS }, (req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         if (!isSimApiError(error)) this.onInternalError(error, `${req.method} ${req.url}`);
         this.fail(res, error);
