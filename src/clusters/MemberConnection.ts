@@ -3,6 +3,7 @@ import { ApiException, type KubeConfig, VersionApi } from '@kubernetes/client-no
 import { type ClusterHealth, type ClusterHealthState, isDriven } from '../domain/clusters/model.js';
 import type { RolloutKind } from '../domain/events.js';
 import { httpStatusOf } from '../kube/errors.js';
+import { AnswerCutOffError } from '../kube/memberHttpLibrary.js';
 import { failureCode } from '../kubeConnection.js';
 import { discoverKinds, type KindResources } from './kindDiscovery.js';
 import { MemberKubeConfig } from './MemberKubeConfig.js';
@@ -97,15 +98,17 @@ export const UNREADABLE = "unreadable answer (not the Kubernetes API's JSON)";
  * unreadable answer; never the server's address or anything of the credentials.
  */
 export function failureMessage(error: unknown, requestTimeoutMs: number): string {
+  // The member answered, and the request's timeout cut its answer off (attack 17, L3: a list sending half its body).
+  if (error instanceof AnswerCutOffError) {
+    return `the answer was cut off by the request timeout (${requestTimeoutMs} ms, ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS) before its end`;
+  }
   if ((error as { name?: string } | null)?.name === 'AbortError' || (error as { type?: string } | null)?.type === 'aborted') {
     return `no answer within ${requestTimeoutMs} ms`;
   }
   const status = httpStatusOf(error);
   const code = status !== undefined ? `HTTP ${status}` : failureCode(error);
-  // A body cut off before its end: most often a list longer than the request timeout (attack 16, G6: a 120 MB list).
-  if (code === 'ERR_STREAM_PREMATURE_CLOSE') {
-    return `${code}: the answer was cut off before its end (a request not finished within ${requestTimeoutMs} ms, ROLLPLANE_MEMBER_CLUSTER_TIMEOUT_MS, is cut off)`;
-  }
+  // A body cut off before its end by the member or the network, not by the timeout (that is AnswerCutOffError above).
+  if (code === 'ERR_STREAM_PREMATURE_CLOSE') return `${code}: the answer was cut off before its end (the connection was closed)`;
   return code ?? UNREADABLE;
 }
 
@@ -347,21 +350,15 @@ export class MemberConnection {
   }
 
   /**
-   * /version, then discovery. A connection reset is asked once more at once: a kept-alive connection the server closed
-   * as the request went out (its idle timeout, or a pause of the server's process) resets a request that never reached
-   * it, which Go's HTTP client retries by itself for idempotent requests. The 300-cluster bench saw 35 members
-   * UNREACHABLE at the same instant (ECONNRESET) after their simulator's process paused, and a bump refused for them.
+   * /version, then discovery. A reset of a reused connection is sent once more by the member request layer, for every
+   * safe request (src/kube/resetRetry.ts, ADR 0073): the 300-cluster bench saw 35 members UNREACHABLE at the same
+   * instant (ECONNRESET) after their simulator's process paused, when only the probe asked again.
    */
   private async probe(): Promise<Probe> {
     try {
       return await this.ask();
     } catch (error) {
-      if (failureCode(error) !== 'ECONNRESET' || this.stopping.signal.aborted) return this.failed(error);
-      try {
-        return await this.ask();
-      } catch (again) {
-        return this.failed(again);
-      }
+      return this.failed(error);
     }
   }
 

@@ -1,7 +1,9 @@
 import type { RequestOptions } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { type ApiType, type Configuration, createConfiguration, type KubeConfig, ServerConfiguration } from '@kubernetes/client-node';
 import { ApiBudget } from '../kube/ApiBudget.js';
 import { BudgetedKubeConfig, reuseConnections } from '../kube/createKubeClients.js';
+import { MemberHttpLibrary } from '../kube/memberHttpLibrary.js';
+import { noteRequests } from '../kube/resetRetry.js';
 import { boundedSignal } from '../util/boundedSignal.js';
 import type { MemberNetwork, MemberNetworkError } from './memberNetwork.js';
 
@@ -40,7 +42,30 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
     // Keep-alive connections, as local's: a probe every 30 s would otherwise open (and TLS-handshake) four each time.
     kc.releaseConnections = reuseConnections(kc);
     options.network?.guard(kc, options.onRefused);
+    // Which requests went out on a reused connection: a safe one reset there is sent once more (ADR 0073).
+    noteRequests(kc);
     return kc;
+  }
+
+  /** A member's safe requests reset on a reused connection are sent once more (src/kube/resetRetry.ts, ADR 0073). */
+  override get retriesResets(): boolean {
+    return true;
+  }
+
+  /**
+   * client-node's own `makeApiClient`, with the member request layer's fetch (MemberHttpLibrary: the retry after a
+   * reset, and a body cut off by the timeout named as such). Every typed call to a member is built here: the probe's
+   * /version, discovery, the informers' lists, the writes client-node's generated path makes.
+   */
+  override makeApiClient<T extends ApiType>(apiClientType: new (config: Configuration) => T): T {
+    const cluster = this.getCurrentCluster();
+    if (!cluster) throw new Error('No active cluster!');
+    const config = createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: this },
+      httpApi: new MemberHttpLibrary(this),
+    });
+    return new apiClientType(config);
   }
 
   /**

@@ -5,6 +5,7 @@ import { AppError, ErrorCode } from '../errors.js';
 import { ApiBudget } from './ApiBudget.js';
 import { JsonRequests, routeHotWrites } from './jsonRequests.js';
 import { JsonWatch } from './jsonWatch.js';
+import { sendRetryingReset } from './resetRetry.js';
 
 export type KubeMode = 'sim' | 'kubeconfig' | 'in-cluster';
 
@@ -51,6 +52,19 @@ export class BudgetedKubeConfig extends KubeConfig {
    */
   requestSignal(): AbortSignal | undefined {
     return undefined;
+  }
+
+  /**
+   * Whether a safe request that a reset of a reused connection failed is sent once more (resetRetry.ts): a member
+   * cluster's are (src/clusters/MemberKubeConfig.ts, ADR 0073); `local`'s are sent once, as they always were.
+   */
+  get retriesResets(): boolean {
+    return false;
+  }
+
+  /** Sends one request through `attempt`, once more after a reset when `retriesResets` says so. */
+  sendRequest<T>(method: string, url: string, attempt: () => Promise<T>): Promise<T> {
+    return this.retriesResets ? sendRetryingReset(method, url, attempt, () => this.budget.take()) : attempt();
   }
 }
 

@@ -48,6 +48,11 @@ export class JsonRequests {
       headers['Content-Type'] = contentType;
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
+    // A dry run reset on a reused connection is sent once more (a member's, resetRetry.ts); the writes themselves never.
+    return this.kubeConfig.sendRequest(method, options.path!, () => this.sendOnce<T>(method, path, options, signal, payload));
+  }
+
+  private sendOnce<T>(method: string, path: string, options: https.RequestOptions, signal: AbortSignal | undefined, payload: string | undefined): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const request = this.transport.request(
         {

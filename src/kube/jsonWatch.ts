@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { Watch } from '@kubernetes/client-node';
 import type { BudgetedKubeConfig } from './createKubeClients.js';
+import { isResetOfReusedConnection } from './resetRetry.js';
 
 const NEWLINE = 0x0a;
 
@@ -44,51 +45,67 @@ export class JsonWatch extends Watch {
       controller.abort();
       done(err);
     };
-    const request = this.transport.request(
-      {
-        ...options,
-        method: 'GET',
-        protocol: this.base.protocol,
-        hostname: this.base.hostname,
-        port: this.base.port,
-        path: `${this.base.pathname.replace(/\/$/, '')}${path}?${query}`,
-      },
-      (response) => {
-        response.on('error', doneOnce);
-        response.on('close', () => doneOnce(null));
-        if (response.statusCode !== 200) {
-          response.resume();
-          const error = new Error(response.statusMessage || http.STATUS_CODES[response.statusCode ?? 500] || 'Internal Server Error') as Error & {
-            statusCode?: number;
-          };
-          error.statusCode = response.statusCode;
-          doneOnce(error);
-          return;
-        }
-        // As client-node does: a watch may idle for minutes, so its connection keeps TCP keep-alive probes going.
-        response.socket.setKeepAlive(true, 30_000);
-        let rest: Buffer | undefined;
-        response.on('data', (chunk: Buffer) => {
-          const data = rest ? Buffer.concat([rest, chunk]) : chunk;
-          let start = 0;
-          for (let end = data.indexOf(NEWLINE, start); end >= 0 && !doneCalled; end = data.indexOf(NEWLINE, start)) {
-            if (end > start) deliver(data.toString('utf8', start, end), callback);
-            start = end + 1;
+    const url = `${this.base.pathname.replace(/\/$/, '')}${path}?${query}`;
+    let request: http.ClientRequest | undefined;
+    // A member's watch whose establishment a reset of a reused connection failed is opened once more (resetRetry.ts).
+    const open = (retried: boolean): void => {
+      let answered = false;
+      const sent = this.transport.request(
+        {
+          ...options,
+          method: 'GET',
+          protocol: this.base.protocol,
+          hostname: this.base.hostname,
+          port: this.base.port,
+          path: url,
+        },
+        (response) => {
+          answered = true;
+          response.on('error', doneOnce);
+          response.on('close', () => doneOnce(null));
+          if (response.statusCode !== 200) {
+            response.resume();
+            const error = new Error(response.statusMessage || http.STATUS_CODES[response.statusCode ?? 500] || 'Internal Server Error') as Error & {
+              statusCode?: number;
+            };
+            error.statusCode = response.statusCode;
+            doneOnce(error);
+            return;
           }
-          rest = start < data.length ? data.subarray(start) : undefined;
-        });
-        response.on('end', () => {
-          if (rest && !doneCalled) deliver(rest.toString('utf8'), callback);
-          rest = undefined;
-          doneOnce(null);
-        });
-      },
-    );
-    request.on('error', doneOnce);
+          // As client-node does: a watch may idle for minutes, so its connection keeps TCP keep-alive probes going.
+          response.socket.setKeepAlive(true, 30_000);
+          let rest: Buffer | undefined;
+          response.on('data', (chunk: Buffer) => {
+            const data = rest ? Buffer.concat([rest, chunk]) : chunk;
+            let start = 0;
+            for (let end = data.indexOf(NEWLINE, start); end >= 0 && !doneCalled; end = data.indexOf(NEWLINE, start)) {
+              if (end > start) deliver(data.toString('utf8', start, end), callback);
+              start = end + 1;
+            }
+            rest = start < data.length ? data.subarray(start) : undefined;
+          });
+          response.on('end', () => {
+            if (rest && !doneCalled) deliver(rest.toString('utf8'), callback);
+            rest = undefined;
+            doneOnce(null);
+          });
+        },
+      );
+      request = sent;
+      sent.on('error', (error) => {
+        const again = !retried && !answered && !doneCalled && this.kubeConfig.retriesResets && isResetOfReusedConnection(sent, error);
+        if (!again) return doneOnce(error);
+        this.kubeConfig.budget.take().then(
+          () => (doneCalled || controller.signal.aborted ? undefined : open(true)),
+          (failed: unknown) => doneOnce(failed),
+        );
+      });
+      sent.end();
+    };
+    open(false);
     // Ended by destroying the request, with no error: http's own `signal` option destroys it with an AbortError, which
     // surfaced as an uncaught exception when the watch was ended from inside an event (an informer's 410 relist).
-    controller.signal.addEventListener('abort', () => request.destroy(), { once: true });
-    request.end();
+    controller.signal.addEventListener('abort', () => request?.destroy(), { once: true });
     return controller;
   }
 }

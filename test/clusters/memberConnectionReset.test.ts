@@ -12,8 +12,9 @@ import { until } from '../helpers/until.js';
 
 /**
  * A member whose connections are reset now and then (a kept-alive connection the server closed as a request went out:
- * its idle timeout, or its process paused) stays READY: the probe asks once more at once, as Go's HTTP client does for
- * an idempotent request. Found by the 300-cluster rollout bench: 35 members UNREACHABLE (ECONNRESET) at one instant
+ * its idle timeout, or its process paused) stays READY: the member request layer sends a safe request reset on a reused
+ * connection once more, as Go's HTTP client does for an idempotent request (src/kube/resetRetry.ts, ADR 0073; the probe
+ * itself no longer asks again; test/clusters/memberRequestLayer.test.ts for lists, dry runs, writes and watches). Found by the 300-cluster rollout bench: 35 members UNREACHABLE (ECONNRESET) at one instant
  * after their simulator's process paused, and the next bump refused for them. A member that resets every time is
  * still UNREACHABLE, saying so.
  */
@@ -25,15 +26,20 @@ describe('a member that resets a connection now and then', () => {
   let versions = 0;
   let resetEvery = 2;
   const states: ClusterHealth['state'][] = [];
+  /** Requests each connection to the proxy served. */
+  const servedOn = new WeakMap<object, number>();
 
   beforeAll(async () => {
     fleet = await startSimulatedClusters({ clusters: [{ name: 'edge-1', fleet: 'pools=1,nodes=1' }] });
     const member = fleet.clusters.get('edge-1')!;
     proxy = await startMemberProxy(member.url, {
       intercept: (req) => {
+        const served = (servedOn.get(req.socket) ?? 0) + 1;
+        servedOn.set(req.socket, served);
         if (req.url !== '/version') return false;
-        // Every resetEvery-th /version: the connection is closed under the request, as a server's idle timeout does.
-        if (++versions % resetEvery !== 0) return false;
+        // Every resetEvery-th /version: the connection is closed under the request, as a server's idle timeout does to
+        // a kept-alive connection (one that served a request before; resetEvery 1: every request, fresh ones too).
+        if (++versions % resetEvery !== 0 || (resetEvery > 1 && served === 1)) return false;
         req.socket.destroy();
         return true;
       },
