@@ -160,6 +160,22 @@ describe('member clusters whose list of a kind fails or carries malformed object
     const unknown = await poolNames('nosuch');
     expect(unknown.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     expect(unknown.errors?.[0]?.message).toBe('cluster: no member cluster named "nosuch" is registered');
+    expect(unknown.errors?.[0]?.extensions?.field).toBe('cluster');
+    // Every read of one kind in one cluster says the same, on its argument `cluster`, not a bump's `cluster.names`.
+    for (const read of [
+      '{ virtualClusters(cluster: "nosuch") { totalCount } }',
+      '{ nodeAgentSets(cluster: "nosuch") { totalCount } }',
+      '{ agentPool(namespace: "default", name: "net-1", cluster: "nosuch") { name } }',
+      '{ virtualCluster(namespace: "default", name: "vc-1", cluster: "nosuch") { name } }',
+      '{ nodeAgentSet(namespace: "default", name: "agents", cluster: "nosuch") { name } }',
+      '{ drift(cluster: "nosuch") { totalCount } }',
+    ]) {
+      const res = await gql(app.url, read);
+      expect(res.errors?.[0], read).toMatchObject({
+        message: 'cluster: no member cluster named "nosuch" is registered',
+        extensions: { code: 'BAD_USER_INPUT', field: 'cluster' },
+      });
+    }
   });
 
   it('a kind whose list keeps answering 500 is DEGRADED naming the kind and the cause, and comes back once it answers', async () => {
