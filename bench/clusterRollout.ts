@@ -31,6 +31,8 @@ export interface RolloutRun {
   targets: number;
   /** From the mutation's POST to the rollout's end. */
   seconds: number;
+  /** From the (last) POST to its answer: planning and the preflight in every selected cluster. */
+  bumpSeconds: number;
   /** From the POST to the last SUCCEEDED target of a cluster not black-holed. */
   healthySeconds: number;
   succeeded: number;
@@ -188,9 +190,13 @@ export async function runRollouts(
       // A bump refused because a selected member was not driven at that instant (a probe missed on a loaded machine)
       // is sent again once every member is driven, as a pipeline retries UNAVAILABLE; the refusals are reported.
       let data: Awaited<ReturnType<typeof post>>;
+      // How long the bump took to answer (its planning and preflight in every selected cluster), the last attempt's.
+      let bumpSeconds = 0;
       for (;;) {
         try {
+          const posted = performance.now();
           data = await post(app.url, BUMP, { input: { image, memberClusters, strategy } });
+          bumpSeconds = (performance.now() - posted) / 1000;
           break;
         } catch (error) {
           if (!String(error).includes('cannot plan in every selected cluster') || refusedBumps >= 10) throw error;
@@ -222,6 +228,7 @@ export async function runRollouts(
         clusters: name === 'baseline' ? 1 : size,
         targets,
         seconds: round(seconds),
+        bumpSeconds: round(bumpSeconds),
         healthySeconds: round((lastHealthy - started) / 1000),
         succeeded,
         failed,
