@@ -3,7 +3,6 @@ import { type ApiType, type Configuration, createConfiguration, type KubeConfig,
 import { ApiBudget } from '../kube/ApiBudget.js';
 import { BudgetedKubeConfig, reuseConnections } from '../kube/createKubeClients.js';
 import { MemberHttpLibrary } from '../kube/memberHttpLibrary.js';
-import { noteRequests } from '../kube/resetRetry.js';
 import { boundedSignal } from '../util/boundedSignal.js';
 import type { MemberNetwork, MemberNetworkError } from './memberNetwork.js';
 
@@ -42,8 +41,6 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
     // Keep-alive connections, as local's: a probe every 30 s would otherwise open (and TLS-handshake) four each time.
     kc.releaseConnections = reuseConnections(kc);
     options.network?.guard(kc, options.onRefused);
-    // Which requests went out on a reused connection: a safe one reset there is sent once more (ADR 0073).
-    noteRequests(kc);
     return kc;
   }
 

@@ -5,7 +5,7 @@ import { AppError, ErrorCode } from '../errors.js';
 import { ApiBudget } from './ApiBudget.js';
 import { JsonRequests, routeHotWrites } from './jsonRequests.js';
 import { JsonWatch } from './jsonWatch.js';
-import { sendRetryingReset } from './resetRetry.js';
+import { type NoteRequest, sendRetryingReset } from './resetRetry.js';
 
 export type KubeMode = 'sim' | 'kubeconfig' | 'in-cluster';
 
@@ -63,8 +63,8 @@ export class BudgetedKubeConfig extends KubeConfig {
   }
 
   /** Sends one request through `attempt`, once more after a reset when `retriesResets` says so. */
-  sendRequest<T>(method: string, url: string, attempt: () => Promise<T>): Promise<T> {
-    return this.retriesResets ? sendRetryingReset(method, url, attempt, () => this.budget.take()) : attempt();
+  sendRequest<T>(method: string, url: string, attempt: (note: NoteRequest) => Promise<T>): Promise<T> {
+    return this.retriesResets ? sendRetryingReset(method, url, attempt, () => this.budget.take()) : attempt(() => {});
   }
 }
 

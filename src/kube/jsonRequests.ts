@@ -3,6 +3,7 @@ import https from 'node:https';
 import { ApiException, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { BudgetedKubeConfig } from './createKubeClients.js';
 import { isMergePatchOptions } from './patch.js';
+import type { NoteRequest } from './resetRetry.js';
 
 /**
  * The writes a rollout makes once per target (create a pod, delete a pod, replace a custom object's status, and beside
@@ -49,10 +50,17 @@ export class JsonRequests {
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
     // A dry run reset on a reused connection is sent once more (a member's, resetRetry.ts); the writes themselves never.
-    return this.kubeConfig.sendRequest(method, options.path!, () => this.sendOnce<T>(method, path, options, signal, payload));
+    return this.kubeConfig.sendRequest(method, options.path!, (note) => this.sendOnce<T>(method, path, options, signal, payload, note));
   }
 
-  private sendOnce<T>(method: string, path: string, options: https.RequestOptions, signal: AbortSignal | undefined, payload: string | undefined): Promise<T> {
+  private sendOnce<T>(
+    method: string,
+    path: string,
+    options: https.RequestOptions,
+    signal: AbortSignal | undefined,
+    payload: string | undefined,
+    note: NoteRequest,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const request = this.transport.request(
         {
@@ -82,6 +90,7 @@ export class JsonRequests {
           });
         },
       );
+      note(request);
       request.on('error', reject);
       request.end(payload);
     });

@@ -1,5 +1,7 @@
 import { type HttpLibrary, IsomorphicFetchHttpLibrary, Observable, type RequestContext, ResponseContext, type ResponseBody } from '@kubernetes/client-node';
+import type { ClientRequest } from 'node:http';
 import type { BudgetedKubeConfig } from './createKubeClients.js';
+import type { NoteRequest } from './resetRetry.js';
 
 /**
  * An answer whose body the request's own timeout cut off: the member answered (its headers came) but not all of it
@@ -24,11 +26,36 @@ export class MemberHttpLibrary implements HttpLibrary {
   constructor(private readonly kubeConfig: BudgetedKubeConfig) {}
 
   send(request: RequestContext): Observable<ResponseContext> {
+    const agent = request.getAgent();
+    const attempt = (note: NoteRequest) => {
+      // The fetch hands the agent its request: an agent of this attempt notes it, and hands it to the connection's own.
+      if (agent) request.setAgent(notingAgent(agent, note));
+      return this.fetch.send(request).toPromise();
+    };
     const answer = this.kubeConfig
-      .sendRequest(request.getHttpMethod().toString(), request.getUrl(), () => this.fetch.send(request).toPromise())
+      .sendRequest(request.getHttpMethod().toString(), request.getUrl(), attempt)
       .then((response) => withTimeoutNamed(response, request.getSignal()));
     return new Observable(answer);
   }
+}
+
+/**
+ * `agent` as one request sees it, noting the request it is given: an object whose prototype is the agent (every field
+ * and method is the agent's own, live), with its own `addRequest` that calls the agent's. The socket it gets, kept or
+ * new, is the agent's.
+ */
+function notingAgent<A extends object>(agent: A, note: NoteRequest): A {
+  const own = Object.create(agent) as A & AddsRequests;
+  own.addRequest = (request, options) => {
+    note(request);
+    (agent as A & AddsRequests).addRequest(request, options);
+  };
+  return own;
+}
+
+/** What node's http client asks of an agent (not in @types/node's Agent). */
+interface AddsRequests {
+  addRequest(request: ClientRequest, options: unknown): void;
 }
 
 /** The answer with its body's reads failing as AnswerCutOffError when the request's timeout (not its stop) ended them. */

@@ -1,6 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ClientRequest } from 'node:http';
-import type { KubeConfig } from '@kubernetes/client-node';
 
 /**
  * A safe request that a reset of a kept-alive connection failed is sent once more (docs/adr/0073-member-request-retry.md).
@@ -23,13 +21,6 @@ import type { KubeConfig } from '@kubernetes/client-node';
  * The retry takes a token of the same API budget and runs within the request's own timeout.
  */
 
-/** The request an attempt put on the wire (noted by the agent, `noteRequests`), to ask whether its socket was a reused one. */
-interface Attempt {
-  request?: ClientRequest;
-}
-
-const attempts = new AsyncLocalStorage<Attempt>();
-
 /** Whether a request is safe to send twice: a read, or a dry run (nothing is written). */
 export function isSafeToRetry(method: string, url: string): boolean {
   const verb = method.toUpperCase();
@@ -46,45 +37,28 @@ export function isConnectionReset(error: unknown, depth = 0): boolean {
   return isConnectionReset(cause, depth + 1);
 }
 
-/**
- * Makes every agent of `kubeConfig` note the request it is given in the current attempt (all three doors of
- * client-node — typed APIs, Watch, the plain JSON path — get their agent from `createAgent`).
- */
-export function noteRequests(kubeConfig: KubeConfig): void {
-  const target = kubeConfig as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => unknown };
-  const create = target.createAgent.bind(kubeConfig);
-  const noted = new WeakSet<object>();
-  target.createAgent = (cluster, options) => {
-    const agent = create(cluster, options) as { addRequest(request: ClientRequest, options: unknown): void };
-    if (noted.has(agent)) return agent;
-    noted.add(agent);
-    const addRequest = agent.addRequest.bind(agent);
-    agent.addRequest = (request, requestOptions) => {
-      addRequest(request, requestOptions);
-      const attempt = attempts.getStore();
-      if (attempt) attempt.request = request;
-    };
-    return agent;
-  };
-}
-
 /** Whether `request` failed on a reset of a reused connection before any answer, and may be sent again. */
 export function isResetOfReusedConnection(request: ClientRequest | undefined, error: unknown): boolean {
   return request?.reusedSocket === true && isConnectionReset(error);
 }
 
+/** Hands an attempt's caller the request it put on the wire, to ask afterwards whether its socket was a reused one. */
+export type NoteRequest = (request: ClientRequest) => void;
+
 /**
  * Sends `send` once; when it fails on a reset of a reused connection and the request is safe, takes `beforeRetry` (the
- * budget's token) and sends it once more. `send` must reject before an answer's body is read for the first failure to
- * count (a reset in the middle of an answer is not retried: the server answered).
+ * budget's token) and sends it once more. `send` notes the request it made (`note`), and must reject before an answer's
+ * body is read for the first failure to count (a reset in the middle of an answer is not retried: the server answered).
  */
-export async function sendRetryingReset<T>(method: string, url: string, send: () => Promise<T>, beforeRetry: () => Promise<void>): Promise<T> {
-  const first: Attempt = {};
+export async function sendRetryingReset<T>(method: string, url: string, send: (note: NoteRequest) => Promise<T>, beforeRetry: () => Promise<void>): Promise<T> {
+  let first: ClientRequest | undefined;
   try {
-    return await attempts.run(first, send);
+    return await send((request) => {
+      first = request;
+    });
   } catch (error) {
-    if (!isSafeToRetry(method, url) || !isResetOfReusedConnection(first.request, error)) throw error;
+    if (!isSafeToRetry(method, url) || !isResetOfReusedConnection(first, error)) throw error;
     await beforeRetry();
-    return attempts.run({}, send);
+    return send(() => {});
   }
 }
