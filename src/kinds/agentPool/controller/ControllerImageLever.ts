@@ -133,23 +133,25 @@ export class ControllerImageLever {
     const current = normalizeImage(image);
     if (rollout.toVersion !== null && current === normalizeImage(rollout.toVersion)) return undefined;
     if (this.own.has(current) || this.last?.image === current) return undefined;
-    const facts = await this.historyOf(rollout, { fresh: true });
-    if (facts?.startImage === undefined || facts.startImage === current || facts.setByRollplane.has(current)) return undefined;
+    const facts = await this.historyOf(rollout);
+    // Deployed once already: any other image now is an outside change, which deployedFor's callers say as such.
+    if (facts === undefined || facts.deployed || facts.startImage === undefined) return undefined;
+    if (facts.startImage === current || facts.setByRollplane.has(current)) return undefined;
     return { startImage: facts.startImage };
   }
 
   /**
-   * What the cluster's recorded changes say of a rollout: its start image (immutable once found) and, since it started,
-   * whether its image was deployed and which images rollouts of rollplane set. Read at most every HISTORY_RECHECK_MS per
-   * rollout (each pass would ask); `fresh` reads again whenever the last answer is older than that.
+   * What the cluster's recorded changes say of a rollout: its start image and, since it started, whether its image was
+   * deployed and which images rollouts of rollplane set. Read at most every HISTORY_RECHECK_MS per rollout (each pass
+   * asks); in between, the last answer.
    */
-  private async historyOf(rollout: RolloutRef, options: { fresh?: boolean } = {}): Promise<HistoryFacts | undefined> {
+  private async historyOf(rollout: RolloutRef): Promise<HistoryFacts | undefined> {
     const history = this.deps.history;
     const state = this.deps.controller.state();
     if (!history || state.kind !== 'agents') return undefined;
     const now = (this.deps.now ?? Date.now)();
     const known = this.facts.get(rollout.id);
-    if (known && now - known.at < HISTORY_RECHECK_MS) return options.fresh ? known.facts : undefined;
+    if (known && now - known.at < HISTORY_RECHECK_MS) return known.facts;
     const slash = state.ref.indexOf('/');
     const changes = await history.listBefore(
       { namespace: state.ref.slice(0, slash), name: state.ref.slice(slash + 1), types: [EventType.UpstreamControllerChanged] },
