@@ -1,4 +1,5 @@
 import { AppError, isAppError } from '../errors.js';
+import { LOCAL_CLUSTER } from './clusters/model.js';
 
 /**
  * A bump's preflight over the clusters it spans (the dry runs of what the rollout would write first in each, issue 27,
@@ -84,4 +85,10 @@ export async function preflightAcrossClusters<C extends { cluster: string }>(
     cause: first!.error,
     details: { ...first!.error.details, clusters: refusals.map((r) => r.cluster) },
   });
+}
+
+/** A member's refusal names the member: the same `namespace/name` may be in every cluster (attack 16, recheck 2). */
+export function refusedIn(cluster: string, error: unknown): never {
+  if (cluster === LOCAL_CLUSTER || !isAppError(error)) throw error;
+  throw new AppError(error.code, `in member cluster ${cluster}: ${error.message}`, { cause: error, details: { ...error.details, cluster } });
 }

@@ -4,9 +4,8 @@
  * `AgentPoolQueries` from its informer caches.
  */
 import { matchesLabelSelector, parseLabelSelector, type Requirement } from '../../domain/labelSelector.js';
-import { AppError, ConflictError, isAppError, NotImplementedError, ValidationError } from '../../errors.js';
-import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
-import { preflightAcrossClusters } from '../../domain/clusterPreflight.js';
+import { ConflictError, NotImplementedError, ValidationError } from '../../errors.js';
+import { preflightAcrossClusters, refusedIn } from '../../domain/clusterPreflight.js';
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { Domain } from '../../domain/Domain.js';
 import type { DriftItem } from '../../domain/drift.js';
@@ -233,7 +232,7 @@ export async function bumpAgentImage(
     planned,
     async (part) => {
       const own = part.plan.targets.filter((t) => !t.skipReason);
-      if (own.length > 0) await part.queries.preflight?.(image, own).catch((error: unknown) => rethrowIn(part.cluster, error));
+      if (own.length > 0) await part.queries.preflight?.(image, own).catch((error: unknown) => refusedIn(part.cluster, error));
     },
     { onProgress: domain.clusterPorts?.preflightProgress?.bind(domain.clusterPorts) },
   );
@@ -290,12 +289,6 @@ async function planInCluster(cluster: string, queries: AgentPoolQueries, input: 
  * all (attack finding F7: it was accepted, aborted the original and then stayed PENDING, the reason only in the log).
  * Other kinds, and direct mode, have nothing to add.
  */
-/** A member's refusal names the member: the same `namespace/name` may be in every cluster (attack 16, recheck 2). */
-function rethrowIn(cluster: string, error: unknown): never {
-  if (cluster === LOCAL_CLUSTER || !isAppError(error)) throw error;
-  throw new AppError(error.code, `in member cluster ${cluster}: ${error.message}`, { cause: error, details: { ...error.details, cluster } });
-}
-
 export function agentPoolRollbackRules(queries: Pick<AgentPoolQueries, 'checkRollout' | 'preflight'> | undefined): RollbackRules {
   return async (original, targets) => {
     if (original.kind !== 'AGENT_POOL' || !queries || (await queries.checkRollout()) !== 'COEXIST') return {};

@@ -13,6 +13,7 @@ import { clusterUpgradeObserved } from './events.js';
 import { createHash } from 'node:crypto';
 import { ConflictError, NotImplementedError, ValidationError } from '../../errors.js';
 import type { Domain } from '../../domain/Domain.js';
+import { preflightAcrossClusters, refusedIn } from '../../domain/clusterPreflight.js';
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { DriftItem } from '../../domain/drift.js';
 import { scopedKey, stagedLaunch } from '../../domain/RolloutLauncher.js';
@@ -371,7 +372,15 @@ function refuseConcurrentChange(clusterVersion: string): LaunchGuard {
  */
 export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersionRequest, idempotencyScope: string): Promise<LaunchResult> {
   const clusters = await kindPortsAcross(domain, input.memberClusters, VIRTUAL_CLUSTER_PORT);
-  const planned = await Promise.all(clusters.map(async ({ cluster, queries }) => ({ cluster, planned: await planClusterVersionIn(queries, input) })));
+  const planned = await Promise.all(clusters.map(async ({ cluster, queries }) => ({ cluster, queries, planned: await planClusterVersionIn(queries, input) })));
+  // The dry runs of the first writes, in every cluster: a bounded number at once, each refusal naming its cluster.
+  await preflightAcrossClusters(
+    planned,
+    async ({ cluster, queries, planned: { changing } }) => {
+      if (changing.length > 0) await queries.preflight?.(changing).catch((error: unknown) => refusedIn(cluster, error));
+    },
+    { onProgress: domain.clusterPorts?.preflightProgress?.bind(domain.clusterPorts) },
+  );
   const byCluster = new Map(planned.map((p) => [p.cluster, p.planned.plan]));
   // One rollout, one strategy: the ClusterVersion change each cluster's was planned from must be the same (ADR 0058).
   const plan = await planAcrossClusters<VirtualClusterStrategy>(
@@ -397,11 +406,14 @@ export const VIRTUAL_CLUSTER_PORT: KindPortRequest<VirtualClusterQueries> = {
   missingLocal: () => new NotImplementedError('virtual clusters (no vcluster controller is set up)'),
 };
 
-/** One member cluster's plan of a ClusterVersion change, from its own caches, with its own refusals and preflight. */
+/**
+ * One member cluster's plan of a ClusterVersion change, from its own caches, with its own refusals; `changing`: the
+ * targets its preflight dry-runs (bumpClusterVersion asks every cluster's together).
+ */
 async function planClusterVersionIn(
   queries: VirtualClusterQueries,
   input: BumpClusterVersionRequest,
-): Promise<{ plan: RolloutPlan<VirtualClusterStrategy>; clusterVersion: string }> {
+): Promise<{ plan: RolloutPlan<VirtualClusterStrategy>; clusterVersion: string; changing: NewTarget[] }> {
   if (!queries.partialUpgradeEnabled()) {
     throw new ConflictError('the ClusterVersionPartialUpgrade feature gate is off: no virtual cluster would be upgraded');
   }
@@ -469,9 +481,7 @@ async function planClusterVersionIn(
   // After validation, so bad input is still named; a dry run too, since the real one would be refused (ADR 0018).
   const upstream = queries.upstreamUpgrades?.();
   if (upstream) throw new ConflictError(`refused: ${upstream}`);
-  const changing = targets.filter((t) => !t.skipReason);
-  if (changing.length > 0) await queries.preflight?.(changing);
-  return { plan, clusterVersion: cv.name };
+  return { plan, clusterVersion: cv.name, changing: targets.filter((t) => !t.skipReason) };
 }
 
 declare module '../../domain/Domain.js' {
