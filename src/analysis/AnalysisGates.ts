@@ -11,7 +11,7 @@ import {
   recordedArgs,
   resumeAnalysis,
 } from './AnalysisRunner.js';
-import { analysisGateProgress } from './gate.js';
+import { latestAttemptProgress } from './gate.js';
 import type { AnalysisMetrics } from './metrics.js';
 import type { AnalysisRunRecord, AnalysisStore } from './model.js';
 import type { PrometheusClient } from './PrometheusClient.js';
@@ -81,10 +81,7 @@ export class AnalysisGates {
 
   /** The gate's state from its latest attempt as recorded (analysisGateProgress); WAITING "not started" without one. */
   async progress(ref: Pick<AnalysisGateRef, 'rolloutId' | 'gateKey'>, options: { errorFails?: boolean } = {}): Promise<GateProgress> {
-    const latest = await this.latest(ref);
-    const progress = analysisGateProgress(latest, options);
-    if (!latest || latest.attempt === 1) return progress;
-    return { ...progress, reason: `attempt ${latest.attempt}: ${progress.reason}` };
+    return latestAttemptProgress(await this.latest(ref), options);
   }
 
   /**

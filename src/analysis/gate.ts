@@ -28,3 +28,10 @@ export function analysisGateProgress(run: AnalysisRunRecord | undefined, options
       return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}; retry it to measure again`, until: null };
   }
 }
+
+/** A gate's progress from its latest attempt, saying which attempt it is from the second on. */
+export function latestAttemptProgress(latest: AnalysisRunRecord | undefined, options: { errorFails?: boolean } = {}): GateProgress {
+  const progress = analysisGateProgress(latest, options);
+  if (!latest || latest.attempt === 1) return progress;
+  return { ...progress, reason: `attempt ${latest.attempt}: ${progress.reason}` };
+}

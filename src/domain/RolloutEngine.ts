@@ -25,6 +25,7 @@ import { ACTIVE_ROLLOUT_STATES, isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
 import { decideStage } from './waves/engineStage.js';
 import { decide as decideWindow } from './gates/maintenanceWindows.js';
+import { type TargetGates, targetGateStep } from './gates/targetGates.js';
 import type { StoredRun } from './waves/StagedRuns.js';
 import { stagedAdmission } from './waves/unreachable.js';
 
@@ -52,6 +53,8 @@ export interface EngineOptions {
   clusterLabels?: () => Promise<ReadonlyMap<string, Record<string, string>>>;
   /** The registered member clusters' health states (a staged run's unreachable policy reads UNREACHABLE). Default: none. */
   clusterHealth?: () => Promise<ReadonlyMap<string, string>>;
+  /** Analysis between the targets of a rollout without waves (`strategy.analysis`, ADR 0071). Default: none. */
+  targetGates?: TargetGates;
   now?: () => number;
 }
 
@@ -92,6 +95,7 @@ export class RolloutEngine {
   private readonly now: () => number;
   private readonly clusterLabels: () => Promise<ReadonlyMap<string, Record<string, string>>>;
   private readonly clusterHealth: () => Promise<ReadonlyMap<string, string>>;
+  private readonly targetGates: TargetGates | undefined;
   private enqueueFn: (rolloutId: string, afterMs?: number) => void = () => {};
   private launcher: RolloutLauncher | undefined;
 
@@ -106,6 +110,7 @@ export class RolloutEngine {
     this.now = options.now ?? Date.now;
     this.clusterLabels = options.clusterLabels ?? (async () => new Map());
     this.clusterHealth = options.clusterHealth ?? (async () => new Map());
+    this.targetGates = options.targetGates;
   }
 
   registerDriver(driver: RolloutDriver): void {
@@ -167,6 +172,7 @@ export class RolloutEngine {
       const end = await this.apply(pass, await step(pass), signal);
       if (end) return end;
     }
+    await this.analyseTargets(pass);
     const windowOpensAt = await this.closedClusters(pass);
     for (const step of [admit, rollBack, finish]) {
       const end = await this.apply(pass, await step(pass), signal);
@@ -177,6 +183,38 @@ export class RolloutEngine {
       return { requeueAfterMs: Number.isFinite(windowOpensAt) ? Math.max(10, windowOpensAt - this.now()) : WINDOW_RECHECK_MS };
     }
     return { requeueAfterMs: requeueAfterMs(pass.nextDeadline, this.now(), this.pollMs) };
+  }
+
+  /**
+   * Analysis between targets (`strategy.analysis`, ADR 0071): after each step of targets is done, its analysis decides
+   * before more are admitted — the cap shrinks (to 0 while it measures), a failure fails the rollout (the rollback
+   * step follows), Inconclusive or Error pauses it with the reason. A resume after such a pause accepts the step.
+   */
+  private async analyseTargets(pass: Pass): Promise<void> {
+    const { rollout } = pass;
+    if (!this.targetGates || pass.admissionCap === undefined || !rollout.strategy.analysis) return;
+    const paused = rollout.engineState.pausedAnalysis;
+    const accepted = paused ? targetGateStep(paused) : undefined;
+    if (paused) {
+      await this.rollouts.updateEngineState(rollout.id, {
+        pausedAnalysis: null,
+        analysisPassed: Math.max(accepted ?? 0, rollout.engineState.analysisPassed ?? 0),
+      });
+      pass.rollout = (await this.rollouts.get(rollout.id))!;
+    }
+    const step = await this.targetGates.step(pass.rollout, pass.view, new Date(this.now()));
+    if (step.passed > (pass.rollout.engineState.analysisPassed ?? 0)) await this.rollouts.updateEngineState(rollout.id, { analysisPassed: step.passed });
+    if (step.do === 'admit') {
+      pass.admissionCap = Math.min(pass.admissionCap, step.cap);
+      return;
+    }
+    pass.admissionCap = undefined;
+    if (step.do === 'wait') pass.nextDeadline = Math.min(pass.nextDeadline, step.until.getTime());
+    else if (step.do === 'fail') await this.transitionPass(pass, 'FAILED', step.message);
+    else {
+      await this.transitionPass(pass, 'PAUSED', step.message);
+      if (pass.rollout.state === 'PAUSED') await this.rollouts.updateEngineState(rollout.id, { pausedAnalysis: step.key });
+    }
   }
 
   /**

@@ -8,7 +8,7 @@ import type { IdempotencyKeyRef } from './historyPort.js';
 import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { checkReplay, type LaunchGuard } from './launchRules.js';
 import { type ClusterPorts, portsHere } from './clusterSelection.js';
-import type { GateTypes } from './gates/registry.js';
+import { type GateTypes, gateTypeOf } from './gates/registry.js';
 import { excludedReason, type FrozenRun, freezeRun, type WaveStrategy } from './waves/strategy.js';
 
 export type { RolloutPlan } from './kinds/index.js';
@@ -117,6 +117,18 @@ function staged(request: LaunchRequest, types: () => GateTypes): { run?: FrozenR
   return { run, plan: { ...plan, targets } };
 }
 
+/**
+ * `strategy.analysis` (analysis between targets, ADR 0071) is checked at submit as an ANALYSIS gate's config is (the
+ * template, its arguments, a Prometheus to ask), and only for a rollout without waves: a staged one has its gates.
+ */
+function checkTargetAnalysis(request: LaunchRequest, types: () => GateTypes): void {
+  const analysis = request.plan.strategy.analysis;
+  if (!analysis) return;
+  const field = 'input.strategy.analysis';
+  if (request.staged) throw new ValidationError(field, 'is for a rollout without waves: a staged rollout analyses before or after its waves (gates)');
+  gateTypeOf('ANALYSIS', `${field}.config`, types()).check(analysis.config, `${field}.config`);
+}
+
 /** The key a caller sent, in the caller's scope; null when it sent none. */
 export function scopedKey(scope: string, key: string | null | undefined): IdempotencyKeyRef | null {
   return key == null ? null : { scope, key };
@@ -171,6 +183,7 @@ export class RolloutLauncher {
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { run, plan } = staged(request, () => this.rollouts.runs.types);
+    checkTargetAnalysis(request, () => this.rollouts.runs.types);
     const key = request.idempotencyKey ?? undefined;
     if (key !== undefined) checkIdempotencyKey(key);
     const selectorChars = JSON.stringify(plan.selector).length;

@@ -28,6 +28,7 @@ import type { EventLog } from './EventLog.js';
 import { type FrozenRun, runRows } from './waves/strategy.js';
 import { type GateView, StagedRuns } from './waves/StagedRuns.js';
 import { GATE_TYPES, type GateTypes } from './gates/registry.js';
+import { type TargetGates, targetGateStep } from './gates/targetGates.js';
 import { WindowPolicies } from './gates/WindowPolicies.js';
 import { parseStoredStrategy, serializeStrategy, type KindContracts, type RolloutStrategy } from './kinds/index.js';
 import { EventType, type NewEvent, type RolloutKind } from './events.js';
@@ -87,6 +88,10 @@ export interface EngineState {
   acceptedWaves?: string[];
   /** A staged rollout that failed rolls back (its failure policy said so), or not; absent: the kind's autoRollback. */
   rollBackRun?: boolean;
+  /** Analysis between targets (ADR 0071): the last step passed or accepted (`targets:<n>`'s n); absent: none. */
+  analysisPassed?: number;
+  /** The analysis step (`targets:<n>`) that paused the rollout: a resume accepts it, a retryGate measures it again. */
+  pausedAnalysis?: string | null;
 }
 
 /** One target of a rollout: the stored row, with the domain's types for its kind and state. */
@@ -229,6 +234,8 @@ export class RolloutService {
     private readonly contracts: KindContracts,
     /** The gate types staged runs may use: the built-ins and those the composition root adds (ADR 0068). */
     gateTypes: GateTypes = GATE_TYPES,
+    /** Analysis between the targets of a rollout without waves (ADR 0071); absent: no such gates to show or retry. */
+    readonly targetGates?: TargetGates,
   ) {
     this.toRollout = rolloutReader(contracts);
     this.runs = new StagedRuns(store, log, gateTypes);
@@ -455,6 +462,15 @@ export class RolloutService {
   async retryGate(rolloutId: string, gateKey: string, now = new Date()): Promise<GateView> {
     const rollout = await this.get(rolloutId);
     if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
+    if (this.targetGates && targetGateStep(gateKey) !== undefined && !(await this.runs.runOf(rolloutId))) {
+      // An analysis between targets (ADR 0071): the same contract, and the pause it made is lifted the same way.
+      const retried = await this.targetGates.retry(rollout, gateKey, now);
+      if (rollout.state === 'PAUSED' && rollout.engineState.pausedAnalysis === gateKey) {
+        await this.updateEngineState(rolloutId, { pausedAnalysis: null });
+        await this.transition(rolloutId, 'PROGRESSING', `gate ${gateKey} retried`, ['PAUSED']);
+      }
+      return retried;
+    }
     const gate = await this.runs.retry(rollout, gateKey, now);
     const wave = gateKey.slice(gateKey.indexOf(':') + 1);
     if (rollout.state === 'PAUSED' && rollout.engineState.pausedWave === wave) {
@@ -473,6 +489,12 @@ export class RolloutService {
     await this.store.transaction(function* (tx) {
       yield* tx.noteWaiting(rolloutId, cluster, target, error, new Date());
     });
+  }
+
+  /** Every gate the rollout opened: a staged run's (StagedRuns.gates), then its analyses between targets (ADR 0071). */
+  async gatesOf(rollout: Rollout, now: Date): Promise<GateView[]> {
+    const [staged, between] = await Promise.all([this.runs.gates(rollout.id, now), this.targetGates?.gates(rollout, now) ?? []]);
+    return [...staged, ...between];
   }
 
   /** Engine: merges `patch` into the rollout's engine bookkeeping. */

@@ -17,7 +17,8 @@
  *
  * An image matching a degraded glob (default `*:degraded*`) stays Ready — readiness is not health — but works badly:
  * its DHCP agent serves no leases and counts errors, its API server answers half its requests with errors, its node
- * agent starts no peer pods and counts failures. (`*:bad*` images, by contrast, never pull: src/sim/behaviour.)
+ * agent starts no peer pods and counts failures. A tag with `errors-<n>` is healthy but fails n requests a second
+ * (ratesOf). (`*:bad*` images, by contrast, never pull: src/sim/behaviour.)
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { conditionOf, isPodReady } from './behaviour/kube.js';
@@ -41,7 +42,22 @@ export interface AgentMetricsOptions {
   now?: () => number;
 }
 
-type Rates = (typeof AGENT_RATES)[keyof typeof AGENT_RATES];
+type Rates = { [K in keyof (typeof AGENT_RATES)['healthy']]: number };
+
+/**
+ * A tag that names an error rate, `…errors-<n>…` (e.g. `v0.3.1-errors-13`): a healthy agent that also fails n requests
+ * a second (DHCP errors, API server 5xx, peer-pod start failures). Two such releases differ by how much worse one is
+ * than the other, which is what a baseline comparison against the pools not yet upgraded measures (issue 33, ADR 0071).
+ * A degraded image stays degraded.
+ */
+function ratesOf(image: string, degraded: boolean): Rates {
+  if (degraded) return AGENT_RATES.degraded;
+  const tag = tagOf(image);
+  const at = tag.indexOf('errors-');
+  const errors = at < 0 ? Number.NaN : Number.parseFloat(tag.slice(at + 'errors-'.length));
+  if (!Number.isFinite(errors) || errors < 0) return AGENT_RATES.healthy;
+  return { ...AGENT_RATES.healthy, dhcpErrors: errors, requestErrors: Math.min(errors, AGENT_RATES.healthy.requests), peerStartErrors: errors };
+}
 
 interface Family {
   name: string;
@@ -86,7 +102,10 @@ export function agentMetricsText(store: ObjectStore, options: AgentMetricsOption
     const image = String(pod.spec?.containers?.[0]?.image ?? '');
     const since = Date.parse(String(conditionOf(pod, 'Ready')?.lastTransitionTime ?? ''));
     const seconds = Number.isFinite(since) ? Math.max(0, (now - since) / 1000) : 0;
-    const rates = degraded.some((re) => re.test(image)) ? AGENT_RATES.degraded : AGENT_RATES.healthy;
+    const rates = ratesOf(
+      image,
+      degraded.some((re) => re.test(image)),
+    );
     const all = { ...labels, pod: pod.metadata.name, version: tagOf(image) };
     const text = Object.entries(all)
       .map(([k, v]) => `${k}="${escapeLabel(v)}"`)

@@ -50,6 +50,7 @@ export async function startControllers(
       // Maintenance windows select clusters by their labels as registered now (issue 30).
       clusterLabels: async () => new Map((await db.memberClusters.list()).map((c) => [c.name, c.labels])),
       clusterHealth: async () => new Map((await db.memberClusters.list()).map((c) => [c.name, c.health.state])),
+      ...(rollouts.targetGates ? { targetGates: rollouts.targetGates } : {}),
     });
     const launcher = new RolloutLauncher(rollouts);
     // A gate that got an answer (an analysis decided, a check answered) wakes its rollout; gates work while leading.

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { createGateTypes } from '../analysis/gateTypes.js';
+import { TargetAnalysisGates } from '../analysis/targetGates.js';
 import type { Config } from '../config.js';
 import { ConfigError } from '../configParsers.js';
 import { GateLooks } from '../domain/gates/looks.js';
@@ -59,6 +60,8 @@ export function startGateTypes(config: Config, { db, metrics, logger }: { db: Da
   return {
     types,
     analysis: analysis.gates,
+    /** Analysis between the targets of a rollout without waves (ADR 0071), on the same service. */
+    targetGates: new TargetAnalysisGates(analysis.gates, db.analysis),
     /** The engine's enqueue: a gate that got an answer wakes its rollout. */
     wakeWith(listener: (rolloutId: string) => void): void {
       listeners.push(listener);

@@ -33,7 +33,7 @@ export async function startHistory(config: Config, { logger, metrics }: { logger
     // The gate types staged runs may use (ADR 0068); their background work runs while the controllers lead.
     const gateTypes = startGateTypes(config, { db, metrics, logger });
     started(() => gateTypes.stop());
-    const rollouts = new RolloutService(db.store, events, KIND_CONTRACTS, gateTypes.types);
+    const rollouts = new RolloutService(db.store, events, KIND_CONTRACTS, gateTypes.types, gateTypes.targetGates);
     // Events committed by other replicas reach this one's subscribers through the store (PostgreSQL only); whoever
     // backs off while the database is away hears when it is back.
     const databaseBack: (() => void)[] = [];

@@ -63,7 +63,7 @@ function gateCommand(rollout: Command, name: string, description: string): Comma
     .command(name)
     .description(description)
     .argument('<id>', 'rollout id', rolloutId)
-    .requiredOption('--gate <key>', 'the gate: before:<wave> or after:<wave>', flags.text(80));
+    .requiredOption('--gate <key>', 'the gate: before:<wave>, after:<wave>, or targets:<n> (analysis between targets)', flags.text(80));
 }
 
 function gateLine(gate: { key: string; type: string; state: string; reason: string }): string {
@@ -213,7 +213,11 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
 
   // An analysis gate that failed or holds the run (issue 33): measured again, as a new attempt linked to the old one.
   addCommonOptions(
-    gateCommand(rollout, 'retry-gate', "Retry a staged rollout's analysis gate that failed or holds the run (a new analysis run; a run it paused resumes)"),
+    gateCommand(
+      rollout,
+      'retry-gate',
+      "Retry a rollout's analysis gate (a staged run's, or targets:<n>) that failed or holds the run (a new analysis run; a run it paused resumes)",
+    ),
   ).action(
     clientAction(io, setExitCode, async (ctx, id: string) => {
       const { gate } = ctx.flags<{ gate: string }>();

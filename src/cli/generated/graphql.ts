@@ -277,6 +277,27 @@ export type AgentRolloutStrategyInput = {
   failureThreshold?: number;
   /** Roll the changed pools back when the rollout fails. Default true (pass false to keep a failed rollout in place). */
   autoRollback?: boolean;
+  /**
+   * Analysis between pools (docs/analysis.md): after each step of pools is done, an analysis decides before more are
+   * admitted. Not with waveStrategy (a staged rollout analyses at its waves' gates).
+   */
+  analysis?: TargetAnalysisInput | null | undefined;
+};
+
+/**
+ * Analysis between the targets of a rollout without waves (issue 33, ADR 0071): after the first n targets were admitted
+ * and are done (n in `after`, or a multiple of `every`), the analysis `targets:<n>` measures before any more target is
+ * admitted; the targets not yet upgraded still run the baseline version (the control group). Successful goes on, Failed
+ * fails the rollout (its autoRollback applies), Inconclusive or Error past its limit pauses it with the reason (retryGate
+ * `targets:<n>`, or resume to accept it).
+ */
+export type TargetAnalysisInput = {
+  /** An ANALYSIS gate's config: `{template, args?, errorFails?}` (an Argo Rollouts AnalysisTemplate, Prometheus provider). */
+  config: unknown;
+  /** Measure after every this many targets (1 to 1000000). */
+  every?: number | null | undefined;
+  /** Measure after these counts of targets, increasing (at most 100), e.g. [1] for a one-target canary. */
+  after?: Array<number> | null | undefined;
 };
 
 /** A new DHCP agent image for IPPools. */

@@ -32,6 +32,51 @@ export interface BaseStrategy {
   autoRollback: boolean;
   /** Set on a rollback rollout (its strategy is the original's, without canary or auto-rollback). */
   rollback?: boolean;
+  /** An analysis between targets (issue 33, ADR 0071): measured after steps of targets, before more are admitted. */
+  analysis?: TargetAnalysisSpec;
+}
+
+/**
+ * Analysis between the targets of a rollout without waves (ADR 0071): once the targets of a step are done, an ANALYSIS
+ * gate's config (`{template, args?, errorFails?}`) is measured before any more target is admitted. The steps are the
+ * counts of targets admitted so far in `after` and every multiple of `every`, below the number of changing targets.
+ */
+export interface TargetAnalysisSpec {
+  config: Record<string, unknown>;
+  every?: number;
+  after?: number[];
+}
+
+/** The most analysis steps a rollout may list in `after` (each step is one analysis run and its measurements). */
+export const MAX_ANALYSIS_STEPS = 100;
+
+const analysisCount = z.number().int().min(1, 'must be at least 1').max(1_000_000, 'must be at most 1000000');
+
+/** `strategy.analysis` as given: a config object (checked by the ANALYSIS gate type at launch), `every` and/or `after`. */
+export const targetAnalysisInput = z
+  .object({
+    config: z.record(z.string(), z.unknown(), { error: 'must be an ANALYSIS gate config: {template, args?, errorFails?}' }),
+    every: analysisCount.nullish(),
+    after: z
+      .array(analysisCount)
+      .max(MAX_ANALYSIS_STEPS, `lists at most ${MAX_ANALYSIS_STEPS} steps`)
+      .refine((a) => a.every((n, i) => i === 0 || n > a[i - 1]!), 'must be in increasing order')
+      .nullish(),
+  })
+  .refine((a) => a.every != null || (a.after != null && a.after.length > 0), 'needs `every` or `after`: when to measure')
+  .transform(
+    (a): TargetAnalysisSpec => ({ config: a.config, ...(a.every != null ? { every: a.every } : {}), ...(a.after?.length ? { after: [...a.after] } : {}) }),
+  );
+
+/**
+ * The first count of admitted targets above `passed` that an analysis stands after (from `after` and the multiples of
+ * `every`), or undefined when none is left below `changing` (nothing is left to admit after the last target).
+ */
+export function nextAnalysisStep(spec: TargetAnalysisSpec, changing: number, passed: number): number | undefined {
+  const listed = spec.after?.find((n) => n > passed);
+  const multiple = spec.every ? (Math.floor(passed / spec.every) + 1) * spec.every : undefined;
+  const next = Math.min(listed ?? Infinity, multiple ?? Infinity);
+  return next < changing ? next : undefined;
 }
 
 /** A zod integer field within `range`, with rollplane's message. */
@@ -101,6 +146,14 @@ export const baseStrategyStored = {
   failureThreshold: z.number().int().nonnegative().catch(STRATEGY_DEFAULTS.failureThreshold).default(STRATEGY_DEFAULTS.failureThreshold),
   autoRollback: z.boolean().catch(STRATEGY_DEFAULTS.autoRollback).default(STRATEGY_DEFAULTS.autoRollback),
   rollback: z.boolean().optional().catch(undefined),
+  analysis: z
+    .object({
+      config: z.record(z.string(), z.unknown()),
+      every: z.number().int().positive().optional(),
+      after: z.array(z.number().int().positive()).optional(),
+    })
+    .optional()
+    .catch(undefined),
 };
 
 /** Drops absent optional fields, so that a parsed strategy looks like the one planned (`toEqual` and JSON alike). */
@@ -108,9 +161,9 @@ export function withoutUndefined<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
-/** A rollback's strategy: the original's, without its canary and never rolling itself back. */
+/** A rollback's strategy: the original's, without its canary or analysis and never rolling itself back. */
 export function rollbackStrategyOf<S extends BaseStrategy>(original: S): S {
-  const { canary: _canary, ...rest } = original;
+  const { canary: _canary, analysis: _analysis, ...rest } = original;
   return { ...rest, autoRollback: false, rollback: true } as S;
 }
 

@@ -328,6 +328,8 @@ export type RolloutStrategy = {
   mode?: Maybe<Scalars['String']['output']>;
   /** Node agents: seconds a new agent must stay Ready before it counts as available. */
   minReadySeconds?: Maybe<Scalars['Int']['output']>;
+  /** Analysis between targets (`targets:<n>` gates); null when none. */
+  analysis?: Maybe<TargetAnalysis>;
 };
 
 /** A change of one kind over a set of targets. */
@@ -377,9 +379,9 @@ export type Rollout = {
   revertedOutsideRollplane: Array<OutsideRevert>;
   /** A staged rollout's frozen waves and their states; null when not staged. */
   wavePlan?: Maybe<WavePlan>;
-  /** A staged rollout's gates once reached, with their decisions, in the order they opened. */
+  /** A staged rollout's gates once reached, with their decisions, in the order they opened; then a rollout's analyses between targets (`targets:<n>`). */
   gates: Array<Gate>;
-  /** One gate once reached (`before:<wave>` or `after:<wave>`), e.g. to read its attempts and analysis measurements; null before it opened. */
+  /** One gate once reached (`before:<wave>`, `after:<wave>`, or `targets:<n>` for an analysis between targets), e.g. to read its attempts and analysis measurements; null before it opened. */
   gate?: Maybe<Gate>;
   /** What a PROGRESSING staged rollout waits for now (a gate, a soak, a maintenance window, clusters in progress); null otherwise. */
   waitingFor?: Maybe<Scalars['String']['output']>;
@@ -1510,6 +1512,38 @@ export type AgentRolloutStrategyInput = {
   failureThreshold?: Scalars['Int']['input'];
   /** Roll the changed pools back when the rollout fails. Default true (pass false to keep a failed rollout in place). */
   autoRollback?: Scalars['Boolean']['input'];
+  /**
+   * Analysis between pools (docs/analysis.md): after each step of pools is done, an analysis decides before more are
+   * admitted. Not with waveStrategy (a staged rollout analyses at its waves' gates).
+   */
+  analysis?: InputMaybe<TargetAnalysisInput>;
+};
+
+/**
+ * Analysis between the targets of a rollout without waves (issue 33, ADR 0071): after the first n targets were admitted
+ * and are done (n in `after`, or a multiple of `every`), the analysis `targets:<n>` measures before any more target is
+ * admitted; the targets not yet upgraded still run the baseline version (the control group). Successful goes on, Failed
+ * fails the rollout (its autoRollback applies), Inconclusive or Error past its limit pauses it with the reason (retryGate
+ * `targets:<n>`, or resume to accept it).
+ */
+export type TargetAnalysisInput = {
+  /** An ANALYSIS gate's config: `{template, args?, errorFails?}` (an Argo Rollouts AnalysisTemplate, Prometheus provider). */
+  config: Scalars['JSON']['input'];
+  /** Measure after every this many targets (1 to 1000000). */
+  every?: InputMaybe<Scalars['Int']['input']>;
+  /** Measure after these counts of targets, increasing (at most 100), e.g. [1] for a one-target canary. */
+  after?: InputMaybe<Array<Scalars['Int']['input']>>;
+};
+
+/** Analysis between the targets of a rollout without waves, as accepted. */
+export type TargetAnalysis = {
+  __typename?: 'TargetAnalysis';
+  /** The ANALYSIS gate's config as given. */
+  config: Scalars['JSON']['output'];
+  /** Measured after every this many targets. */
+  every?: Maybe<Scalars['Int']['output']>;
+  /** Measured after these counts of targets. */
+  after?: Maybe<Array<Scalars['Int']['output']>>;
 };
 
 /** A new DHCP agent image for IPPools. */
@@ -2665,6 +2699,8 @@ export type ResolversTypes = {
   CauseInput: CauseInput;
   PoolSelectorInput: PoolSelectorInput;
   AgentRolloutStrategyInput: AgentRolloutStrategyInput;
+  TargetAnalysisInput: TargetAnalysisInput;
+  TargetAnalysis: ResolverTypeWrapper<TargetAnalysis>;
   BumpAgentImageInput: BumpAgentImageInput;
   NodeAgentMode: NodeAgentMode;
   BumpNodeAgentImageInput: BumpNodeAgentImageInput;
@@ -2801,6 +2837,8 @@ export type ResolversParentTypes = {
   CauseInput: CauseInput;
   PoolSelectorInput: PoolSelectorInput;
   AgentRolloutStrategyInput: AgentRolloutStrategyInput;
+  TargetAnalysisInput: TargetAnalysisInput;
+  TargetAnalysis: TargetAnalysis;
   BumpAgentImageInput: BumpAgentImageInput;
   BumpNodeAgentImageInput: BumpNodeAgentImageInput;
   ComponentChangeInput: ComponentChangeInput;
@@ -2910,6 +2948,7 @@ export type RolloutStrategyResolvers<ContextType = GraphQLContext, ParentType ex
   autoRollback?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   mode?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   minReadySeconds?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  analysis?: Resolver<Maybe<ResolversTypes['TargetAnalysis']>, ParentType, ContextType>;
 };
 
 export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Rollout'] = ResolversParentTypes['Rollout']> = {
@@ -3396,6 +3435,12 @@ export type ReplayNotificationDeliveriesPayloadResolvers<ContextType = GraphQLCo
   replayed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
+export type TargetAnalysisResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['TargetAnalysis'] = ResolversParentTypes['TargetAnalysis']> = {
+  config?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+  every?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  after?: Resolver<Maybe<Array<ResolversTypes['Int']>>, ParentType, ContextType>;
+};
+
 export type MaintenanceWindowResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MaintenanceWindow'] = ResolversParentTypes['MaintenanceWindow']> = {
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   kind?: Resolver<ResolversTypes['WindowKind'], ParentType, ContextType>;
@@ -3663,6 +3708,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   NotificationDeliveryConnection?: NotificationDeliveryConnectionResolvers<ContextType>;
   NotificationDeliveryEdge?: NotificationDeliveryEdgeResolvers<ContextType>;
   ReplayNotificationDeliveriesPayload?: ReplayNotificationDeliveriesPayloadResolvers<ContextType>;
+  TargetAnalysis?: TargetAnalysisResolvers<ContextType>;
   MaintenanceWindow?: MaintenanceWindowResolvers<ContextType>;
   WindowState?: WindowStateResolvers<ContextType>;
   WavePlan?: WavePlanResolvers<ContextType>;

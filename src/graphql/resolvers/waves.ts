@@ -1,3 +1,4 @@
+import { targetGateStep } from '../../domain/gates/targetGates.js';
 import type { Principal } from '../../auth/roles.js';
 import type { GateView, StoredRun } from '../../domain/waves/StagedRuns.js';
 import type { FrozenRun } from '../../domain/waves/strategy.js';
@@ -115,9 +116,11 @@ function deciderOf(principal: Principal): { deciderId: string; role: Principal['
 
 /** A gate's key as the API takes it: `before:<wave>` or `after:<wave>`, the wave a DNS label (as waves are named). */
 function gateKeyOf(value: unknown): string {
+  // An analysis between the targets of a rollout without waves (ADR 0071): `targets:<n>`.
+  if (typeof value === 'string' && targetGateStep(value) !== undefined) return value;
   const [position, wave, ...rest] = typeof value === 'string' ? value.split(':') : [];
   if ((position !== 'before' && position !== 'after') || wave === undefined || rest.length > 0 || isDns1123Label(wave).length > 0) {
-    throw new ValidationError('gate', 'must be `before:<wave>` or `after:<wave>`');
+    throw new ValidationError('gate', 'must be `before:<wave>`, `after:<wave>` or `targets:<n>`');
   }
   return value as string;
 }
@@ -201,9 +204,9 @@ export const wavesResolvers: Resolvers = {
       const stored = await ctx.domain.rollouts.runs.runOf(rollout.id);
       return stored ? wavePlanOf(stored) : null;
     },
-    gates: async (rollout, _, ctx) => (rollout.id === 'dry-run' ? [] : ctx.domain.rollouts.runs.gates(rollout.id, new Date())),
+    gates: async (rollout, _, ctx) => (rollout.id === 'dry-run' ? [] : ctx.domain.rollouts.gatesOf(rollout, new Date())),
     gate: async (rollout, args, ctx) =>
-      rollout.id === 'dry-run' ? null : ((await ctx.domain.rollouts.runs.gates(rollout.id, new Date())).find((g) => g.row.key === gateKeyOf(args.key)) ?? null),
+      rollout.id === 'dry-run' ? null : ((await ctx.domain.rollouts.gatesOf(rollout, new Date())).find((g) => g.row.key === gateKeyOf(args.key)) ?? null),
     // The step the engine would take now, computed from the same rows it reads (nothing is written here).
     waitingFor: async (rollout, _, ctx) => {
       if (rollout.state !== 'PROGRESSING') return null;

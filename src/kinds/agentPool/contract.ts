@@ -13,6 +13,7 @@ import {
   maxUnavailableInput,
   normalizeMaxUnavailable,
   STRATEGY_DEFAULTS,
+  targetAnalysisInput,
   withoutUndefined,
   type BaseStrategy,
 } from '../../domain/kinds/strategy.js';
@@ -59,6 +60,7 @@ export const agentPoolStrategyInput = z
     progressDeadlineSeconds: intIn(AGENT_POOL_RANGES.progressDeadlineSeconds).nullish(),
     failureThreshold: intIn(AGENT_POOL_RANGES.failureThreshold).nullish(),
     autoRollback: z.boolean().nullish(),
+    analysis: targetAnalysisInput.nullish(),
   })
   .nullish()
   .transform(
@@ -72,6 +74,7 @@ export const agentPoolStrategyInput = z
       // On unless the caller turns it off (issue 27): a failed rollout returns to the last good image by itself, as
       // Argo Rollouts and Flagger do; beside the vm-dhcp-controller a failed image left in place is every pool's next.
       autoRollback: s?.autoRollback ?? AGENT_POOL_STRATEGY_DEFAULTS.autoRollback,
+      ...(s?.analysis ? { analysis: s.analysis } : {}),
     }),
   );
 

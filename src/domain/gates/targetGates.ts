@@ -1,0 +1,46 @@
+import type { Rollout } from '../RolloutService.js';
+import type { RolloutView } from '../RolloutView.js';
+import type { GateView } from '../waves/StagedRuns.js';
+
+/**
+ * Analysis between the targets of a rollout without waves (issue 33, ADR 0071): the port the engine asks, on each pass
+ * that may admit, what the rollout's `strategy.analysis` allows. Implemented over the analysis gate service
+ * (src/analysis/targetGates.ts); every answer comes from SQL, so a new leader answers the same.
+ */
+
+/** A step's gate key: `targets:<n>`, the analysis after the first n targets were admitted and done. */
+export const TARGET_GATE_PREFIX = 'targets:';
+
+export function targetGateKey(step: number): string {
+  return `${TARGET_GATE_PREFIX}${step}`;
+}
+
+/** The step of a `targets:<n>` key, or undefined for any other key. */
+export function targetGateStep(key: string): number | undefined {
+  if (!key.startsWith(TARGET_GATE_PREFIX)) return undefined;
+  const digits = key.slice(TARGET_GATE_PREFIX.length);
+  return /^[1-9][0-9]{0,6}$/.test(digits) ? Number(digits) : undefined;
+}
+
+/** What this pass does about the analysis. */
+export type TargetGateAction =
+  /** Admit up to `cap` more targets (Infinity: the analysis holds nothing back). */
+  | { readonly do: 'admit'; readonly cap: number }
+  /** The step's analysis measures: admit nothing; look again by `until`. */
+  | { readonly do: 'wait'; readonly until: Date }
+  /** The analysis failed: the rollout fails (its auto-rollback applies). */
+  | { readonly do: 'fail'; readonly message: string }
+  /** Inconclusive, or Error past its limit: the rollout pauses with the reason (retryGate, or resume to accept it). */
+  | { readonly do: 'hold'; readonly key: string; readonly message: string };
+
+/** The action, and the last step passed (kept as `engineState.analysisPassed`). */
+export type TargetGateStep = TargetGateAction & { readonly passed: number };
+
+export interface TargetGates {
+  /** From SQL only (plus opening the step's analysis, which records its run once and measures in the background). */
+  step(rollout: Rollout, view: RolloutView, now: Date): Promise<TargetGateStep>;
+  /** The rollout's analysis steps that opened, as gates (the API's `Rollout.gates`), in step order. */
+  gates(rollout: Rollout, now: Date): Promise<GateView[]>;
+  /** retryGate for a `targets:<n>` key: a new attempt linked to the last (NOT_FOUND / CONFLICT as for wave gates). */
+  retry(rollout: Rollout, key: string, now: Date): Promise<GateView>;
+}
