@@ -56,6 +56,17 @@ describe('agent metrics (GET /metrics of the simulator)', () => {
     const other = agentMetricsText(store, { now: () => readySince('net-1') + 10_000, degradedImagePatterns: ['*:slow*'] });
     expect(samples(other, 'sim_dhcp_leases_total', 'pool').get('net-1')).toBe(20);
   });
+
+  it('an errors-<n> tag is healthy but fails n requests a second (a release a little worse than another)', async () => {
+    const { store, readySince } = await fleet();
+    const pod: KubeObject = structuredClone(store.get(Resources.pods, AGENT_NAMESPACE, agentPodName('default', 'net-1'))!);
+    pod.spec.containers[0].image = 'rancher/harvester-vm-dhcp-agent:v0.3.1-errors-13';
+    store.update(Resources.pods, pod);
+    const text = agentMetricsText(store, { now: () => readySince('net-1') + 10_000 });
+    expect(samples(text, 'sim_dhcp_errors_total', 'pool').get('net-1')).toBe(130);
+    expect(samples(text, 'sim_dhcp_leases_total', 'pool').get('net-1')).toBe(20);
+    expect(samples(text, 'sim_dhcp_errors_total', 'pool').get('net-2')).toBe(0);
+  });
 });
 
 describeWithPrometheus('a real Prometheus scrapes the simulated agents', () => {

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { nextAnalysisStep, parseInput, targetAnalysisInput } from '../../../src/domain/kinds/strategy.js';
+
+/** `strategy.analysis` (ADR 0071): its input and the steps an analysis stands after. */
+describe('analysis between targets: steps', () => {
+  const config = { template: 'x' };
+
+  it('stands after each count of `after` and each multiple of `every`, below the number of changing targets', () => {
+    const steps = (spec: Parameters<typeof nextAnalysisStep>[0], changing: number) => {
+      const out: number[] = [];
+      for (let step = nextAnalysisStep(spec, changing, 0); step !== undefined; step = nextAnalysisStep(spec, changing, step)) out.push(step);
+      return out;
+    };
+    expect(steps({ config, every: 5 }, 20)).toEqual([5, 10, 15]);
+    expect(steps({ config, every: 5 }, 21)).toEqual([5, 10, 15, 20]);
+    expect(steps({ config, after: [1, 3] }, 20)).toEqual([1, 3]);
+    expect(steps({ config, after: [1, 3], every: 4 }, 10)).toEqual([1, 3, 4, 8]);
+    expect(steps({ config, after: [30] }, 20)).toEqual([]);
+    // After an accepted step the next one counts on from it.
+    expect(nextAnalysisStep({ config, every: 5 }, 20, 7)).toBe(10);
+  });
+
+  it('refuses an analysis without a step, with steps out of order, or a config that is not an object', () => {
+    const parse = (value: unknown) => () => parseInput(targetAnalysisInput, value, 'input.strategy.analysis');
+    expect(parse({ config })).toThrow(/^input\.strategy\.analysis: needs `every` or `after`/);
+    expect(parse({ config, after: [3, 1] })).toThrow(/^input\.strategy\.analysis\.after: must be in increasing order/);
+    expect(parse({ config, every: 0 })).toThrow(/^input\.strategy\.analysis\.every: must be at least 1/);
+    expect(parse({ config: 'template', every: 1 })).toThrow(/^input\.strategy\.analysis\.config: must be an ANALYSIS gate config/);
+    expect(parse({ config, every: 2, after: null })()).toEqual({ config, every: 2 });
+  });
+});
