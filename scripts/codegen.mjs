@@ -74,6 +74,7 @@ const outputs = [
         MemberCluster: '../resolvers/models.js#MemberClusterModel',
         Gate: '../resolvers/models.js#GateModel',
         AnalysisRun: '../resolvers/models.js#AnalysisRunModel',
+        AnalysisTemplate: '../../analysis/model.js#NamedTemplate',
       },
       maybeValue: 'T | null',
       inputMaybeValue: 'T | null | undefined',

@@ -5,6 +5,8 @@ import { ValidationError } from '../errors.js';
 import { type AlertGateConfig, alertGateProgress, parseAlertGateConfig } from './alertGate.js';
 import { type AnalysisGateRef, AnalysisGates, type AnalysisGatesDeps } from './AnalysisGates.js';
 import { AnalysisUnavailableError } from './errors.js';
+import type { AnalysisTemplateStore } from './model.js';
+import { AnalysisTemplates } from './namedTemplates.js';
 import { PrometheusClient, type PrometheusClientOptions } from './PrometheusClient.js';
 import { type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
 
@@ -36,7 +38,7 @@ function templateOf(value: unknown, path: string): AnalysisTemplate {
   }
 }
 
-const ANALYSIS_FIELDS = ['template', 'args', 'errorFails'];
+const ANALYSIS_FIELDS = ['template', 'templateName', 'args', 'errorFails'];
 
 export function parseAnalysisGateConfig(input: unknown, path = 'config'): AnalysisGateConfig {
   if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ValidationError(path, 'must be an object');
@@ -44,7 +46,11 @@ export function parseAnalysisGateConfig(input: unknown, path = 'config'): Analys
   for (const key of Object.keys(config)) {
     if (!ANALYSIS_FIELDS.includes(key)) throw new ValidationError(`${path}.${key}`, `is not supported (an analysis gate takes ${ANALYSIS_FIELDS.join(', ')})`);
   }
-  if (config.template === undefined) throw new ValidationError(`${path}.template`, 'is required: an Argo Rollouts AnalysisTemplate (YAML or JSON)');
+  if (config.template === undefined) {
+    if (config.templateName !== undefined)
+      throw new ValidationError(`${path}.templateName`, 'names no stored analysis template here (it is resolved when a rollout is launched)');
+    throw new ValidationError(`${path}.template`, 'is required: an Argo Rollouts AnalysisTemplate (YAML or JSON), or templateName');
+  }
   if (config.errorFails !== undefined && typeof config.errorFails !== 'boolean') throw new ValidationError(`${path}.errorFails`, 'must be true or false');
   const template = templateOf(config.template, path);
   const args: Record<string, string> = {};
@@ -105,9 +111,11 @@ function assertPrometheus(template: AnalysisTemplate, args: Record<string, strin
   }
 }
 
-export function analysisGateType(gates: AnalysisGates, prometheus: Clients): GateType {
+export function analysisGateType(gates: AnalysisGates, prometheus: Clients, named?: Pick<AnalysisTemplates, 'resolve'>): GateType {
   return {
     takesDecisions: false,
+    // `templateName` → the stored template's text, copied into the config that is kept (ADR 0071).
+    ...(named ? { resolve: (config: unknown, field: string) => named.resolve(config, field) } : {}),
     check(config, field) {
       const parsed = parseAnalysisGateConfig(config, field);
       assertPrometheus(parsed.template, parsed.args, prometheus, field);
@@ -196,15 +204,25 @@ export interface GateTypesDeps extends Omit<AnalysisGatesDeps, 'prometheus'> {
   /** rollplane's Prometheus, for gates that name no address. */
   prometheusUrl: string | undefined;
   looks: GateLooks;
+  /** Where named templates are kept (ADR 0071); absent: `templateName` is refused. */
+  templates?: AnalysisTemplateStore;
 }
 
 /**
  * What wiring needs: the service (call `resume()` when this replica starts leading, `standDown()` when it stops) and
  * the two registry entries, sharing one set of Prometheus clients.
  */
-export function createGateTypes(deps: GateTypesDeps): { gates: AnalysisGates; types: { ANALYSIS: GateType; ALERT: GateType } } {
-  const { prometheusUrl, looks, ...rest } = deps;
+export function createGateTypes(deps: GateTypesDeps): {
+  gates: AnalysisGates;
+  templates: AnalysisTemplates | undefined;
+  types: { ANALYSIS: GateType; ALERT: GateType };
+} {
+  const { prometheusUrl, looks, templates: templateStore, ...rest } = deps;
   const prometheus = prometheusClients(prometheusUrl);
   const gates = new AnalysisGates({ ...rest, prometheus });
-  return { gates, types: { ANALYSIS: analysisGateType(gates, prometheus), ALERT: alertGateType(prometheus, looks) } };
+  // The named templates are checked by the inline check, and the ANALYSIS type resolves names through them.
+  const inline = analysisGateType(gates, prometheus);
+  const templates = templateStore ? new AnalysisTemplates(templateStore, inline) : undefined;
+  const ANALYSIS = templates ? analysisGateType(gates, prometheus, templates) : inline;
+  return { gates, templates, types: { ANALYSIS, ALERT: alertGateType(prometheus, looks) } };
 }

@@ -87,6 +87,28 @@ export interface AnalysisStore {
   measurementsOf(runId: string): Promise<MeasurementRecord[]>;
 }
 
+/** An analysis template kept under a name (ADR 0071). */
+export interface NamedTemplate {
+  name: string;
+  /** The template as JSON (parseAnalysisTemplate's `source`). */
+  template: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Analysis templates by name: each write changes one row or nothing (false / undefined when it did not apply). */
+export interface AnalysisTemplateStore {
+  /** Every named template, by name. */
+  templates(): Promise<NamedTemplate[]>;
+  templateNamed(name: string): Promise<NamedTemplate | undefined>;
+  /** False (nothing written) when the name is taken. */
+  insertTemplate(template: NamedTemplate): Promise<boolean>;
+  /** False (nothing written) when there is no template of that name. */
+  updateTemplate(name: string, template: string, updatedAt: Date): Promise<boolean>;
+  /** False when there was none. */
+  deleteTemplate(name: string): Promise<boolean>;
+}
+
 /** JSON of values with NaN and ±Inf as Prometheus writes them ("NaN", "+Inf", "-Inf"). */
 export function valuesText(values: readonly number[]): string {
   return JSON.stringify(values.map((v) => (Number.isNaN(v) ? 'NaN' : v === Number.POSITIVE_INFINITY ? '+Inf' : v === Number.NEGATIVE_INFINITY ? '-Inf' : v)));

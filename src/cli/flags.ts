@@ -161,6 +161,11 @@ export function policyFile(raw: string): unknown {
   return mappingFile(raw, 'with name, kind and windows (see docs/waves.md)');
 }
 
+/** `analysis-template create|update --file <file>`: an Argo Rollouts AnalysisTemplate, JSON or YAML (docs/analysis.md). */
+export function analysisTemplateFile(raw: string): unknown {
+  return mappingFile(raw, 'holding an AnalysisTemplate (see docs/analysis.md)');
+}
+
 /** A JSON or YAML file holding one mapping (the server checks its fields). */
 function mappingFile(raw: string, what: string): unknown {
   let text: string;

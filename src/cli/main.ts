@@ -10,6 +10,7 @@ import { registerNotify } from './commands/notify.js';
 import { registerRollout } from './commands/rollout.js';
 import { registerToken } from './commands/token.js';
 import { registerWindow } from './commands/window.js';
+import { registerAnalysisTemplate } from './commands/analysisTemplate.js';
 import { ExitCode } from './exitCodes.js';
 import type { CliIo } from './runtime.js';
 
@@ -113,6 +114,7 @@ export async function main(
   registerCluster(program, io, setExitCode);
   registerNotify(program, io, setExitCode);
   registerWindow(program, io, setExitCode);
+  registerAnalysisTemplate(program, io, setExitCode);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

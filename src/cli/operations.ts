@@ -18,6 +18,10 @@ import type {
 export {
   AbortDocument as ABORT_MUTATION,
   ApproveGateDocument as APPROVE_GATE_MUTATION,
+  AnalysisTemplatesDocument as ANALYSIS_TEMPLATES_QUERY,
+  CreateAnalysisTemplateDocument as CREATE_ANALYSIS_TEMPLATE_MUTATION,
+  DeleteAnalysisTemplateDocument as DELETE_ANALYSIS_TEMPLATE_MUTATION,
+  UpdateAnalysisTemplateDocument as UPDATE_ANALYSIS_TEMPLATE_MUTATION,
   CreateMaintenanceWindowDocument as CREATE_WINDOW_MUTATION,
   DeleteMaintenanceWindowDocument as DELETE_WINDOW_MUTATION,
   MaintenanceWindowsDocument as WINDOWS_QUERY,

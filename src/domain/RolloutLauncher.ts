@@ -129,6 +129,38 @@ function checkTargetAnalysis(request: LaunchRequest, types: () => GateTypes): vo
   gateTypeOf('ANALYSIS', `${field}.config`, types()).check(analysis.config, `${field}.config`);
 }
 
+/**
+ * What gates and `strategy.analysis` refer to, resolved before they are checked and frozen (GateType.resolve: an
+ * ANALYSIS config's `templateName` → the stored template's text, ADR 0071). Requests that refer to nothing pass as
+ * they are, without reading anything.
+ */
+async function resolveReferences(request: LaunchRequest, types: () => GateTypes): Promise<LaunchRequest> {
+  const analysis = request.plan.strategy.analysis;
+  const staged = request.staged;
+  if (!analysis && !staged?.strategy.waves.some((w) => w.before || w.after)) return request;
+  const all = types();
+  const typeOf = (type: string) => (Object.hasOwn(all, type) ? all[type] : undefined);
+  const resolveGate = async <G extends { type: string; config?: unknown } | null | undefined>(gate: G, field: string): Promise<G> => {
+    const resolve = gate ? typeOf(gate.type)?.resolve : undefined;
+    return gate && resolve ? { ...gate, config: await resolve(gate.config, `${field}.config`) } : gate;
+  };
+  let plan = request.plan;
+  const resolveAnalysis = analysis ? typeOf('ANALYSIS')?.resolve : undefined;
+  if (analysis && resolveAnalysis) {
+    const config = (await resolveAnalysis(analysis.config, 'input.strategy.analysis.config')) as Record<string, unknown>;
+    plan = { ...plan, strategy: { ...plan.strategy, analysis: { ...analysis, config } } };
+  }
+  if (!staged) return { ...request, plan };
+  const waves = await Promise.all(
+    staged.strategy.waves.map(async (wave, i) => ({
+      ...wave,
+      before: await resolveGate(wave.before, `input.waveStrategy.waves[${i}].before`),
+      after: await resolveGate(wave.after, `input.waveStrategy.waves[${i}].after`),
+    })),
+  );
+  return { ...request, plan, staged: { ...staged, strategy: { ...staged.strategy, waves } } };
+}
+
 /** The key a caller sent, in the caller's scope; null when it sent none. */
 export function scopedKey(scope: string, key: string | null | undefined): IdempotencyKeyRef | null {
   return key == null ? null : { scope, key };
@@ -181,7 +213,8 @@ function fingerprint(value: unknown): string {
 export class RolloutLauncher {
   constructor(private readonly rollouts: RolloutService) {}
 
-  async launch(request: LaunchRequest): Promise<LaunchResult> {
+  async launch(given: LaunchRequest): Promise<LaunchResult> {
+    const request = await resolveReferences(given, () => this.rollouts.runs.types);
     const { run, plan } = staged(request, () => this.rollouts.runs.types);
     checkTargetAnalysis(request, () => this.rollouts.runs.types);
     const key = request.idempotencyKey ?? undefined;

@@ -1,4 +1,5 @@
 import type { AnalysisStore } from '../analysis/model.js';
+import type { AnalysisTemplates } from '../analysis/namedTemplates.js';
 import type { Principal } from '../auth/roles.js';
 import type { Domain } from '../domain/Domain.js';
 import type { ReplayCharge } from '../domain/EventLog.js';
@@ -15,6 +16,8 @@ export interface GraphQLContext {
   sourceAddress: string | null;
   /** Analysis runs and their measurements (ANALYSIS gates, ADR 0067/0068), as the API reads them. */
   analysis?: Pick<AnalysisStore, 'gateRuns' | 'measurementsOf'>;
+  /** Analysis templates by name (ADR 0071). */
+  analysisTemplates?: AnalysisTemplates;
   /** A subscription's: charges the events its `after:` replays to the caller's budget (set by the WebSocket server). */
   chargeReplay?: ReplayCharge;
 }

@@ -59,6 +59,7 @@ export async function startApi(config: Config, { logger, metrics, history, domai
       principal,
       sourceAddress: req.socket.remoteAddress ?? null,
       analysis: db.analysis,
+      ...(history.gateTypes.templates ? { analysisTemplates: history.gateTypes.templates } : {}),
     });
     const { mutationsPerMinute, mutationBurst, queryCostPerMinute, queryCostBurst } = config.rateLimits;
     const guard = {

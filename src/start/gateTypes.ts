@@ -43,6 +43,7 @@ export function startGateTypes(config: Config, { db, metrics, logger }: { db: Da
     logger: log,
     prometheusUrl: config.gates.prometheusUrl,
     looks,
+    templates: db.analysis,
     onEnded: (run) => wake(run.rolloutId),
   });
   const types: GateTypes = {
@@ -60,6 +61,8 @@ export function startGateTypes(config: Config, { db, metrics, logger }: { db: Da
   return {
     types,
     analysis: analysis.gates,
+    /** Analysis templates by name (ADR 0071), checked as inline ones. */
+    templates: analysis.templates,
     /** Analysis between the targets of a rollout without waves (ADR 0071), on the same service. */
     targetGates: new TargetAnalysisGates(analysis.gates, db.analysis),
     /** The engine's enqueue: a gate that got an answer wakes its rollout. */

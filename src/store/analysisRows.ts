@@ -1,4 +1,12 @@
-import type { AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementRecord, MeasurementVerdict, NewAnalysisRun } from '../analysis/model.js';
+import type {
+  AnalysisPhase,
+  AnalysisRunRecord,
+  AnalysisStore,
+  MeasurementRecord,
+  MeasurementVerdict,
+  NamedTemplate,
+  NewAnalysisRun,
+} from '../analysis/model.js';
 import { valuesOf } from '../analysis/model.js';
 
 /** The analysis tables' statements, shared by both stores (`?` placeholders; PostgreSQL numbers them). */
@@ -26,6 +34,24 @@ export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "
   SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM "AnalysisRun" WHERE "id" = ? AND "phase" = 'RUNNING')
   ON CONFLICT DO NOTHING RETURNING "id"`;
 export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id"`;
+
+/** Named templates (ADR 0071): one row per name. */
+export const TEMPLATES = 'SELECT "name", "template", "createdAt", "updatedAt" FROM "AnalysisTemplate" ORDER BY "name"';
+export const TEMPLATE_NAMED = 'SELECT "name", "template", "createdAt", "updatedAt" FROM "AnalysisTemplate" WHERE "name" = ?';
+export const INSERT_TEMPLATE = 'INSERT INTO "AnalysisTemplate" ("name", "template", "createdAt", "updatedAt") VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
+export const UPDATE_TEMPLATE = 'UPDATE "AnalysisTemplate" SET "template" = ?, "updatedAt" = ? WHERE "name" = ?';
+export const DELETE_TEMPLATE = 'DELETE FROM "AnalysisTemplate" WHERE "name" = ?';
+
+export interface TemplateRow {
+  name: string;
+  template: string;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+}
+
+export function namedTemplateOf(row: TemplateRow, date: (v: Date | string) => Date): NamedTemplate {
+  return { name: row.name, template: row.template, createdAt: date(row.createdAt), updatedAt: date(row.updatedAt) };
+}
 
 /** After INSERT_ANALYSIS_RUN: the run recorded or, for a gate's attempt another opener recorded first, that run. */
 export async function runRecorded(store: Pick<AnalysisStore, 'findRun' | 'gateRuns'>, run: NewAnalysisRun): Promise<AnalysisRunRecord> {

@@ -12,7 +12,7 @@ import type { AuditStore } from '../domain/AuditStore.js';
 import type { NotificationStore } from '../domain/notifications/NotificationStore.js';
 import { SqliteNotificationStore } from './sqlite/SqliteNotificationStore.js';
 import type { MemberClusterStore } from '../domain/clusters/MemberClusterStore.js';
-import type { AnalysisStore } from '../analysis/model.js';
+import type { AnalysisStore, AnalysisTemplateStore } from '../analysis/model.js';
 import { SqliteAnalysisStore } from './sqlite/SqliteAnalysisStore.js';
 import { SqliteMemberClusterStore } from './sqlite/SqliteMemberClusterStore.js';
 import { Sql } from './Sql.js';
@@ -32,7 +32,7 @@ export interface Database {
   /** The member cluster registry (domain/clusters/MemberClusterStore.ts). */
   memberClusters: MemberClusterStore;
   /** Analysis runs and every measurement they took (analysis/model.ts, ADR 0061). */
-  analysis: AnalysisStore;
+  analysis: AnalysisStore & AnalysisTemplateStore;
   /** Where the data is: the SQLite file, or the PostgreSQL URL with its password masked. */
   location: string;
   migrations: MigrationReport;

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { AnalysisStore, NewMeasurement } from '../../src/analysis/model.js';
+import type { AnalysisStore, AnalysisTemplateStore, NewMeasurement } from '../../src/analysis/model.js';
 
 /** The analysis store's contract (analysis/model.ts), run against every store on a fresh, migrated database. */
 export interface AnalysisStoreFactory {
-  open(): Promise<{ store: AnalysisStore; close(): Promise<void> }>;
+  open(): Promise<{ store: AnalysisStore & AnalysisTemplateStore; close(): Promise<void> }>;
 }
 
 const T0 = new Date('2026-12-09T12:00:00.000Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 
 export function analysisStoreContract(factory: () => AnalysisStoreFactory): void {
-  let store: AnalysisStore;
+  let store: AnalysisStore & AnalysisTemplateStore;
   let close: () => Promise<void> = async () => {};
   beforeAll(async () => {
     const opened = await factory().open();
@@ -152,5 +152,20 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
     expect(running).not.toContain('gate-1');
     // Runs no gate opened (gateKey null) are not a gate's to continue.
     expect(running).not.toContain('run-a');
+  });
+
+  it('keeps named templates: one per name, replaced and deleted by name, listed by name', async () => {
+    const t = (name: string, text: string, seconds: number) => ({ name, template: text, createdAt: at(seconds), updatedAt: at(seconds) });
+    expect(await store.insertTemplate(t('b-errors', '{"b":1}', 0))).toBe(true);
+    expect(await store.insertTemplate(t('a-leases', '{"a":1}', 1))).toBe(true);
+    expect(await store.insertTemplate(t('b-errors', '{"other":1}', 2))).toBe(false);
+    expect((await store.templates()).map((x) => x.name)).toEqual(['a-leases', 'b-errors']);
+    expect(await store.templateNamed('b-errors')).toEqual(t('b-errors', '{"b":1}', 0));
+    expect(await store.updateTemplate('b-errors', '{"b":2}', at(3))).toBe(true);
+    expect(await store.templateNamed('b-errors')).toEqual({ ...t('b-errors', '{"b":2}', 0), updatedAt: at(3) });
+    expect(await store.updateTemplate('nope', '{}', at(3))).toBe(false);
+    expect(await store.deleteTemplate('b-errors')).toBe(true);
+    expect(await store.deleteTemplate('b-errors')).toBe(false);
+    expect(await store.templateNamed('b-errors')).toBeUndefined();
   });
 }

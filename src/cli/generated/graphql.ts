@@ -615,6 +615,14 @@ export type MaintenanceWindowInput = {
   ranges?: Array<WindowRangeInput> | null | undefined;
 };
 
+/** An analysis template to store under a name. */
+export type AnalysisTemplateInput = {
+  /** A DNS-1123 subdomain (at most 253 characters). */
+  name: string;
+  /** An Argo Rollouts AnalysisTemplate (Prometheus provider): YAML or JSON text, or an object. */
+  template: unknown;
+};
+
 /** A decision at an approval gate. */
 export type GateVerdict =
   /** Counts toward the gate's required approvers. */
@@ -918,6 +926,34 @@ export type DeleteMaintenanceWindowMutationVariables = Exact<{
 
 
 export type DeleteMaintenanceWindowMutation = { deleteMaintenanceWindow: MaintenanceWindowFieldsFragment };
+
+export type AnalysisTemplateFieldsFragment = { name: string, template: unknown, metrics: Array<string>, createdAt: string, updatedAt: string };
+
+export type AnalysisTemplatesQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type AnalysisTemplatesQuery = { analysisTemplates: Array<AnalysisTemplateFieldsFragment> };
+
+export type CreateAnalysisTemplateMutationVariables = Exact<{
+  input: AnalysisTemplateInput;
+}>;
+
+
+export type CreateAnalysisTemplateMutation = { createAnalysisTemplate: AnalysisTemplateFieldsFragment };
+
+export type UpdateAnalysisTemplateMutationVariables = Exact<{
+  input: AnalysisTemplateInput;
+}>;
+
+
+export type UpdateAnalysisTemplateMutation = { updateAnalysisTemplate: AnalysisTemplateFieldsFragment };
+
+export type DeleteAnalysisTemplateMutationVariables = Exact<{
+  name: string;
+}>;
+
+
+export type DeleteAnalysisTemplateMutation = { deleteAnalysisTemplate: AnalysisTemplateFieldsFragment };
 
 export type NotificationSubscriptionFieldsFragment = { id: string, name: string, oncePer: Array<NotificationOncePer>, createdAt: string, lastAttemptAt: string | null, lastStatusCode: number | null, lastError: string | null, lastDeliveredAt: string | null, sink: { kind: NotificationSinkKind, target: string, channel: string | null, signed: boolean, threaded: boolean }, filter: { types: Array<EventType>, kinds: Array<RolloutKind>, clusters: Array<string>, clusterSelector: string, states: Array<NotifiableState>, rolloutIds: Array<string> }, deliveries: { pending: number, delivered: number, deadLettered: number, cancelled: number } };
 
@@ -1277,6 +1313,15 @@ export const MaintenanceWindowFieldsFragmentDoc = new TypedDocumentString(`
   updatedAt
 }
     `, {"fragmentName":"MaintenanceWindowFields"}) as unknown as TypedDocumentString<MaintenanceWindowFieldsFragment, unknown>;
+export const AnalysisTemplateFieldsFragmentDoc = new TypedDocumentString(`
+    fragment AnalysisTemplateFields on AnalysisTemplate {
+  name
+  template
+  metrics
+  createdAt
+  updatedAt
+}
+    `, {"fragmentName":"AnalysisTemplateFields"}) as unknown as TypedDocumentString<AnalysisTemplateFieldsFragment, unknown>;
 export const NotificationSubscriptionFieldsFragmentDoc = new TypedDocumentString(`
     fragment NotificationSubscriptionFields on NotificationSubscription {
   id
@@ -2299,6 +2344,58 @@ export const DeleteMaintenanceWindowDocument = new TypedDocumentString(`
   createdAt
   updatedAt
 }`) as unknown as TypedDocumentString<DeleteMaintenanceWindowMutation, DeleteMaintenanceWindowMutationVariables>;
+export const AnalysisTemplatesDocument = new TypedDocumentString(`
+    query AnalysisTemplates {
+  analysisTemplates {
+    ...AnalysisTemplateFields
+  }
+}
+    fragment AnalysisTemplateFields on AnalysisTemplate {
+  name
+  template
+  metrics
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<AnalysisTemplatesQuery, AnalysisTemplatesQueryVariables>;
+export const CreateAnalysisTemplateDocument = new TypedDocumentString(`
+    mutation CreateAnalysisTemplate($input: AnalysisTemplateInput!) {
+  createAnalysisTemplate(input: $input) {
+    ...AnalysisTemplateFields
+  }
+}
+    fragment AnalysisTemplateFields on AnalysisTemplate {
+  name
+  template
+  metrics
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<CreateAnalysisTemplateMutation, CreateAnalysisTemplateMutationVariables>;
+export const UpdateAnalysisTemplateDocument = new TypedDocumentString(`
+    mutation UpdateAnalysisTemplate($input: AnalysisTemplateInput!) {
+  updateAnalysisTemplate(input: $input) {
+    ...AnalysisTemplateFields
+  }
+}
+    fragment AnalysisTemplateFields on AnalysisTemplate {
+  name
+  template
+  metrics
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<UpdateAnalysisTemplateMutation, UpdateAnalysisTemplateMutationVariables>;
+export const DeleteAnalysisTemplateDocument = new TypedDocumentString(`
+    mutation DeleteAnalysisTemplate($name: String!) {
+  deleteAnalysisTemplate(name: $name) {
+    ...AnalysisTemplateFields
+  }
+}
+    fragment AnalysisTemplateFields on AnalysisTemplate {
+  name
+  template
+  metrics
+  createdAt
+  updatedAt
+}`) as unknown as TypedDocumentString<DeleteAnalysisTemplateMutation, DeleteAnalysisTemplateMutationVariables>;
 export const NotificationSubscriptionsDocument = new TypedDocumentString(`
     query NotificationSubscriptions($first: Int, $after: String) {
   notificationSubscriptions(first: $first, after: $after) {

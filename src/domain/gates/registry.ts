@@ -51,6 +51,12 @@ export interface GateFacts {
 export interface GateType {
   /** Checks a config at launch; throws an AppError naming the field (BAD_USER_INPUT, or UNAVAILABLE). Returns the config as it is kept. */
   check(config: unknown, field: string): Record<string, unknown>;
+  /**
+   * Resolves what a config refers to (an ANALYSIS gate's `templateName`: the stored template's text) before `check`,
+   * when a rollout is launched: the result is what is checked and kept, so a later change of what it referred to
+   * changes no launched rollout (ADR 0071). Throws an AppError naming the field.
+   */
+  resolve?(config: unknown, field: string): Promise<unknown>;
   /** From kept facts and the clock only: no network call (a new leader computes the same). */
   progress(config: Record<string, unknown>, facts: GateFacts): GateProgress | Promise<GateProgress>;
   /**

@@ -7,6 +7,7 @@ import type { VirtualClusterView } from '../../kinds/virtualCluster/plan.js';
 import type { NodeAgentSet as NodeAgentSetView } from '../../kinds/nodeAgent/plan.js';
 import type { AgentRecreatedView } from '../../kinds/agentPool/eventViews.js';
 import type { ClusterUpgradeView } from '../../kinds/virtualCluster/eventViews.js';
+import type { NamedTemplate } from '../../analysis/model.js';
 import type { GraphQLContext } from '../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = T | null | undefined;
@@ -31,6 +32,10 @@ export type Query = {
   serverInfo: ServerInfo;
   /** The maintenance-window policies, by name (docs/waves.md). */
   maintenanceWindows: Array<MaintenanceWindow>;
+  /** The analysis templates stored by name, by name (docs/analysis.md). */
+  analysisTemplates: Array<AnalysisTemplate>;
+  /** One stored analysis template; null when there is none of that name. */
+  analysisTemplate?: Maybe<AnalysisTemplate>;
   /** Rollouts, newest first. */
   rollouts: RolloutConnection;
   /** One rollout by id; null when there is none. */
@@ -83,6 +88,11 @@ export type Query = {
   clusters: Array<MemberCluster>;
   /** One member cluster; null when none of that name is registered. */
   cluster?: Maybe<MemberCluster>;
+};
+
+
+export type QueryAnalysisTemplateArgs = {
+  name: Scalars['String']['input'];
 };
 
 
@@ -1861,6 +1871,30 @@ export type MaintenanceWindowInput = {
   ranges?: InputMaybe<Array<WindowRangeInput>>;
 };
 
+/**
+ * An analysis template stored under a name (issue 33, ADR 0071). An ANALYSIS gate's config, or a rollout's
+ * strategy.analysis.config, may give `templateName` instead of `template`: the text is copied when the rollout is launched.
+ */
+export type AnalysisTemplate = {
+  __typename?: 'AnalysisTemplate';
+  /** A DNS-1123 subdomain. */
+  name: Scalars['String']['output'];
+  /** The template as stored (the Argo Rollouts AnalysisTemplate subset, as JSON). */
+  template: Scalars['JSON']['output'];
+  /** Its metrics' names. */
+  metrics: Array<Scalars['String']['output']>;
+  createdAt: Scalars['DateTime']['output'];
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+/** An analysis template to store under a name. */
+export type AnalysisTemplateInput = {
+  /** A DNS-1123 subdomain (at most 253 characters). */
+  name: Scalars['String']['input'];
+  /** An Argo Rollouts AnalysisTemplate (Prometheus provider): YAML or JSON text, or an object. */
+  template: Scalars['JSON']['input'];
+};
+
 /** A stored maintenance-window policy. */
 export type MaintenanceWindow = {
   __typename?: 'MaintenanceWindow';
@@ -2166,6 +2200,15 @@ export type Mutation = {
   /** Delete a maintenance-window policy (NOT_FOUND when none). Admin only. */
   deleteMaintenanceWindow: MaintenanceWindow;
   /**
+   * Store an analysis template under a name (issue 33, docs/analysis.md): checked exactly as an inline one is at submit
+   * (BAD_USER_INPUT with the field path, UNAVAILABLE without a Prometheus); CONFLICT when the name exists.
+   */
+  createAnalysisTemplate: AnalysisTemplate;
+  /** Replace the analysis template of that name (NOT_FOUND when none); rollouts already launched keep the text they copied. */
+  updateAnalysisTemplate: AnalysisTemplate;
+  /** Delete an analysis template (NOT_FOUND when none); rollouts already launched keep the text they copied. */
+  deleteAnalysisTemplate: AnalysisTemplate;
+  /**
    * Retry a staged rollout's ANALYSIS gate that failed or holds the run (Inconclusive, Error): a new analysis run, linked
    * to the one it retries, measures again (argo-rollouts#2897). A run the gate paused resumes, waiting on the new attempt
    * (the old outcome is not accepted). NOT_FOUND for a gate the run does not have; CONFLICT for a gate not opened, not an
@@ -2268,6 +2311,21 @@ export type MutationUpdateMaintenanceWindowArgs = {
 
 
 export type MutationDeleteMaintenanceWindowArgs = {
+  name: Scalars['String']['input'];
+};
+
+
+export type MutationCreateAnalysisTemplateArgs = {
+  input: AnalysisTemplateInput;
+};
+
+
+export type MutationUpdateAnalysisTemplateArgs = {
+  input: AnalysisTemplateInput;
+};
+
+
+export type MutationDeleteAnalysisTemplateArgs = {
   name: Scalars['String']['input'];
 };
 
@@ -2606,8 +2664,8 @@ export type ResolversTypes = {
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
   JSON: ResolverTypeWrapper<Scalars['JSON']['output']>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
-  Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   ServerInfo: ResolverTypeWrapper<ServerInfo>;
   Caller: ResolverTypeWrapper<Caller>;
@@ -2720,6 +2778,8 @@ export type ResolversTypes = {
   CronWindowInput: CronWindowInput;
   WindowRangeInput: WindowRangeInput;
   MaintenanceWindowInput: MaintenanceWindowInput;
+  AnalysisTemplate: ResolverTypeWrapper<NamedTemplate>;
+  AnalysisTemplateInput: AnalysisTemplateInput;
   MaintenanceWindow: ResolverTypeWrapper<MaintenanceWindow>;
   WindowState: ResolverTypeWrapper<WindowState>;
   WavePlan: ResolverTypeWrapper<WavePlan>;
@@ -2755,8 +2815,8 @@ export type ResolversParentTypes = {
   DateTime: Scalars['DateTime']['output'];
   JSON: Scalars['JSON']['output'];
   Query: Record<PropertyKey, never>;
-  Int: Scalars['Int']['output'];
   String: Scalars['String']['output'];
+  Int: Scalars['Int']['output'];
   ID: Scalars['ID']['output'];
   ServerInfo: ServerInfo;
   Caller: Caller;
@@ -2852,6 +2912,8 @@ export type ResolversParentTypes = {
   CronWindowInput: CronWindowInput;
   WindowRangeInput: WindowRangeInput;
   MaintenanceWindowInput: MaintenanceWindowInput;
+  AnalysisTemplate: NamedTemplate;
+  AnalysisTemplateInput: AnalysisTemplateInput;
   MaintenanceWindow: MaintenanceWindow;
   WindowState: WindowState;
   WavePlan: WavePlan;
@@ -2890,6 +2952,8 @@ export interface JsonScalarConfig extends GraphQLScalarTypeConfig<ResolversTypes
 export type QueryResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   serverInfo?: Resolver<ResolversTypes['ServerInfo'], ParentType, ContextType>;
   maintenanceWindows?: Resolver<Array<ResolversTypes['MaintenanceWindow']>, ParentType, ContextType>;
+  analysisTemplates?: Resolver<Array<ResolversTypes['AnalysisTemplate']>, ParentType, ContextType>;
+  analysisTemplate?: Resolver<Maybe<ResolversTypes['AnalysisTemplate']>, ParentType, ContextType, RequireFields<QueryAnalysisTemplateArgs, 'name'>>;
   rollouts?: Resolver<ResolversTypes['RolloutConnection'], ParentType, ContextType, RequireFields<QueryRolloutsArgs, 'first'>>;
   rollout?: Resolver<Maybe<ResolversTypes['Rollout']>, ParentType, ContextType, RequireFields<QueryRolloutArgs, 'id'>>;
   events?: Resolver<ResolversTypes['EventConnection'], ParentType, ContextType, RequireFields<QueryEventsArgs, 'first'>>;
@@ -3441,6 +3505,14 @@ export type TargetAnalysisResolvers<ContextType = GraphQLContext, ParentType ext
   after?: Resolver<Maybe<Array<ResolversTypes['Int']>>, ParentType, ContextType>;
 };
 
+export type AnalysisTemplateResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['AnalysisTemplate'] = ResolversParentTypes['AnalysisTemplate']> = {
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  template?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+  metrics?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
 export type MaintenanceWindowResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['MaintenanceWindow'] = ResolversParentTypes['MaintenanceWindow']> = {
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   kind?: Resolver<ResolversTypes['WindowKind'], ParentType, ContextType>;
@@ -3578,6 +3650,9 @@ export type MutationResolvers<ContextType = GraphQLContext, ParentType extends R
   createMaintenanceWindow?: Resolver<ResolversTypes['MaintenanceWindow'], ParentType, ContextType, RequireFields<MutationCreateMaintenanceWindowArgs, 'input'>>;
   updateMaintenanceWindow?: Resolver<ResolversTypes['MaintenanceWindow'], ParentType, ContextType, RequireFields<MutationUpdateMaintenanceWindowArgs, 'input'>>;
   deleteMaintenanceWindow?: Resolver<ResolversTypes['MaintenanceWindow'], ParentType, ContextType, RequireFields<MutationDeleteMaintenanceWindowArgs, 'name'>>;
+  createAnalysisTemplate?: Resolver<ResolversTypes['AnalysisTemplate'], ParentType, ContextType, RequireFields<MutationCreateAnalysisTemplateArgs, 'input'>>;
+  updateAnalysisTemplate?: Resolver<ResolversTypes['AnalysisTemplate'], ParentType, ContextType, RequireFields<MutationUpdateAnalysisTemplateArgs, 'input'>>;
+  deleteAnalysisTemplate?: Resolver<ResolversTypes['AnalysisTemplate'], ParentType, ContextType, RequireFields<MutationDeleteAnalysisTemplateArgs, 'name'>>;
   retryGate?: Resolver<ResolversTypes['Gate'], ParentType, ContextType, RequireFields<MutationRetryGateArgs, 'rolloutId' | 'gate'>>;
   rejectGate?: Resolver<ResolversTypes['Gate'], ParentType, ContextType, RequireFields<MutationRejectGateArgs, 'rolloutId' | 'gate'>>;
   createApiToken?: Resolver<ResolversTypes['CreatedApiToken'], ParentType, ContextType, RequireFields<MutationCreateApiTokenArgs, 'input'>>;
@@ -3709,6 +3784,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   NotificationDeliveryEdge?: NotificationDeliveryEdgeResolvers<ContextType>;
   ReplayNotificationDeliveriesPayload?: ReplayNotificationDeliveriesPayloadResolvers<ContextType>;
   TargetAnalysis?: TargetAnalysisResolvers<ContextType>;
+  AnalysisTemplate?: AnalysisTemplateResolvers<ContextType>;
   MaintenanceWindow?: MaintenanceWindowResolvers<ContextType>;
   WindowState?: WindowStateResolvers<ContextType>;
   WavePlan?: WavePlanResolvers<ContextType>;

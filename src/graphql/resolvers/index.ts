@@ -1,5 +1,6 @@
 import type { Resolvers } from '../generated/resolvers.js';
 import type { KindApi } from '../kindApi.js';
+import { analysisTemplatesResolvers } from './analysisTemplates.js';
 import { clusterFieldResolvers } from './clusterFields.js';
 import { clusterKindFiguresResolvers } from './clusterKindFigures.js';
 import { clustersResolvers } from './clusters.js';
@@ -37,6 +38,7 @@ export function resolversWith(kinds: readonly KindApi[]): Resolvers {
     notificationsResolvers,
     clustersResolvers,
     wavesResolvers,
+    analysisTemplatesResolvers,
     clusterKindFiguresResolvers(kinds),
   );
 }

@@ -1,5 +1,13 @@
 import type pg from 'pg';
-import type { AnalysisRunRecord, AnalysisStore, MeasurementRecord, NewAnalysisRun, NewMeasurement } from '../../analysis/model.js';
+import type {
+  AnalysisRunRecord,
+  AnalysisStore,
+  AnalysisTemplateStore,
+  MeasurementRecord,
+  NamedTemplate,
+  NewAnalysisRun,
+  NewMeasurement,
+} from '../../analysis/model.js';
 import { valuesText } from '../../analysis/model.js';
 import {
   ANALYSIS_RUNS_OF,
@@ -13,15 +21,22 @@ import {
   MEASUREMENTS_OF,
   type MeasurementRow,
   measurementOf,
+  DELETE_TEMPLATE,
+  INSERT_TEMPLATE,
+  namedTemplateOf,
   RUNNING_GATE_RUNS,
   runRecorded,
+  TEMPLATE_NAMED,
+  TEMPLATES,
+  type TemplateRow,
+  UPDATE_TEMPLATE,
 } from '../analysisRows.js';
 import { isoOf, numbered } from './pool.js';
 
 const date = (value: Date | string) => (typeof value === 'string' ? new Date(value) : value);
 
 /** Analysis runs and measurements on PostgreSQL, on the history's pg pool. */
-export class PgAnalysisStore implements AnalysisStore {
+export class PgAnalysisStore implements AnalysisStore, AnalysisTemplateStore {
   constructor(private readonly pool: Pick<pg.Pool, 'query'>) {}
 
   async createRun(run: NewAnalysisRun): Promise<AnalysisRunRecord> {
@@ -90,5 +105,26 @@ export class PgAnalysisStore implements AnalysisStore {
 
   async measurementsOf(runId: string): Promise<MeasurementRecord[]> {
     return (await this.pool.query<MeasurementRow>(numbered(MEASUREMENTS_OF), [runId])).rows.map((row) => measurementOf(row, date));
+  }
+
+  async templates(): Promise<NamedTemplate[]> {
+    return (await this.pool.query<TemplateRow>(TEMPLATES)).rows.map((row) => namedTemplateOf(row, date));
+  }
+
+  async templateNamed(name: string): Promise<NamedTemplate | undefined> {
+    const row = (await this.pool.query<TemplateRow>(numbered(TEMPLATE_NAMED), [name])).rows[0];
+    return row && namedTemplateOf(row, date);
+  }
+
+  async insertTemplate(t: NamedTemplate): Promise<boolean> {
+    return ((await this.pool.query(numbered(INSERT_TEMPLATE), [t.name, t.template, isoOf(t.createdAt), isoOf(t.updatedAt)])).rowCount ?? 0) > 0;
+  }
+
+  async updateTemplate(name: string, template: string, updatedAt: Date): Promise<boolean> {
+    return ((await this.pool.query(numbered(UPDATE_TEMPLATE), [template, isoOf(updatedAt), name])).rowCount ?? 0) > 0;
+  }
+
+  async deleteTemplate(name: string): Promise<boolean> {
+    return ((await this.pool.query(numbered(DELETE_TEMPLATE), [name])).rowCount ?? 0) > 0;
   }
 }

@@ -1,4 +1,12 @@
-import type { AnalysisRunRecord, AnalysisStore, MeasurementRecord, NewAnalysisRun, NewMeasurement } from '../../analysis/model.js';
+import type {
+  AnalysisRunRecord,
+  AnalysisStore,
+  AnalysisTemplateStore,
+  MeasurementRecord,
+  NamedTemplate,
+  NewAnalysisRun,
+  NewMeasurement,
+} from '../../analysis/model.js';
 import { valuesText } from '../../analysis/model.js';
 import {
   ANALYSIS_RUNS_OF,
@@ -12,15 +20,22 @@ import {
   MEASUREMENTS_OF,
   type MeasurementRow,
   measurementOf,
+  DELETE_TEMPLATE,
+  INSERT_TEMPLATE,
+  namedTemplateOf,
   RUNNING_GATE_RUNS,
   runRecorded,
+  TEMPLATE_NAMED,
+  TEMPLATES,
+  type TemplateRow,
+  UPDATE_TEMPLATE,
 } from '../analysisRows.js';
 import { dateOf, type Sql, sqlDate, sqlDateOrNull } from '../Sql.js';
 
 const date = (value: Date | string) => (typeof value === 'string' ? dateOf(value) : value);
 
 /** Analysis runs and measurements on SQLite, on rollplane's prepared-statement connection (Sql.ts). */
-export class SqliteAnalysisStore implements AnalysisStore {
+export class SqliteAnalysisStore implements AnalysisStore, AnalysisTemplateStore {
   constructor(private readonly sql: Sql) {}
 
   async createRun(run: NewAnalysisRun): Promise<AnalysisRunRecord> {
@@ -89,5 +104,26 @@ export class SqliteAnalysisStore implements AnalysisStore {
 
   async measurementsOf(runId: string): Promise<MeasurementRecord[]> {
     return this.sql.all<MeasurementRow>(MEASUREMENTS_OF, runId).map((row) => measurementOf(row, date));
+  }
+
+  async templates(): Promise<NamedTemplate[]> {
+    return this.sql.all<TemplateRow>(TEMPLATES).map((row) => namedTemplateOf(row, date));
+  }
+
+  async templateNamed(name: string): Promise<NamedTemplate | undefined> {
+    const row = this.sql.get<TemplateRow>(TEMPLATE_NAMED, name);
+    return row && namedTemplateOf(row, date);
+  }
+
+  async insertTemplate(t: NamedTemplate): Promise<boolean> {
+    return this.sql.run(INSERT_TEMPLATE, t.name, t.template, sqlDate(t.createdAt), sqlDate(t.updatedAt)).changes > 0;
+  }
+
+  async updateTemplate(name: string, template: string, updatedAt: Date): Promise<boolean> {
+    return this.sql.run(UPDATE_TEMPLATE, template, sqlDate(updatedAt), name).changes > 0;
+  }
+
+  async deleteTemplate(name: string): Promise<boolean> {
+    return this.sql.run(DELETE_TEMPLATE, name).changes > 0;
   }
 }

@@ -157,8 +157,13 @@ describeWithPrometheus('analysis between the targets of a 20-pool rollout in one
     const upgraded = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { targets(state: SUCCEEDED) { totalCount } } }', { id: worse });
     expect(upgraded.data.rollout.targets.totalCount).toBe(5);
 
-    // The same absolute error level on both groups: every step (after 5, 10 and 15 pools) passes.
-    const same = await untilEnded(await bump(SAME, { maxUnavailable: '5', analysis }));
+    // The same absolute error level on both groups: every step (after 5, 10 and 15 pools) passes. The template is
+    // named this time (stored once, copied at submit).
+    const stored = await gql(app.url, 'mutation ($input: AnalysisTemplateInput!) { createAnalysisTemplate(input: $input) { name } }', {
+      input: { name: 'dhcp-errors-vs-baseline', template: TEMPLATE },
+    });
+    expect(stored.errors).toBeUndefined();
+    const same = await untilEnded(await bump(SAME, { maxUnavailable: '5', analysis: { every: 5, config: { templateName: 'dhcp-errors-vs-baseline' } } }));
     expect(same.state).toBe('SUCCEEDED');
     expect(same.gates.map((g: { key: string; state: string }) => `${g.key}=${g.state}`)).toEqual([
       'targets:5=PASSED',
