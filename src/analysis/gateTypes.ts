@@ -173,12 +173,14 @@ export function alertGateType(prometheus: Clients, looks: GateLooks): GateType {
       const parsed = parseAlertGateConfig(config);
       const due = nextAttemptAt(facts.openedAt, facts.attempts, parsed.recheckMs);
       if (!due) return;
-      looks.start(facts.gate, facts.attempts.length, due, parsed.timeoutMs + 1000, async (signal) => {
+      const ask = async (signal: AbortSignal) => {
         const answer = await alertGateProgress(parsed, prometheus(parsed.address), new Date(), { signal });
         return answer.state === 'PASSED'
-          ? { answer: 'PROCEED', afterMs: null, reason: answer.reason }
-          : { answer: 'WAIT', afterMs: parsed.recheckMs, reason: answer.reason };
-      });
+          ? { answer: 'PROCEED' as const, afterMs: null, reason: answer.reason }
+          : { answer: 'WAIT' as const, afterMs: parsed.recheckMs, reason: answer.reason };
+      };
+      // One row per change of answer: the same alerts still firing move the latest row's `at` on (ADR 0071).
+      looks.start(facts.gate, facts.attempts.length, due, parsed.timeoutMs + 1000, ask, { repeatOf: facts.attempts.at(-1) });
     },
   };
 }

@@ -412,6 +412,11 @@ export interface HistoryTx extends TxReads {
   insertGateDecision(decision: Omit<GateDecisionRow, 'id'>): Step<void>;
   /** Keeps a gate's attempt; false (nothing written) when its number is taken. */
   insertGateAttempt(attempt: GateAttemptRow): Step<boolean>;
+  /**
+   * A look that answered as the gate's latest attempt did: that row's `at` moves on to `at` (ADR 0071, the alert gate's
+   * row growth). False (nothing written) unless attempt `seq` is the gate's latest and answered before `at`.
+   */
+  extendGateAttempt(gateId: string, seq: number, at: Date): Step<boolean>;
   /** Adds a policy; false (nothing changed) when the name is taken. */
   insertWindowPolicy(row: WindowPolicyRow): Step<boolean>;
   /** Replaces a policy's kind and definition; false when there is none of that name. */

@@ -31,6 +31,10 @@ export function startGateTypes(config: Config, { db, metrics, logger }: { db: Da
       db.store.transaction(function* (tx) {
         return yield* tx.insertGateAttempt(attempt);
       }),
+    extend: (gateId, seq, at) =>
+      db.store.transaction(function* (tx) {
+        return yield* tx.extendGateAttempt(gateId, seq, at);
+      }),
     wake,
     logger: log,
   });

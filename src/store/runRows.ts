@@ -26,6 +26,9 @@ export const GATE_DECISIONS = 'SELECT "id", "gateId", "tokenId", "role", "decisi
 
 export const INSERT_GATE_ATTEMPT = `INSERT INTO "GateAttempt" ("gateId", "seq", "startedAt", "at", "answer", "afterMs", "reason")
   VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("gateId", "seq") DO NOTHING`;
+/** Only the gate's latest attempt, and only forward in time (two leaders' looks extend it once each, in any order). */
+export const EXTEND_GATE_ATTEMPT = `UPDATE "GateAttempt" SET "at" = ? WHERE "gateId" = ? AND "seq" = ? AND "at" < ?
+  AND NOT EXISTS (SELECT 1 FROM "GateAttempt" AS later WHERE later."gateId" = ? AND later."seq" > ?)`;
 export const GATE_ATTEMPTS = 'SELECT "gateId", "seq", "startedAt", "at", "answer", "afterMs", "reason" FROM "GateAttempt" WHERE "gateId" = ? ORDER BY "seq"';
 
 export const INSERT_WINDOW =
@@ -111,6 +114,10 @@ export function gateAttempts(sql: Sql, gateId: string): GateAttemptRow[] {
 
 export function insertGateAttempt(sql: Sql, a: GateAttemptRow): boolean {
   return sql.run(INSERT_GATE_ATTEMPT, ...attemptValues(a, sqlDate)).changes > 0;
+}
+
+export function extendGateAttempt(sql: Sql, gateId: string, seq: number, at: Date): boolean {
+  return sql.run(EXTEND_GATE_ATTEMPT, sqlDate(at), gateId, seq, sqlDate(at), gateId, seq).changes > 0;
 }
 
 export function insertRun(sql: Sql, run: RunRow, waves: readonly WaveRow[]): void {

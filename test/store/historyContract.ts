@@ -713,6 +713,18 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(kept).toEqual([true, true, false]);
       expect(await store.read.gateAttempts(gate.id)).toEqual([attempt(0, 'FAILURE', null), attempt(1, 'WAIT', 30_000)]);
       expect(await store.read.gateAttempts('no-gate')).toEqual([]);
+
+      // A look that answered as the latest attempt did moves that row's `at` on, forward only; never an older row.
+      const extended = await store.transaction(function* (tx) {
+        return [
+          yield* tx.extendGateAttempt(gate.id, 1, at(400)),
+          yield* tx.extendGateAttempt(gate.id, 1, at(390)),
+          yield* tx.extendGateAttempt(gate.id, 0, at(401)),
+          yield* tx.extendGateAttempt(gate.id, 7, at(402)),
+        ];
+      });
+      expect(extended).toEqual([true, false, false, false]);
+      expect(await store.read.gateAttempts(gate.id)).toEqual([attempt(0, 'FAILURE', null), { ...attempt(1, 'WAIT', 30_000), at: at(400) }]);
     });
   });
 

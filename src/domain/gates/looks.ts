@@ -17,6 +17,11 @@ export type LookAnswer = Pick<GateAttempt, 'answer' | 'afterMs' | 'reason'>;
 export interface GateLooksDeps {
   /** Keeps the answer; false when its number was taken (another process answered first). */
   record(attempt: GateAttemptRow): Promise<boolean>;
+  /**
+   * Moves the gate's latest attempt's `at` on to a look that answered the same (`start`'s `repeatOf`); false when it
+   * is no longer the latest (then the answer is recorded as a new attempt).
+   */
+  extend?(gateId: string, seq: number, at: Date): Promise<boolean>;
   /** The gate's rollout should be looked at again (its gate has a new answer). */
   wake(rolloutId: string): void;
   now?: () => number;
@@ -33,8 +38,19 @@ export class GateLooks {
    * Starts attempt `seq` of the gate unless it is under way here, or not due yet (`dueAt` after now: the gate's
    * progress says `until` then, and the engine looks again). `ask` gets a signal that aborts after `timeoutMs` (or
    * when this process stops); a throw or a timeout is a FAILURE answer with its reason. Returns at once.
+   *
+   * `repeatOf` (the gate's latest attempt, for a gate whose looks only repeat a state: the alert gate) keeps one row
+   * per change of answer: a look that answers as it did moves its `at` on instead of adding a row (ADR 0071), so a gate
+   * held for a day by the same alert keeps one row, not one per recheck.
    */
-  start(gate: GateRef, seq: number, dueAt: Date, timeoutMs: number, ask: (signal: AbortSignal) => Promise<LookAnswer>): void {
+  start(
+    gate: GateRef,
+    seq: number,
+    dueAt: Date,
+    timeoutMs: number,
+    ask: (signal: AbortSignal) => Promise<LookAnswer>,
+    options: { repeatOf?: GateAttempt | undefined } = {},
+  ): void {
     const key = `${gate.id}#${seq}`;
     const now = this.now();
     if (this.closed || this.underWay.has(key) || dueAt.getTime() > now) return;
@@ -50,7 +66,11 @@ export class GateLooks {
         answer = { answer: 'FAILURE', afterMs: null, reason: signal.aborted ? `no answer within ${timeoutMs} ms` : messageOf(error) };
       }
       if (controller.signal.aborted) return; // this process let go: the next leader asks anew
-      await this.deps.record({ gateId: gate.id, seq, startedAt, at: new Date(this.now()), ...answer, reason: answer.reason.slice(0, 500) });
+      const at = new Date(this.now());
+      const reason = answer.reason.slice(0, 500);
+      const last = options.repeatOf;
+      const same = last && this.deps.extend && last.answer === answer.answer && last.afterMs === answer.afterMs && last.reason === reason;
+      if (!same || !(await this.deps.extend!(gate.id, last.seq, at))) await this.deps.record({ gateId: gate.id, seq, startedAt, at, ...answer, reason });
       this.deps.wake(gate.rolloutId);
     })()
       .catch((error: unknown) => this.deps.logger?.warn({ err: error, gate: gate.id, seq }, 'a gate attempt could not be kept; the next pass asks again'))

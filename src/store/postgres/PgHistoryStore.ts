@@ -41,6 +41,7 @@ import {
   decisionOfRow,
   GATE_ATTEMPTS,
   INSERT_GATE_ATTEMPT,
+  EXTEND_GATE_ATTEMPT,
   FIND_RUN,
   GATE_DECISIONS,
   GATES_OF,
@@ -575,6 +576,10 @@ function txOn(client: pg.PoolClient): HistoryTx {
     },
     *insertGateAttempt(a) {
       return (yield* rows<{ seq: number }>(`${numbered(INSERT_GATE_ATTEMPT)} RETURNING "seq"`, attemptValues(a, isoOf))).length > 0;
+    },
+    *extendGateAttempt(gateId, seq, at) {
+      const values = [isoOf(at), gateId, seq, isoOf(at), gateId, seq];
+      return (yield* rows<{ seq: number }>(`${numbered(EXTEND_GATE_ATTEMPT)} RETURNING "seq"`, values)).length > 0;
     },
   };
 }

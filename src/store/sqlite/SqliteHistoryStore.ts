@@ -45,6 +45,7 @@ import {
   gatesOf,
   insertGate,
   insertGateAttempt,
+  extendGateAttempt,
   insertGateDecision,
   insertRun,
   insertWindowPolicy,
@@ -227,6 +228,7 @@ function txOf(sql: Sql): HistoryTx {
     updateGate: (id, state, reason, endedAt) => done(updateGate(sql, id, state, reason, endedAt)),
     insertGateDecision: (decision) => done(insertGateDecision(sql, decision)),
     insertGateAttempt: (attempt) => done(insertGateAttempt(sql, attempt)),
+    extendGateAttempt: (gateId, seq, at) => done(extendGateAttempt(sql, gateId, seq, at)),
     updateWave: (rolloutId, ordinal, state, reason, startedAt, finishedAt) => done(updateWave(sql, rolloutId, ordinal, state, reason, startedAt, finishedAt)),
   };
 }

@@ -16,8 +16,9 @@ const gate: GateRef = {
   baselineVersion: null,
 };
 
-function looks(now = 1_000_000) {
+function looks(now = 1_000_000, latest = true) {
   const kept: GateAttemptRow[] = [];
+  const extended: { seq: number; at: Date }[] = [];
   const woken: string[] = [];
   let settle: () => void = () => {};
   const recorded = () => new Promise<void>((resolve) => (settle = resolve));
@@ -27,13 +28,47 @@ function looks(now = 1_000_000) {
       settle();
       return true;
     },
+    extend: async (_gateId, seq, at) => {
+      if (latest) extended.push({ seq, at });
+      settle();
+      return latest;
+    },
     wake: (id) => woken.push(id),
     now: () => now,
   });
-  return { subject, kept, woken, recorded };
+  return { subject, kept, extended, woken, recorded };
 }
 
 describe('gate looks', () => {
+  it('keeps one row per change of answer when told the latest attempt: the same answer moves its `at` on', async () => {
+    const latest: GateAttempt = { seq: 3, startedAt: new Date(1), at: new Date(2), answer: 'WAIT', afterMs: 5000, reason: 'alerts firing: A' };
+    const same = async () => ({ answer: 'WAIT' as const, afterMs: 5000, reason: 'alerts firing: A' });
+    const { subject, kept, extended, woken, recorded } = looks();
+    let done = recorded();
+    subject.start(gate, 4, new Date(1_000_000), 1000, same, { repeatOf: latest });
+    await done;
+    expect(extended).toEqual([{ seq: 3, at: new Date(1_000_000) }]);
+    expect(kept).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve)); // the look is no longer under way here
+    // Another answer is a new row, numbered next.
+    done = recorded();
+    subject.start(gate, 4, new Date(1_000_000), 1000, async () => ({ answer: 'WAIT' as const, afterMs: 5000, reason: 'alerts firing: A, B' }), {
+      repeatOf: latest,
+    });
+    await done;
+    expect(kept.map((k) => `${k.seq}:${k.reason}`)).toEqual(['4:alerts firing: A, B']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(woken).toEqual(['r', 'r']);
+
+    // The same answer, but the attempt is no longer the latest (another process added one): recorded as new.
+    const behind = looks(1_000_000, false);
+    done = behind.recorded();
+    behind.subject.start(gate, 4, new Date(1_000_000), 1000, same, { repeatOf: latest });
+    await done;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(behind.kept.map((k) => k.seq)).toEqual([4]);
+  });
+
   it('asks once when due, keeps the answer and wakes the rollout; not before it is due', async () => {
     const { subject, kept, woken, recorded } = looks();
     let asked = 0;
