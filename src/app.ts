@@ -2,6 +2,7 @@ import type { Config } from './config.js';
 import type { Domain } from './domain/Domain.js';
 import type { EventBus } from './domain/EventBus.js';
 import type { Manager } from './controller/Manager.js';
+import { planDemoPrometheus } from './analysis/demoPrometheus.js';
 import { startKubernetes, type KubeConnection } from './kubeConnection.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics, type AppMetrics } from './metrics.js';
@@ -40,12 +41,16 @@ export interface App {
  * the manager runs once the API listens. One unwind stops what started in reverse order, on shutdown and when a
  * later starter fails.
  */
-export async function startApp(config: Config, options: { logger?: Logger } = {}): Promise<App> {
-  const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
+export async function startApp(given: Config, options: { logger?: Logger } = {}): Promise<App> {
+  const logger = options.logger ?? createLogger(given.logLevel, given.logFormat);
   const metrics = createMetrics();
+  // The analysis demo's Prometheus (ROLLPLANE_SIM_PROMETHEUS=on): its URL is rollplane's from the start.
+  const demoPrometheus = await planDemoPrometheus(given, logger);
+  const config = demoPrometheus?.config ?? given;
   const app = await compose(logger, async (started) => {
     const history = started(await startHistory(config, { logger, metrics }));
     const kube = started(await startKubernetes(config, logger));
+    if (demoPrometheus) started(await demoPrometheus.start(kube.simulatorMetrics ?? []));
     const memberClusters = started(await startMemberClusters(config, { logger, metrics, history, kube }));
     const controllers = started(await startControllers(config, { logger, metrics, history, kube, members: memberClusters.connections }));
     const readiness = [...history.readiness, kube.readiness, controllers.readiness];

@@ -210,6 +210,17 @@ export const TABLE = {
         throw new ConfigError(setting, `must be auto, demo or off (got "${raw}")`);
       },
     }),
+    prometheus: row({
+      env: 'ROLLPLANE_SIM_PROMETHEUS',
+      default: 'off',
+      module: 'src/analysis/demoPrometheus.ts',
+      description:
+        "`on` (`ROLLPLANE_KUBE=sim` only): start the machine's Prometheus (Debian's `prometheus` package) on a free loopback port, scraping the embedded simulator (job `local`) and its simulated members (job = the cluster's name) every 5 s, as rollplane's Prometheus when ROLLPLANE_PROMETHEUS_URL is unset: the analysis demo of docs/analysis.md. Without the binary the service starts without it and says so (analysis gates are then refused at submit)",
+      parse: (raw, { setting }): 'on' | 'off' => {
+        if (raw === 'on' || raw === 'off') return raw;
+        throw new ConfigError(setting, `must be on or off (got "${raw}")`);
+      },
+    }),
   },
   shutdownTimeoutMs: row({
     env: 'ROLLPLANE_SHUTDOWN_TIMEOUT_MS',

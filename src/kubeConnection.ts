@@ -11,6 +11,8 @@ export interface KubeConnection {
   kubeconfigPath?: string;
   /** The simulated member clusters started beside the embedded simulator (ROLLPLANE_SIM_MEMBER_CLUSTERS), to register. */
   simulatedMembers?: readonly SimulatedMember[];
+  /** Sim mode: where the simulators serve their agents' metrics (`GET /metrics`), job `local` or the member's name. */
+  simulatorMetrics?: readonly { url: string; job: string }[];
   /** Resolves when the API server answers /version; rejects with the reason otherwise. */
   check(): Promise<void>;
   /** Which Kubernetes this is, for people: the simulator, or the context, its server and the kubeconfig it came from. */
@@ -31,6 +33,7 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
   let stop = async () => {};
   let kubeconfigPath: string | undefined;
   let simulatedMembers: SimulatedMember[] | undefined;
+  let simulatorMetrics: { url: string; job: string }[] | undefined;
   switch (config.kube.mode) {
     case 'sim': {
       // Imported lazily: a process driving a real cluster never loads the simulator.
@@ -40,6 +43,7 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
         logger: logger.child({ component: 'sim' }),
       });
       kubeconfigPath = sim.kubeconfigPath;
+      simulatorMetrics = [{ url: sim.url, job: 'local' }];
       kubeConfig.loadFromFile(sim.kubeconfigPath);
       stop = () => sim.stop();
       logger.info({ kubeconfig: sim.kubeconfigPath, url: sim.url, fleet: config.sim.fleet }, 'embedded Kubernetes simulator started');
@@ -54,6 +58,7 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
           throw error;
         });
         simulatedMembers = [...members.clusters.values()].map(({ name, labels, kubeconfig }) => ({ name, labels, kubeconfig }));
+        simulatorMetrics.push(...[...members.clusters.values()].map((m) => ({ url: m.simulator.url, job: m.name })));
         stop = async () => {
           await members.stop();
           await sim.stop();
@@ -78,6 +83,7 @@ export async function connectKubernetes(config: Config, logger: Logger): Promise
     kubeConfig,
     ...(kubeconfigPath ? { kubeconfigPath } : {}),
     ...(simulatedMembers ? { simulatedMembers } : {}),
+    ...(simulatorMetrics ? { simulatorMetrics } : {}),
     async check() {
       try {
         await versionApi.getCode();

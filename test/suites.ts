@@ -23,6 +23,7 @@ export const HEAVY_SUITES = [
   'test/analysis/prometheusAnalysis.test.ts',
   'test/analysis/analysisGatePrometheus.test.ts',
   'test/analysis/alertGatePrometheus.test.ts',
+  'test/start/demoPrometheus.test.ts',
   'test/ui/',
 ] as const;
 

@@ -32,6 +32,8 @@ export interface LocalPrometheusOptions {
   onLog?: (line: string) => void;
   /** A rule file (Prometheus's YAML: `groups: [{name, rules: [{alert, expr, for}]}]`), evaluated every interval. */
   rules?: string;
+  /** A loopback port chosen beforehand (its URL was handed out before the start); default: a free one. */
+  port?: number;
 }
 
 export interface LocalPrometheus {
@@ -128,7 +130,7 @@ export async function startLocalPrometheus(options: LocalPrometheusOptions): Pro
     return new AnalysisUnavailableError('PROMETHEUS_DID_NOT_START', `Prometheus (${binary}) did not start: ${why}\n${log.join('\n')}`);
   };
   for (let attempt = 1; ; attempt++) {
-    const port = await freeLoopbackPort();
+    const port = options.port ?? (await freeLoopbackPort());
     let { child, ready, log } = await spawnPrometheus(binary, dir, port, options.onLog);
     if (ready === 'ready') {
       return {
@@ -144,7 +146,7 @@ export async function startLocalPrometheus(options: LocalPrometheusOptions): Pro
         stop: () => stopProcess(child, dir),
       };
     }
-    if (attempt >= 3 || !log.some((line) => /address already in use/.test(line))) throw failed(ready, log);
+    if (options.port !== undefined || attempt >= 3 || !log.some((line) => /address already in use/.test(line))) throw failed(ready, log);
   }
 }
 
