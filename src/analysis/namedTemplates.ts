@@ -11,6 +11,9 @@ import { parseAnalysisTemplate } from './template.js';
  * Prometheus to ask), and its text is copied into the gate's config when a rollout is launched (`resolve`), so
  * changing or deleting it later changes no rollout already launched.
  */
+/** Templates stored at most (what `analysisTemplates` lists, and so what the query costs). */
+export const MAX_ANALYSIS_TEMPLATES = 500;
+
 export class AnalysisTemplates {
   constructor(
     private readonly store: AnalysisTemplateStore,
@@ -31,6 +34,10 @@ export class AnalysisTemplates {
   async create(input: { name: string; template: unknown }): Promise<NamedTemplate> {
     const name = checkName(input.name);
     const template = this.checked(input.template);
+    // Checked before the insert, not under a lock: two creates at once may pass 500 by one, which bounds nothing less.
+    if ((await this.store.templates()).length >= MAX_ANALYSIS_TEMPLATES) {
+      throw new ValidationError('input', `at most ${MAX_ANALYSIS_TEMPLATES} analysis templates are stored; delete one first`);
+    }
     const now = this.now();
     const written = await this.store.insertTemplate({ name, template, createdAt: now, updatedAt: now });
     if (!written) throw new ConflictError(`an analysis template named ${name} exists (update it, or choose another name)`);

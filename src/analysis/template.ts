@@ -79,7 +79,8 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const MAX_TIMEOUT_MS = 120_000;
 /** Shortest interval: measuring faster than Prometheus scrapes measures nothing new. */
 export const MIN_INTERVAL_MS = 1_000;
-const MAX_METRICS = 32;
+/** Metrics one template lists at most. */
+export const MAX_METRICS = 32;
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 

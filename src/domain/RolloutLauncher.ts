@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 import { MAX_IDEMPOTENCY_KEY } from './kinds/cause.js';
 import type { RolloutPlan } from './kinds/index.js';
+import { MAX_ANALYSIS_STEPS, nextAnalysisStep } from './kinds/strategy.js';
 import type { IdempotencyKeyRef } from './historyPort.js';
 import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { checkReplay, type LaunchGuard } from './launchRules.js';
@@ -121,11 +122,19 @@ function staged(request: LaunchRequest, types: () => GateTypes): { run?: FrozenR
  * `strategy.analysis` (analysis between targets, ADR 0071) is checked at submit as an ANALYSIS gate's config is (the
  * template, its arguments, a Prometheus to ask), and only for a rollout without waves: a staged one has its gates.
  */
-function checkTargetAnalysis(request: LaunchRequest, types: () => GateTypes): void {
+export function checkTargetAnalysis(request: LaunchRequest, types: () => GateTypes): void {
   const analysis = request.plan.strategy.analysis;
   if (!analysis) return;
   const field = 'input.strategy.analysis';
   if (request.staged) throw new ValidationError(field, 'is for a rollout without waves: a staged rollout analyses before or after its waves (gates)');
+  // Each step is an analysis run with its measurements, and a gate `Rollout.gates` lists: bounded like `after`.
+  const changing = request.plan.targets.filter((t) => !t.skipReason).length;
+  let steps = 0;
+  for (let step = nextAnalysisStep(analysis, changing, 0); step !== undefined; step = nextAnalysisStep(analysis, changing, step)) {
+    if (++steps > MAX_ANALYSIS_STEPS) {
+      throw new ValidationError(field, `makes more than ${MAX_ANALYSIS_STEPS} analyses over ${changing} targets: measure less often (a larger \`every\`)`);
+    }
+  }
   gateTypeOf('ANALYSIS', `${field}.config`, types()).check(analysis.config, `${field}.config`);
 }
 

@@ -8,6 +8,9 @@ import type { KindApi } from './kindApi.js';
 import { MAX_WAVES } from '../domain/waves/plan.js';
 import { MAX_GATE_DECISIONS } from '../domain/waves/StagedRuns.js';
 import { MAX_WINDOW_POLICIES } from '../domain/gates/WindowPolicies.js';
+import { MAX_ANALYSIS_STEPS } from '../domain/kinds/strategy.js';
+import { MAX_ANALYSIS_TEMPLATES } from '../analysis/namedTemplates.js';
+import { MAX_METRICS } from '../analysis/template.js';
 import type { ListSizes } from './queryLimits.js';
 
 /**
@@ -39,7 +42,11 @@ export function listSizesOf(domain: Domain, kinds: readonly KindApi[]): ListSize
     'WavePlan.waves': () => MAX_WAVES + 1,
     'WavePlan.excluded': () => domain.clusters?.size() ?? 1,
     'PlannedWave.clusters': () => domain.clusters?.size() ?? 1,
-    'Rollout.gates': () => 2 * (MAX_WAVES + 1),
+    // A staged run's two gates per wave, or a rollout's analyses between targets (ADR 0071), whichever can be more.
+    'Rollout.gates': () => Math.max(2 * (MAX_WAVES + 1), MAX_ANALYSIS_STEPS),
+    'TargetAnalysis.after': () => MAX_ANALYSIS_STEPS,
+    'Query.analysisTemplates': () => MAX_ANALYSIS_TEMPLATES,
+    'AnalysisTemplate.metrics': () => MAX_METRICS,
     'Gate.decisions': () => MAX_GATE_DECISIONS,
     'Query.maintenanceWindows': () => MAX_WINDOW_POLICIES,
   };

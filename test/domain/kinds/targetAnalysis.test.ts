@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { nextAnalysisStep, parseInput, targetAnalysisInput } from '../../../src/domain/kinds/strategy.js';
+import { checkTargetAnalysis } from '../../../src/domain/RolloutLauncher.js';
 
 /** `strategy.analysis` (ADR 0071): its input and the steps an analysis stands after. */
 describe('analysis between targets: steps', () => {
@@ -27,5 +28,28 @@ describe('analysis between targets: steps', () => {
     expect(parse({ config, every: 0 })).toThrow(/^input\.strategy\.analysis\.every: must be at least 1/);
     expect(parse({ config: 'template', every: 1 })).toThrow(/^input\.strategy\.analysis\.config: must be an ANALYSIS gate config/);
     expect(parse({ config, every: 2, after: null })()).toEqual({ config, every: 2 });
+  });
+});
+
+describe('analysis between targets: checked at launch', () => {
+  const types = () => ({
+    ANALYSIS: { takesDecisions: false, check: (c: unknown) => c as Record<string, unknown>, progress: () => ({ state: 'PASSED' as const, reason: '' }) },
+  });
+  const request = (targets: number, analysis: Record<string, unknown>, staged = false) =>
+    ({
+      plan: {
+        kind: 'AGENT_POOL',
+        strategy: { analysis },
+        targets: Array.from({ length: targets }, (_, i) => ({ namespace: 'default', name: `net-${i}`, fromVersion: 'a', toVersion: 'b' })),
+      },
+      ...(staged ? { staged: {} } : {}),
+    }) as unknown as Parameters<typeof checkTargetAnalysis>[0];
+
+  it('refuses more than 100 analyses over the targets, and an analysis on a staged rollout', () => {
+    expect(() => checkTargetAnalysis(request(101, { config: {}, every: 1 }), types)).not.toThrow();
+    expect(() => checkTargetAnalysis(request(102, { config: {}, every: 1 }), types)).toThrow(
+      /^input\.strategy\.analysis: makes more than 100 analyses over 102 targets/,
+    );
+    expect(() => checkTargetAnalysis(request(10, { config: {}, every: 1 }, true), types)).toThrow(/is for a rollout without waves/);
   });
 });
