@@ -116,6 +116,20 @@ export class AnalysisGates {
   }
 
   /**
+   * Cancels every gate run of the rollout still measuring, recording why (its rollout ended: aborted, superseded,
+   * failed elsewhere). Returns the runs it cancelled.
+   */
+  async cancelRollout(rolloutId: string, reason: string): Promise<AnalysisRunRecord[]> {
+    const running = (await this.deps.store.runsOf(rolloutId)).filter((run) => run.phase === 'RUNNING' && run.gateKey !== null);
+    const cancelled: AnalysisRunRecord[] = [];
+    for (const run of running) {
+      const ended = await this.cancel({ rolloutId, gateKey: run.gateKey! }, reason);
+      if (ended?.phase === 'CANCELLED') cancelled.push(ended);
+    }
+    return cancelled;
+  }
+
+  /**
    * Continues every gate's run left RUNNING (a leader's start-up, or after a driver failed): each from its recorded
    * measurements. Returns the runs it picked up; those already measured here are skipped.
    */

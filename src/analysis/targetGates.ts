@@ -70,6 +70,10 @@ export class TargetAnalysisGates implements TargetGates {
     return [...byKey].sort(([a], [b]) => targetGateStep(a)! - targetGateStep(b)!).map(([key, runs]) => gateViewOf(rollout, spec, key, runs, errorFails, now));
   }
 
+  async release(rollout: Rollout): Promise<void> {
+    await this.analysis.cancelRollout(rollout.id, `rollout ${rollout.id} is ${rollout.state}${rollout.message ? `: ${rollout.message}` : ''}`);
+  }
+
   async retry(rollout: Rollout, key: string, now: Date): Promise<GateView> {
     const spec = rollout.strategy.analysis;
     const step = targetGateStep(key);

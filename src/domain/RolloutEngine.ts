@@ -451,6 +451,8 @@ export class RolloutEngine {
         active.items.filter((other) => other.id !== rollout.id),
       );
     }
+    // An analysis still measuring for a rollout that is over (aborted, superseded) is cancelled, saying why.
+    await this.targetGates?.release(rollout);
     await this.rollouts.updateEngineState(rollout.id, { finished: true });
     this.views.delete(rollout.id);
     if (rollout.rollbackOfId && rollout.state === 'SUCCEEDED') {

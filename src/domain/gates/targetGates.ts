@@ -41,6 +41,11 @@ export interface TargetGates {
   step(rollout: Rollout, view: RolloutView, now: Date): Promise<TargetGateStep>;
   /** The rollout's analysis steps that opened, as gates (the API's `Rollout.gates`), in step order. */
   gates(rollout: Rollout, now: Date): Promise<GateView[]>;
+  /**
+   * The rollout ended (the engine's finish): its analyses still measuring — between targets or at its waves' gates —
+   * are cancelled with the reason (e.g. superseded by a newer rollout), never left to decide for a rollout that is over.
+   */
+  release(rollout: Rollout): Promise<void>;
   /** retryGate for a `targets:<n>` key: a new attempt linked to the last (NOT_FOUND / CONFLICT as for wave gates). */
   retry(rollout: Rollout, key: string, now: Date): Promise<GateView>;
 }

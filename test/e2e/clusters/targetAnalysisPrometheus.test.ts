@@ -218,4 +218,47 @@ describeWithPrometheus('analysis between the targets of a 20-pool rollout in one
     expect(done.state).toBe('SUCCEEDED');
     expect(new Set(images())).toEqual(new Set([NEXT]));
   });
+
+  it('cancels the analysis of a rollout a newer one superseded, recording why', async () => {
+    const long = TEMPLATE.replace('count: 3', 'count: 120').replace('interval: 2s', 'interval: 1s');
+    const old = await bump(`${REPO}:v0.3.4-errors-10`, { maxUnavailable: '5', analysis: { after: [1], config: { template: long } } });
+    const runOf = async (id: string) =>
+      (
+        await gql(
+          app.url,
+          'query ($id: ID!) { rollout(id: $id) { state gate(key: "targets:1") { analysisRuns { phase message measurements { number } } } } }',
+          { id },
+        )
+      ).data.rollout;
+    await until('the step measuring', async () => ((await runOf(old)).gate?.analysisRuns?.[0]?.measurements.length ?? 0) > 0, {
+      timeoutMs: 90_000,
+      intervalMs: 1000,
+    });
+    const result = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
+      input: {
+        image: `${REPO}:v0.3.5-errors-10`,
+        memberClusters: { names: ['edge-1'] },
+        pools: { names: POOLS },
+        strategy: { maxUnavailable: '100%' },
+        supersede: true,
+        allowDowngrade: true,
+      },
+    });
+    expect(result.errors).toBeUndefined();
+    const cancelled = await until(
+      'the old analysis cancelled',
+      async () => {
+        const r = await runOf(old);
+        return r.gate.analysisRuns[0].phase === 'CANCELLED' ? r : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(cancelled.state).toBe('ABORTED');
+    expect(cancelled.gate.analysisRuns[0].message).toMatch(/ is ABORTED: superseded/);
+    const measured = cancelled.gate.analysisRuns[0].measurements.length;
+    expect(measured).toBeLessThan(120);
+    expect((await untilEnded(result.data.bumpAgentImage.rollout.id)).state).toBe('SUCCEEDED');
+    // Nothing is measured for it after the cancellation.
+    expect((await runOf(old)).gate.analysisRuns[0].measurements.length).toBe(measured);
+  });
 });
