@@ -76,6 +76,11 @@ export const SHARED_EVENTS = {
       reverts: text.optional(),
       /** Not a change: the image the controller deployed when rollplane first saw it (`oldImage` null), the baseline. */
       firstSeen: z.boolean().optional(),
+      /**
+       * Found at the first look of a reconciler that started at this time (ISO): the change happened while no
+       * reconciler watched, at a time nobody knows — before the rollouts launched since that start, possibly.
+       */
+      detectedAtStartOf: text.optional(),
     }),
     'upstream.changed',
   ),

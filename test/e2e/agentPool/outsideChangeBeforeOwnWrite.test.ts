@@ -110,4 +110,39 @@ describe('a helm upgrade of the vm-dhcp-controller before rollplane set the roll
     );
     for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).not.toBe(NEW);
   }, 120_000);
+
+  // Attack 18, H1: the false side. A helm upgrade made while rollplane was down, and a bump sent as soon as it listens:
+  // the bump's plan already starts from the helm image, but the history records the change only at the restarted
+  // reconciler's first look — here after the killed leader's Lease expires, well after the rollout started. That
+  // first look's change may predate the rollout, so it is no outside change made before rollplane's write.
+  it('does not fail a healthy rollout launched after a restart, before the restarted reconciler recorded a change made while it was down', async () => {
+    t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
+    const r = t.rig;
+    // Elected: the restarted process leads (and looks) only once the killed one's Lease expired.
+    const env = { ...serviceEnv(r), ROLLPLANE_LEADER_ELECT: 'true', ROLLPLANE_LEASE_DURATION_MS: '8000', ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '6000' };
+    let service = await startService(env);
+    t.service = service;
+    await r.waitFor('first sight recorded', async () => (await changesOf(service.url)).some((c) => c.payload.firstSeen === true));
+    service.child.kill('SIGKILL');
+    await service.exited;
+    helmUpgrade(r, HELM);
+    await r.waitFor('upstream moved every pool to the helm image', () =>
+      Array.from({ length: POOLS }, (_, i) => r.readyAgents().get(`net-${i + 1}`)).every((a) => a?.spec.containers[0].image === HELM),
+    );
+
+    service = await startService(env);
+    t.service = service;
+    const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+    const bump = await gqlData(service.url, BUMP, { input: { image: NEWER, strategy: { maxUnavailable: '2', progressDeadlineSeconds: 3600 } } });
+    const id: string = bump.bumpAgentImage.rollout.id;
+    expect(bump.bumpAgentImage.rollout.fromVersion).toBe(HELM);
+    // The bump came before the restarted process led: its change is recorded after the rollout started.
+    expect((await changesOf(service.url)).some((c) => c.payload.newImage === HELM)).toBe(false);
+    const done = await finishedRollout<{ state: string; message: string }>(service.url, id, ROLLOUT, 90_000);
+    expect(done.state, done.message).toBe('SUCCEEDED');
+    expect(controllerImage(r)).toBe(NEWER);
+    expect((await changesOf(service.url)).map((c) => c.payload)).toContainEqual(
+      expect.objectContaining({ oldImage: OLD, newImage: HELM, planned: false, detectedAtStartOf: expect.any(String) }),
+    );
+  }, 150_000);
 });

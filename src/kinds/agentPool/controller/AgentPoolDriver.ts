@@ -106,7 +106,10 @@ export class AgentPoolDriver implements RolloutDriver {
     const image = this.rolloutImage(rollout);
     if (image === undefined || state.image === normalizeImage(image)) return undefined;
     // observe says what its targets wait for, unless the image was changed outside rollplane before that write.
-    if (await this.notSetHereYet(rollout)) return this.changedBeforeOwnWrite(rollout);
+    if (await this.notSetHereYet(rollout)) {
+      const verdict = await this.changedBeforeOwnWrite(rollout);
+      return verdict && 'halt' in verdict ? verdict.halt : undefined;
+    }
     const takenOverBy = this.deps.lever.otherRolloutOn(state.image, rollout.id);
     if (takenOverBy) return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: taken over by rollout ${takenOverBy}`;
     return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, not ${image}: its --image was changed outside rollplane (a helm upgrade?); stopped so that upstream's recreations are not counted as this rollout's`;
@@ -116,15 +119,27 @@ export class AgentPoolDriver implements RolloutDriver {
    * Before rollplane set the rollout's image here: the controller deploys neither it nor the image it deployed when the
    * rollout started, nor one another rollout of rollplane set since (ControllerImageLever.changedOutsideSinceStart).
    * Someone changed it outside rollplane meanwhile (a helm upgrade while rollplane was down, or while its write hung):
-   * writing now would revert that change, so the rollout stops without writing (attack 17, H1).
+   * writing now would revert that change, so the rollout stops without writing (attack 17, H1). `wait`: a change the
+   * history has not recorded yet, which nobody can date: neither halt nor write until it is (attack 18, H1).
    */
-  private async changedBeforeOwnWrite(rollout: Rollout): Promise<string | undefined> {
+  private async changedBeforeOwnWrite(rollout: Rollout): Promise<{ halt: string } | { wait: string } | undefined> {
     const state = this.deps.controller.state();
     const image = this.rolloutImage(rollout);
     if (state.kind !== 'agents' || image === undefined || state.image === normalizeImage(image)) return undefined;
     const outside = await this.deps.lever.changedOutsideSinceStart(rollout, state.image);
     if (!outside) return undefined;
-    return `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, neither ${image} nor ${outside.startImage} (what it deployed when the rollout started): its --image was changed outside rollplane (a helm upgrade?) before rollplane set it; stopped without writing, so that the change is not reverted`;
+    if ('unrecorded' in outside) {
+      return { wait: `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, a change rollplane has not recorded yet: waiting for it before writing` };
+    }
+    return {
+      halt: `the vm-dhcp-controller ${state.ref} now deploys ${state.image}, neither ${image} nor ${outside.startImage} (what it deployed when the rollout started): its --image was changed outside rollplane (a helm upgrade?) before rollplane set it; stopped without writing, so that the change is not reverted`,
+    };
+  }
+
+  /** changedBeforeOwnWrite for prepare: no write while it says halt (the next pass fails the rollout) or wait. */
+  private async refuseWriteOverOutsideChange(rollout: Rollout): Promise<void> {
+    const verdict = await this.changedBeforeOwnWrite(rollout);
+    if (verdict) throw new ConflictError('halt' in verdict ? verdict.halt : verdict.wait);
   }
 
   /**
@@ -152,8 +167,7 @@ export class AgentPoolDriver implements RolloutDriver {
       return this.deps.lever.waitForRollout(image, signal);
     }
     // Never over a change made outside rollplane since the rollout started (the next pass's haltReason fails it).
-    const outside = await this.changedBeforeOwnWrite(rollout);
-    if (outside) throw new ConflictError(outside);
+    await this.refuseWriteOverOutsideChange(rollout);
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
     const toHold = this.poolsToHold(image);
@@ -175,8 +189,7 @@ export class AgentPoolDriver implements RolloutDriver {
       // (b) The controller's new image, through its owner: upstream restarts and re-syncs every pool; only unheld ones
       // change. Asked again: the holds take time (or hung), and a helm upgrade may have come meanwhile. The write
       // itself replaces only the image the cache shows (ControllerImageLever.set), the one just asked about.
-      const changed = await this.changedBeforeOwnWrite(rollout);
-      if (changed) throw new ConflictError(changed);
+      await this.refuseWriteOverOutsideChange(rollout);
       signal.throwIfAborted();
       await this.deps.lever.set(image, rollout.id, signal);
     } catch (error) {
@@ -500,8 +513,8 @@ export class AgentPoolDriver implements RolloutDriver {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
         if (await this.notSetHereYet(rollout)) {
-          const outside = await this.changedBeforeOwnWrite(rollout);
-          if (outside) return { phase: 'failed', reason: outside };
+          const verdict = await this.changedBeforeOwnWrite(rollout);
+          if (verdict && 'halt' in verdict) return { phase: 'failed', reason: verdict.halt };
           return {
             phase: 'progressing',
             message: `waiting for rollplane to set the vm-dhcp-controller's --image to ${target.toVersion} here (it deploys ${state.image})`,

@@ -27,6 +27,14 @@ interface HistoryFacts {
   startImage: string | undefined;
   /** The images rollouts of rollplane set since the rollout started (planned changes). */
   setByRollplane: Set<string>;
+  /**
+   * Images of outside changes recorded after the rollout started, but found at the first look of a reconciler that
+   * started before it: they may predate the rollout (rollplane restarted, a bump came before its first look; attack
+   * 18, H1), so each may be what the controller deployed when the rollout started.
+   */
+  maybeAtStart: Set<string>;
+  /** The image the newest recorded change names (what the history says the controller deploys now). */
+  latestImage: string | undefined;
 }
 
 /** A change of the controller's image that rollplane made (to tell it from a helm upgrade when it shows). */
@@ -129,14 +137,17 @@ export class ControllerImageLever {
    * (attack 17, H1: a restarted or retried prepare did). Undefined when it was not, or when the history does not say
    * what the controller deployed at the start (no recorded change before it).
    */
-  async changedOutsideSinceStart(rollout: RolloutRef, image: string): Promise<{ startImage: string } | undefined> {
+  async changedOutsideSinceStart(rollout: RolloutRef, image: string): Promise<{ startImage: string } | { unrecorded: true } | undefined> {
     const current = normalizeImage(image);
     if (rollout.toVersion !== null && current === normalizeImage(rollout.toVersion)) return undefined;
     if (this.own.has(current) || this.last?.image === current) return undefined;
     const facts = await this.historyOf(rollout);
     // Deployed once already: any other image now is an outside change, which deployedFor's callers say as such.
     if (facts === undefined || facts.deployed || facts.startImage === undefined) return undefined;
-    if (facts.startImage === current || facts.setByRollplane.has(current)) return undefined;
+    // The history has not caught up with what the controller deploys (its reconciler has not looked yet, after a
+    // restart or a failover, or is about to record it): when that change happened is not known yet (attack 18, H1).
+    if (facts.latestImage !== current) return { unrecorded: true };
+    if (facts.startImage === current || facts.setByRollplane.has(current) || facts.maybeAtStart.has(current)) return undefined;
     return { startImage: facts.startImage };
   }
 
@@ -160,12 +171,20 @@ export class ControllerImageLever {
     );
     const wanted = rollout.toVersion === null ? undefined : normalizeImage(rollout.toVersion);
     const started = rollout.createdAt.getTime();
-    const facts: HistoryFacts = { deployed: false, startImage: undefined, setByRollplane: new Set() };
+    const facts: HistoryFacts = {
+      deployed: false,
+      startImage: undefined,
+      setByRollplane: new Set(),
+      maybeAtStart: new Set(),
+      latestImage: changes[0] ? readPayload(EventType.UpstreamControllerChanged, changes[0].payload).newImage : undefined,
+    };
     for (const change of changes) {
-      const { oldImage, newImage, planned } = readPayload(EventType.UpstreamControllerChanged, change.payload);
+      const { oldImage, newImage, planned, detectedAtStartOf } = readPayload(EventType.UpstreamControllerChanged, change.payload);
       if (change.createdAt.getTime() >= started) {
         if (newImage === wanted || oldImage === wanted) facts.deployed = true;
         if (planned && newImage !== undefined) facts.setByRollplane.add(newImage);
+        const caughtUpSinceStart = detectedAtStartOf !== undefined && Date.parse(detectedAtStartOf) <= started;
+        if (!planned && newImage !== undefined && caughtUpSinceStart) facts.maybeAtStart.add(newImage);
         continue;
       }
       // The newest change before the rollout started says what the controller deployed when it did.

@@ -30,6 +30,8 @@ export interface ControllerImageReconcilerDeps {
  */
 export class ControllerImageReconciler implements Reconciler {
   private lastImage: string | undefined;
+  /** When this reconciler started: a change its first look finds happened before that look, at an unknown time. */
+  private readonly startedAt = new Date();
 
   constructor(private readonly deps: ControllerImageReconcilerDeps) {}
 
@@ -48,8 +50,10 @@ export class ControllerImageReconciler implements Reconciler {
       this.lastImage = state.image;
       return;
     }
+    const firstLook = this.lastImage === undefined;
     this.lastImage = state.image;
     if (previous === state.image) return;
+    const caughtUp = firstLook ? { detectedAtStartOf: this.startedAt.toISOString() } : {};
     const own = this.deps.lever.takeOwnChange(state.image);
     if (own) {
       await this.deps.history.append({
@@ -79,6 +83,7 @@ export class ControllerImageReconciler implements Reconciler {
         oldImage: previous,
         newImage: state.image,
         planned: false,
+        ...caughtUp,
         ...(setBy ? { reverts: setBy } : {}),
         ...(owner ? { owner: describeOwner(owner) } : {}),
       },
