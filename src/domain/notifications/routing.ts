@@ -218,6 +218,7 @@ export function routeEvents(events: readonly RoutableEvent[], routes: readonly R
   const out: OutboxEntry[] = [];
   const seenKeys = new Set<string>();
   events.forEach((event, eventIndex) => {
+    if (isBaseline(event)) return;
     for (const route of routes) {
       if (!matchesNotificationFilter(event, route.filter, facts)) continue;
       const onceKey = onceKeyOf(event, route.oncePer);
@@ -230,4 +231,12 @@ export function routeEvents(events: readonly RoutableEvent[], routes: readonly R
     }
   });
   return out;
+}
+
+/**
+ * Not a change, so nobody is told: the image rollplane first saw an upstream controller deploy, recorded as the baseline
+ * of its changes (`firstSeen`). Sent as it was, it read as a helm upgrade made outside rollplane (attack 18, L1).
+ */
+function isBaseline(event: Pick<RoutableEvent, 'type' | 'payload'>): boolean {
+  return event.type === EventType.UpstreamControllerChanged && (event.payload as { firstSeen?: unknown } | null)?.firstSeen === true;
 }

@@ -91,6 +91,15 @@ describe('notification routing', () => {
     expect(routeEvents([rollout('PAUSED')], [])).toEqual([]);
   });
 
+  it("tells nobody of an upstream controller's first-seen image (a baseline, not a change), and does of its changes", () => {
+    const seen = (payload: Record<string, unknown>): RoutableEvent => ({ type: EventType.UpstreamControllerChanged, payload });
+    const entries = routeEvents(
+      [seen({ oldImage: null, newImage: 'a:1', planned: false, firstSeen: true }), seen({ oldImage: 'a:1', newImage: 'a:2', planned: false })],
+      [route({ subscriptionId: 'ns_all' })],
+    );
+    expect(entries.map((e) => e.eventIndex)).toEqual([1]);
+  });
+
   it("selects clusters by name and by label selector (either), a rollout's own events by its targets' clusters", () => {
     const facts = {
       clustersOfRollout: new Map([['ro_1', ['edge-1', 'local']]]),
