@@ -293,7 +293,7 @@ export class RolloutEngine {
     // Unreachable under WAIT: not started, looked at again shortly (a member's health change does not wake the engine).
     const { verdict, window, waitedFor } = stagedAdmission(run, health, since, now, (cluster) => decideWindow(policies, labels.get(cluster) ?? {}, now));
     const waitsUnreachable = (cluster: string) => verdict(cluster).do === 'wait';
-    const { decision, waves, step } = decideStage({ run, gates, accepted: new Set(accepted), now, window }, pass.view.targets);
+    const { decision, waves, step } = decideStage({ run, gates, accepted: new Set(accepted), now, window }, pass.view.clusterOutcomes());
     await this.rollouts.runs.recordWaves(rollout.id, rollout.kind, run, waves, now);
     const firstSeen = run.unreachableWait ? [...waitedFor].filter((c) => since[c] === undefined) : [];
     if (firstSeen.length > 0) {
@@ -595,8 +595,21 @@ export class RolloutEngine {
 
   /** Records target changes in one transaction and mirrors them into the view and the routing index. */
   private async record(rollout: Rollout, view: RolloutView, changes: TargetChange[]): Promise<void> {
-    for (let i = 0; i < changes.length; i += RECORD_BATCH) {
-      const updated = await this.rollouts.setTargetStates(rollout.id, changes.slice(i, i + RECORD_BATCH));
+    // Each change applies only from the state this view saw (the state an earlier change of the same call left):
+    // otherwise another writer moved the target on, and the store refuses the batch (CONFLICT). The view is then
+    // stale: dropped, so that the next pass, if this replica still leads, decides again on what is stored.
+    const seen = new Map<string, RolloutTarget['state']>();
+    const fenced = changes.map((change) => {
+      const key = targetKey(change.target);
+      const from = seen.get(key) ?? (change.target as Partial<RolloutTarget>).state;
+      seen.set(key, change.to);
+      return from === undefined ? change : { ...change, from };
+    });
+    for (let i = 0; i < fenced.length; i += RECORD_BATCH) {
+      const updated = await this.rollouts.setTargetStates(rollout.id, fenced.slice(i, i + RECORD_BATCH)).catch((error: unknown) => {
+        if (error instanceof ConflictError) this.views.delete(rollout.id);
+        throw error;
+      });
       for (const target of updated) {
         view.update(target);
         const key = this.indexKey(rollout.kind, target);

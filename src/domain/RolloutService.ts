@@ -564,6 +564,12 @@ export class RolloutService {
           const { target, to } = change;
           const outcome = updated[i];
           if (!outcome) throw new NotFoundError(`rollout ${rolloutId} has no target ${targetKey(target)}`);
+          if (change.from !== undefined && outcome.previousState !== change.from) {
+            // Thrown inside the transaction: it rolls back, so nothing of this batch is written.
+            throw new ConflictError(
+              `target ${targetKey(target)} of rollout ${rolloutId} is ${outcome.previousState}, not ${change.from} as its writer saw it: another writer moved it on`,
+            );
+          }
           const row = outcome.target;
           if (to === 'SUCCEEDED') succeeded.push({ row, at: change.at ?? now });
           const base = { rolloutId, kind: row.kind as RolloutKind, namespace: row.namespace, name: row.name, ...clusterField(row.cluster) };
@@ -592,6 +598,12 @@ export interface TargetChangeDetail {
 export interface TargetChange extends TargetChangeDetail {
   target: TargetRef;
   to: TargetState;
+  /**
+   * The state the writer saw the target in: the change (and every other of its call) is refused with CONFLICT when the
+   * stored state is another. The engine passes its view's, so a replica that lost the lead while a pass was under way
+   * (a process resumed after SIGSTOP) cannot record an outcome over what the new leader recorded since (ADR 0072).
+   */
+  from?: TargetState;
 }
 
 /**

@@ -1,6 +1,8 @@
 import { clusterOf, targetKey } from './ports.js';
 import type { RolloutTarget } from './RolloutService.js';
 import type { TargetState } from './rolloutStates.js';
+import { type ClusterTally, countTarget, outcomeOf, tallyIn } from './waves/engineStage.js';
+import type { ClusterProgress } from './waves/progress.js';
 
 /** How `nextPending` chooses among the PENDING targets, beyond plan order. */
 export interface PendingChoice {
@@ -30,6 +32,9 @@ export class RolloutView {
   private readonly changed = new Set<string>();
   /** Per cluster: its targets not SKIPPED and those PROGRESSING, kept with every update (read on each admission pass). */
   private readonly perCluster = new Map<string, { changing: number; progressing: number }>();
+  /** Per cluster: its targets counted by outcome, and the outcome they give (a staged pass reads it: ADR 0072). */
+  private readonly tallies = new Map<string, ClusterTally>();
+  private readonly outcomes = new Map<string, ClusterProgress>();
   /** When every PROGRESSING target was last observed (0: never). */
   lastFullObservation = 0;
   /** The earliest progress deadline of a PROGRESSING target, as of the last full observation and later admissions. */
@@ -45,7 +50,9 @@ export class RolloutView {
       this.indexById.set(t.id, i);
       this.counts.set(t.state, (this.counts.get(t.state) ?? 0) + 1);
       this.countInCluster(t, 1);
+      this.tally(t, 1);
     });
+    for (const [cluster, tally] of this.tallies) this.outcomes.set(cluster, outcomeOf(tally));
     this.keys = new Set(targets.map((t) => targetKey(t)));
   }
 
@@ -101,6 +108,20 @@ export class RolloutView {
     return this.perCluster;
   }
 
+  /**
+   * Each cluster's outcome from its targets' recorded states (waves/engineStage.ts outcomeOf), kept current with every
+   * update: what a staged pass decides from without going over the rollout's targets. Read it, never keep it.
+   */
+  clusterOutcomes(): ReadonlyMap<string, ClusterProgress> {
+    return this.outcomes;
+  }
+
+  private tally(target: RolloutTarget, by: 1 | -1): ClusterTally {
+    const tally = tallyIn(this.tallies, clusterOf(target));
+    countTarget(tally, target, by);
+    return tally;
+  }
+
   private countInCluster(target: RolloutTarget, by: 1 | -1): void {
     if (target.state === 'SKIPPED') return;
     const cluster = clusterOf(target);
@@ -135,6 +156,8 @@ export class RolloutView {
     this.counts.set(target.state, (this.counts.get(target.state) ?? 0) + 1);
     this.countInCluster(old, -1);
     this.countInCluster(target, 1);
+    this.tally(old, -1);
+    this.outcomes.set(clusterOf(target), outcomeOf(this.tally(target, 1)));
     this.targets[index] = target;
   }
 }

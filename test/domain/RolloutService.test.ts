@@ -173,6 +173,22 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
     expect((await rollouts.allTargets(rollout.id)).map((t) => t.state)).toEqual(['PENDING']);
     expect(await log.lastEventId()).toBe(before);
   });
+
+  it('refuses a pass, whole, when a target is no longer in the state its writer saw (a leader resumed after another moved it on)', async () => {
+    const rollout = await create('agent:v2', ['r0', 'r1']);
+    await rollouts.setTargetStates(rollout.id, [{ target: { namespace: 'default', name: 'r0' }, to: 'PROGRESSING', from: 'PENDING' }]);
+    await rollouts.setTargetStates(rollout.id, [{ target: { namespace: 'default', name: 'r0' }, to: 'SUCCEEDED', from: 'PROGRESSING' }]);
+    const before = await log.lastEventId();
+    // A stale writer: it saw r0 in flight and r1 pending.
+    await expect(
+      rollouts.setTargetStates(rollout.id, [
+        { target: { namespace: 'default', name: 'r1' }, to: 'PROGRESSING', from: 'PENDING' },
+        { target: { namespace: 'default', name: 'r0' }, to: 'SUCCEEDED', from: 'PROGRESSING' },
+      ]),
+    ).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringMatching(/default\/r0 .* is SUCCEEDED, not PROGRESSING/) });
+    expect((await rollouts.allTargets(rollout.id)).map((t) => `${t.name}:${t.state}`).sort()).toEqual(['r0:SUCCEEDED', 'r1:PENDING']);
+    expect(await log.lastEventId()).toBe(before);
+  });
 }
 
 describe('RolloutService.setTargetStates on SQLite', () => {

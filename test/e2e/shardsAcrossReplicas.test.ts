@@ -1,8 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { shardOf } from '../../src/clusters/ShardLeases.js';
 import { planAcrossClusters } from '../../src/domain/clusterSelection.js';
 import { InProcessEventBus } from '../../src/domain/EventBus.js';
 import { EventLog } from '../../src/domain/EventLog.js';
@@ -11,17 +7,26 @@ import { defaultStrategy } from '../../src/domain/kinds/index.js';
 import { RolloutLauncher } from '../../src/domain/RolloutLauncher.js';
 import { RolloutService } from '../../src/domain/RolloutService.js';
 import type { AgentPoolStrategy } from '../../src/kinds/agentPool/contract.js';
-import { agentName, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION } from '../../src/kinds/agentPool/controller/names.js';
-import type { IPPool } from '../../src/kinds/agentPool/controller/types.js';
+import { agentName } from '../../src/kinds/agentPool/controller/names.js';
 import { KIND_CONTRACTS } from '../../src/kinds/index.js';
-import { createKubeClients, type KubeClients } from '../../src/kube/createKubeClients.js';
-import type { AuditRecord } from '../../src/sim/api/ApiServer.js';
 import { openDatabase, type Database } from '../../src/store/db.js';
-import { projectRoot, type ServiceProcess, startService } from '../helpers/child.js';
+import { type ServiceProcess, startService } from '../helpers/child.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';
 import { FAST_ENV } from './agentPool/rig.js';
 import { isLeader, LEASE_ENV, START_TIMEOUT_MS } from './replicas.js';
+import {
+  audit,
+  auditMark,
+  checkOneWriterPerCluster,
+  type Fleet,
+  heldShards,
+  pools,
+  registerMembers,
+  seesMembers,
+  startFleet,
+  stopFleet,
+} from './shards/fleet.js';
 
 /**
  * Issue 29, "several replicas share the clusters" (docs/adr/0059-shard-leases.md): two replicas on one PostgreSQL, 20
@@ -31,116 +36,9 @@ import { isLeader, LEASE_ENV, START_TIMEOUT_MS } from './replicas.js';
  * point (the management cluster's Lease writes and the members' writes are numbered in one sequence) — through a
  * SIGKILL of one replica and a SIGSTOP/SIGCONT of the other, and every pool is recreated exactly once.
  */
-const MEMBERS = Array.from({ length: 20 }, (_, i) => `m-${i + 1}`);
 const POOLS = 2;
 const SHARDS = 4;
-const LEASE_NAME = 'rollplane-controller';
 const IMAGES = ['rancher/harvester-vm-dhcp-agent:v0.3.1', 'rancher/harvester-vm-dhcp-agent:v0.3.2'];
-
-interface Fleet {
-  child: ChildProcess;
-  adminUrl: string;
-  kubeconfigs: Record<string, string>;
-  kube: Map<string, KubeClients>;
-}
-
-async function startFleet(): Promise<Fleet> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(projectRoot, 'test/e2e/shards/fleetProcess.ts'), String(MEMBERS.length), `pools=${POOLS},nodes=1,peers=0`],
-    {
-      cwd: projectRoot,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk) => {
-      out += chunk;
-      const end = out.indexOf('\n');
-      if (end >= 0) resolve(out.slice(0, end));
-    });
-    child.once('exit', (code) => reject(new Error(`the fleet exited with ${code}`)));
-  });
-  const { adminUrl, kubeconfigs } = JSON.parse(line) as { adminUrl: string; kubeconfigs: Record<string, string> };
-  const kube = new Map(
-    Object.entries(kubeconfigs).map(([name, kubeconfigPath]) => [name, createKubeClients({ mode: 'kubeconfig', kubeconfigPath, qps: 1000, burst: 1000 })]),
-  );
-  return { child, adminUrl, kubeconfigs, kube };
-}
-
-/** Registers every member through a labelled Secret in the management cluster's `rollplane-system` (src/clusters/sources). */
-async function registerMembers(fleet: Fleet): Promise<void> {
-  const mgmt = fleet.kube.get('mgmt')!;
-  await mgmt.core.createNamespace({ body: { metadata: { name: 'rollplane-system' } } }).catch(() => undefined);
-  for (const name of MEMBERS) {
-    await mgmt.core.createNamespacedSecret({
-      namespace: 'rollplane-system',
-      body: {
-        metadata: {
-          name: `member-${name}`,
-          labels: { 'rollplane.io/member-cluster': 'true', tier: 'edge' },
-          annotations: { 'rollplane.io/cluster-name': name },
-        },
-        stringData: { kubeconfig: readFileSync(fleet.kubeconfigs[name]!, 'utf8') },
-      },
-    });
-  }
-}
-
-async function audit(fleet: Fleet, cluster: string, after = 0): Promise<AuditRecord[]> {
-  return (await fetch(`${fleet.adminUrl}/sim/clusters/${cluster}/audit?after=${after}`)).json() as Promise<AuditRecord[]>;
-}
-
-async function pools(fleet: Fleet, cluster: string): Promise<IPPool[]> {
-  const list = (await fleet.kube.get(cluster)!.custom.listClusterCustomObject({ group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL })) as {
-    items: IPPool[];
-  };
-  return list.items;
-}
-
-/** The replica's `rollplane_shard_held` gauges: the shards it says it holds. */
-async function heldShards(service: ServiceProcess): Promise<number[]> {
-  const text = await (await fetch(service.url.replace(/\/graphql$/, '/metrics'))).text();
-  return [...text.matchAll(/^rollplane_shard_held\{shard="(\d+)"\} 1$/gm)].map((m) => Number(m[1])).sort((a, b) => a - b);
-}
-
-/** Whether every member is READY as the replica sees it. */
-async function seesMembers(service: ServiceProcess): Promise<boolean> {
-  const res = await fetch(service.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query: '{ clusters { name health { state } kinds } }' }),
-  });
-  const clusters = ((await res.json()) as { data?: { clusters: { name: string; health: { state: string }; kinds: string[] }[] } }).data?.clusters ?? [];
-  return MEMBERS.every((name) => clusters.some((c) => c.name === name && c.health.state === 'READY' && c.kinds.includes('AGENT_POOL')));
-}
-
-/**
- * The single-writer check: every write to a member (after `from`) is made by the replica that held the member's shard
- * Lease at that point of the sequence (the last write of that Lease before it, in the management cluster). Returns the
- * writers seen per member.
- */
-async function checkOneWriterPerCluster(fleet: Fleet, from: number): Promise<Map<string, Set<string>>> {
-  const leaseWrites = (await audit(fleet, 'mgmt'))
-    .filter((r) => r.resource === 'leases' && r.name?.startsWith(`${LEASE_NAME}-shard-`))
-    .map((r) => ({ seq: r.seq, shard: Number(r.name!.slice(`${LEASE_NAME}-shard-`.length)), holder: r.holder ?? '' }));
-  const holderAt = (shard: number, seq: number) => leaseWrites.filter((w) => w.shard === shard && w.seq < seq).at(-1)?.holder ?? '';
-  const writers = new Map<string, Set<string>>();
-  const violations: string[] = [];
-  for (const cluster of MEMBERS) {
-    const shard = shardOf(cluster, SHARDS);
-    for (const write of await audit(fleet, cluster, from)) {
-      const writer = /\(([^)]+)\)$/.exec(write.userAgent)?.[1] ?? write.userAgent;
-      const holder = holderAt(shard, write.seq);
-      if (writer !== holder)
-        violations.push(`${cluster} (shard ${shard}) #${write.seq} ${write.verb} ${write.resource}/${write.name} by ${writer}, held by ${holder || 'nobody'}`);
-      writers.set(cluster, (writers.get(cluster) ?? new Set()).add(writer));
-    }
-  }
-  expect(violations).toEqual([]);
-  return writers;
-}
 
 /** The rollout once it has ended. */
 function ended(rollouts: RolloutService, id: string) {
@@ -164,7 +62,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
   const databases: Database[] = [];
 
   beforeAll(async () => {
-    fleet = await startFleet();
+    fleet = await startFleet(20, `pools=${POOLS},nodes=1,peers=0`);
     await registerMembers(fleet);
   }, 120_000);
   afterEach(async () => {
@@ -175,12 +73,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
     }
     for (const db of databases.splice(0)) await db.close();
   });
-  afterAll(async () => {
-    if (fleet) {
-      fleet.child.kill('SIGTERM');
-      await new Promise((resolve) => fleet.child.once('exit', resolve));
-    }
-  });
+  afterAll(() => stopFleet(fleet));
 
   /** Two replicas on a fresh database, both seeing every member and both holding shards; and a launcher on the database. */
   async function startReplicas() {
@@ -209,7 +102,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
     await until('A to lead', () => isLeader(a), 60_000);
     const b = await startService(env, START_TIMEOUT_MS);
     services.push(b);
-    await until('both replicas to see every member', async () => (await seesMembers(a)) && (await seesMembers(b)), 120_000);
+    await until('both replicas to see every member', async () => (await seesMembers(a, fleet.members)) && (await seesMembers(b, fleet.members)), 120_000);
     // Spread: both hold shards, together all of them.
     let seen = '';
     await until(
@@ -235,7 +128,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
    */
   async function launch(launcher: RolloutLauncher, image: string): Promise<string> {
     const strategy = { ...defaultStrategy(KIND_CONTRACTS.AGENT_POOL), maxUnavailable: '4', progressDeadlineSeconds: 300, autoRollback: false };
-    const plan = await planAcrossClusters<AgentPoolStrategy>(MEMBERS, async (cluster) => {
+    const plan = await planAcrossClusters<AgentPoolStrategy>(fleet.members, async (cluster) => {
       const found = (await pools(fleet, cluster)).sort((x, y) => x.metadata!.name!.localeCompare(y.metadata!.name!));
       return {
         kind: 'AGENT_POOL',
@@ -257,7 +150,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
 
   it('SIGKILL of the replica that does not lead: its shards move, each pool is recreated exactly once, the rollout succeeds', async () => {
     const { a, b, events, rollouts, launcher } = await startReplicas();
-    const from = Math.max(0, ...(await audit(fleet, 'mgmt')).map((r) => r.seq));
+    const from = await auditMark(fleet);
     const id = await launch(launcher, IMAGES[0]!);
     const recreated = async () => (await rollouts.allTargets(id)).filter((t) => t.state === 'SUCCEEDED').length;
     await until('the rollout to be under way', async () => (await recreated()) >= 4, 120_000);
@@ -270,14 +163,14 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
 
     expect((await ended(rollouts, id)).state).toBe('SUCCEEDED');
     await expectEachPoolOnceAt(IMAGES[0]!, id, from, rollouts, events);
-    const writers = await checkOneWriterPerCluster(fleet, from);
+    const writers = await checkOneWriterPerCluster(fleet, SHARDS, from);
     // Both replicas wrote to members: the work was shared, and moved.
     expect(new Set([...writers.values()].flatMap((w) => [...w])).size).toBe(2);
   }, 600_000);
 
   it('SIGSTOP of the leader: the other takes its shards; resumed, it writes to no member it no longer holds; the rollout succeeds', async () => {
     const { a, b, events, rollouts, launcher } = await startReplicas();
-    const from = Math.max(0, ...(await audit(fleet, 'mgmt')).map((r) => r.seq));
+    const from = await auditMark(fleet);
     const id = await launch(launcher, IMAGES[1]!);
     const succeeded = async () => (await rollouts.allTargets(id)).filter((t) => t.state === 'SUCCEEDED').length;
     await until('the rollout to be under way', async () => (await succeeded()) >= 4, 120_000);
@@ -297,12 +190,12 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
     expect((await ended(rollouts, id)).state).toBe('SUCCEEDED');
     await expectEachPoolOnceAt(IMAGES[1]!, id, from, rollouts, events);
     // Its writes after SIGCONT included: none to a member whose shard it did not hold at that point.
-    await checkOneWriterPerCluster(fleet, from);
+    await checkOneWriterPerCluster(fleet, SHARDS, from);
   }, 600_000);
 
   /** Every pool of every member at `image`, its agent created exactly once since `from`, and one AgentRecreated each. */
   async function expectEachPoolOnceAt(image: string, id: string, from: number, rollouts: RolloutService, events: EventLog): Promise<void> {
-    for (const cluster of MEMBERS) {
+    for (const cluster of fleet.members) {
       const found = await pools(fleet, cluster);
       expect(found.length, cluster).toBe(POOLS);
       const creates = (await audit(fleet, cluster, from)).filter((r) => r.verb === 'create' && r.resource === 'pods');
@@ -316,7 +209,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
       }
     }
     const targets = await rollouts.allTargets(id);
-    expect(targets.length).toBe(MEMBERS.length * POOLS);
+    expect(targets.length).toBe(fleet.members.length * POOLS);
     expect(targets.every((t) => t.state === 'SUCCEEDED')).toBe(true);
     // The history: one AgentRecreated per pool, in its cluster.
     const recreated = await events.listBefore({ rolloutId: id, types: [EventType.AgentRecreated] }, undefined, 500);

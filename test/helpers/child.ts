@@ -20,9 +20,16 @@ export async function killIfRunning(service: ServiceProcess | undefined): Promis
   await service.exited;
 }
 
-/** Runs `src/main.ts` (through tsx) as a child process, exactly as `npm start` runs the built file. */
-export function spawnService(env: Record<string, string>, args: string[] = []): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/main.ts'), ...args], {
+/** How to run the service: `src/main.ts` through tsx, or the build in dist/ exactly as `npm start` runs it. */
+export interface ServiceEntry {
+  /** Run dist/src/main.js (bring dist/ up to date first: `ensureBuilt()`). */
+  built?: boolean;
+}
+
+/** Runs `src/main.ts` (through tsx) as a child process, exactly as `npm start` runs the built file; or the built file. */
+export function spawnService(env: Record<string, string>, args: string[] = [], entry: ServiceEntry = {}): ChildProcess {
+  const main = entry.built ? [path.join(projectRoot, 'dist/src/main.js')] : ['--import', 'tsx', path.join(projectRoot, 'src/main.ts')];
+  return spawn(process.execPath, [...main, ...args], {
     cwd: projectRoot,
     // NODE_ENV as in a deployment: vitest sets `test`, which changes what libraries do (Apollo skips its signal handlers).
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ROLLPLANE_SIM_MEMBER_CLUSTERS: 'off', ...env },
@@ -34,8 +41,8 @@ export function spawnService(env: Record<string, string>, args: string[] = []): 
  * Starts the service and waits for its "listening on" line. The bound only catches a service that never starts: tsx
  * compiling src/ on a machine at load 20+ took over 30 s (test/cli/auth.test.ts failed at 30 s).
  */
-export async function startService(env: Record<string, string>, timeoutMs = 120_000): Promise<ServiceProcess> {
-  const child = spawnService({ PORT: '0', ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ...env });
+export async function startService(env: Record<string, string>, timeoutMs = 120_000, entry: ServiceEntry = {}): Promise<ServiceProcess> {
+  const child = spawnService({ PORT: '0', ROLLPLANE_KUBE: 'sim', ROLLPLANE_SIM_FLEET: 'empty', ...env }, [], entry);
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
@@ -60,6 +67,16 @@ export async function startService(env: Record<string, string>, timeoutMs = 120_
     });
   });
   return { child, url, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Brings dist/ up to date with the sources (`npm run build` unless it was built from them as they are: scripts/build.mjs). */
+export async function ensureBuilt(): Promise<void> {
+  const child = spawn(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`the build failed (${code}):\n${output}`);
 }
 
 /** Runs the service to completion (for configuration errors) and returns its exit code and output. */

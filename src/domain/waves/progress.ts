@@ -18,6 +18,8 @@ export interface ClusterProgress {
   outcome: ClusterOutcome;
   /** When it ended (SUCCEEDED, FAILED, SKIPPED). */
   endedAt?: Date | null;
+  /** ACTIVE with targets not admitted yet. */
+  pendingTargets?: boolean;
 }
 
 /** A gate's state as its own rules computed it (approval.ts, externalCheck.ts, a timed wait). */

@@ -95,14 +95,14 @@ describe('a staged rollout in the engine', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Two pools in each cluster; maxUnavailable 100%: only the waves hold admission back. */
-  function plan(): RolloutPlan {
+  /** Two pools in each cluster; maxUnavailable 100% unless said: only the waves hold admission back. */
+  function plan(maxUnavailable = '100%'): RolloutPlan {
     return {
       kind: 'AGENT_POOL',
       fromVersion: 'agent:v1',
       toVersion: 'agent:v2',
       selector: {},
-      strategy: { kind: 'AGENT_POOL', maxUnavailable: '100%', progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false },
+      strategy: { kind: 'AGENT_POOL', maxUnavailable, progressDeadlineSeconds: 600, failureThreshold: 1, autoRollback: false },
       targets: CLUSTERS.flatMap((c) =>
         ['p0', 'p1'].map((name) => ({ cluster: c.name, namespace: 'default', name, fromVersion: 'agent:v1', toVersion: 'agent:v2' })),
       ),
@@ -120,8 +120,8 @@ describe('a staged rollout in the engine', () => {
     ],
   };
 
-  async function launch(strategy: WaveStrategy, extra: Partial<StagedLaunch> = {}) {
-    const p = plan();
+  async function launch(strategy: WaveStrategy, extra: Partial<StagedLaunch> = {}, maxUnavailable?: string) {
+    const p = plan(maxUnavailable);
     const result = await launcher.launch({ plan: p, cause: {}, request: { p, strategy }, staged: { ...staged(strategy), ...extra } });
     return result;
   }
@@ -181,6 +181,20 @@ describe('a staged rollout in the engine', () => {
       'WaveStarted:remainder',
       'WaveFinished:remainder',
     ]);
+  });
+
+  it('admits the rest of a cluster under way when its first targets are done and none is in flight (maxUnavailable 1 inside each)', async () => {
+    // Found by the two-replica chaos test (test/e2e/stagedRunReplicas.test.ts): with the wave's concurrency taken by a
+    // cluster whose first pool had converged and whose second was not admitted yet, the pass "waited" for that cluster
+    // with nothing in flight, and so without anything to wake it: the run stalled after each cluster's first pool.
+    const { rollout } = await launch(THREE_WAVES, {}, '1');
+    const { rollout: done, clustersInFlight, targets, last } = await drive(rollout.id);
+    expect(last.requeueAfterMs).toBeUndefined();
+    expect(done.state, done.message ?? '').toBe('SUCCEEDED');
+    expect(targets.every((t) => t.state === 'SUCCEEDED')).toBe(true);
+    expect(clusterOrder()).toEqual(['canary-1', 'prod-b', 'prod-a', 'other']);
+    expect(driver.admissions.filter((a) => a.startsWith('prod-b/'))).toEqual(['prod-b/p0', 'prod-b/p1']);
+    expect(Math.max(...clustersInFlight.map((c) => c.length))).toBe(1);
   });
 
   it('a failing wave pauses the run and the next wave does not start; resuming accepts the failure and goes on', async () => {
