@@ -304,11 +304,14 @@ export class RolloutEngine {
     }
     if (step.do === 'admit') {
       // Unreachable under SKIP or FAIL (or WAIT past its bound): its pending targets end now, with the reason.
-      const ends = new Map(step.clusters.map((c) => [c, verdict(c)] as const));
-      const changes = pass.view.targets.flatMap((target) => {
-        const v = target.state === 'PENDING' ? ends.get(clusterOf(target)) : undefined;
-        return v?.do === 'end' ? [{ target, to: v.to, error: v.reason, at: now }] : [];
-      });
+      const ends = new Map(step.clusters.map((c) => [c, verdict(c)] as const).filter(([, v]) => v.do === 'end'));
+      const changes =
+        ends.size === 0
+          ? []
+          : pass.view.targets.flatMap((target) => {
+              const v = target.state === 'PENDING' ? ends.get(clusterOf(target)) : undefined;
+              return v?.do === 'end' ? [{ target, to: v.to, error: v.reason, at: now }] : [];
+            });
       if (changes.length > 0) {
         await this.record(rollout, pass.view, changes);
         return { end: { requeueAfterMs: 1 } };

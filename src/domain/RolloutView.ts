@@ -56,6 +56,9 @@ export class RolloutView {
     this.keys = new Set(targets.map((t) => targetKey(t)));
   }
 
+  /** A target's place by its key (built when first asked: only passes that observe part of the targets need it). */
+  private indexByKey: Map<string, number> | undefined;
+
   count(state: TargetState): number {
     return this.counts.get(state) ?? 0;
   }
@@ -141,10 +144,19 @@ export class RolloutView {
    * observation. Either way the changed set starts afresh.
    */
   toObserve(all: boolean): RolloutTarget[] {
-    const progressing = this.inState('PROGRESSING');
-    const picked = all ? progressing : progressing.filter((t) => this.changed.has(targetKey(t)));
+    if (all) {
+      this.changed.clear();
+      return this.inState('PROGRESSING');
+    }
+    // Only the changed ones, found by key rather than by going over every target; in admission order, as `all` gives.
+    if (!this.indexByKey) this.indexByKey = new Map(this.targets.map((t, i) => [targetKey(t), i]));
+    const picked: number[] = [];
+    for (const key of this.changed) {
+      const index = this.indexByKey.get(key);
+      if (index !== undefined && this.targets[index]!.state === 'PROGRESSING') picked.push(index);
+    }
     this.changed.clear();
-    return picked;
+    return picked.sort((a, b) => a - b).map((i) => this.targets[i]!);
   }
 
   /** Replaces a target with its stored new state. */

@@ -101,13 +101,23 @@ type WaveStep = RunStep | { do: 'done'; failed: string[] } | { do: 'failed'; rea
 function waveStep(facts: RunFacts, wave: PlannedWave): WaveStep {
   const before = gateStep(facts, gateKey('before', wave.name), wave);
   if (before) return before;
-  const failed = wave.clusters.filter((c) => outcomeOf(facts, c) === 'FAILED');
+  // One look at each cluster (a pass asks this of every wave up to the current one: at 1,000 clusters, bench waves).
+  const failed: string[] = [];
+  const active: string[] = [];
+  const pending: string[] = [];
+  let lastEnd = 0;
+  for (const c of wave.clusters) {
+    const progress = facts.clusters.get(c);
+    const outcome = progress?.outcome ?? 'PENDING';
+    if (outcome === 'FAILED') failed.push(c);
+    else if (outcome === 'ACTIVE') active.push(c);
+    else if (outcome === 'PENDING') pending.push(c);
+    lastEnd = Math.max(lastEnd, progress?.endedAt?.getTime() ?? 0);
+  }
   if (failed.length > 0 && (wave.mandatory || failed.length > wave.maxFailures)) {
     const limit = wave.mandatory ? 'a mandatory wave tolerates none' : `it tolerates ${wave.maxFailures}`;
     return { do: 'failed', reason: `${failed.length} cluster${failed.length === 1 ? '' : 's'} failed (${failed.join(', ')}); ${limit}`, failed };
   }
-  const active = wave.clusters.filter((c) => outcomeOf(facts, c) === 'ACTIVE');
-  const pending = wave.clusters.filter((c) => outcomeOf(facts, c) === 'PENDING');
   if (pending.length > 0) {
     const slots = wave.maxConcurrency - active.length;
     if (slots > 0) {
@@ -125,7 +135,6 @@ function waveStep(facts: RunFacts, wave: PlannedWave): WaveStep {
     };
   }
   // Every cluster ended, within the tolerance: soak, then the `after` gate.
-  const lastEnd = Math.max(0, ...wave.clusters.map((c) => facts.clusters.get(c)?.endedAt?.getTime() ?? 0));
   const soakEnds = lastEnd + wave.minSuccessMs;
   if (wave.minSuccessMs > 0 && wave.clusters.length > 0 && facts.now.getTime() < soakEnds) {
     return { do: 'wait', wave: wave.name, reason: `wave ${wave.name} succeeded; soaking until ${new Date(soakEnds).toISOString()}`, until: new Date(soakEnds) };
