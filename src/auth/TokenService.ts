@@ -175,6 +175,11 @@ export class TokenService {
     return row;
   }
 
+  /** A token's name (revoked or expired ones too), for showing who did something; undefined for an unknown id. */
+  async nameOf(tokenId: string): Promise<string | undefined> {
+    return (await this.store.findById(tokenId))?.name;
+  }
+
   /** Whether a token is still usable (checked again for long-lived subscriptions). */
   async isActive(tokenId: string): Promise<boolean> {
     const row = await this.store.findById(tokenId);

@@ -82,9 +82,20 @@ describe('approval gate decisions', () => {
     expect(aborted.data.abortRollout.state).toBe('ABORTED');
     const late = await gql(app.url, APPROVE, { id, c: 'too late' }, bearer(secrets.bob!));
     expect(late.errors?.[0]?.extensions?.code).toBe('CONFLICT');
-    const gate = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { gates { state decisions { comment } } } }', { id }, bearer(ADMIN))).data.rollout
-      .gates[0];
+    const read = (
+      await gql(
+        app.url,
+        'query ($id: ID!) { rollout(id: $id) { startedBy gates { state decisions { by byName comment } } } }',
+        { id },
+        bearer(secrets.watcher!),
+      )
+    ).data.rollout;
+    const gate = read.gates[0];
     expect(gate.decisions.map((d: { comment: string }) => d.comment)).toEqual(['canary fine', 'again']);
+    // Who, by the tokens' names (any reader sees them): the starter, and each decider beside its id.
+    expect(read.startedBy).toBe('admin');
+    expect(gate.decisions.map((d: { by: string; byName: string }) => d.byName)).toEqual(['alice', 'alice']);
+    expect(gate.decisions[0].by).not.toBe('alice'); // `by` stays the token's id
 
     // The refusals are in the audit log, with who tried.
     const audit = await app.prisma.auditEntry.findMany({ where: { operation: { contains: 'approveGate' } }, orderBy: { id: 'asc' } });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RolloutTarget } from '../../src/domain/RolloutService.js';
 import { clusterOutcomes as engineOutcomes } from '../../src/domain/waves/engineStage.js';
-import { clusterOutcomes, describeApproval, approvalConfigOf, mayDecide } from '../../src/ui/client/runModel.js';
+import { clusterOutcomes, describeApproval, approvalConfigOf, isExcludedStarter, mayDecide } from '../../src/ui/client/runModel.js';
 import { definitionOf, windowInputOf, windowLines } from '../../src/ui/client/windowPolicyText.js';
 
 /**
@@ -44,6 +44,14 @@ describe('the run page', () => {
     expect(mayDecide(gate({}), 'admin', false)).toBe(false);
     expect(mayDecide(gate({ seconds: 5 }, 'WAITING', 'TIMED_WAIT'), 'admin', true)).toBe(false);
     expect(mayDecide(gate({}), undefined, true)).toBe(false);
+    // The run's starter, where the gate excludes it (the default): no decision offered, whatever its role.
+    expect(isExcludedStarter(gate({}), 'admin', 'admin')).toBe(true);
+    expect(mayDecide(gate({}), 'admin', true, isExcludedStarter(gate({}), 'admin', 'admin'))).toBe(false);
+    expect(isExcludedStarter(gate({ excludeStarter: false }), 'admin', 'admin')).toBe(false);
+    expect(isExcludedStarter(gate({}), 'approver', 'admin')).toBe(false);
+    expect(isExcludedStarter(gate({}), 'admin', null)).toBe(false);
+    expect(isExcludedStarter(gate({}), undefined, 'admin')).toBe(false);
+    expect(isExcludedStarter(gate({ seconds: 5 }, 'WAITING', 'TIMED_WAIT'), 'admin', 'admin')).toBe(false);
     expect(describeApproval(approvalConfigOf({}))).toBe('1 approval by distinct deployer tokens, not the run’s starter');
     expect(describeApproval(approvalConfigOf({ required: 2, role: 'admin', excludeStarter: false, deadline: '24h', onDeadline: 'WAIT' }))).toBe(
       '2 approvals by distinct admin tokens; deadline 24h, then WAIT',

@@ -15,8 +15,8 @@ import { ensureUiBuilt, launchChromium, openRestrictedPage, type RestrictedPage,
  * The run page of a staged rollout in Chromium (issue 30, docs/ui.md): the real app with authentication on and two
  * simulated member clusters, each driven by its own runtime. The admin starts two waves, the second behind an approval
  * gate; the page shows the waves, their clusters with outcomes and the gate as the run moves (no reload); a viewer is
- * offered no decision, the starter's click is refused with the server's FORBIDDEN, and a deployer's Approve passes the
- * gate (read back through the API) with the decision listed under it; a Reject fails the gate and pauses the run; a
+ * offered no decision, nor is the starter (by its token's name: the page says why; the server refuses it FORBIDDEN), and a
+ * deployer's Approve passes the gate (read back through the API) with the decision listed under it by the token's name; a Reject fails the gate and pauses the run; a
  * decision the run overtook shows the server's CONFLICT; a wave held by a window shows why the run waits, until it
  * opens. Then the Clusters page: the window policies and each cluster's window now; an admin creates (a bad one
  * refused with its field path) and deletes a policy there.
@@ -82,7 +82,7 @@ afterAll(async () => {
 });
 
 describe('the run page of a staged rollout', () => {
-  it('shows the waves as the run moves; a viewer gets no button, the starter is refused, a deployer approves', async () => {
+  it('shows the waves as the run moves; a viewer and the starter get no button, a deployer approves, named by its token', async () => {
     const bump = await asAdmin(`mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }`, {
       input: {
         image: NEW,
@@ -118,14 +118,19 @@ describe('the run page of a staged rollout', () => {
     expect(await ui.page.locator('.gate-decision').count()).toBe(0);
     expect(await ui.page.getByRole('button', { name: /gate before:prod/ }).count()).toBe(0);
 
-    // The admin started the run: offered the buttons (its role may decide), refused by the server, which says why.
+    // The run names its starter by its token's name, not its id.
+    expect(await ui.page.locator('[data-started-by]').textContent()).toBe('Started by admin');
+    // The admin started the run: its role may decide, but the gate excludes the starter, so the page offers no button
+    // and says why; asked directly, the server refuses it (FORBIDDEN) and keeps nothing.
     await openAs(ADMIN, `#/rollouts/${id}`);
-    await ui.page.getByRole('button', { name: 'Approve gate before:prod' }).click();
-    const refusal = gate.getByRole('alert');
-    await refusal.waitFor({ timeout: 15_000 });
-    expect(await refusal.textContent()).toMatch(/^Not approved: .*\(FORBIDDEN\)$/);
-    const held = await asAdmin('query ($id: ID!) { rollout(id: $id) { gates { key state decisions { by } } } }', { id });
-    expect(held.data.rollout.gates).toEqual([{ key: 'before:prod', state: 'WAITING', decisions: [] }]);
+    await gate.locator('[data-starter-note]').waitFor({ timeout: 15_000 });
+    expect(await gate.locator('[data-starter-note]').textContent()).toBe('You started this run: another deployer token decides at this gate.');
+    expect(await ui.page.locator('.gate-decision').count()).toBe(0);
+    expect(await ui.page.getByRole('button', { name: /gate before:prod/ }).count()).toBe(0);
+    const refused = await asAdmin('mutation ($id: ID!) { approveGate(rolloutId: $id, gate: "before:prod") { state } }', { id });
+    expect(refused.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    const held = await asAdmin('query ($id: ID!) { rollout(id: $id) { startedBy gates { key state decisions { by } } } }', { id });
+    expect(held.data.rollout).toEqual({ startedBy: 'admin', gates: [{ key: 'before:prod', state: 'WAITING', decisions: [] }] });
 
     // A deployer approves with a comment: the gate passes, in the page and in the API, and the run finishes.
     await openAs(approver.secret, `#/rollouts/${id}`);
@@ -141,13 +146,17 @@ describe('the run page of a staged rollout', () => {
     await gate.getByLabel('Comment').fill('canary looks good');
     await ui.page.getByRole('button', { name: 'Approve gate before:prod' }).click();
     await expect.poll(() => gate.getAttribute('data-state'), { timeout: 15_000 }).toBe('PASSED');
-    expect(await gate.locator('li[data-decision="APPROVE"]').textContent()).toMatch(
-      new RegExp(`^APPROVED by ${approver.id} \\(deployer\\) at .* · “canary looks good”$`),
-    );
+    // The decider by its token's name (the id in its title).
+    expect(await gate.locator('li[data-decision="APPROVE"]').textContent()).toMatch(/^APPROVED by approver \(deployer\) at .* · “canary looks good”$/);
+    expect(await gate.locator('li[data-decision="APPROVE"] code').getAttribute('title')).toBe(`token ${approver.id}`);
     expect(await ui.page.locator('.gate-decision').count()).toBe(0);
-    const passed = await asAdmin('query ($id: ID!) { rollout(id: $id) { gates { key state decisions { by role decision comment } } } }', { id });
+    const passed = await asAdmin('query ($id: ID!) { rollout(id: $id) { gates { key state decisions { by byName role decision comment } } } }', { id });
     expect(passed.data.rollout.gates).toEqual([
-      { key: 'before:prod', state: 'PASSED', decisions: [{ by: approver.id, role: 'deployer', decision: 'APPROVE', comment: 'canary looks good' }] },
+      {
+        key: 'before:prod',
+        state: 'PASSED',
+        decisions: [{ by: approver.id, byName: 'approver', role: 'deployer', decision: 'APPROVE', comment: 'canary looks good' }],
+      },
     ]);
     await expect.poll(() => wave('prod').getAttribute('data-state'), { timeout: 60_000 }).toBe('SUCCEEDED');
     await expect.poll(() => wave('prod').locator('li[data-cluster="edge-2"]').getAttribute('data-outcome'), { timeout: 10_000 }).toBe('SUCCEEDED');
@@ -187,9 +196,7 @@ describe('the run page of a staged rollout', () => {
     await ui.page.getByRole('button', { name: 'Confirm rejecting gate before:prod' }).click();
     await expect.poll(() => gate.getAttribute('data-state'), { timeout: 15_000 }).toBe('FAILED');
     await expect.poll(() => ui.page.locator('li[data-wave="prod"]').getAttribute('data-state'), { timeout: 15_000 }).toBe('FAILED');
-    expect(await gate.locator('li[data-decision="REJECT"]').textContent()).toMatch(
-      new RegExp(`^REJECTED by ${approver.id} \\(deployer\\) at .* · “not tonight”$`),
-    );
+    expect(await gate.locator('li[data-decision="REJECT"]').textContent()).toMatch(/^REJECTED by approver \(deployer\) at .* · “not tonight”$/);
     expect(await ui.page.locator('.gate-decision').count()).toBe(0);
     const rejected = await asAdmin('query ($id: ID!) { rollout(id: $id) { state gates { state decisions { by role decision comment } } } }', { id });
     expect(rejected.data.rollout).toEqual({

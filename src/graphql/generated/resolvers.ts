@@ -389,6 +389,12 @@ export type Rollout = {
   revertedOutsideRollplane: Array<OutsideRevert>;
   /** A staged rollout's frozen waves and their states; null when not staged. */
   wavePlan?: Maybe<WavePlan>;
+  /**
+   * Who started a staged rollout: the name of the API token that asked for it (`anonymous` with authentication off), the
+   * starter an approval gate with `excludeStarter` refuses; the token's id if it no longer exists. Null for a rollout
+   * without waves (its starter is in the audit log).
+   */
+  startedBy?: Maybe<Scalars['String']['output']>;
   /** A staged rollout's gates once reached, with their decisions, in the order they opened; then a rollout's analyses between targets (`targets:<n>`). */
   gates: Array<Gate>;
   /** One gate once reached (`before:<wave>`, `after:<wave>`, or `targets:<n>` for an analysis between targets), e.g. to read its attempts and analysis measurements; null before it opened. */
@@ -2102,6 +2108,8 @@ export type GateDecision = {
   __typename?: 'GateDecision';
   /** The deciding token's id (`anonymous` with authentication off). */
   by: Scalars['String']['output'];
+  /** The deciding token's name (`anonymous` with authentication off); its id if the token no longer exists. */
+  byName: Scalars['String']['output'];
   /** The token's role when it decided. */
   role: Role;
   /** Approve or reject. */
@@ -3037,6 +3045,7 @@ export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends Re
   events?: Resolver<ResolversTypes['EventConnection'], ParentType, ContextType, RequireFields<RolloutEventsArgs, 'first'>>;
   revertedOutsideRollplane?: Resolver<Array<ResolversTypes['OutsideRevert']>, ParentType, ContextType>;
   wavePlan?: Resolver<Maybe<ResolversTypes['WavePlan']>, ParentType, ContextType>;
+  startedBy?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   gates?: Resolver<Array<ResolversTypes['Gate']>, ParentType, ContextType>;
   gate?: Resolver<Maybe<ResolversTypes['Gate']>, ParentType, ContextType, RequireFields<RolloutGateArgs, 'key'>>;
   waitingFor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
@@ -3614,6 +3623,7 @@ export type AnalysisMeasurementResolvers<ContextType = GraphQLContext, ParentTyp
 
 export type GateDecisionResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['GateDecision'] = ResolversParentTypes['GateDecision']> = {
   by?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  byName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   role?: Resolver<ResolversTypes['Role'], ParentType, ContextType>;
   decision?: Resolver<ResolversTypes['GateVerdict'], ParentType, ContextType>;
   comment?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;

@@ -45,6 +45,28 @@ export function wavePlanOf(run: FrozenRun | StoredRun): WavePlan {
   };
 }
 
+/** Token names already read by this request: a page of gates names the same few deciders again and again. */
+const namesByRequest = new WeakMap<GraphQLContext, Map<string, Promise<string>>>();
+
+/**
+ * The name of the token with this id, as people know it (`anonymous` with authentication off, which is no token); the
+ * id itself when the token no longer exists.
+ */
+function tokenName(ctx: GraphQLContext, tokenId: string): Promise<string> {
+  if (tokenId === 'anonymous') return Promise.resolve(tokenId);
+  let names = namesByRequest.get(ctx);
+  if (!names) {
+    names = new Map();
+    namesByRequest.set(ctx, names);
+  }
+  let name = names.get(tokenId);
+  if (!name) {
+    name = ctx.domain.tokens.nameOf(tokenId).then((found) => found ?? tokenId);
+    names.set(tokenId, name);
+  }
+  return name;
+}
+
 /**
  * A gate's fields from what StagedRuns read (GateView): its row, decisions, attempts and progress as computed now.
  * Its analysis runs are read when asked for (the analysis store, by rollout and gate key).
@@ -57,14 +79,17 @@ const gateFields: Resolvers['Gate'] = {
   reason: (view) => view.progress.reason,
   openedAt: (view) => view.row.openedAt,
   endedAt: (view) => view.row.endedAt,
-  decisions: (view) =>
-    view.decisions.map((d) => ({
-      by: d.tokenId,
-      role: d.role as Gate['decisions'][number]['role'],
-      decision: d.decision as 'APPROVE' | 'REJECT',
-      comment: d.comment,
-      at: d.at,
-    })),
+  decisions: (view, _, ctx) =>
+    Promise.all(
+      view.decisions.map(async (d) => ({
+        by: d.tokenId,
+        byName: await tokenName(ctx, d.tokenId),
+        role: d.role as Gate['decisions'][number]['role'],
+        decision: d.decision as 'APPROVE' | 'REJECT',
+        comment: d.comment,
+        at: d.at,
+      })),
+    ),
   attempts: (view, args) =>
     view.attempts.slice(-checkPageSize(args.first, 50)).map((a) => ({
       number: a.seq,
@@ -199,6 +224,11 @@ export const wavesResolvers: Resolvers = {
     },
   },
   Rollout: {
+    startedBy: async (rollout, _, ctx) => {
+      if (rollout.id === 'dry-run') return null;
+      const startedBy = (await ctx.domain.rollouts.runs.runOf(rollout.id))?.startedBy ?? null;
+      return startedBy === null ? null : tokenName(ctx, startedBy);
+    },
     wavePlan: async (rollout, _, ctx) => {
       if (rollout.id === 'dry-run') return null;
       const stored = await ctx.domain.rollouts.runs.runOf(rollout.id);

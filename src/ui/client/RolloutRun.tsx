@@ -16,7 +16,7 @@ import {
   type RunGateSpecFieldsFragment,
 } from './generated/graphql.js';
 import { useAction, useLive, useLiveConnection, useQuery, useThrottled } from './hooks.js';
-import { approvalConfigOf, type ClusterOutcome, clusterOutcomes, describeApproval, mayDecide, secondsOf } from './runModel.js';
+import { approvalConfigOf, type ClusterOutcome, clusterOutcomes, describeApproval, isExcludedStarter, mayDecide, secondsOf } from './runModel.js';
 import { recordOf } from './json.js';
 import { ACTIVE_STATES, RUN_EVENT_TYPES } from './types.js';
 
@@ -27,6 +27,8 @@ type Gate = RunGateFieldsFragment;
 interface RunRef {
   id: string;
   active: boolean;
+  /** The name of the token that started the run (Rollout.startedBy). */
+  startedBy: string | null;
   onDecided: () => void;
 }
 
@@ -57,6 +59,7 @@ export function RolloutRun({ id, version, targets }: { id: string; version: numb
   const run: RunRef = {
     id,
     active: !!rollout && ACTIVE_STATES.includes(rollout.state),
+    startedBy: rollout?.startedBy ?? null,
     onDecided: () => {
       gatesQuery.reload();
       planQuery.reload();
@@ -70,6 +73,11 @@ export function RolloutRun({ id, version, targets }: { id: string; version: numb
         hasData={!!rollout && !!gateList}
         what="the run's waves and gates"
       >
+        {rollout?.startedBy && (
+          <p className="muted small" data-started-by="">
+            Started by <code>{rollout.startedBy}</code>
+          </p>
+        )}
         {rollout?.waitingFor && (
           <p className="waiting-for" role="status" data-waiting-for="">
             <strong>Waiting for:</strong> {rollout.waitingFor}
@@ -172,10 +180,14 @@ function WaveItem(props: {
 /** A gate as configured and, once the run reached it, its state, reason and decisions; the decision form for those who may. */
 function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecFieldsFragment; gate: Gate | undefined }) {
   const { gate, gateKey, spec } = props;
-  const role = useLive().server?.caller.role;
+  const caller = useLive().server?.caller;
+  const role = caller?.role;
   const approval = spec.type === 'APPROVAL' ? approvalConfigOf(spec.config) : null;
   const analysisChanges = useStateChanges(gate ? `${gate.state}:${gate.reason}` : undefined);
-  const offered = mayDecide({ type: spec.type, config: spec.config, state: gate?.state }, role, props.run.active);
+  const starter = isExcludedStarter(spec, caller?.name, props.run.startedBy);
+  const offered = mayDecide({ type: spec.type, config: spec.config, state: gate?.state }, role, props.run.active, starter);
+  // The starter would be offered the buttons by its role alone: say why it is not.
+  const starterNote = starter && mayDecide({ type: spec.type, config: spec.config, state: gate?.state }, role, props.run.active);
   return (
     <div className="gate" data-gate={gateKey} data-state={gate?.state ?? 'NOT_REACHED'}>
       <h4>
@@ -205,7 +217,8 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
             // Decisions are kept in order and never edited: the position is their identity.
             // biome-ignore lint/suspicious/noArrayIndexKey: see above.
             <li key={i} data-decision={d.decision}>
-              <StateBadge state={d.decision === 'APPROVE' ? 'APPROVED' : 'REJECTED'} /> by <code>{d.by}</code> ({d.role}) at {formatTime(d.at)}
+              <StateBadge state={d.decision === 'APPROVE' ? 'APPROVED' : 'REJECTED'} /> by <code title={`token ${d.by}`}>{d.byName}</code> ({d.role}) at{' '}
+              {formatTime(d.at)}
               {d.comment && <> · “{d.comment}”</>}
             </li>
           ))}
@@ -213,6 +226,11 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
       )}
       {gate && spec.type === 'ANALYSIS' && (
         <AnalysisCharts rolloutId={props.run.id} gateKey={gateKey} waiting={gate.state === 'WAITING'} changes={analysisChanges} />
+      )}
+      {starterNote && (
+        <p className="small" data-starter-note="">
+          You started this run: another {approval?.role ?? 'deployer'} token decides at this gate.
+        </p>
       )}
       {offered && <GateDecisionForm rolloutId={props.run.id} gateKey={gateKey} onDecided={props.run.onDecided} />}
     </div>

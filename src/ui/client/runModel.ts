@@ -60,8 +60,24 @@ export function secondsOf(config: unknown): string {
   return typeof seconds === 'number' ? String(seconds) : '?';
 }
 
-/** Whether a caller of `role` is offered a decision at a gate: a waiting APPROVAL gate of a run still going, a role it accepts (the server still decides). */
-export function mayDecide(gate: { type: string; config: unknown; state: string | undefined }, role: Role | undefined, runActive: boolean): boolean {
-  if (gate.type !== 'APPROVAL' || gate.state !== 'WAITING' || !runActive || role === undefined) return false;
+/**
+ * Whether the caller (by its token's name) started the run and the gate excludes the run's starter: the server refuses
+ * its decisions there (FORBIDDEN), so the page offers none. `startedBy` is the run's `Rollout.startedBy`.
+ */
+export function isExcludedStarter(gate: { type: string; config: unknown }, caller: string | undefined, startedBy: string | null | undefined): boolean {
+  return gate.type === 'APPROVAL' && approvalConfigOf(gate.config).excludeStarter && !!caller && !!startedBy && caller === startedBy;
+}
+
+/**
+ * Whether a caller of `role` is offered a decision at a gate: a waiting APPROVAL gate of a run still going, a role it
+ * accepts, and not the run's starter where the gate excludes it (the server still decides).
+ */
+export function mayDecide(
+  gate: { type: string; config: unknown; state: string | undefined },
+  role: Role | undefined,
+  runActive: boolean,
+  excludedStarter = false,
+): boolean {
+  if (gate.type !== 'APPROVAL' || gate.state !== 'WAITING' || !runActive || role === undefined || excludedStarter) return false;
   return ROLE_RANK[role] >= ROLE_RANK[approvalConfigOf(gate.config).role];
 }

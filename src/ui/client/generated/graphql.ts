@@ -549,7 +549,7 @@ export type RolloutUpdatedSubscriptionVariables = Exact<{
 
 export type RolloutUpdatedSubscription = { rolloutUpdated: { event: { id: string, type: EventType, payload: unknown, object: { namespace: string, name: string } | null }, rollout: RolloutItemFragment } };
 
-export type RunGateFieldsFragment = { key: string, type: GateType, config: unknown, state: string, reason: string, openedAt: string, endedAt: string | null, decisions: Array<{ by: string, role: Role, decision: GateVerdict, comment: string | null, at: string }> };
+export type RunGateFieldsFragment = { key: string, type: GateType, config: unknown, state: string, reason: string, openedAt: string, endedAt: string | null, decisions: Array<{ by: string, byName: string, role: Role, decision: GateVerdict, comment: string | null, at: string }> };
 
 export type RunGateSpecFieldsFragment = { type: GateType, config: unknown };
 
@@ -558,7 +558,7 @@ export type RolloutRunQueryVariables = Exact<{
 }>;
 
 
-export type RolloutRunQuery = { rollout: { id: string, state: RolloutState, waitingFor: string | null, wavePlan: { excluded: Array<string>, failurePolicy: WaveFailurePolicy, unreachable: UnreachablePolicy, waves: Array<{ name: string, clusters: Array<string>, maxConcurrency: number, maxFailures: number, minSuccessSeconds: number, progressDeadlineSeconds: number | null, mandatory: boolean, remainder: boolean, state: string, reason: string | null, startedAt: string | null, finishedAt: string | null, before: RunGateSpecFieldsFragment | null, after: RunGateSpecFieldsFragment | null }> } | null } | null };
+export type RolloutRunQuery = { rollout: { id: string, state: RolloutState, waitingFor: string | null, startedBy: string | null, wavePlan: { excluded: Array<string>, failurePolicy: WaveFailurePolicy, unreachable: UnreachablePolicy, waves: Array<{ name: string, clusters: Array<string>, maxConcurrency: number, maxFailures: number, minSuccessSeconds: number, progressDeadlineSeconds: number | null, mandatory: boolean, remainder: boolean, state: string, reason: string | null, startedAt: string | null, finishedAt: string | null, before: RunGateSpecFieldsFragment | null, after: RunGateSpecFieldsFragment | null }> } | null } | null };
 
 export type RolloutGatesQueryVariables = Exact<{
   id: string | number;
@@ -841,6 +841,7 @@ export const RunGateFieldsFragmentDoc = new TypedDocumentString(`
   endedAt
   decisions {
     by
+    byName
     role
     decision
     comment
@@ -1327,6 +1328,7 @@ export const RolloutRunDocument = new TypedDocumentString(`
     id
     state
     waitingFor
+    startedBy
     wavePlan {
       excluded
       failurePolicy
@@ -1377,6 +1379,7 @@ export const RolloutGatesDocument = new TypedDocumentString(`
   endedAt
   decisions {
     by
+    byName
     role
     decision
     comment
@@ -1423,6 +1426,7 @@ export const ApproveGateDocument = new TypedDocumentString(`
   endedAt
   decisions {
     by
+    byName
     role
     decision
     comment
@@ -1445,6 +1449,7 @@ export const RejectGateDocument = new TypedDocumentString(`
   endedAt
   decisions {
     by
+    byName
     role
     decision
     comment
