@@ -13,8 +13,7 @@ import { openDatabase, type Database } from '../../src/store/db.js';
 import { type ServiceProcess, startService } from '../helpers/child.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';
-import { FAST_ENV } from './agentPool/rig.js';
-import { isLeader, LEASE_ENV, START_TIMEOUT_MS } from './replicas.js';
+import { isLeader, START_TIMEOUT_MS } from './replicas.js';
 import {
   audit,
   auditMark,
@@ -22,7 +21,9 @@ import {
   type Fleet,
   heldShards,
   pools,
+  killReplicas,
   registerMembers,
+  replicaEnv,
   seesMembers,
   startFleet,
   stopFleet,
@@ -52,10 +53,6 @@ function ended(rollouts: RolloutService, id: string) {
   );
 }
 
-function alive(service: ServiceProcess): boolean {
-  return service.child.exitCode === null && service.child.signalCode === null;
-}
-
 describeWithPostgres('member clusters shared by two replicas through shard Leases', (server) => {
   let fleet: Fleet;
   const services: ServiceProcess[] = [];
@@ -66,11 +63,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
     await registerMembers(fleet);
   }, 120_000);
   afterEach(async () => {
-    for (const service of services.splice(0)) {
-      if (service.child.signalCode === 'SIGSTOP' || alive(service)) service.child.kill('SIGCONT');
-      if (alive(service)) service.child.kill('SIGKILL');
-      await service.exited;
-    }
+    await killReplicas(services);
     for (const db of databases.splice(0)) await db.close();
   });
   afterAll(() => stopFleet(fleet));
@@ -78,25 +71,7 @@ describeWithPostgres('member clusters shared by two replicas through shard Lease
   /** Two replicas on a fresh database, both seeing every member and both holding shards; and a launcher on the database. */
   async function startReplicas() {
     const url = await server().createDatabase();
-    const env = {
-      ...FAST_ENV,
-      ...LEASE_ENV,
-      // Longer than LEASE_ENV: 42 member runtimes starting on a loaded 2-core machine made holders miss a 2 s renew
-      // deadline (safe, but the shards then moved back and forth).
-      ROLLPLANE_LEASE_DURATION_MS: '6000',
-      ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '4000',
-      ROLLPLANE_LEASE_RETRY_PERIOD_MS: '500',
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
-      DATABASE_URL: url,
-      ROLLPLANE_KUBE: 'kubeconfig',
-      KUBECONFIG: fleet.kubeconfigs.mgmt!,
-      ROLLPLANE_MEMBER_SHARDS: String(SHARDS),
-      ROLLPLANE_MEMBER_CLUSTER_SYNC_MS: '500',
-      ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: '2000',
-      ROLLPLANE_MEMBER_CLUSTER_QPS: '200',
-      ROLLPLANE_MEMBER_CLUSTER_BURST: '400',
-    };
+    const env = replicaEnv(fleet, SHARDS, url);
     const a = await startService(env, START_TIMEOUT_MS);
     services.push(a);
     await until('A to lead', () => isLeader(a), 60_000);

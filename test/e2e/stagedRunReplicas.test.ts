@@ -5,8 +5,7 @@ import { ensureBuilt, type ServiceProcess, startService } from '../helpers/child
 import { collect, gql, wsClient } from '../helpers/graphql.js';
 import { describeWithPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';
-import { FAST_ENV } from './agentPool/rig.js';
-import { isLeader, LEASE_ENV, START_TIMEOUT_MS } from './replicas.js';
+import { isLeader, START_TIMEOUT_MS } from './replicas.js';
 import {
   audit,
   auditMark,
@@ -15,7 +14,9 @@ import {
   heldShards,
   LEASE_NAME,
   pools,
+  killReplicas,
   registerMembers,
+  replicaEnv,
   seesMembers,
   startFleet,
   stopFleet,
@@ -56,14 +57,11 @@ interface StoredEvent {
   createdAt: Date;
 }
 
-function alive(service: ServiceProcess): boolean {
-  return service.child.exitCode === null && service.child.signalCode === null;
-}
-
 describeWithPostgres('a staged run across two replicas whose leader is lost mid-wave', (server) => {
   let fleet: Fleet;
   const services: ServiceProcess[] = [];
   const clients: pg.Client[] = [];
+  const sockets: ReturnType<typeof wsClient>[] = [];
 
   beforeAll(async () => {
     await ensureBuilt();
@@ -71,11 +69,8 @@ describeWithPostgres('a staged run across two replicas whose leader is lost mid-
     await registerMembers(fleet);
   }, 300_000);
   afterEach(async () => {
-    for (const service of services.splice(0)) {
-      if (alive(service)) service.child.kill('SIGCONT');
-      if (alive(service)) service.child.kill('SIGKILL');
-      await service.exited;
-    }
+    for (const ws of sockets.splice(0)) await ws.dispose();
+    await killReplicas(services);
     for (const client of clients.splice(0)) await client.end();
   });
   afterAll(() => stopFleet(fleet));
@@ -86,21 +81,8 @@ describeWithPostgres('a staged run across two replicas whose leader is lost mid-
    */
   async function startReplicas() {
     const url = await server().createDatabase();
-    const env = {
-      ...FAST_ENV,
-      ...LEASE_ENV,
-      // As the shard test: 13 member runtimes starting on a loaded 2-core machine must not miss a 2 s renew deadline.
-      ROLLPLANE_LEASE_DURATION_MS: '6000',
-      ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '4000',
-      ROLLPLANE_LEASE_RETRY_PERIOD_MS: '500',
-      LOG_LEVEL: process.env.CHAOS_LOG ?? 'warn',
-      HOST: '127.0.0.1',
-      ROLLPLANE_KUBE: 'kubeconfig',
-      KUBECONFIG: fleet.kubeconfigs.mgmt!,
-      ROLLPLANE_MEMBER_SHARDS: String(SHARDS),
-      ROLLPLANE_MEMBER_CLUSTER_SYNC_MS: '500',
-      ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: '2000',
-    };
+    // LOG_LEVEL from CHAOS_LOG when set: the replicas' logs, to see what a failing run did.
+    const env = { ...replicaEnv(fleet, SHARDS, url), LOG_LEVEL: process.env.CHAOS_LOG ?? 'warn' };
     const a = await startService({ ...env, DATABASE_URL: `${url}?application_name=replica-a` }, START_TIMEOUT_MS, { built: true });
     services.push(a);
     await until('A to lead', () => isLeader(a), 60_000);
@@ -287,6 +269,20 @@ describeWithPostgres('a staged run across two replicas whose leader is lost mid-
     expect(runStates.at(-1)).toBe('SUCCEEDED');
   }
 
+  /**
+   * Once the run ended: every pool once at `image` (since the audit mark `from`), a consistent history, one writer per
+   * member at every moment, and the subscriber on B streamed every event stored after `start` once, in order.
+   */
+  async function expectRunOutcome(o: { db: pg.Client; id: string; image: string; from: number; start: number; onB: ReturnType<typeof collect> }) {
+    const events = await history(o.db, o.id);
+    await expectEachPoolOnce(o.image, events, o.from);
+    expectConsistentHistory(events);
+    await checkOneWriterPerCluster(fleet, SHARDS, o.from);
+    await until('B to stream the run to its end', () => o.onB.results.some((e: any) => e.events.id === String(events.at(-1)!.id)));
+    await expectStreamed(o.db, o.onB, o.start);
+    o.onB.unsubscribe();
+  }
+
   /** The subscription `on` received every event of the store after `start` once, in id order (up to what it streamed). */
   async function expectStreamed(db: pg.Client, sub: ReturnType<typeof collect>, start: number): Promise<void> {
     const stored = (await db.query<{ id: number }>('SELECT "id" FROM "Event" WHERE "id" > $1 ORDER BY "id"', [start])).rows.map((r) => r.id);
@@ -295,104 +291,88 @@ describeWithPostgres('a staged run across two replicas whose leader is lost mid-
     expect(streamed).toEqual(stored.slice(0, streamed.length));
   }
 
-  it('SIGKILL of the leader mid-wave: the other replica takes over, the run waits at its gate, then finishes; each pool once', async () => {
+  /**
+   * Two replicas, A leading; B's subscriber from the last event on; the run started on A, once one canary pool is done
+   * (the wave mid-way). `from` is the management cluster's audit mark, `start` the last event id before the run.
+   */
+  async function runToMidCanary(image: string) {
     const { a, b, db } = await startReplicas();
     const from = await auditMark(fleet);
     const start = (await db.query<{ id: number }>('SELECT COALESCE(max("id"), 0)::int AS id FROM "Event"')).rows[0]!.id;
     const ws = wsClient(b.url);
-    try {
-      const onB = collect(ws, EVENTS, { after: String(start) });
-      const id = await startRun(a, IMAGES[0]!);
-      await until('the canary wave to be mid-way', async () => (await succeededIn(db, id, WAVES.canary)) >= 1, 120_000);
-      expect(await succeededIn(db, id, WAVES.canary)).toBeLessThan(WAVES.canary.length * POOLS);
-      a.child.kill('SIGKILL');
-      expect((await a.exited).signal).toBe('SIGKILL');
+    sockets.push(ws);
+    const onB = collect(ws, EVENTS, { after: String(start) });
+    const id = await startRun(a, image);
+    await until('the canary wave to be mid-way', async () => (await succeededIn(db, id, WAVES.canary)) >= 1, 120_000);
+    return { a, b, db, from, start, onB, id };
+  }
 
-      await until('B to lead', () => isLeader(b), 60_000);
-      await until(
-        () => `the run to wait at the approval gate; seen ${seen}`,
-        () => gateWaiting(db, id, 'before:prod'),
-        120_000,
-      );
-      // At the gate: canary done, nothing of prod or rest touched, and the run holds there.
-      const held = (await gql(b.url, ROLLOUT, { id })).data.rollout;
-      expect(held.state).toBe('PROGRESSING');
-      expect(held.wavePlan.waves.map((w: { state: string }) => w.state)).toEqual(['SUCCEEDED', 'RUNNING', 'PENDING']);
-      for (const cluster of [...WAVES.prod, ...WAVES.rest]) for (const pool of await pools(fleet, cluster)) expect(pool.status?.agentPodRef?.image).toBe(OLD);
-      expect((await targetStates(db, id)).filter((t) => !WAVES.canary.includes(t.cluster as 'm-1')).every((t) => t.state === 'PENDING')).toBe(true);
+  it('SIGKILL of the leader mid-wave: the other replica takes over, the run waits at its gate, then finishes; each pool once', async () => {
+    const { a, b, db, from, start, onB, id } = await runToMidCanary(IMAGES[0]!);
+    expect(await succeededIn(db, id, WAVES.canary)).toBeLessThan(WAVES.canary.length * POOLS);
+    a.child.kill('SIGKILL');
+    expect((await a.exited).signal).toBe('SIGKILL');
 
-      expect((await gql(b.url, APPROVE, { id })).data?.approveGate.state).toBe('PASSED');
-      const done = await ended(b, id);
-      expect(done.state, done.message).toBe('SUCCEEDED');
-      expect(done.wavePlan.waves.map((w: { state: string }) => w.state)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
-      expect(done.gates.map((g: { key: string; state: string }) => `${g.key}:${g.state}`)).toEqual(['before:prod:PASSED', 'before:rest:PASSED']);
+    await until('B to lead', () => isLeader(b), 60_000);
+    await until(
+      () => `the run to wait at the approval gate; seen ${seen}`,
+      () => gateWaiting(db, id, 'before:prod'),
+      120_000,
+    );
+    // At the gate: canary done, nothing of prod or rest touched, and the run holds there.
+    const held = (await gql(b.url, ROLLOUT, { id })).data.rollout;
+    expect(held.state).toBe('PROGRESSING');
+    expect(held.wavePlan.waves.map((w: { state: string }) => w.state)).toEqual(['SUCCEEDED', 'RUNNING', 'PENDING']);
+    for (const cluster of [...WAVES.prod, ...WAVES.rest]) for (const pool of await pools(fleet, cluster)) expect(pool.status?.agentPodRef?.image).toBe(OLD);
+    expect((await targetStates(db, id)).filter((t) => !WAVES.canary.includes(t.cluster as 'm-1')).every((t) => t.state === 'PENDING')).toBe(true);
 
-      const events = await history(db, id);
-      await expectEachPoolOnce(IMAGES[0]!, events, from);
-      expectConsistentHistory(events);
-      await checkOneWriterPerCluster(fleet, SHARDS, from);
-      await until('B to stream the run to its end', () => onB.results.some((e: any) => e.events.id === String(events.at(-1)!.id)));
-      await expectStreamed(db, onB, start);
-      onB.unsubscribe();
-    } finally {
-      await ws.dispose();
-    }
+    expect((await gql(b.url, APPROVE, { id })).data?.approveGate.state).toBe('PASSED');
+    const done = await ended(b, id);
+    expect(done.state, done.message).toBe('SUCCEEDED');
+    expect(done.wavePlan.waves.map((w: { state: string }) => w.state)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    expect(done.gates.map((g: { key: string; state: string }) => `${g.key}:${g.state}`)).toEqual(['before:prod:PASSED', 'before:rest:PASSED']);
+
+    await expectRunOutcome({ db, id, image: IMAGES[0]!, from, start, onB });
   }, 600_000);
 
   it('SIGSTOP of the leader mid-wave: the other takes over and an approval arrives there; resumed, the old leader stands down without writing', async () => {
-    const { a, b, db } = await startReplicas();
-    const from = await auditMark(fleet);
-    const start = (await db.query<{ id: number }>('SELECT COALESCE(max("id"), 0)::int AS id FROM "Event"')).rows[0]!.id;
-    const ws = wsClient(b.url);
-    try {
-      const onB = collect(ws, EVENTS, { after: String(start) });
-      const id = await startRun(a, IMAGES[1]!);
-      await until('the canary wave to be mid-way', async () => (await succeededIn(db, id, WAVES.canary)) >= 1, 120_000);
-      const identityA = await leaderIdentity();
-      a.child.kill('SIGSTOP');
-      await until('B to lead', () => isLeader(b), 60_000);
-      const mark = (await db.query<{ id: string }>('SELECT COALESCE(max(id), 0) AS id FROM "WriteLog"')).rows[0]!.id;
+    const { a, b, db, from, start, onB, id } = await runToMidCanary(IMAGES[1]!);
+    const identityA = await leaderIdentity();
+    a.child.kill('SIGSTOP');
+    await until('B to lead', () => isLeader(b), 60_000);
+    const mark = (await db.query<{ id: string }>('SELECT COALESCE(max(id), 0) AS id FROM "WriteLog"')).rows[0]!.id;
 
-      // While A is frozen: B finishes the canary wave, the run waits at the gate, the approval arrives on B.
-      await until(
-        () => `the run to wait at the approval gate; seen ${seen}`,
-        () => gateWaiting(db, id, 'before:prod'),
-        120_000,
-      );
-      expect((await gql(b.url, APPROVE, { id })).data?.approveGate.state).toBe('PASSED');
-      await until('the prod wave to be mid-way', async () => (await succeededIn(db, id, WAVES.prod)) >= 1, 120_000);
+    // While A is frozen: B finishes the canary wave, the run waits at the gate, the approval arrives on B.
+    await until(
+      () => `the run to wait at the approval gate; seen ${seen}`,
+      () => gateWaiting(db, id, 'before:prod'),
+      120_000,
+    );
+    expect((await gql(b.url, APPROVE, { id })).data?.approveGate.state).toBe('PASSED');
+    await until('the prod wave to be mid-way', async () => (await succeededIn(db, id, WAVES.prod)) >= 1, 120_000);
 
-      // Resumed mid-wave, its lease long expired: it notices, and writes no row of the run.
-      const resumedAt = Date.now();
-      a.child.kill('SIGCONT');
-      await until('A to say it does not lead', async () => !(await isLeader(a)), 60_000);
-      const done = await ended(b, id);
-      expect(done.state, done.message).toBe('SUCCEEDED');
-      expect(await isLeader(b)).toBe(true);
-      // A may take shards again (they are spread over live replicas) and then write its members' events (the agents
-      // it recreates): only after it acquired a Lease anew. Of what only the leader writes — the run, its targets, waves
-      // and gates, and their events — nothing, ever, after B took over.
-      const reacquiredAt = Math.min(
-        ...(await audit(fleet, 'mgmt')).filter((r) => r.resource === 'leases' && r.holder === identityA && r.at >= resumedAt).map((r) => r.at),
-      );
-      const byA = (
-        await db.query<{ tbl: string; op: string; at: Date; what: string }>('SELECT tbl, op, at, what FROM "WriteLog" WHERE id > $1 AND app = $2 ORDER BY id', [
-          mark,
-          'replica-a',
-        ])
-      ).rows;
-      const stale = byA.filter((w) => !(w.tbl === 'Event' && w.what.startsWith('AgentRecreated ') && w.at.getTime() >= reacquiredAt));
-      expect(stale, `A resumed at ${new Date(resumedAt).toISOString()}, took a Lease again at ${new Date(reacquiredAt).toISOString()}`).toEqual([]);
+    // Resumed mid-wave, its lease long expired: it notices, and writes no row of the run.
+    const resumedAt = Date.now();
+    a.child.kill('SIGCONT');
+    await until('A to say it does not lead', async () => !(await isLeader(a)), 60_000);
+    const done = await ended(b, id);
+    expect(done.state, done.message).toBe('SUCCEEDED');
+    expect(await isLeader(b)).toBe(true);
+    // A may take shards again (they are spread over live replicas) and then write its members' events (the agents
+    // it recreates): only after it acquired a Lease anew. Of what only the leader writes — the run, its targets, waves
+    // and gates, and their events — nothing, ever, after B took over.
+    const reacquiredAt = Math.min(
+      ...(await audit(fleet, 'mgmt')).filter((r) => r.resource === 'leases' && r.holder === identityA && r.at >= resumedAt).map((r) => r.at),
+    );
+    const byA = (
+      await db.query<{ tbl: string; op: string; at: Date; what: string }>('SELECT tbl, op, at, what FROM "WriteLog" WHERE id > $1 AND app = $2 ORDER BY id', [
+        mark,
+        'replica-a',
+      ])
+    ).rows;
+    const stale = byA.filter((w) => !(w.tbl === 'Event' && w.what.startsWith('AgentRecreated ') && w.at.getTime() >= reacquiredAt));
+    expect(stale, `A resumed at ${new Date(resumedAt).toISOString()}, took a Lease again at ${new Date(reacquiredAt).toISOString()}`).toEqual([]);
 
-      const events = await history(db, id);
-      await expectEachPoolOnce(IMAGES[1]!, events, from);
-      expectConsistentHistory(events);
-      await checkOneWriterPerCluster(fleet, SHARDS, from);
-      await until('B to stream the run to its end', () => onB.results.some((e: any) => e.events.id === String(events.at(-1)!.id)));
-      await expectStreamed(db, onB, start);
-      onB.unsubscribe();
-    } finally {
-      await ws.dispose();
-    }
+    await expectRunOutcome({ db, id, image: IMAGES[1]!, from, start, onB });
   }, 600_000);
 });

@@ -8,6 +8,8 @@ import type { IPPool } from '../../../src/kinds/agentPool/controller/types.js';
 import { createKubeClients, type KubeClients } from '../../../src/kube/createKubeClients.js';
 import type { AuditRecord } from '../../../src/sim/api/ApiServer.js';
 import { projectRoot, type ServiceProcess } from '../../helpers/child.js';
+import { FAST_ENV } from '../agentPool/rig.js';
+import { LEASE_ENV } from '../replicas.js';
 
 /**
  * A fleet of simulated member clusters in a process of its own (fleetProcess.ts), registered with the replicas under
@@ -136,4 +138,41 @@ export async function checkOneWriterPerCluster(fleet: Fleet, shards: number, fro
 /** The replica identity a request named (its User-Agent ends with `(<identity>)`). */
 export function writerOf(write: AuditRecord): string {
   return /\(([^)]+)\)$/.exec(write.userAgent)?.[1] ?? write.userAgent;
+}
+
+/**
+ * What a replica sharing the fleet runs with: the management cluster's kubeconfig, leader election and `shards` shard
+ * Leases, and the database at `databaseUrl`.
+ */
+export function replicaEnv(fleet: Fleet, shards: number, databaseUrl: string): Record<string, string> {
+  return {
+    ...FAST_ENV,
+    ...LEASE_ENV,
+    // Longer than LEASE_ENV: 42 member runtimes starting on a loaded 2-core machine made holders miss a 2 s renew
+    // deadline (safe, but the shards then moved back and forth).
+    ROLLPLANE_LEASE_DURATION_MS: '6000',
+    ROLLPLANE_LEASE_RENEW_DEADLINE_MS: '4000',
+    ROLLPLANE_LEASE_RETRY_PERIOD_MS: '500',
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    ROLLPLANE_KUBE: 'kubeconfig',
+    KUBECONFIG: fleet.kubeconfigs.mgmt!,
+    ROLLPLANE_MEMBER_SHARDS: String(shards),
+    ROLLPLANE_MEMBER_CLUSTER_SYNC_MS: '500',
+    ROLLPLANE_MEMBER_CLUSTER_PROBE_MS: '2000',
+    ROLLPLANE_MEMBER_CLUSTER_QPS: '200',
+    ROLLPLANE_MEMBER_CLUSTER_BURST: '400',
+  };
+}
+
+/** A test's cleanup: every replica resumed if stopped, killed, and waited for. */
+export async function killReplicas(services: ServiceProcess[]): Promise<void> {
+  for (const service of services.splice(0)) {
+    if (service.child.exitCode === null && service.child.signalCode === null) {
+      service.child.kill('SIGCONT');
+      service.child.kill('SIGKILL');
+    }
+    await service.exited;
+  }
 }
