@@ -234,7 +234,15 @@ describe('the run page of a staged rollout', () => {
       if (isRead(route.request())) held.push(route);
       else void route.continue();
     });
-    await until('the reads sent before the hold answered', () => [...unanswered].every((r) => held.some((route) => route.request() === r)));
+    await until(
+      () =>
+        'the reads sent before the hold answered: ' +
+        [...unanswered]
+          .filter((r) => !held.some((route) => route.request() === r))
+          .map((r) => (r.postData() ?? '').slice(0, 120))
+          .join(' | '),
+      () => [...unanswered].every((r) => held.some((route) => route.request() === r)),
+    );
     expect(await gate.locator('.gate-decision').count()).toBe(1);
     expect((await asAdmin('mutation ($id: ID!) { abortRollout(id: $id) { state } }', { id })).data.abortRollout.state).toBe('ABORTED');
     await ui.page.getByRole('button', { name: 'Approve gate before:late' }).click();
