@@ -118,6 +118,13 @@ export const TABLE = {
       description: 'Client-side rate limit for all Kubernetes API calls (requests/s)',
       parse: integer(1, 100_000),
     }),
+    requestTimeoutMs: row({
+      env: 'ROLLPLANE_KUBE_TIMEOUT_MS',
+      default: '60000',
+      module: 'src/kube/createKubeClients.ts',
+      description: "Every request to rollplane's own cluster but a watch is aborted after this long (the API server's own --request-timeout is 1 min)",
+      parse: integer(100, 600_000),
+    }),
     burst: row({
       env: 'ROLLPLANE_KUBE_BURST',
       default: '100',

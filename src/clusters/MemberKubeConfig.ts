@@ -93,10 +93,9 @@ export class MemberKubeConfig extends BudgetedKubeConfig {
   }
 
   override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
+    // The budget's wait, then the request's bound (requestSignal), as for local's.
     await super.applySecurityAuthentication(context);
     this.beforeSend?.({ method: context.getHttpMethod(), url: context.getUrl(), setHeader: (name, value) => context.setHeaderParam(name, value) });
-    if (context.getSignal()) return;
-    context.setSignal(this.requestSignal());
   }
 
   /** The same bound for the per-target writes, which take the plain JSON path (src/kube/jsonRequests.ts). */

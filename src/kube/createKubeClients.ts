@@ -6,6 +6,7 @@ import { ApiBudget } from './ApiBudget.js';
 import { JsonRequests, routeHotWrites } from './jsonRequests.js';
 import { JsonWatch } from './jsonWatch.js';
 import { type NoteRequest, sendRetryingReset } from './resetRetry.js';
+import { timeoutSignal } from '../util/boundedSignal.js';
 
 export type KubeMode = 'sim' | 'kubeconfig' | 'in-cluster';
 
@@ -22,6 +23,8 @@ export interface KubeClientConfig {
   /** Client-side rate limit shared by every request; default ROLLPLANE_KUBE_QPS's and ROLLPLANE_KUBE_BURST's. */
   qps?: number;
   burst?: number;
+  /** Every request but a watch is aborted after this long; default: never (ROLLPLANE_KUBE_TIMEOUT_MS sets it). */
+  requestTimeoutMs?: number;
   registry?: Registry;
   clock?: Clock;
 }
@@ -35,9 +38,19 @@ export interface KubeClientConfig {
 export class BudgetedKubeConfig extends KubeConfig {
   budget: ApiBudget = new ApiBudget();
 
+  /**
+   * Every request but a watch is aborted after this long (`local`: ROLLPLANE_KUBE_TIMEOUT_MS); undefined: never. A
+   * hung write to `local` kept a rollout PENDING, and every agent-pool bump behind it, for ever (attack 18, H3).
+   */
+  requestTimeoutMs: number | undefined;
+
   override async applySecurityAuthentication(context: Parameters<KubeConfig['applySecurityAuthentication']>[0]): Promise<void> {
     await this.budget.take();
-    return super.applySecurityAuthentication(context);
+    await super.applySecurityAuthentication(context);
+    // After the budget's wait: the timer starts when the request is sent. A signal the caller set stays.
+    if (context.getSignal()) return;
+    const signal = this.requestSignal();
+    if (signal) context.setSignal(signal);
   }
 
   override async applyToHTTPSOptions(opts: Parameters<KubeConfig['applyToHTTPSOptions']>[0]): Promise<void> {
@@ -46,12 +59,12 @@ export class BudgetedKubeConfig extends KubeConfig {
   }
 
   /**
-   * What bounds one request that is not a watch, taken when it is sent (after the budget's wait): none for `local`;
-   * a member cluster's aborts after its request timeout (src/clusters/MemberKubeConfig.ts). The plain JSON path
+   * What bounds one request that is not a watch, taken when it is sent (after the budget's wait): `requestTimeoutMs`
+   * for `local`; a member cluster's own request timeout (src/clusters/MemberKubeConfig.ts). The plain JSON path
    * (jsonRequests.ts) asks for it, since it does not pass through applySecurityAuthentication.
    */
   requestSignal(): AbortSignal | undefined {
-    return undefined;
+    return this.requestTimeoutMs === undefined ? undefined : timeoutSignal(this.requestTimeoutMs);
   }
 
   /**
@@ -146,6 +159,7 @@ export function loadKubeConfig(config: KubeClientConfig): BudgetedKubeConfig {
 export function createKubeClients(config: KubeClientConfig): KubeClients {
   const kubeConfig = loadKubeConfig(config);
   kubeConfig.budget = new ApiBudget({ qps: config.qps, burst: config.burst, clock: config.clock, registry: config.registry });
+  kubeConfig.requestTimeoutMs = config.requestTimeoutMs;
   return kubeClientsOf(kubeConfig);
 }
 

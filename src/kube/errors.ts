@@ -86,3 +86,14 @@ export async function kubeCall<T>(what: string, call: () => Promise<T>): Promise
     throw translateKubeError(error, what);
   }
 }
+
+/**
+ * Whether a write that failed with `error` may still have been made: no answer came (a network failure, a reset, the
+ * request's own timeout), or the API server answered 504, which it does when its own timeout passes while the request
+ * may still commit. Any other answer is definite: the write was not made.
+ */
+export function writeOutcomeUnknown(error: unknown): boolean {
+  if (!isAppError(error) || !('httpStatus' in error.details)) return false;
+  const status = error.details.httpStatus;
+  return status === undefined || status === 504;
+}

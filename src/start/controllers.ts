@@ -60,6 +60,7 @@ export async function startControllers(
       ...((kube.kubeconfigPath ?? config.kube.kubeconfigPath) ? { kubeconfigPath: kube.kubeconfigPath ?? config.kube.kubeconfigPath } : {}),
       qps: config.kube.qps,
       burst: config.kube.burst,
+      requestTimeoutMs: config.kube.requestTimeoutMs,
       registry: metrics.registry,
     });
     const manager = new Manager({

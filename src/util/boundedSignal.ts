@@ -23,3 +23,11 @@ export function boundedSignal(ms: number, stop: AbortSignal): AbortSignal {
   stop.addEventListener('abort', onStop, { once: true });
   return controller.signal;
 }
+
+/** boundedSignal for a request that nothing stops but its timeout (`local`'s connection lives as long as the process). */
+export function timeoutSignal(ms: number): AbortSignal {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms);
+  timer.unref();
+  return controller.signal;
+}

@@ -8,6 +8,7 @@ import { AppError, ConflictError, isAppError, NotFoundError, ValidationError } f
 import { parseAgentImage, vmDhcpRelease } from '../../../util/vmDhcpRelease.js';
 import { PREFLIGHT_REFUSED } from '../../../controllers/dryRunRefusal.js';
 import type { ControllerImageLever } from './ControllerImageLever.js';
+import { isUnsettledImageWrite } from './ImageWriteFence.js';
 import { dryRunAgentCreation, dryRunHolds } from './preflight.js';
 import { kubeCall, mergePatchOptions, type KubeClients } from '../../../kube/index.js';
 import type { RecordOnce } from '../../../controllers/RecordOnce.js';
@@ -157,6 +158,8 @@ export class AgentPoolDriver implements RolloutDriver {
     if (this.mode() !== 'coexist') return;
     const image = this.rolloutImage(rollout);
     if (image === undefined) throw new ConflictError(`rollout ${rollout.id} asks for more than one image; the vm-dhcp-controller deploys one`);
+    // A write of an earlier try whose answer was lost: nothing more is written, nor taken off, until it is settled.
+    await this.deps.lever.settle(rollout.id, signal);
     // Already deploying the image (another rollout to it is under way, or ended there): every pool it would move is
     // held already or on its way to the image, released by that rollout. Holding one now would take it back from that
     // rollout, and hold nothing else back.
@@ -193,7 +196,9 @@ export class AgentPoolDriver implements RolloutDriver {
       signal.throwIfAborted();
       await this.deps.lever.set(image, rollout.id, signal);
     } catch (error) {
-      await this.undoHolds(held, rollout.id);
+      // Not while the image write may still land (its answer was lost): the holds are what keeps it from moving every
+      // pool at once (attack 18, H2). They come off once it is settled: by the next try, or by finish.
+      if (!isUnsettledImageWrite(error)) await this.undoHolds(held, rollout.id);
       throw error;
     }
     // (c) Its own rolling update: until the new pod leads, the old one reconciles with the old --image.
@@ -308,6 +313,9 @@ export class AgentPoolDriver implements RolloutDriver {
    */
   async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
     if (this.mode() !== 'coexist') return;
+    // An image write whose answer was lost: throws (the engine asks again) until it is known whether it landed, and
+    // waits for the cache to show it if it did; what follows reads the cache (attack 18, H2).
+    await this.deps.lever.settle(rollout.id, signal);
     await this.revertIfNothingReleased(rollout, signal, others);
     await this.backOutOfFailedImage(rollout, signal, others);
     const state = this.deps.controller.state();

@@ -3,7 +3,9 @@ import { EventType } from '../../../domain/events.js';
 import type { KindEvents } from '../../../controllers/kindHost.js';
 import { ConflictError, UnavailableError } from '../../../errors.js';
 import type { KubeClients } from '../../../kube/index.js';
-import { type ControllerOwner, describeOwner, findOwner, setAddonAgentImage } from './controllerOwner.js';
+import type { V1Deployment } from '@kubernetes/client-node';
+import { type Addon, type ControllerOwner, describeOwner, findOwner, setAddonAgentImage } from './controllerOwner.js';
+import { ImageWriteFence, type ImageWriteTarget, UnsettledImageWriteError } from './ImageWriteFence.js';
 import { refusal } from '../../../controllers/dryRunRefusal.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
@@ -78,11 +80,21 @@ export class ControllerImageLever {
   /** What the history said of each rollout, and when it was read (HISTORY_RECHECK_MS apart; the newest CONFIRMED_KEPT). */
   private readonly facts = new Map<string, { at: number; facts: HistoryFacts }>();
 
-  constructor(private readonly deps: ControllerImageLeverDeps) {}
+  /** Settles image writes whose answer was lost (attack 18, H2). */
+  private readonly fence: ImageWriteFence;
 
-  /** Sets the controller's image through its owner, and waits until the informer cache shows it. */
+  constructor(private readonly deps: ControllerImageLeverDeps) {
+    this.fence = new ImageWriteFence(deps.clients);
+  }
+
+  /**
+   * Sets the controller's image through its owner, and waits until the informer cache shows it. The write lands only
+   * on the version of the owner it read; one whose answer was lost is settled first (ImageWriteFence): until it is, this
+   * throws (UnsettledImageWriteError) and the caller keeps its holds.
+   */
   async set(image: string, rolloutId: string, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
+    await this.settle(rolloutId, signal);
     const normalized = normalizeImage(image);
     const deployment = this.deps.controller.deployment();
     if (!deployment) throw new ConflictError('the vm-dhcp-controller Deployment is gone');
@@ -90,23 +102,51 @@ export class ControllerImageLever {
     // A rollout that ended meanwhile writes nothing more (seen: a failed rollout's retried prepare set its image 200 ms
     // after the rollout was FAILED, once the member took writes again).
     signal.throwIfAborted();
-    const through = owner.kind === 'addon' ? 'addon' : 'deployment';
-    this.own.set(normalized, { rolloutId, through, owner });
+    const target: ImageWriteTarget =
+      owner.kind === 'addon'
+        ? { kind: 'addon', namespace: owner.namespace, name: owner.name }
+        : { kind: 'deployment', namespace: deployment.metadata!.namespace!, name: deployment.metadata!.name! };
+    const fresh = await this.fence.read(target);
+    if (!fresh)
+      throw new ConflictError(`the ${target.kind === 'addon' ? 'Addon' : 'vm-dhcp-controller Deployment'} ${target.namespace}/${target.name} is gone`);
+    signal.throwIfAborted();
+    this.own.set(normalized, { rolloutId, through: target.kind, owner });
     this.last = { image: normalized, rolloutId };
-    if (owner.kind === 'addon') await setAddonAgentImage(this.deps.clients, owner, image);
-    else {
-      if (owner.kind === 'helm') {
-        this.deps.warn?.(
-          `the vm-dhcp-controller belongs to ${describeOwner(owner)}: rollplane patches its Deployment, and the next helm upgrade puts the release's agent.image values back; set them to ${image}`,
-          { rolloutId, image },
-        );
-      }
-      await this.deps.controller.setImage(this.deps.clients, image);
+    if (owner.kind === 'helm') {
+      this.deps.warn?.(
+        `the vm-dhcp-controller belongs to ${describeOwner(owner)}: rollplane patches its Deployment, and the next helm upgrade puts the release's agent.image values back; set them to ${image}`,
+        { rolloutId, image },
+      );
     }
+    await this.fence.write(rolloutId, target, fresh, image, () =>
+      owner.kind === 'addon'
+        ? setAddonAgentImage(this.deps.clients, owner, image, { fresh: fresh.object as Addon })
+        : this.deps.controller.setImage(this.deps.clients, image, { fresh: fresh.object as V1Deployment }),
+    );
+    await this.untilCacheShows(normalized, signal);
+    this.confirm(rolloutId, normalized);
+  }
+
+  /**
+   * Settles the rollout's write whose answer was lost, if any (ImageWriteFence): throws while whether it landed is not
+   * known; when it landed, returns once the cache shows its image (what follows reads the cache: a finish that saw the
+   * old image would release pools the landed write then moves).
+   */
+  async settle(rolloutId: string, signal: AbortSignal): Promise<void> {
+    const write = this.fence.pending(rolloutId);
+    const outcome = await this.fence.settle(rolloutId);
+    if (write === undefined || outcome === undefined || outcome === 'not landed') return;
+    if (outcome === 'unknown') throw new UnsettledImageWriteError(write.target, write.image);
+    await this.untilCacheShows(write.image, signal);
+    this.confirm(rolloutId, write.image);
+  }
+
+  /** Waits until the informer cache shows the controller deploying `image` (the add-on reconcile renders it first). */
+  private async untilCacheShows(image: string, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + (this.deps.cacheWaitMs ?? 30_000);
     for (;;) {
       const state = this.deps.controller.state();
-      if (state.kind === 'agents' && state.image === normalized) return this.confirm(rolloutId, normalized);
+      if (state.kind === 'agents' && state.image === image) return;
       if (Date.now() > deadline) throw new ConflictError(`the vm-dhcp-controller Deployment has not shown its --image ${image} yet`);
       signal.throwIfAborted();
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -117,9 +117,11 @@ export class VmDhcpControllerWatch {
   /**
    * Sets the controller's `--image` (a JSON patch that first tests the old value, so a concurrent `helm upgrade` makes
    * it fail with a conflict instead of being overwritten). Upstream restarts with the new image and re-syncs every pool.
+   * `fresh`: the Deployment as just read; the write then lands only on that version of it (its resourceVersion is the
+   * precondition), so a write whose answer was lost can be fenced off (ImageWriteFence.ts).
    */
-  async setImage(clients: KubeClients, image: string, options: { dryRun?: boolean } = {}): Promise<void> {
-    const deployment = this.deployment();
+  async setImage(clients: KubeClients, image: string, options: { dryRun?: boolean; fresh?: V1Deployment } = {}): Promise<void> {
+    const deployment = options.fresh ?? this.deployment();
     if (!deployment) throw new ConflictError('the vm-dhcp-controller Deployment is gone');
     const arg = imageArg(deployment.spec?.template?.spec?.containers ?? []);
     if (!arg) throw new ConflictError(`${refOf(deployment)} has no --image argument`);
@@ -127,18 +129,16 @@ export class VmDhcpControllerWatch {
     const path = `/spec/template/spec/containers/${arg.containerIndex}/args/${arg.argIndex}`;
     const old = arg.inline ? `--image=${arg.value}` : arg.value;
     const value = arg.inline ? `--image=${image}` : image;
+    const precondition = options.fresh?.metadata?.resourceVersion
+      ? [{ op: 'replace', path: '/metadata/resourceVersion', value: options.fresh.metadata.resourceVersion }]
+      : [];
     await kubeCall(`set --image of ${refOf(deployment)}`, () =>
       clients.apps.patchNamespacedDeployment(
         {
           namespace: deployment.metadata!.namespace!,
           name: deployment.metadata!.name!,
           // A dry run asks only whether the change would be admitted: no test of a value the cache may not show yet.
-          body: options.dryRun
-            ? [{ op: 'replace', path, value }]
-            : [
-                { op: 'test', path, value: old },
-                { op: 'replace', path, value },
-              ],
+          body: options.dryRun ? [{ op: 'replace', path, value }] : [...precondition, { op: 'test', path, value: old }, { op: 'replace', path, value }],
           ...(options.dryRun ? { dryRun: 'All' } : {}),
         },
         setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
@@ -170,6 +170,12 @@ function flagValue(container: V1Container, flag: string): string | undefined {
     if (args[i]!.startsWith(`--${flag}=`)) return args[i]!.slice(flag.length + 3);
   }
   return undefined;
+}
+
+/** The `--image` a Deployment's pod template runs the controller with (normalized); undefined when it has none. */
+export function deploymentImage(deployment: V1Deployment): string | undefined {
+  const arg = imageArg(deployment.spec?.template?.spec?.containers ?? []);
+  return arg ? normalizeImage(arg.value) : undefined;
 }
 
 function imageArg(containers: V1Container[]): ImageArg | undefined {

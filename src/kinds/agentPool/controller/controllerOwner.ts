@@ -28,8 +28,8 @@ const VM_DHCP_CHART = 'harvester-vm-dhcp-controller';
 
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
-interface Addon {
-  metadata?: { namespace?: string; name?: string };
+export interface Addon {
+  metadata?: { namespace?: string; name?: string; resourceVersion?: string };
   spec?: { chart?: string; enabled?: boolean; valuesContent?: string };
 }
 
@@ -55,7 +55,7 @@ export async function findOwner(clients: KubeClients, deployment: V1Deployment):
   return { kind: 'helm', namespace, release };
 }
 
-async function readAddon(clients: KubeClients, namespace: string, name: string): Promise<Addon | undefined> {
+export async function readAddon(clients: KubeClients, namespace: string, name: string): Promise<Addon | undefined> {
   try {
     return (await kubeCall(`read Addon ${namespace}/${name}`, () =>
       clients.custom.getNamespacedCustomObject({ group: ADDON_GROUP, version: ADDON_VERSION, plural: ADDON_PLURAL, namespace, name }),
@@ -101,13 +101,17 @@ export async function setAddonAgentImage(
   clients: KubeClients,
   owner: Extract<ControllerOwner, { kind: 'addon' }>,
   image: string,
-  options: { dryRun?: boolean } = {},
+  options: { dryRun?: boolean; fresh?: Addon } = {},
 ): Promise<void> {
-  const addon = await readAddon(clients, owner.namespace, owner.name);
+  const addon = options.fresh ?? (await readAddon(clients, owner.namespace, owner.name));
   if (!addon) throw new Error(`the Addon ${owner.namespace}/${owner.name} is gone`);
   const old = addon.spec?.valuesContent ?? '';
   const next = withAgentImage(old, image);
   if (next === old) return;
+  // `fresh`: the Addon as just read; the write lands only on that version of it (ImageWriteFence.ts).
+  const precondition = options.fresh?.metadata?.resourceVersion
+    ? [{ op: 'replace', path: '/metadata/resourceVersion', value: options.fresh.metadata.resourceVersion }]
+    : [];
   await kubeCall(`set agent.image in the valuesContent of Addon ${owner.namespace}/${owner.name}`, () =>
     clients.custom.patchNamespacedCustomObject(
       {
@@ -118,10 +122,7 @@ export async function setAddonAgentImage(
         name: owner.name,
         body: options.dryRun
           ? [{ op: 'replace', path: '/spec/valuesContent', value: next }]
-          : [
-              { op: 'test', path: '/spec/valuesContent', value: old },
-              { op: 'replace', path: '/spec/valuesContent', value: next },
-            ],
+          : [...precondition, { op: 'test', path: '/spec/valuesContent', value: old }, { op: 'replace', path: '/spec/valuesContent', value: next }],
         ...(options.dryRun ? { dryRun: 'All' } : {}),
       },
       jsonPatch,

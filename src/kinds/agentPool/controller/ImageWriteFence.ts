@@ -1,0 +1,160 @@
+import type { V1Deployment } from '@kubernetes/client-node';
+import { ConflictError, NotFoundError } from '../../../errors.js';
+import { kubeCall, type KubeClients, mergePatchOptions, writeOutcomeUnknown } from '../../../kube/index.js';
+import { ADDON_GROUP, ADDON_PLURAL, ADDON_VERSION, type Addon, addonAgentImage } from './controllerOwner.js';
+import { deploymentImage, normalizeImage } from './VmDhcpControllerWatch.js';
+
+/** Where the controller's image is written: its Deployment, or the Harvester Addon that renders it. */
+export interface ImageWriteTarget {
+  kind: 'deployment' | 'addon';
+  namespace: string;
+  name: string;
+}
+
+/** The target as just read: the object, the image it names (normalized) and its resourceVersion. */
+export interface FreshTarget {
+  object: V1Deployment | Addon;
+  image: string | undefined;
+  resourceVersion: string;
+}
+
+/** What became of a write whose answer was lost. */
+export type Settlement = 'landed' | 'not landed' | 'unknown';
+
+/** Written onto the target to fence off a write whose answer was lost (its value: the rollout, and when). */
+export const ANNOTATION_IMAGE_WRITE_FENCE = 'rollplane.io/image-write-fence';
+
+/** Reads and fences one unsettled write before giving up for this pass (a conflict in between reads again). */
+const SETTLE_ATTEMPTS = 3;
+
+interface Unsettled {
+  target: ImageWriteTarget;
+  image: string;
+  /** The resourceVersion the write was conditional on. */
+  resourceVersion: string;
+}
+
+/**
+ * A write of the controller's image whose answer was lost (no answer within the request timeout, a reset, or the API
+ * server's own 504) may still land: the request can wait in a proxy, and the server can commit after answering 504.
+ * Landing after the rollout gave up and took its holds off, it moves every pool at once (attack 18, H2: twelve seconds
+ * after an abort, far beyond maxUnavailable). So every image write is conditional on the resourceVersion it read
+ * (`read`), and an unanswered one is settled before anything relies on it not having landed: the target read again
+ * names the image — it landed; carries another resourceVersion — it never can (its precondition is stale); the same —
+ * a fence (an annotation, conditional on that version) is written, after which it never can. Until one of those
+ * answers, the caller keeps the pools held. Kept in memory: a restart forgets an unsettled write (ADR 0059, addendum).
+ */
+export class ImageWriteFence {
+  private readonly unsettled = new Map<string, Unsettled>();
+
+  constructor(private readonly clients: KubeClients) {}
+
+  /** The target as it is now (a GET, not the cache: its resourceVersion becomes the write's precondition). */
+  async read(target: ImageWriteTarget): Promise<FreshTarget | undefined> {
+    try {
+      if (target.kind === 'deployment') {
+        const object = await kubeCall(`read Deployment ${target.namespace}/${target.name}`, () =>
+          this.clients.apps.readNamespacedDeployment({ namespace: target.namespace, name: target.name }),
+        );
+        return { object, image: deploymentImage(object), resourceVersion: object.metadata?.resourceVersion ?? '' };
+      }
+      const object = (await kubeCall(`read Addon ${target.namespace}/${target.name}`, () =>
+        this.clients.custom.getNamespacedCustomObject({ group: ADDON_GROUP, version: ADDON_VERSION, plural: ADDON_PLURAL, ...target }),
+      )) as Addon & { spec?: { valuesContent?: string } };
+      const image = addonAgentImage(object.spec?.valuesContent);
+      return { object, image: image === undefined ? undefined : normalizeImage(image), resourceVersion: object.metadata?.resourceVersion ?? '' };
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `write` (conditional on `fresh.resourceVersion`) for `rolloutId`. A lost answer is settled at once: landed —
+   * done; not landed — the write's error; not known yet — an UnsettledImageWriteError, and the write stays to be
+   * settled (`settle`) before the rollout's next write or its finish.
+   */
+  async write(rolloutId: string, target: ImageWriteTarget, fresh: FreshTarget, image: string, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      if (!writeOutcomeUnknown(error)) throw error;
+      this.unsettled.set(rolloutId, { target, image: normalizeImage(image), resourceVersion: fresh.resourceVersion });
+      const outcome = await this.settle(rolloutId);
+      if (outcome === 'not landed') throw error;
+      if (outcome === 'unknown') throw new UnsettledImageWriteError(target, image, { cause: error });
+    }
+  }
+
+  /** The rollout's unsettled write (its target and the image it asked for); undefined when none. */
+  pending(rolloutId: string): { target: ImageWriteTarget; image: string } | undefined {
+    return this.unsettled.get(rolloutId);
+  }
+
+  /**
+   * What became of the rollout's unsettled write: undefined when it has none. `unknown` (the target could not be read
+   * or fenced now) keeps it to ask again.
+   */
+  async settle(rolloutId: string): Promise<Settlement | undefined> {
+    const write = this.unsettled.get(rolloutId);
+    if (!write) return undefined;
+    for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
+      let outcome: Settlement | 'again';
+      try {
+        outcome = await this.settleOnce(write, rolloutId);
+      } catch (error) {
+        if (error instanceof ConflictError) continue; // changed between the read and the fence: read again
+        return 'unknown';
+      }
+      if (outcome === 'again') continue;
+      if (outcome !== 'unknown') this.unsettled.delete(rolloutId);
+      return outcome;
+    }
+    return 'unknown';
+  }
+
+  private async settleOnce(write: Unsettled, rolloutId: string): Promise<Settlement | 'again'> {
+    const now = await this.read(write.target);
+    if (!now) return 'not landed'; // the target is gone, and the write with it
+    if (now.image === write.image) return 'landed';
+    if (now.resourceVersion !== write.resourceVersion) return 'not landed';
+    // Unchanged since the write read it: the write may still come. A change of this version fences it off for good.
+    const body = {
+      metadata: { resourceVersion: write.resourceVersion, annotations: { [ANNOTATION_IMAGE_WRITE_FENCE]: `${rolloutId} ${new Date().toISOString()}` } },
+    };
+    const { namespace, name } = write.target;
+    try {
+      await kubeCall(`fence the image write to ${write.target.kind} ${namespace}/${name}`, () =>
+        write.target.kind === 'deployment'
+          ? this.clients.apps.patchNamespacedDeployment({ namespace, name, body }, mergePatchOptions())
+          : this.clients.custom.patchNamespacedCustomObject(
+              { group: ADDON_GROUP, version: ADDON_VERSION, plural: ADDON_PLURAL, namespace, name, body },
+              mergePatchOptions(),
+            ),
+      );
+    } catch (error) {
+      if (error instanceof NotFoundError) return 'not landed';
+      if (error instanceof ConflictError) return 'again';
+      return 'unknown';
+    }
+    return 'not landed';
+  }
+}
+
+/** The reason (details.reason) of an error thrown while a write of the controller's image is unsettled: keep the holds. */
+export const UNSETTLED_IMAGE_WRITE = 'IMAGE_WRITE_UNSETTLED';
+
+/** A write of the controller's image got no answer, and whether it landed is not known yet: the pools stay held. */
+export class UnsettledImageWriteError extends ConflictError {
+  constructor(target: ImageWriteTarget, image: string, options: { cause?: unknown } = {}) {
+    super(
+      `rollplane's write of --image ${image} to the ${target.kind === 'addon' ? 'Addon' : 'Deployment'} ${target.namespace}/${target.name} got no answer, and whether it landed is not known yet: the pools' holds stay until it is`,
+      { ...options, details: { reason: UNSETTLED_IMAGE_WRITE } },
+    );
+  }
+}
+
+/** Whether `error` says a write of the controller's image is unsettled (the caller keeps its holds). */
+export function isUnsettledImageWrite(error: unknown): boolean {
+  return error instanceof ConflictError && error.details.reason === UNSETTLED_IMAGE_WRITE;
+}
