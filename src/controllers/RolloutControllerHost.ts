@@ -23,7 +23,7 @@ export interface RolloutControllerHostOptions {
   logger: Logger;
   events: EventLog;
   inFlight: InFlightChanges;
-  rollouts?: Pick<RolloutService, 'list' | 'allTargets'>;
+  rollouts?: Pick<RolloutService, 'list' | 'allTargets' | 'get'>;
 }
 
 /**
@@ -39,7 +39,7 @@ export class RolloutControllerHost implements ControllerHost {
   readonly logger: Logger;
   readonly events: EventLog;
   readonly inFlight: InFlightChanges;
-  readonly rollouts?: Pick<RolloutService, 'list' | 'allTargets'>;
+  readonly rollouts?: Pick<RolloutService, 'list' | 'allTargets' | 'get'>;
   protected readonly manager: Manager;
   private readonly targetListeners: ((kind: RolloutKind, namespace: string, name: string) => void)[] = [];
 

@@ -27,7 +27,7 @@ export interface ControllerHost {
   /** The history: append AgentRecreated, ClusterUpgradeObserved, NodeAgentReplaced, … events here. */
   events: EventLog;
   /** The rollouts' history, for a kind whose query port shows what rollouts decided (agent pools); absent in rigs. */
-  rollouts?: Pick<RolloutService, 'list' | 'allTargets'>;
+  rollouts?: Pick<RolloutService, 'list' | 'allTargets' | 'get'>;
   /** Durable notes of work in flight that completes together with its history event (see InFlightChanges). */
   inFlight: InFlightChanges;
   /**

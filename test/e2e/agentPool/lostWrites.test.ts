@@ -13,7 +13,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_IMAGE_WRITE_FENCE } from '../../../src/kinds/agentPool/controller/ImageWriteFence.js';
 import { ANNOTATION_HELD_BY } from '../../../src/kinds/agentPool/controller/names.js';
-import type { ApiRequestInfo, KubeObject } from '../../../src/sim/types.js';
+import type { KubeObject } from '../../../src/sim/types.js';
 import { startService } from '../../helpers/child.js';
 import { finishedRollout } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
@@ -53,46 +53,27 @@ describe('a write to the local cluster whose answer is lost', () => {
   it('the --image write delayed past its timeout never lands after the rollout gave up, and no pool moves', async () => {
     t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
     const r = t.rig;
-    // The proxy keeps the first --image write (a JSON patch of the controller's Deployment) and delivers it only when
-    // told, whole, to the simulator: the request was sent, its answer never reached rollplane.
-    let delayed: { method: string; url: string; headers: IncomingMessage['headers']; body: Buffer } | undefined;
+    // The proxy keeps the first --image write (a JSON patch of the controller's Deployment), unanswered.
     const deployment = `/apis/apps/v1/namespaces/${CONTROLLER.namespace}/deployments/${CONTROLLER.name}`;
-    const proxy = await startMemberProxy(r.sim.url, {
-      intercept(req) {
-        const imageWrite =
-          req.method === 'PATCH' && req.url?.split('?')[0] === deployment && !req.url.includes('dryRun') && req.headers['content-type']?.includes('json-patch');
-        if (!imageWrite || delayed) return false;
-        const chunks: Buffer[] = [];
-        req.on('data', (chunk: Buffer) => chunks.push(chunk));
-        req.on('end', () => {
-          delayed = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks) };
-        });
-        return true; // never answered
-      },
-    });
-    const deliver = () =>
-      new Promise<number>((resolve, reject) => {
-        const { method, url, headers, body } = delayed!;
-        const late = request(`${r.sim.url}${url}`, { method, headers }, (answer) => {
-          answer.resume();
-          resolve(answer.statusCode ?? 0);
-        });
-        late.on('error', reject);
-        late.end(body);
-      });
+    const late = delayFirst(
+      r,
+      (req) =>
+        req.method === 'PATCH' && req.url?.split('?')[0] === deployment && !req.url.includes('dryRun') && !!req.headers['content-type']?.includes('json-patch'),
+    );
+    const proxy = await startMemberProxy(r.sim.url, { intercept: late.intercept });
     try {
       const env = { ...serviceEnv(r), KUBECONFIG: kubeconfigThrough(r, proxy), ROLLPLANE_KUBE_TIMEOUT_MS: TIMEOUT_MS };
       const service = await startService(env);
       t.service = service;
       const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
       const id: string = bump.bumpAgentImage.rollout.id;
-      await until('the --image write sent, its answer kept back', () => delayed !== undefined);
+      await until('the --image write sent, its answer kept back', () => late.kept());
       expect(heldPools(r)).toHaveLength(POOLS);
       expect((await gqlData(service.url, ABORT, { id })).abortRollout.state).toBe('ABORTED');
       await until('the ended rollout took its holds off', () => heldPools(r).length === 0);
       // Its answer lost, the write was fenced off before any hold came off: a change of the Deployment since it was read.
       expect(controller(r).metadata.annotations?.[ANNOTATION_IMAGE_WRITE_FENCE]).toMatch(new RegExp(`^${id} `));
-      const delivered = await deliver();
+      const delivered = await late.deliver();
       // The write reaches the API server after all: on a Deployment changed since it was read, it is refused.
       expect(delivered).toBe(409);
       expect(controllerImage(r)).toBe(OLD);
@@ -103,39 +84,67 @@ describe('a write to the local cluster whose answer is lost', () => {
     }
   }, 120_000);
 
-  it('a hold write that hangs is given up after its timeout: the rollout can be aborted, and the next bump runs', async () => {
+  it('a hold write that hangs is given up after its timeout: the rollout can be aborted, the next bump runs, and the hold landing late comes off', async () => {
     t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
     const r = t.rig;
-    // The first stored IPPool patch (a hold) never gets an answer while the test runs.
-    let hung = 0;
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const before = r.sim.api.hooks.beforeRequest;
-    r.sim.api.hooks = {
-      ...r.sim.api.hooks,
-      beforeRequest: async (info: ApiRequestInfo) => {
-        await before?.(info);
-        if (info.verb === 'patch' && info.resource.plural === 'ippools' && !info.dryRun && hung++ === 0) await released;
-      },
-    };
+    // The first stored IPPool patch (a hold) is kept by the proxy, unanswered, and delivered only when told.
+    const late = delayFirst(r, (req) => req.method === 'PATCH' && /\/ippools\/[^/?]+(\?|$)/.test(req.url ?? '') && !req.url!.includes('dryRun'));
+    const proxy = await startMemberProxy(r.sim.url, { intercept: late.intercept });
     try {
-      const service = await startService({ ...serviceEnv(r), ROLLPLANE_KUBE_TIMEOUT_MS: TIMEOUT_MS });
+      const env = { ...serviceEnv(r), KUBECONFIG: kubeconfigThrough(r, proxy), ROLLPLANE_KUBE_TIMEOUT_MS: TIMEOUT_MS };
+      const service = await startService(env);
       t.service = service;
       const first = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
       const stuck: string = first.bumpAgentImage.rollout.id;
-      await until('a hold write hung', () => hung >= 1);
+      await until('a hold write kept back', () => late.kept());
       expect((await gqlData(service.url, ABORT, { id: stuck })).abortRollout.state).toBe('ABORTED');
       const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
       const next = await gqlData(service.url, BUMP, { input: { image: NEWER, strategy: { maxUnavailable: '2', progressDeadlineSeconds: 3600 } } });
       const done = await finishedRollout<{ state: string; message: string }>(service.url, next.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
       expect(done.state, done.message).toBe('SUCCEEDED');
       expect(controllerImage(r)).toBe(NEWER);
-      // The hung write is still hung: the bump did not wait for it.
-      expect(hung).toBeGreaterThan(1);
+      // The kept hold write lands now, long after its rollout ended: on a pool that runs the controller's image, it
+      // holds nothing back, and rollplane takes it off (attack 18, M1).
+      const pool = late.pool();
+      expect(await late.deliver()).toBe(200);
+      expect(r.pool(pool)?.metadata.annotations?.[ANNOTATION_HELD_BY]).toBe(stuck);
+      await until('the late hold taken off', () => heldPools(r).length === 0);
+      expect(r.pool(pool)?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade']).toBeUndefined();
+      expect(r.agent(pool)?.spec.containers[0].image).toBe(NEWER);
     } finally {
-      release();
+      await proxy.close();
     }
   }, 120_000);
 });
+
+/**
+ * Keeps the first request `matches` picks, unanswered, and delivers it whole to the simulator when told: the request
+ * was sent and will land, its answer never reaches rollplane.
+ */
+function delayFirst(r: Rig, matches: (req: IncomingMessage) => boolean) {
+  let kept: { method: string; url: string; headers: IncomingMessage['headers']; body: Buffer } | undefined;
+  return {
+    kept: () => kept !== undefined,
+    /** The IPPool's name in the kept request's path. */
+    pool: () => decodeURIComponent(kept!.url.split('?')[0]!.split('/').pop()!),
+    intercept(req: IncomingMessage): boolean {
+      if (kept || !matches(req)) return false;
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        kept = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks) };
+      });
+      return true;
+    },
+    deliver: () =>
+      new Promise<number>((resolve, reject) => {
+        const { method, url, headers, body } = kept!;
+        const sent = request(`${r.sim.url}${url}`, { method, headers }, (answer) => {
+          answer.resume();
+          resolve(answer.statusCode ?? 0);
+        });
+        sent.on('error', reject);
+        sent.end(body);
+      }),
+  };
+}

@@ -11,6 +11,7 @@ import type { RecordOnce } from '../../../controllers/RecordOnce.js';
 import { agentPodManifest, type AgentSettings } from './manifests.js';
 import { agentsManagedBy } from './mode.js';
 import type { AgentPoolMetrics } from './metrics.js';
+import type { EndedRolloutHolds } from './EndedRolloutHolds.js';
 import {
   agentName,
   IPPOOL_GROUP,
@@ -43,6 +44,8 @@ export interface AgentPoolReconcilerDeps {
   defaultImage: string;
   /** The vm-dhcp-controller as last seen: while it deploys agents, this reconciler only watches (docs/adr/0017). */
   controllerState: () => VmDhcpControllerState;
+  /** Beside the controller: takes off holds that ended rollouts' late writes left (absent where no history is at hand). */
+  endedRolloutHolds?: Pick<EndedRolloutHolds, 'sweep'>;
   /** Seconds an agent may stay Terminating on a NotReady node before it is force-deleted; null disables. */
   stuckGraceSeconds: number | null;
   now?: () => number;
@@ -72,9 +75,9 @@ interface Work {
 }
 
 /**
- * Beside a vm-dhcp-controller that deploys agents (coexistence), this reconciler writes nothing to the cluster: it
- * watches upstream replace agents and records each replacement once, as the rollout's when a rollout released the pool
- * for that image, else as `unplanned`.
+ * Beside a vm-dhcp-controller that deploys agents (coexistence), this reconciler writes nothing to the cluster but the
+ * removal of a hold an ended rollout left behind (EndedRolloutHolds): it watches upstream replace agents and records
+ * each replacement once, as the rollout's when a rollout released the pool for that image, else as `unplanned`.
  *
  * Direct mode (no controller deploys agents): the upstream IPPool loops (register → cache → monitor), level-based on one pool, plus rollplane's fixes: the
  * configured image never overwrites a pool's recorded image (admission does that), agents stuck Terminating on a
@@ -103,7 +106,10 @@ export class AgentPoolReconciler implements Reconciler {
     const namespace = request.namespace ?? '';
     const name = request.name;
     const pool = this.freshest(namespace, name);
-    if (agentsManagedBy(this.deps.controllerState()) === 'upstream') return this.watchUpstream(namespace, name, pool);
+    if (agentsManagedBy(this.deps.controllerState()) === 'upstream') {
+      const swept = pool && !pool.metadata?.deletionTimestamp ? await this.deps.endedRolloutHolds?.sweep(pool) : undefined;
+      return (await this.watchUpstream(namespace, name, pool)) ?? swept;
+    }
     if (!pool || pool.metadata?.deletionTimestamp) {
       await this.removeAgents(namespace, name);
       return;

@@ -6,6 +6,7 @@ import type { AgentPoolQueries } from '../plan.js';
 import type { ControllerHost } from '../../../controllers/host.js';
 import { kindHost } from '../../../controllers/kindHost.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';
+import { EndedRolloutHolds } from './EndedRolloutHolds.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
 import { agentPoolQueries } from './queries.js';
 import { agentPoolMetrics } from './metrics.js';
@@ -165,6 +166,9 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     settings: { namespace: agentNamespace, serviceAccountName },
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
+    ...(host.rollouts
+      ? { endedRolloutHolds: new EndedRolloutHolds({ clients, pods, agentNamespace, controller: controllerWatch, rollouts: host.rollouts }) }
+      : {}),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? AGENT_POOL_DEFAULTS.stuckGraceSeconds : options.stuckGraceSeconds,
     ...(options.now ? { now: options.now } : {}),
   });
