@@ -5,6 +5,7 @@ import { ConflictError, UnavailableError } from '../../../errors.js';
 import type { KubeClients } from '../../../kube/index.js';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { type Addon, type ControllerOwner, describeOwner, findOwner, setAddonAgentImage } from './controllerOwner.js';
+import { markerOps } from './imageWriteMarker.js';
 import { ImageWriteFence, type ImageWriteTarget, UnsettledImageWriteError } from './ImageWriteFence.js';
 import { refusal } from '../../../controllers/dryRunRefusal.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
@@ -118,10 +119,12 @@ export class ControllerImageLever {
         { rolloutId, image },
       );
     }
+    // The write names the rollout on the object, for a process that does not remember making it (imageWriteMarker.ts).
+    const also = markerOps(fresh.object, rolloutId, normalized);
     await this.fence.write(rolloutId, target, fresh, image, () =>
       owner.kind === 'addon'
-        ? setAddonAgentImage(this.deps.clients, owner, image, { fresh: fresh.object as Addon })
-        : this.deps.controller.setImage(this.deps.clients, image, { fresh: fresh.object as V1Deployment }),
+        ? setAddonAgentImage(this.deps.clients, owner, image, { fresh: fresh.object as Addon, also })
+        : this.deps.controller.setImage(this.deps.clients, image, { fresh: fresh.object as V1Deployment, also }),
     );
     await this.untilCacheShows(normalized, signal);
     this.confirm(rolloutId, normalized);

@@ -3,8 +3,9 @@ import type { Reconciler } from '../../../controller/Controller.js';
 import { EventType } from '../../../domain/events.js';
 import type { ControllerHost } from '../../../controllers/host.js';
 import type { KindEvents } from '../../../controllers/kindHost.js';
-import type { ControllerImageLever } from './ControllerImageLever.js';
-import { describeOwner, findOwner } from './controllerOwner.js';
+import type { ControllerImageLever, OwnImageChange } from './ControllerImageLever.js';
+import { type ControllerOwner, describeOwner, findOwner, readAddon } from './controllerOwner.js';
+import { markedRollout } from './imageWriteMarker.js';
 import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
 export interface ControllerImageReconcilerDeps {
@@ -19,7 +20,8 @@ export interface ControllerImageReconcilerDeps {
  * Records each change of the vm-dhcp-controller's `--image` once (an UpstreamControllerChanged event). Runs on the
  * leader only, like every controller, so replicas do not record one change twice.
  * - A change rollplane made is `planned: true`, with the rollout that made it (its `rolloutId`) and where it was
- *   written (`changedThrough`: the Addon's values or the Deployment).
+ *   written (`changedThrough`: the Addon's values or the Deployment): as this process remembers it, or as the write's
+ *   marker on the object says (another replica made it, or this one before a restart).
  * - Any other change is `planned: false`. When the image it replaced was set by a rollout of rollplane, it reverted
  *   that rollout's choice outside rollplane (a helm upgrade, an add-on upgrade, kubectl): the event carries that
  *   rollout's id (so the rollout's own events show it) and `reverts: <rollout id>`.
@@ -54,7 +56,10 @@ export class ControllerImageReconciler implements Reconciler {
     this.lastImage = state.image;
     if (previous === state.image) return;
     const caughtUp = firstLook ? { detectedAtStartOf: this.startedAt.toISOString() } : {};
-    const own = this.deps.lever.takeOwnChange(state.image);
+    // This process's memory of its own write, or the write's marker (another replica's, or before a restart: M2).
+    const deployment = this.deps.watch.deployment();
+    const owner = deployment ? await findOwner(this.deps.host.clients, deployment).catch(() => undefined) : undefined;
+    const own = this.deps.lever.takeOwnChange(state.image) ?? (await this.markedChange(state.image, owner));
     if (own) {
       await this.deps.history.append({
         type: EventType.UpstreamControllerChanged,
@@ -72,8 +77,6 @@ export class ControllerImageReconciler implements Reconciler {
       return;
     }
     const setBy = await this.rolloutThatSet(where, previous);
-    const deployment = this.deps.watch.deployment();
-    const owner = deployment ? await findOwner(this.deps.host.clients, deployment).catch(() => undefined) : undefined;
     await this.deps.history.append({
       type: EventType.UpstreamControllerChanged,
       ...where,
@@ -94,6 +97,22 @@ export class ControllerImageReconciler implements Reconciler {
         ? `the vm-dhcp-controller --image set by rollout ${setBy} was changed outside rollplane`
         : 'the vm-dhcp-controller --image was changed outside rollplane',
     );
+  }
+
+  /**
+   * rollplane's change to `image` as its write marked it on the object it wrote (imageWriteMarker.ts), while nothing
+   * changed that object's spec since: the Addon that renders the controller, or its Deployment.
+   */
+  private async markedChange(image: string, owner: ControllerOwner | undefined): Promise<OwnImageChange | undefined> {
+    const deployment = this.deps.watch.deployment();
+    if (!owner || !deployment) return undefined;
+    if (owner.kind === 'addon') {
+      const addon = await readAddon(this.deps.host.clients, owner.namespace, owner.name).catch(() => undefined);
+      const rolloutId = markedRollout(addon, image);
+      return rolloutId ? { rolloutId, through: 'addon', owner } : undefined;
+    }
+    const rolloutId = markedRollout(deployment, image);
+    return rolloutId ? { rolloutId, through: 'deployment', owner } : undefined;
   }
 
   /** The image the newest recorded change of the controller names (the baseline after a restart). */

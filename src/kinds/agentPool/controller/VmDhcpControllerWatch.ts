@@ -118,9 +118,10 @@ export class VmDhcpControllerWatch {
    * Sets the controller's `--image` (a JSON patch that first tests the old value, so a concurrent `helm upgrade` makes
    * it fail with a conflict instead of being overwritten). Upstream restarts with the new image and re-syncs every pool.
    * `fresh`: the Deployment as just read; the write then lands only on that version of it (its resourceVersion is the
-   * precondition), so a write whose answer was lost can be fenced off (ImageWriteFence.ts).
+   * precondition), so a write whose answer was lost can be fenced off (ImageWriteFence.ts). `also`: more operations of
+   * the same patch (the marker naming the rollout, imageWriteMarker.ts).
    */
-  async setImage(clients: KubeClients, image: string, options: { dryRun?: boolean; fresh?: V1Deployment } = {}): Promise<void> {
+  async setImage(clients: KubeClients, image: string, options: { dryRun?: boolean; fresh?: V1Deployment; also?: readonly object[] } = {}): Promise<void> {
     const deployment = options.fresh ?? this.deployment();
     if (!deployment) throw new ConflictError('the vm-dhcp-controller Deployment is gone');
     const arg = imageArg(deployment.spec?.template?.spec?.containers ?? []);
@@ -138,7 +139,9 @@ export class VmDhcpControllerWatch {
           namespace: deployment.metadata!.namespace!,
           name: deployment.metadata!.name!,
           // A dry run asks only whether the change would be admitted: no test of a value the cache may not show yet.
-          body: options.dryRun ? [{ op: 'replace', path, value }] : [...precondition, { op: 'test', path, value: old }, { op: 'replace', path, value }],
+          body: options.dryRun
+            ? [{ op: 'replace', path, value }]
+            : [...precondition, { op: 'test', path, value: old }, { op: 'replace', path, value }, ...(options.also ?? [])],
           ...(options.dryRun ? { dryRun: 'All' } : {}),
         },
         setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),

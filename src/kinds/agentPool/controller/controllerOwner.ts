@@ -29,7 +29,7 @@ const VM_DHCP_CHART = 'harvester-vm-dhcp-controller';
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 export interface Addon {
-  metadata?: { namespace?: string; name?: string; resourceVersion?: string };
+  metadata?: { namespace?: string; name?: string; resourceVersion?: string; generation?: number; annotations?: Record<string, string> };
   spec?: { chart?: string; enabled?: boolean; valuesContent?: string };
 }
 
@@ -101,14 +101,15 @@ export async function setAddonAgentImage(
   clients: KubeClients,
   owner: Extract<ControllerOwner, { kind: 'addon' }>,
   image: string,
-  options: { dryRun?: boolean; fresh?: Addon } = {},
+  options: { dryRun?: boolean; fresh?: Addon; also?: readonly object[] } = {},
 ): Promise<void> {
   const addon = options.fresh ?? (await readAddon(clients, owner.namespace, owner.name));
   if (!addon) throw new Error(`the Addon ${owner.namespace}/${owner.name} is gone`);
   const old = addon.spec?.valuesContent ?? '';
   const next = withAgentImage(old, image);
   if (next === old) return;
-  // `fresh`: the Addon as just read; the write lands only on that version of it (ImageWriteFence.ts).
+  // `fresh`: the Addon as just read; the write lands only on that version of it (ImageWriteFence.ts). `also`: more
+  // operations of the same patch (the marker naming the rollout, imageWriteMarker.ts).
   const precondition = options.fresh?.metadata?.resourceVersion
     ? [{ op: 'replace', path: '/metadata/resourceVersion', value: options.fresh.metadata.resourceVersion }]
     : [];
@@ -122,7 +123,12 @@ export async function setAddonAgentImage(
         name: owner.name,
         body: options.dryRun
           ? [{ op: 'replace', path: '/spec/valuesContent', value: next }]
-          : [...precondition, { op: 'test', path: '/spec/valuesContent', value: old }, { op: 'replace', path: '/spec/valuesContent', value: next }],
+          : [
+              ...precondition,
+              { op: 'test', path: '/spec/valuesContent', value: old },
+              { op: 'replace', path: '/spec/valuesContent', value: next },
+              ...(options.also ?? []),
+            ],
         ...(options.dryRun ? { dryRun: 'All' } : {}),
       },
       jsonPatch,
