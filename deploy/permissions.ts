@@ -54,9 +54,9 @@ export const PERMISSIONS: readonly Permission[] = [
   {
     group: 'apps',
     resource: 'deployments',
-    verbs: ['list', 'watch', 'patch'],
+    verbs: ['get', 'list', 'watch', 'patch'],
     scope: 'cluster',
-    why: 'the vm-dhcp-controller Deployment: found by its chart labels, its --image argument set by coexistence rollouts',
+    why: 'the vm-dhcp-controller Deployment: found by its chart labels, its --image argument set by coexistence rollouts (read first: the write lands only on that version, ImageWriteFence)',
   },
   {
     group: 'harvesterhci.io',
