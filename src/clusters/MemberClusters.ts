@@ -103,6 +103,19 @@ export class MemberClusters {
   }
 
   /** How many members are connected (every registered cluster, once the sources' pass reconciled them). */
+  /**
+   * The cluster already connected to `server` (its API server's URL, compared without case in the scheme and host and
+   * without a trailing slash); undefined when none. One cluster registered under two names would be driven twice.
+   */
+  nameServing(server: string): string | undefined {
+    const wanted = sameServer(server);
+    for (const [name, { connection }] of this.connections) {
+      const theirs = connection.kubeConfig.getCurrentCluster()?.server;
+      if (theirs !== undefined && sameServer(theirs) === wanted) return name;
+    }
+    return undefined;
+  }
+
   get size(): number {
     return this.connections.size;
   }
@@ -145,3 +158,13 @@ export class MemberClusters {
 }
 
 export { LOCAL_CLUSTER };
+
+/** A server URL as compared by MemberClusters.nameServing. */
+function sameServer(server: string): string {
+  try {
+    const url = new URL(server);
+    return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return server.replace(/\/+$/, '');
+  }
+}

@@ -1,5 +1,6 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { MemberClusterAdmin } from '../domain/clusters/MemberClusterAdmin.js';
+import { ConflictError } from '../errors.js';
 import type { MemberClusterRegistry } from '../domain/clusters/MemberClusterRegistry.js';
 import { type KubeconfigRules, parseMemberKubeconfig } from './credentials.js';
 import { type ConnectionOptions, MemberConnection } from './MemberConnection.js';
@@ -44,7 +45,16 @@ export function memberClusterAdmin(parts: {
     credentials: parts.credentials?.store,
     async checkKubeconfig(kubeconfig, where) {
       const kubeConfig = parseMemberKubeconfig(kubeconfig, where, parts.rules);
-      await parts.network.checkServer(kubeConfig.getCurrentCluster()!.server, where);
+      const server = kubeConfig.getCurrentCluster()!.server;
+      await parts.network.checkServer(server, where);
+      // One cluster under two names would be driven twice: two sets of holds, two histories of one change (attack 18, L3).
+      const taken = parts.connections.nameServing(server);
+      if (taken !== undefined) {
+        throw new ConflictError(
+          `${where}: its server is the one member cluster "${taken}" is registered with; a cluster registered under two names would be driven twice`,
+          { details: { field: where, cluster: taken } },
+        );
+      }
     },
     async probe(name, kubeconfig) {
       const kubeConfig = parseMemberKubeconfig(kubeconfig, 'input.kubeconfig', parts.rules);

@@ -102,6 +102,21 @@ describe('API-registered member clusters kept as Secrets', () => {
     expect(await names()).toEqual(['edge-1:API:{"env":"prod"}', 'local:LOCAL:{}']);
   });
 
+  it('refuses a second name for a cluster registered already (its server), and changes nothing', async () => {
+    const before = { names: await names(), secrets: await secrets() };
+    // The same server, written another way (a trailing slash, upper case): one cluster under two names is driven twice.
+    const again = stringify(kubeconfigFor(`${member.url.toUpperCase().replace('HTTP://', 'http://')}/`, PLANTED));
+    for (const kubeconfig of [memberConfig(), again]) {
+      await expect(admin.register({ name: 'edge-1-again', kubeconfig, labels: {}, verify: false })).rejects.toMatchObject({
+        code: 'CONFLICT',
+        message: expect.stringContaining('member cluster "edge-1" is registered with'),
+        details: { field: 'input.kubeconfig', cluster: 'edge-1' },
+      });
+    }
+    expect(await names()).toEqual(before.names);
+    expect(await secrets()).toEqual(before.secrets);
+  });
+
   it("refuses to change a person's Secret-registered cluster, naming it, and leaves the Secret as it is", async () => {
     await core.createNamespacedSecret({
       namespace: NS,

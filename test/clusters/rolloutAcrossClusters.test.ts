@@ -30,7 +30,8 @@ describe('a rollout across member clusters', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    fleet = await startSimulatedClusters({ clusters: MEMBERS.map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
+    // `edge-api` is registered by a test through the API (a cluster is registered under one name only).
+    fleet = await startSimulatedClusters({ clusters: [...MEMBERS, 'edge-api'].map((name) => ({ name, fleet: 'pools=2,nodes=2' })) });
     registerMembers(dir, fleet, MEMBERS, () => ({ tier: 'edge' }));
     // A short cache grace: the unreachable member's runtime stops a second after it stopped answering (its caches are
     // kept that long in case it answers again; test/clusters/memberCacheGrace.test.ts).
@@ -177,7 +178,7 @@ describe('a rollout across member clusters', () => {
 
   it('refuses to deregister a cluster an active rollout has targets in (CONFLICT naming it), and lets it go once it ended', async () => {
     const admin = app.memberClusters.admin;
-    await admin.register({ name: 'edge-api', kubeconfig: fleet.clusters.get('edge-1')!.kubeconfig, labels: {}, verify: false });
+    await admin.register({ name: 'edge-api', kubeconfig: fleet.clusters.get('edge-api')!.kubeconfig, labels: {}, verify: false });
     const { rollout } = await app.domain.rollouts.create({
       kind: 'AGENT_POOL',
       fromVersion: OLD,

@@ -51,7 +51,10 @@ describe("rollplane's own change of the controller's --image, seen by a process 
     next.metadata.annotations = { ...next.metadata.annotations, [ANNOTATION_IMAGE_SET_FOR]: `${OTHER} ${OLD} ${(next.metadata.generation ?? 0) + 1}` };
     r.sim.store.update(deploymentType(r), next);
     await r.waitFor('the change recorded', async () => (await changes(r)).length === 2);
-    expect((await changes(r)).at(-1)).toMatchObject({ rolloutId: OTHER, payload: { oldImage: NEW, newImage: OLD, planned: true, changedThrough: 'deployment' } });
+    expect((await changes(r)).at(-1)).toMatchObject({
+      rolloutId: OTHER,
+      payload: { oldImage: NEW, newImage: OLD, planned: true, changedThrough: 'deployment' },
+    });
 
     // A helm upgrade keeps the annotation but moves the generation on: the marker no longer speaks for the image.
     helmUpgrade(r, HELM);
