@@ -81,6 +81,11 @@ export const SHARED_EVENTS = {
        * reconciler watched, at a time nobody knows — before the rollouts launched since that start, possibly.
        */
       detectedAtStartOf: text.optional(),
+      /**
+       * Which API server the change was seen through (a hash of its URL, never the URL): a cluster name registered again
+       * at another cluster starts a new baseline there instead of recording a change from the old cluster's image.
+       */
+      endpoint: text.optional(),
     }),
     'upstream.changed',
   ),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readPayload } from '../../../domain/eventPayloads.js';
 import type { Reconciler } from '../../../controller/Controller.js';
 import { EventType } from '../../../domain/events.js';
@@ -34,8 +35,12 @@ export class ControllerImageReconciler implements Reconciler {
   private lastImage: string | undefined;
   /** When this reconciler started: a change its first look finds happened before that look, at an unknown time. */
   private readonly startedAt = new Date();
+  /** The API server this reconciler watches through (endpointOf): recorded with each change. */
+  private readonly endpoint: string | undefined;
 
-  constructor(private readonly deps: ControllerImageReconcilerDeps) {}
+  constructor(private readonly deps: ControllerImageReconcilerDeps) {
+    this.endpoint = endpointOf(deps.host.clients.kubeConfig.getCurrentCluster()?.server);
+  }
 
   async reconcile(): Promise<void> {
     const state = this.deps.watch.state();
@@ -47,7 +52,7 @@ export class ControllerImageReconciler implements Reconciler {
       await this.deps.history.append({
         type: EventType.UpstreamControllerChanged,
         ...where,
-        payload: { controller: state.ref, oldImage: null, newImage: state.image, planned: false, firstSeen: true },
+        payload: { controller: state.ref, oldImage: null, newImage: state.image, planned: false, firstSeen: true, ...this.endpointField() },
       });
       this.lastImage = state.image;
       return;
@@ -72,6 +77,7 @@ export class ControllerImageReconciler implements Reconciler {
           planned: true,
           changedThrough: own.through,
           owner: describeOwner(own.owner),
+          ...this.endpointField(),
         },
       });
       return;
@@ -89,6 +95,7 @@ export class ControllerImageReconciler implements Reconciler {
         ...caughtUp,
         ...(setBy ? { reverts: setBy } : {}),
         ...(owner ? { owner: describeOwner(owner) } : {}),
+        ...this.endpointField(),
       },
     });
     this.deps.host.logger.warn(
@@ -115,10 +122,21 @@ export class ControllerImageReconciler implements Reconciler {
     return rolloutId ? { rolloutId, through: 'deployment', owner } : undefined;
   }
 
-  /** The image the newest recorded change of the controller names (the baseline after a restart). */
+  /**
+   * The image the newest recorded change of the controller names (the baseline after a restart); undefined when none,
+   * or when it was seen through another API server: the cluster's name was registered again at another cluster, whose
+   * controller is not the one recorded (attack 18, M3: its first change read as a revert of the old cluster's image).
+   */
   private async recordedImage(where: { namespace: string; name: string }): Promise<string | undefined> {
     const [newest] = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 1);
-    return newest ? readPayload(EventType.UpstreamControllerChanged, newest.payload).newImage : undefined;
+    if (!newest) return undefined;
+    const payload = readPayload(EventType.UpstreamControllerChanged, newest.payload);
+    if (payload.endpoint !== undefined && this.endpoint !== undefined && payload.endpoint !== this.endpoint) return undefined;
+    return payload.newImage;
+  }
+
+  private endpointField(): { endpoint?: string } {
+    return this.endpoint === undefined ? {} : { endpoint: this.endpoint };
   }
 
   /** The rollout whose planned change put `image` on the controller, when the newest change to it was rollplane's. */
@@ -129,4 +147,9 @@ export class ControllerImageReconciler implements Reconciler {
       .find((change) => change.newImage === image);
     return setIt?.planned === true && setIt.rolloutId ? setIt.rolloutId : undefined;
   }
+}
+
+/** A short hash of an API server's URL: tells two clusters apart in the history without recording where they are. */
+function endpointOf(server: string | undefined): string | undefined {
+  return server ? createHash('sha256').update(server).digest('hex').slice(0, 16) : undefined;
 }
