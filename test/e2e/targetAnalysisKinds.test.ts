@@ -12,7 +12,7 @@ import { DELAYS, DS, NODES, NS, OLD } from './nodeAgent/caaFleet.js';
  * pods started per node, API server request errors per virtual cluster. A `degraded*` image stays Ready — the rollout
  * alone would succeed — but starts no peer pods / fails half its API requests: the analysis after the first target
  * fails the rollout there and the other targets are never touched; a healthy image passes. Neither kind rolls itself
- * back (their strategies have no autoRollback), so a failed one stays FAILED with the step's reason.
+ * back (their strategies have no autoRollback): a failed one stays FAILED with the step's reason until rolled back.
  */
 const CV = 'cv-sample-np';
 const CLUSTERS = ['vc-1', 'vc-2', 'vc-3'];
@@ -115,6 +115,12 @@ describeWithPrometheus('analysis between the targets of node-agent and virtual-c
       if (r.state !== 'PROGRESSING' && r.state !== 'PENDING') throw new Error(`rollout ${id} ended ${r.state} (${r.message}) before waitingFor said it measured`);
       return r.waitingFor?.startsWith('analysis targets:1: ') ? (r.waitingFor as string) : undefined;
     });
+  const rollBack = async (id: string) => {
+    const result = await gql(app.url, 'mutation ($id: ID!) { rollbackRollout(id: $id) { id strategy { analysis { after } } } }', { id });
+    expect(result.errors).toBeUndefined();
+    expect(result.data.rollbackRollout.strategy.analysis).toBeNull();
+    return result.data.rollbackRollout.id as string;
+  };
   const count = async () => (await gql(app.url, COUNT)).data.rollouts.totalCount as number;
   const targetStates = (r: { targets: { edges: { node: { name: string; state: string } }[] } }) =>
     Object.fromEntries(r.targets.edges.map((e) => [e.node.name, e.node.state]));
@@ -165,6 +171,9 @@ describeWithPrometheus('analysis between the targets of node-agent and virtual-c
       // The first node got the image; the analysis stopped the others (the failed rollout cancelled them).
       expect(targetStates(failed)).toEqual({ [NODES[0]!]: 'SUCCEEDED', [NODES[1]!]: 'CANCELLED', [NODES[2]!]: 'CANCELLED' });
       expect(images()).toEqual([`${NODES[0]}=${DEGRADED}`, `${NODES[1]}=${OLD}`, `${NODES[2]}=${OLD}`]);
+      // The kind does not roll itself back; a rollback puts the node back (its strategy drops the analysis).
+      expect((await ended(await rollBack(bad))).state).toBe('SUCCEEDED');
+      expect(images()).toEqual(NODES.map((node) => `${node}=${OLD}`));
 
       const HEALTHY = `${CAA}:v0.11.0`;
       const good = await bump(HEALTHY, PEER_STARTS);
@@ -228,6 +237,9 @@ describeWithPrometheus('analysis between the targets of node-agent and virtual-c
       expect(run.measurements.at(-1).values[0]).toBeGreaterThan(0.1);
       expect(targetStates(failed)).toEqual({ 'vc-1': 'SUCCEEDED', 'vc-2': 'CANCELLED', 'vc-3': 'CANCELLED' });
       expect(apiServerImages()).toEqual([`vc-1=${DEGRADED}`, `vc-2=${APISERVER}`, `vc-3=${APISERVER}`]);
+      // The kind does not roll itself back; a rollback re-applies the previous spec to the cluster it upgraded.
+      expect((await ended(await rollBack(bad))).state).toBe('SUCCEEDED');
+      expect(apiServerImages()).toEqual(CLUSTERS.map((vc) => `${vc}=${APISERVER}`));
 
       const HEALTHY = `${APISERVER}:v1.16.3`;
       const good = await bump(HEALTHY, APISERVER_ERRORS);
