@@ -50,6 +50,7 @@ export function measuringText(run: AnalysisRunRecord, measurements: readonly Mea
   const taken = metrics.reduce((sum, metric) => sum + Math.min(metric.count, counted.get(metric.name) ?? 0), 0);
   const latest = measurements.at(-1);
   const attempt = run.attempt > 1 ? `attempt ${run.attempt}: ` : '';
-  const waiting = latest?.verdict === 'WAITING' ? ', waiting for data' : latest?.verdict === 'ERROR' ? `, the latest errored (${latest.message ?? 'no message'})` : '';
+  const waiting =
+    latest?.verdict === 'WAITING' ? ', waiting for data' : latest?.verdict === 'ERROR' ? `, the latest errored (${latest.message ?? 'no message'})` : '';
   return `${attempt}measuring, ${taken} of ${total} measurement${total === 1 ? '' : 's'}${waiting}`;
 }

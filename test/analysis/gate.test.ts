@@ -82,9 +82,7 @@ describe('an analysis run still measuring, as Rollout.waitingFor says it', () =>
   it('counts measurements as the runner does: errors and waits for data are taken again, each metric up to its count', () => {
     expect(measuringText(running, [])).toBe('measuring, 0 of 5 measurements');
     expect(measuringText(running, [measured('errors', 'SUCCESSFUL'), measured('starts', 'SUCCESSFUL')])).toBe('measuring, 2 of 5 measurements');
-    expect(measuringText(running, [measured('errors', 'SUCCESSFUL'), measured('starts', 'WAITING')])).toBe(
-      'measuring, 1 of 5 measurements, waiting for data',
-    );
+    expect(measuringText(running, [measured('errors', 'SUCCESSFUL'), measured('starts', 'WAITING')])).toBe('measuring, 1 of 5 measurements, waiting for data');
     expect(measuringText(running, [measured('starts', 'SUCCESSFUL'), measured('errors', 'ERROR', 'UNREACHABLE')])).toBe(
       'measuring, 1 of 5 measurements, the latest errored (UNREACHABLE)',
     );

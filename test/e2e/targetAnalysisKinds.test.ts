@@ -53,7 +53,7 @@ const APISERVER_ERRORS = template('apiserver-errors', {
 /** A template that fails the small PromQL check at submit. */
 const broken = (t: typeof PEER_STARTS) => {
   const copy = structuredClone(t);
-  const provider = copy.spec.metrics[0]!.provider as { prometheus: { query: string } };
+  const { provider } = copy.spec.metrics[0] as unknown as { provider: { prometheus: { query: string } } };
   provider.prometheus.query = provider.prometheus.query.replace('sum(rate', 'sum(rate(');
   return copy;
 };
@@ -112,7 +112,8 @@ describeWithPrometheus('analysis between the targets of node-agent and virtual-c
   const measuring = (id: string) =>
     until(`rollout ${id} saying it measures`, async () => {
       const r = await state(id);
-      if (r.state !== 'PROGRESSING' && r.state !== 'PENDING') throw new Error(`rollout ${id} ended ${r.state} (${r.message}) before waitingFor said it measured`);
+      if (r.state !== 'PROGRESSING' && r.state !== 'PENDING')
+        throw new Error(`rollout ${id} ended ${r.state} (${r.message}) before waitingFor said it measured`);
       return r.waitingFor?.startsWith('analysis targets:1: ') ? (r.waitingFor as string) : undefined;
     });
   const rollBack = async (id: string) => {
@@ -207,7 +208,10 @@ describeWithPrometheus('analysis between the targets of node-agent and virtual-c
         input: { clusterVersion: CV, apiServer: { image: `${APISERVER}:v1.16.3` }, analysis, ...more },
       });
       const refusals: [ReturnType<typeof input>, RegExp][] = [
-        [input({ after: [1], config: { template: broken(APISERVER_ERRORS) } }), /^input\.analysis\.config\.template\.spec\.metrics\[0\]\.provider\.prometheus\.query: /],
+        [
+          input({ after: [1], config: { template: broken(APISERVER_ERRORS) } }),
+          /^input\.analysis\.config\.template\.spec\.metrics\[0\]\.provider\.prometheus\.query: /,
+        ],
         [input({ every: 0, config: { template: APISERVER_ERRORS } }), /^input\.analysis\.every: must be at least 1/],
         [input({ after: [1], config: { templateName: 'no-such-template' } }), /^input\.analysis\.config\.templateName: /],
         [

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { parseInput } from '../../../src/domain/kinds/strategy.js';
-import { bumpClusterVersionInput, type ClusterVersionChange, virtualClusterContract, virtualClusterStrategy } from '../../../src/kinds/virtualCluster/contract.js';
+import {
+  bumpClusterVersionInput,
+  type ClusterVersionChange,
+  virtualClusterContract,
+  virtualClusterStrategy,
+} from '../../../src/kinds/virtualCluster/contract.js';
 
 const change: ClusterVersionChange = {
   name: 'cv',
@@ -13,7 +18,8 @@ const change: ClusterVersionChange = {
 
 describe('a ClusterVersion bump with an analysis between its clusters (ADR 0071)', () => {
   const analysis = { every: 2, config: { template: 'checked at launch' } };
-  const parse = (input: Record<string, unknown>) => parseInput(bumpClusterVersionInput, { clusterVersion: 'cv', apiServer: { image: 'apiserver:v2' }, ...input });
+  const parse = (input: Record<string, unknown>) =>
+    parseInput(bumpClusterVersionInput, { clusterVersion: 'cv', apiServer: { image: 'apiserver:v2' }, ...input });
 
   it('keeps it in the strategy, which a stored row reads back', () => {
     const strategy = virtualClusterStrategy(parse({ analysis }), change);
