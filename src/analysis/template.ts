@@ -20,8 +20,8 @@ export type NoDataPolicy = { kind: 'FAIL' } | { kind: 'PASS' } | { kind: 'INCONC
 /**
  * Arguments rollplane resolves for each analysis run, usable as `{{args.<name>}}` without a value in the template;
  * `baselineVersion` is the version the targets not yet upgraded run (the rollout's from-version); `target` is an
- * analysis step's targets as `namespace/name` (the name alone for a node), which a metric labelled per object
- * (`virtual_cluster="ns/name"`) needs: `namespace` and `name` alternate each apart.
+ * analysis step's targets as `namespace/name` (the name alone for a cluster-scoped one), which a metric labelled
+ * `namespace/name` per object needs: `namespace` and `name` alternate each apart.
  */
 export const BUILT_IN_ARGS = ['version', 'cluster', 'namespace', 'name', 'target', 'wave', 'baselineVersion'] as const;
 export type BuiltInArg = (typeof BUILT_IN_ARGS)[number];
