@@ -17,8 +17,9 @@ import type { ResolvedArgs } from './template.js';
  * 0067): after the first n targets of each step were admitted and are done, the step's analysis (`targets:<n>`) runs
  * before any more target is admitted. Its built-in arguments: `version` and `baselineVersion` (tags, as for a wave's
  * gate: the targets not yet upgraded still run the baseline, the control group), `cluster`, `namespace`, `name` and
- * `target` (`namespace/name`) of the step's targets (each a regex alternation, for `=~`), and `wave` = the step's key. Every answer is read from the
- * analysis tables, so a new leader answers the same and continues the run a dead one left measuring.
+ * `target` (`namespace/name`) of the step's targets (each a regex alternation, for `=~`), and `wave` = the step's key.
+ * Every answer is read from the analysis tables, so a new leader answers the same and continues the run a dead one
+ * left measuring.
  */
 
 /** How soon a pass looks again at a step whose analysis measures (woken at once when it decides). */

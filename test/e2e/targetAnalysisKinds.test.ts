@@ -164,6 +164,7 @@ describeWithPrometheus('analysis between the targets of node-agent and virtual-c
       expect(failed.state).toBe('FAILED');
       expect(failed.message).toMatch(/^analysis targets:1: analysis .* failed/);
       expect(failed.waitingFor).toBeNull();
+      expect(failed.strategy.analysis).toMatchObject({ after: [1] });
       expect(failed.gates).toEqual([{ key: 'targets:1', type: 'ANALYSIS', state: 'FAILED' }]);
       const [run] = failed.gate.analysisRuns;
       expect(run).toMatchObject({ phase: 'FAILED', args: { version: 'degraded-v0.11.0', name: NODES[0], target: NODES[0] } });
@@ -234,6 +235,7 @@ describeWithPrometheus('analysis between the targets of node-agent and virtual-c
       const failed = await ended(bad);
       expect(failed.state).toBe('FAILED');
       expect(failed.message).toMatch(/^analysis targets:1: analysis .* failed/);
+      expect(failed.strategy.analysis).toMatchObject({ after: [1] });
       expect(failed.gates).toEqual([{ key: 'targets:1', type: 'ANALYSIS', state: 'FAILED' }]);
       const [run] = failed.gate.analysisRuns;
       expect(run).toMatchObject({ phase: 'FAILED', args: { target: 'default/vc-1', name: 'vc-1' } });
