@@ -1,5 +1,6 @@
 import type { GateProgress } from '../domain/waves/progress.js';
-import type { AnalysisRunRecord } from './model.js';
+import type { AnalysisRunRecord, MeasurementRecord } from './model.js';
+import { parseAnalysisTemplate } from './template.js';
 
 /**
  * An analysis run as a staged run's gate (src/domain/waves/progress.ts), as issue 33 asks: Successful passes; Failed
@@ -34,4 +35,22 @@ export function latestAttemptProgress(latest: AnalysisRunRecord | undefined, opt
   const progress = analysisGateProgress(latest, options);
   if (!latest || latest.attempt === 1) return progress;
   return { ...progress, reason: `attempt ${latest.attempt}: ${progress.reason}` };
+}
+
+/**
+ * How far a run still measuring is, as `Rollout.waitingFor` says it: `measuring, 2 of 5 measurements` — counted as the
+ * runner counts them (an error or a wait for data is measured again, not counted; a metric counts up to its `count`),
+ * with `, waiting for data` while its latest measurement found none. From the second attempt on, it says which.
+ */
+export function measuringText(run: AnalysisRunRecord, measurements: readonly MeasurementRecord[]): string {
+  const metrics = parseAnalysisTemplate(run.template).metrics;
+  const counted = new Map<string, number>();
+  for (const m of measurements) if (m.verdict !== 'ERROR' && m.verdict !== 'WAITING') counted.set(m.metricName, (counted.get(m.metricName) ?? 0) + 1);
+  const total = metrics.reduce((sum, metric) => sum + metric.count, 0);
+  const taken = metrics.reduce((sum, metric) => sum + Math.min(metric.count, counted.get(metric.name) ?? 0), 0);
+  const latest = measurements.at(-1);
+  const attempt = run.attempt > 1 ? `attempt ${run.attempt}: ` : '';
+  const waiting =
+    latest?.verdict === 'WAITING' ? ', waiting for data' : latest?.verdict === 'ERROR' ? `, the latest errored (${latest.message ?? 'no message'})` : '';
+  return `${attempt}measuring, ${taken} of ${total} measurement${total === 1 ? '' : 's'}${waiting}`;
 }

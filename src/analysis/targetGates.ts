@@ -7,7 +7,7 @@ import { ACTIVE_ROLLOUT_STATES } from '../domain/rolloutStates.js';
 import type { GateView } from '../domain/waves/StagedRuns.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { AnalysisGateRef, AnalysisGates } from './AnalysisGates.js';
-import { latestAttemptProgress } from './gate.js';
+import { latestAttemptProgress, measuringText } from './gate.js';
 import { parseAnalysisGateConfig, versionArg } from './gateTypes.js';
 import type { AnalysisRunRecord, AnalysisStore } from './model.js';
 import type { ResolvedArgs } from './template.js';
@@ -16,9 +16,10 @@ import type { ResolvedArgs } from './template.js';
  * Analysis between the targets of a rollout without waves (issue 33, ADR 0071), over the analysis gate service (ADR
  * 0067): after the first n targets of each step were admitted and are done, the step's analysis (`targets:<n>`) runs
  * before any more target is admitted. Its built-in arguments: `version` and `baselineVersion` (tags, as for a wave's
- * gate: the targets not yet upgraded still run the baseline, the control group), `cluster`, `namespace` and `name` of
- * the step's targets (each a regex alternation, for `=~`), and `wave` = the step's key. Every answer is read from the
- * analysis tables, so a new leader answers the same and continues the run a dead one left measuring.
+ * gate: the targets not yet upgraded still run the baseline, the control group), `cluster`, `namespace`, `name` and
+ * `target` (`namespace/name`) of the step's targets (each a regex alternation, for `=~`), and `wave` = the step's key.
+ * Every answer is read from the analysis tables, so a new leader answers the same and continues the run a dead one
+ * left measuring.
  */
 
 /** How soon a pass looks again at a step whose analysis measures (woken at once when it decides). */
@@ -27,7 +28,7 @@ const RELOOK_MS = 30_000;
 export class TargetAnalysisGates implements TargetGates {
   constructor(
     private readonly analysis: AnalysisGates,
-    private readonly store: Pick<AnalysisStore, 'runsOf' | 'gateRuns'>,
+    private readonly store: Pick<AnalysisStore, 'runsOf' | 'gateRuns' | 'measurementsOf'>,
   ) {}
 
   async step(rollout: Rollout, view: RolloutView, now: Date): Promise<TargetGateStep> {
@@ -68,6 +69,14 @@ export class TargetAnalysisGates implements TargetGates {
     }
     const errorFails = parseAnalysisGateConfig(spec.config, 'strategy.analysis.config').errorFails;
     return [...byKey].sort(([a], [b]) => targetGateStep(a)! - targetGateStep(b)!).map(([key, runs]) => gateViewOf(rollout, spec, key, runs, errorFails, now));
+  }
+
+  async waiting(rollout: Rollout): Promise<string | undefined> {
+    if (!rollout.strategy.analysis) return undefined;
+    // A rollout without waves opens one step at a time: at most one of its steps' runs is RUNNING.
+    const run = (await this.store.runsOf(rollout.id)).find((r) => r.phase === 'RUNNING' && r.gateKey !== null && targetGateStep(r.gateKey) !== undefined);
+    if (!run) return undefined;
+    return `analysis ${run.gateKey}: ${measuringText(run, await this.store.measurementsOf(run.id))}`;
   }
 
   async release(rollout: Rollout): Promise<void> {
@@ -127,6 +136,7 @@ function argsOf(rollout: Rollout, key: string, batch: readonly RolloutTarget[]):
     cluster: unique(batch.map(clusterOf)).join('|'),
     namespace: unique(batch.map((t) => t.namespace)).join('|'),
     name: unique(batch.map((t) => t.name)).join('|'),
+    target: unique(batch.map((t) => (t.namespace ? `${t.namespace}/${t.name}` : t.name))).join('|'),
     wave: key,
   };
 }

@@ -19,9 +19,11 @@ export type NoDataPolicy = { kind: 'FAIL' } | { kind: 'PASS' } | { kind: 'INCONC
 
 /**
  * Arguments rollplane resolves for each analysis run, usable as `{{args.<name>}}` without a value in the template;
- * `baselineVersion` is the version the targets not yet upgraded run (the rollout's from-version).
+ * `baselineVersion` is the version the targets not yet upgraded run (the rollout's from-version); `target` is an
+ * analysis step's targets as `namespace/name` (the name alone for a cluster-scoped one), which a metric labelled
+ * `namespace/name` per object needs: `namespace` and `name` alternate each apart.
  */
-export const BUILT_IN_ARGS = ['version', 'cluster', 'namespace', 'name', 'wave', 'baselineVersion'] as const;
+export const BUILT_IN_ARGS = ['version', 'cluster', 'namespace', 'name', 'target', 'wave', 'baselineVersion'] as const;
 export type BuiltInArg = (typeof BUILT_IN_ARGS)[number];
 
 export interface AnalysisMetric {
@@ -182,7 +184,7 @@ function parseArgs(value: unknown, path: string): AnalysisTemplate['args'] {
     const field = `${path}[${i}]`;
     if (!isObject(arg)) throw new ValidationError(field, 'must be {name, value}');
     only(arg, ['name', 'value'], field, {
-      valueFrom: 'is not supported: give the value, or use a built-in argument (version, cluster, namespace, name, wave, baselineVersion)',
+      valueFrom: `is not supported: give the value, or use a built-in argument (${BUILT_IN_ARGS.join(', ')})`,
     });
     const name = text(arg.name, `${field}.name`);
     if (!/^[A-Za-z0-9_-]{1,63}$/.test(name)) throw new ValidationError(`${field}.name`, 'must be 1-63 letters, digits, - or _');

@@ -121,11 +121,11 @@ function staged(request: LaunchRequest, types: () => GateTypes): { run?: FrozenR
 /**
  * `strategy.analysis` (analysis between targets, ADR 0071) is checked at submit as an ANALYSIS gate's config is (the
  * template, its arguments, a Prometheus to ask), and only for a rollout without waves: a staged one has its gates.
+ * `field` is where the kind's input took it (KindContract.analysisField).
  */
-export function checkTargetAnalysis(request: LaunchRequest, types: () => GateTypes): void {
+export function checkTargetAnalysis(request: LaunchRequest, types: () => GateTypes, field = 'input.strategy.analysis'): void {
   const analysis = request.plan.strategy.analysis;
   if (!analysis) return;
-  const field = 'input.strategy.analysis';
   if (request.staged) throw new ValidationError(field, 'is for a rollout without waves: a staged rollout analyses before or after its waves (gates)');
   // Each step is an analysis run with its measurements, and a gate `Rollout.gates` lists: bounded like `after`.
   const changing = request.plan.targets.filter((t) => !t.skipReason).length;
@@ -143,7 +143,7 @@ export function checkTargetAnalysis(request: LaunchRequest, types: () => GateTyp
  * ANALYSIS config's `templateName` → the stored template's text, ADR 0071). Requests that refer to nothing pass as
  * they are, without reading anything.
  */
-async function resolveReferences(request: LaunchRequest, types: () => GateTypes): Promise<LaunchRequest> {
+async function resolveReferences(request: LaunchRequest, types: () => GateTypes, analysisField: string): Promise<LaunchRequest> {
   const analysis = request.plan.strategy.analysis;
   const staged = request.staged;
   if (!analysis && !staged?.strategy.waves.some((w) => w.before || w.after)) return request;
@@ -156,7 +156,7 @@ async function resolveReferences(request: LaunchRequest, types: () => GateTypes)
   let plan = request.plan;
   const resolveAnalysis = analysis ? typeOf('ANALYSIS')?.resolve : undefined;
   if (analysis && resolveAnalysis) {
-    const config = (await resolveAnalysis(analysis.config, 'input.strategy.analysis.config')) as Record<string, unknown>;
+    const config = (await resolveAnalysis(analysis.config, `${analysisField}.config`)) as Record<string, unknown>;
     plan = { ...plan, strategy: { ...plan.strategy, analysis: { ...analysis, config } } };
   }
   if (!staged) return { ...request, plan };
@@ -223,9 +223,11 @@ export class RolloutLauncher {
   constructor(private readonly rollouts: RolloutService) {}
 
   async launch(given: LaunchRequest): Promise<LaunchResult> {
-    const request = await resolveReferences(given, () => this.rollouts.runs.types);
+    // Read only for a request with an analysis: where the kind's input takes it, for the refusals to name.
+    const analysisField = given.plan.strategy.analysis ? this.rollouts.contracts[given.plan.kind].analysisField : '';
+    const request = await resolveReferences(given, () => this.rollouts.runs.types, analysisField);
     const { run, plan } = staged(request, () => this.rollouts.runs.types);
-    checkTargetAnalysis(request, () => this.rollouts.runs.types);
+    checkTargetAnalysis(request, () => this.rollouts.runs.types, analysisField);
     const key = request.idempotencyKey ?? undefined;
     if (key !== undefined) checkIdempotencyKey(key);
     const selectorChars = JSON.stringify(plan.selector).length;

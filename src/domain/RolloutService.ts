@@ -231,7 +231,7 @@ export class RolloutService {
   constructor(
     private readonly store: HistoryStore,
     private readonly log: EventLog,
-    private readonly contracts: KindContracts,
+    readonly contracts: KindContracts,
     /** The gate types staged runs may use: the built-ins and those the composition root adds (ADR 0068). */
     gateTypes: GateTypes = GATE_TYPES,
     /** Analysis between the targets of a rollout without waves (ADR 0071); absent: no such gates to show or retry. */

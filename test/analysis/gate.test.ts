@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { analysisGateProgress } from '../../src/analysis/gate.js';
-import type { AnalysisPhase, AnalysisRunRecord } from '../../src/analysis/model.js';
+import { analysisGateProgress, measuringText } from '../../src/analysis/gate.js';
+import type { AnalysisPhase, AnalysisRunRecord, MeasurementRecord, MeasurementVerdict } from '../../src/analysis/model.js';
 
 const run = (phase: AnalysisPhase, message: string | null = null): AnalysisRunRecord => ({
   id: 'run-1',
@@ -42,5 +42,51 @@ describe('an analysis run as a staged run gate', () => {
       reason: 'analysis run-1 cancelled: superseded by rollout r2; retry it to measure again',
       until: null,
     });
+  });
+});
+
+describe('an analysis run still measuring, as Rollout.waitingFor says it', () => {
+  const metric = (name: string, count: number) => ({
+    name,
+    interval: '1s',
+    count,
+    provider: { prometheus: { query: `sum(rate(${name}_total[1m]))` } },
+  });
+  const template = JSON.stringify({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'AnalysisTemplate',
+    metadata: { name: 't' },
+    spec: { metrics: [metric('errors', 3), metric('starts', 2)] },
+  });
+  let seq = 0;
+  const measured = (metricName: string, verdict: MeasurementVerdict, message: string | null = null): MeasurementRecord => ({
+    id: seq,
+    runId: 'run-1',
+    metricName,
+    seq: seq++,
+    query: 'q',
+    values: [],
+    condition: null,
+    threshold: null,
+    verdict,
+    noData: verdict === 'WAITING',
+    dryRun: false,
+    message,
+    baselineQuery: null,
+    baselineValues: null,
+    startedAt: new Date(0),
+    finishedAt: new Date(0),
+  });
+  const running = { ...run('RUNNING'), template };
+
+  it('counts measurements as the runner does: errors and waits for data are taken again, each metric up to its count', () => {
+    expect(measuringText(running, [])).toBe('measuring, 0 of 5 measurements');
+    expect(measuringText(running, [measured('errors', 'SUCCESSFUL'), measured('starts', 'SUCCESSFUL')])).toBe('measuring, 2 of 5 measurements');
+    expect(measuringText(running, [measured('errors', 'SUCCESSFUL'), measured('starts', 'WAITING')])).toBe('measuring, 1 of 5 measurements, waiting for data');
+    expect(measuringText(running, [measured('starts', 'SUCCESSFUL'), measured('errors', 'ERROR', 'UNREACHABLE')])).toBe(
+      'measuring, 1 of 5 measurements, the latest errored (UNREACHABLE)',
+    );
+    const many = [1, 2, 3].map(() => measured('starts', 'SUCCESSFUL'));
+    expect(measuringText({ ...running, attempt: 2 }, many)).toBe('attempt 2: measuring, 2 of 5 measurements');
   });
 });

@@ -365,6 +365,11 @@ export type BumpNodeAgentImageInput = {
   failureThreshold?: number;
   /** Runtime class of the peer pods gating each node. Default kata-remote. */
   peerRuntimeClass?: string;
+  /**
+   * Analysis between nodes (docs/analysis.md): after each step of nodes is done, an analysis decides before more are
+   * admitted (e.g. peer-pod starts per node against the nodes not yet upgraded). Not with waveStrategy.
+   */
+  analysis?: TargetAnalysisInput | null | undefined;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
   /** Retrying with the same key, from the same token, returns the same rollout. */
@@ -421,6 +426,12 @@ export type BumpClusterVersionInput = {
   failureThreshold?: number;
   /** Seconds one cluster may take. Default 600. */
   progressDeadlineSeconds?: number;
+  /**
+   * Analysis between VirtualClusters (docs/analysis.md): after each step of clusters is done, an analysis decides before
+   * more are admitted (e.g. API server errors of the upgraded clusters, `virtual_cluster=~"{{args.target}}"`). Not with
+   * waveStrategy.
+   */
+  analysis?: TargetAnalysisInput | null | undefined;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
   /** Retrying with the same key, from the same token, returns the same rollout. */

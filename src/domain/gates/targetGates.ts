@@ -46,6 +46,11 @@ export interface TargetGates {
    * are cancelled with the reason (e.g. superseded by a newer rollout), never left to decide for a rollout that is over.
    */
   release(rollout: Rollout): Promise<void>;
+  /**
+   * What the rollout waits on now between its targets (`Rollout.waitingFor`): the step measuring and how far, e.g.
+   * `analysis targets:3: measuring, 2 of 5 measurements`; undefined when no step measures.
+   */
+  waiting(rollout: Rollout): Promise<string | undefined>;
   /** retryGate for a `targets:<n>` key: a new attempt linked to the last (NOT_FOUND / CONFLICT as for wave gates). */
   retry(rollout: Rollout, key: string, now: Date): Promise<GateView>;
 }

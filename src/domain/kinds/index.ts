@@ -42,6 +42,11 @@ export interface KindContract<K extends RolloutKind = RolloutKind> {
    */
   readonly offersSupersede?: boolean;
   /**
+   * Where its bump input takes the analysis between targets (`TargetAnalysisInput`, ADR 0071), as refusals name it:
+   * `input.strategy.analysis` when the input groups the strategy's fields, `input.analysis` when they are its own.
+   */
+  readonly analysisField: string;
+  /**
    * The resources its controllers watch: a member cluster has this kind when discovery finds every one served
    * (src/clusters/kindDiscovery.ts). A Harvester cluster without the vm-dhcp-controller has no IPPools, so no agent pools.
    */

@@ -399,7 +399,10 @@ export type Rollout = {
   gates: Array<Gate>;
   /** One gate once reached (`before:<wave>`, `after:<wave>`, or `targets:<n>` for an analysis between targets), e.g. to read its attempts and analysis measurements; null before it opened. */
   gate?: Maybe<Gate>;
-  /** What a PROGRESSING staged rollout waits for now (a gate, a soak, a maintenance window, clusters in progress); null otherwise. */
+  /**
+   * What a PROGRESSING rollout waits for now: a staged one's gate, soak, maintenance window or clusters in progress; an
+   * analysis between targets measuring (`analysis targets:3: measuring, 2 of 5 measurements`). Null otherwise.
+   */
   waitingFor?: Maybe<Scalars['String']['output']>;
 };
 
@@ -1627,6 +1630,11 @@ export type BumpNodeAgentImageInput = {
   failureThreshold?: Scalars['Int']['input'];
   /** Runtime class of the peer pods gating each node. Default kata-remote. */
   peerRuntimeClass?: Scalars['String']['input'];
+  /**
+   * Analysis between nodes (docs/analysis.md): after each step of nodes is done, an analysis decides before more are
+   * admitted (e.g. peer-pod starts per node against the nodes not yet upgraded). Not with waveStrategy.
+   */
+  analysis?: InputMaybe<TargetAnalysisInput>;
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
   /** Retrying with the same key, from the same token, returns the same rollout. */
@@ -1683,6 +1691,12 @@ export type BumpClusterVersionInput = {
   failureThreshold?: Scalars['Int']['input'];
   /** Seconds one cluster may take. Default 600. */
   progressDeadlineSeconds?: Scalars['Int']['input'];
+  /**
+   * Analysis between VirtualClusters (docs/analysis.md): after each step of clusters is done, an analysis decides before
+   * more are admitted (e.g. API server errors of the upgraded clusters, `virtual_cluster=~"{{args.target}}"`). Not with
+   * waveStrategy.
+   */
+  analysis?: InputMaybe<TargetAnalysisInput>;
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
   /** Retrying with the same key, from the same token, returns the same rollout. */

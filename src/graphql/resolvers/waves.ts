@@ -240,9 +240,10 @@ export const wavesResolvers: Resolvers = {
     // The step the engine would take now, computed from the same rows it reads (nothing is written here).
     waitingFor: async (rollout, _, ctx) => {
       if (rollout.state !== 'PROGRESSING') return null;
-      const { runs, windows } = ctx.domain.rollouts;
+      const { runs, windows, targetGates } = ctx.domain.rollouts;
       const run = await runs.runOf(rollout.id);
-      if (!run) return null;
+      // A rollout without waves waits on nothing but the analysis between its targets (ADR 0071), when it measures.
+      if (!run) return (await targetGates?.waiting(rollout)) ?? null;
       const now = new Date();
       const [gates, policies, labels, targets, registered] = await Promise.all([
         runs.gates(rollout.id, now),

@@ -107,6 +107,7 @@ export const agentPoolContract: KindContract<'AGENT_POOL'> = {
   selectorStored: z.union([rollbackSelectorStored, agentPoolSelectorStored]),
   // bumpAgentImage's input has `supersede` (bumpAgentImageInput).
   offersSupersede: true,
+  analysisField: 'input.strategy.analysis',
   servedResources: [{ apiVersion: 'network.harvesterhci.io/v1alpha1', kind: 'IPPool' }],
 };
 

@@ -12,6 +12,7 @@ import {
   intIn,
   labelSelectorInput,
   STRATEGY_DEFAULTS,
+  targetAnalysisInput,
   withoutUndefined,
   type BaseStrategy,
 } from '../../domain/kinds/strategy.js';
@@ -68,6 +69,8 @@ export const bumpNodeAgentImageInput = z.object({
     .transform((v) => v ?? STRATEGY_DEFAULTS.failureThreshold),
   canaryNodeSelector: labelSelectorInput.nullish(),
   peerRuntimeClass: named('must be a RuntimeClass name').nullish(),
+  // Analysis between nodes (ADR 0071): checked at launch by the ANALYSIS gate type, as the other kinds' is.
+  analysis: targetAnalysisInput.nullish(),
   ...launchInputFields,
 });
 /** What a caller may send. */
@@ -100,6 +103,8 @@ export const nodeAgentContract: KindContract<'NODE_AGENT'> = {
   kind: NODE_AGENT,
   strategyStored: nodeAgentStrategyStored,
   selectorStored: z.union([rollbackSelectorStored, nodeAgentSelectorStored]),
+  // Its bump input has the strategy's fields at the top (no `strategy` object).
+  analysisField: 'input.analysis',
   servedResources: [{ apiVersion: 'apps/v1', kind: 'DaemonSet' }],
 };
 

@@ -179,6 +179,7 @@ export function planNodeAgentBump(
     canaryNodes: ordered.filter(isCanary).length,
     daemonSetNamespace: input.namespace,
     daemonSetName: input.name,
+    ...(input.analysis ? { analysis: input.analysis } : {}),
   };
   const selector: NodeAgentSelector = { namespace: input.namespace, name: input.name, canaryNodeSelector: input.canaryNodeSelector ?? null };
   return {

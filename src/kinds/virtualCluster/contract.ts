@@ -7,7 +7,15 @@
 import { z } from 'zod';
 import { parseNamespacedName } from '../../util/dnsNames.js';
 import { launchInputFields } from '../../domain/kinds/cause.js';
-import { baseStrategyStored, imageReferenceInput, intIn, STRATEGY_DEFAULTS, withoutUndefined, type BaseStrategy } from '../../domain/kinds/strategy.js';
+import {
+  baseStrategyStored,
+  imageReferenceInput,
+  intIn,
+  STRATEGY_DEFAULTS,
+  targetAnalysisInput,
+  withoutUndefined,
+  type BaseStrategy,
+} from '../../domain/kinds/strategy.js';
 import { rollbackSelectorStored } from '../../domain/kinds/strategy.js';
 import type { KindContract } from '../../domain/kinds/index.js';
 import { DEFAULT_MAX_CONCURRENT, MAX_CLUSTERS, VIRTUAL_CLUSTER_RANGES } from './limits.js';
@@ -106,6 +114,8 @@ export const bumpClusterVersionInput = z
     apiServer: componentChangeInput.nullish(),
     controllerManager: componentChangeInput.nullish(),
     clusters: clustersInput.nullish(),
+    // Analysis between clusters (ADR 0071): checked at launch by the ANALYSIS gate type, as the other kinds' is.
+    analysis: targetAnalysisInput.nullish(),
     ...launchInputFields,
   })
   .refine((input) => input.apiServer != null || input.controllerManager != null || input.specPatch != null, {
@@ -123,6 +133,7 @@ export function virtualClusterStrategy(input: BumpClusterVersionRequest, change:
     failureThreshold: input.failureThreshold,
     progressDeadlineSeconds: input.progressDeadlineSeconds,
     autoRollback: STRATEGY_DEFAULTS.autoRollback,
+    ...(input.analysis ? { analysis: input.analysis } : {}),
     clusterVersionChange: change,
   };
 }
@@ -156,6 +167,8 @@ export const virtualClusterContract: KindContract<'VIRTUAL_CLUSTER'> = {
   kind: VIRTUAL_CLUSTER,
   strategyStored: virtualClusterStrategyStored,
   selectorStored: z.union([rollbackSelectorStored, virtualClusterSelectorStored]),
+  // Its bump input has the strategy's fields at the top (no `strategy` object).
+  analysisField: 'input.analysis',
   servedResources: [
     { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'VirtualCluster' },
     { apiVersion: 'tenancy.x-k8s.io/v1alpha1', kind: 'ClusterVersion' },

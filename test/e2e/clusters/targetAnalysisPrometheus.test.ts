@@ -234,6 +234,12 @@ describeWithPrometheus('analysis between the targets of a 20-pool rollout in one
       timeoutMs: 90_000,
       intervalMs: 1000,
     });
+    // The rollout says what it waits on: the step, and how far its measurements are.
+    const waiting = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state waitingFor } }', { id: old });
+    expect(waiting.data.rollout).toMatchObject({
+      state: 'PROGRESSING',
+      waitingFor: expect.stringMatching(/^analysis targets:1: measuring, \d+ of 120 measurements/),
+    });
     const result = await gql(app.url, 'mutation ($input: BumpAgentImageInput!) { bumpAgentImage(input: $input) { rollout { id } } }', {
       input: {
         image: `${REPO}:v0.3.5-errors-10`,

@@ -156,3 +156,17 @@ describe('label selectors', () => {
     expect(() => parseLabelSelector('-bad=x', 'f')).toThrow(/label key/);
   });
 });
+
+describe('a node-agent bump with an analysis between its nodes (ADR 0071)', () => {
+  const analysis = { after: [1], config: { template: 'checked at launch' } };
+
+  it('keeps it in the strategy as the other kinds do, and refuses a malformed one naming input.analysis', () => {
+    const plan = planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW, analysis }), clusterWith({ nodes }));
+    expect(plan.strategy.analysis).toEqual(analysis);
+    expect(planNodeAgentBump(request({ namespace: 'ns', name: 'agent', image: NEW }), clusterWith({ nodes })).strategy).not.toHaveProperty('analysis');
+    expect(() => request({ namespace: 'ns', name: 'agent', image: NEW, analysis: { config: {} } })).toThrow(/^input\.analysis: needs `every` or `after`/);
+    expect(() => request({ namespace: 'ns', name: 'agent', image: NEW, analysis: { every: 1, config: 'x' } as never })).toThrow(
+      /^input\.analysis\.config: must be an ANALYSIS gate config/,
+    );
+  });
+});
