@@ -586,13 +586,37 @@ export class RolloutEngine {
           }
           admittedChanges.push({ target, to: 'FAILED', countAttempt: true, error: error.message, at: admittedAt });
         }
-        if (admittedChanges.length >= RECORD_BATCH) await this.record(rollout, view, admittedChanges.splice(0));
+        if (admittedChanges.length >= RECORD_BATCH) await this.recordAdmissions(rollout, view, admittedChanges.splice(0));
       }
     };
     try {
       await Promise.all(Array.from({ length: Math.min(this.admissionConcurrency, targets.length) }, worker));
     } finally {
-      await this.record(rollout, view, admittedChanges.splice(0));
+      await this.recordAdmissions(rollout, view, admittedChanges.splice(0));
+    }
+  }
+
+  /**
+   * Records admissions, whose writes are made. An abort that came between a write and its record cancelled the target
+   * (PENDING → CANCELLED), and the record, conditional on PENDING, was refused: the node or pool was changed while its
+   * target said CANCELLED, and a rollback left it on the new version (seen on a loaded CI machine). Such a target is
+   * recorded PROGRESSING from CANCELLED — admitted before the abort took effect, it finishes as every admitted target
+   * does after an abort. Any other conflict (another writer moved the target on) stays one.
+   */
+  private async recordAdmissions(rollout: Rollout, view: RolloutView, changes: TargetChange[]): Promise<void> {
+    try {
+      await this.record(rollout, view, changes);
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+      const now = await this.rollouts.get(rollout.id);
+      if (now?.state !== 'ABORTED') throw error;
+      const stored = new Map((await this.rollouts.allTargets(rollout.id)).map((t) => [targetKey(t), t]));
+      const again = changes.flatMap((change) => {
+        const target = stored.get(targetKey(change.target));
+        if (!target || !(target.state === 'PENDING' || (target.state === 'CANCELLED' && change.to === 'PROGRESSING'))) return [];
+        return [{ ...change, target }];
+      });
+      await this.record(rollout, view, again);
     }
   }
 

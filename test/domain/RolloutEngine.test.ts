@@ -227,6 +227,23 @@ describe('RolloutEngine', () => {
     expect(driver.finished).toEqual([rollout.id]);
   });
 
+  it('records a target whose write was made while an abort came as admitted (it finishes), not as CANCELLED', async () => {
+    const rollout = await launch(plan(3, { maxUnavailable: '2' }));
+    // The abort lands between pool-1's write and the pass's record of it (seen under load: the node was replaced while
+    // its target said CANCELLED, and the rollback left it on the new version).
+    const admit = driver.admit.bind(driver);
+    driver.admit = async (target) => {
+      await admit(target);
+      if (target.name === 'pool-1') await rollouts.abort(rollout.id, 'stop');
+    };
+    await engine.reconcile(rollout.id, signal).catch(() => undefined);
+    const { rollout: done, targets } = await drive(rollout.id);
+    expect(done.state).toBe('ABORTED');
+    expect(driver.admissions).toEqual(['pool-0->agent:v2', 'pool-1->agent:v2']);
+    expect(targets.map((t) => t.state)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'CANCELLED']);
+    expect(driver.finished).toEqual([rollout.id]);
+  });
+
   it('re-admits (idempotently) a target whose admission was written but not recorded before a crash', async () => {
     const rollout = await launch(plan(1, { maxUnavailable: '1' }));
     await engine.reconcile(rollout.id, signal); // PENDING → PROGRESSING, admits pool-0
