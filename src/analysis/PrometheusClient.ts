@@ -89,13 +89,18 @@ export class PrometheusClient {
     } catch {
       throw new PrometheusError(
         'BAD_ANSWER',
-        `${this.baseUrl} answered HTTP ${response.status} with something that is not JSON: ${JSON.stringify(text.slice(0, 120))}`,
+        // Not quoted: an address may name any service rollplane reaches, and viewers read this (attack 19, F2).
+        `${this.baseUrl} answered HTTP ${response.status} with something that is not JSON (${response.headers.get('content-type') ?? 'no content type'}, ${text.length} characters): is it a Prometheus server's address?`,
       );
     }
     if (parsed?.status === 'error') {
       const kind = String(parsed.errorType ?? 'error');
       const reason = kind === 'timeout' ? 'TIMEOUT' : 'QUERY_REFUSED';
-      throw new PrometheusError(reason, `Prometheus refused the query (${kind}): ${String(parsed.error ?? '').slice(0, 500)}`);
+      // Control characters removed: printed by the CLI, they could redraw its lines (attack 19, F7).
+      throw new PrometheusError(
+        reason,
+        `Prometheus refused the query (${withoutControls(kind)}): ${withoutControls(String(parsed.error ?? '')).slice(0, 500)}`,
+      );
     }
     if (!response.ok) throw new PrometheusError('HTTP_STATUS', `${this.baseUrl} answered HTTP ${response.status}`);
     if (parsed?.status !== 'success' || typeof parsed.data !== 'object' || parsed.data === null) {
@@ -163,4 +168,10 @@ export class PrometheusClient {
     const detail = cause?.code ?? cause?.message ?? (error as Error)?.message ?? String(error);
     return new PrometheusError('UNREACHABLE', `cannot reach Prometheus at ${this.baseUrl}: ${detail}`, { cause: error });
   }
+}
+
+/** Text with control characters (terminal escapes, carriage returns) replaced by spaces. */
+function withoutControls(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed.
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
 }

@@ -1,3 +1,4 @@
+import { checkPrometheusAddress } from './prometheusAddress.js';
 import type { GateProgress } from '../domain/waves/progress.js';
 import { ValidationError } from '../errors.js';
 import { PrometheusError, type PrometheusClient } from './PrometheusClient.js';
@@ -60,9 +61,7 @@ export function parseAlertGateConfig(input: unknown, path = 'config'): AlertGate
       matchLabels[name] = value;
     }
   }
-  if (config.address !== undefined && (typeof config.address !== 'string' || !/^https?:\/\/[^\s]+$/.test(config.address))) {
-    throw new ValidationError(`${path}.address`, 'must be an http(s) URL');
-  }
+  if (config.address !== undefined) checkPrometheusAddress(config.address, `${path}.address`);
   const duration = (key: 'timeout' | 'recheck', fallback: number, max: number) => {
     const value = config[key];
     if (value === undefined) return fallback;

@@ -9,6 +9,7 @@
  * accepts: an interval without count (Argo then measures until the run is stopped; a gate must end), providers other
  * than prometheus, `valueFrom` args, `measurementRetention` (rollplane keeps every measurement), `consecutiveSuccessLimit`.
  */
+import { checkPrometheusAddress } from './prometheusAddress.js';
 import { compileNamePattern, type NamePattern } from './metricNamePattern.js';
 import { parse as parseYaml } from 'yaml';
 import { ValidationError } from '../errors.js';
@@ -283,9 +284,7 @@ function parseMetric(value: unknown, path: string, declared: Set<string>, dryRun
   checkPromQL(query, queryPath);
   let address: string | undefined;
   if (prometheus.address !== undefined) {
-    address = text(prometheus.address, `${providerPath}.prometheus.address`);
-    if (!/^https?:\/\/[^\s]+$/.test(address.replace(PLACEHOLDER, 'x')))
-      throw new ValidationError(`${providerPath}.prometheus.address`, 'must be an http:// or https:// URL');
+    address = checkPrometheusAddress(text(prometheus.address, `${providerPath}.prometheus.address`), `${providerPath}.prometheus.address`, PLACEHOLDER);
   }
   const timeoutMs = prometheus.timeout === undefined ? DEFAULT_TIMEOUT_MS : integer(prometheus.timeout, `${providerPath}.prometheus.timeout`, 1) * 1000;
   if (timeoutMs > MAX_TIMEOUT_MS) throw new ValidationError(`${providerPath}.prometheus.timeout`, `must be at most ${MAX_TIMEOUT_MS / 1000} (seconds)`);

@@ -81,6 +81,14 @@ describe('the Prometheus client against bad servers', () => {
     const url = await serve((_req, res) => res.writeHead(answer.status, answer.headers ?? {}).end(answer.body));
     const client = new PrometheusClient(url);
     expect(await failure(client)).toMatchObject({ reason: 'BAD_ANSWER', message: expect.stringMatching(/HTTP 503 with something that is not JSON/) });
+    // What any other service answers is not quoted to the gate's readers (attack 19, F2: rollplane's own /metrics, a
+    // page with a token, read back by a viewer).
+    answer = { status: 200, body: '# HELP secret_total token=SEKRIT', headers: { 'content-type': 'text/plain' } };
+    expect((await failure(client)).message).not.toMatch(/SEKRIT|HELP/);
+    expect((await failure(client)).message).toMatch(/not JSON \(text\/plain, 32 characters\)/);
+    // A refusal's own text is kept, without the control characters that would redraw a terminal (F7).
+    answer = { status: 422, body: JSON.stringify({ status: 'error', errorType: 'bad_data', error: 'parse error\u001b[2K\r\u001b[32mPASSED' }) };
+    expect((await failure(client)).message).toBe('Prometheus refused the query (bad_data): parse error [2K  [32mPASSED');
     answer = { status: 502, body: '{}' };
     expect((await failure(client)).reason).toBe('HTTP_STATUS');
     answer = { status: 302, body: '', headers: { location: 'http://169.254.169.254/' } };

@@ -56,7 +56,7 @@ describe('the alert gate', () => {
     expect(refusal({ alerts: ['A'], matchLabels: { alertstate: 'pending' } })).toMatch(/^gates\[0\]\.config\.matchLabels\.alertstate: is not a label/);
     expect(refusal({ alerts: ['A'], matchLabels: { 'bad-name': 'x' } })).toMatch(/^gates\[0\]\.config\.matchLabels\.bad-name: /);
     expect(refusal({ alerts: ['A'], matchLabels: { cluster: 3 } })).toBe('gates[0].config.matchLabels.cluster: must be a non-empty string');
-    expect(refusal({ alerts: ['A'], address: 'file:///etc/passwd' })).toBe('gates[0].config.address: must be an http(s) URL');
+    expect(refusal({ alerts: ['A'], address: 'file:///etc/passwd' })).toBe('gates[0].config.address: must be an http:// or https:// URL');
     expect(refusal({ alerts: ['A'], timeout: '10m' })).toBe('gates[0].config.timeout: must be between 1s and 120s');
   });
 

@@ -126,6 +126,14 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
     expect(refusal({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', spec: {} }).field).toBe('kind');
   });
 
+  it("refuses an address that is not a server's root: a query string, a fragment, a user or password (attack 19, F2, F8)", () => {
+    for (const address of ['http://127.0.0.1:4720/metrics?', 'http://prom:9090/#x', 'http://admin:hunter2@prom:9090/', 'ftp://prom', 'http://a b']) {
+      const refused = refusal(withMetric({ provider: { prometheus: { address, query: 'up' } } }));
+      expect(refused.field, address).toMatch(/provider\.prometheus\.address$/);
+    }
+    expect(refusal(withMetric({ provider: { prometheus: { address: 'http://u:p@prom:9090', query: 'up' } } })).message).toMatch(/user or password/);
+  });
+
   it('refuses a condition indexing the result without a length guard', () => {
     expect(refusal(withMetric({ successCondition: 'result[1] < 1' }))).toMatchObject({
       field: 'metrics[0].successCondition',
