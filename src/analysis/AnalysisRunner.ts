@@ -115,10 +115,11 @@ function decided(phase: AnalysisPhase): phase is AnalysisOutcome {
 
 /** The run's arguments as recorded: the built-ins given and the template's own values. */
 export function recordedArgs(template: AnalysisTemplate, args: ResolvedArgs): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(args)) if (value !== undefined) out[name] = value;
-  for (const arg of template.args) if (arg.value !== undefined) out[arg.name] = arg.value;
-  return out;
+  // As resolveArgs resolves them: the run's values over the template's own.
+  const out = new Map<string, string>();
+  for (const arg of template.args) if (arg.value !== undefined) out.set(arg.name, arg.value);
+  for (const [name, value] of Object.entries(args)) if (value !== undefined) out.set(name, value);
+  return Object.fromEntries(out);
 }
 
 function conditionText(metric: AnalysisMetric): string | null {

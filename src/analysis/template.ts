@@ -190,6 +190,8 @@ function parseArgs(value: unknown, path: string): AnalysisTemplate['args'] {
     });
     const name = text(arg.name, `${field}.name`);
     if (!/^[A-Za-z0-9_-]{1,63}$/.test(name)) throw new ValidationError(`${field}.name`, 'must be 1-63 letters, digits, - or _');
+    // An object's own machinery, not a name: `__proto__` was substituted into the query but lost from the run's record.
+    if (name === '__proto__') throw new ValidationError(`${field}.name`, '"__proto__" cannot name an argument');
     if (seen.has(name)) throw new ValidationError(`${field}.name`, `${JSON.stringify(name)} is declared twice`);
     seen.add(name);
     const builtIn = (BUILT_IN_ARGS as readonly string[]).includes(name);
@@ -346,7 +348,9 @@ export type ResolvedArgs = Partial<Record<BuiltInArg, string>> & Record<string, 
 export function resolveArgs(value: string, template: AnalysisTemplate, args: ResolvedArgs): string {
   const own = new Map(template.args.filter((a) => a.value !== undefined).map((a) => [a.name, a.value!]));
   return value.replace(PLACEHOLDER, (_, name: string) => {
-    const resolved = own.get(name) ?? args[name];
+    // The run's value first: a gate's `config.args` overrides the template's own (attack 19, F3: it was checked, then
+    // ignored), as it overrides a built-in's.
+    const resolved = (Object.hasOwn(args, name) ? args[name] : undefined) ?? own.get(name);
     if (resolved === undefined) throw new Error(`{{args.${name}}} has no value for this run`);
     if (/["'`\\{}\n\r]/.test(resolved)) throw new Error(`{{args.${name}}} = ${JSON.stringify(resolved)} contains a quote, backslash, brace or newline`);
     return resolved;

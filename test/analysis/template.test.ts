@@ -108,6 +108,10 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
     const template = parseAnalysisTemplate(ARGO_YAML);
     expect(resolveArgs(template.metrics[1]!.query, template, { version: 'v0.3.1' })).toBe('sum(rate(sim_dhcp_errors_total{version="v0.3.1"}[30s]))');
     expect(() => resolveArgs(template.metrics[1]!.query, template, {})).toThrow(/has no value for this run/);
+    // A gate's config.args overrides the template's own value (attack 19, F3: the template's default was queried).
+    const own = template.metrics[0]!.query;
+    expect(resolveArgs(own, template, {})).toContain('destination_service=~"dhcp"');
+    expect(resolveArgs(own, template, { 'service-name': 'dns' })).toContain('destination_service=~"dns"');
     expect(() => resolveArgs(template.metrics[1]!.query, template, { version: 'v1"} or vector(1) #' })).toThrow(/quote/);
   });
 
