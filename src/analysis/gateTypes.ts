@@ -8,7 +8,7 @@ import { AnalysisUnavailableError } from './errors.js';
 import type { AnalysisTemplateStore } from './model.js';
 import { AnalysisTemplates } from './namedTemplates.js';
 import { PrometheusClient, type PrometheusClientOptions } from './PrometheusClient.js';
-import { type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
+import { type AnalysisTemplate, MAX_ARG_VALUE_LENGTH, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
 
 /**
  * The ANALYSIS and ALERT gate types as entries of a staged run's gate registry (src/domain/gates/registry.ts; ADR
@@ -61,6 +61,7 @@ export function parseAnalysisGateConfig(input: unknown, path = 'config'): Analys
     for (const [name, value] of Object.entries(config.args)) {
       if (!declared.has(name)) throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, 'is not an argument the template declares');
       if (typeof value !== 'string') throw new ValidationError(`${path}.args.${name}`, 'must be a string');
+      if (value.length > MAX_ARG_VALUE_LENGTH) throw new ValidationError(`${path}.args.${name}`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
       args[name] = value;
     }
   }

@@ -83,6 +83,16 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const MAX_TIMEOUT_MS = 120_000;
 /** Shortest interval: measuring faster than Prometheus scrapes measures nothing new. */
 export const MIN_INTERVAL_MS = 1_000;
+/**
+ * Bounds on one metric's run (attack 19, F5: `count: 1e9` and `interval: 99999999999h` were taken; every measurement
+ * keeps its resolved query, so one analysis could grow the history by gigabytes). An analysis gate decides a step of a
+ * rollout: one that measures for more than a week, or more than 10,000 times, is a monitor, not a gate.
+ */
+export const MAX_COUNT = 10_000;
+export const MAX_DURATION_MS = 24 * 3_600_000;
+export const MAX_RUN_MS = 7 * 24 * 3_600_000;
+/** An argument's value, the template's or a gate's config's: each is substituted into every measurement's query. */
+export const MAX_ARG_VALUE_LENGTH = 1_024;
 /** Metrics one template lists at most. */
 export const MAX_METRICS = 32;
 
@@ -93,6 +103,13 @@ export function parseDuration(text: string, field: string): number {
   const parts = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(text) ? [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)] : [];
   if (parts.length === 0) throw new ValidationError(field, `${JSON.stringify(text)} is not a duration like 30s, 5m or 1h30m`);
   return Math.round(parts.reduce((sum, [, n, unit]) => sum + Number(n) * UNITS[unit!]!, 0));
+}
+
+/** A duration of at most MAX_DURATION_MS. */
+function boundedDuration(text: string, field: string): number {
+  const ms = parseDuration(text, field);
+  if (ms > MAX_DURATION_MS) throw new ValidationError(field, `must be at most ${MAX_DURATION_MS / 3_600_000}h`);
+  return ms;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -123,7 +140,7 @@ export function parseNoData(value: unknown, field: string): NoDataPolicy {
   const policy = typeof value === 'string' ? value.trim() : '';
   if (policy === 'FAIL' || policy === 'PASS' || policy === 'INCONCLUSIVE') return { kind: policy };
   const wait = /^WAIT\((.+)\)$/.exec(policy);
-  if (wait) return { kind: 'WAIT', maxMs: parseDuration(wait[1]!.trim(), field) };
+  if (wait) return { kind: 'WAIT', maxMs: boundedDuration(wait[1]!.trim(), field) };
   throw new ValidationError(field, 'must be FAIL, PASS, INCONCLUSIVE or WAIT(<duration>), e.g. WAIT(2m)');
 }
 
@@ -204,7 +221,9 @@ function parseArgs(value: unknown, path: string): AnalysisTemplate['args'] {
       return { name, value: undefined };
     }
     if (builtIn) throw new ValidationError(`${field}.value`, `argument ${JSON.stringify(name)} is resolved by rollplane for each run: give it no value`);
-    return { name, value: text(arg.value, `${field}.value`) };
+    const given = text(arg.value, `${field}.value`);
+    if (given.length > MAX_ARG_VALUE_LENGTH) throw new ValidationError(`${field}.value`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
+    return { name, value: given };
   });
 }
 
@@ -249,13 +268,17 @@ function parseMetric(value: unknown, path: string, declared: Set<string>, dryRun
   const name = text(value.name, `${path}.name`);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(name))
     throw new ValidationError(`${path}.name`, 'must be 1-63 letters, digits, -, _ or . (a letter or digit first)');
-  const intervalMs = value.interval === undefined ? undefined : parseDuration(text(value.interval, `${path}.interval`), `${path}.interval`);
+  const intervalMs = value.interval === undefined ? undefined : boundedDuration(text(value.interval, `${path}.interval`), `${path}.interval`);
   if (intervalMs !== undefined && intervalMs < MIN_INTERVAL_MS) throw new ValidationError(`${path}.interval`, `must be at least ${MIN_INTERVAL_MS / 1000}s`);
-  const initialDelayMs = value.initialDelay === undefined ? 0 : parseDuration(text(value.initialDelay, `${path}.initialDelay`), `${path}.initialDelay`);
+  const initialDelayMs = value.initialDelay === undefined ? 0 : boundedDuration(text(value.initialDelay, `${path}.initialDelay`), `${path}.initialDelay`);
   let count = 1;
   if (value.count !== undefined) count = integer(value.count, `${path}.count`, 1);
   else if (intervalMs !== undefined)
     throw new ValidationError(`${path}.count`, 'is required with an interval: an analysis gate must end (Argo would measure until stopped)');
+  if (count > MAX_COUNT) throw new ValidationError(`${path}.count`, `must be at most ${MAX_COUNT}: an analysis gate decides; one that never ends is a monitor`);
+  if (initialDelayMs + count * (intervalMs ?? 0) > MAX_RUN_MS) {
+    throw new ValidationError(`${path}.count`, `with the interval and initialDelay, the metric would measure for more than ${MAX_RUN_MS / 86_400_000} days`);
+  }
   if (count > 1 && intervalMs === undefined) throw new ValidationError(`${path}.interval`, 'is required when count is more than 1');
   const failureLimit = value.failureLimit === undefined ? 0 : integer(value.failureLimit, `${path}.failureLimit`, 0);
   const inconclusiveLimit = value.inconclusiveLimit === undefined ? 0 : integer(value.inconclusiveLimit, `${path}.inconclusiveLimit`, 0);
@@ -264,6 +287,7 @@ function parseMetric(value: unknown, path: string, declared: Set<string>, dryRun
     throw new ValidationError(`${path}.inconclusiveLimit`, `is more than count (${count}): the metric could never be inconclusive`);
   const consecutiveErrorLimit =
     value.consecutiveErrorLimit === undefined ? DEFAULT_CONSECUTIVE_ERROR_LIMIT : integer(value.consecutiveErrorLimit, `${path}.consecutiveErrorLimit`, 0);
+  if (consecutiveErrorLimit > MAX_COUNT) throw new ValidationError(`${path}.consecutiveErrorLimit`, `must be at most ${MAX_COUNT}`);
   if (value.dryRun !== undefined && typeof value.dryRun !== 'boolean') throw new ValidationError(`${path}.dryRun`, 'must be true or false');
   const dryRun = value.dryRun === true || dryRunPatterns.some((re) => re.test(name));
   const successCondition =

@@ -138,6 +138,21 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
     expect(refusal(withMetric({ provider: { prometheus: { address: 'http://u:p@prom:9090', query: 'up' } } })).message).toMatch(/user or password/);
   });
 
+  it('bounds what one metric can measure and keep (attack 19, F5): count, durations, a run of a week, argument values', () => {
+    const cases: [Record<string, unknown>, unknown[], RegExp][] = [
+      [{ interval: '1s', count: 10_001 }, [], /count.*at most 10000/],
+      [{ interval: '99999999999h', count: 2 }, [], /interval.*at most 24h/],
+      [{ initialDelay: '25h' }, [], /initialDelay.*at most 24h/],
+      [{ noData: 'WAIT(100000000h)' }, [], /noData.*at most 24h/],
+      [{ interval: '24h', count: 8 }, [], /more than 7 days/],
+      [{ interval: '1s', count: 2, consecutiveErrorLimit: 1e12 }, [], /consecutiveErrorLimit.*at most/],
+      [{}, [{ name: 'big', value: 'x'.repeat(1_025) }], /args\[0\]\.value: is longer than 1024/],
+      [{}, [{ name: '__proto__', value: 'x' }], /cannot name an argument/],
+    ];
+    for (const [change, args, message] of cases) expect(refusal(withMetric(change, args)).message).toMatch(message);
+    expect(() => parseAnalysisTemplate(withMetric({ interval: '1h', count: 24 }))).not.toThrow();
+  });
+
   it('refuses a condition indexing the result without a length guard', () => {
     expect(refusal(withMetric({ successCondition: 'result[1] < 1' }))).toMatchObject({
       field: 'metrics[0].successCondition',
