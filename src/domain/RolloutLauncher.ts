@@ -135,6 +135,15 @@ export function checkTargetAnalysis(request: LaunchRequest, types: () => GateTyp
       throw new ValidationError(field, `makes more than ${MAX_ANALYSIS_STEPS} analyses over ${changing} targets: measure less often (a larger \`every\`)`);
     }
   }
+  // Steps run between targets, after fewer than all of them: one that none reaches would let the rollout succeed
+  // unmeasured, saying nothing (attack 19, F4: `after: [100]` on 8 pools, `every: 8` on 8, any one-target rollout).
+  if (steps === 0 && changing > 0) {
+    const given = [analysis.every ? `every ${analysis.every}` : '', analysis.after ? `after ${analysis.after.join(', ')}` : ''].filter(Boolean).join(', ');
+    throw new ValidationError(
+      field,
+      `never measures: its steps run between targets, after fewer than all ${changing} changing ones, and none of its (${given}) does`,
+    );
+  }
   gateTypeOf('ANALYSIS', `${field}.config`, types()).check(analysis.config, `${field}.config`);
 }
 

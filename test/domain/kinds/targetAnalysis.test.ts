@@ -52,4 +52,16 @@ describe('analysis between targets: checked at launch', () => {
     );
     expect(() => checkTargetAnalysis(request(10, { config: {}, every: 1 }, true), types)).toThrow(/is for a rollout without waves/);
   });
+
+  it('refuses an analysis none of whose steps comes before the last target (attack 19, F4: the rollout succeeded unmeasured)', () => {
+    for (const [targets, analysis] of [
+      [8, { config: {}, after: [100] }],
+      [8, { config: {}, every: 8 }],
+      [1, { config: {}, every: 1 }],
+    ] as const) {
+      expect(() => checkTargetAnalysis(request(targets, analysis), types), JSON.stringify(analysis)).toThrow(/^input\.strategy\.analysis: never measures/);
+    }
+    expect(() => checkTargetAnalysis(request(8, { config: {}, after: [7, 100] }), types)).not.toThrow();
+    expect(() => checkTargetAnalysis(request(0, { config: {}, every: 1 }), types)).not.toThrow();
+  });
 });
