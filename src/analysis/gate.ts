@@ -26,7 +26,7 @@ export function analysisGateProgress(run: AnalysisRunRecord | undefined, options
         : { state: 'WAITING', reason: `analysis ${run.id} errored${why}; retry it or decide`, until: null, holds: true };
     case 'CANCELLED':
       // Never a pass, and never a failure that would set off a rollback: whoever cancelled it decides what follows.
-      return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}; retry it to measure again`, until: null };
+      return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}; while the rollout runs, retry it to measure again`, until: null };
   }
 }
 

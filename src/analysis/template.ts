@@ -9,6 +9,7 @@
  * accepts: an interval without count (Argo then measures until the run is stopped; a gate must end), providers other
  * than prometheus, `valueFrom` args, `measurementRetention` (rollplane keeps every measurement), `consecutiveSuccessLimit`.
  */
+import { isDns1123Subdomain } from '../util/dnsNames.js';
 import { checkPrometheusAddress } from './prometheusAddress.js';
 import { compileNamePattern, type NamePattern } from './metricNamePattern.js';
 import { parse as parseYaml } from 'yaml';
@@ -171,7 +172,12 @@ export function parseAnalysisTemplate(input: string | unknown): AnalysisTemplate
       throw new ValidationError('kind', 'must be AnalysisTemplate or ClusterAnalysisTemplate');
     const metadata = document.metadata;
     if (metadata !== undefined && !isObject(metadata)) throw new ValidationError('metadata', 'must be an object');
-    if (metadata?.name !== undefined) name = text(metadata.name, 'metadata.name');
+    if (metadata?.name !== undefined) {
+      name = text(metadata.name, 'metadata.name');
+      // A Kubernetes object's name, as Argo's is: it labels rollplane_analysis_* series (attack 19, F9: any text was).
+      const problems = isDns1123Subdomain(name);
+      if (problems.length > 0) throw new ValidationError('metadata.name', problems.join('; '));
+    }
     spec = document.spec;
     specPath = 'spec';
   }

@@ -153,6 +153,13 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
     expect(() => parseAnalysisTemplate(withMetric({ interval: '1h', count: 24 }))).not.toThrow();
   });
 
+  it("refuses a metadata.name that is not a Kubernetes object's name (it labels /metrics series: attack 19, F9)", () => {
+    const named = (name: string) => ({ apiVersion: 'argoproj.io/v1alpha1', kind: 'AnalysisTemplate', metadata: { name }, spec: withMetric({}) });
+    expect(refusal(named('a"} 1\nx{'))).toMatchObject({ field: 'metadata.name' });
+    expect(refusal(named('Upper'))).toMatchObject({ field: 'metadata.name' });
+    expect(parseAnalysisTemplate(named('success-rate.v2')).name).toBe('success-rate.v2');
+  });
+
   it('refuses a condition indexing the result without a length guard', () => {
     expect(refusal(withMetric({ successCondition: 'result[1] < 1' }))).toMatchObject({
       field: 'metrics[0].successCondition',
