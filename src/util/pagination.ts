@@ -58,10 +58,10 @@ export function pageByKey<T>(
   return { items, hasNextPage: rest.length > size, endCursor: endCursorOf(items, (edge) => edge.cursor), totalCount: all.length };
 }
 
-export function checkPageSize(first: number | null | undefined, fallback: number): number {
+export function checkPageSize(first: number | null | undefined, fallback: number, max = MAX_PAGE_SIZE): number {
   const size = first ?? fallback;
-  if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) {
-    throw new ValidationError('first', `must be an integer between 1 and ${MAX_PAGE_SIZE} (got ${size})`);
+  if (!Number.isInteger(size) || size < 1 || size > max) {
+    throw new ValidationError('first', `must be an integer between 1 and ${max} (got ${size})`);
   }
   return size;
 }

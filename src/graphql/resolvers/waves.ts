@@ -6,6 +6,7 @@ import type { Gate, MaintenanceWindowInput, Resolvers, WavePlan } from '../gener
 import { optionalText, requireId } from './eventSubscription.js';
 import { ValidationError } from '../../errors.js';
 import { valuesText } from '../../analysis/model.js';
+import { checkPageSize } from '../../util/pagination.js';
 import { isDns1123Label } from '../../util/dnsNames.js';
 import { portsHere } from '../../domain/clusterSelection.js';
 import { decide as decideWindow, type WindowDecision, type WindowPolicyInput } from '../../domain/gates/maintenanceWindows.js';
@@ -111,11 +112,7 @@ const gateFields: Resolvers['Gate'] = {
 const MAX_ANALYSIS_PAGE = 500;
 
 function analysisPage(first: number | null | undefined, fallback: number): number {
-  const size = first ?? fallback;
-  if (!Number.isInteger(size) || size < 1 || size > MAX_ANALYSIS_PAGE) {
-    throw new ValidationError('first', `must be an integer between 1 and ${MAX_ANALYSIS_PAGE} (got ${size})`);
-  }
-  return size;
+  return checkPageSize(first, fallback, MAX_ANALYSIS_PAGE);
 }
 
 /**
