@@ -56,10 +56,24 @@ describe("rollplane's own change of the controller's --image, seen by a process 
       payload: { oldImage: NEW, newImage: OLD, planned: true, changedThrough: 'deployment' },
     });
 
-    // A helm upgrade keeps the annotation but moves the generation on: the marker no longer speaks for the image.
+    // A helm upgrade keeps the annotation, which names another image: not rollplane's.
     helmUpgrade(r, HELM);
     await r.waitFor('the helm upgrade recorded', async () => (await changes(r)).length === 3);
     expect((await changes(r)).at(-1)).toMatchObject({ payload: { oldImage: OLD, newImage: HELM, planned: false, reverts: OTHER } });
+    // Helm back to the marked image: the marked write was recorded already (a write lands once), so this is helm's.
+    helmUpgrade(r, OLD);
+    await r.waitFor('the second helm upgrade recorded', async () => (await changes(r)).length === 4);
+    expect((await changes(r)).at(-1)).toMatchObject({ payload: { oldImage: HELM, newImage: OLD, planned: false } });
+
+    // Attack 20, F4: a spec change between the write and the first look (kubectl rollout restart, a scale) moved the
+    // generation on; the marked write, not recorded yet, is still rollplane's.
+    const later = deployment(r);
+    const laterArgs: string[] = later.spec.template.spec.containers[0].args;
+    laterArgs[laterArgs.indexOf('--image') + 1] = HELM;
+    later.metadata.annotations = { ...later.metadata.annotations, [ANNOTATION_IMAGE_SET_FOR]: `ro_another ${HELM} ${(later.metadata.generation ?? 0) - 3}` };
+    r.sim.store.update(deploymentType(r), later);
+    await r.waitFor('the marked change recorded', async () => (await changes(r)).length === 5);
+    expect((await changes(r)).at(-1)).toMatchObject({ rolloutId: 'ro_another', payload: { oldImage: OLD, newImage: HELM, planned: true } });
   });
 
   it('through a Harvester Addon: the marker is on the Addon, whose values the add-on reconcile renders', async () => {

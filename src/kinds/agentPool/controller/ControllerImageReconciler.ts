@@ -64,7 +64,7 @@ export class ControllerImageReconciler implements Reconciler {
     // This process's memory of its own write, or the write's marker (another replica's, or before a restart: M2).
     const deployment = this.deps.watch.deployment();
     const owner = deployment ? await findOwner(this.deps.host.clients, deployment).catch(() => undefined) : undefined;
-    const own = this.deps.lever.takeOwnChange(state.image) ?? (await this.markedChange(state.image, owner));
+    const own = this.deps.lever.takeOwnChange(state.image) ?? (await this.markedChange(where, state.image, owner));
     if (own) {
       await this.deps.history.append({
         type: EventType.UpstreamControllerChanged,
@@ -110,16 +110,26 @@ export class ControllerImageReconciler implements Reconciler {
    * rollplane's change to `image` as its write marked it on the object it wrote (imageWriteMarker.ts), while nothing
    * changed that object's spec since: the Addon that renders the controller, or its Deployment.
    */
-  private async markedChange(image: string, owner: ControllerOwner | undefined): Promise<OwnImageChange | undefined> {
+  private async markedChange(
+    where: { namespace: string; name: string },
+    image: string,
+    owner: ControllerOwner | undefined,
+  ): Promise<OwnImageChange | undefined> {
     const deployment = this.deps.watch.deployment();
     if (!owner || !deployment) return undefined;
-    if (owner.kind === 'addon') {
-      const addon = await readAddon(this.deps.host.clients, owner.namespace, owner.name).catch(() => undefined);
-      const rolloutId = markedRollout(addon, image);
-      return rolloutId ? { rolloutId, through: 'addon', owner } : undefined;
-    }
-    const rolloutId = markedRollout(deployment, image);
-    return rolloutId ? { rolloutId, through: 'deployment', owner } : undefined;
+    const through = owner.kind === 'addon' ? 'addon' : 'deployment';
+    const marked =
+      owner.kind === 'addon'
+        ? await readAddon(this.deps.host.clients, owner.namespace, owner.name).then((addon) => markedRollout(addon, image), () => undefined)
+        : markedRollout(deployment, image);
+    if (!marked) return undefined;
+    // A write lands once: recorded already, this change to the same image is someone else's (helm put it back).
+    const recorded = await this.deps.history.listBefore({ ...where, types: [EventType.UpstreamControllerChanged] }, undefined, 50);
+    const seen = recorded.some((change) => {
+      const payload = readPayload(EventType.UpstreamControllerChanged, change.payload);
+      return change.rolloutId === marked && payload.planned && payload.newImage === image;
+    });
+    return seen ? undefined : { rolloutId: marked, through, owner };
   }
 
   /**

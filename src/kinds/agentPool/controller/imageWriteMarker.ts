@@ -2,8 +2,8 @@
  * rollplane's own changes of the controller's image, told apart durably (attack 18, M2). The lever's write names the
  * rollout on the object it writes (the Deployment, or the Addon that renders it) in the same patch, with the generation
  * that patch gives it. A process that did not make the change — the replica that took a member's shard over, or this
- * one after a restart — reads it there: the change is rollplane's while the object's generation is still that one (no
- * spec change since, by helm or anyone). Before, such a process recorded rollplane's own change as one made outside
+ * one after a restart — reads it there: the change is rollplane's when the marker names the image deployed now and the
+ * history has not recorded that write yet. Before, such a process recorded rollplane's own change as one made outside
  * rollplane (`planned: false`).
  */
 export const ANNOTATION_IMAGE_SET_FOR = 'rollplane.io/image-set-for';
@@ -20,11 +20,16 @@ export function markerOps(object: Marked, rolloutId: string, image: string): Arr
   return [{ op: 'add', path: '/metadata/annotations', value: { [ANNOTATION_IMAGE_SET_FOR]: value } }];
 }
 
-/** The rollout whose write put `image` on `object`, while nothing changed its spec since; undefined otherwise. */
+/**
+ * The rollout whose write last put `image` on `object`, as its marker says; undefined when it names another image (a
+ * change since, by helm or anyone). Not whether this change is that write: a write lands once, so the caller takes it
+ * as that write only while the history has not recorded it yet (ControllerImageReconciler). The generation is kept in
+ * the marker for people; it is not compared: a `kubectl rollout restart` or a scale between the write and a restarted
+ * process's first look moved it on, and rollplane's own change was recorded as a revert (attack 20, F4).
+ */
 export function markedRollout(object: Marked | undefined, image: string): string | undefined {
   const value = object?.metadata?.annotations?.[ANNOTATION_IMAGE_SET_FOR];
   if (!value) return undefined;
-  const [rolloutId, marked, generation] = value.split(' ');
-  if (!rolloutId || marked !== image || Number(generation) !== object?.metadata?.generation) return undefined;
-  return rolloutId;
+  const [rolloutId, marked] = value.split(' ');
+  return rolloutId && marked === image ? rolloutId : undefined;
 }
