@@ -84,6 +84,45 @@ describe('a write to the local cluster whose answer is lost', () => {
     }
   }, 120_000);
 
+  // Attack 20, F5: the process that sent the write is SIGKILLed while it waits; the restarted one knows nothing of it.
+  it('a --image write of a killed process, delivered after the restarted one ended the rollout, is fenced off too', async () => {
+    t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
+    const r = t.rig;
+    const deployment = `/apis/apps/v1/namespaces/${CONTROLLER.namespace}/deployments/${CONTROLLER.name}`;
+    const late = delayFirst(
+      r,
+      (req) =>
+        req.method === 'PATCH' && req.url?.split('?')[0] === deployment && !req.url.includes('dryRun') && !!req.headers['content-type']?.includes('json-patch'),
+    );
+    const proxy = await startMemberProxy(r.sim.url, { intercept: late.intercept });
+    try {
+      // A bound far longer than the test: the first process never gives up on the write before it is killed.
+      const env = { ...serviceEnv(r), KUBECONFIG: kubeconfigThrough(r, proxy), ROLLPLANE_KUBE_TIMEOUT_MS: '600000' };
+      let service = await startService(env);
+      t.service = service;
+      const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
+      const id: string = bump.bumpAgentImage.rollout.id;
+      await until('the --image write sent, its answer kept back', () => late.kept());
+      service.child.kill('SIGKILL');
+      await service.exited;
+      // Aborted before any process prepares it again (as behind a leader's Lease): through a replica without controllers.
+      service = await startService({ ...env, ROLLPLANE_CONTROLLERS: 'off' });
+      t.service = service;
+      expect((await gqlData(service.url, ABORT, { id })).abortRollout.state).toBe('ABORTED');
+      service.child.kill('SIGKILL');
+      await service.exited;
+      service = await startService(env);
+      t.service = service;
+      await until('the ended rollout took its holds off', () => heldPools(r).length === 0);
+      expect(controller(r).metadata.annotations?.[ANNOTATION_IMAGE_WRITE_FENCE]).toMatch(new RegExp(`^${id} `));
+      expect(await late.deliver()).toBe(409);
+      expect(controllerImage(r)).toBe(OLD);
+      for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(OLD);
+    } finally {
+      await proxy.close();
+    }
+  }, 120_000);
+
   it('a hold write that hangs is given up after its timeout: the rollout can be aborted, the next bump runs, and the hold landing late comes off', async () => {
     t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
     const r = t.rig;

@@ -316,6 +316,10 @@ export class AgentPoolDriver implements RolloutDriver {
     // An image write whose answer was lost: throws (the engine asks again) until it is known whether it landed, and
     // waits for the cache to show it if it did; what follows reads the cache (attack 18, H2).
     await this.deps.lever.settle(rollout.id, signal);
+    // A write of this rollout's image another process sent (before a restart, on another replica) may still come:
+    // fenced before any hold comes off (attack 20, F5). Only for a rollout that did not succeed: one that did has its
+    // image deployed.
+    if (rollout.state !== 'SUCCEEDED') await this.deps.lever.fenceUnknownWrites(rollout, signal);
     await this.revertIfNothingReleased(rollout, signal, others);
     await this.backOutOfFailedImage(rollout, signal, others);
     const state = this.deps.controller.state();

@@ -144,6 +144,32 @@ export class ControllerImageLever {
     this.confirm(rolloutId, write.image);
   }
 
+  /**
+   * Fences off any write of the rollout's image this process does not know of: one a process before a restart (or
+   * another replica) sent, whose answer it never got, may still be on its way (attack 20, F5: SIGKILLed with the write
+   * held in a proxy; the restarted process took every hold off, the write landed 40 s later and all six pools moved
+   * for an ABORTED rollout). The owner's object read now and annotated on that version: a write made on any earlier one
+   * can no longer land. Nothing is written when the controller already deploys the image (the write landed: the
+   * caller reverts it) or when its owner cannot be found.
+   */
+  async fenceUnknownWrites(rollout: { id: string; toVersion: string | null }, signal: AbortSignal): Promise<void> {
+    const state = this.deps.controller.state();
+    const deployment = this.deps.controller.deployment();
+    if (rollout.toVersion === null || state.kind !== 'agents' || !deployment) return;
+    const image = normalizeImage(rollout.toVersion);
+    if (state.image === image) return;
+    const owner = await findOwner(this.deps.clients, deployment);
+    const target: ImageWriteTarget =
+      owner.kind === 'addon'
+        ? { kind: 'addon', namespace: owner.namespace, name: owner.name }
+        : { kind: 'deployment', namespace: deployment.metadata!.namespace!, name: deployment.metadata!.name! };
+    signal.throwIfAborted();
+    const outcome = await this.fence.fenceNow(rollout.id, target, image);
+    if (outcome === 'unknown') throw new UnsettledImageWriteError(target, image);
+    // Landed: what follows reads the cache (the revert of a rollout that released nothing puts it back).
+    if (outcome === 'landed') await this.untilCacheShows(image, signal);
+  }
+
   /** Waits until the informer cache shows the controller deploying `image` (the add-on reconcile renders it first). */
   private async untilCacheShows(image: string, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + (this.deps.cacheWaitMs ?? 30_000);

@@ -120,7 +120,10 @@ export class ControllerImageReconciler implements Reconciler {
     const through = owner.kind === 'addon' ? 'addon' : 'deployment';
     const marked =
       owner.kind === 'addon'
-        ? await readAddon(this.deps.host.clients, owner.namespace, owner.name).then((addon) => markedRollout(addon, image), () => undefined)
+        ? await readAddon(this.deps.host.clients, owner.namespace, owner.name).then(
+            (addon) => markedRollout(addon, image),
+            () => undefined,
+          )
         : markedRollout(deployment, image);
     if (!marked) return undefined;
     // A write lands once: recorded already, this change to the same image is someone else's (helm put it back).

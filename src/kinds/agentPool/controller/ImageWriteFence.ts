@@ -86,6 +86,17 @@ export class ImageWriteFence {
     }
   }
 
+  /**
+   * Treats a write of `image` to `target` as unsettled from the version read now, and settles it: a fence on that
+   * version, unless the image is already there. For a write another process may have sent (fenceUnknownWrites).
+   */
+  async fenceNow(rolloutId: string, target: ImageWriteTarget, image: string): Promise<Settlement | undefined> {
+    const fresh = await this.read(target);
+    if (!fresh) return undefined;
+    if (!this.unsettled.has(rolloutId)) this.unsettled.set(rolloutId, { target, image: normalizeImage(image), resourceVersion: fresh.resourceVersion });
+    return this.settle(rolloutId);
+  }
+
   /** The rollout's unsettled write (its target and the image it asked for); undefined when none. */
   pending(rolloutId: string): { target: ImageWriteTarget; image: string } | undefined {
     return this.unsettled.get(rolloutId);
