@@ -13,7 +13,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_IMAGE_WRITE_FENCE } from '../../../src/kinds/agentPool/controller/ImageWriteFence.js';
 import { ANNOTATION_HELD_BY } from '../../../src/kinds/agentPool/controller/names.js';
-import type { KubeObject } from '../../../src/sim/types.js';
+import type { ApiRequestInfo, KubeObject } from '../../../src/sim/types.js';
 import { startService } from '../../helpers/child.js';
 import { finishedRollout } from '../../helpers/crashPoint.js';
 import { gqlData } from '../../helpers/graphql.js';
@@ -120,6 +120,64 @@ describe('a write to the local cluster whose answer is lost', () => {
       for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(OLD);
     } finally {
       await proxy.close();
+    }
+  }, 120_000);
+
+  // Attack 20, F3: an abort while a release is merely slow (answered in time) recorded the target CANCELLED while its
+  // pool moved, and the abort's revert then moved it back.
+  it('an abort while a release is on its way records that target admitted: it finishes, and nothing is moved back under it', async () => {
+    t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
+    const r = t.rig;
+    let slowing = false;
+    let slowed = 0;
+    let answered = 0;
+    const before = r.sim.api.hooks.beforeRequest;
+    r.sim.api.hooks = {
+      ...r.sim.api.hooks,
+      beforeRequest: async (info: ApiRequestInfo) => {
+        await before?.(info);
+        if (slowing && info.verb === 'patch' && info.resource.plural === 'ippools' && !info.subresource && !info.dryRun) {
+          slowed++;
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          answered++;
+        }
+      },
+    };
+    const service = await startService(serviceEnv(r));
+    t.service = service;
+    const bump = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
+    const id: string = bump.bumpAgentImage.rollout.id;
+    // Every hold is in and the controller deploys the new image: the next IPPool patch is the first release.
+    await until('the rollout prepared', () => heldPools(r).length === POOLS && controllerImage(r) === NEW);
+    slowing = true;
+    await until('a release on its way', () => slowed >= 1);
+    expect((await gqlData(service.url, ABORT, { id })).abortRollout.state).toBe('ABORTED');
+    let last = '';
+    const targets = await until(
+      () => `the released target finished (targets ${last}; held ${heldPools(r).join(', ')})`,
+      async () => {
+        const rollout = (await gqlData(service.url, ROLLOUT, { id })).rollout;
+        const nodes: { name: string; state: string; error: string | null }[] = rollout.targets.edges.map((e: any) => e.node);
+        last = nodes.map((n) => `${n.name} ${n.state}${n.error ? ` (${n.error})` : ''}`).join(', ');
+        // The release answered, then its target finished (CANCELLED for good without the record from CANCELLED).
+        return answered >= 1 && nodes.some((n) => n.state === 'SUCCEEDED') && !nodes.some((n) => n.state === 'PROGRESSING') ? nodes : undefined;
+      },
+    );
+    const moved = targets.filter((n) => n.state === 'SUCCEEDED').map((n) => n.name);
+    expect(moved, last).toHaveLength(1);
+    expect(targets.filter((n) => n.state === 'CANCELLED')).toHaveLength(POOLS - 1);
+    // The moved pool stays on the new image (a rollback's to decide), and the controller with it: the others never left
+    // the old one, and stay held against it (drift shows them).
+    expect(controllerImage(r)).toBe(NEW);
+    expect(heldPools(r).sort()).toEqual(
+      targets
+        .filter((n) => n.state === 'CANCELLED')
+        .map((n) => n.name)
+        .sort(),
+    );
+    for (let i = 1; i <= POOLS; i++) {
+      const name = `net-${i}`;
+      expect(r.agent(name)?.spec.containers[0].image, name).toBe(moved.includes(name) ? NEW : OLD);
     }
   }, 120_000);
 
