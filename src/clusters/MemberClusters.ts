@@ -1,3 +1,4 @@
+import { lookup } from 'node:dns/promises';
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Gauge, type Registry } from 'prom-client';
@@ -104,14 +105,17 @@ export class MemberClusters {
 
   /** How many members are connected (every registered cluster, once the sources' pass reconciled them). */
   /**
-   * The cluster already connected to `server` (its API server's URL, compared without case in the scheme and host and
-   * without a trailing slash); undefined when none. One cluster registered under two names would be driven twice.
+   * The cluster already connected to `server`; undefined when none. Compared by where the URL leads: scheme, port, path
+   * and the addresses its host resolves to, every loopback address one (attack 20, F6: `localhost`, `0.0.0.0` and
+   * `[::ffff:127.0.0.1]` registered a second name for one cluster). One cluster registered under two names would be
+   * driven twice.
    */
-  nameServing(server: string): string | undefined {
-    const wanted = sameServer(server);
+  async nameServing(server: string): Promise<string | undefined> {
+    const wanted = await serverKeys(server);
     for (const [name, { connection }] of this.connections) {
       const theirs = connection.kubeConfig.getCurrentCluster()?.server;
-      if (theirs !== undefined && sameServer(theirs) === wanted) return name;
+      if (theirs === undefined) continue;
+      for (const key of await serverKeys(theirs)) if (wanted.has(key)) return name;
     }
     return undefined;
   }
@@ -159,12 +163,41 @@ export class MemberClusters {
 
 export { LOCAL_CLUSTER };
 
-/** A server URL as compared by MemberClusters.nameServing. */
-function sameServer(server: string): string {
+/** How long a host name's resolution may take before the name itself stands for it. */
+const LOOKUP_TIMEOUT_MS = 2_000;
+
+/** Where a server URL leads, as MemberClusters.nameServing compares it: one key per address its host resolves to. */
+async function serverKeys(server: string): Promise<Set<string>> {
+  let url: URL;
   try {
-    const url = new URL(server);
-    return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`;
+    url = new URL(server);
   } catch {
-    return server.replace(/\/+$/, '');
+    return new Set([server.replace(/\/+$/, '')]);
   }
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  const path = url.pathname.replace(/\/+$/, '');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const addresses = await Promise.race([
+    lookup(host, { all: true }).then(
+      (found) => found.map((a) => a.address),
+      () => [host],
+    ),
+    new Promise<string[]>((resolve) => setTimeout(() => resolve([host]), LOOKUP_TIMEOUT_MS).unref()),
+  ]);
+  return new Set(addresses.map((address) => `${url.protocol}//${canonicalAddress(address)}:${port}${path}`));
+}
+
+/** An address with IPv4-mapped IPv6 read as IPv4, and every loopback (or unspecified, which reaches this host) as one. */
+function canonicalAddress(address: string): string {
+  let a = address.toLowerCase();
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
+  if (dotted) a = dotted[1]!;
+  else if (hex) {
+    const high = Number.parseInt(hex[1]!, 16);
+    const low = Number.parseInt(hex[2]!, 16);
+    a = `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
+  if (a.startsWith('127.') || a === '0.0.0.0' || a === '::1' || a === '::' || a === 'localhost') return 'loopback';
+  return a;
 }

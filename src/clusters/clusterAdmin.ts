@@ -48,7 +48,7 @@ export function memberClusterAdmin(parts: {
       const server = kubeConfig.getCurrentCluster()!.server;
       await parts.network.checkServer(server, where);
       // One cluster under two names would be driven twice: two sets of holds, two histories of one change (attack 18, L3).
-      const taken = parts.connections.nameServing(server);
+      const taken = await parts.connections.nameServing(server);
       if (taken !== undefined) {
         throw new ConflictError(
           `${where}: its server is the one member cluster "${taken}" is registered with; a cluster registered under two names would be driven twice`,

@@ -106,7 +106,12 @@ describe('API-registered member clusters kept as Secrets', () => {
     const before = { names: await names(), secrets: await secrets() };
     // The same server, written another way (a trailing slash, upper case): one cluster under two names is driven twice.
     const again = stringify(kubeconfigFor(`${member.url.toUpperCase().replace('HTTP://', 'http://')}/`, PLANTED));
-    for (const kubeconfig of [memberConfig(), again]) {
+    // Other names of the same address (attack 20, F6): the host name, the IPv4-mapped IPv6 form, the unspecified address.
+    const port = new URL(member.url).port;
+    const spellings = [`http://localhost:${port}`, `http://[::ffff:127.0.0.1]:${port}`, `http://0.0.0.0:${port}`].map((url) =>
+      stringify(kubeconfigFor(url, PLANTED)),
+    );
+    for (const kubeconfig of [memberConfig(), again, ...spellings]) {
       await expect(admin.register({ name: 'edge-1-again', kubeconfig, labels: {}, verify: false })).rejects.toMatchObject({
         code: 'CONFLICT',
         message: expect.stringContaining('member cluster "edge-1" is registered with'),
