@@ -54,12 +54,7 @@ describe('a write to the local cluster whose answer is lost', () => {
     t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
     const r = t.rig;
     // The proxy keeps the first --image write (a JSON patch of the controller's Deployment), unanswered.
-    const deployment = `/apis/apps/v1/namespaces/${CONTROLLER.namespace}/deployments/${CONTROLLER.name}`;
-    const late = delayFirst(
-      r,
-      (req) =>
-        req.method === 'PATCH' && req.url?.split('?')[0] === deployment && !req.url.includes('dryRun') && !!req.headers['content-type']?.includes('json-patch'),
-    );
+    const late = keepFirstImageWrite(r);
     const proxy = await startMemberProxy(r.sim.url, { intercept: late.intercept });
     try {
       const env = { ...serviceEnv(r), KUBECONFIG: kubeconfigThrough(r, proxy), ROLLPLANE_KUBE_TIMEOUT_MS: TIMEOUT_MS };
@@ -88,12 +83,7 @@ describe('a write to the local cluster whose answer is lost', () => {
   it('a --image write of a killed process, delivered after the restarted one ended the rollout, is fenced off too', async () => {
     t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
     const r = t.rig;
-    const deployment = `/apis/apps/v1/namespaces/${CONTROLLER.namespace}/deployments/${CONTROLLER.name}`;
-    const late = delayFirst(
-      r,
-      (req) =>
-        req.method === 'PATCH' && req.url?.split('?')[0] === deployment && !req.url.includes('dryRun') && !!req.headers['content-type']?.includes('json-patch'),
-    );
+    const late = keepFirstImageWrite(r);
     const proxy = await startMemberProxy(r.sim.url, { intercept: late.intercept });
     try {
       // A bound far longer than the test: the first process never gives up on the write before it is killed.
@@ -213,6 +203,16 @@ describe('a write to the local cluster whose answer is lost', () => {
     }
   }, 120_000);
 });
+
+/** delayFirst for the first --image write: a JSON patch of the controller's Deployment (not a dry run). */
+function keepFirstImageWrite(r: Rig) {
+  const deployment = `/apis/apps/v1/namespaces/${CONTROLLER.namespace}/deployments/${CONTROLLER.name}`;
+  return delayFirst(
+    r,
+    (req) =>
+      req.method === 'PATCH' && req.url?.split('?')[0] === deployment && !req.url.includes('dryRun') && !!req.headers['content-type']?.includes('json-patch'),
+  );
+}
 
 /**
  * Keeps the first request `matches` picks, unanswered, and delivers it whole to the simulator when told: the request

@@ -14,7 +14,7 @@ import { kubeCall, mergePatchOptions, type KubeClients } from '../../../kube/ind
 import type { RecordOnce } from '../../../controllers/RecordOnce.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
 import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, ROLLPLANE_HOLD_VALUE } from './names.js';
-import { isPodReady, podImage, pullFailure } from './podFacts.js';
+import { isPodReady, podImage, poolRunsImage, pullFailure } from './podFacts.js';
 import type { IPPool, RecreationRecord } from './types.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
@@ -554,10 +554,7 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /** The pool's recorded image and running agent are both `image`. */
   private runsImage(pool: IPPool, image: string): boolean {
-    const ref = pool.status?.agentPodRef;
-    if (!ref?.name || normalizeImage(ref.image ?? '') !== normalizeImage(image)) return false;
-    const pod = this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name);
-    return pod !== undefined && normalizeImage(podImage(pod) ?? '') === normalizeImage(image);
+    return poolRunsImage(pool, image, this.deps.pods, this.deps.agentNamespace);
   }
 
   /** The one image a coexistence rollout asks the controller for (a rollback's targets may differ: undefined then). */

@@ -103,10 +103,7 @@ export class ControllerImageLever {
     // A rollout that ended meanwhile writes nothing more (seen: a failed rollout's retried prepare set its image 200 ms
     // after the rollout was FAILED, once the member took writes again).
     signal.throwIfAborted();
-    const target: ImageWriteTarget =
-      owner.kind === 'addon'
-        ? { kind: 'addon', namespace: owner.namespace, name: owner.name }
-        : { kind: 'deployment', namespace: deployment.metadata!.namespace!, name: deployment.metadata!.name! };
+    const target = writeTargetOf(owner, deployment);
     const fresh = await this.fence.read(target);
     if (!fresh)
       throw new ConflictError(`the ${target.kind === 'addon' ? 'Addon' : 'vm-dhcp-controller Deployment'} ${target.namespace}/${target.name} is gone`);
@@ -159,10 +156,7 @@ export class ControllerImageLever {
     const image = normalizeImage(rollout.toVersion);
     if (state.image === image) return;
     const owner = await findOwner(this.deps.clients, deployment);
-    const target: ImageWriteTarget =
-      owner.kind === 'addon'
-        ? { kind: 'addon', namespace: owner.namespace, name: owner.name }
-        : { kind: 'deployment', namespace: deployment.metadata!.namespace!, name: deployment.metadata!.name! };
+    const target = writeTargetOf(owner, deployment);
     signal.throwIfAborted();
     const outcome = await this.fence.fenceNow(rollout.id, target, image);
     if (outcome === 'unknown') throw new UnsettledImageWriteError(target, image);
@@ -315,4 +309,11 @@ export class ControllerImageLever {
     const last = this.last;
     return last && last.image === normalizeImage(image) && last.rolloutId !== rolloutId ? last.rolloutId : undefined;
   }
+}
+
+/** Where the controller's image is written for `owner`: the Addon's values, or the Deployment itself. */
+function writeTargetOf(owner: ControllerOwner, deployment: V1Deployment): ImageWriteTarget {
+  return owner.kind === 'addon'
+    ? { kind: 'addon', namespace: owner.namespace, name: owner.name }
+    : { kind: 'deployment', namespace: deployment.metadata!.namespace!, name: deployment.metadata!.name! };
 }

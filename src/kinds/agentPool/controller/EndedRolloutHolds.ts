@@ -6,9 +6,9 @@ import { ACTIVE_ROLLOUT_STATES } from '../../../domain/rolloutStates.js';
 import { ConflictError, NotFoundError } from '../../../errors.js';
 import { kubeCall, type KubeClients, mergePatchOptions } from '../../../kube/index.js';
 import { ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION } from './names.js';
-import { podImage } from './podFacts.js';
+import { poolRunsImage } from './podFacts.js';
 import type { IPPool } from './types.js';
-import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
+import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 
 /** How long an answer about the rollouts is reused (every held pool's reconcile asks). */
 const ROLLOUTS_RECHECK_MS = 2_000;
@@ -48,7 +48,7 @@ export class EndedRolloutHolds {
     if (holdOf(annotations) !== 'rollplane') return undefined;
     const holder = annotations![ANNOTATION_HELD_BY]!;
     const state = this.deps.controller.state();
-    if (state.kind !== 'agents' || !this.runsImage(pool, state.image)) return undefined;
+    if (state.kind !== 'agents' || !poolRunsImage(pool, state.image, this.deps.pods, this.deps.agentNamespace)) return undefined;
     const rollout = await this.rolloutOf(holder);
     if (!rollout.ended) return undefined;
     // Rare (a hold that landed after its rollout ended): looked at again until the rule allows it.
@@ -74,13 +74,6 @@ export class EndedRolloutHolds {
       throw error;
     }
     return undefined;
-  }
-
-  private runsImage(pool: IPPool, image: string): boolean {
-    const ref = pool.status?.agentPodRef;
-    if (!ref?.name || normalizeImage(ref.image ?? '') !== image) return false;
-    const pod = this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name);
-    return pod !== undefined && normalizeImage(podImage(pod) ?? '') === image;
   }
 
   private async anyActive(): Promise<boolean> {

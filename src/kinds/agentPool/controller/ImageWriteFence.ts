@@ -42,7 +42,8 @@ interface Unsettled {
  * (`read`), and an unanswered one is settled before anything relies on it not having landed: the target read again
  * names the image — it landed; carries another resourceVersion — it never can (its precondition is stale); the same —
  * a fence (an annotation, conditional on that version) is written, after which it never can. Until one of those
- * answers, the caller keeps the pools held. Kept in memory: a restart forgets an unsettled write (ADR 0059, addendum).
+ * answers, the caller keeps the pools held. Kept in memory: a restarted process fences instead (ControllerImageLever.
+ * fenceUnknownWrites; ADR 0074).
  */
 export class ImageWriteFence {
   private readonly unsettled = new Map<string, Unsettled>();

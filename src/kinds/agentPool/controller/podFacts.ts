@@ -1,5 +1,7 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import type { PoolCondition } from './types.js';
+import type { CacheReader } from '../../../controller/Informer.js';
+import type { IPPool, PoolCondition } from './types.js';
+import { normalizeImage } from './VmDhcpControllerWatch.js';
 
 export function isPodReady(pod: V1Pod): boolean {
   return !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
@@ -54,4 +56,13 @@ export function setCondition(
 
 export function conditionTrue(conditions: PoolCondition[] | undefined, type: string): boolean {
   return (conditions ?? []).some((c) => c.type === type && c.status === 'True');
+}
+
+/** The pool's recorded image and its running agent (from `pods`, in `agentNamespace` unless the ref names one) are both `image`. */
+export function poolRunsImage(pool: IPPool, image: string, pods: CacheReader<V1Pod>, agentNamespace: string): boolean {
+  const wanted = normalizeImage(image);
+  const ref = pool.status?.agentPodRef;
+  if (!ref?.name || normalizeImage(ref.image ?? '') !== wanted) return false;
+  const pod = pods.get(ref.namespace ?? agentNamespace, ref.name);
+  return pod !== undefined && normalizeImage(podImage(pod) ?? '') === wanted;
 }
