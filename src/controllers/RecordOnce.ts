@@ -63,7 +63,7 @@ export class RecordOnce<T extends object> {
   /**
    * Appends the event `describe` returns for the target's intent and removes the intent, in one transaction. Resolves
    * true when this call (or one running for the same target) recorded it; false when no intent is in flight (recorded
-   * already, or never intended) or `describe` returned undefined.
+   * already, or never intended), another replica recorded or replaced it meanwhile, or `describe` returned undefined.
    */
   record(namespace: string, name: string, describe: (intent: Intent<T>) => OnceEvent | undefined): Promise<boolean> {
     const key = `${namespace}/${name}`;
@@ -74,9 +74,10 @@ export class RecordOnce<T extends object> {
     if (!intent || !event) return Promise.resolve(false);
     const done = this.notes
       .complete(namespace, name, [{ ...event, rolloutId: event.rolloutId === null ? null : intent.rolloutId, kind: this.kind, namespace, name }])
-      .then(() => {
+      .then((recorded) => {
+        // Not recorded: another replica completed or replaced the intent (InFlightChanges.complete); gone here either way.
         this.settled?.(namespace, name);
-        return true;
+        return recorded;
       })
       .finally(() => this.recording.delete(key));
     this.recording.set(key, done);

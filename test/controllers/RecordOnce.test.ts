@@ -16,6 +16,7 @@ function memoryNotes() {
       complete: async (ns, name, events) => {
         notes.delete(`${ns}/${name}`);
         committed.push({ key: `${ns}/${name}`, events });
+        return true;
       },
     }),
   } as unknown as InFlightChanges;
