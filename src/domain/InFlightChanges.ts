@@ -70,7 +70,10 @@ export class InFlightChanges {
   private fill(rows: readonly { cluster: string; kind: string; namespace: string; name: string; payload: string }[]): void {
     for (const row of rows) {
       try {
-        this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), { note: JSON.parse(row.payload) as object, payload: row.payload });
+        this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), {
+          note: JSON.parse(row.payload) as object,
+          payload: row.payload,
+        });
       } catch {
         // A row that is not JSON cannot describe any work; completing its target overwrites it.
       }

@@ -35,7 +35,8 @@ describe('InFlightChanges across replicas', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const recreatedNames = () => db.sql.all<{ name: string; payload: string }>('SELECT "name", "payload" FROM "Event" WHERE "type" = \'AgentRecreated\' ORDER BY "id"');
+  const recreatedNames = () =>
+    db.sql.all<{ name: string; payload: string }>('SELECT "name", "payload" FROM "Event" WHERE "type" = \'AgentRecreated\' ORDER BY "id"');
 
   it('records a completion once: the stale replica writes nothing, forgets the note and is told so', async () => {
     const stopped = new InFlightChanges(db.store, log).forCluster('m-3');
