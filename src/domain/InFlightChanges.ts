@@ -7,7 +7,7 @@ import type { NewEvent, RolloutKind } from './events.js';
 export interface InFlightNotes<T extends object> {
   get(namespace: string, name: string): T | undefined;
   put(namespace: string, name: string, note: T): Promise<void>;
-  /** Resolves true when the note this replica knows was still there and went with `events`; false: nothing written. */
+  /** Resolves true when the note was still there and went with `events`; false: another replica completed it. */
   complete(namespace: string, name: string, events: readonly NewEvent[]): Promise<boolean>;
 }
 
@@ -22,8 +22,6 @@ interface Completion {
   namespace: string;
   name: string;
   events: readonly NewEvent[];
-  /** The note's payload as this replica last knew it: the row goes (and the events are written) only while it is. */
-  payload: string | undefined;
   resolve: (completed: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -38,8 +36,8 @@ interface Completion {
  * running controllers: another leader may have moved things on) and kept current by `put` and `complete`.
  */
 export class InFlightChanges {
-  /** The mirror (each note with its row's payload) and the pending completions, shared by every cluster's view. */
-  private readonly shared: { mirror: Map<string, MirroredNote>; completions: Completion[]; timer: NodeJS.Timeout | undefined };
+  /** The mirror and the pending completions, shared by every cluster's view (forCluster). */
+  private readonly shared: { mirror: Map<string, object>; completions: Completion[]; timer: NodeJS.Timeout | undefined };
 
   constructor(
     private readonly store: HistoryStore,
@@ -56,7 +54,7 @@ export class InFlightChanges {
     return cluster === this.cluster ? this : new InFlightChanges(this.store, this.log, cluster, this.shared);
   }
 
-  private get mirror(): Map<string, MirroredNote> {
+  private get mirror(): Map<string, object> {
     return this.shared.mirror;
   }
 
@@ -70,10 +68,7 @@ export class InFlightChanges {
   private fill(rows: readonly { cluster: string; kind: string; namespace: string; name: string; payload: string }[]): void {
     for (const row of rows) {
       try {
-        this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), {
-          note: JSON.parse(row.payload) as object,
-          payload: row.payload,
-        });
+        this.mirror.set(keyOf(row.cluster, row.kind as RolloutKind, row.namespace, row.name), JSON.parse(row.payload) as object);
       } catch {
         // A row that is not JSON cannot describe any work; completing its target overwrites it.
       }
@@ -102,7 +97,7 @@ export class InFlightChanges {
   }
 
   get(kind: RolloutKind, namespace: string, name: string): object | undefined {
-    return this.mirror.get(keyOf(this.cluster, kind, namespace, name))?.note;
+    return this.mirror.get(keyOf(this.cluster, kind, namespace, name));
   }
 
   /** Notes work in flight (replacing any note of the target); resolves once the note is committed. */
@@ -111,7 +106,7 @@ export class InFlightChanges {
     const cluster = this.cluster;
     await this.store.transaction(
       (tx) => tx.putInFlight({ ...(cluster === LOCAL_CLUSTER ? {} : { cluster }), kind, namespace, name, payload }, new Date()),
-      () => this.mirror.set(keyOf(cluster, kind, namespace, name), { note: JSON.parse(payload) as object, payload }),
+      () => this.mirror.set(keyOf(cluster, kind, namespace, name), JSON.parse(payload) as object),
     );
   }
 
@@ -119,19 +114,21 @@ export class InFlightChanges {
    * Removes the target's note and appends `events`, atomically; resolves once committed, true when it did. Completions
    * within a few milliseconds of each other share a transaction (many agents become ready together).
    *
-   * Only the note this replica knows is removed: when the row is gone or holds another note, another replica completed
-   * or replaced it (this one was stopped while the target's shard moved on, ADR 0059), and writing the events again
-   * would record the work twice. Then nothing is written, the mirror forgets the note and this resolves false.
+   * The events are written only with a row removed: when the row is gone, another replica completed the work (this
+   * one was stopped while the target's shard moved on, ADR 0059: CI saw two AgentRecreated for one pool after a SIGSTOP
+   * of the leader), and writing them again would record it twice. Then nothing is written, the mirror forgets the note
+   * and this resolves false. A row that holds another note than this replica's (the stopped one wrote a later version
+   * of the same work's intent before it noticed) is still this work's, and goes with its events: matching the payload
+   * lost the recreation altogether (CI again, the next run).
    */
   complete(kind: RolloutKind, namespace: string, name: string, events: readonly NewEvent[]): Promise<boolean> {
     const cluster = this.cluster;
     const key = keyOf(cluster, kind, namespace, name);
-    const payload = this.mirror.get(key)?.payload;
     // The events of a member's work are about its objects: they carry its name unless they name a cluster themselves.
     const stamped = cluster === LOCAL_CLUSTER ? events : events.map((e) => (e.cluster === undefined ? { ...e, cluster } : e));
     const shared = this.shared;
     return new Promise((resolve, reject) => {
-      shared.completions.push({ key, cluster, kind, namespace, name, events: stamped, payload, resolve, reject });
+      shared.completions.push({ key, cluster, kind, namespace, name, events: stamped, resolve, reject });
       if (shared.completions.length >= COMPLETE_MAX_BATCH) this.flush();
       else shared.timer ??= setTimeout(() => this.flush(), COMPLETE_WINDOW_MS);
     });
@@ -147,7 +144,7 @@ export class InFlightChanges {
     this.log
       .commit(function* (tx) {
         const completed: boolean[] = [];
-        for (const c of batch) completed.push((yield* tx.deleteInFlight(c.kind, c.namespace, c.name, c.cluster, c.payload)) > 0);
+        for (const c of batch) completed.push((yield* tx.deleteInFlight(c.kind, c.namespace, c.name, c.cluster)) > 0);
         return { result: completed, events: batch.flatMap((c, i) => (completed[i] ? c.events : [])) };
       })
       .then(
@@ -162,12 +159,6 @@ export class InFlightChanges {
         },
       );
   }
-}
-
-interface MirroredNote {
-  note: object;
-  /** The row's payload as written: a completion removes the row only while it still holds this. */
-  payload: string;
 }
 
 function keyOf(cluster: string, kind: RolloutKind, namespace: string, name: string): string {

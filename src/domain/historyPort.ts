@@ -402,12 +402,8 @@ export interface HistoryTx extends TxReads {
   insertRevisions(revisions: readonly (NewRevision & { appliedAt: Date })[]): Step<void>;
   /** Inserts or replaces the row of (cluster, kind, namespace, name). */
   putInFlight(row: NewInFlightRow, now: Date): Step<void>;
-  /**
-   * Removes the row of (cluster, kind, namespace, name) — only while its payload is `payload`, when given — and returns
-   * how many rows went (0 or 1): a replica that lost the target to another (split brain, a resumed SIGSTOP) removes
-   * nothing the other completed or replaced.
-   */
-  deleteInFlight(kind: string, namespace: string, name: string, cluster?: string, payload?: string): Step<number>;
+  /** Removes the row of (cluster, kind, namespace, name); returns how many rows went (0: another completed it). */
+  deleteInFlight(kind: string, namespace: string, name: string, cluster?: string): Step<number>;
   /** Freezes a staged rollout's strategy and waves (in the rollout's creating transaction). */
   insertRun(run: RunRow, waves: readonly WaveRow[]): Step<void>;
   /** Opens a gate; a gate already open at that key stays as it is (returns false). */

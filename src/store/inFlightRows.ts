@@ -21,11 +21,8 @@ export function putInFlight(sql: Sql, row: NewInFlightRow, now: Date): void {
   );
 }
 
-export function deleteInFlight(sql: Sql, kind: string, namespace: string, name: string, cluster = LOCAL_CLUSTER, payload?: string): number {
-  const where = 'DELETE FROM "InFlightChange" WHERE "cluster" = ? AND "kind" = ? AND "namespace" = ? AND "name" = ?';
-  const result =
-    payload === undefined ? sql.run(where, cluster, kind, namespace, name) : sql.run(`${where} AND "payload" = ?`, cluster, kind, namespace, name, payload);
-  return result.changes;
+export function deleteInFlight(sql: Sql, kind: string, namespace: string, name: string, cluster = LOCAL_CLUSTER): number {
+  return sql.run('DELETE FROM "InFlightChange" WHERE "cluster" = ? AND "kind" = ? AND "namespace" = ? AND "name" = ?', cluster, kind, namespace, name).changes;
 }
 
 export type { InFlightRow };

@@ -52,22 +52,22 @@ describe('InFlightChanges across replicas', () => {
     expect(recreatedNames().map((e) => e.name)).toEqual(['net-1']);
   });
 
-  it("leaves the holder's newer note of the same target alone", async () => {
+  it('records the work once when the stopped replica wrote a later version of its intent before it noticed', async () => {
     const stopped = new InFlightChanges(db.store, log).forCluster('m-3');
     const holder = new InFlightChanges(db.store, log).forCluster('m-3');
     await stopped.put('AGENT_POOL', 'default', 'net-2', { rolloutId: 'r1', plannedImage: 'b' });
     await holder.reloadCluster('m-3');
-    expect(await holder.complete('AGENT_POOL', 'default', 'net-2', [recreated('net-2', 'b')])).toBe(true);
-    await holder.put('AGENT_POOL', 'default', 'net-2', { rolloutId: 'r2', plannedImage: 'c' });
+    await stopped.put('AGENT_POOL', 'default', 'net-2', { rolloutId: 'r1', plannedImage: 'b', deletedAt: '2026-12-05T00:00:00.000Z' });
 
-    // In one batch with a completion of its own that is current: that one is written, the stale one is not.
+    // Its own work elsewhere is recorded as usual; the holder records net-2 (the row holds the later version), once.
     await stopped.put('AGENT_POOL', 'default', 'net-3', { rolloutId: 'r1', plannedImage: 'b' });
-    const [stale, current] = await Promise.all([
-      stopped.complete('AGENT_POOL', 'default', 'net-2', [recreated('net-2', 'b')]),
+    const [holders, stoppedOwn] = await Promise.all([
+      holder.complete('AGENT_POOL', 'default', 'net-2', [recreated('net-2', 'b')]),
       stopped.complete('AGENT_POOL', 'default', 'net-3', [recreated('net-3', 'b')]),
     ]);
-    expect([stale, current]).toEqual([false, true]);
-    expect((await db.store.read.allInFlight()).map((r) => `${r.name} ${r.payload}`)).toEqual(['net-2 {"rolloutId":"r2","plannedImage":"c"}']);
+    expect([holders, stoppedOwn]).toEqual([true, true]);
+    expect(await stopped.complete('AGENT_POOL', 'default', 'net-2', [recreated('net-2', 'b')])).toBe(false);
+    expect(await db.store.read.allInFlight()).toEqual([]);
     expect(recreatedNames().map((e) => e.name)).toEqual(['net-1', 'net-2', 'net-3']);
   });
 });

@@ -520,13 +520,9 @@ function txOn(client: pg.PoolClient): HistoryTx {
         [row.kind, row.namespace, row.name, row.payload, isoOf(now), row.cluster ?? LOCAL_CLUSTER],
       );
     },
-    *deleteInFlight(kind, namespace, name, cluster = LOCAL_CLUSTER, payload) {
+    *deleteInFlight(kind, namespace, name, cluster = LOCAL_CLUSTER) {
       const where = 'DELETE FROM "InFlightChange" WHERE "cluster" = $4 AND "kind" = $1 AND "namespace" = $2 AND "name" = $3';
-      const removed =
-        payload === undefined
-          ? yield* rows<{ name: string }>(`${where} RETURNING "name"`, [kind, namespace, name, cluster])
-          : yield* rows<{ name: string }>(`${where} AND "payload" = $5 RETURNING "name"`, [kind, namespace, name, cluster, payload]);
-      return removed.length;
+      return (yield* rows<{ name: string }>(`${where} RETURNING "name"`, [kind, namespace, name, cluster])).length;
     },
     *insertRun(r, waves) {
       yield* run(numbered(INSERT_RUN), [r.rolloutId, r.strategy, r.excluded, r.failurePolicy, r.unreachable, r.startedBy, isoOf(r.createdAt)]);

@@ -222,7 +222,7 @@ function txOf(sql: Sql): HistoryTx {
     insertRevision: (revision, now) => done(insertRevision(sql, revision, now)),
     insertRevisions: (revisions) => done(insertRevisions(sql, revisions)),
     putInFlight: (row, now) => done(putInFlight(sql, row, now)),
-    deleteInFlight: (kind, namespace, name, cluster, payload) => done(deleteInFlight(sql, kind, namespace, name, cluster, payload)),
+    deleteInFlight: (kind, namespace, name, cluster) => done(deleteInFlight(sql, kind, namespace, name, cluster)),
     insertRun: (run, waves) => done(insertRun(sql, run, waves)),
     insertGate: (gate) => done(insertGate(sql, gate)),
     updateGate: (id, state, reason, endedAt) => done(updateGate(sql, id, state, reason, endedAt)),

@@ -12,7 +12,8 @@ import { type IncomingMessage, request } from 'node:http';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_IMAGE_WRITE_FENCE } from '../../../src/kinds/agentPool/controller/ImageWriteFence.js';
-import { ANNOTATION_HELD_BY } from '../../../src/kinds/agentPool/controller/names.js';
+import { ANNOTATION_HOLD_WRITE_FENCE } from '../../../src/kinds/agentPool/controller/PoolHoldWrites.js';
+import { ANNOTATION_HELD_BY, ANNOTATION_HOLD } from '../../../src/kinds/agentPool/controller/names.js';
 import type { ApiRequestInfo, KubeObject } from '../../../src/sim/types.js';
 import { startService } from '../../helpers/child.js';
 import { finishedRollout } from '../../helpers/crashPoint.js';
@@ -171,7 +172,7 @@ describe('a write to the local cluster whose answer is lost', () => {
     }
   }, 120_000);
 
-  it('a hold write that hangs is given up after its timeout: the rollout can be aborted, the next bump runs, and the hold landing late comes off', async () => {
+  it('a hold write that hangs is given up after its timeout and fenced: the rollout can be aborted, the next bump runs, the late write cannot land, and a late hold of an ended rollout comes off', async () => {
     t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
     const r = t.rig;
     // The first stored IPPool patch (a hold) is kept by the proxy, unanswered, and delivered only when told.
@@ -190,11 +191,19 @@ describe('a write to the local cluster whose answer is lost', () => {
       const done = await finishedRollout<{ state: string; message: string }>(service.url, next.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
       expect(done.state, done.message).toBe('SUCCEEDED');
       expect(controllerImage(r)).toBe(NEWER);
-      // The kept hold write lands now, long after its rollout ended: on a pool that runs the controller's image, it
-      // holds nothing back, and rollplane takes it off (attack 18, M1).
+      // The kept hold write is delivered now, long after its rollout ended: it was conditional on the pool's version,
+      // which rollplane's fence moved on when the answer did not come, so it cannot land (attack 20, F2). Without the
+      // fence and the precondition it answered 200 and held the pool for the ended rollout.
       const pool = late.pool();
-      expect(await late.deliver()).toBe(200);
-      expect(r.pool(pool)?.metadata.annotations?.[ANNOTATION_HELD_BY]).toBe(stuck);
+      expect(await late.deliver()).toBe(409);
+      expect(heldPools(r)).toEqual([]);
+      // A hold that lands anyway (sent by a process that died before it could fence it, which nothing remembers):
+      // on a pool that runs the controller's image it holds nothing back, and rollplane takes it off (attack 18, M1).
+      const type = r.sim.store.resourceType('network.harvesterhci.io', 'ippools')!;
+      const held = structuredClone(r.pool(pool)!);
+      held.metadata.annotations = { ...held.metadata.annotations, [ANNOTATION_HOLD]: 'true', [ANNOTATION_HELD_BY]: stuck };
+      r.sim.store.update(type, held);
+      expect(heldPools(r)).toEqual([pool]);
       await until('the late hold taken off', () => heldPools(r).length === 0);
       expect(r.pool(pool)?.metadata.annotations?.['network.harvesterhci.io/hold-ippool-agent-upgrade']).toBeUndefined();
       expect(r.agent(pool)?.spec.containers[0].image).toBe(NEWER);
@@ -202,6 +211,64 @@ describe('a write to the local cluster whose answer is lost', () => {
       await proxy.close();
     }
   }, 120_000);
+
+  // Attack 20, F1: a release whose answer was lost landed during the next rollout, on a pool that rollout held, and
+  // upstream moved it beside that rollout's own admission (two agents down under maxUnavailable 1).
+  it('a release whose answer was lost is fenced: delivered during the next rollout, it moves no pool', async () => {
+    t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
+    const r = t.rig;
+    const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+    let armed = false;
+    const late = delayFirst(r, (req) => armed && req.method === 'PATCH' && /\/ippools\/[^/?]+(\?|$)/.test(req.url ?? '') && !req.url!.includes('dryRun'));
+    // The lost release is delivered when the next rollout releases its first pool: every pool is held by it then.
+    let delivered: Promise<number> | undefined;
+    const earlier = r.sim.api.hooks.beforeRequest;
+    r.sim.api.hooks = {
+      ...r.sim.api.hooks,
+      beforeRequest: async (info: ApiRequestInfo) => {
+        await earlier?.(info);
+        const release = info.verb === 'patch' && info.resource.plural === 'ippools' && !info.subresource && !info.dryRun;
+        if (release && !delivered && late.kept() && controllerImage(r) === NEWER && heldPools(r).length === POOLS) {
+          delivered = late.deliver();
+          await delivered;
+        }
+      },
+    };
+    const proxy = await startMemberProxy(r.sim.url, { intercept: late.intercept });
+    try {
+      const env = { ...serviceEnv(r), KUBECONFIG: kubeconfigThrough(r, proxy), ROLLPLANE_KUBE_TIMEOUT_MS: TIMEOUT_MS };
+      const service = await startService(env);
+      t.service = service;
+      const first = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
+      // Every hold is in and the controller deploys the new image: the next IPPool patch is the first release.
+      await until('the first rollout prepared', () => heldPools(r).length === POOLS && controllerImage(r) === NEW);
+      armed = true;
+      await until('a release sent, its answer kept back', () => late.kept());
+      const pool = late.pool();
+      const done = await finishedRollout<{ state: string; message: string }>(service.url, first.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
+      expect(done.state, done.message).toBe('SUCCEEDED');
+      // Its answer lost, the release was settled with a fence (a change of the pool since it was read), then sent again.
+      expect(r.pool(pool)?.metadata.annotations?.[ANNOTATION_HOLD_WRITE_FENCE]).toBeDefined();
+      expect(r.agent(pool)?.spec.containers[0].image).toBe(NEW);
+
+      const next = await gqlData(service.url, BUMP, { input: { image: NEWER, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
+      const after = await finishedRollout<{ state: string; message: string }>(service.url, next.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
+      expect(after.state, after.message).toBe('SUCCEEDED');
+      // Refused: without the precondition it answered 200, and upstream moved the pool outside the rollout's admission.
+      expect(delivered).toBeDefined();
+      expect(await delivered).toBe(409);
+      const events = await gqlData(
+        service.url,
+        '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } payload } } } }',
+        {},
+      );
+      const unplanned = events.events.edges.map((e: any) => e.node).filter((e: any) => e.payload.reason !== 'rollout');
+      expect(unplanned).toEqual([]);
+      for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(NEWER);
+    } finally {
+      await proxy.close();
+    }
+  }, 150_000);
 });
 
 /** delayFirst for the first --image write: a JSON patch of the controller's Deployment (not a dry run). */

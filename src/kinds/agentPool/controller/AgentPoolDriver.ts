@@ -10,10 +10,11 @@ import { PREFLIGHT_REFUSED } from '../../../controllers/dryRunRefusal.js';
 import type { ControllerImageLever } from './ControllerImageLever.js';
 import { isUnsettledImageWrite } from './ImageWriteFence.js';
 import { dryRunAgentCreation, dryRunHolds } from './preflight.js';
-import { kubeCall, mergePatchOptions, type KubeClients } from '../../../kube/index.js';
+import { kubeCall, type KubeClients } from '../../../kube/index.js';
+import { type HoldAnnotations, holdFor, type PoolHoldWrites, RELEASE } from './PoolHoldWrites.js';
 import type { RecordOnce } from '../../../controllers/RecordOnce.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
-import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, ROLLPLANE_HOLD_VALUE } from './names.js';
+import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey } from './names.js';
 import { isPodReady, podImage, poolRunsImage, pullFailure } from './podFacts.js';
 import type { IPPool, RecreationRecord } from './types.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
@@ -31,6 +32,8 @@ export interface AgentPoolDriverDeps {
   controller: VmDhcpControllerWatch;
   /** The one way the controller's --image changes: through its owner (ControllerImageLever). */
   lever: ControllerImageLever;
+  /** The one way rollplane's holds go on and come off a pool: conditional, and fenced when an answer is lost. */
+  holds: PoolHoldWrites;
   /** Conflict retries of one admission before giving up (the engine retries later). */
   maxConflictRetries?: number;
 }
@@ -45,9 +48,6 @@ function passing(error: AppError): boolean {
 
 /** Concurrent hold writes in prepare. */
 const HOLD_CONCURRENCY = 16;
-
-/** One merge patch's options for every hold and release: they take the plain JSON path (src/kube/jsonRequests.ts). */
-const mergePatch = mergePatchOptions();
 
 /**
  * What a rollout does to agent pools, in one of two modes (docs/adr/0017):
@@ -160,6 +160,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (image === undefined) throw new ConflictError(`rollout ${rollout.id} asks for more than one image; the vm-dhcp-controller deploys one`);
     // A write of an earlier try whose answer was lost: nothing more is written, nor taken off, until it is settled.
     await this.deps.lever.settle(rollout.id, signal);
+    await this.deps.holds.settleAll();
     // Already deploying the image (another rollout to it is under way, or ended there): every pool it would move is
     // held already or on its way to the image, released by that rollout. Holding one now would take it back from that
     // rollout, and hold nothing else back.
@@ -183,8 +184,9 @@ export class AgentPoolDriver implements RolloutDriver {
       while (next < toHold.length) {
         signal.throwIfAborted();
         const pool = toHold[next++]!;
-        await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: ROLLPLANE_HOLD_VALUE, [ANNOTATION_HELD_BY]: rollout.id });
-        held.push(pool);
+        // Changed since the cache showed it (a conflict, or a lost answer settled): held only if it still needs it.
+        const written = await this.deps.holds.write(pool, holdFor(rollout.id), (current) => (this.needsHold(current, image) ? holdFor(rollout.id) : undefined));
+        if (typeof written !== 'string') held.push(written);
       }
     };
     try {
@@ -207,21 +209,28 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /** The pools a rollout to `image` holds: every pool the controller would move at once, selected or not. */
   private poolsToHold(image: string): IPPool[] {
-    return this.deps.pools.list().filter(
-      (pool) =>
-        !pool.spec?.paused && // upstream runs no agent for it
-        !pool.metadata?.deletionTimestamp &&
-        pool.metadata?.annotations?.[ANNOTATION_HOLD] === undefined && // held already (by us or someone else)
-        !this.runsImage(pool, image),
+    return this.deps.pools.list().filter((pool) => this.needsHold(pool, image));
+  }
+
+  private needsHold(pool: IPPool, image: string): boolean {
+    return (
+      !pool.spec?.paused && // upstream runs no agent for it
+      !pool.metadata?.deletionTimestamp &&
+      pool.metadata?.annotations?.[ANNOTATION_HOLD] === undefined && // held already (by us or someone else)
+      !this.runsImage(pool, image)
     );
   }
 
-  /** Takes rollplane's holds of `rolloutId` off `pools` again (best effort: a failed removal is left for finish). */
+  /**
+   * Takes rollplane's holds of `rolloutId` off `pools` (as its hold writes left them) again; best effort: a failed
+   * removal is left for finish. A removal whose answer is lost is fenced before the next try holds the pool again
+   * (PoolHoldWrites): landing later, it moved that pool beside the rollout's own admission (attack 20, F1).
+   */
   private async undoHolds(pools: readonly IPPool[], rolloutId: string): Promise<void> {
+    const ours = (pool: IPPool) => holdOf(pool.metadata?.annotations) === 'rollplane' && pool.metadata?.annotations?.[ANNOTATION_HELD_BY] === rolloutId;
     for (const pool of pools) {
-      const current = this.deps.pools.get(pool.metadata!.namespace!, pool.metadata!.name!) ?? pool;
-      if (current.metadata?.annotations?.[ANNOTATION_HELD_BY] !== undefined && current.metadata.annotations[ANNOTATION_HELD_BY] !== rolloutId) continue;
-      await this.patchAnnotations(current, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null }).catch(() => undefined);
+      if (!ours(pool)) continue;
+      await this.deps.holds.write(pool, RELEASE, (current) => (ours(current) ? RELEASE : undefined)).catch(() => undefined);
     }
   }
 
@@ -320,18 +329,21 @@ export class AgentPoolDriver implements RolloutDriver {
     // fenced before any hold comes off (attack 20, F5). Only for a rollout that did not succeed: one that did has its
     // image deployed.
     if (rollout.state !== 'SUCCEEDED') await this.deps.lever.fenceUnknownWrites(rollout, signal);
+    // A hold or release of this process whose answer was lost: settled before the holds are judged from the cache.
+    await this.deps.holds.settleAll();
     await this.revertIfNothingReleased(rollout, signal, others);
     await this.backOutOfFailedImage(rollout, signal, others);
-    const state = this.deps.controller.state();
-    if (state.kind !== 'agents') return;
     // The controller may just have been put back (above). Until its new pod leads, the old one reconciles with the old
     // --image, and a pool released now is handled by it: the exposure test saw the failed image's pod write its image
     // into a just-released pool's agentPodRef and delete that pool's good agent.
-    await this.deps.lever.waitForRollout(state.image, signal);
+    await this.deps.lever.waitForCurrentRollout(signal);
+    const state = this.deps.controller.state();
+    if (state.kind !== 'agents') return;
+    const holdsNothingBack = (pool: IPPool) => holdOf(pool.metadata?.annotations) === 'rollplane' && this.runsImage(pool, state.image);
     for (const pool of this.deps.pools.list()) {
       signal.throwIfAborted();
-      if (holdOf(pool.metadata?.annotations) !== 'rollplane' || !this.runsImage(pool, state.image)) continue;
-      await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+      if (!holdsNothingBack(pool)) continue;
+      await this.deps.holds.write(pool, RELEASE, (current) => (holdsNothingBack(current) ? RELEASE : undefined));
     }
   }
 
@@ -365,7 +377,9 @@ export class AgentPoolDriver implements RolloutDriver {
    * prepare) or another active rollout still needs it.
    */
   private async backOutOfFailedImage(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
-    if (rollout.state !== 'FAILED' || !rollout.fromVersion) return;
+    // A failed rollback stays where it is: the image before it is the one its original failed on (attack 20, F2: a
+    // failed rollback put the controller back on the failed image, every pool held against the good one).
+    if (rollout.state !== 'FAILED' || !rollout.fromVersion || rollout.rollbackOfId) return;
     const image = this.rolloutImage(rollout);
     if (image === undefined) return;
     const failed = normalizeImage(image);
@@ -375,17 +389,19 @@ export class AgentPoolDriver implements RolloutDriver {
     };
     if (!onFailedImage()) return;
     if (others.some((other) => other.toVersion !== null && normalizeImage(other.toVersion) === failed)) return;
-    for (const pool of this.deps.pools.list()) {
-      signal.throwIfAborted();
-      if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined || pool.spec?.paused) continue;
-      const recorded = normalizeImage(pool.status?.agentPodRef?.image ?? '');
+    const tookFailedImage = (pool: IPPool) => {
+      if (pool.metadata?.annotations?.[ANNOTATION_HOLD] !== undefined || pool.spec?.paused) return false;
       const ref = pool.status?.agentPodRef;
       const agent = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name) : undefined;
-      if (recorded !== failed && normalizeImage((agent && podImage(agent)) || '') !== failed) continue;
+      return normalizeImage(ref?.image ?? '') === failed || normalizeImage((agent && podImage(agent)) || '') === failed;
+    };
+    for (const pool of this.deps.pools.list()) {
+      signal.throwIfAborted();
+      if (!tookFailedImage(pool)) continue;
       // Only while the controller still deploys the failed image: a rollback that already put it back releases these
       // pools itself, and a hold written now would take one back from it.
       if (!onFailedImage()) return;
-      await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: ROLLPLANE_HOLD_VALUE, [ANNOTATION_HELD_BY]: rollout.id }, pool.metadata?.resourceVersion);
+      await this.deps.holds.write(pool, holdFor(rollout.id), (current) => (onFailedImage() && tookFailedImage(current) ? holdFor(rollout.id) : undefined));
     }
     if (onFailedImage()) await this.deps.lever.set(rollout.fromVersion, rollout.id, signal);
   }
@@ -429,11 +445,10 @@ export class AgentPoolDriver implements RolloutDriver {
     }
     const pool = this.deps.pools.get(target.namespace, target.name) ?? (await this.readPool(target));
     if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
-    const annotations = pool.metadata?.annotations ?? {};
-    if (annotations[ANNOTATION_HELD_BY] === undefined) return;
-    if (holdOf(annotations) === 'other') {
-      // An operator's hold now covers the pool: it stays, rollplane's marker goes, and observe fails the target.
-      await this.patchAnnotations(pool, { [ANNOTATION_HELD_BY]: null });
+    if (releaseOf(pool) === undefined) return;
+    // An operator's hold now covers the pool: it stays, rollplane's marker goes, and observe fails the target.
+    if (holdOf(pool.metadata?.annotations) === 'other') {
+      await this.deps.holds.write(pool, { [ANNOTATION_HELD_BY]: null }, releaseOf);
       return;
     }
     // Durable before the act: the replacement upstream is about to make is this rollout's, and is recorded once even
@@ -441,7 +456,9 @@ export class AgentPoolDriver implements RolloutDriver {
     const ref = pool.status?.agentPodRef;
     const agent = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name) : undefined;
     if (!this.runsImage(pool, target.toVersion)) await this.intend(target, rollout, agent);
-    await this.patchAnnotations(pool, { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null });
+    // Conditional on the pool as read: a hold of this rollout's whose answer was lost can no longer land after this
+    // (attack 20, F2: it stranded the pool, and the rollout failed at its deadline).
+    await this.deps.holds.write(pool, RELEASE, releaseOf);
   }
 
   /**
@@ -458,25 +475,6 @@ export class AgentPoolDriver implements RolloutDriver {
         ? { oldUid: agent.metadata.uid, oldImage: podImage(agent) ?? null, deletedAt: new Date().toISOString() }
         : { oldUid: null, oldImage: null };
     await this.deps.recreations.intend(target.namespace, target.name, { reason: 'rollout', ...old, rolloutId: rollout.id, plannedImage: target.toVersion });
-  }
-
-  /** Merge-patches annotations; with `resourceVersion`, only onto that version of the pool (a changed pool is skipped). */
-  private async patchAnnotations(pool: IPPool, annotations: Record<string, string | null>, resourceVersion?: string): Promise<void> {
-    const namespace = pool.metadata!.namespace!;
-    const name = pool.metadata!.name!;
-    const metadata = resourceVersion ? { annotations, resourceVersion } : { annotations };
-    try {
-      await kubeCall(`annotate ippool ${namespace}/${name}`, () =>
-        this.deps.clients.custom.patchNamespacedCustomObject(
-          { group: IPPOOL_GROUP, version: IPPOOL_VERSION, plural: IPPOOL_PLURAL, namespace, name, body: { metadata } },
-          mergePatch,
-        ),
-      );
-    } catch (error) {
-      if (error instanceof NotFoundError) return; // a pool deleted meanwhile needs no hold
-      if (resourceVersion && error instanceof ConflictError) return; // changed meanwhile: someone else decided
-      throw error;
-    }
   }
 
   private async readPool(target: AdmittedTarget): Promise<IPPool | undefined> {
@@ -547,8 +545,12 @@ export class AgentPoolDriver implements RolloutDriver {
     if (failure) return { phase: 'failed', reason: failure };
     if (pod.metadata?.uid !== ref.uid) return { phase: 'progressing', message: 'new agent not recorded yet' };
     if (!isPodReady(pod)) return { phase: 'progressing', message: 'new agent not ready' };
-    // The recreation is complete only once its AgentRecreated event is recorded (with the removal of its record).
-    if (this.deps.recreations.get(target.namespace, target.name)) return { phase: 'progressing', message: 'recording the recreation' };
+    // The recreation is complete only once its AgentRecreated event is recorded (with the removal of its record). Only
+    // this rollout's: another's intent for a pool already on this image (its release undone before upstream moved the
+    // pool) names a recreation that will not come, and a rollback waited for it until its deadline (attack 20, F2).
+    if (this.deps.recreations.get(target.namespace, target.name)?.rolloutId === target.rolloutId) {
+      return { phase: 'progressing', message: 'recording the recreation' };
+    }
     return { phase: 'succeeded' };
   }
 
@@ -585,4 +587,11 @@ export class AgentPoolDriver implements RolloutDriver {
     const pod = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name) : undefined;
     return pod !== undefined && isPodReady(pod);
   }
+}
+
+/** What an admission beside the controller writes onto a pool: its marker (and hold, when rollplane's) come off. */
+function releaseOf(pool: IPPool): HoldAnnotations | undefined {
+  const annotations = pool.metadata?.annotations ?? {};
+  if (annotations[ANNOTATION_HELD_BY] === undefined) return undefined;
+  return holdOf(annotations) === 'other' ? { [ANNOTATION_HELD_BY]: null } : RELEASE;
 }

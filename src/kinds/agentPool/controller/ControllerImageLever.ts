@@ -123,7 +123,11 @@ export class ControllerImageLever {
         ? setAddonAgentImage(this.deps.clients, owner, image, { fresh: fresh.object as Addon, also })
         : this.deps.controller.setImage(this.deps.clients, image, { fresh: fresh.object as V1Deployment, also }),
     );
-    await this.untilCacheShows(normalized, signal);
+    // On the Deployment itself, a later generation in the cache is past this write too: another rollout may set its
+    // image right after this one (an aborted rollout's revert, then the next one's bump), and the cache, polled, need
+    // never show this image; waiting for it stalled that finish for the whole wait (attack 20 F2's test).
+    const written = target.kind === 'deployment' ? (fresh.object.metadata?.generation ?? undefined) : undefined;
+    await this.untilCacheShows(normalized, signal, written);
     this.confirm(rolloutId, normalized);
   }
 
@@ -164,12 +168,17 @@ export class ControllerImageLever {
     if (outcome === 'landed') await this.untilCacheShows(image, signal);
   }
 
-  /** Waits until the informer cache shows the controller deploying `image` (the add-on reconcile renders it first). */
-  private async untilCacheShows(image: string, signal: AbortSignal): Promise<void> {
+  /**
+   * Waits until the informer cache shows the controller deploying `image` (the add-on reconcile renders it first), or,
+   * given the Deployment's generation the write was made on, a later generation than the write's own.
+   */
+  private async untilCacheShows(image: string, signal: AbortSignal, writtenOnGeneration?: number): Promise<void> {
     const deadline = Date.now() + (this.deps.cacheWaitMs ?? 30_000);
     for (;;) {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image === image) return;
+      const generation = this.deps.controller.deployment()?.metadata?.generation;
+      if (writtenOnGeneration !== undefined && generation !== undefined && generation > writtenOnGeneration + 1) return;
       if (Date.now() > deadline) throw new ConflictError(`the vm-dhcp-controller Deployment has not shown its --image ${image} yet`);
       signal.throwIfAborted();
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -287,8 +296,24 @@ export class ControllerImageLever {
    * pool while the old pod still leads lets that pod, with the old --image, handle it.
    */
   async waitForRollout(image: string, signal: AbortSignal): Promise<void> {
+    return this.waitUntilRolledOut(() => image, signal);
+  }
+
+  /**
+   * waitForRollout of the image the controller deploys, read again each time: the image finish just put back may not
+   * be in the cache yet, and another rollout may move it on meanwhile. Waiting for the image read once waited for a
+   * rollout that never came (an aborted rollout's finish, attack 20 F2's test: 600 s, its holds left on).
+   */
+  async waitForCurrentRollout(signal: AbortSignal): Promise<void> {
+    return this.waitUntilRolledOut(() => {
+      const state = this.deps.controller.state();
+      return state.kind === 'agents' ? state.image : undefined;
+    }, signal);
+  }
+
+  private async waitUntilRolledOut(imageNow: () => string | undefined, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + (this.deps.rolloutWaitMs ?? 600_000);
-    while (this.deps.controller.rolledOut(image) === false) {
+    for (let image = imageNow(); image !== undefined && this.deps.controller.rolledOut(image) === false; image = imageNow()) {
       if (Date.now() > deadline)
         throw new UnavailableError(`the vm-dhcp-controller's own rollout to --image ${image} has not finished: its old pod may still lead`);
       signal.throwIfAborted();

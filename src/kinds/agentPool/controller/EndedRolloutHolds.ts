@@ -3,9 +3,8 @@ import type { CacheReader } from '../../../controller/Informer.js';
 import type { Result } from '../../../controller/Controller.js';
 import type { RolloutService } from '../../../domain/RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES } from '../../../domain/rolloutStates.js';
-import { ConflictError, NotFoundError } from '../../../errors.js';
-import { kubeCall, type KubeClients, mergePatchOptions } from '../../../kube/index.js';
-import { ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION } from './names.js';
+import { ANNOTATION_HELD_BY, holdOf } from './names.js';
+import { type PoolHoldWrites, RELEASE } from './PoolHoldWrites.js';
 import { poolRunsImage } from './podFacts.js';
 import type { IPPool } from './types.js';
 import type { VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
@@ -16,7 +15,8 @@ const ROLLOUTS_RECHECK_MS = 2_000;
 const UNFINISHED_RECHECK_MS = 5_000;
 
 export interface EndedRolloutHoldsDeps {
-  clients: KubeClients;
+  /** rollplane's hold writes of this cluster (PoolHoldWrites.ts): the sweep's removal is conditional and fenced too. */
+  holds: PoolHoldWrites;
   pods: CacheReader<V1Pod>;
   agentNamespace: string;
   controller: VmDhcpControllerWatch;
@@ -53,26 +53,12 @@ export class EndedRolloutHolds {
     if (!rollout.ended) return undefined;
     // Rare (a hold that landed after its rollout ended): looked at again until the rule allows it.
     if (!rollout.finished || (await this.anyActive())) return { requeueAfterMs: UNFINISHED_RECHECK_MS };
-    const { namespace, name, resourceVersion } = pool.metadata!;
-    try {
-      await kubeCall(`take the hold of ended rollout ${holder} off ippool ${namespace}/${name}`, () =>
-        this.deps.clients.custom.patchNamespacedCustomObject(
-          {
-            group: IPPOOL_GROUP,
-            version: IPPOOL_VERSION,
-            plural: IPPOOL_PLURAL,
-            namespace: namespace!,
-            name: name!,
-            // Only onto the pool as seen here: a pool changed since is looked at again on its own event.
-            body: { metadata: { resourceVersion, annotations: { [ANNOTATION_HOLD]: null, [ANNOTATION_HELD_BY]: null } } },
-          },
-          mergePatchOptions(),
-        ),
-      );
-    } catch (error) {
-      if (error instanceof NotFoundError || error instanceof ConflictError) return undefined;
-      throw error;
-    }
+    // Only onto the pool as seen here: a pool changed since is decided again by the same rule.
+    const rule = (current: IPPool) =>
+      holdOf(current.metadata?.annotations) === 'rollplane' &&
+      current.metadata?.annotations?.[ANNOTATION_HELD_BY] === holder &&
+      poolRunsImage(current, state.image, this.deps.pods, this.deps.agentNamespace);
+    await this.deps.holds.write(pool, RELEASE, (current) => (rule(current) ? RELEASE : undefined));
     return undefined;
   }
 

@@ -6,6 +6,7 @@ import type { AgentPoolQueries } from '../plan.js';
 import type { ControllerHost } from '../../../controllers/host.js';
 import { kindHost } from '../../../controllers/kindHost.js';
 import { AgentPoolDriver } from './AgentPoolDriver.js';
+import { PoolHoldWrites } from './PoolHoldWrites.js';
 import { EndedRolloutHolds } from './EndedRolloutHolds.js';
 import { AgentPoolReconciler } from './AgentPoolReconciler.js';
 import { agentPoolQueries } from './queries.js';
@@ -141,6 +142,8 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     warn: (message, fields) => host.logger.warn({ controller: 'agentpool', ...fields }, message),
     history: host.history,
   });
+  // One per cluster: a lost hold write is settled before the next write to its pool, whoever makes it.
+  const holds = new PoolHoldWrites(clients);
   const driver = new AgentPoolDriver({
     clients,
     pools,
@@ -151,6 +154,7 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     configuredMode,
     controller: controllerWatch,
     lever,
+    holds,
   });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
@@ -167,7 +171,7 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
     ...(host.rollouts
-      ? { endedRolloutHolds: new EndedRolloutHolds({ clients, pods, agentNamespace, controller: controllerWatch, rollouts: host.rollouts }) }
+      ? { endedRolloutHolds: new EndedRolloutHolds({ holds, pods, agentNamespace, controller: controllerWatch, rollouts: host.rollouts }) }
       : {}),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? AGENT_POOL_DEFAULTS.stuckGraceSeconds : options.stuckGraceSeconds,
     ...(options.now ? { now: options.now } : {}),
