@@ -7,7 +7,8 @@
  */
 import type { AgentPoolQueries, AgentPoolView } from './plan.js';
 import type { EventLog } from '../../domain/EventLog.js';
-import { EventType } from '../../domain/events.js';
+import { EventType, type StoredEvent } from '../../domain/events.js';
+import { LOCAL_CLUSTER } from '../../domain/clusters/model.js';
 import type { Rollout, RolloutService, RolloutTarget } from '../../domain/RolloutService.js';
 import { isTerminal } from '../../domain/rolloutStates.js';
 import { clusterOf } from '../../domain/ports.js';
@@ -25,6 +26,39 @@ export interface AgentPoolChoice {
 
 /** How many of the newest agent-pool rollouts are read to find each pool's last decision. */
 const ROLLOUTS_READ = 200;
+/** How many of the newest recorded changes of the vm-dhcp-controllers are read to find where each cluster's began. */
+const CHANGES_READ = 1_000;
+
+/**
+ * When each cluster's name began to name the cluster it names now: the first change of its vm-dhcp-controller recorded
+ * through its current API server, after one recorded through another (ADR 0074's `endpoint`: a name registered again
+ * at another cluster). Decisions of rollouts created before that were made about another cluster's pools (attack 20,
+ * F7: every pool of the new cluster showed as drifted, desired by a rollout that never ran there). A cluster whose
+ * recorded changes all came through one server (or carry no endpoint) has no such start.
+ */
+export function clusterEpochs(changes: readonly Pick<StoredEvent, 'cluster' | 'payload' | 'createdAt'>[]): Map<string, Date> {
+  const epochs = new Map<string, Date>();
+  const current = new Map<string, { endpoint: string; since: Date; done: boolean }>();
+  for (const change of changes) {
+    const cluster = change.cluster ?? LOCAL_CLUSTER;
+    const endpoint = typeof change.payload.endpoint === 'string' ? change.payload.endpoint : undefined;
+    const seen = current.get(cluster);
+    if (seen?.done) continue;
+    if (endpoint === undefined) {
+      // Recorded before changes named their server: nothing older can be told apart.
+      if (seen) seen.done = true;
+      else current.set(cluster, { endpoint: '', since: change.createdAt, done: true });
+      continue;
+    }
+    if (!seen) current.set(cluster, { endpoint, since: change.createdAt, done: false });
+    else if (seen.endpoint === endpoint) seen.since = change.createdAt;
+    else {
+      seen.done = true;
+      epochs.set(cluster, seen.since);
+    }
+  }
+  return epochs;
+}
 
 /**
  * The image a rollout decided for one of its targets, or undefined when it decided nothing for it:
@@ -64,9 +98,11 @@ export class AgentPoolChoices {
 
   /** Pool key → its last decision; and the images of failed rollouts (never desired). */
   async current(): Promise<{ choices: Map<string, AgentPoolChoice>; failedImages: Set<string> }> {
-    const [newest] = await this.events.listBefore({ kind: 'AGENT_POOL', types: [EventType.RolloutStateChanged, EventType.TargetStateChanged] }, undefined, 1);
+    const types = [EventType.RolloutStateChanged, EventType.TargetStateChanged, EventType.UpstreamControllerChanged];
+    const [newest] = await this.events.listBefore({ kind: 'AGENT_POOL', types }, undefined, 1);
     const eventId = newest?.id ?? 0;
     if (this.cached?.eventId === eventId) return this.cached;
+    const epochs = clusterEpochs(await this.events.listBefore({ kind: 'AGENT_POOL', types: [EventType.UpstreamControllerChanged] }, undefined, CHANGES_READ));
     const choices = new Map<string, AgentPoolChoice>();
     const failedImages = new Set<string>();
     let after: string | undefined;
@@ -77,8 +113,11 @@ export class AgentPoolChoices {
         read++;
         if (rollout.state === 'FAILED' && rollout.toVersion !== null) failedImages.add(rollout.toVersion);
         for (const target of await this.rollouts.allTargets(rollout.id)) {
-          const key = choiceKey(clusterOf(target), target.namespace, target.name);
+          const cluster = clusterOf(target);
+          const key = choiceKey(cluster, target.namespace, target.name);
           if (choices.has(key)) continue;
+          const epoch = epochs.get(cluster);
+          if (epoch && rollout.createdAt.getTime() < epoch.getTime()) continue; // about the cluster the name named before
           const image = decisionOf(rollout, target);
           if (image !== undefined) choices.set(key, { image, rolloutId: rollout.id });
         }
