@@ -90,10 +90,12 @@ export class MemberClusterSync {
 
   private async pass(): Promise<SyncPass> {
     const result: SyncPass = { refused: [], unreadable: [] };
+    /** Servers of this pass's new or changed entries, in every source, not connected yet. */
+    const arriving = new Map<string, string>();
     for (const reader of this.options.sources) {
       if (this.stopped) break;
       try {
-        result.refused.push(...(await this.syncSource(reader)));
+        result.refused.push(...(await this.syncSource(reader, arriving)));
       } catch (error) {
         const reason = (error as Error).message;
         result.unreadable.push({ source: reader.source, reason });
@@ -113,7 +115,7 @@ export class MemberClusterSync {
     return result;
   }
 
-  private async syncSource(reader: ClusterSourceReader): Promise<RefusedRegistration[]> {
+  private async syncSource(reader: ClusterSourceReader, arriving: Map<string, string>): Promise<RefusedRegistration[]> {
     const found = await reader.read();
     const before = this.held.get(reader.source) ?? new Map<string, Held>();
     const next = new Map<string, Held>();
@@ -133,7 +135,25 @@ export class MemberClusterSync {
       }
       try {
         const kubeConfig = parseMemberKubeconfig(kubeconfig, registration.sourceRef, this.options.rules);
-        next.set(registration.name, { registration, credentials: { kubeConfig, fingerprint: fingerprintOf(kubeconfig) } });
+        const fingerprint = fingerprintOf(kubeconfig);
+        const server = kubeConfig.getCurrentCluster()?.server;
+        // New or changed credentials only: an entry whose API server another name already reaches is refused, as the
+        // API refuses it (attack 20, F6: the file and Secret sources registered one cluster under two names).
+        if (server !== undefined && before.get(registration.name)?.credentials.fingerprint !== fingerprint) {
+          const taken = await this.options.connections.nameServing(server, { except: registration.name, also: arriving });
+          if (taken !== undefined) {
+            refused.push({
+              name: registration.name,
+              sourceRef: registration.sourceRef,
+              reason: `${registration.sourceRef}: its API server is the one of member cluster "${taken}", already registered; one cluster under two names would be driven twice`,
+            });
+            const kept = before.get(registration.name);
+            if (kept && kept.registration.sourceRef === registration.sourceRef) next.set(registration.name, kept);
+            continue;
+          }
+          arriving.set(registration.name, server);
+        }
+        next.set(registration.name, { registration, credentials: { kubeConfig, fingerprint } });
       } catch (error) {
         // Any failure to read one entry refuses that entry only: one bad Secret must not freeze its whole source (a
         // deleted Secret's credentials would stay in use: attack 13, F3). Only a CredentialError's message is known to

@@ -103,18 +103,21 @@ export class MemberClusters {
     return this.connections.get(name)?.connection;
   }
 
-  /** How many members are connected (every registered cluster, once the sources' pass reconciled them). */
   /**
    * The cluster already connected to `server`; undefined when none. Compared by where the URL leads: scheme, port, path
    * and the addresses its host resolves to, every loopback address one (attack 20, F6: `localhost`, `0.0.0.0` and
    * `[::ffff:127.0.0.1]` registered a second name for one cluster). One cluster registered under two names would be
-   * driven twice.
+   * driven twice. `except`: a name whose own server this may be (its credentials changed); `also`: servers of names
+   * about to connect (a source's pass registers several at once).
    */
-  async nameServing(server: string): Promise<string | undefined> {
+  async nameServing(server: string, options: { except?: string; also?: ReadonlyMap<string, string> } = {}): Promise<string | undefined> {
     const wanted = await serverKeys(server);
-    for (const [name, { connection }] of this.connections) {
-      const theirs = connection.kubeConfig.getCurrentCluster()?.server;
-      if (theirs === undefined) continue;
+    const servers: [string, string | undefined][] = [...this.connections].map(([name, { connection }]) => [
+      name,
+      connection.kubeConfig.getCurrentCluster()?.server,
+    ]);
+    for (const [name, theirs] of [...servers, ...(options.also ?? new Map<string, string>())]) {
+      if (theirs === undefined || name === options.except) continue;
       for (const key of await serverKeys(theirs)) if (wanted.has(key)) return name;
     }
     return undefined;
@@ -166,8 +169,23 @@ export { LOCAL_CLUSTER };
 /** How long a host name's resolution may take before the name itself stands for it. */
 const LOOKUP_TIMEOUT_MS = 2_000;
 
+/** serverKeys answers kept this long: a source's pass over a thousand entries compares each new one with all. */
+const SERVER_KEYS_TTL_MS = 30_000;
+const SERVER_KEYS_KEPT = 10_000;
+const serverKeysMemo = new Map<string, { at: number; keys: Promise<Set<string>> }>();
+
 /** Where a server URL leads, as MemberClusters.nameServing compares it: one key per address its host resolves to. */
-async function serverKeys(server: string): Promise<Set<string>> {
+function serverKeys(server: string): Promise<Set<string>> {
+  const now = Date.now();
+  const kept = serverKeysMemo.get(server);
+  if (kept && now - kept.at < SERVER_KEYS_TTL_MS) return kept.keys;
+  if (serverKeysMemo.size >= SERVER_KEYS_KEPT) serverKeysMemo.clear();
+  const keys = resolveServerKeys(server);
+  serverKeysMemo.set(server, { at: now, keys });
+  return keys;
+}
+
+async function resolveServerKeys(server: string): Promise<Set<string>> {
   let url: URL;
   try {
     url = new URL(server);

@@ -17,6 +17,7 @@ import { MemberClusterRegistry } from '../../src/domain/clusters/MemberClusterRe
 import { type Simulator, startSimulator } from '../../src/sim/index.js';
 import { kubeconfigFor } from '../../src/sim/kubeconfig.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
+import { type MemberProxy, startMemberProxy } from '../helpers/memberProxy.js';
 
 /**
  * In a cluster, API-registered credentials are Secrets in rollplane's namespace (docs/adr/0056-clusters-api.md):
@@ -32,6 +33,8 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-cluster-admin-'));
 describe('API-registered member clusters kept as Secrets', () => {
   let management: Simulator;
   let member: Simulator;
+  /** Another door to the member: the person's Secret names a cluster of its own (one server under two names is refused). */
+  let byHandDoor: MemberProxy;
   let db: SqliteDatabase;
   let core: CoreV1Api;
   let connections: MemberClusters;
@@ -45,6 +48,7 @@ describe('API-registered member clusters kept as Secrets', () => {
 
   beforeAll(async () => {
     [management, member] = await Promise.all([startSimulator({ behaviour: false }), startSimulator({ behaviour: false })]);
+    byHandDoor = await startMemberProxy(member.url);
     db = await openSqliteDatabase(`file:${path.join(dir, 'rollplane.db')}`);
     core = management.kubeConfig.makeApiClient(CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: NS } } });
@@ -87,6 +91,7 @@ describe('API-registered member clusters kept as Secrets', () => {
   afterAll(async () => {
     await sync?.stop();
     await connections?.stop();
+    await byHandDoor?.close();
     await Promise.all([management?.stop(), member?.stop()]);
     await db?.close();
     rmSync(dir, { recursive: true, force: true });
@@ -127,7 +132,7 @@ describe('API-registered member clusters kept as Secrets', () => {
       namespace: NS,
       body: {
         metadata: { name: 'by-hand', labels: { 'rollplane.io/member-cluster': 'true', team: 'a' } },
-        data: { kubeconfig: Buffer.from(memberConfig()).toString('base64') },
+        data: { kubeconfig: Buffer.from(stringify(kubeconfigFor(byHandDoor.url, PLANTED))).toString('base64') },
       },
     });
     await sync.syncFresh();

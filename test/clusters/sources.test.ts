@@ -44,13 +44,16 @@ describe('member cluster sources', () => {
   let management: Simulator;
   let member: Simulator;
   let proxy: MemberProxy;
+  /** More doors to the one member: each is another API server URL, as separate clusters would have. */
+  const doors: Record<string, MemberProxy> = {};
   let db: SqliteDatabase;
   let core: CoreV1Api;
   let connections: MemberClusters;
   let sync: MemberClusterSync;
   const file = path.join(dir, 'data', 'member-clusters.yaml');
   const passes: SyncPass[] = [];
-  const memberConfig = (token = PLANTED) => stringify(kubeconfigFor(proxy.url, token));
+  /** A kubeconfig for the member through `door` (a cluster registered twice under two names is refused). */
+  const memberConfig = (token = PLANTED, door?: string) => stringify(kubeconfigFor(door ? doors[door]!.url : proxy.url, token));
   const syncNow = async () => {
     const pass = await sync.syncNow();
     passes.push(pass);
@@ -61,6 +64,7 @@ describe('member cluster sources', () => {
   beforeAll(async () => {
     [management, member] = await Promise.all([startSimulator({ behaviour: false }), startSimulator({ behaviour: false })]);
     proxy = await startMemberProxy(member.url);
+    for (const door of ['capi', 'file', 'shared', 'victim', 'twin']) doors[door] = await startMemberProxy(member.url);
     db = await openSqliteDatabase(`file:${path.join(dir, 'data', 'rollplane.db')}`);
     core = management.kubeConfig.makeApiClient(CoreV1Api);
     for (const name of [NS, 'fleet']) await core.createNamespace({ body: { metadata: { name } } });
@@ -92,6 +96,7 @@ describe('member cluster sources', () => {
     await sync?.stop();
     await connections?.stop();
     await proxy?.close();
+    for (const door of Object.values(doors)) await door.close();
     await Promise.all([management?.stop(), member?.stop()]);
     await db?.close();
     rmSync(dir, { recursive: true, force: true });
@@ -122,10 +127,10 @@ describe('member cluster sources', () => {
       body: {
         metadata: { name: 'workload-a-kubeconfig', labels: { 'cluster.x-k8s.io/cluster-name': 'workload-a' } },
         type: 'cluster.x-k8s.io/secret',
-        data: { value: b64(memberConfig()) },
+        data: { value: b64(memberConfig(PLANTED, 'capi')) },
       },
     });
-    writeFileSync(file, stringify({ clusters: [{ name: 'file-1', labels: { tier: 'edge' }, kubeconfig: kubeconfigFor(proxy.url, PLANTED) }] }));
+    writeFileSync(file, stringify({ clusters: [{ name: 'file-1', labels: { tier: 'edge' }, kubeconfig: kubeconfigFor(doors.file!.url, PLANTED) }] }));
 
     const pass = await syncNow();
     expect(pass.unreadable).toEqual([]);
@@ -190,11 +195,11 @@ describe('member cluster sources', () => {
           data: { kubeconfig: b64(kubeconfig) },
         },
       });
-    await secret('shared-b', memberConfig(), {
+    await secret('shared-b', memberConfig(PLANTED, 'shared'), {
       annotations: { 'rollplane.io/cluster-name': 'shared' },
       labels: { env: 'x', 'rollplane.io/capi-namespace': 'posing' },
     });
-    await secret('victim', memberConfig());
+    await secret('victim', memberConfig(PLANTED, 'victim'));
     await syncNow();
     expect(await names()).toEqual(expect.arrayContaining(['shared:SECRET', 'victim:SECRET']));
     expect((await db.memberClusters.find('shared'))?.labels).toEqual({ env: 'x' });
@@ -234,6 +239,41 @@ describe('member cluster sources', () => {
     await syncNow();
     expect(await names()).toEqual(['file-1:FILE', 'local:LOCAL']);
     expect(proxy.authorizations.has(`Bearer ${PLANTED}-usurper`)).toBe(false);
+  });
+
+  // Attack 20, F6: the API refused a second name for a registered cluster's API server, the Secret and file sources
+  // did not: one cluster registered twice is driven twice.
+  it('refuses a second name for an API server already registered, from a Secret or the file, and keeps the first', async () => {
+    await core.createNamespacedSecret({
+      namespace: NS,
+      body: {
+        metadata: { name: 'twin-of-file-1', labels: { 'rollplane.io/member-cluster': 'true' } },
+        data: { kubeconfig: b64(memberConfig(PLANTED, 'file')) },
+      },
+    });
+    const entries = [
+      { name: 'file-1', labels: { tier: 'edge' }, kubeconfig: kubeconfigFor(doors.file!.url, PLANTED) },
+      { name: 'twin-a', kubeconfig: kubeconfigFor(doors.twin!.url, PLANTED) },
+      { name: 'twin-b', kubeconfig: kubeconfigFor(doors.twin!.url.replace('127.0.0.1', 'localhost'), PLANTED) },
+    ];
+    writeFileSync(file, stringify({ clusters: entries }), { mode: 0o600 });
+    const pass = await syncNow();
+    expect(pass.refused).toEqual(
+      expect.arrayContaining([
+        { name: 'twin-of-file-1', sourceRef: `${NS}/twin-of-file-1`, reason: expect.stringContaining('its API server is the one of member cluster "file-1"') },
+        { name: 'twin-b', sourceRef: `${file}#clusters[2]`, reason: expect.stringContaining('its API server is the one of member cluster "twin-a"') },
+      ]),
+    );
+    expect(await names()).toEqual(['file-1:FILE', 'local:LOCAL', 'twin-a:FILE']);
+    expect(connections.get('twin-b')).toBeUndefined();
+    expect(connections.get('twin-of-file-1')).toBeUndefined();
+    // Changes nothing on the next pass either.
+    await syncNow();
+    expect(await names()).toEqual(['file-1:FILE', 'local:LOCAL', 'twin-a:FILE']);
+    await core.deleteNamespacedSecret({ namespace: NS, name: 'twin-of-file-1' });
+    writeFileSync(file, stringify({ clusters: [entries[0]] }), { mode: 0o600 });
+    await syncNow();
+    expect(await names()).toEqual(['file-1:FILE', 'local:LOCAL']);
   });
 
   it('refuses a credentials file that group or others may read, with a clear error, and changes nothing', async () => {
