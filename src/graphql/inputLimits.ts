@@ -48,6 +48,7 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'EventFilter.name': 253,
   // Member cluster names are DNS-1123 labels (ADR 0048).
   'EventFilter.cluster': 63,
+  'targets.cluster': 63,
   'MemberClusterSelectorInput.names': 63,
   'RolloutFilter.clusters': 63,
   'AgentRecreatedFilter.clusters': 63,

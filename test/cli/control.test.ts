@@ -127,6 +127,21 @@ describe('rollplane rollout targets --wave', () => {
     });
     expect((await targetsOf('second', 'PENDING')).data.rollout.targets.totalCount).toBe(2);
     expect((await targetsOf('second', 'FAILED')).data.rollout.targets.totalCount).toBe(0);
+    // By cluster too, alone or within a wave (issue 30: targets filtered by cluster).
+    const inCluster = (cluster: string, wave?: string) =>
+      gql(
+        scripted.app.url,
+        'query ($id: ID!, $wave: String, $cluster: String) { rollout(id: $id) { targets(wave: $wave, cluster: $cluster) { totalCount edges { node { cluster name } } } } }',
+        { id, wave, cluster },
+      );
+    expect((await inCluster('edge-w')).data.rollout.targets.totalCount).toBe(2);
+    expect((await inCluster('local')).data.rollout.targets).toEqual({ totalCount: 1, edges: [{ node: { cluster: 'local', name: 'wave-node-0' } }] });
+    expect((await inCluster('edge-w', 'second')).data.rollout.targets.totalCount).toBe(2);
+    expect((await inCluster('edge-w', 'first')).data.rollout.targets.totalCount).toBe(0);
+    expect((await inCluster('x'.repeat(64))).errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    const byCluster = await runCli(['rollout', 'targets', id, '--cluster', 'edge-w', '-o', 'json'], env());
+    expect(byCluster.code, byCluster.stderr).toBe(0);
+    expect(JSON.parse(byCluster.stdout)).toMatchObject({ totalCount: 2, targets: [{ name: 'wave-node-1' }, { name: 'wave-node-2' }] });
     const unknown = await targetsOf('third');
     expect(unknown.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     expect(unknown.errors?.[0]?.message).toMatch(/has no wave "third" \(its waves: first, second\)/);

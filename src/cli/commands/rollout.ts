@@ -117,9 +117,10 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   addCommonOptions(
     rollout
       .command('targets')
-      .description("List a rollout's targets in admission order, optionally of one wave and/or in one state")
+      .description("List a rollout's targets in admission order, optionally of one wave, one member cluster and/or in one state")
       .argument('<id>', 'rollout id', rolloutId)
       .option('--wave <name>', "only the targets of this wave's clusters (a staged rollout)", flags.dnsLabel)
+      .option('--cluster <name>', 'only the targets in this member cluster (local: the one rollplane runs in)', flags.dnsLabel)
       .option(
         '--state <state>',
         `only targets in this state: ${TARGET_STATES.join(', ')}`,
@@ -128,8 +129,8 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       .option('--limit <n>', 'how many targets', flags.integer(1, 10_000), 100),
   ).action(
     clientAction(io, setExitCode, async (ctx, id: string) => {
-      const options = ctx.flags<{ wave?: string; state?: TargetState; limit: number }>();
-      const filter = { id, wave: options.wave ?? null, state: options.state ?? null };
+      const options = ctx.flags<{ wave?: string; cluster?: string; state?: TargetState; limit: number }>();
+      const filter = { id, wave: options.wave ?? null, cluster: options.cluster ?? null, state: options.state ?? null };
       const { nodes, totalCount } = await readPages(
         async (first, after) => {
           const data = await ctx.client.request(ROLLOUT_TARGETS_QUERY, { ...filter, first, after });
@@ -139,7 +140,11 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
         100,
         options.limit,
       );
-      const scope = [options.wave ? ` of wave ${options.wave}` : '', options.state ? ` in state ${options.state}` : ''].join('');
+      const scope = [
+        options.wave ? ` of wave ${options.wave}` : '',
+        options.cluster ? ` in cluster ${options.cluster}` : '',
+        options.state ? ` in state ${options.state}` : '',
+      ].join('');
       ctx.result({ totalCount, targets: nodes }, formatTargets(nodes, totalCount, scope));
       return ExitCode.Ok;
     }),

@@ -740,6 +740,7 @@ export type RolloutQuery = { rollout: RolloutFullFragment | null };
 export type RolloutTargetsQueryVariables = Exact<{
   id: string | number;
   wave?: string | null | undefined;
+  cluster?: string | null | undefined;
   state?: TargetState | null | undefined;
   first?: number | null | undefined;
   after?: string | null | undefined;
@@ -1513,10 +1514,16 @@ fragment RolloutFull on Rollout {
   }
 }`) as unknown as TypedDocumentString<RolloutQuery, RolloutQueryVariables>;
 export const RolloutTargetsDocument = new TypedDocumentString(`
-    query RolloutTargets($id: ID!, $wave: String, $state: TargetState, $first: Int, $after: String) {
+    query RolloutTargets($id: ID!, $wave: String, $cluster: String, $state: TargetState, $first: Int, $after: String) {
   rollout(id: $id) {
     id
-    targets(wave: $wave, state: $state, first: $first, after: $after) {
+    targets(
+      wave: $wave
+      cluster: $cluster
+      state: $state
+      first: $first
+      after: $after
+    ) {
       totalCount
       pageInfo {
         hasNextPage

@@ -3,6 +3,8 @@ import { principalName } from '../../auth/roles.js';
 import { EventType, type EventFilter } from '../../domain/events.js';
 import { toVersionText } from '../../domain/toVersionText.js';
 import { checkPageSize, parseEventId } from '../../util/pagination.js';
+import { isDns1123Label, namesProblem } from '../../util/dnsNames.js';
+import { ValidationError } from '../../errors.js';
 import { EVENT_SCAN_WINDOW } from '../../domain/historyPort.js';
 import { connectionOf, connectionOfItems } from './connection.js';
 import type { Progress, RolloutFilter } from '../../domain/RolloutService.js';
@@ -152,7 +154,12 @@ export const coreResolvers: Resolvers = {
     rollbackOf: (rollout, _, ctx) => (rollout.rollbackOfId ? ctx.domain.rollouts.get(rollout.rollbackOfId).then((r) => r ?? null) : null),
     progress: (rollout, _, ctx) => progressReadWithPage(ctx).get(rollout) ?? progressLoader(ctx).load(rollout.id),
     targets: async (rollout, args, ctx) => {
-      const clusters = args.wave == null ? undefined : await clustersOfWave(ctx, rollout.id, args.wave);
+      if (args.cluster != null) {
+        const problem = namesProblem(isDns1123Label(args.cluster));
+        if (problem) throw new ValidationError('cluster', `a member cluster's name is a DNS-1123 label: ${problem}`);
+      }
+      const inWave = args.wave == null ? undefined : await clustersOfWave(ctx, rollout.id, args.wave);
+      const clusters = args.cluster == null ? inWave : (inWave ?? [args.cluster]).filter((cluster) => cluster === args.cluster);
       const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined, clusters);
       return connectionOf({ ...page, items: page.items.map((node) => ({ cursor: ctx.domain.rollouts.targetCursor(node), node })) });
     },
