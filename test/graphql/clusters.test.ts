@@ -56,6 +56,8 @@ beforeAll(async () => {
     clusters: [
       { name: 'edge-a', labels: {}, fleet: 'empty', behaviour: false },
       { name: 'edge-b', labels: {}, fleet: 'empty', behaviour: false },
+      // The person's own entry of the credentials file: a cluster of its own (one server under two names is refused).
+      { name: 'edge-h', labels: {}, fleet: 'empty', behaviour: false },
     ],
   });
   config = loadConfig(
@@ -213,7 +215,7 @@ describe('clusters over GraphQL', () => {
     // A person's entry in the same file (source FILE) is theirs to change.
     const text = readFileSync(file(), 'utf8').replace(
       /^clusters:\n/m,
-      `clusters:\n  - name: by-hand\n    kubeconfig: |\n${kubeconfigOf('edge-b').replace(/^/gm, '      ')}\n`,
+      `clusters:\n  - name: by-hand\n    kubeconfig: |\n${kubeconfigOf('edge-h').replace(/^/gm, '      ')}\n`,
     );
     const { writeFileSync } = await import('node:fs');
     writeFileSync(file(), text, { mode: 0o600 });
