@@ -530,8 +530,10 @@ export class RolloutEngine {
       plan: {
         kind: original.kind,
         fromVersion: original.toVersion,
-        // Null when the original started from several versions: each target goes back to its own (Rollout.toVersion).
-        toVersion: original.fromVersion,
+        // When the original started from several versions: the one its changed targets go back to, if they agree (attack
+        // 21, F2: the rollback of a failed bump over pools an aborted rollout had left on two images asked "for more than
+        // one image" and was refused, the controller left on the failed one); else null, each target to its own.
+        toVersion: original.fromVersion ?? onlyVersion(targets.map((t) => t.toVersion)),
         selector: { rollbackOf: rolloutId },
         strategy: rollbackStrategyOf(original.strategy),
         targets,
@@ -673,4 +675,10 @@ function reverseWaveOrder(targets: readonly RolloutTarget[], run: StoredRun): Ro
 function withView(pass: Arrival | Pass): Pass {
   if (!('view' in pass)) throw new Error("a decision that needs the rollout's view came before it was read");
   return pass;
+}
+
+/** The one version all of `versions` are; null when they differ (or there are none). */
+function onlyVersion(versions: readonly string[]): string | null {
+  const distinct = new Set(versions);
+  return distinct.size === 1 ? versions[0]! : null;
 }

@@ -269,6 +269,62 @@ describe('a write to the local cluster whose answer is lost', () => {
       await proxy.close();
     }
   }, 150_000);
+
+  // Attack 21, F1: a newer rollout superseded one whose release was on its way (slow, not lost): the newer one took the
+  // pools over without writing to them, so the old release still matched the pool's version and landed (or, refused,
+  // was sent again), and that pool went down beside the newer rollout's own admission.
+  it('a release on its way when a newer rollout supersedes its rollout does not land', async () => {
+    t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
+    const r = t.rig;
+    const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+    let slowing = false;
+    let slowed: string | undefined;
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const earlier = r.sim.api.hooks.beforeRequest;
+    r.sim.api.hooks = {
+      ...r.sim.api.hooks,
+      beforeRequest: async (info: ApiRequestInfo) => {
+        await earlier?.(info);
+        if (slowing && !slowed && info.verb === 'patch' && info.resource.plural === 'ippools' && !info.subresource && !info.dryRun) {
+          slowed = info.name;
+          await held; // the first release stays on its way until the newer rollout has prepared
+        }
+      },
+    };
+    const service = await startService(serviceEnv(r));
+    t.service = service;
+    const first = await gqlData(service.url, BUMP, { input: { image: NEW, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
+    await until('the first rollout prepared', () => heldPools(r).length === POOLS && controllerImage(r) === NEW);
+    slowing = true;
+    await until('a release on its way', () => slowed !== undefined);
+    const next = await gqlData(service.url, BUMP, {
+      input: { image: NEWER, supersede: true, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } },
+    });
+    await until('the newer rollout prepared', () => controllerImage(r) === NEWER && heldPools(r).includes(slowed!));
+    expect((await gqlData(service.url, STATE, { id: first.bumpAgentImage.rollout.id })).rollout.state).toBe('ABORTED');
+    release();
+    const done = await finishedRollout<{ state: string; message: string }>(service.url, next.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
+    expect(done.state, done.message).toBe('SUCCEEDED');
+    const events = await gqlData(
+      service.url,
+      '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } rolloutId payload } } } }',
+      {},
+    );
+    const recreations = events.events.edges.map((e: any) => e.node);
+    // Without the fix: the slowed pool recorded `unplanned`, down together with the newer rollout's first admission.
+    expect(recreations.filter((e: any) => e.payload.reason !== 'rollout')).toEqual([]);
+    const newer = recreations.filter((e: any) => e.rolloutId === next.bumpAgentImage.rollout.id);
+    for (const a of newer)
+      for (const b of newer) {
+        if (a === b) continue;
+        const overlap = Date.parse(a.payload.deletedAt) < Date.parse(b.payload.readyAt) && Date.parse(b.payload.deletedAt) < Date.parse(a.payload.readyAt);
+        expect(overlap, `${a.object.name} and ${b.object.name} down together under maxUnavailable 1`).toBe(false);
+      }
+    for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(NEWER);
+  }, 150_000);
 });
 
 /** delayFirst for the first --image write: a JSON patch of the controller's Deployment (not a dry run). */

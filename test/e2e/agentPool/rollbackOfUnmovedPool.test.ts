@@ -123,3 +123,28 @@ describe('an automatic rollback of a target whose pool never moved', () => {
     expect(r.agent(released[1]!)?.spec.containers[0].image).toBe(OLD);
   });
 });
+
+// Attack 21, F2: a bump over pools on two images (an earlier rollout moved some) failed; its automatic rollback was
+// refused at once ("asks for more than one image"), leaving the controller on the failed image.
+describe('an automatic rollback of a bump that started from two images', () => {
+  it('goes back to the one image its changed targets ran, and the controller with it', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const first = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1'] }, strategy: { maxUnavailable: '1' } } });
+    expect((await waitForRollout(r, first.bumpAgentImage.rollout.id, ['SUCCEEDED'], 60_000)).state).toBe('SUCCEEDED');
+    const BAD = 'rancher/harvester-vm-dhcp-agent:bad-v0.3.9';
+    const bad = await r.gql(BUMP, { input: { image: BAD, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 60 } } });
+    expect(bad.bumpAgentImage.rollout.fromVersion).toBeNull(); // net-1 on NEW, the others on OLD
+    const id: string = bad.bumpAgentImage.rollout.id;
+    // Without the fix: FAILED for good, its rollback refused "asks for more than one image", the controller on BAD.
+    const ended = await waitForRollout(r, id, ['ROLLED_BACK'], 90_000);
+    expect(ended.state).toBe('ROLLED_BACK');
+    await r.waitFor('the controller back off the failed image', () => controllerImage(r) !== BAD);
+    await r.waitFor('every agent off the failed image', () =>
+      ['net-1', 'net-2', 'net-3'].every(
+        (name) => r.readyAgents().get(name)?.spec.containers[0].image !== undefined && r.agent(name)?.spec.containers[0].image !== BAD,
+      ),
+    );
+    expect(r.agent('net-1')?.spec.containers[0].image).toBe(NEW);
+  });
+});

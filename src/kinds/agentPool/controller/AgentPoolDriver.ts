@@ -175,6 +175,11 @@ export class AgentPoolDriver implements RolloutDriver {
     // (a) Hold every pool the controller would otherwise move to the new image at once, selected or not: those outside
     // the selection keep their agent, the selected ones wait for their wave.
     const toHold = this.poolsToHold(image);
+    // Pools still held by another rollout of rollplane's (aborted or superseded, its holds left on) become this one's:
+    // its marker written over theirs moves the pool's resourceVersion, so a release of that rollout still on its way
+    // can no longer land, and a retry of it sees another holder (attack 21, F1: it moved a pool beside this rollout's
+    // own admission). Not undone below: the pools stay held either way.
+    await this.adoptHolds(rollout.id, image, signal);
     // Every hold must be in before the image changes; a few at a time (each is one request). haltReason dry-ran them
     // all (preflight); should one still be refused now, the holds written here come off again before the error goes
     // up: nothing is left half-held, and the next pass's preflight fails the rollout with the refusal.
@@ -205,6 +210,26 @@ export class AgentPoolDriver implements RolloutDriver {
     }
     // (c) Its own rolling update: until the new pod leads, the old one reconciles with the old --image.
     await this.deps.lever.waitForRollout(image, signal);
+  }
+
+  /** Writes `rolloutId`'s marker on the pools another rollout of rollplane's holds that a rollout to `image` would hold. */
+  private async adoptHolds(rolloutId: string, image: string, signal: AbortSignal): Promise<void> {
+    const adoptable = (pool: IPPool) =>
+      holdOf(pool.metadata?.annotations) === 'rollplane' &&
+      pool.metadata?.annotations?.[ANNOTATION_HELD_BY] !== rolloutId &&
+      !pool.spec?.paused &&
+      !pool.metadata?.deletionTimestamp &&
+      !this.runsImage(pool, image);
+    const pools = this.deps.pools.list().filter(adoptable);
+    let next = 0;
+    const worker = async () => {
+      while (next < pools.length) {
+        signal.throwIfAborted();
+        const pool = pools[next++]!;
+        await this.deps.holds.write(pool, holdFor(rolloutId), (current) => (adoptable(current) ? holdFor(rolloutId) : undefined));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, pools.length) }, worker));
   }
 
   /** The pools a rollout to `image` holds: every pool the controller would move at once, selected or not. */
@@ -445,10 +470,15 @@ export class AgentPoolDriver implements RolloutDriver {
     }
     const pool = this.deps.pools.get(target.namespace, target.name) ?? (await this.readPool(target));
     if (!pool) throw new NotFoundError(`ippool ${target.namespace}/${target.name} not found`);
-    if (releaseOf(pool) === undefined) return;
+    const release = releaseOf(pool);
+    if (release === undefined) return;
+    // Decided again after a conflict (or a lost answer) only while the pool has the holder it had: one another rollout
+    // took over meanwhile (attack 21, F1: a superseded rollout's release, refused, was sent again) is not released.
+    const holder = pool.metadata?.annotations?.[ANNOTATION_HELD_BY];
+    const again = (current: IPPool) => (current.metadata?.annotations?.[ANNOTATION_HELD_BY] === holder ? releaseOf(current) : undefined);
     // An operator's hold now covers the pool: it stays, rollplane's marker goes, and observe fails the target.
     if (holdOf(pool.metadata?.annotations) === 'other') {
-      await this.deps.holds.write(pool, { [ANNOTATION_HELD_BY]: null }, releaseOf);
+      await this.deps.holds.write(pool, release, again);
       return;
     }
     // Durable before the act: the replacement upstream is about to make is this rollout's, and is recorded once even
@@ -458,7 +488,7 @@ export class AgentPoolDriver implements RolloutDriver {
     if (!this.runsImage(pool, target.toVersion)) await this.intend(target, rollout, agent);
     // Conditional on the pool as read: a hold of this rollout's whose answer was lost can no longer land after this
     // (attack 20, F2: it stranded the pool, and the rollout failed at its deadline).
-    await this.deps.holds.write(pool, RELEASE, releaseOf);
+    await this.deps.holds.write(pool, release, again);
   }
 
   /**
