@@ -63,6 +63,26 @@ describe('an automatic rollback of a target whose pool never moved', () => {
     expect(rollback.state, rollback.message).toBe('SUCCEEDED');
     expect((await waitForRollout(r, id, ['ROLLED_BACK'], 30_000)).state).toBe('ROLLED_BACK');
     expect(controllerImage(r)).toBe(OLD);
+
+    // The operator lifts the hold; the next bump's recreation of that pool is dated from its own release, not from the
+    // original's (attack 21, F3: the old intent's release time was kept, and the history showed the agent down for it).
+    const pool = structuredClone(r.pool(operatorHeld!)!);
+    delete pool.metadata.annotations![ANNOTATION_HOLD];
+    r.sim.store.update(type, pool);
+    await r.waitFor('rollplane sees the hold lifted', async () => {
+      const pools = await r.gql(`{ agentPools { edges { node { name held } } } }`);
+      return pools.agentPools.edges.some((e: any) => e.node.name === operatorHeld && !e.node.held);
+    });
+    const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+    const launched = Date.now();
+    const next = await r.gql(BUMP, { input: { image: NEWER, strategy: { maxUnavailable: '1' } } });
+    expect((await waitForRollout(r, next.bumpAgentImage.rollout.id, ['SUCCEEDED'], 60_000)).state).toBe('SUCCEEDED');
+    const events = await r.gql(`{ events(filter: { types: [AgentRecreated] }, first: 50) { edges { node { rolloutId object { name } payload } } } }`);
+    const recreation = events.events.edges
+      .map((e: any) => e.node)
+      .find((e: any) => e.rolloutId === next.bumpAgentImage.rollout.id && e.object.name === operatorHeld);
+    expect(recreation, JSON.stringify(events.events.edges)).toBeDefined();
+    expect(Date.parse(recreation.payload.deletedAt)).toBeGreaterThanOrEqual(launched);
   });
 
   // Attack 20, F2, its end: the failed rollback put the controller back on "the image before it", which was the image
