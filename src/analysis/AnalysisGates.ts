@@ -9,6 +9,7 @@ import {
   AnalysisTakenOver,
   assertMeasurable,
   recordedArgs,
+  runQueries,
   resumeAnalysis,
 } from './AnalysisRunner.js';
 import { latestAttemptProgress } from './gate.js';
@@ -197,6 +198,7 @@ export class AnalysisGates {
       templateName: template.name,
       template: template.source,
       args: recordedArgs(template, args),
+      queries: runQueries(template, args),
       previousRunId,
       startedAt: new Date(this.deps.clock.wallNow()),
     });
