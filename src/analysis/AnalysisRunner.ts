@@ -25,7 +25,7 @@ import { type Clock, sleep } from '../util/clock.js';
 import { NotFoundError } from '../errors.js';
 import { AnalysisUnavailableError } from './errors.js';
 import { applyNoData, BASELINE_WORSE, compareWithBaseline, judge } from './judge.js';
-import { type AnalysisMetrics, countDecision } from './metrics.js';
+import { type AnalysisMetrics, countDecision, holdSeries } from './metrics.js';
 import type { AnalysisEnd, AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict, RunQuery } from './model.js';
 import { PrometheusError, type PrometheusClient } from './PrometheusClient.js';
 import { type AnalysisMetric, type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
@@ -288,8 +288,26 @@ async function continueRun(run: AnalysisRunRecord, deps: AnalysisRunnerDeps): Pr
   return drive(run, template, run.args, states, deps);
 }
 
-/** Measures each metric when due until the run is decided, then records the decision. */
+/** Measures each metric when due until the run is decided, then records the decision; its series go with it. */
 async function drive(
+  run: AnalysisRunRecord,
+  template: AnalysisTemplate,
+  args: ResolvedArgs,
+  states: MetricState[],
+  deps: AnalysisRunnerDeps,
+): Promise<AnalysisDecision> {
+  const release = holdSeries(
+    deps.metrics,
+    states.map(({ metric }) => ({ template: template.name, metric: metric.name })),
+  );
+  try {
+    return await measureToDecision(run, template, args, states, deps);
+  } finally {
+    release();
+  }
+}
+
+async function measureToDecision(
   run: AnalysisRunRecord,
   template: AnalysisTemplate,
   args: ResolvedArgs,
