@@ -25,8 +25,10 @@ export function analysisGateProgress(run: AnalysisRunRecord | undefined, options
         ? { state: 'FAILED', reason: `analysis ${run.id} errored${why}` }
         : { state: 'WAITING', reason: `analysis ${run.id} errored${why}; retry it or decide`, until: null, holds: true };
     case 'CANCELLED':
-      // Never a pass, and never a failure that would set off a rollback: whoever cancelled it decides what follows.
-      return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}; while the rollout runs, retry it to measure again`, until: null };
+      // Never a pass, and never a failure that would set off a rollback: whoever cancelled it decides what follows. No
+      // retry is offered: a run is cancelled when its rollout ends, and retryGate refuses an ended rollout's gates (and
+      // a gate that neither failed nor holds) — attack 19, F10.
+      return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}`, until: null };
   }
 }
 
