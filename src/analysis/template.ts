@@ -121,7 +121,9 @@ function only(object: Record<string, unknown>, allowed: readonly string[], path:
   for (const key of Object.keys(object)) {
     if (allowed.includes(key)) continue;
     const field = path ? `${path}.${key}` : key;
-    throw new ValidationError(field, why[key] ?? `is not supported (rollplane accepts ${allowed.join(', ')} here)`);
+    // Own reasons only: `why.__proto__` is Object.prototype (a YAML `__proto__:` key was refused as "[object Object]").
+    const reason = Object.hasOwn(why, key) ? why[key] : undefined;
+    throw new ValidationError(field, reason ?? `is not supported (rollplane accepts ${allowed.join(', ')} here)`);
   }
 }
 
