@@ -96,7 +96,7 @@ export class AnalysisGates {
     if (latest.phase === 'RUNNING') {
       throw new ConflictError(`gate ${ref.gateKey} of rollout ${ref.rolloutId}: analysis ${latest.id} (attempt ${latest.attempt}) is still measuring`);
     }
-    return this.start(ref, parseAnalysisTemplate(latest.template), latest.args, latest.attempt + 1, latest.id);
+    return this.start(ref, parseAnalysisTemplate(latest.template, latest.args), latest.args, latest.attempt + 1, latest.id);
   }
 
   /**

@@ -268,7 +268,7 @@ function recorded(run: AnalysisRunRecord): AnalysisDecision {
 
 async function continueRun(run: AnalysisRunRecord, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
   if (run.phase !== 'RUNNING') return recorded(run);
-  const template = parseAnalysisTemplate(run.template);
+  const template = parseAnalysisTemplate(run.template, run.args);
   const states = newStates(template, run.args, deps);
   const byName = new Map(states.map((state) => [state.metric.name, state]));
   const wallNow = deps.clock.wallNow();

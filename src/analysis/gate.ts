@@ -45,7 +45,7 @@ export function latestAttemptProgress(latest: AnalysisRunRecord | undefined, opt
  * with `, waiting for data` while its latest measurement found none. From the second attempt on, it says which.
  */
 export function measuringText(run: AnalysisRunRecord, measurements: readonly MeasurementRecord[]): string {
-  const metrics = parseAnalysisTemplate(run.template).metrics;
+  const metrics = parseAnalysisTemplate(run.template, run.args).metrics;
   const counted = new Map<string, number>();
   for (const m of measurements) if (m.verdict !== 'ERROR' && m.verdict !== 'WAITING') counted.set(m.metricName, (counted.get(m.metricName) ?? 0) + 1);
   const total = metrics.reduce((sum, metric) => sum + metric.count, 0);
