@@ -58,7 +58,8 @@ export function parseAnalysisGateConfig(input: unknown, path = 'config'): Analys
       throw new ValidationError(`${path}.args`, 'must be an object of argument values');
     for (const [name, value] of Object.entries(config.args)) {
       if (typeof value !== 'string') throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, 'must be a string');
-      if (value.length > MAX_ARG_VALUE_LENGTH) throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
+      if (value.length > MAX_ARG_VALUE_LENGTH)
+        throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
       Object.defineProperty(args, name, { value, enumerable: true, writable: true, configurable: true });
     }
   }

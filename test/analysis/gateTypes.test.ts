@@ -98,7 +98,9 @@ describe('analysis and alert gates as registry entries', () => {
       args: [{ name: 'big' }],
     };
     expect(refusal('ANALYSIS', { template: unvalued, args: { big: 'x' } })).toBe('accepted');
-    expect(refusal('ANALYSIS', { template: unvalued })).toMatch(/^BAD_USER_INPUT waves\[1\]\.after\.config\.template\.args\[0\]\.value: argument "big" has no value/);
+    expect(refusal('ANALYSIS', { template: unvalued })).toMatch(
+      /^BAD_USER_INPUT waves\[1\]\.after\.config\.template\.args\[0\]\.value: argument "big" has no value/,
+    );
     expect(refusal('ANALYSIS', { template: unvalued, args: JSON.parse('{"__proto__": "x"}') })).toMatch(/has no value/);
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML, errorFails: 'yes' })).toBe('BAD_USER_INPUT waves[1].after.config.errorFails: must be true or false');
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML, args: { other: 'x' } })).toBe(

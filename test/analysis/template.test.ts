@@ -161,7 +161,8 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
   });
 
   it('refuses a YAML `__proto__` key as any unknown field, saying what is accepted (attack 19, F12)', () => {
-    const yaml = 'apiVersion: argoproj.io/v1alpha1\nkind: AnalysisTemplate\nmetadata: {name: v}\n__proto__: {polluted: yes}\nspec: {metrics: [{name: m, provider: {prometheus: {query: up}}}]}\n';
+    const yaml =
+      'apiVersion: argoproj.io/v1alpha1\nkind: AnalysisTemplate\nmetadata: {name: v}\n__proto__: {polluted: yes}\nspec: {metrics: [{name: m, provider: {prometheus: {query: up}}}]}\n';
     expect(refusal(yaml)).toMatchObject({ field: '__proto__', message: expect.stringMatching(/is not supported \(rollplane accepts /) });
   });
 
