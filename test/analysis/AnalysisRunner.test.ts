@@ -348,4 +348,33 @@ describe('analysis runs: around the measurements', () => {
     expect(client.asked).toHaveLength(2);
     await expect(resumeAnalysis('nope', { store: db.analysis, clock: second, prometheus: () => client })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
+
+  it("an argument the template gives no value is the run's (a gate's config.args), also when another process resumes the run", async () => {
+    const clock = new FakeClock();
+    let asked = 0;
+    const hanging = {
+      baseUrl: 'http://prometheus.test',
+      query: async () => (++asked <= 1 ? { type: 'vector', samples: [{ labels: {}, value: 0.1 }] } : new Promise(() => {})),
+    } as unknown as PrometheusClient;
+    const source = {
+      metrics: [{ ...metric('errors', { count: 2, interval: '1s' }), provider: { prometheus: { query: 'errors_total{pool="{{args.pool}}"}' } } }],
+      args: [{ name: 'pool' }],
+    };
+    const template = parseAnalysisTemplate(source, { pool: 'net-7' });
+    const input: AnalysisRunInput = { template, args: { pool: 'net-7' }, rolloutId: `rollout-${++runs}`, cluster: 'local', target: null, wave: null };
+    void runAnalysis(input, { store: db.analysis, clock, prometheus: () => hanging });
+    for (let i = 0; i < 20 && asked < 2; i++) await clock.advance(1000);
+    const [run] = await db.analysis.runsOf(input.rolloutId);
+    expect(run!.args).toMatchObject({ pool: 'net-7' });
+    const client = scripted({ errors: [0.1] });
+    const resumed = resumeAnalysis(run!.id, { store: db.analysis, clock, prometheus: () => client });
+    let settled = false;
+    void resumed.finally(() => {
+      settled = true;
+    });
+    for (let i = 0; i < 20 && !settled; i++) await clock.advance(1000);
+    expect((await resumed).phase).toBe('SUCCESSFUL');
+    expect(client.asked).toEqual(['errors_total{pool="net-7"}']);
+    expect((await db.analysis.measurementsOf(run!.id)).map((m) => m.query)).toEqual(['errors_total{pool="net-7"}', 'errors_total{pool="net-7"}']);
+  });
 });
