@@ -9,6 +9,7 @@ import {
   AnalysisTakenOver,
   assertMeasurable,
   recordedArgs,
+  runQueries,
   resumeAnalysis,
 } from './AnalysisRunner.js';
 import { latestAttemptProgress } from './gate.js';
@@ -95,7 +96,7 @@ export class AnalysisGates {
     if (latest.phase === 'RUNNING') {
       throw new ConflictError(`gate ${ref.gateKey} of rollout ${ref.rolloutId}: analysis ${latest.id} (attempt ${latest.attempt}) is still measuring`);
     }
-    return this.start(ref, parseAnalysisTemplate(latest.template), latest.args, latest.attempt + 1, latest.id);
+    return this.start(ref, parseAnalysisTemplate(latest.template, latest.args), latest.args, latest.attempt + 1, latest.id);
   }
 
   /**
@@ -197,6 +198,7 @@ export class AnalysisGates {
       templateName: template.name,
       template: template.source,
       args: recordedArgs(template, args),
+      queries: runQueries(template, args),
       previousRunId,
       startedAt: new Date(this.deps.clock.wallNow()),
     });

@@ -12,7 +12,7 @@
  *   Successful (Argo's termination);
  * - a dry-run metric is measured and recorded as any other, and never decides the run.
  *
- * Every measurement is written to the store as it is taken, with its resolved query, values, condition, threshold,
+ * Every measurement is written to the store as it is taken, with its resolved query (kept once per run, runQueries), values, condition, threshold,
  * verdict and times, numbered per metric (`seq`); the run's row is written at the start and at the decision. Time
  * comes from the injected Clock.
  *
@@ -25,8 +25,8 @@ import { type Clock, sleep } from '../util/clock.js';
 import { NotFoundError } from '../errors.js';
 import { AnalysisUnavailableError } from './errors.js';
 import { applyNoData, BASELINE_WORSE, compareWithBaseline, judge } from './judge.js';
-import { type AnalysisMetrics, countDecision } from './metrics.js';
-import type { AnalysisEnd, AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict } from './model.js';
+import { type AnalysisMetrics, countDecision, holdSeries } from './metrics.js';
+import type { AnalysisEnd, AnalysisOutcome, AnalysisPhase, AnalysisRunRecord, AnalysisStore, MeasurementVerdict, RunQuery } from './model.js';
 import { PrometheusError, type PrometheusClient } from './PrometheusClient.js';
 import { type AnalysisMetric, type AnalysisTemplate, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
 
@@ -120,6 +120,25 @@ export function recordedArgs(template: AnalysisTemplate, args: ResolvedArgs): Re
   for (const arg of template.args) if (arg.value !== undefined) out.set(arg.name, arg.value);
   for (const [name, value] of Object.entries(args)) if (value !== undefined) out.set(name, value);
   return Object.fromEntries(out);
+}
+
+/**
+ * Each metric's queries as its measurements send them (the same for the whole run: template and arguments are the
+ * run's), kept once with the run. A query that cannot be resolved is sent as written, and such a baseline not at all.
+ */
+export function runQueries(template: AnalysisTemplate, args: ResolvedArgs): RunQuery[] {
+  const resolved = (text: string): string | null => {
+    try {
+      return resolveArgs(text, template, args);
+    } catch {
+      return null;
+    }
+  };
+  return template.metrics.map((metric) => ({
+    metricName: metric.name,
+    query: resolved(metric.query) ?? metric.query,
+    baselineQuery: metric.baseline ? resolved(metric.baseline.query) : null,
+  }));
 }
 
 function conditionText(metric: AnalysisMetric): string | null {
@@ -221,6 +240,7 @@ export async function runAnalysis(input: AnalysisRunInput, deps: AnalysisRunnerD
     templateName: template.name,
     template: template.source,
     args: recordedArgs(template, input.args),
+    queries: runQueries(template, input.args),
     previousRunId: input.previousRunId ?? null,
     gateKey: input.gateKey ?? null,
     attempt: input.attempt ?? 1,
@@ -248,7 +268,7 @@ function recorded(run: AnalysisRunRecord): AnalysisDecision {
 
 async function continueRun(run: AnalysisRunRecord, deps: AnalysisRunnerDeps): Promise<AnalysisDecision> {
   if (run.phase !== 'RUNNING') return recorded(run);
-  const template = parseAnalysisTemplate(run.template);
+  const template = parseAnalysisTemplate(run.template, run.args);
   const states = newStates(template, run.args, deps);
   const byName = new Map(states.map((state) => [state.metric.name, state]));
   const wallNow = deps.clock.wallNow();
@@ -268,8 +288,26 @@ async function continueRun(run: AnalysisRunRecord, deps: AnalysisRunnerDeps): Pr
   return drive(run, template, run.args, states, deps);
 }
 
-/** Measures each metric when due until the run is decided, then records the decision. */
+/** Measures each metric when due until the run is decided, then records the decision; its series go with it. */
 async function drive(
+  run: AnalysisRunRecord,
+  template: AnalysisTemplate,
+  args: ResolvedArgs,
+  states: MetricState[],
+  deps: AnalysisRunnerDeps,
+): Promise<AnalysisDecision> {
+  const release = holdSeries(
+    deps.metrics,
+    states.map(({ metric }) => ({ template: template.name, metric: metric.name })),
+  );
+  try {
+    return await measureToDecision(run, template, args, states, deps);
+  } finally {
+    release();
+  }
+}
+
+async function measureToDecision(
   run: AnalysisRunRecord,
   template: AnalysisTemplate,
   args: ResolvedArgs,

@@ -25,8 +25,10 @@ export function analysisGateProgress(run: AnalysisRunRecord | undefined, options
         ? { state: 'FAILED', reason: `analysis ${run.id} errored${why}` }
         : { state: 'WAITING', reason: `analysis ${run.id} errored${why}; retry it or decide`, until: null, holds: true };
     case 'CANCELLED':
-      // Never a pass, and never a failure that would set off a rollback: whoever cancelled it decides what follows.
-      return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}; while the rollout runs, retry it to measure again`, until: null };
+      // Never a pass, and never a failure that would set off a rollback: whoever cancelled it decides what follows. No
+      // retry is offered: a run is cancelled when its rollout ends, and retryGate refuses an ended rollout's gates (and
+      // a gate that neither failed nor holds) — attack 19, F10.
+      return { state: 'WAITING', reason: `analysis ${run.id} cancelled${why}`, until: null };
   }
 }
 
@@ -43,7 +45,7 @@ export function latestAttemptProgress(latest: AnalysisRunRecord | undefined, opt
  * with `, waiting for data` while its latest measurement found none. From the second attempt on, it says which.
  */
 export function measuringText(run: AnalysisRunRecord, measurements: readonly MeasurementRecord[]): string {
-  const metrics = parseAnalysisTemplate(run.template).metrics;
+  const metrics = parseAnalysisTemplate(run.template, run.args).metrics;
   const counted = new Map<string, number>();
   for (const m of measurements) if (m.verdict !== 'ERROR' && m.verdict !== 'WAITING') counted.set(m.metricName, (counted.get(m.metricName) ?? 0) + 1);
   const total = metrics.reduce((sum, metric) => sum + metric.count, 0);

@@ -27,9 +27,9 @@ export interface AnalysisGateConfig {
 }
 
 /** `config.template` refusals name the field inside the gate's config, not inside a bare template. */
-function templateOf(value: unknown, path: string): AnalysisTemplate {
+function templateOf(value: unknown, path: string, values: Readonly<Record<string, string>>): AnalysisTemplate {
   try {
-    return parseAnalysisTemplate(value);
+    return parseAnalysisTemplate(value, values);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     const field = String(error.details.field ?? '');
@@ -52,18 +52,22 @@ export function parseAnalysisGateConfig(input: unknown, path = 'config'): Analys
     throw new ValidationError(`${path}.template`, 'is required: an Argo Rollouts AnalysisTemplate (YAML or JSON), or templateName');
   }
   if (config.errorFails !== undefined && typeof config.errorFails !== 'boolean') throw new ValidationError(`${path}.errorFails`, 'must be true or false');
-  const template = templateOf(config.template, path);
   const args: Record<string, string> = {};
   if (config.args !== undefined) {
     if (!config.args || typeof config.args !== 'object' || Array.isArray(config.args))
       throw new ValidationError(`${path}.args`, 'must be an object of argument values');
-    const declared = new Set(template.args.map((a) => a.name));
     for (const [name, value] of Object.entries(config.args)) {
-      if (!declared.has(name)) throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, 'is not an argument the template declares');
-      if (typeof value !== 'string') throw new ValidationError(`${path}.args.${name}`, 'must be a string');
-      if (value.length > MAX_ARG_VALUE_LENGTH) throw new ValidationError(`${path}.args.${name}`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
-      args[name] = value;
+      if (typeof value !== 'string') throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, 'must be a string');
+      if (value.length > MAX_ARG_VALUE_LENGTH)
+        throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
+      Object.defineProperty(args, name, { value, enumerable: true, writable: true, configurable: true });
     }
+  }
+  // config.args may give the template's arguments that have no value of their own.
+  const template = templateOf(config.template, path, args);
+  const declared = new Set(template.args.map((a) => a.name));
+  for (const name of Object.keys(args)) {
+    if (!declared.has(name)) throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, 'is not an argument the template declares');
   }
   return { template, args, errorFails: config.errorFails === true };
 }

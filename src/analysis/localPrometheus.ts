@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { freeLoopbackPort, isExecutable } from '../util/localProcess.js';
+import { diesWithParent, freeLoopbackPort, isExecutable } from '../util/localProcess.js';
 import { AnalysisUnavailableError } from './errors.js';
 
 /**
@@ -91,16 +91,14 @@ async function spawnPrometheus(
   onLog: ((line: string) => void) | undefined,
 ): Promise<{ child: ChildProcess; ready: string; log: string[] }> {
   const log: string[] = [];
-  const child = spawn(
-    binary,
-    [
-      `--config.file=${path.join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${path.join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  // It dies with this process: a SIGKILLed service left its demo Prometheus running, holding its port (attack 19, F13).
+  const command = diesWithParent(binary, [
+    `--config.file=${path.join(dir, 'prometheus.yml')}`,
+    `--storage.tsdb.path=${path.join(dir, 'data')}`,
+    `--web.listen-address=127.0.0.1:${port}`,
+    '--log.level=warn',
+  ]);
+  const child = spawn(command.command, command.args, { stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     for (const line of chunk.split('\n').filter(Boolean)) {
       onLog?.(line);

@@ -59,8 +59,21 @@ export interface MeasurementRecord {
   finishedAt: Date;
 }
 
+/** A metric's queries with the run's arguments resolved, as each of its measurements sends them. */
+export interface RunQuery {
+  metricName: string;
+  query: string;
+  baselineQuery: string | null;
+}
+
 export type NewAnalysisRun = Omit<AnalysisRunRecord, 'phase' | 'message' | 'metricPhases' | 'finishedAt' | 'gateKey' | 'attempt'> &
-  Partial<Pick<AnalysisRunRecord, 'gateKey' | 'attempt'>>;
+  Partial<Pick<AnalysisRunRecord, 'gateKey' | 'attempt'>> & {
+    /**
+     * Each metric's queries, kept once with the run: a measurement sending one of them is stored without its text
+     * and read back with it (a resolved query can be ~60 KB; attack 19, F5). Without them each keeps its own text.
+     */
+    queries?: readonly RunQuery[];
+  };
 export type NewMeasurement = Omit<MeasurementRecord, 'id'>;
 
 export interface AnalysisStore {

@@ -121,7 +121,9 @@ function only(object: Record<string, unknown>, allowed: readonly string[], path:
   for (const key of Object.keys(object)) {
     if (allowed.includes(key)) continue;
     const field = path ? `${path}.${key}` : key;
-    throw new ValidationError(field, why[key] ?? `is not supported (rollplane accepts ${allowed.join(', ')} here)`);
+    // Own reasons only: `why.__proto__` is Object.prototype (a YAML `__proto__:` key was refused as "[object Object]").
+    const reason = Object.hasOwn(why, key) ? why[key] : undefined;
+    throw new ValidationError(field, reason ?? `is not supported (rollplane accepts ${allowed.join(', ')} here)`);
   }
 }
 
@@ -152,7 +154,12 @@ function placeholders(value: string): string[] {
 }
 
 /** Reads a template given as JSON or YAML text, or as an already-parsed object. */
-export function parseAnalysisTemplate(input: string | unknown): AnalysisTemplate {
+/**
+ * `values`: arguments the caller gives for this use of the template (a gate's `config.args`, or a run's recorded
+ * arguments when it is read again): an argument the template declares without a value is accepted when it is among
+ * them, as Argo takes a Rollout's args for a template's unvalued ones (attack 19, F3: it was refused though given).
+ */
+export function parseAnalysisTemplate(input: string | unknown, values: Readonly<Record<string, string>> = {}): AnalysisTemplate {
   let document: unknown = input;
   if (typeof input === 'string') {
     try {
@@ -187,7 +194,7 @@ export function parseAnalysisTemplate(input: string | unknown): AnalysisTemplate
     measurementRetention: 'is not supported: rollplane keeps every measurement',
   });
 
-  const args = parseArgs(spec.args, at('args'));
+  const args = parseArgs(spec.args, at('args'), values);
   const dryRunPatterns = parseDryRun(spec.dryRun, at('dryRun'));
   if (!Array.isArray(spec.metrics) || spec.metrics.length === 0) throw new ValidationError(at('metrics'), 'must list at least one metric');
   if (spec.metrics.length > MAX_METRICS) throw new ValidationError(at('metrics'), `lists more than ${MAX_METRICS} metrics`);
@@ -201,7 +208,7 @@ export function parseAnalysisTemplate(input: string | unknown): AnalysisTemplate
   return { name, source: JSON.stringify(document), args, metrics };
 }
 
-function parseArgs(value: unknown, path: string): AnalysisTemplate['args'] {
+function parseArgs(value: unknown, path: string, supplied: Readonly<Record<string, string>>): AnalysisTemplate['args'] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new ValidationError(path, 'must be a list of {name, value}');
   const seen = new Set<string>();
@@ -219,10 +226,10 @@ function parseArgs(value: unknown, path: string): AnalysisTemplate['args'] {
     seen.add(name);
     const builtIn = (BUILT_IN_ARGS as readonly string[]).includes(name);
     if (arg.value === undefined) {
-      if (!builtIn)
+      if (!builtIn && !Object.hasOwn(supplied, name))
         throw new ValidationError(
           `${field}.value`,
-          `argument ${JSON.stringify(name)} has no value (only ${BUILT_IN_ARGS.join(', ')} are resolved by rollplane)`,
+          `argument ${JSON.stringify(name)} has no value (only ${BUILT_IN_ARGS.join(', ')} are resolved by rollplane; a gate's config.args may give it)`,
         );
       return { name, value: undefined };
     }

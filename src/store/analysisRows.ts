@@ -6,15 +6,23 @@ import type {
   MeasurementVerdict,
   NamedTemplate,
   NewAnalysisRun,
+  NewMeasurement,
 } from '../analysis/model.js';
-import { valuesOf } from '../analysis/model.js';
+import { valuesOf, valuesText } from '../analysis/model.js';
 
 /** The analysis tables' statements, shared by both stores (`?` placeholders; PostgreSQL numbers them). */
 
 const RUN_COLUMNS =
   '"id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "message", "metricPhases", "previousRunId", "gateKey", "attempt", "startedAt", "finishedAt"';
-const MEASUREMENT_COLUMNS =
-  '"id", "runId", "metricName", "seq", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt"';
+/**
+ * A measurement's query and baseline query: "" in its row when it is its run's (AnalysisRunQuery), which is read in its
+ * place; a row written before that table, or whose query differed, keeps its own text (attack 19, F5).
+ */
+const MEASUREMENT_COLUMNS = `m."id", m."runId", m."metricName", m."seq",
+  CASE WHEN m."query" = '' AND q."query" IS NOT NULL THEN q."query" ELSE m."query" END AS "query",
+  m."result", m."condition", m."threshold", m."verdict", m."noData", m."dryRun", m."message",
+  CASE WHEN m."baselineQuery" = '' AND q."baselineQuery" IS NOT NULL THEN q."baselineQuery" ELSE m."baselineQuery" END AS "baselineQuery",
+  m."baselineResult", m."startedAt", m."finishedAt"`;
 
 /** A gate's attempt is written once (unique rolloutId, gateKey, attempt): a second opener writes nothing. */
 export const INSERT_ANALYSIS_RUN = `INSERT INTO "AnalysisRun" ("id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "previousRunId", "gateKey", "attempt", "startedAt")
@@ -31,9 +39,44 @@ export const RUNNING_GATE_RUNS = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE
  * bound twice (the row, and the RUNNING check).
  */
 export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "metricName", "seq", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt")
-  SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM "AnalysisRun" WHERE "id" = ? AND "phase" = 'RUNNING')
+  SELECT ?, ?, ?, ${runsOwn('query')}, ?, ?, ?, ?, ?, ?, ?, ${runsOwn('baselineQuery')}, ?, ?, ? WHERE EXISTS (SELECT 1 FROM "AnalysisRun" WHERE "id" = ? AND "phase" = 'RUNNING')
   ON CONFLICT DO NOTHING RETURNING "id"`;
-export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id"`;
+export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" m
+  LEFT JOIN "AnalysisRunQuery" q ON q."runId" = m."runId" AND q."metricName" = m."metricName"
+  WHERE m."runId" = ? ORDER BY m."id"`;
+/** A run's metric's queries as resolved when it was recorded: written once, before any measurement. */
+export const INSERT_RUN_QUERY = `INSERT INTO "AnalysisRunQuery" ("runId", "metricName", "query", "baselineQuery") VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`;
+
+/**
+ * "" when the bound text is the run's recorded one for the metric, else the text (NULL stays NULL). Binds run id,
+ * metric name and the text twice: see measurementParams.
+ */
+function runsOwn(column: 'query' | 'baselineQuery'): string {
+  return `CASE WHEN EXISTS (SELECT 1 FROM "AnalysisRunQuery" WHERE "runId" = ? AND "metricName" = ? AND "${column}" = ?) THEN '' ELSE ? END`;
+}
+
+/** INSERT_MEASUREMENT's parameters in order; `bool` and `date` as each driver takes them. */
+export function measurementParams<B, D>(m: NewMeasurement, bool: (value: boolean) => B, date: (value: Date) => D): (B | D | string | number | null)[] {
+  const baselineResult = m.baselineValues === null ? null : valuesText(m.baselineValues);
+  return [
+    m.runId,
+    m.metricName,
+    m.seq,
+    ...[m.runId, m.metricName, m.query, m.query],
+    valuesText(m.values),
+    m.condition,
+    m.threshold,
+    m.verdict,
+    bool(m.noData),
+    bool(m.dryRun),
+    m.message,
+    ...[m.runId, m.metricName, m.baselineQuery, m.baselineQuery],
+    baselineResult,
+    date(m.startedAt),
+    date(m.finishedAt),
+    m.runId,
+  ];
+}
 
 /** Named templates (ADR 0071): one row per name. */
 export const TEMPLATES = 'SELECT "name", "template", "createdAt", "updatedAt" FROM "AnalysisTemplate" ORDER BY "name"';

@@ -138,7 +138,7 @@ describe('the analysis gate service', () => {
     expect(await db.analysis.measurementsOf(run.id)).toHaveLength(taken);
     expect(await gates.progress(ref)).toEqual({
       state: 'WAITING',
-      reason: `analysis ${run.id} cancelled: superseded by rollout rollout-99; while the rollout runs, retry it to measure again`,
+      reason: `analysis ${run.id} cancelled: superseded by rollout rollout-99`,
       until: null,
     });
     expect(ended).toEqual([`${run.id}:CANCELLED`]);

@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnalysisRunInput, resumeAnalysis, runAnalysis } from '../../src/analysis/AnalysisRunner.js';
 import { AnalysisUnavailableError } from '../../src/analysis/errors.js';
-import { createAnalysisMetrics } from '../../src/analysis/metrics.js';
+import { createAnalysisMetrics, holdSeries } from '../../src/analysis/metrics.js';
 import type { AnalysisStore } from '../../src/analysis/model.js';
 import { PrometheusError, type PrometheusClient, type QueryResult } from '../../src/analysis/PrometheusClient.js';
 import { parseAnalysisTemplate } from '../../src/analysis/template.js';
@@ -256,13 +256,39 @@ describe('analysis runs: the targets not yet upgraded as a live baseline', () =>
 });
 
 describe('analysis runs: around the measurements', () => {
-  it('exports the value, the threshold and the decision on the metrics registry', async () => {
+  it('exports the value and the threshold while a run measures and removes them when it ends; the decision is counted', async () => {
     const registry = new Registry();
-    await analyse([metric('errors')], { errors: [0.25] }, { registry });
+    const seen: string[] = [];
+    const client: PrometheusClient = {
+      baseUrl: 'http://prometheus.test',
+      query: async () => {
+        seen.push(await registry.metrics());
+        return { type: 'vector', samples: [{ labels: {}, value: 0.25 }] };
+      },
+    } as unknown as PrometheusClient;
+    await analyse([metric('errors', { count: 2, interval: '1s' })], {}, { registry, client });
+    // While measuring (the second query is asked after the first measurement was recorded):
+    expect(seen[1]).toContain('rollplane_analysis_value{template="",metric="errors"} 0.25');
+    expect(seen[1]).toContain('rollplane_analysis_threshold{template="",metric="errors"} 0.5');
     const text = await registry.metrics();
-    expect(text).toContain('rollplane_analysis_value{template="",metric="errors"} 0.25');
-    expect(text).toContain('rollplane_analysis_threshold{template="",metric="errors"} 0.5');
+    expect(text).not.toContain('rollplane_analysis_value{');
+    expect(text).not.toContain('rollplane_analysis_threshold{');
     expect(text).toContain('rollplane_analysis_decisions_total{outcome="SUCCESSFUL"} 1');
+  });
+
+  it('keeps a series while any run of its template measures here, and removes it after the last', async () => {
+    const registry = new Registry();
+    const metrics = createAnalysisMetrics(registry);
+    const labels = { template: 't', metric: 'm' };
+    const first = holdSeries(metrics, [labels]);
+    const second = holdSeries(metrics, [labels]);
+    metrics.threshold.set(labels, 1);
+    first();
+    first(); // letting go twice counts once
+    expect(await registry.metrics()).toContain('rollplane_analysis_threshold{template="t",metric="m"} 1');
+    second();
+    expect(await registry.metrics()).not.toContain('rollplane_analysis_threshold{');
+    expect(metrics.held.size).toBe(0);
   });
 
   it('is unavailable, clearly, when there is no Prometheus to ask; nothing is recorded', async () => {
@@ -321,5 +347,34 @@ describe('analysis runs: around the measurements', () => {
     expect((await resumeAnalysis(run!.id, { store: db.analysis, clock: second, prometheus: () => client })).phase).toBe('SUCCESSFUL');
     expect(client.asked).toHaveLength(2);
     await expect(resumeAnalysis('nope', { store: db.analysis, clock: second, prometheus: () => client })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it("an argument the template gives no value is the run's (a gate's config.args), also when another process resumes the run", async () => {
+    const clock = new FakeClock();
+    let asked = 0;
+    const hanging = {
+      baseUrl: 'http://prometheus.test',
+      query: async () => (++asked <= 1 ? { type: 'vector', samples: [{ labels: {}, value: 0.1 }] } : new Promise(() => {})),
+    } as unknown as PrometheusClient;
+    const source = {
+      metrics: [{ ...metric('errors', { count: 2, interval: '1s' }), provider: { prometheus: { query: 'errors_total{pool="{{args.pool}}"}' } } }],
+      args: [{ name: 'pool' }],
+    };
+    const template = parseAnalysisTemplate(source, { pool: 'net-7' });
+    const input: AnalysisRunInput = { template, args: { pool: 'net-7' }, rolloutId: `rollout-${++runs}`, cluster: 'local', target: null, wave: null };
+    void runAnalysis(input, { store: db.analysis, clock, prometheus: () => hanging });
+    for (let i = 0; i < 20 && asked < 2; i++) await clock.advance(1000);
+    const [run] = await db.analysis.runsOf(input.rolloutId);
+    expect(run!.args).toMatchObject({ pool: 'net-7' });
+    const client = scripted({ errors: [0.1] });
+    const resumed = resumeAnalysis(run!.id, { store: db.analysis, clock, prometheus: () => client });
+    let settled = false;
+    void resumed.finally(() => {
+      settled = true;
+    });
+    for (let i = 0; i < 20 && !settled; i++) await clock.advance(1000);
+    expect((await resumed).phase).toBe('SUCCESSFUL');
+    expect(client.asked).toEqual(['errors_total{pool="net-7"}']);
+    expect((await db.analysis.measurementsOf(run!.id)).map((m) => m.query)).toEqual(['errors_total{pool="net-7"}', 'errors_total{pool="net-7"}']);
   });
 });

@@ -39,7 +39,7 @@ describe('an analysis run as a staged run gate', () => {
     // Cancelled (a superseding rollout): held with the reason, never passed, never a failure that sets off a rollback.
     expect(analysisGateProgress(run('CANCELLED', 'superseded by rollout r2'))).toEqual({
       state: 'WAITING',
-      reason: 'analysis run-1 cancelled: superseded by rollout r2; while the rollout runs, retry it to measure again',
+      reason: 'analysis run-1 cancelled: superseded by rollout r2',
       until: null,
     });
   });

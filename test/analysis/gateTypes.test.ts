@@ -92,6 +92,16 @@ describe('analysis and alert gates as registry entries', () => {
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML })).toBe('accepted');
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML, args: { name: 'net-1' } })).toBe('accepted');
     expect(refusal('ANALYSIS', {})).toMatch(/^BAD_USER_INPUT waves\[1\]\.after\.config\.template: is required/);
+    // An argument without a value of its own is given by config.args (attack 19, F3), and refused when nothing gives it.
+    const unvalued = {
+      metrics: [{ name: 'm', provider: { prometheus: { query: 'up{a="{{args.big}}"}' } } }],
+      args: [{ name: 'big' }],
+    };
+    expect(refusal('ANALYSIS', { template: unvalued, args: { big: 'x' } })).toBe('accepted');
+    expect(refusal('ANALYSIS', { template: unvalued })).toMatch(
+      /^BAD_USER_INPUT waves\[1\]\.after\.config\.template\.args\[0\]\.value: argument "big" has no value/,
+    );
+    expect(refusal('ANALYSIS', { template: unvalued, args: JSON.parse('{"__proto__": "x"}') })).toMatch(/has no value/);
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML, errorFails: 'yes' })).toBe('BAD_USER_INPUT waves[1].after.config.errorFails: must be true or false');
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML, args: { other: 'x' } })).toBe(
       'BAD_USER_INPUT waves[1].after.config.args.other: is not an argument the template declares',

@@ -160,6 +160,12 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
     expect(parseAnalysisTemplate(named('success-rate.v2')).name).toBe('success-rate.v2');
   });
 
+  it('refuses a YAML `__proto__` key as any unknown field, saying what is accepted (attack 19, F12)', () => {
+    const yaml =
+      'apiVersion: argoproj.io/v1alpha1\nkind: AnalysisTemplate\nmetadata: {name: v}\n__proto__: {polluted: yes}\nspec: {metrics: [{name: m, provider: {prometheus: {query: up}}}]}\n';
+    expect(refusal(yaml)).toMatchObject({ field: '__proto__', message: expect.stringMatching(/is not supported \(rollplane accepts /) });
+  });
+
   it('refuses a condition indexing the result without a length guard', () => {
     expect(refusal(withMetric({ successCondition: 'result[1] < 1' }))).toMatchObject({
       field: 'metrics[0].successCondition',

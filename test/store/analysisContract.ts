@@ -2,8 +2,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AnalysisStore, AnalysisTemplateStore, NewMeasurement } from '../../src/analysis/model.js';
 
 /** The analysis store's contract (analysis/model.ts), run against every store on a fresh, migrated database. */
+/** A measurement's query columns as stored, in the order taken (to see what the store keeps, not only what it answers). */
+export type StoredQueries = (runId: string) => Promise<{ query: string; baselineQuery: string | null }[]>;
+
 export interface AnalysisStoreFactory {
-  open(): Promise<{ store: AnalysisStore & AnalysisTemplateStore; close(): Promise<void> }>;
+  open(): Promise<{ store: AnalysisStore & AnalysisTemplateStore; storedQueries: StoredQueries; close(): Promise<void> }>;
 }
 
 const T0 = new Date('2026-12-09T12:00:00.000Z');
@@ -12,9 +15,11 @@ const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 export function analysisStoreContract(factory: () => AnalysisStoreFactory): void {
   let store: AnalysisStore & AnalysisTemplateStore;
   let close: () => Promise<void> = async () => {};
+  let storedQueries: StoredQueries;
   beforeAll(async () => {
     const opened = await factory().open();
     store = opened.store;
+    storedQueries = opened.storedQueries;
     close = opened.close;
   });
   afterAll(() => close());
@@ -94,6 +99,36 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
     const found = await store.findRun('run-1');
     expect(found).toMatchObject({ phase: 'FAILED', metricPhases: { errors: 'FAILED' }, message: 'metric "errors": failed (1) > failureLimit (0)' });
     expect(found!.finishedAt!.toISOString()).toBe(at(300).toISOString());
+  });
+
+  it("keeps a run's resolved queries once, not in every measurement, and answers each measurement with them", async () => {
+    const query = `sum(rate(x{v="${'a'.repeat(20_000)}"}[1m]))`;
+    const baselineQuery = `sum(rate(x{v="${'b'.repeat(20_000)}"}[1m]))`;
+    const base = { rolloutId: 'rollout-q', cluster: 'local', target: null, wave: null, templateName: 't', template: '{}', args: {}, previousRunId: null };
+    await store.createRun({ ...base, id: 'run-q', startedAt: at(0), queries: [{ metricName: 'errors', query, baselineQuery }] });
+    await store.addMeasurement(measurement('run-q', 0, { query, baselineQuery, baselineValues: [0] }));
+    // An error before the baseline was asked: no baseline query, as sent.
+    await store.addMeasurement(measurement('run-q', 1, { query, verdict: 'ERROR' }));
+    // A query the run does not know (another metric's, or a text that differs) keeps its own text.
+    await store.addMeasurement(measurement('run-q', 2, { query: 'up', baselineQuery: 'down', baselineValues: [1] }));
+    await store.addMeasurement(measurement('run-q', 0, { metricName: 'leases', query, baselineQuery, baselineValues: [2] }));
+    expect((await store.measurementsOf('run-q')).map((m) => [m.metricName, m.seq, m.query, m.baselineQuery])).toEqual([
+      ['errors', 0, query, baselineQuery],
+      ['errors', 1, query, null],
+      ['errors', 2, 'up', 'down'],
+      ['leases', 0, query, baselineQuery],
+    ]);
+    expect(await storedQueries('run-q')).toEqual([
+      { query: '', baselineQuery: '' },
+      { query: '', baselineQuery: null },
+      { query: 'up', baselineQuery: 'down' },
+      { query, baselineQuery },
+    ]);
+    // A run recorded without its queries (as every run before they were kept): each measurement keeps its text.
+    await store.createRun({ ...base, id: 'run-old', startedAt: at(1) });
+    await store.addMeasurement(measurement('run-old', 0, { query, baselineQuery, baselineValues: [0] }));
+    expect(await storedQueries('run-old')).toEqual([{ query, baselineQuery }]);
+    expect(await store.measurementsOf('run-old')).toMatchObject([{ query, baselineQuery }]);
   });
 
   it("lists a rollout's runs oldest first, a retry linked to the run it retries", async () => {

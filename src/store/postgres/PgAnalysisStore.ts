@@ -8,7 +8,6 @@ import type {
   NewAnalysisRun,
   NewMeasurement,
 } from '../../analysis/model.js';
-import { valuesText } from '../../analysis/model.js';
 import {
   ANALYSIS_RUNS_OF,
   type AnalysisRunRow,
@@ -18,6 +17,8 @@ import {
   GATE_RUNS,
   INSERT_ANALYSIS_RUN,
   INSERT_MEASUREMENT,
+  INSERT_RUN_QUERY,
+  measurementParams,
   MEASUREMENTS_OF,
   type MeasurementRow,
   measurementOf,
@@ -55,28 +56,19 @@ export class PgAnalysisStore implements AnalysisStore, AnalysisTemplateStore {
       attempt,
       isoOf(startedAt),
     ]);
-    return runRecorded(this, run);
+    const recorded = await runRecorded(this, run);
+    // Only with the run this call recorded: another opener's run has its own.
+    if (recorded.id === id) {
+      for (const q of run.queries ?? []) await this.pool.query(numbered(INSERT_RUN_QUERY), [id, q.metricName, q.query, q.baselineQuery]);
+    }
+    return recorded;
   }
 
   async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord | undefined> {
-    const result = await this.pool.query<{ id: number }>(numbered(INSERT_MEASUREMENT), [
-      m.runId,
-      m.metricName,
-      m.seq,
-      m.query,
-      valuesText(m.values),
-      m.condition,
-      m.threshold,
-      m.verdict,
-      m.noData,
-      m.dryRun,
-      m.message,
-      m.baselineQuery,
-      m.baselineValues === null ? null : valuesText(m.baselineValues),
-      isoOf(m.startedAt),
-      isoOf(m.finishedAt),
-      m.runId,
-    ]);
+    const result = await this.pool.query<{ id: number }>(
+      numbered(INSERT_MEASUREMENT),
+      measurementParams(m, (b) => b, isoOf),
+    );
     const row = result.rows[0];
     return row && { ...m, id: Number(row.id) };
   }

@@ -7,7 +7,6 @@ import type {
   NewAnalysisRun,
   NewMeasurement,
 } from '../../analysis/model.js';
-import { valuesText } from '../../analysis/model.js';
 import {
   ANALYSIS_RUNS_OF,
   type AnalysisRunRow,
@@ -17,6 +16,8 @@ import {
   GATE_RUNS,
   INSERT_ANALYSIS_RUN,
   INSERT_MEASUREMENT,
+  INSERT_RUN_QUERY,
+  measurementParams,
   MEASUREMENTS_OF,
   type MeasurementRow,
   measurementOf,
@@ -55,29 +56,14 @@ export class SqliteAnalysisStore implements AnalysisStore, AnalysisTemplateStore
       attempt,
       sqlDate(startedAt),
     );
-    return runRecorded(this, run);
+    const recorded = await runRecorded(this, run);
+    // Only with the run this call recorded: another opener's run has its own.
+    if (recorded.id === id) for (const q of run.queries ?? []) this.sql.run(INSERT_RUN_QUERY, id, q.metricName, q.query, q.baselineQuery);
+    return recorded;
   }
 
   async addMeasurement(m: NewMeasurement): Promise<MeasurementRecord | undefined> {
-    const row = this.sql.get<{ id: number }>(
-      INSERT_MEASUREMENT,
-      m.runId,
-      m.metricName,
-      m.seq,
-      m.query,
-      valuesText(m.values),
-      m.condition,
-      m.threshold,
-      m.verdict,
-      m.noData ? 1 : 0,
-      m.dryRun ? 1 : 0,
-      m.message,
-      m.baselineQuery,
-      m.baselineValues === null ? null : valuesText(m.baselineValues),
-      sqlDate(m.startedAt),
-      sqlDate(m.finishedAt),
-      m.runId,
-    );
+    const row = this.sql.get<{ id: number }>(INSERT_MEASUREMENT, ...measurementParams(m, (b) => (b ? 1 : 0), sqlDate));
     return row && { ...m, id: Number(row.id) };
   }
 

@@ -263,6 +263,13 @@ describeWithPrometheus('analysis between the targets of a 20-pool rollout in one
     expect(cancelled.gate.analysisRuns[0].message).toMatch(/ is ABORTED: superseded/);
     const measured = cancelled.gate.analysisRuns[0].measurements.length;
     expect(measured).toBeLessThan(120);
+    // The gate says why, and offers no retry: retryGate refuses an ended rollout's gates (attack 19, F10).
+    const gate = await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { gate(key: "targets:1") { state reason } } }', { id: old });
+    expect(gate.data.rollout.gate.state).toBe('WAITING');
+    expect(gate.data.rollout.gate.reason).toMatch(/cancelled: rollout \S+ is ABORTED: superseded/);
+    expect(gate.data.rollout.gate.reason).not.toMatch(/retry/);
+    const retry = await gql(app.url, 'mutation ($id: ID!) { retryGate(rolloutId: $id, gate: "targets:1") { state } }', { id: old });
+    expect(retry.errors?.[0]?.extensions?.code).toBe('CONFLICT');
     expect((await untilEnded(result.data.bumpAgentImage.rollout.id)).state).toBe('SUCCEEDED');
     // Nothing is measured for it after the cancellation.
     expect((await runOf(old)).gate.analysisRuns[0].measurements.length).toBe(measured);

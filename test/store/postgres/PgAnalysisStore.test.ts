@@ -7,7 +7,9 @@ describeWithPostgres('analysis store contract: PostgreSQL', (server) => {
   analysisStoreContract(() => ({
     async open() {
       const { store, pool } = await openPgHistoryStore(await server().createDatabase(), { poolSize: 2 });
-      return { store: new PgAnalysisStore(pool), close: () => store.close() };
+      const storedQueries = async (runId: string) =>
+        (await pool.query('SELECT "query", "baselineQuery" FROM "AnalysisMeasurement" WHERE "runId" = $1 ORDER BY "id"', [runId])).rows;
+      return { store: new PgAnalysisStore(pool), storedQueries, close: () => store.close() };
     },
   }));
 });

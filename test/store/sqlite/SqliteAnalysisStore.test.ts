@@ -13,7 +13,12 @@ describe('analysis store contract: SQLite', () => {
     async open() {
       // As the service opens it: migrations applied, then the store on rollplane's connection.
       const db = await openSqliteDatabase(`file:${path.join(dir, 'analysis.db')}`);
-      return { store: db.analysis, close: () => db.close() };
+      const storedQueries = async (runId: string) =>
+        db.sql.all<{ query: string; baselineQuery: string | null }>(
+          'SELECT "query", "baselineQuery" FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id"',
+          runId,
+        );
+      return { store: db.analysis, storedQueries, close: () => db.close() };
     },
   }));
 });
