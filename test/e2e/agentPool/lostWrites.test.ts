@@ -244,9 +244,19 @@ describe('a write to the local cluster whose answer is lost', () => {
       await until('the first rollout prepared', () => heldPools(r).length === POOLS && controllerImage(r) === NEW);
       armed = true;
       await until('a release sent, its answer kept back', () => late.kept());
+      const keptAt = Date.now();
       const pool = late.pool();
       const done = await finishedRollout<{ state: string; message: string }>(service.url, first.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
       expect(done.state, done.message).toBe('SUCCEEDED');
+      // Its recreation is dated from the release sent again after the timeout, not from the one kept back (attack 21,
+      // F3: the first try's time was kept, and the history showed the agent down for the whole wait).
+      const recreatedFirst = await gqlData(
+        service.url,
+        '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } payload } } } }',
+        {},
+      );
+      const mine = recreatedFirst.events.edges.map((e: any) => e.node).find((e: any) => e.object.name === pool);
+      expect(Date.parse(mine.payload.deletedAt)).toBeGreaterThan(keptAt + Number(TIMEOUT_MS) / 2);
       // Its answer lost, the release was settled with a fence (a change of the pool since it was read), then sent again.
       expect(r.pool(pool)?.metadata.annotations?.[ANNOTATION_HOLD_WRITE_FENCE]).toBeDefined();
       expect(r.agent(pool)?.spec.containers[0].image).toBe(NEW);

@@ -485,10 +485,19 @@ export class AgentPoolDriver implements RolloutDriver {
     // if rollplane restarts before it sees the old agent go (the reconciler completes the record).
     const ref = pool.status?.agentPodRef;
     const agent = ref?.name ? this.deps.pods.get(ref.namespace ?? this.deps.agentNamespace, ref.name) : undefined;
-    if (!this.runsImage(pool, target.toVersion)) await this.intend(target, rollout, agent);
+    const moves = !this.runsImage(pool, target.toVersion);
+    if (moves) await this.intend(target, rollout, agent);
     // Conditional on the pool as read: a hold of this rollout's whose answer was lost can no longer land after this
-    // (attack 20, F2: it stranded the pool, and the rollout failed at its deadline).
-    await this.deps.holds.write(pool, release, again);
+    // (attack 20, F2: it stranded the pool, and the rollout failed at its deadline). Sent again (its answer was lost,
+    // or the pool changed), the recreation is dated from the write that lands (attack 21, F3: 67 s for 2 s).
+    await this.deps.holds.write(pool, release, again, moves ? () => this.redate(target) : undefined);
+  }
+
+  /** The release time of the target's intent, now: nothing moved yet (the pool is still held). */
+  private async redate(target: AdmittedTarget): Promise<void> {
+    const current = this.deps.recreations.get(target.namespace, target.name);
+    if (current?.deletedAt === undefined) return;
+    await this.deps.recreations.intend(target.namespace, target.name, { ...current, deletedAt: new Date().toISOString() });
   }
 
   /**

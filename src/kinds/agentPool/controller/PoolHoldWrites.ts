@@ -60,8 +60,12 @@ export class PoolHoldWrites {
 
   constructor(private readonly clients: KubeClients) {}
 
-  /** Writes `annotations` onto `pool` as it was read (its resourceVersion); see the class comment. */
-  async write(pool: IPPool, annotations: HoldAnnotations, redecide: Redecide): Promise<HoldWriteResult> {
+  /**
+   * Writes `annotations` onto `pool` as it was read (its resourceVersion); see the class comment. `beforeResend` runs
+   * before a write decided again is sent (after a conflict or a settled lost answer): the release dates its
+   * recreation from the write that lands.
+   */
+  async write(pool: IPPool, annotations: HoldAnnotations, redecide: Redecide, beforeResend?: () => Promise<void>): Promise<HoldWriteResult> {
     const namespace = pool.metadata!.namespace!;
     const name = pool.metadata!.name!;
     // An earlier write here whose answer was lost: settled first, and the write decided again on what the pool is now.
@@ -71,6 +75,7 @@ export class PoolHoldWrites {
     let wanted: HoldAnnotations | undefined = settled ? redecide(settled) : annotations;
     for (let attempt = 0; attempt < CONFLICT_ATTEMPTS; attempt++) {
       if (!wanted) return 'declined';
+      if (attempt > 0 || settled) await beforeResend?.();
       const resourceVersion = current.metadata?.resourceVersion;
       try {
         return await this.patch(namespace, name, { resourceVersion, annotations: wanted }, 'annotate');
