@@ -14,7 +14,16 @@ export interface MemberTargetExecutorOptions {
   /** The history's bus: on PostgreSQL it carries every replica's events. */
   bus: Pick<EventBus, 'subscribe'>;
   logger: Logger;
+  /** How soon a failed write is tried again by this executor itself (default WRITE_RETRY_MS). */
+  writeRetryMs?: number;
 }
+
+/**
+ * A failed write (a prepare, an admission) is tried again this soon, as `local`'s engine passes would: left to the
+ * engine's next pass of a member's rollout it waited 15–30 s (attack 21, F4: the settling of a hold write whose answer
+ * was lost, retried that slowly, failed targets at a 60 s deadline that `local` met).
+ */
+const WRITE_RETRY_MS = 5_000;
 
 /** The kind's other active rollouts a driver's finish is told of (as the engine's FINISH_OTHERS). */
 const OTHERS = 100;
@@ -48,6 +57,9 @@ export class MemberTargetExecutor {
    */
   private readonly writeFailures = new Map<string, string>();
 
+  /** The resync a failed write asked for, pending (one at a time). */
+  private retryTimer: NodeJS.Timeout | undefined;
+
   constructor(private readonly options: MemberTargetExecutorOptions) {}
 
   get running(): boolean {
@@ -66,6 +78,8 @@ export class MemberTargetExecutor {
   async stop(): Promise<void> {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     this.abort.abort(new Error(`member cluster ${this.options.cluster}: this replica no longer drives it`));
     while (this.work.size > 0) await Promise.allSettled([...this.work]);
     this.admitted.clear();
@@ -106,6 +120,7 @@ export class MemberTargetExecutor {
         this.admitted.delete(key);
         // A prepare that failed is the rollout's (noted by prepareOnce); else the target's own admission failed.
         if (this.prepared.has(rollout.id)) this.noteFailure(key, error, both, rollout.id, target);
+        this.retrySoon(both);
       },
     );
     return run;
@@ -133,6 +148,7 @@ export class MemberTargetExecutor {
       (error: unknown) => {
         this.prepared.delete(rollout.id);
         this.noteFailure(rollout.id, error, signal, rollout.id);
+        this.retrySoon(signal);
       },
     );
     return run;
@@ -231,6 +247,17 @@ export class MemberTargetExecutor {
     const failure = `${new Date().toISOString()}: ${message.slice(0, 300)}`;
     this.writeFailures.set(key, failure);
     this.noteWaiting(rolloutId, target, `waiting: rollplane's last write here failed at ${failure}`);
+  }
+
+  /** A resync soon, unless the write's own signal says it is not to be tried again (the rollout ended, the shard went). */
+  private retrySoon(signal: AbortSignal): void {
+    const ended = signal.aborted && !(signal.reason instanceof Error && signal.reason.name === 'TimeoutError');
+    if (this.retryTimer || !this.running || ended) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.resync();
+    }, this.options.writeRetryMs ?? WRITE_RETRY_MS);
+    this.retryTimer.unref();
   }
 
   /** A write went through: a failure noted before is cleared from the waiting targets' rows. */

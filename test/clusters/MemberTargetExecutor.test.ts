@@ -96,8 +96,9 @@ function event(
   return { id: ++eventId, type, rolloutId, kind: 'AGENT_POOL', namespace: name ? 'default' : null, name, cluster, payload, createdAt: new Date() };
 }
 
-function executor(rollouts: Rollout[], targets: RolloutTarget[], driver: RolloutDriver, bus = new InProcessEventBus()) {
+function executor(rollouts: Rollout[], targets: RolloutTarget[], driver: RolloutDriver, bus = new InProcessEventBus(), writeRetryMs?: number) {
   return new MemberTargetExecutor({
+    ...(writeRetryMs === undefined ? {} : { writeRetryMs }),
     cluster: CLUSTER,
     drivers: new Map([['AGENT_POOL', driver]]),
     rollouts: history(rollouts, targets),
@@ -146,6 +147,26 @@ describe('MemberTargetExecutor', () => {
     run.resync();
     await until('cleared once the write went through', () => targets[0]!.error === null);
     await run.stop();
+  });
+
+  // Attack 21, F4: a member's failed write waited for the engine's next pass of its rollout (15–30 s); `local`'s is
+  // tried again at the next pass, every few seconds. The executor now asks for its own resync.
+  it('tries a failed admission again by itself, without an engine pass or a resync from outside', async () => {
+    const { driver, calls } = recordingDriver();
+    let failures = 2;
+    const admit = driver.admit.bind(driver);
+    driver.admit = async (t, r, signal) => {
+      await admit(t, r, signal);
+      if (failures-- > 0) throw new Error('injected: the answer was lost');
+    };
+    const rollouts = [rollout('r1')];
+    const targets = [target('r1', 'net-1', 'PROGRESSING')];
+    const run = executor(rollouts, targets, driver, new InProcessEventBus(), 10);
+    run.start();
+    await until('admitted a third time, after two failures', () => calls.filter((c) => c === 'admit r1 edge-1/net-1').length === 3);
+    await until('the failure note cleared', () => targets[0]!.error === null);
+    await run.stop();
+    expect(calls.filter((c) => c.startsWith('admit'))).toHaveLength(3);
   });
 
   it('hears admissions on the bus, once each, also when this replica admitted it in-process first', async () => {
