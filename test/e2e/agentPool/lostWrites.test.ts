@@ -335,6 +335,66 @@ describe('a write to the local cluster whose answer is lost', () => {
       }
     for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(NEWER);
   }, 150_000);
+
+  // Attack 22, G2 and G3: with a slow API server, a supersede raced the older rollout's writes. G2: the older release
+  // landed before the newer rollout's adoption write, which was refused and not held again; G3: the superseded rollout
+  // still wrote its image and its finish took the newer one's fresh holds off — every pool moved at once.
+  for (const [name, slow] of [
+    ['G2: the older release lands before the adoption', (n: number) => (n === 1 ? 1_000 : n === 2 ? 2_500 : 0)],
+    ["G3: both rollouts' hold writes are slow", (n: number) => (n <= 4 ? 1_500 : 0)],
+  ] as const) {
+    it(`a supersede racing slow IPPool writes moves no pool outside an admission (attack 22, ${name})`, async () => {
+      t.rig = await startRig({ fleet: `pools=${POOLS},nodes=2,upstream=vm-dhcp`, delays: { podReadyMs: 100, podTerminateMs: 20 }, noApp: true });
+      const r = t.rig;
+      const NEWER = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+      let armed = false;
+      let seen = 0;
+      const earlier = r.sim.api.hooks.beforeRequest;
+      r.sim.api.hooks = {
+        ...r.sim.api.hooks,
+        beforeRequest: async (info: ApiRequestInfo) => {
+          await earlier?.(info);
+          if (!armed || info.verb !== 'patch' || info.resource.plural !== 'ippools' || info.subresource || info.dryRun || info.name !== 'net-3') return;
+          const delay = slow(++seen);
+          if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+        },
+      };
+      const service = await startService(serviceEnv(r));
+      t.service = service;
+      const input = (image: string, supersede = false) => ({ input: { image, supersede, strategy: { maxUnavailable: '1', progressDeadlineSeconds: 3600 } } });
+      let first: any;
+      if (name.startsWith('G2')) {
+        // The older rollout prepared; its release of net-3 is on its way when the newer one supersedes it.
+        first = await gqlData(service.url, BUMP, input(NEW));
+        await until('the first rollout prepared', () => heldPools(r).length === POOLS && controllerImage(r) === NEW);
+        armed = true;
+      } else {
+        // The older rollout's hold of net-3 is on its way when the newer one supersedes it.
+        armed = true;
+        first = await gqlData(service.url, BUMP, input(NEW));
+      }
+      await until('a write to net-3 on its way', () => seen >= 1);
+      const next = await gqlData(service.url, BUMP, input(NEWER, true));
+      const done = await finishedRollout<{ state: string; message: string }>(service.url, next.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
+      expect(done.state, done.message).toBe('SUCCEEDED');
+      expect((await gqlData(service.url, STATE, { id: first.bumpAgentImage.rollout.id })).rollout.state).toBe('ABORTED');
+      const events = await gqlData(
+        service.url,
+        '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } rolloutId payload } } } }',
+        {},
+      );
+      const recreations = events.events.edges.map((e: any) => e.node);
+      expect(recreations.filter((e: any) => e.payload.reason !== 'rollout')).toEqual([]);
+      const newer = recreations.filter((e: any) => e.rolloutId === next.bumpAgentImage.rollout.id);
+      for (const a of newer)
+        for (const b of newer) {
+          if (a === b) continue;
+          const overlap = Date.parse(a.payload.deletedAt) < Date.parse(b.payload.readyAt) && Date.parse(b.payload.deletedAt) < Date.parse(a.payload.readyAt);
+          expect(overlap, `${a.object.name} and ${b.object.name} down together under maxUnavailable 1`).toBe(false);
+        }
+      for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(NEWER);
+    }, 150_000);
+  }
 });
 
 /** delayFirst for the first --image write: a JSON patch of the controller's Deployment (not a dry run). */

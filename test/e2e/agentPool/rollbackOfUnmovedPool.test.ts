@@ -168,3 +168,21 @@ describe('an automatic rollback of a bump that started from two images', () => {
     expect(r.agent('net-1')?.spec.containers[0].image).toBe(NEW);
   });
 });
+
+// Attack 22, G1: a bump whose changed targets came from two images failed; no rollback can take them back (each
+// group has its own image), and nothing backed the controller out either: it stayed on the failed image.
+describe('a failed bump whose changed targets came from two images', () => {
+  it('puts the controller back on the image it deployed when the bump started', async () => {
+    rig = await startRig({ fleet: 'pools=3,nodes=3,upstream=vm-dhcp', delays: { podReadyMs: 20, podTerminateMs: 10 } });
+    const r = rig;
+    const first = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1'] }, strategy: { maxUnavailable: '1' } } });
+    expect((await waitForRollout(r, first.bumpAgentImage.rollout.id, ['SUCCEEDED'], 60_000)).state).toBe('SUCCEEDED');
+    const BAD = 'rancher/harvester-vm-dhcp-agent:bad-v0.4.0';
+    const bad = await r.gql(BUMP, { input: { image: BAD, strategy: { maxUnavailable: '2', progressDeadlineSeconds: 60 } } });
+    const id: string = bad.bumpAgentImage.rollout.id;
+    const ended = await waitForRollout(r, id, ['FAILED', 'ROLLED_BACK'], 90_000);
+    // Without the fix: the controller stays on BAD for good.
+    await r.waitFor(`the controller off the failed image (the rollout ${ended.state}: ${ended.message})`, () => controllerImage(r) !== BAD, 60_000);
+    expect(controllerImage(r)).toBe(NEW);
+  });
+});

@@ -4,6 +4,7 @@ import { agentPoolRollbackRules, matchesPoolSelection, type PoolSelection } from
 import type { RollbackRules } from '../../../domain/launchRules.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../../../domain/ports.js';
 import type { Rollout } from '../../../domain/RolloutService.js';
+import { ACTIVE_ROLLOUT_STATES, type RolloutState } from '../../../domain/rolloutStates.js';
 import { AppError, ConflictError, isAppError, NotFoundError, ValidationError } from '../../../errors.js';
 import { parseAgentImage, vmDhcpRelease } from '../../../util/vmDhcpRelease.js';
 import { PREFLIGHT_REFUSED } from '../../../controllers/dryRunRefusal.js';
@@ -34,6 +35,8 @@ export interface AgentPoolDriverDeps {
   lever: ControllerImageLever;
   /** The one way rollplane's holds go on and come off a pool: conditional, and fenced when an answer is lost. */
   holds: PoolHoldWrites;
+  /** The rollout's state in the history now (prepare asks before it writes the image); absent: not asked. */
+  rolloutState?: (id: string) => Promise<RolloutState | undefined>;
   /** Conflict retries of one admission before giving up (the engine retries later). */
   maxConflictRetries?: number;
 }
@@ -189,8 +192,11 @@ export class AgentPoolDriver implements RolloutDriver {
       while (next < toHold.length) {
         signal.throwIfAborted();
         const pool = toHold[next++]!;
-        // Changed since the cache showed it (a conflict, or a lost answer settled): held only if it still needs it.
-        const written = await this.deps.holds.write(pool, holdFor(rollout.id), (current) => (this.needsHold(current, image) ? holdFor(rollout.id) : undefined));
+        // Changed since the cache showed it (a conflict, or a lost answer settled): held only if it still needs it, and
+        // taken over if another rollout's late hold landed meanwhile (attack 22, G3).
+        const written = await this.deps.holds.write(pool, holdFor(rollout.id), (current) =>
+          this.needsHold(current, image) || this.adoptable(current, rollout.id, image) ? holdFor(rollout.id) : undefined,
+        );
         if (typeof written !== 'string') held.push(written);
       }
     };
@@ -201,6 +207,9 @@ export class AgentPoolDriver implements RolloutDriver {
       // itself replaces only the image the cache shows (ControllerImageLever.set), the one just asked about.
       await this.refuseWriteOverOutsideChange(rollout);
       signal.throwIfAborted();
+      // Superseded or aborted while its holds were on their way (a slow API server): it writes no image any more (attack
+      // 22, G3: the superseded rollout set its image, reverted it, and its finish took the newer one's holds off).
+      await this.refuseWriteForEndedRollout(rollout);
       await this.deps.lever.set(image, rollout.id, signal);
     } catch (error) {
       // Not while the image write may still land (its answer was lost): the holds are what keeps it from moving every
@@ -214,22 +223,39 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /** Writes `rolloutId`'s marker on the pools another rollout of rollplane's holds that a rollout to `image` would hold. */
   private async adoptHolds(rolloutId: string, image: string, signal: AbortSignal): Promise<void> {
-    const adoptable = (pool: IPPool) =>
-      holdOf(pool.metadata?.annotations) === 'rollplane' &&
-      pool.metadata?.annotations?.[ANNOTATION_HELD_BY] !== rolloutId &&
-      !pool.spec?.paused &&
-      !pool.metadata?.deletionTimestamp &&
-      !this.runsImage(pool, image);
-    const pools = this.deps.pools.list().filter(adoptable);
+    const pools = this.deps.pools.list().filter((pool) => this.adoptable(pool, rolloutId, image));
     let next = 0;
     const worker = async () => {
       while (next < pools.length) {
         signal.throwIfAborted();
         const pool = pools[next++]!;
-        await this.deps.holds.write(pool, holdFor(rolloutId), (current) => (adoptable(current) ? holdFor(rolloutId) : undefined));
+        // Refused because the pool changed (the older rollout's release landed first: attack 22, G2): held all the same
+        // when it still needs a hold, before this rollout's image write can move it.
+        await this.deps.holds.write(pool, holdFor(rolloutId), (current) =>
+          this.adoptable(current, rolloutId, image) || this.needsHold(current, image) ? holdFor(rolloutId) : undefined,
+        );
       }
     };
     await Promise.all(Array.from({ length: Math.min(HOLD_CONCURRENCY, pools.length) }, worker));
+  }
+
+  /** Held by another rollout of rollplane's, and a hold a rollout of `rolloutId` to `image` would keep on. */
+  private adoptable(pool: IPPool, rolloutId: string, image: string): boolean {
+    return (
+      holdOf(pool.metadata?.annotations) === 'rollplane' &&
+      pool.metadata?.annotations?.[ANNOTATION_HELD_BY] !== rolloutId &&
+      !pool.spec?.paused &&
+      !pool.metadata?.deletionTimestamp &&
+      !this.runsImage(pool, image)
+    );
+  }
+
+  /** Throws when the rollout is no longer active in the history (superseded, aborted, failed meanwhile). */
+  private async refuseWriteForEndedRollout(rollout: Rollout): Promise<void> {
+    const state = await this.deps.rolloutState?.(rollout.id);
+    if (state !== undefined && !ACTIVE_ROLLOUT_STATES.includes(state)) {
+      throw new ConflictError(`rollout ${rollout.id} is ${state}: it writes the vm-dhcp-controller's --image no more`);
+    }
   }
 
   /** The pools a rollout to `image` holds: every pool the controller would move at once, selected or not. */
@@ -364,7 +390,13 @@ export class AgentPoolDriver implements RolloutDriver {
     await this.deps.lever.waitForCurrentRollout(signal);
     const state = this.deps.controller.state();
     if (state.kind !== 'agents') return;
-    const holdsNothingBack = (pool: IPPool) => holdOf(pool.metadata?.annotations) === 'rollplane' && this.runsImage(pool, state.image);
+    // Not a hold of another rollout still active: it holds its pools back from the image it is about to set (attack 22,
+    // G3: an aborted rollout's finish took a newer rollout's fresh holds off, and that one's write moved every pool).
+    const active = new Set(others.map((other) => other.id));
+    const holdsNothingBack = (pool: IPPool) =>
+      holdOf(pool.metadata?.annotations) === 'rollplane' &&
+      !active.has(pool.metadata?.annotations?.[ANNOTATION_HELD_BY] ?? '') &&
+      this.runsImage(pool, state.image);
     for (const pool of this.deps.pools.list()) {
       signal.throwIfAborted();
       if (!holdsNothingBack(pool)) continue;
@@ -404,7 +436,11 @@ export class AgentPoolDriver implements RolloutDriver {
   private async backOutOfFailedImage(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
     // A failed rollback stays where it is: the image before it is the one its original failed on (attack 20, F2: a
     // failed rollback put the controller back on the failed image, every pool held against the good one).
-    if (rollout.state !== 'FAILED' || !rollout.fromVersion || rollout.rollbackOfId) return;
+    if (rollout.state !== 'FAILED' || rollout.rollbackOfId) return;
+    // Started from several images: back to the one the controller deployed when it started (attack 22, G1: no back-out
+    // at all, the controller left on the failed image and the untouched pools held against the good one).
+    const back = rollout.fromVersion ?? (await this.deps.lever.startImageOf(rollout));
+    if (!back) return;
     const image = this.rolloutImage(rollout);
     if (image === undefined) return;
     const failed = normalizeImage(image);
@@ -428,7 +464,7 @@ export class AgentPoolDriver implements RolloutDriver {
       if (!onFailedImage()) return;
       await this.deps.holds.write(pool, holdFor(rollout.id), (current) => (onFailedImage() && tookFailedImage(current) ? holdFor(rollout.id) : undefined));
     }
-    if (onFailedImage()) await this.deps.lever.set(rollout.fromVersion, rollout.id, signal);
+    if (onFailedImage()) await this.deps.lever.set(back, rollout.id, signal);
   }
 
   async admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void> {

@@ -270,6 +270,11 @@ export class ControllerImageLever {
     return facts;
   }
 
+  /** The image the controller deployed when the rollout started, as the cluster's recorded changes say; undefined: unknown. */
+  async startImageOf(rollout: RolloutRef): Promise<string | undefined> {
+    return (await this.historyOf(rollout))?.startImage;
+  }
+
   /** Notes that the controller deploys `image` for the rollout as this process saw it (set here, or already there). */
   confirm(rolloutId: string, image: string): void {
     this.confirmed.delete(rolloutId);

@@ -155,6 +155,7 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     controller: controllerWatch,
     lever,
     holds,
+    ...(host.rollouts ? { rolloutState: async (id: string) => (await host.rollouts!.get(id))?.state } : {}),
   });
   const metrics = agentPoolMetrics(host.registry);
   const reconciler = new AgentPoolReconciler({
