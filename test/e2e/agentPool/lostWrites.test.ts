@@ -318,22 +318,8 @@ describe('a write to the local cluster whose answer is lost', () => {
     release();
     const done = await finishedRollout<{ state: string; message: string }>(service.url, next.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
     expect(done.state, done.message).toBe('SUCCEEDED');
-    const events = await gqlData(
-      service.url,
-      '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } rolloutId payload } } } }',
-      {},
-    );
-    const recreations = events.events.edges.map((e: any) => e.node);
     // Without the fix: the slowed pool recorded `unplanned`, down together with the newer rollout's first admission.
-    expect(recreations.filter((e: any) => e.payload.reason !== 'rollout')).toEqual([]);
-    const newer = recreations.filter((e: any) => e.rolloutId === next.bumpAgentImage.rollout.id);
-    for (const a of newer)
-      for (const b of newer) {
-        if (a === b) continue;
-        const overlap = Date.parse(a.payload.deletedAt) < Date.parse(b.payload.readyAt) && Date.parse(b.payload.deletedAt) < Date.parse(a.payload.readyAt);
-        expect(overlap, `${a.object.name} and ${b.object.name} down together under maxUnavailable 1`).toBe(false);
-      }
-    for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(NEWER);
+    await expectOneAtATime(r, service.url, next.bumpAgentImage.rollout.id, NEWER);
   }, 150_000);
 
   // Attack 22, G2 and G3: with a slow API server, a supersede raced the older rollout's writes. G2: the older release
@@ -378,24 +364,28 @@ describe('a write to the local cluster whose answer is lost', () => {
       const done = await finishedRollout<{ state: string; message: string }>(service.url, next.bumpAgentImage.rollout.id, ROLLOUT, 90_000);
       expect(done.state, done.message).toBe('SUCCEEDED');
       expect((await gqlData(service.url, STATE, { id: first.bumpAgentImage.rollout.id })).rollout.state).toBe('ABORTED');
-      const events = await gqlData(
-        service.url,
-        '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } rolloutId payload } } } }',
-        {},
-      );
-      const recreations = events.events.edges.map((e: any) => e.node);
-      expect(recreations.filter((e: any) => e.payload.reason !== 'rollout')).toEqual([]);
-      const newer = recreations.filter((e: any) => e.rolloutId === next.bumpAgentImage.rollout.id);
-      for (const a of newer)
-        for (const b of newer) {
-          if (a === b) continue;
-          const overlap = Date.parse(a.payload.deletedAt) < Date.parse(b.payload.readyAt) && Date.parse(b.payload.deletedAt) < Date.parse(a.payload.readyAt);
-          expect(overlap, `${a.object.name} and ${b.object.name} down together under maxUnavailable 1`).toBe(false);
-        }
-      for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(NEWER);
+      await expectOneAtATime(r, service.url, next.bumpAgentImage.rollout.id, NEWER);
     }, 150_000);
   }
 });
+
+/**
+ * Every recreation recorded was a rollout's (none `unplanned`), the rollout's own ones never overlapped (maxUnavailable
+ * 1), and every agent ended on `image`.
+ */
+async function expectOneAtATime(r: Rig, url: string, rolloutId: string, image: string): Promise<void> {
+  const events = await gqlData(url, '{ events(filter: { types: [AgentRecreated] }, first: 100) { edges { node { object { name } rolloutId payload } } } }', {});
+  const recreations = events.events.edges.map((e: any) => e.node);
+  expect(recreations.filter((e: any) => e.payload.reason !== 'rollout')).toEqual([]);
+  const mine = recreations.filter((e: any) => e.rolloutId === rolloutId);
+  for (const a of mine)
+    for (const b of mine) {
+      if (a === b) continue;
+      const overlap = Date.parse(a.payload.deletedAt) < Date.parse(b.payload.readyAt) && Date.parse(b.payload.deletedAt) < Date.parse(a.payload.readyAt);
+      expect(overlap, `${a.object.name} and ${b.object.name} down together under maxUnavailable 1`).toBe(false);
+    }
+  for (let i = 1; i <= POOLS; i++) expect(r.agent(`net-${i}`)?.spec.containers[0].image, `net-${i}`).toBe(image);
+}
 
 /** delayFirst for the first --image write: a JSON patch of the controller's Deployment (not a dry run). */
 function keepFirstImageWrite(r: Rig) {
