@@ -125,7 +125,14 @@ describe('a viewer', () => {
     const { url } = service!;
     const baseUrl = url.replace(/\/graphql$/, '');
     // A probe of each every 25 ms, 300 of them: the attack runs for as long as they take.
-    const { healthz: h, control: c, figures, report } = await underAttack('replayFlood.ts', [url, viewer, String(HISTORY)], `${baseUrl}/healthz`);
+    // ...and until the attacker has received more than the whole history once (its budget paces it).
+    const receivedMoreThanHistory = (output: string) => [...output.matchAll(/^received (\d+)$/gm)].some((m) => Number(m[1]) > HISTORY);
+    const {
+      healthz: h,
+      control: c,
+      figures,
+      report,
+    } = await underAttack('replayFlood.ts', [url, viewer, String(HISTORY)], `${baseUrl}/healthz`, receivedMoreThanHistory);
     console.log(`/healthz under attack: ${figures}`);
     console.log(`attacker: ${report}`);
     // Beyond what the machine's load costs any process (the control's): the aim is 100 ms, and the Deployment's
