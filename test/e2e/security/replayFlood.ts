@@ -82,7 +82,7 @@ async function pageLoop(): Promise<void> {
 for (let i = 0; i < SOCKETS; i++) openSocket();
 // How far it got, for the test to wait on (underAttack's `ranEnough`): its budget paces it, so how much it receives
 // while the probes run depends on the machine's speed, not only on rollplane.
-setInterval(() => process.stdout.write(`received ${received}\n`), 200).unref();
+setInterval(() => process.stdout.write(`received ${received} pages ${pages}\n`), 200).unref();
 if (!process.env.NO_PAGES) {
   void pageLoop();
   void pageLoop();
