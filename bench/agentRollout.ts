@@ -166,6 +166,11 @@ async function runOnce({ pools, budget, postgresUrl, inline, upstream, maxUnavai
     if (state !== 'SUCCEEDED') throw new Error(`rollout ended ${state}`);
     const allNewAt = await allNew;
     for (const [key, counts] of trace) process.stderr.write(`  trace ${key}: ${Array.from(counts, (n) => n ?? 0).join(' ')}\n`);
+    if (process.env.AGENT_BENCH_TRACE) {
+      // How many reconciles each agent cost, by outcome: the work behind the wall time.
+      const reconciles = (await app.metrics.registry.metrics()).split('\n').filter((line) => line.startsWith('controller_runtime_reconcile_total{'));
+      for (const line of reconciles) process.stderr.write(`  ${line}\n`);
+    }
     const simStats = await sim.stats();
     if (simStats.profile) process.stderr.write(`  CPU profile of the simulator: ${simStats.profile}\n`);
     const totalWrites = Object.values(simStats.writes).reduce((a, b) => a + b, 0);

@@ -28,6 +28,8 @@ export function startBenchApp(dir: string, kubeconfigPath: string, env: Record<s
       ROLLPLANE_KUBE_BURST: '100000',
       // A/B of the response cache (ADR 0026): ROLLPLANE_RESPONSE_CACHE_MB=0 runs every query.
       ...(process.env.ROLLPLANE_RESPONSE_CACHE_MB ? { ROLLPLANE_RESPONSE_CACHE_MB: process.env.ROLLPLANE_RESPONSE_CACHE_MB } : {}),
+      // A/B of the agent-pool controller's concurrent reconciles.
+      ...(process.env.ROLLPLANE_AGENT_WORKERS ? { ROLLPLANE_AGENT_WORKERS: process.env.ROLLPLANE_AGENT_WORKERS } : {}),
       ...env,
     },
     [],

@@ -12,6 +12,9 @@
  * - `unstaged`: a rollout of the N clusters without waves (the baseline; maxUnavailable 100%);
  * - `staged`: the same clusters in 3 waves by a label, each at maxConcurrency 50%, no gates (KubeFleet: 1,000
  *   clusters, 3 stages at 50%, ungated, < 2 min on an 8–12-core hub); ratio = staged ÷ unstaged;
+ * - `staged + gates`: the same stages, each with a 0-second soak (TIMED_WAIT of 0 s) before it and an EXTERNAL_CHECK
+ *   after it that a loopback HTTP server answers 200 at once (signed, SSRF-guarded, kept in SQL as the service does);
+ *   ratio = gated ÷ staged: the cost of the gates themselves (issue 30);
  * - `concurrent`: R staged runs at once (KubeFleet: 100 runs < 4 min), each over its own pool in each of M clusters.
  * CPU is this process's (user + system) over the case, per cluster upgrade (target). Prints a table and the machine's
  * load; writes bench/results/waves.json.
@@ -24,6 +27,8 @@
  * | BENCH_WAVES_UPGRADE_MS | 0 | how long a fake cluster takes to converge after its change is written |
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
 import { Controller } from '../src/controller/Controller.js';
@@ -31,12 +36,16 @@ import { reactToRolloutEvents } from '../src/domain/engineReactions.js';
 import { InProcessEventBus } from '../src/domain/EventBus.js';
 import { EventLog } from '../src/domain/EventLog.js';
 import { EventType } from '../src/domain/events.js';
+import { GateLooks } from '../src/domain/gates/looks.js';
+import { GATE_TYPES, type GateTypes } from '../src/domain/gates/registry.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../src/domain/ports.js';
 import { RolloutEngine } from '../src/domain/RolloutEngine.js';
 import { RolloutLauncher, type RolloutPlan } from '../src/domain/RolloutLauncher.js';
 import { RolloutService } from '../src/domain/RolloutService.js';
 import { waveStrategyInput } from '../src/domain/waves/strategy.js';
 import { KIND_CONTRACTS } from '../src/kinds/index.js';
+import { externalCheckGateType } from '../src/notify/externalCheckGate.js';
+import { TargetGuard } from '../src/notify/targetGuard.js';
 import { type Database, openDatabase } from '../src/store/db.js';
 import { calibrationMs } from './benchApp.js';
 import { writeResult } from './results.js';
@@ -82,12 +91,67 @@ interface Service {
   stop(): Promise<void>;
 }
 
+/** The signing secret's name the gated case's external checks use (the operator's file, in the service). */
+const CHECK_SECRET = 'bench';
+
+/**
+ * The gate types as src/start/gateTypes.ts composes them, without Prometheus: the built-ins and EXTERNAL_CHECK, whose
+ * attempts are POSTed over HTTP (loopback allowed, as ROLLPLANE_NOTIFY_ALLOW_NETWORKS would) and kept in SQL.
+ */
+function benchGateTypes(db: Database, wake: (rolloutId: string) => void): GateTypes {
+  const looks = new GateLooks({
+    record: (attempt) =>
+      db.store.transaction(function* (tx) {
+        return yield* tx.insertGateAttempt(attempt);
+      }),
+    extend: (gateId, seq, at) =>
+      db.store.transaction(function* (tx) {
+        return yield* tx.extendGateAttempt(gateId, seq, at);
+      }),
+    wake,
+    logger: { info: () => {}, warn: () => {} } as never,
+  });
+  return {
+    ...GATE_TYPES,
+    EXTERNAL_CHECK: externalCheckGateType({
+      looks,
+      guard: new TargetGuard(['127.0.0.0/8']),
+      secrets: new Map([[CHECK_SECRET, 'bench-signing-secret']]),
+      timeoutMs: 5000,
+      userAgent: 'rollplane-bench',
+    }),
+  };
+}
+
+/** An external check that proceeds at once (2xx), counting what it was asked. */
+async function startCheck(): Promise<{ url: string; asked: () => number; close(): Promise<void> }> {
+  let asked = 0;
+  const server: Server = createServer((request, response) => {
+    asked++;
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/check`,
+    asked: () => asked,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 /** The engine as the service composes it (start/controllers.ts, engineController.ts), over fake members. */
 async function startService(): Promise<Service> {
   const dir = mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'rollplane-bench-waves-'));
   const db = await openDatabase(`file:${path.join(dir, 'waves.db')}`);
   const bus = new InProcessEventBus();
-  const rollouts = new RolloutService(db.store, new EventLog(db.store, bus), KIND_CONTRACTS);
+  // A gate that got an answer wakes its rollout (the engine's enqueue, once the controller exists).
+  let wake: (rolloutId: string) => void = () => {};
+  const rollouts = new RolloutService(
+    db.store,
+    new EventLog(db.store, bus),
+    KIND_CONTRACTS,
+    benchGateTypes(db, (id) => wake(id)),
+  );
   const logger = { info: () => {}, warn: () => {} };
   const engine = new RolloutEngine(rollouts, logger, { clusterLabels: async () => new Map(), clusterHealth: async () => new Map() });
   const launcher = new RolloutLauncher(rollouts);
@@ -100,6 +164,7 @@ async function startService(): Promise<Service> {
     reconciler: { reconcile: (request, signal) => engine.reconcile(request.name, signal) },
   });
   engine.connect((id, afterMs) => (afterMs ? controller.enqueueAfter(id, afterMs) : controller.enqueue(id)), launcher);
+  wake = (id) => engine.enqueue(id);
   const unreact = reactToRolloutEvents(bus, engine);
   controller.start();
   return {
@@ -135,6 +200,22 @@ const STAGED = waveStrategyInput.parse({
   waves: ['0', '1', '2'].map((ring) => ({ name: `stage-${ring}`, clusters: { labelSelector: `ring=${ring}` }, maxConcurrency: '50%' })),
   remainder: 'EXCLUDED',
 })!;
+/**
+ * The same stages with the gates whose cost the issue asks for: a 0-second soak (a TIMED_WAIT of 0 s) before each
+ * stage and an external check after it that proceeds at once.
+ */
+function gatedStrategy(checkUrl: string) {
+  return waveStrategyInput.parse({
+    waves: ['0', '1', '2'].map((ring) => ({
+      name: `stage-${ring}`,
+      clusters: { labelSelector: `ring=${ring}` },
+      maxConcurrency: '50%',
+      before: { type: 'TIMED_WAIT', config: { seconds: 0 } },
+      after: { type: 'EXTERNAL_CHECK', config: { url: checkUrl, secret: CHECK_SECRET } },
+    })),
+    remainder: 'EXCLUDED',
+  })!;
+}
 const registered = (clusters: number) => Array.from({ length: clusters }, (_, i) => ({ name: clusterName(i), labels: { ring: String(i % 3) } }));
 
 interface Row {
@@ -149,7 +230,7 @@ interface Row {
 }
 
 /** Launches `runs` rollouts at once and waits for every one's SUCCEEDED; wall and CPU from the first launch. */
-async function timeRuns(name: string, runs: number, clusters: number, staged: boolean): Promise<Omit<Row, 'ratio'>> {
+async function timeRuns(name: string, runs: number, clusters: number, strategy: typeof STAGED | undefined): Promise<Omit<Row, 'ratio'>> {
   const service = await startService();
   try {
     // Counted by the bus (the service's own event stream): a run may end before its launch call returns.
@@ -173,7 +254,7 @@ async function timeRuns(name: string, runs: number, clusters: number, staged: bo
           plan: planOf(clusters, `pool-${r}`),
           cause: { actor: 'bench' },
           request: { bench: name, run: r },
-          ...(staged ? { staged: { strategy: STAGED, registered: registered(clusters), startedBy: 'bench' } } : {}),
+          ...(strategy ? { staged: { strategy, registered: registered(clusters), startedBy: 'bench' } } : {}),
         }),
       ),
     );
@@ -193,12 +274,21 @@ export async function run(): Promise<void> {
   const calibration = calibrationMs();
   const loadBefore = loadavg();
   const rows: Row[] = [];
-  const unstaged = await timeRuns('unstaged', 1, CLUSTERS, false);
+  const unstaged = await timeRuns('unstaged', 1, CLUSTERS, undefined);
   rows.push({ ...unstaged, ratio: 1 });
-  const staged = await timeRuns('staged (3 waves at 50%)', 1, CLUSTERS, true);
+  const staged = await timeRuns('staged (3 waves at 50%)', 1, CLUSTERS, STAGED);
   rows.push({ ...staged, ratio: staged.seconds / unstaged.seconds });
+  // The cost of the gates themselves: the staged run with a 0 s soak and an external check at each stage, ÷ ungated.
+  const check = await startCheck();
+  try {
+    const gated = await timeRuns('staged + gates (0 s soak, check)', 1, CLUSTERS, gatedStrategy(check.url));
+    if (check.asked() !== 3) throw new Error(`gated: the external check was asked ${check.asked()} times, expected 3 (once per stage)`);
+    rows.push({ ...gated, ratio: gated.seconds / staged.seconds });
+  } finally {
+    await check.close();
+  }
   if (RUNS > 0) {
-    const concurrent = await timeRuns(`${RUNS} staged runs at once`, RUNS, RUN_CLUSTERS, true);
+    const concurrent = await timeRuns(`${RUNS} staged runs at once`, RUNS, RUN_CLUSTERS, STAGED);
     rows.push({ ...concurrent, ratio: null });
   }
   const loadAfter = loadavg();
