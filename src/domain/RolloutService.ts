@@ -15,6 +15,7 @@ import type {
 } from './historyPort.js';
 import {
   ABORTED_FOR_ROLLBACK,
+  type BusyRollout,
   changedByRollout,
   checkReplay,
   RollbackPlanStale,
@@ -621,21 +622,25 @@ function* replayStep(tx: HistoryTx, toRollout: RolloutReader, spec: NewRollout):
 /**
  * The kind's busy rollouts, for its guard: the active ones, newest first, every page; then those that ended (aborted,
  * failed) with admitted targets still finishing (`finishing`), which still change the cluster (attack finding: a bump
- * of another pool landed while an aborted rollout's pool was still moving).
+ * of another pool landed while an aborted rollout's pool was still moving). Each with the clusters it has targets in
+ * (issue 29, O1: a guard about one cluster's controller judges only the rollouts in that cluster): a query per busy
+ * rollout, bounded by its clusters, not its targets.
  */
-function* busyRolloutsStep(tx: HistoryTx, toRollout: RolloutReader, kind: RolloutKind, finishing: readonly CoveredTarget[]): Step<Rollout[]> {
-  const out: Rollout[] = [];
+function* busyRolloutsStep(tx: HistoryTx, toRollout: RolloutReader, kind: RolloutKind, finishing: readonly CoveredTarget[]): Step<BusyRollout[]> {
+  const rows: RolloutRow[] = [];
   for (let before: RolloutPosition | undefined; ; ) {
     const page = yield* tx.listRollouts({ kind, states: ACTIVE_ROLLOUT_STATES }, before, ACTIVE_PAGE);
-    out.push(...page.map(toRollout));
+    rows.push(...page);
     const last = page[page.length - 1];
     if (page.length < ACTIVE_PAGE || !last) break;
     before = { createdAt: last.createdAt, id: last.id };
   }
   for (const id of new Set(finishing.map((t) => t.rolloutId))) {
     const row = yield* tx.findRollout(id);
-    if (row) out.push(toRollout(row));
+    if (row) rows.push(row);
   }
+  const out: BusyRollout[] = [];
+  for (const row of rows) out.push({ ...toRollout(row), clusters: new Set(yield* tx.clustersOfRollout(row.id)) });
   return out;
 }
 const ACTIVE_PAGE = 500;

@@ -324,6 +324,12 @@ export interface HistoryReads {
    * first: what deregistering a cluster must not pull from under (issue 29).
    */
   activeRolloutIdsInCluster(cluster: string): Promise<string[]>;
+  /**
+   * The member clusters a rollout has targets in (every target, whatever its state), each once, by name; `local` for
+   * targets written before clusters existed. Bounded by the clusters, not the targets (a launch guard asks it under
+   * the launch lock for each busy rollout).
+   */
+  clustersOfRollout(rolloutId: string): Promise<string[]>;
   /** A staged rollout's frozen strategy and waves (in order); undefined for a rollout without waves. */
   runOf(rolloutId: string): Promise<{ run: RunRow; waves: WaveRow[] } | undefined>;
   /** The gates a staged rollout opened so far, in the order they opened. */

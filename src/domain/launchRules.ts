@@ -8,7 +8,16 @@ import type { NewTarget, Rollout } from './RolloutService.js';
  * the creating transaction, so no other replica can launch in between. Throws ConflictError to refuse. Busy: active,
  * or ended (aborted, failed) with admitted targets still finishing — they still change the cluster.
  */
-export type LaunchGuard = (busy: readonly Rollout[], context: GuardContext) => void;
+export type LaunchGuard = (busy: readonly BusyRollout[], context: GuardContext) => void;
+
+/** A busy rollout as a guard sees it. */
+export interface BusyRollout extends Rollout {
+  /**
+   * The clusters it has targets in: every target, whatever its state (a pool it moved still runs what it moved it to),
+   * read in the launch's transaction (HistoryReads.clustersOfRollout).
+   */
+  clusters: ReadonlySet<string>;
+}
 
 /** What a guard knows of the launch it judges. */
 export interface GuardContext {

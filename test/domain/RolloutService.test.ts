@@ -161,6 +161,37 @@ function setTargetStatesContract(open: () => Promise<Database>): void {
     expect(seen[0]!.superseding).toEqual([active.id]);
   });
 
+  it('shows a guard the clusters each busy rollout has targets in, whatever their state', async () => {
+    const target = (name: string, cluster?: string) => ({
+      ...(cluster ? { cluster } : {}),
+      namespace: 'default',
+      name,
+      fromVersion: 'agent:v1',
+      toVersion: 'agent:v2',
+    });
+    const spec = {
+      kind: 'AGENT_POOL' as const,
+      fromVersion: 'agent:v1',
+      selector: {},
+      strategy: defaultStrategy(KIND_CONTRACTS.AGENT_POOL),
+      cause: { actor: 'test' },
+    };
+    const { rollout: spread } = await rollouts.create({ ...spec, toVersion: 'agent:v2', targets: [target('w0', 'm1'), target('w1'), target('w2', 'm1')] });
+    // Its pool in `local` is done: that cluster's agent still runs what the rollout moved it to.
+    await rollouts.setTargetStates(spread.id, [{ target: { namespace: 'default', name: 'w1' }, to: 'PROGRESSING' }]);
+    await rollouts.setTargetStates(spread.id, [{ target: { namespace: 'default', name: 'w1' }, to: 'SUCCEEDED' }]);
+    let seen: string[] | undefined;
+    await rollouts.create(
+      { ...spec, toVersion: 'agent:v3', targets: [{ ...target('w9', 'm2'), toVersion: 'agent:v3' }] },
+      {
+        guard: (busy) => {
+          seen = [...(busy.find((r) => r.id === spread.id)?.clusters ?? [])].sort();
+        },
+      },
+    );
+    expect(seen).toEqual(['local', 'm1']);
+  });
+
   it('changes nothing when one target of a pass does not exist', async () => {
     const rollout = await create('agent:v2', ['q0']);
     const before = await log.lastEventId();

@@ -893,6 +893,24 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(await store.transaction((tx) => tx.activeRolloutIdsInCluster('edge-act'))).toEqual(['r-act-1', 'r-act-2']);
     });
 
+    it("says which clusters a rollout's targets are in, each once, whatever their state", async () => {
+      const states = ['SUCCEEDED', 'PENDING', 'FAILED', 'SKIPPED', 'PROGRESSING', 'CANCELLED'];
+      const clusters = ['edge-b', undefined, 'edge-a', 'edge-b', undefined, 'edge-b'];
+      await store.transaction(function* (tx) {
+        yield* tx.insertRollout(rolloutRow('r-where'), at(310));
+        yield* tx.insertTargets(
+          states.map((state, i) => ({ ...targetRow('r-where', i, state), ...(clusters[i] === undefined ? {} : { cluster: clusters[i] }) })),
+          at(310),
+        );
+        yield* tx.insertRollout(rolloutRow('r-nowhere'), at(311));
+      });
+      // A target written without a cluster is in `local`.
+      expect(await store.read.clustersOfRollout('r-where')).toEqual(['edge-a', 'edge-b', 'local']);
+      expect(await store.read.clustersOfRollout('r-nowhere')).toEqual([]);
+      expect(await store.read.clustersOfRollout('r-unknown')).toEqual([]);
+      expect(await store.transaction((tx) => tx.clustersOfRollout('r-where'))).toEqual(['edge-a', 'edge-b', 'local']);
+    });
+
     it('lists and counts the rollouts with a target in any of some clusters (ADR 0058), newest first', async () => {
       await store.transaction(function* (tx) {
         yield* tx.insertRollout(rolloutRow('r-in-1'), at(400));

@@ -16,6 +16,7 @@ import type { RolloutPlan } from '../../domain/kinds/index.js';
 import type { AgentPoolStrategy, BumpAgentImageRequest } from './contract.js';
 import type { LaunchResult } from '../../domain/RolloutLauncher.js';
 import { busyRolloutName, type LaunchGuard, type RollbackRules } from '../../domain/launchRules.js';
+import { clusterOf } from '../../domain/ports.js';
 import type { NewTarget } from '../../domain/RolloutService.js';
 import { toVersionText } from '../../domain/toVersionText.js';
 
@@ -237,6 +238,7 @@ export async function bumpAgentImage(
     { onProgress: domain.clusterPorts?.preflightProgress?.bind(domain.clusterPorts) },
   );
   const fromVersions = new Set(changing.map((t) => t.fromVersion));
+  const coexisting = planned.filter((part) => part.mode === 'COEXIST').map((part) => part.cluster);
   const { cause: _cause, dryRun: _dryRun, ...request } = input;
   return domain.launcher.launch({
     plan: { ...plan, fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null, selector: selection, strategy },
@@ -245,8 +247,8 @@ export async function bumpAgentImage(
     dryRun: input.dryRun === true,
     supersede: input.supersede === true,
     request,
-    // One cluster beside the vm-dhcp-controller is enough for its one-image rule (ADR 0058: a mix of modes).
-    ...(planned.some((part) => part.mode === 'COEXIST') ? { guard: refuseOtherControllerImage(image) } : {}),
+    // The one-image rule holds in each cluster beside the vm-dhcp-controller (ADR 0058: a mix of modes), not elsewhere.
+    ...(coexisting.length > 0 ? { guard: refuseOtherControllerImage(image, coexisting) } : {}),
     ...(await stagedLaunch(domain, input.waveStrategy, idempotencyScope)),
   });
 }
@@ -300,25 +302,32 @@ export function agentPoolRollbackRules(queries: Pick<AgentPoolQueries, 'checkRol
       );
     }
     if (images[0] && targets.length > 0) await queries.preflight?.(images[0], targets);
-    // The rollback takes its original's work over (it is aborted first, its admitted pools may still be moving).
-    return images[0] ? { guard: refuseOtherControllerImage(images[0], original.id) } : {};
+    // The rollback takes its original's work over (it is aborted first, its admitted pools may still be moving). It
+    // moves the controller's --image in each cluster its pools are in.
+    const clusters = [...new Set(targets.map(clusterOf))];
+    return images[0] ? { guard: refuseOtherControllerImage(images[0], clusters, original.id) } : {};
   };
 }
 
 /**
  * Beside the vm-dhcp-controller every pool's agent runs the controller's one `--image`: a rollout moves it for all the
- * pools it releases. A second active rollout to another image, even of other pools, would move it under the first
- * one, which then sees its image changed behind its back and fails (attack finding: two bumps of disjoint pools broke
- * each other). Refused as CONFLICT under the launch lock; rollouts to the same image can run together.
+ * pools it releases in that cluster. A second active rollout to another image, even of other pools, would move it under
+ * the first one, which then sees its image changed behind its back and fails (attack finding: two bumps of disjoint
+ * pools broke each other). Refused as CONFLICT under the launch lock when the busy rollout has a target in one of the
+ * `clusters` whose controller this launch moves (any target: a pool it moved runs the image it moved the controller to,
+ * so it owns that cluster's --image until it ends); rollouts to the same image, and rollouts in other clusters (each its
+ * own controller, issue 29 O1), run together.
  */
-function refuseOtherControllerImage(image: string, takingOver?: string): LaunchGuard {
+function refuseOtherControllerImage(image: string, clusters: readonly string[], takingOver?: string): LaunchGuard {
   return (busy, { superseding }) => {
-    // A superseded rollout is aborted in this launch's transaction; this launch moves the controller from then on.
-    const other = busy.find((rollout) => rollout.toVersion !== image && rollout.id !== takingOver && !superseding.has(rollout.id));
-    if (other) {
+    for (const other of busy) {
+      // A superseded rollout is aborted in this launch's transaction; this launch moves the controller from then on.
+      if (other.toVersion === image || other.id === takingOver || superseding.has(other.id)) continue;
+      const cluster = clusters.find((c) => other.clusters.has(c));
+      if (cluster === undefined) continue;
       throw new ConflictError(
-        `the vm-dhcp-controller runs one --image for every pool, and ${busyRolloutName(other)} is moving it to ${toVersionText(other.toVersion)}; wait for it, or abort it first`,
-        { details: { rolloutIds: [other.id] } },
+        `in cluster ${cluster} the vm-dhcp-controller runs one --image for every pool, and ${busyRolloutName(other)} is moving it to ${toVersionText(other.toVersion)}; wait for it, or abort it first`,
+        { details: { rolloutIds: [other.id], cluster } },
       );
     }
   };

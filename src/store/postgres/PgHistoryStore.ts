@@ -5,7 +5,7 @@ import { UnavailableError } from '../../errors.js';
 import { databaseUnreachableMessage, isDatabaseUnreachable } from '../../util/databaseUnreachable.js';
 import { toStoredEvent } from '../events.js';
 import { readEventsAfter, readEventsBefore, type EventRead } from '../eventReads.js';
-import { ACTIVE_ROLLOUTS_IN_CLUSTER, ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
+import { ACTIVE_ROLLOUTS_IN_CLUSTER, CLUSTERS_OF_ROLLOUT, ROLLOUTS_NEEDING_ENGINE } from '../launchRows.js';
 import type {
   Committed,
   GateAttemptRow,
@@ -358,6 +358,9 @@ function readsOn(db: Queryable): HistoryReads {
       ),
     async activeRolloutIdsInCluster(cluster) {
       return (await rows<{ id: string }>(numbered(ACTIVE_ROLLOUTS_IN_CLUSTER), [cluster])).map((r) => r.id);
+    },
+    async clustersOfRollout(rolloutId) {
+      return (await rows<{ cluster: string }>(numbered(CLUSTERS_OF_ROLLOUT), [rolloutId, rolloutId])).map((r) => r.cluster);
     },
     async runOf(rolloutId) {
       const [run] = await rows<RunRow>(numbered(FIND_RUN), [rolloutId]);

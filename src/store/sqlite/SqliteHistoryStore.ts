@@ -3,6 +3,7 @@ import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '..
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
 import {
   activeRolloutIdsInCluster,
+  clustersOfRollout,
   coveredTargets,
   findIdempotencyRecord,
   insertIdempotencyRecord,
@@ -87,6 +88,7 @@ function readsOf(sql: Sql): HistoryReads {
     revisionPage: async (kind, namespace, name, beforeN, limit, cluster) => revisionPage(sql, kind, namespace, name, beforeN, limit, cluster),
     coveredTargets: async (kind, targetStates, rolloutStates) => coveredTargets(sql, kind, targetStates, rolloutStates),
     activeRolloutIdsInCluster: async (cluster) => activeRolloutIdsInCluster(sql, cluster),
+    clustersOfRollout: async (rolloutId) => clustersOfRollout(sql, rolloutId),
     runOf: async (rolloutId) => runOf(sql, rolloutId),
     gatesOf: async (rolloutId) => gatesOf(sql, rolloutId),
     gateDecisions: async (gateId) => gateDecisions(sql, gateId),
@@ -198,6 +200,7 @@ function txOf(sql: Sql): HistoryTx {
     revisionPage: (kind, namespace, name, beforeN, limit, cluster) => done(revisionPage(sql, kind, namespace, name, beforeN, limit, cluster)),
     coveredTargets: (kind, targetStates, rolloutStates) => done(coveredTargets(sql, kind, targetStates, rolloutStates)),
     activeRolloutIdsInCluster: (cluster) => done(activeRolloutIdsInCluster(sql, cluster)),
+    clustersOfRollout: (rolloutId) => done(clustersOfRollout(sql, rolloutId)),
     runOf: (rolloutId) => done(runOf(sql, rolloutId)),
     gatesOf: (rolloutId) => done(gatesOf(sql, rolloutId)),
     gateDecisions: (gateId) => done(gateDecisions(sql, gateId)),

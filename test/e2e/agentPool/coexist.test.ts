@@ -3,8 +3,14 @@
  * controller (fleet option upstream=vm-dhcp), rollplane runs for real over HTTP, and the test watches the simulated
  * cluster at every store event.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
+import type { Simulator } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';
+import { MEMBER_FLEET_ENV, registerMembers } from '../../helpers/memberFleet.js';
 import { BUMP, CONTROLLER, helmUpgrade, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
 
 const HOLD = 'network.harvesterhci.io/hold-ippool-agent-upgrade';
@@ -16,7 +22,7 @@ afterEach(async () => {
   rig = undefined;
 });
 
-function controllerImage(r: Rig): string {
+function controllerImage(r: Pick<Rig, 'sim'>): string {
   const d = r.sim.store.get(r.sim.store.resourceType('apps', 'deployments')!, CONTROLLER.namespace, CONTROLLER.name)!;
   const args: string[] = d.spec.template.spec.containers[0].args;
   return args[args.indexOf('--image') + 1]!;
@@ -219,7 +225,7 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     };
     expect(refused.errors?.[0]?.extensions?.code).toBe('CONFLICT');
     expect(refused.errors?.[0]?.message).toBe(
-      `the vm-dhcp-controller runs one --image for every pool, and active rollout ${id} is moving it to ${NEW}; wait for it, or abort it first`,
+      `in cluster local the vm-dhcp-controller runs one --image for every pool, and active rollout ${id} is moving it to ${NEW}; wait for it, or abort it first`,
     );
     expect(controllerImage(r)).toBe(NEW);
     const rollouts = await r.gql('{ rollouts(first: 10) { totalCount } }');
@@ -249,7 +255,7 @@ describe('agent-pool rollouts beside the vm-dhcp-controller (coexistence)', () =
     };
     expect(refused.errors?.[0]?.extensions?.code).toBe('CONFLICT');
     expect(refused.errors?.[0]?.message).toBe(
-      `the vm-dhcp-controller runs one --image for every pool, and active rollout ${firstId} is moving it to ${newer}; wait for it, or abort it first`,
+      `in cluster local the vm-dhcp-controller runs one --image for every pool, and active rollout ${firstId} is moving it to ${newer}; wait for it, or abort it first`,
     );
     expect((await r.gql(`{ rollout(id: "${firstId}") { state } }`)).rollout.state).toBe('PAUSED');
     // A supersede of the same pools to yet another image replaces it.
@@ -490,5 +496,83 @@ describe('refusing a mode the cluster does not allow', () => {
     expect(done.state, done.message ?? '').toBe('SUCCEEDED');
     for (const p of ['net-1', 'net-2']) expect(r.agent(p)!.spec.containers[0].image).toBe(NEW);
     expect(controllerImage(r)).toBe(OLD);
+  });
+});
+
+// Issue 29, finding O1: the one-image rule looked at every busy agent-pool rollout, whatever its clusters, so a fleet
+// could not move `local` to one image and a member to another at once ("the vm-dhcp-controller runs one --image"),
+// though each cluster runs a controller of its own. The rule now holds per cluster.
+describe('the one-image rule beside the vm-dhcp-controller, per cluster', () => {
+  const THIRD = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
+  let dir: string | undefined;
+  let members: SimulatedClusters | undefined;
+  afterEach(async () => {
+    await rig?.close();
+    rig = undefined;
+    await members?.stop();
+    members = undefined;
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  const refusal = (r: Rig, input: Record<string, unknown>) =>
+    r.gql(BUMP, { input }).then(
+      () => undefined,
+      (error: { errors: { message: string; extensions?: Record<string, unknown> }[] }) => error.errors[0],
+    );
+
+  it("moves local's controller to one image and a member's to another at once; in either cluster another image is still refused", async () => {
+    const delays = { podReadyMs: 20, podTerminateMs: 10 };
+    dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-coexist-per-cluster-'));
+    members = await startSimulatedClusters({ clusters: [{ name: 'm1', fleet: 'pools=3,nodes=2,upstream=vm-dhcp', delays }] });
+    registerMembers(dir, members, ['m1'], () => ({}));
+    rig = await startRig({
+      fleet: 'pools=3,nodes=2,upstream=vm-dhcp',
+      delays,
+      env: { ...MEMBER_FLEET_ENV, ROLLPLANE_MEMBER_CLUSTERS_FILE: path.join(dir, 'member-clusters.yaml') },
+    });
+    const r = rig;
+    const m1: Pick<Rig, 'sim'> & { sim: Simulator } = { sim: members.clusters.get('m1')!.simulator };
+    await r.waitFor('m1 driven by its own runtime', () =>
+      r.app.memberRuntimes?.snapshot().some((runtime) => runtime.cluster === 'm1' && runtime.running && runtime.kinds.includes('AGENT_POOL')),
+    );
+    // Paused after their canary, both stay active while the other is launched and refused.
+    const canary = { maxUnavailable: '1', canary: 1 };
+    const onLocal = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1', 'net-2'] }, strategy: canary } });
+    const localId: string = onLocal.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, localId, ['PAUSED', 'FAILED'])).state).toBe('PAUSED');
+    const onMember = await r.gql(BUMP, { input: { image: OTHER, memberClusters: { names: ['m1'] }, pools: { names: ['net-1', 'net-2'] }, strategy: canary } });
+    expect(onMember.bumpAgentImage.created).toBe(true);
+    const memberId: string = onMember.bumpAgentImage.rollout.id;
+    expect((await waitForRollout(r, memberId, ['PAUSED', 'FAILED'])).state).toBe('PAUSED');
+    expect(controllerImage(r)).toBe(NEW);
+    expect(controllerImage(m1)).toBe(OTHER);
+
+    // In each cluster, a third image would move the controller under the rollout there: refused, naming the cluster.
+    const inLocal = await refusal(r, { image: THIRD, pools: { names: ['net-3'] } });
+    expect(inLocal?.extensions?.code).toBe('CONFLICT');
+    expect(inLocal?.message).toBe(
+      `in cluster local the vm-dhcp-controller runs one --image for every pool, and active rollout ${localId} is moving it to ${NEW}; wait for it, or abort it first`,
+    );
+    const inMember = await refusal(r, { image: NEW, memberClusters: { names: ['m1'] }, pools: { names: ['net-3'] } });
+    expect(inMember?.extensions?.code).toBe('CONFLICT');
+    expect(inMember?.message).toBe(
+      `in cluster m1 the vm-dhcp-controller runs one --image for every pool, and active rollout ${memberId} is moving it to ${OTHER}; wait for it, or abort it first`,
+    );
+    expect((await r.gql('{ rollouts(first: 10) { totalCount } }')).rollouts.totalCount).toBe(2);
+
+    await r.gql(`mutation { a: resumeRollout(id: "${localId}") { state } b: resumeRollout(id: "${memberId}") { state } }`);
+    for (const id of [localId, memberId]) {
+      const done = await waitForRollout(r, id, ['SUCCEEDED', 'FAILED', 'ABORTED']);
+      expect(done.state, done.message ?? '').toBe('SUCCEEDED');
+    }
+    expect(controllerImage(r)).toBe(NEW);
+    expect(controllerImage(m1)).toBe(OTHER);
+    const agentImage = (sim: Simulator, pool: string) =>
+      sim.store.get(sim.store.resourceType('', 'pods')!, 'harvester-system', `default-${pool}-agent`)?.spec.containers[0].image;
+    for (const pool of ['net-1', 'net-2']) {
+      expect(agentImage(r.sim, pool), `local ${pool}`).toBe(NEW);
+      expect(agentImage(m1.sim, pool), `m1 ${pool}`).toBe(OTHER);
+    }
   });
 });

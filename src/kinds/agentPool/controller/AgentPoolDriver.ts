@@ -15,7 +15,7 @@ import { kubeCall, type KubeClients } from '../../../kube/index.js';
 import { type HoldAnnotations, holdFor, type PoolHoldWrites, RELEASE } from './PoolHoldWrites.js';
 import type { RecordOnce } from '../../../controllers/RecordOnce.js';
 import { resolveAgentMode, type AgentMode, type ConfiguredAgentMode } from './mode.js';
-import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey } from './names.js';
+import { agentName, ANNOTATION_HELD_BY, ANNOTATION_HOLD, holdOf, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, rollplaneHolder } from './names.js';
 import { isPodReady, podImage, poolRunsImage, pullFailure } from './podFacts.js';
 import type { IPPool, RecreationRecord } from './types.js';
 import { normalizeImage, type VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
@@ -241,13 +241,8 @@ export class AgentPoolDriver implements RolloutDriver {
 
   /** Held by another rollout of rollplane's, and a hold a rollout of `rolloutId` to `image` would keep on. */
   private adoptable(pool: IPPool, rolloutId: string, image: string): boolean {
-    return (
-      holdOf(pool.metadata?.annotations) === 'rollplane' &&
-      pool.metadata?.annotations?.[ANNOTATION_HELD_BY] !== rolloutId &&
-      !pool.spec?.paused &&
-      !pool.metadata?.deletionTimestamp &&
-      !this.runsImage(pool, image)
-    );
+    const holder = rollplaneHolder(pool.metadata?.annotations);
+    return holder !== undefined && holder !== rolloutId && !pool.spec?.paused && !pool.metadata?.deletionTimestamp && !this.runsImage(pool, image);
   }
 
   /** Throws when the rollout is no longer active in the history (superseded, aborted, failed meanwhile). */
@@ -278,7 +273,7 @@ export class AgentPoolDriver implements RolloutDriver {
    * (PoolHoldWrites): landing later, it moved that pool beside the rollout's own admission (attack 20, F1).
    */
   private async undoHolds(pools: readonly IPPool[], rolloutId: string): Promise<void> {
-    const ours = (pool: IPPool) => holdOf(pool.metadata?.annotations) === 'rollplane' && pool.metadata?.annotations?.[ANNOTATION_HELD_BY] === rolloutId;
+    const ours = (pool: IPPool) => rollplaneHolder(pool.metadata?.annotations) === rolloutId;
     for (const pool of pools) {
       if (!ours(pool)) continue;
       await this.deps.holds.write(pool, RELEASE, (current) => (ours(current) ? RELEASE : undefined)).catch(() => undefined);
@@ -393,10 +388,10 @@ export class AgentPoolDriver implements RolloutDriver {
     // Not a hold of another rollout still active: it holds its pools back from the image it is about to set (attack 22,
     // G3: an aborted rollout's finish took a newer rollout's fresh holds off, and that one's write moved every pool).
     const active = new Set(others.map((other) => other.id));
-    const holdsNothingBack = (pool: IPPool) =>
-      holdOf(pool.metadata?.annotations) === 'rollplane' &&
-      !active.has(pool.metadata?.annotations?.[ANNOTATION_HELD_BY] ?? '') &&
-      this.runsImage(pool, state.image);
+    const holdsNothingBack = (pool: IPPool) => {
+      const holder = rollplaneHolder(pool.metadata?.annotations);
+      return holder !== undefined && !active.has(holder) && this.runsImage(pool, state.image);
+    };
     for (const pool of this.deps.pools.list()) {
       signal.throwIfAborted();
       if (!holdsNothingBack(pool)) continue;

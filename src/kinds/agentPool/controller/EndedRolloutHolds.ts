@@ -3,7 +3,7 @@ import type { CacheReader } from '../../../controller/Informer.js';
 import type { Result } from '../../../controller/Controller.js';
 import type { RolloutService } from '../../../domain/RolloutService.js';
 import { ACTIVE_ROLLOUT_STATES } from '../../../domain/rolloutStates.js';
-import { ANNOTATION_HELD_BY, holdOf } from './names.js';
+import { rollplaneHolder } from './names.js';
 import { type PoolHoldWrites, RELEASE } from './PoolHoldWrites.js';
 import { poolRunsImage } from './podFacts.js';
 import type { IPPool } from './types.js';
@@ -44,9 +44,8 @@ export class EndedRolloutHolds {
 
   /** Looks at one pool beside a controller that deploys agents; a requeue while its holder's finish is to come. */
   async sweep(pool: IPPool): Promise<Result | undefined> {
-    const annotations = pool.metadata?.annotations;
-    if (holdOf(annotations) !== 'rollplane') return undefined;
-    const holder = annotations![ANNOTATION_HELD_BY]!;
+    const holder = rollplaneHolder(pool.metadata?.annotations);
+    if (holder === undefined) return undefined;
     const state = this.deps.controller.state();
     if (state.kind !== 'agents' || !poolRunsImage(pool, state.image, this.deps.pods, this.deps.agentNamespace)) return undefined;
     const rollout = await this.rolloutOf(holder);
@@ -55,9 +54,7 @@ export class EndedRolloutHolds {
     if (!rollout.finished || (await this.anyActive())) return { requeueAfterMs: UNFINISHED_RECHECK_MS };
     // Only onto the pool as seen here: a pool changed since is decided again by the same rule.
     const rule = (current: IPPool) =>
-      holdOf(current.metadata?.annotations) === 'rollplane' &&
-      current.metadata?.annotations?.[ANNOTATION_HELD_BY] === holder &&
-      poolRunsImage(current, state.image, this.deps.pods, this.deps.agentNamespace);
+      rollplaneHolder(current.metadata?.annotations) === holder && poolRunsImage(current, state.image, this.deps.pods, this.deps.agentNamespace);
     await this.deps.holds.write(pool, RELEASE, (current) => (rule(current) ? RELEASE : undefined));
     return undefined;
   }

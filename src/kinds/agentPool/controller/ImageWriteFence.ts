@@ -2,6 +2,7 @@ import type { V1Deployment } from '@kubernetes/client-node';
 import { ConflictError, NotFoundError } from '../../../errors.js';
 import { kubeCall, type KubeClients, mergePatchOptions, writeOutcomeUnknown } from '../../../kube/index.js';
 import { ADDON_GROUP, ADDON_PLURAL, ADDON_VERSION, type Addon, addonAgentImage } from './controllerOwner.js';
+import { settleLostWrite } from './settleLostWrite.js';
 import { deploymentImage, normalizeImage } from './VmDhcpControllerWatch.js';
 
 /** Where the controller's image is written: its Deployment, or the Harvester Addon that renders it. */
@@ -23,9 +24,6 @@ export type Settlement = 'landed' | 'not landed' | 'unknown';
 
 /** Written onto the target to fence off a write whose answer was lost (its value: the rollout, and when). */
 export const ANNOTATION_IMAGE_WRITE_FENCE = 'rollplane.io/image-write-fence';
-
-/** Reads and fences one unsettled write before giving up for this pass (a conflict in between reads again). */
-const SETTLE_ATTEMPTS = 3;
 
 interface Unsettled {
   target: ImageWriteTarget;
@@ -57,13 +55,12 @@ export class ImageWriteFence {
         const object = await kubeCall(`read Deployment ${target.namespace}/${target.name}`, () =>
           this.clients.apps.readNamespacedDeployment({ namespace: target.namespace, name: target.name }),
         );
-        return { object, image: deploymentImage(object), resourceVersion: object.metadata?.resourceVersion ?? '' };
+        return freshOf(target, object);
       }
       const object = (await kubeCall(`read Addon ${target.namespace}/${target.name}`, () =>
         this.clients.custom.getNamespacedCustomObject({ group: ADDON_GROUP, version: ADDON_VERSION, plural: ADDON_PLURAL, ...target }),
-      )) as Addon & { spec?: { valuesContent?: string } };
-      const image = addonAgentImage(object.spec?.valuesContent);
-      return { object, image: image === undefined ? undefined : normalizeImage(image), resourceVersion: object.metadata?.resourceVersion ?? '' };
+      )) as Addon;
+      return freshOf(target, object);
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
       throw error;
@@ -110,47 +107,41 @@ export class ImageWriteFence {
   async settle(rolloutId: string): Promise<Settlement | undefined> {
     const write = this.unsettled.get(rolloutId);
     if (!write) return undefined;
-    for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
-      let outcome: Settlement | 'again';
-      try {
-        outcome = await this.settleOnce(write, rolloutId);
-      } catch (error) {
-        if (error instanceof ConflictError) continue; // changed between the read and the fence: read again
-        return 'unknown';
-      }
-      if (outcome === 'again') continue;
-      if (outcome !== 'unknown') this.unsettled.delete(rolloutId);
-      return outcome;
-    }
-    return 'unknown';
+    const now = await settleLostWrite({
+      resourceVersion: write.resourceVersion,
+      read: () => this.read(write.target),
+      versionOf: (fresh) => fresh.resourceVersion,
+      landed: (fresh) => fresh.image === write.image,
+      fence: (resourceVersion) => this.writeFence(write.target, resourceVersion, `${rolloutId} ${new Date().toISOString()}`),
+    });
+    if (now === 'unknown') return 'unknown';
+    this.unsettled.delete(rolloutId);
+    // Gone (and the write with it), of another version without the image, or fenced: it never lands.
+    return now?.image === write.image ? 'landed' : 'not landed';
   }
 
-  private async settleOnce(write: Unsettled, rolloutId: string): Promise<Settlement | 'again'> {
-    const now = await this.read(write.target);
-    if (!now) return 'not landed'; // the target is gone, and the write with it
-    if (now.image === write.image) return 'landed';
-    if (now.resourceVersion !== write.resourceVersion) return 'not landed';
-    // Unchanged since the write read it: the write may still come. A change of this version fences it off for good.
-    const body = {
-      metadata: { resourceVersion: write.resourceVersion, annotations: { [ANNOTATION_IMAGE_WRITE_FENCE]: `${rolloutId} ${new Date().toISOString()}` } },
-    };
-    const { namespace, name } = write.target;
-    try {
-      await kubeCall(`fence the image write to ${write.target.kind} ${namespace}/${name}`, () =>
-        write.target.kind === 'deployment'
-          ? this.clients.apps.patchNamespacedDeployment({ namespace, name, body }, mergePatchOptions())
-          : this.clients.custom.patchNamespacedCustomObject(
-              { group: ADDON_GROUP, version: ADDON_VERSION, plural: ADDON_PLURAL, namespace, name, body },
-              mergePatchOptions(),
-            ),
-      );
-    } catch (error) {
-      if (error instanceof NotFoundError) return 'not landed';
-      if (error instanceof ConflictError) return 'again';
-      return 'unknown';
-    }
-    return 'not landed';
+  /** A fence annotation onto `target`, conditional on `resourceVersion`; the target after it. */
+  private async writeFence(target: ImageWriteTarget, resourceVersion: string, value: string): Promise<FreshTarget> {
+    const body = { metadata: { resourceVersion, annotations: { [ANNOTATION_IMAGE_WRITE_FENCE]: value } } };
+    const { namespace, name } = target;
+    const object = await kubeCall<V1Deployment | Addon>(`fence the image write to ${target.kind} ${namespace}/${name}`, () =>
+      target.kind === 'deployment'
+        ? this.clients.apps.patchNamespacedDeployment({ namespace, name, body }, mergePatchOptions())
+        : this.clients.custom.patchNamespacedCustomObject(
+            { group: ADDON_GROUP, version: ADDON_VERSION, plural: ADDON_PLURAL, namespace, name, body },
+            mergePatchOptions(),
+          ),
+    );
+    return freshOf(target, object);
   }
+}
+
+/** The target's object as a FreshTarget: the image it names (normalized) and its resourceVersion. */
+function freshOf(target: ImageWriteTarget, object: V1Deployment | Addon): FreshTarget {
+  const resourceVersion = object.metadata?.resourceVersion ?? '';
+  if (target.kind === 'deployment') return { object, image: deploymentImage(object as V1Deployment), resourceVersion };
+  const image = addonAgentImage((object as Addon).spec?.valuesContent);
+  return { object, image: image === undefined ? undefined : normalizeImage(image), resourceVersion };
 }
 
 /** The reason (details.reason) of an error thrown while a write of the controller's image is unsettled: keep the holds. */

@@ -1,6 +1,7 @@
 import { ConflictError, NotFoundError } from '../../../errors.js';
 import { kubeCall, type KubeClients, mergePatchOptions, writeOutcomeUnknown } from '../../../kube/index.js';
 import { ANNOTATION_HELD_BY, ANNOTATION_HOLD, IPPOOL_GROUP, IPPOOL_PLURAL, IPPOOL_VERSION, poolKey, ROLLPLANE_HOLD_VALUE } from './names.js';
+import { settleLostWrite } from './settleLostWrite.js';
 import type { IPPool } from './types.js';
 
 /** rollplane's annotations to write onto a pool (the hold and its marker); null takes one off. */
@@ -31,8 +32,6 @@ export const UNSETTLED_HOLD_WRITE = 'HOLD_WRITE_UNSETTLED';
 
 /** Conflicts (the pool changed under the write) read again and decide again this many times before giving up. */
 const CONFLICT_ATTEMPTS = 5;
-/** Reads and fences one unsettled write before giving up for now (a conflict in between reads again). */
-const SETTLE_ATTEMPTS = 3;
 
 interface Unsettled {
   namespace: string;
@@ -122,25 +121,15 @@ export class PoolHoldWrites {
     const key = poolKey(namespace, name);
     const write = this.unsettled.get(key);
     if (!write) return (await this.read(namespace, name)) ?? null;
-    for (let attempt = 0; attempt < SETTLE_ATTEMPTS; attempt++) {
-      let now: IPPool | undefined;
-      try {
-        now = await this.read(namespace, name);
-        // Another version: the write landed, or its precondition is stale for good.
-        if (now && now.metadata?.resourceVersion === write.resourceVersion) {
-          // Unchanged since the write read it: it may still come. A change of this version fences it off.
-          const fence = { [ANNOTATION_HOLD_WRITE_FENCE]: new Date().toISOString() };
-          now = await this.patch(namespace, name, { resourceVersion: write.resourceVersion, annotations: fence }, 'fence the hold write to');
-        }
-      } catch (error) {
-        if (error instanceof ConflictError) continue; // changed between the read and the fence: read again
-        if (!(error instanceof NotFoundError)) return 'unknown';
-        now = undefined;
-      }
-      this.unsettled.delete(key);
-      return now ?? null;
-    }
-    return 'unknown';
+    const outcome = await settleLostWrite({
+      resourceVersion: write.resourceVersion,
+      read: () => this.read(namespace, name),
+      versionOf: (pool) => pool.metadata?.resourceVersion,
+      fence: (resourceVersion) =>
+        this.patch(namespace, name, { resourceVersion, annotations: { [ANNOTATION_HOLD_WRITE_FENCE]: new Date().toISOString() } }, 'fence the hold write to'),
+    });
+    if (outcome !== 'unknown') this.unsettled.delete(key);
+    return outcome;
   }
 
   private async patch(namespace: string, name: string, metadata: { resourceVersion?: string; annotations: HoldAnnotations }, what: string): Promise<IPPool> {

@@ -34,6 +34,11 @@ export function holdOf(annotations: Readonly<Record<string, string>> | undefined
   return annotations?.[ANNOTATION_HELD_BY] !== undefined && hold === ROLLPLANE_HOLD_VALUE ? 'rollplane' : 'other';
 }
 
+/** The rollout whose hold of rollplane's a pool carries (holdOf says `rollplane`); undefined for no hold or another's. */
+export function rollplaneHolder(annotations: Readonly<Record<string, string>> | undefined): string | undefined {
+  return holdOf(annotations) === 'rollplane' ? annotations![ANNOTATION_HELD_BY] : undefined;
+}
+
 export const AGENT_CONTAINER = 'agent';
 export const AGENT_PORT = 8080;
 
