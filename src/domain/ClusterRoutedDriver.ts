@@ -31,10 +31,10 @@ export interface MemberWriter {
 /** The member clusters a rollout has targets in (its targets never change after the launch, so it is asked once). */
 export type RolloutClusters = (rollout: Rollout) => Promise<readonly string[]>;
 
-/** The clusters of a rollout's targets, from the history (`local` first when it has any). */
-export function clustersOfRollout(rollouts: Pick<RolloutService, 'allTargets'>): RolloutClusters {
+/** The clusters of a rollout's targets, from the history (`local` first when it has any): one index seek per cluster. */
+export function clustersOfRollout(rollouts: Pick<RolloutService, 'clustersOf'>): RolloutClusters {
   return async (rollout) => {
-    const clusters = new Set((await rollouts.allTargets(rollout.id)).map(clusterOf));
+    const clusters = await rollouts.clustersOf(rollout.id);
     return [...clusters].sort((a, b) => (a === LOCAL_CLUSTER ? -1 : b === LOCAL_CLUSTER ? 1 : a.localeCompare(b)));
   };
 }
@@ -156,8 +156,12 @@ export class ClusterRoutedDriver implements RolloutDriver {
 
   async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
     for (const cluster of await this.clusters(rollout)) {
-      if (cluster === LOCAL_CLUSTER) await this.local.finish?.(rollout, signal, others);
-      else await this.members.writerOf(cluster)?.finish(rollout, signal, others);
+      // Each cluster's finish hears only of the active rollouts with targets there: a rollout elsewhere to the same
+      // image must not keep this cluster's controller on it (each cluster runs its own, issue 29).
+      const here: Rollout[] = [];
+      for (const other of others) if ((await this.clusters(other)).includes(cluster)) here.push(other);
+      if (cluster === LOCAL_CLUSTER) await this.local.finish?.(rollout, signal, here);
+      else await this.members.writerOf(cluster)?.finish(rollout, signal, here);
     }
     this.clustersByRollout.delete(rollout.id);
     this.prepared.delete(`${rollout.id}|${LOCAL_CLUSTER}`);

@@ -417,6 +417,11 @@ export class RolloutService {
     return this.store.read.activeRolloutIdsInCluster(cluster);
   }
 
+  /** The member clusters the rollout has targets in, each once (`local` included), whatever their state. */
+  clustersOf(rolloutId: string): Promise<string[]> {
+    return this.store.read.clustersOfRollout(rolloutId);
+  }
+
   async allTargets(rolloutId: string): Promise<RolloutTarget[]> {
     return (await this.store.read.targetsOf(rolloutId)).map(toTarget);
   }

@@ -21,6 +21,8 @@ export interface EndedRolloutHoldsDeps {
   agentNamespace: string;
   controller: VmDhcpControllerWatch;
   rollouts: Pick<RolloutService, 'list' | 'get'>;
+  /** The cluster these pools are in: only its active rollouts keep a stray hold on (another cluster's never touch it). */
+  cluster: string;
   now?: () => number;
 }
 
@@ -29,7 +31,7 @@ export interface EndedRolloutHoldsDeps {
  * M1): the write got no answer in time (its request timeout, or the member's), the rollout moved on, and the write
  * landed later. The rollout's finish took its holds off before that, and nobody else would: the pool stayed held by a
  * rollout that was over, and upstream never moved it again. The rule is finish's own: a hold on a pool that runs the
- * controller's image holds nothing back, and comes off. Only while no agent-pool rollout is active (an active one's
+ * controller's image holds nothing back, and comes off. Only while no agent-pool rollout is active in this cluster (an active one's
  * finish sweeps every such hold, and its prepare may count on a hold it saw), and only once the holding rollout has
  * finished (its finish may be keeping holds on purpose: an image write it has not settled, ImageWriteFence.ts).
  */
@@ -62,7 +64,7 @@ export class EndedRolloutHolds {
   private async anyActive(): Promise<boolean> {
     const now = this.now();
     if (this.active && now - this.active.at < ROLLOUTS_RECHECK_MS) return this.active.any;
-    const page = await this.deps.rollouts.list({ kind: 'AGENT_POOL', states: ACTIVE_ROLLOUT_STATES }, 1, undefined);
+    const page = await this.deps.rollouts.list({ kind: 'AGENT_POOL', states: ACTIVE_ROLLOUT_STATES, clusters: [this.deps.cluster] }, 1, undefined);
     this.active = { at: now, any: page.items.length > 0 };
     return this.active.any;
   }

@@ -31,6 +31,7 @@ import {
 import type { IPPool, NetworkAttachmentDefinition, RecreationRecord } from './types.js';
 import { CHART_COMPONENT_LABEL, CHART_NAME, CHART_NAME_LABEL, CONTROLLER_SELECTOR, VmDhcpControllerWatch } from './VmDhcpControllerWatch.js';
 import { AGENT_POOL_DEFAULTS } from '../settings.js';
+import { LOCAL_CLUSTER } from '../../../domain/clusters/model.js';
 
 export { agentName } from './names.js';
 export { AGENT_MODE_MISMATCH } from './mode.js';
@@ -172,7 +173,16 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
     defaultImage: options.agentImage ?? DEFAULT_AGENT_IMAGE,
     controllerState: () => controllerWatch.state(),
     ...(host.rollouts
-      ? { endedRolloutHolds: new EndedRolloutHolds({ holds, pods, agentNamespace, controller: controllerWatch, rollouts: host.rollouts }) }
+      ? {
+          endedRolloutHolds: new EndedRolloutHolds({
+            holds,
+            pods,
+            agentNamespace,
+            controller: controllerWatch,
+            rollouts: host.rollouts,
+            cluster: host.cluster ?? LOCAL_CLUSTER,
+          }),
+        }
       : {}),
     stuckGraceSeconds: options.stuckGraceSeconds === undefined ? AGENT_POOL_DEFAULTS.stuckGraceSeconds : options.stuckGraceSeconds,
     ...(options.now ? { now: options.now } : {}),
