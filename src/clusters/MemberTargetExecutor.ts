@@ -197,9 +197,10 @@ export class MemberTargetExecutor {
     if (!rollout || !isTerminal(rollout.state)) return;
     const mine = await this.targetsHere(rolloutId);
     if (mine.length === 0 || mine.some((t) => t.state === 'PROGRESSING')) return;
-    const others = (await this.options.rollouts.list({ kind: rollout.kind, states: [...ACTIVE_ROLLOUT_STATES] }, OTHERS, undefined)).items.filter(
-      (other) => other.id !== rollout.id,
-    );
+    // Only the active rollouts with targets in this cluster: another cluster's never need this one's controller.
+    const others = (
+      await this.options.rollouts.list({ kind: rollout.kind, states: [...ACTIVE_ROLLOUT_STATES], clusters: [this.options.cluster] }, OTHERS, undefined)
+    ).items.filter((other) => other.id !== rollout.id);
     await this.finish(rollout, this.abort.signal, others);
   }
 

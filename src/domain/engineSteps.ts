@@ -138,6 +138,7 @@ export function judged(observation: TargetObservation, elapsedMs: number, deadli
 function outcomeOf(target: RolloutTarget, observation: TargetObservation, at: number): TargetChange | undefined {
   if (observation.phase === 'succeeded') return { target, to: 'SUCCEEDED', error: null, at: new Date(at) };
   if (observation.phase === 'failed') return { target, to: 'FAILED', error: observation.reason, at: new Date(at) };
+  if (observation.phase === 'untouched') return { target, to: 'CANCELLED', error: observation.reason, at: new Date(at) };
   return undefined;
 }
 

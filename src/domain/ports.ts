@@ -28,8 +28,17 @@ export interface AdmittedTarget extends TargetRef {
   admittedAt: Date;
 }
 
-/** Where an admitted target is, as the driver sees it in the cluster. */
-export type TargetObservation = { phase: 'progressing'; message?: string } | { phase: 'succeeded' } | { phase: 'failed'; reason: string };
+/**
+ * Where an admitted target is, as the driver sees it in the cluster. `untouched`: the rollout ended before its change
+ * was written for this target, and nothing will write it now — the target did not change, and ends CANCELLED with the
+ * reason (attack 22, G4: a member's admission is the history's row first, its write follows; a rollout superseded in
+ * between left the target PROGRESSING until its deadline, then FAILED, though nothing had changed).
+ */
+export type TargetObservation =
+  | { phase: 'progressing'; message?: string }
+  | { phase: 'succeeded' }
+  | { phase: 'failed'; reason: string }
+  | { phase: 'untouched'; reason: string };
 
 /**
  * What a rollout kind gives the engine. The engine decides *which* targets may change now; the driver writes the

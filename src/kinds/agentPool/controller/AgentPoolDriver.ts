@@ -598,6 +598,14 @@ export class AgentPoolDriver implements RolloutDriver {
       const state = this.deps.controller.state();
       if (state.kind === 'agents' && state.image !== normalizeImage(target.toVersion)) {
         if (await this.notSetHereYet(rollout)) {
+          // Ended before its image was written here (superseded or aborted while a member's prepare was on its way):
+          // its prepare no longer writes the image, so this pool, still on another, will not change for it (G4).
+          if (!ACTIVE_ROLLOUT_STATES.includes(rollout.state) && !this.runsImage(pool, target.toVersion)) {
+            return {
+              phase: 'untouched',
+              reason: `rollout ${rollout.id} ended (${rollout.state}) before rollplane set the vm-dhcp-controller's --image to ${target.toVersion} here: the pool did not change`,
+            };
+          }
           const verdict = await this.changedBeforeOwnWrite(rollout);
           if (verdict && 'halt' in verdict) return { phase: 'failed', reason: verdict.halt };
           return {
