@@ -166,7 +166,7 @@ describe('the configuration table', () => {
       ['workers', 16],
       ['stuckGraceSeconds', 120],
     ]);
-    expect(parsedDefaults().get('workers')).toContain(16);
+    expect(parsedDefaults().get('workers')).toContain(64);
     expect(parsedDefaults().get('readyTimeoutMs')).toEqual([600_000]);
     expect([...'export const DEFAULT_COMPILE_AFTER = 2;'.matchAll(NAMED_DEFAULT)].map((m) => [camel(m[1]!), literalValue(m[2]!)])).toEqual([
       ['compileAfter', 2],
