@@ -1,7 +1,9 @@
 import { LOCAL_CLUSTER } from './clusters/model.js';
 import type { RolloutKind } from './events.js';
 import { type AdmittedTarget, clusterOf, type RolloutDriver, type TargetObservation } from './ports.js';
-import type { Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
+import type { NewTarget, Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
+import type { LaunchGuard } from './launchRules.js';
+import { ConflictError } from '../errors.js';
 
 /** What the routing driver asks of the member clusters' runtimes (src/clusters/MemberRuntimes.ts implements it). */
 export interface ClusterDrivers {
@@ -75,7 +77,41 @@ export class ClusterRoutedDriver implements RolloutDriver {
     private readonly refreshNotes?: (cluster: string) => Promise<void>,
   ) {
     this.kind = local.kind;
-    this.rollbackRules = local.rollbackRules;
+    this.rollbackRules = local.rollbackRules ? (original, targets) => this.rollbackRulesByCluster(original, targets) : undefined;
+  }
+
+  /**
+   * Each cluster's say in a rollback, from its own driver (its own mode): `local`'s rules were asked for every target,
+   * so a rollback of a member's pools beside its vm-dhcp-controller got no guard while `local` ran in direct mode
+   * (issue 29). The guards of all clusters apply together; a cluster not driven now has nothing to add.
+   */
+  private async rollbackRulesByCluster(original: Rollout, targets: readonly NewTarget[]): Promise<{ guard?: LaunchGuard }> {
+    const byCluster = new Map<string, NewTarget[]>();
+    for (const target of targets) {
+      const cluster = clusterOf(target);
+      byCluster.set(cluster, [...(byCluster.get(cluster) ?? []), target]);
+    }
+    const guards: LaunchGuard[] = [];
+    for (const [cluster, own] of byCluster) {
+      const rules = this.driverOf(cluster)?.rollbackRules;
+      const guard = rules ? (await rules(original, own)).guard : undefined;
+      if (guard) guards.push(guard);
+    }
+    if (guards.length === 0) return {};
+    // A rollout asks one image of every controller it moves (its toVersion): clusters that would each go back to an
+    // image of their own cannot share one rollback.
+    const images = [...new Set(targets.map((t) => t.toVersion))].sort();
+    if (images.length > 1) {
+      throw new ConflictError(
+        `rollout ${original.id} changed pools that ran different images before (${images.join(', ')}); the vm-dhcp-controller deploys one --image, so a rollback cannot return each pool to its own: bump each group back with bumpAgentImage`,
+        { details: { rolloutId: original.id, images } },
+      );
+    }
+    return {
+      guard: (busy, context) => {
+        for (const guard of guards) guard(busy, context);
+      },
+    };
   }
 
   /**

@@ -1,0 +1,109 @@
+/**
+ * The routing driver's per-cluster answers (issue 29). The finish of a rollout over several clusters: each cluster's
+ * finish hears only of the other active rollouts with targets in that cluster. Beside the vm-dhcp-controller, `others` decides whether the controller is put
+ * back ("another rollout to the same image still needs it"): given every cluster's rollouts, a bump to the same image
+ * in another cluster kept this cluster's controller on an aborted or failed image, with its pools held for good.
+ */
+import { describe, expect, it } from 'vitest';
+import { ClusterRoutedDriver, type ClusterDrivers, type MemberWriter } from '../../src/domain/ClusterRoutedDriver.js';
+import type { LaunchGuard } from '../../src/domain/launchRules.js';
+import type { RolloutDriver } from '../../src/domain/ports.js';
+import type { NewTarget, Rollout } from '../../src/domain/RolloutService.js';
+import { ConflictError } from '../../src/errors.js';
+
+const rollout = (id: string) => ({ id, kind: 'AGENT_POOL', toVersion: 'agent:v2' }) as unknown as Rollout;
+
+describe('ClusterRoutedDriver.finish', () => {
+  it("gives each cluster's finish only the other rollouts with targets there", async () => {
+    const heard = new Map<string, string[]>();
+    const local = {
+      kind: 'AGENT_POOL',
+      finish: async (_r: Rollout, _s: AbortSignal, others: readonly Rollout[]) =>
+        void heard.set(
+          'local',
+          others.map((o) => o.id),
+        ),
+    } as unknown as RolloutDriver;
+    const writer = (cluster: string): MemberWriter =>
+      ({
+        finish: async (_r: Rollout, _s: AbortSignal, others: readonly Rollout[]) =>
+          void heard.set(
+            cluster,
+            others.map((o) => o.id),
+          ),
+      }) as unknown as MemberWriter;
+    const members = { writerOf: writer, driverOf: () => undefined, whyNotDriven: () => '' } as unknown as ClusterDrivers;
+    const clusters: Record<string, string[]> = {
+      ending: ['local', 'm1'],
+      onlyLocal: ['local'],
+      onlyM2: ['m2'],
+      both: ['local', 'm1'],
+    };
+    const driver = new ClusterRoutedDriver(local, members, async (r) => clusters[r.id]!);
+
+    await driver.finish(rollout('ending'), new AbortController().signal, ['onlyLocal', 'onlyM2', 'both'].map(rollout));
+
+    expect(heard.get('local')).toEqual(['onlyLocal', 'both']);
+    expect(heard.get('m1')).toEqual(['both']);
+    expect(heard.has('m2')).toBe(false);
+  });
+});
+
+/**
+ * A rollback's rules came from `local`'s driver alone: with `local` in direct mode, the rollback of a member's pools
+ * beside its vm-dhcp-controller got no guard (and no check of its images). Each cluster's driver now answers for its
+ * own targets, and every guard applies.
+ */
+describe('ClusterRoutedDriver.rollbackRules', () => {
+  const target = (cluster: string, name: string, toVersion = 'agent:v1'): NewTarget => ({
+    cluster,
+    namespace: 'default',
+    name,
+    fromVersion: 'agent:v2',
+    toVersion,
+  });
+  /** `local` in direct mode (nothing to add); m1 beside its controller: a guard refusing any busy rollout. */
+  function routed() {
+    const asked = new Map<string, string[]>();
+    const ruled = (cluster: string, guard?: LaunchGuard) => async (_original: Rollout, targets: readonly NewTarget[]) => {
+      asked.set(
+        cluster,
+        targets.map((t) => t.name),
+      );
+      return guard ? { guard } : {};
+    };
+    const refuseAll: LaunchGuard = (busy) => {
+      if (busy.length > 0) throw new ConflictError('in cluster m1 the vm-dhcp-controller runs one --image');
+    };
+    const local = { kind: 'AGENT_POOL', rollbackRules: ruled('local') } as unknown as RolloutDriver;
+    const m1 = { kind: 'AGENT_POOL', rollbackRules: ruled('m1', refuseAll) } as unknown as RolloutDriver;
+    const members = {
+      writerOf: () => undefined,
+      driverOf: (cluster: string) => (cluster === 'm1' ? m1 : undefined),
+      whyNotDriven: () => 'not driven',
+    } as unknown as ClusterDrivers;
+    return { driver: new ClusterRoutedDriver(local, members, async () => []), asked };
+  }
+
+  it("asks each cluster's own driver about its own targets, and applies the member's guard", async () => {
+    const { driver, asked } = routed();
+    const rules = await driver.rollbackRules!(rollout('original'), [target('local', 'net-1'), target('m1', 'net-2'), target('m1', 'net-3')]);
+    expect(asked.get('local')).toEqual(['net-1']);
+    expect(asked.get('m1')).toEqual(['net-2', 'net-3']);
+    expect(rules.guard).toBeDefined();
+    expect(() => rules.guard!([rollout('busy')] as never, { superseding: new Set() })).toThrow(ConflictError);
+    expect(() => rules.guard!([], { superseding: new Set() })).not.toThrow();
+  });
+
+  it('refuses a rollback whose pools beside a controller would go back to different images', async () => {
+    const { driver } = routed();
+    await expect(driver.rollbackRules!(rollout('original'), [target('local', 'net-1', 'agent:v0'), target('m1', 'net-2')])).rejects.toThrow(
+      /changed pools that ran different images before \(agent:v0, agent:v1\)/,
+    );
+  });
+
+  it('adds nothing where no cluster has a rule to add (direct mode everywhere)', async () => {
+    const { driver } = routed();
+    expect(await driver.rollbackRules!(rollout('original'), [target('local', 'net-1', 'agent:v0'), target('local', 'net-2')])).toEqual({});
+  });
+});
