@@ -29,6 +29,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
 import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
 import { Controller } from '../src/controller/Controller.js';
@@ -36,7 +37,6 @@ import { reactToRolloutEvents } from '../src/domain/engineReactions.js';
 import { InProcessEventBus } from '../src/domain/EventBus.js';
 import { EventLog } from '../src/domain/EventLog.js';
 import { EventType } from '../src/domain/events.js';
-import { GateLooks } from '../src/domain/gates/looks.js';
 import { GATE_TYPES, type GateTypes } from '../src/domain/gates/registry.js';
 import type { AdmittedTarget, RolloutDriver, TargetObservation } from '../src/domain/ports.js';
 import { RolloutEngine } from '../src/domain/RolloutEngine.js';
@@ -45,6 +45,7 @@ import { RolloutService } from '../src/domain/RolloutService.js';
 import { waveStrategyInput } from '../src/domain/waves/strategy.js';
 import { KIND_CONTRACTS } from '../src/kinds/index.js';
 import { externalCheckGateType } from '../src/notify/externalCheckGate.js';
+import { gateLooksOn } from '../src/start/gateTypes.js';
 import { TargetGuard } from '../src/notify/targetGuard.js';
 import { type Database, openDatabase } from '../src/store/db.js';
 import { calibrationMs } from './benchApp.js';
@@ -99,18 +100,7 @@ const CHECK_SECRET = 'bench';
  * attempts are POSTed over HTTP (loopback allowed, as ROLLPLANE_NOTIFY_ALLOW_NETWORKS would) and kept in SQL.
  */
 function benchGateTypes(db: Database, wake: (rolloutId: string) => void): GateTypes {
-  const looks = new GateLooks({
-    record: (attempt) =>
-      db.store.transaction(function* (tx) {
-        return yield* tx.insertGateAttempt(attempt);
-      }),
-    extend: (gateId, seq, at) =>
-      db.store.transaction(function* (tx) {
-        return yield* tx.extendGateAttempt(gateId, seq, at);
-      }),
-    wake,
-    logger: { info: () => {}, warn: () => {} } as never,
-  });
+  const looks = gateLooksOn(db, wake, pino({ level: 'silent' }));
   return {
     ...GATE_TYPES,
     EXTERNAL_CHECK: externalCheckGateType({

@@ -20,13 +20,9 @@ import { VERSION } from '../version.js';
  * signing secrets, the notifications' SSRF guard). Their background work (analysis runs, attempts) runs only while
  * this replica leads (`lead`), and wakes the rollout it answered for (`wakeWith`: the engine's enqueue).
  */
-export function startGateTypes(config: Config, { db, metrics, logger }: { db: Database; metrics: AppMetrics; logger: Logger }) {
-  const listeners: ((rolloutId: string) => void)[] = [];
-  const wake = (rolloutId: string) => {
-    for (const listener of listeners) listener(rolloutId);
-  };
-  const log = logger.child({ component: 'gates' });
-  const looks = new GateLooks({
+/** The background looks of the gates that ask outside (external checks, alerts), each answer kept in `db`. */
+export function gateLooksOn(db: Database, wake: (rolloutId: string) => void, logger: Logger): GateLooks {
+  return new GateLooks({
     record: (attempt) =>
       db.store.transaction(function* (tx) {
         return yield* tx.insertGateAttempt(attempt);
@@ -36,8 +32,17 @@ export function startGateTypes(config: Config, { db, metrics, logger }: { db: Da
         return yield* tx.extendGateAttempt(gateId, seq, at);
       }),
     wake,
-    logger: log,
+    logger,
   });
+}
+
+export function startGateTypes(config: Config, { db, metrics, logger }: { db: Database; metrics: AppMetrics; logger: Logger }) {
+  const listeners: ((rolloutId: string) => void)[] = [];
+  const wake = (rolloutId: string) => {
+    for (const listener of listeners) listener(rolloutId);
+  };
+  const log = logger.child({ component: 'gates' });
+  const looks = gateLooksOn(db, wake, log);
   // Nothing measured or asked before this replica leads.
   looks.stop();
   const analysis = createGateTypes({

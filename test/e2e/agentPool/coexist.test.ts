@@ -3,15 +3,10 @@
  * controller (fleet option upstream=vm-dhcp), rollplane runs for real over HTTP, and the test watches the simulated
  * cluster at every store event.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
 import type { Simulator } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';
-import { MEMBER_FLEET_ENV, registerMembers } from '../../helpers/memberFleet.js';
-import { BUMP, CONTROLLER, helmUpgrade, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
+import { BUMP, CONTROLLER, helmUpgrade, type MemberRig, NEW, OLD, startMemberRig, startRig, waitForRollout, type Rig } from './rig.js';
 
 const HOLD = 'network.harvesterhci.io/hold-ippool-agent-upgrade';
 const OTHER = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
@@ -504,15 +499,10 @@ describe('refusing a mode the cluster does not allow', () => {
 // though each cluster runs a controller of its own. The rule now holds per cluster.
 describe('the one-image rule beside the vm-dhcp-controller, per cluster', () => {
   const THIRD = 'rancher/harvester-vm-dhcp-agent:v0.3.3';
-  let dir: string | undefined;
-  let members: SimulatedClusters | undefined;
+  let rigs: MemberRig | undefined;
   afterEach(async () => {
-    await rig?.close();
-    rig = undefined;
-    await members?.stop();
-    members = undefined;
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    dir = undefined;
+    await rigs?.close();
+    rigs = undefined;
   });
 
   const refusal = (r: Rig, input: Record<string, unknown>) =>
@@ -522,20 +512,13 @@ describe('the one-image rule beside the vm-dhcp-controller, per cluster', () => 
     );
 
   it("moves local's controller to one image and a member's to another at once; in either cluster another image is still refused", async () => {
-    const delays = { podReadyMs: 20, podTerminateMs: 10 };
-    dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-coexist-per-cluster-'));
-    members = await startSimulatedClusters({ clusters: [{ name: 'm1', fleet: 'pools=3,nodes=2,upstream=vm-dhcp', delays }] });
-    registerMembers(dir, members, ['m1'], () => ({}));
-    rig = await startRig({
-      fleet: 'pools=3,nodes=2,upstream=vm-dhcp',
-      delays,
-      env: { ...MEMBER_FLEET_ENV, ROLLPLANE_MEMBER_CLUSTERS_FILE: path.join(dir, 'member-clusters.yaml') },
+    rigs = await startMemberRig({
+      localFleet: 'pools=3,nodes=2,upstream=vm-dhcp',
+      memberFleet: 'pools=3,nodes=2,upstream=vm-dhcp',
+      delays: { podReadyMs: 20, podTerminateMs: 10 },
     });
-    const r = rig;
-    const m1: Pick<Rig, 'sim'> & { sim: Simulator } = { sim: members.clusters.get('m1')!.simulator };
-    await r.waitFor('m1 driven by its own runtime', () =>
-      r.app.memberRuntimes?.snapshot().some((runtime) => runtime.cluster === 'm1' && runtime.running && runtime.kinds.includes('AGENT_POOL')),
-    );
+    const r = rigs.rig;
+    const m1: Pick<Rig, 'sim'> = { sim: rigs.m1 };
     // Paused after their canary, both stay active while the other is launched and refused.
     const canary = { maxUnavailable: '1', canary: 1 };
     const onLocal = await r.gql(BUMP, { input: { image: NEW, pools: { names: ['net-1', 'net-2'] }, strategy: canary } });

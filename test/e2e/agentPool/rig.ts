@@ -7,10 +7,12 @@ import { loadConfig } from '../../../src/config.js';
 import type { AgentPoolOptions } from '../../../src/kinds/agentPool/controller/index.js';
 import { zeroDelays, type SimDelays } from '../../../src/sim/behaviour/index.js';
 import { startSimulator, type Simulator } from '../../../src/sim/index.js';
+import { startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
 import type { KubeObject } from '../../../src/sim/types.js';
 import { afterEach } from 'vitest';
 import { type ServiceSlot, stopSlot } from '../../helpers/crashPoint.js';
 import { gql } from '../../helpers/graphql.js';
+import { MEMBER_FLEET_ENV, registerMembers } from '../../helpers/memberFleet.js';
 import { until } from '../../helpers/until.js';
 
 export const OLD = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
@@ -203,4 +205,41 @@ export async function waitForRollout(rig: Rig, id: string, states: string[], tim
     },
     timeoutMs,
   );
+}
+
+/** A rig whose service also drives member `m1` (its own simulator, beside its own vm-dhcp-controller). */
+export interface MemberRig {
+  rig: Rig;
+  /** m1's simulator. */
+  m1: Simulator;
+  close(): Promise<void>;
+}
+
+/**
+ * `local` (`localFleet`) and one member cluster `m1` (`memberFleet`), registered through the credentials file; resolves
+ * once m1 is driven by its own runtime with the agent-pool kind.
+ */
+export async function startMemberRig(options: { localFleet: string; memberFleet: string; delays: RigOptions['delays'] }): Promise<MemberRig> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-member-rig-'));
+  const members = await startSimulatedClusters({
+    clusters: [{ name: 'm1', fleet: options.memberFleet, ...(options.delays ? { delays: options.delays } : {}) }],
+  });
+  registerMembers(dir, members, ['m1'], () => ({}));
+  const rig = await startRig({
+    fleet: options.localFleet,
+    ...(options.delays ? { delays: options.delays } : {}),
+    env: { ...MEMBER_FLEET_ENV, ROLLPLANE_MEMBER_CLUSTERS_FILE: path.join(dir, 'member-clusters.yaml') },
+  });
+  await rig.waitFor('m1 driven by its own runtime', () =>
+    rig.app.memberRuntimes?.snapshot().some((runtime) => runtime.cluster === 'm1' && runtime.running && runtime.kinds.includes('AGENT_POOL')),
+  );
+  return {
+    rig,
+    m1: members.clusters.get('m1')!.simulator,
+    async close() {
+      await rig.close();
+      await members.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

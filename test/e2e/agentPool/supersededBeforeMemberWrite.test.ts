@@ -6,28 +6,17 @@
  * set the vm-dhcp-controller's --image"), and the rollout's finish in that cluster waited that long too. The target
  * now ends CANCELLED, saying why, as soon as the rollout is over.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../../src/sim/index.js';
-import { type SimulatedClusters, startSimulatedClusters } from '../../../src/sim/simulatedClusters.js';
 import type { ApiRequestInfo } from '../../../src/sim/types.js';
-import { MEMBER_FLEET_ENV, registerMembers } from '../../helpers/memberFleet.js';
-import { BUMP, NEW, type Rig, startRig, waitForRollout } from './rig.js';
+import { BUMP, type MemberRig, NEW, startMemberRig, waitForRollout } from './rig.js';
 
 const OTHER = 'rancher/harvester-vm-dhcp-agent:v0.3.2';
 
-let rig: Rig | undefined;
-let members: SimulatedClusters | undefined;
-let dir: string | undefined;
+let rigs: MemberRig | undefined;
 afterEach(async () => {
-  await rig?.close();
-  rig = undefined;
-  await members?.stop();
-  members = undefined;
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
+  await rigs?.close();
+  rigs = undefined;
 });
 
 /** Holds every hold write (non-dry-run IPPool patch) on `sim` until `open()`; says when the first one arrived. */
@@ -51,20 +40,12 @@ function stallHoldWrites(sim: Simulator) {
 
 describe('a rollout superseded before its write in a member cluster', () => {
   it('ends its untouched admitted target CANCELLED at once, not FAILED at its deadline', async () => {
-    const delays = { podReadyMs: 20, podTerminateMs: 10 };
-    dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-superseded-member-'));
-    members = await startSimulatedClusters({ clusters: [{ name: 'm1', fleet: 'pools=3,nodes=2,upstream=vm-dhcp', delays }] });
-    registerMembers(dir, members, ['m1'], () => ({}));
-    rig = await startRig({
-      fleet: 'pools=1,nodes=1,upstream=vm-dhcp',
-      delays,
-      env: { ...MEMBER_FLEET_ENV, ROLLPLANE_MEMBER_CLUSTERS_FILE: path.join(dir, 'member-clusters.yaml') },
+    rigs = await startMemberRig({
+      localFleet: 'pools=1,nodes=1,upstream=vm-dhcp',
+      memberFleet: 'pools=3,nodes=2,upstream=vm-dhcp',
+      delays: { podReadyMs: 20, podTerminateMs: 10 },
     });
-    const r = rig;
-    const m1: Simulator = members.clusters.get('m1')!.simulator;
-    await r.waitFor('m1 driven by its own runtime', () =>
-      r.app.memberRuntimes?.snapshot().some((runtime) => runtime.cluster === 'm1' && runtime.running && runtime.kinds.includes('AGENT_POOL')),
-    );
+    const { rig: r, m1 } = rigs;
     const stall = stallHoldWrites(m1);
     // A deadline far beyond the test's own wait: the old behaviour (FAILED at the deadline) cannot pass by luck.
     const strategy = { maxUnavailable: '1', progressDeadlineSeconds: 600 };
