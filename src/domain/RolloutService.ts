@@ -89,7 +89,10 @@ export interface EngineState {
   acceptedWaves?: string[];
   /** A staged rollout that failed rolls back (its failure policy said so), or not; absent: the kind's autoRollback. */
   rollBackRun?: boolean;
-  /** Analysis between targets (ADR 0071): the last step passed or accepted (`targets:<n>`'s n); absent: none. */
+  /**
+   * Analysis or gate between targets (ADR 0071): the last step passed or accepted (`targets:<n>`'s n); absent: none.
+   * (The name is older than `strategy.gate`; a rollout has one of the two, so one count serves both.)
+   */
   analysisPassed?: number;
   /** The analysis step (`targets:<n>`) that paused the rollout: a resume accepts it, a retryGate measures it again. */
   pausedAnalysis?: string | null;
