@@ -25,6 +25,7 @@ import { ACTIVE_ROLLOUT_STATES, isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
 import { decideStage } from './waves/engineStage.js';
 import { decide as decideWindow } from './gates/maintenanceWindows.js';
+import { stepGate } from './gates/stepGates.js';
 import { type TargetGates, targetGateStep } from './gates/targetGates.js';
 import type { StoredRun } from './waves/StagedRuns.js';
 import { stagedAdmission } from './waves/unreachable.js';
@@ -186,13 +187,15 @@ export class RolloutEngine {
   }
 
   /**
-   * Analysis between targets (`strategy.analysis`, ADR 0071): after each step of targets is done, its analysis decides
-   * before more are admitted — the cap shrinks (to 0 while it measures), a failure fails the rollout (the rollback
-   * step follows), Inconclusive or Error pauses it with the reason. A resume after such a pause accepts the step.
+   * Analysis between targets (`strategy.analysis`, ADR 0071), or a gate between them (`strategy.gate`: approval, timed
+   * wait, external check, alert; its addendum): after each step of targets is done, its analysis or gate decides
+   * before more are admitted — the cap shrinks (to 0 while it waits), a failure or rejection fails the rollout (the
+   * rollback step follows), Inconclusive or Error pauses it with the reason. A resume after such a pause accepts the step.
    */
   private async analyseTargets(pass: Pass): Promise<void> {
     const { rollout } = pass;
-    if (!this.targetGates || pass.admissionCap === undefined || !rollout.strategy.analysis) return;
+    const analyses = rollout.strategy.analysis ? this.targetGates : undefined;
+    if (pass.admissionCap === undefined || (!analyses && !rollout.strategy.gate)) return;
     const paused = rollout.engineState.pausedAnalysis;
     const accepted = paused ? targetGateStep(paused) : undefined;
     if (paused) {
@@ -202,7 +205,8 @@ export class RolloutEngine {
       });
       pass.rollout = (await this.rollouts.get(rollout.id))!;
     }
-    const step = await this.targetGates.step(pass.rollout, pass.view, new Date(this.now()));
+    const now = new Date(this.now());
+    const step = analyses ? await analyses.step(pass.rollout, pass.view, now) : await stepGate(this.rollouts.runs, pass.rollout, pass.view, now);
     if (step.passed > (pass.rollout.engineState.analysisPassed ?? 0)) await this.rollouts.updateEngineState(rollout.id, { analysisPassed: step.passed });
     if (step.do === 'admit') {
       pass.admissionCap = Math.min(pass.admissionCap, step.cap);
@@ -337,7 +341,7 @@ export class RolloutEngine {
         return { wake: decision.wakeAt ? { requeueAfterMs: Math.max(10, decision.wakeAt.getTime() - this.now()) } : {} };
       }
       case 'open gate':
-        await this.rollouts.runs.openGate(rollout, run, decision.key, decision.spec, now);
+        await this.rollouts.runs.openGate(rollout, { run }, decision.key, decision.spec, now);
         return { end: { requeueAfterMs: 1 } };
       case 'succeed':
         await this.transitionPass(pass, 'SUCCEEDED', decision.message);
