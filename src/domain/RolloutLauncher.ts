@@ -171,7 +171,10 @@ function checkSteps(
   let steps = 0;
   for (let step = nextAnalysisStep(spec, changing, 0); step !== undefined; step = nextAnalysisStep(spec, changing, step)) {
     if (++steps > MAX_ANALYSIS_STEPS) {
-      throw new ValidationError(field, `makes more than ${MAX_ANALYSIS_STEPS} ${words.steps} over ${changing} targets: ${words.often} less often (a larger \`every\`)`);
+      throw new ValidationError(
+        field,
+        `makes more than ${MAX_ANALYSIS_STEPS} ${words.steps} over ${changing} targets: ${words.often} less often (a larger \`every\`)`,
+      );
     }
   }
   if (steps === 0 && changing > 0) {

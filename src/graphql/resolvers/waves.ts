@@ -270,7 +270,7 @@ export const wavesResolvers: Resolvers = {
       const run = await runs.runOf(rollout.id);
       const now = new Date();
       // A rollout without waves waits on nothing but the analysis or the gate between its targets (ADR 0071), if any.
-      if (!run) return ((await targetGates?.waiting(rollout)) ?? (await stepGateWaiting(runs, rollout, now))) ?? null;
+      if (!run) return (await targetGates?.waiting(rollout)) ?? (await stepGateWaiting(runs, rollout, now)) ?? null;
       const [gates, policies, labels, targets, registered] = await Promise.all([
         runs.gates(rollout.id, now),
         windows.policies(),
