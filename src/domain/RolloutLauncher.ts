@@ -152,7 +152,9 @@ export function checkTargetGate(request: LaunchRequest, types: () => GateTypes, 
     throw new ValidationError(`${field}.config.excludeStarter`, 'is for staged rollouts: a rollout without waves does not keep who started it');
   }
   checkSteps(gate, request, field, { steps: 'gates', verb: 'opens', often: 'open' });
-  const config = gateTypeOf(gate.type, `${field}.type`, types()).check(gate.config, `${field}.config`);
+  // An approval's default would exclude who started the rollout, which only a staged run keeps: said as it is applied.
+  const given = gate.type === 'APPROVAL' && gate.config.excludeStarter == null ? { ...gate.config, excludeStarter: false } : gate.config;
+  const config = gateTypeOf(gate.type, `${field}.type`, types()).check(given, `${field}.config`);
   return { ...request, plan: { ...request.plan, strategy: { ...request.plan.strategy, gate: { ...gate, config } } } };
 }
 
