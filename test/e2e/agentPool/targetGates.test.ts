@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { runCli } from '../../cli/cliHarness.js';
 import { gql } from '../../helpers/graphql.js';
+import { describeWithPrometheus, startTestPrometheus, type TestPrometheus } from '../../helpers/prometheus.js';
 import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
 
 /**
@@ -16,10 +17,13 @@ import { BUMP, NEW, OLD, startRig, waitForRollout, type Rig } from './rig.js';
 
 let rig: Rig | undefined;
 let server: Server | undefined;
+let prometheus: TestPrometheus | undefined;
 const dirs: string[] = [];
 afterEach(async () => {
   await rig?.close();
   rig = undefined;
+  await prometheus?.stop();
+  prometheus = undefined;
   await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
   server = undefined;
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
@@ -198,4 +202,36 @@ describe('a gate between the targets of an agent-pool rollout without waves', ()
     expect((await r.gql(ROLLOUTS)).rollouts.totalCount).toBe(0);
     expect(onNew(r)).toEqual([]);
   });
+});
+
+describeWithPrometheus('an ALERT gate between the targets of an agent-pool rollout, against a real Prometheus', () => {
+  it('holds after the first pool while the named alert fires, naming it, and goes on once it resolved', async () => {
+    let hold = 1;
+    server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(`# TYPE rollplane_test_hold gauge\nrollplane_test_hold ${hold}\n`);
+    });
+    const url = await new Promise<string>((resolve) =>
+      server!.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server!.address() as AddressInfo).port}`)),
+    );
+    const rules = 'groups:\n- name: rollplane-target-gates-test\n  rules:\n  - alert: MaintenanceHold\n    expr: rollplane_test_hold > 0\n';
+    prometheus = await startTestPrometheus([{ url, job: 'control' }], 1000, { rules });
+    await prometheus.waitForSeries('ALERTS{alertname="MaintenanceHold",alertstate="firing"}');
+    rig = await startRig({ ...DELAYS, env: { ROLLPLANE_PROMETHEUS_URL: prometheus.url } });
+    const r = rig;
+    const id = await bump(r, { type: 'ALERT', config: { alerts: ['MaintenanceHold'], recheck: '1s' }, after: [1] });
+    const held = await r.waitFor('the alert gate holding', async () => {
+      const s = await status(r, id);
+      return s.gates[0]?.attempts.length > 0 ? s : undefined;
+    });
+    expect(held.state).toBe('PROGRESSING');
+    expect(held.waitingFor).toBe('gate targets:1: alerts firing: MaintenanceHold');
+    expect(held.gates).toMatchObject([{ key: 'targets:1', type: 'ALERT', state: 'WAITING', attempts: [{ answer: 'WAIT' }] }]);
+    expect(onNew(r)).toEqual(['net-1']);
+
+    hold = 0;
+    const done = await waitForRollout(r, id, ['SUCCEEDED', 'FAILED']);
+    expect(done.state).toBe('SUCCEEDED');
+    expect((await status(r, id)).gates).toMatchObject([{ key: 'targets:1', type: 'ALERT', state: 'PASSED' }]);
+    expect(onNew(r)).toEqual(['net-1', 'net-2', 'net-3', 'net-4']);
+  }, 180_000);
 });
