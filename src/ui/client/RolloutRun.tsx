@@ -199,8 +199,7 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
   return (
     <div className="gate" data-gate={gateKey} data-state={gate?.state ?? 'NOT_REACHED'}>
       <h4>
-        {placeOf(gateKey)}: {spec.type.replace('_', ' ').toLowerCase()}{' '}
-        <StateBadge state={gate?.state ?? 'NOT_REACHED'} />
+        {placeOf(gateKey)}: {spec.type.replace('_', ' ').toLowerCase()} <StateBadge state={gate?.state ?? 'NOT_REACHED'} />
       </h4>
       <p className="small">
         {approval ? (
