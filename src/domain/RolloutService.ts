@@ -471,7 +471,12 @@ export class RolloutService {
   async retryGate(rolloutId: string, gateKey: string, now = new Date()): Promise<GateView> {
     const rollout = await this.get(rolloutId);
     if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
-    if (this.targetGates && targetGateStep(gateKey) !== undefined && !(await this.runs.runOf(rolloutId))) {
+    const between = targetGateStep(gateKey) !== undefined && !(await this.runs.runOf(rolloutId));
+    if (between && rollout.strategy.gate) {
+      // A gate between targets of another type (`strategy.gate`): as a wave's, only an ANALYSIS gate can be retried.
+      throw new ConflictError(`gate ${gateKey} is of type ${rollout.strategy.gate.type}: only an ANALYSIS gate can be retried`);
+    }
+    if (this.targetGates && between) {
       // An analysis between targets (ADR 0071): the same contract, and the pause it made is lifted the same way.
       const retried = await this.targetGates.retry(rollout, gateKey, now);
       if (rollout.state === 'PAUSED' && rollout.engineState.pausedAnalysis === gateKey) {

@@ -4,6 +4,7 @@ import type { EventLog } from '../EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from '../events.js';
 import { checkDecision, parseApprovalRule, type ApprovalRuleInput, approvalStatus } from '../gates/approval.js';
 import { targetGateStep } from '../gates/targetGates.js';
+import { nextAnalysisStep, type TargetGateSpec } from '../kinds/strategy.js';
 import { GATE_TYPES, type GateAttempt, type GateFacts, type GateRef, type GateTypes, gateTypeOf } from '../gates/registry.js';
 import type { GateAttemptRow, GateDecisionRow, GateRow, HistoryStore } from '../historyPort.js';
 import { ACTIVE_ROLLOUT_STATES, type RolloutState } from '../rolloutStates.js';
@@ -329,12 +330,15 @@ export class StagedRuns {
       if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
       const run = yield* tx.runOf(rolloutId);
       // A rollout without waves has gates only between its targets (`strategy.gate`): `targets:<n>`, opened one by one.
-      const between = run ? undefined : (JSON.parse(rollout.strategy) as { gate?: { type: string } }).gate;
+      const between = run ? undefined : (JSON.parse(rollout.strategy) as { gate?: TargetGateSpec }).gate;
       if (!run && !between) throw new ConflictError(`rollout ${rolloutId} has no gates (neither waves nor a gate between its targets)`);
       const gate = (yield* tx.gatesOf(rolloutId)).find((g) => g.key === gateKey);
       if (!gate) {
         if (!run) {
-          if (targetGateStep(gateKey) === undefined) throw new NotFoundError(`rollout ${rolloutId} has no gate ${gateKey} (its gates: targets:<n>)`);
+          const step = targetGateStep(gateKey);
+          if (step === undefined || !between || nextAnalysisStep(between, Infinity, step - 1) !== step) {
+            throw new NotFoundError(`rollout ${rolloutId} has no gate ${gateKey} (its gates between targets open after ${stepsText(between)} targets)`);
+          }
           throw new ConflictError(`gate ${gateKey} of rollout ${rolloutId} has not opened yet`);
         }
         const known = run.waves.flatMap((w) => [w.beforeGate ? `before:${w.name}` : null, w.afterGate ? `after:${w.name}` : null]).filter(Boolean);
@@ -366,6 +370,10 @@ export class StagedRuns {
     const known = await this.contextOf(rolloutId);
     return { ...view, progress: known ? await this.progressOf(view.row, view.decisions, [], known, now) : { state: 'WAITING', reason: '' } };
   }
+}
+
+function stepsText(spec: TargetGateSpec | undefined): string {
+  return [spec?.after?.length ? spec.after.join(', ') : '', spec?.every ? `every ${spec.every}` : ''].filter(Boolean).join(' and ') || 'no';
 }
 
 function approvalDecisionOf(d: GateDecisionRow) {

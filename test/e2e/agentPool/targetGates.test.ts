@@ -73,6 +73,14 @@ describe('a gate between the targets of an agent-pool rollout without waves', ()
       state: 'WAITING',
     });
 
+    // Only an analysis is retried; an unknown key between targets is NOT_FOUND; neither changes anything.
+    const retried = await gql(r.url, 'mutation ($id: ID!) { retryGate(rolloutId: $id, gate: "targets:1") { state } }', { id });
+    expect(retried.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect(retried.errors?.[0]?.message).toMatch(/only an ANALYSIS gate can be retried/);
+    const unknown = await gql(r.url, 'mutation ($id: ID!) { approveGate(rolloutId: $id, gate: "targets:3") { state } }', { id });
+    expect(unknown.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(unknown.errors?.[0]?.message).toMatch(/has no gate targets:3 \(its gates between targets open after 1 targets\)/);
+
     const approved = await r.gql('mutation ($id: ID!) { approveGate(rolloutId: $id, gate: "targets:1", comment: "canary fine") { key state } }', { id });
     expect(approved.approveGate).toEqual({ key: 'targets:1', state: 'PASSED' });
     const done = await waitForRollout(r, id, ['SUCCEEDED', 'FAILED']);
