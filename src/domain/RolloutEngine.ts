@@ -173,11 +173,16 @@ export class RolloutEngine {
       const end = await this.apply(pass, await step(pass), signal);
       if (end) return end;
     }
-    await this.analyseTargets(pass);
+    const gateWaitsUntil = await this.analyseTargets(pass);
     const windowOpensAt = await this.closedClusters(pass);
     for (const step of [admit, rollBack, finish]) {
       const end = await this.apply(pass, await step(pass), signal);
       if (end) return end;
+    }
+    if (gateWaitsUntil !== undefined && pass.view.count('PROGRESSING') === 0) {
+      // Nothing in flight and a gate between targets waits: nothing to observe, so look again at its time (a decision,
+      // a check's or an alert look's answer, a pause or an abort wake the rollout before), not every pollMs.
+      return { requeueAfterMs: Math.max(10, gateWaitsUntil - this.now()) };
     }
     if (windowOpensAt !== undefined && pass.view.count('PROGRESSING') === 0) {
       // Nothing in flight and every pending cluster outside its window: look again when the first one opens.
@@ -192,10 +197,10 @@ export class RolloutEngine {
    * before more are admitted — the cap shrinks (to 0 while it waits), a failure or rejection fails the rollout (the
    * rollback step follows), Inconclusive or Error pauses it with the reason. A resume after such a pause accepts the step.
    */
-  private async analyseTargets(pass: Pass): Promise<void> {
+  private async analyseTargets(pass: Pass): Promise<number | undefined> {
     const { rollout } = pass;
     const analyses = rollout.strategy.analysis ? this.targetGates : undefined;
-    if (pass.admissionCap === undefined || (!analyses && !rollout.strategy.gate)) return;
+    if (pass.admissionCap === undefined || (!analyses && !rollout.strategy.gate)) return undefined;
     const paused = rollout.engineState.pausedAnalysis;
     const accepted = paused ? targetGateStep(paused) : undefined;
     if (paused) {
@@ -210,15 +215,20 @@ export class RolloutEngine {
     if (step.passed > (pass.rollout.engineState.analysisPassed ?? 0)) await this.rollouts.updateEngineState(rollout.id, { analysisPassed: step.passed });
     if (step.do === 'admit') {
       pass.admissionCap = Math.min(pass.admissionCap, step.cap);
-      return;
+      return undefined;
     }
     pass.admissionCap = undefined;
-    if (step.do === 'wait') pass.nextDeadline = Math.min(pass.nextDeadline, step.until.getTime());
-    else if (step.do === 'fail') await this.transitionPass(pass, 'FAILED', step.message);
+    if (step.do === 'wait') {
+      pass.nextDeadline = Math.min(pass.nextDeadline, step.until.getTime());
+      // A gate's wait (`strategy.gate`) is woken by what ends it; an analysis keeps the engine's polling.
+      return rollout.strategy.gate ? step.until.getTime() : undefined;
+    }
+    if (step.do === 'fail') await this.transitionPass(pass, 'FAILED', step.message);
     else {
       await this.transitionPass(pass, 'PAUSED', step.message);
       if (pass.rollout.state === 'PAUSED') await this.rollouts.updateEngineState(rollout.id, { pausedAnalysis: step.key });
     }
+    return undefined;
   }
 
   /**
