@@ -1,4 +1,4 @@
-import { type TargetGates, type TargetGateStep, targetGateKey, targetGateStep } from '../domain/gates/targetGates.js';
+import { stepTargets, type TargetGates, type TargetGateStep, targetGateKey, targetGateStep } from '../domain/gates/targetGates.js';
 import { nextAnalysisStep, type TargetAnalysisSpec } from '../domain/kinds/strategy.js';
 import { clusterOf, targetKey } from '../domain/ports.js';
 import type { Rollout, RolloutTarget } from '../domain/RolloutService.js';
@@ -109,12 +109,6 @@ export class TargetAnalysisGates implements TargetGates {
 
 function describeSteps(spec: TargetAnalysisSpec): string {
   return [...(spec.after?.length ? [spec.after.join(', ')] : []), ...(spec.every ? [`every ${spec.every}`] : [])].join(' and ');
-}
-
-/** The targets a step measures: those admitted after the previous step passed, up to the step (in plan order). */
-function stepTargets(view: RolloutView, passed: number, step: number): RolloutTarget[] {
-  const admitted = view.targets.filter((t) => t.state !== 'PENDING' && t.state !== 'SKIPPED' && t.state !== 'CANCELLED');
-  return admitted.slice(Math.min(passed, admitted.length), step);
 }
 
 const unique = (values: readonly string[]) => [...new Set(values)];

@@ -25,6 +25,7 @@ import { ACTIVE_ROLLOUT_STATES, isTerminal } from './rolloutStates.js';
 import { RolloutView } from './RolloutView.js';
 import { decideStage } from './waves/engineStage.js';
 import { decide as decideWindow } from './gates/maintenanceWindows.js';
+import { stepGate } from './gates/stepGates.js';
 import { type TargetGates, targetGateStep } from './gates/targetGates.js';
 import type { StoredRun } from './waves/StagedRuns.js';
 import { stagedAdmission } from './waves/unreachable.js';
@@ -172,11 +173,16 @@ export class RolloutEngine {
       const end = await this.apply(pass, await step(pass), signal);
       if (end) return end;
     }
-    await this.analyseTargets(pass);
+    const gateWaitsUntil = await this.analyseTargets(pass);
     const windowOpensAt = await this.closedClusters(pass);
     for (const step of [admit, rollBack, finish]) {
       const end = await this.apply(pass, await step(pass), signal);
       if (end) return end;
+    }
+    if (gateWaitsUntil !== undefined && pass.view.count('PROGRESSING') === 0) {
+      // Nothing in flight and a gate between targets waits: nothing to observe, so look again at its time (a decision,
+      // a check's or an alert look's answer, a pause or an abort wake the rollout before), not every pollMs.
+      return { requeueAfterMs: Math.max(10, gateWaitsUntil - this.now()) };
     }
     if (windowOpensAt !== undefined && pass.view.count('PROGRESSING') === 0) {
       // Nothing in flight and every pending cluster outside its window: look again when the first one opens.
@@ -186,13 +192,15 @@ export class RolloutEngine {
   }
 
   /**
-   * Analysis between targets (`strategy.analysis`, ADR 0071): after each step of targets is done, its analysis decides
-   * before more are admitted — the cap shrinks (to 0 while it measures), a failure fails the rollout (the rollback
-   * step follows), Inconclusive or Error pauses it with the reason. A resume after such a pause accepts the step.
+   * Analysis between targets (`strategy.analysis`, ADR 0071), or a gate between them (`strategy.gate`: approval, timed
+   * wait, external check, alert; its addendum): after each step of targets is done, its analysis or gate decides
+   * before more are admitted — the cap shrinks (to 0 while it waits), a failure or rejection fails the rollout (the
+   * rollback step follows), Inconclusive or Error pauses it with the reason. A resume after such a pause accepts the step.
    */
-  private async analyseTargets(pass: Pass): Promise<void> {
+  private async analyseTargets(pass: Pass): Promise<number | undefined> {
     const { rollout } = pass;
-    if (!this.targetGates || pass.admissionCap === undefined || !rollout.strategy.analysis) return;
+    const analyses = rollout.strategy.analysis ? this.targetGates : undefined;
+    if (pass.admissionCap === undefined || (!analyses && !rollout.strategy.gate)) return undefined;
     const paused = rollout.engineState.pausedAnalysis;
     const accepted = paused ? targetGateStep(paused) : undefined;
     if (paused) {
@@ -202,19 +210,25 @@ export class RolloutEngine {
       });
       pass.rollout = (await this.rollouts.get(rollout.id))!;
     }
-    const step = await this.targetGates.step(pass.rollout, pass.view, new Date(this.now()));
+    const now = new Date(this.now());
+    const step = analyses ? await analyses.step(pass.rollout, pass.view, now) : await stepGate(this.rollouts.runs, pass.rollout, pass.view, now);
     if (step.passed > (pass.rollout.engineState.analysisPassed ?? 0)) await this.rollouts.updateEngineState(rollout.id, { analysisPassed: step.passed });
     if (step.do === 'admit') {
       pass.admissionCap = Math.min(pass.admissionCap, step.cap);
-      return;
+      return undefined;
     }
     pass.admissionCap = undefined;
-    if (step.do === 'wait') pass.nextDeadline = Math.min(pass.nextDeadline, step.until.getTime());
-    else if (step.do === 'fail') await this.transitionPass(pass, 'FAILED', step.message);
+    if (step.do === 'wait') {
+      pass.nextDeadline = Math.min(pass.nextDeadline, step.until.getTime());
+      // A gate's wait (`strategy.gate`) is woken by what ends it; an analysis keeps the engine's polling.
+      return rollout.strategy.gate ? step.until.getTime() : undefined;
+    }
+    if (step.do === 'fail') await this.transitionPass(pass, 'FAILED', step.message);
     else {
       await this.transitionPass(pass, 'PAUSED', step.message);
       if (pass.rollout.state === 'PAUSED') await this.rollouts.updateEngineState(rollout.id, { pausedAnalysis: step.key });
     }
+    return undefined;
   }
 
   /**
@@ -337,7 +351,7 @@ export class RolloutEngine {
         return { wake: decision.wakeAt ? { requeueAfterMs: Math.max(10, decision.wakeAt.getTime() - this.now()) } : {} };
       }
       case 'open gate':
-        await this.rollouts.runs.openGate(rollout, run, decision.key, decision.spec, now);
+        await this.rollouts.runs.openGate(rollout, { run }, decision.key, decision.spec, now);
         return { end: { requeueAfterMs: 1 } };
       case 'succeed':
         await this.transitionPass(pass, 'SUCCEEDED', decision.message);

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 import { MAX_IDEMPOTENCY_KEY } from './kinds/cause.js';
 import type { RolloutPlan } from './kinds/index.js';
-import { MAX_ANALYSIS_STEPS, nextAnalysisStep } from './kinds/strategy.js';
+import { MAX_ANALYSIS_STEPS, nextAnalysisStep, TARGET_GATE_TYPES, type TargetAnalysisSpec, type TargetGateSpec } from './kinds/strategy.js';
 import type { IdempotencyKeyRef } from './historyPort.js';
 import type { Cause, Rollout, RolloutService } from './RolloutService.js';
 import { checkReplay, type LaunchGuard } from './launchRules.js';
@@ -127,24 +127,65 @@ export function checkTargetAnalysis(request: LaunchRequest, types: () => GateTyp
   const analysis = request.plan.strategy.analysis;
   if (!analysis) return;
   if (request.staged) throw new ValidationError(field, 'is for a rollout without waves: a staged rollout analyses before or after its waves (gates)');
-  // Each step is an analysis run with its measurements, and a gate `Rollout.gates` lists: bounded like `after`.
+  checkSteps(analysis, request, field, { steps: 'analyses', verb: 'measures', often: 'measure' });
+  gateTypeOf('ANALYSIS', `${field}.config`, types()).check(analysis.config, `${field}.config`);
+}
+
+/**
+ * `strategy.gate` (a gate between targets, issue 30, ADR 0071 addendum) is checked at submit as a wave gate's config is
+ * (its type's `check`), only for a rollout without waves, and never beside `strategy.analysis` (one of them: a step
+ * would otherwise need two gates under one key). Returns the request with the gate's config as its type keeps it.
+ * `field` is where the kind's input took it.
+ */
+export function checkTargetGate(request: LaunchRequest, types: () => GateTypes, field = 'input.strategy.gate'): LaunchRequest {
+  const gate = request.plan.strategy.gate;
+  if (!gate) return request;
+  if (request.plan.strategy.analysis) {
+    throw new ValidationError(field, 'is not taken beside `analysis`: a rollout has an analysis or a gate between its targets, not both');
+  }
+  if (request.staged) throw new ValidationError(field, 'is for a rollout without waves: a staged rollout has its gates before or after its waves');
+  if (gate.type === 'ANALYSIS') throw new ValidationError(`${field}.type`, 'ANALYSIS between targets is `analysis` (TargetAnalysisInput), not a gate');
+  if (!(TARGET_GATE_TYPES as readonly string[]).includes(gate.type)) {
+    throw new ValidationError(`${field}.type`, `"${gate.type.slice(0, 40)}" is not a gate between targets (known: ${TARGET_GATE_TYPES.join(', ')})`);
+  }
+  if (gate.config.excludeStarter === true) {
+    throw new ValidationError(`${field}.config.excludeStarter`, 'is for staged rollouts: a rollout without waves does not keep who started it');
+  }
+  checkSteps(gate, request, field, { steps: 'gates', verb: 'opens', often: 'open' });
+  // An approval's default would exclude who started the rollout, which only a staged run keeps: said as it is applied.
+  const given = gate.type === 'APPROVAL' && gate.config.excludeStarter == null ? { ...gate.config, excludeStarter: false } : gate.config;
+  const config = gateTypeOf(gate.type, `${field}.type`, types()).check(given, `${field}.config`);
+  return { ...request, plan: { ...request.plan, strategy: { ...request.plan.strategy, gate: { ...gate, config } } } };
+}
+
+/**
+ * Each step is a gate `Rollout.gates` lists (and for an analysis a run with its measurements): bounded like `after`.
+ * Steps run between targets, after fewer than all of them: one that none reaches would let the rollout succeed
+ * unchecked, saying nothing (attack 19, F4: `after: [100]` on 8 pools, `every: 8` on 8, any one-target rollout).
+ */
+function checkSteps(
+  spec: TargetAnalysisSpec | TargetGateSpec,
+  request: LaunchRequest,
+  field: string,
+  words: { steps: string; verb: string; often: string },
+): void {
   const changing = request.plan.targets.filter((t) => !t.skipReason).length;
   let steps = 0;
-  for (let step = nextAnalysisStep(analysis, changing, 0); step !== undefined; step = nextAnalysisStep(analysis, changing, step)) {
+  for (let step = nextAnalysisStep(spec, changing, 0); step !== undefined; step = nextAnalysisStep(spec, changing, step)) {
     if (++steps > MAX_ANALYSIS_STEPS) {
-      throw new ValidationError(field, `makes more than ${MAX_ANALYSIS_STEPS} analyses over ${changing} targets: measure less often (a larger \`every\`)`);
+      throw new ValidationError(
+        field,
+        `makes more than ${MAX_ANALYSIS_STEPS} ${words.steps} over ${changing} targets: ${words.often} less often (a larger \`every\`)`,
+      );
     }
   }
-  // Steps run between targets, after fewer than all of them: one that none reaches would let the rollout succeed
-  // unmeasured, saying nothing (attack 19, F4: `after: [100]` on 8 pools, `every: 8` on 8, any one-target rollout).
   if (steps === 0 && changing > 0) {
-    const given = [analysis.every ? `every ${analysis.every}` : '', analysis.after ? `after ${analysis.after.join(', ')}` : ''].filter(Boolean).join(', ');
+    const given = [spec.every ? `every ${spec.every}` : '', spec.after ? `after ${spec.after.join(', ')}` : ''].filter(Boolean).join(', ');
     throw new ValidationError(
       field,
-      `never measures: its steps run between targets, after fewer than all ${changing} changing ones, and none of its (${given}) does`,
+      `never ${words.verb}: its steps run between targets, after fewer than all ${changing} changing ones, and none of its (${given}) does`,
     );
   }
-  gateTypeOf('ANALYSIS', `${field}.config`, types()).check(analysis.config, `${field}.config`);
 }
 
 /**
@@ -232,9 +273,11 @@ export class RolloutLauncher {
   constructor(private readonly rollouts: RolloutService) {}
 
   async launch(given: LaunchRequest): Promise<LaunchResult> {
-    // Read only for a request with an analysis: where the kind's input takes it, for the refusals to name.
-    const analysisField = given.plan.strategy.analysis ? this.rollouts.contracts[given.plan.kind].analysisField : '';
-    const request = await resolveReferences(given, () => this.rollouts.runs.types, analysisField);
+    // Read only for a request with an analysis or a gate between targets: where the kind's input takes it, for refusals.
+    const between = given.plan.strategy.analysis || given.plan.strategy.gate;
+    const analysisField = between ? this.rollouts.contracts[given.plan.kind].analysisField : '';
+    const gateField = analysisField.replace(/analysis$/, 'gate');
+    const request = checkTargetGate(await resolveReferences(given, () => this.rollouts.runs.types, analysisField), () => this.rollouts.runs.types, gateField);
     const { run, plan } = staged(request, () => this.rollouts.runs.types);
     checkTargetAnalysis(request, () => this.rollouts.runs.types, analysisField);
     const key = request.idempotencyKey ?? undefined;

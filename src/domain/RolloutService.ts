@@ -89,7 +89,10 @@ export interface EngineState {
   acceptedWaves?: string[];
   /** A staged rollout that failed rolls back (its failure policy said so), or not; absent: the kind's autoRollback. */
   rollBackRun?: boolean;
-  /** Analysis between targets (ADR 0071): the last step passed or accepted (`targets:<n>`'s n); absent: none. */
+  /**
+   * Analysis or gate between targets (ADR 0071): the last step passed or accepted (`targets:<n>`'s n); absent: none.
+   * (The name is older than `strategy.gate`; a rollout has one of the two, so one count serves both.)
+   */
   analysisPassed?: number;
   /** The analysis step (`targets:<n>`) that paused the rollout: a resume accepts it, a retryGate measures it again. */
   pausedAnalysis?: string | null;
@@ -468,7 +471,12 @@ export class RolloutService {
   async retryGate(rolloutId: string, gateKey: string, now = new Date()): Promise<GateView> {
     const rollout = await this.get(rolloutId);
     if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
-    if (this.targetGates && targetGateStep(gateKey) !== undefined && !(await this.runs.runOf(rolloutId))) {
+    const between = targetGateStep(gateKey) !== undefined && !(await this.runs.runOf(rolloutId));
+    if (between && rollout.strategy.gate) {
+      // A gate between targets of another type (`strategy.gate`): as a wave's, only an ANALYSIS gate can be retried.
+      throw new ConflictError(`gate ${gateKey} is of type ${rollout.strategy.gate.type}: only an ANALYSIS gate can be retried`);
+    }
+    if (this.targetGates && between) {
       // An analysis between targets (ADR 0071): the same contract, and the pause it made is lifted the same way.
       const retried = await this.targetGates.retry(rollout, gateKey, now);
       if (rollout.state === 'PAUSED' && rollout.engineState.pausedAnalysis === gateKey) {

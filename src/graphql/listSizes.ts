@@ -45,6 +45,7 @@ export function listSizesOf(domain: Domain, kinds: readonly KindApi[]): ListSize
     // A staged run's two gates per wave, or a rollout's analyses between targets (ADR 0071), whichever can be more.
     'Rollout.gates': () => Math.max(2 * (MAX_WAVES + 1), MAX_ANALYSIS_STEPS),
     'TargetAnalysis.after': () => MAX_ANALYSIS_STEPS,
+    'TargetGate.after': () => MAX_ANALYSIS_STEPS,
     'Query.analysisTemplates': () => MAX_ANALYSIS_TEMPLATES,
     'AnalysisTemplate.metrics': () => MAX_METRICS,
     'Gate.decisions': () => MAX_GATE_DECISIONS,

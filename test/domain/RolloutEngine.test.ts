@@ -208,6 +208,60 @@ describe('RolloutEngine', () => {
     expect(driver.admissions).toHaveLength(5);
   });
 
+  describe('a gate between targets (strategy.gate, ADR 0071 addendum)', () => {
+    it('opens a timed wait once the step is done and admits the next target only when it passed, on the engine clock', async () => {
+      const admittedAt = new Map<string, number>();
+      const admit = driver.admit.bind(driver);
+      driver.admit = async (target) => {
+        admittedAt.set(target.name, now);
+        await admit(target);
+      };
+      const rollout = await launch(plan(4, { maxUnavailable: '2', gate: { type: 'TIMED_WAIT', config: { seconds: 600 }, after: [2] } }));
+      const { rollout: done } = await drive(rollout.id);
+      expect(done.state).toBe('SUCCEEDED');
+      const [gate] = await rollouts.gatesOf(done, new Date(now));
+      expect(gate).toMatchObject({ row: { key: 'targets:2', type: 'TIMED_WAIT', state: 'PASSED' }, progress: { state: 'PASSED' } });
+      const opened = gate!.row.openedAt.getTime();
+      expect(Math.max(admittedAt.get('pool-0')!, admittedAt.get('pool-1')!)).toBeLessThan(opened);
+      expect(Math.min(admittedAt.get('pool-2')!, admittedAt.get('pool-3')!)).toBeGreaterThanOrEqual(opened + 600_000);
+    });
+
+    it('waits for an approval across engines (a new leader decides the same from the store), then finishes', async () => {
+      const rollout = await launch(plan(4, { maxUnavailable: '1', gate: { type: 'APPROVAL', config: {}, after: [1] } }));
+      await drive(rollout.id, 20);
+      expect(driver.admissions).toEqual(['pool-0->agent:v2']);
+      const other = new RolloutEngine(rollouts, logger, { now: () => now });
+      other.connect(() => {}, launcher);
+      other.registerDriver(driver);
+      engine = other;
+      const waiting = await drive(rollout.id, 20);
+      expect(waiting.rollout.state).toBe('PROGRESSING');
+      expect(driver.admissions).toEqual(['pool-0->agent:v2']);
+      const gates = await rollouts.gatesOf(waiting.rollout, new Date(now));
+      expect(gates.map((g) => [g.row.key, g.progress.state])).toEqual([['targets:1', 'WAITING']]);
+      await rollouts.runs.decide(
+        { rolloutId: rollout.id, gateKey: 'targets:1', verdict: 'APPROVE', comment: null, deciderId: 'tok-1', role: 'deployer' },
+        new Date(now),
+      );
+      const { rollout: done } = await drive(rollout.id);
+      expect(done.state).toBe('SUCCEEDED');
+      expect(driver.admissions).toHaveLength(4);
+    });
+
+    it('fails the rollout when the approval is rejected, admitting nothing more', async () => {
+      const rollout = await launch(plan(3, { maxUnavailable: '1', gate: { type: 'APPROVAL', config: {}, every: 1 } }));
+      await drive(rollout.id, 20);
+      await rollouts.runs.decide(
+        { rolloutId: rollout.id, gateKey: 'targets:1', verdict: 'REJECT', comment: 'no', deciderId: 'tok-1', role: 'deployer' },
+        new Date(now),
+      );
+      const { rollout: done } = await drive(rollout.id);
+      expect(done.state).toBe('FAILED');
+      expect(done.message).toMatch(/^gate targets:1: /);
+      expect(driver.admissions).toEqual(['pool-0->agent:v2']);
+    });
+  });
+
   it('fails a target that does not converge within its progress deadline', async () => {
     driver = new FakeDriver(1_000_000);
     engine.registerDriver(driver);

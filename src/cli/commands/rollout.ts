@@ -63,7 +63,7 @@ function gateCommand(rollout: Command, name: string, description: string): Comma
     .command(name)
     .description(description)
     .argument('<id>', 'rollout id', rolloutId)
-    .requiredOption('--gate <key>', 'the gate: before:<wave>, after:<wave>, or targets:<n> (analysis between targets)', flags.text(80));
+    .requiredOption('--gate <key>', 'the gate: before:<wave>, after:<wave>, or targets:<n> (between targets)', flags.text(80));
 }
 
 function gateLine(gate: { key: string; type: string; state: string; reason: string }): string {
@@ -197,10 +197,11 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
     }),
   );
 
-  // A staged rollout's approval gates (issue 30): one decision, kept with the token, its role and the comment.
+  // Approval gates (issue 30), at a staged rollout's waves or between a rollout's targets: one decision, kept with the
+  // token, its role and the comment.
   for (const [verb, description] of [
-    ['approve', "Approve a staged rollout's approval gate (approving twice counts once)"],
-    ['reject', "Reject a staged rollout's approval gate (one rejection fails it)"],
+    ['approve', "Approve a rollout's approval gate, at a wave or between targets (approving twice counts once)"],
+    ['reject', "Reject a rollout's approval gate, at a wave or between targets (one rejection fails it)"],
   ] as const) {
     addCommonOptions(gateCommand(rollout, verb, description).option('--comment <text>', 'why (kept with the decision)', flags.text(1000))).action(
       clientAction(io, setExitCode, async (ctx, id: string) => {

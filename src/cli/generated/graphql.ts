@@ -282,6 +282,11 @@ export type AgentRolloutStrategyInput = {
    * admitted. Not with waveStrategy (a staged rollout analyses at its waves' gates).
    */
   analysis?: TargetAnalysisInput | null | undefined;
+  /**
+   * A gate between pools (docs/waves.md): after each step of pools is done, an approval, timed wait, external check or
+   * alert gate must pass before more are admitted. Not with waveStrategy, and not with `analysis` (one of them).
+   */
+  gate?: TargetGateInput | null | undefined;
 };
 
 /**
@@ -297,6 +302,25 @@ export type TargetAnalysisInput = {
   /** Measure after every this many targets (1 to 1000000). */
   every?: number | null | undefined;
   /** Measure after these counts of targets, increasing (at most 100), e.g. [1] for a one-target canary. */
+  after?: Array<number> | null | undefined;
+};
+
+/**
+ * A gate between the targets of a rollout without waves (issue 30, ADR 0071 addendum): after the first n targets were
+ * admitted and are done (n in `after`, or a multiple of `every`), the gate `targets:<n>` opens and no more target is
+ * admitted until it passes. APPROVAL waits for its approvals (approveGate / rejectGate with `gate: "targets:<n>"`),
+ * TIMED_WAIT its seconds, EXTERNAL_CHECK its endpoint's answer, ALERT for its alerts to stop firing; a rejected or failed
+ * gate fails the rollout (its autoRollback applies). ANALYSIS is `analysis`, not a gate type here; `excludeStarter` is
+ * for staged rollouts only (a rollout without waves does not keep who started it).
+ */
+export type TargetGateInput = {
+  /** APPROVAL, TIMED_WAIT, EXTERNAL_CHECK or ALERT. */
+  type: GateType;
+  /** The type's config, as for a wave's gate (see GateInput); refused with its field path when malformed. */
+  config?: unknown;
+  /** Open after every this many targets (1 to 1000000). */
+  every?: number | null | undefined;
+  /** Open after these counts of targets, increasing (at most 100), e.g. [1] to approve after a one-target canary. */
   after?: Array<number> | null | undefined;
 };
 
@@ -370,6 +394,11 @@ export type BumpNodeAgentImageInput = {
    * admitted (e.g. peer-pod starts per node against the nodes not yet upgraded). Not with waveStrategy.
    */
   analysis?: TargetAnalysisInput | null | undefined;
+  /**
+   * A gate between nodes (TargetGateInput): approval, timed wait, external check or alert after steps of nodes. Not with
+   * waveStrategy, and not with `analysis`.
+   */
+  gate?: TargetGateInput | null | undefined;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
   /** Retrying with the same key, from the same token, returns the same rollout. */
@@ -432,6 +461,11 @@ export type BumpClusterVersionInput = {
    * waveStrategy.
    */
   analysis?: TargetAnalysisInput | null | undefined;
+  /**
+   * A gate between VirtualClusters (TargetGateInput): approval, timed wait, external check or alert after steps of
+   * clusters. Not with waveStrategy, and not with `analysis`.
+   */
+  gate?: TargetGateInput | null | undefined;
   /** Why; the CLI fills it from the CI environment. */
   cause?: CauseInput | null | undefined;
   /** Retrying with the same key, from the same token, returns the same rollout. */

@@ -18,9 +18,12 @@ export interface GateRef {
   /** The RolloutGate row's id. */
   id: string;
   rolloutId: string;
-  /** `before:<wave>` or `after:<wave>`. */
+  /** `before:<wave>` or `after:<wave>`; `targets:<n>` for a gate between the targets of a rollout without waves. */
   key: string;
-  /** The wave the gate stands before or after: its name, position in the run and clusters (frozen). */
+  /**
+   * The wave the gate stands before or after: its name, position in the run and clusters (frozen). For a gate between
+   * targets, its step: name `targets:<n>`, ordinal n, the clusters of the step's targets.
+   */
   wave: { name: string; ordinal: number; clusters: readonly string[] };
   /** The rollout's target version, and the version it started from (null when several). */
   version: string;

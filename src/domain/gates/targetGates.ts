@@ -1,4 +1,4 @@
-import type { Rollout } from '../RolloutService.js';
+import type { Rollout, RolloutTarget } from '../RolloutService.js';
 import type { RolloutView } from '../RolloutView.js';
 import type { GateView } from '../waves/StagedRuns.js';
 
@@ -22,7 +22,13 @@ export function targetGateStep(key: string): number | undefined {
   return /^[1-9][0-9]{0,6}$/.test(digits) ? Number(digits) : undefined;
 }
 
-/** What this pass does about the analysis. */
+/** The targets a step stands after: those admitted after the previous step passed, up to the step (in plan order). */
+export function stepTargets(view: RolloutView, passed: number, step: number): RolloutTarget[] {
+  const admitted = view.targets.filter((t) => t.state !== 'PENDING' && t.state !== 'SKIPPED' && t.state !== 'CANCELLED');
+  return admitted.slice(Math.min(passed, admitted.length), step);
+}
+
+/** What this pass does about the analysis (or the gate) between targets. */
 export type TargetGateAction =
   /** Admit up to `cap` more targets (Infinity: the analysis holds nothing back). */
   | { readonly do: 'admit'; readonly cap: number }

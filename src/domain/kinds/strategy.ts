@@ -34,6 +34,11 @@ export interface BaseStrategy {
   rollback?: boolean;
   /** An analysis between targets (issue 33, ADR 0071): measured after steps of targets, before more are admitted. */
   analysis?: TargetAnalysisSpec;
+  /**
+   * A gate between targets (issue 30, ADR 0071 addendum): APPROVAL, TIMED_WAIT, EXTERNAL_CHECK or ALERT at the same
+   * steps as an analysis; never with `analysis` (one of them).
+   */
+  gate?: TargetGateSpec;
 }
 
 /**
@@ -47,32 +52,68 @@ export interface TargetAnalysisSpec {
   after?: number[];
 }
 
+/** A gate between targets: its type and config (checked by the gate type at launch) and the same steps as an analysis. */
+export interface TargetGateSpec {
+  type: string;
+  config: Record<string, unknown>;
+  every?: number;
+  after?: number[];
+}
+
+/** When a step gate or analysis stands: after every `every` targets and/or after the counts in `after`. */
+export type TargetSteps = Pick<TargetAnalysisSpec, 'every' | 'after'>;
+
 /** The most analysis steps a rollout may list in `after` (each step is one analysis run and its measurements). */
 export const MAX_ANALYSIS_STEPS = 100;
 
 const analysisCount = z.number().int().min(1, 'must be at least 1').max(1_000_000, 'must be at most 1000000');
 
+const stepsInput = {
+  every: analysisCount.nullish(),
+  after: z
+    .array(analysisCount)
+    .max(MAX_ANALYSIS_STEPS, `lists at most ${MAX_ANALYSIS_STEPS} steps`)
+    .refine((a) => a.every((n, i) => i === 0 || n > a[i - 1]!), 'must be in increasing order')
+    .nullish(),
+};
+
+const hasSteps = (a: { every?: number | null; after?: readonly number[] | null }) => a.every != null || (a.after != null && a.after.length > 0);
+
+const stepsOf = (a: { every?: number | null; after?: readonly number[] | null }): TargetSteps => ({
+  ...(a.every != null ? { every: a.every } : {}),
+  ...(a.after?.length ? { after: [...a.after] } : {}),
+});
+
 /** `strategy.analysis` as given: a config object (checked by the ANALYSIS gate type at launch), `every` and/or `after`. */
 export const targetAnalysisInput = z
   .object({
     config: z.record(z.string(), z.unknown(), { error: 'must be an ANALYSIS gate config: {template, args?, errorFails?}' }),
-    every: analysisCount.nullish(),
-    after: z
-      .array(analysisCount)
-      .max(MAX_ANALYSIS_STEPS, `lists at most ${MAX_ANALYSIS_STEPS} steps`)
-      .refine((a) => a.every((n, i) => i === 0 || n > a[i - 1]!), 'must be in increasing order')
-      .nullish(),
+    ...stepsInput,
   })
-  .refine((a) => a.every != null || (a.after != null && a.after.length > 0), 'needs `every` or `after`: when to measure')
-  .transform(
-    (a): TargetAnalysisSpec => ({ config: a.config, ...(a.every != null ? { every: a.every } : {}), ...(a.after?.length ? { after: [...a.after] } : {}) }),
-  );
+  .refine(hasSteps, 'needs `every` or `after`: when to measure')
+  .transform((a): TargetAnalysisSpec => ({ config: a.config, ...stepsOf(a) }));
+
+/** The gate types a step between targets may be (ANALYSIS has its own field, `strategy.analysis`). */
+export const TARGET_GATE_TYPES = ['APPROVAL', 'TIMED_WAIT', 'EXTERNAL_CHECK', 'ALERT'] as const;
+
+/**
+ * `strategy.gate` as given: a gate type, its config (checked by the type at launch, RolloutLauncher), `every` and/or
+ * `after` as for an analysis. The type is checked at launch too, where the refusal can point ANALYSIS elsewhere.
+ */
+export const targetGateInput = z
+  .object({
+    type: z.string(),
+    config: z.record(z.string(), z.unknown(), { error: "must be a JSON object: the gate type's config" }).nullish(),
+    ...stepsInput,
+  })
+  .refine(hasSteps, 'needs `every` or `after`: when the gate opens')
+  .transform((g): TargetGateSpec => ({ type: g.type, config: g.config ?? {}, ...stepsOf(g) }));
 
 /**
  * The first count of admitted targets above `passed` that an analysis stands after (from `after` and the multiples of
  * `every`), or undefined when none is left below `changing` (nothing is left to admit after the last target).
  */
-export function nextAnalysisStep(spec: TargetAnalysisSpec, changing: number, passed: number): number | undefined {
+export function nextAnalysisStep(spec: TargetAnalysisSpec | TargetGateSpec, changing: number, passed: number): number | undefined {
   const listed = spec.after?.find((n) => n > passed);
   const multiple = spec.every ? (Math.floor(passed / spec.every) + 1) * spec.every : undefined;
   const next = Math.min(listed ?? Infinity, multiple ?? Infinity);
@@ -154,6 +195,15 @@ export const baseStrategyStored = {
     })
     .optional()
     .catch(undefined),
+  gate: z
+    .object({
+      type: z.string(),
+      config: z.record(z.string(), z.unknown()),
+      every: z.number().int().positive().optional(),
+      after: z.array(z.number().int().positive()).optional(),
+    })
+    .optional()
+    .catch(undefined),
 };
 
 /** Drops absent optional fields, so that a parsed strategy looks like the one planned (`toEqual` and JSON alike). */
@@ -161,9 +211,9 @@ export function withoutUndefined<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
-/** A rollback's strategy: the original's, without its canary or analysis and never rolling itself back. */
+/** A rollback's strategy: the original's, without its canary, analysis or gate between targets, never rolling itself back. */
 export function rollbackStrategyOf<S extends BaseStrategy>(original: S): S {
-  const { canary: _canary, analysis: _analysis, ...rest } = original;
+  const { canary: _canary, analysis: _analysis, gate: _gate, ...rest } = original;
   return { ...rest, autoRollback: false, rollback: true } as S;
 }
 

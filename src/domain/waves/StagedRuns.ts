@@ -3,6 +3,8 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import type { EventLog } from '../EventLog.js';
 import { EventType, type NewEvent, type RolloutKind } from '../events.js';
 import { checkDecision, parseApprovalRule, type ApprovalRuleInput, approvalStatus } from '../gates/approval.js';
+import { targetGateStep } from '../gates/targetGates.js';
+import { nextAnalysisStep, type TargetGateSpec } from '../kinds/strategy.js';
 import { GATE_TYPES, type GateAttempt, type GateFacts, type GateRef, type GateTypes, gateTypeOf } from '../gates/registry.js';
 import type { GateAttemptRow, GateDecisionRow, GateRow, HistoryStore } from '../historyPort.js';
 import { ACTIVE_ROLLOUT_STATES, type RolloutState } from '../rolloutStates.js';
@@ -35,6 +37,18 @@ export interface GateRollout {
   id: string;
   toVersion: string | null;
   fromVersion: string | null;
+}
+
+/**
+ * Where a rollout's gates stand, and what a gate's reference needs from its rollout: a staged rollout's run (gates
+ * before or after its waves), or — a rollout without waves — no run, its gates standing between its targets
+ * (`targets:<n>`, issue 30, ADR 0071 addendum), each step's clusters as the engine's pass knows them.
+ */
+export interface GatePlace {
+  rollout: GateRollout;
+  run?: StoredRun;
+  /** A rollout without waves: the clusters of the targets of the step at hand (absent: not known here, none shown). */
+  stepClusters?: readonly string[];
 }
 
 /** A wave's change of state, with its event (RolloutEngine writes it before acting on the step). */
@@ -103,10 +117,10 @@ export class StagedRuns {
 
   /**
    * Every gate the rollout opened, with its decisions, its attempts and its progress as of `now` — computed from what
-   * was kept (a type's progress reads SQL, never a network). `known`: the run and the rollout, when the caller has
-   * them (the engine's pass), saving their reads.
+   * was kept (a type's progress reads SQL, never a network). `known`: the rollout and its run (none for a rollout
+   * without waves), when the caller has them (the engine's pass), saving their reads.
    */
-  async gates(rolloutId: string, now: Date, known?: { run: StoredRun; rollout: GateRollout }): Promise<GateView[]> {
+  async gates(rolloutId: string, now: Date, known?: GatePlace): Promise<GateView[]> {
     const rows = await this.store.read.gatesOf(rolloutId);
     if (rows.length === 0) return [];
     const context = known ?? (await this.contextOf(rolloutId));
@@ -122,9 +136,9 @@ export class StagedRuns {
   /**
    * Opens the gate at `key` (once: a gate already open stays as it is) with a GateWaiting event, then starts what its
    * type waits on (`open`: an analysis run, a first check). A crash between the two is harmless: the engine calls
-   * `open` again on each pass while the gate waits (startWaiting).
+   * `open` again on each pass while the gate waits (startWaiting). `place`: the staged run, or a step's clusters.
    */
-  async openGate(rollout: GateRollout & { kind: RolloutKind }, run: StoredRun, key: string, spec: GateSpec, now: Date): Promise<void> {
+  async openGate(rollout: GateRollout & { kind: RolloutKind }, place: Omit<GatePlace, 'rollout'>, key: string, spec: GateSpec, now: Date): Promise<void> {
     const rolloutId = rollout.id;
     const kind = rollout.kind;
     const row: GateRow = {
@@ -138,7 +152,8 @@ export class StagedRuns {
       openedAt: now,
       endedAt: null,
     };
-    const progress = await this.progressOf(row, [], [], { run, rollout }, now);
+    const known: GatePlace = { ...place, rollout };
+    const progress = await this.progressOf(row, [], [], known, now);
     await this.log.commit(function* (tx) {
       const opened = yield* tx.insertGate({ ...row, reason: progress.reason });
       const events: NewEvent[] = opened
@@ -146,8 +161,8 @@ export class StagedRuns {
         : [];
       return { result: undefined, events };
     });
-    const [opened] = await this.gates(rolloutId, now, { run, rollout }).then((all) => all.filter((g) => g.row.key === key));
-    if (opened) await this.startWaiting([opened], { run, rollout }, now);
+    const [opened] = await this.gates(rolloutId, now, known).then((all) => all.filter((g) => g.row.key === key));
+    if (opened) await this.startWaiting([opened], known, now);
   }
 
   /**
@@ -183,7 +198,7 @@ export class StagedRuns {
    * attempt already under way, start nothing. Called by the engine on each pass, so a new leader picks up every gate
    * the last one left waiting. Returns once the work is started; nothing here waits on a network.
    */
-  async startWaiting(gates: readonly GateView[], known: { run: StoredRun; rollout: GateRollout }, now: Date): Promise<void> {
+  async startWaiting(gates: readonly GateView[], known: GatePlace, now: Date): Promise<void> {
     await Promise.all(
       gates
         .filter((g) => g.progress.state === 'WAITING')
@@ -200,16 +215,18 @@ export class StagedRuns {
     row: GateRow,
     decisions: readonly GateDecisionRow[],
     attempts: readonly GateAttemptRow[],
-    known: { run: StoredRun; rollout: GateRollout },
+    known: GatePlace,
     now: Date,
   ): Promise<GateProgress> {
     const type = gateTypeOf(row.type, 'type', this.types);
     return type.progress(JSON.parse(row.config) as Record<string, unknown>, factsOf(row, decisions, attempts, refOf(row, known), now));
   }
 
-  private async contextOf(rolloutId: string): Promise<{ run: StoredRun; rollout: GateRollout } | undefined> {
+  /** The rollout and its run; a rollout without waves has none (its gates stand between its targets). */
+  private async contextOf(rolloutId: string): Promise<GatePlace | undefined> {
     const [run, rollout] = await Promise.all([this.runOf(rolloutId), this.store.read.findRollout(rolloutId)]);
-    return run && rollout ? { run, rollout } : undefined;
+    if (!rollout) return undefined;
+    return run ? { run, rollout } : { rollout };
   }
 
   /** Records gates whose computed state changed since it was last written (PASSED or FAILED: they ended). */
@@ -312,9 +329,18 @@ export class StagedRuns {
       const rollout = yield* tx.lockRollout(rolloutId);
       if (!rollout) throw new NotFoundError(`rollout ${rolloutId} not found`, { details: { id: rolloutId } });
       const run = yield* tx.runOf(rolloutId);
-      if (!run) throw new ConflictError(`rollout ${rolloutId} is not staged: it has no gates`);
+      // A rollout without waves has gates only between its targets (`strategy.gate`): `targets:<n>`, opened one by one.
+      const between = run ? undefined : (JSON.parse(rollout.strategy) as { gate?: TargetGateSpec }).gate;
+      if (!run && !between) throw new ConflictError(`rollout ${rolloutId} has no gates (neither waves nor a gate between its targets)`);
       const gate = (yield* tx.gatesOf(rolloutId)).find((g) => g.key === gateKey);
       if (!gate) {
+        if (!run) {
+          const step = targetGateStep(gateKey);
+          if (step === undefined || !between || nextAnalysisStep(between, Infinity, step - 1) !== step) {
+            throw new NotFoundError(`rollout ${rolloutId} has no gate ${gateKey} (its gates between targets open after ${stepsText(between)} targets)`);
+          }
+          throw new ConflictError(`gate ${gateKey} of rollout ${rolloutId} has not opened yet`);
+        }
         const known = run.waves.flatMap((w) => [w.beforeGate ? `before:${w.name}` : null, w.afterGate ? `after:${w.name}` : null]).filter(Boolean);
         if (!known.includes(gateKey)) throw new NotFoundError(`rollout ${rolloutId} has no gate ${gateKey} (its gates: ${known.join(', ') || 'none'})`);
         throw new ConflictError(`gate ${gateKey} of rollout ${rolloutId} has not opened yet`);
@@ -328,7 +354,8 @@ export class StagedRuns {
         rule,
         status,
         { by: { id: request.deciderId, name: request.deciderId, role: request.role }, verdict: request.verdict, comment: request.comment, at: now },
-        { startedBy: run.run.startedBy, runActive: ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState) },
+        // Who started a rollout without waves is not kept: its gates refuse `excludeStarter` at launch.
+        { startedBy: run?.run.startedBy ?? null, runActive: ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState) },
       );
       const row = { gateId: gate.id, tokenId: request.deciderId, role: request.role, decision: request.verdict, comment: kept.comment, at: now };
       yield* tx.insertGateDecision(row);
@@ -343,6 +370,10 @@ export class StagedRuns {
     const known = await this.contextOf(rolloutId);
     return { ...view, progress: known ? await this.progressOf(view.row, view.decisions, [], known, now) : { state: 'WAITING', reason: '' } };
   }
+}
+
+function stepsText(spec: TargetGateSpec | undefined): string {
+  return [spec?.after?.length ? spec.after.join(', ') : '', spec?.every ? `every ${spec.every}` : ''].filter(Boolean).join(' and ') || 'no';
 }
 
 function approvalDecisionOf(d: GateDecisionRow) {
@@ -368,16 +399,24 @@ function factsOf(row: GateRow, decisions: readonly GateDecisionRow[], attempts: 
   };
 }
 
-/** The gate's place in its run (the wave it stands before or after) and the rollout's versions. */
-function refOf(row: GateRow, known: { run: StoredRun; rollout: GateRollout }): GateRef {
-  const name = row.key.slice(row.key.indexOf(':') + 1);
-  const ordinal = known.run.waves.findIndex((w) => w.name === name);
+/**
+ * The gate's place in its run (the wave it stands before or after) and the rollout's versions. A gate between the
+ * targets of a rollout without waves stands at its step: the wave is `{name: 'targets:<n>', ordinal: n, clusters}`.
+ */
+function refOf(row: GateRow, known: GatePlace): GateRef {
   return {
     id: row.id,
     rolloutId: row.rolloutId,
     key: row.key,
-    wave: { name, ordinal, clusters: known.run.waves[ordinal]?.clusters ?? [] },
+    wave: waveOf(row.key, known),
     version: known.rollout.toVersion ?? '',
     baselineVersion: known.rollout.fromVersion,
   };
+}
+
+function waveOf(key: string, known: GatePlace): GateRef['wave'] {
+  if (!known.run) return { name: key, ordinal: targetGateStep(key) ?? -1, clusters: known.stepClusters ?? [] };
+  const name = key.slice(key.indexOf(':') + 1);
+  const ordinal = known.run.waves.findIndex((w) => w.name === name);
+  return { name, ordinal, clusters: known.run.waves[ordinal]?.clusters ?? [] };
 }

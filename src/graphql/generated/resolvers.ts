@@ -340,6 +340,8 @@ export type RolloutStrategy = {
   minReadySeconds?: Maybe<Scalars['Int']['output']>;
   /** Analysis between targets (`targets:<n>` gates); null when none. */
   analysis?: Maybe<TargetAnalysis>;
+  /** A gate between targets (`targets:<n>` gates: approval, timed wait, external check, alert); null when none. */
+  gate?: Maybe<TargetGate>;
 };
 
 /** A change of one kind over a set of targets. */
@@ -1537,6 +1539,11 @@ export type AgentRolloutStrategyInput = {
    * admitted. Not with waveStrategy (a staged rollout analyses at its waves' gates).
    */
   analysis?: InputMaybe<TargetAnalysisInput>;
+  /**
+   * A gate between pools (docs/waves.md): after each step of pools is done, an approval, timed wait, external check or
+   * alert gate must pass before more are admitted. Not with waveStrategy, and not with `analysis` (one of them).
+   */
+  gate?: InputMaybe<TargetGateInput>;
 };
 
 /**
@@ -1553,6 +1560,38 @@ export type TargetAnalysisInput = {
   every?: InputMaybe<Scalars['Int']['input']>;
   /** Measure after these counts of targets, increasing (at most 100), e.g. [1] for a one-target canary. */
   after?: InputMaybe<Array<Scalars['Int']['input']>>;
+};
+
+/**
+ * A gate between the targets of a rollout without waves (issue 30, ADR 0071 addendum): after the first n targets were
+ * admitted and are done (n in `after`, or a multiple of `every`), the gate `targets:<n>` opens and no more target is
+ * admitted until it passes. APPROVAL waits for its approvals (approveGate / rejectGate with `gate: "targets:<n>"`),
+ * TIMED_WAIT its seconds, EXTERNAL_CHECK its endpoint's answer, ALERT for its alerts to stop firing; a rejected or failed
+ * gate fails the rollout (its autoRollback applies). ANALYSIS is `analysis`, not a gate type here; `excludeStarter` is
+ * for staged rollouts only (a rollout without waves does not keep who started it).
+ */
+export type TargetGateInput = {
+  /** APPROVAL, TIMED_WAIT, EXTERNAL_CHECK or ALERT. */
+  type: GateType;
+  /** The type's config, as for a wave's gate (see GateInput); refused with its field path when malformed. */
+  config?: InputMaybe<Scalars['JSON']['input']>;
+  /** Open after every this many targets (1 to 1000000). */
+  every?: InputMaybe<Scalars['Int']['input']>;
+  /** Open after these counts of targets, increasing (at most 100), e.g. [1] to approve after a one-target canary. */
+  after?: InputMaybe<Array<Scalars['Int']['input']>>;
+};
+
+/** A gate between the targets of a rollout without waves, as accepted. */
+export type TargetGate = {
+  __typename?: 'TargetGate';
+  /** What the gate waits for. */
+  type: GateType;
+  /** The gate type's config as given. */
+  config: Scalars['JSON']['output'];
+  /** Opens after every this many targets. */
+  every?: Maybe<Scalars['Int']['output']>;
+  /** Opens after these counts of targets. */
+  after?: Maybe<Array<Scalars['Int']['output']>>;
 };
 
 /** Analysis between the targets of a rollout without waves, as accepted. */
@@ -1636,6 +1675,11 @@ export type BumpNodeAgentImageInput = {
    * admitted (e.g. peer-pod starts per node against the nodes not yet upgraded). Not with waveStrategy.
    */
   analysis?: InputMaybe<TargetAnalysisInput>;
+  /**
+   * A gate between nodes (TargetGateInput): approval, timed wait, external check or alert after steps of nodes. Not with
+   * waveStrategy, and not with `analysis`.
+   */
+  gate?: InputMaybe<TargetGateInput>;
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
   /** Retrying with the same key, from the same token, returns the same rollout. */
@@ -1698,6 +1742,11 @@ export type BumpClusterVersionInput = {
    * waveStrategy.
    */
   analysis?: InputMaybe<TargetAnalysisInput>;
+  /**
+   * A gate between VirtualClusters (TargetGateInput): approval, timed wait, external check or alert after steps of
+   * clusters. Not with waveStrategy, and not with `analysis`.
+   */
+  gate?: InputMaybe<TargetGateInput>;
   /** Why; the CLI fills it from the CI environment. */
   cause?: InputMaybe<CauseInput>;
   /** Retrying with the same key, from the same token, returns the same rollout. */
@@ -2781,6 +2830,8 @@ export type ResolversTypes = {
   PoolSelectorInput: PoolSelectorInput;
   AgentRolloutStrategyInput: AgentRolloutStrategyInput;
   TargetAnalysisInput: TargetAnalysisInput;
+  TargetGateInput: TargetGateInput;
+  TargetGate: ResolverTypeWrapper<TargetGate>;
   TargetAnalysis: ResolverTypeWrapper<TargetAnalysis>;
   BumpAgentImageInput: BumpAgentImageInput;
   NodeAgentMode: NodeAgentMode;
@@ -2921,6 +2972,8 @@ export type ResolversParentTypes = {
   PoolSelectorInput: PoolSelectorInput;
   AgentRolloutStrategyInput: AgentRolloutStrategyInput;
   TargetAnalysisInput: TargetAnalysisInput;
+  TargetGateInput: TargetGateInput;
+  TargetGate: TargetGate;
   TargetAnalysis: TargetAnalysis;
   BumpAgentImageInput: BumpAgentImageInput;
   BumpNodeAgentImageInput: BumpNodeAgentImageInput;
@@ -3036,6 +3089,7 @@ export type RolloutStrategyResolvers<ContextType = GraphQLContext, ParentType ex
   mode?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   minReadySeconds?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   analysis?: Resolver<Maybe<ResolversTypes['TargetAnalysis']>, ParentType, ContextType>;
+  gate?: Resolver<Maybe<ResolversTypes['TargetGate']>, ParentType, ContextType>;
 };
 
 export type RolloutResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['Rollout'] = ResolversParentTypes['Rollout']> = {
@@ -3523,6 +3577,13 @@ export type ReplayNotificationDeliveriesPayloadResolvers<ContextType = GraphQLCo
   replayed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
+export type TargetGateResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['TargetGate'] = ResolversParentTypes['TargetGate']> = {
+  type?: Resolver<ResolversTypes['GateType'], ParentType, ContextType>;
+  config?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
+  every?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  after?: Resolver<Maybe<Array<ResolversTypes['Int']>>, ParentType, ContextType>;
+};
+
 export type TargetAnalysisResolvers<ContextType = GraphQLContext, ParentType extends ResolversParentTypes['TargetAnalysis'] = ResolversParentTypes['TargetAnalysis']> = {
   config?: Resolver<ResolversTypes['JSON'], ParentType, ContextType>;
   every?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
@@ -3808,6 +3869,7 @@ export type Resolvers<ContextType = GraphQLContext> = {
   NotificationDeliveryConnection?: NotificationDeliveryConnectionResolvers<ContextType>;
   NotificationDeliveryEdge?: NotificationDeliveryEdgeResolvers<ContextType>;
   ReplayNotificationDeliveriesPayload?: ReplayNotificationDeliveriesPayloadResolvers<ContextType>;
+  TargetGate?: TargetGateResolvers<ContextType>;
   TargetAnalysis?: TargetAnalysisResolvers<ContextType>;
   AnalysisTemplate?: AnalysisTemplateResolvers<ContextType>;
   MaintenanceWindow?: MaintenanceWindowResolvers<ContextType>;

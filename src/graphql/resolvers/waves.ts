@@ -1,3 +1,4 @@
+import { stepGateWaiting } from '../../domain/gates/stepGates.js';
 import { targetGateStep } from '../../domain/gates/targetGates.js';
 import type { Principal } from '../../auth/roles.js';
 import type { GateView, StoredRun } from '../../domain/waves/StagedRuns.js';
@@ -267,9 +268,9 @@ export const wavesResolvers: Resolvers = {
       if (rollout.state !== 'PROGRESSING') return null;
       const { runs, windows, targetGates } = ctx.domain.rollouts;
       const run = await runs.runOf(rollout.id);
-      // A rollout without waves waits on nothing but the analysis between its targets (ADR 0071), when it measures.
-      if (!run) return (await targetGates?.waiting(rollout)) ?? null;
       const now = new Date();
+      // A rollout without waves waits on nothing but the analysis or the gate between its targets (ADR 0071), if any.
+      if (!run) return (await targetGates?.waiting(rollout)) ?? (await stepGateWaiting(runs, rollout, now)) ?? null;
       const [gates, policies, labels, targets, registered] = await Promise.all([
         runs.gates(rollout.id, now),
         windows.policies(),

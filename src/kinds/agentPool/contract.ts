@@ -14,6 +14,7 @@ import {
   normalizeMaxUnavailable,
   STRATEGY_DEFAULTS,
   targetAnalysisInput,
+  targetGateInput,
   withoutUndefined,
   type BaseStrategy,
 } from '../../domain/kinds/strategy.js';
@@ -61,6 +62,7 @@ export const agentPoolStrategyInput = z
     failureThreshold: intIn(AGENT_POOL_RANGES.failureThreshold).nullish(),
     autoRollback: z.boolean().nullish(),
     analysis: targetAnalysisInput.nullish(),
+    gate: targetGateInput.nullish(),
   })
   .nullish()
   .transform(
@@ -75,6 +77,7 @@ export const agentPoolStrategyInput = z
       // Argo Rollouts and Flagger do; beside the vm-dhcp-controller a failed image left in place is every pool's next.
       autoRollback: s?.autoRollback ?? AGENT_POOL_STRATEGY_DEFAULTS.autoRollback,
       ...(s?.analysis ? { analysis: s.analysis } : {}),
+      ...(s?.gate ? { gate: s.gate } : {}),
     }),
   );
 

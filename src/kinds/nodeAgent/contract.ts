@@ -13,6 +13,7 @@ import {
   labelSelectorInput,
   STRATEGY_DEFAULTS,
   targetAnalysisInput,
+  targetGateInput,
   withoutUndefined,
   type BaseStrategy,
 } from '../../domain/kinds/strategy.js';
@@ -71,6 +72,7 @@ export const bumpNodeAgentImageInput = z.object({
   peerRuntimeClass: named('must be a RuntimeClass name').nullish(),
   // Analysis between nodes (ADR 0071): checked at launch by the ANALYSIS gate type, as the other kinds' is.
   analysis: targetAnalysisInput.nullish(),
+  gate: targetGateInput.nullish(),
   ...launchInputFields,
 });
 /** What a caller may send. */

@@ -180,6 +180,7 @@ export function planNodeAgentBump(
     daemonSetNamespace: input.namespace,
     daemonSetName: input.name,
     ...(input.analysis ? { analysis: input.analysis } : {}),
+    ...(input.gate ? { gate: input.gate } : {}),
   };
   const selector: NodeAgentSelector = { namespace: input.namespace, name: input.name, canaryNodeSelector: input.canaryNodeSelector ?? null };
   return {

@@ -13,6 +13,7 @@ import {
   intIn,
   STRATEGY_DEFAULTS,
   targetAnalysisInput,
+  targetGateInput,
   withoutUndefined,
   type BaseStrategy,
 } from '../../domain/kinds/strategy.js';
@@ -116,6 +117,7 @@ export const bumpClusterVersionInput = z
     clusters: clustersInput.nullish(),
     // Analysis between clusters (ADR 0071): checked at launch by the ANALYSIS gate type, as the other kinds' is.
     analysis: targetAnalysisInput.nullish(),
+    gate: targetGateInput.nullish(),
     ...launchInputFields,
   })
   .refine((input) => input.apiServer != null || input.controllerManager != null || input.specPatch != null, {
@@ -134,6 +136,7 @@ export function virtualClusterStrategy(input: BumpClusterVersionRequest, change:
     progressDeadlineSeconds: input.progressDeadlineSeconds,
     autoRollback: STRATEGY_DEFAULTS.autoRollback,
     ...(input.analysis ? { analysis: input.analysis } : {}),
+    ...(input.gate ? { gate: input.gate } : {}),
     clusterVersionChange: change,
   };
 }

@@ -114,6 +114,14 @@ export function RolloutRun({ id, version, targets }: { id: string; version: numb
   );
 }
 
+/** Where a gate stands: before or after its wave, or between the targets of a rollout without waves (`targets:<n>`). */
+function placeOf(gateKey: string): string {
+  if (gateKey.startsWith('before:')) return 'Before the wave';
+  if (gateKey.startsWith('after:')) return 'After the wave';
+  const step = /^targets:(\d+)$/.exec(gateKey)?.[1];
+  return step ? `After ${step} target${step === '1' ? '' : 's'}` : gateKey;
+}
+
 /** Calls `reload` when `changes` moves, at most once per `ms`, while `enabled`. */
 function useReloadWhile(enabled: boolean, changes: number, ms: number, reload: () => void): void {
   const throttled = useThrottled(changes, ms);
@@ -191,8 +199,7 @@ function GatePanel(props: { run: RunRef; gateKey: string; spec: RunGateSpecField
   return (
     <div className="gate" data-gate={gateKey} data-state={gate?.state ?? 'NOT_REACHED'}>
       <h4>
-        {gateKey.startsWith('before:') ? 'Before' : 'After'} the wave: {spec.type.replace('_', ' ').toLowerCase()}{' '}
-        <StateBadge state={gate?.state ?? 'NOT_REACHED'} />
+        {placeOf(gateKey)}: {spec.type.replace('_', ' ').toLowerCase()} <StateBadge state={gate?.state ?? 'NOT_REACHED'} />
       </h4>
       <p className="small">
         {approval ? (
