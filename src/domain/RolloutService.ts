@@ -154,6 +154,8 @@ export interface RolloutFilter {
   targetName?: string;
   /** Only rollouts with a target in any of these member clusters. */
   clusters?: readonly string[];
+  /** Only rollouts to or from exactly this version. */
+  version?: string;
   createdAfter?: Date;
   createdBefore?: Date;
   search?: string;

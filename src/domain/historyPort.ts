@@ -106,6 +106,8 @@ export interface RolloutQueryFilter {
   targetName?: string;
   /** Only rollouts with a target in any of these member clusters (ADR 0058). */
   clusters?: readonly string[];
+  /** Only rollouts whose toVersion or fromVersion is exactly this. */
+  version?: string;
   createdAfter?: Date;
   createdBefore?: Date;
   /** Case-insensitive (ASCII) substring of the versions, actor, commit, message or id; `%` and `_` are literal. */

@@ -32,6 +32,10 @@ function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition, dialect: 
     conditions.push(`EXISTS (SELECT 1 FROM "RolloutTarget" t WHERE t."rolloutId" = r."id" AND t."cluster" IN (${filter.clusters.map(() => '?').join(', ')}))`);
     params.push(...filter.clusters);
   }
+  if (filter.version !== undefined) {
+    conditions.push('(r."toVersion" = ? OR r."fromVersion" = ?)');
+    params.push(filter.version, filter.version);
+  }
   if (filter.createdAfter) {
     conditions.push('r."createdAt" >= ?');
     params.push(sqlDate(filter.createdAfter));

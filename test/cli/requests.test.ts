@@ -228,9 +228,11 @@ describe('what the CLI sends', () => {
       'v1.30',
       '--target',
       'vc-1',
+      '--of-version',
+      'v1.30.2',
     ]);
     expect(request.variables).toEqual({
-      filter: { kind: 'VIRTUAL_CLUSTER', states: ['FAILED', 'ROLLED_BACK', 'ABORTED'], search: 'v1.30', targetName: 'vc-1' },
+      filter: { kind: 'VIRTUAL_CLUSTER', states: ['FAILED', 'ROLLED_BACK', 'ABORTED'], search: 'v1.30', targetName: 'vc-1', version: 'v1.30.2' },
       first: 5,
       after: null,
     });

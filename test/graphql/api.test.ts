@@ -250,6 +250,27 @@ describe('GraphQL over HTTP', () => {
     expect(seen).toEqual([4, 3, 2, 1, 0].map((i) => `registry.example:5000/agent:v1.0.${i}`));
   });
 
+  it('filters rollouts by exact version, to or from it (issue 30), not by substring', async () => {
+    const ofVersion = async (version: string) => {
+      const res: any = await gql(app.url, 'query($v: String) { rollouts(first: 10, filter: { version: $v }) { totalCount edges { node { toVersion } } } }', {
+        v: version,
+      });
+      expect(res.errors).toBeUndefined();
+      return res.data.rollouts;
+    };
+    const FROM = 'rancher/harvester-vm-dhcp-agent:v0.3.0';
+    const fromEarlier = (await ofVersion(FROM)).totalCount;
+    for (const v of ['v2.0.0', 'v2.0.0-rc1', 'v2.0.1']) await seedRollout(`registry.example:5000/agent:${v}`);
+    const to = await ofVersion('registry.example:5000/agent:v2.0.0');
+    expect(to.totalCount).toBe(1);
+    expect(to.edges.map((e: any) => e.node.toVersion)).toEqual(['registry.example:5000/agent:v2.0.0']);
+    // Every seeded rollout started from the same version.
+    expect((await ofVersion(FROM)).totalCount).toBe(fromEarlier + 3);
+    expect((await ofVersion('registry.example:5000/agent:v2')).totalCount).toBe(0);
+    const tooLong: any = await gql(app.url, 'query($v: String) { rollouts(filter: { version: $v }) { totalCount } }', { v: 'x'.repeat(513) });
+    expect(tooLong.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
   it('marks POST answers, data or errors, as not to be stored by caches', async () => {
     for (const query of ['{ serverInfo { version } }', '{ nope }']) {
       const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });

@@ -77,6 +77,7 @@ describe('query plans of the API reads', () => {
     ['kind and states', { kind: 'NODE_AGENT', states: ['FAILED'] }],
     // Rollouts walked newest first by their index, each one's targets probed by its (rolloutId, cluster, …) key.
     ['clusters', { clusters: ['edge-1'] }],
+    ['version', { version: 'v2' }],
   ];
 
   it.each(rolloutFilters)('lists rollouts by %s through an index', (_name, filter) => {

@@ -21,6 +21,7 @@ interface HistoryOptions {
   search?: string;
   target?: string;
   cluster?: string[];
+  ofVersion?: string;
   since?: number;
 }
 
@@ -42,6 +43,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
     .option('--search <text>', 'case-insensitive substring of the version, actor, commit or message', flags.text(256))
     .option('--target <name>', 'only rollouts with a target of this name', flags.text(253))
     .option('--cluster <name,…>', 'only rollouts with a target in any of these member clusters (comma-separated or repeated)', flags.dnsLabelList)
+    .option('--of-version <version>', 'only rollouts to or from exactly this version (an image, or a Kubernetes version)', flags.text(512))
     .option('--since <duration>', 'only rollouts created in the last duration (e.g. 24h, 7d)', flags.duration(1, 10 * 365 * 86_400))
     .action(
       clientAction(io, setExitCode, async (ctx) => {
@@ -53,6 +55,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
         if (options.search !== undefined) filter.search = options.search;
         if (options.target !== undefined) filter.targetName = options.target;
         if (options.cluster?.length) filter.clusters = [...new Set(options.cluster)].sort();
+        if (options.ofVersion !== undefined) filter.version = options.ofVersion;
         if (options.since !== undefined) filter.createdAfter = new Date(Date.now() - options.since * 1000).toISOString();
         const { nodes: rollouts, totalCount } = await readPages(
           async (first, after) => (await ctx.client.request(HISTORY_QUERY, { filter, first, after })).rollouts,

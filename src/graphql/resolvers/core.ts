@@ -65,6 +65,7 @@ function rolloutFilterFrom(filter: RolloutFilterInput | null | undefined): Rollo
     ...(filter.states ? { states: [...new Set(filter.states)] } : {}),
     ...(filter.targetName ? { targetName: optionalText(filter.targetName) } : {}),
     ...(filter.clusters?.length ? { clusters: [...new Set(filter.clusters)] } : {}),
+    ...(filter.version ? { version: filter.version } : {}),
     ...(filter.createdAfter ? { createdAfter: filter.createdAfter } : {}),
     ...(filter.createdBefore ? { createdBefore: filter.createdBefore } : {}),
     ...(filter.search ? { search: optionalText(filter.search) } : {}),
