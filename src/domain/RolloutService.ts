@@ -156,6 +156,8 @@ export interface RolloutFilter {
   clusters?: readonly string[];
   /** Only rollouts to or from exactly this version. */
   version?: string;
+  /** Only staged rollouts with a wave of this name. */
+  wave?: string;
   createdAfter?: Date;
   createdBefore?: Date;
   search?: string;

@@ -108,6 +108,8 @@ export interface RolloutQueryFilter {
   clusters?: readonly string[];
   /** Only rollouts whose toVersion or fromVersion is exactly this. */
   version?: string;
+  /** Only staged rollouts with a wave of this name. */
+  wave?: string;
   createdAfter?: Date;
   createdBefore?: Date;
   /** Case-insensitive (ASCII) substring of the versions, actor, commit, message or id; `%` and `_` are literal. */

@@ -45,6 +45,7 @@ const STRING_LIMITS: Readonly<Record<string, number>> = {
   'RolloutFilter.search': 200,
   'RolloutFilter.targetName': 253,
   'RolloutFilter.version': 512,
+  'RolloutFilter.wave': 63,
   'EventFilter.namespace': 253,
   'EventFilter.name': 253,
   // Member cluster names are DNS-1123 labels (ADR 0048).

@@ -32,6 +32,11 @@ function whereOf(filter: RolloutQueryFilter, before?: RolloutPosition, dialect: 
     conditions.push(`EXISTS (SELECT 1 FROM "RolloutTarget" t WHERE t."rolloutId" = r."id" AND t."cluster" IN (${filter.clusters.map(() => '?').join(', ')}))`);
     params.push(...filter.clusters);
   }
+  if (filter.wave !== undefined) {
+    // Per rollout, its waves by the (rolloutId, ordinal) key, as `clusters` probes its targets.
+    conditions.push('EXISTS (SELECT 1 FROM "RolloutWave" w WHERE w."rolloutId" = r."id" AND w."name" = ?)');
+    params.push(filter.wave);
+  }
   if (filter.version !== undefined) {
     conditions.push('(r."toVersion" = ? OR r."fromVersion" = ?)');
     params.push(filter.version, filter.version);

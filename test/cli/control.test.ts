@@ -166,6 +166,34 @@ describe('rollplane rollout targets --wave', () => {
   });
 });
 
+describe('rollplane history --wave', () => {
+  it('lists the staged rollouts that have a wave of that name (CLI and GraphQL), newest first', async () => {
+    const withProd = await launchStaged([{ cluster: 'local', name: 'hw-node-0' }], {
+      waves: [{ name: 'prod', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } }],
+    });
+    await scripted.app.domain.rollouts.abort(withProd);
+    const withoutProd = await launchStaged([{ cluster: 'local', name: 'hw-node-1' }], {
+      waves: [{ name: 'canary', clusters: { names: ['local'] }, before: { type: 'APPROVAL' } }],
+    });
+    await scripted.app.domain.rollouts.abort(withoutProd);
+    const byWave = (wave: string) =>
+      gql(scripted.app.url, 'query ($wave: String) { rollouts(first: 50, filter: { wave: $wave }) { totalCount edges { node { id } } } }', { wave });
+    const prod = await byWave('prod');
+    expect(prod.errors).toBeUndefined();
+    expect(prod.data.rollouts.edges.map((e: { node: { id: string } }) => e.node.id)).toContain(withProd);
+    expect(prod.data.rollouts.edges.map((e: { node: { id: string } }) => e.node.id)).not.toContain(withoutProd);
+    expect((await byWave('no-such-wave')).data.rollouts.totalCount).toBe(0);
+    expect((await byWave('x'.repeat(64))).errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    const cli = await runCli(['history', '--wave', 'canary', '-o', 'json'], env());
+    expect(cli.code, cli.stderr).toBe(0);
+    const ids = JSON.parse(cli.stdout).rollouts.map((r: { id: string }) => r.id);
+    expect(ids).toContain(withoutProd);
+    expect(ids).not.toContain(withProd);
+    const bad = await runCli(['history', '--wave', 'Not_A_Label'], env());
+    expect(bad.code).toBe(2);
+  });
+});
+
 describe('rollplane window list | create | update | delete', () => {
   it('creates a policy from a YAML file, lists it, refuses a bad one naming the field, updates and deletes it', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rollplane-window-'));

@@ -78,6 +78,8 @@ describe('query plans of the API reads', () => {
     // Rollouts walked newest first by their index, each one's targets probed by its (rolloutId, cluster, …) key.
     ['clusters', { clusters: ['edge-1'] }],
     ['version', { version: 'v2' }],
+    // Rollouts walked newest first, each one's waves probed by its (rolloutId, ordinal) key.
+    ['wave', { wave: 'prod' }],
   ];
 
   it.each(rolloutFilters)('lists rollouts by %s through an index', (_name, filter) => {

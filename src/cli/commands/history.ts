@@ -22,6 +22,7 @@ interface HistoryOptions {
   target?: string;
   cluster?: string[];
   ofVersion?: string;
+  wave?: string;
   since?: number;
 }
 
@@ -44,6 +45,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
     .option('--target <name>', 'only rollouts with a target of this name', flags.text(253))
     .option('--cluster <name,…>', 'only rollouts with a target in any of these member clusters (comma-separated or repeated)', flags.dnsLabelList)
     .option('--of-version <version>', 'only rollouts to or from exactly this version (an image, or a Kubernetes version)', flags.text(512))
+    .option('--wave <name>', 'only staged rollouts with a wave of this name (e.g. prod)', flags.dnsLabel)
     .option('--since <duration>', 'only rollouts created in the last duration (e.g. 24h, 7d)', flags.duration(1, 10 * 365 * 86_400))
     .action(
       clientAction(io, setExitCode, async (ctx) => {
@@ -56,6 +58,7 @@ export function registerHistory(program: Command, io: CliIo, setExitCode: (code:
         if (options.target !== undefined) filter.targetName = options.target;
         if (options.cluster?.length) filter.clusters = [...new Set(options.cluster)].sort();
         if (options.ofVersion !== undefined) filter.version = options.ofVersion;
+        if (options.wave !== undefined) filter.wave = options.wave;
         if (options.since !== undefined) filter.createdAfter = new Date(Date.now() - options.since * 1000).toISOString();
         const { nodes: rollouts, totalCount } = await readPages(
           async (first, after) => (await ctx.client.request(HISTORY_QUERY, { filter, first, after })).rollouts,

@@ -56,6 +56,8 @@ export type RolloutFilter = {
   targetName?: string | null | undefined;
   /** Only rollouts with a target in any of these member clusters (a rollout may span several). */
   clusters?: Array<string> | null | undefined;
+  /** Only staged rollouts with a wave of this name (e.g. `prod`): the runs that went through it. */
+  wave?: string | null | undefined;
   /** Only rollouts to or from exactly this version (an image, or a Kubernetes version), e.g. every run that upgraded to v0.3.1. */
   version?: string | null | undefined;
   /** Only rollouts created at or after this instant. */

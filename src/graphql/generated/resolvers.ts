@@ -508,6 +508,8 @@ export type RolloutFilter = {
   targetName?: InputMaybe<Scalars['String']['input']>;
   /** Only rollouts with a target in any of these member clusters (a rollout may span several). */
   clusters?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Only staged rollouts with a wave of this name (e.g. `prod`): the runs that went through it. */
+  wave?: InputMaybe<Scalars['String']['input']>;
   /** Only rollouts to or from exactly this version (an image, or a Kubernetes version), e.g. every run that upgraded to v0.3.1. */
   version?: InputMaybe<Scalars['String']['input']>;
   /** Only rollouts created at or after this instant. */

@@ -66,6 +66,7 @@ function rolloutFilterFrom(filter: RolloutFilterInput | null | undefined): Rollo
     ...(filter.targetName ? { targetName: optionalText(filter.targetName) } : {}),
     ...(filter.clusters?.length ? { clusters: [...new Set(filter.clusters)] } : {}),
     ...(filter.version ? { version: filter.version } : {}),
+    ...(filter.wave ? { wave: filter.wave } : {}),
     ...(filter.createdAfter ? { createdAfter: filter.createdAfter } : {}),
     ...(filter.createdBefore ? { createdBefore: filter.createdBefore } : {}),
     ...(filter.search ? { search: optionalText(filter.search) } : {}),
