@@ -212,7 +212,7 @@ export class MemberTargetExecutor {
   private async targetsHere(rolloutId: string, state?: RolloutTarget['state']): Promise<RolloutTarget[]> {
     const found: RolloutTarget[] = [];
     for (let after: string | undefined; ; ) {
-      const page = await this.options.rollouts.targets(rolloutId, state, TARGET_PAGE, after, [this.options.cluster]);
+      const page = await this.options.rollouts.targets(rolloutId, state, TARGET_PAGE, after, { clusters: [this.options.cluster] });
       found.push(...page.items);
       if (!page.hasNextPage || page.endCursor === null) return found;
       after = page.endCursor;

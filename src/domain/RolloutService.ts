@@ -12,6 +12,7 @@ import type {
   RolloutRow,
   Step,
   TargetRow,
+  TargetsOnly,
 } from './historyPort.js';
 import {
   ABORTED_FOR_ROLLBACK,
@@ -389,17 +390,17 @@ export class RolloutService {
     return this.store.read.countRollouts(filter);
   }
 
-  /** Targets in admission order; `clusters`: only those in these clusters (a staged run's wave). */
+  /** Targets in admission order; `only`: those in some clusters (a staged run's wave), or to or from one version. */
   async targets(
     rolloutId: string,
     state: TargetState | undefined,
     first: number | undefined,
     after: string | undefined,
-    clusters?: readonly string[],
+    only?: TargetsOnly,
   ): Promise<Page<RolloutTarget> & { endCursor: string | null; totalCount: number }> {
     const size = checkPageSize(first, 100);
     const cursor = decodeCursor(after, isOrdinalCursor);
-    const { rows, totalCount } = await this.store.read.targetPageWithCount(rolloutId, state, cursor?.o, size + 1, clusters);
+    const { rows, totalCount } = await this.store.read.targetPageWithCount(rolloutId, state, cursor?.o, size + 1, only);
     const page = pageOfRows(rows, size, toTarget);
     return { ...page, endCursor: endCursorOf(page.items, (t) => encodeCursor({ o: t.ordinal })), totalCount };
   }

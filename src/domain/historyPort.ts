@@ -116,6 +116,12 @@ export interface RolloutQueryFilter {
   search?: string;
 }
 
+/** Which of a rollout's targets a page holds beyond its state: those in some clusters, or to or from one version. */
+export interface TargetsOnly {
+  clusters?: readonly string[];
+  version?: string;
+}
+
 /** Newest first: `createdAt` then `id`, both descending (ids of one millisecond sort by creation). */
 export interface RolloutPosition {
   createdAt: Date;
@@ -306,14 +312,15 @@ export interface HistoryReads {
   countTargets(rolloutId: string, state: string | undefined): Promise<number>;
   /**
    * targetPage and countTargets together (a rollout's targets connection asks for both): PostgreSQL answers them in one
-   * round trip instead of two in a row. `clusters`: only the targets in these clusters (a staged run's wave).
+   * round trip instead of two in a row. `only.clusters`: only the targets in these clusters (a staged run's wave);
+   * `only.version`: only those changed to or from exactly this version.
    */
   targetPageWithCount(
     rolloutId: string,
     state: string | undefined,
     afterOrdinal: number | undefined,
     limit: number,
-    clusters?: readonly string[],
+    only?: TargetsOnly,
   ): Promise<{ rows: TargetRow[]; totalCount: number }>;
   /** The record of the request that made the key's rollout (its hash tells a retry from a different request). */
   findIdempotencyRecord(key: IdempotencyKeyRef): Promise<IdempotencyRecord | undefined>;

@@ -1,5 +1,5 @@
 import { sqlDate, type Sql, type SqlValue } from './Sql.js';
-import type { RolloutPosition, RolloutQueryFilter } from '../domain/historyPort.js';
+import type { RolloutPosition, RolloutQueryFilter, TargetsOnly } from '../domain/historyPort.js';
 import { rolloutColumns, rolloutFromRaw, TARGET_COLUMNS, targetFromRaw, type RolloutRow, type TargetRow } from './rolloutRows.js';
 
 /**
@@ -155,19 +155,30 @@ const TARGET_PAGE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rollou
 const TARGET_PAGE_IN_STATE = `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE "rolloutId" = ? AND "state" = ? AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`;
 
 /**
- * targetPage and countTargets over the targets in some clusters only (a staged run's wave: Rollout.targets(wave)). The
- * clusters go as one JSON parameter: a wave may hold hundreds, beyond what a list of placeholders should carry.
+ * targetPage and countTargets over some of the targets only: those in some clusters (a staged run's wave:
+ * Rollout.targets(wave)), or changed to or from one version. The clusters go as one JSON parameter: a wave may hold
+ * hundreds, beyond what a list of placeholders should carry.
  */
-export function targetPageInClusters(
+export function targetPageOf(
   sql: Sql,
   rolloutId: string,
   state: string | undefined,
-  clusters: readonly string[],
+  only: TargetsOnly,
   afterOrdinal: number | undefined,
   limit: number,
 ): { rows: TargetRow[]; totalCount: number } {
-  const where = `"rolloutId" = ?${state ? ' AND "state" = ?' : ''} AND "cluster" IN (SELECT value FROM json_each(?))`;
-  const params: SqlValue[] = [rolloutId, ...(state ? [state] : []), JSON.stringify(clusters)];
+  const where = [
+    '"rolloutId" = ?',
+    ...(state ? ['"state" = ?'] : []),
+    ...(only.clusters ? ['"cluster" IN (SELECT value FROM json_each(?))'] : []),
+    ...(only.version !== undefined ? ['("toVersion" = ? OR "fromVersion" = ?)'] : []),
+  ].join(' AND ');
+  const params: SqlValue[] = [
+    rolloutId,
+    ...(state ? [state] : []),
+    ...(only.clusters ? [JSON.stringify(only.clusters)] : []),
+    ...(only.version !== undefined ? [only.version, only.version] : []),
+  ];
   const rows = sql
     .rawAll(`SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE ${where} AND "ordinal" > ? ORDER BY "ordinal" LIMIT ?`, [...params, afterOrdinal ?? -1, limit])
     .map(targetFromRaw);

@@ -139,6 +139,20 @@ describe('rollplane rollout targets --wave', () => {
     expect((await inCluster('edge-w', 'second')).data.rollout.targets.totalCount).toBe(2);
     expect((await inCluster('edge-w', 'first')).data.rollout.targets.totalCount).toBe(0);
     expect((await inCluster('x'.repeat(64))).errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    // By version (issue 30: targets filtered by version): to or from it, with the other filters.
+    const ofVersion = (version: string, wave?: string) =>
+      gql(
+        scripted.app.url,
+        'query ($id: ID!, $wave: String, $version: String) { rollout(id: $id) { targets(wave: $wave, version: $version) { totalCount } } }',
+        { id, wave, version },
+      );
+    expect((await ofVersion('agent:1')).data.rollout.targets.totalCount).toBe(3);
+    expect((await ofVersion('agent:2', 'second')).data.rollout.targets.totalCount).toBe(2);
+    expect((await ofVersion('agent:3')).data.rollout.targets.totalCount).toBe(0);
+    expect((await ofVersion('x'.repeat(513))).errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    const byVersion = await runCli(['rollout', 'targets', id, '--of-version', 'agent:2', '--wave', 'first', '-o', 'json'], env());
+    expect(byVersion.code, byVersion.stderr).toBe(0);
+    expect(JSON.parse(byVersion.stdout)).toMatchObject({ totalCount: 1, targets: [{ name: 'wave-node-0' }] });
     const byCluster = await runCli(['rollout', 'targets', id, '--cluster', 'edge-w', '-o', 'json'], env());
     expect(byCluster.code, byCluster.stderr).toBe(0);
     expect(JSON.parse(byCluster.stdout)).toMatchObject({ totalCount: 2, targets: [{ name: 'wave-node-1' }, { name: 'wave-node-2' }] });

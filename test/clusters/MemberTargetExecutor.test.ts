@@ -65,7 +65,8 @@ function history(rollouts: Rollout[], targets: RolloutTarget[]) {
   return {
     get: async (id: string) => rollouts.find((r) => r.id === id),
     // One page holds them all here; the cluster filter is the store's (contract-tested on both stores).
-    targets: async (id: string, state: string | undefined, _first: number | undefined, _after: string | undefined, clusters?: readonly string[]) => {
+    targets: async (id: string, state: string | undefined, _first: number | undefined, _after: string | undefined, only?: { clusters?: readonly string[] }) => {
+      const clusters = only?.clusters;
       const items = targets.filter((t) => t.rolloutId === id && (!state || t.state === state) && (!clusters || clusters.includes(clusterOf(t))));
       return { items, hasNextPage: false, endCursor: null, totalCount: items.length };
     },

@@ -470,10 +470,23 @@ export function historyContract(factory: () => StoreFactory): void {
       expect(paged.rows).toEqual(await store.read.targetPage('r-life', undefined, undefined, 10));
       expect(await store.read.targetPageWithCount('r-none', undefined, undefined, 10)).toEqual({ rows: [], totalCount: 0 });
       // In some clusters only (a staged run's wave): the same page when they hold every target, none in others.
-      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, ['local', 'edge-1'])).toEqual(paged);
-      expect(await store.read.targetPageWithCount('r-life', undefined, 0, 1, ['local'])).toEqual({ rows: [paged.rows[1]], totalCount: 3 });
-      expect((await store.read.targetPageWithCount('r-life', 'CANCELLED', undefined, 10, ['local'])).totalCount).toBe(1);
-      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, ['edge-1'])).toEqual({ rows: [], totalCount: 0 });
+      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, { clusters: ['local', 'edge-1'] })).toEqual(paged);
+      expect(await store.read.targetPageWithCount('r-life', undefined, 0, 1, { clusters: ['local'] })).toEqual({ rows: [paged.rows[1]], totalCount: 3 });
+      expect((await store.read.targetPageWithCount('r-life', 'CANCELLED', undefined, 10, { clusters: ['local'] })).totalCount).toBe(1);
+      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, { clusters: ['edge-1'] })).toEqual({ rows: [], totalCount: 0 });
+      // Changed to or from one version (issue 30: targets by version), alone or with the other filters.
+      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, { version: 'v2' })).toEqual(paged);
+      // pool-1 was skipped without a version it came from.
+      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, { version: 'v1' })).toEqual({
+        rows: [paged.rows[0], paged.rows[2]],
+        totalCount: 2,
+      });
+      expect(await store.read.targetPageWithCount('r-life', undefined, undefined, 10, { version: 'v3' })).toEqual({ rows: [], totalCount: 0 });
+      expect(await store.read.targetPageWithCount('r-life', 'CANCELLED', undefined, 10, { version: 'v2', clusters: ['local'] })).toEqual({
+        rows: [paged.rows[2]],
+        totalCount: 1,
+      });
+      expect((await store.read.targetPageWithCount('r-life', undefined, undefined, 10, { version: 'v2', clusters: ['edge-1'] })).totalCount).toBe(0);
     });
 
     it('changes several targets of one rollout in one batch, answering in the order given, and refuses a target named twice', async () => {

@@ -117,10 +117,11 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   addCommonOptions(
     rollout
       .command('targets')
-      .description("List a rollout's targets in admission order, optionally of one wave, one member cluster and/or in one state")
+      .description("List a rollout's targets in admission order, optionally of one wave, one member cluster, one version and/or in one state")
       .argument('<id>', 'rollout id', rolloutId)
       .option('--wave <name>', "only the targets of this wave's clusters (a staged rollout)", flags.dnsLabel)
       .option('--cluster <name>', 'only the targets in this member cluster (local: the one rollplane runs in)', flags.dnsLabel)
+      .option('--of-version <version>', 'only the targets changed to or from exactly this version', flags.text(512))
       .option(
         '--state <state>',
         `only targets in this state: ${TARGET_STATES.join(', ')}`,
@@ -129,8 +130,8 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       .option('--limit <n>', 'how many targets', flags.integer(1, 10_000), 100),
   ).action(
     clientAction(io, setExitCode, async (ctx, id: string) => {
-      const options = ctx.flags<{ wave?: string; cluster?: string; state?: TargetState; limit: number }>();
-      const filter = { id, wave: options.wave ?? null, cluster: options.cluster ?? null, state: options.state ?? null };
+      const options = ctx.flags<{ wave?: string; cluster?: string; ofVersion?: string; state?: TargetState; limit: number }>();
+      const filter = { id, wave: options.wave ?? null, cluster: options.cluster ?? null, version: options.ofVersion ?? null, state: options.state ?? null };
       const { nodes, totalCount } = await readPages(
         async (first, after) => {
           const data = await ctx.client.request(ROLLOUT_TARGETS_QUERY, { ...filter, first, after });
@@ -143,6 +144,7 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
       const scope = [
         options.wave ? ` of wave ${options.wave}` : '',
         options.cluster ? ` in cluster ${options.cluster}` : '',
+        options.ofVersion ? ` to or from ${options.ofVersion}` : '',
         options.state ? ` in state ${options.state}` : '',
       ].join('');
       ctx.result({ totalCount, targets: nodes }, formatTargets(nodes, totalCount, scope));

@@ -779,6 +779,7 @@ export type RolloutTargetsQueryVariables = Exact<{
   id: string | number;
   wave?: string | null | undefined;
   cluster?: string | null | undefined;
+  version?: string | null | undefined;
   state?: TargetState | null | undefined;
   first?: number | null | undefined;
   after?: string | null | undefined;
@@ -1552,12 +1553,13 @@ fragment RolloutFull on Rollout {
   }
 }`) as unknown as TypedDocumentString<RolloutQuery, RolloutQueryVariables>;
 export const RolloutTargetsDocument = new TypedDocumentString(`
-    query RolloutTargets($id: ID!, $wave: String, $cluster: String, $state: TargetState, $first: Int, $after: String) {
+    query RolloutTargets($id: ID!, $wave: String, $cluster: String, $version: String, $state: TargetState, $first: Int, $after: String) {
   rollout(id: $id) {
     id
     targets(
       wave: $wave
       cluster: $cluster
+      version: $version
       state: $state
       first: $first
       after: $after

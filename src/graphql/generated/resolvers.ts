@@ -416,6 +416,7 @@ export type RolloutTargetsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   wave?: InputMaybe<Scalars['String']['input']>;
   cluster?: InputMaybe<Scalars['String']['input']>;
+  version?: InputMaybe<Scalars['String']['input']>;
 };
 
 

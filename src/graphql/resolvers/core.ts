@@ -58,6 +58,9 @@ async function eventPage(ctx: GraphQLContext, filter: EventFilter, first: number
   };
 }
 
+/** The longest version a filter takes: an image reference's practical bound, as RolloutFilter.version's limit. */
+const MAX_VERSION_FILTER = 512;
+
 function rolloutFilterFrom(filter: RolloutFilterInput | null | undefined): RolloutFilter {
   if (!filter) return {};
   return {
@@ -160,9 +163,13 @@ export const coreResolvers: Resolvers = {
         const problem = namesProblem(isDns1123Label(args.cluster));
         if (problem) throw new ValidationError('cluster', `a member cluster's name is a DNS-1123 label: ${problem}`);
       }
+      if (args.version != null && args.version.length > MAX_VERSION_FILTER) {
+        throw new ValidationError('version', `must be at most ${MAX_VERSION_FILTER} characters (an image reference or a Kubernetes version)`);
+      }
       const inWave = args.wave == null ? undefined : await clustersOfWave(ctx, rollout.id, args.wave);
       const clusters = args.cluster == null ? inWave : (inWave ?? [args.cluster]).filter((cluster) => cluster === args.cluster);
-      const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined, clusters);
+      const only = { ...(clusters ? { clusters } : {}), ...(args.version != null ? { version: args.version } : {}) };
+      const page = await ctx.domain.rollouts.targets(rollout.id, args.state ?? undefined, args.first, args.after ?? undefined, only);
       return connectionOf({ ...page, items: page.items.map((node) => ({ cursor: ctx.domain.rollouts.targetCursor(node), node })) });
     },
     events: (rollout, args, ctx) => eventPage(ctx, { rolloutId: rollout.id }, args.first, args.after ?? undefined),

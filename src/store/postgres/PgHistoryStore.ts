@@ -147,11 +147,15 @@ const pageWithCount = (page: string, count: string) =>
   `SELECT c.n AS "totalCount", t.* FROM (${count}) c LEFT JOIN LATERAL (${page}) t ON true ORDER BY t."ordinal"`;
 const TARGET_PAGE_WITH_COUNT = pageWithCount(TARGET_PAGE, COUNT_TARGETS);
 const TARGET_PAGE_IN_STATE_WITH_COUNT = pageWithCount(TARGET_PAGE_IN_STATE, COUNT_TARGETS_IN_STATE.replace('$2', '$4'));
-/** In some clusters only (a staged run's wave), in one state or any ($4 null). */
-const IN_CLUSTERS = '"rolloutId" = $1 AND ($4::text IS NULL OR "state" = $4) AND "cluster" = ANY($5::text[])';
-const TARGET_PAGE_IN_CLUSTERS_WITH_COUNT = pageWithCount(
-  `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE ${IN_CLUSTERS} AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3`,
-  `SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE ${IN_CLUSTERS}`,
+/**
+ * Some of the targets only: in some clusters (a staged run's wave; $5 null: any), changed to or from one version ($6
+ * null: any), in one state or any ($4 null).
+ */
+const SOME_TARGETS =
+  '"rolloutId" = $1 AND ($4::text IS NULL OR "state" = $4) AND ($5::text[] IS NULL OR "cluster" = ANY($5::text[])) AND ($6::text IS NULL OR "toVersion" = $6 OR "fromVersion" = $6)';
+const SOME_TARGETS_PAGE_WITH_COUNT = pageWithCount(
+  `SELECT ${TARGET_COLUMNS} FROM "RolloutTarget" WHERE ${SOME_TARGETS} AND "ordinal" > $2 ORDER BY "ordinal" LIMIT $3`,
+  `SELECT COUNT(*) AS n FROM "RolloutTarget" WHERE ${SOME_TARGETS}`,
 );
 
 /**
@@ -324,18 +328,20 @@ function readsOn(db: Queryable): HistoryReads {
         : await preparedOne<{ n: number }>(COUNT_TARGETS, [rolloutId]);
       return row!.n;
     },
-    async targetPageWithCount(rolloutId, state, afterOrdinal, limit, clusters) {
-      const found = clusters
-        ? await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_IN_CLUSTERS_WITH_COUNT, [
-            rolloutId,
-            afterOrdinal ?? -1,
-            limit,
-            state ?? null,
-            [...clusters],
-          ])
-        : state
-          ? await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_IN_STATE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit, state])
-          : await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit]);
+    async targetPageWithCount(rolloutId, state, afterOrdinal, limit, only) {
+      const found =
+        only?.clusters || only?.version !== undefined
+          ? await prepared<TargetRow & { totalCount: number }>(SOME_TARGETS_PAGE_WITH_COUNT, [
+              rolloutId,
+              afterOrdinal ?? -1,
+              limit,
+              state ?? null,
+              only.clusters ? [...only.clusters] : null,
+              only.version ?? null,
+            ])
+          : state
+            ? await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_IN_STATE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit, state])
+            : await prepared<TargetRow & { totalCount: number }>(TARGET_PAGE_WITH_COUNT, [rolloutId, afterOrdinal ?? -1, limit]);
       const totalCount = found[0]?.totalCount ?? 0;
       // An empty page is the count's row alone, its target columns null.
       const rows = found.filter((r) => r.id !== null).map(({ totalCount: _, ...target }) => target);

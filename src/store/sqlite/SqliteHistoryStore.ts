@@ -1,4 +1,5 @@
 import type { EventFilter } from '../../domain/events.js';
+import type { TargetsOnly } from '../../domain/historyPort.js';
 import { insertEvents, lastEventId, listEventsAfter, listEventsBefore } from '../events.js';
 import { allInFlight, deleteInFlight, putInFlight } from '../inFlightRows.js';
 import {
@@ -16,7 +17,7 @@ import {
   countTargets,
   listRollouts,
   targetPage,
-  targetPageInClusters,
+  targetPageOf,
   targetStateCounts,
   targetStateCountsOf,
   type RolloutPosition,
@@ -82,7 +83,7 @@ function readsOf(sql: Sql): HistoryReads {
     listRolloutsWithCounts: async (filter, before, limit) => rolloutsWithCounts(sql, filter, before, limit),
     targetPage: async (rolloutId, state, afterOrdinal, limit) => targetPage(sql, rolloutId, state, afterOrdinal, limit),
     countTargets: async (rolloutId, state) => countTargets(sql, rolloutId, state),
-    targetPageWithCount: async (rolloutId, state, afterOrdinal, limit, clusters) => pageWithCount(sql, rolloutId, state, afterOrdinal, limit, clusters),
+    targetPageWithCount: async (rolloutId, state, afterOrdinal, limit, only) => pageWithCount(sql, rolloutId, state, afterOrdinal, limit, only),
     findIdempotencyRecord: async (key) => findIdempotencyRecord(sql, key),
     rolloutIdsNeedingEngine: async () => rolloutIdsNeedingEngine(sql),
     revisionPage: async (kind, namespace, name, beforeN, limit, cluster) => revisionPage(sql, kind, namespace, name, beforeN, limit, cluster),
@@ -97,9 +98,9 @@ function readsOf(sql: Sql): HistoryReads {
   };
 }
 
-/** A page of a rollout's targets and the count it pages through, optionally in some clusters only (a wave's). */
-function pageWithCount(sql: Sql, rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number, clusters?: readonly string[]) {
-  if (clusters) return targetPageInClusters(sql, rolloutId, state, clusters, afterOrdinal, limit);
+/** A page of a rollout's targets and the count it pages through, optionally some of them only (a wave's, a version's). */
+function pageWithCount(sql: Sql, rolloutId: string, state: string | undefined, afterOrdinal: number | undefined, limit: number, only?: TargetsOnly) {
+  if (only?.clusters || only?.version !== undefined) return targetPageOf(sql, rolloutId, state, only, afterOrdinal, limit);
   return { rows: targetPage(sql, rolloutId, state, afterOrdinal, limit), totalCount: countTargets(sql, rolloutId, state) };
 }
 
@@ -194,7 +195,7 @@ function txOf(sql: Sql): HistoryTx {
     listRolloutsWithCounts: (filter, before, limit) => done(rolloutsWithCounts(sql, filter, before, limit)),
     targetPage: (rolloutId, state, afterOrdinal, limit) => done(targetPage(sql, rolloutId, state, afterOrdinal, limit)),
     countTargets: (rolloutId, state) => done(countTargets(sql, rolloutId, state)),
-    targetPageWithCount: (rolloutId, state, afterOrdinal, limit, clusters) => done(pageWithCount(sql, rolloutId, state, afterOrdinal, limit, clusters)),
+    targetPageWithCount: (rolloutId, state, afterOrdinal, limit, only) => done(pageWithCount(sql, rolloutId, state, afterOrdinal, limit, only)),
     findIdempotencyRecord: (key) => done(findIdempotencyRecord(sql, key)),
     rolloutIdsNeedingEngine: () => done(rolloutIdsNeedingEngine(sql)),
     revisionPage: (kind, namespace, name, beforeN, limit, cluster) => done(revisionPage(sql, kind, namespace, name, beforeN, limit, cluster)),
