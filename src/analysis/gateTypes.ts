@@ -8,7 +8,7 @@ import { AnalysisUnavailableError } from './errors.js';
 import type { AnalysisTemplateStore } from './model.js';
 import { AnalysisTemplates } from './namedTemplates.js';
 import { PrometheusClient, type PrometheusClientOptions } from './PrometheusClient.js';
-import { type AnalysisTemplate, MAX_ARG_VALUE_LENGTH, parseAnalysisTemplate, type ResolvedArgs, resolveArgs } from './template.js';
+import { type AnalysisTemplate, MAX_ARG_VALUE_LENGTH, parseAnalysisTemplate, type ResolvedArgs, resolveArgs, unsafeArgValue } from './template.js';
 
 /**
  * The ANALYSIS and ALERT gate types as entries of a staged run's gate registry (src/domain/gates/registry.ts; ADR
@@ -60,6 +60,8 @@ export function parseAnalysisGateConfig(input: unknown, path = 'config'): Analys
       if (typeof value !== 'string') throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, 'must be a string');
       if (value.length > MAX_ARG_VALUE_LENGTH)
         throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
+      const unsafe = unsafeArgValue(value);
+      if (unsafe) throw new ValidationError(`${path}.args.${name.slice(0, 40)}`, unsafe);
       Object.defineProperty(args, name, { value, enumerable: true, writable: true, configurable: true });
     }
   }

@@ -96,6 +96,19 @@ export const MAX_RUN_MS = 7 * 24 * 3_600_000;
 export const MAX_ARG_VALUE_LENGTH = 1_024;
 /** Metrics one template lists at most. */
 export const MAX_METRICS = 32;
+/**
+ * A query once its arguments are substituted (attack 23, G1–G3): a 16 KB template using a 1 KB argument 1,637 times
+ * resolved to 1.68 MB, sent to Prometheus and kept per run, and a run of thousands of measurements then no longer fit
+ * the service's memory when read. Twice a template query's own bound.
+ */
+export const MAX_RESOLVED_QUERY_LENGTH = 32_768;
+/** What an argument's value may not contain: it could change the query's structure (args name things; they are not PromQL). */
+const UNSAFE_ARG_VALUE = /["'`\\{}\n\r]/;
+
+/** Why an argument's value cannot be substituted into a query, or undefined when it can. */
+export function unsafeArgValue(value: string): string | undefined {
+  return UNSAFE_ARG_VALUE.test(value) ? 'contains a quote, backslash, brace or newline (argument values name things; they are not PromQL)' : undefined;
+}
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
@@ -205,12 +218,33 @@ export function parseAnalysisTemplate(input: string | unknown, values: Readonly<
     if (names.has(metric.name)) throw new ValidationError(at(`metrics[${i}].name`), `${JSON.stringify(metric.name)} is used twice`);
     names.add(metric.name);
   }
+  // Refused when submitted if the arguments known now already make a query too long (attack 23, G1–G3).
+  for (const [i, metric] of metrics.entries()) {
+    const queries = [
+      [metric.query, `metrics[${i}].provider.prometheus.query`],
+      ...(metric.baseline ? [[metric.baseline.query, `metrics[${i}].baseline.query`]] : []),
+    ] as const;
+    for (const [query, field] of queries) {
+      const length = resolvedLengthAtLeast(query, args, values);
+      if (length > MAX_RESOLVED_QUERY_LENGTH) {
+        throw new ValidationError(at(field), `resolves to ${length} characters with the arguments given, more than ${MAX_RESOLVED_QUERY_LENGTH}`);
+      }
+    }
+  }
   return { name, source: JSON.stringify(document), args, metrics };
 }
 
 function parseArgs(value: unknown, path: string, supplied: Readonly<Record<string, string>>): AnalysisTemplate['args'] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new ValidationError(path, 'must be a list of {name, value}');
+  // Names twice are named as such before anything else (attack 23, G6: the copy without a value was said to have none).
+  const names = new Set<string>();
+  for (const [i, arg] of value.entries()) {
+    const name = isObject(arg) && typeof arg.name === 'string' ? arg.name : undefined;
+    if (name === undefined) continue;
+    if (names.has(name)) throw new ValidationError(`${path}[${i}].name`, `${JSON.stringify(name)} is declared twice`);
+    names.add(name);
+  }
   const seen = new Set<string>();
   return value.map((arg, i) => {
     const field = `${path}[${i}]`;
@@ -236,6 +270,9 @@ function parseArgs(value: unknown, path: string, supplied: Readonly<Record<strin
     if (builtIn) throw new ValidationError(`${field}.value`, `argument ${JSON.stringify(name)} is resolved by rollplane for each run: give it no value`);
     const given = text(arg.value, `${field}.value`);
     if (given.length > MAX_ARG_VALUE_LENGTH) throw new ValidationError(`${field}.value`, `is longer than ${MAX_ARG_VALUE_LENGTH} characters`);
+    // Refused when given, not at the first measurement after the first step moved (attack 23, G4).
+    const unsafe = unsafeArgValue(given);
+    if (unsafe) throw new ValidationError(`${field}.value`, unsafe);
     return { name, value: given };
   });
 }
@@ -384,12 +421,39 @@ export type ResolvedArgs = Partial<Record<BuiltInArg, string>> & Record<string, 
  */
 export function resolveArgs(value: string, template: AnalysisTemplate, args: ResolvedArgs): string {
   const own = new Map(template.args.filter((a) => a.value !== undefined).map((a) => [a.name, a.value!]));
-  return value.replace(PLACEHOLDER, (_, name: string) => {
+  let length = value.length;
+  return value.replace(PLACEHOLDER, (placeholder: string, name: string) => {
     // The run's value first: a gate's `config.args` overrides the template's own (attack 19, F3: it was checked, then
     // ignored), as it overrides a built-in's.
     const resolved = (Object.hasOwn(args, name) ? args[name] : undefined) ?? own.get(name);
     if (resolved === undefined) throw new Error(`{{args.${name}}} has no value for this run`);
-    if (/["'`\\{}\n\r]/.test(resolved)) throw new Error(`{{args.${name}}} = ${JSON.stringify(resolved)} contains a quote, backslash, brace or newline`);
+    if (unsafeArgValue(resolved)) throw new Error(`{{args.${name}}} = ${JSON.stringify(resolved)} contains a quote, backslash, brace or newline`);
+    // Counted before the text is built: the bound holds for the memory it takes too.
+    length += resolved.length - placeholder.length;
+    if (length > MAX_RESOLVED_QUERY_LENGTH) {
+      throw new Error(`the query resolves to more than ${MAX_RESOLVED_QUERY_LENGTH} characters ({{args.${name}}} is ${resolved.length} long)`);
+    }
     return resolved;
   });
+}
+
+/**
+ * The length `value` resolves to with `args` over the template's own values, the arguments rollplane resolves per run
+ * (and any other without a value yet) counted as empty: a lower bound, known when the analysis is submitted, and the
+ * same for every run of it (so a run's own parse never refuses what its submit accepted).
+ */
+function resolvedLengthAtLeast(value: string, templateArgs: AnalysisTemplate['args'], args: Readonly<Record<string, string>>): number {
+  const own = new Map(templateArgs.filter((a) => a.value !== undefined).map((a) => [a.name, a.value!]));
+  let length = value.length;
+  for (const match of value.matchAll(PLACEHOLDER)) {
+    const name = match[1]!;
+    // The built-ins' values come with each run (a step's targets may be long): the same template always passes here.
+    if ((BUILT_IN_ARGS as readonly string[]).includes(name)) {
+      length -= match[0].length;
+      continue;
+    }
+    const resolved = (Object.hasOwn(args, name) ? args[name] : undefined) ?? own.get(name) ?? '';
+    length += resolved.length - match[0].length;
+  }
+  return length;
 }

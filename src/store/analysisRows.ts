@@ -15,14 +15,13 @@ import { valuesOf, valuesText } from '../analysis/model.js';
 const RUN_COLUMNS =
   '"id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "message", "metricPhases", "previousRunId", "gateKey", "attempt", "startedAt", "finishedAt"';
 /**
- * A measurement's query and baseline query: "" in its row when it is its run's (AnalysisRunQuery), which is read in its
- * place; a row written before that table, or whose query differed, keeps its own text (attack 19, F5).
+ * A measurement's query and baseline query: "" in its row when it is its run's (AnalysisRunQuery), which is put in its
+ * place after the read (withRunQueries); a row written before that table, or whose query differed, keeps its own text
+ * (attack 19, F5). Never joined in SQL: the driver then built the run's text once per row, and a run of thousands of
+ * measurements of a long query took gigabytes to read (attack 23, G1, G2).
  */
-const MEASUREMENT_COLUMNS = `m."id", m."runId", m."metricName", m."seq",
-  CASE WHEN m."query" = '' AND q."query" IS NOT NULL THEN q."query" ELSE m."query" END AS "query",
-  m."result", m."condition", m."threshold", m."verdict", m."noData", m."dryRun", m."message",
-  CASE WHEN m."baselineQuery" = '' AND q."baselineQuery" IS NOT NULL THEN q."baselineQuery" ELSE m."baselineQuery" END AS "baselineQuery",
-  m."baselineResult", m."startedAt", m."finishedAt"`;
+const MEASUREMENT_COLUMNS = `m."id", m."runId", m."metricName", m."seq", m."query", m."result", m."condition", m."threshold", m."verdict",
+  m."noData", m."dryRun", m."message", m."baselineQuery", m."baselineResult", m."startedAt", m."finishedAt"`;
 
 /** A gate's attempt is written once (unique rolloutId, gateKey, attempt): a second opener writes nothing. */
 export const INSERT_ANALYSIS_RUN = `INSERT INTO "AnalysisRun" ("id", "rolloutId", "cluster", "target", "wave", "templateName", "template", "args", "phase", "previousRunId", "gateKey", "attempt", "startedAt")
@@ -41,9 +40,31 @@ export const RUNNING_GATE_RUNS = `SELECT ${RUN_COLUMNS} FROM "AnalysisRun" WHERE
 export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "metricName", "seq", "query", "result", "condition", "threshold", "verdict", "noData", "dryRun", "message", "baselineQuery", "baselineResult", "startedAt", "finishedAt")
   SELECT ?, ?, ?, ${runsOwn('query')}, ?, ?, ?, ?, ?, ?, ?, ${runsOwn('baselineQuery')}, ?, ?, ? WHERE EXISTS (SELECT 1 FROM "AnalysisRun" WHERE "id" = ? AND "phase" = 'RUNNING')
   ON CONFLICT DO NOTHING RETURNING "id"`;
-export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" m
-  LEFT JOIN "AnalysisRunQuery" q ON q."runId" = m."runId" AND q."metricName" = m."metricName"
-  WHERE m."runId" = ? ORDER BY m."id"`;
+export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" m WHERE m."runId" = ? ORDER BY m."id"`;
+/** A run's resolved queries, by metric: read once beside its measurements. */
+export const RUN_QUERIES_OF = `SELECT "metricName", "query", "baselineQuery" FROM "AnalysisRunQuery" WHERE "runId" = ?`;
+
+export interface RunQueryRow {
+  metricName: string;
+  query: string;
+  baselineQuery: string | null;
+}
+
+/**
+ * The measurements with their run's queries where their rows say "" (the run's own): the same string for every row of
+ * a metric, not a copy per row.
+ */
+export function withRunQueries(measurements: MeasurementRecord[], queries: readonly RunQueryRow[]): MeasurementRecord[] {
+  if (queries.length === 0) return measurements;
+  const byMetric = new Map(queries.map((q) => [q.metricName, q]));
+  for (const m of measurements) {
+    const own = byMetric.get(m.metricName);
+    if (!own) continue;
+    if (m.query === '') m.query = own.query;
+    if (m.baselineQuery === '' && own.baselineQuery !== null) m.baselineQuery = own.baselineQuery;
+  }
+  return measurements;
+}
 /** A run's metric's queries as resolved when it was recorded: written once, before any measurement. */
 export const INSERT_RUN_QUERY = `INSERT INTO "AnalysisRunQuery" ("runId", "metricName", "query", "baselineQuery") VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`;
 

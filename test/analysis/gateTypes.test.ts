@@ -102,6 +102,15 @@ describe('analysis and alert gates as registry entries', () => {
       /^BAD_USER_INPUT waves\[1\]\.after\.config\.template\.args\[0\]\.value: argument "big" has no value/,
     );
     expect(refusal('ANALYSIS', { template: unvalued, args: JSON.parse('{"__proto__": "x"}') })).toMatch(/has no value/);
+    // A value that could never be measured is refused when given, not after the first step moved (attack 23, G4) …
+    expect(refusal('ANALYSIS', { template: unvalued, args: { big: 'x"} or vector(1) #' } })).toBe(
+      'BAD_USER_INPUT waves[1].after.config.args.big: contains a quote, backslash, brace or newline (argument values name things; they are not PromQL)',
+    );
+    // … and so is one that makes a query longer than any run may send (attack 23, G1).
+    const repeated = { ...unvalued, metrics: [{ name: 'm', provider: { prometheus: { query: `up{a="${'{{args.big}}'.repeat(40)}"}` } } }] };
+    expect(refusal('ANALYSIS', { template: repeated, args: { big: 'x'.repeat(1_000) } })).toMatch(
+      /^BAD_USER_INPUT waves\[1\]\.after\.config\.template\.metrics\[0\]\.provider\.prometheus\.query: resolves to 40\d{3} characters/,
+    );
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML, errorFails: 'yes' })).toBe('BAD_USER_INPUT waves[1].after.config.errorFails: must be true or false');
     expect(refusal('ANALYSIS', { template: TEMPLATE_YAML, args: { other: 'x' } })).toBe(
       'BAD_USER_INPUT waves[1].after.config.args.other: is not an argument the template declares',

@@ -153,6 +153,39 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
     expect(() => parseAnalysisTemplate(withMetric({ interval: '1h', count: 24 }))).not.toThrow();
   });
 
+  it('bounds a query once its arguments are in (attack 23, G1–G3): at submit with the values known, and at each run', () => {
+    // 16 KB of template using a 1 KB argument 1,637 times: 1.68 MB sent to Prometheus and kept per run.
+    const repeated = `up{a="${'{{args.b}}'.repeat(1_637)}"}`;
+    const big = withMetric({ provider: { prometheus: { query: repeated } } }, [{ name: 'b', value: 'x'.repeat(1_024) }]);
+    expect(refusal(big)).toMatchObject({
+      field: 'metrics[0].provider.prometheus.query',
+      message: expect.stringMatching(/resolves to 1676\d{3} characters with the arguments given, more than 32768/),
+    });
+    // The same through a baseline query, and an argument without a value given at submit by config.args.
+    const viaBaseline = withMetric({ baseline: { query: repeated, direction: 'increase', maxRatio: 1.5 } }, [{ name: 'b', value: 'x'.repeat(1_024) }]);
+    expect(refusal(viaBaseline).field).toBe('metrics[0].baseline.query');
+    expect(() => parseAnalysisTemplate(withMetric({ provider: { prometheus: { query: repeated } } }, [{ name: 'b' }]), { b: 'x'.repeat(1_024) })).toThrow(
+      /more than 32768/,
+    );
+    // Short values pass; the built-ins count as empty at submit (their values come with each run) …
+    expect(() => parseAnalysisTemplate(withMetric({ provider: { prometheus: { query: repeated } } }, [{ name: 'b', value: 'x' }]))).not.toThrow();
+    const byTarget = withMetric({ provider: { prometheus: { query: `up{t=~"${'{{args.target}}'.repeat(200)}"}` } } }, [{ name: 'target' }]);
+    const template = parseAnalysisTemplate(byTarget);
+    // … and a run's own values are bounded when it measures, before the text is built.
+    expect(resolveArgs(template.metrics[0]!.query, template, { target: 'default/net-1' })).toContain('default/net-1');
+    expect(() => resolveArgs(template.metrics[0]!.query, template, { target: 'n'.repeat(200) })).toThrow(/resolves to more than 32768 characters/);
+  });
+
+  it('refuses at submit an argument value that could never be measured, and names a name declared twice (attack 23, G4, G6)', () => {
+    for (const value of ['a"b', 'a}b', 'a\\b', 'a\nb', '{{args.y}}']) {
+      expect(refusal(withMetric({}, [{ name: 'v', value }])).message, value).toMatch(/args\[0\]\.value: contains a quote, backslash, brace or newline/);
+    }
+    expect(refusal(withMetric({}, [{ name: 'v' }, { name: 'v', value: 'x' }]))).toMatchObject({
+      field: 'args[1].name',
+      message: expect.stringMatching(/"v" is declared twice/),
+    });
+  });
+
   it("refuses a metadata.name that is not a Kubernetes object's name (it labels /metrics series: attack 19, F9)", () => {
     const named = (name: string) => ({ apiVersion: 'argoproj.io/v1alpha1', kind: 'AnalysisTemplate', metadata: { name }, spec: withMetric({}) });
     expect(refusal(named('a"} 1\nx{'))).toMatchObject({ field: 'metadata.name' });

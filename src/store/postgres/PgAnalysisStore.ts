@@ -20,6 +20,9 @@ import {
   INSERT_RUN_QUERY,
   measurementParams,
   MEASUREMENTS_OF,
+  RUN_QUERIES_OF,
+  type RunQueryRow,
+  withRunQueries,
   type MeasurementRow,
   measurementOf,
   DELETE_TEMPLATE,
@@ -96,7 +99,8 @@ export class PgAnalysisStore implements AnalysisStore, AnalysisTemplateStore {
   }
 
   async measurementsOf(runId: string): Promise<MeasurementRecord[]> {
-    return (await this.pool.query<MeasurementRow>(numbered(MEASUREMENTS_OF), [runId])).rows.map((row) => measurementOf(row, date));
+    const measurements = (await this.pool.query<MeasurementRow>(numbered(MEASUREMENTS_OF), [runId])).rows.map((row) => measurementOf(row, date));
+    return withRunQueries(measurements, (await this.pool.query<RunQueryRow>(numbered(RUN_QUERIES_OF), [runId])).rows);
   }
 
   async templates(): Promise<NamedTemplate[]> {

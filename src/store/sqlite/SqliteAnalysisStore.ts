@@ -19,6 +19,9 @@ import {
   INSERT_RUN_QUERY,
   measurementParams,
   MEASUREMENTS_OF,
+  RUN_QUERIES_OF,
+  type RunQueryRow,
+  withRunQueries,
   type MeasurementRow,
   measurementOf,
   DELETE_TEMPLATE,
@@ -89,7 +92,8 @@ export class SqliteAnalysisStore implements AnalysisStore, AnalysisTemplateStore
   }
 
   async measurementsOf(runId: string): Promise<MeasurementRecord[]> {
-    return this.sql.all<MeasurementRow>(MEASUREMENTS_OF, runId).map((row) => measurementOf(row, date));
+    const measurements = this.sql.all<MeasurementRow>(MEASUREMENTS_OF, runId).map((row) => measurementOf(row, date));
+    return withRunQueries(measurements, this.sql.all<RunQueryRow>(RUN_QUERIES_OF, runId));
   }
 
   async templates(): Promise<NamedTemplate[]> {
