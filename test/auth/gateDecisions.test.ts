@@ -144,5 +144,22 @@ describe('approval gate decisions', () => {
     const rollback = await gql(app.url, 'mutation ($id: ID!) { rollbackRollout(id: $id) { id startedBy } }', { id }, bearer(secrets.bob!));
     expect(rollback.errors).toBeUndefined();
     expect(rollback.data.rollbackRollout.startedBy).toBe('bob');
+    const back: string = rollback.data.rollbackRollout.id;
+    await until('the rollback finished', async () => {
+      const r = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state } }', { id: back }, bearer(ADMIN))).data.rollout;
+      return r.state === 'SUCCEEDED';
+    });
+
+    // A plain bump (no waves, no gate) names its caller's token too.
+    const plain = await gql(
+      app.url,
+      'mutation { bumpAgentImage(input: { image: "rancher/harvester-vm-dhcp-agent:v0.3.9" }) { rollout { id startedBy } } }',
+      {},
+      bearer(secrets.alice!),
+    );
+    expect(plain.errors).toBeUndefined();
+    expect(plain.data.bumpAgentImage.rollout.startedBy).toBe('alice');
+    const listed = (await gql(app.url, '{ rollouts(first: 10) { edges { node { id startedBy } } } }', {}, bearer(secrets.watcher!))).data.rollouts.edges;
+    expect(listed.find((e: { node: { id: string } }) => e.node.id === plain.data.bumpAgentImage.rollout.id)?.node.startedBy).toBe('alice');
   });
 });
