@@ -69,6 +69,8 @@ export interface RollbackOptions {
   cause?: Cause;
   idempotencyKey?: IdempotencyKeyRef | null;
   rules?: RollbackRules;
+  /** Who starts the rollback (Rollout.startedBy): its caller, or `rollplane` for the engine's automatic one. */
+  startedBy?: string | null;
 }
 
 /** The kind's other active rollouts a driver's finish is told of (RolloutDriver.finish): far more than ever run at once. */
@@ -445,6 +447,8 @@ export class RolloutEngine {
           cause: { actor: 'rollplane', message: `automatic rollback of ${rollout.id}` },
           // In the engine's own scope: no caller can claim it first (issue 34, finding 5).
           idempotencyKey: { scope: ENGINE_IDEMPOTENCY_SCOPE, key: `auto-rollback:${rollout.id}` },
+          // Started by the engine, named as its keys' scope: no token's id is `rollplane`, so no approval is refused by it.
+          startedBy: ENGINE_IDEMPOTENCY_SCOPE,
         }).catch((error: unknown) => {
           if (error instanceof ConflictError) return; // nothing changed, or already rolled back
           throw error;
@@ -556,6 +560,7 @@ export class RolloutEngine {
       idempotencyKey: options.idempotencyKey ?? null,
       request,
       rollbackOfId: rolloutId,
+      startedBy: options.startedBy ?? null,
       // Not a supersede: it takes over only its original (aborted with the launch; a rollback waits for no admitted
       // target of it), while a newer rollout of the same targets is CONFLICT, as for a bump (attack finding F8: it
       // was aborted without asking, and a retried rollback aborted the first).

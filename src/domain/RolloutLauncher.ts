@@ -38,6 +38,8 @@ export interface LaunchRequest {
   guard?: LaunchGuard;
   /** A staged rollout's waves (issue 30): planned over the plan's clusters and frozen with the rollout. */
   staged?: StagedLaunch;
+  /** Who starts the rollout (starterOf its caller's scope; `rollplane` for the engine's), kept with it: Rollout.startedBy. */
+  startedBy?: string | null;
 }
 
 /** What a staged launch plans its waves from (stagedLaunch). */
@@ -47,6 +49,14 @@ export interface StagedLaunch {
   registered: readonly { name: string; labels: Record<string, string> }[];
   /** Who launches (token id or `anonymous`). */
   startedBy: string | null;
+}
+
+/**
+ * Who a caller of the given idempotency scope is, as a rollout keeps its starter (Rollout.startedBy, RolloutRun.startedBy):
+ * `token:<id>` → the token's id; any other scope as it is (`anonymous` with authentication off, `rollplane` the engine).
+ */
+export function starterOf(idempotencyScope: string): string {
+  return idempotencyScope.startsWith('token:') ? idempotencyScope.slice('token:'.length) : idempotencyScope;
 }
 
 /**
@@ -60,7 +70,7 @@ export async function stagedLaunch(
 ): Promise<{ staged?: StagedLaunch }> {
   if (!strategy) return {};
   const registered = await portsHere(domain).registered();
-  return { staged: { strategy, registered, startedBy: idempotencyScope.startsWith('token:') ? idempotencyScope.slice('token:'.length) : idempotencyScope } };
+  return { staged: { strategy, registered, startedBy: starterOf(idempotencyScope) } };
 }
 
 export interface PlanItem {
@@ -148,11 +158,10 @@ export function checkTargetGate(request: LaunchRequest, types: () => GateTypes, 
   if (!(TARGET_GATE_TYPES as readonly string[]).includes(gate.type)) {
     throw new ValidationError(`${field}.type`, `"${gate.type.slice(0, 40)}" is not a gate between targets (known: ${TARGET_GATE_TYPES.join(', ')})`);
   }
-  if (gate.config.excludeStarter === true) {
-    throw new ValidationError(`${field}.config.excludeStarter`, 'is for staged rollouts: a rollout without waves does not keep who started it');
-  }
   checkSteps(gate, request, field, { steps: 'gates', verb: 'opens', often: 'open' });
-  // An approval's default would exclude who started the rollout, which only a staged run keeps: said as it is applied.
+  // `excludeStarter: true` is taken (every rollout keeps who started it: Rollout.startedBy), but not the default here:
+  // a rollout without waves is what a single-person setup launches, where the one token that starts it must also be
+  // able to approve its gates; a staged rollout's gates keep the approval's own default (true).
   const given = gate.type === 'APPROVAL' && gate.config.excludeStarter == null ? { ...gate.config, excludeStarter: false } : gate.config;
   const config = gateTypeOf(gate.type, `${field}.type`, types()).check(given, `${field}.config`);
   return { ...request, plan: { ...request.plan, strategy: { ...request.plan.strategy, gate: { ...gate, config } } } };
@@ -322,6 +331,7 @@ export class RolloutLauncher {
         idempotencyKey: key ?? null,
         requestHash: key !== undefined ? requestHash : null,
         rollbackOfId: request.rollbackOfId ?? null,
+        startedBy: request.startedBy ?? null,
         targets: plan.targets,
         ...withRun,
       },
@@ -376,6 +386,7 @@ export class RolloutLauncher {
       updatedAt: now,
       startedAt: null,
       finishedAt: null,
+      startedBy: request.startedBy ?? null,
     };
   }
 }

@@ -68,6 +68,11 @@ export interface Rollout {
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /**
+   * Who started it: a token's id, `anonymous` (authentication off) or `rollplane` (the engine's automatic rollback);
+   * null for rollouts written before it was kept (a staged one's run still names its starter: RolloutRun.startedBy).
+   */
+  startedBy: string | null;
 }
 
 export interface EngineState {
@@ -147,6 +152,8 @@ export interface NewRollout {
   targets: readonly NewTarget[];
   /** A staged rollout's frozen waves (issue 30), stored with it in its creating transaction. */
   run?: FrozenRun;
+  /** Who starts it (see Rollout.startedBy); absent: null. */
+  startedBy?: string | null;
 }
 
 export interface RolloutFilter {
@@ -208,6 +215,7 @@ function toRollout(contracts: KindContracts, row: RolloutRow): Rollout {
     updatedAt: row.updatedAt,
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,
+    startedBy: row.startedBy,
   };
 }
 
@@ -288,6 +296,7 @@ export class RolloutService {
           idempotencyKey: spec.idempotencyKey?.key ?? null,
           idempotencyScope: spec.idempotencyKey?.scope ?? '',
           rollbackOfId: spec.rollbackOfId ?? null,
+          startedBy: spec.startedBy ?? null,
         },
         now,
       );

@@ -58,6 +58,8 @@ export interface RolloutRow {
   finishedAt: Date | null;
   /** Who `idempotencyKey` belongs to (see IdempotencyKeyRef); '' for keys written before keys were scoped. */
   idempotencyScope: string;
+  /** Who started the rollout (token id, `anonymous`, `rollplane`); null for rollouts written before it was kept. */
+  startedBy: string | null;
 }
 
 export interface TargetRow {

@@ -45,6 +45,7 @@ const ROLLOUT_COLUMN_NAMES = [
   'startedAt',
   'finishedAt',
   'idempotencyScope',
+  'startedBy',
 ] as const satisfies readonly (keyof RolloutRow)[];
 
 /**
@@ -79,6 +80,7 @@ export function rolloutFromRaw(v: readonly unknown[]): RolloutRow {
     startedAt: dateOrNull(v[17] as string | null),
     finishedAt: dateOrNull(v[18] as string | null),
     idempotencyScope: v[19] as string,
+    startedBy: v[20] as string | null,
   };
 }
 
@@ -144,7 +146,7 @@ export function findRolloutByIdempotencyKey(sql: Sql, { scope, key }: Idempotenc
  */
 /**
  * A new rollout's values in the order both stores' INSERTs list the columns (id, kind, fromVersion, toVersion,
- * selector, strategy, the cause's four fields, idempotencyKey, rollbackOfId, idempotencyScope); state, engineState and
+ * selector, strategy, the cause's four fields, idempotencyKey, rollbackOfId, idempotencyScope, startedBy); state, engineState and
  * the dates follow.
  */
 export function newRolloutValues(row: NewRolloutRow): SqlValue[] {
@@ -162,14 +164,16 @@ export function newRolloutValues(row: NewRolloutRow): SqlValue[] {
     row.idempotencyKey,
     row.rollbackOfId,
     row.idempotencyScope,
+    row.startedBy,
   ];
 }
 
 export function insertRolloutIfKeyFree(sql: Sql, row: NewRolloutRow, now: Date): RolloutRow | undefined {
   const { changes } = sql.run(
     `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
-       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "idempotencyScope", "engineState", "createdAt", "updatedAt")
-     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyScope", "idempotencyKey") DO NOTHING`,
+       "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "idempotencyScope", "startedBy", "engineState", "createdAt",
+       "updatedAt")
+     VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT ("idempotencyScope", "idempotencyKey") DO NOTHING`,
     ...newRolloutValues(row),
     sqlDate(now),
     sqlDate(now),

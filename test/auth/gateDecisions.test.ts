@@ -7,6 +7,7 @@ import { until } from '../helpers/until.js';
  * Decisions at a staged rollout's approval gate over HTTP with authentication on (issue 30, docs/waves.md): who decides
  * is the token (its id and role); the same token approving twice counts once; the run's starter and a viewer are
  * FORBIDDEN, and the refusal is audited; once the run is aborted a decision is CONFLICT. Every decision is kept.
+ * Likewise at a gate between the targets of a rollout without waves that excludes its starter (Rollout.startedBy).
  */
 const ADMIN = 'admin-secret-for-gate-decisions-0123456789';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -106,5 +107,59 @@ describe('approval gate decisions', () => {
       ['alice', 'deployer', 'OK'],
       ['bob', 'deployer', 'CONFLICT'],
     ]);
+  });
+
+  it('refuses the starter at a gate between targets with excludeStarter, takes another token, and names the starter', async () => {
+    const bump = await gql(
+      app.url,
+      `mutation { bumpAgentImage(input: { image: "rancher/harvester-vm-dhcp-agent:v0.3.8",
+         strategy: { autoRollback: false, maxUnavailable: "1", gate: { type: APPROVAL, config: { excludeStarter: true }, after: [1] } } }) {
+         rollout { id startedBy strategy { gate { config } } } } }`,
+      {},
+      bearer(secrets.alice!),
+    );
+    expect(bump.errors).toBeUndefined();
+    const rollout = bump.data.bumpAgentImage.rollout;
+    expect(rollout.startedBy).toBe('alice');
+    expect(rollout.strategy.gate.config).toMatchObject({ excludeStarter: true });
+    const id: string = rollout.id;
+    await until('the gate between targets opened', async () => {
+      const r = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { gates { key state } } }', { id }, bearer(ADMIN))).data.rollout;
+      return r.gates.length === 1 && r.gates[0].key === 'targets:1';
+    });
+    const DECIDE = 'mutation ($id: ID!) { approveGate(rolloutId: $id, gate: "targets:1") { state decisions { byName } } }';
+    const starter = await gql(app.url, DECIDE, { id }, bearer(secrets.alice!));
+    expect(starter.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(starter.errors?.[0]?.message).toMatch(/started the run and may not decide/);
+    const other = await gql(app.url, DECIDE, { id }, bearer(secrets.bob!));
+    expect(other.errors).toBeUndefined();
+    expect(other.data.approveGate).toEqual({ state: 'PASSED', decisions: [{ byName: 'bob' }] });
+    await until('the rollout finished', async () => {
+      const r = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state } }', { id }, bearer(ADMIN))).data.rollout;
+      return r.state === 'SUCCEEDED';
+    });
+    const read = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { startedBy } }', { id }, bearer(secrets.watcher!))).data.rollout;
+    expect(read.startedBy).toBe('alice');
+    // A rollback is started by its caller.
+    const rollback = await gql(app.url, 'mutation ($id: ID!) { rollbackRollout(id: $id) { id startedBy } }', { id }, bearer(secrets.bob!));
+    expect(rollback.errors).toBeUndefined();
+    expect(rollback.data.rollbackRollout.startedBy).toBe('bob');
+    const back: string = rollback.data.rollbackRollout.id;
+    await until('the rollback finished', async () => {
+      const r = (await gql(app.url, 'query ($id: ID!) { rollout(id: $id) { state } }', { id: back }, bearer(ADMIN))).data.rollout;
+      return r.state === 'SUCCEEDED';
+    });
+
+    // A plain bump (no waves, no gate) names its caller's token too.
+    const plain = await gql(
+      app.url,
+      'mutation { bumpAgentImage(input: { image: "rancher/harvester-vm-dhcp-agent:v0.3.9" }) { rollout { id startedBy } } }',
+      {},
+      bearer(secrets.alice!),
+    );
+    expect(plain.errors).toBeUndefined();
+    expect(plain.data.bumpAgentImage.rollout.startedBy).toBe('alice');
+    const listed = (await gql(app.url, '{ rollouts(first: 10) { edges { node { id startedBy } } } }', {}, bearer(secrets.watcher!))).data.rollouts.edges;
+    expect(listed.find((e: { node: { id: string } }) => e.node.id === plain.data.bumpAgentImage.rollout.id)?.node.startedBy).toBe('alice');
   });
 });

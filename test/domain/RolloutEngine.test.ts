@@ -164,6 +164,8 @@ describe('RolloutEngine', () => {
     await drive(rollout.id);
     const rollback = (await prisma.rollout.findFirst({ where: { rollbackOfId: rollout.id } }))!;
     expect(rollback).toBeTruthy();
+    // Started by the engine, and kept so (Rollout.startedBy): no token's id is `rollplane`.
+    expect((await rollouts.get(rollback.id))!.startedBy).toBe('rollplane');
     const { rollout: done } = await drive(rollback.id);
     expect(done.state).toBe('SUCCEEDED');
     expect(driver.admissions.filter((a) => a.endsWith('agent:v1')).sort()).toEqual(['pool-0->agent:v1', 'pool-1->agent:v1']);

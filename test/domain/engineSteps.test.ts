@@ -42,6 +42,7 @@ function rollout(state: RolloutState, strategy: Partial<AgentPoolStrategy> = {},
     updatedAt: at,
     startedAt: at,
     finishedAt: null,
+    startedBy: null,
   };
 }
 

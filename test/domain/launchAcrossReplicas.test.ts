@@ -182,6 +182,7 @@ describeWithPostgres('launches racing on two replicas of one PostgreSQL', (serve
           idempotencyKey: 'taken-meanwhile',
           idempotencyScope: 'anonymous',
           rollbackOfId: null,
+          startedBy: 'anonymous',
         },
         new Date(),
       );

@@ -35,6 +35,7 @@ export function rolloutRow(id: string, extra: Partial<NewRolloutRow> = {}): NewR
     idempotencyKey: null,
     idempotencyScope: '',
     rollbackOfId: null,
+    startedBy: null,
     ...extra,
   };
 }
@@ -548,6 +549,26 @@ export function historyContract(factory: () => StoreFactory): void {
         ),
       ).rejects.toThrow(/twice/);
       expect((await store.read.findTarget('r-batch', 'ns', 'pool-0'))?.state).toBe('PROGRESSING');
+    });
+
+    it('keeps who started a rollout, and null for one that does not say, on every read of it', async () => {
+      const inserted = await store.transaction(function* (tx) {
+        const started = yield* tx.insertRollout(
+          rolloutRow('r-started', { idempotencyKey: 'key-started', idempotencyScope: 'token:tok_a', startedBy: 'tok_a' }),
+          T0,
+        );
+        const unsaid = yield* tx.insertRollout(rolloutRow('r-unsaid'), at(1));
+        return [started?.startedBy, unsaid?.startedBy, (yield* tx.lockRollout('r-started'))?.startedBy];
+      });
+      expect(inserted).toEqual(['tok_a', null, 'tok_a']);
+      expect((await store.read.findRollout('r-started'))?.startedBy).toBe('tok_a');
+      expect((await store.read.findRolloutByIdempotencyKey({ scope: 'token:tok_a', key: 'key-started' }))?.startedBy).toBe('tok_a');
+      expect((await store.read.findRollout('r-unsaid'))?.startedBy).toBeNull();
+      const listed = await store.read.listRollouts({}, undefined, 500);
+      expect(listed.filter((r) => r.id === 'r-started' || r.id === 'r-unsaid').map((r) => [r.id, r.startedBy])).toEqual([
+        ['r-unsaid', null],
+        ['r-started', 'tok_a'],
+      ]);
     });
 
     it('lists rollouts newest first, page by page, and searches their text literally', async () => {

@@ -314,8 +314,9 @@ export type TargetAnalysisInput = {
  * admitted and are done (n in `after`, or a multiple of `every`), the gate `targets:<n>` opens and no more target is
  * admitted until it passes. APPROVAL waits for its approvals (approveGate / rejectGate with `gate: "targets:<n>"`),
  * TIMED_WAIT its seconds, EXTERNAL_CHECK its endpoint's answer, ALERT for its alerts to stop firing; a rejected or failed
- * gate fails the rollout (its autoRollback applies). ANALYSIS is `analysis`, not a gate type here; `excludeStarter` is
- * for staged rollouts only (a rollout without waves does not keep who started it).
+ * gate fails the rollout (its autoRollback applies). ANALYSIS is `analysis`, not a gate type here. An APPROVAL's
+ * `excludeStarter` defaults to false here (a single-person setup approves what it started); `true` refuses the approval
+ * of who started the rollout (Rollout.startedBy).
  */
 export type TargetGateInput = {
   /** APPROVAL, TIMED_WAIT, EXTERNAL_CHECK or ALERT. */

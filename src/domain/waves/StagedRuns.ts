@@ -354,8 +354,9 @@ export class StagedRuns {
         rule,
         status,
         { by: { id: request.deciderId, name: request.deciderId, role: request.role }, verdict: request.verdict, comment: request.comment, at: now },
-        // Who started a rollout without waves is not kept: its gates refuse `excludeStarter` at launch.
-        { startedBy: run?.run.startedBy ?? null, runActive: ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState) },
+        // The run's starter, else the rollout's: a rollout without waves (gates between its targets) keeps it on itself
+        // alone; rollouts written before Rollout.startedBy was kept have it null, and their run's is the one there is.
+        { startedBy: run?.run.startedBy ?? rollout.startedBy ?? null, runActive: ACTIVE_ROLLOUT_STATES.includes(rollout.state as RolloutState) },
       );
       const row = { gateId: gate.id, tokenId: request.deciderId, role: request.role, decision: request.verdict, comment: kept.comment, at: now };
       yield* tx.insertGateDecision(row);

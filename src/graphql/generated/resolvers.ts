@@ -392,9 +392,10 @@ export type Rollout = {
   /** A staged rollout's frozen waves and their states; null when not staged. */
   wavePlan?: Maybe<WavePlan>;
   /**
-   * Who started a staged rollout: the name of the API token that asked for it (`anonymous` with authentication off), the
-   * starter an approval gate with `excludeStarter` refuses; the token's id if it no longer exists. Null for a rollout
-   * without waves (its starter is in the audit log).
+   * Who started the rollout: the name of the API token that asked for it (`anonymous` with authentication off,
+   * `rollplane` for the engine's automatic rollback), the starter an approval gate with `excludeStarter` refuses; the
+   * token's id if it no longer exists. Null for a rollout without waves started before its starter was kept (its starter
+   * is in the audit log).
    */
   startedBy?: Maybe<Scalars['String']['output']>;
   /** A staged rollout's gates once reached, with their decisions, in the order they opened; then a rollout's analyses between targets (`targets:<n>`). */
@@ -1572,8 +1573,9 @@ export type TargetAnalysisInput = {
  * admitted and are done (n in `after`, or a multiple of `every`), the gate `targets:<n>` opens and no more target is
  * admitted until it passes. APPROVAL waits for its approvals (approveGate / rejectGate with `gate: "targets:<n>"`),
  * TIMED_WAIT its seconds, EXTERNAL_CHECK its endpoint's answer, ALERT for its alerts to stop firing; a rejected or failed
- * gate fails the rollout (its autoRollback applies). ANALYSIS is `analysis`, not a gate type here; `excludeStarter` is
- * for staged rollouts only (a rollout without waves does not keep who started it).
+ * gate fails the rollout (its autoRollback applies). ANALYSIS is `analysis`, not a gate type here. An APPROVAL's
+ * `excludeStarter` defaults to false here (a single-person setup approves what it started); `true` refuses the approval
+ * of who started the rollout (Rollout.startedBy).
  */
 export type TargetGateInput = {
   /** APPROVAL, TIMED_WAIT, EXTERNAL_CHECK or ALERT. */

@@ -1,4 +1,4 @@
-import { scopedKey } from '../../domain/RolloutLauncher.js';
+import { scopedKey, starterOf } from '../../domain/RolloutLauncher.js';
 import { principalName } from '../../auth/roles.js';
 import { EventType, type EventFilter } from '../../domain/events.js';
 import { toVersionText } from '../../domain/toVersionText.js';
@@ -134,6 +134,7 @@ export const coreResolvers: Resolvers = {
       const result = await ctx.domain.engine.rollback(id, {
         ...(input.cause ? { cause: causeFrom(input.cause) } : {}),
         idempotencyKey: scopedKey(idempotencyScopeOf(ctx), input.idempotencyKey),
+        startedBy: starterOf(idempotencyScopeOf(ctx)),
       });
       return result.rollout;
     },

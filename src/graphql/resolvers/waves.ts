@@ -252,7 +252,8 @@ export const wavesResolvers: Resolvers = {
   Rollout: {
     startedBy: async (rollout, _, ctx) => {
       if (rollout.id === 'dry-run') return null;
-      const startedBy = (await ctx.domain.rollouts.runs.runOf(rollout.id))?.startedBy ?? null;
+      // The rollout's own (every rollout launched since it is kept), else its run's (staged rollouts written before).
+      const startedBy = rollout.startedBy ?? (await ctx.domain.rollouts.runs.runOf(rollout.id))?.startedBy ?? null;
       return startedBy === null ? null : tokenName(ctx, startedBy);
     },
     wavePlan: async (rollout, _, ctx) => {

@@ -9,7 +9,7 @@ import { preflightAcrossClusters, refusedIn } from '../../domain/clusterPrefligh
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { Domain } from '../../domain/Domain.js';
 import type { DriftItem } from '../../domain/drift.js';
-import { scopedKey, stagedLaunch } from '../../domain/RolloutLauncher.js';
+import { scopedKey, stagedLaunch, starterOf } from '../../domain/RolloutLauncher.js';
 import { isDowngrade } from '../../util/imageReference.js';
 import { pageByKey, type KeyedPage } from '../../util/pagination.js';
 import type { RolloutPlan } from '../../domain/kinds/index.js';
@@ -244,6 +244,7 @@ export async function bumpAgentImage(
     plan: { ...plan, fromVersion: fromVersions.size === 1 ? [...fromVersions][0]! : null, selector: selection, strategy },
     cause: input.cause ?? {},
     idempotencyKey: scopedKey(idempotencyScope, input.idempotencyKey),
+    startedBy: starterOf(idempotencyScope),
     dryRun: input.dryRun === true,
     supersede: input.supersede === true,
     request,

@@ -8,7 +8,7 @@ import { AppError, ErrorCode, NotFoundError, NotImplementedError, ValidationErro
 import type { Domain } from '../../domain/Domain.js';
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { DriftItem } from '../../domain/drift.js';
-import { scopedKey, stagedLaunch } from '../../domain/RolloutLauncher.js';
+import { scopedKey, stagedLaunch, starterOf } from '../../domain/RolloutLauncher.js';
 import { pageByKey, type KeyedPage } from '../../util/pagination.js';
 import {
   DEFAULT_NODE_AGENT_MODE,
@@ -257,6 +257,7 @@ export async function bumpNodeAgentImage(domain: Domain, input: BumpNodeAgentIma
     plan,
     cause: cause ?? {},
     idempotencyKey: scopedKey(idempotencyScope, input.idempotencyKey),
+    startedBy: starterOf(idempotencyScope),
     dryRun: dryRun === true,
     request,
     ...(await stagedLaunch(domain, input.waveStrategy, idempotencyScope)),

@@ -16,7 +16,7 @@ import type { Domain } from '../../domain/Domain.js';
 import { preflightAcrossClusters, refusedIn } from '../../domain/clusterPreflight.js';
 import { type KindPortRequest, kindPortsAcross, planAcrossClusters } from '../../domain/clusterSelection.js';
 import type { DriftItem } from '../../domain/drift.js';
-import { scopedKey, stagedLaunch } from '../../domain/RolloutLauncher.js';
+import { scopedKey, stagedLaunch, starterOf } from '../../domain/RolloutLauncher.js';
 import { EventType, type StoredEvent } from '../../domain/events.js';
 import { parseImageReference } from '../../util/imageReference.js';
 import { checkPageSize, pageByKey, pageOfRows, type KeyedPage } from '../../util/pagination.js';
@@ -392,6 +392,7 @@ export async function bumpClusterVersion(domain: Domain, input: BumpClusterVersi
     plan,
     cause: cause ?? {},
     idempotencyKey: scopedKey(idempotencyScope, idempotencyKey),
+    startedBy: starterOf(idempotencyScope),
     dryRun: dryRun === true,
     request,
     guard: refuseConcurrentChange(planned[0]!.planned.clusterVersion),

@@ -420,8 +420,9 @@ function txOn(client: pg.PoolClient): HistoryTx {
       // ON CONFLICT waits for a concurrent insert of the same key to commit, then inserts nothing.
       const inserted = yield* rows<RolloutRow>(
         `INSERT INTO "Rollout" ("id", "kind", "state", "fromVersion", "toVersion", "selector", "strategy", "causeActor", "causeRunUrl",
-           "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "idempotencyScope", "engineState", "createdAt", "updatedAt")
-         VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, '{}', $14, $14)
+           "causeCommit", "causeMessage", "idempotencyKey", "rollbackOfId", "idempotencyScope", "startedBy", "engineState", "createdAt",
+           "updatedAt")
+         VALUES ($1, $2, 'PENDING', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '{}', $15, $15)
          ON CONFLICT ("idempotencyScope", "idempotencyKey") DO NOTHING RETURNING *`,
         [...newRolloutValues(row), isoOf(now)],
       );

@@ -64,7 +64,7 @@ describe('a gate between the targets of an agent-pool rollout without waves', ()
     expect(waiting.state).toBe('PROGRESSING');
     expect(waiting.waitingFor).toBe('gate targets:1: waiting for 1 more approval by a deployer');
     expect(waiting.progress).toEqual({ succeeded: 1, pending: 3, progressing: 0 });
-    // Who started a rollout without waves is not kept: its approval says it does not exclude the starter.
+    // Between targets an approval does not exclude the starter unless asked (a single-person setup), and says so.
     expect(waiting.strategy.gate).toEqual({ type: 'APPROVAL', config: { excludeStarter: false }, every: null, after: [1] });
     expect(waiting.gates).toEqual([{ key: 'targets:1', type: 'APPROVAL', state: 'WAITING', reason: expect.any(String), decisions: [], attempts: [] }]);
     expect(onNew(r)).toEqual(['net-1']);
@@ -196,9 +196,6 @@ describe('a gate between the targets of an agent-pool rollout without waves', ()
       /^input\.strategy\.gate\.config\.seconds: must be a whole number/,
     );
     expect(await refused({ strategy: { gate: { type: 'APPROVAL', config: { required: 0 }, after: [1] } } })).toMatch(/^input\.strategy\.gate\.config/);
-    expect(await refused({ strategy: { gate: { type: 'APPROVAL', config: { excludeStarter: true }, after: [1] } } })).toMatch(
-      /^input\.strategy\.gate\.config\.excludeStarter: is for staged rollouts/,
-    );
     expect(await refused({ strategy: { gate: { type: 'APPROVAL' } } })).toMatch(/needs `every` or `after`/);
     expect(await refused({ strategy: { gate: { type: 'APPROVAL', after: [4] } } })).toMatch(/^input\.strategy\.gate: never opens/);
     expect(

@@ -32,6 +32,7 @@ function rollout(id: string, toVersion: string, extra: Partial<Rollout> = {}): R
     updatedAt: new Date(0),
     startedAt: new Date(0),
     finishedAt: null,
+    startedBy: null,
     ...extra,
   };
 }
