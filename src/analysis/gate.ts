@@ -1,5 +1,5 @@
 import type { GateProgress } from '../domain/waves/progress.js';
-import type { AnalysisRunRecord, MeasurementRecord } from './model.js';
+import type { AnalysisRunRecord, MeasurementTally } from './model.js';
 import { parseAnalysisTemplate } from './template.js';
 
 /**
@@ -44,13 +44,11 @@ export function latestAttemptProgress(latest: AnalysisRunRecord | undefined, opt
  * runner counts them (an error or a wait for data is measured again, not counted; a metric counts up to its `count`),
  * with `, waiting for data` while its latest measurement found none. From the second attempt on, it says which.
  */
-export function measuringText(run: AnalysisRunRecord, measurements: readonly MeasurementRecord[]): string {
+export function measuringText(run: AnalysisRunRecord, tally: MeasurementTally): string {
   const metrics = parseAnalysisTemplate(run.template, run.args).metrics;
-  const counted = new Map<string, number>();
-  for (const m of measurements) if (m.verdict !== 'ERROR' && m.verdict !== 'WAITING') counted.set(m.metricName, (counted.get(m.metricName) ?? 0) + 1);
   const total = metrics.reduce((sum, metric) => sum + metric.count, 0);
-  const taken = metrics.reduce((sum, metric) => sum + Math.min(metric.count, counted.get(metric.name) ?? 0), 0);
-  const latest = measurements.at(-1);
+  const taken = metrics.reduce((sum, metric) => sum + Math.min(metric.count, tally.decided.get(metric.name) ?? 0), 0);
+  const latest = tally.latest;
   const attempt = run.attempt > 1 ? `attempt ${run.attempt}: ` : '';
   const waiting =
     latest?.verdict === 'WAITING' ? ', waiting for data' : latest?.verdict === 'ERROR' ? `, the latest errored (${latest.message ?? 'no message'})` : '';

@@ -98,6 +98,17 @@ export interface AnalysisStore {
   findRun(id: string): Promise<AnalysisRunRecord | undefined>;
   /** A run's measurements in the order taken, all of them. */
   measurementsOf(runId: string): Promise<MeasurementRecord[]>;
+  /**
+   * How far a run is, counted by the database: per metric, its measurements that decided something (not ERROR or
+   * WAITING), and the latest measurement's verdict and message (`Rollout.waitingFor` asks on every read: attack 24, H1).
+   */
+  measurementTally(runId: string): Promise<MeasurementTally>;
+}
+
+/** A run's progress without its rows (AnalysisStore.measurementTally). */
+export interface MeasurementTally {
+  decided: ReadonlyMap<string, number>;
+  latest: { verdict: MeasurementVerdict; message: string | null } | undefined;
 }
 
 /** An analysis template kept under a name (ADR 0071). */

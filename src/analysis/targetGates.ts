@@ -28,7 +28,7 @@ const RELOOK_MS = 30_000;
 export class TargetAnalysisGates implements TargetGates {
   constructor(
     private readonly analysis: AnalysisGates,
-    private readonly store: Pick<AnalysisStore, 'runsOf' | 'gateRuns' | 'measurementsOf'>,
+    private readonly store: Pick<AnalysisStore, 'runsOf' | 'gateRuns' | 'measurementTally'>,
   ) {}
 
   async step(rollout: Rollout, view: RolloutView, now: Date): Promise<TargetGateStep> {
@@ -76,7 +76,7 @@ export class TargetAnalysisGates implements TargetGates {
     // A rollout without waves opens one step at a time: at most one of its steps' runs is RUNNING.
     const run = (await this.store.runsOf(rollout.id)).find((r) => r.phase === 'RUNNING' && r.gateKey !== null && targetGateStep(r.gateKey) !== undefined);
     if (!run) return undefined;
-    return `analysis ${run.gateKey}: ${measuringText(run, await this.store.measurementsOf(run.id))}`;
+    return `analysis ${run.gateKey}: ${measuringText(run, await this.store.measurementTally(run.id))}`;
   }
 
   async release(rollout: Rollout): Promise<void> {

@@ -102,12 +102,18 @@ export const MAX_METRICS = 32;
  * the service's memory when read. Twice a template query's own bound.
  */
 export const MAX_RESOLVED_QUERY_LENGTH = 32_768;
-/** What an argument's value may not contain: it could change the query's structure (args name things; they are not PromQL). */
-const UNSAFE_ARG_VALUE = /["'`\\{}\n\r]/;
+/**
+ * What an argument's value may not contain: what could change the query's structure, and control characters (attack
+ * 24, H4: an ESC sequence reached Prometheus and, printed by `rollplane rollout gate`, rewrote another user's
+ * terminal). Args name things; they are not PromQL.
+ */
+const UNSAFE_ARG_VALUE = /["'`\\{}\p{Cc}\u2028\u2029]/u;
 
 /** Why an argument's value cannot be substituted into a query, or undefined when it can. */
 export function unsafeArgValue(value: string): string | undefined {
-  return UNSAFE_ARG_VALUE.test(value) ? 'contains a quote, backslash, brace or newline (argument values name things; they are not PromQL)' : undefined;
+  return UNSAFE_ARG_VALUE.test(value)
+    ? 'contains a quote, backslash, brace or control character (argument values name things; they are not PromQL)'
+    : undefined;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -427,11 +433,13 @@ export function resolveArgs(value: string, template: AnalysisTemplate, args: Res
     // ignored), as it overrides a built-in's.
     const resolved = (Object.hasOwn(args, name) ? args[name] : undefined) ?? own.get(name);
     if (resolved === undefined) throw new Error(`{{args.${name}}} has no value for this run`);
-    if (unsafeArgValue(resolved)) throw new Error(`{{args.${name}}} = ${JSON.stringify(resolved)} contains a quote, backslash, brace or newline`);
+    if (unsafeArgValue(resolved)) throw new Error(`{{args.${name}}} = ${JSON.stringify(resolved)} contains a quote, backslash, brace or control character`);
     // Counted before the text is built: the bound holds for the memory it takes too.
     length += resolved.length - placeholder.length;
     if (length > MAX_RESOLVED_QUERY_LENGTH) {
-      throw new Error(`the query resolves to more than ${MAX_RESOLVED_QUERY_LENGTH} characters ({{args.${name}}} is ${resolved.length} long)`);
+      throw new Error(
+        `the query resolves to more than ${MAX_RESOLVED_QUERY_LENGTH} characters with this run's values (at {{args.${name}}}, ${resolved.length} long)`,
+      );
     }
     return resolved;
   });

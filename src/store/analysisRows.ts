@@ -3,6 +3,7 @@ import type {
   AnalysisRunRecord,
   AnalysisStore,
   MeasurementRecord,
+  MeasurementTally,
   MeasurementVerdict,
   NamedTemplate,
   NewAnalysisRun,
@@ -41,6 +42,20 @@ export const INSERT_MEASUREMENT = `INSERT INTO "AnalysisMeasurement" ("runId", "
   SELECT ?, ?, ?, ${runsOwn('query')}, ?, ?, ?, ?, ?, ?, ?, ${runsOwn('baselineQuery')}, ?, ?, ? WHERE EXISTS (SELECT 1 FROM "AnalysisRun" WHERE "id" = ? AND "phase" = 'RUNNING')
   ON CONFLICT DO NOTHING RETURNING "id"`;
 export const MEASUREMENTS_OF = `SELECT ${MEASUREMENT_COLUMNS} FROM "AnalysisMeasurement" m WHERE m."runId" = ? ORDER BY m."id"`;
+/** A run's decided measurements by metric, and its latest: MeasurementTally, counted by the database. */
+export const DECIDED_BY_METRIC = `SELECT "metricName", COUNT(*) AS n FROM "AnalysisMeasurement" WHERE "runId" = ? AND "verdict" NOT IN ('ERROR', 'WAITING') GROUP BY "metricName"`;
+export const LATEST_MEASUREMENT = `SELECT "verdict", "message" FROM "AnalysisMeasurement" WHERE "runId" = ? ORDER BY "id" DESC LIMIT 1`;
+
+export function tallyOf(
+  decided: readonly { metricName: string; n: number | string }[],
+  latest: { verdict: string; message: string | null } | undefined,
+): MeasurementTally {
+  return {
+    decided: new Map(decided.map((row) => [row.metricName, Number(row.n)])),
+    latest: latest && { verdict: latest.verdict as MeasurementVerdict, message: latest.message },
+  };
+}
+
 /** A run's resolved queries, by metric: read once beside its measurements. */
 export const RUN_QUERIES_OF = `SELECT "metricName", "query", "baselineQuery" FROM "AnalysisRunQuery" WHERE "runId" = ?`;
 

@@ -77,6 +77,7 @@ function stoppable(store: AnalysisStore, killAfter: number) {
     runningGateRuns: () => whenRunning(() => store.runningGateRuns()),
     findRun: (id) => whenRunning(() => store.findRun(id)),
     measurementsOf: (id) => whenRunning(() => store.measurementsOf(id)),
+    measurementTally: (id) => whenRunning(() => store.measurementTally(id)),
   };
   return {
     store: wrapped,

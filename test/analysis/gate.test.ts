@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { analysisGateProgress, measuringText } from '../../src/analysis/gate.js';
-import type { AnalysisPhase, AnalysisRunRecord, MeasurementRecord, MeasurementVerdict } from '../../src/analysis/model.js';
+import type { AnalysisPhase, AnalysisRunRecord, MeasurementRecord, MeasurementTally, MeasurementVerdict } from '../../src/analysis/model.js';
 
 const run = (phase: AnalysisPhase, message: string | null = null): AnalysisRunRecord => ({
   id: 'run-1',
@@ -78,15 +78,24 @@ describe('an analysis run still measuring, as Rollout.waitingFor says it', () =>
     finishedAt: new Date(0),
   });
   const running = { ...run('RUNNING'), template };
+  /** The tally the store counts (contract-tested on both stores), from rows. */
+  const tally = (rows: MeasurementRecord[]): MeasurementTally => {
+    const decided = new Map<string, number>();
+    for (const m of rows) if (m.verdict !== 'ERROR' && m.verdict !== 'WAITING') decided.set(m.metricName, (decided.get(m.metricName) ?? 0) + 1);
+    const last = rows.at(-1);
+    return { decided, latest: last && { verdict: last.verdict, message: last.message } };
+  };
 
   it('counts measurements as the runner does: errors and waits for data are taken again, each metric up to its count', () => {
-    expect(measuringText(running, [])).toBe('measuring, 0 of 5 measurements');
-    expect(measuringText(running, [measured('errors', 'SUCCESSFUL'), measured('starts', 'SUCCESSFUL')])).toBe('measuring, 2 of 5 measurements');
-    expect(measuringText(running, [measured('errors', 'SUCCESSFUL'), measured('starts', 'WAITING')])).toBe('measuring, 1 of 5 measurements, waiting for data');
-    expect(measuringText(running, [measured('starts', 'SUCCESSFUL'), measured('errors', 'ERROR', 'UNREACHABLE')])).toBe(
+    expect(measuringText(running, tally([]))).toBe('measuring, 0 of 5 measurements');
+    expect(measuringText(running, tally([measured('errors', 'SUCCESSFUL'), measured('starts', 'SUCCESSFUL')]))).toBe('measuring, 2 of 5 measurements');
+    expect(measuringText(running, tally([measured('errors', 'SUCCESSFUL'), measured('starts', 'WAITING')]))).toBe(
+      'measuring, 1 of 5 measurements, waiting for data',
+    );
+    expect(measuringText(running, tally([measured('starts', 'SUCCESSFUL'), measured('errors', 'ERROR', 'UNREACHABLE')]))).toBe(
       'measuring, 1 of 5 measurements, the latest errored (UNREACHABLE)',
     );
     const many = [1, 2, 3].map(() => measured('starts', 'SUCCESSFUL'));
-    expect(measuringText({ ...running, attempt: 2 }, many)).toBe('attempt 2: measuring, 2 of 5 measurements');
+    expect(measuringText({ ...running, attempt: 2 }, tally(many))).toBe('attempt 2: measuring, 2 of 5 measurements');
   });
 });

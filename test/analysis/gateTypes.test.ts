@@ -104,7 +104,7 @@ describe('analysis and alert gates as registry entries', () => {
     expect(refusal('ANALYSIS', { template: unvalued, args: JSON.parse('{"__proto__": "x"}') })).toMatch(/has no value/);
     // A value that could never be measured is refused when given, not after the first step moved (attack 23, G4) …
     expect(refusal('ANALYSIS', { template: unvalued, args: { big: 'x"} or vector(1) #' } })).toBe(
-      'BAD_USER_INPUT waves[1].after.config.args.big: contains a quote, backslash, brace or newline (argument values name things; they are not PromQL)',
+      'BAD_USER_INPUT waves[1].after.config.args.big: contains a quote, backslash, brace or control character (argument values name things; they are not PromQL)',
     );
     // … and so is one that makes a query longer than any run may send (attack 23, G1).
     const repeated = { ...unvalued, metrics: [{ name: 'm', provider: { prometheus: { query: `up{a="${'{{args.big}}'.repeat(40)}"}` } } }] };

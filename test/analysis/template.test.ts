@@ -177,9 +177,13 @@ describe('analysis templates: the Prometheus subset of Argo Rollouts AnalysisTem
   });
 
   it('refuses at submit an argument value that could never be measured, and names a name declared twice (attack 23, G4, G6)', () => {
-    for (const value of ['a"b', 'a}b', 'a\\b', 'a\nb', '{{args.y}}']) {
-      expect(refusal(withMetric({}, [{ name: 'v', value }])).message, value).toMatch(/args\[0\]\.value: contains a quote, backslash, brace or newline/);
+    // … and control characters: an ESC sequence rewrote the terminal of whoever printed the measurements (attack 24, H4).
+    for (const value of ['a"b', "a'b", 'a`b', 'a}b', 'a\\b', 'a\nb', '{{args.y}}', '\u001b[2Kx', 'a\tb', 'a\u007fb', 'a\u0085b', 'a\u2028b']) {
+      expect(refusal(withMetric({}, [{ name: 'v', value }])).message, JSON.stringify(value)).toMatch(
+        /args\[0\]\.value: contains a quote, backslash, brace or control character/,
+      );
     }
+    expect(() => parseAnalysisTemplate(withMetric({}, [{ name: 'v', value: 'ünïcode-ok_1.2/3' }]))).not.toThrow();
     expect(refusal(withMetric({}, [{ name: 'v' }, { name: 'v', value: 'x' }]))).toMatchObject({
       field: 'args[1].name',
       message: expect.stringMatching(/"v" is declared twice/),

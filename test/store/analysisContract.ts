@@ -96,6 +96,10 @@ export function analysisStoreContract(factory: () => AnalysisStoreFactory): void
     expect(last.baselineValues![1]).toBeNaN();
     expect(measurements[0]).toMatchObject({ baselineQuery: null, baselineValues: null });
     expect(measurements.every((m, i) => i === 0 || m.id > measurements[i - 1]!.id)).toBe(true);
+    // The tally Rollout.waitingFor reads, counted by the database (attack 24, H1): the decided ones, and the latest.
+    const decidedHere = measurements.filter((m) => m.verdict !== 'ERROR' && m.verdict !== 'WAITING').length;
+    expect(await store.measurementTally('run-1')).toEqual({ decided: new Map([['errors', decidedHere]]), latest: { verdict: 'WAITING', message: 'no data' } });
+    expect(await store.measurementTally('no-such-run')).toEqual({ decided: new Map(), latest: undefined });
     const found = await store.findRun('run-1');
     expect(found).toMatchObject({ phase: 'FAILED', metricPhases: { errors: 'FAILED' }, message: 'metric "errors": failed (1) > failureLimit (0)' });
     expect(found!.finishedAt!.toISOString()).toBe(at(300).toISOString());

@@ -70,9 +70,31 @@ function gateLine(gate: { key: string; type: string; state: string; reason: stri
   return `gate ${gate.key} (${gate.type}): ${gate.state}: ${gate.reason}`;
 }
 
-type GateReport = NonNullable<NonNullable<GateMeasurementsQuery['rollout']>['gate']>;
+export type GateReport = NonNullable<NonNullable<GateMeasurementsQuery['rollout']>['gate']>;
 
-/** A gate, its attempts and its analysis runs with every measurement, one line each. */
+/**
+ * Measurements read a page at a time for every run of the gate: a page carries each row's query (up to 32 KB with its
+ * arguments in), and the server refuses an answer over 4 MiB (attack 24, H3: a run of 64 KB rows failed at once).
+ */
+export const MEASUREMENT_PAGE = 50;
+
+/** The gate with every measurement of each of its runs, read page by page. */
+export async function gateWithEveryMeasurement(
+  read: (first: number, after: number) => Promise<GateReport | null | undefined>,
+): Promise<GateReport | undefined> {
+  let report: GateReport | undefined;
+  for (let after = 0; ; after += MEASUREMENT_PAGE) {
+    const page = await read(MEASUREMENT_PAGE, after);
+    if (!page) return report;
+    if (!report) report = { ...page, analysisRuns: page.analysisRuns.map((run) => ({ ...run, measurements: [...run.measurements] })) };
+    else {
+      for (const run of page.analysisRuns) report.analysisRuns.find((r) => r.id === run.id)?.measurements.push(...run.measurements);
+    }
+    if (page.analysisRuns.every((run) => run.measurements.length < MEASUREMENT_PAGE)) return report;
+  }
+}
+
+/** A gate, its attempts and its analysis runs with every measurement, one line each; a metric's query when it changes. */
 function formatGate(gate: GateReport): string {
   const lines = [gateLine(gate)];
   for (const a of gate.attempts) {
@@ -84,12 +106,14 @@ function formatGate(gate: GateReport): string {
     lines.push(
       `  analysis ${run.id} (attempt ${run.attempt}${run.previousRunId ? `, retries ${run.previousRunId}` : ''}): ${run.phase}${run.message ? `: ${run.message}` : ''}`,
     );
+    const shown = new Map<string, string>();
     for (const m of run.measurements) {
       const values = JSON.stringify(m.values);
       lines.push(
         `    ${m.metric} #${m.number} ${String(m.finishedAt)} ${m.verdict}${m.dryRun ? ' (dry run)' : ''} values=${values}${m.condition ? ` [${m.condition}]` : ''}${m.message ? ` ${m.message}` : ''}`,
       );
-      lines.push(`      query: ${m.query}`);
+      if (shown.get(m.metric) !== m.query) lines.push(`      query: ${m.query}`);
+      shown.set(m.metric, m.query);
     }
   }
   return lines.join('\n');
@@ -239,10 +263,15 @@ export function registerRollout(program: Command, io: CliIo, setExitCode: (code:
   addCommonOptions(gateCommand(rollout, 'gate', "Print a staged rollout's gate with its latest attempts and analysis runs, every measurement of them")).action(
     clientAction(io, setExitCode, async (ctx, id: string) => {
       const { gate } = ctx.flags<{ gate: string }>();
-      const data = await ctx.client.request(GATE_MEASUREMENTS_QUERY, { id, gate });
-      if (!data.rollout) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`);
-      if (!data.rollout.gate) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} has no open gate ${gate}`);
-      ctx.result({ gate: data.rollout.gate }, formatGate(data.rollout.gate));
+      let found = true;
+      const report = await gateWithEveryMeasurement(async (first, after) => {
+        const data = await ctx.client.request(GATE_MEASUREMENTS_QUERY, { id, gate, first, after });
+        found = data.rollout !== null && data.rollout !== undefined;
+        return data.rollout?.gate;
+      });
+      if (!found) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} not found`);
+      if (!report) throw new RemoteError(ErrorCode.NotFound, `rollout ${id} has no open gate ${gate}`);
+      ctx.result({ gate: report }, formatGate(report));
       return ExitCode.Ok;
     }),
   );

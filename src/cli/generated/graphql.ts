@@ -856,6 +856,8 @@ export type RetryGateMutation = { retryGate: GateFieldsFragment };
 export type GateMeasurementsQueryVariables = Exact<{
   id: string | number;
   gate: string;
+  first?: number | null | undefined;
+  after?: number | null | undefined;
 }>;
 
 
@@ -1933,7 +1935,7 @@ export const RetryGateDocument = new TypedDocumentString(`
   }
 }`) as unknown as TypedDocumentString<RetryGateMutation, RetryGateMutationVariables>;
 export const GateMeasurementsDocument = new TypedDocumentString(`
-    query GateMeasurements($id: ID!, $gate: String!) {
+    query GateMeasurements($id: ID!, $gate: String!, $first: Int, $after: Int) {
   rollout(id: $id) {
     id
     gate(key: $gate) {
@@ -1954,7 +1956,7 @@ export const GateMeasurementsDocument = new TypedDocumentString(`
         templateName
         startedAt
         finishedAt
-        measurements {
+        measurements(first: $first, after: $after) {
           metric
           number
           query

@@ -4,6 +4,7 @@ import type {
   AnalysisStore,
   AnalysisTemplateStore,
   MeasurementRecord,
+  MeasurementTally,
   NamedTemplate,
   NewAnalysisRun,
   NewMeasurement,
@@ -19,8 +20,11 @@ import {
   INSERT_MEASUREMENT,
   INSERT_RUN_QUERY,
   measurementParams,
+  DECIDED_BY_METRIC,
+  LATEST_MEASUREMENT,
   MEASUREMENTS_OF,
   RUN_QUERIES_OF,
+  tallyOf,
   type RunQueryRow,
   withRunQueries,
   type MeasurementRow,
@@ -101,6 +105,14 @@ export class PgAnalysisStore implements AnalysisStore, AnalysisTemplateStore {
   async measurementsOf(runId: string): Promise<MeasurementRecord[]> {
     const measurements = (await this.pool.query<MeasurementRow>(numbered(MEASUREMENTS_OF), [runId])).rows.map((row) => measurementOf(row, date));
     return withRunQueries(measurements, (await this.pool.query<RunQueryRow>(numbered(RUN_QUERIES_OF), [runId])).rows);
+  }
+
+  async measurementTally(runId: string): Promise<MeasurementTally> {
+    const [decided, latest] = await Promise.all([
+      this.pool.query<{ metricName: string; n: string }>(numbered(DECIDED_BY_METRIC), [runId]),
+      this.pool.query<{ verdict: string; message: string | null }>(numbered(LATEST_MEASUREMENT), [runId]),
+    ]);
+    return tallyOf(decided.rows, latest.rows[0]);
   }
 
   async templates(): Promise<NamedTemplate[]> {

@@ -3,6 +3,7 @@ import type {
   AnalysisStore,
   AnalysisTemplateStore,
   MeasurementRecord,
+  MeasurementTally,
   NamedTemplate,
   NewAnalysisRun,
   NewMeasurement,
@@ -18,8 +19,11 @@ import {
   INSERT_MEASUREMENT,
   INSERT_RUN_QUERY,
   measurementParams,
+  DECIDED_BY_METRIC,
+  LATEST_MEASUREMENT,
   MEASUREMENTS_OF,
   RUN_QUERIES_OF,
+  tallyOf,
   type RunQueryRow,
   withRunQueries,
   type MeasurementRow,
@@ -94,6 +98,13 @@ export class SqliteAnalysisStore implements AnalysisStore, AnalysisTemplateStore
   async measurementsOf(runId: string): Promise<MeasurementRecord[]> {
     const measurements = this.sql.all<MeasurementRow>(MEASUREMENTS_OF, runId).map((row) => measurementOf(row, date));
     return withRunQueries(measurements, this.sql.all<RunQueryRow>(RUN_QUERIES_OF, runId));
+  }
+
+  async measurementTally(runId: string): Promise<MeasurementTally> {
+    return tallyOf(
+      this.sql.all<{ metricName: string; n: number }>(DECIDED_BY_METRIC, runId),
+      this.sql.get<{ verdict: string; message: string | null }>(LATEST_MEASUREMENT, runId),
+    );
   }
 
   async templates(): Promise<NamedTemplate[]> {
