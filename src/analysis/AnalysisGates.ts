@@ -57,6 +57,9 @@ interface Driving {
   done: Promise<AnalysisDecision | undefined>;
 }
 
+/** Attempts one analysis gate may have (its first and its retries): each keeps its resolved queries. */
+export const MAX_GATE_ATTEMPTS = 20;
+
 export class AnalysisGates {
   private readonly driving = new Map<string, Driving>();
   private closed = false;
@@ -95,6 +98,14 @@ export class AnalysisGates {
     if (!latest) throw new NotFoundError(`gate ${ref.gateKey} of rollout ${ref.rolloutId} has no analysis to retry`);
     if (latest.phase === 'RUNNING') {
       throw new ConflictError(`gate ${ref.gateKey} of rollout ${ref.rolloutId}: analysis ${latest.id} (attempt ${latest.attempt}) is still measuring`);
+    }
+    // Each attempt keeps its resolved queries (up to 2 × 32 KB a metric): retried without end, one gate grew the history
+    // by 2 MB a retry, 128 MB a minute at one token's mutation budget (attack 24, H2).
+    if (latest.attempt >= MAX_GATE_ATTEMPTS) {
+      throw new ConflictError(
+        `gate ${ref.gateKey} of rollout ${ref.rolloutId} was measured ${latest.attempt} times, the most one gate is: resume the rollout to accept the gate, or abort it`,
+        { details: { attempts: latest.attempt } },
+      );
     }
     return this.start(ref, parseAnalysisTemplate(latest.template, latest.args), latest.args, latest.attempt + 1, latest.id);
   }

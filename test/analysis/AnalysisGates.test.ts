@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AnalysisGateRef, AnalysisGates } from '../../src/analysis/AnalysisGates.js';
+import { type AnalysisGateRef, AnalysisGates, MAX_GATE_ATTEMPTS } from '../../src/analysis/AnalysisGates.js';
 import { type PrometheusClient, PrometheusError } from '../../src/analysis/PrometheusClient.js';
 import { parseAnalysisTemplate } from '../../src/analysis/template.js';
 import { openSqliteDatabase, type SqliteDatabase } from '../../src/store/db.js';
@@ -123,6 +123,23 @@ describe('the analysis gate service', () => {
       [1, 'FAILED'],
       [2, 'SUCCESSFUL'],
     ]);
+  });
+
+  it('bounds the attempts of one gate: each keeps its resolved queries (attack 24, H2)', async () => {
+    // Every measurement fails: each attempt fails at its first.
+    const { gates, clock } = service(answering([0.9]));
+    const ref = gate();
+    let run = await gates.open(ref, TEMPLATE, { version: 'v2' });
+    for (let attempt = 1; ; attempt++) {
+      await untilSettled(gates, clock, run.id);
+      if (attempt === MAX_GATE_ATTEMPTS) break;
+      run = await gates.retry(ref);
+    }
+    await expect(gates.retry(ref)).rejects.toMatchObject({
+      code: 'CONFLICT',
+      message: expect.stringMatching(new RegExp(`was measured ${MAX_GATE_ATTEMPTS} times, the most one gate is`)),
+    });
+    expect((await db.analysis.gateRuns(ref.rolloutId, ref.gateKey)).length).toBe(MAX_GATE_ATTEMPTS);
   });
 
   it('cancels a running analysis with the reason: nothing is measured after it, and the gate holds (never passes)', async () => {
