@@ -1,4 +1,4 @@
-import { stepTargets, type TargetGates, type TargetGateStep, targetGateKey, targetGateStep } from '../domain/gates/targetGates.js';
+import { stepDue, stepTargets, type TargetGates, type TargetGateStep, targetGateKey, targetGateStep } from '../domain/gates/targetGates.js';
 import { nextAnalysisStep, type TargetAnalysisSpec } from '../domain/kinds/strategy.js';
 import { clusterOf, targetKey } from '../domain/ports.js';
 import type { Rollout, RolloutTarget } from '../domain/RolloutService.js';
@@ -37,12 +37,9 @@ export class TargetAnalysisGates implements TargetGates {
     if (!spec) return { do: 'admit', cap: Infinity, passed };
     const config = parseAnalysisGateConfig(spec.config, 'strategy.analysis.config');
     for (;;) {
-      const step = nextAnalysisStep(spec, view.changing(), passed);
-      if (step === undefined) return { do: 'admit', cap: Infinity, passed };
-      const admitted = view.admittedSoFar();
-      if (admitted < step) return { do: 'admit', cap: step - admitted, passed };
-      // The step's targets are still converging: nothing more is admitted, and nothing is measured before they are done.
-      if (view.count('PROGRESSING') > 0) return { do: 'admit', cap: 0, passed };
+      const due = stepDue(spec, view, passed);
+      if ('admit' in due) return { do: 'admit', cap: due.admit, passed };
+      const { step } = due;
       const key = targetGateKey(step);
       const batch = stepTargets(view, passed, step);
       const ref = refOf(rollout, key, batch);

@@ -1,9 +1,8 @@
-import { nextAnalysisStep } from '../kinds/strategy.js';
 import { clusterOf } from '../ports.js';
 import type { Rollout } from '../RolloutService.js';
 import type { RolloutView } from '../RolloutView.js';
 import type { StagedRuns } from '../waves/StagedRuns.js';
-import { stepTargets, type TargetGateStep, targetGateKey, targetGateStep } from './targetGates.js';
+import { stepDue, stepTargets, type TargetGateStep, targetGateKey, targetGateStep } from './targetGates.js';
 
 /**
  * A gate between the targets of a rollout without waves (`strategy.gate`: APPROVAL, TIMED_WAIT, EXTERNAL_CHECK or
@@ -25,12 +24,9 @@ export async function stepGate(runs: StagedRuns, rollout: Rollout, view: Rollout
   // Gates whose rule now says PASSED or FAILED are recorded so (GateEnded), as a staged pass records its gates.
   await runs.recordGates(rollout.id, rollout.kind, gates, now);
   for (;;) {
-    const step = nextAnalysisStep(spec, view.changing(), passed);
-    if (step === undefined) return { do: 'admit', cap: Infinity, passed };
-    const admitted = view.admittedSoFar();
-    if (admitted < step) return { do: 'admit', cap: step - admitted, passed };
-    // The step's targets are still converging: nothing more is admitted, and the gate opens only once they are done.
-    if (view.count('PROGRESSING') > 0) return { do: 'admit', cap: 0, passed };
+    const due = stepDue(spec, view, passed);
+    if ('admit' in due) return { do: 'admit', cap: due.admit, passed };
+    const { step } = due;
     const key = targetGateKey(step);
     const place = { rollout, stepClusters: [...new Set(stepTargets(view, passed, step).map(clusterOf))] };
     const gate = gates.find((g) => g.row.key === key);

@@ -1,3 +1,4 @@
+import { nextAnalysisStep } from '../kinds/strategy.js';
 import type { Rollout, RolloutTarget } from '../RolloutService.js';
 import type { RolloutView } from '../RolloutView.js';
 import type { GateView } from '../waves/StagedRuns.js';
@@ -26,6 +27,20 @@ export function targetGateStep(key: string): number | undefined {
 export function stepTargets(view: RolloutView, passed: number, step: number): RolloutTarget[] {
   const admitted = view.targets.filter((t) => t.state !== 'PENDING' && t.state !== 'SKIPPED' && t.state !== 'CANCELLED');
   return admitted.slice(Math.min(passed, admitted.length), step);
+}
+
+/**
+ * Where a rollout's steps stand (an analysis's or a gate's between targets, the same rule): admit up to `admit` more
+ * targets, or `step`: its targets are admitted and done, and its gate decides now.
+ */
+export function stepDue(spec: Parameters<typeof nextAnalysisStep>[0], view: RolloutView, passed: number): { admit: number } | { step: number } {
+  const step = nextAnalysisStep(spec, view.changing(), passed);
+  if (step === undefined) return { admit: Infinity };
+  const admitted = view.admittedSoFar();
+  if (admitted < step) return { admit: step - admitted };
+  // The step's targets are still converging: nothing more is admitted, and its gate opens only once they are done.
+  if (view.count('PROGRESSING') > 0) return { admit: 0 };
+  return { step };
 }
 
 /** What this pass does about the analysis (or the gate) between targets. */
