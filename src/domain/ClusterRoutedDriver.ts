@@ -3,7 +3,6 @@ import type { RolloutKind } from './events.js';
 import { type AdmittedTarget, clusterOf, type RolloutDriver, type TargetObservation } from './ports.js';
 import type { NewTarget, Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
 import type { LaunchGuard } from './launchRules.js';
-import { ConflictError } from '../errors.js';
 
 /** What the routing driver asks of the member clusters' runtimes (src/clusters/MemberRuntimes.ts implements it). */
 export interface ClusterDrivers {
@@ -94,19 +93,10 @@ export class ClusterRoutedDriver implements RolloutDriver {
     const guards: LaunchGuard[] = [];
     for (const [cluster, own] of byCluster) {
       const rules = this.driverOf(cluster)?.rollbackRules;
-      const guard = rules ? (await rules(original, own)).guard : undefined;
+      const guard = rules ? (await rules(original, own, targets)).guard : undefined;
       if (guard) guards.push(guard);
     }
     if (guards.length === 0) return {};
-    // A rollout asks one image of every controller it moves (its toVersion): clusters that would each go back to an
-    // image of their own cannot share one rollback.
-    const images = [...new Set(targets.map((t) => t.toVersion))].sort();
-    if (images.length > 1) {
-      throw new ConflictError(
-        `rollout ${original.id} changed pools that ran different images before (${images.join(', ')}); the vm-dhcp-controller deploys one --image, so a rollback cannot return each pool to its own: bump each group back with bumpAgentImage`,
-        { details: { rolloutId: original.id, images } },
-      );
-    }
     return {
       guard: (busy, context) => {
         for (const guard of guards) guard(busy, context);

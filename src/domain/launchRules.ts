@@ -106,8 +106,14 @@ export function stillChangingConflict(changing: readonly CoveredTarget[]): Confl
  * A kind's say in a rollback (RolloutEngine.rollback), given the original and what the rollback would change: throws
  * ConflictError when the cluster cannot run it, which is asked before the original is aborted, so a refusal changes
  * nothing; else may return a guard for the launch, as a bump's (e.g. one image at a time beside the vm-dhcp-controller).
+ * Asked once per cluster (ClusterRoutedDriver), `targets` are that cluster's and `everyTarget` the whole rollback's, for
+ * a rule that spans clusters (one rollout asks one image of every controller it moves); asked once, they are the same.
  */
-export type RollbackRules = (original: Rollout, targets: readonly NewTarget[]) => Promise<{ guard?: LaunchGuard }>;
+export type RollbackRules = (
+  original: Rollout,
+  targets: readonly NewTarget[],
+  everyTarget?: readonly NewTarget[],
+) => Promise<{ guard?: LaunchGuard }>;
 
 /** How a refusal names a busy rollout: an active one, or one that ended and still finishes admitted targets. */
 export function busyRolloutName(rollout: Rollout): string {

@@ -65,13 +65,19 @@ describe('ClusterRoutedDriver.rollbackRules', () => {
   /** `local` in direct mode (nothing to add); m1 beside its controller: a guard refusing any busy rollout. */
   function routed() {
     const asked = new Map<string, string[]>();
-    const ruled = (cluster: string, guard?: LaunchGuard) => async (_original: Rollout, targets: readonly NewTarget[]) => {
-      asked.set(
-        cluster,
-        targets.map((t) => t.name),
-      );
-      return guard ? { guard } : {};
-    };
+    const everyAsked = new Map<string, string[]>();
+    const ruled =
+      (cluster: string, guard?: LaunchGuard) => async (_original: Rollout, targets: readonly NewTarget[], everyTarget?: readonly NewTarget[]) => {
+        asked.set(
+          cluster,
+          targets.map((t) => t.name),
+        );
+        everyAsked.set(
+          cluster,
+          (everyTarget ?? []).map((t) => t.name),
+        );
+        return guard ? { guard } : {};
+      };
     const refuseAll: LaunchGuard = (busy) => {
       if (busy.length > 0) throw new ConflictError('in cluster m1 the vm-dhcp-controller runs one --image');
     };
@@ -82,7 +88,7 @@ describe('ClusterRoutedDriver.rollbackRules', () => {
       driverOf: (cluster: string) => (cluster === 'm1' ? m1 : undefined),
       whyNotDriven: () => 'not driven',
     } as unknown as ClusterDrivers;
-    return { driver: new ClusterRoutedDriver(local, members, async () => []), asked };
+    return { driver: new ClusterRoutedDriver(local, members, async () => []), asked, everyAsked };
   }
 
   it("asks each cluster's own driver about its own targets, and applies the member's guard", async () => {
@@ -95,11 +101,10 @@ describe('ClusterRoutedDriver.rollbackRules', () => {
     expect(() => rules.guard!([], { superseding: new Set() })).not.toThrow();
   });
 
-  it('refuses a rollback whose pools beside a controller would go back to different images', async () => {
-    const { driver } = routed();
-    await expect(driver.rollbackRules!(rollout('original'), [target('local', 'net-1', 'agent:v0'), target('m1', 'net-2')])).rejects.toThrow(
-      /changed pools that ran different images before \(agent:v0, agent:v1\)/,
-    );
+  it("gives each cluster's rule the whole rollback too, for a rule that spans clusters (one image per rollout)", async () => {
+    const { driver, everyAsked } = routed();
+    await driver.rollbackRules!(rollout('original'), [target('local', 'net-1', 'agent:v0'), target('m1', 'net-2')]);
+    expect(everyAsked.get('m1')).toEqual(['net-1', 'net-2']);
   });
 
   it('adds nothing where no cluster has a rule to add (direct mode everywhere)', async () => {

@@ -293,9 +293,10 @@ async function planInCluster(cluster: string, queries: AgentPoolQueries, input: 
  * Other kinds, and direct mode, have nothing to add.
  */
 export function agentPoolRollbackRules(queries: Pick<AgentPoolQueries, 'checkRollout' | 'preflight'> | undefined): RollbackRules {
-  return async (original, targets) => {
+  return async (original, targets, everyTarget = targets) => {
     if (original.kind !== 'AGENT_POOL' || !queries || (await queries.checkRollout()) !== 'COEXIST') return {};
-    const images = [...new Set(targets.map((t) => t.toVersion))].sort();
+    // Across every cluster of the rollback: its one toVersion is the --image it gives each controller it moves.
+    const images = [...new Set(everyTarget.map((t) => t.toVersion))].sort();
     if (images.length > 1) {
       throw new ConflictError(
         `rollout ${original.id} changed pools that ran different images before (${images.join(', ')}); the vm-dhcp-controller deploys one --image, so a rollback cannot return each pool to its own: bump each group back with bumpAgentImage`,

@@ -88,4 +88,15 @@ describe('the agent-pool guard: one controller image per cluster', () => {
     const guard = await rollbackGuard(rollout('r-original', NEW), ['m1']);
     expect(judge(guard, [busy('r-same', OLD, ['m1']), busy('r-original', NEW, ['m1']), busy('r-superseded', OTHER, ['m1'])], ['r-superseded'])).not.toThrow();
   });
+
+  it("refuses a rollback whose clusters would go back to different images: its one toVersion is each controller's --image", async () => {
+    const rules = agentPoolRollbackRules({ checkRollout: async () => 'COEXIST' });
+    const target = (cluster: string, toVersion: string): NewTarget => ({ cluster, namespace: 'default', name: `net-${cluster}`, fromVersion: NEW, toVersion });
+    const everyTarget = [target('local', OLD), target('m1', OTHER)];
+    // Asked for m1's targets alone (ClusterRoutedDriver asks each cluster), the whole rollback still counts.
+    await expect(rules(rollout('r-original', NEW), [everyTarget[1]!], everyTarget)).rejects.toThrow(
+      `rollout r-original changed pools that ran different images before (${OLD}, ${OTHER}); the vm-dhcp-controller deploys one --image`,
+    );
+    await expect(rules(rollout('r-original', NEW), [everyTarget[1]!])).resolves.toHaveProperty('guard');
+  });
 });
