@@ -109,11 +109,7 @@ export function stillChangingConflict(changing: readonly CoveredTarget[]): Confl
  * Asked once per cluster (ClusterRoutedDriver), `targets` are that cluster's and `everyTarget` the whole rollback's, for
  * a rule that spans clusters (one rollout asks one image of every controller it moves); asked once, they are the same.
  */
-export type RollbackRules = (
-  original: Rollout,
-  targets: readonly NewTarget[],
-  everyTarget?: readonly NewTarget[],
-) => Promise<{ guard?: LaunchGuard }>;
+export type RollbackRules = (original: Rollout, targets: readonly NewTarget[], everyTarget?: readonly NewTarget[]) => Promise<{ guard?: LaunchGuard }>;
 
 /** How a refusal names a busy rollout: an active one, or one that ended and still finishes admitted targets. */
 export function busyRolloutName(rollout: Rollout): string {

@@ -66,18 +66,17 @@ describe('ClusterRoutedDriver.rollbackRules', () => {
   function routed() {
     const asked = new Map<string, string[]>();
     const everyAsked = new Map<string, string[]>();
-    const ruled =
-      (cluster: string, guard?: LaunchGuard) => async (_original: Rollout, targets: readonly NewTarget[], everyTarget?: readonly NewTarget[]) => {
-        asked.set(
-          cluster,
-          targets.map((t) => t.name),
-        );
-        everyAsked.set(
-          cluster,
-          (everyTarget ?? []).map((t) => t.name),
-        );
-        return guard ? { guard } : {};
-      };
+    const ruled = (cluster: string, guard?: LaunchGuard) => async (_original: Rollout, targets: readonly NewTarget[], everyTarget?: readonly NewTarget[]) => {
+      asked.set(
+        cluster,
+        targets.map((t) => t.name),
+      );
+      everyAsked.set(
+        cluster,
+        (everyTarget ?? []).map((t) => t.name),
+      );
+      return guard ? { guard } : {};
+    };
     const refuseAll: LaunchGuard = (busy) => {
       if (busy.length > 0) throw new ConflictError('in cluster m1 the vm-dhcp-controller runs one --image');
     };
