@@ -1,5 +1,5 @@
 import { agentPoolFigures } from './figures.js';
-import { AgentPoolChoices, agentPoolsWithHistory } from './choices.js';
+import { agentPoolsWithHistory, sharedAgentPoolChoices } from './choices.js';
 import { agentPoolContract } from './contract.js';
 import { agentPoolsResolvers } from './graphql.js';
 import { agentPoolDrift } from './plan.js';
@@ -22,7 +22,7 @@ export const agentPoolKind: RolloutKindModule<'AGENT_POOL'> = {
     const runtime = setupAgentPools(host, { ...host.config.agentPools });
     // What each pool should run comes from the history (what rollouts decided), not from the controller's --image.
     const agentPools = host.rollouts
-      ? agentPoolsWithHistory(runtime.queries, new AgentPoolChoices(host.rollouts, host.events), host.cluster ?? LOCAL_CLUSTER)
+      ? agentPoolsWithHistory(runtime.queries, sharedAgentPoolChoices(host.rollouts, host.events), host.cluster ?? LOCAL_CLUSTER)
       : runtime.queries;
     return { driver: runtime.driver, queries: { agentPools } };
   },
