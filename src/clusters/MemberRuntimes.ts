@@ -186,6 +186,13 @@ class MemberRuntime {
     }
   }
 
+  /** The changes the kind's caches have had (Informer.changeCount): its drivers' reads answer the same while it is unchanged. */
+  cacheChanges(kind: RolloutKind): number {
+    let changes = 0;
+    for (const informer of this.informersOf.get(kind) ?? []) changes += informer.changeCount();
+    return changes;
+  }
+
   /** Why a kind's caches are not synced yet, when one of its lists failed (`ippools list: HTTP 500, 2 times in a row`). */
   syncingBecause(kind: RolloutKind): string | undefined {
     for (const informer of this.informersOf.get(kind) ?? []) {
@@ -332,6 +339,10 @@ export class MemberRuntimes implements ClusterDrivers {
   /** The kind's driver on the member's caches (for observing: any replica), while they are synced and it is READY. */
   driverOf(cluster: string, kind: RolloutKind): RolloutDriver | undefined {
     return this.synced(cluster)?.drivers.get(kind);
+  }
+
+  cacheChangesOf(cluster: string, kind: RolloutKind): number | undefined {
+    return this.synced(cluster)?.cacheChanges(kind);
   }
 
   /**

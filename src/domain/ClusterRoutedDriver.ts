@@ -3,6 +3,7 @@ import type { RolloutKind } from './events.js';
 import { type AdmittedTarget, clusterOf, type RolloutDriver, type TargetObservation } from './ports.js';
 import type { NewTarget, Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
 import type { LaunchGuard } from './launchRules.js';
+import { type AnswerStamp, MemberAnswers } from './memberAnswers.js';
 
 /** What the routing driver asks of the member clusters' runtimes (src/clusters/MemberRuntimes.ts implements it). */
 export interface ClusterDrivers {
@@ -18,6 +19,11 @@ export interface ClusterDrivers {
   writerOf(cluster: string): MemberWriter | undefined;
   /** Why the cluster is not driven now, for people (names the cluster); asked only when driverOf said undefined. */
   whyNotDriven(cluster: string, kind: RolloutKind): string;
+  /**
+   * How many changes the kind's caches in the cluster have had (undefined while it is not driven): the driver's reads
+   * of them answer the same while this does (memberAnswers.ts).
+   */
+  cacheChangesOf?(cluster: string, kind: RolloutKind): number | undefined;
 }
 
 /** A member cluster's writes for its targets, made by the replica that holds its shard (MemberTargetExecutor). */
@@ -42,6 +48,12 @@ export function clustersOfRollout(rollouts: Pick<RolloutService, 'clustersOf'>):
 
 /** Rollouts whose clusters are remembered; a rollout asked for again after it was dropped is read again. */
 const REMEMBERED_ROLLOUTS = 1_000;
+/**
+ * How long a member's "no reason to halt" is kept while its caches do not change: beside the vm-dhcp-controller its
+ * answer reads the history too (a change of the controller's image recorded later). Its releases check the controller
+ * again themselves (AgentPoolDriver.release), so a halt seen this much later lets nothing wrong through meanwhile.
+ */
+const MEMBER_HALT_KEPT_MS = 1_000;
 
 /**
  * One rollout kind's driver over every member cluster (ADR 0055, 0059): the engine keeps one driver per kind — and one
@@ -64,6 +76,9 @@ export class ClusterRoutedDriver implements RolloutDriver {
   private readonly clustersByRollout = new Map<string, readonly string[]>();
   /** `rolloutId|cluster` once `local`'s prepare ran for the rollout. */
   private readonly prepared = new Set<string>();
+  /** Members' answers kept while their caches do not change (each pass asked each of 1,000 members again). */
+  private readonly halts = new MemberAnswers<undefined>(MEMBER_HALT_KEPT_MS, REMEMBERED_ROLLOUTS);
+  private readonly unavailable = new MemberAnswers<number>(Number.POSITIVE_INFINITY, REMEMBERED_ROLLOUTS);
 
   constructor(
     private readonly local: RolloutDriver,
@@ -112,17 +127,38 @@ export class ClusterRoutedDriver implements RolloutDriver {
    */
   async haltReason(rollout: Rollout): Promise<string | undefined> {
     const clusters = await this.clusters(rollout);
-    const reasons = await Promise.all(
-      clusters.map((cluster) => {
-        const asked = this.driverOf(cluster)?.haltReason?.(rollout);
-        return cluster === LOCAL_CLUSTER ? asked : asked?.catch(() => undefined);
-      }),
-    );
+    const answers = clusters.map((cluster) => this.haltReasonIn(cluster, rollout));
+    const reasons = answers.some((answer) => answer instanceof Promise) ? await Promise.all(answers) : (answers as (string | undefined)[]);
     for (const [i, reason] of reasons.entries()) {
       const cluster = clusters[i]!;
       if (reason) return cluster === LOCAL_CLUSTER ? reason : `in member cluster ${cluster}: ${reason}`;
     }
     return undefined;
+  }
+
+  /**
+   * One cluster's reason to halt. A member's "none" is kept while its caches do not change, for at most
+   * MEMBER_HALT_KEPT_MS; a PENDING rollout's is its preflight's dry runs, asked every time.
+   */
+  private haltReasonIn(cluster: string, rollout: Rollout): Promise<string | undefined> | undefined {
+    const driver = this.driverOf(cluster);
+    if (!driver?.haltReason) return undefined;
+    if (cluster === LOCAL_CLUSTER) return driver.haltReason(rollout);
+    const stamp = rollout.state === 'PENDING' ? undefined : this.stampOf(cluster, driver, rollout.state);
+    if (stamp && this.halts.get(rollout.id, cluster, stamp)) return undefined;
+    return driver.haltReason(rollout).then(
+      (reason) => {
+        if (stamp && reason === undefined) this.halts.set(rollout.id, cluster, stamp, undefined);
+        return reason;
+      },
+      () => undefined,
+    );
+  }
+
+  /** What a member's answer now would be read from (taken before it is asked: a change meanwhile is a new stamp). */
+  private stampOf(cluster: string, driver: RolloutDriver, of?: string): AnswerStamp | undefined {
+    const changes = this.members.cacheChangesOf?.(cluster, this.kind);
+    return changes === undefined ? undefined : { driver, changes, ...(of === undefined ? {} : { of }) };
   }
 
   async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
@@ -175,7 +211,21 @@ export class ClusterRoutedDriver implements RolloutDriver {
     for (const cluster of await this.clusters(rollout)) {
       const driver = this.driverOf(cluster);
       if (!driver?.unavailableOutsideRollout) continue;
-      total += await driver.unavailableOutsideRollout(rollout, cluster === LOCAL_CLUSTER ? inRollout : keysIn(cluster, inRollout));
+      if (cluster === LOCAL_CLUSTER) {
+        total += await driver.unavailableOutsideRollout(rollout, inRollout);
+        continue;
+      }
+      // Read from the member's caches alone (its pools and agents, its nodes and agent pods), for a rollout whose
+      // targets never change: the same while they do not change.
+      const stamp = this.stampOf(cluster, driver);
+      const kept = stamp && this.unavailable.get(rollout.id, cluster, stamp);
+      if (kept) {
+        total += kept.value;
+        continue;
+      }
+      const count = await driver.unavailableOutsideRollout(rollout, keysIn(cluster, inRollout));
+      if (stamp) this.unavailable.set(rollout.id, cluster, stamp, count);
+      total += count;
     }
     return total;
   }
@@ -191,6 +241,8 @@ export class ClusterRoutedDriver implements RolloutDriver {
     }
     this.clustersByRollout.delete(rollout.id);
     this.prepared.delete(`${rollout.id}|${LOCAL_CLUSTER}`);
+    this.halts.forget(rollout.id);
+    this.unavailable.forget(rollout.id);
   }
 
   private driverOf(cluster: string): RolloutDriver | undefined {

@@ -559,3 +559,33 @@ describe('the one-image rule beside the vm-dhcp-controller, per cluster', () => 
     }
   });
 });
+
+// Issue 29's bench: a member's "no reason to halt" is kept while its caches do not change (each pass asked every member
+// again). A helm upgrade of a member's controller mid-rollout changes them: the rollout still fails, naming the member.
+describe("a member's controller changed outside rollplane during a rollout there", () => {
+  let rigs: MemberRig | undefined;
+  afterEach(async () => {
+    await rigs?.close();
+    rigs = undefined;
+  });
+
+  it('fails the rollout, naming the member cluster', async () => {
+    rigs = await startMemberRig({
+      localFleet: 'pools=1,nodes=1,upstream=vm-dhcp',
+      memberFleet: 'pools=6,nodes=3,upstream=vm-dhcp',
+      delays: { podReadyMs: 150, podTerminateMs: 10 },
+    });
+    const r = rigs.rig;
+    const m1: Pick<Rig, 'sim'> = { sim: rigs.m1 };
+    const data = await r.gql(BUMP, { input: { image: NEW, memberClusters: { names: ['m1'] }, strategy: { maxUnavailable: '1' } } });
+    const id: string = data.bumpAgentImage.rollout.id;
+    await r.waitFor('one pool upgraded', async () => (await r.gql(`{ rollout(id: "${id}") { progress { succeeded } } }`)).rollout.progress.succeeded >= 1);
+
+    helmUpgrade(m1, OTHER);
+    const failed = await waitForRollout(r, id, ['FAILED', 'SUCCEEDED'], 30_000);
+    expect(failed.state).toBe('FAILED');
+    expect(failed.message).toMatch(/^in member cluster m1: the vm-dhcp-controller .* now deploys .*v0\.3\.2, not .*: its --image was changed outside rollplane/);
+    // `local`'s controller was not touched.
+    expect(controllerImage(r)).toBe(OLD);
+  });
+});
