@@ -2,7 +2,8 @@ import { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { Manager } from '../controller/Manager.js';
 import { RolloutControllerHost } from '../controllers/RolloutControllerHost.js';
-import type { ClusterDrivers } from '../domain/ClusterRoutedDriver.js';
+import type { ClusterDrivers, MemberChanges } from '../domain/ClusterRoutedDriver.js';
+import { MemberChangeFeed } from './memberChangeFeed.js';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Informer, InformerOptions } from '../controller/Informer.js';
 import { type ClusterHealth, isDriven, LOCAL_CLUSTER } from '../domain/clusters/model.js';
@@ -101,6 +102,8 @@ class MemberRuntime {
     readonly connection: MemberConnection,
     options: MemberRuntimesOptions,
     private readonly onSynced: () => void,
+    /** Any of its caches changed, or its drivers came or went (MemberChangeFeed). */
+    private readonly changed: () => void,
   ) {
     const logger = options.logger.child({ cluster: name });
     const clients = kubeClientsOf(connection.kubeConfig);
@@ -162,7 +165,9 @@ class MemberRuntime {
           this.listFailed(informer as unknown as Informer<KubernetesObject>, error, failures, connection);
         },
       });
+      const added = !used.has(informer as unknown as Informer<KubernetesObject>);
       used.add(informer as unknown as Informer<KubernetesObject>);
+      if (added) informer.addEventHandler({ onAdd: this.changed, onUpdate: this.changed, onDelete: this.changed });
       return informer;
     };
     return scoped;
@@ -186,13 +191,6 @@ class MemberRuntime {
     }
   }
 
-  /** The changes the kind's caches have had (Informer.changeCount): its drivers' reads answer the same while it is unchanged. */
-  cacheChanges(kind: RolloutKind): number {
-    let changes = 0;
-    for (const informer of this.informersOf.get(kind) ?? []) changes += informer.changeCount();
-    return changes;
-  }
-
   /** Why a kind's caches are not synced yet, when one of its lists failed (`ippools list: HTTP 500, 2 times in a row`). */
   syncingBecause(kind: RolloutKind): string | undefined {
     for (const informer of this.informersOf.get(kind) ?? []) {
@@ -207,6 +205,7 @@ class MemberRuntime {
     this.manager.start().then(
       () => {
         this.synced = !this.stopped;
+        this.changed();
         if (this.synced) {
           for (const kind of this.kinds) this.connection.kindReadable(kind);
           log.info({ cluster: this.name, kinds: this.kinds }, 'member cluster caches synced');
@@ -249,6 +248,7 @@ class MemberRuntime {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.changed();
     this.releaseMetrics();
     this.wantLead = false;
     await this.transition;
@@ -269,6 +269,7 @@ class MemberRuntime {
  */
 export class MemberRuntimes implements ClusterDrivers {
   private readonly runtimes = new Map<string, MemberRuntime>();
+  private readonly changes = new MemberChangeFeed();
   private readonly stopping = new Set<Promise<void>>();
   private started = false;
   private leading = false;
@@ -280,7 +281,11 @@ export class MemberRuntimes implements ClusterDrivers {
   private graceTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: MemberRuntimesOptions) {
-    this.unsubscribe = options.connections.onHealth(() => this.reconcile());
+    this.unsubscribe = options.connections.onHealth((name) => {
+      // Whether it is driven follows its health (synced); a member's drivers answer differently from now on.
+      this.changes.note(name);
+      this.reconcile();
+    });
   }
 
   /** Runs the members' runtimes (caches) from now on; controllers where this replica drives the member. */
@@ -341,8 +346,8 @@ export class MemberRuntimes implements ClusterDrivers {
     return this.synced(cluster)?.drivers.get(kind);
   }
 
-  cacheChangesOf(cluster: string, kind: RolloutKind): number | undefined {
-    return this.synced(cluster)?.cacheChanges(kind);
+  changedSince(seq: number | undefined): MemberChanges {
+    return this.changes.changedSince(seq);
   }
 
   /**
@@ -438,7 +443,14 @@ export class MemberRuntimes implements ClusterDrivers {
     for (const [name, { connection, health }] of desired) {
       if (this.runtimes.has(name)) continue;
       this.fence(name, connection);
-      const runtime = new MemberRuntime(name, [...health.kinds], connection, this.options, () => this.reconcile());
+      const runtime = new MemberRuntime(
+        name,
+        [...health.kinds],
+        connection,
+        this.options,
+        () => this.reconcile(),
+        () => this.changes.note(name),
+      );
       this.runtimes.set(name, runtime);
       runtime.start(this.options.logger);
     }

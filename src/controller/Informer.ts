@@ -102,8 +102,6 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
   private watchEvents = 0;
   /** Counters for tests and diagnostics. */
   readonly stats = { lists: 0, watches: 0, errors: 0, expired: 0, skipped: 0 };
-  /** Changes made to this informer's cache (see cacheChanges): a reader's answer from it is current while this is. */
-  private changes = 0;
   /** Lists in a row that failed before the first sync. */
   private syncFailures = 0;
 
@@ -144,11 +142,6 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
     await this.loop;
     this.loop = undefined;
     this.stopController = undefined;
-  }
-
-  /** How many changes this informer's cache has had: the same count, the same objects. */
-  changeCount(): number {
-    return this.changes;
   }
 
   /** True once the first list has filled the cache. */
@@ -382,7 +375,6 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
     this.cache.put(key, obj);
     // Before the handlers: they run synchronously, so no request sees their derived state without this change counted.
     cacheChanges += 1;
-    this.changes += 1;
     for (const h of this.handlers) {
       this.safely(() => (old ? h.onUpdate?.(old, obj) : h.onAdd?.(obj)));
     }
@@ -391,7 +383,6 @@ export class Informer<T extends KubernetesObject> implements CacheReader<T> {
   private remove(key: string, last: T): void {
     if (!this.cache.delete(key)) return;
     cacheChanges += 1;
-    this.changes += 1;
     for (const h of this.handlers) this.safely(() => h.onDelete?.(last));
   }
 

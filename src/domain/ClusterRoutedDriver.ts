@@ -3,7 +3,6 @@ import type { RolloutKind } from './events.js';
 import { type AdmittedTarget, clusterOf, type RolloutDriver, type TargetObservation } from './ports.js';
 import type { NewTarget, Rollout, RolloutService, RolloutTarget } from './RolloutService.js';
 import type { LaunchGuard } from './launchRules.js';
-import { type AnswerStamp, MemberAnswers } from './memberAnswers.js';
 
 /** What the routing driver asks of the member clusters' runtimes (src/clusters/MemberRuntimes.ts implements it). */
 export interface ClusterDrivers {
@@ -20,10 +19,16 @@ export interface ClusterDrivers {
   /** Why the cluster is not driven now, for people (names the cluster); asked only when driverOf said undefined. */
   whyNotDriven(cluster: string, kind: RolloutKind): string;
   /**
-   * How many changes the kind's caches in the cluster have had (undefined while it is not driven): the driver's reads
-   * of them answer the same while this does (memberAnswers.ts).
+   * The members whose caches, runtime or health changed since `seq` (every one: undefined; also for an undefined `seq`),
+   * and the seq now: a member's drivers answer a read of its caches the same until it is among them.
    */
-  cacheChangesOf?(cluster: string, kind: RolloutKind): number | undefined;
+  changedSince?(seq: number | undefined): MemberChanges;
+}
+
+/** ClusterDrivers.changedSince's answer. */
+export interface MemberChanges {
+  readonly seq: number;
+  readonly clusters: ReadonlySet<string> | undefined;
 }
 
 /** A member cluster's writes for its targets, made by the replica that holds its shard (MemberTargetExecutor). */
@@ -76,9 +81,13 @@ export class ClusterRoutedDriver implements RolloutDriver {
   private readonly clustersByRollout = new Map<string, readonly string[]>();
   /** `rolloutId|cluster` once `local`'s prepare ran for the rollout. */
   private readonly prepared = new Set<string>();
-  /** Members' answers kept while their caches do not change (each pass asked each of 1,000 members again). */
-  private readonly halts = new MemberAnswers<undefined>(MEMBER_HALT_KEPT_MS, REMEMBERED_ROLLOUTS);
-  private readonly unavailable = new MemberAnswers<number>(Number.POSITIVE_INFINITY, REMEMBERED_ROLLOUTS);
+  /**
+   * Per rollout, the members' answers as of their last look (ClusterDrivers.changedSince): each pass asks again only
+   * the members that changed since. Every pass asked all of them: over 1,000 members that was most of the service's
+   * CPU in the clusters bench (passes follow each other while targets move).
+   */
+  private readonly haltLooks = new Map<string, { seq: number; at: number; state: Rollout['state'] }>();
+  private readonly downLooks = new Map<string, { seq: number; counts: Map<string, number>; total: number }>();
 
   constructor(
     private readonly local: RolloutDriver,
@@ -126,9 +135,13 @@ export class ClusterRoutedDriver implements RolloutDriver {
    * failure to answer in `local` is retried, as before.
    */
   async haltReason(rollout: Rollout): Promise<string | undefined> {
-    const clusters = await this.clusters(rollout);
-    const answers = clusters.map((cluster) => this.haltReasonIn(cluster, rollout));
-    const reasons = answers.some((answer) => answer instanceof Promise) ? await Promise.all(answers) : (answers as (string | undefined)[]);
+    const clusters = this.clustersToAskForHalt(rollout, await this.clusters(rollout));
+    const reasons = await Promise.all(
+      clusters.map((cluster) => {
+        const asked = this.driverOf(cluster)?.haltReason?.(rollout);
+        return cluster === LOCAL_CLUSTER ? asked : asked?.catch(() => undefined);
+      }),
+    );
     for (const [i, reason] of reasons.entries()) {
       const cluster = clusters[i]!;
       if (reason) return cluster === LOCAL_CLUSTER ? reason : `in member cluster ${cluster}: ${reason}`;
@@ -137,28 +150,18 @@ export class ClusterRoutedDriver implements RolloutDriver {
   }
 
   /**
-   * One cluster's reason to halt. A member's "none" is kept while its caches do not change, for at most
-   * MEMBER_HALT_KEPT_MS; a PENDING rollout's is its preflight's dry runs, asked every time.
+   * The clusters asked whether to halt on this pass: `local` always; the members that changed since the last look (a
+   * member that does not change answers the same), and all of them when the rollout is PENDING (its preflight's dry
+   * runs), its state changed, or MEMBER_HALT_KEPT_MS passed (beside the controller a member's answer reads the history too).
    */
-  private haltReasonIn(cluster: string, rollout: Rollout): Promise<string | undefined> | undefined {
-    const driver = this.driverOf(cluster);
-    if (!driver?.haltReason) return undefined;
-    if (cluster === LOCAL_CLUSTER) return driver.haltReason(rollout);
-    const stamp = rollout.state === 'PENDING' ? undefined : this.stampOf(cluster, driver, rollout.state);
-    if (stamp && this.halts.get(rollout.id, cluster, stamp)) return undefined;
-    return driver.haltReason(rollout).then(
-      (reason) => {
-        if (stamp && reason === undefined) this.halts.set(rollout.id, cluster, stamp, undefined);
-        return reason;
-      },
-      () => undefined,
-    );
-  }
-
-  /** What a member's answer now would be read from (taken before it is asked: a change meanwhile is a new stamp). */
-  private stampOf(cluster: string, driver: RolloutDriver, of?: string): AnswerStamp | undefined {
-    const changes = this.members.cacheChangesOf?.(cluster, this.kind);
-    return changes === undefined ? undefined : { driver, changes, ...(of === undefined ? {} : { of }) };
+  private clustersToAskForHalt(rollout: Rollout, clusters: readonly string[]): readonly string[] {
+    if (rollout.state === 'PENDING' || !this.members.changedSince) return clusters;
+    const last = this.haltLooks.get(rollout.id);
+    const changes = this.members.changedSince(last?.seq);
+    const now = Date.now();
+    const changed = last && last.state === rollout.state && now - last.at < MEMBER_HALT_KEPT_MS ? changes.clusters : undefined;
+    remember(this.haltLooks, rollout.id, { seq: changes.seq, at: changed ? last!.at : now, state: rollout.state });
+    return changed ? clusters.filter((cluster) => cluster === LOCAL_CLUSTER || changed.has(cluster)) : clusters;
   }
 
   async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
@@ -207,26 +210,30 @@ export class ClusterRoutedDriver implements RolloutDriver {
   }
 
   async unavailableOutsideRollout(rollout: Rollout, inRollout: ReadonlySet<string>): Promise<number> {
-    let total = 0;
-    for (const cluster of await this.clusters(rollout)) {
+    const clusters = await this.clusters(rollout);
+    const local = clusters.includes(LOCAL_CLUSTER) ? ((await this.local.unavailableOutsideRollout?.(rollout, inRollout)) ?? 0) : 0;
+    return local + (await this.membersDown(rollout, clusters, inRollout));
+  }
+
+  /**
+   * The members' pools (or nodes) down outside the rollout: read from each member's caches alone, for a rollout whose
+   * targets never change, so counted again only for the members that changed since the last look.
+   */
+  private async membersDown(rollout: Rollout, clusters: readonly string[], inRollout: ReadonlySet<string>): Promise<number> {
+    const last = this.downLooks.get(rollout.id);
+    const changes = this.members.changedSince?.(last?.seq);
+    const changed = last ? changes?.clusters : undefined;
+    const counts = changed ? last!.counts : new Map<string, number>();
+    let total = changed ? last!.total : 0;
+    this.downLooks.delete(rollout.id); // kept again once every count below is in (a failed count leaves none)
+    for (const cluster of clusters) {
+      if (cluster === LOCAL_CLUSTER || (changed && !changed.has(cluster))) continue;
       const driver = this.driverOf(cluster);
-      if (!driver?.unavailableOutsideRollout) continue;
-      if (cluster === LOCAL_CLUSTER) {
-        total += await driver.unavailableOutsideRollout(rollout, inRollout);
-        continue;
-      }
-      // Read from the member's caches alone (its pools and agents, its nodes and agent pods), for a rollout whose
-      // targets never change: the same while they do not change.
-      const stamp = this.stampOf(cluster, driver);
-      const kept = stamp && this.unavailable.get(rollout.id, cluster, stamp);
-      if (kept) {
-        total += kept.value;
-        continue;
-      }
-      const count = await driver.unavailableOutsideRollout(rollout, keysIn(cluster, inRollout));
-      if (stamp) this.unavailable.set(rollout.id, cluster, stamp, count);
-      total += count;
+      const count = (await driver?.unavailableOutsideRollout?.(rollout, keysIn(cluster, inRollout))) ?? 0;
+      total += count - (counts.get(cluster) ?? 0);
+      counts.set(cluster, count);
     }
+    if (changes) remember(this.downLooks, rollout.id, { seq: changes.seq, counts, total });
     return total;
   }
 
@@ -241,8 +248,8 @@ export class ClusterRoutedDriver implements RolloutDriver {
     }
     this.clustersByRollout.delete(rollout.id);
     this.prepared.delete(`${rollout.id}|${LOCAL_CLUSTER}`);
-    this.halts.forget(rollout.id);
-    this.unavailable.forget(rollout.id);
+    this.haltLooks.delete(rollout.id);
+    this.downLooks.delete(rollout.id);
   }
 
   private driverOf(cluster: string): RolloutDriver | undefined {
@@ -264,6 +271,13 @@ export class ClusterRoutedDriver implements RolloutDriver {
     this.clustersByRollout.set(rollout.id, clusters);
     return clusters;
   }
+}
+
+/** Keeps a rollout's look, the oldest rollout's forgotten past REMEMBERED_ROLLOUTS (a finished one's go at its finish). */
+function remember<T>(looks: Map<string, T>, rolloutId: string, look: T): void {
+  looks.delete(rolloutId);
+  if (looks.size >= REMEMBERED_ROLLOUTS) looks.delete(looks.keys().next().value!);
+  looks.set(rolloutId, look);
 }
 
 /** A member write's failure: the member's executor logs it when it tries again (MemberTargetExecutor). */

@@ -584,7 +584,9 @@ describe("a member's controller changed outside rollplane during a rollout there
     helmUpgrade(m1, OTHER);
     const failed = await waitForRollout(r, id, ['FAILED', 'SUCCEEDED'], 30_000);
     expect(failed.state).toBe('FAILED');
-    expect(failed.message).toMatch(/^in member cluster m1: the vm-dhcp-controller .* now deploys .*v0\.3\.2, not .*: its --image was changed outside rollplane/);
+    expect(failed.message).toMatch(
+      /^in member cluster m1: the vm-dhcp-controller .* now deploys .*v0\.3\.2, not .*: its --image was changed outside rollplane/,
+    );
     // `local`'s controller was not touched.
     expect(controllerImage(r)).toBe(OLD);
   });

@@ -22,7 +22,9 @@ function fakeHistory(eventId: { value: number }) {
     },
   } as unknown as ConstructorParameters<typeof AgentPoolChoices>[0];
   // The newest event's id (the cache's key); no recorded change of a vm-dhcp-controller.
-  const events = { listBefore: async (filter: { types: string[] }) => (filter.types.length === 1 ? [] : [{ id: eventId.value }]) } as unknown as ConstructorParameters<typeof AgentPoolChoices>[1];
+  const events = {
+    listBefore: async (filter: { types: string[] }) => (filter.types.length === 1 ? [] : [{ id: eventId.value }]),
+  } as unknown as ConstructorParameters<typeof AgentPoolChoices>[1];
   return { rollouts, events, reads };
 }
 
