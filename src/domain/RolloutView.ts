@@ -27,7 +27,11 @@ export class RolloutView {
   private readonly counts = new Map<TargetState, number>();
   /** Targets before this index are not PENDING (nothing becomes PENDING again). */
   private pendingFrom = 0;
-  readonly keys: ReadonlySet<string>;
+  /**
+   * Keys of the targets the rollout changes (not SKIPPED: a skipped target never changes state). A pool it skips (held,
+   * already current) that is down is down outside the rollout and counts against maxUnavailable.
+   */
+  readonly changingKeys: ReadonlySet<string>;
   /** Keys of targets whose object changed since they were last observed (the driver's notifications). */
   private readonly changed = new Set<string>();
   /** Per cluster: its targets not SKIPPED and those PROGRESSING, kept with every update (read on each admission pass). */
@@ -53,7 +57,7 @@ export class RolloutView {
       this.tally(t, 1);
     });
     for (const [cluster, tally] of this.tallies) this.outcomes.set(cluster, outcomeOf(tally));
-    this.keys = new Set(targets.map((t) => targetKey(t)));
+    this.changingKeys = new Set(targets.filter((t) => t.state !== 'SKIPPED').map((t) => targetKey(t)));
   }
 
   /** A target's place by its key (built when first asked: only passes that observe part of the targets need it). */

@@ -190,7 +190,7 @@ export async function admit(pass: Pass): Promise<Decision> {
   const deferred = pass.driver.deferAdmission?.bind(pass.driver);
   const nowhere = inFlightNowhere(view, deferred);
   let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING') + nowhere);
-  if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.keys)) ?? 0;
+  if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.changingKeys)) ?? 0;
   // The slots of targets stuck in dead members are lent to the healthy clusters only: a dead member's own targets are
   // admitted within the budget that counts them, or a member black-holed under maxUnavailable 1 had all its targets
   // admitted one after another, and recreated at once when it came back (attack 17, M1).
