@@ -55,8 +55,8 @@ export function clustersOfRollout(rollouts: Pick<RolloutService, 'clustersOf'>):
 const REMEMBERED_ROLLOUTS = 1_000;
 /**
  * How long a member's "no reason to halt" is kept while its caches do not change: beside the vm-dhcp-controller its
- * answer reads the history too (a change of the controller's image recorded later). Its releases check the controller
- * again themselves (AgentPoolDriver.release), so a halt seen this much later lets nothing wrong through meanwhile.
+ * answer reads the history too (a change of the controller's image recorded later). A release there checks the
+ * controller's image itself before it writes, so a halt seen this much later lets nothing wrong through meanwhile.
  */
 const MEMBER_HALT_KEPT_MS = 1_000;
 
