@@ -48,7 +48,13 @@ export class MemberTargetExecutor {
   private readonly admitted = new Map<string, Promise<void>>();
   /** `rolloutId` whose prepare ran (or runs) here. */
   private readonly prepared = new Map<string, Promise<void>>();
-  private readonly finished = new Set<string>();
+  /**
+   * `rolloutId` whose finish ran (or runs) here: a second caller waits for the same one. The engine's finish came
+   * second (after this executor heard the rollout end) and returned at once: the rollout was marked finished while its
+   * finish here still waited for the controller's own rolling update, and the sweep of ended rollouts' holds released
+   * every pool under the old controller pod (attack 25, F1: all of a member's pools recreated on the failed image).
+   */
+  private readonly finished = new Map<string, Promise<void>>();
   /** Aborted when the rollout is heard terminal: its prepare and admissions under way stop writing (attack 15, F2). */
   private readonly rolloutAborts = new Map<string, AbortController>();
   /**
@@ -156,15 +162,17 @@ export class MemberTargetExecutor {
 
   /** The rollout's finish in this cluster, once. */
   async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
-    if (this.finished.has(rollout.id)) return;
-    this.finished.add(rollout.id);
-    try {
+    const known = this.finished.get(rollout.id);
+    if (known) return known;
+    const run = (async () => {
       await this.options.drivers.get(rollout.kind)?.finish?.(rollout, AbortSignal.any([signal, this.abort.signal]), others);
-    } catch (error) {
-      this.finished.delete(rollout.id);
-      throw error;
-    }
-    this.forget(rollout.id);
+      this.forget(rollout.id);
+    })();
+    this.finished.set(rollout.id, run);
+    run.catch(() => {
+      if (this.finished.get(rollout.id) === run) this.finished.delete(rollout.id);
+    });
+    return run;
   }
 
   private heard(event: StoredEvent): void {

@@ -211,6 +211,35 @@ describe('MemberTargetExecutor', () => {
     expect(calls.filter((c) => c.startsWith('finish'))).toEqual(['finish r1']);
   });
 
+  it("makes a second caller of a finish under way wait for it (attack 25, F1: the engine's returned at once)", async () => {
+    let release: () => void = () => {};
+    const finishing = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let finishes = 0;
+    const { driver } = recordingDriver();
+    driver.finish = async () => {
+      finishes++;
+      await finishing;
+    };
+    const r1 = rollout('r1', 'FAILED');
+    const run = executor([r1], [target('r1', 'net-1', 'FAILED')], driver);
+    const first = run.finish(r1, AbortSignal.timeout(10_000), []);
+    let secondDone = false;
+    const second = run.finish(r1, AbortSignal.timeout(10_000), []).then(() => {
+      secondDone = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(secondDone).toBe(false);
+    release();
+    await Promise.all([first, second]);
+    expect(secondDone).toBe(true);
+    expect(finishes).toBe(1);
+    // Done: a later caller returns at once, with no second finish.
+    await run.finish(r1, AbortSignal.timeout(10_000), []);
+    expect(finishes).toBe(1);
+  });
+
   it('stops the writes of a rollout heard ending: a prepare under way is aborted and nothing is admitted after it', async () => {
     const calls: string[] = [];
     let prepareSignal: AbortSignal | undefined;
