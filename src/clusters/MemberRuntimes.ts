@@ -220,6 +220,11 @@ class MemberRuntime {
     return this.synced && !this.stopped;
   }
 
+  /** Its caches are being filled for the first time (nothing in them can be counted on yet). */
+  isSyncing(): boolean {
+    return !this.synced && !this.stopped;
+  }
+
   /** Whether its controllers (and target executor) run now. */
   isLeading(): boolean {
     return this.leading && !this.stopped;
@@ -344,6 +349,15 @@ export class MemberRuntimes implements ClusterDrivers {
   /** The kind's driver on the member's caches (for observing: any replica), while they are synced and it is READY. */
   driverOf(cluster: string, kind: RolloutKind): RolloutDriver | undefined {
     return this.synced(cluster)?.drivers.get(kind);
+  }
+
+  countingDriverOf(cluster: string, kind: RolloutKind): RolloutDriver | 'syncing' | undefined {
+    const runtime = this.runtimes.get(cluster);
+    if (!runtime?.kinds.includes(kind)) return undefined;
+    // Synced: driven, or unreachable within cacheGraceMs (a runtime kept is one that missed probes: its caches stay).
+    if (runtime.isRunning()) return runtime.drivers.get(kind);
+    const state = this.options.connections.get(cluster)?.health().state;
+    return runtime.isSyncing() && state !== undefined && isDriven(state) ? 'syncing' : undefined;
   }
 
   changedSince(seq: number | undefined): MemberChanges {

@@ -23,6 +23,12 @@ export interface ClusterDrivers {
    * and the seq now: a member's drivers answer a read of its caches the same until it is among them.
    */
   changedSince?(seq: number | undefined): MemberChanges;
+  /**
+   * The kind's driver for counting what is down in the cluster (ClusterRoutedDriver's membersDown): on its caches while
+   * they are kept — driven, or unreachable within its cache grace, its last known state — and `syncing` while a driven
+   * member's caches are being filled, when nothing is known yet. Without it, driverOf's.
+   */
+  countingDriverOf?(cluster: string, kind: RolloutKind): RolloutDriver | 'syncing' | undefined;
 }
 
 /** ClusterDrivers.changedSince's answer. */
@@ -217,7 +223,10 @@ export class ClusterRoutedDriver implements RolloutDriver {
 
   /**
    * The members' pools (or nodes) down outside the rollout: read from each member's caches alone, for a rollout whose
-   * targets never change, so counted again only for the members that changed since the last look.
+   * targets never change, so counted again only for the members that changed since the last look. A member unreachable
+   * within its cache grace counts what its caches last showed (attack 25, F3: its down pool stopped counting the moment
+   * it turned UNREACHABLE). While a member's caches are first being filled nothing is known: no admission (F2: a leader
+   * just started counted such a member's down pool as 0 and admitted one target too many).
    */
   private async membersDown(rollout: Rollout, clusters: readonly string[], inRollout: ReadonlySet<string>): Promise<number> {
     const last = this.downLooks.get(rollout.id);
@@ -225,14 +234,21 @@ export class ClusterRoutedDriver implements RolloutDriver {
     const changed = last ? changes?.clusters : undefined;
     const counts = changed ? last!.counts : new Map<string, number>();
     let total = changed ? last!.total : 0;
+    let syncing = false;
     this.downLooks.delete(rollout.id); // kept again once every count below is in (a failed count leaves none)
     for (const cluster of clusters) {
       if (cluster === LOCAL_CLUSTER || (changed && !changed.has(cluster))) continue;
-      const driver = this.driverOf(cluster);
+      const driver = this.members.countingDriverOf ? this.members.countingDriverOf(cluster, this.kind) : this.driverOf(cluster);
+      if (driver === 'syncing') {
+        syncing = true;
+        continue;
+      }
       const count = (await driver?.unavailableOutsideRollout?.(rollout, keysIn(cluster, inRollout))) ?? 0;
       total += count - (counts.get(cluster) ?? 0);
       counts.set(cluster, count);
     }
+    // Not kept: the next pass counts every member again, this one once it synced.
+    if (syncing) return Number.POSITIVE_INFINITY;
     if (changes) remember(this.downLooks, rollout.id, { seq: changes.seq, counts, total });
     return total;
   }

@@ -205,4 +205,39 @@ describe('ClusterRoutedDriver: members asked again only once they changed', () =
     expect(await driver.unavailableOutsideRollout!(progressing, keys)).toBe(11);
     expect(asked.down).toEqual(['m1', 'm2', 'm1', 'm1', 'm2']);
   });
+
+  // Attack 25, F2 and F3: a member whose caches are first being filled (a leader just started) was counted as 0 down,
+  // and one unreachable within its cache grace dropped its down pools at once.
+  it("counts a member on the caches it keeps, and admits nothing while one's caches are first filled", async () => {
+    const down = new Map([
+      ['m1', 2],
+      ['m2', 1],
+    ]);
+    let m2: RolloutDriver | 'syncing' | undefined = 'syncing';
+    const asked: string[] = [];
+    const counting = (cluster: string) =>
+      ({
+        unavailableOutsideRollout: async () => {
+          asked.push(cluster);
+          return down.get(cluster) ?? 0;
+        },
+      }) as unknown as RolloutDriver;
+    const feed = new MemberChangeFeed();
+    const members = {
+      writerOf: () => undefined,
+      // Not driven (unreachable within the grace, or syncing): the engine's reads see no driver.
+      driverOf: () => undefined,
+      whyNotDriven: () => 'not driven',
+      changedSince: (seq: number | undefined) => feed.changedSince(seq),
+      countingDriverOf: (cluster: string) => (cluster === 'm1' ? counting('m1') : m2),
+    } as unknown as ClusterDrivers;
+    const driver = new ClusterRoutedDriver({ kind: 'AGENT_POOL' } as unknown as RolloutDriver, members, async () => ['m1', 'm2']);
+    const keys = new Set<string>();
+    expect(await driver.unavailableOutsideRollout!(progressing, keys)).toBe(Number.POSITIVE_INFINITY);
+    m2 = counting('m2');
+    feed.note('m2');
+    // Every member counted again (the look while m2 synced was not kept): m1's 2 from its kept caches, m2's 1.
+    expect(await driver.unavailableOutsideRollout!(progressing, keys)).toBe(3);
+    expect(asked).toEqual(['m1', 'm1', 'm2']);
+  });
 });

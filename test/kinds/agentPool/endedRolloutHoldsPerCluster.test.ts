@@ -27,7 +27,7 @@ const strayHeld = {
 const agent = { metadata: { namespace: NS, name: 'default-net-1-agent' }, spec: { containers: [{ name: 'agent', image: IMAGE }] } } as V1Pod;
 
 /** The sweep of `cluster`'s pools, with one active agent-pool rollout in the cluster `activeIn`. */
-function sweeper(cluster: string, activeIn: string) {
+function sweeper(cluster: string, activeIn: string, finishingHere?: (rolloutId: string) => boolean) {
   const released: string[] = [];
   const holds = {
     write: async (pool: IPPool) => {
@@ -49,6 +49,7 @@ function sweeper(cluster: string, activeIn: string) {
     controller: { state: () => ({ kind: 'agents', image: IMAGE }) } as unknown as VmDhcpControllerWatch,
     rollouts,
     cluster,
+    ...(finishingHere ? { finishingHere } : {}),
   });
   return { sweep, released };
 }
@@ -64,5 +65,17 @@ describe('EndedRolloutHolds, per cluster', () => {
     const { sweep, released } = sweeper('local', 'local');
     expect(await sweep.sweep(strayHeld)).toEqual({ requeueAfterMs: expect.any(Number) });
     expect(released).toEqual([]);
+  });
+
+  // Attack 25, F1: marked finished by the engine on another replica while its finish here still waits for the
+  // controller's own rolling update: its holds are that finish's to take off.
+  it('leaves the holds of a rollout whose finish runs here now, and takes them off after it', async () => {
+    let finishing = true;
+    const { sweep, released } = sweeper('m1', 'local', () => finishing);
+    expect(await sweep.sweep(strayHeld)).toEqual({ requeueAfterMs: expect.any(Number) });
+    expect(released).toEqual([]);
+    finishing = false;
+    expect(await sweep.sweep(strayHeld)).toBeUndefined();
+    expect(released).toEqual(['net-1']);
   });
 });

@@ -366,7 +366,25 @@ export class AgentPoolDriver implements RolloutDriver {
    * After the end: a hold of rollplane's on a pool that already runs the controller's image holds nothing back (e.g.
    * after a rollback, the pools the original never reached), so it goes. Pools behind stay held (drift shows them).
    */
+  /** The rollouts whose finish runs here now (the sweep of ended rollouts' holds leaves their holds alone). */
+  private readonly finishes = new Map<string, number>();
+
+  finishing(rolloutId: string): boolean {
+    return this.finishes.has(rolloutId);
+  }
+
   async finish(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
+    this.finishes.set(rollout.id, (this.finishes.get(rollout.id) ?? 0) + 1);
+    try {
+      await this.finishHere(rollout, signal, others);
+    } finally {
+      const left = (this.finishes.get(rollout.id) ?? 1) - 1;
+      if (left > 0) this.finishes.set(rollout.id, left);
+      else this.finishes.delete(rollout.id);
+    }
+  }
+
+  private async finishHere(rollout: Rollout, signal: AbortSignal, others: readonly Rollout[]): Promise<void> {
     if (this.mode() !== 'coexist') return;
     // An image write whose answer was lost: throws (the engine asks again) until it is known whether it landed, and
     // waits for the cache to show it if it did; what follows reads the cache (attack 18, H2).

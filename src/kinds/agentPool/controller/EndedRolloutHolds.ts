@@ -23,6 +23,12 @@ export interface EndedRolloutHoldsDeps {
   rollouts: Pick<RolloutService, 'list' | 'get'>;
   /** The cluster these pools are in: only its active rollouts keep a stray hold on (another cluster's never touch it). */
   cluster: string;
+  /**
+   * Whether the rollout's finish runs here now (AgentPoolDriver.finishing). The engine marks a rollout finished once
+   * its finish returned, which for a member this replica does not write to is at once, while the holder's finish still
+   * waits for the controller's own rolling update: its holds stay theirs until it is done (attack 25, F1).
+   */
+  finishingHere?: (rolloutId: string) => boolean;
   now?: () => number;
 }
 
@@ -53,7 +59,7 @@ export class EndedRolloutHolds {
     const rollout = await this.rolloutOf(holder);
     if (!rollout.ended) return undefined;
     // Rare (a hold that landed after its rollout ended): looked at again until the rule allows it.
-    if (!rollout.finished || (await this.anyActive())) return { requeueAfterMs: UNFINISHED_RECHECK_MS };
+    if (!rollout.finished || this.deps.finishingHere?.(holder) || (await this.anyActive())) return { requeueAfterMs: UNFINISHED_RECHECK_MS };
     // Only onto the pool as seen here: a pool changed since is decided again by the same rule.
     const rule = (current: IPPool) =>
       rollplaneHolder(current.metadata?.annotations) === holder && poolRunsImage(current, state.image, this.deps.pods, this.deps.agentNamespace);

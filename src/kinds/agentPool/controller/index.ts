@@ -181,6 +181,7 @@ export function setupAgentPools(controllerHost: ControllerHost, options: AgentPo
             controller: controllerWatch,
             rollouts: host.rollouts,
             cluster: host.cluster ?? LOCAL_CLUSTER,
+            finishingHere: (rolloutId) => driver.finishing(rolloutId),
           }),
         }
       : {}),
