@@ -170,8 +170,13 @@ export class ClusterRoutedDriver implements RolloutDriver {
     return changed ? clusters.filter((cluster) => cluster === LOCAL_CLUSTER || changed.has(cluster)) : clusters;
   }
 
-  async prepare(rollout: Rollout, signal: AbortSignal): Promise<void> {
-    for (const cluster of await this.clusters(rollout)) {
+  async prepare(rollout: Rollout, signal: AbortSignal, changingClusters?: () => Promise<ReadonlySet<string>>): Promise<void> {
+    const clusters = await this.clusters(rollout);
+    // A cluster where the rollout only skips targets (an operator held every pool it selects there) is left alone: its
+    // vm-dhcp-controller was moved to the rollout's image, exposing those held pools to it (attack 25, F4).
+    const changing = clusters.length > 1 && changingClusters ? await changingClusters() : undefined;
+    for (const cluster of clusters) {
+      if (changing && !changing.has(cluster)) continue;
       if (cluster === LOCAL_CLUSTER) await this.prepareLocal(rollout, signal);
       else this.members.writerOf(cluster)?.prepare(rollout, signal).catch(ignored);
     }

@@ -402,7 +402,7 @@ export class RolloutEngine {
         await this.transitionPass(pass, decision.to, decision.message);
         return undefined;
       case 'start':
-        await driver.prepare?.(rollout, signal);
+        await driver.prepare?.(rollout, signal, () => this.changingClusters(rollout));
         await this.transitionPass(pass, 'PROGRESSING', null);
         return undefined;
       case 'record': {
@@ -493,6 +493,12 @@ export class RolloutEngine {
   }
 
   /** The cached view of the rollout's targets, or a fresh one when there is none or the rollout changed state. */
+  /** The clusters where the rollout changes a target (its targets elsewhere are all skipped). */
+  private async changingClusters(rollout: Rollout): Promise<ReadonlySet<string>> {
+    const view = await this.viewOf(rollout);
+    return new Set([...view.byCluster()].filter(([, counts]) => counts.changing > 0).map(([cluster]) => cluster));
+  }
+
   private async viewOf(rollout: Rollout): Promise<RolloutView> {
     const cached = this.views.get(rollout.id);
     if (cached && cached.seenState === rollout.state) return cached;

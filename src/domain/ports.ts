@@ -53,8 +53,12 @@ export interface RolloutDriver {
    * active rollout with this reason instead of racing whoever changed the cluster. Optional.
    */
   haltReason?(rollout: Rollout): Promise<string | undefined>;
-  /** Before the first admission (e.g. write the new ClusterVersion spec, set the DaemonSet's update strategy). */
-  prepare?(rollout: Rollout, signal: AbortSignal): Promise<void>;
+  /**
+   * Before the first admission (e.g. write the new ClusterVersion spec, set the DaemonSet's update strategy).
+   * `changingClusters` answers the clusters where the rollout changes a target (not only skips them), for a driver that
+   * spans clusters: one where it changes nothing is not prepared.
+   */
+  prepare?(rollout: Rollout, signal: AbortSignal, changingClusters?: () => Promise<ReadonlySet<string>>): Promise<void>;
   /** Writes the change for one target (e.g. set `status.agentPodRef.image`, add the opt-in label). */
   admit(target: AdmittedTarget, rollout: Rollout, signal: AbortSignal): Promise<void>;
   /** Reports the target's state; reads informer caches, so it is cheap to call often. */

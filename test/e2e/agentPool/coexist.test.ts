@@ -582,4 +582,32 @@ describe("beside each member's own vm-dhcp-controller", () => {
     // `local`'s controller was not touched.
     expect(controllerImage(r)).toBe(OLD);
   });
+
+  // Attack 25, F4: a member where the rollout changes nothing (an operator held every pool it selects there) had its
+  // controller moved to the rollout's image anyway, exposing those held pools to it.
+  it('leaves the controller of a member where the rollout only skips pools', async () => {
+    rigs = await startMemberRig({
+      localFleet: 'pools=2,nodes=1,upstream=vm-dhcp',
+      memberFleet: 'pools=2,nodes=1,upstream=vm-dhcp',
+      delays: { podReadyMs: 20, podTerminateMs: 10 },
+    });
+    const r = rigs.rig;
+    const m1: Pick<Rig, 'sim'> = { sim: rigs.m1 };
+    const pools = rigs.m1.store.resourceType('network.harvesterhci.io', 'ippools')!;
+    for (const name of ['net-1', 'net-2']) {
+      const pool = structuredClone(rigs.m1.store.get(pools, 'default', name)!);
+      pool.metadata.annotations = { ...pool.metadata.annotations, [HOLD]: 'maintenance' };
+      rigs.m1.store.update(pools, pool);
+    }
+    await r.waitFor("rollplane sees both of m1's pools held", async () => {
+      const data = await r.gql('{ agentPools(cluster: "m1") { edges { node { held } } } }');
+      return data.agentPools.edges.filter((e: { node: { held: boolean } }) => e.node.held).length === 2;
+    });
+    const data = await r.gql(BUMP, { input: { image: NEW, memberClusters: { names: ['local', 'm1'] }, strategy: { maxUnavailable: '1' } } });
+    expect(data.bumpAgentImage.plan.filter((t: { action: string }) => t.action === 'skip')).toHaveLength(2);
+    const done = await waitForRollout(r, data.bumpAgentImage.rollout.id, ['SUCCEEDED', 'FAILED']);
+    expect(done.state, done.message ?? '').toBe('SUCCEEDED');
+    expect(controllerImage(r)).toBe(NEW);
+    expect(controllerImage(m1)).toBe(OLD);
+  });
 });
