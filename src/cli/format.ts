@@ -43,6 +43,7 @@ export function formatRollout(rollout: RolloutView): string {
     `  progress: ${rollout.progress.percent.toFixed(0)}% (${describeProgress(rollout)})`,
   ];
   if (rollout.message) lines.push(`  message:  ${rollout.message}`);
+  if (rollout.waitingFor) lines.push(`  waiting:  ${rollout.waitingFor}`);
   const failed = rollout.failedTargets;
   if (failed && failed.totalCount > 0) {
     lines.push(`  failed targets (${failed.totalCount}):`);

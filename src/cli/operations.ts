@@ -52,7 +52,11 @@ export type { RolloutState } from './generated/graphql.js';
  * A rollout as the CLI reads it: lists select the summary, single-rollout requests the full fragment, which adds the
  * first failed targets with their errors (what a CI log needs to explain a failure).
  */
-export type RolloutView = RolloutSummaryFragment & Partial<Pick<RolloutFullFragment, 'failedTargets' | 'inFlight'>>;
+export type RolloutView = RolloutSummaryFragment &
+  Partial<Pick<RolloutFullFragment, 'failedTargets' | 'inFlight'>> & {
+    /** What a PROGRESSING rollout waits for, where it was asked (`rollout status`). */
+    waitingFor?: string | null;
+  };
 export type RolloutProgress = RolloutSummaryFragment['progress'];
 export type BumpPayload = BumpResultFragment;
 /** A plan's target; `cluster` may be absent in an older server's answer (it is then `local`). */

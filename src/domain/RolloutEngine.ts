@@ -433,7 +433,11 @@ export class RolloutEngine {
         if (decision.passCanary) await this.rollouts.updateEngineState(rollout.id, { canaryPassed: true });
         await this.transitionPass(pass, 'SUCCEEDED', decision.message);
         return undefined;
+      case 'held back':
+        if (rollout.engineState.downOutside !== decision.down) await this.rollouts.updateEngineState(rollout.id, { downOutside: decision.down });
+        return undefined;
       case 'admit': {
+        if (rollout.engineState.downOutside) await this.rollouts.updateEngineState(rollout.id, { downOutside: 0 });
         const viewed = withView(pass);
         await this.admit(driver, rollout, viewed.view, decision.targets, signal);
         const seconds = (target: RolloutTarget) => viewed.deadlineSecondsOf?.(target) ?? rollout.strategy.progressDeadlineSeconds;

@@ -102,6 +102,12 @@ export interface EngineState {
   analysisPassed?: number;
   /** The analysis step (`targets:<n>`) that paused the rollout: a resume accepts it, a retryGate measures it again. */
   pausedAnalysis?: string | null;
+  /**
+   * Targets of its selection unavailable outside the rollout (skipped ones, ones that joined after the plan) that took
+   * every free slot of maxUnavailable on its last admission pass: it admits nothing until they are back (waitingFor
+   * says so; attack 25, F5). 0 or absent: none held it back.
+   */
+  downOutside?: number;
 }
 
 /** One target of a rollout: the stored row, with the domain's types for its kind and state. */

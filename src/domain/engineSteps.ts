@@ -67,7 +67,9 @@ export type Decision =
   /** Undo what prepare changed, mark the rollout finished, close the rollback it is; the pass ends. */
   | { readonly do: 'finish' }
   /** Nothing in flight and nothing to do until a user acts (a paused rollout); the pass ends without a requeue. */
-  | { readonly do: 'rest' };
+  | { readonly do: 'rest' }
+  /** Nothing admitted: these many targets of its selection, unavailable outside the rollout, took every free slot. */
+  | { readonly do: 'held back'; readonly down: number };
 
 /** What `observe` found. */
 export interface Observed {
@@ -190,7 +192,10 @@ export async function admit(pass: Pass): Promise<Decision> {
   const deferred = pass.driver.deferAdmission?.bind(pass.driver);
   const nowhere = inFlightNowhere(view, deferred);
   let budget = Math.min(pass.admissionCap, limit - view.count('PROGRESSING') + nowhere);
-  if (budget > 0 && view.count('PENDING') > 0) budget -= (await pass.driver.unavailableOutsideRollout?.(rollout, view.changingKeys)) ?? 0;
+  let down = 0;
+  if (budget > 0 && view.count('PENDING') > 0) down = (await pass.driver.unavailableOutsideRollout?.(rollout, view.changingKeys)) ?? 0;
+  const free = budget;
+  budget -= down;
   // The slots of targets stuck in dead members are lent to the healthy clusters only: a dead member's own targets are
   // admitted within the budget that counts them, or a member black-holed under maxUnavailable 1 had all its targets
   // admitted one after another, and recreated at once when it came back (attack 17, M1).
@@ -200,7 +205,9 @@ export async function admit(pass: Pass): Promise<Decision> {
   const allowed = pass.admitClusters;
   const take = allowed ? (target: RolloutTarget) => allowed.has(clusterOf(target)) && (!perCluster || perCluster(target)) : perCluster;
   const targets = budget > 0 ? view.nextPending(budget, { ...(deferred ? { deferred, deferredLimit: deferredBudget } : {}), ...(take ? { take } : {}) }) : [];
-  return targets.length > 0 ? { do: 'admit', targets } : NOTHING;
+  if (targets.length > 0) return { do: 'admit', targets };
+  // Said only when they alone held it back (free slots, all taken by them); a count still being read is not a figure.
+  return free > 0 && budget <= 0 && Number.isFinite(down) ? { do: 'held back', down } : NOTHING;
 }
 
 /**

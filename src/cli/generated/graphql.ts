@@ -774,7 +774,10 @@ export type RolloutQueryVariables = Exact<{
 }>;
 
 
-export type RolloutQuery = { rollout: RolloutFullFragment | null };
+export type RolloutQuery = { rollout: (
+    { waitingFor: string | null }
+    & RolloutFullFragment
+  ) | null };
 
 export type RolloutTargetsQueryVariables = Exact<{
   id: string | number;
@@ -1488,6 +1491,7 @@ export const RolloutDocument = new TypedDocumentString(`
     query Rollout($id: ID!) {
   rollout(id: $id) {
     ...RolloutFull
+    waitingFor
   }
 }
     fragment RolloutSummary on Rollout {

@@ -404,7 +404,9 @@ export type Rollout = {
   gate?: Maybe<Gate>;
   /**
    * What a PROGRESSING rollout waits for now: a staged one's gate, soak, maintenance window or clusters in progress; an
-   * analysis between targets measuring (`analysis targets:3: measuring, 2 of 5 measurements`). Null otherwise.
+   * analysis between targets measuring (`analysis targets:3: measuring, 2 of 5 measurements`); targets of its selection
+   * unavailable outside the rollout (held or skipped pools that are down) taking every free slot of maxUnavailable. Null
+   * otherwise.
    */
   waitingFor?: Maybe<Scalars['String']['output']>;
 };

@@ -14,6 +14,7 @@ import { decide as decideWindow, type WindowDecision, type WindowPolicyInput } f
 import { decideStage } from '../../domain/waves/engineStage.js';
 import { stagedAdmission } from '../../domain/waves/unreachable.js';
 import type { GraphQLContext } from '../context.js';
+import type { Rollout } from '../../domain/RolloutService.js';
 
 /**
  * Staged rollouts in the API (issue 30, docs/waves.md): a bump's and a rollout's frozen wave plan, a rollout's gates
@@ -270,8 +271,9 @@ export const wavesResolvers: Resolvers = {
       const { runs, windows, targetGates } = ctx.domain.rollouts;
       const run = await runs.runOf(rollout.id);
       const now = new Date();
-      // A rollout without waves waits on nothing but the analysis or the gate between its targets (ADR 0071), if any.
-      if (!run) return (await targetGates?.waiting(rollout)) ?? (await stepGateWaiting(runs, rollout, now)) ?? null;
+      // A rollout without waves waits on the analysis or the gate between its targets (ADR 0071), if any, or on targets
+      // of its selection down outside it.
+      if (!run) return (await targetGates?.waiting(rollout)) ?? (await stepGateWaiting(runs, rollout, now)) ?? heldBackBy(rollout);
       const [gates, policies, labels, targets, registered] = await Promise.all([
         runs.gates(rollout.id, now),
         windows.policies(),
@@ -285,7 +287,14 @@ export const wavesResolvers: Resolvers = {
       );
       const { step } = decideStage({ run, gates, accepted: new Set(rollout.engineState.acceptedWaves ?? []), now, window }, targets);
       if (step.do === 'wait') return step.reason;
-      return step.do === 'open-gate' ? `gate ${step.gate} is opening` : null;
+      return step.do === 'open-gate' ? `gate ${step.gate} is opening` : heldBackBy(rollout);
     },
   },
 };
+
+/** What the engine noted on its last admission pass: targets down outside the rollout took every free slot (attack 25, F5). */
+function heldBackBy(rollout: Rollout): string | null {
+  const down = rollout.engineState.downOutside ?? 0;
+  if (down <= 0) return null;
+  return `${down} target${down === 1 ? '' : 's'} of its selection ${down === 1 ? 'is' : 'are'} unavailable outside the rollout and take${down === 1 ? 's' : ''} the free slots of maxUnavailable ${rollout.strategy.maxUnavailable}: more are admitted once ${down === 1 ? 'it is' : 'they are'} back`;
+}

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { startCli } from '../../cli/cliHarness.js';
 import { ANNOTATION_HOLD } from '../../../src/kinds/agentPool/controller/names.js';
 import type { Simulator } from '../../../src/sim/index.js';
 import type { KubeObject } from '../../../src/sim/types.js';
@@ -72,7 +73,18 @@ describe("a member's pools down outside a rollout", () => {
       expect(held.bumpAgentImage.plan.filter((t: { name: string; action: string }) => t.action === 'skip').map((t: { name: string }) => t.name)).toEqual([
         'net-4',
       ]);
-      await waitForRollout(r, heldId, ['PROGRESSING', 'SUCCEEDED', 'FAILED']);
+      // It says what it waits for (attack 25, F5: nothing said it, and it looked like a hang).
+      const waiting = await r.waitFor('the rollout says what holds it back', async () => {
+        const data = await r.gql(`{ rollout(id: "${heldId}") { state waitingFor } }`);
+        return data.rollout.waitingFor ? data.rollout : undefined;
+      });
+      expect(waiting).toEqual({
+        state: 'PROGRESSING',
+        waitingFor:
+          '1 target of its selection is unavailable outside the rollout and takes the free slots of maxUnavailable 1: more are admitted once it is back',
+      });
+      const status = await startCli(['rollout', 'status', heldId, '--url', r.url]).done;
+      expect(status.stdout).toContain(`  waiting:  ${waiting.waitingFor}`);
       // The operator puts the pool back on its old image, takes the hold off and deletes the broken agent, which is
       // created again on the old image: the held rollout counts m1 again.
       edit((pool) => {
@@ -83,6 +95,7 @@ describe("a member's pools down outside a rollout", () => {
       });
       m1.store.delete(m1.store.resourceType('', 'pods')!, AGENT_NS, 'default-net-4-agent');
       expect((await waitForRollout(r, heldId, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      expect((await r.gql(`{ rollout(id: "${heldId}") { waitingFor } }`)).rollout.waitingFor).toBeNull();
     } finally {
       unsubscribe();
     }
