@@ -434,7 +434,8 @@ export class RolloutEngine {
         await this.transitionPass(pass, 'SUCCEEDED', decision.message);
         return undefined;
       case 'held back':
-        if (rollout.engineState.downOutside !== decision.down) await this.rollouts.updateEngineState(rollout.id, { downOutside: decision.down });
+        // Decided only when it differs from what engineState says: written when it changes.
+        await this.rollouts.updateEngineState(rollout.id, { downOutside: decision.down });
         return undefined;
       case 'admit': {
         if (rollout.engineState.downOutside) await this.rollouts.updateEngineState(rollout.id, { downOutside: 0 });

@@ -68,7 +68,7 @@ export type Decision =
   | { readonly do: 'finish' }
   /** Nothing in flight and nothing to do until a user acts (a paused rollout); the pass ends without a requeue. */
   | { readonly do: 'rest' }
-  /** Nothing admitted: these many targets of its selection, unavailable outside the rollout, took every free slot. */
+  /** Nothing admitted: these many targets of its selection, unavailable outside the rollout, took every free slot (0: none did). */
   | { readonly do: 'held back'; readonly down: number };
 
 /** What `observe` found. */
@@ -206,8 +206,10 @@ export async function admit(pass: Pass): Promise<Decision> {
   const take = allowed ? (target: RolloutTarget) => allowed.has(clusterOf(target)) && (!perCluster || perCluster(target)) : perCluster;
   const targets = budget > 0 ? view.nextPending(budget, { ...(deferred ? { deferred, deferredLimit: deferredBudget } : {}), ...(take ? { take } : {}) }) : [];
   if (targets.length > 0) return { do: 'admit', targets };
-  // Said only when they alone held it back (free slots, all taken by them); a count still being read is not a figure.
-  return free > 0 && budget <= 0 && Number.isFinite(down) ? { do: 'held back', down } : NOTHING;
+  // Noted for waitingFor only when they alone held it back (free slots, all taken by them; a count still being read is
+  // not a figure), and the note cleared once anything else is why nothing is admitted.
+  const heldBackBy = free > 0 && budget <= 0 && Number.isFinite(down) ? down : 0;
+  return heldBackBy !== (rollout.engineState.downOutside ?? 0) ? { do: 'held back', down: heldBackBy } : NOTHING;
 }
 
 /**

@@ -308,6 +308,16 @@ describe('admit', () => {
     expect(d.asked.includes('unavailableOutsideRollout')).toBe(askedCluster);
   });
 
+  it('notes when targets down outside the rollout alone hold it back, and clears the note once they do not (waitingFor)', async () => {
+    const held = pass(rollout('PROGRESSING', { maxUnavailable: '1' }), 'PPP', { driver: driver({ unavailable: 1 }), admissionCap: Infinity });
+    expect(await admit(held)).toEqual({ do: 'held back', down: 1 });
+    // Noted already: nothing to write again.
+    const noted = { ...rollout('PROGRESSING', { maxUnavailable: '1' }), engineState: { downOutside: 1 } } as Rollout;
+    expect(await admit(pass(noted, 'PPP', { driver: driver({ unavailable: 1 }), admissionCap: Infinity }))).toEqual({ do: 'nothing' });
+    // Now a target in flight takes the one slot: the note goes.
+    expect(await admit(pass(noted, 'RPP', { driver: driver({ unavailable: 0 }), admissionCap: Infinity }))).toEqual({ do: 'held back', down: 0 });
+  });
+
   it('admits the targets of a member nobody drives after every other pending one (a dead cluster holds no slot the healthy ones could use)', async () => {
     // pool-0 and pool-1 are in a cluster nobody drives now; plan order would admit them first.
     const deferredNames = new Set(['pool-0', 'pool-1']);
